@@ -1,0 +1,87 @@
+"""Alerts: raised by the pipeline, deduplicated, journaled, then published.
+
+Deduplication keeps people reading alerts: a *condition* (e.g. "noise violation
+at meter n2") alerts once; while it keeps recurring it stays active and silent;
+it clears when it has not recurred for ``min_gap_s`` (or explicitly, e.g. a
+sensor back online), and only then can it alert again. Active conditions are kept
+in the store so a restart does not re-alert them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from monitor.config import AlertsConfig
+from monitor.store import Store, from_us, to_us
+from monitor.wire import format_ts
+
+PublishAlert = Callable[[str, dict[str, Any]], None]  # site, alert body
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS alert_conditions (
+    site TEXT NOT NULL, condition TEXT NOT NULL, last_us INTEGER NOT NULL, PRIMARY KEY (site, condition)
+);
+"""
+
+
+class AlertBook:
+    def __init__(self, store: Store, config: AlertsConfig, publish: PublishAlert) -> None:
+        self.store = store
+        self.config = config
+        self.publish = publish
+        store.conn.executescript(SCHEMA)
+        self.active: dict[tuple[str, str], datetime] = {
+            (r[0], r[1]): from_us(r[2])
+            for r in store.conn.execute("SELECT site, condition, last_us FROM alert_conditions")
+        }
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+
+    def _is_active(self, site: str, condition: str, now: datetime) -> bool:
+        last = self.active.get((site, condition))
+        return last is not None and now - last < timedelta(seconds=self.config.min_gap_s)
+
+    def raise_(
+        self,
+        site: str,
+        audiences: Sequence[str],
+        kind: str,
+        severity: str,
+        condition: str,
+        message: str,
+        data: Mapping[str, Any],
+        now: datetime,
+        *,
+        dedupe: bool = True,
+    ) -> bool:
+        """Raise an alert unless its condition is already active. Returns True if raised."""
+        suppressed = dedupe and self._is_active(site, condition, now)
+        self.active[(site, condition)] = now
+        self.store.conn.execute(
+            "INSERT INTO alert_conditions (site, condition, last_us) VALUES (?,?,?)"
+            " ON CONFLICT(site, condition) DO UPDATE SET last_us = excluded.last_us",
+            (site, condition, to_us(now)),
+        )
+        if suppressed:
+            return False
+        alert_id = hashlib.sha256(f"{site}|{condition}|{to_us(now)}".encode()).hexdigest()[:20]
+        body = {"id": alert_id, "site": site, "ts": format_ts(now), "audiences": list(audiences), "kind": kind,
+                "severity": severity, "condition": condition, "message": message, "data": dict(data)}
+        self.store.append_alert(alert_id, site, ",".join(audiences), kind, severity, condition, message,
+                                json.loads(json.dumps(data, default=str)), now)
+        self.publish(site, body)
+        for listener in self.listeners:
+            listener(body)
+        return True
+
+    def clear(self, site: str, condition: str, message: str, now: datetime, audiences: Sequence[str]) -> None:
+        """End a condition; with a message and audiences, say so (e.g. "sensor back online")."""
+        if self.active.pop((site, condition), None) is None:
+            return
+        self.store.conn.execute("DELETE FROM alert_conditions WHERE site = ? AND condition = ?", (site, condition))
+        if message and audiences:
+            self.raise_(site, audiences, "cleared", "info", f"cleared:{condition}:{to_us(now)}", message,
+                        {"condition": condition}, now, dedupe=False)

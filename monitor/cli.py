@@ -1,0 +1,47 @@
+"""The `minewatch` command line: one subcommand per module in monitor/commands/.
+
+Each command module exposes ``add_arguments(parser)`` and ``run(args) -> int``;
+they are imported only when chosen, so ``minewatch --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module under monitor.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check-config": ("check_config", "validate a configuration file and list every problem"),
+    "run": ("run", "run the daemon: MQTT in, store, rules, InfluxDB and alerts out"),
+    "status": ("status", "last minute per sensor and recent findings, from the store"),
+    "levels": ("levels", "sound levels per period from a WAV recording"),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="minewatch",
+        description="Compliance monitor for nonmetallic mines: noise, blasting and lighting against a town ordinance.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, help_text) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        if only is None or only == name:
+            importlib.import_module(f"monitor.commands.{module}").add_arguments(command)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only=chosen or "")
+    args = parser.parse_args(argv)
+    module = importlib.import_module(f"monitor.commands.{COMMANDS[args.command][0]}")
+    code: int = module.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

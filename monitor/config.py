@@ -1,0 +1,636 @@
+"""Configuration: one TOML file, read once, validated once, into frozen objects.
+
+Every problem is collected (not just the first) and reported as
+``path.to.key: reason``. Unknown keys are errors, so a typo never falls back to a
+default silently. Secrets may come from the file, an environment variable or a
+file of their own; the environment is read here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from monitor.errors import ConfigError
+from rules.model import Placement, SensorInfo, SensorKind, SiteContext
+
+T = TypeVar("T")
+
+# --------------------------------------------------------------------------- objects
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """A credential; its repr never shows the value."""
+
+    value: str = field(repr=False)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    url: str = "mqtt://localhost:1883"
+    client_id: str = "minewatch-daemon"
+    username: str = ""
+    password: Secret = Secret("")
+    ca_file: str = ""
+    protocol: str = "5"  # "5" or "3.1.1"
+    session_expiry_s: int = 7 * 86400
+    keepalive_s: int = 30
+    topic_prefix: str = "minewatch"
+
+    @property
+    def host(self) -> str:
+        return urlparse(self.url).hostname or "localhost"
+
+    @property
+    def port(self) -> int:
+        parsed = urlparse(self.url)
+        return parsed.port or (8883 if parsed.scheme == "mqtts" else 1883)
+
+    @property
+    def tls(self) -> bool:
+        return urlparse(self.url).scheme == "mqtts"
+
+
+@dataclass(frozen=True, slots=True)
+class InfluxConfig:
+    version: int  # 1 or 2
+    url: str
+    # v2
+    org: str = ""
+    bucket: str = ""
+    token: Secret = Secret("")
+    # v1
+    database: str = ""
+    username: str = ""
+    password: Secret = Secret("")
+    retention_policy: str = ""
+    batch_size: int = 5000
+    flush_interval_s: float = 1.0
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class StorageConfig:
+    path: str = "minewatch.db"
+    retention_days: float = 400.0  # per-second readings; findings, events, notices are kept
+    influxdb: InfluxConfig | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonConfig:
+    lateness_s: float = 300.0  # late data within this is placed and re-evaluated
+    max_clock_skew_s: float = 120.0  # further in the future is rejected
+    max_age_s: float = 30 * 86400.0  # further in the past is rejected
+    clock: str = "wall"  # "wall", or "data": now = newest accepted timestamp (simulations)
+    offline_after_periods: float = 10.0  # silent this many expected periods -> offline
+    town_offline_alert_s: float = 1800.0  # offline longer than this also alerts the town
+    clock_drift_limit_s: float = 2.0
+    status_interval_s: float = 60.0
+    anchor_interval_s: float = 900.0
+    queue_size: int = 10000
+    max_payload_bytes: int = 1_048_576
+    sites: tuple[str, ...] = ()  # sites this instance owns; empty = all configured
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    full_scale_db: float = 120.0  # level of a full-scale sine (peak 1.0), IEC-style offset
+    offset_db: float = 0.0  # added to every level the sensor reports
+
+
+@dataclass(frozen=True, slots=True)
+class SensorConfig:
+    id: str
+    kind: SensorKind
+    placement: Placement
+    location: str = ""
+    gates: tuple[str, ...] = ()
+    expected_period_s: float = 1.0
+    calibration: Calibration = Calibration()
+    signing_key: Secret = Secret("")
+    require_signature: bool = False
+
+    def info(self) -> SensorInfo:
+        return SensorInfo(self.id, self.kind, self.placement, self.location, self.gates)
+
+
+@dataclass(frozen=True, slots=True)
+class GateConfig:
+    id: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SiteConfig:
+    id: str
+    name: str
+    timezone: str
+    latitude: float
+    longitude: float
+    operator: str = ""
+    preexisting: bool = False
+    profile: str = "dovre"
+    agreement: Mapping[str, Any] = field(default_factory=dict)  # section 4 overrides
+    flags: Mapping[str, Any] = field(default_factory=dict)
+    gates: tuple[GateConfig, ...] = ()
+    sensors: tuple[SensorConfig, ...] = ()
+
+    def sensor(self, sensor_id: str) -> SensorConfig | None:
+        return next((s for s in self.sensors if s.id == sensor_id), None)
+
+    def context(self) -> SiteContext:
+        return SiteContext(
+            id=self.id,
+            name=self.name,
+            timezone=self.timezone,
+            latitude=self.latitude,
+            longitude=self.longitude,
+            preexisting=self.preexisting,
+            sensors={s.id: s.info() for s in self.sensors},
+            flags=dict(self.flags),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelConfig:
+    type: str  # "mqtt" | "webhook" | "email"
+    url: str = ""  # webhook
+    secret: Secret = Secret("")  # webhook HMAC key
+    topic: str = ""  # mqtt; default minewatch/{site}/alerts
+    to: tuple[str, ...] = ()  # email
+    smtp_host: str = ""
+    smtp_port: int = 587
+    smtp_starttls: bool = True
+    smtp_username: str = ""
+    smtp_password: Secret = Secret("")
+    sender: str = "minewatch@localhost"
+
+
+@dataclass(frozen=True, slots=True)
+class RecipientConfig:
+    name: str
+    role: str  # "town" | "operator" | "inspector"
+    sites: tuple[str, ...] = ()  # empty = all
+    channels: tuple[ChannelConfig, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AlertsConfig:
+    min_gap_s: float = 600.0  # same condition re-alerts at most this often
+    max_attempts: int = 8
+    retry_base_s: float = 2.0
+    retry_max_s: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    broker: BrokerConfig
+    storage: StorageConfig
+    daemon: DaemonConfig
+    alerts: AlertsConfig
+    sites: tuple[SiteConfig, ...]
+    recipients: tuple[RecipientConfig, ...] = ()
+    source: str = ""  # the path it was read from
+    raw_text: str = ""  # the file as read, for evidence bundles (secrets are references, not values)
+
+    def site(self, site_id: str) -> SiteConfig | None:
+        return next((s for s in self.sites if s.id == site_id), None)
+
+    @property
+    def owned_sites(self) -> tuple[SiteConfig, ...]:
+        if not self.daemon.sites:
+            return self.sites
+        return tuple(s for s in self.sites if s.id in self.daemon.sites)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class _Table:
+    """Typed access to one TOML table that records problems instead of raising."""
+
+    def __init__(self, data: Mapping[str, Any], path: str, problems: list[str]) -> None:
+        self.data = data
+        self.path = path
+        self.problems = problems
+        self.used: set[str] = set()
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def problem(self, name: str, reason: str) -> None:
+        self.problems.append(f"{self.key(name)}: {reason}")
+
+    def _get(self, name: str, default: T, check: Callable[[Any], T | None], expected: str) -> T:
+        self.used.add(name)
+        if name not in self.data:
+            return default
+        value = self.data[name]
+        checked = check(value)
+        if checked is None:
+            self.problem(name, f"expected {expected}, got {value!r}")
+            return default
+        return checked
+
+    def str(self, name: str, default: str = "", *, required: bool = False) -> str:
+        if required and name not in self.data:
+            self.problem(name, "required")
+        return self._get(name, default, lambda v: v if isinstance(v, str) else None, "a string")
+
+    def bool(self, name: str, default: bool = False) -> bool:
+        return self._get(name, default, lambda v: v if isinstance(v, bool) else None, "true or false")
+
+    def int(self, name: str, default: int, *, minimum: int | None = None) -> int:
+        value = self._get(
+            name, default, lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None, "an integer"
+        )
+        if minimum is not None and value < minimum:
+            self.problem(name, f"must be at least {minimum}, got {value}")
+        return value
+
+    def float(
+        self,
+        name: str,
+        default: float,
+        *,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        required: bool = False,
+    ) -> float:
+        if required and name not in self.data:
+            self.problem(name, "required")
+
+        def check(v: Any) -> float | None:
+            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+                return None
+            return float(v)
+
+        value = self._get(name, default, check, "a number")
+        if minimum is not None and value < minimum:
+            self.problem(name, f"must be at least {minimum:g}, got {value:g}")
+        if maximum is not None and value > maximum:
+            self.problem(name, f"must be at most {maximum:g}, got {value:g}")
+        return value
+
+    def str_list(self, name: str) -> tuple[str, ...]:
+        def check(v: Any) -> tuple[str, ...] | None:
+            if isinstance(v, list) and all(isinstance(x, str) for x in v):
+                return tuple(v)
+            return None
+
+        return self._get(name, (), check, "a list of strings")
+
+    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+        value = self.str(name, default)
+        if value not in choices:
+            self.problem(name, f"must be one of {', '.join(choices)}, got {value!r}")
+            return default
+        return value
+
+    def table(self, name: str) -> _Table | None:
+        self.used.add(name)
+        if name not in self.data:
+            return None
+        value = self.data[name]
+        if not isinstance(value, dict):
+            self.problem(name, f"expected a table, got {value!r}")
+            return None
+        return _Table(value, self.key(name), self.problems)
+
+    def mapping(self, name: str) -> dict[str, Any]:
+        """A free-form table (checked by its consumer), e.g. agreement overrides."""
+        self.used.add(name)
+        value = self.data.get(name, {})
+        if not isinstance(value, dict):
+            self.problem(name, f"expected a table, got {value!r}")
+            return {}
+        return dict(value)
+
+    def tables(self, name: str) -> list[_Table]:
+        self.used.add(name)
+        value = self.data.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            self.problem(name, "expected an array of tables ([[...]])")
+            return []
+        return [_Table(v, f"{self.key(name)}[{i}]", self.problems) for i, v in enumerate(value)]
+
+    def secret(self, name: str) -> Secret:
+        """``name``, ``name_env`` (environment variable) or ``name_file`` (file holding it)."""
+        direct = self.str(name)
+        env_name = self.str(f"{name}_env")
+        file_name = self.str(f"{name}_file")
+        given = [k for k, v in ((name, direct), (f"{name}_env", env_name), (f"{name}_file", file_name)) if v]
+        if len(given) > 1:
+            self.problem(name, f"give only one of {', '.join(given)}")
+        if env_name:
+            if env_name not in os.environ:
+                self.problem(f"{name}_env", f"environment variable {env_name!r} is not set")
+            return Secret(os.environ.get(env_name, ""))
+        if file_name:
+            try:
+                return Secret(Path(file_name).read_text().strip())
+            except OSError as exc:
+                self.problem(f"{name}_file", f"cannot read {file_name!r}: {exc.strerror}")
+                return Secret("")
+        return Secret(direct)
+
+    def finish(self) -> None:
+        for unknown in sorted(set(self.data) - self.used):
+            self.problem(unknown, "unknown key")
+
+
+def _identifier(t: _Table, name: str) -> str:
+    value = t.str(name, required=True)
+    if value and (not all(c.isalnum() or c in "-_" for c in value) or len(value) > 64):
+        t.problem(name, f"{value!r} may hold only letters, digits, '-' and '_' (at most 64)")
+    return value
+
+
+def _broker(t: _Table | None) -> BrokerConfig:
+    if t is None:
+        return BrokerConfig()
+    url = t.str("url", BrokerConfig.url)
+    parsed = urlparse(url)
+    if parsed.scheme not in ("mqtt", "mqtts") or not parsed.hostname:
+        t.problem("url", f"expected mqtt://host[:port] or mqtts://host[:port], got {url!r}")
+    try:
+        _ = parsed.port
+    except ValueError:
+        t.problem("url", f"bad port in {url!r}")
+    ca_file = t.str("ca_file")
+    if ca_file and not Path(ca_file).is_file():
+        t.problem("ca_file", f"no such file {ca_file!r}")
+    config = BrokerConfig(
+        url=url,
+        client_id=t.str("client_id", BrokerConfig.client_id),
+        username=t.str("username"),
+        password=t.secret("password"),
+        ca_file=ca_file,
+        protocol=t.choice("protocol", "5", ("5", "3.1.1")),
+        session_expiry_s=t.int("session_expiry_s", BrokerConfig.session_expiry_s, minimum=0),
+        keepalive_s=t.int("keepalive_s", BrokerConfig.keepalive_s, minimum=5),
+        topic_prefix=t.str("topic_prefix", "minewatch"),
+    )
+    if not config.client_id:
+        t.problem("client_id", "a persistent session needs a fixed client id")
+    t.finish()
+    return config
+
+
+def _influx(t: _Table) -> InfluxConfig:
+    version = t.int("version", 2)
+    if version not in (1, 2):
+        t.problem("version", f"must be 1 (InfluxDB 1.x /write API) or 2 (v2 API), got {version}")
+    url = t.str("url", required=True)
+    if url and urlparse(url).scheme not in ("http", "https"):
+        t.problem("url", f"expected http(s)://host:port, got {url!r}")
+    config = InfluxConfig(
+        version=version,
+        url=url,
+        org=t.str("org"),
+        bucket=t.str("bucket"),
+        token=t.secret("token"),
+        database=t.str("database"),
+        username=t.str("username"),
+        password=t.secret("password"),
+        retention_policy=t.str("retention_policy"),
+        batch_size=t.int("batch_size", 5000, minimum=1),
+        flush_interval_s=t.float("flush_interval_s", 1.0, minimum=0.01),
+        timeout_s=t.float("timeout_s", 10.0, minimum=0.1),
+    )
+    if version == 2:
+        for name in ("org", "bucket"):
+            if not getattr(config, name):
+                t.problem(name, "required for the v2 API")
+    if version == 1 and not config.database:
+        t.problem("database", "required for the v1 API")
+    t.finish()
+    return config
+
+
+def _storage(t: _Table | None) -> StorageConfig:
+    if t is None:
+        return StorageConfig()
+    influx_table = t.table("influxdb")
+    config = StorageConfig(
+        path=t.str("path", StorageConfig.path),
+        retention_days=t.float("retention_days", 400.0, minimum=1.0),
+        influxdb=_influx(influx_table) if influx_table is not None else None,
+    )
+    t.finish()
+    return config
+
+
+def _daemon(t: _Table | None) -> DaemonConfig:
+    if t is None:
+        return DaemonConfig()
+    d = DaemonConfig()
+    config = DaemonConfig(
+        lateness_s=t.float("lateness_s", d.lateness_s, minimum=0),
+        max_clock_skew_s=t.float("max_clock_skew_s", d.max_clock_skew_s, minimum=0),
+        max_age_s=t.float("max_age_s", d.max_age_s, minimum=60),
+        clock=t.choice("clock", "wall", ("wall", "data")),
+        offline_after_periods=t.float("offline_after_periods", d.offline_after_periods, minimum=1),
+        town_offline_alert_s=t.float("town_offline_alert_s", d.town_offline_alert_s, minimum=0),
+        clock_drift_limit_s=t.float("clock_drift_limit_s", d.clock_drift_limit_s, minimum=0),
+        status_interval_s=t.float("status_interval_s", d.status_interval_s, minimum=1),
+        anchor_interval_s=t.float("anchor_interval_s", d.anchor_interval_s, minimum=1),
+        queue_size=t.int("queue_size", d.queue_size, minimum=10),
+        max_payload_bytes=t.int("max_payload_bytes", d.max_payload_bytes, minimum=1024),
+        sites=t.str_list("sites"),
+    )
+    t.finish()
+    return config
+
+
+def _alerts(t: _Table | None) -> AlertsConfig:
+    if t is None:
+        return AlertsConfig()
+    d = AlertsConfig()
+    config = AlertsConfig(
+        min_gap_s=t.float("min_gap_s", d.min_gap_s, minimum=0),
+        max_attempts=t.int("max_attempts", d.max_attempts, minimum=1),
+        retry_base_s=t.float("retry_base_s", d.retry_base_s, minimum=0.01),
+        retry_max_s=t.float("retry_max_s", d.retry_max_s, minimum=0.01),
+    )
+    t.finish()
+    return config
+
+
+def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
+    sensor_id = _identifier(t, "id")
+    kind = t.choice("kind", "sound", tuple(k.value for k in SensorKind))
+    default_placement = {
+        "sky": Placement.SKY,
+        "weather": Placement.SITE,
+        "turbidity": Placement.BUFFER_LINE,
+    }.get(kind, Placement.BOUNDARY)
+    placement = t.choice("placement", default_placement.value, tuple(p.value for p in Placement))
+    gates = t.str_list("gates")
+    for gate in gates:
+        if gate not in gate_ids:
+            t.problem("gates", f"unknown gate {gate!r} (site gates: {', '.join(sorted(gate_ids)) or 'none'})")
+    cal_table = t.table("calibration")
+    calibration = Calibration()
+    if cal_table is not None:
+        calibration = Calibration(
+            full_scale_db=cal_table.float("full_scale_db", 120.0, minimum=60.0, maximum=200.0),
+            offset_db=cal_table.float("offset_db", 0.0, minimum=-30.0, maximum=30.0),
+        )
+        cal_table.finish()
+        if kind != "sound":
+            t.problem("calibration", f"only sound sensors take a calibration, this one is {kind!r}")
+    config = SensorConfig(
+        id=sensor_id,
+        kind=SensorKind(kind),
+        placement=Placement(placement),
+        location=t.str("location"),
+        gates=gates,
+        expected_period_s=t.float("expected_period_s", 1.0, minimum=0.05, maximum=86400),
+        calibration=calibration,
+        signing_key=t.secret("signing_key"),
+        require_signature=t.bool("require_signature", False),
+    )
+    if config.require_signature and not config.signing_key:
+        t.problem("require_signature", "needs signing_key, signing_key_env or signing_key_file")
+    t.finish()
+    return config
+
+
+def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], None]) -> SiteConfig:
+    site_id = _identifier(t, "id")
+    timezone = t.str("timezone", required=True)
+    if timezone:
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            t.problem("timezone", f"unknown time zone {timezone!r}")
+    gate_tables = t.tables("gates")
+    gates = []
+    for g in gate_tables:
+        gates.append(GateConfig(id=_identifier(g, "id"), name=g.str("name")))
+        g.finish()
+    gate_ids = {g.id for g in gates}
+    sensors = tuple(_sensor(s, gate_ids) for s in t.tables("sensors"))
+    seen: set[str] = set()
+    for i, s in enumerate(sensors):
+        if s.id in seen:
+            t.problems.append(f"{t.key('sensors')}[{i}].id: duplicate sensor id {s.id!r}")
+        seen.add(s.id)
+    profile = t.str("profile", "dovre")
+    agreement = t.mapping("agreement")
+    config = SiteConfig(
+        id=site_id,
+        name=t.str("name", site_id),
+        timezone=timezone,
+        latitude=t.float("latitude", 0.0, minimum=-90, maximum=90, required=True),
+        longitude=t.float("longitude", 0.0, minimum=-180, maximum=180, required=True),
+        operator=t.str("operator"),
+        preexisting=t.bool("preexisting", False),
+        profile=profile,
+        agreement=agreement,
+        flags=t.mapping("flags"),
+        gates=tuple(gates),
+        sensors=sensors,
+    )
+    check_profile(t, profile, agreement)
+    t.finish()
+    return config
+
+
+def _channel(t: _Table) -> ChannelConfig:
+    kind = t.choice("type", "mqtt", ("mqtt", "webhook", "email"))
+    config = ChannelConfig(
+        type=kind,
+        url=t.str("url"),
+        secret=t.secret("secret"),
+        topic=t.str("topic"),
+        to=t.str_list("to"),
+        smtp_host=t.str("smtp_host"),
+        smtp_port=t.int("smtp_port", 587, minimum=1),
+        smtp_starttls=t.bool("smtp_starttls", True),
+        smtp_username=t.str("smtp_username"),
+        smtp_password=t.secret("smtp_password"),
+        sender=t.str("sender", "minewatch@localhost"),
+    )
+    if kind == "webhook" and urlparse(config.url).scheme not in ("http", "https"):
+        t.problem("url", f"a webhook needs an http(s) URL, got {config.url!r}")
+    if kind == "email":
+        if not config.to:
+            t.problem("to", "an e-mail channel needs at least one address")
+        if not config.smtp_host:
+            t.problem("smtp_host", "required for e-mail")
+    t.finish()
+    return config
+
+
+def _recipient(t: _Table, site_ids: set[str]) -> RecipientConfig:
+    config = RecipientConfig(
+        name=t.str("name", required=True),
+        role=t.choice("role", "town", ("town", "operator", "inspector")),
+        sites=t.str_list("sites"),
+        channels=tuple(_channel(c) for c in t.tables("channels")),
+    )
+    for site in config.sites:
+        if site not in site_ids:
+            t.problem("sites", f"unknown site {site!r}")
+    t.finish()
+    return config
+
+
+def _check_profile_default(t: _Table, name: str, agreement: Mapping[str, Any]) -> None:
+    from rules.profile import ProfileError, load_profile
+
+    try:
+        load_profile(name, agreement)
+    except ProfileError as exc:
+        for problem in exc.problems:
+            where = "profile" if problem.startswith(("unknown profile", "profile")) else "agreement"
+            t.problems.append(f"{t.key(where)}: {problem}")
+
+
+def parse_config(text: str, source: str = "<string>") -> Config:
+    """Parse and validate configuration text; raises ConfigError listing every problem."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([f"{source}: not valid TOML: {exc}"]) from None
+    problems: list[str] = []
+    root = _Table(data, "", problems)
+    broker = _broker(root.table("broker"))
+    storage = _storage(root.table("storage"))
+    daemon = _daemon(root.table("daemon"))
+    alerts = _alerts(root.table("alerts"))
+    sites = tuple(_site(s, _check_profile_default) for s in root.tables("sites"))
+    if not sites:
+        problems.append("sites: at least one [[sites]] table is required")
+    site_ids = {s.id for s in sites}
+    if len(site_ids) != len(sites):
+        problems.append("sites: site ids must be unique")
+    for owned in daemon.sites:
+        if owned not in site_ids:
+            problems.append(f"daemon.sites: unknown site {owned!r}")
+    recipients = tuple(_recipient(r, site_ids) for r in root.tables("recipients"))
+    root.finish()
+    if problems:
+        raise ConfigError(problems)
+    return Config(broker, storage, daemon, alerts, sites, recipients, source=source, raw_text=text)
+
+
+def load_config(path: str | Path) -> Config:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([f"{path}: cannot read: {exc}"]) from None
+    return parse_config(text, str(path))

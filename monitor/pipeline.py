@@ -1,0 +1,775 @@
+"""The daemon's pipeline, wired in one place.
+
+    broker ──► ingest.MqttLink ──► bounded queue ──► Pipeline.handle_batch (one thread)
+                                                         │
+          wire.decode ──┬── rejected ──► store.rejections ─────────────────► …/{site}/rejected
+                        └── accepted ──► audio/bands ─► acoustics ─► SoundLevels
+                                         store.append_* (+ hash chain, + Influx outbox)
+                                         ─── COMMIT ──► ack to broker
+          Pipeline.tick (after each batch, and on idle):
+             closed minutes ─► rules.evaluate_site ─► findings ─► store ─► …/violations, …/findings
+                                                        └─► alerts (town, operator)  ─► …/alerts
+             early warnings, sensor health (offline/online), retained …/status, chain anchors …/anchors
+    outbox ──► influx.InfluxForwarder (own thread) ──► InfluxDB
+
+Start order: store and outputs first, then the broker subscription, so nothing
+is received before its consumer exists. Shutdown in reverse: stop accepting,
+finish the messages in hand, flush the outbox, disconnect (see ``run``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import queue
+import signal
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import FrameType
+from typing import Any
+
+import numpy as np
+
+import rules
+from monitor import acoustics
+from monitor.alerts import AlertBook
+from monitor.config import Config, SiteConfig
+from monitor.errors import DecodeError
+from monitor.ingest import Inbound, MqttLink
+from monitor.store import Store, finding_to_json, to_us
+from monitor.wire import (
+    AUDIO_FORMATS,
+    AudioBlock,
+    BandLevels,
+    Limits,
+    Message,
+    decode,
+    format_ts,
+    output_topic,
+    parse_topic,
+    payload_of,
+)
+from rules.model import (
+    Blast,
+    BlastNotice,
+    Event,
+    Finding,
+    FindingKind,
+    GenericEvent,
+    LightSummary,
+    SensorStatus,
+    SiteData,
+    SoundLevels,
+    TemporaryLighting,
+    TruckPassage,
+    TurbidityReading,
+    WeatherReading,
+    WorkPeriod,
+)
+from rules.profile import Profile, load_profile
+
+log = logging.getLogger("minewatch.pipeline")
+
+MINUTE = timedelta(minutes=1)
+EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
+EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
+TOWN_KINDS = frozenset({
+    FindingKind.VIOLATION, FindingKind.SAFETY_EXCEPTION, FindingKind.UNREPORTED_BLAST,
+})
+Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
+
+
+def floor_minute(ts: datetime) -> datetime:
+    return ts.replace(second=0, microsecond=0)
+
+
+class Clock:
+    """Wall clock, or (``clock = "data"``) the newest accepted timestamp, for simulations."""
+
+    def __init__(self, mode: str, wall: Callable[[], datetime] | None = None) -> None:
+        self.mode = mode
+        self.wall = wall or (lambda: datetime.now(UTC))
+        self.data_now: datetime | None = None
+
+    def now(self) -> datetime:
+        if self.mode == "data":
+            return self.data_now or self.wall()
+        return self.wall()
+
+    def observe(self, ts: datetime) -> None:
+        if self.mode == "data" and (self.data_now is None or ts > self.data_now):
+            self.data_now = ts
+
+
+@dataclass
+class SensorHealth:
+    last_seen: datetime
+    online: bool = True
+    offline_since: datetime | None = None
+    town_alerted: bool = False
+
+
+@dataclass
+class SiteState:
+    config: SiteConfig
+    profile: Profile
+    events: list[Event] = field(default_factory=list)
+    evaluated_until: datetime | None = None  # minutes before this had a first evaluation
+    final_until: datetime | None = None  # ... and before this their final one (lookahead passed)
+    dirty_minutes: set[datetime] = field(default_factory=set)  # late data landed in these
+    health: dict[str, SensorHealth] = field(default_factory=dict)
+    meters: dict[str, acoustics.SoundLevelMeter] = field(default_factory=dict)
+    meter_next: dict[str, datetime] = field(default_factory=dict)  # expected ts of the next audio block
+    last_status: datetime | None = None
+    last_anchor: datetime | None = None
+    warned_minutes: set[tuple[str, datetime]] = field(default_factory=set)
+
+
+@dataclass
+class Counters:
+    received: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    late: int = 0
+    findings: int = 0
+    by_reason: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+class Pipeline:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        publish: Publish,
+        clock: Clock,
+        outbox_put: Callable[[Iterable[str]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.publish = publish
+        self.clock = clock
+        self.outbox_put = outbox_put
+        self.prefix = config.broker.topic_prefix
+        self.counters = Counters()
+        self.sites: dict[str, SiteState] = {}
+        self.site_configs = {s.id: s for s in config.owned_sites}
+        now = clock.now()
+        for site in config.owned_sites:
+            profile = load_profile(site.profile, site.agreement)
+            state = SiteState(site, profile)
+            state.events = store.events_since(site.id, now - EVENT_HISTORY)
+            progress = store.progress(site.id)
+            if progress:
+                state.evaluated_until, state.final_until = progress
+            state.health = {s.id: SensorHealth(now) for s in site.sensors}
+            self.sites[site.id] = state
+        self.generic_kinds = {s: frozenset(st.profile.event_kinds) for s, st in self.sites.items()}
+        self.alerts = AlertBook(store, config.alerts, self._publish_alert)
+        self._outgoing: list[tuple[str, bytes, bool]] = []
+        self._log_gate: dict[tuple[str, str], float] = {}
+        with store.batch():
+            store.append_config(self.sites, config.raw_text, now)
+
+    # ------------------------------------------------------------------ messages
+
+    def limits(self) -> Limits:
+        d = self.config.daemon
+        future = math.inf if self.clock.mode == "data" else d.max_clock_skew_s
+        return Limits(future, d.max_age_s, d.max_payload_bytes)
+
+    def handle_batch(self, messages: Sequence[Inbound]) -> None:
+        """Decode, store and commit one batch; outputs go out only after the commit."""
+        with self.store.batch():
+            for message in messages:
+                self.counters.received += 1
+                try:
+                    self._handle(message)
+                except DecodeError as exc:
+                    self._reject(message, str(exc), exc.field)
+        self._flush_outgoing()
+
+    def _handle(self, message: Inbound) -> None:
+        now = self.clock.now()
+        decoded = decode(message.topic, message.payload, self.site_configs, now, self.limits(),
+                         self.generic_kinds, self.prefix)
+        state = self.sites[decoded.site]
+        if isinstance(decoded, AudioBlock):
+            self._accept_audio(state, decoded, now)
+        elif isinstance(decoded, BandLevels):
+            la, lc, lz = acoustics.levels_from_bands(decoded.bands)
+            levels = SoundLevels(decoded.site, decoded.sensor, decoded.ts, decoded.duration_s, la, la, lz,
+                                 LCeq=lc, LZeq=lz)
+            self._accept_sound(state, levels, "bands", now)
+        elif isinstance(decoded, SoundLevels):
+            self._accept_sound(state, self._calibrated(state, decoded), "levels", now)
+        elif isinstance(decoded, LightSummary | WeatherReading | TurbidityReading | SensorStatus):
+            self._accept_reading(state, decoded, now)
+        else:
+            self._accept_event(state, decoded, now)
+
+    def _reject(self, message: Inbound, reason: str, field_name: str) -> None:
+        now = self.clock.now()
+        self.counters.rejected += 1
+        self.counters.by_reason[field_name or "payload"] += 1
+        try:
+            topic = parse_topic(message.topic, self.prefix)
+            site, sensor = topic.site, topic.sensor
+        except DecodeError:
+            site, sensor = "", ""
+        if site not in self.sites:
+            site = "*"  # not a configured site: journaled, but published nowhere site-specific
+        excerpt = message.payload[:200].decode("utf-8", "replace")
+        self.store.append_rejection(site, message.topic, reason, excerpt, now)
+        self._influx("rejections", {"site": site}, {"topic": message.topic, "reason": reason}, now)
+        if site != "*":
+            body = {"ts": format_ts(now), "topic": message.topic, "reason": reason, "excerpt": excerpt}
+            self._outgoing.append((output_topic(site, "rejected", self.prefix), _json(body), False))
+        # One log line per sensor and reason per minute: a broken sensor must not flood the log.
+        gate_key = (f"{site}/{sensor}", field_name)
+        wall = time.monotonic()
+        if wall - self._log_gate.get(gate_key, -1e9) >= 60:
+            self._log_gate[gate_key] = wall
+            log.warning("Rejected message on %r: %s", message.topic, reason)
+
+    def _late(self, state: SiteState, ts: datetime, now: datetime) -> bool:
+        """Mark minutes for re-evaluation; True if the data is older than the lateness allows."""
+        minute = floor_minute(ts)
+        if state.evaluated_until is None:
+            state.evaluated_until = minute
+            state.final_until = minute
+            return False
+        if minute >= state.evaluated_until:
+            return False
+        if (now - (minute + MINUTE)).total_seconds() > self.config.daemon.lateness_s:
+            self.counters.late += 1
+            return True
+        state.dirty_minutes.add(minute)
+        return False
+
+    def _seen(self, state: SiteState, sensor: str, ts: datetime, now: datetime) -> None:
+        health = state.health.get(sensor)
+        if health is None:
+            return
+        if ts > health.last_seen or not health.online:
+            health.last_seen = max(ts, health.last_seen)
+        if not health.online:
+            gap = (now - (health.offline_since or now)).total_seconds()
+            health.online = True
+            self.store.append_health(state.config.id, sensor, now, "online", gap, "", now)
+            self._influx("sensor_health", {"site": state.config.id, "sensor": sensor},
+                         {"online": True, "gap_s": gap}, now)
+            self.alerts.clear(state.config.id, f"offline:{sensor}", f"Sensor {sensor} is back online after "
+                              f"{gap / 60:.1f} minutes without data", now, audiences=("operator", "town")
+                              if health.town_alerted else ("operator",))
+            health.town_alerted = False
+
+    def _calibrated(self, state: SiteState, levels: SoundLevels) -> SoundLevels:
+        sensor = state.config.sensor(levels.sensor)
+        offset = sensor.calibration.offset_db if sensor else 0.0
+        if not offset:
+            return levels
+
+        def shift(v: float | None) -> float | None:
+            return None if v is None else v + offset
+
+        return SoundLevels(levels.site, levels.sensor, levels.ts, levels.duration_s, levels.LAeq + offset,
+                           levels.LAFmax + offset, levels.LCpeak + offset, shift(levels.LASmax),
+                           shift(levels.LZpeak), shift(levels.LAFmin), shift(levels.LCeq), shift(levels.LZeq))
+
+    def _accept_sound(self, state: SiteState, levels: SoundLevels, source: str, now: datetime) -> None:
+        late = self._late(state, levels.ts, now)
+        stored = self.store.append_sound(levels, source=source, late=late, now=now)
+        if not stored.stored:
+            self.counters.duplicates += 1
+            return
+        self.counters.accepted += 1
+        self.clock.observe(levels.end)
+        self._seen(state, levels.sensor, levels.ts, now)
+        fields = {k: getattr(levels, k) for k in ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak",
+                                                   "LZpeak", "LZeq")}
+        self._influx("sound", {"site": levels.site, "sensor": levels.sensor},
+                     {**fields, "duration_s": levels.duration_s, "late": late}, levels.ts)
+
+    def _accept_audio(self, state: SiteState, block: AudioBlock, now: datetime) -> None:
+        stored = self.store.append_audio(block.site, block.sensor, block.ts, block.seq, block.sample_rate,
+                                         block.sample_format, block.pcm, now)
+        if not stored.stored:
+            self.counters.duplicates += 1
+            return
+        sensor = state.config.sensor(block.sensor)
+        assert sensor is not None
+        dtype = AUDIO_FORMATS[block.sample_format][0]
+        samples = np.frombuffer(block.pcm, dtype=dtype).astype(np.float64)
+        if dtype.startswith("<i"):
+            samples /= float(2 ** (8 * AUDIO_FORMATS[block.sample_format][1] - 1))
+        meter = state.meters.get(block.sensor)
+        expected = state.meter_next.get(block.sensor)
+        # A new meter when the stream starts, restarts or jumps: its periods are aligned to the block's time.
+        if meter is None or meter.fs != block.sample_rate or expected is None or \
+                abs((block.ts - expected).total_seconds()) > 0.5:
+            meter = acoustics.SoundLevelMeter(block.sample_rate, period_s=1.0,
+                                              calibration_db=sensor.calibration.full_scale_db)
+            state.meters[block.sensor] = meter
+            state.meter_next[block.sensor] = block.ts
+            setattr(meter, "origin", block.ts)  # noqa: B010 - origin of the meter's start_s axis
+        state.meter_next[block.sensor] = block.ts + timedelta(seconds=len(samples) / block.sample_rate)
+        origin: datetime = getattr(meter, "origin")  # noqa: B009
+        for period in meter.process(samples):
+            ts = origin + timedelta(seconds=period.start_s)
+            levels = SoundLevels(block.site, block.sensor, ts, meter.period_s, period.LAeq, period.LAFmax,
+                                 period.LCpeak, period.LASmax, period.LZpeak, period.LAFmin, period.LCeq,
+                                 period.LZeq)
+            self._accept_sound(state, self._calibrated(state, levels), "audio", now)
+
+    def _accept_reading(
+        self, state: SiteState, reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
+        now: datetime,
+    ) -> None:
+        late = False if isinstance(reading, SensorStatus) else self._late(state, reading.ts, now)
+        payload = payload_of(reading)
+        stored = self.store.append_reading(reading, payload, late=late, now=now)
+        if not stored.stored:
+            self.counters.duplicates += 1
+            return
+        self.counters.accepted += 1
+        self._seen(state, reading.sensor, reading.ts, now)
+        tags = {"site": reading.site, "sensor": reading.sensor}
+        if isinstance(reading, SensorStatus):
+            self._accept_status(state, reading, now)
+            return
+        self.clock.observe(reading.end)
+        if isinstance(reading, LightSummary):
+            fields: dict[str, Any] = {"lux_mean": reading.lux_mean, "lux_min": reading.lux_min,
+                                      "lux_max": reading.lux_max}
+            self._influx("light", tags, {**fields, "duration_s": reading.duration_s, "late": late}, reading.ts)
+        elif isinstance(reading, WeatherReading):
+            self._influx("weather", tags, {"wind_speed_ms": reading.wind_speed_ms, "rain": reading.rain,
+                                           "rain_mm_h": reading.rain_mm_h, "duration_s": reading.duration_s,
+                                           "late": late}, reading.ts)
+        else:
+            self._influx("turbidity", tags, {"ntu": reading.ntu, "duration_s": reading.duration_s,
+                                             "late": late}, reading.ts)
+
+    def _accept_status(self, state: SiteState, status: SensorStatus, now: datetime) -> None:
+        site = state.config.id
+        self._influx("sensor_health", {"site": site, "sensor": status.sensor},
+                     {"online": True, "battery_pct": status.battery_pct, "clock_offset_s": status.clock_offset_s},
+                     status.ts)
+        limit = self.config.daemon.clock_drift_limit_s
+        condition = f"clock:{status.sensor}"
+        if status.clock_offset_s is not None and abs(status.clock_offset_s) > limit:
+            self.alerts.raise_(site, ("operator",), "clock_drift", "warning", condition,
+                               f"Sensor {status.sensor} reports its clock {status.clock_offset_s:+.1f} s off "
+                               f"(limit {limit:g} s); its timestamps may be wrong", {"sensor": status.sensor}, now)
+        elif status.clock_offset_s is not None:
+            self.alerts.clear(site, condition, "", now, audiences=())
+        if status.calibration_reference_db is not None and status.calibration_measured_db is not None:
+            previous = self.store.last_calibration(site, status.sensor)
+            drift = None if previous is None else status.calibration_measured_db - previous["measured_db"]
+            flagged = drift is not None and abs(drift) > 0.5
+            self.store.append_calibration(site, status.sensor, status.ts, status.calibration_reference_db,
+                                          status.calibration_measured_db, drift, flagged, now)
+            if flagged and drift is not None:
+                self.alerts.raise_(site, ("operator", "town"), "calibration_drift", "warning",
+                                   f"calibration:{status.sensor}:{format_ts(status.ts)}",
+                                   f"Sensor {status.sensor} calibration moved {drift:+.2f} dB since the last check "
+                                   "(more than 0.5 dB): its measurements since then are in doubt",
+                                   {"sensor": status.sensor, "drift_db": drift}, now)
+
+    def _accept_event(self, state: SiteState, event: Event, now: datetime) -> None:
+        payload = payload_of(event)
+        stored = self.store.append_event(event, payload, now)
+        if stored.conflict:
+            raise DecodeError("id", stored.conflict.removeprefix("id: "))
+        if not stored.stored:
+            self.counters.duplicates += 1
+            return
+        self.counters.accepted += 1
+        state.events.append(event)
+        when = _event_time(event)
+        # An event can change the verdict on minutes already judged (a blast record
+        # arriving after the impulse, a work period declared afterwards).
+        if state.evaluated_until is not None:
+            first = floor_minute(when - rules.data_margins(state.profile)[1])
+            last = floor_minute(_event_end(event) + rules.data_margins(state.profile)[0])
+            minute = max(first, state.evaluated_until - timedelta(seconds=self.config.daemon.lateness_s))
+            while minute < min(last + MINUTE, state.evaluated_until):
+                state.dirty_minutes.add(minute)
+                minute += MINUTE
+        summary = f"{type(event).__name__} {event.id}"
+        fields: dict[str, Any] = {"id": event.id, "summary": summary}
+        if isinstance(event, TruckPassage):
+            fields.update(gate=event.gate, direction=event.direction)
+        if isinstance(event, Blast):
+            fields["safety_reason"] = event.safety_reason
+        if isinstance(event, WorkPeriod | TemporaryLighting):
+            fields["end"] = format_ts(event.end)
+        from monitor.store import event_kind
+
+        self._influx("events", {"site": event.site, "kind": event_kind(event)}, fields, when)
+
+    # ------------------------------------------------------------------ periodic work
+
+    def tick(self) -> None:
+        now = self.clock.now()
+        with self.store.batch():
+            for state in self.sites.values():
+                self._evaluate(state, now)
+                self._check_health(state, now)
+                self._status(state, now)
+                self._anchor(state, now)
+        self._flush_outgoing()
+
+    def _site_data(self, state: SiteState, start: datetime, end: datetime) -> SiteData:
+        site = state.config.id
+        light = [_light_from_row(r) for r in self.store.readings_between(site, "light", start, end)]
+        weather = [_weather_from_row(r) for r in self.store.readings_between(site, "weather", start, end)]
+        turbidity = [_turbidity_from_row(r) for r in self.store.readings_between(site, "turbidity", start, end)]
+        events = state.events
+        return SiteData(
+            sound=tuple(self.store.sound_between(site, start, end)),
+            light=tuple(light),
+            weather=tuple(weather),
+            turbidity=tuple(turbidity),
+            blast_notices=tuple(e for e in events if isinstance(e, BlastNotice)),
+            blasts=tuple(e for e in events if isinstance(e, Blast)),
+            trucks=tuple(e for e in events if isinstance(e, TruckPassage)),
+            work=tuple(e for e in events if isinstance(e, WorkPeriod)),
+            temporary_lighting=tuple(e for e in events if isinstance(e, TemporaryLighting)),
+            other_events=tuple(e for e in events if isinstance(e, GenericEvent)),
+        )
+
+    def _evaluate(self, state: SiteState, now: datetime) -> None:
+        if state.evaluated_until is None or state.final_until is None:
+            return
+        lookback, lookahead = rules.data_margins(state.profile)
+        ready = floor_minute(now - EVALUATION_DELAY)  # minutes before this have closed
+        minutes: set[datetime] = set(state.dirty_minutes)
+        state.dirty_minutes.clear()
+        m = state.evaluated_until
+        while m + MINUTE <= ready:
+            minutes.add(m)
+            m += MINUTE
+        final_ready = floor_minute(now - EVALUATION_DELAY - lookahead)
+        f = state.final_until
+        while f + MINUTE <= final_ready and f < m:
+            minutes.add(f)  # second look once the lookahead (late blast records, trucks) has passed
+            f += MINUTE
+        for minute in sorted(minutes):
+            data = self._site_data(state, minute - lookback, minute + MINUTE + lookahead)
+            findings = rules.evaluate_site(state.config.context(), state.profile, data, minute,
+                                           minute + MINUTE, now)
+            self._record_findings(state, minute, findings, now)
+        if m != state.evaluated_until or f != state.final_until:
+            state.evaluated_until, state.final_until = m, f
+            self.store.set_progress(state.config.id, m, f)
+        self._early_warnings(state, now)
+
+    def _record_findings(self, state: SiteState, minute: datetime, findings: list[Finding], now: datetime) -> None:
+        site = state.config.id
+        window = f"{site}|{to_us(minute)}"
+        previous = set(json.loads(self.store.meta(f"window:{window}") or "[]"))
+        current = {f.id for f in findings}
+        for finding in findings:
+            if not self.store.append_finding(finding, now):
+                continue
+            self.counters.findings += 1
+            self._announce(state, finding, now)
+        for gone in previous - current:
+            self._retract(site, gone, now)
+        if current != previous:
+            self.store.set_meta(f"window:{window}", json.dumps(sorted(current)))
+
+    def _retract(self, site: str, finding_id: str, now: datetime) -> None:
+        row = self.store.conn.execute(
+            "SELECT data FROM findings WHERE id = ? ORDER BY revision DESC LIMIT 1", (finding_id,)
+        ).fetchone()
+        if row is None:
+            return
+        finding = _finding_from_json(json.loads(row["data"]))
+        if self.store.append_finding(finding, now, retracted=True):
+            body = {**finding_to_json(finding), "retracted": True}
+            self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
+
+    def _announce(self, state: SiteState, finding: Finding, now: datetime) -> None:
+        site = state.config.id
+        body = finding_to_json(finding)
+        self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
+        value = finding.measurements[0].value if finding.measurements else None
+        limit = finding.measurements[0].limit if finding.measurements else None
+        self._influx("findings", {"site": site, "standard": finding.standard, "kind": finding.kind.value},
+                     {"id": finding.id, "section": finding.section, "summary": finding.summary,
+                      "sensors": ",".join(finding.sensors), "value": value, "limit": limit,
+                      "end": format_ts(finding.end), "completeness": finding.completeness}, finding.start)
+        if finding.kind is FindingKind.VIOLATION:
+            self._outgoing.append((output_topic(site, "violations", self.prefix), _json(body), False))
+        if finding.kind in TOWN_KINDS:
+            self.alerts.raise_(site, ("town", "operator"), finding.kind.value, "violation"
+                               if finding.kind is FindingKind.VIOLATION else "notice",
+                               f"finding:{finding.id}", finding.summary, body, now)
+        elif finding.kind is FindingKind.WARNING:
+            self.alerts.raise_(site, ("operator",), "warning", "warning",
+                               f"warning:{finding.standard}:{','.join(finding.sensors)}", finding.summary, body, now)
+
+    def _early_warnings(self, state: SiteState, now: datetime) -> None:
+        lookback, _ = rules.data_margins(state.profile)
+        minute = floor_minute(now)
+        data = self._site_data(state, minute - lookback, now + MINUTE)
+        for finding in rules.early_warnings(state.config.context(), state.profile, data, now):
+            key = (finding.id, minute)
+            if key in state.warned_minutes:
+                continue
+            state.warned_minutes.add(key)
+            body = finding_to_json(finding)
+            self.alerts.raise_(state.config.id, ("operator",), "early_warning", "warning",
+                               f"early:{finding.standard}:{','.join(finding.sensors)}", finding.summary, body, now)
+        state.warned_minutes = {k for k in state.warned_minutes if k[1] >= minute - timedelta(hours=1)}
+
+    def _check_health(self, state: SiteState, now: datetime) -> None:
+        site = state.config.id
+        d = self.config.daemon
+        for sensor in state.config.sensors:
+            health = state.health[sensor.id]
+            silent = (now - health.last_seen).total_seconds()
+            limit = sensor.expected_period_s * d.offline_after_periods
+            if health.online and silent > limit:
+                health.online = False
+                health.offline_since = health.last_seen
+                self.store.append_health(site, sensor.id, health.last_seen, "offline", None,
+                                         f"silent for {silent:.0f} s (expected every {sensor.expected_period_s:g} s)",
+                                         now)
+                self._influx("sensor_health", {"site": site, "sensor": sensor.id}, {"online": False}, now)
+                self.alerts.raise_(site, ("operator",), "sensor_offline", "warning", f"offline:{sensor.id}",
+                                   f"Sensor {sensor.id} ({sensor.location or sensor.kind.value}) has sent nothing "
+                                   f"since {format_ts(health.last_seen)}", {"sensor": sensor.id}, now)
+            elif not health.online and not health.town_alerted and silent > d.town_offline_alert_s:
+                health.town_alerted = True
+                self.alerts.raise_(site, ("town",), "sensor_offline", "warning", f"offline-town:{sensor.id}",
+                                   f"Sensor {sensor.id} at {state.config.name} has been offline for "
+                                   f"{silent / 60:.0f} minutes", {"sensor": sensor.id}, now)
+
+    def status_of(self, state: SiteState, now: datetime) -> dict[str, Any]:
+        return site_status(self.store, state.config, now, {s: h.online for s, h in state.health.items()})
+
+    def _status(self, state: SiteState, now: datetime) -> None:
+        if state.last_status and (now - state.last_status).total_seconds() < self.config.daemon.status_interval_s:
+            return
+        state.last_status = now
+        body = self.status_of(state, now)
+        self._outgoing.append((output_topic(state.config.id, "status", self.prefix), _json(body), True))
+
+    def _anchor(self, state: SiteState, now: datetime) -> None:
+        if state.last_anchor and (now - state.last_anchor).total_seconds() < self.config.daemon.anchor_interval_s:
+            return
+        state.last_anchor = now
+        site = state.config.id
+        seq, head = self.store.head(site)
+        if seq == 0:
+            return
+        self.store.conn.execute(
+            "INSERT OR IGNORE INTO anchors (site, seq, head, published_us) VALUES (?,?,?,?)",
+            (site, seq, head, to_us(now)),
+        )
+        body = {"site": site, "seq": seq, "head": head, "ts": format_ts(now)}
+        self._outgoing.append((output_topic(site, "anchors", self.prefix), _json(body), True))
+        self.alerts.raise_(site, ("town",), "anchor", "info", f"anchor:{seq}",
+                           f"Evidence chain of {site} at record {seq}: {head}", body, now, dedupe=False)
+
+    # ------------------------------------------------------------------ outputs
+
+    def _influx(self, measurement: str, tags: dict[str, str], fields: dict[str, Any], ts: datetime) -> None:
+        if self.outbox_put is None:
+            return
+        from monitor.influx import line
+
+        clean = {k: v for k, v in fields.items() if v is not None}
+        if clean:
+            self.outbox_put([line(measurement, tags, clean, ts)])
+
+    def _publish_alert(self, site: str, body: dict[str, Any]) -> None:
+        self._outgoing.append((output_topic(site, "alerts", self.prefix), _json(body), False))
+        self._influx("alerts", {"site": site, "audience": ",".join(body["audiences"]), "kind": body["kind"]},
+                     {"id": body["id"], "message": body["message"], "severity": body["severity"]},
+                     datetime.fromisoformat(body["ts"].replace("Z", "+00:00")))
+
+    def _flush_outgoing(self) -> None:
+        outgoing, self._outgoing = self._outgoing, []
+        for topic, payload, retain in outgoing:
+            try:
+                self.publish(topic, payload, retain)
+            except Exception as exc:  # an output failure must not stop ingestion; the store has it
+                log.error("Could not publish to %r: %s", topic, exc)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _json(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":"), default=str).encode()
+
+
+def _event_time(event: Event) -> datetime:
+    if isinstance(event, BlastNotice):
+        return event.planned_ts
+    if isinstance(event, WorkPeriod | TemporaryLighting):
+        return event.start
+    return event.ts
+
+
+def _event_end(event: Event) -> datetime:
+    if isinstance(event, WorkPeriod | TemporaryLighting):
+        return event.end
+    return _event_time(event)
+
+
+def _light_from_row(row: Any) -> LightSummary:
+    d = json.loads(row["data"])
+    from monitor.wire import parse_ts
+
+    return LightSummary(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["lux_mean"],
+                        d["lux_min"], d["lux_max"], tuple(d.get("burst", ())), d.get("burst_rate_hz"))
+
+
+def _weather_from_row(row: Any) -> WeatherReading:
+    d = json.loads(row["data"])
+    from monitor.wire import parse_ts
+
+    rain = d.get("rain", False)
+    mm = None if isinstance(rain, bool) else float(rain)
+    return WeatherReading(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"],
+                          bool(rain), mm)
+
+
+def _turbidity_from_row(row: Any) -> TurbidityReading:
+    d = json.loads(row["data"])
+    from monitor.wire import parse_ts
+
+    return TurbidityReading(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["ntu"])
+
+
+def _finding_from_json(d: dict[str, Any]) -> Finding:
+    from rules.model import Measurement
+
+    return Finding(
+        site=d["site"], standard=d["standard"], section=d["section"], kind=FindingKind(d["kind"]),
+        start=datetime.fromisoformat(d["start"]), end=datetime.fromisoformat(d["end"]), timezone=d["timezone"],
+        summary=d["summary"], sensors=tuple(d["sensors"]),
+        measurements=tuple(Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]),
+        exemptions=tuple(d["exemptions"]), refs=tuple(d["refs"]), completeness=d["completeness"],
+        details=d["details"],
+    )
+
+
+def site_status(store: Store, site: SiteConfig, now: datetime, online: dict[str, bool] | None = None) -> dict[str, Any]:
+    """The last minute per sensor and the open findings: the retained status and `minewatch status`."""
+    since = now - MINUTE
+    sensors: dict[str, Any] = {}
+    for sensor in site.sensors:
+        row = store.conn.execute(
+            "SELECT MAX(ts_us) FROM (SELECT ts_us FROM sound WHERE site=? AND sensor=? UNION ALL"
+            " SELECT ts_us FROM readings WHERE site=? AND sensor=?)", (site.id, sensor.id, site.id, sensor.id)
+        ).fetchone()
+        entry: dict[str, Any] = {"kind": sensor.kind.value,
+                                 "last_ts": format_ts(datetime.fromtimestamp(row[0] / 1e6, UTC)) if row[0] else None}
+        if online is not None:
+            entry["online"] = online.get(sensor.id, False)
+        if sensor.kind.value == "sound":
+            levels = store.sound_between(site.id, since, now)
+            mine = [s.LAeq for s in levels if s.sensor == sensor.id]
+            if mine:
+                entry["LAeq_1min"] = round(10 * math.log10(sum(10 ** (v / 10) for v in mine) / len(mine)), 1)
+                entry["seconds"] = len(mine)
+        sensors[sensor.id] = entry
+    day_start = now - timedelta(hours=24)
+    open_rows = store.current_findings(site.id, day_start, now + timedelta(days=1))
+    by_kind: dict[str, int] = defaultdict(int)
+    for r in open_rows:
+        by_kind[r["kind"]] += 1
+    return {
+        "site": site.id, "name": site.name, "ts": format_ts(now), "sensors": sensors,
+        "findings_24h": dict(by_kind),
+        "violations_24h": [json.loads(r["data"])["summary"] for r in open_rows if r["kind"] == "violation"][-10:],
+    }
+
+
+# --------------------------------------------------------------------------- the process
+
+
+def run(config: Config, *, stop: threading.Event | None = None, install_signals: bool = True) -> int:
+    """`minewatch run`: wire everything, run until SIGTERM/SIGINT (or ``stop``), shut down cleanly."""
+    from monitor.influx import InfluxForwarder, InfluxWriter
+    from monitor.outbox import Outbox
+
+    stop = stop or threading.Event()
+    if install_signals:
+        def _on_signal(signum: int, frame: FrameType | None) -> None:
+            log.info("Signal %d: shutting down", signum)
+            stop.set()
+
+        signal.signal(signal.SIGTERM, _on_signal)
+        signal.signal(signal.SIGINT, _on_signal)
+
+    # Outputs first: the store, the outbox and its forwarder exist before any message arrives.
+    store = Store(config.storage.path)
+    forwarder = None
+    outbox_put = None
+    if config.storage.influxdb is not None:
+        outbox = Outbox(store.conn)
+        outbox_put = outbox.put
+        forwarder = InfluxForwarder(InfluxWriter(config.storage.influxdb), config.storage.path,
+                                    config.storage.influxdb)
+        forwarder.start()
+    inbound: queue.Queue[Inbound] = queue.Queue(maxsize=config.daemon.queue_size)
+    prefix = config.broker.topic_prefix
+    sites = [s.id for s in config.owned_sites]
+    topics = [f"{prefix}/{s}/sensors/#" for s in sites] + [f"{prefix}/{s}/events/#" for s in sites]
+    link = MqttLink(config.broker, topics, inbound)
+    clock = Clock(config.daemon.clock)
+    pipeline = Pipeline(config, store, lambda t, p, r: link.publish(t, p, retain=r), clock, outbox_put)
+    link.start()
+    log.info("minewatch running for %s; store %s", ", ".join(sites), config.storage.path)
+    last_tick = 0.0
+    try:
+        while not stop.is_set():
+            batch = _take_batch(inbound, timeout=0.2)
+            if batch:
+                pipeline.handle_batch(batch)
+                link.ack(batch)
+            if time.monotonic() - last_tick >= 1.0 or not batch:
+                pipeline.tick()
+                last_tick = time.monotonic()
+    finally:
+        # Reverse order: stop taking messages, finish those in hand, flush, disconnect.
+        link.stop_accepting()
+        rest = _take_batch(inbound, timeout=0.0, limit=1_000_000)
+        if rest:
+            pipeline.handle_batch(rest)
+            link.ack(rest)
+        pipeline.tick()
+        time.sleep(0.2)  # let paho send the last acks and publishes
+        link.close()
+        if forwarder is not None:
+            forwarder.flush(timeout=5.0)
+            forwarder.stop()
+        store.close()
+        c = pipeline.counters
+        log.info("Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings",
+                 c.received, c.accepted, c.duplicates, c.rejected, c.findings)
+    return 0
+
+
+def _take_batch(inbound: queue.Queue[Inbound], timeout: float, limit: int = 2000) -> list[Inbound]:
+    batch: list[Inbound] = []
+    try:
+        batch.append(inbound.get(timeout=timeout) if timeout else inbound.get_nowait())
+        while len(batch) < limit:
+            batch.append(inbound.get_nowait())
+    except queue.Empty:
+        pass
+    return batch

@@ -1,0 +1,78 @@
+"""The time-series schema the daemon writes (InfluxDB v1 and v2 alike).
+
+One place: the Influx writer builds points from it, the Grafana dashboard test
+checks every query against it, and docs/ARCHITECTURE.md documents it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    name: str
+    tags: tuple[str, ...]
+    fields: tuple[str, ...]
+    description: str
+
+
+MEASUREMENTS: dict[str, Measurement] = {
+    m.name: m
+    for m in (
+        Measurement(
+            "sound",
+            ("site", "sensor"),
+            ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq", "duration_s", "late"),
+            "Per-period sound levels in dB (period start is the point time).",
+        ),
+        Measurement(
+            "light",
+            ("site", "sensor"),
+            ("lux_mean", "lux_min", "lux_max", "duration_s", "late"),
+            "Illuminance summary in lux.",
+        ),
+        Measurement(
+            "weather",
+            ("site", "sensor"),
+            ("wind_speed_ms", "rain", "rain_mm_h", "duration_s", "late"),
+            "Wind and rain at the site's weather station.",
+        ),
+        Measurement(
+            "turbidity",
+            ("site", "sensor"),
+            ("ntu", "duration_s", "late"),
+            "Water turbidity in NTU (land-disturbing profiles).",
+        ),
+        Measurement(
+            "events",
+            ("site", "kind"),
+            ("id", "summary", "gate", "direction", "safety_reason", "end"),
+            "Operator events: blasts, blast notices, trucks, work periods, temporary lighting.",
+        ),
+        Measurement(
+            "findings",
+            ("site", "standard", "kind"),
+            ("id", "section", "summary", "sensors", "value", "limit", "end", "completeness"),
+            "Compliance findings (violations, exempt exceedances, warnings, ...).",
+        ),
+        Measurement(
+            "alerts",
+            ("site", "audience", "kind"),
+            ("id", "message", "severity"),
+            "Alerts raised for the town and the operator.",
+        ),
+        Measurement(
+            "rejections",
+            ("site",),
+            ("topic", "reason"),
+            "Messages rejected at the boundary, with the reason.",
+        ),
+        Measurement(
+            "sensor_health",
+            ("site", "sensor"),
+            ("online", "gap_s", "battery_pct", "clock_offset_s"),
+            "Sensor heartbeats, offline/online transitions and gaps.",
+        ),
+    )
+}

@@ -1,0 +1,522 @@
+"""The local store: SQLite in WAL mode, the daemon's durable journal.
+
+Every accepted reading, event, finding, alert, rejection and health change is
+written here, inside a transaction that commits *before* the message is
+acknowledged to the broker or anything is sent downstream. Each record is also
+appended to its site's hash chain (table ``chain``): ``digest`` is the SHA-256 of
+the record's canonical JSON, ``head`` is SHA-256(previous head + digest). A later
+edit of a row no longer matches its digest; a deleted or reordered row breaks the
+chain (see monitor/evidence.py).
+
+One connection, used by one thread (the pipeline). Other threads (the Influx
+forwarder, deliveries, CLI commands) open their own connections to the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from monitor.errors import StoreError
+from rules.model import (
+    Blast,
+    BlastNotice,
+    Event,
+    Finding,
+    GenericEvent,
+    LightSummary,
+    SensorStatus,
+    SoundLevels,
+    TemporaryLighting,
+    TruckPassage,
+    TurbidityReading,
+    WeatherReading,
+    WorkKind,
+    WorkPeriod,
+)
+
+GENESIS = "0" * 64
+SOUND_FIELDS = ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sound (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
+    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
+    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
+    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, sensor, ts_us)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS readings (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, kind TEXT NOT NULL, ts_us INTEGER NOT NULL,
+    duration_s REAL NOT NULL, data TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, sensor, kind, ts_us)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audio (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, seq INTEGER NOT NULL,
+    sample_rate INTEGER NOT NULL, format TEXT NOT NULL, pcm BLOB NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, sensor, ts_us)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    site TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, ts_us INTEGER NOT NULL, end_us INTEGER,
+    data TEXT NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, kind, id)
+);
+CREATE INDEX IF NOT EXISTS events_time ON events (site, ts_us);
+CREATE TABLE IF NOT EXISTS findings (
+    id TEXT NOT NULL, revision INTEGER NOT NULL, site TEXT NOT NULL, standard TEXT NOT NULL,
+    section TEXT NOT NULL, kind TEXT NOT NULL, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL,
+    retracted INTEGER NOT NULL, data TEXT NOT NULL, created_us INTEGER NOT NULL,
+    PRIMARY KEY (id, revision)
+);
+CREATE INDEX IF NOT EXISTS sound_time ON sound (site, ts_us);
+CREATE INDEX IF NOT EXISTS findings_time ON findings (site, start_us);
+CREATE TABLE IF NOT EXISTS alerts (
+    id TEXT PRIMARY KEY, site TEXT NOT NULL, audience TEXT NOT NULL, kind TEXT NOT NULL,
+    severity TEXT NOT NULL, condition TEXT NOT NULL, message TEXT NOT NULL, data TEXT NOT NULL,
+    created_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS alerts_time ON alerts (site, created_us);
+CREATE TABLE IF NOT EXISTS rejections (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, site TEXT NOT NULL, topic TEXT NOT NULL, reason TEXT NOT NULL,
+    excerpt TEXT NOT NULL, received_us INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS health (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, state TEXT NOT NULL,
+    gap_s REAL, detail TEXT NOT NULL DEFAULT '', PRIMARY KEY (site, sensor, ts_us, state)
+);
+CREATE TABLE IF NOT EXISTS calibration (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, reference_db REAL NOT NULL,
+    measured_db REAL NOT NULL, drift_db REAL, flagged INTEGER NOT NULL, PRIMARY KEY (site, sensor, ts_us)
+);
+CREATE TABLE IF NOT EXISTS progress (
+    site TEXT PRIMARY KEY, evaluated_until_us INTEGER NOT NULL, final_until_us INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chain (
+    site TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
+    digest TEXT NOT NULL, head TEXT NOT NULL, recorded_us INTEGER NOT NULL,
+    PRIMARY KEY (site, seq)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS chain_key ON chain (site, kind, key);
+CREATE TABLE IF NOT EXISTS anchors (
+    site TEXT NOT NULL, seq INTEGER NOT NULL, head TEXT NOT NULL, published_us INTEGER NOT NULL,
+    PRIMARY KEY (site, seq)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def to_us(ts: datetime) -> int:
+    return round(ts.timestamp() * 1_000_000)
+
+
+def from_us(us: int) -> datetime:
+    return datetime.fromtimestamp(us / 1_000_000, UTC)
+
+
+def canonical(record: Mapping[str, Any]) -> bytes:
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+def digest_of(record: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonical(record)).hexdigest()
+
+
+def next_head(previous: str, digest: str) -> str:
+    return hashlib.sha256((previous + digest).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- canonical records
+# The dict each row is chained as. evidence.verify rebuilds the same dicts from exported rows.
+
+
+def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"t": "sound", "site": row["site"], "sensor": row["sensor"], "ts_us": row["ts_us"],
+            "duration_s": row["duration_s"], **{k: row[k] for k in SOUND_FIELDS}, "source": row["source"]}
+
+
+def reading_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"t": "reading", "site": row["site"], "sensor": row["sensor"], "kind": row["kind"],
+            "ts_us": row["ts_us"], "duration_s": row["duration_s"], "data": row["data"]}
+
+
+def event_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"t": "event", "site": row["site"], "kind": row["kind"], "id": row["id"], "ts_us": row["ts_us"],
+            "end_us": row["end_us"], "data": row["data"]}
+
+
+# --------------------------------------------------------------------------- events <-> rows
+
+EVENT_KIND: dict[type, str] = {
+    BlastNotice: "blast-notice", Blast: "blast", TruckPassage: "truck", WorkPeriod: "work",
+    TemporaryLighting: "temporary-lighting",
+}
+
+
+def event_kind(event: Event) -> str:
+    return event.kind if isinstance(event, GenericEvent) else EVENT_KIND[type(event)]
+
+
+def event_times(event: Event) -> tuple[datetime, datetime | None]:
+    if isinstance(event, BlastNotice):
+        return event.issued_ts, event.planned_ts
+    if isinstance(event, WorkPeriod | TemporaryLighting):
+        return event.start, event.end
+    return event.ts, None
+
+
+def event_from_row(kind: str, data: str, site: str) -> Event:
+    from monitor.wire import parse_ts  # local: wire imports config, which the store does not need
+
+    d = json.loads(data)
+    if kind == "blast-notice":
+        return BlastNotice(site, d["blast_id"], parse_ts(d["issued_ts"]), parse_ts(d["planned_ts"]),
+                           tuple(d.get("recipients", ())))
+    if kind == "blast":
+        return Blast(site, d["blast_id"], parse_ts(d["ts"]), d.get("safety_reason"), d.get("charge_kg"),
+                     d.get("overpressure_db"))
+    if kind == "truck":
+        return TruckPassage(site, d["id"], parse_ts(d["ts"]), d["gate"], d["direction"], d.get("truck_id"))
+    if kind == "work":
+        return WorkPeriod(site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), WorkKind(d["kind"]),
+                          tuple(d.get("sensors") or ()))
+    if kind == "temporary-lighting":
+        return TemporaryLighting(site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), d.get("description", ""))
+    fields = {k: v for k, v in d.items() if k not in ("id", "ts")}
+    return GenericEvent(site, d["id"], kind, parse_ts(d["ts"]), fields)
+
+
+def finding_to_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "id": finding.id, "site": finding.site, "standard": finding.standard, "section": finding.section,
+        "kind": finding.kind.value, "start": finding.start.isoformat(), "end": finding.end.isoformat(),
+        "start_local": finding.start_local.isoformat(), "end_local": finding.end_local.isoformat(),
+        "timezone": finding.timezone, "summary": finding.summary, "sensors": list(finding.sensors),
+        "measurements": [{"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit}
+                         for m in finding.measurements],
+        "exemptions": list(finding.exemptions), "refs": list(finding.refs),
+        "completeness": finding.completeness, "details": dict(finding.details),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """What an append did: stored (new), or ignored as a duplicate / conflicting resend."""
+
+    stored: bool
+    conflict: str = ""  # a resend with the same identity but different content
+
+
+class Store:
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a commit survives power loss too; the pipeline batches commits so it is affordable.
+            self.conn.execute(f"PRAGMA synchronous={synchronous}")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self.conn.executescript(SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the store {self.path!r}: {exc}") from exc
+        self._heads: dict[str, tuple[int, str]] = {}
+        self._in_batch = False
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction: everything inside commits together, or nothing does."""
+        if self._in_batch:
+            yield
+            return
+        self._in_batch = True
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            self._heads.clear()  # chain heads cached during the batch may be gone
+            raise
+        finally:
+            self._in_batch = False
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ chain
+
+    def head(self, site: str) -> tuple[int, str]:
+        cached = self._heads.get(site)
+        if cached is None:
+            row = self.conn.execute(
+                "SELECT seq, head FROM chain WHERE site = ? ORDER BY seq DESC LIMIT 1", (site,)
+            ).fetchone()
+            cached = (row["seq"], row["head"]) if row else (0, GENESIS)
+            self._heads[site] = cached
+        return cached
+
+    def chain(self, site: str, kind: str, key: str, record: Mapping[str, Any], now: datetime) -> str:
+        seq, previous = self.head(site)
+        digest = digest_of(record)
+        head = next_head(previous, digest)
+        self.conn.execute(
+            "INSERT INTO chain (site, seq, kind, key, digest, head, recorded_us) VALUES (?,?,?,?,?,?,?)",
+            (site, seq + 1, kind, key, digest, head, to_us(now)),
+        )
+        self._heads[site] = (seq + 1, head)
+        return head
+
+    # ------------------------------------------------------------------ appends
+
+    def append_sound(self, levels: SoundLevels, *, source: str, late: bool, now: datetime) -> Appended:
+        row = {"site": levels.site, "sensor": levels.sensor, "ts_us": to_us(levels.ts),
+               "duration_s": levels.duration_s, **{k: getattr(levels, k) for k in SOUND_FIELDS},
+               "source": source}
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO sound (site, sensor, ts_us, duration_s, LAeq, LAFmax, LASmax, LAFmin, LCeq,"
+            " LCpeak, LZpeak, LZeq, source, late, received_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (*row.values(), int(late), to_us(now)),
+        )
+        if cur.rowcount == 0:
+            return Appended(False)
+        self.chain(levels.site, "sound", f"{levels.sensor}|{row['ts_us']}", sound_record(row), now)
+        return Appended(True)
+
+    def append_reading(
+        self, reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus, payload: Mapping[str, Any],
+        *, late: bool, now: datetime,
+    ) -> Appended:
+        kind = {LightSummary: "light", WeatherReading: "weather", TurbidityReading: "turbidity",
+                SensorStatus: "status"}[type(reading)]
+        duration = getattr(reading, "duration_s", 0.0)
+        row = {"site": reading.site, "sensor": reading.sensor, "kind": kind, "ts_us": to_us(reading.ts),
+               "duration_s": duration, "data": json.dumps(payload, sort_keys=True, separators=(",", ":"))}
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO readings (site, sensor, kind, ts_us, duration_s, data, late, received_us)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (*row.values(), int(late), to_us(now)),
+        )
+        if cur.rowcount == 0:
+            return Appended(False)
+        self.chain(reading.site, "reading", f"{reading.sensor}|{kind}|{row['ts_us']}", reading_record(row), now)
+        return Appended(True)
+
+    def append_audio(
+        self, site: str, sensor: str, ts: datetime, seq: int, rate: int, fmt: str, pcm: bytes, now: datetime
+    ) -> Appended:
+        ts_us = to_us(ts)
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO audio (site, sensor, ts_us, seq, sample_rate, format, pcm, received_us)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (site, sensor, ts_us, seq, rate, fmt, pcm, to_us(now)),
+        )
+        if cur.rowcount == 0:
+            return Appended(False)
+        record = {"t": "audio", "site": site, "sensor": sensor, "ts_us": ts_us, "seq": seq, "sample_rate": rate,
+                  "format": fmt, "pcm_sha256": hashlib.sha256(pcm).hexdigest()}
+        self.chain(site, "audio", f"{sensor}|{ts_us}", record, now)
+        return Appended(True)
+
+    def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
+        kind = event_kind(event)
+        start, end = event_times(event)
+        data = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        row = {"site": event.site, "kind": kind, "id": event.id, "ts_us": to_us(start),
+               "end_us": to_us(end) if end else None, "data": data}
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO events (site, kind, id, ts_us, end_us, data, received_us) VALUES (?,?,?,?,?,?,?)",
+            (*row.values(), to_us(now)),
+        )
+        if cur.rowcount == 0:
+            existing = self.conn.execute(
+                "SELECT data FROM events WHERE site=? AND kind=? AND id=?", (event.site, kind, event.id)
+            ).fetchone()
+            if existing and existing["data"] != data:
+                return Appended(False, f"id: {kind} {event.id!r} is already recorded with different content")
+            return Appended(False)
+        self.chain(event.site, "event", f"{kind}|{event.id}", event_record(row), now)
+        return Appended(True)
+
+    def append_finding(self, finding: Finding, now: datetime, *, retracted: bool = False) -> bool:
+        """Store a finding; a re-evaluation that changes it adds a revision. Returns True if anything changed."""
+        data = json.dumps(finding_to_json(finding), sort_keys=True, separators=(",", ":"), default=str)
+        last = self.conn.execute(
+            "SELECT revision, data, retracted FROM findings WHERE id = ? ORDER BY revision DESC LIMIT 1",
+            (finding.id,),
+        ).fetchone()
+        if last is not None and last["data"] == data and bool(last["retracted"]) == retracted:
+            return False
+        if last is None and retracted:
+            return False
+        revision = 1 if last is None else last["revision"] + 1
+        row = {"id": finding.id, "revision": revision, "site": finding.site, "standard": finding.standard,
+               "section": finding.section, "kind": finding.kind.value, "start_us": to_us(finding.start),
+               "end_us": to_us(finding.end), "retracted": int(retracted), "data": data}
+        self.conn.execute(
+            "INSERT INTO findings (id, revision, site, standard, section, kind, start_us, end_us, retracted, data,"
+            " created_us) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (*row.values(), to_us(now)),
+        )
+        self.chain(finding.site, "finding", f"{finding.id}|{revision}", {"t": "finding", **row}, now)
+        return True
+
+    def current_findings(self, site: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
+        """Latest revision of each finding starting in [start, end), retracted ones excluded."""
+        return list(self.conn.execute(
+            "SELECT f.* FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings"
+            " WHERE site = ? AND start_us >= ? AND start_us < ? GROUP BY id) last"
+            " ON f.id = last.id AND f.revision = last.revision WHERE f.retracted = 0 ORDER BY f.start_us",
+            (site, to_us(start), to_us(end)),
+        ))
+
+    def append_rejection(self, site: str, topic: str, reason: str, excerpt: str, now: datetime) -> None:
+        cur = self.conn.execute(
+            "INSERT INTO rejections (site, topic, reason, excerpt, received_us) VALUES (?,?,?,?,?)",
+            (site, topic, reason, excerpt, to_us(now)),
+        )
+        record = {"t": "rejection", "id": cur.lastrowid, "site": site, "topic": topic, "reason": reason,
+                  "excerpt": excerpt, "received_us": to_us(now)}
+        self.chain(site, "rejection", str(cur.lastrowid), record, now)
+
+    def append_alert(
+        self, alert_id: str, site: str, audience: str, kind: str, severity: str, condition: str, message: str,
+        data: Mapping[str, Any], now: datetime,
+    ) -> bool:
+        body = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO alerts (id, site, audience, kind, severity, condition, message, data, created_us)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (alert_id, site, audience, kind, severity, condition, message, body, to_us(now)),
+        )
+        if cur.rowcount == 0:
+            return False
+        record = {"t": "alert", "id": alert_id, "site": site, "audience": audience, "kind": kind,
+                  "severity": severity, "condition": condition, "message": message, "data": body,
+                  "created_us": to_us(now)}
+        self.chain(site, "alert", alert_id, record, now)
+        return True
+
+    def append_health(
+        self, site: str, sensor: str, ts: datetime, state: str, gap_s: float | None, detail: str, now: datetime
+    ) -> None:
+        ts_us = to_us(ts)
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO health (site, sensor, ts_us, state, gap_s, detail) VALUES (?,?,?,?,?,?)",
+            (site, sensor, ts_us, state, gap_s, detail),
+        )
+        if cur.rowcount:
+            record = {"t": "health", "site": site, "sensor": sensor, "ts_us": ts_us, "state": state,
+                      "gap_s": gap_s, "detail": detail}
+            self.chain(site, "health", f"{sensor}|{ts_us}|{state}", record, now)
+
+    def append_calibration(
+        self, site: str, sensor: str, ts: datetime, reference_db: float, measured_db: float,
+        drift_db: float | None, flagged: bool, now: datetime,
+    ) -> None:
+        ts_us = to_us(ts)
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO calibration (site, sensor, ts_us, reference_db, measured_db, drift_db, flagged)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (site, sensor, ts_us, reference_db, measured_db, drift_db, int(flagged)),
+        )
+        if cur.rowcount:
+            record = {"t": "calibration", "site": site, "sensor": sensor, "ts_us": ts_us,
+                      "reference_db": reference_db, "measured_db": measured_db, "drift_db": drift_db,
+                      "flagged": int(flagged)}
+            self.chain(site, "calibration", f"{sensor}|{ts_us}", record, now)
+
+    def append_config(self, sites: Iterable[str], text: str, now: datetime) -> None:
+        """Chain the configuration in force when it changes (evidence: what limits applied)."""
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if self.meta("config_sha256") == digest:
+            return
+        self.set_meta("config_sha256", digest)
+        self.set_meta("config_text", text)
+        for site in sites:
+            self.chain(site, "config", digest, {"t": "config", "sha256": digest}, now)
+
+    # ------------------------------------------------------------------ reads
+
+    def last_calibration(self, site: str, sensor: str) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self.conn.execute(
+            "SELECT * FROM calibration WHERE site=? AND sensor=? ORDER BY ts_us DESC LIMIT 1", (site, sensor)
+        ).fetchone()
+        return row
+
+    def sound_between(self, site: str, start: datetime, end: datetime) -> list[SoundLevels]:
+        rows = self.conn.execute(
+            "SELECT * FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ? ORDER BY ts_us",
+            (site, to_us(start), to_us(end)),
+        )
+        return [
+            SoundLevels(site, r["sensor"], from_us(r["ts_us"]), r["duration_s"], r["LAeq"], r["LAFmax"], r["LCpeak"],
+                        r["LASmax"], r["LZpeak"], r["LAFmin"], r["LCeq"], r["LZeq"])
+            for r in rows
+        ]
+
+    def readings_between(self, site: str, kind: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
+        return list(self.conn.execute(
+            "SELECT * FROM readings WHERE site = ? AND kind = ? AND ts_us >= ? AND ts_us < ? ORDER BY ts_us",
+            (site, kind, to_us(start), to_us(end)),
+        ))
+
+    def events_since(self, site: str, since: datetime) -> list[Event]:
+        rows = self.conn.execute(
+            "SELECT kind, data FROM events WHERE site = ? AND COALESCE(end_us, ts_us) >= ? ORDER BY ts_us",
+            (site, to_us(since)),
+        )
+        return [event_from_row(r["kind"], r["data"], site) for r in rows]
+
+    def progress(self, site: str) -> tuple[datetime, datetime] | None:
+        row = self.conn.execute(
+            "SELECT evaluated_until_us, final_until_us FROM progress WHERE site = ?", (site,)
+        ).fetchone()
+        return (from_us(row[0]), from_us(row[1])) if row else None
+
+    def set_progress(self, site: str, evaluated_until: datetime, final_until: datetime) -> None:
+        self.conn.execute(
+            "INSERT INTO progress (site, evaluated_until_us, final_until_us) VALUES (?,?,?)"
+            " ON CONFLICT(site) DO UPDATE SET evaluated_until_us=excluded.evaluated_until_us,"
+            " final_until_us=excluded.final_until_us",
+            (site, to_us(evaluated_until), to_us(final_until)),
+        )
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def counts(self) -> dict[str, int]:
+        tables = ("sound", "readings", "audio", "events", "findings", "alerts", "rejections", "health", "chain")
+        return {t: int(self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in tables}
+
+    def prune(self, before: datetime) -> int:
+        """Drop per-second data older than ``before``; findings, events, notices and the chain stay.
+
+        Pruned rows are then outside what a bundle can prove from the store (the
+        chain keeps their digests, so the gap itself is visible).
+        """
+        cut = to_us(before)
+        with self.batch():
+            removed = self.conn.execute("DELETE FROM sound WHERE ts_us < ?", (cut,)).rowcount
+            removed += self.conn.execute("DELETE FROM readings WHERE ts_us < ?", (cut,)).rowcount
+            removed += self.conn.execute("DELETE FROM audio WHERE ts_us < ?", (cut,)).rowcount
+            self.set_meta("pruned_before_us", str(cut))
+        return removed

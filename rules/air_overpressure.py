@@ -1,0 +1,102 @@
+"""Air overpressure from a blast (Dovre 6.F, which requires blasting "strictly in accordance
+with Wis. Adm. Code Ch. SPS 307"; SPS 307 limits air blast at the nearest dwelling).
+
+For each blast in the interval the highest of (a) the blast record's own overpressure
+and (b) the linear peak (LZpeak) at boundary sound meters within a short window around
+the detonation is held against the limit (default 133 dB). Above it: VIOLATION. When
+something was measured and it is within the limit, a COMPLIANT finding keeps the
+evidence. Nothing measured: no finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rules.base import RuleSpec, Standard, iso, local_hms, make_finding, only_site, sensors_of
+from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
+
+
+@dataclass(frozen=True, slots=True)
+class AirOverpressureParams:
+    limit_db: float = 133.0  # linear peak
+    window_before_s: float = 5.0
+    window_after_s: float = 10.0  # sound travels ~340 m/s: a meter 2 km away hears it 6 s later
+    use_sound_meters: bool = True
+
+    def __post_init__(self) -> None:
+        if self.window_before_s < 0 or self.window_after_s < 0:
+            raise ValueError("window_after_s: windows must not be negative")
+
+
+def evaluate(
+    site: SiteContext,
+    standard: Standard,
+    params: AirOverpressureParams,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    meters = sensors_of(site, SensorKind.SOUND, boundary_only=True) if params.use_sound_meters else {}
+    findings: list[Finding] = []
+    for blast in data.blasts:
+        if not start <= blast.ts < end:
+            continue
+        window_start = blast.ts - timedelta(seconds=params.window_before_s)
+        window_end = blast.ts + timedelta(seconds=params.window_after_s)
+        peaks: list[tuple[float, str, str]] = []  # (dB, where, ref)
+        if blast.overpressure_db is not None:
+            peaks.append((blast.overpressure_db, "the blast record", f"blast:{blast.id}"))
+        for record in data.sound:
+            if (
+                record.sensor in meters
+                and record.LZpeak is not None
+                and window_start <= record.ts < window_end
+            ):
+                peaks.append(
+                    (record.LZpeak, f"meter {record.sensor}", f"sound:{record.sensor}:{iso(record.ts)}")
+                )
+        if not peaks:
+            continue
+        worst, where, _ = max(peaks)
+        over = worst > params.limit_db
+        kind = FindingKind.VIOLATION if over else FindingKind.COMPLIANT
+        relation = "above" if over else "within"
+        summary = (
+            f"Air overpressure from blast {blast.id} at {local_hms(blast.ts, site.tz)} local peaked at "
+            f"{worst:.1f} dB ({where}), {relation} the {params.limit_db:g} dB limit "
+            f"(section {standard.section})"
+        )
+        sensors = tuple(sorted({ref.split(":")[1] for _, _, ref in peaks if ref.startswith("sound:")}))
+        findings.append(
+            make_finding(
+                site,
+                standard,
+                kind,
+                blast.ts,
+                blast.ts + timedelta(seconds=1),
+                summary,
+                sensors=sensors,
+                measurements=(
+                    Measurement("air overpressure (linear peak)", round(worst, 2), params.limit_db, "dB"),
+                ),
+                refs=(f"blast:{blast.id}", *sorted({ref for _, _, ref in peaks} - {f"blast:{blast.id}"})),
+                details={"peaks": [{"db": db, "source": src} for db, src, _ in sorted(peaks, reverse=True)]},
+            )
+        )
+    return findings
+
+
+def margins(params: AirOverpressureParams) -> tuple[timedelta, timedelta]:
+    return timedelta(seconds=params.window_before_s), timedelta(seconds=params.window_after_s)
+
+
+RULE: RuleSpec[AirOverpressureParams] = RuleSpec(
+    name="air_overpressure",
+    params_type=AirOverpressureParams,
+    evaluate=evaluate,
+    margins=margins,
+    description="Blast air overpressure (record or boundary LZpeak) against a limit.",
+)

@@ -1,0 +1,235 @@
+"""What every rule module shares: the rule shape, the cited standard, small pure helpers.
+
+A rule module exposes a frozen ``Params`` dataclass, an ``evaluate`` function and a
+``RULE`` object (a :class:`RuleSpec`) that ``rules/__init__.py`` lists by name::
+
+    profile TOML --load_profile--> Standard(params=NoiseParams(...))
+    evaluate_site --> RULE.evaluate(site, standard, params, data, start, end, now) --> [Finding]
+
+Nothing here reads the clock, the environment or files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, time, timedelta
+from typing import Any, Generic, TypeVar
+from zoneinfo import ZoneInfo
+
+from rules.model import (
+    Finding,
+    FindingKind,
+    Measurement,
+    SensorInfo,
+    SensorKind,
+    SiteContext,
+    SiteData,
+)
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True, slots=True)
+class Standard:
+    """One standard of an ordinance profile: what a finding cites and the params its rule runs with."""
+
+    key: str  # profile key, e.g. "noise"; Finding.standard
+    rule: str  # rule kind in RULES, e.g. "noise"
+    section: str  # e.g. "6.D"
+    title: str
+    summary: str  # one sentence
+    text: str  # the ordinance's own words, quoted in notices
+    required_action: str  # what the operator must do to cure
+    params: Any  # the rule's frozen Params dataclass
+    applies_to_preexisting: bool = True  # section 1.4.C.1 of Dovre; other towns may differ
+
+
+Evaluate = Callable[[SiteContext, Standard, P, SiteData, datetime, datetime, datetime], list[Finding]]
+EarlyWarnings = Callable[[SiteContext, Standard, P, SiteData, datetime], list[Finding]]
+Margins = Callable[[P], tuple[timedelta, timedelta]]
+
+
+def no_margins(params: Any) -> tuple[timedelta, timedelta]:
+    return timedelta(0), timedelta(0)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec(Generic[P]):
+    """A rule kind: its params type, its evaluation and what reading data around the interval it needs."""
+
+    name: str
+    params_type: type[P]
+    evaluate: Evaluate[P]
+    margins: Margins[P] = no_margins
+    early_warnings: EarlyWarnings[P] | None = None
+    description: str = ""
+
+
+# ---------------------------------------------------------------------------
+# Acoustics kept local on purpose: rules stay self-contained (monitor/acoustics.py is the shell's)
+# ---------------------------------------------------------------------------
+
+
+def leq(levels_db: Iterable[float], durations_s: Iterable[float] | None = None) -> float:
+    """Energy (duration-weighted) average of levels in dB; -inf for no data."""
+    levels = list(levels_db)
+    weights = [1.0] * len(levels) if durations_s is None else list(durations_s)
+    total = sum(weights)
+    if not levels or total <= 0:
+        return -math.inf
+    energy = sum(w * 10.0 ** (level / 10.0) for level, w in zip(levels, weights, strict=True))
+    return 10.0 * math.log10(energy / total) if energy > 0 else -math.inf
+
+
+# ---------------------------------------------------------------------------
+# Time helpers
+# ---------------------------------------------------------------------------
+
+
+def iso(ts: datetime) -> str:
+    """UTC ISO timestamp with a Z, as refs use it."""
+    return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def local_hm(ts: datetime, tz: ZoneInfo) -> str:
+    return ts.astimezone(tz).strftime("%H:%M")
+
+
+def local_hms(ts: datetime, tz: ZoneInfo) -> str:
+    return ts.astimezone(tz).strftime("%H:%M:%S")
+
+
+def local_stamp(ts: datetime, tz: ZoneInfo) -> str:
+    return ts.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def floor_to(ts: datetime, step_s: int) -> datetime:
+    """Floor to a multiple of step_s seconds since the Unix epoch (UTC-aligned minutes for 60)."""
+    epoch = ts.timestamp()
+    return datetime.fromtimestamp(math.floor(epoch / step_s) * step_s, tz=UTC)
+
+
+def aligned_windows(start: datetime, end: datetime, step_s: int) -> Iterator[tuple[datetime, datetime]]:
+    """Aligned windows of step_s seconds whose start lies in [start, end)."""
+    window = floor_to(start, step_s)
+    if window < start:
+        window += timedelta(seconds=step_s)
+    step = timedelta(seconds=step_s)
+    while window < end:
+        yield window, window + step
+        window += step
+
+
+def parse_clock(text: str) -> time:
+    """'10:00' or '10:00:00' -> time; ValueError with a readable message otherwise."""
+    try:
+        return time.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected a local time like '10:00' or '15:00:00', got {text!r}") from None
+
+
+def parse_clock_window(text: str) -> tuple[time, time]:
+    """'06:00-19:00' -> (06:00, 19:00); an end before the start wraps past midnight."""
+    parts = text.split("-")
+    if len(parts) != 2:
+        raise ValueError(f"expected a local time window like '06:00-19:00', got {text!r}")
+    return parse_clock(parts[0].strip()), parse_clock(parts[1].strip())
+
+
+def in_clock_window(clock: time, window: tuple[time, time]) -> bool:
+    """Inclusive at both ends; a window like 22:00-06:00 wraps past midnight."""
+    first, last = window
+    if first <= last:
+        return first <= clock <= last
+    return clock >= first or clock <= last
+
+
+def overlaps(a_start: datetime, a_end: datetime, b_start: datetime, b_end: datetime) -> bool:
+    return a_start < b_end and b_start < a_end
+
+
+# ---------------------------------------------------------------------------
+# Site data helpers
+# ---------------------------------------------------------------------------
+
+
+def only_site(data: SiteData, site_id: str) -> SiteData:
+    """Drop anything that belongs to another site (the shell should not send it; rules do not trust that)."""
+    return replace(
+        data,
+        sound=tuple(r for r in data.sound if r.site == site_id),
+        light=tuple(r for r in data.light if r.site == site_id),
+        weather=tuple(r for r in data.weather if r.site == site_id),
+        turbidity=tuple(r for r in data.turbidity if r.site == site_id),
+        blast_notices=tuple(e for e in data.blast_notices if e.site == site_id),
+        blasts=tuple(e for e in data.blasts if e.site == site_id),
+        trucks=tuple(e for e in data.trucks if e.site == site_id),
+        work=tuple(e for e in data.work if e.site == site_id),
+        temporary_lighting=tuple(e for e in data.temporary_lighting if e.site == site_id),
+        other_events=tuple(e for e in data.other_events if e.site == site_id),
+    )
+
+
+def sensors_of(site: SiteContext, kind: SensorKind, boundary_only: bool = False) -> dict[str, SensorInfo]:
+    return {
+        sensor_id: info
+        for sensor_id, info in sorted(site.sensors.items())
+        if info.kind == kind and (info.at_boundary or not boundary_only)
+    }
+
+
+def sensor_label(info: SensorInfo) -> str:
+    """How a clerk reads a sensor: 'boundary meter n2 (north fence)'."""
+    place = {
+        "boundary": "boundary",
+        "conveyor": "conveyor-parcel boundary",
+        "sky": "sky-facing",
+        "site": "on-site",
+    }.get(info.placement.value, info.placement.value)
+    noun = "meter" if info.kind == SensorKind.SOUND else "sensor"
+    where = f" ({info.location})" if info.location else ""
+    return f"{place} {noun} {info.id}{where}"
+
+
+def make_finding(
+    site: SiteContext,
+    standard: Standard,
+    kind: FindingKind,
+    start: datetime,
+    end: datetime,
+    summary: str,
+    *,
+    sensors: tuple[str, ...] = (),
+    measurements: tuple[Measurement, ...] = (),
+    exemptions: tuple[str, ...] = (),
+    refs: tuple[str, ...] = (),
+    completeness: float = 1.0,
+    details: dict[str, Any] | None = None,
+) -> Finding:
+    """Every finding cites the standard's section from the profile, never one written in code."""
+    return Finding(
+        site=site.id,
+        standard=standard.key,
+        section=standard.section,
+        kind=kind,
+        start=start.astimezone(UTC),
+        end=end.astimezone(UTC),
+        timezone=site.timezone,
+        summary=summary,
+        sensors=sensors,
+        measurements=measurements,
+        exemptions=exemptions,
+        refs=refs,
+        completeness=max(0.0, min(1.0, completeness)),
+        details=dict(details or {}),
+    )
+
+
+def fmt_db(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def fmt_limit(value: float) -> str:
+    return f"{value:g}"

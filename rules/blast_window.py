@@ -1,0 +1,243 @@
+"""Blasting hours (Dovre 6.F).
+
+6.F: blasting "shall occur between the hours of ten o'clock (10:00) am and three o'clock
+(3:00) pm; except that blasting may occur after three o'clock (3:00) pm, but prior to
+sunset, if required for safety reasons beyond the reasonable control of the Operator."
+
+For each blast detonated in the interval, by the site's local clock on the blast's date:
+
+* window_start <= time <= window_end (both inclusive, to the second): COMPLIANT, kept as evidence.
+* before window_start: VIOLATION.
+* after window_end and before sunset: SAFETY_EXCEPTION if a safety reason was recorded
+  (the town is told), else VIOLATION.
+* at or after sunset: VIOLATION, safety reason or not.
+
+The sunset limit bounds only the after-hours exception; a blast inside the stated hours
+is compliant even where the sun has set earlier (the ordinance states the hours plainly).
+
+Polar cases (astral cannot give a sunset):
+* polar day, "sun does not set": every moment of that local date is "prior to sunset",
+  so the safety exception runs to local midnight; after that the next day's 10:00 rule applies.
+* polar night, "sun does not rise": there is no daylight to blast "prior to", so the
+  after-hours exception is unavailable and a late blast is a VIOLATION.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+
+from rules import sun
+from rules.base import (
+    RuleSpec,
+    Standard,
+    iso,
+    make_finding,
+    only_site,
+    parse_clock,
+)
+from rules.model import Blast, BlastNotice, Finding, FindingKind, SiteContext, SiteData
+
+
+@dataclass(frozen=True, slots=True)
+class BlastWindowParams:
+    window_start: str = "10:00:00"  # local, inclusive
+    window_end: str = "15:00:00"  # local, inclusive
+    safety_exception_until_sunset: bool = True  # 6.F: after window_end, before sunset, for safety
+    warn_before_close_min: float = 30.0  # early warning lead for the window end and for sunset
+
+    def __post_init__(self) -> None:
+        for name in ("window_start", "window_end"):
+            try:
+                parse_clock(getattr(self, name))
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        if parse_clock(self.window_start) >= parse_clock(self.window_end):
+            raise ValueError("window_end: must be later than window_start")
+        if self.warn_before_close_min < 0:
+            raise ValueError("warn_before_close_min: must not be negative")
+
+    @property
+    def opens(self) -> time:
+        return parse_clock(self.window_start)
+
+    @property
+    def closes(self) -> time:
+        return parse_clock(self.window_end)
+
+
+def _clock(t: time) -> str:
+    return t.strftime("%H:%M") if t.second == 0 else t.strftime("%H:%M:%S")
+
+
+def judge_blast(
+    site: SiteContext, params: BlastWindowParams, blast: Blast
+) -> tuple[FindingKind, str, dict[str, str]]:
+    """Classify one blast; returns the kind, the clause that decided it, and details."""
+    tz = site.tz
+    local = blast.ts.astimezone(tz)
+    clock = local.timetz().replace(tzinfo=None)
+    sunset = sun.sunset(site, local.date())
+    details = {
+        "local_time": local.isoformat(),
+        "sun": sunset.explanation,
+        "sun_case": sunset.case,
+        "sunset_local": sunset.at.isoformat() if sunset.at else "",
+    }
+    opens, closes = _clock(params.opens), _clock(params.closes)
+    has_reason = bool(blast.safety_reason and blast.safety_reason.strip())
+    if clock < params.opens:
+        return FindingKind.VIOLATION, f"before {opens}, when blasting is not allowed", details
+    if clock <= params.closes:
+        return FindingKind.COMPLIANT, f"within the allowed hours {opens}-{closes}", details
+    if not params.safety_exception_until_sunset:
+        return FindingKind.VIOLATION, f"after {closes}, when blasting is not allowed", details
+    if sunset.case == sun.POLAR_NIGHT:
+        return (
+            FindingKind.VIOLATION,
+            f"after {closes} on a day the {sunset.explanation}, so there is no daylight "
+            "for a safety exception",
+            details,
+        )
+    if sunset.at is not None and local >= sunset.at:
+        return FindingKind.VIOLATION, f"after {closes} and at or after {sunset.explanation}", details
+    before = (
+        "before midnight on a day the " + sunset.explanation
+        if sunset.at is None
+        else f"before {sunset.explanation}"
+    )
+    if has_reason:
+        return (
+            FindingKind.SAFETY_EXCEPTION,
+            f"after {closes} but {before}, for a recorded safety reason ({blast.safety_reason!s})",
+            details,
+        )
+    return FindingKind.VIOLATION, f"after {closes} ({before}) without a recorded safety reason", details
+
+
+def evaluate(
+    site: SiteContext,
+    standard: Standard,
+    params: BlastWindowParams,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    findings: list[Finding] = []
+    for blast in data.blasts:
+        if not start <= blast.ts < end:
+            continue
+        kind, reason, details = judge_blast(site, params, blast)
+        local = blast.ts.astimezone(site.tz)
+        summary = (
+            f"Blast {blast.id} went off at {local.strftime('%H:%M:%S')} local on {local.date().isoformat()}, "
+            f"{reason} (section {standard.section})"
+        )
+        findings.append(
+            make_finding(
+                site,
+                standard,
+                kind,
+                blast.ts,
+                blast.ts + timedelta(seconds=1),
+                summary,
+                exemptions=(f"safety reason: {blast.safety_reason}",) if blast.safety_reason else (),
+                refs=(f"blast:{blast.id}",),
+                details={**details, "safety_reason": blast.safety_reason or ""},
+            )
+        )
+    return findings
+
+
+def early_warnings(
+    site: SiteContext, standard: Standard, params: BlastWindowParams, data: SiteData, now: datetime
+) -> list[Finding]:
+    """Warn about announced blasts that have not gone off yet and whose time is running out.
+
+    One warning per notice (its id keys on the planned time), so repeated calls update it.
+    """
+    data = only_site(data, site.id)
+    tz = site.tz
+    lead = timedelta(minutes=params.warn_before_close_min)
+    done = {blast.id for blast in data.blasts}
+    warnings: list[Finding] = []
+    for notice in data.blast_notices:
+        if notice.id in done:
+            continue
+        local_now = now.astimezone(tz)
+        planned_local = notice.planned_ts.astimezone(tz)
+        if planned_local.date() != local_now.date():
+            continue
+        opens = datetime.combine(local_now.date(), params.opens, tz)
+        closes = datetime.combine(local_now.date(), params.closes, tz)
+        sunset = sun.sunset(site, local_now.date())
+        message = _warning_for(notice, planned_local, local_now, opens, closes, sunset, lead, params)
+        if message is None:
+            continue
+        warnings.append(
+            make_finding(
+                site,
+                standard,
+                FindingKind.WARNING,
+                notice.planned_ts,
+                notice.planned_ts + timedelta(seconds=1),
+                f"{message} (section {standard.section})",
+                refs=(f"notice:{notice.id}",),
+                details={
+                    "as_of": iso(now),
+                    "sun": sunset.explanation,
+                    "planned_local": planned_local.isoformat(),
+                },
+            )
+        )
+    return warnings
+
+
+def _warning_for(
+    notice: BlastNotice,
+    planned_local: datetime,
+    local_now: datetime,
+    opens: datetime,
+    closes: datetime,
+    sunset: sun.Sunset,
+    lead: timedelta,
+    params: BlastWindowParams,
+) -> str | None:
+    name = f"Blast {notice.id}"
+    hours = f"{_clock(params.opens)}-{_clock(params.closes)}"
+    if local_now <= closes:
+        if planned_local < opens:
+            return f"{name} is planned for {planned_local:%H:%M}, before blasting hours ({hours}) open"
+        if planned_local > closes:
+            return (
+                f"{name} is planned for {planned_local:%H:%M}, after blasting hours ({hours}); "
+                f"it is allowed only for a safety reason and only before sunset ({sunset.explanation})"
+            )
+        if closes - local_now <= lead:
+            left = int((closes - local_now).total_seconds() // 60)
+            return (
+                f"{name} has not gone off and the blasting window closes at {closes:%H:%M}, in {left} minutes"
+            )
+        return None
+    if not params.safety_exception_until_sunset or sunset.case == sun.POLAR_NIGHT:
+        return (
+            f"{name} has not gone off and blasting hours ended at {closes:%H:%M}; it may not be fired today"
+        )
+    if sunset.at is not None and local_now < sunset.at and sunset.at - local_now <= lead:
+        left = int((sunset.at - local_now).total_seconds() // 60)
+        return (
+            f"{name} has not gone off; after {closes:%H:%M} it is allowed only for a safety reason, "
+            f"and sunset is at {sunset.at:%H:%M}, in {left} minutes"
+        )
+    return None
+
+
+RULE: RuleSpec[BlastWindowParams] = RuleSpec(
+    name="blast_window",
+    params_type=BlastWindowParams,
+    evaluate=evaluate,
+    early_warnings=early_warnings,
+    description="Blasting only within local hours; after hours only for safety before sunset.",
+)

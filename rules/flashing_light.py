@@ -1,0 +1,158 @@
+"""Flashing, revolving or intermittent light (Dovre 6.C.3: "Except for lighting on vehicles or
+moving equipment, there shall be no flashing, revolving or intermittent lighting").
+
+Each night light summary with a raw ``burst`` sampled at >= ``min_burst_rate_hz`` is
+examined with an FFT: a flashing light shows a dominant periodic component between
+``min_hz`` and ``max_hz`` (a strobe, a rotating beacon) with a large modulation depth
+(Michelson contrast of the 5th/95th percentiles). How long it flashed within the burst
+is measured from the first to the last crossing of the mid level and scaled to the
+summary's duration. Flashing summaries that follow each other add up; only flashing
+that persists longer than ``min_duration_s`` is a VIOLATION. A short transient (a
+vehicle beacon passing for 20 s) is exempt: the ordinance exempts vehicles and moving
+equipment, and a fixed installation does not stop after a few seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from rules.base import RuleSpec, Standard, iso, local_hm, make_finding, only_site, sensor_label, sensors_of
+from rules.lighting import light_context, minute_groups, run_totals, series
+from rules.model import Finding, FindingKind, LightSummary, Measurement, SensorKind, SiteContext, SiteData
+
+
+@dataclass(frozen=True, slots=True)
+class FlashingLightParams:
+    min_hz: float = 0.1
+    max_hz: float = 5.0
+    min_modulation_depth: float = 0.3
+    min_periodicity: float = 0.4  # share of the varying power in the dominant frequency
+    min_level_lux: float = 0.2  # below this nothing visible flashes
+    min_burst_rate_hz: float = 10.0
+    min_duration_s: float = 60.0
+    max_gap_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_hz < self.max_hz:
+            raise ValueError("max_hz: need 0 < min_hz < max_hz")
+        if not 0 <= self.min_modulation_depth <= 1 or not 0 <= self.min_periodicity <= 1:
+            raise ValueError("min_modulation_depth: depth and periodicity are fractions between 0 and 1")
+
+
+@dataclass(frozen=True, slots=True)
+class Flashing:
+    frequency_hz: float
+    depth: float
+    periodicity: float
+    flashing_s: float  # seconds of the summary spent flashing
+
+
+def analyse_burst(reading: LightSummary, params: FlashingLightParams) -> Flashing | None:
+    """Whether a summary's burst shows periodic flashing, and for how long."""
+    rate = reading.burst_rate_hz
+    if rate is None or rate < params.min_burst_rate_hz or len(reading.burst) < 8:
+        return None
+    samples = np.asarray(reading.burst, dtype=np.float64)
+    burst_s = len(samples) / rate
+    high, low = (float(v) for v in np.percentile(samples, [95, 5]))
+    if high < params.min_level_lux or high + low <= 0:
+        return None
+    depth = (high - low) / (high + low)
+    if depth < params.min_modulation_depth:
+        return None
+    varying = samples - samples.mean()
+    power = np.abs(np.fft.rfft(varying * np.hanning(len(samples)))) ** 2
+    freqs = np.fft.rfftfreq(len(samples), d=1.0 / rate)
+    # Two full periods are needed to call something periodic.
+    band = (freqs >= max(params.min_hz, 2.0 / burst_s)) & (freqs <= min(params.max_hz, rate / 2))
+    total = float(power[1:].sum())
+    if not band.any() or total <= 0:
+        return None
+    peak = int(np.argmax(np.where(band, power, 0.0)))
+    periodicity = float(power[max(peak - 2, 1) : peak + 3].sum()) / total
+    if periodicity < params.min_periodicity:
+        return None
+    frequency = float(freqs[peak])
+    mid = (high + low) / 2
+    crossings = np.flatnonzero(np.diff(np.sign(samples - mid)) != 0)
+    if len(crossings) < 2:
+        return None
+    span_s = min(burst_s, (crossings[-1] - crossings[0]) / rate + 1.0 / frequency)
+    return Flashing(frequency, depth, periodicity, span_s / burst_s * reading.duration_s)
+
+
+def evaluate(
+    site: SiteContext,
+    standard: Standard,
+    params: FlashingLightParams,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    lookback = timedelta(seconds=params.min_duration_s + params.max_gap_s)
+    context = light_context(site, data, start - lookback, end)
+    tz = site.tz
+    findings: list[Finding] = []
+    for sensor_id, info in sensors_of(site, SensorKind.LIGHT).items():
+        readings = series(data, sensor_id, start - lookback, end)
+        analysed = [analyse_burst(r, params) if context.at_night(r) else None for r in readings]
+        exempt = [context.temporary_for(r) is not None for r in readings]
+        totals = run_totals(
+            readings,
+            [a.flashing_s if a and not e else None for a, e in zip(analysed, exempt, strict=True)],
+            params.max_gap_s,
+        )
+        for window_start, window_end, indices in minute_groups(readings, start, end):
+            chosen = [i for i in indices if analysed[i] is not None and totals[i][1] > params.min_duration_s]
+            if not chosen:
+                continue
+            last = chosen[-1]
+            flashing = analysed[last]
+            assert flashing is not None
+            run_start, run_total = totals[last]
+            summary = (
+                f"A light at {sensor_label(info)} was flashing at about "
+                f"{flashing.frequency_hz:.1f} times a second "
+                f"at {local_hm(window_start, tz)} local, for {run_total / 60:.1f} minutes since "
+                f"{local_hm(run_start, tz)}; flashing or revolving lights are not allowed except on vehicles "
+                f"(section {standard.section})"
+            )
+            findings.append(
+                make_finding(
+                    site,
+                    standard,
+                    FindingKind.VIOLATION,
+                    window_start,
+                    max(window_end, readings[last].end),
+                    summary,
+                    sensors=(sensor_id,),
+                    measurements=(
+                        Measurement("flash frequency", round(flashing.frequency_hz, 3), None, "Hz"),
+                        Measurement(
+                            "modulation depth", round(flashing.depth, 3), params.min_modulation_depth, ""
+                        ),
+                        Measurement("flashing duration", round(run_total, 1), params.min_duration_s, "s"),
+                    ),
+                    refs=(f"light:{sensor_id}:{iso(readings[chosen[0]].ts)}/{iso(readings[last].end)}",),
+                    details={"run_start": iso(run_start), "periodicity": round(flashing.periodicity, 3)},
+                )
+            )
+    return findings
+
+
+def margins(params: FlashingLightParams) -> tuple[timedelta, timedelta]:
+    return timedelta(seconds=params.min_duration_s + params.max_gap_s), timedelta(0)
+
+
+RULE: RuleSpec[FlashingLightParams] = RuleSpec(
+    name="flashing_light",
+    params_type=FlashingLightParams,
+    evaluate=evaluate,
+    margins=margins,
+    description="Periodic light modulation (0.1-5 Hz) at night that persists, from raw bursts.",
+)

@@ -1,0 +1,85 @@
+"""High-intensity light (Dovre 6.C.4: "Search lights, laser source lights, or any similar high
+intensity light shall not be permitted, except in emergencies by police or fire personnel").
+
+At night, a boundary light sensor's lux_max above ``max_lux`` is a VIOLATION (no duration:
+a searchlight sweep is brief by nature). During declared temporary lighting: EXEMPT_EXCEEDANCE.
+Emergency use by police or fire is not known to the meters; the town's clerk decides that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from rules.base import RuleSpec, Standard, iso, local_hm, make_finding, only_site, sensor_label, sensors_of
+from rules.lighting import light_context, minute_groups, series
+from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
+
+
+@dataclass(frozen=True, slots=True)
+class HighIntensityLightParams:
+    max_lux: float = 25.0
+
+    def __post_init__(self) -> None:
+        if self.max_lux <= 0:
+            raise ValueError("max_lux: must be positive")
+
+
+def evaluate(
+    site: SiteContext,
+    standard: Standard,
+    params: HighIntensityLightParams,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    context = light_context(site, data, start, end)
+    findings: list[Finding] = []
+    for sensor_id, info in sensors_of(site, SensorKind.LIGHT, boundary_only=True).items():
+        readings = series(data, sensor_id, start, end)
+        for window_start, window_end, indices in minute_groups(readings, start, end):
+            bright = [
+                i for i in indices if context.at_night(readings[i]) and readings[i].lux_max > params.max_lux
+            ]
+            if not bright:
+                continue
+            periods = [context.temporary_for(readings[i]) for i in bright]
+            own = [i for i, p in zip(bright, periods, strict=True) if p is None]
+            chosen = own or bright
+            kind = FindingKind.VIOLATION if own else FindingKind.EXEMPT_EXCEEDANCE
+            worst = max(readings[i].lux_max for i in chosen)
+            reasons = tuple(
+                dict.fromkeys(f"declared temporary lighting {p.id}" for p in periods if p is not None)
+            )
+            tail = "" if own else f"; it was declared temporary lighting ({', '.join(reasons)})"
+            summary = (
+                f"A light of {worst:.1f} lux reached {sensor_label(info)} at "
+                f"{local_hm(window_start, site.tz)} "
+                f"local, above the {params.max_lux:g} lux allowed for any light at night; search lights and "
+                f"similar high-intensity lights are not permitted (section {standard.section}){tail}"
+            )
+            findings.append(
+                make_finding(
+                    site,
+                    standard,
+                    kind,
+                    window_start,
+                    max(window_end, readings[chosen[-1]].end),
+                    summary,
+                    sensors=(sensor_id,),
+                    measurements=(Measurement("illuminance (max)", round(worst, 3), params.max_lux, "lx"),),
+                    exemptions=() if own else reasons,
+                    refs=tuple(f"light:{sensor_id}:{iso(readings[i].ts)}" for i in chosen),
+                )
+            )
+    return findings
+
+
+RULE: RuleSpec[HighIntensityLightParams] = RuleSpec(
+    name="high_intensity_light",
+    params_type=HighIntensityLightParams,
+    evaluate=evaluate,
+    description="Night boundary lux_max above a search-light threshold.",
+)

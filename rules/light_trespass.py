@@ -1,0 +1,121 @@
+"""Light trespass (Dovre 6.C.2: "Lighting must be directed away from adjacent properties to
+prevent light from trespassing or spilling onto those properties").
+
+At night, boundary illuminance (lux_mean) above ``limit_lux`` sustained longer than
+``min_duration_s`` is a VIOLATION for every minute from the moment it has lasted that
+long (earlier minutes of the run are not flagged: until then it was not yet sustained).
+During declared temporary lighting (6.C.6) the same condition is an EXEMPT_EXCEEDANCE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rules.base import RuleSpec, Standard, iso, local_hm, make_finding, only_site, sensor_label, sensors_of
+from rules.lighting import light_context, minute_groups, run_totals, series
+from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
+
+
+@dataclass(frozen=True, slots=True)
+class LightTrespassParams:
+    limit_lux: float = 1.0
+    min_duration_s: float = 300.0
+    max_gap_s: float = 120.0  # missing summaries shorter than this do not break a run
+
+    def __post_init__(self) -> None:
+        if self.limit_lux < 0 or self.min_duration_s < 0 or self.max_gap_s < 0:
+            raise ValueError("limit_lux: limits and durations must not be negative")
+
+
+def evaluate(
+    site: SiteContext,
+    standard: Standard,
+    params: LightTrespassParams,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    lookback = timedelta(seconds=params.min_duration_s + params.max_gap_s)
+    context = light_context(site, data, start - lookback, end)
+    tz = site.tz
+    findings: list[Finding] = []
+    for sensor_id, info in sensors_of(site, SensorKind.LIGHT, boundary_only=True).items():
+        readings = series(data, sensor_id, start - lookback, end)
+        above = [context.at_night(r) and r.lux_mean > params.limit_lux for r in readings]
+        exempt = [context.temporary_for(r) is not None for r in readings]
+        any_totals = run_totals(
+            readings,
+            [r.duration_s if a else None for r, a in zip(readings, above, strict=True)],
+            params.max_gap_s,
+        )
+        own_totals = run_totals(
+            readings,
+            [r.duration_s if a and not e else None for r, a, e in zip(readings, above, exempt, strict=True)],
+            params.max_gap_s,
+        )
+        for window_start, window_end, indices in minute_groups(readings, start, end):
+            violating = [i for i in indices if own_totals[i][1] > params.min_duration_s and not exempt[i]]
+            exempted = [
+                i for i in indices if exempt[i] and above[i] and any_totals[i][1] > params.min_duration_s
+            ]
+            chosen = violating or exempted
+            if not chosen:
+                continue
+            kind = FindingKind.VIOLATION if violating else FindingKind.EXEMPT_EXCEEDANCE
+            worst = max(readings[i].lux_mean for i in chosen)
+            run_start, run_total = (own_totals if violating else any_totals)[chosen[-1]]
+            reasons = tuple(
+                dict.fromkeys(
+                    f"declared temporary lighting {p.id}"
+                    for i in chosen
+                    if (p := context.temporary_for(readings[i]))
+                )
+            )
+            tail = (
+                ""
+                if violating
+                else f"; it was declared temporary lighting ({', '.join(reasons)}), allowed under 6.C.6"
+            )
+            summary = (
+                f"Light at {sensor_label(info)} reached {worst:.2f} lux at "
+                f"{local_hm(window_start, tz)} local, above the {params.limit_lux:g} lux limit for "
+                f"{run_total / 60:.0f} minutes since {local_hm(run_start, tz)} "
+                f"(section {standard.section}){tail}"
+            )
+            findings.append(
+                make_finding(
+                    site,
+                    standard,
+                    kind,
+                    window_start,
+                    max(window_end, readings[chosen[-1]].end),
+                    summary,
+                    sensors=(sensor_id,),
+                    measurements=(
+                        Measurement("illuminance (mean)", round(worst, 3), params.limit_lux, "lx"),
+                        Measurement("duration above limit", round(run_total, 1), params.min_duration_s, "s"),
+                    ),
+                    exemptions=reasons,
+                    refs=(
+                        f"light:{sensor_id}:{iso(readings[chosen[0]].ts)}/{iso(readings[chosen[-1]].end)}",
+                    ),
+                    details={"run_start": iso(run_start)},
+                )
+            )
+    return findings
+
+
+def margins(params: LightTrespassParams) -> tuple[timedelta, timedelta]:
+    return timedelta(seconds=params.min_duration_s + params.max_gap_s), timedelta(0)
+
+
+RULE: RuleSpec[LightTrespassParams] = RuleSpec(
+    name="light_trespass",
+    params_type=LightTrespassParams,
+    evaluate=evaluate,
+    margins=margins,
+    description="Night boundary illuminance above a limit for longer than a duration.",
+)

@@ -1,0 +1,320 @@
+"""Domain types shared by the pure rules, the daemon and the edge code.
+
+Every timestamp is a timezone-aware ``datetime`` in UTC. A per-period record's
+``ts`` is the *start* of its period; ``end`` is ``ts + duration_s``.
+
+These types are the contract between the layers:
+
+    wire.decode (monitor)  ->  Readings / Events (here)  ->  rules.evaluate  ->  Finding (here)
+
+Nothing in this module does I/O or reads the clock.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, TypeAlias
+from zoneinfo import ZoneInfo
+
+# ---------------------------------------------------------------------------
+# Site description (built from configuration, passed to every rule)
+# ---------------------------------------------------------------------------
+
+
+class SensorKind(enum.StrEnum):
+    SOUND = "sound"
+    LIGHT = "light"
+    SKY = "sky"  # sky-facing light sensor (upward light, 6.C.5)
+    WEATHER = "weather"
+    TURBIDITY = "turbidity"  # NTU, land-disturbing profiles
+
+
+class Placement(enum.StrEnum):
+    BOUNDARY = "boundary"  # mine-site boundary segment
+    CONVEYOR = "conveyor"  # conveyor parcel perimeter (6.G): counts as boundary for noise
+    SKY = "sky"
+    SITE = "site"  # anywhere on site (weather station)
+    BUFFER_LINE = "buffer_line"  # turbidity at the 25 % buffer line (28-5(a))
+    REFERENCE = "reference"  # turbidity upstream / away from the site
+
+
+@dataclass(frozen=True, slots=True)
+class SensorInfo:
+    id: str
+    kind: SensorKind
+    placement: Placement
+    location: str = ""  # boundary segment or parcel name, free text for people
+    gates: tuple[str, ...] = ()  # haul gates this sensor stands near
+
+    @property
+    def at_boundary(self) -> bool:
+        return self.placement in (Placement.BOUNDARY, Placement.CONVEYOR)
+
+
+@dataclass(frozen=True, slots=True)
+class SiteContext:
+    id: str
+    name: str
+    timezone: str  # IANA name
+    latitude: float
+    longitude: float
+    preexisting: bool = False  # section 1.4.C
+    sensors: Mapping[str, SensorInfo] = field(default_factory=dict)
+    flags: Mapping[str, Any] = field(default_factory=dict)  # site facts a profile rule may need
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def local(self, ts: datetime) -> datetime:
+        return ts.astimezone(self.tz)
+
+
+# ---------------------------------------------------------------------------
+# Readings (measurements from edge sensors)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SoundLevels:
+    """Sound metrics over one period (normally 1 s), levels in dB re 20 uPa."""
+
+    site: str
+    sensor: str
+    ts: datetime
+    duration_s: float
+    LAeq: float
+    LAFmax: float
+    LCpeak: float
+    LASmax: float | None = None
+    LZpeak: float | None = None
+    LAFmin: float | None = None
+    LCeq: float | None = None
+    LZeq: float | None = None
+
+    @property
+    def end(self) -> datetime:
+        return self.ts + timedelta(seconds=self.duration_s)
+
+
+@dataclass(frozen=True, slots=True)
+class LightSummary:
+    """Illuminance summary in lux, with an optional raw burst for flashing detection."""
+
+    site: str
+    sensor: str
+    ts: datetime
+    duration_s: float
+    lux_mean: float
+    lux_min: float
+    lux_max: float
+    burst: tuple[float, ...] = ()
+    burst_rate_hz: float | None = None
+
+    @property
+    def end(self) -> datetime:
+        return self.ts + timedelta(seconds=self.duration_s)
+
+
+@dataclass(frozen=True, slots=True)
+class WeatherReading:
+    site: str
+    sensor: str
+    ts: datetime
+    duration_s: float
+    wind_speed_ms: float
+    rain: bool
+    rain_mm_h: float | None = None
+
+    @property
+    def end(self) -> datetime:
+        return self.ts + timedelta(seconds=self.duration_s)
+
+
+@dataclass(frozen=True, slots=True)
+class TurbidityReading:
+    site: str
+    sensor: str
+    ts: datetime
+    duration_s: float
+    ntu: float
+
+    @property
+    def end(self) -> datetime:
+        return self.ts + timedelta(seconds=self.duration_s)
+
+
+@dataclass(frozen=True, slots=True)
+class SensorStatus:
+    """Heartbeat from a sensor: battery, clock offset, optional calibration check."""
+
+    site: str
+    sensor: str
+    ts: datetime
+    battery_pct: float | None = None
+    clock_offset_s: float | None = None
+    calibration_reference_db: float | None = None
+    calibration_measured_db: float | None = None
+
+
+Reading: TypeAlias = SoundLevels | LightSummary | WeatherReading | TurbidityReading
+
+
+# ---------------------------------------------------------------------------
+# Operator events
+# ---------------------------------------------------------------------------
+
+
+class WorkKind(enum.StrEnum):
+    SITE_PREPARATION = "site_preparation"
+    CONSTRUCTION = "construction"
+    RESTORATION = "restoration"
+    REPAIR = "repair"
+
+
+@dataclass(frozen=True, slots=True)
+class BlastNotice:
+    site: str
+    id: str  # the blast_id the notice announces
+    issued_ts: datetime
+    planned_ts: datetime
+    recipients: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Blast:
+    site: str
+    id: str  # blast_id
+    ts: datetime  # detonation
+    safety_reason: str | None = None
+    charge_kg: float | None = None
+    overpressure_db: float | None = None  # linear (Z) peak at the nearest monitor, if the record has one
+
+
+@dataclass(frozen=True, slots=True)
+class TruckPassage:
+    site: str
+    id: str
+    ts: datetime
+    gate: str
+    direction: str  # "in" | "out"
+    truck_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkPeriod:
+    site: str
+    id: str
+    start: datetime
+    end: datetime
+    kind: WorkKind
+    sensors: tuple[str, ...] = ()  # empty: all sensors of the site
+
+
+@dataclass(frozen=True, slots=True)
+class TemporaryLighting:
+    site: str
+    id: str
+    start: datetime
+    end: datetime
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GenericEvent:
+    """An operator event of a kind a profile defines (e.g. ``slope-exposed``).
+
+    Profiles for other ordinances add event kinds without new wire code: the
+    payload's fields are kept as they came, after the common fields are checked.
+    """
+
+    site: str
+    id: str
+    kind: str
+    ts: datetime
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+Event: TypeAlias = BlastNotice | Blast | TruckPassage | WorkPeriod | TemporaryLighting | GenericEvent
+
+
+# ---------------------------------------------------------------------------
+# Findings (what the rules conclude)
+# ---------------------------------------------------------------------------
+
+
+class FindingKind(enum.StrEnum):
+    VIOLATION = "violation"
+    EXEMPT_EXCEEDANCE = "exempt_exceedance"
+    UNRELIABLE = "unreliable"  # exceedance that depends on weather-affected data
+    WARNING = "warning"  # early warning for the operator
+    SAFETY_EXCEPTION = "safety_exception"  # late blast with a safety reason (6.F)
+    UNREPORTED_BLAST = "unreported_blast"
+    COMPLIANT = "compliant"  # an explicit pass (a blast inside the window), kept as evidence
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    name: str  # e.g. "LAeq,1min"
+    value: float
+    limit: float | None = None
+    unit: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    site: str
+    standard: str  # profile key of the standard, e.g. "noise", "blasting_window"
+    section: str  # ordinance section cited, e.g. "6.D"
+    kind: FindingKind
+    start: datetime
+    end: datetime
+    timezone: str
+    summary: str  # one human sentence
+    sensors: tuple[str, ...] = ()
+    measurements: tuple[Measurement, ...] = ()
+    exemptions: tuple[str, ...] = ()  # reasons considered, e.g. "truck t-17 at gate north (in)"
+    refs: tuple[str, ...] = ()  # readings and events used: "sound:n1:2026-06-15T11:30:00Z", "blast:b-7"
+    completeness: float = 1.0  # fraction of expected data present
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """Deterministic id: re-evaluating the same interval yields the same id."""
+        key = "|".join(
+            [self.site, self.standard, self.kind.value, ",".join(self.sensors), self.start.isoformat()]
+        )
+        return hashlib.sha256(key.encode()).hexdigest()[:20]
+
+    @property
+    def start_local(self) -> datetime:
+        return self.start.astimezone(ZoneInfo(self.timezone))
+
+    @property
+    def end_local(self) -> datetime:
+        return self.end.astimezone(ZoneInfo(self.timezone))
+
+
+@dataclass(frozen=True, slots=True)
+class SiteData:
+    """Everything the rules may look at for one site and one evaluation window.
+
+    The shell fills it from its per-site state; each sequence is sorted by time.
+    ``other_events`` holds GenericEvents of profile-defined kinds.
+    """
+
+    sound: tuple[SoundLevels, ...] = ()
+    light: tuple[LightSummary, ...] = ()
+    weather: tuple[WeatherReading, ...] = ()
+    turbidity: tuple[TurbidityReading, ...] = ()
+    blast_notices: tuple[BlastNotice, ...] = ()
+    blasts: tuple[Blast, ...] = ()
+    trucks: tuple[TruckPassage, ...] = ()
+    work: tuple[WorkPeriod, ...] = ()
+    temporary_lighting: tuple[TemporaryLighting, ...] = ()
+    other_events: tuple[GenericEvent, ...] = ()

@@ -1,0 +1,368 @@
+"""Ordinance profiles: a town's ordinance as data, validated once, then passed down.
+
+A profile is a TOML file (shipped ones live in ``rules/profiles/<name>.toml``)::
+
+    name = "dovre"
+    title = "Town of Dovre nonmetallic mining ordinance"
+    authority = "Town of Dovre, Barron County, Wisconsin"
+    notice_prefix = "DOV"
+    cure_days = 14
+    episode_gap_s = 300
+    preexisting_exempt = []            # standards that do not bind pre-existing sites
+
+    [standards.noise]                  # the key findings cite as Finding.standard
+    rule = "noise"                     # a rule kind from rules.RULES
+    section = "6.D"
+    title = "..."; summary = "..."; text = "..."; required_action = "..."
+    [standards.noise.params]           # the rule's Params fields; defaults fill the rest
+    limit_db = 80.0
+
+An operations agreement (section 4.1 of Dovre) changes params for one site through
+``overrides``: ``{"noise.limit_db": 85}`` or ``{"noise": {"limit_db": 85}}``. Unknown
+keys and wrong types are errors, each reported as ``path.to.key: reason``.
+
+Reading the file here, at configuration time, is the only I/O in ``rules/``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rules import RULES
+from rules.base import Standard
+
+__all__ = [
+    "Profile",
+    "ProfileError",
+    "Standard",
+    "available_profiles",
+    "load_profile",
+]
+
+_PROFILE_PACKAGE = "rules.profiles"
+_TOP_LEVEL_FIELDS = {
+    "name",
+    "title",
+    "authority",
+    "notice_prefix",
+    "cure_days",
+    "cure_section",
+    "episode_gap_s",
+    "preexisting_exempt",
+    "standards",
+}
+_STANDARD_FIELDS = {"rule", "section", "title", "summary", "text", "required_action", "params"}
+# Top-level fields an operations agreement may change for one site besides rule params.
+_OVERRIDABLE_TOP_LEVEL = {"cure_days": int, "episode_gap_s": float}
+
+
+class ProfileError(Exception):
+    """A profile or an override is wrong; ``problems`` lists every ``path.to.key: reason``."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        listing = "\n  ".join(problems)
+        super().__init__(f"Invalid ordinance profile {source!r}:\n  {listing}")
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    name: str
+    title: str
+    authority: str
+    notice_prefix: str
+    cure_days: int  # Dovre 13.3.A: fourteen days to correct a violation
+    episode_gap_s: float  # violations this close together form one episode
+    standards: Mapping[str, Standard]
+    cure_section: str = ""
+    source: str = ""  # the file it came from, for messages
+
+    def standard(self, key: str) -> Standard:
+        return self.standards[key]
+
+    def params(self, key: str) -> Any:
+        """The validated Params dataclass of a standard, e.g. ``profile.params("noise")``."""
+        return self.standards[key].params
+
+    def enabled_for(self, preexisting: bool) -> list[Standard]:
+        """Standards that bind a site; section 1.4.C.1 lets a profile spare pre-existing sites some."""
+        return [s for s in self.standards.values() if s.applies_to_preexisting or not preexisting]
+
+
+def available_profiles() -> list[str]:
+    """Names of the profiles shipped in rules/profiles/."""
+    folder = resources.files(_PROFILE_PACKAGE)
+    return sorted(entry.name[: -len(".toml")] for entry in folder.iterdir() if entry.name.endswith(".toml"))
+
+
+def load_profile(name_or_path: str, overrides: Mapping[str, Any] | None = None) -> Profile:
+    """Load a shipped profile by name, or a ``.toml`` file by path, and apply one site's overrides."""
+    if name_or_path.endswith(".toml"):
+        source = name_or_path
+        try:
+            raw_text = Path(name_or_path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ProfileError(source, [f"{name_or_path}: cannot read ({exc.strerror})"]) from None
+    else:
+        source = name_or_path
+        resource = resources.files(_PROFILE_PACKAGE).joinpath(f"{name_or_path}.toml")
+        if not resource.is_file():
+            known = ", ".join(available_profiles())
+            raise ProfileError(source, [f"{name_or_path}: no such profile; available: {known}"])
+        raw_text = resource.read_text(encoding="utf-8")
+    try:
+        raw = tomllib.loads(raw_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(source, [f"(file): {exc}"]) from None
+    return build_profile(raw, source=source, overrides=overrides)
+
+
+def build_profile(
+    raw: Mapping[str, Any], source: str = "", overrides: Mapping[str, Any] | None = None
+) -> Profile:
+    """Validate a parsed profile mapping (the TOML document) and apply overrides."""
+    problems: list[str] = []
+    for key in sorted(set(raw) - _TOP_LEVEL_FIELDS):
+        problems.append(f"{key}: unknown key; expected one of {', '.join(sorted(_TOP_LEVEL_FIELDS))}")
+
+    def text_field(key: str, required: bool = True) -> str:
+        value = raw.get(key, "")
+        if required and key not in raw:
+            problems.append(f"{key}: missing")
+        elif not isinstance(value, str):
+            problems.append(f"{key}: expected a string, got {value!r}")
+            return ""
+        return str(value)
+
+    name = text_field("name")
+    title = text_field("title")
+    authority = text_field("authority")
+    notice_prefix = text_field("notice_prefix")
+    cure_section = text_field("cure_section", required=False)
+    cure_days = _expect(raw.get("cure_days", 14), int, "cure_days", problems)
+    episode_gap_s = _expect(raw.get("episode_gap_s", 300.0), float, "episode_gap_s", problems)
+    preexisting_exempt = _expect(
+        raw.get("preexisting_exempt", []), tuple[str, ...], "preexisting_exempt", problems
+    )
+
+    overrides_by_standard, top_overrides = _split_overrides(overrides or {}, raw, problems)
+    if "cure_days" in top_overrides:
+        cure_days = _expect(top_overrides["cure_days"], int, "cure_days", problems)
+    if "episode_gap_s" in top_overrides:
+        episode_gap_s = _expect(top_overrides["episode_gap_s"], float, "episode_gap_s", problems)
+
+    raw_standards = raw.get("standards", {})
+    standards: dict[str, Standard] = {}
+    if not isinstance(raw_standards, Mapping) or not raw_standards:
+        problems.append("standards: expected at least one [standards.<key>] table")
+        raw_standards = {}
+    for key, raw_standard in raw_standards.items():
+        standard = _build_standard(
+            key,
+            raw_standard,
+            overrides_by_standard.get(key, {}),
+            applies_to_preexisting=key not in (preexisting_exempt or ()),
+            problems=problems,
+        )
+        if standard is not None:
+            standards[key] = standard
+    for key in preexisting_exempt or ():
+        if key not in raw_standards:
+            problems.append(f"preexisting_exempt: {key!r} is not a standard of this profile")
+    if problems:
+        raise ProfileError(source or name, problems)
+    return Profile(
+        name=name,
+        title=title,
+        authority=authority,
+        notice_prefix=notice_prefix,
+        cure_days=int(cure_days),
+        episode_gap_s=float(episode_gap_s),
+        standards=types.MappingProxyType(standards),
+        cure_section=cure_section,
+        source=source,
+    )
+
+
+def _split_overrides(
+    overrides: Mapping[str, Any], raw: Mapping[str, Any], problems: list[str]
+) -> tuple[dict[str, dict[str, tuple[str, Any]]], dict[str, Any]]:
+    """Flatten ``{"noise": {"limit_db": 85}}`` and ``{"noise.limit_db": 85}`` into per-standard params.
+
+    Each param keeps the path the caller wrote, so messages point at their own key.
+    """
+    known_standards = raw.get("standards", {}) if isinstance(raw.get("standards"), Mapping) else {}
+    by_standard: dict[str, dict[str, tuple[str, Any]]] = {}
+    top: dict[str, Any] = {}
+
+    def visit(path: str, value: Any) -> None:
+        parts = path.split(".")
+        if len(parts) == 1 and parts[0] in _OVERRIDABLE_TOP_LEVEL:
+            top[parts[0]] = value
+            return
+        if parts[0] not in known_standards:
+            known = ", ".join(sorted([*known_standards, *_OVERRIDABLE_TOP_LEVEL]))
+            problems.append(f"{path}: unknown key; this profile has {known}")
+            return
+        if len(parts) == 1:
+            if isinstance(value, Mapping):
+                for sub_key, sub_value in value.items():
+                    visit(f"{path}.{sub_key}", sub_value)
+            else:
+                problems.append(f"{path}: expected a table of params, got {value!r}")
+            return
+        if len(parts) == 2 and isinstance(value, Mapping):
+            # e.g. {"noise": {"params": {...}}} is not supported: params are addressed directly
+            problems.append(f"{path}: expected a value, got a table")
+            return
+        if len(parts) != 2:
+            problems.append(f"{path}: unknown key; write <standard>.<param>")
+            return
+        by_standard.setdefault(parts[0], {})[parts[1]] = (path, value)
+
+    for key, value in overrides.items():
+        visit(str(key), value)
+    return by_standard, top
+
+
+def _build_standard(
+    key: str,
+    raw: Any,
+    overrides: Mapping[str, tuple[str, Any]],
+    applies_to_preexisting: bool,
+    problems: list[str],
+) -> Standard | None:
+    path = f"standards.{key}"
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path}: expected a table, got {raw!r}")
+        return None
+    count_before = len(problems)
+    for unknown in sorted(set(raw) - _STANDARD_FIELDS):
+        problems.append(
+            f"{path}.{unknown}: unknown key; expected one of {', '.join(sorted(_STANDARD_FIELDS))}"
+        )
+    strings: dict[str, str] = {}
+    for field_name in ("rule", "section", "title", "summary", "text", "required_action"):
+        value = raw.get(field_name)
+        if value is None:
+            problems.append(f"{path}.{field_name}: missing")
+        elif not isinstance(value, str):
+            problems.append(f"{path}.{field_name}: expected a string, got {value!r}")
+        else:
+            strings[field_name] = " ".join(value.split())
+    rule_name = strings.get("rule")
+    if rule_name is not None and rule_name not in RULES:
+        problems.append(f"{path}.rule: unknown rule {rule_name!r}; known rules: {', '.join(sorted(RULES))}")
+        return None
+    raw_params = raw.get("params", {})
+    if not isinstance(raw_params, Mapping):
+        problems.append(f"{path}.params: expected a table, got {raw_params!r}")
+        return None
+    if rule_name is None:
+        return None
+    params_type = RULES[rule_name].params_type
+    values: dict[str, tuple[str, Any]] = {
+        name: (f"{path}.params.{name}", v) for name, v in raw_params.items()
+    }
+    values.update(overrides)
+    params = parse_params(params_type, values, problems)
+    if params is None or len(problems) > count_before:
+        return None
+    return Standard(
+        key=key,
+        rule=rule_name,
+        section=strings["section"],
+        title=strings["title"],
+        summary=strings["summary"],
+        text=strings["text"],
+        required_action=strings["required_action"],
+        params=params,
+        applies_to_preexisting=applies_to_preexisting,
+    )
+
+
+def parse_params(params_type: type[Any], values: Mapping[str, tuple[str, Any]], problems: list[str]) -> Any:
+    """Build a rule's frozen Params from ``{field: (path for messages, raw value)}``.
+
+    Types come from the dataclass annotations (float, int, bool, str, tuple[str, ...],
+    tuple[float, ...]); the dataclass's ``__post_init__`` checks ranges and raises
+    ValueError("field: reason") for cross-field problems.
+    """
+    hints = typing.get_type_hints(params_type)
+    fields = {f.name for f in dataclasses.fields(params_type)}
+    kwargs: dict[str, Any] = {}
+    ok = True
+    base_path = ""
+    for name, (path, raw_value) in values.items():
+        base_path = path.rsplit(".", 1)[0]
+        if name not in fields:
+            problems.append(f"{path}: unknown key; {params_type.__name__} has {', '.join(sorted(fields))}")
+            ok = False
+            continue
+        before = len(problems)
+        kwargs[name] = _expect(raw_value, hints[name], path, problems)
+        ok = ok and len(problems) == before
+    if not ok:
+        return None
+    try:
+        return params_type(**kwargs)
+    except ValueError as exc:
+        message = str(exc)
+        field_name, _, reason = message.partition(": ")
+        if field_name in fields and reason:
+            where = values[field_name][0] if field_name in values else f"{base_path}.{field_name}".lstrip(".")
+            problems.append(f"{where}: {reason}")
+        else:
+            problems.append(f"{base_path or params_type.__name__}: {message}")
+        return None
+
+
+def _describe(value: Any) -> str:
+    return repr(value)
+
+
+def _expect(value: Any, expected: Any, path: str, problems: list[str]) -> Any:
+    """Check a TOML/override value against a type annotation; record a problem and return None if wrong."""
+    origin = typing.get_origin(expected)
+    if origin is tuple:
+        item_type = typing.get_args(expected)[0]
+        if not isinstance(value, list | tuple):
+            problems.append(f"{path}: expected a list, got {_describe(value)}")
+            return None
+        items = []
+        for index, item in enumerate(value):
+            checked = _expect(item, item_type, f"{path}[{index}]", problems)
+            if checked is None:
+                return None
+            items.append(checked)
+        return tuple(items)
+    if expected is bool:
+        if not isinstance(value, bool):
+            problems.append(f"{path}: expected true or false, got {_describe(value)}")
+            return None
+        return value
+    if expected is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"{path}: expected a whole number, got {_describe(value)}")
+            return None
+        return value
+    if expected is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            problems.append(f"{path}: expected a number, got {_describe(value)}")
+            return None
+        return float(value)
+    if expected is str:
+        if not isinstance(value, str):
+            problems.append(f"{path}: expected a string, got {_describe(value)}")
+            return None
+        return value
+    raise TypeError(f"{path}: unsupported params annotation {expected!r}")  # programmer error

@@ -1,0 +1,157 @@
+"""Temporary lighting days (Dovre 6.C.6: "Temporary lighting that does not conform with this
+Section may be allowed for a period of not longer than 30 total days within each year").
+
+Declared TemporaryLighting periods are counted in distinct local calendar days (the
+site's zone) per calendar year: a period from 20:00 on 31 December to 04:00 on 1 January
+uses one day of each year, and two periods on one date use one day. "Each year" is read
+as the calendar year (January to December), the reading a clerk can check on a calendar.
+
+The first day beyond ``max_days_per_year`` is a VIOLATION, and so is every later one;
+each such day gives one finding, produced by the evaluation whose interval contains the
+moment that day's temporary lighting began (so each day is reported once and the id is
+stable). Days declared for the future are counted as planned but only judged once they
+have begun (``now``). The other lighting rules keep treating declared periods as exempt;
+this rule is what catches the excess.
+
+Early warning: from ``warn_days_left`` days before the limit, the operator is told how
+many days of the year are used (declared future days included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from rules.base import RuleSpec, Standard, iso, make_finding, only_site
+from rules.lighting import local_day_bounds, local_days
+from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData, TemporaryLighting
+
+
+@dataclass(frozen=True, slots=True)
+class TemporaryLightingParams:
+    max_days_per_year: int = 30
+    warn_days_left: int = 3
+
+    def __post_init__(self) -> None:
+        if self.max_days_per_year < 0 or self.warn_days_left < 0:
+            raise ValueError("max_days_per_year: day counts must not be negative")
+
+
+@dataclass(frozen=True, slots=True)
+class LightingDay:
+    day: date
+    ordinal: int  # 1 for the first temporary-lighting day of its calendar year
+    first_on: datetime  # UTC: when temporary lighting began that day
+    last_off: datetime  # UTC: when it ended that day
+    periods: tuple[str, ...]
+
+
+def lighting_days(site: SiteContext, periods: Sequence[TemporaryLighting]) -> list[LightingDay]:
+    """Every local day with declared temporary lighting, numbered within its calendar year."""
+    spans: dict[date, tuple[datetime, datetime, list[str]]] = {}
+    for period in periods:
+        if period.end <= period.start:
+            continue
+        for day in local_days(site, period.start, period.end):
+            day_start, day_end = local_day_bounds(site, day)
+            on, off = max(period.start, day_start), min(period.end, day_end)
+            if day in spans:
+                first, last, ids = spans[day]
+                spans[day] = (min(first, on), max(last, off), [*ids, period.id])
+            else:
+                spans[day] = (on, off, [period.id])
+    days: list[LightingDay] = []
+    counts: dict[int, int] = {}
+    for day in sorted(spans):
+        counts[day.year] = counts.get(day.year, 0) + 1
+        first, last, ids = spans[day]
+        days.append(LightingDay(day, counts[day.year], first, last, tuple(sorted(set(ids)))))
+    return days
+
+
+def evaluate(
+    site: SiteContext,
+    standard: Standard,
+    params: TemporaryLightingParams,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    findings: list[Finding] = []
+    for lit in lighting_days(site, data.temporary_lighting):
+        if lit.ordinal <= params.max_days_per_year or not start <= lit.first_on < end or lit.first_on > now:
+            continue
+        summary = (
+            f"Temporary lighting was used on {lit.day.isoformat()}, day {lit.ordinal} of {lit.day.year}; "
+            f"temporary lighting is allowed on no more than {params.max_days_per_year} days a year "
+            f"(section {standard.section})"
+        )
+        findings.append(
+            make_finding(
+                site,
+                standard,
+                FindingKind.VIOLATION,
+                lit.first_on,
+                lit.last_off,
+                summary,
+                measurements=(
+                    Measurement(
+                        "temporary lighting days this year", lit.ordinal, params.max_days_per_year, "days"
+                    ),
+                ),
+                refs=tuple(f"temporary_lighting:{p}" for p in lit.periods),
+                details={"local_date": lit.day.isoformat(), "year": lit.day.year},
+            )
+        )
+    return findings
+
+
+def early_warnings(
+    site: SiteContext, standard: Standard, params: TemporaryLightingParams, data: SiteData, now: datetime
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    year = now.astimezone(site.tz).year
+    this_year = [d for d in lighting_days(site, data.temporary_lighting) if d.day.year == year]
+    used = len(this_year)
+    if used < params.max_days_per_year - params.warn_days_left:
+        return []
+    left = params.max_days_per_year - used
+    state = f"{left} left" if left > 0 else ("none left" if left == 0 else f"{-left} over the limit")
+    summary = (
+        f"{used} of the {params.max_days_per_year} temporary-lighting days allowed in {year} are used or "
+        f"declared ({state}) (section {standard.section})"
+    )
+    year_start, _ = local_day_bounds(site, date(year, 1, 1))
+    _, year_end = local_day_bounds(site, date(year, 12, 31))
+    return [
+        make_finding(
+            site,
+            standard,
+            FindingKind.WARNING,
+            year_start,
+            year_end,
+            summary,
+            measurements=(
+                Measurement("temporary lighting days this year", used, params.max_days_per_year, "days"),
+            ),
+            refs=tuple(dict.fromkeys(f"temporary_lighting:{p}" for d in this_year for p in d.periods)),
+            details={"as_of": iso(now), "days": [d.day.isoformat() for d in this_year]},
+        )
+    ]
+
+
+def margins(params: TemporaryLightingParams) -> tuple[timedelta, timedelta]:
+    return timedelta(0), timedelta(0)  # events, not readings: the daemon holds 400 days of them
+
+
+RULE: RuleSpec[TemporaryLightingParams] = RuleSpec(
+    name="temporary_lighting",
+    params_type=TemporaryLightingParams,
+    evaluate=evaluate,
+    margins=margins,
+    early_warnings=early_warnings,
+    description="Distinct local days of declared temporary lighting per calendar year against a limit.",
+)

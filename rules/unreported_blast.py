@@ -1,0 +1,178 @@
+"""Blasts nobody recorded (Dovre 6.F: blasting hours and notice can only be checked for
+blasts the operator records, so the meters look for blasts that were not).
+
+A second at a boundary meter is taken for a blast when it has the shape of an impulse:
+
+* its peak (the higher of LZpeak and LCpeak) reaches ``peak_threshold_db``;
+* the peak stands far above that second's LAeq (crest >= ``min_crest_db``): a detonation is
+  a short pressure spike, machinery is a sustained level;
+* a few seconds either side (beyond ``settle_s``, which allows for the rumble) the LAeq is
+  back within ``neighbor_tolerance_db`` of the background (median LAeq over
+  +-``background_window_s``), so it is not a loud activity lasting several seconds;
+* no other second in that background window comes within ``isolation_db`` of the peak, so
+  it is not a rock breaker hammering away.
+
+If no Blast record lies within +-``report_window_s`` of it: UNREPORTED_BLAST, one finding
+per meter (each meter's evidence stands alone; episodes group them per meter).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rules.base import (
+    RuleSpec,
+    Standard,
+    iso,
+    leq,
+    local_hms,
+    make_finding,
+    only_site,
+    sensor_label,
+    sensors_of,
+)
+from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData, SoundLevels
+
+
+@dataclass(frozen=True, slots=True)
+class UnreportedBlastParams:
+    peak_threshold_db: float = 120.0
+    min_crest_db: float = 25.0
+    background_window_s: float = 30.0
+    settle_s: float = 3.0
+    neighbor_tolerance_db: float = 6.0
+    isolation_db: float = 10.0
+    min_background_s: int = 10  # seconds of context needed before an impulse is judged
+    report_window_s: float = 600.0  # operators' logs are not to the second
+
+    def __post_init__(self) -> None:
+        if self.settle_s >= self.background_window_s:
+            raise ValueError("settle_s: must be shorter than background_window_s")
+        if self.report_window_s < 0:
+            raise ValueError("report_window_s: must not be negative")
+
+
+def _peak(record: SoundLevels) -> float | None:
+    values = [v for v in (record.LZpeak, record.LCpeak) if v is not None]
+    return max(values) if values else None
+
+
+@dataclass(frozen=True, slots=True)
+class Impulse:
+    record: SoundLevels
+    peak: float
+    crest: float
+    background: float
+    neighbours: float
+
+
+def find_impulse(
+    record: SoundLevels, series: Sequence[SoundLevels], params: UnreportedBlastParams
+) -> Impulse | None:
+    """Whether this record is the peak second of an isolated impulse in its sensor's series."""
+    peak = _peak(record)
+    if peak is None or peak < params.peak_threshold_db:
+        return None
+    crest = peak - record.LAeq
+    if crest < params.min_crest_db:
+        return None
+    near: list[SoundLevels] = []
+    far: list[tuple[float, SoundLevels]] = []
+    for other in series:
+        offset = abs((other.ts - record.ts).total_seconds())
+        if other is record or offset > params.background_window_s:
+            continue
+        if offset <= params.settle_s:
+            near.append(other)
+        else:
+            far.append((offset, other))
+    # The loudest second of the burst speaks for it; ties go to the earliest.
+    for other in near:
+        other_peak = _peak(other)
+        if other_peak is not None and (other_peak > peak or (other_peak == peak and other.ts < record.ts)):
+            return None
+    if len(far) < params.min_background_s:
+        return None
+    background = statistics.median(other.LAeq for _, other in far)
+    neighbour_records = [other for offset, other in far if offset <= params.settle_s + 2.0]
+    neighbours = leq(r.LAeq for r in neighbour_records) if neighbour_records else background
+    if neighbours > background + params.neighbor_tolerance_db:
+        return None
+    for _, other in far:
+        other_peak = _peak(other)
+        if other_peak is not None and other_peak >= peak - params.isolation_db:
+            return None
+    return Impulse(record, peak, crest, background, neighbours)
+
+
+def evaluate(
+    site: SiteContext,
+    standard: Standard,
+    params: UnreportedBlastParams,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    window = timedelta(seconds=params.report_window_s)
+    findings: list[Finding] = []
+    for sensor_id, info in sensors_of(site, SensorKind.SOUND, boundary_only=True).items():
+        series = [r for r in data.sound if r.sensor == sensor_id]
+        for record in series:
+            if not start <= record.ts < end:
+                continue
+            impulse = find_impulse(record, series, params)
+            if impulse is None:
+                continue
+            if any(abs(blast.ts - record.ts) <= window for blast in data.blasts):
+                continue
+            minutes = params.report_window_s / 60
+            summary = (
+                f"An impulsive sound (peak {impulse.peak:.1f} dB at {local_hms(record.ts, site.tz)} local) "
+                f"at {sensor_label(info)} looks like a blast, but no blast was recorded within "
+                f"{minutes:g} minutes "
+                f"(section {standard.section})"
+            )
+            findings.append(
+                make_finding(
+                    site,
+                    standard,
+                    FindingKind.UNREPORTED_BLAST,
+                    record.ts,
+                    record.end,
+                    summary,
+                    sensors=(sensor_id,),
+                    measurements=(
+                        Measurement(
+                            "peak (LZpeak/LCpeak)", round(impulse.peak, 2), params.peak_threshold_db, "dB"
+                        ),
+                        Measurement(
+                            "crest (peak - LAeq)", round(impulse.crest, 2), params.min_crest_db, "dB"
+                        ),
+                        Measurement("background LAeq", round(impulse.background, 2), None, "dB(A)"),
+                    ),
+                    refs=(f"sound:{sensor_id}:{iso(record.ts)}",),
+                    details={
+                        "neighbour_laeq_db": round(impulse.neighbours, 2),
+                        "report_window_s": params.report_window_s,
+                    },
+                )
+            )
+    return findings
+
+
+def margins(params: UnreportedBlastParams) -> tuple[timedelta, timedelta]:
+    return timedelta(seconds=params.background_window_s), timedelta(seconds=params.background_window_s)
+
+
+RULE: RuleSpec[UnreportedBlastParams] = RuleSpec(
+    name="unreported_blast",
+    params_type=UnreportedBlastParams,
+    evaluate=evaluate,
+    margins=margins,
+    description="Impulsive boundary peaks with no blast recorded nearby.",
+)

@@ -1,0 +1,49 @@
+"""Shared fixtures: real Mosquitto and influxd (see tests/servers.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import Influxd, Mosquitto
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def shared_dir() -> Path:
+    """The project's shared/ folder (beside the checkout, as laid for sessions and CI)."""
+    for parent in REPO.parents:
+        candidate = parent / "shared"
+        if (candidate / "seeds").is_dir():
+            return candidate
+    raise FileNotFoundError("shared/ not found beside the checkout")
+
+
+@pytest.fixture
+def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
+    broker = Mosquitto(tmp_path / "mosquitto").start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def mosquitto_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
+    broker = Mosquitto(tmp_path_factory.mktemp("mosquitto-session")).start()
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture
+def influxd(tmp_path: Path) -> Iterator[Influxd]:
+    server = Influxd(tmp_path / "influxd").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def influxd_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Influxd]:
+    server = Influxd(tmp_path_factory.mktemp("influxd-session")).start()
+    yield server
+    server.stop()

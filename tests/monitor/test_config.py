@@ -1,0 +1,139 @@
+"""Configuration: the shipped example is valid; every mistake is reported with its key path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from monitor.cli import main
+from monitor.config import load_config, parse_config
+from monitor.errors import ConfigError
+from tests.conftest import REPO
+
+EXAMPLE = REPO / "deploy" / "dovre-quarry.toml"
+
+MINIMAL = """
+[[sites]]
+id = "s1"
+timezone = "America/Chicago"
+latitude = 45.27
+longitude = -91.62
+[[sites.sensors]]
+id = "n1"
+kind = "sound"
+"""
+
+
+def test_example_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MINEWATCH_MQTT_PASSWORD", "secret")
+    config = load_config(EXAMPLE)
+    site = config.sites[0]
+    kinds = [s.kind.value for s in site.sensors]
+    assert kinds.count("sound") == 4 and kinds.count("light") == 2
+    assert kinds.count("sky") == 1 and kinds.count("weather") == 1
+    assert len(site.gates) == 2
+    assert site.timezone == "America/Chicago" and site.preexisting
+    assert config.broker.password.value == "secret"
+    assert "secret" not in repr(config.broker)
+    ctx = site.context()
+    assert ctx.sensors["n4"].at_boundary  # conveyor perimeter counts as boundary (6.G)
+
+
+def test_check_config_command_ok(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MINEWATCH_MQTT_PASSWORD", "x")
+    assert main(["check-config", str(EXAMPLE)]) == 0
+    assert "OK" in capsys.readouterr().out
+
+
+def test_five_mistakes_all_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        """
+[broker]
+url = "http://localhost:1883"
+[storage]
+retention_dayz = 30
+[[sites]]
+id = "s1"
+timezone = "America/Chicgo"
+latitude = 145.0
+longitude = -91.62
+[[sites.sensors]]
+id = "n1"
+kind = "microphone"
+"""
+    )
+    assert main(["check-config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    for expected in (
+        "broker.url: expected mqtt://host[:port] or mqtts://host[:port], got 'http://localhost:1883'",
+        "storage.retention_dayz: unknown key",
+        "sites[0].timezone: unknown time zone 'America/Chicgo'",
+        "sites[0].latitude: must be at most 90, got 145",
+        "sites[0].sensors[0].kind: must be one of sound, light, sky, weather, turbidity, got 'microphone'",
+    ):
+        assert expected in err
+    assert "5 problem(s)" in err
+
+
+@pytest.mark.parametrize(
+    ("snippet", "expected"),
+    [
+        ('[daemon]\nclock = "sundial"', "daemon.clock: must be one of wall, data, got 'sundial'"),
+        ('[daemon]\nlateness_s = "soon"', "daemon.lateness_s: expected a number, got 'soon'"),
+        ('[storage.influxdb]\nversion = 2\nurl = "http://x:8086"', "storage.influxdb.org: required for the v2 API"),
+        ('[storage.influxdb]\nversion = 1\nurl = "http://x:8086"', "storage.influxdb.database: required for the v1 API"),
+        ('[storage.influxdb]\nversion = 3\nurl = "http://x:8086"\nbucket="b"\norg="o"', "storage.influxdb.version: must be 1"),
+        ('[broker]\npassword_env = "MINEWATCH_NOT_SET_ANYWHERE"', "broker.password_env: environment variable"),
+        ('[broker]\npassword = "a"\npassword_file = "/x"', "broker.password: give only one of"),
+        ('[broker]\nprotocol = "4"', "broker.protocol: must be one of 5, 3.1.1"),
+        ('[daemon]\nsites = ["nowhere"]', "daemon.sites: unknown site 'nowhere'"),
+        ('[[recipients]]\nname = "x"\n[[recipients.channels]]\ntype = "email"', "recipients[0].channels[0].to:"),
+        ('[[recipients]]\nname = "x"\n[[recipients.channels]]\ntype = "webhook"\nurl = "ftp://x"', "webhook needs an http(s) URL"),
+    ],
+)
+def test_single_mistakes(snippet: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(snippet + "\n" + MINIMAL)
+    assert any(expected in p for p in info.value.problems), info.value.problems
+
+
+@pytest.mark.parametrize(
+    ("sensor_extra", "expected"),
+    [
+        ('gates = ["nowhere"]', "sites[0].sensors[1].gates: unknown gate 'nowhere'"),
+        ("require_signature = true", "sites[0].sensors[1].require_signature: needs signing_key"),
+        ('id = "n1"', "duplicate sensor id 'n1'"),
+        ('calibration = { full_scale_db = 500 }', "sites[0].sensors[1].calibration.full_scale_db: must be at most 200"),
+        ('placement = "roof"', "sites[0].sensors[1].placement: must be one of"),
+    ],
+)
+def test_sensor_mistakes(sensor_extra: str, expected: str) -> None:
+    text = MINIMAL + "[[sites.sensors]]\n" + ('id = "n2"\n' if "id =" not in sensor_extra else "") + sensor_extra + "\n"
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert any(expected in p for p in info.value.problems), info.value.problems
+
+
+def test_unknown_profile_and_bad_agreement() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL.replace('id = "s1"', 'id = "s1"\nprofile = "atlantis"'))
+    assert any(p.startswith("sites[0].profile:") for p in info.value.problems), info.value.problems
+    text = MINIMAL.replace('id = "s1"', 'id = "s1"\nagreement = { "noise.limit_dbb" = 85 }')
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert any(p.startswith("sites[0].agreement:") and "limit_dbb" in p for p in info.value.problems)
+
+
+def test_secret_from_file(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("hunter2\n")
+    config = parse_config(f'[broker]\npassword_file = "{secret}"\n' + MINIMAL)
+    assert config.broker.password.value == "hunter2"
+
+
+def test_not_toml() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config("[[sites]\n", "x.toml")
+    assert info.value.problems[0].startswith("x.toml: not valid TOML")
