@@ -54,8 +54,14 @@ _FIT_CAP_HZ = 22_400.0
 _FIT_FRACTION_OF_FS = 0.45
 # Pole radius bound of the fitted section, so the design can never end up marginally stable.
 _MAX_POLE_RADIUS = 0.99
+# Digital silence (mean square 0) reads this far below the calibration level instead of -inf:
+# 200 dB under a full-scale sine, well below the quantisation noise of even 32-bit integer audio.
+SILENCE_BELOW_CALIBRATION_DB = 200.0
 # Settling excluded from LAFmin: after 5 tau the Fast detector is within 0.03 dB of its final value.
 _FAST_SETTLING_S = 5 * FAST_TAU_S
+# Samples per internal processing chunk: 1 MiB float64 temporaries, reused by the allocator
+# (whole 10 s blocks cost more in page faults; much smaller chunks in per-call overhead).
+_CHUNK_SAMPLES = 131072
 # Time-weighted values are evaluated on a grid no coarser than this (see SoundLevelMeter).
 _TIME_WEIGHTING_GRID_S = 0.0005
 
@@ -285,16 +291,18 @@ def exponential_time_weighting(
 # --------------------------------------------------------------------------------------------
 
 
-def mean_square_to_db(mean_square: float, calibration_db: float, floor_db: float = 0.0) -> float:
-    """Level of a mean square (full scale = amplitude 1.0), floored at ``floor_db``."""
+def mean_square_to_db(mean_square: float, calibration_db: float, floor_db: float | None = None) -> float:
+    """Level of a mean square (full scale = amplitude 1.0), never below ``floor_db``
+    (default: calibration_db - 200 dB, see SILENCE_BELOW_CALIBRATION_DB)."""
+    floor = calibration_db - SILENCE_BELOW_CALIBRATION_DB if floor_db is None else floor_db
     if math.isnan(mean_square):
         return math.nan
     if mean_square <= 0.0:  # digital silence: log10(0) would be -inf
-        return floor_db
-    return max(floor_db, calibration_db + 10.0 * math.log10(mean_square / FULL_SCALE_SINE_MS))
+        return floor
+    return max(floor, calibration_db + 10.0 * math.log10(mean_square / FULL_SCALE_SINE_MS))
 
 
-def peak_to_db(peak: float, calibration_db: float, floor_db: float = 0.0) -> float:
+def peak_to_db(peak: float, calibration_db: float, floor_db: float | None = None) -> float:
     """Level of a peak amplitude; a full-scale sine peak reads calibration + 3.01 dB."""
     return mean_square_to_db(peak * peak, calibration_db, floor_db)
 
@@ -352,7 +360,8 @@ class SoundLevelMeter:
     one step (0.017 dB for Fast at 0.5 ms).
 
     ``dtype`` (float32 or float64) is the processing precision of the filters; energies are
-    accumulated in float64.  Levels of digital silence are reported as ``level_floor_db``.
+    accumulated in float64.  No level is reported below ``level_floor_db`` (default: calibration
+    minus 200 dB), so digital silence reads that floor instead of -inf.
     """
 
     def __init__(
@@ -361,16 +370,19 @@ class SoundLevelMeter:
         period_s: float = 1.0,
         calibration_db: float = 94.0,
         dtype: DTypeLike = np.float64,
-        level_floor_db: float = 0.0,
+        level_floor_db: float | None = None,
     ) -> None:
         if period_s < 0.1 - 1e-9:
             raise ValueError(f"period {period_s} s is shorter than the 0.1 s minimum")
         self.sample_rate = int(sample_rate)
-        self.dtype: np.dtype[np.floating] = np.dtype(dtype)
-        if self.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-            raise ValueError(f"dtype must be float32 or float64, not {self.dtype}")
+        requested = np.dtype(dtype)
+        if requested not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"dtype must be float32 or float64, not {requested}")
+        self.dtype: np.dtype[np.floating] = np.dtype(np.float32 if requested == np.float32 else np.float64)
         self.calibration_db = float(calibration_db)
-        self.level_floor_db = float(level_floor_db)
+        self.level_floor_db = (
+            self.calibration_db - SILENCE_BELOW_CALIBRATION_DB if level_floor_db is None else level_floor_db
+        )
         self.period_samples = round(period_s * self.sample_rate)
         filters = design_weighting_filters(self.sample_rate)
         self._sos_c = filters.sos_c.astype(self.dtype)
@@ -379,6 +391,7 @@ class SoundLevelMeter:
         self._zi_a = np.zeros((self._sos_a_from_c.shape[0], 2), dtype=self.dtype)
 
         self.step = _time_weighting_step(self.period_samples, self.sample_rate)
+        self._chunk = self.step * max(1, _CHUNK_SAMPLES // self.step)
         poles = [time_weighting_pole(self.sample_rate, tau) for tau in (FAST_TAU_S, SLOW_TAU_S)]
         # Column j weights a cell's squared samples by their decay to the cell's last sample;
         # the last column (ones) gives the plain cell energy for LAeq.
@@ -408,9 +421,12 @@ class SoundLevelMeter:
             x = np.concatenate([self._pending, x])
         whole = (x.size // self.step) * self.step
         self._pending = x[whole:].copy()
-        if whole == 0:
-            return []
-        return self._consume_cells(x[:whole])
+        out: list[PeriodLevels] = []
+        # Work through cache-sized chunks: large temporaries would cost more in page faults and
+        # memory traffic than the filtering itself.
+        for start in range(0, whole, self._chunk):
+            out.extend(self._consume_cells(x[start : min(start + self._chunk, whole)]))
+        return out
 
     def flush(self) -> list[PeriodLevels]:
         """Emit the partial last period (if any samples are left) and reset period accumulators."""
@@ -539,7 +555,7 @@ class SoundLevelMeter:
 
 def laeq_per_period(
     samples: ArrayLike, sample_rate: int, period_s: float = 1.0, calibration_db: float = 94.0,
-    level_floor_db: float = 0.0,
+    level_floor_db: float | None = None,
 ) -> FloatArray:
     """LAeq of each complete period of a whole recording (the cheap path: one filter pass).
 

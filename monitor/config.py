@@ -358,9 +358,10 @@ def _identifier(t: _Table, name: str) -> str:
 
 
 def _broker(t: _Table | None) -> BrokerConfig:
+    d = BrokerConfig()
     if t is None:
-        return BrokerConfig()
-    url = t.str("url", BrokerConfig.url)
+        return d
+    url = t.str("url", d.url)
     parsed = urlparse(url)
     if parsed.scheme not in ("mqtt", "mqtts") or not parsed.hostname:
         t.problem("url", f"expected mqtt://host[:port] or mqtts://host[:port], got {url!r}")
@@ -373,13 +374,13 @@ def _broker(t: _Table | None) -> BrokerConfig:
         t.problem("ca_file", f"no such file {ca_file!r}")
     config = BrokerConfig(
         url=url,
-        client_id=t.str("client_id", BrokerConfig.client_id),
+        client_id=t.str("client_id", d.client_id),
         username=t.str("username"),
         password=t.secret("password"),
         ca_file=ca_file,
         protocol=t.choice("protocol", "5", ("5", "3.1.1")),
-        session_expiry_s=t.int("session_expiry_s", BrokerConfig.session_expiry_s, minimum=0),
-        keepalive_s=t.int("keepalive_s", BrokerConfig.keepalive_s, minimum=5),
+        session_expiry_s=t.int("session_expiry_s", d.session_expiry_s, minimum=0),
+        keepalive_s=t.int("keepalive_s", d.keepalive_s, minimum=5),
         topic_prefix=t.str("topic_prefix", "minewatch"),
     )
     if not config.client_id:
@@ -424,7 +425,7 @@ def _storage(t: _Table | None) -> StorageConfig:
         return StorageConfig()
     influx_table = t.table("influxdb")
     config = StorageConfig(
-        path=t.str("path", StorageConfig.path),
+        path=t.str("path", StorageConfig().path),
         retention_days=t.float("retention_days", 400.0, minimum=1.0),
         influxdb=_influx(influx_table) if influx_table is not None else None,
     )

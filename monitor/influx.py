@@ -123,9 +123,8 @@ def line(measurement: str, tags: Mapping[str, str], fields: Mapping[str, FieldVa
     parts = [measurement.translate(_MEASUREMENT_ESCAPES)]
     # Sorted tags: InfluxDB's recommended order, and the same point gives the same line.
     for key in sorted(tags):
-        value = tags[key]
-        if value:
-            parts.append(f"{_escape_key('tag key', key)}={_escape_key('tag value', value)}")
+        if tags[key]:
+            parts.append(f"{_escape_key('tag key', key)}={_escape_key('tag value', tags[key])}")
     encoded = []
     for key in sorted(fields):
         value = fields[key]
@@ -201,9 +200,11 @@ def _translate(exc: BaseException) -> InfluxWriteError:
             body = b""
         finally:
             exc.close()
-        return _classify(exc.code, _error_message(body, str(exc.reason)), _retry_after(exc.headers.get("Retry-After")))
+        return _classify(
+            exc.code, _error_message(body, str(exc.reason)), _retry_after(exc.headers.get("Retry-After"))
+        )
     if isinstance(exc, ApiException):  # v2
-        headers = exc.headers or {}
+        headers: Mapping[str, str] = exc.headers or {}
         return _classify(
             int(exc.status or 0),
             _error_message(exc.body, str(exc.reason)),
@@ -301,13 +302,14 @@ class InfluxWriter:
             raise ConfigError(problems)
         self.config = config
         self.create_database = create_database
+        self._create_logged = False
         self._base = config.url.rstrip("/")
         # Like influxdb-client (v2), ignore *_proxy variables: the server is usually local.
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         self._client: Any = None
         self._write_api: Any = None
         if config.version == 2:
-            from influxdb_client import InfluxDBClient
+            from influxdb_client.client.influxdb_client import InfluxDBClient
             from influxdb_client.client.write_api import SYNCHRONOUS
 
             # retries=False (the default): the forwarder owns retrying, with its own backoff.
@@ -318,6 +320,10 @@ class InfluxWriter:
                 timeout=int(config.timeout_s * 1000),
                 enable_gzip=gzip,
             )
+            # The v2 API documents "text/plain; charset=utf-8"; influxdb-client 1.50's generated
+            # WriteService replaces the charset its WriteApi passes with a bare "text/plain".
+            # Default headers are applied last, and this client only ever writes.
+            self._client.api_client.set_default_header("Content-Type", "text/plain; charset=utf-8")
             self._write_api = self._client.write_api(write_options=SYNCHRONOUS)
 
     def close(self) -> None:
@@ -362,7 +368,9 @@ class InfluxWriter:
             error = _translate(exc)
             if not (self.create_database and error.status == 404 and "database not found" in str(error)):
                 raise error from exc
-            log.warning("InfluxDB database %r not found; creating it", self.config.database)
+            if not self._create_logged:  # once: if creating fails, retries come back here
+                log.warning("InfluxDB database %r not found; creating it", self.config.database)
+                self._create_logged = True
             self._create_database_v1()
             self._v1_request("/write", params, body, "text/plain; charset=utf-8")
 
@@ -375,10 +383,13 @@ class InfluxWriter:
     # v2 ---------------------------------------------------------------------
 
     def _write_v2(self, lines: Sequence[str]) -> None:
-        from influxdb_client import WritePrecision
+        from influxdb_client.domain.write_precision import WritePrecision
 
         self._write_api.write(
-            bucket=self.config.bucket, org=self.config.org, record=list(lines), write_precision=WritePrecision.NS
+            bucket=self.config.bucket,
+            org=self.config.org,
+            record=list(lines),
+            write_precision=WritePrecision.NS,
         )
 
 
@@ -398,9 +409,11 @@ class ForwarderStats:
 class InfluxForwarder:
     """Moves points from the outbox to InfluxDB, in order, until stopped.
 
-    ``run(stop)`` is the loop (call it on a thread of its own, or use ``start``);
-    the outbox and the writer belong to that thread. ``flush`` and ``stats`` may
-    be called from any thread. After a restart it simply resumes from the outbox.
+    ``run(stop)`` is the loop (call it on a thread of its own, or use ``start`` and
+    ``close``); the outbox and the writer belong to that thread. ``flush`` and
+    ``stats`` may be called from any thread once the loop runs. If you drive
+    ``run`` yourself, set ``stop`` and join the thread before ``close``. After a
+    restart it simply resumes from the outbox.
     """
 
     def __init__(
@@ -426,12 +439,14 @@ class InfluxForwarder:
         self._empty_cycle = -1  # the last cycle that found the outbox empty
         self._running = False
         self._failures = 0
-        self._down_status: int | None | str = "up"
+        self._state = "up"  # or what is failing: "http 503", "unreachable", "internal OperationalError"
         self._thread: threading.Thread | None = None
         self._stop: threading.Event | None = None
 
     @classmethod
-    def from_config(cls, outbox: Outbox, config: InfluxConfig, *, backoff: Backoff | None = None) -> InfluxForwarder:
+    def from_config(
+        cls, outbox: Outbox, config: InfluxConfig, *, backoff: Backoff | None = None
+    ) -> InfluxForwarder:
         return cls(
             outbox,
             InfluxWriter(config),
@@ -455,9 +470,10 @@ class InfluxForwarder:
             while not stop.is_set():
                 handled, error = self._guarded_cycle()
                 if error is not None:
-                    self._sleep(self.backoff.delay(self._failures, error.retry_after_s), stop)
+                    # Not cut short by flush(): the server may have asked for this pause.
+                    self._sleep(self.backoff.delay(self._failures, error.retry_after_s), stop, wakeable=False)
                 elif handled == 0:
-                    self._sleep(self.flush_interval_s, stop)
+                    self._sleep(self.flush_interval_s, stop, wakeable=True)
         finally:
             with self._changed:
                 self._running = False
@@ -466,15 +482,20 @@ class InfluxForwarder:
     def start(self) -> None:
         """Run the loop on a daemon thread of its own (``close`` stops it)."""
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self.run, args=(self._stop,), name="influx-forwarder", daemon=True)
+        with self._changed:  # before the thread runs, so flush() never drains inline beside it
+            self._running = True
+        self._thread = threading.Thread(
+            target=self.run, args=(self._stop,), name="influx-forwarder", daemon=True
+        )
         self._thread.start()
 
     def close(self, timeout: float = 10.0) -> None:
+        """Stop the thread started by ``start``, then close the writer and the outbox's connection."""
         if self._stop is not None and self._thread is not None:
             self._stop.set()
-            self._wake.set()
             self._thread.join(timeout)
         self.writer.close()
+        self.outbox.close()
 
     def flush(self, timeout: float) -> bool:
         """Wait until everything queued before this call is written or rejected.
@@ -488,11 +509,15 @@ class InfluxForwarder:
             target = self._cycles
         if not running:
             return self._drain_inline(deadline)
-        self._wake.set()  # skip the idle wait (or the backoff) once
+        self._wake.set()  # skip the idle wait (never a backoff) once
         with self._changed:
-            return self._changed.wait_for(
-                lambda: self._empty_cycle > target or not self._running, max(0.0, deadline - time.monotonic())
-            ) and self._empty_cycle > target
+            return (
+                self._changed.wait_for(
+                    lambda: self._empty_cycle > target or not self._running,
+                    max(0.0, deadline - time.monotonic()),
+                )
+                and self._empty_cycle > target
+            )
 
     def _drain_inline(self, deadline: float) -> bool:
         while True:
@@ -505,13 +530,17 @@ class InfluxForwarder:
             if error is not None:
                 time.sleep(min(remaining, self.backoff.delay(self._failures, error.retry_after_s)))
 
-    def _sleep(self, seconds: float, stop: threading.Event) -> None:
-        # Slices, so both the caller's stop event and flush()'s wake-up end the wait.
+    def _sleep(self, seconds: float, stop: threading.Event, *, wakeable: bool) -> None:
+        # In slices, so the caller's stop event (and flush()'s wake-up, if allowed) ends the wait.
         deadline = time.monotonic() + seconds
         while not stop.is_set():
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or self._wake.wait(min(remaining, 0.05)):
+            if remaining <= 0:
                 break
+            if wakeable and self._wake.wait(min(remaining, 0.05)):
+                break
+            if not wakeable:
+                stop.wait(min(remaining, 0.05))
         self._wake.clear()
 
     def _guarded_cycle(self) -> tuple[int, InfluxWriteError | None]:
@@ -519,12 +548,16 @@ class InfluxForwarder:
         try:
             handled, error = self._cycle()
         except Exception as exc:  # the outbox (SQLite busy, disk full) or a bug: keep going
-            log.exception("Influx forwarder cycle failed")
+            state = f"internal {type(exc).__name__}"
+            if state != self._state:  # a traceback once, not on every retry
+                log.exception("Influx forwarder failed; retrying")
             handled, error = 0, InfluxWriteError(f"forwarder: {type(exc).__name__}: {exc}", retryable=True)
+            self._mark_down(error, state)
+            return handled, error
         if error is None:
             self._mark_up()
         else:
-            self._mark_down(error)
+            self._mark_down(error, f"http {error.status}" if error.status else "unreachable")
         return handled, error
 
     def _cycle(self) -> tuple[int, InfluxWriteError | None]:
@@ -545,7 +578,9 @@ class InfluxForwarder:
         for item_id, reason in result.rejected:
             by_reason.setdefault(reason, []).append(item_id)
         for reason, ids in by_reason.items():
-            log.warning("InfluxDB rejected %d point(s), kept in the outbox's rejected table: %s", len(ids), reason)
+            log.warning(
+                "InfluxDB rejected %d point(s), kept in the outbox's rejected table: %s", len(ids), reason
+            )
             self.outbox.reject(ids, reason)
         handled = len(result.accepted) + len(result.rejected)
         if result.error is not None:
@@ -562,24 +597,28 @@ class InfluxForwarder:
             )
         return handled, result.error
 
-    def _mark_down(self, error: InfluxWriteError) -> None:
+    def _mark_down(self, error: InfluxWriteError, state: str) -> None:
         self._failures += 1
         with self._changed:
-            self._stats = replace(self._stats, retries=self._stats.retries + 1, last_error=str(error), up=False)
-        # One line per state change (up -> down, or a different kind of failure), not per retry.
-        if error.status == self._down_status:
+            self._stats = replace(
+                self._stats, retries=self._stats.retries + 1, last_error=str(error), up=False
+            )
+        # One line per state change (up -> down, or another kind of failure), not per retry.
+        if state == self._state:
             log.debug("InfluxDB write retry %d failed: %s", self._failures, error)
             return
-        self._down_status = error.status
+        self._state = state
+        if state.startswith("internal"):
+            return  # logged with its traceback already
         if error.status in (401, 403):
             log.error("InfluxDB refused our credentials; check the token/username; retrying: %s", error)
         else:
             log.warning("InfluxDB writes failing, points stay queued and are retried: %s", error)
 
     def _mark_up(self) -> None:
-        if self._down_status != "up":
+        if self._state != "up":
             log.info("InfluxDB writes resumed after %d failed attempt(s)", self._failures)
-            self._down_status = "up"
+            self._state = "up"
         self._failures = 0
         with self._changed:
             if not self._stats.up:

@@ -132,7 +132,9 @@ class Outbox:
         with self._transaction():
             for chunk in _chunks(list(ids)):
                 marks = ",".join("?" * len(chunk))
-                self.conn.execute(f"UPDATE {self.table} SET attempts = attempts + 1 WHERE id IN ({marks})", chunk)
+                self.conn.execute(
+                    f"UPDATE {self.table} SET attempts = attempts + 1 WHERE id IN ({marks})", chunk
+                )
 
     def attempts(self, item_id: int) -> int:
         row = self.conn.execute(f"SELECT attempts FROM {self.table} WHERE id = ?", (item_id,)).fetchone()

@@ -169,7 +169,7 @@ class Pipeline:
                 state.evaluated_until, state.final_until = progress
             state.health = {s.id: SensorHealth(now) for s in site.sensors}
             self.sites[site.id] = state
-        self.generic_kinds = {s: frozenset(st.profile.event_kinds) for s, st in self.sites.items()}
+        self.generic_kinds = {s: frozenset(getattr(st.profile, "event_kinds", ())) for s, st in self.sites.items()}
         self.alerts = AlertBook(store, config.alerts, self._publish_alert)
         self._outgoing: list[tuple[str, bytes, bool]] = []
         self._log_gate: dict[tuple[str, str], float] = {}
@@ -188,10 +188,16 @@ class Pipeline:
         with self.store.batch():
             for message in messages:
                 self.counters.received += 1
+                # A savepoint per message: a message that fails half-way leaves nothing behind.
                 try:
-                    self._handle(message)
+                    with self.store.savepoint():
+                        self._handle(message)
                 except DecodeError as exc:
                     self._reject(message, str(exc), exc.field)
+                except Exception as exc:  # a daemon never dies of one message; the bug is logged in full
+                    log.exception("Internal error on a message on %r", message.topic)
+                    self._reject(message, f"internal error ({type(exc).__name__}); logged for the maintainers",
+                                 "internal")
         self._flush_outgoing()
 
     def _handle(self, message: Inbound) -> None:
@@ -203,7 +209,9 @@ class Pipeline:
             self._accept_audio(state, decoded, now)
         elif isinstance(decoded, BandLevels):
             la, lc, lz = acoustics.levels_from_bands(decoded.bands)
-            levels = SoundLevels(decoded.site, decoded.sensor, decoded.ts, decoded.duration_s, la, la, lz,
+            # A spectrum carries no time structure: LAFmax and LCpeak are their lower
+            # bounds (the A and C energy levels), so only the LAeq-based rules use bands fully.
+            levels = SoundLevels(decoded.site, decoded.sensor, decoded.ts, decoded.duration_s, la, la, lc,
                                  LCeq=lc, LZeq=lz)
             self._accept_sound(state, levels, "bands", now)
         elif isinstance(decoded, SoundLevels):
@@ -311,7 +319,7 @@ class Pipeline:
         meter = state.meters.get(block.sensor)
         expected = state.meter_next.get(block.sensor)
         # A new meter when the stream starts, restarts or jumps: its periods are aligned to the block's time.
-        if meter is None or meter.fs != block.sample_rate or expected is None or \
+        if meter is None or meter.sample_rate != block.sample_rate or expected is None or \
                 abs((block.ts - expected).total_seconds()) > 0.5:
             meter = acoustics.SoundLevelMeter(block.sample_rate, period_s=1.0,
                                               calibration_db=sensor.calibration.full_scale_db)
@@ -322,7 +330,7 @@ class Pipeline:
         origin: datetime = getattr(meter, "origin")  # noqa: B009
         for period in meter.process(samples):
             ts = origin + timedelta(seconds=period.start_s)
-            levels = SoundLevels(block.site, block.sensor, ts, meter.period_s, period.LAeq, period.LAFmax,
+            levels = SoundLevels(block.site, block.sensor, ts, meter.period_samples / meter.sample_rate, period.LAeq, period.LAFmax,
                                  period.LCpeak, period.LASmax, period.LZpeak, period.LAFmin, period.LCeq,
                                  period.LZeq)
             self._accept_sound(state, self._calibrated(state, levels), "audio", now)
@@ -420,10 +428,14 @@ class Pipeline:
         now = self.clock.now()
         with self.store.batch():
             for state in self.sites.values():
-                self._evaluate(state, now)
-                self._check_health(state, now)
-                self._status(state, now)
-                self._anchor(state, now)
+                try:
+                    with self.store.savepoint():
+                        self._evaluate(state, now)
+                        self._check_health(state, now)
+                        self._status(state, now)
+                        self._anchor(state, now)
+                except Exception:  # one site's failure must not stop the others, or ingestion
+                    log.exception("Periodic work for site %r failed; retrying on the next tick", state.config.id)
         self._flush_outgoing()
 
     def _site_data(self, state: SiteState, start: datetime, end: datetime) -> SiteData:
@@ -703,7 +715,7 @@ def site_status(store: Store, site: SiteConfig, now: datetime, online: dict[str,
 
 def run(config: Config, *, stop: threading.Event | None = None, install_signals: bool = True) -> int:
     """`minewatch run`: wire everything, run until SIGTERM/SIGINT (or ``stop``), shut down cleanly."""
-    from monitor.influx import InfluxForwarder, InfluxWriter
+    from monitor.influx import InfluxForwarder
     from monitor.outbox import Outbox
 
     stop = stop or threading.Event()
@@ -720,10 +732,9 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
     forwarder = None
     outbox_put = None
     if config.storage.influxdb is not None:
-        outbox = Outbox(store.conn)
-        outbox_put = outbox.put
-        forwarder = InfluxForwarder(InfluxWriter(config.storage.influxdb), config.storage.path,
-                                    config.storage.influxdb)
+        outbox_put = Outbox(store.conn).put  # written inside the store's own transactions
+        # The forwarder reads the same table through a connection of its own thread.
+        forwarder = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
         forwarder.start()
     inbound: queue.Queue[Inbound] = queue.Queue(maxsize=config.daemon.queue_size)
     prefix = config.broker.topic_prefix
@@ -755,8 +766,9 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
         time.sleep(0.2)  # let paho send the last acks and publishes
         link.close()
         if forwarder is not None:
-            forwarder.flush(timeout=5.0)
-            forwarder.stop()
+            if not forwarder.flush(timeout=5.0):
+                log.warning("InfluxDB backlog not fully written; it stays in the outbox for the next start")
+            forwarder.close()
         store.close()
         c = pipeline.counters
         log.info("Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings",

@@ -252,6 +252,20 @@ class Store:
         finally:
             self._in_batch = False
 
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested unit inside a batch: on error only its own writes are undone."""
+        heads = dict(self._heads)
+        self.conn.execute("SAVEPOINT unit")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK TO unit")
+            self.conn.execute("RELEASE unit")
+            self._heads = heads
+            raise
+        self.conn.execute("RELEASE unit")
+
     def close(self) -> None:
         self.conn.close()
 

@@ -81,11 +81,20 @@ def evaluate_site(
     return _sorted(findings)
 
 
-def data_margins(profile: Profile) -> tuple[timedelta, timedelta]:
-    """(lookback, lookahead): reading data the rules need before ``start`` and after ``end``."""
+def data_margins(profile: Profile, reading: str | None = None) -> tuple[timedelta, timedelta]:
+    """(lookback, lookahead): reading data the rules need before ``start`` and after ``end``.
+
+    With ``reading`` ("sound", "light" or "weather") only the rules reading that kind count,
+    so the daemon need not load three days of per-second sound because the upward-light
+    baseline wants three nights of light summaries. Events are not limited by margins: pass
+    all the daemon holds.
+    """
     lookback, lookahead = timedelta(0), timedelta(0)
     for standard in profile.standards.values():
-        before, after = RULES[standard.rule].margins(standard.params)
+        rule = RULES[standard.rule]
+        if reading is not None and reading not in rule.reads:
+            continue
+        before, after = rule.margins(standard.params)
         lookback, lookahead = max(lookback, before), max(lookahead, after)
     return lookback, lookahead
 

@@ -99,4 +99,5 @@ RULE: RuleSpec[AirOverpressureParams] = RuleSpec(
     evaluate=evaluate,
     margins=margins,
     description="Blast air overpressure (record or boundary LZpeak) against a limit.",
+    reads=("sound",),
 )

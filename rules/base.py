@@ -65,6 +65,7 @@ class RuleSpec(Generic[P]):
     margins: Margins[P] = no_margins
     early_warnings: EarlyWarnings[P] | None = None
     description: str = ""
+    reads: tuple[str, ...] = ()  # SiteData reading fields the margins apply to: "sound", "light", "weather"
 
 
 # ---------------------------------------------------------------------------

@@ -95,11 +95,14 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     lookback = timedelta(seconds=params.min_duration_s + params.max_gap_s)
-    context = light_context(site, data, start - lookback, end)
+    # Runs are followed back through whatever earlier readings the daemon sent, so a run's
+    # start is told truthfully when more than the minimum lookback is available.
+    earliest = min([start - lookback, *(r.ts for r in data.light)])
+    context = light_context(site, data, earliest, end)
     tz = site.tz
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.LIGHT).items():
-        readings = series(data, sensor_id, start - lookback, end)
+        readings = series(data, sensor_id, earliest, end)
         analysed = [analyse_burst(r, params) if context.at_night(r) else None for r in readings]
         exempt = [context.temporary_for(r) is not None for r in readings]
         totals = run_totals(
@@ -115,11 +118,15 @@ def evaluate(
             flashing = analysed[last]
             assert flashing is not None
             run_start, run_total = totals[last]
+            since = (
+                f"for at least {run_total / 60:.1f} minutes"
+                if run_start == readings[0].ts
+                else f"for {run_total / 60:.1f} minutes since {local_hm(run_start, tz)}"
+            )
             summary = (
                 f"A light at {sensor_label(info)} was flashing at about "
-                f"{flashing.frequency_hz:.1f} times a second "
-                f"at {local_hm(window_start, tz)} local, for {run_total / 60:.1f} minutes since "
-                f"{local_hm(run_start, tz)}; flashing or revolving lights are not allowed except on vehicles "
+                f"{flashing.frequency_hz:.1f} times a second at {local_hm(window_start, tz)} local, "
+                f"{since}; flashing or revolving lights are not allowed except on vehicles "
                 f"(section {standard.section})"
             )
             findings.append(
@@ -155,4 +162,5 @@ RULE: RuleSpec[FlashingLightParams] = RuleSpec(
     evaluate=evaluate,
     margins=margins,
     description="Periodic light modulation (0.1-5 Hz) at night that persists, from raw bursts.",
+    reads=("light",),
 )

@@ -82,4 +82,5 @@ RULE: RuleSpec[HighIntensityLightParams] = RuleSpec(
     params_type=HighIntensityLightParams,
     evaluate=evaluate,
     description="Night boundary lux_max above a search-light threshold.",
+    reads=("light",),
 )

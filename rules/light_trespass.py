@@ -39,11 +39,14 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     lookback = timedelta(seconds=params.min_duration_s + params.max_gap_s)
-    context = light_context(site, data, start - lookback, end)
+    # Runs are followed back through whatever earlier readings the daemon sent, so a run's
+    # start is told truthfully when more than the minimum lookback is available.
+    earliest = min([start - lookback, *(r.ts for r in data.light)])
+    context = light_context(site, data, earliest, end)
     tz = site.tz
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.LIGHT, boundary_only=True).items():
-        readings = series(data, sensor_id, start - lookback, end)
+        readings = series(data, sensor_id, earliest, end)
         above = [context.at_night(r) and r.lux_mean > params.limit_lux for r in readings]
         exempt = [context.temporary_for(r) is not None for r in readings]
         any_totals = run_totals(
@@ -79,10 +82,15 @@ def evaluate(
                 if violating
                 else f"; it was declared temporary lighting ({', '.join(reasons)}), allowed under 6.C.6"
             )
+            # The daemon sends only the lookback the rule needs, so an older run looks shorter.
+            since = (
+                f"for at least {run_total / 60:.0f} minutes"
+                if run_start == readings[0].ts
+                else f"for {run_total / 60:.0f} minutes since {local_hm(run_start, tz)}"
+            )
             summary = (
                 f"Light at {sensor_label(info)} reached {worst:.2f} lux at "
-                f"{local_hm(window_start, tz)} local, above the {params.limit_lux:g} lux limit for "
-                f"{run_total / 60:.0f} minutes since {local_hm(run_start, tz)} "
+                f"{local_hm(window_start, tz)} local, above the {params.limit_lux:g} lux limit {since} "
                 f"(section {standard.section}){tail}"
             )
             findings.append(
@@ -118,4 +126,5 @@ RULE: RuleSpec[LightTrespassParams] = RuleSpec(
     evaluate=evaluate,
     margins=margins,
     description="Night boundary illuminance above a limit for longer than a duration.",
+    reads=("light",),
 )

@@ -310,22 +310,29 @@ def _judge_window(
             details=details,
         )
 
+    if residual <= params.limit_db:
+        # Includes the case where every second was exempt: the exceedance is the exempt activity's.
+        without = (
+            f"without those seconds it was {fmt_db(residual)} {unit}"
+            if kept
+            else "every second of it was exempt"
+        )
+        summary = (
+            f"Noise at {where} {verb} {fmt_db(full_value)} {unit} over {span}, above the {limit} dB limit, "
+            f"but only because of exempt activity ({'; '.join(exemption_reasons)}); {without}"
+            f"{gap_note} (section {section})"
+        )
+        return emit(FindingKind.EXEMPT_EXCEEDANCE, summary)
+
     if kept_s < params.min_judged_s:
+        # Too few seconds left to say the mine, not the exempt activity, was too loud.
         details["judged"] = False
         summary = (
             f"Noise at {where} {verb} {fmt_db(full_value)} {unit} over {span}, above the {limit} dB limit, "
-            f"but only {kept_s:.0f} seconds were not exempt (at least {params.min_judged_s:g} are needed), "
-            f"so the minute is not judged (section {section}){gap_note}"
+            f"but only {kept_s:.0f} seconds were not exempt and present (at least {params.min_judged_s:g} "
+            f"are needed), so the minute is not judged{gap_note} (section {section})"
         )
         return emit(FindingKind.INFO, summary)
-
-    if residual <= params.limit_db:
-        summary = (
-            f"Noise at {where} {verb} {fmt_db(full_value)} {unit} over {span}, above the {limit} dB limit, "
-            f"but only because of exempt activity ({'; '.join(exemption_reasons)}); without those "
-            f"seconds it was {fmt_db(residual)} {unit} (section {section}){gap_note}"
-        )
-        return emit(FindingKind.EXEMPT_EXCEEDANCE, summary)
 
     shown = residual
     exempt_note = f" after leaving out {exempt_s:.0f} exempt seconds" if exempt_s > 0 else ""
@@ -352,13 +359,13 @@ def _judge_window(
         summary = (
             f"Noise at {where} {verb} {fmt_db(shown)} {unit} over {span}{exempt_note}, above the {limit} dB "
             f"limit, but {weather_s:.0f} seconds were affected by weather ({', '.join(weather_reasons)}) and "
-            f"{without}, so the reading is unreliable (section {section}){gap_note}"
+            f"{without}, so the reading is unreliable{gap_note} (section {section})"
         )
         return emit(FindingKind.UNRELIABLE, summary)
 
     summary = (
         f"Noise at {where} {verb} {fmt_db(shown)} {unit} over {span}{exempt_note}, "
-        f"above the {limit} dB limit (section {section}){gap_note}"
+        f"above the {limit} dB limit{gap_note} (section {section})"
     )
     return emit(FindingKind.VIOLATION, summary)
 
@@ -467,4 +474,5 @@ RULE: RuleSpec[NoiseParams] = RuleSpec(
     margins=margins,
     early_warnings=early_warnings,
     description="Boundary noise against a limit, with blasting, truck and work exemptions and weather.",
+    reads=("sound", "weather"),
 )

@@ -111,18 +111,18 @@ def load_profile(name_or_path: str, overrides: Mapping[str, Any] | None = None) 
         try:
             raw_text = Path(name_or_path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise ProfileError(source, [f"{name_or_path}: cannot read ({exc.strerror})"]) from None
+            raise ProfileError(source, [f"profile: cannot read {name_or_path!r} ({exc.strerror})"]) from None
     else:
         source = name_or_path
         resource = resources.files(_PROFILE_PACKAGE).joinpath(f"{name_or_path}.toml")
         if not resource.is_file():
             known = ", ".join(available_profiles())
-            raise ProfileError(source, [f"{name_or_path}: no such profile; available: {known}"])
+            raise ProfileError(source, [f"profile: unknown profile {name_or_path!r}; available: {known}"])
         raw_text = resource.read_text(encoding="utf-8")
     try:
         raw = tomllib.loads(raw_text)
     except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(source, [f"(file): {exc}"]) from None
+        raise ProfileError(source, [f"profile: not valid TOML in {source!r}: {exc}"]) from None
     return build_profile(raw, source=source, overrides=overrides)
 
 

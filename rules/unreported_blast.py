@@ -175,4 +175,5 @@ RULE: RuleSpec[UnreportedBlastParams] = RuleSpec(
     evaluate=evaluate,
     margins=margins,
     description="Impulsive boundary peaks with no blast recorded nearby.",
+    reads=("sound",),
 )

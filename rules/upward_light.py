@@ -113,4 +113,5 @@ RULE: RuleSpec[UpwardLightParams] = RuleSpec(
     evaluate=evaluate,
     margins=margins,
     description="Sky-facing sensor above its own night baseline by a factor.",
+    reads=("light",),
 )

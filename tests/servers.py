@@ -6,6 +6,7 @@ nothing here touches default ports or services already running on the machine.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import shutil
@@ -73,7 +74,10 @@ class Mosquitto:
             "max_queued_messages 2000000\n"
             "max_inflight_messages 100\n"
             "log_dest stderr\n"
-            "log_type error\n" + self.extra_conf
+            "log_type error\n"
+            # Run as whoever started the test (as root, mosquitto would switch to a user that
+            # cannot write the temp dir, and silently keep no persistence).
+            f"user {getpass.getuser()}\n" + self.extra_conf
         )
         self.log = open(self.workdir / "mosquitto.log", "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([require("mosquitto"), "-c", str(conf)], stdout=self.log, stderr=self.log)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.client import CallbackAPIVersion
+from paho.mqtt.enums import CallbackAPIVersion, MQTTProtocolVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
@@ -65,7 +65,7 @@ def wait_for_port(
     raise TimeoutError(f"nothing listening on {host}:{port} after {timeout} s")
 
 
-def make_credentials(args: Sequence[str | Path]) -> subprocess.CompletedProcess[str]:
+def make_credentials(args: Sequence[str | Path | int]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(MAKE_CREDENTIALS), *map(str, args)], capture_output=True, text=True, check=False
     )
@@ -90,7 +90,7 @@ class TestClient:
         username: str,
         password: str | None = None,
         *,
-        protocol: int = mqtt.MQTTv5,
+        protocol: MQTTProtocolVersion = MQTTProtocolVersion.MQTTv5,
         client_id: str = "",
         clean_session: bool = True,  # MQTT 3.1.1 only
         tls: bool = True,
@@ -152,7 +152,7 @@ class TestClient:
         """The CONNACK reason code, or None when the broker closed the connection without one."""
         props = None
         if session_expiry_s is not None:
-            props = Properties(PacketTypes.CONNECT)
+            props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
             props.SessionExpiryInterval = session_expiry_s
         self._connected.clear()
         self.connack = None
@@ -166,10 +166,11 @@ class TestClient:
             self.close()  # stop paho from retrying a refused connection
         return self.connack
 
-    def publish(self, topic: str, payload: str | bytes, qos: int = 1, *, wait: bool = True) -> ReasonCode | None:
+    def publish(self, topic: str, payload: str | bytes, qos: int = 1) -> ReasonCode:
+        """Publish and wait for the PUBACK; its reason code (MQTT 5: 0x87 when not authorised)."""
         info = self.client.publish(topic, payload, qos=qos)
-        if qos == 0 or not wait:
-            return None
+        if qos == 0:
+            return ReasonCode(PacketTypes.PUBACK, "Success")
         return self.wait_puback(info.mid)
 
     def wait_puback(self, mid: int, timeout: float = 10.0) -> ReasonCode:
@@ -180,6 +181,7 @@ class TestClient:
 
     def subscribe(self, topic: str, qos: int = 1, timeout: float = 5.0) -> list[ReasonCode]:
         _, mid = self.client.subscribe(topic, qos=qos)
+        assert mid is not None
         with self._cond:
             if not self._cond.wait_for(lambda: mid in self._subacks, timeout):
                 raise TimeoutError(f"{self.username}: no SUBACK for {topic}")
@@ -191,7 +193,7 @@ class TestClient:
 
     def payloads(self, topic: str | None = None) -> list[bytes]:
         with self._cond:
-            return [m.payload for m in self.messages if topic is None or m.topic == topic]
+            return [bytes(m.payload) for m in self.messages if topic is None or m.topic == topic]
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -264,7 +266,9 @@ class SecureBroker:
         last: Exception | None = None
         for _ in range(5):  # a free port can be taken between choosing and binding it
             port = self.port or free_port()
-            result = make_credentials(["--conf-only", "--out", self.dir, "--port", port, "--run-user", _run_user()])
+            result = make_credentials(
+                ["--conf-only", "--out", self.dir, "--port", str(port), "--run-user", _run_user()]
+            )
             if result.returncode != 0:
                 raise RuntimeError(f"make-credentials --conf-only failed: {result.stderr}")
             with self.log.open("ab") as log:

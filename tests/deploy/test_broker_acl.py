@@ -15,8 +15,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import paho.mqtt.client as mqtt
 import pytest
+from paho.mqtt.enums import MQTTProtocolVersion
 
 from tests.deploy.secure_broker import SecureBroker, TestClient
 
@@ -70,7 +70,7 @@ def test_sensor_publishes_its_own_readings_to_the_daemon(connect: Connect) -> No
     for kind in ("levels", "audio", "bands", "status"):
         payload = f"{kind}-{token()}".encode()
         assert not n1.publish(f"minewatch/north/sensors/n1/{kind}", payload).is_failure
-        assert daemon.wait_for(lambda ms, p=payload: any(m.payload == p for m in ms))
+        assert daemon.wait_for(lambda ms, p=payload: any(m.payload == p for m in ms))  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(
@@ -90,9 +90,11 @@ def test_sensor_cannot_publish_as_anyone_else(connect: Connect, topic: str) -> N
     town.subscribe("minewatch/+/violations/#")
     n1 = connect("sensor-north-n1")
     rc = n1.publish(topic, b"forged")
-    assert rc is not None and rc.value == NOT_AUTHORIZED
+    assert rc.value == NOT_AUTHORIZED
     reader = town if topic.endswith("violations") else daemon
-    marker = (daemon, "minewatch/north/violations") if reader is town else (n1, "minewatch/north/sensors/n1/x")
+    marker = (
+        (daemon, "minewatch/north/violations") if reader is town else (n1, "minewatch/north/sensors/n1/x")
+    )
     assert not reaches(reader, n1, topic, marker)
 
 
@@ -107,7 +109,7 @@ def test_operator_writes_its_own_site_events_only(connect: Connect) -> None:
     assert reaches(daemon, operator, "minewatch/north/events/blast-notice", marker)
     assert reaches(daemon, operator, "minewatch/north/events/blast", marker)
     rc = operator.publish("minewatch/south/events/blast", b"x")
-    assert rc is not None and rc.value == NOT_AUTHORIZED
+    assert rc.value == NOT_AUTHORIZED
     assert not reaches(daemon, operator, "minewatch/south/events/blast", marker)
     daemon.subscribe("minewatch/+/sensors/#")
     assert not reaches(daemon, operator, "minewatch/north/sensors/n1/levels", marker)
@@ -134,7 +136,9 @@ def test_daemon_reads_inputs_and_writes_outputs_the_town_reads(connect: Connect)
     daemon.subscribe("minewatch/+/sensors/#")
     daemon.subscribe("minewatch/+/events/#")
     south = connect("sensor-south-n1")
-    assert reaches(daemon, south, "minewatch/south/sensors/n1/levels", (south, "minewatch/south/sensors/n1/x"))
+    assert reaches(
+        daemon, south, "minewatch/south/sensors/n1/levels", (south, "minewatch/south/sensors/n1/x")
+    )
     town = connect("town")
     town.subscribe("minewatch/+/+")
     for site in ("north", "south"):
@@ -143,7 +147,7 @@ def test_daemon_reads_inputs_and_writes_outputs_the_town_reads(connect: Connect)
 
 
 def test_town_over_mqtt311_reads_outputs_but_no_inputs(connect: Connect) -> None:
-    town = connect("town-web", protocol=mqtt.MQTTv311)
+    town = connect("town-web", protocol=MQTTProtocolVersion.MQTTv311)
     town.subscribe("minewatch/#")
     daemon = connect("minewatch-daemon")
     n1 = connect("sensor-north-n1")
@@ -163,7 +167,7 @@ def test_town_publishes_nothing(connect: Connect, topic: str) -> None:
     daemon.subscribe("minewatch/#")
     town = connect("town")
     rc = town.publish(topic, b"forged")
-    assert rc is not None and rc.value == NOT_AUTHORIZED
+    assert rc.value == NOT_AUTHORIZED
     assert not reaches(daemon, town, topic, (connect("operator-north"), "minewatch/north/events/work"))
 
 
@@ -174,8 +178,8 @@ def test_daemon_instance_account_sees_only_its_sites(connect: Connect) -> None:
     marker = (north, "minewatch/north/sensors/n1/x")
     assert reaches(east, north, "minewatch/north/sensors/n1/levels", marker)
     assert not reaches(east, south, "minewatch/south/sensors/n1/levels", marker)
-    assert east.publish("minewatch/south/violations", b"x").value == NOT_AUTHORIZED  # type: ignore[union-attr]
-    assert not east.publish("minewatch/north/violations", b"x").is_failure  # type: ignore[union-attr]
+    assert east.publish("minewatch/south/violations", b"x").value == NOT_AUTHORIZED
+    assert not east.publish("minewatch/north/violations", b"x").is_failure
 
 
 # --------------------------------------------------------------------------- connecting
@@ -202,9 +206,10 @@ def test_plain_mqtt_is_refused(secure_broker: SecureBroker) -> None:
 def test_the_client_checks_the_broker_certificate(secure_broker: SecureBroker, tmp_path: Path) -> None:
     """A client trusting another CA refuses the broker: the CA file is what clients must pin."""
     other_ca = tmp_path / "other-ca.crt"
+    key = tmp_path / "other-ca.key"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-         "-keyout", str(tmp_path / "other-ca.key"), "-out", str(other_ca), "-subj", "/CN=other", "-days", "1"],
+         "-keyout", str(key), "-out", str(other_ca), "-subj", "/CN=other", "-days", "1"],
         check=True, capture_output=True,
     )  # fmt: skip
     c = TestClient(secure_broker, "town", ca_file=str(other_ca))

@@ -219,9 +219,11 @@ def test_silence_reports_floor_and_lafmin_waits_for_settling() -> None:
     fs = 16000
     records = _run_meter(ac.SoundLevelMeter(fs, period_s=0.1, calibration_db=94.0), np.zeros(fs), fs)
     assert len(records) == 10
-    assert all(r.LAeq == 0.0 and r.LCpeak == 0.0 and r.LZeq == 0.0 for r in records)
+    assert all(r.LAeq == -106.0 and r.LCpeak == -106.0 and r.LZeq == -106.0 for r in records)
     assert all(math.isnan(r.LAFmin) for r in records[:6])  # first 0.625 s: Fast detector settling
-    assert records[-1].LAFmin == 0.0
+    assert records[-1].LAFmin == -106.0
+    floored = ac.SoundLevelMeter(fs, calibration_db=94.0, level_floor_db=0.0).process(np.zeros(fs))
+    assert floored[0].LAeq == 0.0
 
 
 def test_partial_period_flush_and_period_validation() -> None:

@@ -59,7 +59,8 @@ def test_reads_scipy_written_formats(tmp_path: Path) -> None:
         scipy_wavfile.write(path, FS, data)
         audio = read_wav(path)
         assert (audio.sample_rate, audio.channels, audio.bits_per_sample) == (FS, 2, bits), name
-        np.testing.assert_allclose(audio.samples, tone * (0.999 if name == "int32" else 1), atol=2 * tolerance)
+        expected = tone * (0.999 if name == "int32" else 1.0)
+        np.testing.assert_allclose(audio.samples, expected, atol=2 * tolerance)
 
 
 def test_reads_24_bit_plain_and_extensible() -> None:

@@ -9,11 +9,13 @@ from zoneinfo import ZoneInfo
 from rules.model import (
     Blast,
     BlastNotice,
+    Finding,
     LightSummary,
     Placement,
     SensorInfo,
     SensorKind,
     SiteContext,
+    SiteData,
     SoundLevels,
     TemporaryLighting,
     TruckPassage,
@@ -90,7 +92,9 @@ def seconds(
     return records
 
 
-def blast(ts: datetime, blast_id: str = "b1", reason: str | None = None, site: str = "pit1", **kw: float) -> Blast:
+def blast(
+    ts: datetime, blast_id: str = "b1", reason: str | None = None, site: str = "pit1", **kw: float
+) -> Blast:
     return Blast(site, blast_id, ts, safety_reason=reason, **kw)  # type: ignore[arg-type]
 
 
@@ -103,7 +107,10 @@ def truck(ts: datetime, gate: str = "north", truck_id: str = "t1", site: str = "
 
 
 def wind(start: datetime, count: int, speed: float, rain: bool = False) -> list[WeatherReading]:
-    return [WeatherReading("pit1", "w1", start + timedelta(seconds=10 * i), 10.0, speed, rain) for i in range(count)]
+    return [
+        WeatherReading("pit1", "w1", start + timedelta(seconds=10 * i), 10.0, speed, rain)
+        for i in range(count)
+    ]
 
 
 def light(
@@ -139,3 +146,24 @@ def temporary(day_start: datetime, hours: float, period_id: str, site: str = "pi
 
 def with_overrides(**overrides: object) -> Profile:
     return load_profile("dovre", {k.replace("__", "."): v for k, v in overrides.items()})
+
+
+def run(
+    key: str,
+    data: object,
+    start: datetime,
+    end: datetime,
+    now: datetime | None = None,
+    profile: Profile = DOVRE,
+    site: SiteContext = SITE,
+) -> list[Finding]:
+    """Evaluate one standard of a profile over [start, end)."""
+    from rules import RULES
+
+    standard = profile.standard(key)
+    assert isinstance(data, SiteData)
+    return RULES[standard.rule].evaluate(site, standard, standard.params, data, start, end, now or end)
+
+
+def kinds(findings: Sequence[Finding]) -> list[str]:
+    return [f.kind.value for f in findings]

@@ -1,0 +1,228 @@
+"""deploy/mosquitto/make-credentials without a running broker: files, modes, re-runs, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.deploy.conftest import TEST_CONFIG, write_test_config
+from tests.deploy.secure_broker import MAKE_CREDENTIALS, REPO, make_credentials
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def run_ok(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    result = make_credentials([*args, "--quiet"])
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def users(out: Path) -> dict[str, dict[str, str]]:
+    data: dict[str, dict[str, str]] = json.loads((out / "credentials.json").read_text())["users"]
+    return data
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def conf_directives(path: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, _, value = line.strip().partition(" ")
+            found.setdefault(key, []).append(value.strip())
+    return found
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    config = write_test_config(tmp_path / "minewatch.toml")
+    run_ok("--config", config, "--out", tmp_path / "out", "--port", "18999", "--san", "DNS:mosquitto")
+    return tmp_path / "out"
+
+
+def test_script_is_executable() -> None:
+    assert os.access(MAKE_CREDENTIALS, os.X_OK)
+    assert MAKE_CREDENTIALS.read_text().startswith("#!/usr/bin/env python3\n")
+
+
+def test_accounts_per_role(out: Path) -> None:
+    assert {name: u["role"] for name, u in users(out).items()} == {
+        "minewatch-daemon": "daemon",
+        "town": "town",
+        "operator-north": "operator",
+        "operator-south": "operator",
+        "sensor-north-n1": "sensor",
+        "sensor-north-n2": "sensor",
+        "sensor-north-l1": "sensor",
+        "sensor-south-n1": "sensor",
+    }
+    hashed = dict(line.split(":", 1) for line in (out / "passwd").read_text().splitlines())
+    assert set(hashed) == set(users(out))
+    for name, user in users(out).items():
+        assert hashed[name].startswith("$7$"), "passwords are stored hashed"
+        assert user["password"] not in (out / "passwd").read_text()
+        assert (out / "passwords" / name).read_text().strip() == user["password"]
+
+
+def test_secrets_are_private(out: Path) -> None:
+    for name in ("ca.key", "server.key", "passwd", "credentials.json"):
+        assert mode(out / name) == 0o600, name
+    assert mode(out / "passwords") == 0o700
+    assert all(mode(p) == 0o600 for p in (out / "passwords").iterdir())
+    assert not (out / "passwd.plain").exists()
+
+
+def test_server_certificate(out: Path) -> None:
+    text = subprocess.run(
+        ["openssl", "x509", "-in", str(out / "server.crt"), "-noout", "-text"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "DNS:localhost" in text and "IP Address:127.0.0.1" in text and "DNS:mosquitto" in text
+    assert "TLS Web Server Authentication" in text
+    verify = subprocess.run(
+        ["openssl", "verify", "-CAfile", str(out / "ca.crt"), str(out / "server.crt")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_rendered_configuration(out: Path) -> None:
+    text = (out / "mosquitto.conf").read_text()
+    assert "@" not in "".join(line for line in text.splitlines() if not line.startswith("#"))
+    d = conf_directives(out / "mosquitto.conf")
+    assert d["listener"] == ["18999"]
+    assert d["allow_anonymous"] == ["false"]
+    assert d["require_certificate"] == ["false"]
+    assert d["persistence"] == ["true"]
+    assert d["password_file"] == [f"{out}/passwd"]
+    assert d["acl_file"] == [f"{out}/acl"]
+    assert d["cafile"] == [f"{out}/ca.crt"]
+    assert d["persistence_location"] == [f"{out}/data/"]
+    assert int(d["max_queued_messages"][0]) >= 100_000
+    assert d["max_queued_bytes"] == ["0"]
+    assert int(d["max_inflight_messages"][0]) >= 20
+    assert d["persistent_client_expiration"]
+    assert d["use_username_as_clientid"] == ["true"]
+    # Mosquitto 2.0 honours use_username_as_clientid only as a listener option.
+    lines = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    assert lines.index("use_username_as_clientid true") > lines.index("listener 18999")
+
+
+def test_conf_only_for_a_container(tmp_path: Path) -> None:
+    run_ok(
+        "--conf-only", "--out", tmp_path, "--conf-dir", "/mosquitto/config", "--data-dir", "/mosquitto/data"
+    )
+    d = conf_directives(tmp_path / "mosquitto.conf")
+    assert d["listener"] == ["8883"]
+    assert d["user"] == ["mosquitto"]
+    assert d["certfile"] == ["/mosquitto/config/server.crt"]
+    assert d["persistence_location"] == ["/mosquitto/data/"]
+    assert not (tmp_path / "credentials.json").exists()
+
+
+def test_rerun_keeps_keys_and_passwords(tmp_path: Path, out: Path) -> None:
+    before = users(out)
+    ca = (out / "ca.crt").read_bytes()
+    server = (out / "server.crt").read_bytes()
+    bigger = TEST_CONFIG + '\n[[sites.sensors]]\nid = "n9"\nkind = "sound"\n'  # to the last site, south
+    config = write_test_config(tmp_path / "bigger.toml", bigger)
+    run_ok("--config", config, "--out", out, "--rotate", "town")
+    after = users(out)
+    assert (out / "ca.crt").read_bytes() == ca
+    assert (out / "server.crt").read_bytes() == server
+    assert set(after) == {*before, "sensor-south-n9"}
+    assert after["town"]["password"] != before["town"]["password"]
+    assert all(after[n]["password"] == before[n]["password"] for n in before if n != "town")
+    # and a sensor removed from the configuration loses its account and password file
+    smaller = TEST_CONFIG.replace('[[sites.sensors]]\nid = "n2"\nkind = "sound"\n', "")
+    run_ok("--config", write_test_config(tmp_path / "smaller.toml", smaller), "--out", out)
+    assert "sensor-north-n2" not in users(out)
+    assert not (out / "passwords" / "sensor-north-n2").exists()
+    assert "sensor-north-n2" not in (out / "acl").read_text()
+
+
+def test_acl_grants(out: Path) -> None:
+    blocks: dict[str, list[str]] = {}
+    current = ""
+    for line in (out / "acl").read_text().splitlines():
+        if line.startswith("user "):
+            current = line.split()[1]
+            blocks[current] = []
+        elif line.startswith(("topic ", "pattern ")):
+            assert current, "no grant outside a user block (it would apply to everyone)"
+            blocks[current].append(line)
+    assert blocks["sensor-north-n1"] == ["topic write minewatch/north/sensors/n1/#"]
+    outputs = ("violations", "findings", "alerts", "notices", "status", "rejected", "anchors")
+    assert blocks["operator-north"] == [
+        "topic write minewatch/north/events/#",
+        *(f"topic read minewatch/north/{o}/#" for o in outputs),
+    ]
+    assert blocks["minewatch-daemon"][:2] == [
+        "topic read minewatch/+/sensors/#",
+        "topic read minewatch/+/events/#",
+    ]
+    assert not any("write" in g for g in blocks["town"])
+    assert not any("sensors" in g or "events" in g for g in blocks["town"])
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (TEST_CONFIG.replace('id = "n2"', 'id = "n/2"'), "sites[0].sensors[1].id"),
+        (TEST_CONFIG.replace('id = "n2"', 'id = "n1"'), "duplicate sensor id"),
+        (TEST_CONFIG.replace('id = "south"', 'id = "north"'), "duplicate site id"),
+        (TEST_CONFIG.replace('id = "south"', 'id = "so+uth"'), "sites[1].id"),
+        ("[broker]\n", "at least one [[sites]]"),
+        ("not toml ===", "not valid TOML"),
+    ],
+)
+def test_bad_configuration_is_refused(tmp_path: Path, text: str, problem: str) -> None:
+    config = write_test_config(tmp_path / "bad.toml", text)
+    result = make_credentials(["--config", config, "--out", tmp_path / "out"])
+    assert result.returncode == 2
+    assert problem in result.stderr
+    assert not (tmp_path / "out" / "credentials.json").exists()
+
+
+def test_ambiguous_user_names_are_refused(tmp_path: Path) -> None:
+    # site "a-b" + sensor "c" and site "a" + sensor "b-c" would both be sensor-a-b-c
+    text = (
+        '[[sites]]\nid = "a-b"\n[[sites.sensors]]\nid = "c"\nkind = "sound"\n'
+        '[[sites]]\nid = "a"\n[[sites.sensors]]\nid = "b-c"\nkind = "sound"\n'
+    )
+    result = make_credentials(
+        ["--config", write_test_config(tmp_path / "c.toml", text), "--out", tmp_path / "o"]
+    )
+    assert result.returncode == 2 and "sensor-a-b-c" in result.stderr
+
+
+def test_example_configuration_if_present(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped example config and monitor.config agree with the script on sites and sensors."""
+    example = REPO / "deploy" / "dovre-quarry.toml"
+    if not example.exists():
+        pytest.skip("deploy/dovre-quarry.toml not written yet")
+    run_ok("--config", example, "--out", tmp_path / "out")
+    names = set(users(tmp_path / "out"))
+    for name in re.findall(r'_env\s*=\s*"([^"]+)"', example.read_text()):
+        monkeypatch.setenv(name, "not-a-secret")  # secrets the example takes from the environment
+    try:
+        from monitor.config import load_config
+
+        config = load_config(example)
+    except Exception as exc:  # the loader is someone else's; its failure is reported by its own tests
+        pytest.skip(f"monitor.config cannot load the example: {exc}")
+    expected = {f"sensor-{site.id}-{s.id}" for site in config.sites for s in site.sensors}
+    expected |= {f"operator-{site.id}" for site in config.sites}
+    assert expected | {"minewatch-daemon", "town"} == names

@@ -1,0 +1,203 @@
+"""Blasting: hours and sunset (6.F), notice (6.F), air overpressure (6.F / SPS 307), unreported blasts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from rules.model import Finding, SiteContext, SiteData, SoundLevels
+from tests.rules.helpers import SITE, TROMSO, at, blast, kinds, notice, run, seconds
+
+SAFETY = "misfire had to be cleared before dark"
+V, OK, SX = "violation", "compliant", "safety_exception"
+case = pytest.param
+
+
+def judge(
+    ts_local: str, reason: str | None = None, site: SiteContext = SITE, tz: str = "America/Chicago"
+) -> Finding:
+    ts = at(ts_local, tz)
+    data = SiteData(blasts=(blast(ts, reason=reason, site=site.id),))
+    [finding] = run("blast_window", data, ts, ts + timedelta(seconds=1), site=site)
+    return finding
+
+
+# fmt: off
+BLAST_WINDOW_DOVRE_CASES = [
+    case("2026-06-15 09:59:59", None, V, id="6.F-09:59:59-before-window"),
+    case("2026-06-15 09:59:59", SAFETY, V, id="6.F-09:59:59-safety-reason-does-not-help-before-10"),
+    case("2026-06-15 10:00:00", None, OK, id="6.F-10:00:00-window-opens-inclusive"),
+    case("2026-06-15 15:00:00", None, OK, id="6.F-15:00:00-window-closes-inclusive"),
+    case("2026-06-15 15:00:01", None, V, id="6.F-15:00:01-no-safety-reason"),
+    case("2026-06-15 15:00:01", SAFETY, SX, id="6.F-15:00:01-safety-reason"),
+    case("2026-06-15 15:00:01", "   ", V, id="6.F-15:00:01-blank-reason"),
+    case("2026-06-15 20:55:00", SAFETY, SX, id="6.F-just-before-sunset-20:55:53"),
+    case("2026-06-15 20:56:00", SAFETY, V, id="6.F-after-sunset-with-safety-reason"),
+    case("2026-06-15 23:30:00", SAFETY, V, id="6.F-night-with-safety-reason"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("local_time", "reason", "expected"), BLAST_WINDOW_DOVRE_CASES)
+def test_blast_window_dovre(local_time: str, reason: str | None, expected: str) -> None:
+    finding = judge(local_time, reason)
+    assert finding.kind.value == expected
+    assert finding.section == "6.F" and finding.standard == "blast_window"
+    assert finding.refs == ("blast:b1",)
+    assert "(section 6.F)" in finding.summary
+
+
+# Spring forward: sunset 19:03 CDT (a CST clock would say 18:03). Fall back: 16:53 CST (not 17:53).
+# fmt: off
+BLAST_WINDOW_ON_DAYLIGHT_SAVING_DAYS_CASES = [
+    case("2026-03-08 18:55", SAFETY, SX, "2026-03-08T19:03", id="6.F-DST-start-before-sunset"),
+    case("2026-03-08 19:04", SAFETY, V, "2026-03-08T19:03", id="6.F-DST-start-after-sunset"),
+    case("2026-03-08 10:00", None, OK, "2026-03-08T19:03", id="6.F-DST-start-10:00-local"),
+    case("2026-11-01 16:50", SAFETY, SX, "2026-11-01T16:53", id="6.F-DST-end-before-sunset"),
+    case("2026-11-01 17:30", SAFETY, V, "2026-11-01T16:53", id="6.F-DST-end-after-sunset"),
+    case("2026-11-01 09:59", None, V, "2026-11-01T16:53", id="6.F-DST-end-09:59-local"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("local_time", "reason", "expected", "sunset"), BLAST_WINDOW_ON_DAYLIGHT_SAVING_DAYS_CASES
+)
+def test_blast_window_on_daylight_saving_days(
+    local_time: str, reason: str | None, expected: str, sunset: str
+) -> None:
+    finding = judge(local_time, reason)
+    assert finding.kind.value == expected
+    assert finding.details["sunset_local"].startswith(sunset)
+    assert finding.details["sun_case"] == "normal"
+
+
+POLAR_DAY, POLAR_NIGHT = "sun does not set (polar day)", "sun does not rise (polar night)"
+
+
+# fmt: off
+BLAST_WINDOW_POLAR_CASES = [
+    case("2026-06-15 22:00", SAFETY, SX, POLAR_DAY, id="6.F-Tromso-June-late-with-safety-reason"),
+    case("2026-06-15 23:59:59", SAFETY, SX, POLAR_DAY, id="6.F-Tromso-June-just-before-midnight"),
+    case("2026-06-15 16:00", None, V, POLAR_DAY, id="6.F-Tromso-June-late-no-reason"),
+    case("2026-06-15 12:00", None, OK, POLAR_DAY, id="6.F-Tromso-June-in-window"),
+    case("2026-12-15 15:30", SAFETY, V, POLAR_NIGHT, id="6.F-Tromso-December-no-daylight-for-exception"),
+    case("2026-12-15 12:00", None, OK, POLAR_NIGHT, id="6.F-Tromso-December-in-window"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("local_time", "reason", "expected", "words"), BLAST_WINDOW_POLAR_CASES)
+def test_blast_window_polar(local_time: str, reason: str | None, expected: str, words: str) -> None:
+    finding = judge(local_time, reason, site=TROMSO, tz="Europe/Oslo")
+    assert finding.kind.value == expected
+    assert finding.details["sun"] == words
+    assert finding.details["sun_case"] == ("polar_day" if words == POLAR_DAY else "polar_night")
+    if expected != OK:
+        assert words in finding.summary
+
+
+BLAST_AT = at("2026-06-15 11:00")
+
+
+# fmt: off
+BLAST_NOTICE_CASES = [
+    case(timedelta(hours=23, minutes=59), V, id="6.F-notice-23h59-before-is-late"),
+    case(timedelta(hours=24), OK, id="6.F-notice-exactly-24h-before"),
+    case(timedelta(days=3), OK, id="6.F-notice-3-days-before"),
+    case(-timedelta(minutes=5), V, id="6.F-notice-after-the-blast"),
+    case(None, V, id="6.F-no-notice"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("issued_before", "expected"), BLAST_NOTICE_CASES)
+def test_blast_notice(issued_before: timedelta | None, expected: str) -> None:
+    notices = () if issued_before is None else (notice("b1", BLAST_AT - issued_before, BLAST_AT),)
+    data = SiteData(blasts=(blast(BLAST_AT),), blast_notices=notices)
+    findings = run("blast_notice", data, BLAST_AT, BLAST_AT + timedelta(minutes=1))
+    assert kinds(findings) == [expected]
+    assert findings[0].section == "6.F" and findings[0].standard == "blast_notice"
+
+
+def test_notice_for_another_blast_does_not_count() -> None:
+    other = notice("b2", BLAST_AT - timedelta(days=2), BLAST_AT)
+    data = SiteData(blasts=(blast(BLAST_AT),), blast_notices=(other,))
+    findings = run("blast_notice", data, BLAST_AT, BLAST_AT + timedelta(minutes=1))
+    assert kinds(findings) == [V]
+    assert "no recorded notice" in findings[0].summary
+
+
+# fmt: off
+AIR_OVERPRESSURE_CASES = [
+    case(136.0, None, 0, [V], id="6.F-SPS307-blast-record-above-133"),
+    case(128.0, None, 0, [OK], id="6.F-SPS307-blast-record-within-limit"),
+    case(None, 134.5, 3, [V], id="6.F-SPS307-meter-LZpeak-above-133"),
+    case(120.0, 134.5, 45, [OK], id="6.F-SPS307-meter-peak-outside-window-ignored"),
+    case(None, None, 0, [], id="6.F-SPS307-nothing-measured"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("record_db", "meter_peak", "meter_offset_s", "expected"), AIR_OVERPRESSURE_CASES)
+def test_air_overpressure(
+    record_db: float | None, meter_peak: float | None, meter_offset_s: int, expected: list[str]
+) -> None:
+    extra = {"overpressure_db": record_db} if record_db is not None else {}
+    peak_second = 10 + meter_offset_s
+    sound = seconds(
+        "n1",
+        BLAST_AT - timedelta(seconds=10),
+        70,
+        60.0,
+        peak=lambda i: meter_peak if i == peak_second else None,
+    )
+    data = SiteData(blasts=(blast(BLAST_AT, **extra),), sound=tuple(sound))
+    findings = run("blast_overpressure", data, BLAST_AT, BLAST_AT + timedelta(minutes=1))
+    assert kinds(findings) == expected
+    for finding in findings:
+        assert finding.section == "6.F" and finding.measurements[0].limit == 133.0
+
+
+IMPULSE_AT = at("2026-06-15 13:20:30")
+BEFORE = IMPULSE_AT - timedelta(seconds=30)
+
+
+def impulse(peak: float = 131.0) -> list[SoundLevels]:
+    """A quiet 55 dB(A) background with one second peaking at ``peak`` dB (LAeq 75 in that second)."""
+    return seconds(
+        "n1", BEFORE, 61, lambda i: 75.0 if i == 30 else 55.0, peak=lambda i: peak if i == 30 else None
+    )
+
+
+SUSTAINED = seconds("n1", BEFORE, 61, 110.0, peak=lambda i: 125.0)
+LOUD_15_S = seconds(
+    "n1", BEFORE, 61, lambda i: 98.0 if 26 <= i <= 40 else 55.0, peak=lambda i: 131.0 if i == 30 else None
+)
+REPORTED_2_MIN_LATER = blast(IMPULSE_AT + timedelta(minutes=2))
+REPORTED_15_MIN_EARLIER = blast(IMPULSE_AT - timedelta(minutes=15))
+BREAKER = seconds("n1", BEFORE, 61, 62.0, peak=lambda i: 128.0 if i % 4 == 2 else None)
+
+
+# fmt: off
+UNREPORTED_BLAST_CASES = [
+    case(impulse(), (), ["unreported_blast"], id="6.F-impulse-with-no-blast-record"),
+    case(impulse(), (REPORTED_2_MIN_LATER,), [], id="6.F-impulse-of-a-reported-blast"),
+    case(impulse(), (REPORTED_15_MIN_EARLIER,), ["unreported_blast"], id="6.F-blast-record-too-far-away"),
+    case(impulse(peak=115.0), (), [], id="6.F-peak-below-threshold"),
+    case(SUSTAINED, (), [], id="6.F-sustained-loud-level-is-not-a-blast"),
+    case(LOUD_15_S, (), [], id="6.F-loud-for-15-seconds-is-not-an-impulse"),
+    case(BREAKER, (), [], id="6.F-rock-breaker-repeating-peaks"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("sound", "blasts", "expected"), UNREPORTED_BLAST_CASES)
+def test_unreported_blast(sound: list[SoundLevels], blasts: tuple[object, ...], expected: list[str]) -> None:
+    data = SiteData(sound=tuple(sound), blasts=blasts)  # type: ignore[arg-type]
+    findings = run("unreported_blast", data, BEFORE, IMPULSE_AT + timedelta(seconds=30))
+    assert kinds(findings) == expected
+    for finding in findings:
+        assert finding.sensors == ("n1",) and finding.start == IMPULSE_AT and finding.section == "6.F"
+        assert "looks like a blast" in finding.summary

@@ -1,0 +1,123 @@
+"""Contract every registered rule meets: Findings only, citing the standard's section, deterministic,
+blind to other sites' data, and its Params a frozen dataclass with defaults (style guide, section 9)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from rules import RULES, data_margins
+from rules.base import Standard
+from rules.model import Finding, SiteData, WorkKind, WorkPeriod
+from rules.profile import load_profile
+from tests.rules.helpers import at, blast, light, make_site, notice, seconds, temporary, truck, wind
+
+PROFILE = load_profile("dovre", {"haul_hours.windows": ["06:00-19:00"]})
+START = at("2026-06-15 21:50")  # after sunset (20:56) and into civil night (21:36)
+END = START + timedelta(minutes=15)
+SITE = make_site("pit1")
+OTHER = make_site("other")
+
+
+def busy_evening(site: str, shift: timedelta, louder: float) -> SiteData:
+    """Something for every rule: loud minutes, a late blast with no notice, an unlogged impulse,
+    trespassing, flashing, searchlight and upward light, 31 temporary-lighting days, a late truck."""
+    t = START + shift
+    sound = seconds(
+        "n1", t - timedelta(minutes=1), 17 * 60, lambda i: 82.0 + louder if i % 120 < 90 else 60.0, site=site
+    )
+    impulse_at = t + timedelta(minutes=12)
+    sound += seconds(
+        "n2",
+        impulse_at - timedelta(seconds=40),
+        81,
+        lambda i: 75.0 if i == 40 else 55.0,
+        site=site,
+        peak=lambda i: 131.0 if i == 40 else None,
+    )
+    square = tuple(float(v) for v in np.where((np.arange(600) / 10.0) % 1.0 < 0.5, 20.0, 0.0))
+    sky_history = light("s1", t - timedelta(hours=72), 72 * 6, 0.02, step_s=600.0, site=site)
+    lights = (
+        light("l1", t - timedelta(minutes=10), 25, 3.0 + louder, lux_max=300.0, site=site)
+        + light("l2", t - timedelta(minutes=10), 25, 10.0, burst=lambda i: square, rate=10.0, site=site)
+        + [r for r in sky_history if r.ts < t]
+        + light("s1", t, 15, 0.6, site=site)
+    )
+    days = [temporary(at("2026-05-01 12:00") + timedelta(days=i), 2, f"tl{i}", site=site) for i in range(30)]
+    days.append(temporary(t + timedelta(minutes=1), 1, "tl-31", site=site))
+    return SiteData(
+        sound=tuple(sorted(sound, key=lambda r: (r.ts, r.sensor))),
+        light=tuple(sorted(lights, key=lambda r: r.ts)),
+        weather=tuple(wind(t, 90, 2.0)),
+        blasts=(blast(t + timedelta(minutes=1), "late", site=site, overpressure_db=135.0 + louder),),
+        blast_notices=(notice("late", t - timedelta(hours=2), t, site=site),),
+        trucks=(truck(t + timedelta(minutes=3), site=site),),
+        work=(WorkPeriod(site, "w1", t + timedelta(minutes=5), t + timedelta(minutes=6), WorkKind.REPAIR),),
+        temporary_lighting=tuple(days),
+    )
+
+
+def merged(a: SiteData, b: SiteData) -> SiteData:
+    return SiteData(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(SiteData)})
+
+
+OWN = busy_evening("pit1", timedelta(0), 0.0)
+FOREIGN = busy_evening("other", timedelta(minutes=2, seconds=17), 6.0)
+
+
+def standard_for(rule_name: str) -> Standard:
+    return next(s for s in PROFILE.standards.values() if s.rule == rule_name)
+
+
+def evaluate(rule_name: str, site, data: SiteData) -> list[Finding]:
+    standard = standard_for(rule_name)
+    return RULES[rule_name].evaluate(site, standard, standard.params, data, START, END, END)
+
+
+@pytest.mark.parametrize("rule_name", sorted(RULES))
+def test_rule_contract(rule_name: str) -> None:
+    rule = RULES[rule_name]
+    standard = standard_for(rule_name)
+    assert rule.name == rule_name
+    assert dataclasses.is_dataclass(rule.params_type) and rule.params_type.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    rule.params_type()  # every param has a default
+
+    findings = evaluate(rule_name, SITE, OWN)
+    assert findings, f"the busy evening should give {rule_name} something to find"
+    for finding in findings:
+        assert isinstance(finding, Finding)
+        assert finding.site == "pit1" and finding.standard == standard.key
+        assert finding.section == standard.section and f"section {standard.section}" in finding.summary
+        assert START - timedelta(hours=1) <= finding.start < END
+        assert isinstance(finding.start, datetime) and finding.start.utcoffset() == timedelta(0)
+        assert 0.0 <= finding.completeness <= 1.0
+
+    # Deterministic: the same input gives the same findings and ids.
+    again = evaluate(rule_name, SITE, OWN)
+    assert again == findings and [f.id for f in again] == [f.id for f in findings]
+
+    # Another site's data changes nothing for this site ...
+    assert evaluate(rule_name, SITE, merged(OWN, FOREIGN)) == findings
+    # ... although it has plenty to find for its own site.
+    assert evaluate(rule_name, OTHER, merged(OWN, FOREIGN)) != []
+
+
+@pytest.mark.parametrize("rule_name", sorted(name for name, rule in RULES.items() if rule.early_warnings))
+def test_early_warning_contract(rule_name: str) -> None:
+    standard = standard_for(rule_name)
+    hook = RULES[rule_name].early_warnings
+    assert hook is not None
+    now = START + timedelta(seconds=30)
+    warnings = hook(SITE, standard, standard.params, OWN, now)
+    assert warnings == hook(SITE, standard, standard.params, merged(OWN, FOREIGN), now)
+    assert all(w.section == standard.section and w.site == "pit1" for w in warnings)
+
+
+def test_margins_are_non_negative_for_every_rule() -> None:
+    for name, rule in RULES.items():
+        before, after = rule.margins(rule.params_type())
+        assert before >= timedelta(0) and after >= timedelta(0), name
+    assert data_margins(PROFILE)[0] > timedelta(0)

@@ -1,0 +1,231 @@
+"""Lighting at night (6.C): trespass, flashing, high intensity, upward light, temporary lighting days."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import numpy as np
+import pytest
+
+from rules import early_warnings, evaluate_site
+from rules.model import FindingKind, LightSummary, SiteData
+from tests.rules.helpers import DOVRE, SITE, TROMSO, at, kinds, light, make_site, run, temporary
+
+NIGHT = at("2026-06-15 23:00")  # civil dusk 21:36 CDT, dawn 04:40 CDT
+NOON = at("2026-06-15 12:00")
+MINUTE = timedelta(minutes=1)
+case = pytest.param
+
+
+def trespass(readings: list[LightSummary], evaluate_at=NIGHT, temporaries=(), site=SITE):
+    data = SiteData(light=tuple(readings), temporary_lighting=tuple(temporaries))
+    return run("light_trespass", data, evaluate_at, evaluate_at + MINUTE, site=site)
+
+
+DARK_THEN_2_LUX_11_MIN = light("l1", NIGHT - 11 * MINUTE, 1, 0.2) + light("l1", NIGHT - 10 * MINUTE, 11, 2.0)
+
+# fmt: off
+LIGHT_TRESPASS_CASES = [
+    case(DARK_THEN_2_LUX_11_MIN, ["violation"], id="6.C.2-2-lux-for-11-minutes"),
+    case(light("l1", NIGHT - 2 * MINUTE, 3, 2.0), [], id="6.C.2-2-lux-for-3-minutes-not-sustained"),
+    case(light("l1", NIGHT - 10 * MINUTE, 11, 0.8), [], id="6.C.2-below-1-lux"),
+    case(light("l2", NIGHT - 10 * MINUTE, 11, 5.0), [], id="6.C.2-site-sensor-not-boundary"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("readings", "expected"), LIGHT_TRESPASS_CASES)
+def test_light_trespass(readings, expected: list[str]) -> None:
+    findings = trespass(readings)
+    assert kinds(findings) == expected
+    for finding in findings:
+        assert finding.section == "6.C.2" and finding.sensors == ("l1",)
+        assert "above the 1 lux limit for 11 minutes since 22:50" in finding.summary
+
+
+def test_light_trespass_in_daylight_is_not_judged() -> None:
+    assert trespass(light("l1", NOON - 10 * MINUTE, 11, 2.0), evaluate_at=NOON) == []
+
+
+def test_light_trespass_during_declared_temporary_lighting_is_exempt() -> None:
+    period = temporary(NIGHT - timedelta(hours=1), 3, "tl-1")
+    [finding] = trespass(light("l1", NIGHT - 10 * MINUTE, 11, 2.0), temporaries=[period])
+    assert finding.kind == FindingKind.EXEMPT_EXCEEDANCE
+    assert finding.exemptions == ("declared temporary lighting tl-1",)
+
+
+def test_no_civil_night_in_tromso_in_june_and_whole_night_in_december() -> None:
+    june = at("2026-06-15 01:00", "Europe/Oslo")
+    assert trespass(light("l1", june - 10 * MINUTE, 11, 2.0, site="tromso"), june, site=TROMSO) == []
+    december = at("2026-12-15 20:00", "Europe/Oslo")
+    findings = trespass(light("l1", december - 10 * MINUTE, 11, 2.0, site="tromso"), december, site=TROMSO)
+    assert kinds(findings) == ["violation"]
+
+
+RATE = 10.0
+
+
+def square_wave(hz: float, seconds: float, high: float = 20.0, low: float = 0.0) -> np.ndarray:
+    t = np.arange(int(seconds * RATE)) / RATE
+    return np.where((t * hz) % 1.0 < 0.5, high, low)
+
+
+def flashing_minutes(count: int, hz: float = 1.0, start=NIGHT - 9 * MINUTE) -> list[LightSummary]:
+    burst = tuple(float(v) for v in square_wave(hz, 60))
+    return light("l2", start, count, 10.0, lux_max=20.0, burst=lambda i: burst, rate=RATE)
+
+
+def beacon_minute(at_time=NIGHT) -> list[LightSummary]:
+    # A vehicle's amber beacon sweeps past for 20 s inside an otherwise dark minute.
+    samples = np.zeros(600)
+    samples[200:400] = square_wave(1.5, 20)
+    return light(
+        "l2", at_time, 1, 1.0, lux_max=20.0, burst=lambda i: tuple(float(v) for v in samples), rate=RATE
+    )
+
+
+def steady_minutes(count: int) -> list[LightSummary]:
+    rng = np.random.default_rng(7)
+    burst = tuple(float(v) for v in 15.0 + rng.normal(0, 0.2, 600))
+    return light("l2", NIGHT - 9 * MINUTE, count, 15.0, burst=lambda i: burst, rate=RATE)
+
+
+# fmt: off
+FLASHING_LIGHT_CASES = [
+    case(flashing_minutes(10), ["violation"], id="6.C.3-1-Hz-for-10-minutes"),
+    case(flashing_minutes(10, hz=0.2), ["violation"], id="6.C.3-0.2-Hz-revolving-beacon"),
+    case(beacon_minute(), [], id="6.C.3-20-second-vehicle-beacon-exempt"),
+    case(steady_minutes(10), [], id="6.C.3-steady-light"),
+    case(flashing_minutes(10, hz=0.05), [], id="6.C.3-0.05-Hz-slower-than-band"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("readings", "expected"), FLASHING_LIGHT_CASES)
+def test_flashing_light(readings: list[LightSummary], expected: list[str]) -> None:
+    findings = run("flashing_light", SiteData(light=tuple(readings)), NIGHT, NIGHT + MINUTE)
+    assert kinds(findings) == expected
+    for finding in findings:
+        assert finding.section == "6.C.3"
+
+
+def test_flashing_frequency_is_measured() -> None:
+    [finding] = run("flashing_light", SiteData(light=tuple(flashing_minutes(10))), NIGHT, NIGHT + MINUTE)
+    assert finding.measurements[0].name == "flash frequency"
+    assert finding.measurements[0].value == pytest.approx(1.0, abs=0.05)
+    assert "for at least 10.0 minutes" in finding.summary
+
+
+def test_flashing_in_daylight_is_not_judged() -> None:
+    readings = flashing_minutes(10, start=NOON - 9 * MINUTE)
+    assert run("flashing_light", SiteData(light=tuple(readings)), NOON, NOON + MINUTE) == []
+
+
+# fmt: off
+HIGH_INTENSITY_CASES = [
+    case(300.0, NIGHT, ["violation"], id="6.C.4-search-light-at-night"),
+    case(10.0, NIGHT, [], id="6.C.4-ordinary-light"),
+    case(300.0, NOON, [], id="6.C.4-daylight-not-judged"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("lux_max", "when", "expected"), HIGH_INTENSITY_CASES)
+def test_high_intensity(lux_max: float, when, expected: list[str]) -> None:
+    data = SiteData(light=tuple(light("l1", when, 1, 0.5, lux_max=lux_max)))
+    findings = run("high_intensity_light", data, when, when + MINUTE)
+    assert kinds(findings) == expected
+    assert all(f.section == "6.C.4" for f in findings)
+
+
+def sky_history(level: float = 0.02) -> list[LightSummary]:
+    return light("s1", NIGHT - timedelta(hours=72), 72 * 6, level, step_s=600.0)
+
+
+# fmt: off
+UPWARD_LIGHT_CASES = [
+    case(0.5, sky_history(), ["violation"], id="6.C.5-sky-25x-baseline"),
+    case(0.05, sky_history(), [], id="6.C.5-within-factor"),
+    case(0.5, sky_history()[-10:], [], id="6.C.5-too-little-history"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("now_lux", "history", "expected"), UPWARD_LIGHT_CASES)
+def test_upward_light(now_lux: float, history: list[LightSummary], expected: list[str]) -> None:
+    readings = [*history, *light("s1", NIGHT, 1, now_lux)]
+    findings = run("upward_light", SiteData(light=tuple(readings)), NIGHT, NIGHT + MINUTE)
+    assert kinds(findings) == expected
+    for finding in findings:
+        assert finding.section == "6.C.5" and finding.measurements[1].value == pytest.approx(0.02)
+
+
+def lit_days(first_local_day: str, count: int, prefix: str = "tl", hours: float = 3.0):
+    first = date.fromisoformat(first_local_day)
+    return [temporary(at(f"{first + timedelta(days=i)} 20:00"), hours, f"{prefix}{i}") for i in range(count)]
+
+
+YEAR_END = at("2025-12-31 20:00")  # 20:00-04:00: one day in 2025, one in 2026
+
+
+# fmt: off
+TEMPORARY_LIGHTING_ACROSS_YEAR_BOUNDARY_CASES = [
+    case(29, [], id="6.C.6-30th-day-on-31-December-allowed"),
+    case(30, ["2025-12-31"], id="6.C.6-31st-day-on-31-December-violation"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("days_before", "expected_violation_dates"), TEMPORARY_LIGHTING_ACROSS_YEAR_BOUNDARY_CASES
+)
+def test_temporary_lighting_across_year_boundary(
+    days_before: int, expected_violation_dates: list[str]
+) -> None:
+    periods = [*lit_days("2025-12-01", days_before), temporary(YEAR_END, 8, "new-year")]
+    data = SiteData(temporary_lighting=tuple(periods))
+    start, end = at("2025-11-01 00:00"), at("2026-01-02 00:00")
+    findings = run("temporary_lighting", data, start, end, now=end)
+    assert [f.details["local_date"] for f in findings] == expected_violation_dates
+    assert all(f.kind == FindingKind.VIOLATION and f.section == "6.C.6" for f in findings)
+    # The early hours of 1 January are the first day of 2026, not the 32nd of 2025.
+    january = run("temporary_lighting", data, at("2026-01-01 00:00"), at("2026-01-02 00:00"), now=end)
+    assert january == []
+
+
+def test_temporary_lighting_31st_day_found_once_in_its_own_minute() -> None:
+    periods = lit_days("2026-03-01", 31)
+    data = SiteData(temporary_lighting=tuple(periods))
+    day31 = at("2026-03-31 20:00")
+    assert kinds(run("temporary_lighting", data, day31, day31 + MINUTE, now=day31 + MINUTE)) == ["violation"]
+    assert run("temporary_lighting", data, day31 + MINUTE, day31 + 2 * MINUTE) == []
+    assert run("temporary_lighting", data, day31, day31 + MINUTE, now=day31 - MINUTE) == []  # not begun yet
+
+
+OF_30 = "of the 30 temporary-lighting days allowed in 2026 are used or declared"
+
+# fmt: off
+TEMPORARY_LIGHTING_WARNING_CASES = [
+    case(20, [], id="6.C.6-plenty-left"),
+    case(28, [f"28 {OF_30} (2 left)"], id="6.C.6-warn-2-left"),
+    case(30, [f"30 {OF_30} (none left)"], id="6.C.6-warn-none-left"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("days", "expected"), TEMPORARY_LIGHTING_WARNING_CASES)
+def test_temporary_lighting_warning(days: int, expected: list[str]) -> None:
+    data = SiteData(temporary_lighting=tuple(lit_days("2026-03-01", days)))
+    warnings = [
+        w
+        for w in early_warnings(SITE, DOVRE, data, at("2026-04-15 12:00"))
+        if w.standard == "temporary_lighting"
+    ]
+    assert [w.summary.split(" (section")[0] for w in warnings] == expected
+
+
+def test_preexisting_site_is_held_to_lighting() -> None:
+    # 1.4.C.1: "light dispersal" binds pre-existing operations.
+    data = SiteData(light=tuple(light("l1", NIGHT, 1, 0.5, lux_max=300.0)))
+    findings = evaluate_site(make_site(preexisting=True), DOVRE, data, NIGHT, NIGHT + MINUTE, NIGHT + MINUTE)
+    assert [(f.standard, f.kind.value) for f in findings] == [("high_intensity_light", "violation")]

@@ -1,0 +1,204 @@
+"""Profiles: the ordinance as data, overrides from operations agreements (4.1), errors with paths."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rules import RULES, data_margins, evaluate_site
+from rules.model import SiteData
+from rules.profile import ProfileError, available_profiles, build_profile, load_profile
+from tests.rules.helpers import DOVRE, SITE, at, blast, kinds, make_site, notice, run, seconds
+
+OTHERTON_PATH = str(Path(__file__).parent / "profiles" / "otherton.toml")
+OTHERTON = load_profile(OTHERTON_PATH)
+case = pytest.param
+
+
+def test_dovre_profile_describes_the_ordinance() -> None:
+    assert "dovre" in available_profiles()
+    assert DOVRE.title == "Town of Dovre nonmetallic mining ordinance"
+    assert DOVRE.notice_prefix == "DOV" and DOVRE.cure_days == 14 and DOVRE.cure_section == "13.3.A"
+    sections = {key: s.section for key, s in DOVRE.standards.items()}
+    assert sections["noise"] == "6.D" and sections["conveyor_noise"] == "6.G"
+    assert sections["blast_window"] == sections["blast_notice"] == "6.F"
+    assert sections["light_trespass"] == "6.C.2" and sections["temporary_lighting"] == "6.C.6"
+    noise = DOVRE.standard("noise")
+    assert noise.text.startswith("The Operator shall use best management practices to keep noise")
+    assert noise.required_action and noise.summary and noise.title
+    # Every rule kind is exercised by the shipped profile.
+    assert {s.rule for s in DOVRE.standards.values()} == set(RULES)
+
+
+def test_margins_cover_what_the_rules_need() -> None:
+    lookback, lookahead = data_margins(DOVRE)
+    assert lookback == timedelta(hours=72)  # upward light's night baseline
+    assert lookahead >= timedelta(seconds=30)  # unreported blast background after the impulse
+    assert data_margins(DOVRE, "sound") == (timedelta(seconds=60), timedelta(seconds=60))
+    assert data_margins(DOVRE, "light") == (timedelta(hours=72), timedelta(0))
+    assert data_margins(DOVRE, "weather") == (timedelta(seconds=60), timedelta(seconds=60))
+
+
+# fmt: off
+OVERRIDES_CASES = [
+    case({"noise.limit_db": 85}, 85.0, id="4.1-flat-key"),
+    case({"noise": {"limit_db": 85.5}}, 85.5, id="4.1-nested-table"),
+    case({}, 80.0, id="4.1-no-agreement"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("overrides", "limit"), OVERRIDES_CASES)
+def test_overrides(overrides: dict[str, Any], limit: float) -> None:
+    assert load_profile("dovre", overrides).params("noise").limit_db == limit
+
+
+def test_override_of_haul_hours_and_episode_gap() -> None:
+    profile = load_profile("dovre", {"haul_hours.windows": ["06:00-19:00"], "episode_gap_s": 120})
+    assert profile.params("haul_hours").windows == ("06:00-19:00",)
+    assert profile.episode_gap_s == 120.0
+
+
+LATE_START = {"blast_window.window_start": "16:00"}
+WINDOW_ORDER = "standards.blast_window.params.window_end"
+
+# fmt: off
+OVERRIDE_ERRORS_CASES = [
+    case({"noise.limit_db": "loud"}, "noise.limit_db", "expected a number, got 'loud'", id="4.1-wrong-type"),
+    case({"noise.limit_db": True}, "noise.limit_db", "expected a number, got True", id="4.1-bool"),
+    case({"noise.limit_dbb": 85}, "noise.limit_dbb", "unknown key;", id="4.1-unknown-param"),
+    case({"nosie.limit_db": 85}, "nosie.limit_db", "unknown key;", id="4.1-unknown-standard"),
+    case({"noise": {"metric": "LAmax"}}, "noise.metric", "expected one of LAeq, LASmax", id="4.1-bad-choice"),
+    case({"haul_hours.windows": ["6am-7pm"]}, "haul_hours.windows", "expected a local", id="5.A.6-window"),
+    case(LATE_START, WINDOW_ORDER, "must be later than window_start", id="6.F-window-order"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("overrides", "path", "reason"), OVERRIDE_ERRORS_CASES)
+def test_override_errors(overrides: dict[str, Any], path: str, reason: str) -> None:
+    problem = f"{path}: {reason}"
+    with pytest.raises(ProfileError) as caught:
+        load_profile("dovre", overrides)
+    assert any(p.startswith(problem) for p in caught.value.problems), caught.value.problems
+
+
+def minimal(**changes: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = {
+        "name": "t",
+        "title": "T",
+        "authority": "Town of T",
+        "notice_prefix": "T",
+        "standards": {
+            "noise": {
+                "rule": "noise",
+                "section": "1",
+                "title": "x",
+                "summary": "x",
+                "text": "x",
+                "required_action": "x",
+                "params": {"limit_db": 70},
+            }
+        },
+    }
+    for path, value in changes.items():
+        target = raw
+        *parents, last = path.split("__")
+        for part in parents:
+            target = target[part]
+        target[last] = value
+    return raw
+
+
+KNOWN = "unknown rule 'nosie'; known rules: air_overpressure, blast_notice, blast_window, flashing_light"
+NOISE_PARAMS = "standards.noise.params"
+
+# fmt: off
+PROFILE_ERRORS_CASES = [
+    case("standards.noise.rule", "nosie", KNOWN, id="profile-unknown-rule-lists-known-rules"),
+    case(f"{NOISE_PARAMS}.limit_db", "loud", "expected a number, got 'loud'", id="profile-wrong-type"),
+    case(f"{NOISE_PARAMS}.limt_db", 3, "unknown key", id="profile-unknown-param"),
+    case("standards.noise.colour", "red", "unknown key", id="profile-unknown-standard-field"),
+    case("cure_dayz", 14, "unknown key", id="profile-unknown-top-level-key"),
+    case("cure_days", "fourteen", "expected a whole number", id="profile-13.3.A-cure-days"),
+    case(f"{NOISE_PARAMS}.placements", "boundary", "expected a list", id="profile-list-expected"),
+    case("preexisting_exempt", ["lighting"], "'lighting' is not a standard", id="profile-1.4.C"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("path", "value", "reason"), PROFILE_ERRORS_CASES)
+def test_profile_errors(path: str, value: Any, reason: str) -> None:
+    problem = f"{path}: {reason}"
+    with pytest.raises(ProfileError) as caught:
+        build_profile(minimal(**{path.replace(".", "__"): value}), source="test")
+    assert any(p.startswith(problem) for p in caught.value.problems), caught.value.problems
+    assert problem.split(":")[0] in str(caught.value)
+
+
+def test_all_problems_are_reported_at_once() -> None:
+    with pytest.raises(ProfileError) as caught:
+        load_profile("dovre", {"noise.limit_db": "loud", "noise.metric": 3, "blast_window.nope": 1})
+    assert len(caught.value.problems) == 3
+
+
+def test_unknown_profile_name_lists_available() -> None:
+    with pytest.raises(ProfileError, match=r"available: .*dovre"):
+        load_profile("atlantis")
+
+
+# --- the second town runs through the same rules with no code change ---
+
+MINUTE = at("2026-06-15 11:31")
+
+
+# fmt: off
+SECOND_PROFILE_NOISE_CASES = [
+    case(77.0, OTHERTON, ["violation"], id="otherton-§12-4(b)-77-over-75"),
+    case(77.0, DOVRE, [], id="dovre-6.D-77-under-80"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("level", "profile", "expected"), SECOND_PROFILE_NOISE_CASES)
+def test_second_profile_noise(level: float, profile, expected: list[str]) -> None:
+    data = SiteData(sound=tuple(seconds("n1", MINUTE, 60, level)))
+    findings = evaluate_site(SITE, profile, data, MINUTE, MINUTE + timedelta(minutes=1), MINUTE)
+    assert kinds(findings) == expected
+    if findings:
+        assert findings[0].section == "§ 12-4(b)" and findings[0].standard == "sound"
+        assert "above the 75 dB limit (section § 12-4(b))" in findings[0].summary
+
+
+# fmt: off
+SECOND_PROFILE_BLASTING_CASES = [
+    case("2026-06-15 08:30", None, "compliant", "violation", id="otherton-§12-7(a)-08:30"),
+    case("2026-06-15 16:30", None, "compliant", "violation", id="otherton-§12-7(a)-16:30"),
+    case("2026-06-15 17:30", "rock fall", "violation", "safety_exception", id="otherton-§12-7(a)-17:30"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("local_time", "reason", "otherton", "dovre"), SECOND_PROFILE_BLASTING_CASES)
+def test_second_profile_blasting(local_time: str, reason: str | None, otherton: str, dovre: str) -> None:
+    ts = at(local_time)
+    data = SiteData(blasts=(blast(ts, reason=reason),))
+    key_other = "blasting_hours"
+    assert kinds(run(key_other, data, ts, ts + timedelta(seconds=1), profile=OTHERTON)) == [otherton]
+    assert kinds(run("blast_window", data, ts, ts + timedelta(seconds=1))) == [dovre]
+    assert OTHERTON.standard(key_other).section == "§ 12-7(a)"
+
+
+def test_second_profile_spares_preexisting_sites_its_notice_rule() -> None:
+    ts = at("2026-06-15 11:00")
+    data = SiteData(blasts=(blast(ts),), blast_notices=(notice("b1", ts - timedelta(hours=30), ts),))
+    new_site = evaluate_site(SITE, OTHERTON, data, ts, ts + timedelta(minutes=1), ts)
+    old_site = evaluate_site(make_site(preexisting=True), OTHERTON, data, ts, ts + timedelta(minutes=1), ts)
+    assert {(f.standard, f.kind.value) for f in new_site} == {
+        ("blasting_hours", "compliant"),
+        ("blast_notice", "violation"),
+    }
+    assert {(f.standard, f.kind.value) for f in old_site} == {("blasting_hours", "compliant")}
