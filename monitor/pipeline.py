@@ -19,6 +19,7 @@ finish the messages in hand, flush the outbox, disconnect (see ``run``).
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import math
@@ -28,7 +29,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
@@ -128,6 +129,9 @@ class SiteState:
     last_status: datetime | None = None
     last_anchor: datetime | None = None
     warned_minutes: set[tuple[str, datetime]] = field(default_factory=set)
+    # Light summaries over the longest light lookback (the upward-light baseline wants days
+    # of them, too many to re-read from SQLite every minute); sorted by time.
+    light: list[LightSummary] = field(default_factory=list)
 
 
 @dataclass
@@ -168,6 +172,9 @@ class Pipeline:
             if progress:
                 state.evaluated_until, state.final_until = progress
             state.health = {s.id: SensorHealth(now) for s in site.sensors}
+            light_back, _ = rules.data_margins(profile, "light")
+            state.light = [_light_from_row(r) for r in
+                           store.readings_between(site.id, "light", now - light_back - MINUTE, now + EVENT_HISTORY)]
             self.sites[site.id] = state
         self.generic_kinds = {s: frozenset(getattr(st.profile, "event_kinds", ())) for s, st in self.sites.items()}
         self.alerts = AlertBook(store, config.alerts, self._publish_alert)
@@ -353,6 +360,7 @@ class Pipeline:
             return
         self.clock.observe(reading.end)
         if isinstance(reading, LightSummary):
+            self._cache_light(state, reading, now)
             fields: dict[str, Any] = {"lux_mean": reading.lux_mean, "lux_min": reading.lux_min,
                                       "lux_max": reading.lux_max}
             self._influx("light", tags, {**fields, "duration_s": reading.duration_s, "late": late}, reading.ts)
@@ -438,15 +446,39 @@ class Pipeline:
                     log.exception("Periodic work for site %r failed; retrying on the next tick", state.config.id)
         self._flush_outgoing()
 
+    def _cache_light(self, state: SiteState, reading: LightSummary, now: datetime) -> None:
+        bisect.insort(state.light, reading, key=lambda r: r.ts)
+        lookback, _ = rules.data_margins(state.profile, "light")
+        keep_from = self.clock.now() - lookback - timedelta(seconds=self.config.daemon.lateness_s) - MINUTE
+        if state.light and state.light[0].ts < keep_from:
+            del state.light[: bisect.bisect_left(state.light, keep_from, key=lambda r: r.ts)]
+        # Raw bursts matter only to the flashing rule's short lookback: drop them after an hour.
+        strip_before = now - timedelta(hours=1)
+        for i in range(len(state.light)):
+            old = state.light[i]
+            if old.ts >= strip_before:
+                break
+            if old.burst:
+                state.light[i] = replace(old, burst=(), burst_rate_hz=None)
+
     def _site_data(self, state: SiteState, start: datetime, end: datetime) -> SiteData:
+        """Readings around [start, end), each kind with the margins its rules need; all events."""
         site = state.config.id
-        light = [_light_from_row(r) for r in self.store.readings_between(site, "light", start, end)]
-        weather = [_weather_from_row(r) for r in self.store.readings_between(site, "weather", start, end)]
-        turbidity = [_turbidity_from_row(r) for r in self.store.readings_between(site, "turbidity", start, end)]
+        profile = state.profile
+
+        def around(kind: str) -> tuple[datetime, datetime]:
+            before, after = rules.data_margins(profile, kind)
+            return start - before, end + after
+
+        light_from, light_to = around("light")
+        lo = bisect.bisect_left(state.light, light_from, key=lambda r: r.ts)
+        hi = bisect.bisect_left(state.light, light_to, key=lambda r: r.ts)
+        weather = [_weather_from_row(r) for r in self.store.readings_between(site, "weather", *around("weather"))]
+        turbidity = [_turbidity_from_row(r) for r in self.store.readings_between(site, "turbidity", *around("turbidity"))]
         events = state.events
         return SiteData(
-            sound=tuple(self.store.sound_between(site, start, end)),
-            light=tuple(light),
+            sound=tuple(self.store.sound_between(site, *around("sound"))),
+            light=tuple(state.light[lo:hi]),
             weather=tuple(weather),
             turbidity=tuple(turbidity),
             blast_notices=tuple(e for e in events if isinstance(e, BlastNotice)),
@@ -460,7 +492,7 @@ class Pipeline:
     def _evaluate(self, state: SiteState, now: datetime) -> None:
         if state.evaluated_until is None or state.final_until is None:
             return
-        lookback, lookahead = rules.data_margins(state.profile)
+        _, lookahead = rules.data_margins(state.profile)
         ready = floor_minute(now - EVALUATION_DELAY)  # minutes before this have closed
         minutes: set[datetime] = set(state.dirty_minutes)
         state.dirty_minutes.clear()
@@ -474,7 +506,7 @@ class Pipeline:
             minutes.add(f)  # second look once the lookahead (late blast records, trucks) has passed
             f += MINUTE
         for minute in sorted(minutes):
-            data = self._site_data(state, minute - lookback, minute + MINUTE + lookahead)
+            data = self._site_data(state, minute, minute + MINUTE)
             findings = rules.evaluate_site(state.config.context(), state.profile, data, minute,
                                            minute + MINUTE, now)
             self._record_findings(state, minute, findings, now)
@@ -530,9 +562,8 @@ class Pipeline:
                                f"warning:{finding.standard}:{','.join(finding.sensors)}", finding.summary, body, now)
 
     def _early_warnings(self, state: SiteState, now: datetime) -> None:
-        lookback, _ = rules.data_margins(state.profile)
         minute = floor_minute(now)
-        data = self._site_data(state, minute - lookback, now + MINUTE)
+        data = self._site_data(state, minute, now)
         for finding in rules.early_warnings(state.config.context(), state.profile, data, now):
             key = (finding.id, minute)
             if key in state.warned_minutes:
