@@ -145,9 +145,14 @@ class SiteConfig:
     flags: Mapping[str, Any] = field(default_factory=dict)
     gates: tuple[GateConfig, ...] = ()
     sensors: tuple[SensorConfig, ...] = ()
+    _sensor_index: dict[str, SensorConfig] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Looked up for every message: a dict, not a scan of a site's hundred sensors.
+        self._sensor_index.update({s.id: s for s in self.sensors})
 
     def sensor(self, sensor_id: str) -> SensorConfig | None:
-        return next((s for s in self.sensors if s.id == sensor_id), None)
+        return self._sensor_index.get(sensor_id)
 
     def context(self) -> SiteContext:
         return SiteContext(

@@ -79,6 +79,7 @@ log = logging.getLogger("minewatch.pipeline")
 MINUTE = timedelta(minutes=1)
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
+REEVALUATION_INTERVAL_S = 5.0  # wall seconds between re-judging late-touched minutes / early warnings
 TOWN_KINDS = frozenset({
     FindingKind.VIOLATION, FindingKind.SAFETY_EXCEPTION, FindingKind.UNREPORTED_BLAST,
 })
@@ -132,6 +133,8 @@ class SiteState:
     # Light summaries over the longest light lookback (the upward-light baseline wants days
     # of them, too many to re-read from SQLite every minute); sorted by time.
     light: list[LightSummary] = field(default_factory=list)
+    last_reevaluation: float = 0.0  # time.monotonic()
+    last_warning_check: float = 0.0
 
 
 @dataclass
@@ -192,20 +195,32 @@ class Pipeline:
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit."""
-        with self.store.batch():
-            for message in messages:
-                self.counters.received += 1
-                # A savepoint per message: a message that fails half-way leaves nothing behind.
-                try:
-                    with self.store.savepoint():
-                        self._handle(message)
-                except DecodeError as exc:
-                    self._reject(message, str(exc), exc.field)
-                except Exception as exc:  # a daemon never dies of one message; the bug is logged in full
-                    log.exception("Internal error on a message on %r", message.topic)
-                    self._reject(message, f"internal error ({type(exc).__name__}); logged for the maintainers",
-                                 "internal")
+        try:
+            with self.store.batch():
+                for message in messages:
+                    self._handle_one(message)
+        except Exception:
+            # A bug on one message: redo the batch one savepoint per message, so that
+            # message alone is rolled back and rejected and the rest are kept.
+            log.exception("Internal error in a batch; retrying it message by message")
+            self._outgoing.clear()
+            with self.store.batch():
+                for message in messages:
+                    try:
+                        with self.store.savepoint():
+                            self._handle_one(message)
+                    except Exception as exc:  # a daemon never dies of one message
+                        log.exception("Internal error on a message on %r", message.topic)
+                        self._reject(message, f"internal error ({type(exc).__name__}); logged for the "
+                                     "maintainers", "internal")
         self._flush_outgoing()
+
+    def _handle_one(self, message: Inbound) -> None:
+        self.counters.received += 1
+        try:
+            self._handle(message)
+        except DecodeError as exc:  # raised before anything of the message is written
+            self._reject(message, str(exc), exc.field)
 
     def _handle(self, message: Inbound) -> None:
         now = self.clock.now()
@@ -494,8 +509,14 @@ class Pipeline:
             return
         _, lookahead = rules.data_margins(state.profile)
         ready = floor_minute(now - EVALUATION_DELAY)  # minutes before this have closed
-        minutes: set[datetime] = set(state.dirty_minutes)
-        state.dirty_minutes.clear()
+        minutes: set[datetime] = set()
+        wall = time.monotonic()
+        # Late data trickling into judged minutes (a backlog draining) re-judges them at most
+        # every few seconds, not once per batch.
+        if state.dirty_minutes and wall - state.last_reevaluation >= REEVALUATION_INTERVAL_S:
+            state.last_reevaluation = wall
+            minutes = set(state.dirty_minutes)
+            state.dirty_minutes.clear()
         m = state.evaluated_until
         while m + MINUTE <= ready:
             minutes.add(m)
@@ -513,7 +534,9 @@ class Pipeline:
         if m != state.evaluated_until or f != state.final_until:
             state.evaluated_until, state.final_until = m, f
             self.store.set_progress(state.config.id, m, f)
-        self._early_warnings(state, now)
+        if wall - state.last_warning_check >= REEVALUATION_INTERVAL_S:
+            state.last_warning_check = wall
+            self._early_warnings(state, now)
 
     def _record_findings(self, state: SiteState, minute: datetime, findings: list[Finding], now: datetime) -> None:
         site = state.config.id

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -133,12 +133,20 @@ def next_head(previous: str, digest: str) -> str:
 
 
 # --------------------------------------------------------------------------- canonical records
-# The dict each row is chained as. evidence.verify rebuilds the same dicts from exported rows.
+# The dict each row is chained as: ONE function per chain kind, used by the append
+# below and by monitor/evidence.py, which rebuilds the dicts from exported rows.
+# REAL columns are passed through float(): SQLite hands back 55.0 for a stored 55,
+# and the digest must not depend on whether a caller passed an int.
+
+
+def _real(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
     return {"t": "sound", "site": row["site"], "sensor": row["sensor"], "ts_us": row["ts_us"],
-            "duration_s": row["duration_s"], **{k: row[k] for k in SOUND_FIELDS}, "source": row["source"]}
+            "duration_s": _real(row["duration_s"]), **{k: _real(row[k]) for k in SOUND_FIELDS},
+            "source": row["source"]}
 
 
 def reading_record(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,6 +157,56 @@ def reading_record(row: Mapping[str, Any]) -> dict[str, Any]:
 def event_record(row: Mapping[str, Any]) -> dict[str, Any]:
     return {"t": "event", "site": row["site"], "kind": row["kind"], "id": row["id"], "ts_us": row["ts_us"],
             "end_us": row["end_us"], "data": row["data"]}
+
+
+def audio_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """``row`` holds the ``pcm`` bytes, or their ``pcm_sha256`` when the samples are not at hand."""
+    names = row.keys()  # a sqlite3.Row's `in` looks at values, not names
+    pcm_sha256 = row["pcm_sha256"] if "pcm_sha256" in names else hashlib.sha256(row["pcm"]).hexdigest()
+    return {"t": "audio", "site": row["site"], "sensor": row["sensor"], "ts_us": row["ts_us"],
+            "seq": row["seq"], "sample_rate": row["sample_rate"], "format": row["format"], "pcm_sha256": pcm_sha256}
+
+
+def finding_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"t": "finding", "id": row["id"], "revision": row["revision"], "site": row["site"],
+            "standard": row["standard"], "section": row["section"], "kind": row["kind"],
+            "start_us": row["start_us"], "end_us": row["end_us"], "retracted": row["retracted"],
+            "data": row["data"]}
+
+
+def rejection_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"t": "rejection", "id": row["id"], "site": row["site"], "topic": row["topic"],
+            "reason": row["reason"], "excerpt": row["excerpt"], "received_us": row["received_us"]}
+
+
+def alert_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"t": "alert", "id": row["id"], "site": row["site"], "audience": row["audience"],
+            "kind": row["kind"], "severity": row["severity"], "condition": row["condition"],
+            "message": row["message"], "data": row["data"], "created_us": row["created_us"]}
+
+
+def health_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"t": "health", "site": row["site"], "sensor": row["sensor"], "ts_us": row["ts_us"],
+            "state": row["state"], "gap_s": _real(row["gap_s"]), "detail": row["detail"]}
+
+
+def calibration_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"t": "calibration", "site": row["site"], "sensor": row["sensor"], "ts_us": row["ts_us"],
+            "reference_db": _real(row["reference_db"]), "measured_db": _real(row["measured_db"]),
+            "drift_db": _real(row["drift_db"]), "flagged": int(row["flagged"])}
+
+
+def config_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"t": "config", "sha256": row["sha256"]}
+
+
+# chain kind -> its canonical record. A module that chains a kind of its own (notices)
+# registers its function here so that evidence bundles can verify those rows too.
+RECORDS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
+    "sound": sound_record, "reading": reading_record, "audio": audio_record, "event": event_record,
+    "finding": finding_record, "rejection": rejection_record, "alert": alert_record,
+    "health": health_record, "calibration": calibration_record, "config": config_record,
+}
 
 
 # --------------------------------------------------------------------------- events <-> rows
@@ -229,6 +287,7 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {self.path!r}: {exc}") from exc
         self._heads: dict[str, tuple[int, str]] = {}
+        self._pending_chain: list[tuple[str, int, str, str, str, str, int]] = []  # written at commit
         self._in_batch = False
 
     # ------------------------------------------------------------------ transactions
@@ -243,10 +302,12 @@ class Store:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             yield
+            self._flush_chain()
             self.conn.execute("COMMIT")
         except BaseException:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
+            self._pending_chain.clear()
             self._heads.clear()  # chain heads cached during the batch may be gone
             raise
         finally:
@@ -256,6 +317,7 @@ class Store:
     def savepoint(self) -> Iterator[None]:
         """A nested unit inside a batch: on error only its own writes are undone."""
         heads = dict(self._heads)
+        pending = len(self._pending_chain)
         self.conn.execute("SAVEPOINT unit")
         try:
             yield
@@ -263,6 +325,7 @@ class Store:
             self.conn.execute("ROLLBACK TO unit")
             self.conn.execute("RELEASE unit")
             self._heads = heads
+            del self._pending_chain[pending:]
             raise
         self.conn.execute("RELEASE unit")
 
@@ -285,12 +348,20 @@ class Store:
         seq, previous = self.head(site)
         digest = digest_of(record)
         head = next_head(previous, digest)
-        self.conn.execute(
-            "INSERT INTO chain (site, seq, kind, key, digest, head, recorded_us) VALUES (?,?,?,?,?,?,?)",
-            (site, seq + 1, kind, key, digest, head, to_us(now)),
-        )
+        # Chain rows are written in one executemany at commit (see batch); the head is cached.
+        self._pending_chain.append((site, seq + 1, kind, key, digest, head, to_us(now)))
         self._heads[site] = (seq + 1, head)
+        if not self._in_batch:
+            self._flush_chain()
         return head
+
+    def _flush_chain(self) -> None:
+        if self._pending_chain:
+            self.conn.executemany(
+                "INSERT INTO chain (site, seq, kind, key, digest, head, recorded_us) VALUES (?,?,?,?,?,?,?)",
+                self._pending_chain,
+            )
+            self._pending_chain.clear()
 
     # ------------------------------------------------------------------ appends
 
@@ -338,8 +409,8 @@ class Store:
         )
         if cur.rowcount == 0:
             return Appended(False)
-        record = {"t": "audio", "site": site, "sensor": sensor, "ts_us": ts_us, "seq": seq, "sample_rate": rate,
-                  "format": fmt, "pcm_sha256": hashlib.sha256(pcm).hexdigest()}
+        record = audio_record({"site": site, "sensor": sensor, "ts_us": ts_us, "seq": seq,
+                               "sample_rate": rate, "format": fmt, "pcm": pcm})
         self.chain(site, "audio", f"{sensor}|{ts_us}", record, now)
         return Appended(True)
 
@@ -383,7 +454,7 @@ class Store:
             " created_us) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (*row.values(), to_us(now)),
         )
-        self.chain(finding.site, "finding", f"{finding.id}|{revision}", {"t": "finding", **row}, now)
+        self.chain(finding.site, "finding", f"{finding.id}|{revision}", finding_record(row), now)
         return True
 
     def current_findings(self, site: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
@@ -400,8 +471,8 @@ class Store:
             "INSERT INTO rejections (site, topic, reason, excerpt, received_us) VALUES (?,?,?,?,?)",
             (site, topic, reason, excerpt, to_us(now)),
         )
-        record = {"t": "rejection", "id": cur.lastrowid, "site": site, "topic": topic, "reason": reason,
-                  "excerpt": excerpt, "received_us": to_us(now)}
+        record = rejection_record({"id": cur.lastrowid, "site": site, "topic": topic, "reason": reason,
+                                   "excerpt": excerpt, "received_us": to_us(now)})
         self.chain(site, "rejection", str(cur.lastrowid), record, now)
 
     def append_alert(
@@ -416,9 +487,9 @@ class Store:
         )
         if cur.rowcount == 0:
             return False
-        record = {"t": "alert", "id": alert_id, "site": site, "audience": audience, "kind": kind,
-                  "severity": severity, "condition": condition, "message": message, "data": body,
-                  "created_us": to_us(now)}
+        record = alert_record({"id": alert_id, "site": site, "audience": audience, "kind": kind,
+                               "severity": severity, "condition": condition, "message": message, "data": body,
+                               "created_us": to_us(now)})
         self.chain(site, "alert", alert_id, record, now)
         return True
 
@@ -431,8 +502,8 @@ class Store:
             (site, sensor, ts_us, state, gap_s, detail),
         )
         if cur.rowcount:
-            record = {"t": "health", "site": site, "sensor": sensor, "ts_us": ts_us, "state": state,
-                      "gap_s": gap_s, "detail": detail}
+            record = health_record({"site": site, "sensor": sensor, "ts_us": ts_us, "state": state,
+                                    "gap_s": gap_s, "detail": detail})
             self.chain(site, "health", f"{sensor}|{ts_us}|{state}", record, now)
 
     def append_calibration(
@@ -446,9 +517,9 @@ class Store:
             (site, sensor, ts_us, reference_db, measured_db, drift_db, int(flagged)),
         )
         if cur.rowcount:
-            record = {"t": "calibration", "site": site, "sensor": sensor, "ts_us": ts_us,
-                      "reference_db": reference_db, "measured_db": measured_db, "drift_db": drift_db,
-                      "flagged": int(flagged)}
+            record = calibration_record({"site": site, "sensor": sensor, "ts_us": ts_us,
+                                         "reference_db": reference_db, "measured_db": measured_db,
+                                         "drift_db": drift_db, "flagged": flagged})
             self.chain(site, "calibration", f"{sensor}|{ts_us}", record, now)
 
     def append_config(self, sites: Iterable[str], text: str, now: datetime) -> None:
@@ -459,7 +530,7 @@ class Store:
         self.set_meta("config_sha256", digest)
         self.set_meta("config_text", text)
         for site in sites:
-            self.chain(site, "config", digest, {"t": "config", "sha256": digest}, now)
+            self.chain(site, "config", digest, config_record({"sha256": digest}), now)
 
     # ------------------------------------------------------------------ reads
 

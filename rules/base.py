@@ -49,6 +49,7 @@ class Standard:
 Evaluate = Callable[[SiteContext, Standard, P, SiteData, datetime, datetime, datetime], list[Finding]]
 EarlyWarnings = Callable[[SiteContext, Standard, P, SiteData, datetime], list[Finding]]
 Margins = Callable[[P], tuple[timedelta, timedelta]]
+EventKinds = Callable[[P], tuple[str, ...]]
 
 
 def no_margins(params: Any) -> tuple[timedelta, timedelta]:
@@ -66,6 +67,9 @@ class RuleSpec(Generic[P]):
     early_warnings: EarlyWarnings[P] | None = None
     description: str = ""
     reads: tuple[str, ...] = ()  # SiteData reading fields the margins apply to: "sound", "light", "weather"
+    # Profile-defined operator event kinds (GenericEvent.kind) the rule reads with these params;
+    # a profile must declare each of them in its ``event_kinds`` (rules.profile checks).
+    event_kinds: EventKinds[P] | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -188,6 +192,8 @@ def sensor_label(info: SensorInfo) -> str:
         "conveyor": "conveyor-parcel boundary",
         "sky": "sky-facing",
         "site": "on-site",
+        "buffer_line": "buffer-line",
+        "reference": "reference",
     }.get(info.placement.value, info.placement.value)
     noun = "meter" if info.kind == SensorKind.SOUND else "sensor"
     where = f" ({info.location})" if info.location else ""

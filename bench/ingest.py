@@ -1,0 +1,216 @@
+"""Ingest benchmark (not a test): the daemon's sustained end-to-end rate against mosquitto_sub.
+
+Both consumers drain the *same* backlog from a real Mosquitto: the messages are published
+while the consumer's persistent session is offline, then the consumer starts and we time
+how fast it empties its queue. For the daemon, "done" means every message is stored in
+SQLite (committed, chained, acknowledged) and the minutes are evaluated by the rules.
+
+    python bench/ingest.py [--sensors 1000] [--per-sensor 200] [--sites 10]
+
+Last line: ``ingest: <rate> msg/s daemon, <rate> msg/s mosquitto_sub, ratio <r>, lost <n>, peak RSS <MB> MB``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from monitor.wire import encode  # noqa: E402
+from rules.model import SoundLevels  # noqa: E402
+from tests.servers import Mosquitto  # noqa: E402
+
+
+def write_config(path: Path, port: int, sites: int, sensors_per_site: int) -> None:
+    lines = [
+        "[broker]", f'url = "mqtt://127.0.0.1:{port}"', 'client_id = "bench-daemon"',
+        "[storage]", f'path = "{path.parent / "bench.db"}"',
+        "[daemon]", "lateness_s = 3600", "queue_size = 20000", "status_interval_s = 30",
+        "offline_after_periods = 100000",
+    ]
+    for s in range(sites):
+        lines += ["[[sites]]", f'id = "site{s}"', 'timezone = "America/Chicago"', "latitude = 45.27",
+                  "longitude = -91.62"]
+        for n in range(sensors_per_site):
+            lines += ["[[sites.sensors]]", f'id = "n{n}"', 'kind = "sound"']
+    path.write_text("\n".join(lines) + "\n")
+
+
+def publish_backlog(port: int, sites: int, per_site: int, per_sensor: int, start: datetime) -> int:
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="bench-pub", protocol=mqtt.MQTTv5)
+    client.max_inflight_messages_set(1000)
+    client.max_queued_messages_set(0)
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    infos = []
+    count = 0
+    for i in range(per_sensor):
+        ts = start + timedelta(seconds=i)
+        for s in range(sites):
+            for n in range(per_site):
+                laeq = 60.0 + (n % 20)
+                topic, payload = encode(SoundLevels(f"site{s}", f"n{n}", ts, 1.0, laeq, laeq + 2, laeq + 15))
+                infos.append(client.publish(topic, payload, qos=1))
+                count += 1
+        if len(infos) > 20000:
+            for info in infos:
+                info.wait_for_publish(60)
+            infos.clear()
+    for info in infos:
+        info.wait_for_publish(60)
+    client.loop_stop()
+    client.disconnect()
+    return count
+
+
+def register_session(port: int, client_id: str) -> None:
+    """Create a persistent session subscribed to all inputs, then go away."""
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+    props = Properties(PacketTypes.CONNECT)
+    props.SessionExpiryInterval = 3600
+    done = threading.Event()
+    c.on_subscribe = lambda *a: done.set()
+    c.connect("127.0.0.1", port, clean_start=False, properties=props)
+    c.loop_start()
+    c.subscribe("minewatch/+/sensors/#", qos=1)
+    done.wait(10)
+    c.disconnect()
+    c.loop_stop()
+
+
+def dropped_by_broker(port: int) -> int:
+    out = subprocess.run(
+        ["mosquitto_sub", "-p", str(port), "-t", "$SYS/broker/publish/messages/dropped", "-C", "1", "-W", "15"],
+        capture_output=True, text=True,
+    )
+    try:
+        return int(out.stdout.strip() or 0)
+    except ValueError:
+        return -1
+
+
+def bench_mosquitto_sub(broker: Mosquitto, args: argparse.Namespace, start: datetime) -> tuple[float, int]:
+    register_session(broker.port, "bench-sub")
+    total = publish_backlog(broker.port, args.sites, args.sensors // args.sites, args.per_sensor, start)
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        ["mosquitto_sub", "-p", str(broker.port), "-i", "bench-sub", "-c", "-q", "1", "-V", "mqttv5",
+         "-x", "3600", "-t", "minewatch/+/sensors/#", "-C", str(total), "-W", "600"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        print(f"mosquitto_sub exited {proc.returncode}: {proc.stderr.strip()}")
+    return total / elapsed, total
+
+
+def stored(db: Path) -> int:
+    try:
+        conn = sqlite3.connect(db, timeout=30)
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return 0
+
+
+def bench_daemon(broker: Mosquitto, workdir: Path, args: argparse.Namespace, start: datetime) -> dict[str, float]:
+    config = workdir / "bench.toml"
+    write_config(config, broker.port, args.sites, args.sensors // args.sites)
+    db = workdir / "bench.db"
+    cmd = [sys.executable, "-m", "monitor.cli", "run", "--config", str(config), "--log-level", "WARNING"]
+    log = open(workdir / "daemon.log", "ab")  # noqa: SIM115
+    # First run: create the persistent session (and the store), then stop.
+    daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
+    time.sleep(3)
+    daemon.terminate()
+    daemon.wait(30)
+    total = publish_backlog(broker.port, args.sites, args.sensors // args.sites, args.per_sensor, start)
+    daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
+    proc = psutil.Process(daemon.pid)
+    rss: list[tuple[int, float]] = []
+    first_t = None
+    deadline = time.monotonic() + 900
+    count = 0
+    while time.monotonic() < deadline:
+        count = stored(db)
+        now = time.perf_counter()
+        if count and first_t is None:
+            first_t = now
+        try:
+            rss.append((count, proc.memory_info().rss / 2**20))
+        except psutil.NoSuchProcess:
+            break
+        if count >= total:
+            break
+        time.sleep(0.25)
+    elapsed = time.perf_counter() - (first_t or time.perf_counter())
+    # "Evaluated": the daemon has judged the minutes the data covers.
+    conn = sqlite3.connect(db, timeout=30)
+    evaluated = conn.execute("SELECT COUNT(*) FROM progress").fetchone()[0]
+    conn.close()
+    daemon.terminate()
+    daemon.wait(60)
+    log.close()
+    quarter = [m for c, m in rss if c >= total // 4]
+    return {
+        "rate": count / elapsed if elapsed > 0 else 0.0,
+        "total": total,
+        "stored": count,
+        "peak_rss": max(m for _, m in rss) if rss else 0.0,
+        "rss_at_quarter": quarter[0] if quarter else 0.0,
+        "rss_at_end": rss[-1][1] if rss else 0.0,
+        "sites_evaluated": evaluated,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sensors", type=int, default=1000)
+    parser.add_argument("--sites", type=int, default=10)
+    parser.add_argument("--per-sensor", type=int, default=200)
+    args = parser.parse_args()
+    if shutil.which("mosquitto_sub") is None:
+        raise SystemExit("mosquitto_sub is not installed (apt-get install mosquitto-clients)")
+    workdir = Path(tempfile.mkdtemp(prefix="minewatch-bench-"))
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=args.per_sensor + 120)
+    print(f"{args.sensors} sensors in {args.sites} sites, {args.per_sensor} messages each, workdir {workdir}")
+    broker = Mosquitto(workdir / "broker").start()
+    try:
+        sub_rate, sub_total = bench_mosquitto_sub(broker, args, start)
+        print(f"mosquitto_sub drained {sub_total} messages at {sub_rate:,.0f} msg/s")
+        result = bench_daemon(broker, workdir, args, start)
+        dropped = dropped_by_broker(broker.port)
+    finally:
+        broker.stop()
+    lost = int(result["total"] - result["stored"])
+    print(f"daemon stored {int(result['stored'])}/{int(result['total'])} at {result['rate']:,.0f} msg/s; "
+          f"sites evaluated {int(result['sites_evaluated'])}; broker dropped {dropped}")
+    print(f"RSS at 25% of the run {result['rss_at_quarter']:.0f} MB, at the end {result['rss_at_end']:.0f} MB "
+          f"(growth {result['rss_at_end'] - result['rss_at_quarter']:+.0f} MB)")
+    print(json.dumps({"python": sys.version.split()[0], "paho": mqtt.__version__ if hasattr(mqtt, "__version__")
+                      else "2.x"}))
+    print(f"ingest: {result['rate']:.0f} msg/s daemon, {sub_rate:.0f} msg/s mosquitto_sub, "
+          f"ratio {result['rate'] / sub_rate:.2f}, lost {lost}, peak RSS {result['peak_rss']:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1065 @@
+"""Notices of violation: the town's 13.3.A procedure as a lifecycle in the store.
+
+    findings ─► on_findings ─► rules.episodes.update_episodes ─► episode working set (table)
+                                  │
+                                  ├─ no open notice for (site, standard) ─► OPENED  (id DOV-2026-0007,
+                                  │                                           deadline = issue + cure_days)
+                                  ├─ open notice, before its deadline    ─► CONTINUING violation attached
+                                  └─ open notice, after its deadline     ─► ESCALATED: citation recommended
+                                                                            (13.3.B), to the town
+    town / operator (CLI) ─► request_extension ─► extend ─► close (corrected) | escalate
+
+Statuses::
+
+    open ──► extension_requested ──► extended ──► corrected
+      │              │                  │  ▲
+      │              └──────────────────┼──┘ (another request, another extension)
+      └──────────────┴──────────────────┴──► escalated ──► corrected
+
+Every change is a row of ``notice_changes`` (who, when, note, the deadline after it) and
+a record in the site's hash chain, so the evidence export proves the procedure. Rows are
+append-only: the ``notices`` row keeps the current status and deadline for queries, but
+the chained facts of the notice are its immutable columns (see :func:`notice_record`)
+and every later state is a chained change. Episodes attached to a notice are
+append-only revisions too (an episode grows minute by minute).
+
+No in-memory state: a restart, or a CLI command in another process, reads the tables.
+Changes made outside the daemon (the CLI) are announced by the daemon on its next tick
+through :meth:`NoticeBook.take_announcements`. Nothing here reads the clock: ``now`` is
+passed in.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from monitor.config import SiteConfig
+from monitor.errors import MinewatchError
+from monitor.store import Store, finding_to_json, from_us, to_us
+from monitor.wire import format_ts
+from rules.episodes import Episode, update_episodes
+from rules.model import Finding, FindingKind, Measurement
+from rules.profile import Profile
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "AUTO_ACTOR",
+    "InvalidTransition",
+    "Notice",
+    "NoticeBook",
+    "NoticeChange",
+    "NoticeEpisode",
+    "NoticeError",
+    "NoticeEvent",
+    "UnknownNotice",
+    "change_record",
+    "episode_record",
+    "get_notice",
+    "list_notices",
+    "notice_history",
+    "notice_record",
+]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS notices (
+    id TEXT PRIMARY KEY, site TEXT NOT NULL, standard TEXT NOT NULL, section TEXT NOT NULL,
+    opened_us INTEGER NOT NULL, first_deadline_us INTEGER NOT NULL, data TEXT NOT NULL,
+    status TEXT NOT NULL, deadline_us INTEGER NOT NULL, updated_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notices_open ON notices (site, standard, status);
+CREATE TABLE IF NOT EXISTS notice_changes (
+    notice_id TEXT NOT NULL REFERENCES notices(id), seq INTEGER NOT NULL, change TEXT NOT NULL,
+    status TEXT NOT NULL, actor TEXT NOT NULL, note TEXT NOT NULL, at_us INTEGER NOT NULL,
+    deadline_us INTEGER NOT NULL, data TEXT NOT NULL, announced INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (notice_id, seq)
+);
+CREATE INDEX IF NOT EXISTS notice_changes_unannounced ON notice_changes (announced);
+CREATE TABLE IF NOT EXISTS notice_episodes (
+    notice_id TEXT NOT NULL REFERENCES notices(id), episode_id TEXT NOT NULL, revision INTEGER NOT NULL,
+    start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, finding_ids TEXT NOT NULL, data TEXT NOT NULL,
+    recorded_us INTEGER NOT NULL, PRIMARY KEY (notice_id, episode_id, revision)
+);
+CREATE TABLE IF NOT EXISTS notice_open_episodes (
+    site TEXT NOT NULL, episode_id TEXT NOT NULL, notice_id TEXT NOT NULL, end_us INTEGER NOT NULL,
+    data TEXT NOT NULL, PRIMARY KEY (site, episode_id)
+);
+CREATE TABLE IF NOT EXISTS notice_counters (
+    prefix TEXT NOT NULL, year INTEGER NOT NULL, last INTEGER NOT NULL, PRIMARY KEY (prefix, year)
+);
+"""
+
+AUTO_ACTOR = "minewatch"
+OPEN, EXTENSION_REQUESTED, EXTENDED, CORRECTED, ESCALATED = (
+    "open",
+    "extension_requested",
+    "extended",
+    "corrected",
+    "escalated",
+)
+# At most one notice per site and standard is in one of these; new episodes attach to it.
+ACTIVE_STATUSES = (OPEN, EXTENSION_REQUESTED, EXTENDED, ESCALATED)
+_CURE_STATUSES = (OPEN, EXTENSION_REQUESTED, EXTENDED)  # still inside the cure procedure
+# Which status each manual change may start from.
+_ALLOWED_FROM: dict[str, tuple[str, ...]] = {
+    EXTENSION_REQUESTED: (OPEN, EXTENDED),
+    EXTENDED: (OPEN, EXTENSION_REQUESTED, EXTENDED),
+    CORRECTED: (OPEN, EXTENSION_REQUESTED, EXTENDED, ESCALATED),
+    ESCALATED: (OPEN, EXTENSION_REQUESTED, EXTENDED),
+}
+# Episodes stay in the working set this long after their end, so late data can still merge
+# into them (merging itself only happens within the profile's episode_gap_s).
+_WORKING_RETENTION = timedelta(days=1)
+
+
+class NoticeError(MinewatchError):
+    """A notice operation that cannot be done; the message is one line for the CLI."""
+
+
+class UnknownNotice(NoticeError):
+    pass
+
+
+class InvalidTransition(NoticeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeEvent:
+    """Something the pipeline raises as an alert and publishes on ``{prefix}/{site}/notices``."""
+
+    notice_id: str
+    site: str
+    change: str  # "opened" | "continuing" | "escalated" | "extension_requested" | "extended" | "corrected"
+    seq: int  # the change's number within the notice
+    audiences: tuple[str, ...]
+    kind: str  # alert kind
+    severity: str
+    message: str
+    payload: Mapping[str, Any]
+
+    @property
+    def condition(self) -> str:
+        """A unique alert condition: each change alerts once, never suppressed by another."""
+        return f"notice:{self.notice_id}:{self.seq}"
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeEpisode:
+    episode_id: str
+    start: datetime
+    end: datetime
+    finding_ids: tuple[str, ...]
+    facts: Mapping[str, Any]  # see _episode_facts
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeChange:
+    notice_id: str
+    seq: int
+    change: str
+    status: str  # status after the change
+    actor: str
+    note: str
+    at: datetime
+    deadline: datetime  # deadline after the change
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    id: str
+    site: str
+    standard: str
+    section: str
+    status: str
+    opened: datetime  # issue time
+    first_deadline: datetime  # issue + cure_days
+    deadline: datetime  # current (after extensions)
+    data: Mapping[str, Any]  # the notice as issued: parties, standard text, required action
+    episodes: tuple[NoticeEpisode, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+    @property
+    def timezone(self) -> str:
+        return str(self.data.get("timezone", "UTC"))
+
+
+# --------------------------------------------------------------------------- chained records
+# The dicts each row is chained as; an evidence verifier rebuilds them from exported rows.
+
+
+def notice_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "t": "notice",
+        "id": row["id"],
+        "site": row["site"],
+        "standard": row["standard"],
+        "section": row["section"],
+        "opened_us": row["opened_us"],
+        "first_deadline_us": row["first_deadline_us"],
+        "data": row["data"],
+    }
+
+
+def change_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "t": "notice_change",
+        "notice_id": row["notice_id"],
+        "seq": row["seq"],
+        "change": row["change"],
+        "status": row["status"],
+        "actor": row["actor"],
+        "note": row["note"],
+        "at_us": row["at_us"],
+        "deadline_us": row["deadline_us"],
+        "data": row["data"],
+    }
+
+
+def episode_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "t": "notice_episode",
+        "notice_id": row["notice_id"],
+        "episode_id": row["episode_id"],
+        "revision": row["revision"],
+        "start_us": row["start_us"],
+        "end_us": row["end_us"],
+        "finding_ids": row["finding_ids"],
+        "data": row["data"],
+    }
+
+
+# --------------------------------------------------------------------------- reads (any connection)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _row_to_notice(conn: sqlite3.Connection, row: Mapping[str, Any]) -> Notice:
+    return Notice(
+        id=row["id"],
+        site=row["site"],
+        standard=row["standard"],
+        section=row["section"],
+        status=row["status"],
+        opened=from_us(row["opened_us"]),
+        first_deadline=from_us(row["first_deadline_us"]),
+        deadline=from_us(row["deadline_us"]),
+        data=json.loads(row["data"]),
+        episodes=tuple(_current_episodes(conn, row["id"])),
+    )
+
+
+def _current_episodes(conn: sqlite3.Connection, notice_id: str) -> builtins.list[NoticeEpisode]:
+    rows = conn.execute(
+        "SELECT e.* FROM notice_episodes e JOIN (SELECT episode_id, MAX(revision) AS revision"
+        " FROM notice_episodes WHERE notice_id = ? GROUP BY episode_id) last"
+        " ON e.episode_id = last.episode_id AND e.revision = last.revision"
+        " WHERE e.notice_id = ? ORDER BY e.start_us, e.episode_id",
+        (notice_id, notice_id),
+    ).fetchall()
+    episodes = []
+    for r in rows:
+        facts = json.loads(r["data"])
+        if facts.get("replaced_by"):
+            continue  # merged into a later revision of the story
+        episodes.append(
+            NoticeEpisode(
+                r["episode_id"],
+                from_us(r["start_us"]),
+                from_us(r["end_us"]),
+                tuple(json.loads(r["finding_ids"])),
+                facts,
+                r["revision"],
+            )
+        )
+    return episodes
+
+
+def _ensure_schema(conn: sqlite3.Connection) -> None:
+    # executescript would COMMIT a transaction in progress: only outside one (NoticeBook creates
+    # the tables at start, so inside the pipeline's batch they exist already).
+    if not conn.in_transaction:
+        conn.executescript(SCHEMA)
+
+
+def get_notice(conn: sqlite3.Connection, notice_id: str) -> Notice:
+    """The notice with its current episodes; UnknownNotice if there is none."""
+    _with_row_factory(conn)
+    _ensure_schema(conn)
+    row = conn.execute("SELECT * FROM notices WHERE id = ?", (notice_id,)).fetchone()
+    if row is None:
+        raise UnknownNotice(f"no notice {notice_id!r}")
+    return _row_to_notice(conn, row)
+
+
+def list_notices(
+    conn: sqlite3.Connection, site: str | None = None, status: str | None = None
+) -> builtins.list[Notice]:
+    _with_row_factory(conn)
+    _ensure_schema(conn)
+    query = "SELECT * FROM notices WHERE 1=1"
+    params: builtins.list[Any] = []
+    if site is not None:
+        query += " AND site = ?"
+        params.append(site)
+    if status is not None:
+        query += " AND status = ?"
+        params.append(status)
+    rows = conn.execute(query + " ORDER BY opened_us, id", params).fetchall()
+    return [_row_to_notice(conn, r) for r in rows]
+
+
+def notice_history(conn: sqlite3.Connection, notice_id: str) -> builtins.list[NoticeChange]:
+    _with_row_factory(conn)
+    _ensure_schema(conn)
+    if conn.execute("SELECT 1 FROM notices WHERE id = ?", (notice_id,)).fetchone() is None:
+        raise UnknownNotice(f"no notice {notice_id!r}")
+    rows = conn.execute("SELECT * FROM notice_changes WHERE notice_id = ? ORDER BY seq", (notice_id,))
+    return [_row_to_change(r) for r in rows]
+
+
+def _row_to_change(r: Mapping[str, Any]) -> NoticeChange:
+    return NoticeChange(
+        r["notice_id"],
+        r["seq"],
+        r["change"],
+        r["status"],
+        r["actor"],
+        r["note"],
+        from_us(r["at_us"]),
+        from_us(r["deadline_us"]),
+        json.loads(r["data"]),
+    )
+
+
+def _with_row_factory(conn: sqlite3.Connection) -> None:
+    if conn.row_factory is not sqlite3.Row:
+        conn.row_factory = sqlite3.Row
+
+
+# --------------------------------------------------------------------------- formatting helpers
+
+
+def local_text(ts: datetime, timezone: str) -> str:
+    """'2026-06-15 11:30 CDT': what a person in the town reads."""
+    return ts.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _measurement_text(m: Mapping[str, Any] | None) -> str:
+    if not m:
+        return ""
+    unit = f" {m['unit']}" if m.get("unit") else ""
+    limit = f" (limit {m['limit']:g}{unit})" if m.get("limit") is not None else ""
+    return f"{m['name']} {m['value']:g}{unit}{limit}"
+
+
+def _measurement_dict(m: Measurement | None) -> dict[str, Any] | None:
+    return None if m is None else {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit}
+
+
+def _episode_facts(
+    episode: Episode, findings: Sequence[Mapping[str, Any]], timezone: str, site: SiteConfig | None = None
+) -> dict[str, Any]:
+    """What the notice says happened, from the episode and its findings (as finding_to_json dicts)."""
+    ordered = sorted(findings, key=lambda f: f["start"])
+    exemptions: dict[str, None] = {}
+    for f in ordered:
+        exemptions.update(dict.fromkeys(f.get("exemptions", ())))
+    completeness = [float(f.get("completeness", 1.0)) for f in ordered]
+    weather = [
+        f["details"]["weather_affected_s"]
+        for f in ordered
+        if isinstance(f.get("details"), Mapping) and "weather_affected_s" in f["details"]
+    ]
+    worst = _measurement_dict(episode.worst)
+    worst_summary = ""
+    if worst is not None:
+        for f in ordered:
+            if any(
+                m["name"] == worst["name"] and m["value"] == worst["value"] for m in f.get("measurements", ())
+            ):
+                worst_summary = f["summary"]
+                break
+    facts: dict[str, Any] = {
+        "episode_id": episode.id,
+        "section": episode.section,
+        "standard": episode.standard,
+        "sensors": list(episode.sensors),
+        "sensor_locations": {
+            s: info.location for s in episode.sensors if site and (info := site.sensor(s)) and info.location
+        },
+        "start": format_ts(episode.start),
+        "end": format_ts(episode.end),
+        "start_local": local_text(episode.start, timezone),
+        "end_local": local_text(episode.end, timezone),
+        "timezone": timezone,
+        "duration_s": (episode.end - episode.start).total_seconds(),
+        "findings": len(episode.finding_ids),
+        "worst": worst,
+        "worst_text": _measurement_text(worst),
+        "summary": worst_summary or (ordered[-1]["summary"] if ordered else ""),
+        "exemptions": list(exemptions),
+        "completeness_mean": round(sum(completeness) / len(completeness), 4) if completeness else None,
+        "completeness_min": round(min(completeness), 4) if completeness else None,
+        "weather_affected_s": sum(weather) if weather else None,
+    }
+    return facts
+
+
+def _citation_section(profile: Profile) -> str:
+    """Dovre: 13.3.A is the notice, 13.3.B the citation. Profiles name only the cure section."""
+    match = re.fullmatch(r"(.*\.)A", profile.cure_section)
+    return f"{match.group(1)}B" if match else ""
+
+
+# --------------------------------------------------------------------------- the book
+
+
+class NoticeBook:
+    """Notices over the store's connection. Writes join the caller's transaction (``store.batch``)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.conn = store.conn
+        _ensure_schema(self.conn)
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, notice_id: str) -> Notice:
+        return get_notice(self.conn, notice_id)
+
+    def list(self, site: str | None = None, status: str | None = None) -> builtins.list[Notice]:
+        return list_notices(self.conn, site, status)
+
+    def history(self, notice_id: str) -> builtins.list[NoticeChange]:
+        return notice_history(self.conn, notice_id)
+
+    def active_for(self, site: str, standard: str) -> Notice | None:
+        marks = ",".join("?" * len(ACTIVE_STATUSES))
+        row = self.conn.execute(
+            f"SELECT * FROM notices WHERE site = ? AND standard = ? AND status IN ({marks})"
+            " ORDER BY opened_us DESC LIMIT 1",
+            (site, standard, *ACTIVE_STATUSES),
+        ).fetchone()
+        return None if row is None else _row_to_notice(self.conn, row)
+
+    # ------------------------------------------------------------------ findings -> notices
+
+    def on_findings(
+        self, site: SiteConfig, profile: Profile, findings: Sequence[Finding], now: datetime
+    ) -> builtins.list[NoticeEvent]:
+        """Feed newly stored findings (any kinds); returns the notice changes to alert and publish.
+
+        The returned events are marked announced: the caller raises them in the same
+        transaction. Call it inside ``store.batch()`` (it opens its own otherwise).
+        """
+        violations = [f for f in findings if f.kind is FindingKind.VIOLATION and f.site == site.id]
+        events: builtins.list[NoticeEvent] = []
+        with self.store.batch():
+            working = self._load_working(site.id)
+            if violations:
+                gap = timedelta(seconds=profile.episode_gap_s)
+                updated = update_episodes([e for e, _ in working.values()], violations, gap)
+                given = {f.id: finding_to_json(f) for f in violations}
+                kept_ids = {e.id for e in updated}
+                for episode in updated:
+                    events.extend(self._place_episode(site, profile, episode, working, given, now))
+                for gone in set(working) - kept_ids:  # merged into another episode
+                    self.conn.execute(
+                        "DELETE FROM notice_open_episodes WHERE site = ? AND episode_id = ?", (site.id, gone)
+                    )
+            self.conn.execute(
+                "DELETE FROM notice_open_episodes WHERE site = ? AND end_us < ?",
+                (site.id, to_us(now - _WORKING_RETENTION)),
+            )
+        return events
+
+    def _load_working(self, site: str) -> dict[str, tuple[Episode, str]]:
+        rows = self.conn.execute(
+            "SELECT episode_id, notice_id, data FROM notice_open_episodes WHERE site = ?", (site,)
+        ).fetchall()
+        return {r["episode_id"]: (_episode_from_json(json.loads(r["data"])), r["notice_id"]) for r in rows}
+
+    def _findings_of(self, ids: Sequence[str], given: Mapping[str, Mapping[str, Any]]) -> builtins.list[Any]:
+        found: dict[str, Any] = {}
+        missing = [i for i in ids if i not in given]
+        for chunk in range(0, len(missing), 500):
+            part = missing[chunk : chunk + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT id, data, retracted FROM findings f WHERE id IN ({marks}) AND revision ="
+                " (SELECT MAX(revision) FROM findings g WHERE g.id = f.id)",
+                part,
+            ).fetchall()
+            for r in rows:
+                if not r["retracted"]:
+                    found[r["id"]] = json.loads(r["data"])
+        return [given[i] if i in given else found[i] for i in ids if i in given or i in found]
+
+    def _place_episode(
+        self,
+        site: SiteConfig,
+        profile: Profile,
+        episode: Episode,
+        working: dict[str, tuple[Episode, str]],
+        given: Mapping[str, Mapping[str, Any]],
+        now: datetime,
+    ) -> builtins.list[NoticeEvent]:
+        prior = working.get(episode.id)
+        if prior is not None and prior[0].finding_ids == episode.finding_ids and prior[0].end == episode.end:
+            return []  # untouched by these findings
+        facts = _episode_facts(episode, self._findings_of(episode.finding_ids, given), site.timezone, site)
+        events: builtins.list[NoticeEvent] = []
+        inherited = sorted((working[r] for r in episode.replaces if r in working), key=lambda p: p[0].start)
+        if prior is not None:
+            notice_id = prior[1]
+        elif inherited:
+            notice_id = inherited[0][1]
+            for old, old_notice in inherited:
+                self._record_episode(old_notice, old, {"replaced_by": episode.id}, now, site.id)
+        else:
+            notice_id, event = self._new_episode(site, profile, episode, facts, now)
+            events.append(event)
+        self._record_episode(notice_id, episode, facts, now, site.id)
+        self.conn.execute(
+            "INSERT INTO notice_open_episodes (site, episode_id, notice_id, end_us, data) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(site, episode_id) DO UPDATE SET notice_id = excluded.notice_id,"
+            " end_us = excluded.end_us, data = excluded.data",
+            (site.id, episode.id, notice_id, to_us(episode.end), _dumps(_episode_to_json(episode))),
+        )
+        return events
+
+    def _new_episode(
+        self, site: SiteConfig, profile: Profile, episode: Episode, facts: Mapping[str, Any], now: datetime
+    ) -> tuple[str, NoticeEvent]:
+        active = self.active_for(site.id, episode.standard)
+        if active is None:
+            return self._open(site, profile, episode, facts, now)
+        where = ", ".join(episode.sensors)
+        when = facts["start_local"]
+        if active.status in _CURE_STATUSES and episode.start > active.deadline:
+            citation = _citation_section(profile)
+            cite = f" (section {citation})" if citation else ""
+            pending = " An extension request was pending." if active.status == EXTENSION_REQUESTED else ""
+            note = (
+                f"New violation of section {active.section} at {where} from {when}, after the cure deadline "
+                f"{local_text(active.deadline, site.timezone)}; the violation was not corrected. "
+                f"Citation recommended{cite}.{pending}"
+            )
+            seq = self._change(
+                active,
+                "escalated",
+                ESCALATED,
+                AUTO_ACTOR,
+                note,
+                now,
+                active.deadline,
+                {"episode_id": episode.id, "citation_section": citation},
+                announced=True,
+            )
+            message = f"Citation recommended{cite} on notice {active.id} ({site.name}): {note}"
+            return active.id, self._event(
+                active,
+                "escalated",
+                ESCALATED,
+                seq,
+                ("town",),
+                "citation_recommended",
+                "citation",
+                message,
+                now,
+                facts,
+                note,
+            )
+        note = f"Continuing violation of section {active.section} at {where} from {when}: {facts['summary']}"
+        seq = self._change(
+            active,
+            "continuing",
+            active.status,
+            AUTO_ACTOR,
+            note,
+            now,
+            active.deadline,
+            {"episode_id": episode.id},
+            announced=True,
+        )
+        message = f"Continuing violation attached to notice {active.id} ({site.name}): {facts['summary']}"
+        return active.id, self._event(
+            active,
+            "continuing",
+            active.status,
+            seq,
+            ("town", "operator"),
+            "notice_continuing",
+            "violation",
+            message,
+            now,
+            facts,
+            note,
+        )
+
+    def _open(
+        self, site: SiteConfig, profile: Profile, episode: Episode, facts: Mapping[str, Any], now: datetime
+    ) -> tuple[str, NoticeEvent]:
+        tz = ZoneInfo(site.timezone)
+        year = now.astimezone(tz).year
+        prefix = profile.notice_prefix
+        row = self.conn.execute(
+            "INSERT INTO notice_counters (prefix, year, last) VALUES (?, ?, 1)"
+            " ON CONFLICT(prefix, year) DO UPDATE SET last = last + 1 RETURNING last",
+            (prefix, year),
+        ).fetchone()
+        notice_id = f"{prefix}-{year}-{int(row[0]):04d}"
+        # Fourteen calendar days in the site's time zone (wall-clock arithmetic keeps the hour over DST).
+        deadline = (now.astimezone(tz) + timedelta(days=profile.cure_days)).astimezone(UTC)
+        standard = profile.standards.get(episode.standard)
+        data = {
+            "town": profile.authority,
+            "profile": profile.name,
+            "profile_title": profile.title,
+            "site": site.id,
+            "site_name": site.name,
+            "operator": site.operator,
+            "timezone": site.timezone,
+            "standard": episode.standard,
+            "rule": standard.rule if standard else "",
+            "section": standard.section if standard else episode.section,
+            "title": standard.title if standard else "",
+            "summary": standard.summary if standard else "",
+            "text": standard.text if standard else "",
+            "required_action": standard.required_action if standard else "",
+            "cure_days": profile.cure_days,
+            "cure_section": profile.cure_section,
+            "citation_section": _citation_section(profile),
+            "issued": format_ts(now),
+            "issued_local": local_text(now, site.timezone),
+            "deadline": format_ts(deadline),
+            "deadline_local": local_text(deadline, site.timezone),
+        }
+        row_values = {
+            "id": notice_id,
+            "site": site.id,
+            "standard": episode.standard,
+            "section": data["section"],
+            "opened_us": to_us(now),
+            "first_deadline_us": to_us(deadline),
+            "data": _dumps(data),
+        }
+        self.conn.execute(
+            "INSERT INTO notices (id, site, standard, section, opened_us, first_deadline_us, data, status,"
+            " deadline_us, updated_us) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (*row_values.values(), OPEN, to_us(deadline), to_us(now)),
+        )
+        self.store.chain(site.id, "notice", notice_id, notice_record(row_values), now)
+        notice = Notice(
+            notice_id, site.id, episode.standard, str(data["section"]), OPEN, now, deadline, deadline, data
+        )
+        cure = f"section {profile.cure_section}, " if profile.cure_section else ""
+        note = (
+            f"Notice of violation issued for section {data['section']} ({data['title']}); correct by "
+            f"{data['deadline_local']} ({cure}{profile.cure_days} days)"
+        )
+        seq = self._change(
+            notice,
+            "opened",
+            OPEN,
+            AUTO_ACTOR,
+            note,
+            now,
+            deadline,
+            {"episode_id": episode.id},
+            announced=True,
+        )
+        operator = f" to {site.operator}" if site.operator else ""
+        message = (
+            f"Notice of violation {notice_id} issued{operator} for {site.name}: {data['title']} "
+            f"(section {data['section']}). {facts['summary']}. Correct by {data['deadline_local']}."
+        )
+        return notice_id, self._event(
+            notice,
+            "opened",
+            OPEN,
+            seq,
+            ("town", "operator"),
+            "notice_opened",
+            "violation",
+            message,
+            now,
+            facts,
+            note,
+        )
+
+    def _record_episode(
+        self, notice_id: str, episode: Episode, facts: Mapping[str, Any], now: datetime, site: str
+    ) -> None:
+        row = self.conn.execute(
+            "SELECT MAX(revision) FROM notice_episodes WHERE notice_id = ? AND episode_id = ?",
+            (notice_id, episode.id),
+        ).fetchone()
+        values = {
+            "notice_id": notice_id,
+            "episode_id": episode.id,
+            "revision": (row[0] or 0) + 1,
+            "start_us": to_us(episode.start),
+            "end_us": to_us(episode.end),
+            "finding_ids": _dumps(list(episode.finding_ids)),
+            "data": _dumps(facts),
+        }
+        self.conn.execute(
+            "INSERT INTO notice_episodes (notice_id, episode_id, revision, start_us, end_us, finding_ids,"
+            " data, recorded_us) VALUES (?,?,?,?,?,?,?,?)",
+            (*values.values(), to_us(now)),
+        )
+        self.store.chain(
+            site,
+            "notice_episode",
+            f"{notice_id}|{episode.id}|{values['revision']}",
+            episode_record(values),
+            now,
+        )
+
+    # ------------------------------------------------------------------ the procedure
+
+    def request_extension(self, notice_id: str, explanation: str, actor: str, now: datetime) -> NoticeEvent:
+        """13.3.A: the operator's written explanation of the need for more time, and how much."""
+        if not explanation.strip():
+            raise NoticeError("an extension request needs the operator's written explanation")
+        with self.store.batch():
+            notice = self._for_change(notice_id, EXTENSION_REQUESTED)
+            note = explanation.strip()
+            seq = self._change(
+                notice, "extension_requested", EXTENSION_REQUESTED, actor, note, now, notice.deadline, {}
+            )
+            message = (
+                f"{actor} requests more time to correct notice {notice.id} (deadline "
+                f"{local_text(notice.deadline, notice.timezone)}): {note}"
+            )
+            return self._event(
+                notice,
+                "extension_requested",
+                EXTENSION_REQUESTED,
+                seq,
+                ("town",),
+                "notice_extension_requested",
+                "info",
+                message,
+                now,
+                None,
+                note,
+                actor,
+            )
+
+    def extend(
+        self, notice_id: str, new_deadline: datetime, actor: str, note: str, now: datetime
+    ) -> NoticeEvent:
+        with self.store.batch():
+            notice = self._for_change(notice_id, EXTENDED)
+            if new_deadline <= notice.deadline:
+                raise InvalidTransition(
+                    f"notice {notice.id}: the new deadline {local_text(new_deadline, notice.timezone)} "
+                    f"is not after the current one {local_text(notice.deadline, notice.timezone)}"
+                )
+            new_deadline = new_deadline.astimezone(UTC)
+            seq = self._change(
+                notice,
+                "extended",
+                EXTENDED,
+                actor,
+                note,
+                now,
+                new_deadline,
+                {"previous_deadline": format_ts(notice.deadline)},
+            )
+            message = (
+                f"Notice {notice.id}: the Town extended the cure deadline to "
+                f"{local_text(new_deadline, notice.timezone)}. {note}".strip()
+            )
+            return self._event(
+                notice,
+                "extended",
+                EXTENDED,
+                seq,
+                ("operator", "town"),
+                "notice_extended",
+                "info",
+                message,
+                now,
+                None,
+                note,
+                actor,
+                deadline=new_deadline,
+            )
+
+    def close(self, notice_id: str, note: str, actor: str, now: datetime) -> NoticeEvent:
+        """The town finds the violation corrected."""
+        with self.store.batch():
+            notice = self._for_change(notice_id, CORRECTED)
+            seq = self._change(notice, "corrected", CORRECTED, actor, note, now, notice.deadline, {})
+            message = f"Notice {notice.id} closed by the Town as corrected. {note}".strip()
+            return self._event(
+                notice,
+                "corrected",
+                CORRECTED,
+                seq,
+                ("operator", "town"),
+                "notice_corrected",
+                "info",
+                message,
+                now,
+                None,
+                note,
+                actor,
+            )
+
+    def escalate(self, notice_id: str, note: str, actor: str, now: datetime) -> NoticeEvent:
+        with self.store.batch():
+            notice = self._for_change(notice_id, ESCALATED)
+            citation = str(notice.data.get("citation_section", ""))
+            seq = self._change(
+                notice,
+                "escalated",
+                ESCALATED,
+                actor,
+                note,
+                now,
+                notice.deadline,
+                {"citation_section": citation},
+            )
+            cite = f" (section {citation})" if citation else ""
+            message = f"Citation recommended{cite} on notice {notice.id}: {note}".strip()
+            return self._event(
+                notice,
+                "escalated",
+                ESCALATED,
+                seq,
+                ("town",),
+                "citation_recommended",
+                "citation",
+                message,
+                now,
+                None,
+                note,
+                actor,
+            )
+
+    def take_announcements(self, now: datetime) -> builtins.list[NoticeEvent]:
+        """Changes not yet announced (made by the CLI in another process); marks them announced.
+
+        The pipeline calls this on its tick, inside its batch, and raises each as an alert.
+        """
+        events: builtins.list[NoticeEvent] = []
+        with self.store.batch():
+            rows = self.conn.execute(
+                "SELECT * FROM notice_changes WHERE announced = 0 ORDER BY at_us, notice_id, seq"
+            ).fetchall()
+            for r in rows:
+                change = _row_to_change(r)
+                notice = self.get(change.notice_id)
+                events.append(_event_for_change(notice, change, now))
+                self.conn.execute(
+                    "UPDATE notice_changes SET announced = 1 WHERE notice_id = ? AND seq = ?",
+                    (change.notice_id, change.seq),
+                )
+        return events
+
+    # ------------------------------------------------------------------ internals
+
+    def _for_change(self, notice_id: str, target: str) -> Notice:
+        notice = self.get(notice_id)
+        if notice.status not in _ALLOWED_FROM[target]:
+            allowed = ", ".join(_ALLOWED_FROM[target])
+            raise InvalidTransition(
+                f"notice {notice.id} is {notice.status.replace('_', ' ')}; "
+                f"'{target.replace('_', ' ')}' is possible only when it is {allowed}"
+            )
+        return notice
+
+    def _change(
+        self,
+        notice: Notice,
+        change: str,
+        status: str,
+        actor: str,
+        note: str,
+        now: datetime,
+        deadline: datetime,
+        data: Mapping[str, Any],
+        *,
+        announced: bool = False,
+    ) -> int:
+        if not actor.strip():
+            raise NoticeError("every change needs who made it (actor)")
+        row = self.conn.execute(
+            "SELECT MAX(seq) FROM notice_changes WHERE notice_id = ?", (notice.id,)
+        ).fetchone()
+        values = {
+            "notice_id": notice.id,
+            "seq": (row[0] or 0) + 1,
+            "change": change,
+            "status": status,
+            "actor": actor,
+            "note": note,
+            "at_us": to_us(now),
+            "deadline_us": to_us(deadline),
+            "data": _dumps(dict(data)),
+        }
+        self.conn.execute(
+            "INSERT INTO notice_changes (notice_id, seq, change, status, actor, note, at_us, deadline_us,"
+            " data, announced) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (*values.values(), int(announced)),
+        )
+        self.conn.execute(
+            "UPDATE notices SET status = ?, deadline_us = ?, updated_us = ? WHERE id = ?",
+            (status, to_us(deadline), to_us(now), notice.id),
+        )
+        self.store.chain(
+            notice.site, "notice_change", f"{notice.id}|{values['seq']}", change_record(values), now
+        )
+        return int(values["seq"])
+
+    def _event(
+        self,
+        notice: Notice,
+        change: str,
+        status: str,
+        seq: int,
+        audiences: tuple[str, ...],
+        kind: str,
+        severity: str,
+        message: str,
+        now: datetime,
+        facts: Mapping[str, Any] | None,
+        note: str,
+        actor: str = AUTO_ACTOR,
+        deadline: datetime | None = None,
+    ) -> NoticeEvent:
+        return _make_event(
+            notice,
+            change,
+            status,
+            seq,
+            audiences,
+            kind,
+            severity,
+            message,
+            now,
+            facts,
+            note,
+            actor,
+            deadline or notice.deadline,
+        )
+
+
+_CHANGE_ALERTS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "opened": (("town", "operator"), "notice_opened", "violation"),
+    "continuing": (("town", "operator"), "notice_continuing", "violation"),
+    "escalated": (("town",), "citation_recommended", "citation"),
+    "extension_requested": (("town",), "notice_extension_requested", "info"),
+    "extended": (("operator", "town"), "notice_extended", "info"),
+    "corrected": (("operator", "town"), "notice_corrected", "info"),
+}
+
+
+def _event_for_change(notice: Notice, change: NoticeChange, now: datetime) -> NoticeEvent:
+    audiences, kind, severity = _CHANGE_ALERTS.get(
+        change.change, (("town",), f"notice_{change.change}", "info")
+    )
+    by = f" ({change.actor})" if change.actor != AUTO_ACTOR else ""
+    message = f"Notice {notice.id}: {change.change.replace('_', ' ')}{by}. {change.note}".strip()
+    return _make_event(
+        notice,
+        change.change,
+        change.status,
+        change.seq,
+        audiences,
+        kind,
+        severity,
+        message,
+        now,
+        None,
+        change.note,
+        change.actor,
+        change.deadline,
+    )
+
+
+def _make_event(
+    notice: Notice,
+    change: str,
+    status: str,
+    seq: int,
+    audiences: tuple[str, ...],
+    kind: str,
+    severity: str,
+    message: str,
+    now: datetime,
+    facts: Mapping[str, Any] | None,
+    note: str,
+    actor: str,
+    deadline: datetime,
+) -> NoticeEvent:
+    payload: dict[str, Any] = {
+        "notice_id": notice.id,
+        "site": notice.site,
+        "change": change,
+        "seq": seq,
+        "status": status,
+        "standard": notice.standard,
+        "section": notice.section,
+        "title": notice.data.get("title", ""),
+        "operator": notice.data.get("operator", ""),
+        "opened": format_ts(notice.opened),
+        "deadline": format_ts(deadline),
+        "deadline_local": local_text(deadline, notice.timezone),
+        "actor": actor,
+        "note": note,
+        "ts": format_ts(now),
+        "message": message,
+    }
+    if facts is not None:
+        payload["episode"] = dict(facts)
+    return NoticeEvent(notice.id, notice.site, change, seq, audiences, kind, severity, message, payload)
+
+
+def _episode_to_json(episode: Episode) -> dict[str, Any]:
+    return {
+        "site": episode.site,
+        "standard": episode.standard,
+        "section": episode.section,
+        "sensors": list(episode.sensors),
+        "start_us": to_us(episode.start),
+        "end_us": to_us(episode.end),
+        "finding_ids": list(episode.finding_ids),
+        "worst": _measurement_dict(episode.worst),
+        "kind": episode.kind.value,
+    }
+
+
+def _episode_from_json(d: Mapping[str, Any]) -> Episode:
+    w = d.get("worst")
+    worst = None if w is None else Measurement(w["name"], w["value"], w["limit"], w["unit"])
+    return Episode(
+        site=d["site"],
+        standard=d["standard"],
+        section=d["section"],
+        sensors=tuple(d["sensors"]),
+        start=from_us(d["start_us"]),
+        end=from_us(d["end_us"]),
+        finding_ids=tuple(d["finding_ids"]),
+        worst=worst,
+        kind=FindingKind(d["kind"]),
+    )

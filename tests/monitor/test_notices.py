@@ -1,0 +1,561 @@
+"""Notices of violation: the 13.3.A lifecycle on a real SQLite store, with a controlled clock.
+
+The helpers at the top (config, findings, sample data) are shared with test_render and
+test_delivery.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from monitor.config import Config, SiteConfig, parse_config
+from monitor.notices import (
+    InvalidTransition,
+    NoticeBook,
+    NoticeError,
+    UnknownNotice,
+    change_record,
+    episode_record,
+    notice_record,
+)
+from monitor.store import GENESIS, Store, digest_of, next_head
+from rules.model import (
+    Blast,
+    Finding,
+    FindingKind,
+    Measurement,
+    SoundLevels,
+    TruckPassage,
+    WorkKind,
+    WorkPeriod,
+)
+from rules.profile import Profile, load_profile
+
+TZ = ZoneInfo("America/Chicago")
+SITE = "quarry"
+
+CONFIG = """
+[storage]
+path = "{db}"
+
+[alerts]
+min_gap_s = 600
+max_attempts = {max_attempts}
+retry_base_s = 2
+retry_max_s = 60
+
+[[sites]]
+id = "quarry"
+name = "Dovre Quarry"
+operator = "Acme Aggregates LLC"
+timezone = "America/Chicago"
+latitude = 45.27
+longitude = -91.62
+profile = "dovre"
+[[sites.gates]]
+id = "g1"
+[[sites.sensors]]
+id = "n1"
+kind = "sound"
+location = "north boundary"
+gates = ["g1"]
+[[sites.sensors]]
+id = "n2"
+kind = "sound"
+location = "east boundary"
+"""
+
+
+def make_config(db: Path, recipients: str = "", max_attempts: int = 3) -> Config:
+    return parse_config(CONFIG.format(db=db, max_attempts=max_attempts) + recipients, "test.toml")
+
+
+def local(*args: int) -> datetime:
+    """A site-local wall time (America/Chicago) as UTC."""
+    return datetime(*args, tzinfo=TZ).astimezone(UTC)  # type: ignore[misc]
+
+
+def violation(
+    start: datetime,
+    sensor: str = "n1",
+    value: float = 84.2,
+    standard: str = "noise",
+    section: str = "6.D",
+    exemptions: Sequence[str] = (),
+    completeness: float = 1.0,
+) -> Finding:
+    """A one-minute noise VIOLATION finding as rules/noise.py words it."""
+    return Finding(
+        site=SITE,
+        standard=standard,
+        section=section,
+        kind=FindingKind.VIOLATION,
+        start=start,
+        end=start + timedelta(minutes=1),
+        timezone="America/Chicago",
+        summary=f"Noise at meter {sensor} averaged {value:.1f} dB(A) over "
+        f"{start.astimezone(TZ):%H:%M}-{(start + timedelta(minutes=1)).astimezone(TZ):%H:%M} local, "
+        f"above the 80 dB limit (section {section})",
+        sensors=(sensor,),
+        measurements=(Measurement("LAeq,1min", value, 80.0, "dB(A)"),),
+        exemptions=tuple(exemptions),
+        completeness=completeness,
+        details={"metric": "LAeq", "weather_affected_s": 0.0, "judged": True},
+    )
+
+
+def minutes(first: datetime, count: int, **kwargs: Any) -> list[Finding]:
+    return [violation(first + timedelta(minutes=i), **kwargs) for i in range(count)]
+
+
+def store_findings(store: Store, findings: Sequence[Finding], now: datetime) -> list[Finding]:
+    with store.batch():
+        for f in findings:
+            store.append_finding(f, now)
+    return list(findings)
+
+
+def site_and_profile(config: Config) -> tuple[SiteConfig, Profile]:
+    site = config.site(SITE)
+    assert site is not None
+    return site, load_profile(site.profile, site.agreement)
+
+
+def add_sample_sound(
+    store: Store,
+    start: datetime,
+    end: datetime,
+    loud: tuple[datetime, datetime],
+    gap: tuple[datetime, datetime] | None = None,
+    sensor: str = "n1",
+) -> None:
+    """Per-second levels: ~62 dB(A) background, ~84 dB(A) during ``loud``, nothing during ``gap``."""
+    import math
+
+    with store.batch():
+        ts = start
+        i = 0
+        while ts < end:
+            if gap is None or not gap[0] <= ts < gap[1]:
+                base = 84.0 if loud[0] <= ts < loud[1] else 62.0
+                level = base + 2.5 * math.sin(i / 7.0) + 1.2 * math.sin(i / 2.3)
+                store.append_sound(
+                    SoundLevels(SITE, sensor, ts, 1.0, level, level + 4, level + 20),
+                    source="levels",
+                    late=False,
+                    now=ts,
+                )
+            ts += timedelta(seconds=1)
+            i += 1
+
+
+def add_sample_events(
+    store: Store, truck_at: datetime, blast_at: datetime, work: tuple[datetime, datetime]
+) -> None:
+    iso = lambda t: t.isoformat().replace("+00:00", "Z")  # noqa: E731
+    with store.batch():
+        store.append_event(
+            TruckPassage(SITE, "t-1", truck_at, "g1", "in", "truck-17"),
+            {"id": "t-1", "ts": iso(truck_at), "gate": "g1", "direction": "in", "truck_id": "truck-17"},
+            truck_at,
+        )
+        store.append_event(Blast(SITE, "b-7", blast_at), {"blast_id": "b-7", "ts": iso(blast_at)}, blast_at)
+        store.append_event(
+            WorkPeriod(SITE, "w-1", work[0], work[1], WorkKind.REPAIR),
+            {"id": "w-1", "start": iso(work[0]), "end": iso(work[1]), "kind": "repair"},
+            work[0],
+        )
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "minewatch.db"
+
+
+@pytest.fixture
+def config(db: Path) -> Config:
+    return make_config(db)
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[Store]:
+    s = Store(db)
+    yield s
+    s.close()
+
+
+# --------------------------------------------------------------------------- the lifecycle
+
+
+def test_episode_opens_one_notice_with_its_facts(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    first = local(2026, 6, 15, 11, 30)
+    now = first + timedelta(minutes=1, seconds=6)
+    found = store_findings(
+        store,
+        [violation(first, exemptions=("haul truck truck-17 entering at gate g1",), completeness=0.9)],
+        now,
+    )
+    events = book.on_findings(site, profile, found, now)
+
+    assert [(e.notice_id, e.change, e.audiences, e.kind) for e in events] == [
+        ("DOV-2026-0001", "opened", ("town", "operator"), "notice_opened")
+    ]
+    notice = book.get("DOV-2026-0001")
+    assert notice.status == "open"
+    assert notice.opened == now
+    assert notice.deadline == now + timedelta(days=14)
+    assert notice.data["section"] == "6.D"
+    assert notice.data["text"].startswith("The Operator shall use best management practices")
+    assert notice.data["operator"] == "Acme Aggregates LLC"
+    assert "Reduce noise at the boundary" in notice.data["required_action"]
+    [episode] = notice.episodes
+    assert episode.facts["sensors"] == ["n1"]
+    assert episode.facts["worst"] == {"name": "LAeq,1min", "value": 84.2, "limit": 80.0, "unit": "dB(A)"}
+    assert episode.facts["start_local"] == "2026-06-15 11:30 CDT"
+    assert episode.facts["start"] == "2026-06-15T16:30:00Z"
+    assert episode.facts["exemptions"] == ["haul truck truck-17 entering at gate g1"]
+    assert episode.facts["completeness_min"] == 0.9
+    payload = events[0].payload
+    assert payload["notice_id"] == "DOV-2026-0001" and payload["deadline"] == "2026-06-29T16:31:06Z"
+    assert "Correct by 2026-06-29 11:31 CDT" in events[0].message
+    assert "Acme Aggregates LLC" in events[0].message
+
+    # The episode grows minute by minute: same notice, no new alert, facts follow.
+    later = now + timedelta(minutes=5)
+    more = store_findings(store, minutes(first + timedelta(minutes=1), 4, value=86.0), later)
+    assert book.on_findings(site, profile, more, later) == []
+    [episode] = book.get("DOV-2026-0001").episodes
+    assert episode.facts["findings"] == 5
+    assert episode.facts["end_local"] == "2026-06-15 11:35 CDT"
+    assert episode.facts["worst"]["value"] == 86.0
+    assert len(book.list()) == 1
+
+
+def test_non_violations_and_other_sites_open_nothing(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    t = local(2026, 6, 15, 11, 30)
+    exempt = violation(t)
+    exempt = Finding(
+        **{
+            **{f: getattr(exempt, f) for f in exempt.__dataclass_fields__},  # type: ignore[arg-type]
+            "kind": FindingKind.EXEMPT_EXCEEDANCE,
+        }
+    )
+    elsewhere = Finding(
+        **{
+            **{f: getattr(violation(t), f) for f in exempt.__dataclass_fields__},  # type: ignore[arg-type]
+            "site": "other",
+        }
+    )
+    assert book.on_findings(site, profile, [exempt, elsewhere], t + timedelta(minutes=2)) == []
+    assert book.list() == []
+
+
+def test_full_lifecycle_continuing_extension_corrected(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    day1 = local(2026, 6, 15, 11, 30)
+    book.on_findings(
+        site, profile, store_findings(store, minutes(day1, 3), day1), day1 + timedelta(minutes=4)
+    )
+    notice_id = "DOV-2026-0001"
+    issued = book.get(notice_id).opened
+
+    # Two days later, another episode of the same standard (another sensor too): continuing violation.
+    day3 = day1 + timedelta(days=2)
+    events = book.on_findings(
+        site,
+        profile,
+        store_findings(store, minutes(day3, 2, sensor="n2", value=82.5), day3),
+        day3 + timedelta(minutes=3),
+    )
+    assert [(e.notice_id, e.change, e.kind) for e in events] == [
+        (notice_id, "continuing", "notice_continuing")
+    ]
+    assert "Continuing violation" in events[0].message
+    assert len(book.get(notice_id).episodes) == 2
+    assert book.list() == [book.get(notice_id)]  # still one notice
+
+    # A blasting finding is another standard: its own notice, the next id.
+    blast = violation(day3, standard="blast_window", section="6.F")
+    events = book.on_findings(
+        site, profile, store_findings(store, [blast], day3), day3 + timedelta(minutes=5)
+    )
+    assert [e.notice_id for e in events] == ["DOV-2026-0002"]
+    assert book.get("DOV-2026-0002").data["section"] == "6.F"
+
+    # 13.3.A: written explanation, the town grants more time, then finds it corrected.
+    t = day3 + timedelta(days=1)
+    event = book.request_extension(
+        notice_id, "New enclosure for the crusher arrives in 3 weeks; need 21 days.", "J. Smith (Acme)", t
+    )
+    assert (event.change, event.audiences) == ("extension_requested", ("town",))
+    new_deadline = issued + timedelta(days=35)
+    event = book.extend(
+        notice_id, new_deadline, "Town clerk", "Granted: 21 more days", t + timedelta(hours=2)
+    )
+    assert event.audiences == ("operator", "town")
+    assert book.get(notice_id).status == "extended"
+    assert book.get(notice_id).deadline == new_deadline
+    assert book.get(notice_id).first_deadline == issued + timedelta(days=14)
+
+    # An episode after the first deadline but before the extended one is only continuing.
+    day20 = day1 + timedelta(days=20)
+    events = book.on_findings(
+        site, profile, store_findings(store, minutes(day20, 1), day20), day20 + timedelta(minutes=2)
+    )
+    assert [e.change for e in events] == ["continuing"]
+
+    event = book.close(
+        notice_id,
+        "Enclosure installed; levels verified at 76 dB(A).",
+        "Town board",
+        day1 + timedelta(days=30),
+    )
+    assert event.change == "corrected"
+    history = book.history(notice_id)
+    assert [(c.change, c.status, c.actor) for c in history] == [
+        ("opened", "open", "minewatch"),
+        ("continuing", "open", "minewatch"),
+        ("extension_requested", "extension_requested", "J. Smith (Acme)"),
+        ("extended", "extended", "Town clerk"),
+        ("continuing", "extended", "minewatch"),
+        ("corrected", "corrected", "Town board"),
+    ]
+    assert history[2].note.startswith("New enclosure")
+    assert history[3].deadline == new_deadline
+
+    # Corrected is final; a later episode opens a new notice.
+    with pytest.raises(InvalidTransition, match="is corrected"):
+        book.extend(notice_id, new_deadline + timedelta(days=10), "Town clerk", "", day1 + timedelta(days=31))
+    day40 = day1 + timedelta(days=40)
+    events = book.on_findings(
+        site, profile, store_findings(store, minutes(day40, 1), day40), day40 + timedelta(minutes=2)
+    )
+    assert [(e.notice_id, e.change) for e in events] == [("DOV-2026-0003", "opened")]
+
+
+def test_episode_after_deadline_escalates_to_citation(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    day1 = local(2026, 7, 1, 10, 0)
+    book.on_findings(
+        site, profile, store_findings(store, minutes(day1, 2), day1), day1 + timedelta(minutes=3)
+    )
+    book.request_extension("DOV-2026-0001", "Need time", "Acme", day1 + timedelta(days=1))
+
+    day16 = day1 + timedelta(days=16)  # after the 14 days, not corrected
+    events = book.on_findings(
+        site,
+        profile,
+        store_findings(store, minutes(day16, 3, value=88.0), day16),
+        day16 + timedelta(minutes=4),
+    )
+    assert len(events) == 1
+    event = events[0]
+    assert (event.change, event.audiences, event.kind, event.severity) == (
+        "escalated",
+        ("town",),
+        "citation_recommended",
+        "citation",
+    )
+    assert "Citation recommended (section 13.3.B)" in event.message
+    assert "An extension request was pending" in event.message
+    notice = book.get("DOV-2026-0001")
+    assert notice.status == "escalated"
+    assert len(notice.episodes) == 2
+
+    # Escalated stays the one active notice: more episodes attach; the town can still close it.
+    day17 = day16 + timedelta(days=1)
+    events = book.on_findings(
+        site, profile, store_findings(store, minutes(day17, 1), day17), day17 + timedelta(minutes=2)
+    )
+    assert [(e.notice_id, e.change) for e in events] == [("DOV-2026-0001", "continuing")]
+    with pytest.raises(InvalidTransition):
+        book.escalate("DOV-2026-0001", "again", "Town", day17)
+    with pytest.raises(InvalidTransition):
+        book.request_extension("DOV-2026-0001", "more time", "Acme", day17)
+    book.close(
+        "DOV-2026-0001", "Citation issued and paid; corrected.", "Town board", day17 + timedelta(days=3)
+    )
+
+
+@pytest.mark.parametrize(
+    ("steps", "action", "message"),
+    [
+        ([], "close_twice", "is corrected"),
+        ([], "extend_earlier", "is not after"),
+        (["escalate"], "extend", "is escalated"),
+        ([], "request_empty", "written explanation"),
+        ([], "no_actor", "who made it"),
+    ],
+)
+def test_invalid_transitions_are_rejected(
+    store: Store, config: Config, steps: list[str], action: str, message: str
+) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    t = local(2026, 6, 15, 11, 30)
+    book.on_findings(site, profile, store_findings(store, [violation(t)], t), t + timedelta(minutes=2))
+    nid = "DOV-2026-0001"
+    later = t + timedelta(days=1)
+    for step in steps:
+        if step == "escalate":
+            book.escalate(nid, "ignored the notice", "Town", later)
+    before = book.history(nid)
+    with pytest.raises(NoticeError, match=message):
+        if action == "close_twice":
+            book.close(nid, "ok", "Town", later)
+            book.close(nid, "ok", "Town", later)
+        elif action == "extend_earlier":
+            book.extend(nid, book.get(nid).deadline - timedelta(days=1), "Town", "", later)
+        elif action == "extend":
+            book.extend(nid, later + timedelta(days=30), "Town", "", later)
+        elif action == "request_empty":
+            book.request_extension(nid, "  ", "Acme", later)
+        elif action == "no_actor":
+            book.close(nid, "ok", " ", later)
+    if action != "close_twice":
+        assert book.history(nid) == before  # nothing written by a refused change
+
+
+def test_unknown_notice(store: Store) -> None:
+    book = NoticeBook(store)
+    with pytest.raises(UnknownNotice, match="DOV-2026-0099"):
+        book.close("DOV-2026-0099", "x", "Town", datetime(2026, 1, 1, tzinfo=UTC))
+    with pytest.raises(UnknownNotice):
+        book.history("nope")
+
+
+def test_ids_count_per_prefix_and_year(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    ids = []
+    for i, when in enumerate(
+        [local(2026, 3, 1, 11, 0), local(2026, 12, 31, 22, 0), local(2027, 1, 2, 11, 0)]
+    ):
+        events = book.on_findings(
+            site,
+            profile,
+            store_findings(store, [violation(when, value=81 + i)], when),
+            when + timedelta(minutes=2),
+        )
+        ids.append(events[0].notice_id)
+        book.close(ids[-1], "corrected", "Town", when + timedelta(days=1))
+    # 2026-12-31 22:00 CST is already 2027 in UTC: the year is the town's.
+    assert ids == ["DOV-2026-0001", "DOV-2026-0002", "DOV-2027-0001"]
+
+
+def test_restart_continues_episodes_and_notices(db: Path, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    t = local(2026, 6, 15, 11, 30)
+    store = Store(db)
+    book = NoticeBook(store)
+    book.on_findings(site, profile, store_findings(store, minutes(t, 2), t), t + timedelta(minutes=3))
+    store.close()
+
+    store = Store(db)  # the daemon restarted
+    book = NoticeBook(store)
+    # The episode continues (within episode_gap_s): no new notice, no new alert.
+    more = store_findings(store, minutes(t + timedelta(minutes=2), 2), t)
+    assert book.on_findings(site, profile, more, t + timedelta(minutes=5)) == []
+    notice = book.get("DOV-2026-0001")
+    assert notice.episodes[0].facts["findings"] == 4
+    # Late data extending the episode backwards merges (new episode id) into the same notice.
+    early = store_findings(store, [violation(t - timedelta(minutes=1))], t)
+    assert book.on_findings(site, profile, early, t + timedelta(minutes=6)) == []
+    [episode] = book.get("DOV-2026-0001").episodes
+    assert episode.facts["findings"] == 5 and episode.start == t - timedelta(minutes=1)
+    store.close()
+
+    store = Store(db)
+    book = NoticeBook(store)
+    later = t + timedelta(days=1)
+    events = book.on_findings(
+        site, profile, store_findings(store, [violation(later)], later), later + timedelta(minutes=2)
+    )
+    assert [(e.notice_id, e.change) for e in events] == [("DOV-2026-0001", "continuing")]
+    store.close()
+
+
+def test_every_change_is_in_the_hash_chain(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    t = local(2026, 6, 15, 11, 30)
+    book.on_findings(site, profile, store_findings(store, minutes(t, 2), t), t + timedelta(minutes=3))
+    book.request_extension("DOV-2026-0001", "Need 10 more days", "Acme", t + timedelta(days=1))
+    book.extend("DOV-2026-0001", t + timedelta(days=24), "Town", "ok", t + timedelta(days=2))
+    book.close("DOV-2026-0001", "fixed", "Town", t + timedelta(days=20))
+
+    conn = store.conn
+    chain = {
+        (r["kind"], r["key"]): r["digest"]
+        for r in conn.execute("SELECT * FROM chain WHERE site = ?", (SITE,))
+    }
+    notice = conn.execute("SELECT * FROM notices").fetchone()
+    assert chain[("notice", "DOV-2026-0001")] == digest_of(notice_record(notice))
+    changes = conn.execute("SELECT * FROM notice_changes ORDER BY seq").fetchall()
+    assert len(changes) == 4
+    for row in changes:
+        assert chain[("notice_change", f"DOV-2026-0001|{row['seq']}")] == digest_of(change_record(row))
+    for row in conn.execute("SELECT * FROM notice_episodes"):
+        key = f"{row['notice_id']}|{row['episode_id']}|{row['revision']}"
+        assert chain[("notice_episode", key)] == digest_of(episode_record(row))
+    # And the chain as a whole still links.
+    head = GENESIS
+    for row in conn.execute("SELECT digest, head FROM chain WHERE site = ? ORDER BY seq", (SITE,)):
+        head = next_head(head, row["digest"])
+        assert head == row["head"]
+
+
+def test_cli_changes_are_announced_once_by_the_daemon(db: Path, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    t = local(2026, 6, 15, 11, 30)
+    daemon = Store(db)
+    book = NoticeBook(daemon)
+    book.on_findings(site, profile, store_findings(daemon, [violation(t)], t), t + timedelta(minutes=2))
+    assert book.take_announcements(t) == []  # on_findings returned its own events already
+
+    cli = Store(db)  # another process's connection
+    NoticeBook(cli).close("DOV-2026-0001", "Corrected on inspection", "Inspector Lee", t + timedelta(days=3))
+    cli.close()
+    daemon._heads.clear()  # the chain head moved under the daemon (see the report to the lead)
+    events = book.take_announcements(t + timedelta(days=3, seconds=1))
+    assert [(e.change, e.audiences, e.kind) for e in events] == [
+        ("corrected", ("operator", "town"), "notice_corrected")
+    ]
+    assert "Inspector Lee" in events[0].message
+    assert book.take_announcements(t + timedelta(days=3, seconds=2)) == []
+    daemon.close()
+
+
+def test_list_filters(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    t = local(2026, 6, 15, 11, 30)
+    book.on_findings(site, profile, store_findings(store, [violation(t)], t), t + timedelta(minutes=2))
+    blast = violation(t, standard="blast_window", section="6.F")
+    book.on_findings(site, profile, store_findings(store, [blast], t), t + timedelta(minutes=3))
+    book.close("DOV-2026-0002", "ok", "Town", t + timedelta(days=1))
+    assert [n.id for n in book.list(status="open")] == ["DOV-2026-0001"]
+    assert [n.id for n in book.list(site=SITE)] == ["DOV-2026-0001", "DOV-2026-0002"]
+    assert book.list(site="elsewhere") == []
+    assert (
+        json.loads(store.conn.execute("SELECT data FROM notices WHERE id='DOV-2026-0002'").fetchone()[0])[
+            "rule"
+        ]
+        == "blast_window"
+    )
