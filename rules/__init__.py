@@ -21,14 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 from rules import (
     air_overpressure,
+    area_controls,
     blast_notice,
     blast_window,
+    close_within,
+    fill_material,
     flashing_light,
     haul_hours,
     high_intensity_light,
     light_trespass,
     noise,
+    prior_plan,
     temporary_lighting,
+    turbidity,
     unreported_blast,
     upward_light,
 )
@@ -52,6 +57,12 @@ RULES: Mapping[str, RuleSpec[Any]] = {
     "upward_light": upward_light.RULE,
     "temporary_lighting": temporary_lighting.RULE,
     "haul_hours": haul_hours.RULE,
+    # General rule kinds for land-disturbing activity profiles (rules/profiles/land-disturbing.toml)
+    "turbidity": turbidity.RULE,
+    "close_within": close_within.RULE,
+    "area_controls": area_controls.RULE,
+    "prior_plan": prior_plan.RULE,
+    "fill_material": fill_material.RULE,
 }
 
 
@@ -84,7 +95,7 @@ def evaluate_site(
 def data_margins(profile: Profile, reading: str | None = None) -> tuple[timedelta, timedelta]:
     """(lookback, lookahead): reading data the rules need before ``start`` and after ``end``.
 
-    With ``reading`` ("sound", "light" or "weather") only the rules reading that kind count,
+    With ``reading`` ("sound", "light", "weather" or "turbidity") only the rules reading that kind count,
     so the daemon need not load three days of per-second sound because the upward-light
     baseline wants three nights of light summaries. Events are not limited by margins: pass
     all the daemon holds.

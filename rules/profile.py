@@ -9,6 +9,8 @@ A profile is a TOML file (shipped ones live in ``rules/profiles/<name>.toml``)::
     cure_days = 14
     episode_gap_s = 300
     preexisting_exempt = []            # standards that do not bind pre-existing sites
+    event_kinds = []                   # operator record kinds (minewatch/{site}/events/{kind})
+                                       # the daemon accepts for sites on this profile
 
     [standards.noise]                  # the key findings cite as Finding.standard
     rule = "noise"                     # a rule kind from rules.RULES
@@ -21,12 +23,17 @@ An operations agreement (section 4.1 of Dovre) changes params for one site throu
 ``overrides``: ``{"noise.limit_db": 85}`` or ``{"noise": {"limit_db": 85}}``. Unknown
 keys and wrong types are errors, each reported as ``path.to.key: reason``.
 
+A rule reading operator records of profile-defined kinds (``GenericEvent``) says which
+through ``RuleSpec.event_kinds``; each of them must be listed in ``event_kinds``, which
+may also list kinds no rule reads yet (kept as evidence).
+
 Reading the file here, at configuration time, is the only I/O in ``rules/``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 import types
 import typing
@@ -57,11 +64,15 @@ _TOP_LEVEL_FIELDS = {
     "cure_section",
     "episode_gap_s",
     "preexisting_exempt",
+    "event_kinds",
     "standards",
 }
 _STANDARD_FIELDS = {"rule", "section", "title", "summary", "text", "required_action", "params"}
 # Top-level fields an operations agreement may change for one site besides rule params.
 _OVERRIDABLE_TOP_LEVEL = {"cure_days": int, "episode_gap_s": float}
+# Event kinds monitor.wire decodes itself (BUILTIN_EVENTS there); a profile cannot redefine them.
+_BUILTIN_EVENT_KINDS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
+_EVENT_KIND = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 class ProfileError(Exception):
@@ -85,6 +96,7 @@ class Profile:
     standards: Mapping[str, Standard]
     cure_section: str = ""
     source: str = ""  # the file it came from, for messages
+    event_kinds: tuple[str, ...] = ()  # operator record kinds (GenericEvent.kind) sites on it accept
 
     def standard(self, key: str) -> Standard:
         return self.standards[key]
@@ -178,6 +190,14 @@ def build_profile(
     for key in preexisting_exempt or ():
         if key not in raw_standards:
             problems.append(f"preexisting_exempt: {key!r} is not a standard of this profile")
+    event_kinds = _event_kinds(raw.get("event_kinds", []), problems)
+    for key, standard in standards.items():
+        reads = RULES[standard.rule].event_kinds
+        for kind in reads(standard.params) if reads is not None else ():
+            if kind not in event_kinds:
+                problems.append(
+                    f"standards.{key}.params: reads event kind {kind!r}, which is not listed in event_kinds"
+                )
     if problems:
         raise ProfileError(source or name, problems)
     return Profile(
@@ -190,7 +210,24 @@ def build_profile(
         standards=types.MappingProxyType(standards),
         cure_section=cure_section,
         source=source,
+        event_kinds=event_kinds,
     )
+
+
+def _event_kinds(raw: Any, problems: list[str]) -> tuple[str, ...]:
+    """The profile's operator record kinds: topic-safe names, not built-in kinds, no repeats."""
+    kinds = _expect(raw, tuple[str, ...], "event_kinds", problems)
+    if kinds is None:
+        return ()
+    for index, kind in enumerate(kinds):
+        path = f"event_kinds[{index}]"
+        if not _EVENT_KIND.fullmatch(kind) or len(kind) > 64:
+            problems.append(f"{path}: {kind!r} is not a kind name; use lowercase words joined by '-'")
+        elif kind in _BUILTIN_EVENT_KINDS:
+            problems.append(f"{path}: {kind!r} is a built-in event kind; choose another name")
+        elif kind in kinds[:index]:
+            problems.append(f"{path}: {kind!r} is listed twice")
+    return tuple(kinds)
 
 
 def _split_overrides(

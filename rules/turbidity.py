@@ -1,0 +1,274 @@
+"""Siltation beyond the buffer line, from turbidity sensors (land-disturbing 28-5(a)).
+
+28-5(a): "No land-disturbing activity during periods of construction or improvement to
+land shall be permitted in proximity to a lake or natural watercourse unless a buffer zone
+is provided along the margin of the watercourse of sufficient width to confine visible
+siltation within the 25 percent of the buffer zone nearest the land-disturbing activity."
+
+Sensors with placement ``line_placement`` (``buffer_line``) stand at the line that bounds
+that 25 percent; sensors with ``reference_placement`` (``reference``) stand upstream or
+away from the site. A line reading shows siltation beyond the line when it is more than
+``max_above_reference_ntu`` above the reference (the median of the reference readings
+within ``reference_window_s`` of it) or more than ``max_ntu`` outright. Only a condition
+lasting longer than ``min_duration_s`` counts (a passing truck or a stirred-up sensor is
+not siltation): every minute from the moment it has lasted that long is a VIOLATION for
+that sensor (earlier minutes of the run are not flagged). Gaps shorter than
+``max_gap_s`` do not break a run. Without a reference reading only ``max_ntu`` is judged,
+and the finding's completeness says what share of its readings had a reference.
+
+28-5(a)(1): "This subsection shall not apply to a land-disturbing activity in connection
+with the construction of facilities to be located on, over, or under a lake or natural
+watercourse." A site whose flag ``exempt_flag`` (``activity_over_water``) is true gets
+EXEMPT_EXCEEDANCE findings instead, kept as evidence.
+
+Early warning: a line sensor whose condition is running but not yet long enough.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rules.base import (
+    RuleSpec,
+    Standard,
+    aligned_windows,
+    iso,
+    local_hm,
+    make_finding,
+    only_site,
+    sensor_label,
+)
+from rules.deadlines import flag_set
+from rules.model import (
+    Finding,
+    FindingKind,
+    Measurement,
+    Placement,
+    SensorKind,
+    SiteContext,
+    SiteData,
+    TurbidityReading,
+)
+
+FINDING_WINDOW_S = 60
+_PLACEMENTS = {p.value for p in Placement}
+
+
+@dataclass(frozen=True, slots=True)
+class TurbidityParams:
+    max_above_reference_ntu: float = 25.0
+    max_ntu: float = 50.0
+    min_duration_s: float = 600.0
+    max_gap_s: float = 300.0
+    reference_window_s: float = 600.0
+    line_placement: str = "buffer_line"
+    reference_placement: str = "reference"
+    exempt_flag: str = "activity_over_water"
+
+    def __post_init__(self) -> None:
+        for name in ("max_above_reference_ntu", "max_ntu", "min_duration_s", "max_gap_s", "reference_window_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must not be negative")
+        for name in ("line_placement", "reference_placement"):
+            if getattr(self, name) not in _PLACEMENTS:
+                raise ValueError(f"{name}: expected one of {', '.join(sorted(_PLACEMENTS))}")
+        if self.line_placement == self.reference_placement:
+            raise ValueError("reference_placement: must differ from line_placement")
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    reading: TurbidityReading
+    reference: float | None
+    above: bool
+    run_start: datetime
+    run_s: float  # duration of the condition through this reading
+
+
+def _sensors(site: SiteContext, placement: str) -> list[str]:
+    return [
+        s.id
+        for s in sorted(site.sensors.values(), key=lambda s: s.id)
+        if s.kind == SensorKind.TURBIDITY and s.placement.value == placement
+    ]
+
+
+def _judge(
+    site: SiteContext, params: TurbidityParams, data: SiteData, sensor: str, earliest: datetime, end: datetime
+) -> list[_Judged]:
+    references = set(_sensors(site, params.reference_placement))
+    ref_readings = sorted((r for r in data.turbidity if r.sensor in references), key=lambda r: r.ts)
+    window = timedelta(seconds=params.reference_window_s)
+    readings = sorted(
+        (r for r in data.turbidity if r.sensor == sensor and earliest <= r.ts < end), key=lambda r: r.ts
+    )
+    judged: list[_Judged] = []
+    previous: _Judged | None = None
+    for reading in readings:
+        near = [r.ntu for r in ref_readings if r.ts < reading.end + window and r.end > reading.ts - window]
+        reference = statistics.median(near) if near else None
+        above = reading.ntu > params.max_ntu or (
+            reference is not None and reading.ntu - reference > params.max_above_reference_ntu
+        )
+        if not above:
+            item = _Judged(reading, reference, False, reading.ts, 0.0)
+        elif (
+            previous is not None
+            and previous.above
+            and (reading.ts - previous.reading.end).total_seconds() <= params.max_gap_s
+        ):
+            item = _Judged(reading, reference, True, previous.run_start, previous.run_s + reading.duration_s)
+        else:
+            item = _Judged(reading, reference, True, reading.ts, reading.duration_s)
+        judged.append(item)
+        previous = item
+    return judged
+
+
+def _lookback(params: TurbidityParams) -> timedelta:
+    return timedelta(seconds=params.min_duration_s + params.max_gap_s)
+
+
+def _condition(item: _Judged, params: TurbidityParams) -> str:
+    if item.reference is not None and item.reading.ntu - item.reference > params.max_above_reference_ntu:
+        return (
+            f"{item.reading.ntu:g} NTU, {item.reading.ntu - item.reference:g} NTU above the reference "
+            f"({item.reference:g} NTU; limit {params.max_above_reference_ntu:g} NTU above it)"
+        )
+    return f"{item.reading.ntu:g} NTU, above the {params.max_ntu:g} NTU limit"
+
+
+def evaluate(
+    site: SiteContext,
+    standard: Standard,
+    params: TurbidityParams,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    exempt = flag_set(site, params.exempt_flag)
+    # Runs are followed back through whatever earlier readings the daemon sent.
+    earliest = min([start - _lookback(params), *(r.ts for r in data.turbidity)])
+    tz = site.tz
+    findings: list[Finding] = []
+    for sensor in _sensors(site, params.line_placement):
+        info = site.sensors[sensor]
+        judged = _judge(site, params, data, sensor, earliest, end)
+        for window_start, window_end in aligned_windows(start, end, FINDING_WINDOW_S):
+            chosen = [
+                j
+                for j in judged
+                if window_start <= j.reading.ts < window_end and j.above and j.run_s > params.min_duration_s
+            ]
+            if not chosen:
+                continue
+            worst = max(chosen, key=lambda j: j.reading.ntu - (j.reference or 0.0))
+            last = chosen[-1]
+            with_reference = sum(1 for j in chosen if j.reference is not None) / len(chosen)
+            since = f"for {last.run_s / 60:.0f} minutes since {local_hm(last.run_start, tz)}"
+            exemption = (
+                "28-5(a)(1): the activity is on, over or under the water "
+                f"(site flag {params.exempt_flag})"
+            )
+            if exempt:
+                kind = FindingKind.EXEMPT_EXCEEDANCE
+                tail = f"; {exemption}, so section {standard.section} does not apply"
+            else:
+                kind = FindingKind.VIOLATION
+                tail = ""
+            summary = (
+                f"Turbidity at {sensor_label(info)} was {_condition(worst, params)} at "
+                f"{local_hm(window_start, tz)} local, {since}: siltation beyond the buffer line "
+                f"(section {standard.section}){tail}"
+            )
+            measurements = [Measurement("turbidity", worst.reading.ntu, params.max_ntu, "NTU")]
+            if worst.reference is not None:
+                measurements.append(
+                    Measurement(
+                        "above reference",
+                        round(worst.reading.ntu - worst.reference, 3),
+                        params.max_above_reference_ntu,
+                        "NTU",
+                    )
+                )
+            measurements.append(Measurement("duration", round(last.run_s, 1), params.min_duration_s, "s"))
+            findings.append(
+                make_finding(
+                    site,
+                    standard,
+                    kind,
+                    window_start,
+                    max(window_end, last.reading.end),
+                    summary,
+                    sensors=(sensor,),
+                    measurements=tuple(measurements),
+                    exemptions=(exemption,) if exempt else (),
+                    refs=(f"turbidity:{sensor}:{iso(chosen[0].reading.ts)}/{iso(last.reading.end)}",),
+                    completeness=with_reference if worst.reference is not None else 1.0,
+                    details={
+                        "run_start": iso(last.run_start),
+                        "reference_ntu": worst.reference,
+                        "reference_sensors": _sensors(site, params.reference_placement),
+                    },
+                )
+            )
+    return findings
+
+
+def early_warnings(
+    site: SiteContext, standard: Standard, params: TurbidityParams, data: SiteData, now: datetime
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    if flag_set(site, params.exempt_flag):
+        return []
+    warnings = []
+    for sensor in _sensors(site, params.line_placement):
+        judged: Sequence[_Judged] = _judge(site, params, data, sensor, now - _lookback(params), now)
+        if not judged:
+            continue
+        last = judged[-1]
+        if not last.above or last.run_s > params.min_duration_s:
+            continue  # clean, or already a violation the evaluation reports
+        if (now - last.reading.end).total_seconds() > params.max_gap_s:
+            continue
+        left = (params.min_duration_s - last.run_s) / 60
+        summary = (
+            f"Turbidity at {sensor_label(site.sensors[sensor])} is {_condition(last, params)} since "
+            f"{local_hm(last.run_start, site.tz)}; it becomes a violation if it lasts {left:.0f} more "
+            f"minutes (section {standard.section})"
+        )
+        warnings.append(
+            make_finding(
+                site,
+                standard,
+                FindingKind.WARNING,
+                last.run_start,
+                last.reading.end,
+                summary,
+                sensors=(sensor,),
+                measurements=(Measurement("duration", round(last.run_s, 1), params.min_duration_s, "s"),),
+                details={"as_of": iso(now)},
+            )
+        )
+    return warnings
+
+
+def margins(params: TurbidityParams) -> tuple[timedelta, timedelta]:
+    window = timedelta(seconds=params.reference_window_s)
+    return _lookback(params) + window, window
+
+
+RULE: RuleSpec[TurbidityParams] = RuleSpec(
+    name="turbidity",
+    params_type=TurbidityParams,
+    evaluate=evaluate,
+    margins=margins,
+    early_warnings=early_warnings,
+    description="Turbidity at the buffer line above the reference or a limit, sustained longer than a duration.",
+    reads=("turbidity",),
+)
