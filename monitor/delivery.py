@@ -385,7 +385,7 @@ class Deliveries:
                 context.pdfs[notice_id] = None
         return context.pdfs[notice_id]
 
-    def email_message(
+    def _email_message(
         self, route: Route, delivery_id: str, alert: Mapping[str, Any], context: _SendContext
     ) -> EmailMessage:
         channel = route.channel
@@ -441,7 +441,7 @@ class Deliveries:
         self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any], context: _SendContext
     ) -> None:
         channel = route.channel
-        msg = self.email_message(route, row["id"], alert, context)
+        msg = self._email_message(route, row["id"], alert, context)
         where = f"{channel.smtp_host}:{channel.smtp_port}"
         try:
             with smtplib.SMTP(channel.smtp_host, channel.smtp_port, timeout=self.timeout_s) as smtp:

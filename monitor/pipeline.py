@@ -182,6 +182,7 @@ class Pipeline:
         self.generic_kinds = {s: frozenset(getattr(st.profile, "event_kinds", ())) for s, st in self.sites.items()}
         self.alerts = AlertBook(store, config.alerts, self._publish_alert)
         self._outgoing: list[tuple[str, bytes, bool]] = []
+        self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool]] = []
         self._log_gate: dict[tuple[str, str], float] = {}
         with store.batch():
             store.append_config(self.sites, config.raw_text, now)
@@ -199,17 +200,21 @@ class Pipeline:
             with self.store.batch():
                 for message in messages:
                     self._handle_one(message)
+                self._flush_sound(self.clock.now())
         except Exception:
             # A bug on one message: redo the batch one savepoint per message, so that
             # message alone is rolled back and rejected and the rest are kept.
             log.exception("Internal error in a batch; retrying it message by message")
             self._outgoing.clear()
+            self._pending_sound.clear()
             with self.store.batch():
                 for message in messages:
                     try:
                         with self.store.savepoint():
                             self._handle_one(message)
+                            self._flush_sound(self.clock.now())
                     except Exception as exc:  # a daemon never dies of one message
+                        self._pending_sound.clear()
                         log.exception("Internal error on a message on %r", message.topic)
                         self._reject(message, f"internal error ({type(exc).__name__}); logged for the "
                                      "maintainers", "internal")
@@ -313,18 +318,25 @@ class Pipeline:
                            shift(levels.LZpeak), shift(levels.LAFmin), shift(levels.LCeq), shift(levels.LZeq))
 
     def _accept_sound(self, state: SiteState, levels: SoundLevels, source: str, now: datetime) -> None:
-        late = self._late(state, levels.ts, now)
-        stored = self.store.append_sound(levels, source=source, late=late, now=now)
-        if not stored.stored:
-            self.counters.duplicates += 1
+        # Queued and written together at the end of the message (or batch): the hot path.
+        self._pending_sound.append((state, levels, source, self._late(state, levels.ts, now)))
+
+    def _flush_sound(self, now: datetime) -> None:
+        pending, self._pending_sound = self._pending_sound, []
+        if not pending:
             return
-        self.counters.accepted += 1
-        self.clock.observe(levels.end)
-        self._seen(state, levels.sensor, levels.ts, now)
-        fields = {k: getattr(levels, k) for k in ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak",
-                                                   "LZpeak", "LZeq")}
-        self._influx("sound", {"site": levels.site, "sensor": levels.sensor},
-                     {**fields, "duration_s": levels.duration_s, "late": late}, levels.ts)
+        stored = self.store.append_sounds([(lv, source, late) for _, lv, source, late in pending], now)
+        for (state, levels, _, late), new in zip(pending, stored, strict=True):
+            if not new:
+                self.counters.duplicates += 1
+                continue
+            self.counters.accepted += 1
+            self.clock.observe(levels.end)
+            self._seen(state, levels.sensor, levels.ts, now)
+            fields = {k: getattr(levels, k) for k in ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak",
+                                                       "LZpeak", "LZeq")}
+            self._influx("sound", {"site": levels.site, "sensor": levels.sensor},
+                         {**fields, "duration_s": levels.duration_s, "late": late}, levels.ts)
 
     def _accept_audio(self, state: SiteState, block: AudioBlock, now: datetime) -> None:
         stored = self.store.append_audio(block.site, block.sensor, block.ts, block.seq, block.sample_rate,

@@ -544,6 +544,32 @@ def _new_axes(title: str, ylabel: str, tz: ZoneInfo, start: datetime) -> tuple[A
     return fig, ax
 
 
+def _shade_gaps(ax: Any, gaps: Sequence[tuple[datetime, datetime]]) -> None:
+    """Hatched, labelled "no data": a reader must see that nothing was measured, not that it was quiet."""
+    for index, (gap_start, gap_end) in enumerate(gaps):
+        ax.axvspan(
+            gap_start,
+            gap_end,
+            facecolor="none",
+            edgecolor="#999999",
+            hatch="///",
+            linewidth=0,
+            label="no data" if index == 0 else None,
+        )
+        ax.text(
+            gap_start + (gap_end - gap_start) / 2,
+            0.03,
+            "no data",
+            transform=ax.get_xaxis_transform(),
+            rotation=90,
+            ha="center",
+            va="bottom",
+            fontsize=7.5,
+            color="#444444",
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
+        )
+
+
 def _legend_below(ax: Any) -> None:
     """Under the plot, so it never hides a level or a label of a shaded period."""
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=8.5, ncol=3, frameon=False)
@@ -587,7 +613,7 @@ def _noise_plot(
     grid = _second_grid(start, end)
     colors = ["#1f5fa8", "#7a3e9d", "#2b8a3e", "#b35c00"]
     levels_seen: list[float] = []
-    gap_labelled = False
+    gaps: list[tuple[datetime, datetime]] = []
     for index, sensor in enumerate(sensors):
         values = {from_us(r[1]).replace(microsecond=0): float(r[2]) for r in rows if r[0] == sensor}
         levels_seen += values.values()
@@ -612,28 +638,8 @@ def _noise_plot(
         ax.plot(
             minute_x, minute_y, color=color, linewidth=2.2, label=f"{sensor}: 1-minute average (LAeq,1min)"
         )
-        for gap_start, gap_end in _missing_runs(grid, set(values)):
-            ax.axvspan(
-                gap_start,
-                gap_end,
-                facecolor="none",
-                edgecolor="#999999",
-                hatch="///",
-                linewidth=0,
-                label=None if gap_labelled else "no data",
-            )
-            ax.text(
-                gap_start + (gap_end - gap_start) / 2,
-                0.03,
-                "no data",
-                transform=ax.get_xaxis_transform(),
-                rotation=90,
-                ha="center",
-                va="bottom",
-                fontsize=7.5,
-                color="#444444",
-            )
-            gap_labelled = True
+        gaps += _missing_runs(grid, set(values))
+    _shade_gaps(ax, gaps)
     ax.axvspan(episode.start, episode.end, color="#e03131", alpha=0.08, label="violation episode")
     exempt_labelled = False
     for span in _exempt_spans(conn, notice, sensors, site, profile, start, end):
@@ -694,6 +700,7 @@ def _light_plot(
         tz,
         start,
     )
+    gaps: list[tuple[datetime, datetime]] = []
     for sensor in sensors:
         xs: list[datetime] = []
         ys: list[float] = []
@@ -705,10 +712,12 @@ def _light_plot(
             if previous_end is not None and (ts - previous_end).total_seconds() > 2 * float(r[2]):
                 xs.append(previous_end)
                 ys.append(math.nan)  # a gap in the readings breaks the line
+                gaps.append((previous_end, ts))
             xs.append(ts)
             ys.append(float(json.loads(r[3])["lux_mean"]))
             previous_end = ts + timedelta(seconds=float(r[2]))
         ax.plot(xs, ys, linewidth=1.6, label=f"{sensor}: mean illuminance")
+    _shade_gaps(ax, gaps)
     ax.axvspan(episode.start, episode.end, color="#e03131", alpha=0.08, label="violation episode")
     limit = (episode.facts.get("worst") or {}).get("limit")
     if limit is not None:

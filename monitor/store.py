@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -44,6 +44,7 @@ from rules.model import (
 
 GENESIS = "0" * 64
 SOUND_FIELDS = ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
+_SOUND_COLUMNS = ("site", "sensor", "ts_us", "duration_s", *SOUND_FIELDS, "source")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sound (
@@ -366,18 +367,39 @@ class Store:
     # ------------------------------------------------------------------ appends
 
     def append_sound(self, levels: SoundLevels, *, source: str, late: bool, now: datetime) -> Appended:
-        row = {"site": levels.site, "sensor": levels.sensor, "ts_us": to_us(levels.ts),
-               "duration_s": levels.duration_s, **{k: getattr(levels, k) for k in SOUND_FIELDS},
-               "source": source}
-        cur = self.conn.execute(
-            "INSERT OR IGNORE INTO sound (site, sensor, ts_us, duration_s, LAeq, LAFmax, LASmax, LAFmin, LCeq,"
-            " LCpeak, LZpeak, LZeq, source, late, received_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (*row.values(), int(late), to_us(now)),
-        )
-        if cur.rowcount == 0:
-            return Appended(False)
-        self.chain(levels.site, "sound", f"{levels.sensor}|{row['ts_us']}", sound_record(row), now)
-        return Appended(True)
+        return Appended(self.append_sounds([(levels, source, late)], now)[0])
+
+    def append_sounds(
+        self, items: Sequence[tuple[SoundLevels, str, bool]], now: datetime
+    ) -> list[bool]:
+        """Many (levels, source, late) at once; returns which were new (the rest are duplicates).
+
+        Optimistic: one executemany, and only when it inserted fewer rows than given (a
+        duplicate among them) is it undone and redone row by row to learn which.
+        """
+        now_us = to_us(now)
+        rows = [
+            (lv.site, lv.sensor, to_us(lv.ts), lv.duration_s, lv.LAeq, lv.LAFmax, lv.LASmax, lv.LAFmin, lv.LCeq,
+             lv.LCpeak, lv.LZpeak, lv.LZeq, source, int(late), now_us)
+            for lv, source, late in items
+        ]
+        sql = ("INSERT OR IGNORE INTO sound (site, sensor, ts_us, duration_s, LAeq, LAFmax, LASmax, LAFmin, LCeq,"
+               " LCpeak, LZpeak, LZeq, source, late, received_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+        before = self.conn.total_changes
+        self.conn.execute("SAVEPOINT sounds")
+        self.conn.executemany(sql, rows)
+        if self.conn.total_changes - before == len(rows):
+            self.conn.execute("RELEASE sounds")
+            stored = [True] * len(rows)
+        else:
+            self.conn.execute("ROLLBACK TO sounds")
+            self.conn.execute("RELEASE sounds")
+            stored = [self.conn.execute(sql, row).rowcount == 1 for row in rows]
+        for row, new in zip(rows, stored, strict=True):
+            if new:
+                record = dict(zip(_SOUND_COLUMNS, row[:13], strict=True))
+                self.chain(row[0], "sound", f"{row[1]}|{row[2]}", sound_record(record), now)
+        return stored
 
     def append_reading(
         self, reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus, payload: Mapping[str, Any],

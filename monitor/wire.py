@@ -329,6 +329,41 @@ def _verify_signature(data: Mapping[str, Any], sensor: SensorConfig | None) -> N
 # --------------------------------------------------------------------------- sensor payloads
 
 
+_LEVEL_KEYS = frozenset({"v", "ts", "duration_s", "LAeq", "LAFmax", "LCpeak", "LASmax", "LZpeak", "LAFmin",
+                         "LCeq", "LZeq"})
+_REQUIRED_LEVEL_KEYS = ("ts", "duration_s", "LAeq", "LAFmax", "LCpeak")
+
+
+def _levels_fast(data: dict[str, Any], site: str, sensor: str) -> SoundLevels | None:
+    """The common, valid levels message without the field-by-field machinery; None -> slow path.
+
+    Anything unusual (a missing or unknown field, a non-float, out of range) returns None
+    and the full decoder produces the precise rejection.
+    """
+    if not data.keys() <= _LEVEL_KEYS or data.get("v", PROTOCOL_VERSION) != PROTOCOL_VERSION:
+        return None
+    lo, hi = DB_RANGE
+    values: dict[str, float | None] = {}
+    for key, value in data.items():
+        if key in ("v", "ts"):
+            continue
+        if type(value) is not float and type(value) is not int:
+            return None
+        if not (lo <= value <= hi) if key != "duration_s" else not (0 < value <= MAX_DURATION_S):
+            return None  # NaN fails every comparison and lands here too
+        values[key] = float(value)
+    if any(k not in data for k in _REQUIRED_LEVEL_KEYS):
+        return None
+    la, lmax = values["LAeq"], values["LAFmax"]
+    assert la is not None and lmax is not None
+    if lmax < la - 0.05:
+        return None
+    ts = parse_ts(data["ts"])
+    return SoundLevels(site, sensor, ts, values["duration_s"] or 1.0, la, lmax, values["LCpeak"] or 0.0,
+                       values.get("LASmax"), values.get("LZpeak"), values.get("LAFmin"), values.get("LCeq"),
+                       values.get("LZeq"))
+
+
 def _decode_levels(f: _Fields, site: str, sensor: str) -> SoundLevels:
     lo, hi = DB_RANGE
 
@@ -602,6 +637,11 @@ def decode(
         return _decode_audio(payload, site.id, sensor, now, limits)
     data = _load_json(payload)
     _verify_signature(data, sensor)
+    if parsed.kind == "levels" and "sig" not in data:
+        fast = _levels_fast(data, site.id, sensor.id)
+        if fast is not None:
+            check_time(fast.ts, now, limits)
+            return fast
     fields = _Fields(data)
     message = _SENSOR_DECODERS[parsed.kind](fields, site.id, sensor.id)
     fields.finish()

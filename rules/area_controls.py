@@ -54,7 +54,9 @@ class _Stretch:
     refs: tuple[str, ...]
 
 
-def _stretches(site: SiteContext, params: AreaControlsParams, data: SiteData) -> tuple[list[_Stretch], list[str]]:
+def _stretches(
+    site: SiteContext, params: AreaControlsParams, data: SiteData
+) -> tuple[list[_Stretch], list[str]]:
     opened = first_by_id(events_of(data, site, params.open_kind))
     closed = first_by_id(events_of(data, site, params.close_kind))
     steps: list[tuple[datetime, float, str]] = []
@@ -118,7 +120,7 @@ def evaluate(
         continuing = "" if occurrence.first_for(item) else ", and still none were declared"
         summary = (
             f"More than {params.max_area_sqft:,.0f} square feet were uncovered (up to {peak:,.0f}) from "
-            f"{since_text} with no {params.measure_kind.replace('-', ' ')} record{continuing}; sedimentation "
+            f"{since_text} with no {params.measure_kind} record{continuing}; sedimentation "
             f"and erosion control devices are required (section {standard.section})"
         )
         findings.append(

@@ -166,7 +166,9 @@ def evaluate(
         refs = (ref(subject.opened),) + ((ref(subject.closed),) if subject.closed else ())
         overdue.append(Overdue(subject.opened.id, since, until, refs))
     period = _period_text(calendar_days, working_days)
-    section = standard.section + (f", {params.exception_section}" if excepted and params.exception_section else "")
+    section = standard.section + (
+        f", {params.exception_section}" if excepted and params.exception_section else ""
+    )
     for occurrence in occurrences(site, overdue, start, end, now):
         day = local_date(site, occurrence.start)
         parts = []
@@ -223,9 +225,8 @@ def _excepted_findings(
 ) -> list[Finding]:
     """Where the standard period would have been missed, once, as EXEMPT_EXCEEDANCE (kept as evidence)."""
     where = params.exception_section or "the exception"
-    reason = (
-        f"{where} applies to this site"
-        + (f" (site flag {params.exception_flag})" if flag_set(site, params.exception_flag) else " (agreement)")
+    reason = f"{where} applies to this site" + (
+        f" (site flag {params.exception_flag})" if flag_set(site, params.exception_flag) else " (agreement)"
     )
     findings = []
     for subject in _subjects(site, params, data, params.calendar_days, params.working_days):

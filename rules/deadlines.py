@@ -67,7 +67,9 @@ class WorkCalendar:
     def add_working_days(self, day: date, count: int) -> date:
         """The ``count``-th working day after ``day`` (``day`` itself is not counted)."""
         if len(self.weekend) >= 7:
-            raise ValueError("a calendar whose every weekday is weekend has no working days")  # programmer error
+            raise ValueError(
+                "a calendar whose every weekday is weekend has no working days"
+            )  # programmer error
         found = 0
         while found < count:
             day += timedelta(days=1)
@@ -90,9 +92,7 @@ def next_midnight(site: SiteContext, ts: datetime) -> datetime:
     return local_midnight(site, local_date(site, ts) + timedelta(days=1))
 
 
-def last_day(
-    start_day: date, calendar_days: int, working_days: int, calendar: WorkCalendar
-) -> date | None:
+def last_day(start_day: date, calendar_days: int, working_days: int, calendar: WorkCalendar) -> date | None:
     """Last local day allowed by "within N calendar days or M working days, whichever is shorter".
 
     A period of 0 is not set; None when neither is set (no deadline).

@@ -102,7 +102,9 @@ def evaluate(
             )
         elif reasons:
             kind = FindingKind.VIOLATION
-            summary = f"{what} at {when} is not acceptable fill: {'; '.join(reasons)} (section {standard.section})"
+            summary = (
+                f"{what} at {when} is not acceptable fill: {'; '.join(reasons)} (section {standard.section})"
+            )
         elif missing:
             kind = FindingKind.INFO
             summary = (

@@ -100,9 +100,13 @@ def evaluate(
         reasons: list[str] = []
         measurements: list[Measurement] = []
         refs = [ref(started)]
-        details: dict[str, object] = {"plan_id": plan_id, "area_sqft": area, "express_permit": express is not None}
+        details: dict[str, object] = {
+            "plan_id": plan_id,
+            "area_sqft": area,
+            "express_permit": express is not None,
+        }
         if plan_filed is None:
-            reasons.append(f"no plan {plan_id} was filed")
+            reasons.append(f"no plan {plan_id} was filed" + (" or approved" if plan_approved is None else ""))
         else:
             refs.append(ref(plan_filed))
             days = (local_date(site, started.ts) - local_date(site, plan_filed.ts)).days
@@ -115,7 +119,7 @@ def evaluate(
                     f"plan {plan_id} was filed {days} days before the start, less than the "
                     f"{params.min_days_filed} days required"
                 )
-        if plan_approved is None or plan_approved.ts > started.ts:
+        if plan_filed is not None and (plan_approved is None or plan_approved.ts > started.ts):
             reasons.append(f"plan {plan_id} was not approved before the start")
         if plan_approved is not None:
             refs.append(ref(plan_approved))
@@ -131,8 +135,8 @@ def evaluate(
         else:
             kind = FindingKind.COMPLIANT
             summary = (
-                f"Land-disturbing activity {started.id} ({size}) started at {when}{under} with plan {plan_id} "
-                f"filed and approved beforehand (section {standard.section})"
+                f"Land-disturbing activity {started.id} ({size}) started at {when}{under} with plan "
+                f"{plan_id} filed and approved beforehand (section {standard.section})"
             )
         findings.append(
             make_finding(
@@ -168,11 +172,11 @@ def early_warnings(
             continue  # free to start
         needs = []
         if local_date(site, now) < earliest_day:
-            needs.append(f"not before {earliest_day.isoformat()}")
+            needs.append(f"on {earliest_day.isoformat()} at the earliest")
         if waiting:
-            needs.append("not before the plan is approved")
+            needs.append("only once the plan is approved")
         summary = (
-            f"Land-disturbing activity under plan {plan.id} may start {' and '.join(needs)} "
+            f"Land-disturbing activity under plan {plan.id} may start {', and '.join(needs)} "
             f"(section {standard.section})"
         )
         warnings.append(
@@ -184,7 +188,11 @@ def early_warnings(
                 local_midnight(site, earliest_day + timedelta(days=1)),
                 summary,
                 refs=(ref(plan),),
-                details={"as_of": iso(now), "earliest_day": earliest_day.isoformat(), "approved": not waiting},
+                details={
+                    "as_of": iso(now),
+                    "earliest_day": earliest_day.isoformat(),
+                    "approved": not waiting,
+                },
             )
         )
     return warnings

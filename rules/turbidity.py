@@ -69,7 +69,13 @@ class TurbidityParams:
     exempt_flag: str = "activity_over_water"
 
     def __post_init__(self) -> None:
-        for name in ("max_above_reference_ntu", "max_ntu", "min_duration_s", "max_gap_s", "reference_window_s"):
+        for name in (
+            "max_above_reference_ntu",
+            "max_ntu",
+            "min_duration_s",
+            "max_gap_s",
+            "reference_window_s",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must not be negative")
         for name in ("line_placement", "reference_placement"):
@@ -172,8 +178,7 @@ def evaluate(
             with_reference = sum(1 for j in chosen if j.reference is not None) / len(chosen)
             since = f"for {last.run_s / 60:.0f} minutes since {local_hm(last.run_start, tz)}"
             exemption = (
-                "28-5(a)(1): the activity is on, over or under the water "
-                f"(site flag {params.exempt_flag})"
+                f"28-5(a)(1): the activity is on, over or under the water (site flag {params.exempt_flag})"
             )
             if exempt:
                 kind = FindingKind.EXEMPT_EXCEEDANCE
@@ -269,6 +274,6 @@ RULE: RuleSpec[TurbidityParams] = RuleSpec(
     evaluate=evaluate,
     margins=margins,
     early_warnings=early_warnings,
-    description="Turbidity at the buffer line above the reference or a limit, sustained longer than a duration.",
+    description="Buffer-line turbidity above the reference or a limit for longer than a duration.",
     reads=("turbidity",),
 )

@@ -90,6 +90,7 @@ def violation(
     section: str = "6.D",
     exemptions: Sequence[str] = (),
     completeness: float = 1.0,
+    measurement: Measurement | None = None,
 ) -> Finding:
     """A one-minute noise VIOLATION finding as rules/noise.py words it."""
     return Finding(
@@ -104,7 +105,7 @@ def violation(
         f"{start.astimezone(TZ):%H:%M}-{(start + timedelta(minutes=1)).astimezone(TZ):%H:%M} local, "
         f"above the 80 dB limit (section {section})",
         sensors=(sensor,),
-        measurements=(Measurement("LAeq,1min", value, 80.0, "dB(A)"),),
+        measurements=(measurement or Measurement("LAeq,1min", value, 80.0, "dB(A)"),),
         exemptions=tuple(exemptions),
         completeness=completeness,
         details={"metric": "LAeq", "weather_affected_s": 0.0, "judged": True},

@@ -1,0 +1,171 @@
+"""`minewatch notices ACTION --config FILE ...`: the town's notices of violation (13.3.A).
+
+    list                 notices, newest last (--site, --status, --format text|json)
+    show ID              the notice (--format md|html|json|pdf, --out FILE)
+    request-extension ID the operator's written explanation (--explanation, --by)
+    extend ID            a new cure deadline (--until DATE, --note, --by)
+    close ID             corrected (--note, --by)
+    escalate ID          citation recommended (--note, --by)
+
+Changes are written to the store (and its hash chain) in one transaction; the daemon
+announces them to the recipients on its next tick. Errors print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime, time
+from pathlib import Path
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from monitor.config import Config, load_config
+from monitor.errors import ConfigError, MinewatchError
+
+if TYPE_CHECKING:
+    from monitor.notices import NoticeBook
+    from monitor.store import Store
+
+STATUSES = ("open", "extension_requested", "extended", "corrected", "escalated")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", required=True, help="configuration TOML file (the store is storage.path)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    listing = actions.add_parser("list", parents=[common], help="list notices")
+    listing.add_argument("--site", help="only this site")
+    listing.add_argument("--status", choices=STATUSES, help="only notices in this status")
+    listing.add_argument("--format", choices=("text", "json"), default="text")
+
+    show = actions.add_parser("show", parents=[common], help="one notice as a document")
+    show.add_argument("id", help="notice id, e.g. DOV-2026-0007")
+    show.add_argument("--format", choices=("md", "html", "json", "pdf"), default="md")
+    show.add_argument("--out", help="write to this file (required for pdf unless stdout is redirected)")
+
+    request = actions.add_parser(
+        "request-extension", parents=[common], help="record the operator's written explanation for more time"
+    )
+    request.add_argument("id")
+    request.add_argument("--explanation", required=True, help="why more time is needed and how much")
+    request.add_argument("--by", required=True, help="who asks (name, for the record)")
+
+    extend = actions.add_parser("extend", parents=[common], help="grant a new cure deadline")
+    extend.add_argument("id")
+    extend.add_argument(
+        "--until", required=True, help="new deadline: a date (end of that day, site time) or an RFC 3339 time"
+    )
+    extend.add_argument("--note", default="", help="the Town's reason")
+    extend.add_argument("--by", required=True, help="who grants it")
+
+    close = actions.add_parser("close", parents=[common], help="close as corrected")
+    close.add_argument("id")
+    close.add_argument("--note", required=True, help="what was found corrected")
+    close.add_argument("--by", required=True)
+
+    escalate = actions.add_parser("escalate", parents=[common], help="recommend a citation (13.3.B)")
+    escalate.add_argument("id")
+    escalate.add_argument("--note", required=True)
+    escalate.add_argument("--by", required=True)
+
+
+def parse_until(text: str, timezone: str) -> datetime:
+    """'2026-07-20' -> the end of that day in the site's time zone; or an RFC 3339 time."""
+    try:
+        if len(text) == 10:
+            day = datetime.strptime(text, "%Y-%m-%d").date()
+            return datetime.combine(day, time(23, 59, 59), ZoneInfo(timezone)).astimezone(UTC)
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise MinewatchError(
+            f"--until: expected a date like 2026-07-20 or an RFC 3339 time, got {text!r}"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=ZoneInfo(timezone))
+    return parsed.astimezone(UTC)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print("\n".join(exc.problems), file=sys.stderr)
+        return 2
+    from monitor.notices import NoticeBook
+    from monitor.store import Store
+
+    store = Store(config.storage.path)
+    try:
+        book = NoticeBook(store)
+        return _run(args, config, store, book)
+    except MinewatchError as exc:
+        print(f"minewatch notices {args.action}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+
+
+def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBook) -> int:
+    from monitor.notices import local_text
+    from monitor.render import render_notice
+    from monitor.wire import format_ts
+
+    now = datetime.now(UTC)
+    if args.action == "list":
+        notices = book.list(site=args.site, status=args.status)
+        if args.format == "json":
+            print(
+                json.dumps(
+                    [
+                        {
+                            "id": n.id,
+                            "site": n.site,
+                            "standard": n.standard,
+                            "section": n.section,
+                            "status": n.status,
+                            "opened": format_ts(n.opened),
+                            "deadline": format_ts(n.deadline),
+                            "episodes": len(n.episodes),
+                        }
+                        for n in notices
+                    ],
+                    indent=2,
+                )
+            )
+            return 0
+        if not notices:
+            print("No notices.")
+        for n in notices:
+            print(
+                f"{n.id}  {n.site:<10} {n.section:<6} {n.status.replace('_', ' '):<20} "
+                f"issued {local_text(n.opened, n.timezone)}  deadline {local_text(n.deadline, n.timezone)}"
+                f"  {n.data.get('title', '')}"
+            )
+        return 0
+    if args.action == "show":
+        document = render_notice(store.conn, args.id, args.format, config=config)
+        if args.out:
+            Path(args.out).write_bytes(document)
+            print(f"Wrote {args.out} ({len(document)} bytes)", file=sys.stderr)
+        elif args.format == "pdf" and sys.stdout.isatty():
+            raise MinewatchError("a PDF needs --out FILE (or stdout redirected to a file)")
+        else:
+            sys.stdout.buffer.write(document)
+            sys.stdout.flush()
+        return 0
+    if args.action == "request-extension":
+        event = book.request_extension(args.id, args.explanation, args.by, now)
+    elif args.action == "extend":
+        notice = book.get(args.id)
+        event = book.extend(args.id, parse_until(args.until, notice.timezone), args.by, args.note, now)
+    elif args.action == "close":
+        event = book.close(args.id, args.note, args.by, now)
+    elif args.action == "escalate":
+        event = book.escalate(args.id, args.note, args.by, now)
+    else:  # argparse allows only the actions above
+        raise MinewatchError(f"unknown action {args.action!r}")
+    print(event.message)
+    return 0

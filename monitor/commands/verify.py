@@ -1,0 +1,30 @@
+"""``minewatch verify bundle.zip [--anchors FILE]``: check an evidence bundle; exit 0 if sound, 1 if not."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("bundle", metavar="bundle.zip", help="an evidence bundle from `minewatch evidence`")
+    parser.add_argument("--anchors", metavar="FILE",
+                        help="JSON list of {site, seq, head[, ts]}: the chain heads the town received on"
+                             " minewatch/{site}/anchors")
+
+
+def run(args: argparse.Namespace) -> int:
+    from monitor.evidence import EvidenceError, load_anchors, verify_bundle
+
+    if not Path(args.bundle).is_file():
+        print(f"minewatch verify: no such file {args.bundle!r}", file=sys.stderr)
+        return 2
+    try:
+        anchors = load_anchors(args.anchors) if args.anchors else None
+    except EvidenceError as exc:
+        print(f"minewatch verify: {exc}", file=sys.stderr)
+        return 2
+    report = verify_bundle(args.bundle, anchors)
+    print("\n".join(report.lines()))
+    return 0 if report.ok else 1

@@ -1,0 +1,1575 @@
+"""Evidence for inspectors: export a window of the record as a self-verifying zip, and verify one.
+
+    store (SQLite + hash chain) ──► export_bundle ──► bundle.zip
+        data/sound.csv, data/<light|weather|turbidity|status>.csv
+                          per-second rows of the window, in chain order, floats as repr()
+        records/<kind>.json events, findings (all revisions), alerts, health, calibration,
+                          rejections, config: every one whose chain entry lies in the segment
+        chain.csv         the chain segment: seq, kind, key, digest, head, recorded_us
+        anchors.json      every chain head the daemon published for the site
+        notices/*.json    notices and their change history (when the store has them)
+        plots/, config.toml, profile/<name>.toml, README.txt
+        manifest.json     SHA-256 of every file, the scope, the segment's ends, the anchors
+    InfluxDB ──► data/<measurement>_influxdb.csv   the part of the window pruned locally;
+                                                   outside the chain, said so in the manifest
+
+    bundle.zip [+ anchors the town holds] ──► verify_bundle ──► Report
+
+Verification rebuilds every exported row's canonical record with the store's own
+functions (``monitor.store.RECORDS``), hashes it and matches it to the chain entry
+the row names (``chain_seq``), walking the chain once in order. The manifest could
+be rewritten end to end by whoever holds the store: only heads held by the town
+(``--anchors``) tell such a rewrite apart from the original, so the report always
+says whether the chain was anchored.
+
+Everything streams: rows go from SQLite cursors into the zip members and are
+hashed on the way, and verification reads them back the same way, so a month of
+per-second data never sits in memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import importlib.metadata
+import io
+import json
+import os
+import sqlite3
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from importlib import resources
+from pathlib import Path
+from typing import IO, Any
+from zoneinfo import ZoneInfo
+
+from monitor.config import Config, InfluxConfig, SiteConfig
+from monitor.errors import MinewatchError
+from monitor.schema import MEASUREMENTS
+from monitor.store import GENESIS, RECORDS, SOUND_FIELDS, digest_of, next_head
+
+__all__ = [
+    "FORMAT",
+    "Anchor",
+    "EvidenceError",
+    "ExportSummary",
+    "Problem",
+    "Report",
+    "TimeFormat",
+    "export_bundle",
+    "load_anchors",
+    "parse_when",
+    "verify_bundle",
+]
+
+FORMAT = "minewatch-evidence/1"
+MANIFEST = "manifest.json"
+CHAIN_FILE = "chain.csv"
+ANCHORS_FILE = "anchors.json"
+SOUND_FILE = "data/sound.csv"
+READING_EXTRAS: dict[str, tuple[str, ...]] = {  # columns copied out of the reading's JSON, for reading
+    "light": ("lux_mean", "lux_min", "lux_max"),
+    "weather": ("wind_speed_ms", "rain"),
+    "turbidity": ("ntu",),
+    "status": ("battery_pct", "clock_offset_s"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """A chain kind exported row by row to records/<name>.json.
+
+    ``source`` is the FROM clause (the row is ``t``), ``site`` the column holding its
+    site, ``key`` the chain key as SQL (the keys monitor/store.py and monitor/notices.py
+    chain the kind under) and ``window`` what makes a row belong to [:from, :to).
+    """
+
+    file: str
+    source: str
+    key: str
+    window: str
+    site: str = "t.site"
+
+
+RECORD_KINDS: dict[str, _Kind] = {
+    "event": _Kind("records/events.json", "events t", "t.kind || '|' || t.id",
+                   "t.ts_us < :to AND COALESCE(t.end_us, t.ts_us) >= :from"),
+    "finding": _Kind("records/findings.json", "findings t", "t.id || '|' || t.revision",
+                     "t.start_us < :to AND t.end_us >= :from"),
+    "alert": _Kind("records/alerts.json", "alerts t", "t.id", "t.created_us >= :from AND t.created_us < :to"),
+    "health": _Kind("records/health.json", "health t", "t.sensor || '|' || t.ts_us || '|' || t.state",
+                    "t.ts_us >= :from AND t.ts_us < :to"),
+    "calibration": _Kind("records/calibration.json", "calibration t", "t.sensor || '|' || t.ts_us",
+                         "t.ts_us >= :from AND t.ts_us < :to"),
+    "rejection": _Kind("records/rejections.json", "rejections t", "CAST(t.id AS TEXT)",
+                       "t.received_us >= :from AND t.received_us < :to"),
+    # monitor/notices.py: a notice, its change history and the episodes it cites
+    "notice": _Kind("records/notices.json", "notices t", "t.id", "t.opened_us < :to AND t.updated_us >= :from"),
+    "notice_change": _Kind("records/notice_changes.json", "notice_changes t JOIN notices n ON n.id = t.notice_id",
+                           "t.notice_id || '|' || t.seq", "t.at_us >= :from AND t.at_us < :to", "n.site"),
+    "notice_episode": _Kind("records/notice_episodes.json",
+                            "notice_episodes t JOIN notices n ON n.id = t.notice_id",
+                            "t.notice_id || '|' || t.episode_id || '|' || t.revision",
+                            "t.start_us < :to AND t.end_us >= :from", "n.site"),
+}
+RECORD_FILES: dict[str, str] = {**{k: v.file for k, v in RECORD_KINDS.items()}, "config": "records/config.json"}
+
+
+def record_builders() -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
+    """Chain kind -> the function its records were chained with (the store's, and the notices')."""
+    from monitor.notices import change_record, episode_record, notice_record
+
+    return {**RECORDS, "notice": notice_record, "notice_change": change_record,
+            "notice_episode": episode_record}
+INFLUX_MEASUREMENT = {"sound": "sound", "light": "light", "sky": "light", "weather": "weather",
+                      "turbidity": "turbidity"}
+_FLUSH_BYTES = 1 << 20
+_MAX_LISTED = 1000  # problems and missing rows kept in detail; the rest are counted
+
+
+class EvidenceError(MinewatchError):
+    """The request cannot be served as asked (unknown site or sensor, bad window, unreadable file)."""
+
+
+# --------------------------------------------------------------------------- time columns
+
+
+class TimeFormat:
+    """Microseconds since the epoch -> ISO 8601 in one zone ("Z" for UTC).
+
+    The zone is consulted once per minute, not per row: a month of per-second rows
+    is 26 million lookups otherwise. Minutes that contain an offset change are
+    formatted row by row.
+    """
+
+    def __init__(self, zone: tzinfo) -> None:
+        self.zone = zone
+        self.utc = zone is UTC
+        self._minutes: dict[int, tuple[str, str] | None] = {}
+
+    def exact(self, ts_us: int) -> str:
+        text = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts_us)).astimezone(self.zone).isoformat()
+        return text[:-6] + "Z" if self.utc else text
+
+    def _minute(self, minute: int) -> tuple[str, str] | None:
+        start = datetime.fromtimestamp(minute * 60, self.zone)
+        if start.utcoffset() != datetime.fromtimestamp(minute * 60 + 59, self.zone).utcoffset():
+            return None
+        text = start.isoformat()  # YYYY-MM-DDTHH:MM:SS+HH:MM
+        return text[:17], "Z" if self.utc else text[19:]
+
+    def __call__(self, ts_us: int) -> str:
+        minute, rest = divmod(ts_us, 60_000_000)
+        try:
+            parts = self._minutes[minute]
+        except KeyError:
+            if len(self._minutes) > 4096:
+                self._minutes.clear()
+            parts = self._minutes[minute] = self._minute(minute)
+        if parts is None:
+            return self.exact(ts_us)
+        second, micro = divmod(rest, 1_000_000)
+        return f"{parts[0]}{second:02d}.{micro:06d}{parts[1]}" if micro else f"{parts[0]}{second:02d}{parts[1]}"
+
+
+def parse_when(text: str, zone: tzinfo) -> datetime:
+    """RFC 3339 / ISO 8601; a date alone is local midnight, a time without offset is site-local."""
+    value = text.strip()
+    try:
+        if len(value) == 10:
+            return datetime.combine(date.fromisoformat(value), time(0), zone)
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise EvidenceError(f"not a date or time: {text!r} (use e.g. 2024-05-01 or 2024-05-01T06:00:00Z)") from None
+    return parsed.replace(tzinfo=zone) if parsed.tzinfo is None else parsed
+
+
+def _us(ts: datetime) -> int:
+    return (ts - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+
+
+# --------------------------------------------------------------------------- row shapes (export and verify)
+
+
+def _cell(value: Any) -> str:
+    """One CSV cell: floats as repr() (exact round trip), booleans as JSON does."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return repr(value) if isinstance(value, float) else str(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _opt_float(text: str) -> float | None:
+    return None if text == "" else float(text)
+
+
+SOUND_COLUMNS = ("chain_seq", "site", "sensor", "ts_us", "time_utc", "time_local", "duration_s",
+                 *SOUND_FIELDS, "source")
+
+
+def reading_columns(kind: str) -> tuple[str, ...]:
+    return ("chain_seq", "site", "sensor", "kind", "ts_us", "time_utc", "time_local", "duration_s",
+            *READING_EXTRAS[kind], "data")
+
+
+def reading_file(kind: str) -> str:
+    return f"data/{kind}.csv"
+
+
+def _reading_extras(kind: str, data: str) -> list[str]:
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        decoded = {}
+    if not isinstance(decoded, dict):
+        decoded = {}
+    return [_cell(decoded.get(name)) for name in READING_EXTRAS[kind]]
+
+
+def _derived(row: Mapping[str, Any], utc: TimeFormat, local: TimeFormat) -> dict[str, Any]:
+    """Readable companions of a JSON record's fields; verify recomputes and compares them."""
+    out: dict[str, Any] = {}
+    for name, value in row.items():
+        if name.endswith("_us") and isinstance(value, int) and not isinstance(value, bool):
+            out[f"{name[:-3]}_utc"] = utc(value)
+            out[f"{name[:-3]}_local"] = local(value)
+        elif name == "data" and isinstance(value, str):
+            try:
+                out["data_decoded"] = json.loads(value)
+            except ValueError:
+                out["data_decoded"] = None
+    return out
+
+
+def _sound_key(key: str) -> tuple[str, int] | None:
+    sensor, _, ts = key.rpartition("|")
+    try:
+        return sensor, int(ts)
+    except ValueError:
+        return None
+
+
+def _reading_key(key: str) -> tuple[str, str, int] | None:
+    parts = key.split("|")
+    if len(parts) != 3:
+        return None
+    try:
+        return parts[0], parts[1], int(parts[2])
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- anchors
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A chain head published on minewatch/{site}/anchors: after record ``seq`` the chain was ``head``."""
+
+    site: str
+    seq: int
+    head: str
+    ts: str = ""  # when it was published, as received (may be empty)
+
+
+def load_anchors(path: str | Path) -> list[Anchor]:
+    """The anchors the town holds: a JSON list of {site, seq, head[, ts]}, or one such object per line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvidenceError(f"cannot read anchors file {str(path)!r}: {exc}") from None
+    try:
+        data = json.loads(text)
+        items = data if isinstance(data, list) else [data]
+    except ValueError:
+        try:
+            items = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError as exc:
+            raise EvidenceError(f"{path}: neither a JSON list nor JSON lines: {exc}") from None
+    anchors = []
+    for i, item in enumerate(items):
+        try:
+            anchors.append(Anchor(str(item["site"]), int(item["seq"]), str(item["head"]).lower(),
+                                  str(item.get("ts", ""))))
+        except (TypeError, KeyError, ValueError):
+            raise EvidenceError(f"{path}: entry {i} is not an object with site, seq and head: {item!r}") from None
+    return anchors
+
+
+# --------------------------------------------------------------------------- export
+
+
+class _Member:
+    """A zip member being written; bytes are hashed and counted on their way in."""
+
+    def __init__(self, zf: zipfile.ZipFile, name: str, files: list[dict[str, Any]]) -> None:
+        self.name = name
+        self._raw = zf.open(name, "w", force_zip64=True)
+        self._sha = hashlib.sha256()
+        self._size = 0
+        self._files = files
+        self._text = io.StringIO()
+        self.rows = 0
+
+    def write(self, data: bytes) -> None:
+        self._sha.update(data)
+        self._size += len(data)
+        self._raw.write(data)
+
+    def text(self) -> io.StringIO:
+        """A text buffer; call ``spill`` now and then and ``close`` at the end."""
+        return self._text
+
+    def spill(self, force: bool = False) -> None:
+        if force or self._text.tell() >= _FLUSH_BYTES:
+            self.write(self._text.getvalue().encode("utf-8"))
+            self._text.seek(0)
+            self._text.truncate()
+
+    def close(self, **extra: Any) -> None:
+        self.spill(force=True)
+        self._raw.close()
+        self._files.append({"name": self.name, "sha256": self._sha.hexdigest(), "bytes": self._size, **extra})
+
+
+@dataclass(slots=True)
+class ExportSummary:
+    path: Path
+    rows: dict[str, int]  # file -> rows written
+    chain_entries: int
+    first_seq: int
+    last_seq: int
+    anchors_in_segment: int
+    influx_rows: dict[str, int]
+    warnings: list[str]
+    files: int
+
+
+@dataclass(slots=True)
+class _Scope:
+    site: str
+    from_us: int
+    to_us: int
+    chained_from_us: int  # rows before this were pruned locally
+    sensors: tuple[str, ...] | None  # None: every sensor
+
+    def sensor_sql(self, column: str) -> str:
+        if self.sensors is None:
+            return ""
+        return f" AND {column} IN ({','.join('?' * len(self.sensors))})"
+
+    def sensor_args(self) -> tuple[str, ...]:
+        return self.sensors or ()
+
+    def holds(self, sensor: str, ts_us: int) -> bool:
+        return (self.chained_from_us <= ts_us < self.to_us
+                and (self.sensors is None or sensor in self.sensors))
+
+
+_SOUND_KEY_SQL = (
+    "SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor,"
+    " CAST(substr(key, instr(key, '|') + 1) AS INTEGER) AS ts_us"
+    " FROM chain WHERE site = :site AND kind = 'sound' AND seq BETWEEN :lo AND :hi"
+)
+_READING_KEY_SQL = (
+    "SELECT seq, key, sensor, substr(rest, 1, instr(rest, '|') - 1) AS rkind,"
+    " CAST(substr(rest, instr(rest, '|') + 1) AS INTEGER) AS ts_us FROM ("
+    " SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor, substr(key, instr(key, '|') + 1) AS rest"
+    " FROM chain WHERE site = :site AND kind = 'reading' AND seq BETWEEN :lo AND :hi)"
+)
+
+
+def _open_store(path: str) -> sqlite3.Connection:
+    if not Path(path).is_file():
+        raise EvidenceError(f"no store at {path!r} (storage.path in the configuration)")
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        conn.execute("SELECT 1 FROM chain LIMIT 1")
+    except sqlite3.Error as exc:
+        raise EvidenceError(f"cannot read the store {path!r}: {exc}") from None
+    try:
+        conn.execute("SELECT pow(10, 1), log10(10)")
+    except sqlite3.OperationalError:  # SQLite built without its math functions
+        import math
+
+        conn.create_function("pow", 2, math.pow, deterministic=True)
+        conn.create_function("log10", 1, math.log10, deterministic=True)
+    return conn
+
+
+def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def profile_text(site: SiteConfig) -> tuple[str, str]:
+    """(file name, TOML text) of the ordinance profile the site runs under."""
+    if site.profile.endswith(".toml"):
+        return Path(site.profile).name, Path(site.profile).read_text(encoding="utf-8")
+    return f"{site.profile}.toml", resources.files("rules.profiles").joinpath(f"{site.profile}.toml").read_text(
+        encoding="utf-8")
+
+
+def _noise_limits(site: SiteConfig) -> dict[str, list[tuple[str, float]]]:
+    """sensor -> [(label, dB)] of the noise standards that judge it, for the plots' limit lines."""
+    from rules.profile import load_profile
+
+    profile = load_profile(site.profile, site.agreement)
+    limits: dict[str, list[tuple[str, float]]] = {}
+    for sensor in site.sensors:
+        for standard in profile.standards.values():
+            params = standard.params
+            placements = getattr(params, "placements", ())
+            if standard.rule == "noise" and sensor.placement.value in placements:
+                metric = getattr(params, "metric", "LAeq")
+                limits.setdefault(sensor.id, []).append(
+                    (f"{standard.section} limit {params.limit_db:g} dB ({metric})", float(params.limit_db)))
+    return limits
+
+
+def export_bundle(
+    config: Config,
+    site_id: str,
+    start: datetime,
+    end: datetime,
+    out: str | Path,
+    *,
+    sensors: Sequence[str] = (),
+    plots: bool = True,
+    now: datetime | None = None,
+) -> ExportSummary:
+    """Write the evidence bundle for ``site_id`` over [start, end) to ``out`` (a zip file)."""
+    site = config.site(site_id)
+    if site is None:
+        known = ", ".join(s.id for s in config.sites)
+        raise EvidenceError(f"unknown site {site_id!r}; the configuration has: {known}")
+    for sensor in sensors:
+        if site.sensor(sensor) is None:
+            known = ", ".join(s.id for s in site.sensors)
+            raise EvidenceError(f"site {site_id!r} has no sensor {sensor!r}; it has: {known}")
+    if start.tzinfo is None or end.tzinfo is None:
+        raise EvidenceError("the window needs time zones")
+    if not start < end:
+        raise EvidenceError(f"the window is empty: --from {start.isoformat()} is not before --to {end.isoformat()}")
+    out = Path(out)
+    partial = out.with_name(out.name + ".partial")
+    zone = ZoneInfo(site.timezone)
+    conn = _open_store(config.storage.path)
+    try:
+        # One read transaction: every pass sees the same snapshot while the daemon goes on appending.
+        conn.execute("BEGIN")
+        pruned = conn.execute("SELECT value FROM meta WHERE key = 'pruned_before_us'").fetchone()
+        pruned_us = int(pruned[0]) if pruned else 0
+        from_us, to_us = _us(start), _us(end)
+        scope = _Scope(site.id, from_us, to_us, max(from_us, min(pruned_us, to_us)),
+                       tuple(dict.fromkeys(sensors)) if sensors else None)
+        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1,
+                             allowZip64=True) as zf:
+            summary = _Exporter(conn, zf, config, site, scope, zone, now or datetime.now(UTC)).run(plots)
+        os.replace(partial, out)
+    finally:
+        conn.close()
+        partial.unlink(missing_ok=True)
+    summary.path = out
+    return summary
+
+
+class _Exporter:
+    def __init__(self, conn: sqlite3.Connection, zf: zipfile.ZipFile, config: Config, site: SiteConfig,
+                 scope: _Scope, zone: ZoneInfo, now: datetime) -> None:
+        self.conn = conn
+        self.zf = zf
+        self.config = config
+        self.site = site
+        self.scope = scope
+        self.zone = zone
+        self.now = now
+        self.utc = TimeFormat(UTC)
+        self.local = TimeFormat(zone)
+        self.files: list[dict[str, Any]] = []
+        self.rows: dict[str, int] = {}
+        self.warnings: list[str] = []
+        self.influx_rows: dict[str, int] = {}
+        self.args = {"site": site.id, "from": scope.from_us, "to": scope.to_us, "cfrom": scope.chained_from_us}
+
+    # ------------------------------------------------------------------ the segment
+
+    def _bounds(self) -> tuple[int, int] | None:
+        """Lowest and highest chain seq of any record that belongs to the window."""
+        lows: list[int] = []
+        highs: list[int] = []
+        unchained = 0
+
+        def take(row: Sequence[Any]) -> None:
+            nonlocal unchained
+            if row[0] is not None:
+                lows.append(row[0])
+                highs.append(row[1])
+            unchained += row[3] - row[2]
+
+        s = self.scope
+        take(self.conn.execute(
+            "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM sound t LEFT JOIN chain c"
+            " ON c.site = t.site AND c.kind = 'sound' AND c.key = t.sensor || '|' || t.ts_us"
+            f" WHERE t.site = ? AND t.ts_us >= ? AND t.ts_us < ?{s.sensor_sql('t.sensor')}",
+            (s.site, s.chained_from_us, s.to_us, *s.sensor_args())).fetchone())
+        take(self.conn.execute(
+            "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM readings t LEFT JOIN chain c"
+            " ON c.site = t.site AND c.kind = 'reading' AND c.key = t.sensor || '|' || t.kind || '|' || t.ts_us"
+            f" WHERE t.site = ? AND t.ts_us >= ? AND t.ts_us < ?{s.sensor_sql('t.sensor')}",
+            (s.site, s.chained_from_us, s.to_us, *s.sensor_args())).fetchone())
+        for kind, spec in RECORD_KINDS.items():
+            if not _table_exists(self.conn, spec.source.split()[0]):
+                continue
+            take(self.conn.execute(
+                f"SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM {spec.source} LEFT JOIN chain c"
+                f" ON c.site = {spec.site} AND c.kind = '{kind}' AND c.key = {spec.key}"
+                f" WHERE {spec.site} = :site AND {spec.window}", self.args).fetchone())
+        if unchained:
+            self.warnings.append(f"{unchained} row(s) of the window in the store have no chain entry "
+                                 "(written outside the daemon?); they are not in the bundle")
+        if not lows:
+            return None
+        return min(lows), max(highs)
+
+    def _segment(self) -> tuple[int, int, str, int | None]:
+        """(first seq, last seq, head before first, the anchor it was extended to)."""
+        bounds = self._bounds()
+        if bounds is None:
+            return 1, 0, GENESIS, None
+        lo, hi = bounds
+        site = self.site.id
+        # Back to just after the previous anchor, so the segment starts from a head the town holds,
+        before = self.conn.execute("SELECT MAX(seq) FROM anchors WHERE site = ? AND seq < ?", (site, lo)).fetchone()[0]
+        first = before + 1 if before is not None else lo
+        # ... and on to the first anchor published after the window that covers the last record.
+        after = self.conn.execute(
+            "SELECT MIN(seq) FROM anchors WHERE site = ? AND seq >= ? AND published_us >= ?",
+            (site, hi, self.scope.to_us)).fetchone()[0]
+        last = after if after is not None else hi
+        row = self.conn.execute("SELECT head FROM chain WHERE site = ? AND seq = ?", (site, first - 1)).fetchone()
+        prev = row[0] if row else GENESIS
+        return first, last, prev, after
+
+    # ------------------------------------------------------------------ members
+
+    def run(self, plots: bool) -> ExportSummary:
+        first, last, prev_head, anchored_to = self._segment()
+        self.args.update(lo=first, hi=last)
+        self._sound(first, last)
+        for kind in READING_EXTRAS:
+            self._readings(kind, first, last)
+        exported = {kind: self._records(kind, first, last) for kind in RECORD_KINDS}
+        counts, configs, last_head = self._chain(first, last)
+        exported["config"] = self._configs(configs)
+        for kind, n in exported.items():
+            if counts.get(kind, 0) > n:
+                self.warnings.append(f"{counts[kind] - n} {kind} chain entr(y/ies) of the segment have no row "
+                                     "in the store (deleted?)")
+        anchors = self._anchors(first, last)
+        influx = self._influx() if self.scope.chained_from_us > self.scope.from_us else None
+        if plots:
+            self._plots()
+        self._static()
+        manifest = self._manifest(first, last, prev_head, last_head, anchored_to, anchors, influx)
+        self.zf.writestr(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        return ExportSummary(Path(), dict(self.rows), max(0, last - first + 1), first, last, len(anchors),
+                             dict(self.influx_rows), list(self.warnings), len(self.files) + 1)
+
+    def _sound(self, first: int, last: int) -> None:
+        # The hot loop of a month's export (26 million rows): SQLite joins the text of the
+        # integer and identifier columns (ids are [A-Za-z0-9_-], never quoted), Python adds
+        # the floats as repr() (the exact round trip the digests need) and the times.
+        assert SOUND_FIELDS == ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
+        cursor = self.conn.execute(
+            "SELECT k.seq || ',' || t.site || ',' || t.sensor || ',' || t.ts_us, t.ts_us, t.duration_s,"
+            f" t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source"
+            f" FROM ({_SOUND_KEY_SQL}) k"
+            " LEFT JOIN sound t ON t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
+            f" WHERE k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')} ORDER BY k.seq",
+            self._sensor_args())
+        member = _Member(self.zf, SOUND_FILE, self.files)
+        member.write((",".join(SOUND_COLUMNS) + "\n").encode())
+        utc, local = self.utc, self.local
+        missing = rows = 0
+        last_ts, times = -1, ""
+
+        def opt(value: float | None) -> str:
+            return "" if value is None else repr(value)
+
+        while batch := cursor.fetchmany(4096):
+            lines = []
+            for prefix, ts, duration, laeq, lafmax, lasmax, lafmin, lceq, lcpeak, lzpeak, lzeq, source in batch:
+                if prefix is None:
+                    missing += 1
+                    continue
+                if ts != last_ts:  # the sensors of one second share their time columns
+                    last_ts, times = ts, f"{utc(ts)},{local(ts)}"
+                lines.append(f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},{opt(lasmax)},{opt(lafmin)},"
+                             f"{opt(lceq)},{lcpeak!r},{opt(lzpeak)},{opt(lzeq)},{source}\n")
+            rows += len(lines)
+            member.write("".join(lines).encode())
+        member.rows = rows
+        member.close(rows=rows)
+        self.rows[SOUND_FILE] = member.rows
+        if missing:
+            self.warnings.append(f"{missing} sound chain entr(y/ies) of the window have no row in the store "
+                                 "(deleted?)")
+
+    def _named_sensors(self, column: str) -> str:
+        if self.scope.sensors is None:
+            return ""
+        return f" AND {column} IN ({','.join(f':s{i}' for i in range(len(self.scope.sensors)))})"
+
+    def _sensor_args(self) -> dict[str, Any]:
+        return {**self.args, **{f"s{i}": s for i, s in enumerate(self.scope.sensors or ())}}
+
+    def _readings(self, kind: str, first: int, last: int) -> None:
+        cursor = self.conn.execute(
+            "SELECT k.seq, t.site IS NULL, t.site, t.sensor, t.kind, t.ts_us, t.duration_s, t.data"
+            f" FROM ({_READING_KEY_SQL}) k LEFT JOIN readings t ON t.site = :site AND t.sensor = k.sensor"
+            " AND t.kind = k.rkind AND t.ts_us = k.ts_us"
+            f" WHERE k.rkind = :rkind AND k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')}"
+            " ORDER BY k.seq", {**self._sensor_args(), "rkind": kind})
+        name = reading_file(kind)
+        member = _Member(self.zf, name, self.files)
+        writer = csv.writer(member.text(), lineterminator="\n")
+        writer.writerow(reading_columns(kind))
+        missing = 0
+        for seq, absent, site, sensor, rkind, ts, duration, data in cursor:
+            if absent:
+                missing += 1
+                continue
+            writer.writerow((seq, site, sensor, rkind, ts, self.utc(ts), self.local(ts), duration,
+                             *_reading_extras(kind, data), data))
+            member.rows += 1
+            if member.rows % 4096 == 0:
+                member.spill()
+        member.close(rows=member.rows)
+        self.rows[name] = member.rows
+        if missing:
+            self.warnings.append(f"{missing} {kind} reading chain entr(y/ies) of the window have no row in the "
+                                 "store (deleted?)")
+
+    def _json_member(self, name: str, elements: Iterable[Mapping[str, Any]]) -> int:
+        """A JSON array, one element per line (so it streams both ways)."""
+        member = _Member(self.zf, name, self.files)
+        out = member.text()
+        out.write("[")
+        for element in elements:
+            out.write(",\n" if member.rows else "\n")
+            out.write(json.dumps(element, ensure_ascii=False))
+            member.rows += 1
+            member.spill()
+        out.write("\n]\n")
+        member.close(rows=member.rows)
+        self.rows[name] = member.rows
+        return member.rows
+
+    def _records(self, kind: str, first: int, last: int) -> int:
+        spec = RECORD_KINDS[kind]
+        if not _table_exists(self.conn, spec.source.split()[0]):
+            return self._json_member(spec.file, ())
+        cursor = self.conn.execute(
+            f"SELECT c.seq, c.key, t.* FROM {spec.source} JOIN chain c ON c.site = {spec.site}"
+            f" AND c.kind = '{kind}' AND c.key = {spec.key}"
+            f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi ORDER BY c.seq", self.args)
+        names = [d[0] for d in cursor.description]
+        build = record_builders()[kind]
+
+        def elements() -> Iterator[dict[str, Any]]:
+            for values in cursor:
+                row = dict(zip(names[2:], values[2:], strict=True))
+                chained = build(row)
+                chained.pop("t")
+                yield {"chain_seq": values[0], "key": values[1], "row": chained,
+                       "derived": _derived(chained, self.utc, self.local)}
+
+        return self._json_member(RECORD_FILES[kind], elements())
+
+    def _chain(self, first: int, last: int) -> tuple[dict[str, int], list[tuple[int, str]], str]:
+        site = self.site.id
+        # Whole CSV lines from SQLite: a key with a comma, quote or line break is quoted as csv does.
+        cursor = self.conn.execute(
+            "SELECT seq || ',' || kind || ',' || CASE WHEN key GLOB :special"
+            " THEN '\"' || replace(key, '\"', '\"\"') || '\"' ELSE key END"
+            " || ',' || digest || ',' || head || ',' || recorded_us"
+            " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi ORDER BY seq",
+            {"site": site, "lo": first, "hi": last, "special": '*[",\r\n]*'})
+        member = _Member(self.zf, CHAIN_FILE, self.files)
+        member.write(b"seq,kind,key,digest,head,recorded_us\n")
+        while batch := cursor.fetchmany(8192):
+            member.rows += len(batch)
+            member.write(("\n".join(line for (line,) in batch) + "\n").encode())
+        member.close(rows=member.rows)
+        self.rows[CHAIN_FILE] = member.rows
+        counts = dict(self.conn.execute(
+            "SELECT kind, COUNT(*) FROM chain WHERE site = ? AND seq BETWEEN ? AND ? GROUP BY kind",
+            (site, first, last)).fetchall())
+        configs = self.conn.execute(
+            "SELECT seq, key FROM chain WHERE site = ? AND kind = 'config' AND seq BETWEEN ? AND ? ORDER BY seq",
+            (site, first, last)).fetchall()
+        row = self.conn.execute("SELECT head FROM chain WHERE site = ? AND seq = ?", (site, last)).fetchone()
+        return counts, configs, row[0] if row else ""
+
+    def _configs(self, configs: list[tuple[int, str]]) -> int:
+        elements = []
+        for seq, key in configs:
+            chained = RECORDS["config"]({"sha256": key})
+            chained.pop("t")
+            elements.append({"chain_seq": seq, "key": key, "row": chained, "derived": {}})
+        return self._json_member(RECORD_FILES["config"], elements)
+
+    def _anchors(self, first: int, last: int) -> list[dict[str, Any]]:
+        rows = [{"site": r[0], "seq": r[1], "head": r[2], "published_us": r[3],
+                 "published_utc": self.utc(r[3])}
+                for r in self.conn.execute(
+                    "SELECT site, seq, head, published_us FROM anchors WHERE site = ? ORDER BY seq", (self.site.id,))]
+        self._json_member(ANCHORS_FILE, rows)
+        return [a for a in rows if first - 1 <= a["seq"] <= last]
+
+    # ------------------------------------------------------------------ InfluxDB (pruned part)
+
+    def _influx(self) -> dict[str, Any]:
+        s = self.scope
+        influx = self.config.storage.influxdb
+        note = {"from_us": s.from_us, "to_us": s.chained_from_us,
+                "from_utc": self.utc(s.from_us), "to_utc": self.utc(s.chained_from_us)}
+        if influx is None:
+            self.warnings.append(f"the store was pruned before {self.utc(s.chained_from_us)} and no InfluxDB is "
+                                 "configured: per-second data before then is not in the bundle")
+            return {**note, "read": False}
+        reader = _InfluxReader(influx)
+        by_measurement: dict[str, list[str]] = {}
+        for sensor in self.site.sensors:
+            if s.sensors is not None and sensor.id not in s.sensors:
+                continue
+            measurement = INFLUX_MEASUREMENT.get(sensor.kind.value)
+            if measurement:
+                by_measurement.setdefault(measurement, []).append(sensor.id)
+        self._minutes: dict[tuple[str, str], dict[int, list[float]]] = {}
+        for measurement, sensor_ids in by_measurement.items():
+            name = f"data/{measurement}_influxdb.csv"
+            fields = MEASUREMENTS[measurement].fields
+            member = _Member(self.zf, name, self.files)
+            writer = csv.writer(member.text(), lineterminator="\n")
+            writer.writerow(("site", "sensor", "ts_us", "time_utc", "time_local", *fields))
+            for sensor in sensor_ids:
+                for ts, values in reader.rows(measurement, s.site, sensor, s.from_us, s.chained_from_us, fields):
+                    writer.writerow((s.site, sensor, ts, self.utc(ts), self.local(ts),
+                                     *(_cell(values.get(f)) for f in fields)))
+                    self._aggregate(measurement, sensor, ts, values)
+                    member.rows += 1
+                    if member.rows % 4096 == 0:
+                        member.spill()
+            member.close(rows=member.rows, outside_chain=True)
+            self.rows[name] = member.rows
+            self.influx_rows[name] = member.rows
+        return {**note, "read": True, "version": influx.version, "url": influx.url,
+                "database": influx.database if influx.version == 1 else influx.bucket,
+                "rows": dict(self.influx_rows),
+                "note": "rows read from InfluxDB are outside the hash chain: nothing in this bundle proves them"}
+
+    def _aggregate(self, measurement: str, sensor: str, ts: int, values: Mapping[str, Any]) -> None:
+        value = values.get("LAeq" if measurement == "sound" else "lux_mean")
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return
+        minute = ts // 60_000_000
+        bucket = self._minutes.setdefault((measurement, sensor), {}).get(minute)
+        power = 10 ** (value / 10) if measurement == "sound" else float(value)
+        if bucket is None:
+            self._minutes[(measurement, sensor)][minute] = [power, 1.0, float(value)]
+        else:
+            bucket[0] += power
+            bucket[1] += 1
+            bucket[2] = max(bucket[2], float(value))
+
+    # ------------------------------------------------------------------ plots
+
+    def _days(self) -> Iterator[tuple[date, int, int]]:
+        s = self.scope
+        day = datetime.fromtimestamp(s.from_us / 1e6, self.zone).date()
+        while True:
+            start = _us(datetime.combine(day, time(0), self.zone))
+            if start >= s.to_us:
+                return
+            end = _us(datetime.combine(day + timedelta(days=1), time(0), self.zone))
+            yield day, max(start, s.from_us), min(end, s.to_us)
+            day += timedelta(days=1)
+
+    def _plots(self) -> None:
+        limits = _noise_limits(self.site)
+        influx_minutes = getattr(self, "_minutes", {})
+        for sensor in self.site.sensors:
+            if self.scope.sensors is not None and sensor.id not in self.scope.sensors:
+                continue
+            kind = sensor.kind.value
+            if kind not in ("sound", "light", "sky"):
+                continue
+            measurement = "sound" if kind == "sound" else "light"
+            pruned = influx_minutes.get((measurement, sensor.id), {})
+            for day, lo, hi in self._days():
+                minutes = self._day_minutes(measurement, sensor.id, lo, hi)
+                for minute, (total, n, peak) in pruned.items():
+                    if lo // 60_000_000 <= minute < (hi + 59_999_999) // 60_000_000 and minute not in minutes:
+                        minutes[minute] = (total, n, peak)
+                if not minutes:
+                    continue
+                png = _plot_day(measurement, sensor.id, self.site.name, day, self.zone, minutes,
+                                limits.get(sensor.id, []) if measurement == "sound" else [])
+                member = _Member(self.zf, f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png", self.files)
+                member.write(png)
+                member.close()
+
+    def _day_minutes(self, measurement: str, sensor: str, lo: int, hi: int) -> dict[int, tuple[float, float, float]]:
+        """Per minute: (sum of energies or lux, count, max); from SQL so a day never comes into Python row by row."""
+        lo = max(lo, self.scope.chained_from_us)
+        if lo >= hi:
+            return {}
+        if measurement == "sound":
+            sql = ("SELECT ts_us / 60000000, SUM(pow(10, LAeq / 10.0)), COUNT(*), MAX(LAeq) FROM sound"
+                   " WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ? GROUP BY 1")
+        else:
+            sql = ("SELECT ts_us / 60000000, SUM(json_extract(data, '$.lux_mean')), COUNT(*),"
+                   " MAX(json_extract(data, '$.lux_max')) FROM readings"
+                   " WHERE site = ? AND sensor = ? AND kind = 'light' AND ts_us >= ? AND ts_us < ? GROUP BY 1")
+        return {r[0]: (r[1], r[2], r[3]) for r in self.conn.execute(sql, (self.site.id, sensor, lo, hi))
+                if r[1] is not None}
+
+    # ------------------------------------------------------------------ the rest
+
+    def _static(self) -> None:
+        member = _Member(self.zf, "config.toml", self.files)
+        member.write(self.config.raw_text.encode("utf-8"))
+        member.close()
+        name, text = profile_text(self.site)
+        member = _Member(self.zf, f"profile/{name}", self.files)
+        member.write(text.encode("utf-8"))
+        member.close()
+        member = _Member(self.zf, "README.txt", self.files)
+        member.write(_README.encode("utf-8"))
+        member.close()
+
+    def _manifest(self, first: int, last: int, prev_head: str, last_head: str, anchored_to: int | None,
+                  anchors: list[dict[str, Any]], influx: dict[str, Any] | None) -> dict[str, Any]:
+        s = self.scope
+        config_sha = hashlib.sha256(self.config.raw_text.encode("utf-8")).hexdigest()
+        return {
+            "format": FORMAT,
+            "software": {"name": "minewatch", "version": _version()},
+            "created_utc": self.utc(_us(self.now)),
+            "site": {"id": self.site.id, "name": self.site.name, "operator": self.site.operator,
+                     "timezone": self.site.timezone},
+            "window": {"from_us": s.from_us, "to_us": s.to_us, "from_utc": self.utc(s.from_us),
+                       "to_utc": self.utc(s.to_us), "from_local": self.local(s.from_us),
+                       "to_local": self.local(s.to_us)},
+            "scope": {
+                "sensors": list(s.sensors) if s.sensors is not None else None,
+                "chained_from_us": s.chained_from_us,
+                "rule": ("every chain entry of the segment whose record belongs here has its row, in chain order:"
+                         " sound and readings of the window's sensors from chained_from_us to to_us;"
+                         " events, findings, alerts, health, calibration, rejections and config entries"
+                         " wherever they fall in the segment. Audio and other kinds are chain links only."),
+            },
+            "chain": {"file": CHAIN_FILE, "first_seq": first, "last_seq": last, "entries": max(0, last - first + 1),
+                      "prev_head": prev_head, "last_head": last_head or prev_head,
+                      "extended_to_anchor": anchored_to},
+            "anchors": anchors,
+            "pruned_locally": influx,
+            "config": {"file": "config.toml", "sha256": config_sha, "source": self.config.source},
+            "profile": {"name": self.site.profile, "file": f"profile/{profile_text(self.site)[0]}",
+                        "agreement": dict(self.site.agreement)},
+            "rows": dict(self.rows),
+            "warnings": list(self.warnings),
+            "files": list(self.files),
+        }
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("minewatch")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _plot_day(measurement: str, sensor: str, site_name: str, day: date, zone: ZoneInfo,
+              minutes: Mapping[int, tuple[float, float, float]], limits: Sequence[tuple[str, float]]) -> bytes:
+    import math
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.dates import DateFormatter
+    from matplotlib.figure import Figure
+
+    keys = sorted(minutes)
+    times = [datetime.fromtimestamp(m * 60, zone) for m in keys]
+    fig = Figure(figsize=(11, 4), dpi=90)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    if measurement == "sound":
+        mean = [10 * math.log10(minutes[m][0] / minutes[m][1]) for m in keys]
+        peak = [minutes[m][2] for m in keys]
+        ax.plot(times, peak, lw=0.6, color="tab:orange", label="loudest second LAeq,1s in the minute")
+        ax.plot(times, mean, lw=0.9, color="tab:blue", label="LAeq per minute (from the per-second LAeq)")
+        for label, value in limits:
+            ax.axhline(value, color="tab:red", lw=1.0, ls="--", label=label)
+        ax.set_ylabel("dB(A)")
+    else:
+        ax.plot(times, [minutes[m][0] / minutes[m][1] for m in keys], lw=0.8, label="mean lux per minute")
+        ax.plot(times, [minutes[m][2] for m in keys], lw=0.5, color="tab:orange", label="max lux per minute")
+        ax.set_ylabel("lux")
+    ax.xaxis.set_major_formatter(DateFormatter("%H:%M", tz=zone))
+    ax.set_xlabel(f"local time ({zone.key})")
+    ax.set_title(f"{site_name}: {sensor} {measurement}, {day.isoformat()}")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right", fontsize=7)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+class _InfluxReader:
+    """Reads one series at a time back out of InfluxDB: v1 /query (chunked InfluxQL), v2 Flux."""
+
+    def __init__(self, config: InfluxConfig) -> None:
+        self.config = config
+
+    def rows(self, measurement: str, site: str, sensor: str, from_us: int, to_us: int,
+             fields: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+        try:
+            if self.config.version == 1:
+                yield from self._v1(measurement, site, sensor, from_us, to_us, fields)
+            else:
+                yield from self._v2(measurement, site, sensor, from_us, to_us, fields)
+        except (OSError, ValueError) as exc:
+            raise EvidenceError(f"cannot read {measurement} of {sensor!r} from InfluxDB at "
+                                f"{self.config.url}: {exc}") from exc
+
+    def _v1(self, measurement: str, site: str, sensor: str, from_us: int, to_us: int,
+            fields: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+        def quote(text: str) -> str:
+            return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+        source = f'"{measurement}"'
+        if self.config.retention_policy:
+            source = f'"{self.config.retention_policy}".{source}'
+        query = (f"SELECT {', '.join(chr(34) + f + chr(34) for f in fields)} FROM {source}"
+                 f" WHERE \"site\" = {quote(site)} AND \"sensor\" = {quote(sensor)}"
+                 f" AND time >= {from_us * 1000} AND time < {to_us * 1000}")
+        params = {"db": self.config.database, "q": query, "epoch": "u", "chunked": "true", "chunk_size": "10000"}
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if self.config.username:
+            token = f"{self.config.username}:{self.config.password.value}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+        request = urllib.request.Request(f"{self.config.url.rstrip('/')}/query",
+                                         data=urllib.parse.urlencode(params).encode(), headers=headers,
+                                         method="POST")
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=self.config.timeout_s) as response:
+            # chunked=true: one JSON object per line, each holding part of the series
+            for line in response:
+                if not line.strip():
+                    continue
+                chunk = json.loads(line)
+                for result in chunk.get("results", []):
+                    if "error" in result:
+                        raise ValueError(result["error"])
+                    for series in result.get("series", []):
+                        columns = series["columns"]
+                        for values in series["values"]:
+                            row = dict(zip(columns, values, strict=True))
+                            yield int(row.pop("time")), {k: _influx_value(k, v) for k, v in row.items()}
+
+    def _v2(self, measurement: str, site: str, sensor: str, from_us: int, to_us: int,
+            fields: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+        from influxdb_client.client.influxdb_client import InfluxDBClient
+
+        def flux_time(us: int) -> str:
+            return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).isoformat().replace("+00:00", "Z")
+
+        query = (f'from(bucket: {json.dumps(self.config.bucket)})'
+                 f' |> range(start: {flux_time(from_us)}, stop: {flux_time(to_us)})'
+                 f' |> filter(fn: (r) => r._measurement == {json.dumps(measurement)}'
+                 f' and r.site == {json.dumps(site)} and r.sensor == {json.dumps(sensor)})'
+                 ' |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")'
+                 ' |> sort(columns: ["_time"])')
+        with InfluxDBClient(url=self.config.url, token=self.config.token.value, org=self.config.org,
+                            timeout=int(self.config.timeout_s * 1000)) as client:
+            for record in client.query_api().query_stream(query):
+                values = record.values
+                yield _us(values["_time"]), {f: _influx_value(f, values.get(f)) for f in fields}
+
+
+def _influx_value(name: str, value: Any) -> Any:
+    # InfluxDB's JSON writes 55.0 as 55; the schema's numeric fields are floats.
+    if isinstance(value, int) and not isinstance(value, bool) and name != "late":
+        return float(value)
+    return value
+
+
+_README = """\
+minewatch evidence bundle
+=========================
+
+This zip is a window of a mine's monitoring record, exported from the monitor's
+own store. Every record the monitor stores is chained: its canonical JSON is
+hashed (digest) and each chain entry's head is SHA-256(previous head + digest).
+The monitor publishes chain heads (anchors) to the town as it runs.
+
+Check it with:   minewatch verify bundle.zip --anchors town-anchors.json
+
+manifest.json    what the bundle holds, the SHA-256 of every file, the window,
+                 the chain segment's ends and the anchors within it
+data/*.csv       per-second sound levels and light/weather/... readings,
+                 in chain order; time_utc and time_local (site time, with offset)
+records/*.json   events, findings (every revision), alerts, sensor health,
+                 calibration checks, rejected messages, configuration changes
+chain.csv        the chain segment the rows are checked against
+anchors.json     every chain head the monitor published for the site
+plots/           one PNG per sensor and local day (per-minute summaries)
+config.toml      the monitor's configuration; profile/ the ordinance profile
+data/*_influxdb.csv  (if present) rows read from InfluxDB because the store had
+                 pruned them: they are NOT covered by the chain
+
+Without anchors held by the town, verification shows only that the bundle is
+consistent with itself: whoever controls the store could rebuild a consistent
+bundle. See docs/EVIDENCE.md in the minewatch sources.
+"""
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One finding of verification. ``category``: file, row, order, chain, anchor or bundle."""
+
+    category: str
+    message: str
+
+
+_RANK = {"bundle": 0, "file": 1, "row": 2, "order": 2, "chain": 3, "anchor": 4}
+
+
+@dataclass(slots=True)
+class Report:
+    bundle: str
+    problems: list[Problem] = field(default_factory=list)
+    more_problems: int = 0  # beyond those listed
+    files_checked: int = 0
+    rows_checked: dict[str, int] = field(default_factory=dict)
+    chain_links: int = 0
+    first_seq: int = 0
+    last_seq: int = 0
+    links_only: dict[str, int] = field(default_factory=dict)  # chain entries with no row in the bundle, by reason
+    bundle_anchors: int = 0
+    town_anchors_matched: list[int] = field(default_factory=list)
+    town_anchors_outside: list[int] = field(default_factory=list)
+    town_anchors_given: bool = False
+    outside_chain_rows: dict[str, int] = field(default_factory=dict)
+    scope: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def anchored(self) -> bool:
+        return bool(self.town_anchors_matched)
+
+    @property
+    def first_problem(self) -> Problem | None:
+        if not self.problems:
+            return None
+        return min(self.problems, key=lambda p: _RANK.get(p.category, 9))  # min keeps detection order on ties
+
+    def add(self, category: str, message: str) -> None:
+        if len(self.problems) < _MAX_LISTED:
+            self.problems.append(Problem(category, message))
+        else:
+            self.more_problems += 1
+
+    def lines(self) -> list[str]:
+        out: list[str] = []
+        first = self.first_problem
+        if first is None:
+            out.append(f"{self.bundle}: OK")
+        else:
+            out.append(f"{self.bundle}: FAILED: {first.message}")
+        if self.scope:
+            out.append(f"  scope: {self.scope}")
+        out.append(f"  files: {self.files_checked} checked against their SHA-256 in the manifest")
+        rows = ", ".join(f"{n} in {name}" for name, n in self.rows_checked.items() if n) or "none"
+        out.append(f"  rows: {sum(self.rows_checked.values())} rebuilt, hashed and matched to their chain entries"
+                   f" in chain order ({rows})")
+        if self.last_seq >= self.first_seq and self.chain_links:
+            out.append(f"  chain: {self.chain_links} links recomputed, seq {self.first_seq} to {self.last_seq}")
+        else:
+            out.append("  chain: empty segment (nothing in the window is chained)")
+        if self.links_only:
+            detail = ", ".join(f"{n} {reason}" for reason, n in sorted(self.links_only.items()))
+            out.append(f"  chain entries without rows here (links only): {detail}")
+        out.append(f"  bundle anchors: {self.bundle_anchors} checked against the chain")
+        if self.anchored:
+            seqs = ", ".join(str(s) for s in self.town_anchors_matched)
+            out.append(f"  chain anchored by {len(self.town_anchors_matched)} town-held anchor(s) (seq {seqs})")
+        elif self.town_anchors_given:
+            out.append("  no town-held anchor falls inside the segment: internal consistency only")
+        else:
+            out.append("  no external anchor given: internal consistency only (whoever holds the store could have"
+                       " rebuilt this bundle consistently; give --anchors with the heads the town received)")
+        if self.town_anchors_outside:
+            out.append(f"  town-held anchors outside the segment, not checkable here: {len(self.town_anchors_outside)}")
+        for name, n in self.outside_chain_rows.items():
+            out.append(f"  outside the chain: {n} rows in {name} were read from InfluxDB (pruned locally);"
+                       " only their file hash is checked, nothing proves their values")
+        out.extend(f"  note: {note}" for note in self.notes)
+        if len(self.problems) > 1 or self.more_problems:
+            out.append(f"  problems ({len(self.problems) + self.more_problems}):")
+            out.extend(f"    - [{p.category}] {p.message}" for p in self.problems[:50])
+            hidden = len(self.problems) - 50 + self.more_problems
+            if hidden > 0:
+                out.append(f"    ... and {hidden} more")
+        return out
+
+
+class _HashingReader(io.RawIOBase):
+    """Reads a zip member and hashes every byte read."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.sha = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.raw.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        self.sha.update(data)
+        return n
+
+
+class _Hashed:
+    """One zip member opened as text lines, hashed as it is read."""
+
+    def __init__(self, zf: zipfile.ZipFile, name: str) -> None:
+        self.name = name
+        self._reader = _HashingReader(zf.open(name))
+        self._buffered = io.BufferedReader(self._reader, 1 << 20)
+        self.text = io.TextIOWrapper(self._buffered, encoding="utf-8", newline="")
+
+    def sha256(self) -> str:
+        # whatever the parser did not read (after an error) still counts
+        while self.text.read(1 << 20):
+            pass
+        return self._reader.sha.hexdigest()
+
+
+@dataclass(slots=True)
+class _Row:
+    line: int
+    seq: int
+    digest: str
+    label: str
+
+
+class _RowFile:
+    """The rows of one exported file, matched against the chain entries that belong to it.
+
+    Rows name their entry (``chain_seq``) and must come in chain order; walking the
+    chain in order, a row that names an entry already passed is out of order, and an
+    entry with no row by the time its successors are matched was removed.
+    """
+
+    def __init__(self, name: str, rows: Iterator[_Row], report: Report) -> None:
+        self.name = name
+        self.rows = rows
+        self.report = report
+        self.peeked: _Row | None = None
+        self.done = False
+        self.missing: dict[int, tuple[str, str]] = {}  # seq -> (key, digest): expected, no row yet
+        self.missing_overflow = 0
+        self.checked = 0
+
+    def _peek(self) -> _Row | None:
+        if self.peeked is None and not self.done:
+            self.peeked = next(self.rows, None)
+            self.done = self.peeked is None
+        return self.peeked
+
+    def _take(self) -> _Row:
+        row = self._peek()
+        assert row is not None
+        self.peeked = None
+        return row
+
+    def _compare(self, row: _Row, digest: str) -> None:
+        self.checked += 1
+        if row.digest != digest:
+            self.report.add("row", f"row altered: {self.name} line {row.line} ({row.label}, chain seq {row.seq}):"
+                                   f" its record hashes to {row.digest[:16]}..., the chain holds {digest[:16]}...")
+
+    def _late(self, row: _Row) -> None:
+        entry = self.missing.pop(row.seq, None)
+        if entry is not None:
+            self.report.add("order", f"rows reordered: {self.name} line {row.line} ({row.label}, chain seq {row.seq})"
+                                     " comes after rows that follow it in the chain")
+            self._compare(row, entry[1])
+        else:
+            self.report.add("row", f"row not in the chain: {self.name} line {row.line} ({row.label}) names chain seq"
+                                   f" {row.seq}, which is not an entry of this file in the segment"
+                                   " (a duplicate, an added row, or an altered chain_seq)")
+
+    def expect(self, seq: int, key: str, digest: str) -> None:
+        while True:
+            row = self._peek()
+            if row is None or row.seq > seq:
+                if len(self.missing) < 100_000:
+                    self.missing[seq] = (key, digest)
+                else:
+                    self.missing_overflow += 1
+                return
+            self._take()
+            if row.seq == seq:
+                self._compare(row, digest)
+                return
+            self._late(row)
+
+    def finish(self) -> None:
+        while self._peek() is not None:
+            self._late(self._take())
+        for seq, (key, _) in sorted(self.missing.items()):
+            self.report.add("row", f"row removed: chain seq {seq} ({key}) belongs in {self.name} but has no row there")
+        for _ in range(self.missing_overflow):
+            self.report.add("row", f"row removed from {self.name} (beyond the first 100000 listed)")
+
+
+def _csv_rows(source: _Hashed, columns: Sequence[str], rebuild: Callable[[list[str]], tuple[dict[str, Any], str]],
+              report: Report) -> Iterator[_Row]:
+    reader = csv.reader(source.text)
+    header = next(reader, None)
+    if header is None or tuple(header) != tuple(columns):
+        report.add("row", f"{source.name}: unexpected columns {header!r}; expected {list(columns)!r}")
+        return
+    for line, cells in enumerate(reader, start=2):
+        try:
+            if len(cells) != len(columns):
+                raise ValueError(f"{len(cells)} cells, expected {len(columns)}")
+            seq = int(cells[0])
+            record, label = rebuild(cells)
+        except (ValueError, TypeError, KeyError) as exc:
+            report.add("row", f"row malformed: {source.name} line {line}: {exc}")
+            continue
+        yield _Row(line, seq, digest_of(record), label)
+
+
+def _json_rows(source: _Hashed, kind: str, utc: TimeFormat, local: TimeFormat,
+               report: Report) -> Iterator[_Row]:
+    build = record_builders()[kind]
+    for line, text in enumerate(source.text, start=1):
+        text = text.strip().removesuffix(",")
+        if text in ("[", "]", ""):
+            continue
+        try:
+            element = json.loads(text)
+            seq = int(element["chain_seq"])
+            row = element["row"]
+            record = build(row)
+        except (ValueError, TypeError, KeyError) as exc:
+            report.add("row", f"row malformed: {source.name} line {line}: {exc!r}")
+            continue
+        label = str(element.get("key", ""))
+        if element.get("derived") != _derived(row, utc, local):
+            report.add("row", f"row altered: {source.name} line {line} ({label}, chain seq {seq}):"
+                              " its readable fields (derived) do not match its record")
+        yield _Row(line, seq, digest_of(record), label)
+
+
+def verify_bundle(path: str | Path, anchors: Sequence[Anchor] | None = None) -> Report:
+    """Check a bundle; ``anchors`` are the heads the town holds (None: none given)."""
+    report = Report(str(path), town_anchors_given=anchors is not None)
+    try:
+        zf = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as exc:
+        report.add("bundle", f"not a readable zip file: {exc}")
+        return report
+    with zf:
+        try:
+            manifest = json.loads(zf.read(MANIFEST))
+            if manifest.get("format") != FORMAT:
+                raise ValueError(f"format {manifest.get('format')!r}, this verifier reads {FORMAT!r}")
+            _Verifier(zf, manifest, report, anchors).run()
+        except KeyError as exc:
+            report.add("bundle", f"not an evidence bundle: {exc}")
+        except (ValueError, TypeError, zipfile.BadZipFile, EOFError, OSError) as exc:
+            report.add("bundle", f"unreadable bundle: {exc}")
+    return report
+
+
+class _Verifier:
+    def __init__(self, zf: zipfile.ZipFile, manifest: Mapping[str, Any], report: Report,
+                 anchors: Sequence[Anchor] | None) -> None:
+        self.zf = zf
+        self.m = manifest
+        self.report = report
+        self.town = list(anchors or ())
+        self.site = str(manifest["site"]["id"])
+        self.zone = ZoneInfo(manifest["site"]["timezone"])
+        self.utc = TimeFormat(UTC)
+        self.local = TimeFormat(self.zone)
+        scope = manifest["scope"]
+        window = manifest["window"]
+        sensors = scope["sensors"]
+        self.scope = _Scope(self.site, int(window["from_us"]), int(window["to_us"]), int(scope["chained_from_us"]),
+                            tuple(sensors) if sensors is not None else None)
+        self.hashes = {f["name"]: f["sha256"] for f in manifest["files"]}
+        self._last_ts, self._last_times = -1, ("", "")
+
+    def run(self) -> None:
+        r = self.report
+        s = self.scope
+        sensors = ", ".join(s.sensors) if s.sensors is not None else "all sensors"
+        r.scope = (f"site {self.site}, {self.utc(s.from_us)} to {self.utc(s.to_us)}"
+                   f" ({self.local(s.from_us)} to {self.local(s.to_us)} site time), {sensors}")
+        if s.chained_from_us > s.from_us:
+            r.scope += f"; chained rows from {self.utc(s.chained_from_us)} (pruned locally before)"
+        names = set(self.zf.namelist())
+        for name in self.hashes:
+            if name not in names:
+                r.add("file", f"file missing: {name} is listed in the manifest but not in the bundle")
+        for name in sorted(names - set(self.hashes) - {MANIFEST}):
+            r.add("file", f"file not in the manifest: {name}")
+        opened: dict[str, _Hashed] = {}
+        try:
+            self._walk(opened, names)
+        finally:
+            for name, source in opened.items():
+                self._check_hash(name, source.sha256())
+        for name in sorted(set(self.hashes) & names - set(opened)):
+            with self.zf.open(name) as f:
+                sha = hashlib.sha256()
+                while chunk := f.read(1 << 20):
+                    sha.update(chunk)
+            self._check_hash(name, sha.hexdigest())
+            if name.endswith("_influxdb.csv"):
+                with self.zf.open(name) as f:
+                    r.outside_chain_rows[name] = max(0, sum(1 for _ in f) - 1)
+        r.files_checked = len(set(self.hashes) & names)
+        self._config_note()
+
+    def _check_hash(self, name: str, actual: str) -> None:
+        expected = self.hashes.get(name)
+        if expected is not None and expected != actual:
+            self.report.add("file", f"file changed: {name} does not match its SHA-256 in the manifest")
+
+    def _open(self, opened: dict[str, _Hashed], names: set[str], name: str) -> _Hashed | None:
+        if name not in names:
+            return None
+        opened[name] = _Hashed(self.zf, name)
+        return opened[name]
+
+    def _times(self, ts: int) -> tuple[str, str]:
+        if ts != self._last_ts:  # rows of one second come together
+            self._last_ts, self._last_times = ts, (self.utc(ts), self.local(ts))
+        return self._last_times
+
+    def _sound_rebuild(self, cells: list[str]) -> tuple[dict[str, Any], str]:
+        ts = int(cells[3])
+        if (cells[4], cells[5]) != self._times(ts):
+            raise ValueError(f"time_utc/time_local {cells[4]!r}/{cells[5]!r} do not match ts_us {ts}")
+        row: dict[str, Any] = {"site": cells[1], "sensor": cells[2], "ts_us": ts, "duration_s": float(cells[6]),
+                               "source": cells[-1]}
+        for name, text in zip(SOUND_FIELDS, cells[7:-1], strict=True):
+            row[name] = _opt_float(text)
+        return RECORDS["sound"](row), f"sensor {cells[2]} at {cells[4]}"
+
+    def _reading_rebuild(self, kind: str) -> Callable[[list[str]], tuple[dict[str, Any], str]]:
+        extras = len(READING_EXTRAS[kind])
+
+        def rebuild(cells: list[str]) -> tuple[dict[str, Any], str]:
+            ts = int(cells[4])
+            if (cells[5], cells[6]) != self._times(ts):
+                raise ValueError(f"time_utc/time_local {cells[5]!r}/{cells[6]!r} do not match ts_us {ts}")
+            data = cells[-1]
+            if cells[8:8 + extras] != _reading_extras(kind, data):
+                raise ValueError(f"columns {', '.join(READING_EXTRAS[kind])} do not match its data")
+            row = {"site": cells[1], "sensor": cells[2], "kind": cells[3], "ts_us": ts,
+                   "duration_s": float(cells[7]), "data": data}
+            return RECORDS["reading"](row), f"{kind} {cells[2]} at {cells[5]}"
+
+        return rebuild
+
+    def _walk(self, opened: dict[str, _Hashed], names: set[str]) -> None:
+        r = self.report
+        files: dict[str, _RowFile] = {}
+        source = self._open(opened, names, SOUND_FILE)
+        if source is not None:
+            files["sound"] = _RowFile(SOUND_FILE, _csv_rows(source, SOUND_COLUMNS, self._sound_rebuild, r), r)
+        for kind in READING_EXTRAS:
+            name = reading_file(kind)
+            source = self._open(opened, names, name)
+            if source is not None:
+                files[f"reading:{kind}"] = _RowFile(
+                    name, _csv_rows(source, reading_columns(kind), self._reading_rebuild(kind), r), r)
+        for kind, name in RECORD_FILES.items():
+            source = self._open(opened, names, name)
+            if source is not None:
+                files[kind] = _RowFile(name, _json_rows(source, kind, self.utc, self.local, r), r)
+
+        chain = self.m["chain"]
+        first, last = int(chain["first_seq"]), int(chain["last_seq"])
+        r.first_seq, r.last_seq = first, last
+        wanted: dict[int, list[tuple[str, str]]] = {}  # seq -> [(who, head)]
+        for a in self.m.get("anchors", []):
+            wanted.setdefault(int(a["seq"]), []).append(("bundle", str(a["head"])))
+        for a in self.town:
+            if a.site != self.site:
+                continue
+            if first - 1 <= a.seq <= last and last >= first:
+                wanted.setdefault(a.seq, []).append(("town", a.head))
+            else:
+                r.town_anchors_outside.append(a.seq)
+        head = str(chain["prev_head"])
+        self._anchor_check(wanted, first - 1, head)
+
+        source = self._open(opened, names, CHAIN_FILE)
+        if source is None:
+            r.add("chain", f"{CHAIN_FILE} is missing: nothing can be checked against the chain")
+            return
+        reader = csv.reader(source.text)
+        if next(reader, None) != ["seq", "kind", "key", "digest", "head", "recorded_us"]:
+            r.add("chain", f"{CHAIN_FILE}: unexpected columns")
+        expected_seq = first
+        broken = 0
+        for line, cells in enumerate(reader, start=2):
+            try:
+                seq_text, kind, key, digest, stated, _ = cells
+                seq = int(seq_text)
+            except ValueError:
+                r.add("chain", f"{CHAIN_FILE} line {line} is malformed")
+                continue
+            if seq != expected_seq:
+                r.add("chain", f"chain broken: {CHAIN_FILE} line {line} has seq {seq} where {expected_seq} follows")
+            expected_seq = seq + 1
+            computed = next_head(head, digest)
+            if computed != stated:
+                broken += 1
+                r.add("chain", f"chain broken at seq {seq}: its head is not SHA-256(previous head + digest)")
+            head = stated  # go on from what the bundle states, so one break is reported once
+            r.chain_links += 1
+            self._anchor_check(wanted, seq, computed)
+            self._route(files, seq, kind, key, digest)
+        if expected_seq != last + 1:
+            r.add("chain", f"chain segment ends at seq {expected_seq - 1}; the manifest says {last}")
+        if last >= first and head != chain["last_head"]:
+            r.add("chain", "chain broken: the last head differs from the manifest's")
+        for rows in files.values():
+            rows.finish()
+            r.rows_checked[rows.name] = rows.checked
+        for seq in sorted(set(wanted) - set(range(first - 1, last + 1))):
+            for who, _ in wanted[seq]:
+                if who == "bundle":
+                    r.add("anchor", f"the manifest lists an anchor at seq {seq}, outside its own segment")
+        self._coverage(last)
+
+    def _anchor_check(self, wanted: Mapping[int, list[tuple[str, str]]], seq: int, head: str) -> None:
+        for who, expected in wanted.get(seq, ()):
+            if who == "bundle":
+                self.report.bundle_anchors += 1
+                if expected != head:
+                    self.report.add("anchor", f"anchor not matching: the bundle's anchor at seq {seq} is not the"
+                                              " chain's head there")
+            elif expected.lower() == head:
+                self.report.town_anchors_matched.append(seq)
+            else:
+                self.report.add("anchor", f"anchor not matching: the town holds head {expected[:16]}... for seq"
+                                          f" {seq}, the bundle's chain has {head[:16]}... there: the record was"
+                                          " rewritten after that head was published")
+
+    def _route(self, files: Mapping[str, _RowFile], seq: int, kind: str, key: str, digest: str) -> None:
+        r = self.report
+        target: _RowFile | None = None
+        if kind == "sound":
+            parsed = _sound_key(key)
+            if parsed is None:
+                r.add("chain", f"chain entry seq {seq}: malformed sound key {key!r}")
+                return
+            if not self.scope.holds(*parsed):
+                self._links_only("per-second rows outside the window/sensors", seq)
+                return
+            target = files.get("sound")
+            name = SOUND_FILE
+        elif kind == "reading":
+            reading = _reading_key(key)
+            if reading is None:
+                r.add("chain", f"chain entry seq {seq}: malformed reading key {key!r}")
+                return
+            if reading[1] not in READING_EXTRAS or not self.scope.holds(reading[0], reading[2]):
+                self._links_only("per-second rows outside the window/sensors", seq)
+                return
+            target = files.get(f"reading:{reading[1]}")
+            name = reading_file(reading[1])
+        elif kind in RECORD_FILES:
+            target = files.get(kind)
+            name = RECORD_FILES[kind]
+        else:
+            self._links_only(f"{kind} entries", seq)
+            return
+        if target is None:
+            r.add("row", f"row removed: chain seq {seq} ({key}) belongs in {name}, which is not in the bundle")
+            return
+        target.expect(seq, key, digest)
+
+    def _links_only(self, reason: str, seq: int) -> None:
+        self.report.links_only[reason] = self.report.links_only.get(reason, 0) + 1
+
+    def _coverage(self, last: int) -> None:
+        """The segment must reach the first town-held anchor published after the window."""
+        later = []
+        for a in self.town:
+            if a.site != self.site or not a.ts:
+                continue
+            try:
+                published = _us(datetime.fromisoformat(a.ts.replace("Z", "+00:00")))
+            except ValueError:
+                continue
+            if published >= self.scope.to_us:
+                later.append(a.seq)
+        if later and last < min(later):
+            self.report.add("anchor", f"segment cut short: it ends at seq {last}, before the first anchor the town"
+                                      f" received after the window (seq {min(later)}); records of the window"
+                                      " chained after that could be missing")
+
+    def _config_note(self) -> None:
+        """Say whether the bundled configuration is one the chain recorded (records/config.json)."""
+        names = self.zf.namelist()
+        if "config.toml" not in names or RECORD_FILES["config"] not in names:
+            return
+        config_sha = hashlib.sha256(self.zf.read("config.toml")).hexdigest()
+        matches = []
+        for text in self.zf.read(RECORD_FILES["config"]).decode().splitlines():
+            text = text.strip().removesuffix(",")
+            if text not in ("[", "]", ""):
+                element = json.loads(text)
+                if element["row"]["sha256"] == config_sha:
+                    matches.append(element["chain_seq"])
+        if matches:
+            self.report.notes.append(f"config.toml is the configuration chained at seq {matches[-1]}")
+        else:
+            self.report.notes.append("config.toml (the configuration at export time) was not chained inside the"
+                                     " segment; the one in force may have been chained earlier")
