@@ -62,10 +62,21 @@ def _hour(args: tuple[int, int]) -> list[tuple[object, ...]]:
         ts_us = base_us + second * 1_000_000
         for s in range(sensors):
             laeq = 55.0 + 20.0 * rng.random()
-            row = {"site": SITE, "sensor": f"n{s + 1:02d}", "ts_us": ts_us, "duration_s": 1.0,
-                   "LAeq": laeq, "LAFmax": laeq + 3.0 * rng.random(), "LASmax": laeq + 1.5 * rng.random(),
-                   "LAFmin": None, "LCeq": None, "LCpeak": laeq + 15.0 + 5.0 * rng.random(), "LZpeak": None,
-                   "LZeq": None, "source": "levels"}
+            row = {
+                "site": SITE,
+                "sensor": f"n{s + 1:02d}",
+                "ts_us": ts_us,
+                "duration_s": 1.0,
+                "LAeq": laeq,
+                "LAFmax": laeq + 3.0 * rng.random(),
+                "LASmax": laeq + 1.5 * rng.random(),
+                "LAFmin": None,
+                "LCeq": None,
+                "LCpeak": laeq + 15.0 + 5.0 * rng.random(),
+                "LZpeak": None,
+                "LZeq": None,
+                "source": "levels",
+            }
             rows.append((*row.values(), digest_of(sound_record(row))))
     return rows
 
@@ -78,8 +89,10 @@ def fill(path: Path, days: int, sensors: int) -> int:
     hours = days * 24
     started = time.monotonic()
     columns = ("site", "sensor", "ts_us", "duration_s", *SOUND_FIELDS, "source")
-    insert_sound = (f"INSERT INTO sound ({', '.join(columns)}, late, received_us)"
-                    f" VALUES ({', '.join('?' * (len(columns) + 2))})")
+    insert_sound = (
+        f"INSERT INTO sound ({', '.join(columns)}, late, received_us)"
+        f" VALUES ({', '.join('?' * (len(columns) + 2))})"
+    )
     # Digests on the other core while this one chains and inserts.
     with multiprocessing.get_context("fork").Pool(1) as pool:
         chunks: Iterator[list[tuple[object, ...]]] = pool.imap(_hour, ((h, sensors) for h in range(hours)))
@@ -95,13 +108,17 @@ def fill(path: Path, days: int, sensors: int) -> int:
                 chain.append((SITE, seq, "sound", f"{row[1]}|{ts_us}", digest, head, ts_us))
             conn.execute("BEGIN")
             conn.executemany(insert_sound, sound)
-            conn.executemany("INSERT INTO chain (site, seq, kind, key, digest, head, recorded_us)"
-                             " VALUES (?,?,?,?,?,?,?)", chain)
+            conn.executemany(
+                "INSERT INTO chain (site, seq, kind, key, digest, head, recorded_us) VALUES (?,?,?,?,?,?,?)",
+                chain,
+            )
             # anchors every 15 minutes of simulated time: here, every quarter of the hour's rows
             quarter = len(chain) // (CHUNK_S // ANCHOR_EVERY_S)
             for q in range(1, CHUNK_S // ANCHOR_EVERY_S + 1):
                 entry = chain[q * quarter - 1]
-                conn.execute("INSERT INTO anchors VALUES (?,?,?,?)", (SITE, entry[1], entry[5], entry[6] + 1_000_000))
+                conn.execute(
+                    "INSERT INTO anchors VALUES (?,?,?,?)", (SITE, entry[1], entry[5], entry[6] + 1_000_000)
+                )
             conn.execute("COMMIT")
             if hour % 24 == 23:
                 rate = seq / (time.monotonic() - started)
@@ -121,18 +138,24 @@ def measure(argv: list[str]) -> tuple[float, float, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--sensors", type=int, default=10)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/minewatch-bench/evidence"))
-    parser.add_argument("--refill", action="store_true", help="rebuild the store even if one of this size exists")
+    parser.add_argument(
+        "--refill", action="store_true", help="rebuild the store even if one of this size exists"
+    )
     parser.add_argument("--no-verify", action="store_true")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     store_path = args.dir / f"store-{args.days}x{args.sensors}.db"
     config_path = args.dir / f"minewatch-{args.days}x{args.sensors}.toml"
-    config_path.write_text(CONFIG.format(store=store_path, site=SITE)
-                           + "".join(SENSOR.format(id=f"n{s + 1:02d}") for s in range(args.sensors)))
+    config_path.write_text(
+        CONFIG.format(store=store_path, site=SITE)
+        + "".join(SENSOR.format(id=f"n{s + 1:02d}") for s in range(args.sensors))
+    )
     rows = args.days * 86400 * args.sensors
     if args.refill or not store_path.exists():
         for suffix in ("", "-wal", "-shm"):
@@ -141,13 +164,30 @@ def main() -> int:
         started = time.monotonic()
         filled = fill(store_path, args.days, args.sensors)
         assert filled == rows
-        print(f"fill: {rows} rows in {time.monotonic() - started:.0f} s, "
-              f"{store_path.stat().st_size / 1e9:.1f} GB", flush=True)
+        print(
+            f"fill: {rows} rows in {time.monotonic() - started:.0f} s, "
+            f"{store_path.stat().st_size / 1e9:.1f} GB",
+            flush=True,
+        )
     bundle = args.dir / f"bundle-{args.days}x{args.sensors}.zip"
     end = START + timedelta(days=args.days)
     cli = [sys.executable, "-m", "monitor.cli"]
-    seconds, rss, code = measure([*cli, "evidence", "--config", str(config_path), "--site", SITE,
-                                  "--from", START.isoformat(), "--to", end.isoformat(), "--out", str(bundle)])
+    seconds, rss, code = measure(
+        [
+            *cli,
+            "evidence",
+            "--config",
+            str(config_path),
+            "--site",
+            SITE,
+            "--from",
+            START.isoformat(),
+            "--to",
+            end.isoformat(),
+            "--out",
+            str(bundle),
+        ]
+    )
     if code != 0:
         print(f"export failed with exit code {code}", file=sys.stderr)
         return 1

@@ -7,7 +7,7 @@
                           rejections, config: every one whose chain entry lies in the segment
         chain.csv         the chain segment: seq, kind, key, digest, head, recorded_us
         anchors.json      every chain head the daemon published for the site
-        notices/*.json    notices and their change history (when the store has them)
+        records/notice*.json  notices, their change history and the episodes they cite
         plots/, config.toml, profile/<name>.toml, README.txt
         manifest.json     SHA-256 of every file, the scope, the segment's ends, the anchors
     InfluxDB ──► data/<measurement>_influxdb.csv   the part of the window pruned locally;
@@ -98,37 +98,81 @@ class _Kind:
 
 
 RECORD_KINDS: dict[str, _Kind] = {
-    "event": _Kind("records/events.json", "events t", "t.kind || '|' || t.id",
-                   "t.ts_us < :to AND COALESCE(t.end_us, t.ts_us) >= :from"),
-    "finding": _Kind("records/findings.json", "findings t", "t.id || '|' || t.revision",
-                     "t.start_us < :to AND t.end_us >= :from"),
+    "event": _Kind(
+        "records/events.json",
+        "events t",
+        "t.kind || '|' || t.id",
+        "t.ts_us < :to AND COALESCE(t.end_us, t.ts_us) >= :from",
+    ),
+    "finding": _Kind(
+        "records/findings.json",
+        "findings t",
+        "t.id || '|' || t.revision",
+        "t.start_us < :to AND t.end_us >= :from",
+    ),
     "alert": _Kind("records/alerts.json", "alerts t", "t.id", "t.created_us >= :from AND t.created_us < :to"),
-    "health": _Kind("records/health.json", "health t", "t.sensor || '|' || t.ts_us || '|' || t.state",
-                    "t.ts_us >= :from AND t.ts_us < :to"),
-    "calibration": _Kind("records/calibration.json", "calibration t", "t.sensor || '|' || t.ts_us",
-                         "t.ts_us >= :from AND t.ts_us < :to"),
-    "rejection": _Kind("records/rejections.json", "rejections t", "CAST(t.id AS TEXT)",
-                       "t.received_us >= :from AND t.received_us < :to"),
+    "health": _Kind(
+        "records/health.json",
+        "health t",
+        "t.sensor || '|' || t.ts_us || '|' || t.state",
+        "t.ts_us >= :from AND t.ts_us < :to",
+    ),
+    "calibration": _Kind(
+        "records/calibration.json",
+        "calibration t",
+        "t.sensor || '|' || t.ts_us",
+        "t.ts_us >= :from AND t.ts_us < :to",
+    ),
+    "rejection": _Kind(
+        "records/rejections.json",
+        "rejections t",
+        "CAST(t.id AS TEXT)",
+        "t.received_us >= :from AND t.received_us < :to",
+    ),
     # monitor/notices.py: a notice, its change history and the episodes it cites
-    "notice": _Kind("records/notices.json", "notices t", "t.id", "t.opened_us < :to AND t.updated_us >= :from"),
-    "notice_change": _Kind("records/notice_changes.json", "notice_changes t JOIN notices n ON n.id = t.notice_id",
-                           "t.notice_id || '|' || t.seq", "t.at_us >= :from AND t.at_us < :to", "n.site"),
-    "notice_episode": _Kind("records/notice_episodes.json",
-                            "notice_episodes t JOIN notices n ON n.id = t.notice_id",
-                            "t.notice_id || '|' || t.episode_id || '|' || t.revision",
-                            "t.start_us < :to AND t.end_us >= :from", "n.site"),
+    "notice": _Kind(
+        "records/notices.json", "notices t", "t.id", "t.opened_us < :to AND t.updated_us >= :from"
+    ),
+    "notice_change": _Kind(
+        "records/notice_changes.json",
+        "notice_changes t JOIN notices n ON n.id = t.notice_id",
+        "t.notice_id || '|' || t.seq",
+        "t.at_us >= :from AND t.at_us < :to",
+        "n.site",
+    ),
+    "notice_episode": _Kind(
+        "records/notice_episodes.json",
+        "notice_episodes t JOIN notices n ON n.id = t.notice_id",
+        "t.notice_id || '|' || t.episode_id || '|' || t.revision",
+        "t.start_us < :to AND t.end_us >= :from",
+        "n.site",
+    ),
 }
-RECORD_FILES: dict[str, str] = {**{k: v.file for k, v in RECORD_KINDS.items()}, "config": "records/config.json"}
+RECORD_FILES: dict[str, str] = {
+    **{k: v.file for k, v in RECORD_KINDS.items()},
+    "config": "records/config.json",
+}
 
 
 def record_builders() -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
     """Chain kind -> the function its records were chained with (the store's, and the notices')."""
     from monitor.notices import change_record, episode_record, notice_record
 
-    return {**RECORDS, "notice": notice_record, "notice_change": change_record,
-            "notice_episode": episode_record}
-INFLUX_MEASUREMENT = {"sound": "sound", "light": "light", "sky": "light", "weather": "weather",
-                      "turbidity": "turbidity"}
+    return {
+        **RECORDS,
+        "notice": notice_record,
+        "notice_change": change_record,
+        "notice_episode": episode_record,
+    }
+
+
+INFLUX_MEASUREMENT = {
+    "sound": "sound",
+    "light": "light",
+    "sky": "light",
+    "weather": "weather",
+    "turbidity": "turbidity",
+}
 _FLUSH_BYTES = 1 << 20
 _MAX_LISTED = 1000  # problems and missing rows kept in detail; the rest are counted
 
@@ -154,7 +198,11 @@ class TimeFormat:
         self._minutes: dict[int, tuple[str, str] | None] = {}
 
     def exact(self, ts_us: int) -> str:
-        text = (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts_us)).astimezone(self.zone).isoformat()
+        text = (
+            (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts_us))
+            .astimezone(self.zone)
+            .isoformat()
+        )
         return text[:-6] + "Z" if self.utc else text
 
     def _minute(self, minute: int) -> tuple[str, str] | None:
@@ -175,7 +223,9 @@ class TimeFormat:
         if parts is None:
             return self.exact(ts_us)
         second, micro = divmod(rest, 1_000_000)
-        return f"{parts[0]}{second:02d}.{micro:06d}{parts[1]}" if micro else f"{parts[0]}{second:02d}{parts[1]}"
+        return (
+            f"{parts[0]}{second:02d}.{micro:06d}{parts[1]}" if micro else f"{parts[0]}{second:02d}{parts[1]}"
+        )
 
 
 def parse_when(text: str, zone: tzinfo) -> datetime:
@@ -186,7 +236,9 @@ def parse_when(text: str, zone: tzinfo) -> datetime:
             return datetime.combine(date.fromisoformat(value), time(0), zone)
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise EvidenceError(f"not a date or time: {text!r} (use e.g. 2024-05-01 or 2024-05-01T06:00:00Z)") from None
+        raise EvidenceError(
+            f"not a date or time: {text!r} (use e.g. 2024-05-01 or 2024-05-01T06:00:00Z)"
+        ) from None
     return parsed.replace(tzinfo=zone) if parsed.tzinfo is None else parsed
 
 
@@ -212,13 +264,32 @@ def _opt_float(text: str) -> float | None:
     return None if text == "" else float(text)
 
 
-SOUND_COLUMNS = ("chain_seq", "site", "sensor", "ts_us", "time_utc", "time_local", "duration_s",
-                 *SOUND_FIELDS, "source")
+SOUND_COLUMNS = (
+    "chain_seq",
+    "site",
+    "sensor",
+    "ts_us",
+    "time_utc",
+    "time_local",
+    "duration_s",
+    *SOUND_FIELDS,
+    "source",
+)
 
 
 def reading_columns(kind: str) -> tuple[str, ...]:
-    return ("chain_seq", "site", "sensor", "kind", "ts_us", "time_utc", "time_local", "duration_s",
-            *READING_EXTRAS[kind], "data")
+    return (
+        "chain_seq",
+        "site",
+        "sensor",
+        "kind",
+        "ts_us",
+        "time_utc",
+        "time_local",
+        "duration_s",
+        *READING_EXTRAS[kind],
+        "data",
+    )
 
 
 def reading_file(kind: str) -> str:
@@ -298,10 +369,15 @@ def load_anchors(path: str | Path) -> list[Anchor]:
     anchors = []
     for i, item in enumerate(items):
         try:
-            anchors.append(Anchor(str(item["site"]), int(item["seq"]), str(item["head"]).lower(),
-                                  str(item.get("ts", ""))))
+            anchors.append(
+                Anchor(
+                    str(item["site"]), int(item["seq"]), str(item["head"]).lower(), str(item.get("ts", ""))
+                )
+            )
         except (TypeError, KeyError, ValueError):
-            raise EvidenceError(f"{path}: entry {i} is not an object with site, seq and head: {item!r}") from None
+            raise EvidenceError(
+                f"{path}: entry {i} is not an object with site, seq and head: {item!r}"
+            ) from None
     return anchors
 
 
@@ -371,8 +447,7 @@ class _Scope:
         return self.sensors or ()
 
     def holds(self, sensor: str, ts_us: int) -> bool:
-        return (self.chained_from_us <= ts_us < self.to_us
-                and (self.sensors is None or sensor in self.sensors))
+        return self.chained_from_us <= ts_us < self.to_us and (self.sensors is None or sensor in self.sensors)
 
 
 _SOUND_KEY_SQL = (
@@ -383,7 +458,8 @@ _SOUND_KEY_SQL = (
 _READING_KEY_SQL = (
     "SELECT seq, key, sensor, substr(rest, 1, instr(rest, '|') - 1) AS rkind,"
     " CAST(substr(rest, instr(rest, '|') + 1) AS INTEGER) AS ts_us FROM ("
-    " SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor, substr(key, instr(key, '|') + 1) AS rest"
+    " SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor,"
+    " substr(key, instr(key, '|') + 1) AS rest"
     " FROM chain WHERE site = :site AND kind = 'reading' AND seq BETWEEN :lo AND :hi)"
 )
 
@@ -407,7 +483,10 @@ def _open_store(path: str) -> sqlite3.Connection:
 
 
 def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        is not None
+    )
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -418,8 +497,9 @@ def profile_text(site: SiteConfig) -> tuple[str, str]:
     """(file name, TOML text) of the ordinance profile the site runs under."""
     if site.profile.endswith(".toml"):
         return Path(site.profile).name, Path(site.profile).read_text(encoding="utf-8")
-    return f"{site.profile}.toml", resources.files("rules.profiles").joinpath(f"{site.profile}.toml").read_text(
-        encoding="utf-8")
+    return f"{site.profile}.toml", resources.files("rules.profiles").joinpath(
+        f"{site.profile}.toml"
+    ).read_text(encoding="utf-8")
 
 
 def _noise_limits(site: SiteConfig) -> dict[str, list[tuple[str, float]]]:
@@ -435,7 +515,8 @@ def _noise_limits(site: SiteConfig) -> dict[str, list[tuple[str, float]]]:
             if standard.rule == "noise" and sensor.placement.value in placements:
                 metric = getattr(params, "metric", "LAeq")
                 limits.setdefault(sensor.id, []).append(
-                    (f"{standard.section} limit {params.limit_db:g} dB ({metric})", float(params.limit_db)))
+                    (f"{standard.section} limit {params.limit_db:g} dB ({metric})", float(params.limit_db))
+                )
     return limits
 
 
@@ -462,7 +543,9 @@ def export_bundle(
     if start.tzinfo is None or end.tzinfo is None:
         raise EvidenceError("the window needs time zones")
     if not start < end:
-        raise EvidenceError(f"the window is empty: --from {start.isoformat()} is not before --to {end.isoformat()}")
+        raise EvidenceError(
+            f"the window is empty: --from {start.isoformat()} is not before --to {end.isoformat()}"
+        )
     out = Path(out)
     partial = out.with_name(out.name + ".partial")
     zone = ZoneInfo(site.timezone)
@@ -473,10 +556,16 @@ def export_bundle(
         pruned = conn.execute("SELECT value FROM meta WHERE key = 'pruned_before_us'").fetchone()
         pruned_us = int(pruned[0]) if pruned else 0
         from_us, to_us = _us(start), _us(end)
-        scope = _Scope(site.id, from_us, to_us, max(from_us, min(pruned_us, to_us)),
-                       tuple(dict.fromkeys(sensors)) if sensors else None)
-        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1,
-                             allowZip64=True) as zf:
+        scope = _Scope(
+            site.id,
+            from_us,
+            to_us,
+            max(from_us, min(pruned_us, to_us)),
+            tuple(dict.fromkeys(sensors)) if sensors else None,
+        )
+        with zipfile.ZipFile(
+            partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True
+        ) as zf:
             summary = _Exporter(conn, zf, config, site, scope, zone, now or datetime.now(UTC)).run(plots)
         os.replace(partial, out)
     finally:
@@ -487,8 +576,16 @@ def export_bundle(
 
 
 class _Exporter:
-    def __init__(self, conn: sqlite3.Connection, zf: zipfile.ZipFile, config: Config, site: SiteConfig,
-                 scope: _Scope, zone: ZoneInfo, now: datetime) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        zf: zipfile.ZipFile,
+        config: Config,
+        site: SiteConfig,
+        scope: _Scope,
+        zone: ZoneInfo,
+        now: datetime,
+    ) -> None:
         self.conn = conn
         self.zf = zf
         self.config = config
@@ -502,7 +599,12 @@ class _Exporter:
         self.rows: dict[str, int] = {}
         self.warnings: list[str] = []
         self.influx_rows: dict[str, int] = {}
-        self.args = {"site": site.id, "from": scope.from_us, "to": scope.to_us, "cfrom": scope.chained_from_us}
+        self.args = {
+            "site": site.id,
+            "from": scope.from_us,
+            "to": scope.to_us,
+            "cfrom": scope.chained_from_us,
+        }
 
     # ------------------------------------------------------------------ the segment
 
@@ -520,26 +622,40 @@ class _Exporter:
             unchained += row[3] - row[2]
 
         s = self.scope
-        take(self.conn.execute(
-            "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM sound t LEFT JOIN chain c"
-            " ON c.site = t.site AND c.kind = 'sound' AND c.key = t.sensor || '|' || t.ts_us"
-            f" WHERE t.site = ? AND t.ts_us >= ? AND t.ts_us < ?{s.sensor_sql('t.sensor')}",
-            (s.site, s.chained_from_us, s.to_us, *s.sensor_args())).fetchone())
-        take(self.conn.execute(
-            "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM readings t LEFT JOIN chain c"
-            " ON c.site = t.site AND c.kind = 'reading' AND c.key = t.sensor || '|' || t.kind || '|' || t.ts_us"
-            f" WHERE t.site = ? AND t.ts_us >= ? AND t.ts_us < ?{s.sensor_sql('t.sensor')}",
-            (s.site, s.chained_from_us, s.to_us, *s.sensor_args())).fetchone())
+        take(
+            self.conn.execute(
+                "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM sound t LEFT JOIN chain c"
+                " ON c.site = t.site AND c.kind = 'sound' AND c.key = t.sensor || '|' || t.ts_us"
+                f" WHERE t.site = ? AND t.ts_us >= ? AND t.ts_us < ?{s.sensor_sql('t.sensor')}",
+                (s.site, s.chained_from_us, s.to_us, *s.sensor_args()),
+            ).fetchone()
+        )
+        take(
+            self.conn.execute(
+                "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM readings t LEFT JOIN chain c"
+                " ON c.site = t.site AND c.kind = 'reading'"
+                " AND c.key = t.sensor || '|' || t.kind || '|' || t.ts_us"
+                f" WHERE t.site = ? AND t.ts_us >= ? AND t.ts_us < ?{s.sensor_sql('t.sensor')}",
+                (s.site, s.chained_from_us, s.to_us, *s.sensor_args()),
+            ).fetchone()
+        )
         for kind, spec in RECORD_KINDS.items():
             if not _table_exists(self.conn, spec.source.split()[0]):
                 continue
-            take(self.conn.execute(
-                f"SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM {spec.source} LEFT JOIN chain c"
-                f" ON c.site = {spec.site} AND c.kind = '{kind}' AND c.key = {spec.key}"
-                f" WHERE {spec.site} = :site AND {spec.window}", self.args).fetchone())
+            take(
+                self.conn.execute(
+                    "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*)"
+                    f" FROM {spec.source} LEFT JOIN chain c"
+                    f" ON c.site = {spec.site} AND c.kind = '{kind}' AND c.key = {spec.key}"
+                    f" WHERE {spec.site} = :site AND {spec.window}",
+                    self.args,
+                ).fetchone()
+            )
         if unchained:
-            self.warnings.append(f"{unchained} row(s) of the window in the store have no chain entry "
-                                 "(written outside the daemon?); they are not in the bundle")
+            self.warnings.append(
+                f"{unchained} row(s) of the window in the store have no chain entry "
+                "(written outside the daemon?); they are not in the bundle"
+            )
         if not lows:
             return None
         return min(lows), max(highs)
@@ -552,14 +668,19 @@ class _Exporter:
         lo, hi = bounds
         site = self.site.id
         # Back to just after the previous anchor, so the segment starts from a head the town holds,
-        before = self.conn.execute("SELECT MAX(seq) FROM anchors WHERE site = ? AND seq < ?", (site, lo)).fetchone()[0]
+        before = self.conn.execute(
+            "SELECT MAX(seq) FROM anchors WHERE site = ? AND seq < ?", (site, lo)
+        ).fetchone()[0]
         first = before + 1 if before is not None else lo
         # ... and on to the first anchor published after the window that covers the last record.
         after = self.conn.execute(
             "SELECT MIN(seq) FROM anchors WHERE site = ? AND seq >= ? AND published_us >= ?",
-            (site, hi, self.scope.to_us)).fetchone()[0]
+            (site, hi, self.scope.to_us),
+        ).fetchone()[0]
         last = after if after is not None else hi
-        row = self.conn.execute("SELECT head FROM chain WHERE site = ? AND seq = ?", (site, first - 1)).fetchone()
+        row = self.conn.execute(
+            "SELECT head FROM chain WHERE site = ? AND seq = ?", (site, first - 1)
+        ).fetchone()
         prev = row[0] if row else GENESIS
         return first, last, prev, after
 
@@ -576,8 +697,10 @@ class _Exporter:
         exported["config"] = self._configs(configs)
         for kind, n in exported.items():
             if counts.get(kind, 0) > n:
-                self.warnings.append(f"{counts[kind] - n} {kind} chain entr(y/ies) of the segment have no row "
-                                     "in the store (deleted?)")
+                self.warnings.append(
+                    f"{counts[kind] - n} {kind} chain entr(y/ies) of the segment have no row "
+                    "in the store (deleted?)"
+                )
         anchors = self._anchors(first, last)
         influx = self._influx() if self.scope.chained_from_us > self.scope.from_us else None
         if plots:
@@ -585,8 +708,17 @@ class _Exporter:
         self._static()
         manifest = self._manifest(first, last, prev_head, last_head, anchored_to, anchors, influx)
         self.zf.writestr(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-        return ExportSummary(Path(), dict(self.rows), max(0, last - first + 1), first, last, len(anchors),
-                             dict(self.influx_rows), list(self.warnings), len(self.files) + 1)
+        return ExportSummary(
+            Path(),
+            dict(self.rows),
+            max(0, last - first + 1),
+            first,
+            last,
+            len(anchors),
+            dict(self.influx_rows),
+            list(self.warnings),
+            len(self.files) + 1,
+        )
 
     def _sound(self, first: int, last: int) -> None:
         # The hot loop of a month's export (26 million rows): SQLite joins the text of the
@@ -599,7 +731,8 @@ class _Exporter:
             f" FROM ({_SOUND_KEY_SQL}) k"
             " LEFT JOIN sound t ON t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
             f" WHERE k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')} ORDER BY k.seq",
-            self._sensor_args())
+            self._sensor_args(),
+        )
         member = _Member(self.zf, SOUND_FILE, self.files)
         member.write((",".join(SOUND_COLUMNS) + "\n").encode())
         utc, local = self.utc, self.local
@@ -611,22 +744,38 @@ class _Exporter:
 
         while batch := cursor.fetchmany(4096):
             lines = []
-            for prefix, ts, duration, laeq, lafmax, lasmax, lafmin, lceq, lcpeak, lzpeak, lzeq, source in batch:
+            for (
+                prefix,
+                ts,
+                duration,
+                laeq,
+                lafmax,
+                lasmax,
+                lafmin,
+                lceq,
+                lcpeak,
+                lzpeak,
+                lzeq,
+                source,
+            ) in batch:
                 if prefix is None:
                     missing += 1
                     continue
                 if ts != last_ts:  # the sensors of one second share their time columns
                     last_ts, times = ts, f"{utc(ts)},{local(ts)}"
-                lines.append(f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},{opt(lasmax)},{opt(lafmin)},"
-                             f"{opt(lceq)},{lcpeak!r},{opt(lzpeak)},{opt(lzeq)},{source}\n")
+                lines.append(
+                    f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},{opt(lasmax)},{opt(lafmin)},"
+                    f"{opt(lceq)},{lcpeak!r},{opt(lzpeak)},{opt(lzeq)},{source}\n"
+                )
             rows += len(lines)
             member.write("".join(lines).encode())
         member.rows = rows
         member.close(rows=rows)
         self.rows[SOUND_FILE] = member.rows
         if missing:
-            self.warnings.append(f"{missing} sound chain entr(y/ies) of the window have no row in the store "
-                                 "(deleted?)")
+            self.warnings.append(
+                f"{missing} sound chain entr(y/ies) of the window have no row in the store (deleted?)"
+            )
 
     def _named_sensors(self, column: str) -> str:
         if self.scope.sensors is None:
@@ -641,8 +790,11 @@ class _Exporter:
             "SELECT k.seq, t.site IS NULL, t.site, t.sensor, t.kind, t.ts_us, t.duration_s, t.data"
             f" FROM ({_READING_KEY_SQL}) k LEFT JOIN readings t ON t.site = :site AND t.sensor = k.sensor"
             " AND t.kind = k.rkind AND t.ts_us = k.ts_us"
-            f" WHERE k.rkind = :rkind AND k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')}"
-            " ORDER BY k.seq", {**self._sensor_args(), "rkind": kind})
+            " WHERE k.rkind = :rkind AND k.ts_us >= :cfrom AND k.ts_us < :to"
+            f"{self._named_sensors('k.sensor')}"
+            " ORDER BY k.seq",
+            {**self._sensor_args(), "rkind": kind},
+        )
         name = reading_file(kind)
         member = _Member(self.zf, name, self.files)
         writer = csv.writer(member.text(), lineterminator="\n")
@@ -652,16 +804,30 @@ class _Exporter:
             if absent:
                 missing += 1
                 continue
-            writer.writerow((seq, site, sensor, rkind, ts, self.utc(ts), self.local(ts), duration,
-                             *_reading_extras(kind, data), data))
+            writer.writerow(
+                (
+                    seq,
+                    site,
+                    sensor,
+                    rkind,
+                    ts,
+                    self.utc(ts),
+                    self.local(ts),
+                    duration,
+                    *_reading_extras(kind, data),
+                    data,
+                )
+            )
             member.rows += 1
             if member.rows % 4096 == 0:
                 member.spill()
         member.close(rows=member.rows)
         self.rows[name] = member.rows
         if missing:
-            self.warnings.append(f"{missing} {kind} reading chain entr(y/ies) of the window have no row in the "
-                                 "store (deleted?)")
+            self.warnings.append(
+                f"{missing} {kind} reading chain entr(y/ies) of the window have no row in the "
+                "store (deleted?)"
+            )
 
     def _json_member(self, name: str, elements: Iterable[Mapping[str, Any]]) -> int:
         """A JSON array, one element per line (so it streams both ways)."""
@@ -685,7 +851,9 @@ class _Exporter:
         cursor = self.conn.execute(
             f"SELECT c.seq, c.key, t.* FROM {spec.source} JOIN chain c ON c.site = {spec.site}"
             f" AND c.kind = '{kind}' AND c.key = {spec.key}"
-            f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi ORDER BY c.seq", self.args)
+            f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi ORDER BY c.seq",
+            self.args,
+        )
         names = [d[0] for d in cursor.description]
         build = record_builders()[kind]
 
@@ -694,8 +862,12 @@ class _Exporter:
                 row = dict(zip(names[2:], values[2:], strict=True))
                 chained = build(row)
                 chained.pop("t")
-                yield {"chain_seq": values[0], "key": values[1], "row": chained,
-                       "derived": _derived(chained, self.utc, self.local)}
+                yield {
+                    "chain_seq": values[0],
+                    "key": values[1],
+                    "row": chained,
+                    "derived": _derived(chained, self.utc, self.local),
+                }
 
         return self._json_member(RECORD_FILES[kind], elements())
 
@@ -707,7 +879,8 @@ class _Exporter:
             " THEN '\"' || replace(key, '\"', '\"\"') || '\"' ELSE key END"
             " || ',' || digest || ',' || head || ',' || recorded_us"
             " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi ORDER BY seq",
-            {"site": site, "lo": first, "hi": last, "special": '*[",\r\n]*'})
+            {"site": site, "lo": first, "hi": last, "special": '*[",\r\n]*'},
+        )
         member = _Member(self.zf, CHAIN_FILE, self.files)
         member.write(b"seq,kind,key,digest,head,recorded_us\n")
         while batch := cursor.fetchmany(8192):
@@ -715,12 +888,17 @@ class _Exporter:
             member.write(("\n".join(line for (line,) in batch) + "\n").encode())
         member.close(rows=member.rows)
         self.rows[CHAIN_FILE] = member.rows
-        counts = dict(self.conn.execute(
-            "SELECT kind, COUNT(*) FROM chain WHERE site = ? AND seq BETWEEN ? AND ? GROUP BY kind",
-            (site, first, last)).fetchall())
+        counts = dict(
+            self.conn.execute(
+                "SELECT kind, COUNT(*) FROM chain WHERE site = ? AND seq BETWEEN ? AND ? GROUP BY kind",
+                (site, first, last),
+            ).fetchall()
+        )
         configs = self.conn.execute(
-            "SELECT seq, key FROM chain WHERE site = ? AND kind = 'config' AND seq BETWEEN ? AND ? ORDER BY seq",
-            (site, first, last)).fetchall()
+            "SELECT seq, key FROM chain WHERE site = ? AND kind = 'config' AND seq BETWEEN ? AND ?"
+            " ORDER BY seq",
+            (site, first, last),
+        ).fetchall()
         row = self.conn.execute("SELECT head FROM chain WHERE site = ? AND seq = ?", (site, last)).fetchone()
         return counts, configs, row[0] if row else ""
 
@@ -733,10 +911,13 @@ class _Exporter:
         return self._json_member(RECORD_FILES["config"], elements)
 
     def _anchors(self, first: int, last: int) -> list[dict[str, Any]]:
-        rows = [{"site": r[0], "seq": r[1], "head": r[2], "published_us": r[3],
-                 "published_utc": self.utc(r[3])}
-                for r in self.conn.execute(
-                    "SELECT site, seq, head, published_us FROM anchors WHERE site = ? ORDER BY seq", (self.site.id,))]
+        rows = [
+            {"site": r[0], "seq": r[1], "head": r[2], "published_us": r[3], "published_utc": self.utc(r[3])}
+            for r in self.conn.execute(
+                "SELECT site, seq, head, published_us FROM anchors WHERE site = ? ORDER BY seq",
+                (self.site.id,),
+            )
+        ]
         self._json_member(ANCHORS_FILE, rows)
         return [a for a in rows if first - 1 <= a["seq"] <= last]
 
@@ -745,11 +926,17 @@ class _Exporter:
     def _influx(self) -> dict[str, Any]:
         s = self.scope
         influx = self.config.storage.influxdb
-        note = {"from_us": s.from_us, "to_us": s.chained_from_us,
-                "from_utc": self.utc(s.from_us), "to_utc": self.utc(s.chained_from_us)}
+        note = {
+            "from_us": s.from_us,
+            "to_us": s.chained_from_us,
+            "from_utc": self.utc(s.from_us),
+            "to_utc": self.utc(s.chained_from_us),
+        }
         if influx is None:
-            self.warnings.append(f"the store was pruned before {self.utc(s.chained_from_us)} and no InfluxDB is "
-                                 "configured: per-second data before then is not in the bundle")
+            self.warnings.append(
+                f"the store was pruned before {self.utc(s.chained_from_us)} and no InfluxDB is "
+                "configured: per-second data before then is not in the bundle"
+            )
             return {**note, "read": False}
         reader = _InfluxReader(influx)
         by_measurement: dict[str, list[str]] = {}
@@ -766,21 +953,36 @@ class _Exporter:
             member = _Member(self.zf, name, self.files)
             writer = csv.writer(member.text(), lineterminator="\n")
             writer.writerow(("site", "sensor", "ts_us", "time_utc", "time_local", *fields))
-            for sensor in sensor_ids:
-                for ts, values in reader.rows(measurement, s.site, sensor, s.from_us, s.chained_from_us, fields):
-                    writer.writerow((s.site, sensor, ts, self.utc(ts), self.local(ts),
-                                     *(_cell(values.get(f)) for f in fields)))
-                    self._aggregate(measurement, sensor, ts, values)
+            for sensor_id in sensor_ids:
+                for ts, values in reader.rows(
+                    measurement, s.site, sensor_id, s.from_us, s.chained_from_us, fields
+                ):
+                    writer.writerow(
+                        (
+                            s.site,
+                            sensor_id,
+                            ts,
+                            self.utc(ts),
+                            self.local(ts),
+                            *(_cell(values.get(f)) for f in fields),
+                        )
+                    )
+                    self._aggregate(measurement, sensor_id, ts, values)
                     member.rows += 1
                     if member.rows % 4096 == 0:
                         member.spill()
             member.close(rows=member.rows, outside_chain=True)
             self.rows[name] = member.rows
             self.influx_rows[name] = member.rows
-        return {**note, "read": True, "version": influx.version, "url": influx.url,
-                "database": influx.database if influx.version == 1 else influx.bucket,
-                "rows": dict(self.influx_rows),
-                "note": "rows read from InfluxDB are outside the hash chain: nothing in this bundle proves them"}
+        return {
+            **note,
+            "read": True,
+            "version": influx.version,
+            "url": influx.url,
+            "database": influx.database if influx.version == 1 else influx.bucket,
+            "rows": dict(self.influx_rows),
+            "note": "rows read from InfluxDB are outside the hash chain: nothing in this bundle proves them",
+        }
 
     def _aggregate(self, measurement: str, sensor: str, ts: int, values: Mapping[str, Any]) -> None:
         value = values.get("LAeq" if measurement == "sound" else "lux_mean")
@@ -827,26 +1029,44 @@ class _Exporter:
                         minutes[minute] = (total, n, peak)
                 if not minutes:
                     continue
-                png = _plot_day(measurement, sensor.id, self.site.name, day, self.zone, minutes,
-                                limits.get(sensor.id, []) if measurement == "sound" else [])
-                member = _Member(self.zf, f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png", self.files)
+                png = _plot_day(
+                    measurement,
+                    sensor.id,
+                    self.site.name,
+                    day,
+                    self.zone,
+                    minutes,
+                    limits.get(sensor.id, []) if measurement == "sound" else [],
+                )
+                member = _Member(
+                    self.zf, f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png", self.files
+                )
                 member.write(png)
                 member.close()
 
-    def _day_minutes(self, measurement: str, sensor: str, lo: int, hi: int) -> dict[int, tuple[float, float, float]]:
-        """Per minute: (sum of energies or lux, count, max); from SQL so a day never comes into Python row by row."""
+    def _day_minutes(
+        self, measurement: str, sensor: str, lo: int, hi: int
+    ) -> dict[int, tuple[float, float, float]]:
+        """Per minute: (sum of energies or lux, count, max), from SQL: a day never goes through Python."""
         lo = max(lo, self.scope.chained_from_us)
         if lo >= hi:
             return {}
         if measurement == "sound":
-            sql = ("SELECT ts_us / 60000000, SUM(pow(10, LAeq / 10.0)), COUNT(*), MAX(LAeq) FROM sound"
-                   " WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ? GROUP BY 1")
+            sql = (
+                "SELECT ts_us / 60000000, SUM(pow(10, LAeq / 10.0)), COUNT(*), MAX(LAeq) FROM sound"
+                " WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ? GROUP BY 1"
+            )
         else:
-            sql = ("SELECT ts_us / 60000000, SUM(json_extract(data, '$.lux_mean')), COUNT(*),"
-                   " MAX(json_extract(data, '$.lux_max')) FROM readings"
-                   " WHERE site = ? AND sensor = ? AND kind = 'light' AND ts_us >= ? AND ts_us < ? GROUP BY 1")
-        return {r[0]: (r[1], r[2], r[3]) for r in self.conn.execute(sql, (self.site.id, sensor, lo, hi))
-                if r[1] is not None}
+            sql = (
+                "SELECT ts_us / 60000000, SUM(json_extract(data, '$.lux_mean')), COUNT(*),"
+                " MAX(json_extract(data, '$.lux_max')) FROM readings"
+                " WHERE site = ? AND sensor = ? AND kind = 'light' AND ts_us >= ? AND ts_us < ? GROUP BY 1"
+            )
+        return {
+            r[0]: (r[1], r[2], r[3])
+            for r in self.conn.execute(sql, (self.site.id, sensor, lo, hi))
+            if r[1] is not None
+        }
 
     # ------------------------------------------------------------------ the rest
 
@@ -862,35 +1082,63 @@ class _Exporter:
         member.write(_README.encode("utf-8"))
         member.close()
 
-    def _manifest(self, first: int, last: int, prev_head: str, last_head: str, anchored_to: int | None,
-                  anchors: list[dict[str, Any]], influx: dict[str, Any] | None) -> dict[str, Any]:
+    def _manifest(
+        self,
+        first: int,
+        last: int,
+        prev_head: str,
+        last_head: str,
+        anchored_to: int | None,
+        anchors: list[dict[str, Any]],
+        influx: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         s = self.scope
         config_sha = hashlib.sha256(self.config.raw_text.encode("utf-8")).hexdigest()
         return {
             "format": FORMAT,
             "software": {"name": "minewatch", "version": _version()},
             "created_utc": self.utc(_us(self.now)),
-            "site": {"id": self.site.id, "name": self.site.name, "operator": self.site.operator,
-                     "timezone": self.site.timezone},
-            "window": {"from_us": s.from_us, "to_us": s.to_us, "from_utc": self.utc(s.from_us),
-                       "to_utc": self.utc(s.to_us), "from_local": self.local(s.from_us),
-                       "to_local": self.local(s.to_us)},
+            "site": {
+                "id": self.site.id,
+                "name": self.site.name,
+                "operator": self.site.operator,
+                "timezone": self.site.timezone,
+            },
+            "window": {
+                "from_us": s.from_us,
+                "to_us": s.to_us,
+                "from_utc": self.utc(s.from_us),
+                "to_utc": self.utc(s.to_us),
+                "from_local": self.local(s.from_us),
+                "to_local": self.local(s.to_us),
+            },
             "scope": {
                 "sensors": list(s.sensors) if s.sensors is not None else None,
                 "chained_from_us": s.chained_from_us,
-                "rule": ("every chain entry of the segment whose record belongs here has its row, in chain order:"
-                         " sound and readings of the window's sensors from chained_from_us to to_us;"
-                         " events, findings, alerts, health, calibration, rejections and config entries"
-                         " wherever they fall in the segment. Audio and other kinds are chain links only."),
+                "rule": (
+                    "every chain entry of the segment whose record belongs here has its row, in chain order:"
+                    " sound and readings of the window's sensors from chained_from_us to to_us;"
+                    " events, findings, alerts, health, calibration, rejections and config entries"
+                    " wherever they fall in the segment. Audio and other kinds are chain links only."
+                ),
             },
-            "chain": {"file": CHAIN_FILE, "first_seq": first, "last_seq": last, "entries": max(0, last - first + 1),
-                      "prev_head": prev_head, "last_head": last_head or prev_head,
-                      "extended_to_anchor": anchored_to},
+            "chain": {
+                "file": CHAIN_FILE,
+                "first_seq": first,
+                "last_seq": last,
+                "entries": max(0, last - first + 1),
+                "prev_head": prev_head,
+                "last_head": last_head or prev_head,
+                "extended_to_anchor": anchored_to,
+            },
             "anchors": anchors,
             "pruned_locally": influx,
             "config": {"file": "config.toml", "sha256": config_sha, "source": self.config.source},
-            "profile": {"name": self.site.profile, "file": f"profile/{profile_text(self.site)[0]}",
-                        "agreement": dict(self.site.agreement)},
+            "profile": {
+                "name": self.site.profile,
+                "file": f"profile/{profile_text(self.site)[0]}",
+                "agreement": dict(self.site.agreement),
+            },
             "rows": dict(self.rows),
             "warnings": list(self.warnings),
             "files": list(self.files),
@@ -904,8 +1152,15 @@ def _version() -> str:
         return "unknown"
 
 
-def _plot_day(measurement: str, sensor: str, site_name: str, day: date, zone: ZoneInfo,
-              minutes: Mapping[int, tuple[float, float, float]], limits: Sequence[tuple[str, float]]) -> bytes:
+def _plot_day(
+    measurement: str,
+    sensor: str,
+    site_name: str,
+    day: date,
+    zone: ZoneInfo,
+    minutes: Mapping[int, tuple[float, float, float]],
+    limits: Sequence[tuple[str, float]],
+) -> bytes:
     import math
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -913,7 +1168,7 @@ def _plot_day(measurement: str, sensor: str, site_name: str, day: date, zone: Zo
     from matplotlib.figure import Figure
 
     keys = sorted(minutes)
-    times = [datetime.fromtimestamp(m * 60, zone) for m in keys]
+    times: Any = [datetime.fromtimestamp(m * 60, zone) for m in keys]  # matplotlib's stubs want numbers
     fig = Figure(figsize=(11, 4), dpi=90)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -929,7 +1184,7 @@ def _plot_day(measurement: str, sensor: str, site_name: str, day: date, zone: Zo
         ax.plot(times, [minutes[m][0] / minutes[m][1] for m in keys], lw=0.8, label="mean lux per minute")
         ax.plot(times, [minutes[m][2] for m in keys], lw=0.5, color="tab:orange", label="max lux per minute")
         ax.set_ylabel("lux")
-    ax.xaxis.set_major_formatter(DateFormatter("%H:%M", tz=zone))
+    ax.xaxis.set_major_formatter(DateFormatter("%H:%M", tz=zone))  # type: ignore[no-untyped-call]
     ax.set_xlabel(f"local time ({zone.key})")
     ax.set_title(f"{site_name}: {sensor} {measurement}, {day.isoformat()}")
     ax.grid(alpha=0.3)
@@ -946,36 +1201,50 @@ class _InfluxReader:
     def __init__(self, config: InfluxConfig) -> None:
         self.config = config
 
-    def rows(self, measurement: str, site: str, sensor: str, from_us: int, to_us: int,
-             fields: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def rows(
+        self, measurement: str, site: str, sensor: str, from_us: int, to_us: int, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             if self.config.version == 1:
                 yield from self._v1(measurement, site, sensor, from_us, to_us, fields)
             else:
                 yield from self._v2(measurement, site, sensor, from_us, to_us, fields)
         except (OSError, ValueError) as exc:
-            raise EvidenceError(f"cannot read {measurement} of {sensor!r} from InfluxDB at "
-                                f"{self.config.url}: {exc}") from exc
+            raise EvidenceError(
+                f"cannot read {measurement} of {sensor!r} from InfluxDB at {self.config.url}: {exc}"
+            ) from exc
 
-    def _v1(self, measurement: str, site: str, sensor: str, from_us: int, to_us: int,
-            fields: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def _v1(
+        self, measurement: str, site: str, sensor: str, from_us: int, to_us: int, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
         def quote(text: str) -> str:
             return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
         source = f'"{measurement}"'
         if self.config.retention_policy:
             source = f'"{self.config.retention_policy}".{source}'
-        query = (f"SELECT {', '.join(chr(34) + f + chr(34) for f in fields)} FROM {source}"
-                 f" WHERE \"site\" = {quote(site)} AND \"sensor\" = {quote(sensor)}"
-                 f" AND time >= {from_us * 1000} AND time < {to_us * 1000}")
-        params = {"db": self.config.database, "q": query, "epoch": "u", "chunked": "true", "chunk_size": "10000"}
+        query = (
+            f"SELECT {', '.join(chr(34) + f + chr(34) for f in fields)} FROM {source}"
+            f' WHERE "site" = {quote(site)} AND "sensor" = {quote(sensor)}'
+            f" AND time >= {from_us * 1000} AND time < {to_us * 1000}"
+        )
+        params = {
+            "db": self.config.database,
+            "q": query,
+            "epoch": "u",
+            "chunked": "true",
+            "chunk_size": "10000",
+        }
         headers = {"Content-Type": "application/x-www-form-urlencoded"}
         if self.config.username:
             token = f"{self.config.username}:{self.config.password.value}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
-        request = urllib.request.Request(f"{self.config.url.rstrip('/')}/query",
-                                         data=urllib.parse.urlencode(params).encode(), headers=headers,
-                                         method="POST")
+        request = urllib.request.Request(
+            f"{self.config.url.rstrip('/')}/query",
+            data=urllib.parse.urlencode(params).encode(),
+            headers=headers,
+            method="POST",
+        )
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(request, timeout=self.config.timeout_s) as response:
             # chunked=true: one JSON object per line, each holding part of the series
@@ -992,21 +1261,32 @@ class _InfluxReader:
                             row = dict(zip(columns, values, strict=True))
                             yield int(row.pop("time")), {k: _influx_value(k, v) for k, v in row.items()}
 
-    def _v2(self, measurement: str, site: str, sensor: str, from_us: int, to_us: int,
-            fields: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def _v2(
+        self, measurement: str, site: str, sensor: str, from_us: int, to_us: int, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
         from influxdb_client.client.influxdb_client import InfluxDBClient
 
         def flux_time(us: int) -> str:
-            return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).isoformat().replace("+00:00", "Z")
+            return (
+                (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us))
+                .isoformat()
+                .replace("+00:00", "Z")
+            )
 
-        query = (f'from(bucket: {json.dumps(self.config.bucket)})'
-                 f' |> range(start: {flux_time(from_us)}, stop: {flux_time(to_us)})'
-                 f' |> filter(fn: (r) => r._measurement == {json.dumps(measurement)}'
-                 f' and r.site == {json.dumps(site)} and r.sensor == {json.dumps(sensor)})'
-                 ' |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")'
-                 ' |> sort(columns: ["_time"])')
-        with InfluxDBClient(url=self.config.url, token=self.config.token.value, org=self.config.org,
-                            timeout=int(self.config.timeout_s * 1000)) as client:
+        query = (
+            f"from(bucket: {json.dumps(self.config.bucket)})"
+            f" |> range(start: {flux_time(from_us)}, stop: {flux_time(to_us)})"
+            f" |> filter(fn: (r) => r._measurement == {json.dumps(measurement)}"
+            f" and r.site == {json.dumps(site)} and r.sensor == {json.dumps(sensor)})"
+            ' |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")'
+            ' |> sort(columns: ["_time"])'
+        )
+        with InfluxDBClient(
+            url=self.config.url,
+            token=self.config.token.value,
+            org=self.config.org,
+            timeout=int(self.config.timeout_s * 1000),
+        ) as client:
             for record in client.query_api().query_stream(query):
                 values = record.values
                 yield _us(values["_time"]), {f: _influx_value(f, values.get(f)) for f in fields}
@@ -1073,7 +1353,9 @@ class Report:
     chain_links: int = 0
     first_seq: int = 0
     last_seq: int = 0
-    links_only: dict[str, int] = field(default_factory=dict)  # chain entries with no row in the bundle, by reason
+    links_only: dict[str, int] = field(
+        default_factory=dict
+    )  # chain entries with no row in the bundle, by reason
     bundle_anchors: int = 0
     town_anchors_matched: list[int] = field(default_factory=list)
     town_anchors_outside: list[int] = field(default_factory=list)
@@ -1113,10 +1395,14 @@ class Report:
             out.append(f"  scope: {self.scope}")
         out.append(f"  files: {self.files_checked} checked against their SHA-256 in the manifest")
         rows = ", ".join(f"{n} in {name}" for name, n in self.rows_checked.items() if n) or "none"
-        out.append(f"  rows: {sum(self.rows_checked.values())} rebuilt, hashed and matched to their chain entries"
-                   f" in chain order ({rows})")
+        out.append(
+            f"  rows: {sum(self.rows_checked.values())} rebuilt, hashed and matched to their chain entries"
+            f" in chain order ({rows})"
+        )
         if self.last_seq >= self.first_seq and self.chain_links:
-            out.append(f"  chain: {self.chain_links} links recomputed, seq {self.first_seq} to {self.last_seq}")
+            out.append(
+                f"  chain: {self.chain_links} links recomputed, seq {self.first_seq} to {self.last_seq}"
+            )
         else:
             out.append("  chain: empty segment (nothing in the window is chained)")
         if self.links_only:
@@ -1125,17 +1411,26 @@ class Report:
         out.append(f"  bundle anchors: {self.bundle_anchors} checked against the chain")
         if self.anchored:
             seqs = ", ".join(str(s) for s in self.town_anchors_matched)
-            out.append(f"  chain anchored by {len(self.town_anchors_matched)} town-held anchor(s) (seq {seqs})")
+            out.append(
+                f"  chain anchored by {len(self.town_anchors_matched)} town-held anchor(s) (seq {seqs})"
+            )
         elif self.town_anchors_given:
             out.append("  no town-held anchor falls inside the segment: internal consistency only")
         else:
-            out.append("  no external anchor given: internal consistency only (whoever holds the store could have"
-                       " rebuilt this bundle consistently; give --anchors with the heads the town received)")
+            out.append(
+                "  no external anchor given: internal consistency only (whoever holds the store could have"
+                " rebuilt this bundle consistently; give --anchors with the heads the town received)"
+            )
         if self.town_anchors_outside:
-            out.append(f"  town-held anchors outside the segment, not checkable here: {len(self.town_anchors_outside)}")
+            out.append(
+                "  town-held anchors outside the segment, not checkable here:"
+                f" {len(self.town_anchors_outside)}"
+            )
         for name, n in self.outside_chain_rows.items():
-            out.append(f"  outside the chain: {n} rows in {name} were read from InfluxDB (pruned locally);"
-                       " only their file hash is checked, nothing proves their values")
+            out.append(
+                f"  outside the chain: {n} rows in {name} were read from InfluxDB (pruned locally);"
+                " only their file hash is checked, nothing proves their values"
+            )
         out.extend(f"  note: {note}" for note in self.notes)
         if len(self.problems) > 1 or self.more_problems:
             out.append(f"  problems ({len(self.problems) + self.more_problems}):")
@@ -1221,19 +1516,28 @@ class _RowFile:
     def _compare(self, row: _Row, digest: str) -> None:
         self.checked += 1
         if row.digest != digest:
-            self.report.add("row", f"row altered: {self.name} line {row.line} ({row.label}, chain seq {row.seq}):"
-                                   f" its record hashes to {row.digest[:16]}..., the chain holds {digest[:16]}...")
+            self.report.add(
+                "row",
+                f"row altered: {self.name} line {row.line} ({row.label}, chain seq {row.seq}):"
+                f" its record hashes to {row.digest[:16]}..., the chain holds {digest[:16]}...",
+            )
 
     def _late(self, row: _Row) -> None:
         entry = self.missing.pop(row.seq, None)
         if entry is not None:
-            self.report.add("order", f"rows reordered: {self.name} line {row.line} ({row.label}, chain seq {row.seq})"
-                                     " comes after rows that follow it in the chain")
+            self.report.add(
+                "order",
+                f"rows reordered: {self.name} line {row.line} ({row.label}, chain seq {row.seq})"
+                " comes after rows that follow it in the chain",
+            )
             self._compare(row, entry[1])
         else:
-            self.report.add("row", f"row not in the chain: {self.name} line {row.line} ({row.label}) names chain seq"
-                                   f" {row.seq}, which is not an entry of this file in the segment"
-                                   " (a duplicate, an added row, or an altered chain_seq)")
+            self.report.add(
+                "row",
+                f"row not in the chain: {self.name} line {row.line} ({row.label}) names chain seq"
+                f" {row.seq}, which is not an entry of this file in the segment"
+                " (a duplicate, an added row, or an altered chain_seq)",
+            )
 
     def expect(self, seq: int, key: str, digest: str) -> None:
         while True:
@@ -1254,13 +1558,19 @@ class _RowFile:
         while self._peek() is not None:
             self._late(self._take())
         for seq, (key, _) in sorted(self.missing.items()):
-            self.report.add("row", f"row removed: chain seq {seq} ({key}) belongs in {self.name} but has no row there")
+            self.report.add(
+                "row", f"row removed: chain seq {seq} ({key}) belongs in {self.name} but has no row there"
+            )
         for _ in range(self.missing_overflow):
             self.report.add("row", f"row removed from {self.name} (beyond the first 100000 listed)")
 
 
-def _csv_rows(source: _Hashed, columns: Sequence[str], rebuild: Callable[[list[str]], tuple[dict[str, Any], str]],
-              report: Report) -> Iterator[_Row]:
+def _csv_rows(
+    source: _Hashed,
+    columns: Sequence[str],
+    rebuild: Callable[[list[str]], tuple[dict[str, Any], str]],
+    report: Report,
+) -> Iterator[_Row]:
     reader = csv.reader(source.text)
     header = next(reader, None)
     if header is None or tuple(header) != tuple(columns):
@@ -1278,8 +1588,9 @@ def _csv_rows(source: _Hashed, columns: Sequence[str], rebuild: Callable[[list[s
         yield _Row(line, seq, digest_of(record), label)
 
 
-def _json_rows(source: _Hashed, kind: str, utc: TimeFormat, local: TimeFormat,
-               report: Report) -> Iterator[_Row]:
+def _json_rows(
+    source: _Hashed, kind: str, utc: TimeFormat, local: TimeFormat, report: Report
+) -> Iterator[_Row]:
     build = record_builders()[kind]
     for line, text in enumerate(source.text, start=1):
         text = text.strip().removesuffix(",")
@@ -1295,8 +1606,11 @@ def _json_rows(source: _Hashed, kind: str, utc: TimeFormat, local: TimeFormat,
             continue
         label = str(element.get("key", ""))
         if element.get("derived") != _derived(row, utc, local):
-            report.add("row", f"row altered: {source.name} line {line} ({label}, chain seq {seq}):"
-                              " its readable fields (derived) do not match its record")
+            report.add(
+                "row",
+                f"row altered: {source.name} line {line} ({label}, chain seq {seq}):"
+                " its readable fields (derived) do not match its record",
+            )
         yield _Row(line, seq, digest_of(record), label)
 
 
@@ -1322,8 +1636,13 @@ def verify_bundle(path: str | Path, anchors: Sequence[Anchor] | None = None) -> 
 
 
 class _Verifier:
-    def __init__(self, zf: zipfile.ZipFile, manifest: Mapping[str, Any], report: Report,
-                 anchors: Sequence[Anchor] | None) -> None:
+    def __init__(
+        self,
+        zf: zipfile.ZipFile,
+        manifest: Mapping[str, Any],
+        report: Report,
+        anchors: Sequence[Anchor] | None,
+    ) -> None:
         self.zf = zf
         self.m = manifest
         self.report = report
@@ -1335,8 +1654,13 @@ class _Verifier:
         scope = manifest["scope"]
         window = manifest["window"]
         sensors = scope["sensors"]
-        self.scope = _Scope(self.site, int(window["from_us"]), int(window["to_us"]), int(scope["chained_from_us"]),
-                            tuple(sensors) if sensors is not None else None)
+        self.scope = _Scope(
+            self.site,
+            int(window["from_us"]),
+            int(window["to_us"]),
+            int(scope["chained_from_us"]),
+            tuple(sensors) if sensors is not None else None,
+        )
         self.hashes = {f["name"]: f["sha256"] for f in manifest["files"]}
         self._last_ts, self._last_times = -1, ("", "")
 
@@ -1344,8 +1668,10 @@ class _Verifier:
         r = self.report
         s = self.scope
         sensors = ", ".join(s.sensors) if s.sensors is not None else "all sensors"
-        r.scope = (f"site {self.site}, {self.utc(s.from_us)} to {self.utc(s.to_us)}"
-                   f" ({self.local(s.from_us)} to {self.local(s.to_us)} site time), {sensors}")
+        r.scope = (
+            f"site {self.site}, {self.utc(s.from_us)} to {self.utc(s.to_us)}"
+            f" ({self.local(s.from_us)} to {self.local(s.to_us)} site time), {sensors}"
+        )
         if s.chained_from_us > s.from_us:
             r.scope += f"; chained rows from {self.utc(s.chained_from_us)} (pruned locally before)"
         names = set(self.zf.namelist())
@@ -1392,8 +1718,13 @@ class _Verifier:
         ts = int(cells[3])
         if (cells[4], cells[5]) != self._times(ts):
             raise ValueError(f"time_utc/time_local {cells[4]!r}/{cells[5]!r} do not match ts_us {ts}")
-        row: dict[str, Any] = {"site": cells[1], "sensor": cells[2], "ts_us": ts, "duration_s": float(cells[6]),
-                               "source": cells[-1]}
+        row: dict[str, Any] = {
+            "site": cells[1],
+            "sensor": cells[2],
+            "ts_us": ts,
+            "duration_s": float(cells[6]),
+            "source": cells[-1],
+        }
         for name, text in zip(SOUND_FIELDS, cells[7:-1], strict=True):
             row[name] = _opt_float(text)
         return RECORDS["sound"](row), f"sensor {cells[2]} at {cells[4]}"
@@ -1406,10 +1737,16 @@ class _Verifier:
             if (cells[5], cells[6]) != self._times(ts):
                 raise ValueError(f"time_utc/time_local {cells[5]!r}/{cells[6]!r} do not match ts_us {ts}")
             data = cells[-1]
-            if cells[8:8 + extras] != _reading_extras(kind, data):
+            if cells[8 : 8 + extras] != _reading_extras(kind, data):
                 raise ValueError(f"columns {', '.join(READING_EXTRAS[kind])} do not match its data")
-            row = {"site": cells[1], "sensor": cells[2], "kind": cells[3], "ts_us": ts,
-                   "duration_s": float(cells[7]), "data": data}
+            row = {
+                "site": cells[1],
+                "sensor": cells[2],
+                "kind": cells[3],
+                "ts_us": ts,
+                "duration_s": float(cells[7]),
+                "data": data,
+            }
             return RECORDS["reading"](row), f"{kind} {cells[2]} at {cells[5]}"
 
         return rebuild
@@ -1425,7 +1762,8 @@ class _Verifier:
             source = self._open(opened, names, name)
             if source is not None:
                 files[f"reading:{kind}"] = _RowFile(
-                    name, _csv_rows(source, reading_columns(kind), self._reading_rebuild(kind), r), r)
+                    name, _csv_rows(source, reading_columns(kind), self._reading_rebuild(kind), r), r
+                )
         for kind, name in RECORD_FILES.items():
             source = self._open(opened, names, name)
             if source is not None:
@@ -1464,7 +1802,10 @@ class _Verifier:
                 r.add("chain", f"{CHAIN_FILE} line {line} is malformed")
                 continue
             if seq != expected_seq:
-                r.add("chain", f"chain broken: {CHAIN_FILE} line {line} has seq {seq} where {expected_seq} follows")
+                r.add(
+                    "chain",
+                    f"chain broken: {CHAIN_FILE} line {line} has seq {seq} where {expected_seq} follows",
+                )
             expected_seq = seq + 1
             computed = next_head(head, digest)
             if computed != stated:
@@ -1492,14 +1833,20 @@ class _Verifier:
             if who == "bundle":
                 self.report.bundle_anchors += 1
                 if expected != head:
-                    self.report.add("anchor", f"anchor not matching: the bundle's anchor at seq {seq} is not the"
-                                              " chain's head there")
+                    self.report.add(
+                        "anchor",
+                        f"anchor not matching: the bundle's anchor at seq {seq} is not the"
+                        " chain's head there",
+                    )
             elif expected.lower() == head:
                 self.report.town_anchors_matched.append(seq)
             else:
-                self.report.add("anchor", f"anchor not matching: the town holds head {expected[:16]}... for seq"
-                                          f" {seq}, the bundle's chain has {head[:16]}... there: the record was"
-                                          " rewritten after that head was published")
+                self.report.add(
+                    "anchor",
+                    f"anchor not matching: the town holds head {expected[:16]}... for seq"
+                    f" {seq}, the bundle's chain has {head[:16]}... there: the record was"
+                    " rewritten after that head was published",
+                )
 
     def _route(self, files: Mapping[str, _RowFile], seq: int, kind: str, key: str, digest: str) -> None:
         r = self.report
@@ -1531,7 +1878,9 @@ class _Verifier:
             self._links_only(f"{kind} entries", seq)
             return
         if target is None:
-            r.add("row", f"row removed: chain seq {seq} ({key}) belongs in {name}, which is not in the bundle")
+            r.add(
+                "row", f"row removed: chain seq {seq} ({key}) belongs in {name}, which is not in the bundle"
+            )
             return
         target.expect(seq, key, digest)
 
@@ -1551,9 +1900,12 @@ class _Verifier:
             if published >= self.scope.to_us:
                 later.append(a.seq)
         if later and last < min(later):
-            self.report.add("anchor", f"segment cut short: it ends at seq {last}, before the first anchor the town"
-                                      f" received after the window (seq {min(later)}); records of the window"
-                                      " chained after that could be missing")
+            self.report.add(
+                "anchor",
+                f"segment cut short: it ends at seq {last}, before the first anchor the town"
+                f" received after the window (seq {min(later)}); records of the window"
+                " chained after that could be missing",
+            )
 
     def _config_note(self) -> None:
         """Say whether the bundled configuration is one the chain recorded (records/config.json)."""
@@ -1571,5 +1923,7 @@ class _Verifier:
         if matches:
             self.report.notes.append(f"config.toml is the configuration chained at seq {matches[-1]}")
         else:
-            self.report.notes.append("config.toml (the configuration at export time) was not chained inside the"
-                                     " segment; the one in force may have been chained earlier")
+            self.report.notes.append(
+                "config.toml (the configuration at export time) was not chained inside the"
+                " segment; the one in force may have been chained earlier"
+            )

@@ -40,8 +40,11 @@ import rules
 from monitor import acoustics
 from monitor.alerts import AlertBook
 from monitor.config import Config, SiteConfig
+from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
 from monitor.ingest import Inbound, MqttLink
+from monitor.notices import NoticeBook, NoticeEvent
+from monitor.render import notice_payload_json
 from monitor.store import Store, finding_to_json, to_us
 from monitor.wire import (
     AUDIO_FORMATS,
@@ -83,6 +86,7 @@ REEVALUATION_INTERVAL_S = 5.0  # wall seconds between re-judging late-touched mi
 TOWN_KINDS = frozenset({
     FindingKind.VIOLATION, FindingKind.SAFETY_EXCEPTION, FindingKind.UNREPORTED_BLAST,
 })
+EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporary-lighting", "event"})
 Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
 
 
@@ -181,6 +185,11 @@ class Pipeline:
             self.sites[site.id] = state
         self.generic_kinds = {s: frozenset(getattr(st.profile, "event_kinds", ())) for s, st in self.sites.items()}
         self.alerts = AlertBook(store, config.alerts, self._publish_alert)
+        self.notices = NoticeBook(store)
+        self.deliveries = Deliveries(store.conn, config)
+        # Every raised alert is queued for delivery in the same transaction that journals it.
+        self.alerts.listeners.append(lambda body: self._enqueue_delivery(body))
+        self.deliveries_pending = False
         self._outgoing: list[tuple[str, bytes, bool]] = []
         self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool]] = []
         self._log_gate: dict[tuple[str, str], float] = {}
@@ -462,6 +471,13 @@ class Pipeline:
     def tick(self) -> None:
         now = self.clock.now()
         with self.store.batch():
+            # Notice changes made by the town with `minewatch notices` (another process),
+            # and deliveries that gave up, are announced by the daemon, the chain's one writer.
+            for event in self.notices.take_announcements(now):
+                self._notice_event(event, now)
+            for failed in self.deliveries.claim_undeliverable():
+                self.alerts.raise_(failed.site, failed.audiences, failed.kind, failed.severity, failed.condition,
+                                   failed.message, dict(failed.data), now, dedupe=False)
             for state in self.sites.values():
                 try:
                     with self.store.savepoint():
@@ -555,11 +571,16 @@ class Pipeline:
         window = f"{site}|{to_us(minute)}"
         previous = set(json.loads(self.store.meta(f"window:{window}") or "[]"))
         current = {f.id for f in findings}
+        stored: list[Finding] = []
         for finding in findings:
             if not self.store.append_finding(finding, now):
                 continue
             self.counters.findings += 1
+            stored.append(finding)
             self._announce(state, finding, now)
+        # Violation episodes open notices (section 13.3.A) or continue / escalate them.
+        for event in self.notices.on_findings(state.config, state.profile, stored, now):
+            self._notice_event(event, now)
         for gone in previous - current:
             self._retract(site, gone, now)
         if current != previous:
@@ -589,12 +610,26 @@ class Pipeline:
         if finding.kind is FindingKind.VIOLATION:
             self._outgoing.append((output_topic(site, "violations", self.prefix), _json(body), False))
         if finding.kind in TOWN_KINDS:
+            # One alert per standard, sensors and event while it keeps recurring (a noisy half
+            # hour is one alert, not thirty); AlertBook clears it after min_gap_s of quiet.
+            events = ",".join(r for r in finding.refs if r.split(":")[0] in EVENT_REF_KINDS)
+            condition = f"{finding.kind.value}:{finding.standard}:{','.join(finding.sensors)}:{events}"
             self.alerts.raise_(site, ("town", "operator"), finding.kind.value, "violation"
                                if finding.kind is FindingKind.VIOLATION else "notice",
-                               f"finding:{finding.id}", finding.summary, body, now)
+                               condition, finding.summary, body, now)
         elif finding.kind is FindingKind.WARNING:
             self.alerts.raise_(site, ("operator",), "warning", "warning",
                                f"warning:{finding.standard}:{','.join(finding.sensors)}", finding.summary, body, now)
+
+    def _notice_event(self, event: NoticeEvent, now: datetime) -> None:
+        self.alerts.raise_(event.site, event.audiences, event.kind, event.severity, event.condition, event.message,
+                           dict(event.payload), now, dedupe=False)
+        self._outgoing.append((output_topic(event.site, "notices", self.prefix),
+                               notice_payload_json(event.payload), False))
+
+    def _enqueue_delivery(self, body: dict[str, Any]) -> None:
+        if self.deliveries.enqueue(body, self.clock.now()):
+            self.deliveries_pending = True
 
     def _early_warnings(self, state: SiteState, now: datetime) -> None:
         minute = floor_minute(now)
@@ -808,7 +843,10 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
     topics = [f"{prefix}/{s}/sensors/#" for s in sites] + [f"{prefix}/{s}/events/#" for s in sites]
     link = MqttLink(config.broker, topics, inbound)
     clock = Clock(config.daemon.clock)
-    pipeline = Pipeline(config, store, lambda t, p, r: link.publish(t, p, retain=r), clock, outbox_put)
+    publish = lambda t, p, r: link.publish(t, p, retain=r)  # noqa: E731
+    pipeline = Pipeline(config, store, publish, clock, outbox_put)
+    deliveries = DeliveryWorker(config.storage.path, config, publish, clock.now)
+    deliveries.start()
     link.start()
     log.info("minewatch running for %s; store %s", ", ".join(sites), config.storage.path)
     last_tick = 0.0
@@ -821,6 +859,9 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
             if time.monotonic() - last_tick >= 1.0 or not batch:
                 pipeline.tick()
                 last_tick = time.monotonic()
+            if pipeline.deliveries_pending:
+                pipeline.deliveries_pending = False
+                deliveries.wake()
     finally:
         # Reverse order: stop taking messages, finish those in hand, flush, disconnect.
         link.stop_accepting()
@@ -829,6 +870,7 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
             pipeline.handle_batch(rest)
             link.ack(rest)
         pipeline.tick()
+        deliveries.stop(timeout=5.0)  # what it could not send stays pending for the next start
         time.sleep(0.2)  # let paho send the last acks and publishes
         link.close()
         if forwarder is not None:

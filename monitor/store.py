@@ -302,6 +302,9 @@ class Store:
         self._in_batch = True
         try:
             self.conn.execute("BEGIN IMMEDIATE")
+            # Another process (the `notices` CLI) may have chained records since our last
+            # batch: re-read each head (lazily, one indexed query per site) under the write lock.
+            self._heads.clear()
             yield
             self._flush_chain()
             self.conn.execute("COMMIT")

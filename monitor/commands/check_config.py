@@ -23,5 +23,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     sensors = sum(len(s.sensors) for s in config.sites)
     influx = f"InfluxDB v{config.storage.influxdb.version}" if config.storage.influxdb else "no InfluxDB"
-    print(f"{args.file}: OK ({len(config.sites)} site(s), {sensors} sensor(s), store {config.storage.path}, {influx})")
+    print(
+        f"{args.file}: OK ({len(config.sites)} site(s), {sensors} sensor(s), store {config.storage.path}, {influx})"
+    )
     return 0

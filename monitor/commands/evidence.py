@@ -13,12 +13,24 @@ from monitor.errors import ConfigError, MinewatchError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file")
     parser.add_argument("--site", required=True, help="site id")
-    parser.add_argument("--from", dest="start", required=True, metavar="T1",
-                        help="window start: 2024-05-01 (site-local midnight), 2024-05-01T06:00 (site time)"
-                             " or 2024-05-01T11:00:00Z")
-    parser.add_argument("--to", dest="end", required=True, metavar="T2", help="window end (exclusive), same forms")
-    parser.add_argument("--sensor", action="append", default=[], metavar="ID",
-                        help="only this sensor's per-second data and plots (repeatable; default: all)")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        required=True,
+        metavar="T1",
+        help="window start: 2024-05-01 (site-local midnight), 2024-05-01T06:00 (site time)"
+        " or 2024-05-01T11:00:00Z",
+    )
+    parser.add_argument(
+        "--to", dest="end", required=True, metavar="T2", help="window end (exclusive), same forms"
+    )
+    parser.add_argument(
+        "--sensor",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only this sensor's per-second data and plots (repeatable; default: all)",
+    )
     parser.add_argument("--out", required=True, metavar="bundle.zip", help="the zip file to write")
     parser.add_argument("--no-plots", action="store_true", help="leave out the PNG plots")
 
@@ -34,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
     site = config.site(args.site)
     if site is None:
         known = ", ".join(s.id for s in config.sites)
-        print(f"minewatch evidence: unknown site {args.site!r}; the configuration has: {known}", file=sys.stderr)
+        print(
+            f"minewatch evidence: unknown site {args.site!r}; the configuration has: {known}", file=sys.stderr
+        )
         return 2
     zone = ZoneInfo(site.timezone)
     try:
@@ -49,14 +63,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"minewatch evidence: {exc}", file=sys.stderr)
         return 2
     try:
-        summary = export_bundle(config, site.id, start, end, args.out, sensors=args.sensor,
-                                plots=not args.no_plots)
+        summary = export_bundle(
+            config, site.id, start, end, args.out, sensors=args.sensor, plots=not args.no_plots
+        )
     except MinewatchError as exc:
         print(f"minewatch evidence: {exc}", file=sys.stderr)
         return 1
     rows = sum(n for name, n in summary.rows.items() if name.startswith(("data/", "records/")))
-    print(f"Wrote {summary.path}: {summary.files} files, {rows} rows, chain seq {summary.first_seq} to "
-          f"{summary.last_seq} ({summary.chain_entries} entries), {summary.anchors_in_segment} anchor(s) in the segment")
+    print(
+        f"Wrote {summary.path}: {summary.files} files, {rows} rows, chain seq {summary.first_seq} to "
+        f"{summary.last_seq} ({summary.chain_entries} entries),"
+        f" {summary.anchors_in_segment} anchor(s) in the segment"
+    )
     for name, n in summary.influx_rows.items():
         print(f"  {name}: {n} rows read from InfluxDB (pruned locally; outside the chain)")
     for warning in summary.warnings:

@@ -18,11 +18,19 @@ _BLOCK_S = 10
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recording", metavar="RECORDING.wav", help="WAV file (first channel is used)")
     parser.add_argument(
-        "--calibration", type=float, required=True, metavar="DB",
+        "--calibration",
+        type=float,
+        required=True,
+        metavar="DB",
         help="level in dB of a full-scale sine (peak amplitude 1.0)",
     )
-    parser.add_argument("--period", type=float, default=1.0, metavar="S",
-                        help="measurement period in seconds (>= 0.1, default 1)")
+    parser.add_argument(
+        "--period",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="measurement period in seconds (>= 0.1, default 1)",
+    )
     parser.add_argument("--format", choices=("csv", "json"), default="csv", help="output format")
 
 

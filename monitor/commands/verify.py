@@ -9,9 +9,12 @@ from pathlib import Path
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundle", metavar="bundle.zip", help="an evidence bundle from `minewatch evidence`")
-    parser.add_argument("--anchors", metavar="FILE",
-                        help="JSON list of {site, seq, head[, ts]}: the chain heads the town received on"
-                             " minewatch/{site}/anchors")
+    parser.add_argument(
+        "--anchors",
+        metavar="FILE",
+        help="JSON list of {site, seq, head[, ts]}: the chain heads the town received on"
+        " minewatch/{site}/anchors",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

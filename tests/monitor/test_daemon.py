@@ -67,6 +67,11 @@ def test_end_to_end(tmp_path: Path, mosquitto: Mosquitto, influxd: Influxd) -> N
         violation = watcher.received("/violations")[0]
         assert violation["standard"] == "noise" and violation["sensors"] == ["n2"]
         assert violation["section"] == "6.D"
+        # The violation episode opened a notice of violation (section 13.3.A), announced on …/notices.
+        assert wait_until(lambda: watcher.received("/notices") != [], 15), daemon.logs()
+        notice = watcher.received("/notices")[0]
+        assert str(notice["notice_id"]).startswith("DOV-") and notice["change"] == "opened"
+        assert store_count(store, "SELECT COUNT(*) FROM notices WHERE status = 'open'") == 1
         rejected = watcher.received("/rejected")
         assert rejected and rejected[0]["reason"] == "LAeq: not a number"
         assert wait_until(lambda: influxd.count("minewatch", "sound", "LAeq") >= 122, 30), daemon.logs()

@@ -117,9 +117,9 @@ def build_site(tmp_path: Path, *, influx: str = "", seconds: int = 240) -> Site:
                     WeatherReading(SITE, "wx", ts, 60.0, 3.25, False), payload, late=False, now=now
                 )
             if i == 30:
-                truck = TruckPassage(SITE, "t1,\"a\"", ts, "g1", "in")  # a key csv must quote
+                truck = TruckPassage(SITE, 't1,"a"', ts, "g1", "in")  # a key csv must quote
                 store.append_event(
-                    truck, {"id": "t1", "ts": ts.isoformat(), "gate": "g1", "direction": "in"}, now
+                    truck, {"id": truck.id, "ts": ts.isoformat(), "gate": "g1", "direction": "in"}, now
                 )
             if i == 90:
                 store.append_finding(_finding(T0, "82.5 dB(A) at n2"), now)
@@ -155,7 +155,7 @@ def export(site: Site, path: Path, **kwargs: object) -> Path:
 
 
 def rewrite(src: Path, dst: Path, edits: dict[str, Callable[[bytes], bytes]], *, rehash: bool = True) -> Path:
-    """Copy a bundle, editing members; ``rehash`` also fixes their SHA-256 in the manifest (a careful forger)."""
+    """Copy a bundle with members edited; ``rehash`` also fixes the manifest's SHA-256 (as a forger would)."""
     with zipfile.ZipFile(src) as zin:
         members = {name: zin.read(name) for name in zin.namelist()}
     for name, edit in edits.items():
@@ -394,28 +394,43 @@ def test_a_rebuilt_chain_passes_alone_but_not_against_the_towns_anchors(site: Si
 
 
 def test_a_segment_cut_short_is_noticed_with_the_towns_anchors(site: Site, tmp_path: Path) -> None:
-    """A forger could end the chain early; the town knows an anchor published after the window."""
+    """A forger could end the chain early, at an earlier anchor, and drop the rows after it."""
     bundle = export(site, tmp_path / "b.zip")
     anchors = json.loads(site.anchors.read_text())
-    town = tmp_path / "town.json"
-    town.write_text(
-        json.dumps(
-            anchors
-            + [
-                {
-                    "site": SITE,
-                    "seq": anchors[-1]["seq"] + 500,
-                    "head": "0" * 64,
-                    "ts": (T0 + timedelta(hours=2)).isoformat(),
-                }
-            ]
-        )
+    middle = anchors[1]["seq"]  # published during the window
+    with zipfile.ZipFile(bundle) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    manifest["chain"].update(
+        last_seq=middle, entries=middle - manifest["chain"]["first_seq"] + 1, last_head=anchors[1]["head"]
     )
+    manifest["anchors"] = [a for a in manifest["anchors"] if a["seq"] <= middle]
+    early = {
+        name: edit_rows(
+            lambda rows: rows.__setitem__(slice(1, None), [r for r in rows[1:] if int(r[0]) <= middle])
+        )
+        for name in ("chain.csv", "data/sound.csv", "data/light.csv", "data/weather.csv")
+    }
+
+    def records(data: bytes) -> bytes:
+        kept = [line.rstrip(",") for line in data.decode().splitlines()[1:-1]]
+        kept = [line for line in kept if json.loads(line)["chain_seq"] <= middle]
+        return ("[\n" + ",\n".join(kept) + "\n]\n").encode()
+
+    edits = {
+        **early,
+        "manifest.json": lambda _: json.dumps(manifest).encode(),
+        **{f"records/{k}.json": records for k in ("findings", "alerts", "events")},
+    }
+    forged = rewrite(bundle, tmp_path / "short.zip", edits)
+    assert verify_bundle(forged).ok  # consistent with itself
+    message = first_problem(forged, site.anchors)
+    assert message.startswith(f"segment cut short: it ends at seq {middle}, before the first anchor"), message
+    # A town anchor beyond the honest segment is simply not checkable, not a failure.
+    town = tmp_path / "town.json"
+    later = {"site": SITE, "seq": anchors[-1]["seq"] + 500, "head": "0" * 64, "ts": "2024-03-10T10:00:00Z"}
+    town.write_text(json.dumps([*anchors, later]))
     report = verify_bundle(bundle, load_anchors(town))
-    assert (
-        report.ok
-    )  # the extra anchor is beyond the segment, which still reaches the first one after the window
-    assert report.town_anchors_outside
+    assert report.ok and report.town_anchors_outside == [later["seq"]]
 
 
 # --------------------------------------------------------------------------- CLI

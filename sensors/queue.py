@@ -1,0 +1,175 @@
+"""Store and forward for an edge publisher: an on-disk FIFO of encoded MQTT messages.
+
+Every message goes into the queue first and leaves it only when the broker has
+acknowledged it (PUBACK), so neither a broker outage nor a publisher restart loses
+anything (Telegraf's disk buffer works the same way: write first, drop on accept).
+
+    publisher ──put──► SQLite queue ──next_batch──► link (paho, QoS 1) ──PUBACK──► delete
+
+The queue is bounded by a message count and a byte total. When a bound is hit the
+*oldest* messages are dropped (the freshest data matters most for compliance, and a
+gap at the start of an outage is easier to explain than a gap at its end); every drop
+is recorded in the ``drops`` table and reported once in the next status heartbeat.
+
+No paho here: the queue is plain SQLite, used from one thread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    id      INTEGER PRIMARY KEY AUTOINCREMENT,  -- publish order
+    topic   TEXT NOT NULL,
+    payload BLOB NOT NULL,
+    qos     INTEGER NOT NULL DEFAULT 1,
+    size    INTEGER NOT NULL,
+    queued  REAL NOT NULL                        -- time.time() when queued
+);
+CREATE TABLE IF NOT EXISTS drops (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    at        REAL NOT NULL,     -- when the bound was hit
+    count     INTEGER NOT NULL,
+    bytes     INTEGER NOT NULL,
+    first_id  INTEGER NOT NULL,  -- oldest and newest message ids dropped
+    last_id   INTEGER NOT NULL,
+    reported  INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    id: int
+    topic: str
+    payload: bytes
+    qos: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueBounds:
+    """At most this many messages and bytes wait on disk (0 = no bound of that kind)."""
+
+    max_messages: int = 1_000_000
+    max_bytes: int = 512 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if self.max_messages < 0 or self.max_bytes < 0:
+            raise ValueError("max_messages: queue bounds must not be negative (0 means unbounded)")
+
+
+class ForwardQueue:
+    """A bounded FIFO of (topic, payload) on SQLite; ``path=":memory:"`` for a throwaway one."""
+
+    def __init__(self, path: str | Path, bounds: QueueBounds = QueueBounds()) -> None:
+        self.path = str(path)
+        self.bounds = bounds
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, isolation_level=None)
+        # WAL + NORMAL: a message survives a process crash once put() returns; a power cut
+        # may lose the last fraction of a second, which the sensor's own clock gap shows.
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.executescript(_SCHEMA)
+        row = self.conn.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM messages").fetchone()
+        self._count, self._bytes = int(row[0]), int(row[1])
+
+    # ------------------------------------------------------------------ writing
+
+    def put(self, topic: str, payload: bytes, qos: int = 1) -> int:
+        """Queue one message; returns its id. May drop the oldest messages to stay in bounds."""
+        size = len(topic) + len(payload)
+        cur = self.conn.execute(
+            "INSERT INTO messages (topic, payload, qos, size, queued) VALUES (?,?,?,?,?)",
+            (topic, payload, qos, size, time.time()),
+        )
+        self._count += 1
+        self._bytes += size
+        self._enforce_bounds()
+        assert cur.lastrowid is not None
+        return cur.lastrowid
+
+    def _over(self) -> tuple[int, int]:
+        """(messages, bytes) above the bounds."""
+        b = self.bounds
+        extra_n = max(0, self._count - b.max_messages) if b.max_messages else 0
+        extra_b = max(0, self._bytes - b.max_bytes) if b.max_bytes else 0
+        return extra_n, extra_b
+
+    def _enforce_bounds(self) -> None:
+        extra_n, extra_b = self._over()
+        if not extra_n and not extra_b:
+            return
+        # Oldest first, until both bounds hold (always keep the newest message).
+        dropped_ids: list[int] = []
+        freed = 0
+        for msg_id, size in self.conn.execute("SELECT id, size FROM messages ORDER BY id"):
+            if len(dropped_ids) >= extra_n and freed >= extra_b:
+                break
+            if len(dropped_ids) + 1 >= self._count:
+                break
+            dropped_ids.append(msg_id)
+            freed += size
+        if not dropped_ids:
+            return
+        with self.conn:
+            self.conn.execute("BEGIN")
+            self.conn.execute("DELETE FROM messages WHERE id <= ?", (dropped_ids[-1],))
+            self.conn.execute(
+                "INSERT INTO drops (at, count, bytes, first_id, last_id) VALUES (?,?,?,?,?)",
+                (time.time(), len(dropped_ids), freed, dropped_ids[0], dropped_ids[-1]),
+            )
+        self._count -= len(dropped_ids)
+        self._bytes -= freed
+
+    def delete(self, ids: list[int]) -> None:
+        """Forget messages the broker has acknowledged (unknown ids are ignored)."""
+        if not ids:
+            return
+        with self.conn:
+            self.conn.execute("BEGIN")
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                row = self.conn.execute(
+                    f"SELECT COUNT(*), COALESCE(SUM(size), 0) FROM messages WHERE id IN ({marks})", chunk
+                ).fetchone()
+                self.conn.execute(f"DELETE FROM messages WHERE id IN ({marks})", chunk)
+                self._count -= int(row[0])
+                self._bytes -= int(row[1])
+
+    # ------------------------------------------------------------------ reading
+
+    def next_batch(self, after_id: int, limit: int) -> list[Queued]:
+        """Up to ``limit`` messages with id > ``after_id``, oldest first."""
+        rows = self.conn.execute(
+            "SELECT id, topic, payload, qos FROM messages WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+        )
+        return [Queued(int(r[0]), str(r[1]), bytes(r[2]), int(r[3])) for r in rows]
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def dropped_total(self) -> int:
+        row = self.conn.execute("SELECT COALESCE(SUM(count), 0) FROM drops").fetchone()
+        return int(row[0])
+
+    def take_unreported_drops(self) -> int:
+        """Messages dropped since the last call (for the next status heartbeat); marks them reported."""
+        with self.conn:
+            self.conn.execute("BEGIN")
+            row = self.conn.execute("SELECT COALESCE(SUM(count), 0) FROM drops WHERE reported = 0").fetchone()
+            self.conn.execute("UPDATE drops SET reported = 1 WHERE reported = 0")
+        return int(row[0])
+
+    def close(self) -> None:
+        self.conn.close()
