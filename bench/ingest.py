@@ -37,14 +37,25 @@ from tests.servers import Mosquitto  # noqa: E402
 
 def write_config(path: Path, port: int, sites: int, sensors_per_site: int) -> None:
     lines = [
-        "[broker]", f'url = "mqtt://127.0.0.1:{port}"', 'client_id = "bench-daemon"',
-        "[storage]", f'path = "{path.parent / "bench.db"}"',
-        "[daemon]", "lateness_s = 3600", "queue_size = 20000", "status_interval_s = 30",
+        "[broker]",
+        f'url = "mqtt://127.0.0.1:{port}"',
+        'client_id = "bench-daemon"',
+        "[storage]",
+        f'path = "{path.parent / "bench.db"}"',
+        "[daemon]",
+        "lateness_s = 3600",
+        "queue_size = 20000",
+        "status_interval_s = 30",
         "offline_after_periods = 100000",
     ]
     for s in range(sites):
-        lines += ["[[sites]]", f'id = "site{s}"', 'timezone = "America/Chicago"', "latitude = 45.27",
-                  "longitude = -91.62"]
+        lines += [
+            "[[sites]]",
+            f'id = "site{s}"',
+            'timezone = "America/Chicago"',
+            "latitude = 45.27",
+            "longitude = -91.62",
+        ]
         for n in range(sensors_per_site):
             lines += ["[[sites.sensors]]", f'id = "n{n}"', 'kind = "sound"']
     path.write_text("\n".join(lines) + "\n")
@@ -97,8 +108,19 @@ def register_session(port: int, client_id: str) -> None:
 
 def dropped_by_broker(port: int) -> int:
     out = subprocess.run(
-        ["mosquitto_sub", "-p", str(port), "-t", "$SYS/broker/publish/messages/dropped", "-C", "1", "-W", "15"],
-        capture_output=True, text=True,
+        [
+            "mosquitto_sub",
+            "-p",
+            str(port),
+            "-t",
+            "$SYS/broker/publish/messages/dropped",
+            "-C",
+            "1",
+            "-W",
+            "15",
+        ],
+        capture_output=True,
+        text=True,
     )
     try:
         return int(out.stdout.strip() or 0)
@@ -111,9 +133,29 @@ def bench_mosquitto_sub(broker: Mosquitto, args: argparse.Namespace, start: date
     total = publish_backlog(broker.port, args.sites, args.sensors // args.sites, args.per_sensor, start)
     t0 = time.perf_counter()
     proc = subprocess.run(
-        ["mosquitto_sub", "-p", str(broker.port), "-i", "bench-sub", "-c", "-q", "1", "-V", "mqttv5",
-         "-x", "3600", "-t", "minewatch/+/sensors/#", "-C", str(total), "-W", "600"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        [
+            "mosquitto_sub",
+            "-p",
+            str(broker.port),
+            "-i",
+            "bench-sub",
+            "-c",
+            "-q",
+            "1",
+            "-V",
+            "mqttv5",
+            "-x",
+            "3600",
+            "-t",
+            "minewatch/+/sensors/#",
+            "-C",
+            str(total),
+            "-W",
+            "600",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -132,7 +174,9 @@ def stored(db: Path) -> int:
         return 0
 
 
-def bench_daemon(broker: Mosquitto, workdir: Path, args: argparse.Namespace, start: datetime) -> dict[str, float]:
+def bench_daemon(
+    broker: Mosquitto, workdir: Path, args: argparse.Namespace, start: datetime
+) -> dict[str, float]:
     config = workdir / "bench.toml"
     write_config(config, broker.port, args.sites, args.sensors // args.sites)
     db = workdir / "bench.db"
@@ -202,14 +246,26 @@ def main() -> None:
     finally:
         broker.stop()
     lost = int(result["total"] - result["stored"])
-    print(f"daemon stored {int(result['stored'])}/{int(result['total'])} at {result['rate']:,.0f} msg/s; "
-          f"sites evaluated {int(result['sites_evaluated'])}; broker dropped {dropped}")
-    print(f"RSS at 25% of the run {result['rss_at_quarter']:.0f} MB, at the end {result['rss_at_end']:.0f} MB "
-          f"(growth {result['rss_at_end'] - result['rss_at_quarter']:+.0f} MB)")
-    print(json.dumps({"python": sys.version.split()[0], "paho": mqtt.__version__ if hasattr(mqtt, "__version__")
-                      else "2.x"}))
-    print(f"ingest: {result['rate']:.0f} msg/s daemon, {sub_rate:.0f} msg/s mosquitto_sub, "
-          f"ratio {result['rate'] / sub_rate:.2f}, lost {lost}, peak RSS {result['peak_rss']:.0f} MB")
+    print(
+        f"daemon stored {int(result['stored'])}/{int(result['total'])} at {result['rate']:,.0f} msg/s; "
+        f"sites evaluated {int(result['sites_evaluated'])}; broker dropped {dropped}"
+    )
+    print(
+        f"RSS at 25% of the run {result['rss_at_quarter']:.0f} MB, at the end {result['rss_at_end']:.0f} MB "
+        f"(growth {result['rss_at_end'] - result['rss_at_quarter']:+.0f} MB)"
+    )
+    print(
+        json.dumps(
+            {
+                "python": sys.version.split()[0],
+                "paho": mqtt.__version__ if hasattr(mqtt, "__version__") else "2.x",
+            }
+        )
+    )
+    print(
+        f"ingest: {result['rate']:.0f} msg/s daemon, {sub_rate:.0f} msg/s mosquitto_sub, "
+        f"ratio {result['rate'] / sub_rate:.2f}, lost {lost}, peak RSS {result['peak_rss']:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

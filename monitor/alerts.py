@@ -68,10 +68,28 @@ class AlertBook:
         if suppressed:
             return False
         alert_id = hashlib.sha256(f"{site}|{condition}|{to_us(now)}".encode()).hexdigest()[:20]
-        body = {"id": alert_id, "site": site, "ts": format_ts(now), "audiences": list(audiences), "kind": kind,
-                "severity": severity, "condition": condition, "message": message, "data": dict(data)}
-        self.store.append_alert(alert_id, site, ",".join(audiences), kind, severity, condition, message,
-                                json.loads(json.dumps(data, default=str)), now)
+        body = {
+            "id": alert_id,
+            "site": site,
+            "ts": format_ts(now),
+            "audiences": list(audiences),
+            "kind": kind,
+            "severity": severity,
+            "condition": condition,
+            "message": message,
+            "data": dict(data),
+        }
+        self.store.append_alert(
+            alert_id,
+            site,
+            ",".join(audiences),
+            kind,
+            severity,
+            condition,
+            message,
+            json.loads(json.dumps(data, default=str)),
+            now,
+        )
         self.publish(site, body)
         for listener in self.listeners:
             listener(body)
@@ -81,7 +99,18 @@ class AlertBook:
         """End a condition; with a message and audiences, say so (e.g. "sensor back online")."""
         if self.active.pop((site, condition), None) is None:
             return
-        self.store.conn.execute("DELETE FROM alert_conditions WHERE site = ? AND condition = ?", (site, condition))
+        self.store.conn.execute(
+            "DELETE FROM alert_conditions WHERE site = ? AND condition = ?", (site, condition)
+        )
         if message and audiences:
-            self.raise_(site, audiences, "cleared", "info", f"cleared:{condition}:{to_us(now)}", message,
-                        {"condition": condition}, now, dedupe=False)
+            self.raise_(
+                site,
+                audiences,
+                "cleared",
+                "info",
+                f"cleared:{condition}:{to_us(now)}",
+                message,
+                {"condition": condition},
+                now,
+                dedupe=False,
+            )

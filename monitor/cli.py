@@ -26,7 +26,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="minewatch",
-        description="Compliance monitor for nonmetallic mines: noise, blasting and lighting against a town ordinance.",
+        description=(
+            "Compliance monitor for nonmetallic mines: noise, blasting and lighting against a town ordinance."
+        ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in COMMANDS.items():

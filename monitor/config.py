@@ -248,23 +248,26 @@ class _Table:
             return default
         return checked
 
-    def str(self, name: str, default: str = "", *, required: bool = False) -> str:
+    def text(self, name: str, default: str = "", *, required: bool = False) -> str:
         if required and name not in self.data:
             self.problem(name, "required")
         return self._get(name, default, lambda v: v if isinstance(v, str) else None, "a string")
 
-    def bool(self, name: str, default: bool = False) -> bool:
+    def flag(self, name: str, default: bool = False) -> bool:
         return self._get(name, default, lambda v: v if isinstance(v, bool) else None, "true or false")
 
-    def int(self, name: str, default: int, *, minimum: int | None = None) -> int:
+    def integer(self, name: str, default: int, *, minimum: int | None = None) -> int:
         value = self._get(
-            name, default, lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None, "an integer"
+            name,
+            default,
+            lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None,
+            "an integer",
         )
         if minimum is not None and value < minimum:
             self.problem(name, f"must be at least {minimum}, got {value}")
         return value
 
-    def float(
+    def number(
         self,
         name: str,
         default: float,
@@ -297,7 +300,7 @@ class _Table:
         return self._get(name, (), check, "a list of strings")
 
     def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
-        value = self.str(name, default)
+        value = self.text(name, default)
         if value not in choices:
             self.problem(name, f"must be one of {', '.join(choices)}, got {value!r}")
             return default
@@ -332,9 +335,9 @@ class _Table:
 
     def secret(self, name: str) -> Secret:
         """``name``, ``name_env`` (environment variable) or ``name_file`` (file holding it)."""
-        direct = self.str(name)
-        env_name = self.str(f"{name}_env")
-        file_name = self.str(f"{name}_file")
+        direct = self.text(name)
+        env_name = self.text(f"{name}_env")
+        file_name = self.text(f"{name}_file")
         given = [k for k, v in ((name, direct), (f"{name}_env", env_name), (f"{name}_file", file_name)) if v]
         if len(given) > 1:
             self.problem(name, f"give only one of {', '.join(given)}")
@@ -356,7 +359,7 @@ class _Table:
 
 
 def _identifier(t: _Table, name: str) -> str:
-    value = t.str(name, required=True)
+    value = t.text(name, required=True)
     if value and (not all(c.isalnum() or c in "-_" for c in value) or len(value) > 64):
         t.problem(name, f"{value!r} may hold only letters, digits, '-' and '_' (at most 64)")
     return value
@@ -366,7 +369,7 @@ def _broker(t: _Table | None) -> BrokerConfig:
     d = BrokerConfig()
     if t is None:
         return d
-    url = t.str("url", d.url)
+    url = t.text("url", d.url)
     parsed = urlparse(url)
     if parsed.scheme not in ("mqtt", "mqtts") or not parsed.hostname:
         t.problem("url", f"expected mqtt://host[:port] or mqtts://host[:port], got {url!r}")
@@ -374,19 +377,19 @@ def _broker(t: _Table | None) -> BrokerConfig:
         _ = parsed.port
     except ValueError:
         t.problem("url", f"bad port in {url!r}")
-    ca_file = t.str("ca_file")
+    ca_file = t.text("ca_file")
     if ca_file and not Path(ca_file).is_file():
         t.problem("ca_file", f"no such file {ca_file!r}")
     config = BrokerConfig(
         url=url,
-        client_id=t.str("client_id", d.client_id),
-        username=t.str("username"),
+        client_id=t.text("client_id", d.client_id),
+        username=t.text("username"),
         password=t.secret("password"),
         ca_file=ca_file,
         protocol=t.choice("protocol", "5", ("5", "3.1.1")),
-        session_expiry_s=t.int("session_expiry_s", d.session_expiry_s, minimum=0),
-        keepalive_s=t.int("keepalive_s", d.keepalive_s, minimum=5),
-        topic_prefix=t.str("topic_prefix", "minewatch"),
+        session_expiry_s=t.integer("session_expiry_s", d.session_expiry_s, minimum=0),
+        keepalive_s=t.integer("keepalive_s", d.keepalive_s, minimum=5),
+        topic_prefix=t.text("topic_prefix", "minewatch"),
     )
     if not config.client_id:
         t.problem("client_id", "a persistent session needs a fixed client id")
@@ -395,25 +398,25 @@ def _broker(t: _Table | None) -> BrokerConfig:
 
 
 def _influx(t: _Table) -> InfluxConfig:
-    version = t.int("version", 2)
+    version = t.integer("version", 2)
     if version not in (1, 2):
         t.problem("version", f"must be 1 (InfluxDB 1.x /write API) or 2 (v2 API), got {version}")
-    url = t.str("url", required=True)
+    url = t.text("url", required=True)
     if url and urlparse(url).scheme not in ("http", "https"):
         t.problem("url", f"expected http(s)://host:port, got {url!r}")
     config = InfluxConfig(
         version=version,
         url=url,
-        org=t.str("org"),
-        bucket=t.str("bucket"),
+        org=t.text("org"),
+        bucket=t.text("bucket"),
         token=t.secret("token"),
-        database=t.str("database"),
-        username=t.str("username"),
+        database=t.text("database"),
+        username=t.text("username"),
         password=t.secret("password"),
-        retention_policy=t.str("retention_policy"),
-        batch_size=t.int("batch_size", 5000, minimum=1),
-        flush_interval_s=t.float("flush_interval_s", 1.0, minimum=0.01),
-        timeout_s=t.float("timeout_s", 10.0, minimum=0.1),
+        retention_policy=t.text("retention_policy"),
+        batch_size=t.integer("batch_size", 5000, minimum=1),
+        flush_interval_s=t.number("flush_interval_s", 1.0, minimum=0.01),
+        timeout_s=t.number("timeout_s", 10.0, minimum=0.1),
     )
     if version == 2:
         for name in ("org", "bucket"):
@@ -430,8 +433,8 @@ def _storage(t: _Table | None) -> StorageConfig:
         return StorageConfig()
     influx_table = t.table("influxdb")
     config = StorageConfig(
-        path=t.str("path", StorageConfig().path),
-        retention_days=t.float("retention_days", 400.0, minimum=1.0),
+        path=t.text("path", StorageConfig().path),
+        retention_days=t.number("retention_days", 400.0, minimum=1.0),
         influxdb=_influx(influx_table) if influx_table is not None else None,
     )
     t.finish()
@@ -443,17 +446,17 @@ def _daemon(t: _Table | None) -> DaemonConfig:
         return DaemonConfig()
     d = DaemonConfig()
     config = DaemonConfig(
-        lateness_s=t.float("lateness_s", d.lateness_s, minimum=0),
-        max_clock_skew_s=t.float("max_clock_skew_s", d.max_clock_skew_s, minimum=0),
-        max_age_s=t.float("max_age_s", d.max_age_s, minimum=60),
+        lateness_s=t.number("lateness_s", d.lateness_s, minimum=0),
+        max_clock_skew_s=t.number("max_clock_skew_s", d.max_clock_skew_s, minimum=0),
+        max_age_s=t.number("max_age_s", d.max_age_s, minimum=60),
         clock=t.choice("clock", "wall", ("wall", "data")),
-        offline_after_periods=t.float("offline_after_periods", d.offline_after_periods, minimum=1),
-        town_offline_alert_s=t.float("town_offline_alert_s", d.town_offline_alert_s, minimum=0),
-        clock_drift_limit_s=t.float("clock_drift_limit_s", d.clock_drift_limit_s, minimum=0),
-        status_interval_s=t.float("status_interval_s", d.status_interval_s, minimum=1),
-        anchor_interval_s=t.float("anchor_interval_s", d.anchor_interval_s, minimum=1),
-        queue_size=t.int("queue_size", d.queue_size, minimum=10),
-        max_payload_bytes=t.int("max_payload_bytes", d.max_payload_bytes, minimum=1024),
+        offline_after_periods=t.number("offline_after_periods", d.offline_after_periods, minimum=1),
+        town_offline_alert_s=t.number("town_offline_alert_s", d.town_offline_alert_s, minimum=0),
+        clock_drift_limit_s=t.number("clock_drift_limit_s", d.clock_drift_limit_s, minimum=0),
+        status_interval_s=t.number("status_interval_s", d.status_interval_s, minimum=1),
+        anchor_interval_s=t.number("anchor_interval_s", d.anchor_interval_s, minimum=1),
+        queue_size=t.integer("queue_size", d.queue_size, minimum=10),
+        max_payload_bytes=t.integer("max_payload_bytes", d.max_payload_bytes, minimum=1024),
         sites=t.str_list("sites"),
     )
     t.finish()
@@ -465,10 +468,10 @@ def _alerts(t: _Table | None) -> AlertsConfig:
         return AlertsConfig()
     d = AlertsConfig()
     config = AlertsConfig(
-        min_gap_s=t.float("min_gap_s", d.min_gap_s, minimum=0),
-        max_attempts=t.int("max_attempts", d.max_attempts, minimum=1),
-        retry_base_s=t.float("retry_base_s", d.retry_base_s, minimum=0.01),
-        retry_max_s=t.float("retry_max_s", d.retry_max_s, minimum=0.01),
+        min_gap_s=t.number("min_gap_s", d.min_gap_s, minimum=0),
+        max_attempts=t.integer("max_attempts", d.max_attempts, minimum=1),
+        retry_base_s=t.number("retry_base_s", d.retry_base_s, minimum=0.01),
+        retry_max_s=t.number("retry_max_s", d.retry_max_s, minimum=0.01),
     )
     t.finish()
     return config
@@ -491,8 +494,8 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
     calibration = Calibration()
     if cal_table is not None:
         calibration = Calibration(
-            full_scale_db=cal_table.float("full_scale_db", 120.0, minimum=60.0, maximum=200.0),
-            offset_db=cal_table.float("offset_db", 0.0, minimum=-30.0, maximum=30.0),
+            full_scale_db=cal_table.number("full_scale_db", 120.0, minimum=60.0, maximum=200.0),
+            offset_db=cal_table.number("offset_db", 0.0, minimum=-30.0, maximum=30.0),
         )
         cal_table.finish()
         if kind != "sound":
@@ -501,12 +504,12 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
         id=sensor_id,
         kind=SensorKind(kind),
         placement=Placement(placement),
-        location=t.str("location"),
+        location=t.text("location"),
         gates=gates,
-        expected_period_s=t.float("expected_period_s", 1.0, minimum=0.05, maximum=86400),
+        expected_period_s=t.number("expected_period_s", 1.0, minimum=0.05, maximum=86400),
         calibration=calibration,
         signing_key=t.secret("signing_key"),
-        require_signature=t.bool("require_signature", False),
+        require_signature=t.flag("require_signature", False),
     )
     if config.require_signature and not config.signing_key:
         t.problem("require_signature", "needs signing_key, signing_key_env or signing_key_file")
@@ -516,7 +519,7 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
 
 def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], None]) -> SiteConfig:
     site_id = _identifier(t, "id")
-    timezone = t.str("timezone", required=True)
+    timezone = t.text("timezone", required=True)
     if timezone:
         try:
             ZoneInfo(timezone)
@@ -525,7 +528,7 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
     gate_tables = t.tables("gates")
     gates = []
     for g in gate_tables:
-        gates.append(GateConfig(id=_identifier(g, "id"), name=g.str("name")))
+        gates.append(GateConfig(id=_identifier(g, "id"), name=g.text("name")))
         g.finish()
     gate_ids = {g.id for g in gates}
     sensors = tuple(_sensor(s, gate_ids) for s in t.tables("sensors"))
@@ -534,16 +537,16 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
         if s.id in seen:
             t.problems.append(f"{t.key('sensors')}[{i}].id: duplicate sensor id {s.id!r}")
         seen.add(s.id)
-    profile = t.str("profile", "dovre")
+    profile = t.text("profile", "dovre")
     agreement = t.mapping("agreement")
     config = SiteConfig(
         id=site_id,
-        name=t.str("name", site_id),
+        name=t.text("name", site_id),
         timezone=timezone,
-        latitude=t.float("latitude", 0.0, minimum=-90, maximum=90, required=True),
-        longitude=t.float("longitude", 0.0, minimum=-180, maximum=180, required=True),
-        operator=t.str("operator"),
-        preexisting=t.bool("preexisting", False),
+        latitude=t.number("latitude", 0.0, minimum=-90, maximum=90, required=True),
+        longitude=t.number("longitude", 0.0, minimum=-180, maximum=180, required=True),
+        operator=t.text("operator"),
+        preexisting=t.flag("preexisting", False),
         profile=profile,
         agreement=agreement,
         flags=t.mapping("flags"),
@@ -559,16 +562,16 @@ def _channel(t: _Table) -> ChannelConfig:
     kind = t.choice("type", "mqtt", ("mqtt", "webhook", "email"))
     config = ChannelConfig(
         type=kind,
-        url=t.str("url"),
+        url=t.text("url"),
         secret=t.secret("secret"),
-        topic=t.str("topic"),
+        topic=t.text("topic"),
         to=t.str_list("to"),
-        smtp_host=t.str("smtp_host"),
-        smtp_port=t.int("smtp_port", 587, minimum=1),
-        smtp_starttls=t.bool("smtp_starttls", True),
-        smtp_username=t.str("smtp_username"),
+        smtp_host=t.text("smtp_host"),
+        smtp_port=t.integer("smtp_port", 587, minimum=1),
+        smtp_starttls=t.flag("smtp_starttls", True),
+        smtp_username=t.text("smtp_username"),
         smtp_password=t.secret("smtp_password"),
-        sender=t.str("sender", "minewatch@localhost"),
+        sender=t.text("sender", "minewatch@localhost"),
     )
     if kind == "webhook" and urlparse(config.url).scheme not in ("http", "https"):
         t.problem("url", f"a webhook needs an http(s) URL, got {config.url!r}")
@@ -583,7 +586,7 @@ def _channel(t: _Table) -> ChannelConfig:
 
 def _recipient(t: _Table, site_ids: set[str]) -> RecipientConfig:
     config = RecipientConfig(
-        name=t.str("name", required=True),
+        name=t.text("name", required=True),
         role=t.choice("role", "town", ("town", "operator", "inspector")),
         sites=t.str_list("sites"),
         channels=tuple(_channel(c) for c in t.tables("channels")),

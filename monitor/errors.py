@@ -1,10 +1,10 @@
 """minewatch's own error tree; foreign exceptions are translated where they are raised.
 
-    MinewatchError
-     ├── ConfigError     bad configuration; .problems lists every "path.to.key: reason"
-     ├── DecodeError     a message that cannot be accepted; .field and .reason
-     ├── StoreError      the local SQLite journal failed
-     └── OutputError     a downstream write failed; .retryable says whether to try again
+MinewatchError
+ ├── ConfigError     bad configuration; .problems lists every "path.to.key: reason"
+ ├── DecodeError     a message that cannot be accepted; .field and .reason
+ ├── StoreError      the local SQLite journal failed
+ └── OutputError     a downstream write failed; .retryable says whether to try again
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
@@ -53,7 +54,7 @@ class MqttLink:
         self.connects = 0
         v5 = config.protocol == "5"
         self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
+            CallbackAPIVersion.VERSION2,
             client_id=config.client_id,
             clean_session=None if v5 else False,
             protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
@@ -73,14 +74,17 @@ class MqttLink:
 
     def start(self) -> None:
         properties = None
-        clean_start: bool | int = mqtt.MQTT_CLEAN_START_FIRST_ONLY
         if self.config.protocol == "5":
-            properties = Properties(PacketTypes.CONNECT)
+            properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
             properties.SessionExpiryInterval = self.config.session_expiry_s
             properties.ReceiveMaximum = RECEIVE_MAXIMUM
-            clean_start = False
+        # Never a clean start: the session (and what the broker queued for us) must survive.
+        # (MQTT 3.1.1 takes this from clean_session=False given to the client instead.)
         self.client.connect_async(
-            self.config.host, self.config.port, self.config.keepalive_s, clean_start=clean_start,
+            self.config.host,
+            self.config.port,
+            self.config.keepalive_s,
+            clean_start=False,
             properties=properties,
         )
         self.client.loop_start()
@@ -103,7 +107,12 @@ class MqttLink:
     # ------------------------------------------------------------------ paho callbacks (network thread)
 
     def _on_connect(
-        self, client: mqtt.Client, userdata: object, flags: mqtt.ConnectFlags, reason: object, properties: object
+        self,
+        client: mqtt.Client,
+        userdata: object,
+        flags: mqtt.ConnectFlags,
+        reason: object,
+        properties: object,
     ) -> None:
         if getattr(reason, "is_failure", False):
             log.error("Broker %s refused the connection: %s", self.config.url, reason)
@@ -126,7 +135,9 @@ class MqttLink:
     def _on_message(self, client: mqtt.Client, userdata: object, message: mqtt.MQTTMessage) -> None:
         if not self.accepting:
             return  # not acked: the broker redelivers it to the next run
-        self.inbound.put(Inbound(message.topic, bytes(message.payload), message.mid, message.qos, time.time()))
+        self.inbound.put(
+            Inbound(message.topic, bytes(message.payload), message.mid, message.qos, time.time())
+        )
 
     # ------------------------------------------------------------------ pipeline side
 

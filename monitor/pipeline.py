@@ -51,7 +51,6 @@ from monitor.wire import (
     AudioBlock,
     BandLevels,
     Limits,
-    Message,
     decode,
     format_ts,
     output_topic,
@@ -83,9 +82,13 @@ MINUTE = timedelta(minutes=1)
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
 REEVALUATION_INTERVAL_S = 5.0  # wall seconds between re-judging late-touched minutes / early warnings
-TOWN_KINDS = frozenset({
-    FindingKind.VIOLATION, FindingKind.SAFETY_EXCEPTION, FindingKind.UNREPORTED_BLAST,
-})
+TOWN_KINDS = frozenset(
+    {
+        FindingKind.VIOLATION,
+        FindingKind.SAFETY_EXCEPTION,
+        FindingKind.UNREPORTED_BLAST,
+    }
+)
 EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporary-lighting", "event"})
 Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
 
@@ -180,10 +183,16 @@ class Pipeline:
                 state.evaluated_until, state.final_until = progress
             state.health = {s.id: SensorHealth(now) for s in site.sensors}
             light_back, _ = rules.data_margins(profile, "light")
-            state.light = [_light_from_row(r) for r in
-                           store.readings_between(site.id, "light", now - light_back - MINUTE, now + EVENT_HISTORY)]
+            state.light = [
+                _light_from_row(r)
+                for r in store.readings_between(
+                    site.id, "light", now - light_back - MINUTE, now + EVENT_HISTORY
+                )
+            ]
             self.sites[site.id] = state
-        self.generic_kinds = {s: frozenset(getattr(st.profile, "event_kinds", ())) for s, st in self.sites.items()}
+        self.generic_kinds = {
+            s: frozenset(getattr(st.profile, "event_kinds", ())) for s, st in self.sites.items()
+        }
         self.alerts = AlertBook(store, config.alerts, self._publish_alert)
         self.notices = NoticeBook(store)
         self.deliveries = Deliveries(store.conn, config)
@@ -225,8 +234,11 @@ class Pipeline:
                     except Exception as exc:  # a daemon never dies of one message
                         self._pending_sound.clear()
                         log.exception("Internal error on a message on %r", message.topic)
-                        self._reject(message, f"internal error ({type(exc).__name__}); logged for the "
-                                     "maintainers", "internal")
+                        self._reject(
+                            message,
+                            f"internal error ({type(exc).__name__}); logged for the maintainers",
+                            "internal",
+                        )
         self._flush_outgoing()
 
     def _handle_one(self, message: Inbound) -> None:
@@ -238,8 +250,15 @@ class Pipeline:
 
     def _handle(self, message: Inbound) -> None:
         now = self.clock.now()
-        decoded = decode(message.topic, message.payload, self.site_configs, now, self.limits(),
-                         self.generic_kinds, self.prefix)
+        decoded = decode(
+            message.topic,
+            message.payload,
+            self.site_configs,
+            now,
+            self.limits(),
+            self.generic_kinds,
+            self.prefix,
+        )
         state = self.sites[decoded.site]
         if isinstance(decoded, AudioBlock):
             self._accept_audio(state, decoded, now)
@@ -247,8 +266,9 @@ class Pipeline:
             la, lc, lz = acoustics.levels_from_bands(decoded.bands)
             # A spectrum carries no time structure: LAFmax and LCpeak are their lower
             # bounds (the A and C energy levels), so only the LAeq-based rules use bands fully.
-            levels = SoundLevels(decoded.site, decoded.sensor, decoded.ts, decoded.duration_s, la, la, lc,
-                                 LCeq=lc, LZeq=lz)
+            levels = SoundLevels(
+                decoded.site, decoded.sensor, decoded.ts, decoded.duration_s, la, la, lc, LCeq=lc, LZeq=lz
+            )
             self._accept_sound(state, levels, "bands", now)
         elif isinstance(decoded, SoundLevels):
             self._accept_sound(state, self._calibrated(state, decoded), "levels", now)
@@ -306,11 +326,19 @@ class Pipeline:
             gap = (now - (health.offline_since or now)).total_seconds()
             health.online = True
             self.store.append_health(state.config.id, sensor, now, "online", gap, "", now)
-            self._influx("sensor_health", {"site": state.config.id, "sensor": sensor},
-                         {"online": True, "gap_s": gap}, now)
-            self.alerts.clear(state.config.id, f"offline:{sensor}", f"Sensor {sensor} is back online after "
-                              f"{gap / 60:.1f} minutes without data", now, audiences=("operator", "town")
-                              if health.town_alerted else ("operator",))
+            self._influx(
+                "sensor_health",
+                {"site": state.config.id, "sensor": sensor},
+                {"online": True, "gap_s": gap},
+                now,
+            )
+            self.alerts.clear(
+                state.config.id,
+                f"offline:{sensor}",
+                f"Sensor {sensor} is back online after {gap / 60:.1f} minutes without data",
+                now,
+                audiences=("operator", "town") if health.town_alerted else ("operator",),
+            )
             health.town_alerted = False
 
     def _calibrated(self, state: SiteState, levels: SoundLevels) -> SoundLevels:
@@ -322,9 +350,20 @@ class Pipeline:
         def shift(v: float | None) -> float | None:
             return None if v is None else v + offset
 
-        return SoundLevels(levels.site, levels.sensor, levels.ts, levels.duration_s, levels.LAeq + offset,
-                           levels.LAFmax + offset, levels.LCpeak + offset, shift(levels.LASmax),
-                           shift(levels.LZpeak), shift(levels.LAFmin), shift(levels.LCeq), shift(levels.LZeq))
+        return SoundLevels(
+            levels.site,
+            levels.sensor,
+            levels.ts,
+            levels.duration_s,
+            levels.LAeq + offset,
+            levels.LAFmax + offset,
+            levels.LCpeak + offset,
+            shift(levels.LASmax),
+            shift(levels.LZpeak),
+            shift(levels.LAFmin),
+            shift(levels.LCeq),
+            shift(levels.LZeq),
+        )
 
     def _accept_sound(self, state: SiteState, levels: SoundLevels, source: str, now: datetime) -> None:
         # Queued and written together at the end of the message (or batch): the hot path.
@@ -342,14 +381,28 @@ class Pipeline:
             self.counters.accepted += 1
             self.clock.observe(levels.end)
             self._seen(state, levels.sensor, levels.ts, now)
-            fields = {k: getattr(levels, k) for k in ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak",
-                                                       "LZpeak", "LZeq")}
-            self._influx("sound", {"site": levels.site, "sensor": levels.sensor},
-                         {**fields, "duration_s": levels.duration_s, "late": late}, levels.ts)
+            fields = {
+                k: getattr(levels, k)
+                for k in ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
+            }
+            self._influx(
+                "sound",
+                {"site": levels.site, "sensor": levels.sensor},
+                {**fields, "duration_s": levels.duration_s, "late": late},
+                levels.ts,
+            )
 
     def _accept_audio(self, state: SiteState, block: AudioBlock, now: datetime) -> None:
-        stored = self.store.append_audio(block.site, block.sensor, block.ts, block.seq, block.sample_rate,
-                                         block.sample_format, block.pcm, now)
+        stored = self.store.append_audio(
+            block.site,
+            block.sensor,
+            block.ts,
+            block.seq,
+            block.sample_rate,
+            block.sample_format,
+            block.pcm,
+            now,
+        )
         if not stored.stored:
             self.counters.duplicates += 1
             return
@@ -362,10 +415,15 @@ class Pipeline:
         meter = state.meters.get(block.sensor)
         expected = state.meter_next.get(block.sensor)
         # A new meter when the stream starts, restarts or jumps: its periods are aligned to the block's time.
-        if meter is None or meter.sample_rate != block.sample_rate or expected is None or \
-                abs((block.ts - expected).total_seconds()) > 0.5:
-            meter = acoustics.SoundLevelMeter(block.sample_rate, period_s=1.0,
-                                              calibration_db=sensor.calibration.full_scale_db)
+        if (
+            meter is None
+            or meter.sample_rate != block.sample_rate
+            or expected is None
+            or abs((block.ts - expected).total_seconds()) > 0.5
+        ):
+            meter = acoustics.SoundLevelMeter(
+                block.sample_rate, period_s=1.0, calibration_db=sensor.calibration.full_scale_db
+            )
             state.meters[block.sensor] = meter
             state.meter_next[block.sensor] = block.ts
             setattr(meter, "origin", block.ts)  # noqa: B010 - origin of the meter's start_s axis
@@ -373,13 +431,26 @@ class Pipeline:
         origin: datetime = getattr(meter, "origin")  # noqa: B009
         for period in meter.process(samples):
             ts = origin + timedelta(seconds=period.start_s)
-            levels = SoundLevels(block.site, block.sensor, ts, meter.period_samples / meter.sample_rate, period.LAeq, period.LAFmax,
-                                 period.LCpeak, period.LASmax, period.LZpeak, period.LAFmin, period.LCeq,
-                                 period.LZeq)
+            levels = SoundLevels(
+                block.site,
+                block.sensor,
+                ts,
+                meter.period_samples / meter.sample_rate,
+                period.LAeq,
+                period.LAFmax,
+                period.LCpeak,
+                period.LASmax,
+                period.LZpeak,
+                period.LAFmin,
+                period.LCeq,
+                period.LZeq,
+            )
             self._accept_sound(state, self._calibrated(state, levels), "audio", now)
 
     def _accept_reading(
-        self, state: SiteState, reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
+        self,
+        state: SiteState,
+        reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
         now: datetime,
     ) -> None:
         late = False if isinstance(reading, SensorStatus) else self._late(state, reading.ts, now)
@@ -397,42 +468,85 @@ class Pipeline:
         self.clock.observe(reading.end)
         if isinstance(reading, LightSummary):
             self._cache_light(state, reading, now)
-            fields: dict[str, Any] = {"lux_mean": reading.lux_mean, "lux_min": reading.lux_min,
-                                      "lux_max": reading.lux_max}
-            self._influx("light", tags, {**fields, "duration_s": reading.duration_s, "late": late}, reading.ts)
+            fields: dict[str, Any] = {
+                "lux_mean": reading.lux_mean,
+                "lux_min": reading.lux_min,
+                "lux_max": reading.lux_max,
+            }
+            self._influx(
+                "light", tags, {**fields, "duration_s": reading.duration_s, "late": late}, reading.ts
+            )
         elif isinstance(reading, WeatherReading):
-            self._influx("weather", tags, {"wind_speed_ms": reading.wind_speed_ms, "rain": reading.rain,
-                                           "rain_mm_h": reading.rain_mm_h, "duration_s": reading.duration_s,
-                                           "late": late}, reading.ts)
+            self._influx(
+                "weather",
+                tags,
+                {
+                    "wind_speed_ms": reading.wind_speed_ms,
+                    "rain": reading.rain,
+                    "rain_mm_h": reading.rain_mm_h,
+                    "duration_s": reading.duration_s,
+                    "late": late,
+                },
+                reading.ts,
+            )
         else:
-            self._influx("turbidity", tags, {"ntu": reading.ntu, "duration_s": reading.duration_s,
-                                             "late": late}, reading.ts)
+            self._influx(
+                "turbidity",
+                tags,
+                {"ntu": reading.ntu, "duration_s": reading.duration_s, "late": late},
+                reading.ts,
+            )
 
     def _accept_status(self, state: SiteState, status: SensorStatus, now: datetime) -> None:
         site = state.config.id
-        self._influx("sensor_health", {"site": site, "sensor": status.sensor},
-                     {"online": True, "battery_pct": status.battery_pct, "clock_offset_s": status.clock_offset_s},
-                     status.ts)
+        self._influx(
+            "sensor_health",
+            {"site": site, "sensor": status.sensor},
+            {"online": True, "battery_pct": status.battery_pct, "clock_offset_s": status.clock_offset_s},
+            status.ts,
+        )
         limit = self.config.daemon.clock_drift_limit_s
         condition = f"clock:{status.sensor}"
         if status.clock_offset_s is not None and abs(status.clock_offset_s) > limit:
-            self.alerts.raise_(site, ("operator",), "clock_drift", "warning", condition,
-                               f"Sensor {status.sensor} reports its clock {status.clock_offset_s:+.1f} s off "
-                               f"(limit {limit:g} s); its timestamps may be wrong", {"sensor": status.sensor}, now)
+            self.alerts.raise_(
+                site,
+                ("operator",),
+                "clock_drift",
+                "warning",
+                condition,
+                f"Sensor {status.sensor} reports its clock {status.clock_offset_s:+.1f} s off "
+                f"(limit {limit:g} s); its timestamps may be wrong",
+                {"sensor": status.sensor},
+                now,
+            )
         elif status.clock_offset_s is not None:
             self.alerts.clear(site, condition, "", now, audiences=())
         if status.calibration_reference_db is not None and status.calibration_measured_db is not None:
             previous = self.store.last_calibration(site, status.sensor)
             drift = None if previous is None else status.calibration_measured_db - previous["measured_db"]
             flagged = drift is not None and abs(drift) > 0.5
-            self.store.append_calibration(site, status.sensor, status.ts, status.calibration_reference_db,
-                                          status.calibration_measured_db, drift, flagged, now)
+            self.store.append_calibration(
+                site,
+                status.sensor,
+                status.ts,
+                status.calibration_reference_db,
+                status.calibration_measured_db,
+                drift,
+                flagged,
+                now,
+            )
             if flagged and drift is not None:
-                self.alerts.raise_(site, ("operator", "town"), "calibration_drift", "warning",
-                                   f"calibration:{status.sensor}:{format_ts(status.ts)}",
-                                   f"Sensor {status.sensor} calibration moved {drift:+.2f} dB since the last check "
-                                   "(more than 0.5 dB): its measurements since then are in doubt",
-                                   {"sensor": status.sensor, "drift_db": drift}, now)
+                self.alerts.raise_(
+                    site,
+                    ("operator", "town"),
+                    "calibration_drift",
+                    "warning",
+                    f"calibration:{status.sensor}:{format_ts(status.ts)}",
+                    f"Sensor {status.sensor} calibration moved {drift:+.2f} dB since the last check "
+                    "(more than 0.5 dB): its measurements since then are in doubt",
+                    {"sensor": status.sensor, "drift_db": drift},
+                    now,
+                )
 
     def _accept_event(self, state: SiteState, event: Event, now: datetime) -> None:
         payload = payload_of(event)
@@ -476,8 +590,17 @@ class Pipeline:
             for event in self.notices.take_announcements(now):
                 self._notice_event(event, now)
             for failed in self.deliveries.claim_undeliverable():
-                self.alerts.raise_(failed.site, failed.audiences, failed.kind, failed.severity, failed.condition,
-                                   failed.message, dict(failed.data), now, dedupe=False)
+                self.alerts.raise_(
+                    failed.site,
+                    failed.audiences,
+                    failed.kind,
+                    failed.severity,
+                    failed.condition,
+                    failed.message,
+                    dict(failed.data),
+                    now,
+                    dedupe=False,
+                )
             for state in self.sites.values():
                 try:
                     with self.store.savepoint():
@@ -486,7 +609,9 @@ class Pipeline:
                         self._status(state, now)
                         self._anchor(state, now)
                 except Exception:  # one site's failure must not stop the others, or ingestion
-                    log.exception("Periodic work for site %r failed; retrying on the next tick", state.config.id)
+                    log.exception(
+                        "Periodic work for site %r failed; retrying on the next tick", state.config.id
+                    )
         self._flush_outgoing()
 
     def _cache_light(self, state: SiteState, reading: LightSummary, now: datetime) -> None:
@@ -516,8 +641,13 @@ class Pipeline:
         light_from, light_to = around("light")
         lo = bisect.bisect_left(state.light, light_from, key=lambda r: r.ts)
         hi = bisect.bisect_left(state.light, light_to, key=lambda r: r.ts)
-        weather = [_weather_from_row(r) for r in self.store.readings_between(site, "weather", *around("weather"))]
-        turbidity = [_turbidity_from_row(r) for r in self.store.readings_between(site, "turbidity", *around("turbidity"))]
+        weather = [
+            _weather_from_row(r) for r in self.store.readings_between(site, "weather", *around("weather"))
+        ]
+        turbidity = [
+            _turbidity_from_row(r)
+            for r in self.store.readings_between(site, "turbidity", *around("turbidity"))
+        ]
         events = state.events
         return SiteData(
             sound=tuple(self.store.sound_between(site, *around("sound"))),
@@ -556,8 +686,9 @@ class Pipeline:
             f += MINUTE
         for minute in sorted(minutes):
             data = self._site_data(state, minute, minute + MINUTE)
-            findings = rules.evaluate_site(state.config.context(), state.profile, data, minute,
-                                           minute + MINUTE, now)
+            findings = rules.evaluate_site(
+                state.config.context(), state.profile, data, minute, minute + MINUTE, now
+            )
             self._record_findings(state, minute, findings, now)
         if m != state.evaluated_until or f != state.final_until:
             state.evaluated_until, state.final_until = m, f
@@ -566,7 +697,9 @@ class Pipeline:
             state.last_warning_check = wall
             self._early_warnings(state, now)
 
-    def _record_findings(self, state: SiteState, minute: datetime, findings: list[Finding], now: datetime) -> None:
+    def _record_findings(
+        self, state: SiteState, minute: datetime, findings: list[Finding], now: datetime
+    ) -> None:
         site = state.config.id
         window = f"{site}|{to_us(minute)}"
         previous = set(json.loads(self.store.meta(f"window:{window}") or "[]"))
@@ -603,10 +736,21 @@ class Pipeline:
         self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
         value = finding.measurements[0].value if finding.measurements else None
         limit = finding.measurements[0].limit if finding.measurements else None
-        self._influx("findings", {"site": site, "standard": finding.standard, "kind": finding.kind.value},
-                     {"id": finding.id, "section": finding.section, "summary": finding.summary,
-                      "sensors": ",".join(finding.sensors), "value": value, "limit": limit,
-                      "end": format_ts(finding.end), "completeness": finding.completeness}, finding.start)
+        self._influx(
+            "findings",
+            {"site": site, "standard": finding.standard, "kind": finding.kind.value},
+            {
+                "id": finding.id,
+                "section": finding.section,
+                "summary": finding.summary,
+                "sensors": ",".join(finding.sensors),
+                "value": value,
+                "limit": limit,
+                "end": format_ts(finding.end),
+                "completeness": finding.completeness,
+            },
+            finding.start,
+        )
         if finding.kind is FindingKind.VIOLATION:
             self._outgoing.append((output_topic(site, "violations", self.prefix), _json(body), False))
         if finding.kind in TOWN_KINDS:
@@ -614,18 +758,43 @@ class Pipeline:
             # hour is one alert, not thirty); AlertBook clears it after min_gap_s of quiet.
             events = ",".join(r for r in finding.refs if r.split(":")[0] in EVENT_REF_KINDS)
             condition = f"{finding.kind.value}:{finding.standard}:{','.join(finding.sensors)}:{events}"
-            self.alerts.raise_(site, ("town", "operator"), finding.kind.value, "violation"
-                               if finding.kind is FindingKind.VIOLATION else "notice",
-                               condition, finding.summary, body, now)
+            self.alerts.raise_(
+                site,
+                ("town", "operator"),
+                finding.kind.value,
+                "violation" if finding.kind is FindingKind.VIOLATION else "notice",
+                condition,
+                finding.summary,
+                body,
+                now,
+            )
         elif finding.kind is FindingKind.WARNING:
-            self.alerts.raise_(site, ("operator",), "warning", "warning",
-                               f"warning:{finding.standard}:{','.join(finding.sensors)}", finding.summary, body, now)
+            self.alerts.raise_(
+                site,
+                ("operator",),
+                "warning",
+                "warning",
+                f"warning:{finding.standard}:{','.join(finding.sensors)}",
+                finding.summary,
+                body,
+                now,
+            )
 
     def _notice_event(self, event: NoticeEvent, now: datetime) -> None:
-        self.alerts.raise_(event.site, event.audiences, event.kind, event.severity, event.condition, event.message,
-                           dict(event.payload), now, dedupe=False)
-        self._outgoing.append((output_topic(event.site, "notices", self.prefix),
-                               notice_payload_json(event.payload), False))
+        self.alerts.raise_(
+            event.site,
+            event.audiences,
+            event.kind,
+            event.severity,
+            event.condition,
+            event.message,
+            dict(event.payload),
+            now,
+            dedupe=False,
+        )
+        self._outgoing.append(
+            (output_topic(event.site, "notices", self.prefix), notice_payload_json(event.payload), False)
+        )
 
     def _enqueue_delivery(self, body: dict[str, Any]) -> None:
         if self.deliveries.enqueue(body, self.clock.now()):
@@ -640,8 +809,16 @@ class Pipeline:
                 continue
             state.warned_minutes.add(key)
             body = finding_to_json(finding)
-            self.alerts.raise_(state.config.id, ("operator",), "early_warning", "warning",
-                               f"early:{finding.standard}:{','.join(finding.sensors)}", finding.summary, body, now)
+            self.alerts.raise_(
+                state.config.id,
+                ("operator",),
+                "early_warning",
+                "warning",
+                f"early:{finding.standard}:{','.join(finding.sensors)}",
+                finding.summary,
+                body,
+                now,
+            )
         state.warned_minutes = {k for k in state.warned_minutes if k[1] >= minute - timedelta(hours=1)}
 
     def _check_health(self, state: SiteState, now: datetime) -> None:
@@ -654,31 +831,59 @@ class Pipeline:
             if health.online and silent > limit:
                 health.online = False
                 health.offline_since = health.last_seen
-                self.store.append_health(site, sensor.id, health.last_seen, "offline", None,
-                                         f"silent for {silent:.0f} s (expected every {sensor.expected_period_s:g} s)",
-                                         now)
+                self.store.append_health(
+                    site,
+                    sensor.id,
+                    health.last_seen,
+                    "offline",
+                    None,
+                    f"silent for {silent:.0f} s (expected every {sensor.expected_period_s:g} s)",
+                    now,
+                )
                 self._influx("sensor_health", {"site": site, "sensor": sensor.id}, {"online": False}, now)
-                self.alerts.raise_(site, ("operator",), "sensor_offline", "warning", f"offline:{sensor.id}",
-                                   f"Sensor {sensor.id} ({sensor.location or sensor.kind.value}) has sent nothing "
-                                   f"since {format_ts(health.last_seen)}", {"sensor": sensor.id}, now)
+                self.alerts.raise_(
+                    site,
+                    ("operator",),
+                    "sensor_offline",
+                    "warning",
+                    f"offline:{sensor.id}",
+                    f"Sensor {sensor.id} ({sensor.location or sensor.kind.value}) has sent nothing "
+                    f"since {format_ts(health.last_seen)}",
+                    {"sensor": sensor.id},
+                    now,
+                )
             elif not health.online and not health.town_alerted and silent > d.town_offline_alert_s:
                 health.town_alerted = True
-                self.alerts.raise_(site, ("town",), "sensor_offline", "warning", f"offline-town:{sensor.id}",
-                                   f"Sensor {sensor.id} at {state.config.name} has been offline for "
-                                   f"{silent / 60:.0f} minutes", {"sensor": sensor.id}, now)
+                self.alerts.raise_(
+                    site,
+                    ("town",),
+                    "sensor_offline",
+                    "warning",
+                    f"offline-town:{sensor.id}",
+                    f"Sensor {sensor.id} at {state.config.name} has been offline for "
+                    f"{silent / 60:.0f} minutes",
+                    {"sensor": sensor.id},
+                    now,
+                )
 
     def status_of(self, state: SiteState, now: datetime) -> dict[str, Any]:
         return site_status(self.store, state.config, now, {s: h.online for s, h in state.health.items()})
 
     def _status(self, state: SiteState, now: datetime) -> None:
-        if state.last_status and (now - state.last_status).total_seconds() < self.config.daemon.status_interval_s:
+        if (
+            state.last_status
+            and (now - state.last_status).total_seconds() < self.config.daemon.status_interval_s
+        ):
             return
         state.last_status = now
         body = self.status_of(state, now)
         self._outgoing.append((output_topic(state.config.id, "status", self.prefix), _json(body), True))
 
     def _anchor(self, state: SiteState, now: datetime) -> None:
-        if state.last_anchor and (now - state.last_anchor).total_seconds() < self.config.daemon.anchor_interval_s:
+        if (
+            state.last_anchor
+            and (now - state.last_anchor).total_seconds() < self.config.daemon.anchor_interval_s
+        ):
             return
         state.last_anchor = now
         site = state.config.id
@@ -691,8 +896,17 @@ class Pipeline:
         )
         body = {"site": site, "seq": seq, "head": head, "ts": format_ts(now)}
         self._outgoing.append((output_topic(site, "anchors", self.prefix), _json(body), True))
-        self.alerts.raise_(site, ("town",), "anchor", "info", f"anchor:{seq}",
-                           f"Evidence chain of {site} at record {seq}: {head}", body, now, dedupe=False)
+        self.alerts.raise_(
+            site,
+            ("town",),
+            "anchor",
+            "info",
+            f"anchor:{seq}",
+            f"Evidence chain of {site} at record {seq}: {head}",
+            body,
+            now,
+            dedupe=False,
+        )
 
     # ------------------------------------------------------------------ outputs
 
@@ -707,9 +921,12 @@ class Pipeline:
 
     def _publish_alert(self, site: str, body: dict[str, Any]) -> None:
         self._outgoing.append((output_topic(site, "alerts", self.prefix), _json(body), False))
-        self._influx("alerts", {"site": site, "audience": ",".join(body["audiences"]), "kind": body["kind"]},
-                     {"id": body["id"], "message": body["message"], "severity": body["severity"]},
-                     datetime.fromisoformat(body["ts"].replace("Z", "+00:00")))
+        self._influx(
+            "alerts",
+            {"site": site, "audience": ",".join(body["audiences"]), "kind": body["kind"]},
+            {"id": body["id"], "message": body["message"], "severity": body["severity"]},
+            datetime.fromisoformat(body["ts"].replace("Z", "+00:00")),
+        )
 
     def _flush_outgoing(self) -> None:
         outgoing, self._outgoing = self._outgoing, []
@@ -745,8 +962,17 @@ def _light_from_row(row: Any) -> LightSummary:
     d = json.loads(row["data"])
     from monitor.wire import parse_ts
 
-    return LightSummary(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["lux_mean"],
-                        d["lux_min"], d["lux_max"], tuple(d.get("burst", ())), d.get("burst_rate_hz"))
+    return LightSummary(
+        row["site"],
+        row["sensor"],
+        parse_ts(d["ts"]),
+        d["duration_s"],
+        d["lux_mean"],
+        d["lux_min"],
+        d["lux_max"],
+        tuple(d.get("burst", ())),
+        d.get("burst_rate_hz"),
+    )
 
 
 def _weather_from_row(row: Any) -> WeatherReading:
@@ -755,8 +981,9 @@ def _weather_from_row(row: Any) -> WeatherReading:
 
     rain = d.get("rain", False)
     mm = None if isinstance(rain, bool) else float(rain)
-    return WeatherReading(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"],
-                          bool(rain), mm)
+    return WeatherReading(
+        row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"], bool(rain), mm
+    )
 
 
 def _turbidity_from_row(row: Any) -> TurbidityReading:
@@ -770,26 +997,41 @@ def _finding_from_json(d: dict[str, Any]) -> Finding:
     from rules.model import Measurement
 
     return Finding(
-        site=d["site"], standard=d["standard"], section=d["section"], kind=FindingKind(d["kind"]),
-        start=datetime.fromisoformat(d["start"]), end=datetime.fromisoformat(d["end"]), timezone=d["timezone"],
-        summary=d["summary"], sensors=tuple(d["sensors"]),
-        measurements=tuple(Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]),
-        exemptions=tuple(d["exemptions"]), refs=tuple(d["refs"]), completeness=d["completeness"],
+        site=d["site"],
+        standard=d["standard"],
+        section=d["section"],
+        kind=FindingKind(d["kind"]),
+        start=datetime.fromisoformat(d["start"]),
+        end=datetime.fromisoformat(d["end"]),
+        timezone=d["timezone"],
+        summary=d["summary"],
+        sensors=tuple(d["sensors"]),
+        measurements=tuple(
+            Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]
+        ),
+        exemptions=tuple(d["exemptions"]),
+        refs=tuple(d["refs"]),
+        completeness=d["completeness"],
         details=d["details"],
     )
 
 
-def site_status(store: Store, site: SiteConfig, now: datetime, online: dict[str, bool] | None = None) -> dict[str, Any]:
+def site_status(
+    store: Store, site: SiteConfig, now: datetime, online: dict[str, bool] | None = None
+) -> dict[str, Any]:
     """The last minute per sensor and the open findings: the retained status and `minewatch status`."""
     since = now - MINUTE
     sensors: dict[str, Any] = {}
     for sensor in site.sensors:
         row = store.conn.execute(
             "SELECT MAX(ts_us) FROM (SELECT ts_us FROM sound WHERE site=? AND sensor=? UNION ALL"
-            " SELECT ts_us FROM readings WHERE site=? AND sensor=?)", (site.id, sensor.id, site.id, sensor.id)
+            " SELECT ts_us FROM readings WHERE site=? AND sensor=?)",
+            (site.id, sensor.id, site.id, sensor.id),
         ).fetchone()
-        entry: dict[str, Any] = {"kind": sensor.kind.value,
-                                 "last_ts": format_ts(datetime.fromtimestamp(row[0] / 1e6, UTC)) if row[0] else None}
+        entry: dict[str, Any] = {
+            "kind": sensor.kind.value,
+            "last_ts": format_ts(datetime.fromtimestamp(row[0] / 1e6, UTC)) if row[0] else None,
+        }
         if online is not None:
             entry["online"] = online.get(sensor.id, False)
         if sensor.kind.value == "sound":
@@ -805,9 +1047,14 @@ def site_status(store: Store, site: SiteConfig, now: datetime, online: dict[str,
     for r in open_rows:
         by_kind[r["kind"]] += 1
     return {
-        "site": site.id, "name": site.name, "ts": format_ts(now), "sensors": sensors,
+        "site": site.id,
+        "name": site.name,
+        "ts": format_ts(now),
+        "sensors": sensors,
         "findings_24h": dict(by_kind),
-        "violations_24h": [json.loads(r["data"])["summary"] for r in open_rows if r["kind"] == "violation"][-10:],
+        "violations_24h": [json.loads(r["data"])["summary"] for r in open_rows if r["kind"] == "violation"][
+            -10:
+        ],
     }
 
 
@@ -821,6 +1068,7 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
 
     stop = stop or threading.Event()
     if install_signals:
+
         def _on_signal(signum: int, frame: FrameType | None) -> None:
             log.info("Signal %d: shutting down", signum)
             stop.set()
@@ -879,8 +1127,14 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
             forwarder.close()
         store.close()
         c = pipeline.counters
-        log.info("Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings",
-                 c.received, c.accepted, c.duplicates, c.rejected, c.findings)
+        log.info(
+            "Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings",
+            c.received,
+            c.accepted,
+            c.duplicates,
+            c.rejected,
+            c.findings,
+        )
     return 0
 
 

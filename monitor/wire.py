@@ -90,6 +90,7 @@ class BandLevels:
     bands: Mapping[float, float]
 
 
+SensorMessage: TypeAlias = Reading | SensorStatus | BandLevels
 Message: TypeAlias = Reading | Event | SensorStatus | AudioBlock | BandLevels
 
 
@@ -198,18 +199,24 @@ def _load_json(payload: bytes) -> dict[str, Any]:
     try:
         text = payload.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DecodeError("payload", f"not UTF-8 (byte 0x{payload[exc.start]:02x} at offset {exc.start})") from None
+        raise DecodeError(
+            "payload", f"not UTF-8 (byte 0x{payload[exc.start]:02x} at offset {exc.start})"
+        ) from None
     try:
         data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise DecodeError("payload", f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise DecodeError(
+            "payload", f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
     except RecursionError:
         raise DecodeError("payload", "JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise DecodeError("payload", f"expected a JSON object, got {type(data).__name__}")
     version = data.get("v", PROTOCOL_VERSION)
     if version != PROTOCOL_VERSION:
-        raise DecodeError("v", f"protocol version {version!r} is not supported (this daemon speaks {PROTOCOL_VERSION})")
+        raise DecodeError(
+            "v", f"protocol version {version!r} is not supported (this daemon speaks {PROTOCOL_VERSION})"
+        )
     return data
 
 
@@ -329,8 +336,9 @@ def _verify_signature(data: Mapping[str, Any], sensor: SensorConfig | None) -> N
 # --------------------------------------------------------------------------- sensor payloads
 
 
-_LEVEL_KEYS = frozenset({"v", "ts", "duration_s", "LAeq", "LAFmax", "LCpeak", "LASmax", "LZpeak", "LAFmin",
-                         "LCeq", "LZeq"})
+_LEVEL_KEYS = frozenset(
+    {"v", "ts", "duration_s", "LAeq", "LAFmax", "LCpeak", "LASmax", "LZpeak", "LAFmin", "LCeq", "LZeq"}
+)
 _REQUIRED_LEVEL_KEYS = ("ts", "duration_s", "LAeq", "LAFmax", "LCpeak")
 
 
@@ -359,9 +367,20 @@ def _levels_fast(data: dict[str, Any], site: str, sensor: str) -> SoundLevels | 
     if lmax < la - 0.05:
         return None
     ts = parse_ts(data["ts"])
-    return SoundLevels(site, sensor, ts, values["duration_s"] or 1.0, la, lmax, values["LCpeak"] or 0.0,
-                       values.get("LASmax"), values.get("LZpeak"), values.get("LAFmin"), values.get("LCeq"),
-                       values.get("LZeq"))
+    return SoundLevels(
+        site,
+        sensor,
+        ts,
+        values["duration_s"] or 1.0,
+        la,
+        lmax,
+        values["LCpeak"] or 0.0,
+        values.get("LASmax"),
+        values.get("LZpeak"),
+        values.get("LAFmin"),
+        values.get("LCeq"),
+        values.get("LZeq"),
+    )
 
 
 def _decode_levels(f: _Fields, site: str, sensor: str) -> SoundLevels:
@@ -415,8 +434,15 @@ def _decode_light(f: _Fields, site: str, sensor: str) -> LightSummary:
         burst.append(float(v))
     rate = f.req_number("burst_rate_hz", 0.1, 10_000.0)
     return LightSummary(
-        site, sensor, summary.ts, summary.duration_s, summary.lux_mean, summary.lux_min, summary.lux_max,
-        tuple(burst), rate,
+        site,
+        sensor,
+        summary.ts,
+        summary.duration_s,
+        summary.lux_mean,
+        summary.lux_min,
+        summary.lux_max,
+        tuple(burst),
+        rate,
     )
 
 
@@ -480,7 +506,7 @@ def _decode_bands(f: _Fields, site: str, sensor: str) -> BandLevels:
     return BandLevels(site, sensor, ts, duration, bands)
 
 
-_SENSOR_DECODERS: dict[str, Callable[[_Fields, str, str], Message]] = {
+_SENSOR_DECODERS: dict[str, Callable[[_Fields, str, str], SensorMessage]] = {
     "levels": _decode_levels,
     "light": _decode_light,
     "weather": _decode_weather,
@@ -490,7 +516,9 @@ _SENSOR_DECODERS: dict[str, Callable[[_Fields, str, str], Message]] = {
 }
 
 
-def _decode_audio(payload: bytes, site: str, sensor: SensorConfig, now: datetime, limits: Limits) -> AudioBlock:
+def _decode_audio(
+    payload: bytes, site: str, sensor: SensorConfig, now: datetime, limits: Limits
+) -> AudioBlock:
     if not payload.startswith(AUDIO_MAGIC) or len(payload) < 8:
         raise DecodeError("payload", "audio frames start with b'MWA1' and a 4-byte header length")
     (header_len,) = struct.unpack(">I", payload[4:8])
@@ -534,14 +562,22 @@ def _event_id(f: _Fields, data: Mapping[str, Any], kind: str) -> str:
 
 
 def _decode_event(
-    kind: str, data: dict[str, Any], site: SiteConfig, now: datetime, limits: Limits, generic_kinds: frozenset[str]
+    kind: str,
+    data: dict[str, Any],
+    site: SiteConfig,
+    now: datetime,
+    limits: Limits,
+    generic_kinds: frozenset[str],
 ) -> tuple[Event, datetime]:
     """Returns the event and the time that must pass the clock checks."""
     f = _Fields(data)
     event: Event
     if kind == "blast-notice":
         event = BlastNotice(
-            site.id, f.req_text("blast_id", 128), f.req_time("issued_ts"), f.req_time("planned_ts"),
+            site.id,
+            f.req_text("blast_id", 128),
+            f.req_time("issued_ts"),
+            f.req_time("planned_ts"),
             f.texts("recipients"),
         )
         checked = event.issued_ts
@@ -563,7 +599,12 @@ def _decode_event(
         if direction not in ("in", "out"):
             raise DecodeError("direction", f"must be 'in' or 'out', got {direction!r}")
         event = TruckPassage(
-            site.id, _event_id(f, data, kind), f.req_time("ts"), gate, direction, f.text("truck_id", required=False)
+            site.id,
+            _event_id(f, data, kind),
+            f.req_time("ts"),
+            gate,
+            direction,
+            f.text("truck_id", required=False),
         )
         checked = event.ts
     elif kind in ("work", "temporary-lighting"):
@@ -612,7 +653,9 @@ def decode(
 ) -> Message:
     """Decode one input message; raises DecodeError naming the field and the reason."""
     if len(payload) > limits.max_payload_bytes:
-        raise DecodeError("payload", f"{len(payload)} bytes exceeds the {limits.max_payload_bytes}-byte limit")
+        raise DecodeError(
+            "payload", f"{len(payload)} bytes exceeds the {limits.max_payload_bytes}-byte limit"
+        )
     parsed = parse_topic(topic, prefix)
     site = sites.get(parsed.site)
     if site is None:
@@ -621,7 +664,9 @@ def decode(
         data = _load_json(payload)
         kinds = (generic_event_kinds or {}).get(site.id, frozenset())
         event, checked = _decode_event(parsed.kind, data, site, now, limits, kinds)
-        check_time(checked, now, limits, "ts" if parsed.kind not in ("work", "temporary-lighting") else "start")
+        check_time(
+            checked, now, limits, "ts" if parsed.kind not in ("work", "temporary-lighting") else "start"
+        )
         return event
     if parsed.group != "sensors":
         raise DecodeError("topic", f"{topic!r} is an output topic, not an input")
@@ -659,63 +704,127 @@ def _compact(data: dict[str, Any]) -> dict[str, Any]:
 def payload_of(record: Message) -> dict[str, Any]:
     """The JSON object for a record (audio excluded: see encode_audio)."""
     if isinstance(record, SoundLevels):
-        return _compact({
-            "ts": format_ts(record.ts), "duration_s": record.duration_s, "LAeq": record.LAeq,
-            "LAFmax": record.LAFmax, "LCpeak": record.LCpeak, "LASmax": record.LASmax, "LZpeak": record.LZpeak,
-            "LAFmin": record.LAFmin, "LCeq": record.LCeq, "LZeq": record.LZeq,
-        })
+        return _compact(
+            {
+                "ts": format_ts(record.ts),
+                "duration_s": record.duration_s,
+                "LAeq": record.LAeq,
+                "LAFmax": record.LAFmax,
+                "LCpeak": record.LCpeak,
+                "LASmax": record.LASmax,
+                "LZpeak": record.LZpeak,
+                "LAFmin": record.LAFmin,
+                "LCeq": record.LCeq,
+                "LZeq": record.LZeq,
+            }
+        )
     if isinstance(record, LightSummary):
-        data = _compact({
-            "ts": format_ts(record.ts), "duration_s": record.duration_s, "lux_mean": record.lux_mean,
-            "lux_min": record.lux_min, "lux_max": record.lux_max,
-        })
+        data = _compact(
+            {
+                "ts": format_ts(record.ts),
+                "duration_s": record.duration_s,
+                "lux_mean": record.lux_mean,
+                "lux_min": record.lux_min,
+                "lux_max": record.lux_max,
+            }
+        )
         if record.burst:
             data["burst"] = list(record.burst)
             data["burst_rate_hz"] = record.burst_rate_hz
         return data
     if isinstance(record, WeatherReading):
         rain: bool | float = record.rain_mm_h if record.rain_mm_h is not None else record.rain
-        return {"ts": format_ts(record.ts), "duration_s": record.duration_s,
-                "wind_speed_ms": record.wind_speed_ms, "rain": rain}
+        return {
+            "ts": format_ts(record.ts),
+            "duration_s": record.duration_s,
+            "wind_speed_ms": record.wind_speed_ms,
+            "rain": rain,
+        }
     if isinstance(record, TurbidityReading):
         return {"ts": format_ts(record.ts), "duration_s": record.duration_s, "ntu": record.ntu}
     if isinstance(record, SensorStatus):
-        data = _compact({"ts": format_ts(record.ts), "battery_pct": record.battery_pct,
-                         "clock_offset_s": record.clock_offset_s})
+        data = _compact(
+            {
+                "ts": format_ts(record.ts),
+                "battery_pct": record.battery_pct,
+                "clock_offset_s": record.clock_offset_s,
+            }
+        )
         if record.calibration_reference_db is not None:
-            data["calibration"] = {"reference_db": record.calibration_reference_db,
-                                   "measured_db": record.calibration_measured_db}
+            data["calibration"] = {
+                "reference_db": record.calibration_reference_db,
+                "measured_db": record.calibration_measured_db,
+            }
         return data
     if isinstance(record, BandLevels):
-        return {"ts": format_ts(record.ts), "duration_s": record.duration_s,
-                "bands": {f"{k:g}": v for k, v in record.bands.items()}}
+        return {
+            "ts": format_ts(record.ts),
+            "duration_s": record.duration_s,
+            "bands": {f"{k:g}": v for k, v in record.bands.items()},
+        }
     if isinstance(record, BlastNotice):
-        return {"blast_id": record.id, "issued_ts": format_ts(record.issued_ts),
-                "planned_ts": format_ts(record.planned_ts), "recipients": list(record.recipients)}
+        return {
+            "blast_id": record.id,
+            "issued_ts": format_ts(record.issued_ts),
+            "planned_ts": format_ts(record.planned_ts),
+            "recipients": list(record.recipients),
+        }
     if isinstance(record, Blast):
-        return _compact({"blast_id": record.id, "ts": format_ts(record.ts), "safety_reason": record.safety_reason,
-                         "charge_kg": record.charge_kg, "overpressure_db": record.overpressure_db})
+        return _compact(
+            {
+                "blast_id": record.id,
+                "ts": format_ts(record.ts),
+                "safety_reason": record.safety_reason,
+                "charge_kg": record.charge_kg,
+                "overpressure_db": record.overpressure_db,
+            }
+        )
     if isinstance(record, TruckPassage):
-        return _compact({"id": record.id, "ts": format_ts(record.ts), "gate": record.gate,
-                         "direction": record.direction, "truck_id": record.truck_id})
+        return _compact(
+            {
+                "id": record.id,
+                "ts": format_ts(record.ts),
+                "gate": record.gate,
+                "direction": record.direction,
+                "truck_id": record.truck_id,
+            }
+        )
     if isinstance(record, WorkPeriod):
-        return _compact({"id": record.id, "start": format_ts(record.start), "end": format_ts(record.end),
-                         "kind": record.kind.value, "sensors": list(record.sensors) or None})
+        return _compact(
+            {
+                "id": record.id,
+                "start": format_ts(record.start),
+                "end": format_ts(record.end),
+                "kind": record.kind.value,
+                "sensors": list(record.sensors) or None,
+            }
+        )
     if isinstance(record, TemporaryLighting):
-        return {"id": record.id, "start": format_ts(record.start), "end": format_ts(record.end),
-                "description": record.description}
+        return {
+            "id": record.id,
+            "start": format_ts(record.start),
+            "end": format_ts(record.end),
+            "description": record.description,
+        }
     if isinstance(record, GenericEvent):
         return {"id": record.id, "ts": format_ts(record.ts), **record.fields}
     raise TypeError(f"cannot encode {type(record).__name__}")
 
 
 _EVENT_KINDS: dict[type, str] = {
-    BlastNotice: "blast-notice", Blast: "blast", TruckPassage: "truck", WorkPeriod: "work",
+    BlastNotice: "blast-notice",
+    Blast: "blast",
+    TruckPassage: "truck",
+    WorkPeriod: "work",
     TemporaryLighting: "temporary-lighting",
 }
 _SENSOR_KINDS: dict[type, str] = {
-    SoundLevels: "levels", LightSummary: "light", WeatherReading: "weather", TurbidityReading: "turbidity",
-    SensorStatus: "status", BandLevels: "bands",
+    SoundLevels: "levels",
+    LightSummary: "light",
+    WeatherReading: "weather",
+    TurbidityReading: "turbidity",
+    SensorStatus: "status",
+    BandLevels: "bands",
 }
 
 
@@ -736,10 +845,17 @@ def encode(record: Message, key: bytes | None = None, prefix: str = "minewatch")
 
 
 def encode_audio(block: AudioBlock, key: bytes | None = None, prefix: str = "minewatch") -> tuple[str, bytes]:
-    header: dict[str, Any] = {"ts": format_ts(block.ts), "seq": block.seq, "sample_rate": block.sample_rate,
-                              "format": block.sample_format, "channels": 1}
+    header: dict[str, Any] = {
+        "ts": format_ts(block.ts),
+        "seq": block.seq,
+        "sample_rate": block.sample_rate,
+        "format": block.sample_format,
+        "channels": 1,
+    }
     if key:
         signed = dict(header, pcm_sha256=hashlib.sha256(block.pcm).hexdigest())
         header["sig"] = sign(signed, key)
     head = json.dumps(header, separators=(",", ":")).encode()
-    return sensor_topic(block.site, block.sensor, "audio", prefix), AUDIO_MAGIC + struct.pack(">I", len(head)) + head + block.pcm
+    return sensor_topic(block.site, block.sensor, "audio", prefix), AUDIO_MAGIC + struct.pack(
+        ">I", len(head)
+    ) + head + block.pcm

@@ -62,13 +62,27 @@ expected_period_s = 60
 
 
 def write_config(
-    path: Path, broker_url: str, *, site: str = "quarry", influx: str = "", client_id: str = "minewatch-test",
-    protocol: str = "5", daemon_extra: str = "", extra_sites: str = "",
+    path: Path,
+    broker_url: str,
+    *,
+    site: str = "quarry",
+    influx: str = "",
+    client_id: str = "minewatch-test",
+    protocol: str = "5",
+    daemon_extra: str = "",
+    extra_sites: str = "",
 ) -> Path:
     path.write_text(
-        SITE_CONFIG.format(broker_url=broker_url, client_id=client_id, protocol=protocol,
-                           store=path.parent / "store.db", influx=influx, site=site,
-                           daemon_extra=daemon_extra) + extra_sites
+        SITE_CONFIG.format(
+            broker_url=broker_url,
+            client_id=client_id,
+            protocol=protocol,
+            store=path.parent / "store.db",
+            influx=influx,
+            site=site,
+            daemon_extra=daemon_extra,
+        )
+        + extra_sites
     )
     return path
 
@@ -84,7 +98,9 @@ class Daemon:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "monitor.cli", "run", "--config", str(self.config)],
-            stdout=self.log, stderr=self.log, env=env,
+            stdout=self.log,
+            stderr=self.log,
+            env=env,
         )
         return self
 
@@ -141,7 +157,8 @@ class Client:
         self.client.reconnect_delay_set(0.1, 1)
         connected = threading.Event()
         self.client.on_connect = lambda c, u, f, r, p: (
-            [c.subscribe(t, qos=1) for t in subscribe], connected.set()
+            [c.subscribe(t, qos=1) for t in subscribe],
+            connected.set(),
         )
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()

@@ -44,7 +44,9 @@ def require(binary: str) -> str:
         (p for p in (f"/usr/sbin/{binary}", f"/usr/bin/{binary}") if os.path.exists(p)), None
     )
     if path is None:
-        raise RuntimeError(f"{binary} is not installed: .ci/run installs it (apt-get install mosquitto influxdb)")
+        raise RuntimeError(
+            f"{binary} is not installed: .ci/run installs it (apt-get install mosquitto influxdb)"
+        )
     return path
 
 
@@ -80,7 +82,9 @@ class Mosquitto:
             f"user {getpass.getuser()}\n" + self.extra_conf
         )
         self.log = open(self.workdir / "mosquitto.log", "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([require("mosquitto"), "-c", str(conf)], stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(
+            [require("mosquitto"), "-c", str(conf)], stdout=self.log, stderr=self.log
+        )
         wait_for_port(self.port, proc=self.proc)
         return self
 
@@ -123,13 +127,15 @@ class Influxd:
             f'bind-address = "127.0.0.1:{self.rpc_port}"\n'
             f'[meta]\n  dir = "{self.workdir}/meta"\n'
             f'[data]\n  dir = "{self.workdir}/data"\n  wal-dir = "{self.workdir}/wal"\n'
-            '  query-log-enabled = false\n'
+            "  query-log-enabled = false\n"
             "[monitor]\n  store-enabled = false\n"
             f'[http]\n  bind-address = "127.0.0.1:{self.port}"\n  log-enabled = false\n'
             "[continuous_queries]\n  enabled = false\n"
         )
         self.log = open(self.workdir / "influxd.log", "ab")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([require("influxd"), "-config", str(conf)], stdout=self.log, stderr=self.log)
+        self.proc = subprocess.Popen(
+            [require("influxd"), "-config", str(conf)], stdout=self.log, stderr=self.log
+        )
         wait_for_port(self.port, timeout=30, proc=self.proc)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the port opens a moment before /ping answers

@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     sensors = sum(len(s.sensors) for s in config.sites)
     influx = f"InfluxDB v{config.storage.influxdb.version}" if config.storage.influxdb else "no InfluxDB"
     print(
-        f"{args.file}: OK ({len(config.sites)} site(s), {sensors} sensor(s), store {config.storage.path}, {influx})"
+        f"{args.file}: OK ({len(config.sites)} site(s), {sensors} sensor(s), "
+        f"store {config.storage.path}, {influx})"
     )
     return 0

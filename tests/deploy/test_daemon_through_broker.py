@@ -43,7 +43,9 @@ def minute_ago(n: int) -> datetime:
 
 def publish_minute(sensor_client: object, site: str, level: float, start: datetime) -> None:
     for s in range(60):
-        topic, payload = encode(SoundLevels(site, "n1", start + timedelta(seconds=s), 1.0, level, level + 1, level + 15))
+        topic, payload = encode(
+            SoundLevels(site, "n1", start + timedelta(seconds=s), 1.0, level, level + 1, level + 15)
+        )
         rc = sensor_client.publish(topic, payload)  # type: ignore[attr-defined]
         assert not rc.is_failure, rc
 
@@ -61,8 +63,12 @@ def test_end_to_end_through_tls_broker_with_acl(tmp_path: Path) -> None:
             town.subscribe("minewatch/north/violations")
             sensor = broker.connected("sensor-north-n1")
             publish_minute(sensor, "north", 86.0, minute_ago(3))
-            assert wait_until(lambda: store_count(tmp_path / "store.db", "SELECT COUNT(*) FROM sound") == 60, 30)
-            assert town.wait_for(lambda msgs: any(m.topic.endswith("/violations") for m in msgs), 30), daemon.logs()
+            assert wait_until(
+                lambda: store_count(tmp_path / "store.db", "SELECT COUNT(*) FROM sound") == 60, 30
+            )
+            assert town.wait_for(lambda msgs: any(m.topic.endswith("/violations") for m in msgs), 30), (
+                daemon.logs()
+            )
             violation = json.loads(town.payloads("minewatch/north/violations")[0])
             assert violation["standard"] == "noise" and violation["sensors"] == ["n1"]
         finally:
@@ -79,7 +85,9 @@ def test_two_instances_with_disjoint_sites(tmp_path: Path) -> None:
             workdir = tmp_path / name
             workdir.mkdir()
             config = workdir / "minewatch.toml"
-            config.write_text(config_text(broker, f"minewatch-daemon-{name}", workdir / "store.db", owned, sites))
+            config.write_text(
+                config_text(broker, f"minewatch-daemon-{name}", workdir / "store.db", owned, sites)
+            )
             daemons.append(Daemon(config).start())
         try:
             for d in daemons:

@@ -82,15 +82,33 @@ kind = "microphone"
     [
         ('[daemon]\nclock = "sundial"', "daemon.clock: must be one of wall, data, got 'sundial'"),
         ('[daemon]\nlateness_s = "soon"', "daemon.lateness_s: expected a number, got 'soon'"),
-        ('[storage.influxdb]\nversion = 2\nurl = "http://x:8086"', "storage.influxdb.org: required for the v2 API"),
-        ('[storage.influxdb]\nversion = 1\nurl = "http://x:8086"', "storage.influxdb.database: required for the v1 API"),
-        ('[storage.influxdb]\nversion = 3\nurl = "http://x:8086"\nbucket="b"\norg="o"', "storage.influxdb.version: must be 1"),
-        ('[broker]\npassword_env = "MINEWATCH_NOT_SET_ANYWHERE"', "broker.password_env: environment variable"),
+        (
+            '[storage.influxdb]\nversion = 2\nurl = "http://x:8086"',
+            "storage.influxdb.org: required for the v2 API",
+        ),
+        (
+            '[storage.influxdb]\nversion = 1\nurl = "http://x:8086"',
+            "storage.influxdb.database: required for the v1 API",
+        ),
+        (
+            '[storage.influxdb]\nversion = 3\nurl = "http://x:8086"\nbucket="b"\norg="o"',
+            "storage.influxdb.version: must be 1",
+        ),
+        (
+            '[broker]\npassword_env = "MINEWATCH_NOT_SET_ANYWHERE"',
+            "broker.password_env: environment variable",
+        ),
         ('[broker]\npassword = "a"\npassword_file = "/x"', "broker.password: give only one of"),
         ('[broker]\nprotocol = "4"', "broker.protocol: must be one of 5, 3.1.1"),
         ('[daemon]\nsites = ["nowhere"]', "daemon.sites: unknown site 'nowhere'"),
-        ('[[recipients]]\nname = "x"\n[[recipients.channels]]\ntype = "email"', "recipients[0].channels[0].to:"),
-        ('[[recipients]]\nname = "x"\n[[recipients.channels]]\ntype = "webhook"\nurl = "ftp://x"', "webhook needs an http(s) URL"),
+        (
+            '[[recipients]]\nname = "x"\n[[recipients.channels]]\ntype = "email"',
+            "recipients[0].channels[0].to:",
+        ),
+        (
+            '[[recipients]]\nname = "x"\n[[recipients.channels]]\ntype = "webhook"\nurl = "ftp://x"',
+            "webhook needs an http(s) URL",
+        ),
     ],
 )
 def test_single_mistakes(snippet: str, expected: str) -> None:
@@ -105,12 +123,21 @@ def test_single_mistakes(snippet: str, expected: str) -> None:
         ('gates = ["nowhere"]', "sites[0].sensors[1].gates: unknown gate 'nowhere'"),
         ("require_signature = true", "sites[0].sensors[1].require_signature: needs signing_key"),
         ('id = "n1"', "duplicate sensor id 'n1'"),
-        ('calibration = { full_scale_db = 500 }', "sites[0].sensors[1].calibration.full_scale_db: must be at most 200"),
+        (
+            "calibration = { full_scale_db = 500 }",
+            "sites[0].sensors[1].calibration.full_scale_db: must be at most 200",
+        ),
         ('placement = "roof"', "sites[0].sensors[1].placement: must be one of"),
     ],
 )
 def test_sensor_mistakes(sensor_extra: str, expected: str) -> None:
-    text = MINIMAL + "[[sites.sensors]]\n" + ('id = "n2"\n' if "id =" not in sensor_extra else "") + sensor_extra + "\n"
+    text = (
+        MINIMAL
+        + "[[sites.sensors]]\n"
+        + ('id = "n2"\n' if "id =" not in sensor_extra else "")
+        + sensor_extra
+        + "\n"
+    )
     with pytest.raises(ConfigError) as info:
         parse_config(text)
     assert any(expected in p for p in info.value.problems), info.value.problems

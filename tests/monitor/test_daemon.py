@@ -23,11 +23,16 @@ def recent_minute(minutes_ago: int = 3) -> datetime:
 
 
 def levels(sensor: str, ts: datetime, laeq: float) -> tuple[str, bytes]:
-    return encode(SoundLevels(SITE, sensor, ts, 1.0, laeq, laeq + 1.5, laeq + 15, LASmax=laeq + 1, LZpeak=laeq + 18))
+    return encode(
+        SoundLevels(SITE, sensor, ts, 1.0, laeq, laeq + 1.5, laeq + 15, LASmax=laeq + 1, LZpeak=laeq + 18)
+    )
 
 
 def test_end_to_end(tmp_path: Path, mosquitto: Mosquitto, influxd: Influxd) -> None:
-    influx = f'[storage.influxdb]\nversion = 1\nurl = "{influxd.url}"\ndatabase = "minewatch"\nflush_interval_s = 0.2'
+    influx = (
+        f'[storage.influxdb]\nversion = 1\nurl = "{influxd.url}"\n'
+        'database = "minewatch"\nflush_interval_s = 0.2'
+    )
     config = write_config(tmp_path / "minewatch.toml", mosquitto.url, influx=influx)
     store = tmp_path / "store.db"
     daemon = Daemon(config).start()
@@ -48,15 +53,26 @@ def test_end_to_end(tmp_path: Path, mosquitto: Mosquitto, influxd: Influxd) -> N
         pcm = (0.1 * np.sin(2 * np.pi * 1000 * t) * 32767).astype("<i2")
         start = minute + timedelta(minutes=1)
         for i in range(2):
-            block = AudioBlock(SITE, "n1", start + timedelta(seconds=i), i, fs, "s16le", pcm[i * fs:(i + 1) * fs].tobytes())
+            block = AudioBlock(
+                SITE, "n1", start + timedelta(seconds=i), i, fs, "s16le", pcm[i * fs : (i + 1) * fs].tobytes()
+            )
             pub.publish(*encode(block))
-        pub.publish(f"minewatch/{SITE}/sensors/l1/light",
-                    {"ts": format_ts(minute), "duration_s": 10, "lux_mean": 0.2, "lux_min": 0.1, "lux_max": 0.3})
-        pub.publish(f"minewatch/{SITE}/sensors/wx/weather", {"ts": format_ts(minute), "wind_speed_ms": 2.0, "rain": False})
-        pub.publish(f"minewatch/{SITE}/events/truck",
-                    {"id": "t1", "ts": format_ts(minute + timedelta(seconds=30)), "gate": "g1", "direction": "in"})
-        pub.publish(f"minewatch/{SITE}/sensors/n1/levels", {"ts": format_ts(minute), "duration_s": 1, "LAeq": "loud",
-                                                                "LAFmax": 70, "LCpeak": 90})
+        pub.publish(
+            f"minewatch/{SITE}/sensors/l1/light",
+            {"ts": format_ts(minute), "duration_s": 10, "lux_mean": 0.2, "lux_min": 0.1, "lux_max": 0.3},
+        )
+        pub.publish(
+            f"minewatch/{SITE}/sensors/wx/weather",
+            {"ts": format_ts(minute), "wind_speed_ms": 2.0, "rain": False},
+        )
+        pub.publish(
+            f"minewatch/{SITE}/events/truck",
+            {"id": "t1", "ts": format_ts(minute + timedelta(seconds=30)), "gate": "g1", "direction": "in"},
+        )
+        pub.publish(
+            f"minewatch/{SITE}/sensors/n1/levels",
+            {"ts": format_ts(minute), "duration_s": 1, "LAeq": "loud", "LAFmax": 70, "LCpeak": 90},
+        )
 
         assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM sound") >= 122, 30), daemon.logs()
         assert store_count(store, "SELECT COUNT(*) FROM sound WHERE source = 'audio'") == 2
@@ -108,7 +124,9 @@ def test_sigkill_and_restart_lose_nothing(tmp_path: Path, mosquitto: Mosquitto) 
         # Resend a slice of the backlog, as a sensor draining its queue would: duplicates change nothing.
         for i in range(0, 500):
             pub.publish(*levels("n1" if i % 2 else "n2", base + timedelta(seconds=i // 2), 60.0 + (i % 7)))
-        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM sound") == total, 60), daemon.logs()
+        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM sound") == total, 60), (
+            daemon.logs()
+        )
     finally:
         code = daemon.stop()
         pub.close()
@@ -160,9 +178,13 @@ def test_malformed_flood_interleaved(tmp_path: Path, mosquitto: Mosquitto) -> No
             if kind == 0:
                 payload = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 300)))
             elif kind == 1:
-                payload = json.dumps({"ts": format_ts(base), "LAeq": [1], "LAFmax": 1, "LCpeak": 1, "duration_s": 1}).encode()
+                payload = json.dumps(
+                    {"ts": format_ts(base), "LAeq": [1], "LAFmax": 1, "LCpeak": 1, "duration_s": 1}
+                ).encode()
             elif kind == 2:
-                payload = b'{"ts": "2026-06-15T00:00:00Z", "duration_s": 1, "LAeq": NaN, "LAFmax": 1, "LCpeak": 1}'
+                payload = (
+                    b'{"ts": "2026-06-15T00:00:00Z", "duration_s": 1, "LAeq": NaN, "LAFmax": 1, "LCpeak": 1}'
+                )
             elif kind == 3:
                 payload = b'{"x": "' + b"a" * 1_100_000 + b'"}' if i % 500 == 3 else b'{"ts": 5e20}'
             else:
@@ -172,7 +194,9 @@ def test_malformed_flood_interleaved(tmp_path: Path, mosquitto: Mosquitto) -> No
             if i % 10 == 0:
                 pub.publish(*levels("n2", base + timedelta(seconds=good * 0.2), 62.0))
                 good += 1
-        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM rejections") == bad, 90), daemon.logs()
+        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM rejections") == bad, 90), (
+            daemon.logs()
+        )
         assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM sound") == good, 30)
         assert store_count(store, "SELECT COUNT(*) FROM rejections WHERE reason = ''") == 0
         assert daemon.alive()

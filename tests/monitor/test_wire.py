@@ -67,7 +67,12 @@ SITES = {s.id: s for s in CONFIG.sites}
 P = "minewatch/dovre-north"
 
 
-def dec(topic: str, payload: Any, *, limits: Limits = Limits(), generic: frozenset[str] = frozenset()) -> Any:
+DEFAULT_LIMITS = Limits()
+
+
+def dec(
+    topic: str, payload: Any, *, limits: Limits = DEFAULT_LIMITS, generic: frozenset[str] = frozenset()
+) -> Any:
     raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     return decode(topic, raw, SITES, NOW, limits, {"dovre-north": generic})
 
@@ -101,13 +106,22 @@ def test_ts_epoch_and_offset_are_utc() -> None:
 def test_light_with_burst() -> None:
     m = dec(
         f"{P}/sensors/l1/light",
-        {"ts": "2026-06-15T11:59:00Z", "duration_s": 10, "lux_mean": 0.5, "lux_min": 0.1, "lux_max": 2.0,
-         "burst": [0.1, 2.0, 0.1, 2.0], "burst_rate_hz": 20},
+        {
+            "ts": "2026-06-15T11:59:00Z",
+            "duration_s": 10,
+            "lux_mean": 0.5,
+            "lux_min": 0.1,
+            "lux_max": 2.0,
+            "burst": [0.1, 2.0, 0.1, 2.0],
+            "burst_rate_hz": 20,
+        },
     )
     assert isinstance(m, LightSummary) and m.burst == (0.1, 2.0, 0.1, 2.0) and m.burst_rate_hz == 20
 
 
-@pytest.mark.parametrize(("rain", "flag", "mm"), [(True, True, None), (False, False, None), (2.5, True, 2.5), (0, False, 0.0)])
+@pytest.mark.parametrize(
+    ("rain", "flag", "mm"), [(True, True, None), (False, False, None), (2.5, True, 2.5), (0, False, 0.0)]
+)
 def test_weather(rain: Any, flag: bool, mm: float | None) -> None:
     m = dec(f"{P}/sensors/wx/weather", {"ts": "2026-06-15T11:59:00Z", "wind_speed_ms": 6.1, "rain": rain})
     assert isinstance(m, WeatherReading) and m.rain is flag and m.rain_mm_h == mm and m.duration_s == 60
@@ -116,14 +130,22 @@ def test_weather(rain: Any, flag: bool, mm: float | None) -> None:
 def test_status_with_calibration() -> None:
     m = dec(
         f"{P}/sensors/n1/status",
-        {"ts": "2026-06-15T11:59:00Z", "battery_pct": 88, "clock_offset_s": 0.2, "uptime_s": 3600,
-         "calibration": {"reference_db": 94.0, "measured_db": 94.3}},
+        {
+            "ts": "2026-06-15T11:59:00Z",
+            "battery_pct": 88,
+            "clock_offset_s": 0.2,
+            "uptime_s": 3600,
+            "calibration": {"reference_db": 94.0, "measured_db": 94.3},
+        },
     )
     assert isinstance(m, SensorStatus) and m.calibration_measured_db == 94.3 and m.battery_pct == 88
 
 
 def test_bands() -> None:
-    m = dec(f"{P}/sensors/n1/bands", {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"1000": 60, "31.5": 55}})
+    m = dec(
+        f"{P}/sensors/n1/bands",
+        {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"1000": 60, "31.5": 55}},
+    )
     assert isinstance(m, BandLevels) and m.bands == {1000.0: 60.0, 31.5: 55.0}
 
 
@@ -137,20 +159,44 @@ def test_audio_round_trip() -> None:
 
 
 def test_events() -> None:
-    notice = dec(f"{P}/events/blast-notice", {"blast_id": "b1", "issued_ts": "2026-06-14T09:00:00Z",
-                                             "planned_ts": "2026-06-15T16:30:00Z", "recipients": ["town"]})
+    notice = dec(
+        f"{P}/events/blast-notice",
+        {
+            "blast_id": "b1",
+            "issued_ts": "2026-06-14T09:00:00Z",
+            "planned_ts": "2026-06-15T16:30:00Z",
+            "recipients": ["town"],
+        },
+    )
     assert isinstance(notice, BlastNotice) and notice.id == "b1" and notice.recipients == ("town",)
-    blast = dec(f"{P}/events/blast", {"blast_id": "b1", "ts": "2026-06-15T11:30:00Z", "safety_reason": "misfire"})
+    blast = dec(
+        f"{P}/events/blast", {"blast_id": "b1", "ts": "2026-06-15T11:30:00Z", "safety_reason": "misfire"}
+    )
     assert isinstance(blast, Blast) and blast.safety_reason == "misfire"
     truck = dec(f"{P}/events/truck", {"ts": "2026-06-15T11:30:00Z", "gate": "g1", "direction": "in"})
     assert isinstance(truck, TruckPassage) and truck.id.startswith("truck-")
     again = dec(f"{P}/events/truck", {"ts": "2026-06-15T11:30:00Z", "gate": "g1", "direction": "in"})
     assert again.id == truck.id  # a resent event without id deduplicates
-    work = dec(f"{P}/events/work", {"id": "w1", "start": "2026-06-15T08:00:00Z", "end": "2026-06-15T10:00:00Z",
-                                    "kind": "repair", "sensors": ["n1"]})
+    work = dec(
+        f"{P}/events/work",
+        {
+            "id": "w1",
+            "start": "2026-06-15T08:00:00Z",
+            "end": "2026-06-15T10:00:00Z",
+            "kind": "repair",
+            "sensors": ["n1"],
+        },
+    )
     assert isinstance(work, WorkPeriod) and work.kind is WorkKind.REPAIR and work.sensors == ("n1",)
-    light = dec(f"{P}/events/temporary-lighting", {"id": "t1", "start": "2026-06-15T01:00:00Z",
-                                                   "end": "2026-06-15T05:00:00Z", "description": "night repair"})
+    light = dec(
+        f"{P}/events/temporary-lighting",
+        {
+            "id": "t1",
+            "start": "2026-06-15T01:00:00Z",
+            "end": "2026-06-15T05:00:00Z",
+            "description": "night repair",
+        },
+    )
     assert isinstance(light, TemporaryLighting) and light.description == "night repair"
 
 
@@ -229,17 +275,52 @@ def far(years: float) -> str:
         ("levels", {**LEVELS, "ts": "yesterday"}, "ts: 'yesterday' is not an RFC 3339 time"),
         ("levels", {**LEVELS, "ts": "2026-06-15T11:59:00"}, "has no UTC offset"),
         ("levels", [1, 2], "payload: expected a JSON object, got list"),
-        ("light", {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "lux_mean": -1, "lux_min": -1, "lux_max": 1},
-         "lux_mean: -1 is below the plausible minimum 0"),
-        ("light", {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "lux_mean": 5, "lux_min": 1, "lux_max": 2},
-         "lux_mean: must lie between lux_min and lux_max"),
-        ("light", {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "lux_mean": 1, "lux_min": 1, "lux_max": 1,
-                   "burst": [1, "x"], "burst_rate_hz": 10}, "burst[1]: 'x' is not an illuminance in lux"),
-        ("light", {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "lux_mean": 1, "lux_min": 1, "lux_max": 1,
-                   "burst": [1, 2]}, "burst_rate_hz: missing"),
+        (
+            "light",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "lux_mean": -1, "lux_min": -1, "lux_max": 1},
+            "lux_mean: -1 is below the plausible minimum 0",
+        ),
+        (
+            "light",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "lux_mean": 5, "lux_min": 1, "lux_max": 2},
+            "lux_mean: must lie between lux_min and lux_max",
+        ),
+        (
+            "light",
+            {
+                "ts": "2026-06-15T11:59:00Z",
+                "duration_s": 1,
+                "lux_mean": 1,
+                "lux_min": 1,
+                "lux_max": 1,
+                "burst": [1, "x"],
+                "burst_rate_hz": 10,
+            },
+            "burst[1]: 'x' is not an illuminance in lux",
+        ),
+        (
+            "light",
+            {
+                "ts": "2026-06-15T11:59:00Z",
+                "duration_s": 1,
+                "lux_mean": 1,
+                "lux_min": 1,
+                "lux_max": 1,
+                "burst": [1, 2],
+            },
+            "burst_rate_hz: missing",
+        ),
         ("weather", {"ts": "2026-06-15T11:59:00Z", "wind_speed_ms": 300}, "wind_speed_ms: 300 is above"),
-        ("status", {"ts": "2026-06-15T11:59:00Z", "calibration": {"reference_db": 94}}, "measured_db: missing"),
-        ("bands", {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"abc": 1}}, "bands.abc: not a frequency"),
+        (
+            "status",
+            {"ts": "2026-06-15T11:59:00Z", "calibration": {"reference_db": 94}},
+            "measured_db: missing",
+        ),
+        (
+            "bands",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"abc": 1}},
+            "bands.abc: not a frequency",
+        ),
         ("bands", {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {}}, "bands: expected an object"),
     ],
 )
@@ -283,12 +364,36 @@ def test_bad_topics(topic: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("kind", "payload", "expected"),
     [
-        ("truck", {"ts": "2026-06-15T11:00:00Z", "gate": "g9", "direction": "in"}, "gate: gate 'g9' is not configured"),
-        ("truck", {"ts": "2026-06-15T11:00:00Z", "gate": "g1", "direction": "up"}, "direction: must be 'in' or 'out'"),
-        ("work", {"start": "2026-06-15T11:00:00Z", "end": "2026-06-15T10:00:00Z", "kind": "repair"}, "end: must be after start"),
-        ("work", {"start": "2026-06-15T09:00:00Z", "end": "2026-06-15T10:00:00Z", "kind": "mining"}, "kind: must be one of"),
-        ("work", {"start": "2026-06-15T09:00:00Z", "end": "2026-06-15T10:00:00Z", "kind": "repair", "sensors": ["zz"]},
-         "sensors: sensor zz is not configured"),
+        (
+            "truck",
+            {"ts": "2026-06-15T11:00:00Z", "gate": "g9", "direction": "in"},
+            "gate: gate 'g9' is not configured",
+        ),
+        (
+            "truck",
+            {"ts": "2026-06-15T11:00:00Z", "gate": "g1", "direction": "up"},
+            "direction: must be 'in' or 'out'",
+        ),
+        (
+            "work",
+            {"start": "2026-06-15T11:00:00Z", "end": "2026-06-15T10:00:00Z", "kind": "repair"},
+            "end: must be after start",
+        ),
+        (
+            "work",
+            {"start": "2026-06-15T09:00:00Z", "end": "2026-06-15T10:00:00Z", "kind": "mining"},
+            "kind: must be one of",
+        ),
+        (
+            "work",
+            {
+                "start": "2026-06-15T09:00:00Z",
+                "end": "2026-06-15T10:00:00Z",
+                "kind": "repair",
+                "sensors": ["zz"],
+            },
+            "sensors: sensor zz is not configured",
+        ),
         ("blast", {"ts": "2026-06-15T11:00:00Z"}, "blast_id: missing"),
         ("blast", {"blast_id": "b", "ts": far(3)}, "ts: "),
         ("blast-notice", {"blast_id": "b", "issued_ts": "2026-06-15T11:00:00Z"}, "planned_ts: missing"),
