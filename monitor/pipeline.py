@@ -81,7 +81,7 @@ log = logging.getLogger("minewatch.pipeline")
 MINUTE = timedelta(minutes=1)
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
-REEVALUATION_INTERVAL_S = 5.0  # wall seconds between re-judging late-touched minutes / early warnings
+REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
 TOWN_KINDS = frozenset(
     {
         FindingKind.VIOLATION,
@@ -140,8 +140,8 @@ class SiteState:
     # Light summaries over the longest light lookback (the upward-light baseline wants days
     # of them, too many to re-read from SQLite every minute); sorted by time.
     light: list[LightSummary] = field(default_factory=list)
-    last_reevaluation: float = 0.0  # time.monotonic()
-    last_warning_check: float = 0.0
+    last_reevaluation: datetime = datetime.min.replace(tzinfo=UTC)
+    last_warning_check: datetime = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -668,11 +668,10 @@ class Pipeline:
         _, lookahead = rules.data_margins(state.profile)
         ready = floor_minute(now - EVALUATION_DELAY)  # minutes before this have closed
         minutes: set[datetime] = set()
-        wall = time.monotonic()
         # Late data trickling into judged minutes (a backlog draining) re-judges them at most
         # every few seconds, not once per batch.
-        if state.dirty_minutes and wall - state.last_reevaluation >= REEVALUATION_INTERVAL_S:
-            state.last_reevaluation = wall
+        if state.dirty_minutes and now - state.last_reevaluation >= REEVALUATION_INTERVAL:
+            state.last_reevaluation = now
             minutes = set(state.dirty_minutes)
             state.dirty_minutes.clear()
         m = state.evaluated_until
@@ -693,8 +692,8 @@ class Pipeline:
         if m != state.evaluated_until or f != state.final_until:
             state.evaluated_until, state.final_until = m, f
             self.store.set_progress(state.config.id, m, f)
-        if wall - state.last_warning_check >= REEVALUATION_INTERVAL_S:
-            state.last_warning_check = wall
+        if now - state.last_warning_check >= REEVALUATION_INTERVAL:
+            state.last_warning_check = now
             self._early_warnings(state, now)
 
     def _record_findings(

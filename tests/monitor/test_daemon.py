@@ -206,3 +206,37 @@ def test_malformed_flood_interleaved(tmp_path: Path, mosquitto: Mosquitto) -> No
         code = daemon.stop()
         pub.close()
     assert code == 0
+
+
+def test_influxdb_outage_backlog_written_after_it_returns(
+    tmp_path: Path, mosquitto: Mosquitto, influxd: Influxd
+) -> None:
+    influx = (
+        f'[storage.influxdb]\nversion = 1\nurl = "{influxd.url}"\n'
+        'database = "minewatch"\nflush_interval_s = 0.2\ntimeout_s = 2'
+    )
+    config = write_config(tmp_path / "minewatch.toml", mosquitto.url, influx=influx)
+    store = tmp_path / "store.db"
+    daemon = Daemon(config).start()
+    daemon.wait_ready()
+    pub = Client(mosquitto.port, "publisher")
+    base = recent_minute(9)
+    try:
+        for i in range(200):
+            pub.publish(*levels("n1", base + timedelta(seconds=i), 60.0))
+        assert wait_until(lambda: influxd.count("minewatch", "sound", "LAeq") == 200, 30), daemon.logs()
+        influxd.stop()
+        for i in range(200, 500):
+            pub.publish(*levels("n1", base + timedelta(seconds=i), 61.0))
+        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM sound") == 500, 30)
+        pending = store_count(store, "SELECT COUNT(*) FROM outbox_influx")
+        assert pending >= 300  # held in the outbox while InfluxDB is down
+        influxd.start()
+        assert wait_until(lambda: influxd.count("minewatch", "sound", "LAeq") == 500, 60), daemon.logs()
+        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM outbox_influx") == 0, 30)
+        assert daemon.alive()
+    finally:
+        code = daemon.stop()
+        pub.close()
+    assert code == 0
+    assert influxd.count("minewatch", "sound", "LAeq") == 500  # nothing missing, nothing doubled

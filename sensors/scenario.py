@@ -1,0 +1,586 @@
+"""Simulator scenarios: a day at a quarry described as data (TOML), read and checked once.
+
+A scenario names *sources* (what makes sound, light and weather at the sensors) and
+*operator events* (notices, blast records, declared work), each with local clock times.
+``sensors/scenarios/*.toml`` ship with the package; ``--scenario PATH`` reads any file.
+The format is described in sensors/scenarios/README.md and in ``dovre-day.toml``.
+
+Clock times are site-local ``HH:MM[:SS]``. A time at or after the start's time of day is
+on the start date, an earlier one on the next day (start 06:00: "02:10" is the night
+after); ``-1d 10:00`` / ``+1d 10:00`` name a day explicitly. A period is
+``"HH:MM-HH:MM"``; an end at or before its start is on the following day.
+
+Like the daemon's config, every problem is collected and reported as ``where: reason``,
+and unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from rules.model import WorkKind
+
+BUILTIN_DIR = "scenarios"
+_CLOCK = re.compile(r"^\s*(?:([+-]\d+)d\s+)?(\d{1,2}):(\d{2})(?::(\d{2}))?\s*$")
+_DURATION = re.compile(r"^\s*(?:(\d+)h)?\s*(?:(\d+)m(?:in)?)?\s*(?:(\d+)s)?\s*$")
+
+
+class ScenarioError(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+# --------------------------------------------------------------------------- resolved scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Period:
+    start: datetime  # aware, site-local
+    end: datetime
+
+    def contains(self, ts: datetime) -> bool:
+        return self.start <= ts < self.end
+
+
+@dataclass(frozen=True, slots=True)
+class SoundSensor:
+    ambient_day_db: float = 48.0
+    ambient_night_db: float = 38.0
+    bearing_deg: float = 0.0  # direction from the pit to the sensor, for wind
+    c_minus_a_db: float = 6.0  # LCeq - LAeq: machinery is rich in low frequencies
+
+
+@dataclass(frozen=True, slots=True)
+class LightSensor:
+    ambient_night_lux: float = 0.05
+    daylight_factor: float = 0.3  # share of open-sky daylight the sensor sees
+    burst_rate_hz: float = 10.0  # 0: no raw bursts (sky sensors)
+
+
+@dataclass(frozen=True, slots=True)
+class Audio:
+    """Raw audio instead of levels for these sensors, around impulses and each hour."""
+
+    sensors: tuple[str, ...] = ()
+    sample_rate: int = 16000
+    sample_format: str = "s16le"
+    clip_before_s: int = 10
+    clip_after_s: int = 20
+    minutes_per_hour: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Weather:
+    sensor: str = ""
+    wind_ms: float = 2.5
+    wind_sd_ms: float = 0.6
+    wind_dir_deg: float = 225.0  # where the wind comes from
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """Machinery: a level at ``ref_m``, spread to each sensor by distance."""
+
+    name: str
+    level_db: float
+    ref_m: float
+    distance_m: Mapping[str, float]
+    periods: tuple[Period, ...]
+    sd_db: float = 1.0
+    modulation_db: float = 0.0  # loader cycles: +- this much
+    modulation_period_s: float = 60.0
+    absorption_db_per_km: float = 5.0
+    wind_gain_db: float = 2.0  # downwind +, upwind - at a 5 m/s wind
+
+
+@dataclass(frozen=True, slots=True)
+class Trucks:
+    name: str
+    gate: str
+    periods: tuple[Period, ...]
+    every_min: float
+    jitter_min: float
+    peak_db: tuple[float, float]  # at the sensors near the gate
+    far_db: float = 20.0  # how much quieter at the other sensors
+    pass_s: float = 6.0
+    events: bool = True  # the gate camera reports each pass
+
+
+@dataclass(frozen=True, slots=True)
+class Impulse:
+    """A detonation: a peak (LZpeak, dB) at ``ref_m``, by distance to each sensor."""
+
+    name: str
+    at: datetime
+    peak_db: float
+    ref_m: float
+    distance_m: Mapping[str, float]
+    crest_db: float = 30.0  # LZpeak - LAeq of the blast second
+
+
+@dataclass(frozen=True, slots=True)
+class Fixture:
+    name: str
+    sensor: str
+    lux: float
+    periods: tuple[Period, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Flashing:
+    """A light switching between two levels (a fixed flasher, or a passing vehicle beacon)."""
+
+    name: str
+    sensor: str
+    on_lux: float
+    off_lux: float
+    hz: float
+    duty: float
+    periods: tuple[Period, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Wind:
+    name: str
+    periods: tuple[Period, ...]
+    wind_ms: float
+    wind_sd_ms: float
+    wind_dir_deg: float | None
+    rain_mm_h: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Offline:
+    name: str
+    sensor: str
+    periods: tuple[Period, ...]
+
+
+Source = Activity | Trucks | Impulse | Fixture | Flashing | Wind | Offline
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorEvent:
+    """One operator message: ``kind`` is its topic (blast-notice, blast, work, ...)."""
+
+    kind: str
+    publish_at: datetime  # when the operator sends it
+    fields: Mapping[str, Any]  # resolved: datetimes for times
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    description: str
+    start: datetime  # site-local, aware
+    duration: timedelta
+    seed: int
+    status_interval_s: float
+    sound: Mapping[str, SoundSensor]
+    light: Mapping[str, LightSensor]
+    audio: Audio
+    weather: Weather
+    sources: tuple[Source, ...]
+    events: tuple[OperatorEvent, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def end(self) -> datetime:
+        return self.start + self.duration
+
+    def of(self, kind: type[Any]) -> list[Any]:
+        return [s for s in self.sources if isinstance(s, kind)]
+
+
+# --------------------------------------------------------------------------- parsing helpers
+
+
+def parse_duration(text: str) -> timedelta:
+    """``24h``, ``2h30m``, ``90m``, ``45s`` or plain seconds."""
+    text = text.strip()
+    if text.replace(".", "", 1).isdigit():
+        return timedelta(seconds=float(text))
+    m = _DURATION.match(text)
+    if not text or not m or not any(m.groups()):
+        raise ValueError(f"{text!r} is not a duration like 24h, 2h30m, 90m or 45s")
+    h, mi, s = (int(g) if g else 0 for g in m.groups())
+    return timedelta(hours=h, minutes=mi, seconds=s)
+
+
+def parse_start(text: str, tz: ZoneInfo) -> datetime:
+    """Site-local ``2026-06-15T06:00`` (naive means the site's zone) or with an offset."""
+    parsed = datetime.fromisoformat(text.strip())
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=tz)
+    return parsed.astimezone(tz)
+
+
+def resolve_clock(text: str, start: datetime) -> datetime:
+    """A local clock time relative to the scenario start (see the module docstring)."""
+    m = _CLOCK.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a clock time like 11:30, 11:30:15 or -1d 10:00")
+    days, hh, mm, ss = m.groups()
+    clock = time(int(hh), int(mm), int(ss or 0))
+    tz = start.tzinfo
+    day: date = start.date()
+    if days is not None:
+        day += timedelta(days=int(days))
+    elif clock < start.timetz().replace(tzinfo=None):
+        day += timedelta(days=1)
+    # Through the zone (not +timedelta) so a DST change in the scenario is honoured.
+    return datetime.combine(day, clock).replace(tzinfo=tz)
+
+
+def resolve_period(text: str, start: datetime) -> Period:
+    if "-" not in text.strip().lstrip("+-"):
+        raise ValueError(f"{text!r} is not a period like 07:00-18:00")
+    head, _, tail = text.rpartition("-")
+    begin = resolve_clock(head, start)
+    end_clock = resolve_clock(tail, begin)  # relative to the period's own start
+    if end_clock <= begin:
+        end_clock += timedelta(days=1)
+    return Period(begin, end_clock)
+
+
+class _T:
+    """Typed reads from one table; problems are collected, unknown keys reported at the end."""
+
+    def __init__(self, data: Mapping[str, Any], where: str, problems: list[str]) -> None:
+        self.data, self.where, self.problems = data, where, problems
+        self.used: set[str] = set()
+
+    def problem(self, key: str, reason: str) -> None:
+        self.problems.append(f"{self.where}.{key}: {reason}" if self.where else f"{key}: {reason}")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.used.add(key)
+        return self.data.get(key, default)
+
+    def num(self, key: str, default: float | None = None, lo: float | None = None, hi: float | None = None) -> float:
+        value = self.get(key, default)
+        if value is None:
+            self.problem(key, "required")
+            return 0.0
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.problem(key, f"expected a number, got {value!r}")
+            return 0.0
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            self.problem(key, f"{value} is outside {lo:g}..{hi:g}" if lo is not None and hi is not None
+                         else f"{value} is out of range")
+        return float(value)
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.get(key, default)
+        if value is None:
+            self.problem(key, "required")
+            return ""
+        if not isinstance(value, str):
+            self.problem(key, f"expected a string, got {value!r}")
+            return ""
+        return value
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        value = self.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(key, "expected a list of strings")
+            return ()
+        return tuple(value)
+
+    def table(self, key: str) -> Mapping[str, Any]:
+        value = self.get(key, {})
+        if not isinstance(value, dict):
+            self.problem(key, "expected a table")
+            return {}
+        return value
+
+    def distances(self, key: str = "distance_m") -> dict[str, float]:
+        out: dict[str, float] = {}
+        for sensor, d in self.table(key).items():
+            if isinstance(d, bool) or not isinstance(d, int | float) or d <= 0:
+                self.problem(f"{key}.{sensor}", f"expected a positive distance in metres, got {d!r}")
+                continue
+            out[sensor] = float(d)
+        return out
+
+    def clock(self, key: str, start: datetime, default: str | None = None) -> datetime:
+        text = self.text(key, default)
+        try:
+            return resolve_clock(text, start)
+        except ValueError as exc:
+            if text:
+                self.problem(key, str(exc))
+            return start
+
+    def periods(self, key: str, start: datetime) -> tuple[Period, ...]:
+        out = []
+        for text in self.texts(key):
+            try:
+                out.append(resolve_period(text, start))
+            except ValueError as exc:
+                self.problem(key, str(exc))
+        return tuple(out)
+
+    def finish(self) -> None:
+        for key in sorted(set(self.data) - self.used):
+            self.problem(key, "unknown key")
+
+
+# --------------------------------------------------------------------------- sources and events
+
+
+def _source(t: _T, start: datetime) -> Source | None:
+    kind = t.text("kind")
+    name = t.text("name", kind)
+    source: Source | None = None
+    if kind == "activity":
+        source = Activity(
+            name, t.num("level_db", lo=0, hi=200), t.num("ref_m", 10.0, lo=0.1, hi=1e5), t.distances(),
+            t.periods("periods", start), t.num("sd_db", 1.0, lo=0, hi=20), t.num("modulation_db", 0.0, lo=0, hi=40),
+            t.num("modulation_period_s", 60.0, lo=1, hi=86400), t.num("absorption_db_per_km", 5.0, lo=0, hi=100),
+            t.num("wind_gain_db", 2.0, lo=0, hi=20),
+        )
+    elif kind == "trucks":
+        peak = t.get("peak_db", [82.0, 88.0])
+        if (not isinstance(peak, list) or len(peak) != 2 or not all(isinstance(p, int | float) for p in peak)
+                or peak[0] > peak[1]):
+            t.problem("peak_db", "expected [low, high] in dB(A)")
+            peak = [82.0, 88.0]
+        source = Trucks(
+            name, t.text("gate"), t.periods("periods", start), t.num("every_min", 15.0, lo=0.5, hi=1440),
+            t.num("jitter_min", 3.0, lo=0, hi=720), (float(peak[0]), float(peak[1])),
+            t.num("far_db", 20.0, lo=0, hi=100), t.num("pass_s", 6.0, lo=0.5, hi=120),
+            bool(t.get("events", True)),
+        )
+    elif kind == "impulse":
+        source = Impulse(
+            name, t.clock("at", start), t.num("peak_db", lo=60, hi=190), t.num("ref_m", 100.0, lo=0.1, hi=1e5),
+            t.distances(), t.num("crest_db", 30.0, lo=10, hi=60),
+        )
+    elif kind == "fixture":
+        source = Fixture(name, t.text("sensor"), t.num("lux", lo=0, hi=1e5), t.periods("periods", start))
+    elif kind in ("flashing", "beacon"):
+        periods = t.periods("periods", start)
+        if kind == "beacon" or "at" in t.data:
+            at = t.clock("at", start)
+            periods += (Period(at, at + timedelta(seconds=t.num("duration_s", 20.0, lo=0.1, hi=86400))),)
+        source = Flashing(
+            name, t.text("sensor"), t.num("on_lux", lo=0, hi=1e5), t.num("off_lux", 0.0, lo=0, hi=1e5),
+            t.num("hz", 1.0, lo=0.01, hi=50), t.num("duty", 0.5, lo=0.01, hi=0.99), periods,
+        )
+    elif kind == "wind":
+        direction = t.get("wind_dir_deg")
+        source = Wind(
+            name, t.periods("periods", start), t.num("wind_ms", lo=0, hi=60), t.num("wind_sd_ms", 1.0, lo=0, hi=20),
+            None if direction is None else t.num("wind_dir_deg", lo=0, hi=360), t.num("rain_mm_h", 0.0, lo=0, hi=500),
+        )
+    elif kind == "offline":
+        source = Offline(name, t.text("sensor"), t.periods("periods", start))
+    else:
+        t.problem("kind", f"unknown source kind {kind!r} (known: activity, trucks, impulse, fixture, "
+                          "flashing, beacon, wind, offline)")
+        return None
+    t.finish()
+    return source
+
+
+EVENT_KINDS = ("blast-notice", "blast", "work", "temporary-lighting", "truck")
+
+
+def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | None:
+    kind = t.text("kind")
+    fields: dict[str, Any] = {}
+    if kind == "blast-notice":
+        fields = {"blast_id": t.text("blast_id"), "issued_ts": t.clock("issued", start),
+                  "planned_ts": t.clock("planned", start), "recipients": t.texts("recipients")}
+        publish = fields["issued_ts"]
+    elif kind == "blast":
+        fields = {"blast_id": t.text("blast_id"), "ts": t.clock("at", start)}
+        if "safety_reason" in t.data:
+            fields["safety_reason"] = t.text("safety_reason")
+        if "charge_kg" in t.data:
+            fields["charge_kg"] = t.num("charge_kg", lo=0, hi=1e6)
+        publish = fields["ts"] + timedelta(seconds=t.num("report_delay_s", 0.0, lo=0, hi=86400))
+    elif kind in ("work", "temporary-lighting"):
+        period = t.periods("period", start)
+        if len(period) != 1:
+            t.problem("period", "expected one period like 08:00-09:30")
+            return None
+        fields = {"id": t.text("id"), "start": period[0].start, "end": period[0].end}
+        if kind == "work":
+            work = t.text("work")
+            if work not in {k.value for k in WorkKind}:
+                t.problem("work", f"must be one of {', '.join(k.value for k in WorkKind)}")
+            fields["kind"] = work
+            fields["sensors"] = t.texts("sensors")
+        else:
+            fields["description"] = t.text("description", "")
+        declared = t.get("declared")
+        publish = t.clock("declared", start) if declared is not None else period[0].start - timedelta(minutes=5)
+    elif kind == "truck":
+        fields = {"ts": t.clock("at", start), "gate": t.text("gate"), "direction": t.text("direction", "in")}
+        publish = fields["ts"]
+    else:
+        t.problem("kind", f"unknown event kind {kind!r} (known: {', '.join(EVENT_KINDS)})")
+        return None
+    t.finish()
+    # Anything the operator sent before the simulated window goes out first.
+    return OperatorEvent(kind, max(publish, scenario_start), fields)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def builtin_names() -> list[str]:
+    folder = resources.files("sensors").joinpath(BUILTIN_DIR)
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+
+
+def read_scenario_text(name_or_path: str) -> tuple[str, str]:
+    """(text, source) of a built-in scenario by name, or of a file by path."""
+    if name_or_path.endswith(".toml") or "/" in name_or_path:
+        path = Path(name_or_path)
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except OSError as exc:
+            raise ScenarioError([f"{path}: cannot read: {exc.strerror}"]) from None
+    resource = resources.files("sensors").joinpath(BUILTIN_DIR, f"{name_or_path}.toml")
+    if not resource.is_file():
+        raise ScenarioError([f"no built-in scenario {name_or_path!r} (built-in: {', '.join(builtin_names())})"])
+    return resource.read_text(encoding="utf-8"), f"sensors/{BUILTIN_DIR}/{name_or_path}.toml"
+
+
+def parse_scenario(
+    text: str, tz: ZoneInfo, *, start: datetime | None = None, duration: timedelta | None = None,
+    source: str = "<scenario>",
+) -> Scenario:
+    """Parse and resolve a scenario for a site zone; ``start``/``duration`` override the file's."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError([f"{source}: not valid TOML: {exc}"]) from None
+    problems: list[str] = []
+    root = _T(data, "", problems)
+    name = root.text("name", Path(source).stem)
+    description = root.text("description", "")
+    start_text = root.text("start", "")
+    if start is None:
+        try:
+            start = parse_start(start_text, tz)
+        except ValueError:
+            problems.append(f"start: {start_text!r} is not a local time like 2026-06-15T06:00 (or give --start)")
+            start = datetime(2026, 1, 1, tzinfo=tz)
+    start = start.astimezone(tz)
+    if duration is None:
+        try:
+            duration = parse_duration(root.text("duration", "24h"))
+        except ValueError as exc:
+            problems.append(f"duration: {exc}")
+            duration = timedelta(hours=24)
+    if duration <= timedelta(0):
+        problems.append("duration: must be positive")
+    seed = int(root.num("seed", 1))
+    status_interval = root.num("status_interval_s", 300.0, lo=1, hi=86400)
+
+    sound: dict[str, SoundSensor] = {}
+    for sensor_id, table in root.table("sound").items():
+        t = _T(table, f"sound.{sensor_id}", problems)
+        d = SoundSensor()
+        sound[sensor_id] = SoundSensor(t.num("ambient_day_db", d.ambient_day_db, lo=0, hi=120),
+                                       t.num("ambient_night_db", d.ambient_night_db, lo=0, hi=120),
+                                       t.num("bearing_deg", d.bearing_deg, lo=0, hi=360),
+                                       t.num("c_minus_a_db", d.c_minus_a_db, lo=0, hi=30))
+        t.finish()
+    light: dict[str, LightSensor] = {}
+    for sensor_id, table in root.table("light").items():
+        t = _T(table, f"light.{sensor_id}", problems)
+        dl = LightSensor()
+        rate = t.num("burst_rate_hz", dl.burst_rate_hz, lo=0, hi=1000)
+        light[sensor_id] = LightSensor(t.num("ambient_night_lux", dl.ambient_night_lux, lo=0, hi=1000),
+                                       t.num("daylight_factor", dl.daylight_factor, lo=0, hi=1), rate)
+        t.finish()
+    at = _T(root.table("audio"), "audio", problems)
+    da = Audio()
+    audio = Audio(at.texts("sensors"), int(at.num("sample_rate", da.sample_rate, lo=8000, hi=96000)),
+                  at.text("format", da.sample_format), int(at.num("clip_before_s", da.clip_before_s, lo=0, hi=600)),
+                  int(at.num("clip_after_s", da.clip_after_s, lo=0, hi=600)),
+                  int(at.num("minutes_per_hour", da.minutes_per_hour, lo=0, hi=60)))
+    if audio.sample_format not in ("s16le", "f32le"):
+        at.problem("format", "must be s16le or f32le")
+    at.finish()
+    wt = _T(root.table("weather"), "weather", problems)
+    dw = Weather()
+    weather = Weather(wt.text("sensor", ""), wt.num("wind_ms", dw.wind_ms, lo=0, hi=60),
+                      wt.num("wind_sd_ms", dw.wind_sd_ms, lo=0, hi=20),
+                      wt.num("wind_dir_deg", dw.wind_dir_deg, lo=0, hi=360))
+    wt.finish()
+
+    sources: list[Source] = []
+    raw_sources = root.get("sources", [])
+    for i, table in enumerate(raw_sources if isinstance(raw_sources, list) else []):
+        made = _source(_T(table, f"sources[{i}]", problems), start)
+        if made is not None:
+            sources.append(made)
+    events: list[OperatorEvent] = []
+    raw_events = root.get("events", [])
+    for i, table in enumerate(raw_events if isinstance(raw_events, list) else []):
+        event = _event(_T(table, f"events[{i}]", problems), start, start)
+        if event is not None:
+            events.append(event)
+    root.finish()
+    if problems:
+        raise ScenarioError([f"{source}: {p}" for p in problems])
+    return Scenario(name, description, start, duration, seed, status_interval, sound, light, audio, weather,
+                    tuple(sources), tuple(sorted(events, key=lambda e: e.publish_at)))
+
+
+def load_scenario(
+    name_or_path: str, tz: ZoneInfo, *, start: datetime | None = None, duration: timedelta | None = None
+) -> Scenario:
+    text, source = read_scenario_text(name_or_path)
+    return parse_scenario(text, tz, start=start, duration=duration, source=source)
+
+
+def check_against_site(scenario: Scenario, sensors: Mapping[str, str], gates: set[str]) -> tuple[list[str], list[str]]:
+    """(problems, notes): references to sensors or gates the site lacks.
+
+    ``sensors`` maps sensor id -> kind. Sources on a sensor the site does not have are
+    skipped with a note (a test site may have fewer sensors); operator events that name
+    one, or a gate, are errors, because the daemon would reject them.
+    """
+    problems: list[str] = []
+    notes: list[str] = []
+    for sensor_id in scenario.sound:
+        if sensor_id not in sensors:
+            notes.append(f"sound sensor {sensor_id} is not configured for the site; not simulated")
+        elif sensors[sensor_id] != "sound":
+            problems.append(f"sound.{sensor_id}: the site's {sensor_id} is a {sensors[sensor_id]} sensor")
+    for sensor_id in scenario.light:
+        if sensor_id not in sensors:
+            notes.append(f"light sensor {sensor_id} is not configured for the site; not simulated")
+        elif sensors[sensor_id] not in ("light", "sky"):
+            problems.append(f"light.{sensor_id}: the site's {sensor_id} is a {sensors[sensor_id]} sensor")
+    if scenario.weather.sensor and scenario.weather.sensor not in sensors:
+        notes.append(f"weather sensor {scenario.weather.sensor} is not configured; no weather published")
+    for source in scenario.sources:
+        if isinstance(source, Trucks) and source.gate not in gates:
+            problems.append(f"source {source.name!r}: gate {source.gate!r} is not configured "
+                            f"(gates: {', '.join(sorted(gates)) or 'none'})")
+    for event in scenario.events:
+        if event.kind == "truck" and event.fields["gate"] not in gates:
+            problems.append(f"event truck: gate {event.fields['gate']!r} is not configured")
+        for sensor_id in event.fields.get("sensors", ()):
+            if sensor_id not in sensors:
+                problems.append(f"event {event.kind} {event.fields.get('id')}: sensor {sensor_id} is not configured")
+    return problems, notes
