@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import random
 import subprocess
 import sys
@@ -128,13 +127,26 @@ def fill(path: Path, days: int, sensors: int) -> int:
     return seq
 
 
+# Linux carries the parent's peak RSS into a child's ru_maxrss across fork+exec, and this
+# process is large after the fill: a fresh small interpreter starts the command instead.
+_WRAPPER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(proc.pid, 0)
+print(usage.ru_maxrss, os.waitstatus_to_exitcode(status), file=sys.stderr)
+"""
+
+
 def measure(argv: list[str]) -> tuple[float, float, int]:
     """Run a command; (seconds, peak RSS in MB, exit code) of that process alone."""
     started = time.monotonic()
-    proc = subprocess.Popen(argv)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.monotonic() - started, usage.ru_maxrss / 1024, proc.returncode  # ru_maxrss: KiB on Linux
+    done = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *argv], stderr=subprocess.PIPE, text=True, check=False
+    )
+    *errors, last = done.stderr.strip().splitlines() or [""]
+    sys.stderr.write("".join(f"{line}\n" for line in errors))
+    maxrss_kib, code = (int(x) for x in last.split())  # ru_maxrss: KiB on Linux
+    return time.monotonic() - started, maxrss_kib / 1024, code
 
 
 def main() -> int:

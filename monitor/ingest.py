@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
@@ -30,7 +30,28 @@ log = logging.getLogger("minewatch.ingest")
 
 # How many unacknowledged QoS 1 messages the broker may have in flight to us (MQTT 5
 # Receive Maximum). The pipeline acks after each committed batch, so this bounds a batch.
-RECEIVE_MAXIMUM = 1000
+RECEIVE_MAXIMUM = 10000
+
+
+class _DrainingClient(mqtt.Client):
+    """paho's client, reading every packet the socket holds per wake-up.
+
+    paho 2.x reads one packet per select() when it has no messages of its own in flight
+    (our QoS 1 receipts with manual acks are not counted), which costs a select round per
+    message. Reading until the socket would block measured ~30 % faster draining a backlog
+    (bench/ingest.py). Uses paho's internal ``_packet_read``; paho is pinned below 3.
+    """
+
+    def loop_read(self, max_packets: int = 1) -> MQTTErrorCode:
+        for _ in range(max(max_packets, 1000)):
+            if self._sock is None:
+                return MQTTErrorCode.MQTT_ERR_NO_CONN
+            rc = self._packet_read()
+            if rc > 0:
+                return self._loop_rc_handle(rc)
+            if rc == MQTTErrorCode.MQTT_ERR_AGAIN:
+                break
+        return MQTTErrorCode.MQTT_ERR_SUCCESS
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +74,7 @@ class MqttLink:
         self.accepting = True
         self.connects = 0
         v5 = config.protocol == "5"
-        self.client = mqtt.Client(
+        self.client = _DrainingClient(
             CallbackAPIVersion.VERSION2,
             client_id=config.client_id,
             clean_session=None if v5 else False,

@@ -39,6 +39,18 @@ def wait_for_port(port: int, timeout: float = 15.0, proc: subprocess.Popen[bytes
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout} s")
 
 
+def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout`` seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def require(binary: str) -> str:
     path = shutil.which(binary) or next(
         (p for p in (f"/usr/sbin/{binary}", f"/usr/bin/{binary}") if os.path.exists(p)), None
@@ -89,13 +101,7 @@ class Mosquitto:
         return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # SIGTERM lets it save its persistence file
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout=10)  # SIGTERM lets it save its persistence file
         self.proc = None
         if hasattr(self, "log"):
             self.log.close()
@@ -148,13 +154,7 @@ class Influxd:
         raise TimeoutError("influxd did not answer /ping")
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout=15)
         self.proc = None
         if hasattr(self, "log"):
             self.log.close()
