@@ -37,7 +37,7 @@ from rules import (
     unreported_blast,
     upward_light,
 )
-from rules.base import RuleSpec
+from rules.base import RuleSpec, only_site
 from rules.model import Finding, SiteContext, SiteData
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ def evaluate_site(
     interval with the same data gives the same findings and ids.
     """
     findings: list[Finding] = []
+    data = only_site(data, site.id)  # once, not once per rule
     for standard in profile.enabled_for(site.preexisting):
         rule = RULES[standard.rule]
         findings.extend(rule.evaluate(site, standard, standard.params, data, start, end, now))
@@ -113,6 +114,7 @@ def data_margins(profile: Profile, reading: str | None = None) -> tuple[timedelt
 def early_warnings(site: SiteContext, profile: Profile, data: SiteData, now: datetime) -> list[Finding]:
     """Cheap warnings for the operator as readings arrive (kind WARNING; ids stable per subject)."""
     warnings: list[Finding] = []
+    data = only_site(data, site.id)
     for standard in profile.enabled_for(site.preexisting):
         rule = RULES[standard.rule]
         if rule.early_warnings is not None:

@@ -12,7 +12,7 @@ Nothing here reads the clock, the environment or files.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from typing import Any, Generic, TypeVar
@@ -21,14 +21,19 @@ from zoneinfo import ZoneInfo
 from rules.model import (
     Finding,
     FindingKind,
+    LightSummary,
     Measurement,
     SensorInfo,
     SensorKind,
     SiteContext,
     SiteData,
+    SoundLevels,
+    TurbidityReading,
+    WeatherReading,
 )
 
 P = TypeVar("P")
+R = TypeVar("R", SoundLevels, LightSummary, WeatherReading, TurbidityReading)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +167,8 @@ def overlaps(a_start: datetime, a_end: datetime, b_start: datetime, b_end: datet
 
 def only_site(data: SiteData, site_id: str) -> SiteData:
     """Drop anything that belongs to another site (the shell should not send it; rules do not trust that)."""
+    if data.filtered_for == site_id:
+        return data
     return replace(
         data,
         sound=tuple(r for r in data.sound if r.site == site_id),
@@ -174,7 +181,16 @@ def only_site(data: SiteData, site_id: str) -> SiteData:
         work=tuple(e for e in data.work if e.site == site_id),
         temporary_lighting=tuple(e for e in data.temporary_lighting if e.site == site_id),
         other_events=tuple(e for e in data.other_events if e.site == site_id),
+        filtered_for=site_id,
     )
+
+
+def by_sensor(readings: Sequence[R]) -> dict[str, list[R]]:
+    """Readings grouped by sensor, each list in the input's (time) order."""
+    groups: dict[str, list[R]] = {}
+    for r in readings:
+        groups.setdefault(r.sensor, []).append(r)
+    return groups
 
 
 def sensors_of(site: SiteContext, kind: SensorKind, boundary_only: bool = False) -> dict[str, SensorInfo]:

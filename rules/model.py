@@ -318,3 +318,6 @@ class SiteData:
     work: tuple[WorkPeriod, ...] = ()
     temporary_lighting: tuple[TemporaryLighting, ...] = ()
     other_events: tuple[GenericEvent, ...] = ()
+    # Set only by rules.base.only_site once it has dropped other sites' records, so the
+    # dozen rules of a profile do not each filter the same data again.
+    filtered_for: str = ""

@@ -33,6 +33,7 @@ from rules.base import (
     RuleSpec,
     Standard,
     aligned_windows,
+    by_sensor,
     floor_to,
     fmt_db,
     fmt_limit,
@@ -243,8 +244,8 @@ def _judge_window(
     exemptions: Sequence[_Exemption],
     window_start: datetime,
     window_end: datetime,
+    records: list[SoundLevels],
 ) -> Finding | None:
-    records = _records_in(data.sound, info.id, window_start, window_end)
     if not records:
         return None
     full_value = _metric_value(records, params.metric)
@@ -381,10 +382,14 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     findings: list[Finding] = []
+    sound = by_sensor(data.sound)
     for info in _monitored(site, params).values():
         exemptions = _exemptions(site, info, params, data)
         for window_start, window_end in aligned_windows(start, end, params.interval_s):
-            finding = _judge_window(site, standard, params, info, data, exemptions, window_start, window_end)
+            records = _records_in(sound.get(info.id, ()), info.id, window_start, window_end)
+            finding = _judge_window(
+                site, standard, params, info, data, exemptions, window_start, window_end, records
+            )
             if finding is not None:
                 findings.append(finding)
     return findings

@@ -1,0 +1,280 @@
+"""``minewatch sensor sound|light``: an edge publisher for one sensor of a site.
+
+    source ──► sensors.sound.SoundProcessor / sensors.light.LightAggregator (pure)
+           ──► sensors.publisher.Publisher (monitor.wire.encode, signed with the sensor's key)
+           ──► sensors.queue.ForwardQueue (SQLite, on disk) ──► sensors.link.Link (QoS 1) ──► broker
+
+Everything is queued on disk first and deleted only on PUBACK, so a broker outage or
+a restart loses nothing (within the queue's bounds; drops are reported in ``status``).
+Bad configuration or an unusable source exits with 2 before any connection is made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from zoneinfo import ZoneInfo
+
+from monitor.config import Config, SensorConfig, SiteConfig, load_config
+from monitor.errors import ConfigError
+from rules.model import SensorKind, SensorStatus
+
+log = logging.getLogger("minewatch.sensor")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
+    sound = sub.add_parser("sound", help="sound levels per second (and optionally raw audio)",
+                           description="Measure sound levels per second and publish them.")
+    _common(sound, "soundcard[:DEVICE], wav:PATH or synthetic[:LEVEL_DB]")
+    sound.add_argument("--audio", choices=("off", "continuous", "events"), default="off",
+                       help="also publish raw audio: every second, or clips around events (default off)")
+    sound.add_argument("--pre-trigger-s", type=int, default=5, metavar="S", help="audio kept before an event")
+    sound.add_argument("--post-trigger-s", type=int, default=10, metavar="S", help="audio sent after an event")
+    sound.add_argument("--trigger-lafmax", type=float, default=85.0, metavar="DB",
+                       help="an event: a second's LAFmax at or above this (default 85)")
+    sound.add_argument("--trigger-lcpeak", type=float, default=120.0, metavar="DB",
+                       help="... or its LCpeak at or above this (default 120)")
+    sound.add_argument("--calibrate", metavar="WAV", help="a calibrator recording: report the check in status")
+    sound.add_argument("--calibrator-db", type=float, default=94.0, metavar="DB",
+                       help="the calibrator's level (default 94)")
+    light = sub.add_parser("light", help="illuminance summaries with raw bursts",
+                           description="Measure illuminance and publish summaries with raw bursts.")
+    _common(light, "bh1750[:BUS:ADDR], tsl2591[:BUS:ADDR], csv:PATH or synthetic[:LUX[:HZ]]")
+    light.add_argument("--rate", type=float, default=10.0, metavar="HZ",
+                       help="samples per second (bursts for flashing detection need >= 10)")
+    light.add_argument("--period", type=float, metavar="S",
+                       help="seconds per summary (default: the sensor's expected_period_s)")
+
+
+def _common(parser: argparse.ArgumentParser, sources: str) -> None:
+    parser.add_argument("--config", required=True, metavar="FILE", help="site configuration (TOML)")
+    parser.add_argument("--sensor", required=True, metavar="ID", help="sensor id in the configuration")
+    parser.add_argument("--source", required=True, metavar="SOURCE", help=sources)
+    parser.add_argument("--site", metavar="S", help="site id (default: the site that has the sensor)")
+    parser.add_argument("--queue", metavar="PATH",
+                        help="store-and-forward queue (default: ./{site}-{sensor}.queue.db)")
+    parser.add_argument("--queue-max-messages", type=int, default=1_000_000, metavar="N",
+                        help="drop the oldest beyond this many queued messages (0: no bound)")
+    parser.add_argument("--queue-max-mb", type=float, default=512.0, metavar="MB",
+                        help="drop the oldest beyond this many queued megabytes (0: no bound)")
+    parser.add_argument("--status-interval", type=float, default=60.0, metavar="S", help="heartbeat period")
+    parser.add_argument("--speed", default="1", metavar="X",
+                        help="replay speed for wav/csv/synthetic sources: 1 = real time, 'max' = no pause")
+    parser.add_argument("--start", metavar="TIME",
+                        help="time of the first sample for wav/synthetic sources (site-local if naive; default now)")
+    parser.add_argument("--duration", type=float, metavar="S", help="stop after this many seconds of input")
+    parser.add_argument("--client-id", metavar="ID", help="MQTT client id (default sensor-{site}-{sensor})")
+    parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S",
+                        help="on exit, try this long to send what is queued (the rest stays on disk)")
+
+
+def _fail(message: str) -> int:
+    print(f"minewatch sensor: {message}", file=sys.stderr)
+    return 2
+
+
+def _find(config: Config, sensor_id: str, site_id: str | None) -> tuple[SiteConfig, SensorConfig]:
+    sites = [s for s in config.sites if site_id is None or s.id == site_id]
+    if site_id is not None and not sites:
+        raise ConfigError([f"--site: no site {site_id!r} (sites: {', '.join(s.id for s in config.sites)})"])
+    found = [(site, sensor) for site in sites for sensor in site.sensors if sensor.id == sensor_id]
+    if not found:
+        raise ConfigError([f"--sensor: no sensor {sensor_id!r} in {'site ' + site_id if site_id else 'any site'}"])
+    if len(found) > 1:
+        raise ConfigError([f"--sensor: {sensor_id!r} is in several sites; choose one with --site"])
+    return found[0]
+
+
+def _speed(text: str) -> float:
+    if text in ("max", "0", "inf"):
+        return 0.0
+    value = float(text)
+    if value <= 0:
+        raise ValueError("--speed must be positive or 'max'")
+    return value
+
+
+def _start(text: str | None, tz: ZoneInfo) -> datetime:
+    if not text:
+        return datetime.now(UTC).replace(microsecond=0)
+    parsed = datetime.fromisoformat(text)
+    return (parsed.replace(tzinfo=tz) if parsed.tzinfo is None else parsed).astimezone(UTC)
+
+
+class _Pacer:
+    """Sleep so that data time advances ``speed`` times faster than the wall clock; pump while waiting."""
+
+    def __init__(self, speed: float, pump: Callable[[], object]) -> None:
+        self.speed, self.pump = speed, pump
+        self.wall0 = time.monotonic()
+
+    def wait(self, elapsed_data_s: float, stop: threading.Event) -> None:
+        if not self.speed:
+            return
+        until = self.wall0 + elapsed_data_s / self.speed
+        while not stop.is_set():
+            left = until - time.monotonic()
+            if left <= 0:
+                return
+            self.pump()
+            time.sleep(min(left, 0.02))
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(args.config)
+        site, sensor = _find(config, args.sensor, args.site)
+        speed = _speed(args.speed)
+        start = _start(args.start, ZoneInfo(site.timezone))
+    except ConfigError as exc:
+        return _fail("; ".join(exc.problems) if hasattr(exc, "problems") else str(exc))
+    except ValueError as exc:
+        return _fail(str(exc))
+    wanted = {"sound": (SensorKind.SOUND,), "light": (SensorKind.LIGHT, SensorKind.SKY)}[args.kind]
+    if sensor.kind not in wanted:
+        return _fail(f"sensor {sensor.id} is a {sensor.kind.value} sensor, not a {args.kind} sensor")
+
+    from sensors import light as light_mod
+    from sensors import sound as sound_mod
+
+    # Open the source before connecting: a missing package or device is a setup error (exit 2).
+    calibration: tuple[float, float] | None = None
+    try:
+        if args.kind == "sound":
+            source: sound_mod.SoundSource | light_mod.LightSource = sound_mod.open_source(
+                args.source, sensor.calibration.full_scale_db)
+            if args.calibrate:
+                calibration = sound_mod.calibration_check(args.calibrate, sensor.calibration.full_scale_db,
+                                                          args.calibrator_db)
+        else:
+            source = light_mod.open_source(args.source, args.rate, start=start.timestamp())
+    except sound_mod.SourceUnavailable as exc:
+        return _fail(str(exc))
+    except ValueError as exc:
+        return _fail(f"--calibrate {args.calibrate}: {exc}")
+
+    from sensors.link import Link
+    from sensors.publisher import Publisher
+    from sensors.queue import ForwardQueue, QueueBounds
+
+    queue_path = Path(args.queue or f"{site.id}-{sensor.id}.queue.db")
+    try:
+        bounds = QueueBounds(args.queue_max_messages, int(args.queue_max_mb * 1024 * 1024))
+        forward = ForwardQueue(queue_path, bounds)
+    except (ValueError, OSError) as exc:
+        return _fail(f"--queue {queue_path}: {exc}")
+    link = Link(config.broker, args.client_id or f"sensor-{site.id}-{sensor.id}", forward)
+    publisher = Publisher(site, sensor, link, forward, config.broker.topic_prefix, firmware="minewatch-sensor")
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    if len(forward):
+        log.info("Resuming with %d messages queued in %s", len(forward), queue_path)
+    link.start()
+    try:
+        if args.kind == "sound":
+            assert isinstance(source, sound_mod.SoundSource)
+            _run_sound(args, site, sensor, source, publisher, link, start, speed, calibration, stop)
+        else:
+            assert isinstance(source, light_mod.LightSource)
+            _run_light(args, site, sensor, source, publisher, link, speed, stop)
+    finally:
+        drained = link.close(args.drain_timeout)
+        left = len(forward)
+        forward.close()
+        log.info("Stopped: %d records published, %d still queued in %s%s", publisher.sent, left, queue_path,
+                 "" if drained else " (sent on the next start)")
+    return 0
+
+
+def _run_sound(
+    args: argparse.Namespace, site: SiteConfig, sensor: SensorConfig, source: object, publisher: object,
+    link: object, start: datetime, speed: float, calibration: tuple[float, float] | None, stop: threading.Event,
+) -> None:
+    from sensors.link import Link
+    from sensors.publisher import Publisher
+    from sensors.sound import SoundProcessor, SoundSource, Trigger
+
+    assert isinstance(source, SoundSource) and isinstance(publisher, Publisher) and isinstance(link, Link)
+    if source.realtime:
+        start = datetime.now(UTC)
+    trigger = Trigger(args.trigger_lafmax, args.trigger_lcpeak, args.pre_trigger_s, args.post_trigger_s)
+    processor = SoundProcessor(site.id, sensor.id, source.sample_rate, sensor.calibration.full_scale_db, start,
+                               args.audio, trigger)
+    pacer = _Pacer(0.0 if source.realtime else speed, link.pump)
+    status = SensorStatus(site.id, sensor.id, start, None, None, *(calibration or (None, None)))
+    publisher.heartbeat(status)
+    done_s = 0.0
+    next_status = args.status_interval
+    for block in source.blocks():
+        if stop.is_set():
+            break
+        for record in processor.feed(block):
+            publisher.publish(record)
+        done_s += block.size / source.sample_rate
+        if done_s >= next_status:
+            next_status += args.status_interval
+            publisher.heartbeat(SensorStatus(site.id, sensor.id, _after(start, done_s)))
+        link.pump()
+        if args.duration is not None and done_s >= args.duration:
+            break
+        pacer.wait(done_s, stop)
+    publisher.heartbeat(SensorStatus(site.id, sensor.id, _after(start, done_s)))
+
+
+def _run_light(
+    args: argparse.Namespace, site: SiteConfig, sensor: SensorConfig, source: object, publisher: object,
+    link: object, speed: float, stop: threading.Event,
+) -> None:
+    from sensors.light import LightAggregator, LightSource
+    from sensors.link import Link
+    from sensors.publisher import Publisher
+
+    assert isinstance(source, LightSource) and isinstance(publisher, Publisher) and isinstance(link, Link)
+    aggregator = LightAggregator(site.id, sensor.id, args.period or sensor.expected_period_s)
+    pacer = _Pacer(0.0 if source.realtime else speed, link.pump)
+    first: float | None = None
+    last = 0.0
+    next_status = 0.0
+    for ts, lux in source.samples():
+        if stop.is_set():
+            break
+        if first is None:
+            first = ts
+            next_status = ts
+        if ts >= next_status:
+            next_status += args.status_interval
+            publisher.heartbeat(SensorStatus(site.id, sensor.id, datetime.fromtimestamp(ts, UTC)))
+        if args.duration is not None and ts - first >= args.duration:
+            break
+        summary = aggregator.add(ts, lux)
+        if summary is not None:
+            publisher.publish(summary)
+            link.pump()
+        last = ts
+        pacer.wait(ts - first, stop)
+    summary = aggregator.flush()
+    if summary is not None:
+        publisher.publish(summary)
+    if first is not None:
+        publisher.heartbeat(SensorStatus(site.id, sensor.id, datetime.fromtimestamp(last, UTC)))
+
+
+def _after(start: datetime, seconds: float) -> datetime:
+    from datetime import timedelta
+
+    return start + timedelta(seconds=round(seconds, 3))

@@ -1,0 +1,179 @@
+"""Light on the edge: lux sources and the aggregator that makes LightSummary records.
+
+    source (BH1750 | TSL2591 over I2C | CSV replay | synthetic) ──(ts, lux) samples──►
+        LightAggregator: per period (the sensor's expected_period_s) mean/min/max, and the
+        raw samples as a burst (>= 10 Hz) for the flashing-light rule ──► LightSummary
+
+The aggregator is pure; the I2C drivers live in sensors/i2c.py (optional ``smbus2``).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import numpy as np
+
+from monitor.wire import parse_ts
+from rules.model import LightSummary
+from sensors.sound import SourceUnavailable
+
+Sample = tuple[float, float]  # (epoch seconds, lux)
+
+
+class LightSource:
+    """Yields (epoch seconds, lux) samples, about ``rate_hz`` a second."""
+
+    rate_hz: float = 10.0
+    realtime: bool = False  # paced by the hardware
+
+    def samples(self) -> Iterator[Sample]:
+        raise NotImplementedError
+
+
+class CsvSource(LightSource):
+    """Replay of a CSV with columns ``ts,lux`` (RFC 3339 or epoch seconds), timestamps kept."""
+
+    def __init__(self, path: str) -> None:
+        rows: list[Sample] = []
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                for n, row in enumerate(csv.DictReader(f), start=2):
+                    try:
+                        ts = parse_ts(float(row["ts"]) if _is_number(row["ts"]) else row["ts"])
+                        rows.append((ts.timestamp(), float(row["lux"])))
+                    except (KeyError, ValueError, TypeError) as exc:
+                        raise SourceUnavailable(f"{path}: line {n}: expected columns ts,lux ({exc})") from None
+        except OSError as exc:
+            raise SourceUnavailable(f"{path}: cannot read: {exc.strerror}") from None
+        except Exception as exc:
+            if isinstance(exc, SourceUnavailable):
+                raise
+            raise SourceUnavailable(f"{path}: {exc}") from None
+        if len(rows) < 2:
+            raise SourceUnavailable(f"{path}: needs at least two rows of ts,lux")
+        rows.sort()
+        self.rows = rows
+        steps = [b[0] - a[0] for a, b in zip(rows, rows[1:], strict=False) if b[0] > a[0]]
+        self.rate_hz = 1.0 / statistics.median(steps) if steps else 1.0
+
+    def samples(self) -> Iterator[Sample]:
+        yield from self.rows
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+class SyntheticLight(LightSource):
+    """``synthetic[:LUX[:HZ]]``: a steady light, or one flashing at HZ between LUX and ~0."""
+
+    def __init__(self, lux: float = 0.5, flash_hz: float = 0.0, rate_hz: float = 10.0, seed: int = 0,
+                 start: float | None = None) -> None:
+        self.lux, self.flash_hz, self.rate_hz = lux, flash_hz, rate_hz
+        self.rng = np.random.default_rng(seed)
+        self.start = time.time() if start is None else start
+
+    def samples(self) -> Iterator[Sample]:
+        k = 0
+        while True:
+            t = self.start + k / self.rate_hz
+            level = self.lux
+            if self.flash_hz and (k / self.rate_hz * self.flash_hz) % 1.0 >= 0.5:
+                level = 0.05 * self.lux
+            yield t, max(0.0, level * (1 + float(self.rng.normal(0, 0.01))))
+            k += 1
+
+
+class I2cSource(LightSource):
+    """Poll an I2C lux sensor (sensors/i2c.py) at up to ``rate_hz``, timestamped on the host clock."""
+
+    realtime = True
+
+    def __init__(self, read_lux: object, rate_hz: float) -> None:
+        self.read_lux = read_lux
+        self.rate_hz = rate_hz
+
+    def samples(self) -> Iterator[Sample]:
+        period = 1.0 / self.rate_hz
+        next_at = time.monotonic()
+        while True:
+            t = time.time()
+            lux = self.read_lux()  # type: ignore[operator]
+            yield t, float(lux)
+            next_at += period
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                next_at = time.monotonic()  # the sensor is slower than asked: run as fast as it goes
+
+
+def open_source(spec: str, rate_hz: float, seed: int = 0, start: float | None = None) -> LightSource:
+    """``bh1750[:BUS:ADDR]``, ``tsl2591[:BUS:ADDR]``, ``csv:PATH`` or ``synthetic[:LUX[:HZ]]``."""
+    kind, _, arg = spec.partition(":")
+    if kind in ("bh1750", "tsl2591"):
+        from sensors import i2c
+
+        bus, address = i2c.parse_bus_address(arg, i2c.DEFAULT_ADDRESS[kind])
+        driver = i2c.open_driver(kind, bus, address)
+        return I2cSource(driver.read_lux, min(rate_hz, driver.max_rate_hz))
+    if kind == "csv":
+        if not arg:
+            raise SourceUnavailable("csv: needs a path, e.g. csv:night.csv")
+        return CsvSource(arg)
+    if kind == "synthetic":
+        parts = arg.split(":") if arg else []
+        try:
+            lux = float(parts[0]) if parts else 0.5
+            hz = float(parts[1]) if len(parts) > 1 else 0.0
+        except ValueError:
+            raise SourceUnavailable(f"synthetic:{arg}: expected synthetic[:LUX[:HZ]]") from None
+        return SyntheticLight(lux, hz, rate_hz, seed, start)
+    raise SourceUnavailable(f"unknown source {spec!r} (bh1750[:BUS:ADDR], tsl2591[:BUS:ADDR], csv:PATH, "
+                            "synthetic[:LUX[:HZ]])")
+
+
+class LightAggregator:
+    """Samples -> one LightSummary per period aligned to the clock (a period starts at k * period)."""
+
+    def __init__(self, site: str, sensor: str, period_s: float, min_burst_rate_hz: float = 10.0) -> None:
+        self.site, self.sensor, self.period = site, sensor, period_s
+        self.min_burst_rate_hz = min_burst_rate_hz
+        self._start: float | None = None
+        self._samples: list[Sample] = []
+
+    def add(self, ts: float, lux: float) -> LightSummary | None:
+        start = math.floor(ts / self.period) * self.period
+        done = None
+        if self._start is not None and start != self._start:
+            done = self.flush()
+        if self._start is None:
+            self._start = start
+        self._samples.append((ts, max(0.0, lux)))
+        return done
+
+    def flush(self) -> LightSummary | None:
+        if self._start is None or not self._samples:
+            self._start, self._samples = None, []
+            return None
+        values = np.round(np.array([v for _, v in self._samples]), 4)
+        times = [t for t, _ in self._samples]
+        rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 and times[-1] > times[0] else 0.0
+        # A burst only when sampled fast enough to see a flash (the rule ignores slower ones anyway).
+        burst = tuple(float(v) for v in values) if rate >= self.min_burst_rate_hz * 0.95 else ()
+        summary = LightSummary(
+            self.site, self.sensor, datetime.fromtimestamp(self._start, UTC), self.period,
+            round(float(values.mean()), 4), float(values.min()), float(values.max()),
+            burst, round(rate, 3) if burst else None,
+        )
+        self._start, self._samples = None, []
+        return summary

@@ -1,0 +1,241 @@
+"""Sound on the edge: audio sources, and the processor that turns audio into records.
+
+    source (sound card | WAV | synthetic) ──1 s chunks──► SoundProcessor
+        ├─► SoundLevelMeter (monitor.acoustics, the sensor's calibration) ─► SoundLevels per second
+        └─► audio: every chunk (continuous), or a clip around events: a ring buffer keeps
+            ``pre_s`` of audio; a second whose LAFmax or LCpeak passes its threshold sends
+            the buffer and keeps sending for ``post_s`` after the last trigger ─► AudioBlock
+
+The processor is pure (arrays in, records out); only SoundcardSource touches hardware,
+through the optional ``sounddevice`` package (extra ``soundcard``).
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from monitor.acoustics import PeriodLevels, SoundLevelMeter, calibration_from_tone
+from monitor.wavfile import read_wav
+from monitor.wire import AudioBlock, Message
+from rules.model import SoundLevels
+
+FloatArray = NDArray[np.float64]
+AUDIO_MODES = ("off", "continuous", "events")
+
+
+class SourceUnavailable(Exception):
+    """The source cannot be opened (package missing, no device, unreadable file)."""
+
+
+# --------------------------------------------------------------------------- sources
+
+
+class SoundSource:
+    """Yields consecutive blocks of mono samples (full scale 1.0) at ``sample_rate``."""
+
+    sample_rate: int
+    realtime: bool = False  # paced by the hardware: no extra sleeping
+
+    def blocks(self) -> Iterator[FloatArray]:
+        raise NotImplementedError
+
+
+class WavSource(SoundSource):
+    def __init__(self, path: str, block_s: float = 1.0) -> None:
+        try:
+            audio = read_wav(path)
+        except ValueError as exc:
+            raise SourceUnavailable(str(exc)) from None
+        self.samples = audio.samples
+        self.sample_rate = audio.sample_rate
+        self.block = max(1, int(block_s * self.sample_rate))
+
+    def blocks(self) -> Iterator[FloatArray]:
+        for start in range(0, self.samples.size, self.block):
+            yield self.samples[start : start + self.block]
+
+
+class SyntheticSource(SoundSource):
+    """Gaussian noise whose LAeq reads ``level_db`` on a meter with ``full_scale_db``."""
+
+    def __init__(self, level_db: float, full_scale_db: float, sample_rate: int = 16000, seed: int = 0,
+                 block_s: float = 1.0) -> None:
+        self.sample_rate = sample_rate
+        self.rng = np.random.default_rng(seed)
+        self.block = int(block_s * sample_rate)
+        # White noise: the A filter removes a fixed share of its energy; measure it once.
+        probe = self.rng.standard_normal(3 * sample_rate)
+        meter = SoundLevelMeter(sample_rate, 1.0, calibration_db=full_scale_db)
+        unit = float(np.mean([p.LAeq for p in meter.process(probe)[1:]]))
+        self.gain = 10 ** ((level_db - unit) / 20)
+
+    def blocks(self) -> Iterator[FloatArray]:
+        while True:
+            yield self.gain * self.rng.standard_normal(self.block)
+
+
+class SoundcardSource(SoundSource):
+    """Capture through ``sounddevice`` (PortAudio): ``soundcard`` or ``soundcard:DEVICE``."""
+
+    realtime = True
+
+    def __init__(self, device: str | None, sample_rate: int = 48000, block_s: float = 0.5) -> None:
+        try:
+            import sounddevice  # noqa: PLC0415 - optional extra, imported only when chosen
+        except (ImportError, OSError) as exc:  # OSError: the package is there but PortAudio is not
+            raise SourceUnavailable(
+                f"the soundcard source needs the 'sounddevice' package and PortAudio "
+                f"(pip install 'minewatch[soundcard]'): {exc}"
+            ) from None
+        self.sd: Any = sounddevice
+        chosen: int | str | None = int(device) if device and device.isdigit() else device or None
+        try:
+            info = self.sd.query_devices(chosen, "input")
+        except Exception as exc:  # PortAudioError / ValueError: no such device or no input at all
+            raise SourceUnavailable(f"no usable input device {device or '(default)'}: {exc}") from None
+        self.device = chosen
+        self.name = str(info.get("name", device))
+        self.sample_rate = sample_rate
+        self.block = int(block_s * sample_rate)
+        self.queue: queue.Queue[FloatArray] = queue.Queue(maxsize=64)
+        self.overflows = 0
+
+    def _callback(self, indata: Any, frames: int, time_info: Any, status: Any) -> None:
+        if status:
+            self.overflows += 1
+        try:
+            self.queue.put_nowait(np.array(indata[:, 0], dtype=np.float64))
+        except queue.Full:
+            self.overflows += 1  # the processor fell behind; the gap shows as missing seconds
+
+    def blocks(self) -> Iterator[FloatArray]:
+        with self.sd.InputStream(device=self.device, channels=1, samplerate=self.sample_rate,
+                                 blocksize=self.block, dtype="float32", callback=self._callback):
+            while True:
+                yield self.queue.get()
+
+
+def open_source(spec: str, full_scale_db: float, seed: int = 0) -> SoundSource:
+    """``soundcard[:DEVICE]``, ``wav:PATH`` or ``synthetic[:LEVEL_DB]``."""
+    kind, _, arg = spec.partition(":")
+    if kind == "soundcard":
+        return SoundcardSource(arg or None)
+    if kind == "wav":
+        if not arg:
+            raise SourceUnavailable("wav: needs a path, e.g. wav:recording.wav")
+        return WavSource(arg)
+    if kind == "synthetic":
+        try:
+            level = float(arg) if arg else 70.0
+        except ValueError:
+            raise SourceUnavailable(f"synthetic:{arg}: the level must be a number in dB(A)") from None
+        return SyntheticSource(level, full_scale_db, seed=seed)
+    raise SourceUnavailable(f"unknown source {spec!r} (soundcard[:DEVICE], wav:PATH, synthetic[:LEVEL_DB])")
+
+
+# --------------------------------------------------------------------------- processing
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """When a second is an event worth its audio (thresholds in dB)."""
+
+    lafmax_db: float = 85.0
+    lcpeak_db: float = 120.0
+    pre_s: int = 5
+    post_s: int = 10
+
+    def fires(self, period: PeriodLevels) -> bool:
+        return period.LAFmax >= self.lafmax_db or period.LCpeak >= self.lcpeak_db
+
+
+def _finite(value: float) -> float | None:
+    return round(value, 2) if math.isfinite(value) else None
+
+
+class SoundProcessor:
+    """One sensor's audio stream -> SoundLevels per second (+ AudioBlocks per the audio mode)."""
+
+    def __init__(
+        self, site: str, sensor: str, sample_rate: int, calibration_db: float, origin: datetime,
+        audio: str = "off", trigger: Trigger = Trigger(),
+    ) -> None:
+        if audio not in AUDIO_MODES:
+            raise ValueError(f"audio: must be one of {', '.join(AUDIO_MODES)}")
+        self.site, self.sensor = site, sensor
+        self.rate = sample_rate
+        self.origin = origin
+        self.audio = audio
+        self.trigger = trigger
+        self.meter = SoundLevelMeter(sample_rate, 1.0, calibration_db=calibration_db)
+        self._pending = np.empty(0)
+        self._chunk_index = 0  # seconds since origin
+        self._ring: deque[tuple[int, FloatArray]] = deque(maxlen=trigger.pre_s + 1)
+        self._send_until = -1  # chunk index up to which audio is being sent
+        self._seq = 0
+        self.triggers = 0
+
+    def feed(self, samples: FloatArray) -> list[Message]:
+        """Consume samples; returns the records of every second completed."""
+        x = np.concatenate([self._pending, np.asarray(samples, dtype=np.float64)])
+        out: list[Message] = []
+        whole = x.size // self.rate
+        for k in range(whole):
+            out.extend(self._second(x[k * self.rate : (k + 1) * self.rate]))
+        self._pending = x[whole * self.rate :]
+        return out
+
+    def _second(self, chunk: FloatArray) -> list[Message]:
+        index = self._chunk_index
+        self._chunk_index += 1
+        periods = self.meter.process(chunk)
+        out: list[Message] = [self._levels(p) for p in periods]
+        if self.audio == "continuous":
+            out.append(self._block(index, chunk))
+        elif self.audio == "events":
+            self._ring.append((index, chunk))
+            fired = any(self.trigger.fires(p) for p in periods)
+            if fired:
+                self.triggers += 1
+                # The clip starts pre_s before the triggering second (what the ring still holds).
+                for ring_index, ring_chunk in self._ring:
+                    if ring_index > self._send_until:
+                        out.append(self._block(ring_index, ring_chunk))
+                self._send_until = index + self.trigger.post_s
+            elif index <= self._send_until:
+                out.append(self._block(index, chunk))
+        return out
+
+    def _levels(self, p: PeriodLevels) -> SoundLevels:
+        ts = self.origin + timedelta(seconds=p.start_s)
+        laeq = round(p.LAeq, 2)
+        return SoundLevels(
+            self.site, self.sensor, ts, p.duration_s, laeq, max(round(p.LAFmax, 2), laeq), round(p.LCpeak, 2),
+            _finite(p.LASmax), _finite(p.LZpeak), _finite(p.LAFmin), _finite(p.LCeq), _finite(p.LZeq),
+        )
+
+    def _block(self, index: int, chunk: FloatArray) -> AudioBlock:
+        self._seq += 1
+        pcm = (np.clip(chunk, -1.0, 32767 / 32768) * 32768).astype("<i2").tobytes()
+        return AudioBlock(self.site, self.sensor, self.origin + timedelta(seconds=index), self._seq, self.rate,
+                          "s16le", pcm)
+
+
+def calibration_check(path: str, configured_full_scale_db: float, reference_db: float = 94.0) -> tuple[float, float]:
+    """(reference, measured) dB for a calibrator recording, read with the configured calibration.
+
+    ``measured`` is what this sensor reports for the calibrator's tone; the daemon tracks
+    how it moves between checks (drift over 0.5 dB is flagged).
+    """
+    audio = read_wav(path)
+    derived_full_scale = calibration_from_tone(audio.samples, audio.sample_rate, reference_db)
+    return reference_db, round(reference_db + configured_full_scale_db - derived_full_scale, 2)
