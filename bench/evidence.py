@@ -6,7 +6,7 @@
 Fills a store the way the daemon would (the same canonical records, digests and
 chain heads as monitor.store.Store, anchors every 15 minutes), then runs
 ``minewatch evidence`` and ``minewatch verify`` in subprocesses so that the peak
-RSS measured (os.wait4) is theirs alone. The store is kept between runs with the
+RSS measured (VmHWM from /proc) is theirs alone. The store is kept between runs with the
 same size (``--dir``); ``--refill`` rebuilds it.
 
 Last line: ``evidence: <rows> rows in <s> s, peak RSS <MB> MB``.
@@ -127,26 +127,31 @@ def fill(path: Path, days: int, sensors: int) -> int:
     return seq
 
 
-# Linux carries the parent's peak RSS into a child's ru_maxrss across fork+exec, and this
-# process is large after the fill: a fresh small interpreter starts the command instead.
-_WRAPPER = """
-import os, subprocess, sys
-proc = subprocess.Popen(sys.argv[1:])
-_, status, usage = os.wait4(proc.pid, 0)
-print(usage.ru_maxrss, os.waitstatus_to_exitcode(status), file=sys.stderr)
-"""
+def _hwm_kib(pid: int) -> int:
+    """VmHWM: the peak RSS of the process's own memory since its exec."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def measure(argv: list[str]) -> tuple[float, float, int]:
-    """Run a command; (seconds, peak RSS in MB, exit code) of that process alone."""
+    """Run a command; (seconds, peak RSS in MB, exit code) of that process alone.
+
+    Sampled from /proc every 50 ms rather than taken from ru_maxrss: Linux carries a
+    parent's peak RSS into its child's ru_maxrss across fork and exec, and this
+    process is large after the fill.
+    """
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", _WRAPPER, *argv], stderr=subprocess.PIPE, text=True, check=False
-    )
-    *errors, last = done.stderr.strip().splitlines() or [""]
-    sys.stderr.write("".join(f"{line}\n" for line in errors))
-    maxrss_kib, code = (int(x) for x in last.split())  # ru_maxrss: KiB on Linux
-    return time.monotonic() - started, maxrss_kib / 1024, code
+    proc = subprocess.Popen(argv)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _hwm_kib(proc.pid))
+        time.sleep(0.05)
+    return time.monotonic() - started, peak / 1024, proc.returncode
 
 
 def main() -> int:

@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run the daemon: MQTT in, store, rules, InfluxDB and alerts out"),
     "status": ("status", "last minute per sensor and recent findings, from the store"),
     "levels": ("levels", "sound levels per period from a WAV recording"),
+    "sensor": ("sensor", "edge publisher for one sensor: sound levels or light, store and forward"),
+    "simulate": ("simulate", "play a simulated day at a quarry through the broker"),
     "notices": ("notices", "notices of violation: list, show (md/html/json/pdf), extend, close, escalate"),
     "evidence": ("evidence", "export a window of the record as a self-verifying evidence bundle (zip)"),
     "verify": ("verify", "check an evidence bundle against its chain and the anchors the town holds"),

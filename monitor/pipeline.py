@@ -81,6 +81,7 @@ log = logging.getLogger("minewatch.pipeline")
 MINUTE = timedelta(minutes=1)
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
+NEVER = datetime.min.replace(tzinfo=UTC)
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
 TOWN_KINDS = frozenset(
     {
@@ -140,8 +141,8 @@ class SiteState:
     # Light summaries over the longest light lookback (the upward-light baseline wants days
     # of them, too many to re-read from SQLite every minute); sorted by time.
     light: list[LightSummary] = field(default_factory=list)
-    last_reevaluation: datetime = datetime.min.replace(tzinfo=UTC)
-    last_warning_check: datetime = datetime.min.replace(tzinfo=UTC)
+    last_reevaluation: datetime = NEVER
+    last_warning_check: datetime = NEVER
 
 
 @dataclass
@@ -209,8 +210,12 @@ class Pipeline:
 
     def limits(self) -> Limits:
         d = self.config.daemon
-        future = math.inf if self.clock.mode == "data" else d.max_clock_skew_s
-        return Limits(future, d.max_age_s, d.max_payload_bytes)
+        if self.clock.mode == "data":
+            # The data defines "now": nothing is in the future, and "too old" is measured
+            # from the newest accepted timestamp once there is one.
+            past = d.max_age_s if self.clock.data_now is not None else math.inf
+            return Limits(math.inf, past, d.max_payload_bytes)
+        return Limits(d.max_clock_skew_s, d.max_age_s, d.max_payload_bytes)
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit."""
@@ -821,10 +826,14 @@ class Pipeline:
         state.warned_minutes = {k for k in state.warned_minutes if k[1] >= minute - timedelta(hours=1)}
 
     def _check_health(self, state: SiteState, now: datetime) -> None:
+        if self.clock.mode == "data" and self.clock.data_now is None:
+            return  # no data yet: no "now" to measure silence against
         site = state.config.id
         d = self.config.daemon
         for sensor in state.config.sensors:
             health = state.health[sensor.id]
+            if health.last_seen > now:
+                health.last_seen = now  # started before the data clock existed: count from its start
             silent = (now - health.last_seen).total_seconds()
             limit = sensor.expected_period_s * d.offline_after_periods
             if health.online and silent > limit:
@@ -1019,7 +1028,12 @@ def site_status(
     store: Store, site: SiteConfig, now: datetime, online: dict[str, bool] | None = None
 ) -> dict[str, Any]:
     """The last minute per sensor and the open findings: the retained status and `minewatch status`."""
-    since = now - MINUTE
+    last_minute: dict[str, list[float]] = defaultdict(list)
+    for sensor_id, laeq in store.conn.execute(
+        "SELECT sensor, LAeq FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
+        (site.id, to_us(now - MINUTE), to_us(now)),
+    ):
+        last_minute[sensor_id].append(laeq)
     sensors: dict[str, Any] = {}
     for sensor in site.sensors:
         row = store.conn.execute(
@@ -1033,12 +1047,10 @@ def site_status(
         }
         if online is not None:
             entry["online"] = online.get(sensor.id, False)
-        if sensor.kind.value == "sound":
-            levels = store.sound_between(site.id, since, now)
-            mine = [s.LAeq for s in levels if s.sensor == sensor.id]
-            if mine:
-                entry["LAeq_1min"] = round(10 * math.log10(sum(10 ** (v / 10) for v in mine) / len(mine)), 1)
-                entry["seconds"] = len(mine)
+        mine = last_minute.get(sensor.id)
+        if mine:
+            entry["LAeq_1min"] = round(10 * math.log10(sum(10 ** (v / 10) for v in mine) / len(mine)), 1)
+            entry["seconds"] = len(mine)
         sensors[sensor.id] = entry
     day_start = now - timedelta(hours=24)
     open_rows = store.current_findings(site.id, day_start, now + timedelta(days=1))

@@ -40,8 +40,15 @@ class LightContext:
         return None
 
 
-def light_context(site: SiteContext, data: SiteData, start: datetime, end: datetime) -> LightContext:
-    return LightContext(sun.civil_night(site, start, end), data.temporary_lighting)
+def light_context(
+    site: SiteContext,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    depression_deg: float = sun.CIVIL_DEPRESSION_DEG,
+) -> LightContext:
+    """Night is civil night unless a rule asks for a darker one (upward light: see there)."""
+    return LightContext(sun.night(site, start, end, depression_deg), data.temporary_lighting)
 
 
 def series(data: SiteData, sensor: str, start: datetime, end: datetime) -> list[LightSummary]:

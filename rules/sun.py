@@ -69,10 +69,11 @@ def sunset(site: SiteContext, local_date: date) -> Sunset:
 
 
 @lru_cache(maxsize=4096)
-def _civil_night_of_day(
-    latitude: float, longitude: float, tz_name: str, local_date: date
+def _night_of_day(
+    latitude: float, longitude: float, tz_name: str, local_date: date, depression_deg: float
 ) -> tuple[tuple[datetime, datetime], ...]:
-    """The parts of one local day that are civil night: [00:00, dawn) and [dusk, 24:00)."""
+    """The parts of one local day when the sun is more than ``depression_deg`` below the
+    horizon: [00:00, dawn) and [dusk, 24:00). 6 degrees is civil night, 12 nautical."""
     tz = ZoneInfo(tz_name)
     observer = astral.Observer(latitude, longitude)
     day_start = datetime.combine(local_date, time(0), tz)
@@ -82,15 +83,15 @@ def _civil_night_of_day(
     def noon_is_dark() -> bool:
         nonlocal dark_noon
         if dark_noon is None:
-            dark_noon = _noon_elevation(latitude, longitude, tz_name, local_date) < -CIVIL_DEPRESSION_DEG
+            dark_noon = _noon_elevation(latitude, longitude, tz_name, local_date) < -depression_deg
         return dark_noon
 
     try:
-        dawn: datetime | None = astral.sun.dawn(observer, local_date, CIVIL_DEPRESSION_DEG, tzinfo=tz)
+        dawn: datetime | None = astral.sun.dawn(observer, local_date, depression_deg, tzinfo=tz)
     except ValueError:
         dawn = None
     try:
-        dusk: datetime | None = astral.sun.dusk(observer, local_date, CIVIL_DEPRESSION_DEG, tzinfo=tz)
+        dusk: datetime | None = astral.sun.dusk(observer, local_date, depression_deg, tzinfo=tz)
     except ValueError:
         dusk = None
     if dawn is None and dusk is None:
@@ -111,13 +112,20 @@ def _civil_night_of_day(
 
 def civil_night(site: SiteContext, start: datetime, end: datetime) -> list[tuple[datetime, datetime]]:
     """Night intervals (end of civil dusk to start of civil dawn) overlapping [start, end), UTC."""
+    return night(site, start, end, CIVIL_DEPRESSION_DEG)
+
+
+def night(
+    site: SiteContext, start: datetime, end: datetime, depression_deg: float
+) -> list[tuple[datetime, datetime]]:
+    """Intervals with the sun more than ``depression_deg`` below the horizon, overlapping [start, end)."""
     tz = site.tz
     first = start.astimezone(tz).date() - timedelta(days=1)
     last = end.astimezone(tz).date() + timedelta(days=1)
     merged: list[tuple[datetime, datetime]] = []
     day = first
     while day <= last:
-        for a, b in _civil_night_of_day(site.latitude, site.longitude, site.timezone, day):
+        for a, b in _night_of_day(site.latitude, site.longitude, site.timezone, day, depression_deg):
             if merged and a <= merged[-1][1]:
                 merged[-1] = (merged[-1][0], max(merged[-1][1], b))
             else:

@@ -10,6 +10,11 @@ during declared temporary lighting an EXEMPT_EXCEEDANCE. With fewer than
 
 The median tolerates a flood light on up to half of the baseline's readings; a light aimed
 upward every night for days becomes part of the baseline, which is why the window is short.
+
+A sky-facing sensor sees natural twilight long before civil dawn (the sky brightens many
+times over while the sun climbs from -18 to -6 degrees), so this rule's night is darker
+than civil night: the sun at least ``sun_depression_deg`` (default 12, nautical night)
+below the horizon. Found by running the simulated day: civil night flagged every dawn.
 """
 
 from __future__ import annotations
@@ -29,10 +34,13 @@ class UpwardLightParams:
     min_excess_lux: float = 0.05
     baseline_window_h: float = 72.0
     min_baseline_readings: int = 30
+    sun_depression_deg: float = 12.0
 
     def __post_init__(self) -> None:
         if self.factor <= 1:
             raise ValueError("factor: must be above 1")
+        if not 6.0 <= self.sun_depression_deg <= 18.0:
+            raise ValueError("sun_depression_deg: must be between 6 (civil) and 18 (astronomical)")
         if self.baseline_window_h <= 0 or self.min_baseline_readings < 1:
             raise ValueError("baseline_window_h: baseline window and count must be positive")
 
@@ -48,7 +56,7 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     lookback = timedelta(hours=params.baseline_window_h)
-    context = light_context(site, data, start - lookback, end)
+    context = light_context(site, data, start - lookback, end, params.sun_depression_deg)
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.SKY).items():
         earlier = [

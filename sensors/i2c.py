@@ -43,9 +43,11 @@ def parse_bus_address(arg: str, default_address: int) -> tuple[int, int]:
 
 def _smbus(bus: int) -> Any:
     try:
-        import smbus2  # noqa: PLC0415 - optional extra
+        import smbus2
     except ImportError:
-        raise SourceUnavailable("I2C sources need the 'smbus2' package (pip install 'minewatch[i2c]')") from None
+        raise SourceUnavailable(
+            "I2C sources need the 'smbus2' package (pip install 'minewatch[i2c]')"
+        ) from None
     try:
         return smbus2.SMBus(bus)
     except OSError as exc:
@@ -70,7 +72,7 @@ class BH1750:
         read = smbus2.i2c_msg.read(self.address, 2)  # no register: the device answers a plain read
         self.bus.i2c_rdwr(read)
         high, low = list(read)
-        return ((high << 8) | low) / 1.2
+        return float((high << 8) | low) / 1.2
 
 
 class TSL2591:
@@ -85,7 +87,9 @@ class TSL2591:
         self.bus, self.address = bus, address
         device = self.bus.read_byte_data(address, self.COMMAND | self.DEVICE_ID)
         if device != 0x50:
-            raise SourceUnavailable(f"no TSL2591 at 0x{address:02x} (device id 0x{device:02x}, expected 0x50)")
+            raise SourceUnavailable(
+                f"no TSL2591 at 0x{address:02x} (device id 0x{device:02x}, expected 0x50)"
+            )
         self.bus.write_byte_data(address, self.COMMAND | self.ENABLE, 0x03)  # PON | AEN
         self.bus.write_byte_data(address, self.COMMAND | self.CONTROL, self.GAIN_MEDIUM_100MS)
 
@@ -97,7 +101,7 @@ class TSL2591:
         if c0 == 0:
             return 0.0
         cpl = self.INTEGRATION_MS * self.GAIN / self.LUX_DF
-        return max(0.0, (c0 - c1) * (1 - c1 / c0) / cpl)
+        return max(0.0, float((c0 - c1) * (1 - c1 / c0) / cpl))
 
 
 def open_driver(kind: str, bus: int, address: int) -> LuxDriver:
@@ -105,4 +109,6 @@ def open_driver(kind: str, bus: int, address: int) -> LuxDriver:
     try:
         return BH1750(handle, address) if kind == "bh1750" else TSL2591(handle, address)
     except OSError as exc:
-        raise SourceUnavailable(f"{kind} at bus {bus} address 0x{address:02x}: {exc.strerror or exc}") from None
+        raise SourceUnavailable(
+            f"{kind} at bus {bus} address 0x{address:02x}: {exc.strerror or exc}"
+        ) from None

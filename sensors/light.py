@@ -10,6 +10,7 @@ The aggregator is pure; the I2C drivers live in sensors/i2c.py (optional ``smbus
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import statistics
 import time
@@ -47,7 +48,9 @@ class CsvSource(LightSource):
                         ts = parse_ts(float(row["ts"]) if _is_number(row["ts"]) else row["ts"])
                         rows.append((ts.timestamp(), float(row["lux"])))
                     except (KeyError, ValueError, TypeError) as exc:
-                        raise SourceUnavailable(f"{path}: line {n}: expected columns ts,lux ({exc})") from None
+                        raise SourceUnavailable(
+                            f"{path}: line {n}: expected columns ts,lux ({exc})"
+                        ) from None
         except OSError as exc:
             raise SourceUnavailable(f"{path}: cannot read: {exc.strerror}") from None
         except Exception as exc:
@@ -58,7 +61,7 @@ class CsvSource(LightSource):
             raise SourceUnavailable(f"{path}: needs at least two rows of ts,lux")
         rows.sort()
         self.rows = rows
-        steps = [b[0] - a[0] for a, b in zip(rows, rows[1:], strict=False) if b[0] > a[0]]
+        steps = [b[0] - a[0] for a, b in itertools.pairwise(rows) if b[0] > a[0]]
         self.rate_hz = 1.0 / statistics.median(steps) if steps else 1.0
 
     def samples(self) -> Iterator[Sample]:
@@ -76,8 +79,14 @@ def _is_number(text: str) -> bool:
 class SyntheticLight(LightSource):
     """``synthetic[:LUX[:HZ]]``: a steady light, or one flashing at HZ between LUX and ~0."""
 
-    def __init__(self, lux: float = 0.5, flash_hz: float = 0.0, rate_hz: float = 10.0, seed: int = 0,
-                 start: float | None = None) -> None:
+    def __init__(
+        self,
+        lux: float = 0.5,
+        flash_hz: float = 0.0,
+        rate_hz: float = 10.0,
+        seed: int = 0,
+        start: float | None = None,
+    ) -> None:
         self.lux, self.flash_hz, self.rate_hz = lux, flash_hz, rate_hz
         self.rng = np.random.default_rng(seed)
         self.start = time.time() if start is None else start
@@ -138,8 +147,9 @@ def open_source(spec: str, rate_hz: float, seed: int = 0, start: float | None = 
         except ValueError:
             raise SourceUnavailable(f"synthetic:{arg}: expected synthetic[:LUX[:HZ]]") from None
         return SyntheticLight(lux, hz, rate_hz, seed, start)
-    raise SourceUnavailable(f"unknown source {spec!r} (bh1750[:BUS:ADDR], tsl2591[:BUS:ADDR], csv:PATH, "
-                            "synthetic[:LUX[:HZ]])")
+    raise SourceUnavailable(
+        f"unknown source {spec!r} (bh1750[:BUS:ADDR], tsl2591[:BUS:ADDR], csv:PATH, synthetic[:LUX[:HZ]])"
+    )
 
 
 class LightAggregator:
@@ -171,9 +181,15 @@ class LightAggregator:
         # A burst only when sampled fast enough to see a flash (the rule ignores slower ones anyway).
         burst = tuple(float(v) for v in values) if rate >= self.min_burst_rate_hz * 0.95 else ()
         summary = LightSummary(
-            self.site, self.sensor, datetime.fromtimestamp(self._start, UTC), self.period,
-            round(float(values.mean()), 4), float(values.min()), float(values.max()),
-            burst, round(rate, 3) if burst else None,
+            self.site,
+            self.sensor,
+            datetime.fromtimestamp(self._start, UTC),
+            self.period,
+            round(float(values.mean()), 4),
+            float(values.min()),
+            float(values.max()),
+            burst,
+            round(rate, 3) if burst else None,
         )
         self._start, self._samples = None, []
         return summary

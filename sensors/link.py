@@ -24,21 +24,22 @@ import time
 from collections.abc import Callable
 
 import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
 
 from monitor.config import BrokerConfig
-from sensors.queue import ForwardQueue
+from sensors.queue import MessageQueue
 
 log = logging.getLogger("minewatch.sensors.link")
 
 
 class Link:
-    """One MQTT connection draining one ForwardQueue at QoS 1."""
+    """One MQTT connection draining one queue (on disk or in memory) at QoS 1."""
 
     def __init__(
         self,
         broker: BrokerConfig,
         client_id: str,
-        queue: ForwardQueue,
+        queue: MessageQueue,
         *,
         window: int = 100,
         on_connect: Callable[[], None] | None = None,
@@ -51,6 +52,7 @@ class Link:
         self.on_connect = on_connect
         self.connected = threading.Event()
         self.connects = 0
+        self.closing = False
         self._lock = threading.Lock()
         self._acked: set[int] = set()
         self._early: set[int] = set()
@@ -60,7 +62,7 @@ class Link:
         self._handed_until = 0  # highest row id given to paho
         v5 = broker.protocol == "5"
         self.client = mqtt.Client(
-            mqtt.CallbackAPIVersion.VERSION2,
+            CallbackAPIVersion.VERSION2,
             client_id=client_id,
             protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
             clean_session=None if v5 else True,
@@ -89,6 +91,7 @@ class Link:
         Returns True if the queue was empty at the end; what is left stays on disk.
         """
         drained = self.drain(drain_timeout) if drain_timeout > 0 else len(self.queue) == 0
+        self.closing = True
         self.client.disconnect()
         self.client.loop_stop()
         return drained
@@ -105,11 +108,11 @@ class Link:
         done: list[int] = []
         early: set[int] = set()
         for mid in acked | self._early:
-            row = self._inflight.pop(mid, None)
-            if row is None:
+            row_id = self._inflight.pop(mid, None)
+            if row_id is None:
                 early.add(mid)
             else:
-                done.append(row)
+                done.append(row_id)
         # A PUBACK can overtake the bookkeeping after publish() below; give it one more pump
         # to be matched, then forget it (mids wrap around at 65535).
         self._early = early - self._early
@@ -123,8 +126,11 @@ class Link:
             info = self.client.publish(row.topic, row.payload, qos=row.qos)
             # NO_CONN: paho keeps the message and sends it after the reconnect, so it is in flight.
             if info.rc not in (mqtt.MQTT_ERR_SUCCESS, mqtt.MQTT_ERR_NO_CONN):
-                log.warning("Publish to %r refused by paho (%s); retrying later", row.topic,
-                            mqtt.error_string(info.rc))
+                log.warning(
+                    "Publish to %r refused by paho (%s); retrying later",
+                    row.topic,
+                    mqtt.error_string(info.rc),
+                )
                 break
             self._inflight[info.mid] = row.id
             self._handed_until = row.id
@@ -159,7 +165,12 @@ class Link:
     # ------------------------------------------------------------------ paho thread
 
     def _on_connect(
-        self, client: mqtt.Client, userdata: object, flags: mqtt.ConnectFlags, reason: object, properties: object
+        self,
+        client: mqtt.Client,
+        userdata: object,
+        flags: mqtt.ConnectFlags,
+        reason: object,
+        properties: object,
     ) -> None:
         if getattr(reason, "is_failure", False):
             log.error("Broker %s refused the connection: %s", self.broker.url, reason)
@@ -173,8 +184,10 @@ class Link:
     def _on_disconnect(
         self, client: mqtt.Client, userdata: object, flags: object, reason: object, properties: object
     ) -> None:
-        if self.connected.is_set():
-            log.warning("Disconnected from %s (%s); queueing on disk until it is back", self.broker.url, reason)
+        if self.connected.is_set() and not self.closing:
+            log.warning(
+                "Disconnected from %s (%s); queueing on disk until it is back", self.broker.url, reason
+            )
         self.connected.clear()
 
     def _on_publish(

@@ -40,15 +40,22 @@ def encode_status(
     data.update({k: v for k, v in extra.items() if v is not None})
     if key:
         data["sig"] = sign(data, key)
-    return sensor_topic(status.site, status.sensor, "status", prefix), json.dumps(data, separators=(",", ":")).encode()
+    return sensor_topic(status.site, status.sensor, "status", prefix), json.dumps(
+        data, separators=(",", ":")
+    ).encode()
 
 
 class Publisher:
     """Encodes and signs one sensor's records and passes them on; counts what it sent."""
 
     def __init__(
-        self, site: SiteConfig, sensor: SensorConfig, outlet: Outlet, backlog: Backlog | None = None,
-        prefix: str = "minewatch", firmware: str = "",
+        self,
+        site: SiteConfig,
+        sensor: SensorConfig,
+        outlet: Outlet,
+        backlog: Backlog | None = None,
+        prefix: str = "minewatch",
+        firmware: str = "",
     ) -> None:
         self.site = site
         self.sensor = sensor
@@ -66,8 +73,10 @@ class Publisher:
         self.sent += 1
 
     def heartbeat(self, status: SensorStatus) -> None:
-        extra: dict[str, Any] = {"uptime_s": round(time.monotonic() - self.started, 1),
-                                 "firmware": self.firmware or None}
+        extra: dict[str, Any] = {
+            "uptime_s": round(time.monotonic() - self.started, 1),
+            "firmware": self.firmware or None,
+        }
         if self.backlog is not None:
             extra["queued"] = len(self.backlog)
             extra["dropped"] = self.backlog.take_unreported_drops()

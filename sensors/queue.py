@@ -20,6 +20,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -48,6 +49,18 @@ class Queued:
     topic: str
     payload: bytes
     qos: int
+
+
+class MessageQueue(Protocol):
+    """What sensors.link.Link drains: ForwardQueue on disk, MemoryQueue for the simulator."""
+
+    def put(self, topic: str, payload: bytes, qos: int = 1) -> int: ...
+
+    def delete(self, ids: list[int]) -> None: ...
+
+    def next_batch(self, after_id: int, limit: int) -> list[Queued]: ...
+
+    def __len__(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,3 +186,48 @@ class ForwardQueue:
 
     def close(self) -> None:
         self.conn.close()
+
+
+class MemoryQueue:
+    """The ForwardQueue interface in memory, unbounded: for the simulator, which is no edge device
+    (nothing to keep across a restart) and publishes hundreds of thousands of messages a run."""
+
+    def __init__(self) -> None:
+        self._messages: dict[int, Queued] = {}
+        self._next_id = 0
+        self._bytes = 0
+
+    def put(self, topic: str, payload: bytes, qos: int = 1) -> int:
+        self._next_id += 1
+        self._messages[self._next_id] = Queued(self._next_id, topic, payload, qos)
+        self._bytes += len(topic) + len(payload)
+        return self._next_id
+
+    def delete(self, ids: list[int]) -> None:
+        for msg_id in ids:
+            gone = self._messages.pop(msg_id, None)
+            if gone is not None:
+                self._bytes -= len(gone.topic) + len(gone.payload)
+
+    def next_batch(self, after_id: int, limit: int) -> list[Queued]:
+        # Ids only grow and are inserted in order, so the dict is already sorted by id.
+        out: list[Queued] = []
+        for msg_id, message in self._messages.items():
+            if msg_id > after_id:
+                out.append(message)
+                if len(out) >= limit:
+                    break
+        return out
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @property
+    def bytes(self) -> int:
+        return self._bytes
+
+    def take_unreported_drops(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        self._messages.clear()

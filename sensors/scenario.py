@@ -266,7 +266,9 @@ class _T:
         self.used.add(key)
         return self.data.get(key, default)
 
-    def num(self, key: str, default: float | None = None, lo: float | None = None, hi: float | None = None) -> float:
+    def num(
+        self, key: str, default: float | None = None, lo: float | None = None, hi: float | None = None
+    ) -> float:
         value = self.get(key, default)
         if value is None:
             self.problem(key, "required")
@@ -275,8 +277,12 @@ class _T:
             self.problem(key, f"expected a number, got {value!r}")
             return 0.0
         if (lo is not None and value < lo) or (hi is not None and value > hi):
-            self.problem(key, f"{value} is outside {lo:g}..{hi:g}" if lo is not None and hi is not None
-                         else f"{value} is out of range")
+            self.problem(
+                key,
+                f"{value} is outside {lo:g}..{hi:g}"
+                if lo is not None and hi is not None
+                else f"{value} is out of range",
+            )
         return float(value)
 
     def text(self, key: str, default: str | None = None) -> str:
@@ -346,27 +352,46 @@ def _source(t: _T, start: datetime) -> Source | None:
     source: Source | None = None
     if kind == "activity":
         source = Activity(
-            name, t.num("level_db", lo=0, hi=200), t.num("ref_m", 10.0, lo=0.1, hi=1e5), t.distances(),
-            t.periods("periods", start), t.num("sd_db", 1.0, lo=0, hi=20), t.num("modulation_db", 0.0, lo=0, hi=40),
-            t.num("modulation_period_s", 60.0, lo=1, hi=86400), t.num("absorption_db_per_km", 5.0, lo=0, hi=100),
+            name,
+            t.num("level_db", lo=0, hi=200),
+            t.num("ref_m", 10.0, lo=0.1, hi=1e5),
+            t.distances(),
+            t.periods("periods", start),
+            t.num("sd_db", 1.0, lo=0, hi=20),
+            t.num("modulation_db", 0.0, lo=0, hi=40),
+            t.num("modulation_period_s", 60.0, lo=1, hi=86400),
+            t.num("absorption_db_per_km", 5.0, lo=0, hi=100),
             t.num("wind_gain_db", 2.0, lo=0, hi=20),
         )
     elif kind == "trucks":
         peak = t.get("peak_db", [82.0, 88.0])
-        if (not isinstance(peak, list) or len(peak) != 2 or not all(isinstance(p, int | float) for p in peak)
-                or peak[0] > peak[1]):
+        if (
+            not isinstance(peak, list)
+            or len(peak) != 2
+            or not all(isinstance(p, int | float) for p in peak)
+            or peak[0] > peak[1]
+        ):
             t.problem("peak_db", "expected [low, high] in dB(A)")
             peak = [82.0, 88.0]
         source = Trucks(
-            name, t.text("gate"), t.periods("periods", start), t.num("every_min", 15.0, lo=0.5, hi=1440),
-            t.num("jitter_min", 3.0, lo=0, hi=720), (float(peak[0]), float(peak[1])),
-            t.num("far_db", 20.0, lo=0, hi=100), t.num("pass_s", 6.0, lo=0.5, hi=120),
+            name,
+            t.text("gate"),
+            t.periods("periods", start),
+            t.num("every_min", 15.0, lo=0.5, hi=1440),
+            t.num("jitter_min", 3.0, lo=0, hi=720),
+            (float(peak[0]), float(peak[1])),
+            t.num("far_db", 20.0, lo=0, hi=100),
+            t.num("pass_s", 6.0, lo=0.5, hi=120),
             bool(t.get("events", True)),
         )
     elif kind == "impulse":
         source = Impulse(
-            name, t.clock("at", start), t.num("peak_db", lo=60, hi=190), t.num("ref_m", 100.0, lo=0.1, hi=1e5),
-            t.distances(), t.num("crest_db", 30.0, lo=10, hi=60),
+            name,
+            t.clock("at", start),
+            t.num("peak_db", lo=60, hi=190),
+            t.num("ref_m", 100.0, lo=0.1, hi=1e5),
+            t.distances(),
+            t.num("crest_db", 30.0, lo=10, hi=60),
         )
     elif kind == "fixture":
         source = Fixture(name, t.text("sensor"), t.num("lux", lo=0, hi=1e5), t.periods("periods", start))
@@ -376,20 +401,32 @@ def _source(t: _T, start: datetime) -> Source | None:
             at = t.clock("at", start)
             periods += (Period(at, at + timedelta(seconds=t.num("duration_s", 20.0, lo=0.1, hi=86400))),)
         source = Flashing(
-            name, t.text("sensor"), t.num("on_lux", lo=0, hi=1e5), t.num("off_lux", 0.0, lo=0, hi=1e5),
-            t.num("hz", 1.0, lo=0.01, hi=50), t.num("duty", 0.5, lo=0.01, hi=0.99), periods,
+            name,
+            t.text("sensor"),
+            t.num("on_lux", lo=0, hi=1e5),
+            t.num("off_lux", 0.0, lo=0, hi=1e5),
+            t.num("hz", 1.0, lo=0.01, hi=50),
+            t.num("duty", 0.5, lo=0.01, hi=0.99),
+            periods,
         )
     elif kind == "wind":
         direction = t.get("wind_dir_deg")
         source = Wind(
-            name, t.periods("periods", start), t.num("wind_ms", lo=0, hi=60), t.num("wind_sd_ms", 1.0, lo=0, hi=20),
-            None if direction is None else t.num("wind_dir_deg", lo=0, hi=360), t.num("rain_mm_h", 0.0, lo=0, hi=500),
+            name,
+            t.periods("periods", start),
+            t.num("wind_ms", lo=0, hi=60),
+            t.num("wind_sd_ms", 1.0, lo=0, hi=20),
+            None if direction is None else t.num("wind_dir_deg", lo=0, hi=360),
+            t.num("rain_mm_h", 0.0, lo=0, hi=500),
         )
     elif kind == "offline":
         source = Offline(name, t.text("sensor"), t.periods("periods", start))
     else:
-        t.problem("kind", f"unknown source kind {kind!r} (known: activity, trucks, impulse, fixture, "
-                          "flashing, beacon, wind, offline)")
+        t.problem(
+            "kind",
+            f"unknown source kind {kind!r} (known: activity, trucks, impulse, fixture, "
+            "flashing, beacon, wind, offline)",
+        )
         return None
     t.finish()
     return source
@@ -402,8 +439,12 @@ def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | 
     kind = t.text("kind")
     fields: dict[str, Any] = {}
     if kind == "blast-notice":
-        fields = {"blast_id": t.text("blast_id"), "issued_ts": t.clock("issued", start),
-                  "planned_ts": t.clock("planned", start), "recipients": t.texts("recipients")}
+        fields = {
+            "blast_id": t.text("blast_id"),
+            "issued_ts": t.clock("issued", start),
+            "planned_ts": t.clock("planned", start),
+            "recipients": t.texts("recipients"),
+        }
         publish = fields["issued_ts"]
     elif kind == "blast":
         fields = {"blast_id": t.text("blast_id"), "ts": t.clock("at", start)}
@@ -427,7 +468,9 @@ def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | 
         else:
             fields["description"] = t.text("description", "")
         declared = t.get("declared")
-        publish = t.clock("declared", start) if declared is not None else period[0].start - timedelta(minutes=5)
+        publish = (
+            t.clock("declared", start) if declared is not None else period[0].start - timedelta(minutes=5)
+        )
     elif kind == "truck":
         fields = {"ts": t.clock("at", start), "gate": t.text("gate"), "direction": t.text("direction", "in")}
         publish = fields["ts"]
@@ -457,12 +500,18 @@ def read_scenario_text(name_or_path: str) -> tuple[str, str]:
             raise ScenarioError([f"{path}: cannot read: {exc.strerror}"]) from None
     resource = resources.files("sensors").joinpath(BUILTIN_DIR, f"{name_or_path}.toml")
     if not resource.is_file():
-        raise ScenarioError([f"no built-in scenario {name_or_path!r} (built-in: {', '.join(builtin_names())})"])
+        raise ScenarioError(
+            [f"no built-in scenario {name_or_path!r} (built-in: {', '.join(builtin_names())})"]
+        )
     return resource.read_text(encoding="utf-8"), f"sensors/{BUILTIN_DIR}/{name_or_path}.toml"
 
 
 def parse_scenario(
-    text: str, tz: ZoneInfo, *, start: datetime | None = None, duration: timedelta | None = None,
+    text: str,
+    tz: ZoneInfo,
+    *,
+    start: datetime | None = None,
+    duration: timedelta | None = None,
     source: str = "<scenario>",
 ) -> Scenario:
     """Parse and resolve a scenario for a site zone; ``start``/``duration`` override the file's."""
@@ -475,16 +524,19 @@ def parse_scenario(
     name = root.text("name", Path(source).stem)
     description = root.text("description", "")
     start_text = root.text("start", "")
+    duration_text = root.text("duration", "24h")  # read even when overridden: it is a known key
     if start is None:
         try:
             start = parse_start(start_text, tz)
         except ValueError:
-            problems.append(f"start: {start_text!r} is not a local time like 2026-06-15T06:00 (or give --start)")
+            problems.append(
+                f"start: {start_text!r} is not a local time like 2026-06-15T06:00 (or give --start)"
+            )
             start = datetime(2026, 1, 1, tzinfo=tz)
     start = start.astimezone(tz)
     if duration is None:
         try:
-            duration = parse_duration(root.text("duration", "24h"))
+            duration = parse_duration(duration_text)
         except ValueError as exc:
             problems.append(f"duration: {exc}")
             duration = timedelta(hours=24)
@@ -497,33 +549,45 @@ def parse_scenario(
     for sensor_id, table in root.table("sound").items():
         t = _T(table, f"sound.{sensor_id}", problems)
         d = SoundSensor()
-        sound[sensor_id] = SoundSensor(t.num("ambient_day_db", d.ambient_day_db, lo=0, hi=120),
-                                       t.num("ambient_night_db", d.ambient_night_db, lo=0, hi=120),
-                                       t.num("bearing_deg", d.bearing_deg, lo=0, hi=360),
-                                       t.num("c_minus_a_db", d.c_minus_a_db, lo=0, hi=30))
+        sound[sensor_id] = SoundSensor(
+            t.num("ambient_day_db", d.ambient_day_db, lo=0, hi=120),
+            t.num("ambient_night_db", d.ambient_night_db, lo=0, hi=120),
+            t.num("bearing_deg", d.bearing_deg, lo=0, hi=360),
+            t.num("c_minus_a_db", d.c_minus_a_db, lo=0, hi=30),
+        )
         t.finish()
     light: dict[str, LightSensor] = {}
     for sensor_id, table in root.table("light").items():
         t = _T(table, f"light.{sensor_id}", problems)
         dl = LightSensor()
         rate = t.num("burst_rate_hz", dl.burst_rate_hz, lo=0, hi=1000)
-        light[sensor_id] = LightSensor(t.num("ambient_night_lux", dl.ambient_night_lux, lo=0, hi=1000),
-                                       t.num("daylight_factor", dl.daylight_factor, lo=0, hi=1), rate)
+        light[sensor_id] = LightSensor(
+            t.num("ambient_night_lux", dl.ambient_night_lux, lo=0, hi=1000),
+            t.num("daylight_factor", dl.daylight_factor, lo=0, hi=1),
+            rate,
+        )
         t.finish()
     at = _T(root.table("audio"), "audio", problems)
     da = Audio()
-    audio = Audio(at.texts("sensors"), int(at.num("sample_rate", da.sample_rate, lo=8000, hi=96000)),
-                  at.text("format", da.sample_format), int(at.num("clip_before_s", da.clip_before_s, lo=0, hi=600)),
-                  int(at.num("clip_after_s", da.clip_after_s, lo=0, hi=600)),
-                  int(at.num("minutes_per_hour", da.minutes_per_hour, lo=0, hi=60)))
+    audio = Audio(
+        at.texts("sensors"),
+        int(at.num("sample_rate", da.sample_rate, lo=8000, hi=96000)),
+        at.text("format", da.sample_format),
+        int(at.num("clip_before_s", da.clip_before_s, lo=0, hi=600)),
+        int(at.num("clip_after_s", da.clip_after_s, lo=0, hi=600)),
+        int(at.num("minutes_per_hour", da.minutes_per_hour, lo=0, hi=60)),
+    )
     if audio.sample_format not in ("s16le", "f32le"):
         at.problem("format", "must be s16le or f32le")
     at.finish()
     wt = _T(root.table("weather"), "weather", problems)
     dw = Weather()
-    weather = Weather(wt.text("sensor", ""), wt.num("wind_ms", dw.wind_ms, lo=0, hi=60),
-                      wt.num("wind_sd_ms", dw.wind_sd_ms, lo=0, hi=20),
-                      wt.num("wind_dir_deg", dw.wind_dir_deg, lo=0, hi=360))
+    weather = Weather(
+        wt.text("sensor", ""),
+        wt.num("wind_ms", dw.wind_ms, lo=0, hi=60),
+        wt.num("wind_sd_ms", dw.wind_sd_ms, lo=0, hi=20),
+        wt.num("wind_dir_deg", dw.wind_dir_deg, lo=0, hi=360),
+    )
     wt.finish()
 
     sources: list[Source] = []
@@ -541,8 +605,20 @@ def parse_scenario(
     root.finish()
     if problems:
         raise ScenarioError([f"{source}: {p}" for p in problems])
-    return Scenario(name, description, start, duration, seed, status_interval, sound, light, audio, weather,
-                    tuple(sources), tuple(sorted(events, key=lambda e: e.publish_at)))
+    return Scenario(
+        name,
+        description,
+        start,
+        duration,
+        seed,
+        status_interval,
+        sound,
+        light,
+        audio,
+        weather,
+        tuple(sources),
+        tuple(sorted(events, key=lambda e: e.publish_at)),
+    )
 
 
 def load_scenario(
@@ -552,7 +628,9 @@ def load_scenario(
     return parse_scenario(text, tz, start=start, duration=duration, source=source)
 
 
-def check_against_site(scenario: Scenario, sensors: Mapping[str, str], gates: set[str]) -> tuple[list[str], list[str]]:
+def check_against_site(
+    scenario: Scenario, sensors: Mapping[str, str], gates: set[str]
+) -> tuple[list[str], list[str]]:
     """(problems, notes): references to sensors or gates the site lacks.
 
     ``sensors`` maps sensor id -> kind. Sources on a sensor the site does not have are
@@ -575,12 +653,16 @@ def check_against_site(scenario: Scenario, sensors: Mapping[str, str], gates: se
         notes.append(f"weather sensor {scenario.weather.sensor} is not configured; no weather published")
     for source in scenario.sources:
         if isinstance(source, Trucks) and source.gate not in gates:
-            problems.append(f"source {source.name!r}: gate {source.gate!r} is not configured "
-                            f"(gates: {', '.join(sorted(gates)) or 'none'})")
+            problems.append(
+                f"source {source.name!r}: gate {source.gate!r} is not configured "
+                f"(gates: {', '.join(sorted(gates)) or 'none'})"
+            )
     for event in scenario.events:
         if event.kind == "truck" and event.fields["gate"] not in gates:
             problems.append(f"event truck: gate {event.fields['gate']!r} is not configured")
         for sensor_id in event.fields.get("sensors", ()):
             if sensor_id not in sensors:
-                problems.append(f"event {event.kind} {event.fields.get('id')}: sensor {sensor_id} is not configured")
+                problems.append(
+                    f"event {event.kind} {event.fields.get('id')}: sensor {sensor_id} is not configured"
+                )
     return problems, notes

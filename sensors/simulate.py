@@ -23,7 +23,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import lru_cache
 
 import numpy as np
@@ -39,7 +39,6 @@ from rules.model import (
     Blast,
     BlastNotice,
     LightSummary,
-    SensorKind,
     SensorStatus,
     SoundLevels,
     TemporaryLighting,
@@ -116,7 +115,8 @@ def _mask(t: FloatArray, periods: tuple[Period, ...]) -> NDArray[np.bool_]:
 
 
 def _db_sum(*levels: FloatArray) -> FloatArray:
-    return 10.0 * np.log10(sum(10.0 ** (lv / 10.0) for lv in levels))  # type: ignore[arg-type]
+    total: FloatArray = np.sum([10.0 ** (lv / 10.0) for lv in levels], axis=0)
+    return 10.0 * np.log10(total)
 
 
 _TWILIGHT = (np.array([-18.0, -12.0, -6.0, -3.0, 0.0]), np.log10([0.0005, 0.005, 0.5, 30.0, 400.0]))
@@ -200,17 +200,27 @@ class Simulation:
                     if not t0 <= ts < t1 or not self.start <= ts < self.end:
                         continue
                     count += 1
-                    passes.append(TruckPass(
-                        float(round(ts)), source.gate, "in" if count % 2 else "out",
-                        f"T{int(rng.integers(1, 13)):02d}", float(rng.uniform(*source.peak_db)), source.pass_s,
-                        source.far_db, source.events,
-                    ))
+                    passes.append(
+                        TruckPass(
+                            float(round(ts)),
+                            source.gate,
+                            "in" if count % 2 else "out",
+                            f"T{int(rng.integers(1, 13)):02d}",
+                            float(rng.uniform(*source.peak_db)),
+                            source.pass_s,
+                            source.far_db,
+                            source.events,
+                        )
+                    )
         return sorted(passes, key=lambda p: p.ts)
 
     def _audio_windows(self, sensor: str) -> list[tuple[float, float]]:
         a = self.scenario.audio
-        windows = [(math.floor(_epoch(i.at)) - a.clip_before_s, math.floor(_epoch(i.at)) + a.clip_after_s)
-                   for i in self.impulses if sensor in i.distance_m]
+        windows: list[tuple[float, float]] = [
+            (math.floor(_epoch(i.at)) - a.clip_before_s, math.floor(_epoch(i.at)) + a.clip_after_s)
+            for i in self.impulses
+            if sensor in i.distance_m
+        ]
         if a.minutes_per_hour:
             hour = math.ceil(self.start / 3600) * 3600
             while hour < self.end:
@@ -248,8 +258,13 @@ class Simulation:
     def _count(self, at: float, message: Message) -> tuple[datetime, Message]:
         when = _utc(at)
         sensor = getattr(message, "sensor", "")
-        kind = {SoundLevels: "levels", AudioBlock: "audio", LightSummary: "light", WeatherReading: "weather",
-                SensorStatus: "status"}.get(type(message), "event")
+        kind = {
+            SoundLevels: "levels",
+            AudioBlock: "audio",
+            LightSummary: "light",
+            WeatherReading: "weather",
+            SensorStatus: "status",
+        }.get(type(message), "event")
         self.stats.by_sensor[(sensor or "operator", kind if sensor else type(message).__name__)] += 1
         self.stats.first = self.stats.first or when
         self.stats.last = when
@@ -262,38 +277,60 @@ class Simulation:
             f = event.fields
             record: Message
             if event.kind == "blast-notice":
-                record = BlastNotice(site, f["blast_id"], f["issued_ts"].astimezone(UTC),
-                                     f["planned_ts"].astimezone(UTC), tuple(f["recipients"]))
-                text = f"blast notice {f['blast_id']} issued {f['issued_ts']:%a %H:%M} for {f['planned_ts']:%a %H:%M}"
+                record = BlastNotice(
+                    site,
+                    f["blast_id"],
+                    f["issued_ts"].astimezone(UTC),
+                    f["planned_ts"].astimezone(UTC),
+                    tuple(f["recipients"]),
+                )
+                issued, planned = f["issued_ts"], f["planned_ts"]
+                text = f"blast notice {f['blast_id']} issued {issued:%a %H:%M} for {planned:%a %H:%M}"
             elif event.kind == "blast":
-                record = Blast(site, f["blast_id"], f["ts"].astimezone(UTC), f.get("safety_reason"),
-                               f.get("charge_kg"))
+                record = Blast(
+                    site, f["blast_id"], f["ts"].astimezone(UTC), f.get("safety_reason"), f.get("charge_kg")
+                )
                 reason = f.get("safety_reason")
                 text = f"blast {f['blast_id']} at {f['ts']:%H:%M:%S}" + (
-                    f" (safety reason: {reason})" if reason else " (no safety reason)")
+                    f" (safety reason: {reason})" if reason else " (no safety reason)"
+                )
             elif event.kind == "work":
-                record = WorkPeriod(site, f["id"], f["start"].astimezone(UTC), f["end"].astimezone(UTC),
-                                    WorkKind(f["kind"]), tuple(f["sensors"]))
+                record = WorkPeriod(
+                    site,
+                    f["id"],
+                    f["start"].astimezone(UTC),
+                    f["end"].astimezone(UTC),
+                    WorkKind(f["kind"]),
+                    tuple(f["sensors"]),
+                )
                 text = f"{f['kind']} work {f['id']} {f['start']:%H:%M}-{f['end']:%H:%M}" + (
-                    f" at {', '.join(f['sensors'])}" if f["sensors"] else "")
+                    f" at {', '.join(f['sensors'])}" if f["sensors"] else ""
+                )
             elif event.kind == "temporary-lighting":
-                record = TemporaryLighting(site, f["id"], f["start"].astimezone(UTC), f["end"].astimezone(UTC),
-                                           f["description"])
+                record = TemporaryLighting(
+                    site, f["id"], f["start"].astimezone(UTC), f["end"].astimezone(UTC), f["description"]
+                )
                 text = f"temporary lighting {f['id']} {f['start']:%H:%M}-{f['end']:%H:%M}"
             else:  # truck
                 ts = f["ts"].astimezone(UTC)
-                record = TruckPassage(site, f"truck-{f['gate']}-{int(ts.timestamp())}", ts, f["gate"],
-                                      f["direction"])
+                record = TruckPassage(
+                    site, f"truck-{f['gate']}-{int(ts.timestamp())}", ts, f["gate"], f["direction"]
+                )
                 text = f"truck at {f['gate']} {f['ts']:%H:%M:%S}"
             self.stats.events.append(f"{event.publish_at.astimezone(local):%Y-%m-%d %H:%M:%S} {text}")
             yield _epoch(event.publish_at), record
         for p in self.trucks:
             if p.report:
                 ts = _utc(p.ts)
-                yield p.ts, TruckPassage(site, f"truck-{p.gate}-{int(p.ts)}", ts, p.gate, p.direction, p.truck_id)
+                yield (
+                    p.ts,
+                    TruckPassage(site, f"truck-{p.gate}-{int(p.ts)}", ts, p.gate, p.direction, p.truck_id),
+                )
         if self.trucks:
             gates = Counter(p.gate for p in self.trucks)
-            self.stats.events.append("truck passes: " + ", ".join(f"{n} at {g}" for g, n in sorted(gates.items())))
+            self.stats.events.append(
+                "truck passes: " + ", ".join(f"{n} at {g}" for g, n in sorted(gates.items()))
+            )
 
     # ------------------------------------------------------------------ one chunk
 
@@ -322,8 +359,9 @@ class Simulation:
                 direction[m] = source.wind_dir_deg
         # Gusts: AR(1) noise with a ~20 s memory, carried across chunks.
         a = math.exp(-1 / 20)
-        noise, zf = sps.lfilter([math.sqrt(1 - a * a)], [1, -a], rng.standard_normal(t.size),
-                                zi=[self._wind_state * a])
+        noise, _zf = sps.lfilter(
+            [math.sqrt(1 - a * a)], [1, -a], rng.standard_normal(t.size), zi=[self._wind_state * a]
+        )
         self._wind_state = float(noise[-1])
         return np.clip(base + sd * noise, 0.0, 60.0), direction, rain
 
@@ -331,12 +369,18 @@ class Simulation:
         return _mask(t, self.offline.get(sensor, ()))
 
     def _sound(
-        self, sensor: str, spec: SoundSensor, config: SensorConfig, t: FloatArray, wind: FloatArray,
-        wind_dir: FloatArray, lo: int,
+        self,
+        sensor: str,
+        spec: SoundSensor,
+        config: SensorConfig,
+        t: FloatArray,
+        wind: FloatArray,
+        wind_dir: FloatArray,
+        lo: int,
     ) -> Iterator[tuple[float, Message]]:
         rng = _stream(self.seed, "sound", sensor, lo)
         n = t.size
-        hours = np.array([_utc(x).astimezone(self.tz).hour for x in t[:: 60]]).repeat(60)[:n]
+        hours = np.array([_utc(x).astimezone(self.tz).hour for x in t[::60]]).repeat(60)[:n]
         day = (hours >= 6) & (hours < 21)
         levels = [np.where(day, spec.ambient_day_db, spec.ambient_night_db) + rng.normal(0, 1.0, n)]
         # Machinery, spread by distance; downwind louder, upwind quieter.
@@ -348,9 +392,13 @@ class Simulation:
             active = _mask(t, source.periods)
             if not active.any():
                 continue
-            level = (source.level_db - 20 * math.log10(d / source.ref_m) - source.absorption_db_per_km * d / 1000
-                     + source.wind_gain_db * np.minimum(wind / 5.0, 1.5) * toward
-                     + rng.normal(0, source.sd_db, n))
+            level = (
+                source.level_db
+                - 20 * math.log10(d / source.ref_m)
+                - source.absorption_db_per_km * d / 1000
+                + source.wind_gain_db * np.minimum(wind / 5.0, 1.5) * toward
+                + rng.normal(0, source.sd_db, n)
+            )
             if source.modulation_db:
                 phase = zlib.crc32(source.name.encode()) % 1000 / 1000 * 2 * math.pi
                 level += source.modulation_db * np.sin(2 * math.pi * t / source.modulation_period_s + phase)
@@ -402,19 +450,24 @@ class Simulation:
                 audio |= (t >= a) & (t < b)
             audio &= ~off
         site = self.site.id
-        for i in np.flatnonzero(~off & ~audio):
-            ts = _utc(float(t[i]))
-            yield float(t[i]) + 1.0, SoundLevels(
-                site, sensor, ts, 1.0, round(float(laeq[i]), 1), round(float(lafmax[i]), 1),
-                round(float(lcpeak[i]), 1), round(float(lasmax[i]), 1), round(float(lzpeak[i]), 1),
-                round(float(lafmin[i]), 1), round(float(lceq[i]), 1), round(float(lzeq[i]), 1),
-            )
+        # Rounded in numpy and converted once: per-record Python work dominates a day's run.
+        columns = np.round(np.vstack([laeq, lafmax, lcpeak, lasmax, lzpeak, lafmin, lceq, lzeq]), 1)
+        keep = np.flatnonzero(~off & ~audio)
+        for i, row in zip(keep.tolist(), columns[:, keep].T.tolist(), strict=True):
+            second = lo + i
+            yield second + 1.0, SoundLevels(site, sensor, _utc(second), 1.0, *row)
         if audio.any():
             yield from self._audio(sensor, config, t, audio, laeq, impulse_peaks, rng)
 
     def _audio(
-        self, sensor: str, config: SensorConfig, t: FloatArray, audio: NDArray[np.bool_], laeq: FloatArray,
-        impulse_peaks: dict[int, float], rng: np.random.Generator,
+        self,
+        sensor: str,
+        config: SensorConfig,
+        t: FloatArray,
+        audio: NDArray[np.bool_],
+        laeq: FloatArray,
+        impulse_peaks: dict[int, float],
+        rng: np.random.Generator,
     ) -> Iterator[tuple[float, Message]]:
         """Raw PCM for the audio seconds, shaped so the daemon's meter reads the modelled levels."""
         a = self.scenario.audio
@@ -436,8 +489,10 @@ class Simulation:
                 else:
                     pcm = x.astype("<f4").tobytes()
                 ts = _utc(float(t[i]))
-                yield float(t[i]) + 1.0, AudioBlock(self.site.id, sensor, ts, self._seq[sensor], rate,
-                                                    a.sample_format, pcm)
+                yield (
+                    float(t[i]) + 1.0,
+                    AudioBlock(self.site.id, sensor, ts, self._seq[sensor], rate, a.sample_format, pcm),
+                )
 
     def _light(
         self, sensor: str, spec: LightSensor, config: SensorConfig, lo: int, hi: int
@@ -459,8 +514,9 @@ class Simulation:
         lux = lux * (1 + rng.normal(0, 0.01, lux.shape))
         for fixture in self.scenario.of(Fixture):
             if fixture.sensor == sensor:
-                lux += np.where(_mask(ts_grid, fixture.periods), fixture.lux * (1 + rng.normal(0, 0.02, lux.shape)),
-                                0.0)
+                lux += np.where(
+                    _mask(ts_grid, fixture.periods), fixture.lux * (1 + rng.normal(0, 0.02, lux.shape)), 0.0
+                )
         for flash in self.scenario.of(Flashing):
             if flash.sensor != sensor:
                 continue
@@ -473,9 +529,19 @@ class Simulation:
         for row, start in zip(lux, starts, strict=True):
             values = np.round(row, 4)
             burst = tuple(float(v) for v in values) if spec.burst_rate_hz >= 10 else ()
-            yield float(start) + period, LightSummary(
-                site, sensor, _utc(float(start)), float(period), round(float(values.mean()), 4),
-                float(values.min()), float(values.max()), burst, spec.burst_rate_hz if burst else None,
+            yield (
+                float(start) + period,
+                LightSummary(
+                    site,
+                    sensor,
+                    _utc(float(start)),
+                    float(period),
+                    round(float(values.mean()), 4),
+                    float(values.min()),
+                    float(values.max()),
+                    burst,
+                    spec.burst_rate_hz if burst else None,
+                ),
             )
 
     def _weather(
@@ -490,9 +556,17 @@ class Simulation:
             if not sel.any():
                 continue
             mm = float(rain[sel].mean())
-            yield float(start) + period, WeatherReading(
-                self.site.id, config.id, _utc(float(start)), float(period), round(float(wind[sel].mean()), 2),
-                mm > 0, round(mm, 2) if mm > 0 else None,
+            yield (
+                float(start) + period,
+                WeatherReading(
+                    self.site.id,
+                    config.id,
+                    _utc(float(start)),
+                    float(period),
+                    round(float(wind[sel].mean()), 2),
+                    mm > 0,
+                    round(mm, 2) if mm > 0 else None,
+                ),
             )
 
     def _status(self, lo: int, hi: int) -> Iterator[tuple[float, Message]]:
@@ -506,9 +580,19 @@ class Simulation:
                 if self._offline(sensor, np.array([start])).any():
                     continue
                 hour = _utc(float(start)).astimezone(self.tz).hour
-                battery = 78.0 + 20.0 * math.sin(math.pi * max(0, min(hour - 6, 14)) / 14) + rng.normal(0, 0.3)
-                yield float(start), SensorStatus(self.site.id, sensor, _utc(float(start)),
-                                                 round(min(battery, 100.0), 1), round(float(rng.normal(0, 0.02)), 3))
+                battery = (
+                    78.0 + 20.0 * math.sin(math.pi * max(0, min(hour - 6, 14)) / 14) + rng.normal(0, 0.3)
+                )
+                yield (
+                    float(start),
+                    SensorStatus(
+                        self.site.id,
+                        sensor,
+                        _utc(float(start)),
+                        round(min(battery, 100.0), 1),
+                        round(float(rng.normal(0, 0.02)), 3),
+                    ),
+                )
 
 
 def _blast_wave(peak_db: float, full_scale_db: float, rate: int) -> FloatArray:
@@ -518,14 +602,8 @@ def _blast_wave(peak_db: float, full_scale_db: float, rate: int) -> FloatArray:
     onset = 0.3
     tau = t - onset
     pulse = np.where(tau >= 0, (1 - tau / 0.010) * np.exp(-np.maximum(tau, 0) / 0.010), 0.0)
-    rumble = np.where(tau >= 0, 0.25 * np.sin(2 * np.pi * 15 * np.maximum(tau, 0)) * np.exp(-np.maximum(tau, 0) / 0.3), 0.0)
+    rumble = np.where(
+        tau >= 0, 0.25 * np.sin(2 * np.pi * 15 * np.maximum(tau, 0)) * np.exp(-np.maximum(tau, 0) / 0.3), 0.0
+    )
     out: FloatArray = amplitude * (pulse + rumble)
     return out
-
-
-def kinds_of(site: SiteConfig) -> dict[str, SensorKind]:
-    return {s.id: s.kind for s in site.sensors}
-
-
-__all__ = ["CHUNK_S", "Simulation", "Stats", "TruckPass", "daylight_lux", "kinds_of"]
-_ = timedelta  # re-exported type used in annotations elsewhere

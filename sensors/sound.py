@@ -67,8 +67,14 @@ class WavSource(SoundSource):
 class SyntheticSource(SoundSource):
     """Gaussian noise whose LAeq reads ``level_db`` on a meter with ``full_scale_db``."""
 
-    def __init__(self, level_db: float, full_scale_db: float, sample_rate: int = 16000, seed: int = 0,
-                 block_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        level_db: float,
+        full_scale_db: float,
+        sample_rate: int = 16000,
+        seed: int = 0,
+        block_s: float = 1.0,
+    ) -> None:
         self.sample_rate = sample_rate
         self.rng = np.random.default_rng(seed)
         self.block = int(block_s * sample_rate)
@@ -90,7 +96,7 @@ class SoundcardSource(SoundSource):
 
     def __init__(self, device: str | None, sample_rate: int = 48000, block_s: float = 0.5) -> None:
         try:
-            import sounddevice  # noqa: PLC0415 - optional extra, imported only when chosen
+            import sounddevice
         except (ImportError, OSError) as exc:  # OSError: the package is there but PortAudio is not
             raise SourceUnavailable(
                 f"the soundcard source needs the 'sounddevice' package and PortAudio "
@@ -118,8 +124,14 @@ class SoundcardSource(SoundSource):
             self.overflows += 1  # the processor fell behind; the gap shows as missing seconds
 
     def blocks(self) -> Iterator[FloatArray]:
-        with self.sd.InputStream(device=self.device, channels=1, samplerate=self.sample_rate,
-                                 blocksize=self.block, dtype="float32", callback=self._callback):
+        with self.sd.InputStream(
+            device=self.device,
+            channels=1,
+            samplerate=self.sample_rate,
+            blocksize=self.block,
+            dtype="float32",
+            callback=self._callback,
+        ):
             while True:
                 yield self.queue.get()
 
@@ -166,8 +178,14 @@ class SoundProcessor:
     """One sensor's audio stream -> SoundLevels per second (+ AudioBlocks per the audio mode)."""
 
     def __init__(
-        self, site: str, sensor: str, sample_rate: int, calibration_db: float, origin: datetime,
-        audio: str = "off", trigger: Trigger = Trigger(),
+        self,
+        site: str,
+        sensor: str,
+        sample_rate: int,
+        calibration_db: float,
+        origin: datetime,
+        audio: str = "off",
+        trigger: Trigger = Trigger(),
     ) -> None:
         if audio not in AUDIO_MODES:
             raise ValueError(f"audio: must be one of {', '.join(AUDIO_MODES)}")
@@ -219,18 +237,31 @@ class SoundProcessor:
         ts = self.origin + timedelta(seconds=p.start_s)
         laeq = round(p.LAeq, 2)
         return SoundLevels(
-            self.site, self.sensor, ts, p.duration_s, laeq, max(round(p.LAFmax, 2), laeq), round(p.LCpeak, 2),
-            _finite(p.LASmax), _finite(p.LZpeak), _finite(p.LAFmin), _finite(p.LCeq), _finite(p.LZeq),
+            self.site,
+            self.sensor,
+            ts,
+            p.duration_s,
+            laeq,
+            max(round(p.LAFmax, 2), laeq),
+            round(p.LCpeak, 2),
+            _finite(p.LASmax),
+            _finite(p.LZpeak),
+            _finite(p.LAFmin),
+            _finite(p.LCeq),
+            _finite(p.LZeq),
         )
 
     def _block(self, index: int, chunk: FloatArray) -> AudioBlock:
         self._seq += 1
         pcm = (np.clip(chunk, -1.0, 32767 / 32768) * 32768).astype("<i2").tobytes()
-        return AudioBlock(self.site, self.sensor, self.origin + timedelta(seconds=index), self._seq, self.rate,
-                          "s16le", pcm)
+        return AudioBlock(
+            self.site, self.sensor, self.origin + timedelta(seconds=index), self._seq, self.rate, "s16le", pcm
+        )
 
 
-def calibration_check(path: str, configured_full_scale_db: float, reference_db: float = 94.0) -> tuple[float, float]:
+def calibration_check(
+    path: str, configured_full_scale_db: float, reference_db: float = 94.0
+) -> tuple[float, float]:
     """(reference, measured) dB for a calibrator recording, read with the configured calibration.
 
     ``measured`` is what this sensor reports for the calibrator's tone; the daemon tracks

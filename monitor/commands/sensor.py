@@ -18,41 +18,82 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from monitor.config import Config, SensorConfig, SiteConfig, load_config
 from monitor.errors import ConfigError
 from rules.model import SensorKind, SensorStatus
 
+if TYPE_CHECKING:  # the sensors package (numpy, scipy, paho) loads only when the command runs
+    from sensors.light import LightSource
+    from sensors.link import Link
+    from sensors.publisher import Publisher
+    from sensors.sound import SoundSource
+
 log = logging.getLogger("minewatch.sensor")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="kind", metavar="KIND", required=True)
-    sound = sub.add_parser("sound", help="sound levels per second (and optionally raw audio)",
-                           description="Measure sound levels per second and publish them.")
+    sound = sub.add_parser(
+        "sound",
+        help="sound levels per second (and optionally raw audio)",
+        description="Measure sound levels per second and publish them.",
+    )
     _common(sound, "soundcard[:DEVICE], wav:PATH or synthetic[:LEVEL_DB]")
-    sound.add_argument("--audio", choices=("off", "continuous", "events"), default="off",
-                       help="also publish raw audio: every second, or clips around events (default off)")
+    sound.add_argument(
+        "--audio",
+        choices=("off", "continuous", "events"),
+        default="off",
+        help="also publish raw audio: every second, or clips around events (default off)",
+    )
     sound.add_argument("--pre-trigger-s", type=int, default=5, metavar="S", help="audio kept before an event")
-    sound.add_argument("--post-trigger-s", type=int, default=10, metavar="S", help="audio sent after an event")
-    sound.add_argument("--trigger-lafmax", type=float, default=85.0, metavar="DB",
-                       help="an event: a second's LAFmax at or above this (default 85)")
-    sound.add_argument("--trigger-lcpeak", type=float, default=120.0, metavar="DB",
-                       help="... or its LCpeak at or above this (default 120)")
-    sound.add_argument("--calibrate", metavar="WAV", help="a calibrator recording: report the check in status")
-    sound.add_argument("--calibrator-db", type=float, default=94.0, metavar="DB",
-                       help="the calibrator's level (default 94)")
-    light = sub.add_parser("light", help="illuminance summaries with raw bursts",
-                           description="Measure illuminance and publish summaries with raw bursts.")
+    sound.add_argument(
+        "--post-trigger-s", type=int, default=10, metavar="S", help="audio sent after an event"
+    )
+    sound.add_argument(
+        "--trigger-lafmax",
+        type=float,
+        default=85.0,
+        metavar="DB",
+        help="an event: a second's LAFmax at or above this (default 85)",
+    )
+    sound.add_argument(
+        "--trigger-lcpeak",
+        type=float,
+        default=120.0,
+        metavar="DB",
+        help="... or its LCpeak at or above this (default 120)",
+    )
+    sound.add_argument(
+        "--calibrate", metavar="WAV", help="a calibrator recording: report the check in status"
+    )
+    sound.add_argument(
+        "--calibrator-db", type=float, default=94.0, metavar="DB", help="the calibrator's level (default 94)"
+    )
+    light = sub.add_parser(
+        "light",
+        help="illuminance summaries with raw bursts",
+        description="Measure illuminance and publish summaries with raw bursts.",
+    )
     _common(light, "bh1750[:BUS:ADDR], tsl2591[:BUS:ADDR], csv:PATH or synthetic[:LUX[:HZ]]")
-    light.add_argument("--rate", type=float, default=10.0, metavar="HZ",
-                       help="samples per second (bursts for flashing detection need >= 10)")
-    light.add_argument("--period", type=float, metavar="S",
-                       help="seconds per summary (default: the sensor's expected_period_s)")
+    light.add_argument(
+        "--rate",
+        type=float,
+        default=10.0,
+        metavar="HZ",
+        help="samples per second (bursts for flashing detection need >= 10)",
+    )
+    light.add_argument(
+        "--period",
+        type=float,
+        metavar="S",
+        help="seconds per summary (default: the sensor's expected_period_s)",
+    )
 
 
 def _common(parser: argparse.ArgumentParser, sources: str) -> None:
@@ -60,21 +101,44 @@ def _common(parser: argparse.ArgumentParser, sources: str) -> None:
     parser.add_argument("--sensor", required=True, metavar="ID", help="sensor id in the configuration")
     parser.add_argument("--source", required=True, metavar="SOURCE", help=sources)
     parser.add_argument("--site", metavar="S", help="site id (default: the site that has the sensor)")
-    parser.add_argument("--queue", metavar="PATH",
-                        help="store-and-forward queue (default: ./{site}-{sensor}.queue.db)")
-    parser.add_argument("--queue-max-messages", type=int, default=1_000_000, metavar="N",
-                        help="drop the oldest beyond this many queued messages (0: no bound)")
-    parser.add_argument("--queue-max-mb", type=float, default=512.0, metavar="MB",
-                        help="drop the oldest beyond this many queued megabytes (0: no bound)")
+    parser.add_argument(
+        "--queue", metavar="PATH", help="store-and-forward queue (default: ./{site}-{sensor}.queue.db)"
+    )
+    parser.add_argument(
+        "--queue-max-messages",
+        type=int,
+        default=1_000_000,
+        metavar="N",
+        help="drop the oldest beyond this many queued messages (0: no bound)",
+    )
+    parser.add_argument(
+        "--queue-max-mb",
+        type=float,
+        default=512.0,
+        metavar="MB",
+        help="drop the oldest beyond this many queued megabytes (0: no bound)",
+    )
     parser.add_argument("--status-interval", type=float, default=60.0, metavar="S", help="heartbeat period")
-    parser.add_argument("--speed", default="1", metavar="X",
-                        help="replay speed for wav/csv/synthetic sources: 1 = real time, 'max' = no pause")
-    parser.add_argument("--start", metavar="TIME",
-                        help="time of the first sample for wav/synthetic sources (site-local if naive; default now)")
+    parser.add_argument(
+        "--speed",
+        default="1",
+        metavar="X",
+        help="replay speed for wav/csv/synthetic sources: 1 = real time, 'max' = no pause",
+    )
+    parser.add_argument(
+        "--start",
+        metavar="TIME",
+        help="time of the first sample for wav/synthetic sources (site-local if naive; default now)",
+    )
     parser.add_argument("--duration", type=float, metavar="S", help="stop after this many seconds of input")
     parser.add_argument("--client-id", metavar="ID", help="MQTT client id (default sensor-{site}-{sensor})")
-    parser.add_argument("--drain-timeout", type=float, default=10.0, metavar="S",
-                        help="on exit, try this long to send what is queued (the rest stays on disk)")
+    parser.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="on exit, try this long to send what is queued (the rest stays on disk)",
+    )
 
 
 def _fail(message: str) -> int:
@@ -88,7 +152,9 @@ def _find(config: Config, sensor_id: str, site_id: str | None) -> tuple[SiteConf
         raise ConfigError([f"--site: no site {site_id!r} (sites: {', '.join(s.id for s in config.sites)})"])
     found = [(site, sensor) for site in sites for sensor in site.sensors if sensor.id == sensor_id]
     if not found:
-        raise ConfigError([f"--sensor: no sensor {sensor_id!r} in {'site ' + site_id if site_id else 'any site'}"])
+        raise ConfigError(
+            [f"--sensor: no sensor {sensor_id!r} in {'site ' + site_id if site_id else 'any site'}"]
+        )
     if len(found) > 1:
         raise ConfigError([f"--sensor: {sensor_id!r} is in several sites; choose one with --site"])
     return found[0]
@@ -137,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         speed = _speed(args.speed)
         start = _start(args.start, ZoneInfo(site.timezone))
     except ConfigError as exc:
-        return _fail("; ".join(exc.problems) if hasattr(exc, "problems") else str(exc))
+        return _fail(str(exc))
     except ValueError as exc:
         return _fail(str(exc))
     wanted = {"sound": (SensorKind.SOUND,), "light": (SensorKind.LIGHT, SensorKind.SKY)}[args.kind]
@@ -151,11 +217,13 @@ def run(args: argparse.Namespace) -> int:
     calibration: tuple[float, float] | None = None
     try:
         if args.kind == "sound":
-            source: sound_mod.SoundSource | light_mod.LightSource = sound_mod.open_source(
-                args.source, sensor.calibration.full_scale_db)
+            source: SoundSource | LightSource = sound_mod.open_source(
+                args.source, sensor.calibration.full_scale_db
+            )
             if args.calibrate:
-                calibration = sound_mod.calibration_check(args.calibrate, sensor.calibration.full_scale_db,
-                                                          args.calibrator_db)
+                calibration = sound_mod.calibration_check(
+                    args.calibrate, sensor.calibration.full_scale_db, args.calibrator_db
+                )
         else:
             source = light_mod.open_source(args.source, args.rate, start=start.timestamp())
     except sound_mod.SourceUnavailable as exc:
@@ -174,7 +242,9 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         return _fail(f"--queue {queue_path}: {exc}")
     link = Link(config.broker, args.client_id or f"sensor-{site.id}-{sensor.id}", forward)
-    publisher = Publisher(site, sensor, link, forward, config.broker.topic_prefix, firmware="minewatch-sensor")
+    publisher = Publisher(
+        site, sensor, link, forward, config.broker.topic_prefix, firmware="minewatch-sensor"
+    )
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -186,35 +256,44 @@ def run(args: argparse.Namespace) -> int:
         log.info("Resuming with %d messages queued in %s", len(forward), queue_path)
     link.start()
     try:
-        if args.kind == "sound":
-            assert isinstance(source, sound_mod.SoundSource)
+        if isinstance(source, sound_mod.SoundSource):
             _run_sound(args, site, sensor, source, publisher, link, start, speed, calibration, stop)
         else:
-            assert isinstance(source, light_mod.LightSource)
             _run_light(args, site, sensor, source, publisher, link, speed, stop)
     finally:
         drained = link.close(args.drain_timeout)
         left = len(forward)
         forward.close()
-        log.info("Stopped: %d records published, %d still queued in %s%s", publisher.sent, left, queue_path,
-                 "" if drained else " (sent on the next start)")
+        log.info(
+            "Stopped: %d records published, %d still queued in %s%s",
+            publisher.sent,
+            left,
+            queue_path,
+            "" if drained else " (sent on the next start)",
+        )
     return 0
 
 
 def _run_sound(
-    args: argparse.Namespace, site: SiteConfig, sensor: SensorConfig, source: object, publisher: object,
-    link: object, start: datetime, speed: float, calibration: tuple[float, float] | None, stop: threading.Event,
+    args: argparse.Namespace,
+    site: SiteConfig,
+    sensor: SensorConfig,
+    source: SoundSource,
+    publisher: Publisher,
+    link: Link,
+    start: datetime,
+    speed: float,
+    calibration: tuple[float, float] | None,
+    stop: threading.Event,
 ) -> None:
-    from sensors.link import Link
-    from sensors.publisher import Publisher
-    from sensors.sound import SoundProcessor, SoundSource, Trigger
+    from sensors.sound import SoundProcessor, Trigger
 
-    assert isinstance(source, SoundSource) and isinstance(publisher, Publisher) and isinstance(link, Link)
     if source.realtime:
         start = datetime.now(UTC)
     trigger = Trigger(args.trigger_lafmax, args.trigger_lcpeak, args.pre_trigger_s, args.post_trigger_s)
-    processor = SoundProcessor(site.id, sensor.id, source.sample_rate, sensor.calibration.full_scale_db, start,
-                               args.audio, trigger)
+    processor = SoundProcessor(
+        site.id, sensor.id, source.sample_rate, sensor.calibration.full_scale_db, start, args.audio, trigger
+    )
     pacer = _Pacer(0.0 if source.realtime else speed, link.pump)
     status = SensorStatus(site.id, sensor.id, start, None, None, *(calibration or (None, None)))
     publisher.heartbeat(status)
@@ -237,14 +316,17 @@ def _run_sound(
 
 
 def _run_light(
-    args: argparse.Namespace, site: SiteConfig, sensor: SensorConfig, source: object, publisher: object,
-    link: object, speed: float, stop: threading.Event,
+    args: argparse.Namespace,
+    site: SiteConfig,
+    sensor: SensorConfig,
+    source: LightSource,
+    publisher: Publisher,
+    link: Link,
+    speed: float,
+    stop: threading.Event,
 ) -> None:
-    from sensors.light import LightAggregator, LightSource
-    from sensors.link import Link
-    from sensors.publisher import Publisher
+    from sensors.light import LightAggregator
 
-    assert isinstance(source, LightSource) and isinstance(publisher, Publisher) and isinstance(link, Link)
     aggregator = LightAggregator(site.id, sensor.id, args.period or sensor.expected_period_s)
     pacer = _Pacer(0.0 if source.realtime else speed, link.pump)
     first: float | None = None
@@ -275,6 +357,4 @@ def _run_light(
 
 
 def _after(start: datetime, seconds: float) -> datetime:
-    from datetime import timedelta
-
     return start + timedelta(seconds=round(seconds, 3))

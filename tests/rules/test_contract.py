@@ -18,7 +18,7 @@ from tests.rules.helpers import at, blast, light, make_site, notice, seconds, te
 PROFILE = load_profile("dovre", {"haul_hours.windows": ["06:00-19:00"]})
 # The land-disturbing rule kinds meet the same contract in test_land_disturbing_contract.py.
 DOVRE_RULES = sorted({s.rule for s in PROFILE.standards.values()})
-START = at("2026-06-15 21:50")  # after sunset (20:56) and into civil night (21:36)
+START = at("2026-06-15 23:30")  # after sunset (20:56), in nautical night (from ~22:30)
 END = START + timedelta(minutes=15)
 SITE = make_site("pit1")
 OTHER = make_site("other")

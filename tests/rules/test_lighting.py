@@ -229,3 +229,20 @@ def test_preexisting_site_is_held_to_lighting() -> None:
     data = SiteData(light=tuple(light("l1", NIGHT, 1, 0.5, lux_max=300.0)))
     findings = evaluate_site(make_site(preexisting=True), DOVRE, data, NIGHT, NIGHT + MINUTE, NIGHT + MINUTE)
     assert [(f.standard, f.kind.value) for f in findings] == [("high_intensity_light", "violation")]
+
+
+@pytest.mark.parametrize(
+    ("local_time", "expected"),
+    [
+        pytest.param("2026-06-16 01:00", ["violation"], id="6.C.5-deep-night-judged"),
+        pytest.param("2026-06-16 04:20", [], id="6.C.5-natural-twilight-before-civil-dawn-not-judged"),
+        pytest.param("2026-06-15 22:00", [], id="6.C.5-natural-twilight-after-civil-dusk-not-judged"),
+    ],
+)
+def test_upward_light_ignores_natural_twilight(local_time: str, expected: list[str]) -> None:
+    """Civil dawn is 04:40, nautical dawn ~03:50: at 04:20 the sky brightens by itself."""
+    when = at(local_time)
+    history = light("s1", when - timedelta(hours=72), 72 * 6, 0.02, step_s=600.0)
+    readings = [r for r in history if r.ts < when] + light("s1", when, 1, 0.5)
+    findings = run("upward_light", SiteData(light=tuple(readings)), when, when + MINUTE)
+    assert kinds(findings) == expected

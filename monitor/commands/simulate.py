@@ -1,0 +1,200 @@
+"""``minewatch simulate``: play a day at a quarry through the real broker.
+
+    scenario (sensors/scenarios/*.toml or a file) + the site's config
+        ──► sensors.simulate.Simulation (records in publish-time order)
+        ──► monitor.wire.encode (signed with each sensor's key)
+        ──► sensors.link.Link (QoS 1, bounded in flight) ──► broker ──► `minewatch run`
+
+The daemon for a simulation runs with ``[daemon] clock = "data"`` (its "now" is the newest
+timestamp it accepted, so a day can pass in minutes), ``lateness_s`` of a few minutes and
+``max_age_s`` large enough to accept the simulated date (see sensors/scenarios/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from datetime import timedelta
+from types import FrameType
+from zoneinfo import ZoneInfo
+
+from monitor.config import SiteConfig, load_config
+from monitor.errors import ConfigError
+
+log = logging.getLogger("minewatch.simulate")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, metavar="FILE", help="site configuration (TOML)")
+    parser.add_argument(
+        "--scenario",
+        default="dovre-day",
+        metavar="NAME|PATH",
+        help="a built-in scenario (dovre-day, dovre-short) or a TOML file (default dovre-day)",
+    )
+    parser.add_argument(
+        "--start",
+        metavar="TIME",
+        help="simulated start, site-local if naive, e.g. 2026-06-15T06:00 (default: the scenario's)",
+    )
+    parser.add_argument("--duration", metavar="D", help="e.g. 24h, 2h30m, 90m (default: the scenario's)")
+    parser.add_argument(
+        "--speed",
+        default="600",
+        metavar="X",
+        help="simulated seconds per wall-clock second (default 600: a day in 144 s); 'max' = no pause",
+    )
+    parser.add_argument("--seed", type=int, metavar="N", help="random seed (default: the scenario's)")
+    parser.add_argument("--site", metavar="S", help="site id (default: the only site, or the first)")
+    parser.add_argument(
+        "--client-id", metavar="ID", help="MQTT client id (default minewatch-simulator-{site})"
+    )
+    parser.add_argument(
+        "--window", type=int, default=200, metavar="N", help="QoS 1 messages in flight at most"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="generate and summarise, publish nothing")
+
+
+def _fail(message: str, code: int = 2) -> int:
+    print(f"minewatch simulate: {message}", file=sys.stderr)
+    return code
+
+
+def _site(sites: tuple[SiteConfig, ...], wanted: str | None) -> SiteConfig:
+    if wanted is None:
+        return sites[0]
+    for site in sites:
+        if site.id == wanted:
+            return site
+    raise ConfigError([f"--site: no site {wanted!r} (sites: {', '.join(s.id for s in sites)})"])
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from sensors.scenario import ScenarioError, load_scenario, parse_duration, parse_start
+    from sensors.simulate import Simulation
+
+    try:
+        config = load_config(args.config)
+        site = _site(config.sites, args.site)
+        tz = ZoneInfo(site.timezone)
+        start = parse_start(args.start, tz) if args.start else None
+        duration = parse_duration(args.duration) if args.duration else None
+        speed = 0.0 if args.speed in ("max", "0", "inf") else float(args.speed)
+        if speed < 0:
+            raise ValueError("--speed must be positive or 'max'")
+        scenario = load_scenario(args.scenario, tz, start=start, duration=duration)
+        simulation = Simulation(scenario, site, args.seed)
+    except (ConfigError, ScenarioError) as exc:
+        problems = exc.problems
+        return _fail("\n  ".join(["invalid setup:", *problems]))
+    except ValueError as exc:
+        return _fail(str(exc))
+    for note in simulation.notes:
+        log.info("Note: %s", note)
+    local_end = scenario.end
+    log.info(
+        "Scenario %r for site %s: %s to %s local, seed %d, speed %s",
+        scenario.name,
+        site.id,
+        f"{scenario.start:%Y-%m-%d %H:%M}",
+        f"{local_end:%Y-%m-%d %H:%M}",
+        simulation.seed,
+        args.speed if speed else "max",
+    )
+    if args.dry_run:
+        for _ in simulation.messages():
+            pass
+        _summary(simulation, site, 0.0, dry_run=True)
+        return 0
+    return _publish(args, config.broker, site, simulation, speed)
+
+
+def _publish(
+    args: argparse.Namespace, broker: object, site: SiteConfig, simulation: object, speed: float
+) -> int:
+    from monitor.config import BrokerConfig
+    from monitor.wire import encode
+    from sensors.link import Link
+    from sensors.publisher import signing_key
+    from sensors.queue import MemoryQueue
+    from sensors.simulate import Simulation
+
+    assert isinstance(broker, BrokerConfig) and isinstance(simulation, Simulation)
+    keys = {s.id: signing_key(s) for s in site.sensors}
+    # The simulator is not an edge device: its queue lives in memory and is not bounded.
+    link = Link(
+        broker,
+        args.client_id or f"minewatch-simulator-{site.id}",
+        MemoryQueue(),
+        window=args.window,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    link.start()
+    if not link.connected.wait(30):
+        link.close()
+        return _fail(f"cannot reach the broker at {broker.url} (30 s)", 1)
+    prefix = broker.topic_prefix
+    start = simulation.scenario.start
+    wall0 = time.monotonic()
+    next_report = start + timedelta(hours=1)
+    for at, record in simulation.messages():
+        if stop.is_set():
+            log.warning("Interrupted at %s local", f"{at.astimezone(start.tzinfo):%H:%M:%S}")
+            break
+        if speed:
+            until = wall0 + (at - start).total_seconds() / speed
+            while (left := until - time.monotonic()) > 0 and not stop.is_set():
+                link.pump()
+                time.sleep(min(left, 0.01))
+        if at >= next_report:
+            log.info(
+                "Simulated %s local: %d messages so far",
+                f"{at.astimezone(start.tzinfo):%a %H:%M}",
+                simulation.stats.total,
+            )
+            next_report += timedelta(hours=1)
+        topic, payload = encode(record, keys.get(getattr(record, "sensor", "")), prefix)
+        link.send_bounded(topic, payload, max_backlog=2 * args.window)
+    drained = link.close(drain_timeout=120.0)
+    elapsed = time.monotonic() - wall0
+    _summary(simulation, site, elapsed, dry_run=False)
+    if not drained:
+        return _fail(f"{len(link.queue)} messages could not be delivered to the broker", 1)
+    return 0 if not stop.is_set() else 130
+
+
+def _summary(simulation: object, site: SiteConfig, elapsed: float, dry_run: bool) -> None:
+    from sensors.simulate import Simulation
+
+    assert isinstance(simulation, Simulation)
+    stats = simulation.stats
+    scenario = simulation.scenario
+    out = sys.stdout
+    verb = "Generated (dry run)" if dry_run else f"Published in {elapsed:.0f} s"
+    print(
+        f"{verb}: {stats.total} messages for site {site.id}, scenario {scenario.name} "
+        f"({scenario.start:%Y-%m-%d %H:%M} to {scenario.end:%Y-%m-%d %H:%M} {scenario.start.tzname()})",
+        file=out,
+    )
+    per_sensor: dict[str, Counter[str]] = {}
+    for (sensor, kind), n in sorted(stats.by_sensor.items()):
+        per_sensor.setdefault(sensor, Counter())[kind] = n
+    for sensor, kinds in per_sensor.items():
+        print(f"  {sensor:10s} " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())), file=out)
+    print("Operator events and what happened:", file=out)
+    for line in stats.events:
+        print(f"  {line}", file=out)
+    for source in scenario.sources:
+        print(f"  source: {type(source).__name__.lower()} {source.name}", file=out)

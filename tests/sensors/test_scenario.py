@@ -1,0 +1,135 @@
+"""Scenarios as data, and the simulator's core, without a broker."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from monitor.config import load_config
+from monitor.wire import AudioBlock, decode, encode
+from rules.model import LightSummary, SoundLevels
+from sensors.scenario import (
+    ScenarioError,
+    builtin_names,
+    load_scenario,
+    parse_duration,
+    parse_scenario,
+    resolve_clock,
+    resolve_period,
+)
+from sensors.simulate import Simulation
+from tests.sensors.conftest import site_config
+
+TZ = ZoneInfo("America/Chicago")
+START = datetime(2026, 6, 15, 6, 0, tzinfo=TZ)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("11:30", datetime(2026, 6, 15, 11, 30, tzinfo=TZ)),
+        ("06:00", datetime(2026, 6, 15, 6, 0, tzinfo=TZ)),
+        ("02:10:05", datetime(2026, 6, 16, 2, 10, 5, tzinfo=TZ)),  # before the start: the night after
+        ("-1d 10:00", datetime(2026, 6, 14, 10, 0, tzinfo=TZ)),
+        ("+0d 05:00", datetime(2026, 6, 15, 5, 0, tzinfo=TZ)),
+    ],
+)
+def test_clock_times_are_relative_to_the_start(text: str, expected: datetime) -> None:
+    assert resolve_clock(text, START) == expected
+
+
+def test_periods_cross_midnight() -> None:
+    period = resolve_period("22:15-01:30", START)
+    assert period.start == datetime(2026, 6, 15, 22, 15, tzinfo=TZ)
+    assert period.end == datetime(2026, 6, 16, 1, 30, tzinfo=TZ)
+    assert parse_duration("2h30m") == timedelta(hours=2, minutes=30)
+    assert parse_duration("45s") == timedelta(seconds=45)
+
+
+def test_every_problem_is_reported() -> None:
+    text = """
+start = "2026-06-15T06:00"
+colour = "red"
+[[sources]]
+kind = "volcano"
+[[sources]]
+kind = "activity"
+level_db = "loud"
+distance_m = { n1 = -3 }
+periods = ["25:00-26:00"]
+[[events]]
+kind = "work"
+id = "w"
+work = "picnic"
+period = "08:00-09:00"
+"""
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, TZ, source="bad.toml")
+    problems = "\n".join(caught.value.problems)
+    for expected in (
+        "colour: unknown key",
+        "sources[0].kind: unknown source kind 'volcano'",
+        "sources[1].level_db: expected a number",
+        "sources[1].distance_m.n1",
+        "sources[1].periods",
+        "events[0].work: must be one of",
+    ):
+        assert expected in problems, problems
+
+
+def test_builtin_scenarios_load() -> None:
+    assert {"dovre-day", "dovre-short"} <= set(builtin_names())
+    day = load_scenario("dovre-day", TZ)
+    assert day.start == START and day.duration == timedelta(hours=24)
+    with pytest.raises(ScenarioError, match="no built-in scenario"):
+        load_scenario("nope", TZ)
+
+
+def _first(sim: Simulation, n: int) -> list[tuple[datetime, object]]:
+    return list(itertools.islice(sim.messages(), n))
+
+
+def test_deterministic_for_a_seed_and_decodable(tmp_path: Path) -> None:
+    config = load_config(site_config(tmp_path, "mqtt://127.0.0.1:1"))
+    site = config.sites[0]
+    scenario = load_scenario("dovre-short", TZ, duration=timedelta(minutes=12))
+    one, two = Simulation(scenario, site), Simulation(scenario, site)
+    first = _first(one, 3000)
+    assert first == _first(two, 3000)
+    assert first != _first(Simulation(scenario, site, seed=99), 3000)
+    # In publish-time order, and every record passes the daemon's codec.
+    times = [at for at, _ in first]
+    assert times == sorted(times)
+    now = datetime(2026, 12, 15, 23, 0, tzinfo=UTC)
+    sites = {site.id: site}
+    kinds = set()
+    for _, record in first:
+        topic, payload = encode(record)  # type: ignore[arg-type]
+        decoded = decode(topic, payload, sites, now)
+        kinds.add(type(decoded).__name__)
+        if isinstance(record, LightSummary):
+            assert record.burst_rate_hz == 10.0 and len(record.burst) == 100
+    assert {
+        "SoundLevels",
+        "LightSummary",
+        "WeatherReading",
+        "SensorStatus",
+        "BlastNotice",
+        "AudioBlock",
+    } <= kinds
+
+
+def test_audio_replaces_levels_for_the_audio_sensor(tmp_path: Path) -> None:
+    config = load_config(site_config(tmp_path, "mqtt://127.0.0.1:1"))
+    scenario = load_scenario("dovre-short", TZ, duration=timedelta(minutes=12))
+    records = [r for _, r in Simulation(scenario, config.sites[0]).messages()]
+    audio = [r for r in records if isinstance(r, AudioBlock)]
+    n3_levels = {r.ts for r in records if isinstance(r, SoundLevels) and r.sensor == "n3"}
+    # Clips: 30 s around the 14:58 blast and the first minute of 15:00.
+    assert len(audio) == 90 and all(a.sensor == "n3" and a.sample_rate == 16000 for a in audio)
+    assert not n3_levels & {a.ts for a in audio}
+    assert len(n3_levels) + len(audio) == 12 * 60

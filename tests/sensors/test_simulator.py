@@ -1,0 +1,108 @@
+"""The short scenario through the real broker and the real daemon (`minewatch run`, data clock).
+
+dovre-short.toml holds every finding of the full day in 2.5 simulated hours: a blast after
+15:00 without a safety reason, an impulse with no blast record, a fixed light flashing at
+1 Hz, light trespass, ten minutes of a too-loud screening plant at n3, and exempt peaks
+(trucks at the gates, recorded blasts, declared repair work) that must NOT be violations.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from tests.daemon_harness import Daemon, store_count, wait_until
+from tests.sensors.conftest import site_config
+from tests.servers import Mosquitto
+
+TZ = ZoneInfo("America/Chicago")
+END_OF_SCENARIO = datetime(2026, 12, 15, 17, 20, tzinfo=TZ)
+
+
+def local(iso: str) -> datetime:
+    return datetime.fromisoformat(iso).astimezone(TZ)
+
+
+def current_findings(store: Path) -> list[dict[str, object]]:
+    conn = sqlite3.connect(store, timeout=30)
+    try:
+        rows = conn.execute(
+            "SELECT data FROM findings f WHERE retracted = 0 AND revision = "
+            "(SELECT MAX(revision) FROM findings WHERE id = f.id)"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [json.loads(r[0]) for r in rows]
+
+
+def test_short_scenario_yields_the_expected_findings(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    config = site_config(tmp_path, mosquitto.url)
+    store = tmp_path / "store.db"
+    daemon = Daemon(config).start()
+    try:
+        daemon.wait_ready()
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "monitor.cli",
+                "simulate",
+                "--config",
+                str(config),
+                "--scenario",
+                "dovre-short",
+                "--speed",
+                "max",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "Published" in result.stdout and "blast b-1215-2 at 15:40:00" in result.stdout
+        # Done when the daemon has judged the scenario's last closed minute.
+        last_minute_us = int((END_OF_SCENARIO.timestamp() - 60) * 1e6)
+        assert wait_until(
+            lambda: (
+                store_count(
+                    store, "SELECT COUNT(*) FROM progress WHERE evaluated_until_us >= ?", last_minute_us
+                )
+                == 1
+            ),
+            90,
+            0.5,
+        ), daemon.logs()[-3000:]
+        assert daemon.alive()
+    finally:
+        daemon.stop()
+    findings = current_findings(store)
+
+    def of(standard: str, kind: str) -> list[dict[str, object]]:
+        return [f for f in findings if f["standard"] == standard and f["kind"] == kind]
+
+    late = of("blast_window", "violation")
+    assert len(late) == 1 and "b-1215-2" in str(late[0]["summary"])
+    assert len(of("blast_window", "compliant")) == 1  # b-1215-1 at 14:58
+    unreported = of("unreported_blast", "unreported_blast")
+    assert [f["sensors"] for f in unreported] == [["n1"]]
+    assert local(str(unreported[0]["start"])).strftime("%H:%M:%S") == "16:02:30"
+    flashing = of("flashing_light", "violation")
+    assert flashing and all(f["sensors"] == ["l2"] for f in flashing)  # the 20 s beacon at l1 is not one
+    assert of("light_trespass", "violation")
+    noise = of("noise", "violation")
+    assert len(noise) >= 8
+    for f in noise:  # only the screening plant: trucks, blasts and repair work stay exempt
+        assert f["sensors"] == ["n3"]
+        assert "16:10" <= local(str(f["start"])).strftime("%H:%M") < "16:20", f["summary"]
+    exempt = of("noise", "exempt_exceedance")
+    assert {tuple(f["sensors"]) for f in exempt} == {("n1",), ("n2",)}  # type: ignore[arg-type]
+    reasons = " ".join(" ".join(f["exemptions"]) for f in exempt)  # type: ignore[arg-type]
+    assert "haul truck" in reasons and "blasting: blast b-1215-1" in reasons and "repair work" in reasons
+    # n3's raw audio went through the daemon's acoustics; nothing was rejected.
+    assert store_count(store, "SELECT COUNT(*) FROM sound WHERE sensor = 'n3' AND source = 'audio'") == 270
+    assert store_count(store, "SELECT COUNT(*) FROM rejections") == 0
