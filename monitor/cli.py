@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "notices": ("notices", "notices of violation: list, show (md/html/json/pdf), extend, close, escalate"),
     "evidence": ("evidence", "export a window of the record as a self-verifying evidence bundle (zip)"),
     "verify": ("verify", "check an evidence bundle against its chain and the anchors the town holds"),
+    "demo": ("demo", "simulated site, real broker, daemon, notices and evidence, in one command"),
 }
 
 

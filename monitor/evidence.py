@@ -438,14 +438,6 @@ class _Scope:
     chained_from_us: int  # rows before this were pruned locally
     sensors: tuple[str, ...] | None  # None: every sensor
 
-    def sensor_sql(self, column: str) -> str:
-        if self.sensors is None:
-            return ""
-        return f" AND {column} IN ({','.join('?' * len(self.sensors))})"
-
-    def sensor_args(self) -> tuple[str, ...]:
-        return self.sensors or ()
-
     def holds(self, sensor: str, ts_us: int) -> bool:
         return self.chained_from_us <= ts_us < self.to_us and (self.sensors is None or sensor in self.sensors)
 
@@ -621,13 +613,13 @@ class _Exporter:
                 highs.append(row[1])
             unchained += row[3] - row[2]
 
-        s = self.scope
         take(
             self.conn.execute(
                 "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM sound t LEFT JOIN chain c"
                 " ON c.site = t.site AND c.kind = 'sound' AND c.key = t.sensor || '|' || t.ts_us"
-                f" WHERE t.site = ? AND t.ts_us >= ? AND t.ts_us < ?{s.sensor_sql('t.sensor')}",
-                (s.site, s.chained_from_us, s.to_us, *s.sensor_args()),
+                " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
+                f"{self._named_sensors('t.sensor')}",
+                self._sensor_args(),
             ).fetchone()
         )
         take(
@@ -635,8 +627,9 @@ class _Exporter:
                 "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM readings t LEFT JOIN chain c"
                 " ON c.site = t.site AND c.kind = 'reading'"
                 " AND c.key = t.sensor || '|' || t.kind || '|' || t.ts_us"
-                f" WHERE t.site = ? AND t.ts_us >= ? AND t.ts_us < ?{s.sensor_sql('t.sensor')}",
-                (s.site, s.chained_from_us, s.to_us, *s.sensor_args()),
+                " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
+                f"{self._named_sensors('t.sensor')}",
+                self._sensor_args(),
             ).fetchone()
         )
         for kind, spec in RECORD_KINDS.items():

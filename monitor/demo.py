@@ -1,0 +1,347 @@
+"""`minewatch demo`: a simulated site, a real broker, the daemon, notices and evidence, in one go.
+
+    Mosquitto (own port, own folder) ──► minewatch run (data clock) ◄── minewatch simulate
+                                              │
+                                              ▼
+            compliance summary, notices (HTML, PDF, plot), evidence bundle + verification
+
+Everything lands in one output folder. The daemon and the simulator run as the same
+commands an operator would run, in subprocesses; this module only orchestrates and reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from monitor.config import Config
+
+DEMO_CONFIG = "demo/dovre-demo.toml"  # package data of `sensors`
+SITE = "dovre-quarry"
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """A finding the demo scenario must produce (or must not)."""
+
+    label: str
+    sql: str  # counts matching current findings
+    want_some: bool = True
+
+
+# The scenario's story (sensors/scenarios/*.toml headers), as checks on the findings table.
+EXPECTED = (
+    Expectation(
+        "late blast without a safety reason (6.F)", "standard = 'blast_window' AND kind = 'violation'"
+    ),
+    Expectation("unreported blast (6.F)", "standard = 'unreported_blast' AND kind = 'unreported_blast'"),
+    Expectation("flashing light (6.C.3)", "standard = 'flashing_light' AND kind = 'violation'"),
+    Expectation("noise violation episode (6.D)", "standard = 'noise' AND kind = 'violation'"),
+    Expectation(
+        "truck peaks exempt, not violations (6.D)",
+        "standard IN ('noise', 'conveyor_noise') AND kind = 'exempt_exceedance' AND data LIKE '%truck%'",
+    ),
+    Expectation(
+        "blast peaks exempt, not violations (6.D)",
+        "standard IN ('noise', 'conveyor_noise') AND kind = 'exempt_exceedance' AND data LIKE '%blasting%'",
+    ),
+    Expectation(
+        "no noise violation explained by a truck or a blast",
+        "standard IN ('noise', 'conveyor_noise') AND kind = 'violation' "
+        'AND (data LIKE \'%"exemptions":["truck%\' OR data LIKE \'%"exemptions":["blasting%\')',
+        want_some=False,
+    ),
+)
+
+CURRENT_FINDINGS = (
+    "SELECT f.* FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings GROUP BY id) last"
+    " ON f.id = last.id AND f.revision = last.revision WHERE f.retracted = 0"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _say(out: TextIO, text: str) -> None:
+    print(text, file=out, flush=True)
+
+
+class Demo:
+    def __init__(self, out_dir: Path, scenario: str, speed: str, seed: int | None, stream: TextIO) -> None:
+        self.out_dir = out_dir
+        self.scenario = scenario
+        self.speed = speed
+        self.seed = seed
+        self.stream = stream
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.store = out_dir / "minewatch.db"
+        self.config = out_dir / "minewatch.toml"
+
+    # ------------------------------------------------------------------ processes
+
+    def _spawn(self, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+        handle = open(log, "ab")  # noqa: SIM115 - the child owns it; closed when we exit
+        proc = subprocess.Popen(
+            args, stdout=handle, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1")
+        )
+        self.procs.append(proc)
+        return proc
+
+    def start_broker(self) -> int:
+        mosquitto = shutil.which("mosquitto") or (
+            "/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None
+        )
+        if mosquitto is None:
+            raise SystemExit(
+                "mosquitto is not installed: `apt-get install mosquitto` (deploy/demo.sh does it)"
+            )
+        port = _free_port()
+        folder = Path(tempfile.mkdtemp(prefix="minewatch-demo-broker-"))
+        template = resources.files("sensors").joinpath("demo/mosquitto-demo.conf").read_text()
+        user = f"user {os.environ.get('USER') or 'root'}\n" if os.geteuid() == 0 else ""
+        conf = folder / "mosquitto.conf"
+        conf.write_text(template.replace("listener 1883 127.0.0.1", f"listener {port} 127.0.0.1") + user)
+        self._spawn([mosquitto, "-c", str(conf)], self.out_dir / "mosquitto.log")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    return port
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit(f"mosquitto did not start; see {self.out_dir / 'mosquitto.log'}")
+
+    def write_config(self, port: int) -> None:
+        text = resources.files("sensors").joinpath(DEMO_CONFIG).read_text()
+        text = text.replace('url = "mqtt://localhost:1883"', f'url = "mqtt://127.0.0.1:{port}"')
+        text = text.replace('path = "minewatch-demo.db"', f'path = "{self.store}"')
+        self.config.write_text(text)
+
+    def minewatch(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "monitor.cli", *args]
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> int:
+        started = time.monotonic()
+        port = self.start_broker()
+        self.write_config(port)
+        _say(self.stream, f"broker      Mosquitto on 127.0.0.1:{port}")
+        daemon = self._spawn(self.minewatch("run", "--config", str(self.config)), self.out_dir / "daemon.log")
+        if not self._wait_log(self.out_dir / "daemon.log", "Connected to", 30):
+            raise SystemExit(f"the daemon did not connect; see {self.out_dir / 'daemon.log'}")
+        _say(self.stream, f"daemon      minewatch run (store {self.store})")
+        sim_args = [
+            "simulate",
+            "--config",
+            str(self.config),
+            "--scenario",
+            self.scenario,
+            "--speed",
+            self.speed,
+        ]
+        if self.seed is not None:
+            sim_args += ["--seed", str(self.seed)]
+        simulator = self._spawn(self.minewatch(*sim_args), self.out_dir / "simulator.log")
+        _say(self.stream, f"simulator   minewatch simulate --scenario {self.scenario} --speed {self.speed}")
+        while simulator.poll() is None:
+            time.sleep(2)
+            self._progress("publishing")
+        if simulator.returncode != 0:
+            raise SystemExit(f"the simulator failed; see {self.out_dir / 'simulator.log'}")
+        self._wait_for_daemon()
+        daemon.send_signal(signal.SIGTERM)
+        code = daemon.wait(60)
+        _say(self.stream, f"daemon      stopped (exit {code}) after {time.monotonic() - started:.0f} s")
+        ok = self.report()
+        self.artifacts()
+        _say(self.stream, f"\nEverything is in {self.out_dir}/ ({time.monotonic() - started:.0f} s in all).")
+        return 0 if ok and code == 0 else 1
+
+    def _wait_log(self, path: Path, text: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if path.exists() and text in path.read_text(errors="replace"):
+                time.sleep(0.5)  # the subscription follows the log line
+                return True
+            time.sleep(0.1)
+        return False
+
+    def _counts(self) -> tuple[int, str]:
+        try:
+            conn = sqlite3.connect(self.store, timeout=10)
+            try:
+                stored = sum(
+                    conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                    for t in ("sound", "readings", "events", "audio")
+                )
+                row = conn.execute(
+                    "SELECT evaluated_until_us FROM progress WHERE site = ?", (SITE,)
+                ).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return 0, "-"
+        judged = datetime.fromtimestamp(row[0] / 1e6, UTC).strftime("%Y-%m-%d %H:%M UTC") if row else "-"
+        return stored, judged
+
+    def _progress(self, phase: str) -> None:
+        stored, judged = self._counts()
+        _say(self.stream, f"  {phase:<11} daemon stored {stored:>7} records, judged up to {judged}")
+
+    def _wait_for_daemon(self) -> None:
+        """Until the daemon has taken in everything the simulator sent (the count stops moving)."""
+        last, still = -1, 0
+        while still < 3:
+            time.sleep(2)
+            stored, _ = self._counts()
+            still = still + 1 if stored == last else 0
+            last = stored
+            self._progress("catching up")
+
+    # ------------------------------------------------------------------ results
+
+    def report(self) -> bool:
+        conn = sqlite3.connect(self.store)
+        try:
+            rows = conn.execute(f"SELECT standard, section, kind FROM ({CURRENT_FINDINGS})").fetchall()
+            table = Counter((standard, section, kind) for standard, section, kind in rows)
+            _say(self.stream, "\nCompliance summary, site dovre-quarry (Town of Dovre ordinance)")
+            _say(self.stream, f"  {'standard':<22}{'section':<9}{'finding':<20}{'count':>6}")
+            for (standard, section, kind), n in sorted(table.items()):
+                _say(self.stream, f"  {standard:<22}{section:<9}{kind:<20}{n:>6}")
+            _say(self.stream, "\nExpected findings")
+            ok = True
+            for expectation in EXPECTED:
+                n = conn.execute(
+                    f"SELECT COUNT(*) FROM ({CURRENT_FINDINGS}) WHERE {expectation.sql}"
+                ).fetchone()[0]
+                passed = (n > 0) == expectation.want_some
+                ok &= passed
+                _say(self.stream, f"  [{'ok' if passed else 'MISSING'}] {expectation.label} ({n})")
+            notices = (
+                conn.execute(
+                    "SELECT id, standard, section, status, deadline_us FROM notices ORDER BY id"
+                ).fetchall()
+                if _has_table(conn, "notices")
+                else []
+            )
+            _say(self.stream, f"\nNotices of violation issued: {len(notices)}")
+            for notice_id, standard, section, status, deadline_us in notices:
+                deadline = datetime.fromtimestamp(deadline_us / 1e6, UTC).strftime("%Y-%m-%d")
+                _say(
+                    self.stream,
+                    f"  {notice_id}  {standard} (section {section})  {status}, cure by {deadline}",
+                )
+            alerts = conn.execute("SELECT audience, COUNT(*) FROM alerts GROUP BY audience").fetchall()
+            _say(self.stream, "Alerts: " + ", ".join(f"{a or '-'} {n}" for a, n in alerts))
+            return ok
+        finally:
+            conn.close()
+
+    def artifacts(self) -> None:
+        from monitor.config import load_config
+        from monitor.evidence import export_bundle, verify_bundle
+        from monitor.render import render_notice
+
+        config = load_config(self.config)
+        conn = sqlite3.connect(self.store)
+        try:
+            notice_ids = (
+                [r[0] for r in conn.execute("SELECT id FROM notices ORDER BY id")]
+                if _has_table(conn, "notices")
+                else []
+            )
+            notices_dir = self.out_dir / "notices"
+            notices_dir.mkdir(exist_ok=True)
+            for notice_id in notice_ids:
+                for fmt in ("html", "pdf", "md"):
+                    (notices_dir / f"{notice_id}.{fmt}").write_bytes(
+                        render_notice(conn, notice_id, fmt, config=config)
+                    )
+            plots = self._notice_plots(conn, notice_ids, notices_dir, config)
+            span = conn.execute("SELECT MIN(ts_us), MAX(ts_us) FROM sound WHERE site = ?", (SITE,)).fetchone()
+        finally:
+            conn.close()
+        _say(
+            self.stream, f"\nNotices written to {notices_dir}/ (HTML, PDF, Markdown; {plots} plot(s) as PNG)"
+        )
+        if not span or span[0] is None:
+            return
+        start = datetime.fromtimestamp(span[0] / 1e6, UTC).replace(second=0, microsecond=0)
+        end = datetime.fromtimestamp(span[1] / 1e6, UTC) + timedelta(minutes=1)
+        bundle = self.out_dir / "evidence-dovre-quarry.zip"
+        export_bundle(config, SITE, start, end, bundle)
+        report = verify_bundle(bundle)
+        _say(self.stream, f"Evidence bundle {bundle} ({bundle.stat().st_size // 1024} KiB)")
+        rows = sum(report.rows_checked.values())
+        verdict = "OK" if report.ok else f"FAILED: {report.problems[0]}"
+        _say(
+            self.stream,
+            f"  minewatch verify: {verdict} ({report.files_checked} files, {rows} rows, "
+            f"{report.chain_links} chain links, {report.bundle_anchors} anchors)",
+        )
+
+    def _notice_plots(
+        self, conn: sqlite3.Connection, notice_ids: list[str], folder: Path, config: Config
+    ) -> int:
+        from monitor.render import evidence_plot, load_notice
+        from rules.profile import load_profile
+
+        written = 0
+        for notice_id in notice_ids:
+            notice, _ = load_notice(conn, notice_id)
+            site = config.site(notice.site)
+            profile = load_profile(site.profile, site.agreement) if site else None
+            # With the site, only the exemptions that apply to the plotted sensor are shaded.
+            png = evidence_plot(conn, notice, site=site, profile=profile)
+            if png:
+                (folder / f"{notice_id}-levels.png").write_bytes(png)
+                written += 1
+        return written
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        is not None
+    )
+
+
+def run_demo(out_dir: Path, scenario: str, speed: str, seed: int | None, stream: TextIO = sys.stdout) -> int:
+    if out_dir.exists():
+        shutil.rmtree(out_dir)  # a fresh store: the demo's findings are its own
+    out_dir.mkdir(parents=True)
+    demo = Demo(out_dir.resolve(), scenario, speed, seed, stream)
+    try:
+        return demo.run()
+    finally:
+        demo.stop_all()
+        (out_dir / "summary.json").write_text(json.dumps({"scenario": scenario, "speed": speed}, indent=2))
