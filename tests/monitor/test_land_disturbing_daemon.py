@@ -8,11 +8,14 @@ cross a local midnight, where the day's deadlines (21 calendar days, 15 working 
 from __future__ import annotations
 
 import sqlite3
+import zipfile
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.config import load_config
+from monitor.evidence import export_bundle, verify_bundle
 from monitor.wire import format_ts
 from rules.deadlines import last_day
 from rules.profile import load_profile
@@ -172,12 +175,38 @@ def test_land_disturbing_site_through_the_daemon(tmp_path: Path, mosquitto: Mosq
         ), watcher.received("/violations")
         assert store_count(store, "SELECT COUNT(*) FROM rejections") == 0, daemon.logs()
         assert "Traceback" not in daemon.logs()
-        # TODO(lead): once monitor/notices.py and monitor/evidence.py land, extend this test to check that
-        # these 28-5 violations appear in the site's notices (LDA prefix, citing each 28-5 section) and in
-        # an evidence bundle with the operator records (events) and turbidity readings they cite.
+        # The same notice machinery as for noise: one notice per standard, LDA prefix, 28-5 sections.
+        assert wait_until(lambda: notices(store) >= {(s, sec) for s, _, sec in expected}, 15), notices(store)
         assert daemon.alive()
     finally:
         code = daemon.stop()
         watcher.close()
         pub.close()
     assert code == 0, daemon.logs()
+    # ... and the same evidence bundles: the violations with the records and readings they cite.
+    bundle = tmp_path / "tract.zip"
+    export_bundle(load_config(config), "tract", T0 - timedelta(days=30), T0 + timedelta(days=1), bundle)
+    report = verify_bundle(bundle)
+    assert report.ok, report.lines()
+    with zipfile.ZipFile(bundle) as zf:
+        text = zf.read("records/findings.json").decode()
+        event_text = zf.read("records/events.json").decode()
+        turbidity_rows = zf.read("data/turbidity.csv").decode().splitlines()
+    for _, _, section in expected:
+        assert section in text
+    assert "slope-exposed" in event_text and "fill-delivery" in event_text
+    assert len(turbidity_rows) > MINUTES  # header + the two sensors' readings
+
+
+def notices(store: Path) -> set[tuple[str, str]]:
+    if not store.exists():
+        return set()
+    conn = sqlite3.connect(store)
+    try:
+        rows = conn.execute("SELECT id, standard, section FROM notices WHERE site = 'tract'").fetchall()
+    except sqlite3.OperationalError:
+        return set()
+    finally:
+        conn.close()
+    assert all(notice_id.startswith("LDA-") for notice_id, _, _ in rows)
+    return {(standard, section) for _, standard, section in rows}
