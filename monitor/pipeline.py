@@ -82,6 +82,7 @@ MINUTE = timedelta(minutes=1)
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
 NEVER = datetime.min.replace(tzinfo=UTC)
+QUIET_S = 10.0  # wall seconds without a reading for a site: its data is as complete as it gets
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
 TOWN_KINDS = frozenset(
     {
@@ -141,6 +142,8 @@ class SiteState:
     # Light summaries over the longest light lookback (the upward-light baseline wants days
     # of them, too many to re-read from SQLite every minute); sorted by time.
     light: list[LightSummary] = field(default_factory=list)
+    newest: datetime | None = None  # end of the newest reading accepted for the site
+    last_receipt: float = field(default_factory=time.monotonic)  # of the newest reading, wall
     last_reevaluation: datetime = NEVER
     last_warning_check: datetime = NEVER
 
@@ -385,6 +388,9 @@ class Pipeline:
                 continue
             self.counters.accepted += 1
             self.clock.observe(levels.end)
+            state.last_receipt = time.monotonic()
+            if state.newest is None or levels.end > state.newest:
+                state.newest = levels.end
             self._seen(state, levels.sensor, levels.ts, now)
             fields = {
                 k: getattr(levels, k)
@@ -471,6 +477,9 @@ class Pipeline:
             self._accept_status(state, reading, now)
             return
         self.clock.observe(reading.end)
+        state.last_receipt = time.monotonic()
+        if state.newest is None or reading.end > state.newest:
+            state.newest = reading.end
         if isinstance(reading, LightSummary):
             self._cache_light(state, reading, now)
             fields: dict[str, Any] = {
@@ -671,7 +680,8 @@ class Pipeline:
         if state.evaluated_until is None or state.final_until is None:
             return
         _, lookahead = rules.data_margins(state.profile)
-        ready = floor_minute(now - EVALUATION_DELAY)  # minutes before this have closed
+        closed = self._closed_until(state, now)
+        ready = floor_minute(closed)  # minutes before this have closed
         minutes: set[datetime] = set()
         # Late data trickling into judged minutes (a backlog draining) re-judges them at most
         # every few seconds, not once per batch.
@@ -683,7 +693,7 @@ class Pipeline:
         while m + MINUTE <= ready:
             minutes.add(m)
             m += MINUTE
-        final_ready = floor_minute(now - EVALUATION_DELAY - lookahead)
+        final_ready = floor_minute(closed - lookahead)
         f = state.final_until
         while f + MINUTE <= final_ready and f < m:
             minutes.add(f)  # second look once the lookahead (late blast records, trucks) has passed
@@ -700,6 +710,21 @@ class Pipeline:
         if now - state.last_warning_check >= REEVALUATION_INTERVAL:
             state.last_warning_check = now
             self._early_warnings(state, now)
+
+    def _closed_until(self, state: SiteState, now: datetime) -> datetime:
+        """Time before which the site's minutes are complete enough to judge.
+
+        In real time that is a few seconds ago. While a backlog drains (after a restart or a
+        network outage), it is where the site's data has got to, so a minute is judged once
+        with its data rather than again and again as its seconds trickle in. When nothing has
+        come in for the site for a while, everything up to now is as complete as it will get.
+        """
+        if time.monotonic() - state.last_receipt >= QUIET_S:
+            return now - EVALUATION_DELAY
+        by_wall = now - timedelta(seconds=self.config.daemon.lateness_s) - EVALUATION_DELAY
+        if state.newest is None:
+            return by_wall
+        return max(by_wall, min(state.newest, now) - EVALUATION_DELAY)
 
     def _record_findings(
         self, state: SiteState, minute: datetime, findings: list[Finding], now: datetime

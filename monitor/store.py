@@ -145,56 +145,123 @@ def _real(value: Any) -> float | None:
 
 
 def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"t": "sound", "site": row["site"], "sensor": row["sensor"], "ts_us": row["ts_us"],
-            "duration_s": _real(row["duration_s"]), **{k: _real(row[k]) for k in SOUND_FIELDS},
-            "source": row["source"]}
+    return {
+        "t": "sound",
+        "site": row["site"],
+        "sensor": row["sensor"],
+        "ts_us": row["ts_us"],
+        "duration_s": _real(row["duration_s"]),
+        **{k: _real(row[k]) for k in SOUND_FIELDS},
+        "source": row["source"],
+    }
 
 
 def reading_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"t": "reading", "site": row["site"], "sensor": row["sensor"], "kind": row["kind"],
-            "ts_us": row["ts_us"], "duration_s": row["duration_s"], "data": row["data"]}
+    return {
+        "t": "reading",
+        "site": row["site"],
+        "sensor": row["sensor"],
+        "kind": row["kind"],
+        "ts_us": row["ts_us"],
+        "duration_s": row["duration_s"],
+        "data": row["data"],
+    }
 
 
 def event_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"t": "event", "site": row["site"], "kind": row["kind"], "id": row["id"], "ts_us": row["ts_us"],
-            "end_us": row["end_us"], "data": row["data"]}
+    return {
+        "t": "event",
+        "site": row["site"],
+        "kind": row["kind"],
+        "id": row["id"],
+        "ts_us": row["ts_us"],
+        "end_us": row["end_us"],
+        "data": row["data"],
+    }
 
 
 def audio_record(row: Mapping[str, Any]) -> dict[str, Any]:
     """``row`` holds the ``pcm`` bytes, or their ``pcm_sha256`` when the samples are not at hand."""
     names = row.keys()  # a sqlite3.Row's `in` looks at values, not names
     pcm_sha256 = row["pcm_sha256"] if "pcm_sha256" in names else hashlib.sha256(row["pcm"]).hexdigest()
-    return {"t": "audio", "site": row["site"], "sensor": row["sensor"], "ts_us": row["ts_us"],
-            "seq": row["seq"], "sample_rate": row["sample_rate"], "format": row["format"], "pcm_sha256": pcm_sha256}
+    return {
+        "t": "audio",
+        "site": row["site"],
+        "sensor": row["sensor"],
+        "ts_us": row["ts_us"],
+        "seq": row["seq"],
+        "sample_rate": row["sample_rate"],
+        "format": row["format"],
+        "pcm_sha256": pcm_sha256,
+    }
 
 
 def finding_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"t": "finding", "id": row["id"], "revision": row["revision"], "site": row["site"],
-            "standard": row["standard"], "section": row["section"], "kind": row["kind"],
-            "start_us": row["start_us"], "end_us": row["end_us"], "retracted": row["retracted"],
-            "data": row["data"]}
+    return {
+        "t": "finding",
+        "id": row["id"],
+        "revision": row["revision"],
+        "site": row["site"],
+        "standard": row["standard"],
+        "section": row["section"],
+        "kind": row["kind"],
+        "start_us": row["start_us"],
+        "end_us": row["end_us"],
+        "retracted": row["retracted"],
+        "data": row["data"],
+    }
 
 
 def rejection_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"t": "rejection", "id": row["id"], "site": row["site"], "topic": row["topic"],
-            "reason": row["reason"], "excerpt": row["excerpt"], "received_us": row["received_us"]}
+    return {
+        "t": "rejection",
+        "id": row["id"],
+        "site": row["site"],
+        "topic": row["topic"],
+        "reason": row["reason"],
+        "excerpt": row["excerpt"],
+        "received_us": row["received_us"],
+    }
 
 
 def alert_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"t": "alert", "id": row["id"], "site": row["site"], "audience": row["audience"],
-            "kind": row["kind"], "severity": row["severity"], "condition": row["condition"],
-            "message": row["message"], "data": row["data"], "created_us": row["created_us"]}
+    return {
+        "t": "alert",
+        "id": row["id"],
+        "site": row["site"],
+        "audience": row["audience"],
+        "kind": row["kind"],
+        "severity": row["severity"],
+        "condition": row["condition"],
+        "message": row["message"],
+        "data": row["data"],
+        "created_us": row["created_us"],
+    }
 
 
 def health_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"t": "health", "site": row["site"], "sensor": row["sensor"], "ts_us": row["ts_us"],
-            "state": row["state"], "gap_s": _real(row["gap_s"]), "detail": row["detail"]}
+    return {
+        "t": "health",
+        "site": row["site"],
+        "sensor": row["sensor"],
+        "ts_us": row["ts_us"],
+        "state": row["state"],
+        "gap_s": _real(row["gap_s"]),
+        "detail": row["detail"],
+    }
 
 
 def calibration_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"t": "calibration", "site": row["site"], "sensor": row["sensor"], "ts_us": row["ts_us"],
-            "reference_db": _real(row["reference_db"]), "measured_db": _real(row["measured_db"]),
-            "drift_db": _real(row["drift_db"]), "flagged": int(row["flagged"])}
+    return {
+        "t": "calibration",
+        "site": row["site"],
+        "sensor": row["sensor"],
+        "ts_us": row["ts_us"],
+        "reference_db": _real(row["reference_db"]),
+        "measured_db": _real(row["measured_db"]),
+        "drift_db": _real(row["drift_db"]),
+        "flagged": int(row["flagged"]),
+    }
 
 
 def config_record(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -204,16 +271,26 @@ def config_record(row: Mapping[str, Any]) -> dict[str, Any]:
 # chain kind -> its canonical record. A module that chains a kind of its own (notices)
 # registers its function here so that evidence bundles can verify those rows too.
 RECORDS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
-    "sound": sound_record, "reading": reading_record, "audio": audio_record, "event": event_record,
-    "finding": finding_record, "rejection": rejection_record, "alert": alert_record,
-    "health": health_record, "calibration": calibration_record, "config": config_record,
+    "sound": sound_record,
+    "reading": reading_record,
+    "audio": audio_record,
+    "event": event_record,
+    "finding": finding_record,
+    "rejection": rejection_record,
+    "alert": alert_record,
+    "health": health_record,
+    "calibration": calibration_record,
+    "config": config_record,
 }
 
 
 # --------------------------------------------------------------------------- events <-> rows
 
 EVENT_KIND: dict[type, str] = {
-    BlastNotice: "blast-notice", Blast: "blast", TruckPassage: "truck", WorkPeriod: "work",
+    BlastNotice: "blast-notice",
+    Blast: "blast",
+    TruckPassage: "truck",
+    WorkPeriod: "work",
     TemporaryLighting: "temporary-lighting",
 }
 
@@ -235,32 +312,62 @@ def event_from_row(kind: str, data: str, site: str) -> Event:
 
     d = json.loads(data)
     if kind == "blast-notice":
-        return BlastNotice(site, d["blast_id"], parse_ts(d["issued_ts"]), parse_ts(d["planned_ts"]),
-                           tuple(d.get("recipients", ())))
+        return BlastNotice(
+            site,
+            d["blast_id"],
+            parse_ts(d["issued_ts"]),
+            parse_ts(d["planned_ts"]),
+            tuple(d.get("recipients", ())),
+        )
     if kind == "blast":
-        return Blast(site, d["blast_id"], parse_ts(d["ts"]), d.get("safety_reason"), d.get("charge_kg"),
-                     d.get("overpressure_db"))
+        return Blast(
+            site,
+            d["blast_id"],
+            parse_ts(d["ts"]),
+            d.get("safety_reason"),
+            d.get("charge_kg"),
+            d.get("overpressure_db"),
+        )
     if kind == "truck":
         return TruckPassage(site, d["id"], parse_ts(d["ts"]), d["gate"], d["direction"], d.get("truck_id"))
     if kind == "work":
-        return WorkPeriod(site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), WorkKind(d["kind"]),
-                          tuple(d.get("sensors") or ()))
+        return WorkPeriod(
+            site,
+            d["id"],
+            parse_ts(d["start"]),
+            parse_ts(d["end"]),
+            WorkKind(d["kind"]),
+            tuple(d.get("sensors") or ()),
+        )
     if kind == "temporary-lighting":
-        return TemporaryLighting(site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), d.get("description", ""))
+        return TemporaryLighting(
+            site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), d.get("description", "")
+        )
     fields = {k: v for k, v in d.items() if k not in ("id", "ts")}
     return GenericEvent(site, d["id"], kind, parse_ts(d["ts"]), fields)
 
 
 def finding_to_json(finding: Finding) -> dict[str, Any]:
     return {
-        "id": finding.id, "site": finding.site, "standard": finding.standard, "section": finding.section,
-        "kind": finding.kind.value, "start": finding.start.isoformat(), "end": finding.end.isoformat(),
-        "start_local": finding.start_local.isoformat(), "end_local": finding.end_local.isoformat(),
-        "timezone": finding.timezone, "summary": finding.summary, "sensors": list(finding.sensors),
-        "measurements": [{"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit}
-                         for m in finding.measurements],
-        "exemptions": list(finding.exemptions), "refs": list(finding.refs),
-        "completeness": finding.completeness, "details": dict(finding.details),
+        "id": finding.id,
+        "site": finding.site,
+        "standard": finding.standard,
+        "section": finding.section,
+        "kind": finding.kind.value,
+        "start": finding.start.isoformat(),
+        "end": finding.end.isoformat(),
+        "start_local": finding.start_local.isoformat(),
+        "end_local": finding.end_local.isoformat(),
+        "timezone": finding.timezone,
+        "summary": finding.summary,
+        "sensors": list(finding.sensors),
+        "measurements": [
+            {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit} for m in finding.measurements
+        ],
+        "exemptions": list(finding.exemptions),
+        "refs": list(finding.refs),
+        "completeness": finding.completeness,
+        "details": dict(finding.details),
     }
 
 
@@ -372,9 +479,7 @@ class Store:
     def append_sound(self, levels: SoundLevels, *, source: str, late: bool, now: datetime) -> Appended:
         return Appended(self.append_sounds([(levels, source, late)], now)[0])
 
-    def append_sounds(
-        self, items: Sequence[tuple[SoundLevels, str, bool]], now: datetime
-    ) -> list[bool]:
+    def append_sounds(self, items: Sequence[tuple[SoundLevels, str, bool]], now: datetime) -> list[bool]:
         """Many (levels, source, late) at once; returns which were new (the rest are duplicates).
 
         Optimistic: one executemany, and only when it inserted fewer rows than given (a
@@ -382,12 +487,30 @@ class Store:
         """
         now_us = to_us(now)
         rows = [
-            (lv.site, lv.sensor, to_us(lv.ts), lv.duration_s, lv.LAeq, lv.LAFmax, lv.LASmax, lv.LAFmin, lv.LCeq,
-             lv.LCpeak, lv.LZpeak, lv.LZeq, source, int(late), now_us)
+            (
+                lv.site,
+                lv.sensor,
+                to_us(lv.ts),
+                lv.duration_s,
+                lv.LAeq,
+                lv.LAFmax,
+                lv.LASmax,
+                lv.LAFmin,
+                lv.LCeq,
+                lv.LCpeak,
+                lv.LZpeak,
+                lv.LZeq,
+                source,
+                int(late),
+                now_us,
+            )
             for lv, source, late in items
         ]
-        sql = ("INSERT OR IGNORE INTO sound (site, sensor, ts_us, duration_s, LAeq, LAFmax, LASmax, LAFmin, LCeq,"
-               " LCpeak, LZpeak, LZeq, source, late, received_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+        sql = (
+            "INSERT OR IGNORE INTO sound (site, sensor, ts_us, duration_s, LAeq, LAFmax, LASmax, LAFmin,"
+            " LCeq,"
+            " LCpeak, LZpeak, LZeq, source, late, received_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        )
         before = self.conn.total_changes
         self.conn.execute("SAVEPOINT sounds")
         self.conn.executemany(sql, rows)
@@ -405,14 +528,28 @@ class Store:
         return stored
 
     def append_reading(
-        self, reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus, payload: Mapping[str, Any],
-        *, late: bool, now: datetime,
+        self,
+        reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
+        payload: Mapping[str, Any],
+        *,
+        late: bool,
+        now: datetime,
     ) -> Appended:
-        kind = {LightSummary: "light", WeatherReading: "weather", TurbidityReading: "turbidity",
-                SensorStatus: "status"}[type(reading)]
+        kind = {
+            LightSummary: "light",
+            WeatherReading: "weather",
+            TurbidityReading: "turbidity",
+            SensorStatus: "status",
+        }[type(reading)]
         duration = getattr(reading, "duration_s", 0.0)
-        row = {"site": reading.site, "sensor": reading.sensor, "kind": kind, "ts_us": to_us(reading.ts),
-               "duration_s": duration, "data": json.dumps(payload, sort_keys=True, separators=(",", ":"))}
+        row = {
+            "site": reading.site,
+            "sensor": reading.sensor,
+            "kind": kind,
+            "ts_us": to_us(reading.ts),
+            "duration_s": duration,
+            "data": json.dumps(payload, sort_keys=True, separators=(",", ":")),
+        }
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO readings (site, sensor, kind, ts_us, duration_s, data, late, received_us)"
             " VALUES (?,?,?,?,?,?,?,?)",
@@ -420,7 +557,9 @@ class Store:
         )
         if cur.rowcount == 0:
             return Appended(False)
-        self.chain(reading.site, "reading", f"{reading.sensor}|{kind}|{row['ts_us']}", reading_record(row), now)
+        self.chain(
+            reading.site, "reading", f"{reading.sensor}|{kind}|{row['ts_us']}", reading_record(row), now
+        )
         return Appended(True)
 
     def append_audio(
@@ -434,8 +573,17 @@ class Store:
         )
         if cur.rowcount == 0:
             return Appended(False)
-        record = audio_record({"site": site, "sensor": sensor, "ts_us": ts_us, "seq": seq,
-                               "sample_rate": rate, "format": fmt, "pcm": pcm})
+        record = audio_record(
+            {
+                "site": site,
+                "sensor": sensor,
+                "ts_us": ts_us,
+                "seq": seq,
+                "sample_rate": rate,
+                "format": fmt,
+                "pcm": pcm,
+            }
+        )
         self.chain(site, "audio", f"{sensor}|{ts_us}", record, now)
         return Appended(True)
 
@@ -443,10 +591,17 @@ class Store:
         kind = event_kind(event)
         start, end = event_times(event)
         data = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-        row = {"site": event.site, "kind": kind, "id": event.id, "ts_us": to_us(start),
-               "end_us": to_us(end) if end else None, "data": data}
+        row = {
+            "site": event.site,
+            "kind": kind,
+            "id": event.id,
+            "ts_us": to_us(start),
+            "end_us": to_us(end) if end else None,
+            "data": data,
+        }
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO events (site, kind, id, ts_us, end_us, data, received_us) VALUES (?,?,?,?,?,?,?)",
+            "INSERT OR IGNORE INTO events (site, kind, id, ts_us, end_us, data, received_us)"
+            " VALUES (?,?,?,?,?,?,?)",
             (*row.values(), to_us(now)),
         )
         if cur.rowcount == 0:
@@ -460,7 +615,10 @@ class Store:
         return Appended(True)
 
     def append_finding(self, finding: Finding, now: datetime, *, retracted: bool = False) -> bool:
-        """Store a finding; a re-evaluation that changes it adds a revision. Returns True if anything changed."""
+        """Store a finding; a re-evaluation that changes it adds a revision.
+
+        Returns True if anything changed.
+        """
         data = json.dumps(finding_to_json(finding), sort_keys=True, separators=(",", ":"), default=str)
         last = self.conn.execute(
             "SELECT revision, data, retracted FROM findings WHERE id = ? ORDER BY revision DESC LIMIT 1",
@@ -471,11 +629,21 @@ class Store:
         if last is None and retracted:
             return False
         revision = 1 if last is None else last["revision"] + 1
-        row = {"id": finding.id, "revision": revision, "site": finding.site, "standard": finding.standard,
-               "section": finding.section, "kind": finding.kind.value, "start_us": to_us(finding.start),
-               "end_us": to_us(finding.end), "retracted": int(retracted), "data": data}
+        row = {
+            "id": finding.id,
+            "revision": revision,
+            "site": finding.site,
+            "standard": finding.standard,
+            "section": finding.section,
+            "kind": finding.kind.value,
+            "start_us": to_us(finding.start),
+            "end_us": to_us(finding.end),
+            "retracted": int(retracted),
+            "data": data,
+        }
         self.conn.execute(
-            "INSERT INTO findings (id, revision, site, standard, section, kind, start_us, end_us, retracted, data,"
+            "INSERT INTO findings (id, revision, site, standard, section, kind, start_us, end_us, retracted,"
+            " data,"
             " created_us) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (*row.values(), to_us(now)),
         )
@@ -484,42 +652,78 @@ class Store:
 
     def current_findings(self, site: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
         """Latest revision of each finding starting in [start, end), retracted ones excluded."""
-        return list(self.conn.execute(
-            "SELECT f.* FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings"
-            " WHERE site = ? AND start_us >= ? AND start_us < ? GROUP BY id) last"
-            " ON f.id = last.id AND f.revision = last.revision WHERE f.retracted = 0 ORDER BY f.start_us",
-            (site, to_us(start), to_us(end)),
-        ))
+        return list(
+            self.conn.execute(
+                "SELECT f.* FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings"
+                " WHERE site = ? AND start_us >= ? AND start_us < ? GROUP BY id) last"
+                " ON f.id = last.id AND f.revision = last.revision WHERE f.retracted = 0 ORDER BY f.start_us",
+                (site, to_us(start), to_us(end)),
+            )
+        )
 
     def append_rejection(self, site: str, topic: str, reason: str, excerpt: str, now: datetime) -> None:
         cur = self.conn.execute(
             "INSERT INTO rejections (site, topic, reason, excerpt, received_us) VALUES (?,?,?,?,?)",
             (site, topic, reason, excerpt, to_us(now)),
         )
-        record = rejection_record({"id": cur.lastrowid, "site": site, "topic": topic, "reason": reason,
-                                   "excerpt": excerpt, "received_us": to_us(now)})
+        record = rejection_record(
+            {
+                "id": cur.lastrowid,
+                "site": site,
+                "topic": topic,
+                "reason": reason,
+                "excerpt": excerpt,
+                "received_us": to_us(now),
+            }
+        )
         self.chain(site, "rejection", str(cur.lastrowid), record, now)
 
     def append_alert(
-        self, alert_id: str, site: str, audience: str, kind: str, severity: str, condition: str, message: str,
-        data: Mapping[str, Any], now: datetime,
+        self,
+        alert_id: str,
+        site: str,
+        audience: str,
+        kind: str,
+        severity: str,
+        condition: str,
+        message: str,
+        data: Mapping[str, Any],
+        now: datetime,
     ) -> bool:
         body = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO alerts (id, site, audience, kind, severity, condition, message, data, created_us)"
+            "INSERT OR IGNORE INTO alerts (id, site, audience, kind, severity, condition, message, data,"
+            " created_us)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
             (alert_id, site, audience, kind, severity, condition, message, body, to_us(now)),
         )
         if cur.rowcount == 0:
             return False
-        record = alert_record({"id": alert_id, "site": site, "audience": audience, "kind": kind,
-                               "severity": severity, "condition": condition, "message": message, "data": body,
-                               "created_us": to_us(now)})
+        record = alert_record(
+            {
+                "id": alert_id,
+                "site": site,
+                "audience": audience,
+                "kind": kind,
+                "severity": severity,
+                "condition": condition,
+                "message": message,
+                "data": body,
+                "created_us": to_us(now),
+            }
+        )
         self.chain(site, "alert", alert_id, record, now)
         return True
 
     def append_health(
-        self, site: str, sensor: str, ts: datetime, state: str, gap_s: float | None, detail: str, now: datetime
+        self,
+        site: str,
+        sensor: str,
+        ts: datetime,
+        state: str,
+        gap_s: float | None,
+        detail: str,
+        now: datetime,
     ) -> None:
         ts_us = to_us(ts)
         cur = self.conn.execute(
@@ -527,24 +731,48 @@ class Store:
             (site, sensor, ts_us, state, gap_s, detail),
         )
         if cur.rowcount:
-            record = health_record({"site": site, "sensor": sensor, "ts_us": ts_us, "state": state,
-                                    "gap_s": gap_s, "detail": detail})
+            record = health_record(
+                {
+                    "site": site,
+                    "sensor": sensor,
+                    "ts_us": ts_us,
+                    "state": state,
+                    "gap_s": gap_s,
+                    "detail": detail,
+                }
+            )
             self.chain(site, "health", f"{sensor}|{ts_us}|{state}", record, now)
 
     def append_calibration(
-        self, site: str, sensor: str, ts: datetime, reference_db: float, measured_db: float,
-        drift_db: float | None, flagged: bool, now: datetime,
+        self,
+        site: str,
+        sensor: str,
+        ts: datetime,
+        reference_db: float,
+        measured_db: float,
+        drift_db: float | None,
+        flagged: bool,
+        now: datetime,
     ) -> None:
         ts_us = to_us(ts)
         cur = self.conn.execute(
-            "INSERT OR IGNORE INTO calibration (site, sensor, ts_us, reference_db, measured_db, drift_db, flagged)"
+            "INSERT OR IGNORE INTO calibration (site, sensor, ts_us, reference_db, measured_db, drift_db,"
+            " flagged)"
             " VALUES (?,?,?,?,?,?,?)",
             (site, sensor, ts_us, reference_db, measured_db, drift_db, int(flagged)),
         )
         if cur.rowcount:
-            record = calibration_record({"site": site, "sensor": sensor, "ts_us": ts_us,
-                                         "reference_db": reference_db, "measured_db": measured_db,
-                                         "drift_db": drift_db, "flagged": flagged})
+            record = calibration_record(
+                {
+                    "site": site,
+                    "sensor": sensor,
+                    "ts_us": ts_us,
+                    "reference_db": reference_db,
+                    "measured_db": measured_db,
+                    "drift_db": drift_db,
+                    "flagged": flagged,
+                }
+            )
             self.chain(site, "calibration", f"{sensor}|{ts_us}", record, now)
 
     def append_config(self, sites: Iterable[str], text: str, now: datetime) -> None:
@@ -571,16 +799,31 @@ class Store:
             (site, to_us(start), to_us(end)),
         )
         return [
-            SoundLevels(site, r["sensor"], from_us(r["ts_us"]), r["duration_s"], r["LAeq"], r["LAFmax"], r["LCpeak"],
-                        r["LASmax"], r["LZpeak"], r["LAFmin"], r["LCeq"], r["LZeq"])
+            SoundLevels(
+                site,
+                r["sensor"],
+                from_us(r["ts_us"]),
+                r["duration_s"],
+                r["LAeq"],
+                r["LAFmax"],
+                r["LCpeak"],
+                r["LASmax"],
+                r["LZpeak"],
+                r["LAFmin"],
+                r["LCeq"],
+                r["LZeq"],
+            )
             for r in rows
         ]
 
     def readings_between(self, site: str, kind: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
-        return list(self.conn.execute(
-            "SELECT * FROM readings WHERE site = ? AND kind = ? AND ts_us >= ? AND ts_us < ? ORDER BY ts_us",
-            (site, kind, to_us(start), to_us(end)),
-        ))
+        return list(
+            self.conn.execute(
+                "SELECT * FROM readings WHERE site = ? AND kind = ? AND ts_us >= ? AND ts_us < ?"
+                " ORDER BY ts_us",
+                (site, kind, to_us(start), to_us(end)),
+            )
+        )
 
     def events_since(self, site: str, since: datetime) -> list[Event]:
         rows = self.conn.execute(
@@ -609,12 +852,23 @@ class Store:
 
     def set_meta(self, key: str, value: str) -> None:
         self.conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             (key, value),
         )
 
     def counts(self) -> dict[str, int]:
-        tables = ("sound", "readings", "audio", "events", "findings", "alerts", "rejections", "health", "chain")
+        tables = (
+            "sound",
+            "readings",
+            "audio",
+            "events",
+            "findings",
+            "alerts",
+            "rejections",
+            "health",
+            "chain",
+        )
         return {t: int(self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in tables}
 
     def prune(self, before: datetime) -> int:

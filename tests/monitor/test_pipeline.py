@@ -93,23 +93,39 @@ def world(tmp_path: Path) -> Iterator[World]:
     w.store.close()
 
 
-def test_minute_is_judged_after_it_closes_and_late_data_re_judges_it(world: World) -> None:
-    world.levels(T0, 60, 70.0)  # a quiet minute
-    world.advance(64)
-    assert world.findings() == []
-    world.advance(2)
-    assert world.findings() == []  # judged: compliant, no finding
+def test_minute_is_judged_once_data_has_moved_past_it(world: World) -> None:
+    world.levels(T0, 60, 90.0)  # a loud minute
+    world.advance(70)
+    assert world.findings() == []  # the site's data has not moved past the minute yet
+    world.levels(T0 + timedelta(minutes=1), 6, 60.0)
+    world.advance(1)
+    assert len(world.findings()) == 1
     # A resend of the same seconds (even with other values) changes nothing: a reading is
-    # identified by site, sensor and time ...
-    world.levels(T0, 60, 95.0)
+    # identified by site, sensor and time.
+    world.levels(T0, 60, 50.0)
     world.advance(10)
+    assert len(world.findings()) == 1 and world.pipeline.counters.duplicates == 60
+
+
+def test_late_seconds_are_placed_and_their_minute_re_judged(world: World) -> None:
+    minute = T0 + timedelta(minutes=1)
+    world.advance(90)
+    world.levels(minute, 30, 70.0)  # only half of the minute arrives in time
+    world.advance(40)
+    world.levels(minute + timedelta(minutes=1), 6, 60.0)
+    world.advance(1)
+    assert world.pipeline.sites["q"].evaluated_until == minute + timedelta(minutes=1)
+    assert world.findings() == []  # judged on what is there: 30 s at 70 dB(A)
+    world.levels(minute + timedelta(seconds=30), 30, 99.0)  # the rest, 2 minutes late (< 300 s)
+    world.advance(10)
+    assert len(world.findings()) == 1
+
+
+def test_a_site_that_stops_sending_is_judged_after_the_lateness(world: World) -> None:
+    world.levels(T0, 60, 90.0)
+    world.advance(120)
     assert world.findings() == []
-    assert world.pipeline.counters.duplicates == 60
-    # ... but seconds that were missing, arriving late, are placed and the minute re-judged.
-    world.levels(T0 + timedelta(minutes=1), 30, 70.0)
-    world.advance(60)
-    world.levels(T0 + timedelta(minutes=1, seconds=30), 30, 99.0)  # 2 minutes late, within 300 s
-    world.advance(10)
+    world.advance(300)  # lateness 300 s (or 10 s of wall-clock quiet): judged on what arrived
     assert len(world.findings()) == 1
 
 
@@ -166,6 +182,7 @@ def test_violation_alerts_are_deduplicated(world: World) -> None:
     for minute in range(5):  # five loud minutes in a row: five findings, one alert
         world.levels(T0 + timedelta(minutes=minute), 60, 88.0)
         world.advance(60)
+    world.levels(T0 + timedelta(minutes=5), 6, 60.0)
     world.advance(10)
     assert len(world.findings()) == 5
     assert len([a for a in world.alerts("violation") if "town" in a["audiences"]]) == 1
