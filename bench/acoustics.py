@@ -29,6 +29,7 @@ from scipy import signal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from monitor import acoustics
+from monitor.runtime import tune_process
 
 FS = 48000
 SECONDS = 600
@@ -113,6 +114,7 @@ def time_phonometry(x: NDArray[np.float64]) -> dict[str, object] | None:
 
 
 def main() -> None:
+    tune_process()  # one BLAS thread and heap reuse, as every minewatch command runs (monitor/runtime.py)
     rng = np.random.default_rng(2024)
     x64 = rng.standard_normal(FS * SECONDS) * 0.05
     x32 = x64.astype(np.float32)
@@ -122,6 +124,7 @@ def main() -> None:
     print(f"acoustics benchmark: {SECONDS} s of {FS} Hz noise ({n / 1e6:.1f} Msamples), best of {REPEATS}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, {platform.platform()}")
     print(f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}")
+    print("process tuning as the minewatch commands run (monitor/runtime.py): 1 BLAS thread, heap reuse")
 
     results: dict[str, dict[str, float]] = {}
     for name, x, dtype in (("float64", x64, np.float64), ("float32", x32, np.float32)):

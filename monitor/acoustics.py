@@ -43,8 +43,40 @@ FULL_SCALE_SINE_MS = 0.5
 
 # Nominal one-third-octave mid-band frequencies 10 Hz ... 20 kHz (IEC 61672-1 Table 3).
 NOMINAL_THIRD_OCTAVE_HZ: tuple[float, ...] = (
-    10, 12.5, 16, 20, 25, 31.5, 40, 50, 63, 80, 100, 125, 160, 200, 250, 315, 400, 500, 630, 800,
-    1000, 1250, 1600, 2000, 2500, 3150, 4000, 5000, 6300, 8000, 10000, 12500, 16000, 20000,
+    10,
+    12.5,
+    16,
+    20,
+    25,
+    31.5,
+    40,
+    50,
+    63,
+    80,
+    100,
+    125,
+    160,
+    200,
+    250,
+    315,
+    400,
+    500,
+    630,
+    800,
+    1000,
+    1250,
+    1600,
+    2000,
+    2500,
+    3150,
+    4000,
+    5000,
+    6300,
+    8000,
+    10000,
+    12500,
+    16000,
+    20000,
 )
 
 # The weighting fit covers 10 Hz up to 0.45 fs, but never beyond the upper edge of the 20 kHz band:
@@ -76,9 +108,7 @@ def a_weighting_db(frequency_hz: ArrayLike) -> FloatArray:
     f2 = np.square(np.asarray(frequency_hz, dtype=np.float64))
     with np.errstate(divide="ignore"):
         ratio = (IEC_F4_HZ**2 * f2**2) / (
-            (f2 + IEC_F1_HZ**2)
-            * np.sqrt((f2 + IEC_F2_HZ**2) * (f2 + IEC_F3_HZ**2))
-            * (f2 + IEC_F4_HZ**2)
+            (f2 + IEC_F1_HZ**2) * np.sqrt((f2 + IEC_F2_HZ**2) * (f2 + IEC_F3_HZ**2)) * (f2 + IEC_F4_HZ**2)
         )
         return np.asarray(20.0 * np.log10(ratio) - A1000_DB, dtype=np.float64)
 
@@ -149,9 +179,7 @@ def _biquad_coefficients(params: FloatArray) -> tuple[float, float, float, float
 def _fit_grid(fs: float) -> tuple[FloatArray, float]:
     upper = min(_FIT_FRACTION_OF_FS * fs, _FIT_CAP_HZ)
     # Log spacing resolves the low end, linear spacing the top of the band where bilinear errs.
-    grid = np.unique(
-        np.concatenate([np.geomspace(_FIT_LOW_HZ, upper, 300), np.linspace(1000.0, upper, 300)])
-    )
+    grid = np.unique(np.concatenate([np.geomspace(_FIT_LOW_HZ, upper, 300), np.linspace(1000.0, upper, 300)]))
     return grid, upper
 
 
@@ -196,8 +224,14 @@ def design_weighting_filters(sample_rate: int) -> WeightingFilters:
     # Start from the matched-z image of the f4 double pole and flat zeros.
     r4 = math.exp(-2 * np.pi * IEC_F4_HZ / fs)
     start = np.array(
-        [residual_c[0], residual_a[0], math.atanh(r4 * r4 / _MAX_POLE_RADIUS**2),
-         math.atanh(-2 * r4 / (_MAX_POLE_RADIUS + r4 * r4 / _MAX_POLE_RADIUS)), 0.0, 0.0]
+        [
+            residual_c[0],
+            residual_a[0],
+            math.atanh(r4 * r4 / _MAX_POLE_RADIUS**2),
+            math.atanh(-2 * r4 / (_MAX_POLE_RADIUS + r4 * r4 / _MAX_POLE_RADIUS)),
+            0.0,
+            0.0,
+        ]
     )
     solution = optimize.least_squares(weighted, start, method="lm", xtol=1e-12, ftol=1e-12).x
     best, best_max = solution, float(np.max(np.abs(errors(solution))))
@@ -333,7 +367,15 @@ class PeriodLevels:
 
 
 PERIOD_FIELDS: tuple[str, ...] = (
-    "start_s", "LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq",
+    "start_s",
+    "LAeq",
+    "LAFmax",
+    "LASmax",
+    "LAFmin",
+    "LCeq",
+    "LCpeak",
+    "LZpeak",
+    "LZeq",
 )
 
 
@@ -483,7 +525,9 @@ class SoundLevelMeter:
         poles = self._grid_poles if cell_length == self.step else [p**cell_length for p in self._poles()]
         for index, (cells, grid_pole) in enumerate(zip((fast_cells, slow_cells), poles, strict=True)):
             y, _ = sps.lfilter(
-                [1.0], [1.0, -grid_pole], cells.astype(np.float64),
+                [1.0],
+                [1.0, -grid_pole],
+                cells.astype(np.float64),
                 zi=np.array([grid_pole * self._detector_state[index]]),
             )
             self._detector_state[index] = float(y[-1])
@@ -519,7 +563,7 @@ class SoundLevelMeter:
             self._slow_max = max(self._slow_max, float(slow[cell_pos:cell_stop].max()))
             settled_from = self._settled_cell - (first_cell + cell_pos)
             if settled_from < fast_part.size:
-                self._fast_min = min(self._fast_min, float(fast_part[max(0, settled_from):].min()))
+                self._fast_min = min(self._fast_min, float(fast_part[max(0, settled_from) :].min()))
             self._period_filled += take
             sample_pos, cell_pos = stop, cell_stop
             if self._period_filled == self.period_samples:
@@ -537,7 +581,8 @@ class SoundLevelMeter:
             LAeq=mean_square_to_db(self._sum_a / n, cal, floor),
             LAFmax=mean_square_to_db(self._fast_max, cal, floor),
             LASmax=mean_square_to_db(self._slow_max, cal, floor),
-            LAFmin=mean_square_to_db(self._fast_min, cal, floor) if math.isfinite(self._fast_min)
+            LAFmin=mean_square_to_db(self._fast_min, cal, floor)
+            if math.isfinite(self._fast_min)
             else math.nan,
             LCeq=mean_square_to_db(self._sum_c / n, cal, floor),
             LCpeak=peak_to_db(self._peak_c, cal, floor),
@@ -554,7 +599,10 @@ class SoundLevelMeter:
 
 
 def laeq_per_period(
-    samples: ArrayLike, sample_rate: int, period_s: float = 1.0, calibration_db: float = 94.0,
+    samples: ArrayLike,
+    sample_rate: int,
+    period_s: float = 1.0,
+    calibration_db: float = 94.0,
     level_floor_db: float | None = None,
 ) -> FloatArray:
     """LAeq of each complete period of a whole recording (the cheap path: one filter pass).

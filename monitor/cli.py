@@ -46,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=chosen or "")
     args = parser.parse_args(argv)
+    from monitor.runtime import tune_process
+
+    tune_process()
     module = importlib.import_module(f"monitor.commands.{COMMANDS[args.command][0]}")
     code: int = module.run(args)
     return code

@@ -1,0 +1,46 @@
+"""Process-wide settings of the minewatch commands, applied once at start-up (cli.main)."""
+
+from __future__ import annotations
+
+from threadpoolctl import threadpool_limits
+
+
+def limit_blas_threads() -> None:
+    """One BLAS thread for the whole process.
+
+    The acoustics meter's dot products and small matrix products are far too short to gain
+    from OpenBLAS's worker threads, and on a busy 2-core machine the workers' hand-offs made
+    them up to 400x slower (measured: ddot on 48,000 samples at 9 Ms/s with the default
+    threads, 4,000 Ms/s with one). The daemon has threads of its own for the other core.
+    """
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def keep_freed_memory_for_reuse() -> None:
+    """Let glibc serve the meter's ~1 MiB working arrays from its heap, not fresh mmaps.
+
+    By default every allocation above 128 KiB is a new mapping whose pages fault in one by
+    one, and numpy's temporaries in the meter are 1 MiB each, every block: the page faults
+    cost more than the filtering (bench/acoustics.py, float64 meter: 4.2x the floor without
+    this, 3.2x with it, measured in the same conditions; docs/PERFORMANCE.md).
+    The thresholds keep up to 64 MiB of freed heap for reuse. No-op off glibc.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+    mallopt(m_mmap_threshold, 32 * 1024 * 1024)
+    mallopt(m_trim_threshold, 64 * 1024 * 1024)
+
+
+def tune_process() -> None:
+    limit_blas_threads()
+    keep_freed_memory_for_reuse()
