@@ -82,6 +82,7 @@ MINUTE = timedelta(minutes=1)
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
 NEVER = datetime.min.replace(tzinfo=UTC)
+PRUNE_INTERVAL = timedelta(hours=1)
 QUIET_S = 10.0  # wall seconds without a reading for a site: its data is as complete as it gets
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
 TOWN_KINDS = frozenset(
@@ -204,6 +205,7 @@ class Pipeline:
         self.alerts.listeners.append(lambda body: self._enqueue_delivery(body))
         self.deliveries_pending = False
         self._outgoing: list[tuple[str, bytes, bool]] = []
+        self.last_prune = NEVER
         self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool]] = []
         self._log_gate: dict[tuple[str, str], float] = {}
         with store.batch():
@@ -627,6 +629,13 @@ class Pipeline:
                         "Periodic work for site %r failed; retrying on the next tick", state.config.id
                     )
         self._flush_outgoing()
+        if now - self.last_prune >= PRUNE_INTERVAL:
+            self.last_prune = now
+            # Per-second readings expire after storage.retention_days; findings, events,
+            # notices and the chain (with the readings' digests) are kept.
+            removed = self.store.prune(now - timedelta(days=self.config.storage.retention_days))
+            if removed:
+                log.info("Pruned %d readings older than %g days", removed, self.config.storage.retention_days)
 
     def _cache_light(self, state: SiteState, reading: LightSummary, now: datetime) -> None:
         bisect.insort(state.light, reading, key=lambda r: r.ts)

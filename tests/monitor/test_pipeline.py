@@ -26,6 +26,7 @@ T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)  # 12:00 in Dovre (CDT)
 CONFIG = """
 [storage]
 path = "{store}"
+retention_days = 1
 [daemon]
 lateness_s = 300
 offline_after_periods = 10
@@ -209,3 +210,18 @@ def test_anchor_published(world: World) -> None:
         "SELECT head FROM chain WHERE site = 'q' AND seq = ?", (anchors[-1]["seq"],)
     )
     assert row.fetchone()[0] == anchors[-1]["head"]  # the head the town holds is in the chain
+
+
+def test_readings_older_than_retention_are_pruned_but_the_chain_kept(world: World) -> None:
+    world.levels(T0, 30, 70.0)
+    world.advance(1)
+    chained = world.store.conn.execute("SELECT COUNT(*) FROM chain WHERE kind = 'sound'").fetchone()[0]
+    assert chained == 30
+    world.pipeline.last_prune = world.now  # as if pruned just now; next prune an hour later
+    world.now += timedelta(days=2)
+    world.levels(world.now - timedelta(seconds=5), 1, 70.0)
+    world.advance(1)
+    remaining = world.store.conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0]
+    assert remaining == 1  # the two-day-old seconds are gone, the new one stays
+    assert world.store.conn.execute("SELECT COUNT(*) FROM chain WHERE kind = 'sound'").fetchone()[0] == 31
+    assert world.store.meta("pruned_before_us") is not None
