@@ -42,10 +42,12 @@ from monitor.alerts import AlertBook
 from monitor.config import Config, SiteConfig
 from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
+from monitor.influx import InfluxForwarder, line
 from monitor.ingest import Inbound, MqttLink
 from monitor.notices import NoticeBook, NoticeEvent
+from monitor.outbox import Outbox
 from monitor.render import notice_payload_json
-from monitor.store import Store, finding_to_json, to_us
+from monitor.store import Store, event_kind, finding_to_json, to_us
 from monitor.wire import (
     AUDIO_FORMATS,
     AudioBlock,
@@ -55,6 +57,7 @@ from monitor.wire import (
     format_ts,
     output_topic,
     parse_topic,
+    parse_ts,
     payload_of,
 )
 from rules.model import (
@@ -65,6 +68,7 @@ from rules.model import (
     FindingKind,
     GenericEvent,
     LightSummary,
+    Measurement,
     SensorStatus,
     SiteData,
     SoundLevels,
@@ -592,8 +596,6 @@ class Pipeline:
             fields["safety_reason"] = event.safety_reason
         if isinstance(event, WorkPeriod | TemporaryLighting):
             fields["end"] = format_ts(event.end)
-        from monitor.store import event_kind
-
         self._influx("events", {"site": event.site, "kind": event_kind(event)}, fields, when)
 
     # ------------------------------------------------------------------ periodic work
@@ -955,8 +957,6 @@ class Pipeline:
     def _influx(self, measurement: str, tags: dict[str, str], fields: dict[str, Any], ts: datetime) -> None:
         if self.outbox_put is None:
             return
-        from monitor.influx import line
-
         clean = {k: v for k, v in fields.items() if v is not None}
         if clean:
             self.outbox_put([line(measurement, tags, clean, ts)])
@@ -1002,8 +1002,6 @@ def _event_end(event: Event) -> datetime:
 
 def _light_from_row(row: Any) -> LightSummary:
     d = json.loads(row["data"])
-    from monitor.wire import parse_ts
-
     return LightSummary(
         row["site"],
         row["sensor"],
@@ -1019,8 +1017,6 @@ def _light_from_row(row: Any) -> LightSummary:
 
 def _weather_from_row(row: Any) -> WeatherReading:
     d = json.loads(row["data"])
-    from monitor.wire import parse_ts
-
     rain = d.get("rain", False)
     mm = None if isinstance(rain, bool) else float(rain)
     return WeatherReading(
@@ -1030,14 +1026,10 @@ def _weather_from_row(row: Any) -> WeatherReading:
 
 def _turbidity_from_row(row: Any) -> TurbidityReading:
     d = json.loads(row["data"])
-    from monitor.wire import parse_ts
-
     return TurbidityReading(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["ntu"])
 
 
 def _finding_from_json(d: dict[str, Any]) -> Finding:
-    from rules.model import Measurement
-
     return Finding(
         site=d["site"],
         standard=d["standard"],
@@ -1108,9 +1100,6 @@ def site_status(
 
 def run(config: Config, *, stop: threading.Event | None = None, install_signals: bool = True) -> int:
     """`minewatch run`: wire everything, run until SIGTERM/SIGINT (or ``stop``), shut down cleanly."""
-    from monitor.influx import InfluxForwarder
-    from monitor.outbox import Outbox
-
     stop = stop or threading.Event()
     if install_signals:
 
