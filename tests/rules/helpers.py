@@ -167,3 +167,57 @@ def run(
 
 def kinds(findings: Sequence[Finding]) -> list[str]:
     return [f.kind.value for f in findings]
+
+
+def assert_rule_contract(
+    rule_name: str,
+    evaluate: Callable[[str, SiteContext, SiteData], list[Finding]],
+    profile: Profile,
+    sites: tuple[SiteContext, SiteContext],
+    data: tuple[SiteData, SiteData],
+    window: tuple[datetime, datetime],
+) -> None:
+    """What every rule promises, whatever its profile: findings of its standards only, citing
+    their sections, in UTC, deterministic, and blind to other sites' data.
+
+    ``sites`` and ``data`` are (own, other); each site's data gives its rule something to find.
+    ``window`` is (earliest finding start allowed, end of the evaluated interval).
+    """
+    import dataclasses
+
+    from rules import RULES
+
+    rule = RULES[rule_name]
+    assert rule.name == rule_name
+    assert dataclasses.is_dataclass(rule.params_type)
+    assert rule.params_type.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    rule.params_type()  # every param has a default
+    standards = {s.key: s for s in profile.standards.values() if s.rule == rule_name}
+    own_site, other_site = sites
+    own, foreign = data
+    earliest, end = window
+
+    findings = evaluate(rule_name, own_site, own)
+    assert findings, f"the test data should give {rule_name} something to find"
+    for finding in findings:
+        standard = standards[finding.standard]
+        assert isinstance(finding, Finding) and finding.site == own_site.id
+        assert finding.section == standard.section and f"section {standard.section}" in finding.summary
+        assert earliest <= finding.start < end
+        assert isinstance(finding.start, datetime) and finding.start.utcoffset() == timedelta(0)
+        assert 0.0 <= finding.completeness <= 1.0
+
+    # Deterministic: the same input gives the same findings and ids.
+    again = evaluate(rule_name, own_site, own)
+    assert again == findings and [f.id for f in again] == [f.id for f in findings]
+    both = SiteData(
+        **{
+            f.name: getattr(own, f.name) + getattr(foreign, f.name)
+            for f in dataclasses.fields(SiteData)
+            if f.name != "filtered_for"
+        }
+    )
+    # Another site's data changes nothing for this site ...
+    assert evaluate(rule_name, own_site, both) == findings
+    # ... although it has plenty to find for its own site.
+    assert evaluate(rule_name, other_site, both) != []

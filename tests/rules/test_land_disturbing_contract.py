@@ -13,6 +13,7 @@ from rules import RULES
 from rules.base import Standard
 from rules.model import Finding, GenericEvent, SiteContext, SiteData, TurbidityReading
 from rules.profile import load_profile
+from tests.rules.helpers import assert_rule_contract
 from tests.rules.test_land_disturbing import at, site
 
 DOVRE = load_profile("dovre")
@@ -86,26 +87,7 @@ def test_every_registered_rule_has_a_contract_test() -> None:
 
 @pytest.mark.parametrize("rule_name", LAND_RULES)
 def test_rule_contract(rule_name: str) -> None:
-    rule = RULES[rule_name]
-    assert rule.name == rule_name
-    assert dataclasses.is_dataclass(rule.params_type) and rule.params_type.__dataclass_params__.frozen  # type: ignore[attr-defined]
-    rule.params_type()  # every param has a default
-    standards = {s.key: s for s in PROFILE.standards.values() if s.rule == rule_name}
-
-    findings = evaluate(rule_name, SITE, OWN)
-    assert findings, f"the busy morning should give {rule_name} something to find"
-    for finding in findings:
-        standard = standards[finding.standard]
-        assert isinstance(finding, Finding) and finding.site == "tract1"
-        assert finding.section == standard.section and f"section {standard.section}" in finding.summary
-        assert START <= finding.start < END
-        assert finding.start.utcoffset() == timedelta(0)
-        assert 0.0 <= finding.completeness <= 1.0
-
-    again = evaluate(rule_name, SITE, OWN)
-    assert again == findings and [f.id for f in again] == [f.id for f in findings]
-    assert evaluate(rule_name, SITE, merged(OWN, FOREIGN)) == findings
-    assert evaluate(rule_name, OTHER, merged(OWN, FOREIGN)) != []
+    assert_rule_contract(rule_name, evaluate, PROFILE, (SITE, OTHER), (OWN, FOREIGN), (START, END))
 
 
 @pytest.mark.parametrize("rule_name", [name for name in LAND_RULES if RULES[name].early_warnings])
