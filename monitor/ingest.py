@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import queue
 import ssl
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,9 +69,7 @@ class MqttLink:
         self.config = config
         self.topics = list(topics)
         self.inbound = inbound
-        self.connected = threading.Event()
         self.accepting = True
-        self.connects = 0
         v5 = config.protocol == "5"
         self.client = _DrainingClient(
             CallbackAPIVersion.VERSION2,
@@ -110,9 +107,6 @@ class MqttLink:
         )
         self.client.loop_start()
 
-    def wait_connected(self, timeout: float) -> bool:
-        return self.connected.wait(timeout)
-
     def stop_accepting(self) -> None:
         """Stop taking new messages; unacked ones stay with the broker for the next run."""
         # No UNSUBSCRIBE: the persistent session must keep its subscriptions so the
@@ -138,18 +132,15 @@ class MqttLink:
         if getattr(reason, "is_failure", False):
             log.error("Broker %s refused the connection: %s", self.config.url, reason)
             return
-        self.connects += 1
         # Resubscribe on every connect: harmless when the session kept the subscriptions
         # (MQTT 5 section 3.2.2.1.1 session present), required when it did not.
         for topic in self.topics:
             client.subscribe(topic, qos=1)
         log.info("Connected to %s (session present: %s)", self.config.url, flags.session_present)
-        self.connected.set()
 
     def _on_disconnect(
         self, client: mqtt.Client, userdata: object, flags: object, reason: object, properties: object
     ) -> None:
-        self.connected.clear()
         if self.accepting:
             log.warning("Disconnected from %s (%s); reconnecting with backoff", self.config.url, reason)
 

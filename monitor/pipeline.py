@@ -152,6 +152,14 @@ class SiteState:
     last_reevaluation: datetime = NEVER
     last_warning_check: datetime = NEVER
 
+    margin_cache: dict[str | None, tuple[timedelta, timedelta]] = field(default_factory=dict)
+
+    def margins(self, kind: str | None = None) -> tuple[timedelta, timedelta]:
+        """(lookback, lookahead) of reading data the profile's rules need; fixed, so asked once."""
+        if kind not in self.margin_cache:
+            self.margin_cache[kind] = rules.data_margins(self.profile, kind)
+        return self.margin_cache[kind]
+
 
 @dataclass
 class Counters:
@@ -191,7 +199,7 @@ class Pipeline:
             if progress:
                 state.evaluated_until, state.final_until = progress
             state.health = {s.id: SensorHealth(now) for s in site.sensors}
-            light_back, _ = rules.data_margins(profile, "light")
+            light_back, _ = state.margins("light")
             state.light = [
                 _light_from_row(r)
                 for r in store.readings_between(
@@ -582,8 +590,9 @@ class Pipeline:
         # An event can change the verdict on minutes already judged (a blast record
         # arriving after the impulse, a work period declared afterwards).
         if state.evaluated_until is not None:
-            first = floor_minute(when - rules.data_margins(state.profile)[1])
-            last = floor_minute(_event_end(event) + rules.data_margins(state.profile)[0])
+            lookback, lookahead = state.margins()
+            first = floor_minute(when - lookahead)
+            last = floor_minute(_event_end(event) + lookback)
             minute = max(first, state.evaluated_until - timedelta(seconds=self.config.daemon.lateness_s))
             while minute < min(last + MINUTE, state.evaluated_until):
                 state.dirty_minutes.add(minute)
@@ -641,7 +650,7 @@ class Pipeline:
 
     def _cache_light(self, state: SiteState, reading: LightSummary, now: datetime) -> None:
         bisect.insort(state.light, reading, key=lambda r: r.ts)
-        lookback, _ = rules.data_margins(state.profile, "light")
+        lookback, _ = state.margins("light")
         keep_from = self.clock.now() - lookback - timedelta(seconds=self.config.daemon.lateness_s) - MINUTE
         if state.light and state.light[0].ts < keep_from:
             del state.light[: bisect.bisect_left(state.light, keep_from, key=lambda r: r.ts)]
@@ -657,10 +666,9 @@ class Pipeline:
     def _site_data(self, state: SiteState, start: datetime, end: datetime) -> SiteData:
         """Readings around [start, end), each kind with the margins its rules need; all events."""
         site = state.config.id
-        profile = state.profile
 
         def around(kind: str) -> tuple[datetime, datetime]:
-            before, after = rules.data_margins(profile, kind)
+            before, after = state.margins(kind)
             return start - before, end + after
 
         light_from, light_to = around("light")
@@ -690,7 +698,7 @@ class Pipeline:
     def _evaluate(self, state: SiteState, now: datetime) -> None:
         if state.evaluated_until is None or state.final_until is None:
             return
-        _, lookahead = rules.data_margins(state.profile)
+        _, lookahead = state.margins()
         closed = self._closed_until(state, now)
         ready = floor_minute(closed)  # minutes before this have closed
         minutes: set[datetime] = set()
@@ -910,9 +918,6 @@ class Pipeline:
                     now,
                 )
 
-    def status_of(self, state: SiteState, now: datetime) -> dict[str, Any]:
-        return site_status(self.store, state.config, now, {s: h.online for s, h in state.health.items()})
-
     def _status(self, state: SiteState, now: datetime) -> None:
         if (
             state.last_status
@@ -920,7 +925,8 @@ class Pipeline:
         ):
             return
         state.last_status = now
-        body = self.status_of(state, now)
+        online = {s: h.online for s, h in state.health.items()}
+        body = site_status(self.store, state.config, now, online)
         self._outgoing.append((output_topic(state.config.id, "status", self.prefix), _json(body), True))
 
     def _anchor(self, state: SiteState, now: datetime) -> None:

@@ -857,20 +857,6 @@ class Store:
             (key, value),
         )
 
-    def counts(self) -> dict[str, int]:
-        tables = (
-            "sound",
-            "readings",
-            "audio",
-            "events",
-            "findings",
-            "alerts",
-            "rejections",
-            "health",
-            "chain",
-        )
-        return {t: int(self.conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in tables}
-
     def prune(self, before: datetime) -> int:
         """Drop per-second data older than ``before``; findings, events, notices and the chain stay.
 
