@@ -16,11 +16,13 @@ from monitor.wire import (
     AudioBlock,
     BandLevels,
     Limits,
+    check_time,
     decode,
     encode,
     format_ts,
     parse_topic,
     parse_ts,
+    quick_levels,
 )
 from rules.model import (
     Blast,
@@ -421,3 +423,81 @@ def test_parse_helpers() -> None:
     assert parse_topic("minewatch/s/events/blast").kind == "blast"
     assert parse_ts("2026-06-15T12:00:00.250+02:00") == datetime(2026, 6, 15, 10, 0, 0, 250000, tzinfo=UTC)
     assert format_ts(datetime(2026, 6, 15, 10, 0, 0, 250000, tzinfo=UTC)) == "2026-06-15T10:00:00.250Z"
+
+
+# ------------------------------------------------------------------ the quick path
+
+
+def quick(topic: str, payload: Any) -> SoundLevels | None:
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return quick_levels(topic, raw, SITES, "minewatch", DEFAULT_LIMITS.max_payload_bytes)
+
+
+def test_quick_path_takes_the_plain_levels_message_and_nothing_else() -> None:
+    topic = f"{P}/sensors/n1/levels"
+    assert quick(topic, LEVELS) == dec(topic, LEVELS)
+    assert quick(topic, {**LEVELS, "LASmax": 73.1, "LZeq": 60, "v": 1}) == dec(
+        topic, {**LEVELS, "LASmax": 73.1, "LZeq": 60, "v": 1}
+    )
+    signed = {**LEVELS, "sig": "00"}
+    for other_topic, payload in [
+        (f"{P}/sensors/signed/levels", LEVELS),  # requires a signature: checked the full way
+        (topic, signed),
+        (f"{P}/sensors/l1/levels", LEVELS),  # a light sensor cannot send levels
+        (f"{P}/sensors/nope/levels", LEVELS),
+        ("minewatch/elsewhere/sensors/n1/levels", LEVELS),
+        ("other/dovre-north/sensors/n1/levels", LEVELS),
+        (f"{P}/sensors/n1/bands", LEVELS),
+        (f"{P}/events/levels", LEVELS),
+    ]:
+        assert quick(other_topic, payload) is None, other_topic
+
+
+def test_quick_path_never_accepts_what_decode_rejects() -> None:
+    """Random mutations of a valid message: the quick path (plus the pipeline's time check)
+    agrees with decode or declines."""
+    rng = np.random.default_rng(7)
+    topic = f"{P}/sensors/n1/levels"
+    values: list[Any] = [
+        None,
+        True,
+        "71",
+        71,
+        71.5,
+        -25.0,
+        250.0,
+        0,
+        -1,
+        1e400,
+        [],
+        {},
+        "2026-06-15T11:59:00Z",
+        "2026-06-15T11:59:00",
+        NOW.timestamp(),
+        2,
+        1,
+    ]
+    keys = [*LEVELS, "v", "LASmax", "LZpeak", "LAFmin", "LCeq", "LZeq", "sig", "extra"]
+    taken = 0
+    for _ in range(3000):
+        payload: dict[str, Any] = dict(LEVELS)
+        for _ in range(int(rng.integers(1, 4))):
+            key = keys[int(rng.integers(len(keys)))]
+            if rng.random() < 0.2:
+                payload.pop(key, None)
+            else:
+                payload[key] = values[int(rng.integers(len(values)))]
+        raw = json.dumps(payload).encode()
+        fast = quick(topic, raw)
+        try:
+            full = dec(topic, raw)
+        except DecodeError as exc:
+            if fast is not None:  # only the time check, which the pipeline does after it
+                with pytest.raises(DecodeError) as late:
+                    check_time(fast.ts, NOW, DEFAULT_LIMITS)
+                assert str(late.value) == str(exc)
+            continue
+        if fast is not None:
+            taken += 1
+            assert fast == full, payload
+    assert taken > 100  # the quick path did take the valid ones
