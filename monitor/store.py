@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import math
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,6 +44,8 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
+
+log = logging.getLogger("minewatch.store")
 
 GENESIS = "0" * 64
 SOUND_FIELDS = ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
@@ -154,6 +159,43 @@ def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
         **{k: _real(row[k]) for k in SOUND_FIELDS},
         "source": row["source"],
     }
+
+
+# The canonical bytes of a sound record without building the dict and sorting its keys
+# (the hot path: one per second per sound sensor). Equal to canonical(sound_record(row))
+# byte for byte, which tests/monitor/test_store.py checks over random rows.
+_SOUND_RECORD_KEYS = ("site", "sensor", "ts_us", "duration_s", *SOUND_FIELDS, "source", "t")
+_SOUND_ORDER = sorted(range(len(_SOUND_RECORD_KEYS)), key=lambda i: _SOUND_RECORD_KEYS[i])
+_SOUND_TEMPLATE = "{" + ",".join(f'"{_SOUND_RECORD_KEYS[i]}":%s' for i in _SOUND_ORDER) + "}"
+_JSON_TEXT: dict[str, str] = {}
+
+
+def _json_text(value: str) -> str:
+    text = _JSON_TEXT.get(value)
+    if text is None:
+        if len(_JSON_TEXT) >= 65536:
+            _JSON_TEXT.clear()
+        text = _JSON_TEXT[value] = json.dumps(value, ensure_ascii=False)
+    return text
+
+
+def sound_digest(row: Sequence[Any]) -> str:
+    """digest_of(sound_record(...)) for a row of _SOUND_COLUMNS values, without the dict."""
+    site, sensor, ts_us, duration, *levels, source = row[:13]
+    numbers = [None if v is None else float(v) for v in levels]
+    if not all(map(math.isfinite, filter(None, numbers))):  # json spells these NaN/Infinity
+        return digest_of(sound_record(dict(zip(_SOUND_COLUMNS, row[:13], strict=True))))
+    values = [
+        _json_text(site),
+        _json_text(sensor),
+        str(int(ts_us)),
+        repr(float(duration)),
+        *["null" if v is None else repr(v) for v in numbers],
+        _json_text(source),
+        '"sound"',
+    ]
+    text = _SOUND_TEMPLATE % tuple([values[i] for i in _SOUND_ORDER])
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def reading_record(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -379,6 +421,33 @@ class Appended:
     conflict: str = ""  # a resend with the same identity but different content
 
 
+class Checkpointer(threading.Thread):
+    """PASSIVE WAL checkpoints every ``interval_s`` on a connection of its own."""
+
+    def __init__(self, path: str, interval_s: float) -> None:
+        super().__init__(name="minewatch-checkpoint", daemon=True)
+        self.path = path
+        self.interval_s = interval_s
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            while not self._stop_event.wait(self.interval_s):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error as exc:  # busy or I/O: the WAL keeps it, the next round retries
+                    log.warning("WAL checkpoint failed: %s", exc)
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=30)
+
+
 class Store:
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
@@ -390,13 +459,30 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             # FULL: a commit survives power loss too; the pipeline batches commits so it is affordable.
             self.conn.execute(f"PRAGMA synchronous={synchronous}")
+            # 16 MiB of page cache (default 2): a batch touches pages all over the per-sensor indexes.
+            self.conn.execute("PRAGMA cache_size=-16384")
             self.conn.execute("PRAGMA foreign_keys=ON")
             self.conn.executescript(SCHEMA)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {self.path!r}: {exc}") from exc
+        self._max_variables = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        self._statements: dict[tuple[str, int], str] = {}
         self._heads: dict[str, tuple[int, str]] = {}
         self._pending_chain: list[tuple[str, int, str, str, str, str, int]] = []  # written at commit
         self._in_batch = False
+        self._checkpointer: Checkpointer | None = None
+
+    def checkpoint_in_background(self, interval_s: float = 1.0) -> None:
+        """Copy the WAL into the database from a thread of its own instead of at commits.
+
+        SQLite's automatic checkpoint runs inside the COMMIT that crosses its threshold,
+        holding up the pipeline for the whole copy; a checkpoint statement in another
+        thread runs with the GIL released, beside the pipeline.
+        """
+        if self._checkpointer is None and self.path != ":memory:":
+            self._checkpointer = Checkpointer(self.path, interval_s)
+            self._checkpointer.start()
+            self.conn.execute("PRAGMA wal_autocheckpoint=0")
 
     # ------------------------------------------------------------------ transactions
 
@@ -441,6 +527,9 @@ class Store:
         self.conn.execute("RELEASE unit")
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
         self.conn.close()
 
     # ------------------------------------------------------------------ chain
@@ -456,11 +545,14 @@ class Store:
         return cached
 
     def chain(self, site: str, kind: str, key: str, record: Mapping[str, Any], now: datetime) -> str:
+        return self.link(site, kind, key, digest_of(record), to_us(now))
+
+    def link(self, site: str, kind: str, key: str, digest: str, now_us: int) -> str:
+        """Chain a record by its digest (see chain)."""
         seq, previous = self.head(site)
-        digest = digest_of(record)
         head = next_head(previous, digest)
         # Chain rows are written in one executemany at commit (see batch); the head is cached.
-        self._pending_chain.append((site, seq + 1, kind, key, digest, head, to_us(now)))
+        self._pending_chain.append((site, seq + 1, kind, key, digest, head, now_us))
         self._heads[site] = (seq + 1, head)
         if not self._in_batch:
             self._flush_chain()
@@ -468,11 +560,34 @@ class Store:
 
     def _flush_chain(self) -> None:
         if self._pending_chain:
-            self.conn.executemany(
-                "INSERT INTO chain (site, seq, kind, key, digest, head, recorded_us) VALUES (?,?,?,?,?,?,?)",
+            self._insert_rows(
+                "INSERT INTO chain (site, seq, kind, key, digest, head, recorded_us) VALUES ",
                 self._pending_chain,
             )
             self._pending_chain.clear()
+
+    def _insert_rows(self, head: str, rows: Sequence[Sequence[Any]]) -> None:
+        """``head`` + many rows of values, as a few multi-row INSERT statements.
+
+        SQLite runs one statement in one step, with the GIL released throughout, so the
+        network thread decodes the next messages meanwhile; executemany takes the GIL
+        back for every row. Statement sizes are powers of two (or the largest the
+        variable limit allows), so only a few distinct statements are ever prepared.
+        """
+        if not rows:
+            return
+        width = len(rows[0])
+        largest = min(2048, self._max_variables // width)
+        done = 0
+        while done < len(rows):
+            left = len(rows) - done
+            size = largest if left >= largest else 1 << (left.bit_length() - 1)
+            sql = self._statements.get((head, size))
+            if sql is None:
+                values = "(" + ",".join("?" * width) + ")"
+                sql = self._statements[(head, size)] = head + ",".join([values] * size)
+            self.conn.execute(sql, [v for row in rows[done : done + size] for v in row])
+            done += size
 
     # ------------------------------------------------------------------ appends
 
@@ -482,8 +597,8 @@ class Store:
     def append_sounds(self, items: Sequence[tuple[SoundLevels, str, bool]], now: datetime) -> list[bool]:
         """Many (levels, source, late) at once; returns which were new (the rest are duplicates).
 
-        Optimistic: one executemany, and only when it inserted fewer rows than given (a
-        duplicate among them) is it undone and redone row by row to learn which.
+        Optimistic: all rows in multi-row statements, and only when fewer rows were inserted
+        than given (a duplicate among them) is it undone and redone row by row to learn which.
         """
         now_us = to_us(now)
         rows = [
@@ -506,14 +621,14 @@ class Store:
             )
             for lv, source, late in items
         ]
-        sql = (
+        head = (
             "INSERT OR IGNORE INTO sound (site, sensor, ts_us, duration_s, LAeq, LAFmax, LASmax, LAFmin,"
-            " LCeq,"
-            " LCpeak, LZpeak, LZeq, source, late, received_us) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " LCeq, LCpeak, LZpeak, LZeq, source, late, received_us) VALUES "
         )
+        sql = head + "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         before = self.conn.total_changes
         self.conn.execute("SAVEPOINT sounds")
-        self.conn.executemany(sql, rows)
+        self._insert_rows(head, rows)
         if self.conn.total_changes - before == len(rows):
             self.conn.execute("RELEASE sounds")
             stored = [True] * len(rows)
@@ -523,8 +638,7 @@ class Store:
             stored = [self.conn.execute(sql, row).rowcount == 1 for row in rows]
         for row, new in zip(rows, stored, strict=True):
             if new:
-                record = dict(zip(_SOUND_COLUMNS, row[:13], strict=True))
-                self.chain(row[0], "sound", f"{row[1]}|{row[2]}", sound_record(record), now)
+                self.link(row[0], "sound", f"{row[1]}|{row[2]}", sound_digest(row), now_us)
         return stored
 
     def append_reading(
