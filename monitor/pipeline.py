@@ -23,7 +23,6 @@ import bisect
 import json
 import logging
 import math
-import queue
 import signal
 import threading
 import time
@@ -43,22 +42,26 @@ from monitor.config import Config, SiteConfig
 from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
 from monitor.influx import InfluxForwarder, line
-from monitor.ingest import Inbound, MqttLink
+from monitor.ingest import Handoff, Inbound, MqttLink
 from monitor.notices import NoticeBook, NoticeEvent
 from monitor.outbox import Outbox
+from monitor.recent import RecentSound
 from monitor.render import notice_payload_json
-from monitor.store import Store, event_kind, finding_to_json, to_us
+from monitor.store import SOUND_FIELDS, Store, event_kind, finding_to_json, to_us
 from monitor.wire import (
     AUDIO_FORMATS,
     AudioBlock,
     BandLevels,
     Limits,
+    Message,
+    check_time,
     decode,
     format_ts,
     output_topic,
     parse_topic,
     parse_ts,
     payload_of,
+    quick_levels,
 )
 from rules.model import (
     Blast,
@@ -83,6 +86,7 @@ from rules.profile import Profile, load_profile
 log = logging.getLogger("minewatch.pipeline")
 
 MINUTE = timedelta(minutes=1)
+BATCH_LIMIT = 10_000  # messages per transaction: one commit (one fsync) amortised over many
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
 NEVER = datetime.min.replace(tzinfo=UTC)
@@ -134,6 +138,7 @@ class SensorHealth:
 class SiteState:
     config: SiteConfig
     profile: Profile
+    recent: RecentSound  # the recent minutes' sound readings, mirrored from the store
     events: list[Event] = field(default_factory=list)
     evaluated_until: datetime | None = None  # minutes before this had a first evaluation
     final_until: datetime | None = None  # ... and before this their final one (lookahead passed)
@@ -188,12 +193,14 @@ class Pipeline:
         self.outbox_put = outbox_put
         self.prefix = config.broker.topic_prefix
         self.counters = Counters()
+        d = config.daemon
+        self._wall_limits = Limits(d.max_clock_skew_s, d.max_age_s, d.max_payload_bytes)
         self.sites: dict[str, SiteState] = {}
         self.site_configs = {s.id: s for s in config.owned_sites}
         now = clock.now()
         for site in config.owned_sites:
             profile = load_profile(site.profile, site.agreement)
-            state = SiteState(site, profile)
+            state = SiteState(site, profile, RecentSound(site.id, store.sound_between))
             state.events = store.events_since(site.id, now - EVENT_HISTORY)
             progress = store.progress(site.id)
             if progress:
@@ -218,7 +225,7 @@ class Pipeline:
         self.deliveries_pending = False
         self._outgoing: list[tuple[str, bytes, bool]] = []
         self.last_prune = NEVER
-        self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool]] = []
+        self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool, datetime]] = []
         self._log_gate: dict[tuple[str, str], float] = {}
         with store.batch():
             store.append_config(self.sites, config.raw_text, now)
@@ -226,13 +233,19 @@ class Pipeline:
     # ------------------------------------------------------------------ messages
 
     def limits(self) -> Limits:
+        if self.clock.mode != "data":
+            return self._wall_limits
+        # The data defines "now": nothing is in the future, and "too old" is measured
+        # from the newest accepted timestamp once there is one.
         d = self.config.daemon
-        if self.clock.mode == "data":
-            # The data defines "now": nothing is in the future, and "too old" is measured
-            # from the newest accepted timestamp once there is one.
-            past = d.max_age_s if self.clock.data_now is not None else math.inf
-            return Limits(math.inf, past, d.max_payload_bytes)
-        return Limits(d.max_clock_skew_s, d.max_age_s, d.max_payload_bytes)
+        past = d.max_age_s if self.clock.data_now is not None else math.inf
+        return Limits(math.inf, past, d.max_payload_bytes)
+
+    def predecode(self, topic: str, payload: bytes) -> SoundLevels | None:
+        """wire.quick_levels for this configuration: safe to call from another thread."""
+        return quick_levels(
+            topic, payload, self.site_configs, self.prefix, self.config.daemon.max_payload_bytes
+        )
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit."""
@@ -247,6 +260,7 @@ class Pipeline:
             log.exception("Internal error in a batch; retrying it message by message")
             self._outgoing.clear()
             self._pending_sound.clear()
+            self._forget_recent_sound()
             with self.store.batch():
                 for message in messages:
                     try:
@@ -255,6 +269,7 @@ class Pipeline:
                             self._flush_sound(self.clock.now())
                     except Exception as exc:  # a daemon never dies of one message
                         self._pending_sound.clear()
+                        self._forget_recent_sound()
                         log.exception("Internal error on a message on %r", message.topic)
                         self._reject(
                             message,
@@ -262,6 +277,10 @@ class Pipeline:
                             "internal",
                         )
         self._flush_outgoing()
+
+    def _forget_recent_sound(self) -> None:
+        for state in self.sites.values():
+            state.recent.clear()  # reloaded from the store as needed
 
     def _handle_one(self, message: Inbound) -> None:
         self.counters.received += 1
@@ -272,15 +291,20 @@ class Pipeline:
 
     def _handle(self, message: Inbound) -> None:
         now = self.clock.now()
-        decoded = decode(
-            message.topic,
-            message.payload,
-            self.site_configs,
-            now,
-            self.limits(),
-            self.generic_kinds,
-            self.prefix,
-        )
+        decoded: Message
+        if message.decoded is not None:  # a levels message decoded ahead, all but its time
+            check_time(message.decoded.ts, now, self.limits())
+            decoded = message.decoded
+        else:
+            decoded = decode(
+                message.topic,
+                message.payload,
+                self.site_configs,
+                now,
+                self.limits(),
+                self.generic_kinds,
+                self.prefix,
+            )
         state = self.sites[decoded.site]
         if isinstance(decoded, AudioBlock):
             self._accept_audio(state, decoded, now)
@@ -323,9 +347,8 @@ class Pipeline:
             self._log_gate[gate_key] = wall
             log.warning("Rejected message on %r: %s", message.topic, reason)
 
-    def _late(self, state: SiteState, ts: datetime, now: datetime) -> bool:
-        """Mark minutes for re-evaluation; True if the data is older than the lateness allows."""
-        minute = floor_minute(ts)
+    def _late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
+        """Mark a minute for re-evaluation; True if its data is older than the lateness allows."""
         if state.evaluated_until is None:
             state.evaluated_until = minute
             state.final_until = minute
@@ -389,33 +412,38 @@ class Pipeline:
 
     def _accept_sound(self, state: SiteState, levels: SoundLevels, source: str, now: datetime) -> None:
         # Queued and written together at the end of the message (or batch): the hot path.
-        self._pending_sound.append((state, levels, source, self._late(state, levels.ts, now)))
+        minute = floor_minute(levels.ts)
+        self._pending_sound.append((state, levels, source, self._late(state, minute, now), minute))
 
     def _flush_sound(self, now: datetime) -> None:
         pending, self._pending_sound = self._pending_sound, []
         if not pending:
             return
-        stored = self.store.append_sounds([(lv, source, late) for _, lv, source, late in pending], now)
-        for (state, levels, _, late), new in zip(pending, stored, strict=True):
+        touched = {(levels.site, minute) for _, levels, _, _, minute in pending}
+        for site, minute in touched:
+            self.sites[site].recent.ensure((minute,))  # before the store has the new readings
+        stored = self.store.append_sounds([(lv, source, late) for _, lv, source, late, _ in pending], now)
+        receipt = time.monotonic()
+        for (state, levels, _, late, minute), new in zip(pending, stored, strict=True):
             if not new:
                 self.counters.duplicates += 1
                 continue
             self.counters.accepted += 1
-            self.clock.observe(levels.end)
-            state.last_receipt = time.monotonic()
-            if state.newest is None or levels.end > state.newest:
-                state.newest = levels.end
+            state.recent.add(levels, minute)
+            end = levels.end
+            self.clock.observe(end)
+            state.last_receipt = receipt
+            if state.newest is None or end > state.newest:
+                state.newest = end
             self._seen(state, levels.sensor, levels.ts, now)
-            fields = {
-                k: getattr(levels, k)
-                for k in ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
-            }
-            self._influx(
-                "sound",
-                {"site": levels.site, "sensor": levels.sensor},
-                {**fields, "duration_s": levels.duration_s, "late": late},
-                levels.ts,
-            )
+            if self.outbox_put is not None:
+                fields = {k: getattr(levels, k) for k in SOUND_FIELDS}
+                self._influx(
+                    "sound",
+                    {"site": levels.site, "sensor": levels.sensor},
+                    {**fields, "duration_s": levels.duration_s, "late": late},
+                    levels.ts,
+                )
 
     def _accept_audio(self, state: SiteState, block: AudioBlock, now: datetime) -> None:
         stored = self.store.append_audio(
@@ -478,7 +506,8 @@ class Pipeline:
         reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
         now: datetime,
     ) -> None:
-        late = False if isinstance(reading, SensorStatus) else self._late(state, reading.ts, now)
+        status = isinstance(reading, SensorStatus)
+        late = False if status else self._late(state, floor_minute(reading.ts), now)
         payload = payload_of(reading)
         stored = self.store.append_reading(reading, payload, late=late, now=now)
         if not stored.stored:
@@ -683,7 +712,7 @@ class Pipeline:
         ]
         events = state.events
         return SiteData(
-            sound=tuple(self.store.sound_between(site, *around("sound"))),
+            sound=tuple(state.recent.between(*around("sound"))),
             light=tuple(state.light[lo:hi]),
             weather=tuple(weather),
             turbidity=tuple(turbidity),
@@ -726,6 +755,8 @@ class Pipeline:
         if m != state.evaluated_until or f != state.final_until:
             state.evaluated_until, state.final_until = m, f
             self.store.set_progress(state.config.id, m, f)
+        # Minutes before the final look's lookback are read again only for late data.
+        state.recent.forget_before(min(f, m) - state.margins("sound")[0] - MINUTE)
         if now - state.last_warning_check >= REEVALUATION_INTERVAL:
             state.last_warning_check = now
             self._early_warnings(state, now)
@@ -1118,6 +1149,7 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
 
     # Outputs first: the store, the outbox and its forwarder exist before any message arrives.
     store = Store(config.storage.path)
+    store.checkpoint_in_background()
     forwarder = None
     outbox_put = None
     if config.storage.influxdb is not None:
@@ -1125,14 +1157,17 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
         # The forwarder reads the same table through a connection of its own thread.
         forwarder = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
         forwarder.start()
-    inbound: queue.Queue[Inbound] = queue.Queue(maxsize=config.daemon.queue_size)
+    inbound = Handoff(config.daemon.queue_size)
     prefix = config.broker.topic_prefix
     sites = [s.id for s in config.owned_sites]
     topics = [f"{prefix}/{s}/sensors/#" for s in sites] + [f"{prefix}/{s}/events/#" for s in sites]
-    link = MqttLink(config.broker, topics, inbound)
     clock = Clock(config.daemon.clock)
-    publish = lambda t, p, r: link.publish(t, p, retain=r)  # noqa: E731
+
+    def publish(topic: str, payload: bytes, retain: bool) -> None:
+        link.publish(topic, payload, retain=retain)
+
     pipeline = Pipeline(config, store, publish, clock, outbox_put)
+    link: MqttLink = MqttLink(config.broker, topics, inbound, pipeline.predecode)
     deliveries = DeliveryWorker(config.storage.path, config, publish, clock.now)
     deliveries.start()
     link.start()
@@ -1140,7 +1175,7 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
     last_tick = 0.0
     try:
         while not stop.is_set():
-            batch = _take_batch(inbound, timeout=0.2)
+            batch = inbound.take(timeout=0.2, limit=BATCH_LIMIT)
             if batch:
                 pipeline.handle_batch(batch)
                 link.ack(batch)
@@ -1153,7 +1188,7 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
     finally:
         # Reverse order: stop taking messages, finish those in hand, flush, disconnect.
         link.stop_accepting()
-        rest = _take_batch(inbound, timeout=0.0, limit=1_000_000)
+        rest = inbound.take(timeout=0.0, limit=len(inbound))
         if rest:
             pipeline.handle_batch(rest)
             link.ack(rest)
@@ -1176,14 +1211,3 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
             c.findings,
         )
     return 0
-
-
-def _take_batch(inbound: queue.Queue[Inbound], timeout: float, limit: int = 2000) -> list[Inbound]:
-    batch: list[Inbound] = []
-    try:
-        batch.append(inbound.get(timeout=timeout) if timeout else inbound.get_nowait())
-        while len(batch) < limit:
-            batch.append(inbound.get_nowait())
-    except queue.Empty:
-        pass
-    return batch

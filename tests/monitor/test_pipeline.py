@@ -122,6 +122,60 @@ def test_late_seconds_are_placed_and_their_minute_re_judged(world: World) -> Non
     assert len(world.findings()) == 1
 
 
+def test_recent_sound_in_memory_mirrors_the_store(world: World) -> None:
+    """Evaluation reads sound from memory; it must be exactly what the store holds."""
+    state = world.pipeline.sites["q"]
+    for m in range(6):
+        world.levels(T0 + timedelta(minutes=m), 60, 60.0 + m)
+        world.advance(60)
+    world.levels(T0 + timedelta(minutes=2), 60, 40.0)  # duplicates: ignored
+    world.advance(1)
+    # Late seconds into minutes already judged and already let go of (re-read from the store).
+    world.pipeline.handle_batch(
+        [
+            Inbound(
+                *encode(SoundLevels("q", "n1", T0 + timedelta(minutes=m, seconds=0.5), 0.5, 90, 91, 99)),
+                1,
+                1,
+                0.0,
+            )
+            for m in (0, 4)
+        ]
+    )
+    world.advance(10)
+    held = len(state.recent)
+    assert 0 < held < 6 * 60  # older minutes are let go once their final look is done
+    for start, end in [
+        (T0, T0 + timedelta(minutes=7)),
+        (T0 + timedelta(seconds=30), T0 + timedelta(minutes=4, seconds=1)),
+    ]:
+        assert state.recent.between(start, end) == world.store.sound_between("q", start, end)
+    assert len(state.recent.between(T0, T0 + timedelta(minutes=7))) == 6 * 60 + 2
+
+
+def test_a_bug_on_one_message_rejects_it_and_keeps_the_rest(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad_ts = T0 + timedelta(seconds=7)
+    seen = Pipeline._seen
+
+    def buggy(self: Pipeline, state: object, sensor: str, ts: datetime, now: datetime) -> None:
+        if ts == bad_ts:
+            raise RuntimeError("a bug")
+        seen(self, state, sensor, ts, now)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Pipeline, "_seen", buggy)
+    world.levels(T0, 20, 60.0)
+    rejected = world.store.conn.execute("SELECT reason FROM rejections").fetchall()
+    assert [r[0] for r in rejected] == ["internal error (RuntimeError); logged for the maintainers"]
+    assert world.store.conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 19
+    # Memory holds what the store holds, not the rolled-back reading.
+    state = world.pipeline.sites["q"]
+    window = (T0, T0 + timedelta(minutes=1))
+    assert state.recent.between(*window) == world.store.sound_between("q", *window)
+    assert len(state.recent.between(*window)) == 19
+
+
 def test_a_site_that_stops_sending_is_judged_after_the_lateness(world: World) -> None:
     world.levels(T0, 60, 90.0)
     world.advance(120)
