@@ -1,10 +1,11 @@
 """The daemon's pipeline, wired in one place.
 
-    broker ──► ingest.MqttLink ──► bounded queue ──► Pipeline.handle_batch (one thread)
-                                                         │
+    broker ──► ingest.MqttLink ──► ingest.Handoff ──► Pipeline.handle_batch (one thread)
+               (levels decoded ahead: wire.quick_levels)      │
           wire.decode ──┬── rejected ──► store.rejections ─────────────────► …/{site}/rejected
                         └── accepted ──► audio/bands ─► acoustics ─► SoundLevels
                                          store.append_* (+ hash chain, + Influx outbox)
+                                         recent.RecentSound (the sound the rules read)
                                          ─── COMMIT ──► ack to broker
           Pipeline.tick (after each batch, and on idle):
              closed minutes ─► rules.evaluate_site ─► findings ─► store ─► …/violations, …/findings
@@ -47,6 +48,7 @@ from monitor.notices import NoticeBook, NoticeEvent
 from monitor.outbox import Outbox
 from monitor.recent import RecentSound
 from monitor.render import notice_payload_json
+from monitor.runtime import freeze_startup_objects
 from monitor.store import SOUND_FIELDS, Store, event_kind, finding_to_json, to_us
 from monitor.wire import (
     AUDIO_FORMATS,
@@ -104,8 +106,16 @@ EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporar
 Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
 
 
+_MINUTE_OF: dict[datetime, datetime] = {}  # every sensor of a site sends the same seconds
+
+
 def floor_minute(ts: datetime) -> datetime:
-    return ts.replace(second=0, microsecond=0)
+    minute = _MINUTE_OF.get(ts)
+    if minute is None:
+        if len(_MINUTE_OF) >= 4096:
+            _MINUTE_OF.clear()
+        minute = _MINUTE_OF[ts] = ts.replace(second=0, microsecond=0)
+    return minute
 
 
 class Clock:
@@ -1170,6 +1180,7 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
     link: MqttLink = MqttLink(config.broker, topics, inbound, pipeline.predecode)
     deliveries = DeliveryWorker(config.storage.path, config, publish, clock.now)
     deliveries.start()
+    freeze_startup_objects()
     link.start()
     log.info("minewatch running for %s; store %s", ", ".join(sites), config.storage.path)
     last_tick = 0.0

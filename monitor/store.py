@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -164,9 +163,6 @@ def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
 # The canonical bytes of a sound record without building the dict and sorting its keys
 # (the hot path: one per second per sound sensor). Equal to canonical(sound_record(row))
 # byte for byte, which tests/monitor/test_store.py checks over random rows.
-_SOUND_RECORD_KEYS = ("site", "sensor", "ts_us", "duration_s", *SOUND_FIELDS, "source", "t")
-_SOUND_ORDER = sorted(range(len(_SOUND_RECORD_KEYS)), key=lambda i: _SOUND_RECORD_KEYS[i])
-_SOUND_TEMPLATE = "{" + ",".join(f'"{_SOUND_RECORD_KEYS[i]}":%s' for i in _SOUND_ORDER) + "}"
 _JSON_TEXT: dict[str, str] = {}
 
 
@@ -179,22 +175,32 @@ def _json_text(value: str) -> str:
     return text
 
 
+class _NotFinite(Exception):
+    pass
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "null"
+    number = float(value)
+    if number - number != 0:  # inf or NaN, which json spells Infinity / NaN
+        raise _NotFinite
+    return repr(number)
+
+
 def sound_digest(row: Sequence[Any]) -> str:
     """digest_of(sound_record(...)) for a row of _SOUND_COLUMNS values, without the dict."""
-    site, sensor, ts_us, duration, *levels, source = row[:13]
-    numbers = [None if v is None else float(v) for v in levels]
-    if not all(map(math.isfinite, filter(None, numbers))):  # json spells these NaN/Infinity
+    site, sensor, ts_us, duration, laeq, lafmax, lasmax, lafmin, lceq, lcpeak, lzpeak, lzeq, source = row[:13]
+    try:
+        text = (  # the keys in sorted order, as canonical() writes them
+            f'{{"LAFmax":{_number(lafmax)},"LAFmin":{_number(lafmin)},"LASmax":{_number(lasmax)},'
+            f'"LAeq":{_number(laeq)},"LCeq":{_number(lceq)},"LCpeak":{_number(lcpeak)},'
+            f'"LZeq":{_number(lzeq)},"LZpeak":{_number(lzpeak)},"duration_s":{_number(duration)},'
+            f'"sensor":{_json_text(sensor)},"site":{_json_text(site)},"source":{_json_text(source)},'
+            f'"t":"sound","ts_us":{int(ts_us)}}}'
+        )
+    except _NotFinite:
         return digest_of(sound_record(dict(zip(_SOUND_COLUMNS, row[:13], strict=True))))
-    values = [
-        _json_text(site),
-        _json_text(sensor),
-        str(int(ts_us)),
-        repr(float(duration)),
-        *["null" if v is None else repr(v) for v in numbers],
-        _json_text(source),
-        '"sound"',
-    ]
-    text = _SOUND_TEMPLATE % tuple([values[i] for i in _SOUND_ORDER])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -601,11 +607,13 @@ class Store:
         than given (a duplicate among them) is it undone and redone row by row to learn which.
         """
         now_us = to_us(now)
+        # A batch holds every sensor's reading of the same few seconds: convert each time once.
+        times = {ts: to_us(ts) for ts in {lv.ts for lv, _, _ in items}}
         rows = [
             (
                 lv.site,
                 lv.sensor,
-                to_us(lv.ts),
+                times[lv.ts],
                 lv.duration_s,
                 lv.LAeq,
                 lv.LAFmax,

@@ -57,8 +57,11 @@ class UnreportedBlastParams:
 
 
 def _peak(record: SoundLevels) -> float | None:
-    values = [v for v in (record.LZpeak, record.LCpeak) if v is not None]
-    return max(values) if values else None
+    """The higher of LZpeak and LCpeak (either may be missing); once per reading per minute judged."""
+    z, c = record.LZpeak, record.LCpeak
+    if z is None or c is None:
+        return c if z is None else z
+    return z if z > c else c
 
 
 @dataclass(frozen=True, slots=True)
