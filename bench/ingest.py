@@ -258,6 +258,10 @@ def bench_daemon(
     daemon.wait(60)
     log.close()
     quarter = [m for c, m in rss if c >= total // 4]
+    # RSS when 25, 50, 75 and 100 % of the messages were stored: growth that goes on through
+    # the run is a leak; growth that stops is a working set filling.
+    last = rss[-1][1] if rss else 0.0
+    marks = {f"rss_{25 * q}": next((m for c, m in rss if c >= total * q // 4), last) for q in (1, 2, 3, 4)}
     return {
         "rate": count / elapsed if elapsed > 0 else 0.0,
         "total": total,
@@ -265,6 +269,7 @@ def bench_daemon(
         "peak_rss": max(m for _, m in rss) if rss else 0.0,
         "rss_at_quarter": quarter[0] if quarter else 0.0,
         "rss_at_end": rss[-1][1] if rss else 0.0,
+        **marks,
         "sites_evaluated": evaluated,
     }
 
@@ -295,7 +300,9 @@ def main() -> None:
     )
     print(
         f"RSS at 25% of the run {result['rss_at_quarter']:.0f} MB, at the end {result['rss_at_end']:.0f} MB "
-        f"(growth {result['rss_at_end'] - result['rss_at_quarter']:+.0f} MB)"
+        f"(growth {result['rss_at_end'] - result['rss_at_quarter']:+.0f} MB); at 25/50/75/100 %: "
+        + " / ".join(f"{result[f'rss_{q}']:.0f}" for q in (25, 50, 75, 100))
+        + " MB"
     )
     print(
         json.dumps(

@@ -198,6 +198,22 @@ def test_far_future_is_rejected_with_reason(world: World) -> None:
     assert reasons == ["ts: 2026-06-15T17:10:00Z is 10.0 minutes in the future"]
 
 
+def test_levels_decoded_ahead_in_the_network_thread_are_still_time_checked(world: World) -> None:
+    """The network thread decodes levels without a clock; the pipeline checks the time."""
+    soon = SoundLevels("q", "n1", T0, 1.0, 70.0, 71.0, 85.0)
+    later = SoundLevels("q", "n1", T0 + timedelta(minutes=10), 1.0, 70.0, 71.0, 85.0)
+    messages = []
+    for record in (soon, later):
+        topic, payload = encode(record)
+        decoded = world.pipeline.predecode(topic, payload)
+        assert decoded == record
+        messages.append(Inbound(topic, payload, 1, 1, 0.0, decoded))
+    world.pipeline.handle_batch(messages)
+    reasons = [b["reason"] for t, b in world.published if t.endswith("/rejected")]
+    assert reasons == ["ts: 2026-06-15T17:10:00Z is 10.0 minutes in the future"]
+    assert world.store.sound_between("q", T0, T0 + timedelta(hours=1)) == [soon]
+
+
 def test_sensor_offline_then_online_alerts_and_gap_recorded(world: World) -> None:
     world.levels(T0, 5, 60.0)
     world.advance(30)  # silent 25 s > 10 expected periods
