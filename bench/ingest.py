@@ -163,49 +163,32 @@ def bench_mosquitto_sub(broker: Mosquitto, args: argparse.Namespace, start: date
     return total / elapsed, total
 
 
-def stored(db: Path) -> int:
+def read_store(db: Path, *queries: tuple[str, tuple[object, ...]]) -> list[int]:
+    """One integer per query, on one connection; zeros while the store cannot be read yet."""
     try:
         conn = sqlite3.connect(db, timeout=30)
         try:
-            return int(conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0])
+            return [int(conn.execute(sql, args).fetchone()[0]) for sql, args in queries]
         finally:
             conn.close()
     except sqlite3.Error:
-        return 0
+        return [0] * len(queries)
 
 
-def any_sound(db: Path) -> bool:
-    try:
-        conn = sqlite3.connect(db, timeout=30)
-        try:
-            return conn.execute("SELECT 1 FROM sound LIMIT 1").fetchone() is not None
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return False
-
-
-def chained(db: Path, sites: int) -> int:
-    """Chain entries of all sites: an upper bound of the sound rows, read in a few index seeks.
+def progress(db: Path, sites: int, total: int) -> tuple[bool, int]:
+    """(any sound row stored, sound rows stored), cheaply while the run is far from done.
 
     COUNT(*) over the sound table scans it, a load on the machine that grows with the run;
-    the benchmark polls this instead and counts rows only once it reaches the total.
+    the sites' chain heads (a few index seeks) bound the row count from above, and the rows
+    are counted only once that bound reaches the total.
     """
-    try:
-        conn = sqlite3.connect(db, timeout=30)
-        try:
-            return sum(
-                int(
-                    conn.execute(
-                        "SELECT COALESCE(MAX(seq), 0) FROM chain WHERE site = ?", (f"site{s}",)
-                    ).fetchone()[0]
-                )
-                for s in range(sites)
-            )
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return 0
+    head = "SELECT COALESCE(MAX(seq), 0) FROM chain WHERE site = ?"
+    started, *heads = read_store(
+        db, ("SELECT EXISTS (SELECT 1 FROM sound)", ()), *[(head, (f"site{s}",)) for s in range(sites)]
+    )
+    if sum(heads) < total:
+        return bool(started), min(sum(heads), total - 1)
+    return bool(started), read_store(db, ("SELECT COUNT(*) FROM sound", ()))[0]
 
 
 def bench_daemon(
@@ -229,11 +212,10 @@ def bench_daemon(
     deadline = time.monotonic() + 900
     count = 0
     while time.monotonic() < deadline:
-        upper = chained(db, args.sites)
-        count = stored(db) if upper >= total else min(upper, total - 1)
+        started, count = progress(db, args.sites, total)
         now = time.perf_counter()
         if first_t is None:
-            if not any_sound(db):
+            if not started:
                 count = 0
             else:
                 first_t = now

@@ -46,7 +46,7 @@ from monitor.influx import InfluxForwarder, line
 from monitor.ingest import Handoff, Inbound, MqttLink
 from monitor.notices import NoticeBook, NoticeEvent
 from monitor.outbox import Outbox
-from monitor.recent import RecentSound
+from monitor.recent import MINUTE, RecentSound, floor_minute
 from monitor.render import notice_payload_json
 from monitor.runtime import freeze_startup_objects
 from monitor.store import SOUND_FIELDS, Store, event_kind, finding_to_json, to_us
@@ -87,7 +87,6 @@ from rules.profile import Profile, load_profile
 
 log = logging.getLogger("minewatch.pipeline")
 
-MINUTE = timedelta(minutes=1)
 BATCH_LIMIT = 10_000  # messages per transaction: one commit (one fsync) amortised over many
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
@@ -104,18 +103,6 @@ TOWN_KINDS = frozenset(
 )
 EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporary-lighting", "event"})
 Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
-
-
-_MINUTE_OF: dict[datetime, datetime] = {}  # every sensor of a site sends the same seconds
-
-
-def floor_minute(ts: datetime) -> datetime:
-    minute = _MINUTE_OF.get(ts)
-    if minute is None:
-        if len(_MINUTE_OF) >= 4096:
-            _MINUTE_OF.clear()
-        minute = _MINUTE_OF[ts] = ts.replace(second=0, microsecond=0)
-    return minute
 
 
 class Clock:

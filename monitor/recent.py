@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
+from functools import lru_cache
 from operator import attrgetter
 
 from rules.model import SoundLevels
@@ -21,7 +22,8 @@ _BY_TIME = attrgetter("ts")
 LoadSound = Callable[[str, datetime, datetime], list[SoundLevels]]  # site, start, end
 
 
-def minute_of(ts: datetime) -> datetime:
+@lru_cache(maxsize=4096)  # every sensor of a site sends the same seconds
+def floor_minute(ts: datetime) -> datetime:
     return ts.replace(second=0, microsecond=0)
 
 
@@ -44,7 +46,7 @@ class RecentSound:
     def between(self, start: datetime, end: datetime) -> list[SoundLevels]:
         """The readings with start <= ts < end, in time order (as the store returns them)."""
         minutes = []
-        minute = minute_of(start)
+        minute = floor_minute(start)
         while minute < end:
             minutes.append(minute)
             minute += MINUTE

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -163,16 +164,9 @@ def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
 # The canonical bytes of a sound record without building the dict and sorting its keys
 # (the hot path: one per second per sound sensor). Equal to canonical(sound_record(row))
 # byte for byte, which tests/monitor/test_store.py checks over random rows.
-_JSON_TEXT: dict[str, str] = {}
-
-
+@lru_cache(maxsize=65536)  # site, sensor and source names: a handful, over and over
 def _json_text(value: str) -> str:
-    text = _JSON_TEXT.get(value)
-    if text is None:
-        if len(_JSON_TEXT) >= 65536:
-            _JSON_TEXT.clear()
-        text = _JSON_TEXT[value] = json.dumps(value, ensure_ascii=False)
-    return text
+    return json.dumps(value, ensure_ascii=False)
 
 
 class _NotFinite(Exception):

@@ -16,6 +16,7 @@ import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 from typing import Any, TypeAlias
 
 import orjson
@@ -145,7 +146,11 @@ def output_topic(site: str, kind: str, prefix: str = "minewatch") -> str:
 # --------------------------------------------------------------------------- time
 
 
-_PARSED_TS: dict[str, datetime] = {}
+@lru_cache(maxsize=4096)  # a site's sensors all send the same second: parse it once
+def _rfc3339_utc(text: str) -> datetime | None:
+    """The UTC time of an RFC 3339 string; None if it has no offset; ValueError if not a time."""
+    parsed = datetime.fromisoformat(text.strip().replace("z", "Z"))
+    return None if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def parse_ts(value: Any, name: str = "ts") -> datetime:
@@ -160,19 +165,12 @@ def parse_ts(value: Any, name: str = "ts") -> datetime:
         except (OverflowError, OSError, ValueError):
             raise DecodeError(name, f"{value} is out of range for a time") from None
     if isinstance(value, str):
-        cached = _PARSED_TS.get(value)
-        if cached is not None:  # a site's sensors all send the same second: parse it once
-            return cached
-        text = value.strip()
         try:
-            parsed = datetime.fromisoformat(text.replace("z", "Z"))
+            parsed = _rfc3339_utc(value)
         except ValueError:
             raise DecodeError(name, f"{value!r} is not an RFC 3339 time") from None
-        if parsed.tzinfo is None:
+        if parsed is None:
             raise DecodeError(name, f"{value!r} has no UTC offset (add Z or +hh:mm)")
-        if len(_PARSED_TS) >= 4096:
-            _PARSED_TS.clear()
-        _PARSED_TS[value] = parsed = parsed.astimezone(UTC)
         return parsed
     raise DecodeError(name, f"expected an RFC 3339 time or epoch seconds, got {type(value).__name__}")
 

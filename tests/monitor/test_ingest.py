@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import paho.mqtt.client as mqtt
 import pytest
@@ -189,13 +190,16 @@ def collect(link: MqttLink, handoff: Handoff, count: int, timeout: float = 20) -
     return got
 
 
+@contextmanager
 def publisher(broker: Mosquitto) -> Iterator[mqtt.Client]:
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="test-pub", protocol=mqtt.MQTTv5)
     client.connect("127.0.0.1", broker.port)
     client.loop_start()
-    yield client
-    client.loop_stop()
-    client.disconnect()
+    try:
+        yield client
+    finally:
+        client.loop_stop()
+        client.disconnect()
 
 
 def publish_mixed(client: mqtt.Client, n: int) -> list[tuple[str, bytes, int]]:
@@ -233,22 +237,21 @@ def test_both_paths_deliver_every_message_and_acked_ones_do_not_return(
         assert connected.wait(10)
         return link, handoff
 
-    def kept(payload: bytes) -> bool:  # not acked; few, as MQTT 3.1.1 brokers stop at ~20 in flight
+    def kept(payload: bytes) -> bool:  # not acked; few: MQTT 3.1.1 gets max_inflight_messages (100)
         return int(payload[5:-1]) % 50 == 33
 
     link, handoff = connect()
-    pub = publisher(mosquitto)
-    client = next(pub)
     sent: list[tuple[str, bytes, int]] = []
     got: list[Inbound] = []
-    done = threading.Thread(target=lambda: sent.extend(publish_mixed(client, 400)))
-    done.start()
-    deadline = time.monotonic() + 30
-    while (done.is_alive() or len(got) < len(sent)) and time.monotonic() < deadline:
-        batch = handoff.take(timeout=0.2, limit=10_000)
-        got += batch
-        link.ack([m for m in batch if not kept(m.payload)])
-    done.join()
+    with publisher(mosquitto) as client:
+        done = threading.Thread(target=lambda: sent.extend(publish_mixed(client, 400)))
+        done.start()
+        deadline = time.monotonic() + 30
+        while (done.is_alive() or len(got) < len(sent)) and time.monotonic() < deadline:
+            batch = handoff.take(timeout=0.2, limit=10_000)
+            got += batch
+            link.ack([m for m in batch if not kept(m.payload)])
+        done.join()
     assert sorted((m.topic, m.payload, m.qos) for m in got) == sorted(sent)
     time.sleep(0.5)  # let the acks go out
     link.stop_accepting()
@@ -263,4 +266,3 @@ def test_both_paths_deliver_every_message_and_acked_ones_do_not_return(
     link.ack(again)
     link.stop_accepting()
     link.close()
-    next(pub, None)
