@@ -248,6 +248,14 @@ def _fast_publish(
     return Inbound(topic, payload, mid, 1, now, predecode(topic, payload) if predecode else None)
 
 
+def authenticate(client: mqtt.Client, config: BrokerConfig) -> None:
+    """The configured username/password and TLS (server certificate checked) on a paho client."""
+    if config.username:
+        client.username_pw_set(config.username, config.password.value or None)
+    if config.tls:
+        client.tls_set(ca_certs=config.ca_file or None, cert_reqs=ssl.CERT_REQUIRED)
+
+
 class MqttLink:
     """Subscribe to inputs, hand messages to the pipeline, ack after commit, publish outputs."""
 
@@ -272,10 +280,7 @@ class MqttLink:
             protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
             manual_ack=True,
         )
-        if config.username:
-            self.client.username_pw_set(config.username, config.password.value or None)
-        if config.tls:
-            self.client.tls_set(ca_certs=config.ca_file or None, cert_reqs=ssl.CERT_REQUIRED)
+        authenticate(self.client, config)
         self.client.reconnect_delay_set(min_delay=1, max_delay=30)
         self.client.max_queued_messages_set(100_000)
         self.client.on_connect = self._on_connect

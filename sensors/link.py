@@ -18,7 +18,6 @@ on disk is sent again (at least once: the daemon drops duplicates by sensor and 
 from __future__ import annotations
 
 import logging
-import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from monitor.config import BrokerConfig
+from monitor.ingest import authenticate
 from sensors.queue import MessageQueue
 
 log = logging.getLogger("minewatch.sensors.link")
@@ -67,10 +67,7 @@ class Link:
             protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
             clean_session=None if v5 else True,
         )
-        if broker.username:
-            self.client.username_pw_set(broker.username, broker.password.value or None)
-        if broker.tls:
-            self.client.tls_set(ca_certs=broker.ca_file or None, cert_reqs=ssl.CERT_REQUIRED)
+        authenticate(self.client, broker)
         self.client.max_inflight_messages_set(window)
         self.client.max_queued_messages_set(0)  # bounded by our window instead
         self.client.reconnect_delay_set(min_delay=1, max_delay=10)
