@@ -39,6 +39,9 @@ _PUBLISH_QOS1 = 0x32  # PUBLISH, QoS 1, no DUP, no RETAIN; the flags are masked 
 _PUBACK = struct.Struct("!BBH")
 
 
+Predecode = Callable[[str, bytes], SoundLevels | None]  # topic, payload: wire.quick_levels
+
+
 class Inbound(NamedTuple):
     topic: str
     payload: bytes
@@ -100,14 +103,22 @@ class _ReceivingClient(mqtt.Client):
     paths against Mosquitto.
     """
 
-    def __init__(self, *args: object, deliver: Callable[[list[Inbound]], None], **kwargs: object) -> None:
+    def __init__(
+        self,
+        *args: object,
+        deliver: Callable[[list[Inbound]], None],
+        predecode: Predecode | None = None,
+        **kwargs: object,
+    ) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._deliver = deliver
+        # Runs here, in the network thread, beside the pipeline's SQLite writes (which
+        # release the GIL).
+        self.predecode = predecode
         self._v5 = self._protocol == mqtt.MQTTv5
         self._rbuf = bytearray()
         self._rbuf_sock: object = None
         self.fast_path = True  # False: every packet through paho (the reference path, for tests)
-        self.predecode: Callable[[str, bytes], SoundLevels | None] | None = None
 
     def loop_read(self, max_packets: int = 1) -> MQTTErrorCode:
         for _ in range(64):  # chunks per wake-up, so writes (our acks) get their turn
@@ -224,7 +235,7 @@ def _fast_publish(
     stop: int,
     v5: bool,
     now: float,
-    predecode: Callable[[str, bytes], SoundLevels | None] | None,
+    predecode: Predecode | None,
 ) -> Inbound | None:
     """A plain QoS 1 PUBLISH as an Inbound; None if anything is unusual (paho handles it)."""
     if pos + 2 > stop:
@@ -264,7 +275,7 @@ class MqttLink:
         config: BrokerConfig,
         topics: Sequence[str],
         inbound: Handoff,
-        predecode: Callable[[str, bytes], SoundLevels | None] | None = None,
+        predecode: Predecode | None = None,
     ) -> None:
         self.config = config
         self.topics = list(topics)
@@ -275,6 +286,7 @@ class MqttLink:
         self.client = _ReceivingClient(
             CallbackAPIVersion.VERSION2,
             deliver=self._deliver,
+            predecode=predecode,
             client_id=config.client_id,
             clean_session=None if v5 else False,
             protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
@@ -286,9 +298,6 @@ class MqttLink:
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
         self.client.on_message = self._on_message
-        # Run in the network thread, where it overlaps the pipeline's SQLite writes (they
-        # run with the GIL released).
-        self.client.predecode = predecode
 
     # ------------------------------------------------------------------ lifecycle
 
