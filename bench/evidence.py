@@ -89,8 +89,8 @@ def fill(path: Path, days: int, sensors: int) -> int:
     started = time.monotonic()
     columns = ("site", "sensor", "ts_us", "duration_s", *SOUND_FIELDS, "source")
     insert_sound = (
-        f"INSERT INTO sound ({', '.join(columns)}, late, received_us)"
-        f" VALUES ({', '.join('?' * (len(columns) + 2))})"
+        f"INSERT INTO sound ({', '.join(columns)}, late, received_us, chain_seq)"
+        f" VALUES ({', '.join('?' * (len(columns) + 3))})"
     )
     # Digests on the other core while this one chains and inserts.
     with multiprocessing.get_context("fork").Pool(1) as pool:
@@ -103,7 +103,7 @@ def fill(path: Path, days: int, sensors: int) -> int:
                 digest = row[-1]
                 head = next_head(head, digest)  # type: ignore[arg-type]
                 ts_us = row[2]
-                sound.append((*row[:-1], 0, ts_us))
+                sound.append((*row[:-1], 0, ts_us, seq))
                 chain.append((SITE, seq, "sound", f"{row[1]}|{ts_us}", digest, head, ts_us))
             conn.execute("BEGIN")
             conn.executemany(insert_sound, sound)

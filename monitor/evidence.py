@@ -52,7 +52,7 @@ from zoneinfo import ZoneInfo
 from monitor.config import Config, InfluxConfig, SiteConfig
 from monitor.errors import MinewatchError
 from monitor.schema import MEASUREMENTS
-from monitor.store import GENESIS, RECORDS, SOUND_FIELDS, digest_of, next_head
+from monitor.store import GENESIS, KEYED, RECORDS, SCHEMA_VERSION, SOUND_FIELDS, digest_of, next_head
 
 __all__ = [
     "FORMAT",
@@ -462,8 +462,14 @@ def _open_store(path: str) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         conn.execute("SELECT 1 FROM chain LIMIT 1")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.Error as exc:
         raise EvidenceError(f"cannot read the store {path!r}: {exc}") from None
+    if version != SCHEMA_VERSION:  # read-only here: the daemon or `minewatch status` migrates it
+        raise EvidenceError(
+            f"the store {path!r} has layout version {version}, this minewatch reads {SCHEMA_VERSION}:"
+            " open it once with `minewatch status --config FILE` (which migrates it) or upgrade minewatch"
+        )
     try:
         conn.execute("SELECT pow(10, 1), log10(10)")
     except sqlite3.OperationalError:  # SQLite built without its math functions
@@ -616,7 +622,8 @@ class _Exporter:
         take(
             self.conn.execute(
                 "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM sound t LEFT JOIN chain c"
-                " ON c.site = t.site AND c.kind = 'sound' AND c.key = t.sensor || '|' || t.ts_us"
+                " ON c.site = t.site AND c.seq = t.chain_seq"
+                " AND c.kind = 'sound' AND c.key = t.sensor || '|' || t.ts_us"
                 " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
                 f"{self._named_sensors('t.sensor')}",
                 self._sensor_args(),
@@ -625,7 +632,7 @@ class _Exporter:
         take(
             self.conn.execute(
                 "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM readings t LEFT JOIN chain c"
-                " ON c.site = t.site AND c.kind = 'reading'"
+                f" ON c.site = t.site AND c.kind = 'reading' AND c.{KEYED}"
                 " AND c.key = t.sensor || '|' || t.kind || '|' || t.ts_us"
                 " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
                 f"{self._named_sensors('t.sensor')}",
@@ -639,7 +646,7 @@ class _Exporter:
                 self.conn.execute(
                     "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*)"
                     f" FROM {spec.source} LEFT JOIN chain c"
-                    f" ON c.site = {spec.site} AND c.kind = '{kind}' AND c.key = {spec.key}"
+                    f" ON c.site = {spec.site} AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
                     f" WHERE {spec.site} = :site AND {spec.window}",
                     self.args,
                 ).fetchone()
@@ -843,7 +850,7 @@ class _Exporter:
             return self._json_member(spec.file, ())
         cursor = self.conn.execute(
             f"SELECT c.seq, c.key, t.* FROM {spec.source} JOIN chain c ON c.site = {spec.site}"
-            f" AND c.kind = '{kind}' AND c.key = {spec.key}"
+            f" AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
             f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi ORDER BY c.seq",
             self.args,
         )

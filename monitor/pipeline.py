@@ -248,8 +248,11 @@ class Pipeline:
         """Decode, store and commit one batch; outputs go out only after the commit."""
         try:
             with self.store.batch():
+                # One clock reading for the batch (a fraction of a second of messages): the
+                # time checks allow seconds, and in data-clock mode it only moves at the flush.
+                now = self.clock.now()
                 for message in messages:
-                    self._handle_one(message)
+                    self._handle_one(message, now)
                 self._flush_sound(self.clock.now())
         except Exception:
             # A bug on one message: redo the batch one savepoint per message, so that
@@ -262,7 +265,7 @@ class Pipeline:
                 for message in messages:
                     try:
                         with self.store.savepoint():
-                            self._handle_one(message)
+                            self._handle_one(message, self.clock.now())
                             self._flush_sound(self.clock.now())
                     except Exception as exc:  # a daemon never dies of one message
                         self._pending_sound.clear()
@@ -279,15 +282,14 @@ class Pipeline:
         for state in self.sites.values():
             state.recent.clear()  # reloaded from the store as needed
 
-    def _handle_one(self, message: Inbound) -> None:
+    def _handle_one(self, message: Inbound, now: datetime) -> None:
         self.counters.received += 1
         try:
-            self._handle(message)
+            self._handle(message, now)
         except DecodeError as exc:  # raised before anything of the message is written
             self._reject(message, str(exc), exc.field)
 
-    def _handle(self, message: Inbound) -> None:
-        now = self.clock.now()
+    def _handle(self, message: Inbound, now: datetime) -> None:
         decoded: Message
         if message.decoded is not None:  # a levels message decoded ahead, all but its time
             check_time(message.decoded.ts, now, self.limits())
@@ -421,14 +423,17 @@ class Pipeline:
             self.sites[site].recent.ensure((minute,))  # before the store has the new readings
         stored = self.store.append_sounds([(lv, source, late) for _, lv, source, late, _ in pending], now)
         receipt = time.monotonic()
+        ends: dict[tuple[datetime, float], datetime] = {}  # a batch holds a few distinct periods
         for (state, levels, _, late, minute), new in zip(pending, stored, strict=True):
             if not new:
                 self.counters.duplicates += 1
                 continue
             self.counters.accepted += 1
             state.recent.add(levels, minute)
-            end = levels.end
-            self.clock.observe(end)
+            end = ends.get((levels.ts, levels.duration_s))
+            if end is None:
+                end = ends[(levels.ts, levels.duration_s)] = levels.end
+                self.clock.observe(end)
             state.last_receipt = receipt
             if state.newest is None or end > state.newest:
                 state.newest = end

@@ -15,6 +15,7 @@ forwarder, deliveries, CLI commands) open their own connections to the file.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import sqlite3
@@ -49,15 +50,22 @@ log = logging.getLogger("minewatch.store")
 
 GENESIS = "0" * 64
 SOUND_FIELDS = ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
-_SOUND_COLUMNS = ("site", "sensor", "ts_us", "duration_s", *SOUND_FIELDS, "source")
+# A sound row as append_sounds binds it: SoundLevels' fields in their order (ts as ts_us), so
+# a row is slices of the levels tuple, then the source (and late, received_us, chain_seq).
+_SOUND_ROW = (*SoundLevels._fields[:2], "ts_us", *SoundLevels._fields[3:], "source")
+_SOUND_INSERT = f"INSERT OR IGNORE INTO sound ({', '.join(_SOUND_ROW)}, late, received_us, chain_seq) VALUES "
 
 SCHEMA = """
+-- Time before sensor in the key: a second of every sensor's readings lands on a few
+-- adjacent pages instead of one page per sensor (the write volume of a commit follows
+-- the pages it touches), and time-window reads need no second index.
+-- chain_seq: the row's chain entry, found without a key index (see chain_lookup).
 CREATE TABLE IF NOT EXISTS sound (
     site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
     LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
     LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
-    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL,
-    PRIMARY KEY (site, sensor, ts_us)
+    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL, chain_seq INTEGER,
+    PRIMARY KEY (site, ts_us, sensor)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS readings (
     site TEXT NOT NULL, sensor TEXT NOT NULL, kind TEXT NOT NULL, ts_us INTEGER NOT NULL,
@@ -81,7 +89,6 @@ CREATE TABLE IF NOT EXISTS findings (
     retracted INTEGER NOT NULL, data TEXT NOT NULL, created_us INTEGER NOT NULL,
     PRIMARY KEY (id, revision)
 );
-CREATE INDEX IF NOT EXISTS sound_time ON sound (site, ts_us);
 CREATE INDEX IF NOT EXISTS findings_time ON findings (site, start_us);
 CREATE TABLE IF NOT EXISTS alerts (
     id TEXT PRIMARY KEY, site TEXT NOT NULL, audience TEXT NOT NULL, kind TEXT NOT NULL,
@@ -109,12 +116,41 @@ CREATE TABLE IF NOT EXISTS chain (
     digest TEXT NOT NULL, head TEXT NOT NULL, recorded_us INTEGER NOT NULL,
     PRIMARY KEY (site, seq)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS chain_key ON chain (site, kind, key);
+-- Chain entry by record key, for every kind but sound: one sound entry per sensor per
+-- second would make this the costliest insert of all, and sound rows carry chain_seq.
+-- A query must state the condition itself for SQLite to use a partial index (KEYED).
+CREATE INDEX IF NOT EXISTS chain_lookup ON chain (site, kind, key) WHERE kind <> 'sound';
 CREATE TABLE IF NOT EXISTS anchors (
     site TEXT NOT NULL, seq INTEGER NOT NULL, head TEXT NOT NULL, published_us INTEGER NOT NULL,
     PRIMARY KEY (site, seq)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+# The condition queries that look chain entries up by key add, so that SQLite uses chain_lookup.
+KEYED = "kind <> 'sound'"
+
+# PRAGMA user_version of the layout above; older stores are migrated when opened (_MIGRATIONS).
+SCHEMA_VERSION = 2
+
+# Version 0/1 -> 2: sound keyed by time first and carrying its chain entry's seq; the chain
+# key index without sound entries. The old chain_key index finds each row's entry.
+_MIGRATE_TO_2 = """
+CREATE TABLE sound_v2 (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
+    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
+    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
+    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL, chain_seq INTEGER,
+    PRIMARY KEY (site, ts_us, sensor)
+) WITHOUT ROWID;
+INSERT INTO sound_v2 SELECT s.site, s.sensor, s.ts_us, s.duration_s, s.LAeq, s.LAFmax, s.LASmax,
+    s.LAFmin, s.LCeq, s.LCpeak, s.LZpeak, s.LZeq, s.source, s.late, s.received_us,
+    (SELECT c.seq FROM chain c
+     WHERE c.site = s.site AND c.kind = 'sound' AND c.key = s.sensor || '|' || s.ts_us)
+    FROM sound s;
+DROP TABLE sound;
+ALTER TABLE sound_v2 RENAME TO sound;
+DROP INDEX IF EXISTS chain_key;
 """
 
 
@@ -183,8 +219,8 @@ def _number(value: float | None) -> str:
 
 
 def sound_digest(row: Sequence[Any]) -> str:
-    """digest_of(sound_record(...)) for a row of _SOUND_COLUMNS values, without the dict."""
-    site, sensor, ts_us, duration, laeq, lafmax, lasmax, lafmin, lceq, lcpeak, lzpeak, lzeq, source = row[:13]
+    """digest_of(sound_record(...)) for a row of _SOUND_ROW values, without the dict."""
+    site, sensor, ts_us, duration, laeq, lafmax, lcpeak, lasmax, lzpeak, lafmin, lceq, lzeq, source = row[:13]
     try:
         text = (  # the keys in sorted order, as canonical() writes them
             f'{{"LAFmax":{_number(lafmax)},"LAFmin":{_number(lafmin)},"LASmax":{_number(lasmax)},'
@@ -194,7 +230,7 @@ def sound_digest(row: Sequence[Any]) -> str:
             f'"t":"sound","ts_us":{int(ts_us)}}}'
         )
     except _NotFinite:
-        return digest_of(sound_record(dict(zip(_SOUND_COLUMNS, row[:13], strict=True))))
+        return digest_of(sound_record(dict(zip(_SOUND_ROW, row[:13], strict=True))))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -413,6 +449,10 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
     }
 
 
+class _Duplicates(Exception):
+    """Some rows of a multi-row insert were stored already."""
+
+
 @dataclass(frozen=True, slots=True)
 class Appended:
     """What an append did: stored (new), or ignored as a duplicate / conflicting resend."""
@@ -462,7 +502,9 @@ class Store:
             # 16 MiB of page cache (default 2): a batch touches pages all over the per-sensor indexes.
             self.conn.execute("PRAGMA cache_size=-16384")
             self.conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
             self.conn.executescript(SCHEMA)
+            self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {self.path!r}: {exc}") from exc
         self._max_variables = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
@@ -471,6 +513,25 @@ class Store:
         self._pending_chain: list[tuple[str, int, str, str, str, str, int]] = []  # written at commit
         self._in_batch = False
         self._checkpointer: Checkpointer | None = None
+
+    def _migrate(self) -> None:
+        """Bring a store written by an earlier version to SCHEMA_VERSION, in one transaction."""
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store {self.path!r} has layout version {version}, newer than this minewatch"
+                f" reads ({SCHEMA_VERSION}): upgrade minewatch"
+            )
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(sound)")}
+        if version == SCHEMA_VERSION or not columns or "chain_seq" in columns:
+            return  # current, new (SCHEMA creates it) or already migrated
+        log.info("migrating the store %s to layout version %d", self.path, SCHEMA_VERSION)
+        try:
+            self.conn.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_TO_2} PRAGMA user_version = 2; COMMIT;")
+        except sqlite3.Error:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
 
     def checkpoint_in_background(self, interval_s: float = 1.0) -> None:
         """Copy the WAL into the database from a thread of its own instead of at commits.
@@ -544,19 +605,28 @@ class Store:
             self._heads[site] = cached
         return cached
 
-    def chain(self, site: str, kind: str, key: str, record: Mapping[str, Any], now: datetime) -> str:
+    def chain(self, site: str, kind: str, key: str, record: Mapping[str, Any], now: datetime) -> int:
+        """Append a record to its site's chain; returns the entry's seq."""
         return self.link(site, kind, key, digest_of(record), to_us(now))
 
-    def link(self, site: str, kind: str, key: str, digest: str, now_us: int) -> str:
+    def link(self, site: str, kind: str, key: str, digest: str, now_us: int) -> int:
         """Chain a record by its digest (see chain)."""
-        seq, previous = self.head(site)
-        head = next_head(previous, digest)
-        # Chain rows are written in one executemany at commit (see batch); the head is cached.
-        self._pending_chain.append((site, seq + 1, kind, key, digest, head, now_us))
-        self._heads[site] = (seq + 1, head)
+        return self.link_all(kind, [(site, key, digest)], now_us)[0]
+
+    def link_all(self, kind: str, entries: Iterable[tuple[str, str, str]], now_us: int) -> list[int]:
+        """Chain (site, key, digest) records of one kind in order; returns their seqs."""
+        heads, pending, seqs = self._heads, self._pending_chain, []
+        for site, key, digest in entries:
+            seq, previous = heads.get(site) or self.head(site)
+            head = next_head(previous, digest)
+            seq += 1
+            # Chain rows are written in one statement at commit (see batch); the head is cached.
+            pending.append((site, seq, kind, key, digest, head, now_us))
+            heads[site] = (seq, head)
+            seqs.append(seq)
         if not self._in_batch:
             self._flush_chain()
-        return head
+        return seqs
 
     def _flush_chain(self) -> None:
         if self._pending_chain:
@@ -586,7 +656,7 @@ class Store:
             if sql is None:
                 values = "(" + ",".join("?" * width) + ")"
                 sql = self._statements[(head, size)] = head + ",".join([values] * size)
-            self.conn.execute(sql, [v for row in rows[done : done + size] for v in row])
+            self.conn.execute(sql, list(itertools.chain.from_iterable(rows[done : done + size])))
             done += size
 
     # ------------------------------------------------------------------ appends
@@ -603,44 +673,29 @@ class Store:
         now_us = to_us(now)
         # A batch holds every sensor's reading of the same few seconds: convert each time once.
         times = {ts: to_us(ts) for ts in {lv.ts for lv, _, _ in items}}
-        rows = [
-            (
-                lv.site,
-                lv.sensor,
-                times[lv.ts],
-                lv.duration_s,
-                lv.LAeq,
-                lv.LAFmax,
-                lv.LASmax,
-                lv.LAFmin,
-                lv.LCeq,
-                lv.LCpeak,
-                lv.LZpeak,
-                lv.LZeq,
-                source,
-                int(late),
-                now_us,
-            )
-            for lv, source, late in items
-        ]
-        head = (
-            "INSERT OR IGNORE INTO sound (site, sensor, ts_us, duration_s, LAeq, LAFmax, LASmax, LAFmin,"
-            " LCeq, LCpeak, LZpeak, LZeq, source, late, received_us) VALUES "
-        )
-        sql = head + "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-        before = self.conn.total_changes
-        self.conn.execute("SAVEPOINT sounds")
-        self._insert_rows(head, rows)
-        if self.conn.total_changes - before == len(rows):
-            self.conn.execute("RELEASE sounds")
-            stored = [True] * len(rows)
-        else:
-            self.conn.execute("ROLLBACK TO sounds")
-            self.conn.execute("RELEASE sounds")
-            stored = [self.conn.execute(sql, row).rowcount == 1 for row in rows]
-        for row, new in zip(rows, stored, strict=True):
+        rows = [(*lv[:2], times[lv.ts], *lv[3:], source, int(late), now_us) for lv, source, late in items]
+        head = _SOUND_INSERT
+        digests = [sound_digest(row) for row in rows]
+        try:
+            with self.savepoint():
+                # Chain every row first: its entry's seq is a column of the row.
+                keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, digests, strict=True)]
+                seqs = self.link_all("sound", keys, now_us)
+                before = self.conn.total_changes
+                self._insert_rows(head, [(*row, seq) for row, seq in zip(rows, seqs, strict=True)])
+                if self.conn.total_changes - before != len(rows):
+                    raise _Duplicates
+            return [True] * len(rows)
+        except _Duplicates:
+            pass
+        sql = head + "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        stored = []
+        for row, digest in zip(rows, digests, strict=True):
+            seq = self.head(row[0])[0] + 1
+            new = self.conn.execute(sql, (*row, seq)).rowcount == 1
             if new:
-                self.link(row[0], "sound", f"{row[1]}|{row[2]}", sound_digest(row), now_us)
+                self.link(row[0], "sound", f"{row[1]}|{row[2]}", digest, now_us)
+            stored.append(new)
         return stored
 
     def append_reading(

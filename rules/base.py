@@ -12,7 +12,7 @@ Nothing here reads the clock, the environment or files.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, time, timedelta
 from typing import Any, Generic, TypeVar
@@ -21,19 +21,14 @@ from zoneinfo import ZoneInfo
 from rules.model import (
     Finding,
     FindingKind,
-    LightSummary,
     Measurement,
     SensorInfo,
     SensorKind,
     SiteContext,
     SiteData,
-    SoundLevels,
-    TurbidityReading,
-    WeatherReading,
 )
 
 P = TypeVar("P")
-R = TypeVar("R", SoundLevels, LightSummary, WeatherReading, TurbidityReading)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,14 +178,6 @@ def only_site(data: SiteData, site_id: str) -> SiteData:
         other_events=tuple(e for e in data.other_events if e.site == site_id),
         filtered_for=site_id,
     )
-
-
-def by_sensor(readings: Sequence[R]) -> dict[str, list[R]]:
-    """Readings grouped by sensor, each list in the input's (time) order."""
-    groups: dict[str, list[R]] = {}
-    for r in readings:
-        groups.setdefault(r.sensor, []).append(r)
-    return groups
 
 
 def sensors_of(site: SiteContext, kind: SensorKind, boundary_only: bool = False) -> dict[str, SensorInfo]:

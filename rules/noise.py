@@ -33,7 +33,6 @@ from rules.base import (
     RuleSpec,
     Standard,
     aligned_windows,
-    by_sensor,
     floor_to,
     fmt_db,
     fmt_limit,
@@ -382,7 +381,7 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     findings: list[Finding] = []
-    sound = by_sensor(data.sound)
+    sound = data.sound_by_sensor
     for info in _monitored(site, params).values():
         exemptions = _exemptions(site, info, params, data)
         for window_start, window_end in aligned_windows(start, end, params.interval_s):

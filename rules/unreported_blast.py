@@ -26,7 +26,6 @@ from datetime import datetime, timedelta
 from rules.base import (
     RuleSpec,
     Standard,
-    by_sensor,
     iso,
     leq,
     local_hms,
@@ -124,9 +123,9 @@ def evaluate(
     data = only_site(data, site.id)
     window = timedelta(seconds=params.report_window_s)
     findings: list[Finding] = []
-    sound = by_sensor(data.sound)
+    sound = data.sound_by_sensor
     for sensor_id, info in sensors_of(site, SensorKind.SOUND, boundary_only=True).items():
-        series = sound.get(sensor_id, [])
+        series = sound.get(sensor_id, ())
         for record in series:
             if not start <= record.ts < end:
                 continue

@@ -18,7 +18,7 @@ import pytest
 
 from monitor.cli import main
 from monitor.config import Config, load_config
-from monitor.evidence import TimeFormat, export_bundle, load_anchors, verify_bundle
+from monitor.evidence import EvidenceError, TimeFormat, export_bundle, load_anchors, verify_bundle
 from monitor.influx import InfluxWriter, line
 from monitor.store import Store, digest_of, next_head, sound_record, to_us
 from rules.model import (
@@ -631,3 +631,53 @@ def _count(store: Path, sql: str) -> int:
             return int(conn.execute(sql).fetchone()[0])
         except sqlite3.OperationalError:
             return 0
+
+
+# The store layout before version 2 (sound keyed by sensor first, no chain_seq, a key index
+# over every chain entry), as the earlier daemon created it.
+_LAYOUT_1 = """
+CREATE TABLE sound_v1 (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
+    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
+    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
+    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, sensor, ts_us)
+) WITHOUT ROWID;
+INSERT INTO sound_v1 SELECT site, sensor, ts_us, duration_s, LAeq, LAFmax, LASmax, LAFmin, LCeq,
+    LCpeak, LZpeak, LZeq, source, late, received_us FROM sound;
+DROP TABLE sound;
+ALTER TABLE sound_v1 RENAME TO sound;
+CREATE INDEX sound_time ON sound (site, ts_us);
+DROP INDEX chain_lookup;
+CREATE INDEX chain_key ON chain (site, kind, key);
+PRAGMA user_version = 0;
+"""
+
+
+def test_a_store_of_the_earlier_layout_is_migrated_and_exports_the_same_bundle(
+    site: Site, tmp_path: Path
+) -> None:
+    before = export(site, tmp_path / "before.zip")
+    with sqlite3.connect(site.store) as conn:
+        conn.executescript(_LAYOUT_1)
+    # Evidence reads the store read-only, so it says what to do instead of failing on a column.
+    with pytest.raises(EvidenceError, match=r"layout version 0, this minewatch reads 2.*minewatch status"):
+        export(site, tmp_path / "refused.zip")
+
+    Store(site.store).close()  # what the daemon and `minewatch status` do on start
+
+    with sqlite3.connect(site.store) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        unlinked = conn.execute(
+            "SELECT COUNT(*) FROM sound t LEFT JOIN chain c ON c.site = t.site AND c.seq = t.chain_seq"
+            " AND c.key = t.sensor || '|' || t.ts_us WHERE c.seq IS NULL"
+        ).fetchone()[0]
+        indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert unlinked == 0
+    assert "chain_lookup" in indexes and not {"chain_key", "sound_time"} & indexes
+    after = export(site, tmp_path / "after.zip")
+    with zipfile.ZipFile(before) as old, zipfile.ZipFile(after) as new:
+        for name in ("data/sound.csv", "chain.csv", "records/findings.json", "records/events.json"):
+            assert old.read(name) == new.read(name), name
+    report = verify_bundle(after, load_anchors(site.anchors))
+    assert report.ok, report.lines()

@@ -8,7 +8,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from monitor.store import _SOUND_COLUMNS, Store, digest_of, sound_digest, sound_record
+from monitor.store import _SOUND_ROW, Store, digest_of, sound_digest, sound_record
 from rules.model import SoundLevels
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
@@ -28,7 +28,7 @@ def test_sound_digest_is_the_canonical_record_digest() -> None:
             *levels,
             rng.choice(["levels", "bands", "audio"]),
         )
-        expected = digest_of(sound_record(dict(zip(_SOUND_COLUMNS, row, strict=True))))
+        expected = digest_of(sound_record(dict(zip(_SOUND_ROW, row, strict=True))))
         assert sound_digest(row) == expected, row
 
 

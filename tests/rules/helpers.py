@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -169,6 +170,17 @@ def kinds(findings: Sequence[Finding]) -> list[str]:
     return [f.kind.value for f in findings]
 
 
+def merged(a: SiteData, b: SiteData) -> SiteData:
+    """Two sites' data in one SiteData, as a shell that does not filter would pass it."""
+    return SiteData(
+        **{
+            f.name: getattr(a, f.name) + getattr(b, f.name)
+            for f in dataclasses.fields(SiteData)
+            if f.init and f.name != "filtered_for"
+        }
+    )
+
+
 def assert_rule_contract(
     rule_name: str,
     evaluate: Callable[[str, SiteContext, SiteData], list[Finding]],
@@ -183,7 +195,6 @@ def assert_rule_contract(
     ``sites`` and ``data`` are (own, other); each site's data gives its rule something to find.
     ``window`` is (earliest finding start allowed, end of the evaluated interval).
     """
-    import dataclasses
 
     from rules import RULES
 
@@ -210,13 +221,7 @@ def assert_rule_contract(
     # Deterministic: the same input gives the same findings and ids.
     again = evaluate(rule_name, own_site, own)
     assert again == findings and [f.id for f in again] == [f.id for f in findings]
-    both = SiteData(
-        **{
-            f.name: getattr(own, f.name) + getattr(foreign, f.name)
-            for f in dataclasses.fields(SiteData)
-            if f.name != "filtered_for"
-        }
-    )
+    both = merged(own, foreign)
     # Another site's data changes nothing for this site ...
     assert evaluate(rule_name, own_site, both) == findings
     # ... although it has plenty to find for its own site.

@@ -3,7 +3,6 @@ blind to other sites' data, and its Params a frozen dataclass with defaults (sty
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import timedelta
 
 import numpy as np
@@ -19,6 +18,7 @@ from tests.rules.helpers import (
     blast,
     light,
     make_site,
+    merged,
     notice,
     seconds,
     temporary,
@@ -71,10 +71,6 @@ def busy_evening(site: str, shift: timedelta, louder: float) -> SiteData:
         work=(WorkPeriod(site, "w1", t + timedelta(minutes=5), t + timedelta(minutes=6), WorkKind.REPAIR),),
         temporary_lighting=tuple(days),
     )
-
-
-def merged(a: SiteData, b: SiteData) -> SiteData:
-    return SiteData(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(SiteData)})
 
 
 OWN = busy_evening("pit1", timedelta(0), 0.0)

@@ -4,7 +4,6 @@ Between them the two files cover every registered rule."""
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime, timedelta
 
 import pytest
@@ -13,7 +12,7 @@ from rules import RULES
 from rules.base import Standard
 from rules.model import Finding, GenericEvent, SiteContext, SiteData, TurbidityReading
 from rules.profile import load_profile
-from tests.rules.helpers import assert_rule_contract
+from tests.rules.helpers import assert_rule_contract, merged
 from tests.rules.test_land_disturbing import at, site
 
 DOVRE = load_profile("dovre")
@@ -59,10 +58,6 @@ def busy_morning(site_id: str, louder: float) -> SiteData:
         ),
     )
     return SiteData(turbidity=tuple(turbidity), other_events=events)
-
-
-def merged(a: SiteData, b: SiteData) -> SiteData:
-    return SiteData(**{f.name: getattr(a, f.name) + getattr(b, f.name) for f in dataclasses.fields(SiteData)})
 
 
 OWN = busy_morning("tract1", 0.0)
