@@ -59,11 +59,12 @@ from monitor.wire import (
     check_time,
     decode,
     format_ts,
+    levels_sender,
     output_topic,
     parse_topic,
     parse_ts,
     payload_of,
-    quick_levels,
+    quick_levels_payload,
 )
 from rules.model import (
     Blast,
@@ -155,6 +156,10 @@ class SiteState:
     last_warning_check: datetime = NEVER
 
     margin_cache: dict[str | None, tuple[timedelta, timedelta]] = field(default_factory=dict)
+    offsets: dict[str, float] = field(init=False)  # calibration offsets (dB) of the sensors that have one
+
+    def __post_init__(self) -> None:
+        self.offsets = {s.id: s.calibration.offset_db for s in self.config.sensors if s.calibration.offset_db}
 
     def margins(self, kind: str | None = None) -> tuple[timedelta, timedelta]:
         """(lookback, lookahead) of reading data the profile's rules need; fixed, so asked once."""
@@ -194,6 +199,7 @@ class Pipeline:
         self._wall_limits = Limits(d.max_clock_skew_s, d.max_age_s, d.max_payload_bytes)
         self.sites: dict[str, SiteState] = {}
         self.site_configs = {s.id: s for s in config.owned_sites}
+        self._levels_senders: dict[str, tuple[str, str]] = {}  # topic -> (site, sensor), for predecode
         now = clock.now()
         for site in config.owned_sites:
             profile = load_profile(site.profile, site.agreement)
@@ -239,10 +245,14 @@ class Pipeline:
         return Limits(math.inf, past, d.max_payload_bytes)
 
     def predecode(self, topic: str, payload: bytes) -> SoundLevels | None:
-        """wire.quick_levels for this configuration: safe to call from another thread."""
-        return quick_levels(
-            topic, payload, self.site_configs, self.prefix, self.config.daemon.max_payload_bytes
-        )
+        """wire.quick_levels for this configuration, from the network thread (its only caller)."""
+        sender = self._levels_senders.get(topic)
+        if sender is None:
+            sender = levels_sender(topic, self.site_configs, self.prefix)
+            if sender is None:
+                return None
+            self._levels_senders[topic] = sender  # configured sensors' topics only: bounded
+        return quick_levels_payload(payload, *sender, self.config.daemon.max_payload_bytes)
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit."""
@@ -386,9 +396,8 @@ class Pipeline:
             health.town_alerted = False
 
     def _calibrated(self, state: SiteState, levels: SoundLevels) -> SoundLevels:
-        sensor = state.config.sensor(levels.sensor)
-        offset = sensor.calibration.offset_db if sensor else 0.0
-        if not offset:
+        offset = state.offsets.get(levels.sensor)
+        if offset is None:
             return levels
 
         def shift(v: float | None) -> float | None:

@@ -53,7 +53,18 @@ SOUND_FIELDS = ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak"
 # A sound row as append_sounds binds it: SoundLevels' fields in their order (ts as ts_us), so
 # a row is slices of the levels tuple, then the source (and late, received_us, chain_seq).
 _SOUND_ROW = (*SoundLevels._fields[:2], "ts_us", *SoundLevels._fields[3:], "source")
-_SOUND_INSERT = f"INSERT OR IGNORE INTO sound ({', '.join(_SOUND_ROW)}, late, received_us, chain_seq) VALUES "
+
+
+def _sound_insert(columns: Sequence[str]) -> str:
+    return f"INSERT OR IGNORE INTO sound ({', '.join(columns)}, late, received_us, chain_seq) VALUES "
+
+
+_SOUND_INSERT = _sound_insert(_SOUND_ROW)
+# The optional levels (LASmax ... LZeq, row[7:12]) are absent from most meters' messages, and
+# Python's sqlite3 binds a None ~8x slower than a float (it looks for an adapter first): rows
+# without any are inserted with those columns left out (NULL), the rest in full.
+_NO_OPTIONALS = (None,) * 5
+_SOUND_INSERT_SHORT = _sound_insert((*_SOUND_ROW[:7], *_SOUND_ROW[12:]))
 
 SCHEMA = """
 -- Time before sensor in the key: a second of every sensor's readings lands on a few
@@ -222,10 +233,12 @@ def sound_digest(row: Sequence[Any]) -> str:
     """digest_of(sound_record(...)) for a row of _SOUND_ROW values, without the dict."""
     site, sensor, ts_us, duration, laeq, lafmax, lcpeak, lasmax, lzpeak, lafmin, lceq, lzeq, source = row[:13]
     try:
-        text = (  # the keys in sorted order, as canonical() writes them
-            f'{{"LAFmax":{_number(lafmax)},"LAFmin":{_number(lafmin)},"LASmax":{_number(lasmax)},'
-            f'"LAeq":{_number(laeq)},"LCeq":{_number(lceq)},"LCpeak":{_number(lcpeak)},'
-            f'"LZeq":{_number(lzeq)},"LZpeak":{_number(lzpeak)},"duration_s":{_number(duration)},'
+        text = (  # the keys in sorted order, as canonical() writes them; optional levels inline
+            f'{{"LAFmax":{_number(lafmax)},"LAFmin":{"null" if lafmin is None else _number(lafmin)},'
+            f'"LASmax":{"null" if lasmax is None else _number(lasmax)},"LAeq":{_number(laeq)},'
+            f'"LCeq":{"null" if lceq is None else _number(lceq)},"LCpeak":{_number(lcpeak)},'
+            f'"LZeq":{"null" if lzeq is None else _number(lzeq)},'
+            f'"LZpeak":{"null" if lzpeak is None else _number(lzpeak)},"duration_s":{_number(duration)},'
             f'"sensor":{_json_text(sensor)},"site":{_json_text(site)},"source":{_json_text(source)},'
             f'"t":"sound","ts_us":{int(ts_us)}}}'
         )
@@ -682,7 +695,14 @@ class Store:
                 keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, digests, strict=True)]
                 seqs = self.link_all("sound", keys, now_us)
                 before = self.conn.total_changes
-                self._insert_rows(head, [(*row, seq) for row, seq in zip(rows, seqs, strict=True)])
+                full, short = [], []
+                for row, seq in zip(rows, seqs, strict=True):
+                    if row[7:12] == _NO_OPTIONALS:
+                        short.append((*row[:7], *row[12:], seq))
+                    else:
+                        full.append((*row, seq))
+                self._insert_rows(_SOUND_INSERT_SHORT, short)
+                self._insert_rows(head, full)
                 if self.conn.total_changes - before != len(rows):
                     raise _Duplicates
             return [True] * len(rows)

@@ -664,15 +664,8 @@ def _decode_event(
 # --------------------------------------------------------------------------- entry point
 
 
-def quick_levels(
-    topic: str, payload: bytes, sites: Mapping[str, SiteConfig], prefix: str, max_payload_bytes: int
-) -> SoundLevels | None:
-    """decode() of the common message, a valid unsigned levels message, except the time check.
-
-    None for anything else, and decode() then takes the message the full way, which names
-    the field and the reason of a rejection. Needs no clock, so it can run ahead of the
-    pipeline, in the network thread.
-    """
+def levels_sender(topic: str, sites: Mapping[str, SiteConfig], prefix: str) -> tuple[str, str] | None:
+    """(site, sensor) when ``topic`` is the levels topic of a sensor that sends them unsigned."""
     parts = topic.split("/")
     if len(parts) != 5 or parts[4] != "levels" or parts[2] != "sensors" or parts[0] != prefix:
         return None
@@ -682,6 +675,26 @@ def quick_levels(
     sensor = site.sensor(parts[3])
     if sensor is None or sensor.require_signature or "levels" not in SENSOR_MESSAGES[sensor.kind]:
         return None
+    return site.id, sensor.id
+
+
+def quick_levels(
+    topic: str, payload: bytes, sites: Mapping[str, SiteConfig], prefix: str, max_payload_bytes: int
+) -> SoundLevels | None:
+    """decode() of the common message, a valid unsigned levels message, except the time check.
+
+    None for anything else, and decode() then takes the message the full way, which names
+    the field and the reason of a rejection. Needs no clock, so it can run ahead of the
+    pipeline, in the network thread.
+    """
+    sender = levels_sender(topic, sites, prefix)
+    return None if sender is None else quick_levels_payload(payload, *sender, max_payload_bytes)
+
+
+def quick_levels_payload(
+    payload: bytes, site: str, sensor: str, max_payload_bytes: int
+) -> SoundLevels | None:
+    """quick_levels once the topic is known to be a levels_sender's."""
     if len(payload) > max_payload_bytes:
         return None
     try:
@@ -691,7 +704,7 @@ def quick_levels(
     if type(data) is not dict or "sig" in data:
         return None
     try:
-        return _levels_fast(data, site.id, sensor.id)
+        return _levels_fast(data, site, sensor)
     except DecodeError:  # a bad time: decode() says so
         return None
 

@@ -34,9 +34,13 @@ def test_sound_digest_is_the_canonical_record_digest() -> None:
 
 def test_many_sounds_with_duplicates_across_statements(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
+    # Rows with and without the optional levels (inserted by different statements), mixed.
+    optional = {"LASmax": 60.5, "LZeq": 66.0}
     first = [
         (
-            SoundLevels("q", f"n{i % 3}", T0 + timedelta(seconds=i // 3), 1.0, 60.0, 61.0, 75.0),
+            SoundLevels("q", f"n{i % 3}", T0 + timedelta(seconds=i // 3), 1.0, 60.0, 61.0, 75.0)._replace(
+                **(optional if i % 7 == 0 else {})
+            ),
             "levels",
             False,
         )
@@ -60,6 +64,7 @@ def test_many_sounds_with_duplicates_across_statements(tmp_path: Path) -> None:
     digests = dict(store.conn.execute("SELECT key, digest FROM chain WHERE kind = 'sound'").fetchall())
     rows = store.conn.execute("SELECT * FROM sound").fetchall()
     assert all(digests[f"{r['sensor']}|{r['ts_us']}"] == digest_of(sound_record(r)) for r in rows)
+    assert sum(r["LASmax"] == 60.5 and r["LZeq"] == 66.0 and r["LCeq"] is None for r in rows) == 715
     store.close()
 
 
