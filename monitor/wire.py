@@ -367,11 +367,25 @@ def _levels_fast(data: dict[str, Any], site: str, sensor: str) -> SoundLevels | 
     Anything unusual (a missing or unknown field, a non-float, out of range) returns None
     and the full decoder produces the precise rejection.
     """
+    lo, hi = DB_RANGE
+    if data.keys() == _REQUIRED_LEVEL_KEYS:  # the usual message, its four floats checked in line
+        duration, la, lmax, lc = data["duration_s"], data["LAeq"], data["LAFmax"], data["LCpeak"]
+        if (
+            type(duration) is float
+            and type(la) is float
+            and type(lmax) is float
+            and type(lc) is float
+            and 0 < duration <= MAX_DURATION_S
+            and lo <= la <= hi
+            and lo <= lmax <= hi
+            and lo <= lc <= hi
+            and lmax >= la - 0.05
+        ):
+            return SoundLevels(site, sensor, parse_ts(data["ts"]), duration, la, lmax, lc)
     if not _REQUIRED_LEVEL_KEYS <= data.keys() <= _LEVEL_KEYS:
         return None
     if data.get("v", PROTOCOL_VERSION) != PROTOCOL_VERSION:
         return None
-    lo, hi = DB_RANGE
     for key, value in data.items():
         if key == "ts" or key == "v":
             continue

@@ -436,6 +436,9 @@ def quick(topic: str, payload: Any) -> SoundLevels | None:
 def test_quick_path_takes_the_plain_levels_message_and_nothing_else() -> None:
     topic = f"{P}/sensors/n1/levels"
     assert quick(topic, LEVELS) == dec(topic, LEVELS)
+    floats = {**LEVELS, "duration_s": 1.0}  # all four numbers floats: the in-line checks
+    assert quick(topic, floats) == dec(topic, floats)
+    assert quick(topic, {**floats, "LAFmax": 71.0}) is None  # LAFmax below LAeq: decode says why
     assert quick(topic, {**LEVELS, "LASmax": 73.1, "LZeq": 60, "v": 1}) == dec(
         topic, {**LEVELS, "LASmax": 73.1, "LZeq": 60, "v": 1}
     )
@@ -476,6 +479,12 @@ def test_quick_path_never_accepts_what_decode_rejects() -> None:
         NOW.timestamp(),
         2,
         1,
+        0.0,  # the bounds, as floats (the usual message's in-line checks)
+        -20.0,
+        200.0,
+        3600.0,
+        3600.5,
+        float("nan"),
     ]
     keys = [*LEVELS, "v", "LASmax", "LZpeak", "LAFmin", "LCeq", "LZeq", "sig", "extra"]
     taken = 0
