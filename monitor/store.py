@@ -145,7 +145,9 @@ KEYED = "kind <> 'sound'"
 SCHEMA_VERSION = 2
 
 # Version 0/1 -> 2: sound keyed by time first and carrying its chain entry's seq; the chain
-# key index without sound entries. The old chain_key index finds each row's entry.
+# key index without sound entries. The old chain_key index finds each row's entry. The table
+# is spelled out as of version 2 on purpose, not taken from SCHEMA: a migration must keep
+# producing its version's layout when SCHEMA moves on (a later version adds its own step).
 _MIGRATE_TO_2 = """
 CREATE TABLE sound_v2 (
     site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
