@@ -517,7 +517,7 @@ class Pipeline:
         reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
         now: datetime,
     ) -> None:
-        status = isinstance(reading, SensorStatus)
+        status = isinstance(reading, SensorStatus)  # a heartbeat has no minute to judge
         late = False if status else self._late(state, floor_minute(reading.ts), now)
         payload = payload_of(reading)
         stored = self.store.append_reading(reading, payload, late=late, now=now)

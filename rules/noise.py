@@ -409,7 +409,8 @@ def early_warnings(
     window_end = window_start + timedelta(seconds=params.interval_s)
     warnings: list[Finding] = []
     for info in _monitored(site, params).values():
-        records = [r for r in _records_in(data.sound, info.id, window_start, window_end) if r.ts < now]
+        series = data.sound_by_sensor.get(info.id, ())
+        records = [r for r in _records_in(series, info.id, window_start, window_end) if r.ts < now]
         if not records:
             continue
         seconds = _classify(records, _exemptions(site, info, params, data), data, params)
