@@ -61,10 +61,10 @@ from monitor.wire import (
     format_ts,
     levels_sender,
     output_topic,
-    parse_topic,
     parse_ts,
     payload_of,
     quick_levels_payload,
+    shown,
 )
 from rules.model import (
     Blast,
@@ -102,6 +102,10 @@ TOWN_KINDS = frozenset(
         FindingKind.UNREPORTED_BLAST,
     }
 )
+LOG_GATE_S = 60.0  # a rejection log line per gate key per minute
+MAX_LOG_GATES = 1024
+MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
+UNATTRIBUTED_SITE = "_"  # the site level of …/rejected for topics of no configured site
 EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporary-lighting", "event"})
 Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
 
@@ -229,7 +233,8 @@ class Pipeline:
         self._outgoing: list[tuple[str, bytes, bool]] = []
         self.last_prune = NEVER
         self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool, datetime]] = []
-        self._log_gate: dict[tuple[str, str], float] = {}
+        # (site, sensor, field) -> [monotonic time of the last line, lines suppressed since]
+        self._log_gate: dict[tuple[str, str, str], list[Any]] = {}
         with store.batch():
             store.append_config(self.sites, config.raw_text, now)
 
@@ -335,26 +340,70 @@ class Pipeline:
     def _reject(self, message: Inbound, reason: str, field_name: str) -> None:
         now = self.clock.now()
         self.counters.rejected += 1
-        self.counters.by_reason[field_name or "payload"] += 1
-        try:
-            topic = parse_topic(message.topic, self.prefix)
-            site, sensor = topic.site, topic.sensor
-        except DecodeError:
-            site, sensor = "", ""
-        if site not in self.sites:
-            site = "*"  # not a configured site: journaled, but published nowhere site-specific
+        field_key = field_name or "payload"
+        if field_key not in self.counters.by_reason and len(self.counters.by_reason) >= MAX_REASON_KEYS:
+            field_key = "other"  # field names come from the payload: the table stays bounded
+        self.counters.by_reason[field_key] += 1
+        site, sensor = self._sender_of(message.topic)
         excerpt = message.payload[:200].decode("utf-8", "replace")
         self.store.append_rejection(site, message.topic, reason, excerpt, now)
         self._influx("rejections", {"site": site}, {"topic": message.topic, "reason": reason}, now)
-        if site != "*":
-            body = {"ts": format_ts(now), "topic": message.topic, "reason": reason, "excerpt": excerpt}
-            self._outgoing.append((output_topic(site, "rejected", self.prefix), _json(body), False))
-        # One log line per sensor and reason per minute: a broken sensor must not flood the log.
-        gate_key = (f"{site}/{sensor}", field_name)
+        body = {"ts": format_ts(now), "topic": message.topic, "reason": reason, "excerpt": excerpt}
+        # Not a configured site's: published on the "_" level, where the town reads it too.
+        where = output_topic(UNATTRIBUTED_SITE if site == "*" else site, "rejected", self.prefix)
+        self._outgoing.append((where, _json(body), False))
+        self._log_rejection(site, sensor, field_name, message.topic, reason)
+
+    def _sender_of(self, topic: str) -> tuple[str, str]:
+        """(site, sensor) a rejected message is journaled and logged under.
+
+        The site is the topic's second level when that is a configured site, whatever the
+        shape of the rest (a topic of the wrong shape is still that site's business); "*"
+        otherwise. The sensor is "" unless it is configured for that site: invented names
+        are not keys of anything.
+        """
+        parts = topic.split("/", 4)
+        if len(parts) < 2 or parts[0] != self.prefix or parts[1] not in self.sites:
+            return "*", ""
+        site = parts[1]
+        if len(parts) >= 4 and parts[2] == "sensors":
+            sensor = parts[3]
+            if self.sites[site].config.sensor(sensor) is not None:
+                return site, sensor
+        return site, ""
+
+    def _log_rejection(self, site: str, sensor: str, field_name: str, topic: str, reason: str) -> None:
+        """One log line per configured sensor and field per minute; per site for everything else.
+
+        Unconfigured sensors share their site's gate, so a thousand invented names make one
+        line a minute, and the gate table holds at most MAX_LOG_GATES keys (expired ones are
+        dropped first; past the cap, a site's rejections share one key).
+        """
+        gate_key = (site, sensor, field_name if sensor else "")
         wall = time.monotonic()
-        if wall - self._log_gate.get(gate_key, -1e9) >= 60:
-            self._log_gate[gate_key] = wall
-            log.warning("Rejected message on %r: %s", message.topic, reason)
+        gate = self._log_gate.get(gate_key)
+        if gate is None and len(self._log_gate) >= MAX_LOG_GATES:
+            self._log_gate = {k: g for k, g in self._log_gate.items() if wall - g[0] < LOG_GATE_S}
+            if len(self._log_gate) >= MAX_LOG_GATES:
+                gate_key = (site, "", "")
+            gate = self._log_gate.get(gate_key)
+        if gate is not None and wall - gate[0] < LOG_GATE_S:
+            gate[1] += 1
+            return
+        suppressed = gate[1] if gate is not None else 0
+        self._log_gate[gate_key] = [wall, 0]
+        more = f" ({suppressed} more like it in the last minute not logged)" if suppressed else ""
+        if sensor:
+            log.warning("Rejected message on %r: %s%s", shown(topic, 200), reason, more)
+        else:
+            log.warning(
+                "Rejected message on %r: %s%s; rejections of unconfigured sensors and topics of site %s"
+                " are logged once a minute",
+                shown(topic, 200),
+                reason,
+                more,
+                site,
+            )
 
     def _late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
         """Mark a minute for re-evaluation; True if its data is older than the lateness allows."""
