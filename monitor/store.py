@@ -1038,8 +1038,14 @@ class Store:
             "data": json.dumps(payload, sort_keys=True, separators=(",", ":")),
         }
         first = self._chained_digest(reading.site, "reading", f"{reading.sensor}|{kind}|{ts_us}")
-        if first is None:
-            return False
+        if first is None:  # kept earlier in this batch: its chain entry is not written yet
+            kept = self.conn.execute(
+                "SELECT * FROM readings WHERE site = ? AND sensor = ? AND kind = ? AND ts_us = ?",
+                (reading.site, reading.sensor, kind, ts_us),
+            ).fetchone()
+            if kept is None:
+                return False
+            first = digest_of(reading_record(kept))
         second = digest_of(reading_record(row))
         return self._conflict(reading.site, reading.sensor, kind, ts_us, first, second, now)
 
@@ -1049,8 +1055,13 @@ class Store:
         """As sound_conflict, for an audio block that append_audio found already kept."""
         ts_us = to_us(ts)
         first = self._chained_digest(site, "audio", f"{sensor}|{ts_us}")
-        if first is None:
-            return False
+        if first is None:  # kept earlier in this batch: its chain entry is not written yet
+            kept = self.conn.execute(
+                "SELECT * FROM audio WHERE site = ? AND sensor = ? AND ts_us = ?", (site, sensor, ts_us)
+            ).fetchone()
+            if kept is None:
+                return False
+            first = digest_of(audio_record(kept))
         record = audio_record(
             {
                 "site": site,

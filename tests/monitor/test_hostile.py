@@ -130,6 +130,29 @@ def test_log_gate_and_reason_tables_stay_bounded(world: World, caplog: pytest.Lo
     assert len(warnings(caplog)) == MAX_GATES_PER_SENSOR + 1  # the first reasons, then one shared line
 
 
+def test_gates_open_again_after_a_minute_and_the_table_is_capped(
+    world: World, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level(logging.WARNING, logger="minewatch.pipeline")
+    wall = [1000.0]
+    monkeypatch.setattr("monitor.pipeline.time.monotonic", lambda: wall[0])
+    body = json.dumps(LEVELS).encode()
+    world.send_raw(*[(f"minewatch/q/sensors/fake{i}/levels", body) for i in range(5)])
+    wall[0] += 61
+    world.send_raw(("minewatch/q/sensors/other/levels", body))
+    lines = warnings(caplog)
+    assert len(lines) == 2 and "(4 more like it in the last minute not logged)" in lines[1]
+    # Past MAX_LOG_GATES live keys, new ones share their site's key; expired keys are dropped.
+    monkeypatch.setattr("monitor.pipeline.MAX_LOG_GATES", 4)
+    monkeypatch.setattr("monitor.pipeline.MAX_GATES_PER_SENSOR", 100)
+    bad = [("minewatch/q/sensors/n1/levels", json.dumps({**LEVELS, f"f{i}": 1}).encode()) for i in range(10)]
+    world.send_raw(*bad)
+    assert len(world.pipeline._log_gate) <= 5
+    wall[0] += 61
+    world.send_raw(("minewatch/q/sensors/n1/levels", json.dumps({**LEVELS, "g": 1}).encode()))
+    assert list(world.pipeline._log_gate) == [("q", "n1", "g")]
+
+
 def test_hostile_times_through_the_pipeline_leave_no_memory_behind(world: World) -> None:
     """150 levels messages whose ts is a valid time after ~1 MB of spaces (the reported
     attack): all rejected naming the field, and nothing of them stays allocated."""
@@ -229,6 +252,29 @@ def test_conflicting_light_and_audio_resends_are_journaled(world: World) -> None
     kinds = [r[0] for r in world.store.conn.execute("SELECT kind FROM conflicts ORDER BY kind")]
     assert kinds == ["audio", "light"]
     assert world.store.conflict_counts("q") == {"l1": 1, "n1": 1}
+    # Within one batch (the kept one's chain entry not yet written): found all the same.
+    later = T0 + timedelta(minutes=1)
+    world.send(
+        LightSummary("q", "l1", later, 10.0, 1.0, 0.5, 2.0),
+        LightSummary("q", "l1", later, 10.0, 3.0, 0.5, 4.0),
+    )
+    other = AudioBlock("q", "n1", later, 2, 16000, "f32le", pcm.tobytes())
+    world.send(other, AudioBlock("q", "n1", later, 2, 16000, "f32le", (pcm / 2).tobytes()))
+    world.send(
+        SoundLevels("q", "n1", later, 1.0, 60.0, 61.0, 75.0),
+        SoundLevels("q", "n1", later, 1.0, 61.0, 62.0, 75.0),
+    )
+    assert world.store.conflict_counts("q") == {"l1": 2, "n1": 3}
+    # ... and the digests are those the chain holds for the kept records.
+    for kind, key, table, where in [
+        ("reading", f"l1|light|{to_us(later)}", "conflicts", "kind = 'light'"),
+        ("audio", f"n1|{to_us(later)}", "conflicts", "kind = 'audio'"),
+    ]:
+        chained = world.store.conn.execute(
+            "SELECT digest FROM chain WHERE kind = ? AND key = ?", (kind, key)
+        ).fetchone()[0]
+        firsts = [r[0] for r in world.store.conn.execute(f"SELECT first_digest FROM {table} WHERE {where}")]
+        assert chained in firsts
 
 
 def test_status_shows_conflicts_per_sensor(world: World, capsys: pytest.CaptureFixture[str]) -> None:
