@@ -586,7 +586,8 @@ def test_hostile_times_leave_no_memory_behind() -> None:
     finally:
         tracemalloc.stop()
     assert after - before < 256 * 1024  # was ~150 MB: each padded text kept as a cache key
-    assert _rfc3339_utc.cache_info().currsize <= _rfc3339_utc.cache_info().maxsize
+    info = _rfc3339_utc.cache_info()
+    assert info.maxsize is not None and info.currsize <= info.maxsize
     # What the cache holds is bounded by construction: only texts that fit MAX_TIME_CHARS reach it.
     _rfc3339_utc.cache_clear()
     for payload in payloads:
