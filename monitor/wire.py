@@ -322,10 +322,10 @@ class _Fields:
             return None
         if not isinstance(value, str):
             raise DecodeError(name, f"expected a string, got {type(value).__name__}")
+        if len(value) > max_len:  # before anything else reads it
+            raise DecodeError(name, f"longer than {max_len} characters")
         if required and not value.strip():
             raise DecodeError(name, "empty")
-        if len(value) > max_len:
-            raise DecodeError(name, f"longer than {max_len} characters")
         return value
 
     def req_text(self, name: str, max_len: int = 1000) -> str:
