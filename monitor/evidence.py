@@ -129,6 +129,13 @@ RECORD_KINDS: dict[str, _Kind] = {
         "CAST(t.id AS TEXT)",
         "t.received_us >= :from AND t.received_us < :to",
     ),
+    # a reading resent with other content: the kept one's and the resend's digests
+    "conflict": _Kind(
+        "records/conflicts.json",
+        "conflicts t",
+        "t.sensor || '|' || t.kind || '|' || t.ts_us || '|' || t.second_digest",
+        "t.ts_us >= :from AND t.ts_us < :to",
+    ),
     # monitor/notices.py: a notice, its change history and the episodes it cites
     "notice": _Kind(
         "records/notices.json", "notices t", "t.id", "t.opened_us < :to AND t.updated_us >= :from"

@@ -49,7 +49,7 @@ from monitor.outbox import Outbox
 from monitor.recent import MINUTE, RecentSound, floor_minute
 from monitor.render import notice_payload_json
 from monitor.runtime import freeze_startup_objects
-from monitor.store import SOUND_FIELDS, Store, event_kind, finding_to_json, to_us
+from monitor.store import READING_KIND, SOUND_FIELDS, Store, event_kind, finding_to_json, to_us
 from monitor.wire import (
     AUDIO_FORMATS,
     AudioBlock,
@@ -61,10 +61,10 @@ from monitor.wire import (
     format_ts,
     levels_sender,
     output_topic,
-    parse_topic,
     parse_ts,
     payload_of,
     quick_levels_payload,
+    shown,
 )
 from rules.model import (
     Blast,
@@ -102,6 +102,11 @@ TOWN_KINDS = frozenset(
         FindingKind.UNREPORTED_BLAST,
     }
 )
+LOG_GATE_S = 60.0  # a rejection log line per gate key per minute
+MAX_LOG_GATES = 1024
+MAX_GATES_PER_SENSOR = 16  # field names come from the payload: a sensor's distinct keys are capped
+MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
+UNATTRIBUTED_SITE = "_"  # the site level of …/rejected for topics of no configured site
 EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporary-lighting", "event"})
 Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
 
@@ -173,6 +178,7 @@ class Counters:
     received: int = 0
     accepted: int = 0
     duplicates: int = 0
+    conflicts: int = 0  # duplicates whose content differs from the kept reading (journaled)
     rejected: int = 0
     late: int = 0
     findings: int = 0
@@ -229,7 +235,8 @@ class Pipeline:
         self._outgoing: list[tuple[str, bytes, bool]] = []
         self.last_prune = NEVER
         self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool, datetime]] = []
-        self._log_gate: dict[tuple[str, str], float] = {}
+        # (site, sensor, field) -> [monotonic time of the last line, lines suppressed since]
+        self._log_gate: dict[tuple[str, str, str], list[Any]] = {}
         with store.batch():
             store.append_config(self.sites, config.raw_text, now)
 
@@ -335,26 +342,97 @@ class Pipeline:
     def _reject(self, message: Inbound, reason: str, field_name: str) -> None:
         now = self.clock.now()
         self.counters.rejected += 1
-        self.counters.by_reason[field_name or "payload"] += 1
-        try:
-            topic = parse_topic(message.topic, self.prefix)
-            site, sensor = topic.site, topic.sensor
-        except DecodeError:
-            site, sensor = "", ""
-        if site not in self.sites:
-            site = "*"  # not a configured site: journaled, but published nowhere site-specific
+        field_key = field_name or "payload"
+        if field_key not in self.counters.by_reason and len(self.counters.by_reason) >= MAX_REASON_KEYS:
+            field_key = "other"  # field names come from the payload: the table stays bounded
+        self.counters.by_reason[field_key] += 1
+        site, sensor = self._sender_of(message.topic)
         excerpt = message.payload[:200].decode("utf-8", "replace")
         self.store.append_rejection(site, message.topic, reason, excerpt, now)
         self._influx("rejections", {"site": site}, {"topic": message.topic, "reason": reason}, now)
-        if site != "*":
-            body = {"ts": format_ts(now), "topic": message.topic, "reason": reason, "excerpt": excerpt}
-            self._outgoing.append((output_topic(site, "rejected", self.prefix), _json(body), False))
-        # One log line per sensor and reason per minute: a broken sensor must not flood the log.
-        gate_key = (f"{site}/{sensor}", field_name)
+        body = {"ts": format_ts(now), "topic": message.topic, "reason": reason, "excerpt": excerpt}
+        # Not a configured site's: published on the "_" level, where the town reads it too.
+        where = output_topic(UNATTRIBUTED_SITE if site == "*" else site, "rejected", self.prefix)
+        self._outgoing.append((where, _json(body), False))
+        self._log_rejection(site, sensor, field_name, message.topic, reason)
+
+    def _sender_of(self, topic: str) -> tuple[str, str]:
+        """(site, sensor) a rejected message is journaled and logged under.
+
+        The site is the topic's second level when that is a configured site, whatever the
+        shape of the rest (a topic of the wrong shape is still that site's business); "*"
+        otherwise. The sensor is "" unless it is configured for that site: invented names
+        are not keys of anything.
+        """
+        parts = topic.split("/", 4)
+        if len(parts) < 2 or parts[0] != self.prefix or parts[1] not in self.sites:
+            return "*", ""
+        site = parts[1]
+        if len(parts) >= 4 and parts[2] == "sensors":
+            sensor = parts[3]
+            if self.sites[site].config.sensor(sensor) is not None:
+                return site, sensor
+        return site, ""
+
+    def _log_rejection(self, site: str, sensor: str, field_name: str, topic: str, reason: str) -> None:
+        """One log line per configured sensor and field per minute; per site for everything else.
+
+        Unconfigured sensors share their site's gate, so a thousand invented names make one
+        line a minute, and the gate table holds at most MAX_LOG_GATES keys (expired ones are
+        dropped first; past the cap, a site's rejections share one key).
+        """
+        suppressed = self._gate((site, sensor, field_name if sensor else ""))
+        if suppressed is None:
+            return
+        more = f" ({suppressed} more like it in the last minute not logged)" if suppressed else ""
+        if sensor:
+            log.warning("Rejected message on %s: %s%s", shown(topic, 200), reason, more)
+        else:
+            log.warning(
+                "Rejected message on %s: %s%s; rejections of unconfigured sensors and topics of site %s"
+                " are logged once a minute",
+                shown(topic, 200),
+                reason,
+                more,
+                site,
+            )
+
+    def _gate(self, key: tuple[str, str, str]) -> int | None:
+        """None if a line under ``key`` was logged in the last minute, else how many were held back."""
         wall = time.monotonic()
-        if wall - self._log_gate.get(gate_key, -1e9) >= 60:
-            self._log_gate[gate_key] = wall
-            log.warning("Rejected message on %r: %s", message.topic, reason)
+        gate = self._log_gate.get(key)
+        if gate is None:
+            if len(self._log_gate) >= MAX_LOG_GATES:
+                self._log_gate = {k: g for k, g in self._log_gate.items() if wall - g[0] < LOG_GATE_S}
+            if len(self._log_gate) >= MAX_LOG_GATES:
+                key = (key[0], "", "")  # still full within the minute: the site's shared key
+            elif key[2] and sum(k[:2] == key[:2] for k in self._log_gate) >= MAX_GATES_PER_SENSOR:
+                key = (*key[:2], "*")  # a sensor's reasons beyond the first few share a line
+            gate = self._log_gate.get(key)
+        if gate is not None and wall - gate[0] < LOG_GATE_S:
+            gate[1] += 1
+            return None
+        self._log_gate[key] = [wall, 0]
+        return 0 if gate is None else int(gate[1])
+
+    def _conflict(self, site: str, sensor: str, kind: str, ts: datetime, journaled: bool) -> None:
+        """Count a resend of a kept reading (a duplicate either way); a conflict if its content differs."""
+        self.counters.duplicates += 1
+        if not journaled:
+            return
+        self.counters.conflicts += 1
+        suppressed = self._gate((site, sensor, "conflict"))
+        if suppressed is not None:
+            more = f" ({suppressed} more in the last minute not logged)" if suppressed else ""
+            log.warning(
+                "Sensor %s/%s resent its %s of %s with other content: the first is kept, the conflict"
+                " journaled%s",
+                site,
+                sensor,
+                kind,
+                format_ts(ts),
+                more,
+            )
 
     def _late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
         """Mark a minute for re-evaluation; True if its data is older than the lateness allows."""
@@ -433,9 +511,10 @@ class Pipeline:
         stored = self.store.append_sounds([(lv, source, late) for _, lv, source, late, _ in pending], now)
         receipt = time.monotonic()
         ends: dict[tuple[datetime, float], datetime] = {}  # a batch holds a few distinct periods
-        for (state, levels, _, late, minute), new in zip(pending, stored, strict=True):
+        for (state, levels, source, late, minute), new in zip(pending, stored, strict=True):
             if not new:
-                self.counters.duplicates += 1
+                conflict = self.store.sound_conflict(levels, source, now)
+                self._conflict(levels.site, levels.sensor, "sound", levels.ts, conflict)
                 continue
             self.counters.accepted += 1
             state.recent.add(levels, minute)
@@ -468,7 +547,17 @@ class Pipeline:
             now,
         )
         if not stored.stored:
-            self.counters.duplicates += 1
+            conflict = self.store.audio_conflict(
+                block.site,
+                block.sensor,
+                block.ts,
+                block.seq,
+                block.sample_rate,
+                block.sample_format,
+                block.pcm,
+                now,
+            )
+            self._conflict(block.site, block.sensor, "audio", block.ts, conflict)
             return
         sensor = state.config.sensor(block.sensor)
         assert sensor is not None
@@ -522,7 +611,8 @@ class Pipeline:
         payload = payload_of(reading)
         stored = self.store.append_reading(reading, payload, late=late, now=now)
         if not stored.stored:
-            self.counters.duplicates += 1
+            conflict = self.store.reading_conflict(reading, payload, now)
+            self._conflict(reading.site, reading.sensor, READING_KIND[type(reading)], reading.ts, conflict)
             return
         self.counters.accepted += 1
         self._seen(state, reading.sensor, reading.ts, now)

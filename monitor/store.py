@@ -111,6 +111,13 @@ CREATE TABLE IF NOT EXISTS rejections (
     id INTEGER PRIMARY KEY AUTOINCREMENT, site TEXT NOT NULL, topic TEXT NOT NULL, reason TEXT NOT NULL,
     excerpt TEXT NOT NULL, received_us INTEGER NOT NULL
 );
+-- A reading resent with other content than the one kept (the first): both digests, one row
+-- per distinct second version. Added without a layout version: CREATE IF NOT EXISTS suffices.
+CREATE TABLE IF NOT EXISTS conflicts (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, kind TEXT NOT NULL, ts_us INTEGER NOT NULL,
+    first_digest TEXT NOT NULL, second_digest TEXT NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, sensor, kind, ts_us, second_digest)
+);
 CREATE TABLE IF NOT EXISTS health (
     site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, state TEXT NOT NULL,
     gap_s REAL, detail TEXT NOT NULL DEFAULT '', PRIMARY KEY (site, sensor, ts_us, state)
@@ -357,6 +364,24 @@ def calibration_record(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def conflict_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A resend of a kept reading (``kind``: sound, audio or a reading kind) with other content."""
+    return {
+        "t": "conflict",
+        "site": row["site"],
+        "sensor": row["sensor"],
+        "kind": row["kind"],
+        "ts_us": row["ts_us"],
+        "first_digest": row["first_digest"],
+        "second_digest": row["second_digest"],
+        "received_us": row["received_us"],
+    }
+
+
+def conflict_key(sensor: str, kind: str, ts_us: int, second_digest: str) -> str:
+    return f"{sensor}|{kind}|{ts_us}|{second_digest}"
+
+
 def config_record(row: Mapping[str, Any]) -> dict[str, Any]:
     return {"t": "config", "sha256": row["sha256"]}
 
@@ -374,8 +399,16 @@ RECORDS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "health": health_record,
     "calibration": calibration_record,
     "config": config_record,
+    "conflict": conflict_record,
 }
 
+
+READING_KIND: dict[type, str] = {
+    LightSummary: "light",
+    WeatherReading: "weather",
+    TurbidityReading: "turbidity",
+    SensorStatus: "status",
+}
 
 # --------------------------------------------------------------------------- events <-> rows
 
@@ -967,6 +1000,121 @@ class Store:
                 }
             )
             self.chain(site, "calibration", f"{sensor}|{ts_us}", record, now)
+
+    # ------------------------------------------------------------------ conflicting resends
+    # A reading is identified by site, sensor, (kind) and time; the first one kept stands.
+    # A resend with other content is journaled with both digests (the kept record's chain
+    # digest, the resend's as it would have been chained) as a chain record of its own.
+
+    def sound_conflict(self, levels: SoundLevels, source: str, now: datetime) -> bool:
+        """Journal ``levels`` as a conflict if the kept row of its second differs; True if it does."""
+        ts_us = to_us(levels.ts)
+        kept = self.conn.execute(
+            "SELECT s.*, c.digest AS chained FROM sound s LEFT JOIN chain c"
+            " ON c.site = s.site AND c.seq = s.chain_seq WHERE s.site = ? AND s.ts_us = ? AND s.sensor = ?",
+            (levels.site, ts_us, levels.sensor),
+        ).fetchone()
+        if kept is None:
+            return False
+        first = kept["chained"] or digest_of(sound_record(kept))
+        second = sound_digest((*levels[:2], ts_us, *levels[3:], source))
+        return self._conflict(levels.site, levels.sensor, "sound", ts_us, first, second, now)
+
+    def reading_conflict(
+        self,
+        reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
+        payload: Mapping[str, Any],
+        now: datetime,
+    ) -> bool:
+        """As sound_conflict, for a reading that append_reading found already kept."""
+        kind = READING_KIND[type(reading)]
+        ts_us = to_us(reading.ts)
+        row = {
+            "site": reading.site,
+            "sensor": reading.sensor,
+            "kind": kind,
+            "ts_us": ts_us,
+            "duration_s": getattr(reading, "duration_s", 0.0),
+            "data": json.dumps(payload, sort_keys=True, separators=(",", ":")),
+        }
+        first = self._chained_digest(reading.site, "reading", f"{reading.sensor}|{kind}|{ts_us}")
+        if first is None:  # kept earlier in this batch: its chain entry is not written yet
+            kept = self.conn.execute(
+                "SELECT * FROM readings WHERE site = ? AND sensor = ? AND kind = ? AND ts_us = ?",
+                (reading.site, reading.sensor, kind, ts_us),
+            ).fetchone()
+            if kept is None:
+                return False
+            first = digest_of(reading_record(kept))
+        second = digest_of(reading_record(row))
+        return self._conflict(reading.site, reading.sensor, kind, ts_us, first, second, now)
+
+    def audio_conflict(
+        self, site: str, sensor: str, ts: datetime, seq: int, rate: int, fmt: str, pcm: bytes, now: datetime
+    ) -> bool:
+        """As sound_conflict, for an audio block that append_audio found already kept."""
+        ts_us = to_us(ts)
+        first = self._chained_digest(site, "audio", f"{sensor}|{ts_us}")
+        if first is None:  # kept earlier in this batch: its chain entry is not written yet
+            kept = self.conn.execute(
+                "SELECT * FROM audio WHERE site = ? AND sensor = ? AND ts_us = ?", (site, sensor, ts_us)
+            ).fetchone()
+            if kept is None:
+                return False
+            first = digest_of(audio_record(kept))
+        record = audio_record(
+            {
+                "site": site,
+                "sensor": sensor,
+                "ts_us": ts_us,
+                "seq": seq,
+                "sample_rate": rate,
+                "format": fmt,
+                "pcm": pcm,
+            }
+        )
+        return self._conflict(site, sensor, "audio", ts_us, first, digest_of(record), now)
+
+    def _chained_digest(self, site: str, kind: str, key: str) -> str | None:
+        row = self.conn.execute(
+            f"SELECT digest FROM chain WHERE site = ? AND kind = ? AND {KEYED} AND key = ?"
+            " ORDER BY seq LIMIT 1",
+            (site, kind, key),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _conflict(
+        self, site: str, sensor: str, kind: str, ts_us: int, first: str, second: str, now: datetime
+    ) -> bool:
+        if first == second:
+            return False  # a true duplicate
+        row = {
+            "site": site,
+            "sensor": sensor,
+            "kind": kind,
+            "ts_us": ts_us,
+            "first_digest": first,
+            "second_digest": second,
+            "received_us": to_us(now),
+        }
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO conflicts (site, sensor, kind, ts_us, first_digest, second_digest,"
+            " received_us) VALUES (?,?,?,?,?,?,?)",
+            tuple(row.values()),
+        )
+        if cur.rowcount:  # the same second version resent again is journaled once
+            self.chain(site, "conflict", conflict_key(sensor, kind, ts_us, second), conflict_record(row), now)
+        return True
+
+    def conflict_counts(self, site: str) -> dict[str, int]:
+        """Conflicting resends journaled per sensor of ``site``."""
+        return {
+            str(r[0]): int(r[1])
+            for r in self.conn.execute(
+                "SELECT sensor, COUNT(*) FROM conflicts WHERE site = ? GROUP BY sensor ORDER BY sensor",
+                (site,),
+            )
+        }
 
     def append_config(self, sites: Iterable[str], text: str, now: datetime) -> None:
         """Chain the configuration in force when it changes (evidence: what limits applied)."""

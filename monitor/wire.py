@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import json
 import math
+import re
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -63,6 +64,8 @@ WIND_RANGE = (0.0, 100.0)
 NTU_RANGE = (0.0, 100_000.0)
 MAX_DURATION_S = 3600.0
 MAX_BURST_SAMPLES = 100_000
+MAX_BANDS = 64  # one-third octaves from 5 Hz to 40 kHz are 40
+MAX_EVENT_FIELD_CHARS = 4096  # a generic event field's value, as canonical JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +123,7 @@ class Limits:
 def parse_topic(topic: str, prefix: str = "minewatch") -> Topic:
     parts = topic.split("/")
     if len(parts) < 3 or parts[0] != prefix or not parts[1]:
-        raise DecodeError("topic", f"{topic!r} is not under {prefix}/{{site}}/")
+        raise DecodeError("topic", f"{shown(topic, MAX_TOPIC_SHOWN)} is not under {prefix}/{{site}}/")
     site = parts[1]
     if parts[2] == "sensors" and len(parts) == 5 and parts[3] and parts[4]:
         return Topic(site, "sensors", parts[3], parts[4])
@@ -128,7 +131,7 @@ def parse_topic(topic: str, prefix: str = "minewatch") -> Topic:
         return Topic(site, "events", "", parts[3])
     if len(parts) == 3 and parts[2] in OUTPUT_TOPICS:
         return Topic(site, parts[2], "", parts[2])
-    raise DecodeError("topic", f"{topic!r} is not a minewatch topic")
+    raise DecodeError("topic", f"{shown(topic, MAX_TOPIC_SHOWN)} is not a minewatch topic")
 
 
 def sensor_topic(site: str, sensor: str, kind: str, prefix: str = "minewatch") -> str:
@@ -146,11 +149,43 @@ def output_topic(site: str, kind: str, prefix: str = "minewatch") -> str:
 # --------------------------------------------------------------------------- time
 
 
+# RFC 3339 section 5.6 date-time (the "T" may be a space or lower case, section 5.6 NOTE),
+# ASCII digits only; the fraction is bounded (nanoseconds) like the whole text below.
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})?"
+)
+MAX_TIME_CHARS = 35  # "2026-06-15T06:30:00.123456789-05:00"
+MAX_NAME_CHARS = 64  # a field or band name, as echoed in a rejection
+MAX_SHOWN_CHARS = 40  # of a hostile value quoted back in a rejection
+
+
+MAX_TOPIC_SHOWN = 200
+
+
+def _name(value: str) -> str:
+    """A name from a topic, as a rejection shows it: whole when short, else cut and quoted."""
+    return value if len(value) <= MAX_NAME_CHARS else shown(value)
+
+
+def shown(value: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``value`` for a rejection message: its repr, cut short (input may be a megabyte long)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value)} characters)"
+
+
 @lru_cache(maxsize=4096)  # a site's sensors all send the same second: parse it once
 def _rfc3339_utc(text: str) -> datetime | None:
-    """The UTC time of an RFC 3339 string; None if it has no offset; ValueError if not a time."""
-    parsed = datetime.fromisoformat(text.strip().replace("z", "Z"))
-    return None if parsed.tzinfo is None else parsed.astimezone(UTC)
+    """The UTC time of an RFC 3339 string; None if it has no offset; ValueError if not a time.
+
+    Callers bound ``text`` to MAX_TIME_CHARS first: the cache is keyed by it.
+    """
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        raise ValueError(text)
+    # fromisoformat keeps microseconds of a longer fraction (3.11) and checks the calendar.
+    parsed = datetime.fromisoformat(text.replace("z", "Z").replace("t", "T"))
+    return None if match.group(1) is None else parsed.astimezone(UTC)
 
 
 def parse_ts(value: Any, name: str = "ts") -> datetime:
@@ -165,6 +200,11 @@ def parse_ts(value: Any, name: str = "ts") -> datetime:
         except (OverflowError, OSError, ValueError):
             raise DecodeError(name, f"{value} is out of range for a time") from None
     if isinstance(value, str):
+        # Bounded before anything else looks at it (the parse cache is keyed by the text).
+        if len(value) > MAX_TIME_CHARS:
+            raise DecodeError(
+                name, f"{shown(value)} is not an RFC 3339 time (longer than {MAX_TIME_CHARS} characters)"
+            )
         try:
             parsed = _rfc3339_utc(value)
         except ValueError:
@@ -282,10 +322,10 @@ class _Fields:
             return None
         if not isinstance(value, str):
             raise DecodeError(name, f"expected a string, got {type(value).__name__}")
+        if len(value) > max_len:  # before anything else reads it
+            raise DecodeError(name, f"longer than {max_len} characters")
         if required and not value.strip():
             raise DecodeError(name, "empty")
-        if len(value) > max_len:
-            raise DecodeError(name, f"longer than {max_len} characters")
         return value
 
     def req_text(self, name: str, max_len: int = 1000) -> str:
@@ -302,12 +342,16 @@ class _Fields:
         assert value is not None
         return value
 
-    def texts(self, name: str) -> tuple[str, ...]:
+    def texts(self, name: str, max_items: int = 100, max_len: int = 200) -> tuple[str, ...]:
         value = self._raw(name, False)
         if value is None:
             return ()
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise DecodeError(name, "expected a list of strings")
+        if len(value) > max_items:
+            raise DecodeError(name, f"more than {max_items} entries")
+        if any(len(v) > max_len for v in value):
+            raise DecodeError(name, f"an entry is longer than {max_len} characters")
         return tuple(value)
 
     def duration(self, default: float | None = None) -> float:
@@ -322,7 +366,10 @@ class _Fields:
     def finish(self) -> None:
         unknown = sorted(set(self.data) - self.used)
         if unknown:
-            raise DecodeError(unknown[0], "unknown field")
+            name = unknown[0]
+            if len(name) > MAX_NAME_CHARS:  # a hostile name is not echoed whole
+                raise DecodeError("payload", f"unknown field {shown(name)}")
+            raise DecodeError(name, "unknown field")
 
 
 def canonical_json(data: Mapping[str, Any]) -> bytes:
@@ -345,8 +392,8 @@ def _verify_signature(data: Mapping[str, Any], sensor: SensorConfig | None) -> N
         if sensor.require_signature:
             raise DecodeError("sig", f"sensor {sensor.id} requires a signed payload")
         return
-    if not isinstance(signature, str):
-        raise DecodeError("sig", "expected a hex string")
+    if not isinstance(signature, str) or len(signature) > 128 or not signature.isascii():
+        raise DecodeError("sig", "expected a hex string (64 characters)")
     expected = sign(data, sensor.signing_key.value.encode())
     if not hmac.compare_digest(signature, expected):
         raise DecodeError("sig", "signature does not match the payload")
@@ -466,7 +513,9 @@ def _decode_light(f: _Fields, site: str, sensor: str) -> LightSummary:
     burst: list[float] = []
     for i, v in enumerate(burst_raw):
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not lo <= v <= hi:
-            raise DecodeError(f"burst[{i}]", f"{v!r} is not an illuminance in lux")
+            numeric = isinstance(v, int | float)
+            what = shown(v) if isinstance(v, str) else repr(v) if numeric else type(v).__name__
+            raise DecodeError(f"burst[{i}]", f"{what} is not an illuminance in lux")
         burst.append(float(v))
     rate = f.req_number("burst_rate_hz", 0.1, 10_000.0)
     return LightSummary(
@@ -526,8 +575,12 @@ def _decode_bands(f: _Fields, site: str, sensor: str) -> BandLevels:
     raw = f._raw("bands", True)
     if not isinstance(raw, dict) or not raw:
         raise DecodeError("bands", "expected an object of nominal frequency (Hz) -> level (dB)")
+    if len(raw) > MAX_BANDS:
+        raise DecodeError("bands", f"more than {MAX_BANDS} bands")
     bands: dict[float, float] = {}
     for key, value in raw.items():
+        if len(key) > 16:  # "40000", "31.5": a frequency never needs more
+            raise DecodeError("bands", f"{shown(key)} is not a frequency in Hz")
         try:
             freq = float(key)
         except ValueError:
@@ -667,10 +720,15 @@ def _decode_event(
         event_id = _event_id(f, data, kind)
         ts = f.req_time("ts")
         fields = {k: v for k, v in data.items() if k not in ("v", "sig", "id", "ts")}
+        for key, value in fields.items():  # stored and forwarded as they are: bound each
+            if len(key) > MAX_NAME_CHARS:
+                raise DecodeError("payload", f"field name {shown(key)} is longer than {MAX_NAME_CHARS}")
+            if len(canonical_json({key: value})) > MAX_EVENT_FIELD_CHARS:
+                raise DecodeError(key, f"longer than {MAX_EVENT_FIELD_CHARS} bytes")
         return GenericEvent(site.id, event_id, kind, ts, fields), ts
     else:
         known = sorted(BUILTIN_EVENTS | generic_kinds)
-        raise DecodeError("topic", f"unknown event kind {kind!r} (known: {', '.join(known)})")
+        raise DecodeError("topic", f"unknown event kind {shown(kind)} (known: {', '.join(known)})")
     f.finish()
     return event, checked
 
@@ -744,7 +802,7 @@ def decode(
     parsed = parse_topic(topic, prefix)
     site = sites.get(parsed.site)
     if site is None:
-        raise DecodeError("topic", f"site {parsed.site} is not configured")
+        raise DecodeError("topic", f"site {_name(parsed.site)} is not configured")
     if parsed.group == "events":
         data = _load_json(payload)
         kinds = (generic_event_kinds or {}).get(site.id, frozenset())
@@ -754,15 +812,14 @@ def decode(
         )
         return event
     if parsed.group != "sensors":
-        raise DecodeError("topic", f"{topic!r} is an output topic, not an input")
+        raise DecodeError("topic", f"{shown(topic, MAX_TOPIC_SHOWN)} is an output topic, not an input")
     sensor = site.sensor(parsed.sensor)
     if sensor is None:
-        raise DecodeError("topic", f"sensor {parsed.sensor}: not configured for site {site.id}")
+        raise DecodeError("topic", f"sensor {_name(parsed.sensor)}: not configured for site {site.id}")
     allowed = SENSOR_MESSAGES[sensor.kind]
     if parsed.kind not in allowed:
-        raise DecodeError(
-            "topic", f"sensor {sensor.id} is a {sensor.kind.value} sensor; it cannot send {parsed.kind!r}"
-        )
+        kind, sent = sensor.kind.value, shown(parsed.kind)
+        raise DecodeError("topic", f"sensor {sensor.id} is a {kind} sensor; it cannot send {sent}")
     if parsed.kind == "audio":
         return _decode_audio(payload, site.id, sensor, now, limits)
     data = _load_json(payload)

@@ -1,4 +1,4 @@
-"""Shared fixtures: real Mosquitto and influxd (see tests/servers.py)."""
+"""Shared fixtures: real Mosquitto, influxd and VictoriaMetrics (see tests/servers.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import Influxd, Mosquitto
+from tests.servers import Influxd, Mosquitto, VictoriaMetrics
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -45,5 +45,13 @@ def influxd(tmp_path: Path) -> Iterator[Influxd]:
 @pytest.fixture(scope="session")
 def influxd_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Influxd]:
     server = Influxd(tmp_path_factory.mktemp("influxd-session")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def victoria_metrics(tmp_path: Path) -> Iterator[VictoriaMetrics]:
+    """A real InfluxDB v2 write API (VictoriaMetrics), with a data directory of its own."""
+    server = VictoriaMetrics(tmp_path / "victoria-metrics").start()
     yield server
     server.stop()

@@ -1,4 +1,4 @@
-"""Real servers for tests: Mosquitto and influxd on free loopback ports, in temp dirs.
+"""Real servers for tests: Mosquitto, influxd and VictoriaMetrics on free loopback ports, in temp dirs.
 
 Each starts its own process with its own data directory and stops it at the end;
 nothing here touches default ports or services already running on the machine.
@@ -18,6 +18,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 def free_port() -> int:
@@ -57,7 +58,8 @@ def require(binary: str) -> str:
     )
     if path is None:
         raise RuntimeError(
-            f"{binary} is not installed: .ci/run installs it (apt-get install mosquitto influxdb)"
+            f"{binary} is not installed: .ci/run installs it"
+            " (apt-get install mosquitto influxdb victoria-metrics)"
         )
     return path
 
@@ -181,3 +183,66 @@ class Influxd:
         values = series[0]["values"]
         assert isinstance(values, list)
         return int(values[0][1])
+
+
+@dataclass
+class VictoriaMetrics:
+    """VictoriaMetrics (Debian's victoria-metrics) on a free port: a real server of the
+    InfluxDB v2 write API (``POST /api/v2/write``, line protocol), read back with its own
+    export API. It keeps numeric and boolean fields (as 1/0); a string field's series is
+    created but its value is not kept. ``restart()`` keeps the data directory and the port.
+    """
+
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> VictoriaMetrics:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log = open(self.workdir / "victoria-metrics.log", "ab")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [
+                require("victoria-metrics"),
+                f"-httpListenAddr=127.0.0.1:{self.port}",
+                f"-storageDataPath={self.workdir / 'data'}",
+                "-retentionPeriod=100y",  # test points carry fixed dates, however old
+                "-search.latencyOffset=0s",  # queries see a point as soon as it is flushed
+                "-search.disableCache",
+                "-loggerLevel=ERROR",
+            ],
+            stdout=self.log,
+            stderr=self.log,
+        )
+        wait_for_port(self.port, timeout=30, proc=self.proc)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.1)
+        raise TimeoutError("victoria-metrics did not answer /health")
+
+    def stop(self) -> None:
+        stop_process(self.proc, timeout=15)
+        self.proc = None
+        if hasattr(self, "log"):
+            self.log.close()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def export(self, match: str) -> list[dict[str, Any]]:
+        """Every stored sample of the series ``match`` selects (``/api/v1/export``), one
+        dict per series: ``metric`` (name and labels), ``values``, ``timestamps`` (ms)."""
+        with urllib.request.urlopen(f"{self.url}/internal/force_flush", timeout=10) as r:
+            r.read()  # rows still in the in-memory buffer become searchable
+        data = urllib.parse.urlencode({"match[]": match, "start": "0"}).encode()
+        with urllib.request.urlopen(f"{self.url}/api/v1/export", data=data, timeout=10) as r:
+            return [json.loads(text) for text in r.read().decode().splitlines() if text.strip()]

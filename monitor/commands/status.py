@@ -31,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
     store = Store(config.storage.path)
     try:
         statuses = [site_status(store, site, now) for site in config.sites]
+        for status in statuses:  # resends that contradicted a kept reading, since the store began
+            conflicts = store.conflict_counts(status["site"])
+            for sensor, entry in status["sensors"].items():
+                entry["conflicts"] = conflicts.get(sensor, 0)
     finally:
         store.close()
     if args.format == "json":
@@ -40,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{status['name']} ({status['site']}) at {status['ts']}")
         for sensor, entry in status["sensors"].items():
             level = f"  LAeq,1min {entry['LAeq_1min']} dB(A)" if "LAeq_1min" in entry else ""
+            level += f"  conflicts {entry['conflicts']}" if entry["conflicts"] else ""
             print(f"  {sensor:<8} {entry['kind']:<8} last data {entry['last_ts'] or 'never'}{level}")
         kinds = ", ".join(f"{k}: {n}" for k, n in status["findings_24h"].items()) or "none"
         print(f"  findings in the last 24 h: {kinds}")

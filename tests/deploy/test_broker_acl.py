@@ -146,6 +146,19 @@ def test_daemon_reads_inputs_and_writes_outputs_the_town_reads(connect: Connect)
             assert reaches(town, daemon, f"minewatch/{site}/{out}", (daemon, f"minewatch/{site}/status"))
 
 
+def test_daemon_publishes_unattributed_rejections_the_town_reads(connect: Connect) -> None:
+    """…/_/rejected (rejections of topics under no configured site) reaches the town, from
+    the daemon's account and from an instance's account limited to its own sites."""
+    town = connect("town")
+    town.subscribe("minewatch/+/rejected")
+    daemon = connect("minewatch-daemon")
+    assert reaches(town, daemon, "minewatch/_/rejected", (daemon, "minewatch/north/rejected"))
+    east = connect("minewatch-daemon-east")  # --daemon-instance east=north
+    assert reaches(town, east, "minewatch/_/rejected", (east, "minewatch/north/rejected"))
+    sensor = connect("sensor-north-n1")
+    assert not reaches(town, sensor, "minewatch/_/rejected", (daemon, "minewatch/north/rejected"))
+
+
 def test_town_over_mqtt311_reads_outputs_but_no_inputs(connect: Connect) -> None:
     town = connect("town-web", protocol=MQTTProtocolVersion.MQTTv311)
     town.subscribe("minewatch/#")

@@ -1,12 +1,17 @@
 """Line protocol, the InfluxDB writer and the forwarder.
 
 The v1 path runs against a real influxd 1.6.7 (fixture ``influxd``), including an
-outage. The v2 path runs against a local HTTP server that records requests: no
-InfluxDB 2.x can run here, and 1.6.7 has no /api/v2/write (influxdb-client gets
-404 from it, checked below), so the v2 tests check the write API's documented
-contract instead: ``POST /api/v2/write?org=&bucket=&precision=ns`` with
-``Authorization: Token <token>`` and ``Content-Type: text/plain; charset=utf-8``,
-line protocol in the body (gzip when enabled), 204 on success.
+outage; it also holds the read-back of string fields, which only InfluxDB keeps.
+1.6.7 has no /api/v2/write (influxdb-client gets 404 from it, checked below), and no
+InfluxDB 2.x can run here, so the v2 path (influxdb-client) runs against VictoriaMetrics
+(fixture ``victoria_metrics``), a real server of ``POST /api/v2/write``: every
+measurement of monitor.schema is written and read back through its export API (values
+and tags), and an outage is ridden out. VictoriaMetrics keeps numbers and booleans,
+not the value of a string field, and answers as it does; what it cannot show is checked
+against a local HTTP server that records requests and answers as told: the write API's
+exact request (``POST /api/v2/write?org=&bucket=&precision=ns`` with ``Authorization:
+Token <token>`` and ``Content-Type: text/plain; charset=utf-8``, gzip when enabled) and
+the answers a real server gives only when failing (503 with Retry-After, 400, 401, 429).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from monitor.config import InfluxConfig, Secret
 from monitor.errors import OutputError
 from monitor.influx import (
     Backoff,
+    FieldValue,
     InfluxForwarder,
     InfluxWriteError,
     InfluxWriter,
@@ -38,7 +44,8 @@ from monitor.influx import (
     timestamp_ns,
 )
 from monitor.outbox import Outbox
-from tests.servers import Influxd, free_port
+from monitor.schema import MEASUREMENTS
+from tests.servers import Influxd, VictoriaMetrics, free_port
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 T0_NS = 1_780_315_200_000_000_000
@@ -448,6 +455,8 @@ def delivered(rec: Recorder) -> list[str]:
 
 @pytest.mark.parametrize("use_gzip", [False, True])
 def test_v2_request_follows_the_write_api_contract(recorder: Recorder, use_gzip: bool) -> None:
+    """The recording server: the exact URL, query and headers of a request, which
+    VictoriaMetrics accepts without showing (it ignores the token and the charset)."""
     lines = [sound(0), sound(1), line("events", {"site": "s"}, {"summary": "Høgås"}, T0)]
     writer = InfluxWriter(v2_config(recorder), gzip=use_gzip)
     writer.write(lines)
@@ -462,6 +471,7 @@ def test_v2_request_follows_the_write_api_contract(recorder: Recorder, use_gzip:
 
 
 def test_v2_503_with_retry_after_then_delivered_once(recorder: Recorder, queue: Queue) -> None:
+    """The recording server: a 503 with Retry-After, which VictoriaMetrics cannot be made to answer."""
     answers = iter([(503, {"Retry-After": "1"}, b'{"code":"unavailable","message":"busy"}')])
     recorder.reply = lambda _: next(answers, (204, {}, b""))
     queue.put([sound(i) for i in range(5)])
@@ -479,6 +489,8 @@ def test_v2_503_with_retry_after_then_delivered_once(recorder: Recorder, queue: 
 
 
 def test_v2_400_is_bisected_and_only_the_bad_point_rejected(recorder: Recorder, queue: Queue) -> None:
+    """The recording server: InfluxDB 2's 400 for a field type conflict; VictoriaMetrics has
+    no field types and takes the point (and skips lines it cannot parse with a 204)."""
     bad = sound(3, 1)
 
     def reply(request: Request) -> Reply:
@@ -511,6 +523,7 @@ def test_v2_400_is_bisected_and_only_the_bad_point_rejected(recorder: Recorder, 
 def test_v2_401_is_retried_and_logged_as_an_error(
     recorder: Recorder, queue: Queue, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """The recording server: a 401 for a bad token; VictoriaMetrics checks no token."""
     token_fixed = threading.Event()
     recorder.reply = lambda _: (
         (204, {}, b"")
@@ -537,6 +550,7 @@ def test_v2_401_is_retried_and_logged_as_an_error(
     ("status", "retryable"), [(400, False), (422, False), (401, True), (403, True), (429, True), (500, True)]
 )
 def test_v2_status_classification(recorder: Recorder, status: int, retryable: bool) -> None:
+    """The recording server: each error status on demand, which no real server answers at will."""
     recorder.reply = lambda _: (status, {"Retry-After": "2"}, b'{"code":"x","message":"m"}')
     writer = InfluxWriter(v2_config(recorder))
     with pytest.raises(InfluxWriteError) as caught:
@@ -557,6 +571,8 @@ def test_v2_connection_refused_is_retryable() -> None:
 
 
 def test_v1_basic_auth_and_params_on_the_wire(recorder: Recorder) -> None:
+    """The recording server: the exact v1 query and Basic auth header (influxd 1.6.7 runs
+    here without authentication, and no rp named "year")."""
     config = InfluxConfig(
         version=1,
         url=recorder.url,
@@ -573,7 +589,10 @@ def test_v1_basic_auth_and_params_on_the_wire(recorder: Recorder) -> None:
 
 
 def test_outbox_failure_does_not_stop_the_loop(
-    recorder: Recorder, queue: Queue, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    victoria_metrics: VictoriaMetrics,
+    queue: Queue,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     real_peek = queue.forwarder_side.peek
     failures = iter(range(3))
@@ -585,11 +604,194 @@ def test_outbox_failure_does_not_stop_the_loop(
 
     monkeypatch.setattr(queue.forwarder_side, "peek", flaky_peek)
     queue.put([sound(0)])
-    forwarder = start_forwarder(queue, v2_config(recorder))
+    forwarder = start_forwarder(queue, vm_config(victoria_metrics))
     try:
         assert forwarder.flush(10)
     finally:
         forwarder.close()
     assert forwarder.stats.retries == 3 and forwarder.stats.written == 1
     assert len([r for r in caplog.records if r.exc_info]) == 1  # one traceback, not one per retry
-    assert [r.body for r in recorder.requests] == [sound(0)]
+    [series] = victoria_metrics.export('{__name__="sound_LAeq"}')
+    assert (series["values"], series["timestamps"]) == ([50.0], [T0_NS // 1_000_000])  # written once
+
+
+# --------------------------------------------------------------------------- v2, real VictoriaMetrics
+
+# A point of every measurement with every tag and field of monitor.schema; tag values
+# that need escaping in line protocol, strings that need quoting.
+SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
+    "sound": (
+        {"site": "dovre", "sensor": "n1"},
+        {
+            "LAeq": 71.2,
+            "LAFmax": 74.5,
+            "LASmax": 73.0,
+            "LAFmin": 60.25,
+            "LCeq": 80.0,
+            "LCpeak": 95.5,
+            "LZpeak": 99.0,
+            "LZeq": 82.0,
+            "duration_s": 1.0,
+            "late": False,
+        },
+    ),
+    "light": (
+        {"site": "dovre", "sensor": "l1"},
+        {"lux_mean": 0.5, "lux_min": 0.125, "lux_max": 2.0, "duration_s": 10.0, "late": True},
+    ),
+    "weather": (
+        {"site": "dovre", "sensor": "wx"},
+        {"wind_speed_ms": 3.5, "rain": True, "rain_mm_h": 1.25, "duration_s": 60.0, "late": False},
+    ),
+    "turbidity": ({"site": "dovre", "sensor": "t1"}, {"ntu": 12.5, "duration_s": 60.0, "late": True}),
+    "events": (
+        {"site": "dovre", "kind": "temporary-lighting"},
+        {
+            "id": "e1",
+            "summary": 'TemporaryLighting "e1", night',
+            "gate": "g1",
+            "direction": "in",
+            "safety_reason": "wind=strong",
+            "end": "2026-06-01T13:00:00Z",
+        },
+    ),
+    "findings": (
+        {"site": "dovre", "standard": "noise, night", "kind": "violation"},
+        {
+            "id": "f1",
+            "section": "6.D",
+            "summary": "LAeq 82.5 dB(A) over the 80 dB(A) limit",
+            "sensors": "n1,n2",
+            "value": 82.5,
+            "limit": 80.0,
+            "end": "2026-06-01T12:01:00Z",
+            "completeness": 0.95,
+        },
+    ),
+    "alerts": (
+        {"site": "dovre", "audience": "town", "kind": "violation"},
+        {"id": "a1", "message": "Høgås: limit exceeded", "severity": "warning"},
+    ),
+    "rejections": (
+        {"site": "dovre"},
+        {"topic": "minewatch/dovre/sensors/x/levels", "reason": "LAeq: not a number"},
+    ),
+    "sensor_health": (
+        {"site": "dovre", "sensor": "n1"},
+        {"online": True, "gap_s": 42.5, "battery_pct": 87.0, "clock_offset_s": -0.25},
+    ),
+}
+
+
+def sample_lines() -> list[str]:
+    return [
+        line(name, tags, fields, T0 + timedelta(seconds=i))
+        for i, (name, (tags, fields)) in enumerate(SAMPLES.items())
+    ]
+
+
+def test_samples_cover_the_schema() -> None:
+    assert set(SAMPLES) == set(MEASUREMENTS)
+    for name, (tags, fields) in SAMPLES.items():
+        assert (set(tags), set(fields)) == (set(MEASUREMENTS[name].tags), set(MEASUREMENTS[name].fields)), (
+            name
+        )
+
+
+def vm_config(server: VictoriaMetrics) -> InfluxConfig:
+    return InfluxConfig(version=2, url=server.url, org="quarry", bucket="minewatch", token=Secret("s3cr3t"))
+
+
+def test_victoria_metrics_fixture_is_on_a_free_port(victoria_metrics: VictoriaMetrics) -> None:
+    assert victoria_metrics.port != 8428  # never the default
+    assert victoria_metrics.export('{__name__=~".+"}') == []
+
+
+@pytest.mark.parametrize("use_gzip", [False, True])
+def test_v2_writes_every_measurement_to_a_real_v2_server(
+    victoria_metrics: VictoriaMetrics, queue: Queue, use_gzip: bool
+) -> None:
+    """Through the outbox and the forwarder, influxdb-client writes one point of each
+    measurement; VictoriaMetrics stores each field as series ``<measurement>_<field>``
+    labelled with the point's tags: values (booleans as 1/0) and tags read back exactly.
+    String values are not kept by it (the series exists, its value is 0): they are read
+    back from influxd 1.6.7 in test_v1_every_measurement_round_trips."""
+    queue.put(sample_lines())
+    forwarder = InfluxForwarder(
+        queue.forwarder_side, InfluxWriter(vm_config(victoria_metrics), gzip=use_gzip), flush_interval_s=0.02
+    )
+    forwarder.start()
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    assert (forwarder.stats.written, forwarder.stats.rejected, queue.store.pending()) == (len(SAMPLES), 0, 0)
+    stored = {
+        series["metric"]["__name__"]: series
+        for series in victoria_metrics.export('{__name__=~".+"}')
+        if not series["metric"]["__name__"].startswith(("vm_", "go_", "process_"))
+    }
+    expected = {f"{name}_{f}" for name, (_, fields) in SAMPLES.items() for f in fields}
+    assert set(stored) == expected
+    for i, (name, (tags, fields)) in enumerate(SAMPLES.items()):
+        when_ms = (T0_NS // 1_000_000) + 1000 * i
+        for field_name, value in fields.items():
+            series = stored[f"{name}_{field_name}"]
+            assert series["metric"] == {"__name__": f"{name}_{field_name}", **tags}
+            assert series["timestamps"] == [when_ms]
+            if isinstance(value, bool):
+                assert series["values"] == [1.0 if value else 0.0]
+            elif isinstance(value, float):
+                assert series["values"] == [value]
+
+
+def test_v1_every_measurement_round_trips(influxd: Influxd) -> None:
+    """The same points through the v1 API to influxd 1.6.7, read back with InfluxQL, string
+    fields included (what only InfluxDB stores)."""
+    writer = InfluxWriter(v1_config(influxd))
+    writer.write(sample_lines())
+    for i, (name, (tags, fields)) in enumerate(SAMPLES.items()):
+        columns = [*fields, *tags]
+        quoted = ", ".join(f'"{c}"' for c in columns)
+        [series] = influxd.query(f'SELECT {quoted} FROM "{name}"', "minewatch")
+        values = series["values"]
+        assert isinstance(values, list)
+        [row] = values
+        assert row[0] == format_influx_time(T0 + timedelta(seconds=i))
+        assert dict(zip(columns, row[1:], strict=True)) == {**fields, **tags}
+
+
+def format_influx_time(ts: datetime) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_v2_outage_backlog_written_once(victoria_metrics: VictoriaMetrics, queue: Queue) -> None:
+    """A real v2 server stopped while points keep coming: they stay queued, retried with
+    backoff, and arrive once it is back, each exactly once."""
+    forwarder = start_forwarder(queue, vm_config(victoria_metrics), batch_size=40)
+    try:
+        queue.put([sound(i, 40.0 + i % 50) for i in range(100)])
+        assert forwarder.flush(10)
+
+        victoria_metrics.stop()
+        for chunk in range(5):  # the daemon keeps storing while InfluxDB is down
+            queue.put([sound(i, 40.0 + i % 50) for i in range(100 + 20 * chunk, 120 + 20 * chunk)])
+            time.sleep(0.05)
+        wait_until(lambda: forwarder.stats.retries >= 3)
+        assert not forwarder.stats.up
+        assert "unreachable" in forwarder.stats.last_error
+        assert queue.store.pending() == 100
+        assert not forwarder.flush(0.2)  # cannot drain while down; nothing lost
+        assert queue.store.pending() == 100
+
+        victoria_metrics.start()  # same data directory and port
+        assert forwarder.flush(15)
+        assert forwarder.stats.up
+    finally:
+        forwarder.close()
+    assert forwarder.stats.written == 200 and forwarder.stats.rejected == 0
+    [series] = victoria_metrics.export('{__name__="sound_LAeq"}')
+    assert series["metric"] == {"__name__": "sound_LAeq", "site": "dovre", "sensor": "n1"}
+    samples = sorted(zip(series["timestamps"], series["values"], strict=True))
+    start_ms = T0_NS // 1_000_000
+    assert samples == [(start_ms + 1000 * i, 40.0 + i % 50) for i in range(200)]  # none missing or doubled

@@ -510,3 +510,173 @@ def test_quick_path_never_accepts_what_decode_rejects() -> None:
             taken += 1
             assert fast == full, payload
     assert taken > 100  # the quick path did take the valid ones
+
+
+# ------------------------------------------------------------------ hostile input: bounded before parsed
+
+
+def padded_ts(pad: int = 1_000_000) -> str:
+    """A valid time after ~1 MB of spaces: Python's fromisoformat after a strip() took it."""
+    return " " * pad + "2026-06-15T11:59:00Z"
+
+
+def test_a_time_padded_with_a_megabyte_of_spaces_is_rejected_on_both_paths() -> None:
+    topic = f"{P}/sensors/n1/levels"
+    # The usual message (all floats: checked in line), and the quick path's general branch.
+    for extra in ({"duration_s": 1.0}, {"LASmax": 75.0}):
+        payload = json.dumps({**LEVELS, **extra, "ts": padded_ts()}).encode()
+        assert quick(topic, payload) is None
+        reason = rejected(topic, payload)
+        assert reason.startswith("ts: '")
+        assert "is not an RFC 3339 time (longer than 35 characters)" in reason
+        assert len(reason) < 200  # the rejection does not echo the megabyte back
+    light = {"ts": padded_ts(), "duration_s": 1, "lux_mean": 1, "lux_min": 1, "lux_max": 1}
+    assert "ts: " in rejected(f"{P}/sensors/l1/light", light)  # the general decoder
+    work = {"start": padded_ts(), "end": "2026-06-15T12:00:00Z", "kind": "repair"}
+    assert "start: " in rejected(f"{P}/events/work", work)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " 2026-06-15T11:59:00Z",
+        "2026-06-15T11:59:00Z ",
+        "2026-06-15",
+        "20260615T115900Z",
+        "2026-06-15T11:59Z",
+        "2026-06-15T11:59:00,5Z",
+        "2026-06-15T11:59:00+0200",
+        "２０２６-06-15T11:59:00Z",  # fullwidth digits match \d, not RFC 3339's DIGIT
+    ],
+)
+def test_only_rfc_3339_is_a_time(text: str) -> None:
+    with pytest.raises(DecodeError) as info:
+        parse_ts(text)
+    assert info.value.field == "ts" and "is not an RFC 3339 time" in info.value.reason
+
+
+def test_rfc_3339_forms_still_accepted() -> None:
+    utc = datetime(2026, 6, 15, 11, 59, tzinfo=UTC)
+    assert parse_ts("2026-06-15t11:59:00z") == utc
+    assert parse_ts("2026-06-15 11:59:00Z") == utc  # RFC 3339 section 5.6 NOTE
+    assert parse_ts("2026-06-15T06:59:00.000000001-05:00") == utc
+    with pytest.raises(DecodeError, match="has no UTC offset"):
+        parse_ts("2026-06-15T11:59:00")
+
+
+def test_hostile_times_leave_no_memory_behind() -> None:
+    """150 padded times (the reported attack): nothing of them stays allocated, and the
+    parsed-time cache holds only bounded keys."""
+    import gc
+    import tracemalloc
+
+    from monitor.wire import MAX_TIME_CHARS, _rfc3339_utc
+
+    topic = f"{P}/sensors/n1/levels"
+    payloads = [json.dumps({**LEVELS, "ts": padded_ts(1_000_000 + i)}).encode() for i in range(150)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for payload in payloads:
+            with pytest.raises(DecodeError):
+                dec(topic, payload)
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 256 * 1024  # was ~150 MB: each padded text kept as a cache key
+    info = _rfc3339_utc.cache_info()
+    assert info.maxsize is not None and info.currsize <= info.maxsize
+    # What the cache holds is bounded by construction: only texts that fit MAX_TIME_CHARS reach it.
+    _rfc3339_utc.cache_clear()
+    for payload in payloads:
+        with pytest.raises(DecodeError):
+            dec(topic, payload)
+    assert _rfc3339_utc.cache_info().currsize == 0
+    assert MAX_TIME_CHARS < 64
+
+
+@pytest.mark.parametrize(
+    ("topic", "payload", "expected"),
+    [
+        (
+            "sensors/n1/levels",
+            {**LEVELS, "x" * 100_000: 1},
+            "payload: unknown field 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (100000 characters)",
+        ),
+        (
+            "sensors/n1/bands",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"1" * 100_000: 50.0}},
+            "bands: '1111111111111111111111111111111111111111'... (100000 characters) is not a frequency",
+        ),
+        (
+            "sensors/n1/bands",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {str(100 + i): 50.0 for i in range(65)}},
+            "bands: more than 64 bands",
+        ),
+        (
+            "sensors/l1/light",
+            {
+                "ts": "2026-06-15T11:59:00Z",
+                "duration_s": 1,
+                "lux_mean": 1,
+                "lux_min": 1,
+                "lux_max": 1,
+                "burst": ["y" * 100_000],
+                "burst_rate_hz": 10,
+            },
+            "burst[0]: 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy'... (100000 characters) is not",
+        ),
+        (
+            "events/work",
+            {
+                "start": "2026-06-15T09:00:00Z",
+                "end": "2026-06-15T10:00:00Z",
+                "kind": "repair",
+                "sensors": ["n1"] * 101,
+            },
+            "sensors: more than 100 entries",
+        ),
+        (
+            "events/blast-notice",
+            {
+                "blast_id": "b",
+                "issued_ts": "2026-06-15T11:00:00Z",
+                "planned_ts": "2026-06-15T11:30:00Z",
+                "recipients": ["z" * 201],
+            },
+            "recipients: an entry is longer than 200 characters",
+        ),
+        ("events/truck", {"ts": "2026-06-15T11:00:00Z", "gate": "g" * 65, "direction": "in"}, "gate: longer"),
+        (
+            "sensors/signed/levels",
+            {**LEVELS, "sig": "f" * 100_000},
+            "sig: expected a hex string (64 characters)",
+        ),
+    ],
+)
+def test_every_field_is_bounded_before_it_is_parsed(topic: str, payload: Any, expected: str) -> None:
+    reason = rejected(f"{P}/{topic}", payload)
+    assert reason.startswith(expected)
+    assert len(reason) < 300
+
+
+def test_generic_event_fields_are_bounded() -> None:
+    kinds = frozenset({"slope-exposed"})
+    base = {"id": "s1", "ts": "2026-06-15T11:00:00Z"}
+    event = dec(f"{P}/events/slope-exposed", {**base, "area_sqft": 10}, generic=kinds)
+    assert event.fields == {"area_sqft": 10}
+    long_value = rejected(f"{P}/events/slope-exposed", {**base, "note": "n" * 5000}, generic=kinds)
+    assert long_value == "note: longer than 4096 bytes"
+    long_name = rejected(f"{P}/events/slope-exposed", {**base, "k" * 1000: 1}, generic=kinds)
+    assert long_name.startswith("payload: field name 'kkkk") and "longer than 64" in long_name
+
+
+def test_hostile_topic_names_are_not_echoed_whole() -> None:
+    sensor = "s" * 60_000
+    reason = rejected(f"{P}/sensors/{sensor}/levels", LEVELS)
+    assert reason.startswith("topic: sensor 'ssss") and "(60000 characters): not configured" in reason
+    assert len(reason) < 300
+    reason = rejected("minewatch/" + "a/" * 20_000, LEVELS)
+    assert "is not a minewatch topic" in reason and len(reason) < 400
