@@ -196,9 +196,10 @@ class Link:
     def _on_disconnect(
         self, client: mqtt.Client, userdata: object, flags: object, reason: object, properties: object
     ) -> None:
-        if self.connected.is_set() and not self.closing:
-            log.warning("Disconnected from %s (%s); queueing until it is back", self.broker.url, reason)
-            self.watch.lost(reason)  # the next attempt is logged by the watch's wait
+        if not self.closing:
+            if self.connected.is_set():
+                log.warning("Disconnected from %s (%s); queueing until it is back", self.broker.url, reason)
+            self.watch.lost(reason)  # the reason and the next attempt are logged by the watch's wait
         self.connected.clear()
 
     def _on_publish(

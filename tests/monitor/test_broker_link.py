@@ -148,6 +148,27 @@ def test_wrong_password_ends_the_daemon_with_one_line_and_status_3(tmp_path: Pat
             text=True,
             timeout=120,
         )
+        # The edge publisher with its own account and a wrong password: the same, its queue kept.
+        sensor_toml = broker.broker_toml("sensor-north-n1", "sensor-north-n1")
+        sensor_toml = sensor_toml.replace(str(broker.password_file("sensor-north-n1")), str(wrong))
+        sensor_config = tmp_path / "sensor.toml"
+        sensor_config.write_text(sensor_toml + _sites(site))
+        sensor = subprocess.run(
+            [
+                *(sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(sensor_config)),
+                *("--sensor", "n1", "--site", "north", "--source", "synthetic:60"),
+                *("--queue", str(tmp_path / "n1.queue.db"), "--drain-timeout", "30"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert sensor.returncode == 3, sensor.stderr
+    assert re.match(
+        f"minewatch sensor: the broker {re.escape(broker.url)} refused the login of user 'sensor-north-n1'",
+        sensor.stderr.strip().splitlines()[-1],
+    ), sensor.stderr
+    assert "still queued" in sensor.stderr
     assert result.returncode == 3, result.stderr
     last = result.stderr.strip().splitlines()[-1]
     # Mosquitto 2.0 answers a wrong password with "not authorized" (0x87); others with 0x86.
