@@ -19,13 +19,14 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
+from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, _ConnectionState
 from paho.mqtt.exception import MalformedPacket
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from monitor.config import BrokerConfig
 from monitor.errors import OutputError
+from monitor.linkstate import Backoff, LinkWatch, describe_connect_error
 from rules.model import SoundLevels
 
 log = logging.getLogger("minewatch.ingest")
@@ -88,7 +89,45 @@ class Handoff:
         return self._count
 
 
-class _ReceivingClient(mqtt.Client):
+_STOPPING = (_ConnectionState.MQTT_CS_DISCONNECTING, _ConnectionState.MQTT_CS_DISCONNECTED)
+
+
+class WatchedClient(mqtt.Client):
+    """paho's client reporting every connection attempt to a ``LinkWatch`` and using its backoff.
+
+    paho swallows the exception of a failed attempt (it only logs "Connection failed,
+    retrying" to its own logger, at debug level) and waits with its own doubling delay.
+    Here ``reconnect`` records why the attempt failed and ``_reconnect_wait`` (a paho
+    internal, as in ``_ReceivingClient``; paho is pinned below 3) waits the watch's
+    delay, which logs the reason and the time of the next attempt.
+    """
+
+    watch: LinkWatch | None = None
+
+    def reconnect(self) -> MQTTErrorCode:
+        watch = self.watch
+        if watch is not None:
+            watch.attempting()
+        try:
+            return super().reconnect()
+        except OSError as exc:  # refused, not resolved, TLS (ssl.SSLError is an OSError), timeout
+            if watch is not None:
+                watch.failed(describe_connect_error(exc, self._host, self._port, self._ssl))
+            raise
+
+    def _reconnect_wait(self) -> None:
+        if self.watch is None:
+            super()._reconnect_wait()
+            return
+        deadline = time.monotonic() + self.watch.next_wait()
+        while not self._thread_terminate and self._state not in _STOPPING:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.05))
+
+
+class _ReceivingClient(WatchedClient):
     """paho's client with a batched receive path for QoS 1 PUBLISH packets.
 
     paho reads a packet in three or more recv() calls and builds an MQTTMessage, logs and
@@ -276,6 +315,7 @@ class MqttLink:
         topics: Sequence[str],
         inbound: Handoff,
         predecode: Predecode | None = None,
+        on_fatal: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
         self.topics = list(topics)
@@ -293,7 +333,10 @@ class MqttLink:
             manual_ack=True,
         )
         authenticate(self.client, config)
-        self.client.reconnect_delay_set(min_delay=1, max_delay=30)
+        # Every failed attempt is logged with its reason and the next attempt; a refused
+        # login calls on_fatal (the daemon stops: retrying cannot fix a password).
+        self.watch = LinkWatch(config.url, log, Backoff(), on_fatal)
+        self.client.watch = self.watch
         self.client.max_queued_messages_set(100_000)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
@@ -329,6 +372,12 @@ class MqttLink:
             self.client.disconnect()
         finally:
             self.client.loop_stop()
+            self.watch.closed("the daemon stopped")
+
+    @property
+    def fatal(self) -> str | None:
+        """Why the link gave up for good (a refused login), or None."""
+        return self.watch.fatal
 
     # ------------------------------------------------------------------ paho callbacks (network thread)
 
@@ -341,8 +390,10 @@ class MqttLink:
         properties: object,
     ) -> None:
         if getattr(reason, "is_failure", False):
-            log.error("Broker %s refused the connection: %s", self.config.url, reason)
+            if self.watch.refused(reason, self.config.username or None):
+                client.disconnect()  # no retry: paho's loop ends
             return
+        self.watch.up()
         # Resubscribe on every connect: harmless when the session kept the subscriptions
         # (MQTT 5 section 3.2.2.1.1 session present), required when it did not.
         for topic in self.topics:
@@ -352,8 +403,8 @@ class MqttLink:
     def _on_disconnect(
         self, client: mqtt.Client, userdata: object, flags: object, reason: object, properties: object
     ) -> None:
-        if self.accepting:
-            log.warning("Disconnected from %s (%s); reconnecting with backoff", self.config.url, reason)
+        if self.accepting:  # the reason and the next attempt are logged by the watch's wait
+            self.watch.lost(reason)
 
     def _on_message(self, client: mqtt.Client, userdata: object, message: mqtt.MQTTMessage) -> None:
         self._deliver([Inbound(message.topic, bytes(message.payload), message.mid, message.qos, time.time())])

@@ -44,6 +44,7 @@ from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
 from monitor.influx import InfluxForwarder, line
 from monitor.ingest import Handoff, Inbound, MqttLink
+from monitor.linkstate import LinkRecorder, LoginRefused
 from monitor.notices import NoticeBook, NoticeEvent
 from monitor.outbox import Outbox
 from monitor.recent import MINUTE, RecentSound, floor_minute
@@ -1268,7 +1269,10 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
         link.publish(topic, payload, retain=retain)
 
     pipeline = Pipeline(config, store, publish, clock, outbox_put)
-    link: MqttLink = MqttLink(config.broker, topics, inbound, pipeline.predecode)
+    # A refused login stops the daemon (raised as LoginRefused below): no retry can fix it.
+    link: MqttLink = MqttLink(config.broker, topics, inbound, pipeline.predecode, lambda _: stop.set())
+    link_record = LinkRecorder(link.watch, store.set_meta)  # "not connected since" for `status`
+    link_record.poll()
     deliveries = DeliveryWorker(config.storage.path, config, publish, clock.now)
     deliveries.start()
     freeze_startup_objects()
@@ -1287,6 +1291,7 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
             if pipeline.deliveries_pending:
                 pipeline.deliveries_pending = False
                 deliveries.wake()
+            link_record.poll()
     finally:
         # Reverse order: stop taking messages, finish those in hand, flush, disconnect.
         link.stop_accepting()
@@ -1298,6 +1303,7 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
         deliveries.stop(timeout=5.0)  # what it could not send stays pending for the next start
         time.sleep(0.2)  # let paho send the last acks and publishes
         link.close()
+        link_record.poll()
         if forwarder is not None:
             if not forwarder.flush(timeout=5.0):
                 log.warning("InfluxDB backlog not fully written; it stays in the outbox for the next start")
@@ -1312,4 +1318,6 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
             c.rejected,
             c.findings,
         )
+    if link.fatal is not None:
+        raise LoginRefused(link.fatal)
     return 0

@@ -26,7 +26,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from monitor.config import BrokerConfig
-from monitor.ingest import authenticate
+from monitor.ingest import WatchedClient, authenticate
+from monitor.linkstate import Backoff, LinkWatch
 from sensors.queue import MessageQueue
 
 log = logging.getLogger("minewatch.sensors.link")
@@ -43,6 +44,8 @@ class Link:
         *,
         window: int = 100,
         on_connect: Callable[[], None] | None = None,
+        on_fatal: Callable[[str], None] | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         if window < 1:
             raise ValueError(f"window: must be at least 1, got {window}")
@@ -61,16 +64,19 @@ class Link:
         self._inflight: dict[int, int] = {}  # paho mid -> queue row id
         self._handed_until = 0  # highest row id given to paho
         v5 = broker.protocol == "5"
-        self.client = mqtt.Client(
+        self.client = WatchedClient(
             CallbackAPIVersion.VERSION2,
             client_id=client_id,
             protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
             clean_session=None if v5 else True,
         )
         authenticate(self.client, broker)
+        # Each failed attempt logged with its reason and the next attempt (fast retries for
+        # a broker that was up a moment ago); a refused login calls on_fatal, never retried.
+        self.watch = LinkWatch(broker.url, log, backoff or Backoff(), on_fatal)
+        self.client.watch = self.watch
         self.client.max_inflight_messages_set(window)
         self.client.max_queued_messages_set(0)  # bounded by our window instead
-        self.client.reconnect_delay_set(min_delay=1, max_delay=10)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
         self.client.on_publish = self._on_publish
@@ -87,7 +93,9 @@ class Link:
 
         Returns True if the queue was empty at the end; what is left stays on disk.
         """
-        drained = self.drain(drain_timeout) if drain_timeout > 0 else len(self.queue) == 0
+        drained = (
+            self.drain(drain_timeout) if drain_timeout > 0 and self.fatal is None else len(self.queue) == 0
+        )
         self.closing = True
         self.client.disconnect()
         self.client.loop_stop()
@@ -159,6 +167,11 @@ class Link:
     def in_flight(self) -> int:
         return len(self._inflight)
 
+    @property
+    def fatal(self) -> str | None:
+        """Why the link gave up for good (the broker refused the login), or None."""
+        return self.watch.fatal
+
     # ------------------------------------------------------------------ paho thread
 
     def _on_connect(
@@ -170,8 +183,10 @@ class Link:
         properties: object,
     ) -> None:
         if getattr(reason, "is_failure", False):
-            log.error("Broker %s refused the connection: %s", self.broker.url, reason)
+            if self.watch.refused(reason, self.broker.username or None):
+                client.disconnect()  # no retry: paho's loop ends
             return
+        self.watch.up()
         self.connects += 1
         log.info("Connected to %s", self.broker.url)
         self.connected.set()
@@ -181,10 +196,10 @@ class Link:
     def _on_disconnect(
         self, client: mqtt.Client, userdata: object, flags: object, reason: object, properties: object
     ) -> None:
-        if self.connected.is_set() and not self.closing:
-            log.warning(
-                "Disconnected from %s (%s); queueing on disk until it is back", self.broker.url, reason
-            )
+        if not self.closing:
+            if self.connected.is_set():
+                log.warning("Disconnected from %s (%s); queueing until it is back", self.broker.url, reason)
+            self.watch.lost(reason)  # the reason and the next attempt are logged by the watch's wait
         self.connected.clear()
 
     def _on_publish(

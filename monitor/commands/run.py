@@ -9,6 +9,8 @@ import sys
 from monitor.config import load_config
 from monitor.errors import ConfigError
 
+EXIT_LOGIN_REFUSED = 3  # the broker refused broker.username/password (2: a bad configuration)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file")
@@ -23,6 +25,11 @@ def run(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
+    from monitor.linkstate import LoginRefused
     from monitor.pipeline import run as run_pipeline
 
-    return run_pipeline(config)
+    try:
+        return run_pipeline(config)
+    except LoginRefused as exc:  # not retryable: one line, and a status systemd can tell apart
+        print(f"minewatch run: {exc}", file=sys.stderr)
+        return EXIT_LOGIN_REFUSED

@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the sensors package (numpy, scipy, paho) loads only when th
     from sensors.sound import SoundSource
 
 log = logging.getLogger("minewatch.sensor")
+EXIT_LOGIN_REFUSED = 3  # the broker refused the sensor's account (as `minewatch run`)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -196,6 +197,15 @@ class _Pacer:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Before anything else: a SIGTERM while starting (loading numpy, opening the source or the
+    # queue) must end in the same drain as one while running, not in the default termination.
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = load_config(args.config)
@@ -241,17 +251,24 @@ def run(args: argparse.Namespace) -> int:
         forward = ForwardQueue(queue_path, bounds)
     except (ValueError, OSError) as exc:
         return _fail(f"--queue {queue_path}: {exc}")
-    link = Link(config.broker, args.client_id or f"sensor-{site.id}-{sensor.id}", forward)
-    publisher = Publisher(
-        site, sensor, link, forward, config.broker.topic_prefix, firmware="minewatch-sensor"
+    # A refused login (bad password) stops the run: no retry can fix it (exit status 3).
+    link = Link(
+        config.broker,
+        args.client_id or f"sensor-{site.id}-{sensor.id}",
+        forward,
+        on_fatal=lambda _: stop.set(),
     )
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    publisher = Publisher(
+        site,
+        sensor,
+        link,
+        forward,
+        config.broker.topic_prefix,
+        firmware="minewatch-sensor",
+        max_payload_bytes=config.daemon.max_payload_bytes,
+    )
+    if stop.is_set():
+        log.info("Signal received while starting: sending what is queued, then stopping")
     if len(forward):
         log.info("Resuming with %d messages queued in %s", len(forward), queue_path)
     link.start()
@@ -271,6 +288,9 @@ def run(args: argparse.Namespace) -> int:
             queue_path,
             "" if drained else " (sent on the next start)",
         )
+    if link.fatal is not None:
+        print(f"minewatch sensor: {link.fatal}", file=sys.stderr)
+        return EXIT_LOGIN_REFUSED
     return 0
 
 

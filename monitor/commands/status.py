@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from monitor.linkstate import META_KEY, LinkState
     from monitor.pipeline import site_status
     from monitor.store import Store
     from monitor.wire import parse_ts
@@ -35,11 +36,17 @@ def run(args: argparse.Namespace) -> int:
             conflicts = store.conflict_counts(status["site"])
             for sensor, entry in status["sensors"].items():
                 entry["conflicts"] = conflicts.get(sensor, 0)
+        link = LinkState.from_json(store.meta(META_KEY))  # written by the daemon
     finally:
         store.close()
     if args.format == "json":
+        if link is not None:
+            for status in statuses:
+                status["broker_link"] = json.loads(link.to_json())
         print(json.dumps(statuses, indent=2))
         return 0
+    if link is not None:
+        print(link.describe(datetime.now(UTC)))
     for status in statuses:
         print(f"{status['name']} ({status['site']}) at {status['ts']}")
         for sensor, entry in status["sensors"].items():

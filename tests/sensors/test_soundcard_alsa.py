@@ -1,0 +1,140 @@
+"""The sound card path for real: `minewatch sensor sound --source soundcard:DEVICE` captures
+through sounddevice -> PortAudio -> alsa-lib from an ALSA PCM that plays a known recording,
+and publishes (through a real Mosquitto) the levels `minewatch levels` gives for that file.
+
+The machine has no sound card, so the device is ALSA's own `file` plugin over the `null`
+PCM: on capture it reads its `infile` (raw samples in the negotiated format) into what the
+application records. A `plug` PCM in front pins the layout to the raw file's: FLOAT_LE
+(what SoundcardSource asks PortAudio for, so the plug passes it through), 48 kHz, mono.
+The raw file holds the WAV's samples scaled to full scale 1.0, exactly as float32. (With a
+conversion in the plug, e.g. an S16_LE file, alsa-lib 1.2.8 loses a period now and then
+over the unpaced `null` PCM: measured here, the capture skipped 0.5 s after 1.5 s.)
+The configuration goes in a temporary `$XDG_CONFIG_HOME/alsa/asoundrc`, which alsa-lib
+1.2.x loads besides `~/.asoundrc` (the `@hooks` of /usr/share/alsa/alsa.conf; there is no
+ASOUNDRC variable). The `null` PCM is not paced by a clock, so the capture runs faster than
+real time; the source's queue keeps the first 32 s in order, more than the recording.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.sensors.conftest import Subscriber, site_config, wait_for
+from tests.servers import Mosquitto
+
+pytestmark = pytest.mark.timeout(180)
+
+RATE = 48000  # SoundcardSource captures at 48 kHz
+SECONDS = 8
+CALIBRATION_DB = 120.0  # the sensor's default calibration.full_scale_db
+
+ASOUNDRC = """\
+pcm.minewatch_file {{
+    type file
+    slave.pcm "null"
+    file "/dev/null"
+    infile "{raw}"
+    format "raw"
+}}
+pcm.minewatch_test {{
+    type plug
+    slave {{ pcm "minewatch_file"; format FLOAT_LE; rate {rate}; channels 1 }}
+}}
+"""
+
+
+def _recording(tmp_path: Path) -> tuple[Path, Path]:
+    """A WAV of noise whose level steps every second, and its samples as a raw FLOAT_LE file."""
+    rng = np.random.default_rng(16)
+    gains = 10 ** (rng.uniform(-50, -15, SECONDS) / 20)
+    x = rng.standard_normal(SECONDS * RATE) * np.repeat(gains, RATE)
+    pcm = (np.clip(x, -1.0, 32767 / 32768) * 32768).astype("<i2")
+    wav = tmp_path / "known.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes(pcm.tobytes())
+    raw = tmp_path / "known.f32"
+    raw.write_bytes((pcm / 32768).astype("<f4").tobytes())  # exact: 16-bit values fit a float32
+    return wav, raw
+
+
+def _alsa_env(tmp_path: Path, raw: Path) -> dict[str, str]:
+    xdg = tmp_path / "xdg"
+    (xdg / "alsa").mkdir(parents=True)
+    (xdg / "alsa" / "asoundrc").write_text(ASOUNDRC.format(raw=raw, rate=RATE))
+    return dict(os.environ, XDG_CONFIG_HOME=str(xdg), PYTHONUNBUFFERED="1")
+
+
+def test_the_alsa_configuration_plays_the_recording(tmp_path: Path) -> None:
+    """The device itself, checked with alsa-utils' arecord: it records the known samples."""
+    _, raw = _recording(tmp_path)
+    out = tmp_path / "arecord.raw"
+    result = subprocess.run(
+        [
+            *("arecord", "-q", "-D", "minewatch_test", "-t", "raw", "-f", "FLOAT_LE"),
+            *("-r", str(RATE), "-c", "1", "-s", str(SECONDS * RATE), str(out)),
+        ],
+        env=_alsa_env(tmp_path, raw),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes() == raw.read_bytes()
+
+
+def test_soundcard_capture_publishes_the_levels_of_the_recording(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    pytest.importorskip("sounddevice", reason="the `test` extra installs sounddevice")
+    wav, raw = _recording(tmp_path)
+    env = _alsa_env(tmp_path, raw)
+    reference = subprocess.run(
+        [
+            *(sys.executable, "-m", "monitor.cli", "levels", str(wav)),
+            *("--calibration", str(CALIBRATION_DB), "--format", "json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    expected = json.loads(reference.stdout)[:SECONDS]  # whole seconds only (no partial period)
+    assert len(expected) == SECONDS
+
+    config = site_config(tmp_path, mosquitto.url)
+    sub = Subscriber(mosquitto.port, "minewatch/dovre-quarry/sensors/n1/levels", client_id="alsa-sub")
+    try:
+        result = subprocess.run(
+            [
+                *(sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)),
+                *("--sensor", "n1", "--source", "soundcard:minewatch_test", "--duration", str(SECONDS)),
+                *("--queue", str(tmp_path / "n1.queue.db"), "--drain-timeout", "20"),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        assert wait_for(lambda: len(sub.received()) >= SECONDS, timeout=20), result.stderr
+        published = [json.loads(p) for _, p in sub.received()]
+    finally:
+        sub.close()
+    published.sort(key=lambda m: m["ts"])
+    assert len(published) == SECONDS, published
+    for got, want in zip(published, expected, strict=True):
+        for name in ("LAeq", "LAFmax", "LCpeak"):
+            assert abs(got[name] - want[name]) <= 0.1, (name, got, want)
+    # The steps are there: the capture is the recording, not silence or noise of its own.
+    assert max(m["LAeq"] for m in published) - min(m["LAeq"] for m in published) > 10
