@@ -18,7 +18,14 @@ import pytest
 
 from monitor.cli import main
 from monitor.config import Config, load_config
-from monitor.evidence import EvidenceError, TimeFormat, export_bundle, load_anchors, verify_bundle
+from monitor.evidence import (
+    EvidenceError,
+    TimeFormat,
+    evidence_texts,
+    export_bundle,
+    load_anchors,
+    verify_bundle,
+)
 from monitor.influx import InfluxWriter, line
 from monitor.store import Store, digest_of, next_head, sound_record, to_us
 from rules.model import (
@@ -62,7 +69,10 @@ def _finding(start: datetime, summary: str) -> Finding:
     )
 
 
-def build_site(tmp_path: Path, *, influx: str = "", seconds: int = 240) -> Site:
+def build_site(tmp_path: Path, *, influx: str = "", seconds: int = 240, final_anchor: bool = True) -> Site:
+    """A store as the daemon writes it: a config record at start-up, anchors (each followed by the
+    config record restated, as Pipeline._anchor does) before, during and (``final_anchor``) after
+    the window."""
     config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE, influx=influx)
     config = load_config(config_path)
     store = Store(config.storage.path)
@@ -71,10 +81,13 @@ def build_site(tmp_path: Path, *, influx: str = "", seconds: int = 240) -> Site:
     def anchor(now: datetime) -> None:
         seq, head = store.head(SITE)
         store.conn.execute("INSERT INTO anchors VALUES (?,?,?,?)", (SITE, seq, head, to_us(now)))
+        store.restate_config(SITE, now)
         anchors.append({"site": SITE, "seq": seq, "head": head, "ts": now.isoformat()})
 
+    site_config = config.site(SITE)
+    assert site_config is not None
     with store.batch():
-        store.append_config([SITE], config.raw_text, T0 - timedelta(minutes=5))
+        store.append_config_record(SITE, *evidence_texts(config, site_config), T0 - timedelta(minutes=5))
         anchor(T0 - timedelta(minutes=4))
         for i in range(seconds):
             ts = T0 + timedelta(seconds=i)
@@ -137,7 +150,8 @@ def build_site(tmp_path: Path, *, influx: str = "", seconds: int = 240) -> Site:
             if i == 120:
                 store.append_finding(_finding(T0, "82.6 dB(A) at n2 (re-evaluated)"), now)  # revision 2
                 anchor(now)
-        anchor(T0 + timedelta(seconds=seconds + 60))
+        if final_anchor:
+            anchor(T0 + timedelta(seconds=seconds + 60))
     store.close()
     anchors_path = tmp_path / "town-anchors.json"
     anchors_path.write_text(json.dumps(anchors))
@@ -247,13 +261,23 @@ def test_export_then_verify(site: Site, tmp_path: Path) -> None:
     report = verify_bundle(bundle)
     assert report.ok, report.lines()
     assert not report.anchored
-    assert "no external anchor given: internal consistency only" in "\n".join(report.lines())
-    assert sum(report.rows_checked.values()) == 480 + 24 + 4 + 1 + 2 + 1
+    # Without the town's heads, the first line says how little that proves (not "OK" and a note).
+    assert report.lines()[0] == f"{bundle}: internal consistency only: " + (
+        "no problem found, but without the heads the town holds (--anchors) nothing shows that this"
+        " bundle was not rebuilt from an altered store"
+    )
+    # sound, light, weather, the event, two finding revisions, the alert, and the config record
+    # restated after each of the two anchors the segment starts after or holds
+    assert sum(report.rows_checked.values()) == 480 + 24 + 4 + 1 + 2 + 1 + 2
 
     report = verify_bundle(bundle, load_anchors(site.anchors))
     assert report.ok, report.lines()
+    assert report.anchored and report.anchored_to == manifest["chain"]["last_seq"]
     assert report.town_anchors_matched == [a["seq"] for a in anchors]
-    assert "chain anchored by 3 town-held anchor(s)" in "\n".join(report.lines())
+    assert report.lines()[0] == (
+        f"{bundle}: OK, anchored: every entry of the segment (seq {anchors[0]['seq'] + 1} to"
+        f" {anchors[-1]['seq']}) leads to the head the town holds for seq {anchors[-1]['seq']}"
+    )
 
 
 def test_a_changed_csv_value_is_named(site: Site, tmp_path: Path) -> None:
@@ -387,7 +411,7 @@ def test_a_rebuilt_chain_passes_alone_but_not_against_the_towns_anchors(site: Si
     forged = _forge(export(site, tmp_path / "b.zip"), tmp_path / "forged.zip")
     alone = verify_bundle(forged)
     assert alone.ok, alone.lines()  # internally consistent: this is what anchors are for
-    assert "no external anchor given: internal consistency only" in "\n".join(alone.lines())
+    assert alone.lines()[0].startswith(f"{forged}: internal consistency only: ")
     message = first_problem(forged, site.anchors)
     assert message.startswith("anchor not matching: the town holds head "), message
     assert "rewritten after that head was published" in message
@@ -419,7 +443,7 @@ def test_a_segment_cut_short_is_noticed_with_the_towns_anchors(site: Site, tmp_p
     edits = {
         **early,
         "manifest.json": lambda _: json.dumps(manifest).encode(),
-        **{f"records/{k}.json": records for k in ("findings", "alerts", "events")},
+        **{f"records/{k}.json": records for k in ("findings", "alerts", "events", "config")},
     }
     forged = rewrite(bundle, tmp_path / "short.zip", edits)
     assert verify_bundle(forged).ok  # consistent with itself
@@ -455,7 +479,7 @@ def test_cli_exit_codes(site: Site, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert sensors == {"n1"}
     assert main(["verify", str(out), "--anchors", str(site.anchors)]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith(f"{out}: OK") and "chain anchored by" in printed and "n1" in printed
+    assert printed.startswith(f"{out}: OK, anchored: ") and "n1" in printed
     tampered = rewrite(out, tmp_path / "t.zip", {"data/sound.csv": edit_rows(lambda rows: rows.pop(3))})
     assert main(["verify", str(tampered)]) == 1
     assert "FAILED: row removed" in capsys.readouterr().out
