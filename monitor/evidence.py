@@ -1572,6 +1572,9 @@ class Report:
     anchored_to: int | None = None
     unanchored_rows: int = 0  # rows of the bundle chained after anchored_to
     later_town_anchor: int | None = None  # the first town-held head beyond the segment's end
+    # When the town received the head the segment ends at, if that was before the window's end:
+    # records of the window chained after it are beyond what the bundle shows.
+    ends_before_window_end: str = ""
     ends_at_bundle_anchor: bool = False
     outside_chain_rows: dict[str, int] = field(default_factory=dict)
     config: str = ""  # the profile and configuration the chain binds, said in one line
@@ -1594,7 +1597,12 @@ class Report:
     @property
     def anchored(self) -> bool:
         """Every entry of the segment leads to a head the town holds (and nothing failed)."""
-        return self.ok and self.chain_links > 0 and self.anchored_to == self.last_seq
+        return (
+            self.ok
+            and self.chain_links > 0
+            and self.anchored_to == self.last_seq
+            and not self.ends_before_window_end
+        )
 
     @property
     def first_problem(self) -> Problem | None:
@@ -1628,6 +1636,12 @@ class Report:
             return (
                 f"{self.bundle}: OK, anchored: every entry of the segment (seq {start} to {end}) leads to"
                 f" the head the town holds for seq {end}"
+            )
+        if self.anchored_to == end:
+            return (
+                f"{self.bundle}: OK up to seq {end}, anchored by the head the town received at"
+                f" {self.ends_before_window_end}, before the window ended: records of the window chained"
+                f" after seq {end} are not in this bundle, so they are not anchored either"
             )
         if self.anchored_to is not None:
             return (
@@ -2366,6 +2380,11 @@ class _Verifier:
             return
         beyond = sorted(a.seq for a in self.town if a.seq > last)
         r.later_town_anchor = beyond[0] if beyond else None
+        if r.anchored_to == last:
+            end_ts = [_parse_us(a.ts) for a in self.town if a.seq == last]
+            end_us = min((t for t in end_ts if t is not None), default=None)
+            if end_us is not None and end_us < self.scope.to_us:
+                r.ends_before_window_end = self.utc(end_us)
         created = _parse_us(str(self.m.get("created_utc", "")))
         if created is None:
             return
