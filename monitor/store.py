@@ -1000,16 +1000,6 @@ class Store:
             )
             self.chain(site, "calibration", f"{sensor}|{ts_us}", record, now)
 
-    def append_config(self, sites: Iterable[str], text: str, now: datetime) -> None:
-        """Chain the configuration in force when it changes (evidence: what limits applied)."""
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        if self.meta("config_sha256") == digest:
-            return
-        self.set_meta("config_sha256", digest)
-        self.set_meta("config_text", text)
-        for site in sites:
-            self.chain(site, "config", digest, config_record({"sha256": digest}), now)
-
     def append_config_record(
         self, site: str, profile: str, profile_text: str, config_text: str, now: datetime
     ) -> None:
