@@ -17,10 +17,13 @@
 
 Verification rebuilds every exported row's canonical record with the store's own
 functions (``monitor.store.RECORDS``), hashes it and matches it to the chain entry
-the row names (``chain_seq``), walking the chain once in order. The manifest could
-be rewritten end to end by whoever holds the store: only heads held by the town
-(``--anchors``) tell such a rewrite apart from the original, so the report always
-says whether the chain was anchored.
+the row names (``chain_seq``), walking the chain once in order. The manifest is
+checked, not trusted: the files a bundle may hold are fixed by the format and the
+rows, config.toml and the profile by the chain's config record. The chain itself
+could be rewritten end to end by whoever holds the store: only heads held by the
+town (``--anchors``) tell such a rewrite apart from the original, and a head proves
+the entries up to it and nothing after it, so the report's first line says how far
+the town's heads reach (``Report.verdict``).
 
 Everything streams: rows go from SQLite cursors into the zip members and are
 hashed on the way, and verification reads them back the same way, so a month of
