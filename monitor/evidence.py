@@ -2126,6 +2126,9 @@ class _Verifier:
             f" {str(record['config_sha256'])[:12]} (secrets left out), in force since {since},"
             f" chained at seq {seq}: {profile_file} and config.toml are those files"
         )
+        if r.town_anchors_given:
+            proven = r.anchored_to is not None and r.anchored_to >= seq
+            r.config += " (anchored)" if proven else " (not yet anchored: internal consistency only)"
         for later_seq, later in current[1:]:
             if (later["profile_sha256"], later["config_sha256"]) != (
                 record["profile_sha256"],

@@ -674,7 +674,10 @@ def test_an_edited_profile_or_configuration_fails(site: Site, tmp_path: Path) ->
     assert records[0]["row"]["config_sha256"] == hashlib.sha256(config).hexdigest()
     report = verify_bundle(bundle, load_anchors(site.anchors))
     assert report.ok, report.lines()
-    assert f"profile dovre {hashlib.sha256(profile).hexdigest()[:12]} and configuration" in report.config
+    assert report.config.startswith(
+        f"profile dovre {hashlib.sha256(profile).hexdigest()[:12]} and configuration"
+    )
+    assert report.config.endswith(" (anchored)")
 
     louder = rewrite(
         bundle,
