@@ -601,7 +601,7 @@ def test_a_forged_segment_ending_before_the_next_town_anchor_is_not_anchored(
 # --------------------------------------------------------------------------- what the manifest may say
 
 
-def repack(src: Path, dst: Path, change: Callable[[dict[str, bytes]], None]) -> Path:
+def repack(src: Path, dst: Path, change: Callable[[dict[str, bytes]], object]) -> Path:
     """Copy a bundle with its members changed, and list every member in the manifest with its hash."""
     with zipfile.ZipFile(src) as zin:
         members = {name: zin.read(name) for name in zin.namelist()}
