@@ -2394,6 +2394,11 @@ class _Verifier:
         created = _parse_us(str(self.m.get("created_utc", "")))
         if created is None:
             return
+        if created < self.scope.to_us:
+            r.notes.append(
+                f"the manifest says the bundle was made at {self.utc(created)}, before its window ended:"
+                " records of the window chained later cannot be in it"
+            )
         known = [(a.seq, _parse_us(a.ts)) for a in self.town]
         had = [(seq, ts) for seq, ts in known if ts is not None and ts <= created]  # the exporter had these
         after_window = [seq for seq, ts in had if ts >= self.scope.to_us]

@@ -596,6 +596,7 @@ def test_a_forged_segment_ending_before_the_next_town_anchor_is_not_anchored(
         " anchored: internal consistency only"
     )
     assert f"the town holds a later head (seq {anchors[1]['seq']})" in report.lines()[1]
+    assert any("before its window ended" in note for note in report.notes)
 
 
 # --------------------------------------------------------------------------- what the manifest may say
