@@ -811,24 +811,22 @@ def test_cli_exit_codes(site: Site, tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_a_bundle_unzipped_and_zipped_again_still_verifies(site: Site, tmp_path: Path) -> None:
-    import subprocess
+    import shutil
 
     bundle = export(site, tmp_path / "b.zip", plots=True)
     folder = tmp_path / "unpacked"
     folder.mkdir()
     with zipfile.ZipFile(bundle) as zf:
         zf.extractall(folder)
-    again = tmp_path / "again.zip"
-    # zip -r stores each folder as an entry of its own (data/, records/, plots/sound/n1/, ...)
-    subprocess.run(["zip", "-qr", str(again), "."], cwd=folder, check=True)
+    # Like `zip -r`, shutil stores each folder as an entry of its own (data/, records/, ...).
+    again = Path(shutil.make_archive(str(tmp_path / "again"), "zip", folder))
     with zipfile.ZipFile(again) as zf:
-        assert "data/" in zf.namelist()
+        assert "data/" in zf.namelist() and "plots/sound/n1/" in zf.namelist()
     report = verify_bundle(again, load_anchors(site.anchors))
     assert report.ok and report.anchored, report.lines()
     # A file added on the way is still refused.
     (folder / "data" / "extra.csv").write_text("x\n")
-    extra = tmp_path / "extra.zip"
-    subprocess.run(["zip", "-qr", str(extra), "."], cwd=folder, check=True)
+    extra = Path(shutil.make_archive(str(tmp_path / "extra"), "zip", folder))
     assert first_problem(extra) == "file not in the manifest: data/extra.csv"
 
 
