@@ -17,10 +17,13 @@
 
 Verification rebuilds every exported row's canonical record with the store's own
 functions (``monitor.store.RECORDS``), hashes it and matches it to the chain entry
-the row names (``chain_seq``), walking the chain once in order. The manifest could
-be rewritten end to end by whoever holds the store: only heads held by the town
-(``--anchors``) tell such a rewrite apart from the original, so the report always
-says whether the chain was anchored.
+the row names (``chain_seq``), walking the chain once in order. The manifest is
+checked, not trusted: the files a bundle may hold are fixed by the format and the
+rows, config.toml and the profile by the chain's config record. The chain itself
+could be rewritten end to end by whoever holds the store: only heads held by the
+town (``--anchors``) tell such a rewrite apart from the original, and a head proves
+the entries up to it and nothing after it, so the report's first line says how far
+the town's heads reach (``Report.verdict``).
 
 Everything streams: rows go from SQLite cursors into the zip members and are
 hashed on the way, and verification reads them back the same way, so a month of
@@ -36,7 +39,9 @@ import importlib.metadata
 import io
 import json
 import os
+import re
 import sqlite3
+import tomllib
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -52,7 +57,17 @@ from zoneinfo import ZoneInfo
 from monitor.config import Config, InfluxConfig, SiteConfig
 from monitor.errors import MinewatchError
 from monitor.schema import MEASUREMENTS
-from monitor.store import GENESIS, KEYED, RECORDS, SCHEMA_VERSION, SOUND_FIELDS, digest_of, next_head
+from monitor.store import (
+    GENESIS,
+    KEYED,
+    RECORDS,
+    SCHEMA_VERSION,
+    SOUND_FIELDS,
+    config_from_key,
+    config_record,
+    digest_of,
+    next_head,
+)
 
 __all__ = [
     "FORMAT",
@@ -62,13 +77,18 @@ __all__ = [
     "Problem",
     "Report",
     "TimeFormat",
+    "evidence_texts",
     "export_bundle",
     "load_anchors",
     "parse_when",
     "verify_bundle",
 ]
 
-FORMAT = "minewatch-evidence/1"
+# Format 2: the file set is closed (fixed by the format and the rows, not by the manifest),
+# the profile and configuration are bound by a chained config record, and the segment ends
+# at an anchor when the store has one. Format 1 bundles still verify (see verify_bundle).
+FORMAT = "minewatch-evidence/2"
+FORMAT_1 = "minewatch-evidence/1"
 MANIFEST = "manifest.json"
 CHAIN_FILE = "chain.csv"
 ANCHORS_FILE = "anchors.json"
@@ -507,6 +527,53 @@ def profile_text(site: SiteConfig) -> tuple[str, str]:
     ).read_text(encoding="utf-8")
 
 
+# The keys monitor/config.py reads with ``secret(...)``: their values never leave the machine.
+SECRET_KEYS = ("password", "token", "signing_key", "secret", "smtp_password")
+SECRET_MARK = "(secret: left out of the evidence)"
+_SECRET_LINE = re.compile(
+    r"^(\s*(?:" + "|".join(SECRET_KEYS) + r""")\s*=\s*)(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*')""", re.MULTILINE
+)
+
+
+def _secret_values(data: Any) -> Iterator[str]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in SECRET_KEYS and isinstance(value, str) and value and value != SECRET_MARK:
+                yield value
+            else:
+                yield from _secret_values(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from _secret_values(item)
+
+
+def redact_secrets(text: str) -> str:
+    """The configuration text with the value of every inline secret replaced by SECRET_MARK.
+
+    References (``password_env``, ``password_file``) stay: they name a secret, not hold it.
+    """
+    out = _SECRET_LINE.sub(lambda m: m.group(1) + json.dumps(SECRET_MARK), text)
+    try:
+        left = list(_secret_values(tomllib.loads(out)))
+    except tomllib.TOMLDecodeError:
+        left = []
+    for value in left:  # written some other way (an inline table, a multi-line string)
+        for literal in (json.dumps(value), f"'{value}'", f"'''{value}'''", '"""' + value + '"""'):
+            out = out.replace(literal, json.dumps(SECRET_MARK))
+    return out
+
+
+def evidence_texts(config: Config, site: SiteConfig) -> tuple[str, str, str]:
+    """(profile name, profile text, configuration text without secrets): what a config record binds."""
+    _, text = profile_text(site)
+    return site.profile, text, redact_secrets(config.raw_text)
+
+
+def _profile_file(profile: str) -> str:
+    """The bundle's file for a profile given by name (``dovre``) or by path (``/etc/x.toml``)."""
+    return f"profile/{Path(profile).name if profile.endswith('.toml') else profile + '.toml'}"
+
+
 def _noise_limits(site: SiteConfig) -> dict[str, list[tuple[str, float]]]:
     """sensor -> [(label, dB)] of the noise standards that judge it, for the plots' limit lines."""
     from rules.profile import load_profile
@@ -535,8 +602,13 @@ def export_bundle(
     sensors: Sequence[str] = (),
     plots: bool = True,
     now: datetime | None = None,
+    overwrite: bool = True,
 ) -> ExportSummary:
-    """Write the evidence bundle for ``site_id`` over [start, end) to ``out`` (a zip file)."""
+    """Write the evidence bundle for ``site_id`` over [start, end) to ``out`` (a zip file).
+
+    With ``overwrite`` false an existing ``out`` is left alone (EvidenceError), checked
+    again at the very end so that a file created meanwhile is not replaced either.
+    """
     site = config.site(site_id)
     if site is None:
         known = ", ".join(s.id for s in config.sites)
@@ -552,6 +624,10 @@ def export_bundle(
             f"the window is empty: --from {start.isoformat()} is not before --to {end.isoformat()}"
         )
     out = Path(out)
+    if out.is_dir():
+        raise EvidenceError(f"{str(out)!r} is a directory: give the path of the zip file to write")
+    if not overwrite and out.exists():
+        raise EvidenceError(f"{str(out)!r} exists; choose another name or use --force to overwrite it")
     partial = out.with_name(out.name + ".partial")
     zone = ZoneInfo(site.timezone)
     conn = _open_store(config.storage.path)
@@ -561,6 +637,13 @@ def export_bundle(
         pruned = conn.execute("SELECT value FROM meta WHERE key = 'pruned_before_us'").fetchone()
         pruned_us = int(pruned[0]) if pruned else 0
         from_us, to_us = _us(start), _us(end)
+        # Pruning sets its cut-off whether or not there was anything to remove: the part of the
+        # window before the site's first record was never in the store, not pruned from it.
+        began = conn.execute(
+            "SELECT recorded_us FROM chain WHERE site = ? AND seq = 1", (site.id,)
+        ).fetchone()
+        if began is None or began[0] >= min(pruned_us, to_us):
+            pruned_us = 0
         scope = _Scope(
             site.id,
             from_us,
@@ -568,16 +651,39 @@ def export_bundle(
             max(from_us, min(pruned_us, to_us)),
             tuple(dict.fromkeys(sensors)) if sensors else None,
         )
-        with zipfile.ZipFile(
-            partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True
-        ) as zf:
+        try:
+            zf = zipfile.ZipFile(
+                partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True
+            )
+        except OSError as exc:
+            raise EvidenceError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+        with zf:
             summary = _Exporter(conn, zf, config, site, scope, zone, now or datetime.now(UTC)).run(plots)
-        os.replace(partial, out)
+        _publish(partial, out, overwrite)
     finally:
         conn.close()
         partial.unlink(missing_ok=True)
     summary.path = out
     return summary
+
+
+def _publish(partial: Path, out: Path, overwrite: bool) -> None:
+    """Move the finished bundle into place; without ``overwrite`` never over an existing file."""
+    if overwrite:
+        os.replace(partial, out)
+        return
+    try:
+        os.link(partial, out)  # fails if ``out`` exists, atomically
+    except FileExistsError:
+        raise EvidenceError(
+            f"{str(out)!r} exists; choose another name or use --force to overwrite it"
+        ) from None
+    except OSError:  # a file system without hard links
+        if out.exists():
+            raise EvidenceError(
+                f"{str(out)!r} exists; choose another name or use --force to overwrite it"
+            ) from None
+        os.replace(partial, out)
 
 
 class _Exporter:
@@ -679,11 +785,35 @@ class _Exporter:
             "SELECT MAX(seq) FROM anchors WHERE site = ? AND seq < ?", (site, lo)
         ).fetchone()[0]
         first = before + 1 if before is not None else lo
-        # ... and on to the first anchor published after the window that covers the last record.
+        # ... and to the record of the profile and configuration in force (the daemon restates
+        # it right after each anchor, so this is normally ``first`` itself),
+        config = self.conn.execute(
+            f"SELECT MAX(seq) FROM chain WHERE site = ? AND kind = 'config' AND {KEYED}"
+            " AND instr(key, '|') > 0 AND seq <= ?",
+            (site, first),
+        ).fetchone()[0]
+        if config is not None:
+            first = config
+        else:
+            self.warnings.append(
+                "the store holds no record of the profile and configuration in force before this"
+                " window (written by an earlier minewatch): the bundle cannot prove which profile applied"
+            )
+        # ... and on to the first anchor published after the window that covers the last record,
+        # or failing that any later anchor: a tail after the last anchor is proven by nothing.
         after = self.conn.execute(
             "SELECT MIN(seq) FROM anchors WHERE site = ? AND seq >= ? AND published_us >= ?",
             (site, hi, self.scope.to_us),
         ).fetchone()[0]
+        if after is None:
+            after = self.conn.execute(
+                "SELECT MIN(seq) FROM anchors WHERE site = ? AND seq >= ?", (site, hi)
+            ).fetchone()[0]
+        if after is None:
+            self.warnings.append(
+                f"no anchor has been published since the window's last record (seq {hi}): records"
+                " after the last anchor are not yet anchored; export again after the next anchor"
+            )
         last = after if after is not None else hi
         row = self.conn.execute(
             "SELECT head FROM chain WHERE site = ? AND seq = ?", (site, first - 1)
@@ -695,6 +825,7 @@ class _Exporter:
 
     def run(self, plots: bool) -> ExportSummary:
         first, last, prev_head, anchored_to = self._segment()
+        self.plots = plots
         self.args.update(lo=first, hi=last)
         self._sound(first, last)
         for kind in READING_EXTRAS:
@@ -710,9 +841,16 @@ class _Exporter:
                 )
         anchors = self._anchors(first, last)
         influx = self._influx() if self.scope.chained_from_us > self.scope.from_us else None
+        if last < first and not any(self.influx_rows.values()):
+            s = self.scope
+            sensors = f" (sensors {', '.join(s.sensors)})" if s.sensors is not None else ""
+            self.warnings.append(
+                f"no records of site {s.site}{sensors} in the window {self.utc(s.from_us)} to"
+                f" {self.utc(s.to_us)}: the bundle is empty"
+            )
         if plots:
             self._plots()
-        self._static()
+        self._static(configs)
         manifest = self._manifest(first, last, prev_head, last_head, anchored_to, anchors, influx)
         self.zf.writestr(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
         return ExportSummary(
@@ -911,10 +1049,17 @@ class _Exporter:
 
     def _configs(self, configs: list[tuple[int, str]]) -> int:
         elements = []
-        for seq, key in configs:
-            chained = RECORDS["config"]({"sha256": key})
+        for seq, key in configs:  # a config record is its key (it has no table of its own)
+            chained = config_record(config_from_key(key))
             chained.pop("t")
-            elements.append({"chain_seq": seq, "key": key, "row": chained, "derived": {}})
+            elements.append(
+                {
+                    "chain_seq": seq,
+                    "key": key,
+                    "row": chained,
+                    "derived": _derived(chained, self.utc, self.local),
+                }
+            )
         return self._json_member(RECORD_FILES["config"], elements)
 
     def _anchors(self, first: int, last: int) -> list[dict[str, Any]]:
@@ -1077,13 +1222,33 @@ class _Exporter:
 
     # ------------------------------------------------------------------ the rest
 
-    def _static(self) -> None:
+    def _static(self, configs: list[tuple[int, str]]) -> None:
+        """config.toml and the profile: the files of the segment's first config record."""
+        profile, profile_text_, config_text = evidence_texts(self.config, self.site)
+        self.config_seq: int | None = None
+        for seq, key in configs:
+            record = config_from_key(key)
+            if "profile_sha256" not in record:
+                continue
+            kept = [
+                self.conn.execute("SELECT value FROM meta WHERE key = ?", (f"text:{record[k]}",)).fetchone()
+                for k in ("profile_sha256", "config_sha256")
+            ]
+            if kept[0] is None or kept[1] is None:
+                self.warnings.append(
+                    f"the store does not keep the texts of the configuration chained at seq {seq}:"
+                    " the bundle holds the current ones"
+                )
+            else:
+                profile, profile_text_, config_text = record["profile"], kept[0][0], kept[1][0]
+            self.config_seq = seq
+            break
+        self.profile = profile
         member = _Member(self.zf, "config.toml", self.files)
-        member.write(self.config.raw_text.encode("utf-8"))
+        member.write(config_text.encode("utf-8"))
         member.close()
-        name, text = profile_text(self.site)
-        member = _Member(self.zf, f"profile/{name}", self.files)
-        member.write(text.encode("utf-8"))
+        member = _Member(self.zf, _profile_file(profile), self.files)
+        member.write(profile_text_.encode("utf-8"))
         member.close()
         member = _Member(self.zf, "README.txt", self.files)
         member.write(_README.encode("utf-8"))
@@ -1100,7 +1265,7 @@ class _Exporter:
         influx: dict[str, Any] | None,
     ) -> dict[str, Any]:
         s = self.scope
-        config_sha = hashlib.sha256(self.config.raw_text.encode("utf-8")).hexdigest()
+        sha = {f["name"]: f["sha256"] for f in self.files}
         return {
             "format": FORMAT,
             "software": {"name": "minewatch", "version": _version()},
@@ -1140,12 +1305,21 @@ class _Exporter:
             },
             "anchors": anchors,
             "pruned_locally": influx,
-            "config": {"file": "config.toml", "sha256": config_sha, "source": self.config.source},
-            "profile": {
-                "name": self.site.profile,
-                "file": f"profile/{profile_text(self.site)[0]}",
-                "agreement": dict(self.site.agreement),
+            "config": {
+                "file": "config.toml",
+                "sha256": sha["config.toml"],
+                "source": self.config.source,
+                "secrets": "values left out",
+                "chain_seq": self.config_seq,
             },
+            "profile": {
+                "name": self.profile,
+                "file": _profile_file(self.profile),
+                "sha256": sha[_profile_file(self.profile)],
+                "agreement": dict(self.site.agreement),
+                "chain_seq": self.config_seq,
+            },
+            "plots": self.plots,
             "rows": dict(self.rows),
             "warnings": list(self.warnings),
             "files": list(self.files),
@@ -1317,6 +1491,42 @@ The monitor publishes chain heads (anchors) to the town as it runs.
 
 Check it with:   minewatch verify bundle.zip --anchors town-anchors.json
 
+manifest.json    the window, the chain segment's ends, the anchors within it,
+                 the SHA-256 of every file (the set of files is fixed by the
+                 format and the rows: verify refuses any other)
+data/*.csv       per-second sound levels and light/weather/... readings,
+                 in chain order; time_utc and time_local (site time, with offset)
+records/*.json   events, findings (every revision), alerts, sensor health,
+                 calibration checks, rejected messages, notices, and the
+                 config records: the profile and configuration in force
+chain.csv        the chain segment the rows are checked against
+anchors.json     every chain head the monitor published for the site
+plots/           one PNG per sensor and local day (drawings of the rows)
+config.toml      the configuration (secret values left out) and profile/ the
+                 ordinance profile named by the chain's config record
+data/*_influxdb.csv  (if present) rows read from InfluxDB because the store had
+                 pruned them: they are NOT covered by the chain
+
+Without anchors held by the town, verification shows only that the bundle is
+consistent with itself: whoever controls the store could rebuild a consistent
+bundle. With them, rows up to the last head the town holds are proven; rows
+chained after it are not yet anchored. See docs/EVIDENCE.md in the minewatch
+sources.
+"""
+
+
+# The README of format 1 bundles, word for word (verify compares it).
+_README_1 = """\
+minewatch evidence bundle
+=========================
+
+This zip is a window of a mine's monitoring record, exported from the monitor's
+own store. Every record the monitor stores is chained: its canonical JSON is
+hashed (digest) and each chain entry's head is SHA-256(previous head + digest).
+The monitor publishes chain heads (anchors) to the town as it runs.
+
+Check it with:   minewatch verify bundle.zip --anchors town-anchors.json
+
 manifest.json    what the bundle holds, the SHA-256 of every file, the window,
                  the chain segment's ends and the anchors within it
 data/*.csv       per-second sound levels and light/weather/... readings,
@@ -1341,13 +1551,13 @@ bundle. See docs/EVIDENCE.md in the minewatch sources.
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One finding of verification. ``category``: file, row, order, chain, anchor or bundle."""
+    """One finding of verification. ``category``: bundle, file, row, order, config, chain or anchor."""
 
     category: str
     message: str
 
 
-_RANK = {"bundle": 0, "file": 1, "row": 2, "order": 2, "chain": 3, "anchor": 4}
+_RANK = {"bundle": 0, "file": 1, "row": 2, "order": 2, "config": 2, "chain": 3, "anchor": 4}
 
 
 @dataclass(slots=True)
@@ -1355,6 +1565,7 @@ class Report:
     bundle: str
     problems: list[Problem] = field(default_factory=list)
     more_problems: int = 0  # beyond those listed
+    format: str = ""
     files_checked: int = 0
     rows_checked: dict[str, int] = field(default_factory=dict)
     chain_links: int = 0
@@ -1364,10 +1575,19 @@ class Report:
         default_factory=dict
     )  # chain entries with no row in the bundle, by reason
     bundle_anchors: int = 0
-    town_anchors_matched: list[int] = field(default_factory=list)
-    town_anchors_outside: list[int] = field(default_factory=list)
+    town_anchors_matched: list[int] = field(default_factory=list)  # seqs, from first_seq - 1 to last_seq
+    town_anchors_outside: list[int] = field(default_factory=list)  # seqs the segment does not reach
     town_anchors_given: bool = False
+    # The highest seq of the segment whose head the town holds: entries up to it are proven.
+    anchored_to: int | None = None
+    unanchored_rows: int = 0  # rows of the bundle chained after anchored_to
+    later_town_anchor: int | None = None  # the first town-held head beyond the segment's end
+    # When the town received the head the segment ends at, if that was before the window's end:
+    # records of the window chained after it are beyond what the bundle shows.
+    ends_before_window_end: str = ""
+    ends_at_bundle_anchor: bool = False
     outside_chain_rows: dict[str, int] = field(default_factory=dict)
+    config: str = ""  # the profile and configuration the chain binds, said in one line
     scope: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -1376,8 +1596,23 @@ class Report:
         return not self.problems
 
     @property
+    def empty(self) -> bool:
+        """No chain entry, no row: the bundle says there was nothing in its window."""
+        return (
+            self.chain_links == 0
+            and not any(self.rows_checked.values())
+            and not any(self.outside_chain_rows.values())
+        )
+
+    @property
     def anchored(self) -> bool:
-        return bool(self.town_anchors_matched)
+        """Every entry of the segment leads to a head the town holds (and nothing failed)."""
+        return (
+            self.ok
+            and self.chain_links > 0
+            and self.anchored_to == self.last_seq
+            and not self.ends_before_window_end
+        )
 
     @property
     def first_problem(self) -> Problem | None:
@@ -1391,16 +1626,74 @@ class Report:
         else:
             self.more_problems += 1
 
-    def lines(self) -> list[str]:
-        out: list[str] = []
+    def verdict(self) -> str:
+        """The first line: what the check proves, and no more."""
         first = self.first_problem
-        if first is None:
-            out.append(f"{self.bundle}: OK")
-        else:
-            out.append(f"{self.bundle}: FAILED: {first.message}")
+        if first is not None:
+            return f"{self.bundle}: FAILED: {first.message}"
+        if self.empty:
+            return (
+                f"{self.bundle}: EMPTY: the bundle holds no records (no row, no chain entry)"
+                " for its window and sensors; there is nothing to prove"
+            )
+        if not self.town_anchors_given:
+            return (
+                f"{self.bundle}: internal consistency only: no problem found, but without the heads the"
+                " town holds (--anchors) nothing shows that this bundle was not rebuilt from an altered store"
+            )
+        start, end = self.first_seq, self.last_seq
+        if self.anchored:
+            return (
+                f"{self.bundle}: OK, anchored: every entry of the segment (seq {start} to {end}) leads to"
+                f" the head the town holds for seq {end}"
+            )
+        if self.anchored_to == end:
+            return (
+                f"{self.bundle}: OK up to seq {end}, anchored by the head the town received at"
+                f" {self.ends_before_window_end}, before the window ended: records of the window chained"
+                f" after seq {end} are not in this bundle, so they are not anchored either"
+            )
+        if self.anchored_to is not None:
+            return (
+                f"{self.bundle}: OK up to seq {self.anchored_to}, anchored by the head the town holds there;"
+                f" rows after seq {self.anchored_to} are not yet anchored (seq {self.anchored_to + 1} to"
+                f" {end}, {self.unanchored_rows} row(s): internal consistency only)"
+            )
+        return (
+            f"{self.bundle}: NOT ANCHORED: the town holds no head at or after any entry of the segment"
+            f" (seq {start} to {end}); rows after seq {start - 1} are not yet anchored:"
+            " internal consistency only"
+        )
+
+    def lines(self) -> list[str]:
+        out = [self.verdict()]
+        first = self.first_problem
+        if first is not None and first.category == "bundle":
+            return out  # nothing was checked: no statistics
+        if self.town_anchors_given and not self.anchored and self.ok and not self.empty:
+            if self.later_town_anchor is not None:
+                out.append(
+                    f"  the town holds a later head (seq {self.later_town_anchor}) than this segment reaches:"
+                    " export the window again so that the segment ends there and the tail is proven"
+                )
+            else:
+                out.append(
+                    f"  no head the town holds lies beyond seq {self.anchored_to or self.first_seq - 1}:"
+                    " nothing proves the rest yet; export again after the next anchor is published"
+                )
+            if self.ends_at_bundle_anchor:
+                out.append(
+                    f"  the segment ends at seq {self.last_seq}, a head the daemon recorded as published,"
+                    " which the town's anchors do not include"
+                )
+        if self.format and self.format != FORMAT:
+            out.append(f"  format: {self.format} (earlier); {_OLD_FORMAT_GUARANTEES}")
         if self.scope:
             out.append(f"  scope: {self.scope}")
-        out.append(f"  files: {self.files_checked} checked against their SHA-256 in the manifest")
+        out.append(
+            f"  files: {self.files_checked} checked against their SHA-256 in the manifest; the file set is"
+            " the one the format and the rows call for"
+        )
         rows = ", ".join(f"{n} in {name}" for name, n in self.rows_checked.items() if n) or "none"
         out.append(
             f"  rows: {sum(self.rows_checked.values())} rebuilt, hashed and matched to their chain entries"
@@ -1412,22 +1705,19 @@ class Report:
             )
         else:
             out.append("  chain: empty segment (nothing in the window is chained)")
+        if self.config:
+            out.append(f"  profile and configuration: {self.config}")
         if self.links_only:
             detail = ", ".join(f"{n} {reason}" for reason, n in sorted(self.links_only.items()))
             out.append(f"  chain entries without rows here (links only): {detail}")
         out.append(f"  bundle anchors: {self.bundle_anchors} checked against the chain")
-        if self.anchored:
+        if self.town_anchors_matched:
             seqs = ", ".join(str(s) for s in self.town_anchors_matched)
             out.append(
-                f"  chain anchored by {len(self.town_anchors_matched)} town-held anchor(s) (seq {seqs})"
+                f"  town-held anchors matching the chain: {len(self.town_anchors_matched)} (seq {seqs})"
             )
         elif self.town_anchors_given:
-            out.append("  no town-held anchor falls inside the segment: internal consistency only")
-        else:
-            out.append(
-                "  no external anchor given: internal consistency only (whoever holds the store could have"
-                " rebuilt this bundle consistently; give --anchors with the heads the town received)"
-            )
+            out.append("  no town-held anchor falls inside the segment")
         if self.town_anchors_outside:
             out.append(
                 "  town-held anchors outside the segment, not checkable here:"
@@ -1446,6 +1736,13 @@ class Report:
             if hidden > 0:
                 out.append(f"    ... and {hidden} more")
         return out
+
+
+_OLD_FORMAT_GUARANTEES = (
+    "its rows, chain and anchors are checked as for the current format and its files must be those the"
+    " format calls for, but its profile and configuration files are bound by nothing but the manifest"
+    " (format 1 did not chain them)"
+)
 
 
 class _HashingReader(io.RawIOBase):
@@ -1632,14 +1929,19 @@ def verify_bundle(path: str | Path, anchors: Sequence[Anchor] | None = None) -> 
     with zf:
         try:
             manifest = json.loads(zf.read(MANIFEST))
-            if manifest.get("format") != FORMAT:
-                raise ValueError(f"format {manifest.get('format')!r}, this verifier reads {FORMAT!r}")
+            if not isinstance(manifest, dict) or manifest.get("format") not in (FORMAT, FORMAT_1):
+                found = manifest.get("format") if isinstance(manifest, dict) else None
+                raise ValueError(f"format {found!r}, this verifier reads {FORMAT!r} and {FORMAT_1!r}")
+            report.format = str(manifest["format"])
             _Verifier(zf, manifest, report, anchors).run()
         except KeyError as exc:
-            report.add("bundle", f"not an evidence bundle: {exc}")
+            report.add("bundle", f"not an evidence bundle: {exc} is missing")
         except (ValueError, TypeError, zipfile.BadZipFile, EOFError, OSError) as exc:
             report.add("bundle", f"unreadable bundle: {exc}")
     return report
+
+
+_PLOT = re.compile(r"plots/(sound|light)/([^/]+)/(\d{4}-\d{2}-\d{2})\.png")
 
 
 class _Verifier:
@@ -1653,7 +1955,7 @@ class _Verifier:
         self.zf = zf
         self.m = manifest
         self.report = report
-        self.town = list(anchors or ())
+        self.town = [a for a in anchors or () if a.site == str(manifest["site"]["id"])]
         self.site = str(manifest["site"]["id"])
         self.zone = ZoneInfo(manifest["site"]["timezone"])
         self.utc = TimeFormat(UTC)
@@ -1670,6 +1972,10 @@ class _Verifier:
         )
         self.hashes = {f["name"]: f["sha256"] for f in manifest["files"]}
         self._last_ts, self._last_times = -1, ("", "")
+        self.days: set[tuple[str, str, str]] = set()  # (plot measurement, sensor, local day) with rows
+        self.configs: list[tuple[int, dict[str, Any]]] = []  # config records of the segment
+        self.files: dict[str, _RowFile] = {}
+        self.rows_at_anchor = 0
 
     def run(self) -> None:
         r = self.report
@@ -1681,7 +1987,8 @@ class _Verifier:
         )
         if s.chained_from_us > s.from_us:
             r.scope += f"; chained rows from {self.utc(s.chained_from_us)} (pruned locally before)"
-        names = set(self.zf.namelist())
+        # Directory entries (a bundle unzipped and zipped again has them) carry no content.
+        names = {n for n in self.zf.namelist() if not (n.endswith("/") and self.zf.getinfo(n).file_size == 0)}
         for name in self.hashes:
             if name not in names:
                 r.add("file", f"file missing: {name} is listed in the manifest but not in the bundle")
@@ -1694,16 +2001,18 @@ class _Verifier:
             for name, source in opened.items():
                 self._check_hash(name, source.sha256())
         for name in sorted(set(self.hashes) & names - set(opened)):
+            sha = hashlib.sha256()
             with self.zf.open(name) as f:
-                sha = hashlib.sha256()
                 while chunk := f.read(1 << 20):
                     sha.update(chunk)
             self._check_hash(name, sha.hexdigest())
             if name.endswith("_influxdb.csv"):
-                with self.zf.open(name) as f:
-                    r.outside_chain_rows[name] = max(0, sum(1 for _ in f) - 1)
+                r.outside_chain_rows[name] = self._influx_days(name)
         r.files_checked = len(set(self.hashes) & names)
-        self._config_note()
+        self._check_config(names)
+        self._check_file_set(names)
+
+    # ------------------------------------------------------------------ files
 
     def _check_hash(self, name: str, actual: str) -> None:
         expected = self.hashes.get(name)
@@ -1715,6 +2024,146 @@ class _Verifier:
             return None
         opened[name] = _Hashed(self.zf, name)
         return opened[name]
+
+    def _influx_days(self, name: str) -> int:
+        """Rows of a file read from InfluxDB; their sensors and days may have plots."""
+        measurement = name.removeprefix("data/").removesuffix("_influxdb.csv")
+        rows = 0
+        with self.zf.open(name) as f:
+            reader = csv.reader(io.TextIOWrapper(f, encoding="utf-8", newline=""))
+            header = next(reader, [])
+            try:
+                sensor_at, local_at = header.index("sensor"), header.index("time_local")
+            except ValueError:
+                return 0
+            for cells in reader:
+                rows += 1
+                if len(cells) > max(sensor_at, local_at):
+                    self.days.add((measurement, cells[sensor_at], cells[local_at][:10]))
+        return rows
+
+    def _check_file_set(self, names: set[str]) -> None:
+        """The format fixes which files a bundle holds; the manifest cannot add or drop one.
+
+        Every file is either required (the rows, records, chain, anchors, configuration,
+        profile, README), a plot of a sensor and day the rows cover, or (for a window
+        pruned locally) a file read from InfluxDB. Anything else is refused, listed in
+        the manifest or not.
+        """
+        r = self.report
+        required = {
+            MANIFEST,
+            CHAIN_FILE,
+            ANCHORS_FILE,
+            "config.toml",
+            "README.txt",
+            SOUND_FILE,
+            *(reading_file(kind) for kind in READING_EXTRAS),
+            *RECORD_FILES.values(),
+            self.profile_file,
+        }
+        for name in sorted(required - names):
+            r.add("file", f"file missing: {name} is part of every evidence bundle")
+        influx = {f"data/{m}_influxdb.csv" for m in set(INFLUX_MEASUREMENT.values())}
+        pruned = self.scope.chained_from_us > self.scope.from_us
+        for name in sorted(names - required):
+            plot = _PLOT.fullmatch(name)
+            if plot is not None and (plot[1], plot[2], plot[3]) in self.days:
+                continue
+            if pruned and name in influx:
+                continue
+            why = (
+                "a plot of a sensor and day with no rows in the bundle"
+                if plot is not None
+                else "not a file of the evidence format"
+            )
+            r.add("file", f"file not part of the bundle: {name} ({why})")
+        if "README.txt" in names:
+            text = _README if self.report.format == FORMAT else _README_1
+            if self.zf.read("README.txt") != text.encode("utf-8"):
+                r.add("file", "file changed: README.txt is not the text every bundle of its format holds")
+
+    # ------------------------------------------------------------------ configuration
+
+    @property
+    def profile_file(self) -> str:
+        for _, record in self.configs:
+            if "profile_sha256" in record:
+                return _profile_file(str(record["profile"]))
+        return str(self.m["profile"]["file"])
+
+    def _check_config(self, names: set[str]) -> None:
+        """The bundle's profile and configuration against the segment's config records."""
+        r = self.report
+        current = [(seq, rec) for seq, rec in self.configs if "profile_sha256" in rec]
+        if not current:
+            self._config_format_1(names)
+            if r.format == FORMAT and r.chain_links:
+                r.add(
+                    "config",
+                    "no configuration record in the segment: the profile and configuration the"
+                    " findings were judged under cannot be checked",
+                )
+            return
+        seq, record = current[0]
+        profile_file = _profile_file(str(record["profile"]))
+        stated = {
+            "config.toml": str(record["config_sha256"]),
+            profile_file: str(record["profile_sha256"]),
+        }
+        for name, digest in stated.items():
+            if name not in names:
+                continue  # reported as missing
+            if hashlib.sha256(self.zf.read(name)).hexdigest() != digest:
+                what = "profile" if name == profile_file else "configuration"
+                r.add(
+                    "config",
+                    f"{what} changed: {name} is not the {what} chained at seq {seq}"
+                    f" (SHA-256 {digest[:12]}...): the findings were judged under that one",
+                )
+        if self.m.get("profile", {}).get("name") != record["profile"]:
+            r.add(
+                "config",
+                f"the manifest names profile {self.m['profile'].get('name')!r},"
+                f" the chain's config record {record['profile']!r}",
+            )
+        since = self.utc(int(record["since_us"]))
+        r.config = (
+            f"profile {record['profile']} {str(record['profile_sha256'])[:12]} and configuration"
+            f" {str(record['config_sha256'])[:12]} (secrets left out), in force since {since},"
+            f" chained at seq {seq}: {profile_file} and config.toml are those files"
+        )
+        if r.town_anchors_given:
+            proven = r.anchored_to is not None and r.anchored_to >= seq
+            r.config += " (anchored)" if proven else " (not yet anchored: internal consistency only)"
+        for later_seq, later in current[1:]:
+            if (later["profile_sha256"], later["config_sha256"]) != (
+                record["profile_sha256"],
+                record["config_sha256"],
+            ):
+                r.notes.append(
+                    f"the profile or configuration changed at seq {later_seq} (profile"
+                    f" {later['profile']} {str(later['profile_sha256'])[:12]}, configuration"
+                    f" {str(later['config_sha256'])[:12]}); records after it were judged under that one,"
+                    " whose files are not in this bundle"
+                )
+                break
+
+    def _config_format_1(self, names: set[str]) -> None:
+        """Format 1 chained the configuration file's SHA-256 only (and no profile)."""
+        if "config.toml" not in names:
+            return
+        config_sha = hashlib.sha256(self.zf.read("config.toml")).hexdigest()
+        matches = [seq for seq, rec in self.configs if rec.get("sha256") == config_sha]
+        if matches:
+            self.report.notes.append(f"config.toml is the configuration chained at seq {matches[-1]}")
+        else:
+            self.report.notes.append(
+                "config.toml (the configuration at export time) was not chained inside the"
+                " segment; the one in force may have been chained earlier"
+            )
+
+    # ------------------------------------------------------------------ rows
 
     def _times(self, ts: int) -> tuple[str, str]:
         if ts != self._last_ts:  # rows of one second come together
@@ -1734,6 +2183,7 @@ class _Verifier:
         }
         for name, text in zip(SOUND_FIELDS, cells[7:-1], strict=True):
             row[name] = _opt_float(text)
+        self.days.add(("sound", cells[2], cells[5][:10]))
         return RECORDS["sound"](row), f"sensor {cells[2]} at {cells[4]}"
 
     def _reading_rebuild(self, kind: str) -> Callable[[list[str]], tuple[dict[str, Any], str]]:
@@ -1754,13 +2204,32 @@ class _Verifier:
                 "duration_s": float(cells[7]),
                 "data": data,
             }
+            if kind == "light":
+                self.days.add(("light", cells[2], cells[6][:10]))
             return RECORDS["reading"](row), f"{kind} {cells[2]} at {cells[5]}"
 
         return rebuild
 
+    def _bundle_anchors(self, names: set[str], first: int, last: int) -> list[tuple[int, str]]:
+        """The daemon's anchors inside the segment: anchors.json, which the manifest must repeat."""
+        listed = {(int(a["seq"]), str(a["head"])) for a in self.m.get("anchors", [])}
+        if ANCHORS_FILE not in names:
+            return sorted(listed)
+        try:
+            own = json.loads(self.zf.read(ANCHORS_FILE))
+            inside = {(int(a["seq"]), str(a["head"])) for a in own if first - 1 <= int(a["seq"]) <= last}
+        except (ValueError, TypeError, KeyError):
+            self.report.add("file", f"{ANCHORS_FILE} is not a list of anchors")
+            return sorted(listed)
+        if inside != listed:
+            self.report.add(
+                "anchor", f"the manifest's anchors are not those of {ANCHORS_FILE} inside the segment"
+            )
+        return sorted(inside | listed)
+
     def _walk(self, opened: dict[str, _Hashed], names: set[str]) -> None:
         r = self.report
-        files: dict[str, _RowFile] = {}
+        files = self.files
         source = self._open(opened, names, SOUND_FILE)
         if source is not None:
             files["sound"] = _RowFile(SOUND_FILE, _csv_rows(source, SOUND_COLUMNS, self._sound_rebuild, r), r)
@@ -1780,11 +2249,11 @@ class _Verifier:
         first, last = int(chain["first_seq"]), int(chain["last_seq"])
         r.first_seq, r.last_seq = first, last
         wanted: dict[int, list[tuple[str, str]]] = {}  # seq -> [(who, head)]
-        for a in self.m.get("anchors", []):
-            wanted.setdefault(int(a["seq"]), []).append(("bundle", str(a["head"])))
+        own = self._bundle_anchors(names, first, last)
+        for seq, head_ in own:
+            wanted.setdefault(seq, []).append(("bundle", head_))
+        r.ends_at_bundle_anchor = last >= first and any(seq == last for seq, _ in own)
         for a in self.town:
-            if a.site != self.site:
-                continue
             if first - 1 <= a.seq <= last and last >= first:
                 wanted.setdefault(a.seq, []).append(("town", a.head))
             else:
@@ -1800,7 +2269,6 @@ class _Verifier:
         if next(reader, None) != ["seq", "kind", "key", "digest", "head", "recorded_us"]:
             r.add("chain", f"{CHAIN_FILE}: unexpected columns")
         expected_seq = first
-        broken = 0
         for line, cells in enumerate(reader, start=2):
             try:
                 seq_text, kind, key, digest, stated, _ = cells
@@ -1816,12 +2284,11 @@ class _Verifier:
             expected_seq = seq + 1
             computed = next_head(head, digest)
             if computed != stated:
-                broken += 1
                 r.add("chain", f"chain broken at seq {seq}: its head is not SHA-256(previous head + digest)")
             head = stated  # go on from what the bundle states, so one break is reported once
             r.chain_links += 1
-            self._anchor_check(wanted, seq, computed)
             self._route(files, seq, kind, key, digest)
+            self._anchor_check(wanted, seq, computed)  # after the row: an anchor at seq covers it
         if expected_seq != last + 1:
             r.add("chain", f"chain segment ends at seq {expected_seq - 1}; the manifest says {last}")
         if last >= first and head != chain["last_head"]:
@@ -1829,11 +2296,12 @@ class _Verifier:
         for rows in files.values():
             rows.finish()
             r.rows_checked[rows.name] = rows.checked
+        r.unanchored_rows = sum(f.checked for f in files.values()) - self.rows_at_anchor
         for seq in sorted(s for s in wanted if not first - 1 <= s <= last):
             for who, _ in wanted[seq]:
                 if who == "bundle":
                     r.add("anchor", f"the manifest lists an anchor at seq {seq}, outside its own segment")
-        self._coverage(last)
+        self._coverage(first, last)
 
     def _anchor_check(self, wanted: Mapping[int, list[tuple[str, str]]], seq: int, head: str) -> None:
         for who, expected in wanted.get(seq, ()):
@@ -1847,6 +2315,9 @@ class _Verifier:
                     )
             elif expected.lower() == head:
                 self.report.town_anchors_matched.append(seq)
+                if seq >= self.report.first_seq:  # the head before the segment proves none of it
+                    self.report.anchored_to = seq
+                    self.rows_at_anchor = sum(f.checked for f in self.files.values())
             else:
                 self.report.add(
                     "anchor",
@@ -1879,6 +2350,8 @@ class _Verifier:
             target = files.get(f"reading:{reading[1]}")
             name = reading_file(reading[1])
         elif kind in RECORD_FILES:
+            if kind == "config":
+                self._config_entry(seq, key, digest)
             target = files.get(kind)
             name = RECORD_FILES[kind]
         else:
@@ -1891,46 +2364,74 @@ class _Verifier:
             return
         target.expect(seq, key, digest)
 
+    def _config_entry(self, seq: int, key: str, digest: str) -> None:
+        """A config record is its key: read it from there, once the digest vouches for it."""
+        try:
+            record = config_from_key(key)
+            matches = digest_of(config_record(record)) == digest
+        except (ValueError, KeyError):
+            matches = False
+        if not matches:
+            self.report.add("chain", f"chain entry seq {seq}: its key does not name its config record")
+            return
+        self.configs.append((seq, record))
+
     def _links_only(self, reason: str, seq: int) -> None:
         self.report.links_only[reason] = self.report.links_only.get(reason, 0) + 1
 
-    def _coverage(self, last: int) -> None:
-        """The segment must reach the first town-held anchor published after the window."""
-        later = []
-        for a in self.town:
-            if a.site != self.site or not a.ts:
-                continue
-            try:
-                published = _us(datetime.fromisoformat(a.ts.replace("Z", "+00:00")))
-            except ValueError:
-                continue
-            if published >= self.scope.to_us:
-                later.append(a.seq)
-        if later and last < min(later):
-            self.report.add(
+    def _coverage(self, first: int, last: int) -> None:
+        """How far the town's heads reach, and whether the segment stops short of one it should reach.
+
+        An honest export ends at the first anchor published after the window that covers
+        the window's last record, or failing that at any later anchor. A town-held head
+        beyond the end that was published before the bundle was made therefore means the
+        segment was cut short, unless it ends at the first anchor published after the
+        window, or at a recorded anchor the town's file happens not to hold.
+        """
+        r = self.report
+        if last < first:
+            return
+        beyond = sorted(a.seq for a in self.town if a.seq > last)
+        r.later_town_anchor = beyond[0] if beyond else None
+        if r.anchored_to == last:
+            end_ts = [_parse_us(a.ts) for a in self.town if a.seq == last]
+            end_us = min((t for t in end_ts if t is not None), default=None)
+            if end_us is not None and end_us < self.scope.to_us:
+                r.ends_before_window_end = self.utc(end_us)
+        created = _parse_us(str(self.m.get("created_utc", "")))
+        if created is None:
+            return
+        if created < self.scope.to_us:
+            r.notes.append(
+                f"the manifest says the bundle was made at {self.utc(created)}, before its window ended:"
+                " records of the window chained later cannot be in it"
+            )
+        known = [(a.seq, _parse_us(a.ts)) for a in self.town]
+        had = [(seq, ts) for seq, ts in known if ts is not None and ts <= created]  # the exporter had these
+        after_window = [seq for seq, ts in had if ts >= self.scope.to_us]
+        if after_window and last < min(after_window):
+            r.add(
                 "anchor",
                 f"segment cut short: it ends at seq {last}, before the first anchor the town"
-                f" received after the window (seq {min(later)}); records of the window"
+                f" received after the window (seq {min(after_window)}); records of the window"
                 " chained after that could be missing",
             )
+        elif r.anchored_to != last and not r.ends_at_bundle_anchor:
+            later = [seq for seq, _ in had if seq > last]
+            if later:
+                r.add(
+                    "anchor",
+                    f"segment cut short: it ends at seq {last}, which is no anchor, while the town had"
+                    f" received the head of seq {min(later)} before this bundle was made; an export"
+                    " then reaches that head, so rows after"
+                    f" seq {r.anchored_to if r.anchored_to is not None else first - 1} could be missing"
+                    " or altered",
+                )
 
-    def _config_note(self) -> None:
-        """Say whether the bundled configuration is one the chain recorded (records/config.json)."""
-        names = self.zf.namelist()
-        if "config.toml" not in names or RECORD_FILES["config"] not in names:
-            return
-        config_sha = hashlib.sha256(self.zf.read("config.toml")).hexdigest()
-        matches = []
-        for text in self.zf.read(RECORD_FILES["config"]).decode().splitlines():
-            text = text.strip().removesuffix(",")
-            if text not in ("[", "]", ""):
-                element = json.loads(text)
-                if element["row"]["sha256"] == config_sha:
-                    matches.append(element["chain_seq"])
-        if matches:
-            self.report.notes.append(f"config.toml is the configuration chained at seq {matches[-1]}")
-        else:
-            self.report.notes.append(
-                "config.toml (the configuration at export time) was not chained inside the"
-                " segment; the one in force may have been chained earlier"
-            )
+
+def _parse_us(text: str) -> int | None:
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return _us(parsed) if parsed.tzinfo is not None else None

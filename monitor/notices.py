@@ -631,6 +631,7 @@ class NoticeBook:
             "town": profile.authority,
             "profile": profile.name,
             "profile_title": profile.title,
+            "profile_version": self.store.profile_version(site.id),  # short SHA-256 of the chained profile
             "site": site.id,
             "site_name": site.name,
             "operator": site.operator,

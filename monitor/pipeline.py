@@ -42,6 +42,7 @@ from monitor.alerts import AlertBook
 from monitor.config import Config, SiteConfig
 from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
+from monitor.evidence import evidence_texts
 from monitor.influx import InfluxForwarder, line
 from monitor.ingest import Handoff, Inbound, MqttLink
 from monitor.linkstate import LinkRecorder, LoginRefused
@@ -238,8 +239,9 @@ class Pipeline:
         self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool, datetime]] = []
         # (site, sensor, field) -> [monotonic time of the last line, lines suppressed since]
         self._log_gate: dict[tuple[str, str, str], list[Any]] = {}
-        with store.batch():
-            store.append_config(self.sites, config.raw_text, now)
+        with store.batch():  # the profile and configuration every finding from now on is judged under
+            for site in config.owned_sites:
+                store.append_config_record(site.id, *evidence_texts(config, site), now)
 
     # ------------------------------------------------------------------ messages
 
@@ -1077,6 +1079,7 @@ class Pipeline:
             "INSERT OR IGNORE INTO anchors (site, seq, head, published_us) VALUES (?,?,?,?)",
             (site, seq, head, to_us(now)),
         )
+        self.store.restate_config(site, now)  # first entry after the anchor: every evidence segment holds it
         body = {"site": site, "seq": seq, "head": head, "ts": format_ts(now)}
         self._outgoing.append((output_topic(site, "anchors", self.prefix), _json(body), True))
         self.alerts.raise_(

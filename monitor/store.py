@@ -383,7 +383,39 @@ def conflict_key(sensor: str, kind: str, ts_us: int, second_digest: str) -> str:
 
 
 def config_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"t": "config", "sha256": row["sha256"]}
+    """The configuration a site was judged under.
+
+    Since evidence format 2: the profile's name and SHA-256, the SHA-256 of the
+    configuration with secret values left out, and since when (the daemon's start).
+    Stores written before hold ``{"sha256"}`` of the configuration file alone.
+    """
+    if "profile_sha256" not in row:
+        return {"t": "config", "sha256": row["sha256"]}
+    return {
+        "t": "config",
+        "profile": str(row["profile"]),
+        "profile_sha256": str(row["profile_sha256"]),
+        "config_sha256": str(row["config_sha256"]),
+        "since_us": int(row["since_us"]),
+    }
+
+
+def config_key(row: Mapping[str, Any]) -> str:
+    """Chain key of a config record: its whole content (the record has no table of its own)."""
+    return f"{row['config_sha256']}|{row['profile_sha256']}|{int(row['since_us'])}|{row['profile']}"
+
+
+def config_from_key(key: str) -> dict[str, Any]:
+    """The fields of a config record from its chain key (either shape)."""
+    parts = key.split("|", 3)
+    if len(parts) != 4:
+        return {"sha256": key}
+    return {
+        "config_sha256": parts[0],
+        "profile_sha256": parts[1],
+        "since_us": int(parts[2]),
+        "profile": parts[3],
+    }
 
 
 # chain kind -> its canonical record. A module that chains a kind of its own (notices)
@@ -1116,15 +1148,37 @@ class Store:
             )
         }
 
-    def append_config(self, sites: Iterable[str], text: str, now: datetime) -> None:
-        """Chain the configuration in force when it changes (evidence: what limits applied)."""
-        digest = hashlib.sha256(text.encode()).hexdigest()
-        if self.meta("config_sha256") == digest:
-            return
-        self.set_meta("config_sha256", digest)
-        self.set_meta("config_text", text)
-        for site in sites:
-            self.chain(site, "config", digest, config_record({"sha256": digest}), now)
+    def append_config_record(
+        self, site: str, profile: str, profile_text: str, config_text: str, now: datetime
+    ) -> None:
+        """Chain the profile and configuration (secrets left out) a site runs under, at start-up.
+
+        The texts are kept by digest in ``meta`` so an evidence export can include the
+        very files the record names; ``restate_config`` chains the record again after
+        every anchor, so each evidence segment (which starts just after one) holds it.
+        """
+        row = {
+            "profile": profile,
+            "profile_sha256": hashlib.sha256(profile_text.encode()).hexdigest(),
+            "config_sha256": hashlib.sha256(config_text.encode()).hexdigest(),
+            "since_us": to_us(now),
+        }
+        self.set_meta(f"text:{row['profile_sha256']}", profile_text)
+        self.set_meta(f"text:{row['config_sha256']}", config_text)
+        self.set_meta(f"config:{site}", json.dumps(row))
+        self.chain(site, "config", config_key(row), config_record(row), now)
+
+    def restate_config(self, site: str, now: datetime) -> None:
+        """Chain the site's current config record again (see append_config_record)."""
+        text = self.meta(f"config:{site}")
+        if text is not None:
+            row = json.loads(text)
+            self.chain(site, "config", config_key(row), config_record(row), now)
+
+    def profile_version(self, site: str) -> str:
+        """The short SHA-256 of the profile the site runs under ("" before any config record)."""
+        text = self.meta(f"config:{site}")
+        return str(json.loads(text)["profile_sha256"])[:12] if text else ""
 
     # ------------------------------------------------------------------ reads
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from monitor.config import load_config
@@ -31,13 +33,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="only this sensor's per-second data and plots (repeatable; default: all)",
     )
-    parser.add_argument("--out", required=True, metavar="bundle.zip", help="the zip file to write")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="bundle.zip",
+        help="the zip file to write (never replaced without --force)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace --out if it exists")
     parser.add_argument("--no-plots", action="store_true", help="leave out the PNG plots")
 
 
 def run(args: argparse.Namespace) -> int:
     from monitor.evidence import EvidenceError, export_bundle, parse_when
 
+    problem = _out_problem(Path(args.out), args.force)
+    if problem:
+        print(f"minewatch evidence: {problem}", file=sys.stderr)
+        return 2
     try:
         config = load_config(args.config)
     except ConfigError as exc:
@@ -64,12 +76,22 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         summary = export_bundle(
-            config, site.id, start, end, args.out, sensors=args.sensor, plots=not args.no_plots
+            config,
+            site.id,
+            start,
+            end,
+            args.out,
+            sensors=args.sensor,
+            plots=not args.no_plots,
+            overwrite=args.force,
         )
     except MinewatchError as exc:
         print(f"minewatch evidence: {exc}", file=sys.stderr)
         return 1
     rows = sum(n for name, n in summary.rows.items() if name.startswith(("data/", "records/")))
+    if not rows and not summary.chain_entries:
+        print(f"Wrote {summary.path}: EMPTY, no records of site {site.id} in that window")
+        return 0
     print(
         f"Wrote {summary.path}: {summary.files} files, {rows} rows, chain seq {summary.first_seq} to "
         f"{summary.last_seq} ({summary.chain_entries} entries),"
@@ -80,3 +102,17 @@ def run(args: argparse.Namespace) -> int:
     for warning in summary.warnings:
         print(f"  warning: {warning}")
     return 0
+
+
+def _out_problem(out: Path, force: bool) -> str:
+    """What stops the bundle from being written to ``out`` (a user's mistake), or ""."""
+    if out.is_dir():
+        return f"--out {out} is a directory: give the path of the zip file to write"
+    if out.exists() and not force:
+        return f"--out {out} exists: choose another name, or add --force to replace it"
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        return f"--out {out}: the folder {folder} does not exist; create it or choose another path"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"--out {out}: the folder {folder} is not writable; choose another path"
+    return ""
