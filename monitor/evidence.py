@@ -179,6 +179,8 @@ RECORD_FILES: dict[str, str] = {
     **{k: v.file for k, v in RECORD_KINDS.items()},
     "config": "records/config.json",
 }
+# Record files a format-1 bundle never held (conflicting resends were first journaled in format 2).
+_SINCE_FORMAT_2 = frozenset({RECORD_KINDS["conflict"].file})
 
 
 def record_builders() -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
@@ -2062,6 +2064,8 @@ class _Verifier:
             *RECORD_FILES.values(),
             self.profile_file,
         }
+        if self.report.format != FORMAT:
+            required -= _SINCE_FORMAT_2
         for name in sorted(required - names):
             r.add("file", f"file missing: {name} is part of every evidence bundle")
         influx = {f"data/{m}_influxdb.csv" for m in set(INFLUX_MEASUREMENT.values())}
