@@ -56,6 +56,25 @@ class SensorInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class AdjoiningOwner:
+    """An owner of adjoining property (Dovre section 2: a parcel within 1/2 mile of the mine
+    site's parcel with a residence existing at adoption), who must get blast notices (6.F).
+
+    A blast notice reaches this owner when one of its recipients equals ``id`` or ``name``
+    (case and spacing ignored).
+    """
+
+    id: str
+    name: str = ""
+    parcel: str = ""  # legal description or parcel number, for people
+
+    @property
+    def label(self) -> str:
+        parcel = f", parcel {self.parcel}" if self.parcel else ""
+        return f"{self.name or self.id} ({self.id}{parcel})" if self.name else f"{self.id}{parcel}"
+
+
+@dataclass(frozen=True, slots=True)
 class SiteContext:
     id: str
     name: str
@@ -65,6 +84,7 @@ class SiteContext:
     preexisting: bool = False  # section 1.4.C
     sensors: Mapping[str, SensorInfo] = field(default_factory=dict)
     flags: Mapping[str, Any] = field(default_factory=dict)  # site facts a profile rule may need
+    adjoining_owners: tuple[AdjoiningOwner, ...] = ()  # blast-notice recipients besides the Town
 
     @property
     def tz(self) -> ZoneInfo:

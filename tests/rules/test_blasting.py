@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
 
-from rules.model import Finding, SiteContext, SiteData, SoundLevels
+from rules.model import AdjoiningOwner, BlastNotice, Finding, SiteContext, SiteData, SoundLevels
 from tests.rules.helpers import (
     SITE,
     TROMSO,
@@ -276,3 +277,87 @@ BLAST_WINDOW_POLAR_MIDNIGHT_CASES = [
 @pytest.mark.parametrize(("local_time", "reason", "expected"), BLAST_WINDOW_POLAR_MIDNIGHT_CASES)
 def test_blast_window_polar_day_ends_at_midnight(local_time: str, reason: str | None, expected: str) -> None:
     assert judge(local_time, reason, site=TROMSO, tz="Europe/Oslo").kind.value == expected
+
+
+OWNERS = (AdjoiningOwner("p-12", "R. Hansen", "N 1/2 SE 1/4 sec 12"), AdjoiningOwner("p-14", "K. Olsen"))
+SITE_WITH_OWNERS = dataclasses.replace(SITE, adjoining_owners=OWNERS)
+HANSEN, OLSEN = "R. Hansen (p-12, parcel N 1/2 SE 1/4 sec 12)", "K. Olsen (p-14)"
+
+
+def judge_notice(*notices: BlastNotice, site: SiteContext = SITE_WITH_OWNERS) -> Finding:
+    data = SiteData(blasts=(blast(BLAST_AT),), blast_notices=notices)
+    [finding] = run("blast_notice", data, BLAST_AT, BLAST_AT + timedelta(minutes=1), site=site)
+    return finding
+
+
+def sent(
+    to: tuple[str, ...], before: timedelta = timedelta(hours=30), planned: timedelta = timedelta(0)
+) -> BlastNotice:
+    return BlastNotice("pit1", "b1", BLAST_AT - before, BLAST_AT + planned, to)
+
+
+# fmt: off
+BLAST_NOTICE_RECIPIENT_CASES = [
+    case(("Town Clerk", "p-12", "K. Olsen"), [], id="6.F-Town-and-every-owner"),
+    case(("  town   CLERK ", "P-12", "k. olsen"), [], id="6.F-names-ignore-case-and-spacing"),
+    case(("Town Clerk", "p-12"), [OLSEN], id="6.F-one-owner-missed"),
+    case(("p-12", "p-14"), ["the Town"], id="6.F-Town-missed"),
+    case((), ["the Town", HANSEN, OLSEN], id="6.F-nobody-listed"),
+    case(("Town Clerk", "Hansen"), [HANSEN, OLSEN], id="6.F-partial-name-does-not-count"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("recipients", "missed"), BLAST_NOTICE_RECIPIENT_CASES)
+def test_blast_notice_recipients(recipients: tuple[str, ...], missed: list[str]) -> None:
+    finding = judge_notice(sent(recipients))
+    assert finding.details["missed_recipients"] == missed
+    assert finding.kind.value == (V if missed else OK)
+    for who in missed:
+        assert who in finding.summary
+    if missed:
+        assert finding.details["decided_by"] == "recipients"
+
+
+def test_without_listed_owners_only_the_town_is_checked_and_the_finding_says_so() -> None:
+    finding = judge_notice(sent(("Town of Dovre",)), site=SITE)
+    assert finding.kind.value == OK
+    assert any("no adjoining owners are listed" in c for c in finding.details["considered"])
+
+
+def test_a_timely_reissue_adds_its_recipients_a_late_one_does_not() -> None:
+    town_only = sent(("Town Clerk",), before=timedelta(hours=48))
+    owners_in_time = sent(("p-12", "p-14"), before=timedelta(hours=24))
+    owners_late = sent(("p-12", "p-14"), before=timedelta(hours=23, minutes=59))
+    assert judge_notice(town_only, owners_in_time).kind.value == OK
+    late = judge_notice(town_only, owners_late)
+    assert late.kind.value == V and late.details["missed_recipients"] == [HANSEN, OLSEN]
+
+
+EVERYONE = ("Town Clerk", "p-12", "p-14")
+
+# fmt: off
+BLAST_FIRED_BEFORE_ANNOUNCED_TIME_CASES = [
+    case(timedelta(hours=1), OK, id="6.F-fired-exactly-1h-early-is-tolerated"),
+    case(timedelta(hours=1, seconds=1), V, id="6.F-fired-1h00m01s-early-not-this-notice"),
+    case(timedelta(days=1), V, id="6.F-fired-a-day-early"),
+    case(timedelta(0), OK, id="6.F-fired-on-time"),
+    case(-timedelta(hours=3), OK, id="6.F-fired-3h-late"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("planned_after", "expected"), BLAST_FIRED_BEFORE_ANNOUNCED_TIME_CASES)
+def test_blast_fired_before_its_announced_time(planned_after: timedelta, expected: str) -> None:
+    finding = judge_notice(sent(EVERYONE, before=timedelta(days=3), planned=planned_after))
+    assert finding.kind.value == expected
+    if expected == V:
+        assert finding.details["decided_by"] == "fired_early"
+        assert "did not give notice of this blast" in finding.summary
+
+
+def test_early_tolerance_is_a_profile_param() -> None:
+    strict = with_overrides(blast_notice__early_tolerance_h=0.0)
+    data = SiteData(blasts=(blast(BLAST_AT),), blast_notices=(sent(EVERYONE, planned=timedelta(minutes=1)),))
+    findings = run("blast_notice", data, BLAST_AT, BLAST_AT + timedelta(minutes=1), profile=strict)
+    assert kinds(findings) == [V]
