@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date, timedelta
 
 import numpy as np
 import pytest
 
 from rules import early_warnings, evaluate_site
-from rules.model import FindingKind, LightSummary, SiteData
+from rules.base import iso
+from rules.model import (
+    FindingKind,
+    GenericEvent,
+    LightSummary,
+    Placement,
+    SensorInfo,
+    SensorKind,
+    SiteData,
+    TruckPassage,
+    WorkKind,
+    WorkPeriod,
+)
 from tests.rules.helpers import DOVRE, SITE, TROMSO, at, kinds, light, make_site, run, temporary
 
 NIGHT = at("2026-06-15 23:00")  # civil dusk 21:36 CDT, dawn 04:40 CDT
@@ -246,3 +259,95 @@ def test_upward_light_ignores_natural_twilight(local_time: str, expected: list[s
     readings = [r for r in history if r.ts < when] + light("s1", when, 1, 0.5)
     findings = run("upward_light", SiteData(light=tuple(readings)), when, when + MINUTE)
     assert kinds(findings) == expected
+
+
+# --- 6.C.3 "except for lighting on vehicles or moving equipment": the record decides first ---
+
+GATED = dataclasses.replace(
+    SITE,
+    sensors={
+        **SITE.sensors,
+        "l2": SensorInfo("l2", SensorKind.LIGHT, Placement.SITE, "gate yard", ("north",)),
+    },
+)
+WAIT_START = NIGHT - 2 * MINUTE
+WAIT_END = NIGHT + MINUTE  # three minutes of a beacon while a truck waits at the north gate
+THREE_MINUTES = flashing_minutes(3, hz=1.5, start=WAIT_START)
+
+
+def at_gate(gate: str = "north", ts=WAIT_START) -> TruckPassage:
+    return TruckPassage("pit1", "tp-1", ts, gate, "in", "T-17")
+
+
+def present(ts=WAIT_START, end=WAIT_END, **fields: object) -> GenericEvent:
+    return GenericEvent("pit1", "vp-1", "vehicle-present", ts, {"end": iso(end), **fields} if end else fields)
+
+
+def work_at(sensors: tuple[str, ...]) -> WorkPeriod:
+    return WorkPeriod("pit1", "w-1", WAIT_START, WAIT_END, WorkKind.REPAIR, sensors)
+
+
+V, X = "violation", "exempt_exceedance"
+DURATION, RECORD = "duration", "vehicle_record"
+D, R, Data = DURATION, RECORD, SiteData
+LAST_END = WAIT_END  # the last summary ends here; a truck's 300 s margin reaches back from its ts
+
+# fmt: off
+VEHICLE_BEACON_CASES = [
+    case(Data(), [V, V], [D, D], id="6.C.3-no-record-3-min-is-fixed"),
+    case(Data(trucks=(at_gate(),)), [X, X], [R, R], id="6.C.3-truck-waiting-at-the-gate"),
+    case(Data(trucks=(at_gate("south"),)), [V, V], [D, D], id="6.C.3-truck-at-another-gate"),
+    case(Data(trucks=(at_gate(ts=LAST_END + timedelta(seconds=299)),)), [V, X], [D, R],
+         id="6.C.3-truck-299s-after-the-last-minute-covers-it"),
+    case(Data(trucks=(at_gate(ts=LAST_END + timedelta(seconds=300)),)), [V, V], [D, D],
+         id="6.C.3-truck-300s-after-the-last-minute-does-not"),
+    case(Data(other_events=(present(gate="north"),)), [X, X], [R, R], id="6.C.3-vehicle-at-gate"),
+    case(Data(other_events=(present(sensors=["l2"]),)), [X, X], [R, R], id="6.C.3-vehicle-at-sensor"),
+    case(Data(other_events=(present(sensors=["l1"]),)), [V, V], [D, D],
+         id="6.C.3-vehicle-elsewhere"),
+    case(Data(other_events=(present(end=NIGHT - timedelta(seconds=1), gate="north"),)), [X, V],
+         [R, D], id="6.C.3-vehicle-left-1s-before-the-last-minute"),
+    case(Data(work=(work_at(("l2",)),)), [X, X], [R, R], id="6.C.3-work-declared-at-the-sensor"),
+    case(Data(work=(work_at(()),)), [V, V], [D, D], id="6.C.3-site-wide-work-is-not-here"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("records", "expected", "decided_by"), VEHICLE_BEACON_CASES)
+def test_vehicle_beacon_is_told_by_the_record(
+    records: SiteData, expected: list[str], decided_by: list[str]
+) -> None:
+    data = dataclasses.replace(records, light=tuple(THREE_MINUTES))
+    findings = run("flashing_light", data, WAIT_START, WAIT_END, site=GATED)
+    assert kinds(findings) == expected
+    assert [f.details["decided_by"] for f in findings] == decided_by
+    for finding in findings:
+        if finding.kind.value == X:
+            assert finding.exemptions and "vehicle" in finding.summary
+            assert any(r.startswith(("truck:", "vehicle-present:", "work:")) for r in finding.refs)
+        else:
+            assert "no record puts a vehicle" in finding.details["decision"]
+
+
+def test_short_beacon_without_a_record_is_still_a_vehicle_by_duration() -> None:
+    assert (
+        run("flashing_light", SiteData(light=tuple(beacon_minute())), NIGHT, NIGHT + MINUTE, site=GATED) == []
+    )
+
+
+def test_unusable_vehicle_record_is_reported_not_fatal() -> None:
+    bad = GenericEvent("pit1", "vp-9", "vehicle-present", WAIT_START, {"gate": "north", "end": "soon"})
+    data = SiteData(light=tuple(THREE_MINUTES), other_events=(bad,))
+    findings = run("flashing_light", data, WAIT_START, WAIT_END, site=GATED)
+    assert kinds(findings) == [V, V]
+    assert findings[0].details["unusable_vehicle_records"] == [
+        "vehicle-present vp-9: end: not a timestamp: 'soon'"
+    ]
+
+
+def test_flashing_finding_lists_the_vehicle_reading_as_considered() -> None:
+    [finding, _] = run(
+        "flashing_light", SiteData(light=tuple(THREE_MINUTES)), WAIT_START, WAIT_END, site=GATED
+    )
+    assert any("vehicle" in c for c in finding.details["considered"])
+    assert any("only at night" in c for c in finding.details["considered"])
