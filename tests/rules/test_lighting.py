@@ -18,11 +18,24 @@ from rules.model import (
     SensorInfo,
     SensorKind,
     SiteData,
+    TemporaryLighting,
     TruckPassage,
     WorkKind,
     WorkPeriod,
 )
-from tests.rules.helpers import DOVRE, SITE, TROMSO, at, kinds, light, make_site, run, temporary
+from rules.profile import Profile
+from tests.rules.helpers import (
+    DOVRE,
+    SITE,
+    TROMSO,
+    at,
+    kinds,
+    light,
+    make_site,
+    run,
+    temporary,
+    with_overrides,
+)
 
 NIGHT = at("2026-06-15 23:00")  # civil dusk 21:36 CDT, dawn 04:40 CDT
 NOON = at("2026-06-15 12:00")
@@ -178,7 +191,7 @@ def lit_days(first_local_day: str, count: int, prefix: str = "tl", hours: float 
     return [temporary(at(f"{first + timedelta(days=i)} 20:00"), hours, f"{prefix}{i}") for i in range(count)]
 
 
-YEAR_END = at("2025-12-31 20:00")  # 20:00-04:00: one day in 2025, one in 2026
+YEAR_END = at("2025-12-31 20:00")  # 20:00-04:00: one overnight use, a day of 2025 only
 
 
 # fmt: off
@@ -204,6 +217,53 @@ def test_temporary_lighting_across_year_boundary(
     # The early hours of 1 January are the first day of 2026, not the 32nd of 2025.
     january = run("temporary_lighting", data, at("2026-01-01 00:00"), at("2026-01-02 00:00"), now=end)
     assert january == []
+
+
+CALENDAR_DATES = with_overrides(temporary_lighting__overnight_counts_as_one_day=False)
+DAY = timedelta(hours=24)
+
+# Overnight uses, 20:00 to 04:00 from 1 March: one use is one day (the date it began) by default;
+# counting calendar dates, 30 such uses touch 31 dates (the last ends at 04:00 on 31 March).
+# fmt: off
+TEMPORARY_LIGHTING_OVERNIGHT_CASES = [
+    case(30, 8, DOVRE, [], id="6.C.6-30-overnight-uses-are-30-days"),
+    case(31, 8, DOVRE, ["2026-03-31"], id="6.C.6-31st-overnight-use-is-day-31"),
+    case(30, 8, CALENDAR_DATES, ["2026-03-31"], id="6.C.6-calendar-reading-30-uses-touch-31-dates"),
+    case(29, 8, CALENDAR_DATES, [], id="6.C.6-calendar-reading-29-uses-touch-30-dates"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("uses", "hours", "profile", "violation_dates"), TEMPORARY_LIGHTING_OVERNIGHT_CASES)
+def test_temporary_lighting_overnight_use_is_one_day(
+    uses: int, hours: float, profile: Profile, violation_dates: list[str]
+) -> None:
+    data = SiteData(temporary_lighting=tuple(lit_days("2026-03-01", uses, hours=hours)))
+    start, end = at("2026-03-01 00:00"), at("2026-04-02 00:00")
+    findings = run("temporary_lighting", data, start, end, now=end, profile=profile)
+    assert [f.details["local_date"] for f in findings] == violation_dates
+    for finding in findings:
+        assert finding.measurements[0].value == 31 and "day 31 of 2026" in finding.summary
+
+
+# fmt: off
+TEMPORARY_LIGHTING_LONG_USE_CASES = [
+    case(DAY, [], id="6.C.6-a-24-hour-use-is-one-day"),
+    case(DAY + timedelta(seconds=1), ["2026-03-31"], id="6.C.6-24-hours-and-a-second-is-two-days"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("length", "violation_dates"), TEMPORARY_LIGHTING_LONG_USE_CASES)
+def test_temporary_lighting_long_use_counts_per_24_hours(
+    length: timedelta, violation_dates: list[str]
+) -> None:
+    # 29 evening uses (1-29 March), then one use from 20:00 on 30 March.
+    last = TemporaryLighting("pit1", "long", at("2026-03-30 20:00"), at("2026-03-30 20:00") + length)
+    data = SiteData(temporary_lighting=(*lit_days("2026-03-01", 29), last))
+    start, end = at("2026-03-01 00:00"), at("2026-04-02 00:00")
+    findings = run("temporary_lighting", data, start, end, now=end)
+    assert [f.details["local_date"] for f in findings] == violation_dates
 
 
 def test_temporary_lighting_31st_day_found_once_in_its_own_minute() -> None:
