@@ -164,6 +164,41 @@ def test_high_intensity(lux_max: float, when, expected: list[str]) -> None:
     assert all(f.section == "6.C.4" for f in findings)
 
 
+# max_lux 25: one lux either side; beam signature: peak 10x the minute's mean (26 lux over 2.6 mean).
+# fmt: off
+HIGH_INTENSITY_WORDING_CASES = [
+    case(24.0, 0.5, [], None, id="6.C.4-24-lux-below"),
+    case(25.0, 0.5, [], None, id="6.C.4-25-lux-at-the-limit"),
+    case(26.0, 0.5, ["violation"], "matched", id="6.C.4-26-lux-brief-sweep-matches-beam"),
+    case(26.0, 2.6, ["violation"], "matched", id="6.C.4-peak-exactly-10x-mean-matches"),
+    case(26.0, 2.7, ["violation"], "not matched", id="6.C.4-peak-9.6x-mean-steady-flood-not-a-beam"),
+    case(26.0, 26.0, ["violation"], "not matched", id="6.C.4-steady-26-lux"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("lux_max", "lux_mean", "expected", "beam"), HIGH_INTENSITY_WORDING_CASES)
+def test_high_intensity_finding_describes_what_was_measured(
+    lux_max: float, lux_mean: float, expected: list[str], beam: str | None
+) -> None:
+    data = SiteData(light=tuple(light("l1", NIGHT, 1, lux_mean, lux_max=lux_max)))
+    findings = run("high_intensity_light", data, NIGHT, NIGHT + MINUTE)
+    assert kinds(findings) == expected
+    for finding in findings:
+        assert finding.summary.startswith(f"Peak illuminance of {lux_max:.1f} lux was measured at boundary")
+        assert finding.measurements[0].name == "peak illuminance at the boundary"
+        assert finding.details["beam_signature"] == beam
+        assert ("as a sweeping search light is" in finding.summary) is (beam == "matched")
+
+
+def test_high_intensity_never_names_a_search_light_without_a_beam_signature() -> None:
+    profile = with_overrides(high_intensity_light__beam_peak_to_mean=0.0)
+    data = SiteData(light=tuple(light("l1", NIGHT, 1, 0.5, lux_max=300.0)))
+    [finding] = run("high_intensity_light", data, NIGHT, NIGHT + MINUTE, profile=profile)
+    assert finding.details["beam_signature"] == "not matched"
+    assert "as a sweeping search light is" not in finding.summary
+
+
 def sky_history(level: float = 0.02) -> list[LightSummary]:
     return light("s1", NIGHT - timedelta(hours=72), 72 * 6, level, step_s=600.0)
 
