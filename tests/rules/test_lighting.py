@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -370,11 +370,11 @@ WAIT_END = NIGHT + MINUTE  # three minutes of a beacon while a truck waits at th
 THREE_MINUTES = flashing_minutes(3, hz=1.5, start=WAIT_START)
 
 
-def at_gate(gate: str = "north", ts=WAIT_START) -> TruckPassage:
+def at_gate(gate: str = "north", ts: datetime = WAIT_START) -> TruckPassage:
     return TruckPassage("pit1", "tp-1", ts, gate, "in", "T-17")
 
 
-def present(ts=WAIT_START, end=WAIT_END, **fields: object) -> GenericEvent:
+def present(ts: datetime = WAIT_START, end: datetime | None = WAIT_END, **fields: object) -> GenericEvent:
     return GenericEvent("pit1", "vp-1", "vehicle-present", ts, {"end": iso(end), **fields} if end else fields)
 
 
