@@ -210,21 +210,37 @@ def _judge(
 def early_warnings(
     site: SiteContext, standard: Standard, params: BlastNoticeParams, data: SiteData, now: datetime
 ) -> list[Finding]:
-    """A notice whose planned time is less than the notice period after it was issued."""
+    """A pending blast whose notice came too late for its planned time, or missed someone.
+
+    One warning per notice (its id keys on the planned time), saying every problem, so the
+    operator can re-issue the notice in time or move the blast.
+    """
     data = only_site(data, site.id)
     needed = timedelta(hours=params.min_notice_h)
     fired = {blast.id for blast in data.blasts}
+    sent: dict[str, list[str]] = {}
+    for issued in data.blast_notices:
+        sent.setdefault(issued.id, []).extend(issued.recipients)
     warnings: list[Finding] = []
     for notice in data.blast_notices:
         if notice.id in fired or notice.planned_ts < now:
             continue
         earliest = notice.issued_ts + needed
-        if notice.planned_ts >= earliest:
+        late = notice.planned_ts < earliest
+        missed = missed_recipients(site, params, tuple(sent[notice.id])) if params.check_recipients else []
+        if not late and not missed:
             continue
+        problems = []
+        if late:
+            problems.append(
+                f"its notice was issued at {local_stamp(notice.issued_ts, site.tz)}; it may not be fired "
+                f"before {local_stamp(earliest, site.tz)}"
+            )
+        if missed:
+            problems.append(f"its notice has not gone to {', '.join(missed)}")
         summary = (
-            f"Blast {notice.id} is planned for {local_stamp(notice.planned_ts, site.tz)}, but its notice was "
-            f"issued at {local_stamp(notice.issued_ts, site.tz)}; it may not be fired before "
-            f"{local_stamp(earliest, site.tz)} (section {standard.section})"
+            f"Blast {notice.id} is planned for {local_stamp(notice.planned_ts, site.tz)}, but "
+            f"{'; and '.join(problems)} (section {standard.section})"
         )
         warnings.append(
             make_finding(
@@ -235,7 +251,7 @@ def early_warnings(
                 notice.planned_ts + timedelta(seconds=1),
                 summary,
                 refs=(f"notice:{notice.id}",),
-                details={"as_of": iso(now), "earliest_allowed": iso(earliest)},
+                details={"as_of": iso(now), "earliest_allowed": iso(earliest), "missed_recipients": missed},
             )
         )
     return warnings

@@ -9,6 +9,7 @@ import pytest
 
 from rules.model import AdjoiningOwner, BlastNotice, Finding, SiteContext, SiteData, SoundLevels
 from tests.rules.helpers import (
+    DOVRE,
     SITE,
     TROMSO,
     at,
@@ -361,3 +362,31 @@ def test_early_tolerance_is_a_profile_param() -> None:
     data = SiteData(blasts=(blast(BLAST_AT),), blast_notices=(sent(EVERYONE, planned=timedelta(minutes=1)),))
     findings = run("blast_notice", data, BLAST_AT, BLAST_AT + timedelta(minutes=1), profile=strict)
     assert kinds(findings) == [V]
+
+
+# fmt: off
+NOTICE_WARNING_CASES = [
+    case(EVERYONE, timedelta(hours=30), None, id="6.F-pending-notice-complete-no-warning"),
+    case(("Town Clerk", "p-12"), timedelta(hours=30), f"not gone to {OLSEN}", id="6.F-pending-missed-owner"),
+    case(EVERYONE, timedelta(hours=23, minutes=59), "it may not be fired before", id="6.F-pending-23h59"),
+    case(("p-12", "p-14"), timedelta(hours=20), "; and its notice has not gone to the Town", id="6.F-both"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("to", "lead", "words"), NOTICE_WARNING_CASES)
+def test_pending_notice_warns_of_who_was_missed(
+    to: tuple[str, ...], lead: timedelta, words: str | None
+) -> None:
+    from rules import blast_notice
+
+    pending = BlastNotice("pit1", "b7", BLAST_AT - lead, BLAST_AT, to)
+    standard = DOVRE.standard("blast_notice")
+    now = BLAST_AT - timedelta(hours=12)
+    data = SiteData(blast_notices=(pending,))
+    warnings = blast_notice.early_warnings(SITE_WITH_OWNERS, standard, standard.params, data, now)
+    if words is None:
+        assert warnings == []
+    else:
+        [warning] = warnings
+        assert words in warning.summary and warning.kind.value == "warning"
