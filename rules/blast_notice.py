@@ -129,7 +129,6 @@ def _judge(
     when = local_stamp(blast.ts, tz)
     section = f"(section {standard.section})"
     refs: tuple[str, ...] = (f"blast:{blast.id}",)
-    measurements: tuple[Measurement, ...] = ()
     details: dict[str, object] = {
         "required_notice_h": params.min_notice_h,
         "early_tolerance_h": params.early_tolerance_h,
@@ -142,11 +141,19 @@ def _judge(
             f"had no recorded notice to the Town and neighbours; {params.min_notice_h:g} hours' "
             "notice is required"
         )
+        details["problems"] = problems
+        details["missed_recipients"] = missed_recipients(site, params, ()) if params.check_recipients else []
         summary = f"Blast {blast.id} at {when} {problems[0]} {section}"
         return make_finding(
-            site, standard, FindingKind.VIOLATION, blast.ts, blast.ts + timedelta(seconds=1), summary,
-            refs=refs, details=details | {"problems": problems},
-        )  # fmt: skip
+            site,
+            standard,
+            FindingKind.VIOLATION,
+            blast.ts,
+            blast.ts + timedelta(seconds=1),
+            summary,
+            refs=refs,
+            details=details,
+        )
     first = notices[0]  # the earliest issued: the longest lead any notice gave
     lead = blast.ts - first.issued_ts
     refs = (*refs, f"notice:{first.id}")

@@ -390,3 +390,9 @@ def test_pending_notice_warns_of_who_was_missed(
     else:
         [warning] = warnings
         assert words in warning.summary and warning.kind.value == "warning"
+
+
+def test_a_blast_with_no_notice_missed_everyone_and_says_who() -> None:
+    finding = judge_notice()
+    assert finding.kind.value == V and finding.details["decided_by"] == "no_notice"
+    assert finding.details["missed_recipients"] == ["the Town", HANSEN, OLSEN]
