@@ -166,7 +166,7 @@ def test_air_overpressure(
         60.0,
         peak=lambda i: meter_peak if i == peak_second else None,
     )
-    data = SiteData(blasts=(blast(BLAST_AT, **extra),), sound=tuple(sound))
+    data = SiteData(blasts=(blast(BLAST_AT, **extra),), sound=tuple(sound))  # type: ignore[arg-type]
     findings = run("blast_overpressure", data, BLAST_AT, BLAST_AT + timedelta(minutes=1))
     assert kinds(findings) == expected
     for finding in findings:

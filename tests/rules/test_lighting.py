@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
 import numpy as np
@@ -11,12 +12,14 @@ import pytest
 from rules import early_warnings, evaluate_site
 from rules.base import iso
 from rules.model import (
+    Finding,
     FindingKind,
     GenericEvent,
     LightSummary,
     Placement,
     SensorInfo,
     SensorKind,
+    SiteContext,
     SiteData,
     TemporaryLighting,
     TruckPassage,
@@ -43,7 +46,12 @@ MINUTE = timedelta(minutes=1)
 case = pytest.param
 
 
-def trespass(readings: list[LightSummary], evaluate_at=NIGHT, temporaries=(), site=SITE):
+def trespass(
+    readings: list[LightSummary],
+    evaluate_at: datetime = NIGHT,
+    temporaries: Sequence[TemporaryLighting] = (),
+    site: SiteContext = SITE,
+) -> list[Finding]:
     data = SiteData(light=tuple(readings), temporary_lighting=tuple(temporaries))
     return run("light_trespass", data, evaluate_at, evaluate_at + MINUTE, site=site)
 
@@ -61,7 +69,7 @@ LIGHT_TRESPASS_CASES = [
 
 
 @pytest.mark.parametrize(("readings", "expected"), LIGHT_TRESPASS_CASES)
-def test_light_trespass(readings, expected: list[str]) -> None:
+def test_light_trespass(readings: list[LightSummary], expected: list[str]) -> None:
     findings = trespass(readings)
     assert kinds(findings) == expected
     for finding in findings:
@@ -96,12 +104,12 @@ def square_wave(hz: float, seconds: float, high: float = 20.0, low: float = 0.0)
     return np.where((t * hz) % 1.0 < 0.5, high, low)
 
 
-def flashing_minutes(count: int, hz: float = 1.0, start=NIGHT - 9 * MINUTE) -> list[LightSummary]:
+def flashing_minutes(count: int, hz: float = 1.0, start: datetime = NIGHT - 9 * MINUTE) -> list[LightSummary]:
     burst = tuple(float(v) for v in square_wave(hz, 60))
     return light("l2", start, count, 10.0, lux_max=20.0, burst=lambda i: burst, rate=RATE)
 
 
-def beacon_minute(at_time=NIGHT) -> list[LightSummary]:
+def beacon_minute(at_time: datetime = NIGHT) -> list[LightSummary]:
     # A vehicle's amber beacon sweeps past for 20 s inside an otherwise dark minute.
     samples = np.zeros(600)
     samples[200:400] = square_wave(1.5, 20)
@@ -157,7 +165,7 @@ HIGH_INTENSITY_CASES = [
 
 
 @pytest.mark.parametrize(("lux_max", "when", "expected"), HIGH_INTENSITY_CASES)
-def test_high_intensity(lux_max: float, when, expected: list[str]) -> None:
+def test_high_intensity(lux_max: float, when: datetime, expected: list[str]) -> None:
     data = SiteData(light=tuple(light("l1", when, 1, 0.5, lux_max=lux_max)))
     findings = run("high_intensity_light", data, when, when + MINUTE)
     assert kinds(findings) == expected
@@ -221,7 +229,9 @@ def test_upward_light(now_lux: float, history: list[LightSummary], expected: lis
         assert finding.section == "6.C.5" and finding.measurements[1].value == pytest.approx(0.02)
 
 
-def lit_days(first_local_day: str, count: int, prefix: str = "tl", hours: float = 3.0):
+def lit_days(
+    first_local_day: str, count: int, prefix: str = "tl", hours: float = 3.0
+) -> list[TemporaryLighting]:
     first = date.fromisoformat(first_local_day)
     return [temporary(at(f"{first + timedelta(days=i)} 20:00"), hours, f"{prefix}{i}") for i in range(count)]
 

@@ -11,7 +11,7 @@ import pytest
 
 from rules import RULES, data_margins, evaluate_site
 from rules.model import SiteData
-from rules.profile import ProfileError, available_profiles, build_profile, load_profile
+from rules.profile import Profile, ProfileError, available_profiles, build_profile, load_profile
 from tests.rules.helpers import DOVRE, SITE, at, blast, kinds, make_site, notice, run, seconds
 
 OTHERTON_PATH = str(Path(__file__).parent / "profiles" / "otherton.toml")
@@ -166,7 +166,7 @@ SECOND_PROFILE_NOISE_CASES = [
 
 
 @pytest.mark.parametrize(("level", "profile", "expected"), SECOND_PROFILE_NOISE_CASES)
-def test_second_profile_noise(level: float, profile, expected: list[str]) -> None:
+def test_second_profile_noise(level: float, profile: Profile, expected: list[str]) -> None:
     data = SiteData(sound=tuple(seconds("n1", MINUTE, 60, level)))
     findings = evaluate_site(SITE, profile, data, MINUTE, MINUTE + timedelta(minutes=1), MINUTE)
     assert kinds(findings) == expected
