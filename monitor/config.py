@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from monitor.errors import ConfigError
-from rules.model import Placement, SensorInfo, SensorKind, SiteContext
+from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext
 
 T = TypeVar("T")
 
@@ -132,6 +132,13 @@ class GateConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AdjoiningOwnerConfig:
+    id: str
+    name: str = ""
+    parcel: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SiteConfig:
     id: str
     name: str
@@ -145,6 +152,8 @@ class SiteConfig:
     flags: Mapping[str, Any] = field(default_factory=dict)
     gates: tuple[GateConfig, ...] = ()
     sensors: tuple[SensorConfig, ...] = ()
+    # Dovre section 2 "adjoining property": owners who must get each blast notice (6.F).
+    adjoining_owners: tuple[AdjoiningOwnerConfig, ...] = ()
     _sensor_index: dict[str, SensorConfig] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -164,6 +173,7 @@ class SiteConfig:
             preexisting=self.preexisting,
             sensors={s.id: s.info() for s in self.sensors},
             flags=dict(self.flags),
+            adjoining_owners=tuple(AdjoiningOwner(o.id, o.name, o.parcel) for o in self.adjoining_owners),
         )
 
 
@@ -537,6 +547,16 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
         if s.id in seen:
             t.problems.append(f"{t.key('sensors')}[{i}].id: duplicate sensor id {s.id!r}")
         seen.add(s.id)
+    owners = []
+    for o in t.tables("adjoining_owners"):
+        owners.append(
+            AdjoiningOwnerConfig(id=_identifier(o, "id"), name=o.text("name"), parcel=o.text("parcel"))
+        )
+        o.finish()
+    owner_ids = [o.id for o in owners]
+    for i, owner_id in enumerate(owner_ids):
+        if owner_id in owner_ids[:i]:
+            t.problems.append(f"{t.key('adjoining_owners')}[{i}].id: duplicate owner id {owner_id!r}")
     profile = t.text("profile", "dovre")
     agreement = t.mapping("agreement")
     config = SiteConfig(
@@ -552,6 +572,7 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
         flags=t.mapping("flags"),
         gates=tuple(gates),
         sensors=sensors,
+        adjoining_owners=tuple(owners),
     )
     check_profile(t, profile, agreement)
     t.finish()

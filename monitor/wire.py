@@ -25,6 +25,7 @@ import orjson
 from monitor.config import SensorConfig, SiteConfig
 from monitor.errors import DecodeError
 from rules.model import (
+    VEHICLE_PRESENT,
     Blast,
     BlastNotice,
     Event,
@@ -725,12 +726,44 @@ def _decode_event(
                 raise DecodeError("payload", f"field name {shown(key)} is longer than {MAX_NAME_CHARS}")
             if len(canonical_json({key: value})) > MAX_EVENT_FIELD_CHARS:
                 raise DecodeError(key, f"longer than {MAX_EVENT_FIELD_CHARS} bytes")
+        if kind == VEHICLE_PRESENT:
+            fields = _vehicle_present_fields(f, site, ts)
         return GenericEvent(site.id, event_id, kind, ts, fields), ts
     else:
         known = sorted(BUILTIN_EVENTS | generic_kinds)
         raise DecodeError("topic", f"unknown event kind {shown(kind)} (known: {', '.join(known)})")
     f.finish()
     return event, checked
+
+
+def _vehicle_present_fields(f: _Fields, site: SiteConfig, ts: datetime) -> dict[str, Any]:
+    """The fields of a ``vehicle-present`` event, checked: a vehicle at a gate or near sensors (6.C.3)."""
+    fields: dict[str, Any] = {}
+    end = f.time("end", required=False)
+    if end is not None:
+        if end < ts:
+            raise DecodeError("end", "must not be before ts")
+        if end - ts > timedelta(days=1):
+            raise DecodeError("end", "a vehicle-present event may last at most one day")
+        fields["end"] = format_ts(end)
+    gate = f.text("gate", required=False, max_len=64)
+    if gate is not None:
+        if gate not in {g.id for g in site.gates}:
+            raise DecodeError("gate", f"gate {gate!r} is not configured for site {site.id}")
+        fields["gate"] = gate
+    sensors = f.texts("sensors")
+    for s in sensors:
+        if site.sensor(s) is None:
+            raise DecodeError("sensors", f"sensor {s} is not configured for site {site.id}")
+    if sensors:
+        fields["sensors"] = list(sensors)
+    if gate is None and not sensors:
+        raise DecodeError("gate", "a vehicle-present event needs a gate or sensors (where the vehicle was)")
+    description = f.text("description", required=False, max_len=1000)
+    if description:
+        fields["description"] = description
+    f.finish()
+    return fields
 
 
 # --------------------------------------------------------------------------- entry point

@@ -44,6 +44,9 @@ class Standard:
     required_action: str  # what the operator must do to cure
     params: Any  # the rule's frozen Params dataclass
     applies_to_preexisting: bool = True  # section 1.4.C.1 of Dovre; other towns may differ
+    # Readings and choices of the project, not the ordinance's words, that the Town should confirm;
+    # every finding of the standard carries them in details["considered"] for the notice.
+    considered: tuple[str, ...] = ()
 
 
 Evaluate = Callable[[SiteContext, Standard, P, SiteData, datetime, datetime, datetime], list[Finding]]
@@ -233,8 +236,16 @@ def make_finding(
         exemptions=exemptions,
         refs=refs,
         completeness=max(0.0, min(1.0, completeness)),
-        details=dict(details or {}),
+        details=_with_considered(standard, details or {}),
     )
+
+
+def _with_considered(standard: Standard, details: dict[str, Any]) -> dict[str, Any]:
+    """The standard's profile-level ``considered`` first, then what the rule itself adds."""
+    own = list(details.get("considered", ()))
+    if not standard.considered and not own:
+        return dict(details)
+    return {**details, "considered": list(dict.fromkeys([*standard.considered, *own]))}
 
 
 def fmt_db(value: float) -> str:

@@ -4,11 +4,21 @@
 owners of adjacent property lying within one-half (1/2) mile of the nonmetallic mine site
 on which blasting is to take place."
 
-Each blast needs a BlastNotice with the same id issued at least ``min_notice_h`` before
-the detonation (exactly 24 h is enough: "no less than"). No notice, or a late one, is a
-VIOLATION; a timely notice is kept as COMPLIANT evidence. The notice is judged against the
-actual detonation, not the planned time: a blast fired earlier than planned can make a
-timely notice late.
+Each blast needs a BlastNotice with the same id that
+
+* was issued at least ``min_notice_h`` before the detonation (exactly 24 h is enough:
+  "no less than"), judged against the actual detonation, not the planned time;
+* announced a time the blast kept: a blast fired more than ``early_tolerance_h`` before
+  the planned time was not the blast the notice announced (a notice for Friday 14:00 does
+  not warn anyone of a blast on Thursday 14:30), so that notice does not count;
+* reached the Town (a recipient in ``town_recipients``) and every adjoining owner the site
+  configuration lists (``SiteContext.adjoining_owners``, section 2's "adjoining property").
+  A re-issued notice for the same blast that is itself timely adds its recipients.
+
+Any of these missing is one VIOLATION for the blast, saying which test failed and naming
+who was missed; otherwise the blast is kept as COMPLIANT evidence. Which names count as
+"the Town", and the one-hour tolerance, are this project's readings for the Town to confirm
+(they are listed in the finding's ``details["considered"]``).
 """
 
 from __future__ import annotations
@@ -17,16 +27,67 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, iso, local_stamp, make_finding, only_site
-from rules.model import BlastNotice, Finding, FindingKind, Measurement, SiteContext, SiteData
+from rules.model import (
+    AdjoiningOwner,
+    Blast,
+    BlastNotice,
+    Finding,
+    FindingKind,
+    Measurement,
+    SiteContext,
+    SiteData,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class BlastNoticeParams:
     min_notice_h: float = 24.0
+    # A blast this much earlier than the notice's planned time was not the blast announced.
+    early_tolerance_h: float = 1.0
+    # Recipient names that mean "the Town" (case and spacing ignored).
+    town_recipients: tuple[str, ...] = ("Town", "Town of Dovre", "Town Clerk", "Town Board")
+    check_recipients: bool = True
 
     def __post_init__(self) -> None:
         if self.min_notice_h < 0:
             raise ValueError("min_notice_h: must not be negative")
+        if self.early_tolerance_h < 0:
+            raise ValueError("early_tolerance_h: must not be negative")
+        if self.check_recipients and not self.town_recipients:
+            raise ValueError("town_recipients: list at least one name that means the Town")
+
+
+def _norm(name: str) -> str:
+    return " ".join(name.split()).casefold()
+
+
+def missed_recipients(site: SiteContext, params: BlastNoticeParams, recipients: tuple[str, ...]) -> list[str]:
+    """Who of the Town and the listed adjoining owners the recipients do not include."""
+    reached = {_norm(r) for r in recipients}
+    missed: list[str] = []
+    if not reached & {_norm(t) for t in params.town_recipients}:
+        missed.append("the Town")
+    owner: AdjoiningOwner
+    for owner in site.adjoining_owners:
+        if not reached & {_norm(owner.id), _norm(owner.name)} - {""}:
+            missed.append(owner.label)
+    return missed
+
+
+def considered(params: BlastNoticeParams, site: SiteContext) -> list[str]:
+    """This rule's readings of 6.F the Town should confirm, for the notice's "Considered" list."""
+    towns = ", ".join(repr(t) for t in params.town_recipients)
+    owners = (
+        f"{len(site.adjoining_owners)} adjoining owner(s) listed in the site configuration"
+        if site.adjoining_owners
+        else "no adjoining owners are listed in the site configuration, so only the Town was checked"
+    )
+    return [
+        f"A blast more than {params.early_tolerance_h:g} h before the notice's planned time is not "
+        "the blast that notice announced (minewatch reading, for the Town to confirm).",
+        f"A recipient named {towns} counts as notice to the Town (minewatch reading).",
+        f"Owners of adjoining property: {owners} (section 2: parcels within 1/2 mile with a residence).",
+    ]
 
 
 def _hours_text(delta: timedelta) -> str:
@@ -45,88 +106,148 @@ def evaluate(
     now: datetime,
 ) -> list[Finding]:
     data = only_site(data, site.id)
+    by_blast: dict[str, list[BlastNotice]] = {}
+    for issued in sorted(data.blast_notices, key=lambda n: n.issued_ts):
+        by_blast.setdefault(issued.id, []).append(issued)
+    return [
+        _judge(site, standard, params, blast, by_blast.get(blast.id, []))
+        for blast in data.blasts
+        if start <= blast.ts < end
+    ]
+
+
+def _judge(
+    site: SiteContext,
+    standard: Standard,
+    params: BlastNoticeParams,
+    blast: Blast,
+    notices: list[BlastNotice],
+) -> Finding:
     tz = site.tz
     needed = timedelta(hours=params.min_notice_h)
-    notices: dict[str, BlastNotice] = {}
-    for issued in data.blast_notices:
-        # Several notices for one blast (a re-issue): the earliest one counts.
-        if issued.id not in notices or issued.issued_ts < notices[issued.id].issued_ts:
-            notices[issued.id] = issued
-    findings: list[Finding] = []
-    for blast in data.blasts:
-        if not start <= blast.ts < end:
-            continue
-        notice = notices.get(blast.id)
-        when = local_stamp(blast.ts, tz)
-        refs: tuple[str, ...] = (f"blast:{blast.id}",)
-        measurements: tuple[Measurement, ...] = ()
-        details: dict[str, object] = {"required_notice_h": params.min_notice_h}
-        if notice is None:
-            kind = FindingKind.VIOLATION
-            summary = (
-                f"Blast {blast.id} at {when} had no recorded notice to the town and neighbours; "
-                f"{params.min_notice_h:g} hours' notice is required (section {standard.section})"
-            )
-        else:
-            lead = blast.ts - notice.issued_ts
-            refs = (*refs, f"notice:{notice.id}")
-            measurements = (
-                Measurement(
-                    "notice lead time", round(lead.total_seconds() / 3600, 3), params.min_notice_h, "h"
-                ),
-            )
-            details |= {
-                "notice_issued": iso(notice.issued_ts),
-                "notice_planned": iso(notice.planned_ts),
-                "recipients": list(notice.recipients),
-            }
-            if lead >= needed:
-                kind = FindingKind.COMPLIANT
-                summary = (
-                    f"Blast {blast.id} at {when} was announced {_hours_text(lead)} ahead, meeting the "
-                    f"{params.min_notice_h:g}-hour notice rule (section {standard.section})"
-                )
-            else:
-                kind = FindingKind.VIOLATION
-                shown = _hours_text(lead) if lead >= timedelta(0) else "only after the blast"
-                summary = (
-                    f"Blast {blast.id} at {when} was announced {shown} ahead, less than the "
-                    f"{params.min_notice_h:g} hours' notice required (section {standard.section})"
-                )
-        findings.append(
-            make_finding(
-                site,
-                standard,
-                kind,
-                blast.ts,
-                blast.ts + timedelta(seconds=1),
-                summary,
-                measurements=measurements,
-                refs=refs,
-                details=details,
-            )
+    tolerance = timedelta(hours=params.early_tolerance_h)
+    when = local_stamp(blast.ts, tz)
+    section = f"(section {standard.section})"
+    refs: tuple[str, ...] = (f"blast:{blast.id}",)
+    details: dict[str, object] = {
+        "required_notice_h": params.min_notice_h,
+        "early_tolerance_h": params.early_tolerance_h,
+        "considered": considered(params, site),
+    }
+    problems: list[str] = []
+    if not notices:
+        details["decided_by"] = "no_notice"
+        problems.append(
+            f"had no recorded notice to the Town and neighbours; {params.min_notice_h:g} hours' "
+            "notice is required"
         )
-    return findings
+        details["problems"] = problems
+        details["missed_recipients"] = missed_recipients(site, params, ()) if params.check_recipients else []
+        summary = f"Blast {blast.id} at {when} {problems[0]} {section}"
+        return make_finding(
+            site,
+            standard,
+            FindingKind.VIOLATION,
+            blast.ts,
+            blast.ts + timedelta(seconds=1),
+            summary,
+            refs=refs,
+            details=details,
+        )
+    first = notices[0]  # the earliest issued: the longest lead any notice gave
+    lead = blast.ts - first.issued_ts
+    refs = (*refs, f"notice:{first.id}")
+    measurements = (
+        Measurement("notice lead time", round(lead.total_seconds() / 3600, 3), params.min_notice_h, "h"),
+    )
+    timely = [n for n in notices if blast.ts - n.issued_ts >= needed]
+    kept = [n for n in timely if blast.ts >= n.planned_ts - tolerance]
+    counted = kept or timely or notices
+    recipients = tuple(dict.fromkeys(r for n in counted for r in n.recipients))
+    details |= {
+        "notice_issued": iso(first.issued_ts),
+        "notice_planned": iso(counted[0].planned_ts),
+        "recipients": list(recipients),
+    }
+    if not timely:
+        details["decided_by"] = "lead_time"
+        shown = _hours_text(lead) if lead >= timedelta(0) else "only after the blast"
+        problems.append(
+            f"was announced {shown} ahead, less than the {params.min_notice_h:g} hours' notice required"
+        )
+    elif not kept:
+        planned = timely[-1].planned_ts
+        early = planned - blast.ts
+        details["decided_by"] = "fired_early"
+        details["fired_early_h"] = round(early.total_seconds() / 3600, 3)
+        problems.append(
+            f"was fired {_hours_text(early)} before the time its notice announced "
+            f"({local_stamp(planned, tz)}), more than the {params.early_tolerance_h:g} h allowed, so that "
+            "notice did not give notice of this blast"
+        )
+    missed = missed_recipients(site, params, recipients) if params.check_recipients else []
+    details["missed_recipients"] = missed
+    if missed:
+        details.setdefault("decided_by", "recipients")
+        problems.append(f"was not announced to {', '.join(missed)}")
+    details["problems"] = problems
+    if problems:
+        summary = f"Blast {blast.id} at {when} {'; and '.join(problems)} {section}"
+        kind = FindingKind.VIOLATION
+    else:
+        details["decided_by"] = "compliant"
+        summary = (
+            f"Blast {blast.id} at {when} was announced {_hours_text(lead)} ahead to the Town and every "
+            f"listed adjoining owner, meeting the {params.min_notice_h:g}-hour notice rule {section}"
+        )
+        kind = FindingKind.COMPLIANT
+    return make_finding(
+        site,
+        standard,
+        kind,
+        blast.ts,
+        blast.ts + timedelta(seconds=1),
+        summary,
+        measurements=measurements,
+        refs=refs,
+        details=details,
+    )
 
 
 def early_warnings(
     site: SiteContext, standard: Standard, params: BlastNoticeParams, data: SiteData, now: datetime
 ) -> list[Finding]:
-    """A notice whose planned time is less than the notice period after it was issued."""
+    """A pending blast whose notice came too late for its planned time, or missed someone.
+
+    One warning per notice (its id keys on the planned time), saying every problem, so the
+    operator can re-issue the notice in time or move the blast.
+    """
     data = only_site(data, site.id)
     needed = timedelta(hours=params.min_notice_h)
     fired = {blast.id for blast in data.blasts}
+    sent: dict[str, list[str]] = {}
+    for issued in data.blast_notices:
+        sent.setdefault(issued.id, []).extend(issued.recipients)
     warnings: list[Finding] = []
     for notice in data.blast_notices:
         if notice.id in fired or notice.planned_ts < now:
             continue
         earliest = notice.issued_ts + needed
-        if notice.planned_ts >= earliest:
+        late = notice.planned_ts < earliest
+        missed = missed_recipients(site, params, tuple(sent[notice.id])) if params.check_recipients else []
+        if not late and not missed:
             continue
+        problems = []
+        if late:
+            problems.append(
+                f"its notice was issued at {local_stamp(notice.issued_ts, site.tz)}; it may not be fired "
+                f"before {local_stamp(earliest, site.tz)}"
+            )
+        if missed:
+            problems.append(f"its notice has not gone to {', '.join(missed)}")
         summary = (
-            f"Blast {notice.id} is planned for {local_stamp(notice.planned_ts, site.tz)}, but its notice was "
-            f"issued at {local_stamp(notice.issued_ts, site.tz)}; it may not be fired before "
-            f"{local_stamp(earliest, site.tz)} (section {standard.section})"
+            f"Blast {notice.id} is planned for {local_stamp(notice.planned_ts, site.tz)}, but "
+            f"{'; and '.join(problems)} (section {standard.section})"
         )
         warnings.append(
             make_finding(
@@ -137,7 +258,7 @@ def early_warnings(
                 notice.planned_ts + timedelta(seconds=1),
                 summary,
                 refs=(f"notice:{notice.id}",),
-                details={"as_of": iso(now), "earliest_allowed": iso(earliest)},
+                details={"as_of": iso(now), "earliest_allowed": iso(earliest), "missed_recipients": missed},
             )
         )
     return warnings

@@ -15,17 +15,25 @@ For each blast detonated in the interval, by the site's local clock on the blast
 The sunset limit bounds only the after-hours exception; a blast inside the stated hours
 is compliant even where the sun has set earlier (the ordinance states the hours plainly).
 
-Polar cases (astral cannot give a sunset):
+Which sunset: the first sunset after window_end (15:00) local on the blast's day, wherever
+it falls (``sun.sunset_after``). Where summer sunset comes after local midnight (Fairbanks,
+21 June: 00:46 on the 22nd) a 16:00 safety blast is before sunset. With
+``safety_exception_past_midnight`` (default on) a blast after midnight but before that
+sunset (00:30 on the 22nd) is judged as part of the 21st's exception rather than as a blast
+before 10:00; the Town should confirm this reading.
+
+Polar cases (no sunset between window_end and the next day's window_start):
 * polar day, "sun does not set": every moment of that local date is "prior to sunset",
   so the safety exception runs to local midnight; after that the next day's 10:00 rule applies.
-* polar night, "sun does not rise": there is no daylight to blast "prior to", so the
-  after-hours exception is unavailable and a late blast is a VIOLATION.
+* polar night, "sun does not rise", or the sun already down at window_end: there is no
+  daylight to blast "prior to", so the after-hours exception is unavailable and a late
+  blast is a VIOLATION.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 
 from rules import sun
 from rules.base import (
@@ -44,6 +52,8 @@ class BlastWindowParams:
     window_start: str = "10:00:00"  # local, inclusive
     window_end: str = "15:00:00"  # local, inclusive
     safety_exception_until_sunset: bool = True  # 6.F: after window_end, before sunset, for safety
+    # A sunset after local midnight still bounds the previous afternoon's exception (high latitudes).
+    safety_exception_past_midnight: bool = True
     warn_before_close_min: float = 30.0  # early warning lead for the window end and for sunset
 
     def __post_init__(self) -> None:
@@ -70,6 +80,19 @@ def _clock(t: time) -> str:
     return t.strftime("%H:%M") if t.second == 0 else t.strftime("%H:%M:%S")
 
 
+def evening_sunset(site: SiteContext, params: BlastWindowParams, local_date: date) -> sun.Sunset:
+    """The sunset that ends the after-hours exception of ``local_date`` (see the module text)."""
+    return sun.sunset_after(site, local_date, params.closes, params.opens)
+
+
+def _sun_details(sunset: sun.Sunset) -> dict[str, str]:
+    return {
+        "sun": sunset.explanation,
+        "sun_case": sunset.case,
+        "sunset_local": sunset.at.isoformat() if sunset.at else "",
+    }
+
+
 def judge_blast(
     site: SiteContext, params: BlastWindowParams, blast: Blast
 ) -> tuple[FindingKind, str, dict[str, str]]:
@@ -77,30 +100,57 @@ def judge_blast(
     tz = site.tz
     local = blast.ts.astimezone(tz)
     clock = local.timetz().replace(tzinfo=None)
-    sunset = sun.sunset(site, local.date())
-    details = {
-        "local_time": local.isoformat(),
-        "sun": sunset.explanation,
-        "sun_case": sunset.case,
-        "sunset_local": sunset.at.isoformat() if sunset.at else "",
-    }
     opens, closes = _clock(params.opens), _clock(params.closes)
     has_reason = bool(blast.safety_reason and blast.safety_reason.strip())
     if clock < params.opens:
+        day_before = local.date() - timedelta(days=1)
+        previous = evening_sunset(site, params, day_before)
+        if (
+            params.safety_exception_until_sunset
+            and params.safety_exception_past_midnight
+            and previous.at is not None
+            and previous.at.date() == local.date()
+            and local < previous.at
+        ):
+            # Still the previous afternoon's exception: that evening's sunset is after midnight.
+            details = {"local_time": local.isoformat(), "exception_day": day_before.isoformat()}
+            details |= _sun_details(previous)
+            return _after_hours(previous, closes, has_reason, blast, details, day_before)
+        # Past midnight, the sunset that matters is the one that has just passed.
+        shown = previous if previous.at is not None and previous.at.date() == local.date() else None
+        details = {
+            "local_time": local.isoformat(),
+            **_sun_details(shown or evening_sunset(site, params, local.date())),
+        }
         return FindingKind.VIOLATION, f"before {opens}, when blasting is not allowed", details
+    sunset = evening_sunset(site, params, local.date())
+    details = {"local_time": local.isoformat(), **_sun_details(sunset)}
     if clock <= params.closes:
         return FindingKind.COMPLIANT, f"within the allowed hours {opens}-{closes}", details
     if not params.safety_exception_until_sunset:
         return FindingKind.VIOLATION, f"after {closes}, when blasting is not allowed", details
+    details["exception_day"] = local.date().isoformat()
+    return _after_hours(sunset, closes, has_reason, blast, details, local.date())
+
+
+def _after_hours(
+    sunset: sun.Sunset,
+    closes: str,
+    has_reason: bool,
+    blast: Blast,
+    details: dict[str, str],
+    day: date,
+) -> tuple[FindingKind, str, dict[str, str]]:
+    local = datetime.fromisoformat(details["local_time"])
+    after = f"after {closes}" if local.date() == day else f"after {closes} on {day.isoformat()}"
     if sunset.case == sun.POLAR_NIGHT:
         return (
             FindingKind.VIOLATION,
-            f"after {closes} on a day the {sunset.explanation}, so there is no daylight "
-            "for a safety exception",
+            f"{after} on a day the {sunset.explanation}, so there is no daylight for a safety exception",
             details,
         )
     if sunset.at is not None and local >= sunset.at:
-        return FindingKind.VIOLATION, f"after {closes} and at or after {sunset.explanation}", details
+        return FindingKind.VIOLATION, f"{after} and at or after {sunset.explanation}", details
     before = (
         "before midnight on a day the " + sunset.explanation
         if sunset.at is None
@@ -109,10 +159,10 @@ def judge_blast(
     if has_reason:
         return (
             FindingKind.SAFETY_EXCEPTION,
-            f"after {closes} but {before}, for a recorded safety reason ({blast.safety_reason!s})",
+            f"{after} but {before}, for a recorded safety reason ({blast.safety_reason!s})",
             details,
         )
-    return FindingKind.VIOLATION, f"after {closes} ({before}) without a recorded safety reason", details
+    return FindingKind.VIOLATION, f"{after} ({before}) without a recorded safety reason", details
 
 
 def evaluate(
@@ -172,7 +222,7 @@ def early_warnings(
             continue
         opens = datetime.combine(local_now.date(), params.opens, tz)
         closes = datetime.combine(local_now.date(), params.closes, tz)
-        sunset = sun.sunset(site, local_now.date())
+        sunset = evening_sunset(site, params, local_now.date())
         message = _warning_for(notice, planned_local, local_now, opens, closes, sunset, lead, params)
         if message is None:
             continue

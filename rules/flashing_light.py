@@ -6,10 +6,18 @@ examined with an FFT: a flashing light shows a dominant periodic component betwe
 ``min_hz`` and ``max_hz`` (a strobe, a rotating beacon) with a large modulation depth
 (Michelson contrast of the 5th/95th percentiles). How long it flashed within the burst
 is measured from the first to the last crossing of the mid level and scaled to the
-summary's duration. Flashing summaries that follow each other add up; only flashing
-that persists longer than ``min_duration_s`` is a VIOLATION. A short transient (a
-vehicle beacon passing for 20 s) is exempt: the ordinance exempts vehicles and moving
-equipment, and a fixed installation does not stop after a few seconds.
+summary's duration.
+
+"Except for lighting on vehicles or moving equipment" is decided from the record first:
+flashing at a sensor that coincides (within ``vehicle_margin_s``) with a truck passage at
+one of the sensor's gates, a declared work period naming the sensor, or a vehicle-present
+event (``vehicle_event_kind``) at one of its gates or naming it, is a vehicle's. Such
+flashing gives an EXEMPT_EXCEEDANCE that names the record, only where it lasted long enough
+to be a violation otherwise. Without a record the duration test is the fallback: flashing
+summaries that follow each other add up, and only flashing that persists longer than
+``min_duration_s`` is a VIOLATION (a fixed installation does not stop after a few seconds;
+a beacon passing for 20 s does). ``details["decided_by"]`` says which test decided:
+``vehicle_record`` or ``duration``.
 """
 
 from __future__ import annotations
@@ -19,9 +27,29 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from rules.base import RuleSpec, Standard, iso, local_hm, make_finding, only_site, sensor_label, sensors_of
+from rules.base import (
+    RuleSpec,
+    Standard,
+    iso,
+    local_hm,
+    make_finding,
+    only_site,
+    overlaps,
+    sensor_label,
+    sensors_of,
+)
 from rules.lighting import light_context, minute_groups, run_totals, series
-from rules.model import Finding, FindingKind, LightSummary, Measurement, SensorKind, SiteContext, SiteData
+from rules.model import (
+    Finding,
+    FindingKind,
+    LightSummary,
+    Measurement,
+    SensorInfo,
+    SensorKind,
+    SiteContext,
+    SiteData,
+    VehiclePresence,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +62,14 @@ class FlashingLightParams:
     min_burst_rate_hz: float = 10.0
     min_duration_s: float = 60.0
     max_gap_s: float = 120.0
+    # A truck passage or a vehicle-present event without an end covers flashing this long before and after.
+    vehicle_margin_s: float = 300.0
+    # Operator event kind (GenericEvent) placing a vehicle at a gate or sensors; "" reads none.
+    vehicle_event_kind: str = ""
 
     def __post_init__(self) -> None:
+        if self.vehicle_margin_s < 0:
+            raise ValueError("vehicle_margin_s: must not be negative")
         if not 0 < self.min_hz < self.max_hz:
             raise ValueError("max_hz: need 0 < min_hz < max_hz")
         if not 0 <= self.min_modulation_depth <= 1 or not 0 <= self.min_periodicity <= 1:
@@ -84,6 +118,51 @@ def analyse_burst(reading: LightSummary, params: FlashingLightParams) -> Flashin
     return Flashing(frequency, depth, periodicity, span_s / burst_s * reading.duration_s)
 
 
+@dataclass(frozen=True, slots=True)
+class VehicleRecord:
+    """A record placing a vehicle at a sensor from ``start`` to ``end``, and how a notice names it."""
+
+    start: datetime
+    end: datetime
+    label: str
+    ref: str
+
+
+def vehicle_records(
+    info: SensorInfo, params: FlashingLightParams, data: SiteData
+) -> tuple[list[VehicleRecord], list[str]]:
+    """Records that put a vehicle at this sensor's gates or area, and problems with unusable ones."""
+    margin = timedelta(seconds=params.vehicle_margin_s)
+    records: list[VehicleRecord] = []
+    problems: list[str] = []
+    for truck in data.trucks:
+        if truck.gate in info.gates:
+            label = f"haul truck {truck.truck_id or truck.id} at gate {truck.gate} ({truck.direction})"
+            records.append(VehicleRecord(truck.ts - margin, truck.ts + margin, label, f"truck:{truck.id}"))
+    for work in data.work:
+        # Only work declared for this sensor's area: a site-wide declaration puts no vehicle here.
+        if info.id in work.sensors:
+            label = f"declared {work.kind.value.replace('_', ' ')} work {work.id} at {info.id}"
+            records.append(VehicleRecord(work.start, work.end, label, f"work:{work.id}"))
+    for event in data.other_events:
+        if not params.vehicle_event_kind or event.kind != params.vehicle_event_kind:
+            continue
+        try:
+            seen = VehiclePresence.from_event(event)
+        except ValueError as exc:
+            problems.append(f"{event.kind} {event.id}: {exc}")
+            continue
+        if (seen.gate is None or seen.gate not in info.gates) and info.id not in seen.sensors:
+            continue
+        where = f"gate {seen.gate}" if seen.gate in info.gates else info.id
+        label = f"vehicle present at {where} ({seen.description or seen.id})"
+        start, end = (
+            (seen.start, seen.end) if seen.end is not None else (seen.start - margin, seen.start + margin)
+        )
+        records.append(VehicleRecord(start, end, label, f"{event.kind}:{event.id}"))
+    return records, problems
+
+
 def evaluate(
     site: SiteContext,
     standard: Standard,
@@ -105,15 +184,21 @@ def evaluate(
         readings = series(data, sensor_id, earliest, end)
         analysed = [analyse_burst(r, params) if context.at_night(r) else None for r in readings]
         exempt = [context.temporary_for(r) is not None for r in readings]
+        records, problems = vehicle_records(info, params, data)
+        vehicles = [[v for v in records if overlaps(r.ts, r.end, v.start, v.end)] for r in readings]
+        # A vehicle's flashing does not break a run: a fixed light keeps counting while a truck passes.
         totals = run_totals(
             readings,
             [a.flashing_s if a and not e else None for a, e in zip(analysed, exempt, strict=True)],
             params.max_gap_s,
         )
         for window_start, window_end, indices in minute_groups(readings, start, end):
-            chosen = [i for i in indices if analysed[i] is not None and totals[i][1] > params.min_duration_s]
-            if not chosen:
+            long = [i for i in indices if analysed[i] is not None and totals[i][1] > params.min_duration_s]
+            if not long:
                 continue
+            own = [i for i in long if not vehicles[i]]
+            chosen = own or long
+            kind = FindingKind.VIOLATION if own else FindingKind.EXEMPT_EXCEEDANCE
             last = chosen[-1]
             flashing = analysed[last]
             assert flashing is not None
@@ -123,17 +208,41 @@ def evaluate(
                 if run_start == readings[0].ts
                 else f"for {run_total / 60:.1f} minutes since {local_hm(run_start, tz)}"
             )
+            seen = list(dict.fromkeys(v.label for i in long for v in vehicles[i]))
+            if own:
+                decided = (
+                    f"no record puts a vehicle at this sensor's gate or area then, and it lasted longer "
+                    f"than {params.min_duration_s:g} s"
+                )
+                tail = (
+                    f"; flashing or revolving lights are not allowed except on vehicles "
+                    f"(section {standard.section})"
+                )
+            else:
+                decided = f"the record puts a vehicle there ({'; '.join(seen)})"
+                tail = f"; it is taken for a vehicle's light, which is allowed (section {standard.section})"
             summary = (
                 f"A light at {sensor_label(info)} was flashing at about "
                 f"{flashing.frequency_hz:.1f} times a second at {local_hm(window_start, tz)} local, "
-                f"{since}; flashing or revolving lights are not allowed except on vehicles "
-                f"(section {standard.section})"
+                f"{since}{tail}"
+            )
+            details: dict[str, object] = {
+                "run_start": iso(run_start),
+                "periodicity": round(flashing.periodicity, 3),
+                "decided_by": "duration" if own else "vehicle_record",
+                "decision": decided,
+            }
+            if problems:
+                details["unusable_vehicle_records"] = problems
+            refs = (
+                f"light:{sensor_id}:{iso(readings[chosen[0]].ts)}/{iso(readings[last].end)}",
+                *dict.fromkeys(v.ref for i in chosen for v in vehicles[i]),
             )
             findings.append(
                 make_finding(
                     site,
                     standard,
-                    FindingKind.VIOLATION,
+                    kind,
                     window_start,
                     max(window_end, readings[last].end),
                     summary,
@@ -145,8 +254,9 @@ def evaluate(
                         ),
                         Measurement("flashing duration", round(run_total, 1), params.min_duration_s, "s"),
                     ),
-                    refs=(f"light:{sensor_id}:{iso(readings[chosen[0]].ts)}/{iso(readings[last].end)}",),
-                    details={"run_start": iso(run_start), "periodicity": round(flashing.periodicity, 3)},
+                    exemptions=() if own else tuple(seen),
+                    refs=refs,
+                    details=details,
                 )
             )
     return findings
@@ -156,11 +266,16 @@ def margins(params: FlashingLightParams) -> tuple[timedelta, timedelta]:
     return timedelta(seconds=params.min_duration_s + params.max_gap_s), timedelta(0)
 
 
+def event_kinds(params: FlashingLightParams) -> tuple[str, ...]:
+    return (params.vehicle_event_kind,) if params.vehicle_event_kind else ()
+
+
 RULE: RuleSpec[FlashingLightParams] = RuleSpec(
     name="flashing_light",
     params_type=FlashingLightParams,
     evaluate=evaluate,
     margins=margins,
+    event_kinds=event_kinds,
     description="Periodic light modulation (0.1-5 Hz) at night that persists, from raw bursts.",
     reads=("light",),
 )

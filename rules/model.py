@@ -56,6 +56,25 @@ class SensorInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class AdjoiningOwner:
+    """An owner of adjoining property (Dovre section 2: a parcel within 1/2 mile of the mine
+    site's parcel with a residence existing at adoption), who must get blast notices (6.F).
+
+    A blast notice reaches this owner when one of its recipients equals ``id`` or ``name``
+    (case and spacing ignored).
+    """
+
+    id: str
+    name: str = ""
+    parcel: str = ""  # legal description or parcel number, for people
+
+    @property
+    def label(self) -> str:
+        parcel = f", parcel {self.parcel}" if self.parcel else ""
+        return f"{self.name or self.id} ({self.id}{parcel})" if self.name else f"{self.id}{parcel}"
+
+
+@dataclass(frozen=True, slots=True)
 class SiteContext:
     id: str
     name: str
@@ -65,6 +84,7 @@ class SiteContext:
     preexisting: bool = False  # section 1.4.C
     sensors: Mapping[str, SensorInfo] = field(default_factory=dict)
     flags: Mapping[str, Any] = field(default_factory=dict)  # site facts a profile rule may need
+    adjoining_owners: tuple[AdjoiningOwner, ...] = ()  # blast-notice recipients besides the Town
 
     @property
     def tz(self) -> ZoneInfo:
@@ -244,6 +264,52 @@ class GenericEvent:
 
 
 Event: TypeAlias = BlastNotice | Blast | TruckPassage | WorkPeriod | TemporaryLighting | GenericEvent
+
+# A vehicle (haul truck, loader, service truck) present at a gate or near some sensors, e.g. from a
+# gate camera or the operator's log: lights on vehicles and moving equipment are exempt (Dovre 6.C.3).
+# It travels as a profile-defined GenericEvent of this kind (a profile lists it in ``event_kinds``);
+# monitor.wire checks its fields: ``ts`` (arrival), optional ``end``, ``gate``, ``sensors``, ``description``.
+VEHICLE_PRESENT = "vehicle-present"
+
+
+@dataclass(frozen=True, slots=True)
+class VehiclePresence:
+    """The typed view of a ``vehicle-present`` event; ``end`` None: seen at ``start`` only."""
+
+    site: str
+    id: str
+    start: datetime
+    end: datetime | None
+    gate: str | None = None
+    sensors: tuple[str, ...] = ()
+    description: str = ""
+
+    @classmethod
+    def from_event(cls, event: GenericEvent) -> VehiclePresence:
+        """ValueError("field: reason") for a field the wire would have refused."""
+        fields = event.fields
+        end = fields.get("end")
+        try:
+            end_ts = datetime.fromisoformat(str(end).replace("Z", "+00:00")) if end else None
+        except ValueError:
+            raise ValueError(f"end: not a timestamp: {end!r}") from None
+        if end_ts is not None and end_ts.tzinfo is None:
+            raise ValueError(f"end: needs a UTC offset: {end!r}")
+        gate = fields.get("gate")
+        sensors = fields.get("sensors") or ()
+        if gate is not None and not isinstance(gate, str):
+            raise ValueError(f"gate: expected a string, got {gate!r}")
+        if not isinstance(sensors, list | tuple) or not all(isinstance(x, str) for x in sensors):
+            raise ValueError(f"sensors: expected a list of strings, got {sensors!r}")
+        return cls(
+            event.site,
+            event.id,
+            event.ts,
+            end_ts,
+            gate or None,
+            tuple(sensors),
+            str(fields.get("description") or ""),
+        )
 
 
 # ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ A profile is a TOML file (shipped ones live in ``rules/profiles/<name>.toml``)::
     cure_days = 14
     episode_gap_s = 300
     preexisting_exempt = []            # standards that do not bind pre-existing sites
+    considered = ["..."]               # the project's readings the Town should confirm (notices list them)
     event_kinds = []                   # operator record kinds (minewatch/{site}/events/{kind})
                                        # the daemon accepts for sites on this profile
 
@@ -65,9 +66,10 @@ _TOP_LEVEL_FIELDS = {
     "episode_gap_s",
     "preexisting_exempt",
     "event_kinds",
+    "considered",
     "standards",
 }
-_STANDARD_FIELDS = {"rule", "section", "title", "summary", "text", "required_action", "params"}
+_STANDARD_FIELDS = {"rule", "section", "title", "summary", "text", "required_action", "params", "considered"}
 # Top-level fields an operations agreement may change for one site besides rule params.
 _OVERRIDABLE_TOP_LEVEL = {"cure_days": int, "episode_gap_s": float}
 # Event kinds monitor.wire decodes itself (BUILTIN_EVENTS there); a profile cannot redefine them.
@@ -97,6 +99,8 @@ class Profile:
     cure_section: str = ""
     source: str = ""  # the file it came from, for messages
     event_kinds: tuple[str, ...] = ()  # operator record kinds (GenericEvent.kind) sites on it accept
+    # Profile-wide readings the Town should confirm; each standard's own are Standard.considered.
+    considered: tuple[str, ...] = ()
 
     def standard(self, key: str) -> Standard:
         return self.standards[key]
@@ -165,6 +169,7 @@ def build_profile(
     preexisting_exempt = _expect(
         raw.get("preexisting_exempt", []), tuple[str, ...], "preexisting_exempt", problems
     )
+    considered = _expect(raw.get("considered", []), tuple[str, ...], "considered", problems)
 
     overrides_by_standard, top_overrides = _split_overrides(overrides or {}, raw, problems)
     if "cure_days" in top_overrides:
@@ -211,6 +216,7 @@ def build_profile(
         cure_section=cure_section,
         source=source,
         event_kinds=event_kinds,
+        considered=tuple(" ".join(c.split()) for c in considered or ()),
     )
 
 
@@ -312,6 +318,7 @@ def _build_standard(
     }
     values.update(overrides)
     params = parse_params(params_type, values, problems)
+    considered = _expect(raw.get("considered", []), tuple[str, ...], f"{path}.considered", problems)
     if params is None or len(problems) > count_before:
         return None
     return Standard(
@@ -324,6 +331,7 @@ def _build_standard(
         required_action=strings["required_action"],
         params=params,
         applies_to_preexisting=applies_to_preexisting,
+        considered=tuple(" ".join(c.split()) for c in considered or ()),
     )
 
 

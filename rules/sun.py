@@ -45,6 +45,8 @@ class Sunset:
         if self.case == POLAR_NIGHT:
             return "sun does not rise (polar night)"
         assert self.at is not None
+        if self.at.date() != self.local_date:
+            return f"sunset at {self.at.strftime('%H:%M:%S %Z')} on {self.at.date().isoformat()}"
         return f"sunset at {self.at.strftime('%H:%M:%S %Z')}"
 
 
@@ -66,6 +68,46 @@ def _sunset(latitude: float, longitude: float, tz_name: str, local_date: date) -
 
 def sunset(site: SiteContext, local_date: date) -> Sunset:
     return _sunset(site.latitude, site.longitude, site.timezone, local_date)
+
+
+@lru_cache(maxsize=4096)
+def _sunset_after(
+    latitude: float, longitude: float, tz_name: str, local_date: date, after: time, until: time
+) -> Sunset:
+    tz = ZoneInfo(tz_name)
+    start = datetime.combine(local_date, after, tz)
+    limit = datetime.combine(local_date + timedelta(days=1), until, tz)
+    # astral files a sunset under the date it computes for, which at high latitudes in summer
+    # is the one just after the *previous* midnight; so look at the neighbouring dates too.
+    candidates = [
+        s.at
+        for offset in (-1, 0, 1, 2)
+        if (s := _sunset(latitude, longitude, tz_name, local_date + timedelta(days=offset))).at is not None
+    ]
+    elevation = float(astral.sun.elevation(astral.Observer(latitude, longitude), start))
+    if elevation <= SUNSET_ELEVATION_DEG:
+        # The sun is already down at ``after``: the sunset that counts is the one before it.
+        earlier = [at for at in candidates if at <= start]
+        if earlier and start - max(earlier) < timedelta(hours=24):
+            return Sunset(local_date, max(earlier), NORMAL)
+        return Sunset(local_date, None, POLAR_NIGHT)
+    later = [at for at in candidates if start < at <= limit]
+    if later:
+        return Sunset(local_date, min(later), NORMAL)
+    return Sunset(local_date, None, POLAR_DAY)
+
+
+def sunset_after(site: SiteContext, local_date: date, after: time, until: time) -> Sunset:
+    """The first sunset after ``after`` (local) on ``local_date``, wherever it falls (6.F).
+
+    At high latitudes in summer the evening's sunset comes after local midnight (Fairbanks,
+    21 June: 00:46 on the 22nd), and that is the sunset that bounds an afternoon's blasting,
+    not the one astral files under the calendar date. Searched up to ``until`` on the next
+    day (the next blasting window); none by then with the sun up at ``after`` is POLAR_DAY.
+    With the sun already down at ``after`` the answer is the sunset before it (NORMAL, ``at``
+    earlier than ``after``), or POLAR_NIGHT when the sun did not rise.
+    """
+    return _sunset_after(site.latitude, site.longitude, site.timezone, local_date, after, until)
 
 
 @lru_cache(maxsize=4096)

@@ -1,10 +1,15 @@
 """Temporary lighting days (Dovre 6.C.6: "Temporary lighting that does not conform with this
 Section may be allowed for a period of not longer than 30 total days within each year").
 
-Declared TemporaryLighting periods are counted in distinct local calendar days (the
-site's zone) per calendar year: a period from 20:00 on 31 December to 04:00 on 1 January
-uses one day of each year, and two periods on one date use one day. "Each year" is read
-as the calendar year (January to December), the reading a clerk can check on a calendar.
+Declared TemporaryLighting periods are counted in days of use per calendar year ("each year"
+read as January to December, the reading a clerk can check on a calendar).
+
+With ``overnight_counts_as_one_day`` (the default) a use counts one day per started 24 hours
+from when it was switched on, each on the local date that day began: 20:00 to 04:00 is one
+use and one day (the date it began), not two calendar dates; 20:00 on 31 December to 04:00
+on 1 January is a day of the old year only; a use of 24 h is one day, of 24 h and a second
+two. Without it, every local calendar date a use touches counts (20:00-04:00 uses two). Two
+uses on one date are one day either way. This is a reading the Town should confirm.
 
 The first day beyond ``max_days_per_year`` is a VIOLATION, and so is every later one;
 each such day gives one finding, produced by the evaluation whose interval contains the
@@ -32,6 +37,8 @@ from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
 class TemporaryLightingParams:
     max_days_per_year: int = 30
     warn_days_left: int = 3
+    # An overnight use is one day (of the date it began), not the two calendar dates it touches.
+    overnight_counts_as_one_day: bool = True
 
     def __post_init__(self) -> None:
         if self.max_days_per_year < 0 or self.warn_days_left < 0:
@@ -47,15 +54,34 @@ class LightingDay:
     periods: tuple[str, ...]
 
 
-def lighting_days(site: SiteContext, periods: Sequence[TemporaryLighting]) -> list[LightingDay]:
-    """Every local day with declared temporary lighting, numbered within its calendar year."""
+def _parts(
+    site: SiteContext, period: TemporaryLighting, per_use: bool
+) -> list[tuple[date, datetime, datetime]]:
+    """(local date counted, on, off) for each day a use counts."""
+    if per_use:
+        parts = []
+        on = period.start
+        while on < period.end:
+            off = min(period.end, on + timedelta(hours=24))
+            parts.append((on.astimezone(site.tz).date(), on, off))
+            on = off
+        return parts
+    return [
+        (day, max(period.start, bounds[0]), min(period.end, bounds[1]))
+        for day in local_days(site, period.start, period.end)
+        for bounds in [local_day_bounds(site, day)]
+    ]
+
+
+def lighting_days(
+    site: SiteContext, periods: Sequence[TemporaryLighting], per_use: bool = True
+) -> list[LightingDay]:
+    """Every day of declared temporary lighting, numbered within its calendar year (see the module)."""
     spans: dict[date, tuple[datetime, datetime, list[str]]] = {}
     for period in periods:
         if period.end <= period.start:
             continue
-        for day in local_days(site, period.start, period.end):
-            day_start, day_end = local_day_bounds(site, day)
-            on, off = max(period.start, day_start), min(period.end, day_end)
+        for day, on, off in _parts(site, period, per_use):
             if day in spans:
                 first, last, ids = spans[day]
                 spans[day] = (min(first, on), max(last, off), [*ids, period.id])
@@ -81,7 +107,7 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     findings: list[Finding] = []
-    for lit in lighting_days(site, data.temporary_lighting):
+    for lit in lighting_days(site, data.temporary_lighting, params.overnight_counts_as_one_day):
         if lit.ordinal <= params.max_days_per_year or not start <= lit.first_on < end or lit.first_on > now:
             continue
         summary = (
@@ -103,7 +129,13 @@ def evaluate(
                     ),
                 ),
                 refs=tuple(f"temporary_lighting:{p}" for p in lit.periods),
-                details={"local_date": lit.day.isoformat(), "year": lit.day.year},
+                details={
+                    "local_date": lit.day.isoformat(),
+                    "year": lit.day.year,
+                    "counting": "per use, an overnight use is one day"
+                    if params.overnight_counts_as_one_day
+                    else "per local calendar date touched",
+                },
             )
         )
     return findings
@@ -114,7 +146,8 @@ def early_warnings(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     year = now.astimezone(site.tz).year
-    this_year = [d for d in lighting_days(site, data.temporary_lighting) if d.day.year == year]
+    days = lighting_days(site, data.temporary_lighting, params.overnight_counts_as_one_day)
+    this_year = [d for d in days if d.day.year == year]
     used = len(this_year)
     if used < params.max_days_per_year - params.warn_days_left:
         return []

@@ -285,7 +285,8 @@ class Simulation:
                     tuple(f["recipients"]),
                 )
                 issued, planned = f["issued_ts"], f["planned_ts"]
-                text = f"blast notice {f['blast_id']} issued {issued:%a %H:%M} for {planned:%a %H:%M}"
+                to = ", ".join(f["recipients"]) or "nobody"
+                text = f"blast notice {f['blast_id']} issued {issued:%a %H:%M} for {planned:%a %H:%M} to {to}"
             elif event.kind == "blast":
                 record = Blast(
                     site, f["blast_id"], f["ts"].astimezone(UTC), f.get("safety_reason"), f.get("charge_kg")

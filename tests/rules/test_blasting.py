@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
 
-from rules.model import Finding, SiteContext, SiteData, SoundLevels
-from tests.rules.helpers import SITE, TROMSO, at, blast, kinds, notice, run, seconds
+from rules.model import AdjoiningOwner, BlastNotice, Finding, SiteContext, SiteData, SoundLevels
+from tests.rules.helpers import (
+    DOVRE,
+    SITE,
+    TROMSO,
+    at,
+    blast,
+    kinds,
+    make_site,
+    notice,
+    run,
+    seconds,
+    with_overrides,
+)
 
 SAFETY = "misfire had to be cleared before dark"
 V, OK, SX = "violation", "compliant", "safety_exception"
@@ -153,7 +166,7 @@ def test_air_overpressure(
         60.0,
         peak=lambda i: meter_peak if i == peak_second else None,
     )
-    data = SiteData(blasts=(blast(BLAST_AT, **extra),), sound=tuple(sound))
+    data = SiteData(blasts=(blast(BLAST_AT, **extra),), sound=tuple(sound))  # type: ignore[arg-type]
     findings = run("blast_overpressure", data, BLAST_AT, BLAST_AT + timedelta(minutes=1))
     assert kinds(findings) == expected
     for finding in findings:
@@ -201,3 +214,185 @@ def test_unreported_blast(sound: list[SoundLevels], blasts: tuple[object, ...], 
     for finding in findings:
         assert finding.sensors == ("n1",) and finding.start == IMPULSE_AT and finding.section == "6.F"
         assert "looks like a blast" in finding.summary
+
+
+FAIRBANKS = make_site("fbx", "America/Anchorage", 64.84, -147.72)
+AK = "America/Anchorage"
+JUNE, DEC = "2026-06-22T00:46:19", "2026-12-15T14:38:51"
+NO_PAST_MIDNIGHT = with_overrides(blast_window__safety_exception_past_midnight=False)
+
+# Fairbanks, 21 June 2026: the evening's sunset is at 00:46:19.6 AKDT on the 22nd (astral files it
+# under the 22nd; the 21st's own "sunset" is the previous night's 00:46:14). 15 December: 14:38:51.
+# fmt: off
+BLAST_WINDOW_SUNSET_AFTER_MIDNIGHT_CASES = [
+    case("2026-06-21 16:00:00", SAFETY, SX, JUNE, id="6.F-Fairbanks-16:00-sunset-after-midnight"),
+    case("2026-06-21 16:00:00", None, V, JUNE, id="6.F-Fairbanks-16:00-no-reason"),
+    case("2026-06-21 23:59:59", SAFETY, SX, JUNE, id="6.F-Fairbanks-23:59:59"),
+    case("2026-06-22 00:46:19", SAFETY, SX, JUNE, id="6.F-Fairbanks-00:46:19-before-sunset"),
+    case("2026-06-22 00:46:20", SAFETY, V, JUNE, id="6.F-Fairbanks-00:46:20-after-sunset"),
+    case("2026-12-15 14:59:59", None, OK, DEC, id="6.F-Fairbanks-Dec-in-window"),
+    case("2026-12-15 15:00:01", SAFETY, V, DEC, id="6.F-Fairbanks-Dec-sun-down"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(
+    ("local_time", "reason", "expected", "sunset"), BLAST_WINDOW_SUNSET_AFTER_MIDNIGHT_CASES
+)
+def test_blast_window_sunset_after_midnight(
+    local_time: str, reason: str | None, expected: str, sunset: str
+) -> None:
+    finding = judge(local_time, reason, site=FAIRBANKS, tz=AK)
+    assert finding.kind.value == expected
+    assert finding.details["sunset_local"].startswith(sunset)
+    assert finding.details["sun_case"] == "normal"
+    if expected == SX and local_time.startswith("2026-06-22"):
+        # Judged as the 21st's exception, and the finding says so.
+        assert finding.details["exception_day"] == "2026-06-21"
+        assert "after 15:00 on 2026-06-21" in finding.summary
+
+
+def test_blast_after_midnight_is_a_new_day_when_the_profile_says_so() -> None:
+    ts = at("2026-06-22 00:30:00", AK)
+    data = SiteData(blasts=(blast(ts, reason=SAFETY, site="fbx"),))
+    [default] = run("blast_window", data, ts, ts + timedelta(seconds=1), site=FAIRBANKS)
+    [strict] = run(
+        "blast_window", data, ts, ts + timedelta(seconds=1), site=FAIRBANKS, profile=NO_PAST_MIDNIGHT
+    )
+    assert (default.kind.value, strict.kind.value) == (SX, V)
+    assert "before 10:00" in strict.summary
+
+
+# Polar day (Tromso in June): the exception runs to local midnight, then the next day's 10:00
+# rule applies. Polar night (December): no daylight, no exception. Stated in the profile.
+# fmt: off
+BLAST_WINDOW_POLAR_MIDNIGHT_CASES = [
+    case("2026-06-15 23:59:59", SAFETY, SX, id="6.F-polar-day-23:59:59-exception"),
+    case("2026-06-16 00:00:00", SAFETY, V, id="6.F-polar-day-00:00:00-next-day-before-10"),
+    case("2026-12-15 15:00:00", None, OK, id="6.F-polar-night-15:00:00-in-window"),
+    case("2026-12-15 15:00:01", SAFETY, V, id="6.F-polar-night-15:00:01-no-exception"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("local_time", "reason", "expected"), BLAST_WINDOW_POLAR_MIDNIGHT_CASES)
+def test_blast_window_polar_day_ends_at_midnight(local_time: str, reason: str | None, expected: str) -> None:
+    assert judge(local_time, reason, site=TROMSO, tz="Europe/Oslo").kind.value == expected
+
+
+OWNERS = (AdjoiningOwner("p-12", "R. Hansen", "N 1/2 SE 1/4 sec 12"), AdjoiningOwner("p-14", "K. Olsen"))
+SITE_WITH_OWNERS = dataclasses.replace(SITE, adjoining_owners=OWNERS)
+HANSEN, OLSEN = "R. Hansen (p-12, parcel N 1/2 SE 1/4 sec 12)", "K. Olsen (p-14)"
+
+
+def judge_notice(*notices: BlastNotice, site: SiteContext = SITE_WITH_OWNERS) -> Finding:
+    data = SiteData(blasts=(blast(BLAST_AT),), blast_notices=notices)
+    [finding] = run("blast_notice", data, BLAST_AT, BLAST_AT + timedelta(minutes=1), site=site)
+    return finding
+
+
+def sent(
+    to: tuple[str, ...], before: timedelta = timedelta(hours=30), planned: timedelta = timedelta(0)
+) -> BlastNotice:
+    return BlastNotice("pit1", "b1", BLAST_AT - before, BLAST_AT + planned, to)
+
+
+# fmt: off
+BLAST_NOTICE_RECIPIENT_CASES = [
+    case(("Town Clerk", "p-12", "K. Olsen"), [], id="6.F-Town-and-every-owner"),
+    case(("  town   CLERK ", "P-12", "k. olsen"), [], id="6.F-names-ignore-case-and-spacing"),
+    case(("Town Clerk", "p-12"), [OLSEN], id="6.F-one-owner-missed"),
+    case(("p-12", "p-14"), ["the Town"], id="6.F-Town-missed"),
+    case((), ["the Town", HANSEN, OLSEN], id="6.F-nobody-listed"),
+    case(("Town Clerk", "Hansen"), [HANSEN, OLSEN], id="6.F-partial-name-does-not-count"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("recipients", "missed"), BLAST_NOTICE_RECIPIENT_CASES)
+def test_blast_notice_recipients(recipients: tuple[str, ...], missed: list[str]) -> None:
+    finding = judge_notice(sent(recipients))
+    assert finding.details["missed_recipients"] == missed
+    assert finding.kind.value == (V if missed else OK)
+    for who in missed:
+        assert who in finding.summary
+    if missed:
+        assert finding.details["decided_by"] == "recipients"
+
+
+def test_without_listed_owners_only_the_town_is_checked_and_the_finding_says_so() -> None:
+    finding = judge_notice(sent(("Town of Dovre",)), site=SITE)
+    assert finding.kind.value == OK
+    assert any("no adjoining owners are listed" in c for c in finding.details["considered"])
+
+
+def test_a_timely_reissue_adds_its_recipients_a_late_one_does_not() -> None:
+    town_only = sent(("Town Clerk",), before=timedelta(hours=48))
+    owners_in_time = sent(("p-12", "p-14"), before=timedelta(hours=24))
+    owners_late = sent(("p-12", "p-14"), before=timedelta(hours=23, minutes=59))
+    assert judge_notice(town_only, owners_in_time).kind.value == OK
+    late = judge_notice(town_only, owners_late)
+    assert late.kind.value == V and late.details["missed_recipients"] == [HANSEN, OLSEN]
+
+
+EVERYONE = ("Town Clerk", "p-12", "p-14")
+
+# fmt: off
+BLAST_FIRED_BEFORE_ANNOUNCED_TIME_CASES = [
+    case(timedelta(hours=1), OK, id="6.F-fired-exactly-1h-early-is-tolerated"),
+    case(timedelta(hours=1, seconds=1), V, id="6.F-fired-1h00m01s-early-not-this-notice"),
+    case(timedelta(days=1), V, id="6.F-fired-a-day-early"),
+    case(timedelta(0), OK, id="6.F-fired-on-time"),
+    case(-timedelta(hours=3), OK, id="6.F-fired-3h-late"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("planned_after", "expected"), BLAST_FIRED_BEFORE_ANNOUNCED_TIME_CASES)
+def test_blast_fired_before_its_announced_time(planned_after: timedelta, expected: str) -> None:
+    finding = judge_notice(sent(EVERYONE, before=timedelta(days=3), planned=planned_after))
+    assert finding.kind.value == expected
+    if expected == V:
+        assert finding.details["decided_by"] == "fired_early"
+        assert "did not give notice of this blast" in finding.summary
+
+
+def test_early_tolerance_is_a_profile_param() -> None:
+    strict = with_overrides(blast_notice__early_tolerance_h=0.0)
+    data = SiteData(blasts=(blast(BLAST_AT),), blast_notices=(sent(EVERYONE, planned=timedelta(minutes=1)),))
+    findings = run("blast_notice", data, BLAST_AT, BLAST_AT + timedelta(minutes=1), profile=strict)
+    assert kinds(findings) == [V]
+
+
+# fmt: off
+NOTICE_WARNING_CASES = [
+    case(EVERYONE, timedelta(hours=30), None, id="6.F-pending-notice-complete-no-warning"),
+    case(("Town Clerk", "p-12"), timedelta(hours=30), f"not gone to {OLSEN}", id="6.F-pending-missed-owner"),
+    case(EVERYONE, timedelta(hours=23, minutes=59), "it may not be fired before", id="6.F-pending-23h59"),
+    case(("p-12", "p-14"), timedelta(hours=20), "; and its notice has not gone to the Town", id="6.F-both"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("to", "lead", "words"), NOTICE_WARNING_CASES)
+def test_pending_notice_warns_of_who_was_missed(
+    to: tuple[str, ...], lead: timedelta, words: str | None
+) -> None:
+    from rules import blast_notice
+
+    pending = BlastNotice("pit1", "b7", BLAST_AT - lead, BLAST_AT, to)
+    standard = DOVRE.standard("blast_notice")
+    now = BLAST_AT - timedelta(hours=12)
+    data = SiteData(blast_notices=(pending,))
+    warnings = blast_notice.early_warnings(SITE_WITH_OWNERS, standard, standard.params, data, now)
+    if words is None:
+        assert warnings == []
+    else:
+        [warning] = warnings
+        assert words in warning.summary and warning.kind.value == "warning"
+
+
+def test_a_blast_with_no_notice_missed_everyone_and_says_who() -> None:
+    finding = judge_notice()
+    assert finding.kind.value == V and finding.details["decided_by"] == "no_notice"
+    assert finding.details["missed_recipients"] == ["the Town", HANSEN, OLSEN]

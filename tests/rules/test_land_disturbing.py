@@ -105,7 +105,7 @@ def test_profile_cites_28_5_and_declares_its_record_kinds() -> None:
         "construction-completed", "ground-cover-established", "plan-filed", "plan-approved",
     }  # fmt: skip
     assert LAND.standard("slopes").text.endswith("sufficient to restrain erosion.")
-    assert load_profile("dovre").event_kinds == ()
+    assert load_profile("dovre").event_kinds == ("vehicle-present",)  # 6.C.3 vehicle beacons
     # Events are not bounded by margins; only the turbidity rule needs readings around the interval.
     assert data_margins(LAND, "turbidity") == (timedelta(minutes=25), timedelta(minutes=10))
     assert data_margins(LAND, "sound") == (timedelta(0), timedelta(0))

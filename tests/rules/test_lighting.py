@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import dataclasses
+from collections.abc import Sequence
+from datetime import date, datetime, timedelta
 
 import numpy as np
 import pytest
 
 from rules import early_warnings, evaluate_site
-from rules.model import FindingKind, LightSummary, SiteData
-from tests.rules.helpers import DOVRE, SITE, TROMSO, at, kinds, light, make_site, run, temporary
+from rules.base import iso
+from rules.model import (
+    Finding,
+    FindingKind,
+    GenericEvent,
+    LightSummary,
+    Placement,
+    SensorInfo,
+    SensorKind,
+    SiteContext,
+    SiteData,
+    TemporaryLighting,
+    TruckPassage,
+    WorkKind,
+    WorkPeriod,
+)
+from rules.profile import Profile
+from tests.rules.helpers import (
+    DOVRE,
+    SITE,
+    TROMSO,
+    at,
+    kinds,
+    light,
+    make_site,
+    run,
+    temporary,
+    with_overrides,
+)
 
 NIGHT = at("2026-06-15 23:00")  # civil dusk 21:36 CDT, dawn 04:40 CDT
 NOON = at("2026-06-15 12:00")
@@ -17,7 +46,12 @@ MINUTE = timedelta(minutes=1)
 case = pytest.param
 
 
-def trespass(readings: list[LightSummary], evaluate_at=NIGHT, temporaries=(), site=SITE):
+def trespass(
+    readings: list[LightSummary],
+    evaluate_at: datetime = NIGHT,
+    temporaries: Sequence[TemporaryLighting] = (),
+    site: SiteContext = SITE,
+) -> list[Finding]:
     data = SiteData(light=tuple(readings), temporary_lighting=tuple(temporaries))
     return run("light_trespass", data, evaluate_at, evaluate_at + MINUTE, site=site)
 
@@ -35,7 +69,7 @@ LIGHT_TRESPASS_CASES = [
 
 
 @pytest.mark.parametrize(("readings", "expected"), LIGHT_TRESPASS_CASES)
-def test_light_trespass(readings, expected: list[str]) -> None:
+def test_light_trespass(readings: list[LightSummary], expected: list[str]) -> None:
     findings = trespass(readings)
     assert kinds(findings) == expected
     for finding in findings:
@@ -70,12 +104,12 @@ def square_wave(hz: float, seconds: float, high: float = 20.0, low: float = 0.0)
     return np.where((t * hz) % 1.0 < 0.5, high, low)
 
 
-def flashing_minutes(count: int, hz: float = 1.0, start=NIGHT - 9 * MINUTE) -> list[LightSummary]:
+def flashing_minutes(count: int, hz: float = 1.0, start: datetime = NIGHT - 9 * MINUTE) -> list[LightSummary]:
     burst = tuple(float(v) for v in square_wave(hz, 60))
     return light("l2", start, count, 10.0, lux_max=20.0, burst=lambda i: burst, rate=RATE)
 
 
-def beacon_minute(at_time=NIGHT) -> list[LightSummary]:
+def beacon_minute(at_time: datetime = NIGHT) -> list[LightSummary]:
     # A vehicle's amber beacon sweeps past for 20 s inside an otherwise dark minute.
     samples = np.zeros(600)
     samples[200:400] = square_wave(1.5, 20)
@@ -131,11 +165,46 @@ HIGH_INTENSITY_CASES = [
 
 
 @pytest.mark.parametrize(("lux_max", "when", "expected"), HIGH_INTENSITY_CASES)
-def test_high_intensity(lux_max: float, when, expected: list[str]) -> None:
+def test_high_intensity(lux_max: float, when: datetime, expected: list[str]) -> None:
     data = SiteData(light=tuple(light("l1", when, 1, 0.5, lux_max=lux_max)))
     findings = run("high_intensity_light", data, when, when + MINUTE)
     assert kinds(findings) == expected
     assert all(f.section == "6.C.4" for f in findings)
+
+
+# max_lux 25: one lux either side; beam signature: peak 10x the minute's mean (26 lux over 2.6 mean).
+# fmt: off
+HIGH_INTENSITY_WORDING_CASES = [
+    case(24.0, 0.5, [], None, id="6.C.4-24-lux-below"),
+    case(25.0, 0.5, [], None, id="6.C.4-25-lux-at-the-limit"),
+    case(26.0, 0.5, ["violation"], "matched", id="6.C.4-26-lux-brief-sweep-matches-beam"),
+    case(26.0, 2.6, ["violation"], "matched", id="6.C.4-peak-exactly-10x-mean-matches"),
+    case(26.0, 2.7, ["violation"], "not matched", id="6.C.4-peak-9.6x-mean-steady-flood-not-a-beam"),
+    case(26.0, 26.0, ["violation"], "not matched", id="6.C.4-steady-26-lux"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("lux_max", "lux_mean", "expected", "beam"), HIGH_INTENSITY_WORDING_CASES)
+def test_high_intensity_finding_describes_what_was_measured(
+    lux_max: float, lux_mean: float, expected: list[str], beam: str | None
+) -> None:
+    data = SiteData(light=tuple(light("l1", NIGHT, 1, lux_mean, lux_max=lux_max)))
+    findings = run("high_intensity_light", data, NIGHT, NIGHT + MINUTE)
+    assert kinds(findings) == expected
+    for finding in findings:
+        assert finding.summary.startswith(f"Peak illuminance of {lux_max:.1f} lux was measured at boundary")
+        assert finding.measurements[0].name == "peak illuminance at the boundary"
+        assert finding.details["beam_signature"] == beam
+        assert ("as a sweeping search light is" in finding.summary) is (beam == "matched")
+
+
+def test_high_intensity_never_names_a_search_light_without_a_beam_signature() -> None:
+    profile = with_overrides(high_intensity_light__beam_peak_to_mean=0.0)
+    data = SiteData(light=tuple(light("l1", NIGHT, 1, 0.5, lux_max=300.0)))
+    [finding] = run("high_intensity_light", data, NIGHT, NIGHT + MINUTE, profile=profile)
+    assert finding.details["beam_signature"] == "not matched"
+    assert "as a sweeping search light is" not in finding.summary
 
 
 def sky_history(level: float = 0.02) -> list[LightSummary]:
@@ -160,12 +229,14 @@ def test_upward_light(now_lux: float, history: list[LightSummary], expected: lis
         assert finding.section == "6.C.5" and finding.measurements[1].value == pytest.approx(0.02)
 
 
-def lit_days(first_local_day: str, count: int, prefix: str = "tl", hours: float = 3.0):
+def lit_days(
+    first_local_day: str, count: int, prefix: str = "tl", hours: float = 3.0
+) -> list[TemporaryLighting]:
     first = date.fromisoformat(first_local_day)
     return [temporary(at(f"{first + timedelta(days=i)} 20:00"), hours, f"{prefix}{i}") for i in range(count)]
 
 
-YEAR_END = at("2025-12-31 20:00")  # 20:00-04:00: one day in 2025, one in 2026
+YEAR_END = at("2025-12-31 20:00")  # 20:00-04:00: one overnight use, a day of 2025 only
 
 
 # fmt: off
@@ -191,6 +262,53 @@ def test_temporary_lighting_across_year_boundary(
     # The early hours of 1 January are the first day of 2026, not the 32nd of 2025.
     january = run("temporary_lighting", data, at("2026-01-01 00:00"), at("2026-01-02 00:00"), now=end)
     assert january == []
+
+
+CALENDAR_DATES = with_overrides(temporary_lighting__overnight_counts_as_one_day=False)
+DAY = timedelta(hours=24)
+
+# Overnight uses, 20:00 to 04:00 from 1 March: one use is one day (the date it began) by default;
+# counting calendar dates, 30 such uses touch 31 dates (the last ends at 04:00 on 31 March).
+# fmt: off
+TEMPORARY_LIGHTING_OVERNIGHT_CASES = [
+    case(30, 8, DOVRE, [], id="6.C.6-30-overnight-uses-are-30-days"),
+    case(31, 8, DOVRE, ["2026-03-31"], id="6.C.6-31st-overnight-use-is-day-31"),
+    case(30, 8, CALENDAR_DATES, ["2026-03-31"], id="6.C.6-calendar-reading-30-uses-touch-31-dates"),
+    case(29, 8, CALENDAR_DATES, [], id="6.C.6-calendar-reading-29-uses-touch-30-dates"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("uses", "hours", "profile", "violation_dates"), TEMPORARY_LIGHTING_OVERNIGHT_CASES)
+def test_temporary_lighting_overnight_use_is_one_day(
+    uses: int, hours: float, profile: Profile, violation_dates: list[str]
+) -> None:
+    data = SiteData(temporary_lighting=tuple(lit_days("2026-03-01", uses, hours=hours)))
+    start, end = at("2026-03-01 00:00"), at("2026-04-02 00:00")
+    findings = run("temporary_lighting", data, start, end, now=end, profile=profile)
+    assert [f.details["local_date"] for f in findings] == violation_dates
+    for finding in findings:
+        assert finding.measurements[0].value == 31 and "day 31 of 2026" in finding.summary
+
+
+# fmt: off
+TEMPORARY_LIGHTING_LONG_USE_CASES = [
+    case(DAY, [], id="6.C.6-a-24-hour-use-is-one-day"),
+    case(DAY + timedelta(seconds=1), ["2026-03-31"], id="6.C.6-24-hours-and-a-second-is-two-days"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("length", "violation_dates"), TEMPORARY_LIGHTING_LONG_USE_CASES)
+def test_temporary_lighting_long_use_counts_per_24_hours(
+    length: timedelta, violation_dates: list[str]
+) -> None:
+    # 29 evening uses (1-29 March), then one use from 20:00 on 30 March.
+    last = TemporaryLighting("pit1", "long", at("2026-03-30 20:00"), at("2026-03-30 20:00") + length)
+    data = SiteData(temporary_lighting=(*lit_days("2026-03-01", 29), last))
+    start, end = at("2026-03-01 00:00"), at("2026-04-02 00:00")
+    findings = run("temporary_lighting", data, start, end, now=end)
+    assert [f.details["local_date"] for f in findings] == violation_dates
 
 
 def test_temporary_lighting_31st_day_found_once_in_its_own_minute() -> None:
@@ -246,3 +364,95 @@ def test_upward_light_ignores_natural_twilight(local_time: str, expected: list[s
     readings = [r for r in history if r.ts < when] + light("s1", when, 1, 0.5)
     findings = run("upward_light", SiteData(light=tuple(readings)), when, when + MINUTE)
     assert kinds(findings) == expected
+
+
+# --- 6.C.3 "except for lighting on vehicles or moving equipment": the record decides first ---
+
+GATED = dataclasses.replace(
+    SITE,
+    sensors={
+        **SITE.sensors,
+        "l2": SensorInfo("l2", SensorKind.LIGHT, Placement.SITE, "gate yard", ("north",)),
+    },
+)
+WAIT_START = NIGHT - 2 * MINUTE
+WAIT_END = NIGHT + MINUTE  # three minutes of a beacon while a truck waits at the north gate
+THREE_MINUTES = flashing_minutes(3, hz=1.5, start=WAIT_START)
+
+
+def at_gate(gate: str = "north", ts: datetime = WAIT_START) -> TruckPassage:
+    return TruckPassage("pit1", "tp-1", ts, gate, "in", "T-17")
+
+
+def present(ts: datetime = WAIT_START, end: datetime | None = WAIT_END, **fields: object) -> GenericEvent:
+    return GenericEvent("pit1", "vp-1", "vehicle-present", ts, {"end": iso(end), **fields} if end else fields)
+
+
+def work_at(sensors: tuple[str, ...]) -> WorkPeriod:
+    return WorkPeriod("pit1", "w-1", WAIT_START, WAIT_END, WorkKind.REPAIR, sensors)
+
+
+V, X = "violation", "exempt_exceedance"
+DURATION, RECORD = "duration", "vehicle_record"
+D, R, Data = DURATION, RECORD, SiteData
+LAST_END = WAIT_END  # the last summary ends here; a truck's 300 s margin reaches back from its ts
+
+# fmt: off
+VEHICLE_BEACON_CASES = [
+    case(Data(), [V, V], [D, D], id="6.C.3-no-record-3-min-is-fixed"),
+    case(Data(trucks=(at_gate(),)), [X, X], [R, R], id="6.C.3-truck-waiting-at-the-gate"),
+    case(Data(trucks=(at_gate("south"),)), [V, V], [D, D], id="6.C.3-truck-at-another-gate"),
+    case(Data(trucks=(at_gate(ts=LAST_END + timedelta(seconds=299)),)), [V, X], [D, R],
+         id="6.C.3-truck-299s-after-the-last-minute-covers-it"),
+    case(Data(trucks=(at_gate(ts=LAST_END + timedelta(seconds=300)),)), [V, V], [D, D],
+         id="6.C.3-truck-300s-after-the-last-minute-does-not"),
+    case(Data(other_events=(present(gate="north"),)), [X, X], [R, R], id="6.C.3-vehicle-at-gate"),
+    case(Data(other_events=(present(sensors=["l2"]),)), [X, X], [R, R], id="6.C.3-vehicle-at-sensor"),
+    case(Data(other_events=(present(sensors=["l1"]),)), [V, V], [D, D],
+         id="6.C.3-vehicle-elsewhere"),
+    case(Data(other_events=(present(end=NIGHT - timedelta(seconds=1), gate="north"),)), [X, V],
+         [R, D], id="6.C.3-vehicle-left-1s-before-the-last-minute"),
+    case(Data(work=(work_at(("l2",)),)), [X, X], [R, R], id="6.C.3-work-declared-at-the-sensor"),
+    case(Data(work=(work_at(()),)), [V, V], [D, D], id="6.C.3-site-wide-work-is-not-here"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("records", "expected", "decided_by"), VEHICLE_BEACON_CASES)
+def test_vehicle_beacon_is_told_by_the_record(
+    records: SiteData, expected: list[str], decided_by: list[str]
+) -> None:
+    data = dataclasses.replace(records, light=tuple(THREE_MINUTES))
+    findings = run("flashing_light", data, WAIT_START, WAIT_END, site=GATED)
+    assert kinds(findings) == expected
+    assert [f.details["decided_by"] for f in findings] == decided_by
+    for finding in findings:
+        if finding.kind.value == X:
+            assert finding.exemptions and "vehicle" in finding.summary
+            assert any(r.startswith(("truck:", "vehicle-present:", "work:")) for r in finding.refs)
+        else:
+            assert "no record puts a vehicle" in finding.details["decision"]
+
+
+def test_short_beacon_without_a_record_is_still_a_vehicle_by_duration() -> None:
+    assert (
+        run("flashing_light", SiteData(light=tuple(beacon_minute())), NIGHT, NIGHT + MINUTE, site=GATED) == []
+    )
+
+
+def test_unusable_vehicle_record_is_reported_not_fatal() -> None:
+    bad = GenericEvent("pit1", "vp-9", "vehicle-present", WAIT_START, {"gate": "north", "end": "soon"})
+    data = SiteData(light=tuple(THREE_MINUTES), other_events=(bad,))
+    findings = run("flashing_light", data, WAIT_START, WAIT_END, site=GATED)
+    assert kinds(findings) == [V, V]
+    assert findings[0].details["unusable_vehicle_records"] == [
+        "vehicle-present vp-9: end: not a timestamp: 'soon'"
+    ]
+
+
+def test_flashing_finding_lists_the_vehicle_reading_as_considered() -> None:
+    [finding, _] = run(
+        "flashing_light", SiteData(light=tuple(THREE_MINUTES)), WAIT_START, WAIT_END, site=GATED
+    )
+    assert any("vehicle" in c for c in finding.details["considered"])
+    assert any("only at night" in c for c in finding.details["considered"])

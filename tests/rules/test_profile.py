@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from rules import RULES, data_margins, evaluate_site
 from rules.model import SiteData
-from rules.profile import ProfileError, available_profiles, build_profile, load_profile
+from rules.profile import Profile, ProfileError, available_profiles, build_profile, load_profile
 from tests.rules.helpers import DOVRE, SITE, at, blast, kinds, make_site, notice, run, seconds
 
 OTHERTON_PATH = str(Path(__file__).parent / "profiles" / "otherton.toml")
@@ -165,7 +166,7 @@ SECOND_PROFILE_NOISE_CASES = [
 
 
 @pytest.mark.parametrize(("level", "profile", "expected"), SECOND_PROFILE_NOISE_CASES)
-def test_second_profile_noise(level: float, profile, expected: list[str]) -> None:
+def test_second_profile_noise(level: float, profile: Profile, expected: list[str]) -> None:
     data = SiteData(sound=tuple(seconds("n1", MINUTE, 60, level)))
     findings = evaluate_site(SITE, profile, data, MINUTE, MINUTE + timedelta(minutes=1), MINUTE)
     assert kinds(findings) == expected
@@ -203,3 +204,91 @@ def test_second_profile_spares_preexisting_sites_its_notice_rule() -> None:
         ("blast_notice", "violation"),
     }
     assert {(f.standard, f.kind.value) for f in old_site} == {("blasting_hours", "compliant")}
+
+
+# --- 1.4.C.1: which standards bind pre-existing operations (the Town's reading, default below) ---
+
+QUOTED_1_4_C_1 = (
+    '"However, as of the effective date of this Ordinance, pre-existing operations shall only be '
+    "subject to the standards governing noise, light dispersal, blasting time limitations and property "
+    'value guarantees."'
+)
+
+# fmt: off
+PREEXISTING_SCOPE_CASES = [
+    case("noise", True, id="1.4.C.1-noise"),
+    case("conveyor_noise", True, id="1.4.C.1-conveyor-noise"),
+    case("light_trespass", True, id="1.4.C.1-light-dispersal-trespass"),
+    case("flashing_light", True, id="1.4.C.1-light-dispersal-flashing"),
+    case("high_intensity_light", True, id="1.4.C.1-light-dispersal-high-intensity"),
+    case("upward_light", True, id="1.4.C.1-light-dispersal-upward"),
+    case("temporary_lighting", True, id="1.4.C.1-light-dispersal-temporary"),
+    case("blast_window", True, id="1.4.C.1-blasting-time-limitations"),
+    case("blast_notice", True, id="1.4.C.1-24h-notice-read-as-time-limitation"),
+    case("unreported_blast", True, id="1.4.C.1-unreported-blast-shows-the-hours"),
+    case("blast_overpressure", False, id="1.4.C.1-SPS307-overpressure-not-a-time-limitation"),
+    case("haul_hours", True, id="1.4.C.3-town-highways-section-5"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("key", "applies"), PREEXISTING_SCOPE_CASES)
+def test_dovre_scope_for_preexisting_sites(key: str, applies: bool) -> None:
+    assert DOVRE.standard(key).applies_to_preexisting is applies
+    assert (key in {s.key for s in DOVRE.enabled_for(preexisting=True)}) is applies
+    assert key in {s.key for s in DOVRE.enabled_for(preexisting=False)}
+
+
+def test_dovre_profile_quotes_1_4_C_1_and_lists_its_reading() -> None:
+    text = resources.files("rules.profiles").joinpath("dovre.toml").read_text(encoding="utf-8")
+    comments = " ".join(line.strip().lstrip("#").strip() for line in text.splitlines())
+    assert QUOTED_1_4_C_1 in comments
+    assert any("1.4.C.1" in c for c in DOVRE.considered)
+    assert any("1.4.C.1" in c for c in DOVRE.standard("blast_overpressure").considered)
+
+
+def test_preexisting_site_is_held_to_blasting_hours_and_notice_not_overpressure() -> None:
+    ts = at("2026-06-15 16:00")
+    data = SiteData(
+        blasts=(blast(ts, overpressure_db=136.0),),
+        blast_notices=(notice("b1", ts - timedelta(hours=2), ts),),
+    )
+    end = ts + timedelta(minutes=1)
+    new = {(f.standard, f.kind.value) for f in evaluate_site(SITE, DOVRE, data, ts, end, end)}
+    old_site = make_site(preexisting=True)
+    old = {(f.standard, f.kind.value) for f in evaluate_site(old_site, DOVRE, data, ts, end, end)}
+    held = {("blast_window", "violation"), ("blast_notice", "violation")}
+    assert old == held
+    assert new == held | {("blast_overpressure", "violation")}
+
+
+# --- "considered": the project's readings, listed in the profile and carried by every finding ---
+
+
+def test_findings_carry_their_standard_considered_readings() -> None:
+    ts = at("2026-06-15 16:00")
+    [finding] = run("blast_window", SiteData(blasts=(blast(ts),)), ts, ts + timedelta(seconds=1))
+    assert finding.details["considered"] == list(DOVRE.standard("blast_window").considered)
+    assert any("after midnight" in c for c in finding.details["considered"])
+
+
+def test_profile_wide_considered_names_weather_and_night_as_project_choices() -> None:
+    text = " ".join(DOVRE.considered)
+    assert "unreliable" in text and "the ordinance says nothing about weather" in text
+    assert "only at night" in text and "the ordinance names no time of day" in text
+
+
+# fmt: off
+CONSIDERED_ERRORS_CASES = [
+    case("considered", "wind", "considered: expected a list", id="profile-considered-not-a-list"),
+    case("standards.noise.considered", [3], "standards.noise.considered[0]: expected a string",
+         id="profile-standard-considered-not-strings"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("path", "value", "problem"), CONSIDERED_ERRORS_CASES)
+def test_considered_errors(path: str, value: Any, problem: str) -> None:
+    with pytest.raises(ProfileError) as caught:
+        build_profile(minimal(**{path.replace(".", "__"): value}), source="test")
+    assert any(p.startswith(problem) for p in caught.value.problems), caught.value.problems

@@ -1,0 +1,59 @@
+"""Adjoining owners (Dovre section 2) in the site configuration: blast-notice recipients besides the Town."""
+
+from __future__ import annotations
+
+import pytest
+
+from monitor.config import parse_config
+from monitor.errors import ConfigError
+from rules.model import AdjoiningOwner
+
+SITE = """
+[[sites]]
+id = "s1"
+timezone = "America/Chicago"
+latitude = 45.27
+longitude = -91.62
+[[sites.sensors]]
+id = "n1"
+kind = "sound"
+"""
+
+
+def test_adjoining_owners_reach_the_rules_context() -> None:
+    config = parse_config(
+        SITE
+        + """
+[[sites.adjoining_owners]]
+id = "p-12"
+name = "Hansen residence"
+parcel = "012-0412-00"
+[[sites.adjoining_owners]]
+id = "p-14"
+"""
+    )
+    assert config.sites[0].context().adjoining_owners == (
+        AdjoiningOwner("p-12", "Hansen residence", "012-0412-00"),
+        AdjoiningOwner("p-14"),
+    )
+
+
+def test_no_adjoining_owners_is_allowed() -> None:
+    assert parse_config(SITE).sites[0].context().adjoining_owners == ()
+
+
+@pytest.mark.parametrize(
+    ("owners", "message"),
+    [
+        (
+            '[[sites.adjoining_owners]]\nid = "p-12"\n[[sites.adjoining_owners]]\nid = "p-12"\n',
+            "duplicate owner id",
+        ),
+        ('[[sites.adjoining_owners]]\nname = "Hansen"\n', "sites[0].adjoining_owners[0].id"),
+        ('[[sites.adjoining_owners]]\nid = "p-12"\nphone = "555"\n', "phone: unknown key"),
+    ],
+)
+def test_adjoining_owner_mistakes_name_the_key(owners: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(SITE + owners)
+    assert message in str(caught.value)
