@@ -970,13 +970,21 @@ _LIMIT_PARAMS = {
 }
 
 
+def _plotted_measurement(episode: NoticeEpisode, units: frozenset[str]) -> Mapping[str, Any] | None:
+    """The notice's measurement of the plotted quantity (the first in its unit with a limit)."""
+    return next(
+        (m for m in _measurements(episode.facts) if m.get("unit") in units and m.get("limit") is not None),
+        None,
+    )
+
+
 def plotted_limit(
     notice: Notice, episode: NoticeEpisode, units: frozenset[str], profile: Profile | None
 ) -> float | None:
     """The limit of the plotted quantity, in the plotted unit: the notice's own limit for it."""
-    for m in _measurements(episode.facts):
-        if m.get("unit") in units and m.get("limit") is not None:
-            return float(m["limit"])
+    measured = _plotted_measurement(episode, units)
+    if measured is not None:
+        return float(measured["limit"])
     name = _LIMIT_PARAMS.get(str(notice.data.get("rule", "")))
     if profile is not None and name and notice.standard in profile.standards:
         value = getattr(profile.params(notice.standard), name, None)
@@ -985,10 +993,11 @@ def plotted_limit(
 
 
 def _other_limits_text(episode: NoticeEpisode, units: frozenset[str]) -> str:
-    """The notice's limits that are not of the plotted quantity (a duration, a depth), as text."""
+    """The notice's limits other than the plotted line's (a duration, a depth, a rise), as text."""
+    drawn = _plotted_measurement(episode, units)
     lines = []
     for m in _measurements(episode.facts):
-        if m.get("limit") is None or m.get("unit") in units:
+        if m.get("limit") is None or m is drawn:
             continue
         if m.get("unit") == "s":
             lines.append(
