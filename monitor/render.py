@@ -364,8 +364,10 @@ def considered_items(notice: Notice, context: NoticeContext | None) -> list[str]
     items: dict[str, None] = {}
     if context is not None and context.profile is not None and notice.standard in context.profile.standards:
         standard = context.profile.standards[notice.standard]
+        # Read by name: a profile or standard may or may not carry these lists.
         for attribute in ("considered", "interpretations"):
             items.update(dict.fromkeys(_strings(getattr(standard, attribute, ()))))
+            items.update(dict.fromkeys(_strings(getattr(context.profile, attribute, ()))))
     items.update(dict.fromkeys(_strings(notice.data.get("considered", ()))))
     for episode in notice.episodes:
         items.update(dict.fromkeys(_strings(episode.facts.get("considered", ()))))

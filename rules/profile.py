@@ -69,11 +69,11 @@ _TOP_LEVEL_FIELDS = {
     "notice_prefix",
     "cure_days",
     "cure_section",
+    "notice",
     "episode_gap_s",
     "preexisting_exempt",
     "event_kinds",
     "standards",
-    "notice",
 }
 _STANDARD_FIELDS = {"rule", "section", "title", "summary", "text", "required_action", "params"}
 # Top-level fields an operations agreement may change for one site besides rule params.
@@ -119,9 +119,9 @@ class Profile:
     episode_gap_s: float  # violations this close together form one episode
     standards: Mapping[str, Standard]
     cure_section: str = ""
+    notice: NoticeTerms = field(default_factory=NoticeTerms)  # what a notice says beyond the standard
     source: str = ""  # the file it came from, for messages
     event_kinds: tuple[str, ...] = ()  # operator record kinds (GenericEvent.kind) sites on it accept
-    notice: NoticeTerms = field(default_factory=NoticeTerms)  # what a notice says beyond the standard
 
     def standard(self, key: str) -> Standard:
         return self.standards[key]
@@ -216,7 +216,7 @@ def build_profile(
         if key not in raw_standards:
             problems.append(f"preexisting_exempt: {key!r} is not a standard of this profile")
     event_kinds = _event_kinds(raw.get("event_kinds", []), problems)
-    notice = _notice_terms(raw.get("notice", {}), standards, problems)
+    notice = _notice_terms(raw.get("notice", {}), raw_standards, standards, problems)
     for key, standard in standards.items():
         reads = RULES[standard.rule].event_kinds
         for kind in reads(standard.params) if reads is not None else ():
@@ -235,16 +235,18 @@ def build_profile(
         episode_gap_s=float(episode_gap_s),
         standards=types.MappingProxyType(standards),
         cure_section=cure_section,
+        notice=notice,
         source=source,
         event_kinds=event_kinds,
-        notice=notice,
     )
 
 
 _NOTICE_TEXT_FIELDS = ("consequence", "consequence_section", "hearing", "hearing_section")
 
 
-def _notice_terms(raw: Any, standards: Mapping[str, Standard], problems: list[str]) -> NoticeTerms:
+def _notice_terms(
+    raw: Any, declared: Mapping[str, Any], standards: Mapping[str, Standard], problems: list[str]
+) -> NoticeTerms:
     """The ``[notice]`` table; every source names a standard of the profile and one of its params."""
     if not isinstance(raw, Mapping):
         problems.append(f"notice: expected a table, got {raw!r}")
@@ -265,9 +267,12 @@ def _notice_terms(raw: Any, standards: Mapping[str, Standard], problems: list[st
         raw_sources = {}
     for key, params in raw_sources.items():
         path = f"notice.sources.{key}"
-        if key not in standards:
+        if key not in declared:
             problems.append(f"{path}: {key!r} is not a standard of this profile")
             continue
+        if key not in standards:
+            continue  # the standard itself is wrong, and reported
+
         if not isinstance(params, Mapping):
             problems.append(f"{path}: expected a table of param = source, got {params!r}")
             continue
