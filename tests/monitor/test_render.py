@@ -8,7 +8,7 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -771,3 +771,37 @@ def notice_context_for(store: Store, notice: Any, config: Config) -> Any:
     from monitor.render import notice_context
 
     return notice_context(store.conn, notice, config)
+
+
+# --------------------------------------------------------------------------- the evidence bundle's day plots
+
+
+def test_evidence_day_plot_of_light_has_its_limits_on_a_log_axis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundle's light plot (monitor/evidence.py draws it through render.day_plot): night levels
+    of 0.05 lux and a day of 7,000 lux both visible, with the 1 lux trespass and 25 lux
+    high-intensity limits as lines; the sky sensor, judged against its own baseline, has none."""
+    from datetime import date
+    from zoneinfo import ZoneInfo
+
+    from monitor.config import load_config
+    from monitor.render import day_plot, plot_limits
+    from tests.conftest import REPO
+
+    monkeypatch.setenv("MINEWATCH_MQTT_PASSWORD", "x")
+    site = load_config(REPO / "deploy" / "dovre-quarry.toml").sites[0]
+    limits = plot_limits(site)
+    assert [value for _, value in limits["l1"]] == [1.0, 25.0]
+    assert limits["l1"][0][0] == "6.C.2 limit 1 lux at night, longer than 300 s"
+    assert [value for _, value in limits["n1"]] == [80.0]
+    assert "sky1" not in limits
+    zone = ZoneInfo("America/Chicago")
+    first = int(datetime(2026, 12, 15, tzinfo=zone).timestamp() // 60)
+    minutes = {first + m: ((7000.0 if 8 * 60 <= m < 16 * 60 else 0.05) * 6, 6, 7500.0) for m in range(1440)}
+    fig = day_plot("light", "l1", "Quarry", date(2026, 12, 15), zone, minutes, limits["l1"])
+    [ax] = fig.axes
+    assert ax.get_yscale() == "log"
+    low, high = ax.get_ylim()
+    assert low <= 0.05 and high >= 7500
+    drawn = {str(line.get_label()): set(line.get_ydata()) for line in ax.get_lines()}
+    assert drawn["6.C.2 limit 1 lux at night, longer than 300 s"] == {1.0}
+    assert drawn["6.C.4 limit 25 lux"] == {25.0}
