@@ -188,7 +188,7 @@ def _when_text(episode: NoticeEpisode, tz: str) -> tuple[str, str]:
 
 
 def _happened_text(notice: Notice, episode: NoticeEpisode) -> str:
-    """One sentence from the same facts as the table: the window, where, and each measurement."""
+    """One sentence from the same facts as the table: what, where, the window, each measurement."""
     f = episode.facts
     limited = [m for m in _measurements(f) if m.get("limit") is not None]
     if not limited:
@@ -197,16 +197,18 @@ def _happened_text(notice: Notice, episode: NoticeEpisode) -> str:
     tz = notice.timezone
     seconds = (end - start).total_seconds()
     span = (
-        f"At {local_text(start, tz)}"
+        f"at {local_text(start, tz)}"
         if seconds < 60
-        else f"From {local_text(start, tz)} to {local_text(end, tz)} ({duration_text(seconds)})"
+        else f"from {local_text(start, tz)} to {local_text(end, tz)} ({duration_text(seconds)})"
     )
     where = _sensors_text(f)
-    return (
-        f"{span}{f' at {where}' if where else ''}: "
-        + "; ".join(measurement_text(m) for m in limited)
-        + f" (section {notice.section})."
+    measured = "; ".join(
+        f"{m['name']} {quantity_text(float(m['value']), str(m.get('unit') or ''))} against a limit of "
+        f"{limit_text(float(m['limit']), str(m.get('unit') or ''))}"
+        for m in limited
     )
+    title = str(notice.data.get("title") or "Violation")
+    return f"{title}{f' at {where}' if where else ''} {span}: {measured} (section {notice.section})."
 
 
 def facts_rows(
