@@ -69,6 +69,7 @@ TURBIDITY_RULES = frozenset({"turbidity"})
 SOUND_UNITS = frozenset({"dB(A)", "dB"})
 LUX_FLOOR = 0.01  # the log axis's floor: darker readings are drawn here
 _GAP_MIN_S = 5  # missing runs at least this long are shaded "no data"
+_READING_GAP = timedelta(minutes=2)  # per-period readings (light, turbidity): a longer silence is "no data"
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +212,21 @@ def _happened_text(notice: Notice, episode: NoticeEpisode) -> str:
     return f"{title}{f' at {where}' if where else ''} {span}: {measured} (section {notice.section})."
 
 
+def _intervals_text(episode: NoticeEpisode) -> str:
+    """How many findings the episode holds; where the window starts earlier, why."""
+    count = int(episode.facts.get("findings", len(episode.finding_ids)))
+    text = str(count)
+    flagged = episode.facts.get("flagged_start")
+    start, _ = episode_window(episode.facts, episode.start, episode.end)
+    if isinstance(flagged, str) and flagged != format_ts(start):
+        tz = str(episode.facts.get("timezone") or "UTC")
+        text += (
+            f", from {local_text(episode.start, tz)}: before then the condition had not yet lasted "
+            "long enough to be a violation"
+        )
+    return text
+
+
 def facts_rows(
     episode: NoticeEpisode, timezone: str = "UTC", notice: Notice | None = None
 ) -> list[tuple[str, str]]:
@@ -228,7 +244,7 @@ def facts_rows(
     if measured:
         rows.append(("Measured vs limit", measured))
     rows += [
-        ("Violation intervals", str(f.get("findings", len(episode.finding_ids)))),
+        ("Intervals judged in violation", _intervals_text(episode)),
         (
             "What happened",
             _happened_text(notice, episode) if notice is not None else str(f.get("summary", "")),
@@ -1362,6 +1378,12 @@ def _readings_plot(
             ys.append(max(value, LUX_FLOOR) if series.log else value)
             previous_end = ts + timedelta(seconds=float(r[2]))
         ax.plot(xs, ys, linewidth=1.6, label=f"{sensor}: {series.field.replace('_', ' ')}")
+        # Before the first and after the last reading nothing was measured either: say so.
+        first = next((from_us(r[1]) for r in rows if r[0] == sensor), None)
+        if first is None or first - start > _READING_GAP:
+            gaps.append((start, first or end))
+        if previous_end is not None and end - previous_end > _READING_GAP:
+            gaps.append((previous_end, end))
     _shade_gaps(ax, gaps)
     ax.axvspan(window_start, window_end, color="#e03131", alpha=0.08, label="violation episode")
     limit = plotted_limit(notice, episode, series.units, profile)

@@ -527,11 +527,18 @@ def test_one_window_and_one_rounding(tmp_path: Path) -> None:
     notices = {n.standard: n for n in book.list()}
     markdown = render_notice(store.conn, notices["light_trespass"].id, "md", config=config).decode()
     assert "2026-12-15 17:02 CST to 2026-12-15 17:16 CST (14 minutes)" in markdown
-    assert "17:07" not in markdown and "(9 minutes)" not in markdown
+    assert "17:07 CST to" not in markdown and "(9 minutes)" not in markdown
     assert "duration above limit 840 s (limit 300 s)" in markdown
+    # The flagged minutes are told as part of that window, not as a second window.
+    assert (
+        "| Intervals judged in violation | 9, from 2026-12-15 17:07 CST: before then the condition"
+        in markdown
+    )
     fig = evidence_figure(store.conn, notices["light_trespass"], site=site, profile=profile)
     [ax] = fig.axes
     [shade] = [p for p in ax.patches if p.get_label() == "violation episode"]
+    # No light readings were stored for this episode: the plot says "no data", not darkness.
+    assert any(p.get_label() == "no data" for p in ax.patches)
     from matplotlib.dates import num2date
 
     left, right = shade.get_x(), shade.get_x() + shade.get_width()  # an axvspan is a Rectangle
