@@ -146,6 +146,7 @@ class SiteConfig:
     latitude: float
     longitude: float
     operator: str = ""
+    operator_address: str = ""  # the Operator's postal address, printed on notices (may span lines)
     preexisting: bool = False
     profile: str = "dovre"
     agreement: Mapping[str, Any] = field(default_factory=dict)  # section 4 overrides
@@ -209,6 +210,19 @@ class AlertsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TownConfig:
+    """Who issues notices for the Town and where the Operator replies: printed on every notice."""
+
+    officer: str = ""  # the person who signs, e.g. "Jane Olson"
+    title: str = ""  # e.g. "Town Clerk"
+    contact: str = ""  # where a reply goes: postal address, telephone, e-mail (may span lines)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.officer)
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     broker: BrokerConfig
     storage: StorageConfig
@@ -216,6 +230,7 @@ class Config:
     alerts: AlertsConfig
     sites: tuple[SiteConfig, ...]
     recipients: tuple[RecipientConfig, ...] = ()
+    town: TownConfig = TownConfig()
     source: str = ""  # the path it was read from
     raw_text: str = ""  # the file as read, for evidence bundles (secrets are references, not values)
 
@@ -566,6 +581,7 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
         latitude=t.number("latitude", 0.0, minimum=-90, maximum=90, required=True),
         longitude=t.number("longitude", 0.0, minimum=-180, maximum=180, required=True),
         operator=t.text("operator"),
+        operator_address=_document_text(t, "operator_address", lines=6),
         preexisting=t.flag("preexisting", False),
         profile=profile,
         agreement=agreement,
@@ -575,6 +591,32 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
         adjoining_owners=tuple(owners),
     )
     check_profile(t, profile, agreement)
+    t.finish()
+    return config
+
+
+def _document_text(t: _Table, name: str, *, lines: int = 1, required: bool = False) -> str:
+    """A value printed on a notice: no blank value where one is required, no more than ``lines`` lines."""
+    value = t.text(name, required=required).strip()
+    if required and name in t.data and not value:
+        t.problem(name, "must not be empty: it is printed on every notice")
+    count = len(value.splitlines())
+    if count > lines:
+        t.problem(name, f"at most {lines} line{'s' if lines > 1 else ''}, got {count}")
+    if len(value) > 400:
+        t.problem(name, f"at most 400 characters, got {len(value)}")
+    return value
+
+
+def _town(t: _Table | None) -> TownConfig:
+    """``[town]``: optional, but once given, a notice needs all three (who signs, as what, reply to)."""
+    if t is None:
+        return TownConfig()
+    config = TownConfig(
+        officer=_document_text(t, "officer", required=True),
+        title=_document_text(t, "title", required=True),
+        contact=_document_text(t, "contact", lines=6, required=True),
+    )
     t.finish()
     return config
 
@@ -642,6 +684,7 @@ def parse_config(text: str, source: str = "<string>") -> Config:
     storage = _storage(root.table("storage"))
     daemon = _daemon(root.table("daemon"))
     alerts = _alerts(root.table("alerts"))
+    town = _town(root.table("town"))
     sites = tuple(_site(s, _check_profile_default) for s in root.tables("sites"))
     if not sites:
         problems.append("sites: at least one [[sites]] table is required")
@@ -655,7 +698,7 @@ def parse_config(text: str, source: str = "<string>") -> Config:
     root.finish()
     if problems:
         raise ConfigError(problems)
-    return Config(broker, storage, daemon, alerts, sites, recipients, source=source, raw_text=text)
+    return Config(broker, storage, daemon, alerts, sites, recipients, town=town, source=source, raw_text=text)
 
 
 def load_config(path: str | Path) -> Config:

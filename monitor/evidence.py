@@ -576,24 +576,6 @@ def _profile_file(profile: str) -> str:
     return f"profile/{Path(profile).name if profile.endswith('.toml') else profile + '.toml'}"
 
 
-def _noise_limits(site: SiteConfig) -> dict[str, list[tuple[str, float]]]:
-    """sensor -> [(label, dB)] of the noise standards that judge it, for the plots' limit lines."""
-    from rules.profile import load_profile
-
-    profile = load_profile(site.profile, site.agreement)
-    limits: dict[str, list[tuple[str, float]]] = {}
-    for sensor in site.sensors:
-        for standard in profile.standards.values():
-            params = standard.params
-            placements = getattr(params, "placements", ())
-            if standard.rule == "noise" and sensor.placement.value in placements:
-                metric = getattr(params, "metric", "LAeq")
-                limits.setdefault(sensor.id, []).append(
-                    (f"{standard.section} limit {params.limit_db:g} dB ({metric})", float(params.limit_db))
-                )
-    return limits
-
-
 def export_bundle(
     config: Config,
     site_id: str,
@@ -1166,7 +1148,9 @@ class _Exporter:
             day += timedelta(days=1)
 
     def _plots(self) -> None:
-        limits = _noise_limits(self.site)
+        from monitor.render import day_plot, figure_png, plot_limits  # one figure set-up with the notices
+
+        limits = plot_limits(self.site)
         influx_minutes = getattr(self, "_minutes", {})
         for sensor in self.site.sensors:
             if self.scope.sensors is not None and sensor.id not in self.scope.sensors:
@@ -1183,14 +1167,16 @@ class _Exporter:
                         minutes[minute] = (total, n, peak)
                 if not minutes:
                     continue
-                png = _plot_day(
-                    measurement,
-                    sensor.id,
-                    self.site.name,
-                    day,
-                    self.zone,
-                    minutes,
-                    limits.get(sensor.id, []) if measurement == "sound" else [],
+                png = figure_png(
+                    day_plot(
+                        measurement,
+                        sensor.id,
+                        self.site.name,
+                        day,
+                        self.zone,
+                        minutes,
+                        limits.get(sensor.id, []),
+                    )
                 )
                 member = _Member(
                     self.zf, f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png", self.files
@@ -1333,49 +1319,6 @@ def _version() -> str:
         return importlib.metadata.version("minewatch")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-def _plot_day(
-    measurement: str,
-    sensor: str,
-    site_name: str,
-    day: date,
-    zone: ZoneInfo,
-    minutes: Mapping[int, tuple[float, float, float]],
-    limits: Sequence[tuple[str, float]],
-) -> bytes:
-    import math
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.dates import DateFormatter
-    from matplotlib.figure import Figure
-
-    keys = sorted(minutes)
-    times: Any = [datetime.fromtimestamp(m * 60, zone) for m in keys]  # matplotlib's stubs want numbers
-    fig = Figure(figsize=(11, 4), dpi=90)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    if measurement == "sound":
-        mean = [10 * math.log10(minutes[m][0] / minutes[m][1]) for m in keys]
-        peak = [minutes[m][2] for m in keys]
-        ax.plot(times, peak, lw=0.6, color="tab:orange", label="loudest second LAeq,1s in the minute")
-        ax.plot(times, mean, lw=0.9, color="tab:blue", label="LAeq per minute (from the per-second LAeq)")
-        for label, value in limits:
-            ax.axhline(value, color="tab:red", lw=1.0, ls="--", label=label)
-        ax.set_ylabel("dB(A)")
-    else:
-        ax.plot(times, [minutes[m][0] / minutes[m][1] for m in keys], lw=0.8, label="mean lux per minute")
-        ax.plot(times, [minutes[m][2] for m in keys], lw=0.5, color="tab:orange", label="max lux per minute")
-        ax.set_ylabel("lux")
-    ax.xaxis.set_major_formatter(DateFormatter("%H:%M", tz=zone))  # type: ignore[no-untyped-call]
-    ax.set_xlabel(f"local time ({zone.key})")
-    ax.set_title(f"{site_name}: {sensor} {measurement}, {day.isoformat()}")
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper right", fontsize=7)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    return buffer.getvalue()
 
 
 class _InfluxReader:

@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import builtins
 import json
+import math
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -61,11 +63,18 @@ __all__ = [
     "NoticeEvent",
     "UnknownNotice",
     "change_record",
+    "duration_text",
     "episode_record",
+    "episode_window",
     "get_notice",
+    "limit_text",
     "list_notices",
+    "measurement_text",
     "notice_history",
     "notice_record",
+    "number_text",
+    "quantity_text",
+    "unit_text",
 ]
 
 SCHEMA = """
@@ -359,16 +368,119 @@ def local_text(ts: datetime, timezone: str) -> str:
     return ts.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M %Z")
 
 
+# One rounding for every number a notice prints, chosen by unit: the same value reads the same
+# in the facts table, the sentence and the plot's legend. Decimal half-up, so a stored 84.05 is
+# 84.1 (as the rule that measured it wrote it), not the binary float's 84.0.
+_DECIMALS = {"dB": 1, "dB(A)": 1, "dB(C)": 1, "dB(Z)": 1, "Hz": 1, "": 2, "h": 1, "m/s": 1, "NTU": 1}
+_UNIT_NAMES = {"lx": "lux"}
+
+
+def unit_text(unit: str) -> str:
+    return _UNIT_NAMES.get(unit, unit)
+
+
+def number_text(value: float, unit: str) -> str:
+    """A measured value as a notice prints it (no unit)."""
+    if not math.isfinite(value):
+        return str(value)
+    exact = Decimal(repr(float(value)))
+    if unit in ("lx", "lux"):
+        # Illuminance spans 0.01 to 10,000 lux: three significant digits at any level.
+        if value == 0:
+            return "0"
+        places = max(0, 2 - math.floor(math.log10(abs(value))))
+    elif unit == "s":
+        places = 0
+    else:
+        places = _DECIMALS.get(unit, 2)
+    return f"{exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
+
+
+def limit_text(value: float, unit: str) -> str:
+    """A limit as set (80, 1, 0.3): the number the ordinance or the profile wrote, with its unit."""
+    shown = f"{float(value):g}"
+    return f"{shown} {unit_text(unit)}".strip()
+
+
+def quantity_text(value: float, unit: str) -> str:
+    return f"{number_text(value, unit)} {unit_text(unit)}".strip()
+
+
+def duration_text(seconds: float) -> str:
+    """'14 minutes', '1 minute', '40 seconds', '2.5 hours': whole minutes from a minute up."""
+    seconds = float(seconds)
+    if seconds < 60:
+        whole = int(Decimal(repr(seconds)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+        return f"{whole} second{'s' if whole != 1 else ''}"
+    minutes = int(Decimal(repr(seconds / 60)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    if minutes < 120:
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{number_text(seconds / 3600, 'h')} hours"
+
+
 def _measurement_text(m: Mapping[str, Any] | None) -> str:
     if not m:
         return ""
-    unit = f" {m['unit']}" if m.get("unit") else ""
-    limit = f" (limit {m['limit']:g}{unit})" if m.get("limit") is not None else ""
-    return f"{m['name']} {m['value']:g}{unit}{limit}"
+    unit = str(m.get("unit") or "")
+    limit = f" (limit {limit_text(m['limit'], unit)})" if m.get("limit") is not None else ""
+    return f"{m['name']} {quantity_text(float(m['value']), unit)}{limit}"
+
+
+def measurement_text(m: Mapping[str, Any] | None) -> str:
+    """'LAeq,1min 84.1 dB(A) (limit 80 dB(A))': the one way a notice states a measurement."""
+    return _measurement_text(m)
 
 
 def _measurement_dict(m: Measurement | None) -> dict[str, Any] | None:
     return None if m is None else {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit}
+
+
+def _worst_measurements(findings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every measurement the findings name, each at its worst over the episode, in first-seen order.
+
+    Worst is the largest excess over the limit, or the largest value where there is no limit
+    (a light trespass episode has both the illuminance and how long it lasted).
+    """
+    worst: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        for m in f.get("measurements", ()):
+            name = str(m["name"])
+            limit = m.get("limit")
+            score = float(m["value"]) - (float(limit) if limit is not None else 0.0)
+            held = worst.get(name)
+            if held is None or score > held["_score"]:
+                worst[name] = {**m, "_score": score}
+    return [{k: v for k, v in m.items() if k != "_score"} for m in worst.values()]
+
+
+def _parse_utc(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def episode_window(facts: Mapping[str, Any], start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """The one window a notice tells for an episode: from when the condition began to its end.
+
+    A sustained-condition rule (light above 1 lux for more than 300 s) flags minutes only once
+    the condition has lasted; its findings say when it began (``details.run_start``). The
+    notice, its plot and its sentences all use this window, so "17:02-17:16 (14 minutes)"
+    is never told beside "17:07-17:16 (9 minutes)".
+    """
+    try:
+        return _parse_utc(str(facts["start"])), _parse_utc(str(facts["end"]))
+    except (KeyError, ValueError):
+        return start, end
+
+
+def _condition_start(start: datetime, findings: Sequence[Mapping[str, Any]]) -> datetime:
+    begins = [start]
+    for f in findings:
+        details = f.get("details")
+        if isinstance(details, Mapping) and isinstance(details.get("run_start"), str):
+            try:
+                begins.append(_parse_utc(details["run_start"]))
+            except ValueError:
+                continue
+    return min(begins)
 
 
 def _episode_facts(
@@ -394,6 +506,14 @@ def _episode_facts(
             ):
                 worst_summary = f["summary"]
                 break
+    start = _condition_start(episode.start, ordered)
+    considered: dict[str, None] = {}
+    refs: dict[str, None] = {}
+    for f in ordered:
+        details = f.get("details")
+        if isinstance(details, Mapping) and isinstance(details.get("considered"), list | tuple):
+            considered.update(dict.fromkeys(str(c) for c in details["considered"]))
+        refs.update(dict.fromkeys(str(r) for r in f.get("refs", ()) if not str(r).startswith("sound:")))
     facts: dict[str, Any] = {
         "episode_id": episode.id,
         "section": episode.section,
@@ -402,16 +522,22 @@ def _episode_facts(
         "sensor_locations": {
             s: info.location for s in episode.sensors if site and (info := site.sensor(s)) and info.location
         },
-        "start": format_ts(episode.start),
+        # The one window (see episode_window): the flagged minutes, from when the condition began.
+        "start": format_ts(start),
         "end": format_ts(episode.end),
-        "start_local": local_text(episode.start, timezone),
+        "start_local": local_text(start, timezone),
         "end_local": local_text(episode.end, timezone),
+        "flagged_start": format_ts(episode.start),
         "timezone": timezone,
-        "duration_s": (episode.end - episode.start).total_seconds(),
+        "duration_s": (episode.end - start).total_seconds(),
         "findings": len(episode.finding_ids),
         "worst": worst,
         "worst_text": _measurement_text(worst),
+        "measurements": _worst_measurements(ordered),
         "summary": worst_summary or (ordered[-1]["summary"] if ordered else ""),
+        "finding_summaries": list(dict.fromkeys(str(f["summary"]) for f in ordered))[:3],
+        "refs": list(refs)[:20],
+        "considered": list(considered),
         "exemptions": list(exemptions),
         "completeness_mean": round(sum(completeness) / len(completeness), 4) if completeness else None,
         "completeness_min": round(min(completeness), 4) if completeness else None,

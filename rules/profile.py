@@ -20,6 +20,12 @@ A profile is a TOML file (shipped ones live in ``rules/profiles/<name>.toml``)::
     [standards.noise.params]           # the rule's Params fields; defaults fill the rest
     limit_db = 80.0
 
+    [notice]                           # optional: what notices say beyond the standard
+    consequence = "..."; consequence_section = "13.3.B"
+    hearing = ""                       # the ordinance's hearing or appeal; "" = it provides none
+    [notice.sources.noise]             # where each number comes from: a section, "profile", a citation
+    limit_db = "6.D"
+
 An operations agreement (section 4.1 of Dovre) changes params for one site through
 ``overrides``: ``{"noise.limit_db": 85}`` or ``{"noise": {"limit_db": 85}}``. Unknown
 keys and wrong types are errors, each reported as ``path.to.key: reason``.
@@ -39,7 +45,7 @@ import tomllib
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,6 +54,7 @@ from rules import RULES
 from rules.base import Standard
 
 __all__ = [
+    "NoticeTerms",
     "Profile",
     "ProfileError",
     "Standard",
@@ -63,6 +70,7 @@ _TOP_LEVEL_FIELDS = {
     "notice_prefix",
     "cure_days",
     "cure_section",
+    "notice",
     "episode_gap_s",
     "preexisting_exempt",
     "event_kinds",
@@ -88,6 +96,22 @@ class ProfileError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class NoticeTerms:
+    """The ``[notice]`` table: what a notice tells beyond the standard, from the ordinance's own text.
+
+    ``sources`` says where each number a notice relies on comes from, per standard and param:
+    a section of the ordinance (``"6.D"``), ``"profile"`` (set by the town in this profile, the
+    ordinance gives no number) or any other citation (``"Wis. Adm. Code SPS 307"``).
+    """
+
+    consequence: str = ""  # what follows if the violation is not corrected (Dovre 13.3.B)
+    consequence_section: str = ""
+    hearing: str = ""  # the hearing or appeal the ordinance provides; "" = it provides none
+    hearing_section: str = ""
+    sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Profile:
     name: str
     title: str
@@ -97,6 +121,7 @@ class Profile:
     episode_gap_s: float  # violations this close together form one episode
     standards: Mapping[str, Standard]
     cure_section: str = ""
+    notice: NoticeTerms = field(default_factory=NoticeTerms)  # what a notice says beyond the standard
     source: str = ""  # the file it came from, for messages
     event_kinds: tuple[str, ...] = ()  # operator record kinds (GenericEvent.kind) sites on it accept
     # Profile-wide readings the Town should confirm; each standard's own are Standard.considered.
@@ -196,6 +221,7 @@ def build_profile(
         if key not in raw_standards:
             problems.append(f"preexisting_exempt: {key!r} is not a standard of this profile")
     event_kinds = _event_kinds(raw.get("event_kinds", []), problems)
+    notice = _notice_terms(raw.get("notice", {}), raw_standards, standards, problems)
     for key, standard in standards.items():
         reads = RULES[standard.rule].event_kinds
         for kind in reads(standard.params) if reads is not None else ():
@@ -214,10 +240,57 @@ def build_profile(
         episode_gap_s=float(episode_gap_s),
         standards=types.MappingProxyType(standards),
         cure_section=cure_section,
+        notice=notice,
         source=source,
         event_kinds=event_kinds,
         considered=tuple(" ".join(c.split()) for c in considered or ()),
     )
+
+
+_NOTICE_TEXT_FIELDS = ("consequence", "consequence_section", "hearing", "hearing_section")
+
+
+def _notice_terms(
+    raw: Any, declared: Mapping[str, Any], standards: Mapping[str, Standard], problems: list[str]
+) -> NoticeTerms:
+    """The ``[notice]`` table; every source names a standard of the profile and one of its params."""
+    if not isinstance(raw, Mapping):
+        problems.append(f"notice: expected a table, got {raw!r}")
+        return NoticeTerms()
+    for unknown in sorted(set(raw) - {*_NOTICE_TEXT_FIELDS, "sources"}):
+        problems.append(f"notice.{unknown}: unknown key; expected one of consequence, hearing, sources")
+    texts: dict[str, str] = {}
+    for name in _NOTICE_TEXT_FIELDS:
+        value = raw.get(name, "")
+        if not isinstance(value, str):
+            problems.append(f"notice.{name}: expected a string, got {value!r}")
+        else:
+            texts[name] = " ".join(value.split())
+    sources: dict[str, dict[str, str]] = {}
+    raw_sources = raw.get("sources", {})
+    if not isinstance(raw_sources, Mapping):
+        problems.append(f"notice.sources: expected a table of standards, got {raw_sources!r}")
+        raw_sources = {}
+    for key, params in raw_sources.items():
+        path = f"notice.sources.{key}"
+        if key not in declared:
+            problems.append(f"{path}: {key!r} is not a standard of this profile")
+            continue
+        if key not in standards:
+            continue  # the standard itself is wrong, and reported
+
+        if not isinstance(params, Mapping):
+            problems.append(f"{path}: expected a table of param = source, got {params!r}")
+            continue
+        fields = {f.name for f in dataclasses.fields(standards[key].params)}
+        for name, source in params.items():
+            if name not in fields:
+                problems.append(f"{path}.{name}: not a param of {key!r}; it has {', '.join(sorted(fields))}")
+            elif not isinstance(source, str) or not source.strip():
+                problems.append(f'{path}.{name}: expected a section, "profile" or a citation, got {source!r}')
+            else:
+                sources.setdefault(key, {})[name] = source.strip()
+    return NoticeTerms(sources=types.MappingProxyType(sources), **texts)
 
 
 def _event_kinds(raw: Any, problems: list[str]) -> tuple[str, ...]:

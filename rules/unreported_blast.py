@@ -14,6 +14,10 @@ A second at a boundary meter is taken for a blast when it has the shape of an im
 
 If no Blast record lies within +-``report_window_s`` of it: UNREPORTED_BLAST, one finding
 per meter (each meter's evidence stands alone; episodes group them per meter).
+
+It is not a VIOLATION and issues no notice: a sound alone does not show that a blast took
+place, when, or that notice was missing, which a 6.F notice would have to state. The finding
+says so, and the Town asks the operator for the blast record (the standard's required action).
 """
 
 from __future__ import annotations
@@ -139,7 +143,8 @@ def evaluate(
                 f"An impulsive sound (peak {impulse.peak:.1f} dB at {local_hms(record.ts, site.tz)} local) "
                 f"at {sensor_label(info)} looks like a blast, but no blast was recorded within "
                 f"{minutes:g} minutes "
-                f"(section {standard.section})"
+                f"(section {standard.section}); no notice of violation: a sound alone does not show "
+                "a blast or its time, so the Town should ask the Operator for the blast record"
             )
             findings.append(
                 make_finding(

@@ -164,3 +164,51 @@ def test_not_toml() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config("[[sites]\n", "x.toml")
     assert info.value.problems[0].startswith("x.toml: not valid TOML")
+
+
+# ------------------------------------------------------------------------ [town] and the operator's address
+
+
+def test_town_and_operator_address_are_read_for_notices() -> None:
+    text = (
+        '[town]\nofficer = "Robin Clerk"\ntitle = "Town Clerk"\ncontact = "Town Hall\\nclerk@example.org"\n'
+        + MINIMAL.replace(
+            "latitude = 45.27",
+            'operator = "Acme"\noperator_address = "7 Quarry Rd\\nDovre"\nlatitude = 45.27',
+        )
+    )
+    config = parse_config(text)
+    assert (config.town.officer, config.town.title) == ("Robin Clerk", "Town Clerk")
+    assert config.town.contact.splitlines() == ["Town Hall", "clerk@example.org"]
+    assert config.sites[0].operator_address == "7 Quarry Rd\nDovre"
+    assert not parse_config(MINIMAL).town.configured  # optional: notices then say it is missing
+
+
+@pytest.mark.parametrize(
+    ("town", "expected"),
+    [
+        ('title = "Clerk"\ncontact = "Town Hall"', "town.officer: required"),
+        ('officer = " "\ntitle = "Clerk"\ncontact = "Town Hall"', "town.officer: must not be empty"),
+        (
+            'officer = "A"\ntitle = "Clerk\\nand Treasurer"\ncontact = "x"',
+            "town.title: at most 1 line, got 2",
+        ),
+        ('officer = "A"\ntitle = "Clerk"', "town.contact: required"),
+        ('officer = "A"\ntitle = "Clerk"\ncontact = "x"\nphone = "1"', "town.phone: unknown key"),
+        ('officer = 7\ntitle = "Clerk"\ncontact = "x"', "town.officer: expected a string, got 7"),
+    ],
+)
+def test_town_mistakes(town: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config("[town]\n" + town + "\n" + MINIMAL)
+    assert any(expected in p for p in info.value.problems), info.value.problems
+
+
+def test_shipped_configurations_name_the_towns_officer_and_the_operators_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MINEWATCH_MQTT_PASSWORD", "secret")
+    for path in (EXAMPLE, REPO / "sensors" / "demo" / "dovre-demo.toml"):
+        config = load_config(path)
+        assert config.town.configured and config.town.title and config.town.contact, path
+        assert config.sites[0].operator_address, path

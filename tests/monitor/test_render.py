@@ -8,8 +8,9 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -289,3 +290,525 @@ def test_cli_lifecycle(
         ("corrected", "Town board"),
     ]
     assert main(["notices", "escalate", notice_id, "--note", "x", "--by", "Town", *args]) == 2
+
+
+# ------------------------------------------------------------------------ every standard, its plotted limit
+
+LAND_CONFIG = """
+[storage]
+path = "{db}"
+
+[town]
+officer = "Robin Clerk"
+title = "Town Clerk"
+contact = "Town Hall, 1 Main Street\\nclerk@example.org"
+
+[[sites]]
+id = "tract"
+name = "Hill tract"
+operator = "Grader Co"
+timezone = "America/New_York"
+latitude = 35.78
+longitude = -78.64
+profile = "land-disturbing"
+[[sites.sensors]]
+id = "t1"
+kind = "turbidity"
+placement = "buffer_line"
+location = "creek, 25 % line"
+expected_period_s = 60
+"""
+
+TOWN = """
+[town]
+officer = "Robin Clerk"
+title = "Town Clerk"
+contact = "Town Hall, 1 Main Street\\nclerk@example.org"
+"""
+
+
+def _measurements_for(rule: str, params: Any) -> tuple[Measurement, ...]:
+    """The measurements each rule's VIOLATION carries (their names and units as the rules write them),
+    with the standard's own params as limits. Every rule of a shipped profile must be listed."""
+    table: dict[str, tuple[Measurement, ...]] = {
+        "noise": (Measurement("LAeq,1min", 84.2, params.limit_db if rule == "noise" else 0, "dB(A)"),),
+        "light_trespass": (
+            Measurement("illuminance (mean)", 3.3, getattr(params, "limit_lux", 0), "lx"),
+            Measurement("duration above limit", 840.0, getattr(params, "min_duration_s", 0), "s"),
+        ),
+        "flashing_light": (
+            Measurement("flash frequency", 1.0, None, "Hz"),
+            Measurement("modulation depth", 0.81, getattr(params, "min_modulation_depth", 0), ""),
+            Measurement("flashing duration", 720.0, getattr(params, "min_duration_s", 0), "s"),
+        ),
+        "high_intensity_light": (
+            Measurement("illuminance (max)", 60.0, getattr(params, "max_lux", 0), "lx"),
+        ),
+        "upward_light": (
+            Measurement("sky illuminance", 0.42, 0.15, "lx"),
+            Measurement("night baseline (median)", 0.05, None, "lx"),
+        ),
+        "temporary_lighting": (Measurement("temporary lighting days this year", 31, 30, "days"),),
+        "air_overpressure": (
+            Measurement("air overpressure (linear peak)", 136.0, getattr(params, "limit_db", 0), "dB"),
+        ),
+        "blast_notice": (Measurement("notice lead time", 3.0, getattr(params, "min_notice_h", 0), "h"),),
+        "blast_window": (),
+        "unreported_blast": (Measurement("peak (LZpeak/LCpeak)", 131.0, 120.0, "dB"),),
+        "haul_hours": (),
+        "turbidity": (
+            Measurement("turbidity", 180.0, getattr(params, "max_ntu", 0), "NTU"),
+            Measurement("above reference", 150.0, getattr(params, "max_above_reference_ntu", 0), "NTU"),
+            Measurement("duration", 900.0, getattr(params, "min_duration_s", 0), "s"),
+        ),
+        "close_within": (Measurement("days overdue", 3, 0, "days"),),
+        "fill_material": (
+            Measurement("largest masonry piece", 20.0, getattr(params, "max_piece_in", 0), "in"),
+        ),
+        "area_controls": (
+            Measurement("uncovered area", 9000.0, getattr(params, "max_area_sqft", 0), "sq ft"),
+        ),
+        "prior_plan": (
+            Measurement("days from filing to start", 2, getattr(params, "min_days_filed", 0), "days"),
+        ),
+    }
+    assert rule in table, f"rule {rule!r} has no sample measurements here: add them"
+    return table[rule]
+
+
+# The plotted quantity's units by rule; rules not listed have no plot (the facts table tells it).
+_PLOTTED = {
+    "noise": {"dB(A)", "dB"},
+    "light_trespass": {"lx"},
+    "flashing_light": {"lx"},
+    "high_intensity_light": {"lx"},
+    "upward_light": {"lx"},
+    "turbidity": {"NTU"},
+}
+
+
+def _limit_lines(fig: Any) -> list[tuple[float, str]]:
+    """(y, label) of every horizontal limit line on the figure's axes."""
+    [ax] = fig.axes
+    out = []
+    for line in ax.get_lines():
+        label = str(line.get_label())
+        if label.startswith("Limit"):
+            ys = set(float(y) for y in line.get_ydata())
+            assert len(ys) == 1, label
+            out.append((ys.pop(), label))
+    return out
+
+
+def _all_text(fig: Any) -> str:
+    [ax] = fig.axes
+    return "\n".join(t.get_text() for t in ax.texts)
+
+
+@pytest.mark.parametrize(
+    ("profile_name", "config_text", "site_id"),
+    [("dovre", None, SITE), ("land-disturbing", LAND_CONFIG, "tract")],
+)
+def test_every_standard_renders_and_its_plot_draws_the_notices_limit(
+    tmp_path: Path, profile_name: str, config_text: str | None, site_id: str
+) -> None:
+    """A notice of each standard of the profile: rendered in every format, and where there is a plot,
+    the one limit line drawn is the notice's limit of the plotted quantity, in its unit; a duration
+    limit is written as text, never drawn on the level axis."""
+    from monitor.config import parse_config
+    from monitor.render import evidence_figure
+    from rules.model import Finding, FindingKind
+    from rules.profile import load_profile
+
+    db = tmp_path / "store.db"
+    config = make_config(db) if config_text is None else parse_config(config_text.format(db=db), "land.toml")
+    store = Store(db)
+    site = config.site(site_id)
+    assert site is not None
+    profile = load_profile(site.profile, site.agreement)
+    assert profile.name == profile_name
+    sensor = site.sensors[0].id
+    t = local(2026, 6, 15, 23, 0)
+    findings = []
+    for index, (key, standard) in enumerate(profile.standards.items()):
+        start = t + timedelta(hours=index)
+        findings.append(
+            Finding(
+                site=site_id,
+                standard=key,
+                section=standard.section,
+                kind=FindingKind.VIOLATION,
+                start=start,
+                end=start + timedelta(minutes=1),
+                timezone=site.timezone,
+                summary=f"sample violation of {key}",
+                sensors=(sensor,),
+                measurements=_measurements_for(standard.rule, standard.params),
+            )
+        )
+    book = NoticeBook(store)
+    book.on_findings(site, profile, store_findings(store, findings, t), t + timedelta(days=1))
+    notices = {n.standard: n for n in book.list(site=site_id)}
+    assert set(notices) == set(profile.standards)
+    for key, notice in notices.items():
+        standard = profile.standards[key]
+        fig = evidence_figure(store.conn, notice, site=site, profile=profile)
+        units = _PLOTTED.get(standard.rule)
+        measured = _measurements_for(standard.rule, standard.params)
+        if units is None:
+            assert fig is None, key
+        else:
+            assert fig is not None, key
+            in_unit = [m for m in measured if m.unit in units and m.limit is not None]
+            lines = _limit_lines(fig)
+            if in_unit:
+                expected = in_unit[0]
+                assert lines == [(pytest.approx(expected.limit), lines[0][1])], key
+                unit = "lux" if expected.unit == "lx" else expected.unit
+                assert lines[0][1] == f"Limit {expected.limit:g} {unit} (section {standard.section})", key
+            else:
+                assert lines == [], key  # flashing: no level limit, so no line
+                assert f"Section {standard.section} sets no" in _all_text(fig)
+            for m in measured:
+                if m.unit == "s" and m.limit is not None:
+                    # the duration threshold is text on the plot, not a line at 300 "lux"
+                    assert f"a violation only beyond {m.limit:g} s" in _all_text(fig), key
+                    assert all(y != pytest.approx(m.limit) for y, _ in lines), key
+            if "lx" in units:
+                assert fig.axes[0].get_yscale() == "log"
+                low, high = fig.axes[0].get_ylim()
+                assert low <= 0.01 and high >= 10
+        markdown = render_notice(store.conn, notice.id, "md", config=config).decode()
+        for m in measured:
+            if m.limit is not None:
+                assert f"(limit {m.limit:g}" in markdown, (key, m)
+        assert render_notice(store.conn, notice.id, "pdf", config=config).startswith(b"%PDF-")
+        assert render_notice(store.conn, notice.id, "html", config=config).startswith(b"<!DOCTYPE html>")
+    store.close()
+
+
+# --------------------------------------------------------------------------- consistent facts
+
+
+def test_one_window_and_one_rounding(tmp_path: Path) -> None:
+    """A sustained-light episode is told from when the light went above the limit (the findings'
+    run_start), in the table, the sentence and the plot's shading alike; 84.05 is 84.1 everywhere."""
+    from monitor.render import evidence_figure
+    from rules.model import Finding, FindingKind
+
+    db = tmp_path / "store.db"
+    config = make_config(db)
+    store = Store(db)
+    site, profile = site_and_profile(config)
+    t = local(2026, 12, 15, 17, 7)
+    run_start = local(2026, 12, 15, 17, 2)
+    light = [
+        Finding(
+            site=SITE,
+            standard="light_trespass",
+            section="6.C.2",
+            kind=FindingKind.VIOLATION,
+            start=t + timedelta(minutes=i),
+            end=t + timedelta(minutes=i + 1),
+            timezone="America/Chicago",
+            summary="light",
+            sensors=("n1",),
+            measurements=(
+                Measurement("illuminance (mean)", 3.27, 1.0, "lx"),
+                Measurement("duration above limit", 300.0 + 60 * (i + 1), 300.0, "s"),
+            ),
+            details={"run_start": run_start.isoformat().replace("+00:00", "Z")},
+        )
+        for i in range(9)
+    ]
+    noise = [violation(local(2026, 12, 15, 16, 10) + timedelta(minutes=i), value=84.05) for i in range(3)]
+    book = NoticeBook(store)
+    book.on_findings(site, profile, store_findings(store, light + noise, t), t + timedelta(minutes=10))
+    notices = {n.standard: n for n in book.list()}
+    markdown = render_notice(store.conn, notices["light_trespass"].id, "md", config=config).decode()
+    assert "2026-12-15 17:02 CST to 2026-12-15 17:16 CST (14 minutes)" in markdown
+    assert "17:07 CST to" not in markdown and "(9 minutes)" not in markdown
+    assert "duration above limit 840 s (limit 300 s)" in markdown
+    # The flagged minutes are told as part of that window, not as a second window.
+    assert (
+        "| Intervals judged in violation | 9, from 2026-12-15 17:07 CST: before then the condition"
+        in markdown
+    )
+    fig = evidence_figure(store.conn, notices["light_trespass"], site=site, profile=profile)
+    [ax] = fig.axes
+    [shade] = [p for p in ax.patches if p.get_label() == "violation episode"]
+    # No light readings were stored for this episode: the plot says "no data", not darkness.
+    assert any(p.get_label() == "no data" for p in ax.patches)
+    from matplotlib.dates import num2date
+
+    left, right = shade.get_x(), shade.get_x() + shade.get_width()  # an axvspan is a Rectangle
+    assert abs(num2date(left) - run_start) < timedelta(seconds=1)
+    assert abs(num2date(right) - (t + timedelta(minutes=9))) < timedelta(seconds=1)
+    markdown = render_notice(store.conn, notices["noise"].id, "md", config=config).decode()
+    assert "84.1 dB(A)" in markdown and "84.05" not in markdown and "84.0 " not in markdown
+    store.close()
+
+
+# --------------------------------------------------------------------------- what a legal document needs
+
+
+def _configured(db: Path) -> Config:
+    from monitor.config import parse_config
+    from tests.monitor.test_notices import CONFIG
+
+    text = TOWN + CONFIG.format(db=db, max_attempts=3).replace(
+        'operator = "Acme Aggregates LLC"\n',
+        'operator = "Acme Aggregates LLC"\noperator_address = "7 Quarry Road\\nDovre, WI 54000"\n',
+    )
+    return parse_config(text, "test.toml")
+
+
+def test_document_names_issuer_reply_operator_consequence_evidence_and_sources(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    config = _configured(db)
+    store = Store(db)
+    site, profile = site_and_profile(config)
+    t = local(2026, 12, 15, 23, 0)
+    light = [
+        violation(
+            t + timedelta(minutes=i),
+            standard="light_trespass",
+            section="6.C.2",
+            measurement=Measurement("illuminance (mean)", 2.5, 1.0, "lx"),
+        )
+        for i in range(5)
+    ]
+    noise = minutes(t + timedelta(hours=1), 3)
+    book = NoticeBook(store)
+    book.on_findings(site, profile, store_findings(store, light + noise, t), t + timedelta(hours=2))
+    notices = {n.standard: n for n in book.list()}
+    light_id = notices["light_trespass"].id
+    [(seq, head)] = store.conn.execute(
+        "SELECT seq, head FROM chain WHERE kind = 'notice' AND key = ?", (light_id,)
+    ).fetchall()
+    for fmt in ("md", "html", "pdf"):
+        raw = render_notice(store.conn, light_id, fmt, config=config, compress=False)
+        text = pdf_text(raw) if fmt == "pdf" else raw.decode()
+        text = text.replace("&#x27;", "'")
+        for expected in [
+            "Robin Clerk, Town Clerk",  # who issues it
+            "Town Hall, 1 Main Street, clerk@example.org",  # the reply address
+            "Signature: ____",
+            "Acme Aggregates LLC, 7 Quarry Road, Dovre, WI 54000",  # the operator's address
+            "the Town Board may issue a citation in accord with the Town Citation Ordinance (section 13.3.B)",
+            "no hearing or appeal",
+            head,  # the chain head the notice was recorded under
+            f"entry {seq} of the quarry chain",
+            "minewatch evidence --config test.toml --site quarry --from 2026-12-16T04:30:00Z "
+            "--to 2026-12-16T05:35:00Z",
+            "limit: 1 lux",
+            "minimum duration: 300 s",
+            "set by the Town in profile dovre; the ordinance gives no number",
+        ]:
+            assert expected in text, (fmt, expected)
+    markdown = render_notice(store.conn, notices["noise"].id, "md", config=config).decode()
+    assert "| limit: 80 dB | the ordinance's own, section 6.D |" in markdown
+    assert "| interval: 60 s | set by the Town in profile dovre; the ordinance gives no number |" in markdown
+    # Without [town] the document says what is missing instead of inventing an issuer.
+    bare = render_notice(store.conn, light_id, "md", config=make_config(db)).decode()
+    assert "(not configured: set [town] officer, title and contact)" in bare
+    store.close()
+
+
+def test_considered_choices_are_listed_when_the_findings_give_them(tmp_path: Path) -> None:
+    from rules.model import Finding, FindingKind
+
+    db = tmp_path / "store.db"
+    config = make_config(db)
+    store = Store(db)
+    site, profile = site_and_profile(config)
+    t = local(2026, 6, 15, 11, 0)
+    base = violation(t)
+    finding = Finding(
+        **{
+            **{f: getattr(base, f) for f in base.__dataclass_fields__},
+            "details": {
+                "considered": ["wind above 5 m/s makes a second unreliable (this monitoring's choice)"]
+            },
+        }
+    )
+    assert finding.kind is FindingKind.VIOLATION
+    book = NoticeBook(store)
+    [event] = book.on_findings(site, profile, store_findings(store, [finding], t), t + timedelta(minutes=2))
+    markdown = render_notice(store.conn, event.notice_id, "md", config=config).decode()
+    assert "## Considered (choices of this monitoring, not the ordinance's words)" in markdown
+    assert "- wind above 5 m/s makes a second unreliable (this monitoring's choice)" in markdown
+    plain = render_notice(store.conn, "DOV-2026-0001", "md", config=config).decode()
+    assert plain == markdown
+    store.close()
+
+
+# --------------------------------------------------------------------------- blasts
+
+
+def test_blast_notice_states_time_window_sunset_notice_and_overpressure(tmp_path: Path) -> None:
+    from rules.model import Blast, BlastNotice, Finding, FindingKind
+
+    db = tmp_path / "store.db"
+    config = make_config(db)
+    store = Store(db)
+    site, profile = site_and_profile(config)
+    blast_at = local(2026, 12, 15, 15, 40)
+    issued = local(2026, 12, 14, 14, 0)
+    iso = lambda ts: ts.isoformat().replace("+00:00", "Z")  # noqa: E731
+    with store.batch():
+        store.append_event(
+            BlastNotice(SITE, "b-2", issued, local(2026, 12, 15, 14, 30)),
+            {"blast_id": "b-2", "issued_ts": iso(issued), "planned_ts": iso(local(2026, 12, 15, 14, 30))},
+            issued,
+        )
+        store.append_event(Blast(SITE, "b-2", blast_at), {"blast_id": "b-2", "ts": iso(blast_at)}, blast_at)
+    common = {
+        "site": SITE,
+        "section": "6.F",
+        "start": blast_at,
+        "end": blast_at + timedelta(seconds=1),
+        "timezone": "America/Chicago",
+        "refs": ("blast:b-2",),
+    }
+    window = Finding(
+        standard="blast_window",
+        kind=FindingKind.VIOLATION,
+        summary="Blast b-2 went off at 15:40:00 local on 2026-12-15, after 15:00 without a safety reason",
+        **common,  # type: ignore[arg-type]
+    )
+    overpressure = Finding(
+        standard="blast_overpressure",
+        kind=FindingKind.COMPLIANT,
+        summary="Air overpressure from blast b-2",
+        sensors=("n1",),
+        measurements=(Measurement("air overpressure (linear peak)", 126.44, 133.0, "dB"),),
+        **common,  # type: ignore[arg-type]
+    )
+    book = NoticeBook(store)
+    [event] = book.on_findings(
+        site,
+        profile,
+        store_findings(store, [window, overpressure], blast_at),
+        blast_at + timedelta(minutes=1),
+    )
+    markdown = render_notice(store.conn, event.notice_id, "md", config=config).decode()
+    for expected in [
+        "| When (local time) | 2026-12-15 15:40:00 CST |",  # an instant, not "(0 minutes)"
+        "| Blast | b-2 at 2026-12-15 15:40:00 CST; safety reason recorded: none |",
+        "| Allowed blasting hours | 10:00 to 15:00 local (section 6.F); after 15:00 only before sunset",
+        "| Sunset that day | sunset at 16:2",
+        "| 24-hour notice | given 2026-12-14 14:00 CST for a blast planned at 2026-12-15 14:30 CST, "
+        "25.7 hours before the blast |",
+        "| Air overpressure | air overpressure (linear peak) 126.4 dB (limit 133 dB) at n1 (compliant) |",
+    ]:
+        assert expected in markdown, expected
+    assert "none recorded" not in markdown and "see the finding" not in markdown
+    store.close()
+
+
+# --------------------------------------------------------------------------- the PDF's pages
+
+
+def test_pdf_is_letter_and_no_page_ends_with_a_heading(tmp_path: Path) -> None:
+    """A long notice (many episodes, a long history) over several pages, read back per page with
+    pdftotext (poppler-utils): no page's last line is a heading, and every page is US Letter."""
+    import shutil
+    import subprocess
+
+    from monitor.render import document_sections
+
+    if shutil.which("pdftotext") is None:
+        pytest.fail("pdftotext (poppler-utils) is needed: bash .ci/run installs it")
+    db = tmp_path / "store.db"
+    config = _configured(db)
+    store = Store(db)
+    site, profile = site_and_profile(config)
+    t = local(2026, 6, 15, 8, 0)
+    book = NoticeBook(store)
+    findings = []
+    for episode in range(14):  # episodes 20 minutes apart: each is its own facts table
+        findings += minutes(t + timedelta(minutes=20 * episode), 2 + episode % 3)
+    book.on_findings(site, profile, store_findings(store, findings, t), t + timedelta(hours=6))
+    [notice] = book.list()
+    for day in range(1, 9):
+        book.request_extension(
+            notice.id, "More time for the enclosure. " * (day % 4 + 1), "Acme", t + timedelta(days=day)
+        )
+        book.extend(
+            notice.id,
+            notice.deadline + timedelta(days=day),
+            "Town clerk",
+            "Reasonable.",
+            t + timedelta(days=day, hours=1),
+        )
+    raw = render_notice(store.conn, notice.id, "pdf", config=config)
+    path = tmp_path / "long.pdf"
+    path.write_bytes(raw)
+    loaded, history = load_notice(store.conn, notice.id)
+    headings = {s.title for s in document_sections(loaded, history, None)} | {
+        s.title for s in document_sections(loaded, history, notice_context_for(store, loaded, config))
+    }
+    headings |= {"History", "Evidence plot", "Facts"}
+    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+    pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))  # type: ignore[union-attr]
+    assert pages >= 3
+    for page in range(1, pages + 1):
+        text = subprocess.run(
+            ["pdftotext", "-layout", "-f", str(page), "-l", str(page), str(path), "-"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        assert lines, page
+        assert lines[-1] not in headings, (page, lines[-1])
+        assert not re.fullmatch(r"Facts, episode \d+", lines[-1]), (page, lines[-1])
+        size = subprocess.run(
+            ["pdfinfo", "-f", str(page), "-l", str(page), str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert re.search(rf"Page\s+{page} size:\s+612(\.0+)? x 792(\.0+)? pts", size), size
+    store.close()
+
+
+def notice_context_for(store: Store, notice: Any, config: Config) -> Any:
+    from monitor.render import notice_context
+
+    return notice_context(store.conn, notice, config)
+
+
+# --------------------------------------------------------------------------- the evidence bundle's day plots
+
+
+def test_evidence_day_plot_of_light_has_its_limits_on_a_log_axis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bundle's light plot (monitor/evidence.py draws it through render.day_plot): night levels
+    of 0.05 lux and a day of 7,000 lux both visible, with the 1 lux trespass and 25 lux
+    high-intensity limits as lines; the sky sensor, judged against its own baseline, has none."""
+    from datetime import date
+    from zoneinfo import ZoneInfo
+
+    from monitor.config import load_config
+    from monitor.render import day_plot, plot_limits
+    from tests.conftest import REPO
+
+    monkeypatch.setenv("MINEWATCH_MQTT_PASSWORD", "x")
+    site = load_config(REPO / "deploy" / "dovre-quarry.toml").sites[0]
+    limits = plot_limits(site)
+    assert [value for _, value in limits["l1"]] == [1.0, 25.0]
+    assert limits["l1"][0][0] == "6.C.2 limit 1 lux at night, longer than 300 s"
+    assert [value for _, value in limits["n1"]] == [80.0]
+    assert "sky1" not in limits
+    zone = ZoneInfo("America/Chicago")
+    first = int(datetime(2026, 12, 15, tzinfo=zone).timestamp() // 60)
+    minutes = {first + m: ((7000.0 if 8 * 60 <= m < 16 * 60 else 0.05) * 6, 6, 7500.0) for m in range(1440)}
+    fig = day_plot("light", "l1", "Quarry", date(2026, 12, 15), zone, minutes, limits["l1"])
+    [ax] = fig.axes
+    assert ax.get_yscale() == "log"
+    low, high = ax.get_ylim()
+    assert low <= 0.05 and high >= 7500
+    drawn = {str(line.get_label()): set(line.get_ydata()) for line in ax.get_lines()}
+    assert drawn["6.C.2 limit 1 lux at night, longer than 300 s"] == {1.0}
+    assert drawn["6.C.4 limit 25 lux"] == {25.0}

@@ -214,6 +214,9 @@ def test_unreported_blast(sound: list[SoundLevels], blasts: tuple[object, ...], 
     for finding in findings:
         assert finding.sensors == ("n1",) and finding.start == IMPULSE_AT and finding.section == "6.F"
         assert "looks like a blast" in finding.summary
+        # It opens no notice (not a VIOLATION); the finding says why, where the findings are listed.
+        assert finding.kind.value == "unreported_blast"
+        assert "no notice of violation: a sound alone does not show a blast or its time" in finding.summary
 
 
 FAIRBANKS = make_site("fbx", "America/Anchorage", 64.84, -147.72)

@@ -292,3 +292,57 @@ def test_considered_errors(path: str, value: Any, problem: str) -> None:
     with pytest.raises(ProfileError) as caught:
         build_profile(minimal(**{path.replace(".", "__"): value}), source="test")
     assert any(p.startswith(problem) for p in caught.value.problems), caught.value.problems
+# ------------------------------------------------------------------------ [notice]: consequence and sources
+
+
+def test_dovre_notice_terms_name_the_source_of_every_limit() -> None:
+    profile = load_profile("dovre")
+    terms = profile.notice
+    assert terms.consequence_section == "13.3.B" and "Town Citation Ordinance" in terms.consequence
+    assert terms.hearing == ""  # section 13 provides none; notices say so
+    # Where the ordinance gives no number, the profile says the Town set it.
+    assert terms.sources["light_trespass"] == {"limit_lux": "profile", "min_duration_s": "profile"}
+    assert terms.sources["noise"]["limit_db"] == "6.D"
+    # Every limit param a notice's measurements are judged against has a source.
+    for key, param in [
+        ("noise", "limit_db"),
+        ("conveyor_noise", "limit_db"),
+        ("flashing_light", "min_duration_s"),
+        ("high_intensity_light", "max_lux"),
+        ("blast_overpressure", "limit_db"),
+        ("blast_notice", "min_notice_h"),
+        ("temporary_lighting", "max_days_per_year"),
+    ]:
+        assert param in terms.sources[key], (key, param)
+
+
+def test_notice_terms_mistakes_are_reported_by_path() -> None:
+    raw = {
+        "name": "x",
+        "title": "x",
+        "authority": "x",
+        "notice_prefix": "X",
+        "standards": {
+            "noise": {
+                "rule": "noise",
+                "section": "1",
+                "title": "t",
+                "summary": "s",
+                "text": "t",
+                "required_action": "r",
+            }
+        },
+        "notice": {
+            "consequence": 5,
+            "appeal": "x",
+            "sources": {"noise": {"limit_db": "", "loudness": "1"}, "dust": {"limit": "1"}},
+        },
+    }
+    with pytest.raises(ProfileError) as info:
+        build_profile(raw)
+    problems = "\n".join(info.value.problems)
+    assert "notice.consequence: expected a string, got 5" in problems
+    assert "notice.appeal: unknown key" in problems
+    assert "notice.sources.noise.limit_db: expected a section" in problems
+    assert "notice.sources.noise.loudness: not a param of 'noise'" in problems
+    assert "notice.sources.dust: 'dust' is not a standard of this profile" in problems
