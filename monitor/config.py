@@ -544,6 +544,8 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
 
 def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], None]) -> SiteConfig:
     site_id = _identifier(t, "id")
+    if site_id == "_":  # docs/PROTOCOL.md: <prefix>/_/rejected carries rejections of no configured site
+        t.problem("id", "'_' is reserved for rejections under no configured site; choose another id")
     timezone = t.text("timezone", required=True)
     if timezone:
         try:

@@ -212,3 +212,10 @@ def test_shipped_configurations_name_the_towns_officer_and_the_operators_address
         config = load_config(path)
         assert config.town.configured and config.town.title and config.town.contact, path
         assert config.sites[0].operator_address, path
+
+
+def test_site_id_underscore_is_reserved_for_rejections_of_no_site() -> None:
+    """docs/PROTOCOL.md: <prefix>/_/rejected carries rejections under no configured site."""
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL.replace('id = "s1"', 'id = "_"'))
+    assert any(p.startswith("sites[0].id: '_' is reserved") for p in info.value.problems), info.value.problems
