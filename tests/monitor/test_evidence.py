@@ -70,7 +70,13 @@ def _finding(start: datetime, summary: str) -> Finding:
 
 
 def build_site(
-    tmp_path: Path, *, influx: str = "", seconds: int = 240, final_anchor: bool = True, password: str = ""
+    tmp_path: Path,
+    *,
+    influx: str = "",
+    seconds: int = 240,
+    final_anchor: bool = True,
+    password: str = "",
+    chain_config: bool = True,
 ) -> Site:
     """A store as the daemon writes it: a config record at start-up, anchors (each followed by the
     config record restated, as Pipeline._anchor does) before, during and (``final_anchor``) after
@@ -93,7 +99,8 @@ def build_site(
     site_config = config.site(SITE)
     assert site_config is not None
     with store.batch():
-        store.append_config_record(SITE, *evidence_texts(config, site_config), T0 - timedelta(minutes=5))
+        if chain_config:  # False: a store written before the daemon chained config records
+            store.append_config_record(SITE, *evidence_texts(config, site_config), T0 - timedelta(minutes=5))
         anchor(T0 - timedelta(minutes=4))
         for i in range(seconds):
             ts = T0 + timedelta(seconds=i)
@@ -1122,3 +1129,15 @@ def test_a_store_of_the_earlier_layout_is_migrated_and_exports_the_same_bundle(
             assert old.read(name) == new.read(name), name
     report = verify_bundle(after, load_anchors(site.anchors))
     assert report.ok, report.lines()
+
+
+def test_a_window_recorded_before_config_records_verifies_and_says_it_binds_no_profile(
+    tmp_path: Path,
+) -> None:
+    """An upgraded store's older windows hold no config record: their evidence stays verifiable
+    (rows, chain, anchors) and the report says the profile and configuration are not bound."""
+    site = build_site(tmp_path, chain_config=False)
+    bundle = export(site, tmp_path / "b.zip")
+    report = verify_bundle(bundle, load_anchors(site.anchors))
+    assert report.ok and report.anchored, report.lines()
+    assert report.config.startswith("not bound: the segment holds no configuration record"), report.config
