@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -297,14 +298,15 @@ def test_violation_alerts_are_deduplicated(world: World) -> None:
     world.levels(T0 + timedelta(minutes=5), 6, 60.0)
     world.advance(10)
     assert len(world.findings()) == 5
-    assert len([a for a in world.alerts("violation") if "town" in a["audiences"]]) == 1
+    assert len([a for a in world.alerts("violation") if "town" in cast(list[str], a["audiences"])]) == 1
 
 
 def test_status_retained_and_status_command(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     world.levels(T0, 60, 72.0)
     world.advance(1)
     statuses = [b for t, b in world.published if t == "minewatch/q/status"]
-    assert statuses and statuses[-1]["sensors"]["n1"]["LAeq_1min"] == pytest.approx(72.0, abs=0.1)
+    sensors = cast(dict[str, dict[str, float]], statuses[-1]["sensors"]) if statuses else {}
+    assert sensors["n1"]["LAeq_1min"] == pytest.approx(72.0, abs=0.1)
     config = Path(world.config.storage.path).parent / "c.toml"
     config.write_text(CONFIG.format(store=world.config.storage.path))
     assert main(["status", "--config", str(config), "--at", format_ts(T0 + timedelta(seconds=61))]) == 0
@@ -390,7 +392,7 @@ def test_data_clock_restart_continues_where_the_data_was(tmp_path: Path) -> None
             for m in minutes
             for s in range(60)
         ]
-        p.handle_batch([Inbound(*encode(r), 1, 1, 0.0) for r in records])  # type: ignore[arg-type]
+        p.handle_batch([Inbound(*encode(r), 1, 1, 0.0) for r in records])
         p.tick()
 
     first, store = pipeline()
