@@ -11,8 +11,9 @@ been read. So a site's minutes close
 - as the input stream as a whole (every site's data, the position in what the broker
   held) moves ``lateness`` past them: a site whose sensors went silent is judged with
   what it has, in data time, not ahead of a backlog still being read;
-- when the site has been quiet in wall time (nothing for it, with the input connected
-  and nothing in hand): everything up to ``now - delay`` is as complete as it gets.
+- when the site has been quiet in wall time (``is_quiet``: nothing for it, with the input
+  connected, nothing in hand, and the broker not still delivering a backlog): everything
+  up to ``now - delay`` is as complete as it gets.
 
 Data that arrives for a minute already judged re-judges that minute (the shell marks it);
 it is *late* when the site's own data had moved more than ``lateness`` past the minute:
@@ -65,3 +66,26 @@ def is_late(minute: datetime, site_newest: datetime | None, now: datetime, laten
     if site_newest is None:
         return False
     return min(site_newest, now) - (minute + MINUTE) > lateness
+
+
+def is_quiet(
+    *,
+    site_silent_s: float,
+    input_silent_s: float,
+    connected_s: float | None,
+    pending: int,
+    live: bool,
+    quiet_s: float,
+) -> bool:
+    """Whether a site's silence means its data is as complete as it gets (wall seconds).
+
+    ``site_silent_s``: since the site's last reading; ``input_silent_s``: since the last
+    reading of any site; ``connected_s``: since the broker connection came up (None: down);
+    ``pending``: messages received and not yet handled; ``live``: the input is in real time
+    (wall clock, newest data within the lateness of now). While the broker is unreachable,
+    or delivers a backlog (messages in hand, or data behind real time still arriving), it
+    may hold the site's data: silence proves nothing then.
+    """
+    if connected_s is None or pending > 0 or min(connected_s, site_silent_s) < quiet_s:
+        return False
+    return live or input_silent_s >= quiet_s

@@ -832,17 +832,20 @@ class Pipeline:
         Follows the data, not the wall clock: after an outage the broker's backlog is read
         oldest first and each minute is judged once its data has been read, however long
         the outage. "Quiet" (nothing for the site for QUIET_S wall seconds) counts only while
-        the input is connected and has nothing in hand: until then the broker may still
-        hold the site's data.
+        the input is connected, has nothing in hand and is not reading a backlog
+        (``closing.is_quiet``): until then the broker may still hold the site's data.
         """
         wall = time.monotonic()
-        quiet = (
-            self.input_since is not None
-            and self.input_pending == 0
-            and wall - max(state.last_receipt, self.input_since) >= QUIET_S
-        )
         stream = max((s.newest for s in self.sites.values() if s.newest is not None), default=None)
         lateness = timedelta(seconds=self.config.daemon.lateness_s)
+        quiet = closing.is_quiet(
+            site_silent_s=wall - state.last_receipt,
+            input_silent_s=wall - max(s.last_receipt for s in self.sites.values()),
+            connected_s=None if self.input_since is None else wall - self.input_since,
+            pending=self.input_pending,
+            live=self.clock.mode == "wall" and stream is not None and stream >= now - lateness,
+            quiet_s=QUIET_S,
+        )
         return closing.closed_until(state.newest, stream, now, lateness, quiet=quiet)
 
     def set_input(self, connected: bool, pending: int) -> None:
@@ -854,7 +857,7 @@ class Pipeline:
         self.input_pending = pending
 
     def _rejudgeable(self, state: SiteState, dirty: set[datetime]) -> set[datetime]:
-        """The dirty minutes whose sound (and own readings) are still in the store, not pruned by retention."""
+        """The dirty minutes whose readings are still in the store (not pruned by retention)."""
         if self.pruned_before is None:
             return set(dirty)
         floor = self.pruned_before + state.margins("sound")[0]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from monitor.closing import EVALUATION_DELAY, closed_until, is_late
+from monitor.closing import EVALUATION_DELAY, closed_until, is_late, is_quiet
 
 NOW = datetime(2026, 6, 15, 17, 30, tzinfo=UTC)
 LATENESS = timedelta(seconds=300)
@@ -67,3 +68,33 @@ def test_late_is_measured_against_the_sites_own_data(
 
 def test_nothing_is_late_before_the_site_has_data() -> None:
     assert not is_late(ago(86_400), None, NOW, LATENESS)
+
+
+def quiet(**kw: float | int | bool | None) -> bool:
+    args: dict[str, Any] = {
+        "site_silent_s": 11.0,
+        "input_silent_s": 11.0,
+        "connected_s": 60.0,
+        "pending": 0,
+        "live": False,
+        "quiet_s": 10.0,
+    }
+    args.update(kw)
+    return is_quiet(**args)
+
+
+def test_silence_with_the_broker_connected_and_nothing_coming_is_quiet() -> None:
+    assert quiet()
+
+
+def test_silence_proves_nothing_while_the_broker_may_hold_the_data() -> None:
+    assert not quiet(connected_s=None)  # not connected
+    assert not quiet(connected_s=3.0)  # just connected: the queued backlog is on its way
+    assert not quiet(pending=10)  # messages in hand
+    assert not quiet(site_silent_s=2.0)
+    # Other sites' backlog still arriving, behind real time: this site's may be further on in it.
+    assert not quiet(input_silent_s=0.5, live=False)
+
+
+def test_a_silent_site_among_live_ones_is_quiet() -> None:
+    assert quiet(input_silent_s=0.5, live=True)
