@@ -20,8 +20,8 @@ from monitor.config import Config, parse_config
 from monitor.ingest import Inbound
 from monitor.pipeline import QUIET_S, Clock, Pipeline
 from monitor.store import Store
-from monitor.wire import encode, format_ts
-from rules.model import SensorStatus, SoundLevels
+from monitor.wire import encode, format_ts, payload_of
+from rules.model import LightSummary, SensorStatus, SoundLevels
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)  # 12:00 in Dovre (CDT)
 
@@ -411,4 +411,26 @@ def test_data_clock_restart_continues_where_the_data_was(tmp_path: Path) -> None
         (past + timedelta(minutes=m), 1) for m in sorted(loud)
     ]
     assert store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0] == 0
+    store.close()
+
+
+def test_newest_data_end_is_where_the_sites_data_had_got_to(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    assert store.newest_data_end("q", ["n1", "l1"]) is None
+    with store.batch():
+        store.append_sound(SoundLevels("q", "n1", T0, 1.0, 60, 61, 75), source="levels", late=False, now=T0)
+        store.append_sound(
+            SoundLevels("q", "n1", T0 - timedelta(hours=1), 1.0, 60, 61, 75),
+            source="levels",
+            late=False,
+            now=T0,
+        )
+    assert store.newest_data_end("q", ["n1", "l1"]) == T0 + timedelta(seconds=1)
+    light = LightSummary("q", "l1", T0 + timedelta(seconds=30), 10.0, 0.2, 0.1, 0.3)
+    status = SensorStatus("q", "l1", T0 + timedelta(hours=1), battery_pct=80)  # a heartbeat is no data
+    with store.batch():
+        for reading in (light, status):
+            store.append_reading(reading, payload_of(reading), late=False, now=T0)
+    assert store.newest_data_end("q", ["n1", "l1"]) == T0 + timedelta(seconds=40)
+    assert store.newest_data_end("other", ["n1", "l1"]) is None
     store.close()
