@@ -904,7 +904,9 @@ class Pipeline:
                 continue
             self.counters.findings += 1
             stored.append(finding)
-            self._announce(state, finding, now)
+            # A revision (the minute re-judged with late data) is published, not alerted again:
+            # people were told of the finding when it was made.
+            self._announce(state, finding, now, alert=finding.id not in previous)
         # Violation episodes open notices (section 13.3.A) or continue / escalate them.
         for event in self.notices.on_findings(state.config, state.profile, stored, now):
             self._notice_event(event, now)
@@ -924,7 +926,7 @@ class Pipeline:
             body = {**finding_to_json(finding), "retracted": True}
             self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
 
-    def _announce(self, state: SiteState, finding: Finding, now: datetime) -> None:
+    def _announce(self, state: SiteState, finding: Finding, now: datetime, *, alert: bool = True) -> None:
         site = state.config.id
         body = finding_to_json(finding)
         self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
@@ -947,6 +949,8 @@ class Pipeline:
         )
         if finding.kind is FindingKind.VIOLATION:
             self._outgoing.append((output_topic(site, "violations", self.prefix), _json(body), False))
+        if not alert:
+            return
         if finding.kind in TOWN_KINDS:
             # One alert per standard, sensors and event while it keeps recurring (a noisy half
             # hour is one alert, not thirty); AlertBook clears it after min_gap_s of quiet.

@@ -357,6 +357,7 @@ def test_re_judging_a_minute_revises_its_finding_without_new_notices_or_alerts(w
     alerts = finding_alerts()
     assert ("violation", 1) in alerts and len(alerts) >= 2  # the violation and the notice it opened
     assert world.store.conn.execute("SELECT COUNT(*) FROM notices").fetchone()[0] == 1
+    world.advance(700)  # longer than alerts.min_gap_s: the violation's alert condition has lapsed
     world.levels(minute + timedelta(seconds=40), 20, 99.0)  # ... then its last 20 s arrive
     world.advance(10)
     revisions = world.store.conn.execute("SELECT COUNT(*) FROM findings WHERE kind = 'violation'")
