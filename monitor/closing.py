@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-MINUTE = timedelta(minutes=1)
+from monitor.recent import MINUTE
+
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive from every sensor
 
 
