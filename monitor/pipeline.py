@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 import rules
-from monitor import acoustics
+from monitor import acoustics, closing
 from monitor.alerts import AlertBook
 from monitor.config import Config, SiteConfig
 from monitor.delivery import Deliveries, DeliveryWorker
@@ -51,7 +51,7 @@ from monitor.outbox import Outbox
 from monitor.recent import MINUTE, RecentSound, floor_minute
 from monitor.render import notice_payload_json
 from monitor.runtime import freeze_startup_objects
-from monitor.store import READING_KIND, SOUND_FIELDS, Store, event_kind, finding_to_json, to_us
+from monitor.store import READING_KIND, SOUND_FIELDS, Store, event_kind, finding_to_json, from_us, to_us
 from monitor.wire import (
     AUDIO_FORMATS,
     AudioBlock,
@@ -92,10 +92,11 @@ log = logging.getLogger("minewatch.pipeline")
 
 BATCH_LIMIT = 10_000  # messages per transaction: one commit (one fsync) amortised over many
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
-EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive
 NEVER = datetime.min.replace(tzinfo=UTC)
 PRUNE_INTERVAL = timedelta(hours=1)
-QUIET_S = 10.0  # wall seconds without a reading for a site: its data is as complete as it gets
+LIGHT_BURSTS_KEPT = timedelta(hours=1)  # raw light bursts stay in the in-memory cache this long
+BURST_LOOKBACK = timedelta(minutes=15)  # at least the flashing rule's lookback (Dovre: 3 minutes)
+QUIET_S = 10.0  # wall seconds without a reading for a site (input up, none in hand): as complete as it gets
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
 TOWN_KINDS = frozenset(
     {
@@ -114,7 +115,12 @@ Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
 
 
 class Clock:
-    """Wall clock, or (``clock = "data"``) the newest accepted timestamp, for simulations."""
+    """Wall clock, or (``clock = "data"``) the newest accepted timestamp, for simulations.
+
+    The data clock is not kept apart: the store holds every accepted reading, so the
+    pipeline sets it on start-up from the newest stored one (``Store.newest_data_end``) and
+    a restart continues where the data was, not at the wall clock.
+    """
 
     def __init__(self, mode: str, wall: Callable[[], datetime] | None = None) -> None:
         self.mode = mode
@@ -157,8 +163,12 @@ class SiteState:
     # Light summaries over the longest light lookback (the upward-light baseline wants days
     # of them, too many to re-read from SQLite every minute); sorted by time.
     light: list[LightSummary] = field(default_factory=list)
-    newest: datetime | None = None  # end of the newest reading accepted for the site
+    newest: datetime | None = None  # end of the newest reading stored for the site: its data's progress
     last_receipt: float = field(default_factory=time.monotonic)  # of the newest reading, wall
+    # The light cache holds every summary from light_kept_from, with its raw burst from
+    # bursts_kept_from; a minute judged further back reads its light from the store.
+    light_kept_from: datetime = NEVER
+    bursts_kept_from: datetime = NEVER
     last_reevaluation: datetime = NEVER
     last_warning_check: datetime = NEVER
 
@@ -208,21 +218,33 @@ class Pipeline:
         self.sites: dict[str, SiteState] = {}
         self.site_configs = {s.id: s for s in config.owned_sites}
         self._levels_senders: dict[str, tuple[str, str]] = {}  # topic -> (site, sensor), for predecode
+        # Where each site's data had got to: closing continues from there, and so does the
+        # data clock (without it "now" would fall back to the wall clock after a restart).
+        newest = {s.id: store.newest_data_end(s.id, [x.id for x in s.sensors]) for s in config.owned_sites}
+        for end in newest.values():
+            if end is not None:
+                clock.observe(end)
+        self.input_since: float | None = time.monotonic()  # input connected since (None: down)
+        self.input_pending = 0  # messages received and not yet handled
+        pruned = store.meta("pruned_before_us")
+        self.pruned_before: datetime | None = None if pruned is None else from_us(int(pruned))
         now = clock.now()
         for site in config.owned_sites:
             profile = load_profile(site.profile, site.agreement)
             state = SiteState(site, profile, RecentSound(site.id, store.sound_between))
+            state.newest = newest[site.id]
             state.events = store.events_since(site.id, now - EVENT_HISTORY)
             progress = store.progress(site.id)
             if progress:
                 state.evaluated_until, state.final_until = progress
             state.health = {s.id: SensorHealth(now) for s in site.sensors}
             light_back, _ = state.margins("light")
+            # From what the next minute to judge needs (a restart may be behind the clock).
+            light_from = min(now, state.final_until or now) - light_back - MINUTE
+            state.light_kept_from = light_from
             state.light = [
                 _light_from_row(r)
-                for r in store.readings_between(
-                    site.id, "light", now - light_back - MINUTE, now + EVENT_HISTORY
-                )
+                for r in store.readings_between(site.id, "light", light_from, now + EVENT_HISTORY)
             ]
             self.sites[site.id] = state
         self.generic_kinds = {
@@ -438,18 +460,28 @@ class Pipeline:
             )
 
     def _late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
-        """Mark a minute for re-evaluation; True if its data is older than the lateness allows."""
+        """True if data for ``minute`` is late: the site's own data had moved on past the lateness.
+
+        In data time (``closing.is_late``): a backlog read in order after an outage is not
+        late. Late or not, a stored reading re-judges its minute if that was judged already
+        (``_touched``).
+        """
         if state.evaluated_until is None:
             state.evaluated_until = minute
             state.final_until = minute
             return False
         if minute >= state.evaluated_until:
             return False
-        if (now - (minute + MINUTE)).total_seconds() > self.config.daemon.lateness_s:
+        if closing.is_late(minute, state.newest, now, timedelta(seconds=self.config.daemon.lateness_s)):
             self.counters.late += 1
             return True
-        state.dirty_minutes.add(minute)
         return False
+
+    @staticmethod
+    def _touched(state: SiteState, minute: datetime) -> None:
+        """A new reading was stored in ``minute``: re-judge it if it was judged without it."""
+        if state.evaluated_until is not None and minute < state.evaluated_until:
+            state.dirty_minutes.add(minute)
 
     def _seen(self, state: SiteState, sensor: str, ts: datetime, now: datetime) -> None:
         health = state.health.get(sensor)
@@ -521,6 +553,7 @@ class Pipeline:
                 continue
             self.counters.accepted += 1
             state.recent.add(levels, minute)
+            self._touched(state, minute)
             end = ends.get((levels.ts, levels.duration_s))
             if end is None:
                 end = ends[(levels.ts, levels.duration_s)] = levels.end
@@ -623,6 +656,7 @@ class Pipeline:
         if isinstance(reading, SensorStatus):
             self._accept_status(state, reading, now)
             return
+        self._touched(state, floor_minute(reading.ts))
         self.clock.observe(reading.end)
         state.last_receipt = time.monotonic()
         if state.newest is None or reading.end > state.newest:
@@ -778,17 +812,23 @@ class Pipeline:
             # Per-second readings expire after storage.retention_days; findings, events,
             # notices and the chain (with the readings' digests) are kept.
             removed = self.store.prune(now - timedelta(days=self.config.storage.retention_days))
+            self.pruned_before = now - timedelta(days=self.config.storage.retention_days)
             if removed:
                 log.info("Pruned %d readings older than %g days", removed, self.config.storage.retention_days)
 
     def _cache_light(self, state: SiteState, reading: LightSummary, now: datetime) -> None:
         bisect.insort(state.light, reading, key=lambda r: r.ts)
         lookback, _ = state.margins("light")
-        keep_from = self.clock.now() - lookback - timedelta(seconds=self.config.daemon.lateness_s) - MINUTE
+        # Kept for the minutes still to be judged (a draining backlog is behind the clock)
+        # and those late data may re-judge; older ones read the store (_old_light).
+        judged = min(self.clock.now(), state.final_until or now)
+        keep_from = judged - lookback - timedelta(seconds=self.config.daemon.lateness_s) - MINUTE
         if state.light and state.light[0].ts < keep_from:
             del state.light[: bisect.bisect_left(state.light, keep_from, key=lambda r: r.ts)]
         # Raw bursts matter only to the flashing rule's short lookback: drop them after an hour.
-        strip_before = now - timedelta(hours=1)
+        strip_before = judged - LIGHT_BURSTS_KEPT
+        state.light_kept_from = max(state.light_kept_from, keep_from)
+        state.bursts_kept_from = max(state.bursts_kept_from, strip_before)
         for i in range(len(state.light)):
             old = state.light[i]
             if old.ts >= strip_before:
@@ -796,8 +836,18 @@ class Pipeline:
             if old.burst:
                 state.light[i] = replace(old, burst=(), burst_rate_hz=None)
 
-    def _site_data(self, state: SiteState, start: datetime, end: datetime) -> SiteData:
-        """Readings around [start, end), each kind with the margins its rules need; all events."""
+    def _site_data(
+        self,
+        state: SiteState,
+        start: datetime,
+        end: datetime,
+        old_light: list[LightSummary] | None = None,
+    ) -> SiteData:
+        """Readings around [start, end), each kind with the margins its rules need; all events.
+
+        Light comes from the in-memory cache, or from ``old_light`` (read from the store by
+        ``_old_light``) for a minute re-judged further back than the cache holds whole.
+        """
         site = state.config.id
 
         def around(kind: str) -> tuple[datetime, datetime]:
@@ -805,8 +855,11 @@ class Pipeline:
             return start - before, end + after
 
         light_from, light_to = around("light")
-        lo = bisect.bisect_left(state.light, light_from, key=lambda r: r.ts)
-        hi = bisect.bisect_left(state.light, light_to, key=lambda r: r.ts)
+        light_source = state.light
+        if old_light is not None and not self._light_cached(state, start):
+            light_source = old_light
+        lo = bisect.bisect_left(light_source, light_from, key=lambda r: r.ts)
+        hi = bisect.bisect_left(light_source, light_to, key=lambda r: r.ts)
         weather = [
             _weather_from_row(r) for r in self.store.readings_between(site, "weather", *around("weather"))
         ]
@@ -817,7 +870,7 @@ class Pipeline:
         events = state.events
         return SiteData(
             sound=tuple(state.recent.between(*around("sound"))),
-            light=tuple(state.light[lo:hi]),
+            light=tuple(light_source[lo:hi]),
             weather=tuple(weather),
             turbidity=tuple(turbidity),
             blast_notices=tuple(e for e in events if isinstance(e, BlastNotice)),
@@ -833,25 +886,26 @@ class Pipeline:
             return
         _, lookahead = state.margins()
         closed = self._closed_until(state, now)
-        ready = floor_minute(closed)  # minutes before this have closed
         minutes: set[datetime] = set()
-        # Late data trickling into judged minutes (a backlog draining) re-judges them at most
-        # every few seconds, not once per batch.
+        # Late data trickling into judged minutes re-judges them at most every few seconds,
+        # not once per batch.
         if state.dirty_minutes and now - state.last_reevaluation >= REEVALUATION_INTERVAL:
             state.last_reevaluation = now
-            minutes = set(state.dirty_minutes)
+            minutes = self._rejudgeable(state, state.dirty_minutes)
             state.dirty_minutes.clear()
-        m = state.evaluated_until
-        while m + MINUTE <= ready:
-            minutes.add(m)
-            m += MINUTE
-        final_ready = floor_minute(closed - lookahead)
-        f = state.final_until
-        while f + MINUTE <= final_ready and f < m:
-            minutes.add(f)  # second look once the lookahead (late blast records, trucks) has passed
-            f += MINUTE
+        m, f = state.evaluated_until, state.final_until
+        if closed is not None:
+            ready = floor_minute(closed)  # minutes before this have closed
+            while m + MINUTE <= ready:
+                minutes.add(m)
+                m += MINUTE
+            final_ready = floor_minute(closed - lookahead)
+            while f + MINUTE <= final_ready and f < m:
+                minutes.add(f)  # second look once the lookahead (late blast records, trucks) has passed
+                f += MINUTE
+        old_light = self._old_light(state, minutes)
         for minute in sorted(minutes):
-            data = self._site_data(state, minute, minute + MINUTE)
+            data = self._site_data(state, minute, minute + MINUTE, old_light)
             findings = rules.evaluate_site(
                 state.config.context(), state.profile, data, minute, minute + MINUTE, now
             )
@@ -865,20 +919,70 @@ class Pipeline:
             state.last_warning_check = now
             self._early_warnings(state, now)
 
-    def _closed_until(self, state: SiteState, now: datetime) -> datetime:
-        """Time before which the site's minutes are complete enough to judge.
+    def _closed_until(self, state: SiteState, now: datetime) -> datetime | None:
+        """Time before which the site's minutes are complete enough to judge (``closing.closed_until``).
 
-        In real time that is a few seconds ago. While a backlog drains (after a restart or a
-        network outage), it is where the site's data has got to, so a minute is judged once
-        with its data rather than again and again as its seconds trickle in. When nothing has
-        come in for the site for a while, everything up to now is as complete as it will get.
+        Follows the data, not the wall clock: after an outage the broker's backlog is read
+        oldest first and each minute is judged once its data has been read, however long
+        the outage. "Quiet" (nothing for the site for QUIET_S wall seconds) counts only while
+        the input is connected, has nothing in hand and is not reading a backlog
+        (``closing.is_quiet``): until then the broker may still hold the site's data.
         """
-        if time.monotonic() - state.last_receipt >= QUIET_S:
-            return now - EVALUATION_DELAY
-        by_wall = now - timedelta(seconds=self.config.daemon.lateness_s) - EVALUATION_DELAY
-        if state.newest is None:
-            return by_wall
-        return max(by_wall, min(state.newest, now) - EVALUATION_DELAY)
+        wall = time.monotonic()
+        stream = max((s.newest for s in self.sites.values() if s.newest is not None), default=None)
+        lateness = timedelta(seconds=self.config.daemon.lateness_s)
+        quiet = closing.is_quiet(
+            site_silent_s=wall - state.last_receipt,
+            input_silent_s=wall - max(s.last_receipt for s in self.sites.values()),
+            connected_s=None if self.input_since is None else wall - self.input_since,
+            pending=self.input_pending,
+            live=self.clock.mode == "wall" and stream is not None and stream >= now - lateness,
+            quiet_s=QUIET_S,
+        )
+        return closing.closed_until(state.newest, stream, now, lateness, quiet=quiet)
+
+    def set_input(self, connected: bool, pending: int) -> None:
+        """The input's state, from the run loop: connected to the broker, messages in hand."""
+        if not connected:
+            self.input_since = None
+        elif self.input_since is None:
+            self.input_since = time.monotonic()
+        self.input_pending = pending
+
+    def _rejudgeable(self, state: SiteState, dirty: set[datetime]) -> set[datetime]:
+        """The dirty minutes whose readings are still in the store (not pruned by retention)."""
+        if self.pruned_before is None:
+            return set(dirty)
+        floor = self.pruned_before + state.margins("sound")[0]
+        kept = {m for m in dirty if m >= floor}
+        if len(kept) < len(dirty):
+            log.warning(
+                "Site %s: %d minute(s) touched by late data are older than the retention"
+                " (readings before %s pruned); not re-judged",
+                state.config.id,
+                len(dirty) - len(kept),
+                format_ts(self.pruned_before),
+            )
+        return kept
+
+    def _old_light(self, state: SiteState, minutes: set[datetime]) -> list[LightSummary] | None:
+        """Light for minutes re-judged further back than the cache holds whole, from the store."""
+        if not minutes:
+            return None
+        before, after = state.margins("light")
+        first = min(minutes)
+        if before == after == timedelta(0) or self._light_cached(state, first):
+            return None
+        rows = self.store.readings_between(
+            state.config.id, "light", first - before, max(minutes) + MINUTE + after
+        )
+        return [_light_from_row(r) for r in rows]
+
+    @staticmethod
+    def _light_cached(state: SiteState, minute: datetime) -> bool:
+        """Whether the light cache holds all that judging ``minute`` reads (bursts: a short lookback)."""
+        before, _ = state.margins("light")
+        return minute - before >= state.light_kept_from and minute - BURST_LOOKBACK >= state.bursts_kept_from
 
     def _record_findings(
         self, state: SiteState, minute: datetime, findings: list[Finding], now: datetime
@@ -893,7 +997,9 @@ class Pipeline:
                 continue
             self.counters.findings += 1
             stored.append(finding)
-            self._announce(state, finding, now)
+            # A revision (the minute re-judged with late data) is published, not alerted again:
+            # people were told of the finding when it was made.
+            self._announce(state, finding, now, alert=finding.id not in previous)
         # Violation episodes open notices (section 13.3.A) or continue / escalate them.
         for event in self.notices.on_findings(state.config, state.profile, stored, now):
             self._notice_event(event, now)
@@ -913,7 +1019,7 @@ class Pipeline:
             body = {**finding_to_json(finding), "retracted": True}
             self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
 
-    def _announce(self, state: SiteState, finding: Finding, now: datetime) -> None:
+    def _announce(self, state: SiteState, finding: Finding, now: datetime, *, alert: bool = True) -> None:
         site = state.config.id
         body = finding_to_json(finding)
         self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
@@ -936,6 +1042,8 @@ class Pipeline:
         )
         if finding.kind is FindingKind.VIOLATION:
             self._outgoing.append((output_topic(site, "violations", self.prefix), _json(body), False))
+        if not alert:
+            return
         if finding.kind in TOWN_KINDS:
             # One alert per standard, sensors and event while it keeps recurring (a noisy half
             # hour is one alert, not thirty); AlertBook clears it after min_gap_s of quiet.
@@ -1289,6 +1397,9 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
                 pipeline.handle_batch(batch)
                 link.ack(batch)
             if time.monotonic() - last_tick >= 1.0 or not batch:
+                # Minutes close on silence only while the broker is reachable and nothing
+                # is in hand: until then it may hold the sites' data (closing.py).
+                pipeline.set_input(link.client.is_connected(), len(inbound))
                 pipeline.tick()
                 last_tick = time.monotonic()
             if pipeline.deliveries_pending:

@@ -1241,6 +1241,31 @@ class Store:
             (site, to_us(evaluated_until), to_us(final_until)),
         )
 
+    def newest_data_end(self, site: str, sensors: Iterable[str]) -> datetime | None:
+        """End of the newest sound, light, weather or turbidity reading stored for the site.
+
+        Where the site's data had got to when the daemon stopped: its minute closing and the
+        data clock continue from here after a restart. Every lookup is a seek on a key.
+        """
+        ends: list[int] = []
+        row = self.conn.execute(
+            "SELECT ts_us, MAX(duration_s) FROM sound WHERE site = ?"
+            " AND ts_us = (SELECT MAX(ts_us) FROM sound WHERE site = ?)",
+            (site, site),
+        ).fetchone()
+        if row is not None and row[0] is not None:
+            ends.append(row[0] + round(row[1] * 1e6))
+        for sensor in sensors:
+            for kind in ("light", "weather", "turbidity"):
+                found = self.conn.execute(
+                    "SELECT ts_us, duration_s FROM readings WHERE site = ? AND sensor = ? AND kind = ?"
+                    " ORDER BY ts_us DESC LIMIT 1",
+                    (site, sensor, kind),
+                ).fetchone()
+                if found is not None:
+                    ends.append(found[0] + round(found[1] * 1e6))
+        return from_us(max(ends)) if ends else None
+
     def meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from monitor.cli import main
 from monitor.config import Config, parse_config
 from monitor.ingest import Inbound
-from monitor.pipeline import Clock, Pipeline
+from monitor.pipeline import QUIET_S, Clock, Pipeline
 from monitor.store import Store
-from monitor.wire import encode, format_ts
-from rules.model import SensorStatus, SoundLevels
+from monitor.wire import encode, format_ts, payload_of
+from rules.model import LightSummary, SensorStatus, SoundLevels
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)  # 12:00 in Dovre (CDT)
 
@@ -76,6 +78,13 @@ class World:
     def advance(self, seconds: float) -> None:
         self.now += timedelta(seconds=seconds)
         self.pipeline.tick()
+
+    def quiet(self, seconds: float) -> None:
+        """As if nothing had arrived, and the input been up, for ``seconds`` of wall (monotonic) time."""
+        for state in self.pipeline.sites.values():
+            state.last_receipt -= seconds
+        if self.pipeline.input_since is not None:
+            self.pipeline.input_since -= seconds
 
     def alerts(self, kind: str) -> list[dict[str, object]]:
         return [b for t, b in self.published if t.endswith("/alerts") and b["kind"] == kind]
@@ -176,20 +185,53 @@ def test_a_bug_on_one_message_rejects_it_and_keeps_the_rest(
     assert len(state.recent.between(*window)) == 19
 
 
-def test_a_site_that_stops_sending_is_judged_after_the_lateness(world: World) -> None:
+def test_a_site_that_stops_sending_is_judged_once_quiet_with_the_input_up(world: World) -> None:
     world.levels(T0, 60, 90.0)
+    world.pipeline.set_input(False, 0)  # the broker is unreachable: it may still hold the data
     world.advance(120)
+    world.quiet(QUIET_S + 1)
+    world.advance(600)  # far past the lateness, in wall time: nothing is judged without the data
     assert world.findings() == []
-    world.advance(300)  # lateness 300 s (or 10 s of wall-clock quiet): judged on what arrived
+    world.pipeline.set_input(True, 5)  # connected, messages in hand: not quiet yet
+    world.quiet(QUIET_S + 1)
+    world.advance(1)
+    assert world.findings() == []
+    world.pipeline.set_input(True, 0)
+    world.quiet(QUIET_S + 1)  # connected, nothing in hand, nothing for the site: as complete as it gets
+    world.advance(1)
     assert len(world.findings()) == 1
 
 
-def test_data_older_than_lateness_is_stored_and_marked_late(world: World) -> None:
+def test_data_older_than_lateness_is_stored_marked_late_and_re_judges_its_minute(world: World) -> None:
     world.levels(T0, 5, 70.0)
     world.advance(900)
-    world.levels(T0 + timedelta(seconds=30), 5, 99.0)  # 14 minutes late
+    world.levels(T0 + timedelta(minutes=14), 6, 60.0)  # the site's data has moved on 14 minutes
+    world.advance(1)
+    assert world.pipeline.sites["q"].evaluated_until == T0 + timedelta(minutes=14)
+    assert world.findings() == []
+    world.levels(T0 + timedelta(seconds=5), 55, 99.0)  # resent by the sensor 14 minutes late
     late = world.store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0]
-    assert late == 5 and world.pipeline.counters.late == 5
+    assert late == 55 and world.pipeline.counters.late == 55
+    world.advance(10)
+    assert len(world.findings()) == 1  # late, but judged with its data all the same
+
+
+def test_a_backlog_read_in_order_is_not_late(world: World) -> None:
+    """Fifteen minutes of data arriving at once, oldest first (a daemon outage): each minute
+    is judged once with all its data, nothing is late, whatever the wall clock says."""
+    world.levels(T0, 60, 60.0)
+    world.advance(60 * 16)  # the daemon was away; the broker queued what follows
+    for m in range(1, 15):
+        world.levels(T0 + timedelta(minutes=m), 60, 90.0 if m in (3, 11) else 60.0)
+        world.advance(0.5)
+    world.levels(T0 + timedelta(minutes=15), 6, 60.0)
+    world.advance(1)
+    assert world.pipeline.counters.late == 0
+    assert world.store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0] == 0
+    assert len(world.findings()) == 2
+    revisions = world.store.conn.execute("SELECT COUNT(*) FROM findings WHERE kind = 'violation'").fetchone()
+    assert revisions[0] == 2  # each judged once, with all its seconds: no revision
+    assert world.pipeline.sites["q"].evaluated_until == T0 + timedelta(minutes=15)
 
 
 def test_far_future_is_rejected_with_reason(world: World) -> None:
@@ -256,14 +298,15 @@ def test_violation_alerts_are_deduplicated(world: World) -> None:
     world.levels(T0 + timedelta(minutes=5), 6, 60.0)
     world.advance(10)
     assert len(world.findings()) == 5
-    assert len([a for a in world.alerts("violation") if "town" in a["audiences"]]) == 1
+    assert len([a for a in world.alerts("violation") if "town" in cast(list[str], a["audiences"])]) == 1
 
 
 def test_status_retained_and_status_command(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     world.levels(T0, 60, 72.0)
     world.advance(1)
     statuses = [b for t, b in world.published if t == "minewatch/q/status"]
-    assert statuses and statuses[-1]["sensors"]["n1"]["LAeq_1min"] == pytest.approx(72.0, abs=0.1)
+    sensors = cast(dict[str, dict[str, float]], statuses[-1]["sensors"]) if statuses else {}
+    assert sensors["n1"]["LAeq_1min"] == pytest.approx(72.0, abs=0.1)
     config = Path(world.config.storage.path).parent / "c.toml"
     config.write_text(CONFIG.format(store=world.config.storage.path))
     assert main(["status", "--config", str(config), "--at", format_ts(T0 + timedelta(seconds=61))]) == 0
@@ -295,3 +338,100 @@ def test_readings_older_than_retention_are_pruned_but_the_chain_kept(world: Worl
     assert remaining == 1  # the two-day-old seconds are gone, the new one stays
     assert world.store.conn.execute("SELECT COUNT(*) FROM chain WHERE kind = 'sound'").fetchone()[0] == 31
     assert world.store.meta("pruned_before_us") is not None
+
+
+def test_re_judging_a_minute_revises_its_finding_without_new_notices_or_alerts(world: World) -> None:
+    def finding_alerts() -> list[tuple[str, int]]:
+        rows = world.store.conn.execute(
+            "SELECT kind, COUNT(*) FROM alerts WHERE kind NOT IN ('sensor_offline', 'cleared', 'anchor')"
+            " GROUP BY kind ORDER BY kind"
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    minute = T0 + timedelta(minutes=1)
+    world.advance(130)
+    world.levels(minute, 40, 90.0)  # the minute is judged on 40 loud seconds ...
+    world.levels(minute + timedelta(minutes=1), 6, 60.0)
+    world.advance(1)
+    assert len(world.findings()) == 1
+    alerts = finding_alerts()
+    assert ("violation", 1) in alerts and len(alerts) >= 2  # the violation and the notice it opened
+    assert world.store.conn.execute("SELECT COUNT(*) FROM notices").fetchone()[0] == 1
+    world.advance(700)  # longer than alerts.min_gap_s: the violation's alert condition has lapsed
+    world.levels(minute + timedelta(seconds=40), 20, 99.0)  # ... then its last 20 s arrive
+    world.advance(10)
+    revisions = world.store.conn.execute("SELECT COUNT(*) FROM findings WHERE kind = 'violation'")
+    assert len(world.findings()) == 1 and revisions.fetchone()[0] == 2  # one finding, revised
+    assert finding_alerts() == alerts
+    assert world.store.conn.execute("SELECT COUNT(*) FROM notices").fetchone()[0] == 1
+    violations = [b for t, b in world.published if t.endswith("/violations")]
+    assert len(violations) == 2 and len({str(v["id"]) for v in violations}) == 1
+
+
+def test_data_clock_restart_continues_where_the_data_was(tmp_path: Path) -> None:
+    """With clock = "data", a restart takes "now" from the stored data, not from the wall clock."""
+    config = parse_config(CONFIG.format(store=tmp_path / "store.db") + "\n")
+    config = replace(config, daemon=replace(config.daemon, clock="data"))
+    past = datetime(2026, 1, 10, 3, 0, tzinfo=UTC)  # months behind the wall clock
+    loud = {2, 5}
+
+    def pipeline() -> tuple[Pipeline, Store]:
+        store = Store(config.storage.path)
+        return Pipeline(config, store, lambda t, p, r: None, Clock("data")), store
+
+    def send(p: Pipeline, minutes: range) -> None:
+        records = [
+            SoundLevels(
+                "q",
+                "n1",
+                past + timedelta(minutes=m, seconds=s),
+                1.0,
+                90.0 if m in loud else 60.0,
+                91.0,
+                105.0,
+            )
+            for m in minutes
+            for s in range(60)
+        ]
+        p.handle_batch([Inbound(*encode(r), 1, 1, 0.0) for r in records])
+        p.tick()
+
+    first, store = pipeline()
+    send(first, range(0, 4))
+    assert first.sites["q"].evaluated_until == past + timedelta(minutes=3)
+    store.close()  # stopped (as by SIGKILL: everything committed is in the store)
+    second, store = pipeline()
+    assert second.clock.data_now == past + timedelta(minutes=4)  # not the wall clock
+    second.tick()  # before any message: nothing may move to the wall clock
+    assert second.sites["q"].evaluated_until == past + timedelta(minutes=3)
+    send(second, range(4, 8))
+    violations = store.conn.execute(
+        "SELECT start_us, COUNT(*) FROM findings WHERE kind = 'violation' GROUP BY id"
+    ).fetchall()
+    assert [(datetime.fromtimestamp(r[0] / 1e6, UTC), r[1]) for r in violations] == [
+        (past + timedelta(minutes=m), 1) for m in sorted(loud)
+    ]
+    assert store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0] == 0
+    store.close()
+
+
+def test_newest_data_end_is_where_the_sites_data_had_got_to(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    assert store.newest_data_end("q", ["n1", "l1"]) is None
+    with store.batch():
+        store.append_sound(SoundLevels("q", "n1", T0, 1.0, 60, 61, 75), source="levels", late=False, now=T0)
+        store.append_sound(
+            SoundLevels("q", "n1", T0 - timedelta(hours=1), 1.0, 60, 61, 75),
+            source="levels",
+            late=False,
+            now=T0,
+        )
+    assert store.newest_data_end("q", ["n1", "l1"]) == T0 + timedelta(seconds=1)
+    light = LightSummary("q", "l1", T0 + timedelta(seconds=30), 10.0, 0.2, 0.1, 0.3)
+    status = SensorStatus("q", "l1", T0 + timedelta(hours=1), battery_pct=80)  # a heartbeat is no data
+    with store.batch():
+        for reading in (light, status):
+            store.append_reading(reading, payload_of(reading), late=False, now=T0)
+    assert store.newest_data_end("q", ["n1", "l1"]) == T0 + timedelta(seconds=40)
+    assert store.newest_data_end("other", ["n1", "l1"]) is None
+    store.close()
