@@ -15,9 +15,7 @@ from monitor.times import FORMS, parse_time
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file")
-    parser.add_argument(
-        "--at", metavar="TIME", help=f"status as of this time ({FORMS}; default: now)"
-    )
+    parser.add_argument("--at", metavar="TIME", help=f"status as of this time ({FORMS}; default: now)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
 
 
