@@ -155,6 +155,7 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
     if args.action == "request-extension":
         event = book.request_extension(args.id, args.explanation, args.by, now)
     elif args.action == "extend":
+        parse_until(args.until, "UTC")  # a malformed time is named before the notice is looked up
         notice = book.get(args.id)
         event = book.extend(args.id, parse_until(args.until, notice.timezone), args.by, args.note, now)
     elif args.action == "close":
