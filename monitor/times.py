@@ -24,7 +24,7 @@ def parse_date(text: str, option: str) -> date:
     try:
         return date.fromisoformat(text.strip())
     except ValueError:
-        raise UsageError(f"{option} {text!r} is not a date; use YYYY-MM-DD, e.g. 2026-12-15") from None
+        raise UsageError(f"{option}: expected a date like 2026-12-15 (YYYY-MM-DD), got {text!r}") from None
 
 
 def parse_time(text: str, zone: tzinfo, option: str) -> datetime:
@@ -35,7 +35,7 @@ def parse_time(text: str, zone: tzinfo, option: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
     except ValueError:
-        raise UsageError(f"{option} {text!r} is not a date or time; use {FORMS}") from None
+        raise UsageError(f"{option}: expected a date or a time, {FORMS}; got {text!r}") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=zone)
     return parsed.astimezone(UTC)
