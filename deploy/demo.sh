@@ -3,7 +3,7 @@
 # and its Python dependencies, see deploy/python-env.sh), then runs `minewatch demo`: yesterday
 # afternoon at the Dovre quarry, simulated through a real broker and the daemon, with the
 # compliance summary, notices and an evidence bundle at the end.
-#   ./deploy/demo.sh                         # writes ./demo-output/
+#   ./deploy/demo.sh                         # writes ./demo-output/ (replacing its own earlier one)
 #   ./deploy/demo.sh --date 2026-12-15       # a chosen day
 #   ./deploy/demo.sh --scenario dovre-day    # a whole day (slower: several minutes)
 set -euo pipefail
@@ -18,4 +18,8 @@ fi
 # shellcheck source=deploy/python-env.sh
 source deploy/python-env.sh
 minewatch_python
-exec "$PY" -m monitor.cli demo "$@"
+# Run again, the demo replaces its own ./demo-output (marked as the demo's, holding nothing
+# else; `minewatch demo` checks both). A folder given with --out is replaced only with --force.
+force=(--force)
+for arg in "$@"; do case "$arg" in --out|--out=*) force=() ;; esac; done
+exec "$PY" -m monitor.cli demo "${force[@]}" "$@"

@@ -240,6 +240,12 @@ def run(args: argparse.Namespace) -> int:
     from sensors.queue import ForwardQueue, QueueBounds
 
     queue_path = Path(args.queue or f"{site.id}-{sensor.id}.queue.db")
+    # The queue's folder is made if missing; a file standing where a folder should be is a mistake.
+    blocking = next((p for p in (queue_path.parent, *queue_path.parent.parents) if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        return _fail(f"--queue {queue_path}: {blocking} is a file, not a folder")
+    if queue_path.is_dir():
+        return _fail(f"--queue {queue_path}: is a folder; give the queue's file name")
     try:
         bounds = QueueBounds(args.queue_max_messages, int(args.queue_max_mb * 1024 * 1024))
         forward = ForwardQueue(queue_path, bounds)
