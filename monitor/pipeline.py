@@ -651,6 +651,10 @@ class Pipeline:
     # ------------------------------------------------------------------ periodic work
 
     def tick(self) -> None:
+        if self.clock.mode == "data" and self.clock.data_now is None:
+            # No data, no time yet. Stamping the wall clock on the periodic work here would put
+            # the next anchor and status after a simulated past day's data, never reached.
+            return
         now = self.clock.now()
         with self.store.batch():
             # Notice changes made by the town with `minewatch notices` (another process),
