@@ -10,6 +10,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
+
+from monitor import __version__
+from monitor.errors import ConfigError, UsageError
 
 # name -> (module under monitor.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -26,13 +30,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: what is wrong and where help is (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="minewatch",
         description=(
             "Compliance monitor for nonmetallic mines: noise, blasting and lighting against a town ordinance."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"minewatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -50,8 +62,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     tune_process()
     module = importlib.import_module(f"monitor.commands.{COMMANDS[args.command][0]}")
-    code: int = module.run(args)
+    # The commands report their own errors; these are the user's mistakes they let through,
+    # as one line and exit 2 instead of a traceback.
+    name = f"minewatch {args.command}"
+    try:
+        code: int = module.run(args)
+    except UsageError as exc:
+        return _fail(name, str(exc))
+    except ConfigError as exc:
+        return _fail(name, "\n".join(exc.problems))
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        return _fail(name, f"{exc.filename}: {exc.strerror or exc}")
+    except KeyboardInterrupt:
+        return 130
     return code
+
+
+def _fail(name: str, message: str) -> int:
+    print(f"{name}: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import math
 import os
 import tomllib
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,12 +29,32 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Secret:
-    """A credential; its repr never shows the value."""
+    """A credential; its repr never shows the value.
+
+    ``unavailable`` says why the value could not be read on this machine (an unset
+    environment variable, an unreadable file) when the configuration was loaded with
+    ``secrets="defer"``; the value is then empty.
+    """
 
     value: str = field(repr=False)
+    unavailable: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.value)
+
+
+class SecretProblem(str):
+    """A problem that is not the file's fault: a secret it names is not available here.
+
+    Kept apart from the other problems so ``check-config`` can tell "this configuration is
+    invalid" from "this machine lacks a secret" (docs/CONFIG.md, Secrets).
+    """
+
+
+# "require": an unavailable secret is a problem (commands that connect or sign);
+# "defer": it is recorded on the Secret and only matters to whoever uses it (status, notices,
+# evidence read the store and never need the broker's password).
+_SECRETS_MODE: ContextVar[str] = ContextVar("minewatch_secrets_mode", default="require")
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,15 +389,20 @@ class _Table:
             self.problem(name, f"give only one of {', '.join(given)}")
         if env_name:
             if env_name not in os.environ:
-                self.problem(f"{name}_env", f"environment variable {env_name!r} is not set")
-            return Secret(os.environ.get(env_name, ""))
+                return self._unavailable(f"{name}_env", f"environment variable {env_name!r} is not set")
+            return Secret(os.environ[env_name])
         if file_name:
             try:
                 return Secret(Path(file_name).read_text().strip())
             except OSError as exc:
-                self.problem(f"{name}_file", f"cannot read {file_name!r}: {exc.strerror}")
-                return Secret("")
+                return self._unavailable(f"{name}_file", f"cannot read {file_name!r}: {exc.strerror}")
         return Secret(direct)
+
+    def _unavailable(self, name: str, reason: str) -> Secret:
+        problem = SecretProblem(f"{self.key(name)}: {reason}")
+        if _SECRETS_MODE.get() == "require":
+            self.problems.append(problem)
+        return Secret("", unavailable=str(problem))
 
     def finish(self) -> None:
         for unknown in sorted(set(self.data) - self.used):
@@ -674,8 +700,20 @@ def _check_profile_default(t: _Table, name: str, agreement: Mapping[str, Any]) -
             t.problems.append(f"{t.key(where)}: {problem}")
 
 
-def parse_config(text: str, source: str = "<string>") -> Config:
-    """Parse and validate configuration text; raises ConfigError listing every problem."""
+def parse_config(text: str, source: str = "<string>", *, secrets: str = "require") -> Config:
+    """Parse and validate configuration text; raises ConfigError listing every problem.
+
+    ``secrets="defer"``: a secret that cannot be read here is no problem; it is left empty with
+    the reason in ``Secret.unavailable`` (for commands that never use it).
+    """
+    token = _SECRETS_MODE.set(secrets)
+    try:
+        return _parse_config(text, source)
+    finally:
+        _SECRETS_MODE.reset(token)
+
+
+def _parse_config(text: str, source: str) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -703,9 +741,16 @@ def parse_config(text: str, source: str = "<string>") -> Config:
     return Config(broker, storage, daemon, alerts, sites, recipients, town=town, source=source, raw_text=text)
 
 
-def load_config(path: str | Path) -> Config:
+def load_config(path: str | Path, *, secrets: str = "require") -> Config:
+    """``secrets``: "require" (default) or "defer", see parse_config."""
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError([f"{path}: cannot read: {exc}"]) from None
-    return parse_config(text, str(path))
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: no such file"]) from None
+    except IsADirectoryError:
+        raise ConfigError([f"{path}: is a folder, not a configuration file"]) from None
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: cannot read: not UTF-8 text"]) from None
+    return parse_config(text, str(path), secrets=secrets)

@@ -23,16 +23,43 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+from zoneinfo import ZoneInfo
+
+from monitor.errors import UsageError
 
 if TYPE_CHECKING:
-    from monitor.config import Config
+    from monitor.config import Config, SiteConfig
 
 DEMO_CONFIG = "demo/dovre-demo.toml"  # package data of `sensors`
 SITE = "dovre-quarry"
+
+# The output folder is the demo's own: this file marks it, and only what the demo writes
+# (these names) is ever deleted, with --force. Anything else in the folder stops the demo.
+MARKER = ".minewatch-demo"
+OUTPUTS = frozenset(
+    {
+        MARKER,
+        "minewatch.toml",
+        "minewatch.db",
+        "minewatch.db-wal",
+        "minewatch.db-shm",
+        "minewatch.db-journal",
+        "mosquitto.log",
+        "daemon.log",
+        "simulator.log",
+        "notices",
+        "evidence-dovre-quarry.zip",
+        "evidence-dovre-quarry.zip.partial",
+        "summary.json",
+    }
+)
+NOTICE_SUFFIXES = frozenset({".html", ".pdf", ".md", ".png", ".json"})
+# The demo's daemon accepts readings up to 400 days old (sensors/demo/dovre-demo.toml, max_age_s).
+OLDEST_DAY = timedelta(days=390)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,13 +112,26 @@ def _say(out: TextIO, text: str) -> None:
 
 
 class Demo:
-    def __init__(self, out_dir: Path, scenario: str, speed: str, seed: int | None, stream: TextIO) -> None:
+    def __init__(
+        self, out_dir: Path, scenario: str, speed: str, seed: int | None, stream: TextIO, day: date
+    ) -> None:
         self.out_dir = out_dir
         self.scenario = scenario
         self.speed = speed
         self.seed = seed
         self.stream = stream
+        self.day = day
+        # summary.json: what the console shows at the end, as data.
+        self.summary: dict[str, Any] = {
+            "scenario": scenario,
+            "date": day.isoformat(),
+            "speed": speed,
+            "seed": seed,
+            "site": SITE,
+            "ok": False,
+        }
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.broker_dir: Path | None = None
         self.store = out_dir / "minewatch.db"
         self.config = out_dir / "minewatch.toml"
 
@@ -115,6 +155,7 @@ class Demo:
             )
         port = _free_port()
         folder = Path(tempfile.mkdtemp(prefix="minewatch-demo-broker-"))
+        self.broker_dir = folder  # made here, removed in stop_all
         template = resources.files("sensors").joinpath("demo/mosquitto-demo.conf").read_text()
         user = f"user {os.environ.get('USER') or 'root'}\n" if os.geteuid() == 0 else ""
         conf = folder / "mosquitto.conf"
@@ -157,11 +198,17 @@ class Demo:
             self.scenario,
             "--speed",
             self.speed,
+            "--date",
+            self.day.isoformat(),
         ]
         if self.seed is not None:
             sim_args += ["--seed", str(self.seed)]
         simulator = self._spawn(self.minewatch(*sim_args), self.out_dir / "simulator.log")
-        _say(self.stream, f"simulator   minewatch simulate --scenario {self.scenario} --speed {self.speed}")
+        _say(
+            self.stream,
+            f"simulator   minewatch simulate --scenario {self.scenario} --date {self.day}"
+            f" --speed {self.speed}",
+        )
         while simulator.poll() is None:
             time.sleep(2)
             self._progress("publishing")
@@ -173,6 +220,8 @@ class Demo:
         _say(self.stream, f"daemon      stopped (exit {code}) after {time.monotonic() - started:.0f} s")
         ok = self.report()
         self.artifacts()
+        self.summary["ok"] = ok and code == 0
+        self.summary["daemon_exit"] = code
         _say(self.stream, f"\nEverything is in {self.out_dir}/ ({time.monotonic() - started:.0f} s in all).")
         return 0 if ok and code == 0 else 1
 
@@ -224,12 +273,19 @@ class Demo:
         try:
             rows = conn.execute(f"SELECT standard, section, kind FROM ({CURRENT_FINDINGS})").fetchall()
             table = Counter((standard, section, kind) for standard, section, kind in rows)
-            _say(self.stream, "\nCompliance summary, site dovre-quarry (Town of Dovre ordinance)")
+            _say(
+                self.stream, f"\nCompliance summary, site dovre-quarry, {self.day} (Town of Dovre ordinance)"
+            )
             _say(self.stream, f"  {'standard':<22}{'section':<9}{'finding':<20}{'count':>6}")
+            self.summary["findings"] = []
             for (standard, section, kind), n in sorted(table.items()):
                 _say(self.stream, f"  {standard:<22}{section:<9}{kind:<20}{n:>6}")
+                self.summary["findings"].append(
+                    {"standard": standard, "section": section, "finding": kind, "count": n}
+                )
             _say(self.stream, "\nExpected findings")
             ok = True
+            self.summary["expected"] = []
             for expectation in EXPECTED:
                 n = conn.execute(
                     f"SELECT COUNT(*) FROM ({CURRENT_FINDINGS}) WHERE {expectation.sql}"
@@ -237,6 +293,7 @@ class Demo:
                 passed = (n > 0) == expectation.want_some
                 ok &= passed
                 _say(self.stream, f"  [{'ok' if passed else 'MISSING'}] {expectation.label} ({n})")
+                self.summary["expected"].append({"label": expectation.label, "count": n, "ok": passed})
             notices = (
                 conn.execute(
                     "SELECT id, standard, section, status, deadline_us FROM notices ORDER BY id"
@@ -245,14 +302,25 @@ class Demo:
                 else []
             )
             _say(self.stream, f"\nNotices of violation issued: {len(notices)}")
+            self.summary["notices"] = []
             for notice_id, standard, section, status, deadline_us in notices:
                 deadline = datetime.fromtimestamp(deadline_us / 1e6, UTC).strftime("%Y-%m-%d")
                 _say(
                     self.stream,
                     f"  {notice_id}  {standard} (section {section})  {status}, cure by {deadline}",
                 )
+                self.summary["notices"].append(
+                    {
+                        "id": notice_id,
+                        "standard": standard,
+                        "section": section,
+                        "status": status,
+                        "cure_by": deadline,
+                    }
+                )
             alerts = conn.execute("SELECT audience, COUNT(*) FROM alerts GROUP BY audience").fetchall()
             _say(self.stream, "Alerts: " + ", ".join(f"{a or '-'} {n}" for a, n in alerts))
+            self.summary["alerts"] = {a or "-": n for a, n in alerts}
             return ok
         finally:
             conn.close()
@@ -299,6 +367,14 @@ class Demo:
             f"  minewatch verify: {verdict} ({report.files_checked} files, {rows} rows, "
             f"{report.chain_links} chain links, {report.bundle_anchors} anchors)",
         )
+        self.summary["evidence"] = {
+            "bundle": bundle.name,
+            "verify": verdict,
+            "files": report.files_checked,
+            "rows": rows,
+            "chain_links": report.chain_links,
+            "anchors": report.bundle_anchors,
+        }
 
     def _notice_plots(
         self, conn: sqlite3.Connection, notice_ids: list[str], folder: Path, config: Config
@@ -326,6 +402,10 @@ class Demo:
                     proc.wait(15)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+                    proc.wait(15)
+        if self.broker_dir is not None:
+            shutil.rmtree(self.broker_dir, ignore_errors=True)
+            self.broker_dir = None
 
 
 def _has_table(conn: sqlite3.Connection, name: str) -> bool:
@@ -335,13 +415,151 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     )
 
 
-def run_demo(out_dir: Path, scenario: str, speed: str, seed: int | None, stream: TextIO = sys.stdout) -> int:
-    if out_dir.exists():
-        shutil.rmtree(out_dir)  # a fresh store: the demo's findings are its own
-    out_dir.mkdir(parents=True)
-    demo = Demo(out_dir.resolve(), scenario, speed, seed, stream)
+def prepare_out_dir(out: Path, force: bool) -> Path:
+    """The output folder, made or checked as the demo's own (see MARKER); UsageError if not."""
+    target = out.resolve()
+    here = Path.cwd().resolve()
+    if target == here or target in here.parents or target == Path.home().resolve():
+        raise UsageError(
+            f"--out {out}: that is the working directory, your home or a folder holding them;"
+            " name a folder of its own, e.g. --out demo-output"
+        )
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"--out {out}: is a file; name a folder for the demo's output")
+    if not target.exists():
+        try:
+            target.mkdir(parents=True)
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot create the folder: {exc.strerror}") from None
+    else:
+        entries = sorted(target.iterdir())
+        if entries and not (target / MARKER).is_file():
+            raise UsageError(
+                f"--out {out}: the folder is not empty and was not made by minewatch demo;"
+                " choose a new or empty folder"
+            )
+        if entries and not force:
+            raise UsageError(
+                f"--out {out}: holds an earlier demo's output; add --force to replace it,"
+                " or choose another folder"
+            )
+        foreign = [e.name for e in entries if e.name not in OUTPUTS]
+        notices = target / "notices"
+        if notices.is_dir():
+            foreign += [f"notices/{e.name}" for e in notices.iterdir() if e.suffix not in NOTICE_SUFFIXES]
+        if foreign:
+            raise UsageError(
+                f"--out {out}: holds files minewatch demo did not write ({', '.join(sorted(foreign)[:5])});"
+                " move them or choose another folder"
+            )
+        for entry in entries:
+            if entry.name != MARKER:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    try:
+        (target / MARKER).write_text(
+            "This folder was made by `minewatch demo`; `minewatch demo --force` may replace what it wrote.\n"
+        )
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write in the folder: {exc.strerror}") from None
+    return target
+
+
+def _night_lights(scenario_name: str, site: SiteConfig, day: date) -> tuple[bool, str]:
+    """Whether the scenario's lights (fixtures, flashers, beacons) fall in civil night on ``day``.
+
+    The lighting rules judge light at night only, and a scenario names clock times: the
+    December afternoon of dovre-short is dark by 17:02, a June one is not.
+    """
+    from rules import sun
+    from sensors.scenario import Fixture, Flashing, load_scenario
+
+    tz = ZoneInfo(site.timezone)
+    base = load_scenario(scenario_name, tz)
+    scenario = load_scenario(
+        scenario_name, tz, start=datetime.combine(day, base.start.time(), tz), duration=base.duration
+    )
+    periods = [
+        p for source in scenario.sources if isinstance(source, Fixture | Flashing) for p in source.periods
+    ]
+    if not periods:
+        return True, ""
+    nights = sun.civil_night(site.context(), scenario.start, scenario.end + timedelta(days=1))
+    for period in periods:
+        last = period.end - timedelta(seconds=1)
+        if not (sun.is_night(nights, period.start) and sun.is_night(nights, last)):
+            dusk = next((a for a, _ in nights if a.date() == period.start.date()), None)
+            when = f"civil dusk {dusk.astimezone(tz):%H:%M}" if dusk else "no civil night"
+            return False, f"its lights at {period.start:%H:%M} come before dark ({when})"
+    return True, ""
+
+
+def demo_day(scenario_name: str, site: SiteConfig, today: date, wanted: date | None) -> tuple[date, str]:
+    """The day to simulate and a note for the console ("" if none).
+
+    Default: yesterday (site time), a recent past day, so that the data lie before the clock
+    (`status` and notice actions then make sense). If the scenario's lights would fall in
+    daylight on that date (dovre-short is a December afternoon), the most recent day on
+    which they are in the dark, within the daemon's acceptance window.
+    """
+    if wanted is not None:
+        if wanted >= today:
+            raise UsageError(f"--date {wanted}: the demo simulates a past day; give one before {today}")
+        if wanted < today - OLDEST_DAY:
+            raise UsageError(
+                f"--date {wanted}: older than {OLDEST_DAY.days} days; the demo's daemon refuses it"
+            )
+        fits, why = _night_lights(scenario_name, site, wanted)
+        return wanted, "" if fits else f"note: on {wanted} {why}, so the lighting findings may be missing"
+    yesterday = today - timedelta(days=1)
+    fits, why = _night_lights(scenario_name, site, yesterday)
+    if fits:
+        return yesterday, ""
+    day = yesterday - timedelta(days=1)
+    while day > today - OLDEST_DAY:
+        if _night_lights(scenario_name, site, day)[0]:
+            return day, (
+                f"note: yesterday ({yesterday}) {why}; simulating {day}, the most recent day"
+                f" on which the scenario's lights are in the dark (--date to choose)"
+            )
+        day -= timedelta(days=1)
+    return yesterday, f"note: {why}; the lighting findings may be missing"
+
+
+def _site_config() -> SiteConfig:
+    from monitor.config import parse_config
+
+    config = parse_config(resources.files("sensors").joinpath(DEMO_CONFIG).read_text(), DEMO_CONFIG)
+    site = config.site(SITE)
+    assert site is not None
+    return site
+
+
+def run_demo(
+    out_dir: Path,
+    scenario: str,
+    speed: str,
+    seed: int | None,
+    stream: TextIO = sys.stdout,
+    *,
+    day: date | None = None,
+    force: bool = False,
+    today: date | None = None,
+) -> int:
+    """The whole demo into ``out_dir`` (see prepare_out_dir); ``day`` default: see demo_day."""
+    from sensors.scenario import ScenarioError
+
+    site = _site_config()
+    today = today or datetime.now(ZoneInfo(site.timezone)).date()
+    try:
+        chosen, note = demo_day(scenario, site, today, day)
+    except ScenarioError as exc:
+        raise UsageError(f"--scenario {scenario}: {'; '.join(exc.problems)}") from None
+    target = prepare_out_dir(out_dir, force)
+    if note:
+        _say(stream, note)
+    demo = Demo(target, scenario, speed, seed, stream, chosen)
     try:
         return demo.run()
     finally:
         demo.stop_all()
-        (out_dir / "summary.json").write_text(json.dumps({"scenario": scenario, "speed": speed}, indent=2))
+        (target / "summary.json").write_text(json.dumps(demo.summary, indent=2) + "\n")

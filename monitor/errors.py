@@ -4,7 +4,8 @@ MinewatchError
  ├── ConfigError     bad configuration; .problems lists every "path.to.key: reason"
  ├── DecodeError     a message that cannot be accepted; .field and .reason
  ├── StoreError      the local SQLite journal failed
- └── OutputError     a downstream write failed; .retryable says whether to try again
+ ├── OutputError     a downstream write failed; .retryable says whether to try again
+ └── UsageError      a mistake on the command line: one line (what is wrong, what to do), exit 2
 """
 
 from __future__ import annotations
@@ -37,3 +38,7 @@ class OutputError(MinewatchError):
     def __init__(self, message: str, *, retryable: bool) -> None:
         self.retryable = retryable
         super().__init__(message)
+
+
+class UsageError(MinewatchError):
+    """A user's mistake on the command line; ``monitor.cli.main`` prints it as one line, exit 2."""

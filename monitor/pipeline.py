@@ -51,6 +51,7 @@ from monitor.outbox import Outbox
 from monitor.recent import MINUTE, RecentSound, floor_minute
 from monitor.render import notice_payload_json
 from monitor.runtime import freeze_startup_objects
+from monitor.status import site_status  # the retained status message (also `minewatch status`)
 from monitor.store import READING_KIND, SOUND_FIELDS, Store, event_kind, finding_to_json, from_us, to_us
 from monitor.wire import (
     AUDIO_FORMATS,
@@ -777,6 +778,10 @@ class Pipeline:
     # ------------------------------------------------------------------ periodic work
 
     def tick(self) -> None:
+        if self.clock.mode == "data" and self.clock.data_now is None:
+            # No data, no time yet. Stamping the wall clock on the periodic work here would put
+            # the next anchor and status after a simulated past day's data, never reached.
+            return
         now = self.clock.now()
         with self.store.batch():
             # Notice changes made by the town with `minewatch notices` (another process),
@@ -1298,51 +1303,6 @@ def _finding_from_json(d: dict[str, Any]) -> Finding:
         completeness=d["completeness"],
         details=d["details"],
     )
-
-
-def site_status(
-    store: Store, site: SiteConfig, now: datetime, online: dict[str, bool] | None = None
-) -> dict[str, Any]:
-    """The last minute per sensor and the open findings: the retained status and `minewatch status`."""
-    last_minute: dict[str, list[float]] = defaultdict(list)
-    for sensor_id, laeq in store.conn.execute(
-        "SELECT sensor, LAeq FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
-        (site.id, to_us(now - MINUTE), to_us(now)),
-    ):
-        last_minute[sensor_id].append(laeq)
-    sensors: dict[str, Any] = {}
-    for sensor in site.sensors:
-        row = store.conn.execute(
-            "SELECT MAX(ts_us) FROM (SELECT ts_us FROM sound WHERE site=? AND sensor=? UNION ALL"
-            " SELECT ts_us FROM readings WHERE site=? AND sensor=?)",
-            (site.id, sensor.id, site.id, sensor.id),
-        ).fetchone()
-        entry: dict[str, Any] = {
-            "kind": sensor.kind.value,
-            "last_ts": format_ts(datetime.fromtimestamp(row[0] / 1e6, UTC)) if row[0] else None,
-        }
-        if online is not None:
-            entry["online"] = online.get(sensor.id, False)
-        mine = last_minute.get(sensor.id)
-        if mine:
-            entry["LAeq_1min"] = round(10 * math.log10(sum(10 ** (v / 10) for v in mine) / len(mine)), 1)
-            entry["seconds"] = len(mine)
-        sensors[sensor.id] = entry
-    day_start = now - timedelta(hours=24)
-    open_rows = store.current_findings(site.id, day_start, now + timedelta(days=1))
-    by_kind: dict[str, int] = defaultdict(int)
-    for r in open_rows:
-        by_kind[r["kind"]] += 1
-    return {
-        "site": site.id,
-        "name": site.name,
-        "ts": format_ts(now),
-        "sensors": sensors,
-        "findings_24h": dict(by_kind),
-        "violations_24h": [json.loads(r["data"])["summary"] for r in open_rows if r["kind"] == "violation"][
-            -10:
-        ],
-    }
 
 
 # --------------------------------------------------------------------------- the process

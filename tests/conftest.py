@@ -12,15 +12,6 @@ from tests.servers import Influxd, Mosquitto, VictoriaMetrics
 REPO = Path(__file__).resolve().parent.parent
 
 
-def shared_dir() -> Path:
-    """The project's shared/ folder (beside the checkout, as laid for sessions and CI)."""
-    for parent in REPO.parents:
-        candidate = parent / "shared"
-        if (candidate / "seeds").is_dir():
-            return candidate
-    raise FileNotFoundError("shared/ not found beside the checkout")
-
-
 @pytest.fixture
 def mosquitto(tmp_path: Path) -> Iterator[Mosquitto]:
     broker = Mosquitto(tmp_path / "mosquitto").start()

@@ -1,30 +1,65 @@
-"""`minewatch check-config FILE`: validate a configuration, print every problem."""
+"""`minewatch check-config FILE` (or `--config FILE`): validate a configuration, print every problem.
+
+Exit status: 0 valid; 2 the configuration is invalid (every problem as ``path.to.key: reason``);
+3 the configuration is valid but a secret it names is not available on this machine (an
+environment variable not set, a secret file not readable): fix the machine, not the file.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from monitor.config import load_config
-from monitor.errors import ConfigError
+from monitor.config import SecretProblem, load_config
+from monitor.errors import ConfigError, UsageError
+
+EXIT_INVALID = 2
+EXIT_SECRET_UNAVAILABLE = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", help="configuration TOML file")
+    parser.add_argument("file", nargs="?", metavar="FILE", help="configuration TOML file")
+    parser.add_argument("--config", metavar="FILE", help="the same, as the other commands spell it")
+
+
+def _file(args: argparse.Namespace) -> str:
+    if args.file and args.config and args.file != args.config:
+        raise UsageError(f"two files given ({args.file} and --config {args.config}); give one")
+    file: str | None = args.file or args.config
+    if not file:
+        raise UsageError("which configuration? give FILE or --config FILE")
+    if not Path(file).is_file():
+        raise UsageError(f"{file}: no such file")
+    return file
 
 
 def run(args: argparse.Namespace) -> int:
+    file = _file(args)
     try:
-        config = load_config(args.file)
+        config = load_config(file)
     except ConfigError as exc:
-        for problem in exc.problems:
+        invalid = [p for p in exc.problems if not isinstance(p, SecretProblem)]
+        secrets = [p for p in exc.problems if isinstance(p, SecretProblem)]
+        for problem in invalid:
             print(problem, file=sys.stderr)
-        print(f"{args.file}: {len(exc.problems)} problem(s)", file=sys.stderr)
-        return 2
+        if invalid:
+            for problem in secrets:
+                print(f"{problem} (a secret not available on this machine)", file=sys.stderr)
+            print(f"{file}: invalid configuration, {len(invalid)} problem(s)", file=sys.stderr)
+            return EXIT_INVALID
+        for problem in secrets:
+            print(problem, file=sys.stderr)
+        print(
+            f"{file}: the configuration is valid, but {len(secrets)} secret(s) are not available on this"
+            " machine; provide them before `minewatch run` (status, notices and evidence work without)",
+            file=sys.stderr,
+        )
+        return EXIT_SECRET_UNAVAILABLE
     sensors = sum(len(s.sensors) for s in config.sites)
     influx = f"InfluxDB v{config.storage.influxdb.version}" if config.storage.influxdb else "no InfluxDB"
     print(
-        f"{args.file}: OK ({len(config.sites)} site(s), {sensors} sensor(s), "
+        f"{file}: OK ({len(config.sites)} site(s), {sensors} sensor(s), "
         f"store {config.storage.path}, {influx})"
     )
     return 0

@@ -5,15 +5,31 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from monitor.times import parse_date
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--out", default="demo-output", help="output folder (replaced), default ./demo-output"
+        "--out",
+        default="demo-output",
+        help="output folder, default ./demo-output; it must be new or empty, or one an earlier demo"
+        " made (then with --force)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier demo's output in --out (only a folder the demo made; nothing else)",
     )
     parser.add_argument(
         "--scenario",
         default="dovre-short",
         help="scenario name or TOML path (dovre-short: 2.5 h; dovre-day: a whole day, slower)",
+    )
+    parser.add_argument(
+        "--date",
+        metavar="YYYY-MM-DD",
+        help="the past day to simulate (default: yesterday, site time, or the most recent day on"
+        " which the scenario's lights are in the dark)",
     )
     parser.add_argument("--speed", default="max", help="simulation speed factor, or 'max' (default)")
     parser.add_argument("--seed", type=int, help="random seed (default: the scenario's)")
@@ -22,4 +38,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from monitor.demo import run_demo
 
-    return run_demo(Path(args.out), args.scenario, args.speed, args.seed)
+    day = parse_date(args.date, "--date") if args.date else None
+    return run_demo(Path(args.out), args.scenario, args.speed, args.seed, day=day, force=args.force)

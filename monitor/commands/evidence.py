@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from monitor.config import load_config
-from monitor.errors import ConfigError, MinewatchError
+from monitor.errors import MinewatchError, UsageError
+from monitor.outputs import new_file
+from monitor.times import parse_time
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,48 +40,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="bundle.zip",
         help="the zip file to write (never replaced without --force)",
     )
-    parser.add_argument("--force", action="store_true", help="replace --out if it exists")
+    parser.add_argument("--force", action="store_true", help="replace the --out file if it exists")
     parser.add_argument("--no-plots", action="store_true", help="leave out the PNG plots")
 
 
 def run(args: argparse.Namespace) -> int:
-    from monitor.evidence import EvidenceError, export_bundle, parse_when
+    from monitor.evidence import export_bundle
 
-    problem = _out_problem(Path(args.out), args.force)
-    if problem:
-        print(f"minewatch evidence: {problem}", file=sys.stderr)
-        return 2
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print("\n".join(exc.problems), file=sys.stderr)
-        return 2
+    # Reads the store (and InfluxDB for pruned data); never needs the broker's password.
+    config = load_config(args.config, secrets="defer")
     site = config.site(args.site)
     if site is None:
         known = ", ".join(s.id for s in config.sites)
-        print(
-            f"minewatch evidence: unknown site {args.site!r}; the configuration has: {known}", file=sys.stderr
-        )
-        return 2
+        raise UsageError(f"unknown site {args.site!r}; the configuration has: {known}")
     zone = ZoneInfo(site.timezone)
-    try:
-        start, end = parse_when(args.start, zone), parse_when(args.end, zone)
-        if site and not start < end:
-            raise EvidenceError(f"--from {args.start} is not before --to {args.end}")
-        for sensor in args.sensor:
-            if site.sensor(sensor) is None:
-                known = ", ".join(s.id for s in site.sensors)
-                raise EvidenceError(f"site {site.id!r} has no sensor {sensor!r}; it has: {known}")
-    except EvidenceError as exc:
-        print(f"minewatch evidence: {exc}", file=sys.stderr)
-        return 2
+    start, end = parse_time(args.start, zone, "--from"), parse_time(args.end, zone, "--to")
+    if not start < end:
+        raise UsageError(f"--from {args.start} is not before --to {args.end}")
+    for sensor in args.sensor:
+        if site.sensor(sensor) is None:
+            known = ", ".join(s.id for s in site.sensors)
+            raise UsageError(f"site {site.id!r} has no sensor {sensor!r}; it has: {known}")
+    out = new_file(args.out, force=args.force)
+    if not Path(config.storage.path).is_file():
+        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
     try:
         summary = export_bundle(
             config,
             site.id,
             start,
             end,
-            args.out,
+            out,
             sensors=args.sensor,
             plots=not args.no_plots,
             overwrite=args.force,
@@ -102,17 +92,3 @@ def run(args: argparse.Namespace) -> int:
     for warning in summary.warnings:
         print(f"  warning: {warning}")
     return 0
-
-
-def _out_problem(out: Path, force: bool) -> str:
-    """What stops the bundle from being written to ``out`` (a user's mistake), or ""."""
-    if out.is_dir():
-        return f"--out {out} is a directory: give the path of the zip file to write"
-    if out.exists() and not force:
-        return f"--out {out} exists: choose another name, or add --force to replace it"
-    folder = out.parent if str(out.parent) else Path(".")
-    if not folder.is_dir():
-        return f"--out {out}: the folder {folder} does not exist; create it or choose another path"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return f"--out {out}: the folder {folder} is not writable; choose another path"
-    return ""

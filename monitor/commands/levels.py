@@ -31,7 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="measurement period in seconds (>= 0.1, default 1)",
     )
-    parser.add_argument("--format", choices=("csv", "json"), default="csv", help="output format")
+    parser.add_argument(
+        "--format",
+        choices=("csv", "json"),
+        default="csv",
+        help="output format; a level without enough data (LAFmin in the first 0.625 s, while the"
+        " Fast detector settles) is an empty cell in CSV, null in JSON",
+    )
 
 
 def _rounded(value: float, digits: int) -> float | None:
@@ -46,6 +52,9 @@ def _rows(periods: list[PeriodLevels]) -> list[dict[str, float | None]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not (math.isfinite(args.calibration) and math.isfinite(args.period)):
+        print("minewatch levels: --calibration and --period must be finite numbers", file=sys.stderr)
+        return 2
     try:
         audio = read_wav(args.recording)
         meter = SoundLevelMeter(audio.sample_rate, period_s=args.period, calibration_db=args.calibration)
@@ -65,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         writer = csv.DictWriter(sys.stdout, fieldnames=list(PERIOD_FIELDS), lineterminator="\n")
         writer.writeheader()
-        writer.writerows({k: ("nan" if v is None else v) for k, v in row.items()} for row in rows)
+        # Not enough data for a value (LAFmin while the Fast detector settles): an empty cell.
+        writer.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
     return 0
 
 

@@ -16,13 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime, time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from monitor.config import Config, load_config
-from monitor.errors import ConfigError, MinewatchError
+from monitor.errors import MinewatchError, UsageError
+from monitor.outputs import new_file
+from monitor.times import end_of_day
 
 if TYPE_CHECKING:
     from monitor.notices import NoticeBook
@@ -44,7 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show = actions.add_parser("show", parents=[common], help="one notice as a document")
     show.add_argument("id", help="notice id, e.g. DOV-2026-0007")
     show.add_argument("--format", choices=("md", "html", "json", "pdf"), default="md")
-    show.add_argument("--out", help="write to this file (required for pdf unless stdout is redirected)")
+    show.add_argument(
+        "--out",
+        help="write to this file, which must not exist (required for pdf unless stdout is redirected)",
+    )
+    show.add_argument("--force", action="store_true", help="replace the --out file if it exists")
 
     request = actions.add_parser(
         "request-extension", parents=[common], help="record the operator's written explanation for more time"
@@ -73,34 +79,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_until(text: str, timezone: str) -> datetime:
-    """'2026-07-20' -> the end of that day in the site's time zone; or an RFC 3339 time."""
-    try:
-        if len(text) == 10:
-            day = datetime.strptime(text, "%Y-%m-%d").date()
-            return datetime.combine(day, time(23, 59, 59), ZoneInfo(timezone)).astimezone(UTC)
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise MinewatchError(
-            f"--until: expected a date like 2026-07-20 or an RFC 3339 time, got {text!r}"
-        ) from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=ZoneInfo(timezone))
-    return parsed.astimezone(UTC)
+    """'2026-07-20' -> the end of that day in the site's time zone; or a time (monitor.times)."""
+    return end_of_day(text, ZoneInfo(timezone), "--until")
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print("\n".join(exc.problems), file=sys.stderr)
-        return 2
+    # Reads and writes the store only: secrets (the broker's password) are not needed here.
+    config = load_config(args.config, secrets="defer")
     from monitor.notices import NoticeBook
     from monitor.store import Store
+
+    if not Path(config.storage.path).is_file():
+        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
+    out = new_file(args.out, force=args.force) if getattr(args, "out", None) else None
 
     store = Store(config.storage.path)
     try:
         book = NoticeBook(store)
-        return _run(args, config, store, book)
+        return _run(args, config, store, book, out)
     except MinewatchError as exc:
         print(f"minewatch notices {args.action}: {exc}", file=sys.stderr)
         return 2
@@ -108,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         store.close()
 
 
-def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBook) -> int:
+def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBook, out: Path | None) -> int:
     from monitor.notices import local_text
     from monitor.render import render_notice
     from monitor.wire import format_ts
@@ -147,9 +143,9 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
         return 0
     if args.action == "show":
         document = render_notice(store.conn, args.id, args.format, config=config)
-        if args.out:
-            Path(args.out).write_bytes(document)
-            print(f"Wrote {args.out} ({len(document)} bytes)", file=sys.stderr)
+        if out is not None:
+            out.write_bytes(document)
+            print(f"Wrote {out} ({len(document)} bytes)", file=sys.stderr)
         elif args.format == "pdf" and sys.stdout.isatty():
             raise MinewatchError("a PDF needs --out FILE (or stdout redirected to a file)")
         else:
@@ -159,6 +155,7 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
     if args.action == "request-extension":
         event = book.request_extension(args.id, args.explanation, args.by, now)
     elif args.action == "extend":
+        parse_until(args.until, "UTC")  # a malformed time is named before the notice is looked up
         notice = book.get(args.id)
         event = book.extend(args.id, parse_until(args.until, notice.timezone), args.by, args.note, now)
     elif args.action == "close":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sqlite3
 import sys
 import threading
 import time
@@ -25,7 +26,8 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from monitor.config import Config, SensorConfig, SiteConfig, load_config
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, UsageError
+from monitor.times import parse_time
 from rules.model import SensorKind, SensorStatus
 
 if TYPE_CHECKING:  # the sensors package (numpy, scipy, paho) loads only when the command runs
@@ -164,17 +166,19 @@ def _find(config: Config, sensor_id: str, site_id: str | None) -> tuple[SiteConf
 def _speed(text: str) -> float:
     if text in ("max", "0", "inf"):
         return 0.0
-    value = float(text)
-    if value <= 0:
-        raise ValueError("--speed must be positive or 'max'")
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise UsageError(f"--speed {text!r}: give a positive replay factor (1 = real time) or 'max'")
     return value
 
 
 def _start(text: str | None, tz: ZoneInfo) -> datetime:
     if not text:
         return datetime.now(UTC).replace(microsecond=0)
-    parsed = datetime.fromisoformat(text)
-    return (parsed.replace(tzinfo=tz) if parsed.tzinfo is None else parsed).astimezone(UTC)
+    return parse_time(text, tz, "--start")
 
 
 class _Pacer:
@@ -246,10 +250,16 @@ def run(args: argparse.Namespace) -> int:
     from sensors.queue import ForwardQueue, QueueBounds
 
     queue_path = Path(args.queue or f"{site.id}-{sensor.id}.queue.db")
+    # The queue's folder is made if missing; a file standing where a folder should be is a mistake.
+    blocking = next((p for p in (queue_path.parent, *queue_path.parent.parents) if p.exists()), None)
+    if blocking is not None and not blocking.is_dir():
+        return _fail(f"--queue {queue_path}: {blocking} is a file, not a folder")
+    if queue_path.is_dir():
+        return _fail(f"--queue {queue_path}: is a folder; give the queue's file name")
     try:
         bounds = QueueBounds(args.queue_max_messages, int(args.queue_max_mb * 1024 * 1024))
         forward = ForwardQueue(queue_path, bounds)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, sqlite3.Error) as exc:
         return _fail(f"--queue {queue_path}: {exc}")
     # A refused login (bad password) stops the run: no retry can fix it (exit status 3).
     link = Link(

@@ -19,12 +19,13 @@ import sys
 import threading
 import time
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import FrameType
 from zoneinfo import ZoneInfo
 
 from monitor.config import SiteConfig, load_config
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, UsageError
+from monitor.times import parse_date, parse_time
 
 log = logging.getLogger("minewatch.simulate")
 
@@ -37,10 +38,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|PATH",
         help="a built-in scenario (dovre-day, dovre-short) or a TOML file (default dovre-day)",
     )
-    parser.add_argument(
+    when = parser.add_mutually_exclusive_group()
+    when.add_argument(
         "--start",
         metavar="TIME",
         help="simulated start, site-local if naive, e.g. 2026-06-15T06:00 (default: the scenario's)",
+    )
+    when.add_argument(
+        "--date",
+        metavar="YYYY-MM-DD",
+        help="simulate this day: the scenario's start time of day on this date (site time)",
     )
     parser.add_argument("--duration", metavar="D", help="e.g. 24h, 2h30m, 90m (default: the scenario's)")
     parser.add_argument(
@@ -65,6 +72,29 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
+def _duration(text: str) -> timedelta:
+    from sensors.scenario import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise UsageError(f"--duration: {exc}") from None
+
+
+def _speed(text: str) -> float:
+    if text in ("max", "0", "inf"):
+        return 0.0
+    try:
+        speed = float(text)
+    except ValueError:
+        speed = -1.0
+    if not speed > 0 or speed == float("inf"):
+        raise UsageError(
+            f"--speed {text!r}: give a positive number of simulated seconds per second, or 'max'"
+        )
+    return speed
+
+
 def _site(sites: tuple[SiteConfig, ...], wanted: str | None) -> SiteConfig:
     if wanted is None:
         return sites[0]
@@ -76,22 +106,25 @@ def _site(sites: tuple[SiteConfig, ...], wanted: str | None) -> SiteConfig:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from sensors.scenario import ScenarioError, load_scenario, parse_duration, parse_start
+    from sensors.scenario import ScenarioError, load_scenario
     from sensors.simulate import Simulation
 
     try:
         config = load_config(args.config)
         site = _site(config.sites, args.site)
         tz = ZoneInfo(site.timezone)
-        start = parse_start(args.start, tz) if args.start else None
-        duration = parse_duration(args.duration) if args.duration else None
-        speed = 0.0 if args.speed in ("max", "0", "inf") else float(args.speed)
-        if speed < 0:
-            raise ValueError("--speed must be positive or 'max'")
+        start = parse_time(args.start, tz, "--start").astimezone(tz) if args.start else None
+        if args.date:
+            day = parse_date(args.date, "--date")
+            start = datetime.combine(day, load_scenario(args.scenario, tz).start.time(), tz)
+        duration = _duration(args.duration) if args.duration else None
+        speed = _speed(args.speed)
         scenario = load_scenario(args.scenario, tz, start=start, duration=duration)
         simulation = Simulation(scenario, site, args.seed)
     except (ConfigError, ScenarioError) as exc:
         problems = exc.problems
+        if len(problems) == 1:
+            return _fail(problems[0])
         return _fail("\n  ".join(["invalid setup:", *problems]))
     except ValueError as exc:
         return _fail(str(exc))

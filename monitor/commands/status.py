@@ -4,31 +4,45 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from datetime import UTC, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
 
-from monitor.config import load_config
-from monitor.errors import ConfigError
+from monitor.config import Config, load_config
+from monitor.errors import UsageError
+from monitor.times import FORMS, parse_time
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file")
-    parser.add_argument("--at", help="status as of this RFC 3339 time (default: now)")
+    parser.add_argument("--at", metavar="TIME", help=f"status as of this time ({FORMS}; default: now)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _when(text: str | None, config: Config) -> datetime:
+    if text is None:
+        return datetime.now(UTC)
+    zones = sorted({site.timezone for site in config.sites})
+    parsed = parse_time(text, ZoneInfo(zones[0]), "--at")  # no offset: the site's local time
+    # With sites in several zones, a time without an offset does not say whose.
+    if len(zones) > 1 and parse_time(text, ZoneInfo(zones[1]), "--at") != parsed:
+        raise UsageError(f"--at {text!r}: the sites are in different time zones; add an offset, e.g. Z")
+    return parsed
 
 
 def run(args: argparse.Namespace) -> int:
     from monitor.linkstate import META_KEY, LinkState
-    from monitor.pipeline import site_status
+    from monitor.status import site_status
     from monitor.store import Store
-    from monitor.wire import parse_ts
 
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print("\n".join(exc.problems), file=sys.stderr)
-        return 2
-    now = parse_ts(args.at) if args.at else datetime.now(UTC)
+    # Reads the store only: secrets (the broker's password) are not needed here.
+    config = load_config(args.config, secrets="defer")
+    now = _when(args.at, config)
+    if not Path(config.storage.path).is_file():
+        raise UsageError(
+            f"no store at {config.storage.path} (storage.path in {args.config});"
+            " has `minewatch run` run with this configuration?"
+        )
     store = Store(config.storage.path)
     try:
         statuses = [site_status(store, site, now) for site in config.sites]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from pathlib import Path
 
 
@@ -20,9 +21,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from monitor.evidence import EvidenceError, load_anchors, verify_bundle
 
-    if not Path(args.bundle).is_file():
-        print(f"minewatch verify: no such file {args.bundle!r}", file=sys.stderr)
+    bundle = Path(args.bundle)
+    if not bundle.is_file():
+        what = "is a folder, not a bundle" if bundle.is_dir() else "no such file"
+        print(f"minewatch verify: {args.bundle}: {what}", file=sys.stderr)
         return 2
+    if not zipfile.is_zipfile(bundle):
+        # Nothing was checked: the failure alone, without the (empty) statistics of a check.
+        print(f"{args.bundle}: FAILED: not a zip file, so not an evidence bundle from `minewatch evidence`")
+        return 1
     try:
         anchors = load_anchors(args.anchors) if args.anchors else None
     except EvidenceError as exc:

@@ -115,6 +115,16 @@ def test_operator_writes_its_own_site_events_only(connect: Connect) -> None:
     assert not reaches(daemon, operator, "minewatch/north/sensors/n1/levels", marker)
 
 
+def test_forbidden_subscription_is_granted_and_delivers_nothing(connect: Connect) -> None:
+    """What the ACL file's header says: Mosquitto 2.0 answers a subscription the ACL does not
+    allow with a granted SUBACK, and then filters each message on delivery."""
+    operator = connect("operator-north")  # may read north's outputs, not south's
+    assert not operator.subscribe("minewatch/south/violations")[0].is_failure
+    assert not operator.subscribe("minewatch/north/status")[0].is_failure  # for the marker
+    daemon = connect("minewatch-daemon")
+    assert not reaches(operator, daemon, "minewatch/south/violations", (daemon, "minewatch/north/status"))
+
+
 def test_operator_reads_its_own_site_outputs_only(connect: Connect) -> None:
     operator = connect("operator-north")
     operator.subscribe("minewatch/+/+")  # as wide as it likes: the ACL filters what it gets

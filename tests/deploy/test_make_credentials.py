@@ -177,6 +177,16 @@ def test_acl_grants(out: Path) -> None:
     assert not any("sensors" in g or "events" in g for g in blocks["town"])
 
 
+def test_acl_header_says_what_mosquitto_does(out: Path) -> None:
+    """Mosquitto 2.0 grants a forbidden subscription and filters on delivery
+    (tests/deploy/test_broker_acl.py shows it): the header must not promise a refusal."""
+    lines = (out / "acl").read_text().splitlines()
+    header = " ".join(line.lstrip("# ") for line in lines if line.startswith("#"))
+    assert "refused" not in header
+    assert "A subscription outside them is still granted by Mosquitto 2.0" in header
+    assert "nothing forbidden arrives" in header
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

@@ -16,16 +16,12 @@ from monitor import acoustics as ac
 SAMPLE_RATES = (16000, 44100, 48000, 96000)
 
 
-def _find_reference_table() -> Path:
-    for parent in Path(__file__).resolve().parents:
-        candidate = parent / "shared" / "reference" / "iec61672_table3.csv"
-        if candidate.is_file():
-            return candidate
-    pytest.fail("shared/reference/iec61672_table3.csv not found above the test file")
+# IEC 61672-1:2013 Table 3, kept in the repository (source named in tests/data/README.md).
+REFERENCE_TABLE = Path(__file__).resolve().parents[1] / "data" / "iec61672_table3.csv"
 
 
 def _reference_rows() -> list[dict[str, float]]:
-    with _find_reference_table().open(newline="") as handle:
+    with REFERENCE_TABLE.open(newline="") as handle:
         return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)]
 
 

@@ -138,3 +138,16 @@ def test_cli_bad_file_exits_2_with_one_line_error(tmp_path: Path, capsys: pytest
     assert len(err.strip().splitlines()) == 1 and "broken.wav" in err
     code, _, err = _run_cli([str(tmp_path / "missing.wav"), "--calibration", "94"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_cli_csv_leaves_lafmin_empty_without_enough_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 0.25 s period ends before the Fast detector settles: no LAFmin, an empty cell, never 'nan'."""
+    path = tmp_path / "tone.wav"
+    scipy_wavfile.write(path, FS, _tone(1.0).astype(np.float32))
+    code, out, _ = _run_cli([str(path), "--calibration", "100", "--period", "0.25"], capsys)
+    assert code == 0 and "nan" not in out.lower()
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows[0]["LAFmin"] == ""
+    assert float(rows[-1]["LAFmin"]) > 0  # settled by then

@@ -3,22 +3,48 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 import zipfile
+from datetime import date, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
-from monitor.demo import EXPECTED, run_demo
+from monitor.demo import EXPECTED, MARKER, run_demo
 
 
 def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
     out = io.StringIO()
-    code = run_demo(tmp_path / "demo", "dovre-short", "max", None, out)
+    today = datetime.now(ZoneInfo("America/Chicago")).date()
+    # A fixed past day on which dovre-short's lights are in the dark, so the test does not
+    # depend on the season (the default day, yesterday or the last fitting one: test_demo_output).
+    day = date(today.year - 1, 12, 10)
+    code = run_demo(tmp_path / "demo", "dovre-short", "max", None, out, day=day)
     text = out.getvalue()
     assert code == 0, text
     for expectation in EXPECTED:
         assert f"[ok] {expectation.label}" in text
-    assert "Notices of violation issued:" in text and "DOV-2026-0001" in text
+    assert "Notices of violation issued:" in text and f"DOV-{day.year}-0001" in text
     assert "minewatch verify: OK" in text
-    notices = sorted(p.name for p in (tmp_path / "demo" / "notices").iterdir())
+    folder = tmp_path / "demo"
+    assert (folder / MARKER).is_file()
+    notices = sorted(p.name for p in (folder / "notices").iterdir())
     assert any(n.endswith(".pdf") for n in notices) and any(n.endswith("-levels.png") for n in notices)
-    with zipfile.ZipFile(tmp_path / "demo" / "evidence-dovre-quarry.zip") as bundle:
+    with zipfile.ZipFile(folder / "evidence-dovre-quarry.zip") as bundle:
         assert "manifest.json" in bundle.namelist()
+
+    # summary.json holds what the console showed.
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["ok"] is True and summary["date"] == day.isoformat()
+    assert f"site dovre-quarry, {day.isoformat()}" in text
+    for row in summary["findings"]:
+        line = f"  {row['standard']:<22}{row['section']:<9}{row['finding']:<20}{row['count']:>6}"
+        assert line in text.splitlines()
+    assert [e["label"] for e in summary["expected"]] == [e.label for e in EXPECTED]
+    assert all(e["ok"] for e in summary["expected"])
+    shown = re.findall(r"^  (DOV-\d{4}-\d{4})  ", text, re.MULTILINE)
+    assert [n["id"] for n in summary["notices"]] == shown and shown
+    for notice in summary["notices"]:
+        cure_by = date.fromisoformat(notice["cure_by"])
+        assert day + timedelta(days=13) <= cure_by <= day + timedelta(days=15)  # 14 days (13.3.A)
+    assert summary["evidence"]["verify"] == "OK" and summary["evidence"]["rows"] > 0

@@ -1,0 +1,50 @@
+"""The one parser for the times and dates a person types on the command line.
+
+Every command that takes a time (``status --at``, ``evidence --from/--to``, ``notices extend
+--until``, ``simulate --start/--date``, ``sensor --start``, ``demo --date``) reads it here:
+
+* ``2026-12-15T17:20:00-06:00``, ``2026-12-15T23:20Z``: ISO 8601 with an offset, as given;
+* ``2026-12-15T17:20`` (no offset): the site's local time;
+* ``2026-12-15`` (a date alone): the site's local midnight at the start of that day
+  (``end_of_day`` for deadlines: the last second of that day, site time).
+
+A wrong text raises UsageError naming the option and showing the accepted forms.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, tzinfo
+
+from monitor.errors import UsageError
+
+FORMS = "e.g. 2026-12-15, 2026-12-15T17:20 (site time) or 2026-12-15T23:20Z"
+
+
+def parse_date(text: str, option: str) -> date:
+    try:
+        return date.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(f"{option}: expected a date like 2026-12-15 (YYYY-MM-DD), got {text!r}") from None
+
+
+def parse_time(text: str, zone: tzinfo, option: str) -> datetime:
+    """An aware time in UTC; see the module docstring for the forms."""
+    value = text.strip()
+    if len(value) == 10:
+        return datetime.combine(parse_date(value, option), time(0), zone).astimezone(UTC)
+    try:
+        parsed = datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{option}: expected a date or a time, {FORMS}; got {text!r}") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=zone)
+    return parsed.astimezone(UTC)
+
+
+def end_of_day(text: str, zone: tzinfo, option: str) -> datetime:
+    """A date alone means the end of that day (23:59:59 site time); a time is taken as given."""
+    value = text.strip()
+    if len(value) == 10:
+        day = parse_date(value, option)
+        return datetime.combine(day, time(23, 59, 59), zone).astimezone(UTC)
+    return parse_time(value, zone, option)

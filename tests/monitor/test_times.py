@@ -1,0 +1,52 @@
+"""monitor.times: the one parser for the times a person types on the command line."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from monitor.errors import UsageError
+from monitor.times import end_of_day, parse_date, parse_time
+
+CHICAGO = ZoneInfo("America/Chicago")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-12-15T17:20", datetime(2026, 12, 15, 23, 20, tzinfo=UTC)),  # no offset: site time (CST)
+        ("2026-06-15T17:20", datetime(2026, 6, 15, 22, 20, tzinfo=UTC)),  # CDT in summer
+        ("2026-12-15T17:20:00-06:00", datetime(2026, 12, 15, 23, 20, tzinfo=UTC)),
+        ("2026-12-15T23:20Z", datetime(2026, 12, 15, 23, 20, tzinfo=UTC)),
+        ("2026-12-15T23:20:00z", datetime(2026, 12, 15, 23, 20, tzinfo=UTC)),
+        ("2026-12-15", datetime(2026, 12, 15, 6, 0, tzinfo=UTC)),  # the site's midnight
+        (" 2026-12-15T17:20 ", datetime(2026, 12, 15, 23, 20, tzinfo=UTC)),
+    ],
+)
+def test_forms(text: str, expected: datetime) -> None:
+    parsed = parse_time(text, CHICAGO, "--at")
+    assert parsed == expected and parsed.tzinfo == UTC
+
+
+def test_end_of_day_for_a_date_and_as_given_for_a_time() -> None:
+    assert end_of_day("2026-12-15", CHICAGO, "--until") == datetime(2026, 12, 16, 5, 59, 59, tzinfo=UTC)
+    assert end_of_day("2026-12-15T12:00Z", CHICAGO, "--until") == datetime(2026, 12, 15, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2026-13-01", "2026-12-15T25:00", "", "15/12/2026"])
+def test_wrong_text_names_the_option_and_the_text(text: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse_time(text, CHICAGO, "--from")
+    message = str(caught.value)
+    assert message.startswith("--from: expected a date") and repr(text) in message
+    assert "\n" not in message
+
+
+def test_dates() -> None:
+    assert parse_date("2026-11-29", "--date") == date(2026, 11, 29)
+    with pytest.raises(
+        UsageError, match=r"--date: expected a date like 2026-12-15 \(YYYY-MM-DD\), got '29/11'"
+    ):
+        parse_date("29/11", "--date")
