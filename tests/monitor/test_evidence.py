@@ -868,10 +868,10 @@ def test_evidence_out_mistakes_are_one_line_and_nothing_is_overwritten(
     args += ["--from", "2024-03-10T07:58:00Z", "--to", "2024-03-10T08:02:00Z"]
     assert main([*args, "--out", "/nonexistent/dir/x.zip"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "the folder /nonexistent/dir does not exist" in err
+    assert err.count("\n") == 1 and "folder /nonexistent/dir does not exist" in err
     assert "Traceback" not in err
     assert main([*args, "--out", str(tmp_path)]) == 2
-    assert "is a directory" in capsys.readouterr().err
+    assert "is a folder; give a file name inside it" in capsys.readouterr().err
     mine = tmp_path / "mine.zip"
     mine.write_bytes(b"someone else's file")
     assert main([*args, "--out", str(mine)]) == 2
@@ -893,7 +893,9 @@ def test_verify_of_something_not_a_bundle_prints_one_line(
     junk.write_bytes(b"not a zip")
     assert main(["verify", str(junk)]) == 1
     out = capsys.readouterr().out
-    assert out.splitlines() == [f"{junk}: FAILED: not a readable zip file: File is not a zip file"]
+    assert out.splitlines() == [
+        f"{junk}: FAILED: not a zip file, so not an evidence bundle from `minewatch evidence`"
+    ]
     other = tmp_path / "other.zip"
     with zipfile.ZipFile(other, "w") as zf:
         zf.writestr("hello.txt", "hi")
