@@ -36,6 +36,7 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
+from rules.deadlines import end_of_local_day
 from rules.profile import Profile, load_profile
 
 TZ = ZoneInfo("America/Chicago")
@@ -216,7 +217,8 @@ def test_episode_opens_one_notice_with_its_facts(store: Store, config: Config) -
     notice = book.get("DOV-2026-0001")
     assert notice.status == "open"
     assert notice.opened == now
-    assert notice.deadline == now + timedelta(days=14)
+    # 13.3.A: to the end of the site's local day 14 days after the day of issue (not 11:31).
+    assert notice.deadline == datetime(2026, 6, 30, tzinfo=TZ) - timedelta(milliseconds=1)
     assert notice.data["section"] == "6.D"
     assert notice.data["text"].startswith("The Operator shall use best management practices")
     assert notice.data["operator"] == "Acme Aggregates LLC"
@@ -229,8 +231,8 @@ def test_episode_opens_one_notice_with_its_facts(store: Store, config: Config) -
     assert episode.facts["exemptions"] == ["haul truck truck-17 entering at gate g1"]
     assert episode.facts["completeness_min"] == 0.9
     payload = events[0].payload
-    assert payload["notice_id"] == "DOV-2026-0001" and payload["deadline"] == "2026-06-29T16:31:06Z"
-    assert "Correct by 2026-06-29 11:31 CDT" in events[0].message
+    assert payload["notice_id"] == "DOV-2026-0001" and payload["deadline"] == "2026-06-30T04:59:59.999Z"
+    assert "Correct by 2026-06-29 23:59 CDT" in events[0].message
     assert "Acme Aggregates LLC" in events[0].message
 
     # The episode grows minute by minute: same notice, no new alert, facts follow.
@@ -311,7 +313,9 @@ def test_full_lifecycle_continuing_extension_corrected(store: Store, config: Con
     assert event.audiences == ("operator", "town")
     assert book.get(notice_id).status == "extended"
     assert book.get(notice_id).deadline == new_deadline
-    assert book.get(notice_id).first_deadline == issued + timedelta(days=14)
+    assert book.get(notice_id).first_deadline == end_of_local_day(
+        issued.astimezone(TZ).date() + timedelta(days=14), TZ
+    )
 
     # An episode after the first deadline but before the extended one is only continuing.
     day20 = day1 + timedelta(days=20)
@@ -415,7 +419,7 @@ def test_invalid_transitions_are_rejected(
     later = t + timedelta(days=1)
     for step in steps:
         if step == "escalate":
-            book.escalate(nid, "ignored the notice", "Town", later)
+            book.escalate(nid, "ignored the notice", "Town", later, before_deadline_reason="repeat offence")
     before = book.history(nid)
     with pytest.raises(NoticeError, match=message):
         if action == "close_twice":
