@@ -831,11 +831,11 @@ class NoticeBook:
                     "extra_days": extra_local_days,
                 },
             )
-            granted = f"{extra_local_days} more day{'s' if extra_local_days != 1 else ''}, "
+            granted = f"{extra_local_days} more day{'s' if extra_local_days != 1 else ''}"
             message = (
-                f"Notice {notice.id}: the Town extended the cure deadline ({granted}from "
-                f"{local_text(notice.deadline, notice.timezone)}) to "
-                f"{local_text(new_deadline, notice.timezone)}. {note}".strip()
+                f"Notice {notice.id}: the Town extended the cure deadline to "
+                f"{local_text(new_deadline, notice.timezone)} ({granted} after "
+                f"{local_text(notice.deadline, notice.timezone)}). {note}".strip()
             )
             return self._event(
                 notice,
@@ -953,7 +953,7 @@ class NoticeBook:
         if now < notice.opened:
             raise InvalidTransition(
                 f"notice {notice.id} was issued {local_text(notice.opened, notice.timezone)}; a change "
-                f"cannot be dated {local_text(now, notice.timezone)}, before it (check the clock of this machine)"
+                f"cannot be dated {local_text(now, notice.timezone)}, before it (check this machine's clock)"
             )
         if notice.status not in _ALLOWED_FROM[target]:
             allowed = ", ".join(_ALLOWED_FROM[target])

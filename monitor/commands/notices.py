@@ -20,14 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from monitor.config import Config, load_config
 from monitor.errors import ConfigError, MinewatchError
-from rules.deadlines import end_of_local_day
 
 if TYPE_CHECKING:
     from monitor.notices import NoticeBook
@@ -112,7 +111,7 @@ def parse_until(text: str, timezone: str) -> datetime:
     try:
         if len(text) == 10:
             day = datetime.strptime(text, "%Y-%m-%d").date()
-            return end_of_local_day(day, ZoneInfo(timezone))  # as the first deadline (13.3.A)
+            return datetime.combine(day, time(23, 59, 59), ZoneInfo(timezone)).astimezone(UTC)
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise MinewatchError(
