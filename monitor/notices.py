@@ -306,18 +306,23 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
         conn.executescript(SCHEMA)
 
 
+def _canonical_id(conn: sqlite3.Connection, notice_id: str) -> str:
+    """The stored spelling of an id people type ("dov-2026-0007"); UnknownNotice if none."""
+    row = conn.execute("SELECT id FROM notices WHERE id = ?", (notice_id,)).fetchone()
+    if row is None:  # ids are few: a case-blind scan is cheap
+        row = conn.execute(
+            "SELECT id FROM notices WHERE id = ? COLLATE NOCASE", (notice_id.strip(),)
+        ).fetchone()
+    if row is None:
+        raise UnknownNotice(f"no notice {notice_id!r}")
+    return str(row[0])
+
+
 def get_notice(conn: sqlite3.Connection, notice_id: str) -> Notice:
     """The notice with its current episodes; UnknownNotice if there is none."""
     _with_row_factory(conn)
     _ensure_schema(conn)
-    # Ids are typed by people ("dov-2026-0007"); the stored id is the canonical spelling.
-    row = conn.execute("SELECT * FROM notices WHERE id = ?", (notice_id,)).fetchone()
-    if row is None:
-        row = conn.execute(
-            "SELECT * FROM notices WHERE id = ? COLLATE NOCASE", (notice_id.strip(),)
-        ).fetchone()
-    if row is None:
-        raise UnknownNotice(f"no notice {notice_id!r}")
+    row = conn.execute("SELECT * FROM notices WHERE id = ?", (_canonical_id(conn, notice_id),)).fetchone()
     return _row_to_notice(conn, row)
 
 
@@ -341,8 +346,7 @@ def list_notices(
 def notice_history(conn: sqlite3.Connection, notice_id: str) -> builtins.list[NoticeChange]:
     _with_row_factory(conn)
     _ensure_schema(conn)
-    if conn.execute("SELECT 1 FROM notices WHERE id = ?", (notice_id,)).fetchone() is None:
-        raise UnknownNotice(f"no notice {notice_id!r}")
+    notice_id = _canonical_id(conn, notice_id)
     rows = conn.execute("SELECT * FROM notice_changes WHERE notice_id = ? ORDER BY seq", (notice_id,))
     return [_row_to_change(r) for r in rows]
 
