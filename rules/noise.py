@@ -402,7 +402,8 @@ def _laeq_windows(grid: _Grid, ends: IntArray, params: NoiseParams) -> _Judged:
     def sums(values: FloatArray) -> FloatArray:
         cumulative = np.concatenate(([0.0], np.cumsum(values)))
         # Rounding in the differences of large sums can leave a hair below zero.
-        return np.maximum(cumulative[hi] - cumulative[lo], 0.0)
+        difference: FloatArray = np.maximum(cumulative[hi] - cumulative[lo], 0.0)
+        return difference
 
     present, energy = sums(grid.present), sums(grid.energy)
     kept, kept_energy = sums(grid.kept), sums(grid.kept_energy)
