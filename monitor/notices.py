@@ -663,6 +663,8 @@ class NoticeBook:
             "required_action": standard.required_action if standard else "",
             "cure_days": profile.cure_days,
             "cure_section": profile.cure_section,
+            # How the deadline was counted, for the notice to state (the Town confirms the reading).
+            "deadline_rule": _deadline_rule(profile),
             "cure_next_business_day": profile.cure_next_business_day,
             "cure_closed_days": list(profile.cure_closed_days),
             "holidays": list(profile.holidays),
@@ -1041,6 +1043,17 @@ class NoticeBook:
             actor,
             deadline or notice.deadline,
         )
+
+
+def _deadline_rule(profile: Profile) -> str:
+    rule = f"the end of the site's local day {profile.cure_days} days after the day of issue"
+    if profile.cure_next_business_day:
+        closed = ", ".join(d.capitalize() for d in profile.cure_closed_days)
+        rule += (
+            f", moved to the next business day when that day is a {closed} or legal holiday "
+            f"(Wis. Stat. 990.001(4))"
+        )
+    return rule
 
 
 def _roll_calendar(notice: Notice) -> WorkCalendar | None:

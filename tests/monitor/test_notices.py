@@ -598,6 +598,9 @@ def test_a_new_episode_escalates_only_after_the_end_of_the_deadline_day(
     site, profile = site_and_profile(config)
     notice_id = open_notice(store, config, ISSUED)
     assert NoticeBook(store).get(notice_id).deadline == DEADLINE
+    assert NoticeBook(store).get(notice_id).data["deadline_rule"] == (
+        "the end of the site's local day 14 days after the day of issue"
+    )
     book = NoticeBook(store)
     events = book.on_findings(
         site, profile, store_findings(store, [violation(start)], start), start + timedelta(minutes=2)
@@ -615,6 +618,10 @@ def test_deadline_rolls_to_the_next_business_day_when_the_profile_says_so(
     notice = NoticeBook(store).get(notice_id)
     assert notice.deadline == end_of_local_day(datetime(2026, 7, 6).date(), TZ)
     assert notice.data["cure_next_business_day"] is True
+    assert notice.data["deadline_rule"] == (
+        "the end of the site's local day 14 days after the day of issue, moved to the next business "
+        "day when that day is a Sunday or legal holiday (Wis. Stat. 990.001(4))"
+    )
     # An extension by days rolls the same way: 6 more days from Monday 6 July is Sunday 12 July.
     event = NoticeBook(store).extend(notice_id, None, "Town clerk", "", local(2026, 7, 1, 9, 0), extra_days=6)
     assert NoticeBook(store).get(notice_id).deadline == end_of_local_day(datetime(2026, 7, 13).date(), TZ)
