@@ -366,6 +366,8 @@ def _grid(
         wet |= (ts < w_end) & (ends > w_start)
     kept = ~exempt
     dry = kept & ~wet
+    # Binned by the second a record starts in: sensors report 1 s periods; a longer period
+    # counts whole in its first second (its exemption test still uses its whole span).
     index = np.floor(ts - origin).astype(np.int64)
     energy = duration * np.power(10.0, laeq / 10.0)
 
