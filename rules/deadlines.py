@@ -131,9 +131,7 @@ def end_of_local_day(day: date, tz: ZoneInfo) -> datetime:
     return following - timedelta(milliseconds=1)
 
 
-def cure_deadline(
-    issued: datetime, days: int, tz: ZoneInfo, roll_to: WorkCalendar | None = None
-) -> datetime:
+def cure_deadline(issued: datetime, days: int, tz: ZoneInfo, roll_to: WorkCalendar | None = None) -> datetime:
     """13.3.A: "fourteen (14) days in which to correct": the end of the site's local day
     ``days`` days after the day of issue (the day of issue is not counted, the last day is).
 
