@@ -758,18 +758,34 @@ class NoticeBook:
 
     # ------------------------------------------------------------------ the procedure
 
-    def request_extension(self, notice_id: str, explanation: str, actor: str, now: datetime) -> NoticeEvent:
-        """13.3.A: the operator's written explanation of the need for more time, and how much."""
+    def request_extension(
+        self,
+        notice_id: str,
+        explanation: str,
+        actor: str,
+        now: datetime,
+        *,
+        requested_days: int | None = None,
+    ) -> NoticeEvent:
+        """13.3.A: the operator's written explanation of the need for more time, and how much
+        (``requested_days``, recorded with the request when given)."""
         if not explanation.strip():
             raise NoticeError("an extension request needs the operator's written explanation")
+        if requested_days is not None and requested_days < 1:
+            raise NoticeError(f"the time requested must be at least 1 day, got {requested_days}")
         with self.store.batch():
             notice = self._for_change(notice_id, EXTENSION_REQUESTED, now)
             note = explanation.strip()
+            data = {} if requested_days is None else {"requested_days": requested_days}
             seq = self._change(
-                notice, "extension_requested", EXTENSION_REQUESTED, actor, note, now, notice.deadline, {}
+                notice, "extension_requested", EXTENSION_REQUESTED, actor, note, now, notice.deadline, data
             )
+            if requested_days is None:
+                asked = "more time"
+            else:
+                asked = f"{requested_days} more day{'s' if requested_days != 1 else ''}"
             message = (
-                f"{actor} requests more time to correct notice {notice.id} (deadline "
+                f"{actor} requests {asked} to correct notice {notice.id} (deadline "
                 f"{local_text(notice.deadline, notice.timezone)}): {note}"
             )
             return self._event(

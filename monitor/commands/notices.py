@@ -2,7 +2,7 @@
 
     list                 notices, newest last (--site, --status, --format text|json)
     show ID              the notice (--format md|html|json|pdf, --out FILE)
-    request-extension ID the operator's written explanation (--explanation, --by)
+    request-extension ID the operator's written explanation (--explanation, --days, --by)
     extend ID            a new cure deadline (--until DATE or --days N, --note, --by)
     close ID             corrected (--note, --by)
     escalate ID          citation recommended (--note, --by); before the cure deadline only
@@ -66,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     request.add_argument("id")
     request.add_argument("--explanation", required=True, help="why more time is needed and how much")
     request.add_argument("--by", required=True, help="who asks (name, for the record)")
+    request.add_argument("--days", type=_positive_days, help="how much more time is asked for, in days")
 
     extend = actions.add_parser("extend", parents=[common], help=ACTIONS["extend"])
     extend.add_argument("id")
@@ -191,7 +192,7 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
             sys.stdout.flush()
         return 0
     if args.action == "request-extension":
-        event = book.request_extension(args.id, args.explanation, args.by, now)
+        event = book.request_extension(args.id, args.explanation, args.by, now, requested_days=args.days)
     elif args.action == "extend":
         notice = book.get(args.id)
         if args.days is not None:

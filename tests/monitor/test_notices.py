@@ -631,6 +631,12 @@ def test_deadline_rolls_to_the_next_business_day_when_the_profile_says_so(
 def test_an_extension_records_the_extra_time_and_the_new_deadline(store: Store, config: Config) -> None:
     notice_id = open_notice(store, config, ISSUED)
     book = NoticeBook(store)
+    # 13.3.A: the operator's explanation says how much more time is needed.
+    asked = book.request_extension(notice_id, "Enclosure on order", "Acme", ISSUED, requested_days=21)
+    assert asked.message.startswith("Acme requests 21 more days to correct notice DOV-2026-0001")
+    assert book.history(notice_id)[-1].data == {"requested_days": 21}
+    with pytest.raises(NoticeError, match="at least 1 day"):
+        book.request_extension(notice_id, "again", "Acme", ISSUED, requested_days=0)
     event = book.extend(notice_id, None, "Town clerk", "Granted", ISSUED + timedelta(days=2), extra_days=21)
     new = end_of_local_day(datetime(2026, 7, 20).date(), TZ)
     assert book.get(notice_id).deadline == new
@@ -767,6 +773,9 @@ def test_cli_escalation_before_the_deadline_and_lowercase_ids(
         store.close()
     lower = recent.lower()
     capsys.readouterr()
+    request = ["notices", "request-extension", lower, "--explanation", "Parts on order", "--days", "5"]
+    assert main([*request, "--by", "Acme", *args]) == 0
+    assert f"Acme requests 5 more days to correct notice {recent}" in capsys.readouterr().out
     assert main(["notices", "escalate", lower, "--note", "x", "--by", "Town", *args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has not passed" in err and "--before-deadline --reason" in err
