@@ -10,7 +10,8 @@ into the dates of one year. Two calendars are known:
   Independence Day, Labor Day (1st Monday in September), Columbus Day (2nd Monday in
   October), Veterans Day (November 11), Thanksgiving (4th Thursday in November) and
   Christmas. A fixed-date holiday on a Saturday is also observed the Friday before, on a
-  Sunday the Monday after (Executive Order 11582), as federal offices close then.
+  Sunday the Monday after (5 U.S.C. 6103(b); Executive Order 11582), as federal offices
+  close then.
 * ``wisconsin``: the legal holidays of Wis. Stat. 995.20 as this project reads it:
   January 1, the 3rd Monday in January, the 3rd Monday in February, the last Monday in
   May, June 19, July 4, the 1st Monday in September, the 2nd Monday in October,
