@@ -3,7 +3,8 @@
     findings ─► on_findings ─► rules.episodes.update_episodes ─► episode working set (table)
                                   │
                                   ├─ no open notice for (site, standard) ─► OPENED  (id DOV-2026-0007,
-                                  │                                           deadline = issue + cure_days)
+                                  │                                           deadline: end of the local
+                                  │                                           day cure_days after issue)
                                   ├─ open notice, before its deadline    ─► CONTINUING violation attached
                                   └─ open notice, after its deadline     ─► ESCALATED: citation recommended
                                                                             (13.3.B), to the town
@@ -15,6 +16,14 @@ Statuses::
       │              │                  │  ▲
       │              └──────────────────┼──┘ (another request, another extension)
       └──────────────┴──────────────────┴──► escalated ──► corrected
+
+Deadlines (13.3.A) are computed in ``rules.deadlines``: the end of the site's local day
+``cure_days`` days after the day of issue, moved off a Sunday or legal holiday when the
+profile says so (``cure_next_business_day``; the calendar is kept with the notice so an
+extension rolls the same way). An extension records the extra time and the new deadline.
+Manual changes refuse a time before the notice was issued, and a manual escalation before
+the current deadline needs an explicit reason (13.3.B applies after it). Notice ids are
+matched without regard to case.
 
 Every change is a row of ``notice_changes`` (who, when, note, the deadline after it) and
 a record in the site's hash chain, so the evidence export proves the procedure. Rows are
@@ -47,6 +56,7 @@ from monitor.config import SiteConfig
 from monitor.errors import MinewatchError
 from monitor.store import Store, finding_to_json, from_us, to_us
 from monitor.wire import format_ts
+from rules.deadlines import WorkCalendar, after_deadline, cure_deadline, extended_deadline
 from rules.episodes import Episode, update_episodes
 from rules.model import Finding, FindingKind, Measurement
 from rules.profile import Profile
@@ -305,13 +315,23 @@ def _ensure_schema(conn: sqlite3.Connection) -> None:
         conn.executescript(SCHEMA)
 
 
+def _canonical_id(conn: sqlite3.Connection, notice_id: str) -> str:
+    """The stored spelling of an id people type ("dov-2026-0007"); UnknownNotice if none."""
+    row = conn.execute("SELECT id FROM notices WHERE id = ?", (notice_id,)).fetchone()
+    if row is None:  # ids are few: a case-blind scan is cheap
+        row = conn.execute(
+            "SELECT id FROM notices WHERE id = ? COLLATE NOCASE", (notice_id.strip(),)
+        ).fetchone()
+    if row is None:
+        raise UnknownNotice(f"no notice {notice_id!r}")
+    return str(row[0])
+
+
 def get_notice(conn: sqlite3.Connection, notice_id: str) -> Notice:
     """The notice with its current episodes; UnknownNotice if there is none."""
     _with_row_factory(conn)
     _ensure_schema(conn)
-    row = conn.execute("SELECT * FROM notices WHERE id = ?", (notice_id,)).fetchone()
-    if row is None:
-        raise UnknownNotice(f"no notice {notice_id!r}")
+    row = conn.execute("SELECT * FROM notices WHERE id = ?", (_canonical_id(conn, notice_id),)).fetchone()
     return _row_to_notice(conn, row)
 
 
@@ -335,8 +355,7 @@ def list_notices(
 def notice_history(conn: sqlite3.Connection, notice_id: str) -> builtins.list[NoticeChange]:
     _with_row_factory(conn)
     _ensure_schema(conn)
-    if conn.execute("SELECT 1 FROM notices WHERE id = ?", (notice_id,)).fetchone() is None:
-        raise UnknownNotice(f"no notice {notice_id!r}")
+    notice_id = _canonical_id(conn, notice_id)
     rows = conn.execute("SELECT * FROM notice_changes WHERE notice_id = ? ORDER BY seq", (notice_id,))
     return [_row_to_change(r) for r in rows]
 
@@ -677,7 +696,7 @@ class NoticeBook:
             return self._open(site, profile, episode, facts, now)
         where = ", ".join(episode.sensors)
         when = facts["start_local"]
-        if active.status in _CURE_STATUSES and episode.start > active.deadline:
+        if active.status in _CURE_STATUSES and after_deadline(episode.start, active.deadline):
             citation = _citation_section(profile)
             cite = f" (section {citation})" if citation else ""
             pending = " An extension request was pending." if active.status == EXTENSION_REQUESTED else ""
@@ -750,8 +769,8 @@ class NoticeBook:
             (prefix, year),
         ).fetchone()
         notice_id = f"{prefix}-{year}-{int(row[0]):04d}"
-        # Fourteen calendar days in the site's time zone (wall-clock arithmetic keeps the hour over DST).
-        deadline = (now.astimezone(tz) + timedelta(days=profile.cure_days)).astimezone(UTC)
+        # 13.3.A: to the end of the site's local day cure_days after the day of issue.
+        deadline = cure_deadline(now, profile.cure_days, tz, profile.cure_calendar())
         standard = profile.standards.get(episode.standard)
         data = {
             "town": profile.authority,
@@ -771,6 +790,11 @@ class NoticeBook:
             "required_action": standard.required_action if standard else "",
             "cure_days": profile.cure_days,
             "cure_section": profile.cure_section,
+            # How the deadline was counted, for the notice to state (the Town confirms the reading).
+            "deadline_rule": _deadline_rule(profile),
+            "cure_next_business_day": profile.cure_next_business_day,
+            "cure_closed_days": list(profile.cure_closed_days),
+            "holidays": list(profile.holidays),
             "citation_section": _citation_section(profile),
             "issued": format_ts(now),
             "issued_local": local_text(now, site.timezone),
@@ -861,18 +885,34 @@ class NoticeBook:
 
     # ------------------------------------------------------------------ the procedure
 
-    def request_extension(self, notice_id: str, explanation: str, actor: str, now: datetime) -> NoticeEvent:
-        """13.3.A: the operator's written explanation of the need for more time, and how much."""
+    def request_extension(
+        self,
+        notice_id: str,
+        explanation: str,
+        actor: str,
+        now: datetime,
+        *,
+        requested_days: int | None = None,
+    ) -> NoticeEvent:
+        """13.3.A: the operator's written explanation of the need for more time, and how much
+        (``requested_days``, recorded with the request when given)."""
         if not explanation.strip():
             raise NoticeError("an extension request needs the operator's written explanation")
+        if requested_days is not None and requested_days < 1:
+            raise NoticeError(f"the time requested must be at least 1 day, got {requested_days}")
         with self.store.batch():
-            notice = self._for_change(notice_id, EXTENSION_REQUESTED)
+            notice = self._for_change(notice_id, EXTENSION_REQUESTED, now)
             note = explanation.strip()
+            data = {} if requested_days is None else {"requested_days": requested_days}
             seq = self._change(
-                notice, "extension_requested", EXTENSION_REQUESTED, actor, note, now, notice.deadline, {}
+                notice, "extension_requested", EXTENSION_REQUESTED, actor, note, now, notice.deadline, data
             )
+            if requested_days is None:
+                asked = "more time"
+            else:
+                asked = f"{requested_days} more day{'s' if requested_days != 1 else ''}"
             message = (
-                f"{actor} requests more time to correct notice {notice.id} (deadline "
+                f"{actor} requests {asked} to correct notice {notice.id} (deadline "
                 f"{local_text(notice.deadline, notice.timezone)}): {note}"
             )
             return self._event(
@@ -891,16 +931,40 @@ class NoticeBook:
             )
 
     def extend(
-        self, notice_id: str, new_deadline: datetime, actor: str, note: str, now: datetime
+        self,
+        notice_id: str,
+        new_deadline: datetime | None,
+        actor: str,
+        note: str,
+        now: datetime,
+        *,
+        extra_days: int | None = None,
     ) -> NoticeEvent:
+        """13.3.A: the Town grants more time, as a new deadline or as ``extra_days`` more days
+        (to the end of the local day that many days after the current deadline's day)."""
+        if (new_deadline is None) == (extra_days is None):
+            raise NoticeError("an extension needs either a new deadline or a number of extra days")
         with self.store.batch():
-            notice = self._for_change(notice_id, EXTENDED)
+            notice = self._for_change(notice_id, EXTENDED, now)
+            if extra_days is not None:
+                try:
+                    new_deadline = extended_deadline(
+                        notice.deadline, extra_days, ZoneInfo(notice.timezone), _roll_calendar(notice)
+                    )
+                except ValueError as exc:
+                    raise NoticeError(str(exc)) from None
+            assert new_deadline is not None
             if new_deadline <= notice.deadline:
                 raise InvalidTransition(
                     f"notice {notice.id}: the new deadline {local_text(new_deadline, notice.timezone)} "
                     f"is not after the current one {local_text(notice.deadline, notice.timezone)}"
                 )
             new_deadline = new_deadline.astimezone(UTC)
+            extra = new_deadline - notice.deadline
+            tz = ZoneInfo(notice.timezone)
+            extra_local_days = (
+                new_deadline.astimezone(tz).date() - notice.deadline.astimezone(tz).date()
+            ).days
             seq = self._change(
                 notice,
                 "extended",
@@ -909,11 +973,18 @@ class NoticeBook:
                 note,
                 now,
                 new_deadline,
-                {"previous_deadline": format_ts(notice.deadline)},
+                {
+                    "previous_deadline": format_ts(notice.deadline),
+                    "new_deadline": format_ts(new_deadline),
+                    "extra_time_s": round(extra.total_seconds(), 6),
+                    "extra_days": extra_local_days,
+                },
             )
+            granted = f"{extra_local_days} more day{'s' if extra_local_days != 1 else ''}"
             message = (
                 f"Notice {notice.id}: the Town extended the cure deadline to "
-                f"{local_text(new_deadline, notice.timezone)}. {note}".strip()
+                f"{local_text(new_deadline, notice.timezone)} ({granted} after "
+                f"{local_text(notice.deadline, notice.timezone)}). {note}".strip()
             )
             return self._event(
                 notice,
@@ -934,7 +1005,7 @@ class NoticeBook:
     def close(self, notice_id: str, note: str, actor: str, now: datetime) -> NoticeEvent:
         """The town finds the violation corrected."""
         with self.store.batch():
-            notice = self._for_change(notice_id, CORRECTED)
+            notice = self._for_change(notice_id, CORRECTED, now)
             seq = self._change(notice, "corrected", CORRECTED, actor, note, now, notice.deadline, {})
             message = f"Notice {notice.id} closed by the Town as corrected. {note}".strip()
             return self._event(
@@ -952,10 +1023,31 @@ class NoticeBook:
                 actor,
             )
 
-    def escalate(self, notice_id: str, note: str, actor: str, now: datetime) -> NoticeEvent:
+    def escalate(
+        self,
+        notice_id: str,
+        note: str,
+        actor: str,
+        now: datetime,
+        *,
+        before_deadline_reason: str | None = None,
+    ) -> NoticeEvent:
+        """13.3.B after the cure deadline; before it only with an explicit reason, recorded."""
         with self.store.batch():
-            notice = self._for_change(notice_id, ESCALATED)
-            citation = str(notice.data.get("citation_section", ""))
+            notice = self._for_change(notice_id, ESCALATED, now)
+            early = not after_deadline(now, notice.deadline)
+            reason = (before_deadline_reason or "").strip()
+            if early and not reason:
+                raise InvalidTransition(
+                    f"notice {notice.id}: its cure deadline {local_text(notice.deadline, notice.timezone)} "
+                    f"has not passed, and a citation (13.3.B) follows a failure to correct; to escalate "
+                    f"anyway, give --before-deadline --reason TEXT"
+                )
+            data: dict[str, Any] = {"citation_section": str(notice.data.get("citation_section", ""))}
+            if early:
+                data.update({"before_deadline": True, "override_reason": reason})
+                note = f"{note} (before the cure deadline: {reason})".strip()
+            citation = str(data["citation_section"])
             seq = self._change(
                 notice,
                 "escalated",
@@ -964,7 +1056,7 @@ class NoticeBook:
                 note,
                 now,
                 notice.deadline,
-                {"citation_section": citation},
+                data,
             )
             cite = f" (section {citation})" if citation else ""
             message = f"Citation recommended{cite} on notice {notice.id}: {note}".strip()
@@ -1005,8 +1097,13 @@ class NoticeBook:
 
     # ------------------------------------------------------------------ internals
 
-    def _for_change(self, notice_id: str, target: str) -> Notice:
+    def _for_change(self, notice_id: str, target: str, now: datetime) -> Notice:
         notice = self.get(notice_id)
+        if now < notice.opened:
+            raise InvalidTransition(
+                f"notice {notice.id} was issued {local_text(notice.opened, notice.timezone)}; a change "
+                f"cannot be dated {local_text(now, notice.timezone)}, before it (check this machine's clock)"
+            )
         if notice.status not in _ALLOWED_FROM[target]:
             allowed = ", ".join(_ALLOWED_FROM[target])
             raise InvalidTransition(
@@ -1089,6 +1186,24 @@ class NoticeBook:
             actor,
             deadline or notice.deadline,
         )
+
+
+def _deadline_rule(profile: Profile) -> str:
+    rule = f"the end of the site's local day {profile.cure_days} days after the day of issue"
+    if profile.cure_next_business_day:
+        closed = ", ".join(d.capitalize() for d in profile.cure_closed_days)
+        rule += (
+            f", moved to the next business day when that day is a {closed} or legal holiday "
+            f"(Wis. Stat. 990.001(4))"
+        )
+    return rule
+
+
+def _roll_calendar(notice: Notice) -> WorkCalendar | None:
+    """The calendar the notice's deadlines roll forward on, as recorded when it was issued."""
+    if not notice.data.get("cure_next_business_day"):
+        return None
+    return WorkCalendar.of(notice.data.get("cure_closed_days", ["sunday"]), notice.data.get("holidays", []))
 
 
 _CHANGE_ALERTS: dict[str, tuple[tuple[str, ...], str, str]] = {

@@ -14,8 +14,15 @@ operator declared the devices installed, not that they are sufficient; that is t
 inspector's call.
 
 Missing devices are a VIOLATION from that moment and again each local day while the area
-stays over the size and nothing is declared (see ``rules.deadlines``). A record without
-a usable area adds nothing to the total (its area is unknown) and is listed in details.
+stays over the size and nothing is declared (see ``rules.deadlines``).
+
+A record without a usable area is an activity of unknown size: it may uncover more than
+the size on its own, so while it is open it counts as over (the ground-cover and plan
+rules judge unknown areas the same way). Its finding says the size is unknown and asks
+for the area; giving it (at most the size) ends the finding on re-evaluation.
+
+A closing record counts only from its opening on: a cover dated before the activity
+started does not close it.
 """
 
 from __future__ import annotations
@@ -50,8 +57,9 @@ class _Stretch:
 
     start: datetime
     end: datetime | None
-    peak: float
+    peak: float  # of the known areas
     refs: tuple[str, ...]
+    unknown: tuple[str, ...] = ()  # ids of open records of unknown size in it
 
 
 def _stretches(
@@ -59,33 +67,51 @@ def _stretches(
 ) -> tuple[list[_Stretch], list[str]]:
     opened = first_by_id(events_of(data, site, params.open_kind))
     closed = first_by_id(events_of(data, site, params.close_kind))
-    steps: list[tuple[datetime, float, str]] = []
+    # (time, change of the known area, change of the count of unknown-size records, ref, id)
+    steps: list[tuple[datetime, float, int, str, str]] = []
     unknown: list[str] = []
     for event in opened.values():
         area = number_field(event, params.area_field)
-        if area is None or area <= 0:
+        known = area is not None and area > 0
+        if not known:
             unknown.append(event.id)
-            continue
-        steps.append((event.ts, area, ref(event)))
+        size = area if known and area is not None else 0.0
+        steps.append((event.ts, size, 0 if known else 1, ref(event), event.id))
         cover = closed.get(event.id)
-        if cover is not None and cover.ts >= event.ts:
-            steps.append((cover.ts, -area, ref(cover)))
-    steps.sort(key=lambda s: (s[0], s[1]))  # at one instant, covering counts before opening
+        if cover is not None and cover.ts >= event.ts:  # a cover before the opening closes nothing
+            steps.append((cover.ts, -size, 0 if known else -1, ref(cover), event.id))
+    # All changes at one instant are applied before the total is judged: a cover and another
+    # opening at the same time do not make a moment over the size, nor does a record opened
+    # and covered at once.
+    steps.sort(key=lambda s: s[0])
     stretches: list[_Stretch] = []
     total = 0.0
-    current: tuple[datetime, float, list[str]] | None = None
-    for ts, change, used in steps:
-        total += change
-        if total > params.max_area_sqft:
+    open_unknown: dict[str, None] = {}
+    current: tuple[datetime, float, list[str], list[str]] | None = None
+    index = 0
+    while index < len(steps):
+        ts = steps[index][0]
+        used: list[str] = []
+        while index < len(steps) and steps[index][0] == ts:
+            _, change, unknown_change, step_ref, subject = steps[index]
+            total += change
+            if unknown_change > 0:
+                open_unknown[subject] = None
+            elif unknown_change < 0:
+                open_unknown.pop(subject, None)
+            used.append(step_ref)
+            index += 1
+        if total > params.max_area_sqft or open_unknown:
             if current is None:
-                current = (ts, total, [used])
+                current = (ts, total, used, list(open_unknown))
             else:
-                current = (current[0], max(current[1], total), [*current[2], used])
+                ids = list(dict.fromkeys([*current[3], *open_unknown]))
+                current = (current[0], max(current[1], total), [*current[2], *used], ids)
         elif current is not None:
-            stretches.append(_Stretch(current[0], ts, current[1], tuple(current[2])))
+            stretches.append(_Stretch(current[0], ts, current[1], tuple(current[2]), tuple(current[3])))
             current = None
     if current is not None:
-        stretches.append(_Stretch(current[0], None, current[1], tuple(current[2])))
+        stretches.append(_Stretch(current[0], None, current[1], tuple(current[2]), tuple(current[3])))
     return stretches, sorted(unknown)
 
 
@@ -118,11 +144,23 @@ def evaluate(
         peak = max(by_since[o.since].peak for o in occurrence.subjects)
         since_text = local_stamp(by_since[item.since].start, site.tz)
         continuing = "" if occurrence.first_for(item) else ", and still none were declared"
-        summary = (
-            f"More than {params.max_area_sqft:,.0f} square feet were uncovered (up to {peak:,.0f}) from "
-            f"{since_text} with no {params.measure_kind} record{continuing}; sedimentation "
-            f"and erosion control devices are required (section {standard.section})"
-        )
+        sizeless = list(dict.fromkeys(i for o in occurrence.subjects for i in by_since[o.since].unknown))
+        if peak > params.max_area_sqft:
+            summary = (
+                f"More than {params.max_area_sqft:,.0f} square feet were uncovered (up to {peak:,.0f}) from "
+                f"{since_text} with no {params.measure_kind} record{continuing}; sedimentation "
+                f"and erosion control devices are required (section {standard.section})"
+            )
+        else:
+            which = ", ".join(sizeless)
+            summary = (
+                f"Land-disturbing activity of unknown size ({params.open_kind} {which} gives no "
+                f"{params.area_field}) was uncovered from {since_text}, possibly more than "
+                f"{params.max_area_sqft:,.0f} square feet, with no {params.measure_kind} record{continuing}; "
+                f"sedimentation and erosion control devices are required unless the area is at most "
+                f"{params.max_area_sqft:,.0f} square feet: record the area ({params.area_field}) "
+                f"(section {standard.section})"
+            )
         findings.append(
             make_finding(
                 site,
@@ -133,7 +171,12 @@ def evaluate(
                 summary,
                 measurements=(Measurement("uncovered area", peak, params.max_area_sqft, "sq ft"),),
                 refs=tuple(dict.fromkeys(r for o in occurrence.subjects for r in o.refs)),
-                details={"over_since": item.subject, "records_without_area": unknown},
+                details={
+                    "over_since": item.subject,
+                    "records_without_area": unknown,
+                    "area_unknown": sizeless,
+                    "area_requested": bool(sizeless),
+                },
             )
         )
     return findings

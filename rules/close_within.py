@@ -10,7 +10,9 @@ days, following completion of construction or development whichever period is sh
 
 An ``open_kind`` record (``slope-exposed`` "s-3", ``construction-completed`` "lot-7")
 must be followed by a ``close_kind`` record with the same id (``slope-covered`` "s-3",
-``ground-cover-established`` "lot-7") by the end of the period's last local day. The
+``ground-cover-established`` "lot-7") by the end of the period's last local day. A closing
+record counts only from its opening on: a slope "covered" on 20 April and exposed on
+1 May was not covered after it was exposed, so it is overdue like one never covered. The
 period is ``calendar_days`` or ``working_days`` (the site's working calendar), whichever
 ends first; 0 leaves one unset. The day of the opening record is not counted, so a slope
 exposed on 1 May may be covered any time on 22 May and is overdue from 23 May 00:00.
@@ -62,7 +64,8 @@ class CloseWithinParams:
     calendar_days: int = 21
     working_days: int = 0  # 0: no working-day period
     weekend: tuple[str, ...] = ("saturday", "sunday")
-    holidays: tuple[str, ...] = ()  # local dates, "2026-07-03"
+    # Local dates ("2026-07-03") and holiday calendars ("us-federal", "wisconsin": rules.holidays).
+    holidays: tuple[str, ...] = ()
     area_field: str = "area_sqft"
     min_area_sqft: float = 0.0  # records of at most this area are not subject (0: all are)
     exception: bool = False  # the exception applies to this site (agreement)
@@ -137,7 +140,10 @@ def _subjects(
         due = last_day(local_date(site, opened.ts), calendar_days, working_days, calendar)
         if due is None:
             continue
-        subjects.append(_Subject(opened, closes.get(opened.id), due, area))
+        closed = closes.get(opened.id)
+        if closed is not None and closed.ts < opened.ts:
+            closed = None  # dated before the opening: it closed something earlier, not this
+        subjects.append(_Subject(opened, closed, due, area))
     return sorted(subjects, key=lambda s: (s.opened.ts, s.opened.id))
 
 

@@ -6,8 +6,11 @@
 * Days are the site's local calendar days. "Within 21 calendar days" of an act on day D
   leaves all of day D+21 (the day of the act is not counted, the last day is), so the
   condition is overdue from local midnight at the start of day D+22.
-* Working days skip the calendar's weekend days and listed holidays (profile params,
-  which an agreement can change for one site).
+* Working days skip the calendar's weekend days and holidays (profile params, which an
+  agreement can change for one site): ISO dates and the computed calendars of
+  ``rules.holidays`` ("us-federal", "wisconsin").
+* Cure periods (Dovre 13.3.A, used by monitor.notices): 14 days after the day of issue,
+  to the end of that local day; optionally moved off a Sunday or legal holiday.
 * A continuing violation is reported when it begins and again at each local midnight while
   it lasts, one finding per moment, spanning to the next midnight (or the cure, if known).
   Each moment falls in exactly one evaluation interval, so re-evaluating a minute gives
@@ -21,7 +24,9 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
+from rules.holidays import check_holidays, is_holiday
 from rules.model import GenericEvent, SiteContext, SiteData
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -40,29 +45,27 @@ def check_weekdays(field_name: str, names: Iterable[str]) -> None:
 
 
 def check_dates(field_name: str, texts: Iterable[str]) -> None:
-    for text in texts:
-        try:
-            date.fromisoformat(text)
-        except ValueError:
-            raise ValueError(f"{field_name}: expected dates like '2026-07-03', got {text!r}") from None
+    """Holiday entries: ISO dates or calendar names (``rules.holidays.CALENDARS``)."""
+    check_holidays(field_name, texts)
 
 
 @dataclass(frozen=True, slots=True)
 class WorkCalendar:
-    """Working days: every day except the weekend days and the listed holidays."""
+    """Working days: every day except the weekend days and the holidays.
+
+    ``holidays`` are ISO dates and calendar names ("us-federal", "wisconsin"; see
+    ``rules.holidays``), computed for whichever year a day falls in.
+    """
 
     weekend: frozenset[int]  # date.weekday() numbers, Monday = 0
-    holidays: frozenset[date]
+    holidays: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, weekend: Iterable[str], holidays: Iterable[str]) -> WorkCalendar:
-        return cls(
-            frozenset(WEEKDAYS.index(name.lower()) for name in weekend),
-            frozenset(date.fromisoformat(text) for text in holidays),
-        )
+        return cls(frozenset(WEEKDAYS.index(name.lower()) for name in weekend), tuple(holidays))
 
     def is_working(self, day: date) -> bool:
-        return day.weekday() not in self.weekend and day not in self.holidays
+        return day.weekday() not in self.weekend and not is_holiday(self.holidays, day)
 
     def add_working_days(self, day: date, count: int) -> date:
         """The ``count``-th working day after ``day`` (``day`` itself is not counted)."""
@@ -75,6 +78,14 @@ class WorkCalendar:
             day += timedelta(days=1)
             if self.is_working(day):
                 found += 1
+        return day
+
+    def next_working(self, day: date) -> date:
+        """``day`` itself if it is a working day, else the first working day after it."""
+        if len(self.weekend) >= 7:
+            raise ValueError("a calendar whose every weekday is weekend has no working days")
+        while not self.is_working(day):
+            day += timedelta(days=1)
         return day
 
 
@@ -103,6 +114,56 @@ def last_day(start_day: date, calendar_days: int, working_days: int, calendar: W
     if working_days > 0:
         candidates.append(calendar.add_working_days(start_day, working_days))
     return min(candidates) if candidates else None
+
+
+# ---------------------------------------------------------------------------
+# Cure periods (Dovre 13.3.A)
+# ---------------------------------------------------------------------------
+
+
+def end_of_local_day(day: date, tz: ZoneInfo) -> datetime:
+    """The last millisecond of a local day (23:59:59.999), in UTC.
+
+    Milliseconds, because that is what timestamps on the wire and in notices carry
+    (``monitor.wire.format_ts``): the deadline reads back as itself.
+    """
+    following = datetime.combine(day + timedelta(days=1), time(0), tz).astimezone(UTC)
+    return following - timedelta(milliseconds=1)
+
+
+def cure_deadline(issued: datetime, days: int, tz: ZoneInfo, roll_to: WorkCalendar | None = None) -> datetime:
+    """13.3.A: "fourteen (14) days in which to correct": the end of the site's local day
+    ``days`` days after the day of issue (the day of issue is not counted, the last day is).
+
+    ``roll_to``: a last day that is not a business day of that calendar (a Sunday or legal
+    holiday under the Wis. Stat. 990.001(4) reading) moves to the next one that is.
+    """
+    last = issued.astimezone(tz).date() + timedelta(days=days)
+    if roll_to is not None:
+        last = roll_to.next_working(last)
+    return end_of_local_day(last, tz)
+
+
+def extended_deadline(
+    current: datetime, extra_days: int, tz: ZoneInfo, roll_to: WorkCalendar | None = None
+) -> datetime:
+    """An extension of ``extra_days`` more days: the end of the local day that many days after
+    the current deadline's day (rolled forward like the first deadline)."""
+    if extra_days <= 0:
+        raise ValueError(f"extra days: must be at least 1, got {extra_days}")
+    last = current.astimezone(tz).date() + timedelta(days=extra_days)
+    if roll_to is not None:
+        last = roll_to.next_working(last)
+    return end_of_local_day(last, tz)
+
+
+def extra_time(previous: datetime, new: datetime) -> timedelta:
+    return new - previous
+
+
+def after_deadline(moment: datetime, deadline: datetime) -> bool:
+    """13.3.B applies only once the (current) cure deadline has passed."""
+    return moment > deadline
 
 
 # ---------------------------------------------------------------------------

@@ -14,8 +14,10 @@ record is COMPLIANT evidence, not proof.
 
 A load failing any check is a VIOLATION naming every reason; with the landfill permit on
 file (the site flag named by ``permit_flag``) it is an EXEMPT_EXCEEDANCE instead. A record
-missing the organic or piece-size entry cannot be judged and is INFO, naming what is
-missing, unless something recorded already fails the standard.
+missing the organic or piece-size entry, or the material description (nothing then shows
+the load free of materials that would make the site a landfill), cannot be judged and is
+INFO, naming what is missing, unless something recorded already fails the standard; it is
+never reported compliant.
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ def evaluate(
                 f"it holds masonry, concrete or brick pieces of {piece:g} inches, more than "
                 f"{params.max_piece_in:g} inches"
             )
+        if params.material_field and not description:
+            missing.append(params.material_field)  # no description: the screen has nothing to clear
         terms = _matches(description, params.prohibited_terms)
         if terms:
             reasons.append(f"its description names {', '.join(repr(t) for t in terms)}")

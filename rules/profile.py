@@ -52,6 +52,8 @@ from typing import Any
 
 from rules import RULES
 from rules.base import Standard
+from rules.deadlines import WEEKDAYS, WorkCalendar
+from rules.holidays import check_holidays
 
 __all__ = [
     "NoticeTerms",
@@ -71,6 +73,9 @@ _TOP_LEVEL_FIELDS = {
     "cure_days",
     "cure_section",
     "notice",
+    "cure_next_business_day",
+    "cure_closed_days",
+    "holidays",
     "episode_gap_s",
     "preexisting_exempt",
     "event_kinds",
@@ -79,7 +84,7 @@ _TOP_LEVEL_FIELDS = {
 }
 _STANDARD_FIELDS = {"rule", "section", "title", "summary", "text", "required_action", "params", "considered"}
 # Top-level fields an operations agreement may change for one site besides rule params.
-_OVERRIDABLE_TOP_LEVEL = {"cure_days": int, "episode_gap_s": float}
+_OVERRIDABLE_TOP_LEVEL = {"cure_days": int, "episode_gap_s": float, "cure_next_business_day": bool}
 # Event kinds monitor.wire decodes itself (BUILTIN_EVENTS there); a profile cannot redefine them.
 _BUILTIN_EVENT_KINDS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
 _EVENT_KIND = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -126,6 +131,17 @@ class Profile:
     event_kinds: tuple[str, ...] = ()  # operator record kinds (GenericEvent.kind) sites on it accept
     # Profile-wide readings the Town should confirm; each standard's own are Standard.considered.
     considered: tuple[str, ...] = ()
+    # 13.3.A deadlines: a last day that is a closed day or holiday moves to the next business
+    # day (the Wis. Stat. 990.001(4) reading) when cure_next_business_day is set.
+    cure_next_business_day: bool = False
+    cure_closed_days: tuple[str, ...] = ("sunday",)
+    holidays: tuple[str, ...] = ()  # ISO dates and calendars of rules.holidays ("us-federal", "wisconsin")
+
+    def cure_calendar(self) -> WorkCalendar | None:
+        """The calendar a cure deadline is rolled forward on, or None when it is not rolled."""
+        if not self.cure_next_business_day:
+            return None
+        return WorkCalendar.of(self.cure_closed_days, self.holidays)
 
     def standard(self, key: str) -> Standard:
         return self.standards[key]
@@ -201,6 +217,25 @@ def build_profile(
         cure_days = _expect(top_overrides["cure_days"], int, "cure_days", problems)
     if "episode_gap_s" in top_overrides:
         episode_gap_s = _expect(top_overrides["episode_gap_s"], float, "episode_gap_s", problems)
+    next_business_day = _expect(
+        top_overrides.get("cure_next_business_day", raw.get("cure_next_business_day", False)),
+        bool,
+        "cure_next_business_day",
+        problems,
+    )
+    closed_days = _expect(
+        raw.get("cure_closed_days", ["sunday"]), tuple[str, ...], "cure_closed_days", problems
+    )
+    for day in closed_days or ():
+        if day.lower() not in WEEKDAYS:
+            problems.append(f"cure_closed_days: {day!r} is not a weekday; use {', '.join(WEEKDAYS)}")
+    if closed_days is not None and len({d.lower() for d in closed_days}) >= 7:
+        problems.append("cure_closed_days: every weekday is closed; no deadline could fall on a business day")
+    holidays = _expect(raw.get("holidays", []), tuple[str, ...], "holidays", problems)
+    try:
+        check_holidays("holidays", holidays or ())
+    except ValueError as exc:
+        problems.append(str(exc))
 
     raw_standards = raw.get("standards", {})
     standards: dict[str, Standard] = {}
@@ -244,6 +279,9 @@ def build_profile(
         source=source,
         event_kinds=event_kinds,
         considered=tuple(" ".join(c.split()) for c in considered or ()),
+        cure_next_business_day=bool(next_business_day),
+        cure_closed_days=tuple(d.lower() for d in closed_days or ()) or ("sunday",),
+        holidays=tuple(holidays or ()),
     )
 
 

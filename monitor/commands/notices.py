@@ -2,10 +2,14 @@
 
     list                 notices, newest last (--site, --status, --format text|json)
     show ID              the notice (--format md|html|json|pdf, --out FILE)
-    request-extension ID the operator's written explanation (--explanation, --by)
-    extend ID            a new cure deadline (--until DATE, --note, --by)
+    request-extension ID the operator's written explanation (--explanation, --days, --by)
+    extend ID            a new cure deadline (--until DATE or --days N, --note, --by)
     close ID             corrected (--note, --by)
-    escalate ID          citation recommended (--note, --by)
+    escalate ID          citation recommended (--note, --by); before the cure deadline only
+                         with --before-deadline --reason TEXT (13.3.B follows a failure to correct)
+
+Notice ids are matched without regard to case (dov-2026-0007 is DOV-2026-0007). A change
+dated before the notice was issued is refused.
 
 Changes are written to the store (and its hash chain) in one transaction; the daemon
 announces them to the recipients on its next tick. Errors print one line and exit 2.
@@ -33,17 +37,29 @@ if TYPE_CHECKING:
 STATUSES = ("open", "extension_requested", "extended", "corrected", "escalated")
 
 
+ACTIONS = {
+    "list": "list notices",
+    "show": "one notice as a document",
+    "request-extension": "record the operator's written explanation for more time (13.3.A)",
+    "extend": "grant more time: a new cure deadline (13.3.A)",
+    "close": "close as corrected",
+    "escalate": "recommend a citation (13.3.B), after the cure deadline",
+}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # The description names every action, so `notices --help` lists them all in one line too.
+    parser.description = f"notices of violation: {', '.join(ACTIONS)}"
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", required=True, help="configuration TOML file (the store is storage.path)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    listing = actions.add_parser("list", parents=[common], help="list notices")
+    listing = actions.add_parser("list", parents=[common], help=ACTIONS["list"])
     listing.add_argument("--site", help="only this site")
     listing.add_argument("--status", choices=STATUSES, help="only notices in this status")
     listing.add_argument("--format", choices=("text", "json"), default="text")
 
-    show = actions.add_parser("show", parents=[common], help="one notice as a document")
+    show = actions.add_parser("show", parents=[common], help=ACTIONS["show"])
     show.add_argument("id", help="notice id, e.g. DOV-2026-0007")
     show.add_argument("--format", choices=("md", "html", "json", "pdf"), default="md")
     show.add_argument(
@@ -52,30 +68,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     show.add_argument("--force", action="store_true", help="replace the --out file if it exists")
 
-    request = actions.add_parser(
-        "request-extension", parents=[common], help="record the operator's written explanation for more time"
-    )
+    request = actions.add_parser("request-extension", parents=[common], help=ACTIONS["request-extension"])
     request.add_argument("id")
     request.add_argument("--explanation", required=True, help="why more time is needed and how much")
     request.add_argument("--by", required=True, help="who asks (name, for the record)")
+    request.add_argument("--days", type=_positive_days, help="how much more time is asked for, in days")
 
-    extend = actions.add_parser("extend", parents=[common], help="grant a new cure deadline")
+    extend = actions.add_parser("extend", parents=[common], help=ACTIONS["extend"])
     extend.add_argument("id")
-    extend.add_argument(
-        "--until", required=True, help="new deadline: a date (end of that day, site time) or an RFC 3339 time"
+    more = extend.add_mutually_exclusive_group(required=True)
+    more.add_argument("--until", help="new deadline: a date (end of that day, site time) or an RFC 3339 time")
+    more.add_argument(
+        "--days",
+        type=_positive_days,
+        help="extra days: to the end of the site's local day this many days after the current deadline",
     )
     extend.add_argument("--note", default="", help="the Town's reason")
     extend.add_argument("--by", required=True, help="who grants it")
 
-    close = actions.add_parser("close", parents=[common], help="close as corrected")
+    close = actions.add_parser("close", parents=[common], help=ACTIONS["close"])
     close.add_argument("id")
     close.add_argument("--note", required=True, help="what was found corrected")
     close.add_argument("--by", required=True)
 
-    escalate = actions.add_parser("escalate", parents=[common], help="recommend a citation (13.3.B)")
+    escalate = actions.add_parser("escalate", parents=[common], help=ACTIONS["escalate"])
     escalate.add_argument("id")
     escalate.add_argument("--note", required=True)
     escalate.add_argument("--by", required=True)
+    escalate.add_argument(
+        "--before-deadline",
+        action="store_true",
+        help="escalate although the cure deadline has not passed (needs --reason)",
+    )
+    escalate.add_argument("--reason", help="why the Town escalates before the cure deadline (recorded)")
+
+
+def _positive_days(text: str) -> int:
+    try:
+        days = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of days, got {text!r}") from None
+    if days < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 day, got {days}")
+    return days
 
 
 def parse_until(text: str, timezone: str) -> datetime:
@@ -153,15 +188,28 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
             sys.stdout.flush()
         return 0
     if args.action == "request-extension":
-        event = book.request_extension(args.id, args.explanation, args.by, now)
+        event = book.request_extension(args.id, args.explanation, args.by, now, requested_days=args.days)
     elif args.action == "extend":
         parse_until(args.until, "UTC")  # a malformed time is named before the notice is looked up
         notice = book.get(args.id)
-        event = book.extend(args.id, parse_until(args.until, notice.timezone), args.by, args.note, now)
+        if args.days is not None:
+            event = book.extend(args.id, None, args.by, args.note, now, extra_days=args.days)
+        else:
+            event = book.extend(args.id, parse_until(args.until, notice.timezone), args.by, args.note, now)
     elif args.action == "close":
         event = book.close(args.id, args.note, args.by, now)
     elif args.action == "escalate":
-        event = book.escalate(args.id, args.note, args.by, now)
+        if args.before_deadline != bool(args.reason and args.reason.strip()):
+            raise MinewatchError(
+                "--before-deadline and --reason go together: give both to escalate before the cure deadline"
+            )
+        event = book.escalate(
+            args.id,
+            args.note,
+            args.by,
+            now,
+            before_deadline_reason=args.reason if args.before_deadline else None,
+        )
     else:  # argparse allows only the actions above
         raise MinewatchError(f"unknown action {args.action!r}")
     print(event.message)

@@ -26,6 +26,7 @@ from monitor.notices import (
     notice_record,
 )
 from monitor.store import GENESIS, Store, digest_of, next_head
+from rules.deadlines import end_of_local_day
 from rules.model import (
     Blast,
     Finding,
@@ -216,7 +217,8 @@ def test_episode_opens_one_notice_with_its_facts(store: Store, config: Config) -
     notice = book.get("DOV-2026-0001")
     assert notice.status == "open"
     assert notice.opened == now
-    assert notice.deadline == now + timedelta(days=14)
+    # 13.3.A: to the end of the site's local day 14 days after the day of issue (not 11:31).
+    assert notice.deadline == datetime(2026, 6, 30, tzinfo=TZ) - timedelta(milliseconds=1)
     assert notice.data["section"] == "6.D"
     assert notice.data["text"].startswith("The Operator shall use best management practices")
     assert notice.data["operator"] == "Acme Aggregates LLC"
@@ -229,8 +231,8 @@ def test_episode_opens_one_notice_with_its_facts(store: Store, config: Config) -
     assert episode.facts["exemptions"] == ["haul truck truck-17 entering at gate g1"]
     assert episode.facts["completeness_min"] == 0.9
     payload = events[0].payload
-    assert payload["notice_id"] == "DOV-2026-0001" and payload["deadline"] == "2026-06-29T16:31:06Z"
-    assert "Correct by 2026-06-29 11:31 CDT" in events[0].message
+    assert payload["notice_id"] == "DOV-2026-0001" and payload["deadline"] == "2026-06-30T04:59:59.999Z"
+    assert "Correct by 2026-06-29 23:59 CDT" in events[0].message
     assert "Acme Aggregates LLC" in events[0].message
 
     # The episode grows minute by minute: same notice, no new alert, facts follow.
@@ -311,7 +313,9 @@ def test_full_lifecycle_continuing_extension_corrected(store: Store, config: Con
     assert event.audiences == ("operator", "town")
     assert book.get(notice_id).status == "extended"
     assert book.get(notice_id).deadline == new_deadline
-    assert book.get(notice_id).first_deadline == issued + timedelta(days=14)
+    assert book.get(notice_id).first_deadline == end_of_local_day(
+        issued.astimezone(TZ).date() + timedelta(days=14), TZ
+    )
 
     # An episode after the first deadline but before the extended one is only continuing.
     day20 = day1 + timedelta(days=20)
@@ -415,7 +419,7 @@ def test_invalid_transitions_are_rejected(
     later = t + timedelta(days=1)
     for step in steps:
         if step == "escalate":
-            book.escalate(nid, "ignored the notice", "Town", later)
+            book.escalate(nid, "ignored the notice", "Town", later, before_deadline_reason="repeat offence")
     before = book.history(nid)
     with pytest.raises(NoticeError, match=message):
         if action == "close_twice":
@@ -560,3 +564,264 @@ def test_list_filters(store: Store, config: Config) -> None:
         ]
         == "blast_window"
     )
+
+
+# --------------------------------------------------------------------------- deadlines (13.3.A/B)
+
+
+def open_notice(store: Store, config: Config, issued: datetime, profile: Profile | None = None) -> str:
+    site, default = site_and_profile(config)
+    start = issued - timedelta(minutes=2)
+    [event] = NoticeBook(store).on_findings(
+        site, profile or default, store_findings(store, [violation(start)], issued), issued
+    )
+    return event.notice_id
+
+
+# Issued Monday 15 June 2026 11:31 CDT: the deadline is Monday 29 June 23:59:59.999 CDT.
+ISSUED = local(2026, 6, 15, 11, 31, 6)
+DEADLINE = end_of_local_day(datetime(2026, 6, 29).date(), TZ)
+
+# fmt: off
+AUTO_ESCALATION_CASES = [
+    pytest.param(local(2026, 6, 29, 11, 31, 7), "continuing", id="13.3.B-same-clock-hour-is-still-in-time"),
+    pytest.param(local(2026, 6, 29, 23, 59, 0), "continuing", id="13.3.B-last-minute-of-the-day"),
+    pytest.param(local(2026, 6, 30, 0, 0, 0), "escalated", id="13.3.B-next-local-day"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("start", "change"), AUTO_ESCALATION_CASES)
+def test_a_new_episode_escalates_only_after_the_end_of_the_deadline_day(
+    store: Store, config: Config, start: datetime, change: str
+) -> None:
+    site, profile = site_and_profile(config)
+    notice_id = open_notice(store, config, ISSUED)
+    assert NoticeBook(store).get(notice_id).deadline == DEADLINE
+    assert NoticeBook(store).get(notice_id).data["deadline_rule"] == (
+        "the end of the site's local day 14 days after the day of issue"
+    )
+    book = NoticeBook(store)
+    events = book.on_findings(
+        site, profile, store_findings(store, [violation(start)], start), start + timedelta(minutes=2)
+    )
+    assert [e.change for e in events] == [change]
+
+
+def test_deadline_rolls_to_the_next_business_day_when_the_profile_says_so(
+    store: Store, config: Config
+) -> None:
+    site, _ = site_and_profile(config)
+    rolled = load_profile(site.profile, {"cure_next_business_day": True})
+    # Issued Saturday 20 June: day 14 is Saturday 4 July (a legal holiday), then a Sunday.
+    notice_id = open_notice(store, config, local(2026, 6, 20, 9, 0), rolled)
+    notice = NoticeBook(store).get(notice_id)
+    assert notice.deadline == end_of_local_day(datetime(2026, 7, 6).date(), TZ)
+    assert notice.data["cure_next_business_day"] is True
+    assert notice.data["deadline_rule"] == (
+        "the end of the site's local day 14 days after the day of issue, moved to the next business "
+        "day when that day is a Sunday or legal holiday (Wis. Stat. 990.001(4))"
+    )
+    # An extension by days rolls the same way: 6 more days from Monday 6 July is Sunday 12 July.
+    event = NoticeBook(store).extend(notice_id, None, "Town clerk", "", local(2026, 7, 1, 9, 0), extra_days=6)
+    assert NoticeBook(store).get(notice_id).deadline == end_of_local_day(datetime(2026, 7, 13).date(), TZ)
+    assert "7 more days" in event.message
+
+
+def test_an_extension_records_the_extra_time_and_the_new_deadline(store: Store, config: Config) -> None:
+    notice_id = open_notice(store, config, ISSUED)
+    book = NoticeBook(store)
+    # 13.3.A: the operator's explanation says how much more time is needed.
+    asked = book.request_extension(notice_id, "Enclosure on order", "Acme", ISSUED, requested_days=21)
+    assert asked.message.startswith("Acme requests 21 more days to correct notice DOV-2026-0001")
+    assert book.history(notice_id)[-1].data == {"requested_days": 21}
+    with pytest.raises(NoticeError, match="at least 1 day"):
+        book.request_extension(notice_id, "again", "Acme", ISSUED, requested_days=0)
+    event = book.extend(notice_id, None, "Town clerk", "Granted", ISSUED + timedelta(days=2), extra_days=21)
+    new = end_of_local_day(datetime(2026, 7, 20).date(), TZ)
+    assert book.get(notice_id).deadline == new
+    last = book.history(notice_id)[-1]
+    assert last.change == "extended" and last.deadline == new
+    assert last.data == {
+        "previous_deadline": "2026-06-30T04:59:59.999Z",
+        "new_deadline": "2026-07-21T04:59:59.999Z",
+        "extra_time_s": 21 * 86400.0,
+        "extra_days": 21,
+    }
+    assert "to 2026-07-20 23:59 CDT (21 more days after 2026-06-29 23:59 CDT)" in event.message
+    # Escalation now waits for the new deadline: an episode on 1 July only continues.
+    site, profile = site_and_profile(config)
+    july1 = local(2026, 7, 1, 10, 0)
+    events = book.on_findings(site, profile, store_findings(store, [violation(july1)], july1), july1)
+    assert [e.change for e in events] == ["continuing"]
+    with pytest.raises(NoticeError, match="either a new deadline or a number of extra days"):
+        book.extend(notice_id, new + timedelta(days=1), "Town", "", july1, extra_days=1)
+
+
+# fmt: off
+BEFORE_ISSUE_CASES = [
+    pytest.param("close", id="close"),
+    pytest.param("extend", id="extend"),
+    pytest.param("request", id="request-extension"),
+    pytest.param("escalate", id="escalate"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("action", BEFORE_ISSUE_CASES)
+def test_changes_dated_before_the_notice_are_refused(store: Store, config: Config, action: str) -> None:
+    notice_id = open_notice(store, config, ISSUED)
+    book = NoticeBook(store)
+    before = book.history(notice_id)
+
+    def do(at: datetime) -> None:
+        if action == "close":
+            book.close(notice_id, "ok", "Town", at)
+        elif action == "extend":
+            book.extend(notice_id, DEADLINE + timedelta(days=7), "Town", "", at)
+        elif action == "request":
+            book.request_extension(notice_id, "need a week", "Acme", at)
+        else:
+            book.escalate(notice_id, "x", "Town", at, before_deadline_reason="repeat offender")
+
+    with pytest.raises(InvalidTransition, match="before it"):
+        do(ISSUED - timedelta(seconds=1))
+    assert book.history(notice_id) == before
+    do(ISSUED)  # at the moment of issue is fine
+    assert len(book.history(notice_id)) == len(before) + 1
+
+
+# fmt: off
+MANUAL_ESCALATION_CASES = [
+    pytest.param(DEADLINE - timedelta(seconds=1), None, "has not passed", id="13.3.B-a-second-before"),
+    pytest.param(DEADLINE, None, "has not passed", id="13.3.B-at-the-deadline-refused"),
+    pytest.param(DEADLINE - timedelta(days=3), "  ", "has not passed", id="13.3.B-blank-reason-refused"),
+    pytest.param(DEADLINE + timedelta(seconds=1), None, None, id="13.3.B-a-second-after-allowed"),
+    pytest.param(DEADLINE - timedelta(days=3), "Third this year", None, id="13.3.B-early-with-reason"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("at", "reason", "error"), MANUAL_ESCALATION_CASES)
+def test_manual_escalation_before_the_deadline_needs_a_reason(
+    store: Store, config: Config, at: datetime, reason: str | None, error: str | None
+) -> None:
+    notice_id = open_notice(store, config, ISSUED)
+    book = NoticeBook(store)
+    if error:
+        with pytest.raises(InvalidTransition, match=error):
+            book.escalate(notice_id, "not corrected", "Town", at, before_deadline_reason=reason)
+        assert book.get(notice_id).status == "open"
+        return
+    event = book.escalate(notice_id, "not corrected", "Town", at, before_deadline_reason=reason)
+    assert book.get(notice_id).status == "escalated"
+    last = book.history(notice_id)[-1]
+    if reason:
+        assert last.data["before_deadline"] is True and last.data["override_reason"] == reason
+        assert f"(before the cure deadline: {reason})" in event.message
+    else:
+        assert "before_deadline" not in last.data
+
+
+def test_notice_ids_match_without_regard_to_case(store: Store, config: Config) -> None:
+    notice_id = open_notice(store, config, ISSUED)
+    book = NoticeBook(store)
+    assert book.get(notice_id.lower()).id == notice_id == "DOV-2026-0001"
+    event = book.close(" dov-2026-0001 ", "ok", "Town", ISSUED + timedelta(days=1))
+    assert event.notice_id == "DOV-2026-0001"
+    assert book.history("Dov-2026-0001")[-1].change == "corrected"
+
+
+def run_cli(argv: list[str]) -> int:
+    """The CLI's exit status, whether it returns it or argparse exits with it."""
+    from monitor.cli import main
+
+    try:
+        return int(main(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_cli_help_lists_every_action(capsys: pytest.CaptureFixture[str]) -> None:
+    from monitor.cli import main
+    from monitor.commands.notices import ACTIONS
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["notices", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "request-extension" in ACTIONS
+    for action in ACTIONS:
+        assert f"\n    {action}" in out, action  # its own line in the list of actions
+    assert f"notices of violation: {', '.join(ACTIONS)}" in out.replace("\n", " ").replace("  ", " ")
+
+
+def test_cli_escalation_before_the_deadline_and_lowercase_ids(
+    db: Path, config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI dates changes with the machine's clock, so the notices here are issued around it."""
+    from monitor.cli import main
+
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    args = ["--config", str(path)]
+    store = Store(db)
+    try:
+        now = datetime.now(UTC)
+        recent = open_notice(store, config, now - timedelta(hours=1))
+    finally:
+        store.close()
+    lower = recent.lower()
+    capsys.readouterr()
+    request = ["notices", "request-extension", lower, "--explanation", "Parts on order", "--days", "5"]
+    assert main([*request, "--by", "Acme", *args]) == 0
+    assert f"Acme requests 5 more days to correct notice {recent}" in capsys.readouterr().out
+    assert main(["notices", "escalate", lower, "--note", "x", "--by", "Town", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has not passed" in err and "--before-deadline --reason" in err
+    assert (
+        main(["notices", "escalate", lower, "--note", "x", "--by", "Town", "--before-deadline", *args]) == 2
+    )
+    assert "--before-deadline and --reason go together" in capsys.readouterr().err
+    assert main(["notices", "escalate", lower, "--note", "x", "--by", "Town", "--reason", "r", *args]) == 2
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "notices",
+                "escalate",
+                lower,
+                "--note",
+                "Third this year",
+                "--by",
+                "Town",
+                "--before-deadline",
+                "--reason",
+                "repeat violations",
+                *args,
+            ]
+        )
+        == 0
+    )
+    assert f"Citation recommended (section 13.3.B) on notice {recent}" in capsys.readouterr().out
+    assert run_cli(["notices", "extend", recent, "--days", "0", "--by", "Town", *args]) == 2
+    assert "expected at least 1 day" in capsys.readouterr().err
+
+
+def test_cli_refuses_changes_before_a_notice_issued_later_than_now(
+    db: Path, config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A notice issued tomorrow (a simulated day ahead of the clock) cannot be closed today."""
+    from monitor.cli import main
+
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    store = Store(db)
+    try:
+        ahead = open_notice(store, config, datetime.now(UTC) + timedelta(days=1))
+    finally:
+        store.close()
+    capsys.readouterr()
+    assert main(["notices", "close", ahead, "--note", "ok", "--by", "Town", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "before it" in err and "Traceback" not in err

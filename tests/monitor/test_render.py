@@ -92,7 +92,8 @@ def test_html_is_self_contained_with_the_key_facts(sample: tuple[Store, Config, 
     assert "Section 6.D: Noise at the mine site boundaries" in document
     assert f"<blockquote>{QUOTE}" in document
     assert "Issued</th><td>2026-06-15 11:38 CDT" in document
-    assert "Cure deadline</th><td>2026-06-29 11:38 CDT" in document  # issue + 14 days
+    # 13.3.A: the end of the local day 14 days after the day of issue.
+    assert "Cure deadline</th><td>2026-06-29 23:59 CDT" in document
     assert "LAeq,1min 84.2 dB(A) (limit 80 dB(A))" in document
     assert "n1 (north boundary)" in document
     assert "2026-06-15 11:30 CDT to 2026-06-15 11:38 CDT (8 minutes)" in document
@@ -114,7 +115,7 @@ def test_pdf_carries_the_key_facts_and_the_plot(sample: tuple[Store, Config, str
         "Section 6.D: Noise at the mine site boundaries",
         QUOTE,
         "2026-06-15 11:38 CDT",
-        "2026-06-29 11:38 CDT",
+        "2026-06-29 23:59 CDT",
         "LAeq,1min 84.2 dB(A) (limit 80 dB(A))",
         "n1 (north boundary)",
         "Reduce noise at the boundary",
@@ -133,10 +134,10 @@ def test_markdown_and_json(sample: tuple[Store, Config, str]) -> None:
     markdown = render_notice(store.conn, notice_id, "md", config=config).decode()
     assert markdown.startswith("# Notice of violation DOV-2026-0001")
     assert f"> {QUOTE}" in markdown
-    assert "| Cure deadline | 2026-06-29 11:38 CDT (2026-06-29T16:38:06Z) |" in markdown
+    assert "| Cure deadline | 2026-06-29 23:59 CDT (2026-06-30T04:59:59.999Z) |" in markdown
     document = json.loads(render_notice(store.conn, notice_id, "json"))
     assert document["id"] == notice_id and document["section"] == "6.D"
-    assert document["deadline"] == "2026-06-29T16:38:06Z"
+    assert document["deadline"] == "2026-06-30T04:59:59.999Z"
     assert document["episodes"][0]["facts"]["worst"]["value"] == 84.2
     assert [h["change"] for h in document["history"]] == ["opened", "extension_requested"]
 
