@@ -479,10 +479,18 @@ class Pipeline:
         return False
 
     @staticmethod
-    def _touched(state: SiteState, minute: datetime) -> None:
-        """A new reading was stored in ``minute``: re-judge it if it was judged without it."""
-        if state.evaluated_until is not None and minute < state.evaluated_until:
+    def _touched(state: SiteState, minute: datetime, reach: timedelta = timedelta(0)) -> None:
+        """A new reading was stored in ``minute``: re-judge the judged minutes that read it.
+
+        ``reach``: how far after ``minute`` a judgement still reads it. A sliding noise
+        window ending in the next minute reaches back into this one (the sound lookback).
+        """
+        if state.evaluated_until is None:
+            return
+        last = min(minute + reach, state.evaluated_until - MINUTE)
+        while minute <= last:
             state.dirty_minutes.add(minute)
+            minute += MINUTE
 
     def _seen(self, state: SiteState, sensor: str, ts: datetime, now: datetime) -> None:
         health = state.health.get(sensor)
@@ -554,7 +562,7 @@ class Pipeline:
                 continue
             self.counters.accepted += 1
             state.recent.add(levels, minute)
-            self._touched(state, minute)
+            self._touched(state, minute, state.margins("sound")[0])
             end = ends.get((levels.ts, levels.duration_s))
             if end is None:
                 end = ends[(levels.ts, levels.duration_s)] = levels.end

@@ -435,3 +435,26 @@ def test_newest_data_end_is_where_the_sites_data_had_got_to(tmp_path: Path) -> N
     assert store.newest_data_end("q", ["n1", "l1"]) == T0 + timedelta(seconds=40)
     assert store.newest_data_end("other", ["n1", "l1"]) is None
     store.close()
+
+
+def test_late_sound_re_judges_the_next_minute_whose_windows_reach_back_into_it(world: World) -> None:
+    """A sliding noise window ending in minute M+1 reads the end of minute M: late seconds of M
+    re-judge M+1 as well."""
+    world.levels(T0, 20, 60.0)  # the last 40 s of the first minute are missing for now
+    world.advance(60)
+    for m in range(1, 6):
+        world.levels(T0 + timedelta(minutes=m), 60, 60.0)
+        world.advance(60)
+    assert world.pipeline.sites["q"].evaluated_until is not None
+    assert world.pipeline.sites["q"].evaluated_until > T0 + timedelta(minutes=2)
+    assert world.findings() == []
+    world.levels(T0 + timedelta(seconds=20), 40, 90.0)  # they arrive, loud
+    world.advance(10)
+    minutes = {
+        r[0]
+        for r in world.store.conn.execute(
+            "SELECT DISTINCT (end_us - 1) / 60000000 FROM findings WHERE kind = 'violation'"
+        )
+    }
+    t0 = int(T0.timestamp()) // 60
+    assert minutes == {t0, t0 + 1}, minutes  # without the reach, only minute t0
