@@ -51,18 +51,24 @@ def evaluated_until(store: Path) -> int:
 
 
 def noise_violations(store: Path) -> dict[datetime, int]:
-    """Start of each noise violation -> how many revisions its finding has (1: judged once)."""
+    """Minute judged (the one its windows end in) -> revisions of its noise violation (1: judged once)."""
     conn = sqlite3.connect(store, timeout=30)
     try:
         rows = conn.execute(
-            "SELECT id, start_us FROM findings WHERE site = ? AND kind = 'violation' AND standard = 'noise'",
+            "SELECT id, end_us FROM findings WHERE site = ? AND kind = 'violation' AND standard = 'noise'",
             (SITE,),
         ).fetchall()
     finally:
         conn.close()
     revisions = Counter(r[0] for r in rows)
-    starts = {r[0]: r[1] for r in rows}
-    return {datetime.fromtimestamp(starts[i] / 1e6, UTC): n for i, n in revisions.items()}
+    minutes = {r[0]: (r[1] - 1) // 60_000_000 * 60 for r in rows}
+    return {datetime.fromtimestamp(minutes[i], UTC): n for i, n in revisions.items()}
+
+
+def judged(base: datetime, loud: set[int]) -> dict[datetime, int]:
+    """Each loud minute, and the next (its sliding 60 s windows reach back into the loud one),
+    judged to a violation exactly once."""
+    return {base + timedelta(minutes=m): 1 for n in loud for m in (n, n + 1)}
 
 
 def test_wall_clock_outage_longer_than_the_lateness_judges_every_loud_minute_once(
@@ -90,15 +96,15 @@ def test_wall_clock_outage_longer_than_the_lateness_judges_every_loud_minute_onc
         assert wait_until(lambda: evaluated_until(store) >= to_us(base + timedelta(minutes=7)), 30), (
             daemon.logs()
         )
-        assert wait_until(lambda: len(watcher.received("/violations")) >= len(loud), 10), daemon.logs()
+        assert wait_until(lambda: len(watcher.received("/violations")) >= 2 * len(loud), 10), daemon.logs()
     finally:
         if daemon.alive():
             daemon.stop()
         pub.close()
     watcher.close()
-    assert noise_violations(store) == {base + timedelta(minutes=m): 1 for m in loud}
+    assert noise_violations(store) == judged(base, loud)
     published = Counter(str(v["start"]) for v in watcher.received("/violations"))
-    assert sorted(published.values()) == [1] * len(loud)  # each announced once
+    assert sorted(published.values()) == [1] * 2 * len(loud)  # each announced once
     # A backlog read in order is not late data.
     assert store_count(store, "SELECT COUNT(*) FROM sound WHERE late = 1") == 0
 
@@ -138,5 +144,5 @@ def test_data_clock_sigkill_while_draining_a_backlog_judges_every_loud_minute_on
             daemon.stop()
         pub.close()
     assert judged_at_kill < last  # evaluation too was under way when the daemon was killed
-    assert noise_violations(store) == {base + timedelta(minutes=m): 1 for m in loud}
+    assert noise_violations(store) == judged(base, loud)
     assert store_count(store, "SELECT COUNT(*) FROM sound WHERE late = 1") == 0

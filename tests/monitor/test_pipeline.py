@@ -199,7 +199,7 @@ def test_a_site_that_stops_sending_is_judged_once_quiet_with_the_input_up(world:
     world.pipeline.set_input(True, 0)
     world.quiet(QUIET_S + 1)  # connected, nothing in hand, nothing for the site: as complete as it gets
     world.advance(1)
-    assert len(world.findings()) == 1
+    assert len(world.findings()) == 2  # the loud minute, and the next (its windows reach back into it)
 
 
 def test_data_older_than_lateness_is_stored_marked_late_and_re_judges_its_minute(world: World) -> None:
@@ -213,7 +213,9 @@ def test_data_older_than_lateness_is_stored_marked_late_and_re_judges_its_minute
     late = world.store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0]
     assert late == 55 and world.pipeline.counters.late == 55
     world.advance(10)
-    assert len(world.findings()) == 1  # late, but judged with its data all the same
+    # Late, but judged with its data all the same: its minute, and the next (whose sliding
+    # windows reach back into it).
+    assert len(world.findings()) == 2
 
 
 def test_a_backlog_read_in_order_is_not_late(world: World) -> None:
@@ -228,9 +230,9 @@ def test_a_backlog_read_in_order_is_not_late(world: World) -> None:
     world.advance(1)
     assert world.pipeline.counters.late == 0
     assert world.store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0] == 0
-    assert len(world.findings()) == 2
+    assert len(world.findings()) == 4  # minutes 3 and 11, and the next of each (windows reaching back)
     revisions = world.store.conn.execute("SELECT COUNT(*) FROM findings WHERE kind = 'violation'").fetchone()
-    assert revisions[0] == 2  # each judged once, with all its seconds: no revision
+    assert revisions[0] == 4  # each judged once, with all its seconds: no revision
     assert world.pipeline.sites["q"].evaluated_until == T0 + timedelta(minutes=15)
 
 
@@ -406,10 +408,11 @@ def test_data_clock_restart_continues_where_the_data_was(tmp_path: Path) -> None
     assert second.sites["q"].evaluated_until == past + timedelta(minutes=3)
     send(second, range(4, 8))
     violations = store.conn.execute(
-        "SELECT start_us, COUNT(*) FROM findings WHERE kind = 'violation' GROUP BY id"
+        "SELECT (end_us - 1) / 60000000 * 60, COUNT(*) FROM findings WHERE kind = 'violation' GROUP BY id"
     ).fetchall()
-    assert [(datetime.fromtimestamp(r[0] / 1e6, UTC), r[1]) for r in violations] == [
-        (past + timedelta(minutes=m), 1) for m in sorted(loud)
+    # Each loud minute and the next (its sliding windows reach back into the loud one), judged once.
+    assert sorted((datetime.fromtimestamp(r[0], UTC), r[1]) for r in violations) == [
+        (past + timedelta(minutes=m), 1) for n in sorted(loud) for m in (n, n + 1)
     ]
     assert store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0] == 0
     store.close()
