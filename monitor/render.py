@@ -294,8 +294,9 @@ def _cure_text(notice: Notice) -> str:
     d = notice.data
     section = f"section {d['cure_section']}" if d.get("cure_section") else "the ordinance"
     return (
-        f"Under {section} the Operator is granted {d.get('cure_days', 14)} days to correct the violation. "
-        "If circumstances require more time, the Operator shall immediately provide the Town with a written "
+        f"Under {section} the Operator is granted {d.get('cure_days', 14)} days to correct the violation"
+        + (f", counted to {d['deadline_rule']}. " if d.get("deadline_rule") else ". ")
+        + "If circumstances require more time, the Operator shall immediately provide the Town with a written "
         "explanation of the need for additional time and the amount of additional time required."
     )
 
@@ -426,8 +427,16 @@ def evidence_rows(notice: Notice, context: NoticeContext | None) -> list[tuple[s
         if context is not None and context.chain_head
         else "not available when this document was made"
     )
+    version = str(notice.data.get("profile_version") or "")
+    profile = str(notice.data.get("profile") or "")
+    judged = (
+        f"profile {profile} version {version} (the first 12 hex digits of its SHA-256, chained by the daemon)"
+        if version
+        else "profile version not recorded (a notice issued before profiles were chained)"
+    )
     return [
         ("Chain head at issue", head),
+        ("Judged under", judged),
         ("Evidence bundle", command),
         ("Verify it", f"minewatch verify {notice.id}-evidence.zip"),
     ]

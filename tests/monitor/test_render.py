@@ -753,6 +753,8 @@ def test_pdf_is_letter_and_no_page_ends_with_a_heading(tmp_path: Path) -> None:
     headings |= {"History", "Evidence plot", "Facts"}
     info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
     pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))  # type: ignore[union-attr]
+    listed = subprocess.run(["pdfimages", "-list", str(path)], capture_output=True, text=True, check=True)
+    pages_with_images = {int(line.split()[0]) for line in listed.stdout.splitlines()[2:] if line.strip()}
     assert pages >= 3
     for page in range(1, pages + 1):
         text = subprocess.run(
@@ -763,6 +765,9 @@ def test_pdf_is_letter_and_no_page_ends_with_a_heading(tmp_path: Path) -> None:
         ).stdout
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         assert lines, page
+        if lines[-1] == "Evidence plot":  # its content is an image, which has no text: on this page?
+            assert page in pages_with_images, (page, pages_with_images)
+            continue
         assert lines[-1] not in headings, (page, lines[-1])
         assert not re.fullmatch(r"Facts, episode \d+", lines[-1]), (page, lines[-1])
         size = subprocess.run(
@@ -813,3 +818,25 @@ def test_evidence_day_plot_of_light_has_its_limits_on_a_log_axis(monkeypatch: py
     drawn = {str(line.get_label()): set(line.get_ydata()) for line in ax.get_lines()}
     assert drawn["6.C.2 limit 1 lux at night, longer than 300 s"] == {1.0}
     assert drawn["6.C.4 limit 25 lux"] == {25.0}
+
+
+def test_notice_names_the_profile_version_and_how_its_deadline_was_counted(tmp_path: Path) -> None:
+    """Issue 16: the notice names the chained profile it was judged under; issue 17: how the
+    13.3.A deadline was counted is stated, not left to the reader."""
+    import hashlib
+
+    db = tmp_path / "store.db"
+    config = _configured(db)
+    store = Store(db)
+    site, profile = site_and_profile(config)
+    t = local(2026, 12, 15, 13, 0)
+    profile_text = "name = 'dovre'\n"
+    store.append_config_record(site.id, "dovre", profile_text, "[broker]\n", t - timedelta(hours=1))
+    book = NoticeBook(store)
+    book.on_findings(site, profile, store_findings(store, minutes(t, 3), t), t + timedelta(minutes=5))
+    [notice] = book.list()
+    version = hashlib.sha256(profile_text.encode()).hexdigest()[:12]
+    markdown = render_notice(store.conn, notice.id, "md", config=config).decode()
+    assert f"| Judged under | profile dovre version {version} " in markdown, markdown
+    assert "counted to the end of the site's local day 14 days after the day of issue." in markdown
+    store.close()
