@@ -293,11 +293,12 @@ def _header_rows(notice: Notice, context: NoticeContext | None = None) -> list[t
 def _cure_text(notice: Notice) -> str:
     d = notice.data
     section = f"section {d['cure_section']}" if d.get("cure_section") else "the ordinance"
+    counted = f", counted to {d['deadline_rule']}" if d.get("deadline_rule") else ""
     return (
         f"Under {section} the Operator is granted {d.get('cure_days', 14)} days to correct the violation"
-        + (f", counted to {d['deadline_rule']}. " if d.get("deadline_rule") else ". ")
-        + "If circumstances require more time, the Operator shall immediately provide the Town with a written "
-        "explanation of the need for additional time and the amount of additional time required."
+        f"{counted}. If circumstances require more time, the Operator shall immediately provide the Town"
+        " with a written explanation of the need for additional time and the amount of additional time"
+        " required."
     )
 
 
