@@ -97,6 +97,11 @@ def _argv(
             assert action.dest in samples, f"{' '.join(path)}: give {action.dest!r} a sample value in SAMPLE"
             value = samples[action.dest]
         argv += [option, value] if option else [value]
+    for group in parser._mutually_exclusive_groups:  # one of them is required: give the first
+        options = [a.option_strings[0] for a in group._group_actions]
+        if group.required and not set(options) & set(argv):
+            action = group._group_actions[0]
+            argv += [options[0], extra.get(options[0], SAMPLE[action.dest])]
     return argv
 
 

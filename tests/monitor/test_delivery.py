@@ -573,7 +573,7 @@ def test_email_over_starttls_with_login_and_notice_pdf(
     html_part = message.get_body(("html",))
     assert text is not None and html_part is not None
     assert "Notice: DOV-2026-0001" in text.get_content()
-    assert "Cure deadline: 2026-06-29 11:32 CDT" in text.get_content()
+    assert "Cure deadline: 2026-06-29 23:59 CDT" in text.get_content()
     assert "DOV-2026-0001" in html_part.get_content()
     [attachment] = list(message.iter_attachments())
     assert attachment.get_filename() == "DOV-2026-0001.pdf"
