@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -71,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(name, str(exc))
     except ConfigError as exc:
         return _fail(name, "\n".join(exc.problems))
+    except BrokenPipeError:
+        # The reader went away (`minewatch verify x.zip | head`): what it wanted was written.
+        # Point stdout at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         if exc.filename is None:
             raise

@@ -54,6 +54,7 @@ OUTPUTS = frozenset(
         "notices",
         "evidence-dovre-quarry.zip",
         "evidence-dovre-quarry.zip.partial",
+        "town-anchors.json",
         "summary.json",
     }
 )
@@ -327,7 +328,7 @@ class Demo:
 
     def artifacts(self) -> None:
         from monitor.config import load_config
-        from monitor.evidence import export_bundle, verify_bundle
+        from monitor.evidence import export_bundle, load_anchors, verify_bundle
         from monitor.render import render_notice
 
         config = load_config(self.config)
@@ -358,14 +359,19 @@ class Demo:
         end = datetime.fromtimestamp(span[1] / 1e6, UTC) + timedelta(minutes=1)
         bundle = self.out_dir / "evidence-dovre-quarry.zip"
         export_bundle(config, SITE, start, end, bundle)
-        report = verify_bundle(bundle)
+        # The heads the town received on <prefix>/<site>/anchors, as the town would keep them:
+        # verify holds the bundle against those, and says how much of it they prove.
+        anchors_file = self.out_dir / "town-anchors.json"
+        anchors_file.write_text(json.dumps(self._town_anchors(), indent=1) + "\n")
+        report = verify_bundle(bundle, load_anchors(anchors_file))
         _say(self.stream, f"Evidence bundle {bundle} ({bundle.stat().st_size // 1024} KiB)")
         rows = sum(report.rows_checked.values())
-        verdict = "OK" if report.ok else f"FAILED: {report.problems[0]}"
+        verdict = report.verdict().removeprefix(f"{bundle}: ")
         _say(
             self.stream,
-            f"  minewatch verify: {verdict} ({report.files_checked} files, {rows} rows, "
-            f"{report.chain_links} chain links, {report.bundle_anchors} anchors)",
+            f"  minewatch verify {bundle.name} --anchors {anchors_file.name}: {verdict}\n"
+            f"  ({report.files_checked} files, {rows} rows, {report.chain_links} chain links,"
+            f" {report.bundle_anchors} anchors)",
         )
         self.summary["evidence"] = {
             "bundle": bundle.name,
@@ -375,6 +381,20 @@ class Demo:
             "chain_links": report.chain_links,
             "anchors": report.bundle_anchors,
         }
+
+    def _town_anchors(self) -> list[dict[str, object]]:
+        """Every anchor the daemon published for the demo site: {site, seq, head, ts}."""
+        conn = sqlite3.connect(self.store)
+        try:
+            rows = conn.execute(
+                "SELECT site, seq, head, published_us FROM anchors WHERE site = ? ORDER BY seq", (SITE,)
+            ).fetchall()
+        finally:
+            conn.close()
+        return [
+            {"site": s, "seq": q, "head": h, "ts": datetime.fromtimestamp(t / 1e6, UTC).isoformat()}
+            for s, q, h, t in rows
+        ]
 
     def _notice_plots(
         self, conn: sqlite3.Connection, notice_ids: list[str], folder: Path, config: Config

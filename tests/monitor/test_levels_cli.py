@@ -151,3 +151,25 @@ def test_cli_csv_leaves_lafmin_empty_without_enough_data(
     rows = list(csv.DictReader(io.StringIO(out)))
     assert rows[0]["LAFmin"] == ""
     assert float(rows[-1]["LAFmin"]) > 0  # settled by then
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`minewatch levels rec.wav | head -1`: the reader leaves early; no traceback, exit 0."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "long.wav"
+    scipy_wavfile.write(path, FS, (_tone(60.0) * 32767).astype(np.int16))
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "levels", str(path), "--calibration", "94"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()  # the header, then the reader goes away
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

@@ -25,7 +25,9 @@ def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
     for expectation in EXPECTED:
         assert f"[ok] {expectation.label}" in text
     assert "Notices of violation issued:" in text and f"DOV-{day.year}-0001" in text
-    assert "minewatch verify: OK" in text
+    # Verified against the heads the daemon published to the town, saying how much they prove.
+    assert "minewatch verify evidence-dovre-quarry.zip --anchors town-anchors.json: OK up to seq" in text
+    assert (tmp_path / "demo" / "town-anchors.json").is_file()
     folder = tmp_path / "demo"
     assert (folder / MARKER).is_file()
     notices = sorted(p.name for p in (folder / "notices").iterdir())
@@ -47,4 +49,4 @@ def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
     for notice in summary["notices"]:
         cure_by = date.fromisoformat(notice["cure_by"])
         assert day + timedelta(days=13) <= cure_by <= day + timedelta(days=15)  # 14 days (13.3.A)
-    assert summary["evidence"]["verify"] == "OK" and summary["evidence"]["rows"] > 0
+    assert summary["evidence"]["verify"].startswith("OK up to seq") and summary["evidence"]["rows"] > 0
