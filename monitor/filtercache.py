@@ -15,10 +15,10 @@ import hashlib
 import json
 import logging
 import os
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+import scipy  # the package alone (its subpackages load on demand): for its version
 
 from monitor import acoustics
 from monitor.acoustics import WeightingFilters, design_weighting_filters
@@ -38,7 +38,7 @@ def default_directory() -> Path:
 def fingerprint() -> str:
     """What the design depends on: the acoustics module's code and the numpy and scipy versions."""
     digest = hashlib.sha256(Path(acoustics.__file__).read_bytes())
-    digest.update(f"numpy {np.__version__} scipy {version('scipy')}".encode())
+    digest.update(f"numpy {np.__version__} scipy {scipy.__version__}".encode())
     return digest.hexdigest()[:16]
 
 
