@@ -34,6 +34,10 @@ class LazyModule:
             module = self._module = importlib.import_module(self._name)
         return getattr(module, attribute)
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Copied or pickled (e.g. to a worker process) as a stand-in again, importing nothing.
+        return (LazyModule, (self._name,))
+
     def __repr__(self) -> str:
         state = "imported" if self._module is not None else "not imported yet"
         return f"<lazy module {self._name!r} ({state})>"

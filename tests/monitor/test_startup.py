@@ -186,3 +186,23 @@ def test_levels_reads_the_cache_and_prints_the_same(tmp_path: Path, monkeypatch:
     assert filtercache.cache_path(RATE, tmp_path / "cache" / "minewatch").is_file()
     monkeypatch.setattr(filtercache, "design_weighting_filters", _no_design)
     assert _levels_output(wav) == designed
+
+
+# --------------------------------------------------------------------------- rules.lazy
+
+
+def test_lazy_module_imports_at_first_attribute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from rules.lazy import lazy_import
+
+    (tmp_path / "lazy_probe_module.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "lazy_probe_module", raising=False)
+    stand_in = lazy_import("lazy_probe_module")
+    copied = pickle.loads(pickle.dumps(stand_in))  # e.g. sent to a worker process
+    assert "lazy_probe_module" not in sys.modules
+    assert copied.VALUE == 42 and stand_in.VALUE == 42
+    assert "lazy_probe_module" in sys.modules
+    with pytest.raises(AttributeError):
+        stand_in.MISSING  # noqa: B018 - the lookup is the test
