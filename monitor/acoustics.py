@@ -16,12 +16,21 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
-from scipy import optimize
-from scipy import signal as sps
+
+from rules.lazy import lazy_import
+
+if TYPE_CHECKING:
+    from scipy import optimize
+    from scipy import signal as sps
+else:
+    # scipy.signal costs several times numpy's import and scipy.optimize is only for designing
+    # filters (which monitor.filtercache usually reads instead): imported at first use.
+    optimize = lazy_import("scipy.optimize")
+    sps = lazy_import("scipy.signal")
 
 FloatArray = NDArray[np.float64]
 Weighting = Literal["A", "C", "Z"]
@@ -403,7 +412,9 @@ class SoundLevelMeter:
 
     ``dtype`` (float32 or float64) is the processing precision of the filters; energies are
     accumulated in float64.  No level is reported below ``level_floor_db`` (default: calibration
-    minus 200 dB), so digital silence reads that floor instead of -inf.
+    minus 200 dB), so digital silence reads that floor instead of -inf.  ``filters``: the
+    weighting filters for ``sample_rate`` when the caller has them already (monitor.filtercache
+    keeps them on disk); designed here otherwise.
     """
 
     def __init__(
@@ -413,6 +424,7 @@ class SoundLevelMeter:
         calibration_db: float = 94.0,
         dtype: DTypeLike = np.float64,
         level_floor_db: float | None = None,
+        filters: WeightingFilters | None = None,
     ) -> None:
         if period_s < 0.1 - 1e-9:
             raise ValueError(f"period {period_s} s is shorter than the 0.1 s minimum")
@@ -426,7 +438,10 @@ class SoundLevelMeter:
             self.calibration_db - SILENCE_BELOW_CALIBRATION_DB if level_floor_db is None else level_floor_db
         )
         self.period_samples = round(period_s * self.sample_rate)
-        filters = design_weighting_filters(self.sample_rate)
+        if filters is None:
+            filters = design_weighting_filters(self.sample_rate)
+        elif filters.sample_rate != self.sample_rate:
+            raise ValueError(f"filters designed for {filters.sample_rate} Hz, not {self.sample_rate} Hz")
         self._sos_c = filters.sos_c.astype(self.dtype)
         self._sos_a_from_c = filters.sos_a_from_c.astype(self.dtype)
         self._zi_c = np.zeros((self._sos_c.shape[0], 2), dtype=self.dtype)

@@ -15,29 +15,12 @@ to load and lists these names. No rule reads the clock, the environment or files
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from rules import (
-    air_overpressure,
-    area_controls,
-    blast_notice,
-    blast_window,
-    close_within,
-    fill_material,
-    flashing_light,
-    haul_hours,
-    high_intensity_light,
-    light_trespass,
-    noise,
-    prior_plan,
-    temporary_lighting,
-    turbidity,
-    unreported_blast,
-    upward_light,
-)
 from rules.base import RuleSpec, only_site
+from rules.lazy import lazy_import
 from rules.model import Finding, SiteContext, SiteData
 
 if TYPE_CHECKING:
@@ -45,25 +28,51 @@ if TYPE_CHECKING:
 
 __all__ = ["RULES", "data_margins", "early_warnings", "evaluate_site"]
 
-RULES: Mapping[str, RuleSpec[Any]] = {
-    "noise": noise.RULE,
-    "blast_window": blast_window.RULE,
-    "blast_notice": blast_notice.RULE,
-    "air_overpressure": air_overpressure.RULE,
-    "unreported_blast": unreported_blast.RULE,
-    "light_trespass": light_trespass.RULE,
-    "flashing_light": flashing_light.RULE,
-    "high_intensity_light": high_intensity_light.RULE,
-    "upward_light": upward_light.RULE,
-    "temporary_lighting": temporary_lighting.RULE,
-    "haul_hours": haul_hours.RULE,
+# Rule kind -> the module under rules/ defining its RULE. A module is imported when its rule is
+# first looked up, so commands reading the store (status, notices) and modules needing only the
+# data model (rules.model) do not load the rules a profile does not name.
+_RULE_MODULES: tuple[str, ...] = (
+    "noise",
+    "blast_window",
+    "blast_notice",
+    "air_overpressure",
+    "unreported_blast",
+    "light_trespass",
+    "flashing_light",
+    "high_intensity_light",
+    "upward_light",
+    "temporary_lighting",
+    "haul_hours",
     # General rule kinds for land-disturbing activity profiles (rules/profiles/land-disturbing.toml)
-    "turbidity": turbidity.RULE,
-    "close_within": close_within.RULE,
-    "area_controls": area_controls.RULE,
-    "prior_plan": prior_plan.RULE,
-    "fill_material": fill_material.RULE,
-}
+    "turbidity",
+    "close_within",
+    "area_controls",
+    "prior_plan",
+    "fill_material",
+)
+
+
+class _Rules(Mapping[str, RuleSpec[Any]]):
+    """Rule kind -> RuleSpec; names and membership without importing, a spec at first lookup."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self._modules = {name: lazy_import(f"rules.{name}") for name in names}
+
+    def __getitem__(self, name: str) -> RuleSpec[Any]:
+        spec: RuleSpec[Any] = self._modules[name].RULE
+        return spec
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._modules
+
+
+RULES: Mapping[str, RuleSpec[Any]] = _Rules(_RULE_MODULES)
 
 
 def _sorted(findings: list[Finding]) -> list[Finding]:

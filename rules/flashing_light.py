@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rules.base import (
     RuleSpec,
@@ -38,6 +37,7 @@ from rules.base import (
     sensor_label,
     sensors_of,
 )
+from rules.lazy import lazy_import
 from rules.lighting import light_context, minute_groups, run_totals, series
 from rules.model import (
     Finding,
@@ -50,6 +50,11 @@ from rules.model import (
     SiteData,
     VehiclePresence,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_import("numpy")  # only the burst analysis needs it, not loading a profile
 
 
 @dataclass(frozen=True, slots=True)

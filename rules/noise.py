@@ -49,9 +49,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from rules.base import (
     RuleSpec,
@@ -69,6 +67,7 @@ from rules.base import (
     overlaps,
     sensor_label,
 )
+from rules.lazy import lazy_import
 from rules.model import (
     Finding,
     FindingKind,
@@ -87,8 +86,15 @@ METRICS = ("LAeq", "LASmax", "LAeq+LASmax")
 # energies (80.00000000000001) is still "at or below 80"; 80.01 is above.
 _EPS_DB = 1e-6
 
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatArray = npt.NDArray[np.float64]
+    IntArray = npt.NDArray[np.int64]
+else:
+    # Only evaluation needs numpy: loading a profile (every command's configuration) does not.
+    np = lazy_import("numpy")
 
 
 @dataclass(frozen=True, slots=True)

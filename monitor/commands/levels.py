@@ -9,6 +9,7 @@ import math
 import sys
 
 from monitor.acoustics import PERIOD_FIELDS, PeriodLevels, SoundLevelMeter
+from monitor.filtercache import weighting_filters
 from monitor.wavfile import read_wav
 
 # Feed the meter in 10 s blocks: bounded temporaries, negligible per-call overhead.
@@ -57,7 +58,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         audio = read_wav(args.recording)
-        meter = SoundLevelMeter(audio.sample_rate, period_s=args.period, calibration_db=args.calibration)
+        meter = SoundLevelMeter(
+            audio.sample_rate,
+            period_s=args.period,
+            calibration_db=args.calibration,
+            filters=weighting_filters(audio.sample_rate),  # designed once, then read from disk
+        )
     except ValueError as error:
         print(f"minewatch levels: {args.recording}: {error}", file=sys.stderr)
         return 2
