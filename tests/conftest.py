@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,19 @@ import pytest
 from tests.servers import Influxd, Mosquitto, VictoriaMetrics
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Caches the tests make (designed filters, matplotlib's fonts) go to a temporary folder,
+    not the user's ~/.cache: processes the tests start inherit it."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
 
 
 @pytest.fixture
