@@ -52,6 +52,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.alerts import Alert
 from monitor.config import SiteConfig
 from monitor.errors import MinewatchError
 from monitor.store import Store, finding_to_json, from_us, to_us
@@ -168,6 +169,18 @@ class NoticeEvent:
     def condition(self) -> str:
         """A unique alert condition: each change alerts once, never suppressed by another."""
         return f"notice:{self.notice_id}:{self.seq}"
+
+    @property
+    def alert(self) -> Alert:
+        return Alert(
+            self.site,
+            self.audiences,
+            self.kind,
+            self.severity,
+            self.condition,
+            self.message,
+            dict(self.payload),
+        )
 
 
 @dataclass(frozen=True, slots=True)

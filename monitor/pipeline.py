@@ -34,16 +34,16 @@ from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
 
-import numpy as np
-
 import rules
-from monitor import acoustics, closing
-from monitor.alerts import AlertBook
+from monitor import acoustics, closing, points
+from monitor.alerts import Alert, AlertBook
+from monitor.audio import AudioStreams
 from monitor.config import Config, SiteConfig
 from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
 from monitor.evidence import evidence_texts
-from monitor.influx import InfluxForwarder, line
+from monitor.health import HealthWatch, SensorHealth, calibrated
+from monitor.influx import InfluxForwarder
 from monitor.ingest import Handoff, Inbound, MqttLink
 from monitor.linkstate import LinkRecorder, LoginRefused
 from monitor.notices import NoticeBook, NoticeEvent
@@ -52,9 +52,8 @@ from monitor.recent import MINUTE, RecentSound, floor_minute
 from monitor.render import notice_payload_json
 from monitor.runtime import freeze_startup_objects
 from monitor.status import site_status  # the retained status message (also `minewatch status`)
-from monitor.store import READING_KIND, SOUND_FIELDS, Store, event_kind, finding_to_json, from_us, to_us
+from monitor.store import READING_KIND, Store, finding_to_json, from_us, to_us
 from monitor.wire import (
-    AUDIO_FORMATS,
     AudioBlock,
     BandLevels,
     Limits,
@@ -64,7 +63,6 @@ from monitor.wire import (
     format_ts,
     levels_sender,
     output_topic,
-    parse_ts,
     payload_of,
     quick_levels_payload,
     shown,
@@ -77,7 +75,6 @@ from rules.model import (
     FindingKind,
     GenericEvent,
     LightSummary,
-    Measurement,
     SensorStatus,
     SiteData,
     SoundLevels,
@@ -139,14 +136,6 @@ class Clock:
 
 
 @dataclass
-class SensorHealth:
-    last_seen: datetime
-    online: bool = True
-    offline_since: datetime | None = None
-    town_alerted: bool = False
-
-
-@dataclass
 class SiteState:
     config: SiteConfig
     profile: Profile
@@ -156,8 +145,7 @@ class SiteState:
     final_until: datetime | None = None  # ... and before this their final one (lookahead passed)
     dirty_minutes: set[datetime] = field(default_factory=set)  # late data landed in these
     health: dict[str, SensorHealth] = field(default_factory=dict)
-    meters: dict[str, acoustics.SoundLevelMeter] = field(default_factory=dict)
-    meter_next: dict[str, datetime] = field(default_factory=dict)  # expected ts of the next audio block
+    audio: AudioStreams = field(default_factory=AudioStreams)
     last_status: datetime | None = None
     last_anchor: datetime | None = None
     warned_minutes: set[tuple[str, datetime]] = field(default_factory=set)
@@ -243,15 +231,13 @@ class Pipeline:
             # From what the next minute to judge needs (a restart may be behind the clock).
             light_from = min(now, state.final_until or now) - light_back - MINUTE
             state.light_kept_from = light_from
-            state.light = [
-                _light_from_row(r)
-                for r in store.readings_between(site.id, "light", light_from, now + EVENT_HISTORY)
-            ]
+            state.light = store.light_between(site.id, light_from, now + EVENT_HISTORY)
             self.sites[site.id] = state
         self.generic_kinds = {
             s: frozenset(getattr(st.profile, "event_kinds", ())) for s, st in self.sites.items()
         }
         self.alerts = AlertBook(store, config.alerts, self._publish_alert)
+        self.health = HealthWatch(store, self.alerts, config.daemon, self._write_point)
         self.notices = NoticeBook(store)
         self.deliveries = Deliveries(store.conn, config)
         # Every raised alert is queued for delivery in the same transaction that journals it.
@@ -359,7 +345,7 @@ class Pipeline:
             )
             self._accept_sound(state, levels, "bands", now)
         elif isinstance(decoded, SoundLevels):
-            self._accept_sound(state, self._calibrated(state, decoded), "levels", now)
+            self._accept_sound(state, calibrated(decoded, state.offsets.get(decoded.sensor)), "levels", now)
         elif isinstance(decoded, LightSummary | WeatherReading | TurbidityReading | SensorStatus):
             self._accept_reading(state, decoded, now)
         else:
@@ -375,7 +361,7 @@ class Pipeline:
         site, sensor = self._sender_of(message.topic)
         excerpt = message.payload[:200].decode("utf-8", "replace")
         self.store.append_rejection(site, message.topic, reason, excerpt, now)
-        self._influx("rejections", {"site": site}, {"topic": message.topic, "reason": reason}, now)
+        self._write_point(points.rejections(site, message.topic, reason, now))
         body = {"ts": format_ts(now), "topic": message.topic, "reason": reason, "excerpt": excerpt}
         # Not a configured site's: published on the "_" level, where the town reads it too.
         where = output_topic(UNATTRIBUTED_SITE if site == "*" else site, "rejected", self.prefix)
@@ -460,23 +446,34 @@ class Pipeline:
                 more,
             )
 
-    def _late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
+    def _count_if_late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
+        """Whether data for ``minute`` is late (``_is_late``); a late one is counted.
+
+        The site's first reading starts its judging at its minute (``_start_judging``).
+        """
+        if state.evaluated_until is None:
+            self._start_judging(state, minute)
+            return False
+        late = self._is_late(state, minute, now)
+        if late:
+            self.counters.late += 1
+        return late
+
+    @staticmethod
+    def _start_judging(state: SiteState, minute: datetime) -> None:
+        state.evaluated_until = minute
+        state.final_until = minute
+
+    def _is_late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
         """True if data for ``minute`` is late: the site's own data had moved on past the lateness.
 
         In data time (``closing.is_late``): a backlog read in order after an outage is not
         late. Late or not, a stored reading re-judges its minute if that was judged already
         (``_touched``).
         """
-        if state.evaluated_until is None:
-            state.evaluated_until = minute
-            state.final_until = minute
+        if state.evaluated_until is None or minute >= state.evaluated_until:
             return False
-        if minute >= state.evaluated_until:
-            return False
-        if closing.is_late(minute, state.newest, now, timedelta(seconds=self.config.daemon.lateness_s)):
-            self.counters.late += 1
-            return True
-        return False
+        return closing.is_late(minute, state.newest, now, timedelta(seconds=self.config.daemon.lateness_s))
 
     @staticmethod
     def _touched(state: SiteState, minute: datetime, reach: timedelta = timedelta(0)) -> None:
@@ -492,58 +489,15 @@ class Pipeline:
             state.dirty_minutes.add(minute)
             minute += MINUTE
 
-    def _seen(self, state: SiteState, sensor: str, ts: datetime, now: datetime) -> None:
-        health = state.health.get(sensor)
-        if health is None:
-            return
-        if ts > health.last_seen or not health.online:
-            health.last_seen = max(ts, health.last_seen)
-        if not health.online:
-            gap = (now - (health.offline_since or now)).total_seconds()
-            health.online = True
-            self.store.append_health(state.config.id, sensor, now, "online", gap, "", now)
-            self._influx(
-                "sensor_health",
-                {"site": state.config.id, "sensor": sensor},
-                {"online": True, "gap_s": gap},
-                now,
-            )
-            self.alerts.clear(
-                state.config.id,
-                f"offline:{sensor}",
-                f"Sensor {sensor} is back online after {gap / 60:.1f} minutes without data",
-                now,
-                audiences=("operator", "town") if health.town_alerted else ("operator",),
-            )
-            health.town_alerted = False
-
-    def _calibrated(self, state: SiteState, levels: SoundLevels) -> SoundLevels:
-        offset = state.offsets.get(levels.sensor)
-        if offset is None:
-            return levels
-
-        def shift(v: float | None) -> float | None:
-            return None if v is None else v + offset
-
-        return SoundLevels(
-            levels.site,
-            levels.sensor,
-            levels.ts,
-            levels.duration_s,
-            levels.LAeq + offset,
-            levels.LAFmax + offset,
-            levels.LCpeak + offset,
-            shift(levels.LASmax),
-            shift(levels.LZpeak),
-            shift(levels.LAFmin),
-            shift(levels.LCeq),
-            shift(levels.LZeq),
-        )
+    def _heard_from(self, state: SiteState, sensor: str, ts: datetime, now: datetime) -> None:
+        """A reading of ``sensor`` was stored: its health moves on (``HealthWatch.heard``: a sensor
+        back online is journaled, written to the outbox and its offline alert cleared)."""
+        self.health.heard(state.config.id, sensor, state.health.get(sensor), ts, now)
 
     def _accept_sound(self, state: SiteState, levels: SoundLevels, source: str, now: datetime) -> None:
         # Queued and written together at the end of the message (or batch): the hot path.
         minute = floor_minute(levels.ts)
-        self._pending_sound.append((state, levels, source, self._late(state, minute, now), minute))
+        self._pending_sound.append((state, levels, source, self._count_if_late(state, minute, now), minute))
 
     def _flush_sound(self, now: datetime) -> None:
         pending, self._pending_sound = self._pending_sound, []
@@ -570,15 +524,9 @@ class Pipeline:
             state.last_receipt = receipt
             if state.newest is None or end > state.newest:
                 state.newest = end
-            self._seen(state, levels.sensor, levels.ts, now)
-            if self.outbox_put is not None:
-                fields = {k: getattr(levels, k) for k in SOUND_FIELDS}
-                self._influx(
-                    "sound",
-                    {"site": levels.site, "sensor": levels.sensor},
-                    {**fields, "duration_s": levels.duration_s, "late": late},
-                    levels.ts,
-                )
+            self._heard_from(state, levels.sensor, levels.ts, now)
+            if self.outbox_put is not None:  # the hot path: no point made without an outbox
+                self._write_point(points.sound(levels, late))
 
     def _accept_audio(self, state: SiteState, block: AudioBlock, now: datetime) -> None:
         stored = self.store.append_audio(
@@ -606,44 +554,9 @@ class Pipeline:
             return
         sensor = state.config.sensor(block.sensor)
         assert sensor is not None
-        dtype = AUDIO_FORMATS[block.sample_format][0]
-        samples = np.frombuffer(block.pcm, dtype=dtype).astype(np.float64)
-        if dtype.startswith("<i"):
-            samples /= float(2 ** (8 * AUDIO_FORMATS[block.sample_format][1] - 1))
-        meter = state.meters.get(block.sensor)
-        expected = state.meter_next.get(block.sensor)
-        # A new meter when the stream starts, restarts or jumps: its periods are aligned to the block's time.
-        if (
-            meter is None
-            or meter.sample_rate != block.sample_rate
-            or expected is None
-            or abs((block.ts - expected).total_seconds()) > 0.5
-        ):
-            meter = acoustics.SoundLevelMeter(
-                block.sample_rate, period_s=1.0, calibration_db=sensor.calibration.full_scale_db
-            )
-            state.meters[block.sensor] = meter
-            state.meter_next[block.sensor] = block.ts
-            setattr(meter, "origin", block.ts)  # noqa: B010 - origin of the meter's start_s axis
-        state.meter_next[block.sensor] = block.ts + timedelta(seconds=len(samples) / block.sample_rate)
-        origin: datetime = getattr(meter, "origin")  # noqa: B009
-        for period in meter.process(samples):
-            ts = origin + timedelta(seconds=period.start_s)
-            levels = SoundLevels(
-                block.site,
-                block.sensor,
-                ts,
-                meter.period_samples / meter.sample_rate,
-                period.LAeq,
-                period.LAFmax,
-                period.LCpeak,
-                period.LASmax,
-                period.LZpeak,
-                period.LAFmin,
-                period.LCeq,
-                period.LZeq,
-            )
-            self._accept_sound(state, self._calibrated(state, levels), "audio", now)
+        offset = state.offsets.get(block.sensor)
+        for levels in state.audio.levels(block, sensor.calibration.full_scale_db):
+            self._accept_sound(state, calibrated(levels, offset), "audio", now)
 
     def _accept_reading(
         self,
@@ -652,7 +565,7 @@ class Pipeline:
         now: datetime,
     ) -> None:
         status = isinstance(reading, SensorStatus)  # a heartbeat has no minute to judge
-        late = False if status else self._late(state, floor_minute(reading.ts), now)
+        late = False if status else self._count_if_late(state, floor_minute(reading.ts), now)
         payload = payload_of(reading)
         stored = self.store.append_reading(reading, payload, late=late, now=now)
         if not stored.stored:
@@ -660,10 +573,9 @@ class Pipeline:
             self._conflict(reading.site, reading.sensor, READING_KIND[type(reading)], reading.ts, conflict)
             return
         self.counters.accepted += 1
-        self._seen(state, reading.sensor, reading.ts, now)
-        tags = {"site": reading.site, "sensor": reading.sensor}
+        self._heard_from(state, reading.sensor, reading.ts, now)
         if isinstance(reading, SensorStatus):
-            self._accept_status(state, reading, now)
+            self.health.on_status(state.config.id, reading, now)
             return
         self._touched(state, floor_minute(reading.ts))
         self.clock.observe(reading.end)
@@ -672,85 +584,7 @@ class Pipeline:
             state.newest = reading.end
         if isinstance(reading, LightSummary):
             self._cache_light(state, reading, now)
-            fields: dict[str, Any] = {
-                "lux_mean": reading.lux_mean,
-                "lux_min": reading.lux_min,
-                "lux_max": reading.lux_max,
-            }
-            self._influx(
-                "light", tags, {**fields, "duration_s": reading.duration_s, "late": late}, reading.ts
-            )
-        elif isinstance(reading, WeatherReading):
-            self._influx(
-                "weather",
-                tags,
-                {
-                    "wind_speed_ms": reading.wind_speed_ms,
-                    "rain": reading.rain,
-                    "rain_mm_h": reading.rain_mm_h,
-                    "duration_s": reading.duration_s,
-                    "late": late,
-                },
-                reading.ts,
-            )
-        else:
-            self._influx(
-                "turbidity",
-                tags,
-                {"ntu": reading.ntu, "duration_s": reading.duration_s, "late": late},
-                reading.ts,
-            )
-
-    def _accept_status(self, state: SiteState, status: SensorStatus, now: datetime) -> None:
-        site = state.config.id
-        self._influx(
-            "sensor_health",
-            {"site": site, "sensor": status.sensor},
-            {"online": True, "battery_pct": status.battery_pct, "clock_offset_s": status.clock_offset_s},
-            status.ts,
-        )
-        limit = self.config.daemon.clock_drift_limit_s
-        condition = f"clock:{status.sensor}"
-        if status.clock_offset_s is not None and abs(status.clock_offset_s) > limit:
-            self.alerts.raise_(
-                site,
-                ("operator",),
-                "clock_drift",
-                "warning",
-                condition,
-                f"Sensor {status.sensor} reports its clock {status.clock_offset_s:+.1f} s off "
-                f"(limit {limit:g} s); its timestamps may be wrong",
-                {"sensor": status.sensor},
-                now,
-            )
-        elif status.clock_offset_s is not None:
-            self.alerts.clear(site, condition, "", now, audiences=())
-        if status.calibration_reference_db is not None and status.calibration_measured_db is not None:
-            previous = self.store.last_calibration(site, status.sensor)
-            drift = None if previous is None else status.calibration_measured_db - previous["measured_db"]
-            flagged = drift is not None and abs(drift) > 0.5
-            self.store.append_calibration(
-                site,
-                status.sensor,
-                status.ts,
-                status.calibration_reference_db,
-                status.calibration_measured_db,
-                drift,
-                flagged,
-                now,
-            )
-            if flagged and drift is not None:
-                self.alerts.raise_(
-                    site,
-                    ("operator", "town"),
-                    "calibration_drift",
-                    "warning",
-                    f"calibration:{status.sensor}:{format_ts(status.ts)}",
-                    f"Sensor {status.sensor} calibration moved {drift:+.2f} dB since the last check "
-                    "(more than 0.5 dB): its measurements since then are in doubt",
-                    {"sensor": status.sensor, "drift_db": drift},
-                    now,
-                )
+        self._write_point(points.reading(reading, late))
 
     def _accept_event(self, state: SiteState, event: Event, now: datetime) -> None:
         payload = payload_of(event)
@@ -762,7 +596,7 @@ class Pipeline:
             return
         self.counters.accepted += 1
         state.events.append(event)
-        when = _event_time(event)
+        when = points.event_time(event)
         # An event can change the verdict on minutes already judged (a blast record
         # arriving after the impulse, a work period declared afterwards).
         if state.evaluated_until is not None:
@@ -773,15 +607,7 @@ class Pipeline:
             while minute < min(last + MINUTE, state.evaluated_until):
                 state.dirty_minutes.add(minute)
                 minute += MINUTE
-        summary = f"{type(event).__name__} {event.id}"
-        fields: dict[str, Any] = {"id": event.id, "summary": summary}
-        if isinstance(event, TruckPassage):
-            fields.update(gate=event.gate, direction=event.direction)
-        if isinstance(event, Blast):
-            fields["safety_reason"] = event.safety_reason
-        if isinstance(event, WorkPeriod | TemporaryLighting):
-            fields["end"] = format_ts(event.end)
-        self._influx("events", {"site": event.site, "kind": event_kind(event)}, fields, when)
+        self._write_point(points.events(event))
 
     # ------------------------------------------------------------------ periodic work
 
@@ -797,22 +623,12 @@ class Pipeline:
             for event in self.notices.take_announcements(now):
                 self._notice_event(event, now)
             for failed in self.deliveries.claim_undeliverable():
-                self.alerts.raise_(
-                    failed.site,
-                    failed.audiences,
-                    failed.kind,
-                    failed.severity,
-                    failed.condition,
-                    failed.message,
-                    dict(failed.data),
-                    now,
-                    dedupe=False,
-                )
+                self.alerts.raise_(failed.alert, now, dedupe=False)
             for state in self.sites.values():
                 try:
                     with self.store.savepoint():
                         self._evaluate(state, now)
-                        self._check_health(state, now)
+                        self._check_silence(state, now)
                         self._status(state, now)
                         self._anchor(state, now)
                 except Exception:  # one site's failure must not stop the others, or ingestion
@@ -873,13 +689,8 @@ class Pipeline:
             light_source = old_light
         lo = bisect.bisect_left(light_source, light_from, key=lambda r: r.ts)
         hi = bisect.bisect_left(light_source, light_to, key=lambda r: r.ts)
-        weather = [
-            _weather_from_row(r) for r in self.store.readings_between(site, "weather", *around("weather"))
-        ]
-        turbidity = [
-            _turbidity_from_row(r)
-            for r in self.store.readings_between(site, "turbidity", *around("turbidity"))
-        ]
+        weather = self.store.weather_between(site, *around("weather"))
+        turbidity = self.store.turbidity_between(site, *around("turbidity"))
         events = state.events
         return SiteData(
             sound=tuple(state.recent.between(*around("sound"))),
@@ -986,10 +797,7 @@ class Pipeline:
         first = min(minutes)
         if before == after == timedelta(0) or self._light_cached(state, first):
             return None
-        rows = self.store.readings_between(
-            state.config.id, "light", first - before, max(minutes) + MINUTE + after
-        )
-        return [_light_from_row(r) for r in rows]
+        return self.store.light_between(state.config.id, first - before, max(minutes) + MINUTE + after)
 
     @staticmethod
     def _light_cached(state: SiteState, minute: datetime) -> bool:
@@ -1022,12 +830,9 @@ class Pipeline:
             self.store.set_meta(f"window:{window}", json.dumps(sorted(current)))
 
     def _retract(self, site: str, finding_id: str, now: datetime) -> None:
-        row = self.store.conn.execute(
-            "SELECT data FROM findings WHERE id = ? ORDER BY revision DESC LIMIT 1", (finding_id,)
-        ).fetchone()
-        if row is None:
+        finding = self.store.latest_finding(finding_id)
+        if finding is None:
             return
-        finding = _finding_from_json(json.loads(row["data"]))
         if self.store.append_finding(finding, now, retracted=True):
             body = {**finding_to_json(finding), "retracted": True}
             self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
@@ -1036,23 +841,7 @@ class Pipeline:
         site = state.config.id
         body = finding_to_json(finding)
         self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
-        value = finding.measurements[0].value if finding.measurements else None
-        limit = finding.measurements[0].limit if finding.measurements else None
-        self._influx(
-            "findings",
-            {"site": site, "standard": finding.standard, "kind": finding.kind.value},
-            {
-                "id": finding.id,
-                "section": finding.section,
-                "summary": finding.summary,
-                "sensors": ",".join(finding.sensors),
-                "value": value,
-                "limit": limit,
-                "end": format_ts(finding.end),
-                "completeness": finding.completeness,
-            },
-            finding.start,
-        )
+        self._write_point(points.findings(finding))
         if finding.kind is FindingKind.VIOLATION:
             self._outgoing.append((output_topic(site, "violations", self.prefix), _json(body), False))
         if not alert:
@@ -1062,40 +851,21 @@ class Pipeline:
             # hour is one alert, not thirty); AlertBook clears it after min_gap_s of quiet.
             events = ",".join(r for r in finding.refs if r.split(":")[0] in EVENT_REF_KINDS)
             condition = f"{finding.kind.value}:{finding.standard}:{','.join(finding.sensors)}:{events}"
+            severity = "violation" if finding.kind is FindingKind.VIOLATION else "notice"
             self.alerts.raise_(
-                site,
-                ("town", "operator"),
-                finding.kind.value,
-                "violation" if finding.kind is FindingKind.VIOLATION else "notice",
-                condition,
-                finding.summary,
-                body,
+                Alert(
+                    site, ("town", "operator"), finding.kind.value, severity, condition, finding.summary, body
+                ),
                 now,
             )
         elif finding.kind is FindingKind.WARNING:
+            condition = f"warning:{finding.standard}:{','.join(finding.sensors)}"
             self.alerts.raise_(
-                site,
-                ("operator",),
-                "warning",
-                "warning",
-                f"warning:{finding.standard}:{','.join(finding.sensors)}",
-                finding.summary,
-                body,
-                now,
+                Alert(site, ("operator",), "warning", "warning", condition, finding.summary, body), now
             )
 
     def _notice_event(self, event: NoticeEvent, now: datetime) -> None:
-        self.alerts.raise_(
-            event.site,
-            event.audiences,
-            event.kind,
-            event.severity,
-            event.condition,
-            event.message,
-            dict(event.payload),
-            now,
-            dedupe=False,
-        )
+        self.alerts.raise_(event.alert, now, dedupe=False)
         self._outgoing.append(
             (output_topic(event.site, "notices", self.prefix), notice_payload_json(event.payload), False)
         )
@@ -1113,66 +883,25 @@ class Pipeline:
                 continue
             state.warned_minutes.add(key)
             body = finding_to_json(finding)
+            condition = f"early:{finding.standard}:{','.join(finding.sensors)}"
             self.alerts.raise_(
-                state.config.id,
-                ("operator",),
-                "early_warning",
-                "warning",
-                f"early:{finding.standard}:{','.join(finding.sensors)}",
-                finding.summary,
-                body,
+                Alert(
+                    state.config.id,
+                    ("operator",),
+                    "early_warning",
+                    "warning",
+                    condition,
+                    finding.summary,
+                    body,
+                ),
                 now,
             )
         state.warned_minutes = {k for k in state.warned_minutes if k[1] >= minute - timedelta(hours=1)}
 
-    def _check_health(self, state: SiteState, now: datetime) -> None:
+    def _check_silence(self, state: SiteState, now: datetime) -> None:
         if self.clock.mode == "data" and self.clock.data_now is None:
             return  # no data yet: no "now" to measure silence against
-        site = state.config.id
-        d = self.config.daemon
-        for sensor in state.config.sensors:
-            health = state.health[sensor.id]
-            if health.last_seen > now:
-                health.last_seen = now  # started before the data clock existed: count from its start
-            silent = (now - health.last_seen).total_seconds()
-            limit = sensor.expected_period_s * d.offline_after_periods
-            if health.online and silent > limit:
-                health.online = False
-                health.offline_since = health.last_seen
-                self.store.append_health(
-                    site,
-                    sensor.id,
-                    health.last_seen,
-                    "offline",
-                    None,
-                    f"silent for {silent:.0f} s (expected every {sensor.expected_period_s:g} s)",
-                    now,
-                )
-                self._influx("sensor_health", {"site": site, "sensor": sensor.id}, {"online": False}, now)
-                self.alerts.raise_(
-                    site,
-                    ("operator",),
-                    "sensor_offline",
-                    "warning",
-                    f"offline:{sensor.id}",
-                    f"Sensor {sensor.id} ({sensor.location or sensor.kind.value}) has sent nothing "
-                    f"since {format_ts(health.last_seen)}",
-                    {"sensor": sensor.id},
-                    now,
-                )
-            elif not health.online and not health.town_alerted and silent > d.town_offline_alert_s:
-                health.town_alerted = True
-                self.alerts.raise_(
-                    site,
-                    ("town",),
-                    "sensor_offline",
-                    "warning",
-                    f"offline-town:{sensor.id}",
-                    f"Sensor {sensor.id} at {state.config.name} has been offline for "
-                    f"{silent / 60:.0f} minutes",
-                    {"sensor": sensor.id},
-                    now,
-                )
+        self.health.check_silence(state.config, state.health, now)
 
     def _status(self, state: SiteState, now: datetime) -> None:
         if (
@@ -1196,42 +925,25 @@ class Pipeline:
         seq, head = self.store.head(site)
         if seq == 0:
             return
-        self.store.conn.execute(
-            "INSERT OR IGNORE INTO anchors (site, seq, head, published_us) VALUES (?,?,?,?)",
-            (site, seq, head, to_us(now)),
-        )
+        self.store.record_anchor(site, seq, head, now)
         self.store.restate_config(site, now)  # first entry after the anchor: every evidence segment holds it
         body = {"site": site, "seq": seq, "head": head, "ts": format_ts(now)}
         self._outgoing.append((output_topic(site, "anchors", self.prefix), _json(body), True))
+        message = f"Evidence chain of {site} at record {seq}: {head}"
         self.alerts.raise_(
-            site,
-            ("town",),
-            "anchor",
-            "info",
-            f"anchor:{seq}",
-            f"Evidence chain of {site} at record {seq}: {head}",
-            body,
-            now,
-            dedupe=False,
+            Alert(site, ("town",), "anchor", "info", f"anchor:{seq}", message, body), now, dedupe=False
         )
 
     # ------------------------------------------------------------------ outputs
 
-    def _influx(self, measurement: str, tags: dict[str, str], fields: dict[str, Any], ts: datetime) -> None:
-        if self.outbox_put is None:
-            return
-        clean = {k: v for k, v in fields.items() if v is not None}
-        if clean:
-            self.outbox_put([line(measurement, tags, clean, ts)])
+    def _write_point(self, point: str | None) -> None:
+        """Queue an InfluxDB point (``monitor.points``) in the outbox, in the current transaction."""
+        if self.outbox_put is not None and point is not None:
+            self.outbox_put([point])
 
     def _publish_alert(self, site: str, body: dict[str, Any]) -> None:
         self._outgoing.append((output_topic(site, "alerts", self.prefix), _json(body), False))
-        self._influx(
-            "alerts",
-            {"site": site, "audience": ",".join(body["audiences"]), "kind": body["kind"]},
-            {"id": body["id"], "message": body["message"], "severity": body["severity"]},
-            datetime.fromisoformat(body["ts"].replace("Z", "+00:00")),
-        )
+        self._write_point(points.alerts(site, body))
 
     def _flush_outgoing(self) -> None:
         outgoing, self._outgoing = self._outgoing, []
@@ -1249,68 +961,10 @@ def _json(body: dict[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":"), default=str).encode()
 
 
-def _event_time(event: Event) -> datetime:
-    if isinstance(event, BlastNotice):
-        return event.planned_ts
-    if isinstance(event, WorkPeriod | TemporaryLighting):
-        return event.start
-    return event.ts
-
-
 def _event_end(event: Event) -> datetime:
     if isinstance(event, WorkPeriod | TemporaryLighting):
         return event.end
-    return _event_time(event)
-
-
-def _light_from_row(row: Any) -> LightSummary:
-    d = json.loads(row["data"])
-    return LightSummary(
-        row["site"],
-        row["sensor"],
-        parse_ts(d["ts"]),
-        d["duration_s"],
-        d["lux_mean"],
-        d["lux_min"],
-        d["lux_max"],
-        tuple(d.get("burst", ())),
-        d.get("burst_rate_hz"),
-    )
-
-
-def _weather_from_row(row: Any) -> WeatherReading:
-    d = json.loads(row["data"])
-    rain = d.get("rain", False)
-    mm = None if isinstance(rain, bool) else float(rain)
-    return WeatherReading(
-        row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"], bool(rain), mm
-    )
-
-
-def _turbidity_from_row(row: Any) -> TurbidityReading:
-    d = json.loads(row["data"])
-    return TurbidityReading(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["ntu"])
-
-
-def _finding_from_json(d: dict[str, Any]) -> Finding:
-    return Finding(
-        site=d["site"],
-        standard=d["standard"],
-        section=d["section"],
-        kind=FindingKind(d["kind"]),
-        start=datetime.fromisoformat(d["start"]),
-        end=datetime.fromisoformat(d["end"]),
-        timezone=d["timezone"],
-        summary=d["summary"],
-        sensors=tuple(d["sensors"]),
-        measurements=tuple(
-            Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]
-        ),
-        exemptions=tuple(d["exemptions"]),
-        refs=tuple(d["refs"]),
-        completeness=d["completeness"],
-        details=d["details"],
-    )
+    return points.event_time(event)
 
 
 # --------------------------------------------------------------------------- the process

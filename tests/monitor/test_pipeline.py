@@ -166,14 +166,14 @@ def test_a_bug_on_one_message_rejects_it_and_keeps_the_rest(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bad_ts = T0 + timedelta(seconds=7)
-    seen = Pipeline._seen
+    heard_from = Pipeline._heard_from
 
     def buggy(self: Pipeline, state: object, sensor: str, ts: datetime, now: datetime) -> None:
         if ts == bad_ts:
             raise RuntimeError("a bug")
-        seen(self, state, sensor, ts, now)  # type: ignore[arg-type]
+        heard_from(self, state, sensor, ts, now)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Pipeline, "_seen", buggy)
+    monkeypatch.setattr(Pipeline, "_heard_from", buggy)
     world.levels(T0, 20, 60.0)
     rejected = world.store.conn.execute("SELECT reason FROM rejections").fetchall()
     assert [r[0] for r in rejected] == ["internal error (RuntimeError); logged for the maintainers"]
