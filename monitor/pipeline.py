@@ -20,7 +20,6 @@ finish the messages in hand, flush the outbox, disconnect (see ``run``).
 
 from __future__ import annotations
 
-import bisect
 import json
 import logging
 import math
@@ -29,7 +28,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import FrameType
 from typing import Any
@@ -37,8 +36,7 @@ from typing import Any
 import rules
 from monitor import acoustics, closing, points
 from monitor.alerts import Alert, AlertBook
-from monitor.audio import AudioStreams
-from monitor.config import Config, SiteConfig
+from monitor.config import Config
 from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
 from monitor.evidence import evidence_texts
@@ -49,8 +47,10 @@ from monitor.linkstate import LinkRecorder, LoginRefused
 from monitor.notices import NoticeBook, NoticeEvent
 from monitor.outbox import Outbox
 from monitor.recent import MINUTE, RecentSound, floor_minute
+from monitor.rejections import UNATTRIBUTED_SITE, LogGate, sender_of
 from monitor.render import notice_payload_json
 from monitor.runtime import freeze_startup_objects
+from monitor.sitestate import NEVER, SiteState, site_data
 from monitor.status import site_status  # the retained status message (also `minewatch status`)
 from monitor.store import READING_KIND, Store, finding_to_json, from_us, to_us
 from monitor.wire import (
@@ -65,35 +65,26 @@ from monitor.wire import (
     output_topic,
     payload_of,
     quick_levels_payload,
-    shown,
 )
 from rules.model import (
-    Blast,
-    BlastNotice,
     Event,
     Finding,
     FindingKind,
-    GenericEvent,
     LightSummary,
     SensorStatus,
-    SiteData,
     SoundLevels,
     TemporaryLighting,
-    TruckPassage,
     TurbidityReading,
     WeatherReading,
     WorkPeriod,
 )
-from rules.profile import Profile, load_profile
+from rules.profile import load_profile
 
 log = logging.getLogger("minewatch.pipeline")
 
 BATCH_LIMIT = 10_000  # messages per transaction: one commit (one fsync) amortised over many
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
-NEVER = datetime.min.replace(tzinfo=UTC)
 PRUNE_INTERVAL = timedelta(hours=1)
-LIGHT_BURSTS_KEPT = timedelta(hours=1)  # raw light bursts stay in the in-memory cache this long
-BURST_LOOKBACK = timedelta(minutes=15)  # at least the flashing rule's lookback (Dovre: 3 minutes)
 QUIET_S = 10.0  # wall seconds without a reading for a site (input up, none in hand): as complete as it gets
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
 TOWN_KINDS = frozenset(
@@ -103,11 +94,7 @@ TOWN_KINDS = frozenset(
         FindingKind.UNREPORTED_BLAST,
     }
 )
-LOG_GATE_S = 60.0  # a rejection log line per gate key per minute
-MAX_LOG_GATES = 1024
-MAX_GATES_PER_SENSOR = 16  # field names come from the payload: a sensor's distinct keys are capped
 MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
-UNATTRIBUTED_SITE = "_"  # the site level of …/rejected for topics of no configured site
 EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporary-lighting", "event"})
 Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
 
@@ -133,45 +120,6 @@ class Clock:
     def observe(self, ts: datetime) -> None:
         if self.mode == "data" and (self.data_now is None or ts > self.data_now):
             self.data_now = ts
-
-
-@dataclass
-class SiteState:
-    config: SiteConfig
-    profile: Profile
-    recent: RecentSound  # the recent minutes' sound readings, mirrored from the store
-    events: list[Event] = field(default_factory=list)
-    evaluated_until: datetime | None = None  # minutes before this had a first evaluation
-    final_until: datetime | None = None  # ... and before this their final one (lookahead passed)
-    dirty_minutes: set[datetime] = field(default_factory=set)  # late data landed in these
-    health: dict[str, SensorHealth] = field(default_factory=dict)
-    audio: AudioStreams = field(default_factory=AudioStreams)
-    last_status: datetime | None = None
-    last_anchor: datetime | None = None
-    warned_minutes: set[tuple[str, datetime]] = field(default_factory=set)
-    # Light summaries over the longest light lookback (the upward-light baseline wants days
-    # of them, too many to re-read from SQLite every minute); sorted by time.
-    light: list[LightSummary] = field(default_factory=list)
-    newest: datetime | None = None  # end of the newest reading stored for the site: its data's progress
-    last_receipt: float = field(default_factory=time.monotonic)  # of the newest reading, wall
-    # The light cache holds every summary from light_kept_from, with its raw burst from
-    # bursts_kept_from; a minute judged further back reads its light from the store.
-    light_kept_from: datetime = NEVER
-    bursts_kept_from: datetime = NEVER
-    last_reevaluation: datetime = NEVER
-    last_warning_check: datetime = NEVER
-
-    margin_cache: dict[str | None, tuple[timedelta, timedelta]] = field(default_factory=dict)
-    offsets: dict[str, float] = field(init=False)  # calibration offsets (dB) of the sensors that have one
-
-    def __post_init__(self) -> None:
-        self.offsets = {s.id: s.calibration.offset_db for s in self.config.sensors if s.calibration.offset_db}
-
-    def margins(self, kind: str | None = None) -> tuple[timedelta, timedelta]:
-        """(lookback, lookahead) of reading data the profile's rules need; fixed, so asked once."""
-        if kind not in self.margin_cache:
-            self.margin_cache[kind] = rules.data_margins(self.profile, kind)
-        return self.margin_cache[kind]
 
 
 @dataclass
@@ -246,8 +194,7 @@ class Pipeline:
         self._outgoing: list[tuple[str, bytes, bool]] = []
         self.last_prune = NEVER
         self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool, datetime]] = []
-        # (site, sensor, field) -> [monotonic time of the last line, lines suppressed since]
-        self._log_gate: dict[tuple[str, str, str], list[Any]] = {}
+        self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
         with store.batch():  # the profile and configuration every finding from now on is judged under
             for site in config.owned_sites:
                 store.append_config_record(site.id, *evidence_texts(config, site), now)
@@ -358,7 +305,7 @@ class Pipeline:
         if field_key not in self.counters.by_reason and len(self.counters.by_reason) >= MAX_REASON_KEYS:
             field_key = "other"  # field names come from the payload: the table stays bounded
         self.counters.by_reason[field_key] += 1
-        site, sensor = self._sender_of(message.topic)
+        site, sensor = sender_of(message.topic, self.prefix, self.site_configs)
         excerpt = message.payload[:200].decode("utf-8", "replace")
         self.store.append_rejection(site, message.topic, reason, excerpt, now)
         self._write_point(points.rejections(site, message.topic, reason, now))
@@ -366,85 +313,14 @@ class Pipeline:
         # Not a configured site's: published on the "_" level, where the town reads it too.
         where = output_topic(UNATTRIBUTED_SITE if site == "*" else site, "rejected", self.prefix)
         self._outgoing.append((where, _json(body), False))
-        self._log_rejection(site, sensor, field_name, message.topic, reason)
+        self.log_gate.rejection(site, sensor, field_name, message.topic, reason)
 
-    def _sender_of(self, topic: str) -> tuple[str, str]:
-        """(site, sensor) a rejected message is journaled and logged under.
-
-        The site is the topic's second level when that is a configured site, whatever the
-        shape of the rest (a topic of the wrong shape is still that site's business); "*"
-        otherwise. The sensor is "" unless it is configured for that site: invented names
-        are not keys of anything.
-        """
-        parts = topic.split("/", 4)
-        if len(parts) < 2 or parts[0] != self.prefix or parts[1] not in self.sites:
-            return "*", ""
-        site = parts[1]
-        if len(parts) >= 4 and parts[2] == "sensors":
-            sensor = parts[3]
-            if self.sites[site].config.sensor(sensor) is not None:
-                return site, sensor
-        return site, ""
-
-    def _log_rejection(self, site: str, sensor: str, field_name: str, topic: str, reason: str) -> None:
-        """One log line per configured sensor and field per minute; per site for everything else.
-
-        Unconfigured sensors share their site's gate, so a thousand invented names make one
-        line a minute, and the gate table holds at most MAX_LOG_GATES keys (expired ones are
-        dropped first; past the cap, a site's rejections share one key).
-        """
-        suppressed = self._gate((site, sensor, field_name if sensor else ""))
-        if suppressed is None:
-            return
-        more = f" ({suppressed} more like it in the last minute not logged)" if suppressed else ""
-        if sensor:
-            log.warning("Rejected message on %s: %s%s", shown(topic, 200), reason, more)
-        else:
-            log.warning(
-                "Rejected message on %s: %s%s; rejections of unconfigured sensors and topics of site %s"
-                " are logged once a minute",
-                shown(topic, 200),
-                reason,
-                more,
-                site,
-            )
-
-    def _gate(self, key: tuple[str, str, str]) -> int | None:
-        """None if a line under ``key`` was logged in the last minute, else how many were held back."""
-        wall = time.monotonic()
-        gate = self._log_gate.get(key)
-        if gate is None:
-            if len(self._log_gate) >= MAX_LOG_GATES:
-                self._log_gate = {k: g for k, g in self._log_gate.items() if wall - g[0] < LOG_GATE_S}
-            if len(self._log_gate) >= MAX_LOG_GATES:
-                key = (key[0], "", "")  # still full within the minute: the site's shared key
-            elif key[2] and sum(k[:2] == key[:2] for k in self._log_gate) >= MAX_GATES_PER_SENSOR:
-                key = (*key[:2], "*")  # a sensor's reasons beyond the first few share a line
-            gate = self._log_gate.get(key)
-        if gate is not None and wall - gate[0] < LOG_GATE_S:
-            gate[1] += 1
-            return None
-        self._log_gate[key] = [wall, 0]
-        return 0 if gate is None else int(gate[1])
-
-    def _conflict(self, site: str, sensor: str, kind: str, ts: datetime, journaled: bool) -> None:
+    def _count_duplicate(self, site: str, sensor: str, kind: str, ts: datetime, journaled: bool) -> None:
         """Count a resend of a kept reading (a duplicate either way); a conflict if its content differs."""
         self.counters.duplicates += 1
-        if not journaled:
-            return
-        self.counters.conflicts += 1
-        suppressed = self._gate((site, sensor, "conflict"))
-        if suppressed is not None:
-            more = f" ({suppressed} more in the last minute not logged)" if suppressed else ""
-            log.warning(
-                "Sensor %s/%s resent its %s of %s with other content: the first is kept, the conflict"
-                " journaled%s",
-                site,
-                sensor,
-                kind,
-                format_ts(ts),
-                more,
-            )
+        if journaled:
+            self.counters.conflicts += 1
+            self.log_gate.conflict(site, sensor, kind, ts)
 
     def _count_if_late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
         """Whether data for ``minute`` is late (``_is_late``); a late one is counted.
@@ -512,7 +388,7 @@ class Pipeline:
         for (state, levels, source, late, minute), new in zip(pending, stored, strict=True):
             if not new:
                 conflict = self.store.sound_conflict(levels, source, now)
-                self._conflict(levels.site, levels.sensor, "sound", levels.ts, conflict)
+                self._count_duplicate(levels.site, levels.sensor, "sound", levels.ts, conflict)
                 continue
             self.counters.accepted += 1
             state.recent.add(levels, minute)
@@ -550,7 +426,7 @@ class Pipeline:
                 block.pcm,
                 now,
             )
-            self._conflict(block.site, block.sensor, "audio", block.ts, conflict)
+            self._count_duplicate(block.site, block.sensor, "audio", block.ts, conflict)
             return
         sensor = state.config.sensor(block.sensor)
         assert sensor is not None
@@ -570,7 +446,9 @@ class Pipeline:
         stored = self.store.append_reading(reading, payload, late=late, now=now)
         if not stored.stored:
             conflict = self.store.reading_conflict(reading, payload, now)
-            self._conflict(reading.site, reading.sensor, READING_KIND[type(reading)], reading.ts, conflict)
+            self._count_duplicate(
+                reading.site, reading.sensor, READING_KIND[type(reading)], reading.ts, conflict
+            )
             return
         self.counters.accepted += 1
         self._heard_from(state, reading.sensor, reading.ts, now)
@@ -583,7 +461,9 @@ class Pipeline:
         if state.newest is None or reading.end > state.newest:
             state.newest = reading.end
         if isinstance(reading, LightSummary):
-            self._cache_light(state, reading, now)
+            # Kept for the minutes still to be judged and those late data may re-judge.
+            judged = min(self.clock.now(), state.final_until or now)
+            state.cache_light(reading, judged, timedelta(seconds=self.config.daemon.lateness_s))
         self._write_point(points.reading(reading, late))
 
     def _accept_event(self, state: SiteState, event: Event, now: datetime) -> None:
@@ -645,66 +525,6 @@ class Pipeline:
             if removed:
                 log.info("Pruned %d readings older than %g days", removed, self.config.storage.retention_days)
 
-    def _cache_light(self, state: SiteState, reading: LightSummary, now: datetime) -> None:
-        bisect.insort(state.light, reading, key=lambda r: r.ts)
-        lookback, _ = state.margins("light")
-        # Kept for the minutes still to be judged (a draining backlog is behind the clock)
-        # and those late data may re-judge; older ones read the store (_old_light).
-        judged = min(self.clock.now(), state.final_until or now)
-        keep_from = judged - lookback - timedelta(seconds=self.config.daemon.lateness_s) - MINUTE
-        if state.light and state.light[0].ts < keep_from:
-            del state.light[: bisect.bisect_left(state.light, keep_from, key=lambda r: r.ts)]
-        # Raw bursts matter only to the flashing rule's short lookback: drop them after an hour.
-        strip_before = judged - LIGHT_BURSTS_KEPT
-        state.light_kept_from = max(state.light_kept_from, keep_from)
-        state.bursts_kept_from = max(state.bursts_kept_from, strip_before)
-        for i in range(len(state.light)):
-            old = state.light[i]
-            if old.ts >= strip_before:
-                break
-            if old.burst:
-                state.light[i] = replace(old, burst=(), burst_rate_hz=None)
-
-    def _site_data(
-        self,
-        state: SiteState,
-        start: datetime,
-        end: datetime,
-        old_light: list[LightSummary] | None = None,
-    ) -> SiteData:
-        """Readings around [start, end), each kind with the margins its rules need; all events.
-
-        Light comes from the in-memory cache, or from ``old_light`` (read from the store by
-        ``_old_light``) for a minute re-judged further back than the cache holds whole.
-        """
-        site = state.config.id
-
-        def around(kind: str) -> tuple[datetime, datetime]:
-            before, after = state.margins(kind)
-            return start - before, end + after
-
-        light_from, light_to = around("light")
-        light_source = state.light
-        if old_light is not None and not self._light_cached(state, start):
-            light_source = old_light
-        lo = bisect.bisect_left(light_source, light_from, key=lambda r: r.ts)
-        hi = bisect.bisect_left(light_source, light_to, key=lambda r: r.ts)
-        weather = self.store.weather_between(site, *around("weather"))
-        turbidity = self.store.turbidity_between(site, *around("turbidity"))
-        events = state.events
-        return SiteData(
-            sound=tuple(state.recent.between(*around("sound"))),
-            light=tuple(light_source[lo:hi]),
-            weather=tuple(weather),
-            turbidity=tuple(turbidity),
-            blast_notices=tuple(e for e in events if isinstance(e, BlastNotice)),
-            blasts=tuple(e for e in events if isinstance(e, Blast)),
-            trucks=tuple(e for e in events if isinstance(e, TruckPassage)),
-            work=tuple(e for e in events if isinstance(e, WorkPeriod)),
-            temporary_lighting=tuple(e for e in events if isinstance(e, TemporaryLighting)),
-            other_events=tuple(e for e in events if isinstance(e, GenericEvent)),
-        )
-
     def _evaluate(self, state: SiteState, now: datetime) -> None:
         if state.evaluated_until is None or state.final_until is None:
             return
@@ -727,9 +547,9 @@ class Pipeline:
             while f + MINUTE <= final_ready and f < m:
                 minutes.add(f)  # second look once the lookahead (late blast records, trucks) has passed
                 f += MINUTE
-        old_light = self._old_light(state, minutes)
+        old_light = state.old_light(self.store, minutes)
         for minute in sorted(minutes):
-            data = self._site_data(state, minute, minute + MINUTE, old_light)
+            data = site_data(state, self.store, minute, minute + MINUTE, old_light)
             findings = rules.evaluate_site(
                 state.config.context(), state.profile, data, minute, minute + MINUTE, now
             )
@@ -788,22 +608,6 @@ class Pipeline:
                 format_ts(self.pruned_before),
             )
         return kept
-
-    def _old_light(self, state: SiteState, minutes: set[datetime]) -> list[LightSummary] | None:
-        """Light for minutes re-judged further back than the cache holds whole, from the store."""
-        if not minutes:
-            return None
-        before, after = state.margins("light")
-        first = min(minutes)
-        if before == after == timedelta(0) or self._light_cached(state, first):
-            return None
-        return self.store.light_between(state.config.id, first - before, max(minutes) + MINUTE + after)
-
-    @staticmethod
-    def _light_cached(state: SiteState, minute: datetime) -> bool:
-        """Whether the light cache holds all that judging ``minute`` reads (bursts: a short lookback)."""
-        before, _ = state.margins("light")
-        return minute - before >= state.light_kept_from and minute - BURST_LOOKBACK >= state.bursts_kept_from
 
     def _record_findings(
         self, state: SiteState, minute: datetime, findings: list[Finding], now: datetime
@@ -876,7 +680,7 @@ class Pipeline:
 
     def _early_warnings(self, state: SiteState, now: datetime) -> None:
         minute = floor_minute(now)
-        data = self._site_data(state, minute, now)
+        data = site_data(state, self.store, minute, now)
         for finding in rules.early_warnings(state.config.context(), state.profile, data, now):
             key = (finding.id, minute)
             if key in state.warned_minutes:

@@ -23,7 +23,8 @@ from monitor.cli import main
 from monitor.config import Config, load_config, parse_config
 from monitor.evidence import export_bundle, load_anchors, verify_bundle
 from monitor.ingest import Inbound
-from monitor.pipeline import MAX_GATES_PER_SENSOR, MAX_LOG_GATES, MAX_REASON_KEYS, Clock, Pipeline
+from monitor.pipeline import MAX_REASON_KEYS, Clock, Pipeline
+from monitor.rejections import MAX_GATES_PER_SENSOR, MAX_LOG_GATES
 from monitor.store import Store, digest_of, sound_record, to_us
 from monitor.wire import AudioBlock, encode, format_ts
 from rules.model import LightSummary, SoundLevels
@@ -108,7 +109,7 @@ def test_a_thousand_invented_sensor_names_make_one_log_line(
     lines = warnings(caplog)
     assert len(lines) == 1, lines
     assert "sensor fake0: not configured for site q" in lines[0] and "of site q" in lines[0]
-    assert len(world.pipeline._log_gate) == 1  # one key for the site, not one per name
+    assert len(world.pipeline.log_gate) == 1  # one key for the site, not one per name
     # A configured sensor's own rejections keep their own line.
     world.send_raw(("minewatch/q/sensors/n1/levels", json.dumps({**LEVELS, "LAeq": "x"}).encode()))
     assert len(warnings(caplog)) == 2 and "LAeq: not a number" in warnings(caplog)[1]
@@ -124,7 +125,7 @@ def test_log_gate_and_reason_tables_stay_bounded(world: World, caplog: pytest.Lo
     ]
     world.send_raw(*messages)
     assert world.pipeline.counters.rejected == len(messages)
-    assert len(world.pipeline._log_gate) <= MAX_LOG_GATES
+    assert len(world.pipeline.log_gate) <= MAX_LOG_GATES
     assert len(world.pipeline.counters.by_reason) <= MAX_REASON_KEYS + 1
     assert sum(world.pipeline.counters.by_reason.values()) == len(messages)
     assert len(warnings(caplog)) == MAX_GATES_PER_SENSOR + 1  # the first reasons, then one shared line
@@ -143,14 +144,14 @@ def test_gates_open_again_after_a_minute_and_the_table_is_capped(
     lines = warnings(caplog)
     assert len(lines) == 2 and "(4 more like it in the last minute not logged)" in lines[1]
     # Past MAX_LOG_GATES live keys, new ones share their site's key; expired keys are dropped.
-    monkeypatch.setattr("monitor.pipeline.MAX_LOG_GATES", 4)
-    monkeypatch.setattr("monitor.pipeline.MAX_GATES_PER_SENSOR", 100)
+    monkeypatch.setattr("monitor.rejections.MAX_LOG_GATES", 4)
+    monkeypatch.setattr("monitor.rejections.MAX_GATES_PER_SENSOR", 100)
     bad = [("minewatch/q/sensors/n1/levels", json.dumps({**LEVELS, f"f{i}": 1}).encode()) for i in range(10)]
     world.send_raw(*bad)
-    assert len(world.pipeline._log_gate) <= 5
+    assert len(world.pipeline.log_gate) <= 5
     wall[0] += 61
     world.send_raw(("minewatch/q/sensors/n1/levels", json.dumps({**LEVELS, "g": 1}).encode()))
-    assert list(world.pipeline._log_gate) == [("q", "n1", "g")]
+    assert list(world.pipeline.log_gate) == [("q", "n1", "g")]
 
 
 def test_hostile_times_through_the_pipeline_leave_no_memory_behind(world: World) -> None:
