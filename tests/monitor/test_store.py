@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,7 +61,7 @@ def test_sound_digest_is_the_canonical_record_digest() -> None:
 def test_many_sounds_with_duplicates_across_statements(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     # Rows with and without the optional levels (inserted by different statements), mixed.
-    optional = {"LASmax": 60.5, "LZeq": 66.0}
+    optional: dict[str, Any] = {"LASmax": 60.5, "LZeq": 66.0}
     first = [
         (
             SoundLevels("q", f"n{i % 3}", T0 + timedelta(seconds=i // 3), 1.0, 60.0, 61.0, 75.0)._replace(
