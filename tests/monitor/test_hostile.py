@@ -28,36 +28,23 @@ from monitor.rejections import MAX_GATES_PER_SENSOR, MAX_LOG_GATES
 from monitor.store import Store, digest_of, sound_record, to_us
 from monitor.wire import AudioBlock, encode, format_ts
 from rules.model import LightSummary, SoundLevels
+from tests.configs import quarry_config, sensor
 from tests.daemon_harness import Client, Daemon, store_count, wait_until, write_config
 from tests.servers import Mosquitto
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
 
-CONFIG = """
-[storage]
-path = "{store}"
-[daemon]
-lateness_s = 300
-[[sites]]
-id = "q"
-name = "Quarry"
-timezone = "America/Chicago"
-latitude = 45.27
-longitude = -91.62
-[[sites.sensors]]
-id = "n1"
-kind = "sound"
-[[sites.sensors]]
-id = "l1"
-kind = "light"
-"""
+
+def config_text(store: str | Path) -> str:
+    sensors = [sensor("n1", "sound"), sensor("l1", "light")]
+    return quarry_config(store, daemon={"lateness_s": 300}, sensors=sensors)
 
 
 class World:
     def __init__(self, tmp_path: Path) -> None:
         self.now = T0
         self.config_path = tmp_path / "c.toml"
-        self.config_path.write_text(CONFIG.format(store=tmp_path / "store.db"))
+        self.config_path.write_text(config_text(tmp_path / "store.db"))
         self.config: Config = parse_config(self.config_path.read_text())
         self.store = Store(self.config.storage.path)
         self.published: list[tuple[str, dict[str, object]]] = []
