@@ -20,7 +20,6 @@ finish the messages in hand, flush the outbox, disconnect (see ``run``).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import signal
@@ -35,7 +34,8 @@ from typing import Any
 
 import rules
 from monitor import acoustics, closing, points
-from monitor.alerts import Alert, AlertBook
+from monitor.alerts import AlertBook
+from monitor.announce import Announcer, Outgoing, Publish
 from monitor.config import Config
 from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
@@ -44,15 +44,13 @@ from monitor.health import HealthWatch, SensorHealth, calibrated
 from monitor.influx import InfluxForwarder
 from monitor.ingest import Handoff, Inbound, MqttLink
 from monitor.linkstate import LinkRecorder, LoginRefused
-from monitor.notices import NoticeBook, NoticeEvent
+from monitor.notices import NoticeBook
 from monitor.outbox import Outbox
 from monitor.recent import MINUTE, RecentSound, floor_minute
 from monitor.rejections import UNATTRIBUTED_SITE, LogGate, sender_of
-from monitor.render import notice_payload_json
 from monitor.runtime import freeze_startup_objects
 from monitor.sitestate import NEVER, SiteState, site_data
-from monitor.status import site_status  # the retained status message (also `minewatch status`)
-from monitor.store import READING_KIND, Store, finding_to_json, from_us, to_us
+from monitor.store import READING_KIND, Store, from_us
 from monitor.wire import (
     AudioBlock,
     BandLevels,
@@ -62,14 +60,11 @@ from monitor.wire import (
     decode,
     format_ts,
     levels_sender,
-    output_topic,
     payload_of,
     quick_levels_payload,
 )
 from rules.model import (
     Event,
-    Finding,
-    FindingKind,
     LightSummary,
     SensorStatus,
     SoundLevels,
@@ -87,16 +82,7 @@ EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with r
 PRUNE_INTERVAL = timedelta(hours=1)
 QUIET_S = 10.0  # wall seconds without a reading for a site (input up, none in hand): as complete as it gets
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
-TOWN_KINDS = frozenset(
-    {
-        FindingKind.VIOLATION,
-        FindingKind.SAFETY_EXCEPTION,
-        FindingKind.UNREPORTED_BLAST,
-    }
-)
 MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
-EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporary-lighting", "event"})
-Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
 
 
 class Clock:
@@ -191,7 +177,8 @@ class Pipeline:
         # Every raised alert is queued for delivery in the same transaction that journals it.
         self.alerts.listeners.append(lambda body: self._enqueue_delivery(body))
         self.deliveries_pending = False
-        self._outgoing: list[tuple[str, bytes, bool]] = []
+        self.outgoing = Outgoing(self.prefix, publish)  # published after each commit
+        self.announcer = Announcer(store, self.alerts, self.notices, self.outgoing, self._write_point)
         self.last_prune = NEVER
         self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool, datetime]] = []
         self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
@@ -234,7 +221,7 @@ class Pipeline:
             # A bug on one message: redo the batch one savepoint per message, so that
             # message alone is rolled back and rejected and the rest are kept.
             log.exception("Internal error in a batch; retrying it message by message")
-            self._outgoing.clear()
+            self.outgoing.clear()
             self._pending_sound.clear()
             self._forget_recent_sound()
             with self.store.batch():
@@ -252,7 +239,7 @@ class Pipeline:
                             f"internal error ({type(exc).__name__}); logged for the maintainers",
                             "internal",
                         )
-        self._flush_outgoing()
+        self.outgoing.flush()
 
     def _forget_recent_sound(self) -> None:
         for state in self.sites.values():
@@ -311,8 +298,7 @@ class Pipeline:
         self._write_point(points.rejections(site, message.topic, reason, now))
         body = {"ts": format_ts(now), "topic": message.topic, "reason": reason, "excerpt": excerpt}
         # Not a configured site's: published on the "_" level, where the town reads it too.
-        where = output_topic(UNATTRIBUTED_SITE if site == "*" else site, "rejected", self.prefix)
-        self._outgoing.append((where, _json(body), False))
+        self.outgoing.add(UNATTRIBUTED_SITE if site == "*" else site, "rejected", body)
         self.log_gate.rejection(site, sensor, field_name, message.topic, reason)
 
     def _count_duplicate(self, site: str, sensor: str, kind: str, ts: datetime, journaled: bool) -> None:
@@ -501,7 +487,7 @@ class Pipeline:
             # Notice changes made by the town with `minewatch notices` (another process),
             # and deliveries that gave up, are announced by the daemon, the chain's one writer.
             for event in self.notices.take_announcements(now):
-                self._notice_event(event, now)
+                self.announcer.notice_event(event, now)
             for failed in self.deliveries.claim_undeliverable():
                 self.alerts.raise_(failed.alert, now, dedupe=False)
             for state in self.sites.values():
@@ -509,13 +495,13 @@ class Pipeline:
                     with self.store.savepoint():
                         self._evaluate(state, now)
                         self._check_silence(state, now)
-                        self._status(state, now)
-                        self._anchor(state, now)
+                        self.announcer.status(state, now, self.config.daemon.status_interval_s)
+                        self.announcer.anchor(state, now, self.config.daemon.anchor_interval_s)
                 except Exception:  # one site's failure must not stop the others, or ingestion
                     log.exception(
                         "Periodic work for site %r failed; retrying on the next tick", state.config.id
                     )
-        self._flush_outgoing()
+        self.outgoing.flush()
         if now - self.last_prune >= PRUNE_INTERVAL:
             self.last_prune = now
             # Per-second readings expire after storage.retention_days; findings, events,
@@ -553,7 +539,7 @@ class Pipeline:
             findings = rules.evaluate_site(
                 state.config.context(), state.profile, data, minute, minute + MINUTE, now
             )
-            self._record_findings(state, minute, findings, now)
+            self.counters.findings += self.announcer.record_findings(state, minute, findings, now)
         if m != state.evaluated_until or f != state.final_until:
             state.evaluated_until, state.final_until = m, f
             self.store.set_progress(state.config.id, m, f)
@@ -561,7 +547,7 @@ class Pipeline:
         state.recent.forget_before(min(f, m) - state.margins("sound")[0] - MINUTE)
         if now - state.last_warning_check >= REEVALUATION_INTERVAL:
             state.last_warning_check = now
-            self._early_warnings(state, now)
+            self.announcer.early_warnings(state, now)
 
     def _closed_until(self, state: SiteState, now: datetime) -> datetime | None:
         """Time before which the site's minutes are complete enough to judge (``closing.closed_until``).
@@ -609,134 +595,14 @@ class Pipeline:
             )
         return kept
 
-    def _record_findings(
-        self, state: SiteState, minute: datetime, findings: list[Finding], now: datetime
-    ) -> None:
-        site = state.config.id
-        window = f"{site}|{to_us(minute)}"
-        previous = set(json.loads(self.store.meta(f"window:{window}") or "[]"))
-        current = {f.id for f in findings}
-        stored: list[Finding] = []
-        for finding in findings:
-            if not self.store.append_finding(finding, now):
-                continue
-            self.counters.findings += 1
-            stored.append(finding)
-            # A revision (the minute re-judged with late data) is published, not alerted again:
-            # people were told of the finding when it was made.
-            self._announce(state, finding, now, alert=finding.id not in previous)
-        # Violation episodes open notices (section 13.3.A) or continue / escalate them.
-        for event in self.notices.on_findings(state.config, state.profile, stored, now):
-            self._notice_event(event, now)
-        for gone in previous - current:
-            self._retract(site, gone, now)
-        if current != previous:
-            self.store.set_meta(f"window:{window}", json.dumps(sorted(current)))
-
-    def _retract(self, site: str, finding_id: str, now: datetime) -> None:
-        finding = self.store.latest_finding(finding_id)
-        if finding is None:
-            return
-        if self.store.append_finding(finding, now, retracted=True):
-            body = {**finding_to_json(finding), "retracted": True}
-            self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
-
-    def _announce(self, state: SiteState, finding: Finding, now: datetime, *, alert: bool = True) -> None:
-        site = state.config.id
-        body = finding_to_json(finding)
-        self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
-        self._write_point(points.findings(finding))
-        if finding.kind is FindingKind.VIOLATION:
-            self._outgoing.append((output_topic(site, "violations", self.prefix), _json(body), False))
-        if not alert:
-            return
-        if finding.kind in TOWN_KINDS:
-            # One alert per standard, sensors and event while it keeps recurring (a noisy half
-            # hour is one alert, not thirty); AlertBook clears it after min_gap_s of quiet.
-            events = ",".join(r for r in finding.refs if r.split(":")[0] in EVENT_REF_KINDS)
-            condition = f"{finding.kind.value}:{finding.standard}:{','.join(finding.sensors)}:{events}"
-            severity = "violation" if finding.kind is FindingKind.VIOLATION else "notice"
-            self.alerts.raise_(
-                Alert(
-                    site, ("town", "operator"), finding.kind.value, severity, condition, finding.summary, body
-                ),
-                now,
-            )
-        elif finding.kind is FindingKind.WARNING:
-            condition = f"warning:{finding.standard}:{','.join(finding.sensors)}"
-            self.alerts.raise_(
-                Alert(site, ("operator",), "warning", "warning", condition, finding.summary, body), now
-            )
-
-    def _notice_event(self, event: NoticeEvent, now: datetime) -> None:
-        self.alerts.raise_(event.alert, now, dedupe=False)
-        self._outgoing.append(
-            (output_topic(event.site, "notices", self.prefix), notice_payload_json(event.payload), False)
-        )
-
     def _enqueue_delivery(self, body: dict[str, Any]) -> None:
         if self.deliveries.enqueue(body, self.clock.now()):
             self.deliveries_pending = True
-
-    def _early_warnings(self, state: SiteState, now: datetime) -> None:
-        minute = floor_minute(now)
-        data = site_data(state, self.store, minute, now)
-        for finding in rules.early_warnings(state.config.context(), state.profile, data, now):
-            key = (finding.id, minute)
-            if key in state.warned_minutes:
-                continue
-            state.warned_minutes.add(key)
-            body = finding_to_json(finding)
-            condition = f"early:{finding.standard}:{','.join(finding.sensors)}"
-            self.alerts.raise_(
-                Alert(
-                    state.config.id,
-                    ("operator",),
-                    "early_warning",
-                    "warning",
-                    condition,
-                    finding.summary,
-                    body,
-                ),
-                now,
-            )
-        state.warned_minutes = {k for k in state.warned_minutes if k[1] >= minute - timedelta(hours=1)}
 
     def _check_silence(self, state: SiteState, now: datetime) -> None:
         if self.clock.mode == "data" and self.clock.data_now is None:
             return  # no data yet: no "now" to measure silence against
         self.health.check_silence(state.config, state.health, now)
-
-    def _status(self, state: SiteState, now: datetime) -> None:
-        if (
-            state.last_status
-            and (now - state.last_status).total_seconds() < self.config.daemon.status_interval_s
-        ):
-            return
-        state.last_status = now
-        online = {s: h.online for s, h in state.health.items()}
-        body = site_status(self.store, state.config, now, online)
-        self._outgoing.append((output_topic(state.config.id, "status", self.prefix), _json(body), True))
-
-    def _anchor(self, state: SiteState, now: datetime) -> None:
-        if (
-            state.last_anchor
-            and (now - state.last_anchor).total_seconds() < self.config.daemon.anchor_interval_s
-        ):
-            return
-        state.last_anchor = now
-        site = state.config.id
-        seq, head = self.store.head(site)
-        if seq == 0:
-            return
-        self.store.record_anchor(site, seq, head, now)
-        self.store.restate_config(site, now)  # first entry after the anchor: every evidence segment holds it
-        body = {"site": site, "seq": seq, "head": head, "ts": format_ts(now)}
-        self._outgoing.append((output_topic(site, "anchors", self.prefix), _json(body), True))
-        message = f"Evidence chain of {site} at record {seq}: {head}"
-        self.alerts.raise_(
-            Alert(site, ("town",), "anchor", "info", f"anchor:{seq}", message, body), now, dedupe=False
-        )
 
     # ------------------------------------------------------------------ outputs
 
@@ -746,23 +612,11 @@ class Pipeline:
             self.outbox_put([point])
 
     def _publish_alert(self, site: str, body: dict[str, Any]) -> None:
-        self._outgoing.append((output_topic(site, "alerts", self.prefix), _json(body), False))
+        self.outgoing.add(site, "alerts", body)
         self._write_point(points.alerts(site, body))
-
-    def _flush_outgoing(self) -> None:
-        outgoing, self._outgoing = self._outgoing, []
-        for topic, payload, retain in outgoing:
-            try:
-                self.publish(topic, payload, retain)
-            except Exception as exc:  # an output failure must not stop ingestion; the store has it
-                log.error("Could not publish to %r: %s", topic, exc)
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _json(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":"), default=str).encode()
 
 
 def _event_end(event: Event) -> datetime:
