@@ -1,16 +1,19 @@
-"""The daemon's pipeline, wired in one place.
+"""The daemon's pipeline: wires the parts and schedules their work, in one place.
 
     broker ──► ingest.MqttLink ──► ingest.Handoff ──► Pipeline.handle_batch (one thread)
                (levels decoded ahead: wire.quick_levels)      │
           wire.decode ──┬── rejected ──► store.rejections ─────────────────► …/{site}/rejected
-                        └── accepted ──► audio/bands ─► acoustics ─► SoundLevels
-                                         store.append_* (+ hash chain, + Influx outbox)
-                                         recent.RecentSound (the sound the rules read)
+                        │               (rejections: who it is journaled under, rate-limited log)
+                        └── accepted ──► audio (audio.AudioStreams) / bands ─► SoundLevels
+                                         (health.calibrated: the sensor's calibration offset)
+                                         store.append_* (+ hash chain, + Influx outbox: points.*)
+                                         recent.RecentSound, sitestate (what the rules read)
                                          ─── COMMIT ──► ack to broker
           Pipeline.tick (after each batch, and on idle):
-             closed minutes ─► rules.evaluate_site ─► findings ─► store ─► …/violations, …/findings
-                                                        └─► alerts (town, operator)  ─► …/alerts
-             early warnings, sensor health (offline/online), retained …/status, chain anchors …/anchors
+             closed minutes ─► rules.evaluate_site ─► announce.Announcer: findings ─► store,
+                               …/violations, …/findings, alerts (alerts.Alert), notices
+             early warnings, sensor health (health.HealthWatch), retained …/status,
+             chain anchors …/anchors (announce.Announcer)
     outbox ──► influx.InfluxForwarder (own thread) ──► InfluxDB
 
 Start order: store and outputs first, then the broker subscription, so nothing
@@ -40,13 +43,13 @@ from monitor.config import Config
 from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
 from monitor.evidence import evidence_texts
-from monitor.health import HealthWatch, SensorHealth, calibrated
+from monitor.health import HealthWatch, calibrated
 from monitor.influx import InfluxForwarder
 from monitor.ingest import Handoff, Inbound, MqttLink
 from monitor.linkstate import LinkRecorder, LoginRefused
 from monitor.notices import NoticeBook
 from monitor.outbox import Outbox
-from monitor.recent import MINUTE, RecentSound, floor_minute
+from monitor.recent import MINUTE, floor_minute
 from monitor.rejections import UNATTRIBUTED_SITE, LogGate, sender_of
 from monitor.runtime import freeze_startup_objects
 from monitor.sitestate import NEVER, SiteState, site_data
@@ -78,7 +81,6 @@ from rules.profile import load_profile
 log = logging.getLogger("minewatch.pipeline")
 
 BATCH_LIMIT = 10_000  # messages per transaction: one commit (one fsync) amortised over many
-EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 PRUNE_INTERVAL = timedelta(hours=1)
 QUIET_S = 10.0  # wall seconds without a reading for a site (input up, none in hand): as complete as it gets
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
@@ -154,19 +156,7 @@ class Pipeline:
         now = clock.now()
         for site in config.owned_sites:
             profile = load_profile(site.profile, site.agreement)
-            state = SiteState(site, profile, RecentSound(site.id, store.sound_between))
-            state.newest = newest[site.id]
-            state.events = store.events_since(site.id, now - EVENT_HISTORY)
-            progress = store.progress(site.id)
-            if progress:
-                state.evaluated_until, state.final_until = progress
-            state.health = {s.id: SensorHealth(now) for s in site.sensors}
-            light_back, _ = state.margins("light")
-            # From what the next minute to judge needs (a restart may be behind the clock).
-            light_from = min(now, state.final_until or now) - light_back - MINUTE
-            state.light_kept_from = light_from
-            state.light = store.light_between(site.id, light_from, now + EVENT_HISTORY)
-            self.sites[site.id] = state
+            self.sites[site.id] = SiteState.restore(site, profile, store, newest[site.id], now)
         self.generic_kinds = {
             s: frozenset(getattr(st.profile, "event_kinds", ())) for s, st in self.sites.items()
         }

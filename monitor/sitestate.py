@@ -33,6 +33,7 @@ from rules.model import (
 from rules.profile import Profile
 
 NEVER = datetime.min.replace(tzinfo=UTC)
+EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
 LIGHT_BURSTS_KEPT = timedelta(hours=1)  # raw light bursts stay in the in-memory cache this long
 BURST_LOOKBACK = timedelta(minutes=15)  # at least the flashing rule's lookback (Dovre: 3 minutes)
 
@@ -68,6 +69,28 @@ class SiteState:
 
     def __post_init__(self) -> None:
         self.offsets = {s.id: s.calibration.offset_db for s in self.config.sensors if s.calibration.offset_db}
+
+    @classmethod
+    def restore(
+        cls, config: SiteConfig, profile: Profile, store: Store, newest: datetime | None, now: datetime
+    ) -> SiteState:
+        """The state of a site on start-up, from the store: progress, events, the light cache.
+
+        ``newest``: the end of the newest reading stored for the site (``Store.newest_data_end``).
+        """
+        state = cls(config, profile, RecentSound(config.id, store.sound_between))
+        state.newest = newest
+        state.events = store.events_since(config.id, now - EVENT_HISTORY)
+        progress = store.progress(config.id)
+        if progress:
+            state.evaluated_until, state.final_until = progress
+        state.health = {s.id: SensorHealth(now) for s in config.sensors}
+        light_back, _ = state.margins("light")
+        # From what the next minute to judge needs (a restart may be behind the clock).
+        light_from = min(now, state.final_until or now) - light_back - MINUTE
+        state.light_kept_from = light_from
+        state.light = store.light_between(config.id, light_from, now + EVENT_HISTORY)
+        return state
 
     def margins(self, kind: str | None = None) -> tuple[timedelta, timedelta]:
         """(lookback, lookahead) of reading data the profile's rules need; fixed, so asked once."""
