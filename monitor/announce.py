@@ -18,6 +18,7 @@ import rules
 from monitor import points
 from monitor.alerts import Alert, AlertBook
 from monitor.notices import NoticeBook, NoticeEvent
+from monitor.points import WritePoint
 from monitor.recent import floor_minute
 from monitor.render import notice_payload_json
 from monitor.sitestate import SiteState, site_data
@@ -37,7 +38,6 @@ TOWN_KINDS = frozenset(
 )
 EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporary-lighting", "event"})
 Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
-WritePoint = Callable[[str | None], None]
 
 
 def _json(body: Mapping[str, Any]) -> bytes:
@@ -125,7 +125,7 @@ class Announcer:
     def _announce(self, site: str, finding: Finding, now: datetime, *, alert: bool) -> None:
         body = finding_to_json(finding)
         self.outgoing.add(site, "findings", body)
-        self.write_point(points.findings(finding))
+        self.write_point(points.findings, finding)
         if finding.kind is FindingKind.VIOLATION:
             self.outgoing.add(site, "violations", body)
         if not alert:

@@ -8,18 +8,16 @@ check is ``acoustics.calibration_drift``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from monitor import acoustics, points
 from monitor.alerts import Alert, AlertBook
 from monitor.config import DaemonConfig, SiteConfig
+from monitor.points import WritePoint
 from monitor.store import Store
 from monitor.wire import format_ts
 from rules.model import SensorStatus, SoundLevels
-
-WritePoint = Callable[[str | None], None]  # an InfluxDB point for the outbox (None: no point)
 
 
 @dataclass
@@ -81,7 +79,7 @@ class HealthWatch:
         gap = (now - (health.offline_since or now)).total_seconds()
         health.online = True
         self.store.append_health(site, sensor, now, "online", gap, "", now)
-        self.write_point(points.sensor_health(site, sensor, True, now, gap))
+        self.write_point(points.sensor_health, site, sensor, True, now, gap)
         self.alerts.clear(
             site,
             f"offline:{sensor}",
@@ -112,7 +110,7 @@ class HealthWatch:
                     f"silent for {silent:.0f} s (expected every {sensor.expected_period_s:g} s)",
                     now,
                 )
-                self.write_point(points.sensor_health(site.id, sensor.id, False, now))
+                self.write_point(points.sensor_health, site.id, sensor.id, False, now)
                 self.alerts.raise_(
                     Alert(
                         site.id,
@@ -143,7 +141,7 @@ class HealthWatch:
 
     def on_status(self, site: str, status: SensorStatus, now: datetime) -> None:
         """A stored heartbeat: its point, its clock offset against the limit, its calibration check."""
-        self.write_point(points.heartbeat(status))
+        self.write_point(points.heartbeat, status)
         self._check_clock(site, status, now)
         self._check_calibration(site, status, now)
 

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import FrameType
-from typing import Any
+from typing import Any, ParamSpec
 
 import rules
 from monitor import acoustics, closing, points
@@ -79,6 +79,7 @@ from rules.model import (
 from rules.profile import load_profile
 
 log = logging.getLogger("minewatch.pipeline")
+P = ParamSpec("P")
 
 BATCH_LIMIT = 10_000  # messages per transaction: one commit (one fsync) amortised over many
 PRUNE_INTERVAL = timedelta(hours=1)
@@ -285,7 +286,7 @@ class Pipeline:
         site, sensor = sender_of(message.topic, self.prefix, self.site_configs)
         excerpt = message.payload[:200].decode("utf-8", "replace")
         self.store.append_rejection(site, message.topic, reason, excerpt, now)
-        self._write_point(points.rejections(site, message.topic, reason, now))
+        self._write_point(points.rejections, site, message.topic, reason, now)
         body = {"ts": format_ts(now), "topic": message.topic, "reason": reason, "excerpt": excerpt}
         # Not a configured site's: published on the "_" level, where the town reads it too.
         self.outgoing.add(UNATTRIBUTED_SITE if site == "*" else site, "rejected", body)
@@ -377,8 +378,7 @@ class Pipeline:
             if state.newest is None or end > state.newest:
                 state.newest = end
             self._heard_from(state, levels.sensor, levels.ts, now)
-            if self.outbox_put is not None:  # the hot path: no point made without an outbox
-                self._write_point(points.sound(levels, late))
+            self._write_point(points.sound, levels, late)
 
     def _accept_audio(self, state: SiteState, block: AudioBlock, now: datetime) -> None:
         stored = self.store.append_audio(
@@ -440,7 +440,7 @@ class Pipeline:
             # Kept for the minutes still to be judged and those late data may re-judge.
             judged = min(self.clock.now(), state.final_until or now)
             state.cache_light(reading, judged, timedelta(seconds=self.config.daemon.lateness_s))
-        self._write_point(points.reading(reading, late))
+        self._write_point(points.reading, reading, late)
 
     def _accept_event(self, state: SiteState, event: Event, now: datetime) -> None:
         payload = payload_of(event)
@@ -463,7 +463,7 @@ class Pipeline:
             while minute < min(last + MINUTE, state.evaluated_until):
                 state.dirty_minutes.add(minute)
                 minute += MINUTE
-        self._write_point(points.events(event))
+        self._write_point(points.events, event)
 
     # ------------------------------------------------------------------ periodic work
 
@@ -596,14 +596,18 @@ class Pipeline:
 
     # ------------------------------------------------------------------ outputs
 
-    def _write_point(self, point: str | None) -> None:
-        """Queue an InfluxDB point (``monitor.points``) in the outbox, in the current transaction."""
-        if self.outbox_put is not None and point is not None:
+    def _write_point(self, make: Callable[P, str | None], /, *args: P.args, **kwargs: P.kwargs) -> None:
+        """Queue the InfluxDB point ``make(*args)`` (``monitor.points``) in the outbox, in the current
+        transaction; without an outbox (no InfluxDB configured) no point is made."""
+        if self.outbox_put is None:
+            return
+        point = make(*args, **kwargs)
+        if point is not None:
             self.outbox_put([point])
 
     def _publish_alert(self, site: str, body: dict[str, Any]) -> None:
         self.outgoing.add(site, "alerts", body)
-        self._write_point(points.alerts(site, body))
+        self._write_point(points.alerts, site, body)
 
 
 # --------------------------------------------------------------------------- helpers

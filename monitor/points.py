@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, Protocol
 
 from monitor.influx import line
 from monitor.store import SOUND_FIELDS, event_kind
@@ -30,6 +30,14 @@ from rules.model import (
     WeatherReading,
     WorkPeriod,
 )
+
+P = ParamSpec("P")
+
+
+class WritePoint(Protocol):
+    """Queue the point ``make(*args)`` makes; made only when there is an outbox to queue it in."""
+
+    def __call__(self, make: Callable[P, str | None], /, *args: P.args, **kwargs: P.kwargs) -> None: ...
 
 
 def _point(measurement: str, tags: Mapping[str, str], fields: Mapping[str, Any], ts: datetime) -> str | None:
