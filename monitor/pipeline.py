@@ -31,7 +31,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from types import FrameType
 from typing import Any, ParamSpec
 
@@ -39,6 +39,7 @@ import rules
 from monitor import acoustics, closing, points
 from monitor.alerts import AlertBook
 from monitor.announce import Announcer, Outgoing, Publish
+from monitor.clock import Clock
 from monitor.config import Config
 from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
@@ -86,29 +87,6 @@ PRUNE_INTERVAL = timedelta(hours=1)
 QUIET_S = 10.0  # wall seconds without a reading for a site (input up, none in hand): as complete as it gets
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
 MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
-
-
-class Clock:
-    """Wall clock, or (``clock = "data"``) the newest accepted timestamp, for simulations.
-
-    The data clock is not kept apart: the store holds every accepted reading, so the
-    pipeline sets it on start-up from the newest stored one (``Store.newest_data_end``) and
-    a restart continues where the data was, not at the wall clock.
-    """
-
-    def __init__(self, mode: str, wall: Callable[[], datetime] | None = None) -> None:
-        self.mode = mode
-        self.wall = wall or (lambda: datetime.now(UTC))
-        self.data_now: datetime | None = None
-
-    def now(self) -> datetime:
-        if self.mode == "data":
-            return self.data_now or self.wall()
-        return self.wall()
-
-    def observe(self, ts: datetime) -> None:
-        if self.mode == "data" and (self.data_now is None or ts > self.data_now):
-            self.data_now = ts
 
 
 @dataclass

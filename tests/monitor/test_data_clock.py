@@ -13,9 +13,10 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from monitor.clock import Clock
 from monitor.config import parse_config
 from monitor.ingest import Inbound
-from monitor.pipeline import Clock, Pipeline
+from monitor.pipeline import Pipeline
 from monitor.store import Store
 from monitor.wire import encode, parse_ts
 from rules.model import SoundLevels

@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 
 from monitor.cli import main
+from monitor.clock import Clock
 from monitor.config import Config, load_config, parse_config
 from monitor.evidence import export_bundle, load_anchors, verify_bundle
 from monitor.ingest import Inbound
-from monitor.pipeline import MAX_REASON_KEYS, Clock, Pipeline
+from monitor.pipeline import MAX_REASON_KEYS, Pipeline
 from monitor.rejections import MAX_GATES_PER_SENSOR, MAX_LOG_GATES
 from monitor.store import Store, digest_of, sound_record, to_us
 from monitor.wire import AudioBlock, encode, format_ts
