@@ -695,7 +695,12 @@ class CalibrationDrift:
     flagged: bool
 
 
-def calibration_drift(previous_db: float, current_db: float, limit_db: float = 0.5) -> CalibrationDrift:
+CALIBRATION_DRIFT_LIMIT_DB = 0.5  # a field check that moved more than this puts the meter in doubt
+
+
+def calibration_drift(
+    previous_db: float, current_db: float, limit_db: float = CALIBRATION_DRIFT_LIMIT_DB
+) -> CalibrationDrift:
     """Change of calibration offset between two checks; flagged when ``|drift| > limit_db``."""
     drift = current_db - previous_db
     return CalibrationDrift(drift, abs(drift) > limit_db)

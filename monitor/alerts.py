@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,6 +27,20 @@ CREATE TABLE IF NOT EXISTS alert_conditions (
     site TEXT NOT NULL, condition TEXT NOT NULL, last_us INTEGER NOT NULL, PRIMARY KEY (site, condition)
 );
 """
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """What is to be said, to whom, about which condition (one value, like Home Assistant's
+    mqtt ReceiveMessage): the book decides whether it is said now and when it was."""
+
+    site: str
+    audiences: tuple[str, ...]  # "town", "operator"
+    kind: str  # e.g. "violation", "sensor_offline", "anchor"
+    severity: str  # "violation" | "notice" | "warning" | "citation" | "info"
+    condition: str  # deduplication key within the site
+    message: str
+    data: Mapping[str, Any] = field(default_factory=dict)
 
 
 class AlertBook:
@@ -44,20 +59,9 @@ class AlertBook:
         last = self.active.get((site, condition))
         return last is not None and now - last < timedelta(seconds=self.config.min_gap_s)
 
-    def raise_(
-        self,
-        site: str,
-        audiences: Sequence[str],
-        kind: str,
-        severity: str,
-        condition: str,
-        message: str,
-        data: Mapping[str, Any],
-        now: datetime,
-        *,
-        dedupe: bool = True,
-    ) -> bool:
+    def raise_(self, alert: Alert, now: datetime, *, dedupe: bool = True) -> bool:
         """Raise an alert unless its condition is already active. Returns True if raised."""
+        site, condition = alert.site, alert.condition
         suppressed = dedupe and self._is_active(site, condition, now)
         self.active[(site, condition)] = now
         self.store.conn.execute(
@@ -72,22 +76,22 @@ class AlertBook:
             "id": alert_id,
             "site": site,
             "ts": format_ts(now),
-            "audiences": list(audiences),
-            "kind": kind,
-            "severity": severity,
+            "audiences": list(alert.audiences),
+            "kind": alert.kind,
+            "severity": alert.severity,
             "condition": condition,
-            "message": message,
-            "data": dict(data),
+            "message": alert.message,
+            "data": dict(alert.data),
         }
         self.store.append_alert(
             alert_id,
             site,
-            ",".join(audiences),
-            kind,
-            severity,
+            ",".join(alert.audiences),
+            alert.kind,
+            alert.severity,
             condition,
-            message,
-            json.loads(json.dumps(data, default=str)),
+            alert.message,
+            json.loads(json.dumps(alert.data, default=str)),
             now,
         )
         self.publish(site, body)
@@ -103,14 +107,13 @@ class AlertBook:
             "DELETE FROM alert_conditions WHERE site = ? AND condition = ?", (site, condition)
         )
         if message and audiences:
-            self.raise_(
+            cleared = Alert(
                 site,
-                audiences,
+                tuple(audiences),
                 "cleared",
                 "info",
                 f"cleared:{condition}:{to_us(now)}",
                 message,
                 {"condition": condition},
-                now,
-                dedupe=False,
             )
+            self.raise_(cleared, now, dedupe=False)

@@ -46,6 +46,7 @@ from email.utils import format_datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.alerts import Alert
 from monitor.config import ChannelConfig, Config, RecipientConfig
 from monitor.errors import OutputError
 from monitor.store import from_us, to_us
@@ -113,6 +114,12 @@ class UndeliverableAlert:
     audiences: tuple[str, ...] = ("operator",)
     kind: str = "undeliverable"
     severity: str = "warning"
+
+    @property
+    def alert(self) -> Alert:
+        return Alert(
+            self.site, self.audiences, self.kind, self.severity, self.condition, self.message, self.data
+        )
 
 
 def _audience_matches(role: str, audiences: Sequence[str]) -> bool:

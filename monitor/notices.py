@@ -40,7 +40,6 @@ passed in.
 
 from __future__ import annotations
 
-import builtins
 import json
 import math
 import re
@@ -52,13 +51,24 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.alerts import Alert
 from monitor.config import SiteConfig
 from monitor.errors import MinewatchError
 from monitor.store import Store, finding_to_json, from_us, to_us
 from monitor.wire import format_ts
-from rules.deadlines import WorkCalendar, after_deadline, cure_deadline, extended_deadline
+from rules.deadlines import WorkCalendar, after_deadline, extended_deadline
 from rules.episodes import Episode, update_episodes
 from rules.model import Finding, FindingKind, Measurement
+from rules.notice_decision import (
+    ACTIVE_STATUSES,
+    CORRECTED,
+    ESCALATED,
+    EXTENDED,
+    EXTENSION_REQUESTED,
+    OPEN,
+    Action,
+    decide,
+)
 from rules.profile import Profile
 
 __all__ = [
@@ -116,16 +126,6 @@ CREATE TABLE IF NOT EXISTS notice_counters (
 """
 
 AUTO_ACTOR = "minewatch"
-OPEN, EXTENSION_REQUESTED, EXTENDED, CORRECTED, ESCALATED = (
-    "open",
-    "extension_requested",
-    "extended",
-    "corrected",
-    "escalated",
-)
-# At most one notice per site and standard is in one of these; new episodes attach to it.
-ACTIVE_STATUSES = (OPEN, EXTENSION_REQUESTED, EXTENDED, ESCALATED)
-_CURE_STATUSES = (OPEN, EXTENSION_REQUESTED, EXTENDED)  # still inside the cure procedure
 # Which status each manual change may start from.
 _ALLOWED_FROM: dict[str, tuple[str, ...]] = {
     EXTENSION_REQUESTED: (OPEN, EXTENDED),
@@ -168,6 +168,18 @@ class NoticeEvent:
     def condition(self) -> str:
         """A unique alert condition: each change alerts once, never suppressed by another."""
         return f"notice:{self.notice_id}:{self.seq}"
+
+    @property
+    def alert(self) -> Alert:
+        return Alert(
+            self.site,
+            self.audiences,
+            self.kind,
+            self.severity,
+            self.condition,
+            self.message,
+            dict(self.payload),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +294,7 @@ def _row_to_notice(conn: sqlite3.Connection, row: Mapping[str, Any]) -> Notice:
     )
 
 
-def _current_episodes(conn: sqlite3.Connection, notice_id: str) -> builtins.list[NoticeEpisode]:
+def _current_episodes(conn: sqlite3.Connection, notice_id: str) -> list[NoticeEpisode]:
     rows = conn.execute(
         "SELECT e.* FROM notice_episodes e JOIN (SELECT episode_id, MAX(revision) AS revision"
         " FROM notice_episodes WHERE notice_id = ? GROUP BY episode_id) last"
@@ -337,11 +349,11 @@ def get_notice(conn: sqlite3.Connection, notice_id: str) -> Notice:
 
 def list_notices(
     conn: sqlite3.Connection, site: str | None = None, status: str | None = None
-) -> builtins.list[Notice]:
+) -> list[Notice]:
     _with_row_factory(conn)
     _ensure_schema(conn)
     query = "SELECT * FROM notices WHERE 1=1"
-    params: builtins.list[Any] = []
+    params: list[Any] = []
     if site is not None:
         query += " AND site = ?"
         params.append(site)
@@ -352,7 +364,7 @@ def list_notices(
     return [_row_to_notice(conn, r) for r in rows]
 
 
-def notice_history(conn: sqlite3.Connection, notice_id: str) -> builtins.list[NoticeChange]:
+def notice_history(conn: sqlite3.Connection, notice_id: str) -> list[NoticeChange]:
     _with_row_factory(conn)
     _ensure_schema(conn)
     notice_id = _canonical_id(conn, notice_id)
@@ -587,10 +599,11 @@ class NoticeBook:
     def get(self, notice_id: str) -> Notice:
         return get_notice(self.conn, notice_id)
 
-    def list(self, site: str | None = None, status: str | None = None) -> builtins.list[Notice]:
+    def find(self, site: str | None = None, status: str | None = None) -> list[Notice]:
+        """The notices of a site and/or in a status (all when neither is given)."""
         return list_notices(self.conn, site, status)
 
-    def history(self, notice_id: str) -> builtins.list[NoticeChange]:
+    def history(self, notice_id: str) -> list[NoticeChange]:
         return notice_history(self.conn, notice_id)
 
     def active_for(self, site: str, standard: str) -> Notice | None:
@@ -606,14 +619,14 @@ class NoticeBook:
 
     def on_findings(
         self, site: SiteConfig, profile: Profile, findings: Sequence[Finding], now: datetime
-    ) -> builtins.list[NoticeEvent]:
+    ) -> list[NoticeEvent]:
         """Feed newly stored findings (any kinds); returns the notice changes to alert and publish.
 
         The returned events are marked announced: the caller raises them in the same
         transaction. Call it inside ``store.batch()`` (it opens its own otherwise).
         """
         violations = [f for f in findings if f.kind is FindingKind.VIOLATION and f.site == site.id]
-        events: builtins.list[NoticeEvent] = []
+        events: list[NoticeEvent] = []
         with self.store.batch():
             working = self._load_working(site.id)
             if violations:
@@ -639,7 +652,7 @@ class NoticeBook:
         ).fetchall()
         return {r["episode_id"]: (_episode_from_json(json.loads(r["data"])), r["notice_id"]) for r in rows}
 
-    def _findings_of(self, ids: Sequence[str], given: Mapping[str, Mapping[str, Any]]) -> builtins.list[Any]:
+    def _findings_of(self, ids: Sequence[str], given: Mapping[str, Mapping[str, Any]]) -> list[Any]:
         found: dict[str, Any] = {}
         missing = [i for i in ids if i not in given]
         for chunk in range(0, len(missing), 500):
@@ -663,12 +676,12 @@ class NoticeBook:
         working: dict[str, tuple[Episode, str]],
         given: Mapping[str, Mapping[str, Any]],
         now: datetime,
-    ) -> builtins.list[NoticeEvent]:
+    ) -> list[NoticeEvent]:
         prior = working.get(episode.id)
         if prior is not None and prior[0].finding_ids == episode.finding_ids and prior[0].end == episode.end:
             return []  # untouched by these findings
         facts = _episode_facts(episode, self._findings_of(episode.finding_ids, given), site.timezone, site)
-        events: builtins.list[NoticeEvent] = []
+        events: list[NoticeEvent] = []
         inherited = sorted((working[r] for r in episode.replaces if r in working), key=lambda p: p[0].start)
         if prior is not None:
             notice_id = prior[1]
@@ -692,14 +705,15 @@ class NoticeBook:
         self, site: SiteConfig, profile: Profile, episode: Episode, facts: Mapping[str, Any], now: datetime
     ) -> tuple[str, NoticeEvent]:
         active = self.active_for(site.id, episode.standard)
-        if active is None:
-            return self._open(site, profile, episode, facts, now)
+        decision = decide(active, episode, profile, now, ZoneInfo(site.timezone))
+        if active is None or decision.action is Action.OPEN:
+            return self._open(site, profile, episode, facts, now, decision.deadline)
         where = ", ".join(episode.sensors)
         when = facts["start_local"]
-        if active.status in _CURE_STATUSES and after_deadline(episode.start, active.deadline):
+        if decision.action is Action.ESCALATE:
             citation = _citation_section(profile)
             cite = f" (section {citation})" if citation else ""
-            pending = " An extension request was pending." if active.status == EXTENSION_REQUESTED else ""
+            pending = " An extension request was pending." if decision.extension_pending else ""
             note = (
                 f"New violation of section {active.section} at {where} from {when}, after the cure deadline "
                 f"{local_text(active.deadline, site.timezone)}; the violation was not corrected. "
@@ -758,8 +772,15 @@ class NoticeBook:
         )
 
     def _open(
-        self, site: SiteConfig, profile: Profile, episode: Episode, facts: Mapping[str, Any], now: datetime
+        self,
+        site: SiteConfig,
+        profile: Profile,
+        episode: Episode,
+        facts: Mapping[str, Any],
+        now: datetime,
+        deadline: datetime,
     ) -> tuple[str, NoticeEvent]:
+        """Issue a notice for ``episode`` with its cure ``deadline`` (``rules.notice_decision``)."""
         tz = ZoneInfo(site.timezone)
         year = now.astimezone(tz).year
         prefix = profile.notice_prefix
@@ -769,8 +790,6 @@ class NoticeBook:
             (prefix, year),
         ).fetchone()
         notice_id = f"{prefix}-{year}-{int(row[0]):04d}"
-        # 13.3.A: to the end of the site's local day cure_days after the day of issue.
-        deadline = cure_deadline(now, profile.cure_days, tz, profile.cure_calendar())
         standard = profile.standards.get(episode.standard)
         data = {
             "town": profile.authority,
@@ -1075,12 +1094,12 @@ class NoticeBook:
                 actor,
             )
 
-    def take_announcements(self, now: datetime) -> builtins.list[NoticeEvent]:
+    def take_announcements(self, now: datetime) -> list[NoticeEvent]:
         """Changes not yet announced (made by the CLI in another process); marks them announced.
 
         The pipeline calls this on its tick, inside its batch, and raises each as an alert.
         """
-        events: builtins.list[NoticeEvent] = []
+        events: list[NoticeEvent] = []
         with self.store.batch():
             rows = self.conn.execute(
                 "SELECT * FROM notice_changes WHERE announced = 0 ORDER BY at_us, notice_id, seq"

@@ -15,33 +15,8 @@ from typing import Any
 
 from monitor.config import SiteConfig
 from monitor.recent import MINUTE
-from monitor.store import Store, to_us
+from monitor.store import Store
 from monitor.wire import format_ts
-
-# Newest sound second of one sensor. The sound key is (site, ts_us, sensor): walking it
-# backwards from the newest second stops at the sensor's last one, where MAX() over a
-# UNION with readings read every row of the site.
-_LAST_SOUND = "SELECT ts_us FROM sound WHERE site = ? AND sensor = ? ORDER BY ts_us DESC LIMIT 1"
-# Newest reading of one sensor. The readings key is (site, sensor, kind, ts_us): one index
-# seek per kind (a skip scan over the kinds the sensor has), not a scan of its readings.
-_LAST_READING = """
-WITH RECURSIVE kinds(kind) AS (
-    SELECT MIN(kind) FROM readings WHERE site = :site AND sensor = :sensor
-    UNION ALL
-    SELECT (SELECT MIN(kind) FROM readings WHERE site = :site AND sensor = :sensor AND kind > kinds.kind)
-    FROM kinds WHERE kinds.kind IS NOT NULL
-)
-SELECT MAX((SELECT MAX(ts_us) FROM readings WHERE site = :site AND sensor = :sensor AND kind = kinds.kind))
-FROM kinds WHERE kinds.kind IS NOT NULL
-"""
-
-
-def last_data_us(store: Store, site: str, sensor: str) -> int | None:
-    """Microseconds of the newest sound second or reading of a sensor, None if it never sent any."""
-    sound = store.conn.execute(_LAST_SOUND, (site, sensor)).fetchone()
-    reading = store.conn.execute(_LAST_READING, {"site": site, "sensor": sensor}).fetchone()
-    found = [row[0] for row in (sound, reading) if row is not None and row[0] is not None]
-    return max(found) if found else None
 
 
 def site_status(
@@ -49,14 +24,11 @@ def site_status(
 ) -> dict[str, Any]:
     """The last minute per sensor and the open findings: the retained status and `minewatch status`."""
     last_minute: dict[str, list[float]] = defaultdict(list)
-    for sensor_id, laeq in store.conn.execute(
-        "SELECT sensor, LAeq FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
-        (site.id, to_us(now - MINUTE), to_us(now)),
-    ):
+    for sensor_id, laeq in store.sound_laeq_between(site.id, now - MINUTE, now):
         last_minute[sensor_id].append(laeq)
     sensors: dict[str, Any] = {}
     for sensor in site.sensors:
-        last_us = last_data_us(store, site.id, sensor.id)
+        last_us = store.last_data_us(site.id, sensor.id)
         entry: dict[str, Any] = {
             "kind": sensor.kind.value,
             "last_ts": format_ts(datetime.fromtimestamp(last_us / 1e6, UTC)) if last_us else None,

@@ -34,8 +34,10 @@ from rules.model import (
     BlastNotice,
     Event,
     Finding,
+    FindingKind,
     GenericEvent,
     LightSummary,
+    Measurement,
     SensorStatus,
     SoundLevels,
     TemporaryLighting,
@@ -503,6 +505,66 @@ def event_from_row(kind: str, data: str, site: str) -> Event:
         )
     fields = {k: v for k, v in d.items() if k not in ("id", "ts")}
     return GenericEvent(site, d["id"], kind, parse_ts(d["ts"]), fields)
+
+
+# Stored payloads read back into records (the readings' ``data`` column holds their payload).
+
+
+def light_from_row(row: sqlite3.Row) -> LightSummary:
+    from monitor.wire import parse_ts
+
+    d = json.loads(row["data"])
+    return LightSummary(
+        row["site"],
+        row["sensor"],
+        parse_ts(d["ts"]),
+        d["duration_s"],
+        d["lux_mean"],
+        d["lux_min"],
+        d["lux_max"],
+        tuple(d.get("burst", ())),
+        d.get("burst_rate_hz"),
+    )
+
+
+def weather_from_row(row: sqlite3.Row) -> WeatherReading:
+    from monitor.wire import parse_ts
+
+    d = json.loads(row["data"])
+    rain = d.get("rain", False)
+    mm = None if isinstance(rain, bool) else float(rain)
+    return WeatherReading(
+        row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"], bool(rain), mm
+    )
+
+
+def turbidity_from_row(row: sqlite3.Row) -> TurbidityReading:
+    from monitor.wire import parse_ts
+
+    d = json.loads(row["data"])
+    return TurbidityReading(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["ntu"])
+
+
+def finding_from_json(d: Mapping[str, Any]) -> Finding:
+    """The inverse of ``finding_to_json`` (the local times are derived, not read)."""
+    return Finding(
+        site=d["site"],
+        standard=d["standard"],
+        section=d["section"],
+        kind=FindingKind(d["kind"]),
+        start=datetime.fromisoformat(d["start"]),
+        end=datetime.fromisoformat(d["end"]),
+        timezone=d["timezone"],
+        summary=d["summary"],
+        sensors=tuple(d["sensors"]),
+        measurements=tuple(
+            Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]
+        ),
+        exemptions=tuple(d["exemptions"]),
+        refs=tuple(d["refs"]),
+        completeness=d["completeness"],
+        details=d["details"],
+    )
 
 
 def finding_to_json(finding: Finding) -> dict[str, Any]:
@@ -1290,3 +1352,63 @@ class Store:
             removed += self.conn.execute("DELETE FROM audio WHERE ts_us < ?", (cut,)).rowcount
             self.set_meta("pruned_before_us", str(cut))
         return removed
+
+    # ===================================================================== daemon queries
+    # What the pipeline and `minewatch status` ask of the store beyond appending records:
+    # typed readings for the rules, the finding a retraction repeats, anchors, the status.
+
+    def light_between(self, site: str, start: datetime, end: datetime) -> list[LightSummary]:
+        return [light_from_row(r) for r in self.readings_between(site, "light", start, end)]
+
+    def weather_between(self, site: str, start: datetime, end: datetime) -> list[WeatherReading]:
+        return [weather_from_row(r) for r in self.readings_between(site, "weather", start, end)]
+
+    def turbidity_between(self, site: str, start: datetime, end: datetime) -> list[TurbidityReading]:
+        return [turbidity_from_row(r) for r in self.readings_between(site, "turbidity", start, end)]
+
+    def latest_finding(self, finding_id: str) -> Finding | None:
+        """The newest revision of a finding (retracted or not), None if it was never stored."""
+        row = self.conn.execute(
+            "SELECT data FROM findings WHERE id = ? ORDER BY revision DESC LIMIT 1", (finding_id,)
+        ).fetchone()
+        return None if row is None else finding_from_json(json.loads(row["data"]))
+
+    def record_anchor(self, site: str, seq: int, head: str, now: datetime) -> None:
+        """Note that the chain head at ``seq`` was published (once per record: a republish is ignored)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO anchors (site, seq, head, published_us) VALUES (?,?,?,?)",
+            (site, seq, head, to_us(now)),
+        )
+
+    def last_data_us(self, site: str, sensor: str) -> int | None:
+        """Microseconds of the newest sound second or reading of a sensor, None if it never sent any."""
+        sound = self.conn.execute(_LAST_SOUND, (site, sensor)).fetchone()
+        reading = self.conn.execute(_LAST_READING, {"site": site, "sensor": sensor}).fetchone()
+        found = [row[0] for row in (sound, reading) if row is not None and row[0] is not None]
+        return max(found) if found else None
+
+    def sound_laeq_between(self, site: str, start: datetime, end: datetime) -> list[tuple[str, float]]:
+        """(sensor, LAeq) of every sound period of the site starting in [start, end)."""
+        rows = self.conn.execute(
+            "SELECT sensor, LAeq FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
+            (site, to_us(start), to_us(end)),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+
+# Newest sound second of one sensor. The sound key is (site, ts_us, sensor): walking it
+# backwards from the newest second stops at the sensor's last one, where MAX() over a
+# UNION with readings read every row of the site.
+_LAST_SOUND = "SELECT ts_us FROM sound WHERE site = ? AND sensor = ? ORDER BY ts_us DESC LIMIT 1"
+# Newest reading of one sensor. The readings key is (site, sensor, kind, ts_us): one index
+# seek per kind (a skip scan over the kinds the sensor has), not a scan of its readings.
+_LAST_READING = """
+WITH RECURSIVE kinds(kind) AS (
+    SELECT MIN(kind) FROM readings WHERE site = :site AND sensor = :sensor
+    UNION ALL
+    SELECT (SELECT MIN(kind) FROM readings WHERE site = :site AND sensor = :sensor AND kind > kinds.kind)
+    FROM kinds WHERE kinds.kind IS NOT NULL
+)
+SELECT MAX((SELECT MAX(ts_us) FROM readings WHERE site = :site AND sensor = :sensor AND kind = kinds.kind))
+FROM kinds WHERE kinds.kind IS NOT NULL
+"""

@@ -146,7 +146,7 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
 
     now = datetime.now(UTC)
     if args.action == "list":
-        notices = book.list(site=args.site, status=args.status)
+        notices = book.find(site=args.site, status=args.status)
         if args.format == "json":
             print(
                 json.dumps(

@@ -13,40 +13,35 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from monitor.clock import Clock
 from monitor.config import parse_config
 from monitor.ingest import Inbound
-from monitor.pipeline import Clock, Pipeline
+from monitor.pipeline import Pipeline
 from monitor.store import Store
 from monitor.wire import encode, parse_ts
 from rules.model import SoundLevels
+from tests.configs import quarry_config, sensor
 
 WALL = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
 DAY = datetime(2026, 11, 29, 20, 50, tzinfo=UTC)  # yesterday, 14:50 in Dovre
 
-CONFIG = """
-[storage]
-path = "{store}"
-[daemon]
-clock = "data"
-max_age_s = 34560000
-lateness_s = 300
-status_interval_s = 60
-anchor_interval_s = 900
-[[sites]]
-id = "q"
-name = "Quarry"
-timezone = "America/Chicago"
-latitude = 45.27
-longitude = -91.62
-[[sites.sensors]]
-id = "n1"
-kind = "sound"
-expected_period_s = 1
-"""
+
+def config_text(store: str | Path) -> str:
+    return quarry_config(
+        store,
+        daemon={
+            "clock": "data",
+            "max_age_s": 34560000,
+            "lateness_s": 300,
+            "status_interval_s": 60,
+            "anchor_interval_s": 900,
+        },
+        sensors=[sensor("n1", "sound", expected_period_s=1)],
+    )
 
 
 def test_anchors_and_status_follow_past_data(tmp_path: Path) -> None:
-    config = parse_config(CONFIG.format(store=tmp_path / "store.db"))
+    config = parse_config(config_text(tmp_path / "store.db"))
     store = Store(config.storage.path)
     published: list[tuple[str, dict[str, object]]] = []
     pipeline = Pipeline(

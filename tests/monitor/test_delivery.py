@@ -28,7 +28,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP as SMTPServer
 from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword, Session
 
-from monitor.alerts import AlertBook
+from monitor.alerts import Alert, AlertBook
 from monitor.config import Config
 from monitor.delivery import DELIVERED, PENDING, UNDELIVERABLE, Deliveries, DeliveryWorker, routes_for
 from monitor.notices import NoticeBook
@@ -331,12 +331,12 @@ def test_enqueue_joins_the_alert_transaction(tmp_path: Path) -> None:
     book.listeners.append(lambda body: deliveries.enqueue(body, T0))
 
     with pytest.raises(RuntimeError), store.batch():
-        book.raise_("quarry", ("town",), "violation", "violation", "c1", "loud", {}, T0)
+        book.raise_(Alert("quarry", ("town",), "violation", "violation", "c1", "loud"), T0)
         raise RuntimeError("the batch fails after the alert")
     assert deliveries.rows() == []  # rolled back with the alert
 
     with store.batch():
-        book.raise_("quarry", ("town", "operator"), "violation", "violation", "c2", "loud", {}, T0)
+        book.raise_(Alert("quarry", ("town", "operator"), "violation", "violation", "c2", "loud"), T0)
     rows = deliveries.rows()
     assert sorted((r["recipient"], r["channel_type"]) for r in rows) == [
         ("Acme operations", "mqtt"),
@@ -481,7 +481,7 @@ def test_undeliverable_after_max_attempts_alerts_the_operator_elsewhere(
     book = AlertBook(store, config.alerts, lambda site, body: published.append(body))
     book.listeners.append(lambda body: deliveries.enqueue(body, T0))
     with store.batch():
-        book.raise_("quarry", ("operator",), "warning", "warning", "c1", "Noise near the limit", {}, T0)
+        book.raise_(Alert("quarry", ("operator",), "warning", "warning", "c1", "Noise near the limit"), T0)
 
     worker_conn = connect(db)
     worker = Deliveries(worker_conn, config)
@@ -504,7 +504,7 @@ def test_undeliverable_after_max_attempts_alerts_the_operator_elsewhere(
         with store.batch():
             claimed = deliveries.claim_undeliverable()
             for u in claimed:
-                book.raise_(u.site, u.audiences, u.kind, u.severity, u.condition, u.message, u.data, now)
+                book.raise_(u.alert, now)
         assert len(claimed) == 1 and "after 3 attempt(s)" in claimed[0].message
         assert deliveries.claim_undeliverable() == []
         stored = store.conn.execute(
@@ -544,17 +544,7 @@ def test_email_over_starttls_with_login_and_notice_pdf(
     book = AlertBook(store, config.alerts, lambda site, body: None)
     book.listeners.append(lambda body: deliveries.enqueue(body, T0))
     with store.batch():
-        book.raise_(
-            event.site,
-            event.audiences,
-            event.kind,
-            event.severity,
-            event.condition,
-            event.message,
-            event.payload,
-            T0,
-            dedupe=False,
-        )
+        book.raise_(event.alert, T0, dedupe=False)
     store.close()
 
     conn = connect(db)

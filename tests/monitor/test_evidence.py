@@ -729,7 +729,8 @@ def test_secrets_stay_out_of_the_bundle_and_its_digest(tmp_path: Path) -> None:
 
 
 def test_the_daemon_start_chains_the_profile_and_notices_name_its_version(site: Site, tmp_path: Path) -> None:
-    from monitor.pipeline import Clock, Pipeline
+    from monitor.clock import Clock
+    from monitor.pipeline import Pipeline
     from rules.profile import load_profile
 
     store = Store(site.config.storage.path)

@@ -20,43 +20,32 @@ import numpy as np
 import pytest
 
 from monitor.cli import main
+from monitor.clock import Clock
 from monitor.config import Config, load_config, parse_config
 from monitor.evidence import export_bundle, load_anchors, verify_bundle
 from monitor.ingest import Inbound
-from monitor.pipeline import MAX_GATES_PER_SENSOR, MAX_LOG_GATES, MAX_REASON_KEYS, Clock, Pipeline
+from monitor.pipeline import MAX_REASON_KEYS, Pipeline
+from monitor.rejections import MAX_GATES_PER_SENSOR, MAX_LOG_GATES
 from monitor.store import Store, digest_of, sound_record, to_us
 from monitor.wire import AudioBlock, encode, format_ts
 from rules.model import LightSummary, SoundLevels
+from tests.configs import quarry_config, sensor
 from tests.daemon_harness import Client, Daemon, store_count, wait_until, write_config
 from tests.servers import Mosquitto
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
 
-CONFIG = """
-[storage]
-path = "{store}"
-[daemon]
-lateness_s = 300
-[[sites]]
-id = "q"
-name = "Quarry"
-timezone = "America/Chicago"
-latitude = 45.27
-longitude = -91.62
-[[sites.sensors]]
-id = "n1"
-kind = "sound"
-[[sites.sensors]]
-id = "l1"
-kind = "light"
-"""
+
+def config_text(store: str | Path) -> str:
+    sensors = [sensor("n1", "sound"), sensor("l1", "light")]
+    return quarry_config(store, daemon={"lateness_s": 300}, sensors=sensors)
 
 
 class World:
     def __init__(self, tmp_path: Path) -> None:
         self.now = T0
         self.config_path = tmp_path / "c.toml"
-        self.config_path.write_text(CONFIG.format(store=tmp_path / "store.db"))
+        self.config_path.write_text(config_text(tmp_path / "store.db"))
         self.config: Config = parse_config(self.config_path.read_text())
         self.store = Store(self.config.storage.path)
         self.published: list[tuple[str, dict[str, object]]] = []
@@ -108,7 +97,7 @@ def test_a_thousand_invented_sensor_names_make_one_log_line(
     lines = warnings(caplog)
     assert len(lines) == 1, lines
     assert "sensor fake0: not configured for site q" in lines[0] and "of site q" in lines[0]
-    assert len(world.pipeline._log_gate) == 1  # one key for the site, not one per name
+    assert len(world.pipeline.log_gate) == 1  # one key for the site, not one per name
     # A configured sensor's own rejections keep their own line.
     world.send_raw(("minewatch/q/sensors/n1/levels", json.dumps({**LEVELS, "LAeq": "x"}).encode()))
     assert len(warnings(caplog)) == 2 and "LAeq: not a number" in warnings(caplog)[1]
@@ -124,7 +113,7 @@ def test_log_gate_and_reason_tables_stay_bounded(world: World, caplog: pytest.Lo
     ]
     world.send_raw(*messages)
     assert world.pipeline.counters.rejected == len(messages)
-    assert len(world.pipeline._log_gate) <= MAX_LOG_GATES
+    assert len(world.pipeline.log_gate) <= MAX_LOG_GATES
     assert len(world.pipeline.counters.by_reason) <= MAX_REASON_KEYS + 1
     assert sum(world.pipeline.counters.by_reason.values()) == len(messages)
     assert len(warnings(caplog)) == MAX_GATES_PER_SENSOR + 1  # the first reasons, then one shared line
@@ -143,14 +132,14 @@ def test_gates_open_again_after_a_minute_and_the_table_is_capped(
     lines = warnings(caplog)
     assert len(lines) == 2 and "(4 more like it in the last minute not logged)" in lines[1]
     # Past MAX_LOG_GATES live keys, new ones share their site's key; expired keys are dropped.
-    monkeypatch.setattr("monitor.pipeline.MAX_LOG_GATES", 4)
-    monkeypatch.setattr("monitor.pipeline.MAX_GATES_PER_SENSOR", 100)
+    monkeypatch.setattr("monitor.rejections.MAX_LOG_GATES", 4)
+    monkeypatch.setattr("monitor.rejections.MAX_GATES_PER_SENSOR", 100)
     bad = [("minewatch/q/sensors/n1/levels", json.dumps({**LEVELS, f"f{i}": 1}).encode()) for i in range(10)]
     world.send_raw(*bad)
-    assert len(world.pipeline._log_gate) <= 5
+    assert len(world.pipeline.log_gate) <= 5
     wall[0] += 61
     world.send_raw(("minewatch/q/sensors/n1/levels", json.dumps({**LEVELS, "g": 1}).encode()))
-    assert list(world.pipeline._log_gate) == [("q", "n1", "g")]
+    assert list(world.pipeline.log_gate) == [("q", "n1", "g")]
 
 
 def test_hostile_times_through_the_pipeline_leave_no_memory_behind(world: World) -> None:

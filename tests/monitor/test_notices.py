@@ -243,7 +243,7 @@ def test_episode_opens_one_notice_with_its_facts(store: Store, config: Config) -
     assert episode.facts["findings"] == 5
     assert episode.facts["end_local"] == "2026-06-15 11:35 CDT"
     assert episode.facts["worst"]["value"] == 86.0
-    assert len(book.list()) == 1
+    assert len(book.find()) == 1
 
 
 def test_non_violations_and_other_sites_open_nothing(store: Store, config: Config) -> None:
@@ -264,7 +264,7 @@ def test_non_violations_and_other_sites_open_nothing(store: Store, config: Confi
         }
     )
     assert book.on_findings(site, profile, [exempt, elsewhere], t + timedelta(minutes=2)) == []
-    assert book.list() == []
+    assert book.find() == []
 
 
 def test_full_lifecycle_continuing_extension_corrected(store: Store, config: Config) -> None:
@@ -290,7 +290,7 @@ def test_full_lifecycle_continuing_extension_corrected(store: Store, config: Con
     ]
     assert "Continuing violation" in events[0].message
     assert len(book.get(notice_id).episodes) == 2
-    assert book.list() == [book.get(notice_id)]  # still one notice
+    assert book.find() == [book.get(notice_id)]  # still one notice
 
     # A blasting finding is another standard: its own notice, the next id.
     blast = violation(day3, standard="blast_window", section="6.F")
@@ -555,9 +555,9 @@ def test_list_filters(store: Store, config: Config) -> None:
     blast = violation(t, standard="blast_window", section="6.F")
     book.on_findings(site, profile, store_findings(store, [blast], t), t + timedelta(minutes=3))
     book.close("DOV-2026-0002", "ok", "Town", t + timedelta(days=1))
-    assert [n.id for n in book.list(status="open")] == ["DOV-2026-0001"]
-    assert [n.id for n in book.list(site=SITE)] == ["DOV-2026-0001", "DOV-2026-0002"]
-    assert book.list(site="elsewhere") == []
+    assert [n.id for n in book.find(status="open")] == ["DOV-2026-0001"]
+    assert [n.id for n in book.find(site=SITE)] == ["DOV-2026-0001", "DOV-2026-0002"]
+    assert book.find(site="elsewhere") == []
     assert (
         json.loads(store.conn.execute("SELECT data FROM notices WHERE id='DOV-2026-0002'").fetchone()[0])[
             "rule"

@@ -16,45 +16,39 @@ from typing import cast
 import pytest
 
 from monitor.cli import main
+from monitor.clock import Clock
 from monitor.config import Config, parse_config
 from monitor.ingest import Inbound
-from monitor.pipeline import QUIET_S, Clock, Pipeline
+from monitor.pipeline import QUIET_S, Pipeline
 from monitor.store import Store
 from monitor.wire import encode, format_ts, payload_of
 from rules.model import LightSummary, SensorStatus, SoundLevels
+from tests.configs import quarry_config, sensor
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)  # 12:00 in Dovre (CDT)
 
-CONFIG = """
-[storage]
-path = "{store}"
-retention_days = 1
-[daemon]
-lateness_s = 300
-offline_after_periods = 10
-town_offline_alert_s = 600
-clock_drift_limit_s = 2
-status_interval_s = 60
-anchor_interval_s = 900
-[alerts]
-min_gap_s = 600
-[[sites]]
-id = "q"
-name = "Quarry"
-timezone = "America/Chicago"
-latitude = 45.27
-longitude = -91.62
-[[sites.sensors]]
-id = "n1"
-kind = "sound"
-expected_period_s = 1
-"""
+
+def config_text(store: str | Path) -> str:
+    return quarry_config(
+        store,
+        retention_days=1,
+        daemon={
+            "lateness_s": 300,
+            "offline_after_periods": 10,
+            "town_offline_alert_s": 600,
+            "clock_drift_limit_s": 2,
+            "status_interval_s": 60,
+            "anchor_interval_s": 900,
+        },
+        alerts={"min_gap_s": 600},
+        sensors=[sensor("n1", "sound", expected_period_s=1)],
+    )
 
 
 class World:
     def __init__(self, tmp_path: Path) -> None:
         self.now = T0
-        self.config: Config = parse_config(CONFIG.format(store=tmp_path / "store.db"))
+        self.config: Config = parse_config(config_text(tmp_path / "store.db"))
         self.store = Store(self.config.storage.path)
         self.published: list[tuple[str, dict[str, object]]] = []
         self.pipeline = Pipeline(
@@ -166,14 +160,14 @@ def test_a_bug_on_one_message_rejects_it_and_keeps_the_rest(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bad_ts = T0 + timedelta(seconds=7)
-    seen = Pipeline._seen
+    heard_from = Pipeline._heard_from
 
     def buggy(self: Pipeline, state: object, sensor: str, ts: datetime, now: datetime) -> None:
         if ts == bad_ts:
             raise RuntimeError("a bug")
-        seen(self, state, sensor, ts, now)  # type: ignore[arg-type]
+        heard_from(self, state, sensor, ts, now)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Pipeline, "_seen", buggy)
+    monkeypatch.setattr(Pipeline, "_heard_from", buggy)
     world.levels(T0, 20, 60.0)
     rejected = world.store.conn.execute("SELECT reason FROM rejections").fetchall()
     assert [r[0] for r in rejected] == ["internal error (RuntimeError); logged for the maintainers"]
@@ -310,7 +304,7 @@ def test_status_retained_and_status_command(world: World, capsys: pytest.Capture
     sensors = cast(dict[str, dict[str, float]], statuses[-1]["sensors"]) if statuses else {}
     assert sensors["n1"]["LAeq_1min"] == pytest.approx(72.0, abs=0.1)
     config = Path(world.config.storage.path).parent / "c.toml"
-    config.write_text(CONFIG.format(store=world.config.storage.path))
+    config.write_text(config_text(world.config.storage.path))
     assert main(["status", "--config", str(config), "--at", format_ts(T0 + timedelta(seconds=61))]) == 0
     out = capsys.readouterr().out
     assert "n1" in out and "LAeq,1min 72.0 dB(A)" in out
@@ -372,7 +366,7 @@ def test_re_judging_a_minute_revises_its_finding_without_new_notices_or_alerts(w
 
 def test_data_clock_restart_continues_where_the_data_was(tmp_path: Path) -> None:
     """With clock = "data", a restart takes "now" from the stored data, not from the wall clock."""
-    config = parse_config(CONFIG.format(store=tmp_path / "store.db") + "\n")
+    config = parse_config(config_text(tmp_path / "store.db") + "\n")
     config = replace(config, daemon=replace(config.daemon, clock="data"))
     past = datetime(2026, 1, 10, 3, 0, tzinfo=UTC)  # months behind the wall clock
     loud = {2, 5}

@@ -184,7 +184,7 @@ def test_light_notice_plots_lux_and_blasting_has_no_plot(tmp_path: Path) -> None
     blast = [violation(t, standard="blast_window", section="6.F")]
     book = NoticeBook(store)
     book.on_findings(site, profile, store_findings(store, light + blast, t), t + timedelta(minutes=6))
-    notices = {n.standard: n for n in book.list()}
+    notices = {n.standard: n for n in book.find()}
     png = evidence_plot(store.conn, notices["light_trespass"], site=site, profile=profile)
     assert png is not None and png.startswith(PNG_MAGIC)
     assert evidence_plot(store.conn, notices["blast_window"], site=site, profile=profile) is None
@@ -449,7 +449,7 @@ def test_every_standard_renders_and_its_plot_draws_the_notices_limit(
         )
     book = NoticeBook(store)
     book.on_findings(site, profile, store_findings(store, findings, t), t + timedelta(days=1))
-    notices = {n.standard: n for n in book.list(site=site_id)}
+    notices = {n.standard: n for n in book.find(site=site_id)}
     assert set(notices) == set(profile.standards)
     for key, notice in notices.items():
         standard = profile.standards[key]
@@ -525,7 +525,7 @@ def test_one_window_and_one_rounding(tmp_path: Path) -> None:
     noise = [violation(local(2026, 12, 15, 16, 10) + timedelta(minutes=i), value=84.05) for i in range(3)]
     book = NoticeBook(store)
     book.on_findings(site, profile, store_findings(store, light + noise, t), t + timedelta(minutes=10))
-    notices = {n.standard: n for n in book.list()}
+    notices = {n.standard: n for n in book.find()}
     markdown = render_notice(store.conn, notices["light_trespass"].id, "md", config=config).decode()
     assert "2026-12-15 17:02 CST to 2026-12-15 17:16 CST (14 minutes)" in markdown
     assert "17:07 CST to" not in markdown and "(9 minutes)" not in markdown
@@ -582,7 +582,7 @@ def test_document_names_issuer_reply_operator_consequence_evidence_and_sources(t
     noise = minutes(t + timedelta(hours=1), 3)
     book = NoticeBook(store)
     book.on_findings(site, profile, store_findings(store, light + noise, t), t + timedelta(hours=2))
-    notices = {n.standard: n for n in book.list()}
+    notices = {n.standard: n for n in book.find()}
     light_id = notices["light_trespass"].id
     [(seq, head)] = store.conn.execute(
         "SELECT seq, head FROM chain WHERE kind = 'notice' AND key = ?", (light_id,)
@@ -731,7 +731,7 @@ def test_pdf_is_letter_and_no_page_ends_with_a_heading(tmp_path: Path) -> None:
     for episode in range(14):  # episodes 20 minutes apart: each is its own facts table
         findings += minutes(t + timedelta(minutes=20 * episode), 2 + episode % 3)
     book.on_findings(site, profile, store_findings(store, findings, t), t + timedelta(hours=6))
-    [notice] = book.list()
+    [notice] = book.find()
     for day in range(1, 9):
         book.request_extension(
             notice.id, "More time for the enclosure. " * (day % 4 + 1), "Acme", t + timedelta(days=day)

@@ -1,15 +1,41 @@
-"""The store's hot path: sound rows in multi-row statements, their chain digests, checkpoints."""
+"""The store: its hot path (sound rows in multi-row statements, their chain digests, checkpoints),
+savepoints and batches, duplicates and conflicts, finding revisions, layout migrations, and
+the queries the daemon and `minewatch status` make."""
 
 from __future__ import annotations
 
 import random
 import sqlite3
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from monitor.store import _SOUND_ROW, Store, digest_of, sound_digest, sound_record
-from rules.model import SoundLevels
+import pytest
+
+from monitor.errors import StoreError
+from monitor.store import (
+    _SOUND_ROW,
+    GENESIS,
+    SCHEMA_VERSION,
+    Store,
+    digest_of,
+    next_head,
+    sound_digest,
+    sound_record,
+    to_us,
+)
+from monitor.wire import payload_of
+from rules.model import (
+    Finding,
+    FindingKind,
+    LightSummary,
+    Measurement,
+    SoundLevels,
+    TurbidityReading,
+    WeatherReading,
+)
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
 
@@ -35,7 +61,7 @@ def test_sound_digest_is_the_canonical_record_digest() -> None:
 def test_many_sounds_with_duplicates_across_statements(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     # Rows with and without the optional levels (inserted by different statements), mixed.
-    optional = {"LASmax": 60.5, "LZeq": 66.0}
+    optional: dict[str, Any] = {"LASmax": 60.5, "LZeq": 66.0}
     first = [
         (
             SoundLevels("q", f"n{i % 3}", T0 + timedelta(seconds=i // 3), 1.0, 60.0, 61.0, 75.0)._replace(
@@ -89,3 +115,269 @@ def test_wal_is_checkpointed_in_the_background(tmp_path: Path) -> None:
     store.close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 500
+
+
+# --------------------------------------------------------------------------- direct tests of the Store API
+
+
+def levels(sensor: str, second: int, laeq: float = 60.0) -> SoundLevels:
+    return SoundLevels("q", sensor, T0 + timedelta(seconds=second), 1.0, laeq, laeq + 1.0, 75.0)
+
+
+def finding(summary: str = "LAeq 66 dB over the 65 dB limit", minute: int = 0) -> Finding:
+    start = T0 + timedelta(minutes=minute)
+    return Finding(
+        "q",
+        "noise",
+        "6.B",
+        FindingKind.VIOLATION,
+        start,
+        start + timedelta(minutes=1),
+        "America/Chicago",
+        summary,
+        ("n1",),
+        (Measurement("LAeq", 66.0, 65.0, "dB"),),
+        refs=("sound:n1:2026-06-15T17:00:00Z",),
+        details={"window_s": 60},
+    )
+
+
+def chain_of(store: Store, site: str = "q") -> list[sqlite3.Row]:
+    return store.conn.execute("SELECT * FROM chain WHERE site = ? ORDER BY seq", (site,)).fetchall()
+
+
+def assert_chain_intact(store: Store, site: str = "q") -> None:
+    """Sequence numbers without gaps, each head the hash of the previous head and the digest."""
+    head = GENESIS
+    for expected_seq, entry in enumerate(chain_of(store, site), start=1):
+        assert entry["seq"] == expected_seq
+        head = next_head(head, entry["digest"])
+        assert entry["head"] == head
+    assert store.head(site) == (len(chain_of(store, site)), head)
+
+
+def test_a_failed_savepoint_undoes_only_its_own_writes_and_the_chain_continues(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    with store.batch():
+        store.append_sounds([(levels("n1", 0), "levels", False)], T0)
+        with pytest.raises(RuntimeError), store.savepoint():
+            store.append_sounds([(levels("n1", 1), "levels", False)], T0)
+            store.append_finding(finding(), T0)
+            raise RuntimeError("a bug on this message")
+        with store.savepoint():  # a unit that succeeds keeps its writes
+            store.append_sounds([(levels("n1", 2), "levels", False)], T0)
+    kept = [r["ts_us"] for r in store.conn.execute("SELECT ts_us FROM sound ORDER BY ts_us")]
+    assert kept == [to_us(T0), to_us(T0 + timedelta(seconds=2))]
+    assert store.conn.execute("SELECT COUNT(*) FROM findings").fetchone()[0] == 0
+    assert [e["kind"] for e in chain_of(store)] == ["sound", "sound"]
+    assert_chain_intact(store)
+    # The rolled-back second can be stored afterwards: nothing of it was left behind.
+    with store.batch():
+        assert store.append_sounds([(levels("n1", 1), "levels", False)], T0) == [True]
+    assert_chain_intact(store)
+    store.close()
+
+
+def test_a_failed_batch_stores_nothing_and_leaves_the_head_where_it_was(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    with store.batch():
+        store.append_sounds([(levels("n1", 0), "levels", False)], T0)
+    head = store.head("q")
+    with pytest.raises(RuntimeError), store.batch():
+        store.append_sounds([(levels("n1", 1), "levels", False)], T0)
+        store.append_finding(finding(), T0)
+        raise RuntimeError("the batch fails")
+    assert store.head("q") == head
+    assert store.conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 1
+    assert_chain_intact(store)
+    store.close()
+
+
+def test_a_resend_is_a_duplicate_and_a_different_resend_a_conflict_journaled_once(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    first = levels("n1", 0, 60.0)
+    with store.batch():
+        assert store.append_sounds([(first, "levels", False)], T0) == [True]
+        # The same content again: a duplicate, nothing journaled.
+        assert store.append_sounds([(first, "levels", False)], T0) == [False]
+        assert store.sound_conflict(first, "levels", T0) is False
+        # Other content for the same second: the first is kept, the conflict journaled and chained.
+        other = levels("n1", 0, 71.0)
+        assert store.append_sounds([(other, "levels", False)], T0) == [False]
+        assert store.sound_conflict(other, "levels", T0) is True
+        assert store.sound_conflict(other, "levels", T0) is True  # still a conflict, journaled once
+        third = levels("n1", 0, 55.0)
+        assert store.sound_conflict(third, "levels", T0) is True
+        # A conflict of another sensor is counted under it.
+        store.append_sounds([(levels("n2", 0), "levels", False)], T0)
+        assert store.sound_conflict(levels("n2", 0, 80.0), "levels", T0) is True
+    assert store.conn.execute("SELECT LAeq FROM sound WHERE sensor = 'n1'").fetchone()[0] == 60.0
+    conflicts = store.conn.execute("SELECT * FROM conflicts WHERE sensor = 'n1'").fetchall()
+    assert len(conflicts) == 2 and len({c["first_digest"] for c in conflicts}) == 1
+    assert store.conflict_counts("q") == {"n1": 2, "n2": 1}
+    assert store.conflict_counts("elsewhere") == {}
+    assert [e["kind"] for e in chain_of(store)].count("conflict") == 3
+    assert_chain_intact(store)
+    store.close()
+
+
+def test_a_reading_resent_with_other_content_is_a_conflict(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    light = LightSummary("q", "l1", T0, 60.0, 2.0, 1.0, 3.0)
+    brighter = LightSummary("q", "l1", T0, 60.0, 20.0, 10.0, 30.0)
+    with store.batch():
+        assert store.append_reading(light, payload_of(light), late=False, now=T0).stored
+        assert not store.append_reading(light, payload_of(light), late=False, now=T0).stored
+        assert store.reading_conflict(light, payload_of(light), T0) is False
+        assert not store.append_reading(brighter, payload_of(brighter), late=False, now=T0).stored
+        assert store.reading_conflict(brighter, payload_of(brighter), T0) is True
+    assert store.conflict_counts("q") == {"l1": 1}
+    assert store.light_between("q", T0, T0 + timedelta(minutes=1)) == [light]  # the first is kept
+    store.close()
+
+
+def test_a_changed_finding_is_a_new_revision_and_a_retraction_another(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    first = finding("LAeq 66 dB over the 65 dB limit")
+    revised = replace(first, summary="LAeq 67 dB over the 65 dB limit")
+    assert first.id == revised.id  # same standard, sensors and start: the same finding
+    with store.batch():
+        assert store.append_finding(first, T0) is True
+        assert store.append_finding(first, T0) is False  # unchanged: no revision
+        assert store.append_finding(revised, T0) is True
+        assert store.append_finding(revised, T0, retracted=True) is True
+        assert store.append_finding(revised, T0, retracted=True) is False  # retracted already
+        assert store.append_finding(finding(minute=5), T0, retracted=True) is False  # never stored
+    revisions = store.conn.execute(
+        "SELECT revision, retracted FROM findings WHERE id = ? ORDER BY revision", (first.id,)
+    ).fetchall()
+    assert [tuple(r) for r in revisions] == [(1, 0), (2, 0), (3, 1)]
+    assert store.latest_finding(first.id) == revised
+    assert store.latest_finding("no-such-finding") is None
+    assert store.current_findings("q", T0, T0 + timedelta(hours=1)) == []  # retracted: not current
+    keys = [e["key"] for e in chain_of(store) if e["kind"] == "finding"]
+    assert keys == [f"{first.id}|1", f"{first.id}|2", f"{first.id}|3"]
+    assert_chain_intact(store)
+    store.close()
+
+
+def test_a_finding_reads_back_as_stored(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    stored = finding()
+    with store.batch():
+        store.append_finding(stored, T0)
+    assert store.latest_finding(stored.id) == stored
+    [row] = store.current_findings("q", T0, T0 + timedelta(hours=1))
+    assert row["id"] == stored.id and row["revision"] == 1
+    store.close()
+
+
+# The store layout before version 2 (sound keyed by sensor first, no chain_seq, a key index
+# over every chain entry), as the earlier daemon created it (the same as in test_evidence).
+_LAYOUT_1 = """
+CREATE TABLE sound_v1 (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
+    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
+    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
+    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, sensor, ts_us)
+) WITHOUT ROWID;
+INSERT INTO sound_v1 SELECT site, sensor, ts_us, duration_s, LAeq, LAFmax, LASmax, LAFmin, LCeq,
+    LCpeak, LZpeak, LZeq, source, late, received_us FROM sound;
+DROP TABLE sound;
+ALTER TABLE sound_v1 RENAME TO sound;
+CREATE INDEX sound_time ON sound (site, ts_us);
+DROP INDEX chain_lookup;
+CREATE INDEX chain_key ON chain (site, kind, key);
+PRAGMA user_version = 0;
+"""
+
+
+def test_a_new_store_has_the_current_layout_version(tmp_path: Path) -> None:
+    Store(tmp_path / "s.db").close()
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_a_store_of_layout_1_is_migrated_with_its_rows_and_chain_links(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = Store(path)
+    with store.batch():
+        store.append_sounds([(levels(f"n{s % 2}", s), "levels", False) for s in range(20)], T0)
+        store.append_finding(finding(), T0)
+    before = store.sound_between("q", T0, T0 + timedelta(minutes=1))
+    head = store.head("q")
+    store.close()
+    with sqlite3.connect(path) as conn:
+        conn.executescript(_LAYOUT_1)
+        assert "chain_seq" not in {r[1] for r in conn.execute("PRAGMA table_info(sound)")}
+
+    store = Store(path)  # migrates on open
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert store.sound_between("q", T0, T0 + timedelta(minutes=1)) == before
+    assert store.head("q") == head
+    unlinked = store.conn.execute(
+        "SELECT COUNT(*) FROM sound t LEFT JOIN chain c ON c.site = t.site AND c.seq = t.chain_seq"
+        " AND c.key = t.sensor || '|' || t.ts_us WHERE c.seq IS NULL"
+    ).fetchone()[0]
+    assert unlinked == 0
+    # Appending continues the same chain after the migration.
+    with store.batch():
+        assert store.append_sounds([(levels("n1", 30), "levels", False)], T0) == [True]
+    assert_chain_intact(store)
+    store.close()
+    Store(path).close()  # opening a migrated store again is a no-op
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 21
+
+
+def test_a_store_of_a_newer_layout_is_refused_naming_the_versions(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    Store(path).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StoreError, match=rf"layout version {SCHEMA_VERSION + 1}.*\({SCHEMA_VERSION}\)"):
+        Store(path)
+
+
+# --------------------------------------------------------------------------- the daemon's queries
+
+
+def test_typed_readings_read_back_through_their_payload(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    light = LightSummary("q", "l1", T0, 60.0, 2.0, 1.0, 3.0, (1.0, 3.0, 1.0), 2.0)
+    dry = WeatherReading("q", "w1", T0, 60.0, 3.5, False)
+    rain = WeatherReading("q", "w1", T0 + timedelta(minutes=1), 60.0, 3.5, True, 2.5)
+    water = TurbidityReading("q", "t1", T0, 60.0, 12.5)
+    with store.batch():
+        for reading in (light, dry, rain, water):
+            store.append_reading(reading, payload_of(reading), late=False, now=T0)
+    window = (T0, T0 + timedelta(minutes=5))
+    assert store.light_between("q", *window) == [light]
+    assert store.weather_between("q", *window) == [dry, rain]
+    assert store.turbidity_between("q", *window) == [water]
+    assert store.weather_between("q", T0 + timedelta(minutes=1), window[1]) == [rain]  # [start, end)
+    store.close()
+
+
+def test_status_queries_and_anchors(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    assert store.last_data_us("q", "n1") is None
+    with store.batch():
+        store.append_sounds([(levels("n1", s, 60.0 + s), "levels", False) for s in range(3)], T0)
+        light = LightSummary("q", "n1", T0 + timedelta(seconds=90), 60.0, 2.0, 1.0, 3.0)
+        store.append_reading(light, payload_of(light), late=False, now=T0)
+    # The newest of a sensor's sound seconds and readings.
+    assert store.last_data_us("q", "n1") == to_us(T0 + timedelta(seconds=90))
+    assert store.last_data_us("q", "n2") is None
+    assert store.sound_laeq_between("q", T0 + timedelta(seconds=1), T0 + timedelta(seconds=3)) == [
+        ("n1", 61.0),
+        ("n1", 62.0),
+    ]
+    seq, head = store.head("q")
+    with store.batch():
+        store.record_anchor("q", seq, head, T0)
+        store.record_anchor("q", seq, head, T0 + timedelta(minutes=5))  # a republish is ignored
+    rows = store.conn.execute("SELECT site, seq, head, published_us FROM anchors").fetchall()
+    assert [tuple(r) for r in rows] == [("q", seq, head, to_us(T0))]
+    store.close()
