@@ -834,7 +834,7 @@ def test_notice_names_the_profile_version_and_how_its_deadline_was_counted(tmp_p
     store.append_config_record(site.id, "dovre", profile_text, "[broker]\n", t - timedelta(hours=1))
     book = NoticeBook(store)
     book.on_findings(site, profile, store_findings(store, minutes(t, 3), t), t + timedelta(minutes=5))
-    [notice] = book.list()
+    [notice] = book.find()
     version = hashlib.sha256(profile_text.encode()).hexdigest()[:12]
     markdown = render_notice(store.conn, notice.id, "md", config=config).decode()
     assert f"| Judged under | profile dovre version {version} " in markdown, markdown
