@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from monitor.canonical import from_us, to_us
 from monitor.config import AlertsConfig
-from monitor.store import Store, from_us, to_us
+from monitor.store import Store
 from monitor.wire import format_ts
 
 PublishAlert = Callable[[str, dict[str, Any]], None]  # site, alert body

@@ -46,9 +46,9 @@ from email.utils import format_datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.canonical import canonical_json, canonical_text, from_us, to_us
 from monitor.config import ChannelConfig, Config, RecipientConfig
 from monitor.errors import OutputError
-from monitor.store import from_us, to_us
 
 __all__ = [
     "DELIVERED",
@@ -149,10 +149,6 @@ def _delivery_id(alert_id: str, recipient: str, index: int) -> str:
     return "dl-" + hashlib.sha256(f"{alert_id}|{recipient}|{index}".encode()).hexdigest()[:24]
 
 
-def _json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
-
-
 @dataclass
 class _SendContext:
     """Per deliver_due call: the MQTT publisher and rendered PDFs (one render per notice)."""
@@ -192,7 +188,7 @@ class Deliveries:
     def enqueue(self, alert: Mapping[str, Any], now: datetime) -> int:
         """One pending delivery per (recipient, channel); returns how many were added. No commit."""
         added = 0
-        body = json.dumps(alert, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        body = canonical_text(alert)
         for route in routes_for(alert, self.config.recipients):
             cur = self.conn.execute(
                 "INSERT OR IGNORE INTO deliveries (id, alert_id, site, recipient, channel, channel_type,"
@@ -337,7 +333,7 @@ class Deliveries:
                 raise OutputError("no MQTT connection to publish on", retryable=True)
             topic = route.channel.topic.replace("{site}", str(alert.get("site", "")))
             try:
-                context.publish_mqtt(topic, _json(alert), False)
+                context.publish_mqtt(topic, canonical_json(alert), False)
             except OutputError:
                 raise
             except Exception as exc:
@@ -350,7 +346,7 @@ class Deliveries:
     def _send_webhook(self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any]) -> None:
         url = route.channel.url
         # The same bytes on every attempt: the signature and the idempotency key stay valid.
-        body = _json({"delivery_id": row["id"], "recipient": route.recipient.name, "alert": alert})
+        body = canonical_json({"delivery_id": row["id"], "recipient": route.recipient.name, "alert": alert})
         headers = {
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,

@@ -52,9 +52,10 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.canonical import canonical_text, from_us, to_us
 from monitor.config import SiteConfig
 from monitor.errors import MinewatchError
-from monitor.store import Store, finding_to_json, from_us, to_us
+from monitor.store import Store, finding_to_json
 from monitor.wire import format_ts
 from rules.deadlines import WorkCalendar, after_deadline, cure_deadline, extended_deadline
 from rules.episodes import Episode, update_episodes
@@ -261,10 +262,6 @@ def episode_record(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- reads (any connection)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _row_to_notice(conn: sqlite3.Connection, row: Mapping[str, Any]) -> Notice:
@@ -684,7 +681,7 @@ class NoticeBook:
             "INSERT INTO notice_open_episodes (site, episode_id, notice_id, end_us, data) VALUES (?,?,?,?,?)"
             " ON CONFLICT(site, episode_id) DO UPDATE SET notice_id = excluded.notice_id,"
             " end_us = excluded.end_us, data = excluded.data",
-            (site.id, episode.id, notice_id, to_us(episode.end), _dumps(_episode_to_json(episode))),
+            (site.id, episode.id, notice_id, to_us(episode.end), canonical_text(_episode_to_json(episode))),
         )
         return events
 
@@ -808,7 +805,7 @@ class NoticeBook:
             "section": data["section"],
             "opened_us": to_us(now),
             "first_deadline_us": to_us(deadline),
-            "data": _dumps(data),
+            "data": canonical_text(data),
         }
         self.conn.execute(
             "INSERT INTO notices (id, site, standard, section, opened_us, first_deadline_us, data, status,"
@@ -867,8 +864,8 @@ class NoticeBook:
             "revision": (row[0] or 0) + 1,
             "start_us": to_us(episode.start),
             "end_us": to_us(episode.end),
-            "finding_ids": _dumps(list(episode.finding_ids)),
-            "data": _dumps(facts),
+            "finding_ids": canonical_text(list(episode.finding_ids)),
+            "data": canonical_text(facts),
         }
         self.conn.execute(
             "INSERT INTO notice_episodes (notice_id, episode_id, revision, start_us, end_us, finding_ids,"
@@ -1139,7 +1136,7 @@ class NoticeBook:
             "note": note,
             "at_us": to_us(now),
             "deadline_us": to_us(deadline),
-            "data": _dumps(dict(data)),
+            "data": canonical_text(dict(data)),
         }
         self.conn.execute(
             "INSERT INTO notice_changes (notice_id, seq, change, status, actor, note, at_us, deadline_us,"

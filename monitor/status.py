@@ -13,9 +13,10 @@ from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from monitor.canonical import to_us
 from monitor.config import SiteConfig
 from monitor.recent import MINUTE
-from monitor.store import Store, to_us
+from monitor.store import Store
 from monitor.wire import format_ts
 
 # Newest sound second of one sensor. The sound key is (site, ts_us, sensor): walking it

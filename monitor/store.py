@@ -23,11 +23,12 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from monitor.canonical import canonical_json, canonical_text, from_us, to_us
 from monitor.errors import StoreError
 from rules.model import (
     Blast,
@@ -174,20 +175,8 @@ DROP INDEX IF EXISTS chain_key;
 """
 
 
-def to_us(ts: datetime) -> int:
-    return round(ts.timestamp() * 1_000_000)
-
-
-def from_us(us: int) -> datetime:
-    return datetime.fromtimestamp(us / 1_000_000, UTC)
-
-
-def canonical(record: Mapping[str, Any]) -> bytes:
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
-
-
 def digest_of(record: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical(record)).hexdigest()
+    return hashlib.sha256(canonical_json(record)).hexdigest()
 
 
 def next_head(previous: str, digest: str) -> str:
@@ -218,7 +207,7 @@ def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # The canonical bytes of a sound record without building the dict and sorting its keys
-# (the hot path: one per second per sound sensor). Equal to canonical(sound_record(row))
+# (the hot path: one per second per sound sensor). Equal to canonical_json(sound_record(row))
 # byte for byte, which tests/monitor/test_store.py checks over random rows.
 @lru_cache(maxsize=65536)  # site, sensor and source names: a handful, over and over
 def _json_text(value: str) -> str:
@@ -242,7 +231,7 @@ def sound_digest(row: Sequence[Any]) -> str:
     """digest_of(sound_record(...)) for a row of _SOUND_ROW values, without the dict."""
     site, sensor, ts_us, duration, laeq, lafmax, lcpeak, lasmax, lzpeak, lafmin, lceq, lzeq, source = row[:13]
     try:
-        text = (  # the keys in sorted order, as canonical() writes them; optional levels inline
+        text = (  # the keys in sorted order, as canonical_json() writes them; optional levels inline
             f'{{"LAFmax":{_number(lafmax)},"LAFmin":{"null" if lafmin is None else _number(lafmin)},'
             f'"LASmax":{"null" if lasmax is None else _number(lasmax)},"LAeq":{_number(laeq)},'
             f'"LCeq":{"null" if lceq is None else _number(lceq)},"LCpeak":{_number(lcpeak)},'
@@ -806,7 +795,7 @@ class Store:
             "kind": kind,
             "ts_us": to_us(reading.ts),
             "duration_s": duration,
-            "data": json.dumps(payload, sort_keys=True, separators=(",", ":")),
+            "data": canonical_text(payload, ascii=True),
         }
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO readings (site, sensor, kind, ts_us, duration_s, data, late, received_us)"
@@ -848,7 +837,7 @@ class Store:
     def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
         kind = event_kind(event)
         start, end = event_times(event)
-        data = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        data = canonical_text(payload, ascii=True)
         row = {
             "site": event.site,
             "kind": kind,
@@ -877,7 +866,7 @@ class Store:
 
         Returns True if anything changed.
         """
-        data = json.dumps(finding_to_json(finding), sort_keys=True, separators=(",", ":"), default=str)
+        data = canonical_text(finding_to_json(finding), ascii=True)
         last = self.conn.execute(
             "SELECT revision, data, retracted FROM findings WHERE id = ? ORDER BY revision DESC LIMIT 1",
             (finding.id,),
@@ -948,7 +937,7 @@ class Store:
         data: Mapping[str, Any],
         now: datetime,
     ) -> bool:
-        body = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+        body = canonical_text(data, ascii=True)
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO alerts (id, site, audience, kind, severity, condition, message, data,"
             " created_us)"
@@ -1067,7 +1056,7 @@ class Store:
             "kind": kind,
             "ts_us": ts_us,
             "duration_s": getattr(reading, "duration_s", 0.0),
-            "data": json.dumps(payload, sort_keys=True, separators=(",", ":")),
+            "data": canonical_text(payload, ascii=True),
         }
         first = self._chained_digest(reading.site, "reading", f"{reading.sensor}|{kind}|{ts_us}")
         if first is None:  # kept earlier in this batch: its chain entry is not written yet

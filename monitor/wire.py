@@ -22,6 +22,7 @@ from typing import Any, TypeAlias
 
 import orjson
 
+from monitor.canonical import canonical_json
 from monitor.config import SensorConfig, SiteConfig
 from monitor.errors import DecodeError
 from rules.model import (
@@ -371,11 +372,6 @@ class _Fields:
             if len(name) > MAX_NAME_CHARS:  # a hostile name is not echoed whole
                 raise DecodeError("payload", f"unknown field {shown(name)}")
             raise DecodeError(name, "unknown field")
-
-
-def canonical_json(data: Mapping[str, Any]) -> bytes:
-    """Sorted keys, no spaces: the bytes a signature covers."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def sign(data: Mapping[str, Any], key: bytes) -> str:
