@@ -53,6 +53,9 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from monitor.canonical import canonical_text, from_us, to_us
+from monitor.chain import change_record as change_record
+from monitor.chain import episode_record as episode_record
+from monitor.chain import notice_record as notice_record
 from monitor.config import SiteConfig
 from monitor.errors import MinewatchError
 from monitor.store import Store, finding_to_json
@@ -214,51 +217,6 @@ class Notice:
     @property
     def timezone(self) -> str:
         return str(self.data.get("timezone", "UTC"))
-
-
-# --------------------------------------------------------------------------- chained records
-# The dicts each row is chained as; an evidence verifier rebuilds them from exported rows.
-
-
-def notice_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "notice",
-        "id": row["id"],
-        "site": row["site"],
-        "standard": row["standard"],
-        "section": row["section"],
-        "opened_us": row["opened_us"],
-        "first_deadline_us": row["first_deadline_us"],
-        "data": row["data"],
-    }
-
-
-def change_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "notice_change",
-        "notice_id": row["notice_id"],
-        "seq": row["seq"],
-        "change": row["change"],
-        "status": row["status"],
-        "actor": row["actor"],
-        "note": row["note"],
-        "at_us": row["at_us"],
-        "deadline_us": row["deadline_us"],
-        "data": row["data"],
-    }
-
-
-def episode_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "notice_episode",
-        "notice_id": row["notice_id"],
-        "episode_id": row["episode_id"],
-        "revision": row["revision"],
-        "start_us": row["start_us"],
-        "end_us": row["end_us"],
-        "finding_ids": row["finding_ids"],
-        "data": row["data"],
-    }
 
 
 # --------------------------------------------------------------------------- reads (any connection)

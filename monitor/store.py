@@ -20,7 +20,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,7 +28,61 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from monitor.canonical import canonical_json, canonical_text, from_us, to_us
+from monitor.canonical import canonical_text, from_us, to_us
+from monitor.chain import (
+    GENESIS as GENESIS,
+)
+from monitor.chain import (
+    SOUND_FIELDS as SOUND_FIELDS,
+)
+from monitor.chain import (
+    alert_record as alert_record,
+)
+from monitor.chain import (
+    audio_record as audio_record,
+)
+from monitor.chain import (
+    calibration_record as calibration_record,
+)
+from monitor.chain import (
+    config_from_key as config_from_key,
+)
+from monitor.chain import (
+    config_key as config_key,
+)
+from monitor.chain import (
+    config_record as config_record,
+)
+from monitor.chain import (
+    conflict_key as conflict_key,
+)
+from monitor.chain import (
+    conflict_record as conflict_record,
+)
+from monitor.chain import (
+    digest_of as digest_of,
+)
+from monitor.chain import (
+    event_record as event_record,
+)
+from monitor.chain import (
+    finding_record as finding_record,
+)
+from monitor.chain import (
+    health_record as health_record,
+)
+from monitor.chain import (
+    next_head as next_head,
+)
+from monitor.chain import (
+    reading_record as reading_record,
+)
+from monitor.chain import (
+    rejection_record as rejection_record,
+)
+from monitor.chain import (
+    sound_record as sound_record,
+)
 from monitor.errors import StoreError
 from rules.model import (
     Blast,
@@ -49,8 +103,6 @@ from rules.model import (
 
 log = logging.getLogger("minewatch.store")
 
-GENESIS = "0" * 64
-SOUND_FIELDS = ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
 # A sound row as append_sounds binds it: SoundLevels' fields in their order (ts as ts_us), so
 # a row is slices of the levels tuple, then the source (and late, received_us, chain_seq).
 _SOUND_ROW = (*SoundLevels._fields[:2], "ts_us", *SoundLevels._fields[3:], "source")
@@ -175,37 +227,6 @@ DROP INDEX IF EXISTS chain_key;
 """
 
 
-def digest_of(record: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(record)).hexdigest()
-
-
-def next_head(previous: str, digest: str) -> str:
-    return hashlib.sha256((previous + digest).encode()).hexdigest()
-
-
-# --------------------------------------------------------------------------- canonical records
-# The dict each row is chained as: ONE function per chain kind, used by the append
-# below and by monitor/evidence.py, which rebuilds the dicts from exported rows.
-# REAL columns are passed through float(): SQLite hands back 55.0 for a stored 55,
-# and the digest must not depend on whether a caller passed an int.
-
-
-def _real(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "sound",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "ts_us": row["ts_us"],
-        "duration_s": _real(row["duration_s"]),
-        **{k: _real(row[k]) for k in SOUND_FIELDS},
-        "source": row["source"],
-    }
-
-
 # The canonical bytes of a sound record without building the dict and sorting its keys
 # (the hot path: one per second per sound sensor). Equal to canonical_json(sound_record(row))
 # byte for byte, which tests/monitor/test_store.py checks over random rows.
@@ -243,185 +264,6 @@ def sound_digest(row: Sequence[Any]) -> str:
     except _NotFinite:
         return digest_of(sound_record(dict(zip(_SOUND_ROW, row[:13], strict=True))))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def reading_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "reading",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "kind": row["kind"],
-        "ts_us": row["ts_us"],
-        "duration_s": row["duration_s"],
-        "data": row["data"],
-    }
-
-
-def event_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "event",
-        "site": row["site"],
-        "kind": row["kind"],
-        "id": row["id"],
-        "ts_us": row["ts_us"],
-        "end_us": row["end_us"],
-        "data": row["data"],
-    }
-
-
-def audio_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """``row`` holds the ``pcm`` bytes, or their ``pcm_sha256`` when the samples are not at hand."""
-    names = row.keys()  # a sqlite3.Row's `in` looks at values, not names
-    pcm_sha256 = row["pcm_sha256"] if "pcm_sha256" in names else hashlib.sha256(row["pcm"]).hexdigest()
-    return {
-        "t": "audio",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "ts_us": row["ts_us"],
-        "seq": row["seq"],
-        "sample_rate": row["sample_rate"],
-        "format": row["format"],
-        "pcm_sha256": pcm_sha256,
-    }
-
-
-def finding_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "finding",
-        "id": row["id"],
-        "revision": row["revision"],
-        "site": row["site"],
-        "standard": row["standard"],
-        "section": row["section"],
-        "kind": row["kind"],
-        "start_us": row["start_us"],
-        "end_us": row["end_us"],
-        "retracted": row["retracted"],
-        "data": row["data"],
-    }
-
-
-def rejection_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "rejection",
-        "id": row["id"],
-        "site": row["site"],
-        "topic": row["topic"],
-        "reason": row["reason"],
-        "excerpt": row["excerpt"],
-        "received_us": row["received_us"],
-    }
-
-
-def alert_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "alert",
-        "id": row["id"],
-        "site": row["site"],
-        "audience": row["audience"],
-        "kind": row["kind"],
-        "severity": row["severity"],
-        "condition": row["condition"],
-        "message": row["message"],
-        "data": row["data"],
-        "created_us": row["created_us"],
-    }
-
-
-def health_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "health",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "ts_us": row["ts_us"],
-        "state": row["state"],
-        "gap_s": _real(row["gap_s"]),
-        "detail": row["detail"],
-    }
-
-
-def calibration_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "calibration",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "ts_us": row["ts_us"],
-        "reference_db": _real(row["reference_db"]),
-        "measured_db": _real(row["measured_db"]),
-        "drift_db": _real(row["drift_db"]),
-        "flagged": int(row["flagged"]),
-    }
-
-
-def conflict_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A resend of a kept reading (``kind``: sound, audio or a reading kind) with other content."""
-    return {
-        "t": "conflict",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "kind": row["kind"],
-        "ts_us": row["ts_us"],
-        "first_digest": row["first_digest"],
-        "second_digest": row["second_digest"],
-        "received_us": row["received_us"],
-    }
-
-
-def conflict_key(sensor: str, kind: str, ts_us: int, second_digest: str) -> str:
-    return f"{sensor}|{kind}|{ts_us}|{second_digest}"
-
-
-def config_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The configuration a site was judged under.
-
-    Since evidence format 2: the profile's name and SHA-256, the SHA-256 of the
-    configuration with secret values left out, and since when (the daemon's start).
-    Stores written before hold ``{"sha256"}`` of the configuration file alone.
-    """
-    if "profile_sha256" not in row:
-        return {"t": "config", "sha256": row["sha256"]}
-    return {
-        "t": "config",
-        "profile": str(row["profile"]),
-        "profile_sha256": str(row["profile_sha256"]),
-        "config_sha256": str(row["config_sha256"]),
-        "since_us": int(row["since_us"]),
-    }
-
-
-def config_key(row: Mapping[str, Any]) -> str:
-    """Chain key of a config record: its whole content (the record has no table of its own)."""
-    return f"{row['config_sha256']}|{row['profile_sha256']}|{int(row['since_us'])}|{row['profile']}"
-
-
-def config_from_key(key: str) -> dict[str, Any]:
-    """The fields of a config record from its chain key (either shape)."""
-    parts = key.split("|", 3)
-    if len(parts) != 4:
-        return {"sha256": key}
-    return {
-        "config_sha256": parts[0],
-        "profile_sha256": parts[1],
-        "since_us": int(parts[2]),
-        "profile": parts[3],
-    }
-
-
-# chain kind -> its canonical record. A module that chains a kind of its own (notices)
-# registers its function here so that evidence bundles can verify those rows too.
-RECORDS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
-    "sound": sound_record,
-    "reading": reading_record,
-    "audio": audio_record,
-    "event": event_record,
-    "finding": finding_record,
-    "rejection": rejection_record,
-    "alert": alert_record,
-    "health": health_record,
-    "calibration": calibration_record,
-    "config": config_record,
-    "conflict": conflict_record,
-}
 
 
 READING_KIND: dict[type, str] = {

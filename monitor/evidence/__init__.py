@@ -16,7 +16,7 @@
     bundle.zip [+ anchors the town holds] ──► verify_bundle ──► Report
 
 Verification rebuilds every exported row's canonical record with the store's own
-functions (``monitor.store.RECORDS``), hashes it and matches it to the chain entry
+functions (``monitor.chain.KINDS``), hashes it and matches it to the chain entry
 the row names (``chain_seq``), walking the chain once in order. The manifest is
 checked, not trusted: the files a bundle may hold are fixed by the format and the
 rows, config.toml and the profile by the chain's config record. The chain itself
@@ -55,6 +55,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(export, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FORMAT",

@@ -21,6 +21,13 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from monitor.canonical import to_us
+from monitor.chain import (
+    GENESIS,
+    KINDS,
+    SOUND_FIELDS,
+    config_from_key,
+    config_record,
+)
 from monitor.config import Config, SiteConfig
 from monitor.errors import OutputError
 from monitor.evidence.format import (
@@ -45,18 +52,10 @@ from monitor.evidence.format import (
     _Scope,
     reading_columns,
     reading_file,
-    record_builders,
 )
 from monitor.influx import InfluxReader
 from monitor.schema import MEASUREMENTS
-from monitor.store import (
-    GENESIS,
-    KEYED,
-    SCHEMA_VERSION,
-    SOUND_FIELDS,
-    config_from_key,
-    config_record,
-)
+from monitor.store import KEYED, SCHEMA_VERSION
 
 # --------------------------------------------------------------------------- export
 
@@ -615,7 +614,7 @@ class _Exporter:
             self.args,
         )
         names = [d[0] for d in cursor.description]
-        build = record_builders()[kind]
+        build = KINDS[kind].record
 
         def elements() -> Iterator[dict[str, Any]]:
             for values in cursor:

@@ -6,17 +6,14 @@ Shared by the exporter and the verifier; standard library and the store's record
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
+from monitor.chain import KINDS, SOUND_FIELDS, ChainKind
 from monitor.errors import MinewatchError
-from monitor.store import (
-    RECORDS,
-    SOUND_FIELDS,
-)
 
 # Format 2: the file set is closed (fixed by the format and the rows, not by the manifest),
 # the profile and configuration are bound by a chained config record, and the segment ends
@@ -35,98 +32,14 @@ READING_EXTRAS: dict[str, tuple[str, ...]] = {  # columns copied out of the read
 }
 
 
-@dataclass(frozen=True, slots=True)
-class _Kind:
-    """A chain kind exported row by row to records/<name>.json.
-
-    ``source`` is the FROM clause (the row is ``t``), ``site`` the column holding its
-    site, ``key`` the chain key as SQL (the keys monitor/store.py and monitor/notices.py
-    chain the kind under) and ``window`` what makes a row belong to [:from, :to).
-    """
-
-    file: str
-    source: str
-    key: str
-    window: str
-    site: str = "t.site"
-
-
-RECORD_KINDS: dict[str, _Kind] = {
-    "event": _Kind(
-        "records/events.json",
-        "events t",
-        "t.kind || '|' || t.id",
-        "t.ts_us < :to AND COALESCE(t.end_us, t.ts_us) >= :from",
-    ),
-    "finding": _Kind(
-        "records/findings.json",
-        "findings t",
-        "t.id || '|' || t.revision",
-        "t.start_us < :to AND t.end_us >= :from",
-    ),
-    "alert": _Kind("records/alerts.json", "alerts t", "t.id", "t.created_us >= :from AND t.created_us < :to"),
-    "health": _Kind(
-        "records/health.json",
-        "health t",
-        "t.sensor || '|' || t.ts_us || '|' || t.state",
-        "t.ts_us >= :from AND t.ts_us < :to",
-    ),
-    "calibration": _Kind(
-        "records/calibration.json",
-        "calibration t",
-        "t.sensor || '|' || t.ts_us",
-        "t.ts_us >= :from AND t.ts_us < :to",
-    ),
-    "rejection": _Kind(
-        "records/rejections.json",
-        "rejections t",
-        "CAST(t.id AS TEXT)",
-        "t.received_us >= :from AND t.received_us < :to",
-    ),
-    # a reading resent with other content: the kept one's and the resend's digests
-    "conflict": _Kind(
-        "records/conflicts.json",
-        "conflicts t",
-        "t.sensor || '|' || t.kind || '|' || t.ts_us || '|' || t.second_digest",
-        "t.ts_us >= :from AND t.ts_us < :to",
-    ),
-    # monitor/notices.py: a notice, its change history and the episodes it cites
-    "notice": _Kind(
-        "records/notices.json", "notices t", "t.id", "t.opened_us < :to AND t.updated_us >= :from"
-    ),
-    "notice_change": _Kind(
-        "records/notice_changes.json",
-        "notice_changes t JOIN notices n ON n.id = t.notice_id",
-        "t.notice_id || '|' || t.seq",
-        "t.at_us >= :from AND t.at_us < :to",
-        "n.site",
-    ),
-    "notice_episode": _Kind(
-        "records/notice_episodes.json",
-        "notice_episodes t JOIN notices n ON n.id = t.notice_id",
-        "t.notice_id || '|' || t.episode_id || '|' || t.revision",
-        "t.start_us < :to AND t.end_us >= :from",
-        "n.site",
-    ),
-}
+# The chain kinds exported row by row to records/<name>.json (monitor/chain.py holds them all).
+RECORD_KINDS: dict[str, ChainKind] = {k: v for k, v in KINDS.items() if v.source}
 RECORD_FILES: dict[str, str] = {
     **{k: v.file for k, v in RECORD_KINDS.items()},
-    "config": "records/config.json",
+    "config": KINDS["config"].file,
 }
 # Record files a format-1 bundle never held (conflicting resends were first journaled in format 2).
 _SINCE_FORMAT_2 = frozenset({RECORD_KINDS["conflict"].file})
-
-
-def record_builders() -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
-    """Chain kind -> the function its records were chained with (the store's, and the notices')."""
-    from monitor.notices import change_record, episode_record, notice_record
-
-    return {
-        **RECORDS,
-        "notice": notice_record,
-        "notice_change": change_record,
-        "notice_episode": episode_record,
-    }
 
 
 INFLUX_MEASUREMENT = {

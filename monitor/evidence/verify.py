@@ -20,6 +20,16 @@ from typing import IO, Any
 from zoneinfo import ZoneInfo
 
 from monitor.canonical import to_us
+from monitor.chain import (
+    KINDS,
+    SOUND_FIELDS,
+    config_from_key,
+    config_record,
+    digest_of,
+    next_head,
+    reading_record,
+    sound_record,
+)
 from monitor.evidence.format import (
     _MAX_LISTED,
     _README,
@@ -46,15 +56,6 @@ from monitor.evidence.format import (
     _sound_key,
     reading_columns,
     reading_file,
-    record_builders,
-)
-from monitor.store import (
-    RECORDS,
-    SOUND_FIELDS,
-    config_from_key,
-    config_record,
-    digest_of,
-    next_head,
 )
 
 # --------------------------------------------------------------------------- verify
@@ -406,7 +407,7 @@ def _csv_rows(
 def _json_rows(
     source: _Hashed, kind: str, utc: TimeFormat, local: TimeFormat, report: Report
 ) -> Iterator[_Row]:
-    build = record_builders()[kind]
+    build = KINDS[kind].record
     for line, text in enumerate(source.text, start=1):
         text = text.strip().removesuffix(",")
         if text in ("[", "]", ""):
@@ -699,7 +700,7 @@ class _Verifier:
         for name, text in zip(SOUND_FIELDS, cells[7:-1], strict=True):
             row[name] = _opt_float(text)
         self.days.add(("sound", cells[2], cells[5][:10]))
-        return RECORDS["sound"](row), f"sensor {cells[2]} at {cells[4]}"
+        return sound_record(row), f"sensor {cells[2]} at {cells[4]}"
 
     def _reading_rebuild(self, kind: str) -> Callable[[list[str]], tuple[dict[str, Any], str]]:
         extras = len(READING_EXTRAS[kind])
@@ -721,7 +722,7 @@ class _Verifier:
             }
             if kind == "light":
                 self.days.add(("light", cells[2], cells[6][:10]))
-            return RECORDS["reading"](row), f"{kind} {cells[2]} at {cells[5]}"
+            return reading_record(row), f"{kind} {cells[2]} at {cells[5]}"
 
         return rebuild
 

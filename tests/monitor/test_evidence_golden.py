@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from monitor.config import load_config
@@ -61,3 +63,23 @@ def test_the_same_data_is_chained_under_the_same_keys_and_digests(tmp_path: Path
         "notice_episode",
     }
     assert _chain(store) == expected
+
+
+def test_the_verifier_imports_no_plotting_http_or_numpy() -> None:
+    """What a town runs to check a bundle: the bundle format and the standard library's hashing."""
+    code = (
+        "import sys, monitor.evidence.verify as v; assert v.verify_bundle;"
+        " print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[2],
+    ).stdout.split()
+    heavy = {"numpy", "matplotlib", "urllib3", "influxdb_client", "paho", "rules", "monitor.store"}
+    assert not [
+        m for m in out if m in heavy or m.split(".")[0] in heavy or m in ("http.client", "urllib.request")
+    ]
+    assert "monitor.evidence.verify" in out and "monitor.evidence.export" not in out
