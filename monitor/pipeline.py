@@ -63,13 +63,12 @@ from monitor.wire import (
     check_time,
     decode,
     format_ts,
-    levels_sender,
     output_topic,
     parse_ts,
     payload_of,
-    quick_levels_payload,
     shown,
 )
+from monitor.wire_levels import Parsed, levels_sender, predecode
 from rules.model import (
     Blast,
     BlastNotice,
@@ -278,15 +277,15 @@ class Pipeline:
         past = d.max_age_s if self.clock.data_now is not None else math.inf
         return Limits(math.inf, past, d.max_payload_bytes)
 
-    def predecode(self, topic: str, payload: bytes) -> SoundLevels | None:
-        """wire.quick_levels for this configuration, from the network thread (its only caller)."""
+    def predecode(self, topic: str, payload: bytes) -> SoundLevels | Parsed | None:
+        """wire_levels.predecode for this configuration, from the network thread (its only caller)."""
         sender = self._levels_senders.get(topic)
         if sender is None:
             sender = levels_sender(topic, self.site_configs, self.prefix)
             if sender is None:
                 return None
             self._levels_senders[topic] = sender  # configured sensors' topics only: bounded
-        return quick_levels_payload(payload, *sender, self.config.daemon.max_payload_bytes)
+        return predecode(payload, *sender, self.config.daemon.max_payload_bytes)
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit."""
@@ -335,7 +334,7 @@ class Pipeline:
 
     def _handle(self, message: Inbound, now: datetime) -> None:
         decoded: Message
-        if message.decoded is not None:  # a levels message decoded ahead, all but its time
+        if isinstance(message.decoded, SoundLevels):  # a levels message decoded ahead, all but its time
             check_time(message.decoded.ts, now, self.limits())
             decoded = message.decoded
         else:
@@ -347,6 +346,7 @@ class Pipeline:
                 self.limits(),
                 self.generic_kinds,
                 self.prefix,
+                message.decoded,  # parsed ahead (None if not): not parsed again
             )
         state = self.sites[decoded.site]
         if isinstance(decoded, AudioBlock):

@@ -18,13 +18,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import orjson
 
 from monitor.canonical import canonical_json
 from monitor.config import SensorConfig, SiteConfig
 from monitor.errors import DecodeError
+
+if TYPE_CHECKING:
+    from monitor.wire_levels import Parsed
 from rules.model import (
     VEHICLE_PRESENT,
     Blast,
@@ -246,13 +249,18 @@ def _reject_constant(token: str) -> Any:
     raise DecodeError("payload", f"{token} is not allowed (values must be finite numbers)")
 
 
-def _load_json(payload: bytes) -> dict[str, Any]:
+def _load_json(payload: bytes, parsed: Parsed | None = None) -> dict[str, Any]:
     # orjson parses the usual valid payload ~10x faster than json; what it refuses is
     # parsed again by json below, which names the precise reason in the rejection.
-    try:
-        data = orjson.loads(payload)
-    except orjson.JSONDecodeError:
+    if parsed is not None and parsed.ok:  # parsed ahead already (monitor.wire_levels)
+        data = parsed.data
+    elif parsed is not None:
         data = _load_json_strictly(payload)
+    else:
+        try:
+            data = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            data = _load_json_strictly(payload)
     if not isinstance(data, dict):
         raise DecodeError("payload", f"expected a JSON object, got {type(data).__name__}")
     version = data.get("v", PROTOCOL_VERSION)
@@ -397,70 +405,6 @@ def _verify_signature(data: Mapping[str, Any], sensor: SensorConfig | None) -> N
 
 
 # --------------------------------------------------------------------------- sensor payloads
-
-
-_LEVEL_KEYS = frozenset(
-    {"v", "ts", "duration_s", "LAeq", "LAFmax", "LCpeak", "LASmax", "LZpeak", "LAFmin", "LCeq", "LZeq"}
-)
-_REQUIRED_LEVEL_KEYS = frozenset({"ts", "duration_s", "LAeq", "LAFmax", "LCpeak"})
-
-
-def _levels_fast(data: dict[str, Any], site: str, sensor: str) -> SoundLevels | None:
-    """The common, valid levels message without the field-by-field machinery; None -> slow path.
-
-    Anything unusual (a missing or unknown field, a non-float, out of range) returns None
-    and the full decoder produces the precise rejection.
-    """
-    lo, hi = DB_RANGE
-    if data.keys() == _REQUIRED_LEVEL_KEYS:  # the usual message, its four floats checked in line
-        duration, la, lmax, lc = data["duration_s"], data["LAeq"], data["LAFmax"], data["LCpeak"]
-        if (
-            type(duration) is float
-            and type(la) is float
-            and type(lmax) is float
-            and type(lc) is float
-            and 0 < duration <= MAX_DURATION_S
-            and lo <= la <= hi
-            and lo <= lmax <= hi
-            and lo <= lc <= hi
-            and lmax >= la - 0.05
-        ):
-            return SoundLevels(site, sensor, parse_ts(data["ts"]), duration, la, lmax, lc)
-    if not _REQUIRED_LEVEL_KEYS <= data.keys() <= _LEVEL_KEYS:
-        return None
-    if data.get("v", PROTOCOL_VERSION) != PROTOCOL_VERSION:
-        return None
-    for key, value in data.items():
-        if key == "ts" or key == "v":
-            continue
-        kind = type(value)
-        if kind is not float and kind is not int:
-            return None
-        # NaN fails every comparison and lands in the slow path too.
-        if not (0 < value <= MAX_DURATION_S if key == "duration_s" else lo <= value <= hi):
-            return None
-    la, lmax = float(data["LAeq"]), float(data["LAFmax"])
-    if lmax < la - 0.05:
-        return None
-    get = data.get
-    return SoundLevels(
-        site,
-        sensor,
-        parse_ts(data["ts"]),
-        float(data["duration_s"]),
-        la,
-        lmax,
-        float(data["LCpeak"]),
-        _optional(get("LASmax")),
-        _optional(get("LZpeak")),
-        _optional(get("LAFmin")),
-        _optional(get("LCeq")),
-        _optional(get("LZeq")),
-    )
-
-
-def _optional(value: float | None) -> float | None:
-    return None if value is None else float(value)
 
 
 def _decode_levels(f: _Fields, site: str, sensor: str) -> SoundLevels:
@@ -765,51 +709,6 @@ def _vehicle_present_fields(f: _Fields, site: SiteConfig, ts: datetime) -> dict[
 # --------------------------------------------------------------------------- entry point
 
 
-def levels_sender(topic: str, sites: Mapping[str, SiteConfig], prefix: str) -> tuple[str, str] | None:
-    """(site, sensor) when ``topic`` is the levels topic of a sensor that sends them unsigned."""
-    parts = topic.split("/")
-    if len(parts) != 5 or parts[4] != "levels" or parts[2] != "sensors" or parts[0] != prefix:
-        return None
-    site = sites.get(parts[1])
-    if site is None:
-        return None
-    sensor = site.sensor(parts[3])
-    if sensor is None or sensor.require_signature or "levels" not in SENSOR_MESSAGES[sensor.kind]:
-        return None
-    return site.id, sensor.id
-
-
-def quick_levels(
-    topic: str, payload: bytes, sites: Mapping[str, SiteConfig], prefix: str, max_payload_bytes: int
-) -> SoundLevels | None:
-    """decode() of the common message, a valid unsigned levels message, except the time check.
-
-    None for anything else, and decode() then takes the message the full way, which names
-    the field and the reason of a rejection. Needs no clock, so it can run ahead of the
-    pipeline, in the network thread.
-    """
-    sender = levels_sender(topic, sites, prefix)
-    return None if sender is None else quick_levels_payload(payload, *sender, max_payload_bytes)
-
-
-def quick_levels_payload(
-    payload: bytes, site: str, sensor: str, max_payload_bytes: int
-) -> SoundLevels | None:
-    """quick_levels once the topic is known to be a levels_sender's."""
-    if len(payload) > max_payload_bytes:
-        return None
-    try:
-        data = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return None
-    if type(data) is not dict or "sig" in data:
-        return None
-    try:
-        return _levels_fast(data, site, sensor)
-    except DecodeError:  # a bad time: decode() says so
-        return None
-
-
 def decode(
     topic: str,
     payload: bytes,
@@ -818,12 +717,23 @@ def decode(
     limits: Limits = Limits(),
     generic_event_kinds: Mapping[str, frozenset[str]] | None = None,
     prefix: str = "minewatch",
+    ahead: Parsed | None = None,
 ) -> Message:
-    """Decode one input message; raises DecodeError naming the field and the reason."""
-    quick = quick_levels(topic, payload, sites, prefix, limits.max_payload_bytes)
-    if quick is not None:
-        check_time(quick.ts, now, limits)
-        return quick
+    """Decode one input message; raises DecodeError naming the field and the reason.
+
+    ``ahead``: what monitor.wire_levels.predecode made of the payload when it ran ahead and
+    missed its quick path (the payload is then not parsed again).
+    """
+    if ahead is None:
+        from monitor.wire_levels import levels_sender, predecode  # it builds on this module
+
+        sender = levels_sender(topic, sites, prefix)
+        if sender is not None:
+            quick = predecode(payload, *sender, limits.max_payload_bytes)
+            if isinstance(quick, SoundLevels):
+                check_time(quick.ts, now, limits)
+                return quick
+            ahead = quick
     if len(payload) > limits.max_payload_bytes:
         raise DecodeError(
             "payload", f"{len(payload)} bytes exceeds the {limits.max_payload_bytes}-byte limit"
@@ -851,7 +761,7 @@ def decode(
         raise DecodeError("topic", f"sensor {sensor.id} is a {kind} sensor; it cannot send {sent}")
     if parsed.kind == "audio":
         return _decode_audio(payload, site.id, sensor, now, limits)
-    data = _load_json(payload)
+    data = _load_json(payload, ahead)
     _verify_signature(data, sensor)
     fields = _Fields(data)
     message = _SENSOR_DECODERS[parsed.kind](fields, site.id, sensor.id)
