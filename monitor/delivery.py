@@ -46,6 +46,7 @@ from email.utils import format_datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor import migrations
 from monitor.canonical import canonical_json, canonical_text, from_us, to_us
 from monitor.config import ChannelConfig, Config, RecipientConfig
 from monitor.errors import OutputError
@@ -72,17 +73,6 @@ USER_AGENT = "minewatch/0.1"
 SIGNATURE_HEADER = "X-Minewatch-Signature"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _BATCH = 100
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS deliveries (
-    id TEXT PRIMARY KEY, alert_id TEXT NOT NULL, site TEXT NOT NULL, recipient TEXT NOT NULL,
-    channel INTEGER NOT NULL, channel_type TEXT NOT NULL, target TEXT NOT NULL, alert TEXT NOT NULL,
-    status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_us INTEGER NOT NULL,
-    last_error TEXT NOT NULL DEFAULT '', created_us INTEGER NOT NULL, done_us INTEGER,
-    reported INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_us);
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +170,7 @@ class Deliveries:
         self.timeout_s = timeout_s
         if conn.row_factory is not sqlite3.Row:
             conn.row_factory = sqlite3.Row
-        if not conn.in_transaction:  # executescript would commit a caller's transaction
-            conn.executescript(SCHEMA)
+        migrations.apply(conn)  # outside a caller's transaction only
 
     # ------------------------------------------------------------------ queue
 

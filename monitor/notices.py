@@ -52,6 +52,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor import migrations
 from monitor.canonical import canonical_text, from_us, to_us
 from monitor.chain import change_record as change_record
 from monitor.chain import episode_record as episode_record
@@ -91,33 +92,6 @@ __all__ = [
     "unit_text",
 ]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS notices (
-    id TEXT PRIMARY KEY, site TEXT NOT NULL, standard TEXT NOT NULL, section TEXT NOT NULL,
-    opened_us INTEGER NOT NULL, first_deadline_us INTEGER NOT NULL, data TEXT NOT NULL,
-    status TEXT NOT NULL, deadline_us INTEGER NOT NULL, updated_us INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS notices_open ON notices (site, standard, status);
-CREATE TABLE IF NOT EXISTS notice_changes (
-    notice_id TEXT NOT NULL REFERENCES notices(id), seq INTEGER NOT NULL, change TEXT NOT NULL,
-    status TEXT NOT NULL, actor TEXT NOT NULL, note TEXT NOT NULL, at_us INTEGER NOT NULL,
-    deadline_us INTEGER NOT NULL, data TEXT NOT NULL, announced INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (notice_id, seq)
-);
-CREATE INDEX IF NOT EXISTS notice_changes_unannounced ON notice_changes (announced);
-CREATE TABLE IF NOT EXISTS notice_episodes (
-    notice_id TEXT NOT NULL REFERENCES notices(id), episode_id TEXT NOT NULL, revision INTEGER NOT NULL,
-    start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, finding_ids TEXT NOT NULL, data TEXT NOT NULL,
-    recorded_us INTEGER NOT NULL, PRIMARY KEY (notice_id, episode_id, revision)
-);
-CREATE TABLE IF NOT EXISTS notice_open_episodes (
-    site TEXT NOT NULL, episode_id TEXT NOT NULL, notice_id TEXT NOT NULL, end_us INTEGER NOT NULL,
-    data TEXT NOT NULL, PRIMARY KEY (site, episode_id)
-);
-CREATE TABLE IF NOT EXISTS notice_counters (
-    prefix TEXT NOT NULL, year INTEGER NOT NULL, last INTEGER NOT NULL, PRIMARY KEY (prefix, year)
-);
-"""
 
 AUTO_ACTOR = "minewatch"
 OPEN, EXTENSION_REQUESTED, EXTENDED, CORRECTED, ESCALATED = (
@@ -264,10 +238,9 @@ def _current_episodes(conn: sqlite3.Connection, notice_id: str) -> builtins.list
 
 
 def _ensure_schema(conn: sqlite3.Connection) -> None:
-    # executescript would COMMIT a transaction in progress: only outside one (NoticeBook creates
-    # the tables at start, so inside the pipeline's batch they exist already).
-    if not conn.in_transaction:
-        conn.executescript(SCHEMA)
+    # Only outside a transaction (NoticeBook applies them at start, so inside the pipeline's
+    # batch the tables exist already); a Store applies them when opened.
+    migrations.apply(conn)
 
 
 def _canonical_id(conn: sqlite3.Connection, notice_id: str) -> str:

@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from monitor import migrations
 from monitor.canonical import canonical_text, from_us, to_us
 from monitor.chain import (
     GENESIS as GENESIS,
@@ -119,112 +120,12 @@ _SOUND_INSERT = _sound_insert(_SOUND_ROW)
 _NO_OPTIONALS = (None,) * 5
 _SOUND_INSERT_SHORT = _sound_insert((*_SOUND_ROW[:7], *_SOUND_ROW[12:]))
 
-SCHEMA = """
--- Time before sensor in the key: a second of every sensor's readings lands on a few
--- adjacent pages instead of one page per sensor (the write volume of a commit follows
--- the pages it touches), and time-window reads need no second index.
--- chain_seq: the row's chain entry, found without a key index (see chain_lookup).
-CREATE TABLE IF NOT EXISTS sound (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
-    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
-    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
-    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL, chain_seq INTEGER,
-    PRIMARY KEY (site, ts_us, sensor)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS readings (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, kind TEXT NOT NULL, ts_us INTEGER NOT NULL,
-    duration_s REAL NOT NULL, data TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL,
-    PRIMARY KEY (site, sensor, kind, ts_us)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS audio (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, seq INTEGER NOT NULL,
-    sample_rate INTEGER NOT NULL, format TEXT NOT NULL, pcm BLOB NOT NULL, received_us INTEGER NOT NULL,
-    PRIMARY KEY (site, sensor, ts_us)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS events (
-    site TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, ts_us INTEGER NOT NULL, end_us INTEGER,
-    data TEXT NOT NULL, received_us INTEGER NOT NULL,
-    PRIMARY KEY (site, kind, id)
-);
-CREATE INDEX IF NOT EXISTS events_time ON events (site, ts_us);
-CREATE TABLE IF NOT EXISTS findings (
-    id TEXT NOT NULL, revision INTEGER NOT NULL, site TEXT NOT NULL, standard TEXT NOT NULL,
-    section TEXT NOT NULL, kind TEXT NOT NULL, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL,
-    retracted INTEGER NOT NULL, data TEXT NOT NULL, created_us INTEGER NOT NULL,
-    PRIMARY KEY (id, revision)
-);
-CREATE INDEX IF NOT EXISTS findings_time ON findings (site, start_us);
-CREATE TABLE IF NOT EXISTS alerts (
-    id TEXT PRIMARY KEY, site TEXT NOT NULL, audience TEXT NOT NULL, kind TEXT NOT NULL,
-    severity TEXT NOT NULL, condition TEXT NOT NULL, message TEXT NOT NULL, data TEXT NOT NULL,
-    created_us INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS alerts_time ON alerts (site, created_us);
-CREATE TABLE IF NOT EXISTS rejections (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, site TEXT NOT NULL, topic TEXT NOT NULL, reason TEXT NOT NULL,
-    excerpt TEXT NOT NULL, received_us INTEGER NOT NULL
-);
--- A reading resent with other content than the one kept (the first): both digests, one row
--- per distinct second version. Added without a layout version: CREATE IF NOT EXISTS suffices.
-CREATE TABLE IF NOT EXISTS conflicts (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, kind TEXT NOT NULL, ts_us INTEGER NOT NULL,
-    first_digest TEXT NOT NULL, second_digest TEXT NOT NULL, received_us INTEGER NOT NULL,
-    PRIMARY KEY (site, sensor, kind, ts_us, second_digest)
-);
-CREATE TABLE IF NOT EXISTS health (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, state TEXT NOT NULL,
-    gap_s REAL, detail TEXT NOT NULL DEFAULT '', PRIMARY KEY (site, sensor, ts_us, state)
-);
-CREATE TABLE IF NOT EXISTS calibration (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, reference_db REAL NOT NULL,
-    measured_db REAL NOT NULL, drift_db REAL, flagged INTEGER NOT NULL, PRIMARY KEY (site, sensor, ts_us)
-);
-CREATE TABLE IF NOT EXISTS progress (
-    site TEXT PRIMARY KEY, evaluated_until_us INTEGER NOT NULL, final_until_us INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chain (
-    site TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
-    digest TEXT NOT NULL, head TEXT NOT NULL, recorded_us INTEGER NOT NULL,
-    PRIMARY KEY (site, seq)
-) WITHOUT ROWID;
--- Chain entry by record key, for every kind but sound: one sound entry per sensor per
--- second would make this the costliest insert of all, and sound rows carry chain_seq.
--- A query must state the condition itself for SQLite to use a partial index (KEYED).
-CREATE INDEX IF NOT EXISTS chain_lookup ON chain (site, kind, key) WHERE kind <> 'sound';
-CREATE TABLE IF NOT EXISTS anchors (
-    site TEXT NOT NULL, seq INTEGER NOT NULL, head TEXT NOT NULL, published_us INTEGER NOT NULL,
-    PRIMARY KEY (site, seq)
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
 
 # The condition queries that look chain entries up by key add, so that SQLite uses chain_lookup.
 KEYED = "kind <> 'sound'"
 
-# PRAGMA user_version of the layout above; older stores are migrated when opened (Store._migrate).
+# PRAGMA user_version of the layout (monitor/migrations.py); an older store is migrated when opened.
 SCHEMA_VERSION = 2
-
-# Version 0/1 -> 2: sound keyed by time first and carrying its chain entry's seq; the chain
-# key index without sound entries. The old chain_key index finds each row's entry. The table
-# is spelled out as of version 2 on purpose, not taken from SCHEMA: a migration must keep
-# producing its version's layout when SCHEMA moves on (a later version adds its own step).
-_MIGRATE_TO_2 = """
-CREATE TABLE sound_v2 (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
-    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
-    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
-    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL, chain_seq INTEGER,
-    PRIMARY KEY (site, ts_us, sensor)
-) WITHOUT ROWID;
-INSERT INTO sound_v2 SELECT s.site, s.sensor, s.ts_us, s.duration_s, s.LAeq, s.LAFmax, s.LASmax,
-    s.LAFmin, s.LCeq, s.LCpeak, s.LZpeak, s.LZeq, s.source, s.late, s.received_us,
-    (SELECT c.seq FROM chain c
-     WHERE c.site = s.site AND c.kind = 'sound' AND c.key = s.sensor || '|' || s.ts_us)
-    FROM sound s;
-DROP TABLE sound;
-ALTER TABLE sound_v2 RENAME TO sound;
-DROP INDEX IF EXISTS chain_key;
-"""
 
 
 # The canonical bytes of a sound record without building the dict and sorting its keys
@@ -415,8 +316,6 @@ class Store:
             self.conn.execute("PRAGMA cache_size=-16384")
             self.conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-            self.conn.executescript(SCHEMA)
-            self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {self.path!r}: {exc}") from exc
         self._max_variables = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
@@ -427,23 +326,17 @@ class Store:
         self._checkpointer: Checkpointer | None = None
 
     def _migrate(self) -> None:
-        """Bring a store written by an earlier version to SCHEMA_VERSION, in one transaction."""
+        """Apply the migrations the store has not had yet (monitor/migrations.py), each once."""
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"the store {self.path!r} has layout version {version}, newer than this minewatch"
                 f" reads ({SCHEMA_VERSION}): upgrade minewatch"
             )
-        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(sound)")}
-        if version == SCHEMA_VERSION or not columns or "chain_seq" in columns:
-            return  # current, new (SCHEMA creates it) or already migrated
-        log.info("migrating the store %s to layout version %d", self.path, SCHEMA_VERSION)
-        try:
-            self.conn.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_TO_2} PRAGMA user_version = 2; COMMIT;")
-        except sqlite3.Error:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
+        ran = migrations.apply(self.conn)
+        if ran and migrations.applied(self.conn) != ran:  # not a new store
+            log.info("migrated the store %s: %s", self.path, ", ".join(ran))
+        self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def checkpoint_in_background(self, interval_s: float = 1.0) -> None:
         """Copy the WAL into the database from a thread of its own instead of at commits.
