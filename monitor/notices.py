@@ -59,8 +59,8 @@ from monitor.chain import episode_record as episode_record
 from monitor.chain import notice_record as notice_record
 from monitor.config import SiteConfig
 from monitor.errors import MinewatchError
-from monitor.store import Store, finding_to_json
-from monitor.wire import format_ts
+from monitor.store import Store
+from monitor.wire import finding_to_json, format_ts
 from rules.deadlines import WorkCalendar, after_deadline, cure_deadline, extended_deadline
 from rules.episodes import Episode, update_episodes
 from rules.model import Finding, FindingKind, Measurement

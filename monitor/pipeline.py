@@ -53,7 +53,7 @@ from monitor.recent import MINUTE, RecentSound, floor_minute
 from monitor.render import notice_payload_json
 from monitor.runtime import freeze_startup_objects
 from monitor.status import site_status  # the retained status message (also `minewatch status`)
-from monitor.store import READING_KIND, SOUND_FIELDS, Store, event_kind, finding_to_json
+from monitor.store import READING_KIND, SOUND_FIELDS, Store, event_kind
 from monitor.wire import (
     AUDIO_FORMATS,
     AudioBlock,
@@ -62,10 +62,12 @@ from monitor.wire import (
     Message,
     check_time,
     decode,
+    finding_from_json,
+    finding_to_json,
     format_ts,
     output_topic,
-    parse_ts,
     payload_of,
+    reading_from_row,
     shown,
 )
 from monitor.wire_levels import Parsed, levels_sender, predecode
@@ -77,7 +79,6 @@ from rules.model import (
     FindingKind,
     GenericEvent,
     LightSummary,
-    Measurement,
     SensorStatus,
     SiteData,
     SoundLevels,
@@ -244,7 +245,7 @@ class Pipeline:
             light_from = min(now, state.final_until or now) - light_back - MINUTE
             state.light_kept_from = light_from
             state.light = [
-                _light_from_row(r)
+                reading_from_row(r)
                 for r in store.readings_between(site.id, "light", light_from, now + EVENT_HISTORY)
             ]
             self.sites[site.id] = state
@@ -875,11 +876,10 @@ class Pipeline:
         lo = bisect.bisect_left(light_source, light_from, key=lambda r: r.ts)
         hi = bisect.bisect_left(light_source, light_to, key=lambda r: r.ts)
         weather = [
-            _weather_from_row(r) for r in self.store.readings_between(site, "weather", *around("weather"))
+            reading_from_row(r) for r in self.store.readings_between(site, "weather", *around("weather"))
         ]
         turbidity = [
-            _turbidity_from_row(r)
-            for r in self.store.readings_between(site, "turbidity", *around("turbidity"))
+            reading_from_row(r) for r in self.store.readings_between(site, "turbidity", *around("turbidity"))
         ]
         events = state.events
         return SiteData(
@@ -990,7 +990,7 @@ class Pipeline:
         rows = self.store.readings_between(
             state.config.id, "light", first - before, max(minutes) + MINUTE + after
         )
-        return [_light_from_row(r) for r in rows]
+        return [reading_from_row(r) for r in rows]
 
     @staticmethod
     def _light_cached(state: SiteState, minute: datetime) -> bool:
@@ -1028,7 +1028,7 @@ class Pipeline:
         ).fetchone()
         if row is None:
             return
-        finding = _finding_from_json(json.loads(row["data"]))
+        finding = finding_from_json(json.loads(row["data"]))
         if self.store.append_finding(finding, now, retracted=True):
             body = {**finding_to_json(finding), "retracted": True}
             self._outgoing.append((output_topic(site, "findings", self.prefix), _json(body), False))
@@ -1262,56 +1262,6 @@ def _event_end(event: Event) -> datetime:
     if isinstance(event, WorkPeriod | TemporaryLighting):
         return event.end
     return _event_time(event)
-
-
-def _light_from_row(row: Any) -> LightSummary:
-    d = json.loads(row["data"])
-    return LightSummary(
-        row["site"],
-        row["sensor"],
-        parse_ts(d["ts"]),
-        d["duration_s"],
-        d["lux_mean"],
-        d["lux_min"],
-        d["lux_max"],
-        tuple(d.get("burst", ())),
-        d.get("burst_rate_hz"),
-    )
-
-
-def _weather_from_row(row: Any) -> WeatherReading:
-    d = json.loads(row["data"])
-    rain = d.get("rain", False)
-    mm = None if isinstance(rain, bool) else float(rain)
-    return WeatherReading(
-        row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"], bool(rain), mm
-    )
-
-
-def _turbidity_from_row(row: Any) -> TurbidityReading:
-    d = json.loads(row["data"])
-    return TurbidityReading(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["ntu"])
-
-
-def _finding_from_json(d: dict[str, Any]) -> Finding:
-    return Finding(
-        site=d["site"],
-        standard=d["standard"],
-        section=d["section"],
-        kind=FindingKind(d["kind"]),
-        start=datetime.fromisoformat(d["start"]),
-        end=datetime.fromisoformat(d["end"]),
-        timezone=d["timezone"],
-        summary=d["summary"],
-        sensors=tuple(d["sensors"]),
-        measurements=tuple(
-            Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]
-        ),
-        exemptions=tuple(d["exemptions"]),
-        refs=tuple(d["refs"]),
-        completeness=d["completeness"],
-        details=d["details"],
-    )
 
 
 # --------------------------------------------------------------------------- the process

@@ -42,8 +42,7 @@ from monitor.notices import (
     notice_history,
     quantity_text,
 )
-from monitor.store import event_from_row
-from monitor.wire import format_ts
+from monitor.wire import event_from_row, format_ts
 from rules.model import Blast, TruckPassage, WorkPeriod
 from rules.profile import Profile, ProfileError, load_profile
 

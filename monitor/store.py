@@ -85,8 +85,9 @@ from monitor.chain import (
     sound_record as sound_record,
 )
 from monitor.errors import StoreError
+from monitor.wire import EVENT_KINDS, event_from_row
+from monitor.wire import finding_to_json as finding_to_json
 from rules.model import (
-    Blast,
     BlastNotice,
     Event,
     Finding,
@@ -95,10 +96,8 @@ from rules.model import (
     SensorStatus,
     SoundLevels,
     TemporaryLighting,
-    TruckPassage,
     TurbidityReading,
     WeatherReading,
-    WorkKind,
     WorkPeriod,
 )
 
@@ -176,17 +175,9 @@ READING_KIND: dict[type, str] = {
 
 # --------------------------------------------------------------------------- events <-> rows
 
-EVENT_KIND: dict[type, str] = {
-    BlastNotice: "blast-notice",
-    Blast: "blast",
-    TruckPassage: "truck",
-    WorkPeriod: "work",
-    TemporaryLighting: "temporary-lighting",
-}
-
 
 def event_kind(event: Event) -> str:
-    return event.kind if isinstance(event, GenericEvent) else EVENT_KIND[type(event)]
+    return event.kind if isinstance(event, GenericEvent) else EVENT_KINDS[type(event)]
 
 
 def event_times(event: Event) -> tuple[datetime, datetime | None]:
@@ -195,70 +186,6 @@ def event_times(event: Event) -> tuple[datetime, datetime | None]:
     if isinstance(event, WorkPeriod | TemporaryLighting):
         return event.start, event.end
     return event.ts, None
-
-
-def event_from_row(kind: str, data: str, site: str) -> Event:
-    from monitor.wire import parse_ts  # local: wire imports config, which the store does not need
-
-    d = json.loads(data)
-    if kind == "blast-notice":
-        return BlastNotice(
-            site,
-            d["blast_id"],
-            parse_ts(d["issued_ts"]),
-            parse_ts(d["planned_ts"]),
-            tuple(d.get("recipients", ())),
-        )
-    if kind == "blast":
-        return Blast(
-            site,
-            d["blast_id"],
-            parse_ts(d["ts"]),
-            d.get("safety_reason"),
-            d.get("charge_kg"),
-            d.get("overpressure_db"),
-        )
-    if kind == "truck":
-        return TruckPassage(site, d["id"], parse_ts(d["ts"]), d["gate"], d["direction"], d.get("truck_id"))
-    if kind == "work":
-        return WorkPeriod(
-            site,
-            d["id"],
-            parse_ts(d["start"]),
-            parse_ts(d["end"]),
-            WorkKind(d["kind"]),
-            tuple(d.get("sensors") or ()),
-        )
-    if kind == "temporary-lighting":
-        return TemporaryLighting(
-            site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), d.get("description", "")
-        )
-    fields = {k: v for k, v in d.items() if k not in ("id", "ts")}
-    return GenericEvent(site, d["id"], kind, parse_ts(d["ts"]), fields)
-
-
-def finding_to_json(finding: Finding) -> dict[str, Any]:
-    return {
-        "id": finding.id,
-        "site": finding.site,
-        "standard": finding.standard,
-        "section": finding.section,
-        "kind": finding.kind.value,
-        "start": finding.start.isoformat(),
-        "end": finding.end.isoformat(),
-        "start_local": finding.start_local.isoformat(),
-        "end_local": finding.end_local.isoformat(),
-        "timezone": finding.timezone,
-        "summary": finding.summary,
-        "sensors": list(finding.sensors),
-        "measurements": [
-            {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit} for m in finding.measurements
-        ],
-        "exemptions": list(finding.exemptions),
-        "refs": list(finding.refs),
-        "completeness": finding.completeness,
-        "details": dict(finding.details),
-    }
 
 
 class _Duplicates(Exception):

@@ -33,8 +33,11 @@ from rules.model import (
     Blast,
     BlastNotice,
     Event,
+    Finding,
+    FindingKind,
     GenericEvent,
     LightSummary,
+    Measurement,
     Reading,
     SensorKind,
     SensorStatus,
@@ -887,7 +890,7 @@ def payload_of(record: Message) -> dict[str, Any]:
     raise TypeError(f"cannot encode {type(record).__name__}")
 
 
-_EVENT_KINDS: dict[type, str] = {
+EVENT_KINDS: dict[type, str] = {  # an event record type -> its kind (topic, stored kind)
     BlastNotice: "blast-notice",
     Blast: "blast",
     TruckPassage: "truck",
@@ -914,8 +917,8 @@ def encode(record: Message, key: bytes | None = None, prefix: str = "minewatch")
     body = json.dumps(data, separators=(",", ":")).encode()
     if isinstance(record, GenericEvent):
         return event_topic(record.site, record.kind, prefix), body
-    if type(record) in _EVENT_KINDS:
-        return event_topic(record.site, _EVENT_KINDS[type(record)], prefix), body
+    if type(record) in EVENT_KINDS:
+        return event_topic(record.site, EVENT_KINDS[type(record)], prefix), body
     sensor = getattr(record, "sensor")  # noqa: B009 - every sensor record has one
     return sensor_topic(record.site, sensor, _SENSOR_KINDS[type(record)], prefix), body
 
@@ -935,3 +938,132 @@ def encode_audio(block: AudioBlock, key: bytes | None = None, prefix: str = "min
     return sensor_topic(block.site, block.sensor, "audio", prefix), AUDIO_MAGIC + struct.pack(
         ">I", len(head)
     ) + head + block.pcm
+
+
+# --------------------------------------------------------------------------- stored JSON -> records
+# The stored ``data`` of a reading or event is the payload it arrived with (decoded above);
+# these read it back into the record, trusting it (it was checked on the way in).
+
+
+def _light_from_stored(d: Mapping[str, Any], site: str, sensor: str) -> LightSummary:
+    return LightSummary(
+        site,
+        sensor,
+        parse_ts(d["ts"]),
+        d["duration_s"],
+        d["lux_mean"],
+        d["lux_min"],
+        d["lux_max"],
+        tuple(d.get("burst", ())),
+        d.get("burst_rate_hz"),
+    )
+
+
+def _weather_from_stored(d: Mapping[str, Any], site: str, sensor: str) -> WeatherReading:
+    rain = d.get("rain", False)
+    mm = None if isinstance(rain, bool) else float(rain)
+    return WeatherReading(
+        site, sensor, parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"], bool(rain), mm
+    )
+
+
+def _turbidity_from_stored(d: Mapping[str, Any], site: str, sensor: str) -> TurbidityReading:
+    return TurbidityReading(site, sensor, parse_ts(d["ts"]), d["duration_s"], d["ntu"])
+
+
+# stored reading kind -> its record, read back (the kinds the rules read from the store)
+_READINGS_FROM_STORED: dict[str, Callable[[Mapping[str, Any], str, str], Reading]] = {
+    "light": _light_from_stored,
+    "weather": _weather_from_stored,
+    "turbidity": _turbidity_from_stored,
+}
+
+
+def reading_from_row(row: Any) -> Any:  # a sqlite3.Row; the record type follows its kind
+    """A stored readings row (site, sensor, kind, data) back as its record."""
+    return _READINGS_FROM_STORED[row["kind"]](json.loads(row["data"]), row["site"], row["sensor"])
+
+
+def event_from_row(kind: str, data: str, site: str) -> Event:
+    """An event read back from its stored JSON (the payload it arrived with)."""
+    d = json.loads(data)
+    if kind == "blast-notice":
+        return BlastNotice(
+            site,
+            d["blast_id"],
+            parse_ts(d["issued_ts"]),
+            parse_ts(d["planned_ts"]),
+            tuple(d.get("recipients", ())),
+        )
+    if kind == "blast":
+        return Blast(
+            site,
+            d["blast_id"],
+            parse_ts(d["ts"]),
+            d.get("safety_reason"),
+            d.get("charge_kg"),
+            d.get("overpressure_db"),
+        )
+    if kind == "truck":
+        return TruckPassage(site, d["id"], parse_ts(d["ts"]), d["gate"], d["direction"], d.get("truck_id"))
+    if kind == "work":
+        return WorkPeriod(
+            site,
+            d["id"],
+            parse_ts(d["start"]),
+            parse_ts(d["end"]),
+            WorkKind(d["kind"]),
+            tuple(d.get("sensors") or ()),
+        )
+    if kind == "temporary-lighting":
+        return TemporaryLighting(
+            site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), d.get("description", "")
+        )
+    fields = {k: v for k, v in d.items() if k not in ("id", "ts")}
+    return GenericEvent(site, d["id"], kind, parse_ts(d["ts"]), fields)
+
+
+def finding_to_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "id": finding.id,
+        "site": finding.site,
+        "standard": finding.standard,
+        "section": finding.section,
+        "kind": finding.kind.value,
+        "start": finding.start.isoformat(),
+        "end": finding.end.isoformat(),
+        "start_local": finding.start_local.isoformat(),
+        "end_local": finding.end_local.isoformat(),
+        "timezone": finding.timezone,
+        "summary": finding.summary,
+        "sensors": list(finding.sensors),
+        "measurements": [
+            {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit} for m in finding.measurements
+        ],
+        "exemptions": list(finding.exemptions),
+        "refs": list(finding.refs),
+        "completeness": finding.completeness,
+        "details": dict(finding.details),
+    }
+
+
+def finding_from_json(d: Mapping[str, Any]) -> Finding:
+    """finding_to_json's inverse: a stored or published finding back as its record."""
+    return Finding(
+        site=d["site"],
+        standard=d["standard"],
+        section=d["section"],
+        kind=FindingKind(d["kind"]),
+        start=datetime.fromisoformat(d["start"]),
+        end=datetime.fromisoformat(d["end"]),
+        timezone=d["timezone"],
+        summary=d["summary"],
+        sensors=tuple(d["sensors"]),
+        measurements=tuple(
+            Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]
+        ),
+        exemptions=tuple(d["exemptions"]),
+        refs=tuple(d["refs"]),
+        completeness=d["completeness"],
+        details=d["details"],
+    )
