@@ -176,10 +176,6 @@ def conflict_record(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def conflict_key(sensor: str, kind: str, ts_us: int, second_digest: str) -> str:
-    return f"{sensor}|{kind}|{ts_us}|{second_digest}"
-
-
 def config_record(row: Mapping[str, Any]) -> dict[str, Any]:
     """The configuration a site was judged under.
 
@@ -266,95 +262,108 @@ Record = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 @dataclass(frozen=True, slots=True)
 class ChainKind:
-    """A chain kind. ``file`` is set for the kinds exported row by row to records/<name>.json:
-    ``source`` is their FROM clause (the row is ``t``), ``site`` the column holding the site,
-    ``key`` the chain key as SQL (what the appending code chains the row under) and ``window``
-    what makes a row belong to [:from, :to). Sound, readings and audio go to CSV (or stay chain
-    links) and config records to records/config.json, each by its own code in the exporter.
+    """A chain kind: ``record`` builds what is hashed, ``columns`` name the row's chain key
+    (joined with '|'; ``key_of`` in Python, ``key`` in SQL over the row ``t``: the one
+    definition both are made from). ``file`` is set for the kinds exported row by row to
+    records/<name>.json: ``source`` is their FROM clause, ``site`` the column holding the
+    site and ``window`` what makes a row belong to [:from, :to). Sound, readings and audio
+    go to CSV (or stay chain links) and config records to records/config.json, each by its
+    own code in the exporter.
     """
 
     name: str
     record: Record
+    columns: tuple[str, ...] = ()
     file: str = ""
     source: str = ""
-    key: str = ""
     window: str = ""
     site: str = "t.site"
 
+    def key_of(self, row: Mapping[str, Any]) -> str:
+        if self.name == "config":
+            return config_key(row)
+        return "|".join(str(row[c]) for c in self.columns)
+
+    @property
+    def key(self) -> str:
+        if len(self.columns) == 1:
+            return f"CAST(t.{self.columns[0]} AS TEXT)"
+        return " || '|' || ".join(f"t.{c}" for c in self.columns)
+
 
 def _exported(
-    name: str, record: Record, source: str, key: str, window: str, site: str = "t.site"
+    name: str, record: Record, columns: tuple[str, ...], source: str, window: str, site: str = "t.site"
 ) -> ChainKind:
-    return ChainKind(name, record, f"records/{source.split()[0]}.json", source, key, window, site)
+    return ChainKind(name, record, columns, f"records/{source.split()[0]}.json", source, window, site)
 
 
 KINDS: dict[str, ChainKind] = {
     kind.name: kind
     for kind in (
-        ChainKind("sound", sound_record),
-        ChainKind("reading", reading_record),
-        ChainKind("audio", audio_record),
+        ChainKind("sound", sound_record, ("sensor", "ts_us")),
+        ChainKind("reading", reading_record, ("sensor", "kind", "ts_us")),
+        ChainKind("audio", audio_record, ("sensor", "ts_us")),
         _exported(
             "event",
             event_record,
+            ("kind", "id"),
             "events t",
-            "t.kind || '|' || t.id",
             "t.ts_us < :to AND COALESCE(t.end_us, t.ts_us) >= :from",
         ),
         _exported(
             "finding",
             finding_record,
+            ("id", "revision"),
             "findings t",
-            "t.id || '|' || t.revision",
             "t.start_us < :to AND t.end_us >= :from",
         ),
-        _exported("alert", alert_record, "alerts t", "t.id", "t.created_us >= :from AND t.created_us < :to"),
+        _exported("alert", alert_record, ("id",), "alerts t", "t.created_us >= :from AND t.created_us < :to"),
         _exported(
             "health",
             health_record,
+            ("sensor", "ts_us", "state"),
             "health t",
-            "t.sensor || '|' || t.ts_us || '|' || t.state",
             "t.ts_us >= :from AND t.ts_us < :to",
         ),
         _exported(
             "calibration",
             calibration_record,
+            ("sensor", "ts_us"),
             "calibration t",
-            "t.sensor || '|' || t.ts_us",
             "t.ts_us >= :from AND t.ts_us < :to",
         ),
         _exported(
             "rejection",
             rejection_record,
+            ("id",),
             "rejections t",
-            "CAST(t.id AS TEXT)",
             "t.received_us >= :from AND t.received_us < :to",
         ),
         # a reading resent with other content: the kept one's and the resend's digests
         _exported(
             "conflict",
             conflict_record,
+            ("sensor", "kind", "ts_us", "second_digest"),
             "conflicts t",
-            "t.sensor || '|' || t.kind || '|' || t.ts_us || '|' || t.second_digest",
             "t.ts_us >= :from AND t.ts_us < :to",
         ),
         # monitor/notices.py: a notice, its change history and the episodes it cites
         _exported(
-            "notice", notice_record, "notices t", "t.id", "t.opened_us < :to AND t.updated_us >= :from"
+            "notice", notice_record, ("id",), "notices t", "t.opened_us < :to AND t.updated_us >= :from"
         ),
         _exported(
             "notice_change",
             change_record,
+            ("notice_id", "seq"),
             "notice_changes t JOIN notices n ON n.id = t.notice_id",
-            "t.notice_id || '|' || t.seq",
             "t.at_us >= :from AND t.at_us < :to",
             "n.site",
         ),
         _exported(
             "notice_episode",
             episode_record,
+            ("notice_id", "episode_id", "revision"),
             "notice_episodes t JOIN notices n ON n.id = t.notice_id",
-            "t.notice_id || '|' || t.episode_id || '|' || t.revision",
             "t.start_us < :to AND t.end_us >= :from",
             "n.site",
         ),

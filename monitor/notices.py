@@ -743,7 +743,7 @@ class NoticeBook:
             " deadline_us, updated_us) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (*row_values.values(), OPEN, to_us(deadline), to_us(now)),
         )
-        self.store.chain(site.id, "notice", notice_id, notice_record(row_values), now)
+        self.store.chain_row(site.id, "notice", row_values, now)
         notice = Notice(
             notice_id, site.id, episode.standard, str(data["section"]), OPEN, now, deadline, deadline, data
         )
@@ -803,13 +803,7 @@ class NoticeBook:
             " data, recorded_us) VALUES (?,?,?,?,?,?,?,?)",
             (*values.values(), to_us(now)),
         )
-        self.store.chain(
-            site,
-            "notice_episode",
-            f"{notice_id}|{episode.id}|{values['revision']}",
-            episode_record(values),
-            now,
-        )
+        self.store.chain_row(site, "notice_episode", values, now)
 
     # ------------------------------------------------------------------ the procedure
 
@@ -1078,9 +1072,7 @@ class NoticeBook:
             "UPDATE notices SET status = ?, deadline_us = ?, updated_us = ? WHERE id = ?",
             (status, to_us(deadline), to_us(now), notice.id),
         )
-        self.store.chain(
-            notice.site, "notice_change", f"{notice.id}|{values['seq']}", change_record(values), now
-        )
+        self.store.chain_row(notice.site, "notice_change", values, now)
         return int(values["seq"])
 
     def _event(

@@ -40,6 +40,7 @@ import rules
 from monitor import acoustics, closing
 from monitor.alerts import AlertBook
 from monitor.canonical import from_us, to_us
+from monitor.chain import SOUND_FIELDS
 from monitor.config import Config, SiteConfig
 from monitor.delivery import Deliveries, DeliveryWorker
 from monitor.errors import DecodeError
@@ -53,7 +54,7 @@ from monitor.recent import MINUTE, RecentSound, floor_minute
 from monitor.render import notice_payload_json
 from monitor.runtime import freeze_startup_objects
 from monitor.status import site_status  # the retained status message (also `minewatch status`)
-from monitor.store import READING_KIND, SOUND_FIELDS, Store, event_kind
+from monitor.store import READING_KIND, Store, event_kind
 from monitor.wire import (
     AUDIO_FORMATS,
     AudioBlock,

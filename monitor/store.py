@@ -29,61 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from monitor import migrations
-from monitor.canonical import canonical_text, from_us, to_us
-from monitor.chain import (
-    GENESIS as GENESIS,
-)
-from monitor.chain import (
-    SOUND_FIELDS as SOUND_FIELDS,
-)
-from monitor.chain import (
-    alert_record as alert_record,
-)
-from monitor.chain import (
-    audio_record as audio_record,
-)
-from monitor.chain import (
-    calibration_record as calibration_record,
-)
-from monitor.chain import (
-    config_from_key as config_from_key,
-)
-from monitor.chain import (
-    config_key as config_key,
-)
-from monitor.chain import (
-    config_record as config_record,
-)
-from monitor.chain import (
-    conflict_key as conflict_key,
-)
-from monitor.chain import (
-    conflict_record as conflict_record,
-)
-from monitor.chain import (
-    digest_of as digest_of,
-)
-from monitor.chain import (
-    event_record as event_record,
-)
-from monitor.chain import (
-    finding_record as finding_record,
-)
-from monitor.chain import (
-    health_record as health_record,
-)
-from monitor.chain import (
-    next_head as next_head,
-)
-from monitor.chain import (
-    reading_record as reading_record,
-)
-from monitor.chain import (
-    rejection_record as rejection_record,
-)
-from monitor.chain import (
-    sound_record as sound_record,
-)
+from monitor.canonical import canonical_text, from_us
+from monitor.canonical import to_us as to_us
+
+# Re-exported (``as``): they lived here before monitor/chain.py and monitor/canonical.py.
+from monitor.chain import GENESIS as GENESIS
+from monitor.chain import KINDS
+from monitor.chain import digest_of as digest_of
+from monitor.chain import next_head as next_head
+from monitor.chain import sound_record as sound_record
 from monitor.errors import StoreError
 from monitor.wire import EVENT_KINDS, event_from_row
 from monitor.wire import finding_to_json as finding_to_json
@@ -341,6 +295,11 @@ class Store:
         """Append a record to its site's chain; returns the entry's seq."""
         return self.link(site, kind, key, digest_of(record), to_us(now))
 
+    def chain_row(self, site: str, kind: str, row: Mapping[str, Any], now: datetime) -> int:
+        """Chain a row of ``kind`` under its key, as its record (monitor/chain.py's KINDS)."""
+        spec = KINDS[kind]
+        return self.chain(site, kind, spec.key_of(row), spec.record(row), now)
+
     def link(self, site: str, kind: str, key: str, digest: str, now_us: int) -> int:
         """Chain a record by its digest (see chain)."""
         return self.link_all(kind, [(site, key, digest)], now_us)[0]
@@ -410,6 +369,7 @@ class Store:
         try:
             with self.savepoint():
                 # Chain every row first: its entry's seq is a column of the row.
+                # KINDS["sound"].key_of, spelled out: the hot path (tests/monitor/test_evidence_golden.py)
                 keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, digests, strict=True)]
                 seqs = self.link_all("sound", keys, now_us)
                 before = self.conn.total_changes
@@ -466,9 +426,7 @@ class Store:
         )
         if cur.rowcount == 0:
             return Appended(False)
-        self.chain(
-            reading.site, "reading", f"{reading.sensor}|{kind}|{row['ts_us']}", reading_record(row), now
-        )
+        self.chain_row(reading.site, "reading", row, now)
         return Appended(True)
 
     def append_audio(
@@ -482,7 +440,9 @@ class Store:
         )
         if cur.rowcount == 0:
             return Appended(False)
-        record = audio_record(
+        self.chain_row(
+            site,
+            "audio",
             {
                 "site": site,
                 "sensor": sensor,
@@ -491,9 +451,9 @@ class Store:
                 "sample_rate": rate,
                 "format": fmt,
                 "pcm": pcm,
-            }
+            },
+            now,
         )
-        self.chain(site, "audio", f"{sensor}|{ts_us}", record, now)
         return Appended(True)
 
     def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
@@ -520,7 +480,7 @@ class Store:
             if existing and existing["data"] != data:
                 return Appended(False, f"id: {kind} {event.id!r} is already recorded with different content")
             return Appended(False)
-        self.chain(event.site, "event", f"{kind}|{event.id}", event_record(row), now)
+        self.chain_row(event.site, "event", row, now)
         return Appended(True)
 
     def append_finding(self, finding: Finding, now: datetime, *, retracted: bool = False) -> bool:
@@ -556,7 +516,7 @@ class Store:
             " created_us) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (*row.values(), to_us(now)),
         )
-        self.chain(finding.site, "finding", f"{finding.id}|{revision}", finding_record(row), now)
+        self.chain_row(finding.site, "finding", row, now)
         return True
 
     def current_findings(self, site: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
@@ -575,7 +535,9 @@ class Store:
             "INSERT INTO rejections (site, topic, reason, excerpt, received_us) VALUES (?,?,?,?,?)",
             (site, topic, reason, excerpt, to_us(now)),
         )
-        record = rejection_record(
+        self.chain_row(
+            site,
+            "rejection",
             {
                 "id": cur.lastrowid,
                 "site": site,
@@ -583,9 +545,9 @@ class Store:
                 "reason": reason,
                 "excerpt": excerpt,
                 "received_us": to_us(now),
-            }
+            },
+            now,
         )
-        self.chain(site, "rejection", str(cur.lastrowid), record, now)
 
     def append_alert(
         self,
@@ -608,7 +570,9 @@ class Store:
         )
         if cur.rowcount == 0:
             return False
-        record = alert_record(
+        self.chain_row(
+            site,
+            "alert",
             {
                 "id": alert_id,
                 "site": site,
@@ -619,9 +583,9 @@ class Store:
                 "message": message,
                 "data": body,
                 "created_us": to_us(now),
-            }
+            },
+            now,
         )
-        self.chain(site, "alert", alert_id, record, now)
         return True
 
     def append_health(
@@ -640,7 +604,9 @@ class Store:
             (site, sensor, ts_us, state, gap_s, detail),
         )
         if cur.rowcount:
-            record = health_record(
+            self.chain_row(
+                site,
+                "health",
                 {
                     "site": site,
                     "sensor": sensor,
@@ -648,9 +614,9 @@ class Store:
                     "state": state,
                     "gap_s": gap_s,
                     "detail": detail,
-                }
+                },
+                now,
             )
-            self.chain(site, "health", f"{sensor}|{ts_us}|{state}", record, now)
 
     def append_calibration(
         self,
@@ -671,7 +637,9 @@ class Store:
             (site, sensor, ts_us, reference_db, measured_db, drift_db, int(flagged)),
         )
         if cur.rowcount:
-            record = calibration_record(
+            self.chain_row(
+                site,
+                "calibration",
                 {
                     "site": site,
                     "sensor": sensor,
@@ -680,9 +648,9 @@ class Store:
                     "measured_db": measured_db,
                     "drift_db": drift_db,
                     "flagged": flagged,
-                }
+                },
+                now,
             )
-            self.chain(site, "calibration", f"{sensor}|{ts_us}", record, now)
 
     # ------------------------------------------------------------------ conflicting resends
     # A reading is identified by site, sensor, (kind) and time; the first one kept stands.
@@ -720,7 +688,7 @@ class Store:
             "duration_s": getattr(reading, "duration_s", 0.0),
             "data": canonical_text(payload, ascii=True),
         }
-        first = self._chained_digest(reading.site, "reading", f"{reading.sensor}|{kind}|{ts_us}")
+        first = self._chained_digest(reading.site, "reading", KINDS["reading"].key_of(row))
         if first is None:  # kept earlier in this batch: its chain entry is not written yet
             kept = self.conn.execute(
                 "SELECT * FROM readings WHERE site = ? AND sensor = ? AND kind = ? AND ts_us = ?",
@@ -728,8 +696,8 @@ class Store:
             ).fetchone()
             if kept is None:
                 return False
-            first = digest_of(reading_record(kept))
-        second = digest_of(reading_record(row))
+            first = digest_of(KINDS["reading"].record(kept))
+        second = digest_of(KINDS["reading"].record(row))
         return self._conflict(reading.site, reading.sensor, kind, ts_us, first, second, now)
 
     def audio_conflict(
@@ -737,15 +705,15 @@ class Store:
     ) -> bool:
         """As sound_conflict, for an audio block that append_audio found already kept."""
         ts_us = to_us(ts)
-        first = self._chained_digest(site, "audio", f"{sensor}|{ts_us}")
+        first = self._chained_digest(site, "audio", KINDS["audio"].key_of({"sensor": sensor, "ts_us": ts_us}))
         if first is None:  # kept earlier in this batch: its chain entry is not written yet
             kept = self.conn.execute(
                 "SELECT * FROM audio WHERE site = ? AND sensor = ? AND ts_us = ?", (site, sensor, ts_us)
             ).fetchone()
             if kept is None:
                 return False
-            first = digest_of(audio_record(kept))
-        record = audio_record(
+            first = digest_of(KINDS["audio"].record(kept))
+        record = KINDS["audio"].record(
             {
                 "site": site,
                 "sensor": sensor,
@@ -786,7 +754,7 @@ class Store:
             tuple(row.values()),
         )
         if cur.rowcount:  # the same second version resent again is journaled once
-            self.chain(site, "conflict", conflict_key(sensor, kind, ts_us, second), conflict_record(row), now)
+            self.chain_row(site, "conflict", row, now)
         return True
 
     def conflict_counts(self, site: str) -> dict[str, int]:
@@ -817,14 +785,14 @@ class Store:
         self.set_meta(f"text:{row['profile_sha256']}", profile_text)
         self.set_meta(f"text:{row['config_sha256']}", config_text)
         self.set_meta(f"config:{site}", json.dumps(row))
-        self.chain(site, "config", config_key(row), config_record(row), now)
+        self.chain_row(site, "config", row, now)
 
     def restate_config(self, site: str, now: datetime) -> None:
         """Chain the site's current config record again (see append_config_record)."""
         text = self.meta(f"config:{site}")
         if text is not None:
             row = json.loads(text)
-            self.chain(site, "config", config_key(row), config_record(row), now)
+            self.chain_row(site, "config", row, now)
 
     def profile_version(self, site: str) -> str:
         """The short SHA-256 of the profile the site runs under ("" before any config record)."""

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from monitor.chain import KINDS, digest_of
 from monitor.config import load_config
 from monitor.evidence import export_bundle, verify_bundle
 from tests.daemon_harness import write_config
@@ -83,3 +84,30 @@ def test_the_verifier_imports_no_plotting_http_or_numpy() -> None:
         m for m in out if m in heavy or m.split(".")[0] in heavy or m in ("http.client", "urllib.request")
     ]
     assert "monitor.evidence.verify" in out and "monitor.evidence.export" not in out
+
+
+def test_each_chain_kind_has_one_key_in_python_and_sql() -> None:
+    """KINDS gives each kind's key in Python (the store chains with it) and in SQL (evidence
+    finds the rows with it): both agree with every chain entry of the pinned store."""
+    conn = sqlite3.connect(DATA / "golden.sqlite")
+    conn.row_factory = sqlite3.Row
+    tables = {
+        "sound": "sound t",
+        "reading": "readings t",
+        **{k: v.source for k, v in KINDS.items() if v.source},
+    }
+    checked = 0
+    for name, source in tables.items():
+        spec = KINDS[name]
+        rows = conn.execute(f"SELECT t.*, {spec.key} AS sql_key FROM {source}").fetchall()
+        assert rows, name
+        for row in rows:
+            key = spec.key_of(row)
+            assert key == row["sql_key"], name
+            chained = conn.execute(
+                "SELECT digest FROM chain WHERE kind = ? AND key = ?", (name, key)
+            ).fetchone()
+            assert chained is not None and chained[0] == digest_of(spec.record(row)), (name, key)
+            checked += 1
+    conn.close()
+    assert checked > 500
