@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
+from monitor.canonical import canonical_text
 from monitor.chain import KINDS, SOUND_FIELDS, ChainKind
 from monitor.errors import MinewatchError
 
@@ -129,7 +130,7 @@ def _cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float | str):
         return repr(value) if isinstance(value, float) else str(value)
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return canonical_text(value, ascii=True)
 
 
 def _opt_float(text: str) -> float | None:
