@@ -32,8 +32,8 @@ def next_head(previous: str, digest: str) -> str:
 
 
 # --------------------------------------------------------------------------- canonical records
-# The dict each row is chained as: ONE function per chain kind, used by the append
-# below and by monitor/evidence.py, which rebuilds the dicts from exported rows.
+# The dict each row is chained as: ONE function per chain kind, used by the appends
+# (Store.chain_row, notices) and by monitor/evidence/verify.py, which rebuilds them from exported rows.
 # REAL columns are passed through float(): SQLite hands back 55.0 for a stored 55,
 # and the digest must not depend on whether a caller passed an int.
 

@@ -1,7 +1,7 @@
 """The daemon's pipeline, wired in one place.
 
     broker ──► ingest.MqttLink ──► ingest.Handoff ──► Pipeline.handle_batch (one thread)
-               (levels decoded ahead: wire.quick_levels)      │
+               (levels decoded ahead: wire_levels.predecode)  │
           wire.decode ──┬── rejected ──► store.rejections ─────────────────► …/{site}/rejected
                         └── accepted ──► audio/bands ─► acoustics ─► SoundLevels
                                          store.append_* (+ hash chain, + Influx outbox)

@@ -6,7 +6,7 @@ acknowledged to the broker or anything is sent downstream. Each record is also
 appended to its site's hash chain (table ``chain``): ``digest`` is the SHA-256 of
 the record's canonical JSON, ``head`` is SHA-256(previous head + digest). A later
 edit of a row no longer matches its digest; a deleted or reordered row breaks the
-chain (see monitor/evidence.py).
+chain (see monitor/chain.py for the kinds, monitor/evidence/ for checking it).
 
 One connection, used by one thread (the pipeline). Other threads (the Influx
 forwarder, deliveries, CLI commands) open their own connections to the file.
