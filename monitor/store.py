@@ -39,7 +39,7 @@ from monitor.chain import digest_of as digest_of
 from monitor.chain import next_head as next_head
 from monitor.chain import sound_record as sound_record
 from monitor.errors import StoreError
-from monitor.wire import EVENT_KINDS, event_from_row
+from monitor.wire import EVENT_KINDS, SENSOR_KINDS, event_from_row
 from monitor.wire import finding_to_json as finding_to_json
 from rules.model import (
     BlastNotice,
@@ -120,11 +120,9 @@ def sound_digest(row: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+# the kinds stored in the readings table (their message kind, from the codec)
 READING_KIND: dict[type, str] = {
-    LightSummary: "light",
-    WeatherReading: "weather",
-    TurbidityReading: "turbidity",
-    SensorStatus: "status",
+    t: SENSOR_KINDS[t] for t in (LightSummary, WeatherReading, TurbidityReading, SensorStatus)
 }
 
 # --------------------------------------------------------------------------- events <-> rows

@@ -897,7 +897,7 @@ EVENT_KINDS: dict[type, str] = {  # an event record type -> its kind (topic, sto
     WorkPeriod: "work",
     TemporaryLighting: "temporary-lighting",
 }
-_SENSOR_KINDS: dict[type, str] = {
+SENSOR_KINDS: dict[type, str] = {  # a sensor record type -> its message kind (topic, stored kind)
     SoundLevels: "levels",
     LightSummary: "light",
     WeatherReading: "weather",
@@ -920,7 +920,7 @@ def encode(record: Message, key: bytes | None = None, prefix: str = "minewatch")
     if type(record) in EVENT_KINDS:
         return event_topic(record.site, EVENT_KINDS[type(record)], prefix), body
     sensor = getattr(record, "sensor")  # noqa: B009 - every sensor record has one
-    return sensor_topic(record.site, sensor, _SENSOR_KINDS[type(record)], prefix), body
+    return sensor_topic(record.site, sensor, SENSOR_KINDS[type(record)], prefix), body
 
 
 def encode_audio(block: AudioBlock, key: bytes | None = None, prefix: str = "minewatch") -> tuple[str, bytes]:
