@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from monitor.store import SOUND_FIELDS, Store, digest_of, next_head, sound_record, to_us
+from monitor.chain import SOUND_FIELDS
+from monitor.store import Store, digest_of, next_head, sound_record, to_us
 
 SITE = "quarry"
 START = datetime(2024, 3, 1, tzinfo=UTC)  # crosses the US DST change on 2024-03-10

@@ -16,17 +16,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from monitor import migrations
+from monitor.canonical import from_us, to_us
 from monitor.config import AlertsConfig
-from monitor.store import Store, from_us, to_us
+from monitor.store import Store
 from monitor.wire import format_ts
 
 PublishAlert = Callable[[str, dict[str, Any]], None]  # site, alert body
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS alert_conditions (
-    site TEXT NOT NULL, condition TEXT NOT NULL, last_us INTEGER NOT NULL, PRIMARY KEY (site, condition)
-);
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +44,7 @@ class AlertBook:
         self.store = store
         self.config = config
         self.publish = publish
-        store.conn.executescript(SCHEMA)
+        migrations.apply(store.conn)  # the store applied them when opened: a no-op then
         self.active: dict[tuple[str, str], datetime] = {
             (r[0], r[1]): from_us(r[2])
             for r in store.conn.execute("SELECT site, condition, last_us FROM alert_conditions")

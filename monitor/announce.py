@@ -17,14 +17,15 @@ from typing import Any
 import rules
 from monitor import points
 from monitor.alerts import Alert, AlertBook
+from monitor.canonical import to_us
 from monitor.notices import NoticeBook, NoticeEvent
 from monitor.points import WritePoint
 from monitor.recent import floor_minute
 from monitor.render import notice_payload_json
 from monitor.sitestate import SiteState, site_data
 from monitor.status import site_status  # the retained status message (also `minewatch status`)
-from monitor.store import Store, finding_to_json, to_us
-from monitor.wire import format_ts, output_topic
+from monitor.store import Store
+from monitor.wire import finding_to_json, format_ts, output_topic
 from rules.model import Finding, FindingKind
 
 log = logging.getLogger("minewatch.pipeline")

@@ -46,10 +46,11 @@ from email.utils import format_datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor import migrations
 from monitor.alerts import Alert
+from monitor.canonical import canonical_json, canonical_text, from_us, to_us
 from monitor.config import ChannelConfig, Config, RecipientConfig
 from monitor.errors import OutputError
-from monitor.store import from_us, to_us
 
 __all__ = [
     "DELIVERED",
@@ -73,17 +74,6 @@ USER_AGENT = "minewatch/0.1"
 SIGNATURE_HEADER = "X-Minewatch-Signature"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _BATCH = 100
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS deliveries (
-    id TEXT PRIMARY KEY, alert_id TEXT NOT NULL, site TEXT NOT NULL, recipient TEXT NOT NULL,
-    channel INTEGER NOT NULL, channel_type TEXT NOT NULL, target TEXT NOT NULL, alert TEXT NOT NULL,
-    status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_us INTEGER NOT NULL,
-    last_error TEXT NOT NULL DEFAULT '', created_us INTEGER NOT NULL, done_us INTEGER,
-    reported INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_us);
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,10 +146,6 @@ def _delivery_id(alert_id: str, recipient: str, index: int) -> str:
     return "dl-" + hashlib.sha256(f"{alert_id}|{recipient}|{index}".encode()).hexdigest()[:24]
 
 
-def _json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
-
-
 @dataclass
 class _SendContext:
     """Per deliver_due call: the MQTT publisher and rendered PDFs (one render per notice)."""
@@ -191,15 +177,14 @@ class Deliveries:
         self.timeout_s = timeout_s
         if conn.row_factory is not sqlite3.Row:
             conn.row_factory = sqlite3.Row
-        if not conn.in_transaction:  # executescript would commit a caller's transaction
-            conn.executescript(SCHEMA)
+        migrations.apply(conn)  # outside a caller's transaction only
 
     # ------------------------------------------------------------------ queue
 
     def enqueue(self, alert: Mapping[str, Any], now: datetime) -> int:
         """One pending delivery per (recipient, channel); returns how many were added. No commit."""
         added = 0
-        body = json.dumps(alert, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        body = canonical_text(alert)
         for route in routes_for(alert, self.config.recipients):
             cur = self.conn.execute(
                 "INSERT OR IGNORE INTO deliveries (id, alert_id, site, recipient, channel, channel_type,"
@@ -344,7 +329,7 @@ class Deliveries:
                 raise OutputError("no MQTT connection to publish on", retryable=True)
             topic = route.channel.topic.replace("{site}", str(alert.get("site", "")))
             try:
-                context.publish_mqtt(topic, _json(alert), False)
+                context.publish_mqtt(topic, canonical_json(alert), False)
             except OutputError:
                 raise
             except Exception as exc:
@@ -357,7 +342,7 @@ class Deliveries:
     def _send_webhook(self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any]) -> None:
         url = route.channel.url
         # The same bytes on every attempt: the signature and the idempotency key stay valid.
-        body = _json({"delivery_id": row["id"], "recipient": route.recipient.name, "alert": alert})
+        body = canonical_json({"delivery_id": row["id"], "recipient": route.recipient.name, "alert": alert})
         headers = {
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,

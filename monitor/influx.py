@@ -35,7 +35,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias
@@ -43,6 +43,7 @@ from typing import Any, TypeAlias
 from influxdb_client.rest import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
+from monitor.canonical import from_us, to_us
 from monitor.config import InfluxConfig
 from monitor.errors import ConfigError, OutputError
 from monitor.outbox import Outbox
@@ -623,3 +624,108 @@ class InfluxForwarder:
         with self._changed:
             if not self._stats.up:
                 self._stats = replace(self._stats, up=True)
+
+
+# --------------------------------------------------------------------------- reading back
+# For evidence of a window the store has pruned (monitor/evidence/export.py).
+
+
+class InfluxReader:
+    """Reads one series at a time back out of InfluxDB: v1 /query (chunked InfluxQL), v2 Flux."""
+
+    def __init__(self, config: InfluxConfig) -> None:
+        self.config = config
+
+    def rows(
+        self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        try:
+            if self.config.version == 1:
+                yield from self._v1(measurement, site, sensor, start_us, end_us, fields)
+            else:
+                yield from self._v2(measurement, site, sensor, start_us, end_us, fields)
+        except (OSError, ValueError) as exc:
+            raise OutputError(
+                f"cannot read {measurement} of {sensor!r} from InfluxDB at {self.config.url}: {exc}",
+                retryable=True,
+            ) from exc
+
+    def _v1(
+        self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        def quote(text: str) -> str:
+            return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+        source = f'"{measurement}"'
+        if self.config.retention_policy:
+            source = f'"{self.config.retention_policy}".{source}'
+        query = (
+            f"SELECT {', '.join(chr(34) + f + chr(34) for f in fields)} FROM {source}"
+            f' WHERE "site" = {quote(site)} AND "sensor" = {quote(sensor)}'
+            f" AND time >= {start_us * 1000} AND time < {end_us * 1000}"
+        )
+        params = {
+            "db": self.config.database,
+            "q": query,
+            "epoch": "u",
+            "chunked": "true",
+            "chunk_size": "10000",
+        }
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if self.config.username:
+            token = f"{self.config.username}:{self.config.password.value}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+        request = urllib.request.Request(
+            f"{self.config.url.rstrip('/')}/query",
+            data=urllib.parse.urlencode(params).encode(),
+            headers=headers,
+            method="POST",
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=self.config.timeout_s) as response:
+            # chunked=true: one JSON object per line, each holding part of the series
+            for line in response:
+                if not line.strip():
+                    continue
+                chunk = json.loads(line)
+                for result in chunk.get("results", []):
+                    if "error" in result:
+                        raise ValueError(result["error"])
+                    for series in result.get("series", []):
+                        columns = series["columns"]
+                        for values in series["values"]:
+                            row = dict(zip(columns, values, strict=True))
+                            yield int(row.pop("time")), {k: _read_value(k, v) for k, v in row.items()}
+
+    def _v2(
+        self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        from influxdb_client.client.influxdb_client import InfluxDBClient
+
+        def flux_time(us: int) -> str:
+            return from_us(us).isoformat().replace("+00:00", "Z")
+
+        query = (
+            f"from(bucket: {json.dumps(self.config.bucket)})"
+            f" |> range(start: {flux_time(start_us)}, stop: {flux_time(end_us)})"
+            f" |> filter(fn: (r) => r._measurement == {json.dumps(measurement)}"
+            f" and r.site == {json.dumps(site)} and r.sensor == {json.dumps(sensor)})"
+            ' |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")'
+            ' |> sort(columns: ["_time"])'
+        )
+        with InfluxDBClient(
+            url=self.config.url,
+            token=self.config.token.value,
+            org=self.config.org,
+            timeout=int(self.config.timeout_s * 1000),
+        ) as client:
+            for record in client.query_api().query_stream(query):
+                values = record.values
+                yield to_us(values["_time"]), {f: _read_value(f, values.get(f)) for f in fields}
+
+
+def _read_value(name: str, value: Any) -> Any:
+    # InfluxDB's JSON writes 55.0 as 55; the schema's numeric fields are floats.
+    if isinstance(value, int) and not isinstance(value, bool) and name != "late":
+        return float(value)
+    return value

@@ -27,6 +27,7 @@ from paho.mqtt.properties import Properties
 from monitor.config import BrokerConfig
 from monitor.errors import OutputError
 from monitor.linkstate import Backoff, LinkWatch, describe_connect_error
+from monitor.wire_levels import Parsed
 from rules.model import SoundLevels
 
 log = logging.getLogger("minewatch.ingest")
@@ -40,7 +41,7 @@ _PUBLISH_QOS1 = 0x32  # PUBLISH, QoS 1, no DUP, no RETAIN; the flags are masked 
 _PUBACK = struct.Struct("!BBH")
 
 
-Predecode = Callable[[str, bytes], SoundLevels | None]  # topic, payload: wire.quick_levels
+Predecode = Callable[[str, bytes], SoundLevels | Parsed | None]  # topic, payload: wire_levels.predecode
 
 
 class Inbound(NamedTuple):
@@ -49,7 +50,7 @@ class Inbound(NamedTuple):
     mid: int
     qos: int
     received: float  # time.time() on receipt
-    decoded: SoundLevels | None = None  # wire.quick_levels, when it ran ahead of the pipeline
+    decoded: SoundLevels | Parsed | None = None  # wire_levels.predecode, when it ran ahead of the pipeline
 
 
 class Handoff:

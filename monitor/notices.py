@@ -51,11 +51,16 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor import migrations
 from monitor.alerts import Alert
+from monitor.canonical import canonical_text, from_us, to_us
+from monitor.chain import change_record as change_record
+from monitor.chain import episode_record as episode_record
+from monitor.chain import notice_record as notice_record
 from monitor.config import SiteConfig
 from monitor.errors import MinewatchError
-from monitor.store import Store, finding_to_json, from_us, to_us
-from monitor.wire import format_ts
+from monitor.store import Store
+from monitor.wire import finding_to_json, format_ts
 from rules.deadlines import WorkCalendar, after_deadline, extended_deadline
 from rules.episodes import Episode, update_episodes
 from rules.model import Finding, FindingKind, Measurement
@@ -97,33 +102,6 @@ __all__ = [
     "unit_text",
 ]
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS notices (
-    id TEXT PRIMARY KEY, site TEXT NOT NULL, standard TEXT NOT NULL, section TEXT NOT NULL,
-    opened_us INTEGER NOT NULL, first_deadline_us INTEGER NOT NULL, data TEXT NOT NULL,
-    status TEXT NOT NULL, deadline_us INTEGER NOT NULL, updated_us INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS notices_open ON notices (site, standard, status);
-CREATE TABLE IF NOT EXISTS notice_changes (
-    notice_id TEXT NOT NULL REFERENCES notices(id), seq INTEGER NOT NULL, change TEXT NOT NULL,
-    status TEXT NOT NULL, actor TEXT NOT NULL, note TEXT NOT NULL, at_us INTEGER NOT NULL,
-    deadline_us INTEGER NOT NULL, data TEXT NOT NULL, announced INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (notice_id, seq)
-);
-CREATE INDEX IF NOT EXISTS notice_changes_unannounced ON notice_changes (announced);
-CREATE TABLE IF NOT EXISTS notice_episodes (
-    notice_id TEXT NOT NULL REFERENCES notices(id), episode_id TEXT NOT NULL, revision INTEGER NOT NULL,
-    start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, finding_ids TEXT NOT NULL, data TEXT NOT NULL,
-    recorded_us INTEGER NOT NULL, PRIMARY KEY (notice_id, episode_id, revision)
-);
-CREATE TABLE IF NOT EXISTS notice_open_episodes (
-    site TEXT NOT NULL, episode_id TEXT NOT NULL, notice_id TEXT NOT NULL, end_us INTEGER NOT NULL,
-    data TEXT NOT NULL, PRIMARY KEY (site, episode_id)
-);
-CREATE TABLE IF NOT EXISTS notice_counters (
-    prefix TEXT NOT NULL, year INTEGER NOT NULL, last INTEGER NOT NULL, PRIMARY KEY (prefix, year)
-);
-"""
 
 AUTO_ACTOR = "minewatch"
 # Which status each manual change may start from.
@@ -227,56 +205,7 @@ class Notice:
         return str(self.data.get("timezone", "UTC"))
 
 
-# --------------------------------------------------------------------------- chained records
-# The dicts each row is chained as; an evidence verifier rebuilds them from exported rows.
-
-
-def notice_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "notice",
-        "id": row["id"],
-        "site": row["site"],
-        "standard": row["standard"],
-        "section": row["section"],
-        "opened_us": row["opened_us"],
-        "first_deadline_us": row["first_deadline_us"],
-        "data": row["data"],
-    }
-
-
-def change_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "notice_change",
-        "notice_id": row["notice_id"],
-        "seq": row["seq"],
-        "change": row["change"],
-        "status": row["status"],
-        "actor": row["actor"],
-        "note": row["note"],
-        "at_us": row["at_us"],
-        "deadline_us": row["deadline_us"],
-        "data": row["data"],
-    }
-
-
-def episode_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "notice_episode",
-        "notice_id": row["notice_id"],
-        "episode_id": row["episode_id"],
-        "revision": row["revision"],
-        "start_us": row["start_us"],
-        "end_us": row["end_us"],
-        "finding_ids": row["finding_ids"],
-        "data": row["data"],
-    }
-
-
 # --------------------------------------------------------------------------- reads (any connection)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _row_to_notice(conn: sqlite3.Connection, row: Mapping[str, Any]) -> Notice:
@@ -321,10 +250,9 @@ def _current_episodes(conn: sqlite3.Connection, notice_id: str) -> list[NoticeEp
 
 
 def _ensure_schema(conn: sqlite3.Connection) -> None:
-    # executescript would COMMIT a transaction in progress: only outside one (NoticeBook creates
-    # the tables at start, so inside the pipeline's batch they exist already).
-    if not conn.in_transaction:
-        conn.executescript(SCHEMA)
+    # Only outside a transaction (NoticeBook applies them at start, so inside the pipeline's
+    # batch the tables exist already); a Store applies them when opened.
+    migrations.apply(conn)
 
 
 def _canonical_id(conn: sqlite3.Connection, notice_id: str) -> str:
@@ -697,7 +625,7 @@ class NoticeBook:
             "INSERT INTO notice_open_episodes (site, episode_id, notice_id, end_us, data) VALUES (?,?,?,?,?)"
             " ON CONFLICT(site, episode_id) DO UPDATE SET notice_id = excluded.notice_id,"
             " end_us = excluded.end_us, data = excluded.data",
-            (site.id, episode.id, notice_id, to_us(episode.end), _dumps(_episode_to_json(episode))),
+            (site.id, episode.id, notice_id, to_us(episode.end), canonical_text(_episode_to_json(episode))),
         )
         return events
 
@@ -827,14 +755,14 @@ class NoticeBook:
             "section": data["section"],
             "opened_us": to_us(now),
             "first_deadline_us": to_us(deadline),
-            "data": _dumps(data),
+            "data": canonical_text(data),
         }
         self.conn.execute(
             "INSERT INTO notices (id, site, standard, section, opened_us, first_deadline_us, data, status,"
             " deadline_us, updated_us) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (*row_values.values(), OPEN, to_us(deadline), to_us(now)),
         )
-        self.store.chain(site.id, "notice", notice_id, notice_record(row_values), now)
+        self.store.chain_row(site.id, "notice", row_values, now)
         notice = Notice(
             notice_id, site.id, episode.standard, str(data["section"]), OPEN, now, deadline, deadline, data
         )
@@ -886,21 +814,15 @@ class NoticeBook:
             "revision": (row[0] or 0) + 1,
             "start_us": to_us(episode.start),
             "end_us": to_us(episode.end),
-            "finding_ids": _dumps(list(episode.finding_ids)),
-            "data": _dumps(facts),
+            "finding_ids": canonical_text(list(episode.finding_ids)),
+            "data": canonical_text(facts),
         }
         self.conn.execute(
             "INSERT INTO notice_episodes (notice_id, episode_id, revision, start_us, end_us, finding_ids,"
             " data, recorded_us) VALUES (?,?,?,?,?,?,?,?)",
             (*values.values(), to_us(now)),
         )
-        self.store.chain(
-            site,
-            "notice_episode",
-            f"{notice_id}|{episode.id}|{values['revision']}",
-            episode_record(values),
-            now,
-        )
+        self.store.chain_row(site, "notice_episode", values, now)
 
     # ------------------------------------------------------------------ the procedure
 
@@ -1158,7 +1080,7 @@ class NoticeBook:
             "note": note,
             "at_us": to_us(now),
             "deadline_us": to_us(deadline),
-            "data": _dumps(dict(data)),
+            "data": canonical_text(dict(data)),
         }
         self.conn.execute(
             "INSERT INTO notice_changes (notice_id, seq, change, status, actor, note, at_us, deadline_us,"
@@ -1169,9 +1091,7 @@ class NoticeBook:
             "UPDATE notices SET status = ?, deadline_us = ?, updated_us = ? WHERE id = ?",
             (status, to_us(deadline), to_us(now), notice.id),
         )
-        self.store.chain(
-            notice.site, "notice_change", f"{notice.id}|{values['seq']}", change_record(values), now
-        )
+        self.store.chain_row(notice.site, "notice_change", values, now)
         return int(values["seq"])
 
     def _event(

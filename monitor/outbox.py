@@ -34,12 +34,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from monitor.migrations import outbox_tables
+
 __all__ = ["Outbox", "RejectedItem"]
 
 _NAME = re.compile(r"[A-Za-z0-9_]{1,48}")
 # Keep each statement under SQLite's host-parameter limit (999 before 3.32).
 _CHUNK = 500
-_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,22 +64,10 @@ class Outbox:
         self.table = f"outbox_{name}"
         self.rejected_table = f"outbox_{name}_rejected"
         was_in_transaction = conn.in_transaction
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.table} ("
-            " id INTEGER PRIMARY KEY AUTOINCREMENT,"  # AUTOINCREMENT: ids never reused, so order holds
-            " item TEXT NOT NULL,"
-            " attempts INTEGER NOT NULL DEFAULT 0,"
-            f" enqueued_at TEXT NOT NULL DEFAULT ({_NOW}))"
-        )
-        conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.rejected_table} ("
-            " id INTEGER PRIMARY KEY,"  # the id it had in the outbox
-            " item TEXT NOT NULL,"
-            " attempts INTEGER NOT NULL,"
-            " enqueued_at TEXT NOT NULL,"
-            " reason TEXT NOT NULL,"
-            f" rejected_at TEXT NOT NULL DEFAULT ({_NOW}))"
-        )
+        # The daemon's outbox ("influx") is a migration of the store; the same DDL for any other.
+        for statement in outbox_tables(name).split(";\n"):
+            if statement.strip():
+                conn.execute(statement)
         if not was_in_transaction:
             conn.commit()  # a caller's open transaction is theirs to commit
 

@@ -1,7 +1,7 @@
 """The daemon's pipeline: wires the parts and schedules their work, in one place.
 
     broker ──► ingest.MqttLink ──► ingest.Handoff ──► Pipeline.handle_batch (one thread)
-               (levels decoded ahead: wire.quick_levels)      │
+               (levels decoded ahead: wire_levels.predecode)  │
           wire.decode ──┬── rejected ──► store.rejections ─────────────────► …/{site}/rejected
                         │               (rejections: who it is journaled under, rate-limited log)
                         └── accepted ──► audio (audio.AudioStreams) / bands ─► SoundLevels
@@ -39,6 +39,7 @@ import rules
 from monitor import acoustics, closing, points
 from monitor.alerts import AlertBook
 from monitor.announce import Announcer, Outgoing, Publish
+from monitor.canonical import from_us
 from monitor.clock import Clock
 from monitor.config import Config
 from monitor.delivery import Deliveries, DeliveryWorker
@@ -54,7 +55,7 @@ from monitor.recent import MINUTE, floor_minute
 from monitor.rejections import UNATTRIBUTED_SITE, LogGate, sender_of
 from monitor.runtime import freeze_startup_objects
 from monitor.sitestate import NEVER, SiteState, site_data
-from monitor.store import READING_KIND, Store, from_us
+from monitor.store import READING_KIND, Store
 from monitor.wire import (
     AudioBlock,
     BandLevels,
@@ -63,10 +64,9 @@ from monitor.wire import (
     check_time,
     decode,
     format_ts,
-    levels_sender,
     payload_of,
-    quick_levels_payload,
 )
+from monitor.wire_levels import Parsed, levels_sender, predecode
 from rules.model import (
     Event,
     LightSummary,
@@ -166,15 +166,15 @@ class Pipeline:
         past = d.max_age_s if self.clock.data_now is not None else math.inf
         return Limits(math.inf, past, d.max_payload_bytes)
 
-    def predecode(self, topic: str, payload: bytes) -> SoundLevels | None:
-        """wire.quick_levels for this configuration, from the network thread (its only caller)."""
+    def predecode(self, topic: str, payload: bytes) -> SoundLevels | Parsed | None:
+        """wire_levels.predecode for this configuration, from the network thread (its only caller)."""
         sender = self._levels_senders.get(topic)
         if sender is None:
             sender = levels_sender(topic, self.site_configs, self.prefix)
             if sender is None:
                 return None
             self._levels_senders[topic] = sender  # configured sensors' topics only: bounded
-        return quick_levels_payload(payload, *sender, self.config.daemon.max_payload_bytes)
+        return predecode(payload, *sender, self.config.daemon.max_payload_bytes)
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit."""
@@ -223,7 +223,7 @@ class Pipeline:
 
     def _handle(self, message: Inbound, now: datetime) -> None:
         decoded: Message
-        if message.decoded is not None:  # a levels message decoded ahead, all but its time
+        if isinstance(message.decoded, SoundLevels):  # a levels message decoded ahead, all but its time
             check_time(message.decoded.ts, now, self.limits())
             decoded = message.decoded
         else:
@@ -235,6 +235,7 @@ class Pipeline:
                 self.limits(),
                 self.generic_kinds,
                 self.prefix,
+                message.decoded,  # parsed ahead (None if not): not parsed again
             )
         state = self.sites[decoded.site]
         if isinstance(decoded, AudioBlock):

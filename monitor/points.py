@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, ParamSpec, Protocol
 
+from monitor.chain import SOUND_FIELDS
 from monitor.influx import line
-from monitor.store import SOUND_FIELDS, event_kind
+from monitor.store import event_kind
 from monitor.wire import format_ts
 from rules.model import (
     Blast,

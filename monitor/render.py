@@ -27,6 +27,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.canonical import from_us, to_us
 from monitor.config import Config, SiteConfig, TownConfig
 from monitor.notices import (
     Notice,
@@ -41,8 +42,7 @@ from monitor.notices import (
     notice_history,
     quantity_text,
 )
-from monitor.store import event_from_row, from_us, to_us
-from monitor.wire import format_ts
+from monitor.wire import event_from_row, format_ts
 from rules.model import Blast, TruckPassage, WorkPeriod
 from rules.profile import Profile, ProfileError, load_profile
 

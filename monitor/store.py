@@ -6,7 +6,7 @@ acknowledged to the broker or anything is sent downstream. Each record is also
 appended to its site's hash chain (table ``chain``): ``digest`` is the SHA-256 of
 the record's canonical JSON, ``head`` is SHA-256(previous head + digest). A later
 edit of a row no longer matches its digest; a deleted or reordered row breaks the
-chain (see monitor/evidence.py).
+chain (see monitor/chain.py for the kinds, monitor/evidence/ for checking it).
 
 One connection, used by one thread (the pipeline). Other threads (the Influx
 forwarder, deliveries, CLI commands) open their own connections to the file.
@@ -20,38 +20,43 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from monitor import migrations
+from monitor.canonical import canonical_text, from_us
+from monitor.canonical import to_us as to_us
+
+# Re-exported (``as``): they lived here before monitor/chain.py and monitor/canonical.py.
+from monitor.chain import GENESIS as GENESIS
+from monitor.chain import KINDS
+from monitor.chain import digest_of as digest_of
+from monitor.chain import next_head as next_head
+from monitor.chain import sound_record as sound_record
 from monitor.errors import StoreError
+from monitor.wire import EVENT_KINDS, SENSOR_KINDS, event_from_row, finding_from_json, reading_from_row
+from monitor.wire import finding_to_json as finding_to_json
 from rules.model import (
-    Blast,
     BlastNotice,
     Event,
     Finding,
-    FindingKind,
     GenericEvent,
     LightSummary,
-    Measurement,
     SensorStatus,
     SoundLevels,
     TemporaryLighting,
-    TruckPassage,
     TurbidityReading,
     WeatherReading,
-    WorkKind,
     WorkPeriod,
 )
 
 log = logging.getLogger("minewatch.store")
 
-GENESIS = "0" * 64
-SOUND_FIELDS = ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
 # A sound row as append_sounds binds it: SoundLevels' fields in their order (ts as ts_us), so
 # a row is slices of the levels tuple, then the source (and late, received_us, chain_seq).
 _SOUND_ROW = (*SoundLevels._fields[:2], "ts_us", *SoundLevels._fields[3:], "source")
@@ -68,159 +73,16 @@ _SOUND_INSERT = _sound_insert(_SOUND_ROW)
 _NO_OPTIONALS = (None,) * 5
 _SOUND_INSERT_SHORT = _sound_insert((*_SOUND_ROW[:7], *_SOUND_ROW[12:]))
 
-SCHEMA = """
--- Time before sensor in the key: a second of every sensor's readings lands on a few
--- adjacent pages instead of one page per sensor (the write volume of a commit follows
--- the pages it touches), and time-window reads need no second index.
--- chain_seq: the row's chain entry, found without a key index (see chain_lookup).
-CREATE TABLE IF NOT EXISTS sound (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
-    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
-    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
-    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL, chain_seq INTEGER,
-    PRIMARY KEY (site, ts_us, sensor)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS readings (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, kind TEXT NOT NULL, ts_us INTEGER NOT NULL,
-    duration_s REAL NOT NULL, data TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL,
-    PRIMARY KEY (site, sensor, kind, ts_us)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS audio (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, seq INTEGER NOT NULL,
-    sample_rate INTEGER NOT NULL, format TEXT NOT NULL, pcm BLOB NOT NULL, received_us INTEGER NOT NULL,
-    PRIMARY KEY (site, sensor, ts_us)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS events (
-    site TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, ts_us INTEGER NOT NULL, end_us INTEGER,
-    data TEXT NOT NULL, received_us INTEGER NOT NULL,
-    PRIMARY KEY (site, kind, id)
-);
-CREATE INDEX IF NOT EXISTS events_time ON events (site, ts_us);
-CREATE TABLE IF NOT EXISTS findings (
-    id TEXT NOT NULL, revision INTEGER NOT NULL, site TEXT NOT NULL, standard TEXT NOT NULL,
-    section TEXT NOT NULL, kind TEXT NOT NULL, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL,
-    retracted INTEGER NOT NULL, data TEXT NOT NULL, created_us INTEGER NOT NULL,
-    PRIMARY KEY (id, revision)
-);
-CREATE INDEX IF NOT EXISTS findings_time ON findings (site, start_us);
-CREATE TABLE IF NOT EXISTS alerts (
-    id TEXT PRIMARY KEY, site TEXT NOT NULL, audience TEXT NOT NULL, kind TEXT NOT NULL,
-    severity TEXT NOT NULL, condition TEXT NOT NULL, message TEXT NOT NULL, data TEXT NOT NULL,
-    created_us INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS alerts_time ON alerts (site, created_us);
-CREATE TABLE IF NOT EXISTS rejections (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, site TEXT NOT NULL, topic TEXT NOT NULL, reason TEXT NOT NULL,
-    excerpt TEXT NOT NULL, received_us INTEGER NOT NULL
-);
--- A reading resent with other content than the one kept (the first): both digests, one row
--- per distinct second version. Added without a layout version: CREATE IF NOT EXISTS suffices.
-CREATE TABLE IF NOT EXISTS conflicts (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, kind TEXT NOT NULL, ts_us INTEGER NOT NULL,
-    first_digest TEXT NOT NULL, second_digest TEXT NOT NULL, received_us INTEGER NOT NULL,
-    PRIMARY KEY (site, sensor, kind, ts_us, second_digest)
-);
-CREATE TABLE IF NOT EXISTS health (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, state TEXT NOT NULL,
-    gap_s REAL, detail TEXT NOT NULL DEFAULT '', PRIMARY KEY (site, sensor, ts_us, state)
-);
-CREATE TABLE IF NOT EXISTS calibration (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, reference_db REAL NOT NULL,
-    measured_db REAL NOT NULL, drift_db REAL, flagged INTEGER NOT NULL, PRIMARY KEY (site, sensor, ts_us)
-);
-CREATE TABLE IF NOT EXISTS progress (
-    site TEXT PRIMARY KEY, evaluated_until_us INTEGER NOT NULL, final_until_us INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chain (
-    site TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
-    digest TEXT NOT NULL, head TEXT NOT NULL, recorded_us INTEGER NOT NULL,
-    PRIMARY KEY (site, seq)
-) WITHOUT ROWID;
--- Chain entry by record key, for every kind but sound: one sound entry per sensor per
--- second would make this the costliest insert of all, and sound rows carry chain_seq.
--- A query must state the condition itself for SQLite to use a partial index (KEYED).
-CREATE INDEX IF NOT EXISTS chain_lookup ON chain (site, kind, key) WHERE kind <> 'sound';
-CREATE TABLE IF NOT EXISTS anchors (
-    site TEXT NOT NULL, seq INTEGER NOT NULL, head TEXT NOT NULL, published_us INTEGER NOT NULL,
-    PRIMARY KEY (site, seq)
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
 
 # The condition queries that look chain entries up by key add, so that SQLite uses chain_lookup.
 KEYED = "kind <> 'sound'"
 
-# PRAGMA user_version of the layout above; older stores are migrated when opened (Store._migrate).
+# PRAGMA user_version of the layout (monitor/migrations.py); an older store is migrated when opened.
 SCHEMA_VERSION = 2
-
-# Version 0/1 -> 2: sound keyed by time first and carrying its chain entry's seq; the chain
-# key index without sound entries. The old chain_key index finds each row's entry. The table
-# is spelled out as of version 2 on purpose, not taken from SCHEMA: a migration must keep
-# producing its version's layout when SCHEMA moves on (a later version adds its own step).
-_MIGRATE_TO_2 = """
-CREATE TABLE sound_v2 (
-    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
-    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
-    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
-    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL, chain_seq INTEGER,
-    PRIMARY KEY (site, ts_us, sensor)
-) WITHOUT ROWID;
-INSERT INTO sound_v2 SELECT s.site, s.sensor, s.ts_us, s.duration_s, s.LAeq, s.LAFmax, s.LASmax,
-    s.LAFmin, s.LCeq, s.LCpeak, s.LZpeak, s.LZeq, s.source, s.late, s.received_us,
-    (SELECT c.seq FROM chain c
-     WHERE c.site = s.site AND c.kind = 'sound' AND c.key = s.sensor || '|' || s.ts_us)
-    FROM sound s;
-DROP TABLE sound;
-ALTER TABLE sound_v2 RENAME TO sound;
-DROP INDEX IF EXISTS chain_key;
-"""
-
-
-def to_us(ts: datetime) -> int:
-    return round(ts.timestamp() * 1_000_000)
-
-
-def from_us(us: int) -> datetime:
-    return datetime.fromtimestamp(us / 1_000_000, UTC)
-
-
-def canonical(record: Mapping[str, Any]) -> bytes:
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
-
-
-def digest_of(record: Mapping[str, Any]) -> str:
-    return hashlib.sha256(canonical(record)).hexdigest()
-
-
-def next_head(previous: str, digest: str) -> str:
-    return hashlib.sha256((previous + digest).encode()).hexdigest()
-
-
-# --------------------------------------------------------------------------- canonical records
-# The dict each row is chained as: ONE function per chain kind, used by the append
-# below and by monitor/evidence.py, which rebuilds the dicts from exported rows.
-# REAL columns are passed through float(): SQLite hands back 55.0 for a stored 55,
-# and the digest must not depend on whether a caller passed an int.
-
-
-def _real(value: Any) -> float | None:
-    return None if value is None else float(value)
-
-
-def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "sound",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "ts_us": row["ts_us"],
-        "duration_s": _real(row["duration_s"]),
-        **{k: _real(row[k]) for k in SOUND_FIELDS},
-        "source": row["source"],
-    }
 
 
 # The canonical bytes of a sound record without building the dict and sorting its keys
-# (the hot path: one per second per sound sensor). Equal to canonical(sound_record(row))
+# (the hot path: one per second per sound sensor). Equal to canonical_json(sound_record(row))
 # byte for byte, which tests/monitor/test_store.py checks over random rows.
 @lru_cache(maxsize=65536)  # site, sensor and source names: a handful, over and over
 def _json_text(value: str) -> str:
@@ -244,7 +106,7 @@ def sound_digest(row: Sequence[Any]) -> str:
     """digest_of(sound_record(...)) for a row of _SOUND_ROW values, without the dict."""
     site, sensor, ts_us, duration, laeq, lafmax, lcpeak, lasmax, lzpeak, lafmin, lceq, lzeq, source = row[:13]
     try:
-        text = (  # the keys in sorted order, as canonical() writes them; optional levels inline
+        text = (  # the keys in sorted order, as canonical_json() writes them; optional levels inline
             f'{{"LAFmax":{_number(lafmax)},"LAFmin":{"null" if lafmin is None else _number(lafmin)},'
             f'"LASmax":{"null" if lasmax is None else _number(lasmax)},"LAeq":{_number(laeq)},'
             f'"LCeq":{"null" if lceq is None else _number(lceq)},"LCpeak":{_number(lcpeak)},'
@@ -258,205 +120,16 @@ def sound_digest(row: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def reading_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "reading",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "kind": row["kind"],
-        "ts_us": row["ts_us"],
-        "duration_s": row["duration_s"],
-        "data": row["data"],
-    }
-
-
-def event_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "event",
-        "site": row["site"],
-        "kind": row["kind"],
-        "id": row["id"],
-        "ts_us": row["ts_us"],
-        "end_us": row["end_us"],
-        "data": row["data"],
-    }
-
-
-def audio_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """``row`` holds the ``pcm`` bytes, or their ``pcm_sha256`` when the samples are not at hand."""
-    names = row.keys()  # a sqlite3.Row's `in` looks at values, not names
-    pcm_sha256 = row["pcm_sha256"] if "pcm_sha256" in names else hashlib.sha256(row["pcm"]).hexdigest()
-    return {
-        "t": "audio",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "ts_us": row["ts_us"],
-        "seq": row["seq"],
-        "sample_rate": row["sample_rate"],
-        "format": row["format"],
-        "pcm_sha256": pcm_sha256,
-    }
-
-
-def finding_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "finding",
-        "id": row["id"],
-        "revision": row["revision"],
-        "site": row["site"],
-        "standard": row["standard"],
-        "section": row["section"],
-        "kind": row["kind"],
-        "start_us": row["start_us"],
-        "end_us": row["end_us"],
-        "retracted": row["retracted"],
-        "data": row["data"],
-    }
-
-
-def rejection_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "rejection",
-        "id": row["id"],
-        "site": row["site"],
-        "topic": row["topic"],
-        "reason": row["reason"],
-        "excerpt": row["excerpt"],
-        "received_us": row["received_us"],
-    }
-
-
-def alert_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "alert",
-        "id": row["id"],
-        "site": row["site"],
-        "audience": row["audience"],
-        "kind": row["kind"],
-        "severity": row["severity"],
-        "condition": row["condition"],
-        "message": row["message"],
-        "data": row["data"],
-        "created_us": row["created_us"],
-    }
-
-
-def health_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "health",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "ts_us": row["ts_us"],
-        "state": row["state"],
-        "gap_s": _real(row["gap_s"]),
-        "detail": row["detail"],
-    }
-
-
-def calibration_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "t": "calibration",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "ts_us": row["ts_us"],
-        "reference_db": _real(row["reference_db"]),
-        "measured_db": _real(row["measured_db"]),
-        "drift_db": _real(row["drift_db"]),
-        "flagged": int(row["flagged"]),
-    }
-
-
-def conflict_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A resend of a kept reading (``kind``: sound, audio or a reading kind) with other content."""
-    return {
-        "t": "conflict",
-        "site": row["site"],
-        "sensor": row["sensor"],
-        "kind": row["kind"],
-        "ts_us": row["ts_us"],
-        "first_digest": row["first_digest"],
-        "second_digest": row["second_digest"],
-        "received_us": row["received_us"],
-    }
-
-
-def conflict_key(sensor: str, kind: str, ts_us: int, second_digest: str) -> str:
-    return f"{sensor}|{kind}|{ts_us}|{second_digest}"
-
-
-def config_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The configuration a site was judged under.
-
-    Since evidence format 2: the profile's name and SHA-256, the SHA-256 of the
-    configuration with secret values left out, and since when (the daemon's start).
-    Stores written before hold ``{"sha256"}`` of the configuration file alone.
-    """
-    if "profile_sha256" not in row:
-        return {"t": "config", "sha256": row["sha256"]}
-    return {
-        "t": "config",
-        "profile": str(row["profile"]),
-        "profile_sha256": str(row["profile_sha256"]),
-        "config_sha256": str(row["config_sha256"]),
-        "since_us": int(row["since_us"]),
-    }
-
-
-def config_key(row: Mapping[str, Any]) -> str:
-    """Chain key of a config record: its whole content (the record has no table of its own)."""
-    return f"{row['config_sha256']}|{row['profile_sha256']}|{int(row['since_us'])}|{row['profile']}"
-
-
-def config_from_key(key: str) -> dict[str, Any]:
-    """The fields of a config record from its chain key (either shape)."""
-    parts = key.split("|", 3)
-    if len(parts) != 4:
-        return {"sha256": key}
-    return {
-        "config_sha256": parts[0],
-        "profile_sha256": parts[1],
-        "since_us": int(parts[2]),
-        "profile": parts[3],
-    }
-
-
-# chain kind -> its canonical record. A module that chains a kind of its own (notices)
-# registers its function here so that evidence bundles can verify those rows too.
-RECORDS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
-    "sound": sound_record,
-    "reading": reading_record,
-    "audio": audio_record,
-    "event": event_record,
-    "finding": finding_record,
-    "rejection": rejection_record,
-    "alert": alert_record,
-    "health": health_record,
-    "calibration": calibration_record,
-    "config": config_record,
-    "conflict": conflict_record,
-}
-
-
+# the kinds stored in the readings table (their message kind, from the codec)
 READING_KIND: dict[type, str] = {
-    LightSummary: "light",
-    WeatherReading: "weather",
-    TurbidityReading: "turbidity",
-    SensorStatus: "status",
+    t: SENSOR_KINDS[t] for t in (LightSummary, WeatherReading, TurbidityReading, SensorStatus)
 }
 
 # --------------------------------------------------------------------------- events <-> rows
 
-EVENT_KIND: dict[type, str] = {
-    BlastNotice: "blast-notice",
-    Blast: "blast",
-    TruckPassage: "truck",
-    WorkPeriod: "work",
-    TemporaryLighting: "temporary-lighting",
-}
-
 
 def event_kind(event: Event) -> str:
-    return event.kind if isinstance(event, GenericEvent) else EVENT_KIND[type(event)]
+    return event.kind if isinstance(event, GenericEvent) else EVENT_KINDS[type(event)]
 
 
 def event_times(event: Event) -> tuple[datetime, datetime | None]:
@@ -465,130 +138,6 @@ def event_times(event: Event) -> tuple[datetime, datetime | None]:
     if isinstance(event, WorkPeriod | TemporaryLighting):
         return event.start, event.end
     return event.ts, None
-
-
-def event_from_row(kind: str, data: str, site: str) -> Event:
-    from monitor.wire import parse_ts  # local: wire imports config, which the store does not need
-
-    d = json.loads(data)
-    if kind == "blast-notice":
-        return BlastNotice(
-            site,
-            d["blast_id"],
-            parse_ts(d["issued_ts"]),
-            parse_ts(d["planned_ts"]),
-            tuple(d.get("recipients", ())),
-        )
-    if kind == "blast":
-        return Blast(
-            site,
-            d["blast_id"],
-            parse_ts(d["ts"]),
-            d.get("safety_reason"),
-            d.get("charge_kg"),
-            d.get("overpressure_db"),
-        )
-    if kind == "truck":
-        return TruckPassage(site, d["id"], parse_ts(d["ts"]), d["gate"], d["direction"], d.get("truck_id"))
-    if kind == "work":
-        return WorkPeriod(
-            site,
-            d["id"],
-            parse_ts(d["start"]),
-            parse_ts(d["end"]),
-            WorkKind(d["kind"]),
-            tuple(d.get("sensors") or ()),
-        )
-    if kind == "temporary-lighting":
-        return TemporaryLighting(
-            site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), d.get("description", "")
-        )
-    fields = {k: v for k, v in d.items() if k not in ("id", "ts")}
-    return GenericEvent(site, d["id"], kind, parse_ts(d["ts"]), fields)
-
-
-# Stored payloads read back into records (the readings' ``data`` column holds their payload).
-
-
-def light_from_row(row: sqlite3.Row) -> LightSummary:
-    from monitor.wire import parse_ts
-
-    d = json.loads(row["data"])
-    return LightSummary(
-        row["site"],
-        row["sensor"],
-        parse_ts(d["ts"]),
-        d["duration_s"],
-        d["lux_mean"],
-        d["lux_min"],
-        d["lux_max"],
-        tuple(d.get("burst", ())),
-        d.get("burst_rate_hz"),
-    )
-
-
-def weather_from_row(row: sqlite3.Row) -> WeatherReading:
-    from monitor.wire import parse_ts
-
-    d = json.loads(row["data"])
-    rain = d.get("rain", False)
-    mm = None if isinstance(rain, bool) else float(rain)
-    return WeatherReading(
-        row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"], bool(rain), mm
-    )
-
-
-def turbidity_from_row(row: sqlite3.Row) -> TurbidityReading:
-    from monitor.wire import parse_ts
-
-    d = json.loads(row["data"])
-    return TurbidityReading(row["site"], row["sensor"], parse_ts(d["ts"]), d["duration_s"], d["ntu"])
-
-
-def finding_from_json(d: Mapping[str, Any]) -> Finding:
-    """The inverse of ``finding_to_json`` (the local times are derived, not read)."""
-    return Finding(
-        site=d["site"],
-        standard=d["standard"],
-        section=d["section"],
-        kind=FindingKind(d["kind"]),
-        start=datetime.fromisoformat(d["start"]),
-        end=datetime.fromisoformat(d["end"]),
-        timezone=d["timezone"],
-        summary=d["summary"],
-        sensors=tuple(d["sensors"]),
-        measurements=tuple(
-            Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]
-        ),
-        exemptions=tuple(d["exemptions"]),
-        refs=tuple(d["refs"]),
-        completeness=d["completeness"],
-        details=d["details"],
-    )
-
-
-def finding_to_json(finding: Finding) -> dict[str, Any]:
-    return {
-        "id": finding.id,
-        "site": finding.site,
-        "standard": finding.standard,
-        "section": finding.section,
-        "kind": finding.kind.value,
-        "start": finding.start.isoformat(),
-        "end": finding.end.isoformat(),
-        "start_local": finding.start_local.isoformat(),
-        "end_local": finding.end_local.isoformat(),
-        "timezone": finding.timezone,
-        "summary": finding.summary,
-        "sensors": list(finding.sensors),
-        "measurements": [
-            {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit} for m in finding.measurements
-        ],
-        "exemptions": list(finding.exemptions),
-        "refs": list(finding.refs),
-        "completeness": finding.completeness,
-        "details": dict(finding.details),
-    }
 
 
 class _Duplicates(Exception):
@@ -646,8 +195,6 @@ class Store:
             self.conn.execute("PRAGMA cache_size=-16384")
             self.conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
-            self.conn.executescript(SCHEMA)
-            self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {self.path!r}: {exc}") from exc
         self._max_variables = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
@@ -658,23 +205,17 @@ class Store:
         self._checkpointer: Checkpointer | None = None
 
     def _migrate(self) -> None:
-        """Bring a store written by an earlier version to SCHEMA_VERSION, in one transaction."""
+        """Apply the migrations the store has not had yet (monitor/migrations.py), each once."""
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"the store {self.path!r} has layout version {version}, newer than this minewatch"
                 f" reads ({SCHEMA_VERSION}): upgrade minewatch"
             )
-        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(sound)")}
-        if version == SCHEMA_VERSION or not columns or "chain_seq" in columns:
-            return  # current, new (SCHEMA creates it) or already migrated
-        log.info("migrating the store %s to layout version %d", self.path, SCHEMA_VERSION)
-        try:
-            self.conn.executescript(f"BEGIN IMMEDIATE; {_MIGRATE_TO_2} PRAGMA user_version = 2; COMMIT;")
-        except sqlite3.Error:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
+        ran = migrations.apply(self.conn)
+        if ran and migrations.applied(self.conn) != ran:  # not a new store
+            log.info("migrated the store %s: %s", self.path, ", ".join(ran))
+        self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def checkpoint_in_background(self, interval_s: float = 1.0) -> None:
         """Copy the WAL into the database from a thread of its own instead of at commits.
@@ -752,6 +293,11 @@ class Store:
         """Append a record to its site's chain; returns the entry's seq."""
         return self.link(site, kind, key, digest_of(record), to_us(now))
 
+    def chain_row(self, site: str, kind: str, row: Mapping[str, Any], now: datetime) -> int:
+        """Chain a row of ``kind`` under its key, as its record (monitor/chain.py's KINDS)."""
+        spec = KINDS[kind]
+        return self.chain(site, kind, spec.key_of(row), spec.record(row), now)
+
     def link(self, site: str, kind: str, key: str, digest: str, now_us: int) -> int:
         """Chain a record by its digest (see chain)."""
         return self.link_all(kind, [(site, key, digest)], now_us)[0]
@@ -821,6 +367,7 @@ class Store:
         try:
             with self.savepoint():
                 # Chain every row first: its entry's seq is a column of the row.
+                # KINDS["sound"].key_of, spelled out: the hot path (tests/monitor/test_evidence_golden.py)
                 keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, digests, strict=True)]
                 seqs = self.link_all("sound", keys, now_us)
                 before = self.conn.total_changes
@@ -868,7 +415,7 @@ class Store:
             "kind": kind,
             "ts_us": to_us(reading.ts),
             "duration_s": duration,
-            "data": json.dumps(payload, sort_keys=True, separators=(",", ":")),
+            "data": canonical_text(payload, ascii=True),
         }
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO readings (site, sensor, kind, ts_us, duration_s, data, late, received_us)"
@@ -877,9 +424,7 @@ class Store:
         )
         if cur.rowcount == 0:
             return Appended(False)
-        self.chain(
-            reading.site, "reading", f"{reading.sensor}|{kind}|{row['ts_us']}", reading_record(row), now
-        )
+        self.chain_row(reading.site, "reading", row, now)
         return Appended(True)
 
     def append_audio(
@@ -893,7 +438,9 @@ class Store:
         )
         if cur.rowcount == 0:
             return Appended(False)
-        record = audio_record(
+        self.chain_row(
+            site,
+            "audio",
             {
                 "site": site,
                 "sensor": sensor,
@@ -902,15 +449,15 @@ class Store:
                 "sample_rate": rate,
                 "format": fmt,
                 "pcm": pcm,
-            }
+            },
+            now,
         )
-        self.chain(site, "audio", f"{sensor}|{ts_us}", record, now)
         return Appended(True)
 
     def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
         kind = event_kind(event)
         start, end = event_times(event)
-        data = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        data = canonical_text(payload, ascii=True)
         row = {
             "site": event.site,
             "kind": kind,
@@ -931,7 +478,7 @@ class Store:
             if existing and existing["data"] != data:
                 return Appended(False, f"id: {kind} {event.id!r} is already recorded with different content")
             return Appended(False)
-        self.chain(event.site, "event", f"{kind}|{event.id}", event_record(row), now)
+        self.chain_row(event.site, "event", row, now)
         return Appended(True)
 
     def append_finding(self, finding: Finding, now: datetime, *, retracted: bool = False) -> bool:
@@ -939,7 +486,7 @@ class Store:
 
         Returns True if anything changed.
         """
-        data = json.dumps(finding_to_json(finding), sort_keys=True, separators=(",", ":"), default=str)
+        data = canonical_text(finding_to_json(finding), ascii=True)
         last = self.conn.execute(
             "SELECT revision, data, retracted FROM findings WHERE id = ? ORDER BY revision DESC LIMIT 1",
             (finding.id,),
@@ -967,7 +514,7 @@ class Store:
             " created_us) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (*row.values(), to_us(now)),
         )
-        self.chain(finding.site, "finding", f"{finding.id}|{revision}", finding_record(row), now)
+        self.chain_row(finding.site, "finding", row, now)
         return True
 
     def current_findings(self, site: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
@@ -986,7 +533,9 @@ class Store:
             "INSERT INTO rejections (site, topic, reason, excerpt, received_us) VALUES (?,?,?,?,?)",
             (site, topic, reason, excerpt, to_us(now)),
         )
-        record = rejection_record(
+        self.chain_row(
+            site,
+            "rejection",
             {
                 "id": cur.lastrowid,
                 "site": site,
@@ -994,9 +543,9 @@ class Store:
                 "reason": reason,
                 "excerpt": excerpt,
                 "received_us": to_us(now),
-            }
+            },
+            now,
         )
-        self.chain(site, "rejection", str(cur.lastrowid), record, now)
 
     def append_alert(
         self,
@@ -1010,7 +559,7 @@ class Store:
         data: Mapping[str, Any],
         now: datetime,
     ) -> bool:
-        body = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+        body = canonical_text(data, ascii=True)
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO alerts (id, site, audience, kind, severity, condition, message, data,"
             " created_us)"
@@ -1019,7 +568,9 @@ class Store:
         )
         if cur.rowcount == 0:
             return False
-        record = alert_record(
+        self.chain_row(
+            site,
+            "alert",
             {
                 "id": alert_id,
                 "site": site,
@@ -1030,9 +581,9 @@ class Store:
                 "message": message,
                 "data": body,
                 "created_us": to_us(now),
-            }
+            },
+            now,
         )
-        self.chain(site, "alert", alert_id, record, now)
         return True
 
     def append_health(
@@ -1051,7 +602,9 @@ class Store:
             (site, sensor, ts_us, state, gap_s, detail),
         )
         if cur.rowcount:
-            record = health_record(
+            self.chain_row(
+                site,
+                "health",
                 {
                     "site": site,
                     "sensor": sensor,
@@ -1059,9 +612,9 @@ class Store:
                     "state": state,
                     "gap_s": gap_s,
                     "detail": detail,
-                }
+                },
+                now,
             )
-            self.chain(site, "health", f"{sensor}|{ts_us}|{state}", record, now)
 
     def append_calibration(
         self,
@@ -1082,7 +635,9 @@ class Store:
             (site, sensor, ts_us, reference_db, measured_db, drift_db, int(flagged)),
         )
         if cur.rowcount:
-            record = calibration_record(
+            self.chain_row(
+                site,
+                "calibration",
                 {
                     "site": site,
                     "sensor": sensor,
@@ -1091,9 +646,9 @@ class Store:
                     "measured_db": measured_db,
                     "drift_db": drift_db,
                     "flagged": flagged,
-                }
+                },
+                now,
             )
-            self.chain(site, "calibration", f"{sensor}|{ts_us}", record, now)
 
     # ------------------------------------------------------------------ conflicting resends
     # A reading is identified by site, sensor, (kind) and time; the first one kept stands.
@@ -1129,9 +684,9 @@ class Store:
             "kind": kind,
             "ts_us": ts_us,
             "duration_s": getattr(reading, "duration_s", 0.0),
-            "data": json.dumps(payload, sort_keys=True, separators=(",", ":")),
+            "data": canonical_text(payload, ascii=True),
         }
-        first = self._chained_digest(reading.site, "reading", f"{reading.sensor}|{kind}|{ts_us}")
+        first = self._chained_digest(reading.site, "reading", KINDS["reading"].key_of(row))
         if first is None:  # kept earlier in this batch: its chain entry is not written yet
             kept = self.conn.execute(
                 "SELECT * FROM readings WHERE site = ? AND sensor = ? AND kind = ? AND ts_us = ?",
@@ -1139,8 +694,8 @@ class Store:
             ).fetchone()
             if kept is None:
                 return False
-            first = digest_of(reading_record(kept))
-        second = digest_of(reading_record(row))
+            first = digest_of(KINDS["reading"].record(kept))
+        second = digest_of(KINDS["reading"].record(row))
         return self._conflict(reading.site, reading.sensor, kind, ts_us, first, second, now)
 
     def audio_conflict(
@@ -1148,15 +703,15 @@ class Store:
     ) -> bool:
         """As sound_conflict, for an audio block that append_audio found already kept."""
         ts_us = to_us(ts)
-        first = self._chained_digest(site, "audio", f"{sensor}|{ts_us}")
+        first = self._chained_digest(site, "audio", KINDS["audio"].key_of({"sensor": sensor, "ts_us": ts_us}))
         if first is None:  # kept earlier in this batch: its chain entry is not written yet
             kept = self.conn.execute(
                 "SELECT * FROM audio WHERE site = ? AND sensor = ? AND ts_us = ?", (site, sensor, ts_us)
             ).fetchone()
             if kept is None:
                 return False
-            first = digest_of(audio_record(kept))
-        record = audio_record(
+            first = digest_of(KINDS["audio"].record(kept))
+        record = KINDS["audio"].record(
             {
                 "site": site,
                 "sensor": sensor,
@@ -1197,7 +752,7 @@ class Store:
             tuple(row.values()),
         )
         if cur.rowcount:  # the same second version resent again is journaled once
-            self.chain(site, "conflict", conflict_key(sensor, kind, ts_us, second), conflict_record(row), now)
+            self.chain_row(site, "conflict", row, now)
         return True
 
     def conflict_counts(self, site: str) -> dict[str, int]:
@@ -1228,14 +783,14 @@ class Store:
         self.set_meta(f"text:{row['profile_sha256']}", profile_text)
         self.set_meta(f"text:{row['config_sha256']}", config_text)
         self.set_meta(f"config:{site}", json.dumps(row))
-        self.chain(site, "config", config_key(row), config_record(row), now)
+        self.chain_row(site, "config", row, now)
 
     def restate_config(self, site: str, now: datetime) -> None:
         """Chain the site's current config record again (see append_config_record)."""
         text = self.meta(f"config:{site}")
         if text is not None:
             row = json.loads(text)
-            self.chain(site, "config", config_key(row), config_record(row), now)
+            self.chain_row(site, "config", row, now)
 
     def profile_version(self, site: str) -> str:
         """The short SHA-256 of the profile the site runs under ("" before any config record)."""
@@ -1358,13 +913,16 @@ class Store:
     # typed readings for the rules, the finding a retraction repeats, anchors, the status.
 
     def light_between(self, site: str, start: datetime, end: datetime) -> list[LightSummary]:
-        return [light_from_row(r) for r in self.readings_between(site, "light", start, end)]
+        rows = self.readings_between(site, "light", start, end)
+        return [r for r in map(reading_from_row, rows) if isinstance(r, LightSummary)]
 
     def weather_between(self, site: str, start: datetime, end: datetime) -> list[WeatherReading]:
-        return [weather_from_row(r) for r in self.readings_between(site, "weather", start, end)]
+        rows = self.readings_between(site, "weather", start, end)
+        return [r for r in map(reading_from_row, rows) if isinstance(r, WeatherReading)]
 
     def turbidity_between(self, site: str, start: datetime, end: datetime) -> list[TurbidityReading]:
-        return [turbidity_from_row(r) for r in self.readings_between(site, "turbidity", start, end)]
+        rows = self.readings_between(site, "turbidity", start, end)
+        return [r for r in map(reading_from_row, rows) if isinstance(r, TurbidityReading)]
 
     def latest_finding(self, finding_id: str) -> Finding | None:
         """The newest revision of a finding (retracted or not), None if it was never stored."""

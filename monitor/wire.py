@@ -18,19 +18,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import orjson
 
+from monitor.canonical import canonical_json
 from monitor.config import SensorConfig, SiteConfig
 from monitor.errors import DecodeError
+
+if TYPE_CHECKING:
+    from monitor.wire_levels import Parsed
 from rules.model import (
     VEHICLE_PRESENT,
     Blast,
     BlastNotice,
     Event,
+    Finding,
+    FindingKind,
     GenericEvent,
     LightSummary,
+    Measurement,
     Reading,
     SensorKind,
     SensorStatus,
@@ -245,13 +252,18 @@ def _reject_constant(token: str) -> Any:
     raise DecodeError("payload", f"{token} is not allowed (values must be finite numbers)")
 
 
-def _load_json(payload: bytes) -> dict[str, Any]:
+def _load_json(payload: bytes, parsed: Parsed | None = None) -> dict[str, Any]:
     # orjson parses the usual valid payload ~10x faster than json; what it refuses is
     # parsed again by json below, which names the precise reason in the rejection.
-    try:
-        data = orjson.loads(payload)
-    except orjson.JSONDecodeError:
+    if parsed is not None and parsed.ok:  # parsed ahead already (monitor.wire_levels)
+        data = parsed.data
+    elif parsed is not None:
         data = _load_json_strictly(payload)
+    else:
+        try:
+            data = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            data = _load_json_strictly(payload)
     if not isinstance(data, dict):
         raise DecodeError("payload", f"expected a JSON object, got {type(data).__name__}")
     version = data.get("v", PROTOCOL_VERSION)
@@ -373,11 +385,6 @@ class _Fields:
             raise DecodeError(name, "unknown field")
 
 
-def canonical_json(data: Mapping[str, Any]) -> bytes:
-    """Sorted keys, no spaces: the bytes a signature covers."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def sign(data: Mapping[str, Any], key: bytes) -> str:
     body = {k: v for k, v in data.items() if k != "sig"}
     return hmac.new(key, canonical_json(body), hashlib.sha256).hexdigest()
@@ -401,70 +408,6 @@ def _verify_signature(data: Mapping[str, Any], sensor: SensorConfig | None) -> N
 
 
 # --------------------------------------------------------------------------- sensor payloads
-
-
-_LEVEL_KEYS = frozenset(
-    {"v", "ts", "duration_s", "LAeq", "LAFmax", "LCpeak", "LASmax", "LZpeak", "LAFmin", "LCeq", "LZeq"}
-)
-_REQUIRED_LEVEL_KEYS = frozenset({"ts", "duration_s", "LAeq", "LAFmax", "LCpeak"})
-
-
-def _levels_fast(data: dict[str, Any], site: str, sensor: str) -> SoundLevels | None:
-    """The common, valid levels message without the field-by-field machinery; None -> slow path.
-
-    Anything unusual (a missing or unknown field, a non-float, out of range) returns None
-    and the full decoder produces the precise rejection.
-    """
-    lo, hi = DB_RANGE
-    if data.keys() == _REQUIRED_LEVEL_KEYS:  # the usual message, its four floats checked in line
-        duration, la, lmax, lc = data["duration_s"], data["LAeq"], data["LAFmax"], data["LCpeak"]
-        if (
-            type(duration) is float
-            and type(la) is float
-            and type(lmax) is float
-            and type(lc) is float
-            and 0 < duration <= MAX_DURATION_S
-            and lo <= la <= hi
-            and lo <= lmax <= hi
-            and lo <= lc <= hi
-            and lmax >= la - 0.05
-        ):
-            return SoundLevels(site, sensor, parse_ts(data["ts"]), duration, la, lmax, lc)
-    if not _REQUIRED_LEVEL_KEYS <= data.keys() <= _LEVEL_KEYS:
-        return None
-    if data.get("v", PROTOCOL_VERSION) != PROTOCOL_VERSION:
-        return None
-    for key, value in data.items():
-        if key == "ts" or key == "v":
-            continue
-        kind = type(value)
-        if kind is not float and kind is not int:
-            return None
-        # NaN fails every comparison and lands in the slow path too.
-        if not (0 < value <= MAX_DURATION_S if key == "duration_s" else lo <= value <= hi):
-            return None
-    la, lmax = float(data["LAeq"]), float(data["LAFmax"])
-    if lmax < la - 0.05:
-        return None
-    get = data.get
-    return SoundLevels(
-        site,
-        sensor,
-        parse_ts(data["ts"]),
-        float(data["duration_s"]),
-        la,
-        lmax,
-        float(data["LCpeak"]),
-        _optional(get("LASmax")),
-        _optional(get("LZpeak")),
-        _optional(get("LAFmin")),
-        _optional(get("LCeq")),
-        _optional(get("LZeq")),
-    )
-
-
-def _optional(value: float | None) -> float | None:
-    return None if value is None else float(value)
 
 
 def _decode_levels(f: _Fields, site: str, sensor: str) -> SoundLevels:
@@ -769,51 +712,6 @@ def _vehicle_present_fields(f: _Fields, site: SiteConfig, ts: datetime) -> dict[
 # --------------------------------------------------------------------------- entry point
 
 
-def levels_sender(topic: str, sites: Mapping[str, SiteConfig], prefix: str) -> tuple[str, str] | None:
-    """(site, sensor) when ``topic`` is the levels topic of a sensor that sends them unsigned."""
-    parts = topic.split("/")
-    if len(parts) != 5 or parts[4] != "levels" or parts[2] != "sensors" or parts[0] != prefix:
-        return None
-    site = sites.get(parts[1])
-    if site is None:
-        return None
-    sensor = site.sensor(parts[3])
-    if sensor is None or sensor.require_signature or "levels" not in SENSOR_MESSAGES[sensor.kind]:
-        return None
-    return site.id, sensor.id
-
-
-def quick_levels(
-    topic: str, payload: bytes, sites: Mapping[str, SiteConfig], prefix: str, max_payload_bytes: int
-) -> SoundLevels | None:
-    """decode() of the common message, a valid unsigned levels message, except the time check.
-
-    None for anything else, and decode() then takes the message the full way, which names
-    the field and the reason of a rejection. Needs no clock, so it can run ahead of the
-    pipeline, in the network thread.
-    """
-    sender = levels_sender(topic, sites, prefix)
-    return None if sender is None else quick_levels_payload(payload, *sender, max_payload_bytes)
-
-
-def quick_levels_payload(
-    payload: bytes, site: str, sensor: str, max_payload_bytes: int
-) -> SoundLevels | None:
-    """quick_levels once the topic is known to be a levels_sender's."""
-    if len(payload) > max_payload_bytes:
-        return None
-    try:
-        data = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return None
-    if type(data) is not dict or "sig" in data:
-        return None
-    try:
-        return _levels_fast(data, site, sensor)
-    except DecodeError:  # a bad time: decode() says so
-        return None
-
-
 def decode(
     topic: str,
     payload: bytes,
@@ -822,12 +720,23 @@ def decode(
     limits: Limits = Limits(),
     generic_event_kinds: Mapping[str, frozenset[str]] | None = None,
     prefix: str = "minewatch",
+    ahead: Parsed | None = None,
 ) -> Message:
-    """Decode one input message; raises DecodeError naming the field and the reason."""
-    quick = quick_levels(topic, payload, sites, prefix, limits.max_payload_bytes)
-    if quick is not None:
-        check_time(quick.ts, now, limits)
-        return quick
+    """Decode one input message; raises DecodeError naming the field and the reason.
+
+    ``ahead``: what monitor.wire_levels.predecode made of the payload when it ran ahead and
+    missed its quick path (the payload is then not parsed again).
+    """
+    if ahead is None:
+        from monitor.wire_levels import levels_sender, predecode  # it builds on this module
+
+        sender = levels_sender(topic, sites, prefix)
+        if sender is not None:
+            quick = predecode(payload, *sender, limits.max_payload_bytes)
+            if isinstance(quick, SoundLevels):
+                check_time(quick.ts, now, limits)
+                return quick
+            ahead = quick
     if len(payload) > limits.max_payload_bytes:
         raise DecodeError(
             "payload", f"{len(payload)} bytes exceeds the {limits.max_payload_bytes}-byte limit"
@@ -855,7 +764,7 @@ def decode(
         raise DecodeError("topic", f"sensor {sensor.id} is a {kind} sensor; it cannot send {sent}")
     if parsed.kind == "audio":
         return _decode_audio(payload, site.id, sensor, now, limits)
-    data = _load_json(payload)
+    data = _load_json(payload, ahead)
     _verify_signature(data, sensor)
     fields = _Fields(data)
     message = _SENSOR_DECODERS[parsed.kind](fields, site.id, sensor.id)
@@ -981,14 +890,14 @@ def payload_of(record: Message) -> dict[str, Any]:
     raise TypeError(f"cannot encode {type(record).__name__}")
 
 
-_EVENT_KINDS: dict[type, str] = {
+EVENT_KINDS: dict[type, str] = {  # an event record type -> its kind (topic, stored kind)
     BlastNotice: "blast-notice",
     Blast: "blast",
     TruckPassage: "truck",
     WorkPeriod: "work",
     TemporaryLighting: "temporary-lighting",
 }
-_SENSOR_KINDS: dict[type, str] = {
+SENSOR_KINDS: dict[type, str] = {  # a sensor record type -> its message kind (topic, stored kind)
     SoundLevels: "levels",
     LightSummary: "light",
     WeatherReading: "weather",
@@ -1008,10 +917,10 @@ def encode(record: Message, key: bytes | None = None, prefix: str = "minewatch")
     body = json.dumps(data, separators=(",", ":")).encode()
     if isinstance(record, GenericEvent):
         return event_topic(record.site, record.kind, prefix), body
-    if type(record) in _EVENT_KINDS:
-        return event_topic(record.site, _EVENT_KINDS[type(record)], prefix), body
+    if type(record) in EVENT_KINDS:
+        return event_topic(record.site, EVENT_KINDS[type(record)], prefix), body
     sensor = getattr(record, "sensor")  # noqa: B009 - every sensor record has one
-    return sensor_topic(record.site, sensor, _SENSOR_KINDS[type(record)], prefix), body
+    return sensor_topic(record.site, sensor, SENSOR_KINDS[type(record)], prefix), body
 
 
 def encode_audio(block: AudioBlock, key: bytes | None = None, prefix: str = "minewatch") -> tuple[str, bytes]:
@@ -1029,3 +938,132 @@ def encode_audio(block: AudioBlock, key: bytes | None = None, prefix: str = "min
     return sensor_topic(block.site, block.sensor, "audio", prefix), AUDIO_MAGIC + struct.pack(
         ">I", len(head)
     ) + head + block.pcm
+
+
+# --------------------------------------------------------------------------- stored JSON -> records
+# The stored ``data`` of a reading or event is the payload it arrived with (decoded above);
+# these read it back into the record, trusting it (it was checked on the way in).
+
+
+def _light_from_stored(d: Mapping[str, Any], site: str, sensor: str) -> LightSummary:
+    return LightSummary(
+        site,
+        sensor,
+        parse_ts(d["ts"]),
+        d["duration_s"],
+        d["lux_mean"],
+        d["lux_min"],
+        d["lux_max"],
+        tuple(d.get("burst", ())),
+        d.get("burst_rate_hz"),
+    )
+
+
+def _weather_from_stored(d: Mapping[str, Any], site: str, sensor: str) -> WeatherReading:
+    rain = d.get("rain", False)
+    mm = None if isinstance(rain, bool) else float(rain)
+    return WeatherReading(
+        site, sensor, parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"], bool(rain), mm
+    )
+
+
+def _turbidity_from_stored(d: Mapping[str, Any], site: str, sensor: str) -> TurbidityReading:
+    return TurbidityReading(site, sensor, parse_ts(d["ts"]), d["duration_s"], d["ntu"])
+
+
+# stored reading kind -> its record, read back (the kinds the rules read from the store)
+_READINGS_FROM_STORED: dict[str, Callable[[Mapping[str, Any], str, str], Reading]] = {
+    "light": _light_from_stored,
+    "weather": _weather_from_stored,
+    "turbidity": _turbidity_from_stored,
+}
+
+
+def reading_from_row(row: Any) -> Any:  # a sqlite3.Row; the record type follows its kind
+    """A stored readings row (site, sensor, kind, data) back as its record."""
+    return _READINGS_FROM_STORED[row["kind"]](json.loads(row["data"]), row["site"], row["sensor"])
+
+
+def event_from_row(kind: str, data: str, site: str) -> Event:
+    """An event read back from its stored JSON (the payload it arrived with)."""
+    d = json.loads(data)
+    if kind == "blast-notice":
+        return BlastNotice(
+            site,
+            d["blast_id"],
+            parse_ts(d["issued_ts"]),
+            parse_ts(d["planned_ts"]),
+            tuple(d.get("recipients", ())),
+        )
+    if kind == "blast":
+        return Blast(
+            site,
+            d["blast_id"],
+            parse_ts(d["ts"]),
+            d.get("safety_reason"),
+            d.get("charge_kg"),
+            d.get("overpressure_db"),
+        )
+    if kind == "truck":
+        return TruckPassage(site, d["id"], parse_ts(d["ts"]), d["gate"], d["direction"], d.get("truck_id"))
+    if kind == "work":
+        return WorkPeriod(
+            site,
+            d["id"],
+            parse_ts(d["start"]),
+            parse_ts(d["end"]),
+            WorkKind(d["kind"]),
+            tuple(d.get("sensors") or ()),
+        )
+    if kind == "temporary-lighting":
+        return TemporaryLighting(
+            site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), d.get("description", "")
+        )
+    fields = {k: v for k, v in d.items() if k not in ("id", "ts")}
+    return GenericEvent(site, d["id"], kind, parse_ts(d["ts"]), fields)
+
+
+def finding_to_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "id": finding.id,
+        "site": finding.site,
+        "standard": finding.standard,
+        "section": finding.section,
+        "kind": finding.kind.value,
+        "start": finding.start.isoformat(),
+        "end": finding.end.isoformat(),
+        "start_local": finding.start_local.isoformat(),
+        "end_local": finding.end_local.isoformat(),
+        "timezone": finding.timezone,
+        "summary": finding.summary,
+        "sensors": list(finding.sensors),
+        "measurements": [
+            {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit} for m in finding.measurements
+        ],
+        "exemptions": list(finding.exemptions),
+        "refs": list(finding.refs),
+        "completeness": finding.completeness,
+        "details": dict(finding.details),
+    }
+
+
+def finding_from_json(d: Mapping[str, Any]) -> Finding:
+    """finding_to_json's inverse: a stored or published finding back as its record."""
+    return Finding(
+        site=d["site"],
+        standard=d["standard"],
+        section=d["section"],
+        kind=FindingKind(d["kind"]),
+        start=datetime.fromisoformat(d["start"]),
+        end=datetime.fromisoformat(d["end"]),
+        timezone=d["timezone"],
+        summary=d["summary"],
+        sensors=tuple(d["sensors"]),
+        measurements=tuple(
+            Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]
+        ),
+        exemptions=tuple(d["exemptions"]),
+        refs=tuple(d["refs"]),
+        completeness=d["completeness"],
+        details=d["details"],
+    )

@@ -790,7 +790,7 @@ def notice_context_for(store: Store, notice: Any, config: Config) -> Any:
 
 
 def test_evidence_day_plot_of_light_has_its_limits_on_a_log_axis(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The bundle's light plot (monitor/evidence.py draws it through render.day_plot): night levels
+    """The bundle's light plot (monitor/evidence/export.py draws it through render.day_plot): night levels
     of 0.05 lux and a day of 7,000 lux both visible, with the 1 lux trespass and 25 lux
     high-intensity limits as lines; the sky sensor, judged against its own baseline, has none."""
     from datetime import date

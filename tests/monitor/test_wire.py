@@ -22,8 +22,8 @@ from monitor.wire import (
     format_ts,
     parse_topic,
     parse_ts,
-    quick_levels,
 )
+from monitor.wire_levels import quick_levels
 from rules.model import (
     Blast,
     BlastNotice,

@@ -1,0 +1,966 @@
+"""Export a window of the store as an evidence bundle (see monitor/evidence/__init__.py)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib.metadata
+import io
+import json
+import os
+import re
+import sqlite3
+import tomllib
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from monitor.canonical import to_us
+from monitor.chain import (
+    GENESIS,
+    KINDS,
+    SOUND_FIELDS,
+    config_from_key,
+    config_record,
+)
+from monitor.config import Config, SiteConfig
+from monitor.errors import OutputError
+from monitor.evidence.format import (
+    _FLUSH_BYTES,
+    _README,
+    ANCHORS_FILE,
+    CHAIN_FILE,
+    FORMAT,
+    INFLUX_MEASUREMENT,
+    MANIFEST,
+    READING_EXTRAS,
+    RECORD_FILES,
+    RECORD_KINDS,
+    SOUND_COLUMNS,
+    SOUND_FILE,
+    EvidenceError,
+    TimeFormat,
+    _cell,
+    _derived,
+    _profile_file,
+    _reading_extras,
+    _Scope,
+    reading_columns,
+    reading_file,
+)
+from monitor.influx import InfluxReader
+from monitor.schema import MEASUREMENTS
+from monitor.store import KEYED, SCHEMA_VERSION
+
+# --------------------------------------------------------------------------- export
+
+
+class _Member:
+    """A zip member being written; bytes are hashed and counted on their way in."""
+
+    def __init__(self, zf: zipfile.ZipFile, name: str, files: list[dict[str, Any]]) -> None:
+        self.name = name
+        self._raw = zf.open(name, "w", force_zip64=True)
+        self._sha = hashlib.sha256()
+        self._size = 0
+        self._files = files
+        self._text = io.StringIO()
+        self.rows = 0
+
+    def write(self, data: bytes) -> None:
+        self._sha.update(data)
+        self._size += len(data)
+        self._raw.write(data)
+
+    def text(self) -> io.StringIO:
+        """A text buffer; call ``spill`` now and then and ``close`` at the end."""
+        return self._text
+
+    def spill(self, force: bool = False) -> None:
+        if force or self._text.tell() >= _FLUSH_BYTES:
+            self.write(self._text.getvalue().encode("utf-8"))
+            self._text.seek(0)
+            self._text.truncate()
+
+    def close(self, **extra: Any) -> None:
+        self.spill(force=True)
+        self._raw.close()
+        self._files.append({"name": self.name, "sha256": self._sha.hexdigest(), "bytes": self._size, **extra})
+
+
+@dataclass(slots=True)
+class ExportSummary:
+    path: Path
+    rows: dict[str, int]  # file -> rows written
+    chain_entries: int
+    first_seq: int
+    last_seq: int
+    anchors_in_segment: int
+    influx_rows: dict[str, int]
+    warnings: list[str]
+    files: int
+
+
+_SOUND_KEY_SQL = (
+    "SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor,"
+    " CAST(substr(key, instr(key, '|') + 1) AS INTEGER) AS ts_us"
+    " FROM chain WHERE site = :site AND kind = 'sound' AND seq BETWEEN :lo AND :hi"
+)
+_READING_KEY_SQL = (
+    "SELECT seq, key, sensor, substr(rest, 1, instr(rest, '|') - 1) AS rkind,"
+    " CAST(substr(rest, instr(rest, '|') + 1) AS INTEGER) AS ts_us FROM ("
+    " SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor,"
+    " substr(key, instr(key, '|') + 1) AS rest"
+    " FROM chain WHERE site = :site AND kind = 'reading' AND seq BETWEEN :lo AND :hi)"
+)
+
+
+def _open_store(path: str) -> sqlite3.Connection:
+    if not Path(path).is_file():
+        raise EvidenceError(f"no store at {path!r} (storage.path in the configuration)")
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        conn.execute("SELECT 1 FROM chain LIMIT 1")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.Error as exc:
+        raise EvidenceError(f"cannot read the store {path!r}: {exc}") from None
+    if version != SCHEMA_VERSION:  # read-only here: the daemon or `minewatch status` migrates it
+        raise EvidenceError(
+            f"the store {path!r} has layout version {version}, this minewatch reads {SCHEMA_VERSION}:"
+            " open it once with `minewatch status --config FILE` (which migrates it) or upgrade minewatch"
+        )
+    try:
+        conn.execute("SELECT pow(10, 1), log10(10)")
+    except sqlite3.OperationalError:  # SQLite built without its math functions
+        import math
+
+        conn.create_function("pow", 2, math.pow, deterministic=True)
+        conn.create_function("log10", 1, math.log10, deterministic=True)
+    return conn
+
+
+def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        is not None
+    )
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def profile_text(site: SiteConfig) -> tuple[str, str]:
+    """(file name, TOML text) of the ordinance profile the site runs under."""
+    if site.profile.endswith(".toml"):
+        return Path(site.profile).name, Path(site.profile).read_text(encoding="utf-8")
+    return f"{site.profile}.toml", resources.files("rules.profiles").joinpath(
+        f"{site.profile}.toml"
+    ).read_text(encoding="utf-8")
+
+
+# The keys monitor/config.py reads with ``secret(...)``: their values never leave the machine.
+SECRET_KEYS = ("password", "token", "signing_key", "secret", "smtp_password")
+SECRET_MARK = "(secret: left out of the evidence)"
+_SECRET_LINE = re.compile(
+    r"^(\s*(?:" + "|".join(SECRET_KEYS) + r""")\s*=\s*)(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*')""", re.MULTILINE
+)
+
+
+def _secret_values(data: Any) -> Iterator[str]:
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if key in SECRET_KEYS and isinstance(value, str) and value and value != SECRET_MARK:
+                yield value
+            else:
+                yield from _secret_values(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from _secret_values(item)
+
+
+def redact_secrets(text: str) -> str:
+    """The configuration text with the value of every inline secret replaced by SECRET_MARK.
+
+    References (``password_env``, ``password_file``) stay: they name a secret, not hold it.
+    """
+    out = _SECRET_LINE.sub(lambda m: m.group(1) + json.dumps(SECRET_MARK), text)
+    try:
+        left = list(_secret_values(tomllib.loads(out)))
+    except tomllib.TOMLDecodeError:
+        left = []
+    for value in left:  # written some other way (an inline table, a multi-line string)
+        for literal in (json.dumps(value), f"'{value}'", f"'''{value}'''", '"""' + value + '"""'):
+            out = out.replace(literal, json.dumps(SECRET_MARK))
+    return out
+
+
+def evidence_texts(config: Config, site: SiteConfig) -> tuple[str, str, str]:
+    """(profile name, profile text, configuration text without secrets): what a config record binds."""
+    _, text = profile_text(site)
+    return site.profile, text, redact_secrets(config.raw_text)
+
+
+def export_bundle(
+    config: Config,
+    site_id: str,
+    start: datetime,
+    end: datetime,
+    out: str | Path,
+    *,
+    sensors: Sequence[str] = (),
+    plots: bool = True,
+    now: datetime | None = None,
+    overwrite: bool = True,
+) -> ExportSummary:
+    """Write the evidence bundle for ``site_id`` over [start, end) to ``out`` (a zip file).
+
+    With ``overwrite`` false an existing ``out`` is left alone (EvidenceError), checked
+    again at the very end so that a file created meanwhile is not replaced either.
+    """
+    site = config.site(site_id)
+    if site is None:
+        known = ", ".join(s.id for s in config.sites)
+        raise EvidenceError(f"unknown site {site_id!r}; the configuration has: {known}")
+    for sensor in sensors:
+        if site.sensor(sensor) is None:
+            known = ", ".join(s.id for s in site.sensors)
+            raise EvidenceError(f"site {site_id!r} has no sensor {sensor!r}; it has: {known}")
+    if start.tzinfo is None or end.tzinfo is None:
+        raise EvidenceError("the window needs time zones")
+    if not start < end:
+        raise EvidenceError(
+            f"the window is empty: --from {start.isoformat()} is not before --to {end.isoformat()}"
+        )
+    out = Path(out)
+    if out.is_dir():
+        raise EvidenceError(f"{str(out)!r} is a directory: give the path of the zip file to write")
+    if not overwrite and out.exists():
+        raise EvidenceError(f"{str(out)!r} exists; choose another name or use --force to overwrite it")
+    partial = out.with_name(out.name + ".partial")
+    zone = ZoneInfo(site.timezone)
+    conn = _open_store(config.storage.path)
+    try:
+        # One read transaction: every pass sees the same snapshot while the daemon goes on appending.
+        conn.execute("BEGIN")
+        pruned = conn.execute("SELECT value FROM meta WHERE key = 'pruned_before_us'").fetchone()
+        pruned_us = int(pruned[0]) if pruned else 0
+        start_us, end_us = to_us(start), to_us(end)
+        # Pruning sets its cut-off whether or not there was anything to remove: the part of the
+        # window before the site's first record was never in the store, not pruned from it.
+        began = conn.execute(
+            "SELECT recorded_us FROM chain WHERE site = ? AND seq = 1", (site.id,)
+        ).fetchone()
+        if began is None or began[0] >= min(pruned_us, end_us):
+            pruned_us = 0
+        scope = _Scope(
+            site.id,
+            start_us,
+            end_us,
+            max(start_us, min(pruned_us, end_us)),
+            tuple(dict.fromkeys(sensors)) if sensors else None,
+        )
+        try:
+            zf = zipfile.ZipFile(
+                partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True
+            )
+        except OSError as exc:
+            raise EvidenceError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+        with zf:
+            summary = _Exporter(conn, zf, config, site, scope, zone, now or datetime.now(UTC)).run(plots)
+        _publish(partial, out, overwrite)
+    finally:
+        conn.close()
+        partial.unlink(missing_ok=True)
+    summary.path = out
+    return summary
+
+
+def _publish(partial: Path, out: Path, overwrite: bool) -> None:
+    """Move the finished bundle into place; without ``overwrite`` never over an existing file."""
+    if overwrite:
+        os.replace(partial, out)
+        return
+    try:
+        os.link(partial, out)  # fails if ``out`` exists, atomically
+    except FileExistsError:
+        raise EvidenceError(
+            f"{str(out)!r} exists; choose another name or use --force to overwrite it"
+        ) from None
+    except OSError:  # a file system without hard links
+        if out.exists():
+            raise EvidenceError(
+                f"{str(out)!r} exists; choose another name or use --force to overwrite it"
+            ) from None
+        os.replace(partial, out)
+
+
+class _Exporter:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        zf: zipfile.ZipFile,
+        config: Config,
+        site: SiteConfig,
+        scope: _Scope,
+        zone: ZoneInfo,
+        now: datetime,
+    ) -> None:
+        self.conn = conn
+        self.zf = zf
+        self.config = config
+        self.site = site
+        self.scope = scope
+        self.zone = zone
+        self.now = now
+        self.utc = TimeFormat(UTC)
+        self.local = TimeFormat(zone)
+        self.files: list[dict[str, Any]] = []
+        self.rows: dict[str, int] = {}
+        self.warnings: list[str] = []
+        self.influx_rows: dict[str, int] = {}
+        self.args = {
+            "site": site.id,
+            "from": scope.from_us,
+            "to": scope.to_us,
+            "cfrom": scope.chained_from_us,
+        }
+
+    # ------------------------------------------------------------------ the segment
+
+    def _bounds(self) -> tuple[int, int] | None:
+        """Lowest and highest chain seq of any record that belongs to the window."""
+        lows: list[int] = []
+        highs: list[int] = []
+        unchained = 0
+
+        def take(row: Sequence[Any]) -> None:
+            nonlocal unchained
+            if row[0] is not None:
+                lows.append(row[0])
+                highs.append(row[1])
+            unchained += row[3] - row[2]
+
+        take(
+            self.conn.execute(
+                "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM sound t LEFT JOIN chain c"
+                " ON c.site = t.site AND c.seq = t.chain_seq"
+                " AND c.kind = 'sound' AND c.key = t.sensor || '|' || t.ts_us"
+                " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
+                f"{self._named_sensors('t.sensor')}",
+                self._sensor_args(),
+            ).fetchone()
+        )
+        take(
+            self.conn.execute(
+                "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM readings t LEFT JOIN chain c"
+                f" ON c.site = t.site AND c.kind = 'reading' AND c.{KEYED}"
+                " AND c.key = t.sensor || '|' || t.kind || '|' || t.ts_us"
+                " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
+                f"{self._named_sensors('t.sensor')}",
+                self._sensor_args(),
+            ).fetchone()
+        )
+        for kind, spec in RECORD_KINDS.items():
+            if not _table_exists(self.conn, spec.source.split()[0]):
+                continue
+            take(
+                self.conn.execute(
+                    "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*)"
+                    f" FROM {spec.source} LEFT JOIN chain c"
+                    f" ON c.site = {spec.site} AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
+                    f" WHERE {spec.site} = :site AND {spec.window}",
+                    self.args,
+                ).fetchone()
+            )
+        if unchained:
+            self.warnings.append(
+                f"{unchained} row(s) of the window in the store have no chain entry "
+                "(written outside the daemon?); they are not in the bundle"
+            )
+        if not lows:
+            return None
+        return min(lows), max(highs)
+
+    def _segment(self) -> tuple[int, int, str, int | None]:
+        """(first seq, last seq, head before first, the anchor it was extended to)."""
+        bounds = self._bounds()
+        if bounds is None:
+            return 1, 0, GENESIS, None
+        lo, hi = bounds
+        site = self.site.id
+        # Back to just after the previous anchor, so the segment starts from a head the town holds,
+        before = self.conn.execute(
+            "SELECT MAX(seq) FROM anchors WHERE site = ? AND seq < ?", (site, lo)
+        ).fetchone()[0]
+        first = before + 1 if before is not None else lo
+        # ... and to the record of the profile and configuration in force (the daemon restates
+        # it right after each anchor, so this is normally ``first`` itself),
+        config = self.conn.execute(
+            f"SELECT MAX(seq) FROM chain WHERE site = ? AND kind = 'config' AND {KEYED}"
+            " AND instr(key, '|') > 0 AND seq <= ?",
+            (site, first),
+        ).fetchone()[0]
+        if config is not None:
+            first = config
+        else:
+            self.warnings.append(
+                "the store holds no record of the profile and configuration in force before this"
+                " window (written by an earlier minewatch): the bundle cannot prove which profile applied"
+            )
+        # ... and on to the first anchor published after the window that covers the last record,
+        # or failing that any later anchor: a tail after the last anchor is proven by nothing.
+        after = self.conn.execute(
+            "SELECT MIN(seq) FROM anchors WHERE site = ? AND seq >= ? AND published_us >= ?",
+            (site, hi, self.scope.to_us),
+        ).fetchone()[0]
+        if after is None:
+            after = self.conn.execute(
+                "SELECT MIN(seq) FROM anchors WHERE site = ? AND seq >= ?", (site, hi)
+            ).fetchone()[0]
+        if after is None:
+            self.warnings.append(
+                f"no anchor has been published since the window's last record (seq {hi}): records"
+                " after the last anchor are not yet anchored; export again after the next anchor"
+            )
+        last = after if after is not None else hi
+        row = self.conn.execute(
+            "SELECT head FROM chain WHERE site = ? AND seq = ?", (site, first - 1)
+        ).fetchone()
+        prev = row[0] if row else GENESIS
+        return first, last, prev, after
+
+    # ------------------------------------------------------------------ members
+
+    def run(self, plots: bool) -> ExportSummary:
+        first, last, prev_head, anchored_to = self._segment()
+        self.plots = plots
+        self.args.update(lo=first, hi=last)
+        self._sound(first, last)
+        for kind in READING_EXTRAS:
+            self._readings(kind, first, last)
+        exported = {kind: self._records(kind, first, last) for kind in RECORD_KINDS}
+        counts, configs, last_head = self._chain(first, last)
+        exported["config"] = self._configs(configs)
+        for kind, n in exported.items():
+            if counts.get(kind, 0) > n:
+                self.warnings.append(
+                    f"{counts[kind] - n} {kind} chain entr(y/ies) of the segment have no row "
+                    "in the store (deleted?)"
+                )
+        anchors = self._anchors(first, last)
+        influx = self._influx() if self.scope.chained_from_us > self.scope.from_us else None
+        if last < first and not any(self.influx_rows.values()):
+            s = self.scope
+            sensors = f" (sensors {', '.join(s.sensors)})" if s.sensors is not None else ""
+            self.warnings.append(
+                f"no records of site {s.site}{sensors} in the window {self.utc(s.from_us)} to"
+                f" {self.utc(s.to_us)}: the bundle is empty"
+            )
+        if plots:
+            self._plots()
+        self._static(configs)
+        manifest = self._manifest(first, last, prev_head, last_head, anchored_to, anchors, influx)
+        self.zf.writestr(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        return ExportSummary(
+            Path(),
+            dict(self.rows),
+            max(0, last - first + 1),
+            first,
+            last,
+            len(anchors),
+            dict(self.influx_rows),
+            list(self.warnings),
+            len(self.files) + 1,
+        )
+
+    def _sound(self, first: int, last: int) -> None:
+        # The hot loop of a month's export (26 million rows): SQLite joins the text of the
+        # integer and identifier columns (ids are [A-Za-z0-9_-], never quoted), Python adds
+        # the floats as repr() (the exact round trip the digests need) and the times.
+        assert SOUND_FIELDS == ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
+        cursor = self.conn.execute(
+            "SELECT k.seq || ',' || t.site || ',' || t.sensor || ',' || t.ts_us, t.ts_us, t.duration_s,"
+            f" t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source"
+            f" FROM ({_SOUND_KEY_SQL}) k"
+            " LEFT JOIN sound t ON t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
+            f" WHERE k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')} ORDER BY k.seq",
+            self._sensor_args(),
+        )
+        member = _Member(self.zf, SOUND_FILE, self.files)
+        member.write((",".join(SOUND_COLUMNS) + "\n").encode())
+        utc, local = self.utc, self.local
+        missing = rows = 0
+        last_ts, times = -1, ""
+
+        def opt(value: float | None) -> str:
+            return "" if value is None else repr(value)
+
+        while batch := cursor.fetchmany(4096):
+            lines = []
+            for (
+                prefix,
+                ts,
+                duration,
+                laeq,
+                lafmax,
+                lasmax,
+                lafmin,
+                lceq,
+                lcpeak,
+                lzpeak,
+                lzeq,
+                source,
+            ) in batch:
+                if prefix is None:
+                    missing += 1
+                    continue
+                if ts != last_ts:  # the sensors of one second share their time columns
+                    last_ts, times = ts, f"{utc(ts)},{local(ts)}"
+                lines.append(
+                    f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},{opt(lasmax)},{opt(lafmin)},"
+                    f"{opt(lceq)},{lcpeak!r},{opt(lzpeak)},{opt(lzeq)},{source}\n"
+                )
+            rows += len(lines)
+            member.write("".join(lines).encode())
+        member.rows = rows
+        member.close(rows=rows)
+        self.rows[SOUND_FILE] = member.rows
+        if missing:
+            self.warnings.append(
+                f"{missing} sound chain entr(y/ies) of the window have no row in the store (deleted?)"
+            )
+
+    def _named_sensors(self, column: str) -> str:
+        if self.scope.sensors is None:
+            return ""
+        return f" AND {column} IN ({','.join(f':s{i}' for i in range(len(self.scope.sensors)))})"
+
+    def _sensor_args(self) -> dict[str, Any]:
+        return {**self.args, **{f"s{i}": s for i, s in enumerate(self.scope.sensors or ())}}
+
+    def _readings(self, kind: str, first: int, last: int) -> None:
+        cursor = self.conn.execute(
+            "SELECT k.seq, t.site IS NULL, t.site, t.sensor, t.kind, t.ts_us, t.duration_s, t.data"
+            f" FROM ({_READING_KEY_SQL}) k LEFT JOIN readings t ON t.site = :site AND t.sensor = k.sensor"
+            " AND t.kind = k.rkind AND t.ts_us = k.ts_us"
+            " WHERE k.rkind = :rkind AND k.ts_us >= :cfrom AND k.ts_us < :to"
+            f"{self._named_sensors('k.sensor')}"
+            " ORDER BY k.seq",
+            {**self._sensor_args(), "rkind": kind},
+        )
+        name = reading_file(kind)
+        member = _Member(self.zf, name, self.files)
+        writer = csv.writer(member.text(), lineterminator="\n")
+        writer.writerow(reading_columns(kind))
+        missing = 0
+        for seq, absent, site, sensor, rkind, ts, duration, data in cursor:
+            if absent:
+                missing += 1
+                continue
+            writer.writerow(
+                (
+                    seq,
+                    site,
+                    sensor,
+                    rkind,
+                    ts,
+                    self.utc(ts),
+                    self.local(ts),
+                    duration,
+                    *_reading_extras(kind, data),
+                    data,
+                )
+            )
+            member.rows += 1
+            if member.rows % 4096 == 0:
+                member.spill()
+        member.close(rows=member.rows)
+        self.rows[name] = member.rows
+        if missing:
+            self.warnings.append(
+                f"{missing} {kind} reading chain entr(y/ies) of the window have no row in the "
+                "store (deleted?)"
+            )
+
+    def _json_member(self, name: str, elements: Iterable[Mapping[str, Any]]) -> int:
+        """A JSON array, one element per line (so it streams both ways)."""
+        member = _Member(self.zf, name, self.files)
+        out = member.text()
+        out.write("[")
+        for element in elements:
+            out.write(",\n" if member.rows else "\n")
+            out.write(json.dumps(element, ensure_ascii=False))
+            member.rows += 1
+            member.spill()
+        out.write("\n]\n")
+        member.close(rows=member.rows)
+        self.rows[name] = member.rows
+        return member.rows
+
+    def _records(self, kind: str, first: int, last: int) -> int:
+        spec = RECORD_KINDS[kind]
+        if not _table_exists(self.conn, spec.source.split()[0]):
+            return self._json_member(spec.file, ())
+        cursor = self.conn.execute(
+            f"SELECT c.seq, c.key, t.* FROM {spec.source} JOIN chain c ON c.site = {spec.site}"
+            f" AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
+            f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi ORDER BY c.seq",
+            self.args,
+        )
+        names = [d[0] for d in cursor.description]
+        build = KINDS[kind].record
+
+        def elements() -> Iterator[dict[str, Any]]:
+            for values in cursor:
+                row = dict(zip(names[2:], values[2:], strict=True))
+                chained = build(row)
+                chained.pop("t")
+                yield {
+                    "chain_seq": values[0],
+                    "key": values[1],
+                    "row": chained,
+                    "derived": _derived(chained, self.utc, self.local),
+                }
+
+        return self._json_member(RECORD_FILES[kind], elements())
+
+    def _chain(self, first: int, last: int) -> tuple[dict[str, int], list[tuple[int, str]], str]:
+        site = self.site.id
+        # Whole CSV lines from SQLite: a key with a comma, quote or line break is quoted as csv does.
+        cursor = self.conn.execute(
+            "SELECT seq || ',' || kind || ',' || CASE WHEN key GLOB :special"
+            " THEN '\"' || replace(key, '\"', '\"\"') || '\"' ELSE key END"
+            " || ',' || digest || ',' || head || ',' || recorded_us"
+            " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi ORDER BY seq",
+            {"site": site, "lo": first, "hi": last, "special": '*[",\r\n]*'},
+        )
+        member = _Member(self.zf, CHAIN_FILE, self.files)
+        member.write(b"seq,kind,key,digest,head,recorded_us\n")
+        while batch := cursor.fetchmany(8192):
+            member.rows += len(batch)
+            member.write(("\n".join(line for (line,) in batch) + "\n").encode())
+        member.close(rows=member.rows)
+        self.rows[CHAIN_FILE] = member.rows
+        counts = dict(
+            self.conn.execute(
+                "SELECT kind, COUNT(*) FROM chain WHERE site = ? AND seq BETWEEN ? AND ? GROUP BY kind",
+                (site, first, last),
+            ).fetchall()
+        )
+        configs = self.conn.execute(
+            "SELECT seq, key FROM chain WHERE site = ? AND kind = 'config' AND seq BETWEEN ? AND ?"
+            " ORDER BY seq",
+            (site, first, last),
+        ).fetchall()
+        row = self.conn.execute("SELECT head FROM chain WHERE site = ? AND seq = ?", (site, last)).fetchone()
+        return counts, configs, row[0] if row else ""
+
+    def _configs(self, configs: list[tuple[int, str]]) -> int:
+        elements = []
+        for seq, key in configs:  # a config record is its key (it has no table of its own)
+            chained = config_record(config_from_key(key))
+            chained.pop("t")
+            elements.append(
+                {
+                    "chain_seq": seq,
+                    "key": key,
+                    "row": chained,
+                    "derived": _derived(chained, self.utc, self.local),
+                }
+            )
+        return self._json_member(RECORD_FILES["config"], elements)
+
+    def _anchors(self, first: int, last: int) -> list[dict[str, Any]]:
+        rows = [
+            {"site": r[0], "seq": r[1], "head": r[2], "published_us": r[3], "published_utc": self.utc(r[3])}
+            for r in self.conn.execute(
+                "SELECT site, seq, head, published_us FROM anchors WHERE site = ? ORDER BY seq",
+                (self.site.id,),
+            )
+        ]
+        self._json_member(ANCHORS_FILE, rows)
+        return [a for a in rows if first - 1 <= a["seq"] <= last]
+
+    # ------------------------------------------------------------------ InfluxDB (pruned part)
+
+    def _influx(self) -> dict[str, Any]:
+        s = self.scope
+        influx = self.config.storage.influxdb
+        note = {
+            "from_us": s.from_us,
+            "to_us": s.chained_from_us,
+            "from_utc": self.utc(s.from_us),
+            "to_utc": self.utc(s.chained_from_us),
+        }
+        if influx is None:
+            self.warnings.append(
+                f"the store was pruned before {self.utc(s.chained_from_us)} and no InfluxDB is "
+                "configured: per-second data before then is not in the bundle"
+            )
+            return {**note, "read": False}
+        reader = InfluxReader(influx)
+        by_measurement: dict[str, list[str]] = {}
+        for sensor in self.site.sensors:
+            if s.sensors is not None and sensor.id not in s.sensors:
+                continue
+            measurement = INFLUX_MEASUREMENT.get(sensor.kind.value)
+            if measurement:
+                by_measurement.setdefault(measurement, []).append(sensor.id)
+        self._minutes: dict[tuple[str, str], dict[int, list[float]]] = {}
+        for measurement, sensor_ids in by_measurement.items():
+            name = f"data/{measurement}_influxdb.csv"
+            fields = MEASUREMENTS[measurement].fields
+            member = _Member(self.zf, name, self.files)
+            writer = csv.writer(member.text(), lineterminator="\n")
+            writer.writerow(("site", "sensor", "ts_us", "time_utc", "time_local", *fields))
+            for sensor_id in sensor_ids:
+                for ts, values in _influx_rows(
+                    reader, measurement, s.site, sensor_id, s.from_us, s.chained_from_us, fields
+                ):
+                    writer.writerow(
+                        (
+                            s.site,
+                            sensor_id,
+                            ts,
+                            self.utc(ts),
+                            self.local(ts),
+                            *(_cell(values.get(f)) for f in fields),
+                        )
+                    )
+                    self._aggregate(measurement, sensor_id, ts, values)
+                    member.rows += 1
+                    if member.rows % 4096 == 0:
+                        member.spill()
+            member.close(rows=member.rows, outside_chain=True)
+            self.rows[name] = member.rows
+            self.influx_rows[name] = member.rows
+        return {
+            **note,
+            "read": True,
+            "version": influx.version,
+            "url": influx.url,
+            "database": influx.database if influx.version == 1 else influx.bucket,
+            "rows": dict(self.influx_rows),
+            "note": "rows read from InfluxDB are outside the hash chain: nothing in this bundle proves them",
+        }
+
+    def _aggregate(self, measurement: str, sensor: str, ts: int, values: Mapping[str, Any]) -> None:
+        value = values.get("LAeq" if measurement == "sound" else "lux_mean")
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return
+        minute = ts // 60_000_000
+        bucket = self._minutes.setdefault((measurement, sensor), {}).get(minute)
+        power = 10 ** (value / 10) if measurement == "sound" else float(value)
+        if bucket is None:
+            self._minutes[(measurement, sensor)][minute] = [power, 1.0, float(value)]
+        else:
+            bucket[0] += power
+            bucket[1] += 1
+            bucket[2] = max(bucket[2], float(value))
+
+    # ------------------------------------------------------------------ plots
+
+    def _days(self) -> Iterator[tuple[date, int, int]]:
+        s = self.scope
+        day = datetime.fromtimestamp(s.from_us / 1e6, self.zone).date()
+        while True:
+            start = to_us(datetime.combine(day, time(0), self.zone))
+            if start >= s.to_us:
+                return
+            end = to_us(datetime.combine(day + timedelta(days=1), time(0), self.zone))
+            yield day, max(start, s.from_us), min(end, s.to_us)
+            day += timedelta(days=1)
+
+    def _plots(self) -> None:
+        from monitor.render import day_plot, figure_png, plot_limits  # one figure set-up with the notices
+
+        limits = plot_limits(self.site)
+        influx_minutes = getattr(self, "_minutes", {})
+        for sensor in self.site.sensors:
+            if self.scope.sensors is not None and sensor.id not in self.scope.sensors:
+                continue
+            kind = sensor.kind.value
+            if kind not in ("sound", "light", "sky"):
+                continue
+            measurement = "sound" if kind == "sound" else "light"
+            pruned = influx_minutes.get((measurement, sensor.id), {})
+            for day, lo, hi in self._days():
+                minutes = self._day_minutes(measurement, sensor.id, lo, hi)
+                for minute, (total, n, peak) in pruned.items():
+                    if lo // 60_000_000 <= minute < (hi + 59_999_999) // 60_000_000 and minute not in minutes:
+                        minutes[minute] = (total, n, peak)
+                if not minutes:
+                    continue
+                png = figure_png(
+                    day_plot(
+                        measurement,
+                        sensor.id,
+                        self.site.name,
+                        day,
+                        self.zone,
+                        minutes,
+                        limits.get(sensor.id, []),
+                    )
+                )
+                member = _Member(
+                    self.zf, f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png", self.files
+                )
+                member.write(png)
+                member.close()
+
+    def _day_minutes(
+        self, measurement: str, sensor: str, lo: int, hi: int
+    ) -> dict[int, tuple[float, float, float]]:
+        """Per minute: (sum of energies or lux, count, max), from SQL: a day never goes through Python."""
+        lo = max(lo, self.scope.chained_from_us)
+        if lo >= hi:
+            return {}
+        if measurement == "sound":
+            sql = (
+                "SELECT ts_us / 60000000, SUM(pow(10, LAeq / 10.0)), COUNT(*), MAX(LAeq) FROM sound"
+                " WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ? GROUP BY 1"
+            )
+        else:
+            sql = (
+                "SELECT ts_us / 60000000, SUM(json_extract(data, '$.lux_mean')), COUNT(*),"
+                " MAX(json_extract(data, '$.lux_max')) FROM readings"
+                " WHERE site = ? AND sensor = ? AND kind = 'light' AND ts_us >= ? AND ts_us < ? GROUP BY 1"
+            )
+        return {
+            r[0]: (r[1], r[2], r[3])
+            for r in self.conn.execute(sql, (self.site.id, sensor, lo, hi))
+            if r[1] is not None
+        }
+
+    # ------------------------------------------------------------------ the rest
+
+    def _static(self, configs: list[tuple[int, str]]) -> None:
+        """config.toml and the profile: the files of the segment's first config record."""
+        profile, profile_text_, config_text = evidence_texts(self.config, self.site)
+        self.config_seq: int | None = None
+        for seq, key in configs:
+            record = config_from_key(key)
+            if "profile_sha256" not in record:
+                continue
+            kept = [
+                self.conn.execute("SELECT value FROM meta WHERE key = ?", (f"text:{record[k]}",)).fetchone()
+                for k in ("profile_sha256", "config_sha256")
+            ]
+            if kept[0] is None or kept[1] is None:
+                self.warnings.append(
+                    f"the store does not keep the texts of the configuration chained at seq {seq}:"
+                    " the bundle holds the current ones"
+                )
+            else:
+                profile, profile_text_, config_text = record["profile"], kept[0][0], kept[1][0]
+            self.config_seq = seq
+            break
+        self.profile = profile
+        member = _Member(self.zf, "config.toml", self.files)
+        member.write(config_text.encode("utf-8"))
+        member.close()
+        member = _Member(self.zf, _profile_file(profile), self.files)
+        member.write(profile_text_.encode("utf-8"))
+        member.close()
+        member = _Member(self.zf, "README.txt", self.files)
+        member.write(_README.encode("utf-8"))
+        member.close()
+
+    def _manifest(
+        self,
+        first: int,
+        last: int,
+        prev_head: str,
+        last_head: str,
+        anchored_to: int | None,
+        anchors: list[dict[str, Any]],
+        influx: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        s = self.scope
+        sha = {f["name"]: f["sha256"] for f in self.files}
+        return {
+            "format": FORMAT,
+            "software": {"name": "minewatch", "version": _version()},
+            "created_utc": self.utc(to_us(self.now)),
+            "site": {
+                "id": self.site.id,
+                "name": self.site.name,
+                "operator": self.site.operator,
+                "timezone": self.site.timezone,
+            },
+            "window": {
+                "from_us": s.from_us,
+                "to_us": s.to_us,
+                "from_utc": self.utc(s.from_us),
+                "to_utc": self.utc(s.to_us),
+                "from_local": self.local(s.from_us),
+                "to_local": self.local(s.to_us),
+            },
+            "scope": {
+                "sensors": list(s.sensors) if s.sensors is not None else None,
+                "chained_from_us": s.chained_from_us,
+                "rule": (
+                    "every chain entry of the segment whose record belongs here has its row, in chain order:"
+                    " sound and readings of the window's sensors from chained_from_us to to_us;"
+                    " events, findings, alerts, health, calibration, rejections and config entries"
+                    " wherever they fall in the segment. Audio and other kinds are chain links only."
+                ),
+            },
+            "chain": {
+                "file": CHAIN_FILE,
+                "first_seq": first,
+                "last_seq": last,
+                "entries": max(0, last - first + 1),
+                "prev_head": prev_head,
+                "last_head": last_head or prev_head,
+                "extended_to_anchor": anchored_to,
+            },
+            "anchors": anchors,
+            "pruned_locally": influx,
+            "config": {
+                "file": "config.toml",
+                "sha256": sha["config.toml"],
+                "source": self.config.source,
+                "secrets": "values left out",
+                "chain_seq": self.config_seq,
+            },
+            "profile": {
+                "name": self.profile,
+                "file": _profile_file(self.profile),
+                "sha256": sha[_profile_file(self.profile)],
+                "agreement": dict(self.site.agreement),
+                "chain_seq": self.config_seq,
+            },
+            "plots": self.plots,
+            "rows": dict(self.rows),
+            "warnings": list(self.warnings),
+            "files": list(self.files),
+        }
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("minewatch")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _influx_rows(
+    reader: InfluxReader,
+    measurement: str,
+    site: str,
+    sensor: str,
+    start_us: int,
+    end_us: int,
+    fields: Sequence[str],
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        yield from reader.rows(measurement, site, sensor, start_us, end_us, fields)
+    except OutputError as exc:  # the message names the series and the server
+        raise EvidenceError(str(exc)) from exc

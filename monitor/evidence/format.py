@@ -1,0 +1,337 @@
+"""The evidence bundle format: its files, columns, record kinds and anchors.
+
+Shared by the exporter and the verifier; standard library and the store's record functions only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from pathlib import Path
+from typing import Any
+
+from monitor.canonical import canonical_text
+from monitor.chain import KINDS, SOUND_FIELDS, ChainKind
+from monitor.errors import MinewatchError
+
+# Format 2: the file set is closed (fixed by the format and the rows, not by the manifest),
+# the profile and configuration are bound by a chained config record, and the segment ends
+# at an anchor when the store has one. Format 1 bundles still verify (see verify_bundle).
+FORMAT = "minewatch-evidence/2"
+FORMAT_1 = "minewatch-evidence/1"
+MANIFEST = "manifest.json"
+CHAIN_FILE = "chain.csv"
+ANCHORS_FILE = "anchors.json"
+SOUND_FILE = "data/sound.csv"
+READING_EXTRAS: dict[str, tuple[str, ...]] = {  # columns copied out of the reading's JSON, for reading
+    "light": ("lux_mean", "lux_min", "lux_max"),
+    "weather": ("wind_speed_ms", "rain"),
+    "turbidity": ("ntu",),
+    "status": ("battery_pct", "clock_offset_s"),
+}
+
+
+# The chain kinds exported row by row to records/<name>.json (monitor/chain.py holds them all).
+RECORD_KINDS: dict[str, ChainKind] = {k: v for k, v in KINDS.items() if v.source}
+RECORD_FILES: dict[str, str] = {
+    **{k: v.file for k, v in RECORD_KINDS.items()},
+    "config": KINDS["config"].file,
+}
+# Record files a format-1 bundle never held (conflicting resends were first journaled in format 2).
+_SINCE_FORMAT_2 = frozenset({RECORD_KINDS["conflict"].file})
+
+
+INFLUX_MEASUREMENT = {
+    "sound": "sound",
+    "light": "light",
+    "sky": "light",
+    "weather": "weather",
+    "turbidity": "turbidity",
+}
+_FLUSH_BYTES = 1 << 20
+_MAX_LISTED = 1000  # problems and missing rows kept in detail; the rest are counted
+
+
+class EvidenceError(MinewatchError):
+    """The request cannot be served as asked (unknown site or sensor, bad window, unreadable file)."""
+
+
+# --------------------------------------------------------------------------- time columns
+
+
+class TimeFormat:
+    """Microseconds since the epoch -> ISO 8601 in one zone ("Z" for UTC).
+
+    The zone is consulted once per minute, not per row: a month of per-second rows
+    is 26 million lookups otherwise. Minutes that contain an offset change are
+    formatted row by row.
+    """
+
+    def __init__(self, zone: tzinfo) -> None:
+        self.zone = zone
+        self.utc = zone is UTC
+        self._minutes: dict[int, tuple[str, str] | None] = {}
+
+    def exact(self, ts_us: int) -> str:
+        text = (
+            (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts_us))
+            .astimezone(self.zone)
+            .isoformat()
+        )
+        return text[:-6] + "Z" if self.utc else text
+
+    def _minute(self, minute: int) -> tuple[str, str] | None:
+        start = datetime.fromtimestamp(minute * 60, self.zone)
+        if start.utcoffset() != datetime.fromtimestamp(minute * 60 + 59, self.zone).utcoffset():
+            return None
+        text = start.isoformat()  # YYYY-MM-DDTHH:MM:SS+HH:MM
+        return text[:17], "Z" if self.utc else text[19:]
+
+    def __call__(self, ts_us: int) -> str:
+        minute, rest = divmod(ts_us, 60_000_000)
+        try:
+            parts = self._minutes[minute]
+        except KeyError:
+            if len(self._minutes) > 4096:
+                self._minutes.clear()
+            parts = self._minutes[minute] = self._minute(minute)
+        if parts is None:
+            return self.exact(ts_us)
+        second, micro = divmod(rest, 1_000_000)
+        return (
+            f"{parts[0]}{second:02d}.{micro:06d}{parts[1]}" if micro else f"{parts[0]}{second:02d}{parts[1]}"
+        )
+
+
+def parse_when(text: str, zone: tzinfo) -> datetime:
+    """RFC 3339 / ISO 8601; a date alone is local midnight, a time without offset is site-local."""
+    value = text.strip()
+    try:
+        if len(value) == 10:
+            return datetime.combine(date.fromisoformat(value), time(0), zone)
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise EvidenceError(
+            f"not a date or time: {text!r} (use e.g. 2024-05-01 or 2024-05-01T06:00:00Z)"
+        ) from None
+    return parsed.replace(tzinfo=zone) if parsed.tzinfo is None else parsed
+
+
+# --------------------------------------------------------------------------- row shapes (export and verify)
+
+
+def _cell(value: Any) -> str:
+    """One CSV cell: floats as repr() (exact round trip), booleans as JSON does."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return repr(value) if isinstance(value, float) else str(value)
+    return canonical_text(value, ascii=True)
+
+
+def _opt_float(text: str) -> float | None:
+    return None if text == "" else float(text)
+
+
+SOUND_COLUMNS = (
+    "chain_seq",
+    "site",
+    "sensor",
+    "ts_us",
+    "time_utc",
+    "time_local",
+    "duration_s",
+    *SOUND_FIELDS,
+    "source",
+)
+
+
+def reading_columns(kind: str) -> tuple[str, ...]:
+    return (
+        "chain_seq",
+        "site",
+        "sensor",
+        "kind",
+        "ts_us",
+        "time_utc",
+        "time_local",
+        "duration_s",
+        *READING_EXTRAS[kind],
+        "data",
+    )
+
+
+def reading_file(kind: str) -> str:
+    return f"data/{kind}.csv"
+
+
+def _reading_extras(kind: str, data: str) -> list[str]:
+    try:
+        decoded = json.loads(data)
+    except ValueError:
+        decoded = {}
+    if not isinstance(decoded, dict):
+        decoded = {}
+    return [_cell(decoded.get(name)) for name in READING_EXTRAS[kind]]
+
+
+def _derived(row: Mapping[str, Any], utc: TimeFormat, local: TimeFormat) -> dict[str, Any]:
+    """Readable companions of a JSON record's fields; verify recomputes and compares them."""
+    out: dict[str, Any] = {}
+    for name, value in row.items():
+        if name.endswith("_us") and isinstance(value, int) and not isinstance(value, bool):
+            out[f"{name[:-3]}_utc"] = utc(value)
+            out[f"{name[:-3]}_local"] = local(value)
+        elif name == "data" and isinstance(value, str):
+            try:
+                out["data_decoded"] = json.loads(value)
+            except ValueError:
+                out["data_decoded"] = None
+    return out
+
+
+def _sound_key(key: str) -> tuple[str, int] | None:
+    sensor, _, ts = key.rpartition("|")
+    try:
+        return sensor, int(ts)
+    except ValueError:
+        return None
+
+
+def _reading_key(key: str) -> tuple[str, str, int] | None:
+    parts = key.split("|")
+    if len(parts) != 3:
+        return None
+    try:
+        return parts[0], parts[1], int(parts[2])
+    except ValueError:
+        return None
+
+
+@dataclass(slots=True)
+class _Scope:
+    site: str
+    from_us: int
+    to_us: int
+    chained_from_us: int  # rows before this were pruned locally
+    sensors: tuple[str, ...] | None  # None: every sensor
+
+    def holds(self, sensor: str, ts_us: int) -> bool:
+        return self.chained_from_us <= ts_us < self.to_us and (self.sensors is None or sensor in self.sensors)
+
+
+def _profile_file(profile: str) -> str:
+    """The bundle's file for a profile given by name (``dovre``) or by path (``/etc/x.toml``)."""
+    return f"profile/{Path(profile).name if profile.endswith('.toml') else profile + '.toml'}"
+
+
+# --------------------------------------------------------------------------- anchors
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """A chain head published on minewatch/{site}/anchors: after record ``seq`` the chain was ``head``."""
+
+    site: str
+    seq: int
+    head: str
+    ts: str = ""  # when it was published, as received (may be empty)
+
+
+def load_anchors(path: str | Path) -> list[Anchor]:
+    """The anchors the town holds: a JSON list of {site, seq, head[, ts]}, or one such object per line."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvidenceError(f"cannot read anchors file {str(path)!r}: {exc}") from None
+    try:
+        data = json.loads(text)
+        items = data if isinstance(data, list) else [data]
+    except ValueError:
+        try:
+            items = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError as exc:
+            raise EvidenceError(f"{path}: neither a JSON list nor JSON lines: {exc}") from None
+    anchors = []
+    for i, item in enumerate(items):
+        try:
+            anchors.append(
+                Anchor(
+                    str(item["site"]), int(item["seq"]), str(item["head"]).lower(), str(item.get("ts", ""))
+                )
+            )
+        except (TypeError, KeyError, ValueError):
+            raise EvidenceError(
+                f"{path}: entry {i} is not an object with site, seq and head: {item!r}"
+            ) from None
+    return anchors
+
+
+_README = """\
+minewatch evidence bundle
+=========================
+
+This zip is a window of a mine's monitoring record, exported from the monitor's
+own store. Every record the monitor stores is chained: its canonical JSON is
+hashed (digest) and each chain entry's head is SHA-256(previous head + digest).
+The monitor publishes chain heads (anchors) to the town as it runs.
+
+Check it with:   minewatch verify bundle.zip --anchors town-anchors.json
+
+manifest.json    the window, the chain segment's ends, the anchors within it,
+                 the SHA-256 of every file (the set of files is fixed by the
+                 format and the rows: verify refuses any other)
+data/*.csv       per-second sound levels and light/weather/... readings,
+                 in chain order; time_utc and time_local (site time, with offset)
+records/*.json   events, findings (every revision), alerts, sensor health,
+                 calibration checks, rejected messages, notices, and the
+                 config records: the profile and configuration in force
+chain.csv        the chain segment the rows are checked against
+anchors.json     every chain head the monitor published for the site
+plots/           one PNG per sensor and local day (drawings of the rows)
+config.toml      the configuration (secret values left out) and profile/ the
+                 ordinance profile named by the chain's config record
+data/*_influxdb.csv  (if present) rows read from InfluxDB because the store had
+                 pruned them: they are NOT covered by the chain
+
+Without anchors held by the town, verification shows only that the bundle is
+consistent with itself: whoever controls the store could rebuild a consistent
+bundle. With them, rows up to the last head the town holds are proven; rows
+chained after it are not yet anchored. See docs/EVIDENCE.md in the minewatch
+sources.
+"""
+
+
+# The README of format 1 bundles, word for word (verify compares it).
+_README_1 = """\
+minewatch evidence bundle
+=========================
+
+This zip is a window of a mine's monitoring record, exported from the monitor's
+own store. Every record the monitor stores is chained: its canonical JSON is
+hashed (digest) and each chain entry's head is SHA-256(previous head + digest).
+The monitor publishes chain heads (anchors) to the town as it runs.
+
+Check it with:   minewatch verify bundle.zip --anchors town-anchors.json
+
+manifest.json    what the bundle holds, the SHA-256 of every file, the window,
+                 the chain segment's ends and the anchors within it
+data/*.csv       per-second sound levels and light/weather/... readings,
+                 in chain order; time_utc and time_local (site time, with offset)
+records/*.json   events, findings (every revision), alerts, sensor health,
+                 calibration checks, rejected messages, configuration changes
+chain.csv        the chain segment the rows are checked against
+anchors.json     every chain head the monitor published for the site
+plots/           one PNG per sensor and local day (per-minute summaries)
+config.toml      the monitor's configuration; profile/ the ordinance profile
+data/*_influxdb.csv  (if present) rows read from InfluxDB because the store had
+                 pruned them: they are NOT covered by the chain
+
+Without anchors held by the town, verification shows only that the bundle is
+consistent with itself: whoever controls the store could rebuild a consistent
+bundle. See docs/EVIDENCE.md in the minewatch sources.
+"""

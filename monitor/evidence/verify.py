@@ -1,0 +1,953 @@
+"""Verify an evidence bundle: what a town runs.
+
+Depends on the bundle format and the standard library's hashing only: no plotting, no
+HTTP client, no numpy (tests/monitor/test_evidence_golden.py checks what it imports).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+import zipfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+from zoneinfo import ZoneInfo
+
+from monitor.canonical import to_us
+from monitor.chain import (
+    KINDS,
+    SOUND_FIELDS,
+    config_from_key,
+    config_record,
+    digest_of,
+    next_head,
+    reading_record,
+    sound_record,
+)
+from monitor.evidence.format import (
+    _MAX_LISTED,
+    _README,
+    _README_1,
+    _SINCE_FORMAT_2,
+    ANCHORS_FILE,
+    CHAIN_FILE,
+    FORMAT,
+    FORMAT_1,
+    INFLUX_MEASUREMENT,
+    MANIFEST,
+    READING_EXTRAS,
+    RECORD_FILES,
+    SOUND_COLUMNS,
+    SOUND_FILE,
+    Anchor,
+    TimeFormat,
+    _derived,
+    _opt_float,
+    _profile_file,
+    _reading_extras,
+    _reading_key,
+    _Scope,
+    _sound_key,
+    reading_columns,
+    reading_file,
+)
+
+# --------------------------------------------------------------------------- verify
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One finding of verification. ``category``: bundle, file, row, order, config, chain or anchor."""
+
+    category: str
+    message: str
+
+
+_RANK = {"bundle": 0, "file": 1, "row": 2, "order": 2, "config": 2, "chain": 3, "anchor": 4}
+
+
+@dataclass(slots=True)
+class Report:
+    bundle: str
+    problems: list[Problem] = field(default_factory=list)
+    more_problems: int = 0  # beyond those listed
+    format: str = ""
+    files_checked: int = 0
+    rows_checked: dict[str, int] = field(default_factory=dict)
+    chain_links: int = 0
+    first_seq: int = 0
+    last_seq: int = 0
+    links_only: dict[str, int] = field(
+        default_factory=dict
+    )  # chain entries with no row in the bundle, by reason
+    bundle_anchors: int = 0
+    town_anchors_matched: list[int] = field(default_factory=list)  # seqs, from first_seq - 1 to last_seq
+    town_anchors_outside: list[int] = field(default_factory=list)  # seqs the segment does not reach
+    town_anchors_given: bool = False
+    # The highest seq of the segment whose head the town holds: entries up to it are proven.
+    anchored_to: int | None = None
+    unanchored_rows: int = 0  # rows of the bundle chained after anchored_to
+    later_town_anchor: int | None = None  # the first town-held head beyond the segment's end
+    # When the town received the head the segment ends at, if that was before the window's end:
+    # records of the window chained after it are beyond what the bundle shows.
+    ends_before_window_end: str = ""
+    ends_at_bundle_anchor: bool = False
+    outside_chain_rows: dict[str, int] = field(default_factory=dict)
+    config: str = ""  # the profile and configuration the chain binds, said in one line
+    scope: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def empty(self) -> bool:
+        """No chain entry, no row: the bundle says there was nothing in its window."""
+        return (
+            self.chain_links == 0
+            and not any(self.rows_checked.values())
+            and not any(self.outside_chain_rows.values())
+        )
+
+    @property
+    def anchored(self) -> bool:
+        """Every entry of the segment leads to a head the town holds (and nothing failed)."""
+        return (
+            self.ok
+            and self.chain_links > 0
+            and self.anchored_to == self.last_seq
+            and not self.ends_before_window_end
+        )
+
+    @property
+    def first_problem(self) -> Problem | None:
+        if not self.problems:
+            return None
+        return min(self.problems, key=lambda p: _RANK.get(p.category, 9))  # min keeps detection order on ties
+
+    def add(self, category: str, message: str) -> None:
+        if len(self.problems) < _MAX_LISTED:
+            self.problems.append(Problem(category, message))
+        else:
+            self.more_problems += 1
+
+    def verdict(self) -> str:
+        """The first line: what the check proves, and no more."""
+        first = self.first_problem
+        if first is not None:
+            return f"{self.bundle}: FAILED: {first.message}"
+        if self.empty:
+            return (
+                f"{self.bundle}: EMPTY: the bundle holds no records (no row, no chain entry)"
+                " for its window and sensors; there is nothing to prove"
+            )
+        if not self.town_anchors_given:
+            return (
+                f"{self.bundle}: internal consistency only: no problem found, but without the heads the"
+                " town holds (--anchors) nothing shows that this bundle was not rebuilt from an altered store"
+            )
+        start, end = self.first_seq, self.last_seq
+        if self.anchored:
+            return (
+                f"{self.bundle}: OK, anchored: every entry of the segment (seq {start} to {end}) leads to"
+                f" the head the town holds for seq {end}"
+            )
+        if self.anchored_to == end:
+            return (
+                f"{self.bundle}: OK up to seq {end}, anchored by the head the town received at"
+                f" {self.ends_before_window_end}, before the window ended: records of the window chained"
+                f" after seq {end} are not in this bundle, so they are not anchored either"
+            )
+        if self.anchored_to is not None:
+            return (
+                f"{self.bundle}: OK up to seq {self.anchored_to}, anchored by the head the town holds there;"
+                f" rows after seq {self.anchored_to} are not yet anchored (seq {self.anchored_to + 1} to"
+                f" {end}, {self.unanchored_rows} row(s): internal consistency only)"
+            )
+        return (
+            f"{self.bundle}: NOT ANCHORED: the town holds no head at or after any entry of the segment"
+            f" (seq {start} to {end}); rows after seq {start - 1} are not yet anchored:"
+            " internal consistency only"
+        )
+
+    def lines(self) -> list[str]:
+        out = [self.verdict()]
+        first = self.first_problem
+        if first is not None and first.category == "bundle":
+            return out  # nothing was checked: no statistics
+        if self.town_anchors_given and not self.anchored and self.ok and not self.empty:
+            if self.later_town_anchor is not None:
+                out.append(
+                    f"  the town holds a later head (seq {self.later_town_anchor}) than this segment reaches:"
+                    " export the window again so that the segment ends there and the tail is proven"
+                )
+            else:
+                out.append(
+                    f"  no head the town holds lies beyond seq {self.anchored_to or self.first_seq - 1}:"
+                    " nothing proves the rest yet; export again after the next anchor is published"
+                )
+            if self.ends_at_bundle_anchor:
+                out.append(
+                    f"  the segment ends at seq {self.last_seq}, a head the daemon recorded as published,"
+                    " which the town's anchors do not include"
+                )
+        if self.format and self.format != FORMAT:
+            out.append(f"  format: {self.format} (earlier); {_OLD_FORMAT_GUARANTEES}")
+        if self.scope:
+            out.append(f"  scope: {self.scope}")
+        out.append(
+            f"  files: {self.files_checked} checked against their SHA-256 in the manifest; the file set is"
+            " the one the format and the rows call for"
+        )
+        rows = ", ".join(f"{n} in {name}" for name, n in self.rows_checked.items() if n) or "none"
+        out.append(
+            f"  rows: {sum(self.rows_checked.values())} rebuilt, hashed and matched to their chain entries"
+            f" in chain order ({rows})"
+        )
+        if self.last_seq >= self.first_seq and self.chain_links:
+            out.append(
+                f"  chain: {self.chain_links} links recomputed, seq {self.first_seq} to {self.last_seq}"
+            )
+        else:
+            out.append("  chain: empty segment (nothing in the window is chained)")
+        if self.config:
+            out.append(f"  profile and configuration: {self.config}")
+        if self.links_only:
+            detail = ", ".join(f"{n} {reason}" for reason, n in sorted(self.links_only.items()))
+            out.append(f"  chain entries without rows here (links only): {detail}")
+        out.append(f"  bundle anchors: {self.bundle_anchors} checked against the chain")
+        if self.town_anchors_matched:
+            seqs = ", ".join(str(s) for s in self.town_anchors_matched)
+            out.append(
+                f"  town-held anchors matching the chain: {len(self.town_anchors_matched)} (seq {seqs})"
+            )
+        elif self.town_anchors_given:
+            out.append("  no town-held anchor falls inside the segment")
+        if self.town_anchors_outside:
+            out.append(
+                "  town-held anchors outside the segment, not checkable here:"
+                f" {len(self.town_anchors_outside)}"
+            )
+        for name, n in self.outside_chain_rows.items():
+            out.append(
+                f"  outside the chain: {n} rows in {name} were read from InfluxDB (pruned locally);"
+                " only their file hash is checked, nothing proves their values"
+            )
+        out.extend(f"  note: {note}" for note in self.notes)
+        if len(self.problems) > 1 or self.more_problems:
+            out.append(f"  problems ({len(self.problems) + self.more_problems}):")
+            out.extend(f"    - [{p.category}] {p.message}" for p in self.problems[:50])
+            hidden = len(self.problems) - 50 + self.more_problems
+            if hidden > 0:
+                out.append(f"    ... and {hidden} more")
+        return out
+
+
+_OLD_FORMAT_GUARANTEES = (
+    "its rows, chain and anchors are checked as for the current format and its files must be those the"
+    " format calls for, but its profile and configuration files are bound by nothing but the manifest"
+    " (format 1 did not chain them)"
+)
+
+
+class _HashingReader(io.RawIOBase):
+    """Reads a zip member and hashes every byte read."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.sha = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.raw.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        self.sha.update(data)
+        return n
+
+
+class _Hashed:
+    """One zip member opened as text lines, hashed as it is read."""
+
+    def __init__(self, zf: zipfile.ZipFile, name: str) -> None:
+        self.name = name
+        self._reader = _HashingReader(zf.open(name))
+        self._buffered = io.BufferedReader(self._reader, 1 << 20)
+        self.text = io.TextIOWrapper(self._buffered, encoding="utf-8", newline="")
+
+    def sha256(self) -> str:
+        # whatever the parser did not read (after an error) still counts
+        while self.text.read(1 << 20):
+            pass
+        return self._reader.sha.hexdigest()
+
+
+@dataclass(slots=True)
+class _Row:
+    line: int
+    seq: int
+    digest: str
+    label: str
+
+
+class _RowFile:
+    """The rows of one exported file, matched against the chain entries that belong to it.
+
+    Rows name their entry (``chain_seq``) and must come in chain order; walking the
+    chain in order, a row that names an entry already passed is out of order, and an
+    entry with no row by the time its successors are matched was removed.
+    """
+
+    def __init__(self, name: str, rows: Iterator[_Row], report: Report) -> None:
+        self.name = name
+        self.rows = rows
+        self.report = report
+        self.peeked: _Row | None = None
+        self.done = False
+        self.missing: dict[int, tuple[str, str]] = {}  # seq -> (key, digest): expected, no row yet
+        self.missing_overflow = 0
+        self.checked = 0
+
+    def _peek(self) -> _Row | None:
+        if self.peeked is None and not self.done:
+            self.peeked = next(self.rows, None)
+            self.done = self.peeked is None
+        return self.peeked
+
+    def _take(self) -> _Row:
+        row = self._peek()
+        assert row is not None
+        self.peeked = None
+        return row
+
+    def _compare(self, row: _Row, digest: str) -> None:
+        self.checked += 1
+        if row.digest != digest:
+            self.report.add(
+                "row",
+                f"row altered: {self.name} line {row.line} ({row.label}, chain seq {row.seq}):"
+                f" its record hashes to {row.digest[:16]}..., the chain holds {digest[:16]}...",
+            )
+
+    def _late(self, row: _Row) -> None:
+        entry = self.missing.pop(row.seq, None)
+        if entry is not None:
+            self.report.add(
+                "order",
+                f"rows reordered: {self.name} line {row.line} ({row.label}, chain seq {row.seq})"
+                " comes after rows that follow it in the chain",
+            )
+            self._compare(row, entry[1])
+        else:
+            self.report.add(
+                "row",
+                f"row not in the chain: {self.name} line {row.line} ({row.label}) names chain seq"
+                f" {row.seq}, which is not an entry of this file in the segment"
+                " (a duplicate, an added row, or an altered chain_seq)",
+            )
+
+    def expect(self, seq: int, key: str, digest: str) -> None:
+        while True:
+            row = self._peek()
+            if row is None or row.seq > seq:
+                if len(self.missing) < 100_000:
+                    self.missing[seq] = (key, digest)
+                else:
+                    self.missing_overflow += 1
+                return
+            self._take()
+            if row.seq == seq:
+                self._compare(row, digest)
+                return
+            self._late(row)
+
+    def finish(self) -> None:
+        while self._peek() is not None:
+            self._late(self._take())
+        for seq, (key, _) in sorted(self.missing.items()):
+            self.report.add(
+                "row", f"row removed: chain seq {seq} ({key}) belongs in {self.name} but has no row there"
+            )
+        for _ in range(self.missing_overflow):
+            self.report.add("row", f"row removed from {self.name} (beyond the first 100000 listed)")
+
+
+def _csv_rows(
+    source: _Hashed,
+    columns: Sequence[str],
+    rebuild: Callable[[list[str]], tuple[dict[str, Any], str]],
+    report: Report,
+) -> Iterator[_Row]:
+    reader = csv.reader(source.text)
+    header = next(reader, None)
+    if header is None or tuple(header) != tuple(columns):
+        report.add("row", f"{source.name}: unexpected columns {header!r}; expected {list(columns)!r}")
+        return
+    for line, cells in enumerate(reader, start=2):
+        try:
+            if len(cells) != len(columns):
+                raise ValueError(f"{len(cells)} cells, expected {len(columns)}")
+            seq = int(cells[0])
+            record, label = rebuild(cells)
+        except (ValueError, TypeError, KeyError) as exc:
+            report.add("row", f"row malformed: {source.name} line {line}: {exc}")
+            continue
+        yield _Row(line, seq, digest_of(record), label)
+
+
+def _json_rows(
+    source: _Hashed, kind: str, utc: TimeFormat, local: TimeFormat, report: Report
+) -> Iterator[_Row]:
+    build = KINDS[kind].record
+    for line, text in enumerate(source.text, start=1):
+        text = text.strip().removesuffix(",")
+        if text in ("[", "]", ""):
+            continue
+        try:
+            element = json.loads(text)
+            seq = int(element["chain_seq"])
+            row = element["row"]
+            record = build(row)
+        except (ValueError, TypeError, KeyError) as exc:
+            report.add("row", f"row malformed: {source.name} line {line}: {exc!r}")
+            continue
+        label = str(element.get("key", ""))
+        if element.get("derived") != _derived(row, utc, local):
+            report.add(
+                "row",
+                f"row altered: {source.name} line {line} ({label}, chain seq {seq}):"
+                " its readable fields (derived) do not match its record",
+            )
+        yield _Row(line, seq, digest_of(record), label)
+
+
+def verify_bundle(path: str | Path, anchors: Sequence[Anchor] | None = None) -> Report:
+    """Check a bundle; ``anchors`` are the heads the town holds (None: none given)."""
+    report = Report(str(path), town_anchors_given=anchors is not None)
+    try:
+        zf = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as exc:
+        report.add("bundle", f"not a readable zip file: {exc}")
+        return report
+    with zf:
+        try:
+            manifest = json.loads(zf.read(MANIFEST))
+            if not isinstance(manifest, dict) or manifest.get("format") not in (FORMAT, FORMAT_1):
+                found = manifest.get("format") if isinstance(manifest, dict) else None
+                raise ValueError(f"format {found!r}, this verifier reads {FORMAT!r} and {FORMAT_1!r}")
+            report.format = str(manifest["format"])
+            _Verifier(zf, manifest, report, anchors).run()
+        except KeyError as exc:
+            report.add("bundle", f"not an evidence bundle: {exc} is missing")
+        except (ValueError, TypeError, zipfile.BadZipFile, EOFError, OSError) as exc:
+            report.add("bundle", f"unreadable bundle: {exc}")
+    return report
+
+
+_PLOT = re.compile(r"plots/(sound|light)/([^/]+)/(\d{4}-\d{2}-\d{2})\.png")
+
+
+class _Verifier:
+    def __init__(
+        self,
+        zf: zipfile.ZipFile,
+        manifest: Mapping[str, Any],
+        report: Report,
+        anchors: Sequence[Anchor] | None,
+    ) -> None:
+        self.zf = zf
+        self.m = manifest
+        self.report = report
+        self.town = [a for a in anchors or () if a.site == str(manifest["site"]["id"])]
+        self.site = str(manifest["site"]["id"])
+        self.zone = ZoneInfo(manifest["site"]["timezone"])
+        self.utc = TimeFormat(UTC)
+        self.local = TimeFormat(self.zone)
+        scope = manifest["scope"]
+        window = manifest["window"]
+        sensors = scope["sensors"]
+        self.scope = _Scope(
+            self.site,
+            int(window["from_us"]),
+            int(window["to_us"]),
+            int(scope["chained_from_us"]),
+            tuple(sensors) if sensors is not None else None,
+        )
+        self.hashes = {f["name"]: f["sha256"] for f in manifest["files"]}
+        self._last_ts, self._last_times = -1, ("", "")
+        self.days: set[tuple[str, str, str]] = set()  # (plot measurement, sensor, local day) with rows
+        self.configs: list[tuple[int, dict[str, Any]]] = []  # config records of the segment
+        self.files: dict[str, _RowFile] = {}
+        self.rows_at_anchor = 0
+
+    def run(self) -> None:
+        r = self.report
+        s = self.scope
+        sensors = ", ".join(s.sensors) if s.sensors is not None else "all sensors"
+        r.scope = (
+            f"site {self.site}, {self.utc(s.from_us)} to {self.utc(s.to_us)}"
+            f" ({self.local(s.from_us)} to {self.local(s.to_us)} site time), {sensors}"
+        )
+        if s.chained_from_us > s.from_us:
+            r.scope += f"; chained rows from {self.utc(s.chained_from_us)} (pruned locally before)"
+        # Directory entries (a bundle unzipped and zipped again has them) carry no content.
+        names = {n for n in self.zf.namelist() if not (n.endswith("/") and self.zf.getinfo(n).file_size == 0)}
+        for name in self.hashes:
+            if name not in names:
+                r.add("file", f"file missing: {name} is listed in the manifest but not in the bundle")
+        for name in sorted(names - set(self.hashes) - {MANIFEST}):
+            r.add("file", f"file not in the manifest: {name}")
+        opened: dict[str, _Hashed] = {}
+        try:
+            self._walk(opened, names)
+        finally:
+            for name, source in opened.items():
+                self._check_hash(name, source.sha256())
+        for name in sorted(set(self.hashes) & names - set(opened)):
+            sha = hashlib.sha256()
+            with self.zf.open(name) as f:
+                while chunk := f.read(1 << 20):
+                    sha.update(chunk)
+            self._check_hash(name, sha.hexdigest())
+            if name.endswith("_influxdb.csv"):
+                r.outside_chain_rows[name] = self._influx_days(name)
+        r.files_checked = len(set(self.hashes) & names)
+        self._check_config(names)
+        self._check_file_set(names)
+
+    # ------------------------------------------------------------------ files
+
+    def _check_hash(self, name: str, actual: str) -> None:
+        expected = self.hashes.get(name)
+        if expected is not None and expected != actual:
+            self.report.add("file", f"file changed: {name} does not match its SHA-256 in the manifest")
+
+    def _open(self, opened: dict[str, _Hashed], names: set[str], name: str) -> _Hashed | None:
+        if name not in names:
+            return None
+        opened[name] = _Hashed(self.zf, name)
+        return opened[name]
+
+    def _influx_days(self, name: str) -> int:
+        """Rows of a file read from InfluxDB; their sensors and days may have plots."""
+        measurement = name.removeprefix("data/").removesuffix("_influxdb.csv")
+        rows = 0
+        with self.zf.open(name) as f:
+            reader = csv.reader(io.TextIOWrapper(f, encoding="utf-8", newline=""))
+            header = next(reader, [])
+            try:
+                sensor_at, local_at = header.index("sensor"), header.index("time_local")
+            except ValueError:
+                return 0
+            for cells in reader:
+                rows += 1
+                if len(cells) > max(sensor_at, local_at):
+                    self.days.add((measurement, cells[sensor_at], cells[local_at][:10]))
+        return rows
+
+    def _check_file_set(self, names: set[str]) -> None:
+        """The format fixes which files a bundle holds; the manifest cannot add or drop one.
+
+        Every file is either required (the rows, records, chain, anchors, configuration,
+        profile, README), a plot of a sensor and day the rows cover, or (for a window
+        pruned locally) a file read from InfluxDB. Anything else is refused, listed in
+        the manifest or not.
+        """
+        r = self.report
+        required = {
+            MANIFEST,
+            CHAIN_FILE,
+            ANCHORS_FILE,
+            "config.toml",
+            "README.txt",
+            SOUND_FILE,
+            *(reading_file(kind) for kind in READING_EXTRAS),
+            *RECORD_FILES.values(),
+            self.profile_file,
+        }
+        if self.report.format != FORMAT:
+            required -= _SINCE_FORMAT_2
+        for name in sorted(required - names):
+            r.add("file", f"file missing: {name} is part of every evidence bundle")
+        influx = {f"data/{m}_influxdb.csv" for m in set(INFLUX_MEASUREMENT.values())}
+        pruned = self.scope.chained_from_us > self.scope.from_us
+        for name in sorted(names - required):
+            plot = _PLOT.fullmatch(name)
+            if plot is not None and (plot[1], plot[2], plot[3]) in self.days:
+                continue
+            if pruned and name in influx:
+                continue
+            why = (
+                "a plot of a sensor and day with no rows in the bundle"
+                if plot is not None
+                else "not a file of the evidence format"
+            )
+            r.add("file", f"file not part of the bundle: {name} ({why})")
+        if "README.txt" in names:
+            text = _README if self.report.format == FORMAT else _README_1
+            if self.zf.read("README.txt") != text.encode("utf-8"):
+                r.add("file", "file changed: README.txt is not the text every bundle of its format holds")
+
+    # ------------------------------------------------------------------ configuration
+
+    @property
+    def profile_file(self) -> str:
+        for _, record in self.configs:
+            if "profile_sha256" in record:
+                return _profile_file(str(record["profile"]))
+        return str(self.m["profile"]["file"])
+
+    def _check_config(self, names: set[str]) -> None:
+        """The bundle's profile and configuration against the segment's config records."""
+        r = self.report
+        current = [(seq, rec) for seq, rec in self.configs if "profile_sha256" in rec]
+        if not current:
+            self._config_format_1(names)
+            if r.format == FORMAT and r.chain_links:
+                # Every segment cut since the daemon chains config records starts with one (it is
+                # restated after each anchor), so only a window recorded before that has none: it
+                # gets format 1's guarantee, said plainly, rather than failing honest evidence.
+                r.config = (
+                    "not bound: the segment holds no configuration record (recorded before minewatch"
+                    " chained them); profile/ and config.toml are the files at export time, unchecked"
+                )
+            return
+        seq, record = current[0]
+        profile_file = _profile_file(str(record["profile"]))
+        stated = {
+            "config.toml": str(record["config_sha256"]),
+            profile_file: str(record["profile_sha256"]),
+        }
+        for name, digest in stated.items():
+            if name not in names:
+                continue  # reported as missing
+            if hashlib.sha256(self.zf.read(name)).hexdigest() != digest:
+                what = "profile" if name == profile_file else "configuration"
+                r.add(
+                    "config",
+                    f"{what} changed: {name} is not the {what} chained at seq {seq}"
+                    f" (SHA-256 {digest[:12]}...): the findings were judged under that one",
+                )
+        if self.m.get("profile", {}).get("name") != record["profile"]:
+            r.add(
+                "config",
+                f"the manifest names profile {self.m['profile'].get('name')!r},"
+                f" the chain's config record {record['profile']!r}",
+            )
+        since = self.utc(int(record["since_us"]))
+        r.config = (
+            f"profile {record['profile']} {str(record['profile_sha256'])[:12]} and configuration"
+            f" {str(record['config_sha256'])[:12]} (secrets left out), in force since {since},"
+            f" chained at seq {seq}: {profile_file} and config.toml are those files"
+        )
+        if r.town_anchors_given:
+            proven = r.anchored_to is not None and r.anchored_to >= seq
+            r.config += " (anchored)" if proven else " (not yet anchored: internal consistency only)"
+        for later_seq, later in current[1:]:
+            if (later["profile_sha256"], later["config_sha256"]) != (
+                record["profile_sha256"],
+                record["config_sha256"],
+            ):
+                r.notes.append(
+                    f"the profile or configuration changed at seq {later_seq} (profile"
+                    f" {later['profile']} {str(later['profile_sha256'])[:12]}, configuration"
+                    f" {str(later['config_sha256'])[:12]}); records after it were judged under that one,"
+                    " whose files are not in this bundle"
+                )
+                break
+
+    def _config_format_1(self, names: set[str]) -> None:
+        """Format 1 chained the configuration file's SHA-256 only (and no profile)."""
+        if "config.toml" not in names:
+            return
+        config_sha = hashlib.sha256(self.zf.read("config.toml")).hexdigest()
+        matches = [seq for seq, rec in self.configs if rec.get("sha256") == config_sha]
+        if matches:
+            self.report.notes.append(f"config.toml is the configuration chained at seq {matches[-1]}")
+        else:
+            self.report.notes.append(
+                "config.toml (the configuration at export time) was not chained inside the"
+                " segment; the one in force may have been chained earlier"
+            )
+
+    # ------------------------------------------------------------------ rows
+
+    def _times(self, ts: int) -> tuple[str, str]:
+        if ts != self._last_ts:  # rows of one second come together
+            self._last_ts, self._last_times = ts, (self.utc(ts), self.local(ts))
+        return self._last_times
+
+    def _sound_rebuild(self, cells: list[str]) -> tuple[dict[str, Any], str]:
+        ts = int(cells[3])
+        if (cells[4], cells[5]) != self._times(ts):
+            raise ValueError(f"time_utc/time_local {cells[4]!r}/{cells[5]!r} do not match ts_us {ts}")
+        row: dict[str, Any] = {
+            "site": cells[1],
+            "sensor": cells[2],
+            "ts_us": ts,
+            "duration_s": float(cells[6]),
+            "source": cells[-1],
+        }
+        for name, text in zip(SOUND_FIELDS, cells[7:-1], strict=True):
+            row[name] = _opt_float(text)
+        self.days.add(("sound", cells[2], cells[5][:10]))
+        return sound_record(row), f"sensor {cells[2]} at {cells[4]}"
+
+    def _reading_rebuild(self, kind: str) -> Callable[[list[str]], tuple[dict[str, Any], str]]:
+        extras = len(READING_EXTRAS[kind])
+
+        def rebuild(cells: list[str]) -> tuple[dict[str, Any], str]:
+            ts = int(cells[4])
+            if (cells[5], cells[6]) != self._times(ts):
+                raise ValueError(f"time_utc/time_local {cells[5]!r}/{cells[6]!r} do not match ts_us {ts}")
+            data = cells[-1]
+            if cells[8 : 8 + extras] != _reading_extras(kind, data):
+                raise ValueError(f"columns {', '.join(READING_EXTRAS[kind])} do not match its data")
+            row = {
+                "site": cells[1],
+                "sensor": cells[2],
+                "kind": cells[3],
+                "ts_us": ts,
+                "duration_s": float(cells[7]),
+                "data": data,
+            }
+            if kind == "light":
+                self.days.add(("light", cells[2], cells[6][:10]))
+            return reading_record(row), f"{kind} {cells[2]} at {cells[5]}"
+
+        return rebuild
+
+    def _bundle_anchors(self, names: set[str], first: int, last: int) -> list[tuple[int, str]]:
+        """The daemon's anchors inside the segment: anchors.json, which the manifest must repeat."""
+        listed = {(int(a["seq"]), str(a["head"])) for a in self.m.get("anchors", [])}
+        if ANCHORS_FILE not in names:
+            return sorted(listed)
+        try:
+            own = json.loads(self.zf.read(ANCHORS_FILE))
+            inside = {(int(a["seq"]), str(a["head"])) for a in own if first - 1 <= int(a["seq"]) <= last}
+        except (ValueError, TypeError, KeyError):
+            self.report.add("file", f"{ANCHORS_FILE} is not a list of anchors")
+            return sorted(listed)
+        if inside != listed:
+            self.report.add(
+                "anchor", f"the manifest's anchors are not those of {ANCHORS_FILE} inside the segment"
+            )
+        return sorted(inside | listed)
+
+    def _walk(self, opened: dict[str, _Hashed], names: set[str]) -> None:
+        r = self.report
+        files = self.files
+        source = self._open(opened, names, SOUND_FILE)
+        if source is not None:
+            files["sound"] = _RowFile(SOUND_FILE, _csv_rows(source, SOUND_COLUMNS, self._sound_rebuild, r), r)
+        for kind in READING_EXTRAS:
+            name = reading_file(kind)
+            source = self._open(opened, names, name)
+            if source is not None:
+                files[f"reading:{kind}"] = _RowFile(
+                    name, _csv_rows(source, reading_columns(kind), self._reading_rebuild(kind), r), r
+                )
+        for kind, name in RECORD_FILES.items():
+            source = self._open(opened, names, name)
+            if source is not None:
+                files[kind] = _RowFile(name, _json_rows(source, kind, self.utc, self.local, r), r)
+
+        chain = self.m["chain"]
+        first, last = int(chain["first_seq"]), int(chain["last_seq"])
+        r.first_seq, r.last_seq = first, last
+        wanted: dict[int, list[tuple[str, str]]] = {}  # seq -> [(who, head)]
+        own = self._bundle_anchors(names, first, last)
+        for seq, head_ in own:
+            wanted.setdefault(seq, []).append(("bundle", head_))
+        r.ends_at_bundle_anchor = last >= first and any(seq == last for seq, _ in own)
+        for a in self.town:
+            if first - 1 <= a.seq <= last and last >= first:
+                wanted.setdefault(a.seq, []).append(("town", a.head))
+            else:
+                r.town_anchors_outside.append(a.seq)
+        head = str(chain["prev_head"])
+        self._anchor_check(wanted, first - 1, head)
+
+        source = self._open(opened, names, CHAIN_FILE)
+        if source is None:
+            r.add("chain", f"{CHAIN_FILE} is missing: nothing can be checked against the chain")
+            return
+        reader = csv.reader(source.text)
+        if next(reader, None) != ["seq", "kind", "key", "digest", "head", "recorded_us"]:
+            r.add("chain", f"{CHAIN_FILE}: unexpected columns")
+        expected_seq = first
+        for line, cells in enumerate(reader, start=2):
+            try:
+                seq_text, kind, key, digest, stated, _ = cells
+                seq = int(seq_text)
+            except ValueError:
+                r.add("chain", f"{CHAIN_FILE} line {line} is malformed")
+                continue
+            if seq != expected_seq:
+                r.add(
+                    "chain",
+                    f"chain broken: {CHAIN_FILE} line {line} has seq {seq} where {expected_seq} follows",
+                )
+            expected_seq = seq + 1
+            computed = next_head(head, digest)
+            if computed != stated:
+                r.add("chain", f"chain broken at seq {seq}: its head is not SHA-256(previous head + digest)")
+            head = stated  # go on from what the bundle states, so one break is reported once
+            r.chain_links += 1
+            self._route(files, seq, kind, key, digest)
+            self._anchor_check(wanted, seq, computed)  # after the row: an anchor at seq covers it
+        if expected_seq != last + 1:
+            r.add("chain", f"chain segment ends at seq {expected_seq - 1}; the manifest says {last}")
+        if last >= first and head != chain["last_head"]:
+            r.add("chain", "chain broken: the last head differs from the manifest's")
+        for rows in files.values():
+            rows.finish()
+            r.rows_checked[rows.name] = rows.checked
+        r.unanchored_rows = sum(f.checked for f in files.values()) - self.rows_at_anchor
+        for seq in sorted(s for s in wanted if not first - 1 <= s <= last):
+            for who, _ in wanted[seq]:
+                if who == "bundle":
+                    r.add("anchor", f"the manifest lists an anchor at seq {seq}, outside its own segment")
+        self._coverage(first, last)
+
+    def _anchor_check(self, wanted: Mapping[int, list[tuple[str, str]]], seq: int, head: str) -> None:
+        for who, expected in wanted.get(seq, ()):
+            if who == "bundle":
+                self.report.bundle_anchors += 1
+                if expected != head:
+                    self.report.add(
+                        "anchor",
+                        f"anchor not matching: the bundle's anchor at seq {seq} is not the"
+                        " chain's head there",
+                    )
+            elif expected.lower() == head:
+                self.report.town_anchors_matched.append(seq)
+                if seq >= self.report.first_seq:  # the head before the segment proves none of it
+                    self.report.anchored_to = seq
+                    self.rows_at_anchor = sum(f.checked for f in self.files.values())
+            else:
+                self.report.add(
+                    "anchor",
+                    f"anchor not matching: the town holds head {expected[:16]}... for seq"
+                    f" {seq}, the bundle's chain has {head[:16]}... there: the record was"
+                    " rewritten after that head was published",
+                )
+
+    def _route(self, files: Mapping[str, _RowFile], seq: int, kind: str, key: str, digest: str) -> None:
+        r = self.report
+        target: _RowFile | None = None
+        if kind == "sound":
+            parsed = _sound_key(key)
+            if parsed is None:
+                r.add("chain", f"chain entry seq {seq}: malformed sound key {key!r}")
+                return
+            if not self.scope.holds(*parsed):
+                self._links_only("per-second rows outside the window/sensors", seq)
+                return
+            target = files.get("sound")
+            name = SOUND_FILE
+        elif kind == "reading":
+            reading = _reading_key(key)
+            if reading is None:
+                r.add("chain", f"chain entry seq {seq}: malformed reading key {key!r}")
+                return
+            if reading[1] not in READING_EXTRAS or not self.scope.holds(reading[0], reading[2]):
+                self._links_only("per-second rows outside the window/sensors", seq)
+                return
+            target = files.get(f"reading:{reading[1]}")
+            name = reading_file(reading[1])
+        elif kind in RECORD_FILES:
+            if kind == "config":
+                self._config_entry(seq, key, digest)
+            target = files.get(kind)
+            name = RECORD_FILES[kind]
+        else:
+            self._links_only(f"{kind} entries", seq)
+            return
+        if target is None:
+            r.add(
+                "row", f"row removed: chain seq {seq} ({key}) belongs in {name}, which is not in the bundle"
+            )
+            return
+        target.expect(seq, key, digest)
+
+    def _config_entry(self, seq: int, key: str, digest: str) -> None:
+        """A config record is its key: read it from there, once the digest vouches for it."""
+        try:
+            record = config_from_key(key)
+            matches = digest_of(config_record(record)) == digest
+        except (ValueError, KeyError):
+            matches = False
+        if not matches:
+            self.report.add("chain", f"chain entry seq {seq}: its key does not name its config record")
+            return
+        self.configs.append((seq, record))
+
+    def _links_only(self, reason: str, seq: int) -> None:
+        self.report.links_only[reason] = self.report.links_only.get(reason, 0) + 1
+
+    def _coverage(self, first: int, last: int) -> None:
+        """How far the town's heads reach, and whether the segment stops short of one it should reach.
+
+        An honest export ends at the first anchor published after the window that covers
+        the window's last record, or failing that at any later anchor. A town-held head
+        beyond the end that was published before the bundle was made therefore means the
+        segment was cut short, unless it ends at the first anchor published after the
+        window, or at a recorded anchor the town's file happens not to hold.
+        """
+        r = self.report
+        if last < first:
+            return
+        beyond = sorted(a.seq for a in self.town if a.seq > last)
+        r.later_town_anchor = beyond[0] if beyond else None
+        if r.anchored_to == last:
+            end_ts = [_parse_us(a.ts) for a in self.town if a.seq == last]
+            end_us = min((t for t in end_ts if t is not None), default=None)
+            if end_us is not None and end_us < self.scope.to_us:
+                r.ends_before_window_end = self.utc(end_us)
+        created = _parse_us(str(self.m.get("created_utc", "")))
+        if created is None:
+            return
+        if created < self.scope.to_us:
+            r.notes.append(
+                f"the manifest says the bundle was made at {self.utc(created)}, before its window ended:"
+                " records of the window chained later cannot be in it"
+            )
+        known = [(a.seq, _parse_us(a.ts)) for a in self.town]
+        had = [(seq, ts) for seq, ts in known if ts is not None and ts <= created]  # the exporter had these
+        after_window = [seq for seq, ts in had if ts >= self.scope.to_us]
+        if after_window and last < min(after_window):
+            r.add(
+                "anchor",
+                f"segment cut short: it ends at seq {last}, before the first anchor the town"
+                f" received after the window (seq {min(after_window)}); records of the window"
+                " chained after that could be missing",
+            )
+        elif r.anchored_to != last and not r.ends_at_bundle_anchor:
+            later = [seq for seq, _ in had if seq > last]
+            if later:
+                r.add(
+                    "anchor",
+                    f"segment cut short: it ends at seq {last}, which is no anchor, while the town had"
+                    f" received the head of seq {min(later)} before this bundle was made; an export"
+                    " then reaches that head, so rows after"
+                    f" seq {r.anchored_to if r.anchored_to is not None else first - 1} could be missing"
+                    " or altered",
+                )
+
+
+def _parse_us(text: str) -> int | None:
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return to_us(parsed) if parsed.tzinfo is not None else None

@@ -1,0 +1,84 @@
+"""Write golden.sqlite and golden-digests.json: a store holding every chain kind and the
+SHA-256 of each member of the bundle exported from it.
+
+Run once from the repository root with the code whose output is to be pinned (it was run
+at commit cd944b8, before the codec and evidence restructure of issue 18):
+
+    python3 -m tests.data.evidence.make_golden
+
+tests/monitor/test_evidence_golden.py exports the committed store again and compares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+import tempfile
+import zipfile
+from datetime import timedelta
+from pathlib import Path
+
+from monitor.evidence import export_bundle
+from monitor.notices import NoticeBook
+from monitor.store import Store
+from rules.profile import load_profile
+from tests.monitor.test_evidence import SITE, T0, WINDOW, _finding, build_site
+
+HERE = Path(__file__).parent
+CREATED = T0 + timedelta(days=1)
+
+
+def build(tmp: Path) -> Path:
+    site = build_site(tmp)
+    store = Store(site.store)
+    site_config = site.config.site(SITE)
+    assert site_config is not None
+    profile = load_profile(site_config.profile, site_config.agreement)
+    t = T0 + timedelta(seconds=200)
+    book = NoticeBook(store)  # outside a transaction: it creates its tables
+    with store.batch():
+        store.append_rejection(SITE, f"minewatch/{SITE}/n1/levels", "ts: not a time", '{"ts":"x"}', t)
+        store.append_health(SITE, "n1", t, "offline", None, "silent for 30 s", t)
+        store.append_health(SITE, "n1", t + timedelta(seconds=5), "online", 5.0, "back", t)
+        store.append_calibration(SITE, "n1", t, 94.0, 94.3, 0.3, False, t)
+        store.append_calibration(SITE, "n2", t, 94.0, 95.1, None, True, t)
+        kept = store.sound_between(SITE, T0, T0 + timedelta(seconds=1))[0]
+        store.sound_conflict(kept._replace(LAeq=kept.LAeq + 1.5), "levels", t)
+        found = [_finding(T0 + timedelta(minutes=1), "83.0 dB(A) at n2")]
+        for finding in found:
+            store.append_finding(finding, t)
+        book.on_findings(site_config, profile, found, t)
+    store.close()
+    return site.store
+
+
+def digests(bundle: Path) -> dict[str, str]:
+    with zipfile.ZipFile(bundle) as zf:
+        out = {name: hashlib.sha256(zf.read(name)).hexdigest() for name in sorted(zf.namelist())}
+        manifest = json.loads(zf.read("manifest.json"))
+    manifest["software"]["version"] = ""  # changes with every release
+    manifest["config"]["source"] = ""  # the path of the configuration file read (a temp dir here)
+    out["manifest.json"] = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+    return out
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        store = build(tmp)
+        with sqlite3.connect(store) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        shutil.copy(store, HERE / "golden.sqlite")
+        from monitor.config import load_config
+
+        config = load_config(tmp / "minewatch.toml")
+        bundle = tmp / "golden.zip"
+        export_bundle(config, SITE, *WINDOW, bundle, plots=False, now=CREATED)
+        (HERE / "golden-digests.json").write_text(json.dumps(digests(bundle), indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
