@@ -156,6 +156,13 @@ RECORD_KINDS: dict[str, _Kind] = {
         "t.sensor || '|' || t.kind || '|' || t.ts_us || '|' || t.second_digest",
         "t.ts_us >= :from AND t.ts_us < :to",
     ),
+    # monitor/portal: what a person did through the web portal (who, what, when, from where)
+    "portal_action": _Kind(
+        "records/portal_actions.json",
+        "portal_actions t",
+        "CAST(t.id AS TEXT)",
+        "t.ts_us >= :from AND t.ts_us < :to",
+    ),
     # monitor/notices.py: a notice, its change history and the episodes it cites
     "notice": _Kind(
         "records/notices.json", "notices t", "t.id", "t.opened_us < :to AND t.updated_us >= :from"
@@ -181,6 +188,8 @@ RECORD_FILES: dict[str, str] = {
 }
 # Record files a format-1 bundle never held (conflicting resends were first journaled in format 2).
 _SINCE_FORMAT_2 = frozenset({RECORD_KINDS["conflict"].file})
+# Record files added later in format 2: a bundle exported before them is still complete.
+_OPTIONAL_FILES = frozenset({RECORD_KINDS["portal_action"].file})
 
 
 def record_builders() -> dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]]:
@@ -2007,6 +2016,7 @@ class _Verifier:
             *RECORD_FILES.values(),
             self.profile_file,
         }
+        required -= _OPTIONAL_FILES
         if self.report.format != FORMAT:
             required -= _SINCE_FORMAT_2
         for name in sorted(required - names):

@@ -118,6 +118,12 @@ CREATE TABLE IF NOT EXISTS conflicts (
     first_digest TEXT NOT NULL, second_digest TEXT NOT NULL, received_us INTEGER NOT NULL,
     PRIMARY KEY (site, sensor, kind, ts_us, second_digest)
 );
+-- What a person did through the web portal (monitor/portal): who, what, when, from where.
+-- Added without a layout version: CREATE IF NOT EXISTS suffices.
+CREATE TABLE IF NOT EXISTS portal_actions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, site TEXT NOT NULL, ts_us INTEGER NOT NULL, actor TEXT NOT NULL,
+    role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, source TEXT NOT NULL, data TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS health (
     site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, state TEXT NOT NULL,
     gap_s REAL, detail TEXT NOT NULL DEFAULT '', PRIMARY KEY (site, sensor, ts_us, state)
@@ -324,6 +330,21 @@ def rejection_record(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def portal_action_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "t": "portal_action",
+        "id": row["id"],
+        "site": row["site"],
+        "ts_us": row["ts_us"],
+        "actor": row["actor"],
+        "role": row["role"],
+        "action": row["action"],
+        "target": row["target"],
+        "source": row["source"],
+        "data": row["data"],
+    }
+
+
 def alert_record(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "t": "alert",
@@ -432,6 +453,7 @@ RECORDS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "calibration": calibration_record,
     "config": config_record,
     "conflict": conflict_record,
+    "portal_action": portal_action_record,
 }
 
 
@@ -935,6 +957,39 @@ class Store:
             }
         )
         self.chain(site, "rejection", str(cur.lastrowid), record, now)
+
+    def append_portal_action(
+        self,
+        site: str,
+        actor: str,
+        role: str,
+        action: str,
+        target: str,
+        source: str,
+        data: Mapping[str, Any],
+        now: datetime,
+    ) -> int:
+        """A person's action through the portal, chained; returns its id."""
+        body = json.dumps(dict(data), sort_keys=True, separators=(",", ":"))
+        cursor = self.conn.execute(
+            "INSERT INTO portal_actions (site, ts_us, actor, role, action, target, source, data)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (site, to_us(now), actor, role, action, target, source, body),
+        )
+        row_id = int(cursor.lastrowid or 0)
+        row = {
+            "id": row_id,
+            "site": site,
+            "ts_us": to_us(now),
+            "actor": actor,
+            "role": role,
+            "action": action,
+            "target": target,
+            "source": source,
+            "data": body,
+        }
+        self.chain(site, "portal_action", str(row_id), portal_action_record(row), now)
+        return row_id
 
     def append_alert(
         self,
