@@ -2016,6 +2016,7 @@ class _Verifier:
             *RECORD_FILES.values(),
             self.profile_file,
         }
+        optional = _OPTIONAL_FILES & names
         required -= _OPTIONAL_FILES
         if self.report.format != FORMAT:
             required -= _SINCE_FORMAT_2
@@ -2023,7 +2024,7 @@ class _Verifier:
             r.add("file", f"file missing: {name} is part of every evidence bundle")
         influx = {f"data/{m}_influxdb.csv" for m in set(INFLUX_MEASUREMENT.values())}
         pruned = self.scope.chained_from_us > self.scope.from_us
-        for name in sorted(names - required):
+        for name in sorted(names - required - optional):
             plot = _PLOT.fullmatch(name)
             if plot is not None and (plot[1], plot[2], plot[3]) in self.days:
                 continue

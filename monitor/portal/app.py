@@ -85,6 +85,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
     accounts: dict[str, AccountConfig] = {a.name: a for a in pc.accounts}
     templates = Jinja2Templates(directory=str(HERE / "templates"))  # .html: autoescaped
     templates.env.globals.update(version=__version__, status_label=lambda s: STATUS_LABELS.get(s, s))
+    templates.env.filters["local"] = _local_clock
 
     # ------------------------------------------------------------------ who asks
 
@@ -661,6 +662,13 @@ class _Headers:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+def _local_clock(ts: str | None, timezone: str) -> str:
+    """'2026-11-27T15:00:00Z' -> '09:00' in the site's zone (the day view's times)."""
+    if not ts:
+        return ""
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(ZoneInfo(timezone)).strftime("%H:%M")
 
 
 def _try(get: Callable[[Request], Scope], request: Request) -> Scope | None:

@@ -60,8 +60,13 @@ def check_token(token: str, stored: str) -> bool:
 DUMMY_HASH = hash_password(secrets.token_hex(8), n=SCRYPT_N)
 
 
+ADDRESS_FACTOR = 4
+
+
 class LoginLimiter:
-    """At most ``attempts`` failed logins per (name) and per (address) within ``window_s``."""
+    """At most ``attempts`` failed logins per name, and ADDRESS_FACTOR times that per address,
+    within ``window_s``: guessing one account's password is slow, and so is trying many accounts
+    from one address, while colleagues behind one NAT address are not locked out by one typo."""
 
     def __init__(self, attempts: int, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.attempts = attempts
@@ -81,9 +86,12 @@ class LoginLimiter:
         now = self.clock()
         with self._lock:
             wait = 0.0
-            for key in (f"n:{name}", f"a:{address}"):
+            for key, limit in (
+                (f"n:{name}", self.attempts),
+                (f"a:{address}", self.attempts * ADDRESS_FACTOR),
+            ):
                 failures = self._recent(key, now)
-                if len(failures) >= self.attempts:
+                if len(failures) >= limit:
                     wait = max(wait, failures[0] + self.window_s - now)
             return wait
 

@@ -102,7 +102,14 @@ def _polyline(p: _Panel, points: Sequence[tuple[str, float]], cls: str) -> str:
         last = t
     if run:
         parts.append(" ".join(run))
-    return "".join(f'<polyline class="{cls}" points="{r}"/>' for r in parts)
+    out = []
+    for r in parts:
+        out.append(f'<polyline class="{cls}" points="{r}"/>')
+        if r.count(" ") < 2:  # a lone minute or two: a dot, or it would not show
+            for xy in r.split():
+                x, y = xy.split(",")
+                out.append(f'<circle class="{cls}-dot" cx="{x}" cy="{y}" r="2"/>')
+    return "".join(out)
 
 
 def day_svg(day: Mapping[str, Any]) -> str:

@@ -1,8 +1,8 @@
 """A real broker, daemon, store and portal (`minewatch serve`), and Debian's chromium via Playwright.
 
 The daemon runs on the data clock over a recent past local day (DAY): a violating stretch at
-09:00 opens a notice, a blast at 11:00 and quiet minutes fill the day, then data at 17:30
-closes the afternoon's minutes. The portal is a subprocess like in production.
+09:00 opens a notice, a blast at 11:00 and quiet minutes at 11:00-11:02
+close the morning's minutes (the tests that record later events send data after them). The portal is a subprocess like in production.
 """
 
 from __future__ import annotations
@@ -37,8 +37,17 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--no-first-run",
 ]
-PASSWORD = {"op": "op-secret-1", "town": "town-secret-1", "insp": "insp-secret-1", "ratelimited": "rl-secret-1"}
-TOKENS = {"op": "mw_op_token_for_tests_only", "insp": "mw_insp_token_for_tests_only", "town": "mw_town_token_x"}
+PASSWORD = {
+    "op": "op-secret-1",
+    "town": "town-secret-1",
+    "insp": "insp-secret-1",
+    "ratelimited": "rl-secret-1",
+}
+TOKENS = {
+    "op": "mw_op_token_for_tests_only",
+    "insp": "mw_insp_token_for_tests_only",
+    "town": "mw_town_token_x",
+}
 
 EXTRA = """
 [[sites]]
@@ -77,7 +86,9 @@ def local(hour: int, minute: int = 0, second: int = 0, day: date = DAY) -> datet
 
 
 def levels(sensor: str, ts: datetime, laeq: float, site: str = SITE) -> tuple[str, bytes]:
-    return encode(SoundLevels(site, sensor, ts, 1.0, laeq, laeq + 1.5, laeq + 15, LASmax=laeq + 1, LZpeak=laeq + 18))
+    return encode(
+        SoundLevels(site, sensor, ts, 1.0, laeq, laeq + 1.5, laeq + 15, LASmax=laeq + 1, LZpeak=laeq + 18)
+    )
 
 
 def publish_minutes(pub: Client, sensor: str, start: datetime, minutes: int, laeq: float) -> None:
@@ -122,7 +133,9 @@ def env(tmp_path_factory: pytest.TempPathFactory, mosquitto_session: Mosquitto) 
     )
     text = config.read_text()
     port = free_port()
-    config.write_text(text.replace("[portal]\n", f'[portal]\nport = {port}\nmqtt_client_id = "portal-{port}"\n'))
+    config.write_text(
+        text.replace("[portal]\n", f'[portal]\nport = {port}\nmqtt_client_id = "portal-{port}"\n')
+    )
     store = root / "store.db"
     daemon = Daemon(config).start()
     daemon.wait_ready()
@@ -138,10 +151,8 @@ def env(tmp_path_factory: pytest.TempPathFactory, mosquitto_session: Mosquitto) 
     publish_minutes(pub, "n2", local(11), 2, 66.0)
     pub.publish(
         f"minewatch/{SITE}/sensors/l1/light",
-        {"ts": format_ts(local(17)), "duration_s": 10, "lux_mean": 0.4, "lux_min": 0.2, "lux_max": 0.9},
+        {"ts": format_ts(local(11, 1)), "duration_s": 10, "lux_mean": 0.4, "lux_min": 0.2, "lux_max": 0.9},
     )
-    publish_minutes(pub, "n1", local(17, 30), 1, 55.0)
-    publish_minutes(pub, "n2", local(17, 30), 1, 55.0)
     assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM notices") >= 1, 60), daemon.logs()
     log = open(root / "portal.log", "ab")  # noqa: SIM115 - closed below
     portal = subprocess.Popen(
@@ -158,8 +169,18 @@ def env(tmp_path_factory: pytest.TempPathFactory, mosquitto_session: Mosquitto) 
     conn.close()
     artifacts = root / "artifacts"
     artifacts.mkdir()
-    yield Env(root, config, store, f"http://127.0.0.1:{port}", mosquitto_session, daemon, pub, portal,
-              notice_id, artifacts)
+    yield Env(
+        root,
+        config,
+        store,
+        f"http://127.0.0.1:{port}",
+        mosquitto_session,
+        daemon,
+        pub,
+        portal,
+        notice_id,
+        artifacts,
+    )
     stop_process(portal, timeout=10)
     log.close()
     pub.close()

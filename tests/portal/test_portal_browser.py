@@ -82,3 +82,258 @@ def test_scoped_accounts_get_404_for_another_sites_pages_and_api(env: Env, conte
         f"{env.url}/api/v1/sites", headers={"Authorization": f"Bearer {TOKENS['op']}"}
     ).json()
     assert [s["id"] for s in sites] == [SITE]
+
+
+def test_day_view_plots_levels_against_the_limit_with_blast_window_and_sunset(
+    env: Env, context: BrowserContext
+) -> None:
+    page = login(context, env, "insp")
+    page.goto(f"{env.url}/sites/{SITE}/day?date={DAY.isoformat()}")
+    svg = page.locator("svg.dayplot")
+    # One panel per boundary sound sensor (n1, n2) and one per light sensor (l1).
+    assert page.locator("svg.dayplot .limit").count() == 2
+    assert page.locator("svg.dayplot .limit").first.get_attribute("data-limit-db") == "80"
+    window = page.locator("svg.dayplot .blast-window").first
+    assert window.get_attribute("data-start") == local(10).isoformat().replace("+00:00", "Z")
+    assert window.get_attribute("data-end") == local(15).isoformat().replace("+00:00", "Z")
+    assert page.locator("svg.dayplot .sunset").count() == 3
+    blasts = page.locator("svg.dayplot line.blast")
+    assert blasts.count() >= 3  # the blast at 11:00:30 on every panel
+    assert blasts.first.get_attribute("data-ts") == local(11, 0, 30).isoformat().replace("+00:00", "Z")
+    assert page.locator("svg.dayplot polyline.level").count() >= 2
+    assert page.locator("svg.dayplot .light-limit").count() >= 1
+    assert page.locator("#day-findings li.kind-violation").count() >= 1
+    assert "6.D" in page.inner_text("#day-findings li.kind-violation >> nth=0")
+    shot = env.artifacts / "day-view.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    assert svg.bounding_box() is not None
+
+
+def test_a_notice_extended_in_the_browser_is_in_its_history_pdf_and_the_chain(
+    env: Env, context: BrowserContext, tmp_path: Path
+) -> None:
+    page = login(context, env, "town")
+    page.goto(f"{env.url}/notices/{env.notice_id}")
+    before = page.inner_text("#notice-deadline")
+    page.fill("#form-extend input[name=days]", "5")
+    page.fill("#form-extend textarea[name=reason]", "Operator is replacing the crusher enclosure")
+    page.click("#form-extend button[type=submit]")
+    page.wait_for_selector("#notice-done")
+    assert page.inner_text("#notice-status") == "extended"
+    assert page.inner_text("#notice-deadline") != before
+    last = page.locator("#history tbody tr").last.inner_text()
+    assert "extended" in last and "town" in last and "crusher enclosure" in last
+    # The PDF (fetched with the browser's session) carries the change.
+    pdf = context.request.get(f"{env.url}/notices/{env.notice_id}/document.pdf")
+    assert pdf.status == 200 and pdf.headers["content-type"] == "application/pdf"
+    (tmp_path / "notice.pdf").write_bytes(pdf.body())
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(tmp_path / "notice.pdf"), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "crusher enclosure" in text and "town" in text
+    html = context.request.get(f"{env.url}/notices/{env.notice_id}/document.html").text()
+    assert "crusher enclosure" in html
+    # The chain: the NoticeBook's change and the portal's own record of who did it, from where.
+    assert (
+        env.count("SELECT COUNT(*) FROM chain WHERE kind = 'notice_change' AND key = ?", f"{env.notice_id}|2")
+        == 1
+    )
+    import sqlite3
+
+    conn = sqlite3.connect(env.store)
+    conn.row_factory = sqlite3.Row
+    action = conn.execute(
+        "SELECT p.*, c.seq FROM portal_actions p JOIN chain c ON c.kind = 'portal_action'"
+        " AND c.key = CAST(p.id AS TEXT) WHERE p.action = 'notice_extend'"
+    ).fetchone()
+    conn.close()
+    assert action["actor"] == "town" and action["role"] == "town" and action["target"] == env.notice_id
+    assert action["source"] == "127.0.0.1" and action["seq"] > 0
+    assert json.loads(action["data"])["extra_days"] == 5
+
+
+def _findings_about(env: Env, text: str) -> list[tuple[str, str, str, str]]:
+    import sqlite3
+
+    conn = sqlite3.connect(env.store)
+    rows = conn.execute("SELECT standard, section, kind, data FROM findings WHERE retracted = 0").fetchall()
+    conn.close()
+    out = []
+    for standard, section, kind, data in rows:
+        summary = json.loads(data)["summary"]
+        if text in summary:
+            # the same words but the id and the minute
+            out.append((standard, section, kind, re.sub(r"16:4[01](:00)?", "T", summary.replace(text, "ID"))))
+    return sorted(set(out))
+
+
+def test_an_event_recorded_through_the_form_is_judged_like_the_same_event_over_mqtt(
+    env: Env, context: BrowserContext
+) -> None:
+    page = login(context, env, "op")
+    page.goto(f"{env.url}/sites/{SITE}/events")
+    # A late blast (16:40, after the 10:00-15:00 window and after sunset), once from the form...
+    page.fill("#form-blast input[name=blast_id]", "FORM-1640")
+    page.fill("#form-blast input[name=ts]", f"{DAY.isoformat()}T16:40:00")
+    page.click("#form-blast button[type=submit]")
+    page.wait_for_selector("#event-done")
+    # ...and the same kind of blast a minute later over MQTT (two blasts in one minute are judged
+    # as one finding of that minute, so each gets a minute of its own).
+    from monitor.wire import format_ts
+
+    env.pub.publish(
+        f"minewatch/{SITE}/events/blast", {"blast_id": "MQTT-1641", "ts": format_ts(local(16, 41))}
+    )
+    # A mistake in the form is refused by the codec with the field named, and nothing is sent.
+    page.fill("#form-blast input[name=blast_id]", "FORM-BAD")
+    page.fill("#form-blast input[name=ts]", f"{DAY.isoformat()}T16:42:00")
+    page.fill("#form-blast input[name=charge_kg]", "-4")
+    page.click("#form-blast button[type=submit]")
+    error = page.inner_text("#event-error")
+    assert "charge_kg" in error
+    # Data after the blasts moves the data clock past them, so their minutes close.
+    from tests.portal.conftest import publish_minutes
+
+    publish_minutes(env.pub, "n1", local(16, 45), 2, 55.0)
+    publish_minutes(env.pub, "n2", local(16, 45), 2, 55.0)
+    from tests.daemon_harness import wait_until
+
+    assert wait_until(lambda: len(_findings_about(env, "MQTT-1641")) >= 1, 60), env.daemon.logs()
+    assert wait_until(lambda: _findings_about(env, "FORM-1640") == _findings_about(env, "MQTT-1641"), 30)
+    kinds = {(standard, section, kind) for standard, section, kind, _ in _findings_about(env, "FORM-1640")}
+    assert any(kind == "violation" for _, _, kind in kinds), kinds
+    # Journaled by the daemon like any event (same content columns), and recorded as the operator's action.
+    assert env.count("SELECT COUNT(*) FROM events WHERE kind = 'blast' AND id = 'FORM-1640'") == 1
+    assert env.count("SELECT COUNT(*) FROM events WHERE id = 'FORM-BAD'") == 0
+    assert (
+        env.count(
+            "SELECT COUNT(*) FROM portal_actions WHERE action = 'event_recorded' AND target = 'blast|FORM-1640'"
+            " AND actor = 'op'"
+        )
+        == 1
+    )
+    assert env.count("SELECT COUNT(*) FROM chain WHERE kind = 'event' AND key = 'blast|FORM-1640'") == 1
+
+
+def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_its_first_problem(
+    env: Env, context: BrowserContext, tmp_path: Path
+) -> None:
+    page = login(context, env, "insp")
+    page.goto(f"{env.url}/sites/{SITE}/evidence")
+    page.fill("#form-bundle input[name=from]", f"{DAY.isoformat()}T08:00")
+    page.fill("#form-bundle input[name=to]", f"{DAY.isoformat()}T18:00")
+    with page.expect_download(timeout=120_000) as info:
+        page.click("#form-bundle button[type=submit]")
+    bundle = tmp_path / "bundle.zip"
+    info.value.save_as(bundle)
+    run = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "verify", str(bundle)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (
+        env.count("SELECT COUNT(*) FROM portal_actions WHERE action = 'bundle_downloaded' AND actor = 'insp'")
+        == 1
+    )
+    # Alter one sound level in the bundle and upload it.
+    altered = tmp_path / "altered.zip"
+    with zipfile.ZipFile(bundle) as src, zipfile.ZipFile(altered, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename.endswith("sound.csv"):
+                lines = data.decode().splitlines(keepends=True)
+                lines[1] = (
+                    lines[1].replace(",86.", ",76.", 1)
+                    if ",86." in lines[1]
+                    else lines[1].replace(",5", ",4", 1)
+                )
+                data = "".join(lines).encode()
+            dst.writestr(item, data)
+    cli = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "verify", str(altered)], capture_output=True, text=True
+    )
+    assert cli.returncode == 1
+    from monitor.evidence import verify_bundle
+
+    first = verify_bundle(altered).problems[0].message
+    page.goto(f"{env.url}/sites/{SITE}/evidence")
+    page.set_input_files("#form-verify input[name=bundle]", str(altered))
+    page.click("#form-verify button[type=submit]")
+    page.wait_for_selector("#verify-report")
+    assert "NOT verified" in page.inner_text("#verify-verdict")
+    assert first in page.inner_text("#verify-problems li >> nth=0")
+    page.set_input_files("#form-verify input[name=bundle]", str(bundle))
+    page.click("#form-verify button[type=submit]")
+    page.wait_for_selector("#verify-report")
+    assert page.inner_text("#verify-verdict").startswith("Verified")
+
+
+def _csrf(page: object) -> str:
+    from playwright.sync_api import Page
+
+    assert isinstance(page, Page)
+    value = page.locator("input[name=csrf]").first.get_attribute("value")
+    assert value
+    return value
+
+
+def test_no_cookie_a_forged_cookie_a_missing_csrf_token_and_wrong_passwords_are_refused(
+    env: Env, context: BrowserContext
+) -> None:
+    import base64
+
+    from itsdangerous import TimestampSigner
+
+    # No session cookie: pages send to the login, changes and the API are refused.
+    page = context.new_page()
+    page.goto(f"{env.url}/notices/{env.notice_id}")
+    assert page.url == f"{env.url}/login"
+    no_cookie = context.request.post(
+        f"{env.url}/notices/{env.notice_id}/close", form={"reason": "x", "csrf": "x"}, max_redirects=0
+    )
+    assert no_cookie.status == 401
+    assert context.request.get(f"{env.url}/api/v1/sites", max_redirects=0).status == 401
+    assert status_of(context, f"{env.url}/api/v1/sites/{SITE}/status", "mw_not_a_token") == 401
+    # A cookie signed with another key, claiming to be the Town.
+    body = base64.b64encode(json.dumps({"user": "town", "csrf": "forged"}).encode())
+    forged = TimestampSigner("not-the-portal-key").sign(body).decode()
+    context.add_cookies([{"name": "minewatch_session", "value": forged, "url": env.url}])
+    page.goto(f"{env.url}/notices/{env.notice_id}")
+    assert page.url == f"{env.url}/login"
+    post = context.request.post(
+        f"{env.url}/notices/{env.notice_id}/close",
+        form={"reason": "forged", "csrf": "forged"},
+        max_redirects=0,
+    )
+    assert post.status == 401
+    context.clear_cookies()
+    # Logged in, but the change comes without the CSRF token (or with another one).
+    page = login(context, env, "town")
+    changes = env.count("SELECT COUNT(*) FROM notice_changes")
+    for form in ({"reason": "no token"}, {"reason": "wrong token", "csrf": "0" * 32}):
+        refused = context.request.post(f"{env.url}/notices/{env.notice_id}/close", form=form, max_redirects=0)
+        assert refused.status == 403 and "security token" in refused.text()
+    page.goto(f"{env.url}/sites/{SITE}/notices")
+    token = _csrf(page)
+    refused = context.request.post(
+        f"{env.url}/sites/{SITE}/events/blast", form={"blast_id": "X", "csrf": token}, max_redirects=0
+    )
+    assert refused.status == 403  # a Town account may not record events, token or not
+    assert env.count("SELECT COUNT(*) FROM notice_changes") == changes
+    assert "Set-Cookie" not in refused.headers
+    cookie = next(c for c in context.cookies() if c["name"] == "minewatch_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    context.clear_cookies()
+    # Wrong passwords: refused, and after login_attempts (5) even the right one is, for a while.
+    for _ in range(5):
+        page = login(context, env, "ratelimited", "wrong-password")
+        assert "Wrong name or password" in page.inner_text(".error")
+    page = login(context, env, "ratelimited")
+    assert "Too many failed logins" in page.inner_text(".error")
+    assert page.url == f"{env.url}/login"
+    # Another account from the same address still gets in.
+    page = login(context, env, "insp")
+    assert page.url == f"{env.url}/"
