@@ -2,7 +2,8 @@
 
 The daemon runs on the data clock over a recent past local day (DAY): a violating stretch at
 09:00 opens a notice, a blast at 11:00 and quiet minutes at 11:00-11:02
-close the morning's minutes (the tests that record later events send data after them). The portal is a subprocess like in production.
+close the morning's minutes (the tests that record later events send data after them).
+The portal is a subprocess, as in production.
 """
 
 from __future__ import annotations

@@ -211,8 +211,8 @@ def test_an_event_recorded_through_the_form_is_judged_like_the_same_event_over_m
     assert env.count("SELECT COUNT(*) FROM events WHERE id = 'FORM-BAD'") == 0
     assert (
         env.count(
-            "SELECT COUNT(*) FROM portal_actions WHERE action = 'event_recorded' AND target = 'blast|FORM-1640'"
-            " AND actor = 'op'"
+            "SELECT COUNT(*) FROM portal_actions WHERE action = 'event_recorded'"
+            " AND target = 'blast|FORM-1640' AND actor = 'op'"
         )
         == 1
     )
