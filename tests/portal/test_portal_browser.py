@@ -8,7 +8,9 @@ import re
 import subprocess
 import sys
 import zipfile
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import BrowserContext
 
@@ -337,3 +339,98 @@ def test_no_cookie_a_forged_cookie_a_missing_csrf_token_and_wrong_passwords_are_
     # Another account from the same address still gets in.
     page = login(context, env, "insp")
     assert page.url == f"{env.url}/"
+
+
+def test_portal_writes_under_the_daemons_full_ingest_lose_nothing(env: Env, context: BrowserContext) -> None:
+    """Events (through the broker) and notice changes (small store transactions, busy timeout and
+    retry) while the daemon ingests a stream as fast as the broker delivers it."""
+    import threading
+
+    from tests.daemon_harness import Client, wait_until
+    from tests.portal.conftest import levels
+
+    loader = Client(env.broker.port, "portal-load")
+    stop = threading.Event()
+    sent = [0]
+
+    def flood() -> None:
+        start = local(12)
+        while not stop.is_set() and sent[0] < 40_000:
+            loader.publish(*levels("m1", start + timedelta(seconds=sent[0]), 60.0, site=OTHER))
+            sent[0] += 1
+
+    before_sound = env.count("SELECT COUNT(*) FROM sound WHERE site = ?", OTHER)
+    changes_before = env.count("SELECT COUNT(*) FROM notice_changes WHERE notice_id = ?", env.notice_id)
+    thread = threading.Thread(target=flood, daemon=True)
+    thread.start()
+    try:
+        assert wait_until(
+            lambda: env.count("SELECT COUNT(*) FROM sound WHERE site = ?", OTHER) > before_sound, 30
+        )
+        op = browser_session(context, env, "op", f"/sites/{SITE}/events")
+        results = []
+        for i in range(10):
+            r = op.post(
+                f"{env.url}/sites/{SITE}/events/truck",
+                form={
+                    "csrf": op.csrf,
+                    "ts": f"{DAY.isoformat()}T16:5{i}:00",
+                    "gate": "g1",
+                    "direction": "in" if i % 2 else "out",
+                    "truck_id": f"LOAD-{i}",
+                },
+            )
+            results.append(r.status)
+        town = browser_session(context, env, "town", f"/notices/{env.notice_id}")
+        for i in range(3):
+            r = town.post(
+                f"{env.url}/notices/{env.notice_id}/extend",
+                form={"csrf": town.csrf, "days": "1", "reason": f"under load {i}"},
+            )
+            results.append(r.status)
+            assert "database is locked" not in r.text()
+        ingesting = env.count("SELECT COUNT(*) FROM sound WHERE site = ?", OTHER)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert results == [200] * 13
+    assert ingesting > before_sound  # the flood was being stored while the portal wrote
+    assert wait_until(lambda: env.count("SELECT COUNT(*) FROM events WHERE kind = 'truck'") == 10, 60)
+    truck_ids = {
+        json.loads(row)["truck_id"] for row in _column(env, "SELECT data FROM events WHERE kind = 'truck'")
+    }
+    assert truck_ids == {f"LOAD-{i}" for i in range(10)}
+    assert (
+        env.count("SELECT COUNT(*) FROM notice_changes WHERE notice_id = ?", env.notice_id)
+        == changes_before + 3
+    )
+    assert wait_until(
+        lambda: env.count("SELECT COUNT(*) FROM sound WHERE site = ?", OTHER) >= before_sound + sent[0], 120
+    )
+    loader.close()
+
+
+def _column(env: Env, sql: str) -> list[str]:
+    import sqlite3
+
+    conn = sqlite3.connect(env.store)
+    try:
+        return [r[0] for r in conn.execute(sql)]
+    finally:
+        conn.close()
+
+
+class _Session:
+    def __init__(self, context: BrowserContext, csrf: str) -> None:
+        self.context = context
+        self.csrf = csrf
+
+    def post(self, url: str, form: dict[str, str]) -> Any:
+        return self.context.request.post(url, form=form, max_redirects=0, timeout=120_000)
+
+
+def browser_session(context: BrowserContext, env: Env, name: str, path: str) -> _Session:
+    context.clear_cookies()
+    page = login(context, env, name)
+    page.goto(f"{env.url}{path}")
+    return _Session(context, _csrf(page))
