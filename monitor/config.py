@@ -267,6 +267,10 @@ class PortalConfig:
     tls_key: str = ""
     secure_cookies: bool = False  # Secure cookies without tls_cert: TLS ends at a reverse proxy
     mqtt_client_id: str = "minewatch-portal"
+    # The broker account events are published with (the operator's: allowed to publish on
+    # {prefix}/{site}/events/+); empty: [broker]'s username and password.
+    mqtt_username: str = ""
+    mqtt_password: Secret = Secret("")
     login_attempts: int = 5  # failed logins per name and address within login_window_s
     login_window_s: float = 300.0
     session_hours: float = 12.0
@@ -771,6 +775,8 @@ def _portal(t: _Table | None, site_ids: set[str]) -> PortalConfig:
         tls_key=t.text("tls_key"),
         secure_cookies=t.flag("secure_cookies"),
         mqtt_client_id=t.text("mqtt_client_id", d.mqtt_client_id),
+        mqtt_username=t.text("mqtt_username"),
+        mqtt_password=t.secret("mqtt_password"),
         login_attempts=t.integer("login_attempts", d.login_attempts, minimum=1),
         login_window_s=t.number("login_window_s", d.login_window_s, minimum=1),
         session_hours=t.number("session_hours", d.session_hours, minimum=0.01),

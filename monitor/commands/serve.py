@@ -7,6 +7,7 @@ journals them) and writes notice changes and its own action records in small tra
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 from monitor.errors import UsageError
@@ -36,7 +37,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"no store at {config.storage.path} (storage.path in {args.config}): start the daemon first"
         )
-    publisher = Publisher(config.broker, pc.mqtt_client_id)
+    broker = config.broker
+    if pc.mqtt_username:
+        broker = dataclasses.replace(broker, username=pc.mqtt_username, password=pc.mqtt_password)
+    publisher = Publisher(broker, pc.mqtt_client_id)
     portal = Portal(config, publish=publisher.publish)
     app = create_app(config, portal)
     bind = args.bind or pc.bind
