@@ -281,13 +281,21 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         may(scope, "notices")
         site = scope.site(request.path_params["site"])
         notices = await run_in_threadpool(portal.notices, scope, site.id)
-        return page(request, "notices.html", scope, site=site, notices=list(reversed(notices)))
+        return page(
+            request,
+            "notices.html",
+            scope,
+            site=site,
+            notices=list(reversed(notices)),
+            tz=ZoneInfo(site.timezone),
+        )
 
     async def notice_page(request: Request, error: str = "", message: str = "", code: int = 200) -> Response:
         scope = session_scope(request)
         may(scope, "notices")
         notice, history = await run_in_threadpool(portal.notice, scope, request.path_params["notice"])
         site = scope.site(notice.site)
+        message = message or str(request.session.pop("flash", ""))
         return page(
             request,
             "notice.html",
@@ -342,7 +350,10 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             )
         except Refused as exc:
             return await notice_page(request, error=str(exc), code=400)
-        return await notice_page(request, message=message)
+        # Post/redirect/get: a reload shows the notice, it does not repeat the change.
+        request.session["flash"] = message
+        notice_id = request.path_params["notice"]
+        return RedirectResponse(f"/notices/{notice_id}", status_code=303)
 
     async def day_page(request: Request) -> Response:
         scope = session_scope(request)

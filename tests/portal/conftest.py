@@ -166,7 +166,7 @@ def env(tmp_path_factory: pytest.TempPathFactory, mosquitto_session: Mosquitto) 
     import sqlite3
 
     conn = sqlite3.connect(store)
-    notice_id = conn.execute("SELECT id FROM notices ORDER BY opened_us LIMIT 1").fetchone()[0]
+    notice_id = conn.execute("SELECT id FROM notices ORDER BY id LIMIT 1").fetchone()[0]
     conn.close()
     artifacts = root / "artifacts"
     artifacts.mkdir()
