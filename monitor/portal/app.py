@@ -196,14 +196,14 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         status = await run_in_threadpool(portal.status, scope, site.id)
         start, end = portal.today(site)
         findings = await run_in_threadpool(portal.findings, scope, site.id, start, end)
-        warnings = [f for f in findings if f["kind"] == "warning"]
+        warnings = await run_in_threadpool(portal.early_warnings, scope, site.id, start, end)
         return page(
             request,
             "status.html",
             scope,
             site=site,
             status=status,
-            findings=[f for f in findings if f["kind"] != "warning"],
+            findings=findings,
             warnings=warnings,
         )
 

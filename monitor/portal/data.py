@@ -240,9 +240,10 @@ class Portal:
         rows = (
             self.store()
             .conn.execute(
-                "SELECT * FROM alerts WHERE site = ? AND audience = ? AND created_us >= ? AND created_us < ?"
-                " ORDER BY created_us DESC LIMIT ?",
-                (site.id, audience, to_us(start), to_us(end), limit),
+                # audience: one or more of operator, town, inspector, comma-separated
+                "SELECT * FROM alerts WHERE site = ? AND ',' || audience || ',' LIKE ? AND created_us >= ?"
+                " AND created_us < ? ORDER BY created_us DESC LIMIT ?",
+                (site.id, f"%,{audience},%", to_us(start), to_us(end), limit),
             )
             .fetchall()
         )
@@ -256,6 +257,23 @@ class Portal:
             }
             for r in rows
         ]
+
+    def early_warnings(
+        self, scope: Scope, site_id: str, start: datetime, end: datetime
+    ) -> list[dict[str, Any]]:
+        """The daemon's early warnings to the operator (alerts of kind early_warning) in [start, end)."""
+        site = scope.site(site_id)
+        start, end = scope.window(start, end)
+        rows = (
+            self.store()
+            .conn.execute(
+                "SELECT * FROM alerts WHERE site = ? AND kind = 'early_warning' AND created_us >= ?"
+                " AND created_us < ? ORDER BY created_us DESC LIMIT 100",
+                (site.id, to_us(start), to_us(end)),
+            )
+            .fetchall()
+        )
+        return [{"ts": format_ts(from_us(r["created_us"])), "message": r["message"]} for r in rows]
 
     def record_event(
         self, scope: Scope, site_id: str, kind: str, payload: Mapping[str, Any], source: str

@@ -455,6 +455,15 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
         env.count("SELECT COUNT(*) FROM portal_actions WHERE action = 'alert_acknowledged' AND actor = 'op'")
         == 1
     )
+    # Alerts for several audiences ("town,operator") are in each one's feed.
+    assert "above the 80 dB limit" in page.inner_text("#alerts")
+    context.clear_cookies()
+    page = login(context, env, "town")
+    page.goto(f"{env.url}/sites/{SITE}/alerts")
+    feed = page.inner_text("#alerts")
+    assert "above the 80 dB limit" in feed and "Evidence chain of quarry" in feed
+    assert "has sent nothing since" not in feed  # the operator's own sensor alerts
+    assert page.locator("#alerts button").count() == 0  # acknowledging is the operator's
     context.clear_cookies()
     auth = {"Authorization": f"Bearer {TOKENS['town']}"}
     doc = context.request.get(f"{env.url}/api/v1/openapi.json").json()
@@ -462,7 +471,10 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
     notices = context.request.get(f"{env.url}/api/v1/sites/{SITE}/notices", headers=auth).json()
     assert env.notice_id in [n["id"] for n in notices]
     one = context.request.get(f"{env.url}/api/v1/notices/{env.notice_id}", headers=auth).json()
-    assert [c["change"] for c in one["history"]][:2] == ["opened", "extended"]
+    assert one["history"][0]["change"] == "opened" and one["history"][0]["actor"] == "minewatch"
+    assert len(one["history"]) == env.count(
+        "SELECT COUNT(*) FROM notice_changes WHERE notice_id = ?", env.notice_id
+    )
     assert context.request.get(f"{env.url}/api/v1/sites/{SITE}/status", headers=auth).status == 403
     day = context.request.get(f"{env.url}/api/v1/sites/{SITE}/day?date={DAY}", headers=auth).json()
     assert day["limit_db"] == 80 and set(day["sound"]) == {"n1", "n2"} and day["blast_window"]["start"]
