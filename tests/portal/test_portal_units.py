@@ -163,3 +163,45 @@ def test_serve_without_accounts_is_a_one_line_mistake(tmp_path: object) -> None:
     )
     assert run.returncode == 2
     assert run.stderr == f"minewatch serve: {config}: no [[portal.accounts]]: add one (see docs/PORTAL.md)\n"
+
+
+def test_minute_cache_follows_the_chain_to_late_and_new_seconds(tmp_path: object) -> None:
+    """The day view's minute LAeq cache: a second stored later (late or new) changes its minute."""
+    import math
+    from datetime import UTC, datetime, timedelta
+    from pathlib import Path
+
+    from monitor.portal.data import MinuteCache
+    from monitor.store import Store, to_us
+    from rules.model import SoundLevels
+
+    assert isinstance(tmp_path, Path)
+    store = Store(tmp_path / "s.db")
+    t0 = datetime(2026, 6, 1, 12, tzinfo=UTC)
+
+    def put(sensor: str, second: int, laeq: float) -> None:
+        level = SoundLevels("s1", sensor, t0 + timedelta(seconds=second), 1.0, laeq, laeq + 1, laeq + 10)
+        with store.batch():
+            store.append_sounds([(level, "levels", False)], t0 + timedelta(hours=1))
+
+    for s in range(120):
+        put("n1", s, 60.0)
+    cache = MinuteCache()
+    window = (to_us(t0), to_us(t0 + timedelta(hours=1)))
+    minute = to_us(t0) // 60_000_000
+    def rounded(values: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
+        return {s: {m: round(v, 6) for m, v in minutes.items()} for s, minutes in values.items()}
+
+    first = rounded(cache.get(store.conn, "s1", ["n1", "n2"], *window))
+    assert first["n1"] == {minute: 60.0, minute + 1: 60.0} and first["n2"] == {}
+    put("n1", 61, 90.0)  # the same second again: the first kept, nothing changes
+    put("n1", 130, 70.0)  # a new second in the third minute
+    put("n2", 5, 50.0)  # another sensor's late second in the first minute
+    second = rounded(cache.get(store.conn, "s1", ["n1", "n2"], *window))
+    assert second["n1"][minute + 1] == 60.0 and second["n1"][minute + 2] == 70.0
+    assert second["n2"] == {minute: 50.0}
+    # The cached answer equals a fresh computation.
+    fresh = rounded(MinuteCache().get(store.conn, "s1", ["n1", "n2"], *window))
+    assert fresh == second
+    assert math.isclose(second["n1"][minute], 60.0)
+    store.close()
