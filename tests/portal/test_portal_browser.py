@@ -334,6 +334,7 @@ def test_no_cookie_a_forged_cookie_a_missing_csrf_token_and_wrong_passwords_are_
     assert "Set-Cookie" not in refused.headers
     cookie = next(c for c in context.cookies() if c["name"] == "minewatch_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert not cookie["secure"]  # plain HTTP here; Secure under TLS (the next test)
     context.clear_cookies()
     # Wrong passwords: refused, and after login_attempts (5) even the right one is, for a while.
     for _ in range(5):
@@ -478,3 +479,61 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
     assert context.request.get(f"{env.url}/api/v1/sites/{SITE}/status", headers=auth).status == 403
     day = context.request.get(f"{env.url}/api/v1/sites/{SITE}/day?date={DAY}", headers=auth).json()
     assert day["limit_db"] == 80 and set(day["sound"]) == {"n1", "n2"} and day["blast_window"]["start"]
+
+
+def test_served_over_tls_the_session_cookie_is_secure(env: Env, browser: Any, tmp_path: Path) -> None:
+    """`minewatch serve` with tls_cert/tls_key (a self-signed certificate made here)."""
+    from tests.servers import free_port, stop_process, wait_for_port
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    port = free_port()
+    text = env.config.read_text()
+    text = re.sub(
+        r"\[portal\]\nport = \d+\nmqtt_client_id = \"[^\"]+\"\n",
+        f'[portal]\nport = {port}\nmqtt_client_id = "portal-tls-{port}"\n'
+        f'tls_cert = "{cert}"\ntls_key = "{key}"\n',
+        text,
+    )
+    assert f'tls_cert = "{cert}"' in text
+    config = tmp_path / "tls.toml"
+    config.write_text(text)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, timeout=30, proc=proc)
+        context = browser.new_context(ignore_https_errors=True)
+        page = context.new_page()
+        page.goto(f"https://127.0.0.1:{port}/login")
+        page.fill("input[name=name]", "town")
+        page.fill("input[name=password]", "town-secret-1")
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        assert page.url == f"https://127.0.0.1:{port}/"
+        cookie = next(c for c in context.cookies() if c["name"] == "minewatch_session")
+        assert cookie["secure"] and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        context.close()
+    finally:
+        stop_process(proc, timeout=10)

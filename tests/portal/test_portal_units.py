@@ -189,6 +189,7 @@ def test_minute_cache_follows_the_chain_to_late_and_new_seconds(tmp_path: object
     cache = MinuteCache()
     window = (to_us(t0), to_us(t0 + timedelta(hours=1)))
     minute = to_us(t0) // 60_000_000
+
     def rounded(values: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
         return {s: {m: round(v, 6) for m, v in minutes.items()} for s, minutes in values.items()}
 
