@@ -74,9 +74,11 @@ def test_scoped_accounts_get_404_for_another_sites_pages_and_api(env: Env, conte
     assert status_of(context, f"{env.url}/sites/{OTHER}/day") == 404
     assert status_of(context, f"{env.url}/sites/{OTHER}/evidence") == 404
     # The inspector's time scope starts the day before DAY: earlier days are not there.
-    early = DAY.replace(day=1) if DAY.day > 3 else DAY
-    if early < DAY:
-        assert status_of(context, f"{env.url}/sites/{SITE}/day?date={early.isoformat()}") == 404
+    # not_before is the UTC midnight starting DAY - 1: the local day before that still reaches
+    # past it by the zone's offset (shown from not_before on), the one before that does not.
+    early = DAY - timedelta(days=3)
+    assert status_of(context, f"{env.url}/sites/{SITE}/day?date={early.isoformat()}") == 404
+    assert status_of(context, f"{env.url}/sites/{SITE}/day?date={DAY - timedelta(days=1)}") == 200
     context.clear_cookies()
     # The API, with tokens and no cookie.
     assert status_of(context, f"{env.url}/api/v1/sites/{SITE}/status", TOKENS["op"]) == 200
