@@ -8,9 +8,13 @@ open, CSRF on every change, and turning the facade's answers into pages and JSON
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 import tempfile
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,12 +39,13 @@ from starlette.templating import Jinja2Templates
 
 from monitor import __version__
 from monitor.config import AccountConfig, Config
-from monitor.errors import UsageError
+from monitor.errors import MinewatchError, UsageError
 from monitor.portal import auth
 from monitor.portal.data import EVENT_KINDS, NotFound, Portal, Refused, Scope, User, new_event_id
 from monitor.portal.svg import day_svg
 
 HERE = Path(__file__).parent
+log = logging.getLogger("minewatch.portal")
 COOKIE = "minewatch_session"
 
 # What each role may open (besides its sites list). Anything else: 403.
@@ -82,6 +87,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
     pc = config.portal
     key = secret_key or pc.secret_key.value or secrets.token_urlsafe(32)
     limiter = auth.LoginLimiter(pc.login_attempts, pc.login_window_s)
+    jobs = _Jobs()
     accounts: dict[str, AccountConfig] = {a.name: a for a in pc.accounts}
     templates = Jinja2Templates(directory=str(HERE / "templates"))  # .html: autoescaped
     templates.env.globals.update(version=__version__, status_label=lambda s: STATUS_LABELS.get(s, s))
@@ -415,30 +421,37 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
                 report=None,
                 error="to: must be after from",
             )
-        folder = Path(tempfile.mkdtemp(prefix="minewatch-portal-"))
-        out = folder / f"evidence-{site.id}-{start:%Y%m%dT%H%M}Z.zip"
-        try:
-            await run_in_threadpool(portal.export, scope, site.id, start, end, out)
-        except BaseException:
-            _remove(folder)
-            raise
-        await run_in_threadpool(
-            portal.record_action,
-            scope,
-            site.id,
-            "bundle_downloaded",
-            out.name,
-            source(request),
-            {"from": start.isoformat(), "to": end.isoformat(), "bytes": out.stat().st_size},
-        )
-        return StreamingResponse(
-            _stream_file(out, folder),
-            media_type="application/zip",
-            headers={
-                "Content-Disposition": f'attachment; filename="{out.name}"',
-                "Content-Length": str(out.stat().st_size),
-            },
-        )
+        job = jobs.start(portal, scope, site.id, start, end)
+        return RedirectResponse(f"/sites/{site.id}/evidence/jobs/{job.id}", status_code=303)
+
+    async def bundle_job(request: Request) -> Response:
+        """Progress of a bundle being prepared (the page reloads itself), then the download."""
+        scope = session_scope(request)
+        may(scope, "evidence")
+        site = scope.site(request.path_params["site"])
+        job = jobs.get(request.path_params["job"], scope.user.name, site.id)
+        if job.error:
+            return page(request, "job.html", scope, 500, site=site, job=job)
+        if job.done and request.path_params.get("file"):
+            out, folder = job.take()
+            await run_in_threadpool(
+                portal.record_action,
+                scope,
+                site.id,
+                "bundle_downloaded",
+                out.name,
+                source(request),
+                {"from": job.start.isoformat(), "to": job.end.isoformat(), "bytes": out.stat().st_size},
+            )
+            return StreamingResponse(
+                _stream_file(out, folder),
+                media_type="application/zip",
+                headers={
+                    "Content-Disposition": f'attachment; filename="{out.name}"',
+                    "Content-Length": str(out.stat().st_size),
+                },
+            )
+        return page(request, "job.html", scope, site=site, job=job)
 
     async def verify_upload(request: Request) -> Response:
         scope = session_scope(request)
@@ -608,6 +621,8 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         Route("/sites/{site}/day", day_page),
         Route("/sites/{site}/evidence", evidence_page),
         Route("/sites/{site}/evidence/bundle", bundle),
+        Route("/sites/{site}/evidence/jobs/{job}", bundle_job),
+        Route("/sites/{site}/evidence/jobs/{job}/{file:path}", bundle_job),
         Route("/sites/{site}/evidence/verify", verify_upload, methods=["POST"]),
         Route("/api/v1/openapi.json", api_openapi),
         Route("/api/v1/sites", api_sites),
@@ -643,6 +658,91 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
     app.add_middleware(_Headers)
     app.state.portal = portal
     return app
+
+
+@dataclass
+class _Job:
+    """One bundle export running in a thread of its own, for one user."""
+
+    id: str
+    user: str
+    site: str
+    start: datetime
+    end: datetime
+    folder: Path
+    out: Path
+    began: float = field(default_factory=time.monotonic)
+    finished: float | None = None
+    error: str = ""
+    taken: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.finished is not None and not self.error
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.finished or time.monotonic()) - self.began
+
+    @property
+    def written_bytes(self) -> int:
+        """How much of the zip is written so far: the progress a person can watch."""
+        for path in (self.out, self.out.with_name(self.out.name + ".partial")):
+            with contextlib.suppress(OSError):
+                return path.stat().st_size
+        return 0
+
+    def take(self) -> tuple[Path, Path]:
+        if self.taken:
+            raise NotFound("this bundle was downloaded already: prepare it again")
+        self.taken = True
+        return self.out, self.folder
+
+
+class _Jobs:
+    """Bundle exports by id; an id is only found by the user who started it, on its site."""
+
+    KEEP_S = 3600.0  # a finished bundle not downloaded within this is removed
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, _Job] = {}
+        self._lock = threading.Lock()
+
+    def start(self, portal: Portal, scope: Scope, site: str, start: datetime, end: datetime) -> _Job:
+        folder = Path(tempfile.mkdtemp(prefix="minewatch-portal-"))
+        out = folder / f"evidence-{site}-{start:%Y%m%dT%H%M}Z.zip"
+        job = _Job(secrets.token_urlsafe(16), scope.user.name, site, start, end, folder, out)
+
+        def run() -> None:
+            try:
+                portal.export(scope, site, start, end, out)
+            except Exception as exc:  # shown on the job's page; a bug also in the log
+                if not isinstance(exc, MinewatchError):
+                    log.exception("bundle export for %s failed", site)
+                job.error = str(exc) or type(exc).__name__
+                _remove(folder)
+            job.finished = time.monotonic()
+
+        with self._lock:
+            self._expire()
+            self._jobs[job.id] = job
+        threading.Thread(target=run, name=f"bundle-{job.id[:6]}", daemon=True).start()
+        return job
+
+    def get(self, job_id: str, user: str, site: str) -> _Job:
+        with self._lock:
+            job = self._jobs.get(job_id)
+        if job is None or job.user != user or job.site != site:
+            raise NotFound("no such bundle")
+        return job
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for key, job in list(self._jobs.items()):
+            if job.finished is not None and (job.taken or now - job.finished > self.KEEP_S):
+                if not job.taken:
+                    _remove(job.folder)
+                del self._jobs[key]
 
 
 class _Headers:

@@ -239,6 +239,16 @@ def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_it
         page.click("#form-bundle button[type=submit]")
     bundle = tmp_path / "bundle.zip"
     info.value.save_as(bundle)
+    # The bundle was prepared as a job (a progress page that reloads itself), then streamed once.
+    job = page.url
+    assert re.fullmatch(rf"{env.url}/sites/{SITE}/evidence/jobs/[\w-]+", job), job
+    assert "Ready" in page.inner_text("#job-done")
+    assert context.request.get(f"{job}/{info.value.suggested_filename}").status == 404  # taken
+    other = context.browser.new_context() if context.browser else None
+    assert other is not None
+    town = login(other, env, "town")
+    assert town.request.get(job).status == 404  # another account's job is not there
+    other.close()
     run = subprocess.run(
         [sys.executable, "-m", "monitor.cli", "verify", str(bundle)], capture_output=True, text=True
     )
