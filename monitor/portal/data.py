@@ -226,6 +226,7 @@ class Portal:
                     "start": format_ts(from_us(r["start_us"])),
                     "end": format_ts(from_us(r["end_us"])),
                     "summary": data.get("summary", ""),
+                    "sensors": list(data.get("sensors", [])),
                 }
             )
         return out
@@ -436,18 +437,27 @@ class Portal:
             for e in events
             if e["kind"] == "blast"
         ]
-        exempt = [
-            {
-                "start": format_ts(from_us(e["ts_us"])),
-                "end": format_ts(from_us(e["end_us"])),
-                "why": f"{e['kind']}: {json.loads(e['data']).get('kind', '')}".rstrip(": "),
-            }
-            for e in events
-            if e["kind"] in ("work", "temporary-lighting") and e["end_us"] is not None
-        ]
+        # Exempt periods and the sensors they cover (work: the sound meters it names, all when
+        # none; temporary lighting: the light sensors; an exempt exceedance: its meters).
+        sound_ids = [s.id for s in boundary]
+        light_ids = [s.id for s in site.sensors if s.kind.value == "light"]
+        exempt = []
+        for e in events:
+            if e["kind"] not in ("work", "temporary-lighting") or e["end_us"] is None:
+                continue
+            data = json.loads(e["data"])
+            covered = (list(data.get("sensors") or sound_ids)) if e["kind"] == "work" else light_ids
+            exempt.append(
+                {
+                    "start": format_ts(from_us(e["ts_us"])),
+                    "end": format_ts(from_us(e["end_us"])),
+                    "why": f"{e['kind']}: {data.get('kind', '')}".rstrip(": "),
+                    "sensors": covered,
+                }
+            )
         findings = self.findings(scope, site.id, start, end)
         exempt += [
-            {"start": f["start"], "end": f["end"], "why": f["summary"][:120]}
+            {"start": f["start"], "end": f["end"], "why": f["summary"][:120], "sensors": f["sensors"]}
             for f in findings
             if f["kind"] == "exempt_exceedance"
         ]

@@ -35,7 +35,9 @@ class _Panel:
         return self.top + PANEL_H * (1 - (v - self.lo) / (self.hi - self.lo))
 
 
-def _frame(p: _Panel, day: Mapping[str, Any], title: str, unit: str, ticks: Sequence[float]) -> list[str]:
+def _frame(
+    p: _Panel, day: Mapping[str, Any], sensor: str, title: str, unit: str, ticks: Sequence[float]
+) -> list[str]:
     from zoneinfo import ZoneInfo
 
     out = [
@@ -43,6 +45,8 @@ def _frame(p: _Panel, day: Mapping[str, Any], title: str, unit: str, ticks: Sequ
         f'<rect x="{LEFT}" y="{p.top}" width="{WIDTH - LEFT - RIGHT}" height="{PANEL_H}" class="frame"/>',
     ]
     for e in day["exempt"]:
+        if sensor not in e["sensors"]:
+            continue
         x0, x1 = p.x(e["start"]), p.x(e["end"])
         out.append(
             f'<rect class="exempt" x="{x0:.1f}" y="{p.top}" width="{max(x1 - x0, 1):.1f}" height="{PANEL_H}">'
@@ -105,7 +109,7 @@ def _polyline(p: _Panel, points: Sequence[tuple[str, float]], cls: str) -> str:
     out = []
     for r in parts:
         out.append(f'<polyline class="{cls}" points="{r}"/>')
-        if r.count(" ") < 2:  # a lone minute or two: a dot, or it would not show
+        if r.count(" ") < 10:  # a few minutes alone: dots, or they would hardly show
             for xy in r.split():
                 x, y = xy.split(",")
                 out.append(f'<circle class="{cls}-dot" cx="{x}" cy="{y}" r="2"/>')
@@ -123,7 +127,12 @@ def day_svg(day: Mapping[str, Any]) -> str:
         lo, hi = 10 * (lo // 10), 10 * (hi // 10 + 1)
         p = _Panel(day, top, lo, hi)
         panels += _frame(
-            p, day, f"{sensor}: LAeq per minute", "dB(A)", [v for v in range(int(lo), int(hi) + 1, 10)]
+            p,
+            day,
+            sensor,
+            f"{sensor}: LAeq per minute",
+            "dB(A)",
+            [v for v in range(int(lo), int(hi) + 1, 10)],
         )
         panels.append(_polyline(p, points, "level"))
         y = p.y(limit)
@@ -142,7 +151,7 @@ def day_svg(day: Mapping[str, Any]) -> str:
         hi = max([peak * 1.1, *(v * 1.3 for v in limits.values()), 1.0])
         p = _Panel(day, top, 0.0, hi)
         step = _nice_step(hi)
-        panels += _frame(p, day, f"{sensor}: light (mean, max)", "lux", _range(0.0, hi, step))
+        panels += _frame(p, day, sensor, f"{sensor}: light (mean, max)", "lux", _range(0.0, hi, step))
         panels.append(_polyline(p, [(t, m) for t, m, _ in lpoints], "lux-mean"))
         panels.append(_polyline(p, [(t, m) for t, _, m in lpoints], "lux-max"))
         for name, value in limits.items():

@@ -226,6 +226,31 @@ def test_an_event_recorded_through_the_form_is_judged_like_the_same_event_over_m
         == 1
     )
     assert env.count("SELECT COUNT(*) FROM chain WHERE kind = 'event' AND key = 'blast|FORM-1640'") == 1
+    # A declared work period from its form: journaled, and shaded as exempt on the day view.
+    page.fill("#form-work input[name=start]", f"{DAY.isoformat()}T13:00")
+    page.fill("#form-work input[name=end]", f"{DAY.isoformat()}T14:30")
+    page.select_option("#form-work select[name=work_kind]", "construction")
+    page.select_option("#form-work select[name=sensors]", ["n1"])
+    page.click("#form-work button[type=submit]")
+    page.wait_for_selector("#event-done")
+    assert wait_until(lambda: env.count("SELECT COUNT(*) FROM events WHERE kind = 'work'") == 1, 30)
+    day = context.request.get(
+        f"{env.url}/api/v1/sites/{SITE}/day?date={DAY}", headers={"Authorization": f"Bearer {TOKENS['insp']}"}
+    ).json()
+    assert {
+        "start": local(13).isoformat().replace("+00:00", "Z"),
+        "end": local(14, 30).isoformat().replace("+00:00", "Z"),
+        "why": "work: construction",
+        "sensors": ["n1"],
+    } in day["exempt"]
+    inspector = context.browser.new_context() if context.browser else None
+    assert inspector is not None
+    view = login(inspector, env, "insp")
+    view.goto(f"{env.url}/sites/{SITE}/day?date={DAY.isoformat()}")
+    assert view.locator("svg.dayplot rect.exempt").count() == 1  # on n1's panel, the one it names
+    assert view.locator("svg.dayplot line.blast").count() == 9  # three blasts, three panels
+    view.screenshot(path=str(env.artifacts / "day-view-after-events.png"), full_page=True)
+    inspector.close()
 
 
 def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_its_first_problem(
