@@ -224,7 +224,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             site=site,
             kinds=EVENT_KINDS,
             error="",
-            done=None,
+            done=request.session.pop("event_done", None),
             recent=[a for a in portal.actions(scope, site.id) if a["action"] == "event_recorded"][:20],
         )
 
@@ -244,6 +244,10 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             )
         except (Refused, UsageError) as exc:
             error, code = str(exc), 400
+        if done is not None:
+            # Post/redirect/get: reloading the page must not record the event again.
+            request.session["event_done"] = {"kind": done["kind"], "id": done["id"]}
+            return RedirectResponse(f"/sites/{site.id}/events", status_code=303)
         recent = [a for a in portal.actions(scope, site.id) if a["action"] == "event_recorded"][:20]
         return page(
             request,

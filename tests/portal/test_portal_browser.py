@@ -234,6 +234,10 @@ def test_an_event_recorded_through_the_form_is_judged_like_the_same_event_over_m
     page.click("#form-work button[type=submit]")
     page.wait_for_selector("#event-done")
     assert wait_until(lambda: env.count("SELECT COUNT(*) FROM events WHERE kind = 'work'") == 1, 30)
+    assert page.url == f"{env.url}/sites/{SITE}/events"  # redirected: a reload records nothing again
+    page.reload()
+    assert page.locator("#event-done").count() == 0
+    assert env.count("SELECT COUNT(*) FROM portal_actions WHERE target LIKE 'work|%'") == 1
     day = context.request.get(
         f"{env.url}/api/v1/sites/{SITE}/day?date={DAY}", headers={"Authorization": f"Bearer {TOKENS['insp']}"}
     ).json()
@@ -424,7 +428,8 @@ def test_portal_writes_under_the_daemons_full_ingest_lose_nothing(env: Env, cont
                     "truck_id": f"LOAD-{i}",
                 },
             )
-            results.append(r.status)
+            assert r.status == 303, r.text()  # recorded, then back to the events page
+            results.append(200)
         town = browser_session(context, env, "town", f"/notices/{env.notice_id}")
         for i in range(3):
             r = town.post(
