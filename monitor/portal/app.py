@@ -503,9 +503,9 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         may(scope, "findings")
         site = scope.site(request.path_params["site"])
         day = _day_param(request, site.timezone, portal.clock())
-        from monitor.portal.data import _local_day
+        from monitor.portal.data import local_day
 
-        start, end = _local_day(day, ZoneInfo(site.timezone))
+        start, end = local_day(day, ZoneInfo(site.timezone))
         return JSONResponse(await run_in_threadpool(portal.findings, scope, site.id, start, end))
 
     async def api_alerts(request: Request) -> Response:
@@ -804,7 +804,7 @@ def _day_param(request: Request, timezone: str, now: datetime) -> date:
 
 
 def _notice_json(notice: Any, history: list[Any] | None) -> dict[str, Any]:
-    from monitor.wire import format_ts
+    from monitor.portal.data import format_ts
 
     out: dict[str, Any] = {
         "id": notice.id,
@@ -835,8 +835,8 @@ def _notice_json(notice: Any, history: list[Any] | None) -> dict[str, Any]:
 
 def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> dict[str, Any]:
     """The MQTT payload an event form stands for (then decoded like any MQTT event)."""
+    from monitor.portal.data import format_ts
     from monitor.times import parse_time
-    from monitor.wire import format_ts
 
     def text(name: str) -> str:
         value = form.get(name, "")

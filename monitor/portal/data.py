@@ -36,6 +36,20 @@ from monitor.wire import decode, event_topic, format_ts
 
 T = TypeVar("T")
 
+# format_ts is re-exported: the pages format times as the rest of minewatch does, through here.
+__all__ = [
+    "EVENT_KINDS",
+    "MinuteCache",
+    "NotFound",
+    "Portal",
+    "Refused",
+    "Scope",
+    "User",
+    "format_ts",
+    "local_day",
+    "new_event_id",
+]
+
 ROLES = ("operator", "town", "inspector")
 EVENT_KINDS = ("blast-notice", "blast", "truck", "work", "temporary-lighting")
 NOTICE_ACTIONS = ("extend", "close", "escalate")
@@ -234,7 +248,7 @@ class Portal:
     def today(self, site: SiteConfig) -> tuple[datetime, datetime]:
         tz = ZoneInfo(site.timezone)
         day = self.clock().astimezone(tz).date()
-        return _local_day(day, tz)
+        return local_day(day, tz)
 
     def alerts(self, scope: Scope, site_id: str, audience: str, limit: int = 100) -> list[dict[str, Any]]:
         site = scope.site(site_id)
@@ -398,7 +412,7 @@ class Portal:
 
         site = scope.site(site_id)
         tz = ZoneInfo(site.timezone)
-        day_start, day_end = _local_day(day, tz)
+        day_start, day_end = local_day(day, tz)
         start, end = scope.window(day_start, day_end)
         profile = self.profile(site)
         params = [s.params for s in profile.standards.values()]
@@ -601,7 +615,7 @@ class MinuteCache:
                     self._dirty.setdefault(k, set()).add((sensor, ts_us // 60_000_000))
 
 
-def _local_day(day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
+def local_day(day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
     start = datetime.combine(day, dtime(0), tz).astimezone(UTC)
     end = datetime.combine(day + timedelta(days=1), dtime(0), tz).astimezone(UTC)
     return start, end
