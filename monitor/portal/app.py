@@ -528,6 +528,12 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         notice, history = await run_in_threadpool(portal.notice, scope, request.path_params["notice"])
         return JSONResponse(_notice_json(notice, history))
 
+    async def api_actions(request: Request) -> Response:
+        scope = api_scope(request)
+        may(scope, "events")
+        actions = await run_in_threadpool(portal.actions, scope, request.path_params["site"], 200)
+        return JSONResponse(actions)
+
     async def api_day(request: Request) -> Response:
         scope = api_scope(request)
         may(scope, "day")
@@ -635,6 +641,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         Route("/api/v1/sites/{site}/alerts", api_alerts),
         Route("/api/v1/sites/{site}/notices", api_notices),
         Route("/api/v1/sites/{site}/day", api_day),
+        Route("/api/v1/sites/{site}/actions", api_actions),
         Route("/api/v1/notices/{notice}", api_notice),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]

@@ -62,6 +62,13 @@ def document(version: str) -> dict[str, Any]:
                 [{"name": "notice", "in": "path", "required": True, "schema": {"type": "string"}}],
                 OBJ,
             ),
+            "/sites/{site}/actions": _get(
+                "What was done through the portal at the site (who, role, action, target, from"
+                " where, when, chain entry): events recorded, notice changes, bundles, logins",
+                "operator",
+                [SITE],
+                LIST,
+            ),
             "/sites/{site}/day": _get(
                 "The day view's data: minute LAeq per boundary sensor, limit, exempt periods, blasts,"
                 " blast window, sunset, light, findings",

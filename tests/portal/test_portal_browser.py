@@ -238,6 +238,11 @@ def test_an_event_recorded_through_the_form_is_judged_like_the_same_event_over_m
     page.reload()
     assert page.locator("#event-done").count() == 0
     assert env.count("SELECT COUNT(*) FROM portal_actions WHERE target LIKE 'work|%'") == 1
+    actions = context.request.get(
+        f"{env.url}/api/v1/sites/{SITE}/actions", headers={"Authorization": f"Bearer {TOKENS['op']}"}
+    ).json()
+    recorded = next(a for a in actions if a["target"] == "blast|FORM-1640")
+    assert recorded["actor"] == "op" and recorded["action"] == "event_recorded" and recorded["chain_seq"] > 0
     day = context.request.get(
         f"{env.url}/api/v1/sites/{SITE}/day?date={DAY}", headers={"Authorization": f"Bearer {TOKENS['insp']}"}
     ).json()
