@@ -122,6 +122,21 @@ def rejection_record(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def portal_action_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "t": "portal_action",
+        "id": row["id"],
+        "site": row["site"],
+        "ts_us": row["ts_us"],
+        "actor": row["actor"],
+        "role": row["role"],
+        "action": row["action"],
+        "target": row["target"],
+        "source": row["source"],
+        "data": row["data"],
+    }
+
+
 def alert_record(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "t": "alert",
@@ -345,6 +360,14 @@ KINDS: dict[str, ChainKind] = {
             conflict_record,
             ("sensor", "kind", "ts_us", "second_digest"),
             "conflicts t",
+            "t.ts_us >= :from AND t.ts_us < :to",
+        ),
+        # monitor/portal: what a person did through the web portal (who, what, when, from where)
+        _exported(
+            "portal_action",
+            portal_action_record,
+            ("id",),
+            "portal_actions t",
             "t.ts_us >= :from AND t.ts_us < :to",
         ),
         # monitor/notices.py: a notice, its change history and the episodes it cites

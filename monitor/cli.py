@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "notices": ("notices", "notices of violation: list, show (md/html/json/pdf), extend, close, escalate"),
     "evidence": ("evidence", "export a window of the record as a self-verifying evidence bundle (zip)"),
     "verify": ("verify", "check an evidence bundle against its chain and the anchors the town holds"),
+    "serve": ("serve", "the web portal for the operator, the Town and its inspectors, and its JSON API"),
+    "hash-password": ("hash_password", "hash a portal password (or make an API token) for the configuration"),
     "demo": ("demo", "simulated site, real broker, daemon, notices and evidence, in one command"),
 }
 

@@ -244,6 +244,40 @@ class TownConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class AccountConfig:
+    """A portal account (``[[portal.accounts]]``): who, which role, which sites, which times."""
+
+    name: str
+    role: str  # "operator" | "town" | "inspector"
+    password_hash: str  # "scrypt$n$r$p$salt_hex$hash_hex" (minewatch hash-password)
+    sites: tuple[str, ...] = ()  # empty: every configured site
+    token_hash: str = ""  # "sha256$hex" of the API token (minewatch hash-password --token)
+    not_before: str = ""  # inspectors: RFC 3339 time or date; nothing earlier is shown
+    not_after: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PortalConfig:
+    """``[portal]``: the web portal (`minewatch serve`)."""
+
+    bind: str = "127.0.0.1"  # localhost unless the operator opens it on purpose
+    port: int = 8080
+    secret_key: Secret = Secret("")  # signs session cookies; random per start when empty
+    tls_cert: str = ""
+    tls_key: str = ""
+    secure_cookies: bool = False  # Secure cookies without tls_cert: TLS ends at a reverse proxy
+    mqtt_client_id: str = "minewatch-portal"
+    # The broker account events are published with (the operator's: allowed to publish on
+    # {prefix}/{site}/events/+); empty: [broker]'s username and password.
+    mqtt_username: str = ""
+    mqtt_password: Secret = Secret("")
+    login_attempts: int = 5  # failed logins per name and address within login_window_s
+    login_window_s: float = 300.0
+    session_hours: float = 12.0
+    accounts: tuple[AccountConfig, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     broker: BrokerConfig
     storage: StorageConfig
@@ -252,6 +286,7 @@ class Config:
     sites: tuple[SiteConfig, ...]
     recipients: tuple[RecipientConfig, ...] = ()
     town: TownConfig = TownConfig()
+    portal: PortalConfig = PortalConfig()
     source: str = ""  # the path it was read from
     raw_text: str = ""  # the file as read, for evidence bundles (secrets are references, not values)
 
@@ -689,6 +724,75 @@ def _recipient(t: _Table, site_ids: set[str]) -> RecipientConfig:
     return config
 
 
+PORTAL_ROLES = ("operator", "town", "inspector")
+
+
+def _scope_time(t: _Table, name: str) -> str:
+    value = t.text(name)
+    if value:
+        from monitor.errors import UsageError
+        from monitor.times import parse_time
+
+        try:
+            parse_time(value, ZoneInfo("UTC"), name)
+        except UsageError:
+            t.problem(name, f"expected an RFC 3339 time or a date (UTC), got {value!r}")
+    return value
+
+
+def _account(t: _Table, site_ids: set[str]) -> AccountConfig:
+    config = AccountConfig(
+        name=_identifier(t, "name"),
+        role=t.choice("role", "town", PORTAL_ROLES),
+        password_hash=t.text("password_hash", required=True),
+        sites=t.str_list("sites"),
+        token_hash=t.text("token_hash"),
+        not_before=_scope_time(t, "not_before"),
+        not_after=_scope_time(t, "not_after"),
+    )
+    if config.password_hash and not config.password_hash.startswith("scrypt$"):
+        t.problem("password_hash", "expected a hash from `minewatch hash-password` (scrypt$...)")
+    if config.token_hash and not config.token_hash.startswith("sha256$"):
+        t.problem("token_hash", "expected a hash from `minewatch hash-password --token` (sha256$...)")
+    for site in config.sites:
+        if site not in site_ids:
+            t.problem("sites", f"unknown site {site!r}")
+    if (config.not_before or config.not_after) and config.role != "inspector":
+        t.problem("not_before", "a time scope is for inspector accounts")
+    t.finish()
+    return config
+
+
+def _portal(t: _Table | None, site_ids: set[str]) -> PortalConfig:
+    if t is None:
+        return PortalConfig()
+    d = PortalConfig()
+    config = PortalConfig(
+        bind=t.text("bind", d.bind),
+        port=t.integer("port", d.port, minimum=1),
+        secret_key=t.secret("secret_key"),
+        tls_cert=t.text("tls_cert"),
+        tls_key=t.text("tls_key"),
+        secure_cookies=t.flag("secure_cookies"),
+        mqtt_client_id=t.text("mqtt_client_id", d.mqtt_client_id),
+        mqtt_username=t.text("mqtt_username"),
+        mqtt_password=t.secret("mqtt_password"),
+        login_attempts=t.integer("login_attempts", d.login_attempts, minimum=1),
+        login_window_s=t.number("login_window_s", d.login_window_s, minimum=1),
+        session_hours=t.number("session_hours", d.session_hours, minimum=0.01),
+        accounts=tuple(_account(a, site_ids) for a in t.tables("accounts")),
+    )
+    if config.port > 65535:
+        t.problem("port", f"must be at most 65535, got {config.port}")
+    if bool(config.tls_cert) != bool(config.tls_key):
+        t.problem("tls_cert" if not config.tls_cert else "tls_key", "tls_cert and tls_key go together")
+    names = [a.name for a in config.accounts]
+    if len(set(names)) != len(names):
+        t.problem("accounts", "account names must be unique")
+    t.finish()
+    return config
+
+
 def _check_profile_default(t: _Table, name: str, agreement: Mapping[str, Any]) -> None:
     from rules.profile import ProfileError, load_profile
 
@@ -735,10 +839,22 @@ def _parse_config(text: str, source: str) -> Config:
         if owned not in site_ids:
             problems.append(f"daemon.sites: unknown site {owned!r}")
     recipients = tuple(_recipient(r, site_ids) for r in root.tables("recipients"))
+    portal = _portal(root.table("portal"), site_ids)
     root.finish()
     if problems:
         raise ConfigError(problems)
-    return Config(broker, storage, daemon, alerts, sites, recipients, town=town, source=source, raw_text=text)
+    return Config(
+        broker,
+        storage,
+        daemon,
+        alerts,
+        sites,
+        recipients,
+        town=town,
+        portal=portal,
+        source=source,
+        raw_text=text,
+    )
 
 
 def load_config(path: str | Path, *, secrets: str = "require") -> Config:

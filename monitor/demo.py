@@ -50,6 +50,7 @@ OUTPUTS = frozenset(
         "minewatch.db-journal",
         "mosquitto.log",
         "daemon.log",
+        "portal.log",
         "simulator.log",
         "notices",
         "evidence-dovre-quarry.zip",
@@ -59,6 +60,13 @@ OUTPUTS = frozenset(
     }
 )
 NOTICE_SUFFIXES = frozenset({".html", ".pdf", ".md", ".png", ".json"})
+# The web portal's demo accounts (name, role, password), printed when it starts; local only.
+DEMO_ACCOUNTS = (
+    ("operator", "operator", "demo-operator"),
+    ("town", "town", "demo-town"),
+    ("inspector", "inspector", "demo-inspector"),
+)
+
 # The demo's daemon accepts readings up to 400 days old (sensors/demo/dovre-demo.toml, max_age_s).
 OLDEST_DAY = timedelta(days=390)
 
@@ -114,8 +122,18 @@ def _say(out: TextIO, text: str) -> None:
 
 class Demo:
     def __init__(
-        self, out_dir: Path, scenario: str, speed: str, seed: int | None, stream: TextIO, day: date
+        self,
+        out_dir: Path,
+        scenario: str,
+        speed: str,
+        seed: int | None,
+        stream: TextIO,
+        day: date,
+        serve: bool = False,
     ) -> None:
+        self.serve = serve  # keep the portal running after the demo, until Ctrl-C
+        self.portal_port = _free_port()
+        self.portal_proc: subprocess.Popen[bytes] | None = None
         self.out_dir = out_dir
         self.scenario = scenario
         self.speed = speed
@@ -175,7 +193,35 @@ class Demo:
         text = resources.files("sensors").joinpath(DEMO_CONFIG).read_text()
         text = text.replace('url = "mqtt://localhost:1883"', f'url = "mqtt://127.0.0.1:{port}"')
         text = text.replace('path = "minewatch-demo.db"', f'path = "{self.store}"')
-        self.config.write_text(text)
+        self.config.write_text(text + self._portal_section())
+
+    def _portal_section(self) -> str:
+        from monitor.portal.auth import hash_password
+
+        lines = [
+            "\n[portal]",
+            f"port = {self.portal_port}",
+            f'mqtt_client_id = "minewatch-demo-portal-{self.portal_port}"',
+        ]
+        for name, role, password in DEMO_ACCOUNTS:
+            lines += [
+                "[[portal.accounts]]",
+                f'name = "{name}"',
+                f'role = "{role}"',
+                f'password_hash = "{hash_password(password)}"',
+            ]
+        return "\n".join(lines) + "\n"
+
+    def start_portal(self) -> None:
+        self.portal_proc = self._spawn(
+            self.minewatch("serve", "--config", str(self.config)), self.out_dir / "portal.log"
+        )
+        url = f"http://127.0.0.1:{self.portal_port}/"
+        if not self._wait_log(self.out_dir / "portal.log", "minewatch portal on", 30):
+            _say(self.stream, f"portal      did not start; see {self.out_dir / 'portal.log'}")
+            return
+        accounts = ", ".join(f"{name} / {password}" for name, _, password in DEMO_ACCOUNTS)
+        _say(self.stream, f"portal      {url}  accounts (name / password): {accounts}")
 
     def minewatch(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "monitor.cli", *args]
@@ -191,6 +237,7 @@ class Demo:
         if not self._wait_log(self.out_dir / "daemon.log", "Connected to", 30):
             raise SystemExit(f"the daemon did not connect; see {self.out_dir / 'daemon.log'}")
         _say(self.stream, f"daemon      minewatch run (store {self.store})")
+        self.start_portal()
         sim_args = [
             "simulate",
             "--config",
@@ -224,6 +271,13 @@ class Demo:
         self.summary["ok"] = ok and code == 0
         self.summary["daemon_exit"] = code
         _say(self.stream, f"\nEverything is in {self.out_dir}/ ({time.monotonic() - started:.0f} s in all).")
+        if self.serve:
+            _say(self.stream, f"portal      still at http://127.0.0.1:{self.portal_port}/ (Ctrl-C stops it)")
+            try:
+                while self.portal_proc is not None and self.portal_proc.poll() is None:
+                    time.sleep(1)
+            except KeyboardInterrupt:
+                pass
         return 0 if ok and code == 0 else 1
 
     def _wait_log(self, path: Path, text: str, timeout: float) -> bool:
@@ -564,6 +618,7 @@ def run_demo(
     day: date | None = None,
     force: bool = False,
     today: date | None = None,
+    serve: bool = False,
 ) -> int:
     """The whole demo into ``out_dir`` (see prepare_out_dir); ``day`` default: see demo_day."""
     from sensors.scenario import ScenarioError
@@ -577,7 +632,7 @@ def run_demo(
     target = prepare_out_dir(out_dir, force)
     if note:
         _say(stream, note)
-    demo = Demo(target, scenario, speed, seed, stream, chosen)
+    demo = Demo(target, scenario, speed, seed, stream, chosen, serve)
     try:
         return demo.run()
     finally:

@@ -169,6 +169,15 @@ CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_us);
 """
 
 
+# What a person did through the web portal (monitor/portal): who, what, when, from where.
+PORTAL_ACTIONS = """
+CREATE TABLE IF NOT EXISTS portal_actions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, site TEXT NOT NULL, ts_us INTEGER NOT NULL, actor TEXT NOT NULL,
+    role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, source TEXT NOT NULL, data TEXT NOT NULL
+);
+"""
+
+
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
 
@@ -212,6 +221,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("notices", NOTICES),
     Migration("deliveries", DELIVERIES),
     Migration("outbox-influx", outbox_tables("influx")),
+    Migration("portal-actions", PORTAL_ACTIONS),
 )
 
 

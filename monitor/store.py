@@ -547,6 +547,39 @@ class Store:
             now,
         )
 
+    def append_portal_action(
+        self,
+        site: str,
+        actor: str,
+        role: str,
+        action: str,
+        target: str,
+        source: str,
+        data: Mapping[str, Any],
+        now: datetime,
+    ) -> int:
+        """A person's action through the portal, chained; returns its id."""
+        body = canonical_text(dict(data))
+        cursor = self.conn.execute(
+            "INSERT INTO portal_actions (site, ts_us, actor, role, action, target, source, data)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (site, to_us(now), actor, role, action, target, source, body),
+        )
+        row_id = int(cursor.lastrowid or 0)
+        row = {
+            "id": row_id,
+            "site": site,
+            "ts_us": to_us(now),
+            "actor": actor,
+            "role": role,
+            "action": action,
+            "target": target,
+            "source": source,
+            "data": body,
+        }
+        self.chain_row(site, "portal_action", row, now)
+        return row_id
+
     def append_alert(
         self,
         alert_id: str,

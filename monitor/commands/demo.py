@@ -33,10 +33,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--speed", default="max", help="simulation speed factor, or 'max' (default)")
     parser.add_argument("--seed", type=int, help="random seed (default: the scenario's)")
+    parser.add_argument(
+        "--serve", action="store_true", help="keep the web portal running after the demo, until Ctrl-C"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from monitor.demo import run_demo
 
     day = parse_date(args.date, "--date") if args.date else None
-    return run_demo(Path(args.out), args.scenario, args.speed, args.seed, day=day, force=args.force)
+    return run_demo(
+        Path(args.out), args.scenario, args.speed, args.seed, day=day, force=args.force, serve=args.serve
+    )

@@ -41,6 +41,10 @@ RECORD_FILES: dict[str, str] = {
 }
 # Record files a format-1 bundle never held (conflicting resends were first journaled in format 2).
 _SINCE_FORMAT_2 = frozenset({RECORD_KINDS["conflict"].file})
+# Kinds whose file a bundle holds only when its segment chains some: a bundle made before the
+# kind existed is complete without it, and a segment's entries of the kind still need their rows.
+OPTIONAL_RECORD_KINDS = frozenset({"portal_action"})
+_OPTIONAL_FILES = frozenset(RECORD_KINDS[k].file for k in OPTIONAL_RECORD_KINDS)
 
 
 INFLUX_MEASUREMENT = {

@@ -32,6 +32,7 @@ from monitor.chain import (
 )
 from monitor.evidence.format import (
     _MAX_LISTED,
+    _OPTIONAL_FILES,
     _README,
     _README_1,
     _SINCE_FORMAT_2,
@@ -576,6 +577,7 @@ class _Verifier:
         }
         if self.report.format != FORMAT:
             required -= _SINCE_FORMAT_2
+        required -= _OPTIONAL_FILES - names  # held only when the segment chains such records
         for name in sorted(required - names):
             r.add("file", f"file missing: {name} is part of every evidence bundle")
         influx = {f"data/{m}_influxdb.csv" for m in set(INFLUX_MEASUREMENT.values())}

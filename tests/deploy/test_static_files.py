@@ -69,7 +69,9 @@ HARDENING = {
 }
 
 
-@pytest.mark.parametrize("name", ["minewatch.service", "minewatch-sensor@.service"])
+@pytest.mark.parametrize(
+    "name", ["minewatch.service", "minewatch-sensor@.service", "minewatch-portal.service"]
+)
 def test_unit_has_hardening_and_restart(name: str) -> None:
     unit = unit_sections(SYSTEMD / name)
     assert unit["Unit"]["Description"]
@@ -91,6 +93,8 @@ def test_daemon_and_sensor_commands() -> None:
     assert sensor[1] == "sensor"
     assert sensor[sensor.index("--sensor") + 1] == "%i"
     assert "--source" in sensor and "--config" in sensor
+    portal = unit_sections(SYSTEMD / "minewatch-portal.service")["Service"]["ExecStart"][0].split()
+    assert portal[1:] == ["serve", "--config", "/etc/minewatch/minewatch.toml"]
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
@@ -105,6 +109,7 @@ def test_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
             "verify",
             str(tmp_path / "minewatch.service"),
             str(tmp_path / "minewatch-sensor@n1.service"),
+            str(tmp_path / "minewatch-portal.service"),
         ],
         capture_output=True,
         text=True,
@@ -119,10 +124,14 @@ def test_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- compose and image
 
 
-def test_compose_wires_the_four_services() -> None:
+def test_compose_wires_the_services() -> None:
     compose = yaml_load(DEPLOY / "compose.yaml")
     services = compose["services"]
-    assert set(services) == {"mosquitto", "influxdb", "grafana", "minewatch"}
+    assert set(services) == {"mosquitto", "influxdb", "grafana", "minewatch", "portal"}
+    portal = services["portal"]
+    assert portal["image"] == services["minewatch"]["image"] and portal["command"][0] == "serve"
+    assert portal["ports"] == ["127.0.0.1:8080:8080"], "the portal is published on loopback, behind a proxy"
+    assert "minewatch-data:/var/lib/minewatch" in portal["volumes"], "the daemon's store"
 
     daemon = services["minewatch"]
     assert daemon["build"]["context"] == ".."

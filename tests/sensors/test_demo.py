@@ -28,6 +28,12 @@ def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
     # Verified against the heads the daemon published to the town, saying how much they prove.
     assert "minewatch verify evidence-dovre-quarry.zip --anchors town-anchors.json: OK up to seq" in text
     assert (tmp_path / "demo" / "town-anchors.json").is_file()
+    # The web portal ran beside the daemon: its URL and a demo account of each role printed.
+    shown = r"^portal      (http://127\.0\.0\.1:\d+/)  accounts \(name / password\): (.*)$"
+    portal = re.search(shown, text, re.MULTILINE)
+    assert portal is not None, text
+    assert portal[2] == "operator / demo-operator, town / demo-town, inspector / demo-inspector"
+    assert "minewatch portal on " + portal[1] in (tmp_path / "demo" / "portal.log").read_text()
     folder = tmp_path / "demo"
     assert (folder / MARKER).is_file()
     notices = sorted(p.name for p in (folder / "notices").iterdir())

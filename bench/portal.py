@@ -1,0 +1,268 @@
+"""Portal benchmark (not a test): the day view and the findings API under 20 clients while the
+daemon ingests a stream, and how much the portal slows that ingest.
+
+    python bench/portal.py [--sensors 10] [--seconds 86400] [--clients 20] [--stream 200000]
+
+1. A store with one local day of per-second levels for ``--sensors`` boundary meters of site
+   "bench" (10 x 86,400 = 864,000 readings), written and chained with the store's own
+   append_sounds, as the daemon writes them.
+2. The daemon (`minewatch run`) and the portal (`minewatch serve`) on a real Mosquitto.
+3. Ingest alone: ``--stream`` levels messages for site "load" (bench/ingest.py's stream shape:
+   sensors x seconds) published as fast as the broker takes them; time until all are stored.
+4. The same again with ``--clients`` logged-in clients requesting the day view page and the
+   findings API in turn, as fast as they can.
+
+Last line: ``portal: day view p50 <ms> ms p95 <ms> ms, api p95 <ms> ms, <n> req/s at 20 clients,
+ingest slowed <p> %``
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.cookiejar
+import re
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import paho.mqtt.client as mqtt
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from monitor.portal.auth import hash_password  # noqa: E402
+from monitor.store import Store  # noqa: E402
+from monitor.wire import encode  # noqa: E402
+from rules.model import SoundLevels  # noqa: E402
+from tests.servers import Mosquitto, free_port, stop_process, wait_for_port  # noqa: E402
+
+TZ = "America/Chicago"
+PASSWORD = "bench-password"
+
+
+def write_config(path: Path, broker: int, port: int, sensors: int, load_sensors: int) -> None:
+    lines = [
+        "[broker]",
+        f'url = "mqtt://127.0.0.1:{broker}"',
+        'client_id = "bench-portal-daemon"',
+        "[storage]",
+        f'path = "{path.parent / "bench.db"}"',
+        "[daemon]",
+        'clock = "data"',
+        "lateness_s = 3600",
+        "queue_size = 20000",
+        "status_interval_s = 30",
+        "offline_after_periods = 100000",
+        "max_age_s = 31536000",
+    ]
+    for site, count in (("bench", sensors), ("load", load_sensors)):
+        lines += [
+            "[[sites]]",
+            f'id = "{site}"',
+            f'timezone = "{TZ}"',
+            "latitude = 45.27",
+            "longitude = -91.62",
+        ]
+        for n in range(count):
+            lines += ["[[sites.sensors]]", f'id = "n{n}"', 'kind = "sound"']
+    lines += [
+        "[portal]",
+        f"port = {port}",
+        'secret_key = "bench"',
+        "login_attempts = 1000",
+        "[[portal.accounts]]",
+        'name = "inspector"',
+        'role = "inspector"',
+        f'password_hash = "{hash_password(PASSWORD)}"',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def fill_day(db: Path, day: date, sensors: int, seconds: int) -> int:
+    """A day of per-second levels, chained, with a loud hour (findings for the API to list)."""
+    store = Store(db)
+    start = datetime.combine(day, datetime.min.time(), ZoneInfo(TZ)).astimezone(UTC)
+    now = start + timedelta(seconds=seconds)
+    written = 0
+    step = 2000
+    for first in range(0, seconds, step):
+        items = []
+        for s in range(first, min(first + step, seconds)):
+            ts = start + timedelta(seconds=s)
+            for n in range(sensors):
+                laeq = 55.0 + 10 * ((s // 600 + n) % 3) + (0.1 * (s % 10))
+                items.append(
+                    (SoundLevels("bench", f"n{n}", ts, 1.0, laeq, laeq + 2, laeq + 15), "levels", False)
+                )
+        with store.batch():
+            store.append_sounds(items, now)
+        written += len(items)
+    store.close()
+    return written
+
+
+def count_sound(db: Path, site: str) -> int:
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM sound WHERE site = ?", (site,)).fetchone()[0])
+    finally:
+        conn.close()
+
+
+def ingest(broker: int, db: Path, sensors: int, total: int, start: datetime) -> float:
+    """Publish ``total`` levels for site "load" and return the rate (msg/s) until all are stored."""
+    before = count_sound(db, "load")
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bench-load-{time.time_ns()}")
+    client.max_inflight_messages_set(1000)
+    client.max_queued_messages_set(0)
+    client.connect("127.0.0.1", broker)
+    client.loop_start()
+    t0 = time.perf_counter()
+    infos = []
+    for i in range(total):
+        ts = start + timedelta(seconds=i // sensors)
+        laeq = 60.0 + (i % 20)
+        topic, payload = encode(SoundLevels("load", f"n{i % sensors}", ts, 1.0, laeq, laeq + 2, laeq + 15))
+        infos.append(client.publish(topic, payload, qos=1))
+        if len(infos) >= 20000:
+            for info in infos:
+                info.wait_for_publish(60)
+            infos.clear()
+    for info in infos:
+        info.wait_for_publish(60)
+    while count_sound(db, "load") < before + total:
+        time.sleep(0.2)
+    elapsed = time.perf_counter() - t0
+    client.loop_stop()
+    client.disconnect()
+    return total / elapsed
+
+
+def session(base: str) -> urllib.request.OpenerDirector:
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    page = opener.open(f"{base}/login").read().decode()
+    match = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert match, "no CSRF token on the login page"
+    form = urllib.parse.urlencode({"csrf": match[1], "name": "inspector", "password": PASSWORD}).encode()
+    opener.open(f"{base}/login", data=form).read()
+    return opener
+
+
+def clients(
+    base: str, day: date, count: int, stop: threading.Event
+) -> tuple[list[float], list[float], float]:
+    day_ms: list[float] = []
+    api_ms: list[float] = []
+    lock = threading.Lock()
+    openers = [session(base) for _ in range(count)]
+    urls = (f"{base}/sites/bench/day?date={day}", f"{base}/api/v1/sites/bench/findings?date={day}")
+
+    def work(opener: urllib.request.OpenerDirector, offset: int) -> None:
+        i = offset
+        while not stop.is_set():
+            url = urls[i % 2]
+            t = time.perf_counter()
+            body = opener.open(url, timeout=120).read()
+            ms = (time.perf_counter() - t) * 1000
+            assert body
+            with lock:
+                (day_ms if i % 2 == 0 else api_ms).append(ms)
+            i += 1
+
+    threads = [threading.Thread(target=work, args=(o, k), daemon=True) for k, o in enumerate(openers)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    stop.wait()
+    for t in threads:
+        t.join(120)
+    return day_ms, api_ms, time.perf_counter() - t0
+
+
+def p(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    return (
+        statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] if len(values) > 1 else values[0]
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sensors", type=int, default=10)
+    parser.add_argument("--seconds", type=int, default=86400)
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--stream", type=int, default=200_000, help="messages the daemon ingests per phase")
+    parser.add_argument("--load-sensors", type=int, default=100)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="minewatch-bench-portal-"))
+    broker = Mosquitto(work / "mosquitto").start()
+    port = free_port()
+    config = work / "bench.toml"
+    write_config(config, broker.port, port, args.sensors, args.load_sensors)
+    day = (datetime.now(ZoneInfo(TZ)) - timedelta(days=2)).date()
+    t = time.perf_counter()
+    rows = fill_day(work / "bench.db", day, args.sensors, args.seconds)
+    print(f"store: {rows} readings of site bench on {day} in {time.perf_counter() - t:.0f} s")
+    logs = [open(work / name, "ab") for name in ("daemon.log", "portal.log")]  # noqa: SIM115
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "run", "--config", str(config), "--log-level", "WARNING"],
+        stdout=logs[0],
+        stderr=logs[0],
+        cwd=REPO,
+    )
+    portal = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
+        stdout=logs[1],
+        stderr=logs[1],
+        cwd=REPO,
+    )
+    try:
+        wait_for_port(port, timeout=60, proc=portal)
+        time.sleep(2)  # the daemon's subscription
+        base = f"http://127.0.0.1:{port}"
+        load_start = datetime.combine(day, datetime.min.time(), ZoneInfo(TZ)).astimezone(UTC)
+        alone = ingest(broker.port, work / "bench.db", args.load_sensors, args.stream, load_start)
+        print(f"ingest alone: {alone:.0f} msg/s")
+        stop = threading.Event()
+        result: dict[str, object] = {}
+        runner = threading.Thread(
+            target=lambda: result.update(r=clients(base, day, args.clients, stop)), daemon=True
+        )
+        runner.start()
+        time.sleep(2)  # clients logged in and busy
+        later = load_start + timedelta(seconds=args.stream // args.load_sensors + 1)
+        loaded = ingest(broker.port, work / "bench.db", args.load_sensors, args.stream, later)
+        stop.set()
+        runner.join(180)
+        day_ms, api_ms, elapsed = result["r"]  # type: ignore[misc]
+        print(f"ingest with {args.clients} portal clients: {loaded:.0f} msg/s")
+        slowed = max(0.0, (1 - loaded / alone) * 100)
+        rate = (len(day_ms) + len(api_ms)) / elapsed
+        print(
+            f"portal: day view p50 {p(day_ms, 50):.0f} ms p95 {p(day_ms, 95):.0f} ms,"
+            f" api p95 {p(api_ms, 95):.0f} ms, {rate:.0f} req/s at {args.clients} clients,"
+            f" ingest slowed {slowed:.0f} %"
+        )
+    finally:
+        stop_process(portal, timeout=10)
+        stop_process(daemon, timeout=60)
+        for log in logs:
+            log.close()
+        broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,39 @@
+"""``minewatch hash-password``: the scrypt hash of a password for ``[[portal.accounts]]``
+(``password_hash``); with ``--token``, a new API token and its hash (``token_hash``).
+
+The password is read from the terminal without echo, or from standard input when piped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+
+from monitor.errors import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--token", action="store_true", help="make a new API token; print it and the hash to configure"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from monitor.portal.auth import hash_password, hash_token, new_token
+
+    if args.token:
+        token = new_token()
+        print(f"token (give it to the client, it is not stored): {token}")
+        print(f'token_hash = "{hash_token(token)}"')
+        return 0
+    if sys.stdin.isatty():
+        password = getpass.getpass("Password: ")
+        if getpass.getpass("Again: ") != password:
+            raise UsageError("the two passwords differ: run it again")
+    else:
+        password = sys.stdin.readline().rstrip("\n")
+    if len(password) < 8:
+        raise UsageError("the password must have at least 8 characters")
+    print(f'password_hash = "{hash_password(password)}"')
+    return 0

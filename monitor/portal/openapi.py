@@ -1,0 +1,80 @@
+"""The OpenAPI 3.1 document of the JSON API (/api/v1), written out rather than generated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _get(summary: str, roles: str, params: list[dict[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "description": f"Roles: {roles}. Another site's or notice's path answers 404.",
+            "parameters": params,
+            "responses": {
+                "200": {"description": "OK", "content": {"application/json": {"schema": schema}}},
+                "401": {"description": "no or unknown token"},
+                "403": {"description": "not for this account's role"},
+                "404": {"description": "no such site/notice, or not in this account's scope"},
+            },
+        }
+    }
+
+
+SITE = {"name": "site", "in": "path", "required": True, "schema": {"type": "string"}}
+DATE = {
+    "name": "date",
+    "in": "query",
+    "required": False,
+    "description": "local day of the site, YYYY-MM-DD (default: today)",
+    "schema": {"type": "string", "format": "date"},
+}
+OBJ = {"type": "object"}
+LIST = {"type": "array", "items": OBJ}
+
+
+def document(version: str) -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "minewatch portal API",
+            "version": version,
+            "description": "What the portal's pages show, as JSON. Authenticate with "
+            "`Authorization: Bearer TOKEN` (a token whose hash is in the account's token_hash).",
+        },
+        "servers": [{"url": "/api/v1"}],
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+        "paths": {
+            "/sites": _get("The sites this account may see", "all", [], LIST),
+            "/sites/{site}/status": _get(
+                "Live status per sensor (last minute's LAeq, online, battery, calibration, clock offset)",
+                "operator",
+                [SITE],
+                OBJ,
+            ),
+            "/sites/{site}/findings": _get("Findings of a local day", "all", [SITE, DATE], LIST),
+            "/sites/{site}/alerts": _get("Alerts for the account's audience", "operator, town", [SITE], LIST),
+            "/sites/{site}/notices": _get("Notices of violation of a site", "town", [SITE], LIST),
+            "/notices/{notice}": _get(
+                "A notice with its history (who, when, note)",
+                "town",
+                [{"name": "notice", "in": "path", "required": True, "schema": {"type": "string"}}],
+                OBJ,
+            ),
+            "/sites/{site}/actions": _get(
+                "What was done through the portal at the site (who, role, action, target, from"
+                " where, when, chain entry): events recorded, notice changes, bundles, logins",
+                "operator",
+                [SITE],
+                LIST,
+            ),
+            "/sites/{site}/day": _get(
+                "The day view's data: minute LAeq per boundary sensor, limit, exempt periods, blasts,"
+                " blast window, sunset, light, findings",
+                "inspector, town",
+                [SITE, DATE],
+                OBJ,
+            ),
+        },
+    }
