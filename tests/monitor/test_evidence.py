@@ -1144,3 +1144,35 @@ def test_a_window_recorded_before_config_records_verifies_and_says_it_binds_no_p
     report = verify_bundle(bundle, load_anchors(site.anchors))
     assert report.ok and report.anchored, report.lines()
     assert report.config.startswith("not bound: the segment holds no configuration record"), report.config
+
+
+def test_portal_actions_travel_with_the_bundle_and_cannot_be_dropped(tmp_path: Path) -> None:
+    """A segment that chains portal actions carries records/portal_actions.json; dropping the file
+    and its manifest entry leaves their chain entries without rows, which verify refuses."""
+    site = build_site(tmp_path, final_anchor=False)
+    store = Store(site.store)
+    with store.batch():
+        store.append_portal_action(
+            SITE,
+            "clerk",
+            "town",
+            "bundle_downloaded",
+            SITE,
+            "127.0.0.1",
+            {"window": "x"},
+            T0 + timedelta(minutes=2),
+        )
+    store.close()
+    bundle = export(site, tmp_path / "b.zip")
+    with zipfile.ZipFile(bundle) as zf:
+        assert "records/portal_actions.json" in zf.namelist()
+        members = {n: zf.read(n) for n in zf.namelist() if n != "records/portal_actions.json"}
+    assert verify_bundle(bundle).ok
+    manifest = json.loads(members["manifest.json"])
+    manifest["files"] = [f for f in manifest["files"] if f["name"] != "records/portal_actions.json"]
+    members["manifest.json"] = json.dumps(manifest).encode()
+    dropped = tmp_path / "dropped.zip"
+    with zipfile.ZipFile(dropped, "w", zipfile.ZIP_DEFLATED) as zout:
+        for name, data in members.items():
+            zout.writestr(name, data)
+    assert "portal_action" in first_problem(dropped), first_problem(dropped)

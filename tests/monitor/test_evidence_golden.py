@@ -86,10 +86,31 @@ def test_the_verifier_imports_no_plotting_http_or_numpy() -> None:
     assert "monitor.evidence.verify" in out and "monitor.evidence.export" not in out
 
 
-def test_each_chain_kind_has_one_key_in_python_and_sql() -> None:
+def test_each_chain_kind_has_one_key_in_python_and_sql(tmp_path: Path) -> None:
     """KINDS gives each kind's key in Python (the store chains with it) and in SQL (evidence
-    finds the rows with it): both agree with every chain entry of the pinned store."""
-    conn = sqlite3.connect(DATA / "golden.sqlite")
+    finds the rows with it): both agree with every chain entry of the pinned store (and of a
+    portal action, a kind added after it was made)."""
+    from datetime import timedelta
+
+    from monitor.store import Store
+    from tests.monitor.test_evidence import T0
+
+    copy = tmp_path / "golden.sqlite"
+    shutil.copy(DATA / "golden.sqlite", copy)
+    store = Store(copy)  # migrated: the tables of later kinds are created
+    with store.batch():
+        store.append_portal_action(
+            SITE,
+            "clerk",
+            "town",
+            "notice_extended",
+            "DOV-2024-0001",
+            "127.0.0.1",
+            {"days": 7},
+            T0 + timedelta(minutes=9),
+        )
+    store.close()
+    conn = sqlite3.connect(copy)
     conn.row_factory = sqlite3.Row
     tables = {
         "sound": "sound t",
