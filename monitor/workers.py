@@ -72,17 +72,23 @@ class Partition:
         owned = config.owned_sites
         return tuple(s.id for i, s in enumerate(owned) if i % self.count == self.index - 1)
 
+    @property
+    def suffix(self) -> str:
+        return f"-w{self.index}of{self.count}"
+
     def apply(self, config: Config) -> Config:
         """The configuration as this worker runs it: its sites, its own client id (session).
 
         The count is in the client id: with another count each site has another worker, whose
-        session must not carry the previous subscriptions.
+        session must not carry the previous subscriptions. With a broker account, the worker
+        logs in as ``{username}-w{i}of{n}`` (same password; deploy/mosquitto/make-credentials
+        --daemon-workers): the shipped broker takes the user name as the client id, and two
+        connections of one account would take each other's session over.
         """
-        return replace(
-            config,
-            broker=replace(config.broker, client_id=f"{config.broker.client_id}-w{self.index}of{self.count}"),
-            daemon=replace(config.daemon, sites=self.sites(config)),
-        )
+        broker = replace(config.broker, client_id=config.broker.client_id + self.suffix)
+        if broker.username:
+            broker = replace(broker, username=broker.username + self.suffix)
+        return replace(config, broker=broker, daemon=replace(config.daemon, sites=self.sites(config)))
 
 
 def link_key(index: int, count: int) -> str:

@@ -8,6 +8,8 @@ supervisor mid-stream (every worker drains and stops).
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
 import signal
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,7 +27,7 @@ import pytest
 from monitor.config import load_config
 from monitor.errors import UsageError
 from monitor.wire import encode
-from monitor.workers import Partition, parse_partition
+from monitor.workers import Partition, Supervisor, parse_partition
 from rules.model import SoundLevels
 from tests.daemon_harness import Client, Daemon, store_count, wait_until, write_config
 from tests.servers import Mosquitto
@@ -106,6 +109,9 @@ def test_partition_round_robin_and_own_session(tmp_path: Path) -> None:
     worker = second.apply(config)
     assert [s.id for s in worker.owned_sites] == ["s2", "s4"]
     assert worker.broker.client_id == "minewatch-test-w2of2"
+    assert worker.broker.username == ""  # none configured: none made up
+    account = replace(config, broker=replace(config.broker, username="minewatch-daemon"))
+    assert second.apply(account).broker.username == "minewatch-daemon-w2of2"
     assert first.leader and not second.leader
     assert parse_partition("2/2", config) == second
     for bad in ("x", "0/2", "3/2", "1/5"):
@@ -187,6 +193,20 @@ def test_two_workers_store_every_message_once_through_a_killed_worker_and_a_stop
         assert status.returncode == 0, status.stderr
         assert re.search(r"^worker 1/2 \(quarry, s3\): broker .*: connected since", status.stdout, re.M)
         assert re.search(r"^worker 2/2 \(s2, s4\): broker .*: connected since", status.stdout, re.M)
+        as_json = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", "status", "--config", str(path), "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        by_site = {s["site"]: s for s in json.loads(as_json.stdout)}
+        assert {site: s["worker"] for site, s in by_site.items()} == {
+            "quarry": "1/2",
+            "s2": "2/2",
+            "s3": "1/2",
+            "s4": "2/2",
+        }
+        assert all(s["broker_link"]["connected"] for s in by_site.values())
         assert daemon.stop(signal.SIGTERM, timeout=60) == 0
     finally:
         pub.close()
@@ -237,3 +257,132 @@ def test_two_workers_store_every_message_once_through_a_killed_worker_and_a_stop
         checked = subprocess.run([*cli, "verify", str(bundle)], capture_output=True, text=True, timeout=120)
         assert checked.returncode == 0, checked.stdout + checked.stderr
         assert "no problem found" in checked.stdout and "600 in data/sound.csv" in checked.stdout
+
+
+class _Exits(Supervisor):
+    """A supervisor whose workers are stand-ins exiting with ``code`` (the supervisor's own logic
+    under test; the real workers run in the daemon tests above and below)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__("unused.toml", 2, "INFO", threading.Event())
+        self.code = code
+
+    def command(self, index: int) -> list[str]:
+        return [sys.executable, "-c", f"import sys; sys.exit({self.code})"]
+
+
+def test_a_worker_refused_its_login_stops_them_all_with_its_status() -> None:
+    supervisor = _Exits(3)  # commands/run.py EXIT_LOGIN_REFUSED: no restart can fix a password
+    assert supervisor.run() == 3
+    assert supervisor.stop.is_set() and not supervisor.restart_at
+
+
+def test_a_crashing_worker_is_restarted_later_each_time(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "minewatch.workers")
+    supervisor = _Exits(1)
+    timer = threading.Timer(2.5, supervisor.stop.set)
+    timer.start()
+    try:
+        assert supervisor.run() == 0
+    finally:
+        timer.cancel()
+    # Restarted after 0.5 s, then 1 s, ...: a few starts each in 2.5 s, not hundreds.
+    starts = [r.getMessage() for r in caplog.records if "started (pid" in r.getMessage()]
+    assert 4 <= len(starts) <= 8
+    assert supervisor.failures[1] >= 2
+    assert "restarting it in 1.0 s" in caplog.text
+
+
+def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    daemon = Daemon(four_sites(tmp_path, mosquitto.url)).start()
+    try:
+        assert wait_until(lambda: connected(daemon, 2), 60), daemon.logs()
+        workers = list(worker_pids(daemon).values())
+        assert daemon.stop(signal.SIGKILL) == -signal.SIGKILL
+        assert wait_until(lambda: not any(alive(pid) for pid in workers), 30), daemon.logs()
+        assert daemon.logs().count("has gone; stopping") == 2
+    finally:
+        if daemon.alive():
+            daemon.stop(signal.SIGKILL)
+
+
+OPERATOR = """
+[[recipients]]
+name = "Operations"
+role = "operator"
+[[recipients.channels]]
+type = "mqtt"
+topic = "ops/{site}/alerts"
+"""
+
+
+def test_alerts_of_every_worker_delivered_once_by_the_leader(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    """Worker 1 sends every worker's deliveries; each alert reaches the recipient once."""
+    path = four_sites(tmp_path, mosquitto.url)
+    path.write_text(path.read_text() + OPERATOR)
+    base = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=9)
+    daemon = Daemon(path).start()
+    ops = Client(mosquitto.port, "workers-ops", subscribe=("ops/#",))
+    pub = Client(mosquitto.port, "workers-pub")
+    try:
+        assert wait_until(lambda: connected(daemon, 2), 60), daemon.logs()
+        time.sleep(0.5)
+        sent = []
+        for s in range(240):  # s3 (worker 1) and s2 (worker 2) loud in their second minute
+            ts = base + timedelta(seconds=s)
+            for site in ("s2", "s3"):
+                for sensor in SENSORS:
+                    level = 86.0 if sensor == "n2" and s // 60 == 1 else 60.0
+                    body = encode(SoundLevels(site, sensor, ts, 1.0, level, level + 1.5, level + 15))
+                    sent.append(pub.publish(*body))
+        for info in sent:
+            info.wait_for_publish(30)
+
+        def noise_alerts() -> list[tuple[str, bytes]]:
+            with ops.lock:
+                return [(t, p) for t, p in ops.messages if b"noise" in p]
+
+        assert wait_until(lambda: {t for t, _ in noise_alerts()} == {"ops/s2/alerts", "ops/s3/alerts"}, 60), (
+            ops.messages,
+            daemon.logs(),
+        )
+        time.sleep(3.0)  # a second sender would have sent its copy by now (deliveries poll every second)
+        payloads = [p for _, p in noise_alerts()]
+        assert len(payloads) == len(set(payloads))
+        delivered = store_count(
+            tmp_path / "store.db", "SELECT COUNT(*) FROM deliveries WHERE status = 'delivered'"
+        )
+        assert delivered >= 2
+    finally:
+        pub.close()
+        ops.close()
+        daemon.stop(signal.SIGTERM, timeout=60)
+
+
+def test_a_worker_announces_only_its_own_sites_notice_changes(tmp_path: Path) -> None:
+    """A change made with `minewatch notices` is announced by the worker owning the notice's site."""
+    from monitor.notices import NoticeBook
+    from monitor.store import Store
+    from tests.monitor.test_notices import (
+        SITE,
+        local,
+        make_config,
+        site_and_profile,
+        store_findings,
+        violation,
+    )
+
+    db = tmp_path / "minewatch.db"
+    site, profile = site_and_profile(make_config(db))
+    t = local(2026, 6, 15, 11, 30)
+    store = Store(db)
+    try:
+        book = NoticeBook(store)
+        book.on_findings(site, profile, store_findings(store, [violation(t)], t), t + timedelta(minutes=2))
+        book.close("DOV-2026-0001", "Corrected on inspection", "Inspector Lee", t + timedelta(days=3))
+        assert book.take_announcements(t + timedelta(days=3, seconds=1), frozenset({"elsewhere"})) == []
+        events = book.take_announcements(t + timedelta(days=3, seconds=2), frozenset({SITE}))
+        assert [e.change for e in events] == ["corrected"]
+        assert book.take_announcements(t + timedelta(days=3, seconds=3)) == []
+    finally:
+        store.close()
