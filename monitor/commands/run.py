@@ -33,9 +33,15 @@ def run(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         return 2
     from monitor.linkstate import LoginRefused
-    from monitor.pipeline import run as run_pipeline
 
     try:
+        if config.daemon.workers > 1 and not args.partition:
+            # The supervisor: no pipeline (numpy, scipy, paho) loaded in a process that runs none.
+            from monitor.workers import supervise
+
+            return supervise(config, args.config, args.log_level)
+        from monitor.pipeline import run as run_pipeline
+
         if args.partition:
             import threading
 
@@ -45,10 +51,6 @@ def run(args: argparse.Namespace) -> int:
             stop = threading.Event()
             watch_parent(stop)
             return run_pipeline(partition.apply(config), stop=stop, partition=partition)
-        if config.daemon.workers > 1:
-            from monitor.workers import supervise
-
-            return supervise(config, args.config, args.log_level)
         return run_pipeline(config)
     except LoginRefused as exc:  # not retryable: one line, and a status systemd can tell apart
         print(f"minewatch run: {exc}", file=sys.stderr)

@@ -298,6 +298,13 @@ def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path, mosquitto: M
     try:
         assert wait_until(lambda: connected(daemon, 2), 60), daemon.logs()
         workers = list(worker_pids(daemon).values())
+        assert daemon.proc is not None
+        # The supervisor runs no pipeline and loads none (numpy's extension, paho): it stays small.
+        maps = Path(f"/proc/{daemon.proc.pid}/maps").read_text()
+        assert (
+            "_multiarray_umath" not in maps
+            and "_multiarray_umath" in Path(f"/proc/{workers[0]}/maps").read_text()
+        )
         assert daemon.stop(signal.SIGKILL) == -signal.SIGKILL
         assert wait_until(lambda: not any(alive(pid) for pid in workers), 30), daemon.logs()
         assert daemon.logs().count("has gone; stopping") == 2
