@@ -217,7 +217,7 @@ def bench_daemon(
     config = workdir / "bench.toml"
     write_config(config, broker.port, args.sites, args.sensors // args.sites, args.workers)
     db = workdir / "bench.db"
-    cmd = [sys.executable, "-m", "monitor.cli", "run", "--config", str(config), "--log-level", "WARNING"]
+    cmd = [sys.executable, "-m", "monitor.cli", "run", "--config", str(config), "--log-level", args.log_level]
     log = open(workdir / "daemon.log", "ab")  # noqa: SIM115
     # First run: create the persistent session (and the store), then stop.
     daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
@@ -283,6 +283,12 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=10)
     parser.add_argument("--per-sensor", type=int, default=200)
     parser.add_argument("--workers", type=int, default=1, help="daemon.workers for the daemon's run")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=("WARNING", "INFO"),
+        help="the daemon's; INFO adds each worker's 'Stopped:' line (its wait for the store's write lock)",
+    )
     args = parser.parse_args()
     if shutil.which("mosquitto_sub") is None:
         raise SystemExit("mosquitto_sub is not installed (apt-get install mosquitto-clients)")
@@ -311,6 +317,10 @@ def main() -> None:
         + " / ".join(f"{result[f'rss_{q}']:.0f}" for q in (25, 50, 75, 100))
         + " MB"
     )
+    if args.log_level == "INFO":
+        for line in (workdir / "daemon.log").read_text(errors="replace").splitlines():
+            if "Stopped:" in line:
+                print(line.split(" ", 2)[2])
     print(
         json.dumps(
             {

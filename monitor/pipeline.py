@@ -99,6 +99,7 @@ class Counters:
     rejected: int = 0
     late: int = 0
     findings: int = 0
+    lock_wait_s: float = 0.0  # waiting for the store's write lock (other writers: workers, the CLI)
     by_reason: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
@@ -181,7 +182,9 @@ class Pipeline:
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit."""
         try:
+            asked = time.perf_counter()
             with self.store.batch():
+                self.counters.lock_wait_s += time.perf_counter() - asked  # BEGIN IMMEDIATE's wait
                 # One clock reading for the batch (a fraction of a second of messages): the
                 # time checks allow seconds, and in data-clock mode it only moves at the flush.
                 now = self.clock.now()
@@ -699,12 +702,14 @@ def run(
         store.close()
         c = pipeline.counters
         log.info(
-            "Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings",
+            "Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings;"
+            " %.1f s waiting for the store's write lock",
             c.received,
             c.accepted,
             c.duplicates,
             c.rejected,
             c.findings,
+            c.lock_wait_s,
         )
     if link.fatal is not None:
         raise LoginRefused(link.fatal)

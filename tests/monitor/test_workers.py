@@ -393,3 +393,23 @@ def test_a_worker_announces_only_its_own_sites_notice_changes(tmp_path: Path) ->
         assert book.take_announcements(t + timedelta(days=3, seconds=3)) == []
     finally:
         store.close()
+
+
+def test_the_wait_for_the_stores_write_lock_is_counted(tmp_path: Path) -> None:
+    """Workers take turns on the one store: how long a batch waited for its turn is counted
+    (and logged when the daemon stops), the measure of their contention."""
+    from tests.monitor.test_pipeline import T0, World
+
+    world = World(tmp_path)
+    other = sqlite3.connect(world.config.storage.path, isolation_level=None, check_same_thread=False)
+    try:
+        world.levels(T0, 5, 60.0)
+        assert world.pipeline.counters.lock_wait_s < 0.3
+        other.execute("BEGIN IMMEDIATE")  # another worker's batch holds the write lock
+        threading.Timer(0.5, lambda: other.execute("COMMIT")).start()
+        world.levels(T0 + timedelta(seconds=5), 5, 60.0)
+        assert world.pipeline.counters.lock_wait_s >= 0.4
+        assert world.pipeline.counters.accepted == 10
+    finally:
+        other.close()
+        world.store.close()
