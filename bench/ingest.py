@@ -5,7 +5,10 @@ while the consumer's persistent session is offline, then the consumer starts and
 how fast it empties its queue. For the daemon, "done" means every message is stored in
 SQLite (committed, chained, acknowledged) and the minutes are evaluated by the rules.
 
-    python bench/ingest.py [--sensors 1000] [--per-sensor 200] [--sites 10]
+    python bench/ingest.py [--sensors 1000] [--per-sensor 200] [--sites 10] [--workers 1]
+
+``--workers N`` runs the daemon with ``daemon.workers = N`` (worker processes each owning a
+partition of the sites); its CPU and RSS are then the sum over the supervisor and its workers.
 
 Last line: ``ingest: <rate> msg/s daemon, <rate> msg/s mosquitto_sub, ratio <r>, lost <n>, peak RSS <MB> MB``
 """
@@ -35,7 +38,7 @@ from rules.model import SoundLevels  # noqa: E402
 from tests.servers import Mosquitto  # noqa: E402
 
 
-def write_config(path: Path, port: int, sites: int, sensors_per_site: int) -> None:
+def write_config(path: Path, port: int, sites: int, sensors_per_site: int, workers: int = 1) -> None:
     lines = [
         "[broker]",
         f'url = "mqtt://127.0.0.1:{port}"',
@@ -47,6 +50,7 @@ def write_config(path: Path, port: int, sites: int, sensors_per_site: int) -> No
         "queue_size = 20000",
         "status_interval_s = 30",
         "offline_after_periods = 100000",
+        f"workers = {workers}",
     ]
     for s in range(sites):
         lines += [
@@ -191,17 +195,34 @@ def progress(db: Path, sites: int, total: int) -> tuple[bool, int]:
     return bool(started), read_store(db, ("SELECT COUNT(*) FROM sound", ()))[0]
 
 
+def tree(proc: psutil.Process) -> list[psutil.Process]:
+    """The daemon and its worker processes (daemon.workers > 1)."""
+    return [proc, *proc.children(recursive=True)]
+
+
+def sessions_ready(db: Path, workers: int, timeout: float = 60.0) -> None:
+    """Until every worker has connected once (its link row in the store): its session then exists."""
+    keys = ["broker_link"] if workers == 1 else [f"broker_link:{i}/{workers}" for i in range(1, workers + 1)]
+    marks = ",".join("?" * len(keys))
+    deadline = time.monotonic() + timeout
+    sql = f"SELECT COUNT(*) FROM meta WHERE key IN ({marks}) AND value LIKE '%\"connected\":true%'"
+    while read_store(db, (sql, tuple(keys)))[0] < len(keys) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    time.sleep(0.5)  # the SUBACK follows the CONNACK
+
+
 def bench_daemon(
     broker: Mosquitto, workdir: Path, args: argparse.Namespace, start: datetime
 ) -> dict[str, float]:
     config = workdir / "bench.toml"
-    write_config(config, broker.port, args.sites, args.sensors // args.sites)
+    write_config(config, broker.port, args.sites, args.sensors // args.sites, args.workers)
     db = workdir / "bench.db"
-    cmd = [sys.executable, "-m", "monitor.cli", "run", "--config", str(config), "--log-level", "WARNING"]
+    cmd = [sys.executable, "-m", "monitor.cli", "run", "--config", str(config), "--log-level", args.log_level]
     log = open(workdir / "daemon.log", "ab")  # noqa: SIM115
     # First run: create the persistent session (and the store), then stop.
     daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
     time.sleep(3)
+    sessions_ready(db, args.workers)
     daemon.terminate()
     daemon.wait(30)
     total = publish_backlog(broker.port, args.sites, args.sensors // args.sites, args.per_sensor, start)
@@ -220,7 +241,7 @@ def bench_daemon(
             else:
                 first_t = now
         try:
-            rss.append((count, proc.memory_info().rss / 2**20))
+            rss.append((count, sum(p.memory_info().rss for p in tree(proc)) / 2**20))
         except psutil.NoSuchProcess:
             break
         if count >= total:
@@ -228,8 +249,8 @@ def bench_daemon(
         time.sleep(0.25)
     elapsed = time.perf_counter() - (first_t or time.perf_counter())
     try:  # CPU seconds of the daemon process (start-up included), to read the rate against
-        cpu = proc.cpu_times()
-        print(f"daemon CPU {cpu.user + cpu.system:.1f} s (user + system) for {elapsed:.1f} s of draining")
+        cpu_s = sum(sum(p.cpu_times()[:2]) for p in tree(proc))
+        print(f"daemon CPU {cpu_s:.1f} s (user + system) for {elapsed:.1f} s of draining")
     except psutil.Error:
         pass
     # "Evaluated": the daemon has judged the minutes the data covers.
@@ -261,12 +282,22 @@ def main() -> None:
     parser.add_argument("--sensors", type=int, default=1000)
     parser.add_argument("--sites", type=int, default=10)
     parser.add_argument("--per-sensor", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=1, help="daemon.workers for the daemon's run")
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=("WARNING", "INFO"),
+        help="the daemon's; INFO adds each worker's 'Stopped:' line (its wait for the store's write lock)",
+    )
     args = parser.parse_args()
     if shutil.which("mosquitto_sub") is None:
         raise SystemExit("mosquitto_sub is not installed (apt-get install mosquitto-clients)")
     workdir = Path(tempfile.mkdtemp(prefix="minewatch-bench-"))
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=args.per_sensor + 120)
-    print(f"{args.sensors} sensors in {args.sites} sites, {args.per_sensor} messages each, workdir {workdir}")
+    print(
+        f"{args.sensors} sensors in {args.sites} sites, {args.per_sensor} messages each,"
+        f" {args.workers} worker(s), workdir {workdir}"
+    )
     broker = Mosquitto(workdir / "broker").start()
     try:
         sub_rate, sub_total = bench_mosquitto_sub(broker, args, start)
@@ -286,6 +317,10 @@ def main() -> None:
         + " / ".join(f"{result[f'rss_{q}']:.0f}" for q in (25, 50, 75, 100))
         + " MB"
     )
+    if args.log_level == "INFO":
+        for line in (workdir / "daemon.log").read_text(errors="replace").splitlines():
+            if "Stopped:" in line:
+                print(line.split(" ", 2)[2])
     print(
         json.dumps(
             {
@@ -297,6 +332,11 @@ def main() -> None:
     print(
         f"ingest: {result['rate']:.0f} msg/s daemon, {sub_rate:.0f} msg/s mosquitto_sub, "
         f"ratio {result['rate'] / sub_rate:.2f}, lost {lost}, peak RSS {result['peak_rss']:.0f} MB"
+        + (
+            f", workers {args.workers}, per core {result['rate'] / sub_rate / args.workers:.2f}"
+            if args.workers > 1
+            else ""
+        )
     )
 
 

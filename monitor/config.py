@@ -122,6 +122,7 @@ class DaemonConfig:
     queue_size: int = 10000
     max_payload_bytes: int = 1_048_576
     sites: tuple[str, ...] = ()  # sites this instance owns; empty = all configured
+    workers: int = 1  # processes sharing the owned sites ("auto": one per core); 1 = one process
 
 
 @dataclass(frozen=True, slots=True)
@@ -544,9 +545,22 @@ def _daemon(t: _Table | None) -> DaemonConfig:
         queue_size=t.integer("queue_size", d.queue_size, minimum=10),
         max_payload_bytes=t.integer("max_payload_bytes", d.max_payload_bytes, minimum=1024),
         sites=t.str_list("sites"),
+        workers=_workers(t),
     )
     t.finish()
     return config
+
+
+def _workers(t: _Table) -> int:
+    """``daemon.workers``: a positive integer, or "auto" for one worker per core."""
+    t.used.add("workers")
+    value = t.data.get("workers", 1)
+    if value == "auto":
+        return os.cpu_count() or 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        t.problem("workers", f'must be "auto" or an integer of at least 1, got {value!r}')
+        return 1
+    return value
 
 
 def _alerts(t: _Table | None) -> AlertsConfig:

@@ -44,7 +44,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
@@ -1016,16 +1016,21 @@ class NoticeBook:
                 actor,
             )
 
-    def take_announcements(self, now: datetime) -> list[NoticeEvent]:
+    def take_announcements(self, now: datetime, sites: Collection[str] | None = None) -> list[NoticeEvent]:
         """Changes not yet announced (made by the CLI in another process); marks them announced.
 
         The pipeline calls this on its tick, inside its batch, and raises each as an alert.
+        ``sites``: only the notices of these sites (a daemon worker announces its own sites').
         """
         events: list[NoticeEvent] = []
         with self.store.batch():
             rows = self.conn.execute(
                 "SELECT * FROM notice_changes WHERE announced = 0 ORDER BY at_us, notice_id, seq"
             ).fetchall()
+            if sites is not None:
+                owned = set(sites)
+                site_of = dict(self.conn.execute("SELECT id, site FROM notices").fetchall())
+                rows = [r for r in rows if site_of.get(r["notice_id"]) in owned]
             for r in rows:
                 change = _row_to_change(r)
                 notice = self.get(change.notice_id)

@@ -48,7 +48,7 @@ from monitor.evidence import evidence_texts
 from monitor.health import HealthWatch, calibrated
 from monitor.influx import InfluxForwarder
 from monitor.ingest import Handoff, Inbound, MqttLink
-from monitor.linkstate import LinkRecorder, LoginRefused
+from monitor.linkstate import META_KEY, LinkRecorder, LoginRefused
 from monitor.notices import NoticeBook
 from monitor.outbox import Outbox
 from monitor.recent import MINUTE, floor_minute
@@ -67,6 +67,7 @@ from monitor.wire import (
     payload_of,
 )
 from monitor.wire_levels import Parsed, levels_sender, predecode
+from monitor.workers import Partition
 from rules.model import (
     Event,
     LightSummary,
@@ -98,6 +99,7 @@ class Counters:
     rejected: int = 0
     late: int = 0
     findings: int = 0
+    lock_wait_s: float = 0.0  # waiting for the store's write lock (other writers: workers, the CLI)
     by_reason: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
@@ -149,6 +151,7 @@ class Pipeline:
         self.outgoing = Outgoing(self.prefix, publish)  # published after each commit
         self.announcer = Announcer(store, self.alerts, self.notices, self.outgoing, self._write_point)
         self.last_prune = NEVER
+        self.announce_sites: frozenset[str] | None = None  # notice changes of these sites only (a worker)
         self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool, datetime]] = []
         self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
         with store.batch():  # the profile and configuration every finding from now on is judged under
@@ -179,7 +182,9 @@ class Pipeline:
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit."""
         try:
+            asked = time.perf_counter()
             with self.store.batch():
+                self.counters.lock_wait_s += time.perf_counter() - asked  # BEGIN IMMEDIATE's wait
                 # One clock reading for the batch (a fraction of a second of messages): the
                 # time checks allow seconds, and in data-clock mode it only moves at the flush.
                 now = self.clock.now()
@@ -455,7 +460,7 @@ class Pipeline:
         with self.store.batch():
             # Notice changes made by the town with `minewatch notices` (another process),
             # and deliveries that gave up, are announced by the daemon, the chain's one writer.
-            for event in self.notices.take_announcements(now):
+            for event in self.notices.take_announcements(now, self.announce_sites):
                 self.announcer.notice_event(event, now)
             for failed in self.deliveries.claim_undeliverable():
                 self.alerts.raise_(failed.alert, now, dedupe=False)
@@ -601,8 +606,18 @@ def _event_end(event: Event) -> datetime:
 # --------------------------------------------------------------------------- the process
 
 
-def run(config: Config, *, stop: threading.Event | None = None, install_signals: bool = True) -> int:
-    """`minewatch run`: wire everything, run until SIGTERM/SIGINT (or ``stop``), shut down cleanly."""
+def run(
+    config: Config,
+    *,
+    stop: threading.Event | None = None,
+    install_signals: bool = True,
+    partition: Partition | None = None,
+) -> int:
+    """`minewatch run`: wire everything, run until SIGTERM/SIGINT (or ``stop``), shut down cleanly.
+
+    ``partition``: this process is one worker of several (monitor.workers), ``config`` already
+    narrowed to its sites; the outputs shared by all sites run in the leader only.
+    """
     stop = stop or threading.Event()
     if install_signals:
 
@@ -618,11 +633,13 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
     store.checkpoint_in_background()
     forwarder = None
     outbox_put = None
+    leader = partition is None or partition.leader
     if config.storage.influxdb is not None:
         outbox_put = Outbox(store.conn).put  # written inside the store's own transactions
-        # The forwarder reads the same table through a connection of its own thread.
-        forwarder = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
-        forwarder.start()
+        if leader:  # one reader of the outbox, whoever wrote to it
+            # The forwarder reads the same table through a connection of its own thread.
+            forwarder = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
+            forwarder.start()
     inbound = Handoff(config.daemon.queue_size)
     prefix = config.broker.topic_prefix
     sites = [s.id for s in config.owned_sites]
@@ -633,12 +650,18 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
         link.publish(topic, payload, retain=retain)
 
     pipeline = Pipeline(config, store, publish, clock, outbox_put)
+    if partition is not None:  # notice changes for the other workers' sites are theirs to announce
+        pipeline.announce_sites = frozenset(sites)
     # A refused login stops the daemon (raised as LoginRefused below): no retry can fix it.
     link: MqttLink = MqttLink(config.broker, topics, inbound, pipeline.predecode, lambda _: stop.set())
-    link_record = LinkRecorder(link.watch, store.set_meta)  # "not connected since" for `status`
+    # "not connected since" for `status`: one row per worker
+    meta_key = META_KEY if partition is None else partition.link_key
+    link_record = LinkRecorder(link.watch, lambda _, value: store.set_meta(meta_key, value))
     link_record.poll()
-    deliveries = DeliveryWorker(config.storage.path, config, publish, clock.now)
-    deliveries.start()
+    # One sender of the alert deliveries (the leader): with more, an alert would go out once each.
+    deliveries = DeliveryWorker(config.storage.path, config, publish, clock.now) if leader else None
+    if deliveries is not None:
+        deliveries.start()
     freeze_startup_objects()
     link.start()
     log.info("minewatch running for %s; store %s", ", ".join(sites), config.storage.path)
@@ -657,7 +680,8 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
                 last_tick = time.monotonic()
             if pipeline.deliveries_pending:
                 pipeline.deliveries_pending = False
-                deliveries.wake()
+                if deliveries is not None:  # else the leader finds them on its next round
+                    deliveries.wake()
             link_record.poll()
     finally:
         # Reverse order: stop taking messages, finish those in hand, flush, disconnect.
@@ -667,7 +691,8 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
             pipeline.handle_batch(rest)
             link.ack(rest)
         pipeline.tick()
-        deliveries.stop(timeout=5.0)  # what it could not send stays pending for the next start
+        if deliveries is not None:  # what it could not send stays pending for the next start
+            deliveries.stop(timeout=5.0)
         time.sleep(0.2)  # let paho send the last acks and publishes
         link.close()
         link_record.poll()
@@ -678,12 +703,14 @@ def run(config: Config, *, stop: threading.Event | None = None, install_signals:
         store.close()
         c = pipeline.counters
         log.info(
-            "Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings",
+            "Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings;"
+            " %.1f s waiting for the store's write lock",
             c.received,
             c.accepted,
             c.duplicates,
             c.rejected,
             c.findings,
+            c.lock_wait_s,
         )
     if link.fatal is not None:
         raise LoginRefused(link.fatal)

@@ -15,10 +15,17 @@ EXIT_LOGIN_REFUSED = 3  # the broker refused broker.username/password (2: a bad 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file")
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.add_argument(
+        "--partition",
+        metavar="I/N",
+        help="run as worker I of N, owning every Nth site (started so by the daemon when daemon.workers > 1)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # A worker's lines name it: the workers and their supervisor write to one stream.
+    who = f"worker {args.partition} " if args.partition else ""
+    logging.basicConfig(level=args.log_level, format=f"%(asctime)s %(levelname)s {who}%(name)s: %(message)s")
     try:
         config = load_config(args.config)
     except ConfigError as exc:  # bad config exits before any connection is made
@@ -26,9 +33,24 @@ def run(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         return 2
     from monitor.linkstate import LoginRefused
-    from monitor.pipeline import run as run_pipeline
 
     try:
+        if config.daemon.workers > 1 and not args.partition:
+            # The supervisor: no pipeline (numpy, scipy, paho) loaded in a process that runs none.
+            from monitor.workers import supervise
+
+            return supervise(config, args.config, args.log_level)
+        from monitor.pipeline import run as run_pipeline
+
+        if args.partition:
+            import threading
+
+            from monitor.workers import parse_partition, watch_parent
+
+            partition = parse_partition(args.partition, config)
+            stop = threading.Event()
+            watch_parent(stop)
+            return run_pipeline(partition.apply(config), stop=stop, partition=partition)
         return run_pipeline(config)
     except LoginRefused as exc:  # not retryable: one line, and a status systemd can tell apart
         print(f"minewatch run: {exc}", file=sys.stderr)

@@ -6,11 +6,16 @@ import argparse
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from monitor.config import Config, load_config
 from monitor.errors import UsageError
 from monitor.times import FORMS, parse_time
+
+if TYPE_CHECKING:
+    from monitor.linkstate import LinkState
+    from monitor.store import Store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,16 +56,25 @@ def run(args: argparse.Namespace) -> int:
             for sensor, entry in status["sensors"].items():
                 entry["conflicts"] = conflicts.get(sensor, 0)
         link = LinkState.from_json(store.meta(META_KEY))  # written by the daemon
+        links = _worker_links(store, config)
     finally:
         store.close()
     if args.format == "json":
-        if link is not None:
-            for status in statuses:
+        for status in statuses:
+            if link is not None:
                 status["broker_link"] = json.loads(link.to_json())
+            for worker, (sites, state) in links.items():
+                if status["site"] in sites:
+                    status["worker"] = worker
+                    if state is not None:
+                        status["broker_link"] = json.loads(state.to_json())
         print(json.dumps(statuses, indent=2))
         return 0
-    if link is not None:
+    if link is not None and not links:
         print(link.describe(datetime.now(UTC)))
+    for worker, (sites, state) in links.items():
+        seen = state.describe(datetime.now(UTC)) if state is not None else "not reported yet"
+        print(f"worker {worker} ({', '.join(sites)}): {seen}")
     for status in statuses:
         print(f"{status['name']} ({status['site']}) at {status['ts']}")
         for sensor, entry in status["sensors"].items():
@@ -72,3 +86,18 @@ def run(args: argparse.Namespace) -> int:
         for summary in status["violations_24h"]:
             print(f"  - {summary}")
     return 0
+
+
+def _worker_links(store: Store, config: Config) -> dict[str, tuple[tuple[str, ...], LinkState | None]]:
+    """Each worker's sites and broker link as it wrote it (daemon.workers > 1); {} for one process."""
+    from monitor.linkstate import LinkState
+    from monitor.workers import Partition, worker_count
+
+    count = worker_count(config)
+    if count == 1:
+        return {}
+    links: dict[str, tuple[tuple[str, ...], LinkState | None]] = {}
+    for index in range(1, count + 1):
+        part = Partition(index, count)
+        links[part.name] = (part.sites(config), LinkState.from_json(store.meta(part.link_key)))
+    return links
