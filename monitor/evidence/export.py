@@ -8,8 +8,10 @@ import importlib.metadata
 import io
 import json
 import os
+import queue
 import re
 import sqlite3
+import threading
 import tomllib
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -34,7 +36,9 @@ from monitor.evidence.format import (
     _FLUSH_BYTES,
     _README,
     ANCHORS_FILE,
+    CHAIN_COLUMNS_3,
     CHAIN_FILE,
+    COMPRESS_LEVEL,
     FORMAT,
     INFLUX_MEASUREMENT,
     MANIFEST,
@@ -42,7 +46,8 @@ from monitor.evidence.format import (
     RECORD_FILES,
     RECORD_KINDS,
     SOUND_COLUMNS,
-    SOUND_FILE,
+    SOUND_PART_ROWS,
+    TAG_HEX,
     EvidenceError,
     TimeFormat,
     _cell,
@@ -52,7 +57,9 @@ from monitor.evidence.format import (
     _Scope,
     reading_columns,
     reading_file,
+    sound_part,
 )
+from monitor.evidence.progress import Progress
 from monitor.influx import InfluxReader
 from monitor.schema import MEASUREMENTS
 from monitor.store import KEYED, SCHEMA_VERSION
@@ -61,9 +68,15 @@ from monitor.store import KEYED, SCHEMA_VERSION
 
 
 class _Member:
-    """A zip member being written; bytes are hashed and counted on their way in."""
+    """A zip member being written; bytes are hashed and counted on their way in.
 
-    def __init__(self, zf: zipfile.ZipFile, name: str, files: list[dict[str, Any]]) -> None:
+    ``threaded``: deflate, CRC and SHA-256 (which release the interpreter lock) run in a thread
+    of their own, on the other core, while this one builds the next rows.
+    """
+
+    def __init__(
+        self, zf: zipfile.ZipFile, name: str, files: list[dict[str, Any]], *, threaded: bool = False
+    ) -> None:
         self.name = name
         self._raw = zf.open(name, "w", force_zip64=True)
         self._sha = hashlib.sha256()
@@ -71,10 +84,31 @@ class _Member:
         self._files = files
         self._text = io.StringIO()
         self.rows = 0
+        self._queue: queue.Queue[bytes | None] | None = None
+        self._error: BaseException | None = None
+        if threaded:
+            self._queue = queue.Queue(maxsize=8)
+            self._thread = threading.Thread(target=self._drain, name=f"zip {name}", daemon=True)
+            self._thread.start()
+
+    def _drain(self) -> None:
+        assert self._queue is not None
+        while (data := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._sha.update(data)
+                    self._raw.write(data)
+                except BaseException as exc:  # raised again in close(), in the exporting thread
+                    self._error = exc
 
     def write(self, data: bytes) -> None:
-        self._sha.update(data)
         self._size += len(data)
+        if self._queue is not None:
+            if self._error is not None:
+                raise self._error
+            self._queue.put(data)
+            return
+        self._sha.update(data)
         self._raw.write(data)
 
     def text(self) -> io.StringIO:
@@ -89,6 +123,11 @@ class _Member:
 
     def close(self, **extra: Any) -> None:
         self.spill(force=True)
+        if self._queue is not None:
+            self._queue.put(None)
+            self._thread.join()
+            if self._error is not None:
+                raise self._error
         self._raw.close()
         self._files.append({"name": self.name, "sha256": self._sha.hexdigest(), "bytes": self._size, **extra})
 
@@ -124,7 +163,10 @@ def _open_store(path: str) -> sqlite3.Connection:
     if not Path(path).is_file():
         raise EvidenceError(f"no store at {path!r} (storage.path in the configuration)")
     try:
-        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        # check_same_thread off: the sound rows are fetched in a thread of their own (_prefetch)
+        conn = sqlite3.connect(
+            f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30, check_same_thread=False
+        )
         conn.execute("SELECT 1 FROM chain LIMIT 1")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.Error as exc:
@@ -217,11 +259,13 @@ def export_bundle(
     plots: bool = True,
     now: datetime | None = None,
     overwrite: bool = True,
+    progress: Progress | None = None,
 ) -> ExportSummary:
     """Write the evidence bundle for ``site_id`` over [start, end) to ``out`` (a zip file).
 
     With ``overwrite`` false an existing ``out`` is left alone (EvidenceError), checked
     again at the very end so that a file created meanwhile is not replaced either.
+    ``progress`` (``Progress.on_terminal``) shows the rows written so far.
     """
     site = config.site(site_id)
     if site is None:
@@ -267,12 +311,13 @@ def export_bundle(
         )
         try:
             zf = zipfile.ZipFile(
-                partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True
+                partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL, allowZip64=True
             )
         except OSError as exc:
             raise EvidenceError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
         with zf:
-            summary = _Exporter(conn, zf, config, site, scope, zone, now or datetime.now(UTC)).run(plots)
+            exporter = _Exporter(conn, zf, config, site, scope, zone, now or datetime.now(UTC), progress)
+            summary = exporter.run(plots)
         _publish(partial, out, overwrite)
     finally:
         conn.close()
@@ -310,7 +355,12 @@ class _Exporter:
         scope: _Scope,
         zone: ZoneInfo,
         now: datetime,
+        progress: Progress | None = None,
     ) -> None:
+        self.progress = progress
+        self.done = 0  # rows and chain entries written, for the progress line
+        self.sound_rows = 0  # sound rows of the window in the store (from _bounds)
+        self.missing_sound: set[int] = set()  # sound chain entries of the window without a row
         self.conn = conn
         self.zf = zf
         self.config = config
@@ -346,16 +396,16 @@ class _Exporter:
                 highs.append(row[1])
             unchained += row[3] - row[2]
 
-        take(
-            self.conn.execute(
-                "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM sound t LEFT JOIN chain c"
-                " ON c.site = t.site AND c.seq = t.chain_seq"
-                " AND c.kind = 'sound' AND c.key = t.sensor || '|' || t.ts_us"
-                " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
-                f"{self._named_sensors('t.sensor')}",
-                self._sensor_args(),
-            ).fetchone()
-        )
+        # Sound rows carry their chain entry's seq: a range scan, no join (the sound pass checks
+        # each entry against its row).
+        sound = self.conn.execute(
+            "SELECT MIN(t.chain_seq), MAX(t.chain_seq), COUNT(t.chain_seq), COUNT(*) FROM sound t"
+            " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
+            f"{self._named_sensors('t.sensor')}",
+            self._sensor_args(),
+        ).fetchone()
+        self.sound_rows = sound[2]
+        take(sound)
         take(
             self.conn.execute(
                 "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM readings t LEFT JOIN chain c"
@@ -441,11 +491,15 @@ class _Exporter:
         first, last, prev_head, anchored_to = self._segment()
         self.plots = plots
         self.args.update(lo=first, hi=last)
+        if self.progress is not None:
+            self.progress.start(self.sound_rows + max(0, last - first + 1))
         self._sound(first, last)
         for kind in READING_EXTRAS:
             self._readings(kind, first, last)
         exported = {kind: self._records(kind, first, last) for kind in RECORD_KINDS}
         counts, configs, last_head = self._chain(first, last)
+        if self.progress is not None:
+            self.progress.finish()
         exported["config"] = self._configs(configs)
         for kind, n in exported.items():
             if counts.get(kind, 0) > n:
@@ -482,26 +536,31 @@ class _Exporter:
     def _sound(self, first: int, last: int) -> None:
         # The hot loop of a month's export (26 million rows): SQLite joins the text of the
         # integer and identifier columns (ids are [A-Za-z0-9_-], never quoted), Python adds
-        # the floats as repr() (the exact round trip the digests need) and the times.
+        # the floats as repr() (the exact round trip the digests need) and the times. The rows
+        # are fetched in one thread and compressed in another while this one formats them.
         assert SOUND_FIELDS == ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
         cursor = self.conn.execute(
             "SELECT k.seq || ',' || t.site || ',' || t.sensor || ',' || t.ts_us, t.ts_us, t.duration_s,"
-            f" t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source"
+            f" t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq"
             f" FROM ({_SOUND_KEY_SQL}) k"
             " LEFT JOIN sound t ON t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
             f" WHERE k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')} ORDER BY k.seq",
             self._sensor_args(),
         )
-        member = _Member(self.zf, SOUND_FILE, self.files)
-        member.write((",".join(SOUND_COLUMNS) + "\n").encode())
+        header = (",".join(SOUND_COLUMNS) + "\n").encode()
         utc, local = self.utc, self.local
-        missing = rows = 0
+        part: _Member | None = None
+        parts = rows = 0
         last_ts, times = -1, ""
 
         def opt(value: float | None) -> str:
             return "" if value is None else repr(value)
 
-        while batch := cursor.fetchmany(4096):
+        def close(part: _Member) -> None:
+            part.close(rows=part.rows)
+            self.rows[part.name] = part.rows
+
+        for batch in _prefetch(cursor, 4096):
             lines = []
             for (
                 prefix,
@@ -516,9 +575,10 @@ class _Exporter:
                 lzpeak,
                 lzeq,
                 source,
+                seq,
             ) in batch:
                 if prefix is None:
-                    missing += 1
+                    self.missing_sound.add(seq)
                     continue
                 if ts != last_ts:  # the sensors of one second share their time columns
                     last_ts, times = ts, f"{utc(ts)},{local(ts)}"
@@ -526,14 +586,32 @@ class _Exporter:
                     f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},{opt(lasmax)},{opt(lafmin)},"
                     f"{opt(lceq)},{lcpeak!r},{opt(lzpeak)},{opt(lzeq)},{source}\n"
                 )
+            at = 0
+            while at < len(lines):  # parts of SOUND_PART_ROWS rows
+                if part is None:
+                    parts += 1
+                    part = _Member(self.zf, sound_part(parts), self.files, threaded=True)
+                    part.write(header)
+                take = min(len(lines) - at, SOUND_PART_ROWS - part.rows)
+                part.write("".join(lines[at : at + take]).encode())
+                part.rows += take
+                at += take
+                if part.rows == SOUND_PART_ROWS:
+                    close(part)
+                    part = None
             rows += len(lines)
-            member.write("".join(lines).encode())
-        member.rows = rows
-        member.close(rows=rows)
-        self.rows[SOUND_FILE] = member.rows
-        if missing:
+            self.done += len(lines)
+            if self.progress is not None:
+                self.progress.update(self.done)
+        if part is None and parts == 0:  # an empty window still has its (empty) first part
+            part = _Member(self.zf, sound_part(1), self.files)
+            part.write(header)
+        if part is not None:
+            close(part)
+        if self.missing_sound:
             self.warnings.append(
-                f"{missing} sound chain entr(y/ies) of the window have no row in the store (deleted?)"
+                f"{len(self.missing_sound)} sound chain entr(y/ies) of the window have no row in the store"
+                " (deleted?)"
             )
 
     def _named_sensors(self, column: str) -> str:
@@ -633,18 +711,40 @@ class _Exporter:
     def _chain(self, first: int, last: int) -> tuple[dict[str, int], list[tuple[int, str]], str]:
         site = self.site.id
         # Whole CSV lines from SQLite: a key with a comma, quote or line break is quoted as csv does.
-        cursor = self.conn.execute(
-            "SELECT seq || ',' || kind || ',' || CASE WHEN key GLOB :special"
+        # No heads (verify recomputes them); a sound entry whose row is in the bundle keeps only
+        # the first TAG_HEX digits of its digest (the row gives the digest), with no key or time.
+        full = (
+            "seq || ',' || kind || ',' || CASE WHEN key GLOB :special"
             " THEN '\"' || replace(key, '\"', '\"\"') || '\"' ELSE key END"
-            " || ',' || digest || ',' || head || ',' || recorded_us"
-            " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi ORDER BY seq",
-            {"site": site, "lo": first, "hi": last, "special": '*[",\r\n]*'},
+            " || ',' || digest || ',' || recorded_us"
         )
-        member = _Member(self.zf, CHAIN_FILE, self.files)
-        member.write(b"seq,kind,key,digest,head,recorded_us\n")
-        while batch := cursor.fetchmany(8192):
+        in_scope = (
+            "kind = 'sound' AND ts_us >= :cfrom AND ts_us < :to"
+            f"{self._named_sensors('sensor')}"
+        )
+        compact = f"seq || ',sound,,' || substr(digest, 1, {TAG_HEX}) || ','"
+        columns = f"CASE WHEN {in_scope} THEN {compact} ELSE {full} END"
+        if self.missing_sound:  # those entries have no row: written in full, verify names them
+            columns += f", seq, {full}"
+        cursor = self.conn.execute(
+            f"SELECT {columns} FROM (SELECT *, substr(key, 1, instr(key, '|') - 1) AS sensor,"
+            " CAST(substr(key, instr(key, '|') + 1) AS INTEGER) AS ts_us"
+            " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi) ORDER BY seq",
+            {**self._sensor_args(), "special": '*[",\r\n]*'},
+        )
+        member = _Member(self.zf, CHAIN_FILE, self.files, threaded=True)
+        member.write((",".join(CHAIN_COLUMNS_3) + "\n").encode())
+        missing = self.missing_sound
+        for batch in _prefetch(cursor, 8192):
             member.rows += len(batch)
-            member.write(("\n".join(line for (line,) in batch) + "\n").encode())
+            if missing:
+                text = "\n".join(r[2] if r[1] in missing else r[0] for r in batch)
+            else:
+                text = "\n".join(line for (line, *_) in batch)
+            member.write((text + "\n").encode())
+            self.done += len(batch)
+            if self.progress is not None:
+                self.progress.update(self.done)
         member.close(rows=member.rows)
         self.rows[CHAIN_FILE] = member.rows
         counts = dict(
@@ -782,16 +882,22 @@ class _Exporter:
 
         limits = plot_limits(self.site)
         influx_minutes = getattr(self, "_minutes", {})
-        for sensor in self.site.sensors:
-            if self.scope.sensors is not None and sensor.id not in self.scope.sensors:
-                continue
-            kind = sensor.kind.value
-            if kind not in ("sound", "light", "sky"):
-                continue
-            measurement = "sound" if kind == "sound" else "light"
-            pruned = influx_minutes.get((measurement, sensor.id), {})
-            for day, lo, hi in self._days():
-                minutes = self._day_minutes(measurement, sensor.id, lo, hi)
+        wanted = [
+            sensor
+            for sensor in self.site.sensors
+            if (self.scope.sensors is None or sensor.id in self.scope.sensors)
+            and sensor.kind.value in ("sound", "light", "sky")
+        ]
+        drawn: list[tuple[str, bytes]] = []
+        for day, lo, hi in self._days():
+            sound = self._day_sound_minutes(lo, hi)  # every sensor's day in one pass over the rows
+            for sensor in wanted:
+                measurement = "sound" if sensor.kind.value == "sound" else "light"
+                if measurement == "sound":
+                    minutes = sound.get(sensor.id, {})
+                else:
+                    minutes = self._day_minutes(measurement, sensor.id, lo, hi)
+                pruned = influx_minutes.get((measurement, sensor.id), {})
                 for minute, (total, n, peak) in pruned.items():
                     if lo // 60_000_000 <= minute < (hi + 59_999_999) // 60_000_000 and minute not in minutes:
                         minutes[minute] = (total, n, peak)
@@ -808,30 +914,39 @@ class _Exporter:
                         limits.get(sensor.id, []),
                     )
                 )
-                member = _Member(
-                    self.zf, f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png", self.files
-                )
-                member.write(png)
-                member.close()
+                drawn.append((f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png", png))
+        for name, png in sorted(drawn):  # by sensor, then day
+            member = _Member(self.zf, name, self.files)
+            member.write(png)
+            member.close()
+
+    def _day_sound_minutes(self, lo: int, hi: int) -> dict[str, dict[int, tuple[float, float, float]]]:
+        """Per sound sensor and minute of [lo, hi): (sum of energies, count, max LAeq), from SQL."""
+        lo = max(lo, self.scope.chained_from_us)
+        out: dict[str, dict[int, tuple[float, float, float]]] = {}
+        if lo >= hi:
+            return out
+        for sensor, minute, total, n, peak in self.conn.execute(
+            "SELECT sensor, ts_us / 60000000, SUM(pow(10, LAeq / 10.0)), COUNT(*), MAX(LAeq) FROM sound"
+            " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY 1, 2",
+            (self.site.id, lo, hi),
+        ):
+            if total is not None:
+                out.setdefault(sensor, {})[minute] = (total, n, peak)
+        return out
 
     def _day_minutes(
         self, measurement: str, sensor: str, lo: int, hi: int
     ) -> dict[int, tuple[float, float, float]]:
-        """Per minute: (sum of energies or lux, count, max), from SQL: a day never goes through Python."""
+        """Per minute: (sum of lux, count, max), from SQL: a day never goes through Python."""
         lo = max(lo, self.scope.chained_from_us)
         if lo >= hi:
             return {}
-        if measurement == "sound":
-            sql = (
-                "SELECT ts_us / 60000000, SUM(pow(10, LAeq / 10.0)), COUNT(*), MAX(LAeq) FROM sound"
-                " WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ? GROUP BY 1"
-            )
-        else:
-            sql = (
-                "SELECT ts_us / 60000000, SUM(json_extract(data, '$.lux_mean')), COUNT(*),"
-                " MAX(json_extract(data, '$.lux_max')) FROM readings"
-                " WHERE site = ? AND sensor = ? AND kind = 'light' AND ts_us >= ? AND ts_us < ? GROUP BY 1"
-            )
+        sql = (
+            "SELECT ts_us / 60000000, SUM(json_extract(data, '$.lux_mean')), COUNT(*),"
+            " MAX(json_extract(data, '$.lux_max')) FROM readings"
+            " WHERE site = ? AND sensor = ? AND kind = 'light' AND ts_us >= ? AND ts_us < ? GROUP BY 1"
+        )
         return {
             r[0]: (r[1], r[2], r[3])
             for r in self.conn.execute(sql, (self.site.id, sensor, lo, hi))
@@ -942,6 +1057,27 @@ class _Exporter:
             "warnings": list(self.warnings),
             "files": list(self.files),
         }
+
+
+def _prefetch(cursor: sqlite3.Cursor, size: int) -> Iterator[list[Any]]:
+    """The cursor's rows in batches, fetched in a thread: SQLite steps without the interpreter lock."""
+    batches: queue.Queue[list[Any] | BaseException | None] = queue.Queue(maxsize=4)
+
+    def fetch() -> None:
+        try:
+            while batch := cursor.fetchmany(size):
+                batches.put(batch)
+            batches.put(None)
+        except BaseException as exc:  # raised again in the consuming thread
+            batches.put(exc)
+
+    thread = threading.Thread(target=fetch, name="evidence rows", daemon=True)
+    thread.start()
+    while (item := batches.get()) is not None:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+    thread.join()
 
 
 def _version() -> str:

@@ -6,25 +6,48 @@ Shared by the exporter and the verifier; standard library and the store's record
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
-from monitor.canonical import canonical_text
-from monitor.chain import KINDS, SOUND_FIELDS, ChainKind
+from monitor.canonical import canonical_json, canonical_text
+from monitor.chain import KINDS, SOUND_FIELDS, ChainKind, sound_record
 from monitor.errors import MinewatchError
 
 # Format 2: the file set is closed (fixed by the format and the rows, not by the manifest),
 # the profile and configuration are bound by a chained config record, and the segment ends
-# at an anchor when the store has one. Format 1 bundles still verify (see verify_bundle).
-FORMAT = "minewatch-evidence/2"
+# at an anchor when the store has one. Format 3: the same, but chain.csv carries no heads (verify
+# recomputes them) and, for a sound entry whose row is in the bundle, only a short tag of its
+# digest (the row gives the digest); the sound rows come in parts of SOUND_PART_ROWS, so that
+# they can be checked in parallel. Format 1 and 2 bundles still verify (see verify_bundle).
+FORMAT = "minewatch-evidence/3"
+FORMAT_2 = "minewatch-evidence/2"
 FORMAT_1 = "minewatch-evidence/1"
+FORMATS = (FORMAT, FORMAT_2, FORMAT_1)
 MANIFEST = "manifest.json"
 CHAIN_FILE = "chain.csv"
 ANCHORS_FILE = "anchors.json"
-SOUND_FILE = "data/sound.csv"
+SOUND_FILE = "data/sound.csv"  # formats 1 and 2: every sound row in one file
+SOUND_PART_ROWS = 1 << 18  # format 3: rows per data/sound/part-NNNNN.csv
+CHAIN_COLUMNS = ("seq", "kind", "key", "digest", "head", "recorded_us")  # formats 1 and 2
+CHAIN_COLUMNS_3 = ("seq", "kind", "key", "digest", "recorded_us")
+TAG_HEX = 8  # format 3: hex digits of a sound row's digest kept in chain.csv, to name a changed row
+# Zip deflate level of format 3 (format 2 used 1): the per-second rows repeat their sites,
+# sensors, times and sources, which level 6 folds much better, in a thread of its own.
+COMPRESS_LEVEL = 6
+
+
+def sound_part(index: int) -> str:
+    """The name of the index-th (from 1) part of a format-3 bundle's sound rows."""
+    return f"data/sound/part-{index:05d}.csv"
+
+
+SOUND_PART = re.compile(r"data/sound/part-(\d{5})\.csv")
 READING_EXTRAS: dict[str, tuple[str, ...]] = {  # columns copied out of the reading's JSON, for reading
     "light": ("lux_mean", "lux_min", "lux_max"),
     "weather": ("wind_speed_ms", "rain"),
@@ -150,6 +173,53 @@ SOUND_COLUMNS = (
 )
 
 
+@lru_cache(maxsize=4096)
+def _json_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _json_number(text: str) -> str:
+    value = float(text)
+    if value - value != 0:  # inf or NaN: the general path spells them as canonical_json does
+        raise ValueError
+    return repr(value)
+
+
+def sound_canonical_cells(cells: Sequence[str]) -> bytes:
+    """canonical_json(sound_record(row)) of a sound.csv row, without building the dict.
+
+    The keys in the sorted order canonical_json writes them; the verifier's hot path (a month is
+    26 million rows). tests/monitor/test_evidence.py checks it against the general path.
+    """
+    try:
+        la, lafmax, lasmax, lafmin, lceq, lcpeak, lzpeak, lzeq = (
+            "null" if text == "" else _json_number(text) for text in cells[7:15]
+        )
+        text = (
+            f'{{"LAFmax":{lafmax},"LAFmin":{lafmin},"LASmax":{lasmax},"LAeq":{la},"LCeq":{lceq},'
+            f'"LCpeak":{lcpeak},"LZeq":{lzeq},"LZpeak":{lzpeak},"duration_s":{_json_number(cells[6])},'
+            f'"sensor":{_json_string(cells[2])},"site":{_json_string(cells[1])},'
+            f'"source":{_json_string(cells[15])},"t":"sound","ts_us":{int(cells[3])}}}'
+        )
+    except ValueError:
+        row: dict[str, Any] = {
+            "site": cells[1],
+            "sensor": cells[2],
+            "ts_us": int(cells[3]),
+            "duration_s": float(cells[6]),
+            "source": cells[15],
+        }
+        for name, value in zip(SOUND_FIELDS, cells[7:15], strict=True):
+            row[name] = _opt_float(value)
+        return canonical_json(sound_record(row))
+    return text.encode()
+
+
+def sound_digest_cells(cells: Sequence[str]) -> str:
+    """digest_of(sound_record(row)) of a sound.csv row (see sound_canonical_cells)."""
+    return hashlib.sha256(sound_canonical_cells(cells)).hexdigest()
+
+
 def reading_columns(kind: str) -> tuple[str, ...]:
     return (
         "chain_seq",
@@ -272,6 +342,46 @@ def load_anchors(path: str | Path) -> list[Anchor]:
 
 
 _README = """\
+minewatch evidence bundle
+=========================
+
+This zip is a window of a mine's monitoring record, exported from the monitor's
+own store. Every record the monitor stores is chained: its canonical JSON is
+hashed (digest) and each chain entry's head is SHA-256(previous head + digest).
+The monitor publishes chain heads (anchors) to the town as it runs.
+
+Check it with:   minewatch verify bundle.zip --anchors town-anchors.json
+
+manifest.json    the window, the chain segment's ends, the anchors within it,
+                 the SHA-256 of every file (the set of files is fixed by the
+                 format and the rows: verify refuses any other)
+data/sound/part-*.csv  per-second sound levels, in chain order, in parts of
+                 262144 rows; time_utc and time_local (site time, with offset)
+data/*.csv       light/weather/... readings, in chain order
+records/*.json   events, findings (every revision), alerts, sensor health,
+                 calibration checks, rejected messages, notices, and the
+                 config records: the profile and configuration in force
+chain.csv        the chain segment the rows are checked against; the heads are
+                 not written but recomputed from the rows and the entries,
+                 and a sound entry whose row is here keeps only the first
+                 8 hex digits of its digest (the row gives the digest)
+anchors.json     every chain head the monitor published for the site
+plots/           one PNG per sensor and local day (drawings of the rows)
+config.toml      the configuration (secret values left out) and profile/ the
+                 ordinance profile named by the chain's config record
+data/*_influxdb.csv  (if present) rows read from InfluxDB because the store had
+                 pruned them: they are NOT covered by the chain
+
+Without anchors held by the town, verification shows only that the bundle is
+consistent with itself: whoever controls the store could rebuild a consistent
+bundle. With them, rows up to the last head the town holds are proven; rows
+chained after it are not yet anchored. See docs/EVIDENCE.md in the minewatch
+sources.
+"""
+
+
+# The README of format 2 bundles, word for word (verify compares it).
+_README_2 = """\
 minewatch evidence bundle
 =========================
 
