@@ -718,10 +718,7 @@ class _Exporter:
             " THEN '\"' || replace(key, '\"', '\"\"') || '\"' ELSE key END"
             " || ',' || digest || ',' || recorded_us"
         )
-        in_scope = (
-            "kind = 'sound' AND ts_us >= :cfrom AND ts_us < :to"
-            f"{self._named_sensors('sensor')}"
-        )
+        in_scope = f"kind = 'sound' AND ts_us >= :cfrom AND ts_us < :to{self._named_sensors('sensor')}"
         compact = f"seq || ',sound,,' || substr(digest, 1, {TAG_HEX}) || ','"
         columns = f"CASE WHEN {in_scope} THEN {compact} ELSE {full} END"
         if self.missing_sound:  # those entries have no row: written in full, verify names them

@@ -5,13 +5,13 @@ Shared by the exporter and the verifier; standard library and the store's record
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 

@@ -137,9 +137,9 @@ def part_results(jobs: Sequence[PartJob], workers: int) -> Iterator[PartResult]:
                 break
         while pending:
             result = pending.popleft().get()
-            job = next(queued, None)
-            if job is not None:
-                pending.append(pool.apply_async(check_part, (job,)))
+            following = next(queued, None)
+            if following is not None:
+                pending.append(pool.apply_async(check_part, (following,)))
             yield result
 
 
@@ -246,7 +246,8 @@ class SoundRows:
             self._late(row)
         for seq in sorted(self.missing):
             self._add(
-                "row", f"row removed: chain seq {seq} (a sound entry) belongs in data/sound/ but has no row there"
+                "row",
+                f"row removed: chain seq {seq} (a sound entry) belongs in data/sound/ but has no row there",
             )
         for _ in range(self.missing_overflow):
             self._add("row", "row removed from data/sound/ (beyond the first 100000 listed)")

@@ -44,13 +44,13 @@ from monitor.evidence.format import (
     FORMAT_1,
     FORMAT_2,
     FORMATS,
-    SOUND_PART,
     INFLUX_MEASUREMENT,
     MANIFEST,
     READING_EXTRAS,
     RECORD_FILES,
     SOUND_COLUMNS,
     SOUND_FILE,
+    SOUND_PART,
     Anchor,
     TimeFormat,
     _derived,
@@ -832,9 +832,9 @@ class _Verifier:
             self.progress.start(max(0, last - first + 1))
         reader = csv.reader(source.text)
         if r.format == FORMAT:
-            expected_seq, head_ = self._chain_3(reader, files, wanted, head)
-            if head_ is not None:
-                head = head_
+            expected_seq, walked = self._chain_3(reader, files, wanted, head)
+            if walked is not None:
+                head = walked
             elif last >= first:
                 head = str(chain["last_head"])  # not recomputable: a row problem says why
         else:
@@ -970,7 +970,9 @@ class _Verifier:
         parts = sorted(n for n in names if SOUND_PART.fullmatch(n))
         s = self.scope
         jobs = [
-            PartJob(self.path, name, str(self.zone), (s.site, s.from_us, s.to_us, s.chained_from_us, s.sensors))
+            PartJob(
+                self.path, name, str(self.zone), (s.site, s.from_us, s.to_us, s.chained_from_us, s.sensors)
+            )
             for name in parts
         ]
         self.hashed.update(parts)
@@ -1030,7 +1032,9 @@ class _Verifier:
                 self._links_only("per-second rows outside the window/sensors", seq)
                 return
             if self.report.format == FORMAT:  # its row would be in a part, its entry a tag
-                r.add("row", f"row removed: chain seq {seq} ({key}) belongs in data/sound/ but has no row there")
+                r.add(
+                    "row", f"row removed: chain seq {seq} ({key}) belongs in data/sound/ but has no row there"
+                )
                 return
             target = files.get("sound")
             name = SOUND_FILE

@@ -19,7 +19,6 @@ import pytest
 from monitor.cli import main
 from monitor.config import Config, load_config
 from monitor.evidence import (
-    FORMAT,
     EvidenceError,
     TimeFormat,
     evidence_texts,
@@ -302,8 +301,13 @@ def test_a_changed_csv_value_is_named(site: Site, tmp_path: Path) -> None:
         rows[7][7] = repr(float(rows[7][7]) - 3.0)  # 3 dB quieter, still a plausible value
 
     # Edited in place: the file's hash gives it away first, and the row is named too.
-    plain = rewrite(bundle, tmp_path / "plain.zip", {"data/sound/part-00001.csv": edit_rows(louder)}, rehash=False)
-    assert first_problem(plain) == "file changed: data/sound/part-00001.csv does not match its SHA-256 in the manifest"
+    plain = rewrite(
+        bundle, tmp_path / "plain.zip", {"data/sound/part-00001.csv": edit_rows(louder)}, rehash=False
+    )
+    assert (
+        first_problem(plain)
+        == "file changed: data/sound/part-00001.csv does not match its SHA-256 in the manifest"
+    )
     messages = [p.message for p in verify_bundle(plain).problems]
     assert any(m.startswith("row altered: data/sound/part-00001.csv line 8 ") for m in messages), messages
     # With the manifest's hashes recomputed, the rebuilt digest still differs from the chain's.
@@ -333,7 +337,9 @@ def test_reordered_rows_are_named(site: Site, tmp_path: Path) -> None:
 
     forged = rewrite(bundle, tmp_path / "forged.zip", {"data/sound/part-00001.csv": edit_rows(swap)})
     report = verify_bundle(forged)
-    assert first_problem(forged).startswith("rows reordered: data/sound/part-00001.csv line 12"), report.lines()
+    assert first_problem(forged).startswith("rows reordered: data/sound/part-00001.csv line 12"), (
+        report.lines()
+    )
     assert all(p.category == "order" for p in report.problems)  # nothing else is wrong with those rows
 
 
@@ -555,7 +561,10 @@ def test_a_tail_after_the_last_town_anchor_is_not_called_anchored(tmp_path: Path
         tmp_path / "short.zip",
         {
             "manifest.json": lambda _: json.dumps(manifest).encode(),
-            **{name: until for name in ("chain.csv", "data/sound/part-00001.csv", "data/light.csv", "data/weather.csv")},
+            **{
+                name: until
+                for name in ("chain.csv", "data/sound/part-00001.csv", "data/light.csv", "data/weather.csv")
+            },
         },
     )
     report = verify_bundle(short, load_anchors(site.anchors))
@@ -574,7 +583,10 @@ def test_a_tail_after_the_last_town_anchor_is_not_called_anchored(tmp_path: Path
         tmp_path / "at-anchor.zip",
         {
             "manifest.json": lambda _: json.dumps(manifest).encode(),
-            **{name: until for name in ("chain.csv", "data/sound/part-00001.csv", "data/light.csv", "data/weather.csv")},
+            **{
+                name: until
+                for name in ("chain.csv", "data/sound/part-00001.csv", "data/light.csv", "data/weather.csv")
+            },
             **{f"records/{k}.json": records_until for k in ("findings", "alerts", "events", "config")},
         },
     )
@@ -795,7 +807,9 @@ def test_cli_exit_codes(site: Site, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["verify", str(out), "--anchors", str(site.anchors)]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"{out}: OK, anchored: ") and "n1" in printed
-    tampered = rewrite(out, tmp_path / "t.zip", {"data/sound/part-00001.csv": edit_rows(lambda rows: rows.pop(3))})
+    tampered = rewrite(
+        out, tmp_path / "t.zip", {"data/sound/part-00001.csv": edit_rows(lambda rows: rows.pop(3))}
+    )
     assert main(["verify", str(tampered)]) == 1
     assert "FAILED: row removed" in capsys.readouterr().out
 
@@ -1140,7 +1154,12 @@ def test_a_store_of_the_earlier_layout_is_migrated_and_exports_the_same_bundle(
     assert "chain_lookup" in indexes and not {"chain_key", "sound_time"} & indexes
     after = export(site, tmp_path / "after.zip")
     with zipfile.ZipFile(before) as old, zipfile.ZipFile(after) as new:
-        for name in ("data/sound/part-00001.csv", "chain.csv", "records/findings.json", "records/events.json"):
+        for name in (
+            "data/sound/part-00001.csv",
+            "chain.csv",
+            "records/findings.json",
+            "records/events.json",
+        ):
             assert old.read(name) == new.read(name), name
     report = verify_bundle(after, load_anchors(site.anchors))
     assert report.ok, report.lines()
