@@ -131,7 +131,7 @@ def _tampered(bundle: Path, tmp_path: Path) -> list[Path]:
     out.append(rewrite(bundle, tmp_path / "changed.zip", {"data/sound/part-00004.csv": change}))
     out.append(
         rewrite(
-            bundle, tmp_path / "removed.zip", {"data/sound/part-00002.csv": edit_rows(lambda r: r.pop(3))}
+            bundle, tmp_path / "removed.zip", {"data/sound/part-00002.csv": edit_rows(lambda rows: rows.__delitem__(3))}
         )
     )
     parts = _parts(bundle)
