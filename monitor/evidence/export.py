@@ -491,6 +491,8 @@ class _Exporter:
         first, last, prev_head, anchored_to = self._segment()
         self.plots = plots
         self.args.update(lo=first, hi=last)
+        # Plots of a window read wholly from the store are drawn meanwhile by another process.
+        started = self._start_plots() if plots and self.scope.chained_from_us <= self.scope.from_us else None
         if self.progress is not None:
             self.progress.start(self.sound_rows + max(0, last - first + 1))
         self._sound(first, last)
@@ -517,7 +519,7 @@ class _Exporter:
                 f" {self.utc(s.to_us)}: the bundle is empty"
             )
         if plots:
-            self._plots()
+            self._plots(started)
         self._static(configs)
         manifest = self._manifest(first, last, prev_head, last_head, anchored_to, anchors, influx)
         self.zf.writestr(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
@@ -874,8 +876,9 @@ class _Exporter:
             yield day, max(start, s.from_us), min(end, s.to_us)
             day += timedelta(days=1)
 
-    def _plots(self) -> None:
-        from monitor.render import day_plot, figure_png, plot_limits  # one figure set-up with the notices
+    def _plot_jobs(self) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """(member name, day_plot arguments) of every plot: the minutes come from SQL, by day."""
+        from monitor.render import plot_limits  # one figure set-up with the notices
 
         limits = plot_limits(self.site)
         influx_minutes = getattr(self, "_minutes", {})
@@ -885,7 +888,6 @@ class _Exporter:
             if (self.scope.sensors is None or sensor.id in self.scope.sensors)
             and sensor.kind.value in ("sound", "light", "sky")
         ]
-        drawn: list[tuple[str, bytes]] = []
         for day, lo, hi in self._days():
             sound = self._day_sound_minutes(lo, hi)  # every sensor's day in one pass over the rows
             for sensor in wanted:
@@ -900,18 +902,39 @@ class _Exporter:
                         minutes[minute] = (total, n, peak)
                 if not minutes:
                     continue
-                png = figure_png(
-                    day_plot(
+                yield (
+                    f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png",
+                    (
                         measurement,
                         sensor.id,
                         self.site.name,
                         day,
-                        self.zone,
+                        self.site.timezone,
                         minutes,
                         limits.get(sensor.id, []),
-                    )
+                    ),
                 )
-                drawn.append((f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png", png))
+
+    def _start_plots(self) -> Any:
+        """Plots drawn by a forked process while this one writes the rows (results: _plots).
+
+        Forked here, before any thread of the export exists; it only draws from the minutes
+        it is sent. None where processes cannot be forked: _plots draws them in line then.
+        """
+        import multiprocessing
+
+        if "fork" not in multiprocessing.get_all_start_methods():
+            return None
+        pool = multiprocessing.get_context("fork").Pool(1)
+        return pool, [(name, pool.apply_async(_draw, (args,))) for name, args in self._plot_jobs()]
+
+    def _plots(self, started: Any = None) -> None:
+        if started is None:
+            drawn = [(name, _draw(args)) for name, args in self._plot_jobs()]
+        else:
+            pool, pending = started
+            with pool:
+                drawn = [(name, result.get()) for name, result in pending]
         for name, png in sorted(drawn):  # by sensor, then day
             member = _Member(self.zf, name, self.files)
             member.write(png)
@@ -1054,6 +1077,14 @@ class _Exporter:
             "warnings": list(self.warnings),
             "files": list(self.files),
         }
+
+
+def _draw(args: tuple[Any, ...]) -> bytes:
+    """One day's plot as PNG bytes (in the plotting process, or in line)."""
+    from monitor.render import day_plot, figure_png
+
+    measurement, sensor, site_name, day, zone, minutes, limits = args
+    return figure_png(day_plot(measurement, sensor, site_name, day, ZoneInfo(zone), minutes, limits))
 
 
 def _prefetch(cursor: sqlite3.Cursor, size: int) -> Iterator[list[Any]]:
