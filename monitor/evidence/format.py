@@ -178,41 +178,41 @@ def _json_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _json_number(text: str) -> str:
-    value = float(text)
-    if value - value != 0:  # inf or NaN: the general path spells them as canonical_json does
-        raise ValueError
-    return repr(value)
-
-
 def sound_canonical_cells(cells: Sequence[str]) -> bytes:
     """canonical_json(sound_record(row)) of a sound.csv row, without building the dict.
 
     The keys in the sorted order canonical_json writes them; the verifier's hot path (a month is
-    26 million rows). tests/monitor/test_evidence.py checks it against the general path.
+    26 million rows), written out in line. tests/monitor/test_evidence_scale.py checks it against
+    the general path.
     """
-    try:
-        la, lafmax, lasmax, lafmin, lceq, lcpeak, lzpeak, lzeq = (
-            "null" if text == "" else _json_number(text) for text in cells[7:15]
-        )
-        text = (
-            f'{{"LAFmax":{lafmax},"LAFmin":{lafmin},"LASmax":{lasmax},"LAeq":{la},"LCeq":{lceq},'
-            f'"LCpeak":{lcpeak},"LZeq":{lzeq},"LZpeak":{lzpeak},"duration_s":{_json_number(cells[6])},'
-            f'"sensor":{_json_string(cells[2])},"site":{_json_string(cells[1])},'
-            f'"source":{_json_string(cells[15])},"t":"sound","ts_us":{int(cells[3])}}}'
-        )
-    except ValueError:
+    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells
+    la = repr(float(la)) if la else "null"
+    fmax = repr(float(fmax)) if fmax else "null"
+    smax = repr(float(smax)) if smax else "null"
+    fmin = repr(float(fmin)) if fmin else "null"
+    ceq = repr(float(ceq)) if ceq else "null"
+    cpeak = repr(float(cpeak)) if cpeak else "null"
+    zpeak = repr(float(zpeak)) if zpeak else "null"
+    zeq = repr(float(zeq)) if zeq else "null"
+    duration = repr(float(duration))
+    numbers = la + fmax + smax + fmin + ceq + cpeak + zpeak + zeq + duration
+    if "i" in numbers or "a" in numbers:  # inf or nan, which canonical_json spells Infinity / NaN
         row: dict[str, Any] = {
-            "site": cells[1],
-            "sensor": cells[2],
-            "ts_us": int(cells[3]),
-            "duration_s": float(cells[6]),
-            "source": cells[15],
+            "site": site,
+            "sensor": sensor,
+            "ts_us": int(ts),
+            "duration_s": float(duration),
+            "source": source,
         }
         for name, value in zip(SOUND_FIELDS, cells[7:15], strict=True):
             row[name] = _opt_float(value)
         return canonical_json(sound_record(row))
-    return text.encode()
+    return (
+        f'{{"LAFmax":{fmax},"LAFmin":{fmin},"LASmax":{smax},"LAeq":{la},"LCeq":{ceq},'
+        f'"LCpeak":{cpeak},"LZeq":{zeq},"LZpeak":{zpeak},"duration_s":{duration},'
+        f'"sensor":{_json_string(sensor)},"site":{_json_string(site)},'
+        f'"source":{_json_string(source)},"t":"sound","ts_us":{int(ts)}}}'
+    ).encode()
 
 
 def sound_digest_cells(cells: Sequence[str]) -> str:

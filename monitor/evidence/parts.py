@@ -78,8 +78,10 @@ def check_part(job: PartJob) -> PartResult:
     seqs: array = array("q")  # type: ignore[type-arg]
     digests = bytearray()
     problems: list[str] = []
-    days: set[tuple[str, str]] = set()
+    by_day: dict[str, set[str]] = {}  # site-local day -> sensors with rows
+    sensors_of_day: set[str] = set()
     width = len(SOUND_COLUMNS)
+    site, cfrom, to, sensors = scope.site, scope.chained_from_us, scope.to_us, scope.sensors
     last_ts, times = -1, ("", "")
     with zipfile.ZipFile(job.bundle) as zf, zf.open(job.name) as member:
         hashed = _HashedBytes(member)
@@ -97,6 +99,7 @@ def check_part(job: PartJob) -> PartResult:
                     ts = int(cells[3])
                     if ts != last_ts:  # rows of one second come together
                         last_ts, times = ts, (utc(ts), local(ts))
+                        sensors_of_day = by_day.setdefault(times[1][:10], set())
                     if cells[4] != times[0] or cells[5] != times[1]:
                         raise ValueError(
                             f"time_utc/time_local {cells[4]!r}/{cells[5]!r} do not match ts_us {ts}"
@@ -105,7 +108,11 @@ def check_part(job: PartJob) -> PartResult:
                 except (ValueError, TypeError, KeyError) as exc:
                     problems.append(f"row malformed: {job.name} line {line}: {exc}")
                     continue
-                if cells[1] != scope.site or not scope.holds(cells[2], ts):
+                if (
+                    cells[1] != site
+                    or not cfrom <= ts < to
+                    or (sensors is not None and cells[2] not in sensors)
+                ):
                     problems.append(
                         f"row outside the bundle's scope: {job.name} line {line} (sensor {cells[2]} of site"
                         f" {cells[1]} at {cells[4]}, chain seq {seq}): the manifest's window and sensors"
@@ -115,9 +122,10 @@ def check_part(job: PartJob) -> PartResult:
                 lines.append(line)
                 seqs.append(seq)
                 digests += _sha256(record).digest()
-                days.add((cells[2], cells[5][:10]))
+                sensors_of_day.add(cells[2])
         while text.read(1 << 20):  # what the parser did not read still counts
             pass
+    days = {(sensor, day) for day, sensors_ in by_day.items() for sensor in sensors_}
     return PartResult(job.name, hashed.sha.hexdigest(), lines, seqs, bytes(digests), problems, days)
 
 
