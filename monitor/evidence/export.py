@@ -555,9 +555,6 @@ class _Exporter:
         parts = rows = 0
         last_ts, times = -1, ""
 
-        def opt(value: float | None) -> str:
-            return "" if value is None else repr(value)
-
         def close(part: _Member) -> None:
             part.close(rows=part.rows)
             self.rows[part.name] = part.rows
@@ -584,9 +581,11 @@ class _Exporter:
                     continue
                 if ts != last_ts:  # the sensors of one second share their time columns
                     last_ts, times = ts, f"{utc(ts)},{local(ts)}"
-                lines.append(
-                    f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},{opt(lasmax)},{opt(lafmin)},"
-                    f"{opt(lceq)},{lcpeak!r},{opt(lzpeak)},{opt(lzeq)},{source}\n"
+                lines.append(  # the optional levels in line: a call per value costs as much as repr
+                    f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},"
+                    f"{'' if lasmax is None else repr(lasmax)},{'' if lafmin is None else repr(lafmin)},"
+                    f"{'' if lceq is None else repr(lceq)},{lcpeak!r},"
+                    f"{'' if lzpeak is None else repr(lzpeak)},{'' if lzeq is None else repr(lzeq)},{source}\n"
                 )
             at = 0
             while at < len(lines):  # parts of SOUND_PART_ROWS rows
