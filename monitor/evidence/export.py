@@ -585,7 +585,8 @@ class _Exporter:
                     f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},"
                     f"{'' if lasmax is None else repr(lasmax)},{'' if lafmin is None else repr(lafmin)},"
                     f"{'' if lceq is None else repr(lceq)},{lcpeak!r},"
-                    f"{'' if lzpeak is None else repr(lzpeak)},{'' if lzeq is None else repr(lzeq)},{source}\n"
+                    f"{'' if lzpeak is None else repr(lzpeak)},"
+                    f"{'' if lzeq is None else repr(lzeq)},{source}\n"
                 )
             at = 0
             while at < len(lines):  # parts of SOUND_PART_ROWS rows
