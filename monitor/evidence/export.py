@@ -11,6 +11,7 @@ import os
 import queue
 import re
 import sqlite3
+import tempfile
 import threading
 import tomllib
 import zipfile
@@ -145,11 +146,6 @@ class ExportSummary:
     files: int
 
 
-_SOUND_KEY_SQL = (
-    "SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor,"
-    " CAST(substr(key, instr(key, '|') + 1) AS INTEGER) AS ts_us"
-    " FROM chain WHERE site = :site AND kind = 'sound' AND seq BETWEEN :lo AND :hi"
-)
 _READING_KEY_SQL = (
     "SELECT seq, key, sensor, substr(rest, 1, instr(rest, '|') - 1) AS rkind,"
     " CAST(substr(rest, instr(rest, '|') + 1) AS INTEGER) AS ts_us FROM ("
@@ -494,7 +490,7 @@ class _Exporter:
         # Plots of a window read wholly from the store are drawn meanwhile by another process.
         started = self._start_plots() if plots and self.scope.chained_from_us <= self.scope.from_us else None
         if self.progress is not None:
-            self.progress.start(self.sound_rows + max(0, last - first + 1))
+            self.progress.start(max(0, last - first + 1))  # the chain entries walked
         self._sound(first, last)
         for kind in READING_EXTRAS:
             self._readings(kind, first, last)
@@ -536,19 +532,40 @@ class _Exporter:
         )
 
     def _sound(self, first: int, last: int) -> None:
-        # The hot loop of a month's export (26 million rows): SQLite joins the text of the
-        # integer and identifier columns (ids are [A-Za-z0-9_-], never quoted), Python adds
-        # the floats as repr() (the exact round trip the digests need) and the times. The rows
-        # are fetched in one thread and compressed in another while this one formats them.
+        # The hot loop of a month's export (26 million rows): one walk over the chain segment in
+        # seq order, each sound entry of the window joined to its row. SQLite joins the text of
+        # the integer and identifier columns (ids are [A-Za-z0-9_-], never quoted) and builds
+        # every entry's chain.csv line; Python adds the floats as repr() (the exact round trip
+        # the digests need) and the times. The rows are fetched in one thread and compressed in
+        # another while this one formats them; the chain lines wait in a temporary file until
+        # chain.csv is written (_chain), so that the chain is read once.
         assert SOUND_FIELDS == ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
+        in_scope = (
+            f"k.kind = 'sound' AND k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')}"
+        )
+        # No heads (verify recomputes them); a sound entry whose row is in the bundle keeps only
+        # the first TAG_HEX digits of its digest (the row gives the digest), with no key or time.
+        full = (
+            "k.seq || ',' || k.kind || ',' || CASE WHEN k.key GLOB :special"
+            " THEN '\"' || replace(k.key, '\"', '\"\"') || '\"' ELSE k.key END"
+            " || ',' || k.digest || ',' || k.recorded_us"
+        )
+        compact = f"k.seq || ',sound,,' || substr(k.digest, 1, {TAG_HEX}) || ','"
         cursor = self.conn.execute(
             "SELECT k.seq || ',' || t.site || ',' || t.sensor || ',' || t.ts_us, t.ts_us, t.duration_s,"
-            f" t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq"
-            f" FROM ({_SOUND_KEY_SQL}) k"
-            " LEFT JOIN sound t ON t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
-            f" WHERE k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')} ORDER BY k.seq",
-            self._sensor_args(),
+            " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq,"
+            f" CASE WHEN t.site IS NOT NULL THEN {compact} ELSE {full} END,"
+            f" t.site IS NULL AND {in_scope}"
+            " FROM (SELECT seq, kind, key, digest, recorded_us,"
+            " CASE WHEN kind = 'sound' THEN substr(key, 1, instr(key, '|') - 1) END AS sensor,"
+            " CASE WHEN kind = 'sound' THEN CAST(substr(key, instr(key, '|') + 1) AS INTEGER) END AS ts_us"
+            " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi) k"
+            f" LEFT JOIN sound t ON {in_scope}"
+            " AND t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
+            " ORDER BY k.seq",
+            {**self._sensor_args(), "special": '*[",\r\n]*'},
         )
+        chain = self.chain_lines = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _chain)
         header = (",".join(SOUND_COLUMNS) + "\n").encode()
         utc, local = self.utc, self.local
         part: _Member | None = None
@@ -561,6 +578,7 @@ class _Exporter:
 
         for batch in _prefetch(cursor, 4096):
             lines = []
+            chain.write(("\n".join([r[13] for r in batch]) + "\n").encode())
             for (
                 prefix,
                 ts,
@@ -575,9 +593,12 @@ class _Exporter:
                 lzeq,
                 source,
                 seq,
+                _,
+                gap,
             ) in batch:
-                if prefix is None:
-                    self.missing_sound.add(seq)
+                if prefix is None:  # not a sound row of the window
+                    if gap:  # ... though its entry is one: the store lost the row
+                        self.missing_sound.add(seq)
                     continue
                 if ts != last_ts:  # the sensors of one second share their time columns
                     last_ts, times = ts, f"{utc(ts)},{local(ts)}"
@@ -602,7 +623,7 @@ class _Exporter:
                     close(part)
                     part = None
             rows += len(lines)
-            self.done += len(lines)
+            self.done += len(batch)
             if self.progress is not None:
                 self.progress.update(self.done)
         if part is None and parts == 0:  # an empty window still has its (empty) first part
@@ -711,39 +732,15 @@ class _Exporter:
         return self._json_member(RECORD_FILES[kind], elements())
 
     def _chain(self, first: int, last: int) -> tuple[dict[str, int], list[tuple[int, str]], str]:
+        """chain.csv, from the lines the sound pass built (one walk over the chain)."""
         site = self.site.id
-        # Whole CSV lines from SQLite: a key with a comma, quote or line break is quoted as csv does.
-        # No heads (verify recomputes them); a sound entry whose row is in the bundle keeps only
-        # the first TAG_HEX digits of its digest (the row gives the digest), with no key or time.
-        full = (
-            "seq || ',' || kind || ',' || CASE WHEN key GLOB :special"
-            " THEN '\"' || replace(key, '\"', '\"\"') || '\"' ELSE key END"
-            " || ',' || digest || ',' || recorded_us"
-        )
-        in_scope = f"kind = 'sound' AND ts_us >= :cfrom AND ts_us < :to{self._named_sensors('sensor')}"
-        compact = f"seq || ',sound,,' || substr(digest, 1, {TAG_HEX}) || ','"
-        columns = f"CASE WHEN {in_scope} THEN {compact} ELSE {full} END"
-        if self.missing_sound:  # those entries have no row: written in full, verify names them
-            columns += f", seq, {full}"
-        cursor = self.conn.execute(
-            f"SELECT {columns} FROM (SELECT *, substr(key, 1, instr(key, '|') - 1) AS sensor,"
-            " CAST(substr(key, instr(key, '|') + 1) AS INTEGER) AS ts_us"
-            " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi) ORDER BY seq",
-            {**self._sensor_args(), "special": '*[",\r\n]*'},
-        )
         member = _Member(self.zf, CHAIN_FILE, self.files, threaded=True)
         member.write((",".join(CHAIN_COLUMNS_3) + "\n").encode())
-        missing = self.missing_sound
-        for batch in _prefetch(cursor, 8192):
-            member.rows += len(batch)
-            if missing:
-                text = "\n".join(r[2] if r[1] in missing else r[0] for r in batch)
-            else:
-                text = "\n".join(line for (line, *_) in batch)
-            member.write((text + "\n").encode())
-            self.done += len(batch)
-            if self.progress is not None:
-                self.progress.update(self.done)
+        with self.chain_lines as lines:
+            lines.seek(0)
+            while block := lines.read(1 << 20):
+                member.rows += block.count(b"\n")
+                member.write(block)
         member.close(rows=member.rows)
         self.rows[CHAIN_FILE] = member.rows
         counts = dict(
