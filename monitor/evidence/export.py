@@ -916,12 +916,13 @@ class _Exporter:
         """Plots drawn by a forked process while this one writes the rows (results: _plots).
 
         Forked here, before any thread of the export exists; it only draws from the minutes
-        it is sent. None where processes cannot be forked: _plots draws them in line then.
+        it is sent. None where processes cannot be forked, or the caller runs other threads:
+        _plots draws them in line then.
         """
         import multiprocessing
 
-        if "fork" not in multiprocessing.get_all_start_methods():
-            return None
+        if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+            return None  # forking a process that runs other threads (a web portal) is not safe
         pool = multiprocessing.get_context("fork").Pool(1)
         return pool, [(name, pool.apply_async(_draw, (args,))) for name, args in self._plot_jobs()]
 

@@ -14,6 +14,7 @@ import hashlib
 import io
 import multiprocessing
 import os
+import threading
 import zipfile
 from array import array
 from collections import deque
@@ -135,7 +136,13 @@ def part_results(jobs: Sequence[PartJob], workers: int) -> Iterator[PartResult]:
         for job in jobs:
             yield check_part(job)
         return
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    # fork is quick, but forking a process that runs other threads (a web portal) can leave a
+    # lock held in the child: then a clean server process forks the workers.
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        method = "fork"
+    else:
+        method = "forkserver" if "forkserver" in methods else "spawn"
     with multiprocessing.get_context(method).Pool(workers) as pool:
         pending: deque[Any] = deque()
         queued = iter(jobs)

@@ -11,6 +11,7 @@ import pty
 import random
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -131,7 +132,9 @@ def _tampered(bundle: Path, tmp_path: Path) -> list[Path]:
     out.append(rewrite(bundle, tmp_path / "changed.zip", {"data/sound/part-00004.csv": change}))
     out.append(
         rewrite(
-            bundle, tmp_path / "removed.zip", {"data/sound/part-00002.csv": edit_rows(lambda rows: rows.__delitem__(3))}
+            bundle,
+            tmp_path / "removed.zip",
+            {"data/sound/part-00002.csv": edit_rows(lambda rows: rows.__delitem__(3))},
         )
     )
     parts = _parts(bundle)
@@ -167,6 +170,21 @@ def test_parallel_verify_gives_the_same_report_as_serial(
     assert report.first_problem is not None
     assert report.first_problem.message.startswith("rows reordered: data/sound/part-00006.csv line 2 ")
     assert {p.category for p in report.problems} == {"order"}, report.lines()
+
+
+def test_verify_from_a_thread_uses_clean_worker_processes(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A portal verifies from a request thread: its workers are not forked from that process
+    (forkserver), and the report is the same."""
+    bundle = _small_parts(monkeypatch, site, tmp_path / "b.zip")
+    changed = _tampered(bundle, tmp_path)[0]
+    serial = verify_bundle(changed, workers=1).lines()
+    out: list[list[str]] = []
+    thread = threading.Thread(target=lambda: out.append(verify_bundle(changed, workers=2).lines()))
+    thread.start()
+    thread.join(120)
+    assert out == [serial]
 
 
 def test_the_fast_sound_digest_is_the_stored_one() -> None:
