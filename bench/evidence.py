@@ -1,4 +1,4 @@
-"""Benchmark: export (and verify) an evidence bundle of a month of per-second data for 10 sensors.
+"""Benchmark: export and verify an evidence bundle of a month of per-second data for 10 sensors.
 
     python bench/evidence.py                       # 30 days x 10 sensors = 25.9 million rows
     python bench/evidence.py --days 1 --sensors 2  # a quick look first
@@ -6,23 +6,34 @@
 Fills a store the way the daemon would (the same canonical records, digests and
 chain heads as monitor.store.Store, anchors every 15 minutes), then runs
 ``minewatch evidence`` and ``minewatch verify`` in subprocesses so that the peak
-RSS measured (VmHWM from /proc) is theirs alone. The store is kept between runs with the
-same size (``--dir``); ``--refill`` rebuilds it.
+RSS measured (VmHWM from /proc, of each process of the command's tree) is theirs alone.
+The store is kept between runs with the same size (``--dir``); ``--refill`` rebuilds it.
 
-Last line: ``evidence: <rows> rows in <s> s, peak RSS <MB> MB``.
+Floors, measured in the same run on the same store and bundle (needs the ``sqlite3``,
+``gzip``, ``unzip`` and ``sha256sum`` command-line tools; Debian: sqlite3, gzip, unzip, coreutils):
+- export floor: the ``sqlite3`` shell writing the window's sound readings (the sound table's
+  columns, no chain data) as CSV through ``gzip -1``; its output's size is the bundle's floor;
+- verify floor: ``unzip -p`` of the bundle through ``sha256sum``.
+
+Last line: ``evidence: <rows> rows, export <s> s (<r> x floor), verify <s> s (<r> x floor),
+bundle <GB> GB (<r> x floor), peak RSS <MB> MB``.
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import random
+import shutil
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 from monitor.chain import SOUND_FIELDS
 from monitor.store import Store, digest_of, next_head, sound_record, to_us
@@ -117,7 +128,8 @@ def fill(path: Path, days: int, sensors: int) -> int:
             for q in range(1, CHUNK_S // ANCHOR_EVERY_S + 1):
                 entry = chain[q * quarter - 1]
                 conn.execute(
-                    "INSERT INTO anchors VALUES (?,?,?,?)", (SITE, entry[1], entry[5], entry[6] + 1_000_000)
+                    "INSERT INTO anchors VALUES (?,?,?,?)",
+                    (SITE, entry[1], entry[5], cast(int, entry[6]) + 1_000_000),
                 )
             conn.execute("COMMIT")
             if hour % 24 == 23:
@@ -139,20 +151,77 @@ def _hwm_kib(pid: int) -> int:
     return 0
 
 
+def _tree(pid: int) -> list[int]:
+    """The process and its descendants (the verifier's worker processes)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return out
+
+
 def measure(argv: list[str]) -> tuple[float, float, int]:
-    """Run a command; (seconds, peak RSS in MB, exit code) of that process alone.
+    """Run a command; (seconds, peak RSS in MB of its largest process, exit code).
 
     Sampled from /proc every 50 ms rather than taken from ru_maxrss: Linux carries a
     parent's peak RSS into its child's ru_maxrss across fork and exec, and this
-    process is large after the fill.
+    process is large after the fill. Each process of the command's tree (the verifier
+    forks workers) is sampled; the figure is the largest one's peak, the sum of all
+    peaks is printed beside it.
     """
     started = time.monotonic()
     proc = subprocess.Popen(argv)
-    peak = 0
+    peaks: dict[int, int] = {}
     while proc.poll() is None:
-        peak = max(peak, _hwm_kib(proc.pid))
+        for pid in _tree(proc.pid):
+            peaks[pid] = max(peaks.get(pid, 0), _hwm_kib(pid))
         time.sleep(0.05)
-    return time.monotonic() - started, peak / 1024, proc.returncode
+    seconds = time.monotonic() - started
+    print(
+        f"  {Path(argv[2] if len(argv) > 2 else argv[0]).name} {argv[3] if len(argv) > 3 else ''}:"
+        f" {len(peaks)} process(es), peak RSS largest {max(peaks.values(), default=0) / 1024:.0f} MB,"
+        f" sum of peaks {sum(peaks.values()) / 1024:.0f} MB",
+        flush=True,
+    )
+    return seconds, max(peaks.values(), default=0) / 1024, proc.returncode
+
+
+def _pipeline(first: list[str], second: list[str], out: Path) -> float:
+    """Seconds for ``first | second > out``."""
+    started = time.monotonic()
+    with out.open("wb") as sink:
+        a = subprocess.Popen(first, stdout=subprocess.PIPE)
+        b = subprocess.Popen(second, stdin=a.stdout, stdout=sink)
+        assert a.stdout is not None
+        a.stdout.close()  # b holds the pipe now
+        b.wait()
+        a.wait()
+    if a.returncode or b.returncode:
+        raise SystemExit(f"floor failed: {first[0]} exit {a.returncode}, {second[0]} exit {b.returncode}")
+    return time.monotonic() - started
+
+
+def export_floor(store: Path, start_us: int, end_us: int, out: Path) -> tuple[float, int]:
+    """(seconds, bytes) of the sqlite3 shell writing the window's sound rows as CSV through gzip -1."""
+    with sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True) as conn:
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(sound)") if r[1] != "chain_seq"]
+    conn.close()
+    sql = (
+        f"SELECT {', '.join(columns)} FROM sound WHERE site = '{SITE}'"
+        f" AND ts_us >= {start_us} AND ts_us < {end_us};"
+    )
+    seconds = _pipeline(["sqlite3", "-readonly", "-csv", str(store), sql], ["gzip", "-1"], out)
+    return seconds, out.stat().st_size
+
+
+def verify_floor(bundle: Path, out: Path) -> float:
+    """Seconds of ``unzip -p bundle | sha256sum``."""
+    return _pipeline(["unzip", "-p", str(bundle)], ["sha256sum"], out)
 
 
 def main() -> int:
@@ -165,7 +234,6 @@ def main() -> int:
     parser.add_argument(
         "--refill", action="store_true", help="rebuild the store even if one of this size exists"
     )
-    parser.add_argument("--no-verify", action="store_true")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     store_path = args.dir / f"store-{args.days}x{args.sensors}.db"
@@ -187,8 +255,19 @@ def main() -> int:
             f"{store_path.stat().st_size / 1e9:.1f} GB",
             flush=True,
         )
+    missing = [tool for tool in ("sqlite3", "gzip", "unzip", "sha256sum") if shutil.which(tool) is None]
+    if missing:
+        print(
+            f"the floors need {', '.join(missing)} (Debian: apt-get install sqlite3 unzip)", file=sys.stderr
+        )
+        return 2
     bundle = args.dir / f"bundle-{args.days}x{args.sensors}.zip"
+    bundle.unlink(missing_ok=True)
     end = START + timedelta(days=args.days)
+    floor_file = args.dir / f"floor-{args.days}x{args.sensors}.csv.gz"
+    e_floor, floor_bytes = export_floor(store_path, to_us(START), to_us(end), floor_file)
+    floor_file.unlink()
+    print(f"export floor: {e_floor:.1f} s, {floor_bytes / 1e9:.3f} GB (sqlite3 -csv | gzip -1)", flush=True)
     cli = [sys.executable, "-m", "monitor.cli"]
     seconds, rss, code = measure(
         [
@@ -209,11 +288,29 @@ def main() -> int:
     if code != 0:
         print(f"export failed with exit code {code}", file=sys.stderr)
         return 1
-    print(f"bundle: {bundle.stat().st_size / 1e9:.2f} GB", flush=True)
-    if not args.no_verify:
-        v_seconds, v_rss, v_code = measure([*cli, "verify", str(bundle)])
-        print(f"verify: exit {v_code} in {v_seconds:.0f} s, peak RSS {v_rss:.0f} MB", flush=True)
-    print(f"evidence: {rows} rows in {seconds:.0f} s, peak RSS {rss:.0f} MB")
+    size = bundle.stat().st_size
+    print(
+        f"export: {seconds:.1f} s ({seconds / e_floor:.2f} x floor), bundle {size / 1e9:.3f} GB"
+        f" ({size / floor_bytes:.2f} x floor), peak RSS {rss:.0f} MB",
+        flush=True,
+    )
+    v_floor = verify_floor(bundle, args.dir / "floor.sha256")
+    print(f"verify floor: {v_floor:.1f} s (unzip -p | sha256sum)", flush=True)
+    v_seconds, v_rss, v_code = measure([*cli, "verify", str(bundle)])
+    print(
+        f"verify: exit {v_code} in {v_seconds:.1f} s ({v_seconds / v_floor:.2f} x floor),"
+        f" peak RSS {v_rss:.0f} MB",
+        flush=True,
+    )
+    if v_code != 0:
+        print("verify failed", file=sys.stderr)
+        return 1
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(
+        f"evidence: {rows} rows, export {seconds:.0f} s ({seconds / e_floor:.2f} x floor),"
+        f" verify {v_seconds:.0f} s ({v_seconds / v_floor:.2f} x floor),"
+        f" bundle {size / 1e9:.2f} GB ({size / floor_bytes:.2f} x floor), peak RSS {max(rss, v_rss):.0f} MB"
+    )
     return 0
 
 

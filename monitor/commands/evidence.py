@@ -46,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from monitor.evidence import export_bundle
+    from monitor.evidence.progress import Progress
 
     # Reads the store (and InfluxDB for pruned data); never needs the broker's password.
     config = load_config(args.config, secrets="defer")
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
             sensors=args.sensor,
             plots=not args.no_plots,
             overwrite=args.force,
+            progress=Progress.on_terminal("evidence"),
         )
     except MinewatchError as exc:
         print(f"minewatch evidence: {exc}", file=sys.stderr)

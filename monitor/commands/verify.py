@@ -35,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
     except EvidenceError as exc:
         print(f"minewatch verify: {exc}", file=sys.stderr)
         return 2
-    report = verify_bundle(args.bundle, anchors)
+    from monitor.evidence.progress import Progress
+
+    report = verify_bundle(args.bundle, anchors, progress=Progress.on_terminal("verify"))
     print("\n".join(report.lines()))
     return 0 if report.ok else 1

@@ -1,11 +1,13 @@
 """Evidence for inspectors: export a window of the record as a self-verifying zip, and verify one.
 
     store (SQLite + hash chain) ──► export_bundle ──► bundle.zip
-        data/sound.csv, data/<light|weather|turbidity|status>.csv
+        data/sound/part-NNNNN.csv, data/<light|weather|turbidity|status>.csv
                           per-second rows of the window, in chain order, floats as repr()
         records/<kind>.json events, findings (all revisions), alerts, health, calibration,
                           rejections, config: every one whose chain entry lies in the segment
-        chain.csv         the chain segment: seq, kind, key, digest, head, recorded_us
+        chain.csv         the chain segment: seq, kind, key, digest, recorded_us; no heads
+                          (verify recomputes them), and for a sound row in the bundle only a
+                          tag of its digest (format 3; see docs/EVIDENCE.md)
         anchors.json      every chain head the daemon published for the site
         records/notice*.json  notices, their change history and the episodes they cite
         plots/, config.toml, profile/<name>.toml, README.txt
@@ -30,7 +32,8 @@ hashed on the way, and verification reads them back the same way, so a month of
 per-second data never sits in memory.
 
 The package: ``format`` (files, columns, record kinds, anchors), ``export`` (store ->
-bundle) and ``verify`` (bundle -> report). The InfluxDB reader for pruned windows is in
+bundle), ``verify`` (bundle -> report), ``parts`` (format 3's sound parts, checked by worker
+processes) and ``progress`` (the progress line on a terminal). The InfluxDB reader for pruned windows is in
 monitor/influx.py beside the writer; the plots are drawn by monitor/render.py.
 """
 

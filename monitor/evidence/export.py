@@ -8,8 +8,11 @@ import importlib.metadata
 import io
 import json
 import os
+import queue
 import re
 import sqlite3
+import tempfile
+import threading
 import tomllib
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -34,7 +37,9 @@ from monitor.evidence.format import (
     _FLUSH_BYTES,
     _README,
     ANCHORS_FILE,
+    CHAIN_COLUMNS_3,
     CHAIN_FILE,
+    COMPRESS_LEVEL,
     FORMAT,
     INFLUX_MEASUREMENT,
     MANIFEST,
@@ -43,7 +48,8 @@ from monitor.evidence.format import (
     RECORD_FILES,
     RECORD_KINDS,
     SOUND_COLUMNS,
-    SOUND_FILE,
+    SOUND_PART_ROWS,
+    TAG_HEX,
     EvidenceError,
     TimeFormat,
     _cell,
@@ -53,7 +59,9 @@ from monitor.evidence.format import (
     _Scope,
     reading_columns,
     reading_file,
+    sound_part,
 )
+from monitor.evidence.progress import Progress
 from monitor.influx import InfluxReader
 from monitor.schema import MEASUREMENTS
 from monitor.store import KEYED, SCHEMA_VERSION
@@ -62,9 +70,15 @@ from monitor.store import KEYED, SCHEMA_VERSION
 
 
 class _Member:
-    """A zip member being written; bytes are hashed and counted on their way in."""
+    """A zip member being written; bytes are hashed and counted on their way in.
 
-    def __init__(self, zf: zipfile.ZipFile, name: str, files: list[dict[str, Any]]) -> None:
+    ``threaded``: deflate, CRC and SHA-256 (which release the interpreter lock) run in a thread
+    of their own, on the other core, while this one builds the next rows.
+    """
+
+    def __init__(
+        self, zf: zipfile.ZipFile, name: str, files: list[dict[str, Any]], *, threaded: bool = False
+    ) -> None:
         self.name = name
         self._raw = zf.open(name, "w", force_zip64=True)
         self._sha = hashlib.sha256()
@@ -72,10 +86,31 @@ class _Member:
         self._files = files
         self._text = io.StringIO()
         self.rows = 0
+        self._queue: queue.Queue[bytes | None] | None = None
+        self._error: BaseException | None = None
+        if threaded:
+            self._queue = queue.Queue(maxsize=8)
+            self._thread = threading.Thread(target=self._drain, name=f"zip {name}", daemon=True)
+            self._thread.start()
+
+    def _drain(self) -> None:
+        assert self._queue is not None
+        while (data := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._sha.update(data)
+                    self._raw.write(data)
+                except BaseException as exc:  # raised again in close(), in the exporting thread
+                    self._error = exc
 
     def write(self, data: bytes) -> None:
-        self._sha.update(data)
         self._size += len(data)
+        if self._queue is not None:
+            if self._error is not None:
+                raise self._error
+            self._queue.put(data)
+            return
+        self._sha.update(data)
         self._raw.write(data)
 
     def text(self) -> io.StringIO:
@@ -90,6 +125,11 @@ class _Member:
 
     def close(self, **extra: Any) -> None:
         self.spill(force=True)
+        if self._queue is not None:
+            self._queue.put(None)
+            self._thread.join()
+            if self._error is not None:
+                raise self._error
         self._raw.close()
         self._files.append({"name": self.name, "sha256": self._sha.hexdigest(), "bytes": self._size, **extra})
 
@@ -107,11 +147,6 @@ class ExportSummary:
     files: int
 
 
-_SOUND_KEY_SQL = (
-    "SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor,"
-    " CAST(substr(key, instr(key, '|') + 1) AS INTEGER) AS ts_us"
-    " FROM chain WHERE site = :site AND kind = 'sound' AND seq BETWEEN :lo AND :hi"
-)
 _READING_KEY_SQL = (
     "SELECT seq, key, sensor, substr(rest, 1, instr(rest, '|') - 1) AS rkind,"
     " CAST(substr(rest, instr(rest, '|') + 1) AS INTEGER) AS ts_us FROM ("
@@ -125,7 +160,10 @@ def _open_store(path: str) -> sqlite3.Connection:
     if not Path(path).is_file():
         raise EvidenceError(f"no store at {path!r} (storage.path in the configuration)")
     try:
-        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        # check_same_thread off: the sound rows are fetched in a thread of their own (_prefetch)
+        conn = sqlite3.connect(
+            f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30, check_same_thread=False
+        )
         conn.execute("SELECT 1 FROM chain LIMIT 1")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.Error as exc:
@@ -218,11 +256,13 @@ def export_bundle(
     plots: bool = True,
     now: datetime | None = None,
     overwrite: bool = True,
+    progress: Progress | None = None,
 ) -> ExportSummary:
     """Write the evidence bundle for ``site_id`` over [start, end) to ``out`` (a zip file).
 
     With ``overwrite`` false an existing ``out`` is left alone (EvidenceError), checked
     again at the very end so that a file created meanwhile is not replaced either.
+    ``progress`` (``Progress.on_terminal``) shows the rows written so far.
     """
     site = config.site(site_id)
     if site is None:
@@ -268,12 +308,13 @@ def export_bundle(
         )
         try:
             zf = zipfile.ZipFile(
-                partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True
+                partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL, allowZip64=True
             )
         except OSError as exc:
             raise EvidenceError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
         with zf:
-            summary = _Exporter(conn, zf, config, site, scope, zone, now or datetime.now(UTC)).run(plots)
+            exporter = _Exporter(conn, zf, config, site, scope, zone, now or datetime.now(UTC), progress)
+            summary = exporter.run(plots)
         _publish(partial, out, overwrite)
     finally:
         conn.close()
@@ -311,7 +352,12 @@ class _Exporter:
         scope: _Scope,
         zone: ZoneInfo,
         now: datetime,
+        progress: Progress | None = None,
     ) -> None:
+        self.progress = progress
+        self.done = 0  # rows and chain entries written, for the progress line
+        self.sound_rows = 0  # sound rows of the window in the store (from _bounds)
+        self.missing_sound: set[int] = set()  # sound chain entries of the window without a row
         self.conn = conn
         self.zf = zf
         self.config = config
@@ -347,16 +393,16 @@ class _Exporter:
                 highs.append(row[1])
             unchained += row[3] - row[2]
 
-        take(
-            self.conn.execute(
-                "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM sound t LEFT JOIN chain c"
-                " ON c.site = t.site AND c.seq = t.chain_seq"
-                " AND c.kind = 'sound' AND c.key = t.sensor || '|' || t.ts_us"
-                " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
-                f"{self._named_sensors('t.sensor')}",
-                self._sensor_args(),
-            ).fetchone()
-        )
+        # Sound rows carry their chain entry's seq: a range scan, no join (the sound pass checks
+        # each entry against its row).
+        sound = self.conn.execute(
+            "SELECT MIN(t.chain_seq), MAX(t.chain_seq), COUNT(t.chain_seq), COUNT(*) FROM sound t"
+            " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
+            f"{self._named_sensors('t.sensor')}",
+            self._sensor_args(),
+        ).fetchone()
+        self.sound_rows = sound[2]
+        take(sound)
         take(
             self.conn.execute(
                 "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM readings t LEFT JOIN chain c"
@@ -442,11 +488,17 @@ class _Exporter:
         first, last, prev_head, anchored_to = self._segment()
         self.plots = plots
         self.args.update(lo=first, hi=last)
+        # Plots of a window read wholly from the store are drawn meanwhile by another process.
+        started = self._start_plots() if plots and self.scope.chained_from_us <= self.scope.from_us else None
+        if self.progress is not None:
+            self.progress.start(max(0, last - first + 1))  # the chain entries walked
         self._sound(first, last)
         for kind in READING_EXTRAS:
             self._readings(kind, first, last)
         exported = {kind: self._records(kind, first, last) for kind in RECORD_KINDS}
         counts, configs, last_head = self._chain(first, last)
+        if self.progress is not None:
+            self.progress.finish()
         exported["config"] = self._configs(configs)
         for kind, n in exported.items():
             if counts.get(kind, 0) > n:
@@ -464,7 +516,7 @@ class _Exporter:
                 f" {self.utc(s.to_us)}: the bundle is empty"
             )
         if plots:
-            self._plots()
+            self._plots(started)
         self._static(configs)
         manifest = self._manifest(first, last, prev_head, last_head, anchored_to, anchors, influx)
         self.zf.writestr(MANIFEST, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
@@ -481,29 +533,53 @@ class _Exporter:
         )
 
     def _sound(self, first: int, last: int) -> None:
-        # The hot loop of a month's export (26 million rows): SQLite joins the text of the
-        # integer and identifier columns (ids are [A-Za-z0-9_-], never quoted), Python adds
-        # the floats as repr() (the exact round trip the digests need) and the times.
+        # The hot loop of a month's export (26 million rows): one walk over the chain segment in
+        # seq order, each sound entry of the window joined to its row. SQLite joins the text of
+        # the integer and identifier columns (ids are [A-Za-z0-9_-], never quoted) and builds
+        # every entry's chain.csv line; Python adds the floats as repr() (the exact round trip
+        # the digests need) and the times. The rows are fetched in one thread and compressed in
+        # another while this one formats them; the chain lines wait in a temporary file until
+        # chain.csv is written (_chain), so that the chain is read once.
         assert SOUND_FIELDS == ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
+        in_scope = (
+            f"k.kind = 'sound' AND k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')}"
+        )
+        # No heads (verify recomputes them); a sound entry whose row is in the bundle keeps only
+        # the first TAG_HEX digits of its digest (the row gives the digest), with no key or time.
+        full = (
+            "k.seq || ',' || k.kind || ',' || CASE WHEN k.key GLOB :special"
+            " THEN '\"' || replace(k.key, '\"', '\"\"') || '\"' ELSE k.key END"
+            " || ',' || k.digest || ',' || k.recorded_us"
+        )
+        compact = f"k.seq || ',sound,,' || substr(k.digest, 1, {TAG_HEX}) || ','"
         cursor = self.conn.execute(
             "SELECT k.seq || ',' || t.site || ',' || t.sensor || ',' || t.ts_us, t.ts_us, t.duration_s,"
-            f" t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source"
-            f" FROM ({_SOUND_KEY_SQL}) k"
-            " LEFT JOIN sound t ON t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
-            f" WHERE k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')} ORDER BY k.seq",
-            self._sensor_args(),
+            " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq,"
+            f" CASE WHEN t.site IS NOT NULL THEN {compact} ELSE {full} END,"
+            f" t.site IS NULL AND {in_scope}"
+            " FROM (SELECT seq, kind, key, digest, recorded_us,"
+            " CASE WHEN kind = 'sound' THEN substr(key, 1, instr(key, '|') - 1) END AS sensor,"
+            " CASE WHEN kind = 'sound' THEN CAST(substr(key, instr(key, '|') + 1) AS INTEGER) END AS ts_us"
+            " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi) k"
+            f" LEFT JOIN sound t ON {in_scope}"
+            " AND t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
+            " ORDER BY k.seq",
+            {**self._sensor_args(), "special": '*[",\r\n]*'},
         )
-        member = _Member(self.zf, SOUND_FILE, self.files)
-        member.write((",".join(SOUND_COLUMNS) + "\n").encode())
+        chain = self.chain_lines = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _chain)
+        header = (",".join(SOUND_COLUMNS) + "\n").encode()
         utc, local = self.utc, self.local
-        missing = rows = 0
+        part: _Member | None = None
+        parts = rows = 0
         last_ts, times = -1, ""
 
-        def opt(value: float | None) -> str:
-            return "" if value is None else repr(value)
+        def close(part: _Member) -> None:
+            part.close(rows=part.rows)
+            self.rows[part.name] = part.rows
 
-        while batch := cursor.fetchmany(4096):
+        for batch in _prefetch(cursor, 4096):
             lines = []
+            chain.write(("\n".join([r[13] for r in batch]) + "\n").encode())
             for (
                 prefix,
                 ts,
@@ -517,24 +593,49 @@ class _Exporter:
                 lzpeak,
                 lzeq,
                 source,
+                seq,
+                _,
+                gap,
             ) in batch:
-                if prefix is None:
-                    missing += 1
+                if prefix is None:  # not a sound row of the window
+                    if gap:  # ... though its entry is one: the store lost the row
+                        self.missing_sound.add(seq)
                     continue
                 if ts != last_ts:  # the sensors of one second share their time columns
                     last_ts, times = ts, f"{utc(ts)},{local(ts)}"
-                lines.append(
-                    f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},{opt(lasmax)},{opt(lafmin)},"
-                    f"{opt(lceq)},{lcpeak!r},{opt(lzpeak)},{opt(lzeq)},{source}\n"
+                lines.append(  # the optional levels in line: a call per value costs as much as repr
+                    f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},"
+                    f"{'' if lasmax is None else repr(lasmax)},{'' if lafmin is None else repr(lafmin)},"
+                    f"{'' if lceq is None else repr(lceq)},{lcpeak!r},"
+                    f"{'' if lzpeak is None else repr(lzpeak)},"
+                    f"{'' if lzeq is None else repr(lzeq)},{source}\n"
                 )
+            at = 0
+            while at < len(lines):  # parts of SOUND_PART_ROWS rows
+                if part is None:
+                    parts += 1
+                    part = _Member(self.zf, sound_part(parts), self.files, threaded=True)
+                    part.write(header)
+                take = min(len(lines) - at, SOUND_PART_ROWS - part.rows)
+                part.write("".join(lines[at : at + take]).encode())
+                part.rows += take
+                at += take
+                if part.rows == SOUND_PART_ROWS:
+                    close(part)
+                    part = None
             rows += len(lines)
-            member.write("".join(lines).encode())
-        member.rows = rows
-        member.close(rows=rows)
-        self.rows[SOUND_FILE] = member.rows
-        if missing:
+            self.done += len(batch)
+            if self.progress is not None:
+                self.progress.update(self.done)
+        if part is None and parts == 0:  # an empty window still has its (empty) first part
+            part = _Member(self.zf, sound_part(1), self.files)
+            part.write(header)
+        if part is not None:
+            close(part)
+        if self.missing_sound:
             self.warnings.append(
-                f"{missing} sound chain entr(y/ies) of the window have no row in the store (deleted?)"
+                f"{len(self.missing_sound)} sound chain entr(y/ies) of the window have no row in the store"
+                " (deleted?)"
             )
 
     def _named_sensors(self, column: str) -> str:
@@ -637,20 +738,15 @@ class _Exporter:
         return self._json_member(RECORD_FILES[kind], elements())
 
     def _chain(self, first: int, last: int) -> tuple[dict[str, int], list[tuple[int, str]], str]:
+        """chain.csv, from the lines the sound pass built (one walk over the chain)."""
         site = self.site.id
-        # Whole CSV lines from SQLite: a key with a comma, quote or line break is quoted as csv does.
-        cursor = self.conn.execute(
-            "SELECT seq || ',' || kind || ',' || CASE WHEN key GLOB :special"
-            " THEN '\"' || replace(key, '\"', '\"\"') || '\"' ELSE key END"
-            " || ',' || digest || ',' || head || ',' || recorded_us"
-            " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi ORDER BY seq",
-            {"site": site, "lo": first, "hi": last, "special": '*[",\r\n]*'},
-        )
-        member = _Member(self.zf, CHAIN_FILE, self.files)
-        member.write(b"seq,kind,key,digest,head,recorded_us\n")
-        while batch := cursor.fetchmany(8192):
-            member.rows += len(batch)
-            member.write(("\n".join(line for (line,) in batch) + "\n").encode())
+        member = _Member(self.zf, CHAIN_FILE, self.files, threaded=True)
+        member.write((",".join(CHAIN_COLUMNS_3) + "\n").encode())
+        with self.chain_lines as lines:
+            lines.seek(0)
+            while block := lines.read(1 << 20):
+                member.rows += block.count(b"\n")
+                member.write(block)
         member.close(rows=member.rows)
         self.rows[CHAIN_FILE] = member.rows
         counts = dict(
@@ -783,61 +879,98 @@ class _Exporter:
             yield day, max(start, s.from_us), min(end, s.to_us)
             day += timedelta(days=1)
 
-    def _plots(self) -> None:
-        from monitor.render import day_plot, figure_png, plot_limits  # one figure set-up with the notices
+    def _plot_jobs(self) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        """(member name, day_plot arguments) of every plot: the minutes come from SQL, by day."""
+        from monitor.render import plot_limits  # one figure set-up with the notices
 
         limits = plot_limits(self.site)
         influx_minutes = getattr(self, "_minutes", {})
-        for sensor in self.site.sensors:
-            if self.scope.sensors is not None and sensor.id not in self.scope.sensors:
-                continue
-            kind = sensor.kind.value
-            if kind not in ("sound", "light", "sky"):
-                continue
-            measurement = "sound" if kind == "sound" else "light"
-            pruned = influx_minutes.get((measurement, sensor.id), {})
-            for day, lo, hi in self._days():
-                minutes = self._day_minutes(measurement, sensor.id, lo, hi)
+        wanted = [
+            sensor
+            for sensor in self.site.sensors
+            if (self.scope.sensors is None or sensor.id in self.scope.sensors)
+            and sensor.kind.value in ("sound", "light", "sky")
+        ]
+        for day, lo, hi in self._days():
+            sound = self._day_sound_minutes(lo, hi)  # every sensor's day in one pass over the rows
+            for sensor in wanted:
+                measurement = "sound" if sensor.kind.value == "sound" else "light"
+                if measurement == "sound":
+                    minutes = sound.get(sensor.id, {})
+                else:
+                    minutes = self._day_minutes(measurement, sensor.id, lo, hi)
+                pruned = influx_minutes.get((measurement, sensor.id), {})
                 for minute, (total, n, peak) in pruned.items():
                     if lo // 60_000_000 <= minute < (hi + 59_999_999) // 60_000_000 and minute not in minutes:
                         minutes[minute] = (total, n, peak)
                 if not minutes:
                     continue
-                png = figure_png(
-                    day_plot(
+                yield (
+                    f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png",
+                    (
                         measurement,
                         sensor.id,
                         self.site.name,
                         day,
-                        self.zone,
+                        self.site.timezone,
                         minutes,
                         limits.get(sensor.id, []),
-                    )
+                    ),
                 )
-                member = _Member(
-                    self.zf, f"plots/{measurement}/{sensor.id}/{day.isoformat()}.png", self.files
-                )
-                member.write(png)
-                member.close()
+
+    def _start_plots(self) -> Any:
+        """Plots drawn by a forked process while this one writes the rows (results: _plots).
+
+        Forked here, before any thread of the export exists; it only draws from the minutes
+        it is sent. None where processes cannot be forked, or the caller runs other threads:
+        _plots draws them in line then.
+        """
+        import multiprocessing
+
+        if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+            return None  # forking a process that runs other threads (a web portal) is not safe
+        pool = multiprocessing.get_context("fork").Pool(1)
+        return pool, [(name, pool.apply_async(_draw, (args,))) for name, args in self._plot_jobs()]
+
+    def _plots(self, started: Any = None) -> None:
+        if started is None:
+            drawn = [(name, _draw(args)) for name, args in self._plot_jobs()]
+        else:
+            pool, pending = started
+            with pool:
+                drawn = [(name, result.get()) for name, result in pending]
+        for name, png in sorted(drawn):  # by sensor, then day
+            member = _Member(self.zf, name, self.files)
+            member.write(png)
+            member.close()
+
+    def _day_sound_minutes(self, lo: int, hi: int) -> dict[str, dict[int, tuple[float, float, float]]]:
+        """Per sound sensor and minute of [lo, hi): (sum of energies, count, max LAeq), from SQL."""
+        lo = max(lo, self.scope.chained_from_us)
+        out: dict[str, dict[int, tuple[float, float, float]]] = {}
+        if lo >= hi:
+            return out
+        for sensor, minute, total, n, peak in self.conn.execute(
+            "SELECT sensor, ts_us / 60000000, SUM(pow(10, LAeq / 10.0)), COUNT(*), MAX(LAeq) FROM sound"
+            " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY 1, 2",
+            (self.site.id, lo, hi),
+        ):
+            if total is not None:
+                out.setdefault(sensor, {})[minute] = (total, n, peak)
+        return out
 
     def _day_minutes(
         self, measurement: str, sensor: str, lo: int, hi: int
     ) -> dict[int, tuple[float, float, float]]:
-        """Per minute: (sum of energies or lux, count, max), from SQL: a day never goes through Python."""
+        """Per minute: (sum of lux, count, max), from SQL: a day never goes through Python."""
         lo = max(lo, self.scope.chained_from_us)
         if lo >= hi:
             return {}
-        if measurement == "sound":
-            sql = (
-                "SELECT ts_us / 60000000, SUM(pow(10, LAeq / 10.0)), COUNT(*), MAX(LAeq) FROM sound"
-                " WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ? GROUP BY 1"
-            )
-        else:
-            sql = (
-                "SELECT ts_us / 60000000, SUM(json_extract(data, '$.lux_mean')), COUNT(*),"
-                " MAX(json_extract(data, '$.lux_max')) FROM readings"
-                " WHERE site = ? AND sensor = ? AND kind = 'light' AND ts_us >= ? AND ts_us < ? GROUP BY 1"
-            )
+        sql = (
+            "SELECT ts_us / 60000000, SUM(json_extract(data, '$.lux_mean')), COUNT(*),"
+            " MAX(json_extract(data, '$.lux_max')) FROM readings"
+            " WHERE site = ? AND sensor = ? AND kind = 'light' AND ts_us >= ? AND ts_us < ? GROUP BY 1"
+        )
         return {
             r[0]: (r[1], r[2], r[3])
             for r in self.conn.execute(sql, (self.site.id, sensor, lo, hi))
@@ -948,6 +1081,35 @@ class _Exporter:
             "warnings": list(self.warnings),
             "files": list(self.files),
         }
+
+
+def _draw(args: tuple[Any, ...]) -> bytes:
+    """One day's plot as PNG bytes (in the plotting process, or in line)."""
+    from monitor.render import day_plot, figure_png
+
+    measurement, sensor, site_name, day, zone, minutes, limits = args
+    return figure_png(day_plot(measurement, sensor, site_name, day, ZoneInfo(zone), minutes, limits))
+
+
+def _prefetch(cursor: sqlite3.Cursor, size: int) -> Iterator[list[Any]]:
+    """The cursor's rows in batches, fetched in a thread: SQLite steps without the interpreter lock."""
+    batches: queue.Queue[list[Any] | BaseException | None] = queue.Queue(maxsize=4)
+
+    def fetch() -> None:
+        try:
+            while batch := cursor.fetchmany(size):
+                batches.put(batch)
+            batches.put(None)
+        except BaseException as exc:  # raised again in the consuming thread
+            batches.put(exc)
+
+    thread = threading.Thread(target=fetch, name="evidence rows", daemon=True)
+    thread.start()
+    while (item := batches.get()) is not None:
+        if isinstance(item, BaseException):
+            raise item
+        yield item
+    thread.join()
 
 
 def _version() -> str:

@@ -35,17 +35,23 @@ from monitor.evidence.format import (
     _OPTIONAL_FILES,
     _README,
     _README_1,
+    _README_2,
     _SINCE_FORMAT_2,
     ANCHORS_FILE,
+    CHAIN_COLUMNS,
+    CHAIN_COLUMNS_3,
     CHAIN_FILE,
     FORMAT,
     FORMAT_1,
+    FORMAT_2,
+    FORMATS,
     INFLUX_MEASUREMENT,
     MANIFEST,
     READING_EXTRAS,
     RECORD_FILES,
     SOUND_COLUMNS,
     SOUND_FILE,
+    SOUND_PART,
     Anchor,
     TimeFormat,
     _derived,
@@ -57,7 +63,10 @@ from monitor.evidence.format import (
     _sound_key,
     reading_columns,
     reading_file,
+    sound_part,
 )
+from monitor.evidence.parts import PartJob, PartResult, SoundRows, default_workers, part_results
+from monitor.evidence.progress import Progress
 
 # --------------------------------------------------------------------------- verify
 
@@ -199,8 +208,10 @@ class Report:
                     f"  the segment ends at seq {self.last_seq}, a head the daemon recorded as published,"
                     " which the town's anchors do not include"
                 )
-        if self.format and self.format != FORMAT:
+        if self.format == FORMAT_1:
             out.append(f"  format: {self.format} (earlier); {_OLD_FORMAT_GUARANTEES}")
+        elif self.format == FORMAT_2:
+            out.append(f"  format: {self.format} (earlier); {_FORMAT_2_GUARANTEES}")
         if self.scope:
             out.append(f"  scope: {self.scope}")
         out.append(
@@ -251,6 +262,10 @@ class Report:
         return out
 
 
+_FORMAT_2_GUARANTEES = (
+    "the same checks and guarantees as the current format; its chain.csv states every digest and head,"
+    " which are checked link by link"
+)
 _OLD_FORMAT_GUARANTEES = (
     "its rows, chain and anchors are checked as for the current format and its files must be those the"
     " format calls for, but its profile and configuration files are bound by nothing but the manifest"
@@ -431,8 +446,18 @@ def _json_rows(
         yield _Row(line, seq, digest_of(record), label)
 
 
-def verify_bundle(path: str | Path, anchors: Sequence[Anchor] | None = None) -> Report:
-    """Check a bundle; ``anchors`` are the heads the town holds (None: none given)."""
+def verify_bundle(
+    path: str | Path,
+    anchors: Sequence[Anchor] | None = None,
+    *,
+    workers: int | None = None,
+    progress: Progress | None = None,
+) -> Report:
+    """Check a bundle; ``anchors`` are the heads the town holds (None: none given).
+
+    ``workers``: processes checking format 3's sound parts (default: every core; 1 checks
+    them in this process, with the same report). ``progress`` shows the chain entries walked.
+    """
     report = Report(str(path), town_anchors_given=anchors is not None)
     try:
         zf = zipfile.ZipFile(path)
@@ -442,11 +467,15 @@ def verify_bundle(path: str | Path, anchors: Sequence[Anchor] | None = None) -> 
     with zf:
         try:
             manifest = json.loads(zf.read(MANIFEST))
-            if not isinstance(manifest, dict) or manifest.get("format") not in (FORMAT, FORMAT_1):
+            if not isinstance(manifest, dict) or manifest.get("format") not in FORMATS:
                 found = manifest.get("format") if isinstance(manifest, dict) else None
-                raise ValueError(f"format {found!r}, this verifier reads {FORMAT!r} and {FORMAT_1!r}")
+                raise ValueError(f"format {found!r}, this verifier reads {', '.join(map(repr, FORMATS))}")
             report.format = str(manifest["format"])
-            _Verifier(zf, manifest, report, anchors).run()
+            verifier = _Verifier(zf, manifest, report, anchors)
+            verifier.path = str(path)
+            verifier.workers = workers if workers is not None else default_workers()
+            verifier.progress = progress
+            verifier.run()
         except KeyError as exc:
             report.add("bundle", f"not an evidence bundle: {exc} is missing")
         except (ValueError, TypeError, zipfile.BadZipFile, EOFError, OSError) as exc:
@@ -489,6 +518,12 @@ class _Verifier:
         self.configs: list[tuple[int, dict[str, Any]]] = []  # config records of the segment
         self.files: dict[str, _RowFile] = {}
         self.rows_at_anchor = 0
+        self.path = ""
+        self.workers = 1
+        self.progress: Progress | None = None
+        self.sound: SoundRows | None = None  # format 3's sound rows
+        self.hashed: set[str] = set()  # members hashed by the part workers
+        self._labels: tuple[str, dict[int, str]] = ("", {})
 
     def run(self) -> None:
         r = self.report
@@ -513,7 +548,7 @@ class _Verifier:
         finally:
             for name, source in opened.items():
                 self._check_hash(name, source.sha256())
-        for name in sorted(set(self.hashes) & names - set(opened)):
+        for name in sorted(set(self.hashes) & names - set(opened) - self.hashed):
             sha = hashlib.sha256()
             with self.zf.open(name) as f:
                 while chunk := f.read(1 << 20):
@@ -570,14 +605,19 @@ class _Verifier:
             ANCHORS_FILE,
             "config.toml",
             "README.txt",
-            SOUND_FILE,
             *(reading_file(kind) for kind in READING_EXTRAS),
             *RECORD_FILES.values(),
             self.profile_file,
         }
-        if self.report.format != FORMAT:
+        if self.report.format == FORMAT_1:
             required -= _SINCE_FORMAT_2
         required -= _OPTIONAL_FILES - names  # held only when the segment chains such records
+        if self.report.format == FORMAT:
+            # the sound parts: numbered from 1 without a gap (the chain says whether rows are missing)
+            count = max((int(m[1]) for n in names if (m := SOUND_PART.fullmatch(n))), default=1)
+            required |= {sound_part(i) for i in range(1, count + 1)}
+        else:
+            required.add(SOUND_FILE)
         for name in sorted(required - names):
             r.add("file", f"file missing: {name} is part of every evidence bundle")
         influx = {f"data/{m}_influxdb.csv" for m in set(INFLUX_MEASUREMENT.values())}
@@ -595,7 +635,7 @@ class _Verifier:
             )
             r.add("file", f"file not part of the bundle: {name} ({why})")
         if "README.txt" in names:
-            text = _README if self.report.format == FORMAT else _README_1
+            text = {FORMAT: _README, FORMAT_2: _README_2}.get(self.report.format, _README_1)
             if self.zf.read("README.txt") != text.encode("utf-8"):
                 r.add("file", "file changed: README.txt is not the text every bundle of its format holds")
 
@@ -614,7 +654,7 @@ class _Verifier:
         current = [(seq, rec) for seq, rec in self.configs if "profile_sha256" in rec]
         if not current:
             self._config_format_1(names)
-            if r.format == FORMAT and r.chain_links:
+            if r.format != FORMAT_1 and r.chain_links:
                 # Every segment cut since the daemon chains config records starts with one (it is
                 # restated after each anchor), so only a window recorded before that has none: it
                 # gets format 1's guarantee, said plainly, rather than failing honest evidence.
@@ -748,9 +788,14 @@ class _Verifier:
     def _walk(self, opened: dict[str, _Hashed], names: set[str]) -> None:
         r = self.report
         files = self.files
-        source = self._open(opened, names, SOUND_FILE)
-        if source is not None:
-            files["sound"] = _RowFile(SOUND_FILE, _csv_rows(source, SOUND_COLUMNS, self._sound_rebuild, r), r)
+        if r.format == FORMAT:
+            self.sound = self._sound_parts(names)
+        else:
+            source = self._open(opened, names, SOUND_FILE)
+            if source is not None:
+                files["sound"] = _RowFile(
+                    SOUND_FILE, _csv_rows(source, SOUND_COLUMNS, self._sound_rebuild, r), r
+                )
         for kind in READING_EXTRAS:
             name = reading_file(kind)
             source = self._open(opened, names, name)
@@ -782,11 +827,54 @@ class _Verifier:
         source = self._open(opened, names, CHAIN_FILE)
         if source is None:
             r.add("chain", f"{CHAIN_FILE} is missing: nothing can be checked against the chain")
+            if self.sound is not None:
+                self.sound.finish()  # its parts are still read and hashed
             return
+        if self.progress is not None:
+            self.progress.start(max(0, last - first + 1))
         reader = csv.reader(source.text)
-        if next(reader, None) != ["seq", "kind", "key", "digest", "head", "recorded_us"]:
+        if r.format == FORMAT:
+            expected_seq, walked = self._chain_3(reader, files, wanted, head)
+            if walked is not None:
+                head = walked
+            elif last >= first:
+                head = str(chain["last_head"])  # not recomputable: a row problem says why
+        else:
+            expected_seq, head = self._chain_2(reader, files, wanted, head)
+        if expected_seq != last + 1:
+            r.add("chain", f"chain segment ends at seq {expected_seq - 1}; the manifest says {last}")
+        if last >= first and head != chain["last_head"]:
+            r.add("chain", "chain broken: the last head differs from the manifest's")
+        if self.sound is not None:
+            self.sound.finish()
+            r.rows_checked[self.sound.name] = self.sound.checked
+        for rows in files.values():
+            rows.finish()
+            r.rows_checked[rows.name] = rows.checked
+        r.unanchored_rows = self._rows_checked() - self.rows_at_anchor
+        if self.progress is not None:
+            self.progress.finish()
+        for seq in sorted(s for s in wanted if not first - 1 <= s <= last):
+            for who, _ in wanted[seq]:
+                if who == "bundle":
+                    r.add("anchor", f"the manifest lists an anchor at seq {seq}, outside its own segment")
+        self._coverage(first, last)
+
+    def _rows_checked(self) -> int:
+        return sum(f.checked for f in self.files.values()) + (self.sound.checked if self.sound else 0)
+
+    def _chain_2(
+        self,
+        reader: Iterator[list[str]],
+        files: Mapping[str, _RowFile],
+        wanted: Mapping[int, list[tuple[str, str]]],
+        head: str,
+    ) -> tuple[int, str]:
+        """Formats 1 and 2: chain.csv states every digest and head; each link is checked."""
+        r = self.report
+        if next(reader, None) != list(CHAIN_COLUMNS):
             r.add("chain", f"{CHAIN_FILE}: unexpected columns")
-        expected_seq = first
+        expected_seq = r.first_seq
         for line, cells in enumerate(reader, start=2):
             try:
                 seq_text, kind, key, digest, stated, _ = cells
@@ -807,19 +895,109 @@ class _Verifier:
             r.chain_links += 1
             self._route(files, seq, kind, key, digest)
             self._anchor_check(wanted, seq, computed)  # after the row: an anchor at seq covers it
-        if expected_seq != last + 1:
-            r.add("chain", f"chain segment ends at seq {expected_seq - 1}; the manifest says {last}")
-        if last >= first and head != chain["last_head"]:
-            r.add("chain", "chain broken: the last head differs from the manifest's")
-        for rows in files.values():
-            rows.finish()
-            r.rows_checked[rows.name] = rows.checked
-        r.unanchored_rows = sum(f.checked for f in files.values()) - self.rows_at_anchor
-        for seq in sorted(s for s in wanted if not first - 1 <= s <= last):
-            for who, _ in wanted[seq]:
-                if who == "bundle":
-                    r.add("anchor", f"the manifest lists an anchor at seq {seq}, outside its own segment")
-        self._coverage(first, last)
+            if self.progress is not None and not line & 0xFFFF:
+                self.progress.update(r.chain_links)
+        return expected_seq, head
+
+    def _chain_3(
+        self,
+        reader: Iterator[list[str]],
+        files: Mapping[str, _RowFile],
+        wanted: Mapping[int, list[tuple[str, str]]],
+        head: str,
+    ) -> tuple[int, str | None]:
+        """Format 3: the heads are recomputed, from the rows' digests where the chain keeps a tag.
+
+        Where a digest cannot be known (a row altered, missing or out of place: reported as
+        such), the walk goes on from the next head the bundle records (its anchors), so that
+        one such row is one problem; town-held heads are compared only with recomputed heads.
+        """
+        r = self.report
+        if next(reader, None) != list(CHAIN_COLUMNS_3):
+            r.add("chain", f"{CHAIN_FILE}: unexpected columns")
+        sound = self.sound
+        assert sound is not None
+        expected_seq = r.first_seq
+        known: str | None = head
+        since = r.first_seq - 1  # the last seq whose head was known from the bundle's statements
+        progress = self.progress
+        for line, cells in enumerate(reader, start=2):
+            try:
+                seq_text, kind, key, digest, _ = cells
+                seq = int(seq_text)
+            except ValueError:
+                r.add("chain", f"{CHAIN_FILE} line {line} is malformed")
+                known = None
+                continue
+            if seq != expected_seq:
+                r.add(
+                    "chain",
+                    f"chain broken: {CHAIN_FILE} line {line} has seq {seq} where {expected_seq} follows",
+                )
+            expected_seq = seq + 1
+            r.chain_links += 1
+            full: str | None
+            if kind == "sound" and not key:
+                full = sound.expect(seq, digest)
+            else:
+                full = digest
+                if len(digest) != 64:
+                    r.add("chain", f"chain entry seq {seq}: {digest!r} is not a SHA-256 digest")
+                    full = None
+                self._route(files, seq, kind, key, digest)
+            known = next_head(known, full) if known is not None and full is not None else None
+            for who, expected in wanted.get(seq, ()):
+                if who == "town":
+                    if known is not None:
+                        self._anchor_check({seq: [(who, expected)]}, seq, known)
+                    continue
+                r.bundle_anchors += 1
+                if known is None:
+                    known = expected  # go on from the head the bundle records here
+                elif known != expected:
+                    r.add(
+                        "chain",
+                        f"chain broken between seq {since + 1} and {seq}: the rows and entries there do"
+                        f" not lead to the head the bundle records at seq {seq} (a row changed together"
+                        " with its tag in chain.csv, or an entry changed)",
+                    )
+                    known = expected
+                since = seq
+            if progress is not None and not line & 0xFFFF:
+                progress.update(r.chain_links)
+        return expected_seq, known
+
+    def _sound_parts(self, names: set[str]) -> SoundRows:
+        """Format 3's sound parts, checked by worker processes, met in chain order."""
+        parts = sorted(n for n in names if SOUND_PART.fullmatch(n))
+        s = self.scope
+        jobs = [
+            PartJob(
+                self.path, name, str(self.zone), (s.site, s.from_us, s.to_us, s.chained_from_us, s.sensors)
+            )
+            for name in parts
+        ]
+        self.hashed.update(parts)
+
+        def on_part(part: PartResult) -> None:
+            self._check_hash(part.name, part.sha256)
+            for message in part.problems:
+                self.report.add("row", message)
+            self.days.update(("sound", sensor, day) for sensor, day in part.days)
+
+        return SoundRows(part_results(jobs, self.workers), self.report.add, on_part, self._label)
+
+    def _label(self, name: str, line: int) -> str:
+        """'sensor n1 at <time>' of a sound part's line (read again: only for rows with a problem)."""
+        if self._labels[0] != name:
+            labels: dict[int, str] = {}
+            with self.zf.open(name) as f:
+                reader = csv.reader(io.TextIOWrapper(f, encoding="utf-8", newline=""))
+                for number, cells in enumerate(reader, start=1):
+                    if len(cells) > 4:
+                        labels[number] = f"sensor {cells[2]} at {cells[4]}"
+            self._labels = (name, labels)
+        return self._labels[1].get(line, "")
 
     def _anchor_check(self, wanted: Mapping[int, list[tuple[str, str]]], seq: int, head: str) -> None:
         for who, expected in wanted.get(seq, ()):
@@ -835,7 +1013,7 @@ class _Verifier:
                 self.report.town_anchors_matched.append(seq)
                 if seq >= self.report.first_seq:  # the head before the segment proves none of it
                     self.report.anchored_to = seq
-                    self.rows_at_anchor = sum(f.checked for f in self.files.values())
+                    self.rows_at_anchor = self._rows_checked()
             else:
                 self.report.add(
                     "anchor",
@@ -854,6 +1032,11 @@ class _Verifier:
                 return
             if not self.scope.holds(*parsed):
                 self._links_only("per-second rows outside the window/sensors", seq)
+                return
+            if self.report.format == FORMAT:  # its row would be in a part, its entry a tag
+                r.add(
+                    "row", f"row removed: chain seq {seq} ({key}) belongs in data/sound/ but has no row there"
+                )
                 return
             target = files.get("sound")
             name = SOUND_FILE

@@ -26,6 +26,7 @@ from monitor.evidence import (
     load_anchors,
     verify_bundle,
 )
+from monitor.evidence.format import sound_digest_cells
 from monitor.influx import InfluxWriter, line
 from monitor.store import Store, digest_of, next_head, sound_record, to_us
 from rules.model import (
@@ -232,7 +233,7 @@ def test_export_then_verify(site: Site, tmp_path: Path) -> None:
     with zipfile.ZipFile(bundle) as zf:
         names = set(zf.namelist())
         manifest = json.loads(zf.read("manifest.json"))
-        sound = csv_rows(zf.read("data/sound.csv"))
+        sound = csv_rows(zf.read("data/sound/part-00001.csv"))
         findings = [
             json.loads(line.rstrip(","))
             for line in zf.read("records/findings.json").decode().splitlines()
@@ -241,7 +242,7 @@ def test_export_then_verify(site: Site, tmp_path: Path) -> None:
         for entry in manifest["files"]:
             assert hashlib.sha256(zf.read(entry["name"])).hexdigest() == entry["sha256"]
     assert {
-        "data/sound.csv",
+        "data/sound/part-00001.csv",
         "data/light.csv",
         "data/weather.csv",
         "records/events.json",
@@ -300,13 +301,18 @@ def test_a_changed_csv_value_is_named(site: Site, tmp_path: Path) -> None:
         rows[7][7] = repr(float(rows[7][7]) - 3.0)  # 3 dB quieter, still a plausible value
 
     # Edited in place: the file's hash gives it away first, and the row is named too.
-    plain = rewrite(bundle, tmp_path / "plain.zip", {"data/sound.csv": edit_rows(louder)}, rehash=False)
-    assert first_problem(plain) == "file changed: data/sound.csv does not match its SHA-256 in the manifest"
+    plain = rewrite(
+        bundle, tmp_path / "plain.zip", {"data/sound/part-00001.csv": edit_rows(louder)}, rehash=False
+    )
+    assert (
+        first_problem(plain)
+        == "file changed: data/sound/part-00001.csv does not match its SHA-256 in the manifest"
+    )
     messages = [p.message for p in verify_bundle(plain).problems]
-    assert any(m.startswith("row altered: data/sound.csv line 8 ") for m in messages), messages
+    assert any(m.startswith("row altered: data/sound/part-00001.csv line 8 ") for m in messages), messages
     # With the manifest's hashes recomputed, the rebuilt digest still differs from the chain's.
-    forged = rewrite(bundle, tmp_path / "forged.zip", {"data/sound.csv": edit_rows(louder)})
-    assert first_problem(forged).startswith("row altered: data/sound.csv line 8 (sensor ")
+    forged = rewrite(bundle, tmp_path / "forged.zip", {"data/sound/part-00001.csv": edit_rows(louder)})
+    assert first_problem(forged).startswith("row altered: data/sound/part-00001.csv line 8 (sensor ")
 
 
 def test_a_removed_row_is_named(site: Site, tmp_path: Path) -> None:
@@ -316,10 +322,11 @@ def test_a_removed_row_is_named(site: Site, tmp_path: Path) -> None:
     def drop(rows: list[list[str]]) -> None:
         removed.extend(rows.pop(100))
 
-    forged = rewrite(bundle, tmp_path / "forged.zip", {"data/sound.csv": edit_rows(drop)})
+    forged = rewrite(bundle, tmp_path / "forged.zip", {"data/sound/part-00001.csv": edit_rows(drop)})
     message = first_problem(forged)
-    assert message.startswith(f"row removed: chain seq {removed[0]} ({removed[2]}|{removed[3]})"), message
-    assert "data/sound.csv" in message
+    # chain.csv keeps no key for a sound entry whose row is in the bundle: the seq names it
+    assert message.startswith(f"row removed: chain seq {removed[0]} (a sound entry)"), message
+    assert "data/sound/" in message
 
 
 def test_reordered_rows_are_named(site: Site, tmp_path: Path) -> None:
@@ -328,9 +335,11 @@ def test_reordered_rows_are_named(site: Site, tmp_path: Path) -> None:
     def swap(rows: list[list[str]]) -> None:
         rows[10], rows[11] = rows[11], rows[10]
 
-    forged = rewrite(bundle, tmp_path / "forged.zip", {"data/sound.csv": edit_rows(swap)})
+    forged = rewrite(bundle, tmp_path / "forged.zip", {"data/sound/part-00001.csv": edit_rows(swap)})
     report = verify_bundle(forged)
-    assert first_problem(forged).startswith("rows reordered: data/sound.csv line 12"), report.lines()
+    assert first_problem(forged).startswith("rows reordered: data/sound/part-00001.csv line 12"), (
+        report.lines()
+    )
     assert all(p.category == "order" for p in report.problems)  # nothing else is wrong with those rows
 
 
@@ -353,7 +362,7 @@ def test_a_store_edited_in_sqlite_is_caught_after_export(site: Site, tmp_path: P
         conn.execute("UPDATE sound SET LAeq = LAeq - 5 WHERE sensor = 'n2' AND ts_us = ?", (ts,))
     bundle = export(site, tmp_path / "b.zip")
     message = first_problem(bundle)
-    assert message.startswith("row altered: data/sound.csv line "), message
+    assert message.startswith("row altered: data/sound/part-00001.csv line "), message
     assert "(sensor n2 at 2024-03-10T07:58:42Z, chain seq" in message
 
 
@@ -379,7 +388,7 @@ def _forge(bundle: Path, dst: Path, *, end: int | None = None, created: str | No
     with zipfile.ZipFile(bundle) as zf:
         members = {name: zf.read(name) for name in zf.namelist()}
     manifest = json.loads(members["manifest.json"])
-    sound = csv_rows(members["data/sound.csv"])
+    sound = csv_rows(members["data/sound/part-00001.csv"])
     header, row = sound[0], sound[20]
     row[header.index("LAeq")] = repr(float(row[header.index("LAeq")]) - 4.0)
     cells = dict(zip(header, row, strict=True))
@@ -398,13 +407,19 @@ def _forge(bundle: Path, dst: Path, *, end: int | None = None, created: str | No
     chain = [csv_rows(members["chain.csv"])[0]] + [
         entry for entry in csv_rows(members["chain.csv"])[1:] if int(entry[0]) <= last
     ]
+    # Format 3: a sound entry with its row here keeps a tag of its digest; the row gives the rest.
+    digests = {int(r[0]): sound_digest_cells(r) for r in sound[1:]}
+    digests[int(row[0])] = digest_of(record)
     head = manifest["chain"]["prev_head"]
     heads: dict[int, str] = {}
     for entry in chain[1:]:
-        if entry[0] == row[0]:
-            entry[3] = digest_of(record)
-        head = entry[4] = next_head(head, entry[3])
-        heads[int(entry[0])] = head
+        seq = int(entry[0])
+        if entry[2] == "" and entry[1] == "sound":
+            entry[3] = digests[seq][:8]
+            head = next_head(head, digests[seq])
+        else:
+            head = next_head(head, entry[3])
+        heads[seq] = head
     manifest["chain"].update(last_seq=last, entries=len(chain) - 1, last_head=head)
     manifest["anchors"] = [
         {**anchor, "head": heads.get(anchor["seq"], anchor["head"])}
@@ -428,13 +443,13 @@ def _forge(bundle: Path, dst: Path, *, end: int | None = None, created: str | No
 
     members.update(
         {
-            "data/sound.csv": rows_until(csv_bytes(sound)),
+            "data/sound/part-00001.csv": rows_until(csv_bytes(sound)),
             "chain.csv": csv_bytes(chain),
             "anchors.json": json.dumps(own).encode(),
         }
     )
     for name in members:
-        if name.startswith("data/") and name != "data/sound.csv":
+        if name.startswith("data/") and name != "data/sound/part-00001.csv":
             members[name] = rows_until(members[name])
         elif name.startswith("records/"):
             members[name] = records_until(members[name])
@@ -472,7 +487,7 @@ def test_a_segment_cut_short_is_noticed_with_the_towns_anchors(site: Site, tmp_p
         name: edit_rows(
             lambda rows: rows.__setitem__(slice(1, None), [r for r in rows[1:] if int(r[0]) <= middle])
         )
-        for name in ("chain.csv", "data/sound.csv", "data/light.csv", "data/weather.csv")
+        for name in ("chain.csv", "data/sound/part-00001.csv", "data/light.csv", "data/weather.csv")
     }
 
     def records(data: bytes) -> bytes:
@@ -536,14 +551,20 @@ def test_a_tail_after_the_last_town_anchor_is_not_called_anchored(tmp_path: Path
 
     with zipfile.ZipFile(bundle) as zf:
         manifest = json.loads(zf.read("manifest.json"))
-        heads = {int(r[0]): r[4] for r in csv_rows(zf.read("chain.csv"))[1:]}
+        pass
+    with sqlite3.connect(site.store) as conn:  # format 3's chain.csv holds no heads: the store's
+        heads = dict(conn.execute("SELECT seq, head FROM chain WHERE site = ?", (SITE,)).fetchall())
+    conn.close()
     manifest["chain"].update(last_seq=cut, last_head=heads[cut])
     short = rewrite(
         bundle,
         tmp_path / "short.zip",
         {
             "manifest.json": lambda _: json.dumps(manifest).encode(),
-            **{name: until for name in ("chain.csv", "data/sound.csv", "data/light.csv", "data/weather.csv")},
+            **{
+                name: until
+                for name in ("chain.csv", "data/sound/part-00001.csv", "data/light.csv", "data/weather.csv")
+            },
         },
     )
     report = verify_bundle(short, load_anchors(site.anchors))
@@ -562,7 +583,10 @@ def test_a_tail_after_the_last_town_anchor_is_not_called_anchored(tmp_path: Path
         tmp_path / "at-anchor.zip",
         {
             "manifest.json": lambda _: json.dumps(manifest).encode(),
-            **{name: until for name in ("chain.csv", "data/sound.csv", "data/light.csv", "data/weather.csv")},
+            **{
+                name: until
+                for name in ("chain.csv", "data/sound/part-00001.csv", "data/light.csv", "data/weather.csv")
+            },
             **{f"records/{k}.json": records_until for k in ("findings", "alerts", "events", "config")},
         },
     )
@@ -778,12 +802,14 @@ def test_cli_exit_codes(site: Site, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main([*base, "--site", SITE, "--sensor", "n1", "--out", str(out)]) == 0
     assert "Wrote" in capsys.readouterr().out
     with zipfile.ZipFile(out) as zf:
-        sensors = {r[2] for r in csv_rows(zf.read("data/sound.csv"))[1:]}
+        sensors = {r[2] for r in csv_rows(zf.read("data/sound/part-00001.csv"))[1:]}
     assert sensors == {"n1"}
     assert main(["verify", str(out), "--anchors", str(site.anchors)]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith(f"{out}: OK, anchored: ") and "n1" in printed
-    tampered = rewrite(out, tmp_path / "t.zip", {"data/sound.csv": edit_rows(lambda rows: rows.pop(3))})
+    tampered = rewrite(
+        out, tmp_path / "t.zip", {"data/sound/part-00001.csv": edit_rows(lambda rows: rows.pop(3))}
+    )
     assert main(["verify", str(tampered)]) == 1
     assert "FAILED: row removed" in capsys.readouterr().out
 
@@ -943,7 +969,7 @@ def test_a_format_1_bundle_still_verifies_and_says_what_it_proves(tmp_path: Path
 def test_local_time_columns_across_the_dst_change(site: Site, tmp_path: Path) -> None:
     bundle = export(site, tmp_path / "b.zip")
     with zipfile.ZipFile(bundle) as zf:
-        rows = csv_rows(zf.read("data/sound.csv"))
+        rows = csv_rows(zf.read("data/sound/part-00001.csv"))
     header = rows[0]
     by_utc = {r[header.index("time_utc")]: r[header.index("time_local")] for r in rows[1:]}
     assert by_utc["2024-03-10T07:59:59Z"] == "2024-03-10T01:59:59-06:00"
@@ -998,7 +1024,7 @@ def test_pruned_window_is_read_from_influxdb(tmp_path: Path, influxd: Influxd) -
     with zipfile.ZipFile(bundle) as zf:
         manifest = json.loads(zf.read("manifest.json"))
         influx_rows = csv_rows(zf.read("data/sound_influxdb.csv"))
-        chained = csv_rows(zf.read("data/sound.csv"))
+        chained = csv_rows(zf.read("data/sound/part-00001.csv"))
         assert "plots/sound/n1/2024-03-10.png" in zf.namelist()
     pruned = manifest["pruned_locally"]
     assert pruned["read"] is True and pruned["version"] == 1
@@ -1065,7 +1091,7 @@ def test_export_what_the_daemon_stored(tmp_path: Path, mosquitto: Mosquitto) -> 
     config = load_config(config_path)
     bundle = tmp_path / "daemon.zip"
     summary = export_bundle(config, SITE, start, start + timedelta(seconds=40), bundle, plots=False)
-    assert summary.rows["data/sound.csv"] == 80
+    assert summary.rows["data/sound/part-00001.csv"] == 80
     report = verify_bundle(bundle, load_anchors(town))
     assert report.ok, report.lines()
     # The daemon chained its profile and configuration at start-up and again after each anchor,
@@ -1128,7 +1154,12 @@ def test_a_store_of_the_earlier_layout_is_migrated_and_exports_the_same_bundle(
     assert "chain_lookup" in indexes and not {"chain_key", "sound_time"} & indexes
     after = export(site, tmp_path / "after.zip")
     with zipfile.ZipFile(before) as old, zipfile.ZipFile(after) as new:
-        for name in ("data/sound.csv", "chain.csv", "records/findings.json", "records/events.json"):
+        for name in (
+            "data/sound/part-00001.csv",
+            "chain.csv",
+            "records/findings.json",
+            "records/events.json",
+        ):
             assert old.read(name) == new.read(name), name
     report = verify_bundle(after, load_anchors(site.anchors))
     assert report.ok, report.lines()

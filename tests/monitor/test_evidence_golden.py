@@ -2,8 +2,10 @@
 
 tests/data/evidence/golden.sqlite is a store holding every chain kind, written by
 tests/data/evidence/make_golden.py at commit cd944b8; golden-digests.json holds the SHA-256
-of each member of the bundle that code exported from it. Exporting the same store again must
-give the same bytes, and writing the same data again must give the same chain keys and digests.
+of each member of the format-2 bundle that code exported from it (format2.zip is that bundle),
+golden-digests-3.json those of the format-3 bundle exported from it since. Exporting the same
+store again must give the same bytes, the format-2 bundle must verify as it did, and writing
+the same data again must give the same chain keys and digests.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from monitor.chain import KINDS, digest_of
 from monitor.config import load_config
-from monitor.evidence import export_bundle, verify_bundle
+from monitor.evidence import export_bundle, load_anchors, verify_bundle
 from tests.daemon_harness import write_config
 from tests.data.evidence.make_golden import CREATED, build, digests
 from tests.monitor.test_evidence import SITE, WINDOW
@@ -26,14 +28,55 @@ DATA = Path(__file__).parent.parent / "data" / "evidence"
 
 
 def test_the_same_store_exports_the_same_bundle(tmp_path: Path) -> None:
+    """Format 3 (golden-digests-3.json, pinned when format 3 was introduced): the same store
+    exports the same bytes, every time."""
     config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE)
     shutil.copy(DATA / "golden.sqlite", tmp_path / "store.db")
     config = load_config(config_path)
     assert Path(config.storage.path) == tmp_path / "store.db"
     bundle = tmp_path / "b.zip"
     export_bundle(config, SITE, *WINDOW, bundle, plots=False, now=CREATED)
-    assert digests(bundle) == json.loads((DATA / "golden-digests.json").read_text())
+    assert digests(bundle) == json.loads((DATA / "golden-digests-3.json").read_text())
     assert verify_bundle(bundle).ok
+    again = tmp_path / "again.zip"
+    export_bundle(config, SITE, *WINDOW, again, plots=False, now=CREATED)
+    assert digests(again) == digests(bundle)
+
+
+def test_the_format_2_bundle_is_the_pinned_one_and_verifies_as_it_did(tmp_path: Path) -> None:
+    """format2.zip holds the very members format-2 code exported from golden.sqlite (the digests
+    pinned in golden-digests.json before format 3); it verifies with the same checks and verdict,
+    plus one line saying which format it is."""
+    bundle = DATA / "format2.zip"
+    assert digests(bundle) == json.loads((DATA / "golden-digests.json").read_text())
+    copy = tmp_path / "f2.zip"
+    shutil.copy(bundle, copy)
+    report = verify_bundle(copy, load_anchors(DATA / "format2-town-anchors.json"))
+    assert report.ok and report.format == "minewatch-evidence/2", report.lines()
+    assert report.lines() == [
+        f"{copy}: OK up to seq 515, anchored by the head the town holds there; rows after seq 515 are"
+        " not yet anchored (seq 516 to 526, 11 row(s): internal consistency only)",
+        "  no head the town holds lies beyond seq 515: nothing proves the rest yet; export again after"
+        " the next anchor is published",
+        "  format: minewatch-evidence/2 (earlier); the same checks and guarantees as the current format;"
+        " its chain.csv states every digest and head, which are checked link by link",
+        "  scope: site quarry, 2024-03-10T07:58:00Z to 2024-03-10T08:02:00Z (2024-03-10T01:58:00-06:00 to"
+        " 2024-03-10T03:02:00-05:00 site time), all sensors",
+        "  files: 21 checked against their SHA-256 in the manifest; the file set is the one the format and"
+        " the rows call for",
+        "  rows: 525 rebuilt, hashed and matched to their chain entries in chain order (480 in"
+        " data/sound.csv, 24 in data/light.csv, 4 in data/weather.csv, 1 in records/events.json, 3 in"
+        " records/findings.json, 1 in records/alerts.json, 2 in records/health.json, 2 in"
+        " records/calibration.json, 1 in records/rejections.json, 1 in records/conflicts.json, 1 in"
+        " records/notices.json, 1 in records/notice_changes.json, 1 in records/notice_episodes.json, 3 in"
+        " records/config.json)",
+        "  chain: 525 links recomputed, seq 2 to 526",
+        "  profile and configuration: profile dovre 45e5810ce6b2 and configuration 97a820a6b8fd (secrets"
+        " left out), in force since 2024-03-10T07:53:00Z, chained at seq 2: profile/dovre.toml and"
+        " config.toml are those files (anchored)",
+        "  bundle anchors: 3 checked against the chain",
+        "  town-held anchors matching the chain: 3 (seq 1, 264, 515)",
+    ]
 
 
 def _chain(path: Path) -> list[tuple[str, str, str]]:
