@@ -42,7 +42,6 @@ from monitor.config import AccountConfig, Config
 from monitor.errors import MinewatchError, UsageError
 from monitor.portal import auth
 from monitor.portal.data import EVENT_KINDS, NotFound, Portal, Refused, Scope, User, new_event_id
-from monitor.portal.svg import day_svg
 
 HERE = Path(__file__).parent
 log = logging.getLogger("minewatch.portal")
@@ -370,14 +369,16 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         may(scope, "day")
         site = scope.site(request.path_params["site"])
         day = _day_param(request, site.timezone, portal.clock())
-        data = await run_in_threadpool(portal.day, scope, site.id, day)
+        # Data and plot from the facade's day cache, off the event loop (drawing a changed day
+        # takes tens of ms, which would stall every other request).
+        data, svg = await run_in_threadpool(portal.day_view, scope, site.id, day)
         return page(
             request,
             "day.html",
             scope,
             site=site,
             day=data,
-            svg=day_svg(data),
+            svg=svg,
             prev=(day - timedelta(days=1)).isoformat(),
             next=(day + timedelta(days=1)).isoformat(),
         )
@@ -539,7 +540,8 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         may(scope, "day")
         site = scope.site(request.path_params["site"])
         day = _day_param(request, site.timezone, portal.clock())
-        return JSONResponse(await run_in_threadpool(portal.day, scope, site.id, day))
+        data, _ = await run_in_threadpool(portal.day_view, scope, site.id, day)
+        return JSONResponse(data)
 
     async def api_openapi(request: Request) -> Response:
         from monitor.portal.openapi import document
