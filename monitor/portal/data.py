@@ -130,6 +130,7 @@ class Portal:
     _profiles: dict[str, Any] = field(default_factory=dict)
     _minutes: MinuteCache = field(default_factory=lambda: MinuteCache())
     _days: DayCache = field(default_factory=lambda: DayCache())
+    _findings: FindingsCache = field(default_factory=lambda: FindingsCache())
 
     # ------------------------------------------------------------------ connections
 
@@ -228,26 +229,18 @@ class Portal:
     def findings(
         self, scope: Scope, site_id: str, start: datetime, end: datetime, kinds: Sequence[str] = ()
     ) -> list[dict[str, Any]]:
+        """Current findings starting in [start, end) of the account's window (read them, they are shared)."""
         site = scope.site(site_id)
         start, end = scope.window(start, end)
-        out = []
-        for r in self.store().current_findings(site.id, start, end):
-            if kinds and r["kind"] not in kinds:
-                continue
-            data = json.loads(r["data"])
-            out.append(
-                {
-                    "id": r["id"],
-                    "kind": r["kind"],
-                    "standard": r["standard"],
-                    "section": r["section"],
-                    "start": format_ts(from_us(r["start_us"])),
-                    "end": format_ts(from_us(r["end_us"])),
-                    "summary": data.get("summary", ""),
-                    "sensors": list(data.get("sensors", [])),
-                }
-            )
-        return out
+        found, _ = self._findings.get(self.store().conn, site.id, to_us(start), to_us(end))
+        return [f for f in found if not kinds or f["kind"] in kinds]
+
+    def findings_json(self, scope: Scope, site_id: str, start: datetime, end: datetime) -> bytes:
+        """:meth:`findings` as the API's JSON body, encoded once per change of the findings."""
+        site = scope.site(site_id)
+        start, end = scope.window(start, end)
+        _, body = self._findings.get(self.store().conn, site.id, to_us(start), to_us(end))
+        return body
 
     def today(self, site: SiteConfig) -> tuple[datetime, datetime]:
         tz = ZoneInfo(site.timezone)
@@ -510,7 +503,13 @@ class Portal:
             "findings": findings,
         }
 
-    def day_view(self, scope: Scope, site_id: str, day: date) -> tuple[dict[str, Any], str]:
+    def day_view(
+        self,
+        scope: Scope,
+        site_id: str,
+        day: date,
+        page: Callable[[dict[str, Any], str], str] | None = None,
+    ) -> tuple[dict[str, Any], str]:
         """:meth:`day` and its plot (SVG), served from memory while the site's chain is unchanged.
 
         The scope checks run first, on every call; the cache is keyed by the site and the
@@ -521,6 +520,9 @@ class Portal:
         day is recomputed (MinuteCache re-reads only the minutes whose seconds were chained
         since) and only the panels whose points or marks changed are drawn again: a past day
         nobody added to costs one indexed MAX(seq) lookup. The returned dict is shared: read it.
+
+        ``page``: instead of the plot, return ``page(data, plot)``, cached with the view (one
+        such function per caller: it is the cache key of what it renders).
         """
         site = scope.site(site_id)
         start, end = scope.window(*local_day(day, ZoneInfo(site.timezone)))
@@ -528,6 +530,7 @@ class Portal:
             (site.id, day, to_us(start), to_us(end)),
             lambda: _chain_head(self.store().conn, site.id),
             lambda: self.day(scope, site.id, day),
+            page,
         )
 
     # ------------------------------------------------------------------ evidence
@@ -660,6 +663,7 @@ class DayCache:
         key: tuple[str, date, int, int],
         head: Callable[[], int],
         compute: Callable[[], dict[str, Any]],
+        page: Callable[[dict[str, Any], str], str] | None = None,
     ) -> tuple[dict[str, Any], str]:
         with self._lock:
             view = self._views.pop(key, None) or _DayView()
@@ -674,7 +678,12 @@ class DayCache:
                 data = compute()
                 view.svg = view.plot.render(data)
                 view.data, view.head = data, now
-            return view.data, view.svg
+                view.pages.clear()
+            if page is None:
+                return view.data, view.svg
+            if page not in view.pages:
+                view.pages[page] = page(view.data, view.svg)
+            return view.data, view.pages[page]
 
 
 @dataclass
@@ -684,6 +693,65 @@ class _DayView:
     data: dict[str, Any] | None = None
     svg: str = ""
     plot: DayPlot = field(default_factory=lambda: DayPlot())
+    pages: dict[Callable[[dict[str, Any], str], str], str] = field(default_factory=dict)
+
+
+# The latest revision of each finding starting in [start, end), not retracted (as
+# Store.current_findings), with only the two fields of its data the portal shows: the data
+# also carries every reading it used (60 refs for a minute), which is not decoded here.
+_CURRENT_FINDINGS = (
+    "SELECT f.id, f.kind, f.standard, f.section, f.start_us, f.end_us,"
+    " json_extract(f.data, '$.summary'), json_extract(f.data, '$.sensors') FROM findings f"
+    " JOIN (SELECT id, MAX(revision) AS revision FROM findings WHERE site = ? AND start_us >= ?"
+    " AND start_us < ? GROUP BY id) last ON f.id = last.id AND f.revision = last.revision"
+    " WHERE f.retracted = 0 ORDER BY f.start_us"
+)
+
+
+class FindingsCache:
+    """Findings of (site, start_us, end_us) windows and their JSON, kept while no finding has been
+    stored. Findings are only ever inserted (a change is a new revision row), so the largest
+    rowid of the table names the state: one O(1) lookup per request instead of decoding every
+    finding of the day again."""
+
+    MAX_WINDOWS = 64
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # key -> (largest rowid when read, findings, JSON body); dict order = use order
+        self._windows: dict[tuple[str, int, int], tuple[int, list[dict[str, Any]], bytes]] = {}
+
+    def get(
+        self, conn: sqlite3.Connection, site: str, start_us: int, end_us: int
+    ) -> tuple[list[dict[str, Any]], bytes]:
+        key = (site, start_us, end_us)
+        # Read before the rows: a finding stored in between makes the next request read again.
+        version = int(conn.execute("SELECT MAX(rowid) FROM findings").fetchone()[0] or 0)
+        with self._lock:
+            entry = self._windows.pop(key, None)
+            if entry is not None and entry[0] == version:
+                self._windows[key] = entry
+                return entry[1], entry[2]
+        found = [
+            {
+                "id": r[0],
+                "kind": r[1],
+                "standard": r[2],
+                "section": r[3],
+                "start": format_ts(from_us(r[4])),
+                "end": format_ts(from_us(r[5])),
+                "summary": r[6] if r[6] is not None else "",
+                "sensors": list(json.loads(r[7])) if r[7] is not None else [],
+            }
+            for r in conn.execute(_CURRENT_FINDINGS, (site, start_us, end_us)).fetchall()
+        ]
+        # Encoded as starlette's JSONResponse does, so the API's bytes are unchanged.
+        body = json.dumps(found, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
+        with self._lock:
+            self._windows[key] = (version, found, body.encode())
+            while len(self._windows) > self.MAX_WINDOWS:
+                del self._windows[next(iter(self._windows))]
+        return found, body.encode()
 
 
 def _chain_head(conn: sqlite3.Connection, site: str) -> int:
