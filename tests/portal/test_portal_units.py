@@ -7,6 +7,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -306,3 +307,42 @@ def test_day_view_cache_never_crosses_sites_or_time_scopes(tmp_path: object) -> 
     assert [v for _, v in part["sound"]["n1"]] == [72.0]
     assert part_svg != portal.day_view(everyone, "s2", day)[1]
     assert portal.day_view(everyone, "s2", day)[0] is full
+
+
+def test_findings_cache_follows_new_and_retracted_findings(tmp_path: object) -> None:
+    """The cached findings (and the API's JSON of them) change when a finding is stored, a
+    revision of one included, and only for the window and site they belong to."""
+    import json
+
+    from monitor.portal.data import Portal, local_day
+    from monitor.store import Store
+    from rules.model import Finding, FindingKind
+
+    config, _put, day = day_store(tmp_path)
+    writer = Store(config.storage.path)
+    noon = datetime(2026, 6, 1, 17, tzinfo=UTC)
+
+    def finding(site: str, minute: int, summary: str) -> Finding:
+        start = noon + timedelta(minutes=minute)
+        return Finding(
+            site, "noise", "6.D", FindingKind.VIOLATION, start, start + timedelta(minutes=1),
+            "America/Chicago", summary, ("n1",), refs=("sound:n1:x",),
+        )  # fmt: skip
+
+    portal = Portal(config)
+    everyone = Scope(User("all", "inspector", ()), config)
+    start, end = local_day(day, ZoneInfo("America/Chicago"))
+    assert portal.findings(everyone, "s1", start, end) == []
+    first = finding("s1", 0, "too loud")
+    writer.append_finding(first, noon + timedelta(hours=1))
+    writer.append_finding(finding("s2", 1, "elsewhere"), noon + timedelta(hours=1))
+    found = portal.findings(everyone, "s1", start, end)
+    assert [(f["summary"], f["sensors"], f["start"]) for f in found] == [
+        ("too loud", ["n1"], "2026-06-01T17:00:00Z")
+    ]
+    assert json.loads(portal.findings_json(everyone, "s1", start, end)) == found
+    writer.append_finding(first, noon + timedelta(hours=2), retracted=True)
+    assert portal.findings(everyone, "s1", start, end) == []
+    assert portal.findings_json(everyone, "s1", start, end) == b"[]"
+    assert [f["summary"] for f in portal.findings(everyone, "s2", start, end)] == ["elsewhere"]
+    writer.close()
