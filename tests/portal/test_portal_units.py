@@ -346,3 +346,25 @@ def test_findings_cache_follows_new_and_retracted_findings(tmp_path: object) -> 
     assert portal.findings_json(everyone, "s1", start, end) == b"[]"
     assert [f["summary"] for f in portal.findings(everyone, "s2", start, end)] == ["elsewhere"]
     writer.close()
+
+
+def test_portal_holds_no_read_transaction_between_requests(tmp_path: object) -> None:
+    """The portal's long-lived per-thread connection leaves no statement open after a day view
+    or a findings read: a WAL checkpoint (the daemon's) can then copy and truncate everything."""
+    import sqlite3
+
+    from monitor.portal.data import Portal, local_day
+
+    config, put, day = day_store(tmp_path)
+    noon = datetime(2026, 6, 1, 17, tzinfo=UTC)
+    for s in range(0, 600, 7):
+        put("s1", noon + timedelta(seconds=s), 60.0 + s % 9)
+    portal = Portal(config)
+    everyone = Scope(User("all", "inspector", ()), config)
+    portal.day_view(everyone, "s1", day)
+    portal.findings_json(everyone, "s1", *local_day(day, ZoneInfo("America/Chicago")))
+    put("s1", noon + timedelta(hours=1), 70.0)  # WAL frames written after the portal's reads
+    other = sqlite3.connect(config.storage.path, timeout=5)
+    busy, _, _ = other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    other.close()
+    assert busy == 0
