@@ -652,7 +652,9 @@ class DayCache:
     was computed at. One computation per key at a time: twenty clients asking for the same
     changed day wait for one computation instead of each doing it."""
 
-    MAX_VIEWS = 32
+    # A view of ten meters with 4,800 findings holds about 10 MB (measured with tracemalloc,
+    # its minute window and findings included).
+    MAX_VIEWS = 8
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -714,7 +716,7 @@ class FindingsCache:
     rowid of the table names the state: one O(1) lookup per request instead of decoding every
     finding of the day again."""
 
-    MAX_WINDOWS = 64
+    MAX_WINDOWS = 16
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
