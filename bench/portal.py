@@ -10,7 +10,11 @@ daemon ingests a stream, and how much the portal slows that ingest.
 3. Ingest alone: ``--stream`` levels messages for site "load" (bench/ingest.py's stream shape:
    sensors x seconds) published as fast as the broker takes them; time until all are stored.
 4. The same again with ``--clients`` logged-in clients requesting the day view page and the
-   findings API in turn, as fast as they can.
+   findings API in turn, as fast as they can. The clients run in a process of their own: in the
+   publisher's process their threads would take its GIL, and the publisher's slowdown would be
+   counted as the daemon's.
+5. CPU seconds of each process (daemon, portal, broker, publisher, clients) in both phases,
+   from /proc: what the ingest slowdown is made of on a machine with few cores.
 
 Last line: ``portal: day view p50 <ms> ms p95 <ms> ms, api p95 <ms> ms, <n> req/s at 20 clients,
 ingest slowed <p> %``
@@ -20,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import http.cookiejar
+import multiprocessing
+import os
 import re
 import sqlite3
 import statistics
@@ -30,8 +36,10 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import paho.mqtt.client as mqtt
@@ -159,12 +167,13 @@ def session(base: str) -> urllib.request.OpenerDirector:
 
 
 def clients(
-    base: str, day: date, count: int, stop: threading.Event
+    base: str, day: date, count: int, stop: threading.Event, ready: Callable[[], None] = lambda: None
 ) -> tuple[list[float], list[float], float]:
     day_ms: list[float] = []
     api_ms: list[float] = []
     lock = threading.Lock()
     openers = [session(base) for _ in range(count)]
+    ready()
     urls = (f"{base}/sites/bench/day?date={day}", f"{base}/api/v1/sites/bench/findings?date={day}")
 
     def work(opener: urllib.request.OpenerDirector, offset: int) -> None:
@@ -189,6 +198,25 @@ def clients(
     return day_ms, api_ms, time.perf_counter() - t0
 
 
+def client_process(base: str, day: date, count: int, nice: int, ready: Any, stop: Any, out: Any) -> None:
+    """The clients, in a process of their own (multiprocessing events and queue)."""
+    os.nice(nice)
+    done = threading.Event()
+
+    def relay() -> None:
+        stop.wait()
+        done.set()
+
+    threading.Thread(target=relay, daemon=True).start()
+    out.put(clients(base, day, count, done, ready.set))
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def p(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -204,6 +232,13 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--stream", type=int, default=200_000, help="messages the daemon ingests per phase")
     parser.add_argument("--load-sensors", type=int, default=100)
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="run the portal and the clients at this niceness (the daemon at 0), as a deployment"
+        " would give the portal a lower CPU priority than the daemon (systemd Nice=)",
+    )
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="minewatch-bench-portal-"))
@@ -227,29 +262,53 @@ def main() -> int:
         stdout=logs[1],
         stderr=logs[1],
         cwd=REPO,
+        preexec_fn=(lambda: os.nice(args.nice)) if args.nice else None,
     )
     try:
         wait_for_port(port, timeout=60, proc=portal)
         time.sleep(2)  # the daemon's subscription
         base = f"http://127.0.0.1:{port}"
         load_start = datetime.combine(day, datetime.min.time(), ZoneInfo(TZ)).astimezone(UTC)
+        assert broker.proc is not None
+        procs = {
+            "daemon": daemon.pid,
+            "portal": portal.pid,
+            "broker": broker.proc.pid,
+            "publisher": os.getpid(),
+        }
+        before = {k: cpu_s(v) for k, v in procs.items()}
+        t = time.perf_counter()
         alone = ingest(broker.port, work / "bench.db", args.load_sensors, args.stream, load_start)
+        wall_alone = time.perf_counter() - t
+        cpu_alone = {k: cpu_s(v) - before[k] for k, v in procs.items()}
         print(f"ingest alone: {alone:.0f} msg/s")
-        stop = threading.Event()
-        result: dict[str, object] = {}
-        runner = threading.Thread(
-            target=lambda: result.update(r=clients(base, day, args.clients, stop)), daemon=True
+        spawn = multiprocessing.get_context("spawn")
+        ready, stop, out = spawn.Event(), spawn.Event(), spawn.Queue()
+        runner = spawn.Process(
+            target=client_process, args=(base, day, args.clients, args.nice, ready, stop, out)
         )
         runner.start()
-        time.sleep(2)  # clients logged in and busy
+        ready.wait(300)
+        time.sleep(2)  # clients busy
+        assert runner.pid is not None
+        procs["clients"] = runner.pid
+        before = {k: cpu_s(v) for k, v in procs.items()}
+        t = time.perf_counter()
         later = load_start + timedelta(seconds=args.stream // args.load_sensors + 1)
         loaded = ingest(broker.port, work / "bench.db", args.load_sensors, args.stream, later)
+        wall_loaded = time.perf_counter() - t
+        cpu_loaded = {k: cpu_s(v) - before[k] for k, v in procs.items()}
         stop.set()
-        runner.join(180)
-        day_ms, api_ms, elapsed = result["r"]  # type: ignore[misc]
+        day_ms, api_ms, elapsed = out.get(timeout=180)
+        runner.join(60)
         print(f"ingest with {args.clients} portal clients: {loaded:.0f} msg/s")
+        for name, wall, cpu in (("alone", wall_alone, cpu_alone), ("with clients", wall_loaded, cpu_loaded)):
+            parts = ", ".join(f"{k} {v:.1f}" for k, v in cpu.items())
+            print(f"cpu s {name} ({wall:.1f} s wall, {sum(cpu.values()) / wall:.2f} cores): {parts}")
         slowed = max(0.0, (1 - loaded / alone) * 100)
         rate = (len(day_ms) + len(api_ms)) / elapsed
+        if args.nice:
+            print(f"portal and clients at nice {args.nice}")
         print(
             f"portal: day view p50 {p(day_ms, 50):.0f} ms p95 {p(day_ms, 95):.0f} ms,"
             f" api p95 {p(api_ms, 95):.0f} ms, {rate:.0f} req/s at {args.clients} clients,"

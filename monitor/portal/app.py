@@ -42,7 +42,6 @@ from monitor.config import AccountConfig, Config
 from monitor.errors import MinewatchError, UsageError
 from monitor.portal import auth
 from monitor.portal.data import EVENT_KINDS, NotFound, Portal, Refused, Scope, User, new_event_id
-from monitor.portal.svg import day_svg
 
 HERE = Path(__file__).parent
 log = logging.getLogger("minewatch.portal")
@@ -146,6 +145,19 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         context.update(user=scope.user if scope else None, csrf=csrf_token(request), can=CAN, scope=scope)
         response: Response = templates.TemplateResponse(request, name, context, status_code=status_code)
         return response
+
+    def day_body(data: dict[str, Any], svg: str) -> str:
+        """The day view's content (plot, findings, blasts): nothing in it depends on the account
+        beyond the site and window the cache is keyed by, so it is rendered once per change."""
+        site = config.site(data["site"])
+        day = date.fromisoformat(data["date"])
+        return templates.get_template("day_body.html").render(
+            site=site,
+            day=data,
+            svg=svg,
+            prev=(day - timedelta(days=1)).isoformat(),
+            next=(day + timedelta(days=1)).isoformat(),
+        )
 
     # ------------------------------------------------------------------ login
 
@@ -370,17 +382,10 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         may(scope, "day")
         site = scope.site(request.path_params["site"])
         day = _day_param(request, site.timezone, portal.clock())
-        data = await run_in_threadpool(portal.day, scope, site.id, day)
-        return page(
-            request,
-            "day.html",
-            scope,
-            site=site,
-            day=data,
-            svg=day_svg(data),
-            prev=(day - timedelta(days=1)).isoformat(),
-            next=(day + timedelta(days=1)).isoformat(),
-        )
+        # Data and plot from the facade's day cache, off the event loop (drawing a changed day
+        # takes tens of ms, which would stall every other request).
+        data, body = await run_in_threadpool(portal.day_view, scope, site.id, day, day_body)
+        return page(request, "day.html", scope, site=site, day=data, body=body)
 
     async def evidence_page(request: Request) -> Response:
         scope = session_scope(request)
@@ -506,7 +511,8 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         from monitor.portal.data import local_day
 
         start, end = local_day(day, ZoneInfo(site.timezone))
-        return JSONResponse(await run_in_threadpool(portal.findings, scope, site.id, start, end))
+        body = await run_in_threadpool(portal.findings_json, scope, site.id, start, end)
+        return Response(body, media_type="application/json")
 
     async def api_alerts(request: Request) -> Response:
         scope = api_scope(request)
@@ -539,7 +545,8 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         may(scope, "day")
         site = scope.site(request.path_params["site"])
         day = _day_param(request, site.timezone, portal.clock())
-        return JSONResponse(await run_in_threadpool(portal.day, scope, site.id, day))
+        data, _ = await run_in_threadpool(portal.day_view, scope, site.id, day)
+        return JSONResponse(data)
 
     async def api_openapi(request: Request) -> Response:
         from monitor.portal.openapi import document

@@ -8,6 +8,7 @@ window, each blast and the day's sunset. Elements carry classes (``limit``, ``bl
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from html import escape
@@ -16,6 +17,7 @@ from typing import Any
 WIDTH, PANEL_H, LEFT, RIGHT, TOP, GAP = 960, 190, 56, 16, 24, 34
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a day's 1,440 minute stamps recur on every panel and render
 def _t(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
@@ -117,59 +119,122 @@ def _polyline(p: _Panel, points: Sequence[tuple[str, float]], cls: str) -> str:
 
 
 def day_svg(day: Mapping[str, Any]) -> str:
-    panels: list[str] = []
-    top = TOP
-    limit = float(day["limit_db"])
-    for sensor, points in day["sound"].items():
-        values = [v for _, v in points]
-        lo = min([30.0, *values])
-        hi = max([limit + 20, *values])
-        lo, hi = 10 * (lo // 10), 10 * (hi // 10 + 1)
-        p = _Panel(day, top, lo, hi)
-        panels += _frame(
-            p,
-            day,
-            sensor,
-            f"{sensor}: LAeq per minute",
-            "dB(A)",
-            [v for v in range(int(lo), int(hi) + 1, 10)],
+    return DayPlot().render(day)
+
+
+class DayPlot:
+    """The plot of one day view, re-rendered panel by panel: a panel whose points, position and
+    shared marks (window, blasts, exempt periods, sunset, limits) are unchanged since the last
+    render is reused as it was. Today's view gains a minute or two of one meter between two
+    looks, so only that meter's panel is drawn again. Not shared between threads without a lock."""
+
+    def __init__(self) -> None:
+        self._panels: dict[tuple[str, str], tuple[tuple[Any, ...], str]] = {}
+
+    def _panel(self, kind: str, sensor: str, inputs: tuple[Any, ...], draw: Any) -> str:
+        old = self._panels.get((kind, sensor))
+        if old is not None and old[0] == inputs:
+            return old[1]
+        text: str = draw()
+        self._panels[(kind, sensor)] = (inputs, text)
+        return text
+
+    def render(self, day: Mapping[str, Any]) -> str:
+        marks = (
+            day["from"],
+            day["to"],
+            day["timezone"],
+            repr(day["exempt"]),
+            repr(day["blast_window"]),
+            repr(day["blasts"]),
+            day["sunset"],
+            day["limit_db"],
+            repr(day["light_limits"]),
         )
-        panels.append(_polyline(p, points, "level"))
-        y = p.y(limit)
-        panels.append(
-            f'<line class="limit" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"'
-            f' data-limit-db="{limit:g}"><title>limit {limit:g} dB(A)</title></line>'
-            f'<text class="label limit-label" x="{WIDTH - RIGHT - 4}" y="{y - 4:.1f}" text-anchor="end">'
-            f"limit {limit:g} dB(A)</text>"
-        )
-        if not points:
-            panels.append(f'<text class="empty" x="{WIDTH / 2}" y="{top + PANEL_H / 2}">no readings</text>')
-        top += PANEL_H + TOP + GAP
-    limits = day["light_limits"]
-    for sensor, lpoints in day["light"].items():
-        peak = max([v for _, _, v in lpoints] or [0.0])
-        hi = max([peak * 1.1, *(v * 1.3 for v in limits.values()), 1.0])
-        p = _Panel(day, top, 0.0, hi)
-        step = _nice_step(hi)
-        panels += _frame(p, day, sensor, f"{sensor}: light (mean, max)", "lux", _range(0.0, hi, step))
-        panels.append(_polyline(p, [(t, m) for t, m, _ in lpoints], "lux-mean"))
-        panels.append(_polyline(p, [(t, m) for t, _, m in lpoints], "lux-max"))
-        for name, value in limits.items():
-            y = p.y(value)
+        panels: list[str] = []
+        used: set[tuple[str, str]] = set()
+        top = TOP
+        for sensor, points in day["sound"].items():
             panels.append(
-                f'<line class="light-limit" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"'
-                f' data-limit-lux="{value:g}" data-name="{name}"/>'
-                f'<text class="label limit-label" x="{WIDTH - RIGHT - 4}" y="{y - 4:.1f}" text-anchor="end">'
-                f"{escape(name.replace('_', ' '))} {value:g}</text>"
+                self._panel(
+                    "sound",
+                    sensor,
+                    (top, marks, points),
+                    functools.partial(_sound_panel, day, sensor, points, top),
+                )
             )
-        top += PANEL_H + TOP + GAP
-    height = top
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="dayplot" viewBox="0 0 {WIDTH} {height}"'
-        f' width="{WIDTH}" height="{height}" role="img" aria-label="levels of {escape(day["date"])}">'
-        + "".join(panels)
-        + "</svg>"
+            used.add(("sound", sensor))
+            top += PANEL_H + TOP + GAP
+        for sensor, lpoints in day["light"].items():
+            panels.append(
+                self._panel(
+                    "light",
+                    sensor,
+                    (top, marks, lpoints),
+                    functools.partial(_light_panel, day, sensor, lpoints, top),
+                )
+            )
+            used.add(("light", sensor))
+            top += PANEL_H + TOP + GAP
+        for gone in set(self._panels) - used:
+            del self._panels[gone]
+        height = top
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="dayplot" viewBox="0 0 {WIDTH} {height}"'
+            f' width="{WIDTH}" height="{height}" role="img" aria-label="levels of {escape(day["date"])}">'
+            + "".join(panels)
+            + "</svg>"
+        )
+
+
+def _sound_panel(day: Mapping[str, Any], sensor: str, points: Sequence[tuple[str, float]], top: float) -> str:
+    limit = float(day["limit_db"])
+    values = [v for _, v in points]
+    lo = min([30.0, *values])
+    hi = max([limit + 20, *values])
+    lo, hi = 10 * (lo // 10), 10 * (hi // 10 + 1)
+    p = _Panel(day, top, lo, hi)
+    out = _frame(
+        p,
+        day,
+        sensor,
+        f"{sensor}: LAeq per minute",
+        "dB(A)",
+        [v for v in range(int(lo), int(hi) + 1, 10)],
     )
+    out.append(_polyline(p, points, "level"))
+    y = p.y(limit)
+    out.append(
+        f'<line class="limit" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"'
+        f' data-limit-db="{limit:g}"><title>limit {limit:g} dB(A)</title></line>'
+        f'<text class="label limit-label" x="{WIDTH - RIGHT - 4}" y="{y - 4:.1f}" text-anchor="end">'
+        f"limit {limit:g} dB(A)</text>"
+    )
+    if not points:
+        out.append(f'<text class="empty" x="{WIDTH / 2}" y="{top + PANEL_H / 2}">no readings</text>')
+    return "".join(out)
+
+
+def _light_panel(
+    day: Mapping[str, Any], sensor: str, lpoints: Sequence[tuple[str, float, float]], top: float
+) -> str:
+    limits = day["light_limits"]
+    peak = max([v for _, _, v in lpoints] or [0.0])
+    hi = max([peak * 1.1, *(v * 1.3 for v in limits.values()), 1.0])
+    p = _Panel(day, top, 0.0, hi)
+    step = _nice_step(hi)
+    out = _frame(p, day, sensor, f"{sensor}: light (mean, max)", "lux", _range(0.0, hi, step))
+    out.append(_polyline(p, [(t, m) for t, m, _ in lpoints], "lux-mean"))
+    out.append(_polyline(p, [(t, m) for t, _, m in lpoints], "lux-max"))
+    for name, value in limits.items():
+        y = p.y(value)
+        out.append(
+            f'<line class="light-limit" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"'
+            f' data-limit-lux="{value:g}" data-name="{name}"/>'
+            f'<text class="label limit-label" x="{WIDTH - RIGHT - 4}" y="{y - 4:.1f}" text-anchor="end">'
+            f"{escape(name.replace('_', ' '))} {value:g}</text>"
+        )
+    return "".join(out)
 
 
 def _nice_step(hi: float) -> float:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -206,3 +209,162 @@ def test_minute_cache_follows_the_chain_to_late_and_new_seconds(tmp_path: object
     assert fresh == second
     assert math.isclose(second["n1"][minute], 60.0)
     store.close()
+
+
+DAY_SITES = """
+[storage]
+path = "{db}"
+[[sites]]
+id = "s1"
+timezone = "America/Chicago"
+latitude = 45.27
+longitude = -91.62
+[[sites.sensors]]
+id = "n1"
+kind = "sound"
+[[sites]]
+id = "s2"
+timezone = "America/Chicago"
+latitude = 45.27
+longitude = -91.62
+[[sites.sensors]]
+id = "n1"
+kind = "sound"
+"""
+
+
+def day_store(tmp_path: object) -> tuple[Any, Any, Any]:
+    """A two-site config on a temp store, a writer for seconds of n1 (as the daemon stores
+    them, on its own connection) and the local day 2026-06-01."""
+    from datetime import date
+    from pathlib import Path
+
+    from monitor.store import Store
+    from rules.model import SoundLevels
+
+    assert isinstance(tmp_path, Path)
+    db = tmp_path / "s.db"
+    config = parse_config(DAY_SITES.format(db=db))
+    writer = Store(db)
+
+    def put(site: str, when: datetime, laeq: float) -> None:
+        with writer.batch():
+            writer.append_sounds(
+                [(SoundLevels(site, "n1", when, 1.0, laeq, laeq + 1, laeq + 10), "levels", False)],
+                when + timedelta(hours=1),
+            )
+
+    return config, put, date(2026, 6, 1)
+
+
+def test_day_view_cache_is_recomputed_when_the_site_stores_a_record(tmp_path: object) -> None:
+    """The cached day view (data and plot) is served while the site's chain head is unchanged
+    and computed again, equal to an uncached one, once a new second is stored."""
+    from monitor.portal.data import Portal
+
+    config, put, day = day_store(tmp_path)
+    noon = datetime(2026, 6, 1, 17, tzinfo=UTC)  # 12:00 in Chicago
+    for s in range(60):
+        put("s1", noon + timedelta(seconds=s), 60.0)
+    portal = Portal(config)
+    everyone = Scope(User("all", "inspector", ()), config)
+    data, svg = portal.day_view(everyone, "s1", day)
+    assert [v for _, v in data["sound"]["n1"]] == [60.0]
+    again, svg_again = portal.day_view(everyone, "s1", day)
+    assert again is data and svg_again is svg  # nothing stored: served from memory
+    put("s2", noon, 99.0)  # another site's record leaves this view as it was
+    assert portal.day_view(everyone, "s1", day)[0] is data
+    put("s1", noon + timedelta(minutes=5), 75.0)  # a new second of this site, in a new minute
+    changed, changed_svg = portal.day_view(everyone, "s1", day)
+    assert [v for _, v in changed["sound"]["n1"]] == [60.0, 75.0]
+    assert changed_svg != svg and changed_svg.count("<polyline") == 2  # a gap: two runs
+    fresh, fresh_svg = Portal(config).day_view(everyone, "s1", day)
+    assert fresh == changed and fresh_svg == changed_svg
+
+
+def test_day_view_cache_never_crosses_sites_or_time_scopes(tmp_path: object) -> None:
+    """A view cached for one account is not handed to an account of another site (404 as
+    before) nor to one whose time scope shows less of the day."""
+    from monitor.portal.data import NotFound, Portal
+
+    config, put, day = day_store(tmp_path)
+    noon = datetime(2026, 6, 1, 17, tzinfo=UTC)
+    put("s1", noon, 61.0)
+    put("s2", noon - timedelta(hours=2), 52.0)  # 10:00 local
+    put("s2", noon + timedelta(hours=2), 72.0)  # 14:00 local
+    portal = Portal(config)
+    everyone = Scope(User("all", "inspector", ()), config)
+    only_s1 = Scope(User("one", "inspector", ("s1",)), config)
+    afternoon = Scope(User("late", "inspector", ("s2",), not_before=noon), config)
+    full, _ = portal.day_view(everyone, "s2", day)
+    assert [v for _, v in full["sound"]["n1"]] == [52.0, 72.0]
+    with pytest.raises(NotFound):
+        portal.day_view(only_s1, "s2", day)
+    mine, _ = portal.day_view(only_s1, "s1", day)
+    assert [v for _, v in mine["sound"]["n1"]] == [61.0]
+    part, part_svg = portal.day_view(afternoon, "s2", day)
+    assert part["shown_from"] == "2026-06-01T17:00:00Z"
+    assert [v for _, v in part["sound"]["n1"]] == [72.0]
+    assert part_svg != portal.day_view(everyone, "s2", day)[1]
+    assert portal.day_view(everyone, "s2", day)[0] is full
+
+
+def test_findings_cache_follows_new_and_retracted_findings(tmp_path: object) -> None:
+    """The cached findings (and the API's JSON of them) change when a finding is stored, a
+    revision of one included, and only for the window and site they belong to."""
+    import json
+
+    from monitor.portal.data import Portal, local_day
+    from monitor.store import Store
+    from rules.model import Finding, FindingKind
+
+    config, _put, day = day_store(tmp_path)
+    writer = Store(config.storage.path)
+    noon = datetime(2026, 6, 1, 17, tzinfo=UTC)
+
+    def finding(site: str, minute: int, summary: str) -> Finding:
+        start = noon + timedelta(minutes=minute)
+        return Finding(
+            site, "noise", "6.D", FindingKind.VIOLATION, start, start + timedelta(minutes=1),
+            "America/Chicago", summary, ("n1",), refs=("sound:n1:x",),
+        )  # fmt: skip
+
+    portal = Portal(config)
+    everyone = Scope(User("all", "inspector", ()), config)
+    start, end = local_day(day, ZoneInfo("America/Chicago"))
+    assert portal.findings(everyone, "s1", start, end) == []
+    first = finding("s1", 0, "too loud")
+    writer.append_finding(first, noon + timedelta(hours=1))
+    writer.append_finding(finding("s2", 1, "elsewhere"), noon + timedelta(hours=1))
+    found = portal.findings(everyone, "s1", start, end)
+    assert [(f["summary"], f["sensors"], f["start"]) for f in found] == [
+        ("too loud", ["n1"], "2026-06-01T17:00:00Z")
+    ]
+    assert json.loads(portal.findings_json(everyone, "s1", start, end)) == found
+    writer.append_finding(first, noon + timedelta(hours=2), retracted=True)
+    assert portal.findings(everyone, "s1", start, end) == []
+    assert portal.findings_json(everyone, "s1", start, end) == b"[]"
+    assert [f["summary"] for f in portal.findings(everyone, "s2", start, end)] == ["elsewhere"]
+    writer.close()
+
+
+def test_portal_holds_no_read_transaction_between_requests(tmp_path: object) -> None:
+    """The portal's long-lived per-thread connection leaves no statement open after a day view
+    or a findings read: a WAL checkpoint (the daemon's) can then copy and truncate everything."""
+    import sqlite3
+
+    from monitor.portal.data import Portal, local_day
+
+    config, put, day = day_store(tmp_path)
+    noon = datetime(2026, 6, 1, 17, tzinfo=UTC)
+    for s in range(0, 600, 7):
+        put("s1", noon + timedelta(seconds=s), 60.0 + s % 9)
+    portal = Portal(config)
+    everyone = Scope(User("all", "inspector", ()), config)
+    portal.day_view(everyone, "s1", day)
+    portal.findings_json(everyone, "s1", *local_day(day, ZoneInfo("America/Chicago")))
+    put("s1", noon + timedelta(hours=1), 70.0)  # WAL frames written after the portal's reads
+    other = sqlite3.connect(config.storage.path, timeout=5)
+    busy, _, _ = other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    other.close()
+    assert busy == 0
