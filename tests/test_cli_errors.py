@@ -322,3 +322,25 @@ def test_version() -> None:
     from monitor import __version__
 
     assert result.stdout.strip() == f"minewatch {__version__}"
+
+
+def test_serve_on_a_port_in_use_or_out_of_range_is_one_line(site: dict[str, str]) -> None:
+    import socket
+
+    from monitor.portal.auth import hash_password
+
+    with open(site["config"], "a") as config:
+        config.write(
+            f'\n[portal]\n[[portal.accounts]]\nname = "town"\nrole = "town"\n'
+            f'password_hash = "{hash_password("x")}"\n'
+        )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = _assert_one_line(
+            _run(["serve", "--config", site["config"], "--port", str(port)], Path(site["cwd"]))
+        )
+        assert f"cannot listen on 127.0.0.1:{port}" in line and "--port" in line
+    line = _assert_one_line(_run(["serve", "--config", site["config"], "--port", "99999"], Path(site["cwd"])))
+    assert "not a TCP port" in line

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import socket
 import sys
 
 from monitor.errors import UsageError
@@ -16,7 +17,26 @@ from monitor.errors import UsageError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file with a [portal] section")
     parser.add_argument("--bind", help="address to listen on (default: portal.bind, 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="port (default: portal.port, 8080)")
+    parser.add_argument("--port", type=_port, help="port (default: portal.port, 8080)")
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (1 to 65535)")
+    return int(text)
+
+
+def _check_listen(bind: str, port: int) -> None:
+    """A user's mistake (address in use, not this machine's) as one line, before the server starts."""
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((bind, port))
+        except OSError as exc:
+            raise UsageError(
+                f"cannot listen on {bind}:{port}: {exc.strerror or exc}; choose another --port or --bind"
+            ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(config, portal)
     bind = args.bind or pc.bind
     port = args.port or pc.port
+    _check_listen(bind, port)
     scheme = "https" if pc.tls_cert else "http"
     print(f"minewatch portal on {scheme}://{bind}:{port}/", file=sys.stderr, flush=True)
     try:
