@@ -235,9 +235,10 @@ def main() -> int:
     parser.add_argument(
         "--nice",
         type=int,
-        default=0,
-        help="run the portal and the clients at this niceness (the daemon at 0), as a deployment"
-        " would give the portal a lower CPU priority than the daemon (systemd Nice=)",
+        default=10,
+        help="run the portal and the clients at this niceness (the daemon at 0), as the shipped"
+        " deployment does (Nice=10 in minewatch-portal.service, nice -n 10 in compose.yaml);"
+        " 0 for the same priority",
     )
     args = parser.parse_args()
 
@@ -307,8 +308,7 @@ def main() -> int:
             print(f"cpu s {name} ({wall:.1f} s wall, {sum(cpu.values()) / wall:.2f} cores): {parts}")
         slowed = max(0.0, (1 - loaded / alone) * 100)
         rate = (len(day_ms) + len(api_ms)) / elapsed
-        if args.nice:
-            print(f"portal and clients at nice {args.nice}")
+        print(f"portal and clients at nice {args.nice}")
         print(
             f"portal: day view p50 {p(day_ms, 50):.0f} ms p95 {p(day_ms, 95):.0f} ms,"
             f" api p95 {p(api_ms, 95):.0f} ms, {rate:.0f} req/s at {args.clients} clients,"
