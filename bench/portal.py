@@ -7,14 +7,13 @@ daemon ingests a stream, and how much the portal slows that ingest.
    "bench" (10 x 86,400 = 864,000 readings), written and chained with the store's own
    append_sounds, as the daemon writes them.
 2. The daemon (`minewatch run`) and the portal (`minewatch serve`) on a real Mosquitto.
-3. Ingest alone: ``--stream`` levels messages for site "load" (bench/ingest.py's stream shape:
-   sensors x seconds) published as fast as the broker takes them; time until all are stored.
-4. The same again with ``--clients`` logged-in clients requesting the day view page and the
-   findings API in turn, as fast as they can. The clients run in a process of their own: in the
-   publisher's process their threads would take its GIL, and the publisher's slowdown would be
-   counted as the daemon's.
-5. CPU seconds of each process (daemon, portal, broker, publisher, clients) in both phases,
-   from /proc: what the ingest slowdown is made of on a machine with few cores.
+3. Ingest alone, measured as bench/ingest.py does: the daemon stopped, ``--stream`` levels
+   messages for site "load" queued by the broker for its persistent session, the daemon
+   started again and timed until all are stored (the publisher is not running meanwhile).
+4. The same again while ``--clients`` logged-in clients request the day view page and the
+   findings API in turn, as fast as they can, from a process of their own, with the portal and
+   the clients at ``--nice`` (10 by default, as deployed) below the daemon.
+5. CPU seconds of the daemon in each drain, and of the portal and clients, from /proc.
 
 Last line: ``portal: day view p50 <ms> ms p95 <ms> ms, api p95 <ms> ms, <n> req/s at 20 clients,
 ingest slowed <p> %``
@@ -126,15 +125,13 @@ def count_sound(db: Path, site: str) -> int:
         conn.close()
 
 
-def ingest(broker: int, db: Path, sensors: int, total: int, start: datetime) -> float:
-    """Publish ``total`` levels for site "load" and return the rate (msg/s) until all are stored."""
-    before = count_sound(db, "load")
+def publish(broker: int, sensors: int, total: int, start: datetime) -> None:
+    """Publish ``total`` levels for site "load" (QoS 1), as a sensor fleet would."""
     client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"bench-load-{time.time_ns()}")
     client.max_inflight_messages_set(1000)
     client.max_queued_messages_set(0)
     client.connect("127.0.0.1", broker)
     client.loop_start()
-    t0 = time.perf_counter()
     infos = []
     for i in range(total):
         ts = start + timedelta(seconds=i // sensors)
@@ -147,12 +144,51 @@ def ingest(broker: int, db: Path, sensors: int, total: int, start: datetime) -> 
             infos.clear()
     for info in infos:
         info.wait_for_publish(60)
-    while count_sound(db, "load") < before + total:
-        time.sleep(0.2)
-    elapsed = time.perf_counter() - t0
     client.loop_stop()
     client.disconnect()
-    return total / elapsed
+
+
+class Daemon:
+    """`minewatch run` on the bench configuration; stopped and started around each backlog."""
+
+    def __init__(self, config: Path, log: Any) -> None:
+        self.cmd = [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "run",
+            "--config",
+            str(config),
+            "--log-level",
+            "WARNING",
+        ]
+        self.log = log
+        self.proc = self.start()
+
+    def start(self) -> subprocess.Popen[bytes]:
+        self.proc = subprocess.Popen(self.cmd, stdout=self.log, stderr=self.log, cwd=REPO)
+        return self.proc
+
+    def stop(self) -> None:
+        stop_process(self.proc, timeout=60)
+
+
+def drain(
+    daemon: Daemon, broker: int, db: Path, sensors: int, total: int, start: datetime
+) -> tuple[float, float]:
+    """bench/ingest.py's measure: ``total`` messages queued by the broker for the daemon's
+    persistent session while it is stopped, then the rate (msg/s) at which the restarted daemon
+    stores them, and the daemon's CPU seconds meanwhile. The publisher is not running then."""
+    before = count_sound(db, "load")
+    daemon.stop()
+    publish(broker, sensors, total, start)
+    proc = daemon.start()
+    t0 = time.perf_counter()
+    while count_sound(db, "load") < before + total:
+        if proc.poll() is not None:
+            raise SystemExit(f"the daemon stopped (exit {proc.returncode}); see its log")
+        time.sleep(0.1)
+    return total / (time.perf_counter() - t0), cpu_s(proc.pid)
 
 
 def session(base: str) -> urllib.request.OpenerDirector:
@@ -252,12 +288,7 @@ def main() -> int:
     rows = fill_day(work / "bench.db", day, args.sensors, args.seconds)
     print(f"store: {rows} readings of site bench on {day} in {time.perf_counter() - t:.0f} s")
     logs = [open(work / name, "ab") for name in ("daemon.log", "portal.log")]  # noqa: SIM115
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "run", "--config", str(config), "--log-level", "WARNING"],
-        stdout=logs[0],
-        stderr=logs[0],
-        cwd=REPO,
-    )
+    daemon = Daemon(config, logs[0])
     portal = subprocess.Popen(
         [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
         stdout=logs[1],
@@ -267,22 +298,12 @@ def main() -> int:
     )
     try:
         wait_for_port(port, timeout=60, proc=portal)
-        time.sleep(2)  # the daemon's subscription
+        time.sleep(2)  # the daemon's subscription (its persistent session from here on)
         base = f"http://127.0.0.1:{port}"
         load_start = datetime.combine(day, datetime.min.time(), ZoneInfo(TZ)).astimezone(UTC)
-        assert broker.proc is not None
-        procs = {
-            "daemon": daemon.pid,
-            "portal": portal.pid,
-            "broker": broker.proc.pid,
-            "publisher": os.getpid(),
-        }
-        before = {k: cpu_s(v) for k, v in procs.items()}
-        t = time.perf_counter()
-        alone = ingest(broker.port, work / "bench.db", args.load_sensors, args.stream, load_start)
-        wall_alone = time.perf_counter() - t
-        cpu_alone = {k: cpu_s(v) - before[k] for k, v in procs.items()}
-        print(f"ingest alone: {alone:.0f} msg/s")
+        db = work / "bench.db"
+        alone, daemon_cpu_alone = drain(daemon, broker.port, db, args.load_sensors, args.stream, load_start)
+        print(f"ingest alone: {alone:.0f} msg/s (daemon {daemon_cpu_alone:.1f} CPU s)")
         spawn = multiprocessing.get_context("spawn")
         ready, stop, out = spawn.Event(), spawn.Event(), spawn.Queue()
         runner = spawn.Process(
@@ -292,20 +313,17 @@ def main() -> int:
         ready.wait(300)
         time.sleep(2)  # clients busy
         assert runner.pid is not None
-        procs["clients"] = runner.pid
-        before = {k: cpu_s(v) for k, v in procs.items()}
-        t = time.perf_counter()
+        served_before = cpu_s(portal.pid) + cpu_s(runner.pid)
         later = load_start + timedelta(seconds=args.stream // args.load_sensors + 1)
-        loaded = ingest(broker.port, work / "bench.db", args.load_sensors, args.stream, later)
-        wall_loaded = time.perf_counter() - t
-        cpu_loaded = {k: cpu_s(v) - before[k] for k, v in procs.items()}
+        loaded, daemon_cpu_loaded = drain(daemon, broker.port, db, args.load_sensors, args.stream, later)
+        served = cpu_s(portal.pid) + cpu_s(runner.pid) - served_before
         stop.set()
         day_ms, api_ms, elapsed = out.get(timeout=180)
         runner.join(60)
-        print(f"ingest with {args.clients} portal clients: {loaded:.0f} msg/s")
-        for name, wall, cpu in (("alone", wall_alone, cpu_alone), ("with clients", wall_loaded, cpu_loaded)):
-            parts = ", ".join(f"{k} {v:.1f}" for k, v in cpu.items())
-            print(f"cpu s {name} ({wall:.1f} s wall, {sum(cpu.values()) / wall:.2f} cores): {parts}")
+        print(
+            f"ingest with {args.clients} portal clients: {loaded:.0f} msg/s (daemon {daemon_cpu_loaded:.1f}"
+            f" CPU s; portal and clients {served:.1f} CPU s over the publishing and the drain)"
+        )
         slowed = max(0.0, (1 - loaded / alone) * 100)
         rate = (len(day_ms) + len(api_ms)) / elapsed
         print(f"portal and clients at nice {args.nice}")
@@ -316,7 +334,7 @@ def main() -> int:
         )
     finally:
         stop_process(portal, timeout=10)
-        stop_process(daemon, timeout=60)
+        daemon.stop()
         for log in logs:
             log.close()
         broker.stop()
