@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# A path component "shared" in a string literal ('shared', "shared/...", "../shared").
+# A path component "shared" in a string literal: the folder itself, a path under it, or the
+# same with leading parent steps (the reference folder that sits beside a developer's checkout).
 SHARED_PATH = re.compile(r"""["'](?:\.\./)*shared(?:/[^"']*)?["']""")
 
 
