@@ -558,30 +558,24 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
     def wants_json(request: Request) -> bool:
         return request.url.path.startswith("/api/")
 
-    async def on_not_found(request: Request, exc: Exception) -> Response:
+    def error_page(request: Request, status: int, api_error: str, title: str, message: str) -> Response:
+        """A refusal as JSON for the API, as the error page (with the visitor's menu) otherwise."""
         if wants_json(request):
-            return JSONResponse({"error": "not found"}, status_code=404)
-        scope = _try(session_scope, request)
-        return page(
-            request,
-            "error.html",
-            scope,
-            404,
-            title="Not found",
-            message="There is nothing here, or nothing you may see.",
+            return JSONResponse({"error": api_error}, status_code=status)
+        return page(request, "error.html", _try(session_scope, request), status, title=title, message=message)
+
+    async def on_not_found(request: Request, exc: Exception) -> Response:
+        return error_page(
+            request, 404, "not found", "Not found", "There is nothing here, or nothing you may see."
         )
 
     async def on_forbidden(request: Request, exc: Exception) -> Response:
-        if wants_json(request):
-            return JSONResponse({"error": "not for this account's role"}, status_code=403)
-        scope = _try(session_scope, request)
-        return page(
+        return error_page(
             request,
-            "error.html",
-            scope,
             403,
-            title="Not for your role",
-            message="Your account's role does not include this page.",
+            "not for this account's role",
+            "Not for your role",
+            "Your account's role does not include this page.",
         )
 
     async def on_not_logged_in(request: Request, exc: Exception) -> Response:
@@ -610,16 +604,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
             return await on_not_found(request, exc)
-        if wants_json(request):
-            return JSONResponse({"error": exc.detail}, status_code=exc.status_code)
-        return page(
-            request,
-            "error.html",
-            _try(session_scope, request),
-            exc.status_code,
-            title=str(exc.status_code),
-            message=str(exc.detail),
-        )
+        return error_page(request, exc.status_code, str(exc.detail), str(exc.status_code), str(exc.detail))
 
     routes = [
         Route("/", home),
