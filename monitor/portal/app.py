@@ -38,7 +38,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from monitor import __version__
-from monitor.config import AccountConfig, Config
+from monitor.config import AccountConfig, Config, SiteConfig
 from monitor.errors import MinewatchError, UsageError
 from monitor.portal import auth
 from monitor.portal.data import EVENT_KINDS, NotFound, Portal, Refused, Scope, User, new_event_id
@@ -387,14 +387,25 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         data, body = await run_in_threadpool(portal.day_view, scope, site.id, day, day_body)
         return page(request, "day.html", scope, site=site, day=data, body=body)
 
+    def evidence_form(
+        request: Request,
+        scope: Scope,
+        site: SiteConfig,
+        status: int = 200,
+        *,
+        report: dict[str, Any] | None = None,
+        error: str = "",
+    ) -> Response:
+        """The evidence page (window form, upload form), with a verify report or an error."""
+        today = portal.clock().astimezone(ZoneInfo(site.timezone)).date().isoformat()
+        return page(
+            request, "evidence.html", scope, status, site=site, today=today, report=report, error=error
+        )
+
     async def evidence_page(request: Request) -> Response:
         scope = session_scope(request)
         may(scope, "evidence")
-        site = scope.site(request.path_params["site"])
-        today = portal.clock().astimezone(ZoneInfo(site.timezone)).date()
-        return page(
-            request, "evidence.html", scope, site=site, today=today.isoformat(), report=None, error=""
-        )
+        return evidence_form(request, scope, scope.site(request.path_params["site"]))
 
     async def bundle(request: Request) -> Response:
         scope = session_scope(request)
@@ -407,29 +418,9 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             start = parse_time(request.query_params.get("from", ""), zone, "from")
             end = parse_time(request.query_params.get("to", ""), zone, "to")
         except UsageError as exc:
-            today = portal.clock().astimezone(zone).date()
-            return page(
-                request,
-                "evidence.html",
-                scope,
-                400,
-                site=site,
-                today=today.isoformat(),
-                report=None,
-                error=str(exc),
-            )
+            return evidence_form(request, scope, site, 400, error=str(exc))
         if end <= start:
-            today = portal.clock().astimezone(zone).date()
-            return page(
-                request,
-                "evidence.html",
-                scope,
-                400,
-                site=site,
-                today=today.isoformat(),
-                report=None,
-                error="to: must be after from",
-            )
+            return evidence_form(request, scope, site, 400, error="to: must be after from")
         job = jobs.start(portal, scope, site.id, start, end)
         return RedirectResponse(f"/sites/{site.id}/evidence/jobs/{job.id}", status_code=303)
 
@@ -468,18 +459,8 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         site = scope.site(request.path_params["site"])
         form = await checked_form(request)
         upload = form.get("bundle")
-        today = portal.clock().astimezone(ZoneInfo(site.timezone)).date().isoformat()
         if not isinstance(upload, UploadFile) or not upload.filename:
-            return page(
-                request,
-                "evidence.html",
-                scope,
-                400,
-                site=site,
-                today=today,
-                report=None,
-                error="bundle: choose a bundle (.zip) to verify",
-            )
+            return evidence_form(request, scope, site, 400, error="bundle: choose a bundle (.zip) to verify")
         folder = Path(tempfile.mkdtemp(prefix="minewatch-verify-"))
         try:
             path = folder / "bundle.zip"
@@ -490,7 +471,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         finally:
             _remove(folder)
         report["name"] = upload.filename
-        return page(request, "evidence.html", scope, site=site, today=today, report=report, error="")
+        return evidence_form(request, scope, site, report=report)
 
     # ------------------------------------------------------------------ API
 
