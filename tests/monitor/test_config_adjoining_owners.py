@@ -7,17 +7,9 @@ import pytest
 from monitor.config import parse_config
 from monitor.errors import ConfigError
 from rules.model import AdjoiningOwner
+from tests.monitor.test_config import MINIMAL
 
-SITE = """
-[[sites]]
-id = "s1"
-timezone = "America/Chicago"
-latitude = 45.27
-longitude = -91.62
-[[sites.sensors]]
-id = "n1"
-kind = "sound"
-"""
+SITE = MINIMAL  # one site with one sound meter
 
 
 def test_adjoining_owners_reach_the_rules_context() -> None:
