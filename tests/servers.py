@@ -246,3 +246,31 @@ class VictoriaMetrics:
         data = urllib.parse.urlencode({"match[]": match, "start": "0"}).encode()
         with urllib.request.urlopen(f"{self.url}/api/v1/export", data=data, timeout=10) as r:
             return [json.loads(text) for text in r.read().decode().splitlines() if text.strip()]
+
+
+def self_signed_cert(folder: Path) -> tuple[Path, Path]:
+    """(cert.pem, key.pem): a self-signed certificate for 127.0.0.1 and localhost, made with openssl."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key

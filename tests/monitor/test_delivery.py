@@ -11,7 +11,6 @@ import json
 import queue
 import sqlite3
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -34,7 +33,7 @@ from monitor.delivery import DELIVERED, PENDING, UNDELIVERABLE, Deliveries, Deli
 from monitor.notices import NoticeBook
 from monitor.store import Store
 from tests.monitor.test_notices import local, make_config, site_and_profile, store_findings, violation
-from tests.servers import Mosquitto, free_port
+from tests.servers import Mosquitto, free_port, self_signed_cert
 
 T0 = datetime(2026, 6, 15, 16, 40, tzinfo=UTC)
 HMAC_KEY = "hook-secret-123"
@@ -94,31 +93,7 @@ def hook() -> Iterator[Hook]:
 @pytest.fixture(scope="session")
 def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1, made with openssl."""
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "2",
-            "-subj",
-            "/CN=127.0.0.1",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
+    return self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
 @dataclass

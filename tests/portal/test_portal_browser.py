@@ -540,29 +540,9 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
 
 def test_served_over_tls_the_session_cookie_is_secure(env: Env, browser: Any, tmp_path: Path) -> None:
     """`minewatch serve` with tls_cert/tls_key (a self-signed certificate made here)."""
-    from tests.servers import free_port, stop_process, wait_for_port
+    from tests.servers import free_port, self_signed_cert, stop_process, wait_for_port
 
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "2",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    cert, key = self_signed_cert(tmp_path)
     port = free_port()
     text = env.config.read_text()
     text = re.sub(
