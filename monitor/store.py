@@ -140,6 +140,21 @@ def event_times(event: Event) -> tuple[datetime, datetime | None]:
     return event.ts, None
 
 
+def _audio_row(
+    site: str, sensor: str, ts_us: int, seq: int, rate: int, fmt: str, pcm: bytes
+) -> dict[str, Any]:
+    """An audio block as its table's columns, in their order (what append_audio stores and chains)."""
+    return {
+        "site": site,
+        "sensor": sensor,
+        "ts_us": ts_us,
+        "seq": seq,
+        "sample_rate": rate,
+        "format": fmt,
+        "pcm": pcm,
+    }
+
+
 class _Duplicates(Exception):
     """Some rows of a multi-row insert were stored already."""
 
@@ -430,28 +445,15 @@ class Store:
     def append_audio(
         self, site: str, sensor: str, ts: datetime, seq: int, rate: int, fmt: str, pcm: bytes, now: datetime
     ) -> Appended:
-        ts_us = to_us(ts)
+        row = _audio_row(site, sensor, to_us(ts), seq, rate, fmt, pcm)
         cur = self.conn.execute(
             "INSERT OR IGNORE INTO audio (site, sensor, ts_us, seq, sample_rate, format, pcm, received_us)"
             " VALUES (?,?,?,?,?,?,?,?)",
-            (site, sensor, ts_us, seq, rate, fmt, pcm, to_us(now)),
+            (*row.values(), to_us(now)),
         )
         if cur.rowcount == 0:
             return Appended(False)
-        self.chain_row(
-            site,
-            "audio",
-            {
-                "site": site,
-                "sensor": sensor,
-                "ts_us": ts_us,
-                "seq": seq,
-                "sample_rate": rate,
-                "format": fmt,
-                "pcm": pcm,
-            },
-            now,
-        )
+        self.chain_row(site, "audio", row, now)
         return Appended(True)
 
     def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
@@ -744,17 +746,7 @@ class Store:
             if kept is None:
                 return False
             first = digest_of(KINDS["audio"].record(kept))
-        record = KINDS["audio"].record(
-            {
-                "site": site,
-                "sensor": sensor,
-                "ts_us": ts_us,
-                "seq": seq,
-                "sample_rate": rate,
-                "format": fmt,
-                "pcm": pcm,
-            }
-        )
+        record = KINDS["audio"].record(_audio_row(site, sensor, ts_us, seq, rate, fmt, pcm))
         return self._conflict(site, sensor, "audio", ts_us, first, digest_of(record), now)
 
     def _chained_digest(self, site: str, kind: str, key: str) -> str | None:
