@@ -707,10 +707,13 @@ class _Exporter:
 
     def _records(self, kind: str, first: int, last: int) -> int:
         spec = RECORD_KINDS[kind]
-        if kind in OPTIONAL_RECORD_KINDS and not self.conn.execute(
-            "SELECT 1 FROM chain WHERE site = :site AND kind = :kind AND seq BETWEEN :lo AND :hi LIMIT 1",
-            {**self.args, "kind": kind},
-        ).fetchone():
+        if (
+            kind in OPTIONAL_RECORD_KINDS
+            and not self.conn.execute(
+                "SELECT 1 FROM chain WHERE site = :site AND kind = :kind AND seq BETWEEN :lo AND :hi LIMIT 1",
+                {**self.args, "kind": kind},
+            ).fetchone()
+        ):
             return 0  # no such entry in the segment: no file (see format.OPTIONAL_RECORD_KINDS)
         if not _table_exists(self.conn, spec.source.split()[0]):
             return self._json_member(spec.file, ())

@@ -56,7 +56,9 @@ class PartJob:
     scope: tuple[str, int, int, int, tuple[str, ...] | None]
 
 
-class _HashedBytes(io.RawIOBase):
+class HashingReader(io.RawIOBase):
+    """Reads a zip member and hashes every byte read (the member's SHA-256 checked in one pass)."""
+
     def __init__(self, raw: Any) -> None:
         self.raw = raw
         self.sha = hashlib.sha256()
@@ -85,7 +87,7 @@ def check_part(job: PartJob) -> PartResult:
     site, cfrom, to, sensors = scope.site, scope.chained_from_us, scope.to_us, scope.sensors
     last_ts, times = -1, ("", "")
     with zipfile.ZipFile(job.bundle) as zf, zf.open(job.name) as member:
-        hashed = _HashedBytes(member)
+        hashed = HashingReader(member)
         text = io.TextIOWrapper(io.BufferedReader(hashed, 1 << 20), encoding="utf-8", newline="")
         reader = csv.reader(text)
         header = next(reader, None)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from monitor.canonical import to_us
@@ -65,7 +65,14 @@ from monitor.evidence.format import (
     reading_file,
     sound_part,
 )
-from monitor.evidence.parts import PartJob, PartResult, SoundRows, default_workers, part_results
+from monitor.evidence.parts import (
+    HashingReader,
+    PartJob,
+    PartResult,
+    SoundRows,
+    default_workers,
+    part_results,
+)
 from monitor.evidence.progress import Progress
 
 # --------------------------------------------------------------------------- verify
@@ -273,30 +280,12 @@ _OLD_FORMAT_GUARANTEES = (
 )
 
 
-class _HashingReader(io.RawIOBase):
-    """Reads a zip member and hashes every byte read."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self.raw = raw
-        self.sha = hashlib.sha256()
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.raw.read(len(buffer))
-        n = len(data)
-        buffer[:n] = data
-        self.sha.update(data)
-        return n
-
-
 class _Hashed:
     """One zip member opened as text lines, hashed as it is read."""
 
     def __init__(self, zf: zipfile.ZipFile, name: str) -> None:
         self.name = name
-        self._reader = _HashingReader(zf.open(name))
+        self._reader = HashingReader(zf.open(name))
         self._buffered = io.BufferedReader(self._reader, 1 << 20)
         self.text = io.TextIOWrapper(self._buffered, encoding="utf-8", newline="")
 
