@@ -365,27 +365,10 @@ class Pipeline:
             self._write_point(points.sound, levels, late)
 
     def _accept_audio(self, state: SiteState, block: AudioBlock, now: datetime) -> None:
-        stored = self.store.append_audio(
-            block.site,
-            block.sensor,
-            block.ts,
-            block.seq,
-            block.sample_rate,
-            block.sample_format,
-            block.pcm,
-            now,
-        )
+        block_row = (block.site, block.sensor, block.ts, block.seq, block.sample_rate, block.sample_format)
+        stored = self.store.append_audio(*block_row, block.pcm, now)
         if not stored.stored:
-            conflict = self.store.audio_conflict(
-                block.site,
-                block.sensor,
-                block.ts,
-                block.seq,
-                block.sample_rate,
-                block.sample_format,
-                block.pcm,
-                now,
-            )
+            conflict = self.store.audio_conflict(*block_row, block.pcm, now)
             self._count_duplicate(block.site, block.sensor, "audio", block.ts, conflict)
             return
         sensor = state.config.sensor(block.sensor)
