@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import FrameType
-from typing import Any, ParamSpec
+from typing import Any, NamedTuple, ParamSpec
 
 import rules
 from monitor import acoustics, closing, points
@@ -55,7 +55,7 @@ from monitor.recent import MINUTE, floor_minute
 from monitor.rejections import UNATTRIBUTED_SITE, LogGate, sender_of
 from monitor.runtime import freeze_startup_objects
 from monitor.sitestate import NEVER, SiteState, site_data
-from monitor.store import READING_KIND, Store
+from monitor.store import READING_KIND, Store, levels_digest
 from monitor.wire import (
     AudioBlock,
     BandLevels,
@@ -70,6 +70,7 @@ from monitor.wire_levels import Parsed, levels_sender, predecode
 from monitor.workers import Partition
 from rules.model import (
     Event,
+    Finding,
     LightSummary,
     SensorStatus,
     SoundLevels,
@@ -101,6 +102,35 @@ class Counters:
     findings: int = 0
     lock_wait_s: float = 0.0  # waiting for the store's write lock (other writers: workers, the CLI)
     by_reason: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+class Prepared(NamedTuple):
+    """A message as ``Pipeline._prepare`` leaves it for the write transaction."""
+
+    message: Inbound
+    decoded: Message | DecodeError  # the error: rejected, nothing of it stored
+    source: str | None = None  # a sound record's source ("levels", "bands"): decoded is its SoundLevels
+    digest: str | None = None  # that record's digest (store.levels_digest)
+
+
+class PendingSound(NamedTuple):
+    """A sound record accepted in the batch, written with the others at its end (``_flush_sound``)."""
+
+    state: SiteState
+    levels: SoundLevels
+    source: str
+    late: bool
+    minute: datetime
+    digest: str | None  # computed before the transaction, or None (the store computes it)
+
+
+class Judgement(NamedTuple):
+    """``Pipeline._judge``'s result for a site, recorded by ``Pipeline._record``."""
+
+    findings: list[tuple[datetime, list[Finding]]]  # per minute judged, in order
+    evaluated_until: datetime | None  # the site's progress once recorded (None: not judging yet)
+    final_until: datetime | None
+    rejudged: bool  # the touched minutes were judged again (their set is cleared on recording)
 
 
 class Pipeline:
@@ -152,7 +182,7 @@ class Pipeline:
         self.announcer = Announcer(store, self.alerts, self.notices, self.outgoing, self._write_point)
         self.last_prune = NEVER
         self.announce_sites: frozenset[str] | None = None  # notice changes of these sites only (a worker)
-        self._pending_sound: list[tuple[SiteState, SoundLevels, str, bool, datetime]] = []
+        self._pending_sound: list[PendingSound] = []
         self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
         with store.batch():  # the profile and configuration every finding from now on is judged under
             for site in config.owned_sites:
@@ -180,16 +210,22 @@ class Pipeline:
         return predecode(payload, *sender, self.config.daemon.max_payload_bytes)
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
-        """Decode, store and commit one batch; outputs go out only after the commit."""
+        """Decode, store and commit one batch; outputs go out only after the commit.
+
+        What needs no store is done before the write transaction (``_prepare``: decoding, the
+        time checks, a sound record's digest): other workers' batches take the store's write
+        lock meanwhile (docs/ARCHITECTURE.md, Workers).
+        """
         try:
+            # One clock reading for the batch (a fraction of a second of messages): the
+            # time checks allow seconds, and in data-clock mode it only moves at the flush.
+            now = self.clock.now()
+            ready = [self._prepare(message, now) for message in messages]
             asked = time.perf_counter()
             with self.store.batch():
                 self.counters.lock_wait_s += time.perf_counter() - asked  # BEGIN IMMEDIATE's wait
-                # One clock reading for the batch (a fraction of a second of messages): the
-                # time checks allow seconds, and in data-clock mode it only moves at the flush.
-                now = self.clock.now()
-                for message in messages:
-                    self._handle_one(message, now)
+                for item in ready:
+                    self._apply(item, now)
                 self._flush_sound(self.clock.now())
         except Exception:
             # A bug on one message: redo the batch one savepoint per message, so that
@@ -202,7 +238,8 @@ class Pipeline:
                 for message in messages:
                     try:
                         with self.store.savepoint():
-                            self._handle_one(message, self.clock.now())
+                            now = self.clock.now()
+                            self._apply(self._prepare(message, now), now)
                             self._flush_sound(self.clock.now())
                     except Exception as exc:  # a daemon never dies of one message
                         self._pending_sound.clear()
@@ -219,46 +256,60 @@ class Pipeline:
         for state in self.sites.values():
             state.recent.clear()  # reloaded from the store as needed
 
-    def _handle_one(self, message: Inbound, now: datetime) -> None:
-        self.counters.received += 1
+    def _prepare(self, message: Inbound, now: datetime) -> Prepared:
+        """A message decoded and checked, without the store: a sound record with its digest."""
         try:
-            self._handle(message, now)
-        except DecodeError as exc:  # raised before anything of the message is written
-            self._reject(message, str(exc), exc.field)
-
-    def _handle(self, message: Inbound, now: datetime) -> None:
-        decoded: Message
-        if isinstance(message.decoded, SoundLevels):  # a levels message decoded ahead, all but its time
-            check_time(message.decoded.ts, now, self.limits())
-            decoded = message.decoded
-        else:
-            decoded = decode(
-                message.topic,
-                message.payload,
-                self.site_configs,
-                now,
-                self.limits(),
-                self.generic_kinds,
-                self.prefix,
-                message.decoded,  # parsed ahead (None if not): not parsed again
-            )
-        state = self.sites[decoded.site]
-        if isinstance(decoded, AudioBlock):
-            self._accept_audio(state, decoded, now)
-        elif isinstance(decoded, BandLevels):
+            decoded: Message
+            if isinstance(message.decoded, SoundLevels):  # a levels message decoded ahead, all but its time
+                check_time(message.decoded.ts, now, self.limits())
+                decoded = message.decoded
+            else:
+                decoded = decode(
+                    message.topic,
+                    message.payload,
+                    self.site_configs,
+                    now,
+                    self.limits(),
+                    self.generic_kinds,
+                    self.prefix,
+                    message.decoded,  # parsed ahead (None if not): not parsed again
+                )
+        except DecodeError as exc:
+            return Prepared(message, exc)
+        if isinstance(decoded, BandLevels):
             la, lc, lz = acoustics.levels_from_bands(decoded.bands)
             # A spectrum carries no time structure: LAFmax and LCpeak are their lower
             # bounds (the A and C energy levels), so only the LAeq-based rules use bands fully.
             levels = SoundLevels(
                 decoded.site, decoded.sensor, decoded.ts, decoded.duration_s, la, la, lc, LCeq=lc, LZeq=lz
             )
-            self._accept_sound(state, levels, "bands", now)
-        elif isinstance(decoded, SoundLevels):
-            self._accept_sound(state, calibrated(decoded, state.offsets.get(decoded.sensor)), "levels", now)
-        elif isinstance(decoded, LightSummary | WeatherReading | TurbidityReading | SensorStatus):
-            self._accept_reading(state, decoded, now)
-        else:
-            self._accept_event(state, decoded, now)
+            return Prepared(message, levels, "bands", levels_digest(levels, "bands"))
+        if isinstance(decoded, SoundLevels):
+            levels = calibrated(decoded, self.sites[decoded.site].offsets.get(decoded.sensor))
+            return Prepared(message, levels, "levels", levels_digest(levels, "levels"))
+        return Prepared(message, decoded)
+
+    def _apply(self, item: Prepared, now: datetime) -> None:
+        """Store a prepared message (in the batch's transaction), or reject it."""
+        self.counters.received += 1
+        decoded = item.decoded
+        if isinstance(decoded, DecodeError):  # raised before anything of the message was written
+            self._reject(item.message, str(decoded), decoded.field)
+            return
+        state = self.sites[decoded.site]
+        try:
+            if item.source is not None:
+                assert isinstance(decoded, SoundLevels)
+                self._accept_sound(state, decoded, item.source, now, item.digest)
+            elif isinstance(decoded, AudioBlock):
+                self._accept_audio(state, decoded, now)
+            elif isinstance(decoded, LightSummary | WeatherReading | TurbidityReading | SensorStatus):
+                self._accept_reading(state, decoded, now)
+            else:
+                assert not isinstance(decoded, SoundLevels | BandLevels)
+                self._accept_event(state, decoded, now)
+        except DecodeError as exc:  # a conflicting event id: nothing of the message written
+            self._reject(item.message, str(exc), exc.field)
 
     def _reject(self, message: Inbound, reason: str, field_name: str) -> None:
         now = self.clock.now()
@@ -331,22 +382,27 @@ class Pipeline:
         back online is journaled, written to the outbox and its offline alert cleared)."""
         self.health.heard(state.config.id, sensor, state.health.get(sensor), ts, now)
 
-    def _accept_sound(self, state: SiteState, levels: SoundLevels, source: str, now: datetime) -> None:
+    def _accept_sound(
+        self, state: SiteState, levels: SoundLevels, source: str, now: datetime, digest: str | None = None
+    ) -> None:
         # Queued and written together at the end of the message (or batch): the hot path.
         minute = floor_minute(levels.ts)
-        self._pending_sound.append((state, levels, source, self._count_if_late(state, minute, now), minute))
+        late = self._count_if_late(state, minute, now)
+        self._pending_sound.append(PendingSound(state, levels, source, late, minute, digest))
 
     def _flush_sound(self, now: datetime) -> None:
         pending, self._pending_sound = self._pending_sound, []
         if not pending:
             return
-        touched = {(levels.site, minute) for _, levels, _, _, minute in pending}
+        touched = {(p.levels.site, p.minute) for p in pending}
         for site, minute in touched:
             self.sites[site].recent.ensure((minute,))  # before the store has the new readings
-        stored = self.store.append_sounds([(lv, source, late) for _, lv, source, late, _ in pending], now)
+        stored = self.store.append_sounds(
+            [(p.levels, p.source, p.late) for p in pending], now, [p.digest for p in pending]
+        )
         receipt = time.monotonic()
         ends: dict[tuple[datetime, float], datetime] = {}  # a batch holds a few distinct periods
-        for (state, levels, source, late, minute), new in zip(pending, stored, strict=True):
+        for (state, levels, source, late, minute, _), new in zip(pending, stored, strict=True):
             if not new:
                 conflict = self.store.sound_conflict(levels, source, now)
                 self._count_duplicate(levels.site, levels.sensor, "sound", levels.ts, conflict)
@@ -440,6 +496,14 @@ class Pipeline:
             # the next anchor and status after a simulated past day's data, never reached.
             return
         now = self.clock.now()
+        # The rules read committed data and write nothing: they run before the write
+        # transaction, which other workers' batches take meanwhile.
+        judgements: dict[str, Judgement] = {}
+        for state in self.sites.values():
+            try:
+                judgements[state.config.id] = self._judge(state, now)
+            except Exception:  # one site's failure must not stop the others, or ingestion
+                log.exception("Judging site %r failed; retrying on the next tick", state.config.id)
         with self.store.batch():
             # Notice changes made by the town with `minewatch notices` (another process),
             # and deliveries that gave up, are announced by the daemon, the chain's one writer.
@@ -448,9 +512,12 @@ class Pipeline:
             for failed in self.deliveries.claim_undeliverable():
                 self.alerts.raise_(failed.alert, now, dedupe=False)
             for state in self.sites.values():
+                judgement = judgements.get(state.config.id)
+                if judgement is None:
+                    continue
                 try:
                     with self.store.savepoint():
-                        self._evaluate(state, now)
+                        self._record(state, judgement, now)
                         self._check_silence(state, now)
                         self.announcer.status(state, now, self.config.daemon.status_interval_s)
                         self.announcer.anchor(state, now, self.config.daemon.anchor_interval_s)
@@ -468,18 +535,22 @@ class Pipeline:
             if removed:
                 log.info("Pruned %d readings older than %g days", removed, self.config.storage.retention_days)
 
-    def _evaluate(self, state: SiteState, now: datetime) -> None:
+    def _judge(self, state: SiteState, now: datetime) -> Judgement:
+        """The findings for the site's minutes that have closed (and the touched ones due again).
+
+        Reads the store and the site's recent data; changes nothing: ``_record`` keeps the
+        result, so a judgement that is not recorded (a failed transaction) is made again.
+        """
         if state.evaluated_until is None or state.final_until is None:
-            return
+            return Judgement([], None, None, rejudged=False)
         _, lookahead = state.margins()
         closed = self._closed_until(state, now)
         minutes: set[datetime] = set()
         # Late data trickling into judged minutes re-judges them at most every few seconds,
         # not once per batch.
-        if state.dirty_minutes and now - state.last_reevaluation >= REEVALUATION_INTERVAL:
-            state.last_reevaluation = now
+        rejudged = bool(state.dirty_minutes) and now - state.last_reevaluation >= REEVALUATION_INTERVAL
+        if rejudged:
             minutes = self._rejudgeable(state, state.dirty_minutes)
-            state.dirty_minutes.clear()
         m, f = state.evaluated_until, state.final_until
         if closed is not None:
             ready = floor_minute(closed)  # minutes before this have closed
@@ -491,12 +562,29 @@ class Pipeline:
                 minutes.add(f)  # second look once the lookahead (late blast records, trucks) has passed
                 f += MINUTE
         old_light = state.old_light(self.store, minutes)
+        findings = []
         for minute in sorted(minutes):
             data = site_data(state, self.store, minute, minute + MINUTE, old_light)
-            findings = rules.evaluate_site(
-                state.config.context(), state.profile, data, minute, minute + MINUTE, now
+            findings.append(
+                (
+                    minute,
+                    rules.evaluate_site(
+                        state.config.context(), state.profile, data, minute, minute + MINUTE, now
+                    ),
+                )
             )
+        return Judgement(findings, m, f, rejudged)
+
+    def _record(self, state: SiteState, judgement: Judgement, now: datetime) -> None:
+        """Keep a judgement (``_judge``) in the store and move the site's progress on."""
+        if judgement.rejudged:
+            state.last_reevaluation = now
+            state.dirty_minutes.clear()
+        for minute, findings in judgement.findings:
             self.counters.findings += self.announcer.record_findings(state, minute, findings, now)
+        m, f = judgement.evaluated_until, judgement.final_until
+        if m is None or f is None:
+            return
         if m != state.evaluated_until or f != state.final_until:
             state.evaluated_until, state.final_until = m, f
             self.store.set_progress(state.config.id, m, f)

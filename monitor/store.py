@@ -120,6 +120,12 @@ def sound_digest(row: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def levels_digest(levels: SoundLevels, source: str) -> str:
+    """The digest of ``levels`` stored with ``source``: what append_sounds chains for it (pure, so
+    the pipeline computes it before taking the store's write lock)."""
+    return sound_digest((*levels[:2], to_us(levels.ts), *levels[3:], source))
+
+
 # the kinds stored in the readings table (their message kind, from the codec)
 READING_KIND: dict[type, str] = {
     t: SENSOR_KINDS[t] for t in (LightSummary, WeatherReading, TurbidityReading, SensorStatus)
@@ -368,8 +374,15 @@ class Store:
     def append_sound(self, levels: SoundLevels, *, source: str, late: bool, now: datetime) -> Appended:
         return Appended(self.append_sounds([(levels, source, late)], now)[0])
 
-    def append_sounds(self, items: Sequence[tuple[SoundLevels, str, bool]], now: datetime) -> list[bool]:
+    def append_sounds(
+        self,
+        items: Sequence[tuple[SoundLevels, str, bool]],
+        now: datetime,
+        digests: Sequence[str | None] | None = None,
+    ) -> list[bool]:
         """Many (levels, source, late) at once; returns which were new (the rest are duplicates).
+
+        ``digests``: each item's ``levels_digest`` where the caller has it already (None: computed here).
 
         Optimistic: all rows in multi-row statements, and only when fewer rows were inserted
         than given (a duplicate among them) is it undone and redone row by row to learn which.
@@ -378,12 +391,13 @@ class Store:
         # A batch holds every sensor's reading of the same few seconds: convert each time once.
         times = {ts: to_us(ts) for ts in {lv.ts for lv, _, _ in items}}
         rows = [(*lv[:2], times[lv.ts], *lv[3:], source, int(late), now_us) for lv, source, late in items]
-        digests = [sound_digest(row) for row in rows]
+        given = digests or [None] * len(rows)
+        known = [sound_digest(row) if d is None else d for row, d in zip(rows, given, strict=True)]
         try:
             with self.savepoint():
                 # Chain every row first: its entry's seq is a column of the row.
                 # KINDS["sound"].key_of, spelled out: the hot path (tests/monitor/test_evidence_golden.py)
-                keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, digests, strict=True)]
+                keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, known, strict=True)]
                 seqs = self.link_all("sound", keys, now_us)
                 before = self.conn.total_changes
                 full, short = [], []
@@ -401,7 +415,7 @@ class Store:
             pass
         sql = _SOUND_INSERT + "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         stored = []
-        for row, digest in zip(rows, digests, strict=True):
+        for row, digest in zip(rows, known, strict=True):
             seq = self.head(row[0])[0] + 1
             new = self.conn.execute(sql, (*row, seq)).rowcount == 1
             if new:
