@@ -1,6 +1,8 @@
 """Sound level metrics per IEC 61672-1:2013 (frequency weightings A/C/Z, time weightings F/S).
 
-Pure functions plus one streaming meter; numpy/scipy only, no I/O and no clock.
+Pure functions plus one streaming meter; numpy/scipy only, no I/O and no clock. The meter
+filters with monitor.iir (numpy alone); scipy designs the filters and serves the whole-signal
+functions (apply_weighting, exponential_time_weighting, laeq_per_period).
 
 Levels are expressed against a *calibration offset*: the level in dB that a full-scale sine
 (peak amplitude 1.0, mean square 0.5) represents.  A recording's mean square ``ms`` therefore reads
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
+from monitor.iir import StreamingFilter
 from rules.lazy import lazy_import
 
 if TYPE_CHECKING:
@@ -28,7 +31,8 @@ if TYPE_CHECKING:
     from scipy import signal as sps
 else:
     # scipy.signal costs several times numpy's import and scipy.optimize is only for designing
-    # filters (which monitor.filtercache usually reads instead): imported at first use.
+    # filters (which monitor.filtercache usually reads instead) and for the whole-signal
+    # reference functions: imported at first use. The meter filters with monitor.iir.
     optimize = lazy_import("scipy.optimize")
     sps = lazy_import("scipy.signal")
 
@@ -405,8 +409,8 @@ class SoundLevelMeter:
     signal, but to save two full-rate recursive passes they are evaluated on a grid of ``step``
     samples (<= 0.5 ms, a divisor of the period length): the energy of each grid cell is
     exponentially weighted with a small matrix product and the recursion
-    ``y[k] = pole**step * y[k-1] + (1 - pole) * cell[k]`` runs at the grid rate via lfilter with
-    carried ``zi``.  The values on the grid are exactly those of the sample-rate detector; only
+    ``y[k] = pole**step * y[k-1] + (1 - pole) * cell[k]`` runs at the grid rate (monitor.iir,
+    state carried).  The values on the grid are exactly those of the sample-rate detector; only
     the max/min search is restricted to the grid, which can miss a peak by at most the decay over
     one step (0.017 dB for Fast at 0.5 ms).
 
@@ -442,13 +446,13 @@ class SoundLevelMeter:
             filters = design_weighting_filters(self.sample_rate)
         elif filters.sample_rate != self.sample_rate:
             raise ValueError(f"filters designed for {filters.sample_rate} Hz, not {self.sample_rate} Hz")
-        self._sos_c = filters.sos_c.astype(self.dtype)
-        self._sos_a_from_c = filters.sos_a_from_c.astype(self.dtype)
-        self._zi_c = np.zeros((self._sos_c.shape[0], 2), dtype=self.dtype)
-        self._zi_a = np.zeros((self._sos_a_from_c.shape[0], 2), dtype=self.dtype)
+        # One system, two outputs: the C-weighted signal and (one more section) the A-weighted.
+        self._weighting = StreamingFilter.from_sections(filters.sos_c, filters.sos_a_from_c, dtype=self.dtype)
 
         self.step = _time_weighting_step(self.period_samples, self.sample_rate)
-        self._chunk = self.step * max(1, _CHUNK_SAMPLES // self.step)
+        # Whole filter blocks in every chunk too: no short remainder to filter on its own.
+        unit = math.lcm(self.step, self._weighting.block)
+        self._chunk = unit * max(1, _CHUNK_SAMPLES // unit)
         poles = [time_weighting_pole(self.sample_rate, tau) for tau in (FAST_TAU_S, SLOW_TAU_S)]
         # Column j weights a cell's squared samples by their decay to the cell's last sample;
         # the last column (ones) gives the plain cell energy for LAeq.
@@ -456,8 +460,9 @@ class SoundLevelMeter:
         self._cell_weights = np.column_stack(
             [(1.0 - p) * p**exponents for p in poles] + [np.ones(self.step)]
         ).astype(self.dtype)
-        self._grid_poles = [p**self.step for p in poles]
-        self._detector_state = [0.0, 0.0]  # Fast, Slow mean squares at the last grid point
+        # Fast, Slow: y[k] = pole**step * y[k-1] + cell[k]; their state is the mean square at
+        # the last grid point.
+        self._detectors = [StreamingFilter.first_order(p**self.step) for p in poles]
         self._settled_cell = math.ceil(_FAST_SETTLING_S * self.sample_rate / self.step)
 
         self._pending = np.empty(0, dtype=self.dtype)  # raw samples not yet forming a whole cell
@@ -509,8 +514,7 @@ class SoundLevelMeter:
         self._peak_z = 0.0
 
     def _filter(self, x: NDArray[np.floating]) -> tuple[NDArray[np.floating], NDArray[np.floating]]:
-        c, self._zi_c = sps.sosfilt(self._sos_c, x, zi=self._zi_c)
-        a, self._zi_a = sps.sosfilt(self._sos_a_from_c, c, zi=self._zi_a)
+        c, a = self._weighting.process(x)
         return a, c
 
     def _consume_cells(self, x: NDArray[np.floating]) -> list[PeriodLevels]:
@@ -537,16 +541,16 @@ class SoundLevelMeter:
         self, fast_cells: NDArray[np.floating], slow_cells: NDArray[np.floating], cell_length: int
     ) -> tuple[FloatArray, FloatArray]:
         outputs: list[FloatArray] = []
-        poles = self._grid_poles if cell_length == self.step else [p**cell_length for p in self._poles()]
-        for index, (cells, grid_pole) in enumerate(zip((fast_cells, slow_cells), poles, strict=True)):
-            y, _ = sps.lfilter(
-                [1.0],
-                [1.0, -grid_pole],
-                cells.astype(np.float64),
-                zi=np.array([grid_pole * self._detector_state[index]]),
-            )
-            self._detector_state[index] = float(y[-1])
-            outputs.append(np.asarray(y, dtype=np.float64))
+        for detector, cells, pole in zip(
+            self._detectors, (fast_cells, slow_cells), self._poles(), strict=True
+        ):
+            if cell_length == self.step:
+                outputs.append(np.asarray(detector.process(cells.astype(np.float64))[0], dtype=np.float64))
+            else:  # the one shorter cell a flush ends with: a single step of the recursion
+                (last,) = detector.state
+                y = np.array([pole**cell_length * last + float(cells[0])])
+                detector.state = y
+                outputs.append(y)
         return outputs[0], outputs[1]
 
     def _accumulate(
