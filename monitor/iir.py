@@ -83,24 +83,33 @@ class StreamingFilter:
         self.n_outputs = c_m.shape[0]
 
         # Run in balanced coordinates s = to_balanced @ z; z (the caller's state) = from_balanced @ s.
-        self._from_balanced, self._to_balanced = _balancing_transform(a_m, b_v, c_m)
-        a_m = self._to_balanced @ a_m @ self._from_balanced
-        b_v = self._to_balanced @ b_v
-        c_m = c_m @ self._from_balanced
+        # The matrices below are derived in extended precision where the platform has it (x86:
+        # 64-bit mantissa) and rounded once: A**k computed in float64 carries ~k rounding errors
+        # of the same sign into every block, which the sample-by-sample recursion does not.
+        forward, backward = _balancing_transform(a_m, b_v, c_m)
+        exact = np.longdouble
+        forward_x = forward.astype(exact)
+        backward_x = backward.astype(exact)
+        backward_x = backward_x @ (2 * np.eye(n, dtype=exact) - forward_x @ backward_x)  # one Newton step
+        self._from_balanced, self._to_balanced = forward, backward_x.astype(np.float64)
+        a_x = backward_x @ a_m.astype(exact) @ forward_x
+        b_x = backward_x @ b_v.astype(exact)
+        c_x = c_m.astype(exact) @ forward_x
+        d_x = d_v.astype(exact)
 
         # powers[k] = A**k and carried[k] = A**k B for k = 0 .. block.
-        powers = np.empty((block + 1, n, n))
-        powers[0] = np.eye(n)
+        powers = np.empty((block + 1, n, n), dtype=exact)
+        powers[0] = np.eye(n, dtype=exact)
         for k in range(block):
-            powers[k + 1] = a_m @ powers[k]
-        carried = powers @ b_v
+            powers[k + 1] = a_x @ powers[k]
+        carried = powers @ b_x
         # Impulse response h[0] = D, h[k] = C A**(k-1) B, and observe[o, i] = C[o] A**i.
-        impulse = np.concatenate([d_v[None, :], carried[: block - 1] @ c_m.T])  # (block, outputs)
-        observe = np.einsum("on,inm->oim", c_m, powers[:block])  # (outputs, block, n)
+        impulse = np.concatenate([d_x[None, :], carried[: block - 1] @ c_x.T])  # (block, outputs)
+        observe = np.einsum("on,inm->oim", c_x, powers[:block])  # (outputs, block, n)
         # One product per output maps [block samples, start state] to the block's outputs:
         # rows 0..block-1 the transposed lower-triangular Toeplitz matrix of h, then observe^T.
         lag = np.arange(block)[None, :] - np.arange(block)[:, None]  # column i minus row j
-        weights = np.zeros((self.n_outputs, block + n, block))
+        weights = np.zeros((self.n_outputs, block + n, block), dtype=exact)
         for o in range(self.n_outputs):
             weights[o, :block] = np.where(lag >= 0, impulse[np.clip(lag, 0, None), o], 0.0)
             weights[o, block:] = observe[o].T
@@ -219,9 +228,9 @@ class _BlockedScan:
     recursively, and one product spreads each group's start state over its steps.
     """
 
-    def __init__(self, transition: Matrix, dtype: np.dtype[Float]) -> None:
+    def __init__(self, transition: NDArray[np.longdouble], dtype: np.dtype[Float]) -> None:
         self._dtype = dtype
-        self._transitions = [transition]
+        self._transitions = [transition]  # in extended precision, like StreamingFilter's matrices
         # Per level: (spread, total, transition), in the processing dtype.
         self._levels: list[tuple[NDArray[Float], NDArray[Float], NDArray[Float]]] = []
 
@@ -230,12 +239,12 @@ class _BlockedScan:
             level = len(self._levels)
             m = self._transitions[level]
             n = m.shape[0]
-            powers = [np.eye(n)]
+            powers = [np.eye(n, dtype=m.dtype)]
             for _ in range(_GROUP):
                 powers.append(m @ powers[-1])
             self._transitions.append(powers[_GROUP])
             # spread: [g of the group's steps, start state] -> the state before each step.
-            spread = np.zeros(((_GROUP + 1) * n, _GROUP * n))
+            spread = np.zeros(((_GROUP + 1) * n, _GROUP * n), dtype=m.dtype)
             for j in range(_GROUP):
                 for i in range(j):
                     spread[i * n : (i + 1) * n, j * n : (j + 1) * n] = powers[j - 1 - i].T

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import subprocess
 import sys
 import wave
@@ -94,6 +95,51 @@ def test_every_registered_rule_is_its_modules_rule() -> None:
         assert RULES[name].name == name
     with pytest.raises(KeyError):
         RULES["no_such_rule"]
+
+
+_SCIPY_PROBE = """
+import sys
+from monitor.cli import main
+code = main(sys.argv[1:])
+loaded = [m for m in ("scipy.signal", "scipy.optimize") if m in sys.modules]
+print("EXIT", code, "SCIPY", ",".join(loaded) or "none", file=sys.stderr)
+"""
+
+
+def _write_tone(path: Path, seconds: float = 1.0) -> None:
+    with wave.open(str(path), "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(RATE)
+        tone = 0.1 * np.sin(2 * np.pi * 1000 * np.arange(round(seconds * RATE)) / RATE)
+        out.writeframes((tone * 32767).astype("<i2").tobytes())
+
+
+def test_levels_with_a_warm_cache_imports_no_scipy_signal(tmp_path: Path) -> None:
+    # scipy.signal alone takes several times numpy's import: the meter filters with
+    # monitor.iir, and scipy designs the filters only when the cache has none.
+    wav = tmp_path / "tone.wav"
+    _write_tone(wav)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def scipy_modules() -> tuple[str, str]:
+        argv = ["levels", str(wav), "--calibration", "94"]
+        done = subprocess.run(
+            [sys.executable, "-c", _SCIPY_PROBE, *argv],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        last = done.stderr.strip().splitlines()[-1]
+        assert last.startswith("EXIT "), done.stderr
+        assert "LAeq" in done.stdout
+        _, code, _, loaded = last.split(" ")
+        return code, loaded
+
+    assert scipy_modules() == ("0", "scipy.signal,scipy.optimize")  # cold: designed (and cached)
+    assert scipy_modules() == ("0", "none")  # warm: read from the cache, filtered with numpy
 
 
 # --------------------------------------------------------------------------- filter cache
