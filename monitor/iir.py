@@ -41,7 +41,8 @@ Matrix = NDArray[np.float64]
 DEFAULT_BLOCK = 32
 # Blocks reduced to one step per level of the scan (8 measured fastest among 4, 8, 16, 32).
 _GROUP = 8
-# Samples filtered per pass: bounded temporaries that stay in cache (a multiple of any block).
+# Blocks filtered per pass: bounded temporaries that stay in cache (a meter chunk, ~128 k samples,
+# is one pass).
 _PASS_BLOCKS = 4096
 
 
@@ -51,7 +52,8 @@ class StreamingFilter:
     output beyond rounding).
 
     ``dtype`` (float32 or float64) is the processing precision; the matrices are computed in
-    float64 and rounded once. Build one with :meth:`from_sections` or :meth:`first_order`.
+    extended precision and rounded to it once. Build one with :meth:`from_sections` or
+    :meth:`first_order`.
     """
 
     def __init__(

@@ -176,3 +176,15 @@ def test_rejects_unstable_filters_and_bad_arguments() -> None:
         StreamingFilter.first_order(0.5).process(np.ones((2, 3)))
     with pytest.raises(ValueError, match="2 values"):
         StreamingFilter.from_sections(signal.butter(2, 0.1, output="sos")).state = [1.0]
+
+
+@pytest.mark.parametrize("fs", (48000, 96000))
+def test_float32_meter_keeps_the_low_frequency_response(fs: int) -> None:
+    # float32 sos coefficients moved the 20.6 Hz double pole: 0.02 dB at 10 Hz at 48 kHz,
+    # 0.07 dB at 96 kHz. The float32 meter now rounds the balanced system's matrices instead.
+    x = 0.5 * np.sin(2 * np.pi * 10.0 * np.arange(4 * fs) / fs)
+    levels = {}
+    for dtype in (np.float64, np.float32):
+        levels[dtype] = acoustics.SoundLevelMeter(fs, dtype=dtype).process(x)[-1]
+    assert abs(levels[np.float32].LCeq - levels[np.float64].LCeq) < 0.002
+    assert abs(levels[np.float32].LAeq - levels[np.float64].LAeq) < 0.002
