@@ -219,6 +219,25 @@ def sound_canonical_cells(cells: Sequence[str]) -> bytes:
     ).encode()
 
 
+def sound_text_cells(cells: Sequence[str]) -> bytes:
+    """The canonical record text a sound.csv row's cells spell as they stand: numbers not re-formatted.
+
+    The exporter writes every number as repr() writes it, which is how the record's canonical
+    text writes it too, so for an exported row this equals ``sound_canonical_cells`` without
+    the float round trips (most of the verifier's CPU a row). A row whose text gives the
+    chained digest is therefore exactly the record chained; any other (a number written
+    another way, inf, a changed value) is checked again with ``sound_canonical_cells``.
+    """
+    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells
+    return (
+        f'{{"LAFmax":{fmax or "null"},"LAFmin":{fmin or "null"},"LASmax":{smax or "null"},'
+        f'"LAeq":{la or "null"},"LCeq":{ceq or "null"},"LCpeak":{cpeak or "null"},'
+        f'"LZeq":{zeq or "null"},"LZpeak":{zpeak or "null"},"duration_s":{duration or "null"},'
+        f'"sensor":{_json_string(sensor)},"site":{_json_string(site)},'
+        f'"source":{_json_string(source)},"t":"sound","ts_us":{int(ts)}}}'
+    ).encode()
+
+
 def sound_digest_cells(cells: Sequence[str]) -> str:
     """digest_of(sound_record(row)) of a sound.csv row (see sound_canonical_cells)."""
     return hashlib.sha256(sound_canonical_cells(cells)).hexdigest()

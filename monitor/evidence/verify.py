@@ -13,7 +13,7 @@ import json
 import re
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ from monitor.evidence.parts import (
     PartJob,
     PartResult,
     SoundRows,
+    check_part,
     default_workers,
     part_results,
 )
@@ -974,7 +975,11 @@ class _Verifier:
                 self.report.add("row", message)
             self.days.update(("sound", sensor, day) for sensor, day in part.days)
 
-        return SoundRows(part_results(jobs, self.workers), self.report.add, on_part, self._label)
+        def canonical(name: str) -> PartResult:
+            job = next(j for j in jobs if j.name == name)
+            return check_part(replace(job, canonical=True))
+
+        return SoundRows(part_results(jobs, self.workers), self.report.add, on_part, self._label, canonical)
 
     def _label(self, name: str, line: int) -> str:
         """'sensor n1 at <time>' of a sound part's line (read again: only for rows with a problem)."""
