@@ -152,7 +152,8 @@ _READING_KEY_SQL = (
     " CAST(substr(rest, instr(rest, '|') + 1) AS INTEGER) AS ts_us FROM ("
     " SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor,"
     " substr(key, instr(key, '|') + 1) AS rest"
-    " FROM chain WHERE site = :site AND kind = 'reading' AND seq BETWEEN :lo AND :hi)"
+    f" FROM chain INDEXED BY chain_lookup WHERE site = :site AND kind = 'reading' AND {KEYED}"
+    " AND seq BETWEEN :lo AND :hi)"
 )
 
 
@@ -449,8 +450,8 @@ class _Exporter:
         # ... and to the record of the profile and configuration in force (the daemon restates
         # it right after each anchor, so this is normally ``first`` itself),
         config = self.conn.execute(
-            f"SELECT MAX(seq) FROM chain WHERE site = ? AND kind = 'config' AND {KEYED}"
-            " AND instr(key, '|') > 0 AND seq <= ?",
+            "SELECT MAX(seq) FROM chain INDEXED BY chain_lookup WHERE site = ? AND kind = 'config'"
+            f" AND {KEYED} AND instr(key, '|') > 0 AND seq <= ?",
             (site, first),
         ).fetchone()[0]
         if config is not None:
@@ -710,7 +711,8 @@ class _Exporter:
         if (
             kind in OPTIONAL_RECORD_KINDS
             and not self.conn.execute(
-                "SELECT 1 FROM chain WHERE site = :site AND kind = :kind AND seq BETWEEN :lo AND :hi LIMIT 1",
+                "SELECT 1 FROM chain INDEXED BY chain_lookup WHERE site = :site AND kind = :kind"
+                f" AND {KEYED} AND seq BETWEEN :lo AND :hi LIMIT 1",
                 {**self.args, "kind": kind},
             ).fetchone()
         ):
@@ -718,7 +720,7 @@ class _Exporter:
         if not _table_exists(self.conn, spec.source.split()[0]):
             return self._json_member(spec.file, ())
         cursor = self.conn.execute(
-            f"SELECT c.seq, c.key, t.* FROM {spec.source} JOIN chain c ON c.site = {spec.site}"
+            f"SELECT c.seq, c.key, t.* FROM {spec.source} CROSS JOIN chain c ON c.site = {spec.site}"
             f" AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
             f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi ORDER BY c.seq",
             self.args,
@@ -754,13 +756,14 @@ class _Exporter:
         self.rows[CHAIN_FILE] = member.rows
         counts = dict(
             self.conn.execute(
-                "SELECT kind, COUNT(*) FROM chain WHERE site = ? AND seq BETWEEN ? AND ? GROUP BY kind",
+                "SELECT kind, COUNT(*) FROM chain INDEXED BY chain_lookup"
+                f" WHERE site = ? AND {KEYED} AND seq BETWEEN ? AND ? GROUP BY kind",
                 (site, first, last),
             ).fetchall()
         )
         configs = self.conn.execute(
-            "SELECT seq, key FROM chain WHERE site = ? AND kind = 'config' AND seq BETWEEN ? AND ?"
-            " ORDER BY seq",
+            "SELECT seq, key FROM chain INDEXED BY chain_lookup WHERE site = ? AND kind = 'config'"
+            f" AND {KEYED} AND seq BETWEEN ? AND ? ORDER BY seq",
             (site, first, last),
         ).fetchall()
         row = self.conn.execute("SELECT head FROM chain WHERE site = ? AND seq = ?", (site, last)).fetchone()
