@@ -6,6 +6,7 @@ import csv
 import hashlib
 import importlib.metadata
 import io
+import itertools
 import json
 import os
 import queue
@@ -15,6 +16,7 @@ import tempfile
 import threading
 import tomllib
 import zipfile
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -61,6 +63,7 @@ from monitor.evidence.format import (
     reading_file,
     sound_part,
 )
+from monitor.evidence.parts import default_workers, ordered_map
 from monitor.evidence.progress import Progress
 from monitor.influx import InfluxReader
 from monitor.schema import MEASUREMENTS
@@ -86,7 +89,7 @@ class _Member:
         self._files = files
         self._text = io.StringIO()
         self.rows = 0
-        self._queue: queue.Queue[bytes | None] | None = None
+        self._queue: queue.Queue[bytes | memoryview | None] | None = None
         self._error: BaseException | None = None
         if threaded:
             self._queue = queue.Queue(maxsize=8)
@@ -103,7 +106,7 @@ class _Member:
                 except BaseException as exc:  # raised again in close(), in the exporting thread
                     self._error = exc
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         self._size += len(data)
         if self._queue is not None:
             if self._error is not None:
@@ -161,10 +164,7 @@ def _open_store(path: str) -> sqlite3.Connection:
     if not Path(path).is_file():
         raise EvidenceError(f"no store at {path!r} (storage.path in the configuration)")
     try:
-        # check_same_thread off: the sound rows are fetched in a thread of their own (_prefetch)
-        conn = sqlite3.connect(
-            f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30, check_same_thread=False
-        )
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         conn.execute("SELECT 1 FROM chain LIMIT 1")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.Error as exc:
@@ -535,25 +535,27 @@ class _Exporter:
 
     def _sound(self, first: int, last: int) -> None:
         # The hot loop of a month's export (26 million rows): one walk over the chain segment in
-        # seq order, each sound entry of the window joined to its row. SQLite joins the text of
-        # the integer and identifier columns (ids are [A-Za-z0-9_-], never quoted) and builds
-        # every entry's chain.csv line; Python adds the floats as repr() (the exact round trip
-        # the digests need) and the times. The rows are fetched in one thread and compressed in
-        # another while this one formats them; the chain lines wait in a temporary file until
-        # chain.csv is written (_chain), so that the chain is read once.
+        # seq order, each sound entry of the window joined to its row. The segment is cut into
+        # stretches that worker processes (one per core) walk and format (_walk); this process
+        # takes their text in order, cuts it into parts and hands it to the zip members'
+        # threads (deflate and SHA-256 release the interpreter lock). The chain lines wait in
+        # a temporary file until chain.csv is written (_chain), so that the chain is read once.
         assert SOUND_FIELDS == ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
         in_scope = (
             f"k.kind = 'sound' AND k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')}"
         )
         # No heads (verify recomputes them); a sound entry whose row is in the bundle keeps only
         # the first TAG_HEX digits of its digest (the row gives the digest), with no key or time.
+        # SQLite joins the text of the integer and identifier columns (ids are [A-Za-z0-9_-],
+        # never quoted) and builds every entry's chain.csv line; _walk adds the floats as repr()
+        # (the exact round trip the digests need) and the times.
         full = (
             "k.seq || ',' || k.kind || ',' || CASE WHEN k.key GLOB :special"
             " THEN '\"' || replace(k.key, '\"', '\"\"') || '\"' ELSE k.key END"
             " || ',' || k.digest || ',' || k.recorded_us"
         )
         compact = f"k.seq || ',sound,,' || substr(k.digest, 1, {TAG_HEX}) || ','"
-        cursor = self.conn.execute(
+        sql = (
             "SELECT k.seq || ',' || t.site || ',' || t.sensor || ',' || t.ts_us, t.ts_us, t.duration_s,"
             " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq,"
             f" CASE WHEN t.site IS NOT NULL THEN {compact} ELSE {full} END,"
@@ -564,68 +566,45 @@ class _Exporter:
             " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi) k"
             f" LEFT JOIN sound t ON {in_scope}"
             " AND t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
-            " ORDER BY k.seq",
-            {**self._sensor_args(), "special": '*[",\r\n]*'},
+            " ORDER BY k.seq"
         )
+        args = {**self._sensor_args(), "special": '*[",\r\n]*'}
+        stretches = [
+            _Stretch(
+                self.config.storage.path,
+                sql,
+                {**args, "lo": lo, "hi": min(lo + _STRETCH_ENTRIES - 1, last)},
+                self.zone.key,
+            )
+            for lo in range(first, last + 1, _STRETCH_ENTRIES)
+        ]
         chain = self.chain_lines = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _chain)
         header = (",".join(SOUND_COLUMNS) + "\n").encode()
-        utc, local = self.utc, self.local
         part: _Member | None = None
-        parts = rows = 0
-        last_ts, times = -1, ""
+        parts = 0
 
         def close(part: _Member) -> None:
             part.close(rows=part.rows)
             self.rows[part.name] = part.rows
 
-        for batch in _prefetch(cursor, 4096):
-            lines = []
-            chain.write(("\n".join([r[13] for r in batch]) + "\n").encode())
-            for (
-                prefix,
-                ts,
-                duration,
-                laeq,
-                lafmax,
-                lasmax,
-                lafmin,
-                lceq,
-                lcpeak,
-                lzpeak,
-                lzeq,
-                source,
-                seq,
-                _,
-                gap,
-            ) in batch:
-                if prefix is None:  # not a sound row of the window
-                    if gap:  # ... though its entry is one: the store lost the row
-                        self.missing_sound.add(seq)
-                    continue
-                if ts != last_ts:  # the sensors of one second share their time columns
-                    last_ts, times = ts, f"{utc(ts)},{local(ts)}"
-                lines.append(  # the optional levels in line: a call per value costs as much as repr
-                    f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},"
-                    f"{'' if lasmax is None else repr(lasmax)},{'' if lafmin is None else repr(lafmin)},"
-                    f"{'' if lceq is None else repr(lceq)},{lcpeak!r},"
-                    f"{'' if lzpeak is None else repr(lzpeak)},"
-                    f"{'' if lzeq is None else repr(lzeq)},{source}\n"
-                )
+        for walked in ordered_map(_walk, stretches, default_workers()):
+            chain.write(walked.chain)
+            self.missing_sound.update(walked.missing)
+            text, ends = memoryview(walked.sound), walked.ends
             at = 0
-            while at < len(lines):  # parts of SOUND_PART_ROWS rows
+            while at < len(ends):  # parts of SOUND_PART_ROWS rows
                 if part is None:
                     parts += 1
                     part = _Member(self.zf, sound_part(parts), self.files, threaded=True)
                     part.write(header)
-                take = min(len(lines) - at, SOUND_PART_ROWS - part.rows)
-                part.write("".join(lines[at : at + take]).encode())
+                take = min(len(ends) - at, SOUND_PART_ROWS - part.rows)
+                part.write(text[ends[at - 1] if at else 0 : ends[at + take - 1]])
                 part.rows += take
                 at += take
                 if part.rows == SOUND_PART_ROWS:
                     close(part)
                     part = None
-            rows += len(lines)
-            self.done += len(batch)
+            self.done += walked.entries
             if self.progress is not None:
                 self.progress.update(self.done)
         if part is None and parts == 0:  # an empty window still has its (empty) first part
@@ -1097,25 +1076,80 @@ def _draw(args: tuple[Any, ...]) -> bytes:
     return figure_png(day_plot(measurement, sensor, site_name, day, ZoneInfo(zone), minutes, limits))
 
 
-def _prefetch(cursor: sqlite3.Cursor, size: int) -> Iterator[list[Any]]:
-    """The cursor's rows in batches, fetched in a thread: SQLite steps without the interpreter lock."""
-    batches: queue.Queue[list[Any] | BaseException | None] = queue.Queue(maxsize=4)
+# Chain entries a worker walks at a time: ~13 MB of text for sound entries, a few in flight.
+_STRETCH_ENTRIES = 1 << 16
 
-    def fetch() -> None:
-        try:
-            while batch := cursor.fetchmany(size):
-                batches.put(batch)
-            batches.put(None)
-        except BaseException as exc:  # raised again in the consuming thread
-            batches.put(exc)
 
-    thread = threading.Thread(target=fetch, name="evidence rows", daemon=True)
-    thread.start()
-    while (item := batches.get()) is not None:
-        if isinstance(item, BaseException):
-            raise item
-        yield item
-    thread.join()
+@dataclass(frozen=True, slots=True)
+class _Stretch:
+    """Entries lo..hi (in ``args``) of the chain segment, for a worker to walk (``_walk``)."""
+
+    store: str
+    sql: str  # _Exporter._sound's walk
+    args: dict[str, Any]
+    zone: str
+
+
+@dataclass(slots=True)
+class _Walked:
+    sound: bytes  # the stretch's sound.csv lines
+    ends: array  # type: ignore[type-arg]  # each line's end in ``sound``
+    chain: bytes  # the chain.csv line of every entry of the stretch
+    missing: list[int]  # sound entries of the window whose row the store lacks
+    entries: int
+
+
+def _walk(stretch: _Stretch) -> _Walked:
+    """Walk one stretch of the chain segment: its sound rows and chain lines as text (a worker)."""
+    conn = _open_store(stretch.store)
+    try:
+        cursor = conn.execute(stretch.sql, stretch.args)
+        utc, local = TimeFormat(UTC), TimeFormat(ZoneInfo(stretch.zone))
+        sound: list[str] = []
+        chain: list[str] = []
+        missing: list[int] = []
+        entries = 0
+        last_ts, times = -1, ""
+        while batch := cursor.fetchmany(4096):
+            entries += len(batch)
+            chain.append("\n".join([r[13] for r in batch]) + "\n")
+            for (
+                prefix,
+                ts,
+                duration,
+                laeq,
+                lafmax,
+                lasmax,
+                lafmin,
+                lceq,
+                lcpeak,
+                lzpeak,
+                lzeq,
+                source,
+                seq,
+                _,
+                gap,
+            ) in batch:
+                if prefix is None:  # not a sound row of the window
+                    if gap:  # ... though its entry is one: the store lost the row
+                        missing.append(seq)
+                    continue
+                if ts != last_ts:  # the sensors of one second share their time columns
+                    last_ts, times = ts, f"{utc(ts)},{local(ts)}"
+                sound.append(  # the optional levels in line: a call per value costs as much as repr
+                    f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},"
+                    f"{'' if lasmax is None else repr(lasmax)},{'' if lafmin is None else repr(lafmin)},"
+                    f"{'' if lceq is None else repr(lceq)},{lcpeak!r},"
+                    f"{'' if lzpeak is None else repr(lzpeak)},"
+                    f"{'' if lzeq is None else repr(lzeq)},{source}\n"
+                )
+    finally:
+        conn.close()
+    text = "".join(sound).encode()
+    ends = array("q", itertools.accumulate(map(len, sound)))
+    if ends and ends[-1] != len(text):  # not ASCII throughout (ids are, so this is rare)
+        ends = array("q", itertools.accumulate(len(line.encode()) for line in sound))
+    return _Walked(text, ends, "".join(chain).encode(), missing, entries)
 
 
 def _version() -> str:

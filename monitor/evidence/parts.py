@@ -147,9 +147,15 @@ def check_part(job: PartJob) -> PartResult:
 
 def part_results(jobs: Sequence[PartJob], workers: int) -> Iterator[PartResult]:
     """The parts' results in order; ``workers`` processes, at most a few results ahead (memory)."""
+    return ordered_map(check_part, jobs, workers)
+
+
+def ordered_map(work: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -> Iterator[Any]:
+    """``work(job)`` for each job, in order, by ``workers`` processes, at most two results per
+    worker ahead of the consumer (memory); in this process for one worker or one job."""
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
-            yield check_part(job)
+            yield work(job)
         return
     # fork is quick, but forking a process that runs other threads (a web portal) can leave a
     # lock held in the child: then a clean server process forks the workers.
@@ -162,14 +168,14 @@ def part_results(jobs: Sequence[PartJob], workers: int) -> Iterator[PartResult]:
         pending: deque[Any] = deque()
         queued = iter(jobs)
         for job in queued:
-            pending.append(pool.apply_async(check_part, (job,)))
+            pending.append(pool.apply_async(work, (job,)))
             if len(pending) >= 2 * workers:
                 break
         while pending:
             result = pending.popleft().get()
             following = next(queued, None)
             if following is not None:
-                pending.append(pool.apply_async(check_part, (following,)))
+                pending.append(pool.apply_async(work, (following,)))
             yield result
 
 

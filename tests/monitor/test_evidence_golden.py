@@ -17,8 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from monitor.chain import KINDS, digest_of
 from monitor.config import load_config
+from monitor.evidence import export as export_module
 from monitor.evidence import export_bundle, load_anchors, verify_bundle
 from tests.daemon_harness import write_config
 from tests.data.evidence.make_golden import CREATED, build, digests
@@ -41,6 +44,22 @@ def test_the_same_store_exports_the_same_bundle(tmp_path: Path) -> None:
     again = tmp_path / "again.zip"
     export_bundle(config, SITE, *WINDOW, again, plots=False, now=CREATED)
     assert digests(again) == digests(bundle)
+
+
+def test_a_segment_walked_in_stretches_by_worker_processes_exports_the_same_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exporter's workers each walk a stretch of the chain segment (_walk); cut into
+    stretches of 16 entries (the golden store's segment is ~500) and walked by two processes,
+    the bundle is the pinned one, byte for byte in every member."""
+    config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE)
+    shutil.copy(DATA / "golden.sqlite", tmp_path / "store.db")
+    monkeypatch.setattr(export_module, "_STRETCH_ENTRIES", 16)
+    monkeypatch.setattr(export_module, "default_workers", lambda: 2)
+    bundle = tmp_path / "b.zip"
+    summary = export_bundle(load_config(config_path), SITE, *WINDOW, bundle, plots=False, now=CREATED)
+    assert summary.chain_entries > 10 * 16
+    assert digests(bundle) == json.loads((DATA / "golden-digests-3.json").read_text())
 
 
 def test_the_format_2_bundle_is_the_pinned_one_and_verifies_as_it_did(tmp_path: Path) -> None:
