@@ -50,6 +50,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"minewatch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module, help_text) in COMMANDS.items():
+        if only in COMMANDS and only != name:
+            continue  # a command was named: its parser alone (the others only list in --help)
         command = sub.add_parser(name, help=help_text, description=help_text)
         if only is None or only == name:
             importlib.import_module(f"monitor.commands.{module}").add_arguments(command)

@@ -818,20 +818,30 @@ def _check_profile_default(t: _Table, name: str, agreement: Mapping[str, Any]) -
             t.problems.append(f"{t.key(where)}: {problem}")
 
 
-def parse_config(text: str, source: str = "<string>", *, secrets: str = "require") -> Config:
+def parse_config(
+    text: str, source: str = "<string>", *, secrets: str = "require", profiles: bool = True
+) -> Config:
     """Parse and validate configuration text; raises ConfigError listing every problem.
 
     ``secrets="defer"``: a secret that cannot be read here is no problem; it is left empty with
-    the reason in ``Secret.unavailable`` (for commands that never use it).
+    the reason in ``Secret.unavailable`` (for commands that never use it). ``profiles=False``:
+    the sites' profiles and agreements are not loaded and checked (that builds every rule's
+    parameters, importing every rule module), for commands that never judge anything.
     """
     token = _SECRETS_MODE.set(secrets)
     try:
-        return _parse_config(text, source)
+        return _parse_config(text, source, _check_profile_default if profiles else _profile_unchecked)
     finally:
         _SECRETS_MODE.reset(token)
 
 
-def _parse_config(text: str, source: str) -> Config:
+def _profile_unchecked(t: _Table, name: str, agreement: Mapping[str, Any]) -> None:
+    pass
+
+
+def _parse_config(
+    text: str, source: str, check_profile: Callable[[_Table, str, Mapping[str, Any]], None]
+) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -843,7 +853,7 @@ def _parse_config(text: str, source: str) -> Config:
     daemon = _daemon(root.table("daemon"))
     alerts = _alerts(root.table("alerts"))
     town = _town(root.table("town"))
-    sites = tuple(_site(s, _check_profile_default) for s in root.tables("sites"))
+    sites = tuple(_site(s, check_profile) for s in root.tables("sites"))
     if not sites:
         problems.append("sites: at least one [[sites]] table is required")
     site_ids = {s.id for s in sites}
@@ -871,8 +881,8 @@ def _parse_config(text: str, source: str) -> Config:
     )
 
 
-def load_config(path: str | Path, *, secrets: str = "require") -> Config:
-    """``secrets``: "require" (default) or "defer", see parse_config."""
+def load_config(path: str | Path, *, secrets: str = "require", profiles: bool = True) -> Config:
+    """``secrets``: "require" (default) or "defer"; ``profiles``: check them; see parse_config."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -883,4 +893,4 @@ def load_config(path: str | Path, *, secrets: str = "require") -> Config:
         raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
     except UnicodeDecodeError:
         raise ConfigError([f"{path}: cannot read: not UTF-8 text"]) from None
-    return parse_config(text, str(path), secrets=secrets)
+    return parse_config(text, str(path), secrets=secrets, profiles=profiles)

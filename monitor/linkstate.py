@@ -14,8 +14,6 @@ import json
 import logging
 import math
 import random
-import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -129,6 +127,9 @@ class Backoff:
 
 def describe_connect_error(exc: BaseException, host: str, port: int, tls: bool = False) -> str:
     """Why a TCP/TLS connection to the broker failed, in words an operator can act on."""
+    import socket  # here, not at the top: `minewatch status` imports this module for LinkState alone
+    import ssl
+
     if isinstance(exc, ssl.SSLCertVerificationError):
         return f"TLS: the broker's certificate is not trusted ({exc.verify_message}); check broker.ca_file"
     if isinstance(exc, ssl.SSLError):

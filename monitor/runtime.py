@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import gc
+import os
+import sys
 
-from threadpoolctl import threadpool_limits
+# The BLAS libraries read these when they load (numpy's import, at first use in most commands).
+_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def limit_blas_threads() -> None:
@@ -14,8 +17,16 @@ def limit_blas_threads() -> None:
     from OpenBLAS's worker threads, and on a busy 2-core machine the workers' hand-offs made
     them up to 400x slower (measured: ddot on 48,000 samples at 9 Ms/s with the default
     threads, 4,000 Ms/s with one). The daemon has threads of its own for the other core.
+    Set in the environment for a library not loaded yet (a value the user set is kept), and
+    through threadpoolctl for one already loaded; importing threadpoolctl (~10 ms) only then
+    keeps the commands that never load numpy quick to start.
     """
-    threadpool_limits(limits=1, user_api="blas")
+    for variable in _BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(variable, "1")
+    if "numpy" in sys.modules:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
 
 
 def keep_freed_memory_for_reuse() -> None:
@@ -28,15 +39,12 @@ def keep_freed_memory_for_reuse() -> None:
     The thresholds keep up to 64 MiB of freed heap for reuse. No-op off glibc.
     """
     import ctypes
-    import ctypes.util
 
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
     try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
+        # The process's own symbols (libc among them): ctypes.util.find_library("c") would run
+        # ldconfig in a subprocess, ~5 ms of every command's start.
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
         return
     m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
     mallopt(m_mmap_threshold, 32 * 1024 * 1024)

@@ -40,8 +40,9 @@ def run(args: argparse.Namespace) -> int:
     from monitor.status import site_status
     from monitor.store import Store
 
-    # Reads the store only: secrets (the broker's password) are not needed here.
-    config = load_config(args.config, secrets="defer")
+    # Reads the store only: secrets (the broker's password) are not needed here, nor the
+    # profiles (check-config and the daemon check them; loading one imports every rule).
+    config = load_config(args.config, secrets="defer", profiles=False)
     now = _when(args.at, config)
     if not Path(config.storage.path).is_file():
         raise UsageError(

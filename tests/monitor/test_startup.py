@@ -70,6 +70,39 @@ def test_status_imports_no_numpy_scipy_matplotlib(status_config: Path, tmp_path:
     assert _imports_of(["status", "--config", str(status_config)], tmp_path) == ("0", "none")
 
 
+def test_status_loads_no_rule_module(status_config: Path) -> None:
+    # status reads the store only: the profile (whose parameters need every rule module,
+    # ~50 ms of imports) is left to check-config and the daemon.
+    probe = (
+        "import sys\nfrom monitor.cli import main\ncode = main(sys.argv[1:])\n"
+        "from rules import RULES\n"
+        "print('EXIT', code, 'RULES', ','.join(r for r in RULES if f'rules.{r}' in sys.modules) or 'none')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "status", "--config", str(status_config)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "EXIT 0 RULES none", done.stdout + done.stderr
+
+
+def test_numpy_loaded_after_start_up_runs_one_blas_thread() -> None:
+    # Most commands import numpy at first use, after cli.main's tune_process: the limit is
+    # set in the environment the BLAS library reads when it loads.
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    probe = (
+        "from monitor.runtime import tune_process\ntune_process()\nimport numpy\n"
+        "from threadpoolctl import threadpool_info\n"
+        "print(max(i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.stdout.strip() == "1", done.stdout + done.stderr
+
+
 def test_check_config_imports_no_numpy(status_config: Path, tmp_path: Path) -> None:
     assert _imports_of(["check-config", str(status_config)], tmp_path)[1] == "none"
 
