@@ -11,6 +11,7 @@ Nothing here reads the clock, the environment or files.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -167,20 +168,30 @@ def only_site(data: SiteData, site_id: str) -> SiteData:
     """Drop anything that belongs to another site (the shell should not send it; rules do not trust that)."""
     if data.filtered_for == site_id:
         return data
-    return replace(
-        data,
-        sound=tuple(r for r in data.sound if r.site == site_id),
-        light=tuple(r for r in data.light if r.site == site_id),
-        weather=tuple(r for r in data.weather if r.site == site_id),
-        turbidity=tuple(r for r in data.turbidity if r.site == site_id),
-        blast_notices=tuple(e for e in data.blast_notices if e.site == site_id),
-        blasts=tuple(e for e in data.blasts if e.site == site_id),
-        trucks=tuple(e for e in data.trucks if e.site == site_id),
-        work=tuple(e for e in data.work if e.site == site_id),
-        temporary_lighting=tuple(e for e in data.temporary_lighting if e.site == site_id),
-        other_events=tuple(e for e in data.other_events if e.site == site_id),
-        filtered_for=site_id,
-    )
+    kept: dict[str, Any] = {
+        name: tuple(r for r in getattr(data, name) if r.site == site_id) for name in _PER_SITE
+    }
+    if all(len(records) == len(getattr(data, name)) for name, records in kept.items()):
+        # Nothing of another site: the same records, marked, their sound not grouped again.
+        same = copy.copy(data)
+        object.__setattr__(same, "filtered_for", site_id)
+        return same
+    return replace(data, **kept, filtered_for=site_id)
+
+
+# SiteData's fields that hold records of a site
+_PER_SITE = (
+    "sound",
+    "light",
+    "weather",
+    "turbidity",
+    "blast_notices",
+    "blasts",
+    "trucks",
+    "work",
+    "temporary_lighting",
+    "other_events",
+)
 
 
 def sensors_of(site: SiteContext, kind: SensorKind, boundary_only: bool = False) -> dict[str, SensorInfo]:

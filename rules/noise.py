@@ -347,6 +347,15 @@ def _grid(
     count = len(records)
     if not count:
         return None
+    # Most minutes are quiet: when no record at all, in the window or around it, could take a
+    # window above the limit, nothing below needs computing (the records' times least of all).
+    loudest_anywhere = max(r.LAeq for r in records) if metric != "LASmax" else -math.inf
+    if metric != "LAeq":
+        loudest_anywhere = max(
+            loudest_anywhere, max((r.LASmax for r in records if r.LASmax is not None), default=-math.inf)
+        )
+    if loudest_anywhere <= limit_db + _EPS_DB:
+        return None
     ts = np.fromiter((r.ts.timestamp() for r in records), np.float64, count)
     inside = (ts >= origin) & (ts < origin + n)
     if not inside.any():
