@@ -185,9 +185,9 @@ def _json_string(value: str) -> str:
 def sound_canonical_cells(cells: Sequence[str]) -> bytes:
     """canonical_json(sound_record(row)) of a sound.csv row, without building the dict.
 
-    The keys in the sorted order canonical_json writes them; the verifier's hot path (a month is
-    26 million rows), written out in line. tests/monitor/test_evidence_scale.py checks it against
-    the general path.
+    Each number written as repr() writes it, then the row's text (``sound_text_cells``). The
+    verifier's check of a row whose text as it stands did not give the chained digest;
+    tests/monitor/test_evidence_scale.py checks it against the general path.
     """
     _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells
     la = repr(float(la)) if la else "null"
@@ -211,12 +211,8 @@ def sound_canonical_cells(cells: Sequence[str]) -> bytes:
         for name, value in zip(SOUND_FIELDS, cells[7:15], strict=True):
             row[name] = _opt_float(value)
         return canonical_json(sound_record(row))
-    return (
-        f'{{"LAFmax":{fmax},"LAFmin":{fmin},"LASmax":{smax},"LAeq":{la},"LCeq":{ceq},'
-        f'"LCpeak":{cpeak},"LZeq":{zeq},"LZpeak":{zpeak},"duration_s":{duration},'
-        f'"sensor":{_json_string(sensor)},"site":{_json_string(site)},'
-        f'"source":{_json_string(source)},"t":"sound","ts_us":{int(ts)}}}'
-    ).encode()
+    normalised = (site, sensor, ts, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source)
+    return sound_text_cells((cells[0], *normalised[:3], "", "", *normalised[3:]))
 
 
 def sound_text_cells(cells: Sequence[str]) -> bytes:
