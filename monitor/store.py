@@ -715,7 +715,7 @@ class Store:
         if kept is None:
             return False
         first = kept["chained"] or digest_of(sound_record(kept))
-        second = sound_digest((*levels[:2], ts_us, *levels[3:], source))
+        second = levels_digest(levels, source)
         return self._conflict(levels.site, levels.sensor, "sound", ts_us, first, second, now)
 
     def reading_conflict(
