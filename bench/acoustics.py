@@ -1,4 +1,4 @@
-"""Benchmark of monitor.acoustics (not a test).  Run: ``python bench/acoustics.py``.
+"""Benchmark of monitor.acoustics.iec61672 (not a test).  Run: ``python bench/acoustics.py``.
 
 Generates 600 s of 48 kHz noise and times, best of a few repeats:
   * the floor: one bare scipy.signal.sosfilt pass of a 3-section filter over the data;
@@ -28,8 +28,8 @@ from numpy.typing import NDArray
 from scipy import signal
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from monitor import acoustics
-from monitor.runtime import tune_process
+from monitor.acoustics import iec61672
+from monitor.process_settings import tune_process
 
 FS = 48000
 SECONDS = 600
@@ -68,7 +68,7 @@ def best_time(function: Callable[[], object], repeats: int = REPEATS) -> float:
 
 
 def run_meter(x: NDArray[np.floating], dtype: type[np.floating]) -> None:
-    meter = acoustics.SoundLevelMeter(FS, period_s=1.0, calibration_db=94.0, dtype=dtype)
+    meter = iec61672.SoundLevelMeter(FS, period_s=1.0, calibration_db=94.0, dtype=dtype)
     for start in range(0, x.size, BLOCK):
         meter.process(x[start : start + BLOCK])
     meter.flush()
@@ -114,31 +114,31 @@ def time_phonometry(x: NDArray[np.float64]) -> dict[str, object] | None:
 
 
 def main() -> None:
-    tune_process()  # one BLAS thread and heap reuse, as every minewatch command runs (monitor/runtime.py)
+    tune_process()  # one BLAS thread and heap reuse, as every minewatch command runs (process_settings)
     rng = np.random.default_rng(2024)
     x64 = rng.standard_normal(FS * SECONDS) * 0.05
     x32 = x64.astype(np.float32)
     n = x64.size
-    sos = acoustics.design_weighting_filters(FS).sos_a
+    sos = iec61672.design_weighting_filters(FS).sos_a
     assert sos.shape[0] == 3
     print(f"acoustics benchmark: {SECONDS} s of {FS} Hz noise ({n / 1e6:.1f} Msamples), best of {REPEATS}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cpus, {platform.platform()}")
     print(f"python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}")
-    print("process tuning as the minewatch commands run (monitor/runtime.py): 1 BLAS thread, heap reuse")
+    print("process tuning as the minewatch commands run (process_settings): 1 BLAS thread, heap reuse")
 
     results: dict[str, dict[str, float]] = {}
     for name, x, dtype in (("float64", x64, np.float64), ("float32", x32, np.float32)):
         sos_d = sos.astype(dtype)
         zi = np.zeros((3, 2), dtype=dtype)
         floor = best_time(lambda x=x, sos_d=sos_d, zi=zi: signal.sosfilt(sos_d, x, zi=zi))
-        laeq = best_time(lambda x=x: acoustics.laeq_per_period(x, FS, 1.0, 94.0))
+        laeq = best_time(lambda x=x: iec61672.laeq_per_period(x, FS, 1.0, 94.0))
         meter = best_time(lambda x=x, dtype=dtype: run_meter(x, dtype))
         results[name] = {"floor": floor, "laeq": laeq, "meter": meter}
         print(f"{name}: floor (sosfilt, 3 sections) {n / floor / 1e6:6.1f} Ms/s | "
               f"laeq/s {n / laeq / 1e6:6.1f} Ms/s ({laeq / floor:.2f} x floor) | "
               f"meter {n / meter / 1e6:6.1f} Ms/s ({meter / floor:.2f} x floor)")
 
-    ours = acoustics.laeq_per_period(x64, FS, 1.0, 0.0)
+    ours = iec61672.laeq_per_period(x64, FS, 1.0, 0.0)
     phonometry = time_phonometry(x64)
     main64 = results["float64"]
     if phonometry is not None:

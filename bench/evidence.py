@@ -4,7 +4,7 @@
     python bench/evidence.py --days 1 --sensors 2  # a quick look first
 
 Fills a store the way the daemon would (the same canonical records, digests and
-chain heads as monitor.store.Store, anchors every 15 minutes), then runs
+chain heads as monitor.journal.store.Store, anchors every 15 minutes), then runs
 ``minewatch evidence`` and ``minewatch verify`` in subprocesses so that the peak
 RSS measured (VmHWM from /proc, of each process of the command's tree) is theirs alone.
 The store is kept between runs with the same size (``--dir``); ``--refill`` rebuilds it.
@@ -35,8 +35,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import cast
 
-from monitor.chain import SOUND_FIELDS
-from monitor.store import Store, digest_of, next_head, sound_record, to_us
+from monitor.journal.chain_kinds import SOUND_FIELDS
+from monitor.journal.store import Store, digest_of, next_head, sound_record, to_us
 
 SITE = "quarry"
 START = datetime(2024, 3, 1, tzinfo=UTC)  # crosses the US DST change on 2024-03-10

@@ -33,7 +33,7 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from monitor.wire import encode  # noqa: E402
+from monitor.wire.codec import encode  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
 from tests.servers import Mosquitto  # noqa: E402
 

@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.evidence import CONFIG, SENSOR, SITE, fill  # noqa: E402
-from monitor.wire import encode  # noqa: E402
+from monitor.wire.codec import encode  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
 from tests.servers import Mosquitto, stop_process  # noqa: E402
 

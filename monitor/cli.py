@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=chosen or "")
     args = parser.parse_args(argv)
-    from monitor.runtime import tune_process
+    from monitor.process_settings import tune_process
 
     tune_process()
     module = importlib.import_module(f"monitor.commands.{COMMANDS[args.command][0]}")

@@ -77,7 +77,7 @@ class RuleSpec(Generic[P]):
 
 
 # ---------------------------------------------------------------------------
-# Acoustics kept local on purpose: rules stay self-contained (monitor/acoustics.py is the shell's)
+# Acoustics kept local on purpose: rules stay self-contained (monitor/acoustics/iec61672.py is the shell's)
 # ---------------------------------------------------------------------------
 
 

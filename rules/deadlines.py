@@ -9,7 +9,7 @@
 * Working days skip the calendar's weekend days and holidays (profile params, which an
   agreement can change for one site): ISO dates and the computed calendars of
   ``rules.holidays`` ("us-federal", "wisconsin").
-* Cure periods (Dovre 13.3.A, used by monitor.notices): 14 days after the day of issue,
+* Cure periods (Dovre 13.3.A, used by monitor.notify.notices): 14 days after the day of issue,
   to the end of that local day; optionally moved off a Sunday or legal holiday.
 * A continuing violation is reported when it begins and again at each local midnight while
   it lasts, one finding per moment, spanning to the next midnight (or the cure, if known).
@@ -125,7 +125,7 @@ def end_of_local_day(day: date, tz: ZoneInfo) -> datetime:
     """The last millisecond of a local day (23:59:59.999), in UTC.
 
     Milliseconds, because that is what timestamps on the wire and in notices carry
-    (``monitor.wire.format_ts``): the deadline reads back as itself.
+    (``monitor.wire.codec.format_ts``): the deadline reads back as itself.
     """
     following = datetime.combine(day + timedelta(days=1), time(0), tz).astimezone(UTC)
     return following - timedelta(milliseconds=1)

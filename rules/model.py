@@ -268,7 +268,8 @@ Event: TypeAlias = BlastNotice | Blast | TruckPassage | WorkPeriod | TemporaryLi
 # A vehicle (haul truck, loader, service truck) present at a gate or near some sensors, e.g. from a
 # gate camera or the operator's log: lights on vehicles and moving equipment are exempt (Dovre 6.C.3).
 # It travels as a profile-defined GenericEvent of this kind (a profile lists it in ``event_kinds``);
-# monitor.wire checks its fields: ``ts`` (arrival), optional ``end``, ``gate``, ``sensors``, ``description``.
+# monitor.wire.codec checks its fields: ``ts`` (arrival), optional ``end``, ``gate``, ``sensors``,
+# ``description``.
 VEHICLE_PRESENT = "vehicle-present"
 
 

@@ -6,7 +6,7 @@
         episode began after its (current) deadline   -> ESCALATE (13.3.B: citation recommended)
         otherwise                                    -> CONTINUE (attached to the active notice)
 
-The notice statuses are named here; ``monitor.notices`` keeps the wording, the storage
+The notice statuses are named here; ``monitor.notify.notices`` keeps the wording, the storage
 and the delivery of what is decided.
 """
 

@@ -85,7 +85,7 @@ _TOP_LEVEL_FIELDS = {
 _STANDARD_FIELDS = {"rule", "section", "title", "summary", "text", "required_action", "params", "considered"}
 # Top-level fields an operations agreement may change for one site besides rule params.
 _OVERRIDABLE_TOP_LEVEL = {"cure_days": int, "episode_gap_s": float, "cure_next_business_day": bool}
-# Event kinds monitor.wire decodes itself (BUILTIN_EVENTS there); a profile cannot redefine them.
+# Event kinds monitor.wire.codec decodes itself (BUILTIN_EVENTS there); a profile cannot redefine them.
 _BUILTIN_EVENT_KINDS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
 _EVENT_KIND = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 

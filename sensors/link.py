@@ -26,8 +26,8 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from monitor.config import BrokerConfig
-from monitor.ingest import WatchedClient, authenticate
-from monitor.linkstate import Backoff, LinkWatch
+from monitor.daemon.ingest import WatchedClient, authenticate
+from monitor.wire.link_state import Backoff, LinkWatch
 from sensors.queue import MessageQueue
 
 log = logging.getLogger("minewatch.sensors.link")

@@ -1,4 +1,4 @@
-"""What an edge publisher sends, encoded once with monitor.wire, handed to an outlet.
+"""What an edge publisher sends, encoded once with monitor.wire.codec, handed to an outlet.
 
     record ──wire.encode(record, key)──► (topic, payload) ──► Outlet.send (store and forward)
 
@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from monitor.config import SensorConfig, SiteConfig
-from monitor.wire import AUDIO_FORMATS, AudioBlock, Message, encode, payload_of, sensor_topic, sign
+from monitor.wire.codec import AUDIO_FORMATS, AudioBlock, Message, encode, payload_of, sensor_topic, sign
 from rules.model import SensorStatus
 
 log = logging.getLogger("minewatch.sensors.publisher")

@@ -8,7 +8,7 @@
                             operator events (notices, blast records, declared work, gate camera)
         ──► heap ordered by publish time ──► (publish time, record)
 
-The shell (monitor/commands/simulate.py) encodes each record with monitor.wire and
+The shell (monitor/commands/simulate.py) encodes each record with monitor.wire.codec and
 publishes it at the pace ``--speed`` asks for. The numbers are models, not measurements:
 enough to drive every rule of the profile the way a real day would, deterministic for
 a seed (each sensor and chunk has its own random stream, so they do not depend on each
@@ -32,9 +32,9 @@ from astral.sun import elevation
 from numpy.typing import NDArray
 from scipy import signal as sps
 
-from monitor.acoustics import SoundLevelMeter
+from monitor.acoustics.iec61672 import SoundLevelMeter
 from monitor.config import SensorConfig, SiteConfig
-from monitor.wire import AudioBlock, Message
+from monitor.wire.codec import AudioBlock, Message
 from rules.model import (
     Blast,
     BlastNotice,

@@ -1,7 +1,7 @@
 """Sound on the edge: audio sources, and the processor that turns audio into records.
 
     source (sound card | WAV | synthetic) ──1 s chunks──► SoundProcessor
-        ├─► SoundLevelMeter (monitor.acoustics, the sensor's calibration) ─► SoundLevels per second
+        ├─► SoundLevelMeter (monitor.acoustics.iec61672, the sensor's calibration) ─► SoundLevels per second
         └─► audio: every chunk (continuous), or a clip around events: a ring buffer keeps
             ``pre_s`` of audio; a second whose LAFmax or LCpeak passes its threshold sends
             the buffer and keeps sending for ``post_s`` after the last trigger ─► AudioBlock
@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.acoustics import PeriodLevels, SoundLevelMeter, calibration_from_tone
-from monitor.wavfile import read_wav
-from monitor.wire import AudioBlock, Message
+from monitor.acoustics.iec61672 import PeriodLevels, SoundLevelMeter, calibration_from_tone
+from monitor.acoustics.wavfile import read_wav
+from monitor.wire.codec import AudioBlock, Message
 from rules.model import SoundLevels
 
 FloatArray = NDArray[np.float64]

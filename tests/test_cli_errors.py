@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from monitor.cli import build_parser
-from monitor.store import Store
+from monitor.journal.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO_CONFIG = REPO / "sensors" / "demo" / "dovre-demo.toml"

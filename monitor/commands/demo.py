@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from monitor.demo import run_demo
+    from monitor.demo.runner import run_demo
 
     day = parse_date(args.date, "--date") if args.date else None
     return run_demo(

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from monitor.commands.output_paths import new_file
 from monitor.config import load_config
 from monitor.errors import MinewatchError, UsageError
-from monitor.outputs import new_file
 from monitor.times import parse_time
 
 

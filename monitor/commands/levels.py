@@ -8,9 +8,9 @@ import json
 import math
 import sys
 
-from monitor.acoustics import PERIOD_FIELDS, PeriodLevels, SoundLevelMeter
-from monitor.filtercache import weighting_filters
-from monitor.wavfile import read_wav
+from monitor.acoustics.filter_cache import weighting_filters
+from monitor.acoustics.iec61672 import PERIOD_FIELDS, PeriodLevels, SoundLevelMeter
+from monitor.acoustics.wavfile import read_wav
 
 # Feed the meter in 10 s blocks: bounded temporaries, negligible per-call overhead.
 _BLOCK_S = 10

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
+from monitor.commands.output_paths import new_file
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
-from monitor.outputs import new_file
 from monitor.times import end_of_day
 
 if TYPE_CHECKING:
-    from monitor.notices import NoticeBook
-    from monitor.store import Store
+    from monitor.journal.store import Store
+    from monitor.notify.notices import NoticeBook
 
 STATUSES = ("open", "extension_requested", "extended", "corrected", "escalated")
 
@@ -121,8 +121,8 @@ def parse_until(text: str, timezone: str) -> datetime:
 def run(args: argparse.Namespace) -> int:
     # Reads and writes the store only: secrets (the broker's password) are not needed here.
     config = load_config(args.config, secrets="defer")
-    from monitor.notices import NoticeBook
-    from monitor.store import Store
+    from monitor.journal.store import Store
+    from monitor.notify.notices import NoticeBook
 
     if not Path(config.storage.path).is_file():
         raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
@@ -140,9 +140,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBook, out: Path | None) -> int:
-    from monitor.notices import local_text
-    from monitor.render import render_notice
-    from monitor.wire import format_ts
+    from monitor.notify.notices import local_text
+    from monitor.notify.render import render_notice
+    from monitor.wire.codec import format_ts
 
     now = datetime.now(UTC)
     if args.action == "list":

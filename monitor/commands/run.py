@@ -32,20 +32,20 @@ def run(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
-    from monitor.linkstate import LoginRefused
+    from monitor.wire.link_state import LoginRefused
 
     try:
         if config.daemon.workers > 1 and not args.partition:
             # The supervisor: no pipeline (numpy, scipy, paho) loaded in a process that runs none.
-            from monitor.workers import supervise
+            from monitor.daemon.workers import supervise
 
             return supervise(config, args.config, args.log_level)
-        from monitor.pipeline import run as run_pipeline
+        from monitor.daemon.pipeline import run as run_pipeline
 
         if args.partition:
             import threading
 
-            from monitor.workers import parse_partition, watch_parent
+            from monitor.daemon.workers import parse_partition, watch_parent
 
             partition = parse_partition(args.partition, config)
             stop = threading.Event()

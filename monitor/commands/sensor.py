@@ -1,7 +1,7 @@
 """``minewatch sensor sound|light``: an edge publisher for one sensor of a site.
 
     source ──► sensors.sound.SoundProcessor / sensors.light.LightAggregator (pure)
-           ──► sensors.publisher.Publisher (monitor.wire.encode, signed with the sensor's key)
+           ──► sensors.publisher.Publisher (monitor.wire.codec.encode, signed with the sensor's key)
            ──► sensors.queue.ForwardQueue (SQLite, on disk) ──► sensors.link.Link (QoS 1) ──► broker
 
 Everything is queued on disk first and deleted only on PUBACK, so a broker outage or

@@ -2,7 +2,7 @@
 
     scenario (sensors/scenarios/*.toml or a file) + the site's config
         ──► sensors.simulate.Simulation (records in publish-time order)
-        ──► monitor.wire.encode (signed with each sensor's key)
+        ──► monitor.wire.codec.encode (signed with each sensor's key)
         ──► sensors.link.Link (QoS 1, bounded in flight) ──► broker ──► `minewatch run`
 
 The daemon for a simulation runs with ``[daemon] clock = "data"`` (its "now" is the newest
@@ -152,7 +152,7 @@ def _publish(
     args: argparse.Namespace, broker: object, site: SiteConfig, simulation: object, speed: float
 ) -> int:
     from monitor.config import BrokerConfig
-    from monitor.wire import encode
+    from monitor.wire.codec import encode
     from sensors.link import Link
     from sensors.publisher import signing_key
     from sensors.queue import MemoryQueue

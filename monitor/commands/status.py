@@ -14,8 +14,8 @@ from monitor.errors import UsageError
 from monitor.times import FORMS, parse_time
 
 if TYPE_CHECKING:
-    from monitor.linkstate import LinkState
-    from monitor.store import Store
+    from monitor.journal.store import Store
+    from monitor.wire.link_state import LinkState
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,9 +36,9 @@ def _when(text: str | None, config: Config) -> datetime:
 
 
 def run(args: argparse.Namespace) -> int:
-    from monitor.linkstate import META_KEY, LinkState
-    from monitor.status import site_status
-    from monitor.store import Store
+    from monitor.daemon.site_status import site_status
+    from monitor.journal.store import Store
+    from monitor.wire.link_state import META_KEY, LinkState
 
     # Reads the store only: secrets (the broker's password) are not needed here, nor the
     # profiles (check-config and the daemon check them; loading one imports every rule).
@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _worker_links(store: Store, config: Config) -> dict[str, tuple[tuple[str, ...], LinkState | None]]:
     """Each worker's sites and broker link as it wrote it (daemon.workers > 1); {} for one process."""
-    from monitor.linkstate import LinkState
-    from monitor.workers import Partition, worker_count
+    from monitor.daemon.workers import Partition, worker_count
+    from monitor.wire.link_state import LinkState
 
     count = worker_count(config)
     if count == 1:

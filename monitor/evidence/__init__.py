@@ -18,7 +18,7 @@
     bundle.zip [+ anchors the town holds] ──► verify_bundle ──► Report
 
 Verification rebuilds every exported row's canonical record with the store's own
-functions (``monitor.chain.KINDS``), hashes it and matches it to the chain entry
+functions (``monitor.journal.chain_kinds.KINDS``), hashes it and matches it to the chain entry
 the row names (``chain_seq``), walking the chain once in order. The manifest is
 checked, not trusted: the files a bundle may hold are fixed by the format and the
 rows, config.toml and the profile by the chain's config record. The chain itself
@@ -34,7 +34,7 @@ per-second data never sits in memory.
 The package: ``format`` (files, columns, record kinds, anchors), ``export`` (store ->
 bundle), ``verify`` (bundle -> report), ``parts`` (format 3's sound parts, checked by worker
 processes) and ``progress`` (the progress line on a terminal). The InfluxDB reader for pruned windows is in
-monitor/influx.py beside the writer; the plots are drawn by monitor/render.py.
+monitor/influx/client.py beside the writer; the plots are drawn by monitor/notify/render.py.
 """
 
 from __future__ import annotations

@@ -25,14 +25,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from monitor.canonical import to_us
-from monitor.chain import (
-    GENESIS,
-    KINDS,
-    SOUND_FIELDS,
-    config_from_key,
-    config_record,
-)
 from monitor.config import Config, SiteConfig
 from monitor.errors import OutputError
 from monitor.evidence.format import (
@@ -65,9 +57,17 @@ from monitor.evidence.format import (
 )
 from monitor.evidence.parts import default_workers, ordered_map
 from monitor.evidence.progress import Progress
-from monitor.influx import InfluxReader
-from monitor.schema import MEASUREMENTS
-from monitor.store import KEYED, SCHEMA_VERSION
+from monitor.influx.client import InfluxReader
+from monitor.influx.schema import MEASUREMENTS
+from monitor.journal.chain_kinds import (
+    GENESIS,
+    KINDS,
+    SOUND_FIELDS,
+    config_from_key,
+    config_record,
+)
+from monitor.journal.store import KEYED, SCHEMA_VERSION
+from monitor.wire.canonical import to_us
 
 # --------------------------------------------------------------------------- export
 
@@ -866,7 +866,7 @@ class _Exporter:
 
     def _plot_jobs(self) -> Iterator[tuple[str, tuple[Any, ...]]]:
         """(member name, day_plot arguments) of every plot: the minutes come from SQL, by day."""
-        from monitor.render import plot_limits  # one figure set-up with the notices
+        from monitor.notify.render import plot_limits  # one figure set-up with the notices
 
         limits = plot_limits(self.site)
         influx_minutes = getattr(self, "_minutes", {})
@@ -1070,7 +1070,7 @@ class _Exporter:
 
 def _draw(args: tuple[Any, ...]) -> bytes:
     """One day's plot as PNG bytes (in the plotting process, or in line)."""
-    from monitor.render import day_plot, figure_png
+    from monitor.notify.render import day_plot, figure_png
 
     measurement, sensor, site_name, day, zone, minutes, limits = args
     return figure_png(day_plot(measurement, sensor, site_name, day, ZoneInfo(zone), minutes, limits))

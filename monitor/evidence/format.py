@@ -15,9 +15,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from monitor.canonical import canonical_json, canonical_text
-from monitor.chain import KINDS, SOUND_FIELDS, ChainKind, sound_record
 from monitor.errors import MinewatchError
+from monitor.journal.chain_kinds import KINDS, SOUND_FIELDS, ChainKind, sound_record
+from monitor.wire.canonical import canonical_json, canonical_text
 
 # Format 2: the file set is closed (fixed by the format and the rows, not by the manifest),
 # the profile and configuration are bound by a chained config record, and the segment ends
@@ -56,7 +56,7 @@ READING_EXTRAS: dict[str, tuple[str, ...]] = {  # columns copied out of the read
 }
 
 
-# The chain kinds exported row by row to records/<name>.json (monitor/chain.py holds them all).
+# The chain kinds exported row by row to records/<name>.json (monitor/journal/chain_kinds.py holds them all).
 RECORD_KINDS: dict[str, ChainKind] = {k: v for k, v in KINDS.items() if v.source}
 RECORD_FILES: dict[str, str] = {
     **{k: v.file for k, v in RECORD_KINDS.items()},

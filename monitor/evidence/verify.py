@@ -19,17 +19,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from monitor.canonical import to_us
-from monitor.chain import (
-    KINDS,
-    SOUND_FIELDS,
-    config_from_key,
-    config_record,
-    digest_of,
-    next_head,
-    reading_record,
-    sound_record,
-)
 from monitor.evidence.format import (
     _MAX_LISTED,
     _OPTIONAL_FILES,
@@ -75,6 +64,17 @@ from monitor.evidence.parts import (
     part_results,
 )
 from monitor.evidence.progress import Progress
+from monitor.journal.chain_kinds import (
+    KINDS,
+    SOUND_FIELDS,
+    config_from_key,
+    config_record,
+    digest_of,
+    next_head,
+    reading_record,
+    sound_record,
+)
+from monitor.wire.canonical import to_us
 
 # --------------------------------------------------------------------------- verify
 

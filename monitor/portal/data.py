@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-from monitor.canonical import from_us, to_us
 from monitor.config import AccountConfig, Config, SiteConfig
 from monitor.errors import DecodeError, MinewatchError
+from monitor.journal.store import Store
 from monitor.portal.svg import DayPlot
-from monitor.store import Store
-from monitor.wire import decode, event_topic, format_ts
+from monitor.wire.canonical import from_us, to_us
+from monitor.wire.codec import decode, event_topic, format_ts
 
 T = TypeVar("T")
 
@@ -195,7 +195,7 @@ class Portal:
     # ------------------------------------------------------------------ operator
 
     def status(self, scope: Scope, site_id: str) -> dict[str, Any]:
-        from monitor.status import site_status
+        from monitor.daemon.site_status import site_status
 
         site = scope.site(site_id)
         now = self.clock()
@@ -291,14 +291,14 @@ class Portal:
     def record_event(
         self, scope: Scope, site_id: str, kind: str, payload: Mapping[str, Any], source: str
     ) -> dict[str, Any]:
-        """Validate like an MQTT event (monitor.wire.decode), publish it, record who did it."""
+        """Validate like an MQTT event (monitor.wire.codec.decode), publish it, record who did it."""
         site = scope.site(site_id)
         if kind not in EVENT_KINDS:
             raise NotFound(f"no event kind {kind!r}")
         topic = event_topic(site.id, kind, self.config.broker.topic_prefix)
         body = json.dumps(dict(payload), separators=(",", ":")).encode()
         d = self.config.daemon
-        from monitor.wire import Limits
+        from monitor.wire.codec import Limits
 
         try:
             event = decode(
@@ -321,13 +321,13 @@ class Portal:
     # ------------------------------------------------------------------ town: notices
 
     def notices(self, scope: Scope, site_id: str) -> list[Any]:
-        from monitor.notices import NoticeBook
+        from monitor.notify.notices import NoticeBook
 
         site = scope.site(site_id)
         return NoticeBook(self.store()).find(site=site.id)
 
     def notice(self, scope: Scope, notice_id: str) -> tuple[Any, list[Any]]:
-        from monitor.notices import NoticeBook, UnknownNotice
+        from monitor.notify.notices import NoticeBook, UnknownNotice
 
         book = NoticeBook(self.store())
         try:
@@ -338,7 +338,7 @@ class Portal:
         return notice, book.history(notice.id)
 
     def notice_document(self, scope: Scope, notice_id: str, fmt: str) -> bytes:
-        from monitor.render import render_notice
+        from monitor.notify.render import render_notice
 
         notice, _ = self.notice(scope, notice_id)
         return render_notice(self.store().conn, notice.id, fmt, config=self.config)
@@ -355,7 +355,7 @@ class Portal:
         before_deadline_reason: str | None = None,
     ) -> str:
         """extend / close / escalate through the NoticeBook, with the portal's record, in one transaction."""
-        from monitor.notices import NoticeBook, NoticeError
+        from monitor.notify.notices import NoticeBook, NoticeError
 
         notice, _ = self.notice(scope, notice_id)
         if action not in NOTICE_ACTIONS:

@@ -10,7 +10,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from monitor.wire import encode
+from monitor.wire.codec import encode
 from rules.model import SoundLevels
 from tests.daemon_harness import Daemon, store_count, wait_until
 from tests.deploy.secure_broker import SecureBroker, run_secure_broker

@@ -1,6 +1,6 @@
 """Deployment files that cannot run here (no Docker engine, no systemd as PID 1), checked statically.
 
-The dashboard's Flux queries are checked against monitor.schema, so renaming a
+The dashboard's Flux queries are checked against monitor.influx.schema, so renaming a
 measurement, field or tag there breaks this test instead of silently emptying a panel.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from monitor.schema import MEASUREMENTS
+from monitor.influx.schema import MEASUREMENTS
 from tests.deploy.secure_broker import REPO
 
 pytestmark = pytest.mark.timeout(60)

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from monitor.audio import AudioStreams, pcm_samples
-from monitor.wire import AudioBlock
+from monitor.daemon.audio_streams import AudioStreams, pcm_samples
+from monitor.wire.codec import AudioBlock
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
 RATE = 8000

@@ -14,8 +14,8 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from monitor.store import to_us
-from monitor.wire import encode
+from monitor.journal.store import to_us
+from monitor.wire.codec import encode
 from rules.model import SoundLevels
 from tests.daemon_harness import Client, Daemon, store_count, wait_until, write_config
 from tests.servers import Mosquitto

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from monitor.config import BrokerConfig
-from monitor.ingest import Handoff, MqttLink
-from monitor.linkstate import Backoff, LinkState
+from monitor.daemon.ingest import Handoff, MqttLink
+from monitor.wire.link_state import Backoff, LinkState
 from tests.daemon_harness import Daemon, wait_until, write_config
 from tests.deploy.conftest import EXTRA_ARGS, write_test_config
 from tests.deploy.secure_broker import run_secure_broker

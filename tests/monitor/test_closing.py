@@ -1,4 +1,4 @@
-"""The minute-closing decision (monitor/closing.py): pure, so every case is a plain call."""
+"""The minute-closing decision (monitor/daemon/minute_closing.py): pure, so every case is a plain call."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from monitor.closing import EVALUATION_DELAY, closed_until, is_late, is_quiet
+from monitor.daemon.minute_closing import EVALUATION_DELAY, closed_until, is_late, is_quiet
 
 NOW = datetime(2026, 6, 15, 17, 30, tzinfo=UTC)
 LATENESS = timedelta(seconds=300)

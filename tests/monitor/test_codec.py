@@ -1,5 +1,5 @@
 """One codec both ways: a record decoded from its payload, stored as its payload, and read back
-from the store through the same module (monitor/wire.py) is the record it was."""
+from the store through the same module (monitor/wire/codec.py) is the record it was."""
 
 from __future__ import annotations
 
@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 
-from monitor.canonical import canonical_text
-from monitor.store import event_kind
-from monitor.wire import event_from_row, finding_from_json, finding_to_json, payload_of, reading_from_row
+from monitor.journal.store import event_kind
+from monitor.wire.canonical import canonical_text
+from monitor.wire.codec import (
+    event_from_row,
+    finding_from_json,
+    finding_to_json,
+    payload_of,
+    reading_from_row,
+)
 from rules.model import (
     Finding,
     FindingKind,
@@ -104,7 +110,7 @@ def test_microseconds_are_exact_and_agree_with_what_was_stored() -> None:
     the times a store holds (so stored keys and digests are unchanged) but not far out."""
     import random
 
-    from monitor.canonical import from_us, to_us
+    from monitor.wire.canonical import from_us, to_us
 
     rng = random.Random(18)
     for _ in range(20_000):

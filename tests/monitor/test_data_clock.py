@@ -13,12 +13,12 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from monitor.clock import Clock
 from monitor.config import parse_config
-from monitor.ingest import Inbound
-from monitor.pipeline import Pipeline
-from monitor.store import Store
-from monitor.wire import encode, parse_ts
+from monitor.daemon.clock import Clock
+from monitor.daemon.ingest import Inbound
+from monitor.daemon.pipeline import Pipeline
+from monitor.journal.store import Store
+from monitor.wire.codec import encode, parse_ts
 from rules.model import SoundLevels
 from tests.configs import quarry_config, sensor
 

@@ -27,11 +27,11 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP as SMTPServer
 from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword, Session
 
-from monitor.alerts import Alert, AlertBook
 from monitor.config import Config
-from monitor.delivery import DELIVERED, PENDING, UNDELIVERABLE, Deliveries, DeliveryWorker, routes_for
-from monitor.notices import NoticeBook
-from monitor.store import Store
+from monitor.journal.store import Store
+from monitor.notify.alerts import Alert, AlertBook
+from monitor.notify.delivery import DELIVERED, PENDING, UNDELIVERABLE, Deliveries, DeliveryWorker, routes_for
+from monitor.notify.notices import NoticeBook
 from tests.monitor.test_notices import local, make_config, site_and_profile, store_findings, violation
 from tests.servers import Mosquitto, free_port, self_signed_cert
 

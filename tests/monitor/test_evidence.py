@@ -27,8 +27,8 @@ from monitor.evidence import (
     verify_bundle,
 )
 from monitor.evidence.format import sound_digest_cells
-from monitor.influx import InfluxWriter, line
-from monitor.store import Store, digest_of, next_head, sound_record, to_us
+from monitor.influx.client import InfluxWriter, line
+from monitor.journal.store import Store, digest_of, next_head, sound_record, to_us
 from rules.model import (
     Finding,
     FindingKind,
@@ -753,8 +753,8 @@ def test_secrets_stay_out_of_the_bundle_and_its_digest(tmp_path: Path) -> None:
 
 
 def test_the_daemon_start_chains_the_profile_and_notices_name_its_version(site: Site, tmp_path: Path) -> None:
-    from monitor.clock import Clock
-    from monitor.pipeline import Pipeline
+    from monitor.daemon.clock import Clock
+    from monitor.daemon.pipeline import Pipeline
     from rules.profile import load_profile
 
     store = Store(site.config.storage.path)
@@ -1063,7 +1063,7 @@ def test_export_what_the_daemon_stored(tmp_path: Path, mosquitto: Mosquitto) -> 
     pub = Client(mosquitto.port, "publisher")
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=3)
     try:
-        from monitor.wire import encode
+        from monitor.wire.codec import encode
 
         for s in range(40):
             for sensor in ("n1", "n2"):

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.chain import KINDS, digest_of
 from monitor.config import load_config
 from monitor.evidence import export as export_module
 from monitor.evidence import export_bundle, load_anchors, verify_bundle
+from monitor.journal.chain_kinds import KINDS, digest_of
 from tests.daemon_harness import write_config
 from tests.data.evidence.make_golden import CREATED, build, digests
 from tests.monitor.test_evidence import SITE, WINDOW
@@ -141,7 +141,7 @@ def test_the_verifier_imports_no_plotting_http_or_numpy() -> None:
         check=True,
         cwd=Path(__file__).parents[2],
     ).stdout.split()
-    heavy = {"numpy", "matplotlib", "urllib3", "influxdb_client", "paho", "rules", "monitor.store"}
+    heavy = {"numpy", "matplotlib", "urllib3", "influxdb_client", "paho", "rules", "monitor.journal.store"}
     assert not [
         m for m in out if m in heavy or m.split(".")[0] in heavy or m in ("http.client", "urllib.request")
     ]
@@ -154,7 +154,7 @@ def test_each_chain_kind_has_one_key_in_python_and_sql(tmp_path: Path) -> None:
     portal action, a kind added after it was made)."""
     from datetime import timedelta
 
-    from monitor.store import Store
+    from monitor.journal.store import Store
     from tests.monitor.test_evidence import T0
 
     copy = tmp_path / "golden.sqlite"

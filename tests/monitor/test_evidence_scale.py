@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from monitor.chain import SOUND_FIELDS, digest_of, sound_record
 from monitor.cli import main
 from monitor.evidence import FORMAT, load_anchors, verify_bundle
 from monitor.evidence import export as export_module
 from monitor.evidence.format import sound_digest_cells
 from monitor.evidence.progress import Progress, render
+from monitor.journal.chain_kinds import SOUND_FIELDS, digest_of, sound_record
 from tests.monitor.test_evidence import (
     SITE,
     Site,

@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 
 from monitor.cli import main
-from monitor.clock import Clock
 from monitor.config import Config, load_config, parse_config
+from monitor.daemon.clock import Clock
+from monitor.daemon.ingest import Inbound
+from monitor.daemon.pipeline import MAX_REASON_KEYS, Pipeline
+from monitor.daemon.rejections import MAX_GATES_PER_SENSOR, MAX_LOG_GATES
 from monitor.evidence import export_bundle, load_anchors, verify_bundle
-from monitor.ingest import Inbound
-from monitor.pipeline import MAX_REASON_KEYS, Pipeline
-from monitor.rejections import MAX_GATES_PER_SENSOR, MAX_LOG_GATES
-from monitor.store import Store, digest_of, sound_record, to_us
-from monitor.wire import AudioBlock, encode, format_ts
+from monitor.journal.store import Store, digest_of, sound_record, to_us
+from monitor.wire.codec import AudioBlock, encode, format_ts
 from rules.model import LightSummary, SoundLevels
 from tests.configs import quarry_config, sensor
 from tests.daemon_harness import Client, Daemon, store_count, wait_until, write_config
@@ -124,7 +124,7 @@ def test_gates_open_again_after_a_minute_and_the_table_is_capped(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="minewatch.pipeline")
     wall = [1000.0]
-    monkeypatch.setattr("monitor.pipeline.time.monotonic", lambda: wall[0])
+    monkeypatch.setattr("monitor.daemon.pipeline.time.monotonic", lambda: wall[0])
     body = json.dumps(LEVELS).encode()
     world.send_raw(*[(f"minewatch/q/sensors/fake{i}/levels", body) for i in range(5)])
     wall[0] += 61
@@ -132,8 +132,8 @@ def test_gates_open_again_after_a_minute_and_the_table_is_capped(
     lines = warnings(caplog)
     assert len(lines) == 2 and "(4 more like it in the last minute not logged)" in lines[1]
     # Past MAX_LOG_GATES live keys, new ones share their site's key; expired keys are dropped.
-    monkeypatch.setattr("monitor.rejections.MAX_LOG_GATES", 4)
-    monkeypatch.setattr("monitor.rejections.MAX_GATES_PER_SENSOR", 100)
+    monkeypatch.setattr("monitor.daemon.rejections.MAX_LOG_GATES", 4)
+    monkeypatch.setattr("monitor.daemon.rejections.MAX_GATES_PER_SENSOR", 100)
     bad = [("minewatch/q/sensors/n1/levels", json.dumps({**LEVELS, f"f{i}": 1}).encode()) for i in range(10)]
     world.send_raw(*bad)
     assert len(world.pipeline.log_gate) <= 5

@@ -1,4 +1,4 @@
-"""monitor.iir, the meter's numpy filter, against scipy.signal (the reference) and exact sums.
+"""monitor.acoustics.iir, the meter's numpy filter, against scipy.signal (the reference) and exact sums.
 
 The weighting filters' 20.6 Hz double pole lies close to z = 1 (radius 0.9973 at 48 kHz,
 0.9987 at 96 kHz): the cases where a block method in plain direct-form states lost digits.
@@ -11,8 +11,8 @@ import pytest
 from numpy.typing import NDArray
 from scipy import signal
 
-from monitor import acoustics
-from monitor.iir import DEFAULT_BLOCK, StreamingFilter
+from monitor.acoustics import iec61672
+from monitor.acoustics.iir import DEFAULT_BLOCK, StreamingFilter
 
 L = DEFAULT_BLOCK
 # Split points that exercise every path: single samples, blocks +/- 1, primes, empty calls,
@@ -33,7 +33,7 @@ def _split_run(flt: StreamingFilter, x: NDArray[np.floating]) -> NDArray[np.floa
 
 
 def _weighting_reference(fs: int, x: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    filters = acoustics.design_weighting_filters(fs)
+    filters = iec61672.design_weighting_filters(fs)
     c = signal.sosfilt(filters.sos_c.copy(), x)
     return c, signal.sosfilt(filters.sos_a_from_c.copy(), c)
 
@@ -46,7 +46,7 @@ def _relative_error(got: NDArray[np.floating], want: NDArray[np.floating]) -> fl
 def test_weighting_cascade_matches_sosfilt_across_splits(fs: int) -> None:
     x = np.random.default_rng(fs).standard_normal(4096 * L + 2 * fs // 3)
     c, a = _weighting_reference(fs, x)
-    filters = acoustics.design_weighting_filters(fs)
+    filters = iec61672.design_weighting_filters(fs)
     flt = StreamingFilter.from_sections(filters.sos_c, filters.sos_a_from_c)
     got = _split_run(flt, x)
     assert got.shape == (2, x.size) and got.dtype == np.float64
@@ -61,7 +61,7 @@ def test_weighting_cascade_matches_sosfilt_across_splits(fs: int) -> None:
 def test_weighting_cascade_float32_to_its_precision(fs: int) -> None:
     x = np.random.default_rng(fs + 1).standard_normal(4096 * L + fs // 2).astype(np.float32)
     c, a = _weighting_reference(fs, x.astype(np.float64))  # the float32 samples, filtered exactly
-    filters = acoustics.design_weighting_filters(fs)
+    filters = iec61672.design_weighting_filters(fs)
     got = _split_run(StreamingFilter.from_sections(filters.sos_c, filters.sos_a_from_c, dtype=np.float32), x)
     assert got.dtype == np.float32
     for output, want in ((got[0], c), (got[1], a)):
@@ -90,7 +90,7 @@ def _exact_sections(sos: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray
 @pytest.mark.parametrize("fs", (8000, 48000, 96000))
 def test_weighting_cascade_as_accurate_as_sosfilt(fs: int) -> None:
     x = np.random.default_rng(7).standard_normal(6000)
-    filters = acoustics.design_weighting_filters(fs)
+    filters = iec61672.design_weighting_filters(fs)
     exact_c = _exact_sections(filters.sos_c, x)
     exact_a = _exact_sections(filters.sos_a_from_c, exact_c.astype(np.float64))
     got = StreamingFilter.from_sections(filters.sos_c, filters.sos_a_from_c).process(x)
@@ -185,6 +185,6 @@ def test_float32_meter_keeps_the_low_frequency_response(fs: int) -> None:
     x = 0.5 * np.sin(2 * np.pi * 10.0 * np.arange(4 * fs) / fs)
     levels = {}
     for dtype in (np.float64, np.float32):
-        levels[dtype] = acoustics.SoundLevelMeter(fs, dtype=dtype).process(x)[-1]
+        levels[dtype] = iec61672.SoundLevelMeter(fs, dtype=dtype).process(x)[-1]
     assert abs(levels[np.float32].LCeq - levels[np.float64].LCeq) < 0.002
     assert abs(levels[np.float32].LAeq - levels[np.float64].LAeq) < 0.002

@@ -5,7 +5,7 @@ outage; it also holds the read-back of string fields, which only InfluxDB keeps.
 1.6.7 has no /api/v2/write (influxdb-client gets 404 from it, checked below), and no
 InfluxDB 2.x can run here, so the v2 path (influxdb-client) runs against VictoriaMetrics
 (fixture ``victoria_metrics``), a real server of ``POST /api/v2/write``: every
-measurement of monitor.schema is written and read back through its export API (values
+measurement of monitor.influx.schema is written and read back through its export API (values
 and tags), and an outage is ridden out. VictoriaMetrics keeps numbers and booleans,
 not the value of a string field, and answers as it does; what it cannot show is checked
 against a local HTTP server that records requests and answers as told: the write API's
@@ -33,7 +33,7 @@ import pytest
 
 from monitor.config import InfluxConfig, Secret
 from monitor.errors import OutputError
-from monitor.influx import (
+from monitor.influx.client import (
     Backoff,
     FieldValue,
     InfluxForwarder,
@@ -43,8 +43,8 @@ from monitor.influx import (
     line,
     timestamp_ns,
 )
-from monitor.outbox import Outbox
-from monitor.schema import MEASUREMENTS
+from monitor.influx.outbox import Outbox
+from monitor.influx.schema import MEASUREMENTS
 from tests.servers import Influxd, VictoriaMetrics, free_port
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -313,7 +313,7 @@ def test_v1_outage_backlog_written_once(influxd: Influxd, queue: Queue) -> None:
 def test_v1_outage_logs_state_changes_not_retries(
     influxd: Influxd, queue: Queue, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="monitor.influx")
+    caplog.set_level(logging.INFO, logger="monitor.influx.client")
     forwarder = start_forwarder(queue, v1_config(influxd))
     try:
         influxd.stop()
@@ -540,7 +540,7 @@ def test_v2_401_is_retried_and_logged_as_an_error(
         assert forwarder.flush(10)
     finally:
         forwarder.close()
-    errors = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "monitor.influx"]
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "monitor.influx.client"]
     assert len(errors) == 1  # once per state change, not per retry
     assert "credentials" in errors[0].getMessage() and "401" in errors[0].getMessage()
     assert forwarder.stats.written == 1
@@ -617,7 +617,7 @@ def test_outbox_failure_does_not_stop_the_loop(
 
 # --------------------------------------------------------------------------- v2, real VictoriaMetrics
 
-# A point of every measurement with every tag and field of monitor.schema; tag values
+# A point of every measurement with every tag and field of monitor.influx.schema; tag values
 # that need escaping in line protocol, strings that need quoting.
 SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
     "sound": (

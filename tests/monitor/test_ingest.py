@@ -20,7 +20,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from monitor.config import BrokerConfig
-from monitor.ingest import Handoff, Inbound, MqttLink, _ReceivingClient
+from monitor.daemon.ingest import Handoff, Inbound, MqttLink, _ReceivingClient
 from tests.servers import Mosquitto
 
 

@@ -14,8 +14,8 @@ import pytest
 from numpy.typing import NDArray
 from scipy.io import wavfile as scipy_wavfile
 
+from monitor.acoustics.wavfile import parse_wav, read_wav
 from monitor.commands import levels
-from monitor.wavfile import parse_wav, read_wav
 
 FS = 16000
 COLUMNS = ["start_s", "LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq"]

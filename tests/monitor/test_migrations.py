@@ -6,9 +6,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from monitor import migrations
-from monitor.migrations import MIGRATIONS, Migration
-from monitor.store import SCHEMA_VERSION, Store
+from monitor.journal import migrations
+from monitor.journal.migrations import MIGRATIONS, Migration
+from monitor.journal.store import SCHEMA_VERSION, Store
 
 OLD_STORE = Path(__file__).parent.parent / "data" / "evidence" / "golden.sqlite"  # made by commit cd944b8
 

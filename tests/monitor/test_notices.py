@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from monitor.config import Config, SiteConfig, parse_config
-from monitor.notices import (
+from monitor.journal.store import GENESIS, Store, digest_of, next_head
+from monitor.notify.notices import (
     InvalidTransition,
     NoticeBook,
     NoticeError,
@@ -25,7 +26,6 @@ from monitor.notices import (
     episode_record,
     notice_record,
 )
-from monitor.store import GENESIS, Store, digest_of, next_head
 from rules.deadlines import end_of_local_day
 from rules.model import (
     Blast,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.outbox import Outbox
+from monitor.influx.outbox import Outbox
 
 
 def connect(path: Path) -> sqlite3.Connection:

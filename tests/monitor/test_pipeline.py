@@ -16,12 +16,12 @@ from typing import cast
 import pytest
 
 from monitor.cli import main
-from monitor.clock import Clock
 from monitor.config import Config, parse_config
-from monitor.ingest import Inbound
-from monitor.pipeline import QUIET_S, Pipeline
-from monitor.store import Store
-from monitor.wire import encode, format_ts, payload_of
+from monitor.daemon.clock import Clock
+from monitor.daemon.ingest import Inbound
+from monitor.daemon.pipeline import QUIET_S, Pipeline
+from monitor.journal.store import Store
+from monitor.wire.codec import encode, format_ts, payload_of
 from rules.model import LightSummary, SensorStatus, SoundLevels
 from tests.configs import quarry_config, sensor
 

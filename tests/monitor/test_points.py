@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from monitor import points
-from monitor.influx import timestamp_ns
-from monitor.schema import MEASUREMENTS
+from monitor.influx import points
+from monitor.influx.client import timestamp_ns
+from monitor.influx.schema import MEASUREMENTS
 from rules.model import (
     Blast,
     Finding,

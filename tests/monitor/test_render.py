@@ -16,9 +16,9 @@ import pytest
 
 from monitor.cli import main
 from monitor.config import Config
-from monitor.notices import NoticeBook
-from monitor.render import evidence_plot, load_notice, render_html, render_notice, render_pdf
-from monitor.store import Store
+from monitor.journal.store import Store
+from monitor.notify.notices import NoticeBook
+from monitor.notify.render import evidence_plot, load_notice, render_html, render_notice, render_pdf
 from rules.model import LightSummary, Measurement
 from tests.monitor.test_notices import (
     SITE,
@@ -417,7 +417,7 @@ def test_every_standard_renders_and_its_plot_draws_the_notices_limit(
     the one limit line drawn is the notice's limit of the plotted quantity, in its unit; a duration
     limit is written as text, never drawn on the level axis."""
     from monitor.config import parse_config
-    from monitor.render import evidence_figure
+    from monitor.notify.render import evidence_figure
     from rules.model import Finding, FindingKind
     from rules.profile import load_profile
 
@@ -494,7 +494,7 @@ def test_every_standard_renders_and_its_plot_draws_the_notices_limit(
 def test_one_window_and_one_rounding(tmp_path: Path) -> None:
     """A sustained-light episode is told from when the light went above the limit (the findings'
     run_start), in the table, the sentence and the plot's shading alike; 84.05 is 84.1 everywhere."""
-    from monitor.render import evidence_figure
+    from monitor.notify.render import evidence_figure
     from rules.model import Finding, FindingKind
 
     db = tmp_path / "store.db"
@@ -717,7 +717,7 @@ def test_pdf_is_letter_and_no_page_ends_with_a_heading(tmp_path: Path) -> None:
     import shutil
     import subprocess
 
-    from monitor.render import document_sections
+    from monitor.notify.render import document_sections
 
     if shutil.which("pdftotext") is None:
         pytest.fail("pdftotext (poppler-utils) is needed: bash .ci/run installs it")
@@ -781,7 +781,7 @@ def test_pdf_is_letter_and_no_page_ends_with_a_heading(tmp_path: Path) -> None:
 
 
 def notice_context_for(store: Store, notice: Any, config: Config) -> Any:
-    from monitor.render import notice_context
+    from monitor.notify.render import notice_context
 
     return notice_context(store.conn, notice, config)
 
@@ -797,7 +797,7 @@ def test_evidence_day_plot_of_light_has_its_limits_on_a_log_axis(monkeypatch: py
     from zoneinfo import ZoneInfo
 
     from monitor.config import load_config
-    from monitor.render import day_plot, plot_limits
+    from monitor.notify.render import day_plot, plot_limits
     from tests.conftest import REPO
 
     monkeypatch.setenv("MINEWATCH_MQTT_PASSWORD", "x")

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from monitor import acoustics, filtercache
+from monitor.acoustics import filter_cache, iec61672
 from monitor.commands import levels
-from monitor.store import Store
+from monitor.journal.store import Store
 from rules import RULES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def test_numpy_loaded_after_start_up_runs_one_blas_thread() -> None:
     # set in the environment the BLAS library reads when it loads.
     env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     probe = (
-        "from monitor.runtime import tune_process\ntune_process()\nimport numpy\n"
+        "from monitor.process_settings import tune_process\ntune_process()\nimport numpy\n"
         "from threadpoolctl import threadpool_info\n"
         "print(max(i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'))"
     )
@@ -150,7 +150,7 @@ def _write_tone(path: Path, seconds: float = 1.0) -> None:
 
 def test_levels_with_a_warm_cache_imports_no_scipy_signal(tmp_path: Path) -> None:
     # scipy.signal alone takes several times numpy's import: the meter filters with
-    # monitor.iir, and scipy designs the filters only when the cache has none.
+    # monitor.acoustics.iir, and scipy designs the filters only when the cache has none.
     wav = tmp_path / "tone.wav"
     _write_tone(wav)
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
@@ -178,7 +178,7 @@ def test_levels_with_a_warm_cache_imports_no_scipy_signal(tmp_path: Path) -> Non
 # --------------------------------------------------------------------------- filter cache
 
 
-def _same(cached: acoustics.WeightingFilters, fresh: acoustics.WeightingFilters) -> None:
+def _same(cached: iec61672.WeightingFilters, fresh: iec61672.WeightingFilters) -> None:
     assert cached.sample_rate == fresh.sample_rate
     for name in ("sos_a", "sos_c", "sos_a_from_c"):
         assert np.array_equal(getattr(cached, name), getattr(fresh, name)), name  # bit for bit
@@ -187,17 +187,17 @@ def _same(cached: acoustics.WeightingFilters, fresh: acoustics.WeightingFilters)
         assert getattr(cached, name) == getattr(fresh, name), name
 
 
-def _no_design(sample_rate: int) -> acoustics.WeightingFilters:
+def _no_design(sample_rate: int) -> iec61672.WeightingFilters:
     raise AssertionError("designed although a usable cache was there")
 
 
 def test_cached_design_equals_a_fresh_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fresh = acoustics.design_weighting_filters(RATE)
-    first = filtercache.weighting_filters(RATE, tmp_path)
+    fresh = iec61672.design_weighting_filters(RATE)
+    first = filter_cache.weighting_filters(RATE, tmp_path)
     _same(first, fresh)
-    assert filtercache.cache_path(RATE, tmp_path).is_file()
-    monkeypatch.setattr(filtercache, "design_weighting_filters", _no_design)
-    _same(filtercache.weighting_filters(RATE, tmp_path), fresh)  # read back, not designed
+    assert filter_cache.cache_path(RATE, tmp_path).is_file()
+    monkeypatch.setattr(filter_cache, "design_weighting_filters", _no_design)
+    _same(filter_cache.weighting_filters(RATE, tmp_path), fresh)  # read back, not designed
 
 
 @pytest.mark.parametrize(
@@ -214,34 +214,34 @@ def test_cached_design_equals_a_fresh_one(tmp_path: Path, monkeypatch: pytest.Mo
     ],
 )
 def test_corrupt_cache_falls_back_to_designing(tmp_path: Path, content: str) -> None:
-    path = filtercache.cache_path(RATE, tmp_path)
+    path = filter_cache.cache_path(RATE, tmp_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content)
-    _same(filtercache.weighting_filters(RATE, tmp_path), acoustics.design_weighting_filters(RATE))
+    _same(filter_cache.weighting_filters(RATE, tmp_path), iec61672.design_weighting_filters(RATE))
     assert json.loads(path.read_text())["sample_rate"] == RATE  # rewritten whole
 
 
 def test_unwritable_cache_directory_still_designs(tmp_path: Path) -> None:
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    _same(filtercache.weighting_filters(RATE, blocked / "cache"), acoustics.design_weighting_filters(RATE))
+    _same(filter_cache.weighting_filters(RATE, blocked / "cache"), iec61672.design_weighting_filters(RATE))
 
 
 def test_cache_file_names_the_design_it_holds(tmp_path: Path) -> None:
     # A changed acoustics module (or numpy/scipy) means another file: an old design is never read.
-    assert filtercache.fingerprint() in filtercache.cache_path(RATE, tmp_path).name
-    assert filtercache.cache_path(RATE, tmp_path) != filtercache.cache_path(44_100, tmp_path)
+    assert filter_cache.fingerprint() in filter_cache.cache_path(RATE, tmp_path).name
+    assert filter_cache.cache_path(RATE, tmp_path) != filter_cache.cache_path(44_100, tmp_path)
 
 
 def test_unsupported_rate_is_not_cached(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sample rate"):
-        filtercache.weighting_filters(1000, tmp_path)
+        filter_cache.weighting_filters(1000, tmp_path)
     assert not list(tmp_path.iterdir())
 
 
 def test_meter_refuses_filters_of_another_rate() -> None:
     with pytest.raises(ValueError, match="44100 Hz, not 48000 Hz"):
-        acoustics.SoundLevelMeter(RATE, filters=acoustics.design_weighting_filters(44_100))
+        iec61672.SoundLevelMeter(RATE, filters=iec61672.design_weighting_filters(44_100))
 
 
 def _levels_output(wav: Path) -> str:
@@ -262,8 +262,8 @@ def test_levels_reads_the_cache_and_prints_the_same(tmp_path: Path, monkeypatch:
         tone = 0.1 * np.sin(2 * np.pi * 1000 * np.arange(RATE) / RATE)
         out.writeframes((tone * 32767).astype("<i2").tobytes())
     designed = _levels_output(wav)  # designs, and caches
-    assert filtercache.cache_path(RATE, tmp_path / "cache" / "minewatch").is_file()
-    monkeypatch.setattr(filtercache, "design_weighting_filters", _no_design)
+    assert filter_cache.cache_path(RATE, tmp_path / "cache" / "minewatch").is_file()
+    monkeypatch.setattr(filter_cache, "design_weighting_filters", _no_design)
     assert _levels_output(wav) == designed
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from monitor.errors import StoreError
-from monitor.store import (
+from monitor.journal.store import (
     _SOUND_ROW,
     GENESIS,
     SCHEMA_VERSION,
@@ -26,7 +26,7 @@ from monitor.store import (
     sound_record,
     to_us,
 )
-from monitor.wire import payload_of
+from monitor.wire.codec import payload_of
 from rules.model import (
     Finding,
     FindingKind,

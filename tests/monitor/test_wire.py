@@ -12,7 +12,7 @@ import pytest
 
 from monitor.config import parse_config
 from monitor.errors import DecodeError
-from monitor.wire import (
+from monitor.wire.codec import (
     AudioBlock,
     BandLevels,
     Limits,
@@ -23,7 +23,7 @@ from monitor.wire import (
     parse_topic,
     parse_ts,
 )
-from monitor.wire_levels import quick_levels
+from monitor.wire.quick_levels import quick_levels
 from rules.model import (
     Blast,
     BlastNotice,
@@ -570,7 +570,7 @@ def test_hostile_times_leave_no_memory_behind() -> None:
     import gc
     import tracemalloc
 
-    from monitor.wire import MAX_TIME_CHARS, _rfc3339_utc
+    from monitor.wire.codec import MAX_TIME_CHARS, _rfc3339_utc
 
     topic = f"{P}/sensors/n1/levels"
     payloads = [json.dumps({**LEVELS, "ts": padded_ts(1_000_000 + i)}).encode() for i in range(150)]

@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from monitor.errors import DecodeError
-from monitor.wire import decode
-from monitor.wire_levels import Parsed, predecode
+from monitor.wire.codec import decode
+from monitor.wire.quick_levels import Parsed, predecode
 from rules.model import SoundLevels
 from tests.monitor.test_wire import DEFAULT_LIMITS, LEVELS, NOW, SITES, P
 

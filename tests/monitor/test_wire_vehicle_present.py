@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from monitor.errors import DecodeError
-from monitor.wire import decode, encode
+from monitor.wire.codec import decode, encode
 from rules.model import VEHICLE_PRESENT, GenericEvent, VehiclePresence
 from tests.monitor.test_wire import DEFAULT_LIMITS, NOW, SITES, P
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from monitor.config import load_config
+from monitor.daemon.workers import Partition, Supervisor, parse_partition
 from monitor.errors import UsageError
-from monitor.wire import encode
-from monitor.workers import Partition, Supervisor, parse_partition
+from monitor.wire.codec import encode
 from rules.model import SoundLevels
 from tests.daemon_harness import Client, Daemon, store_count, wait_until, write_config
 from tests.servers import Mosquitto
@@ -369,8 +369,8 @@ def test_alerts_of_every_worker_delivered_once_by_the_leader(tmp_path: Path, mos
 
 def test_a_worker_announces_only_its_own_sites_notice_changes(tmp_path: Path) -> None:
     """A change made with `minewatch notices` is announced by the worker owning the notice's site."""
-    from monitor.notices import NoticeBook
-    from monitor.store import Store
+    from monitor.journal.store import Store
+    from monitor.notify.notices import NoticeBook
     from tests.monitor.test_notices import (
         SITE,
         local,

@@ -174,8 +174,8 @@ def test_minute_cache_follows_the_chain_to_late_and_new_seconds(tmp_path: object
     from datetime import UTC, datetime, timedelta
     from pathlib import Path
 
+    from monitor.journal.store import Store, to_us
     from monitor.portal.data import MinuteCache
-    from monitor.store import Store, to_us
     from rules.model import SoundLevels
 
     assert isinstance(tmp_path, Path)
@@ -239,7 +239,7 @@ def day_store(tmp_path: object) -> tuple[Any, Any, Any]:
     from datetime import date
     from pathlib import Path
 
-    from monitor.store import Store
+    from monitor.journal.store import Store
     from rules.model import SoundLevels
 
     assert isinstance(tmp_path, Path)
@@ -314,8 +314,8 @@ def test_findings_cache_follows_new_and_retracted_findings(tmp_path: object) -> 
     revision of one included, and only for the window and site they belong to."""
     import json
 
+    from monitor.journal.store import Store
     from monitor.portal.data import Portal, local_day
-    from monitor.store import Store
     from rules.model import Finding, FindingKind
 
     config, _put, day = day_store(tmp_path)

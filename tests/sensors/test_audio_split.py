@@ -17,9 +17,9 @@ import numpy as np
 import paho.mqtt.client as mqtt
 import pytest
 
-from monitor.acoustics import SoundLevelMeter
+from monitor.acoustics.iec61672 import SoundLevelMeter
 from monitor.config import load_config
-from monitor.wire import AudioBlock, Limits, decode, encode
+from monitor.wire.codec import AudioBlock, Limits, decode, encode
 from sensors.link import Link
 from sensors.publisher import BROKER_MAX_PACKET_BYTES, Publisher, split_audio
 from sensors.queue import MemoryQueue

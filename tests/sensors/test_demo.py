@@ -10,7 +10,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from monitor.demo import EXPECTED, MARKER, run_demo
+from monitor.demo.runner import EXPECTED, MARKER, run_demo
 
 
 def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.demo import MARKER, _site_config, demo_day, prepare_out_dir, run_demo
+from monitor.demo.runner import MARKER, _site_config, demo_day, prepare_out_dir, run_demo
 from monitor.errors import UsageError
 
 

@@ -1,4 +1,4 @@
-"""`minewatch sensor sound|light` against a real Mosquitto: what arrives decodes with monitor.wire."""
+"""`minewatch sensor sound|light` against a real Mosquitto: what arrives decodes with monitor.wire.codec."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 
 from monitor.cli import main
 from monitor.config import load_config
-from monitor.wire import Limits, decode
+from monitor.wire.codec import Limits, decode
 from rules.model import LightSummary, SensorStatus, SoundLevels
 from sensors.sound import SoundProcessor, Trigger
 from tests.sensors.conftest import Subscriber, site_config, wait_for

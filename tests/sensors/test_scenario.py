@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from monitor.config import load_config
-from monitor.wire import AudioBlock, decode, encode
+from monitor.wire.codec import AudioBlock, decode, encode
 from rules.model import LightSummary, SoundLevels
 from sensors.scenario import (
     ScenarioError,

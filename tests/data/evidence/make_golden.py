@@ -21,8 +21,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from monitor.evidence import export_bundle
-from monitor.notices import NoticeBook
-from monitor.store import Store
+from monitor.journal.store import Store
+from monitor.notify.notices import NoticeBook
 from rules.profile import load_profile
 from tests.monitor.test_evidence import SITE, T0, WINDOW, _finding, build_site
 

@@ -1,0 +1,32 @@
+"""Where the commands may write: checked before any work, refused in one line (UsageError).
+
+No command overwrites a file or deletes a folder that minewatch did not create. A file the
+user names with ``--out`` must not exist yet, unless ``--force`` says to replace it; its folder
+must exist and be writable. (Output folders of `minewatch demo`: monitor.demo.runner.prepare_out_dir.)
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from monitor.errors import UsageError
+
+
+def new_file(text: str, *, force: bool, option: str = "--out") -> Path:
+    """The path of a file to (re)write, after the checks above."""
+    path = Path(text)
+    if path.is_dir():
+        raise UsageError(f"{option} {text}: is a folder; give a file name inside it")
+    folder = path.parent
+    if not folder.exists():
+        raise UsageError(f"{option} {text}: folder {folder} does not exist; create it or choose another path")
+    if not folder.is_dir():
+        raise UsageError(f"{option} {text}: {folder} is not a folder")
+    if path.exists() and not force:
+        raise UsageError(
+            f"{option} {text}: the file exists; choose another name, or add --force to replace it"
+        )
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{option} {text}: cannot write in {folder} (permission denied)")
+    return path

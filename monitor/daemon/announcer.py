@@ -1,0 +1,205 @@
+"""What the daemon tells the world after judging: findings, notices, early warnings, status, anchors.
+
+Everything here is written in the caller's transaction (store records, alerts, InfluxDB
+points) and the MQTT messages are queued in ``Outgoing``, published only once the
+transaction has committed (``Outgoing.flush``): a message never announces what a
+rollback took back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+import rules
+from monitor.daemon.recent_sound import floor_minute
+from monitor.daemon.site_state import SiteState, site_data
+from monitor.daemon.site_status import site_status  # the retained status message (also `minewatch status`)
+from monitor.influx import points
+from monitor.influx.points import WritePoint
+from monitor.journal.store import Store
+from monitor.notify.alerts import Alert, AlertBook
+from monitor.notify.notices import NoticeBook, NoticeEvent
+from monitor.notify.render import notice_payload_json
+from monitor.wire.canonical import to_us
+from monitor.wire.codec import finding_to_json, format_ts, output_topic
+from rules.model import Finding, FindingKind
+
+log = logging.getLogger("minewatch.pipeline")
+
+TOWN_KINDS = frozenset(
+    {
+        FindingKind.VIOLATION,
+        FindingKind.SAFETY_EXCEPTION,
+        FindingKind.UNREPORTED_BLAST,
+    }
+)
+EVENT_REF_KINDS = frozenset({"blast", "blast-notice", "truck", "work", "temporary-lighting", "event"})
+Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
+
+
+def _json(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":"), default=str).encode()
+
+
+class Outgoing:
+    """The MQTT messages of the current transaction, published after it commits."""
+
+    def __init__(self, prefix: str, publish: Publish) -> None:
+        self.prefix = prefix
+        self.publish = publish
+        self.messages: list[tuple[str, bytes, bool]] = []
+
+    def add(self, site: str, kind: str, body: Mapping[str, Any], *, retain: bool = False) -> None:
+        self.add_payload(site, kind, _json(body), retain=retain)
+
+    def add_payload(self, site: str, kind: str, payload: bytes, *, retain: bool = False) -> None:
+        self.messages.append((output_topic(site, kind, self.prefix), payload, retain))
+
+    def clear(self) -> None:
+        self.messages.clear()
+
+    def flush(self) -> None:
+        outgoing, self.messages = self.messages, []
+        for topic, payload, retain in outgoing:
+            try:
+                self.publish(topic, payload, retain)
+            except Exception as exc:  # an output failure must not stop ingestion; the store has it
+                log.error("Could not publish to %r: %s", topic, exc)
+
+
+class Announcer:
+    def __init__(
+        self,
+        store: Store,
+        alerts: AlertBook,
+        notices: NoticeBook,
+        outgoing: Outgoing,
+        write_point: WritePoint,
+    ) -> None:
+        self.store = store
+        self.alerts = alerts
+        self.notices = notices
+        self.outgoing = outgoing
+        self.write_point = write_point
+
+    # ------------------------------------------------------------------ findings
+
+    def record_findings(
+        self, state: SiteState, minute: datetime, findings: list[Finding], now: datetime
+    ) -> int:
+        """Store a judged minute's findings, announce the new and changed ones, retract the withdrawn.
+
+        Returns how many findings (or revisions) were stored.
+        """
+        site = state.config.id
+        window = f"{site}|{to_us(minute)}"
+        previous = set(json.loads(self.store.meta(f"window:{window}") or "[]"))
+        current = {f.id for f in findings}
+        stored: list[Finding] = []
+        for finding in findings:
+            if not self.store.append_finding(finding, now):
+                continue
+            stored.append(finding)
+            # A revision (the minute re-judged with late data) is published, not alerted again:
+            # people were told of the finding when it was made.
+            self._announce(site, finding, now, alert=finding.id not in previous)
+        # Violation episodes open notices (section 13.3.A) or continue / escalate them.
+        for event in self.notices.on_findings(state.config, state.profile, stored, now):
+            self.notice_event(event, now)
+        for gone in previous - current:
+            self._retract(site, gone, now)
+        if current != previous:
+            self.store.set_meta(f"window:{window}", json.dumps(sorted(current)))
+        return len(stored)
+
+    def _retract(self, site: str, finding_id: str, now: datetime) -> None:
+        finding = self.store.latest_finding(finding_id)
+        if finding is None:
+            return
+        if self.store.append_finding(finding, now, retracted=True):
+            self.outgoing.add(site, "findings", {**finding_to_json(finding), "retracted": True})
+
+    def _announce(self, site: str, finding: Finding, now: datetime, *, alert: bool) -> None:
+        body = finding_to_json(finding)
+        self.outgoing.add(site, "findings", body)
+        self.write_point(points.findings, finding)
+        if finding.kind is FindingKind.VIOLATION:
+            self.outgoing.add(site, "violations", body)
+        if not alert:
+            return
+        sensors = ",".join(finding.sensors)
+        if finding.kind in TOWN_KINDS:
+            # One alert per standard, sensors and event while it keeps recurring (a noisy half
+            # hour is one alert, not thirty); AlertBook clears it after min_gap_s of quiet.
+            events = ",".join(r for r in finding.refs if r.split(":")[0] in EVENT_REF_KINDS)
+            condition = f"{finding.kind.value}:{finding.standard}:{sensors}:{events}"
+            severity = "violation" if finding.kind is FindingKind.VIOLATION else "notice"
+            audiences = ("town", "operator")
+            self.alerts.raise_(
+                Alert(site, audiences, finding.kind.value, severity, condition, finding.summary, body), now
+            )
+        elif finding.kind is FindingKind.WARNING:
+            condition = f"warning:{finding.standard}:{sensors}"
+            self.alerts.raise_(
+                Alert(site, ("operator",), "warning", "warning", condition, finding.summary, body), now
+            )
+
+    def notice_event(self, event: NoticeEvent, now: datetime) -> None:
+        """A notice change: alerted (never deduplicated) and its payload on …/{site}/notices."""
+        self.alerts.raise_(event.alert, now, dedupe=False)
+        self.outgoing.add_payload(event.site, "notices", notice_payload_json(event.payload))
+
+    def early_warnings(self, state: SiteState, now: datetime) -> None:
+        """Operator alerts for what is approaching a limit, once per warning and minute."""
+        minute = floor_minute(now)
+        data = site_data(state, self.store, minute, now)
+        for finding in rules.early_warnings(state.config.context(), state.profile, data, now):
+            key = (finding.id, minute)
+            if key in state.warned_minutes:
+                continue
+            state.warned_minutes.add(key)
+            condition = f"early:{finding.standard}:{','.join(finding.sensors)}"
+            alert = Alert(
+                state.config.id,
+                ("operator",),
+                "early_warning",
+                "warning",
+                condition,
+                finding.summary,
+                finding_to_json(finding),
+            )
+            self.alerts.raise_(alert, now)
+        state.warned_minutes = {k for k in state.warned_minutes if k[1] >= minute - timedelta(hours=1)}
+
+    # ------------------------------------------------------------------ periodic messages
+
+    def status(self, state: SiteState, now: datetime, interval_s: float) -> None:
+        """The retained …/status, at most every ``interval_s``."""
+        if state.last_status and (now - state.last_status).total_seconds() < interval_s:
+            return
+        state.last_status = now
+        online = {s: h.online for s, h in state.health.items()}
+        body = site_status(self.store, state.config, now, online)
+        self.outgoing.add(state.config.id, "status", body, retain=True)
+
+    def anchor(self, state: SiteState, now: datetime, interval_s: float) -> None:
+        """The chain head, at most every ``interval_s``: recorded, retained on …/anchors, told the town."""
+        if state.last_anchor and (now - state.last_anchor).total_seconds() < interval_s:
+            return
+        state.last_anchor = now
+        site = state.config.id
+        seq, head = self.store.head(site)
+        if seq == 0:
+            return
+        self.store.record_anchor(site, seq, head, now)
+        self.store.restate_config(site, now)  # first entry after the anchor: every evidence segment holds it
+        body = {"site": site, "seq": seq, "head": head, "ts": format_ts(now)}
+        self.outgoing.add(site, "anchors", body, retain=True)
+        message = f"Evidence chain of {site} at record {seq}: {head}"
+        self.alerts.raise_(
+            Alert(site, ("town",), "anchor", "info", f"anchor:{seq}", message, body), now, dedupe=False
+        )

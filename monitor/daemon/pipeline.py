@@ -1,0 +1,792 @@
+"""The daemon's pipeline: wires the parts and schedules their work, in one place.
+
+    broker ──► ingest.MqttLink ──► ingest.Handoff ──► Pipeline.handle_batch (one thread)
+               (levels decoded ahead: wire_levels.predecode)  │
+          wire.decode ──┬── rejected ──► store.rejections ─────────────────► …/{site}/rejected
+                        │               (rejections: who it is journaled under, rate-limited log)
+                        └── accepted ──► audio (audio.AudioStreams) / bands ─► SoundLevels
+                                         (health.calibrated: the sensor's calibration offset)
+                                         store.append_* (+ hash chain, + Influx outbox: points.*)
+                                         recent.RecentSound, sitestate (what the rules read)
+                                         ─── COMMIT ──► ack to broker
+          Pipeline.tick (after each batch, and on idle):
+             closed minutes ─► rules.evaluate_site ─► announce.Announcer: findings ─► store,
+                               …/violations, …/findings, alerts (alerts.Alert), notices
+             early warnings, sensor health (health.HealthWatch), retained …/status,
+             chain anchors …/anchors (announce.Announcer)
+    outbox ──► influx.InfluxForwarder (own thread) ──► InfluxDB
+
+Start order: store and outputs first, then the broker subscription, so nothing
+is received before its consumer exists. Shutdown in reverse: stop accepting,
+finish the messages in hand, flush the outbox, disconnect (see ``run``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import FrameType
+from typing import Any, NamedTuple, ParamSpec
+
+import rules
+from monitor.acoustics import iec61672
+from monitor.config import Config
+from monitor.daemon import minute_closing
+from monitor.daemon.announcer import Announcer, Outgoing, Publish
+from monitor.daemon.clock import Clock
+from monitor.daemon.ingest import Handoff, Inbound, MqttLink
+from monitor.daemon.recent_sound import MINUTE, floor_minute
+from monitor.daemon.rejections import UNATTRIBUTED_SITE, LogGate, sender_of
+from monitor.daemon.sensor_health import HealthWatch, calibrated
+from monitor.daemon.site_state import NEVER, SiteState, site_data
+from monitor.daemon.workers import Partition
+from monitor.errors import DecodeError
+from monitor.evidence import evidence_texts
+from monitor.influx import points
+from monitor.influx.client import InfluxForwarder
+from monitor.influx.outbox import Outbox
+from monitor.journal.store import READING_KIND, Store, levels_digest
+from monitor.notify.alerts import AlertBook
+from monitor.notify.delivery import Deliveries, DeliveryWorker
+from monitor.notify.notices import NoticeBook
+from monitor.process_settings import freeze_startup_objects
+from monitor.wire.canonical import from_us
+from monitor.wire.codec import (
+    AudioBlock,
+    BandLevels,
+    Limits,
+    Message,
+    check_time,
+    decode,
+    format_ts,
+    payload_of,
+)
+from monitor.wire.link_state import META_KEY, LinkRecorder, LoginRefused
+from monitor.wire.quick_levels import Parsed, levels_sender, predecode
+from rules.model import (
+    Event,
+    Finding,
+    LightSummary,
+    SensorStatus,
+    SoundLevels,
+    TemporaryLighting,
+    TurbidityReading,
+    WeatherReading,
+    WorkPeriod,
+)
+from rules.profile import load_profile
+
+log = logging.getLogger("minewatch.pipeline")
+P = ParamSpec("P")
+
+BATCH_LIMIT = 10_000  # messages per transaction: one commit (one fsync) amortised over many
+PRUNE_INTERVAL = timedelta(hours=1)
+QUIET_S = 10.0  # wall seconds without a reading for a site (input up, none in hand): as complete as it gets
+REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
+MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
+
+
+@dataclass
+class Counters:
+    received: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    conflicts: int = 0  # duplicates whose content differs from the kept reading (journaled)
+    rejected: int = 0
+    late: int = 0
+    findings: int = 0
+    lock_wait_s: float = 0.0  # waiting for the store's write lock (other writers: workers, the CLI)
+    by_reason: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+class Prepared(NamedTuple):
+    """A message as ``Pipeline._prepare`` leaves it for the write transaction."""
+
+    message: Inbound
+    decoded: Message | DecodeError  # the error: rejected, nothing of it stored
+    source: str | None = None  # a sound record's source ("levels", "bands"): decoded is its SoundLevels
+    digest: str | None = None  # that record's digest (store.levels_digest)
+
+
+class PendingSound(NamedTuple):
+    """A sound record accepted in the batch, written with the others at its end (``_flush_sound``)."""
+
+    state: SiteState
+    levels: SoundLevels
+    source: str
+    late: bool
+    minute: datetime
+    digest: str | None  # computed before the transaction, or None (the store computes it)
+
+
+class Judgement(NamedTuple):
+    """``Pipeline._judge``'s result for a site, recorded by ``Pipeline._record``."""
+
+    findings: list[tuple[datetime, list[Finding]]]  # per minute judged, in order
+    evaluated_until: datetime | None  # the site's progress once recorded (None: not judging yet)
+    final_until: datetime | None
+    rejudged: bool  # the touched minutes were judged again (their set is cleared on recording)
+
+
+class Pipeline:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        publish: Publish,
+        clock: Clock,
+        outbox_put: Callable[[Iterable[str]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.publish = publish
+        self.clock = clock
+        self.outbox_put = outbox_put
+        self.prefix = config.broker.topic_prefix
+        self.counters = Counters()
+        d = config.daemon
+        self._wall_limits = Limits(d.max_clock_skew_s, d.max_age_s, d.max_payload_bytes)
+        self.sites: dict[str, SiteState] = {}
+        self.site_configs = {s.id: s for s in config.owned_sites}
+        self._levels_senders: dict[str, tuple[str, str]] = {}  # topic -> (site, sensor), for predecode
+        # Where each site's data had got to: closing continues from there, and so does the
+        # data clock (without it "now" would fall back to the wall clock after a restart).
+        newest = {s.id: store.newest_data_end(s.id, [x.id for x in s.sensors]) for s in config.owned_sites}
+        for end in newest.values():
+            if end is not None:
+                clock.observe(end)
+        self.input_since: float | None = time.monotonic()  # input connected since (None: down)
+        self.input_pending = 0  # messages received and not yet handled
+        pruned = store.meta("pruned_before_us")
+        self.pruned_before: datetime | None = None if pruned is None else from_us(int(pruned))
+        now = clock.now()
+        for site in config.owned_sites:
+            profile = load_profile(site.profile, site.agreement)
+            self.sites[site.id] = SiteState.restore(site, profile, store, newest[site.id], now)
+        self.generic_kinds = {
+            s: frozenset(getattr(st.profile, "event_kinds", ())) for s, st in self.sites.items()
+        }
+        self.alerts = AlertBook(store, config.alerts, self._publish_alert)
+        self.health = HealthWatch(store, self.alerts, config.daemon, self._write_point)
+        self.notices = NoticeBook(store)
+        self.deliveries = Deliveries(store.conn, config)
+        # Every raised alert is queued for delivery in the same transaction that journals it.
+        self.alerts.listeners.append(lambda body: self._enqueue_delivery(body))
+        self.deliveries_pending = False
+        self.outgoing = Outgoing(self.prefix, publish)  # published after each commit
+        self.announcer = Announcer(store, self.alerts, self.notices, self.outgoing, self._write_point)
+        self.last_prune = NEVER
+        self.announce_sites: frozenset[str] | None = None  # notice changes of these sites only (a worker)
+        self._pending_sound: list[PendingSound] = []
+        self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
+        with store.batch():  # the profile and configuration every finding from now on is judged under
+            for site in config.owned_sites:
+                store.append_config_record(site.id, *evidence_texts(config, site), now)
+
+    # ------------------------------------------------------------------ messages
+
+    def limits(self) -> Limits:
+        if self.clock.mode != "data":
+            return self._wall_limits
+        # The data defines "now": nothing is in the future, and "too old" is measured
+        # from the newest accepted timestamp once there is one.
+        d = self.config.daemon
+        past = d.max_age_s if self.clock.data_now is not None else math.inf
+        return Limits(math.inf, past, d.max_payload_bytes)
+
+    def predecode(self, topic: str, payload: bytes) -> SoundLevels | Parsed | None:
+        """wire_levels.predecode for this configuration, from the network thread (its only caller)."""
+        sender = self._levels_senders.get(topic)
+        if sender is None:
+            sender = levels_sender(topic, self.site_configs, self.prefix)
+            if sender is None:
+                return None
+            self._levels_senders[topic] = sender  # configured sensors' topics only: bounded
+        return predecode(payload, *sender, self.config.daemon.max_payload_bytes)
+
+    def handle_batch(self, messages: Sequence[Inbound]) -> None:
+        """Decode, store and commit one batch; outputs go out only after the commit.
+
+        What needs no store is done before the write transaction (``_prepare``: decoding, the
+        time checks, a sound record's digest): other workers' batches take the store's write
+        lock meanwhile (docs/ARCHITECTURE.md, Workers).
+        """
+        try:
+            # One clock reading for the batch (a fraction of a second of messages): the
+            # time checks allow seconds, and in data-clock mode it only moves at the flush.
+            now = self.clock.now()
+            ready = [self._prepare(message, now) for message in messages]
+            asked = time.perf_counter()
+            with self.store.batch():
+                self.counters.lock_wait_s += time.perf_counter() - asked  # BEGIN IMMEDIATE's wait
+                for item in ready:
+                    self._apply(item, now)
+                self._flush_sound(self.clock.now())
+        except Exception:
+            # A bug on one message: redo the batch one savepoint per message, so that
+            # message alone is rolled back and rejected and the rest are kept.
+            log.exception("Internal error in a batch; retrying it message by message")
+            self.outgoing.clear()
+            self._pending_sound.clear()
+            self._forget_recent_sound()
+            with self.store.batch():
+                for message in messages:
+                    try:
+                        with self.store.savepoint():
+                            now = self.clock.now()
+                            self._apply(self._prepare(message, now), now)
+                            self._flush_sound(self.clock.now())
+                    except Exception as exc:  # a daemon never dies of one message
+                        self._pending_sound.clear()
+                        self._forget_recent_sound()
+                        log.exception("Internal error on a message on %r", message.topic)
+                        self._reject(
+                            message,
+                            f"internal error ({type(exc).__name__}); logged for the maintainers",
+                            "internal",
+                        )
+        self.outgoing.flush()
+
+    def _forget_recent_sound(self) -> None:
+        for state in self.sites.values():
+            state.recent.clear()  # reloaded from the store as needed
+
+    def _prepare(self, message: Inbound, now: datetime) -> Prepared:
+        """A message decoded and checked, without the store: a sound record with its digest."""
+        try:
+            decoded: Message
+            if isinstance(message.decoded, SoundLevels):  # a levels message decoded ahead, all but its time
+                check_time(message.decoded.ts, now, self.limits())
+                decoded = message.decoded
+            else:
+                decoded = decode(
+                    message.topic,
+                    message.payload,
+                    self.site_configs,
+                    now,
+                    self.limits(),
+                    self.generic_kinds,
+                    self.prefix,
+                    message.decoded,  # parsed ahead (None if not): not parsed again
+                )
+        except DecodeError as exc:
+            return Prepared(message, exc)
+        if isinstance(decoded, BandLevels):
+            la, lc, lz = iec61672.levels_from_bands(decoded.bands)
+            # A spectrum carries no time structure: LAFmax and LCpeak are their lower
+            # bounds (the A and C energy levels), so only the LAeq-based rules use bands fully.
+            levels = SoundLevels(
+                decoded.site, decoded.sensor, decoded.ts, decoded.duration_s, la, la, lc, LCeq=lc, LZeq=lz
+            )
+            return Prepared(message, levels, "bands", levels_digest(levels, "bands"))
+        if isinstance(decoded, SoundLevels):
+            levels = calibrated(decoded, self.sites[decoded.site].offsets.get(decoded.sensor))
+            return Prepared(message, levels, "levels", levels_digest(levels, "levels"))
+        return Prepared(message, decoded)
+
+    def _apply(self, item: Prepared, now: datetime) -> None:
+        """Store a prepared message (in the batch's transaction), or reject it."""
+        self.counters.received += 1
+        decoded = item.decoded
+        if isinstance(decoded, DecodeError):  # raised before anything of the message was written
+            self._reject(item.message, str(decoded), decoded.field)
+            return
+        state = self.sites[decoded.site]
+        try:
+            if item.source is not None:
+                assert isinstance(decoded, SoundLevels)
+                self._accept_sound(state, decoded, item.source, now, item.digest)
+            elif isinstance(decoded, AudioBlock):
+                self._accept_audio(state, decoded, now)
+            elif isinstance(decoded, LightSummary | WeatherReading | TurbidityReading | SensorStatus):
+                self._accept_reading(state, decoded, now)
+            else:
+                assert not isinstance(decoded, SoundLevels | BandLevels)
+                self._accept_event(state, decoded, now)
+        except DecodeError as exc:  # a conflicting event id: nothing of the message written
+            self._reject(item.message, str(exc), exc.field)
+
+    def _reject(self, message: Inbound, reason: str, field_name: str) -> None:
+        now = self.clock.now()
+        self.counters.rejected += 1
+        field_key = field_name or "payload"
+        if field_key not in self.counters.by_reason and len(self.counters.by_reason) >= MAX_REASON_KEYS:
+            field_key = "other"  # field names come from the payload: the table stays bounded
+        self.counters.by_reason[field_key] += 1
+        site, sensor = sender_of(message.topic, self.prefix, self.site_configs)
+        excerpt = message.payload[:200].decode("utf-8", "replace")
+        self.store.append_rejection(site, message.topic, reason, excerpt, now)
+        self._write_point(points.rejections, site, message.topic, reason, now)
+        body = {"ts": format_ts(now), "topic": message.topic, "reason": reason, "excerpt": excerpt}
+        # Not a configured site's: published on the "_" level, where the town reads it too.
+        self.outgoing.add(UNATTRIBUTED_SITE if site == "*" else site, "rejected", body)
+        self.log_gate.rejection(site, sensor, field_name, message.topic, reason)
+
+    def _count_duplicate(self, site: str, sensor: str, kind: str, ts: datetime, journaled: bool) -> None:
+        """Count a resend of a kept reading (a duplicate either way); a conflict if its content differs."""
+        self.counters.duplicates += 1
+        if journaled:
+            self.counters.conflicts += 1
+            self.log_gate.conflict(site, sensor, kind, ts)
+
+    def _count_if_late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
+        """Whether data for ``minute`` is late (``_is_late``); a late one is counted.
+
+        The site's first reading starts its judging at its minute (``_start_judging``).
+        """
+        if state.evaluated_until is None:
+            self._start_judging(state, minute)
+            return False
+        late = self._is_late(state, minute, now)
+        if late:
+            self.counters.late += 1
+        return late
+
+    @staticmethod
+    def _start_judging(state: SiteState, minute: datetime) -> None:
+        state.evaluated_until = minute
+        state.final_until = minute
+
+    def _is_late(self, state: SiteState, minute: datetime, now: datetime) -> bool:
+        """True if data for ``minute`` is late: the site's own data had moved on past the lateness.
+
+        In data time (``closing.is_late``): a backlog read in order after an outage is not
+        late. Late or not, a stored reading re-judges its minute if that was judged already
+        (``_touched``).
+        """
+        if state.evaluated_until is None or minute >= state.evaluated_until:
+            return False
+        return minute_closing.is_late(
+            minute, state.newest, now, timedelta(seconds=self.config.daemon.lateness_s)
+        )
+
+    @staticmethod
+    def _touched(state: SiteState, minute: datetime, reach: timedelta = timedelta(0)) -> None:
+        """A new reading was stored in ``minute``: re-judge the judged minutes that read it.
+
+        ``reach``: how far after ``minute`` a judgement still reads it. A sliding noise
+        window ending in the next minute reaches back into this one (the sound lookback).
+        """
+        if state.evaluated_until is None:
+            return
+        last = min(minute + reach, state.evaluated_until - MINUTE)
+        while minute <= last:
+            state.dirty_minutes.add(minute)
+            minute += MINUTE
+
+    def _heard_from(self, state: SiteState, sensor: str, ts: datetime, now: datetime) -> None:
+        """A reading of ``sensor`` was stored: its health moves on (``HealthWatch.heard``: a sensor
+        back online is journaled, written to the outbox and its offline alert cleared)."""
+        self.health.heard(state.config.id, sensor, state.health.get(sensor), ts, now)
+
+    def _accept_sound(
+        self, state: SiteState, levels: SoundLevels, source: str, now: datetime, digest: str | None = None
+    ) -> None:
+        # Queued and written together at the end of the message (or batch): the hot path.
+        minute = floor_minute(levels.ts)
+        late = self._count_if_late(state, minute, now)
+        self._pending_sound.append(PendingSound(state, levels, source, late, minute, digest))
+
+    def _flush_sound(self, now: datetime) -> None:
+        pending, self._pending_sound = self._pending_sound, []
+        if not pending:
+            return
+        touched = {(p.levels.site, p.minute) for p in pending}
+        for site, minute in touched:
+            self.sites[site].recent.ensure((minute,))  # before the store has the new readings
+        stored = self.store.append_sounds(
+            [(p.levels, p.source, p.late) for p in pending], now, [p.digest for p in pending]
+        )
+        receipt = time.monotonic()
+        ends: dict[tuple[datetime, float], datetime] = {}  # a batch holds a few distinct periods
+        for (state, levels, source, late, minute, _), new in zip(pending, stored, strict=True):
+            if not new:
+                conflict = self.store.sound_conflict(levels, source, now)
+                self._count_duplicate(levels.site, levels.sensor, "sound", levels.ts, conflict)
+                continue
+            self.counters.accepted += 1
+            state.recent.add(levels, minute)
+            self._touched(state, minute, state.margins("sound")[0])
+            end = ends.get((levels.ts, levels.duration_s))
+            if end is None:
+                end = ends[(levels.ts, levels.duration_s)] = levels.end
+                self.clock.observe(end)
+            state.last_receipt = receipt
+            if state.newest is None or end > state.newest:
+                state.newest = end
+            self._heard_from(state, levels.sensor, levels.ts, now)
+            self._write_point(points.sound, levels, late)
+
+    def _accept_audio(self, state: SiteState, block: AudioBlock, now: datetime) -> None:
+        block_row = (block.site, block.sensor, block.ts, block.seq, block.sample_rate, block.sample_format)
+        stored = self.store.append_audio(*block_row, block.pcm, now)
+        if not stored.stored:
+            conflict = self.store.audio_conflict(*block_row, block.pcm, now)
+            self._count_duplicate(block.site, block.sensor, "audio", block.ts, conflict)
+            return
+        sensor = state.config.sensor(block.sensor)
+        assert sensor is not None
+        offset = state.offsets.get(block.sensor)
+        for levels in state.audio.levels(block, sensor.calibration.full_scale_db):
+            self._accept_sound(state, calibrated(levels, offset), "audio", now)
+
+    def _accept_reading(
+        self,
+        state: SiteState,
+        reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
+        now: datetime,
+    ) -> None:
+        status = isinstance(reading, SensorStatus)  # a heartbeat has no minute to judge
+        late = False if status else self._count_if_late(state, floor_minute(reading.ts), now)
+        payload = payload_of(reading)
+        stored = self.store.append_reading(reading, payload, late=late, now=now)
+        if not stored.stored:
+            conflict = self.store.reading_conflict(reading, payload, now)
+            self._count_duplicate(
+                reading.site, reading.sensor, READING_KIND[type(reading)], reading.ts, conflict
+            )
+            return
+        self.counters.accepted += 1
+        self._heard_from(state, reading.sensor, reading.ts, now)
+        if isinstance(reading, SensorStatus):
+            self.health.on_status(state.config.id, reading, now)
+            return
+        self._touched(state, floor_minute(reading.ts))
+        self.clock.observe(reading.end)
+        state.last_receipt = time.monotonic()
+        if state.newest is None or reading.end > state.newest:
+            state.newest = reading.end
+        if isinstance(reading, LightSummary):
+            # Kept for the minutes still to be judged and those late data may re-judge.
+            judged = min(self.clock.now(), state.final_until or now)
+            state.cache_light(reading, judged, timedelta(seconds=self.config.daemon.lateness_s))
+        self._write_point(points.reading, reading, late)
+
+    def _accept_event(self, state: SiteState, event: Event, now: datetime) -> None:
+        payload = payload_of(event)
+        stored = self.store.append_event(event, payload, now)
+        if stored.conflict:
+            raise DecodeError("id", stored.conflict.removeprefix("id: "))
+        if not stored.stored:
+            self.counters.duplicates += 1
+            return
+        self.counters.accepted += 1
+        state.events.append(event)
+        when = points.event_time(event)
+        # An event can change the verdict on minutes already judged (a blast record
+        # arriving after the impulse, a work period declared afterwards).
+        if state.evaluated_until is not None:
+            lookback, lookahead = state.margins()
+            first = floor_minute(when - lookahead)
+            last = floor_minute(_event_end(event) + lookback)
+            minute = max(first, state.evaluated_until - timedelta(seconds=self.config.daemon.lateness_s))
+            while minute < min(last + MINUTE, state.evaluated_until):
+                state.dirty_minutes.add(minute)
+                minute += MINUTE
+        self._write_point(points.events, event)
+
+    # ------------------------------------------------------------------ periodic work
+
+    def tick(self) -> None:
+        if self.clock.mode == "data" and self.clock.data_now is None:
+            # No data, no time yet. Stamping the wall clock on the periodic work here would put
+            # the next anchor and status after a simulated past day's data, never reached.
+            return
+        now = self.clock.now()
+        # The rules read committed data and write nothing: they run before the write
+        # transaction, which other workers' batches take meanwhile.
+        judgements: dict[str, Judgement] = {}
+        for state in self.sites.values():
+            try:
+                judgements[state.config.id] = self._judge(state, now)
+            except Exception:  # one site's failure must not stop the others, or ingestion
+                log.exception("Judging site %r failed; retrying on the next tick", state.config.id)
+        with self.store.batch():
+            # Notice changes made by the town with `minewatch notices` (another process),
+            # and deliveries that gave up, are announced by the daemon, the chain's one writer.
+            for event in self.notices.take_announcements(now, self.announce_sites):
+                self.announcer.notice_event(event, now)
+            for failed in self.deliveries.claim_undeliverable():
+                self.alerts.raise_(failed.alert, now, dedupe=False)
+            for state in self.sites.values():
+                judgement = judgements.get(state.config.id)
+                if judgement is None:
+                    continue
+                try:
+                    with self.store.savepoint():
+                        self._record(state, judgement, now)
+                        self._check_silence(state, now)
+                        self.announcer.status(state, now, self.config.daemon.status_interval_s)
+                        self.announcer.anchor(state, now, self.config.daemon.anchor_interval_s)
+                except Exception:  # one site's failure must not stop the others, or ingestion
+                    log.exception(
+                        "Periodic work for site %r failed; retrying on the next tick", state.config.id
+                    )
+        self.outgoing.flush()
+        if now - self.last_prune >= PRUNE_INTERVAL:
+            self.last_prune = now
+            # Per-second readings expire after storage.retention_days; findings, events,
+            # notices and the chain (with the readings' digests) are kept.
+            removed = self.store.prune(now - timedelta(days=self.config.storage.retention_days))
+            self.pruned_before = now - timedelta(days=self.config.storage.retention_days)
+            if removed:
+                log.info("Pruned %d readings older than %g days", removed, self.config.storage.retention_days)
+
+    def _judge(self, state: SiteState, now: datetime) -> Judgement:
+        """The findings for the site's minutes that have closed (and the touched ones due again).
+
+        Reads the store and the site's recent data; changes nothing: ``_record`` keeps the
+        result, so a judgement that is not recorded (a failed transaction) is made again.
+        """
+        if state.evaluated_until is None or state.final_until is None:
+            return Judgement([], None, None, rejudged=False)
+        _, lookahead = state.margins()
+        closed = self._closed_until(state, now)
+        minutes: set[datetime] = set()
+        # Late data trickling into judged minutes re-judges them at most every few seconds,
+        # not once per batch.
+        rejudged = bool(state.dirty_minutes) and now - state.last_reevaluation >= REEVALUATION_INTERVAL
+        if rejudged:
+            minutes = self._rejudgeable(state, state.dirty_minutes)
+        m, f = state.evaluated_until, state.final_until
+        if closed is not None:
+            ready = floor_minute(closed)  # minutes before this have closed
+            while m + MINUTE <= ready:
+                minutes.add(m)
+                m += MINUTE
+            final_ready = floor_minute(closed - lookahead)
+            while f + MINUTE <= final_ready and f < m:
+                minutes.add(f)  # second look once the lookahead (late blast records, trucks) has passed
+                f += MINUTE
+        old_light = state.old_light(self.store, minutes)
+        findings = []
+        for minute in sorted(minutes):
+            data = site_data(state, self.store, minute, minute + MINUTE, old_light)
+            findings.append(
+                (
+                    minute,
+                    rules.evaluate_site(
+                        state.config.context(), state.profile, data, minute, minute + MINUTE, now
+                    ),
+                )
+            )
+        return Judgement(findings, m, f, rejudged)
+
+    def _record(self, state: SiteState, judgement: Judgement, now: datetime) -> None:
+        """Keep a judgement (``_judge``) in the store and move the site's progress on."""
+        if judgement.rejudged:
+            state.last_reevaluation = now
+            state.dirty_minutes.clear()
+        for minute, findings in judgement.findings:
+            self.counters.findings += self.announcer.record_findings(state, minute, findings, now)
+        m, f = judgement.evaluated_until, judgement.final_until
+        if m is None or f is None:
+            return
+        if m != state.evaluated_until or f != state.final_until:
+            state.evaluated_until, state.final_until = m, f
+            self.store.set_progress(state.config.id, m, f)
+        # Minutes before the final look's lookback are read again only for late data.
+        state.recent.forget_before(min(f, m) - state.margins("sound")[0] - MINUTE)
+        if now - state.last_warning_check >= REEVALUATION_INTERVAL:
+            state.last_warning_check = now
+            self.announcer.early_warnings(state, now)
+
+    def _closed_until(self, state: SiteState, now: datetime) -> datetime | None:
+        """Time before which the site's minutes are complete enough to judge (``closing.closed_until``).
+
+        Follows the data, not the wall clock: after an outage the broker's backlog is read
+        oldest first and each minute is judged once its data has been read, however long
+        the outage. "Quiet" (nothing for the site for QUIET_S wall seconds) counts only while
+        the input is connected, has nothing in hand and is not reading a backlog
+        (``closing.is_quiet``): until then the broker may still hold the site's data.
+        """
+        wall = time.monotonic()
+        stream = max((s.newest for s in self.sites.values() if s.newest is not None), default=None)
+        lateness = timedelta(seconds=self.config.daemon.lateness_s)
+        quiet = minute_closing.is_quiet(
+            site_silent_s=wall - state.last_receipt,
+            input_silent_s=wall - max(s.last_receipt for s in self.sites.values()),
+            connected_s=None if self.input_since is None else wall - self.input_since,
+            pending=self.input_pending,
+            live=self.clock.mode == "wall" and stream is not None and stream >= now - lateness,
+            quiet_s=QUIET_S,
+        )
+        return minute_closing.closed_until(state.newest, stream, now, lateness, quiet=quiet)
+
+    def set_input(self, connected: bool, pending: int) -> None:
+        """The input's state, from the run loop: connected to the broker, messages in hand."""
+        if not connected:
+            self.input_since = None
+        elif self.input_since is None:
+            self.input_since = time.monotonic()
+        self.input_pending = pending
+
+    def _rejudgeable(self, state: SiteState, dirty: set[datetime]) -> set[datetime]:
+        """The dirty minutes whose readings are still in the store (not pruned by retention)."""
+        if self.pruned_before is None:
+            return set(dirty)
+        floor = self.pruned_before + state.margins("sound")[0]
+        kept = {m for m in dirty if m >= floor}
+        if len(kept) < len(dirty):
+            log.warning(
+                "Site %s: %d minute(s) touched by late data are older than the retention"
+                " (readings before %s pruned); not re-judged",
+                state.config.id,
+                len(dirty) - len(kept),
+                format_ts(self.pruned_before),
+            )
+        return kept
+
+    def _enqueue_delivery(self, body: dict[str, Any]) -> None:
+        if self.deliveries.enqueue(body, self.clock.now()):
+            self.deliveries_pending = True
+
+    def _check_silence(self, state: SiteState, now: datetime) -> None:
+        if self.clock.mode == "data" and self.clock.data_now is None:
+            return  # no data yet: no "now" to measure silence against
+        self.health.check_silence(state.config, state.health, now)
+
+    # ------------------------------------------------------------------ outputs
+
+    def _write_point(self, make: Callable[P, str | None], /, *args: P.args, **kwargs: P.kwargs) -> None:
+        """Queue the InfluxDB point ``make(*args)`` (``monitor.influx.points``) in the outbox, in the current
+        transaction; without an outbox (no InfluxDB configured) no point is made."""
+        if self.outbox_put is None:
+            return
+        point = make(*args, **kwargs)
+        if point is not None:
+            self.outbox_put([point])
+
+    def _publish_alert(self, site: str, body: dict[str, Any]) -> None:
+        self.outgoing.add(site, "alerts", body)
+        self._write_point(points.alerts, site, body)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _event_end(event: Event) -> datetime:
+    if isinstance(event, WorkPeriod | TemporaryLighting):
+        return event.end
+    return points.event_time(event)
+
+
+# --------------------------------------------------------------------------- the process
+
+
+def run(
+    config: Config,
+    *,
+    stop: threading.Event | None = None,
+    install_signals: bool = True,
+    partition: Partition | None = None,
+) -> int:
+    """`minewatch run`: wire everything, run until SIGTERM/SIGINT (or ``stop``), shut down cleanly.
+
+    ``partition``: this process is one worker of several (monitor.daemon.workers), ``config`` already
+    narrowed to its sites; the outputs shared by all sites run in the leader only.
+    """
+    stop = stop or threading.Event()
+    if install_signals:
+
+        def _on_signal(signum: int, frame: FrameType | None) -> None:
+            log.info("Signal %d: shutting down", signum)
+            stop.set()
+
+        signal.signal(signal.SIGTERM, _on_signal)
+        signal.signal(signal.SIGINT, _on_signal)
+
+    # Outputs first: the store, the outbox and its forwarder exist before any message arrives.
+    store = Store(config.storage.path)
+    store.checkpoint_in_background()
+    forwarder = None
+    outbox_put = None
+    leader = partition is None or partition.leader
+    if config.storage.influxdb is not None:
+        outbox_put = Outbox(store.conn).put  # written inside the store's own transactions
+        if leader:  # one reader of the outbox, whoever wrote to it
+            # The forwarder reads the same table through a connection of its own thread.
+            forwarder = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
+            forwarder.start()
+    inbound = Handoff(config.daemon.queue_size)
+    prefix = config.broker.topic_prefix
+    sites = [s.id for s in config.owned_sites]
+    topics = [f"{prefix}/{s}/sensors/#" for s in sites] + [f"{prefix}/{s}/events/#" for s in sites]
+    clock = Clock(config.daemon.clock)
+
+    def publish(topic: str, payload: bytes, retain: bool) -> None:
+        link.publish(topic, payload, retain=retain)
+
+    pipeline = Pipeline(config, store, publish, clock, outbox_put)
+    if partition is not None:  # notice changes for the other workers' sites are theirs to announce
+        pipeline.announce_sites = frozenset(sites)
+    # A refused login stops the daemon (raised as LoginRefused below): no retry can fix it.
+    link: MqttLink = MqttLink(config.broker, topics, inbound, pipeline.predecode, lambda _: stop.set())
+    # "not connected since" for `status`: one row per worker
+    meta_key = META_KEY if partition is None else partition.link_key
+    link_record = LinkRecorder(link.watch, lambda _, value: store.set_meta(meta_key, value))
+    link_record.poll()
+    # One sender of the alert deliveries (the leader): with more, an alert would go out once each.
+    deliveries = DeliveryWorker(config.storage.path, config, publish, clock.now) if leader else None
+    if deliveries is not None:
+        deliveries.start()
+    freeze_startup_objects()
+    link.start()
+    log.info("minewatch running for %s; store %s", ", ".join(sites), config.storage.path)
+    last_tick = 0.0
+    try:
+        while not stop.is_set():
+            batch = inbound.take(timeout=0.2, limit=BATCH_LIMIT)
+            if batch:
+                pipeline.handle_batch(batch)
+                link.ack(batch)
+            if time.monotonic() - last_tick >= 1.0 or not batch:
+                # Minutes close on silence only while the broker is reachable and nothing
+                # is in hand: until then it may hold the sites' data (closing.py).
+                pipeline.set_input(link.client.is_connected(), len(inbound))
+                pipeline.tick()
+                last_tick = time.monotonic()
+            if pipeline.deliveries_pending:
+                pipeline.deliveries_pending = False
+                if deliveries is not None:  # else the leader finds them on its next round
+                    deliveries.wake()
+            link_record.poll()
+    finally:
+        # Reverse order: stop taking messages, finish those in hand, flush, disconnect.
+        link.stop_accepting()
+        rest = inbound.take(timeout=0.0, limit=len(inbound))
+        if rest:
+            pipeline.handle_batch(rest)
+            link.ack(rest)
+        pipeline.tick()
+        if deliveries is not None:  # what it could not send stays pending for the next start
+            deliveries.stop(timeout=5.0)
+        time.sleep(0.2)  # let paho send the last acks and publishes
+        link.close()
+        link_record.poll()
+        if forwarder is not None:
+            if not forwarder.flush(timeout=5.0):
+                log.warning("InfluxDB backlog not fully written; it stays in the outbox for the next start")
+            forwarder.close()
+        store.close()
+        c = pipeline.counters
+        log.info(
+            "Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings;"
+            " %.1f s waiting for the store's write lock",
+            c.received,
+            c.accepted,
+            c.duplicates,
+            c.rejected,
+            c.findings,
+            c.lock_wait_s,
+        )
+    if link.fatal is not None:
+        raise LoginRefused(link.fatal)
+    return 0

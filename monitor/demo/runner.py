@@ -1,0 +1,640 @@
+"""`minewatch demo`: a simulated site, a real broker, the daemon, notices and evidence, in one go.
+
+    Mosquitto (own port, own folder) ──► minewatch run (data clock) ◄── minewatch simulate
+                                              │
+                                              ▼
+            compliance summary, notices (HTML, PDF, plot), evidence bundle + verification
+
+Everything lands in one output folder. The daemon and the simulator run as the same
+commands an operator would run, in subprocesses; this module only orchestrates and reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+from zoneinfo import ZoneInfo
+
+from monitor.errors import UsageError
+
+if TYPE_CHECKING:
+    from monitor.config import Config, SiteConfig
+
+DEMO_CONFIG = "demo/dovre-demo.toml"  # package data of `sensors`
+SITE = "dovre-quarry"
+
+# The output folder is the demo's own: this file marks it, and only what the demo writes
+# (these names) is ever deleted, with --force. Anything else in the folder stops the demo.
+MARKER = ".minewatch-demo"
+OUTPUTS = frozenset(
+    {
+        MARKER,
+        "minewatch.toml",
+        "minewatch.db",
+        "minewatch.db-wal",
+        "minewatch.db-shm",
+        "minewatch.db-journal",
+        "mosquitto.log",
+        "daemon.log",
+        "portal.log",
+        "simulator.log",
+        "notices",
+        "evidence-dovre-quarry.zip",
+        "evidence-dovre-quarry.zip.partial",
+        "town-anchors.json",
+        "summary.json",
+    }
+)
+NOTICE_SUFFIXES = frozenset({".html", ".pdf", ".md", ".png", ".json"})
+# The web portal's demo accounts (name, role, password), printed when it starts; local only.
+DEMO_ACCOUNTS = (
+    ("operator", "operator", "demo-operator"),
+    ("town", "town", "demo-town"),
+    ("inspector", "inspector", "demo-inspector"),
+)
+
+# The demo's daemon accepts readings up to 400 days old (sensors/demo/dovre-demo.toml, max_age_s).
+OLDEST_DAY = timedelta(days=390)
+
+
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """A finding the demo scenario must produce (or must not)."""
+
+    label: str
+    sql: str  # counts matching current findings
+    want_some: bool = True
+
+
+# The scenario's story (sensors/scenarios/*.toml headers), as checks on the findings table.
+EXPECTED = (
+    Expectation(
+        "late blast without a safety reason (6.F)", "standard = 'blast_window' AND kind = 'violation'"
+    ),
+    Expectation("unreported blast (6.F)", "standard = 'unreported_blast' AND kind = 'unreported_blast'"),
+    Expectation("flashing light (6.C.3)", "standard = 'flashing_light' AND kind = 'violation'"),
+    Expectation("noise violation episode (6.D)", "standard = 'noise' AND kind = 'violation'"),
+    Expectation(
+        "truck peaks exempt, not violations (6.D)",
+        "standard IN ('noise', 'conveyor_noise') AND kind = 'exempt_exceedance' AND data LIKE '%truck%'",
+    ),
+    Expectation(
+        "blast peaks exempt, not violations (6.D)",
+        "standard IN ('noise', 'conveyor_noise') AND kind = 'exempt_exceedance' AND data LIKE '%blasting%'",
+    ),
+    Expectation(
+        "no noise violation explained by a truck or a blast",
+        "standard IN ('noise', 'conveyor_noise') AND kind = 'violation' "
+        'AND (data LIKE \'%"exemptions":["truck%\' OR data LIKE \'%"exemptions":["blasting%\')',
+        want_some=False,
+    ),
+)
+
+CURRENT_FINDINGS = (
+    "SELECT f.* FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings GROUP BY id) last"
+    " ON f.id = last.id AND f.revision = last.revision WHERE f.retracted = 0"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _say(out: TextIO, text: str) -> None:
+    print(text, file=out, flush=True)
+
+
+class Demo:
+    def __init__(
+        self,
+        out_dir: Path,
+        scenario: str,
+        speed: str,
+        seed: int | None,
+        stream: TextIO,
+        day: date,
+        serve: bool = False,
+    ) -> None:
+        self.serve = serve  # keep the portal running after the demo, until Ctrl-C
+        self.portal_port = _free_port()
+        self.portal_proc: subprocess.Popen[bytes] | None = None
+        self.out_dir = out_dir
+        self.scenario = scenario
+        self.speed = speed
+        self.seed = seed
+        self.stream = stream
+        self.day = day
+        # summary.json: what the console shows at the end, as data.
+        self.summary: dict[str, Any] = {
+            "scenario": scenario,
+            "date": day.isoformat(),
+            "speed": speed,
+            "seed": seed,
+            "site": SITE,
+            "ok": False,
+        }
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.broker_dir: Path | None = None
+        self.store = out_dir / "minewatch.db"
+        self.config = out_dir / "minewatch.toml"
+
+    # ------------------------------------------------------------------ processes
+
+    def _spawn(self, args: list[str], log: Path) -> subprocess.Popen[bytes]:
+        handle = open(log, "ab")  # noqa: SIM115 - the child owns it; closed when we exit
+        proc = subprocess.Popen(
+            args, stdout=handle, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1")
+        )
+        self.procs.append(proc)
+        return proc
+
+    def start_broker(self) -> int:
+        mosquitto = shutil.which("mosquitto") or (
+            "/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None
+        )
+        if mosquitto is None:
+            raise SystemExit(
+                "mosquitto is not installed: `apt-get install mosquitto` (deploy/demo.sh does it)"
+            )
+        port = _free_port()
+        folder = Path(tempfile.mkdtemp(prefix="minewatch-demo-broker-"))
+        self.broker_dir = folder  # made here, removed in stop_all
+        template = resources.files("sensors").joinpath("demo/mosquitto-demo.conf").read_text()
+        user = f"user {os.environ.get('USER') or 'root'}\n" if os.geteuid() == 0 else ""
+        conf = folder / "mosquitto.conf"
+        conf.write_text(template.replace("listener 1883 127.0.0.1", f"listener {port} 127.0.0.1") + user)
+        self._spawn([mosquitto, "-c", str(conf)], self.out_dir / "mosquitto.log")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    return port
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit(f"mosquitto did not start; see {self.out_dir / 'mosquitto.log'}")
+
+    def write_config(self, port: int) -> None:
+        text = resources.files("sensors").joinpath(DEMO_CONFIG).read_text()
+        text = text.replace('url = "mqtt://localhost:1883"', f'url = "mqtt://127.0.0.1:{port}"')
+        text = text.replace('path = "minewatch-demo.db"', f'path = "{self.store}"')
+        self.config.write_text(text + self._portal_section())
+
+    def _portal_section(self) -> str:
+        from monitor.portal.auth import hash_password
+
+        lines = [
+            "\n[portal]",
+            f"port = {self.portal_port}",
+            f'mqtt_client_id = "minewatch-demo-portal-{self.portal_port}"',
+        ]
+        for name, role, password in DEMO_ACCOUNTS:
+            lines += [
+                "[[portal.accounts]]",
+                f'name = "{name}"',
+                f'role = "{role}"',
+                f'password_hash = "{hash_password(password)}"',
+            ]
+        return "\n".join(lines) + "\n"
+
+    def start_portal(self) -> None:
+        self.portal_proc = self._spawn(
+            self.minewatch("serve", "--config", str(self.config)), self.out_dir / "portal.log"
+        )
+        url = f"http://127.0.0.1:{self.portal_port}/"
+        if not self._wait_log(self.out_dir / "portal.log", "minewatch portal on", 30):
+            _say(self.stream, f"portal      did not start; see {self.out_dir / 'portal.log'}")
+            return
+        accounts = ", ".join(f"{name} / {password}" for name, _, password in DEMO_ACCOUNTS)
+        _say(self.stream, f"portal      {url}  accounts (name / password): {accounts}")
+
+    def minewatch(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "monitor.cli", *args]
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> int:
+        started = time.monotonic()
+        port = self.start_broker()
+        self.write_config(port)
+        _say(self.stream, f"broker      Mosquitto on 127.0.0.1:{port}")
+        daemon = self._spawn(self.minewatch("run", "--config", str(self.config)), self.out_dir / "daemon.log")
+        if not self._wait_log(self.out_dir / "daemon.log", "Connected to", 30):
+            raise SystemExit(f"the daemon did not connect; see {self.out_dir / 'daemon.log'}")
+        _say(self.stream, f"daemon      minewatch run (store {self.store})")
+        self.start_portal()
+        sim_args = [
+            "simulate",
+            "--config",
+            str(self.config),
+            "--scenario",
+            self.scenario,
+            "--speed",
+            self.speed,
+            "--date",
+            self.day.isoformat(),
+        ]
+        if self.seed is not None:
+            sim_args += ["--seed", str(self.seed)]
+        simulator = self._spawn(self.minewatch(*sim_args), self.out_dir / "simulator.log")
+        _say(
+            self.stream,
+            f"simulator   minewatch simulate --scenario {self.scenario} --date {self.day}"
+            f" --speed {self.speed}",
+        )
+        while simulator.poll() is None:
+            time.sleep(2)
+            self._progress("publishing")
+        if simulator.returncode != 0:
+            raise SystemExit(f"the simulator failed; see {self.out_dir / 'simulator.log'}")
+        self._wait_for_daemon()
+        daemon.send_signal(signal.SIGTERM)
+        code = daemon.wait(60)
+        _say(self.stream, f"daemon      stopped (exit {code}) after {time.monotonic() - started:.0f} s")
+        ok = self.report()
+        self.artifacts()
+        self.summary["ok"] = ok and code == 0
+        self.summary["daemon_exit"] = code
+        _say(self.stream, f"\nEverything is in {self.out_dir}/ ({time.monotonic() - started:.0f} s in all).")
+        if self.serve:
+            _say(self.stream, f"portal      still at http://127.0.0.1:{self.portal_port}/ (Ctrl-C stops it)")
+            try:
+                while self.portal_proc is not None and self.portal_proc.poll() is None:
+                    time.sleep(1)
+            except KeyboardInterrupt:
+                pass
+        return 0 if ok and code == 0 else 1
+
+    def _wait_log(self, path: Path, text: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if path.exists() and text in path.read_text(errors="replace"):
+                time.sleep(0.5)  # the subscription follows the log line
+                return True
+            time.sleep(0.1)
+        return False
+
+    def _counts(self) -> tuple[int, str]:
+        try:
+            conn = sqlite3.connect(self.store, timeout=10)
+            try:
+                stored = sum(
+                    conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                    for t in ("sound", "readings", "events", "audio")
+                )
+                row = conn.execute(
+                    "SELECT evaluated_until_us FROM progress WHERE site = ?", (SITE,)
+                ).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return 0, "-"
+        judged = datetime.fromtimestamp(row[0] / 1e6, UTC).strftime("%Y-%m-%d %H:%M UTC") if row else "-"
+        return stored, judged
+
+    def _progress(self, phase: str) -> None:
+        stored, judged = self._counts()
+        _say(self.stream, f"  {phase:<11} daemon stored {stored:>7} records, judged up to {judged}")
+
+    def _wait_for_daemon(self) -> None:
+        """Until the daemon has taken in everything the simulator sent (the count stops moving)."""
+        last, still = -1, 0
+        while still < 3:
+            time.sleep(2)
+            stored, _ = self._counts()
+            still = still + 1 if stored == last else 0
+            last = stored
+            self._progress("catching up")
+
+    # ------------------------------------------------------------------ results
+
+    def report(self) -> bool:
+        conn = sqlite3.connect(self.store)
+        try:
+            rows = conn.execute(f"SELECT standard, section, kind FROM ({CURRENT_FINDINGS})").fetchall()
+            table = Counter((standard, section, kind) for standard, section, kind in rows)
+            _say(
+                self.stream, f"\nCompliance summary, site dovre-quarry, {self.day} (Town of Dovre ordinance)"
+            )
+            _say(self.stream, f"  {'standard':<22}{'section':<9}{'finding':<20}{'count':>6}")
+            self.summary["findings"] = []
+            for (standard, section, kind), n in sorted(table.items()):
+                _say(self.stream, f"  {standard:<22}{section:<9}{kind:<20}{n:>6}")
+                self.summary["findings"].append(
+                    {"standard": standard, "section": section, "finding": kind, "count": n}
+                )
+            _say(self.stream, "\nExpected findings")
+            ok = True
+            self.summary["expected"] = []
+            for expectation in EXPECTED:
+                n = conn.execute(
+                    f"SELECT COUNT(*) FROM ({CURRENT_FINDINGS}) WHERE {expectation.sql}"
+                ).fetchone()[0]
+                passed = (n > 0) == expectation.want_some
+                ok &= passed
+                _say(self.stream, f"  [{'ok' if passed else 'MISSING'}] {expectation.label} ({n})")
+                self.summary["expected"].append({"label": expectation.label, "count": n, "ok": passed})
+            notices = (
+                conn.execute(
+                    "SELECT id, standard, section, status, deadline_us FROM notices ORDER BY id"
+                ).fetchall()
+                if _has_table(conn, "notices")
+                else []
+            )
+            _say(self.stream, f"\nNotices of violation issued: {len(notices)}")
+            self.summary["notices"] = []
+            for notice_id, standard, section, status, deadline_us in notices:
+                deadline = datetime.fromtimestamp(deadline_us / 1e6, UTC).strftime("%Y-%m-%d")
+                _say(
+                    self.stream,
+                    f"  {notice_id}  {standard} (section {section})  {status}, cure by {deadline}",
+                )
+                self.summary["notices"].append(
+                    {
+                        "id": notice_id,
+                        "standard": standard,
+                        "section": section,
+                        "status": status,
+                        "cure_by": deadline,
+                    }
+                )
+            alerts = conn.execute("SELECT audience, COUNT(*) FROM alerts GROUP BY audience").fetchall()
+            _say(self.stream, "Alerts: " + ", ".join(f"{a or '-'} {n}" for a, n in alerts))
+            self.summary["alerts"] = {a or "-": n for a, n in alerts}
+            return ok
+        finally:
+            conn.close()
+
+    def artifacts(self) -> None:
+        from monitor.config import load_config
+        from monitor.evidence import export_bundle, load_anchors, verify_bundle
+        from monitor.notify.render import render_notice
+
+        config = load_config(self.config)
+        conn = sqlite3.connect(self.store)
+        try:
+            notice_ids = (
+                [r[0] for r in conn.execute("SELECT id FROM notices ORDER BY id")]
+                if _has_table(conn, "notices")
+                else []
+            )
+            notices_dir = self.out_dir / "notices"
+            notices_dir.mkdir(exist_ok=True)
+            for notice_id in notice_ids:
+                for fmt in ("html", "pdf", "md"):
+                    (notices_dir / f"{notice_id}.{fmt}").write_bytes(
+                        render_notice(conn, notice_id, fmt, config=config)
+                    )
+            plots = self._notice_plots(conn, notice_ids, notices_dir, config)
+            span = conn.execute("SELECT MIN(ts_us), MAX(ts_us) FROM sound WHERE site = ?", (SITE,)).fetchone()
+        finally:
+            conn.close()
+        _say(
+            self.stream, f"\nNotices written to {notices_dir}/ (HTML, PDF, Markdown; {plots} plot(s) as PNG)"
+        )
+        if not span or span[0] is None:
+            return
+        start = datetime.fromtimestamp(span[0] / 1e6, UTC).replace(second=0, microsecond=0)
+        end = datetime.fromtimestamp(span[1] / 1e6, UTC) + timedelta(minutes=1)
+        bundle = self.out_dir / "evidence-dovre-quarry.zip"
+        export_bundle(config, SITE, start, end, bundle)
+        # The heads the town received on <prefix>/<site>/anchors, as the town would keep them:
+        # verify holds the bundle against those, and says how much of it they prove.
+        anchors_file = self.out_dir / "town-anchors.json"
+        anchors_file.write_text(json.dumps(self._town_anchors(), indent=1) + "\n")
+        report = verify_bundle(bundle, load_anchors(anchors_file))
+        _say(self.stream, f"Evidence bundle {bundle} ({bundle.stat().st_size // 1024} KiB)")
+        rows = sum(report.rows_checked.values())
+        verdict = report.verdict().removeprefix(f"{bundle}: ")
+        _say(
+            self.stream,
+            f"  minewatch verify {bundle.name} --anchors {anchors_file.name}: {verdict}\n"
+            f"  ({report.files_checked} files, {rows} rows, {report.chain_links} chain links,"
+            f" {report.bundle_anchors} anchors)",
+        )
+        self.summary["evidence"] = {
+            "bundle": bundle.name,
+            "verify": verdict,
+            "files": report.files_checked,
+            "rows": rows,
+            "chain_links": report.chain_links,
+            "anchors": report.bundle_anchors,
+        }
+
+    def _town_anchors(self) -> list[dict[str, object]]:
+        """Every anchor the daemon published for the demo site: {site, seq, head, ts}."""
+        conn = sqlite3.connect(self.store)
+        try:
+            rows = conn.execute(
+                "SELECT site, seq, head, published_us FROM anchors WHERE site = ? ORDER BY seq", (SITE,)
+            ).fetchall()
+        finally:
+            conn.close()
+        return [
+            {"site": s, "seq": q, "head": h, "ts": datetime.fromtimestamp(t / 1e6, UTC).isoformat()}
+            for s, q, h, t in rows
+        ]
+
+    def _notice_plots(
+        self, conn: sqlite3.Connection, notice_ids: list[str], folder: Path, config: Config
+    ) -> int:
+        from monitor.notify.render import evidence_plot, load_notice
+        from rules.profile import load_profile
+
+        written = 0
+        for notice_id in notice_ids:
+            notice, _ = load_notice(conn, notice_id)
+            site = config.site(notice.site)
+            profile = load_profile(site.profile, site.agreement) if site else None
+            # With the site, only the exemptions that apply to the plotted sensor are shaded.
+            png = evidence_plot(conn, notice, site=site, profile=profile)
+            if png:
+                (folder / f"{notice_id}-levels.png").write_bytes(png)
+                written += 1
+        return written
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(15)
+        if self.broker_dir is not None:
+            shutil.rmtree(self.broker_dir, ignore_errors=True)
+            self.broker_dir = None
+
+
+def _has_table(conn: sqlite3.Connection, name: str) -> bool:
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        is not None
+    )
+
+
+def prepare_out_dir(out: Path, force: bool) -> Path:
+    """The output folder, made or checked as the demo's own (see MARKER); UsageError if not."""
+    target = out.resolve()
+    here = Path.cwd().resolve()
+    if target == here or target in here.parents or target == Path.home().resolve():
+        raise UsageError(
+            f"--out {out}: that is the working directory, your home or a folder holding them;"
+            " name a folder of its own, e.g. --out demo-output"
+        )
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"--out {out}: is a file; name a folder for the demo's output")
+    if not target.exists():
+        try:
+            target.mkdir(parents=True)
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot create the folder: {exc.strerror}") from None
+    else:
+        entries = sorted(target.iterdir())
+        if entries and not (target / MARKER).is_file():
+            raise UsageError(
+                f"--out {out}: the folder is not empty and was not made by minewatch demo;"
+                " choose a new or empty folder"
+            )
+        if entries and not force:
+            raise UsageError(
+                f"--out {out}: holds an earlier demo's output; add --force to replace it,"
+                " or choose another folder"
+            )
+        foreign = [e.name for e in entries if e.name not in OUTPUTS]
+        notices = target / "notices"
+        if notices.is_dir():
+            foreign += [f"notices/{e.name}" for e in notices.iterdir() if e.suffix not in NOTICE_SUFFIXES]
+        if foreign:
+            raise UsageError(
+                f"--out {out}: holds files minewatch demo did not write ({', '.join(sorted(foreign)[:5])});"
+                " move them or choose another folder"
+            )
+        for entry in entries:
+            if entry.name != MARKER:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    try:
+        (target / MARKER).write_text(
+            "This folder was made by `minewatch demo`; `minewatch demo --force` may replace what it wrote.\n"
+        )
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write in the folder: {exc.strerror}") from None
+    return target
+
+
+def _night_lights(scenario_name: str, site: SiteConfig, day: date) -> tuple[bool, str]:
+    """Whether the scenario's lights (fixtures, flashers, beacons) fall in civil night on ``day``.
+
+    The lighting rules judge light at night only, and a scenario names clock times: the
+    December afternoon of dovre-short is dark by 17:02, a June one is not.
+    """
+    from rules import sun
+    from sensors.scenario import Fixture, Flashing, load_scenario
+
+    tz = ZoneInfo(site.timezone)
+    base = load_scenario(scenario_name, tz)
+    scenario = load_scenario(
+        scenario_name, tz, start=datetime.combine(day, base.start.time(), tz), duration=base.duration
+    )
+    periods = [
+        p for source in scenario.sources if isinstance(source, Fixture | Flashing) for p in source.periods
+    ]
+    if not periods:
+        return True, ""
+    nights = sun.civil_night(site.context(), scenario.start, scenario.end + timedelta(days=1))
+    for period in periods:
+        last = period.end - timedelta(seconds=1)
+        if not (sun.is_night(nights, period.start) and sun.is_night(nights, last)):
+            dusk = next((a for a, _ in nights if a.date() == period.start.date()), None)
+            when = f"civil dusk {dusk.astimezone(tz):%H:%M}" if dusk else "no civil night"
+            return False, f"its lights at {period.start:%H:%M} come before dark ({when})"
+    return True, ""
+
+
+def demo_day(scenario_name: str, site: SiteConfig, today: date, wanted: date | None) -> tuple[date, str]:
+    """The day to simulate and a note for the console ("" if none).
+
+    Default: yesterday (site time), a recent past day, so that the data lie before the clock
+    (`status` and notice actions then make sense). If the scenario's lights would fall in
+    daylight on that date (dovre-short is a December afternoon), the most recent day on
+    which they are in the dark, within the daemon's acceptance window.
+    """
+    if wanted is not None:
+        if wanted >= today:
+            raise UsageError(f"--date {wanted}: the demo simulates a past day; give one before {today}")
+        if wanted < today - OLDEST_DAY:
+            raise UsageError(
+                f"--date {wanted}: older than {OLDEST_DAY.days} days; the demo's daemon refuses it"
+            )
+        fits, why = _night_lights(scenario_name, site, wanted)
+        return wanted, "" if fits else f"note: on {wanted} {why}, so the lighting findings may be missing"
+    yesterday = today - timedelta(days=1)
+    fits, why = _night_lights(scenario_name, site, yesterday)
+    if fits:
+        return yesterday, ""
+    day = yesterday - timedelta(days=1)
+    while day > today - OLDEST_DAY:
+        if _night_lights(scenario_name, site, day)[0]:
+            return day, (
+                f"note: yesterday ({yesterday}) {why}; simulating {day}, the most recent day"
+                f" on which the scenario's lights are in the dark (--date to choose)"
+            )
+        day -= timedelta(days=1)
+    return yesterday, f"note: {why}; the lighting findings may be missing"
+
+
+def _site_config() -> SiteConfig:
+    from monitor.config import parse_config
+
+    config = parse_config(resources.files("sensors").joinpath(DEMO_CONFIG).read_text(), DEMO_CONFIG)
+    site = config.site(SITE)
+    assert site is not None
+    return site
+
+
+def run_demo(
+    out_dir: Path,
+    scenario: str,
+    speed: str,
+    seed: int | None,
+    stream: TextIO = sys.stdout,
+    *,
+    day: date | None = None,
+    force: bool = False,
+    today: date | None = None,
+    serve: bool = False,
+) -> int:
+    """The whole demo into ``out_dir`` (see prepare_out_dir); ``day`` default: see demo_day."""
+    from sensors.scenario import ScenarioError
+
+    site = _site_config()
+    today = today or datetime.now(ZoneInfo(site.timezone)).date()
+    try:
+        chosen, note = demo_day(scenario, site, today, day)
+    except ScenarioError as exc:
+        raise UsageError(f"--scenario {scenario}: {'; '.join(exc.problems)}") from None
+    target = prepare_out_dir(out_dir, force)
+    if note:
+        _say(stream, note)
+    demo = Demo(target, scenario, speed, seed, stream, chosen, serve)
+    try:
+        return demo.run()
+    finally:
+        demo.stop_all()
+        (target / "summary.json").write_text(json.dumps(demo.summary, indent=2) + "\n")

@@ -1,0 +1,731 @@
+"""InfluxDB output: line protocol, a writer for the v1 and v2 APIs, and the forwarder.
+
+    store ──put──► Outbox (SQLite) ──peek──► InfluxForwarder ──write──► InfluxWriter ──► InfluxDB
+                        ▲                          │                     v1: POST /write (urllib)
+                        └── ack / reject / keep ◄──┘                     v2: influxdb-client
+
+Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
+``http.go`` sorts responses, STYLE.md section 6):
+
+    2xx                     written
+    400, 422                not retryable: the batch is bisected so that only the
+                            offending points are rejected (a single bad point must
+                            not block the queue)
+    401, 403                retryable (a config fix is expected); logged as an error
+    404 "database not found" (v1) -> CREATE DATABASE when allowed, then retry
+    other 404, 413          retryable
+    429, 5xx, refused,      retryable, with exponential backoff and jitter,
+    reset, timeouts         honouring ``Retry-After``
+
+Points carry the record's own timestamp (never the wall clock), so a point that
+is sent twice (at-least-once delivery after a crash) overwrites itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import http.client
+import json
+import logging
+import math
+import random
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeAlias
+
+from influxdb_client.rest import ApiException
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+from monitor.config import InfluxConfig
+from monitor.errors import ConfigError, OutputError
+from monitor.influx.outbox import Outbox
+from monitor.influx.schema import MEASUREMENTS
+from monitor.wire.canonical import from_us, to_us
+
+__all__ = [
+    "Backoff",
+    "BatchResult",
+    "FieldValue",
+    "ForwarderStats",
+    "InfluxForwarder",
+    "InfluxWriteError",
+    "InfluxWriter",
+    "bisect_write",
+    "line",
+]
+
+log = logging.getLogger(__name__)
+
+FieldValue: TypeAlias = float | int | bool | str | None
+
+# --------------------------------------------------------------------------- line protocol
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_INT64 = (-(2**63), 2**63 - 1)
+# https://docs.influxdata.com/influxdb/v1.6/write_protocols/line_protocol_reference/#special-characters
+_MEASUREMENT_ESCAPES = str.maketrans({",": r"\,", " ": r"\ "})
+_KEY_ESCAPES = str.maketrans({",": r"\,", "=": r"\=", " ": r"\ "})  # tag keys, tag values, field keys
+_STRING_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"'})  # newlines stay literal inside quotes
+
+
+def _escape_key(kind: str, text: str) -> str:
+    # A newline ends the line, and a trailing backslash would escape the separator
+    # after it: neither can be represented outside a quoted string.
+    if not text or "\n" in text or "\r" in text or text.endswith("\\"):
+        raise ValueError(f"{kind} {text!r} cannot be written as line protocol")
+    return text.translate(_KEY_ESCAPES)
+
+
+def _field_value(name: str, value: float | int | bool | str) -> str | None:
+    if isinstance(value, bool):  # before int: bool is an int
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise ValueError(f"field {name!r}: {value} does not fit InfluxDB's int64")
+        return f"{value}i"
+    if isinstance(value, float):
+        # InfluxDB stores no NaN or infinity; a missing value is omitted like None.
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        return '"' + value.translate(_STRING_ESCAPES) + '"'
+    raise TypeError(f"field {name!r}: unsupported type {type(value).__name__}")
+
+
+def timestamp_ns(ts: datetime) -> int:
+    """Nanoseconds since the epoch, exact (no float rounding)."""
+    if ts.tzinfo is None or ts.utcoffset() is None:
+        raise ValueError(f"timestamp {ts.isoformat()} has no time zone")
+    return (ts - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def line(measurement: str, tags: Mapping[str, str], fields: Mapping[str, FieldValue], ts: datetime) -> str:
+    """One point in line protocol, checked against ``monitor.influx.schema``.
+
+    Unknown measurements, tags or fields are programmer errors (ValueError), as is a
+    point with no field left once None (and NaN/inf) fields are omitted. Empty tag
+    values are omitted: InfluxDB rejects them.
+    """
+    schema = MEASUREMENTS.get(measurement)
+    if schema is None:
+        raise ValueError(f"unknown measurement {measurement!r}; known: {', '.join(sorted(MEASUREMENTS))}")
+    unknown_tags = sorted(set(tags) - set(schema.tags))
+    if unknown_tags:
+        raise ValueError(f"{measurement}: unknown tags {unknown_tags}; known: {list(schema.tags)}")
+    unknown_fields = sorted(set(fields) - set(schema.fields))
+    if unknown_fields:
+        raise ValueError(f"{measurement}: unknown fields {unknown_fields}; known: {list(schema.fields)}")
+    parts = [measurement.translate(_MEASUREMENT_ESCAPES)]
+    # Sorted tags: InfluxDB's recommended order, and the same point gives the same line.
+    for key in sorted(tags):
+        if tags[key]:
+            parts.append(f"{_escape_key('tag key', key)}={_escape_key('tag value', tags[key])}")
+    encoded = []
+    for key in sorted(fields):
+        value = fields[key]
+        text = None if value is None else _field_value(key, value)
+        if text is not None:
+            encoded.append(f"{_escape_key('field key', key)}={text}")
+    if not encoded:
+        raise ValueError(f"{measurement}: a point needs at least one field, got {dict(fields)!r}")
+    return f"{','.join(parts)} {','.join(encoded)} {timestamp_ns(ts)}"
+
+
+# --------------------------------------------------------------------------- errors and backoff
+
+
+class InfluxWriteError(OutputError):
+    """A write failed. ``status`` is the HTTP status (None: no answer); ``retry_after_s`` from the server."""
+
+    def __init__(
+        self, message: str, *, retryable: bool, status: int | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message, retryable=retryable)
+        self.status = status
+        self.retry_after_s = retry_after_s
+
+
+def _retry_after(value: str | None) -> float | None:
+    """RFC 9110 section 10.2.3: delay-seconds or an HTTP-date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _error_message(body: bytes | str | None, fallback: str) -> str:
+    """The server's own words: v1 says {"error": ...}, v2 says {"code": ..., "message": ...}."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        for key in ("message", "error"):
+            if isinstance(data.get(key), str):
+                return str(data[key])
+    return text.strip()[:500] or fallback
+
+
+def _classify(status: int, message: str, retry_after_s: float | None) -> InfluxWriteError:
+    text = f"InfluxDB answered {status}: {message}"
+    if status in (400, 422):
+        return InfluxWriteError(text, retryable=False, status=status)
+    return InfluxWriteError(text, retryable=True, status=status, retry_after_s=retry_after_s)
+
+
+# Everything the v1 (urllib) and v2 (influxdb-client over urllib3) paths may raise.
+_FOREIGN: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException, Urllib3Error, ApiException)
+
+
+def _translate(exc: BaseException) -> InfluxWriteError:
+    """The one place where urllib, urllib3 and influxdb-client errors become ours."""
+    if isinstance(exc, urllib.error.HTTPError):  # v1; before URLError, its base class
+        try:
+            body = exc.read()
+        except OSError:
+            body = b""
+        finally:
+            exc.close()
+        return _classify(
+            exc.code, _error_message(body, str(exc.reason)), _retry_after(exc.headers.get("Retry-After"))
+        )
+    if isinstance(exc, ApiException):  # v2
+        headers: Mapping[str, str] = exc.headers or {}
+        return _classify(
+            int(exc.status or 0),
+            _error_message(exc.body, str(exc.reason)),
+            _retry_after(headers.get("Retry-After")),
+        )
+    if isinstance(exc, urllib.error.URLError):
+        return InfluxWriteError(f"InfluxDB unreachable: {exc.reason}", retryable=True)
+    # Connection refused or reset, timeouts, broken responses.
+    return InfluxWriteError(f"InfluxDB unreachable: {type(exc).__name__}: {exc}", retryable=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Exponential backoff: ``base_s * 2**(failures-1)``, spread by ±``jitter``, at most ``max_s``.
+
+    A server's Retry-After is honoured as a floor, capped at ``max_s`` like
+    Telegraf's influxdb_v2 output, so a huge value cannot stall the queue.
+    """
+
+    base_s: float = 1.0
+    max_s: float = 60.0
+    jitter: float = 0.2
+
+    def __post_init__(self) -> None:
+        if not (0 < self.base_s <= self.max_s and 0 <= self.jitter < 1):
+            raise ValueError(f"need 0 < base_s <= max_s and 0 <= jitter < 1, got {self}")
+
+    def delay(self, failures: int, retry_after_s: float | None = None, rand: float | None = None) -> float:
+        r = random.random() if rand is None else rand
+        exponential = self.base_s * 2.0 ** min(max(failures - 1, 0), 30)
+        delay = min(exponential, self.max_s) * (1 + self.jitter * (2 * r - 1))
+        if retry_after_s is not None:
+            delay = max(delay, retry_after_s)
+        return min(delay, self.max_s)
+
+
+# --------------------------------------------------------------------------- writer
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """What became of a batch: ids accepted, ids rejected (with the reason), and the
+    retryable error that stopped it, if any (ids in neither list stay queued)."""
+
+    accepted: list[int] = field(default_factory=list)
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    error: InfluxWriteError | None = None
+
+
+def bisect_write(items: Sequence[tuple[int, str]], send: Callable[[list[str]], None]) -> BatchResult:
+    """Send ``items``; on a non-retryable error, split the batch in halves until the bad points are alone.
+
+    Halves go in order and the first retryable error stops the batch, so nothing
+    after a kept point is acked before it. InfluxDB 1.x writes the good points of a
+    400 batch anyway ("partial write"); re-sending them is harmless because a point
+    with the same series and timestamp overwrites itself.
+    """
+    result = BatchResult()
+
+    def attempt(chunk: Sequence[tuple[int, str]]) -> bool:
+        try:
+            send([text for _, text in chunk])
+        except InfluxWriteError as exc:
+            if exc.retryable:
+                result.error = exc
+                return False
+            if len(chunk) == 1:
+                result.rejected.append((chunk[0][0], str(exc)))
+                return True
+            middle = len(chunk) // 2
+            return attempt(chunk[:middle]) and attempt(chunk[middle:])
+        result.accepted.extend(item_id for item_id, _ in chunk)
+        return True
+
+    if items:
+        attempt(items)
+    return result
+
+
+class InfluxWriter:
+    """Writes lines of line protocol to InfluxDB 1.x (HTTP /write) or 2.x (influxdb-client).
+
+    Not thread-safe: one forwarder thread owns it.
+    """
+
+    def __init__(self, config: InfluxConfig, *, create_database: bool = True, gzip: bool = False) -> None:
+        problems = []
+        if config.version not in (1, 2):
+            problems.append(f"storage.influxdb.version: must be 1 or 2, got {config.version!r}")
+        if config.version == 1 and not config.database:
+            problems.append("storage.influxdb.database: required for version 1")
+        if config.version == 2 and not (config.bucket and config.org):
+            problems.append("storage.influxdb.bucket, org: required for version 2")
+        if problems:
+            raise ConfigError(problems)
+        self.config = config
+        self.create_database = create_database
+        self._create_logged = False
+        self._base = config.url.rstrip("/")
+        # Like influxdb-client (v2), ignore *_proxy variables: the server is usually local.
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        self._client: Any = None
+        self._write_api: Any = None
+        if config.version == 2:
+            from influxdb_client.client.influxdb_client import InfluxDBClient
+            from influxdb_client.client.write_api import SYNCHRONOUS
+
+            # retries=False (the default): the forwarder owns retrying, with its own backoff.
+            self._client = InfluxDBClient(
+                url=config.url,
+                token=config.token.value,
+                org=config.org,
+                timeout=int(config.timeout_s * 1000),
+                enable_gzip=gzip,
+            )
+            # The v2 API documents "text/plain; charset=utf-8"; influxdb-client 1.50's generated
+            # WriteService replaces the charset its WriteApi passes with a bare "text/plain".
+            # Default headers are applied last, and this client only ever writes.
+            self._client.api_client.set_default_header("Content-Type", "text/plain; charset=utf-8")
+            self._write_api = self._client.write_api(write_options=SYNCHRONOUS)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+
+    def write(self, lines: Sequence[str]) -> None:
+        """Write all ``lines``; raises InfluxWriteError (``retryable`` says whether to try again)."""
+        if not lines:
+            return
+        try:
+            if self.config.version == 1:
+                self._write_v1(lines)
+            else:
+                self._write_v2(lines)
+        except _FOREIGN as exc:
+            raise _translate(exc) from exc
+
+    def write_batch(self, items: Sequence[tuple[int, str]]) -> BatchResult:
+        return bisect_write(items, self.write)
+
+    # v1 ---------------------------------------------------------------------
+
+    def _v1_request(self, path: str, params: dict[str, str], body: bytes, content_type: str) -> None:
+        headers = {"Content-Type": content_type}
+        if self.config.username:
+            credentials = f"{self.config.username}:{self.config.password.value}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(credentials).decode("ascii")
+        url = f"{self._base}{path}?{urllib.parse.urlencode(params)}"
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        with self._opener.open(request, timeout=self.config.timeout_s) as response:
+            response.read()
+
+    def _write_v1(self, lines: Sequence[str]) -> None:
+        params = {"db": self.config.database, "precision": "ns"}
+        if self.config.retention_policy:
+            params["rp"] = self.config.retention_policy
+        body = "\n".join(lines).encode("utf-8")
+        try:
+            self._v1_request("/write", params, body, "text/plain; charset=utf-8")
+        except urllib.error.HTTPError as exc:
+            error = _translate(exc)
+            if not (self.create_database and error.status == 404 and "database not found" in str(error)):
+                raise error from exc
+            if not self._create_logged:  # once: if creating fails, retries come back here
+                log.warning("InfluxDB database %r not found; creating it", self.config.database)
+                self._create_logged = True
+            self._create_database_v1()
+            self._v1_request("/write", params, body, "text/plain; charset=utf-8")
+
+    def _create_database_v1(self) -> None:
+        # /query answers 200 with {"results":[{"error": ...}]} for statement errors.
+        name = self.config.database.replace("\\", "\\\\").replace('"', '\\"')
+        query = urllib.parse.urlencode({"q": f'CREATE DATABASE "{name}"'}).encode()
+        self._v1_request("/query", {}, query, "application/x-www-form-urlencoded")
+
+    # v2 ---------------------------------------------------------------------
+
+    def _write_v2(self, lines: Sequence[str]) -> None:
+        from influxdb_client.domain.write_precision import WritePrecision
+
+        self._write_api.write(
+            bucket=self.config.bucket,
+            org=self.config.org,
+            record=list(lines),
+            write_precision=WritePrecision.NS,
+        )
+
+
+# --------------------------------------------------------------------------- forwarder
+
+
+@dataclass(frozen=True, slots=True)
+class ForwarderStats:
+    written: int = 0
+    rejected: int = 0
+    retries: int = 0
+    last_error: str = ""
+    up: bool = True  # False while writes are failing
+    pending: int = 0  # as last seen by the forwarder
+
+
+class InfluxForwarder:
+    """Moves points from the outbox to InfluxDB, in order, until stopped.
+
+    ``run(stop)`` is the loop (call it on a thread of its own, or use ``start`` and
+    ``close``); the outbox and the writer belong to that thread. ``flush`` and
+    ``stats`` may be called from any thread once the loop runs. If you drive
+    ``run`` yourself, set ``stop`` and join the thread before ``close``. After a
+    restart it simply resumes from the outbox.
+    """
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        writer: InfluxWriter,
+        *,
+        batch_size: int = 5000,
+        flush_interval_s: float = 1.0,
+        backoff: Backoff | None = None,
+    ) -> None:
+        if batch_size < 1 or flush_interval_s <= 0:
+            raise ValueError("batch_size must be >= 1 and flush_interval_s > 0")
+        self.outbox = outbox
+        self.writer = writer
+        self.batch_size = batch_size
+        self.flush_interval_s = flush_interval_s
+        self.backoff = backoff or Backoff()
+        self._stats = ForwarderStats()
+        self._changed = threading.Condition()
+        self._wake = threading.Event()
+        self._cycles = 0  # cycles started
+        self._empty_cycle = -1  # the last cycle that found the outbox empty
+        self._running = False
+        self._failures = 0
+        self._state = "up"  # or what is failing: "http 503", "unreachable", "internal OperationalError"
+        self._thread: threading.Thread | None = None
+        self._stop: threading.Event | None = None
+
+    @classmethod
+    def from_config(
+        cls, outbox: Outbox, config: InfluxConfig, *, backoff: Backoff | None = None
+    ) -> InfluxForwarder:
+        return cls(
+            outbox,
+            InfluxWriter(config),
+            batch_size=config.batch_size,
+            flush_interval_s=config.flush_interval_s,
+            backoff=backoff,
+        )
+
+    @property
+    def stats(self) -> ForwarderStats:
+        with self._changed:
+            return self._stats
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self, stop: threading.Event) -> None:
+        """Forward until ``stop`` is set. Never raises for output or outbox failures."""
+        with self._changed:
+            self._running = True
+        try:
+            while not stop.is_set():
+                handled, error = self._guarded_cycle()
+                if error is not None:
+                    # Not cut short by flush(): the server may have asked for this pause.
+                    self._sleep(self.backoff.delay(self._failures, error.retry_after_s), stop, wakeable=False)
+                elif handled == 0:
+                    self._sleep(self.flush_interval_s, stop, wakeable=True)
+        finally:
+            with self._changed:
+                self._running = False
+                self._changed.notify_all()
+
+    def start(self) -> None:
+        """Run the loop on a daemon thread of its own (``close`` stops it)."""
+        self._stop = threading.Event()
+        with self._changed:  # before the thread runs, so flush() never drains inline beside it
+            self._running = True
+        self._thread = threading.Thread(
+            target=self.run, args=(self._stop,), name="influx-forwarder", daemon=True
+        )
+        self._thread.start()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the thread started by ``start``, then close the writer and the outbox's connection."""
+        if self._stop is not None and self._thread is not None:
+            self._stop.set()
+            self._thread.join(timeout)
+        self.writer.close()
+        self.outbox.close()
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until everything queued before this call is written or rejected.
+
+        False if the timeout passed first (the rest stays queued, nothing is lost).
+        With no loop running, drains on the calling thread.
+        """
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            running = self._running
+            target = self._cycles
+        if not running:
+            return self._drain_inline(deadline)
+        self._wake.set()  # skip the idle wait (never a backoff) once
+        with self._changed:
+            return (
+                self._changed.wait_for(
+                    lambda: self._empty_cycle > target or not self._running,
+                    max(0.0, deadline - time.monotonic()),
+                )
+                and self._empty_cycle > target
+            )
+
+    def _drain_inline(self, deadline: float) -> bool:
+        while True:
+            handled, error = self._guarded_cycle()
+            if error is None and handled == 0:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if error is not None:
+                time.sleep(min(remaining, self.backoff.delay(self._failures, error.retry_after_s)))
+
+    def _sleep(self, seconds: float, stop: threading.Event, *, wakeable: bool) -> None:
+        # In slices, so the caller's stop event (and flush()'s wake-up, if allowed) ends the wait.
+        deadline = time.monotonic() + seconds
+        while not stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if wakeable and self._wake.wait(min(remaining, 0.05)):
+                break
+            if not wakeable:
+                stop.wait(min(remaining, 0.05))
+        self._wake.clear()
+
+    def _guarded_cycle(self) -> tuple[int, InfluxWriteError | None]:
+        """One batch; any failure becomes a retryable error so the loop keeps running."""
+        try:
+            handled, error = self._cycle()
+        except Exception as exc:  # the outbox (SQLite busy, disk full) or a bug: keep going
+            state = f"internal {type(exc).__name__}"
+            if state != self._state:  # a traceback once, not on every retry
+                log.exception("Influx forwarder failed; retrying")
+            handled, error = 0, InfluxWriteError(f"forwarder: {type(exc).__name__}: {exc}", retryable=True)
+            self._mark_down(error, state)
+            return handled, error
+        if error is None:
+            self._mark_up()
+        else:
+            self._mark_down(error, f"http {error.status}" if error.status else "unreachable")
+        return handled, error
+
+    def _cycle(self) -> tuple[int, InfluxWriteError | None]:
+        with self._changed:
+            self._cycles += 1
+            cycle = self._cycles
+        batch = self.outbox.peek(self.batch_size)
+        if not batch:
+            with self._changed:
+                self._empty_cycle = cycle
+                self._stats = replace(self._stats, pending=0)
+                self._changed.notify_all()
+            return 0, None
+        result = self.writer.write_batch(batch)
+        if result.accepted:
+            self.outbox.ack(result.accepted)
+        by_reason: dict[str, list[int]] = {}
+        for item_id, reason in result.rejected:
+            by_reason.setdefault(reason, []).append(item_id)
+        for reason, ids in by_reason.items():
+            log.warning(
+                "InfluxDB rejected %d point(s), kept in the outbox's rejected table: %s", len(ids), reason
+            )
+            self.outbox.reject(ids, reason)
+        handled = len(result.accepted) + len(result.rejected)
+        if result.error is not None:
+            done = set(result.accepted) | {item_id for item_id, _ in result.rejected}
+            self.outbox.attempted([item_id for item_id, _ in batch if item_id not in done])
+        pending = self.outbox.pending()
+        with self._changed:
+            self._stats = replace(
+                self._stats,
+                written=self._stats.written + len(result.accepted),
+                rejected=self._stats.rejected + len(result.rejected),
+                pending=pending,
+                last_error=result.rejected[-1][1] if result.rejected else self._stats.last_error,
+            )
+        return handled, result.error
+
+    def _mark_down(self, error: InfluxWriteError, state: str) -> None:
+        self._failures += 1
+        with self._changed:
+            self._stats = replace(
+                self._stats, retries=self._stats.retries + 1, last_error=str(error), up=False
+            )
+        # One line per state change (up -> down, or another kind of failure), not per retry.
+        if state == self._state:
+            log.debug("InfluxDB write retry %d failed: %s", self._failures, error)
+            return
+        self._state = state
+        if state.startswith("internal"):
+            return  # logged with its traceback already
+        if error.status in (401, 403):
+            log.error("InfluxDB refused our credentials; check the token/username; retrying: %s", error)
+        else:
+            log.warning("InfluxDB writes failing, points stay queued and are retried: %s", error)
+
+    def _mark_up(self) -> None:
+        if self._state != "up":
+            log.info("InfluxDB writes resumed after %d failed attempt(s)", self._failures)
+            self._state = "up"
+        self._failures = 0
+        with self._changed:
+            if not self._stats.up:
+                self._stats = replace(self._stats, up=True)
+
+
+# --------------------------------------------------------------------------- reading back
+# For evidence of a window the store has pruned (monitor/evidence/export.py).
+
+
+class InfluxReader:
+    """Reads one series at a time back out of InfluxDB: v1 /query (chunked InfluxQL), v2 Flux."""
+
+    def __init__(self, config: InfluxConfig) -> None:
+        self.config = config
+
+    def rows(
+        self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        try:
+            if self.config.version == 1:
+                yield from self._v1(measurement, site, sensor, start_us, end_us, fields)
+            else:
+                yield from self._v2(measurement, site, sensor, start_us, end_us, fields)
+        except (OSError, ValueError) as exc:
+            raise OutputError(
+                f"cannot read {measurement} of {sensor!r} from InfluxDB at {self.config.url}: {exc}",
+                retryable=True,
+            ) from exc
+
+    def _v1(
+        self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        def quote(text: str) -> str:
+            return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+        source = f'"{measurement}"'
+        if self.config.retention_policy:
+            source = f'"{self.config.retention_policy}".{source}'
+        query = (
+            f"SELECT {', '.join(chr(34) + f + chr(34) for f in fields)} FROM {source}"
+            f' WHERE "site" = {quote(site)} AND "sensor" = {quote(sensor)}'
+            f" AND time >= {start_us * 1000} AND time < {end_us * 1000}"
+        )
+        params = {
+            "db": self.config.database,
+            "q": query,
+            "epoch": "u",
+            "chunked": "true",
+            "chunk_size": "10000",
+        }
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if self.config.username:
+            token = f"{self.config.username}:{self.config.password.value}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+        request = urllib.request.Request(
+            f"{self.config.url.rstrip('/')}/query",
+            data=urllib.parse.urlencode(params).encode(),
+            headers=headers,
+            method="POST",
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=self.config.timeout_s) as response:
+            # chunked=true: one JSON object per line, each holding part of the series
+            for line in response:
+                if not line.strip():
+                    continue
+                chunk = json.loads(line)
+                for result in chunk.get("results", []):
+                    if "error" in result:
+                        raise ValueError(result["error"])
+                    for series in result.get("series", []):
+                        columns = series["columns"]
+                        for values in series["values"]:
+                            row = dict(zip(columns, values, strict=True))
+                            yield int(row.pop("time")), {k: _read_value(k, v) for k, v in row.items()}
+
+    def _v2(
+        self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
+    ) -> Iterator[tuple[int, dict[str, Any]]]:
+        from influxdb_client.client.influxdb_client import InfluxDBClient
+
+        def flux_time(us: int) -> str:
+            return from_us(us).isoformat().replace("+00:00", "Z")
+
+        query = (
+            f"from(bucket: {json.dumps(self.config.bucket)})"
+            f" |> range(start: {flux_time(start_us)}, stop: {flux_time(end_us)})"
+            f" |> filter(fn: (r) => r._measurement == {json.dumps(measurement)}"
+            f" and r.site == {json.dumps(site)} and r.sensor == {json.dumps(sensor)})"
+            ' |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")'
+            ' |> sort(columns: ["_time"])'
+        )
+        with InfluxDBClient(
+            url=self.config.url,
+            token=self.config.token.value,
+            org=self.config.org,
+            timeout=int(self.config.timeout_s * 1000),
+        ) as client:
+            for record in client.query_api().query_stream(query):
+                values = record.values
+                yield to_us(values["_time"]), {f: _read_value(f, values.get(f)) for f in fields}
+
+
+def _read_value(name: str, value: Any) -> Any:
+    # InfluxDB's JSON writes 55.0 as 55; the schema's numeric fields are floats.
+    if isinstance(value, int) and not isinstance(value, bool) and name != "late":
+        return float(value)
+    return value

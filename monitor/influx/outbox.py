@@ -1,0 +1,156 @@
+"""A durable FIFO of items waiting to be forwarded, kept in the daemon's SQLite file.
+
+Store first, then forward (STYLE.md section 7): the store inserts a record and its
+outbox items in ONE transaction (``put`` does not commit), so a record that is in
+the journal is also queued, and a crash can lose neither alone. The forwarder
+reads the oldest items (``peek``), sends them and then either removes them
+(``ack``) or moves them to the rejected table, kept as evidence (``reject``).
+
+    store thread                         forwarder thread
+    ────────────                         ────────────────
+    BEGIN                                peek(n) ─► send ─► ack(ids)
+    INSERT record                                       └─► reject(ids, reason)
+    outbox.put(lines)                                   └─► attempted(ids) (kept)
+    COMMIT
+
+Threads: a ``sqlite3.Connection`` must not be used by two threads at once, so the
+store and the forwarder each hold their own connection to the same file (WAL mode
+lets the forwarder read while the store writes). ``Outbox.open`` makes the
+forwarder's connection with ``check_same_thread=False`` because it is usually
+created on the main thread and then used only by the forwarder thread; access is
+serialised by that ownership, never shared.
+
+Delivery is at least once: an item sent but not yet acked when the process dies
+is sent again after a restart. Influx points carry their own timestamp, so a
+replayed point overwrites itself instead of doubling.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from monitor.journal.migrations import outbox_tables
+
+__all__ = ["Outbox", "RejectedItem"]
+
+_NAME = re.compile(r"[A-Za-z0-9_]{1,48}")
+# Keep each statement under SQLite's host-parameter limit (999 before 3.32).
+_CHUNK = 500
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedItem:
+    id: int
+    item: str
+    attempts: int
+    reason: str
+    rejected_at: str
+
+
+class Outbox:
+    """A FIFO table ``outbox_<name>`` plus ``outbox_<name>_rejected`` for evidence."""
+
+    def __init__(self, conn: sqlite3.Connection, name: str = "influx") -> None:
+        if not _NAME.fullmatch(name):
+            # The name becomes part of a table name, so it must never need quoting.
+            raise ValueError(f"outbox name {name!r} may hold only letters, digits and '_' (at most 48)")
+        self.conn = conn
+        self.name = name
+        self.table = f"outbox_{name}"
+        self.rejected_table = f"outbox_{name}_rejected"
+        was_in_transaction = conn.in_transaction
+        # The daemon's outbox ("influx") is a migration of the store; the same DDL for any other.
+        for statement in outbox_tables(name).split(";\n"):
+            if statement.strip():
+                conn.execute(statement)
+        if not was_in_transaction:
+            conn.commit()  # a caller's open transaction is theirs to commit
+
+    @classmethod
+    def open(cls, path: str | Path, name: str = "influx", *, busy_timeout_s: float = 30.0) -> Outbox:
+        """A connection of the forwarder's own to the store's file (see the module docstring)."""
+        conn = sqlite3.connect(str(path), timeout=busy_timeout_s, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        return cls(conn, name)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ writer side
+
+    def put(self, items: Iterable[str]) -> None:
+        """Queue ``items`` in the caller's transaction; the caller commits (or rolls back)."""
+        self.conn.executemany(f"INSERT INTO {self.table} (item) VALUES (?)", ((item,) for item in items))
+
+    # ------------------------------------------------------------------ forwarder side
+
+    def peek(self, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` items, oldest first, left in place until acked or rejected."""
+        rows = self.conn.execute(f"SELECT id, item FROM {self.table} ORDER BY id LIMIT ?", (limit,))
+        return [(int(row[0]), str(row[1])) for row in rows]
+
+    def pending(self) -> int:
+        return int(self.conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0])
+
+    def ack(self, ids: Iterable[int]) -> None:
+        """Delivered: remove them. Commits."""
+        with self._transaction():
+            for chunk in _chunks(list(ids)):
+                marks = ",".join("?" * len(chunk))
+                self.conn.execute(f"DELETE FROM {self.table} WHERE id IN ({marks})", chunk)
+
+    def reject(self, ids: Iterable[int], reason: str) -> None:
+        """Refused for good: move them to the rejected table with ``reason``. Commits."""
+        with self._transaction():
+            for chunk in _chunks(list(ids)):
+                marks = ",".join("?" * len(chunk))
+                self.conn.execute(
+                    f"INSERT OR REPLACE INTO {self.rejected_table} (id, item, attempts, enqueued_at, reason)"
+                    f" SELECT id, item, attempts + 1, enqueued_at, ? FROM {self.table} WHERE id IN ({marks})",
+                    (reason, *chunk),
+                )
+                self.conn.execute(f"DELETE FROM {self.table} WHERE id IN ({marks})", chunk)
+
+    def attempted(self, ids: Iterable[int]) -> None:
+        """A send failed and will be retried: count the attempt (evidence only). Commits."""
+        with self._transaction():
+            for chunk in _chunks(list(ids)):
+                marks = ",".join("?" * len(chunk))
+                self.conn.execute(
+                    f"UPDATE {self.table} SET attempts = attempts + 1 WHERE id IN ({marks})", chunk
+                )
+
+    def attempts(self, item_id: int) -> int:
+        row = self.conn.execute(f"SELECT attempts FROM {self.table} WHERE id = ?", (item_id,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def rejected(self, limit: int = 1000) -> list[RejectedItem]:
+        """The rejected items, oldest first."""
+        rows = self.conn.execute(
+            f"SELECT id, item, attempts, reason, rejected_at FROM {self.rejected_table} ORDER BY id LIMIT ?",
+            (limit,),
+        )
+        return [RejectedItem(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4])) for r in rows]
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        # Under isolation_level=None (autocommit) each statement would commit on its
+        # own; a reject's copy and delete must happen together.
+        if self.conn.isolation_level is None and not self.conn.in_transaction:
+            self.conn.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+
+
+def _chunks(ids: Sequence[int]) -> Iterator[list[int]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield [int(i) for i in ids[start : start + _CHUNK]]

@@ -1,0 +1,1 @@
+"""The local journal: the SQLite store, the chain kinds, the migrations, the configuration record."""

@@ -1,0 +1,262 @@
+"""Every table of the store, created and changed through ONE ordered list of named migrations.
+
+Each module's tables (the journal and chain, alerts, notices, deliveries, the InfluxDB outbox)
+are a migration here, applied once each when the store is opened (``Store.__init__``) and
+recorded in the ``migrations`` table with when they ran (pattern: sqlite-utils'
+``sqlite_utils/migrations.py``). A change to a table is a NEW migration appended to the list,
+never an edit of an applied one. The first steps are written with ``IF NOT EXISTS``: stores
+made before this registry (PRAGMA user_version 2, with or without the conflicts table and the
+later meta keys) already hold some of the tables, and record the migrations as applied.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+TABLE = "migrations"
+
+STORE = """
+-- Time before sensor in the key: a second of every sensor's readings lands on a few
+-- adjacent pages instead of one page per sensor (the write volume of a commit follows
+-- the pages it touches), and time-window reads need no second index.
+-- chain_seq: the row's chain entry, found without a key index (see chain_lookup).
+CREATE TABLE IF NOT EXISTS sound (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
+    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
+    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
+    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL, chain_seq INTEGER,
+    PRIMARY KEY (site, ts_us, sensor)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS readings (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, kind TEXT NOT NULL, ts_us INTEGER NOT NULL,
+    duration_s REAL NOT NULL, data TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, sensor, kind, ts_us)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audio (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, seq INTEGER NOT NULL,
+    sample_rate INTEGER NOT NULL, format TEXT NOT NULL, pcm BLOB NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, sensor, ts_us)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    site TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, ts_us INTEGER NOT NULL, end_us INTEGER,
+    data TEXT NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, kind, id)
+);
+CREATE INDEX IF NOT EXISTS events_time ON events (site, ts_us);
+CREATE TABLE IF NOT EXISTS findings (
+    id TEXT NOT NULL, revision INTEGER NOT NULL, site TEXT NOT NULL, standard TEXT NOT NULL,
+    section TEXT NOT NULL, kind TEXT NOT NULL, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL,
+    retracted INTEGER NOT NULL, data TEXT NOT NULL, created_us INTEGER NOT NULL,
+    PRIMARY KEY (id, revision)
+);
+CREATE INDEX IF NOT EXISTS findings_time ON findings (site, start_us);
+CREATE TABLE IF NOT EXISTS alerts (
+    id TEXT PRIMARY KEY, site TEXT NOT NULL, audience TEXT NOT NULL, kind TEXT NOT NULL,
+    severity TEXT NOT NULL, condition TEXT NOT NULL, message TEXT NOT NULL, data TEXT NOT NULL,
+    created_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS alerts_time ON alerts (site, created_us);
+CREATE TABLE IF NOT EXISTS rejections (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, site TEXT NOT NULL, topic TEXT NOT NULL, reason TEXT NOT NULL,
+    excerpt TEXT NOT NULL, received_us INTEGER NOT NULL
+);
+-- A reading resent with other content than the one kept (the first): both digests, one row
+-- per distinct second version. Added without a layout version: CREATE IF NOT EXISTS suffices.
+CREATE TABLE IF NOT EXISTS conflicts (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, kind TEXT NOT NULL, ts_us INTEGER NOT NULL,
+    first_digest TEXT NOT NULL, second_digest TEXT NOT NULL, received_us INTEGER NOT NULL,
+    PRIMARY KEY (site, sensor, kind, ts_us, second_digest)
+);
+CREATE TABLE IF NOT EXISTS health (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, state TEXT NOT NULL,
+    gap_s REAL, detail TEXT NOT NULL DEFAULT '', PRIMARY KEY (site, sensor, ts_us, state)
+);
+CREATE TABLE IF NOT EXISTS calibration (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, reference_db REAL NOT NULL,
+    measured_db REAL NOT NULL, drift_db REAL, flagged INTEGER NOT NULL, PRIMARY KEY (site, sensor, ts_us)
+);
+CREATE TABLE IF NOT EXISTS progress (
+    site TEXT PRIMARY KEY, evaluated_until_us INTEGER NOT NULL, final_until_us INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chain (
+    site TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, key TEXT NOT NULL,
+    digest TEXT NOT NULL, head TEXT NOT NULL, recorded_us INTEGER NOT NULL,
+    PRIMARY KEY (site, seq)
+) WITHOUT ROWID;
+-- Chain entry by record key, for every kind but sound: one sound entry per sensor per
+-- second would make this the costliest insert of all, and sound rows carry chain_seq.
+-- A query must state the condition itself for SQLite to use a partial index (KEYED).
+CREATE INDEX IF NOT EXISTS chain_lookup ON chain (site, kind, key) WHERE kind <> 'sound';
+CREATE TABLE IF NOT EXISTS anchors (
+    site TEXT NOT NULL, seq INTEGER NOT NULL, head TEXT NOT NULL, published_us INTEGER NOT NULL,
+    PRIMARY KEY (site, seq)
+);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+# Version 0/1 -> 2: sound keyed by time first and carrying its chain entry's seq; the chain
+# key index without sound entries. The old chain_key index finds each row's entry. The table
+# is spelled out as of version 2 on purpose, not taken from STORE: a migration must keep
+# producing its version's layout when STORE moves on (a later version adds its own step).
+LAYOUT_2 = """
+CREATE TABLE sound_v2 (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, ts_us INTEGER NOT NULL, duration_s REAL NOT NULL,
+    LAeq REAL NOT NULL, LAFmax REAL NOT NULL, LASmax REAL, LAFmin REAL, LCeq REAL,
+    LCpeak REAL NOT NULL, LZpeak REAL, LZeq REAL,
+    source TEXT NOT NULL, late INTEGER NOT NULL, received_us INTEGER NOT NULL, chain_seq INTEGER,
+    PRIMARY KEY (site, ts_us, sensor)
+) WITHOUT ROWID;
+INSERT INTO sound_v2 SELECT s.site, s.sensor, s.ts_us, s.duration_s, s.LAeq, s.LAFmax, s.LASmax,
+    s.LAFmin, s.LCeq, s.LCpeak, s.LZpeak, s.LZeq, s.source, s.late, s.received_us,
+    (SELECT c.seq FROM chain c
+     WHERE c.site = s.site AND c.kind = 'sound' AND c.key = s.sensor || '|' || s.ts_us)
+    FROM sound s;
+DROP TABLE sound;
+ALTER TABLE sound_v2 RENAME TO sound;
+DROP INDEX IF EXISTS chain_key;
+"""
+
+
+ALERTS = """
+CREATE TABLE IF NOT EXISTS alert_conditions (
+    site TEXT NOT NULL, condition TEXT NOT NULL, last_us INTEGER NOT NULL, PRIMARY KEY (site, condition)
+);
+"""
+
+
+NOTICES = """
+CREATE TABLE IF NOT EXISTS notices (
+    id TEXT PRIMARY KEY, site TEXT NOT NULL, standard TEXT NOT NULL, section TEXT NOT NULL,
+    opened_us INTEGER NOT NULL, first_deadline_us INTEGER NOT NULL, data TEXT NOT NULL,
+    status TEXT NOT NULL, deadline_us INTEGER NOT NULL, updated_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS notices_open ON notices (site, standard, status);
+CREATE TABLE IF NOT EXISTS notice_changes (
+    notice_id TEXT NOT NULL REFERENCES notices(id), seq INTEGER NOT NULL, change TEXT NOT NULL,
+    status TEXT NOT NULL, actor TEXT NOT NULL, note TEXT NOT NULL, at_us INTEGER NOT NULL,
+    deadline_us INTEGER NOT NULL, data TEXT NOT NULL, announced INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (notice_id, seq)
+);
+CREATE INDEX IF NOT EXISTS notice_changes_unannounced ON notice_changes (announced);
+CREATE TABLE IF NOT EXISTS notice_episodes (
+    notice_id TEXT NOT NULL REFERENCES notices(id), episode_id TEXT NOT NULL, revision INTEGER NOT NULL,
+    start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, finding_ids TEXT NOT NULL, data TEXT NOT NULL,
+    recorded_us INTEGER NOT NULL, PRIMARY KEY (notice_id, episode_id, revision)
+);
+CREATE TABLE IF NOT EXISTS notice_open_episodes (
+    site TEXT NOT NULL, episode_id TEXT NOT NULL, notice_id TEXT NOT NULL, end_us INTEGER NOT NULL,
+    data TEXT NOT NULL, PRIMARY KEY (site, episode_id)
+);
+CREATE TABLE IF NOT EXISTS notice_counters (
+    prefix TEXT NOT NULL, year INTEGER NOT NULL, last INTEGER NOT NULL, PRIMARY KEY (prefix, year)
+);
+"""
+
+
+DELIVERIES = """
+CREATE TABLE IF NOT EXISTS deliveries (
+    id TEXT PRIMARY KEY, alert_id TEXT NOT NULL, site TEXT NOT NULL, recipient TEXT NOT NULL,
+    channel INTEGER NOT NULL, channel_type TEXT NOT NULL, target TEXT NOT NULL, alert TEXT NOT NULL,
+    status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_us INTEGER NOT NULL,
+    last_error TEXT NOT NULL DEFAULT '', created_us INTEGER NOT NULL, done_us INTEGER,
+    reported INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_us);
+"""
+
+
+# What a person did through the web portal (monitor/portal): who, what, when, from where.
+PORTAL_ACTIONS = """
+CREATE TABLE IF NOT EXISTS portal_actions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, site TEXT NOT NULL, ts_us INTEGER NOT NULL, actor TEXT NOT NULL,
+    role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, source TEXT NOT NULL, data TEXT NOT NULL
+);
+"""
+
+
+_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+
+def outbox_tables(name: str) -> str:
+    """A FIFO table ``outbox_<name>`` plus ``outbox_<name>_rejected`` (monitor/influx/outbox.py)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS outbox_{name} ("
+        " id INTEGER PRIMARY KEY AUTOINCREMENT,"  # AUTOINCREMENT: ids never reused, so order holds
+        " item TEXT NOT NULL,"
+        " attempts INTEGER NOT NULL DEFAULT 0,"
+        f" enqueued_at TEXT NOT NULL DEFAULT ({_NOW}));\n"
+        f"CREATE TABLE IF NOT EXISTS outbox_{name}_rejected ("
+        " id INTEGER PRIMARY KEY,"  # the id it had in the outbox
+        " item TEXT NOT NULL,"
+        " attempts INTEGER NOT NULL,"
+        " enqueued_at TEXT NOT NULL,"
+        " reason TEXT NOT NULL,"
+        f" rejected_at TEXT NOT NULL DEFAULT ({_NOW}));\n"
+    )
+
+
+def _to_layout_2(conn: sqlite3.Connection) -> str:
+    """LAYOUT_2 for a store of layout 0 or 1 (sound without chain_seq); nothing otherwise."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sound)")}
+    return LAYOUT_2 if columns and "chain_seq" not in columns else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    name: str
+    sql: str | Callable[[sqlite3.Connection], str]  # or: the SQL to run, given the store as it is
+    # The PRAGMA user_version it brings the store to: a store below it has not had it, whatever
+    # is recorded (one written back to an older layout by an older minewatch).
+    version: int = 0
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("store-layout-2", _to_layout_2, version=2),
+    Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
+    Migration("alerts", ALERTS),
+    Migration("notices", NOTICES),
+    Migration("deliveries", DELIVERIES),
+    Migration("outbox-influx", outbox_tables("influx")),
+    Migration("portal-actions", PORTAL_ACTIONS),
+)
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """The names of the migrations applied to the store, in the order they ran."""
+    try:
+        return [r[0] for r in conn.execute(f"SELECT name FROM {TABLE} ORDER BY rowid")]
+    except sqlite3.OperationalError:  # a store made before the registry
+        return []
+
+
+def apply(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[str]:
+    """Apply each migration not yet recorded, in order, each in one transaction with its record.
+
+    Only outside a transaction (executescript would commit the caller's); returns the names
+    applied now.
+    """
+    if conn.in_transaction:
+        return []
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    done = {m.name for m in migrations if m.name in set(applied(conn)) and version >= m.version}
+    if done >= {m.name for m in migrations}:
+        return []
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, applied_us INTEGER NOT NULL)")
+    ran = []
+    for migration in migrations:
+        if migration.name in done:
+            continue
+        sql = migration.sql if isinstance(migration.sql, str) else migration.sql(conn)
+        record = f"INSERT OR REPLACE INTO {TABLE} VALUES ('{migration.name}', {time.time_ns() // 1000});"
+        try:
+            conn.executescript(f"BEGIN IMMEDIATE;\n{sql}\n{record}\nCOMMIT;")
+        except sqlite3.Error:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        ran.append(migration.name)
+    return ran

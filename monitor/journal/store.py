@@ -1,0 +1,1011 @@
+"""The local store: SQLite in WAL mode, the daemon's durable journal.
+
+Every accepted reading, event, finding, alert, rejection and health change is
+written here, inside a transaction that commits *before* the message is
+acknowledged to the broker or anything is sent downstream. Each record is also
+appended to its site's hash chain (table ``chain``): ``digest`` is the SHA-256 of
+the record's canonical JSON, ``head`` is SHA-256(previous head + digest). A later
+edit of a row no longer matches its digest; a deleted or reordered row breaks the
+chain (see monitor/journal/chain_kinds.py for the kinds, monitor/evidence/ for checking it).
+
+One connection, used by one thread (the pipeline). Other threads (the Influx
+forwarder, deliveries, CLI commands) open their own connections to the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from monitor.errors import StoreError
+from monitor.journal import migrations
+
+# Re-exported (``as``): they lived here before monitor/journal/chain_kinds.py and monitor/wire/canonical.py.
+from monitor.journal.chain_kinds import GENESIS as GENESIS
+from monitor.journal.chain_kinds import KINDS
+from monitor.journal.chain_kinds import digest_of as digest_of
+from monitor.journal.chain_kinds import next_head as next_head
+from monitor.journal.chain_kinds import sound_record as sound_record
+from monitor.wire.canonical import canonical_text, from_us
+from monitor.wire.canonical import to_us as to_us
+from monitor.wire.codec import EVENT_KINDS, SENSOR_KINDS, event_from_row, finding_from_json, reading_from_row
+from monitor.wire.codec import finding_to_json as finding_to_json
+from rules.model import (
+    BlastNotice,
+    Event,
+    Finding,
+    GenericEvent,
+    LightSummary,
+    SensorStatus,
+    SoundLevels,
+    TemporaryLighting,
+    TurbidityReading,
+    WeatherReading,
+    WorkPeriod,
+)
+
+log = logging.getLogger("minewatch.store")
+
+# A sound row as append_sounds binds it: SoundLevels' fields in their order (ts as ts_us), so
+# a row is slices of the levels tuple, then the source (and late, received_us, chain_seq).
+_SOUND_ROW = (*SoundLevels._fields[:2], "ts_us", *SoundLevels._fields[3:], "source")
+
+
+def _sound_insert(columns: Sequence[str]) -> str:
+    return f"INSERT OR IGNORE INTO sound ({', '.join(columns)}, late, received_us, chain_seq) VALUES "
+
+
+_SOUND_INSERT = _sound_insert(_SOUND_ROW)
+# The optional levels (LASmax ... LZeq, row[7:12]) are absent from most meters' messages, and
+# Python's sqlite3 binds a None ~8x slower than a float (it looks for an adapter first): rows
+# without any are inserted with those columns left out (NULL), the rest in full.
+_NO_OPTIONALS = (None,) * 5
+_SOUND_INSERT_SHORT = _sound_insert((*_SOUND_ROW[:7], *_SOUND_ROW[12:]))
+
+
+# The condition queries that look chain entries up by key add, so that SQLite uses chain_lookup.
+KEYED = "kind <> 'sound'"
+
+# PRAGMA user_version of the layout (monitor/journal/migrations.py); an older store is migrated when opened.
+SCHEMA_VERSION = 2
+
+
+# The canonical bytes of a sound record without building the dict and sorting its keys
+# (the hot path: one per second per sound sensor). Equal to canonical_json(sound_record(row))
+# byte for byte, which tests/monitor/test_store.py checks over random rows.
+@lru_cache(maxsize=65536)  # site, sensor and source names: a handful, over and over
+def _json_text(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class _NotFinite(Exception):
+    pass
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "null"
+    number = float(value)
+    if number - number != 0:  # inf or NaN, which json spells Infinity / NaN
+        raise _NotFinite
+    return repr(number)
+
+
+def sound_digest(row: Sequence[Any]) -> str:
+    """digest_of(sound_record(...)) for a row of _SOUND_ROW values, without the dict."""
+    site, sensor, ts_us, duration, laeq, lafmax, lcpeak, lasmax, lzpeak, lafmin, lceq, lzeq, source = row[:13]
+    try:
+        text = (  # the keys in sorted order, as canonical_json() writes them; optional levels inline
+            f'{{"LAFmax":{_number(lafmax)},"LAFmin":{"null" if lafmin is None else _number(lafmin)},'
+            f'"LASmax":{"null" if lasmax is None else _number(lasmax)},"LAeq":{_number(laeq)},'
+            f'"LCeq":{"null" if lceq is None else _number(lceq)},"LCpeak":{_number(lcpeak)},'
+            f'"LZeq":{"null" if lzeq is None else _number(lzeq)},'
+            f'"LZpeak":{"null" if lzpeak is None else _number(lzpeak)},"duration_s":{_number(duration)},'
+            f'"sensor":{_json_text(sensor)},"site":{_json_text(site)},"source":{_json_text(source)},'
+            f'"t":"sound","ts_us":{int(ts_us)}}}'
+        )
+    except _NotFinite:
+        return digest_of(sound_record(dict(zip(_SOUND_ROW, row[:13], strict=True))))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def levels_digest(levels: SoundLevels, source: str) -> str:
+    """The digest of ``levels`` stored with ``source``: what append_sounds chains for it (pure, so
+    the pipeline computes it before taking the store's write lock)."""
+    return sound_digest((*levels[:2], to_us(levels.ts), *levels[3:], source))
+
+
+# the kinds stored in the readings table (their message kind, from the codec)
+READING_KIND: dict[type, str] = {
+    t: SENSOR_KINDS[t] for t in (LightSummary, WeatherReading, TurbidityReading, SensorStatus)
+}
+
+# --------------------------------------------------------------------------- events <-> rows
+
+
+def event_kind(event: Event) -> str:
+    return event.kind if isinstance(event, GenericEvent) else EVENT_KINDS[type(event)]
+
+
+def event_times(event: Event) -> tuple[datetime, datetime | None]:
+    if isinstance(event, BlastNotice):
+        return event.issued_ts, event.planned_ts
+    if isinstance(event, WorkPeriod | TemporaryLighting):
+        return event.start, event.end
+    return event.ts, None
+
+
+def _audio_row(
+    site: str, sensor: str, ts_us: int, seq: int, rate: int, fmt: str, pcm: bytes
+) -> dict[str, Any]:
+    """An audio block as its table's columns, in their order (what append_audio stores and chains)."""
+    return {
+        "site": site,
+        "sensor": sensor,
+        "ts_us": ts_us,
+        "seq": seq,
+        "sample_rate": rate,
+        "format": fmt,
+        "pcm": pcm,
+    }
+
+
+class _Duplicates(Exception):
+    """Some rows of a multi-row insert were stored already."""
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """What an append did: stored (new), or ignored as a duplicate / conflicting resend."""
+
+    stored: bool
+    conflict: str = ""  # a resend with the same identity but different content
+
+
+class Checkpointer(threading.Thread):
+    """PASSIVE WAL checkpoints every ``interval_s`` on a connection of its own."""
+
+    def __init__(self, path: str, interval_s: float) -> None:
+        super().__init__(name="minewatch-checkpoint", daemon=True)
+        self.path = path
+        self.interval_s = interval_s
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            while not self._stop_event.wait(self.interval_s):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error as exc:  # busy or I/O: the WAL keeps it, the next round retries
+                    log.warning("WAL checkpoint failed: %s", exc)
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=30)
+
+
+class Store:
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self.conn.row_factory = sqlite3.Row
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            # FULL: a commit survives power loss too; the pipeline batches commits so it is affordable.
+            self.conn.execute(f"PRAGMA synchronous={synchronous}")
+            # 16 MiB of page cache (default 2): measured with layout 1, whose batches touched pages
+            # all over the per-sensor keys; kept for the readings' keys, not re-measured since.
+            self.conn.execute("PRAGMA cache_size=-16384")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the store {self.path!r}: {exc}") from exc
+        self._max_variables = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+        self._statements: dict[tuple[str, int], str] = {}
+        self._heads: dict[str, tuple[int, str]] = {}
+        self._pending_chain: list[tuple[str, int, str, str, str, str, int]] = []  # written at commit
+        self._in_batch = False
+        self._checkpointer: Checkpointer | None = None
+
+    def _migrate(self) -> None:
+        """Apply the migrations the store has not had yet (monitor/journal/migrations.py), each once."""
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store {self.path!r} has layout version {version}, newer than this minewatch"
+                f" reads ({SCHEMA_VERSION}): upgrade minewatch"
+            )
+        ran = migrations.apply(self.conn)
+        if ran and migrations.applied(self.conn) != ran:  # not a new store
+            log.info("migrated the store %s: %s", self.path, ", ".join(ran))
+        self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def checkpoint_in_background(self, interval_s: float = 1.0) -> None:
+        """Copy the WAL into the database from a thread of its own instead of at commits.
+
+        SQLite's automatic checkpoint runs inside the COMMIT that crosses its threshold,
+        holding up the pipeline for the whole copy; a checkpoint statement in another
+        thread runs with the GIL released, beside the pipeline.
+        """
+        if self._checkpointer is None and self.path != ":memory:":
+            self._checkpointer = Checkpointer(self.path, interval_s)
+            self._checkpointer.start()
+            self.conn.execute("PRAGMA wal_autocheckpoint=0")
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction: everything inside commits together, or nothing does."""
+        if self._in_batch:
+            yield
+            return
+        self._in_batch = True
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+            # Another process (the `notices` CLI) may have chained records since our last
+            # batch: re-read each head (lazily, one indexed query per site) under the write lock.
+            self._heads.clear()
+            yield
+            self._flush_chain()
+            self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            self._pending_chain.clear()
+            self._heads.clear()  # chain heads cached during the batch may be gone
+            raise
+        finally:
+            self._in_batch = False
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested unit inside a batch: on error only its own writes are undone."""
+        heads = dict(self._heads)
+        pending = len(self._pending_chain)
+        self.conn.execute("SAVEPOINT unit")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK TO unit")
+            self.conn.execute("RELEASE unit")
+            self._heads = heads
+            del self._pending_chain[pending:]
+            raise
+        self.conn.execute("RELEASE unit")
+
+    def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
+        self.conn.close()
+
+    # ------------------------------------------------------------------ chain
+
+    def head(self, site: str) -> tuple[int, str]:
+        cached = self._heads.get(site)
+        if cached is None:
+            row = self.conn.execute(
+                "SELECT seq, head FROM chain WHERE site = ? ORDER BY seq DESC LIMIT 1", (site,)
+            ).fetchone()
+            cached = (row["seq"], row["head"]) if row else (0, GENESIS)
+            self._heads[site] = cached
+        return cached
+
+    def chain(self, site: str, kind: str, key: str, record: Mapping[str, Any], now: datetime) -> int:
+        """Append a record to its site's chain; returns the entry's seq."""
+        return self.link(site, kind, key, digest_of(record), to_us(now))
+
+    def chain_row(self, site: str, kind: str, row: Mapping[str, Any], now: datetime) -> int:
+        """Chain a row of ``kind`` under its key, as its record (monitor/journal/chain_kinds.py's KINDS)."""
+        spec = KINDS[kind]
+        return self.chain(site, kind, spec.key_of(row), spec.record(row), now)
+
+    def link(self, site: str, kind: str, key: str, digest: str, now_us: int) -> int:
+        """Chain a record by its digest (see chain)."""
+        return self.link_all(kind, [(site, key, digest)], now_us)[0]
+
+    def link_all(self, kind: str, entries: Iterable[tuple[str, str, str]], now_us: int) -> list[int]:
+        """Chain (site, key, digest) records of one kind in order; returns their seqs."""
+        heads, pending, seqs = self._heads, self._pending_chain, []
+        for site, key, digest in entries:
+            seq, previous = heads.get(site) or self.head(site)
+            head = next_head(previous, digest)
+            seq += 1
+            # Chain rows are written in one statement at commit (see batch); the head is cached.
+            pending.append((site, seq, kind, key, digest, head, now_us))
+            heads[site] = (seq, head)
+            seqs.append(seq)
+        if not self._in_batch:
+            self._flush_chain()
+        return seqs
+
+    def _flush_chain(self) -> None:
+        if self._pending_chain:
+            self._insert_rows(
+                "INSERT INTO chain (site, seq, kind, key, digest, head, recorded_us) VALUES ",
+                self._pending_chain,
+            )
+            self._pending_chain.clear()
+
+    def _insert_rows(self, head: str, rows: Sequence[Sequence[Any]]) -> None:
+        """``head`` + many rows of values, as a few multi-row INSERT statements.
+
+        SQLite runs one statement in one step, with the GIL released throughout, so the
+        network thread decodes the next messages meanwhile; executemany takes the GIL
+        back for every row. Statement sizes are powers of two (or the largest the
+        variable limit allows), so only a few distinct statements are ever prepared.
+        """
+        if not rows:
+            return
+        width = len(rows[0])
+        largest = min(2048, self._max_variables // width)
+        done = 0
+        while done < len(rows):
+            left = len(rows) - done
+            size = largest if left >= largest else 1 << (left.bit_length() - 1)
+            sql = self._statements.get((head, size))
+            if sql is None:
+                values = "(" + ",".join("?" * width) + ")"
+                sql = self._statements[(head, size)] = head + ",".join([values] * size)
+            self.conn.execute(sql, list(itertools.chain.from_iterable(rows[done : done + size])))
+            done += size
+
+    # ------------------------------------------------------------------ appends
+
+    def append_sound(self, levels: SoundLevels, *, source: str, late: bool, now: datetime) -> Appended:
+        return Appended(self.append_sounds([(levels, source, late)], now)[0])
+
+    def append_sounds(
+        self,
+        items: Sequence[tuple[SoundLevels, str, bool]],
+        now: datetime,
+        digests: Sequence[str | None] | None = None,
+    ) -> list[bool]:
+        """Many (levels, source, late) at once; returns which were new (the rest are duplicates).
+
+        ``digests``: each item's ``levels_digest`` where the caller has it already (None: computed here).
+
+        Optimistic: all rows in multi-row statements, and only when fewer rows were inserted
+        than given (a duplicate among them) is it undone and redone row by row to learn which.
+        """
+        now_us = to_us(now)
+        # A batch holds every sensor's reading of the same few seconds: convert each time once.
+        times = {ts: to_us(ts) for ts in {lv.ts for lv, _, _ in items}}
+        rows = [(*lv[:2], times[lv.ts], *lv[3:], source, int(late), now_us) for lv, source, late in items]
+        given = digests or [None] * len(rows)
+        known = [sound_digest(row) if d is None else d for row, d in zip(rows, given, strict=True)]
+        try:
+            with self.savepoint():
+                # Chain every row first: its entry's seq is a column of the row.
+                # KINDS["sound"].key_of, spelled out: the hot path (tests/monitor/test_evidence_golden.py)
+                keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, known, strict=True)]
+                seqs = self.link_all("sound", keys, now_us)
+                before = self.conn.total_changes
+                full, short = [], []
+                for row, seq in zip(rows, seqs, strict=True):
+                    if row[7:12] == _NO_OPTIONALS:
+                        short.append((*row[:7], *row[12:], seq))
+                    else:
+                        full.append((*row, seq))
+                self._insert_rows(_SOUND_INSERT_SHORT, short)
+                self._insert_rows(_SOUND_INSERT, full)
+                if self.conn.total_changes - before != len(rows):
+                    raise _Duplicates
+            return [True] * len(rows)
+        except _Duplicates:
+            pass
+        sql = _SOUND_INSERT + "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        stored = []
+        for row, digest in zip(rows, known, strict=True):
+            seq = self.head(row[0])[0] + 1
+            new = self.conn.execute(sql, (*row, seq)).rowcount == 1
+            if new:
+                self.link(row[0], "sound", f"{row[1]}|{row[2]}", digest, now_us)
+            stored.append(new)
+        return stored
+
+    def append_reading(
+        self,
+        reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
+        payload: Mapping[str, Any],
+        *,
+        late: bool,
+        now: datetime,
+    ) -> Appended:
+        kind = {
+            LightSummary: "light",
+            WeatherReading: "weather",
+            TurbidityReading: "turbidity",
+            SensorStatus: "status",
+        }[type(reading)]
+        duration = getattr(reading, "duration_s", 0.0)
+        row = {
+            "site": reading.site,
+            "sensor": reading.sensor,
+            "kind": kind,
+            "ts_us": to_us(reading.ts),
+            "duration_s": duration,
+            "data": canonical_text(payload, ascii=True),
+        }
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO readings (site, sensor, kind, ts_us, duration_s, data, late, received_us)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (*row.values(), int(late), to_us(now)),
+        )
+        if cur.rowcount == 0:
+            return Appended(False)
+        self.chain_row(reading.site, "reading", row, now)
+        return Appended(True)
+
+    def append_audio(
+        self, site: str, sensor: str, ts: datetime, seq: int, rate: int, fmt: str, pcm: bytes, now: datetime
+    ) -> Appended:
+        row = _audio_row(site, sensor, to_us(ts), seq, rate, fmt, pcm)
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO audio (site, sensor, ts_us, seq, sample_rate, format, pcm, received_us)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (*row.values(), to_us(now)),
+        )
+        if cur.rowcount == 0:
+            return Appended(False)
+        self.chain_row(site, "audio", row, now)
+        return Appended(True)
+
+    def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
+        kind = event_kind(event)
+        start, end = event_times(event)
+        data = canonical_text(payload, ascii=True)
+        row = {
+            "site": event.site,
+            "kind": kind,
+            "id": event.id,
+            "ts_us": to_us(start),
+            "end_us": to_us(end) if end else None,
+            "data": data,
+        }
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO events (site, kind, id, ts_us, end_us, data, received_us)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (*row.values(), to_us(now)),
+        )
+        if cur.rowcount == 0:
+            existing = self.conn.execute(
+                "SELECT data FROM events WHERE site=? AND kind=? AND id=?", (event.site, kind, event.id)
+            ).fetchone()
+            if existing and existing["data"] != data:
+                return Appended(False, f"id: {kind} {event.id!r} is already recorded with different content")
+            return Appended(False)
+        self.chain_row(event.site, "event", row, now)
+        return Appended(True)
+
+    def append_finding(self, finding: Finding, now: datetime, *, retracted: bool = False) -> bool:
+        """Store a finding; a re-evaluation that changes it adds a revision.
+
+        Returns True if anything changed.
+        """
+        data = canonical_text(finding_to_json(finding), ascii=True)
+        last = self.conn.execute(
+            "SELECT revision, data, retracted FROM findings WHERE id = ? ORDER BY revision DESC LIMIT 1",
+            (finding.id,),
+        ).fetchone()
+        if last is not None and last["data"] == data and bool(last["retracted"]) == retracted:
+            return False
+        if last is None and retracted:
+            return False
+        revision = 1 if last is None else last["revision"] + 1
+        row = {
+            "id": finding.id,
+            "revision": revision,
+            "site": finding.site,
+            "standard": finding.standard,
+            "section": finding.section,
+            "kind": finding.kind.value,
+            "start_us": to_us(finding.start),
+            "end_us": to_us(finding.end),
+            "retracted": int(retracted),
+            "data": data,
+        }
+        self.conn.execute(
+            "INSERT INTO findings (id, revision, site, standard, section, kind, start_us, end_us, retracted,"
+            " data,"
+            " created_us) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (*row.values(), to_us(now)),
+        )
+        self.chain_row(finding.site, "finding", row, now)
+        return True
+
+    def current_findings(self, site: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
+        """Latest revision of each finding starting in [start, end), retracted ones excluded."""
+        return list(
+            self.conn.execute(
+                "SELECT f.* FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings"
+                " WHERE site = ? AND start_us >= ? AND start_us < ? GROUP BY id) last"
+                " ON f.id = last.id AND f.revision = last.revision WHERE f.retracted = 0 ORDER BY f.start_us",
+                (site, to_us(start), to_us(end)),
+            )
+        )
+
+    def append_rejection(self, site: str, topic: str, reason: str, excerpt: str, now: datetime) -> None:
+        cur = self.conn.execute(
+            "INSERT INTO rejections (site, topic, reason, excerpt, received_us) VALUES (?,?,?,?,?)",
+            (site, topic, reason, excerpt, to_us(now)),
+        )
+        self.chain_row(
+            site,
+            "rejection",
+            {
+                "id": cur.lastrowid,
+                "site": site,
+                "topic": topic,
+                "reason": reason,
+                "excerpt": excerpt,
+                "received_us": to_us(now),
+            },
+            now,
+        )
+
+    def append_portal_action(
+        self,
+        site: str,
+        actor: str,
+        role: str,
+        action: str,
+        target: str,
+        source: str,
+        data: Mapping[str, Any],
+        now: datetime,
+    ) -> int:
+        """A person's action through the portal, chained; returns its id."""
+        body = canonical_text(dict(data))
+        cursor = self.conn.execute(
+            "INSERT INTO portal_actions (site, ts_us, actor, role, action, target, source, data)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (site, to_us(now), actor, role, action, target, source, body),
+        )
+        row_id = int(cursor.lastrowid or 0)
+        row = {
+            "id": row_id,
+            "site": site,
+            "ts_us": to_us(now),
+            "actor": actor,
+            "role": role,
+            "action": action,
+            "target": target,
+            "source": source,
+            "data": body,
+        }
+        self.chain_row(site, "portal_action", row, now)
+        return row_id
+
+    def append_alert(
+        self,
+        alert_id: str,
+        site: str,
+        audience: str,
+        kind: str,
+        severity: str,
+        condition: str,
+        message: str,
+        data: Mapping[str, Any],
+        now: datetime,
+    ) -> bool:
+        body = canonical_text(data, ascii=True)
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO alerts (id, site, audience, kind, severity, condition, message, data,"
+            " created_us)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (alert_id, site, audience, kind, severity, condition, message, body, to_us(now)),
+        )
+        if cur.rowcount == 0:
+            return False
+        self.chain_row(
+            site,
+            "alert",
+            {
+                "id": alert_id,
+                "site": site,
+                "audience": audience,
+                "kind": kind,
+                "severity": severity,
+                "condition": condition,
+                "message": message,
+                "data": body,
+                "created_us": to_us(now),
+            },
+            now,
+        )
+        return True
+
+    def append_health(
+        self,
+        site: str,
+        sensor: str,
+        ts: datetime,
+        state: str,
+        gap_s: float | None,
+        detail: str,
+        now: datetime,
+    ) -> None:
+        ts_us = to_us(ts)
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO health (site, sensor, ts_us, state, gap_s, detail) VALUES (?,?,?,?,?,?)",
+            (site, sensor, ts_us, state, gap_s, detail),
+        )
+        if cur.rowcount:
+            self.chain_row(
+                site,
+                "health",
+                {
+                    "site": site,
+                    "sensor": sensor,
+                    "ts_us": ts_us,
+                    "state": state,
+                    "gap_s": gap_s,
+                    "detail": detail,
+                },
+                now,
+            )
+
+    def append_calibration(
+        self,
+        site: str,
+        sensor: str,
+        ts: datetime,
+        reference_db: float,
+        measured_db: float,
+        drift_db: float | None,
+        flagged: bool,
+        now: datetime,
+    ) -> None:
+        ts_us = to_us(ts)
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO calibration (site, sensor, ts_us, reference_db, measured_db, drift_db,"
+            " flagged)"
+            " VALUES (?,?,?,?,?,?,?)",
+            (site, sensor, ts_us, reference_db, measured_db, drift_db, int(flagged)),
+        )
+        if cur.rowcount:
+            self.chain_row(
+                site,
+                "calibration",
+                {
+                    "site": site,
+                    "sensor": sensor,
+                    "ts_us": ts_us,
+                    "reference_db": reference_db,
+                    "measured_db": measured_db,
+                    "drift_db": drift_db,
+                    "flagged": flagged,
+                },
+                now,
+            )
+
+    # ------------------------------------------------------------------ conflicting resends
+    # A reading is identified by site, sensor, (kind) and time; the first one kept stands.
+    # A resend with other content is journaled with both digests (the kept record's chain
+    # digest, the resend's as it would have been chained) as a chain record of its own.
+
+    def sound_conflict(self, levels: SoundLevels, source: str, now: datetime) -> bool:
+        """Journal ``levels`` as a conflict if the kept row of its second differs; True if it does."""
+        ts_us = to_us(levels.ts)
+        kept = self.conn.execute(
+            "SELECT s.*, c.digest AS chained FROM sound s LEFT JOIN chain c"
+            " ON c.site = s.site AND c.seq = s.chain_seq WHERE s.site = ? AND s.ts_us = ? AND s.sensor = ?",
+            (levels.site, ts_us, levels.sensor),
+        ).fetchone()
+        if kept is None:
+            return False
+        first = kept["chained"] or digest_of(sound_record(kept))
+        second = levels_digest(levels, source)
+        return self._conflict(levels.site, levels.sensor, "sound", ts_us, first, second, now)
+
+    def reading_conflict(
+        self,
+        reading: LightSummary | WeatherReading | TurbidityReading | SensorStatus,
+        payload: Mapping[str, Any],
+        now: datetime,
+    ) -> bool:
+        """As sound_conflict, for a reading that append_reading found already kept."""
+        kind = READING_KIND[type(reading)]
+        ts_us = to_us(reading.ts)
+        row = {
+            "site": reading.site,
+            "sensor": reading.sensor,
+            "kind": kind,
+            "ts_us": ts_us,
+            "duration_s": getattr(reading, "duration_s", 0.0),
+            "data": canonical_text(payload, ascii=True),
+        }
+        first = self._chained_digest(reading.site, "reading", KINDS["reading"].key_of(row))
+        if first is None:  # kept earlier in this batch: its chain entry is not written yet
+            kept = self.conn.execute(
+                "SELECT * FROM readings WHERE site = ? AND sensor = ? AND kind = ? AND ts_us = ?",
+                (reading.site, reading.sensor, kind, ts_us),
+            ).fetchone()
+            if kept is None:
+                return False
+            first = digest_of(KINDS["reading"].record(kept))
+        second = digest_of(KINDS["reading"].record(row))
+        return self._conflict(reading.site, reading.sensor, kind, ts_us, first, second, now)
+
+    def audio_conflict(
+        self, site: str, sensor: str, ts: datetime, seq: int, rate: int, fmt: str, pcm: bytes, now: datetime
+    ) -> bool:
+        """As sound_conflict, for an audio block that append_audio found already kept."""
+        ts_us = to_us(ts)
+        first = self._chained_digest(site, "audio", KINDS["audio"].key_of({"sensor": sensor, "ts_us": ts_us}))
+        if first is None:  # kept earlier in this batch: its chain entry is not written yet
+            kept = self.conn.execute(
+                "SELECT * FROM audio WHERE site = ? AND sensor = ? AND ts_us = ?", (site, sensor, ts_us)
+            ).fetchone()
+            if kept is None:
+                return False
+            first = digest_of(KINDS["audio"].record(kept))
+        record = KINDS["audio"].record(_audio_row(site, sensor, ts_us, seq, rate, fmt, pcm))
+        return self._conflict(site, sensor, "audio", ts_us, first, digest_of(record), now)
+
+    def _chained_digest(self, site: str, kind: str, key: str) -> str | None:
+        row = self.conn.execute(
+            f"SELECT digest FROM chain WHERE site = ? AND kind = ? AND {KEYED} AND key = ?"
+            " ORDER BY seq LIMIT 1",
+            (site, kind, key),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _conflict(
+        self, site: str, sensor: str, kind: str, ts_us: int, first: str, second: str, now: datetime
+    ) -> bool:
+        if first == second:
+            return False  # a true duplicate
+        row = {
+            "site": site,
+            "sensor": sensor,
+            "kind": kind,
+            "ts_us": ts_us,
+            "first_digest": first,
+            "second_digest": second,
+            "received_us": to_us(now),
+        }
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO conflicts (site, sensor, kind, ts_us, first_digest, second_digest,"
+            " received_us) VALUES (?,?,?,?,?,?,?)",
+            tuple(row.values()),
+        )
+        if cur.rowcount:  # the same second version resent again is journaled once
+            self.chain_row(site, "conflict", row, now)
+        return True
+
+    def conflict_counts(self, site: str) -> dict[str, int]:
+        """Conflicting resends journaled per sensor of ``site``."""
+        return {
+            str(r[0]): int(r[1])
+            for r in self.conn.execute(
+                "SELECT sensor, COUNT(*) FROM conflicts WHERE site = ? GROUP BY sensor ORDER BY sensor",
+                (site,),
+            )
+        }
+
+    def append_config_record(
+        self, site: str, profile: str, profile_text: str, config_text: str, now: datetime
+    ) -> None:
+        """Chain the profile and configuration (secrets left out) a site runs under, at start-up.
+
+        The texts are kept by digest in ``meta`` so an evidence export can include the
+        very files the record names; ``restate_config`` chains the record again after
+        every anchor, so each evidence segment (which starts just after one) holds it.
+        """
+        row = {
+            "profile": profile,
+            "profile_sha256": hashlib.sha256(profile_text.encode()).hexdigest(),
+            "config_sha256": hashlib.sha256(config_text.encode()).hexdigest(),
+            "since_us": to_us(now),
+        }
+        self.set_meta(f"text:{row['profile_sha256']}", profile_text)
+        self.set_meta(f"text:{row['config_sha256']}", config_text)
+        self.set_meta(f"config:{site}", json.dumps(row))
+        self.chain_row(site, "config", row, now)
+
+    def restate_config(self, site: str, now: datetime) -> None:
+        """Chain the site's current config record again (see append_config_record)."""
+        text = self.meta(f"config:{site}")
+        if text is not None:
+            row = json.loads(text)
+            self.chain_row(site, "config", row, now)
+
+    def profile_version(self, site: str) -> str:
+        """The short SHA-256 of the profile the site runs under ("" before any config record)."""
+        text = self.meta(f"config:{site}")
+        return str(json.loads(text)["profile_sha256"])[:12] if text else ""
+
+    # ------------------------------------------------------------------ reads
+
+    def last_calibration(self, site: str, sensor: str) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self.conn.execute(
+            "SELECT * FROM calibration WHERE site=? AND sensor=? ORDER BY ts_us DESC LIMIT 1", (site, sensor)
+        ).fetchone()
+        return row
+
+    def sound_between(self, site: str, start: datetime, end: datetime) -> list[SoundLevels]:
+        rows = self.conn.execute(
+            "SELECT * FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ? ORDER BY ts_us",
+            (site, to_us(start), to_us(end)),
+        )
+        return [
+            SoundLevels(
+                site,
+                r["sensor"],
+                from_us(r["ts_us"]),
+                r["duration_s"],
+                r["LAeq"],
+                r["LAFmax"],
+                r["LCpeak"],
+                r["LASmax"],
+                r["LZpeak"],
+                r["LAFmin"],
+                r["LCeq"],
+                r["LZeq"],
+            )
+            for r in rows
+        ]
+
+    def readings_between(self, site: str, kind: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
+        return list(
+            self.conn.execute(
+                "SELECT * FROM readings WHERE site = ? AND kind = ? AND ts_us >= ? AND ts_us < ?"
+                " ORDER BY ts_us",
+                (site, kind, to_us(start), to_us(end)),
+            )
+        )
+
+    def events_since(self, site: str, since: datetime) -> list[Event]:
+        rows = self.conn.execute(
+            "SELECT kind, data FROM events WHERE site = ? AND COALESCE(end_us, ts_us) >= ? ORDER BY ts_us",
+            (site, to_us(since)),
+        )
+        return [event_from_row(r["kind"], r["data"], site) for r in rows]
+
+    def progress(self, site: str) -> tuple[datetime, datetime] | None:
+        row = self.conn.execute(
+            "SELECT evaluated_until_us, final_until_us FROM progress WHERE site = ?", (site,)
+        ).fetchone()
+        return (from_us(row[0]), from_us(row[1])) if row else None
+
+    def set_progress(self, site: str, evaluated_until: datetime, final_until: datetime) -> None:
+        self.conn.execute(
+            "INSERT INTO progress (site, evaluated_until_us, final_until_us) VALUES (?,?,?)"
+            " ON CONFLICT(site) DO UPDATE SET evaluated_until_us=excluded.evaluated_until_us,"
+            " final_until_us=excluded.final_until_us",
+            (site, to_us(evaluated_until), to_us(final_until)),
+        )
+
+    def newest_data_end(self, site: str, sensors: Iterable[str]) -> datetime | None:
+        """End of the newest sound, light, weather or turbidity reading stored for the site.
+
+        Where the site's data had got to when the daemon stopped: its minute closing and the
+        data clock continue from here after a restart. Every lookup is a seek on a key.
+        """
+        ends: list[int] = []
+        row = self.conn.execute(
+            "SELECT ts_us, MAX(duration_s) FROM sound WHERE site = ?"
+            " AND ts_us = (SELECT MAX(ts_us) FROM sound WHERE site = ?)",
+            (site, site),
+        ).fetchone()
+        if row is not None and row[0] is not None:
+            ends.append(row[0] + round(row[1] * 1e6))
+        for sensor in sensors:
+            for kind in ("light", "weather", "turbidity"):
+                found = self.conn.execute(
+                    "SELECT ts_us, duration_s FROM readings WHERE site = ? AND sensor = ? AND kind = ?"
+                    " ORDER BY ts_us DESC LIMIT 1",
+                    (site, sensor, kind),
+                ).fetchone()
+                if found is not None:
+                    ends.append(found[0] + round(found[1] * 1e6))
+        return from_us(max(ends)) if ends else None
+
+    def meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+    def prune(self, before: datetime) -> int:
+        """Drop per-second data older than ``before``; findings, events, notices and the chain stay.
+
+        Pruned rows are then outside what a bundle can prove from the store (the
+        chain keeps their digests, so the gap itself is visible).
+        """
+        cut = to_us(before)
+        with self.batch():
+            removed = self.conn.execute("DELETE FROM sound WHERE ts_us < ?", (cut,)).rowcount
+            removed += self.conn.execute("DELETE FROM readings WHERE ts_us < ?", (cut,)).rowcount
+            removed += self.conn.execute("DELETE FROM audio WHERE ts_us < ?", (cut,)).rowcount
+            self.set_meta("pruned_before_us", str(cut))
+        return removed
+
+    # ===================================================================== daemon queries
+    # What the pipeline and `minewatch status` ask of the store beyond appending records:
+    # typed readings for the rules, the finding a retraction repeats, anchors, the status.
+
+    def light_between(self, site: str, start: datetime, end: datetime) -> list[LightSummary]:
+        rows = self.readings_between(site, "light", start, end)
+        return [r for r in map(reading_from_row, rows) if isinstance(r, LightSummary)]
+
+    def weather_between(self, site: str, start: datetime, end: datetime) -> list[WeatherReading]:
+        rows = self.readings_between(site, "weather", start, end)
+        return [r for r in map(reading_from_row, rows) if isinstance(r, WeatherReading)]
+
+    def turbidity_between(self, site: str, start: datetime, end: datetime) -> list[TurbidityReading]:
+        rows = self.readings_between(site, "turbidity", start, end)
+        return [r for r in map(reading_from_row, rows) if isinstance(r, TurbidityReading)]
+
+    def latest_finding(self, finding_id: str) -> Finding | None:
+        """The newest revision of a finding (retracted or not), None if it was never stored."""
+        row = self.conn.execute(
+            "SELECT data FROM findings WHERE id = ? ORDER BY revision DESC LIMIT 1", (finding_id,)
+        ).fetchone()
+        return None if row is None else finding_from_json(json.loads(row["data"]))
+
+    def record_anchor(self, site: str, seq: int, head: str, now: datetime) -> None:
+        """Note that the chain head at ``seq`` was published (once per record: a republish is ignored)."""
+        self.conn.execute(
+            "INSERT OR IGNORE INTO anchors (site, seq, head, published_us) VALUES (?,?,?,?)",
+            (site, seq, head, to_us(now)),
+        )
+
+    def last_data_us(self, site: str, sensor: str) -> int | None:
+        """Microseconds of the newest sound second or reading of a sensor, None if it never sent any."""
+        sound = self.conn.execute(_LAST_SOUND, (site, sensor)).fetchone()
+        reading = self.conn.execute(_LAST_READING, {"site": site, "sensor": sensor}).fetchone()
+        found = [row[0] for row in (sound, reading) if row is not None and row[0] is not None]
+        return max(found) if found else None
+
+    def sound_laeq_between(self, site: str, start: datetime, end: datetime) -> list[tuple[str, float]]:
+        """(sensor, LAeq) of every sound period of the site starting in [start, end)."""
+        rows = self.conn.execute(
+            "SELECT sensor, LAeq FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
+            (site, to_us(start), to_us(end)),
+        )
+        return [(r[0], r[1]) for r in rows]
+
+
+# Newest sound second of one sensor. The sound key is (site, ts_us, sensor): walking it
+# backwards from the newest second stops at the sensor's last one, where MAX() over a
+# UNION with readings read every row of the site.
+_LAST_SOUND = "SELECT ts_us FROM sound WHERE site = ? AND sensor = ? ORDER BY ts_us DESC LIMIT 1"
+# Newest reading of one sensor. The readings key is (site, sensor, kind, ts_us): one index
+# seek per kind (a skip scan over the kinds the sensor has), not a scan of its readings.
+_LAST_READING = """
+WITH RECURSIVE kinds(kind) AS (
+    SELECT MIN(kind) FROM readings WHERE site = :site AND sensor = :sensor
+    UNION ALL
+    SELECT (SELECT MIN(kind) FROM readings WHERE site = :site AND sensor = :sensor AND kind > kinds.kind)
+    FROM kinds WHERE kinds.kind IS NOT NULL
+)
+SELECT MAX((SELECT MAX(ts_us) FROM readings WHERE site = :site AND sensor = :sensor AND kind = kinds.kind))
+FROM kinds WHERE kinds.kind IS NOT NULL
+"""

@@ -1,0 +1,1 @@
+"""What reaches people: alerts, notices of violation, delivery and the notice documents."""

@@ -1,0 +1,566 @@
+"""Alert delivery to people: e-mail, webhooks and extra MQTT topics, durable in the store.
+
+    AlertBook.raise_ ─► listener ─► Deliveries.enqueue ─► table ``deliveries``   (the alert's own
+                                    one row per (recipient, channel)              transaction)
+    DeliveryWorker (own thread, own connection) ─► deliver_due ─► send ─► COMMIT delivered
+                                                        │ failure ─► attempts+1, next try after
+                                                        │            retry_base_s·2^(n-1) ≤ retry_max_s
+                                                        └ max_attempts or a permanent error ─► undeliverable
+    Pipeline.tick ─► Deliveries.claim_undeliverable ─► AlertBook.raise_ ("undeliverable", operator)
+
+Routing: a recipient gets an alert when its role is among the alert's audiences (an
+inspector gets what the town gets) and its ``sites`` is empty or names the alert's site.
+An mqtt channel without a ``topic`` is the default ``{prefix}/{site}/alerts`` topic, which
+the pipeline publishes every alert on already: it makes no delivery row.
+
+Delivery is at least once. A delivery is marked delivered in its own transaction after
+the send succeeded; a crash between the two resends it once after the restart. Receivers
+can tell: a webhook carries the delivery id as ``Idempotency-Key`` (and in the body), an
+e-mail as its ``Message-ID``. Pending rows survive a restart because they are rows.
+
+Secrets never enter the table: a row names its recipient and channel, and the channel is
+looked up in the configuration in force when it is sent. The undeliverable alert is raised
+by the pipeline (``claim_undeliverable``) rather than here, so the hash chain keeps one
+writer; it is routed to the operator's other channels, never the one that failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import json
+import logging
+import smtplib
+import sqlite3
+import ssl
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+from email.utils import format_datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from monitor.config import ChannelConfig, Config, RecipientConfig
+from monitor.errors import OutputError
+from monitor.journal import migrations
+from monitor.notify.alerts import Alert
+from monitor.wire.canonical import canonical_json, canonical_text, from_us, to_us
+
+__all__ = [
+    "DELIVERED",
+    "PENDING",
+    "UNDELIVERABLE",
+    "Deliveries",
+    "DeliveryWorker",
+    "PublishMqtt",
+    "Route",
+    "UndeliverableAlert",
+    "routes_for",
+    "signature",
+]
+
+log = logging.getLogger("minewatch.delivery")
+
+PublishMqtt = Callable[[str, bytes, bool], None]  # topic, payload, retain (the pipeline's Publish)
+
+PENDING, DELIVERED, UNDELIVERABLE = "pending", "delivered", "undeliverable"
+USER_AGENT = "minewatch/0.1"
+SIGNATURE_HEADER = "X-Minewatch-Signature"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+_BATCH = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    recipient: RecipientConfig
+    index: int  # position of the channel in the recipient's configuration
+    channel: ChannelConfig
+
+    @property
+    def target(self) -> str:
+        """Where it goes, for people and for matching the channel after a config change (no secrets)."""
+        c = self.channel
+        if c.type == "webhook":
+            return c.url
+        if c.type == "email":
+            return ",".join(c.to)
+        return c.topic
+
+
+@dataclass(frozen=True, slots=True)
+class UndeliverableAlert:
+    """What the pipeline raises through AlertBook when a delivery gave up."""
+
+    site: str
+    message: str
+    data: Mapping[str, Any]
+    condition: str
+    audiences: tuple[str, ...] = ("operator",)
+    kind: str = "undeliverable"
+    severity: str = "warning"
+
+    @property
+    def alert(self) -> Alert:
+        return Alert(
+            self.site, self.audiences, self.kind, self.severity, self.condition, self.message, self.data
+        )
+
+
+def _audience_matches(role: str, audiences: Sequence[str]) -> bool:
+    return role in audiences or (role == "inspector" and "town" in audiences)
+
+
+def routes_for(alert: Mapping[str, Any], recipients: Sequence[RecipientConfig]) -> list[Route]:
+    """Every (recipient, channel) an alert goes to, less the default alerts topic and excluded channels."""
+    audiences = list(alert.get("audiences", ()))
+    site = str(alert.get("site", ""))
+    data = alert.get("data")
+    excluded = {tuple(x) for x in (data.get("exclude_channels", ()) if isinstance(data, Mapping) else ())}
+    routes = []
+    for recipient in recipients:
+        if not _audience_matches(recipient.role, audiences):
+            continue
+        if recipient.sites and site not in recipient.sites:
+            continue
+        for index, channel in enumerate(recipient.channels):
+            if channel.type == "mqtt" and not channel.topic:
+                continue  # the pipeline publishes every alert on {prefix}/{site}/alerts already
+            if (recipient.name, index) in excluded:
+                continue
+            routes.append(Route(recipient, index, channel))
+    return routes
+
+
+def signature(secret: str, body: bytes) -> str:
+    """``sha256=<hex>``: HMAC-SHA256 of the exact request body with the channel's secret."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _delivery_id(alert_id: str, recipient: str, index: int) -> str:
+    return "dl-" + hashlib.sha256(f"{alert_id}|{recipient}|{index}".encode()).hexdigest()[:24]
+
+
+@dataclass
+class _SendContext:
+    """Per deliver_due call: the MQTT publisher and rendered PDFs (one render per notice)."""
+
+    publish_mqtt: PublishMqtt | None
+    now: datetime
+    pdfs: dict[str, bytes | None] = field(default_factory=dict)
+
+
+class Deliveries:
+    """The delivery queue over one SQLite connection.
+
+    ``enqueue`` writes inside the caller's transaction (the store's connection). ``deliver_due``
+    runs on a connection of its own (the worker's): it sends outside any transaction and
+    commits each outcome by itself.
+    """
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        config: Config,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+        timeout_s: float = 15.0,
+    ) -> None:
+        self.conn = conn
+        self.config = config
+        self.ssl_context = ssl_context
+        self.timeout_s = timeout_s
+        if conn.row_factory is not sqlite3.Row:
+            conn.row_factory = sqlite3.Row
+        migrations.apply(conn)  # outside a caller's transaction only
+
+    # ------------------------------------------------------------------ queue
+
+    def enqueue(self, alert: Mapping[str, Any], now: datetime) -> int:
+        """One pending delivery per (recipient, channel); returns how many were added. No commit."""
+        added = 0
+        body = canonical_text(alert)
+        for route in routes_for(alert, self.config.recipients):
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO deliveries (id, alert_id, site, recipient, channel, channel_type,"
+                " target, alert, status, attempts, next_us, created_us) VALUES (?,?,?,?,?,?,?,?,?,0,?,?)",
+                (
+                    _delivery_id(str(alert["id"]), route.recipient.name, route.index),
+                    str(alert["id"]),
+                    str(alert.get("site", "")),
+                    route.recipient.name,
+                    route.index,
+                    route.channel.type,
+                    route.target,
+                    body,
+                    PENDING,
+                    to_us(now),
+                    to_us(now),
+                ),
+            )
+            added += cur.rowcount
+        return added
+
+    def pending(self) -> int:
+        return int(
+            self.conn.execute("SELECT COUNT(*) FROM deliveries WHERE status = ?", (PENDING,)).fetchone()[0]
+        )
+
+    def get(self, delivery_id: str) -> sqlite3.Row | None:
+        row: sqlite3.Row | None = self.conn.execute(
+            "SELECT * FROM deliveries WHERE id = ?", (delivery_id,)
+        ).fetchone()
+        return row
+
+    def rows(self, status: str | None = None) -> list[sqlite3.Row]:
+        if status is None:
+            return list(self.conn.execute("SELECT * FROM deliveries ORDER BY created_us, id"))
+        return list(
+            self.conn.execute("SELECT * FROM deliveries WHERE status = ? ORDER BY created_us, id", (status,))
+        )
+
+    # ------------------------------------------------------------------ sending
+
+    def deliver_due(self, now: datetime, publish_mqtt: PublishMqtt | None = None) -> int:
+        """Send every pending delivery whose time has come; returns how many were delivered."""
+        rows = self.conn.execute(
+            "SELECT * FROM deliveries WHERE status = ? AND next_us <= ? ORDER BY next_us, id LIMIT ?",
+            (PENDING, to_us(now), _BATCH),
+        ).fetchall()
+        context = _SendContext(publish_mqtt, now)
+        delivered = 0
+        for row in rows:
+            route = self._route_of(row)
+            try:
+                if route is None:
+                    raise OutputError(
+                        f"recipient {row['recipient']!r} has no {row['channel_type']} channel to "
+                        f"{row['target']!r} in the configuration any more",
+                        retryable=False,
+                    )
+                self._send(route, row, json.loads(row["alert"]), context)
+            except OutputError as exc:
+                self._failed(row, str(exc), exc.retryable, now)
+                continue
+            except Exception as exc:  # a bug in one channel must not stop the others
+                log.exception("Delivery %s failed unexpectedly", row["id"])
+                self._failed(row, f"internal error ({type(exc).__name__}: {exc})", True, now)
+                continue
+            with self._transaction():
+                self.conn.execute(
+                    "UPDATE deliveries SET status = ?, attempts = attempts + 1, done_us = ?, last_error = ''"
+                    " WHERE id = ? AND status = ?",
+                    (DELIVERED, to_us(now), row["id"], PENDING),
+                )
+            delivered += 1
+        return delivered
+
+    def _route_of(self, row: sqlite3.Row) -> Route | None:
+        recipient = next((r for r in self.config.recipients if r.name == row["recipient"]), None)
+        if recipient is None:
+            return None
+        candidates = [Route(recipient, i, c) for i, c in enumerate(recipient.channels)]
+        # The same channel, even if channels were reordered in the configuration.
+        for route in [*candidates[row["channel"] : row["channel"] + 1], *candidates]:
+            if route.channel.type == row["channel_type"] and route.target == row["target"]:
+                return route
+        return None
+
+    def _failed(self, row: sqlite3.Row, error: str, retryable: bool, now: datetime) -> None:
+        attempts = int(row["attempts"]) + 1
+        alerts = self.config.alerts
+        give_up = not retryable or attempts >= alerts.max_attempts
+        if give_up:
+            log.error(
+                "Delivery %s to %r by %s gave up after %d attempt(s): %s",
+                row["id"],
+                row["recipient"],
+                row["channel_type"],
+                attempts,
+                error,
+            )
+            status, next_us, done_us = UNDELIVERABLE, row["next_us"], to_us(now)
+        else:
+            delay = min(alerts.retry_max_s, alerts.retry_base_s * 2 ** (attempts - 1))
+            log.warning(
+                "Delivery %s to %r by %s failed (attempt %d of %d), retrying in %.0f s: %s",
+                row["id"],
+                row["recipient"],
+                row["channel_type"],
+                attempts,
+                alerts.max_attempts,
+                delay,
+                error,
+            )
+            status, next_us, done_us = PENDING, to_us(now + timedelta(seconds=delay)), None
+        with self._transaction():
+            self.conn.execute(
+                "UPDATE deliveries SET status = ?, attempts = ?, next_us = ?, last_error = ?, done_us = ?"
+                " WHERE id = ? AND status = ?",
+                (status, attempts, next_us, error[:1000], done_us, row["id"], PENDING),
+            )
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        if self.conn.in_transaction:  # a caller's transaction: it commits
+            yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+
+    def _send(self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any], context: _SendContext) -> None:
+        kind = route.channel.type
+        if kind == "webhook":
+            self._send_webhook(route, row, alert)
+        elif kind == "email":
+            self._send_email(route, row, alert, context)
+        elif kind == "mqtt":
+            if context.publish_mqtt is None:
+                raise OutputError("no MQTT connection to publish on", retryable=True)
+            topic = route.channel.topic.replace("{site}", str(alert.get("site", "")))
+            try:
+                context.publish_mqtt(topic, canonical_json(alert), False)
+            except OutputError:
+                raise
+            except Exception as exc:
+                raise OutputError(f"publish to {topic!r} failed: {exc}", retryable=True) from exc
+        else:
+            raise OutputError(f"unknown channel type {kind!r}", retryable=False)
+
+    # ------------------------------------------------------------------ webhook
+
+    def _send_webhook(self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any]) -> None:
+        url = route.channel.url
+        # The same bytes on every attempt: the signature and the idempotency key stay valid.
+        body = canonical_json({"delivery_id": row["id"], "recipient": route.recipient.name, "alert": alert})
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            IDEMPOTENCY_HEADER: row["id"],
+        }
+        if route.channel.secret:
+            headers[SIGNATURE_HEADER] = signature(route.channel.secret.value, body)
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                response.read()
+        except urllib.error.HTTPError as exc:
+            # As Telegraf's outputs sort them: 408/425/429 and 5xx are worth retrying, other 4xx are not.
+            retryable = exc.code in (408, 425, 429) or exc.code >= 500
+            raise OutputError(
+                f"webhook {url!r} answered HTTP {exc.code} {exc.reason}", retryable=retryable
+            ) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise OutputError(f"webhook {url!r} unreachable: {reason}", retryable=True) from None
+
+    # ------------------------------------------------------------------ e-mail
+
+    def _notice_pdf(self, notice_id: str, context: _SendContext) -> bytes | None:
+        if notice_id not in context.pdfs:
+            from monitor.notify.render import render_notice
+
+            try:
+                context.pdfs[notice_id] = render_notice(self.conn, notice_id, "pdf", config=self.config)
+            except Exception:  # the alert still goes out, without the attachment
+                log.exception("Could not render the PDF of notice %r for an e-mail", notice_id)
+                context.pdfs[notice_id] = None
+        return context.pdfs[notice_id]
+
+    def _email_message(
+        self, route: Route, delivery_id: str, alert: Mapping[str, Any], context: _SendContext
+    ) -> EmailMessage:
+        channel = route.channel
+        site_id = str(alert.get("site", ""))
+        site = self.config.site(site_id)
+        ts = _parse_ts(str(alert.get("ts", ""))) or context.now
+        when = (
+            ts.astimezone(ZoneInfo(site.timezone)).strftime("%Y-%m-%d %H:%M %Z") if site else ts.isoformat()
+        )
+        data = alert.get("data") if isinstance(alert.get("data"), Mapping) else {}
+        assert isinstance(data, Mapping)
+        notice_id = str(data.get("notice_id", "")) or None
+        kind = str(alert.get("kind", "alert")).replace("_", " ")
+        message = str(alert.get("message", ""))
+        lines = [
+            message,
+            "",
+            f"Site: {site.name if site else site_id} ({site_id})",
+            f"Time: {when}",
+            f"Kind: {kind} (severity {alert.get('severity', '')})",
+        ]
+        if notice_id:
+            lines += [
+                f"Notice: {notice_id}, status {data.get('status', '')}",
+                f"Cure deadline: {data.get('deadline_local', data.get('deadline', ''))}",
+                "The notice is attached as a PDF.",
+            ]
+        lines += [
+            "",
+            f"Alert {alert.get('id', '')}, delivery {delivery_id}, to {route.recipient.name}.",
+            "Sent by minewatch, the mine's compliance monitor.",
+        ]
+        msg = EmailMessage()
+        msg["Subject"] = f"[minewatch {site_id}] {kind}: {message[:100]}"
+        msg["From"] = channel.sender
+        msg["To"] = ", ".join(channel.to)
+        msg["Date"] = format_datetime(context.now.astimezone(UTC))
+        msg["Message-ID"] = f"<{delivery_id}@minewatch>"  # the same on a resend: mail clients fold duplicates
+        msg.set_content("\n".join(lines))
+        rows = "".join(f"<p>{html.escape(line)}</p>" if line else "" for line in lines[1:])
+        msg.add_alternative(
+            f'<!DOCTYPE html><html><body style="font-family: sans-serif"><h2>{html.escape(kind.capitalize())}'
+            f"</h2><p><strong>{html.escape(message)}</strong></p>{rows}</body></html>",
+            subtype="html",
+        )
+        if notice_id:
+            pdf = self._notice_pdf(notice_id, context)
+            if pdf:
+                msg.add_attachment(pdf, maintype="application", subtype="pdf", filename=f"{notice_id}.pdf")
+        return msg
+
+    def _send_email(
+        self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any], context: _SendContext
+    ) -> None:
+        channel = route.channel
+        msg = self._email_message(route, row["id"], alert, context)
+        where = f"{channel.smtp_host}:{channel.smtp_port}"
+        try:
+            with smtplib.SMTP(channel.smtp_host, channel.smtp_port, timeout=self.timeout_s) as smtp:
+                smtp.ehlo()
+                if channel.smtp_starttls:
+                    smtp.starttls(context=self.ssl_context or ssl.create_default_context())
+                    smtp.ehlo()
+                if channel.smtp_username:
+                    smtp.login(channel.smtp_username, channel.smtp_password.value)
+                smtp.send_message(msg)
+        except smtplib.SMTPAuthenticationError as exc:
+            raise OutputError(f"SMTP {where} refused the login: {exc.smtp_code}", retryable=False) from None
+        except smtplib.SMTPRecipientsRefused as exc:
+            codes = [code for code, _ in exc.recipients.values()]
+            raise OutputError(
+                f"SMTP {where} refused the recipients: {exc.recipients}",
+                retryable=all(400 <= c < 500 for c in codes),
+            ) from None
+        except smtplib.SMTPResponseException as exc:
+            raise OutputError(
+                f"SMTP {where} answered {exc.smtp_code} {exc.smtp_error!r}",
+                retryable=400 <= exc.smtp_code < 500,
+            ) from None
+        except ssl.SSLCertVerificationError as exc:
+            raise OutputError(
+                f"SMTP {where}: certificate not trusted ({exc.verify_message})", retryable=False
+            ) from None
+        except smtplib.SMTPNotSupportedError as exc:
+            raise OutputError(f"SMTP {where}: {exc}", retryable=False) from None
+        except (smtplib.SMTPException, OSError) as exc:
+            raise OutputError(f"SMTP {where} failed: {exc}", retryable=True) from None
+
+    # ------------------------------------------------------------------ giving up
+
+    def claim_undeliverable(self) -> list[UndeliverableAlert]:
+        """Deliveries that gave up and were not reported yet; marks them reported (caller's transaction).
+
+        An undeliverable "undeliverable" alert is only logged: no alert about an alert about an alert.
+        """
+        rows = self.conn.execute(
+            "SELECT * FROM deliveries WHERE status = ? AND reported = 0 ORDER BY done_us, id",
+            (UNDELIVERABLE,),
+        ).fetchall()
+        claimed = []
+        with self._transaction():
+            for row in rows:
+                self.conn.execute("UPDATE deliveries SET reported = 1 WHERE id = ?", (row["id"],))
+                alert = json.loads(row["alert"])
+                if alert.get("kind") == "undeliverable":
+                    continue
+                message = (
+                    f"An alert could not be delivered to {row['recipient']} by {row['channel_type']} "
+                    f"({row['target']}) after {row['attempts']} attempt(s): {row['last_error']}. "
+                    f"The alert was: {alert.get('message', '')}"
+                )
+                claimed.append(
+                    UndeliverableAlert(
+                        site=row["site"],
+                        message=message,
+                        condition=f"undeliverable:{row['id']}",
+                        data={
+                            "delivery_id": row["id"],
+                            "alert_id": row["alert_id"],
+                            "recipient": row["recipient"],
+                            "channel_type": row["channel_type"],
+                            "target": row["target"],
+                            "attempts": row["attempts"],
+                            "error": row["last_error"],
+                            "failed_at": from_us(row["done_us"] or row["next_us"]),
+                            "exclude_channels": [[row["recipient"], row["channel"]]],
+                        },
+                    )
+                )
+        return claimed
+
+
+def _parse_ts(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+class DeliveryWorker(threading.Thread):
+    """Sends due deliveries on a connection of its own, every ``interval_s`` or when woken."""
+
+    def __init__(
+        self,
+        db_path: str,
+        config: Config,
+        publish_mqtt: PublishMqtt | None,
+        clock: Callable[[], datetime] | None = None,
+        *,
+        interval_s: float = 1.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        super().__init__(name="minewatch-deliveries", daemon=True)
+        self.db_path = db_path
+        self.config = config
+        self.publish_mqtt = publish_mqtt
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.interval_s = interval_s
+        self.ssl_context = ssl_context
+        self._stopping = threading.Event()
+        self._wakeup = threading.Event()
+        self.delivered = 0
+
+    def run(self) -> None:
+        conn = sqlite3.connect(self.db_path, isolation_level=None, timeout=30)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            deliveries = Deliveries(conn, self.config, ssl_context=self.ssl_context)
+            while not self._stopping.is_set():
+                try:
+                    self.delivered += deliveries.deliver_due(self.clock(), self.publish_mqtt)
+                except sqlite3.Error as exc:  # a busy or broken store: try again on the next round
+                    log.error("Deliveries could not read or update the store: %s", exc)
+                self._wakeup.wait(self.interval_s)
+                self._wakeup.clear()
+        finally:
+            conn.close()
+
+    def wake(self) -> None:
+        """Deliver now (the pipeline calls this after a batch that enqueued deliveries committed)."""
+        self._wakeup.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stopping.set()
+        self._wakeup.set()
+        self.join(timeout)

@@ -1,0 +1,1251 @@
+"""Notices of violation: the town's 13.3.A procedure as a lifecycle in the store.
+
+    findings ─► on_findings ─► rules.episodes.update_episodes ─► episode working set (table)
+                                  │
+                                  ├─ no open notice for (site, standard) ─► OPENED  (id DOV-2026-0007,
+                                  │                                           deadline: end of the local
+                                  │                                           day cure_days after issue)
+                                  ├─ open notice, before its deadline    ─► CONTINUING violation attached
+                                  └─ open notice, after its deadline     ─► ESCALATED: citation recommended
+                                                                            (13.3.B), to the town
+    town / operator (CLI) ─► request_extension ─► extend ─► close (corrected) | escalate
+
+Statuses::
+
+    open ──► extension_requested ──► extended ──► corrected
+      │              │                  │  ▲
+      │              └──────────────────┼──┘ (another request, another extension)
+      └──────────────┴──────────────────┴──► escalated ──► corrected
+
+Deadlines (13.3.A) are computed in ``rules.deadlines``: the end of the site's local day
+``cure_days`` days after the day of issue, moved off a Sunday or legal holiday when the
+profile says so (``cure_next_business_day``; the calendar is kept with the notice so an
+extension rolls the same way). An extension records the extra time and the new deadline.
+Manual changes refuse a time before the notice was issued, and a manual escalation before
+the current deadline needs an explicit reason (13.3.B applies after it). Notice ids are
+matched without regard to case.
+
+Every change is a row of ``notice_changes`` (who, when, note, the deadline after it) and
+a record in the site's hash chain, so the evidence export proves the procedure. Rows are
+append-only: the ``notices`` row keeps the current status and deadline for queries, but
+the chained facts of the notice are its immutable columns (see :func:`notice_record`)
+and every later state is a chained change. Episodes attached to a notice are
+append-only revisions too (an episode grows minute by minute).
+
+No in-memory state: a restart, or a CLI command in another process, reads the tables.
+Changes made outside the daemon (the CLI) are announced by the daemon on its next tick
+through :meth:`NoticeBook.take_announcements`. Nothing here reads the clock: ``now`` is
+passed in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from monitor.config import SiteConfig
+from monitor.errors import MinewatchError
+from monitor.journal import migrations
+from monitor.journal.chain_kinds import change_record as change_record
+from monitor.journal.chain_kinds import episode_record as episode_record
+from monitor.journal.chain_kinds import notice_record as notice_record
+from monitor.journal.store import Store
+from monitor.notify.alerts import Alert
+from monitor.wire.canonical import canonical_text, from_us, to_us
+from monitor.wire.codec import finding_to_json, format_ts
+from rules.deadlines import WorkCalendar, after_deadline, extended_deadline
+from rules.episodes import Episode, update_episodes
+from rules.model import Finding, FindingKind, Measurement
+from rules.notice_decision import (
+    ACTIVE_STATUSES,
+    CORRECTED,
+    ESCALATED,
+    EXTENDED,
+    EXTENSION_REQUESTED,
+    OPEN,
+    Action,
+    decide,
+)
+from rules.profile import Profile
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "AUTO_ACTOR",
+    "InvalidTransition",
+    "Notice",
+    "NoticeBook",
+    "NoticeChange",
+    "NoticeEpisode",
+    "NoticeError",
+    "NoticeEvent",
+    "UnknownNotice",
+    "change_record",
+    "duration_text",
+    "episode_record",
+    "episode_window",
+    "get_notice",
+    "limit_text",
+    "list_notices",
+    "measurement_text",
+    "notice_history",
+    "notice_record",
+    "number_text",
+    "quantity_text",
+    "unit_text",
+]
+
+
+AUTO_ACTOR = "minewatch"
+# Which status each manual change may start from.
+_ALLOWED_FROM: dict[str, tuple[str, ...]] = {
+    EXTENSION_REQUESTED: (OPEN, EXTENDED),
+    EXTENDED: (OPEN, EXTENSION_REQUESTED, EXTENDED),
+    CORRECTED: (OPEN, EXTENSION_REQUESTED, EXTENDED, ESCALATED),
+    ESCALATED: (OPEN, EXTENSION_REQUESTED, EXTENDED),
+}
+# Episodes stay in the working set this long after their end, so late data can still merge
+# into them (merging itself only happens within the profile's episode_gap_s).
+_WORKING_RETENTION = timedelta(days=1)
+
+
+class NoticeError(MinewatchError):
+    """A notice operation that cannot be done; the message is one line for the CLI."""
+
+
+class UnknownNotice(NoticeError):
+    pass
+
+
+class InvalidTransition(NoticeError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeEvent:
+    """Something the pipeline raises as an alert and publishes on ``{prefix}/{site}/notices``."""
+
+    notice_id: str
+    site: str
+    change: str  # "opened" | "continuing" | "escalated" | "extension_requested" | "extended" | "corrected"
+    seq: int  # the change's number within the notice
+    audiences: tuple[str, ...]
+    kind: str  # alert kind
+    severity: str
+    message: str
+    payload: Mapping[str, Any]
+
+    @property
+    def condition(self) -> str:
+        """A unique alert condition: each change alerts once, never suppressed by another."""
+        return f"notice:{self.notice_id}:{self.seq}"
+
+    @property
+    def alert(self) -> Alert:
+        return Alert(
+            self.site,
+            self.audiences,
+            self.kind,
+            self.severity,
+            self.condition,
+            self.message,
+            dict(self.payload),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeEpisode:
+    episode_id: str
+    start: datetime
+    end: datetime
+    finding_ids: tuple[str, ...]
+    facts: Mapping[str, Any]  # see _episode_facts
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeChange:
+    notice_id: str
+    seq: int
+    change: str
+    status: str  # status after the change
+    actor: str
+    note: str
+    at: datetime
+    deadline: datetime  # deadline after the change
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    id: str
+    site: str
+    standard: str
+    section: str
+    status: str
+    opened: datetime  # issue time
+    first_deadline: datetime  # issue + cure_days
+    deadline: datetime  # current (after extensions)
+    data: Mapping[str, Any]  # the notice as issued: parties, standard text, required action
+    episodes: tuple[NoticeEpisode, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+    @property
+    def timezone(self) -> str:
+        return str(self.data.get("timezone", "UTC"))
+
+
+# --------------------------------------------------------------------------- reads (any connection)
+
+
+def _row_to_notice(conn: sqlite3.Connection, row: Mapping[str, Any]) -> Notice:
+    return Notice(
+        id=row["id"],
+        site=row["site"],
+        standard=row["standard"],
+        section=row["section"],
+        status=row["status"],
+        opened=from_us(row["opened_us"]),
+        first_deadline=from_us(row["first_deadline_us"]),
+        deadline=from_us(row["deadline_us"]),
+        data=json.loads(row["data"]),
+        episodes=tuple(_current_episodes(conn, row["id"])),
+    )
+
+
+def _current_episodes(conn: sqlite3.Connection, notice_id: str) -> list[NoticeEpisode]:
+    rows = conn.execute(
+        "SELECT e.* FROM notice_episodes e JOIN (SELECT episode_id, MAX(revision) AS revision"
+        " FROM notice_episodes WHERE notice_id = ? GROUP BY episode_id) last"
+        " ON e.episode_id = last.episode_id AND e.revision = last.revision"
+        " WHERE e.notice_id = ? ORDER BY e.start_us, e.episode_id",
+        (notice_id, notice_id),
+    ).fetchall()
+    episodes = []
+    for r in rows:
+        facts = json.loads(r["data"])
+        if facts.get("replaced_by"):
+            continue  # merged into a later revision of the story
+        episodes.append(
+            NoticeEpisode(
+                r["episode_id"],
+                from_us(r["start_us"]),
+                from_us(r["end_us"]),
+                tuple(json.loads(r["finding_ids"])),
+                facts,
+                r["revision"],
+            )
+        )
+    return episodes
+
+
+def _ensure_schema(conn: sqlite3.Connection) -> None:
+    # Only outside a transaction (NoticeBook applies them at start, so inside the pipeline's
+    # batch the tables exist already); a Store applies them when opened.
+    migrations.apply(conn)
+
+
+def _canonical_id(conn: sqlite3.Connection, notice_id: str) -> str:
+    """The stored spelling of an id people type ("dov-2026-0007"); UnknownNotice if none."""
+    row = conn.execute("SELECT id FROM notices WHERE id = ?", (notice_id,)).fetchone()
+    if row is None:  # ids are few: a case-blind scan is cheap
+        row = conn.execute(
+            "SELECT id FROM notices WHERE id = ? COLLATE NOCASE", (notice_id.strip(),)
+        ).fetchone()
+    if row is None:
+        raise UnknownNotice(f"no notice {notice_id!r}")
+    return str(row[0])
+
+
+def get_notice(conn: sqlite3.Connection, notice_id: str) -> Notice:
+    """The notice with its current episodes; UnknownNotice if there is none."""
+    _with_row_factory(conn)
+    _ensure_schema(conn)
+    row = conn.execute("SELECT * FROM notices WHERE id = ?", (_canonical_id(conn, notice_id),)).fetchone()
+    return _row_to_notice(conn, row)
+
+
+def list_notices(
+    conn: sqlite3.Connection, site: str | None = None, status: str | None = None
+) -> list[Notice]:
+    _with_row_factory(conn)
+    _ensure_schema(conn)
+    query = "SELECT * FROM notices WHERE 1=1"
+    params: list[Any] = []
+    if site is not None:
+        query += " AND site = ?"
+        params.append(site)
+    if status is not None:
+        query += " AND status = ?"
+        params.append(status)
+    rows = conn.execute(query + " ORDER BY opened_us, id", params).fetchall()
+    return [_row_to_notice(conn, r) for r in rows]
+
+
+def notice_history(conn: sqlite3.Connection, notice_id: str) -> list[NoticeChange]:
+    _with_row_factory(conn)
+    _ensure_schema(conn)
+    notice_id = _canonical_id(conn, notice_id)
+    rows = conn.execute("SELECT * FROM notice_changes WHERE notice_id = ? ORDER BY seq", (notice_id,))
+    return [_row_to_change(r) for r in rows]
+
+
+def _row_to_change(r: Mapping[str, Any]) -> NoticeChange:
+    return NoticeChange(
+        r["notice_id"],
+        r["seq"],
+        r["change"],
+        r["status"],
+        r["actor"],
+        r["note"],
+        from_us(r["at_us"]),
+        from_us(r["deadline_us"]),
+        json.loads(r["data"]),
+    )
+
+
+def _with_row_factory(conn: sqlite3.Connection) -> None:
+    if conn.row_factory is not sqlite3.Row:
+        conn.row_factory = sqlite3.Row
+
+
+# --------------------------------------------------------------------------- formatting helpers
+
+
+def local_text(ts: datetime, timezone: str) -> str:
+    """'2026-06-15 11:30 CDT': what a person in the town reads."""
+    return ts.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M %Z")
+
+
+# One rounding for every number a notice prints, chosen by unit: the same value reads the same
+# in the facts table, the sentence and the plot's legend. Decimal half-up, so a stored 84.05 is
+# 84.1 (as the rule that measured it wrote it), not the binary float's 84.0.
+_DECIMALS = {"dB": 1, "dB(A)": 1, "dB(C)": 1, "dB(Z)": 1, "Hz": 1, "": 2, "h": 1, "m/s": 1, "NTU": 1}
+_UNIT_NAMES = {"lx": "lux"}
+
+
+def unit_text(unit: str) -> str:
+    return _UNIT_NAMES.get(unit, unit)
+
+
+def number_text(value: float, unit: str) -> str:
+    """A measured value as a notice prints it (no unit)."""
+    if not math.isfinite(value):
+        return str(value)
+    exact = Decimal(repr(float(value)))
+    if unit in ("lx", "lux"):
+        # Illuminance spans 0.01 to 10,000 lux: three significant digits at any level.
+        if value == 0:
+            return "0"
+        places = max(0, 2 - math.floor(math.log10(abs(value))))
+    elif unit == "s":
+        places = 0
+    else:
+        places = _DECIMALS.get(unit, 2)
+    return f"{exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
+
+
+def limit_text(value: float, unit: str) -> str:
+    """A limit as set (80, 1, 0.3): the number the ordinance or the profile wrote, with its unit."""
+    shown = f"{float(value):g}"
+    return f"{shown} {unit_text(unit)}".strip()
+
+
+def quantity_text(value: float, unit: str) -> str:
+    return f"{number_text(value, unit)} {unit_text(unit)}".strip()
+
+
+def duration_text(seconds: float) -> str:
+    """'14 minutes', '1 minute', '40 seconds', '2.5 hours': whole minutes from a minute up."""
+    seconds = float(seconds)
+    if seconds < 60:
+        whole = int(Decimal(repr(seconds)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+        return f"{whole} second{'s' if whole != 1 else ''}"
+    minutes = int(Decimal(repr(seconds / 60)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    if minutes < 120:
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{number_text(seconds / 3600, 'h')} hours"
+
+
+def _measurement_text(m: Mapping[str, Any] | None) -> str:
+    if not m:
+        return ""
+    unit = str(m.get("unit") or "")
+    limit = f" (limit {limit_text(m['limit'], unit)})" if m.get("limit") is not None else ""
+    return f"{m['name']} {quantity_text(float(m['value']), unit)}{limit}"
+
+
+def measurement_text(m: Mapping[str, Any] | None) -> str:
+    """'LAeq,1min 84.1 dB(A) (limit 80 dB(A))': the one way a notice states a measurement."""
+    return _measurement_text(m)
+
+
+def _measurement_dict(m: Measurement | None) -> dict[str, Any] | None:
+    return None if m is None else {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit}
+
+
+def _worst_measurements(findings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every measurement the findings name, each at its worst over the episode, in first-seen order.
+
+    Worst is the largest excess over the limit, or the largest value where there is no limit
+    (a light trespass episode has both the illuminance and how long it lasted).
+    """
+    worst: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        for m in f.get("measurements", ()):
+            name = str(m["name"])
+            limit = m.get("limit")
+            score = float(m["value"]) - (float(limit) if limit is not None else 0.0)
+            held = worst.get(name)
+            if held is None or score > held["_score"]:
+                worst[name] = {**m, "_score": score}
+    return [{k: v for k, v in m.items() if k != "_score"} for m in worst.values()]
+
+
+def _parse_utc(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def episode_window(facts: Mapping[str, Any], start: datetime, end: datetime) -> tuple[datetime, datetime]:
+    """The one window a notice tells for an episode: from when the condition began to its end.
+
+    A sustained-condition rule (light above 1 lux for more than 300 s) flags minutes only once
+    the condition has lasted; its findings say when it began (``details.run_start``). The
+    notice, its plot and its sentences all use this window, so "17:02-17:16 (14 minutes)"
+    is never told beside "17:07-17:16 (9 minutes)".
+    """
+    try:
+        return _parse_utc(str(facts["start"])), _parse_utc(str(facts["end"]))
+    except (KeyError, ValueError):
+        return start, end
+
+
+def _condition_start(start: datetime, findings: Sequence[Mapping[str, Any]]) -> datetime:
+    begins = [start]
+    for f in findings:
+        details = f.get("details")
+        if isinstance(details, Mapping) and isinstance(details.get("run_start"), str):
+            try:
+                begins.append(_parse_utc(details["run_start"]))
+            except ValueError:
+                continue
+    return min(begins)
+
+
+def _episode_facts(
+    episode: Episode, findings: Sequence[Mapping[str, Any]], timezone: str, site: SiteConfig | None = None
+) -> dict[str, Any]:
+    """What the notice says happened, from the episode and its findings (as finding_to_json dicts)."""
+    ordered = sorted(findings, key=lambda f: f["start"])
+    exemptions: dict[str, None] = {}
+    for f in ordered:
+        exemptions.update(dict.fromkeys(f.get("exemptions", ())))
+    completeness = [float(f.get("completeness", 1.0)) for f in ordered]
+    weather = [
+        f["details"]["weather_affected_s"]
+        for f in ordered
+        if isinstance(f.get("details"), Mapping) and "weather_affected_s" in f["details"]
+    ]
+    worst = _measurement_dict(episode.worst)
+    worst_summary = ""
+    if worst is not None:
+        for f in ordered:
+            if any(
+                m["name"] == worst["name"] and m["value"] == worst["value"] for m in f.get("measurements", ())
+            ):
+                worst_summary = f["summary"]
+                break
+    start = _condition_start(episode.start, ordered)
+    considered: dict[str, None] = {}
+    refs: dict[str, None] = {}
+    for f in ordered:
+        details = f.get("details")
+        if isinstance(details, Mapping) and isinstance(details.get("considered"), list | tuple):
+            considered.update(dict.fromkeys(str(c) for c in details["considered"]))
+        refs.update(dict.fromkeys(str(r) for r in f.get("refs", ()) if not str(r).startswith("sound:")))
+    facts: dict[str, Any] = {
+        "episode_id": episode.id,
+        "section": episode.section,
+        "standard": episode.standard,
+        "sensors": list(episode.sensors),
+        "sensor_locations": {
+            s: info.location for s in episode.sensors if site and (info := site.sensor(s)) and info.location
+        },
+        # The one window (see episode_window): the flagged minutes, from when the condition began.
+        "start": format_ts(start),
+        "end": format_ts(episode.end),
+        "start_local": local_text(start, timezone),
+        "end_local": local_text(episode.end, timezone),
+        "flagged_start": format_ts(episode.start),
+        "timezone": timezone,
+        "duration_s": (episode.end - start).total_seconds(),
+        "findings": len(episode.finding_ids),
+        "worst": worst,
+        "worst_text": _measurement_text(worst),
+        "measurements": _worst_measurements(ordered),
+        "summary": worst_summary or (ordered[-1]["summary"] if ordered else ""),
+        "finding_summaries": list(dict.fromkeys(str(f["summary"]) for f in ordered))[:3],
+        "refs": list(refs)[:20],
+        "considered": list(considered),
+        "exemptions": list(exemptions),
+        "completeness_mean": round(sum(completeness) / len(completeness), 4) if completeness else None,
+        "completeness_min": round(min(completeness), 4) if completeness else None,
+        "weather_affected_s": sum(weather) if weather else None,
+    }
+    return facts
+
+
+def _citation_section(profile: Profile) -> str:
+    """Dovre: 13.3.A is the notice, 13.3.B the citation. Profiles name only the cure section."""
+    match = re.fullmatch(r"(.*\.)A", profile.cure_section)
+    return f"{match.group(1)}B" if match else ""
+
+
+# --------------------------------------------------------------------------- the book
+
+
+class NoticeBook:
+    """Notices over the store's connection. Writes join the caller's transaction (``store.batch``)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.conn = store.conn
+        _ensure_schema(self.conn)
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, notice_id: str) -> Notice:
+        return get_notice(self.conn, notice_id)
+
+    def find(self, site: str | None = None, status: str | None = None) -> list[Notice]:
+        """The notices of a site and/or in a status (all when neither is given)."""
+        return list_notices(self.conn, site, status)
+
+    def history(self, notice_id: str) -> list[NoticeChange]:
+        return notice_history(self.conn, notice_id)
+
+    def active_for(self, site: str, standard: str) -> Notice | None:
+        marks = ",".join("?" * len(ACTIVE_STATUSES))
+        row = self.conn.execute(
+            f"SELECT * FROM notices WHERE site = ? AND standard = ? AND status IN ({marks})"
+            " ORDER BY opened_us DESC LIMIT 1",
+            (site, standard, *ACTIVE_STATUSES),
+        ).fetchone()
+        return None if row is None else _row_to_notice(self.conn, row)
+
+    # ------------------------------------------------------------------ findings -> notices
+
+    def on_findings(
+        self, site: SiteConfig, profile: Profile, findings: Sequence[Finding], now: datetime
+    ) -> list[NoticeEvent]:
+        """Feed newly stored findings (any kinds); returns the notice changes to alert and publish.
+
+        The returned events are marked announced: the caller raises them in the same
+        transaction. Call it inside ``store.batch()`` (it opens its own otherwise).
+        """
+        violations = [f for f in findings if f.kind is FindingKind.VIOLATION and f.site == site.id]
+        events: list[NoticeEvent] = []
+        with self.store.batch():
+            working = self._load_working(site.id)
+            if violations:
+                gap = timedelta(seconds=profile.episode_gap_s)
+                updated = update_episodes([e for e, _ in working.values()], violations, gap)
+                given = {f.id: finding_to_json(f) for f in violations}
+                kept_ids = {e.id for e in updated}
+                for episode in updated:
+                    events.extend(self._place_episode(site, profile, episode, working, given, now))
+                for gone in set(working) - kept_ids:  # merged into another episode
+                    self.conn.execute(
+                        "DELETE FROM notice_open_episodes WHERE site = ? AND episode_id = ?", (site.id, gone)
+                    )
+            self.conn.execute(
+                "DELETE FROM notice_open_episodes WHERE site = ? AND end_us < ?",
+                (site.id, to_us(now - _WORKING_RETENTION)),
+            )
+        return events
+
+    def _load_working(self, site: str) -> dict[str, tuple[Episode, str]]:
+        rows = self.conn.execute(
+            "SELECT episode_id, notice_id, data FROM notice_open_episodes WHERE site = ?", (site,)
+        ).fetchall()
+        return {r["episode_id"]: (_episode_from_json(json.loads(r["data"])), r["notice_id"]) for r in rows}
+
+    def _findings_of(self, ids: Sequence[str], given: Mapping[str, Mapping[str, Any]]) -> list[Any]:
+        found: dict[str, Any] = {}
+        missing = [i for i in ids if i not in given]
+        for chunk in range(0, len(missing), 500):
+            part = missing[chunk : chunk + 500]
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT id, data, retracted FROM findings f WHERE id IN ({marks}) AND revision ="
+                " (SELECT MAX(revision) FROM findings g WHERE g.id = f.id)",
+                part,
+            ).fetchall()
+            for r in rows:
+                if not r["retracted"]:
+                    found[r["id"]] = json.loads(r["data"])
+        return [given[i] if i in given else found[i] for i in ids if i in given or i in found]
+
+    def _place_episode(
+        self,
+        site: SiteConfig,
+        profile: Profile,
+        episode: Episode,
+        working: dict[str, tuple[Episode, str]],
+        given: Mapping[str, Mapping[str, Any]],
+        now: datetime,
+    ) -> list[NoticeEvent]:
+        prior = working.get(episode.id)
+        if prior is not None and prior[0].finding_ids == episode.finding_ids and prior[0].end == episode.end:
+            return []  # untouched by these findings
+        facts = _episode_facts(episode, self._findings_of(episode.finding_ids, given), site.timezone, site)
+        events: list[NoticeEvent] = []
+        inherited = sorted((working[r] for r in episode.replaces if r in working), key=lambda p: p[0].start)
+        if prior is not None:
+            notice_id = prior[1]
+        elif inherited:
+            notice_id = inherited[0][1]
+            for old, old_notice in inherited:
+                self._record_episode(old_notice, old, {"replaced_by": episode.id}, now, site.id)
+        else:
+            notice_id, event = self._new_episode(site, profile, episode, facts, now)
+            events.append(event)
+        self._record_episode(notice_id, episode, facts, now, site.id)
+        self.conn.execute(
+            "INSERT INTO notice_open_episodes (site, episode_id, notice_id, end_us, data) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(site, episode_id) DO UPDATE SET notice_id = excluded.notice_id,"
+            " end_us = excluded.end_us, data = excluded.data",
+            (site.id, episode.id, notice_id, to_us(episode.end), canonical_text(_episode_to_json(episode))),
+        )
+        return events
+
+    def _new_episode(
+        self, site: SiteConfig, profile: Profile, episode: Episode, facts: Mapping[str, Any], now: datetime
+    ) -> tuple[str, NoticeEvent]:
+        active = self.active_for(site.id, episode.standard)
+        decision = decide(active, episode, profile, now, ZoneInfo(site.timezone))
+        if active is None or decision.action is Action.OPEN:
+            return self._open(site, profile, episode, facts, now, decision.deadline)
+        where = ", ".join(episode.sensors)
+        when = facts["start_local"]
+        if decision.action is Action.ESCALATE:
+            citation = _citation_section(profile)
+            cite = f" (section {citation})" if citation else ""
+            pending = " An extension request was pending." if decision.extension_pending else ""
+            note = (
+                f"New violation of section {active.section} at {where} from {when}, after the cure deadline "
+                f"{local_text(active.deadline, site.timezone)}; the violation was not corrected. "
+                f"Citation recommended{cite}.{pending}"
+            )
+            seq = self._change(
+                active,
+                "escalated",
+                ESCALATED,
+                AUTO_ACTOR,
+                note,
+                now,
+                active.deadline,
+                {"episode_id": episode.id, "citation_section": citation},
+                announced=True,
+            )
+            message = f"Citation recommended{cite} on notice {active.id} ({site.name}): {note}"
+            return active.id, self._event(
+                active,
+                "escalated",
+                ESCALATED,
+                seq,
+                ("town",),
+                "citation_recommended",
+                "citation",
+                message,
+                now,
+                facts,
+                note,
+            )
+        note = f"Continuing violation of section {active.section} at {where} from {when}: {facts['summary']}"
+        seq = self._change(
+            active,
+            "continuing",
+            active.status,
+            AUTO_ACTOR,
+            note,
+            now,
+            active.deadline,
+            {"episode_id": episode.id},
+            announced=True,
+        )
+        message = f"Continuing violation attached to notice {active.id} ({site.name}): {facts['summary']}"
+        return active.id, self._event(
+            active,
+            "continuing",
+            active.status,
+            seq,
+            ("town", "operator"),
+            "notice_continuing",
+            "violation",
+            message,
+            now,
+            facts,
+            note,
+        )
+
+    def _open(
+        self,
+        site: SiteConfig,
+        profile: Profile,
+        episode: Episode,
+        facts: Mapping[str, Any],
+        now: datetime,
+        deadline: datetime,
+    ) -> tuple[str, NoticeEvent]:
+        """Issue a notice for ``episode`` with its cure ``deadline`` (``rules.notice_decision``)."""
+        tz = ZoneInfo(site.timezone)
+        year = now.astimezone(tz).year
+        prefix = profile.notice_prefix
+        row = self.conn.execute(
+            "INSERT INTO notice_counters (prefix, year, last) VALUES (?, ?, 1)"
+            " ON CONFLICT(prefix, year) DO UPDATE SET last = last + 1 RETURNING last",
+            (prefix, year),
+        ).fetchone()
+        notice_id = f"{prefix}-{year}-{int(row[0]):04d}"
+        standard = profile.standards.get(episode.standard)
+        data = {
+            "town": profile.authority,
+            "profile": profile.name,
+            "profile_title": profile.title,
+            "profile_version": self.store.profile_version(site.id),  # short SHA-256 of the chained profile
+            "site": site.id,
+            "site_name": site.name,
+            "operator": site.operator,
+            "timezone": site.timezone,
+            "standard": episode.standard,
+            "rule": standard.rule if standard else "",
+            "section": standard.section if standard else episode.section,
+            "title": standard.title if standard else "",
+            "summary": standard.summary if standard else "",
+            "text": standard.text if standard else "",
+            "required_action": standard.required_action if standard else "",
+            "cure_days": profile.cure_days,
+            "cure_section": profile.cure_section,
+            # How the deadline was counted, for the notice to state (the Town confirms the reading).
+            "deadline_rule": _deadline_rule(profile),
+            "cure_next_business_day": profile.cure_next_business_day,
+            "cure_closed_days": list(profile.cure_closed_days),
+            "holidays": list(profile.holidays),
+            "citation_section": _citation_section(profile),
+            "issued": format_ts(now),
+            "issued_local": local_text(now, site.timezone),
+            "deadline": format_ts(deadline),
+            "deadline_local": local_text(deadline, site.timezone),
+        }
+        row_values = {
+            "id": notice_id,
+            "site": site.id,
+            "standard": episode.standard,
+            "section": data["section"],
+            "opened_us": to_us(now),
+            "first_deadline_us": to_us(deadline),
+            "data": canonical_text(data),
+        }
+        self.conn.execute(
+            "INSERT INTO notices (id, site, standard, section, opened_us, first_deadline_us, data, status,"
+            " deadline_us, updated_us) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (*row_values.values(), OPEN, to_us(deadline), to_us(now)),
+        )
+        self.store.chain_row(site.id, "notice", row_values, now)
+        notice = Notice(
+            notice_id, site.id, episode.standard, str(data["section"]), OPEN, now, deadline, deadline, data
+        )
+        cure = f"section {profile.cure_section}, " if profile.cure_section else ""
+        note = (
+            f"Notice of violation issued for section {data['section']} ({data['title']}); correct by "
+            f"{data['deadline_local']} ({cure}{profile.cure_days} days)"
+        )
+        seq = self._change(
+            notice,
+            "opened",
+            OPEN,
+            AUTO_ACTOR,
+            note,
+            now,
+            deadline,
+            {"episode_id": episode.id},
+            announced=True,
+        )
+        operator = f" to {site.operator}" if site.operator else ""
+        message = (
+            f"Notice of violation {notice_id} issued{operator} for {site.name}: {data['title']} "
+            f"(section {data['section']}). {facts['summary']}. Correct by {data['deadline_local']}."
+        )
+        return notice_id, self._event(
+            notice,
+            "opened",
+            OPEN,
+            seq,
+            ("town", "operator"),
+            "notice_opened",
+            "violation",
+            message,
+            now,
+            facts,
+            note,
+        )
+
+    def _record_episode(
+        self, notice_id: str, episode: Episode, facts: Mapping[str, Any], now: datetime, site: str
+    ) -> None:
+        row = self.conn.execute(
+            "SELECT MAX(revision) FROM notice_episodes WHERE notice_id = ? AND episode_id = ?",
+            (notice_id, episode.id),
+        ).fetchone()
+        values = {
+            "notice_id": notice_id,
+            "episode_id": episode.id,
+            "revision": (row[0] or 0) + 1,
+            "start_us": to_us(episode.start),
+            "end_us": to_us(episode.end),
+            "finding_ids": canonical_text(list(episode.finding_ids)),
+            "data": canonical_text(facts),
+        }
+        self.conn.execute(
+            "INSERT INTO notice_episodes (notice_id, episode_id, revision, start_us, end_us, finding_ids,"
+            " data, recorded_us) VALUES (?,?,?,?,?,?,?,?)",
+            (*values.values(), to_us(now)),
+        )
+        self.store.chain_row(site, "notice_episode", values, now)
+
+    # ------------------------------------------------------------------ the procedure
+
+    def request_extension(
+        self,
+        notice_id: str,
+        explanation: str,
+        actor: str,
+        now: datetime,
+        *,
+        requested_days: int | None = None,
+    ) -> NoticeEvent:
+        """13.3.A: the operator's written explanation of the need for more time, and how much
+        (``requested_days``, recorded with the request when given)."""
+        if not explanation.strip():
+            raise NoticeError("an extension request needs the operator's written explanation")
+        if requested_days is not None and requested_days < 1:
+            raise NoticeError(f"the time requested must be at least 1 day, got {requested_days}")
+        with self.store.batch():
+            notice = self._for_change(notice_id, EXTENSION_REQUESTED, now)
+            note = explanation.strip()
+            data = {} if requested_days is None else {"requested_days": requested_days}
+            seq = self._change(
+                notice, "extension_requested", EXTENSION_REQUESTED, actor, note, now, notice.deadline, data
+            )
+            if requested_days is None:
+                asked = "more time"
+            else:
+                asked = f"{requested_days} more day{'s' if requested_days != 1 else ''}"
+            message = (
+                f"{actor} requests {asked} to correct notice {notice.id} (deadline "
+                f"{local_text(notice.deadline, notice.timezone)}): {note}"
+            )
+            return self._event(
+                notice,
+                "extension_requested",
+                EXTENSION_REQUESTED,
+                seq,
+                ("town",),
+                "notice_extension_requested",
+                "info",
+                message,
+                now,
+                None,
+                note,
+                actor,
+            )
+
+    def extend(
+        self,
+        notice_id: str,
+        new_deadline: datetime | None,
+        actor: str,
+        note: str,
+        now: datetime,
+        *,
+        extra_days: int | None = None,
+    ) -> NoticeEvent:
+        """13.3.A: the Town grants more time, as a new deadline or as ``extra_days`` more days
+        (to the end of the local day that many days after the current deadline's day)."""
+        if (new_deadline is None) == (extra_days is None):
+            raise NoticeError("an extension needs either a new deadline or a number of extra days")
+        with self.store.batch():
+            notice = self._for_change(notice_id, EXTENDED, now)
+            if extra_days is not None:
+                try:
+                    new_deadline = extended_deadline(
+                        notice.deadline, extra_days, ZoneInfo(notice.timezone), _roll_calendar(notice)
+                    )
+                except ValueError as exc:
+                    raise NoticeError(str(exc)) from None
+            assert new_deadline is not None
+            if new_deadline <= notice.deadline:
+                raise InvalidTransition(
+                    f"notice {notice.id}: the new deadline {local_text(new_deadline, notice.timezone)} "
+                    f"is not after the current one {local_text(notice.deadline, notice.timezone)}"
+                )
+            new_deadline = new_deadline.astimezone(UTC)
+            extra = new_deadline - notice.deadline
+            tz = ZoneInfo(notice.timezone)
+            extra_local_days = (
+                new_deadline.astimezone(tz).date() - notice.deadline.astimezone(tz).date()
+            ).days
+            seq = self._change(
+                notice,
+                "extended",
+                EXTENDED,
+                actor,
+                note,
+                now,
+                new_deadline,
+                {
+                    "previous_deadline": format_ts(notice.deadline),
+                    "new_deadline": format_ts(new_deadline),
+                    "extra_time_s": round(extra.total_seconds(), 6),
+                    "extra_days": extra_local_days,
+                },
+            )
+            granted = f"{extra_local_days} more day{'s' if extra_local_days != 1 else ''}"
+            message = (
+                f"Notice {notice.id}: the Town extended the cure deadline to "
+                f"{local_text(new_deadline, notice.timezone)} ({granted} after "
+                f"{local_text(notice.deadline, notice.timezone)}). {note}".strip()
+            )
+            return self._event(
+                notice,
+                "extended",
+                EXTENDED,
+                seq,
+                ("operator", "town"),
+                "notice_extended",
+                "info",
+                message,
+                now,
+                None,
+                note,
+                actor,
+                deadline=new_deadline,
+            )
+
+    def close(self, notice_id: str, note: str, actor: str, now: datetime) -> NoticeEvent:
+        """The town finds the violation corrected."""
+        with self.store.batch():
+            notice = self._for_change(notice_id, CORRECTED, now)
+            seq = self._change(notice, "corrected", CORRECTED, actor, note, now, notice.deadline, {})
+            message = f"Notice {notice.id} closed by the Town as corrected. {note}".strip()
+            return self._event(
+                notice,
+                "corrected",
+                CORRECTED,
+                seq,
+                ("operator", "town"),
+                "notice_corrected",
+                "info",
+                message,
+                now,
+                None,
+                note,
+                actor,
+            )
+
+    def escalate(
+        self,
+        notice_id: str,
+        note: str,
+        actor: str,
+        now: datetime,
+        *,
+        before_deadline_reason: str | None = None,
+    ) -> NoticeEvent:
+        """13.3.B after the cure deadline; before it only with an explicit reason, recorded."""
+        with self.store.batch():
+            notice = self._for_change(notice_id, ESCALATED, now)
+            early = not after_deadline(now, notice.deadline)
+            reason = (before_deadline_reason or "").strip()
+            if early and not reason:
+                raise InvalidTransition(
+                    f"notice {notice.id}: its cure deadline {local_text(notice.deadline, notice.timezone)} "
+                    f"has not passed, and a citation (13.3.B) follows a failure to correct; to escalate "
+                    f"anyway, give --before-deadline --reason TEXT"
+                )
+            data: dict[str, Any] = {"citation_section": str(notice.data.get("citation_section", ""))}
+            if early:
+                data.update({"before_deadline": True, "override_reason": reason})
+                note = f"{note} (before the cure deadline: {reason})".strip()
+            citation = str(data["citation_section"])
+            seq = self._change(
+                notice,
+                "escalated",
+                ESCALATED,
+                actor,
+                note,
+                now,
+                notice.deadline,
+                data,
+            )
+            cite = f" (section {citation})" if citation else ""
+            message = f"Citation recommended{cite} on notice {notice.id}: {note}".strip()
+            return self._event(
+                notice,
+                "escalated",
+                ESCALATED,
+                seq,
+                ("town",),
+                "citation_recommended",
+                "citation",
+                message,
+                now,
+                None,
+                note,
+                actor,
+            )
+
+    def take_announcements(self, now: datetime, sites: Collection[str] | None = None) -> list[NoticeEvent]:
+        """Changes not yet announced (made by the CLI in another process); marks them announced.
+
+        The pipeline calls this on its tick, inside its batch, and raises each as an alert.
+        ``sites``: only the notices of these sites (a daemon worker announces its own sites').
+        """
+        events: list[NoticeEvent] = []
+        with self.store.batch():
+            rows = self.conn.execute(
+                "SELECT * FROM notice_changes WHERE announced = 0 ORDER BY at_us, notice_id, seq"
+            ).fetchall()
+            if sites is not None:
+                owned = set(sites)
+                site_of = dict(self.conn.execute("SELECT id, site FROM notices").fetchall())
+                rows = [r for r in rows if site_of.get(r["notice_id"]) in owned]
+            for r in rows:
+                change = _row_to_change(r)
+                notice = self.get(change.notice_id)
+                events.append(_event_for_change(notice, change, now))
+                self.conn.execute(
+                    "UPDATE notice_changes SET announced = 1 WHERE notice_id = ? AND seq = ?",
+                    (change.notice_id, change.seq),
+                )
+        return events
+
+    # ------------------------------------------------------------------ internals
+
+    def _for_change(self, notice_id: str, target: str, now: datetime) -> Notice:
+        notice = self.get(notice_id)
+        if now < notice.opened:
+            raise InvalidTransition(
+                f"notice {notice.id} was issued {local_text(notice.opened, notice.timezone)}; a change "
+                f"cannot be dated {local_text(now, notice.timezone)}, before it (check this machine's clock)"
+            )
+        if notice.status not in _ALLOWED_FROM[target]:
+            allowed = ", ".join(_ALLOWED_FROM[target])
+            raise InvalidTransition(
+                f"notice {notice.id} is {notice.status.replace('_', ' ')}; "
+                f"'{target.replace('_', ' ')}' is possible only when it is {allowed}"
+            )
+        return notice
+
+    def _change(
+        self,
+        notice: Notice,
+        change: str,
+        status: str,
+        actor: str,
+        note: str,
+        now: datetime,
+        deadline: datetime,
+        data: Mapping[str, Any],
+        *,
+        announced: bool = False,
+    ) -> int:
+        if not actor.strip():
+            raise NoticeError("every change needs who made it (actor)")
+        row = self.conn.execute(
+            "SELECT MAX(seq) FROM notice_changes WHERE notice_id = ?", (notice.id,)
+        ).fetchone()
+        values = {
+            "notice_id": notice.id,
+            "seq": (row[0] or 0) + 1,
+            "change": change,
+            "status": status,
+            "actor": actor,
+            "note": note,
+            "at_us": to_us(now),
+            "deadline_us": to_us(deadline),
+            "data": canonical_text(dict(data)),
+        }
+        self.conn.execute(
+            "INSERT INTO notice_changes (notice_id, seq, change, status, actor, note, at_us, deadline_us,"
+            " data, announced) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (*values.values(), int(announced)),
+        )
+        self.conn.execute(
+            "UPDATE notices SET status = ?, deadline_us = ?, updated_us = ? WHERE id = ?",
+            (status, to_us(deadline), to_us(now), notice.id),
+        )
+        self.store.chain_row(notice.site, "notice_change", values, now)
+        return int(values["seq"])
+
+    def _event(
+        self,
+        notice: Notice,
+        change: str,
+        status: str,
+        seq: int,
+        audiences: tuple[str, ...],
+        kind: str,
+        severity: str,
+        message: str,
+        now: datetime,
+        facts: Mapping[str, Any] | None,
+        note: str,
+        actor: str = AUTO_ACTOR,
+        deadline: datetime | None = None,
+    ) -> NoticeEvent:
+        return _make_event(
+            notice,
+            change,
+            status,
+            seq,
+            audiences,
+            kind,
+            severity,
+            message,
+            now,
+            facts,
+            note,
+            actor,
+            deadline or notice.deadline,
+        )
+
+
+def _deadline_rule(profile: Profile) -> str:
+    rule = f"the end of the site's local day {profile.cure_days} days after the day of issue"
+    if profile.cure_next_business_day:
+        closed = ", ".join(d.capitalize() for d in profile.cure_closed_days)
+        rule += (
+            f", moved to the next business day when that day is a {closed} or legal holiday "
+            f"(Wis. Stat. 990.001(4))"
+        )
+    return rule
+
+
+def _roll_calendar(notice: Notice) -> WorkCalendar | None:
+    """The calendar the notice's deadlines roll forward on, as recorded when it was issued."""
+    if not notice.data.get("cure_next_business_day"):
+        return None
+    return WorkCalendar.of(notice.data.get("cure_closed_days", ["sunday"]), notice.data.get("holidays", []))
+
+
+_CHANGE_ALERTS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "opened": (("town", "operator"), "notice_opened", "violation"),
+    "continuing": (("town", "operator"), "notice_continuing", "violation"),
+    "escalated": (("town",), "citation_recommended", "citation"),
+    "extension_requested": (("town",), "notice_extension_requested", "info"),
+    "extended": (("operator", "town"), "notice_extended", "info"),
+    "corrected": (("operator", "town"), "notice_corrected", "info"),
+}
+
+
+def _event_for_change(notice: Notice, change: NoticeChange, now: datetime) -> NoticeEvent:
+    audiences, kind, severity = _CHANGE_ALERTS.get(
+        change.change, (("town",), f"notice_{change.change}", "info")
+    )
+    by = f" ({change.actor})" if change.actor != AUTO_ACTOR else ""
+    message = f"Notice {notice.id}: {change.change.replace('_', ' ')}{by}. {change.note}".strip()
+    return _make_event(
+        notice,
+        change.change,
+        change.status,
+        change.seq,
+        audiences,
+        kind,
+        severity,
+        message,
+        now,
+        None,
+        change.note,
+        change.actor,
+        change.deadline,
+    )
+
+
+def _make_event(
+    notice: Notice,
+    change: str,
+    status: str,
+    seq: int,
+    audiences: tuple[str, ...],
+    kind: str,
+    severity: str,
+    message: str,
+    now: datetime,
+    facts: Mapping[str, Any] | None,
+    note: str,
+    actor: str,
+    deadline: datetime,
+) -> NoticeEvent:
+    payload: dict[str, Any] = {
+        "notice_id": notice.id,
+        "site": notice.site,
+        "change": change,
+        "seq": seq,
+        "status": status,
+        "standard": notice.standard,
+        "section": notice.section,
+        "title": notice.data.get("title", ""),
+        "operator": notice.data.get("operator", ""),
+        "opened": format_ts(notice.opened),
+        "deadline": format_ts(deadline),
+        "deadline_local": local_text(deadline, notice.timezone),
+        "actor": actor,
+        "note": note,
+        "ts": format_ts(now),
+        "message": message,
+    }
+    if facts is not None:
+        payload["episode"] = dict(facts)
+    return NoticeEvent(notice.id, notice.site, change, seq, audiences, kind, severity, message, payload)
+
+
+def _episode_to_json(episode: Episode) -> dict[str, Any]:
+    return {
+        "site": episode.site,
+        "standard": episode.standard,
+        "section": episode.section,
+        "sensors": list(episode.sensors),
+        "start_us": to_us(episode.start),
+        "end_us": to_us(episode.end),
+        "finding_ids": list(episode.finding_ids),
+        "worst": _measurement_dict(episode.worst),
+        "kind": episode.kind.value,
+    }
+
+
+def _episode_from_json(d: Mapping[str, Any]) -> Episode:
+    w = d.get("worst")
+    worst = None if w is None else Measurement(w["name"], w["value"], w["limit"], w["unit"])
+    return Episode(
+        site=d["site"],
+        standard=d["standard"],
+        section=d["section"],
+        sensors=tuple(d["sensors"]),
+        start=from_us(d["start_us"]),
+        end=from_us(d["end_us"]),
+        finding_ids=tuple(d["finding_ids"]),
+        worst=worst,
+        kind=FindingKind(d["kind"]),
+    )

@@ -1,0 +1,1 @@
+"""The MQTT protocol: topics, the time format, the payload codec, canonical JSON, the link's state."""

@@ -1,0 +1,1069 @@
+"""The payload codec: the one place that turns MQTT topics and payloads into typed
+records and back. The daemon decodes with it; the edge publishers and the
+simulator encode with it. docs/PROTOCOL.md describes the same contract in prose.
+
+Every rejection is a DecodeError naming the field and the reason, e.g.
+``LAeq: not a number`` or ``ts: 2031-01-01T00:00:00Z is 5.1 years in the future``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import re
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import orjson
+
+from monitor.config import SensorConfig, SiteConfig
+from monitor.errors import DecodeError
+from monitor.wire.canonical import canonical_json
+
+if TYPE_CHECKING:
+    from monitor.wire.quick_levels import Parsed
+from rules.model import (
+    VEHICLE_PRESENT,
+    Blast,
+    BlastNotice,
+    Event,
+    Finding,
+    FindingKind,
+    GenericEvent,
+    LightSummary,
+    Measurement,
+    Reading,
+    SensorKind,
+    SensorStatus,
+    SoundLevels,
+    TemporaryLighting,
+    TruckPassage,
+    TurbidityReading,
+    WeatherReading,
+    WorkKind,
+    WorkPeriod,
+)
+
+PROTOCOL_VERSION = 1
+AUDIO_MAGIC = b"MWA1"
+AUDIO_FORMATS: dict[str, tuple[str, int]] = {"s16le": ("<i2", 2), "s32le": ("<i4", 4), "f32le": ("<f4", 4)}
+
+# Which input message a sensor kind may send (a message for another kind is rejected).
+SENSOR_MESSAGES: dict[SensorKind, frozenset[str]] = {
+    SensorKind.SOUND: frozenset({"levels", "audio", "bands", "status"}),
+    SensorKind.LIGHT: frozenset({"light", "status"}),
+    SensorKind.SKY: frozenset({"light", "status"}),
+    SensorKind.WEATHER: frozenset({"weather", "status"}),
+    SensorKind.TURBIDITY: frozenset({"turbidity", "status"}),
+}
+BUILTIN_EVENTS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
+OUTPUT_TOPICS = frozenset({"violations", "findings", "alerts", "notices", "status", "rejected", "anchors"})
+
+# Plausible physical ranges; outside them a value is a sensor fault, not a measurement.
+DB_RANGE = (-20.0, 200.0)
+LUX_RANGE = (0.0, 200_000.0)
+WIND_RANGE = (0.0, 100.0)
+NTU_RANGE = (0.0, 100_000.0)
+MAX_DURATION_S = 3600.0
+MAX_BURST_SAMPLES = 100_000
+MAX_BANDS = 64  # one-third octaves from 5 Hz to 40 kHz are 40
+MAX_EVENT_FIELD_CHARS = 4096  # a generic event field's value, as canonical JSON
+
+
+@dataclass(frozen=True, slots=True)
+class AudioBlock:
+    """Raw PCM from a sound sensor; the daemon runs it through acoustics."""
+
+    site: str
+    sensor: str
+    ts: datetime  # time of the first sample
+    seq: int
+    sample_rate: int
+    sample_format: str  # key of AUDIO_FORMATS
+    pcm: bytes = field(repr=False)
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.pcm) // AUDIO_FORMATS[self.sample_format][1]
+
+
+@dataclass(frozen=True, slots=True)
+class BandLevels:
+    """One-third-octave Z-weighted band levels (nominal Hz -> dB) over one period."""
+
+    site: str
+    sensor: str
+    ts: datetime
+    duration_s: float
+    bands: Mapping[float, float]
+
+
+SensorMessage: TypeAlias = Reading | SensorStatus | BandLevels
+Message: TypeAlias = Reading | Event | SensorStatus | AudioBlock | BandLevels
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    site: str
+    group: str  # "sensors" | "events" | an output name
+    sensor: str  # "" unless group == "sensors"
+    kind: str  # message kind: "levels", "blast", ...
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How far from `now` a timestamp may lie, and how big a payload may be."""
+
+    max_future_s: float = 120.0
+    max_past_s: float = 30 * 86400.0
+    max_payload_bytes: int = 1_048_576
+
+
+# --------------------------------------------------------------------------- topics
+
+
+def parse_topic(topic: str, prefix: str = "minewatch") -> Topic:
+    parts = topic.split("/")
+    if len(parts) < 3 or parts[0] != prefix or not parts[1]:
+        raise DecodeError("topic", f"{shown(topic, MAX_TOPIC_SHOWN)} is not under {prefix}/{{site}}/")
+    site = parts[1]
+    if parts[2] == "sensors" and len(parts) == 5 and parts[3] and parts[4]:
+        return Topic(site, "sensors", parts[3], parts[4])
+    if parts[2] == "events" and len(parts) == 4 and parts[3]:
+        return Topic(site, "events", "", parts[3])
+    if len(parts) == 3 and parts[2] in OUTPUT_TOPICS:
+        return Topic(site, parts[2], "", parts[2])
+    raise DecodeError("topic", f"{shown(topic, MAX_TOPIC_SHOWN)} is not a minewatch topic")
+
+
+def sensor_topic(site: str, sensor: str, kind: str, prefix: str = "minewatch") -> str:
+    return f"{prefix}/{site}/sensors/{sensor}/{kind}"
+
+
+def event_topic(site: str, kind: str, prefix: str = "minewatch") -> str:
+    return f"{prefix}/{site}/events/{kind}"
+
+
+def output_topic(site: str, kind: str, prefix: str = "minewatch") -> str:
+    return f"{prefix}/{site}/{kind}"
+
+
+# --------------------------------------------------------------------------- time
+
+
+# RFC 3339 section 5.6 date-time (the "T" may be a space or lower case, section 5.6 NOTE),
+# ASCII digits only; the fraction is bounded (nanoseconds) like the whole text below.
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})?"
+)
+MAX_TIME_CHARS = 35  # "2026-06-15T06:30:00.123456789-05:00"
+MAX_NAME_CHARS = 64  # a field or band name, as echoed in a rejection
+MAX_SHOWN_CHARS = 40  # of a hostile value quoted back in a rejection
+
+
+MAX_TOPIC_SHOWN = 200
+
+
+def _name(value: str) -> str:
+    """A name from a topic, as a rejection shows it: whole when short, else cut and quoted."""
+    return value if len(value) <= MAX_NAME_CHARS else shown(value)
+
+
+def shown(value: str, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``value`` for a rejection message: its repr, cut short (input may be a megabyte long)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value)} characters)"
+
+
+@lru_cache(maxsize=4096)  # a site's sensors all send the same second: parse it once
+def _rfc3339_utc(text: str) -> datetime | None:
+    """The UTC time of an RFC 3339 string; None if it has no offset; ValueError if not a time.
+
+    Callers bound ``text`` to MAX_TIME_CHARS first: the cache is keyed by it.
+    """
+    match = _RFC3339.fullmatch(text)
+    if match is None:
+        raise ValueError(text)
+    # fromisoformat keeps microseconds of a longer fraction (3.11) and checks the calendar.
+    parsed = datetime.fromisoformat(text.replace("z", "Z").replace("t", "T"))
+    return None if match.group(1) is None else parsed.astimezone(UTC)
+
+
+def parse_ts(value: Any, name: str = "ts") -> datetime:
+    """RFC 3339 with an offset, or Unix epoch seconds; returned in UTC."""
+    if isinstance(value, bool):
+        raise DecodeError(name, "expected an RFC 3339 time or epoch seconds, got a boolean")
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise DecodeError(name, "not a finite number")
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise DecodeError(name, f"{value} is out of range for a time") from None
+    if isinstance(value, str):
+        # Bounded before anything else looks at it (the parse cache is keyed by the text).
+        if len(value) > MAX_TIME_CHARS:
+            raise DecodeError(
+                name, f"{shown(value)} is not an RFC 3339 time (longer than {MAX_TIME_CHARS} characters)"
+            )
+        try:
+            parsed = _rfc3339_utc(value)
+        except ValueError:
+            raise DecodeError(name, f"{value!r} is not an RFC 3339 time") from None
+        if parsed is None:
+            raise DecodeError(name, f"{value!r} has no UTC offset (add Z or +hh:mm)")
+        return parsed
+    raise DecodeError(name, f"expected an RFC 3339 time or epoch seconds, got {type(value).__name__}")
+
+
+def format_ts(ts: datetime) -> str:
+    """UTC, RFC 3339, millisecond precision at most, 'Z' suffix."""
+    ts = ts.astimezone(UTC)
+    text = ts.isoformat(timespec="milliseconds" if ts.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def _span(seconds: float) -> str:
+    for unit, size in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def check_time(ts: datetime, now: datetime, limits: Limits, name: str = "ts") -> None:
+    ahead = (ts - now).total_seconds()
+    if ahead > limits.max_future_s:
+        raise DecodeError(name, f"{format_ts(ts)} is {_span(ahead)} in the future")
+    if -ahead > limits.max_past_s:
+        raise DecodeError(name, f"{format_ts(ts)} is {_span(-ahead)} in the past")
+
+
+# --------------------------------------------------------------------------- JSON fields
+
+
+def _reject_constant(token: str) -> Any:
+    raise DecodeError("payload", f"{token} is not allowed (values must be finite numbers)")
+
+
+def _load_json(payload: bytes, parsed: Parsed | None = None) -> dict[str, Any]:
+    # orjson parses the usual valid payload ~10x faster than json; what it refuses is
+    # parsed again by json below, which names the precise reason in the rejection.
+    if parsed is not None and parsed.ok:  # parsed ahead already (monitor.wire.quick_levels)
+        data = parsed.data
+    elif parsed is not None:
+        data = _load_json_strictly(payload)
+    else:
+        try:
+            data = orjson.loads(payload)
+        except orjson.JSONDecodeError:
+            data = _load_json_strictly(payload)
+    if not isinstance(data, dict):
+        raise DecodeError("payload", f"expected a JSON object, got {type(data).__name__}")
+    version = data.get("v", PROTOCOL_VERSION)
+    if version != PROTOCOL_VERSION:
+        raise DecodeError(
+            "v", f"protocol version {version!r} is not supported (this daemon speaks {PROTOCOL_VERSION})"
+        )
+    return data
+
+
+def _load_json_strictly(payload: bytes) -> Any:
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(
+            "payload", f"not UTF-8 (byte 0x{payload[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise DecodeError(
+            "payload", f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise DecodeError("payload", "JSON nested too deeply") from None
+    return data
+
+
+class _Fields:
+    """Typed reads from a payload object; every unknown field is rejected at the end."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.used = {"v", "sig"}
+
+    def _raw(self, name: str, required: bool) -> Any:
+        self.used.add(name)
+        if name not in self.data or self.data[name] is None:
+            if required:
+                raise DecodeError(name, "missing")
+            return None
+        return self.data[name]
+
+    def number(
+        self, name: str, *, required: bool = True, lo: float | None = None, hi: float | None = None
+    ) -> float | None:
+        value = self._raw(name, required)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise DecodeError(name, "not a number")
+        value = float(value)
+        if not math.isfinite(value):
+            raise DecodeError(name, "not a finite number")
+        if lo is not None and value < lo:
+            raise DecodeError(name, f"{value:g} is below the plausible minimum {lo:g}")
+        if hi is not None and value > hi:
+            raise DecodeError(name, f"{value:g} is above the plausible maximum {hi:g}")
+        return value
+
+    def req_number(self, name: str, lo: float | None = None, hi: float | None = None) -> float:
+        value = self.number(name, required=True, lo=lo, hi=hi)
+        assert value is not None
+        return value
+
+    def text(self, name: str, *, required: bool = True, max_len: int = 1000) -> str | None:
+        value = self._raw(name, required)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise DecodeError(name, f"expected a string, got {type(value).__name__}")
+        if len(value) > max_len:  # before anything else reads it
+            raise DecodeError(name, f"longer than {max_len} characters")
+        if required and not value.strip():
+            raise DecodeError(name, "empty")
+        return value
+
+    def req_text(self, name: str, max_len: int = 1000) -> str:
+        value = self.text(name, required=True, max_len=max_len)
+        assert value is not None
+        return value
+
+    def time(self, name: str, *, required: bool = True) -> datetime | None:
+        value = self._raw(name, required)
+        return None if value is None else parse_ts(value, name)
+
+    def req_time(self, name: str) -> datetime:
+        value = self.time(name)
+        assert value is not None
+        return value
+
+    def texts(self, name: str, max_items: int = 100, max_len: int = 200) -> tuple[str, ...]:
+        value = self._raw(name, False)
+        if value is None:
+            return ()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise DecodeError(name, "expected a list of strings")
+        if len(value) > max_items:
+            raise DecodeError(name, f"more than {max_items} entries")
+        if any(len(v) > max_len for v in value):
+            raise DecodeError(name, f"an entry is longer than {max_len} characters")
+        return tuple(value)
+
+    def duration(self, default: float | None = None) -> float:
+        value = self.number("duration_s", required=default is None, lo=0.0, hi=MAX_DURATION_S)
+        if value is None:
+            assert default is not None
+            return default
+        if value <= 0:
+            raise DecodeError("duration_s", "must be positive")
+        return value
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.data) - self.used)
+        if unknown:
+            name = unknown[0]
+            if len(name) > MAX_NAME_CHARS:  # a hostile name is not echoed whole
+                raise DecodeError("payload", f"unknown field {shown(name)}")
+            raise DecodeError(name, "unknown field")
+
+
+def sign(data: Mapping[str, Any], key: bytes) -> str:
+    body = {k: v for k, v in data.items() if k != "sig"}
+    return hmac.new(key, canonical_json(body), hashlib.sha256).hexdigest()
+
+
+def _verify_signature(data: Mapping[str, Any], sensor: SensorConfig | None) -> None:
+    signature = data.get("sig")
+    if sensor is None or not sensor.signing_key:
+        if signature is not None and sensor is not None and sensor.require_signature:
+            raise DecodeError("sig", "no key configured to check it")
+        return
+    if signature is None:
+        if sensor.require_signature:
+            raise DecodeError("sig", f"sensor {sensor.id} requires a signed payload")
+        return
+    if not isinstance(signature, str) or len(signature) > 128 or not signature.isascii():
+        raise DecodeError("sig", "expected a hex string (64 characters)")
+    expected = sign(data, sensor.signing_key.value.encode())
+    if not hmac.compare_digest(signature, expected):
+        raise DecodeError("sig", "signature does not match the payload")
+
+
+# --------------------------------------------------------------------------- sensor payloads
+
+
+def _decode_levels(f: _Fields, site: str, sensor: str) -> SoundLevels:
+    lo, hi = DB_RANGE
+
+    def db(name: str, required: bool = True) -> float | None:
+        return f.number(name, required=required, lo=lo, hi=hi)
+
+    levels = SoundLevels(
+        site=site,
+        sensor=sensor,
+        ts=f.req_time("ts"),
+        duration_s=f.duration(),
+        LAeq=f.req_number("LAeq", lo, hi),
+        LAFmax=f.req_number("LAFmax", lo, hi),
+        LCpeak=f.req_number("LCpeak", lo, hi),
+        LASmax=db("LASmax", False),
+        LZpeak=db("LZpeak", False),
+        LAFmin=db("LAFmin", False),
+        LCeq=db("LCeq", False),
+        LZeq=db("LZeq", False),
+    )
+    if levels.LAFmax < levels.LAeq - 0.05:
+        raise DecodeError("LAFmax", f"{levels.LAFmax:g} is below LAeq {levels.LAeq:g}")
+    return levels
+
+
+def _decode_light(f: _Fields, site: str, sensor: str) -> LightSummary:
+    lo, hi = LUX_RANGE
+    summary = LightSummary(
+        site=site,
+        sensor=sensor,
+        ts=f.req_time("ts"),
+        duration_s=f.duration(),
+        lux_mean=f.req_number("lux_mean", lo, hi),
+        lux_min=f.req_number("lux_min", lo, hi),
+        lux_max=f.req_number("lux_max", lo, hi),
+    )
+    if not summary.lux_min <= summary.lux_mean <= summary.lux_max:
+        raise DecodeError("lux_mean", "must lie between lux_min and lux_max")
+    burst_raw = f._raw("burst", False)
+    if burst_raw is None:
+        f.number("burst_rate_hz", required=False)
+        return summary
+    if not isinstance(burst_raw, list) or len(burst_raw) > MAX_BURST_SAMPLES:
+        raise DecodeError("burst", f"expected a list of at most {MAX_BURST_SAMPLES} numbers")
+    burst: list[float] = []
+    for i, v in enumerate(burst_raw):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not lo <= v <= hi:
+            numeric = isinstance(v, int | float)
+            what = shown(v) if isinstance(v, str) else repr(v) if numeric else type(v).__name__
+            raise DecodeError(f"burst[{i}]", f"{what} is not an illuminance in lux")
+        burst.append(float(v))
+    rate = f.req_number("burst_rate_hz", 0.1, 10_000.0)
+    return LightSummary(
+        site,
+        sensor,
+        summary.ts,
+        summary.duration_s,
+        summary.lux_mean,
+        summary.lux_min,
+        summary.lux_max,
+        tuple(burst),
+        rate,
+    )
+
+
+def _decode_weather(f: _Fields, site: str, sensor: str) -> WeatherReading:
+    ts = f.req_time("ts")
+    duration = f.duration(default=60.0)
+    wind = f.req_number("wind_speed_ms", *WIND_RANGE)
+    rain_raw = f._raw("rain", False)
+    rain_mm_h: float | None = None
+    if rain_raw is None or isinstance(rain_raw, bool):
+        rain = bool(rain_raw)
+    else:
+        rain_mm_h = f.number("rain", lo=0.0, hi=500.0)
+        rain = bool(rain_mm_h)
+    return WeatherReading(site, sensor, ts, duration, wind, rain, rain_mm_h)
+
+
+def _decode_turbidity(f: _Fields, site: str, sensor: str) -> TurbidityReading:
+    return TurbidityReading(site, sensor, f.req_time("ts"), f.duration(), f.req_number("ntu", *NTU_RANGE))
+
+
+def _decode_status(f: _Fields, site: str, sensor: str) -> SensorStatus:
+    ts = f.req_time("ts")
+    battery = f.number("battery_pct", required=False, lo=0.0, hi=100.0)
+    offset = f.number("clock_offset_s", required=False, lo=-1e6, hi=1e6)
+    f.number("uptime_s", required=False, lo=0.0)
+    f.text("firmware", required=False)
+    f.number("queued", required=False, lo=0.0)
+    f.number("dropped", required=False, lo=0.0)
+    reference = measured = None
+    calibration = f._raw("calibration", False)
+    if calibration is not None:
+        if not isinstance(calibration, dict):
+            raise DecodeError("calibration", "expected an object with reference_db and measured_db")
+        cal = _Fields(calibration)
+        reference = cal.req_number("reference_db", *DB_RANGE)
+        measured = cal.req_number("measured_db", *DB_RANGE)
+        cal.finish()
+    return SensorStatus(site, sensor, ts, battery, offset, reference, measured)
+
+
+def _decode_bands(f: _Fields, site: str, sensor: str) -> BandLevels:
+    ts = f.req_time("ts")
+    duration = f.duration()
+    raw = f._raw("bands", True)
+    if not isinstance(raw, dict) or not raw:
+        raise DecodeError("bands", "expected an object of nominal frequency (Hz) -> level (dB)")
+    if len(raw) > MAX_BANDS:
+        raise DecodeError("bands", f"more than {MAX_BANDS} bands")
+    bands: dict[float, float] = {}
+    for key, value in raw.items():
+        if len(key) > 16:  # "40000", "31.5": a frequency never needs more
+            raise DecodeError("bands", f"{shown(key)} is not a frequency in Hz")
+        try:
+            freq = float(key)
+        except ValueError:
+            raise DecodeError(f"bands.{key}", "not a frequency in Hz") from None
+        if not 5.0 <= freq <= 40_000.0:
+            raise DecodeError(f"bands.{key}", "frequency outside 5 Hz to 40 kHz")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise DecodeError(f"bands.{key}", "not a number")
+        if not DB_RANGE[0] <= value <= DB_RANGE[1]:
+            raise DecodeError(f"bands.{key}", f"{value:g} dB is outside the plausible range")
+        bands[freq] = float(value)
+    return BandLevels(site, sensor, ts, duration, bands)
+
+
+_SENSOR_DECODERS: dict[str, Callable[[_Fields, str, str], SensorMessage]] = {
+    "levels": _decode_levels,
+    "light": _decode_light,
+    "weather": _decode_weather,
+    "turbidity": _decode_turbidity,
+    "status": _decode_status,
+    "bands": _decode_bands,
+}
+
+
+def _decode_audio(
+    payload: bytes, site: str, sensor: SensorConfig, now: datetime, limits: Limits
+) -> AudioBlock:
+    if not payload.startswith(AUDIO_MAGIC) or len(payload) < 8:
+        raise DecodeError("payload", "audio frames start with b'MWA1' and a 4-byte header length")
+    (header_len,) = struct.unpack(">I", payload[4:8])
+    if header_len > 4096 or 8 + header_len > len(payload):
+        raise DecodeError("header", f"header length {header_len} does not fit the frame")
+    header = _load_json(payload[8 : 8 + header_len])
+    pcm = payload[8 + header_len :]
+    if sensor.signing_key or sensor.require_signature:
+        signed = dict(header)
+        signed["pcm_sha256"] = hashlib.sha256(pcm).hexdigest()
+        _verify_signature(signed, sensor)
+    f = _Fields(header)
+    ts = f.req_time("ts")
+    check_time(ts, now, limits)
+    seq = f.req_number("seq", 0, 2**63)
+    rate = f.req_number("sample_rate", 8000, 384_000)
+    fmt = f.req_text("format")
+    if fmt not in AUDIO_FORMATS:
+        raise DecodeError("format", f"{fmt!r} is not one of {', '.join(AUDIO_FORMATS)}")
+    channels = f.number("channels", required=False, lo=1, hi=1)
+    del channels  # mono only: the edge sends the measurement channel
+    f.finish()
+    width = AUDIO_FORMATS[fmt][1]
+    if not pcm or len(pcm) % width:
+        raise DecodeError("pcm", f"{len(pcm)} bytes is not a whole number of {fmt} samples")
+    if rate != int(rate) or seq != int(seq):
+        raise DecodeError("sample_rate", "must be a whole number")
+    return AudioBlock(site, sensor.id, ts, int(seq), int(rate), fmt, pcm)
+
+
+# --------------------------------------------------------------------------- events
+
+
+def _event_id(f: _Fields, data: Mapping[str, Any], kind: str) -> str:
+    given = f.text("id", required=False, max_len=128)
+    if given:
+        return given
+    # No id: derive one from the content so a resent event still deduplicates.
+    body = {k: v for k, v in data.items() if k not in ("sig", "id")}
+    return f"{kind}-" + hashlib.sha256(canonical_json(body)).hexdigest()[:16]
+
+
+def _decode_event(
+    kind: str,
+    data: dict[str, Any],
+    site: SiteConfig,
+    now: datetime,
+    limits: Limits,
+    generic_kinds: frozenset[str],
+) -> tuple[Event, datetime]:
+    """Returns the event and the time that must pass the clock checks."""
+    f = _Fields(data)
+    event: Event
+    if kind == "blast-notice":
+        event = BlastNotice(
+            site.id,
+            f.req_text("blast_id", 128),
+            f.req_time("issued_ts"),
+            f.req_time("planned_ts"),
+            f.texts("recipients"),
+        )
+        checked = event.issued_ts
+    elif kind == "blast":
+        event = Blast(
+            site.id,
+            f.req_text("blast_id", 128),
+            f.req_time("ts"),
+            f.text("safety_reason", required=False),
+            f.number("charge_kg", required=False, lo=0.0, hi=1e6),
+            f.number("overpressure_db", required=False, lo=DB_RANGE[0], hi=DB_RANGE[1]),
+        )
+        checked = event.ts
+    elif kind == "truck":
+        gate = f.req_text("gate", 64)
+        if gate not in {g.id for g in site.gates}:
+            raise DecodeError("gate", f"gate {gate!r} is not configured for site {site.id}")
+        direction = f.req_text("direction", 8)
+        if direction not in ("in", "out"):
+            raise DecodeError("direction", f"must be 'in' or 'out', got {direction!r}")
+        event = TruckPassage(
+            site.id,
+            _event_id(f, data, kind),
+            f.req_time("ts"),
+            gate,
+            direction,
+            f.text("truck_id", required=False),
+        )
+        checked = event.ts
+    elif kind in ("work", "temporary-lighting"):
+        start, end = f.req_time("start"), f.req_time("end")
+        if end <= start:
+            raise DecodeError("end", "must be after start")
+        if end - start > timedelta(days=366):
+            raise DecodeError("end", "a declared period may last at most 366 days")
+        if kind == "work":
+            work_kind = f.req_text("kind", 32)
+            if work_kind not in {k.value for k in WorkKind}:
+                raise DecodeError("kind", f"must be one of {', '.join(k.value for k in WorkKind)}")
+            sensors = f.texts("sensors")
+            for s in sensors:
+                if site.sensor(s) is None:
+                    raise DecodeError("sensors", f"sensor {s} is not configured for site {site.id}")
+            event = WorkPeriod(site.id, _event_id(f, data, kind), start, end, WorkKind(work_kind), sensors)
+        else:
+            event = TemporaryLighting(
+                site.id, _event_id(f, data, kind), start, end, f.text("description", required=False) or ""
+            )
+        checked = start
+    elif kind in generic_kinds:
+        event_id = _event_id(f, data, kind)
+        ts = f.req_time("ts")
+        fields = {k: v for k, v in data.items() if k not in ("v", "sig", "id", "ts")}
+        for key, value in fields.items():  # stored and forwarded as they are: bound each
+            if len(key) > MAX_NAME_CHARS:
+                raise DecodeError("payload", f"field name {shown(key)} is longer than {MAX_NAME_CHARS}")
+            if len(canonical_json({key: value})) > MAX_EVENT_FIELD_CHARS:
+                raise DecodeError(key, f"longer than {MAX_EVENT_FIELD_CHARS} bytes")
+        if kind == VEHICLE_PRESENT:
+            fields = _vehicle_present_fields(f, site, ts)
+        return GenericEvent(site.id, event_id, kind, ts, fields), ts
+    else:
+        known = sorted(BUILTIN_EVENTS | generic_kinds)
+        raise DecodeError("topic", f"unknown event kind {shown(kind)} (known: {', '.join(known)})")
+    f.finish()
+    return event, checked
+
+
+def _vehicle_present_fields(f: _Fields, site: SiteConfig, ts: datetime) -> dict[str, Any]:
+    """The fields of a ``vehicle-present`` event, checked: a vehicle at a gate or near sensors (6.C.3)."""
+    fields: dict[str, Any] = {}
+    end = f.time("end", required=False)
+    if end is not None:
+        if end < ts:
+            raise DecodeError("end", "must not be before ts")
+        if end - ts > timedelta(days=1):
+            raise DecodeError("end", "a vehicle-present event may last at most one day")
+        fields["end"] = format_ts(end)
+    gate = f.text("gate", required=False, max_len=64)
+    if gate is not None:
+        if gate not in {g.id for g in site.gates}:
+            raise DecodeError("gate", f"gate {gate!r} is not configured for site {site.id}")
+        fields["gate"] = gate
+    sensors = f.texts("sensors")
+    for s in sensors:
+        if site.sensor(s) is None:
+            raise DecodeError("sensors", f"sensor {s} is not configured for site {site.id}")
+    if sensors:
+        fields["sensors"] = list(sensors)
+    if gate is None and not sensors:
+        raise DecodeError("gate", "a vehicle-present event needs a gate or sensors (where the vehicle was)")
+    description = f.text("description", required=False, max_len=1000)
+    if description:
+        fields["description"] = description
+    f.finish()
+    return fields
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def decode(
+    topic: str,
+    payload: bytes,
+    sites: Mapping[str, SiteConfig],
+    now: datetime,
+    limits: Limits = Limits(),
+    generic_event_kinds: Mapping[str, frozenset[str]] | None = None,
+    prefix: str = "minewatch",
+    ahead: Parsed | None = None,
+) -> Message:
+    """Decode one input message; raises DecodeError naming the field and the reason.
+
+    ``ahead``: what monitor.wire.quick_levels.predecode made of the payload when it ran ahead and
+    missed its quick path (the payload is then not parsed again).
+    """
+    if ahead is None:
+        from monitor.wire.quick_levels import levels_sender, predecode  # it builds on this module
+
+        sender = levels_sender(topic, sites, prefix)
+        if sender is not None:
+            quick = predecode(payload, *sender, limits.max_payload_bytes)
+            if isinstance(quick, SoundLevels):
+                check_time(quick.ts, now, limits)
+                return quick
+            ahead = quick
+    if len(payload) > limits.max_payload_bytes:
+        raise DecodeError(
+            "payload", f"{len(payload)} bytes exceeds the {limits.max_payload_bytes}-byte limit"
+        )
+    parsed = parse_topic(topic, prefix)
+    site = sites.get(parsed.site)
+    if site is None:
+        raise DecodeError("topic", f"site {_name(parsed.site)} is not configured")
+    if parsed.group == "events":
+        data = _load_json(payload)
+        kinds = (generic_event_kinds or {}).get(site.id, frozenset())
+        event, checked = _decode_event(parsed.kind, data, site, now, limits, kinds)
+        check_time(
+            checked, now, limits, "ts" if parsed.kind not in ("work", "temporary-lighting") else "start"
+        )
+        return event
+    if parsed.group != "sensors":
+        raise DecodeError("topic", f"{shown(topic, MAX_TOPIC_SHOWN)} is an output topic, not an input")
+    sensor = site.sensor(parsed.sensor)
+    if sensor is None:
+        raise DecodeError("topic", f"sensor {_name(parsed.sensor)}: not configured for site {site.id}")
+    allowed = SENSOR_MESSAGES[sensor.kind]
+    if parsed.kind not in allowed:
+        kind, sent = sensor.kind.value, shown(parsed.kind)
+        raise DecodeError("topic", f"sensor {sensor.id} is a {kind} sensor; it cannot send {sent}")
+    if parsed.kind == "audio":
+        return _decode_audio(payload, site.id, sensor, now, limits)
+    data = _load_json(payload, ahead)
+    _verify_signature(data, sensor)
+    fields = _Fields(data)
+    message = _SENSOR_DECODERS[parsed.kind](fields, site.id, sensor.id)
+    fields.finish()
+    check_time(message.ts, now, limits)
+    return message
+
+
+# --------------------------------------------------------------------------- encoding (edge side)
+
+
+def _compact(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None and v != ()}
+
+
+def payload_of(record: Message) -> dict[str, Any]:
+    """The JSON object for a record (audio excluded: see encode_audio)."""
+    if isinstance(record, SoundLevels):
+        return _compact(
+            {
+                "ts": format_ts(record.ts),
+                "duration_s": record.duration_s,
+                "LAeq": record.LAeq,
+                "LAFmax": record.LAFmax,
+                "LCpeak": record.LCpeak,
+                "LASmax": record.LASmax,
+                "LZpeak": record.LZpeak,
+                "LAFmin": record.LAFmin,
+                "LCeq": record.LCeq,
+                "LZeq": record.LZeq,
+            }
+        )
+    if isinstance(record, LightSummary):
+        data = _compact(
+            {
+                "ts": format_ts(record.ts),
+                "duration_s": record.duration_s,
+                "lux_mean": record.lux_mean,
+                "lux_min": record.lux_min,
+                "lux_max": record.lux_max,
+            }
+        )
+        if record.burst:
+            data["burst"] = list(record.burst)
+            data["burst_rate_hz"] = record.burst_rate_hz
+        return data
+    if isinstance(record, WeatherReading):
+        rain: bool | float = record.rain_mm_h if record.rain_mm_h is not None else record.rain
+        return {
+            "ts": format_ts(record.ts),
+            "duration_s": record.duration_s,
+            "wind_speed_ms": record.wind_speed_ms,
+            "rain": rain,
+        }
+    if isinstance(record, TurbidityReading):
+        return {"ts": format_ts(record.ts), "duration_s": record.duration_s, "ntu": record.ntu}
+    if isinstance(record, SensorStatus):
+        data = _compact(
+            {
+                "ts": format_ts(record.ts),
+                "battery_pct": record.battery_pct,
+                "clock_offset_s": record.clock_offset_s,
+            }
+        )
+        if record.calibration_reference_db is not None:
+            data["calibration"] = {
+                "reference_db": record.calibration_reference_db,
+                "measured_db": record.calibration_measured_db,
+            }
+        return data
+    if isinstance(record, BandLevels):
+        return {
+            "ts": format_ts(record.ts),
+            "duration_s": record.duration_s,
+            "bands": {f"{k:g}": v for k, v in record.bands.items()},
+        }
+    if isinstance(record, BlastNotice):
+        return {
+            "blast_id": record.id,
+            "issued_ts": format_ts(record.issued_ts),
+            "planned_ts": format_ts(record.planned_ts),
+            "recipients": list(record.recipients),
+        }
+    if isinstance(record, Blast):
+        return _compact(
+            {
+                "blast_id": record.id,
+                "ts": format_ts(record.ts),
+                "safety_reason": record.safety_reason,
+                "charge_kg": record.charge_kg,
+                "overpressure_db": record.overpressure_db,
+            }
+        )
+    if isinstance(record, TruckPassage):
+        return _compact(
+            {
+                "id": record.id,
+                "ts": format_ts(record.ts),
+                "gate": record.gate,
+                "direction": record.direction,
+                "truck_id": record.truck_id,
+            }
+        )
+    if isinstance(record, WorkPeriod):
+        return _compact(
+            {
+                "id": record.id,
+                "start": format_ts(record.start),
+                "end": format_ts(record.end),
+                "kind": record.kind.value,
+                "sensors": list(record.sensors) or None,
+            }
+        )
+    if isinstance(record, TemporaryLighting):
+        return {
+            "id": record.id,
+            "start": format_ts(record.start),
+            "end": format_ts(record.end),
+            "description": record.description,
+        }
+    if isinstance(record, GenericEvent):
+        return {"id": record.id, "ts": format_ts(record.ts), **record.fields}
+    raise TypeError(f"cannot encode {type(record).__name__}")
+
+
+EVENT_KINDS: dict[type, str] = {  # an event record type -> its kind (topic, stored kind)
+    BlastNotice: "blast-notice",
+    Blast: "blast",
+    TruckPassage: "truck",
+    WorkPeriod: "work",
+    TemporaryLighting: "temporary-lighting",
+}
+SENSOR_KINDS: dict[type, str] = {  # a sensor record type -> its message kind (topic, stored kind)
+    SoundLevels: "levels",
+    LightSummary: "light",
+    WeatherReading: "weather",
+    TurbidityReading: "turbidity",
+    SensorStatus: "status",
+    BandLevels: "bands",
+}
+
+
+def encode(record: Message, key: bytes | None = None, prefix: str = "minewatch") -> tuple[str, bytes]:
+    """(topic, payload) for a record; with a key the payload carries its HMAC in ``sig``."""
+    if isinstance(record, AudioBlock):
+        return encode_audio(record, key, prefix)
+    data = payload_of(record)
+    if key:
+        data["sig"] = sign(data, key)
+    body = json.dumps(data, separators=(",", ":")).encode()
+    if isinstance(record, GenericEvent):
+        return event_topic(record.site, record.kind, prefix), body
+    if type(record) in EVENT_KINDS:
+        return event_topic(record.site, EVENT_KINDS[type(record)], prefix), body
+    sensor = getattr(record, "sensor")  # noqa: B009 - every sensor record has one
+    return sensor_topic(record.site, sensor, SENSOR_KINDS[type(record)], prefix), body
+
+
+def encode_audio(block: AudioBlock, key: bytes | None = None, prefix: str = "minewatch") -> tuple[str, bytes]:
+    header: dict[str, Any] = {
+        "ts": format_ts(block.ts),
+        "seq": block.seq,
+        "sample_rate": block.sample_rate,
+        "format": block.sample_format,
+        "channels": 1,
+    }
+    if key:
+        signed = dict(header, pcm_sha256=hashlib.sha256(block.pcm).hexdigest())
+        header["sig"] = sign(signed, key)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    return sensor_topic(block.site, block.sensor, "audio", prefix), AUDIO_MAGIC + struct.pack(
+        ">I", len(head)
+    ) + head + block.pcm
+
+
+# --------------------------------------------------------------------------- stored JSON -> records
+# The stored ``data`` of a reading or event is the payload it arrived with (decoded above);
+# these read it back into the record, trusting it (it was checked on the way in).
+
+
+def _light_from_stored(d: Mapping[str, Any], site: str, sensor: str) -> LightSummary:
+    return LightSummary(
+        site,
+        sensor,
+        parse_ts(d["ts"]),
+        d["duration_s"],
+        d["lux_mean"],
+        d["lux_min"],
+        d["lux_max"],
+        tuple(d.get("burst", ())),
+        d.get("burst_rate_hz"),
+    )
+
+
+def _weather_from_stored(d: Mapping[str, Any], site: str, sensor: str) -> WeatherReading:
+    rain = d.get("rain", False)
+    mm = None if isinstance(rain, bool) else float(rain)
+    return WeatherReading(
+        site, sensor, parse_ts(d["ts"]), d["duration_s"], d["wind_speed_ms"], bool(rain), mm
+    )
+
+
+def _turbidity_from_stored(d: Mapping[str, Any], site: str, sensor: str) -> TurbidityReading:
+    return TurbidityReading(site, sensor, parse_ts(d["ts"]), d["duration_s"], d["ntu"])
+
+
+# stored reading kind -> its record, read back (the kinds the rules read from the store)
+_READINGS_FROM_STORED: dict[str, Callable[[Mapping[str, Any], str, str], Reading]] = {
+    "light": _light_from_stored,
+    "weather": _weather_from_stored,
+    "turbidity": _turbidity_from_stored,
+}
+
+
+def reading_from_row(row: Any) -> Any:  # a sqlite3.Row; the record type follows its kind
+    """A stored readings row (site, sensor, kind, data) back as its record."""
+    return _READINGS_FROM_STORED[row["kind"]](json.loads(row["data"]), row["site"], row["sensor"])
+
+
+def event_from_row(kind: str, data: str, site: str) -> Event:
+    """An event read back from its stored JSON (the payload it arrived with)."""
+    d = json.loads(data)
+    if kind == "blast-notice":
+        return BlastNotice(
+            site,
+            d["blast_id"],
+            parse_ts(d["issued_ts"]),
+            parse_ts(d["planned_ts"]),
+            tuple(d.get("recipients", ())),
+        )
+    if kind == "blast":
+        return Blast(
+            site,
+            d["blast_id"],
+            parse_ts(d["ts"]),
+            d.get("safety_reason"),
+            d.get("charge_kg"),
+            d.get("overpressure_db"),
+        )
+    if kind == "truck":
+        return TruckPassage(site, d["id"], parse_ts(d["ts"]), d["gate"], d["direction"], d.get("truck_id"))
+    if kind == "work":
+        return WorkPeriod(
+            site,
+            d["id"],
+            parse_ts(d["start"]),
+            parse_ts(d["end"]),
+            WorkKind(d["kind"]),
+            tuple(d.get("sensors") or ()),
+        )
+    if kind == "temporary-lighting":
+        return TemporaryLighting(
+            site, d["id"], parse_ts(d["start"]), parse_ts(d["end"]), d.get("description", "")
+        )
+    fields = {k: v for k, v in d.items() if k not in ("id", "ts")}
+    return GenericEvent(site, d["id"], kind, parse_ts(d["ts"]), fields)
+
+
+def finding_to_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "id": finding.id,
+        "site": finding.site,
+        "standard": finding.standard,
+        "section": finding.section,
+        "kind": finding.kind.value,
+        "start": finding.start.isoformat(),
+        "end": finding.end.isoformat(),
+        "start_local": finding.start_local.isoformat(),
+        "end_local": finding.end_local.isoformat(),
+        "timezone": finding.timezone,
+        "summary": finding.summary,
+        "sensors": list(finding.sensors),
+        "measurements": [
+            {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit} for m in finding.measurements
+        ],
+        "exemptions": list(finding.exemptions),
+        "refs": list(finding.refs),
+        "completeness": finding.completeness,
+        "details": dict(finding.details),
+    }
+
+
+def finding_from_json(d: Mapping[str, Any]) -> Finding:
+    """finding_to_json's inverse: a stored or published finding back as its record."""
+    return Finding(
+        site=d["site"],
+        standard=d["standard"],
+        section=d["section"],
+        kind=FindingKind(d["kind"]),
+        start=datetime.fromisoformat(d["start"]),
+        end=datetime.fromisoformat(d["end"]),
+        timezone=d["timezone"],
+        summary=d["summary"],
+        sensors=tuple(d["sensors"]),
+        measurements=tuple(
+            Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]
+        ),
+        exemptions=tuple(d["exemptions"]),
+        refs=tuple(d["refs"]),
+        completeness=d["completeness"],
+        details=d["details"],
+    )
