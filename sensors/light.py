@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from monitor.wire.codec import parse_ts
+from monitor.wire.protocol import parse_ts
 from rules.model import LightSummary
 from sensors.sound import SourceUnavailable
 

@@ -26,7 +26,8 @@ from datetime import timedelta
 from typing import Any, Protocol
 
 from monitor.config import SensorConfig, SiteConfig
-from monitor.wire.codec import AUDIO_FORMATS, AudioBlock, Message, encode, payload_of, sensor_topic, sign
+from monitor.wire.codec import AudioBlock, Message, encode, payload_of, sign
+from monitor.wire.protocol import AUDIO_FORMATS, sensor_topic
 from rules.model import SensorStatus
 
 log = logging.getLogger("minewatch.sensors.publisher")

@@ -25,7 +25,8 @@ from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.notices import NoticeBook, NoticeEvent
 from monitor.notify.render import notice_payload_json
 from monitor.wire.canonical import to_us
-from monitor.wire.codec import finding_to_json, format_ts, output_topic
+from monitor.wire.codec import finding_to_json
+from monitor.wire.protocol import format_ts, output_topic
 from rules.model import Finding, FindingKind
 
 log = logging.getLogger("minewatch.pipeline")

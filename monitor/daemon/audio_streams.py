@@ -15,7 +15,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.acoustics import iec61672
-from monitor.wire.codec import AUDIO_FORMATS, AudioBlock
+from monitor.wire.codec import AudioBlock
+from monitor.wire.protocol import AUDIO_FORMATS
 from rules.model import SoundLevels
 
 CONTINUITY_S = 0.5  # a block starting further than this from where the last ended starts a new meter

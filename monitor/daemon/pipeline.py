@@ -58,17 +58,9 @@ from monitor.notify.delivery import Deliveries, DeliveryWorker
 from monitor.notify.notices import NoticeBook
 from monitor.process_settings import freeze_startup_objects
 from monitor.wire.canonical import from_us
-from monitor.wire.codec import (
-    AudioBlock,
-    BandLevels,
-    Limits,
-    Message,
-    check_time,
-    decode,
-    format_ts,
-    payload_of,
-)
+from monitor.wire.codec import AudioBlock, BandLevels, Message, decode, payload_of
 from monitor.wire.link_state import META_KEY, LinkRecorder, LoginRefused
+from monitor.wire.protocol import Limits, check_time, format_ts
 from monitor.wire.quick_levels import Parsed, levels_sender, predecode
 from rules.model import (
     Event,

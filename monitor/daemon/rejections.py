@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from monitor.config import SiteConfig
-from monitor.wire.codec import format_ts, shown
+from monitor.wire.protocol import format_ts, shown
 
 # The daemon's rejection lines have always come from the pipeline's logger: kept, for log filters.
 log = logging.getLogger("minewatch.pipeline")

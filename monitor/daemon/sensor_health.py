@@ -17,7 +17,7 @@ from monitor.influx import points
 from monitor.influx.points import WritePoint
 from monitor.journal.store import Store
 from monitor.notify.alerts import Alert, AlertBook
-from monitor.wire.codec import format_ts
+from monitor.wire.protocol import format_ts
 from rules.model import SensorStatus, SoundLevels
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from monitor.config import SiteConfig
 from monitor.daemon.recent_sound import MINUTE
 from monitor.journal.store import Store
-from monitor.wire.codec import format_ts
+from monitor.wire.protocol import format_ts
 
 
 def site_status(

@@ -16,7 +16,7 @@ from typing import Any, ParamSpec, Protocol
 from monitor.influx.client import line
 from monitor.journal.chain_kinds import SOUND_FIELDS
 from monitor.journal.store import event_kind
-from monitor.wire.codec import format_ts
+from monitor.wire.protocol import format_ts
 from rules.model import (
     Blast,
     BlastNotice,

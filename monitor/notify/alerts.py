@@ -20,7 +20,7 @@ from monitor.config import AlertsConfig
 from monitor.journal import migrations
 from monitor.journal.store import Store
 from monitor.wire.canonical import from_us, to_us
-from monitor.wire.codec import format_ts
+from monitor.wire.protocol import format_ts
 
 PublishAlert = Callable[[str, dict[str, Any]], None]  # site, alert body
 

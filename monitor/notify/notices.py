@@ -60,7 +60,8 @@ from monitor.journal.chain_kinds import notice_record as notice_record
 from monitor.journal.store import Store
 from monitor.notify.alerts import Alert
 from monitor.wire.canonical import canonical_text, from_us, to_us
-from monitor.wire.codec import finding_to_json, format_ts
+from monitor.wire.codec import finding_to_json
+from monitor.wire.protocol import format_ts
 from rules.deadlines import WorkCalendar, after_deadline, extended_deadline
 from rules.episodes import Episode, update_episodes
 from rules.model import Finding, FindingKind, Measurement

@@ -42,7 +42,8 @@ from monitor.notify.notices import (
     quantity_text,
 )
 from monitor.wire.canonical import from_us, to_us
-from monitor.wire.codec import event_from_row, format_ts
+from monitor.wire.codec import event_from_row
+from monitor.wire.protocol import format_ts
 from rules.model import Blast, TruckPassage, WorkPeriod
 from rules.profile import Profile, ProfileError, load_profile
 

@@ -35,7 +35,8 @@ from monitor.errors import DecodeError, MinewatchError
 from monitor.journal.store import Store
 from monitor.portal.svg import DayPlot
 from monitor.wire.canonical import from_us, to_us
-from monitor.wire.codec import decode, event_topic, format_ts
+from monitor.wire.codec import decode
+from monitor.wire.protocol import event_topic, format_ts
 
 T = TypeVar("T")
 
@@ -298,7 +299,7 @@ class Portal:
         topic = event_topic(site.id, kind, self.config.broker.topic_prefix)
         body = json.dumps(dict(payload), separators=(",", ":")).encode()
         d = self.config.daemon
-        from monitor.wire.codec import Limits
+        from monitor.wire.protocol import Limits
 
         try:
             event = decode(

@@ -17,7 +17,7 @@ import orjson
 
 from monitor.config import SiteConfig
 from monitor.errors import DecodeError
-from monitor.wire.codec import DB_RANGE, MAX_DURATION_S, PROTOCOL_VERSION, SENSOR_MESSAGES, parse_ts
+from monitor.wire.protocol import DB_RANGE, MAX_DURATION_S, PROTOCOL_VERSION, SENSOR_MESSAGES, parse_ts
 from rules.model import SoundLevels
 
 _LEVEL_KEYS = frozenset(

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from monitor.wire.codec import AudioBlock, encode, format_ts
+from monitor.wire.codec import AudioBlock, encode
+from monitor.wire.protocol import format_ts
 from rules.model import SoundLevels
 from tests.daemon_harness import Client, Daemon, store_count, wait_until, write_config
 from tests.servers import Influxd, Mosquitto

@@ -18,7 +18,8 @@ from monitor.daemon.clock import Clock
 from monitor.daemon.ingest import Inbound
 from monitor.daemon.pipeline import Pipeline
 from monitor.journal.store import Store
-from monitor.wire.codec import encode, parse_ts
+from monitor.wire.codec import encode
+from monitor.wire.protocol import parse_ts
 from rules.model import SoundLevels
 from tests.configs import quarry_config, sensor
 

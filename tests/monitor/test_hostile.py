@@ -27,7 +27,8 @@ from monitor.daemon.pipeline import MAX_REASON_KEYS, Pipeline
 from monitor.daemon.rejections import MAX_GATES_PER_SENSOR, MAX_LOG_GATES
 from monitor.evidence import export_bundle, load_anchors, verify_bundle
 from monitor.journal.store import Store, digest_of, sound_record, to_us
-from monitor.wire.codec import AudioBlock, encode, format_ts
+from monitor.wire.codec import AudioBlock, encode
+from monitor.wire.protocol import format_ts
 from rules.model import LightSummary, SoundLevels
 from tests.configs import quarry_config, sensor
 from tests.daemon_harness import Client, Daemon, store_count, wait_until, write_config

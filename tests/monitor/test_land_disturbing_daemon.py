@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.config import load_config
 from monitor.evidence import export_bundle, verify_bundle
-from monitor.wire.codec import format_ts
+from monitor.wire.protocol import format_ts
 from rules.deadlines import last_day
 from rules.profile import load_profile
 from tests.daemon_harness import Client, Daemon, store_count, wait_until

@@ -21,7 +21,8 @@ from monitor.daemon.clock import Clock
 from monitor.daemon.ingest import Inbound
 from monitor.daemon.pipeline import QUIET_S, Pipeline
 from monitor.journal.store import Store
-from monitor.wire.codec import encode, format_ts, payload_of
+from monitor.wire.codec import encode, payload_of
+from monitor.wire.protocol import format_ts
 from rules.model import LightSummary, SensorStatus, SoundLevels
 from tests.configs import quarry_config, sensor
 

@@ -12,17 +12,8 @@ import pytest
 
 from monitor.config import parse_config
 from monitor.errors import DecodeError
-from monitor.wire.codec import (
-    AudioBlock,
-    BandLevels,
-    Limits,
-    check_time,
-    decode,
-    encode,
-    format_ts,
-    parse_topic,
-    parse_ts,
-)
+from monitor.wire.codec import AudioBlock, BandLevels, decode, encode
+from monitor.wire.protocol import Limits, check_time, format_ts, parse_topic, parse_ts
 from monitor.wire.quick_levels import quick_levels
 from rules.model import (
     Blast,
@@ -570,7 +561,8 @@ def test_hostile_times_leave_no_memory_behind() -> None:
     import gc
     import tracemalloc
 
-    from monitor.wire.codec import MAX_TIME_CHARS, _rfc3339_utc
+    from monitor.wire.codec import _rfc3339_utc
+    from monitor.wire.protocol import MAX_TIME_CHARS
 
     topic = f"{P}/sensors/n1/levels"
     payloads = [json.dumps({**LEVELS, "ts": padded_ts(1_000_000 + i)}).encode() for i in range(150)]

@@ -21,7 +21,8 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
 from monitor.portal.auth import hash_password, hash_token
-from monitor.wire.codec import encode, format_ts
+from monitor.wire.codec import encode
+from monitor.wire.protocol import format_ts
 from rules.model import SoundLevels
 from tests.daemon_harness import Client, Daemon, store_count, wait_until, write_config
 from tests.servers import Mosquitto, free_port, stop_process, wait_for_port

@@ -192,7 +192,7 @@ def test_an_event_recorded_through_the_form_is_judged_like_the_same_event_over_m
     page.wait_for_selector("#event-done")
     # ...and the same kind of blast a minute later over MQTT (two blasts in one minute are judged
     # as one finding of that minute, so each gets a minute of its own).
-    from monitor.wire.codec import format_ts
+    from monitor.wire.protocol import format_ts
 
     env.pub.publish(
         f"minewatch/{SITE}/events/blast", {"blast_id": "MQTT-1641", "ts": format_ts(local(16, 41))}

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from monitor.wire.codec import BUILTIN_EVENTS
+from monitor.wire.protocol import BUILTIN_EVENTS
 from rules import RULES, data_margins, early_warnings, evaluate_site
 from rules.deadlines import WorkCalendar, last_day
 from rules.episodes import update_episodes

@@ -19,7 +19,8 @@ import pytest
 
 from monitor.acoustics.iec61672 import SoundLevelMeter
 from monitor.config import load_config
-from monitor.wire.codec import AudioBlock, Limits, decode, encode
+from monitor.wire.codec import AudioBlock, decode, encode
+from monitor.wire.protocol import Limits
 from sensors.link import Link
 from sensors.publisher import BROKER_MAX_PACKET_BYTES, Publisher, split_audio
 from sensors.queue import MemoryQueue

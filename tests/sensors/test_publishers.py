@@ -15,7 +15,8 @@ import pytest
 
 from monitor.cli import main
 from monitor.config import load_config
-from monitor.wire.codec import Limits, decode
+from monitor.wire.codec import decode
+from monitor.wire.protocol import Limits
 from rules.model import LightSummary, SensorStatus, SoundLevels
 from sensors.sound import SoundProcessor, Trigger
 from tests.sensors.conftest import Subscriber, site_config, wait_for

@@ -12,7 +12,8 @@ import pytest
 
 from monitor.config import load_config
 from monitor.errors import DecodeError
-from monitor.wire.codec import Limits, decode
+from monitor.wire.codec import decode
+from monitor.wire.protocol import Limits
 from rules.model import SensorStatus, SoundLevels
 from sensors.publisher import encode_status, signing_key
 from tests.sensors.conftest import Subscriber, site_config, wait_for
