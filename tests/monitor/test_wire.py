@@ -561,8 +561,7 @@ def test_hostile_times_leave_no_memory_behind() -> None:
     import gc
     import tracemalloc
 
-    from monitor.wire.codec import _rfc3339_utc
-    from monitor.wire.protocol import MAX_TIME_CHARS
+    from monitor.wire.protocol import MAX_TIME_CHARS, _rfc3339_utc
 
     topic = f"{P}/sensors/n1/levels"
     payloads = [json.dumps({**LEVELS, "ts": padded_ts(1_000_000 + i)}).encode() for i in range(150)]
