@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from monitor.wire.codec import encode  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
-from tests.servers import Mosquitto  # noqa: E402
+from tests.support.servers import Mosquitto  # noqa: E402
 
 
 def write_config(path: Path, port: int, sites: int, sensors_per_site: int, workers: int = 1) -> None:

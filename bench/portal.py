@@ -50,7 +50,7 @@ from monitor.journal.store import Store  # noqa: E402
 from monitor.portal.auth import hash_password  # noqa: E402
 from monitor.wire.codec import encode  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
-from tests.servers import Mosquitto, free_port, stop_process, wait_for_port  # noqa: E402
+from tests.support.servers import Mosquitto, free_port, stop_process, wait_for_port  # noqa: E402
 
 TZ = "America/Chicago"
 PASSWORD = "bench-password"

@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 from bench.evidence import CONFIG, SENSOR, SITE, fill  # noqa: E402
 from monitor.wire.codec import encode  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
-from tests.servers import Mosquitto, stop_process  # noqa: E402
+from tests.support.servers import Mosquitto, stop_process  # noqa: E402
 
 MONTH_DAYS = 30
 RATE = 48_000

@@ -1,4 +1,4 @@
-"""Shared fixtures: real Mosquitto, influxd and VictoriaMetrics (see tests/servers.py)."""
+"""Shared fixtures: real Mosquitto, influxd and VictoriaMetrics (see tests/support/servers.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import Influxd, Mosquitto, VictoriaMetrics
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support.servers import Influxd, Mosquitto, VictoriaMetrics
 
 
 @pytest.fixture(scope="session", autouse=True)

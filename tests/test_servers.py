@@ -8,7 +8,7 @@ import urllib.request
 
 import paho.mqtt.client as mqtt
 
-from tests.servers import Influxd, Mosquitto
+from tests.support.servers import Influxd, Mosquitto
 
 
 def test_mosquitto_round_trip(mosquitto: Mosquitto) -> None:

@@ -139,7 +139,7 @@ class _ReceivingClient(WatchedClient):
     other packet (CONNACK, SUBACK, PINGRESP, PUBACKs of our own publishes, QoS 0 and 2,
     PUBLISH with properties or a topic that is not UTF-8) goes to paho's own handler
     unchanged, in order. Uses paho's internal ``_in_packet`` / ``_packet_handle`` /
-    ``_packet_queue``; paho is pinned below 3, and tests/monitor/test_ingest.py runs both
+    ``_packet_queue``; paho is pinned below 3, and tests/monitor/daemon/test_ingest.py runs both
     paths against Mosquitto.
     """
 

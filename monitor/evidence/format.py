@@ -187,7 +187,7 @@ def sound_canonical_cells(cells: Sequence[str]) -> bytes:
 
     Each number written as repr() writes it, then the row's text (``sound_text_cells``). The
     verifier's check of a row whose text as it stands did not give the chained digest;
-    tests/monitor/test_evidence_scale.py checks it against the general path.
+    tests/monitor/evidence/test_scale.py checks it against the general path.
     """
     _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells
     la = repr(float(la)) if la else "null"

@@ -1,7 +1,7 @@
 """Verify an evidence bundle: what a town runs.
 
 Depends on the bundle format and the standard library's hashing only: no plotting, no
-HTTP client, no numpy (tests/monitor/test_evidence_golden.py checks what it imports).
+HTTP client, no numpy (tests/monitor/evidence/test_golden.py checks what it imports).
 """
 
 from __future__ import annotations

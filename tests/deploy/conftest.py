@@ -7,52 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.secure_broker import SecureBroker, free_port, run_secure_broker, wait_for_port
+from tests.support.secure_broker import (
+    EXTRA_ARGS,
+    SecureBroker,
+    free_port,
+    run_secure_broker,
+    wait_for_port,
+    write_test_config,
+)
 
 __all__ = ["SecureBroker", "free_port", "wait_for_port"]
-
-# Two sites so cross-site rules can be tested; only ids matter to make-credentials.
-TEST_CONFIG = """\
-[broker]
-topic_prefix = "minewatch"
-
-[[sites]]
-id = "north"
-timezone = "Europe/Oslo"
-latitude = 62.0
-longitude = 9.6
-
-[[sites.sensors]]
-id = "n1"
-kind = "sound"
-
-[[sites.sensors]]
-id = "n2"
-kind = "sound"
-
-[[sites.sensors]]
-id = "l1"
-kind = "light"
-
-[[sites]]
-id = "south"
-timezone = "Europe/Oslo"
-latitude = 61.0
-longitude = 9.6
-
-[[sites.sensors]]
-id = "n1"
-kind = "sound"
-"""
-
-# A second daemon instance that owns only "north" (scaling by site partition).
-EXTRA_ARGS = ("--daemon-instance", "east=north", "--town-user", "town-web")
-
-
-def write_test_config(path: Path, text: str = TEST_CONFIG) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 @pytest.fixture(scope="module")

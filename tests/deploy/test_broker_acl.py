@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from paho.mqtt.enums import MQTTProtocolVersion
 
-from tests.deploy.secure_broker import SecureBroker, TestClient
+from tests.support.secure_broker import SecureBroker, TestClient
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.deploy.conftest import TEST_CONFIG, write_test_config
-from tests.deploy.secure_broker import MAKE_CREDENTIALS, REPO, make_credentials
+from tests.support.secure_broker import (
+    MAKE_CREDENTIALS,
+    REPO,
+    TEST_CONFIG,
+    make_credentials,
+    write_test_config,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.deploy.secure_broker import SecureBroker, TestClient
+from tests.support.secure_broker import SecureBroker, TestClient
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from monitor.influx.schema import MEASUREMENTS
-from tests.deploy.secure_broker import REPO
+from tests.support.secure_broker import REPO
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.daemon_harness import Daemon, store_count, wait_until
-from tests.deploy.secure_broker import make_credentials, run_secure_broker
-from tests.deploy.test_daemon_through_broker import SITES, config_text, minute_ago, publish_minute
+from tests.support.broker_daemon import SITES, config_text, minute_ago, publish_minute
+from tests.support.daemon import Daemon, store_count, wait_until
+from tests.support.secure_broker import make_credentials, run_secure_broker
 
 
 def test_make_credentials_adds_one_account_per_worker_with_the_daemons_password(tmp_path: Path) -> None:

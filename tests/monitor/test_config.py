@@ -9,20 +9,10 @@ import pytest
 from monitor.cli import main
 from monitor.config import load_config, parse_config
 from monitor.errors import ConfigError
-from tests.conftest import REPO
+from tests.support.config_samples import MINIMAL
+from tests.support.paths import REPO
 
 EXAMPLE = REPO / "deploy" / "dovre-quarry.toml"
-
-MINIMAL = """
-[[sites]]
-id = "s1"
-timezone = "America/Chicago"
-latitude = 45.27
-longitude = -91.62
-[[sites.sensors]]
-id = "n1"
-kind = "sound"
-"""
 
 
 def test_example_config_is_valid(monkeypatch: pytest.MonkeyPatch) -> None:

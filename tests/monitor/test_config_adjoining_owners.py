@@ -7,7 +7,7 @@ import pytest
 from monitor.config import parse_config
 from monitor.errors import ConfigError
 from rules.model import AdjoiningOwner
-from tests.monitor.test_config import MINIMAL
+from tests.support.config_samples import MINIMAL
 
 SITE = MINIMAL  # one site with one sound meter
 

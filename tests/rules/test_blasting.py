@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from rules.model import AdjoiningOwner, BlastNotice, Finding, SiteContext, SiteData, SoundLevels
-from tests.rules.helpers import (
+from tests.support.rule_builders import (
     DOVRE,
     SITE,
     TROMSO,

@@ -12,7 +12,7 @@ from rules import RULES, data_margins
 from rules.base import Standard
 from rules.model import Finding, SiteData, WorkKind, WorkPeriod
 from rules.profile import load_profile
-from tests.rules.helpers import (
+from tests.support.rule_builders import (
     assert_rule_contract,
     at,
     blast,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import tomllib
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -25,6 +24,7 @@ from rules.deadlines import (
 )
 from rules.holidays import holiday_dates, is_holiday, nth_weekday
 from rules.profile import ProfileError, build_profile, load_profile
+from tests.support.paths import REPO
 
 TZ = ZoneInfo("America/Chicago")
 ROLL = WorkCalendar.of(["sunday"], ["us-federal", "wisconsin"])
@@ -202,7 +202,7 @@ def test_dovre_default_keeps_sundays_and_lists_the_calendars() -> None:
     ],
 )
 def test_bad_cure_settings_are_refused(key: str, value: Any, message: str) -> None:
-    raw = tomllib.loads((Path(__file__).parents[2] / "rules/profiles/dovre.toml").read_text("utf-8"))
+    raw = tomllib.loads((REPO / "rules/profiles/dovre.toml").read_text("utf-8"))
     raw[key] = value
     with pytest.raises(ProfileError, match=message):
         build_profile(raw, source="test")

@@ -8,7 +8,7 @@ import pytest
 
 from rules import early_warnings
 from rules.model import FindingKind, SiteData
-from tests.rules.helpers import DOVRE, SITE, at, notice, seconds
+from tests.support.rule_builders import DOVRE, SITE, at, notice, seconds
 
 MINUTE = at("2026-06-15 11:31")
 case = pytest.param

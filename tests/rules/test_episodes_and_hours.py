@@ -9,7 +9,7 @@ import pytest
 from rules.episodes import Episode, update_episodes
 from rules.model import Finding, FindingKind, Measurement, SiteData
 from rules.profile import load_profile
-from tests.rules.helpers import at, kinds, run, truck
+from tests.support.rule_builders import at, kinds, run, truck
 
 T0 = at("2026-06-15 11:00")
 GAP = timedelta(seconds=300)

@@ -12,8 +12,8 @@ from rules import RULES
 from rules.base import Standard
 from rules.model import Finding, GenericEvent, SiteContext, SiteData, TurbidityReading
 from rules.profile import load_profile
-from tests.rules.helpers import assert_rule_contract, merged
-from tests.rules.test_land_disturbing import at, site
+from tests.support.land_disturbing import at, site
+from tests.support.rule_builders import assert_rule_contract, merged
 
 DOVRE = load_profile("dovre")
 PROFILE = load_profile("land-disturbing")

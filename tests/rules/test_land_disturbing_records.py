@@ -19,7 +19,7 @@ import pytest
 from rules.deadlines import last_day
 from rules.model import GenericEvent
 from rules.profile import ProfileError, load_profile
-from tests.rules.test_land_disturbing import at, day, ev, first_minute, kinds, records, run
+from tests.support.land_disturbing import at, day, ev, first_minute, kinds, records, run
 
 case = pytest.param
 

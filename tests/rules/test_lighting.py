@@ -27,7 +27,7 @@ from rules.model import (
     WorkPeriod,
 )
 from rules.profile import Profile
-from tests.rules.helpers import (
+from tests.support.rule_builders import (
     DOVRE,
     SITE,
     TROMSO,

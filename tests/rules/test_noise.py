@@ -6,7 +6,6 @@ import math
 import random
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +14,8 @@ from rules import evaluate_site
 from rules.base import leq
 from rules.model import FindingKind, SiteData, WorkKind, WorkPeriod
 from rules.profile import ProfileError
-from tests.rules.helpers import (
+from tests.support.paths import REPO
+from tests.support.rule_builders import (
     DOVRE,
     SITE,
     at,
@@ -372,5 +372,5 @@ def test_profile_records_that_the_town_should_adopt_the_method() -> None:
         1,
         False,
     )
-    text = (Path(__file__).parents[2] / "rules" / "profiles" / "dovre.toml").read_text(encoding="utf-8")
+    text = (REPO / "rules" / "profiles" / "dovre.toml").read_text(encoding="utf-8")
     assert "adopt" in text and "in writing" in text

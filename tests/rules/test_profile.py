@@ -12,7 +12,7 @@ import pytest
 from rules import RULES, data_margins, evaluate_site
 from rules.model import SiteData
 from rules.profile import Profile, ProfileError, available_profiles, build_profile, load_profile
-from tests.rules.helpers import DOVRE, SITE, at, blast, kinds, make_site, notice, run, seconds
+from tests.support.rule_builders import DOVRE, SITE, at, blast, kinds, make_site, notice, run, seconds
 
 OTHERTON_PATH = str(Path(__file__).parent / "profiles" / "otherton.toml")
 OTHERTON = load_profile(OTHERTON_PATH)

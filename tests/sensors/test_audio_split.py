@@ -24,8 +24,8 @@ from monitor.wire.protocol import Limits
 from sensors.link import Link
 from sensors.publisher import BROKER_MAX_PACKET_BYTES, Publisher, split_audio
 from sensors.queue import MemoryQueue
-from tests.daemon_harness import Daemon, store_count, wait_until, write_config
-from tests.servers import Mosquitto
+from tests.support.daemon import Daemon, store_count, wait_until, write_config
+from tests.support.servers import Mosquitto
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -19,8 +19,8 @@ from monitor.wire.codec import decode
 from monitor.wire.protocol import Limits
 from rules.model import LightSummary, SensorStatus, SoundLevels
 from sensors.sound import SoundProcessor, Trigger
-from tests.sensors.conftest import Subscriber, site_config, wait_for
-from tests.servers import Mosquitto
+from tests.support.sensors import Subscriber, site_config, wait_for
+from tests.support.servers import Mosquitto
 
 NOW = datetime(2026, 12, 31, tzinfo=UTC)  # after every timestamp below: the codec's clock check
 PAST_OK = Limits(max_past_s=1e9)  # the replays are dated in the past on purpose

@@ -22,7 +22,7 @@ from sensors.scenario import (
     resolve_period,
 )
 from sensors.simulate import Simulation
-from tests.sensors.conftest import site_config
+from tests.support.sensors import site_config
 
 TZ = ZoneInfo("America/Chicago")
 START = datetime(2026, 6, 15, 6, 0, tzinfo=TZ)

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from sensors.queue import ForwardQueue
-from tests.sensors.conftest import Subscriber, site_config, wait_for
-from tests.servers import Mosquitto, free_port
+from tests.support.sensors import Subscriber, site_config, wait_for
+from tests.support.servers import Mosquitto, free_port
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -16,8 +16,8 @@ from monitor.wire.codec import decode
 from monitor.wire.protocol import Limits
 from rules.model import SensorStatus, SoundLevels
 from sensors.publisher import encode_status, signing_key
-from tests.sensors.conftest import Subscriber, site_config, wait_for
-from tests.servers import Mosquitto
+from tests.support.sensors import Subscriber, site_config, wait_for
+from tests.support.servers import Mosquitto
 
 NOW = datetime(2026, 12, 31, tzinfo=UTC)
 LIMITS = Limits(max_past_s=1e9)

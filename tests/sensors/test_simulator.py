@@ -16,9 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from tests.daemon_harness import Daemon, store_count, wait_until
-from tests.sensors.conftest import site_config
-from tests.servers import Mosquitto
+from tests.support.daemon import Daemon, store_count, wait_until
+from tests.support.sensors import site_config
+from tests.support.servers import Mosquitto
 
 TZ = ZoneInfo("America/Chicago")
 END_OF_SCENARIO = datetime(2026, 12, 15, 17, 20, tzinfo=TZ)

@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.sensors.conftest import Subscriber, site_config, wait_for
-from tests.servers import Mosquitto
+from tests.support.sensors import Subscriber, site_config, wait_for
+from tests.support.servers import Mosquitto
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -11,8 +11,8 @@ from rules.model import SensorStatus, SoundLevels
 from sensors.link import Link
 from sensors.publisher import Publisher
 from sensors.queue import ForwardQueue, QueueBounds
-from tests.sensors.conftest import Subscriber, site_config, wait_for
-from tests.servers import Mosquitto
+from tests.support.sensors import Subscriber, site_config, wait_for
+from tests.support.servers import Mosquitto
 
 T0 = datetime(2026, 6, 15, 16, 0, tzinfo=UTC)
 TOPIC = "minewatch/dovre-quarry/sensors/n1/#"

@@ -6,7 +6,7 @@ at commit cd944b8, before the codec and evidence restructure of issue 18):
 
     python3 -m tests.data.evidence.make_golden
 
-tests/monitor/test_evidence_golden.py exports the committed store again and compares.
+tests/monitor/evidence/test_golden.py exports the committed store again and compares.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from monitor.evidence import export_bundle
 from monitor.journal.store import Store
 from monitor.notify.notices import NoticeBook
 from rules.profile import load_profile
-from tests.monitor.test_evidence import SITE, T0, WINDOW, _finding, build_site
+from tests.support.evidence import SITE, T0, WINDOW, _finding, build_site
 
 HERE = Path(__file__).parent
 CREATED = T0 + timedelta(days=1)

@@ -1,0 +1,346 @@
+"""A user's mistake on the command line: one line on stderr, exit status 2, never a traceback.
+
+Every command is found by walking the argparse tree (``monitor.cli.build_parser``), so a new
+command or action is covered without editing this file; a new required argument must be
+given a sample value in ``SAMPLE`` (the test says so). Each case runs ``python3 -m
+monitor.cli`` as a real process from an empty temporary folder, with this checkout first on
+PYTHONPATH (so the code under test is this checkout's, never another installed copy).
+
+Cases for every command: an unknown option; every file argument pointing at a missing file;
+every time option given a wrong time; every output path in a missing folder or under a file.
+Also: the secrets that only connecting commands need, and `check-config`'s two kinds of failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from monitor.cli import build_parser
+from monitor.journal.store import Store
+from tests.support.paths import REPO
+
+DEMO_CONFIG = REPO / "sensors" / "demo" / "dovre-demo.toml"
+UNSET_SECRET = "MINEWATCH_TEST_PASSWORD_NOT_SET"
+
+# Options and positionals (by argparse dest) that name a file the command reads.
+INPUT_FILES = {"config", "file", "bundle", "recording"}
+# Options whose value is a time or a date (monitor.times).
+TIME_OPTIONS = {"--at", "--from", "--to", "--until", "--start", "--date"}
+# Options naming something the command writes.
+OUTPUTS = {"--out", "--queue"}
+# Commands whose output is a folder (demo) or a queue they make with its folders: a missing
+# folder is created, so only a path under a file is a mistake there.
+MAKES_FOLDERS = {("demo",), ("sensor", "sound"), ("sensor", "light")}
+
+# A plausible value for every required argument (by dest), the files filled in per case.
+SAMPLE = {
+    "id": "DOV-2026-0001",
+    "site": "dovre-quarry",
+    "sensor": "n1",
+    "source": "synthetic",
+    "start": "2026-11-01",
+    "end": "2026-11-02",
+    "calibration": "94",
+    "explanation": "the enclosure parts arrive next week",
+    "by": "J. Smith",
+    "note": "checked on site",
+    "until": "2026-12-31",
+    "out": "out.zip",
+}
+
+# ... where a command needs another one.
+SAMPLE_FOR = {("sensor", "light"): {"sensor": "l1"}}
+
+
+def _leaves(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subparsers:
+        yield path, parser
+        return
+    for name, child in subparsers[0].choices.items():
+        yield from _leaves(child, (*path, name))
+
+
+LEAVES = dict(_leaves(build_parser()))
+
+
+def _value_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    return [a for a in parser._actions if a.nargs != 0 and a.dest != "help"]
+
+
+def _argv(
+    path: tuple[str, ...], parser: argparse.ArgumentParser, files: dict[str, str], **extra: str
+) -> list[str]:
+    """The command with every required argument given (``files`` for the input files)."""
+    argv = list(path)
+    for action in _value_actions(parser):
+        option = action.option_strings[0] if action.option_strings else None
+        if option in extra:
+            argv += [option, extra[option]]
+            continue
+        required = action.required or not action.option_strings  # optional positionals too
+        if not required:
+            continue
+        if action.dest in INPUT_FILES:
+            value = files[action.dest]
+        else:
+            samples = {**SAMPLE, **SAMPLE_FOR.get(path, {})}
+            assert action.dest in samples, f"{' '.join(path)}: give {action.dest!r} a sample value in SAMPLE"
+            value = samples[action.dest]
+        argv += [option, value] if option else [value]
+    for group in parser._mutually_exclusive_groups:  # one of them is required: give the first
+        options = [a.option_strings[0] for a in group._group_actions]
+        if group.required and not set(options) & set(argv):
+            action = group._group_actions[0]
+            argv += [options[0], extra.get(options[0], SAMPLE[action.dest])]
+    return argv
+
+
+def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = dict(os.environ, PYTHONPATH=str(REPO))
+    environment.pop(UNSET_SECRET, None)
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli", *argv],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _assert_one_line(result: subprocess.CompletedProcess[str], code: int = 2) -> str:
+    shown = f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    assert "Traceback" not in result.stdout + result.stderr, shown
+    assert result.returncode == code, shown
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, shown
+    return lines[0]
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> dict[str, str]:
+    """A valid configuration with an (empty) store, a broker nobody listens on, and a broker
+    password in an environment variable that is not set."""
+    store = tmp_path / "store.db"
+    Store(store).close()
+    text = DEMO_CONFIG.read_text()
+    text = text.replace('url = "mqtt://localhost:1883"', 'url = "mqtt://127.0.0.1:9"')
+    text = text.replace('path = "minewatch-demo.db"', f'path = "{store}"')
+    config = tmp_path / "site.toml"
+    config.write_text(text)
+    secret = tmp_path / "secret.toml"
+    secret.write_text(
+        text.replace(
+            'protocol = "5"', f'protocol = "5"\nusername = "minewatch"\npassword_env = "{UNSET_SECRET}"'
+        )
+    )
+    not_zip = tmp_path / "not-a-bundle.zip"
+    not_zip.write_text("hello")
+    (tmp_path / "cwd").mkdir()
+    return {
+        "config": str(config),
+        "secret": str(secret),
+        "not_zip": str(not_zip),
+        "cwd": str(tmp_path / "cwd"),
+    }
+
+
+def test_every_command_is_walked() -> None:
+    """The tree walk finds the nested actions too (a broken walk would test nothing)."""
+    names = {" ".join(path) for path in LEAVES}
+    assert {"status", "evidence", "verify", "demo", "notices show", "notices extend", "sensor sound"} <= names
+    assert len(names) >= 15
+
+
+@pytest.mark.parametrize("path", sorted(LEAVES), ids=" ".join)
+def test_unknown_option(path: tuple[str, ...], tmp_path: Path) -> None:
+    files = {name: str(tmp_path / f"missing-{name}") for name in INPUT_FILES}
+    line = _assert_one_line(_run([*_argv(path, LEAVES[path], files), "--no-such-option"], tmp_path))
+    assert "--no-such-option" in line and "--help" in line
+
+
+@pytest.mark.parametrize("path", sorted(LEAVES), ids=" ".join)
+def test_missing_input_files(path: tuple[str, ...], tmp_path: Path) -> None:
+    parser = LEAVES[path]
+    given = [
+        a.dest
+        for a in _value_actions(parser)
+        if a.dest in INPUT_FILES and (a.required or not a.option_strings)
+    ]
+    if not given:
+        pytest.skip("reads no file of the user's")
+    files = {name: str(tmp_path / "nowhere" / f"missing-{name}") for name in INPUT_FILES}
+    line = _assert_one_line(_run(_argv(path, parser, files), tmp_path))
+    assert "missing-" in line
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        p
+        for p, parser in LEAVES.items()
+        if any(set(a.option_strings) & TIME_OPTIONS for a in parser._actions)
+    ),
+    ids=" ".join,
+)
+def test_wrong_times(path: tuple[str, ...], site: dict[str, str]) -> None:
+    parser = LEAVES[path]
+    options = sorted(o for a in parser._actions for o in a.option_strings if o in TIME_OPTIONS)
+    files = {name: site["config"] for name in INPUT_FILES}
+    for option in options:
+        for wrong in ("yesterday", "2026-13-01", "2026-12-15T25:00"):
+            line = _assert_one_line(_run(_argv(path, parser, files, **{option: wrong}), Path(site["cwd"])))
+            assert option in line and wrong in line
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(
+        p for p, parser in LEAVES.items() if any(set(a.option_strings) & OUTPUTS for a in parser._actions)
+    ),
+    ids=" ".join,
+)
+def test_unwritable_outputs(path: tuple[str, ...], site: dict[str, str], tmp_path: Path) -> None:
+    parser = LEAVES[path]
+    option = next(o for a in parser._actions for o in a.option_strings if o in OUTPUTS)
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    files = {name: site["config"] for name in INPUT_FILES}
+    places = [str(a_file / "x.out")]
+    if path not in MAKES_FOLDERS:
+        places.append(str(tmp_path / "no" / "such" / "folder" / "x.out"))
+    for where in places:
+        line = _assert_one_line(_run(_argv(path, parser, files, **{option: where}), Path(site["cwd"])))
+        assert where in line
+    assert a_file.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("path", [("evidence",), ("notices", "show")], ids=" ".join)
+def test_existing_output_file_is_not_overwritten(path: tuple[str, ...], site: dict[str, str]) -> None:
+    existing = Path(site["cwd"]) / "report.zip"
+    existing.write_text("the user's own file")
+    files = {name: site["config"] for name in INPUT_FILES}
+    line = _assert_one_line(
+        _run(_argv(path, LEAVES[path], files, **{"--out": str(existing)}), Path(site["cwd"]))
+    )
+    assert "--force" in line
+    assert existing.read_text() == "the user's own file"
+
+
+def test_status_at_without_offset_is_site_time(site: dict[str, str]) -> None:
+    """`status --at 2026-12-15T17:20` (no offset) is 17:20 in the site's zone (CST, UTC-6)."""
+    result = _run(
+        ["status", "--config", site["config"], "--at", "2026-12-15T17:20", "--format", "json"],
+        Path(site["cwd"]),
+    )
+    assert result.returncode == 0, result.stderr
+    assert '"ts": "2026-12-15T23:20:00Z"' in result.stdout
+
+
+def test_verify_of_a_non_zip_prints_only_the_failure(site: dict[str, str]) -> None:
+    result = _run(["verify", site["not_zip"]], Path(site["cwd"]))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stdout.strip().splitlines() == [
+        f"{site['not_zip']}: FAILED: not a zip file, so not an evidence bundle from `minewatch evidence`"
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["status"],
+        ["notices", "list"],
+        [
+            "evidence",
+            "--site",
+            "dovre-quarry",
+            "--from",
+            "2026-11-01",
+            "--to",
+            "2026-11-02",
+            "--out",
+            "e.zip",
+        ],
+    ],
+    ids=" ".join,
+)
+def test_read_only_commands_need_no_broker_password(argv: list[str], site: dict[str, str]) -> None:
+    result = _run([*argv, "--config", site["secret"]], Path(site["cwd"]))
+    assert result.returncode == 0, result.stderr
+    assert UNSET_SECRET not in result.stderr
+
+
+def test_connecting_commands_still_require_the_password(site: dict[str, str]) -> None:
+    result = _run(["simulate", "--config", site["secret"], "--scenario", "dovre-short"], Path(site["cwd"]))
+    line = _assert_one_line(result)
+    assert UNSET_SECRET in line
+
+
+def test_check_config_tells_an_invalid_file_from_a_missing_secret(
+    site: dict[str, str], tmp_path: Path
+) -> None:
+    ok = _run(["check-config", site["config"]], tmp_path)
+    assert ok.returncode == 0 and "OK" in ok.stdout
+    same = _run(["check-config", "--config", site["config"]], tmp_path)
+    assert same.returncode == 0 and same.stdout == ok.stdout
+
+    secret = _run(["check-config", "--config", site["secret"]], tmp_path)
+    assert secret.returncode == 3, secret.stderr
+    assert f"broker.password_env: environment variable '{UNSET_SECRET}' is not set" in secret.stderr
+    assert "the configuration is valid, but 1 secret(s) are not available on this machine" in secret.stderr
+    assert "invalid" not in secret.stderr
+    assert _run(["check-config", site["secret"]], tmp_path, env={UNSET_SECRET: "s3cret"}).returncode == 0
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text(
+        Path(site["secret"]).read_text().replace('timezone = "America/Chicago"', 'timezone = "Mars/Olympus"')
+    )
+    invalid = _run(["check-config", str(broken)], tmp_path)
+    assert invalid.returncode == 2
+    assert "sites[0].timezone: unknown time zone 'Mars/Olympus'" in invalid.stderr
+    assert "invalid configuration, 1 problem(s)" in invalid.stderr
+    assert "(a secret not available on this machine)" in invalid.stderr
+
+    both = _run(["check-config", site["config"], "--config", site["secret"]], tmp_path)
+    assert "give one" in _assert_one_line(both)
+
+
+def test_version() -> None:
+    result = _run(["--version"], REPO)
+    assert result.returncode == 0
+    from monitor import __version__
+
+    assert result.stdout.strip() == f"minewatch {__version__}"
+
+
+def test_serve_on_a_port_in_use_or_out_of_range_is_one_line(site: dict[str, str]) -> None:
+    import socket
+
+    from monitor.portal.auth import hash_password
+
+    with open(site["config"], "a") as config:
+        config.write(
+            f'\n[portal]\n[[portal.accounts]]\nname = "town"\nrole = "town"\n'
+            f'password_hash = "{hash_password("x")}"\n'
+        )
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = _assert_one_line(
+            _run(["serve", "--config", site["config"], "--port", str(port)], Path(site["cwd"]))
+        )
+        assert f"cannot listen on 127.0.0.1:{port}" in line and "--port" in line
+    line = _assert_one_line(_run(["serve", "--config", site["config"], "--port", "99999"], Path(site["cwd"])))
+    assert "not a TCP port" in line

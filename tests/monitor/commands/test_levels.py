@@ -1,0 +1,176 @@
+"""WAV reading and the ``minewatch levels`` subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numpy.typing import NDArray
+from scipy.io import wavfile as scipy_wavfile
+
+from monitor.acoustics.wavfile import parse_wav, read_wav
+from monitor.commands import levels
+from tests.support.paths import REPO
+
+FS = 16000
+COLUMNS = ["start_s", "LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq"]
+
+
+def _tone(seconds: float = 2.5, amplitude: float = 0.5) -> NDArray[np.float64]:
+    t = np.arange(round(seconds * FS)) / FS
+    return amplitude * np.sin(2 * np.pi * 1000 * t)
+
+
+def _wav_bytes(payload: bytes, *, tag: int, channels: int, bits: int, extensible: bool = False) -> bytes:
+    block_align = channels * bits // 8
+    if extensible:
+        guid_tail = b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"
+        fmt = struct.pack("<HHIIHHHHI", 0xFFFE, channels, FS, FS * block_align, block_align, bits,
+                          22, bits, 0) + struct.pack("<H", tag) + guid_tail
+    else:
+        fmt = struct.pack("<HHIIHH", tag, channels, FS, FS * block_align, block_align, bits)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+    body += b"LIST" + struct.pack("<I", 3) + b"abc\x00"  # odd-sized chunk with pad byte
+    body += b"data" + struct.pack("<I", len(payload)) + payload
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def _int24_bytes(samples: NDArray[np.float64]) -> bytes:
+    ints = np.round(samples * 2**23).astype("<i4")
+    return ints.view(np.uint8).reshape(-1, 4)[:, :3].tobytes()
+
+
+def test_reads_scipy_written_formats(tmp_path: Path) -> None:
+    tone = _tone(0.1)
+    stereo = np.column_stack([tone, -tone])
+    cases = {
+        "int16": ((stereo * 32767).astype(np.int16), 16, 1 / 32768),
+        "int32": ((stereo * 2**31 * 0.999).astype(np.int32), 32, 1 / 2**31),
+        "float32": (stereo.astype(np.float32), 32, 1e-7),
+        "float64": (stereo, 64, 1e-15),
+    }
+    for name, (data, bits, tolerance) in cases.items():
+        path = tmp_path / f"{name}.wav"
+        scipy_wavfile.write(path, FS, data)
+        audio = read_wav(path)
+        assert (audio.sample_rate, audio.channels, audio.bits_per_sample) == (FS, 2, bits), name
+        expected = tone * (0.999 if name == "int32" else 1.0)
+        np.testing.assert_allclose(audio.samples, expected, atol=2 * tolerance)
+
+
+def test_reads_24_bit_plain_and_extensible() -> None:
+    tone = _tone(0.1, amplitude=0.9)
+    tone[5] = -1.0  # most negative code exercises sign extension
+    mono = _int24_bytes(tone)
+    audio = parse_wav(_wav_bytes(mono, tag=1, channels=1, bits=24))
+    assert audio.bits_per_sample == 24 and not audio.is_float
+    np.testing.assert_allclose(audio.samples, tone, atol=1.0 / 2**23)
+    interleaved = np.column_stack([tone, tone * 0.5]).ravel()
+    stereo = _int24_bytes(interleaved)
+    audio = parse_wav(_wav_bytes(stereo, tag=1, channels=2, bits=24, extensible=True))
+    assert audio.channels == 2
+    np.testing.assert_allclose(audio.samples, tone, atol=1.0 / 2**23)
+    floats = parse_wav(_wav_bytes(tone.astype("<f4").tobytes(), tag=3, channels=1, bits=32, extensible=True))
+    np.testing.assert_allclose(floats.samples, tone, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "not a RIFF/WAVE"),
+        (b"RIFF\x00\x00\x00\x00WAVEjunk", "no fmt chunk"),
+        (_wav_bytes(b"\x00\x00" * 4, tag=1, channels=1, bits=16)[:-4] + b"", "truncated data"),
+        (_wav_bytes(b"\x00" * 8, tag=0x55, channels=1, bits=16), "unsupported WAV format tag"),
+        (_wav_bytes(b"\x00" * 8, tag=1, channels=1, bits=12), "block alignment"),
+        (_wav_bytes(b"", tag=1, channels=1, bits=16), "no samples"),
+    ],
+)
+def test_bad_wav_raises_one_line_value_error(data: bytes, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        parse_wav(data)
+    assert "\n" not in str(info.value)
+
+
+def _run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser()
+    levels.add_arguments(parser)
+    code = levels.run(parser.parse_args(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_csv_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "tone.wav"
+    scipy_wavfile.write(path, FS, (_tone() * 32767).astype(np.int16))
+    code, out, err = _run_cli([str(path), "--calibration", "94"], capsys)
+    assert code == 0 and err == ""
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert out.splitlines()[0] == ",".join(COLUMNS)
+    assert [float(r["start_s"]) for r in rows] == [0.0, 1.0, 2.0]  # the last one is a half period
+    # Amplitude 0.5 is 6.02 dB below full scale.
+    assert float(rows[1]["LAeq"]) == pytest.approx(94.0 - 6.02, abs=0.05)
+    assert float(rows[1]["LCpeak"]) == pytest.approx(97.01 - 6.02, abs=0.1)
+
+
+def test_cli_json_output_with_short_period(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "tone.wav"
+    scipy_wavfile.write(path, FS, _tone(1.0).astype(np.float32))
+    code, out, _ = _run_cli([str(path), "--calibration", "100", "--period", "0.25", "--format", "json"],
+                            capsys)
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["start_s"] for r in rows] == [0.0, 0.25, 0.5, 0.75]
+    assert list(rows[0]) == COLUMNS
+    assert rows[0]["LAFmin"] is None  # Fast detector still settling: NaN becomes null
+    assert rows[-1]["LAeq"] == pytest.approx(100.0 - 6.02, abs=0.05)
+
+
+def test_cli_bad_file_exits_2_with_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "broken.wav"
+    path.write_bytes(b"RIFF....WAVEfmt garbage")
+    code, out, err = _run_cli([str(path), "--calibration", "94"], capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "broken.wav" in err
+    code, _, err = _run_cli([str(tmp_path / "missing.wav"), "--calibration", "94"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_cli_csv_leaves_lafmin_empty_without_enough_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 0.25 s period ends before the Fast detector settles: no LAFmin, an empty cell, never 'nan'."""
+    path = tmp_path / "tone.wav"
+    scipy_wavfile.write(path, FS, _tone(1.0).astype(np.float32))
+    code, out, _ = _run_cli([str(path), "--calibration", "100", "--period", "0.25"], capsys)
+    assert code == 0 and "nan" not in out.lower()
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows[0]["LAFmin"] == ""
+    assert float(rows[-1]["LAFmin"]) > 0  # settled by then
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`minewatch levels rec.wav | head -1`: the reader leaves early; no traceback, exit 0."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "long.wav"
+    scipy_wavfile.write(path, FS, (_tone(60.0) * 32767).astype(np.int16))
+    repo = REPO
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", "levels", str(path), "--calibration", "94"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()  # the header, then the reader goes away
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

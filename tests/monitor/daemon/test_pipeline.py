@@ -1,0 +1,415 @@
+"""The pipeline in-process with a controlled clock: lateness, health, drift, status, alerts.
+
+The broker is replaced by a list that records what would be published (the MQTT path
+itself is covered against a real Mosquitto in test_daemon.py); the store is real SQLite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from monitor.cli import main
+from monitor.config import parse_config
+from monitor.daemon.clock import Clock
+from monitor.daemon.ingest import Inbound
+from monitor.daemon.pipeline import QUIET_S, Pipeline
+from monitor.journal.store import Store
+from monitor.wire.codec import encode, payload_of
+from monitor.wire.protocol import format_ts
+from rules.model import LightSummary, SensorStatus, SoundLevels
+from tests.support.configs import quarry_config, sensor
+from tests.support.pipeline_world import World
+
+T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)  # 12:00 in Dovre (CDT)
+
+
+def config_text(store: str | Path) -> str:
+    return quarry_config(
+        store,
+        retention_days=1,
+        daemon={
+            "lateness_s": 300,
+            "offline_after_periods": 10,
+            "town_offline_alert_s": 600,
+            "clock_drift_limit_s": 2,
+            "status_interval_s": 60,
+            "anchor_interval_s": 900,
+        },
+        alerts={"min_gap_s": 600},
+        sensors=[sensor("n1", "sound", expected_period_s=1)],
+    )
+
+
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    w = World(tmp_path, config_text(tmp_path / "store.db"), T0)
+    yield w
+    w.close()
+
+
+def test_minute_is_judged_once_data_has_moved_past_it(world: World) -> None:
+    world.levels(T0, 60, 90.0)  # a loud minute
+    world.advance(70)
+    assert world.findings() == []  # the site's data has not moved past the minute yet
+    world.levels(T0 + timedelta(minutes=1), 6, 60.0)
+    world.advance(1)
+    assert len(world.findings()) == 1
+    # A resend of the same seconds (even with other values) changes nothing: a reading is
+    # identified by site, sensor and time.
+    world.levels(T0, 60, 50.0)
+    world.advance(10)
+    assert len(world.findings()) == 1 and world.pipeline.counters.duplicates == 60
+
+
+def test_late_seconds_are_placed_and_their_minute_re_judged(world: World) -> None:
+    minute = T0 + timedelta(minutes=1)
+    world.advance(90)
+    world.levels(minute, 30, 70.0)  # only half of the minute arrives in time
+    world.advance(40)
+    world.levels(minute + timedelta(minutes=1), 6, 60.0)
+    world.advance(1)
+    assert world.pipeline.sites["q"].evaluated_until == minute + timedelta(minutes=1)
+    assert world.findings() == []  # judged on what is there: 30 s at 70 dB(A)
+    world.levels(minute + timedelta(seconds=30), 30, 99.0)  # the rest, 2 minutes late (< 300 s)
+    world.advance(10)
+    assert len(world.findings()) == 1
+
+
+def test_recent_sound_in_memory_mirrors_the_store(world: World) -> None:
+    """Evaluation reads sound from memory; it must be exactly what the store holds."""
+    state = world.pipeline.sites["q"]
+    for m in range(6):
+        world.levels(T0 + timedelta(minutes=m), 60, 60.0 + m)
+        world.advance(60)
+    world.levels(T0 + timedelta(minutes=2), 60, 40.0)  # duplicates: ignored
+    world.advance(1)
+    # Late seconds into minutes already judged and already let go of (re-read from the store).
+    world.pipeline.handle_batch(
+        [
+            Inbound(
+                *encode(SoundLevels("q", "n1", T0 + timedelta(minutes=m, seconds=0.5), 0.5, 90, 91, 99)),
+                1,
+                1,
+                0.0,
+            )
+            for m in (0, 4)
+        ]
+    )
+    world.advance(10)
+    held = len(state.recent)
+    assert 0 < held < 6 * 60  # older minutes are let go once their final look is done
+    for start, end in [
+        (T0, T0 + timedelta(minutes=7)),
+        (T0 + timedelta(seconds=30), T0 + timedelta(minutes=4, seconds=1)),
+    ]:
+        assert state.recent.between(start, end) == world.store.sound_between("q", start, end)
+    assert len(state.recent.between(T0, T0 + timedelta(minutes=7))) == 6 * 60 + 2
+
+
+def test_a_bug_on_one_message_rejects_it_and_keeps_the_rest(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad_ts = T0 + timedelta(seconds=7)
+    heard_from = Pipeline._heard_from
+
+    def buggy(self: Pipeline, state: object, sensor: str, ts: datetime, now: datetime) -> None:
+        if ts == bad_ts:
+            raise RuntimeError("a bug")
+        heard_from(self, state, sensor, ts, now)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Pipeline, "_heard_from", buggy)
+    world.levels(T0, 20, 60.0)
+    rejected = world.store.conn.execute("SELECT reason FROM rejections").fetchall()
+    assert [r[0] for r in rejected] == ["internal error (RuntimeError); logged for the maintainers"]
+    assert world.store.conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 19
+    # Memory holds what the store holds, not the rolled-back reading.
+    state = world.pipeline.sites["q"]
+    window = (T0, T0 + timedelta(minutes=1))
+    assert state.recent.between(*window) == world.store.sound_between("q", *window)
+    assert len(state.recent.between(*window)) == 19
+
+
+def test_a_site_that_stops_sending_is_judged_once_quiet_with_the_input_up(world: World) -> None:
+    world.levels(T0, 60, 90.0)
+    world.pipeline.set_input(False, 0)  # the broker is unreachable: it may still hold the data
+    world.advance(120)
+    world.quiet(QUIET_S + 1)
+    world.advance(600)  # far past the lateness, in wall time: nothing is judged without the data
+    assert world.findings() == []
+    world.pipeline.set_input(True, 5)  # connected, messages in hand: not quiet yet
+    world.quiet(QUIET_S + 1)
+    world.advance(1)
+    assert world.findings() == []
+    world.pipeline.set_input(True, 0)
+    world.quiet(QUIET_S + 1)  # connected, nothing in hand, nothing for the site: as complete as it gets
+    world.advance(1)
+    assert len(world.findings()) == 2  # the loud minute, and the next (its windows reach back into it)
+
+
+def test_data_older_than_lateness_is_stored_marked_late_and_re_judges_its_minute(world: World) -> None:
+    world.levels(T0, 5, 70.0)
+    world.advance(900)
+    world.levels(T0 + timedelta(minutes=14), 6, 60.0)  # the site's data has moved on 14 minutes
+    world.advance(1)
+    assert world.pipeline.sites["q"].evaluated_until == T0 + timedelta(minutes=14)
+    assert world.findings() == []
+    world.levels(T0 + timedelta(seconds=5), 55, 99.0)  # resent by the sensor 14 minutes late
+    late = world.store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0]
+    assert late == 55 and world.pipeline.counters.late == 55
+    world.advance(10)
+    # Late, but judged with its data all the same: its minute, and the next (whose sliding
+    # windows reach back into it).
+    assert len(world.findings()) == 2
+
+
+def test_a_backlog_read_in_order_is_not_late(world: World) -> None:
+    """Fifteen minutes of data arriving at once, oldest first (a daemon outage): each minute
+    is judged once with all its data, nothing is late, whatever the wall clock says."""
+    world.levels(T0, 60, 60.0)
+    world.advance(60 * 16)  # the daemon was away; the broker queued what follows
+    for m in range(1, 15):
+        world.levels(T0 + timedelta(minutes=m), 60, 90.0 if m in (3, 11) else 60.0)
+        world.advance(0.5)
+    world.levels(T0 + timedelta(minutes=15), 6, 60.0)
+    world.advance(1)
+    assert world.pipeline.counters.late == 0
+    assert world.store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0] == 0
+    assert len(world.findings()) == 4  # minutes 3 and 11, and the next of each (windows reaching back)
+    revisions = world.store.conn.execute("SELECT COUNT(*) FROM findings WHERE kind = 'violation'").fetchone()
+    assert revisions[0] == 4  # each judged once, with all its seconds: no revision
+    assert world.pipeline.sites["q"].evaluated_until == T0 + timedelta(minutes=15)
+
+
+def test_far_future_is_rejected_with_reason(world: World) -> None:
+    world.levels(T0 + timedelta(minutes=10), 1, 70.0)
+    reasons = [b["reason"] for t, b in world.published if t.endswith("/rejected")]
+    assert reasons == ["ts: 2026-06-15T17:10:00Z is 10.0 minutes in the future"]
+
+
+def test_levels_decoded_ahead_in_the_network_thread_are_still_time_checked(world: World) -> None:
+    """The network thread decodes levels without a clock; the pipeline checks the time."""
+    soon = SoundLevels("q", "n1", T0, 1.0, 70.0, 71.0, 85.0)
+    later = SoundLevels("q", "n1", T0 + timedelta(minutes=10), 1.0, 70.0, 71.0, 85.0)
+    messages = []
+    for record in (soon, later):
+        topic, payload = encode(record)
+        decoded = world.pipeline.predecode(topic, payload)
+        assert decoded == record
+        messages.append(Inbound(topic, payload, 1, 1, 0.0, decoded))
+    world.pipeline.handle_batch(messages)
+    reasons = [b["reason"] for t, b in world.published if t.endswith("/rejected")]
+    assert reasons == ["ts: 2026-06-15T17:10:00Z is 10.0 minutes in the future"]
+    assert world.store.sound_between("q", T0, T0 + timedelta(hours=1)) == [soon]
+
+
+def test_sensor_offline_then_online_alerts_and_gap_recorded(world: World) -> None:
+    world.levels(T0, 5, 60.0)
+    world.advance(30)  # silent 25 s > 10 expected periods
+    offline = world.alerts("sensor_offline")
+    assert len(offline) == 1 and offline[0]["audiences"] == ["operator"]
+    world.advance(700)  # offline longer than town_offline_alert_s: the town hears of it too
+    town = [a for a in world.alerts("sensor_offline") if a["audiences"] == ["town"]]
+    assert len(town) == 1
+    world.levels(world.now - timedelta(seconds=2), 1, 60.0)
+    back = world.alerts("cleared")
+    assert back and "back online" in str(back[0]["message"]) and back[0]["audiences"] == ["operator", "town"]
+    health = world.store.conn.execute("SELECT state, gap_s FROM health ORDER BY ts_us").fetchall()
+    assert [h[0] for h in health] == ["offline", "online"]
+    assert health[1][1] == pytest.approx(731, abs=5)  # the gap, in seconds, is evidence too
+
+
+def test_clock_drift_alert_once(world: World) -> None:
+    world.send(SensorStatus("q", "n1", T0, battery_pct=80, clock_offset_s=3.5))
+    world.send(SensorStatus("q", "n1", T0 + timedelta(seconds=10), battery_pct=80, clock_offset_s=3.6))
+    drift = world.alerts("clock_drift")
+    assert len(drift) == 1 and "+3.5 s" in str(drift[0]["message"])
+
+
+def test_calibration_drift_flagged(world: World) -> None:
+    world.send(SensorStatus("q", "n1", T0, calibration_reference_db=94.0, calibration_measured_db=94.0))
+    world.send(
+        SensorStatus(
+            "q", "n1", T0 + timedelta(seconds=5), calibration_reference_db=94.0, calibration_measured_db=94.7
+        )
+    )
+    rows = world.store.conn.execute("SELECT flagged FROM calibration ORDER BY ts_us").fetchall()
+    assert [r[0] for r in rows] == [0, 1]
+    assert len(world.alerts("calibration_drift")) == 1
+
+
+def test_violation_alerts_are_deduplicated(world: World) -> None:
+    for minute in range(5):  # five loud minutes in a row: five findings, one alert
+        world.levels(T0 + timedelta(minutes=minute), 60, 88.0)
+        world.advance(60)
+    world.levels(T0 + timedelta(minutes=5), 6, 60.0)
+    world.advance(10)
+    assert len(world.findings()) == 5
+    assert len([a for a in world.alerts("violation") if "town" in cast(list[str], a["audiences"])]) == 1
+
+
+def test_status_retained_and_status_command(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    world.levels(T0, 60, 72.0)
+    world.advance(1)
+    statuses = [b for t, b in world.published if t == "minewatch/q/status"]
+    sensors = cast(dict[str, dict[str, float]], statuses[-1]["sensors"]) if statuses else {}
+    assert sensors["n1"]["LAeq_1min"] == pytest.approx(72.0, abs=0.1)
+    config = Path(world.config.storage.path).parent / "c.toml"
+    config.write_text(config_text(world.config.storage.path))
+    assert main(["status", "--config", str(config), "--at", format_ts(T0 + timedelta(seconds=61))]) == 0
+    out = capsys.readouterr().out
+    assert "n1" in out and "LAeq,1min 72.0 dB(A)" in out
+
+
+def test_anchor_published(world: World) -> None:
+    world.levels(T0, 3, 60.0)
+    world.advance(1)
+    anchors = [b for t, b in world.published if t == "minewatch/q/anchors"]
+    assert anchors
+    row = world.store.conn.execute(
+        "SELECT head FROM chain WHERE site = 'q' AND seq = ?", (anchors[-1]["seq"],)
+    )
+    assert row.fetchone()[0] == anchors[-1]["head"]  # the head the town holds is in the chain
+
+
+def test_readings_older_than_retention_are_pruned_but_the_chain_kept(world: World) -> None:
+    world.levels(T0, 30, 70.0)
+    world.advance(1)
+    chained = world.store.conn.execute("SELECT COUNT(*) FROM chain WHERE kind = 'sound'").fetchone()[0]
+    assert chained == 30
+    world.pipeline.last_prune = world.now  # as if pruned just now; next prune an hour later
+    world.now += timedelta(days=2)
+    world.levels(world.now - timedelta(seconds=5), 1, 70.0)
+    world.advance(1)
+    remaining = world.store.conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0]
+    assert remaining == 1  # the two-day-old seconds are gone, the new one stays
+    assert world.store.conn.execute("SELECT COUNT(*) FROM chain WHERE kind = 'sound'").fetchone()[0] == 31
+    assert world.store.meta("pruned_before_us") is not None
+
+
+def test_re_judging_a_minute_revises_its_finding_without_new_notices_or_alerts(world: World) -> None:
+    def finding_alerts() -> list[tuple[str, int]]:
+        rows = world.store.conn.execute(
+            "SELECT kind, COUNT(*) FROM alerts WHERE kind NOT IN ('sensor_offline', 'cleared', 'anchor')"
+            " GROUP BY kind ORDER BY kind"
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    minute = T0 + timedelta(minutes=1)
+    world.advance(130)
+    world.levels(minute, 40, 90.0)  # the minute is judged on 40 loud seconds ...
+    world.levels(minute + timedelta(minutes=1), 6, 60.0)
+    world.advance(1)
+    assert len(world.findings()) == 1
+    alerts = finding_alerts()
+    assert ("violation", 1) in alerts and len(alerts) >= 2  # the violation and the notice it opened
+    assert world.store.conn.execute("SELECT COUNT(*) FROM notices").fetchone()[0] == 1
+    world.advance(700)  # longer than alerts.min_gap_s: the violation's alert condition has lapsed
+    world.levels(minute + timedelta(seconds=40), 20, 99.0)  # ... then its last 20 s arrive
+    world.advance(10)
+    revisions = world.store.conn.execute("SELECT COUNT(*) FROM findings WHERE kind = 'violation'")
+    assert len(world.findings()) == 1 and revisions.fetchone()[0] == 2  # one finding, revised
+    assert finding_alerts() == alerts
+    assert world.store.conn.execute("SELECT COUNT(*) FROM notices").fetchone()[0] == 1
+    violations = [b for t, b in world.published if t.endswith("/violations")]
+    assert len(violations) == 2 and len({str(v["id"]) for v in violations}) == 1
+
+
+def test_data_clock_restart_continues_where_the_data_was(tmp_path: Path) -> None:
+    """With clock = "data", a restart takes "now" from the stored data, not from the wall clock."""
+    config = parse_config(config_text(tmp_path / "store.db") + "\n")
+    config = replace(config, daemon=replace(config.daemon, clock="data"))
+    past = datetime(2026, 1, 10, 3, 0, tzinfo=UTC)  # months behind the wall clock
+    loud = {2, 5}
+
+    def pipeline() -> tuple[Pipeline, Store]:
+        store = Store(config.storage.path)
+        return Pipeline(config, store, lambda t, p, r: None, Clock("data")), store
+
+    def send(p: Pipeline, minutes: range) -> None:
+        records = [
+            SoundLevels(
+                "q",
+                "n1",
+                past + timedelta(minutes=m, seconds=s),
+                1.0,
+                90.0 if m in loud else 60.0,
+                91.0,
+                105.0,
+            )
+            for m in minutes
+            for s in range(60)
+        ]
+        p.handle_batch([Inbound(*encode(r), 1, 1, 0.0) for r in records])
+        p.tick()
+
+    first, store = pipeline()
+    send(first, range(0, 4))
+    assert first.sites["q"].evaluated_until == past + timedelta(minutes=3)
+    store.close()  # stopped (as by SIGKILL: everything committed is in the store)
+    second, store = pipeline()
+    assert second.clock.data_now == past + timedelta(minutes=4)  # not the wall clock
+    second.tick()  # before any message: nothing may move to the wall clock
+    assert second.sites["q"].evaluated_until == past + timedelta(minutes=3)
+    send(second, range(4, 8))
+    violations = store.conn.execute(
+        "SELECT (end_us - 1) / 60000000 * 60, COUNT(*) FROM findings WHERE kind = 'violation' GROUP BY id"
+    ).fetchall()
+    # Each loud minute and the next (its sliding windows reach back into the loud one), judged once.
+    assert sorted((datetime.fromtimestamp(r[0], UTC), r[1]) for r in violations) == [
+        (past + timedelta(minutes=m), 1) for n in sorted(loud) for m in (n, n + 1)
+    ]
+    assert store.conn.execute("SELECT COUNT(*) FROM sound WHERE late = 1").fetchone()[0] == 0
+    store.close()
+
+
+def test_newest_data_end_is_where_the_sites_data_had_got_to(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    assert store.newest_data_end("q", ["n1", "l1"]) is None
+    with store.batch():
+        store.append_sound(SoundLevels("q", "n1", T0, 1.0, 60, 61, 75), source="levels", late=False, now=T0)
+        store.append_sound(
+            SoundLevels("q", "n1", T0 - timedelta(hours=1), 1.0, 60, 61, 75),
+            source="levels",
+            late=False,
+            now=T0,
+        )
+    assert store.newest_data_end("q", ["n1", "l1"]) == T0 + timedelta(seconds=1)
+    light = LightSummary("q", "l1", T0 + timedelta(seconds=30), 10.0, 0.2, 0.1, 0.3)
+    status = SensorStatus("q", "l1", T0 + timedelta(hours=1), battery_pct=80)  # a heartbeat is no data
+    with store.batch():
+        for reading in (light, status):
+            store.append_reading(reading, payload_of(reading), late=False, now=T0)
+    assert store.newest_data_end("q", ["n1", "l1"]) == T0 + timedelta(seconds=40)
+    assert store.newest_data_end("other", ["n1", "l1"]) is None
+    store.close()
+
+
+def test_late_sound_re_judges_the_next_minute_whose_windows_reach_back_into_it(world: World) -> None:
+    """A sliding noise window ending in minute M+1 reads the end of minute M: late seconds of M
+    re-judge M+1 as well."""
+    world.levels(T0, 20, 60.0)  # the last 40 s of the first minute are missing for now
+    world.advance(60)
+    for m in range(1, 6):
+        world.levels(T0 + timedelta(minutes=m), 60, 60.0)
+        world.advance(60)
+    assert world.pipeline.sites["q"].evaluated_until is not None
+    assert world.pipeline.sites["q"].evaluated_until > T0 + timedelta(minutes=2)
+    assert world.findings() == []
+    world.levels(T0 + timedelta(seconds=20), 40, 90.0)  # they arrive, loud
+    world.advance(10)
+    minutes = {
+        r[0]
+        for r in world.store.conn.execute(
+            "SELECT DISTINCT (end_us - 1) / 60000000 FROM findings WHERE kind = 'violation'"
+        )
+    }
+    t0 = int(T0.timestamp()) // 60
+    assert minutes == {t0, t0 + 1}, minutes  # without the reach, only minute t0

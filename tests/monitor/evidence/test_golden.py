@@ -1,0 +1,197 @@
+"""Evidence bundles and chain digests pinned across refactors.
+
+tests/data/evidence/golden.sqlite is a store holding every chain kind, written by
+tests/data/evidence/make_golden.py at commit cd944b8; golden-digests.json holds the SHA-256
+of each member of the format-2 bundle that code exported from it (format2.zip is that bundle),
+golden-digests-3.json those of the format-3 bundle exported from it since. Exporting the same
+store again must give the same bytes, the format-2 bundle must verify as it did, and writing
+the same data again must give the same chain keys and digests.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.config import load_config
+from monitor.evidence import export as export_module
+from monitor.evidence import export_bundle, load_anchors, verify_bundle
+from monitor.journal.chain_kinds import KINDS, digest_of
+from tests.data.evidence.make_golden import CREATED, build, digests
+from tests.support.daemon import write_config
+from tests.support.evidence import SITE, WINDOW
+from tests.support.paths import DATA, REPO
+
+GOLDEN = DATA / "evidence"
+
+
+def test_the_same_store_exports_the_same_bundle(tmp_path: Path) -> None:
+    """Format 3 (golden-digests-3.json, pinned when format 3 was introduced): the same store
+    exports the same bytes, every time."""
+    config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE)
+    shutil.copy(GOLDEN / "golden.sqlite", tmp_path / "store.db")
+    config = load_config(config_path)
+    assert Path(config.storage.path) == tmp_path / "store.db"
+    bundle = tmp_path / "b.zip"
+    export_bundle(config, SITE, *WINDOW, bundle, plots=False, now=CREATED)
+    assert digests(bundle) == json.loads((GOLDEN / "golden-digests-3.json").read_text())
+    assert verify_bundle(bundle).ok
+    again = tmp_path / "again.zip"
+    export_bundle(config, SITE, *WINDOW, again, plots=False, now=CREATED)
+    assert digests(again) == digests(bundle)
+
+
+def test_a_segment_walked_in_stretches_by_worker_processes_exports_the_same_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exporter's workers each walk a stretch of the chain segment (_walk); cut into
+    stretches of 16 entries (the golden store's segment is ~500) and walked by two processes,
+    the bundle is the pinned one, byte for byte in every member."""
+    config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE)
+    shutil.copy(GOLDEN / "golden.sqlite", tmp_path / "store.db")
+    monkeypatch.setattr(export_module, "_STRETCH_ENTRIES", 16)
+    monkeypatch.setattr(export_module, "default_workers", lambda: 2)
+    bundle = tmp_path / "b.zip"
+    summary = export_bundle(load_config(config_path), SITE, *WINDOW, bundle, plots=False, now=CREATED)
+    assert summary.chain_entries > 10 * 16
+    assert digests(bundle) == json.loads((GOLDEN / "golden-digests-3.json").read_text())
+
+
+def test_the_format_2_bundle_is_the_pinned_one_and_verifies_as_it_did(tmp_path: Path) -> None:
+    """format2.zip holds the very members format-2 code exported from golden.sqlite (the digests
+    pinned in golden-digests.json before format 3); it verifies with the same checks and verdict,
+    plus one line saying which format it is."""
+    bundle = GOLDEN / "format2.zip"
+    assert digests(bundle) == json.loads((GOLDEN / "golden-digests.json").read_text())
+    copy = tmp_path / "f2.zip"
+    shutil.copy(bundle, copy)
+    report = verify_bundle(copy, load_anchors(GOLDEN / "format2-town-anchors.json"))
+    assert report.ok and report.format == "minewatch-evidence/2", report.lines()
+    assert report.lines() == [
+        f"{copy}: OK up to seq 515, anchored by the head the town holds there; rows after seq 515 are"
+        " not yet anchored (seq 516 to 526, 11 row(s): internal consistency only)",
+        "  no head the town holds lies beyond seq 515: nothing proves the rest yet; export again after"
+        " the next anchor is published",
+        "  format: minewatch-evidence/2 (earlier); the same checks and guarantees as the current format;"
+        " its chain.csv states every digest and head, which are checked link by link",
+        "  scope: site quarry, 2024-03-10T07:58:00Z to 2024-03-10T08:02:00Z (2024-03-10T01:58:00-06:00 to"
+        " 2024-03-10T03:02:00-05:00 site time), all sensors",
+        "  files: 21 checked against their SHA-256 in the manifest; the file set is the one the format and"
+        " the rows call for",
+        "  rows: 525 rebuilt, hashed and matched to their chain entries in chain order (480 in"
+        " data/sound.csv, 24 in data/light.csv, 4 in data/weather.csv, 1 in records/events.json, 3 in"
+        " records/findings.json, 1 in records/alerts.json, 2 in records/health.json, 2 in"
+        " records/calibration.json, 1 in records/rejections.json, 1 in records/conflicts.json, 1 in"
+        " records/notices.json, 1 in records/notice_changes.json, 1 in records/notice_episodes.json, 3 in"
+        " records/config.json)",
+        "  chain: 525 links recomputed, seq 2 to 526",
+        "  profile and configuration: profile dovre 45e5810ce6b2 and configuration 97a820a6b8fd (secrets"
+        " left out), in force since 2024-03-10T07:53:00Z, chained at seq 2: profile/dovre.toml and"
+        " config.toml are those files (anchored)",
+        "  bundle anchors: 3 checked against the chain",
+        "  town-held anchors matching the chain: 3 (seq 1, 264, 515)",
+    ]
+
+
+def _chain(path: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT kind, key, digest FROM chain WHERE kind <> 'config' ORDER BY seq"
+        ).fetchall()
+    conn.close()
+    return [tuple(r) for r in rows]
+
+
+def test_the_same_data_is_chained_under_the_same_keys_and_digests(tmp_path: Path) -> None:
+    """Config records are left out: they digest the configuration text, which names the temp dir."""
+    store = build(tmp_path)
+    expected = _chain(GOLDEN / "golden.sqlite")
+    assert len(expected) > 500 and {k for k, _, _ in expected} >= {
+        "sound",
+        "reading",
+        "event",
+        "finding",
+        "alert",
+        "rejection",
+        "health",
+        "calibration",
+        "conflict",
+        "notice",
+        "notice_change",
+        "notice_episode",
+    }
+    assert _chain(store) == expected
+
+
+def test_the_verifier_imports_no_plotting_http_or_numpy() -> None:
+    """What a town runs to check a bundle: the bundle format and the standard library's hashing."""
+    code = (
+        "import sys, monitor.evidence.verify as v; assert v.verify_bundle;"
+        " print(' '.join(sorted(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    ).stdout.split()
+    heavy = {"numpy", "matplotlib", "urllib3", "influxdb_client", "paho", "rules", "monitor.journal.store"}
+    assert not [
+        m for m in out if m in heavy or m.split(".")[0] in heavy or m in ("http.client", "urllib.request")
+    ]
+    assert "monitor.evidence.verify" in out and "monitor.evidence.export" not in out
+
+
+def test_each_chain_kind_has_one_key_in_python_and_sql(tmp_path: Path) -> None:
+    """KINDS gives each kind's key in Python (the store chains with it) and in SQL (evidence
+    finds the rows with it): both agree with every chain entry of the pinned store (and of a
+    portal action, a kind added after it was made)."""
+    from datetime import timedelta
+
+    from monitor.journal.store import Store
+    from tests.support.evidence import T0
+
+    copy = tmp_path / "golden.sqlite"
+    shutil.copy(GOLDEN / "golden.sqlite", copy)
+    store = Store(copy)  # migrated: the tables of later kinds are created
+    with store.batch():
+        store.append_portal_action(
+            SITE,
+            "clerk",
+            "town",
+            "notice_extended",
+            "DOV-2024-0001",
+            "127.0.0.1",
+            {"days": 7},
+            T0 + timedelta(minutes=9),
+        )
+    store.close()
+    conn = sqlite3.connect(copy)
+    conn.row_factory = sqlite3.Row
+    tables = {
+        "sound": "sound t",
+        "reading": "readings t",
+        **{k: v.source for k, v in KINDS.items() if v.source},
+    }
+    checked = 0
+    for name, source in tables.items():
+        spec = KINDS[name]
+        rows = conn.execute(f"SELECT t.*, {spec.key} AS sql_key FROM {source}").fetchall()
+        assert rows, name
+        for row in rows:
+            key = spec.key_of(row)
+            assert key == row["sql_key"], name
+            chained = conn.execute(
+                "SELECT digest FROM chain WHERE kind = ? AND key = ?", (name, key)
+            ).fetchone()
+            assert chained is not None and chained[0] == digest_of(spec.record(row)), (name, key)
+            checked += 1
+    conn.close()
+    assert checked > 500

@@ -1,0 +1,797 @@
+"""Line protocol, the InfluxDB writer and the forwarder.
+
+The v1 path runs against a real influxd 1.6.7 (fixture ``influxd``), including an
+outage; it also holds the read-back of string fields, which only InfluxDB keeps.
+1.6.7 has no /api/v2/write (influxdb-client gets 404 from it, checked below), and no
+InfluxDB 2.x can run here, so the v2 path (influxdb-client) runs against VictoriaMetrics
+(fixture ``victoria_metrics``), a real server of ``POST /api/v2/write``: every
+measurement of monitor.influx.schema is written and read back through its export API (values
+and tags), and an outage is ridden out. VictoriaMetrics keeps numbers and booleans,
+not the value of a string field, and answers as it does; what it cannot show is checked
+against a local HTTP server that records requests and answers as told: the write API's
+exact request (``POST /api/v2/write?org=&bucket=&precision=ns`` with ``Authorization:
+Token <token>`` and ``Content-Type: text/plain; charset=utf-8``, gzip when enabled) and
+the answers a real server gives only when failing (503 with Retry-After, 400, 401, 429).
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import json
+import logging
+import sqlite3
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from monitor.config import InfluxConfig, Secret
+from monitor.errors import OutputError
+from monitor.influx.client import (
+    Backoff,
+    FieldValue,
+    InfluxForwarder,
+    InfluxWriteError,
+    InfluxWriter,
+    bisect_write,
+    line,
+    timestamp_ns,
+)
+from monitor.influx.outbox import Outbox
+from monitor.influx.schema import MEASUREMENTS
+from tests.support.servers import Influxd, VictoriaMetrics, free_port
+
+T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+T0_NS = 1_780_315_200_000_000_000
+FAST = Backoff(base_s=0.02, max_s=0.2, jitter=0.1)
+
+# --------------------------------------------------------------------------- line protocol
+
+
+@pytest.mark.parametrize(
+    ("measurement", "tags", "fields", "expected"),
+    [
+        ("sound", {"site": "dovre", "sensor": "n1"}, {"LAeq": 52.5}, "sound,sensor=n1,site=dovre LAeq=52.5"),
+        (
+            "sound",
+            {"site": "a b", "sensor": "x,y=z"},
+            {"LAeq": 1.0},
+            r"sound,sensor=x\,y\=z,site=a\ b LAeq=1.0",
+        ),
+        ("sound", {"site": "s"}, {"LAeq": 50.0, "late": True}, "sound,site=s LAeq=50.0,late=true"),
+        ("sound", {"site": "s"}, {"late": False}, "sound,site=s late=false"),
+        ("sound", {"site": "s"}, {"duration_s": 60}, "sound,site=s duration_s=60i"),
+        ("sound", {"site": "s"}, {"duration_s": -3}, "sound,site=s duration_s=-3i"),
+        ("sound", {"site": "s"}, {"LAeq": 1e-05}, "sound,site=s LAeq=1e-05"),
+        ("sound", {"site": "s"}, {"LAeq": 50.0, "LCeq": None}, "sound,site=s LAeq=50.0"),
+        ("sound", {"site": "s"}, {"LAeq": 50.0, "LCeq": float("nan")}, "sound,site=s LAeq=50.0"),
+        ("sound", {"site": "s", "sensor": ""}, {"LAeq": 50.0}, "sound,site=s LAeq=50.0"),  # empty tag omitted
+        ("sound", {}, {"LAeq": 50.0}, "sound LAeq=50.0"),
+        ("events", {"site": "s"}, {"summary": 'say "hi"'}, r'events,site=s summary="say \"hi\""'),
+        ("events", {"site": "s"}, {"summary": "C:\\dir\\"}, r'events,site=s summary="C:\\dir\\"'),
+        ("events", {"site": "s"}, {"summary": "two\nlines"}, 'events,site=s summary="two\nlines"'),
+        ("events", {"site": "s"}, {"summary": "a,b=c d"}, 'events,site=s summary="a,b=c d"'),
+        ("events", {"site": "s"}, {"summary": ""}, 'events,site=s summary=""'),
+        ("events", {"site": "Høgås"}, {"summary": "ø"}, 'events,site=Høgås summary="ø"'),
+        (
+            "findings",
+            {"site": "s", "standard": "NS 8141", "kind": "violation"},
+            {"value": 61.2, "limit": 55, "id": "f-1"},
+            r'findings,kind=violation,site=s,standard=NS\ 8141 id="f-1",limit=55i,value=61.2',
+        ),
+    ],
+)
+def test_line_protocol(
+    measurement: str, tags: dict[str, str], fields: dict[str, object], expected: str
+) -> None:
+    assert line(measurement, tags, fields, T0) == f"{expected} {T0_NS}"  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("measurement", "tags", "fields", "match"),
+    [
+        ("noise", {}, {"LAeq": 1.0}, "unknown measurement"),
+        ("sound", {"site": "s"}, {"LAeqq": 1.0}, "unknown fields"),
+        ("sound", {"town": "s"}, {"LAeq": 1.0}, "unknown tags"),
+        ("sound", {"site": "s"}, {}, "at least one field"),
+        ("sound", {"site": "s"}, {"LAeq": None}, "at least one field"),
+        ("sound", {"site": "a\nb"}, {"LAeq": 1.0}, "cannot be written"),
+        ("sound", {"site": "ends\\"}, {"LAeq": 1.0}, "cannot be written"),
+        ("sound", {"site": "s"}, {"duration_s": 2**63}, "int64"),
+    ],
+)
+def test_line_protocol_refuses(
+    measurement: str, tags: dict[str, str], fields: dict[str, object], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        line(measurement, tags, fields, T0)  # type: ignore[arg-type]
+
+
+def test_timestamp_is_the_records_own_and_exact() -> None:
+    ts = datetime(2026, 6, 1, 14, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
+    assert timestamp_ns(ts) == T0_NS + 123_456_000
+    assert line("sound", {}, {"LAeq": 1.0}, ts) == line("sound", {}, {"LAeq": 1.0}, ts)
+    with pytest.raises(ValueError, match="time zone"):
+        timestamp_ns(datetime(2026, 6, 1))
+
+
+# --------------------------------------------------------------------------- pure parts
+
+
+def test_backoff_grows_caps_and_honours_retry_after() -> None:
+    b = Backoff(base_s=1.0, max_s=30.0, jitter=0.2)
+    assert [b.delay(n, rand=0.5) for n in (1, 2, 3, 4, 5, 6, 7)] == [1, 2, 4, 8, 16, 30, 30]
+    assert b.delay(1, rand=0.0) == pytest.approx(0.8)
+    assert b.delay(1, rand=1.0) == pytest.approx(1.2)
+    assert b.delay(1, retry_after_s=7, rand=0.5) == 7  # the server's floor
+    assert b.delay(1, retry_after_s=3600, rand=0.5) == 30  # capped, like Telegraf
+    with pytest.raises(ValueError):
+        Backoff(base_s=0)
+
+
+def _fake_send(bad: set[str], *, down_on: str = "") -> tuple[list[list[str]], Callable[[list[str]], None]]:
+    calls: list[list[str]] = []
+
+    def send(lines: list[str]) -> None:
+        calls.append(lines)
+        hit = [x for x in lines if x in bad]
+        if hit:
+            raise InfluxWriteError(f"bad {hit[0]}", retryable=False, status=400)
+        if down_on and down_on in lines:
+            raise InfluxWriteError("503", retryable=True, status=503)
+
+    return calls, send
+
+
+@pytest.mark.parametrize(
+    ("bad", "accepted", "rejected"),
+    [
+        (set(), "abcdefgh", ""),
+        ({"c"}, "abdefgh", "c"),
+        ({"a", "h"}, "bcdefg", "ah"),
+        (set("abcdefgh"), "", "abcdefgh"),
+    ],
+)
+def test_bisect_rejects_only_the_bad_points(bad: set[str], accepted: str, rejected: str) -> None:
+    items = list(enumerate("abcdefgh"))
+    calls, send = _fake_send(bad)
+    result = bisect_write(items, send)
+    assert "".join("abcdefgh"[i] for i in result.accepted) == accepted
+    assert "".join("abcdefgh"[i] for i, _ in result.rejected) == rejected
+    assert all(reason.startswith("bad ") for _, reason in result.rejected)
+    assert result.error is None
+    if len(bad) == 1:
+        assert len(calls) <= 1 + 2 * 3  # log2(8) levels, two halves each
+
+
+def test_bisect_stops_at_a_retryable_error_keeping_order() -> None:
+    items = list(enumerate("abcdefgh"))
+    _, send = _fake_send({"b"}, down_on="f")
+    result = bisect_write(items, send)
+    # The first half is settled; the second half failed whole and stays queued.
+    assert result.accepted == [0, 2, 3]
+    assert [i for i, _ in result.rejected] == [1]
+    assert result.error is not None and result.error.retryable
+
+
+# --------------------------------------------------------------------------- v1, real influxd
+
+
+def v1_config(server: Influxd, db: str = "minewatch", **kw: object) -> InfluxConfig:
+    return InfluxConfig(version=1, url=server.url, database=db, **kw)  # type: ignore[arg-type]
+
+
+@dataclass
+class Queue:
+    """The store's side (its own connection) and the forwarder's side of one outbox file."""
+
+    store: Outbox
+    forwarder_side: Outbox
+
+    def put(self, lines: list[str]) -> None:
+        self.store.put(lines)
+        self.store.conn.commit()
+
+
+@pytest.fixture
+def queue(tmp_path: Path) -> Iterator[Queue]:
+    db = tmp_path / "minewatch.db"
+    conn = sqlite3.connect(str(db))
+    conn.execute("PRAGMA journal_mode=WAL")
+    q = Queue(Outbox(conn), Outbox.open(db))
+    yield q
+    q.store.close()
+    q.forwarder_side.close()
+
+
+def sound(i: int, value: float | int = 50.0, sensor: str = "n1") -> str:
+    return line("sound", {"site": "dovre", "sensor": sensor}, {"LAeq": value}, T0 + timedelta(seconds=i))
+
+
+def start_forwarder(
+    queue: Queue, config: InfluxConfig, batch_size: int = 50, backoff: Backoff = FAST
+) -> InfluxForwarder:
+    forwarder = InfluxForwarder(
+        queue.forwarder_side,
+        InfluxWriter(config),
+        batch_size=batch_size,
+        flush_interval_s=0.02,
+        backoff=backoff,
+    )
+    forwarder.start()
+    return forwarder
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_v1_writes_outbox_to_influxd_creating_the_database(influxd: Influxd, queue: Queue) -> None:
+    queue.put([sound(i, 40.0 + i) for i in range(120)])
+    forwarder = start_forwarder(queue, v1_config(influxd))
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    assert "minewatch" in str(influxd.query("SHOW DATABASES"))
+    assert influxd.count("minewatch", "sound", "LAeq") == 120
+    series = influxd.query('SELECT "LAeq", "sensor", "site" FROM "sound" ORDER BY time LIMIT 2', "minewatch")
+    assert series[0]["values"] == [
+        ["2026-06-01T12:00:00Z", 40.0, "n1", "dovre"],
+        ["2026-06-01T12:00:01Z", 41.0, "n1", "dovre"],
+    ]
+    assert queue.store.pending() == 0
+    stats = forwarder.stats
+    assert (stats.written, stats.rejected, stats.up, stats.pending) == (120, 0, True, 0)
+
+
+def test_v1_string_fields_round_trip(influxd: Influxd) -> None:
+    summaries = ['say "hi"', "C:\\dir\\", "two\nlines", "a,b=c d", "Høgås ø", 'back\\slash \\" mix']
+    writer = InfluxWriter(v1_config(influxd))
+    writer.write(
+        [
+            line("events", {"site": "s", "kind": "blast"}, {"summary": s}, T0 + timedelta(seconds=i))
+            for i, s in enumerate(summaries)
+        ]
+    )
+    series = influxd.query('SELECT "summary" FROM "events" ORDER BY time', "minewatch")
+    values = series[0]["values"]
+    assert isinstance(values, list)
+    assert [row[1] for row in values] == summaries
+
+
+def test_v1_without_create_database_keeps_points_queued(influxd: Influxd, queue: Queue) -> None:
+    writer = InfluxWriter(v1_config(influxd, db="absent"), create_database=False)
+    with pytest.raises(InfluxWriteError) as caught:
+        writer.write([sound(0)])
+    assert caught.value.status == 404 and caught.value.retryable
+    assert "database not found" in str(caught.value)
+
+
+def test_v1_outage_backlog_written_once(influxd: Influxd, queue: Queue) -> None:
+    config = v1_config(influxd)
+    forwarder = start_forwarder(queue, config, batch_size=40)
+    try:
+        queue.put([sound(i) for i in range(100)])
+        assert forwarder.flush(10)
+        assert influxd.count("minewatch", "sound", "LAeq") == 100
+
+        influxd.stop()
+        for chunk in range(5):  # the daemon keeps storing while InfluxDB is down
+            queue.put([sound(i) for i in range(100 + 20 * chunk, 120 + 20 * chunk)])
+            time.sleep(0.05)
+        wait_until(lambda: forwarder.stats.retries >= 3)
+        assert not forwarder.stats.up
+        assert "unreachable" in forwarder.stats.last_error
+        assert queue.store.pending() == 100
+        assert not forwarder.flush(0.2)  # cannot drain while down; nothing lost
+        assert queue.store.pending() == 100
+
+        influxd.start()  # same workdir and ports
+        assert forwarder.flush(15)
+        assert forwarder.stats.up
+        assert influxd.count("minewatch", "sound", "LAeq") == 200  # nothing missing, nothing doubled
+
+        # Replaying every point (as after a crash between write and ack) changes nothing.
+        queue.put([sound(i) for i in range(200)])
+        assert forwarder.flush(10)
+        assert influxd.count("minewatch", "sound", "LAeq") == 200
+        assert forwarder.stats.written == 400 and forwarder.stats.rejected == 0
+    finally:
+        forwarder.close()
+
+
+def test_v1_outage_logs_state_changes_not_retries(
+    influxd: Influxd, queue: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="monitor.influx.client")
+    forwarder = start_forwarder(queue, v1_config(influxd))
+    try:
+        influxd.stop()
+        queue.put([sound(0)])
+        wait_until(lambda: forwarder.stats.retries >= 5)
+        influxd.start()
+        assert forwarder.flush(15)
+    finally:
+        forwarder.close()
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert len([m for m in messages if "failing" in m]) == 1
+    assert len([m for m in messages if "resumed" in m]) == 1
+
+
+def test_v1_type_conflict_rejected_neighbours_written(influxd: Influxd, queue: Queue) -> None:
+    queue.put([sound(i, 50.0) for i in range(10)])  # LAeq is a float field from here on
+    bad = sound(10, 1)  # LAeq=1i: influxd 1.x answers 400 "field type conflict"
+    garbled = "sound,site=dovre LAeq= 5"  # not line protocol at all: 400 "unable to parse"
+    queue.put(
+        [*[sound(i, 60.0) for i in range(11, 20)], bad, *[sound(i, 60.0) for i in range(20, 30)], garbled]
+    )
+    queue.put([sound(i, 70.0) for i in range(30, 40)])
+    forwarder = start_forwarder(queue, v1_config(influxd), batch_size=25)
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    assert influxd.count("minewatch", "sound", "LAeq") == 39  # every point but the bad one
+    rejected = queue.store.rejected()
+    assert [r.item for r in rejected] == [bad, garbled]
+    assert "field type conflict" in rejected[0].reason and rejected[0].reason.startswith(
+        "InfluxDB answered 400"
+    )
+    assert "unable to parse" in rejected[1].reason
+    assert queue.store.pending() == 0
+    assert forwarder.stats.rejected == 2 and forwarder.stats.written == 39
+
+
+def test_v1_connection_refused_is_retryable() -> None:
+    writer = InfluxWriter(
+        InfluxConfig(version=1, url=f"http://127.0.0.1:{free_port()}", database="x", timeout_s=2)
+    )
+    with pytest.raises(OutputError) as caught:
+        writer.write([sound(0)])
+    assert caught.value.retryable
+    assert "unreachable" in str(caught.value)
+
+
+def test_v2_client_against_influxd_16_gets_404_and_keeps_points(influxd: Influxd) -> None:
+    writer = InfluxWriter(InfluxConfig(version=2, url=influxd.url, org="o", bucket="b", token=Secret("t")))
+    with pytest.raises(InfluxWriteError) as caught:
+        writer.write([sound(0)])
+    assert caught.value.status == 404 and caught.value.retryable  # a wrong URL/version must not drop data
+    writer.close()
+
+
+def test_flush_without_a_running_loop_drains_inline(influxd: Influxd, queue: Queue) -> None:
+    queue.put([sound(i) for i in range(30)])
+    forwarder = InfluxForwarder(
+        queue.forwarder_side, InfluxWriter(v1_config(influxd)), batch_size=7, backoff=FAST
+    )
+    assert forwarder.flush(10)
+    assert influxd.count("minewatch", "sound", "LAeq") == 30
+    forwarder.close()
+
+
+# --------------------------------------------------------------------------- v2, recording HTTP server
+
+
+@dataclass
+class Request:
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: str
+    at: float
+
+
+Reply = tuple[int, dict[str, str], bytes]
+
+
+@dataclass
+class Recorder:
+    """Records each request; ``reply`` decides the answer (204 unless told)."""
+
+    url: str = ""
+    requests: list[Request] = field(default_factory=list)
+    reply: Callable[[Request], Reply] = lambda _: (204, {}, b"")
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    rec = Recorder()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as influxdb-client's pool expects
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            if self.headers.get("Content-Encoding") == "gzip":
+                raw = gzip.decompress(raw)
+            url = urllib.parse.urlsplit(self.path)
+            request = Request(
+                url.path,
+                dict(urllib.parse.parse_qsl(url.query)),
+                dict(self.headers),
+                raw.decode(),
+                time.monotonic(),
+            )
+            rec.requests.append(request)
+            status, headers, body = rec.reply(request)
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    rec.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield rec
+    server.shutdown()
+    server.server_close()
+
+
+def v2_config(rec: Recorder) -> InfluxConfig:
+    return InfluxConfig(version=2, url=rec.url, org="quarry", bucket="minewatch", token=Secret("s3cr3t"))
+
+
+def delivered(rec: Recorder) -> list[str]:
+    """Lines from the requests answered 2xx (the reply is recomputed: replies here are pure)."""
+    return [x for r in rec.requests if rec.reply(r)[0] < 300 for x in r.body.split("\n")]
+
+
+@pytest.mark.parametrize("use_gzip", [False, True])
+def test_v2_request_follows_the_write_api_contract(recorder: Recorder, use_gzip: bool) -> None:
+    """The recording server: the exact URL, query and headers of a request, which
+    VictoriaMetrics accepts without showing (it ignores the token and the charset)."""
+    lines = [sound(0), sound(1), line("events", {"site": "s"}, {"summary": "Høgås"}, T0)]
+    writer = InfluxWriter(v2_config(recorder), gzip=use_gzip)
+    writer.write(lines)
+    writer.close()
+    [request] = recorder.requests
+    assert request.path == "/api/v2/write"
+    assert request.query == {"org": "quarry", "bucket": "minewatch", "precision": "ns"}
+    assert request.headers["Authorization"] == "Token s3cr3t"
+    assert request.headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert request.headers.get("Content-Encoding") == ("gzip" if use_gzip else None)
+    assert request.body.split("\n") == lines
+
+
+def test_v2_503_with_retry_after_then_delivered_once(recorder: Recorder, queue: Queue) -> None:
+    """The recording server: a 503 with Retry-After, which VictoriaMetrics cannot be made to answer."""
+    answers = iter([(503, {"Retry-After": "1"}, b'{"code":"unavailable","message":"busy"}')])
+    recorder.reply = lambda _: next(answers, (204, {}, b""))
+    queue.put([sound(i) for i in range(5)])
+    # max_s above Retry-After so it is honoured in full (it is capped at max_s).
+    forwarder = start_forwarder(queue, v2_config(recorder), backoff=Backoff(base_s=0.02, max_s=5.0))
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    first, second = recorder.requests
+    assert first.body == second.body == "\n".join(sound(i) for i in range(5))
+    assert second.at - first.at >= 0.9  # Retry-After honoured over the (tiny) backoff
+    assert forwarder.stats.retries == 1 and forwarder.stats.written == 5
+    assert "503" in forwarder.stats.last_error and "busy" in forwarder.stats.last_error
+
+
+def test_v2_400_is_bisected_and_only_the_bad_point_rejected(recorder: Recorder, queue: Queue) -> None:
+    """The recording server: InfluxDB 2's 400 for a field type conflict; VictoriaMetrics has
+    no field types and takes the point (and skips lines it cannot parse with a 204)."""
+    bad = sound(3, 1)
+
+    def reply(request: Request) -> Reply:
+        if bad in request.body.split("\n"):
+            message = (
+                'failure writing points to database: partial write: field type conflict: input field "LAeq"'
+            )
+            return (
+                400,
+                {"Content-Type": "application/json"},
+                json.dumps({"code": "invalid", "message": message}).encode(),
+            )
+        return 204, {}, b""
+
+    recorder.reply = reply
+    good = [sound(i) for i in range(8) if i != 3]
+    queue.put([*good[:3], bad, *good[3:]])
+    forwarder = start_forwarder(queue, v2_config(recorder))
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    assert sorted(delivered(recorder)) == sorted(good)  # each good point written exactly once
+    [rejected] = queue.store.rejected()
+    assert rejected.item == bad
+    assert rejected.reason.startswith("InfluxDB answered 400: failure writing points")
+    assert forwarder.stats.rejected == 1 and forwarder.stats.retries == 0
+
+
+def test_v2_401_is_retried_and_logged_as_an_error(
+    recorder: Recorder, queue: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The recording server: a 401 for a bad token; VictoriaMetrics checks no token."""
+    token_fixed = threading.Event()
+    recorder.reply = lambda _: (
+        (204, {}, b"")
+        if token_fixed.is_set()
+        else (401, {}, b'{"code":"unauthorized","message":"unauthorized access"}')
+    )
+    queue.put([sound(0)])
+    forwarder = start_forwarder(queue, v2_config(recorder))
+    try:
+        wait_until(lambda: forwarder.stats.retries >= 3)
+        assert queue.store.pending() == 1 and not queue.store.rejected()
+        assert queue.forwarder_side.attempts(queue.store.peek(1)[0][0]) >= 3
+        token_fixed.set()  # e.g. the operator fixed the token
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR and r.name == "monitor.influx.client"]
+    assert len(errors) == 1  # once per state change, not per retry
+    assert "credentials" in errors[0].getMessage() and "401" in errors[0].getMessage()
+    assert forwarder.stats.written == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "retryable"), [(400, False), (422, False), (401, True), (403, True), (429, True), (500, True)]
+)
+def test_v2_status_classification(recorder: Recorder, status: int, retryable: bool) -> None:
+    """The recording server: each error status on demand, which no real server answers at will."""
+    recorder.reply = lambda _: (status, {"Retry-After": "2"}, b'{"code":"x","message":"m"}')
+    writer = InfluxWriter(v2_config(recorder))
+    with pytest.raises(InfluxWriteError) as caught:
+        writer.write([sound(0)])
+    writer.close()
+    assert (caught.value.status, caught.value.retryable) == (status, retryable)
+    assert str(caught.value) == f"InfluxDB answered {status}: m"
+    assert caught.value.retry_after_s == (2.0 if retryable else None)
+
+
+def test_v2_connection_refused_is_retryable() -> None:
+    config = InfluxConfig(version=2, url=f"http://127.0.0.1:{free_port()}", org="o", bucket="b", timeout_s=2)
+    writer = InfluxWriter(config)
+    with pytest.raises(OutputError) as caught:
+        writer.write([sound(0)])
+    writer.close()
+    assert caught.value.retryable
+
+
+def test_v1_basic_auth_and_params_on_the_wire(recorder: Recorder) -> None:
+    """The recording server: the exact v1 query and Basic auth header (influxd 1.6.7 runs
+    here without authentication, and no rp named "year")."""
+    config = InfluxConfig(
+        version=1,
+        url=recorder.url,
+        database="mw",
+        username="u",
+        password=Secret("p"),
+        retention_policy="year",
+    )
+    InfluxWriter(config).write([sound(0)])
+    [request] = recorder.requests
+    assert (request.path, request.query) == ("/write", {"db": "mw", "rp": "year", "precision": "ns"})
+    assert request.headers["Authorization"] == "Basic dTpw"
+    assert request.body == sound(0)
+
+
+def test_outbox_failure_does_not_stop_the_loop(
+    victoria_metrics: VictoriaMetrics,
+    queue: Queue,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_peek = queue.forwarder_side.peek
+    failures = iter(range(3))
+
+    def flaky_peek(limit: int) -> list[tuple[int, str]]:
+        if next(failures, None) is not None:
+            raise sqlite3.OperationalError("database is locked")
+        return real_peek(limit)
+
+    monkeypatch.setattr(queue.forwarder_side, "peek", flaky_peek)
+    queue.put([sound(0)])
+    forwarder = start_forwarder(queue, vm_config(victoria_metrics))
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    assert forwarder.stats.retries == 3 and forwarder.stats.written == 1
+    assert len([r for r in caplog.records if r.exc_info]) == 1  # one traceback, not one per retry
+    [series] = victoria_metrics.export('{__name__="sound_LAeq"}')
+    assert (series["values"], series["timestamps"]) == ([50.0], [T0_NS // 1_000_000])  # written once
+
+
+# --------------------------------------------------------------------------- v2, real VictoriaMetrics
+
+# A point of every measurement with every tag and field of monitor.influx.schema; tag values
+# that need escaping in line protocol, strings that need quoting.
+SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
+    "sound": (
+        {"site": "dovre", "sensor": "n1"},
+        {
+            "LAeq": 71.2,
+            "LAFmax": 74.5,
+            "LASmax": 73.0,
+            "LAFmin": 60.25,
+            "LCeq": 80.0,
+            "LCpeak": 95.5,
+            "LZpeak": 99.0,
+            "LZeq": 82.0,
+            "duration_s": 1.0,
+            "late": False,
+        },
+    ),
+    "light": (
+        {"site": "dovre", "sensor": "l1"},
+        {"lux_mean": 0.5, "lux_min": 0.125, "lux_max": 2.0, "duration_s": 10.0, "late": True},
+    ),
+    "weather": (
+        {"site": "dovre", "sensor": "wx"},
+        {"wind_speed_ms": 3.5, "rain": True, "rain_mm_h": 1.25, "duration_s": 60.0, "late": False},
+    ),
+    "turbidity": ({"site": "dovre", "sensor": "t1"}, {"ntu": 12.5, "duration_s": 60.0, "late": True}),
+    "events": (
+        {"site": "dovre", "kind": "temporary-lighting"},
+        {
+            "id": "e1",
+            "summary": 'TemporaryLighting "e1", night',
+            "gate": "g1",
+            "direction": "in",
+            "safety_reason": "wind=strong",
+            "end": "2026-06-01T13:00:00Z",
+        },
+    ),
+    "findings": (
+        {"site": "dovre", "standard": "noise, night", "kind": "violation"},
+        {
+            "id": "f1",
+            "section": "6.D",
+            "summary": "LAeq 82.5 dB(A) over the 80 dB(A) limit",
+            "sensors": "n1,n2",
+            "value": 82.5,
+            "limit": 80.0,
+            "end": "2026-06-01T12:01:00Z",
+            "completeness": 0.95,
+        },
+    ),
+    "alerts": (
+        {"site": "dovre", "audience": "town", "kind": "violation"},
+        {"id": "a1", "message": "Høgås: limit exceeded", "severity": "warning"},
+    ),
+    "rejections": (
+        {"site": "dovre"},
+        {"topic": "minewatch/dovre/sensors/x/levels", "reason": "LAeq: not a number"},
+    ),
+    "sensor_health": (
+        {"site": "dovre", "sensor": "n1"},
+        {"online": True, "gap_s": 42.5, "battery_pct": 87.0, "clock_offset_s": -0.25},
+    ),
+}
+
+
+def sample_lines() -> list[str]:
+    return [
+        line(name, tags, fields, T0 + timedelta(seconds=i))
+        for i, (name, (tags, fields)) in enumerate(SAMPLES.items())
+    ]
+
+
+def test_samples_cover_the_schema() -> None:
+    assert set(SAMPLES) == set(MEASUREMENTS)
+    for name, (tags, fields) in SAMPLES.items():
+        assert (set(tags), set(fields)) == (set(MEASUREMENTS[name].tags), set(MEASUREMENTS[name].fields)), (
+            name
+        )
+
+
+def vm_config(server: VictoriaMetrics) -> InfluxConfig:
+    return InfluxConfig(version=2, url=server.url, org="quarry", bucket="minewatch", token=Secret("s3cr3t"))
+
+
+def test_victoria_metrics_fixture_is_on_a_free_port(victoria_metrics: VictoriaMetrics) -> None:
+    assert victoria_metrics.port != 8428  # never the default
+    assert victoria_metrics.export('{__name__=~".+"}') == []
+
+
+@pytest.mark.parametrize("use_gzip", [False, True])
+def test_v2_writes_every_measurement_to_a_real_v2_server(
+    victoria_metrics: VictoriaMetrics, queue: Queue, use_gzip: bool
+) -> None:
+    """Through the outbox and the forwarder, influxdb-client writes one point of each
+    measurement; VictoriaMetrics stores each field as series ``<measurement>_<field>``
+    labelled with the point's tags: values (booleans as 1/0) and tags read back exactly.
+    String values are not kept by it (the series exists, its value is 0): they are read
+    back from influxd 1.6.7 in test_v1_every_measurement_round_trips."""
+    queue.put(sample_lines())
+    forwarder = InfluxForwarder(
+        queue.forwarder_side, InfluxWriter(vm_config(victoria_metrics), gzip=use_gzip), flush_interval_s=0.02
+    )
+    forwarder.start()
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    assert (forwarder.stats.written, forwarder.stats.rejected, queue.store.pending()) == (len(SAMPLES), 0, 0)
+    stored = {
+        series["metric"]["__name__"]: series
+        for series in victoria_metrics.export('{__name__=~".+"}')
+        if not series["metric"]["__name__"].startswith(("vm_", "go_", "process_"))
+    }
+    expected = {f"{name}_{f}" for name, (_, fields) in SAMPLES.items() for f in fields}
+    assert set(stored) == expected
+    for i, (name, (tags, fields)) in enumerate(SAMPLES.items()):
+        when_ms = (T0_NS // 1_000_000) + 1000 * i
+        for field_name, value in fields.items():
+            series = stored[f"{name}_{field_name}"]
+            assert series["metric"] == {"__name__": f"{name}_{field_name}", **tags}
+            assert series["timestamps"] == [when_ms]
+            if isinstance(value, bool):
+                assert series["values"] == [1.0 if value else 0.0]
+            elif isinstance(value, float):
+                assert series["values"] == [value]
+
+
+def test_v1_every_measurement_round_trips(influxd: Influxd) -> None:
+    """The same points through the v1 API to influxd 1.6.7, read back with InfluxQL, string
+    fields included (what only InfluxDB stores)."""
+    writer = InfluxWriter(v1_config(influxd))
+    writer.write(sample_lines())
+    for i, (name, (tags, fields)) in enumerate(SAMPLES.items()):
+        columns = [*fields, *tags]
+        quoted = ", ".join(f'"{c}"' for c in columns)
+        [series] = influxd.query(f'SELECT {quoted} FROM "{name}"', "minewatch")
+        values = series["values"]
+        assert isinstance(values, list)
+        [row] = values
+        assert row[0] == format_influx_time(T0 + timedelta(seconds=i))
+        assert dict(zip(columns, row[1:], strict=True)) == {**fields, **tags}
+
+
+def format_influx_time(ts: datetime) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_v2_outage_backlog_written_once(victoria_metrics: VictoriaMetrics, queue: Queue) -> None:
+    """A real v2 server stopped while points keep coming: they stay queued, retried with
+    backoff, and arrive once it is back, each exactly once."""
+    forwarder = start_forwarder(queue, vm_config(victoria_metrics), batch_size=40)
+    try:
+        queue.put([sound(i, 40.0 + i % 50) for i in range(100)])
+        assert forwarder.flush(10)
+
+        victoria_metrics.stop()
+        for chunk in range(5):  # the daemon keeps storing while InfluxDB is down
+            queue.put([sound(i, 40.0 + i % 50) for i in range(100 + 20 * chunk, 120 + 20 * chunk)])
+            time.sleep(0.05)
+        wait_until(lambda: forwarder.stats.retries >= 3)
+        assert not forwarder.stats.up
+        assert "unreachable" in forwarder.stats.last_error
+        assert queue.store.pending() == 100
+        assert not forwarder.flush(0.2)  # cannot drain while down; nothing lost
+        assert queue.store.pending() == 100
+
+        victoria_metrics.start()  # same data directory and port
+        assert forwarder.flush(15)
+        assert forwarder.stats.up
+    finally:
+        forwarder.close()
+    assert forwarder.stats.written == 200 and forwarder.stats.rejected == 0
+    [series] = victoria_metrics.export('{__name__="sound_LAeq"}')
+    assert series["metric"] == {"__name__": "sound_LAeq", "site": "dovre", "sensor": "n1"}
+    samples = sorted(zip(series["timestamps"], series["values"], strict=True))
+    start_ms = T0_NS // 1_000_000
+    assert samples == [(start_ms + 1000 * i, 40.0 + i % 50) for i in range(200)]  # none missing or doubled

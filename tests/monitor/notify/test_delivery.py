@@ -1,0 +1,603 @@
+"""Alert delivery against real servers: SMTP with STARTTLS and login (aiosmtpd), an HTTP webhook
+receiver (http.server), and Mosquitto for extra MQTT topics. The clock is passed in."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import hashlib
+import hmac
+import json
+import queue
+import sqlite3
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import SMTP as SMTPServer
+from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword, Session
+
+from monitor.config import Config
+from monitor.journal.store import Store
+from monitor.notify.alerts import Alert, AlertBook
+from monitor.notify.delivery import DELIVERED, PENDING, UNDELIVERABLE, Deliveries, DeliveryWorker, routes_for
+from monitor.notify.notices import NoticeBook
+from tests.support.notices import local, make_config, site_and_profile, store_findings, violation
+from tests.support.servers import Mosquitto, free_port, self_signed_cert
+
+T0 = datetime(2026, 6, 15, 16, 40, tzinfo=UTC)
+HMAC_KEY = "hook-secret-123"
+
+# --------------------------------------------------------------------------- real servers
+
+
+@dataclass
+class Hook:
+    """An HTTP server that answers webhooks with scripted status codes (then 200) and records them."""
+
+    port: int
+    statuses: list[int] = field(default_factory=list)
+    received: list[tuple[dict[str, str], bytes, int]] = field(default_factory=list)
+    server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def start(self) -> Hook:
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                status = hook.statuses.pop(0) if hook.statuses else 200
+                hook.received.append(({k.lower(): v for k, v in self.headers.items()}, body, status))
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def accepted(self) -> list[tuple[dict[str, str], bytes]]:
+        return [(h, b) for h, b, status in self.received if status < 300]
+
+
+@pytest.fixture
+def hook() -> Iterator[Hook]:
+    server = Hook(free_port()).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1, made with openssl."""
+    return self_signed_cert(tmp_path_factory.mktemp("tls"))
+
+
+@dataclass
+class Mailbox:
+    port: int
+    messages: list[tuple[Envelope, EmailMessage]] = field(default_factory=list)
+    logins: list[str] = field(default_factory=list)
+    tls_sessions: int = 0
+
+    async def handle_DATA(self, server: SMTPServer, session: Session, envelope: Envelope) -> str:
+        if session.ssl is not None:
+            self.tls_sessions += 1
+        content = envelope.content if isinstance(envelope.content, bytes) else str(envelope.content).encode()
+        parsed = email.message_from_bytes(content, policy=email.policy.default)
+        assert isinstance(parsed, EmailMessage)
+        self.messages.append((envelope, parsed))
+        return "250 OK"
+
+    def authenticate(
+        self, server: SMTPServer, session: Session, envelope: Envelope, mechanism: str, auth_data: Any
+    ) -> AuthResult:
+        assert isinstance(auth_data, LoginPassword)
+        ok = (auth_data.login, auth_data.password) == (b"minewatch", b"smtp-pass")
+        if ok:
+            self.logins.append(auth_data.login.decode())
+        return AuthResult(success=ok, handled=False)  # handled=False: aiosmtpd answers 535
+
+
+@pytest.fixture
+def smtp(tls_cert: tuple[Path, Path]) -> Iterator[Mailbox]:
+    """aiosmtpd on a free port: STARTTLS required, then AUTH LOGIN/PLAIN (only over TLS)."""
+    cert, key = tls_cert
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(str(cert), str(key))
+    box = Mailbox(free_port())
+    controller = Controller(
+        box,
+        hostname="127.0.0.1",
+        port=box.port,
+        tls_context=server_tls,
+        require_starttls=True,
+        authenticator=box.authenticate,
+        auth_require_tls=True,
+    )
+    controller.start()
+    yield box
+    controller.stop()
+
+
+@pytest.fixture
+def client_tls(tls_cert: tuple[Path, Path]) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(tls_cert[0]))
+
+
+class Subscriber:
+    """A real MQTT client on the broker, collecting what arrives on a filter."""
+
+    def __init__(self, broker: Mosquitto, topic: str) -> None:
+        self.messages: queue.Queue[tuple[str, bytes]] = queue.Queue()
+        self.client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"sub-{time.monotonic_ns()}")
+        subscribed = threading.Event()
+        self.client.on_message = lambda c, u, m: self.messages.put((m.topic, bytes(m.payload)))
+        self.client.on_subscribe = lambda *a: subscribed.set()
+        self.client.connect("127.0.0.1", broker.port)
+        self.client.subscribe(topic, qos=1)
+        self.client.loop_start()
+        assert subscribed.wait(5)
+
+    def get(self, timeout: float = 5.0) -> tuple[str, bytes]:
+        return self.messages.get(timeout=timeout)
+
+    def close(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
+def publisher(broker: Mosquitto) -> tuple[mqtt.Client, Any]:
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=f"pub-{time.monotonic_ns()}")
+    client.connect("127.0.0.1", broker.port)
+    client.loop_start()
+
+    def publish(topic: str, payload: bytes, retain: bool) -> None:
+        info = client.publish(topic, payload, qos=1, retain=retain)
+        info.wait_for_publish(5)
+
+    return client, publish
+
+
+# --------------------------------------------------------------------------- configuration
+
+RECIPIENTS = """
+[[recipients]]
+name = "Town clerk"
+role = "town"
+[[recipients.channels]]
+type = "email"
+to = ["clerk@dovre.example"]
+smtp_host = "127.0.0.1"
+smtp_port = {smtp_port}
+smtp_starttls = true
+smtp_username = "minewatch"
+smtp_password = "smtp-pass"
+sender = "minewatch@quarry.example"
+
+[[recipients]]
+name = "County inspector"
+role = "inspector"
+sites = ["quarry"]
+[[recipients.channels]]
+type = "webhook"
+url = "{hook_url}"
+secret = "{hmac_key}"
+
+[[recipients]]
+name = "Inspector elsewhere"
+role = "inspector"
+sites = ["other"]
+[[recipients.channels]]
+type = "webhook"
+url = "http://127.0.0.1:9/never"
+
+[[recipients]]
+name = "Acme operations"
+role = "operator"
+[[recipients.channels]]
+type = "webhook"
+url = "{operator_hook_url}"
+[[recipients.channels]]
+type = "mqtt"
+topic = "acme/{{site}}/alerts"
+[[recipients.channels]]
+type = "mqtt"
+"""
+
+OTHER_SITE = """
+[[sites]]
+id = "other"
+name = "Other pit"
+timezone = "America/Chicago"
+latitude = 45.0
+longitude = -91.0
+"""
+
+
+def config_for(
+    db: Path, hook_url: str, smtp_port: int = 9, operator_hook_url: str = "", max_attempts: int = 3
+) -> Config:
+    recipients = RECIPIENTS.format(
+        smtp_port=smtp_port,
+        hook_url=hook_url,
+        hmac_key=HMAC_KEY,
+        operator_hook_url=operator_hook_url or hook_url,
+    )
+    return make_config(db, OTHER_SITE + recipients, max_attempts=max_attempts)
+
+
+def alert(
+    alert_id: str = "a1", audiences: tuple[str, ...] = ("town", "operator"), site: str = "quarry", **data: Any
+) -> dict[str, Any]:
+    return {
+        "id": alert_id,
+        "site": site,
+        "ts": "2026-06-15T16:40:00Z",
+        "audiences": list(audiences),
+        "kind": "violation",
+        "severity": "violation",
+        "condition": f"c-{alert_id}",
+        "message": "Noise at meter n1 averaged 84.2 dB(A) over 11:30-11:31 local",
+        "data": data,
+    }
+
+
+def connect(db: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(db), isolation_level=None, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    return conn
+
+
+# --------------------------------------------------------------------------- routing
+
+
+def test_routing_by_role_site_and_channel(tmp_path: Path) -> None:
+    config = config_for(tmp_path / "db", "http://127.0.0.1:1/hook")
+    names = lambda a: [(r.recipient.name, r.channel.type) for r in routes_for(a, config.recipients)]  # noqa: E731
+    assert names(alert(audiences=("town",))) == [("Town clerk", "email"), ("County inspector", "webhook")]
+    assert names(alert(audiences=("operator",))) == [
+        ("Acme operations", "webhook"),
+        ("Acme operations", "mqtt"),
+    ]
+    assert names(alert(audiences=("town",), site="other")) == [
+        ("Town clerk", "email"),
+        ("Inspector elsewhere", "webhook"),
+    ]
+    # The operator's default-topic mqtt channel makes no delivery: the pipeline publishes there already.
+    assert all(
+        r.channel.topic
+        for r in routes_for(alert(audiences=("operator",)), config.recipients)
+        if r.channel.type == "mqtt"
+    )
+    excluded = alert(audiences=("operator",), exclude_channels=[["Acme operations", 0]])
+    assert names(excluded) == [("Acme operations", "mqtt")]
+
+
+def test_enqueue_joins_the_alert_transaction(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    config = config_for(db, "http://127.0.0.1:1/hook")
+    store = Store(db)
+    deliveries = Deliveries(store.conn, config)
+    book = AlertBook(store, config.alerts, lambda site, body: None)
+    book.listeners.append(lambda body: deliveries.enqueue(body, T0))
+
+    with pytest.raises(RuntimeError), store.batch():
+        book.raise_(Alert("quarry", ("town",), "violation", "violation", "c1", "loud"), T0)
+        raise RuntimeError("the batch fails after the alert")
+    assert deliveries.rows() == []  # rolled back with the alert
+
+    with store.batch():
+        book.raise_(Alert("quarry", ("town", "operator"), "violation", "violation", "c2", "loud"), T0)
+    rows = deliveries.rows()
+    assert sorted((r["recipient"], r["channel_type"]) for r in rows) == [
+        ("Acme operations", "mqtt"),
+        ("Acme operations", "webhook"),
+        ("County inspector", "webhook"),
+        ("Town clerk", "email"),
+    ]
+    assert {r["status"] for r in rows} == {PENDING}
+    assert "smtp-pass" not in json.dumps([dict(r) for r in rows]) and HMAC_KEY not in json.dumps(
+        [dict(r) for r in rows]
+    )
+    # Enqueueing the same alert again adds nothing.
+    with store.batch():
+        assert deliveries.enqueue(json.loads(rows[0]["alert"]), T0) == 0
+    store.close()
+
+
+# --------------------------------------------------------------------------- webhook
+
+
+def test_webhook_signed_retried_with_backoff_and_delivered_once(tmp_path: Path, hook: Hook) -> None:
+    db = tmp_path / "store.db"
+    config = config_for(db, hook.url, max_attempts=5)
+    conn = connect(db)
+    deliveries = Deliveries(conn, config)
+    deliveries.enqueue(
+        alert(audiences=("town",)), T0
+    )  # e-mail (no server: fails) and the inspector's webhook
+    hook.statuses = [503, 503]
+
+    def hook_row() -> sqlite3.Row:
+        [row] = [r for r in deliveries.rows() if r["channel_type"] == "webhook"]
+        return row
+
+    assert deliveries.deliver_due(T0) == 0
+    row = hook_row()
+    assert (row["status"], row["attempts"]) == (PENDING, 1)
+    assert "HTTP 503" in row["last_error"]
+    assert row["next_us"] == int((T0 + timedelta(seconds=2)).timestamp() * 1e6)  # retry_base_s
+    assert deliveries.deliver_due(T0 + timedelta(seconds=1)) == 0  # not due yet
+    assert len(hook.received) == 1
+    assert deliveries.deliver_due(T0 + timedelta(seconds=2)) == 0
+    assert hook_row()["next_us"] == int((T0 + timedelta(seconds=6)).timestamp() * 1e6)  # doubled
+    assert deliveries.deliver_due(T0 + timedelta(seconds=6)) == 1
+    assert hook_row()["status"] == DELIVERED
+    assert deliveries.deliver_due(T0 + timedelta(seconds=60)) == 0
+
+    assert [status for _, _, status in hook.received] == [503, 503, 200]
+    [(headers, body)] = hook.accepted()
+    assert headers["content-type"] == "application/json"
+    expected = "sha256=" + hmac.new(HMAC_KEY.encode(), body, hashlib.sha256).hexdigest()
+    assert headers["x-minewatch-signature"] == expected
+    document = json.loads(body)
+    assert headers["idempotency-key"] == document["delivery_id"] == hook_row()["id"]
+    assert document["alert"]["id"] == "a1" and document["recipient"] == "County inspector"
+    # Every attempt carried the same body, key and signature.
+    assert len({(h["idempotency-key"], h["x-minewatch-signature"], b) for h, b, _ in hook.received}) == 1
+
+    # The at-least-once edge: a crash after the send, before the commit, resends once, same key.
+    conn.execute("UPDATE deliveries SET status = 'pending' WHERE id = ?", (hook_row()["id"],))
+    assert deliveries.deliver_due(T0 + timedelta(seconds=61)) == 1
+    assert [h["idempotency-key"] for h, _ in hook.accepted()] == [document["delivery_id"]] * 2
+    conn.close()
+
+
+def test_permanent_http_error_is_not_retried(tmp_path: Path, hook: Hook) -> None:
+    db = tmp_path / "store.db"
+    conn = connect(db)
+    deliveries = Deliveries(conn, config_for(db, hook.url, max_attempts=5))
+    deliveries.enqueue(alert(audiences=("operator",)), T0)
+    hook.statuses = [400]
+    deliveries.deliver_due(T0)  # the mqtt channel has no publisher here: retried later
+    [row] = [r for r in deliveries.rows() if r["channel_type"] == "webhook"]
+    assert (row["status"], row["attempts"]) == (UNDELIVERABLE, 1)
+    assert "HTTP 400" in row["last_error"]
+    conn.close()
+
+
+def test_restart_with_undelivered_alerts_delivers_exactly_once(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    port = free_port()  # nobody listens here yet: the receiver is down
+    config = config_for(db, f"http://127.0.0.1:{port}/hook", max_attempts=10)
+    clock = {"now": T0}
+
+    worker = DeliveryWorker(str(db), config, None, lambda: clock["now"], interval_s=0.05)
+    store = Store(db)
+    deliveries = Deliveries(store.conn, config)
+    with store.batch():
+        deliveries.enqueue(alert("a1", audiences=("town",)), T0)
+        deliveries.enqueue(alert("a2", audiences=("town",)), T0)
+    store.close()  # the daemon writes them and stops
+    worker.start()
+    deadline = time.monotonic() + 10
+    conn = connect(db)
+    while time.monotonic() < deadline:
+        attempts = conn.execute(
+            "SELECT MIN(attempts) FROM deliveries WHERE channel_type = 'webhook'"
+        ).fetchone()
+        if attempts[0] >= 1:
+            break
+        time.sleep(0.02)
+    worker.stop()
+    rows = conn.execute("SELECT status, last_error FROM deliveries WHERE channel_type = 'webhook'").fetchall()
+    assert [r[0] for r in rows] == [PENDING, PENDING]
+    assert all("unreachable" in r[1] for r in rows)
+    conn.close()
+
+    # Restart: the receiver is up now, a new worker on a new connection, later clock.
+    server = Hook(port).start()
+    try:
+        clock["now"] = T0 + timedelta(minutes=5)
+        worker = DeliveryWorker(str(db), config, None, lambda: clock["now"], interval_s=0.05)
+        worker.start()
+        deadline = time.monotonic() + 10
+        while len(server.accepted()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)  # more rounds of the worker: nothing is sent twice
+        worker.stop()
+        keys = sorted(h["idempotency-key"] for h, _ in server.accepted())
+        assert len(keys) == 2 and len(set(keys)) == 2
+        assert sorted(json.loads(b)["alert"]["id"] for _, b in server.accepted()) == ["a1", "a2"]
+        conn = connect(db)
+        assert [
+            r[0] for r in conn.execute("SELECT status FROM deliveries WHERE channel_type = 'webhook'")
+        ] == [DELIVERED, DELIVERED]
+        conn.close()
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------- undeliverable
+
+
+def test_undeliverable_after_max_attempts_alerts_the_operator_elsewhere(
+    tmp_path: Path, hook: Hook, mosquitto: Mosquitto
+) -> None:
+    db = tmp_path / "store.db"
+    config = config_for(db, "http://127.0.0.1:1/unused", operator_hook_url=hook.url, max_attempts=3)
+    store = Store(db)
+    deliveries = Deliveries(store.conn, config)
+    published: list[dict[str, Any]] = []
+    book = AlertBook(store, config.alerts, lambda site, body: published.append(body))
+    book.listeners.append(lambda body: deliveries.enqueue(body, T0))
+    with store.batch():
+        book.raise_(Alert("quarry", ("operator",), "warning", "warning", "c1", "Noise near the limit"), T0)
+
+    worker_conn = connect(db)
+    worker = Deliveries(worker_conn, config)
+    client, publish = publisher(mosquitto)
+    sub = Subscriber(mosquitto, "acme/#")
+    try:
+        hook.statuses = [503] * 10
+        worker.deliver_due(T0, publish)  # mqtt delivered; webhook attempt 1
+        worker.deliver_due(T0 + timedelta(seconds=2), publish)  # attempt 2
+        worker.deliver_due(T0 + timedelta(seconds=6), publish)  # attempt 3: gives up
+        webhook = [r for r in worker.rows() if r["channel_type"] == "webhook"]
+        assert [(r["status"], r["attempts"]) for r in webhook] == [(UNDELIVERABLE, 3)]
+        assert len(hook.received) == 3
+        topic, payload = sub.get()
+        assert topic == "acme/quarry/alerts" and json.loads(payload)["message"] == "Noise near the limit"
+
+        # The pipeline, on its tick: raise the undeliverable alert (stored, chained), routed around
+        # the failure.
+        now = T0 + timedelta(seconds=7)
+        with store.batch():
+            claimed = deliveries.claim_undeliverable()
+            for u in claimed:
+                book.raise_(u.alert, now)
+        assert len(claimed) == 1 and "after 3 attempt(s)" in claimed[0].message
+        assert deliveries.claim_undeliverable() == []
+        stored = store.conn.execute(
+            "SELECT kind, audience FROM alerts WHERE kind = 'undeliverable'"
+        ).fetchall()
+        assert [tuple(r) for r in stored] == [("undeliverable", "operator")]
+        assert store.conn.execute("SELECT COUNT(*) FROM chain WHERE kind = 'alert'").fetchone()[0] == 2
+        new = [r for r in deliveries.rows() if json.loads(r["alert"])["kind"] == "undeliverable"]
+        assert [(r["recipient"], r["channel_type"]) for r in new] == [("Acme operations", "mqtt")]
+        assert worker.deliver_due(now, publish) == 1
+        topic, payload = sub.get()
+        assert json.loads(payload)["kind"] == "undeliverable"
+        assert len(hook.received) == 3  # not re-sent through the failing webhook
+    finally:
+        sub.close()
+        client.loop_stop()
+        client.disconnect()
+        worker_conn.close()
+        store.close()
+
+
+# --------------------------------------------------------------------------- e-mail and MQTT
+
+
+def test_email_over_starttls_with_login_and_notice_pdf(
+    tmp_path: Path, smtp: Mailbox, client_tls: ssl.SSLContext, hook: Hook
+) -> None:
+    db = tmp_path / "store.db"
+    config = config_for(db, hook.url, smtp_port=smtp.port)
+    store = Store(db)
+    site, profile = site_and_profile(config)
+    t = local(2026, 6, 15, 11, 30)
+    [event] = NoticeBook(store).on_findings(
+        site, profile, store_findings(store, [violation(t)], t), t + timedelta(minutes=2)
+    )
+    deliveries = Deliveries(store.conn, config)
+    book = AlertBook(store, config.alerts, lambda site, body: None)
+    book.listeners.append(lambda body: deliveries.enqueue(body, T0))
+    with store.batch():
+        book.raise_(event.alert, T0, dedupe=False)
+    store.close()
+
+    conn = connect(db)
+    sender = Deliveries(conn, config, ssl_context=client_tls)
+    assert sender.deliver_due(T0) >= 2  # the e-mail and the inspector's webhook
+    assert [r["status"] for r in sender.rows() if r["channel_type"] == "email"] == [DELIVERED]
+    assert smtp.logins == ["minewatch"] and smtp.tls_sessions == 1
+    [(envelope, message)] = smtp.messages
+    assert envelope.rcpt_tos == ["clerk@dovre.example"]
+    assert envelope.mail_from == "minewatch@quarry.example"
+    assert message["Subject"].startswith(
+        "[minewatch quarry] notice opened: Notice of violation DOV-2026-0001"
+    )
+    assert message["Message-ID"].startswith("<dl-")
+    text = message.get_body(("plain",))
+    html_part = message.get_body(("html",))
+    assert text is not None and html_part is not None
+    assert "Notice: DOV-2026-0001" in text.get_content()
+    assert "Cure deadline: 2026-06-29 23:59 CDT" in text.get_content()
+    assert "DOV-2026-0001" in html_part.get_content()
+    [attachment] = list(message.iter_attachments())
+    assert attachment.get_filename() == "DOV-2026-0001.pdf"
+    assert attachment.get_content().startswith(b"%PDF-")
+    conn.close()
+
+
+def test_email_without_trusting_the_certificate_is_not_sent(tmp_path: Path, smtp: Mailbox) -> None:
+    db = tmp_path / "store.db"
+    conn = connect(db)
+    deliveries = Deliveries(conn, config_for(db, "http://127.0.0.1:1/h", smtp_port=smtp.port))  # system CAs
+    deliveries.enqueue(alert(audiences=("town",), site="other"), T0)
+    deliveries.deliver_due(T0)
+    [row] = [r for r in deliveries.rows() if r["channel_type"] == "email"]
+    assert row["status"] == UNDELIVERABLE and "certificate not trusted" in row["last_error"]
+    assert smtp.messages == []
+    conn.close()
+
+
+def test_email_wrong_password_is_undeliverable(
+    tmp_path: Path, smtp: Mailbox, client_tls: ssl.SSLContext
+) -> None:
+    db = tmp_path / "store.db"
+    config = config_for(db, "http://127.0.0.1:1/h", smtp_port=smtp.port)
+    text = config.raw_text.replace('smtp_password = "smtp-pass"', 'smtp_password = "wrong"')
+    from monitor.config import parse_config
+
+    config = parse_config(text)
+    conn = connect(db)
+    deliveries = Deliveries(conn, config, ssl_context=client_tls)
+    deliveries.enqueue(alert(audiences=("town",), site="other"), T0)
+    deliveries.deliver_due(T0)
+    [row] = [r for r in deliveries.rows() if r["channel_type"] == "email"]
+    assert row["status"] == UNDELIVERABLE and "refused the login" in row["last_error"]
+    conn.close()
+
+
+def test_mqtt_channel_publishes_to_its_topic_and_retries_without_a_link(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    db = tmp_path / "store.db"
+    conn = connect(db)
+    deliveries = Deliveries(conn, config_for(db, "http://127.0.0.1:1/h", max_attempts=5))
+    deliveries.enqueue(alert("m1", audiences=("operator",)), T0)
+    assert deliveries.deliver_due(T0, None) == 0  # no link yet: the mqtt delivery waits
+    [row] = [r for r in deliveries.rows() if r["channel_type"] == "mqtt"]
+    assert (row["status"], row["attempts"]) == (PENDING, 1)
+
+    client, publish = publisher(mosquitto)
+    sub = Subscriber(mosquitto, "acme/+/alerts")
+    try:
+        deliveries.deliver_due(T0 + timedelta(seconds=2), publish)
+        topic, payload = sub.get()
+        assert topic == "acme/quarry/alerts"
+        assert json.loads(payload)["id"] == "m1"
+        [row] = [r for r in deliveries.rows() if r["channel_type"] == "mqtt"]
+        assert row["status"] == DELIVERED
+    finally:
+        sub.close()
+        client.loop_stop()
+        client.disconnect()
+        conn.close()

@@ -1,0 +1,673 @@
+"""Notices of violation: the 13.3.A lifecycle on a real SQLite store, with a controlled clock.
+
+The helpers at the top (config, findings, sample data) are shared with test_render and
+test_delivery.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from monitor.config import Config
+from monitor.journal.store import GENESIS, Store, digest_of, next_head
+from monitor.notify.notices import (
+    InvalidTransition,
+    NoticeBook,
+    NoticeError,
+    UnknownNotice,
+    change_record,
+    episode_record,
+    notice_record,
+)
+from rules.deadlines import end_of_local_day
+from rules.model import (
+    Finding,
+    FindingKind,
+)
+from rules.profile import Profile, load_profile
+from tests.support.notices import (
+    SITE,
+    TZ,
+    local,
+    minutes,
+    site_and_profile,
+    store_findings,
+    violation,
+)
+
+# --------------------------------------------------------------------------- fixtures
+
+
+# --------------------------------------------------------------------------- the lifecycle
+
+
+def test_episode_opens_one_notice_with_its_facts(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    first = local(2026, 6, 15, 11, 30)
+    now = first + timedelta(minutes=1, seconds=6)
+    found = store_findings(
+        store,
+        [violation(first, exemptions=("haul truck truck-17 entering at gate g1",), completeness=0.9)],
+        now,
+    )
+    events = book.on_findings(site, profile, found, now)
+
+    assert [(e.notice_id, e.change, e.audiences, e.kind) for e in events] == [
+        ("DOV-2026-0001", "opened", ("town", "operator"), "notice_opened")
+    ]
+    notice = book.get("DOV-2026-0001")
+    assert notice.status == "open"
+    assert notice.opened == now
+    # 13.3.A: to the end of the site's local day 14 days after the day of issue (not 11:31).
+    assert notice.deadline == datetime(2026, 6, 30, tzinfo=TZ) - timedelta(milliseconds=1)
+    assert notice.data["section"] == "6.D"
+    assert notice.data["text"].startswith("The Operator shall use best management practices")
+    assert notice.data["operator"] == "Acme Aggregates LLC"
+    assert "Reduce noise at the boundary" in notice.data["required_action"]
+    [episode] = notice.episodes
+    assert episode.facts["sensors"] == ["n1"]
+    assert episode.facts["worst"] == {"name": "LAeq,1min", "value": 84.2, "limit": 80.0, "unit": "dB(A)"}
+    assert episode.facts["start_local"] == "2026-06-15 11:30 CDT"
+    assert episode.facts["start"] == "2026-06-15T16:30:00Z"
+    assert episode.facts["exemptions"] == ["haul truck truck-17 entering at gate g1"]
+    assert episode.facts["completeness_min"] == 0.9
+    payload = events[0].payload
+    assert payload["notice_id"] == "DOV-2026-0001" and payload["deadline"] == "2026-06-30T04:59:59.999Z"
+    assert "Correct by 2026-06-29 23:59 CDT" in events[0].message
+    assert "Acme Aggregates LLC" in events[0].message
+
+    # The episode grows minute by minute: same notice, no new alert, facts follow.
+    later = now + timedelta(minutes=5)
+    more = store_findings(store, minutes(first + timedelta(minutes=1), 4, value=86.0), later)
+    assert book.on_findings(site, profile, more, later) == []
+    [episode] = book.get("DOV-2026-0001").episodes
+    assert episode.facts["findings"] == 5
+    assert episode.facts["end_local"] == "2026-06-15 11:35 CDT"
+    assert episode.facts["worst"]["value"] == 86.0
+    assert len(book.find()) == 1
+
+
+def test_non_violations_and_other_sites_open_nothing(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    t = local(2026, 6, 15, 11, 30)
+    exempt = violation(t)
+    exempt = Finding(
+        **{
+            **{f: getattr(exempt, f) for f in exempt.__dataclass_fields__},  # type: ignore[arg-type]
+            "kind": FindingKind.EXEMPT_EXCEEDANCE,
+        }
+    )
+    elsewhere = Finding(
+        **{
+            **{f: getattr(violation(t), f) for f in exempt.__dataclass_fields__},  # type: ignore[arg-type]
+            "site": "other",
+        }
+    )
+    assert book.on_findings(site, profile, [exempt, elsewhere], t + timedelta(minutes=2)) == []
+    assert book.find() == []
+
+
+def test_full_lifecycle_continuing_extension_corrected(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    day1 = local(2026, 6, 15, 11, 30)
+    book.on_findings(
+        site, profile, store_findings(store, minutes(day1, 3), day1), day1 + timedelta(minutes=4)
+    )
+    notice_id = "DOV-2026-0001"
+    issued = book.get(notice_id).opened
+
+    # Two days later, another episode of the same standard (another sensor too): continuing violation.
+    day3 = day1 + timedelta(days=2)
+    events = book.on_findings(
+        site,
+        profile,
+        store_findings(store, minutes(day3, 2, sensor="n2", value=82.5), day3),
+        day3 + timedelta(minutes=3),
+    )
+    assert [(e.notice_id, e.change, e.kind) for e in events] == [
+        (notice_id, "continuing", "notice_continuing")
+    ]
+    assert "Continuing violation" in events[0].message
+    assert len(book.get(notice_id).episodes) == 2
+    assert book.find() == [book.get(notice_id)]  # still one notice
+
+    # A blasting finding is another standard: its own notice, the next id.
+    blast = violation(day3, standard="blast_window", section="6.F")
+    events = book.on_findings(
+        site, profile, store_findings(store, [blast], day3), day3 + timedelta(minutes=5)
+    )
+    assert [e.notice_id for e in events] == ["DOV-2026-0002"]
+    assert book.get("DOV-2026-0002").data["section"] == "6.F"
+
+    # 13.3.A: written explanation, the town grants more time, then finds it corrected.
+    t = day3 + timedelta(days=1)
+    event = book.request_extension(
+        notice_id, "New enclosure for the crusher arrives in 3 weeks; need 21 days.", "J. Smith (Acme)", t
+    )
+    assert (event.change, event.audiences) == ("extension_requested", ("town",))
+    new_deadline = issued + timedelta(days=35)
+    event = book.extend(
+        notice_id, new_deadline, "Town clerk", "Granted: 21 more days", t + timedelta(hours=2)
+    )
+    assert event.audiences == ("operator", "town")
+    assert book.get(notice_id).status == "extended"
+    assert book.get(notice_id).deadline == new_deadline
+    assert book.get(notice_id).first_deadline == end_of_local_day(
+        issued.astimezone(TZ).date() + timedelta(days=14), TZ
+    )
+
+    # An episode after the first deadline but before the extended one is only continuing.
+    day20 = day1 + timedelta(days=20)
+    events = book.on_findings(
+        site, profile, store_findings(store, minutes(day20, 1), day20), day20 + timedelta(minutes=2)
+    )
+    assert [e.change for e in events] == ["continuing"]
+
+    event = book.close(
+        notice_id,
+        "Enclosure installed; levels verified at 76 dB(A).",
+        "Town board",
+        day1 + timedelta(days=30),
+    )
+    assert event.change == "corrected"
+    history = book.history(notice_id)
+    assert [(c.change, c.status, c.actor) for c in history] == [
+        ("opened", "open", "minewatch"),
+        ("continuing", "open", "minewatch"),
+        ("extension_requested", "extension_requested", "J. Smith (Acme)"),
+        ("extended", "extended", "Town clerk"),
+        ("continuing", "extended", "minewatch"),
+        ("corrected", "corrected", "Town board"),
+    ]
+    assert history[2].note.startswith("New enclosure")
+    assert history[3].deadline == new_deadline
+
+    # Corrected is final; a later episode opens a new notice.
+    with pytest.raises(InvalidTransition, match="is corrected"):
+        book.extend(notice_id, new_deadline + timedelta(days=10), "Town clerk", "", day1 + timedelta(days=31))
+    day40 = day1 + timedelta(days=40)
+    events = book.on_findings(
+        site, profile, store_findings(store, minutes(day40, 1), day40), day40 + timedelta(minutes=2)
+    )
+    assert [(e.notice_id, e.change) for e in events] == [("DOV-2026-0003", "opened")]
+
+
+def test_episode_after_deadline_escalates_to_citation(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    day1 = local(2026, 7, 1, 10, 0)
+    book.on_findings(
+        site, profile, store_findings(store, minutes(day1, 2), day1), day1 + timedelta(minutes=3)
+    )
+    book.request_extension("DOV-2026-0001", "Need time", "Acme", day1 + timedelta(days=1))
+
+    day16 = day1 + timedelta(days=16)  # after the 14 days, not corrected
+    events = book.on_findings(
+        site,
+        profile,
+        store_findings(store, minutes(day16, 3, value=88.0), day16),
+        day16 + timedelta(minutes=4),
+    )
+    assert len(events) == 1
+    event = events[0]
+    assert (event.change, event.audiences, event.kind, event.severity) == (
+        "escalated",
+        ("town",),
+        "citation_recommended",
+        "citation",
+    )
+    assert "Citation recommended (section 13.3.B)" in event.message
+    assert "An extension request was pending" in event.message
+    notice = book.get("DOV-2026-0001")
+    assert notice.status == "escalated"
+    assert len(notice.episodes) == 2
+
+    # Escalated stays the one active notice: more episodes attach; the town can still close it.
+    day17 = day16 + timedelta(days=1)
+    events = book.on_findings(
+        site, profile, store_findings(store, minutes(day17, 1), day17), day17 + timedelta(minutes=2)
+    )
+    assert [(e.notice_id, e.change) for e in events] == [("DOV-2026-0001", "continuing")]
+    with pytest.raises(InvalidTransition):
+        book.escalate("DOV-2026-0001", "again", "Town", day17)
+    with pytest.raises(InvalidTransition):
+        book.request_extension("DOV-2026-0001", "more time", "Acme", day17)
+    book.close(
+        "DOV-2026-0001", "Citation issued and paid; corrected.", "Town board", day17 + timedelta(days=3)
+    )
+
+
+@pytest.mark.parametrize(
+    ("steps", "action", "message"),
+    [
+        ([], "close_twice", "is corrected"),
+        ([], "extend_earlier", "is not after"),
+        (["escalate"], "extend", "is escalated"),
+        ([], "request_empty", "written explanation"),
+        ([], "no_actor", "who made it"),
+    ],
+)
+def test_invalid_transitions_are_rejected(
+    store: Store, config: Config, steps: list[str], action: str, message: str
+) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    t = local(2026, 6, 15, 11, 30)
+    book.on_findings(site, profile, store_findings(store, [violation(t)], t), t + timedelta(minutes=2))
+    nid = "DOV-2026-0001"
+    later = t + timedelta(days=1)
+    for step in steps:
+        if step == "escalate":
+            book.escalate(nid, "ignored the notice", "Town", later, before_deadline_reason="repeat offence")
+    before = book.history(nid)
+    with pytest.raises(NoticeError, match=message):
+        if action == "close_twice":
+            book.close(nid, "ok", "Town", later)
+            book.close(nid, "ok", "Town", later)
+        elif action == "extend_earlier":
+            book.extend(nid, book.get(nid).deadline - timedelta(days=1), "Town", "", later)
+        elif action == "extend":
+            book.extend(nid, later + timedelta(days=30), "Town", "", later)
+        elif action == "request_empty":
+            book.request_extension(nid, "  ", "Acme", later)
+        elif action == "no_actor":
+            book.close(nid, "ok", " ", later)
+    if action != "close_twice":
+        assert book.history(nid) == before  # nothing written by a refused change
+
+
+def test_unknown_notice(store: Store) -> None:
+    book = NoticeBook(store)
+    with pytest.raises(UnknownNotice, match="DOV-2026-0099"):
+        book.close("DOV-2026-0099", "x", "Town", datetime(2026, 1, 1, tzinfo=UTC))
+    with pytest.raises(UnknownNotice):
+        book.history("nope")
+
+
+def test_ids_count_per_prefix_and_year(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    ids = []
+    for i, when in enumerate(
+        [local(2026, 3, 1, 11, 0), local(2026, 12, 31, 22, 0), local(2027, 1, 2, 11, 0)]
+    ):
+        events = book.on_findings(
+            site,
+            profile,
+            store_findings(store, [violation(when, value=81 + i)], when),
+            when + timedelta(minutes=2),
+        )
+        ids.append(events[0].notice_id)
+        book.close(ids[-1], "corrected", "Town", when + timedelta(days=1))
+    # 2026-12-31 22:00 CST is already 2027 in UTC: the year is the town's.
+    assert ids == ["DOV-2026-0001", "DOV-2026-0002", "DOV-2027-0001"]
+
+
+def test_restart_continues_episodes_and_notices(db: Path, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    t = local(2026, 6, 15, 11, 30)
+    store = Store(db)
+    book = NoticeBook(store)
+    book.on_findings(site, profile, store_findings(store, minutes(t, 2), t), t + timedelta(minutes=3))
+    store.close()
+
+    store = Store(db)  # the daemon restarted
+    book = NoticeBook(store)
+    # The episode continues (within episode_gap_s): no new notice, no new alert.
+    more = store_findings(store, minutes(t + timedelta(minutes=2), 2), t)
+    assert book.on_findings(site, profile, more, t + timedelta(minutes=5)) == []
+    notice = book.get("DOV-2026-0001")
+    assert notice.episodes[0].facts["findings"] == 4
+    # Late data extending the episode backwards merges (new episode id) into the same notice.
+    early = store_findings(store, [violation(t - timedelta(minutes=1))], t)
+    assert book.on_findings(site, profile, early, t + timedelta(minutes=6)) == []
+    [episode] = book.get("DOV-2026-0001").episodes
+    assert episode.facts["findings"] == 5 and episode.start == t - timedelta(minutes=1)
+    store.close()
+
+    store = Store(db)
+    book = NoticeBook(store)
+    later = t + timedelta(days=1)
+    events = book.on_findings(
+        site, profile, store_findings(store, [violation(later)], later), later + timedelta(minutes=2)
+    )
+    assert [(e.notice_id, e.change) for e in events] == [("DOV-2026-0001", "continuing")]
+    store.close()
+
+
+def test_every_change_is_in_the_hash_chain(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    t = local(2026, 6, 15, 11, 30)
+    book.on_findings(site, profile, store_findings(store, minutes(t, 2), t), t + timedelta(minutes=3))
+    book.request_extension("DOV-2026-0001", "Need 10 more days", "Acme", t + timedelta(days=1))
+    book.extend("DOV-2026-0001", t + timedelta(days=24), "Town", "ok", t + timedelta(days=2))
+    book.close("DOV-2026-0001", "fixed", "Town", t + timedelta(days=20))
+
+    conn = store.conn
+    chain = {
+        (r["kind"], r["key"]): r["digest"]
+        for r in conn.execute("SELECT * FROM chain WHERE site = ?", (SITE,))
+    }
+    notice = conn.execute("SELECT * FROM notices").fetchone()
+    assert chain[("notice", "DOV-2026-0001")] == digest_of(notice_record(notice))
+    changes = conn.execute("SELECT * FROM notice_changes ORDER BY seq").fetchall()
+    assert len(changes) == 4
+    for row in changes:
+        assert chain[("notice_change", f"DOV-2026-0001|{row['seq']}")] == digest_of(change_record(row))
+    for row in conn.execute("SELECT * FROM notice_episodes"):
+        key = f"{row['notice_id']}|{row['episode_id']}|{row['revision']}"
+        assert chain[("notice_episode", key)] == digest_of(episode_record(row))
+    # And the chain as a whole still links.
+    head = GENESIS
+    for row in conn.execute("SELECT digest, head FROM chain WHERE site = ? ORDER BY seq", (SITE,)):
+        head = next_head(head, row["digest"])
+        assert head == row["head"]
+
+
+def test_cli_changes_are_announced_once_by_the_daemon(db: Path, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    t = local(2026, 6, 15, 11, 30)
+    daemon = Store(db)
+    book = NoticeBook(daemon)
+    book.on_findings(site, profile, store_findings(daemon, [violation(t)], t), t + timedelta(minutes=2))
+    assert book.take_announcements(t) == []  # on_findings returned its own events already
+
+    cli = Store(db)  # another process's connection
+    NoticeBook(cli).close("DOV-2026-0001", "Corrected on inspection", "Inspector Lee", t + timedelta(days=3))
+    cli.close()
+    daemon._heads.clear()  # the chain head moved under the daemon (see the report to the lead)
+    events = book.take_announcements(t + timedelta(days=3, seconds=1))
+    assert [(e.change, e.audiences, e.kind) for e in events] == [
+        ("corrected", ("operator", "town"), "notice_corrected")
+    ]
+    assert "Inspector Lee" in events[0].message
+    assert book.take_announcements(t + timedelta(days=3, seconds=2)) == []
+    daemon.close()
+
+
+def test_list_filters(store: Store, config: Config) -> None:
+    site, profile = site_and_profile(config)
+    book = NoticeBook(store)
+    t = local(2026, 6, 15, 11, 30)
+    book.on_findings(site, profile, store_findings(store, [violation(t)], t), t + timedelta(minutes=2))
+    blast = violation(t, standard="blast_window", section="6.F")
+    book.on_findings(site, profile, store_findings(store, [blast], t), t + timedelta(minutes=3))
+    book.close("DOV-2026-0002", "ok", "Town", t + timedelta(days=1))
+    assert [n.id for n in book.find(status="open")] == ["DOV-2026-0001"]
+    assert [n.id for n in book.find(site=SITE)] == ["DOV-2026-0001", "DOV-2026-0002"]
+    assert book.find(site="elsewhere") == []
+    assert (
+        json.loads(store.conn.execute("SELECT data FROM notices WHERE id='DOV-2026-0002'").fetchone()[0])[
+            "rule"
+        ]
+        == "blast_window"
+    )
+
+
+# --------------------------------------------------------------------------- deadlines (13.3.A/B)
+
+
+def open_notice(store: Store, config: Config, issued: datetime, profile: Profile | None = None) -> str:
+    site, default = site_and_profile(config)
+    start = issued - timedelta(minutes=2)
+    [event] = NoticeBook(store).on_findings(
+        site, profile or default, store_findings(store, [violation(start)], issued), issued
+    )
+    return event.notice_id
+
+
+# Issued Monday 15 June 2026 11:31 CDT: the deadline is Monday 29 June 23:59:59.999 CDT.
+ISSUED = local(2026, 6, 15, 11, 31, 6)
+DEADLINE = end_of_local_day(datetime(2026, 6, 29).date(), TZ)
+
+# fmt: off
+AUTO_ESCALATION_CASES = [
+    pytest.param(local(2026, 6, 29, 11, 31, 7), "continuing", id="13.3.B-same-clock-hour-is-still-in-time"),
+    pytest.param(local(2026, 6, 29, 23, 59, 0), "continuing", id="13.3.B-last-minute-of-the-day"),
+    pytest.param(local(2026, 6, 30, 0, 0, 0), "escalated", id="13.3.B-next-local-day"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("start", "change"), AUTO_ESCALATION_CASES)
+def test_a_new_episode_escalates_only_after_the_end_of_the_deadline_day(
+    store: Store, config: Config, start: datetime, change: str
+) -> None:
+    site, profile = site_and_profile(config)
+    notice_id = open_notice(store, config, ISSUED)
+    assert NoticeBook(store).get(notice_id).deadline == DEADLINE
+    assert NoticeBook(store).get(notice_id).data["deadline_rule"] == (
+        "the end of the site's local day 14 days after the day of issue"
+    )
+    book = NoticeBook(store)
+    events = book.on_findings(
+        site, profile, store_findings(store, [violation(start)], start), start + timedelta(minutes=2)
+    )
+    assert [e.change for e in events] == [change]
+
+
+def test_deadline_rolls_to_the_next_business_day_when_the_profile_says_so(
+    store: Store, config: Config
+) -> None:
+    site, _ = site_and_profile(config)
+    rolled = load_profile(site.profile, {"cure_next_business_day": True})
+    # Issued Saturday 20 June: day 14 is Saturday 4 July (a legal holiday), then a Sunday.
+    notice_id = open_notice(store, config, local(2026, 6, 20, 9, 0), rolled)
+    notice = NoticeBook(store).get(notice_id)
+    assert notice.deadline == end_of_local_day(datetime(2026, 7, 6).date(), TZ)
+    assert notice.data["cure_next_business_day"] is True
+    assert notice.data["deadline_rule"] == (
+        "the end of the site's local day 14 days after the day of issue, moved to the next business "
+        "day when that day is a Sunday or legal holiday (Wis. Stat. 990.001(4))"
+    )
+    # An extension by days rolls the same way: 6 more days from Monday 6 July is Sunday 12 July.
+    event = NoticeBook(store).extend(notice_id, None, "Town clerk", "", local(2026, 7, 1, 9, 0), extra_days=6)
+    assert NoticeBook(store).get(notice_id).deadline == end_of_local_day(datetime(2026, 7, 13).date(), TZ)
+    assert "7 more days" in event.message
+
+
+def test_an_extension_records_the_extra_time_and_the_new_deadline(store: Store, config: Config) -> None:
+    notice_id = open_notice(store, config, ISSUED)
+    book = NoticeBook(store)
+    # 13.3.A: the operator's explanation says how much more time is needed.
+    asked = book.request_extension(notice_id, "Enclosure on order", "Acme", ISSUED, requested_days=21)
+    assert asked.message.startswith("Acme requests 21 more days to correct notice DOV-2026-0001")
+    assert book.history(notice_id)[-1].data == {"requested_days": 21}
+    with pytest.raises(NoticeError, match="at least 1 day"):
+        book.request_extension(notice_id, "again", "Acme", ISSUED, requested_days=0)
+    event = book.extend(notice_id, None, "Town clerk", "Granted", ISSUED + timedelta(days=2), extra_days=21)
+    new = end_of_local_day(datetime(2026, 7, 20).date(), TZ)
+    assert book.get(notice_id).deadline == new
+    last = book.history(notice_id)[-1]
+    assert last.change == "extended" and last.deadline == new
+    assert last.data == {
+        "previous_deadline": "2026-06-30T04:59:59.999Z",
+        "new_deadline": "2026-07-21T04:59:59.999Z",
+        "extra_time_s": 21 * 86400.0,
+        "extra_days": 21,
+    }
+    assert "to 2026-07-20 23:59 CDT (21 more days after 2026-06-29 23:59 CDT)" in event.message
+    # Escalation now waits for the new deadline: an episode on 1 July only continues.
+    site, profile = site_and_profile(config)
+    july1 = local(2026, 7, 1, 10, 0)
+    events = book.on_findings(site, profile, store_findings(store, [violation(july1)], july1), july1)
+    assert [e.change for e in events] == ["continuing"]
+    with pytest.raises(NoticeError, match="either a new deadline or a number of extra days"):
+        book.extend(notice_id, new + timedelta(days=1), "Town", "", july1, extra_days=1)
+
+
+# fmt: off
+BEFORE_ISSUE_CASES = [
+    pytest.param("close", id="close"),
+    pytest.param("extend", id="extend"),
+    pytest.param("request", id="request-extension"),
+    pytest.param("escalate", id="escalate"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("action", BEFORE_ISSUE_CASES)
+def test_changes_dated_before_the_notice_are_refused(store: Store, config: Config, action: str) -> None:
+    notice_id = open_notice(store, config, ISSUED)
+    book = NoticeBook(store)
+    before = book.history(notice_id)
+
+    def do(at: datetime) -> None:
+        if action == "close":
+            book.close(notice_id, "ok", "Town", at)
+        elif action == "extend":
+            book.extend(notice_id, DEADLINE + timedelta(days=7), "Town", "", at)
+        elif action == "request":
+            book.request_extension(notice_id, "need a week", "Acme", at)
+        else:
+            book.escalate(notice_id, "x", "Town", at, before_deadline_reason="repeat offender")
+
+    with pytest.raises(InvalidTransition, match="before it"):
+        do(ISSUED - timedelta(seconds=1))
+    assert book.history(notice_id) == before
+    do(ISSUED)  # at the moment of issue is fine
+    assert len(book.history(notice_id)) == len(before) + 1
+
+
+# fmt: off
+MANUAL_ESCALATION_CASES = [
+    pytest.param(DEADLINE - timedelta(seconds=1), None, "has not passed", id="13.3.B-a-second-before"),
+    pytest.param(DEADLINE, None, "has not passed", id="13.3.B-at-the-deadline-refused"),
+    pytest.param(DEADLINE - timedelta(days=3), "  ", "has not passed", id="13.3.B-blank-reason-refused"),
+    pytest.param(DEADLINE + timedelta(seconds=1), None, None, id="13.3.B-a-second-after-allowed"),
+    pytest.param(DEADLINE - timedelta(days=3), "Third this year", None, id="13.3.B-early-with-reason"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("at", "reason", "error"), MANUAL_ESCALATION_CASES)
+def test_manual_escalation_before_the_deadline_needs_a_reason(
+    store: Store, config: Config, at: datetime, reason: str | None, error: str | None
+) -> None:
+    notice_id = open_notice(store, config, ISSUED)
+    book = NoticeBook(store)
+    if error:
+        with pytest.raises(InvalidTransition, match=error):
+            book.escalate(notice_id, "not corrected", "Town", at, before_deadline_reason=reason)
+        assert book.get(notice_id).status == "open"
+        return
+    event = book.escalate(notice_id, "not corrected", "Town", at, before_deadline_reason=reason)
+    assert book.get(notice_id).status == "escalated"
+    last = book.history(notice_id)[-1]
+    if reason:
+        assert last.data["before_deadline"] is True and last.data["override_reason"] == reason
+        assert f"(before the cure deadline: {reason})" in event.message
+    else:
+        assert "before_deadline" not in last.data
+
+
+def test_notice_ids_match_without_regard_to_case(store: Store, config: Config) -> None:
+    notice_id = open_notice(store, config, ISSUED)
+    book = NoticeBook(store)
+    assert book.get(notice_id.lower()).id == notice_id == "DOV-2026-0001"
+    event = book.close(" dov-2026-0001 ", "ok", "Town", ISSUED + timedelta(days=1))
+    assert event.notice_id == "DOV-2026-0001"
+    assert book.history("Dov-2026-0001")[-1].change == "corrected"
+
+
+def run_cli(argv: list[str]) -> int:
+    """The CLI's exit status, whether it returns it or argparse exits with it."""
+    from monitor.cli import main
+
+    try:
+        return int(main(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_cli_help_lists_every_action(capsys: pytest.CaptureFixture[str]) -> None:
+    from monitor.cli import main
+    from monitor.commands.notices import ACTIONS
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["notices", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "request-extension" in ACTIONS
+    for action in ACTIONS:
+        assert f"\n    {action}" in out, action  # its own line in the list of actions
+    assert f"notices of violation: {', '.join(ACTIONS)}" in out.replace("\n", " ").replace("  ", " ")
+
+
+def test_cli_escalation_before_the_deadline_and_lowercase_ids(
+    db: Path, config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI dates changes with the machine's clock, so the notices here are issued around it."""
+    from monitor.cli import main
+
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    args = ["--config", str(path)]
+    store = Store(db)
+    try:
+        now = datetime.now(UTC)
+        recent = open_notice(store, config, now - timedelta(hours=1))
+    finally:
+        store.close()
+    lower = recent.lower()
+    capsys.readouterr()
+    request = ["notices", "request-extension", lower, "--explanation", "Parts on order", "--days", "5"]
+    assert main([*request, "--by", "Acme", *args]) == 0
+    assert f"Acme requests 5 more days to correct notice {recent}" in capsys.readouterr().out
+    assert main(["notices", "escalate", lower, "--note", "x", "--by", "Town", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has not passed" in err and "--before-deadline --reason" in err
+    assert (
+        main(["notices", "escalate", lower, "--note", "x", "--by", "Town", "--before-deadline", *args]) == 2
+    )
+    assert "--before-deadline and --reason go together" in capsys.readouterr().err
+    assert main(["notices", "escalate", lower, "--note", "x", "--by", "Town", "--reason", "r", *args]) == 2
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "notices",
+                "escalate",
+                lower,
+                "--note",
+                "Third this year",
+                "--by",
+                "Town",
+                "--before-deadline",
+                "--reason",
+                "repeat violations",
+                *args,
+            ]
+        )
+        == 0
+    )
+    assert f"Citation recommended (section 13.3.B) on notice {recent}" in capsys.readouterr().out
+    assert run_cli(["notices", "extend", recent, "--days", "0", "--by", "Town", *args]) == 2
+    assert "expected at least 1 day" in capsys.readouterr().err
+
+
+def test_cli_refuses_changes_before_a_notice_issued_later_than_now(
+    db: Path, config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A notice issued tomorrow (a simulated day ahead of the clock) cannot be closed today."""
+    from monitor.cli import main
+
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    store = Store(db)
+    try:
+        ahead = open_notice(store, config, datetime.now(UTC) + timedelta(days=1))
+    finally:
+        store.close()
+    capsys.readouterr()
+    assert main(["notices", "close", ahead, "--note", "ok", "--by", "Town", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "before it" in err and "Traceback" not in err

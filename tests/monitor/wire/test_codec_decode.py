@@ -1,0 +1,630 @@
+"""The message contract: every topic and payload kind, valid and invalid (docs/PROTOCOL.md)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+
+from monitor.errors import DecodeError
+from monitor.wire.codec import AudioBlock, BandLevels, encode
+from monitor.wire.protocol import check_time, format_ts, parse_topic, parse_ts
+from monitor.wire.quick_levels import quick_levels
+from rules.model import (
+    Blast,
+    BlastNotice,
+    GenericEvent,
+    LightSummary,
+    SensorStatus,
+    SoundLevels,
+    TemporaryLighting,
+    TruckPassage,
+    WeatherReading,
+    WorkKind,
+    WorkPeriod,
+)
+from tests.support.wire_samples import DEFAULT_LIMITS, LEVELS, NOW, SITES, P, dec
+
+
+def rejected(topic: str, payload: Any, **kw: Any) -> str:
+    with pytest.raises(DecodeError) as info:
+        dec(topic, payload, **kw)
+    return str(info.value)
+
+
+# ------------------------------------------------------------------ valid messages, one per kind
+
+
+def test_levels() -> None:
+    m = dec(f"{P}/sensors/n1/levels", {**LEVELS, "LASmax": 73.1, "LZpeak": 99.0})
+    assert isinstance(m, SoundLevels)
+    assert (m.site, m.sensor, m.LAeq, m.LASmax, m.LZpeak) == ("dovre-north", "n1", 71.2, 73.1, 99.0)
+    assert m.ts == datetime(2026, 6, 15, 11, 59, tzinfo=UTC)
+
+
+def test_ts_epoch_and_offset_are_utc() -> None:
+    epoch = dec(f"{P}/sensors/n1/levels", {**LEVELS, "ts": NOW.timestamp() - 60})
+    offset = dec(f"{P}/sensors/n1/levels", {**LEVELS, "ts": "2026-06-15T06:59:00-05:00"})
+    assert epoch.ts == offset.ts == datetime(2026, 6, 15, 11, 59, tzinfo=UTC)
+    assert epoch.ts.tzinfo == UTC
+
+
+def test_light_with_burst() -> None:
+    m = dec(
+        f"{P}/sensors/l1/light",
+        {
+            "ts": "2026-06-15T11:59:00Z",
+            "duration_s": 10,
+            "lux_mean": 0.5,
+            "lux_min": 0.1,
+            "lux_max": 2.0,
+            "burst": [0.1, 2.0, 0.1, 2.0],
+            "burst_rate_hz": 20,
+        },
+    )
+    assert isinstance(m, LightSummary) and m.burst == (0.1, 2.0, 0.1, 2.0) and m.burst_rate_hz == 20
+
+
+@pytest.mark.parametrize(
+    ("rain", "flag", "mm"), [(True, True, None), (False, False, None), (2.5, True, 2.5), (0, False, 0.0)]
+)
+def test_weather(rain: Any, flag: bool, mm: float | None) -> None:
+    m = dec(f"{P}/sensors/wx/weather", {"ts": "2026-06-15T11:59:00Z", "wind_speed_ms": 6.1, "rain": rain})
+    assert isinstance(m, WeatherReading) and m.rain is flag and m.rain_mm_h == mm and m.duration_s == 60
+
+
+def test_status_with_calibration() -> None:
+    m = dec(
+        f"{P}/sensors/n1/status",
+        {
+            "ts": "2026-06-15T11:59:00Z",
+            "battery_pct": 88,
+            "clock_offset_s": 0.2,
+            "uptime_s": 3600,
+            "calibration": {"reference_db": 94.0, "measured_db": 94.3},
+        },
+    )
+    assert isinstance(m, SensorStatus) and m.calibration_measured_db == 94.3 and m.battery_pct == 88
+
+
+def test_bands() -> None:
+    m = dec(
+        f"{P}/sensors/n1/bands",
+        {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"1000": 60, "31.5": 55}},
+    )
+    assert isinstance(m, BandLevels) and m.bands == {1000.0: 60.0, 31.5: 55.0}
+
+
+def test_audio_round_trip() -> None:
+    pcm = (np.sin(np.arange(480) / 10) * 1000).astype("<i2").tobytes()
+    block = AudioBlock("dovre-north", "n1", NOW - timedelta(seconds=5), 7, 48000, "s16le", pcm)
+    topic, payload = encode(block)
+    assert topic == f"{P}/sensors/n1/audio"
+    m = dec(topic, payload)
+    assert m == block and m.n_samples == 480
+
+
+def test_events() -> None:
+    notice = dec(
+        f"{P}/events/blast-notice",
+        {
+            "blast_id": "b1",
+            "issued_ts": "2026-06-14T09:00:00Z",
+            "planned_ts": "2026-06-15T16:30:00Z",
+            "recipients": ["town"],
+        },
+    )
+    assert isinstance(notice, BlastNotice) and notice.id == "b1" and notice.recipients == ("town",)
+    blast = dec(
+        f"{P}/events/blast", {"blast_id": "b1", "ts": "2026-06-15T11:30:00Z", "safety_reason": "misfire"}
+    )
+    assert isinstance(blast, Blast) and blast.safety_reason == "misfire"
+    truck = dec(f"{P}/events/truck", {"ts": "2026-06-15T11:30:00Z", "gate": "g1", "direction": "in"})
+    assert isinstance(truck, TruckPassage) and truck.id.startswith("truck-")
+    again = dec(f"{P}/events/truck", {"ts": "2026-06-15T11:30:00Z", "gate": "g1", "direction": "in"})
+    assert again.id == truck.id  # a resent event without id deduplicates
+    work = dec(
+        f"{P}/events/work",
+        {
+            "id": "w1",
+            "start": "2026-06-15T08:00:00Z",
+            "end": "2026-06-15T10:00:00Z",
+            "kind": "repair",
+            "sensors": ["n1"],
+        },
+    )
+    assert isinstance(work, WorkPeriod) and work.kind is WorkKind.REPAIR and work.sensors == ("n1",)
+    light = dec(
+        f"{P}/events/temporary-lighting",
+        {
+            "id": "t1",
+            "start": "2026-06-15T01:00:00Z",
+            "end": "2026-06-15T05:00:00Z",
+            "description": "night repair",
+        },
+    )
+    assert isinstance(light, TemporaryLighting) and light.description == "night repair"
+
+
+def test_generic_event_kind_from_profile() -> None:
+    payload = {"id": "s7", "ts": "2026-06-15T11:00:00Z", "area_sqft": 6000}
+    m = dec(f"{P}/events/slope-exposed", payload, generic=frozenset({"slope-exposed"}))
+    assert isinstance(m, GenericEvent) and m.fields == {"area_sqft": 6000} and m.kind == "slope-exposed"
+    assert "unknown event kind 'slope-exposed'" in rejected(f"{P}/events/slope-exposed", payload)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        SoundLevels("dovre-north", "n1", NOW, 1.0, 70.0, 72.0, 90.0, LASmax=71.0),
+        LightSummary("dovre-north", "l1", NOW, 10.0, 1.0, 0.5, 2.0, (0.5, 2.0), 10.0),
+        WeatherReading("dovre-north", "wx", NOW, 60.0, 3.0, True, 1.5),
+        SensorStatus("dovre-north", "n1", NOW, 90.0, 0.1, 94.0, 94.1),
+        BandLevels("dovre-north", "n1", NOW, 1.0, {1000.0: 60.0}),
+        BlastNotice("dovre-north", "b1", NOW - timedelta(days=1), NOW),
+        Blast("dovre-north", "b1", NOW, "misfire", 120.0, 128.0),
+        TruckPassage("dovre-north", "t1", NOW, "g1", "out", "truck-9"),
+        WorkPeriod("dovre-north", "w1", NOW, NOW + timedelta(hours=1), WorkKind.CONSTRUCTION),
+        TemporaryLighting("dovre-north", "tl", NOW, NOW + timedelta(hours=1), "x"),
+    ],
+)
+def test_encode_decode_round_trip(record: Any) -> None:
+    topic, payload = encode(record)
+    assert dec(topic, payload) == record
+
+
+# ------------------------------------------------------------------ signatures
+
+
+def test_signature_accepted_and_forged_rejected() -> None:
+    good = SoundLevels("dovre-north", "signed", NOW, 1.0, 70.0, 72.0, 90.0)
+    topic, payload = encode(good, key=b"k3y")
+    assert dec(topic, payload) == good
+    forged = json.loads(payload)
+    forged["LAeq"] = 40.0  # a spoofed low reading
+    assert rejected(topic, forged) == "sig: signature does not match the payload"
+    _, unsigned = encode(good)
+    assert rejected(topic, unsigned) == "sig: sensor signed requires a signed payload"
+    _, wrong_key = encode(good, key=b"other")
+    assert "does not match" in rejected(topic, wrong_key)
+
+
+def test_signed_audio() -> None:
+    block = AudioBlock("dovre-north", "signed", NOW, 1, 16000, "f32le", np.zeros(16, "<f4").tobytes())
+    topic, payload = encode(block, key=b"k3y")
+    assert dec(topic, payload) == block
+    tampered = payload[:-4] + b"\x00\x00\x80\x3f"
+    assert "does not match" in rejected(topic, tampered)
+
+
+# ------------------------------------------------------------------ invalid messages
+
+
+def far(years: float) -> str:
+    return format_ts(NOW + timedelta(days=365.25 * years))
+
+
+@pytest.mark.parametrize(
+    ("topic", "payload", "expected"),
+    [
+        ("levels", {**LEVELS, "LAeq": "loud"}, "LAeq: not a number"),
+        ("levels", {**LEVELS, "LAeq": True}, "LAeq: not a number"),
+        ("levels", {k: v for k, v in LEVELS.items() if k != "LCpeak"}, "LCpeak: missing"),
+        ("levels", {**LEVELS, "LAeq": 250.0}, "LAeq: 250 is above the plausible maximum 200"),
+        ("levels", {**LEVELS, "LAeq": -40.0}, "LAeq: -40 is below the plausible minimum -20"),
+        ("levels", {**LEVELS, "LAFmax": 60.0}, "LAFmax: 60 is below LAeq 71.2"),
+        ("levels", {**LEVELS, "duration_s": 0}, "duration_s: must be positive"),
+        ("levels", {**LEVELS, "extra": 1}, "extra: unknown field"),
+        ("levels", {**LEVELS, "v": 2}, "v: protocol version 2 is not supported"),
+        ("levels", {**LEVELS, "ts": far(5)}, "is 5.0 years in the future"),
+        ("levels", {**LEVELS, "ts": far(-2)}, "is 2.0 years in the past"),
+        ("levels", {**LEVELS, "ts": "yesterday"}, "ts: 'yesterday' is not an RFC 3339 time"),
+        ("levels", {**LEVELS, "ts": "2026-06-15T11:59:00"}, "has no UTC offset"),
+        ("levels", [1, 2], "payload: expected a JSON object, got list"),
+        (
+            "light",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "lux_mean": -1, "lux_min": -1, "lux_max": 1},
+            "lux_mean: -1 is below the plausible minimum 0",
+        ),
+        (
+            "light",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "lux_mean": 5, "lux_min": 1, "lux_max": 2},
+            "lux_mean: must lie between lux_min and lux_max",
+        ),
+        (
+            "light",
+            {
+                "ts": "2026-06-15T11:59:00Z",
+                "duration_s": 1,
+                "lux_mean": 1,
+                "lux_min": 1,
+                "lux_max": 1,
+                "burst": [1, "x"],
+                "burst_rate_hz": 10,
+            },
+            "burst[1]: 'x' is not an illuminance in lux",
+        ),
+        (
+            "light",
+            {
+                "ts": "2026-06-15T11:59:00Z",
+                "duration_s": 1,
+                "lux_mean": 1,
+                "lux_min": 1,
+                "lux_max": 1,
+                "burst": [1, 2],
+            },
+            "burst_rate_hz: missing",
+        ),
+        ("weather", {"ts": "2026-06-15T11:59:00Z", "wind_speed_ms": 300}, "wind_speed_ms: 300 is above"),
+        (
+            "status",
+            {"ts": "2026-06-15T11:59:00Z", "calibration": {"reference_db": 94}},
+            "measured_db: missing",
+        ),
+        (
+            "bands",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"abc": 1}},
+            "bands.abc: not a frequency",
+        ),
+        ("bands", {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {}}, "bands: expected an object"),
+    ],
+)
+def test_invalid_payloads(topic: str, payload: Any, expected: str) -> None:
+    sensor = {"light": "l1", "weather": "wx"}.get(topic, "n1")
+    assert expected in rejected(f"{P}/sensors/{sensor}/{topic}", payload)
+
+
+def test_nan_and_infinity_rejected() -> None:
+    raw = b'{"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "LAeq": NaN, "LAFmax": 1, "LCpeak": 1}'
+    assert "NaN is not allowed" in rejected(f"{P}/sensors/n1/levels", raw)
+    raw = raw.replace(b"NaN", b"Infinity")
+    assert "Infinity is not allowed" in rejected(f"{P}/sensors/n1/levels", raw)
+    assert "ts: not a finite number" in rejected(f"{P}/sensors/n1/levels", b'{"ts": 1e400}')
+
+
+def test_oversized_and_non_utf8() -> None:
+    huge = b"{" + b" " * 2_000_000 + b"}"
+    assert rejected(f"{P}/sensors/n1/levels", huge) == "payload: 2000002 bytes exceeds the 1048576-byte limit"
+    assert rejected(f"{P}/sensors/n1/levels", b"\xff\xfe{}") == "payload: not UTF-8 (byte 0xff at offset 0)"
+    assert rejected(f"{P}/sensors/n1/levels", b"{not json").startswith("payload: not JSON")
+
+
+@pytest.mark.parametrize(
+    ("topic", "expected"),
+    [
+        (f"{P}/sensors/n9/levels", "sensor n9: not configured for site dovre-north"),
+        ("minewatch/elsewhere/sensors/n1/levels", "topic: site elsewhere is not configured"),
+        (f"{P}/sensors/l1/levels", "sensor l1 is a light sensor; it cannot send 'levels'"),
+        (f"{P}/sensors/n1/light", "sensor n1 is a sound sensor; it cannot send 'light'"),
+        (f"{P}/sensors/n1", "is not a minewatch topic"),
+        ("other/dovre-north/sensors/n1/levels", "is not under minewatch/{site}/"),
+        (f"{P}/violations", "is an output topic, not an input"),
+        (f"{P}/events/fireworks", "unknown event kind 'fireworks'"),
+    ],
+)
+def test_bad_topics(topic: str, expected: str) -> None:
+    assert expected in rejected(topic, LEVELS)
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "expected"),
+    [
+        (
+            "truck",
+            {"ts": "2026-06-15T11:00:00Z", "gate": "g9", "direction": "in"},
+            "gate: gate 'g9' is not configured",
+        ),
+        (
+            "truck",
+            {"ts": "2026-06-15T11:00:00Z", "gate": "g1", "direction": "up"},
+            "direction: must be 'in' or 'out'",
+        ),
+        (
+            "work",
+            {"start": "2026-06-15T11:00:00Z", "end": "2026-06-15T10:00:00Z", "kind": "repair"},
+            "end: must be after start",
+        ),
+        (
+            "work",
+            {"start": "2026-06-15T09:00:00Z", "end": "2026-06-15T10:00:00Z", "kind": "mining"},
+            "kind: must be one of",
+        ),
+        (
+            "work",
+            {
+                "start": "2026-06-15T09:00:00Z",
+                "end": "2026-06-15T10:00:00Z",
+                "kind": "repair",
+                "sensors": ["zz"],
+            },
+            "sensors: sensor zz is not configured",
+        ),
+        ("blast", {"ts": "2026-06-15T11:00:00Z"}, "blast_id: missing"),
+        ("blast", {"blast_id": "b", "ts": far(3)}, "ts: "),
+        ("blast-notice", {"blast_id": "b", "issued_ts": "2026-06-15T11:00:00Z"}, "planned_ts: missing"),
+        ("temporary-lighting", {"start": "2026-06-15T11:00:00Z"}, "end: missing"),
+    ],
+)
+def test_bad_events(kind: str, payload: Any, expected: str) -> None:
+    assert expected in rejected(f"{P}/events/{kind}", payload)
+
+
+def test_bad_audio_frames() -> None:
+    topic = f"{P}/sensors/n1/audio"
+    assert "audio frames start with" in rejected(topic, b"RIFF....")
+    header = json.dumps({"ts": format_ts(NOW), "seq": 1, "sample_rate": 48000, "format": "s24le"}).encode()
+    frame = b"MWA1" + struct.pack(">I", len(header)) + header + b"\x00" * 6
+    assert "format: 's24le' is not one of" in rejected(topic, frame)
+    header = json.dumps({"ts": format_ts(NOW), "seq": 1, "sample_rate": 48000, "format": "s16le"}).encode()
+    frame = b"MWA1" + struct.pack(">I", len(header)) + header + b"\x00" * 3
+    assert "pcm: 3 bytes is not a whole number of s16le samples" in rejected(topic, frame)
+    frame = b"MWA1" + struct.pack(">I", 10_000) + header
+    assert "header length 10000" in rejected(topic, frame)
+
+
+def test_parse_helpers() -> None:
+    assert parse_topic("minewatch/s/events/blast").kind == "blast"
+    assert parse_ts("2026-06-15T12:00:00.250+02:00") == datetime(2026, 6, 15, 10, 0, 0, 250000, tzinfo=UTC)
+    assert format_ts(datetime(2026, 6, 15, 10, 0, 0, 250000, tzinfo=UTC)) == "2026-06-15T10:00:00.250Z"
+
+
+# ------------------------------------------------------------------ the quick path
+
+
+def quick(topic: str, payload: Any) -> SoundLevels | None:
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return quick_levels(topic, raw, SITES, "minewatch", DEFAULT_LIMITS.max_payload_bytes)
+
+
+def test_quick_path_takes_the_plain_levels_message_and_nothing_else() -> None:
+    topic = f"{P}/sensors/n1/levels"
+    assert quick(topic, LEVELS) == dec(topic, LEVELS)
+    floats = {**LEVELS, "duration_s": 1.0}  # all four numbers floats: the in-line checks
+    assert quick(topic, floats) == dec(topic, floats)
+    assert quick(topic, {**floats, "LAFmax": 71.0}) is None  # LAFmax below LAeq: decode says why
+    assert quick(topic, {**LEVELS, "LASmax": 73.1, "LZeq": 60, "v": 1}) == dec(
+        topic, {**LEVELS, "LASmax": 73.1, "LZeq": 60, "v": 1}
+    )
+    signed = {**LEVELS, "sig": "00"}
+    for other_topic, payload in [
+        (f"{P}/sensors/signed/levels", LEVELS),  # requires a signature: checked the full way
+        (topic, signed),
+        (f"{P}/sensors/l1/levels", LEVELS),  # a light sensor cannot send levels
+        (f"{P}/sensors/nope/levels", LEVELS),
+        ("minewatch/elsewhere/sensors/n1/levels", LEVELS),
+        ("other/dovre-north/sensors/n1/levels", LEVELS),
+        (f"{P}/sensors/n1/bands", LEVELS),
+        (f"{P}/events/levels", LEVELS),
+    ]:
+        assert quick(other_topic, payload) is None, other_topic
+
+
+def test_quick_path_never_accepts_what_decode_rejects() -> None:
+    """Random mutations of a valid message: the quick path (plus the pipeline's time check)
+    agrees with decode or declines."""
+    rng = np.random.default_rng(7)
+    topic = f"{P}/sensors/n1/levels"
+    values: list[Any] = [
+        None,
+        True,
+        "71",
+        71,
+        71.5,
+        -25.0,
+        250.0,
+        0,
+        -1,
+        1e400,
+        [],
+        {},
+        "2026-06-15T11:59:00Z",
+        "2026-06-15T11:59:00",
+        NOW.timestamp(),
+        2,
+        1,
+        0.0,  # the bounds, as floats (the usual message's in-line checks)
+        -20.0,
+        200.0,
+        3600.0,
+        3600.5,
+        float("nan"),
+    ]
+    keys = [*LEVELS, "v", "LASmax", "LZpeak", "LAFmin", "LCeq", "LZeq", "sig", "extra"]
+    taken = 0
+    for _ in range(3000):
+        payload: dict[str, Any] = dict(LEVELS)
+        for _ in range(int(rng.integers(1, 4))):
+            key = keys[int(rng.integers(len(keys)))]
+            if rng.random() < 0.2:
+                payload.pop(key, None)
+            else:
+                payload[key] = values[int(rng.integers(len(values)))]
+        raw = json.dumps(payload).encode()
+        fast = quick(topic, raw)
+        try:
+            full = dec(topic, raw)
+        except DecodeError as exc:
+            if fast is not None:  # only the time check, which the pipeline does after it
+                with pytest.raises(DecodeError) as late:
+                    check_time(fast.ts, NOW, DEFAULT_LIMITS)
+                assert str(late.value) == str(exc)
+            continue
+        if fast is not None:
+            taken += 1
+            assert fast == full, payload
+    assert taken > 100  # the quick path did take the valid ones
+
+
+# ------------------------------------------------------------------ hostile input: bounded before parsed
+
+
+def padded_ts(pad: int = 1_000_000) -> str:
+    """A valid time after ~1 MB of spaces: Python's fromisoformat after a strip() took it."""
+    return " " * pad + "2026-06-15T11:59:00Z"
+
+
+def test_a_time_padded_with_a_megabyte_of_spaces_is_rejected_on_both_paths() -> None:
+    topic = f"{P}/sensors/n1/levels"
+    # The usual message (all floats: checked in line), and the quick path's general branch.
+    for extra in ({"duration_s": 1.0}, {"LASmax": 75.0}):
+        payload = json.dumps({**LEVELS, **extra, "ts": padded_ts()}).encode()
+        assert quick(topic, payload) is None
+        reason = rejected(topic, payload)
+        assert reason.startswith("ts: '")
+        assert "is not an RFC 3339 time (longer than 35 characters)" in reason
+        assert len(reason) < 200  # the rejection does not echo the megabyte back
+    light = {"ts": padded_ts(), "duration_s": 1, "lux_mean": 1, "lux_min": 1, "lux_max": 1}
+    assert "ts: " in rejected(f"{P}/sensors/l1/light", light)  # the general decoder
+    work = {"start": padded_ts(), "end": "2026-06-15T12:00:00Z", "kind": "repair"}
+    assert "start: " in rejected(f"{P}/events/work", work)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        " 2026-06-15T11:59:00Z",
+        "2026-06-15T11:59:00Z ",
+        "2026-06-15",
+        "20260615T115900Z",
+        "2026-06-15T11:59Z",
+        "2026-06-15T11:59:00,5Z",
+        "2026-06-15T11:59:00+0200",
+        "２０２６-06-15T11:59:00Z",  # fullwidth digits match \d, not RFC 3339's DIGIT
+    ],
+)
+def test_only_rfc_3339_is_a_time(text: str) -> None:
+    with pytest.raises(DecodeError) as info:
+        parse_ts(text)
+    assert info.value.field == "ts" and "is not an RFC 3339 time" in info.value.reason
+
+
+def test_rfc_3339_forms_still_accepted() -> None:
+    utc = datetime(2026, 6, 15, 11, 59, tzinfo=UTC)
+    assert parse_ts("2026-06-15t11:59:00z") == utc
+    assert parse_ts("2026-06-15 11:59:00Z") == utc  # RFC 3339 section 5.6 NOTE
+    assert parse_ts("2026-06-15T06:59:00.000000001-05:00") == utc
+    with pytest.raises(DecodeError, match="has no UTC offset"):
+        parse_ts("2026-06-15T11:59:00")
+
+
+def test_hostile_times_leave_no_memory_behind() -> None:
+    """150 padded times (the reported attack): nothing of them stays allocated, and the
+    parsed-time cache holds only bounded keys."""
+    import gc
+    import tracemalloc
+
+    from monitor.wire.protocol import MAX_TIME_CHARS, _rfc3339_utc
+
+    topic = f"{P}/sensors/n1/levels"
+    payloads = [json.dumps({**LEVELS, "ts": padded_ts(1_000_000 + i)}).encode() for i in range(150)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for payload in payloads:
+            with pytest.raises(DecodeError):
+                dec(topic, payload)
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 256 * 1024  # was ~150 MB: each padded text kept as a cache key
+    info = _rfc3339_utc.cache_info()
+    assert info.maxsize is not None and info.currsize <= info.maxsize
+    # What the cache holds is bounded by construction: only texts that fit MAX_TIME_CHARS reach it.
+    _rfc3339_utc.cache_clear()
+    for payload in payloads:
+        with pytest.raises(DecodeError):
+            dec(topic, payload)
+    assert _rfc3339_utc.cache_info().currsize == 0
+    assert MAX_TIME_CHARS < 64
+
+
+@pytest.mark.parametrize(
+    ("topic", "payload", "expected"),
+    [
+        (
+            "sensors/n1/levels",
+            {**LEVELS, "x" * 100_000: 1},
+            "payload: unknown field 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (100000 characters)",
+        ),
+        (
+            "sensors/n1/bands",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"1" * 100_000: 50.0}},
+            "bands: '1111111111111111111111111111111111111111'... (100000 characters) is not a frequency",
+        ),
+        (
+            "sensors/n1/bands",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {str(100 + i): 50.0 for i in range(65)}},
+            "bands: more than 64 bands",
+        ),
+        (
+            "sensors/l1/light",
+            {
+                "ts": "2026-06-15T11:59:00Z",
+                "duration_s": 1,
+                "lux_mean": 1,
+                "lux_min": 1,
+                "lux_max": 1,
+                "burst": ["y" * 100_000],
+                "burst_rate_hz": 10,
+            },
+            "burst[0]: 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy'... (100000 characters) is not",
+        ),
+        (
+            "events/work",
+            {
+                "start": "2026-06-15T09:00:00Z",
+                "end": "2026-06-15T10:00:00Z",
+                "kind": "repair",
+                "sensors": ["n1"] * 101,
+            },
+            "sensors: more than 100 entries",
+        ),
+        (
+            "events/blast-notice",
+            {
+                "blast_id": "b",
+                "issued_ts": "2026-06-15T11:00:00Z",
+                "planned_ts": "2026-06-15T11:30:00Z",
+                "recipients": ["z" * 201],
+            },
+            "recipients: an entry is longer than 200 characters",
+        ),
+        ("events/truck", {"ts": "2026-06-15T11:00:00Z", "gate": "g" * 65, "direction": "in"}, "gate: longer"),
+        (
+            "sensors/signed/levels",
+            {**LEVELS, "sig": "f" * 100_000},
+            "sig: expected a hex string (64 characters)",
+        ),
+    ],
+)
+def test_every_field_is_bounded_before_it_is_parsed(topic: str, payload: Any, expected: str) -> None:
+    reason = rejected(f"{P}/{topic}", payload)
+    assert reason.startswith(expected)
+    assert len(reason) < 300
+
+
+def test_generic_event_fields_are_bounded() -> None:
+    kinds = frozenset({"slope-exposed"})
+    base = {"id": "s1", "ts": "2026-06-15T11:00:00Z"}
+    event = dec(f"{P}/events/slope-exposed", {**base, "area_sqft": 10}, generic=kinds)
+    assert event.fields == {"area_sqft": 10}
+    long_value = rejected(f"{P}/events/slope-exposed", {**base, "note": "n" * 5000}, generic=kinds)
+    assert long_value == "note: longer than 4096 bytes"
+    long_name = rejected(f"{P}/events/slope-exposed", {**base, "k" * 1000: 1}, generic=kinds)
+    assert long_name.startswith("payload: field name 'kkkk") and "longer than 64" in long_name
+
+
+def test_hostile_topic_names_are_not_echoed_whole() -> None:
+    sensor = "s" * 60_000
+    reason = rejected(f"{P}/sensors/{sensor}/levels", LEVELS)
+    assert reason.startswith("topic: sensor 'ssss") and "(60000 characters): not configured" in reason
+    assert len(reason) < 300
+    reason = rejected("minewatch/" + "a/" * 20_000, LEVELS)
+    assert "is not a minewatch topic" in reason and len(reason) < 400
