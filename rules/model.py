@@ -265,6 +265,33 @@ class GenericEvent:
 
 Event: TypeAlias = BlastNotice | Blast | TruckPassage | WorkPeriod | TemporaryLighting | GenericEvent
 
+
+class EventSpan(NamedTuple):
+    """An event's times: since when it is on record, when it happens, and when that ends."""
+
+    since: datetime  # the event row's start: a blast notice's issue, otherwise ``start``
+    start: datetime  # when it happens: an instant's time, a period's start, a noticed blast's time
+    end: datetime | None  # a period's end, a noticed blast's time; None for an instant
+
+    @property
+    def until(self) -> datetime:
+        """When what happens is over: the end, or the moment of an instant."""
+        return self.start if self.end is None else self.end
+
+
+def event_span(event: Event) -> EventSpan:
+    """The one reading of an event's times (the store's row, InfluxDB's point, the re-judged minutes).
+
+    A blast notice is on record from its issue until the blast it announces, and happens
+    (for the minutes judged again, for InfluxDB) at the planned blast.
+    """
+    if isinstance(event, BlastNotice):
+        return EventSpan(event.issued_ts, event.planned_ts, event.planned_ts)
+    if isinstance(event, WorkPeriod | TemporaryLighting):
+        return EventSpan(event.start, event.start, event.end)
+    return EventSpan(event.ts, event.ts, None)
+
+
 # A vehicle (haul truck, loader, service truck) present at a gate or near some sensors, e.g. from a
 # gate camera or the operator's log: lights on vehicles and moving equipment are exempt (Dovre 6.C.3).
 # It travels as a profile-defined GenericEvent of this kind (a profile lists it in ``event_kinds``);

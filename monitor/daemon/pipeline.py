@@ -68,10 +68,9 @@ from rules.model import (
     LightSummary,
     SensorStatus,
     SoundLevels,
-    TemporaryLighting,
     TurbidityReading,
     WeatherReading,
-    WorkPeriod,
+    event_span,
 )
 from rules.profile import load_profile
 
@@ -471,13 +470,13 @@ class Pipeline:
             return
         self.counters.accepted += 1
         state.events.append(event)
-        when = points.event_time(event)
+        span = event_span(event)
         # An event can change the verdict on minutes already judged (a blast record
         # arriving after the impulse, a work period declared afterwards).
         if state.evaluated_until is not None:
             lookback, lookahead = state.margins()
-            first = floor_minute(when - lookahead)
-            last = floor_minute(_event_end(event) + lookback)
+            first = floor_minute(span.start - lookahead)
+            last = floor_minute(span.until + lookback)
             minute = max(first, state.evaluated_until - timedelta(seconds=self.config.daemon.lateness_s))
             while minute < min(last + MINUTE, state.evaluated_until):
                 state.dirty_minutes.add(minute)
@@ -662,12 +661,6 @@ class Pipeline:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _event_end(event: Event) -> datetime:
-    if isinstance(event, WorkPeriod | TemporaryLighting):
-        return event.end
-    return points.event_time(event)
 
 
 # --------------------------------------------------------------------------- the process

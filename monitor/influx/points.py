@@ -19,7 +19,6 @@ from monitor.journal.store import event_kind
 from monitor.wire.protocol import format_ts
 from rules.model import (
     Blast,
-    BlastNotice,
     Event,
     Finding,
     LightSummary,
@@ -30,6 +29,7 @@ from rules.model import (
     TurbidityReading,
     WeatherReading,
     WorkPeriod,
+    event_span,
 )
 
 P = ParamSpec("P")
@@ -92,15 +92,6 @@ def reading(record: LightSummary | WeatherReading | TurbidityReading, late: bool
     return turbidity(record, late)
 
 
-def event_time(event: Event) -> datetime:
-    """When an event happened (a blast notice: the planned blast; a period: its start)."""
-    if isinstance(event, BlastNotice):
-        return event.planned_ts
-    if isinstance(event, WorkPeriod | TemporaryLighting):
-        return event.start
-    return event.ts
-
-
 def events(event: Event) -> str | None:
     fields: dict[str, Any] = {"id": event.id, "summary": f"{type(event).__name__} {event.id}"}
     if isinstance(event, TruckPassage):
@@ -109,7 +100,7 @@ def events(event: Event) -> str | None:
         fields["safety_reason"] = event.safety_reason
     if isinstance(event, WorkPeriod | TemporaryLighting):
         fields["end"] = format_ts(event.end)
-    return _point("events", {"site": event.site, "kind": event_kind(event)}, fields, event_time(event))
+    return _point("events", {"site": event.site, "kind": event_kind(event)}, fields, event_span(event).start)
 
 
 def findings(finding: Finding) -> str | None:

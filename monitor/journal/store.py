@@ -42,17 +42,15 @@ from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import EVENT_KINDS, SENSOR_KINDS, event_from_row, finding_from_json, reading_from_row
 from monitor.wire.codec import finding_to_json as finding_to_json
 from rules.model import (
-    BlastNotice,
     Event,
     Finding,
     GenericEvent,
     LightSummary,
     SensorStatus,
     SoundLevels,
-    TemporaryLighting,
     TurbidityReading,
     WeatherReading,
-    WorkPeriod,
+    event_span,
 )
 
 log = logging.getLogger("minewatch.store")
@@ -136,14 +134,6 @@ READING_KIND: dict[type, str] = {
 
 def event_kind(event: Event) -> str:
     return event.kind if isinstance(event, GenericEvent) else EVENT_KINDS[type(event)]
-
-
-def event_times(event: Event) -> tuple[datetime, datetime | None]:
-    if isinstance(event, BlastNotice):
-        return event.issued_ts, event.planned_ts
-    if isinstance(event, WorkPeriod | TemporaryLighting):
-        return event.start, event.end
-    return event.ts, None
 
 
 def _audio_row(
@@ -472,14 +462,14 @@ class Store:
 
     def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
         kind = event_kind(event)
-        start, end = event_times(event)
+        span = event_span(event)
         data = canonical_text(payload, ascii=True)
         row = {
             "site": event.site,
             "kind": kind,
             "id": event.id,
-            "ts_us": to_us(start),
-            "end_us": to_us(end) if end else None,
+            "ts_us": to_us(span.since),
+            "end_us": to_us(span.end) if span.end else None,
             "data": data,
         }
         cur = self.conn.execute(
