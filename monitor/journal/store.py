@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.errors import StoreError
-from monitor.journal import migrations
+from monitor.journal import migrations, queries
 
 # Re-exported (``as``): they lived here before monitor/journal/chain_kinds.py and monitor/wire/canonical.py.
 from monitor.journal.chain_kinds import GENESIS as GENESIS
@@ -37,6 +37,7 @@ from monitor.journal.chain_kinds import KINDS
 from monitor.journal.chain_kinds import digest_of as digest_of
 from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
+from monitor.journal.queries import KEYED as KEYED  # the evidence export's chain lookups add it too
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import EVENT_KINDS, SENSOR_KINDS, event_from_row, finding_from_json, reading_from_row
@@ -72,16 +73,13 @@ _NO_OPTIONALS = (None,) * 5
 _SOUND_INSERT_SHORT = _sound_insert((*_SOUND_ROW[:7], *_SOUND_ROW[12:]))
 
 
-# The condition queries that look chain entries up by key add, so that SQLite uses chain_lookup.
-KEYED = "kind <> 'sound'"
-
 # PRAGMA user_version of the layout (monitor/journal/migrations.py); an older store is migrated when opened.
 SCHEMA_VERSION = 2
 
 
 # The canonical bytes of a sound record without building the dict and sorting its keys
 # (the hot path: one per second per sound sensor). Equal to canonical_json(sound_record(row))
-# byte for byte, which tests/monitor/test_store.py checks over random rows.
+# byte for byte, which tests/monitor/journal/test_store.py checks over random rows.
 @lru_cache(maxsize=65536)  # site, sensor and source names: a handful, over and over
 def _json_text(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
@@ -386,7 +384,7 @@ class Store:
         try:
             with self.savepoint():
                 # Chain every row first: its entry's seq is a column of the row.
-                # KINDS["sound"].key_of, spelled out: the hot path (tests/monitor/test_evidence_golden.py)
+                # KINDS["sound"].key_of, spelled out: the hot path (tests/monitor/evidence/test_golden.py)
                 keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, known, strict=True)]
                 seqs = self.link_all("sound", keys, now_us)
                 before = self.conn.total_changes
@@ -478,10 +476,8 @@ class Store:
             (*row.values(), to_us(now)),
         )
         if cur.rowcount == 0:
-            existing = self.conn.execute(
-                "SELECT data FROM events WHERE site=? AND kind=? AND id=?", (event.site, kind, event.id)
-            ).fetchone()
-            if existing and existing["data"] != data:
+            existing = queries.event_data(self.conn, event.site, kind, event.id)
+            if existing is not None and existing != data:
                 return Appended(False, f"id: {kind} {event.id!r} is already recorded with different content")
             return Appended(False)
         self.chain_row(event.site, "event", row, now)
@@ -525,14 +521,7 @@ class Store:
 
     def current_findings(self, site: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
         """Latest revision of each finding starting in [start, end), retracted ones excluded."""
-        return list(
-            self.conn.execute(
-                "SELECT f.* FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings"
-                " WHERE site = ? AND start_us >= ? AND start_us < ? GROUP BY id) last"
-                " ON f.id = last.id AND f.revision = last.revision WHERE f.retracted = 0 ORDER BY f.start_us",
-                (site, to_us(start), to_us(end)),
-            )
-        )
+        return queries.current_findings(self.conn, site=site, start=start, end=end)
 
     def append_rejection(self, site: str, topic: str, reason: str, excerpt: str, now: datetime) -> None:
         cur = self.conn.execute(
@@ -754,12 +743,8 @@ class Store:
         return self._conflict(site, sensor, "audio", ts_us, first, digest_of(record), now)
 
     def _chained_digest(self, site: str, kind: str, key: str) -> str | None:
-        row = self.conn.execute(
-            f"SELECT digest FROM chain WHERE site = ? AND kind = ? AND {KEYED} AND key = ?"
-            " ORDER BY seq LIMIT 1",
-            (site, kind, key),
-        ).fetchone()
-        return None if row is None else str(row[0])
+        entry = queries.chain_entry(self.conn, site, kind, key)
+        return None if entry is None else entry.digest
 
     def _conflict(
         self, site: str, sensor: str, kind: str, ts_us: int, first: str, second: str, now: datetime
@@ -874,10 +859,7 @@ class Store:
         return [event_from_row(r["kind"], r["data"], site) for r in rows]
 
     def progress(self, site: str) -> tuple[datetime, datetime] | None:
-        row = self.conn.execute(
-            "SELECT evaluated_until_us, final_until_us FROM progress WHERE site = ?", (site,)
-        ).fetchone()
-        return (from_us(row[0]), from_us(row[1])) if row else None
+        return queries.progress(self.conn, site)
 
     def set_progress(self, site: str, evaluated_until: datetime, final_until: datetime) -> None:
         self.conn.execute(

@@ -53,7 +53,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.config import SiteConfig
 from monitor.errors import MinewatchError
-from monitor.journal import migrations
+from monitor.journal import migrations, queries
 from monitor.journal.chain_kinds import change_record as change_record
 from monitor.journal.chain_kinds import episode_record as episode_record
 from monitor.journal.chain_kinds import notice_record as notice_record
@@ -585,16 +585,8 @@ class NoticeBook:
         found: dict[str, Any] = {}
         missing = [i for i in ids if i not in given]
         for chunk in range(0, len(missing), 500):
-            part = missing[chunk : chunk + 500]
-            marks = ",".join("?" * len(part))
-            rows = self.conn.execute(
-                f"SELECT id, data, retracted FROM findings f WHERE id IN ({marks}) AND revision ="
-                " (SELECT MAX(revision) FROM findings g WHERE g.id = f.id)",
-                part,
-            ).fetchall()
-            for r in rows:
-                if not r["retracted"]:
-                    found[r["id"]] = json.loads(r["data"])
+            for r in queries.current_findings(self.conn, ids=missing[chunk : chunk + 500]):
+                found[r["id"]] = json.loads(r["data"])
         return [given[i] if i in given else found[i] for i in ids if i in given or i in found]
 
     def _place_episode(
