@@ -140,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBook, out: Path | None) -> int:
+    from monitor.notify.formats import render_notice
     from monitor.notify.notices import local_text
-    from monitor.notify.render import render_notice
     from monitor.wire.protocol import format_ts
 
     now = datetime.now(UTC)

@@ -23,7 +23,6 @@ from monitor.influx.points import WritePoint
 from monitor.journal.store import Store
 from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.notices import NoticeBook, NoticeEvent
-from monitor.notify.render import notice_payload_json
 from monitor.wire.canonical import to_us
 from monitor.wire.codec import finding_to_json
 from monitor.wire.protocol import format_ts, output_topic
@@ -44,6 +43,11 @@ Publish = Callable[[str, bytes, bool], None]  # topic, payload, retain
 
 def _json(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":"), default=str).encode()
+
+
+def _notice_json(payload: Mapping[str, Any]) -> bytes:
+    """The ``…/notices`` topic body, compact JSON; names and texts kept in UTF-8, not escaped."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
 class Outgoing:
@@ -152,7 +156,7 @@ class Announcer:
     def notice_event(self, event: NoticeEvent, now: datetime) -> None:
         """A notice change: alerted (never deduplicated) and its payload on …/{site}/notices."""
         self.alerts.raise_(event.alert, now, dedupe=False)
-        self.outgoing.add_payload(event.site, "notices", notice_payload_json(event.payload))
+        self.outgoing.add_payload(event.site, "notices", _notice_json(event.payload))
 
     def early_warnings(self, state: SiteState, now: datetime) -> None:
         """Operator alerts for what is approaching a limit, once per warning and minute."""

@@ -378,7 +378,7 @@ class Demo:
     def artifacts(self) -> None:
         from monitor.config import load_config
         from monitor.evidence import export_bundle, load_anchors, verify_bundle
-        from monitor.notify.render import render_notice
+        from monitor.notify.formats import render_notice
 
         config = load_config(self.config)
         conn = sqlite3.connect(self.store)
@@ -445,7 +445,8 @@ class Demo:
     def _notice_plots(
         self, conn: sqlite3.Connection, notice_ids: list[str], folder: Path, config: Config
     ) -> int:
-        from monitor.notify.render import evidence_plot, load_notice
+        from monitor.notify.document import load_notice
+        from monitor.notify.plots import evidence_plot
         from rules.profile import load_profile
 
         written = 0

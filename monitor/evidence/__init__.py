@@ -34,7 +34,7 @@ per-second data never sits in memory.
 The package: ``format`` (files, columns, record kinds, anchors), ``export`` (store ->
 bundle), ``verify`` (bundle -> report), ``parts`` (format 3's sound parts, checked by worker
 processes) and ``progress`` (the progress line on a terminal). The InfluxDB reader for pruned windows is in
-monitor/influx/client.py beside the writer; the plots are drawn by monitor/notify/render.py.
+monitor/influx/client.py beside the writer; the plots are drawn by monitor/notify/plots.py.
 """
 
 from __future__ import annotations

@@ -866,7 +866,7 @@ class _Exporter:
 
     def _plot_jobs(self) -> Iterator[tuple[str, tuple[Any, ...]]]:
         """(member name, day_plot arguments) of every plot: the minutes come from SQL, by day."""
-        from monitor.notify.render import plot_limits  # one figure set-up with the notices
+        from monitor.notify.plots import plot_limits  # one figure set-up with the notices
 
         limits = plot_limits(self.site)
         influx_minutes = getattr(self, "_minutes", {})
@@ -1070,7 +1070,7 @@ class _Exporter:
 
 def _draw(args: tuple[Any, ...]) -> bytes:
     """One day's plot as PNG bytes (in the plotting process, or in line)."""
-    from monitor.notify.render import day_plot, figure_png
+    from monitor.notify.plots import day_plot, figure_png
 
     measurement, sensor, site_name, day, zone, minutes, limits = args
     return figure_png(day_plot(measurement, sensor, site_name, day, ZoneInfo(zone), minutes, limits))

@@ -368,7 +368,7 @@ class Deliveries:
 
     def _notice_pdf(self, notice_id: str, context: _SendContext) -> bytes | None:
         if notice_id not in context.pdfs:
-            from monitor.notify.render import render_notice
+            from monitor.notify.formats import render_notice
 
             try:
                 context.pdfs[notice_id] = render_notice(self.conn, notice_id, "pdf", config=self.config)

@@ -339,7 +339,7 @@ class Portal:
         return notice, book.history(notice.id)
 
     def notice_document(self, scope: Scope, notice_id: str, fmt: str) -> bytes:
-        from monitor.notify.render import render_notice
+        from monitor.notify.formats import render_notice
 
         notice, _ = self.notice(scope, notice_id)
         return render_notice(self.store().conn, notice.id, fmt, config=self.config)

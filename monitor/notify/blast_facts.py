@@ -1,0 +1,132 @@
+"""A blast notice's facts: the blast, the allowed hours, that day's sunset, the 24-hour notice
+given for it and the air overpressure measured, each read from the journal and the profile.
+
+Rows of the notice document's facts table (monitor/notify/document.py) for the blasting
+standards; notices of other standards have none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from monitor.config import SiteConfig
+from monitor.journal import queries
+from monitor.notify.notices import (
+    Notice,
+    NoticeEpisode,
+    duration_text,
+    local_text,
+    measurement_text,
+    quantity_text,
+)
+from rules.profile import Profile
+
+__all__ = ["blast_rows"]
+
+_BLAST_RULES = frozenset({"blast_window", "blast_notice", "air_overpressure"})
+_BLAST_ID = re.compile(r"[Bb]last (\S+) ")
+
+
+def _blast_id(episode: NoticeEpisode) -> str | None:
+    for ref in episode.facts.get("refs", ()):
+        if str(ref).startswith("blast:"):
+            return str(ref)[len("blast:") :]
+    match = _BLAST_ID.search(str(episode.facts.get("summary", "")))  # notices issued before refs were kept
+    return match.group(1).rstrip(",") if match else None
+
+
+def _event_data(conn: sqlite3.Connection, site: str, kind: str, event_id: str) -> dict[str, Any] | None:
+    text = queries.event_data(conn, site, kind, event_id)
+    return None if text is None else dict(json.loads(text))
+
+
+def blast_rows(
+    conn: sqlite3.Connection, notice: Notice, site: SiteConfig | None, profile: Profile | None
+) -> list[tuple[str, str]]:
+    """A blast notice's facts: the blast time, the allowed window, that day's sunset, the 24-hour
+    notice given for it, and the air overpressure measured, each from the store and the profile."""
+    rule = str(notice.data.get("rule", ""))
+    if rule not in _BLAST_RULES or not notice.episodes:
+        return []
+    blast_id = _blast_id(notice.episodes[0])
+    if blast_id is None:
+        return []
+    tz = ZoneInfo(notice.timezone)
+    rows: list[tuple[str, str]] = []
+    blast = _event_data(conn, notice.site, "blast", blast_id)
+    blast_ts = datetime.fromisoformat(str(blast["ts"]).replace("Z", "+00:00")) if blast else None
+    if blast_ts is None:
+        rows.append(("Blast", f"{blast_id}: no blast record in the store"))
+    else:
+        reason = str(blast.get("safety_reason") or "") if blast else ""
+        rows.append(
+            (
+                "Blast",
+                f"{blast_id} at {blast_ts.astimezone(tz).strftime('%Y-%m-%d %H:%M:%S %Z')}"
+                f"; safety reason recorded: {reason or 'none'}",
+            )
+        )
+    if profile is not None:
+        window = next((s for s in profile.standards.values() if s.rule == "blast_window"), None)
+        if window is not None:
+            p = window.params
+            late = (
+                f"; after {p.window_end[:5]} only before sunset, for safety reasons beyond the "
+                "Operator's control"
+                if p.safety_exception_until_sunset
+                else ""
+            )
+            rows.append(
+                (
+                    "Allowed blasting hours",
+                    f"{p.window_start[:5]} to {p.window_end[:5]} local (section {window.section}){late}",
+                )
+            )
+    if blast_ts is not None and site is not None:
+        from rules import sun
+
+        rows.append(
+            ("Sunset that day", sun.sunset(site.context(), blast_ts.astimezone(tz).date()).explanation)
+        )
+    announced = _event_data(conn, notice.site, "blast-notice", blast_id)
+    if announced is None:
+        rows.append(("24-hour notice", "none recorded for this blast"))
+    else:
+        issued = datetime.fromisoformat(str(announced["issued_ts"]).replace("Z", "+00:00"))
+        planned = datetime.fromisoformat(str(announced["planned_ts"]).replace("Z", "+00:00"))
+        ahead = f", {duration_text((blast_ts - issued).total_seconds())} before the blast" if blast_ts else ""
+        rows.append(
+            (
+                "24-hour notice",
+                f"given {local_text(issued, notice.timezone)} for a blast planned at "
+                f"{local_text(planned, notice.timezone)}{ahead}",
+            )
+        )
+    rows.append(("Air overpressure", _overpressure_text(conn, notice.site, blast_id, blast, profile)))
+    return rows
+
+
+def _overpressure_text(
+    conn: sqlite3.Connection,
+    site: str,
+    blast_id: str,
+    blast: Mapping[str, Any] | None,
+    profile: Profile | None,
+) -> str:
+    keys = [k for k, s in profile.standards.items() if s.rule == "air_overpressure"] if profile else []
+    rows = queries.current_findings(conn, site=site, standards=keys) if keys else []
+    for row in rows:
+        finding = json.loads(row["data"])
+        if f"blast:{blast_id}" in finding.get("refs", ()):
+            measured = "; ".join(measurement_text(m) for m in finding.get("measurements", ()))
+            sensors = ", ".join(finding.get("sensors", ()))
+            return f"{measured}{f' at {sensors}' if sensors else ''} ({finding.get('kind', '')})"
+    if blast and blast.get("overpressure_db") is not None:
+        return f"{quantity_text(float(blast['overpressure_db']), 'dB')} (linear peak, from the blast record)"
+    return "not measured: no boundary meter reported a linear peak in the blast's window"
