@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import RuleSpec, Standard, iso, local_hms, make_finding, only_site, sensors_of
+from rules.base import RuleSpec, Standard, make_finding, only_site, sensors_of
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
+from rules.times import iso, local_hms
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,9 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import RuleSpec, Standard, iso, local_stamp, make_finding
+from rules.base import RuleSpec, Standard, make_finding
 from rules.deadlines import Overdue, events_of, first_by_id, number_field, occurrences, ref
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
+from rules.times import iso, local_stamp
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
-from zoneinfo import ZoneInfo
 
 from rules.model import (
     Finding,
@@ -95,68 +94,6 @@ def leq(levels_db: Iterable[float], durations_s: Iterable[float] | None = None) 
 # ---------------------------------------------------------------------------
 # Time helpers
 # ---------------------------------------------------------------------------
-
-
-def iso(ts: datetime) -> str:
-    """UTC ISO timestamp with a Z, as refs use it."""
-    return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def local_hm(ts: datetime, tz: ZoneInfo) -> str:
-    return ts.astimezone(tz).strftime("%H:%M")
-
-
-def local_hms(ts: datetime, tz: ZoneInfo) -> str:
-    return ts.astimezone(tz).strftime("%H:%M:%S")
-
-
-def local_stamp(ts: datetime, tz: ZoneInfo) -> str:
-    return ts.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z")
-
-
-def floor_to(ts: datetime, step_s: int) -> datetime:
-    """Floor to a multiple of step_s seconds since the Unix epoch (UTC-aligned minutes for 60)."""
-    epoch = ts.timestamp()
-    return datetime.fromtimestamp(math.floor(epoch / step_s) * step_s, tz=UTC)
-
-
-def aligned_windows(start: datetime, end: datetime, step_s: int) -> Iterator[tuple[datetime, datetime]]:
-    """Aligned windows of step_s seconds whose start lies in [start, end)."""
-    window = floor_to(start, step_s)
-    if window < start:
-        window += timedelta(seconds=step_s)
-    step = timedelta(seconds=step_s)
-    while window < end:
-        yield window, window + step
-        window += step
-
-
-def parse_clock(text: str) -> time:
-    """'10:00' or '10:00:00' -> time; ValueError with a readable message otherwise."""
-    try:
-        return time.fromisoformat(text)
-    except (TypeError, ValueError):
-        raise ValueError(f"expected a local time like '10:00' or '15:00:00', got {text!r}") from None
-
-
-def parse_clock_window(text: str) -> tuple[time, time]:
-    """'06:00-19:00' -> (06:00, 19:00); an end before the start wraps past midnight."""
-    parts = text.split("-")
-    if len(parts) != 2:
-        raise ValueError(f"expected a local time window like '06:00-19:00', got {text!r}")
-    return parse_clock(parts[0].strip()), parse_clock(parts[1].strip())
-
-
-def in_clock_window(clock: time, window: tuple[time, time]) -> bool:
-    """Inclusive at both ends; a window like 22:00-06:00 wraps past midnight."""
-    first, last = window
-    if first <= last:
-        return first <= clock <= last
-    return clock >= first or clock <= last
-
-
-def overlaps(a_start: datetime, a_end: datetime, b_start: datetime, b_end: datetime) -> bool:
-    return a_start < b_end and b_start < a_end
 
 
 # ---------------------------------------------------------------------------

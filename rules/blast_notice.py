@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import RuleSpec, Standard, iso, local_stamp, make_finding, only_site
+from rules.base import RuleSpec, Standard, make_finding, only_site
 from rules.model import (
     AdjoiningOwner,
     Blast,
@@ -37,6 +37,7 @@ from rules.model import (
     SiteContext,
     SiteData,
 )
+from rules.times import iso, local_stamp
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,15 +36,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from rules import sun
-from rules.base import (
-    RuleSpec,
-    Standard,
-    iso,
-    make_finding,
-    only_site,
-    parse_clock,
-)
+from rules.base import RuleSpec, Standard, make_finding, only_site
 from rules.model import Blast, BlastNotice, Finding, FindingKind, SiteContext, SiteData
+from rules.times import iso, parse_clock
 
 
 @dataclass(frozen=True, slots=True)

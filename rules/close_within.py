@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from rules.base import RuleSpec, Standard, iso, make_finding
+from rules.base import RuleSpec, Standard, make_finding
 from rules.deadlines import (
     Overdue,
     WorkCalendar,
@@ -55,6 +55,7 @@ from rules.deadlines import (
     ref,
 )
 from rules.model import Finding, FindingKind, GenericEvent, Measurement, SiteContext, SiteData
+from rules.times import iso
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import RuleSpec, Standard, local_stamp, make_finding
+from rules.base import RuleSpec, Standard, make_finding
 from rules.deadlines import events_of, first_by_id, flag_set, number_field, ref, text_field
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
+from rules.times import local_stamp
 
 
 @dataclass(frozen=True, slots=True)

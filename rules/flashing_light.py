@@ -26,17 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from rules.base import (
-    RuleSpec,
-    Standard,
-    iso,
-    local_hm,
-    make_finding,
-    only_site,
-    overlaps,
-    sensor_label,
-    sensors_of,
-)
+from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
 from rules.lazy import lazy_import
 from rules.lighting import light_context, minute_groups, run_totals, series
 from rules.model import (
@@ -50,6 +40,7 @@ from rules.model import (
     SiteData,
     VehiclePresence,
 )
+from rules.times import iso, local_hm, overlaps
 
 if TYPE_CHECKING:
     import numpy as np

@@ -14,16 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import (
-    RuleSpec,
-    Standard,
-    in_clock_window,
-    local_hms,
-    make_finding,
-    only_site,
-    parse_clock_window,
-)
+from rules.base import RuleSpec, Standard, make_finding, only_site
 from rules.model import Finding, FindingKind, SiteContext, SiteData
+from rules.times import in_clock_window, local_hms, parse_clock_window
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import RuleSpec, Standard, iso, local_hm, make_finding, only_site, sensor_label, sensors_of
+from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
 from rules.lighting import light_context, minute_groups, run_totals, series
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
+from rules.times import iso, local_hm
 
 
 @dataclass(frozen=True, slots=True)

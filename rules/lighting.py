@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
 from rules import sun
-from rules.base import aligned_windows, overlaps
 from rules.model import LightSummary, SiteContext, SiteData, TemporaryLighting
+from rules.times import aligned_windows, overlaps
 
 FINDING_WINDOW_S = 60
 

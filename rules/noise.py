@@ -51,22 +51,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from rules.base import (
-    RuleSpec,
-    Standard,
-    aligned_windows,
-    floor_to,
-    fmt_db,
-    fmt_limit,
-    iso,
-    leq,
-    local_hm,
-    local_hms,
-    make_finding,
-    only_site,
-    overlaps,
-    sensor_label,
-)
+from rules.base import RuleSpec, Standard, fmt_db, fmt_limit, leq, make_finding, only_site, sensor_label
 from rules.lazy import lazy_import
 from rules.model import (
     Finding,
@@ -80,6 +65,7 @@ from rules.model import (
     SoundLevels,
     WorkKind,
 )
+from rules.times import aligned_windows, floor_to, iso, local_hm, local_hms, overlaps
 
 METRICS = ("LAeq", "LASmax", "LAeq+LASmax")
 # Levels are compared with this much slack so that 80.0 dB(A) computed through sums of

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import RuleSpec, Standard, iso, local_stamp, make_finding
+from rules.base import RuleSpec, Standard, make_finding
 from rules.deadlines import (
     events_of,
     first_by_id,
@@ -42,6 +42,7 @@ from rules.deadlines import (
     text_field,
 )
 from rules.model import Finding, FindingKind, GenericEvent, Measurement, SiteContext, SiteData
+from rules.times import iso, local_stamp
 
 
 @dataclass(frozen=True, slots=True)

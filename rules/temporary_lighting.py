@@ -28,9 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from rules.base import RuleSpec, Standard, iso, make_finding, only_site
+from rules.base import RuleSpec, Standard, make_finding, only_site
 from rules.lighting import local_day_bounds, local_days
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData, TemporaryLighting
+from rules.times import iso
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,16 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import (
-    RuleSpec,
-    Standard,
-    aligned_windows,
-    iso,
-    local_hm,
-    make_finding,
-    only_site,
-    sensor_label,
-)
+from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label
 from rules.deadlines import flag_set
 from rules.model import (
     Finding,
@@ -52,6 +43,7 @@ from rules.model import (
     SiteData,
     TurbidityReading,
 )
+from rules.times import aligned_windows, iso, local_hm
 
 FINDING_WINDOW_S = 60
 _PLACEMENTS = {p.value for p in Placement}

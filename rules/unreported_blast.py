@@ -27,18 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import (
-    RuleSpec,
-    Standard,
-    iso,
-    leq,
-    local_hms,
-    make_finding,
-    only_site,
-    sensor_label,
-    sensors_of,
-)
+from rules.base import RuleSpec, Standard, leq, make_finding, only_site, sensor_label, sensors_of
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData, SoundLevels
+from rules.times import iso, local_hms
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,10 @@ import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from rules.base import RuleSpec, Standard, iso, local_hm, make_finding, only_site, sensor_label, sensors_of
+from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
 from rules.lighting import light_context, minute_groups, series
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
+from rules.times import iso, local_hm
 
 
 @dataclass(frozen=True, slots=True)

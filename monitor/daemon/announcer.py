@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import rules
-from monitor.daemon.recent_sound import floor_minute
 from monitor.daemon.site_state import SiteState, site_data
 from monitor.daemon.site_status import site_status  # the retained status message (also `minewatch status`)
 from monitor.influx import points
@@ -27,6 +26,7 @@ from monitor.wire.canonical import to_us
 from monitor.wire.codec import finding_to_json
 from monitor.wire.protocol import format_ts, output_topic
 from rules.model import Finding, FindingKind
+from rules.times import floor_minute
 
 log = logging.getLogger("minewatch.pipeline")
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from monitor.daemon.recent_sound import MINUTE
+from rules.times import MINUTE
 
 EVALUATION_DELAY = timedelta(seconds=5)  # let the last second of a minute arrive from every sensor
 

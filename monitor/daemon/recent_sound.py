@@ -10,21 +10,15 @@ are inserted into it, and every reading stored afterwards is added to it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
-from functools import lru_cache
+from datetime import datetime
 from operator import attrgetter
 
 from rules.model import SoundLevels
+from rules.times import MINUTE, floor_minute
 
-MINUTE = timedelta(minutes=1)
 _BY_TIME = attrgetter("ts")
 
 LoadSound = Callable[[str, datetime, datetime], list[SoundLevels]]  # site, start, end
-
-
-@lru_cache(maxsize=4096)  # every sensor of a site sends the same seconds
-def floor_minute(ts: datetime) -> datetime:
-    return ts.replace(second=0, microsecond=0)
 
 
 class RecentSound:

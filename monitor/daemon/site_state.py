@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import rules
 from monitor.config import SiteConfig
 from monitor.daemon.audio_streams import AudioStreams
-from monitor.daemon.recent_sound import MINUTE, RecentSound
+from monitor.daemon.recent_sound import RecentSound
 from monitor.daemon.sensor_health import SensorHealth
 from monitor.journal.store import Store
 from rules.model import (
@@ -31,6 +31,7 @@ from rules.model import (
     WorkPeriod,
 )
 from rules.profile import Profile
+from rules.times import MINUTE
 
 NEVER = datetime.min.replace(tzinfo=UTC)
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room

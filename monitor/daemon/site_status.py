@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from monitor.config import SiteConfig
-from monitor.daemon.recent_sound import MINUTE
 from monitor.journal.store import Store
 from monitor.wire.protocol import format_ts
+from rules.times import MINUTE
 
 
 def site_status(

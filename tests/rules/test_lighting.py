@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from rules import early_warnings, evaluate_site
-from rules.base import iso
 from rules.model import (
     Finding,
     FindingKind,
@@ -27,6 +26,7 @@ from rules.model import (
     WorkPeriod,
 )
 from rules.profile import Profile
+from rules.times import iso
 from tests.support.rule_builders import (
     DOVRE,
     SITE,

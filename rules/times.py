@@ -1,0 +1,91 @@
+"""Time for every package: aligned windows, local clocks and how a time reads (pure, standard library).
+
+The one home of time arithmetic and display, for the rules and the monitor alike. Two formats
+live with what they define: the wire's time in monitor/wire/protocol.py and the store's
+microseconds in monitor/wire/canonical.py; what a person types on the command line or in a
+form is read by monitor/times.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from datetime import UTC, datetime, time, timedelta
+from functools import lru_cache
+from zoneinfo import ZoneInfo
+
+MINUTE = timedelta(minutes=1)
+
+
+@lru_cache(maxsize=4096)  # every sensor of a site sends the same seconds
+def floor_minute(ts: datetime) -> datetime:
+    return ts.replace(second=0, microsecond=0)
+
+
+def iso(ts: datetime) -> str:
+    """UTC ISO timestamp with a Z, as refs use it."""
+    return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def local_hm(ts: datetime, tz: ZoneInfo) -> str:
+    return ts.astimezone(tz).strftime("%H:%M")
+
+
+def local_hms(ts: datetime, tz: ZoneInfo) -> str:
+    return ts.astimezone(tz).strftime("%H:%M:%S")
+
+
+def local_stamp(ts: datetime, tz: ZoneInfo) -> str:
+    return ts.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def floor_to(ts: datetime, step_s: int) -> datetime:
+    """Floor to a multiple of step_s seconds since the Unix epoch (UTC-aligned minutes for 60)."""
+    epoch = ts.timestamp()
+    return datetime.fromtimestamp(math.floor(epoch / step_s) * step_s, tz=UTC)
+
+
+def aligned_windows(start: datetime, end: datetime, step_s: int) -> Iterator[tuple[datetime, datetime]]:
+    """Aligned windows of step_s seconds whose start lies in [start, end)."""
+    window = floor_to(start, step_s)
+    if window < start:
+        window += timedelta(seconds=step_s)
+    step = timedelta(seconds=step_s)
+    while window < end:
+        yield window, window + step
+        window += step
+
+
+def parse_clock(text: str) -> time:
+    """'10:00' or '10:00:00' -> time; ValueError with a readable message otherwise."""
+    try:
+        return time.fromisoformat(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected a local time like '10:00' or '15:00:00', got {text!r}") from None
+
+
+def parse_clock_window(text: str) -> tuple[time, time]:
+    """'06:00-19:00' -> (06:00, 19:00); an end before the start wraps past midnight."""
+    parts = text.split("-")
+    if len(parts) != 2:
+        raise ValueError(f"expected a local time window like '06:00-19:00', got {text!r}")
+    return parse_clock(parts[0].strip()), parse_clock(parts[1].strip())
+
+
+def in_clock_window(clock: time, window: tuple[time, time]) -> bool:
+    """Inclusive at both ends; a window like 22:00-06:00 wraps past midnight."""
+    first, last = window
+    if first <= last:
+        return first <= clock <= last
+    return clock >= first or clock <= last
+
+
+def overlaps(a_start: datetime, a_end: datetime, b_start: datetime, b_end: datetime) -> bool:
+    return a_start < b_end and b_start < a_end
+
+
+def local_clock(ts: str | None, timezone: str) -> str:
+    """'2026-11-27T15:00:00Z' -> '09:00' in the site's zone (a stored or wire time, as a clock reads)."""
+    if not ts:
+        return ""
+    return local_hm(datetime.fromisoformat(ts.replace("Z", "+00:00")), ZoneInfo(timezone))
