@@ -5,7 +5,7 @@
                         └── ack / reject / keep ◄──┘                     v2: influxdb-client
 
 Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
-``http.go`` sorts responses, STYLE.md section 6):
+``http.go`` sorts responses; docs/CONTRIBUTING.md, "Errors are classified once"):
 
     2xx                     written
     400, 422                not retryable: the batch is bisected so that only the

@@ -1,6 +1,6 @@
 """A durable FIFO of items waiting to be forwarded, kept in the daemon's SQLite file.
 
-Store first, then forward (STYLE.md section 7): the store inserts a record and its
+Store first, then forward (docs/CONTRIBUTING.md): the store inserts a record and its
 outbox items in ONE transaction (``put`` does not commit), so a record that is in
 the journal is also queued, and a crash can lose neither alone. The forwarder
 reads the oldest items (``peek``), sends them and then either removes them
