@@ -1,0 +1,228 @@
+"""monitor/daemon/site_status.py: the retained status message, and `minewatch status` reading it back.
+
+A real store in the test's folder, filled through its append methods. The module must load
+without the daemon (pipeline, numpy, MQTT, InfluxDB): checked in a fresh interpreter, as
+tests/monitor/commands/test_startup.py checks the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from monitor.cli import main
+from monitor.config import Config, SiteConfig, parse_config
+from monitor.daemon.site_status import site_status
+from monitor.journal.store import Store
+from monitor.wire.codec import payload_of
+from rules.model import Finding, FindingKind, LightSummary, SoundLevels
+from tests.support.notices import CONFIG, SITE, local, store_findings, violation
+from tests.support.paths import REPO
+
+NOW = local(2026, 6, 15, 11, 0, 30)  # site time; 16:00:30Z
+EXTRA_SENSORS = """[[sites.sensors]]
+id = "l1"
+kind = "light"
+[[sites.sensors]]
+id = "wx"
+kind = "weather"
+"""
+
+
+@pytest.fixture
+def config_path(tmp_path: Path) -> Path:
+    path = tmp_path / "site.toml"
+    path.write_text(CONFIG.format(db=tmp_path / "minewatch.db", max_attempts=3) + EXTRA_SENSORS)
+    return path
+
+
+@pytest.fixture
+def config(config_path: Path) -> Config:
+    return parse_config(config_path.read_text(), str(config_path))
+
+
+@pytest.fixture
+def site(config: Config) -> SiteConfig:
+    found = config.site(SITE)
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def store(config: Config) -> Iterator[Store]:
+    s = Store(config.storage.path)
+    yield s
+    s.close()
+
+
+def energy_mean(levels: list[float]) -> float:
+    return round(10 * math.log10(sum(10 ** (v / 10) for v in levels) / len(levels)), 1)
+
+
+def fill(store: Store) -> list[float]:
+    """n1: the last minute and older seconds; n2: older seconds only; l1: a light reading; wx: nothing.
+
+    Returns n1's levels of the last minute.
+    """
+    last_minute = [60.0 if s % 2 else 72.0 for s in range(60)]
+    with store.batch():
+        for s, level in enumerate(last_minute):  # [NOW - 60 s, NOW)
+            ts = NOW - timedelta(seconds=60 - s)
+            store.append_sound(
+                SoundLevels(SITE, "n1", ts, 1.0, level, level + 1, level + 15),
+                source="levels",
+                late=False,
+                now=NOW,
+            )
+        for sensor in ("n1", "n2"):  # earlier: not the last minute's
+            for s in range(5):
+                ts = NOW - timedelta(minutes=5, seconds=s)
+                store.append_sound(
+                    SoundLevels(SITE, sensor, ts, 1.0, 95.0, 96.0, 110.0),
+                    source="levels",
+                    late=False,
+                    now=NOW,
+                )
+        light = LightSummary(SITE, "l1", NOW - timedelta(minutes=2), 60.0, 5.0, 4.0, 6.0)
+        store.append_reading(light, payload_of(light), late=False, now=NOW)
+        future = SoundLevels(SITE, "n2", NOW, 1.0, 99.0, 100.0, 115.0)  # at ``now``: not in the last minute
+        store.append_sound(future, source="levels", late=False, now=NOW)
+    return last_minute
+
+
+def test_the_last_minute_of_each_sensor(store: Store, site: SiteConfig) -> None:
+    last_minute = fill(store)
+    status = site_status(store, site, NOW)
+    assert (status["site"], status["name"], status["ts"]) == (SITE, "Dovre Quarry", "2026-06-15T16:00:30Z")
+    assert status["sensors"] == {
+        "n1": {
+            "kind": "sound",
+            "last_ts": "2026-06-15T16:00:29Z",
+            "LAeq_1min": energy_mean(last_minute),
+            "seconds": 60,
+        },
+        "n2": {"kind": "sound", "last_ts": "2026-06-15T16:00:30Z"},  # its newest reading; no last minute
+        "l1": {"kind": "light", "last_ts": "2026-06-15T15:58:30Z"},
+        "wx": {"kind": "weather", "last_ts": None},
+    }
+    assert status["sensors"]["n1"]["LAeq_1min"] == 69.3  # 72 and 60 dB(A) half the time each, energy mean
+    assert status["findings_24h"] == {} and status["violations_24h"] == []
+
+
+def test_online_flags_only_when_the_daemon_gives_them(store: Store, site: SiteConfig) -> None:
+    status = site_status(store, site, NOW, {"n1": True, "n2": False})
+    assert {s: e["online"] for s, e in status["sensors"].items()} == {
+        "n1": True,
+        "n2": False,
+        "l1": False,  # not in the daemon's table: not online
+        "wx": False,
+    }
+    assert all("online" not in e for e in site_status(store, site, NOW)["sensors"].values())
+
+
+def test_open_findings_of_the_last_day(store: Store, site: SiteConfig) -> None:
+    first = NOW - timedelta(hours=12)
+    violations = [violation(first + timedelta(minutes=i), value=81.0 + i) for i in range(12)]
+    store_findings(store, violations, NOW)
+    store_findings(store, [violation(first, value=90.0)], NOW)  # a revision: counted once, as revised
+    store_findings(store, [violation(NOW - timedelta(hours=25))], NOW)  # over a day ago
+    withdrawn = violation(first + timedelta(minutes=30), sensor="n2")
+    store_findings(store, [withdrawn], NOW)
+    with store.batch():
+        store.append_finding(withdrawn, NOW, retracted=True)
+    warning = Finding(
+        SITE,
+        "noise",
+        "6.D",
+        FindingKind.WARNING,
+        first,
+        first + timedelta(minutes=1),
+        "America/Chicago",
+        "Near",
+    )
+    store_findings(store, [warning], NOW)
+
+    status = site_status(store, site, NOW)
+    assert status["findings_24h"] == {"violation": 12, "warning": 1}
+    assert status["violations_24h"] == [v.summary for v in violations[2:]]  # the last ten, in time order
+
+
+def test_minewatch_status_reads_the_same_back_from_the_store(
+    store: Store, site: SiteConfig, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    last_minute = fill(store)
+    store_findings(store, [violation(NOW - timedelta(hours=1))], NOW)
+    expected = site_status(store, site, NOW)
+    at = ["--at", "2026-06-15T16:00:30Z"]
+    assert main(["status", "--config", str(config_path), "--format", "json", *at]) == 0
+    (printed,) = json.loads(capsys.readouterr().out)
+    for entry in expected["sensors"].values():
+        entry["conflicts"] = 0  # the command adds the resends that contradicted a kept reading
+    assert printed == expected
+    assert main(["status", "--config", str(config_path), *at]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0] == "Dovre Quarry (quarry) at 2026-06-15T16:00:30Z"
+    assert (
+        f"  n1       sound    last data 2026-06-15T16:00:29Z  LAeq,1min {energy_mean(last_minute)} dB(A)"
+        in text
+    )
+    assert "  wx       weather  last data never" in text
+    assert "  findings in the last 24 h: violation: 1" in text
+
+
+_PROBE = """
+import sys
+from datetime import UTC, datetime
+from monitor.config import load_config
+from monitor.daemon.site_status import site_status
+from monitor.journal.store import Store
+
+config = load_config(sys.argv[1], secrets="defer", profiles=False)
+store = Store(config.storage.path)
+status = site_status(store, config.sites[0], datetime(2026, 6, 15, 16, 0, 30, tzinfo=UTC))
+store.close()
+loaded = sorted(m for m in sys.modules if m.partition(".")[0] in {"numpy", "scipy", "matplotlib", "paho"}
+                or m in {"monitor.daemon.pipeline", "monitor.daemon.ingest", "monitor.acoustics.iec61672",
+                         "monitor.influx.client", "monitor.notify.alerts", "rules.noise"})
+print(status["sensors"]["n1"].get("LAeq_1min"), "LOADED", ",".join(loaded) or "none")
+"""
+
+
+def test_the_status_loads_neither_the_daemon_nor_numpy(store: Store, config_path: Path) -> None:
+    last_minute = fill(store)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(config_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.split() == [str(energy_mean(last_minute)), "LOADED", "none"], done.stdout + done.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: LAeq_1min is the plain energy mean of the periods and 'seconds' their count,"
+    " right only for 1-s periods (see the report of issue #29's tests)",
+)
+def test_periods_of_other_durations_are_weighted_by_their_duration(store: Store, site: SiteConfig) -> None:
+    start = NOW - timedelta(seconds=35)
+    with store.batch():  # 10 s at 80 dB(A), then 25 s in half-second periods at 50 dB(A)
+        store.append_sound(
+            SoundLevels(SITE, "n1", start, 10.0, 80.0, 81.0, 95.0), source="levels", late=False, now=NOW
+        )
+        for i in range(50):
+            ts = start + timedelta(seconds=10 + i / 2)
+            store.append_sound(
+                SoundLevels(SITE, "n1", ts, 0.5, 50.0, 51.0, 65.0), source="levels", late=False, now=NOW
+            )
+    n1 = site_status(store, site, NOW)["sensors"]["n1"]
+    assert n1["LAeq_1min"] == round(10 * math.log10((10 * 10**8 + 25 * 10**5) / 35), 1)  # 74.6
+    assert n1["seconds"] == 35
