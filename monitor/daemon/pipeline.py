@@ -42,7 +42,6 @@ from monitor.daemon import minute_closing
 from monitor.daemon.announcer import Announcer, Outgoing, Publish
 from monitor.daemon.clock import Clock
 from monitor.daemon.ingest import Handoff, Inbound, MqttLink
-from monitor.daemon.recent_sound import MINUTE, floor_minute
 from monitor.daemon.rejections import UNATTRIBUTED_SITE, LogGate, sender_of
 from monitor.daemon.sensor_health import HealthWatch, calibrated
 from monitor.daemon.site_state import NEVER, SiteState, site_data
@@ -73,6 +72,7 @@ from rules.model import (
     event_span,
 )
 from rules.profile import load_profile
+from rules.times import MINUTE, floor_minute
 
 log = logging.getLogger("minewatch.pipeline")
 P = ParamSpec("P")
