@@ -23,9 +23,12 @@ def site_status(
     store: Store, site: SiteConfig, now: datetime, online: dict[str, bool] | None = None
 ) -> dict[str, Any]:
     """The last minute per sensor and the open findings: the retained status and `minewatch status`."""
-    last_minute: dict[str, list[float]] = defaultdict(list)
-    for sensor_id, laeq in store.sound_laeq_between(site.id, now - MINUTE, now):
-        last_minute[sensor_id].append(laeq)
+    # Energy and seconds per sensor: a period counts for its duration (not all meters send 1-s periods).
+    last_minute: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for sensor_id, laeq, duration_s in store.sound_laeq_between(site.id, now - MINUTE, now):
+        totals = last_minute[sensor_id]
+        totals[0] += duration_s * 10 ** (laeq / 10)
+        totals[1] += duration_s
     sensors: dict[str, Any] = {}
     for sensor in site.sensors:
         last_us = store.last_data_us(site.id, sensor.id)
@@ -35,10 +38,10 @@ def site_status(
         }
         if online is not None:
             entry["online"] = online.get(sensor.id, False)
-        mine = last_minute.get(sensor.id)
-        if mine:
-            entry["LAeq_1min"] = round(10 * math.log10(sum(10 ** (v / 10) for v in mine) / len(mine)), 1)
-            entry["seconds"] = len(mine)
+        energy, seconds = last_minute.get(sensor.id, (0.0, 0.0))
+        if seconds > 0:
+            entry["LAeq_1min"] = round(10 * math.log10(energy / seconds), 1)
+            entry["seconds"] = int(seconds) if seconds.is_integer() else round(seconds, 1)
         sensors[sensor.id] = entry
     day_start = now - timedelta(hours=24)
     open_rows = store.current_findings(site.id, day_start, now + timedelta(days=1))

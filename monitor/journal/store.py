@@ -956,13 +956,13 @@ class Store:
         found = [row[0] for row in (sound, reading) if row is not None and row[0] is not None]
         return max(found) if found else None
 
-    def sound_laeq_between(self, site: str, start: datetime, end: datetime) -> list[tuple[str, float]]:
-        """(sensor, LAeq) of every sound period of the site starting in [start, end)."""
+    def sound_laeq_between(self, site: str, start: datetime, end: datetime) -> list[tuple[str, float, float]]:
+        """(sensor, LAeq, duration_s) of every sound period of the site starting in [start, end)."""
         rows = self.conn.execute(
-            "SELECT sensor, LAeq FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
+            "SELECT sensor, LAeq, duration_s FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
             (site, to_us(start), to_us(end)),
         )
-        return [(r[0], r[1]) for r in rows]
+        return [(r[0], r[1], r[2]) for r in rows]
 
 
 # Newest sound second of one sensor. The sound key is (site, ts_us, sensor): walking it

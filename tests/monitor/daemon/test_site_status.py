@@ -207,11 +207,6 @@ def test_the_status_loads_neither_the_daemon_nor_numpy(store: Store, config_path
     assert done.stdout.split() == [str(energy_mean(last_minute)), "LOADED", "none"], done.stdout + done.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: LAeq_1min is the plain energy mean of the periods and 'seconds' their count,"
-    " right only for 1-s periods (see the report of issue #29's tests)",
-)
 def test_periods_of_other_durations_are_weighted_by_their_duration(store: Store, site: SiteConfig) -> None:
     start = NOW - timedelta(seconds=35)
     with store.batch():  # 10 s at 80 dB(A), then 25 s in half-second periods at 50 dB(A)

@@ -371,8 +371,8 @@ def test_status_queries_and_anchors(tmp_path: Path) -> None:
     assert store.last_data_us("q", "n1") == to_us(T0 + timedelta(seconds=90))
     assert store.last_data_us("q", "n2") is None
     assert store.sound_laeq_between("q", T0 + timedelta(seconds=1), T0 + timedelta(seconds=3)) == [
-        ("n1", 61.0),
-        ("n1", 62.0),
+        ("n1", 61.0, 1.0),
+        ("n1", 62.0, 1.0),
     ]
     seq, head = store.head("q")
     with store.batch():
