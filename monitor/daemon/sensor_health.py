@@ -88,6 +88,8 @@ class HealthWatch:
             now,
             audiences=("operator", "town") if health.town_alerted else ("operator",),
         )
+        # The town's condition ends too (said once, above), so its next outage is told again.
+        self.alerts.clear(site, f"offline-town:{sensor}", "", now, audiences=())
         health.town_alerted = False
 
     def check_silence(self, site: SiteConfig, health: dict[str, SensorHealth], now: datetime) -> None:

@@ -190,11 +190,6 @@ def test_a_last_seen_ahead_of_now_counts_from_now(w: Watched) -> None:
     assert not w.health["n1"].online
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the town's offline condition is never cleared, so a second outage within min_gap_s"
-    " is not told the town, which is then told of the return (see the report of issue #29's tests)",
-)
 def test_the_town_is_told_of_a_return_only_after_being_told_of_that_outage(tmp_path: Path) -> None:
     w = Watched(tmp_path)
     w.watch.daemon = replace(w.config.daemon, town_offline_alert_s=60)  # shorter than min_gap_s
