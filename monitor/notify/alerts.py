@@ -4,7 +4,8 @@ Deduplication keeps people reading alerts: a *condition* (e.g. "noise violation
 at meter n2") alerts once; while it keeps recurring it stays active and silent;
 it clears when it has not recurred for ``min_gap_s`` (or explicitly, e.g. a
 sensor back online), and only then can it alert again. Active conditions are kept
-in the store so a restart does not re-alert them.
+in the store, and only there: a restart does not re-alert them, and a batch rolled back
+takes its conditions back with its alerts (a copy in memory would have kept them silent).
 """
 
 from __future__ import annotations
@@ -45,21 +46,23 @@ class AlertBook:
         self.config = config
         self.publish = publish
         migrations.apply(store.conn)  # the store applied them when opened: a no-op then
-        self.active: dict[tuple[str, str], datetime] = {
-            (r[0], r[1]): from_us(r[2])
-            for r in store.conn.execute("SELECT site, condition, last_us FROM alert_conditions")
-        }
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
+    def last_raised(self, site: str, condition: str) -> datetime | None:
+        """When the condition last recurred, while it is active (None once cleared)."""
+        row = self.store.conn.execute(
+            "SELECT last_us FROM alert_conditions WHERE site = ? AND condition = ?", (site, condition)
+        ).fetchone()
+        return None if row is None else from_us(row[0])
+
     def _is_active(self, site: str, condition: str, now: datetime) -> bool:
-        last = self.active.get((site, condition))
+        last = self.last_raised(site, condition)
         return last is not None and now - last < timedelta(seconds=self.config.min_gap_s)
 
     def raise_(self, alert: Alert, now: datetime, *, dedupe: bool = True) -> bool:
         """Raise an alert unless its condition is already active. Returns True if raised."""
         site, condition = alert.site, alert.condition
         suppressed = dedupe and self._is_active(site, condition, now)
-        self.active[(site, condition)] = now
         self.store.conn.execute(
             "INSERT INTO alert_conditions (site, condition, last_us) VALUES (?,?,?)"
             " ON CONFLICT(site, condition) DO UPDATE SET last_us = excluded.last_us",
@@ -97,11 +100,11 @@ class AlertBook:
 
     def clear(self, site: str, condition: str, message: str, now: datetime, audiences: Sequence[str]) -> None:
         """End a condition; with a message and audiences, say so (e.g. "sensor back online")."""
-        if self.active.pop((site, condition), None) is None:
-            return
-        self.store.conn.execute(
+        gone = self.store.conn.execute(
             "DELETE FROM alert_conditions WHERE site = ? AND condition = ?", (site, condition)
         )
+        if gone.rowcount == 0:
+            return
         if message and audiences:
             cleared = Alert(
                 site,
