@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -66,6 +67,18 @@ class Outgoing:
 
     def clear(self) -> None:
         self.messages.clear()
+
+    @contextmanager
+    def unit(self, savepoint: AbstractContextManager[None]) -> Iterator[None]:
+        """A store savepoint and the messages queued inside it, kept or dropped together: a
+        message never announces what a rollback took back."""
+        held = len(self.messages)
+        try:
+            with savepoint:
+                yield
+        except BaseException:
+            del self.messages[held:]
+            raise
 
     def flush(self) -> None:
         outgoing, self.messages = self.messages, []

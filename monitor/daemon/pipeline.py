@@ -230,7 +230,7 @@ class Pipeline:
             with self.store.batch():
                 for message in messages:
                     try:
-                        with self.store.savepoint():
+                        with self.outgoing.unit(self.store.savepoint()):
                             now = self.clock.now()
                             self._apply(self._prepare(message, now), now)
                             self._flush_sound(self.clock.now())
@@ -511,7 +511,7 @@ class Pipeline:
                 if judgement is None:
                     continue
                 try:
-                    with self.store.savepoint():
+                    with self.outgoing.unit(self.store.savepoint()):
                         self._record(state, judgement, now)
                         self._check_silence(state, now)
                         self.announcer.status(state, now, self.config.daemon.status_interval_s)

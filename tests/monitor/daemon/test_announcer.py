@@ -162,6 +162,22 @@ def test_a_rolled_back_transaction_publishes_nothing_and_keeps_nothing(h: Harnes
     assert h.store.meta(f"window:{SITE}|{to_us(MINUTE)}") is None
 
 
+def test_a_savepoint_rolled_back_takes_its_messages_with_it_and_keeps_the_rest(h: Harness) -> None:
+    """One site's unit of work fails inside the tick's transaction (as Pipeline.tick runs each
+    site under a savepoint): its findings and their messages go; what came before stays."""
+    earlier = MINUTE - timedelta(minutes=1)
+    with h.store.batch():
+        h.announcer.record_findings(h.state, earlier, [violation(earlier)], NOW)
+        with pytest.raises(RuntimeError), h.outgoing.unit(h.store.savepoint()):
+            h.announcer.record_findings(h.state, MINUTE, [violation(MINUTE)], NOW)
+            raise RuntimeError("this site's periodic work fails")
+    h.outgoing.flush()
+    published = h.broker.on("violations")
+    assert len(published) == 1 and published[0]["start"] == finding_to_json(violation(earlier))["start"]
+    assert h.committed("SELECT COUNT(*) FROM findings") == 1
+    assert len(h.broker.on("alerts")) == h.committed("SELECT COUNT(*) FROM alerts") > 0
+
+
 def test_the_same_findings_again_change_nothing(h: Harness) -> None:
     h.record([violation(MINUTE)])
     sent = len(h.broker.sent)
