@@ -434,6 +434,9 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             return page(request, "job.html", scope, 500, site=site, job=job)
         if job.done and request.path_params.get("file"):
             out, folder = job.take()
+            from monitor.evidence import exported_window
+
+            # the window the bundle discloses (the account's time scope cuts the one requested)
             await run_in_threadpool(
                 portal.record_action,
                 scope,
@@ -441,7 +444,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
                 "bundle_downloaded",
                 out.name,
                 source(request),
-                {"from": job.start.isoformat(), "to": job.end.isoformat(), "bytes": out.stat().st_size},
+                {**exported_window(out), "bytes": out.stat().st_size},
             )
             return StreamingResponse(
                 _stream_file(out, folder),
