@@ -62,6 +62,17 @@ SENSOR_MESSAGES: dict[SensorKind, frozenset[str]] = {
     SensorKind.WEATHER: frozenset({"weather", "status"}),
     SensorKind.TURBIDITY: frozenset({"turbidity", "status"}),
 }
+# The largest payload of each sensor message of a fixed, small shape: its fields at their
+# bounds (docs/PROTOCOL.md, "Length bounds") and room for whitespace. Checked on the length
+# alone, before anything parses the payload, so a padded message costs nothing to refuse.
+# audio and light (with a burst) and the events are bounded by daemon.max_payload_bytes.
+KIND_MAX_BYTES: dict[str, int] = {
+    "levels": 4096,
+    "weather": 4096,
+    "turbidity": 4096,
+    "bands": 16384,  # 64 bands
+    "status": 16384,  # firmware: 1000 characters, JSON-escaped up to 6 bytes each
+}
 BUILTIN_EVENTS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
 OUTPUT_TOPICS = frozenset({"violations", "findings", "alerts", "notices", "status", "rejected", "anchors"})
 
@@ -762,6 +773,11 @@ def decode(
     if parsed.kind not in allowed:
         kind, sent = sensor.kind.value, shown(parsed.kind)
         raise DecodeError("topic", f"sensor {sensor.id} is a {kind} sensor; it cannot send {sent}")
+    cap = KIND_MAX_BYTES.get(parsed.kind)
+    if cap is not None and len(payload) > cap:
+        raise DecodeError(
+            "payload", f"{len(payload)} bytes exceeds the {cap}-byte limit of a {parsed.kind} message"
+        )
     if parsed.kind == "audio":
         return _decode_audio(payload, site.id, sensor, now, limits)
     data = _load_json(payload, ahead)
