@@ -267,6 +267,9 @@ class PortalConfig:
     tls_cert: str = ""
     tls_key: str = ""
     secure_cookies: bool = False  # Secure cookies without tls_cert: TLS ends at a reverse proxy
+    # Host names it answers to besides localhost and its own address (a reverse proxy's name).
+    hostnames: tuple[str, ...] = ()
+    max_upload_mb: int = 512  # a bundle uploaded for verification
     mqtt_client_id: str = "minewatch-portal"
     # The broker account events are published with (the operator's: allowed to publish on
     # {prefix}/{site}/events/+); empty: [broker]'s username and password.
@@ -275,6 +278,9 @@ class PortalConfig:
     login_attempts: int = 5  # failed logins per name and address within login_window_s
     login_window_s: float = 300.0
     session_hours: float = 12.0
+    # Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For/-Proto are believed;
+    # empty: none, the connecting address is the client's.
+    trusted_proxies: tuple[str, ...] = ()
     accounts: tuple[AccountConfig, ...] = ()
 
 
@@ -741,6 +747,20 @@ def _recipient(t: _Table, site_ids: set[str]) -> RecipientConfig:
 PORTAL_ROLES = ("operator", "town", "inspector")
 
 
+def _is_host_name(host: str) -> bool:
+    """A DNS name, an IPv4 address or an IPv6 address without brackets (portal.hostnames)."""
+    if ":" in host:
+        import ipaddress
+
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return False
+        return True
+    labels = host.removesuffix(".").split(".")
+    return all(0 < len(x) <= 63 and x.isascii() and x.replace("-", "").isalnum() for x in labels)
+
+
 def _scope_time(t: _Table, name: str) -> str:
     value = t.text(name)
     if value:
@@ -764,8 +784,11 @@ def _account(t: _Table, site_ids: set[str]) -> AccountConfig:
         not_before=_scope_time(t, "not_before"),
         not_after=_scope_time(t, "not_after"),
     )
-    if config.password_hash and not config.password_hash.startswith("scrypt$"):
-        t.problem("password_hash", "expected a hash from `minewatch hash-password` (scrypt$...)")
+    if config.password_hash:
+        from monitor.portal.auth import scrypt_problem
+
+        if problem := scrypt_problem(config.password_hash):
+            t.problem("password_hash", problem)
     if config.token_hash and not config.token_hash.startswith("sha256$"):
         t.problem("token_hash", "expected a hash from `minewatch hash-password --token` (sha256$...)")
     for site in config.sites:
@@ -788,18 +811,31 @@ def _portal(t: _Table | None, site_ids: set[str]) -> PortalConfig:
         tls_cert=t.text("tls_cert"),
         tls_key=t.text("tls_key"),
         secure_cookies=t.flag("secure_cookies"),
+        hostnames=t.str_list("hostnames"),
+        max_upload_mb=t.integer("max_upload_mb", d.max_upload_mb, minimum=1),
         mqtt_client_id=t.text("mqtt_client_id", d.mqtt_client_id),
         mqtt_username=t.text("mqtt_username"),
         mqtt_password=t.secret("mqtt_password"),
         login_attempts=t.integer("login_attempts", d.login_attempts, minimum=1),
         login_window_s=t.number("login_window_s", d.login_window_s, minimum=1),
         session_hours=t.number("session_hours", d.session_hours, minimum=0.01),
+        trusted_proxies=t.str_list("trusted_proxies"),
         accounts=tuple(_account(a, site_ids) for a in t.tables("accounts")),
     )
     if config.port > 65535:
         t.problem("port", f"must be at most 65535, got {config.port}")
+    for host in config.hostnames:
+        if not _is_host_name(host):
+            t.problem("hostnames", f"expected a host name or IP address (no scheme or port), got {host!r}")
     if bool(config.tls_cert) != bool(config.tls_key):
         t.problem("tls_cert" if not config.tls_cert else "tls_key", "tls_cert and tls_key go together")
+    import ipaddress
+
+    for proxy in config.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            t.problem("trusted_proxies", f"{proxy!r} is not an IP address or network (e.g. 10.0.0.0/8)")
     names = [a.name for a in config.accounts]
     if len(set(names)) != len(names):
         t.problem("accounts", "account names must be unique")

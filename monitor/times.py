@@ -27,18 +27,25 @@ def parse_date(text: str, option: str) -> date:
         raise UsageError(f"{option}: expected a date like 2026-12-15 (YYYY-MM-DD), got {text!r}") from None
 
 
+def _in_utc(moment: datetime, option: str, text: str) -> datetime:
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # e.g. 9999-12-31T23:59 west of Greenwich is past the calendar's end
+        raise UsageError(f"{option}: {text.strip()!r} is out of range (years 1 to 9999 in UTC)") from None
+
+
 def parse_time(text: str, zone: tzinfo, option: str) -> datetime:
     """An aware time in UTC; see the module docstring for the forms."""
     value = text.strip()
     if len(value) == 10:
-        return datetime.combine(parse_date(value, option), time(0), zone).astimezone(UTC)
+        return _in_utc(datetime.combine(parse_date(value, option), time(0), zone), option, text)
     try:
         parsed = datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(f"{option}: expected a date or a time, {FORMS}; got {text!r}") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=zone)
-    return parsed.astimezone(UTC)
+    return _in_utc(parsed, option, text)
 
 
 def end_of_day(text: str, zone: tzinfo, option: str) -> datetime:
@@ -46,5 +53,5 @@ def end_of_day(text: str, zone: tzinfo, option: str) -> datetime:
     value = text.strip()
     if len(value) == 10:
         day = parse_date(value, option)
-        return datetime.combine(day, time(23, 59, 59), zone).astimezone(UTC)
+        return _in_utc(datetime.combine(day, time(23, 59, 59), zone), option, text)
     return parse_time(value, zone, option)

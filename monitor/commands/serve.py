@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import socket
 import sys
+from typing import Any
 
 from monitor.errors import UsageError
 
@@ -37,6 +38,15 @@ def _check_listen(bind: str, port: int) -> None:
             raise UsageError(
                 f"cannot listen on {bind}:{port}: {exc.strerror or exc}; choose another --port or --bind"
             ) from None
+
+
+def forwarded(trusted_proxies: tuple[str, ...]) -> dict[str, Any]:
+    """uvicorn's settings for X-Forwarded-For/-Proto: believed only from ``trusted_proxies``.
+    Without any, they are not read at all (uvicorn by default believes 127.0.0.1, and any
+    local process could then choose the address the login limits and action records see)."""
+    if not trusted_proxies:
+        return {"proxy_headers": False, "forwarded_allow_ips": ""}
+    return {"proxy_headers": True, "forwarded_allow_ips": list(trusted_proxies)}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
             ssl_keyfile=pc.tls_key or None,
             log_level="warning",
             server_header=False,
+            **forwarded(pc.trusted_proxies),
         )
     finally:
         publisher.close()

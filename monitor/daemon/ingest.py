@@ -39,6 +39,11 @@ RECEIVE_MAXIMUM = 65535
 _CHUNK = 256 * 1024  # bytes per socket read
 _PUBLISH_QOS1 = 0x32  # PUBLISH, QoS 1, no DUP, no RETAIN; the flags are masked with 0xF6
 _PUBACK = struct.Struct("!BBH")
+# Bytes of messages the handoff holds at most, beside daemon.queue_size messages. It bounds
+# what a flood of large payloads makes the network thread allocate ahead of the pipeline, and
+# so what that thread's malloc arena keeps for reuse once they are freed: 600 MB of 1 MB
+# messages left the daemon ~20 MB larger with 8 MiB here, ~27 MB with 16 MiB (issue 24).
+MAX_QUEUED_BYTES = 8 * 1024 * 1024
 
 
 Predecode = Callable[[str, bytes], SoundLevels | Parsed | None]  # topic, payload: wire_levels.predecode
@@ -56,22 +61,30 @@ class Inbound(NamedTuple):
 class Handoff:
     """Bounded hand-over of message batches from the network thread to the pipeline.
 
-    Bounded in *messages*: a full handoff blocks the network thread, which stops reading
-    the socket and so pushes back on the broker instead of growing memory.
+    Bounded in *messages* and in *bytes*: a full handoff blocks the network thread, which
+    stops reading the socket and so pushes back on the broker instead of growing memory.
+    Each bound may be passed by the one batch that fills it (an empty handoff takes any).
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, max_bytes: int = MAX_QUEUED_BYTES) -> None:
         self.capacity = capacity
-        self._batches: deque[list[Inbound]] = deque()
+        self.max_bytes = max_bytes
+        self._batches: deque[tuple[list[Inbound], int]] = deque()
         self._count = 0
+        self._bytes = 0
         self._cond = threading.Condition()
 
-    def put(self, batch: list[Inbound]) -> None:
+    def put(self, batch: list[Inbound], size: int | None = None) -> None:
+        """Waits while the handoff is full. ``size``: the batch's bytes, when the caller knows
+        them (the network thread: the packets' span in its buffer); else its payloads'."""
+        if size is None:
+            size = sum(len(m.payload) for m in batch)
         with self._cond:
-            while self._count >= self.capacity:
+            while self._count >= self.capacity or self._bytes >= self.max_bytes:
                 self._cond.wait()
-            self._batches.append(batch)
+            self._batches.append((batch, size))
             self._count += len(batch)
+            self._bytes += size
             self._cond.notify_all()
 
     def take(self, timeout: float, limit: int) -> list[Inbound]:
@@ -80,8 +93,10 @@ class Handoff:
             if not self._batches and timeout > 0:
                 self._cond.wait_for(lambda: bool(self._batches), timeout)
             taken: list[Inbound] = []
-            while self._batches and (not taken or len(taken) + len(self._batches[0]) <= limit):
-                taken += self._batches.popleft()
+            while self._batches and (not taken or len(taken) + len(self._batches[0][0]) <= limit):
+                batch, size = self._batches.popleft()
+                taken += batch
+                self._bytes -= size
             self._count -= len(taken)
             self._cond.notify_all()
             return taken
@@ -146,7 +161,7 @@ class _ReceivingClient(WatchedClient):
     def __init__(
         self,
         *args: object,
-        deliver: Callable[[list[Inbound]], None],
+        deliver: Callable[[list[Inbound], int], None],
         predecode: Predecode | None = None,
         **kwargs: object,
     ) -> None:
@@ -197,6 +212,7 @@ class _ReceivingClient(WatchedClient):
         batch: list[Inbound] = []
         now = time.time()
         pos, end = 0, len(buf)
+        first = 0  # where the batch's first packet starts: the batch's bytes are pos - first
         v5, fast = self._v5, self.fast_path
         rc = MQTTErrorCode.MQTT_ERR_SUCCESS
         while pos + 2 <= end:
@@ -218,14 +234,15 @@ class _ReceivingClient(WatchedClient):
                 batch.append(message)
             else:
                 if batch:  # keep the order: what came before goes first
-                    self._deliver(batch)
+                    self._deliver(batch, pos - first)
                     batch = []
+                first = stop
                 rc = self._paho_packet(command, bytes(buf[body:stop]), length)
                 if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
                     return rc, stop
             pos = stop
         if batch:
-            self._deliver(batch)
+            self._deliver(batch, pos - first)
         return rc, pos
 
     def _paho_packet(self, command: int, packet: bytes, length: int) -> MQTTErrorCode:
@@ -408,12 +425,13 @@ class MqttLink:
             self.watch.lost(reason)
 
     def _on_message(self, client: mqtt.Client, userdata: object, message: mqtt.MQTTMessage) -> None:
-        self._deliver([Inbound(message.topic, bytes(message.payload), message.mid, message.qos, time.time())])
+        payload = bytes(message.payload)
+        self._deliver([Inbound(message.topic, payload, message.mid, message.qos, time.time())], len(payload))
 
-    def _deliver(self, batch: list[Inbound]) -> None:
+    def _deliver(self, batch: list[Inbound], size: int) -> None:
         if not self.accepting:
             return  # not acked: the broker redelivers it to the next run
-        self.inbound.put(batch)
+        self.inbound.put(batch, size)
 
     # ------------------------------------------------------------------ pipeline side
 

@@ -268,7 +268,10 @@ class Pipeline:
                     message.decoded,  # parsed ahead (None if not): not parsed again
                 )
         except DecodeError as exc:
-            return Prepared(message, exc)
+            # Kept as a fresh error, not the raised one: its traceback's frames reach back to
+            # handle_batch's list of prepared messages, a cycle that would hold the whole
+            # batch's payloads until the (rarely run) cyclic collector (issue 24).
+            return Prepared(message, DecodeError(exc.field, exc.reason))
         if isinstance(decoded, BandLevels):
             la, lc, lz = iec61672.levels_from_bands(decoded.bands)
             # A spectrum carries no time structure: LAFmax and LCpeak are their lower

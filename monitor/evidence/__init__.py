@@ -4,13 +4,16 @@
         data/sound/part-NNNNN.csv, data/<light|weather|turbidity|status>.csv
                           per-second rows of the window, in chain order, floats as repr()
         records/<kind>.json events, findings (all revisions), alerts, health, calibration,
-                          rejections, config: every one whose chain entry lies in the segment
+                          rejections: those of the window the reader may see (``Disclosure``);
+                          config: every one whose chain entry lies in the segment
         chain.csv         the chain segment: seq, kind, key, digest, recorded_us; no heads
-                          (verify recomputes them), and for a sound row in the bundle only a
-                          tag of its digest (format 3; see docs/EVIDENCE.md)
+                          (verify recomputes them), for a sound row in the bundle only a tag
+                          of its digest, for a record not disclosed its digest alone (format 4;
+                          see docs/EVIDENCE.md)
         anchors.json      every chain head the daemon published for the site
         records/notice*.json  notices, their change history and the episodes they cite
-        plots/, config.toml, profile/<name>.toml, README.txt
+        plots/, profile/<name>.toml, README.txt
+        config.toml       the site's settings the findings depend on, by allow-list (disclosure.py)
         manifest.json     SHA-256 of every file, the scope, the segment's ends, the anchors
     InfluxDB ──► data/<measurement>_influxdb.csv   the part of the window pruned locally;
                                                    outside the chain, said so in the manifest
@@ -31,7 +34,8 @@ Everything streams: rows go from SQLite cursors into the zip members and are
 hashed on the way, and verification reads them back the same way, so a month of
 per-second data never sits in memory.
 
-The package: ``format`` (files, columns, record kinds, anchors), ``export`` (store ->
+The package: ``format`` (files, columns, record kinds, anchors, verify's limits), ``disclosure``
+(what a bundle shows: the configuration's allow-list, the reader's records), ``export`` (store ->
 bundle), ``verify`` (bundle -> report), ``parts`` (format 3's sound parts, checked by worker
 processes) and ``progress`` (the progress line on a terminal). The InfluxDB reader for pruned windows is in
 monitor/influx/client.py beside the writer; the plots are drawn by monitor/notify/plots.py.
@@ -41,7 +45,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from monitor.evidence.format import FORMAT, Anchor, EvidenceError, TimeFormat, load_anchors, parse_when
+from monitor.evidence.format import (
+    FORMAT,
+    Anchor,
+    EvidenceError,
+    TimeFormat,
+    exported_window,
+    load_anchors,
+    parse_when,
+)
 from monitor.evidence.verify import Problem, Report, verify_bundle
 
 if TYPE_CHECKING:
@@ -70,6 +82,7 @@ __all__ = [
     "TimeFormat",
     "evidence_texts",
     "export_bundle",
+    "exported_window",
     "load_anchors",
     "parse_when",
     "verify_bundle",

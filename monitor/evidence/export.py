@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import csv
 import hashlib
 import importlib.metadata
@@ -10,11 +11,9 @@ import itertools
 import json
 import os
 import queue
-import re
 import sqlite3
 import tempfile
 import threading
-import tomllib
 import zipfile
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -25,8 +24,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from monitor.config import Config, SiteConfig
-from monitor.errors import OutputError
+from monitor.config import Config, SiteConfig, parse_config
+from monitor.errors import ConfigError, OutputError
+from monitor.evidence.disclosure import TOWN_VIEW, Disclosure, evidence_config_text
 from monitor.evidence.format import (
     _FLUSH_BYTES,
     _README,
@@ -148,6 +148,9 @@ class ExportSummary:
     influx_rows: dict[str, int]
     warnings: list[str]
     files: int
+    # The window exported, [start, end) in UTC: records outside it are in the bundle as digests only.
+    window: tuple[datetime, datetime]
+    digest_only: dict[str, int]  # chain entries carried as their digests alone, by kind
 
 
 _READING_KEY_SQL = (
@@ -204,46 +207,32 @@ def profile_text(site: SiteConfig) -> tuple[str, str]:
     ).read_text(encoding="utf-8")
 
 
-# The keys monitor/config.py reads with ``secret(...)``: their values never leave the machine.
-SECRET_KEYS = ("password", "token", "signing_key", "secret", "smtp_password")
-SECRET_MARK = "(secret: left out of the evidence)"
-_SECRET_LINE = re.compile(
-    r"^(\s*(?:" + "|".join(SECRET_KEYS) + r""")\s*=\s*)(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*')""", re.MULTILINE
-)
-
-
-def _secret_values(data: Any) -> Iterator[str]:
-    if isinstance(data, dict):
-        for key, value in data.items():
-            if key in SECRET_KEYS and isinstance(value, str) and value and value != SECRET_MARK:
-                yield value
-            else:
-                yield from _secret_values(value)
-    elif isinstance(data, list):
-        for item in data:
-            yield from _secret_values(item)
-
-
-def redact_secrets(text: str) -> str:
-    """The configuration text with the value of every inline secret replaced by SECRET_MARK.
-
-    References (``password_env``, ``password_file``) stay: they name a secret, not hold it.
-    """
-    out = _SECRET_LINE.sub(lambda m: m.group(1) + json.dumps(SECRET_MARK), text)
-    try:
-        left = list(_secret_values(tomllib.loads(out)))
-    except tomllib.TOMLDecodeError:
-        left = []
-    for value in left:  # written some other way (an inline table, a multi-line string)
-        for literal in (json.dumps(value), f"'{value}'", f"'''{value}'''", '"""' + value + '"""'):
-            out = out.replace(literal, json.dumps(SECRET_MARK))
-    return out
-
-
 def evidence_texts(config: Config, site: SiteConfig) -> tuple[str, str, str]:
-    """(profile name, profile text, configuration text without secrets): what a config record binds."""
+    """(profile name, profile text, configuration text): what a config record binds.
+
+    The configuration text is the site's allow-list (``evidence_config_text``), never the file.
+    """
     _, text = profile_text(site)
-    return site.profile, text, redact_secrets(config.raw_text)
+    return site.profile, text, evidence_config_text(config, site)
+
+
+def _chained_config_text(kept: str, site_id: str) -> tuple[str, str]:
+    """(text to ship, form) for a configuration text an earlier minewatch chained.
+
+    Before the allow-list the whole file was chained (secrets masked by a deny-list). A kept text
+    that is its own allow-list is shipped as chained ("chained"); any other is never shipped:
+    the bundle holds the allow-list derived from it ("extract"), which the chain cannot bind, or,
+    when that text no longer parses, today's allow-list ("current").
+    """
+    try:
+        earlier = parse_config(kept, secrets="defer", profiles=False)
+    except ConfigError:
+        return "", "current"
+    site = earlier.site(site_id)
+    if site is None:
+        return "", "current"
+    extract = evidence_config_text(earlier, site)
+    return extract, "chained" if extract == kept else "extract"
 
 
 def export_bundle(
@@ -258,9 +247,12 @@ def export_bundle(
     now: datetime | None = None,
     overwrite: bool = True,
     progress: Progress | None = None,
+    disclosure: Disclosure = TOWN_VIEW,
 ) -> ExportSummary:
     """Write the evidence bundle for ``site_id`` over [start, end) to ``out`` (a zip file).
 
+    ``disclosure``: the records the reader may see (default: the Town's and its inspectors'
+    view); records outside [start, end) or not for the reader are carried as digests only.
     With ``overwrite`` false an existing ``out`` is left alone (EvidenceError), checked
     again at the very end so that a file created meanwhile is not replaced either.
     ``progress`` (``Progress.on_terminal``) shows the rows written so far.
@@ -314,7 +306,9 @@ def export_bundle(
         except OSError as exc:
             raise EvidenceError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
         with zf:
-            exporter = _Exporter(conn, zf, config, site, scope, zone, now or datetime.now(UTC), progress)
+            exporter = _Exporter(
+                conn, zf, config, site, scope, zone, now or datetime.now(UTC), disclosure, progress
+            )
             summary = exporter.run(plots)
         _publish(partial, out, overwrite)
     finally:
@@ -353,8 +347,11 @@ class _Exporter:
         scope: _Scope,
         zone: ZoneInfo,
         now: datetime,
+        disclosure: Disclosure,
         progress: Progress | None = None,
     ) -> None:
+        self.disclosure = disclosure
+        self.withheld: dict[str, list[int]] = {}  # kind -> seqs carried as digests only (_withhold)
         self.progress = progress
         self.done = 0  # rows and chain entries written, for the progress line
         self.sound_rows = 0  # sound rows of the window in the store (from _bounds)
@@ -489,6 +486,7 @@ class _Exporter:
         first, last, prev_head, anchored_to = self._segment()
         self.plots = plots
         self.args.update(lo=first, hi=last)
+        self._withhold()
         # Plots of a window read wholly from the store are drawn meanwhile by another process.
         started = self._start_plots() if plots and self.scope.chained_from_us <= self.scope.from_us else None
         if self.progress is not None:
@@ -502,7 +500,7 @@ class _Exporter:
             self.progress.finish()
         exported["config"] = self._configs(configs)
         for kind, n in exported.items():
-            if counts.get(kind, 0) > n:
+            if counts.get(kind, 0) - len(self.withheld.get(kind, ())) > n:
                 self.warnings.append(
                     f"{counts[kind] - n} {kind} chain entr(y/ies) of the segment have no row "
                     "in the store (deleted?)"
@@ -531,7 +529,46 @@ class _Exporter:
             dict(self.influx_rows),
             list(self.warnings),
             len(self.files) + 1,
+            window=(_utc(self.scope.from_us), _utc(self.scope.to_us)),
+            digest_only=self._digest_only(),
         )
+
+    # ------------------------------------------------------------------ disclosure
+
+    def _shown(self, kind: str) -> str:
+        """SQL over a record's row ``t``: 1 when the reader sees it in clear (in the window, for them)."""
+        if kind not in self.disclosure.kinds:
+            return "0"
+        spec = RECORD_KINDS[kind]
+        shown = f"({spec.window})"
+        if kind == "alert":  # audience: one or more of operator, town, inspector, comma-separated
+            audiences = sorted(self.disclosure.audiences)
+            self.args.update({f"aud{i}": a for i, a in enumerate(audiences)})
+            listed = " OR ".join(
+                f"instr(',' || t.audience || ',', ',' || :aud{i} || ',') > 0" for i in range(len(audiences))
+            )
+            shown += f" AND ({listed or '0'})"
+        return f"COALESCE({shown}, 0)"
+
+    def _withhold(self) -> None:
+        """The segment's record entries the reader does not see: chain.csv carries their digests only."""
+        for kind, spec in RECORD_KINDS.items():
+            if not _table_exists(self.conn, spec.source.split()[0]):
+                continue
+            seqs = [
+                seq
+                for (seq,) in self.conn.execute(
+                    f"SELECT c.seq FROM {spec.source} CROSS JOIN chain c ON c.site = {spec.site}"
+                    f" AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
+                    f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi AND NOT {self._shown(kind)}",
+                    self.args,
+                )
+            ]
+            if seqs:
+                self.withheld[kind] = seqs
+
+    def _digest_only(self) -> dict[str, int]:
+        return {kind: len(seqs) for kind, seqs in sorted(self.withheld.items())}
 
     def _sound(self, first: int, last: int) -> None:
         # The hot loop of a month's export (26 million rows): one walk over the chain segment in
@@ -555,10 +592,13 @@ class _Exporter:
             " || ',' || k.digest || ',' || k.recorded_us"
         )
         compact = f"k.seq || ',sound,,' || substr(k.digest, 1, {TAG_HEX}) || ','"
+        # A record the reader does not see: its digest alone (no key, no time), so the link recomputes.
+        digest_only = "k.seq || ',' || k.kind || ',,' || k.digest || ','"
         sql = (
             "SELECT k.seq || ',' || t.site || ',' || t.sensor || ',' || t.ts_us, t.ts_us, t.duration_s,"
             " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq,"
-            f" CASE WHEN t.site IS NOT NULL THEN {compact} ELSE {full} END,"
+            f" CASE WHEN t.site IS NOT NULL THEN {compact}"
+            f" WHEN k.seq IN (SELECT value FROM json_each(:withheld)) THEN {digest_only} ELSE {full} END,"
             f" t.site IS NULL AND {in_scope}"
             " FROM (SELECT seq, kind, key, digest, recorded_us,"
             " CASE WHEN kind = 'sound' THEN substr(key, 1, instr(key, '|') - 1) END AS sensor,"
@@ -569,15 +609,19 @@ class _Exporter:
             " ORDER BY k.seq"
         )
         args = {**self._sensor_args(), "special": '*[",\r\n]*'}
-        stretches = [
-            _Stretch(
+        withheld = sorted(seq for seqs in self.withheld.values() for seq in seqs)
+
+        def stretch(lo: int) -> _Stretch:
+            hi = min(lo + _STRETCH_ENTRIES - 1, last)
+            inside = withheld[bisect.bisect_left(withheld, lo) : bisect.bisect_right(withheld, hi)]
+            return _Stretch(
                 self.config.storage.path,
                 sql,
-                {**args, "lo": lo, "hi": min(lo + _STRETCH_ENTRIES - 1, last)},
+                {**args, "lo": lo, "hi": hi, "withheld": json.dumps(inside)},
                 self.zone.key,
             )
-            for lo in range(first, last + 1, _STRETCH_ENTRIES)
-        ]
+
+        stretches = [stretch(lo) for lo in range(first, last + 1, _STRETCH_ENTRIES)]
         chain = self.chain_lines = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _chain)
         header = (",".join(SOUND_COLUMNS) + "\n").encode()
         part: _Member | None = None
@@ -701,7 +745,8 @@ class _Exporter:
         cursor = self.conn.execute(
             f"SELECT c.seq, c.key, t.* FROM {spec.source} CROSS JOIN chain c ON c.site = {spec.site}"
             f" AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
-            f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi ORDER BY c.seq",
+            f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi AND {self._shown(kind)}"
+            " ORDER BY c.seq",
             self.args,
         )
         names = [d[0] for d in cursor.description]
@@ -965,9 +1010,14 @@ class _Exporter:
     # ------------------------------------------------------------------ the rest
 
     def _static(self, configs: list[tuple[int, str]]) -> None:
-        """config.toml and the profile: the files of the segment's first config record."""
+        """config.toml and the profile: the files of the segment's first config record.
+
+        A configuration chained before the allow-list (the whole file) is never shipped as it
+        was: the bundle holds its allow-list (``_chained_config_text``), said so in the manifest.
+        """
         profile, profile_text_, config_text = evidence_texts(self.config, self.site)
         self.config_seq: int | None = None
+        self.config_form = "current"
         for seq, key in configs:
             record = config_from_key(key)
             if "profile_sha256" not in record:
@@ -982,7 +1032,20 @@ class _Exporter:
                     " the bundle holds the current ones"
                 )
             else:
-                profile, profile_text_, config_text = record["profile"], kept[0][0], kept[1][0]
+                profile, profile_text_ = record["profile"], kept[0][0]
+                extract, self.config_form = _chained_config_text(kept[1][0], self.site.id)
+                if self.config_form == "current":
+                    self.warnings.append(
+                        f"the configuration chained at seq {seq} no longer reads as a configuration:"
+                        " config.toml is the current one's allow-list, which the chain does not bind"
+                    )
+                else:
+                    config_text = extract
+                if self.config_form == "extract":
+                    self.warnings.append(
+                        f"the configuration chained at seq {seq} was the whole file (before the"
+                        " allow-list): config.toml is its allow-list, which the chain does not bind"
+                    )
             self.config_seq = seq
             break
         self.profile = profile
@@ -1032,9 +1095,16 @@ class _Exporter:
                 "rule": (
                     "every chain entry of the segment whose record belongs here has its row, in chain order:"
                     " sound and readings of the window's sensors from chained_from_us to to_us;"
-                    " events, findings, alerts, health, calibration, rejections and config entries"
-                    " wherever they fall in the segment. Audio and other kinds are chain links only."
+                    " events, findings, alerts, health, calibration, rejections, notices and portal"
+                    " actions of the window that the disclosure lets the reader see; config entries"
+                    " wherever they fall in the segment. Every other record entry is in chain.csv as its"
+                    " digest alone (no key); audio and other kinds are chain links only."
                 ),
+            },
+            "disclosure": {
+                **self.disclosure.manifest(),
+                "window": "from_us to to_us",
+                "digest_only": self._digest_only(),
             },
             "chain": {
                 "file": CHAIN_FILE,
@@ -1050,8 +1120,10 @@ class _Exporter:
             "config": {
                 "file": "config.toml",
                 "sha256": sha["config.toml"],
-                "source": self.config.source,
-                "secrets": "values left out",
+                "disclosed": "the exported site's settings its findings depend on (allow-list)",
+                # chained: the text the config record names; extract: the allow-list of an earlier,
+                # whole-file text; current: today's (the chained text is not at hand)
+                "form": self.config_form,
                 "chain_seq": self.config_seq,
             },
             "profile": {
@@ -1150,6 +1222,10 @@ def _walk(stretch: _Stretch) -> _Walked:
     if ends and ends[-1] != len(text):  # not ASCII throughout (ids are, so this is rare)
         ends = array("q", itertools.accumulate(len(line.encode()) for line in sound))
     return _Walked(text, ends, "".join(chain).encode(), missing, entries)
+
+
+def _utc(ts_us: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=ts_us)
 
 
 def _version() -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
@@ -24,11 +24,16 @@ from monitor.wire.canonical import canonical_json, canonical_text
 # at an anchor when the store has one. Format 3: the same, but chain.csv carries no heads (verify
 # recomputes them) and, for a sound entry whose row is in the bundle, only a short tag of its
 # digest (the row gives the digest); the sound rows come in parts of SOUND_PART_ROWS, so that
-# they can be checked in parallel. Format 1 and 2 bundles still verify (see verify_bundle).
-FORMAT = "minewatch-evidence/3"
+# they can be checked in parallel. Format 4: the same files, but config.toml is the site's
+# allow-list (monitor/evidence/disclosure.py) and a record outside the window, or not for the
+# reader, is a chain.csv entry with its digest alone (``seq,kind,,digest,``). Formats 1 to 3
+# still verify (see verify_bundle).
+FORMAT = "minewatch-evidence/4"
+FORMAT_3 = "minewatch-evidence/3"
 FORMAT_2 = "minewatch-evidence/2"
 FORMAT_1 = "minewatch-evidence/1"
-FORMATS = (FORMAT, FORMAT_2, FORMAT_1)
+FORMATS = (FORMAT, FORMAT_3, FORMAT_2, FORMAT_1)
+SOUND_PARTS_FORMATS = (FORMAT, FORMAT_3)  # sound rows in parts, chain.csv without heads
 MANIFEST = "manifest.json"
 CHAIN_FILE = "chain.csv"
 ANCHORS_FILE = "anchors.json"
@@ -79,6 +84,82 @@ INFLUX_MEASUREMENT = {
 }
 _FLUSH_BYTES = 1 << 20
 _MAX_LISTED = 1000  # problems and missing rows kept in detail; the rest are counted
+
+# --------------------------------------------------------------------------- limits (verify)
+# A bundle comes from elsewhere (an upload to the portal): verify reads no member beyond these,
+# so a zip bomb is refused by a problem line, never by running out of memory. A member is only
+# ever read streaming, except those with a cap of a few MB (read whole).
+_MiB = 1 << 20
+MEMBER_CAPS = {  # inflated bytes, whatever the manifest says
+    "manifest.json": 16 * _MiB,  # read whole: a month's bundle lists ~1,000 files (~200 KB)
+    "README.txt": 16 * 1024,  # a fixed text of ~2 KB
+    "config.toml": 1 * _MiB,  # read whole; the allow-list is a few KB
+    "anchors.json": 256 * _MiB,  # streamed; ~35,000 anchors (7 MB) a year
+}
+PROFILE_CAP = 4 * _MiB  # profile/<name>.toml, read whole (Dovre's is 22 KB)
+JSON_CAP = 1 << 30  # records/*.json, streamed
+PLOT_CAP = 16 * _MiB  # a PNG of a day
+MAX_RATIO = 200  # inflated / compressed bytes of a member over 1 MiB (evidence deflates 3-10 x)
+RATIO_FROM = 1 * _MiB
+MAX_MEMBERS = 100_000  # a month's bundle has ~1,000
+MAX_LINE = 8 * _MiB  # a CSV or JSON line (a reading's data is at most 1 MiB, escaped)
+
+
+class TooLarge(ValueError):
+    """A member, or a line of one, beyond the limits above."""
+
+
+def json_array_elements(text: Any, name: str, limit: int = MAX_LINE) -> Iterator[Any]:
+    """The elements of a JSON array read from a text stream one by one, however it is laid out,
+    none longer than ``limit`` characters (ValueError for what is not such an array)."""
+    decoder = json.JSONDecoder()
+    buffer, at, eof = "", 0, False
+
+    def more() -> bool:
+        nonlocal buffer, at, eof
+        chunk = "" if eof else text.read(1 << 16)
+        eof = not chunk
+        buffer, at = buffer[at:] + chunk, 0
+        return bool(chunk)
+
+    def skip(chars: str) -> str:
+        """The next character not in ``chars`` ("" at the end), not consumed."""
+        nonlocal at
+        while True:
+            while at < len(buffer) and buffer[at] in chars:
+                at += 1
+            if at < len(buffer) or not more():
+                return buffer[at : at + 1]
+
+    if skip(" \t\r\n") != "[":
+        raise ValueError(f"{name} is not a JSON list")
+    at += 1
+    while (following := skip(" \t\r\n")) != "]":
+        if not following:
+            raise ValueError(f"{name} ends inside its list")
+        while True:
+            try:
+                element, end = decoder.raw_decode(buffer, at)
+                break
+            except ValueError:
+                if len(buffer) - at > limit:
+                    raise TooLarge(f"{name} has an element longer than {limit:,} characters") from None
+                if not more():
+                    raise
+        at = end
+        yield element
+        if skip(" \t\r\n") == ",":
+            at += 1
+    if skip(" \t\r\n]") != "":
+        raise ValueError(f"{name} holds more than its list")
+
+
+def bounded_lines(text: Any, name: str, limit: int = MAX_LINE) -> Iterator[str]:
+    """The lines of a text stream, refusing one longer than ``limit`` before it is all in memory."""
+    while line := text.readline(limit + 1):
+        if len(line) > limit:
+            raise TooLarge(f"{name} has a line longer than {limit:,} characters")
+        yield line
 
 
 class EvidenceError(MinewatchError):
@@ -313,6 +394,16 @@ class _Scope:
         return self.chained_from_us <= ts_us < self.to_us and (self.sensors is None or sensor in self.sensors)
 
 
+def exported_window(bundle: str | Path) -> dict[str, str]:
+    """{"from", "to"}: the window a bundle this minewatch just exported discloses (its manifest's),
+    which an account's time scope may have cut from the one requested."""
+    import zipfile
+
+    with zipfile.ZipFile(bundle) as zf:
+        window = json.loads(zf.read(MANIFEST))["window"]
+    return {"from": str(window["from_utc"]), "to": str(window["to_utc"])}
+
+
 def _profile_file(profile: str) -> str:
     """The bundle's file for a profile given by name (``dovre``) or by path (``/etc/x.toml``)."""
     return f"profile/{Path(profile).name if profile.endswith('.toml') else profile + '.toml'}"
@@ -361,6 +452,49 @@ def load_anchors(path: str | Path) -> list[Anchor]:
 
 
 _README = """\
+minewatch evidence bundle
+=========================
+
+This zip is a window of a mine's monitoring record, exported from the monitor's
+own store. Every record the monitor stores is chained: its canonical JSON is
+hashed (digest) and each chain entry's head is SHA-256(previous head + digest).
+The monitor publishes chain heads (anchors) to the town as it runs.
+
+Check it with:   minewatch verify bundle.zip --anchors town-anchors.json
+
+manifest.json    the window, the chain segment's ends, the anchors within it,
+                 the SHA-256 of every file (the set of files is fixed by the
+                 format and the rows: verify refuses any other)
+data/sound/part-*.csv  per-second sound levels, in chain order, in parts of
+                 262144 rows; time_utc and time_local (site time, with offset)
+data/*.csv       light/weather/... readings, in chain order
+records/*.json   events, findings (every revision), alerts, sensor health,
+                 calibration checks, rejected messages, notices, and the
+                 config records: the profile and configuration in force
+chain.csv        the chain segment the rows are checked against; the heads are
+                 not written but recomputed from the rows and the entries,
+                 and a sound entry whose row is here keeps only the first
+                 8 hex digits of its digest (the row gives the digest); a
+                 record outside the window, or not for the reader the bundle
+                 was made for, is there as its digest alone
+anchors.json     every chain head the monitor published for the site
+plots/           one PNG per sensor and local day (drawings of the rows)
+config.toml      the site's settings the findings depend on (an allow-list: no
+                 secret, no other site) and profile/ the ordinance profile,
+                 both named by the chain's config record
+data/*_influxdb.csv  (if present) rows read from InfluxDB because the store had
+                 pruned them: they are NOT covered by the chain
+
+Without anchors held by the town, verification shows only that the bundle is
+consistent with itself: whoever controls the store could rebuild a consistent
+bundle. With them, rows up to the last head the town holds are proven; rows
+chained after it are not yet anchored. See docs/EVIDENCE.md in the minewatch
+sources.
+"""
+
+
+# The README of format 3 bundles, word for word (verify compares it).
+_README_3 = """\
 minewatch evidence bundle
 =========================
 

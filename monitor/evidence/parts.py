@@ -30,6 +30,7 @@ from monitor.evidence.format import (
     TAG_HEX,
     TimeFormat,
     _Scope,
+    bounded_lines,
     sound_canonical_cells,
     sound_text_cells,
 )
@@ -99,7 +100,7 @@ def check_part(job: PartJob) -> PartResult:
     with zipfile.ZipFile(job.bundle) as zf, zf.open(job.name) as member:
         hashed = HashingReader(member)
         text = io.TextIOWrapper(io.BufferedReader(hashed, 1 << 20), encoding="utf-8", newline="")
-        reader = csv.reader(text)
+        reader = csv.reader(bounded_lines(text, job.name))
         header = next(reader, None)
         if header is None or tuple(header) != SOUND_COLUMNS:
             problems.append(f"{job.name}: unexpected columns {header!r}; expected {list(SOUND_COLUMNS)!r}")

@@ -25,6 +25,7 @@ from monitor.evidence.format import (
     _README,
     _README_1,
     _README_2,
+    _README_3,
     _SINCE_FORMAT_2,
     ANCHORS_FILE,
     CHAIN_COLUMNS,
@@ -33,16 +34,27 @@ from monitor.evidence.format import (
     FORMAT,
     FORMAT_1,
     FORMAT_2,
+    FORMAT_3,
     FORMATS,
     INFLUX_MEASUREMENT,
+    JSON_CAP,
     MANIFEST,
+    MAX_MEMBERS,
+    MAX_RATIO,
+    MEMBER_CAPS,
+    PLOT_CAP,
+    PROFILE_CAP,
+    RATIO_FROM,
     READING_EXTRAS,
     RECORD_FILES,
+    RECORD_KINDS,
     SOUND_COLUMNS,
     SOUND_FILE,
     SOUND_PART,
+    SOUND_PARTS_FORMATS,
     Anchor,
     TimeFormat,
+    TooLarge,
     _derived,
     _opt_float,
     _profile_file,
@@ -50,6 +62,8 @@ from monitor.evidence.format import (
     _reading_key,
     _Scope,
     _sound_key,
+    bounded_lines,
+    json_array_elements,
     reading_columns,
     reading_file,
     sound_part,
@@ -104,6 +118,10 @@ class Report:
     links_only: dict[str, int] = field(
         default_factory=dict
     )  # chain entries with no row in the bundle, by reason
+    # Format 4: record entries carried as their digests alone (outside the window, or not for the
+    # reader the bundle was made for), by kind; the links through them are recomputed all the same.
+    digest_only: dict[str, int] = field(default_factory=dict)
+    disclosure: str = ""  # whose view the manifest says the bundle was made for
     bundle_anchors: int = 0
     town_anchors_matched: list[int] = field(default_factory=list)  # seqs, from first_seq - 1 to last_seq
     town_anchors_outside: list[int] = field(default_factory=list)  # seqs the segment does not reach
@@ -220,6 +238,8 @@ class Report:
             out.append(f"  format: {self.format} (earlier); {_OLD_FORMAT_GUARANTEES}")
         elif self.format == FORMAT_2:
             out.append(f"  format: {self.format} (earlier); {_FORMAT_2_GUARANTEES}")
+        elif self.format == FORMAT_3:
+            out.append(f"  format: {self.format} (earlier); {_FORMAT_3_GUARANTEES}")
         if self.scope:
             out.append(f"  scope: {self.scope}")
         out.append(
@@ -242,6 +262,14 @@ class Report:
         if self.links_only:
             detail = ", ".join(f"{n} {reason}" for reason, n in sorted(self.links_only.items()))
             out.append(f"  chain entries without rows here (links only): {detail}")
+        if self.digest_only:
+            detail = ", ".join(f"{n} {kind}" for kind, n in sorted(self.digest_only.items()))
+            out.append(
+                f"  digest only: {sum(self.digest_only.values())} entries are present only as their digests"
+                f" ({detail}): records outside the window or not for the reader the bundle was made for"
+                f" (the manifest: {self.disclosure or 'not stated'}); the links through them are recomputed,"
+                " their content is not in the bundle"
+            )
         out.append(f"  bundle anchors: {self.bundle_anchors} checked against the chain")
         if self.town_anchors_matched:
             seqs = ", ".join(str(s) for s in self.town_anchors_matched)
@@ -273,6 +301,10 @@ class Report:
 _FORMAT_2_GUARANTEES = (
     "the same checks and guarantees as the current format; its chain.csv states every digest and head,"
     " which are checked link by link"
+)
+_FORMAT_3_GUARANTEES = (
+    "the same checks and guarantees as the current format; its config.toml is the configuration file"
+    " chained then (secret values masked) and its records are every one of its chain segment"
 )
 _OLD_FORMAT_GUARANTEES = (
     "its rows, chain and anchors are checked as for the current format and its files must be those the"
@@ -393,7 +425,7 @@ def _csv_rows(
     rebuild: Callable[[list[str]], tuple[dict[str, Any], str]],
     report: Report,
 ) -> Iterator[_Row]:
-    reader = csv.reader(source.text)
+    reader = csv.reader(bounded_lines(source.text, source.name))
     header = next(reader, None)
     if header is None or tuple(header) != tuple(columns):
         report.add("row", f"{source.name}: unexpected columns {header!r}; expected {list(columns)!r}")
@@ -414,7 +446,7 @@ def _json_rows(
     source: _Hashed, kind: str, utc: TimeFormat, local: TimeFormat, report: Report
 ) -> Iterator[_Row]:
     build = KINDS[kind].record
-    for line, text in enumerate(source.text, start=1):
+    for line, text in enumerate(bounded_lines(source.text, source.name), start=1):
         text = text.strip().removesuffix(",")
         if text in ("[", "]", ""):
             continue
@@ -450,27 +482,111 @@ def verify_bundle(
     """
     report = Report(str(path), town_anchors_given=anchors is not None)
     try:
+        members = _zip_entries(path)
+        if members > MAX_MEMBERS:
+            report.add("bundle", f"refused: the zip holds {members:,} members, more than {MAX_MEMBERS:,}")
+            return report
         zf = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as exc:
         report.add("bundle", f"not a readable zip file: {exc}")
         return report
     with zf:
         try:
-            manifest = json.loads(zf.read(MANIFEST))
+            manifest = json.loads(_read_capped(zf, MANIFEST))
             if not isinstance(manifest, dict) or manifest.get("format") not in FORMATS:
                 found = manifest.get("format") if isinstance(manifest, dict) else None
                 raise ValueError(f"format {found!r}, this verifier reads {', '.join(map(repr, FORMATS))}")
             report.format = str(manifest["format"])
+            _check_sizes(zf, manifest)
             verifier = _Verifier(zf, manifest, report, anchors)
             verifier.path = str(path)
             verifier.workers = workers if workers is not None else default_workers()
             verifier.progress = progress
             verifier.run()
+        except TooLarge as exc:
+            report.problems.clear()  # nothing else was (or could be) checked
+            report.add("bundle", f"refused: {exc}: beyond the limits of a bundle (docs/EVIDENCE.md)")
         except KeyError as exc:
             report.add("bundle", f"not an evidence bundle: {exc} is missing")
-        except (ValueError, TypeError, zipfile.BadZipFile, EOFError, OSError) as exc:
+        except (ValueError, TypeError, zipfile.BadZipFile, EOFError, OSError, csv.Error) as exc:
             report.add("bundle", f"unreadable bundle: {exc}")
     return report
+
+
+def _zip_entries(path: str | Path) -> int:
+    """The member count the zip's end record states, read before zipfile lists every member."""
+    with open(path, "rb") as f:
+        size = f.seek(0, io.SEEK_END)
+        f.seek(max(0, size - (22 + 0xFFFF)))
+        tail = f.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) < at + 22:
+            return 0  # not a zip: zipfile says so
+        entries = int.from_bytes(tail[at + 10 : at + 12], "little")
+        locator = at - 20
+        if entries == 0xFFFF and locator >= 0 and tail[locator : locator + 4] == b"PK\x06\x07":
+            f.seek(int.from_bytes(tail[locator + 8 : locator + 16], "little"))
+            record = f.read(56)
+            if record[:4] == b"PK\x06\x06" and len(record) == 56:
+                entries = int.from_bytes(record[32:40], "little")
+        return entries
+
+
+def _member_cap(name: str) -> int | None:
+    """The most a member may inflate to whatever the manifest says (None: what the manifest says)."""
+    if name in MEMBER_CAPS:
+        return MEMBER_CAPS[name]
+    if name.startswith("profile/"):
+        return PROFILE_CAP
+    if name.startswith("records/") and name.endswith(".json"):
+        return JSON_CAP
+    if name.startswith("plots/"):
+        return PLOT_CAP
+    return None
+
+
+def _refuse_size(info: zipfile.ZipInfo, cap: int | None) -> None:
+    size = info.file_size
+    if cap is not None and size > cap:
+        raise TooLarge(f"{info.filename} inflates to {size:,} bytes, more than {cap:,}")
+    if size > RATIO_FROM and size > MAX_RATIO * max(info.compress_size, 1):
+        raise TooLarge(
+            f"{info.filename} inflates {size // max(info.compress_size, 1):,} times its compressed size"
+            f" ({size:,} bytes), more than {MAX_RATIO} times"
+        )
+
+
+def _read_capped(zf: zipfile.ZipFile, name: str) -> bytes:
+    """A small member read whole, once its size is known to be within its cap."""
+    info = zf.getinfo(name)
+    cap = MEMBER_CAPS[name]
+    _refuse_size(info, cap)
+    with zf.open(info) as f:
+        data = f.read(cap + 1)
+    if len(data) > cap:
+        raise TooLarge(f"{name} inflates to more than {cap:,} bytes")
+    return data
+
+
+def _check_sizes(zf: zipfile.ZipFile, manifest: Mapping[str, Any]) -> None:
+    """Every member against the limits, before any is read: what it inflates to (its zip header,
+    which bounds what zipfile hands out) against the manifest's size for it, a cap of its own and
+    a ratio. Anything beyond them refuses the bundle (TooLarge)."""
+    listed: dict[str, int] = {}
+    for entry in manifest.get("files", []):
+        if isinstance(entry, dict) and isinstance(entry.get("bytes"), int):
+            listed[str(entry.get("name"))] = entry["bytes"]
+    for info in zf.infolist():
+        if info.is_dir() and info.file_size == 0:
+            continue
+        name = info.filename
+        _refuse_size(info, _member_cap(name))
+        # An edited member is a hash problem (reported as such); one far beyond its listed size is
+        # not read at all.
+        if name in listed and info.file_size > 2 * listed[name] + RATIO_FROM:
+            raise TooLarge(
+                f"{name} inflates to {info.file_size:,} bytes, the manifest lists {listed[name]:,}"
+            )
 
 
 _PLOT = re.compile(r"plots/(sound|light)/([^/]+)/(\d{4}-\d{2}-\d{2})\.png")
@@ -519,6 +635,10 @@ class _Verifier:
         r = self.report
         s = self.scope
         sensors = ", ".join(s.sensors) if s.sensors is not None else "all sensors"
+        disclosure = self.m.get("disclosure")
+        if isinstance(disclosure, dict):
+            audiences = ", ".join(map(str, disclosure.get("alert_audiences", []))) or "none"
+            r.disclosure = f"records of the window, alerts for {audiences}"
         r.scope = (
             f"site {self.site}, {self.utc(s.from_us)} to {self.utc(s.to_us)}"
             f" ({self.local(s.from_us)} to {self.local(s.to_us)} site time), {sensors}"
@@ -568,7 +688,7 @@ class _Verifier:
         measurement = name.removeprefix("data/").removesuffix("_influxdb.csv")
         rows = 0
         with self.zf.open(name) as f:
-            reader = csv.reader(io.TextIOWrapper(f, encoding="utf-8", newline=""))
+            reader = csv.reader(bounded_lines(io.TextIOWrapper(f, encoding="utf-8", newline=""), name))
             header = next(reader, [])
             try:
                 sensor_at, local_at = header.index("sensor"), header.index("time_local")
@@ -602,7 +722,7 @@ class _Verifier:
         if self.report.format == FORMAT_1:
             required -= _SINCE_FORMAT_2
         required -= _OPTIONAL_FILES - names  # held only when the segment chains such records
-        if self.report.format == FORMAT:
+        if self.report.format in SOUND_PARTS_FORMATS:
             # the sound parts: numbered from 1 without a gap (the chain says whether rows are missing)
             count = max((int(m[1]) for n in names if (m := SOUND_PART.fullmatch(n))), default=1)
             required |= {sound_part(i) for i in range(1, count + 1)}
@@ -625,7 +745,8 @@ class _Verifier:
             )
             r.add("file", f"file not part of the bundle: {name} ({why})")
         if "README.txt" in names:
-            text = {FORMAT: _README, FORMAT_2: _README_2}.get(self.report.format, _README_1)
+            readmes = {FORMAT: _README, FORMAT_3: _README_3, FORMAT_2: _README_2}
+            text = readmes.get(self.report.format, _README_1)
             if self.zf.read("README.txt") != text.encode("utf-8"):
                 r.add("file", "file changed: README.txt is not the text every bundle of its format holds")
 
@@ -659,10 +780,23 @@ class _Verifier:
             "config.toml": str(record["config_sha256"]),
             profile_file: str(record["profile_sha256"]),
         }
+        # Format 4: a configuration chained as the whole file (before the allow-list) is not shipped;
+        # config.toml is then its allow-list, which the manifest says and nothing binds.
+        form = str(self.m.get("config", {}).get("form", "chained")) if r.format == FORMAT else "chained"
+        unbound = ""
         for name, digest in stated.items():
             if name not in names:
                 continue  # reported as missing
-            if hashlib.sha256(self.zf.read(name)).hexdigest() != digest:
+            cap = MEMBER_CAPS["config.toml"] if name == "config.toml" else PROFILE_CAP
+            if _sha256_of(self.zf, name, cap) != digest:
+                if name == "config.toml" and form in ("extract", "current"):
+                    unbound = (
+                        "the allow-list of the configuration chained then, which held settings a bundle does"
+                        " not disclose"
+                        if form == "extract"
+                        else "the allow-list of the configuration at export time"
+                    )
+                    continue
                 what = "profile" if name == profile_file else "configuration"
                 r.add(
                     "config",
@@ -676,14 +810,27 @@ class _Verifier:
                 f" the chain's config record {record['profile']!r}",
             )
         since = self.utc(int(record["since_us"]))
+        settings = "the site's allow-list" if r.format == FORMAT else "secrets left out"
+        files = (
+            f"{profile_file} is that file; config.toml is not bound by the chain: it is {unbound}"
+            if unbound
+            else f"{profile_file} and config.toml are those files"
+        )
+        proven = ""
+        if r.town_anchors_given:
+            anchored = r.anchored_to is not None and r.anchored_to >= seq
+            proven = " (anchored)" if anchored else " (not yet anchored: internal consistency only)"
+        # How far the record is proven: after the files it names, or after the record where
+        # config.toml is not one of them.
         r.config = (
             f"profile {record['profile']} {str(record['profile_sha256'])[:12]} and configuration"
-            f" {str(record['config_sha256'])[:12]} (secrets left out), in force since {since},"
-            f" chained at seq {seq}: {profile_file} and config.toml are those files"
+            f" {str(record['config_sha256'])[:12]} ({settings}), in force since {since},"
+            + (
+                f" chained at seq {seq}{proven}: {files}"
+                if unbound
+                else f" chained at seq {seq}: {files}{proven}"
+            )
         )
-        if r.town_anchors_given:
-            proven = r.anchored_to is not None and r.anchored_to >= seq
-            r.config += " (anchored)" if proven else " (not yet anchored: internal consistency only)"
         for later_seq, later in current[1:]:
             if (later["profile_sha256"], later["config_sha256"]) != (
                 record["profile_sha256"],
@@ -701,7 +848,7 @@ class _Verifier:
         """Format 1 chained the configuration file's SHA-256 only (and no profile)."""
         if "config.toml" not in names:
             return
-        config_sha = hashlib.sha256(self.zf.read("config.toml")).hexdigest()
+        config_sha = _sha256_of(self.zf, "config.toml", MEMBER_CAPS["config.toml"])
         matches = [seq for seq, rec in self.configs if rec.get("sha256") == config_sha]
         if matches:
             self.report.notes.append(f"config.toml is the configuration chained at seq {matches[-1]}")
@@ -764,8 +911,9 @@ class _Verifier:
         if ANCHORS_FILE not in names:
             return sorted(listed)
         try:
-            own = json.loads(self.zf.read(ANCHORS_FILE))
-            inside = {(int(a["seq"]), str(a["head"])) for a in own if first - 1 <= int(a["seq"]) <= last}
+            inside = {(seq, head) for seq, head in self._anchors_file() if first - 1 <= seq <= last}
+        except TooLarge:
+            raise
         except (ValueError, TypeError, KeyError):
             self.report.add("file", f"{ANCHORS_FILE} is not a list of anchors")
             return sorted(listed)
@@ -775,10 +923,16 @@ class _Verifier:
             )
         return sorted(inside | listed)
 
+    def _anchors_file(self) -> Iterator[tuple[int, str]]:
+        """anchors.json's (seq, head)s, streamed: a site's anchors grow by 35,000 a year."""
+        with self.zf.open(ANCHORS_FILE) as f:
+            for anchor in json_array_elements(io.TextIOWrapper(f, encoding="utf-8"), ANCHORS_FILE):
+                yield int(anchor["seq"]), str(anchor["head"])
+
     def _walk(self, opened: dict[str, _Hashed], names: set[str]) -> None:
         r = self.report
         files = self.files
-        if r.format == FORMAT:
+        if r.format in SOUND_PARTS_FORMATS:
             self.sound = self._sound_parts(names)
         else:
             source = self._open(opened, names, SOUND_FILE)
@@ -822,8 +976,8 @@ class _Verifier:
             return
         if self.progress is not None:
             self.progress.start(max(0, last - first + 1))
-        reader = csv.reader(source.text)
-        if r.format == FORMAT:
+        reader = csv.reader(bounded_lines(source.text, CHAIN_FILE))
+        if r.format in SOUND_PARTS_FORMATS:
             expected_seq, walked = self._chain_3(reader, files, wanted, head)
             if walked is not None:
                 head = walked
@@ -929,6 +1083,9 @@ class _Verifier:
             full: str | None
             if kind == "sound" and not key:
                 full = sound.expect(seq, digest)
+            elif not key and r.format == FORMAT and kind in RECORD_KINDS and len(digest) == 64:
+                full = digest  # a record the bundle does not disclose: its link, not its row
+                r.digest_only[kind] = r.digest_only.get(kind, 0) + 1
             else:
                 full = digest
                 if len(digest) != 64:
@@ -986,7 +1143,8 @@ class _Verifier:
         if self._labels[0] != name:
             labels: dict[int, str] = {}
             with self.zf.open(name) as f:
-                reader = csv.reader(io.TextIOWrapper(f, encoding="utf-8", newline=""))
+                text = io.TextIOWrapper(f, encoding="utf-8", newline="")
+                reader = csv.reader(bounded_lines(text, name))
                 for number, cells in enumerate(reader, start=1):
                     if len(cells) > 4:
                         labels[number] = f"sensor {cells[2]} at {cells[4]}"
@@ -1027,7 +1185,7 @@ class _Verifier:
             if not self.scope.holds(*parsed):
                 self._links_only("per-second rows outside the window/sensors", seq)
                 return
-            if self.report.format == FORMAT:  # its row would be in a part, its entry a tag
+            if self.report.format in SOUND_PARTS_FORMATS:  # its row would be in a part, its entry a tag
                 r.add(
                     "row", f"row removed: chain seq {seq} ({key}) belongs in data/sound/ but has no row there"
                 )
@@ -1122,6 +1280,19 @@ class _Verifier:
                     f" seq {r.anchored_to if r.anchored_to is not None else first - 1} could be missing"
                     " or altered",
                 )
+
+
+def _sha256_of(zf: zipfile.ZipFile, name: str, cap: int) -> str:
+    """SHA-256 of a member, read streaming (its size was checked against ``cap`` up front)."""
+    sha = hashlib.sha256()
+    read = 0
+    with zf.open(name) as f:
+        while chunk := f.read(1 << 20):
+            read += len(chunk)
+            if read > cap:
+                raise TooLarge(f"{name} inflates to more than {cap:,} bytes")
+            sha.update(chunk)
+    return sha.hexdigest()
 
 
 def _parse_us(text: str) -> int | None:

@@ -178,6 +178,18 @@ CREATE TABLE IF NOT EXISTS portal_actions (
 """
 
 
+# The portal's sessions, kept on the server so logging out, a password change or an account's
+# removal ends them (monitor/portal/sessions.py): the cookie carries the id, the table only its
+# SHA-256 and an HMAC of the account's password hash when the session began.
+PORTAL_SESSIONS = """
+CREATE TABLE IF NOT EXISTS portal_sessions (
+    id TEXT PRIMARY KEY, account TEXT NOT NULL, credential TEXT NOT NULL,
+    created_us INTEGER NOT NULL, expires_us INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS portal_sessions_account ON portal_sessions (account, created_us);
+"""
+
+
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
 
@@ -222,6 +234,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("deliveries", DELIVERIES),
     Migration("outbox-influx", outbox_tables("influx")),
     Migration("portal-actions", PORTAL_ACTIONS),
+    Migration("portal-sessions", PORTAL_SESSIONS),
 )
 
 

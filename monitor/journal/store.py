@@ -782,7 +782,7 @@ class Store:
     def append_config_record(
         self, site: str, profile: str, profile_text: str, config_text: str, now: datetime
     ) -> None:
-        """Chain the profile and configuration (secrets left out) a site runs under, at start-up.
+        """Chain the profile and configuration (its evidence allow-list) a site runs under, at start-up.
 
         The texts are kept by digest in ``meta`` so an evidence export can include the
         very files the record names; ``restate_config`` chains the record again after

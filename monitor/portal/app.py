@@ -11,10 +11,7 @@ import contextlib
 import logging
 import secrets
 import tempfile
-import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import FormData, UploadFile
+from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
@@ -39,9 +36,12 @@ from starlette.templating import Jinja2Templates
 
 from monitor import __version__
 from monitor.config import AccountConfig, Config, SiteConfig
-from monitor.errors import MinewatchError, UsageError
-from monitor.portal import auth
+from monitor.errors import UsageError
+from monitor.portal import auth, limits, upload
 from monitor.portal.data import EVENT_KINDS, NotFound, Portal, Refused, Scope, User, new_event_id
+from monitor.portal.jobs import Job, Jobs, TooManyJobs, remove_folder
+from monitor.portal.security import Event, SecurityLog
+from monitor.portal.sessions import Sessions
 
 HERE = Path(__file__).parent
 log = logging.getLogger("minewatch.portal")
@@ -86,7 +86,10 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
     pc = config.portal
     key = secret_key or pc.secret_key.value or secrets.token_urlsafe(32)
     limiter = auth.LoginLimiter(pc.login_attempts, pc.login_window_s)
-    jobs = _Jobs()
+    sessions = Sessions(portal.store, key, pc.session_hours, portal.clock)
+    all_sites = tuple(s.id for s in config.sites)
+    security = SecurityLog(portal, all_sites)
+    jobs = Jobs()
     accounts: dict[str, AccountConfig] = {a.name: a for a in pc.accounts}
     templates = Jinja2Templates(directory=str(HERE / "templates"))  # .html: autoescaped
     templates.env.globals.update(version=__version__, status_label=lambda s: STATUS_LABELS.get(s, s))
@@ -97,7 +100,8 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
     def session_scope(request: Request) -> Scope:
         name = request.session.get("user")
         account = accounts.get(name) if isinstance(name, str) else None
-        if account is None:
+        # The cookie is only a claim: the session must still be open on the server (sessions.py).
+        if account is None or not sessions.valid(request.session.get("sid"), account):
             raise NotLoggedIn
         return Scope(User.of(account), config)
 
@@ -134,7 +138,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         if (
             not isinstance(given, str)
             or not isinstance(wanted, str)
-            or not secrets.compare_digest(given, wanted)
+            or not secrets.compare_digest(given.encode(), wanted.encode())  # str: ASCII only
         ):
             raise BadCsrf
         return form
@@ -164,16 +168,28 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
     async def login_form(request: Request) -> Response:
         return page(request, "login.html", None, error="")
 
+    def security_event(kind: str, request: Request, account: AccountConfig | None) -> Event:
+        """A security event by ``account``, or by nobody known: then recorded on every site, and
+        without the name typed (people type their password into the name field)."""
+        if account is None:
+            return Event(kind, "", "", "unknown account", source(request), all_sites)
+        scope = Scope(User.of(account), config)
+        sites = tuple(s.id for s in scope.sites())
+        return Event(kind, account.name, account.role, account.name, source(request), sites)
+
     async def login(request: Request) -> Response:
         try:
             form = await checked_form(request)
         except BadCsrf:
+            await run_in_threadpool(security.note, security_event("csrf_refused", request, None))
             return page(request, "login.html", None, 403, error="The form expired: please try again.")
         name = str(form.get("name", ""))[:64]
         password = str(form.get("password", ""))
         address = source(request)
+        account = accounts.get(name)
         wait = limiter.blocked(name, address)
         if wait > 0:
+            await run_in_threadpool(security.note, security_event("login_throttled", request, account))
             return page(
                 request,
                 "login.html",
@@ -181,16 +197,18 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
                 429,
                 error=f"Too many failed logins: try again in {int(wait) + 1} s.",
             )
-        account = accounts.get(name)
         good = await run_in_threadpool(
-            auth.check_password, password, account.password_hash if account else auth.DUMMY_HASH
+            auth.check_password, password, account.password_hash if account else auth.dummy_hash()
         )
         if account is None or not good:
             limiter.failed(name, address)
+            await run_in_threadpool(security.note, security_event("login_failed", request, account))
             return page(request, "login.html", None, 401, error="Wrong name or password.")
-        limiter.succeeded(name)
+        limiter.succeeded(name, address)
+        await run_in_threadpool(sessions.close, request.session.get("sid"))  # a session it replaces
+        sid = await run_in_threadpool(sessions.open, account)
         request.session.clear()
-        request.session.update(user=account.name, csrf=secrets.token_urlsafe(24))
+        request.session.update(user=account.name, sid=sid, csrf=secrets.token_urlsafe(24))
         scope = Scope(User.of(account), config)
         for site in scope.sites():
             await run_in_threadpool(portal.record_action, scope, site.id, "login", account.name, address, {})
@@ -198,6 +216,13 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
 
     async def logout(request: Request) -> Response:
         await checked_form(request)
+        scope = _try(session_scope, request)
+        await run_in_threadpool(sessions.close, request.session.get("sid"))
+        if scope is not None:
+            for site in scope.sites():
+                await run_in_threadpool(
+                    portal.record_action, scope, site.id, "logout", scope.user.name, source(request), {}
+                )
         request.session.clear()
         return RedirectResponse("/login", status_code=303)
 
@@ -359,6 +384,10 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             return await notice_page(
                 request, error=f"days: expected a whole number, got {days_text!r}", code=400
             )
+        if days is not None and days > limits.MAX_EXTRA_DAYS:
+            return await notice_page(
+                request, error=f"days: at most {limits.MAX_EXTRA_DAYS}, got {days}", code=400
+            )
         try:
             message = await run_in_threadpool(
                 portal.notice_action,
@@ -395,11 +424,22 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         *,
         report: dict[str, Any] | None = None,
         error: str = "",
+        held: list[Job] | None = None,
     ) -> Response:
-        """The evidence page (window form, upload form), with a verify report or an error."""
+        """The evidence page (window form, upload form), with a verify report or an error (and
+        the account's bundles in the way of another, ``held``)."""
         today = portal.clock().astimezone(ZoneInfo(site.timezone)).date().isoformat()
         return page(
-            request, "evidence.html", scope, status, site=site, today=today, report=report, error=error
+            request,
+            "evidence.html",
+            scope,
+            status,
+            site=site,
+            today=today,
+            report=report,
+            error=error,
+            held=held or [],
+            max_upload_mb=pc.max_upload_mb,
         )
 
     async def evidence_page(request: Request) -> Response:
@@ -408,20 +448,29 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         return evidence_form(request, scope, scope.site(request.path_params["site"]))
 
     async def bundle(request: Request) -> Response:
+        """Start preparing a bundle (a POST with the form's token: it costs a thread and disk)."""
         scope = session_scope(request)
         may(scope, "evidence")
         site = scope.site(request.path_params["site"])
-        from monitor.times import parse_time
-
+        form = await checked_form(request)
         zone = ZoneInfo(site.timezone)
         try:
-            start = parse_time(request.query_params.get("from", ""), zone, "from")
-            end = parse_time(request.query_params.get("to", ""), zone, "to")
+            start = limits.checked_time(str(form.get("from", "")), zone, "from")
+            end = limits.checked_time(str(form.get("to", "")), zone, "to")
         except UsageError as exc:
             return evidence_form(request, scope, site, 400, error=str(exc))
         if end <= start:
             return evidence_form(request, scope, site, 400, error="to: must be after from")
-        job = jobs.start(portal, scope, site.id, start, end)
+        try:
+            job = jobs.start(portal, scope, site.id, start, end)
+        except TooManyJobs as exc:
+            busy = evidence_form(request, scope, site, 429, error=str(exc), held=exc.held)
+            busy.headers["Retry-After"] = "30"
+            return busy
+        window = {"from": start.isoformat(), "to": end.isoformat()}
+        await run_in_threadpool(
+            portal.record_action, scope, site.id, "bundle_prepared", job.id, source(request), window
+        )
         return RedirectResponse(f"/sites/{site.id}/evidence/jobs/{job.id}", status_code=303)
 
     async def bundle_job(request: Request) -> Response:
@@ -434,6 +483,9 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             return page(request, "job.html", scope, 500, site=site, job=job)
         if job.done and request.path_params.get("file"):
             out, folder = job.take()
+            from monitor.evidence import exported_window
+
+            # the window the bundle discloses (the account's time scope cuts the one requested)
             await run_in_threadpool(
                 portal.record_action,
                 scope,
@@ -441,7 +493,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
                 "bundle_downloaded",
                 out.name,
                 source(request),
-                {"from": job.start.isoformat(), "to": job.end.isoformat(), "bytes": out.stat().st_size},
+                {**exported_window(out), "bytes": out.stat().st_size},
             )
             return StreamingResponse(
                 _stream_file(out, folder),
@@ -457,20 +509,29 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         scope = session_scope(request)
         may(scope, "evidence")
         site = scope.site(request.path_params["site"])
-        form = await checked_form(request)
-        upload = form.get("bundle")
-        if not isinstance(upload, UploadFile) or not upload.filename:
-            return evidence_form(request, scope, site, 400, error="bundle: choose a bundle (.zip) to verify")
+
+        def check_csrf(given: str) -> None:
+            wanted = request.session.get("csrf")
+            if not isinstance(wanted, str) or not secrets.compare_digest(given.encode(), wanted.encode()):
+                raise BadCsrf
+
+        # Who asks and the form's token are checked before the file is read (upload.py); the
+        # body's size is bounded by portal.max_upload_mb (limits.BodyLimit).
         folder = Path(tempfile.mkdtemp(prefix="minewatch-verify-"))
         try:
             path = folder / "bundle.zip"
-            with path.open("wb") as f:
-                while chunk := await upload.read(1 << 20):
-                    f.write(chunk)
+            try:
+                name = await upload.receive_file(request, check_csrf, "bundle", path)
+            except upload.BadUpload as exc:
+                return evidence_form(request, scope, site, 400, error=str(exc))
             report = await run_in_threadpool(portal.verify, path)
         finally:
-            _remove(folder)
-        report["name"] = upload.filename
+            remove_folder(folder)
+        report["name"] = name
+        outcome = {"ok": report["ok"], "problems": len(report["problems"]) + report["more_problems"]}
+        await run_in_threadpool(
+            portal.record_action, scope, site.id, "bundle_verified", name, source(request), outcome
+        )
         return evidence_form(request, scope, site, report=report)
 
     # ------------------------------------------------------------------ API
@@ -572,6 +633,8 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
 
     async def on_bad_csrf(request: Request, exc: Exception) -> Response:
         scope = _try(session_scope, request)
+        account = accounts.get(scope.user.name) if scope else None
+        await run_in_threadpool(security.note, security_event("csrf_refused", request, account))
         return page(
             request,
             "error.html",
@@ -603,7 +666,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         Route("/notices/{notice}/{action}", notice_act, methods=["POST"]),
         Route("/sites/{site}/day", day_page),
         Route("/sites/{site}/evidence", evidence_page),
-        Route("/sites/{site}/evidence/bundle", bundle),
+        Route("/sites/{site}/evidence/bundle", bundle, methods=["POST"]),
         Route("/sites/{site}/evidence/jobs/{job}", bundle_job),
         Route("/sites/{site}/evidence/jobs/{job}/{file:path}", bundle_job),
         Route("/sites/{site}/evidence/verify", verify_upload, methods=["POST"]),
@@ -619,6 +682,8 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     middleware = [
+        Middleware(limits.HostCheck, hostnames=pc.hostnames),
+        Middleware(limits.BodyLimit, max_upload_mb=pc.max_upload_mb),
         Middleware(
             SessionMiddleware,
             secret_key=key,
@@ -628,9 +693,17 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             https_only=bool(pc.tls_cert) or pc.secure_cookies,
         ),
     ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await run_in_threadpool(sessions.forget_stale, accounts)
+        async with security.running(run_in_threadpool):
+            yield
+
     app = Starlette(
         routes=routes,
         middleware=middleware,
+        lifespan=lifespan,
         exception_handlers={
             NotFound: on_not_found,
             Forbidden: on_forbidden,
@@ -639,101 +712,19 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             HTTPException: on_http,
         },
     )
-    app.add_middleware(_Headers)
+    app.add_middleware(_Headers, hsts=bool(pc.tls_cert) or pc.secure_cookies)
+    limits.relative_slash_redirects(app.router)
     app.state.portal = portal
     return app
 
 
-@dataclass
-class _Job:
-    """One bundle export running in a thread of its own, for one user."""
-
-    id: str
-    user: str
-    site: str
-    start: datetime
-    end: datetime
-    folder: Path
-    out: Path
-    began: float = field(default_factory=time.monotonic)
-    finished: float | None = None
-    error: str = ""
-    taken: bool = False
-
-    @property
-    def done(self) -> bool:
-        return self.finished is not None and not self.error
-
-    @property
-    def elapsed_s(self) -> float:
-        return (self.finished or time.monotonic()) - self.began
-
-    @property
-    def written_bytes(self) -> int:
-        """How much of the zip is written so far: the progress a person can watch."""
-        for path in (self.out, self.out.with_name(self.out.name + ".partial")):
-            with contextlib.suppress(OSError):
-                return path.stat().st_size
-        return 0
-
-    def take(self) -> tuple[Path, Path]:
-        if self.taken:
-            raise NotFound("this bundle was downloaded already: prepare it again")
-        self.taken = True
-        return self.out, self.folder
-
-
-class _Jobs:
-    """Bundle exports by id; an id is only found by the user who started it, on its site."""
-
-    KEEP_S = 3600.0  # a finished bundle not downloaded within this is removed
-
-    def __init__(self) -> None:
-        self._jobs: dict[str, _Job] = {}
-        self._lock = threading.Lock()
-
-    def start(self, portal: Portal, scope: Scope, site: str, start: datetime, end: datetime) -> _Job:
-        folder = Path(tempfile.mkdtemp(prefix="minewatch-portal-"))
-        out = folder / f"evidence-{site}-{start:%Y%m%dT%H%M}Z.zip"
-        job = _Job(secrets.token_urlsafe(16), scope.user.name, site, start, end, folder, out)
-
-        def run() -> None:
-            try:
-                portal.export(scope, site, start, end, out)
-            except Exception as exc:  # shown on the job's page; a bug also in the log
-                if not isinstance(exc, MinewatchError):
-                    log.exception("bundle export for %s failed", site)
-                job.error = str(exc) or type(exc).__name__
-                _remove(folder)
-            job.finished = time.monotonic()
-
-        with self._lock:
-            self._expire()
-            self._jobs[job.id] = job
-        threading.Thread(target=run, name=f"bundle-{job.id[:6]}", daemon=True).start()
-        return job
-
-    def get(self, job_id: str, user: str, site: str) -> _Job:
-        with self._lock:
-            job = self._jobs.get(job_id)
-        if job is None or job.user != user or job.site != site:
-            raise NotFound("no such bundle")
-        return job
-
-    def _expire(self) -> None:
-        now = time.monotonic()
-        for key, job in list(self._jobs.items()):
-            if job.finished is not None and (job.taken or now - job.finished > self.KEEP_S):
-                if not job.taken:
-                    _remove(job.folder)
-                del self._jobs[key]
-
-
 class _Headers:
-    """Security headers on every response: no framing, no foreign scripts, no sniffing."""
+    """Security headers on every response: no framing, no foreign scripts, no sniffing; and
+    under TLS (``hsts``: here or at a proxy) browsers told to use HTTPS only for a year."""
 
-    def __init__(self, app: Callable[..., Awaitable[None]]) -> None:
+    def __init__(self, app: Callable[..., Awaitable[None]], hsts: bool = False) -> None:
         self.app = app
+        self.hsts = hsts
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -752,6 +743,8 @@ class _Headers:
                     b" style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
                     b"cache-control": b"no-store",
                 }
+                if self.hsts:
+                    extra[b"strict-transport-security"] = b"max-age=31536000"
                 headers += [(k, v) for k, v in extra.items() if k not in names]
                 message["headers"] = headers
             await send(message)
@@ -778,9 +771,9 @@ def _day_param(request: Request, timezone: str, now: datetime) -> date:
     if not text:
         return now.astimezone(ZoneInfo(timezone)).date()
     try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise HTTPException(400, f"date: expected YYYY-MM-DD, got {text[:40]!r}") from None
+        return limits.parse_day(text, "date")
+    except UsageError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 def _notice_json(notice: Any, history: list[Any] | None) -> dict[str, Any]:
@@ -816,7 +809,6 @@ def _notice_json(notice: Any, history: list[Any] | None) -> dict[str, Any]:
 def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> dict[str, Any]:
     """The MQTT payload an event form stands for (then decoded like any MQTT event)."""
     from monitor.portal.data import format_ts
-    from monitor.times import parse_time
 
     def text(name: str) -> str:
         value = form.get(name, "")
@@ -825,7 +817,7 @@ def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> d
     def when(name: str, payload_name: str, out: dict[str, Any]) -> None:
         value = text(name)
         if value:
-            out[payload_name] = format_ts(parse_time(value, zone, payload_name))
+            out[payload_name] = format_ts(limits.checked_time(value, zone, payload_name))
 
     def number(name: str, out: dict[str, Any]) -> None:
         value = text(name)
@@ -877,12 +869,4 @@ async def _stream_file(path: Path, folder: Path) -> AsyncIterator[bytes]:
             while chunk := await run_in_threadpool(f.read, 1 << 20):
                 yield chunk
     finally:
-        _remove(folder)
-
-
-def _remove(folder: Path) -> None:
-    for child in folder.iterdir():
-        with contextlib.suppress(OSError):
-            child.unlink()
-    with contextlib.suppress(OSError):
-        folder.rmdir()
+        remove_folder(folder)

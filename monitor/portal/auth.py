@@ -7,12 +7,14 @@ is enough to store them (``sha256$hex``): nobody can guess one from its hash.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
+import ipaddress
 import secrets
 import threading
 import time
-from collections import deque
+from collections import OrderedDict
 from collections.abc import Callable
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # 16 MiB per hash
@@ -23,6 +25,32 @@ def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int
     salt = secrets.token_bytes(16)
     digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=_SCRYPT_MAXMEM, dklen=32)
     return f"scrypt${n}${r}${p}${salt.hex()}${digest.hex()}"
+
+
+def scrypt_problem(stored: str) -> str:
+    """Why ``stored`` is not a password hash the portal accepts ('' when it is): malformed, or
+    scrypt parameters weaker than those `hash-password` uses (a weak hash is cheap to crack once
+    read), or heavier than a login may compute (the account could never log in)."""
+    parts = stored.split("$")
+    if len(parts) != 6 or parts[0] != "scrypt":
+        return "expected a hash from `minewatch hash-password` (scrypt$...)"
+    try:
+        n, r, p = (int(x) for x in parts[1:4])
+        salt, digest = bytes.fromhex(parts[4]), bytes.fromhex(parts[5])
+    except ValueError:
+        return "malformed: n, r and p must be whole numbers, salt and hash hexadecimal"
+    if n < SCRYPT_N or r < SCRYPT_R or p < SCRYPT_P:
+        return (
+            f"scrypt parameters n={n}, r={r}, p={p} are weaker than n={SCRYPT_N}, r={SCRYPT_R},"
+            f" p={SCRYPT_P}: make a new hash with `minewatch hash-password`"
+        )
+    if n & (n - 1):
+        return f"scrypt n must be a power of 2, got {n}"
+    if 128 * r * (n + p + 2) > _SCRYPT_MAXMEM:
+        return f"scrypt parameters n={n}, r={r}, p={p} need more than {_SCRYPT_MAXMEM >> 20} MiB per login"
+    if len(salt) < 16 or len(digest) < 16:
+        return "malformed: the salt and the hash must be at least 16 bytes each"
+    return ""
 
 
 def check_password(password: str, stored: str) -> bool:
@@ -56,51 +84,113 @@ def check_token(token: str, stored: str) -> bool:
     return bool(stored) and hmac.compare_digest(hash_token(token), stored)
 
 
-# A hash to check against when the name is unknown, so a wrong name costs the same time.
-DUMMY_HASH = hash_password(secrets.token_hex(8), n=SCRYPT_N)
+@functools.cache
+def dummy_hash() -> str:
+    """A hash to check against when the name is unknown, so a wrong name costs the same time
+    (made on first use: importing this module for the configuration check costs no scrypt)."""
+    return hash_password(secrets.token_hex(8))
 
 
-ADDRESS_FACTOR = 4
+ADDRESS_FACTOR = 4  # failures per address within the window: this many times login_attempts
+BASE_DELAY_S = 10.0  # the first wait once a (name, address) has used its free attempts; doubles
+MAX_ENTRIES = 4096  # per table (pairs, addresses): least recently failed forgotten first
+
+
+def address_key(address: str) -> str:
+    """The unit an address is limited as: an IPv6 client owns its whole /64 (one host picks
+    among 2**64 addresses), an IPv4 client its address."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 class LoginLimiter:
-    """At most ``attempts`` failed logins per name, and ADDRESS_FACTOR times that per address,
-    within ``window_s``: guessing one account's password is slow, and so is trying many accounts
-    from one address, while colleagues behind one NAT address are not locked out by one typo."""
+    """Failed logins throttled per (name, client address) and per address; ``clock`` drives it.
 
-    def __init__(self, attempts: int, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    A (name, address) pair has ``attempts`` free failures; then each attempt waits BASE_DELAY_S,
+    doubling with every further failure, up to ``window_s``. So guessing one password from one
+    address slows to one try per window, while the account's owner from another address is not
+    held back at all. An address also gets ADDRESS_FACTOR x ``attempts`` failures (any names)
+    at once, then one more each ``window_s`` / that (a leaky bucket draining over ``window_s``),
+    so one address cannot try many names; colleagues behind one NAT address are not locked out
+    by one typo. Both tables are bounded: a pair is forgotten a quiet window after its wait
+    ends, an address when its bucket is empty, and beyond MAX_ENTRIES the least recently
+    failed goes first.
+    """
+
+    def __init__(
+        self,
+        attempts: int,
+        window_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = MAX_ENTRIES,
+    ) -> None:
         self.attempts = attempts
         self.window_s = window_s
         self.clock = clock
-        self._failures: dict[str, deque[float]] = {}
+        self.max_entries = max_entries
+        self._pairs: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()  # failures, last
+        self._addresses: OrderedDict[str, tuple[float, float]] = OrderedDict()  # bucket level, when
+        self._per_address = attempts * ADDRESS_FACTOR
         self._lock = threading.Lock()
 
-    def _recent(self, key: str, now: float) -> deque[float]:
-        failures = self._failures.setdefault(key, deque())
-        while failures and failures[0] <= now - self.window_s:
-            failures.popleft()
-        return failures
+    def delay(self, failures: int) -> float:
+        """How long after its last failure a pair with ``failures`` may try again."""
+        if failures < self.attempts:
+            return 0.0
+        return min(self.window_s, BASE_DELAY_S * 2.0 ** min(failures - self.attempts, 32))
+
+    def _level(self, address: tuple[float, float], now: float) -> float:
+        level, since = address
+        return max(0.0, level - (now - since) * self._per_address / self.window_s)
+
+    def __len__(self) -> int:
+        return len(self._pairs) + len(self._addresses)
+
+    def _expire(self, now: float) -> None:
+        # Least recently failed first: stop at the first entry still in use (amortised O(1)).
+        while self._pairs:
+            failures, last = next(iter(self._pairs.values()))
+            if now < last + self.delay(failures) + self.window_s and len(self._pairs) <= self.max_entries:
+                break
+            self._pairs.popitem(last=False)
+        while self._addresses:
+            oldest = next(iter(self._addresses.values()))
+            if self._level(oldest, now) > 0 and len(self._addresses) <= self.max_entries:
+                break
+            self._addresses.popitem(last=False)
 
     def blocked(self, name: str, address: str) -> float:
         """Seconds until another attempt is allowed (0: allowed now)."""
         now = self.clock()
         with self._lock:
+            self._expire(now)
             wait = 0.0
-            for key, limit in (
-                (f"n:{name}", self.attempts),
-                (f"a:{address}", self.attempts * ADDRESS_FACTOR),
-            ):
-                failures = self._recent(key, now)
-                if len(failures) >= limit:
-                    wait = max(wait, failures[0] + self.window_s - now)
-            return wait
+            pair = self._pairs.get((name, address_key(address)))
+            if pair is not None:
+                wait = pair[1] + self.delay(pair[0]) - now
+            bucket = self._addresses.get(address_key(address))
+            if bucket is not None:
+                over = self._level(bucket, now) - (self._per_address - 1)
+                wait = max(wait, over * self.window_s / self._per_address)
+            return max(wait, 0.0)
 
     def failed(self, name: str, address: str) -> None:
         now = self.clock()
+        key = address_key(address)
         with self._lock:
-            for key in (f"n:{name}", f"a:{address}"):
-                self._recent(key, now).append(now)
+            failures = self._pairs.pop((name, key), (0, now))[0] + 1
+            self._pairs[(name, key)] = (failures, now)
+            bucket = self._addresses.pop(key, (0.0, now))
+            self._addresses[key] = (self._level(bucket, now) + 1, now)
+            self._expire(now)
 
-    def succeeded(self, name: str) -> None:
+    def succeeded(self, name: str, address: str) -> None:
         with self._lock:
-            self._failures.pop(f"n:{name}", None)
+            self._pairs.pop((name, address_key(address)), None)

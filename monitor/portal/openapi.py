@@ -6,17 +6,23 @@ from typing import Any
 
 
 def _get(summary: str, roles: str, params: list[dict[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
+    responses: dict[str, Any] = {
+        "200": {"description": "OK", "content": {"application/json": {"schema": schema}}},
+        "401": {"description": "no or unknown token"},
+        "403": {"description": "not for this account's role"},
+        "404": {"description": "no such site/notice, or not in this account's scope"},
+    }
+    if DATE in params:
+        responses["400"] = {
+            "description": "date is not a day from 1970-01-01 to 9998-12-31 ({\"error\": reason})",
+            "content": {"application/json": {"schema": OBJ}},
+        }
     return {
         "get": {
             "summary": summary,
             "description": f"Roles: {roles}. Another site's or notice's path answers 404.",
             "parameters": params,
-            "responses": {
-                "200": {"description": "OK", "content": {"application/json": {"schema": schema}}},
-                "401": {"description": "no or unknown token"},
-                "403": {"description": "not for this account's role"},
-                "404": {"description": "no such site/notice, or not in this account's scope"},
-            },
+            "responses": responses,
         }
     }
 
@@ -26,7 +32,7 @@ DATE = {
     "name": "date",
     "in": "query",
     "required": False,
-    "description": "local day of the site, YYYY-MM-DD (default: today)",
+    "description": "local day of the site, YYYY-MM-DD, from 1970-01-01 to 9998-12-31 (default: today)",
     "schema": {"type": "string", "format": "date"},
 }
 OBJ = {"type": "object"}

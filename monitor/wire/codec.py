@@ -29,6 +29,7 @@ from monitor.wire.protocol import (
     BUILTIN_EVENTS,
     DB_RANGE,
     DEFAULT_LIMITS,
+    KIND_MAX_BYTES,
     LUX_RANGE,
     MAX_BANDS,
     MAX_BURST_SAMPLES,
@@ -620,6 +621,11 @@ def decode(
     if parsed.kind not in allowed:
         kind, sent = sensor.kind.value, shown(parsed.kind)
         raise DecodeError("topic", f"sensor {sensor.id} is a {kind} sensor; it cannot send {sent}")
+    cap = KIND_MAX_BYTES.get(parsed.kind)
+    if cap is not None and len(payload) > cap:
+        raise DecodeError(
+            "payload", f"{len(payload)} bytes exceeds the {cap}-byte limit of a {parsed.kind} message"
+        )
     if parsed.kind == "audio":
         return _decode_audio(payload, site.id, sensor, now, limits)
     data = _load_json(payload, ahead)

@@ -28,6 +28,17 @@ SENSOR_MESSAGES: dict[SensorKind, frozenset[str]] = {
     SensorKind.WEATHER: frozenset({"weather", "status"}),
     SensorKind.TURBIDITY: frozenset({"turbidity", "status"}),
 }
+# The largest payload of each sensor message of a fixed, small shape: its fields at their
+# bounds (docs/PROTOCOL.md, "Length bounds") and room for whitespace. Checked on the length
+# alone, before anything parses the payload, so a padded message costs nothing to refuse.
+# audio and light (with a burst) and the events are bounded by daemon.max_payload_bytes.
+KIND_MAX_BYTES: dict[str, int] = {
+    "levels": 4096,
+    "weather": 4096,
+    "turbidity": 4096,
+    "bands": 16384,  # 64 bands
+    "status": 16384,  # firmware: 1000 characters, JSON-escaped up to 6 bytes each
+}
 BUILTIN_EVENTS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
 OUTPUT_TOPICS = frozenset({"violations", "findings", "alerts", "notices", "status", "rejected", "anchors"})
 

@@ -17,13 +17,21 @@ import orjson
 
 from monitor.config import SiteConfig
 from monitor.errors import DecodeError
-from monitor.wire.protocol import DB_RANGE, MAX_DURATION_S, PROTOCOL_VERSION, SENSOR_MESSAGES, parse_ts
+from monitor.wire.protocol import (
+    DB_RANGE,
+    KIND_MAX_BYTES,
+    MAX_DURATION_S,
+    PROTOCOL_VERSION,
+    SENSOR_MESSAGES,
+    parse_ts,
+)
 from rules.model import SoundLevels
 
 _LEVEL_KEYS = frozenset(
     {"v", "ts", "duration_s", "LAeq", "LAFmax", "LCpeak", "LASmax", "LZpeak", "LAFmin", "LCeq", "LZeq"}
 )
 _REQUIRED_LEVEL_KEYS = frozenset({"ts", "duration_s", "LAeq", "LAFmax", "LCpeak"})
+_MAX_LEVELS_BYTES = KIND_MAX_BYTES["levels"]
 
 
 def levels_fast(data: dict[str, Any], site: str, sensor: str) -> SoundLevels | None:
@@ -133,8 +141,8 @@ class Parsed:
 def predecode(payload: bytes, site: str, sensor: str, max_payload_bytes: int) -> SoundLevels | Parsed | None:
     """Parse a levels_sender's payload once: its SoundLevels (all but the time check) on the
     quick path, else what was parsed, for decode(..., parsed=) to finish; None if too long
-    to parse here (decode() rejects it)."""
-    if len(payload) > max_payload_bytes:
+    to parse here (decode() rejects it, unparsed)."""
+    if len(payload) > _MAX_LEVELS_BYTES or len(payload) > max_payload_bytes:
         return None
     try:
         data = orjson.loads(payload)

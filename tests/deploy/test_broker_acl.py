@@ -9,6 +9,7 @@ forbidden message would have arrived before it.
 
 from __future__ import annotations
 
+import dataclasses
 import ssl
 import subprocess
 import uuid
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 from paho.mqtt.enums import MQTTProtocolVersion
 
+from monitor.config import parse_config
+from monitor.portal.broker import Publisher
 from tests.support.secure_broker import SecureBroker, TestClient
 
 pytestmark = pytest.mark.timeout(60)
@@ -203,6 +206,114 @@ def test_daemon_instance_account_sees_only_its_sites(connect: Connect) -> None:
     assert not reaches(east, south, "minewatch/south/sensors/n1/levels", marker)
     assert east.publish("minewatch/south/violations", b"x").value == NOT_AUTHORIZED
     assert not east.publish("minewatch/north/violations", b"x").is_failure
+
+
+# --------------------------------------------------------------------------- the portal
+
+EVENT_KINDS = ("blast-notice", "blast", "truck", "work", "temporary-lighting", "vehicle-present")
+
+
+def test_portal_publishes_events_for_every_site(
+    connect: Connect, secure_broker: SecureBroker, tmp_path: Path
+) -> None:
+    """The portal's own publisher (monitor/portal/broker.py), configured as docs/CONFIG.md
+    says (portal.mqtt_username and its password file beside the daemon's [broker]), gets its
+    QoS 1 events for both sites acknowledged, and the daemon receives them."""
+    daemon = connect("minewatch-daemon")
+    daemon.subscribe("minewatch/+/events/#")
+    config = parse_config(
+        secure_broker.broker_toml()
+        + "\n[portal]\n"
+        + 'mqtt_username = "minewatch-portal"\n'
+        + f'mqtt_password_file = "{secure_broker.password_file("minewatch-portal")}"\n'
+        + '\n[[sites]]\nid = "north"\ntimezone = "Europe/Oslo"\nlatitude = 62.0\nlongitude = 9.6\n'
+        + f'[storage]\npath = "{tmp_path / "store.db"}"\n'
+    )
+    broker = dataclasses.replace(
+        config.broker, username=config.portal.mqtt_username, password=config.portal.mqtt_password
+    )  # as `minewatch serve` does (monitor/commands/serve.py)
+    publisher = Publisher(broker, config.portal.mqtt_client_id)
+    try:
+        sent = []
+        for site in ("north", "south"):
+            for kind in EVENT_KINDS:
+                payload = f"{site}-{kind}-{token()}".encode()
+                publisher.publish(f"minewatch/{site}/events/{kind}", payload)  # raises without a PUBACK
+                sent.append(payload)
+        assert daemon.wait_for(lambda ms: {m.payload for m in ms} >= set(sent))
+    finally:
+        publisher.close()
+    portal = connect("minewatch-portal")  # and with the test client: each PUBACK is a success
+    for kind in EVENT_KINDS:
+        assert reaches(
+            daemon, portal, f"minewatch/south/events/{kind}", (portal, "minewatch/north/events/blast")
+        )
+
+
+@pytest.mark.parametrize(
+    "topic",
+    [
+        "minewatch/north/sensors/n1/levels",  # a sensor's levels
+        "minewatch/north/sensors/l1/light",  # a sensor's readings
+        "minewatch/north/sensors/n1/status",  # a sensor's status
+        "minewatch/north/status",  # the daemon's outputs
+        "minewatch/north/violations",
+        "minewatch/north/findings",
+        "minewatch/north/rejected",
+        "minewatch/north/anchors",
+        "minewatch/elsewhere/events/blast",  # a site that is not configured
+        "minewatch/north/events/blast/x",  # below an event topic
+        "minewatch/north/events",
+        "minewatch/_/rejected",
+    ],
+)
+def test_portal_publishes_nothing_but_events(connect: Connect, topic: str) -> None:
+    portal = connect("minewatch-portal")
+    assert portal.publish(topic, b"forged").value == NOT_AUTHORIZED
+    if topic.startswith("minewatch/_/"):  # only the town reads it
+        town = connect("town")
+        town.subscribe("minewatch/+/rejected")
+        daemon = connect("minewatch-daemon")
+        assert not reaches(town, portal, topic, (daemon, "minewatch/north/rejected"))
+        return
+    daemon = connect("minewatch-daemon")
+    daemon.subscribe("minewatch/#")  # reads every input and output of every site
+    assert not reaches(daemon, portal, topic, (portal, "minewatch/north/events/blast"))
+
+
+@pytest.mark.parametrize(
+    "topic",
+    ["minewatch-other/north/events/blast", "other/north/events/blast", "north/events/blast", "minewatch"],
+)
+def test_portal_cannot_publish_outside_the_prefix(connect: Connect, topic: str) -> None:
+    assert connect("minewatch-portal").publish(topic, b"forged").value == NOT_AUTHORIZED
+
+
+def test_portal_reads_nothing(connect: Connect) -> None:
+    """Mosquitto 2.0 grants the portal's subscriptions (the ACL file's header) and delivers
+    nothing on them: not inputs, not other publishers' events, not its own, not outputs."""
+    portal = connect("minewatch-portal")
+    for wide in ("#", "minewatch/#", "minewatch/+/events/#", "minewatch/+/+"):
+        assert not portal.subscribe(wide)[0].is_failure
+    daemon = connect("minewatch-daemon")
+    daemon.subscribe("minewatch/#")
+    n1, operator = connect("sensor-north-n1"), connect("operator-north")
+    sends = [
+        (n1, "minewatch/north/sensors/n1/levels"),
+        (operator, "minewatch/north/events/blast"),
+        (portal, "minewatch/south/events/work"),
+        *((daemon, f"minewatch/{site}/{out}") for site in ("north", "south") for out in OUTPUTS),
+    ]
+    sent = []
+    for writer, topic in sends:
+        payload = f"probe-{token()}".encode()
+        assert not writer.publish(topic, payload).is_failure, topic
+        sent.append(payload)
+    assert daemon.wait_for(lambda ms: {m.payload for m in ms} >= set(sent))  # the broker routed them all
+    # The broker writes to one client in order: what it routed to the portal before this
+    # SUBACK would have arrived before it.
+    assert not portal.subscribe("minewatch/north/status")[0].is_failure
+    assert portal.messages == []
 
 
 # --------------------------------------------------------------------------- connecting

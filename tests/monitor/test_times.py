@@ -50,3 +50,16 @@ def test_dates() -> None:
         UsageError, match=r"--date: expected a date like 2026-12-15 \(YYYY-MM-DD\), got '29/11'"
     ):
         parse_date("29/11", "--date")
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "zone"),
+    [
+        (parse_time, "9999-12-31T23:59", CHICAGO),  # west of Greenwich: past the calendar's end in UTC
+        (end_of_day, "9999-12-31", CHICAGO),
+        (parse_time, "0001-01-01", ZoneInfo("Asia/Tokyo")),  # east: before its start
+    ],
+)
+def test_a_time_past_the_calendar_in_utc_is_a_usage_error(parse: object, text: str, zone: ZoneInfo) -> None:
+    with pytest.raises(UsageError, match="out of range"):
+        parse(text, zone, "--at")  # type: ignore[operator]

@@ -66,7 +66,8 @@ def digests(bundle: Path) -> dict[str, str]:
         out = {name: hashlib.sha256(zf.read(name)).hexdigest() for name in sorted(zf.namelist())}
         manifest = json.loads(zf.read("manifest.json"))
     manifest["software"]["version"] = ""  # changes with every release
-    manifest["config"]["source"] = ""  # the path of the configuration file read (a temp dir here)
+    if "source" in manifest["config"]:  # formats 2 and 3: the configuration file's path (a temp dir here)
+        manifest["config"]["source"] = ""
     out["manifest.json"] = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
     return out
 

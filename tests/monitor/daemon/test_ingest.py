@@ -59,7 +59,7 @@ class Recorder(_ReceivingClient):
             manual_ack=True,
         )
 
-    def _record(self, batch: list[Inbound]) -> None:
+    def _record(self, batch: list[Inbound], size: int) -> None:
         self.batches.append(batch)
         self.order += [m.topic for m in batch]
 

@@ -3,9 +3,10 @@
 tests/data/evidence/golden.sqlite is a store holding every chain kind, written by
 tests/data/evidence/make_golden.py at commit cd944b8; golden-digests.json holds the SHA-256
 of each member of the format-2 bundle that code exported from it (format2.zip is that bundle),
-golden-digests-3.json those of the format-3 bundle exported from it since. Exporting the same
-store again must give the same bytes, the format-2 bundle must verify as it did, and writing
-the same data again must give the same chain keys and digests.
+golden-digests-3.json those of the format-3 bundle exported from it later (format3.zip is that
+bundle), golden-digests-4.json those of the format-4 bundle exported from it since. Exporting the
+same store again must give the same bytes, the bundles of earlier formats must verify as they did,
+and writing the same data again must give the same chain keys and digests.
 """
 
 from __future__ import annotations
@@ -32,16 +33,23 @@ GOLDEN = DATA / "evidence"
 
 
 def test_the_same_store_exports_the_same_bundle(tmp_path: Path) -> None:
-    """Format 3 (golden-digests-3.json, pinned when format 3 was introduced): the same store
-    exports the same bytes, every time."""
+    """Format 4 (golden-digests-4.json, pinned when format 4 was introduced): the same store
+    exports the same bytes, every time. Against format 3's (golden-digests-3.json) only README.txt,
+    config.toml (the allow-list of the whole file the golden store chained) and the manifest differ."""
     config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE)
     shutil.copy(GOLDEN / "golden.sqlite", tmp_path / "store.db")
     config = load_config(config_path)
     assert Path(config.storage.path) == tmp_path / "store.db"
     bundle = tmp_path / "b.zip"
     export_bundle(config, SITE, *WINDOW, bundle, plots=False, now=CREATED)
-    assert digests(bundle) == json.loads((GOLDEN / "golden-digests-3.json").read_text())
+    assert digests(bundle) == json.loads((GOLDEN / "golden-digests-4.json").read_text())
     assert verify_bundle(bundle).ok
+    format_3 = json.loads((GOLDEN / "golden-digests-3.json").read_text())
+    assert {n for n, d in digests(bundle).items() if format_3[n] != d} == {
+        "README.txt",
+        "config.toml",
+        "manifest.json",
+    }
     again = tmp_path / "again.zip"
     export_bundle(config, SITE, *WINDOW, again, plots=False, now=CREATED)
     assert digests(again) == digests(bundle)
@@ -60,7 +68,7 @@ def test_a_segment_walked_in_stretches_by_worker_processes_exports_the_same_bund
     bundle = tmp_path / "b.zip"
     summary = export_bundle(load_config(config_path), SITE, *WINDOW, bundle, plots=False, now=CREATED)
     assert summary.chain_entries > 10 * 16
-    assert digests(bundle) == json.loads((GOLDEN / "golden-digests-3.json").read_text())
+    assert digests(bundle) == json.loads((GOLDEN / "golden-digests-4.json").read_text())
 
 
 def test_the_format_2_bundle_is_the_pinned_one_and_verifies_as_it_did(tmp_path: Path) -> None:
@@ -97,6 +105,30 @@ def test_the_format_2_bundle_is_the_pinned_one_and_verifies_as_it_did(tmp_path: 
         "  bundle anchors: 3 checked against the chain",
         "  town-held anchors matching the chain: 3 (seq 1, 264, 515)",
     ]
+
+
+def test_the_format_3_bundle_is_the_pinned_one_and_verifies_as_it_did(tmp_path: Path) -> None:
+    """format3.zip holds the very members format-3 code exported from golden.sqlite (the digests
+    pinned in golden-digests-3.json before format 4): its config.toml is the whole configuration
+    file that store chained, and it still verifies, bound by the chain, with one line saying which
+    format it is."""
+    bundle = GOLDEN / "format3.zip"
+    assert digests(bundle) == json.loads((GOLDEN / "golden-digests-3.json").read_text())
+    copy = tmp_path / "f3.zip"
+    shutil.copy(bundle, copy)
+    report = verify_bundle(copy, load_anchors(GOLDEN / "format2-town-anchors.json"))
+    assert report.ok and report.format == "minewatch-evidence/3", report.lines()
+    assert report.lines()[2] == (
+        "  format: minewatch-evidence/3 (earlier); the same checks and guarantees as the current format;"
+        " its config.toml is the configuration file chained then (secret values masked) and its records"
+        " are every one of its chain segment"
+    )
+    assert report.config == (
+        "profile dovre 45e5810ce6b2 and configuration 97a820a6b8fd (secrets left out), in force since"
+        " 2024-03-10T07:53:00Z, chained at seq 2: profile/dovre.toml and config.toml are those files"
+        " (anchored)"
+    )
+    assert not report.digest_only
 
 
 def _chain(path: Path) -> list[tuple[str, str, str]]:

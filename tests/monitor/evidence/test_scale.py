@@ -55,7 +55,7 @@ def test_format_3_chain_holds_no_heads_and_tags_the_sound_rows_it_carries(site: 
         manifest = json.loads(zf.read("manifest.json"))
         chain = csv_rows(zf.read("chain.csv"))
         sound = csv_rows(zf.read("data/sound/part-00001.csv"))
-    assert manifest["format"] == FORMAT == "minewatch-evidence/3"
+    assert manifest["format"] == FORMAT == "minewatch-evidence/4"  # format 3's chain.csv, kept in format 4
     assert chain[0] == ["seq", "kind", "key", "digest", "recorded_us"]
     digests = {int(r[0]): sound_digest_cells(r) for r in sound[1:]}
     tagged = [r for r in chain[1:] if r[1] == "sound"]

@@ -13,7 +13,7 @@ import pytest
 
 from monitor.config import parse_config
 from monitor.errors import ConfigError
-from monitor.portal.auth import LoginLimiter, check_password, check_token, hash_password, hash_token
+from monitor.portal.auth import check_password, check_token, hash_password, hash_token
 from monitor.portal.data import Scope, User
 from tests.support.config_samples import MINIMAL
 
@@ -97,22 +97,6 @@ def test_passwords_and_tokens_are_stored_hashed_and_checked() -> None:
     assert (
         check_token("mw_abc", stored) and not check_token("mw_abd", stored) and not check_token("mw_abc", "")
     )
-
-
-def test_login_limiter_blocks_a_name_after_its_failures_and_an_address_later() -> None:
-    now = [0.0]
-    limiter = LoginLimiter(3, 60.0, clock=lambda: now[0])
-    for _ in range(3):
-        assert limiter.blocked("ann", "10.0.0.1") == 0
-        limiter.failed("ann", "10.0.0.1")
-    assert limiter.blocked("ann", "10.0.0.2") == pytest.approx(60.0)
-    assert limiter.blocked("bob", "10.0.0.1") == 0  # the address has 3 of its 12
-    for name in ("b1", "b2", "b3"):
-        for _ in range(3):
-            limiter.failed(name, "10.0.0.1")
-    assert limiter.blocked("carol", "10.0.0.1") > 0  # 12 failures from one address
-    now[0] = 61.0
-    assert limiter.blocked("ann", "10.0.0.2") == 0 and limiter.blocked("carol", "10.0.0.1") == 0
 
 
 def test_scope_is_the_one_site_check() -> None:

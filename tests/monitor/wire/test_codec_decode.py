@@ -472,12 +472,19 @@ def test_a_time_padded_with_a_megabyte_of_spaces_is_rejected_on_both_paths() -> 
     topic = f"{P}/sensors/n1/levels"
     # The usual message (all floats: checked in line), and the quick path's general branch.
     for extra in ({"duration_s": 1.0}, {"LASmax": 75.0}):
-        payload = json.dumps({**LEVELS, **extra, "ts": padded_ts()}).encode()
+        payload = json.dumps({**LEVELS, **extra, "ts": padded_ts(3000)}).encode()  # within the size cap
         assert quick(topic, payload) is None
         reason = rejected(topic, payload)
         assert reason.startswith("ts: '")
         assert "is not an RFC 3339 time (longer than 35 characters)" in reason
-        assert len(reason) < 200  # the rejection does not echo the megabyte back
+        assert len(reason) < 200  # the rejection does not echo the padding back
+        # The megabyte is refused on its length, before anything parses it.
+        payload = json.dumps({**LEVELS, **extra, "ts": padded_ts()}).encode()
+        assert quick(topic, payload) is None
+        assert (
+            rejected(topic, payload)
+            == f"payload: {len(payload)} bytes exceeds the 4096-byte limit of a levels message"
+        )
     light = {"ts": padded_ts(), "duration_s": 1, "lux_mean": 1, "lux_min": 1, "lux_max": 1}
     assert "ts: " in rejected(f"{P}/sensors/l1/light", light)  # the general decoder
     work = {"start": padded_ts(), "end": "2026-06-15T12:00:00Z", "kind": "repair"}
@@ -550,13 +557,13 @@ def test_hostile_times_leave_no_memory_behind() -> None:
     [
         (
             "sensors/n1/levels",
-            {**LEVELS, "x" * 100_000: 1},
-            "payload: unknown field 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (100000 characters)",
+            {**LEVELS, "x" * 3900: 1},  # levels and bands payloads are capped in size (KIND_MAX_BYTES)
+            "payload: unknown field 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (3900 characters)",
         ),
         (
             "sensors/n1/bands",
-            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"1" * 100_000: 50.0}},
-            "bands: '1111111111111111111111111111111111111111'... (100000 characters) is not a frequency",
+            {"ts": "2026-06-15T11:59:00Z", "duration_s": 1, "bands": {"1" * 16_000: 50.0}},
+            "bands: '1111111111111111111111111111111111111111'... (16000 characters) is not a frequency",
         ),
         (
             "sensors/n1/bands",
@@ -599,7 +606,7 @@ def test_hostile_times_leave_no_memory_behind() -> None:
         ("events/truck", {"ts": "2026-06-15T11:00:00Z", "gate": "g" * 65, "direction": "in"}, "gate: longer"),
         (
             "sensors/signed/levels",
-            {**LEVELS, "sig": "f" * 100_000},
+            {**LEVELS, "sig": "f" * 3900},
             "sig: expected a hex string (64 characters)",
         ),
     ],

@@ -1,0 +1,87 @@
+"""HSTS under TLS, and check-config refusing weak or malformed password hashes and proxies that
+are not addresses."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.portal.auth import SCRYPT_N, SCRYPT_P, SCRYPT_R, hash_password
+from tests.support.portal_server import SITES, Client, Portal, serving
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_hsts_is_sent_when_tls_is_served(tmp_path: Path, secure: bool) -> None:
+    extra = "secure_cookies = true\n" if secure else ""  # TLS at a proxy (tls_cert: the same switch)
+    with serving(Portal(tmp_path, portal_extra=extra)) as portal:
+        headers = Client(portal).get("/login").headers
+    assert headers.get("strict-transport-security") == ("max-age=31536000" if secure else None)
+
+
+def weak_hash(password: str, n: int, r: int, p: int) -> str:
+    salt = bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=32)
+    return f"scrypt${n}${r}${p}${salt.hex()}${digest.hex()}"
+
+
+def check_config(tmp_path: Path, portal: str) -> tuple[int, str]:
+    config = tmp_path / "minewatch.toml"
+    config.write_text(f"{SITES}\n[portal]\n{portal}")
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "check-config", str(config)], capture_output=True, text=True
+    )
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("password_hash", "expected"),
+    [
+        (
+            weak_hash("pw", 2, 1, 1),
+            "portal.accounts[0].password_hash: scrypt parameters n=2, r=1, p=1 are weaker than"
+            f" n={SCRYPT_N}, r={SCRYPT_R}, p={SCRYPT_P}: make a new hash with `minewatch hash-password`",
+        ),
+        (
+            weak_hash("pw", SCRYPT_N, 1, 1),
+            "portal.accounts[0].password_hash: scrypt parameters n=16384, r=1, p=1 are weaker than",
+        ),
+        (
+            "scrypt$16384$8$1$nothex$00",
+            "portal.accounts[0].password_hash: malformed: n, r and p must be whole numbers,"
+            " salt and hash hexadecimal",
+        ),
+        (
+            "scrypt$16384$8$1",
+            "portal.accounts[0].password_hash: expected a hash from `minewatch hash-password`",
+        ),
+        (
+            f"scrypt$16384$8$1${'00' * 4}${'00' * 32}",
+            "portal.accounts[0].password_hash: malformed: the salt and the hash must be at least 16 bytes",
+        ),
+        (
+            f"scrypt${2**20}$8$1${'00' * 16}${'00' * 32}",
+            "portal.accounts[0].password_hash: scrypt parameters n=1048576, r=8, p=1 need more than 64 MiB",
+        ),
+    ],
+)
+def test_check_config_refuses_weak_or_malformed_password_hashes(
+    tmp_path: Path, password_hash: str, expected: str
+) -> None:
+    code, err = check_config(
+        tmp_path, f'[[portal.accounts]]\nname = "a"\npassword_hash = "{password_hash}"\n'
+    )
+    assert code == 2 and expected in err, err
+
+
+def test_check_config_reads_trusted_proxies(tmp_path: Path) -> None:
+    account = f'[[portal.accounts]]\nname = "a"\npassword_hash = "{hash_password("pw")}"\n'
+    code, err = check_config(tmp_path, f'trusted_proxies = ["127.0.0.1", "10.0.0.0/8", "::1"]\n{account}')
+    assert code == 0, err
+    code, err = check_config(tmp_path, f'trusted_proxies = ["10.0.0.300", "*"]\n{account}')
+    assert code == 2
+    assert "portal.trusted_proxies: '10.0.0.300' is not an IP address or network (e.g. 10.0.0.0/8)" in err
+    assert "portal.trusted_proxies: '*' is not an IP address or network" in err
