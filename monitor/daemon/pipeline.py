@@ -47,10 +47,10 @@ from monitor.daemon.sensor_health import HealthWatch, calibrated
 from monitor.daemon.site_state import NEVER, SiteState, site_data
 from monitor.daemon.workers import Partition
 from monitor.errors import DecodeError
-from monitor.evidence import evidence_texts
 from monitor.influx import points
 from monitor.influx.client import InfluxForwarder
 from monitor.influx.outbox import Outbox
+from monitor.journal.config_record import config_record_texts
 from monitor.journal.store import READING_KIND, Store, levels_digest
 from monitor.notify.alerts import AlertBook
 from monitor.notify.delivery import Deliveries, DeliveryWorker
@@ -179,7 +179,7 @@ class Pipeline:
         self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
         with store.batch():  # the profile and configuration every finding from now on is judged under
             for site in config.owned_sites:
-                store.append_config_record(site.id, *evidence_texts(config, site), now)
+                store.append_config_record(site.id, *config_record_texts(config, site), now)
 
     # ------------------------------------------------------------------ messages
 

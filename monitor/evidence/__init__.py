@@ -57,9 +57,9 @@ from monitor.evidence.format import (
 from monitor.evidence.verify import Problem, Report, verify_bundle
 
 if TYPE_CHECKING:
-    from monitor.evidence.export import ExportSummary, evidence_texts, export_bundle
+    from monitor.evidence.export import ExportSummary, export_bundle
 
-_EXPORT = frozenset({"ExportSummary", "evidence_texts", "export_bundle"})
+_EXPORT = frozenset({"ExportSummary", "export_bundle"})
 
 
 def __getattr__(name: str) -> Any:
@@ -80,7 +80,6 @@ __all__ = [
     "Problem",
     "Report",
     "TimeFormat",
-    "evidence_texts",
     "export_bundle",
     "exported_window",
     "load_anchors",

@@ -19,14 +19,13 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from monitor.config import Config, SiteConfig, parse_config
 from monitor.errors import ConfigError, OutputError
-from monitor.evidence.disclosure import TOWN_VIEW, Disclosure, evidence_config_text
+from monitor.evidence.disclosure import TOWN_VIEW, Disclosure
 from monitor.evidence.format import (
     _FLUSH_BYTES,
     _README,
@@ -66,6 +65,7 @@ from monitor.journal.chain_kinds import (
     config_from_key,
     config_record,
 )
+from monitor.journal.config_record import config_record_texts, site_config_text
 from monitor.journal.store import KEYED, SCHEMA_VERSION
 from monitor.wire.canonical import to_us
 
@@ -198,24 +198,6 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
 
 
-def profile_text(site: SiteConfig) -> tuple[str, str]:
-    """(file name, TOML text) of the ordinance profile the site runs under."""
-    if site.profile.endswith(".toml"):
-        return Path(site.profile).name, Path(site.profile).read_text(encoding="utf-8")
-    return f"{site.profile}.toml", resources.files("rules.profiles").joinpath(
-        f"{site.profile}.toml"
-    ).read_text(encoding="utf-8")
-
-
-def evidence_texts(config: Config, site: SiteConfig) -> tuple[str, str, str]:
-    """(profile name, profile text, configuration text): what a config record binds.
-
-    The configuration text is the site's allow-list (``evidence_config_text``), never the file.
-    """
-    _, text = profile_text(site)
-    return site.profile, text, evidence_config_text(config, site)
-
-
 def _chained_config_text(kept: str, site_id: str) -> tuple[str, str]:
     """(text to ship, form) for a configuration text an earlier minewatch chained.
 
@@ -231,7 +213,7 @@ def _chained_config_text(kept: str, site_id: str) -> tuple[str, str]:
     site = earlier.site(site_id)
     if site is None:
         return "", "current"
-    extract = evidence_config_text(earlier, site)
+    extract = site_config_text(earlier, site)
     return extract, "chained" if extract == kept else "extract"
 
 
@@ -1015,7 +997,7 @@ class _Exporter:
         A configuration chained before the allow-list (the whole file) is never shipped as it
         was: the bundle holds its allow-list (``_chained_config_text``), said so in the manifest.
         """
-        profile, profile_text_, config_text = evidence_texts(self.config, self.site)
+        profile, profile_text_, config_text = config_record_texts(self.config, self.site)
         self.config_seq: int | None = None
         self.config_form = "current"
         for seq, key in configs:

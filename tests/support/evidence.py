@@ -14,11 +14,11 @@ from pathlib import Path
 
 from monitor.config import Config, load_config
 from monitor.evidence import (
-    evidence_texts,
     export_bundle,
     load_anchors,
     verify_bundle,
 )
+from monitor.journal.config_record import config_record_texts
 from monitor.journal.store import Store, to_us
 from rules.model import (
     Finding,
@@ -95,7 +95,8 @@ def build_site(
     assert site_config is not None
     with store.batch():
         if chain_config:  # False: a store written before the daemon chained config records
-            store.append_config_record(SITE, *evidence_texts(config, site_config), T0 - timedelta(minutes=5))
+            texts = config_record_texts(config, site_config)
+            store.append_config_record(SITE, *texts, T0 - timedelta(minutes=5))
         anchor(T0 - timedelta(minutes=4))
         for i in range(seconds):
             ts = T0 + timedelta(seconds=i)

@@ -18,6 +18,7 @@ from typing import Any
 
 from monitor.journal.store import Store
 from monitor.portal.auth import hash_password
+from tests.support.paths import REPO
 from tests.support.servers import free_port, stop_process, wait_for_port
 
 PASSWORDS = {"ann": "ann-secret-1", "bob": "bob-secret-1"}
@@ -109,7 +110,7 @@ def serving(portal: Portal) -> Iterator[Portal]:
         [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
         stdout=log,
         stderr=log,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=REPO,
     )
     try:
         wait_for_port(portal.port, timeout=30, proc=proc)

@@ -18,13 +18,13 @@ from monitor.config import load_config
 from monitor.evidence import (
     EvidenceError,
     TimeFormat,
-    evidence_texts,
     export_bundle,
     load_anchors,
     verify_bundle,
 )
 from monitor.evidence.format import sound_digest_cells
 from monitor.influx.client import InfluxWriter, line
+from monitor.journal.config_record import config_record_texts
 from monitor.journal.store import Store, digest_of, next_head, sound_record, to_us
 from rules.model import (
     SoundLevels,
@@ -584,7 +584,7 @@ def test_the_daemon_start_chains_the_profile_and_notices_name_its_version(site: 
         pipeline = Pipeline(site.config, store, lambda topic, payload, retain: None, Clock("wall"))
         site_config = site.config.site(SITE)
         assert site_config is not None
-        _, profile_text, config_text = evidence_texts(site.config, site_config)
+        _, profile_text, config_text = config_record_texts(site.config, site_config)
         profile_sha = hashlib.sha256(profile_text.encode()).hexdigest()
         kind, key = store.conn.execute(
             "SELECT kind, key FROM chain WHERE site = ? ORDER BY seq DESC LIMIT 1", (SITE,)

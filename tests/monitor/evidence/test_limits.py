@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.monitor.evidence.test_bundles import Site, build_site, export
+from tests.support.paths import REPO
 
 MiB = 1 << 20
 INFLATED = 256 * MiB  # what each bomb inflates to: far beyond the 50 MB the test allows
@@ -44,7 +45,7 @@ def _verify_measured(bundle: Path) -> tuple[int, list[str]]:
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).parents[2],
+        cwd=REPO,
         timeout=240,
     ).stdout
     result = json.loads(out)
