@@ -27,11 +27,15 @@ def parse_date(text: str, option: str) -> date:
         raise UsageError(f"{option}: expected a date like 2026-12-15 (YYYY-MM-DD), got {text!r}") from None
 
 
+class TimeOutOfRange(UsageError):
+    """A time that exists where it was typed but not in UTC (past the calendar's first or last day)."""
+
+
 def _in_utc(moment: datetime, option: str, text: str) -> datetime:
     try:
         return moment.astimezone(UTC)
     except OverflowError:  # e.g. 9999-12-31T23:59 west of Greenwich is past the calendar's end
-        raise UsageError(f"{option}: {text.strip()!r} is out of range (years 1 to 9999 in UTC)") from None
+        raise TimeOutOfRange(f"{option}: {text.strip()!r} is out of range (years 1 to 9999 in UTC)") from None
 
 
 def parse_time(text: str, zone: tzinfo, option: str) -> datetime:

@@ -196,11 +196,11 @@ def parse_day(text: str, option: str) -> date:
 
 def checked_time(text: str, zone: tzinfo, option: str) -> datetime:
     """monitor.times.parse_time, within the range pages and the API take (UsageError, a 400)."""
-    from monitor.times import parse_time
+    from monitor.times import TimeOutOfRange, parse_time
 
     try:
-        when = parse_time(text, zone, option)
-    except OverflowError:  # a time near year 1 or 9999 moved to UTC
+        when: datetime | None = parse_time(text, zone, option)
+    except TimeOutOfRange:  # a time near year 1 or 9999 moved to UTC
         when = None
     if when is None or not EARLIEST <= when < LATEST:
         given = text.strip()[:40]

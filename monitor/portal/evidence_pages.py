@@ -1,0 +1,178 @@
+"""Evidence in the browser: bundles prepared in the background and downloaded once, uploads verified."""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from monitor.config import SiteConfig
+from monitor.errors import UsageError
+from monitor.portal import limits, upload
+from monitor.portal.data import Scope
+from monitor.portal.jobs import Job, TooManyJobs, remove_folder
+from monitor.portal.web import BadCsrf, Web
+
+
+class EvidencePages:
+    """The inspector's and the Town's evidence pages."""
+
+    def __init__(self, web: Web) -> None:
+        self.web = web
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/sites/{site}/evidence", self.evidence_page),
+            Route("/sites/{site}/evidence/bundle", self.bundle, methods=["POST"]),
+            Route("/sites/{site}/evidence/jobs/{job}", self.bundle_job),
+            Route("/sites/{site}/evidence/jobs/{job}/{file:path}", self.bundle_job),
+            Route("/sites/{site}/evidence/verify", self.verify_upload, methods=["POST"]),
+        ]
+
+    def evidence_form(
+        self,
+        request: Request,
+        scope: Scope,
+        site: SiteConfig,
+        status: int = 200,
+        *,
+        report: dict[str, Any] | None = None,
+        error: str = "",
+        held: list[Job] | None = None,
+    ) -> Response:
+        """The evidence page (window form, upload form), with a verify report or an error (and
+        the account's bundles in the way of another, ``held``)."""
+        today = self.web.portal.clock().astimezone(ZoneInfo(site.timezone)).date().isoformat()
+        return self.web.page(
+            request,
+            "evidence.html",
+            scope,
+            status,
+            site=site,
+            today=today,
+            report=report,
+            error=error,
+            held=held or [],
+            max_upload_mb=self.web.pc.max_upload_mb,
+        )
+
+    async def evidence_page(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "evidence")
+        return self.evidence_form(request, scope, scope.site(request.path_params["site"]))
+
+    async def bundle(self, request: Request) -> Response:
+        """Start preparing a bundle (a POST with the form's token: it costs a thread and disk)."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "evidence")
+        site = scope.site(request.path_params["site"])
+        form = await self.web.checked_form(request)
+        zone = ZoneInfo(site.timezone)
+        try:
+            start = limits.checked_time(str(form.get("from", "")), zone, "from")
+            end = limits.checked_time(str(form.get("to", "")), zone, "to")
+        except UsageError as exc:
+            return self.evidence_form(request, scope, site, 400, error=str(exc))
+        if end <= start:
+            return self.evidence_form(request, scope, site, 400, error="to: must be after from")
+        try:
+            job = self.web.jobs.start(self.web.portal, scope, site.id, start, end)
+        except TooManyJobs as exc:
+            busy = self.evidence_form(request, scope, site, 429, error=str(exc), held=exc.held)
+            busy.headers["Retry-After"] = "30"
+            return busy
+        window = {"from": start.isoformat(), "to": end.isoformat()}
+        await run_in_threadpool(
+            self.web.portal.record_action,
+            scope,
+            site.id,
+            "bundle_prepared",
+            job.id,
+            self.web.source(request),
+            window,
+        )
+        return RedirectResponse(f"/sites/{site.id}/evidence/jobs/{job.id}", status_code=303)
+
+    async def bundle_job(self, request: Request) -> Response:
+        """Progress of a bundle being prepared (the page reloads itself), then the download."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "evidence")
+        site = scope.site(request.path_params["site"])
+        job = self.web.jobs.get(request.path_params["job"], scope.user.name, site.id)
+        if job.error:
+            return self.web.page(request, "job.html", scope, 500, site=site, job=job)
+        if job.done and request.path_params.get("file"):
+            out, folder = job.take()
+            from monitor.evidence import exported_window
+
+            # the window the bundle discloses (the account's time scope cuts the one requested)
+            await run_in_threadpool(
+                self.web.portal.record_action,
+                scope,
+                site.id,
+                "bundle_downloaded",
+                out.name,
+                self.web.source(request),
+                {**exported_window(out), "bytes": out.stat().st_size},
+            )
+            return StreamingResponse(
+                _stream_file(out, folder),
+                media_type="application/zip",
+                headers={
+                    "Content-Disposition": f'attachment; filename="{out.name}"',
+                    "Content-Length": str(out.stat().st_size),
+                },
+            )
+        return self.web.page(request, "job.html", scope, site=site, job=job)
+
+    async def verify_upload(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "evidence")
+        site = scope.site(request.path_params["site"])
+
+        def check_csrf(given: str) -> None:
+            wanted = request.session.get("csrf")
+            if not isinstance(wanted, str) or not secrets.compare_digest(given.encode(), wanted.encode()):
+                raise BadCsrf
+
+        # Who asks and the form's token are checked before the file is read (upload.py); the
+        # body's size is bounded by portal.max_upload_mb (limits.BodyLimit).
+        folder = Path(tempfile.mkdtemp(prefix="minewatch-verify-"))
+        try:
+            path = folder / "bundle.zip"
+            try:
+                name = await upload.receive_file(request, check_csrf, "bundle", path)
+            except upload.BadUpload as exc:
+                return self.evidence_form(request, scope, site, 400, error=str(exc))
+            report = await run_in_threadpool(self.web.portal.verify, path)
+        finally:
+            remove_folder(folder)
+        report["name"] = name
+        outcome = {"ok": report["ok"], "problems": len(report["problems"]) + report["more_problems"]}
+        await run_in_threadpool(
+            self.web.portal.record_action,
+            scope,
+            site.id,
+            "bundle_verified",
+            name,
+            self.web.source(request),
+            outcome,
+        )
+        return self.evidence_form(request, scope, site, report=report)
+
+
+async def _stream_file(path: Path, folder: Path) -> AsyncIterator[bytes]:
+    try:
+        with path.open("rb") as f:
+            while chunk := await run_in_threadpool(f.read, 1 << 20):
+                yield chunk
+    finally:
+        remove_folder(folder)

@@ -1,0 +1,314 @@
+"""The site pages: sites, status, events recorded by the operator, alerts, notices, the day view."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from monitor.errors import UsageError
+from monitor.portal import limits
+from monitor.portal.data import EVENT_KINDS, NotFound, Refused, new_event_id
+from monitor.portal.web import AUDIENCE, Web, day_param
+
+
+class SitePages:
+    """The operator's and the Town's pages of a site, and the notices."""
+
+    def __init__(self, web: Web) -> None:
+        self.web = web
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", self.home),
+            Route("/sites/{site}/status", self.status_page),
+            Route("/sites/{site}/events", self.events_page),
+            Route("/sites/{site}/events/{kind}", self.record_event, methods=["POST"]),
+            Route("/sites/{site}/alerts", self.alerts_page),
+            Route("/sites/{site}/alerts/{alert}/acknowledge", self.acknowledge, methods=["POST"]),
+            Route("/sites/{site}/notices", self.notices_page),
+            Route("/notices/{notice}", self.notice_page),
+            Route("/notices/{notice}/document.{fmt}", self.notice_document),
+            Route("/notices/{notice}/{action}", self.notice_act, methods=["POST"]),
+            Route("/sites/{site}/day", self.day_page),
+        ]
+
+    async def home(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        return self.web.page(request, "sites.html", scope, sites=scope.sites())
+
+    async def status_page(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "status")
+        site = scope.site(request.path_params["site"])
+        status = await run_in_threadpool(self.web.portal.status, scope, site.id)
+        start, end = self.web.portal.today(site)
+        findings = await run_in_threadpool(self.web.portal.findings, scope, site.id, start, end)
+        warnings = await run_in_threadpool(self.web.portal.early_warnings, scope, site.id, start, end)
+        return self.web.page(
+            request,
+            "status.html",
+            scope,
+            site=site,
+            status=status,
+            findings=findings,
+            warnings=warnings,
+        )
+
+    async def events_page(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "events")
+        site = scope.site(request.path_params["site"])
+        return self.web.page(
+            request,
+            "events.html",
+            scope,
+            site=site,
+            kinds=EVENT_KINDS,
+            error="",
+            done=request.session.pop("event_done", None),
+            recent=[a for a in self.web.portal.actions(scope, site.id) if a["action"] == "event_recorded"][
+                :20
+            ],
+        )
+
+    async def record_event(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "events")
+        site = scope.site(request.path_params["site"])
+        kind = request.path_params["kind"]
+        if kind not in EVENT_KINDS:
+            raise NotFound(kind)
+        form = await self.web.checked_form(request)
+        error, done, code = "", None, 200
+        try:
+            payload = event_payload(kind, form, ZoneInfo(site.timezone), self.web.portal.clock())
+            done = await run_in_threadpool(
+                self.web.portal.record_event, scope, site.id, kind, payload, self.web.source(request)
+            )
+        except (Refused, UsageError) as exc:
+            error, code = str(exc), 400
+        if done is not None:
+            # Post/redirect/get: reloading the page must not record the event again.
+            request.session["event_done"] = {"kind": done["kind"], "id": done["id"]}
+            return RedirectResponse(f"/sites/{site.id}/events", status_code=303)
+        recent = [a for a in self.web.portal.actions(scope, site.id) if a["action"] == "event_recorded"][:20]
+        return self.web.page(
+            request,
+            "events.html",
+            scope,
+            code,
+            site=site,
+            kinds=EVENT_KINDS,
+            error=error,
+            done=done,
+            recent=recent,
+            failed_kind=kind if error else "",
+        )
+
+    async def alerts_page(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "alerts")
+        site = scope.site(request.path_params["site"])
+        alerts = await run_in_threadpool(self.web.portal.alerts, scope, site.id, AUDIENCE[scope.user.role])
+        acked = {
+            a["target"]: a
+            for a in self.web.portal.actions(scope, site.id, 500)
+            if a["action"] == "alert_acknowledged"
+        }
+        return self.web.page(request, "alerts.html", scope, site=site, alerts=alerts, acked=acked)
+
+    async def acknowledge(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "acknowledge")
+        site = scope.site(request.path_params["site"])
+        await self.web.checked_form(request)
+        alert_id = request.path_params["alert"]
+        alerts = await run_in_threadpool(self.web.portal.alerts, scope, site.id, "operator", 10_000)
+        if alert_id not in {a["id"] for a in alerts}:
+            raise NotFound(alert_id)
+        await run_in_threadpool(
+            self.web.portal.record_action,
+            scope,
+            site.id,
+            "alert_acknowledged",
+            alert_id,
+            self.web.source(request),
+            {},
+        )
+        return RedirectResponse(f"/sites/{site.id}/alerts", status_code=303)
+
+    async def notices_page(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "notices")
+        site = scope.site(request.path_params["site"])
+        notices = await run_in_threadpool(self.web.portal.notices, scope, site.id)
+        return self.web.page(
+            request,
+            "notices.html",
+            scope,
+            site=site,
+            notices=list(reversed(notices)),
+            tz=ZoneInfo(site.timezone),
+        )
+
+    async def notice_page(
+        self, request: Request, error: str = "", message: str = "", code: int = 200
+    ) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "notices")
+        notice, history = await run_in_threadpool(
+            self.web.portal.notice, scope, request.path_params["notice"]
+        )
+        site = scope.site(notice.site)
+        message = message or str(request.session.pop("flash", ""))
+        return self.web.page(
+            request,
+            "notice.html",
+            scope,
+            code,
+            site=site,
+            notice=notice,
+            history=history,
+            error=error,
+            message=message,
+            tz=ZoneInfo(notice.timezone),
+        )
+
+    async def notice_document(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "notices")
+        fmt = request.path_params["fmt"]
+        if fmt not in ("html", "pdf"):
+            raise NotFound(fmt)
+        body = await run_in_threadpool(
+            self.web.portal.notice_document, scope, request.path_params["notice"], fmt
+        )
+        media = "application/pdf" if fmt == "pdf" else "text/html; charset=utf-8"
+        return Response(
+            body,
+            media_type=media,
+            headers={
+                "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+            },
+        )
+
+    async def notice_act(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "notice_act")
+        form = await self.web.checked_form(request)
+        action = request.path_params["action"]
+        days_text = str(form.get("days", "")).strip()
+        try:
+            days = int(days_text) if days_text else None
+        except ValueError:
+            return await self.notice_page(
+                request, error=f"days: expected a whole number, got {days_text!r}", code=400
+            )
+        if days is not None and days > limits.MAX_EXTRA_DAYS:
+            return await self.notice_page(
+                request, error=f"days: at most {limits.MAX_EXTRA_DAYS}, got {days}", code=400
+            )
+        try:
+            message = await run_in_threadpool(
+                self.web.portal.notice_action,
+                scope,
+                request.path_params["notice"],
+                action,
+                str(form.get("reason", "")),
+                self.web.source(request),
+                extra_days=days,
+                before_deadline_reason=str(form.get("before_deadline_reason", "")) or None,
+            )
+        except Refused as exc:
+            return await self.notice_page(request, error=str(exc), code=400)
+        # Post/redirect/get: a reload shows the notice, it does not repeat the change.
+        request.session["flash"] = message
+        notice_id = request.path_params["notice"]
+        return RedirectResponse(f"/notices/{notice_id}", status_code=303)
+
+    async def day_page(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "day")
+        site = scope.site(request.path_params["site"])
+        day = day_param(request, site.timezone, self.web.portal.clock())
+        # Data and plot from the facade's day cache, off the event loop (drawing a changed day
+        # takes tens of ms, which would stall every other request).
+        data, body = await run_in_threadpool(self.web.portal.day_view, scope, site.id, day, self.day_body)
+        return self.web.page(request, "day.html", scope, site=site, day=data, body=body)
+
+    def day_body(self, data: dict[str, Any], svg: str) -> str:
+        """The day view's content (plot, findings, blasts): nothing in it depends on the account
+        beyond the site and window the cache is keyed by, so it is rendered once per change."""
+        site = self.web.config.site(data["site"])
+        day = date.fromisoformat(data["date"])
+        return self.web.templates.get_template("day_body.html").render(
+            site=site,
+            day=data,
+            svg=svg,
+            prev=(day - timedelta(days=1)).isoformat(),
+            next=(day + timedelta(days=1)).isoformat(),
+        )
+
+
+def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> dict[str, Any]:
+    """The MQTT payload an event form stands for (then decoded like any MQTT event)."""
+    from monitor.portal.data import format_ts
+
+    def text(name: str) -> str:
+        value = form.get(name, "")
+        return value.strip() if isinstance(value, str) else ""
+
+    def when(name: str, payload_name: str, out: dict[str, Any]) -> None:
+        value = text(name)
+        if value:
+            out[payload_name] = format_ts(limits.checked_time(value, zone, payload_name))
+
+    def number(name: str, out: dict[str, Any]) -> None:
+        value = text(name)
+        if value:
+            try:
+                out[name] = float(value)
+            except ValueError:
+                raise Refused(f"{name}: expected a number, got {value!r}") from None
+
+    payload: dict[str, Any] = {}
+    if kind == "blast-notice":
+        payload["blast_id"] = text("blast_id")
+        payload["issued_ts"] = format_ts(now)
+        when("planned", "planned_ts", payload)
+        recipients = [r.strip() for r in text("recipients").replace(",", "\n").splitlines() if r.strip()]
+        payload["recipients"] = recipients
+    elif kind == "blast":
+        payload["blast_id"] = text("blast_id")
+        when("ts", "ts", payload)
+        if text("safety_reason"):
+            payload["safety_reason"] = text("safety_reason")
+        number("charge_kg", payload)
+        number("overpressure_db", payload)
+    elif kind == "truck":
+        payload["id"] = new_event_id(kind)
+        when("ts", "ts", payload)
+        payload["gate"] = text("gate")
+        payload["direction"] = text("direction")
+        if text("truck_id"):
+            payload["truck_id"] = text("truck_id")
+    elif kind == "work":
+        payload["id"] = new_event_id(kind)
+        when("start", "start", payload)
+        when("end", "end", payload)
+        payload["kind"] = text("work_kind")
+        payload["sensors"] = [s for s in form.getlist("sensors") if isinstance(s, str) and s]
+    elif kind == "temporary-lighting":
+        payload["id"] = new_event_id(kind)
+        when("start", "start", payload)
+        when("end", "end", payload)
+        if text("description"):
+            payload["description"] = text("description")
+    return payload
