@@ -24,7 +24,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from monitor.config import Config, SiteConfig, parse_config
-from monitor.errors import ConfigError, OutputError
+from monitor.errors import ConfigError, OutputError, StoreError
 from monitor.evidence.disclosure import TOWN_VIEW, Disclosure
 from monitor.evidence.format import (
     _FLUSH_BYTES,
@@ -58,6 +58,7 @@ from monitor.evidence.parts import default_workers, ordered_map
 from monitor.evidence.progress import Progress
 from monitor.influx.client import InfluxReader
 from monitor.influx.schema import MEASUREMENTS
+from monitor.journal import segment
 from monitor.journal.chain_kinds import (
     GENESIS,
     KINDS,
@@ -66,7 +67,6 @@ from monitor.journal.chain_kinds import (
     config_record,
 )
 from monitor.journal.config_record import config_record_texts, site_config_text
-from monitor.journal.store import KEYED, SCHEMA_VERSION
 from monitor.wire.canonical import to_us
 
 # --------------------------------------------------------------------------- export
@@ -153,49 +153,13 @@ class ExportSummary:
     digest_only: dict[str, int]  # chain entries carried as their digests alone, by kind
 
 
-_READING_KEY_SQL = (
-    "SELECT seq, key, sensor, substr(rest, 1, instr(rest, '|') - 1) AS rkind,"
-    " CAST(substr(rest, instr(rest, '|') + 1) AS INTEGER) AS ts_us FROM ("
-    " SELECT seq, key, substr(key, 1, instr(key, '|') - 1) AS sensor,"
-    " substr(key, instr(key, '|') + 1) AS rest"
-    f" FROM chain INDEXED BY chain_lookup WHERE site = :site AND kind = 'reading' AND {KEYED}"
-    " AND seq BETWEEN :lo AND :hi)"
-)
-
-
 def _open_store(path: str) -> sqlite3.Connection:
     if not Path(path).is_file():
         raise EvidenceError(f"no store at {path!r} (storage.path in the configuration)")
     try:
-        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30)
-        conn.execute("SELECT 1 FROM chain LIMIT 1")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.Error as exc:
-        raise EvidenceError(f"cannot read the store {path!r}: {exc}") from None
-    if version != SCHEMA_VERSION:  # read-only here: the daemon or `minewatch status` migrates it
-        raise EvidenceError(
-            f"the store {path!r} has layout version {version}, this minewatch reads {SCHEMA_VERSION}:"
-            " open it once with `minewatch status --config FILE` (which migrates it) or upgrade minewatch"
-        )
-    try:
-        conn.execute("SELECT pow(10, 1), log10(10)")
-    except sqlite3.OperationalError:  # SQLite built without its math functions
-        import math
-
-        conn.create_function("pow", 2, math.pow, deterministic=True)
-        conn.create_function("log10", 1, math.log10, deterministic=True)
-    return conn
-
-
-def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
-    return (
-        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
-        is not None
-    )
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+        return segment.open_read_only(path)
+    except StoreError as exc:
+        raise EvidenceError(str(exc)) from None
 
 
 def _chained_config_text(kept: str, site_id: str) -> tuple[str, str]:
@@ -264,15 +228,12 @@ def export_bundle(
     try:
         # One read transaction: every pass sees the same snapshot while the daemon goes on appending.
         conn.execute("BEGIN")
-        pruned = conn.execute("SELECT value FROM meta WHERE key = 'pruned_before_us'").fetchone()
-        pruned_us = int(pruned[0]) if pruned else 0
+        pruned_us = segment.pruned_before_us(conn)
         start_us, end_us = to_us(start), to_us(end)
         # Pruning sets its cut-off whether or not there was anything to remove: the part of the
         # window before the site's first record was never in the store, not pruned from it.
-        began = conn.execute(
-            "SELECT recorded_us FROM chain WHERE site = ? AND seq = 1", (site.id,)
-        ).fetchone()
-        if began is None or began[0] >= min(pruned_us, end_us):
+        began = segment.first_recorded_us(conn, site.id)
+        if began is None or began >= min(pruned_us, end_us):
             pruned_us = 0
         scope = _Scope(
             site.id,
@@ -336,7 +297,6 @@ class _Exporter:
         self.withheld: dict[str, list[int]] = {}  # kind -> seqs carried as digests only (_withhold)
         self.progress = progress
         self.done = 0  # rows and chain entries written, for the progress line
-        self.sound_rows = 0  # sound rows of the window in the store (from _bounds)
         self.missing_sound: set[int] = set()  # sound chain entries of the window without a row
         self.conn = conn
         self.zf = zf
@@ -351,12 +311,6 @@ class _Exporter:
         self.rows: dict[str, int] = {}
         self.warnings: list[str] = []
         self.influx_rows: dict[str, int] = {}
-        self.args = {
-            "site": site.id,
-            "from": scope.from_us,
-            "to": scope.to_us,
-            "cfrom": scope.chained_from_us,
-        }
 
     # ------------------------------------------------------------------ the segment
 
@@ -366,45 +320,18 @@ class _Exporter:
         highs: list[int] = []
         unchained = 0
 
-        def take(row: Sequence[Any]) -> None:
+        def take(span: segment.Span) -> None:
             nonlocal unchained
-            if row[0] is not None:
-                lows.append(row[0])
-                highs.append(row[1])
-            unchained += row[3] - row[2]
+            if span.first_seq is not None and span.last_seq is not None:
+                lows.append(span.first_seq)
+                highs.append(span.last_seq)
+            unchained += span.rows - span.chained
 
-        # Sound rows carry their chain entry's seq: a range scan, no join (the sound pass checks
-        # each entry against its row).
-        sound = self.conn.execute(
-            "SELECT MIN(t.chain_seq), MAX(t.chain_seq), COUNT(t.chain_seq), COUNT(*) FROM sound t"
-            " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
-            f"{self._named_sensors('t.sensor')}",
-            self._sensor_args(),
-        ).fetchone()
-        self.sound_rows = sound[2]
-        take(sound)
-        take(
-            self.conn.execute(
-                "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*) FROM readings t LEFT JOIN chain c"
-                f" ON c.site = t.site AND c.kind = 'reading' AND c.{KEYED}"
-                " AND c.key = t.sensor || '|' || t.kind || '|' || t.ts_us"
-                " WHERE t.site = :site AND t.ts_us >= :cfrom AND t.ts_us < :to"
-                f"{self._named_sensors('t.sensor')}",
-                self._sensor_args(),
-            ).fetchone()
-        )
-        for kind, spec in RECORD_KINDS.items():
-            if not _table_exists(self.conn, spec.source.split()[0]):
-                continue
-            take(
-                self.conn.execute(
-                    "SELECT MIN(c.seq), MAX(c.seq), COUNT(c.seq), COUNT(*)"
-                    f" FROM {spec.source} LEFT JOIN chain c"
-                    f" ON c.site = {spec.site} AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
-                    f" WHERE {spec.site} = :site AND {spec.window}",
-                    self.args,
-                ).fetchone()
-            )
+        take(segment.sound_span(self.conn, self.scope))
+        take(segment.reading_span(self.conn, self.scope))
+        for kind in RECORD_KINDS:
+            if segment.has_kind_table(self.conn, kind):
+                take(segment.record_span(self.conn, kind, self.scope))
         if unchained:
             self.warnings.append(
                 f"{unchained} row(s) of the window in the store have no chain entry "
@@ -422,17 +349,11 @@ class _Exporter:
         lo, hi = bounds
         site = self.site.id
         # Back to just after the previous anchor, so the segment starts from a head the town holds,
-        before = self.conn.execute(
-            "SELECT MAX(seq) FROM anchors WHERE site = ? AND seq < ?", (site, lo)
-        ).fetchone()[0]
+        before = segment.last_anchor_before(self.conn, site, lo)
         first = before + 1 if before is not None else lo
         # ... and to the record of the profile and configuration in force (the daemon restates
         # it right after each anchor, so this is normally ``first`` itself),
-        config = self.conn.execute(
-            "SELECT MAX(seq) FROM chain INDEXED BY chain_lookup WHERE site = ? AND kind = 'config'"
-            f" AND {KEYED} AND instr(key, '|') > 0 AND seq <= ?",
-            (site, first),
-        ).fetchone()[0]
+        config = segment.last_config_entry(self.conn, site, first)
         if config is not None:
             first = config
         else:
@@ -442,33 +363,24 @@ class _Exporter:
             )
         # ... and on to the first anchor published after the window that covers the last record,
         # or failing that any later anchor: a tail after the last anchor is proven by nothing.
-        after = self.conn.execute(
-            "SELECT MIN(seq) FROM anchors WHERE site = ? AND seq >= ? AND published_us >= ?",
-            (site, hi, self.scope.to_us),
-        ).fetchone()[0]
+        after = segment.first_anchor_published(self.conn, site, hi, self.scope.to_us)
         if after is None:
-            after = self.conn.execute(
-                "SELECT MIN(seq) FROM anchors WHERE site = ? AND seq >= ?", (site, hi)
-            ).fetchone()[0]
+            after = segment.first_anchor_from(self.conn, site, hi)
         if after is None:
             self.warnings.append(
                 f"no anchor has been published since the window's last record (seq {hi}): records"
                 " after the last anchor are not yet anchored; export again after the next anchor"
             )
         last = after if after is not None else hi
-        row = self.conn.execute(
-            "SELECT head FROM chain WHERE site = ? AND seq = ?", (site, first - 1)
-        ).fetchone()
-        prev = row[0] if row else GENESIS
-        return first, last, prev, after
+        prev = segment.head_at(self.conn, site, first - 1)
+        return first, last, GENESIS if prev is None else prev, after
 
     # ------------------------------------------------------------------ members
 
     def run(self, plots: bool) -> ExportSummary:
         first, last, prev_head, anchored_to = self._segment()
         self.plots = plots
-        self.args.update(lo=first, hi=last)
-        self._withhold()
+        self._withhold(first, last)
         # Plots of a window read wholly from the store are drawn meanwhile by another process.
         started = self._start_plots() if plots and self.scope.chained_from_us <= self.scope.from_us else None
         if self.progress is not None:
@@ -517,35 +429,12 @@ class _Exporter:
 
     # ------------------------------------------------------------------ disclosure
 
-    def _shown(self, kind: str) -> str:
-        """SQL over a record's row ``t``: 1 when the reader sees it in clear (in the window, for them)."""
-        if kind not in self.disclosure.kinds:
-            return "0"
-        spec = RECORD_KINDS[kind]
-        shown = f"({spec.window})"
-        if kind == "alert":  # audience: one or more of operator, town, inspector, comma-separated
-            audiences = sorted(self.disclosure.audiences)
-            self.args.update({f"aud{i}": a for i, a in enumerate(audiences)})
-            listed = " OR ".join(
-                f"instr(',' || t.audience || ',', ',' || :aud{i} || ',') > 0" for i in range(len(audiences))
-            )
-            shown += f" AND ({listed or '0'})"
-        return f"COALESCE({shown}, 0)"
-
-    def _withhold(self) -> None:
+    def _withhold(self, first: int, last: int) -> None:
         """The segment's record entries the reader does not see: chain.csv carries their digests only."""
-        for kind, spec in RECORD_KINDS.items():
-            if not _table_exists(self.conn, spec.source.split()[0]):
+        for kind in RECORD_KINDS:
+            if not segment.has_kind_table(self.conn, kind):
                 continue
-            seqs = [
-                seq
-                for (seq,) in self.conn.execute(
-                    f"SELECT c.seq FROM {spec.source} CROSS JOIN chain c ON c.site = {spec.site}"
-                    f" AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
-                    f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi AND NOT {self._shown(kind)}",
-                    self.args,
-                )
-            ]
+            seqs = segment.withheld_seqs(self.conn, kind, self.scope, self.disclosure, first, last)
             if seqs:
                 self.withheld[kind] = seqs
 
@@ -559,49 +448,15 @@ class _Exporter:
         # takes their text in order, cuts it into parts and hands it to the zip members'
         # threads (deflate and SHA-256 release the interpreter lock). The chain lines wait in
         # a temporary file until chain.csv is written (_chain), so that the chain is read once.
+        # SQLite builds every entry's chain.csv line (segment.sound_walk); _walk adds the floats
+        # as repr() (the exact round trip the digests need) and the times.
         assert SOUND_FIELDS == ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
-        in_scope = (
-            f"k.kind = 'sound' AND k.ts_us >= :cfrom AND k.ts_us < :to{self._named_sensors('k.sensor')}"
-        )
-        # No heads (verify recomputes them); a sound entry whose row is in the bundle keeps only
-        # the first TAG_HEX digits of its digest (the row gives the digest), with no key or time.
-        # SQLite joins the text of the integer and identifier columns (ids are [A-Za-z0-9_-],
-        # never quoted) and builds every entry's chain.csv line; _walk adds the floats as repr()
-        # (the exact round trip the digests need) and the times.
-        full = (
-            "k.seq || ',' || k.kind || ',' || CASE WHEN k.key GLOB :special"
-            " THEN '\"' || replace(k.key, '\"', '\"\"') || '\"' ELSE k.key END"
-            " || ',' || k.digest || ',' || k.recorded_us"
-        )
-        compact = f"k.seq || ',sound,,' || substr(k.digest, 1, {TAG_HEX}) || ','"
-        # A record the reader does not see: its digest alone (no key, no time), so the link recomputes.
-        digest_only = "k.seq || ',' || k.kind || ',,' || k.digest || ','"
-        sql = (
-            "SELECT k.seq || ',' || t.site || ',' || t.sensor || ',' || t.ts_us, t.ts_us, t.duration_s,"
-            " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq,"
-            f" CASE WHEN t.site IS NOT NULL THEN {compact}"
-            f" WHEN k.seq IN (SELECT value FROM json_each(:withheld)) THEN {digest_only} ELSE {full} END,"
-            f" t.site IS NULL AND {in_scope}"
-            " FROM (SELECT seq, kind, key, digest, recorded_us,"
-            " CASE WHEN kind = 'sound' THEN substr(key, 1, instr(key, '|') - 1) END AS sensor,"
-            " CASE WHEN kind = 'sound' THEN CAST(substr(key, instr(key, '|') + 1) AS INTEGER) END AS ts_us"
-            " FROM chain WHERE site = :site AND seq BETWEEN :lo AND :hi) k"
-            f" LEFT JOIN sound t ON {in_scope}"
-            " AND t.site = :site AND t.sensor = k.sensor AND t.ts_us = k.ts_us"
-            " ORDER BY k.seq"
-        )
-        args = {**self._sensor_args(), "special": '*[",\r\n]*'}
         withheld = sorted(seq for seqs in self.withheld.values() for seq in seqs)
 
         def stretch(lo: int) -> _Stretch:
             hi = min(lo + _STRETCH_ENTRIES - 1, last)
             inside = withheld[bisect.bisect_left(withheld, lo) : bisect.bisect_right(withheld, hi)]
-            return _Stretch(
-                self.config.storage.path,
-                sql,
-                {**args, "lo": lo, "hi": hi, "withheld": json.dumps(inside)},
-                self.zone.key,
-            )
+            return _Stretch(self.config.storage.path, self.scope, lo, hi, json.dumps(inside), self.zone.key)
 
         stretches = [stretch(lo) for lo in range(first, last + 1, _STRETCH_ENTRIES)]
         chain = self.chain_lines = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _chain)
@@ -644,24 +499,8 @@ class _Exporter:
                 " (deleted?)"
             )
 
-    def _named_sensors(self, column: str) -> str:
-        if self.scope.sensors is None:
-            return ""
-        return f" AND {column} IN ({','.join(f':s{i}' for i in range(len(self.scope.sensors)))})"
-
-    def _sensor_args(self) -> dict[str, Any]:
-        return {**self.args, **{f"s{i}": s for i, s in enumerate(self.scope.sensors or ())}}
-
     def _readings(self, kind: str, first: int, last: int) -> None:
-        cursor = self.conn.execute(
-            "SELECT k.seq, t.site IS NULL, t.site, t.sensor, t.kind, t.ts_us, t.duration_s, t.data"
-            f" FROM ({_READING_KEY_SQL}) k LEFT JOIN readings t ON t.site = :site AND t.sensor = k.sensor"
-            " AND t.kind = k.rkind AND t.ts_us = k.ts_us"
-            " WHERE k.rkind = :rkind AND k.ts_us >= :cfrom AND k.ts_us < :to"
-            f"{self._named_sensors('k.sensor')}"
-            " ORDER BY k.seq",
-            {**self._sensor_args(), "rkind": kind},
-        )
+        cursor = segment.reading_rows(self.conn, kind, self.scope, first, last)
         name = reading_file(kind)
         member = _Member(self.zf, name, self.files)
         writer = csv.writer(member.text(), lineterminator="\n")
@@ -712,25 +551,12 @@ class _Exporter:
         return member.rows
 
     def _records(self, kind: str, first: int, last: int) -> int:
-        spec = RECORD_KINDS[kind]
-        if (
-            kind in OPTIONAL_RECORD_KINDS
-            and not self.conn.execute(
-                "SELECT 1 FROM chain INDEXED BY chain_lookup WHERE site = :site AND kind = :kind"
-                f" AND {KEYED} AND seq BETWEEN :lo AND :hi LIMIT 1",
-                {**self.args, "kind": kind},
-            ).fetchone()
-        ):
+        optional = kind in OPTIONAL_RECORD_KINDS
+        if optional and not segment.has_entries(self.conn, self.site.id, kind, first, last):
             return 0  # no such entry in the segment: no file (see format.OPTIONAL_RECORD_KINDS)
-        if not _table_exists(self.conn, spec.source.split()[0]):
-            return self._json_member(spec.file, ())
-        cursor = self.conn.execute(
-            f"SELECT c.seq, c.key, t.* FROM {spec.source} CROSS JOIN chain c ON c.site = {spec.site}"
-            f" AND c.kind = '{kind}' AND c.{KEYED} AND c.key = {spec.key}"
-            f" WHERE {spec.site} = :site AND c.seq BETWEEN :lo AND :hi AND {self._shown(kind)}"
-            " ORDER BY c.seq",
-            self.args,
-        )
+        if not segment.has_kind_table(self.conn, kind):
+            return self._json_member(RECORD_KINDS[kind].file, ())
+        cursor = segment.record_rows(self.conn, kind, self.scope, self.disclosure, first, last)
         names = [d[0] for d in cursor.description]
         build = KINDS[kind].record
 
@@ -760,20 +586,9 @@ class _Exporter:
                 member.write(block)
         member.close(rows=member.rows)
         self.rows[CHAIN_FILE] = member.rows
-        counts = dict(
-            self.conn.execute(
-                "SELECT kind, COUNT(*) FROM chain INDEXED BY chain_lookup"
-                f" WHERE site = ? AND {KEYED} AND seq BETWEEN ? AND ? GROUP BY kind",
-                (site, first, last),
-            ).fetchall()
-        )
-        configs = self.conn.execute(
-            "SELECT seq, key FROM chain INDEXED BY chain_lookup WHERE site = ? AND kind = 'config'"
-            f" AND {KEYED} AND seq BETWEEN ? AND ? ORDER BY seq",
-            (site, first, last),
-        ).fetchall()
-        row = self.conn.execute("SELECT head FROM chain WHERE site = ? AND seq = ?", (site, last)).fetchone()
-        return counts, configs, row[0] if row else ""
+        counts = segment.entry_counts(self.conn, site, first, last)
+        configs = segment.config_entries(self.conn, site, first, last)
+        return counts, configs, segment.head_at(self.conn, site, last) or ""
 
     def _configs(self, configs: list[tuple[int, str]]) -> int:
         elements = []
@@ -793,10 +608,7 @@ class _Exporter:
     def _anchors(self, first: int, last: int) -> list[dict[str, Any]]:
         rows = [
             {"site": r[0], "seq": r[1], "head": r[2], "published_us": r[3], "published_utc": self.utc(r[3])}
-            for r in self.conn.execute(
-                "SELECT site, seq, head, published_us FROM anchors WHERE site = ? ORDER BY seq",
-                (self.site.id,),
-            )
+            for r in segment.anchors(self.conn, self.site.id)
         ]
         self._json_member(ANCHORS_FILE, rows)
         return [a for a in rows if first - 1 <= a["seq"] <= last]
@@ -962,11 +774,7 @@ class _Exporter:
         out: dict[str, dict[int, tuple[float, float, float]]] = {}
         if lo >= hi:
             return out
-        for sensor, minute, total, n, peak in self.conn.execute(
-            "SELECT sensor, ts_us / 60000000, SUM(pow(10, LAeq / 10.0)), COUNT(*), MAX(LAeq) FROM sound"
-            " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY 1, 2",
-            (self.site.id, lo, hi),
-        ):
+        for sensor, minute, total, n, peak in segment.sound_minutes(self.conn, self.site.id, lo, hi):
             if total is not None:
                 out.setdefault(sensor, {})[minute] = (total, n, peak)
         return out
@@ -978,14 +786,9 @@ class _Exporter:
         lo = max(lo, self.scope.chained_from_us)
         if lo >= hi:
             return {}
-        sql = (
-            "SELECT ts_us / 60000000, SUM(json_extract(data, '$.lux_mean')), COUNT(*),"
-            " MAX(json_extract(data, '$.lux_max')) FROM readings"
-            " WHERE site = ? AND sensor = ? AND kind = 'light' AND ts_us >= ? AND ts_us < ? GROUP BY 1"
-        )
         return {
             r[0]: (r[1], r[2], r[3])
-            for r in self.conn.execute(sql, (self.site.id, sensor, lo, hi))
+            for r in segment.light_minutes(self.conn, self.site.id, sensor, lo, hi)
             if r[1] is not None
         }
 
@@ -1004,18 +807,16 @@ class _Exporter:
             record = config_from_key(key)
             if "profile_sha256" not in record:
                 continue
-            kept = [
-                self.conn.execute("SELECT value FROM meta WHERE key = ?", (f"text:{record[k]}",)).fetchone()
-                for k in ("profile_sha256", "config_sha256")
-            ]
-            if kept[0] is None or kept[1] is None:
+            kept_profile = segment.kept_text(self.conn, record["profile_sha256"])
+            kept_config = segment.kept_text(self.conn, record["config_sha256"])
+            if kept_profile is None or kept_config is None:
                 self.warnings.append(
                     f"the store does not keep the texts of the configuration chained at seq {seq}:"
                     " the bundle holds the current ones"
                 )
             else:
-                profile, profile_text_ = record["profile"], kept[0][0]
-                extract, self.config_form = _chained_config_text(kept[1][0], self.site.id)
+                profile, profile_text_ = record["profile"], kept_profile
+                extract, self.config_form = _chained_config_text(kept_config, self.site.id)
                 if self.config_form == "current":
                     self.warnings.append(
                         f"the configuration chained at seq {seq} no longer reads as a configuration:"
@@ -1139,8 +940,10 @@ class _Stretch:
     """Entries lo..hi (in ``args``) of the chain segment, for a worker to walk (``_walk``)."""
 
     store: str
-    sql: str  # _Exporter._sound's walk
-    args: dict[str, Any]
+    scope: _Scope
+    lo: int
+    hi: int
+    withheld: str  # JSON array of the stretch's entries carried as digests only
     zone: str
 
 
@@ -1157,7 +960,7 @@ def _walk(stretch: _Stretch) -> _Walked:
     """Walk one stretch of the chain segment: its sound rows and chain lines as text (a worker)."""
     conn = _open_store(stretch.store)
     try:
-        cursor = conn.execute(stretch.sql, stretch.args)
+        cursor = segment.sound_walk(conn, stretch.scope, stretch.lo, stretch.hi, stretch.withheld, TAG_HEX)
         utc, local = TimeFormat(UTC), TimeFormat(ZoneInfo(stretch.zone))
         sound: list[str] = []
         chain: list[str] = []

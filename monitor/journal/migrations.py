@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 TABLE = "migrations"
+# PRAGMA user_version of the layout; an older store is migrated when opened (Store).
+SCHEMA_VERSION = 2
 
 STORE = """
 -- Time before sensor in the key: a second of every sensor's readings lands on a few

@@ -37,7 +37,7 @@ from monitor.journal.chain_kinds import KINDS
 from monitor.journal.chain_kinds import digest_of as digest_of
 from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
-from monitor.journal.queries import KEYED as KEYED  # the evidence export's chain lookups add it too
+from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import EVENT_KINDS, SENSOR_KINDS, event_from_row, finding_from_json, reading_from_row
@@ -71,10 +71,6 @@ _SOUND_INSERT = _sound_insert(_SOUND_ROW)
 # without any are inserted with those columns left out (NULL), the rest in full.
 _NO_OPTIONALS = (None,) * 5
 _SOUND_INSERT_SHORT = _sound_insert((*_SOUND_ROW[:7], *_SOUND_ROW[12:]))
-
-
-# PRAGMA user_version of the layout (monitor/journal/migrations.py); an older store is migrated when opened.
-SCHEMA_VERSION = 2
 
 
 # The canonical bytes of a sound record without building the dict and sorting its keys
