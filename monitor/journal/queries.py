@@ -3,14 +3,16 @@
 The notice renderers, the `minewatch demo` report and the delivery worker each open their
 own connection to the store file rather than a ``Store`` (which migrates and takes the
 pipeline's role); they read the journal here, and ``Store`` answers the same questions
-through these functions, so each query is written once. Every function reads only and
-returns ``sqlite3.Row`` (by name or by position) whatever the connection's row factory.
+through these functions, so each query is written once. The portal reads here too, through
+its Store's connection, and its caches (monitor/portal/data.py) rely on these exact queries.
+Every function reads only; rows come as ``sqlite3.Row`` (by name or by position) whatever
+the connection's row factory.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -55,6 +57,7 @@ def current_findings(
     end: datetime | None = None,
     standards: Sequence[str] | None = None,
     ids: Sequence[str] | None = None,
+    without_data: bool = False,
 ) -> list[sqlite3.Row]:
     """The latest revision of each finding, when it is not retracted, ordered by start.
 
@@ -62,6 +65,11 @@ def current_findings(
     judged under one of ``standards``, or named in ``ids`` (at most SQLite's variable limit).
     They apply inside the choice of the latest revision, as they always have for a window: a
     finding's id fixes its site, standard and start, so no revision falls outside them.
+
+    ``without_data``: instead of every column, only (id, kind, standard, section, start_us,
+    end_us, summary, sensors), the last two taken out of the data as JSON values (NULL where
+    absent). A listing needs no more, and the data also carries every reading the finding
+    used (60 refs for a minute), which is then neither returned nor decoded.
     """
     terms: list[str] = []
     params: list[Any] = []
@@ -81,13 +89,29 @@ def current_findings(
         terms.append(f"id IN ({','.join('?' * len(ids))})")
         params.extend(ids)
     where = f" WHERE {' AND '.join(terms)}" if terms else ""
+    columns = _FINDING_LISTING if without_data else "f.*"
     return _rows(
         conn,
-        "SELECT f.* FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings"
+        f"SELECT {columns} FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings"
         f"{where} GROUP BY id) last ON f.id = last.id AND f.revision = last.revision"
         " WHERE f.retracted = 0 ORDER BY f.start_us",
         params,
     )
+
+
+_FINDING_LISTING = (
+    "f.id, f.kind, f.standard, f.section, f.start_us, f.end_us,"
+    " json_extract(f.data, '$.summary') AS summary, json_extract(f.data, '$.sensors') AS sensors"
+)
+
+
+def findings_version(conn: sqlite3.Connection) -> int:
+    """A number that grows whenever a finding is stored, at any site (0 before the first).
+
+    Findings are only ever inserted (a change is a new revision row), so the table's largest
+    rowid names its state: one O(1) lookup tells a cache whether findings it read still stand.
+    """
+    return int(conn.execute("SELECT MAX(rowid) FROM findings").fetchone()[0] or 0)
 
 
 def chain_entry(conn: sqlite3.Connection, site: str, kind: str, key: str) -> ChainEntry | None:
@@ -100,6 +124,45 @@ def chain_entry(conn: sqlite3.Connection, site: str, kind: str, key: str) -> Cha
         (site, kind, key),
     ).fetchone()
     return None if row is None else ChainEntry(int(row[0]), str(row[1]), str(row[2]))
+
+
+def chain_head_seq(conn: sqlite3.Connection, site: str) -> int:
+    """The seq of the site's newest chain entry, 0 before any.
+
+    Every record stored for the site advances it: while it is unchanged, nothing of the site
+    changed (an indexed lookup, read afresh each time, unlike ``Store.head``'s own cache).
+    """
+    row = conn.execute("SELECT MAX(seq) FROM chain WHERE site = ?", (site,)).fetchone()
+    return int(row[0] or 0)
+
+
+def sound_seconds_chained(
+    conn: sqlite3.Connection, site: str, after_seq: int, through_seq: int
+) -> Iterator[tuple[str, int]]:
+    """(sensor, ts_us) of each sound second whose chain entry has a seq in (after_seq, through_seq].
+
+    Streamed from the cursor, as there may be hundreds of thousands: read it to its end, so
+    that no statement stays open on the connection.
+    """
+    for (key,) in conn.execute(
+        "SELECT key FROM chain WHERE site = ? AND seq > ? AND seq <= ? AND kind = 'sound'",
+        (site, after_seq, through_seq),
+    ):
+        # A sound entry's key is "sensor|ts_us" (Store.append_sounds); a sensor id may hold "|".
+        sensor, _, ts_us = str(key).rpartition("|")
+        yield sensor, int(ts_us)
+
+
+def portal_actions(conn: sqlite3.Connection, site: str, limit: int) -> list[sqlite3.Row]:
+    """The site's newest ``limit`` portal actions, newest first: every column of the row and the
+    ``seq`` of its chain entry (None without one)."""
+    return _rows(
+        conn,
+        "SELECT p.*, c.seq FROM portal_actions p LEFT JOIN chain c ON c.site = p.site"
+        " AND c.kind = 'portal_action' AND c.key = CAST(p.id AS TEXT) WHERE p.site = ?"
+        " ORDER BY p.id DESC LIMIT ?",
+        (site, limit),
+    )
 
 
 def event_data(conn: sqlite3.Connection, site: str, kind: str, event_id: str) -> str | None:
@@ -138,6 +201,39 @@ def sound_laeq(
     )
 
 
+# Minutes are numbered from the epoch (ts_us // 60_000_000); a minute's LAeq is the energy mean
+# of its seconds, computed in SQLite so that a day of a meter (86,400 rows) never reaches Python.
+# Windows are in microseconds, as the portal's minute cache keys and splits them.
+
+
+def minute_laeq_of_site(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
+    """(sensor, minute, LAeq) of every minute of every sound meter of ``site`` with seconds in
+    [start_us, end_us), in no particular order.
+
+    One pass over the window for all meters: the rows are keyed (site, ts_us, sensor), so a
+    query per sensor would read every meter's rows once per meter.
+    """
+    return _rows(
+        conn,
+        "SELECT sensor, ts_us / 60000000 AS m, 10 * log10(avg(power(10, LAeq / 10.0))) FROM sound"
+        " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY m, sensor",
+        (site, start_us, end_us),
+    )
+
+
+def minute_laeq_of_sensor(
+    conn: sqlite3.Connection, site: str, sensor: str, start_us: int, end_us: int
+) -> float | None:
+    """The LAeq of ``sensor``'s seconds in [start_us, end_us), a span within one minute; None
+    without any."""
+    row = conn.execute(
+        "SELECT ts_us / 60000000 AS m, 10 * log10(avg(power(10, LAeq / 10.0))) FROM sound"
+        " WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ? GROUP BY m",
+        (site, sensor, start_us, end_us),
+    ).fetchone()
+    return None if row is None else float(row[1])
+
+
 def readings_of(
     conn: sqlite3.Connection, site: str, kind: str, sensors: Sequence[str], start: datetime, end: datetime
 ) -> list[sqlite3.Row]:
@@ -150,6 +246,15 @@ def readings_of(
         f" AND sensor IN ({marks}) AND ts_us >= ? AND ts_us < ? ORDER BY ts_us",
         (site, kind, *sensors, to_us(start), to_us(end)),
     )
+
+
+def latest_reading_data(conn: sqlite3.Connection, site: str, sensor: str, kind: str) -> str | None:
+    """The stored JSON text of the sensor's newest ``kind`` reading, None if it never sent one."""
+    row = conn.execute(
+        "SELECT data FROM readings WHERE site = ? AND sensor = ? AND kind = ? ORDER BY ts_us DESC LIMIT 1",
+        (site, sensor, kind),
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 def sound_span(conn: sqlite3.Connection, site: str) -> tuple[datetime, datetime] | None:
@@ -177,6 +282,34 @@ def alert_counts(conn: sqlite3.Connection) -> dict[str, int]:
         str(audience): int(n)
         for audience, n in conn.execute("SELECT audience, COUNT(*) FROM alerts GROUP BY audience")
     }
+
+
+def alerts_for_audience(
+    conn: sqlite3.Connection, site: str, audience: str, start: datetime, end: datetime, limit: int
+) -> list[sqlite3.Row]:
+    """The site's newest ``limit`` alerts raised in [start, end) for ``audience``, newest first.
+
+    An alert's audience is stored as a comma-separated list (``town,inspector``): this matches
+    one whole name of it, not a part of one.
+    """
+    return _rows(
+        conn,
+        "SELECT * FROM alerts WHERE site = ? AND ',' || audience || ',' LIKE ? AND created_us >= ?"
+        " AND created_us < ? ORDER BY created_us DESC LIMIT ?",
+        (site, f"%,{audience},%", to_us(start), to_us(end), limit),
+    )
+
+
+def alerts_of_kind(
+    conn: sqlite3.Connection, site: str, kind: str, start: datetime, end: datetime, limit: int
+) -> list[sqlite3.Row]:
+    """The site's newest ``limit`` alerts of ``kind`` raised in [start, end), newest first."""
+    return _rows(
+        conn,
+        "SELECT * FROM alerts WHERE site = ? AND kind = ? AND created_us >= ?"
+        " AND created_us < ? ORDER BY created_us DESC LIMIT ?",
+        (site, kind, to_us(start), to_us(end), limit),
+    )
 
 
 def anchors(conn: sqlite3.Connection, site: str) -> list[Anchor]:

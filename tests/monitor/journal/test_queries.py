@@ -1,9 +1,11 @@
 """The journal's reads (monitor/journal/queries.py) against a real store: current findings by
 each filter, chain entries, events overlapping a window, plot series, the demo's counts, anchors,
-and the events row every event type is stored as (its span, rules.model.event_span)."""
+the events row every event type is stored as (its span, rules.model.event_span), and what the
+portal's pages and caches read (actions, alerts, minute levels, the chain head, versions)."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -21,6 +23,7 @@ from rules.model import (
     Finding,
     FindingKind,
     LightSummary,
+    SensorStatus,
     SoundLevels,
     WorkKind,
     WorkPeriod,
@@ -150,3 +153,163 @@ def test_plot_series_and_the_demo_counts(store: Store, plain: sqlite3.Connection
     assert queries.alert_counts(plain) == {"operator": 1, "town": 2}
     assert queries.anchors(plain, "q") == [queries.Anchor("q", 5, "ab" * 32, T0)]
     assert queries.anchors(plain, "elsewhere") == []
+
+
+def put_sound(store: Store, sensor: str, second: int, laeq: float, site: str = "q") -> None:
+    levels = SoundLevels(site, sensor, T0 + timedelta(seconds=second), 1.0, laeq, laeq + 1, laeq + 10)
+    with store.batch():
+        store.append_sound(levels, source="meter", late=False, now=T0)
+
+
+def test_current_findings_without_data_carry_the_fields_a_listing_shows(
+    store: Store, plain: sqlite3.Connection
+) -> None:
+    named = Finding(
+        "q", "noise", "6.B", FindingKind.VIOLATION, T0, T0 + timedelta(minutes=1), "UTC", "over", ("n1", "n2")
+    )
+    with store.batch():
+        store.append_finding(named, T0)
+        store.append_finding(finding(minute=1), T0)
+        store.append_finding(finding(minute=1), T0, retracted=True)
+        store.append_finding(finding(minute=2, site="elsewhere"), T0)
+    full = queries.current_findings(plain, site="q", start=T0, end=T0 + timedelta(hours=1))
+    brief = queries.current_findings(
+        plain, site="q", start=T0, end=T0 + timedelta(hours=1), without_data=True
+    )
+    assert [r["id"] for r in brief] == [r["id"] for r in full] == [named.id]
+    [row] = brief
+    assert row.keys() == ["id", "kind", "standard", "section", "start_us", "end_us", "summary", "sensors"]
+    assert tuple(row)[:6] == (named.id, "violation", "noise", "6.B", to_us(T0), to_us(T0) + 60_000_000)
+    assert (row["summary"], row["sensors"]) == ("over", '["n1","n2"]')
+
+
+def test_findings_version_grows_with_every_finding_stored(store: Store, plain: sqlite3.Connection) -> None:
+    assert queries.findings_version(plain) == 0
+    with store.batch():
+        store.append_finding(finding(minute=0), T0)
+    first = queries.findings_version(plain)
+    with store.batch():
+        store.append_finding(finding(minute=0, summary="revised"), T0)  # a revision is a new row
+    assert queries.findings_version(plain) > first > 0
+    with store.batch():
+        store.append_finding(finding(minute=0, site="elsewhere"), T0)  # any site counts
+    assert queries.findings_version(plain) > first + 1
+
+
+def test_the_chain_head_seq_and_the_sound_seconds_chained_since(
+    store: Store, plain: sqlite3.Connection
+) -> None:
+    assert queries.chain_head_seq(plain, "q") == 0
+    put_sound(store, "n1", 0, 60.0)
+    seen = queries.chain_head_seq(plain, "q")
+    assert seen == store.head("q")[0] > 0
+    put_sound(store, "n1", 1, 61.0)
+    put_sound(store, "n|2", 0, 62.0)  # a sensor id with the key's separator in it
+    with store.batch():
+        store.chain("q", "notice", "DOV-1", {"id": "DOV-1"}, T0)  # not sound: not listed
+    put_sound(store, "n1", 5, 60.0, site="elsewhere")
+    head = queries.chain_head_seq(plain, "q")
+    assert head == store.head("q")[0] == seen + 3
+    chained = queries.sound_seconds_chained(plain, "q", seen, head)
+    assert sorted(chained) == [("n1", to_us(T0) + 1_000_000), ("n|2", to_us(T0))]
+    assert list(queries.sound_seconds_chained(plain, "q", head, head)) == []
+    assert list(queries.sound_seconds_chained(plain, "q", 0, seen)) == [("n1", to_us(T0))]
+
+
+def test_portal_actions_newest_first_with_their_chain_entry(store: Store, plain: sqlite3.Connection) -> None:
+    with store.batch():
+        first = store.append_portal_action("q", "ann", "town", "notice_close", "DOV-1", "web", {"a": 1}, T0)
+        second = store.append_portal_action(
+            "q", "bo", "operator", "event_recorded", "blast|b-1", "api", {}, T0
+        )
+        store.append_portal_action("elsewhere", "cy", "operator", "event_recorded", "x", "api", {}, T0)
+    rows = queries.portal_actions(plain, "q", 10)
+    assert [r["id"] for r in rows] == [second, first]
+    assert (rows[1]["actor"], rows[1]["role"], rows[1]["action"], rows[1]["target"]) == (
+        "ann",
+        "town",
+        "notice_close",
+        "DOV-1",
+    )
+    assert (rows[1]["source"], rows[1]["data"], rows[1]["ts_us"]) == ("web", '{"a":1}', to_us(T0))
+    entry = queries.chain_entry(plain, "q", "portal_action", str(first))
+    assert entry is not None and rows[1]["seq"] == entry.seq
+    assert [r["id"] for r in queries.portal_actions(plain, "q", 1)] == [second]
+
+
+def test_a_portal_action_without_a_chain_entry_has_no_seq(store: Store, plain: sqlite3.Connection) -> None:
+    store.conn.execute(
+        "INSERT INTO portal_actions (site, ts_us, actor, role, action, target, source, data)"
+        " VALUES ('q', 0, 'ann', 'town', 'x', 'y', 'web', '{}')"
+    )
+    [row] = queries.portal_actions(plain, "q", 10)
+    assert row["seq"] is None
+
+
+def test_minute_laeq_is_the_energy_mean_of_the_minutes_seconds(
+    store: Store, plain: sqlite3.Connection
+) -> None:
+    minute = to_us(T0) // 60_000_000
+    for second, laeq in ((0, 60.0), (1, 70.0), (61, 50.0)):
+        put_sound(store, "n1", second, laeq)
+    put_sound(store, "n2", 30, 40.0)
+    put_sound(store, "n1", 0, 99.0, site="elsewhere")
+    energy_mean = 10 * math.log10((10**6 + 10**7) / 2)
+    start, end = to_us(T0), to_us(T0 + timedelta(hours=1))
+    found = {(r[0], r[1]): r[2] for r in queries.minute_laeq_of_site(plain, "q", start, end)}
+    assert found.keys() == {("n1", minute), ("n1", minute + 1), ("n2", minute)}
+    assert math.isclose(found["n1", minute], energy_mean)
+    assert math.isclose(found["n1", minute + 1], 50.0) and math.isclose(found["n2", minute], 40.0)
+    # Only the seconds in the window count: a part of a minute has the LAeq of that part.
+    later = queries.minute_laeq_of_site(plain, "q", start + 1_000_000, end)
+    assert math.isclose({(r[0], r[1]): r[2] for r in later}["n1", minute], 70.0)
+    one = queries.minute_laeq_of_sensor(plain, "q", "n1", start, start + 60_000_000)
+    assert one is not None and math.isclose(one, energy_mean)
+    assert queries.minute_laeq_of_sensor(plain, "q", "n1", start + 1_000_000, start + 2_000_000) == 70.0
+    assert queries.minute_laeq_of_sensor(plain, "q", "n3", start, start + 60_000_000) is None
+
+
+def test_the_latest_reading_of_a_kind(store: Store, plain: sqlite3.Connection) -> None:
+    assert queries.latest_reading_data(plain, "q", "n1", "status") is None
+    with store.batch():
+        for minutes, battery in ((0, 90.0), (10, 80.0)):
+            status = SensorStatus("q", "n1", T0 + timedelta(minutes=minutes), battery_pct=battery)
+            store.append_reading(status, payload_of(status), late=False, now=T0)
+        late = SensorStatus("q", "n1", T0 - timedelta(minutes=5), battery_pct=99.0)  # arrives last, older
+        store.append_reading(late, payload_of(late), late=True, now=T0)
+        light = LightSummary("q", "n1", T0 + timedelta(hours=1), 60.0, 0.5, 0.1, 2.0)
+        store.append_reading(light, payload_of(light), late=False, now=T0)
+    text = queries.latest_reading_data(plain, "q", "n1", "status")
+    assert text is not None and '"battery_pct":80' in text
+    assert queries.latest_reading_data(plain, "q", "n2", "status") is None
+
+
+def test_alerts_for_an_audience_and_of_a_kind_newest_first(store: Store, plain: sqlite3.Connection) -> None:
+    with store.batch():
+        for n, audience, kind in (
+            (0, "town", "violation"),
+            (1, "town,inspector", "violation"),
+            (2, "operator", "early_warning"),
+            (3, "townsfolk", "violation"),  # a longer name that starts like one
+            (4, "operator", "early_warning"),
+            (5, "inspector,town", "violation"),
+        ):
+            at = T0 + timedelta(minutes=n)
+            store.append_alert(f"a{n}", "q", audience, kind, "high", "c", f"m{n}", {}, at)
+        store.append_alert("x", "elsewhere", "town", "early_warning", "high", "c", "m", {}, T0)
+    end = T0 + timedelta(hours=1)
+    town = queries.alerts_for_audience(plain, "q", "town", T0, end, 10)
+    assert [r["id"] for r in town] == ["a5", "a1", "a0"]
+    assert (town[0]["kind"], town[0]["severity"], town[0]["message"]) == ("violation", "high", "m5")
+    assert [r["id"] for r in queries.alerts_for_audience(plain, "q", "town", T0, end, 2)] == ["a5", "a1"]
+    window = queries.alerts_for_audience(
+        plain, "q", "town", T0 + timedelta(minutes=1), T0 + timedelta(minutes=5), 10
+    )
+    assert [r["id"] for r in window] == ["a1"]
+    warnings = queries.alerts_of_kind(plain, "q", "early_warning", T0, end, 10)
+    assert [(r["id"], r["created_us"]) for r in warnings] == [
+        ("a4", to_us(T0 + timedelta(minutes=4))),
+        ("a2", to_us(T0 + timedelta(minutes=2))),
+    ]
+    assert [r["id"] for r in queries.alerts_of_kind(plain, "q", "early_warning", T0, end, 1)] == ["a4"]
+    assert queries.alerts_of_kind(plain, "q", "early_warning", end, end + timedelta(hours=1), 10) == []
