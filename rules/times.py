@@ -35,8 +35,10 @@ def local_hms(ts: datetime, tz: ZoneInfo) -> str:
     return ts.astimezone(tz).strftime("%H:%M:%S")
 
 
-def local_stamp(ts: datetime, tz: ZoneInfo) -> str:
-    return ts.astimezone(tz).strftime("%Y-%m-%d %H:%M %Z")
+def local_stamp(ts: datetime, tz: ZoneInfo | str) -> str:
+    """'2026-06-15 11:30 CDT': a time as a person at the site reads it (a zone or its name)."""
+    zone = ZoneInfo(tz) if isinstance(tz, str) else tz
+    return ts.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
 
 
 def floor_to(ts: datetime, step_s: int) -> datetime:

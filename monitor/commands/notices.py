@@ -141,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBook, out: Path | None) -> int:
     from monitor.notify.formats import render_notice
-    from monitor.notify.notices import local_text
     from monitor.wire.protocol import format_ts
+    from rules.times import local_stamp
 
     now = datetime.now(UTC)
     if args.action == "list":
@@ -172,7 +172,7 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
         for n in notices:
             print(
                 f"{n.id}  {n.site:<10} {n.section:<6} {n.status.replace('_', ' '):<20} "
-                f"issued {local_text(n.opened, n.timezone)}  deadline {local_text(n.deadline, n.timezone)}"
+                f"issued {local_stamp(n.opened, n.timezone)}  deadline {local_stamp(n.deadline, n.timezone)}"
                 f"  {n.data.get('title', '')}"
             )
         return 0

@@ -21,11 +21,11 @@ from monitor.notify.notices import (
     Notice,
     NoticeEpisode,
     duration_text,
-    local_text,
     measurement_text,
     quantity_text,
 )
 from rules.profile import Profile
+from rules.times import local_stamp
 
 __all__ = ["blast_rows"]
 
@@ -104,8 +104,8 @@ def blast_rows(
         rows.append(
             (
                 "24-hour notice",
-                f"given {local_text(issued, notice.timezone)} for a blast planned at "
-                f"{local_text(planned, notice.timezone)}{ahead}",
+                f"given {local_stamp(issued, notice.timezone)} for a blast planned at "
+                f"{local_stamp(planned, notice.timezone)}{ahead}",
             )
         )
     rows.append(("Air overpressure", _overpressure_text(conn, notice.site, blast_id, blast, profile)))

@@ -31,13 +31,13 @@ from monitor.notify.notices import (
     episode_window,
     get_notice,
     limit_text,
-    local_text,
     measurement_text,
     notice_history,
     quantity_text,
 )
 from monitor.wire.protocol import format_ts
 from rules.profile import Profile, ProfileError, load_profile
+from rules.times import local_stamp
 
 __all__ = [
     "PLOT_MARGIN",
@@ -137,7 +137,7 @@ def _when_text(episode: NoticeEpisode, tz: str) -> tuple[str, str]:
     if seconds < 60:
         return start.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z"), format_ts(start)
     return (
-        f"{local_text(start, tz)} to {local_text(end, tz)} ({duration_text(seconds)})",
+        f"{local_stamp(start, tz)} to {local_stamp(end, tz)} ({duration_text(seconds)})",
         f"{format_ts(start)} to {format_ts(end)}",
     )
 
@@ -152,9 +152,9 @@ def _happened_text(notice: Notice, episode: NoticeEpisode) -> str:
     tz = notice.timezone
     seconds = (end - start).total_seconds()
     span = (
-        f"at {local_text(start, tz)}"
+        f"at {local_stamp(start, tz)}"
         if seconds < 60
-        else f"from {local_text(start, tz)} to {local_text(end, tz)} ({duration_text(seconds)})"
+        else f"from {local_stamp(start, tz)} to {local_stamp(end, tz)} ({duration_text(seconds)})"
     )
     where = _sensors_text(f)
     measured = "; ".join(
@@ -175,7 +175,7 @@ def _intervals_text(episode: NoticeEpisode) -> str:
     if isinstance(flagged, str) and flagged != format_ts(start):
         tz = str(episode.facts.get("timezone") or "UTC")
         text += (
-            f", from {local_text(episode.start, tz)}: before then the condition had not yet lasted "
+            f", from {local_stamp(episode.start, tz)}: before then the condition had not yet lasted "
             "long enough to be a violation"
         )
     return text
@@ -228,9 +228,9 @@ def facts_rows(
 def header_rows(notice: Notice, context: NoticeContext | None = None) -> list[tuple[str, str]]:
     d = notice.data
     tz = notice.timezone
-    deadline = local_text(notice.deadline, tz)
+    deadline = local_stamp(notice.deadline, tz)
     if notice.deadline != notice.first_deadline:
-        deadline += f" (extended; first deadline {local_text(notice.first_deadline, tz)})"
+        deadline += f" (extended; first deadline {local_stamp(notice.first_deadline, tz)})"
     address = context.operator_address if context is not None else ""
     operator = str(d.get("operator") or "(operator not configured)")
     return [
@@ -239,7 +239,7 @@ def header_rows(notice: Notice, context: NoticeContext | None = None) -> list[tu
         ("To (Operator)", f"{operator}, {', '.join(address.splitlines())}" if address else operator),
         ("Site", f"{d.get('site_name', notice.site)} ({notice.site})"),
         ("Standard", f"Section {notice.section}: {d.get('title', '')}"),
-        ("Issued", f"{local_text(notice.opened, tz)} ({format_ts(notice.opened)})"),
+        ("Issued", f"{local_stamp(notice.opened, tz)} ({format_ts(notice.opened)})"),
         ("Cure deadline", f"{deadline} ({format_ts(notice.deadline)})"),
     ]
 
@@ -413,7 +413,7 @@ SIGNATURE = "Signature: ______________________________    Date: ______________"
 def history_rows(notice: Notice, history: Sequence[NoticeChange]) -> list[tuple[str, str, str, str, str]]:
     tz = notice.timezone
     return [
-        (local_text(c.at, tz), c.change.replace("_", " "), c.actor, local_text(c.deadline, tz), c.note)
+        (local_stamp(c.at, tz), c.change.replace("_", " "), c.actor, local_stamp(c.deadline, tz), c.note)
         for c in history
     ]
 

@@ -76,6 +76,7 @@ from rules.notice_decision import (
     decide,
 )
 from rules.profile import Profile
+from rules.times import local_stamp
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -323,11 +324,6 @@ def _with_row_factory(conn: sqlite3.Connection) -> None:
 # --------------------------------------------------------------------------- formatting helpers
 
 
-def local_text(ts: datetime, timezone: str) -> str:
-    """'2026-06-15 11:30 CDT': what a person in the town reads."""
-    return ts.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M %Z")
-
-
 # One rounding for every number a notice prints, chosen by unit: the same value reads the same
 # in the facts table, the sentence and the plot's legend. Decimal half-up, so a stored 84.05 is
 # 84.1 (as the rule that measured it wrote it), not the binary float's 84.0.
@@ -485,8 +481,8 @@ def _episode_facts(
         # The one window (see episode_window): the flagged minutes, from when the condition began.
         "start": format_ts(start),
         "end": format_ts(episode.end),
-        "start_local": local_text(start, timezone),
-        "end_local": local_text(episode.end, timezone),
+        "start_local": local_stamp(start, timezone),
+        "end_local": local_stamp(episode.end, timezone),
         "flagged_start": format_ts(episode.start),
         "timezone": timezone,
         "duration_s": (episode.end - start).total_seconds(),
@@ -637,7 +633,7 @@ class NoticeBook:
             pending = " An extension request was pending." if decision.extension_pending else ""
             note = (
                 f"New violation of section {active.section} at {where} from {when}, after the cure deadline "
-                f"{local_text(active.deadline, site.timezone)}; the violation was not corrected. "
+                f"{local_stamp(active.deadline, site.timezone)}; the violation was not corrected. "
                 f"Citation recommended{cite}.{pending}"
             )
             seq = self._change(
@@ -737,9 +733,9 @@ class NoticeBook:
             "holidays": list(profile.holidays),
             "citation_section": _citation_section(profile),
             "issued": format_ts(now),
-            "issued_local": local_text(now, site.timezone),
+            "issued_local": local_stamp(now, site.timezone),
             "deadline": format_ts(deadline),
-            "deadline_local": local_text(deadline, site.timezone),
+            "deadline_local": local_stamp(deadline, site.timezone),
         }
         row_values = {
             "id": notice_id,
@@ -847,7 +843,7 @@ class NoticeBook:
                 asked = f"{requested_days} more day{'s' if requested_days != 1 else ''}"
             message = (
                 f"{actor} requests {asked} to correct notice {notice.id} (deadline "
-                f"{local_text(notice.deadline, notice.timezone)}): {note}"
+                f"{local_stamp(notice.deadline, notice.timezone)}): {note}"
             )
             return self._event(
                 notice,
@@ -890,8 +886,8 @@ class NoticeBook:
             assert new_deadline is not None
             if new_deadline <= notice.deadline:
                 raise InvalidTransition(
-                    f"notice {notice.id}: the new deadline {local_text(new_deadline, notice.timezone)} "
-                    f"is not after the current one {local_text(notice.deadline, notice.timezone)}"
+                    f"notice {notice.id}: the new deadline {local_stamp(new_deadline, notice.timezone)} "
+                    f"is not after the current one {local_stamp(notice.deadline, notice.timezone)}"
                 )
             new_deadline = new_deadline.astimezone(UTC)
             extra = new_deadline - notice.deadline
@@ -917,8 +913,8 @@ class NoticeBook:
             granted = f"{extra_local_days} more day{'s' if extra_local_days != 1 else ''}"
             message = (
                 f"Notice {notice.id}: the Town extended the cure deadline to "
-                f"{local_text(new_deadline, notice.timezone)} ({granted} after "
-                f"{local_text(notice.deadline, notice.timezone)}). {note}".strip()
+                f"{local_stamp(new_deadline, notice.timezone)} ({granted} after "
+                f"{local_stamp(notice.deadline, notice.timezone)}). {note}".strip()
             )
             return self._event(
                 notice,
@@ -973,7 +969,7 @@ class NoticeBook:
             reason = (before_deadline_reason or "").strip()
             if early and not reason:
                 raise InvalidTransition(
-                    f"notice {notice.id}: its cure deadline {local_text(notice.deadline, notice.timezone)} "
+                    f"notice {notice.id}: its cure deadline {local_stamp(notice.deadline, notice.timezone)} "
                     f"has not passed, and a citation (13.3.B) follows a failure to correct; to escalate "
                     f"anyway, give --before-deadline --reason TEXT"
                 )
@@ -1040,8 +1036,8 @@ class NoticeBook:
         notice = self.get(notice_id)
         if now < notice.opened:
             raise InvalidTransition(
-                f"notice {notice.id} was issued {local_text(notice.opened, notice.timezone)}; a change "
-                f"cannot be dated {local_text(now, notice.timezone)}, before it (check this machine's clock)"
+                f"notice {notice.id} was issued {local_stamp(notice.opened, notice.timezone)}; a change "
+                f"cannot be dated {local_stamp(now, notice.timezone)}, before it (check this machine's clock)"
             )
         if notice.status not in _ALLOWED_FROM[target]:
             allowed = ", ".join(_ALLOWED_FROM[target])
@@ -1203,7 +1199,7 @@ def _make_event(
         "operator": notice.data.get("operator", ""),
         "opened": format_ts(notice.opened),
         "deadline": format_ts(deadline),
-        "deadline_local": local_text(deadline, notice.timezone),
+        "deadline_local": local_stamp(deadline, notice.timezone),
         "actor": actor,
         "note": note,
         "ts": format_ts(now),
