@@ -46,8 +46,8 @@ import paho.mqtt.client as mqtt
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from monitor.credentials import hash_password  # noqa: E402
 from monitor.journal.store import Store  # noqa: E402
-from monitor.portal.auth import hash_password  # noqa: E402
 from monitor.wire.codec import encode  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
 from tests.support.servers import Mosquitto, free_port, stop_process, wait_for_port  # noqa: E402

@@ -785,7 +785,7 @@ def _account(t: _Table, site_ids: set[str]) -> AccountConfig:
         not_after=_scope_time(t, "not_after"),
     )
     if config.password_hash:
-        from monitor.portal.auth import scrypt_problem
+        from monitor.credentials import scrypt_problem
 
         if problem := scrypt_problem(config.password_hash):
             t.problem("password_hash", problem)

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from monitor.portal.auth import hash_password, hash_token, new_token
+    from monitor.credentials import hash_password, hash_token, new_token
 
     if args.token:
         token = new_token()

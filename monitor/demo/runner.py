@@ -198,7 +198,7 @@ class Demo:
         self.config.write_text(text + self._portal_section())
 
     def _portal_section(self) -> str:
-        from monitor.portal.auth import hash_password
+        from monitor.credentials import hash_password
 
         lines = [
             "\n[portal]",

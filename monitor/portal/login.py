@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from monitor.portal import auth
+from monitor import credentials
 from monitor.portal.data import Scope, User
 from monitor.portal.web import BadCsrf, Web
 
@@ -56,9 +56,8 @@ class LoginPages:
                 429,
                 error=f"Too many failed logins: try again in {int(wait) + 1} s.",
             )
-        good = await run_in_threadpool(
-            auth.check_password, password, account.password_hash if account else auth.dummy_hash()
-        )
+        stored = account.password_hash if account else credentials.dummy_hash()
+        good = await run_in_threadpool(credentials.check_password, password, stored)
         if account is None or not good:
             self.web.limiter.failed(name, address)
             await run_in_threadpool(

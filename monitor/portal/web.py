@@ -20,14 +20,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.templating import Jinja2Templates
 
-from monitor import __version__
+from monitor import __version__, credentials
 from monitor.config import AccountConfig, Config
 from monitor.errors import UsageError
-from monitor.portal import auth, limits
+from monitor.portal import limits
 from monitor.portal.data import Portal, Scope, User
 from monitor.portal.jobs import Jobs
 from monitor.portal.security import Event, SecurityLog
 from monitor.portal.sessions import Sessions
+from monitor.portal.throttle import LoginLimiter
 from rules.times import local_clock
 
 HERE = Path(__file__).parent
@@ -71,7 +72,7 @@ class Web:
         self.config = config
         self.portal = portal
         self.pc = config.portal
-        self.limiter = auth.LoginLimiter(self.pc.login_attempts, self.pc.login_window_s)
+        self.limiter = LoginLimiter(self.pc.login_attempts, self.pc.login_window_s)
         self.sessions = Sessions(portal.store, key, self.pc.session_hours, portal.clock)
         self.all_sites = tuple(s.id for s in config.sites)
         self.security = SecurityLog(portal, self.all_sites)
@@ -100,7 +101,7 @@ class Web:
         header = request.headers.get("authorization", "")
         if header.lower().startswith("bearer "):
             token = header[7:].strip()
-            wanted = auth.hash_token(token)
+            wanted = credentials.hash_token(token)
             for account in self.accounts.values():
                 if account.token_hash and secrets.compare_digest(account.token_hash, wanted):
                     return Scope(User.of(account), self.config)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.credentials import hash_password
 from monitor.journal.store import Store
-from monitor.portal.auth import hash_password
 from tests.support.paths import REPO
 from tests.support.servers import free_port, stop_process, wait_for_port
 

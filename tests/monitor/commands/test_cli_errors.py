@@ -327,7 +327,7 @@ def test_version() -> None:
 def test_serve_on_a_port_in_use_or_out_of_range_is_one_line(site: dict[str, str]) -> None:
     import socket
 
-    from monitor.portal.auth import hash_password
+    from monitor.credentials import hash_password
 
     with open(site["config"], "a") as config:
         config.write(

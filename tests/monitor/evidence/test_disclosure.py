@@ -16,11 +16,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from monitor.config import load_config
+from monitor.credentials import hash_password, hash_token
 from monitor.daemon.clock import Clock
 from monitor.daemon.pipeline import Pipeline
 from monitor.evidence import export_bundle, exported_window, load_anchors, verify_bundle
 from monitor.journal.store import Store, to_us
-from monitor.portal.auth import hash_password, hash_token
 from rules.model import SoundLevels, TruckPassage
 from tests.monitor.evidence.test_bundles import SITE, T0, _finding
 from tests.support.daemon import write_config

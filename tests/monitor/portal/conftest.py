@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Playwright, sync_playwright
 
-from monitor.portal.auth import hash_password, hash_token
+from monitor.credentials import hash_password, hash_token
 from monitor.wire.codec import encode
 from monitor.wire.protocol import format_ts
 from rules.model import SoundLevels

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.portal.auth import SCRYPT_N, SCRYPT_P, SCRYPT_R, hash_password
+from monitor.credentials import SCRYPT_N, SCRYPT_P, SCRYPT_R, hash_password
 from tests.support.portal_server import SITES, Client, Portal, serving
 
 

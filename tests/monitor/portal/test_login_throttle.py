@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.portal.auth import ADDRESS_FACTOR, BASE_DELAY_S, MAX_ENTRIES, LoginLimiter, address_key
+from monitor.portal.throttle import ADDRESS_FACTOR, BASE_DELAY_S, MAX_ENTRIES, LoginLimiter, address_key
 from tests.support.portal_server import Client, Portal, serving
 
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from monitor.config import AccountConfig
+from monitor.credentials import hash_password
 from monitor.journal.store import Store
-from monitor.portal.auth import hash_password
 from monitor.portal.sessions import MAX_PER_ACCOUNT, Sessions
 from tests.support.portal_server import Client, Portal, serving
 

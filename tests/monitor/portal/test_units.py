@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from monitor.config import parse_config
+from monitor.credentials import check_password, check_token, hash_password, hash_token
 from monitor.errors import ConfigError
-from monitor.portal.auth import check_password, check_token, hash_password, hash_token
 from monitor.portal.data import Scope, User
 from tests.support.config_samples import MINIMAL
 
