@@ -21,7 +21,7 @@ from monitor.journal.store import Store
 from tests.support.paths import REPO
 from tests.support.servers import free_port, stop_process, wait_for_port
 
-PASSWORDS = {"ann": "ann-secret-1", "bob": "bob-secret-1"}
+PASSWORDS = {"ann": "ann-secret-1", "bob": "bob-secret-1", "ida": "ida-secret-1"}
 SITES = """
 [[sites]]
 id = "s1"
@@ -43,10 +43,10 @@ kind = "sound"
 """
 
 
-def account(name: str, role: str, sites: str, password_hash: str) -> str:
+def account(name: str, role: str, sites: str, password_hash: str, extra: str = "") -> str:
     return (
         f'[[portal.accounts]]\nname = "{name}"\nrole = "{role}"\nsites = {sites}\n'
-        f'password_hash = "{password_hash}"\n'
+        f'password_hash = "{password_hash}"\n{extra}'
     )
 
 
@@ -63,6 +63,7 @@ class Portal:
     accounts: dict[str, tuple[str, str]] = field(
         default_factory=lambda: {"ann": ("operator", '["s1"]'), "bob": ("town", "[]")}
     )
+    account_extra: dict[str, str] = field(default_factory=dict)  # more lines of an account
 
     @property
     def url(self) -> str:
@@ -75,7 +76,8 @@ class Portal:
     def write(self) -> Path:
         config = self.root / "minewatch.toml"
         accounts = "".join(
-            account(name, role, sites, self.hashes[name]) for name, (role, sites) in self.accounts.items()
+            account(name, role, sites, self.hashes[name], self.account_extra.get(name, ""))
+            for name, (role, sites) in self.accounts.items()
         )
         config.write_text(
             f'{SITES}\n[storage]\npath = "{self.store}"\n\n[portal]\nport = {self.port}\n'
@@ -125,6 +127,7 @@ class Reply:
     status: int
     headers: http.client.HTTPMessage
     body: str
+    raw: bytes = b""  # the body as sent (a bundle is no text)
 
     @property
     def location(self) -> str:
@@ -161,7 +164,8 @@ class Client:
         try:
             conn.request(method, path, body=body, headers=sent)
             response = conn.getresponse()
-            reply = Reply(response.status, response.headers, response.read().decode())
+            raw = response.read()
+            reply = Reply(response.status, response.headers, raw.decode(errors="replace"), raw)
         finally:
             conn.close()
         for header in reply.headers.get_all("set-cookie") or []:

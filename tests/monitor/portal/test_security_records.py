@@ -3,8 +3,11 @@ summarised into a few records that carry its count."""
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
+from monitor.evidence.format import exported_window
 from monitor.portal.security import ANY, INTERVAL_S, KEYS_PER_KIND, Event, Summary
 from tests.support.portal_server import Client, Portal, serving
 
@@ -87,3 +90,36 @@ def test_a_verify_upload_and_a_bundle_prepared_are_action_records(tmp_path: Path
         "from": "2026-01-05T14:00:00+00:00",
         "to": "2026-01-05T15:00:00+00:00",
     }
+
+
+def test_a_scoped_inspectors_download_records_the_window_exported_not_the_one_asked(tmp_path: Path) -> None:
+    """Issue 24: an inspector limited to 08:00-09:00 site time (14:00-15:00Z) asks for
+    06:00-12:00; the bundle covers the scope only, and the bundle_downloaded record says so
+    (bundle_prepared keeps what was asked)."""
+    portal = Portal(tmp_path)
+    portal.accounts["ida"] = ("inspector", '["s1"]')
+    portal.account_extra["ida"] = 'not_before = "2026-01-05T14:00:00Z"\nnot_after = "2026-01-05T15:00:00Z"\n'
+    with serving(portal):
+        ida = Client(portal)
+        assert ida.login("ida").status == 303
+        form = {"from": "2026-01-05T06:00", "to": "2026-01-05T12:00", "csrf": ida.csrf("/sites/s1/evidence")}
+        job = ida.request("POST", "/sites/s1/evidence/bundle", form).location
+        for _ in range(100):
+            page = ida.get(job)
+            link = re.search(r'href="(/sites/s1/evidence/jobs/[^"]+\.zip)"', page.body)
+            if link or "could not be prepared" in page.body:
+                break
+            time.sleep(0.2)
+        assert link, page.body
+        download = ida.get(link.group(1))
+        assert download.status == 200
+        bundle = tmp_path / "b.zip"
+        bundle.write_bytes(download.raw)
+    (prepared,) = portal.actions("bundle_prepared")
+    assert prepared["data"]["from"].startswith("2026-01-05T12:00")  # asked: 06:00 CST
+    (downloaded,) = portal.actions("bundle_downloaded")
+    assert downloaded["actor"] == "ida"
+    assert downloaded["data"]["from"] == exported_window(bundle)["from"]
+    assert downloaded["data"]["to"] == exported_window(bundle)["to"]
+    assert downloaded["data"]["from"].startswith("2026-01-05T14:00")  # 08:00 CST, the scope
+    assert downloaded["data"]["to"].startswith("2026-01-05T15:00")
