@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from importlib import resources
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 from zoneinfo import ZoneInfo
 
@@ -626,8 +627,15 @@ def run_demo(
     if note:
         _say(stream, note)
     demo = Demo(target, scenario, speed, seed, stream, chosen, serve)
+    # `kill` (SIGTERM) stops the demo as Ctrl-C does: its broker, daemon and portal go with it.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return demo.run()
     finally:
+        signal.signal(signal.SIGTERM, previous)
         demo.stop_all()
         (target / "summary.json").write_text(json.dumps(demo.summary, indent=2) + "\n")
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

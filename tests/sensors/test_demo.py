@@ -5,12 +5,17 @@ from __future__ import annotations
 import io
 import json
 import re
+import signal
+import socket
+import subprocess
+import sys
 import zipfile
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from monitor.demo.runner import EXPECTED, MARKER, run_demo
+from tests.support.paths import REPO
 
 
 def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
@@ -56,3 +61,35 @@ def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
         cure_by = date.fromisoformat(notice["cure_by"])
         assert day + timedelta(days=13) <= cure_by <= day + timedelta(days=15)  # 14 days (13.3.A)
     assert summary["evidence"]["verify"].startswith("OK up to seq") and summary["evidence"]["rows"] > 0
+
+
+def test_a_served_demo_stopped_with_sigterm_takes_its_broker_daemon_and_portal_along(tmp_path: Path) -> None:
+    """`kill` of `minewatch demo --serve` stops it as Ctrl-C does: nothing it started runs on."""
+    folder = tmp_path / "served"
+    day = date(datetime.now(ZoneInfo("America/Chicago")).year - 1, 12, 10)
+    argv = [sys.executable, "-m", "monitor.cli", "demo", "--serve", "--out", str(folder), "--date", str(day)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    assert proc.stdout is not None
+    lines: list[str] = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "(Ctrl-C stops it)" in line:
+            break
+    port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", "".join(lines))[1])  # type: ignore[index]
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()  # the portal is up
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+    started = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _runs_in(p, folder)]
+    assert started == [], "still running: " + ", ".join(p.name for p in started)
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        raise AssertionError(f"the portal still answers on port {port}")
+    except OSError:
+        pass
+
+
+def _runs_in(proc_dir: Path, folder: Path) -> bool:
+    try:
+        return str(folder) in (proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:  # it ended while we looked
+        return False
