@@ -17,6 +17,8 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from itertools import chain
+from operator import attrgetter
 from typing import Any, NamedTuple, TypeAlias
 from zoneinfo import ZoneInfo
 
@@ -398,11 +400,15 @@ class Finding:
         return self.end.astimezone(ZoneInfo(self.timezone))
 
 
+_TS = attrgetter("ts")
+
+
 @dataclass(frozen=True, slots=True)
 class SiteData:
     """Everything the rules may look at for one site and one evaluation window.
 
-    The shell fills it from its per-site state; each sequence is sorted by time.
+    The shell fills it from its per-site state; each sequence is sorted by time (``sound``
+    built by ``grouped``: by sensor, then time).
     ``other_events`` holds GenericEvents of profile-defined kinds.
     """
 
@@ -426,4 +432,20 @@ class SiteData:
         groups: dict[str, list[SoundLevels]] = {}
         for r in self.sound:
             groups.setdefault(r.sensor, []).append(r)
-        object.__setattr__(self, "sound_by_sensor", {k: tuple(v) for k, v in groups.items()})
+        # In time order whatever the caller's: the rules take a minute's slice by bisection.
+        by_sensor = {k: tuple(sorted(v, key=_TS)) for k, v in groups.items()}
+        object.__setattr__(self, "sound_by_sensor", by_sensor)
+
+    @classmethod
+    def grouped(cls, sound_by_sensor: Mapping[str, tuple[SoundLevels, ...]], **fields: Any) -> SiteData:
+        """SiteData whose sound the caller already holds per sensor, each in time order.
+
+        ``sound`` then lists the sensors' series one after the other. The daemon files each
+        reading by sensor once, as it arrives (monitor/daemon/recent_sound.py): grouping the
+        same readings again for every minute that reads them grew the judging with the
+        neighbourhood (issue 31).
+        """
+        data = cls(**fields)
+        object.__setattr__(data, "sound", tuple(chain.from_iterable(sound_by_sensor.values())))
+        object.__setattr__(data, "sound_by_sensor", dict(sound_by_sensor))
+        return data

@@ -167,8 +167,8 @@ def site_data(
     weather = store.weather_between(site, *around("weather"))
     turbidity = store.turbidity_between(site, *around("turbidity"))
     events = state.events
-    return SiteData(
-        sound=tuple(state.recent.between(*around("sound"))),
+    return SiteData.grouped(
+        state.recent.by_sensor(*around("sound")),
         light=tuple(light_source[lo:hi]),
         weather=tuple(weather),
         turbidity=tuple(turbidity),

@@ -8,6 +8,7 @@ SQLite in the test's folder.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -80,3 +81,8 @@ class World:
 
     def close(self) -> None:
         self.store.close()
+
+
+def in_time_order(by_sensor: Mapping[str, tuple[SoundLevels, ...]]) -> list[SoundLevels]:
+    """``RecentSound.by_sensor``'s readings as the store lists them: by time, then sensor."""
+    return sorted((r for sensor in sorted(by_sensor) for r in by_sensor[sensor]), key=lambda r: r.ts)

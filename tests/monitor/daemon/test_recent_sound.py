@@ -17,6 +17,7 @@ from monitor.daemon.recent_sound import RecentSound
 from monitor.journal.store import Store
 from rules.model import SoundLevels
 from rules.times import MINUTE, floor_minute
+from tests.support.pipeline_world import in_time_order
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
 
@@ -75,21 +76,22 @@ def test_it_answers_what_the_store_would(store: Store, recent: RecentSound) -> N
         (T0 + timedelta(seconds=3), T0 + timedelta(seconds=3)),  # empty: start <= ts < end
         (T0 - MINUTE, T0 + 10 * MINUTE),  # minutes with no data at all
     ]:
-        assert recent.between(start, end) == store.sound_between("q", start, end)
-    assert len(recent.between(T0, T0 + 3 * MINUTE)) == 60 + 2
-    assert recent.between(T0 + timedelta(seconds=3), T0 + timedelta(seconds=6)) == [levels(3, level=63.0)]
+        assert in_time_order(recent.by_sensor(start, end)) == store.sound_between("q", start, end)
+    assert len(in_time_order(recent.by_sensor(T0, T0 + 3 * MINUTE))) == 60 + 2
+    assert in_time_order(recent.by_sensor(T0 + timedelta(seconds=3), T0 + timedelta(seconds=6))) == [
+        levels(3, level=63.0)
+    ]
 
 
-def test_readings_of_one_second_from_several_sensors_come_out_as_the_store_has_them(
+def test_readings_come_out_per_sensor_in_time_order_as_the_store_has_them(
     store: Store, recent: RecentSound
 ) -> None:
     keep(store, recent, [levels(1, "n1"), levels(0, "n2")])
     keep(store, recent, [levels(0, "n1"), levels(1, "n2")])  # arrived later, for earlier seconds
-    got = recent.between(T0, T0 + MINUTE)
-    # In time order, the same readings; within one second the mirror keeps arrival order
-    # where the store returns its key's (sensor) order: neither is promised by ``ORDER BY ts_us``.
-    assert [lv.ts for lv in got] == [T0, T0, T0 + timedelta(seconds=1), T0 + timedelta(seconds=1)]
-    assert sorted(got) == sorted(store.sound_between("q", T0, T0 + MINUTE))
+    got = recent.by_sensor(T0, T0 + MINUTE)
+    # Filed by sensor as they arrive; a sensor's earlier second goes in its place in time.
+    assert got == {"n1": (levels(0, "n1"), levels(1, "n1")), "n2": (levels(0, "n2"), levels(1, "n2"))}
+    assert in_time_order(got) == store.sound_between("q", T0, T0 + MINUTE)
 
 
 def test_each_minute_is_loaded_once(store: Store, recent: RecentSound, loads: Loads) -> None:
@@ -97,10 +99,10 @@ def test_each_minute_is_loaded_once(store: Store, recent: RecentSound, loads: Lo
     assert sorted(loads.asked) == [("q", T0, T0 + MINUTE), ("q", T0 + MINUTE, T0 + 2 * MINUTE)]
     loads.asked.clear()
     keep(store, recent, [levels(s) for s in range(5, 120, 10)])
-    recent.between(T0, T0 + 2 * MINUTE)
-    recent.between(T0 + timedelta(seconds=30), T0 + timedelta(seconds=90))
+    recent.by_sensor(T0, T0 + 2 * MINUTE)
+    recent.by_sensor(T0 + timedelta(seconds=30), T0 + timedelta(seconds=90))
     assert loads.asked == []  # held: no more reads
-    recent.between(T0 + 2 * MINUTE, T0 + timedelta(minutes=2, seconds=1))
+    recent.by_sensor(T0 + 2 * MINUTE, T0 + timedelta(minutes=2, seconds=1))
     assert loads.asked == [("q", T0 + 2 * MINUTE, T0 + 3 * MINUTE)]  # a minute not held yet: read once
     assert len(recent) == 24
 
@@ -111,9 +113,9 @@ def test_a_minute_is_a_copy_taken_once_so_ensure_must_come_before_the_store(
     recent.ensure([T0])
     with store.batch():  # stored behind the mirror's back, as the contract forbids
         store.append_sound(levels(5), source="levels", late=False, now=T0)
-    assert recent.between(T0, T0 + MINUTE) == []  # the mirror does not look again
+    assert in_time_order(recent.by_sensor(T0, T0 + MINUTE)) == []  # the mirror does not look again
     recent.clear()  # what the pipeline does when memory may differ from the store
-    assert recent.between(T0, T0 + MINUTE) == [levels(5)]
+    assert in_time_order(recent.by_sensor(T0, T0 + MINUTE)) == [levels(5)]
 
 
 def test_adding_to_a_minute_never_ensured_is_an_error(recent: RecentSound) -> None:
@@ -129,11 +131,13 @@ def test_forget_before_evicts_whole_minutes_and_they_are_read_again_when_asked(
     recent.forget_before(T0 + timedelta(minutes=2, seconds=30))  # minutes T0, T0+1 and T0+2 go
     assert len(recent) == 30
     loads.asked.clear()
-    assert recent.between(T0 + 3 * MINUTE, T0 + 4 * MINUTE) == store.sound_between(
+    assert in_time_order(recent.by_sensor(T0 + 3 * MINUTE, T0 + 4 * MINUTE)) == store.sound_between(
         "q", T0 + 3 * MINUTE, T0 + 4 * MINUTE
     )
     assert loads.asked == []  # the minute kept is still held
-    assert recent.between(T0, T0 + 4 * MINUTE) == store.sound_between("q", T0, T0 + 4 * MINUTE)
+    assert in_time_order(recent.by_sensor(T0, T0 + 4 * MINUTE)) == store.sound_between(
+        "q", T0, T0 + 4 * MINUTE
+    )
     assert [a[1] for a in loads.asked] == [T0, T0 + MINUTE, T0 + 2 * MINUTE]  # evicted: read again
     recent.forget_before(T0)  # nothing is older
     assert len(recent) == 120
@@ -144,5 +148,5 @@ def test_clear_forgets_everything(store: Store, recent: RecentSound, loads: Load
     recent.clear()
     assert len(recent) == 0
     loads.asked.clear()
-    assert recent.between(T0, T0 + MINUTE) == store.sound_between("q", T0, T0 + MINUTE)
+    assert in_time_order(recent.by_sensor(T0, T0 + MINUTE)) == store.sound_between("q", T0, T0 + MINUTE)
     assert loads.asked == [("q", T0, T0 + MINUTE)]
