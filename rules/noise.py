@@ -45,10 +45,13 @@ Missing seconds are not invented: a window is judged on what is there and
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
+from operator import attrgetter, is_not
 from typing import TYPE_CHECKING
 
 from rules.base import RuleSpec, Standard, fmt_db, fmt_limit, leq, make_finding, only_site, sensor_label
@@ -71,6 +74,8 @@ METRICS = ("LAeq", "LASmax", "LAeq+LASmax")
 # Levels are compared with this much slack so that 80.0 dB(A) computed through sums of
 # energies (80.00000000000001) is still "at or below 80"; 80.01 is above.
 _EPS_DB = 1e-6
+_TS, _LAEQ, _LASMAX = attrgetter("ts"), attrgetter("LAeq"), attrgetter("LASmax")
+_IS_VALUE = partial(is_not, None)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -329,35 +334,28 @@ def _grid(
     limit_db: float,
     metric: str,
 ) -> _Grid | None:
-    """Per-second sums; None when no record could take any window above the limit."""
+    """Per-second sums; None when no record could take any window above the limit.
+
+    ``records``: the meter's, in time order. Only those in [origin, origin + n) are read: a
+    bisection, so the neighbourhood's other seconds cost nothing (issue 31).
+    """
+    first = bisect.bisect_left(records, _utc(origin), key=_TS)
+    records = records[first : bisect.bisect_left(records, _utc(origin + n), key=_TS)]
     count = len(records)
     if not count:
         return None
-    # Most minutes are quiet: when no record at all, in the window or around it, could take a
-    # window above the limit, nothing below needs computing (the records' times least of all).
-    loudest_anywhere = max(r.LAeq for r in records) if metric != "LASmax" else -math.inf
+    # Most minutes are quiet: an average or a maximum is never above the loudest second, so when
+    # no record could take a window above the limit nothing below needs computing (in C: max over
+    # itemgetters, the records' times least of all).
+    loudest = max(map(_LAEQ, records)) if metric != "LASmax" else -math.inf
     if metric != "LAeq":
-        loudest_anywhere = max(
-            loudest_anywhere, max((r.LASmax for r in records if r.LASmax is not None), default=-math.inf)
-        )
-    if loudest_anywhere <= limit_db + _EPS_DB:
-        return None
-    ts = np.fromiter((r.ts.timestamp() for r in records), np.float64, count)
-    inside = (ts >= origin) & (ts < origin + n)
-    if not inside.any():
-        return None
-    laeq = np.fromiter((r.LAeq for r in records), np.float64, count)[inside]
-    lasmax = np.fromiter((math.nan if r.LASmax is None else r.LASmax for r in records), np.float64, count)[
-        inside
-    ]
-    # An average or a maximum is never above the loudest second: most meters stop here.
-    loudest = float(laeq.max()) if metric != "LASmax" else -math.inf
-    if metric != "LAeq" and not np.isnan(lasmax).all():
-        loudest = max(loudest, float(np.nanmax(lasmax)))
+        loudest = max(loudest, max(filter(_IS_VALUE, map(_LASMAX, records)), default=-math.inf))
     if loudest <= limit_db + _EPS_DB:
         return None
-    ts = ts[inside]
-    duration = np.fromiter((r.duration_s for r in records), np.float64, count)[inside]
+    ts = np.fromiter((r.ts.timestamp() for r in records), np.float64, count)
+    laeq = np.fromiter(map(_LAEQ, records), np.float64, count)
+    lasmax = np.fromiter((math.nan if r.LASmax is None else r.LASmax for r in records), np.float64, count)
+    duration = np.fromiter((r.duration_s for r in records), np.float64, count)
     ends = ts + duration
     exempt = np.zeros(ts.shape, dtype=bool)
     for ex_start, ex_end in exemptions:

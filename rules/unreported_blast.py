@@ -22,14 +22,18 @@ says so, and the Town asks the operator for the blast record (the standard's req
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from operator import attrgetter
 
 from rules.base import RuleSpec, Standard, leq, make_finding, only_site, sensor_label, sensors_of
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData, SoundLevels
 from rules.times import iso, local_hms
+
+_TS = attrgetter("ts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +125,10 @@ def evaluate(
     sound = data.sound_by_sensor
     for sensor_id, info in sensors_of(site, SensorKind.SOUND, boundary_only=True).items():
         series = sound.get(sensor_id, ())
-        for record in series:
-            if not start <= record.ts < end:
-                continue
+        # The minute's own seconds, by bisection of the time-ordered series: the margins around
+        # it are context for find_impulse, not candidates (issue 31).
+        first = bisect.bisect_left(series, start, key=_TS)
+        for record in series[first : bisect.bisect_left(series, end, key=_TS)]:
             impulse = find_impulse(record, series, params)
             if impulse is None:
                 continue

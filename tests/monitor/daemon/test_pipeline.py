@@ -19,12 +19,13 @@ from monitor.config import parse_config
 from monitor.daemon.clock import Clock
 from monitor.daemon.ingest import Inbound
 from monitor.daemon.pipeline import QUIET_S, Pipeline
+from monitor.daemon.site_state import site_data
 from monitor.journal.store import Store
 from monitor.wire.codec import encode, payload_of
 from monitor.wire.protocol import format_ts
 from rules.model import LightSummary, SensorStatus, SoundLevels
 from tests.support.configs import quarry_config, sensor
-from tests.support.pipeline_world import World
+from tests.support.pipeline_world import World, in_time_order
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)  # 12:00 in Dovre (CDT)
 
@@ -44,8 +45,6 @@ def config_text(store: str | Path) -> str:
         alerts={"min_gap_s": 600},
         sensors=[sensor("n1", "sound", expected_period_s=1)],
     )
-
-
 
 
 @pytest.fixture
@@ -110,8 +109,8 @@ def test_recent_sound_in_memory_mirrors_the_store(world: World) -> None:
         (T0, T0 + timedelta(minutes=7)),
         (T0 + timedelta(seconds=30), T0 + timedelta(minutes=4, seconds=1)),
     ]:
-        assert state.recent.between(start, end) == world.store.sound_between("q", start, end)
-    assert len(state.recent.between(T0, T0 + timedelta(minutes=7))) == 6 * 60 + 2
+        assert in_time_order(state.recent.by_sensor(start, end)) == world.store.sound_between("q", start, end)
+    assert len(in_time_order(state.recent.by_sensor(T0, T0 + timedelta(minutes=7)))) == 6 * 60 + 2
 
 
 def test_a_bug_on_one_message_rejects_it_and_keeps_the_rest(
@@ -133,8 +132,8 @@ def test_a_bug_on_one_message_rejects_it_and_keeps_the_rest(
     # Memory holds what the store holds, not the rolled-back reading.
     state = world.pipeline.sites["q"]
     window = (T0, T0 + timedelta(minutes=1))
-    assert state.recent.between(*window) == world.store.sound_between("q", *window)
-    assert len(state.recent.between(*window)) == 19
+    assert in_time_order(state.recent.by_sensor(*window)) == world.store.sound_between("q", *window)
+    assert len(in_time_order(state.recent.by_sensor(*window))) == 19
 
 
 def test_a_site_that_stops_sending_is_judged_once_quiet_with_the_input_up(world: World) -> None:
@@ -413,3 +412,40 @@ def test_late_sound_re_judges_the_next_minute_whose_windows_reach_back_into_it(w
     }
     t0 = int(T0.timestamp()) // 60
     assert minutes == {t0, t0 + 1}, minutes  # without the reach, only minute t0
+
+
+def work_of_one_new_minute(tmp_path: Path, history_s: int) -> tuple[int, list[int], int]:
+    """After ``history_s`` seconds of a loud meter, judged as they came: what the next minute costs.
+
+    (minutes the tick judges, readings handed to the rules for each, readings held in memory).
+    """
+    tmp_path.mkdir()
+    world = World(tmp_path, config_text(tmp_path / "store.db"), T0)
+    state = world.pipeline.sites["q"]
+    try:
+        for start in range(0, history_s + 60, 10):  # the history, judged as it comes; then one more minute
+            world.now = T0 + timedelta(seconds=start + 10)
+            world.levels(T0 + timedelta(seconds=start), 10, 90.0)
+            if start < history_s:
+                world.pipeline.tick()
+        judgement = world.pipeline._judge(state, world.now)
+        handed = [
+            len(site_data(state, world.store, minute, minute + timedelta(minutes=1)).sound)
+            for minute, _ in judgement.findings
+        ]
+        world.pipeline.tick()
+        return len(judgement.findings), handed, len(state.recent)
+    finally:
+        world.close()
+
+
+def test_the_work_of_a_new_minute_does_not_grow_with_the_history(tmp_path: Path) -> None:
+    # The rules are handed each judged minute's neighbourhood (a minute either side), filed by
+    # sensor as the readings arrived: 200 or 2,000 seconds behind it make no difference (issue 31).
+    short = work_of_one_new_minute(tmp_path / "short", 200)
+    long = work_of_one_new_minute(tmp_path / "long", 2000)
+    assert short == long
+    minutes, handed, held = long
+    assert minutes == 2  # the new minute's first look and the previous minute's final one
+    assert max(handed) <= 3 * 60
+    assert held <= 4 * 60
