@@ -33,6 +33,10 @@ class Publisher:
             self.connected.set() if not rc.is_failure else None
         )
         self.client.on_disconnect = lambda c, u, f, rc, p=None: self.connected.clear()
+        # MQTT 5 says in the PUBACK whether the broker took the message: an ACL's refusal
+        # (e.g. the daemon's account used for the portal) is not a delivery.
+        self.refused: dict[int, str] = {}
+        self.client.on_publish = self._acknowledged
         self.url = config.url
         self.client.connect_async(config.host, config.port, keepalive=config.keepalive_s)
         self.client.loop_start()
@@ -47,6 +51,18 @@ class Publisher:
             raise MinewatchError(
                 f"the broker {self.url} did not confirm the event within {ACK_TIMEOUT_S:g} s"
             )
+        reason = self.refused.pop(info.mid, "")
+        if reason:
+            raise MinewatchError(
+                f"the broker {self.url} refused the event ({reason}): the portal's broker account"
+                " must be allowed to publish events (make-credentials' minewatch-portal)"
+            )
+
+    def _acknowledged(
+        self, client: mqtt.Client, userdata: object, mid: int, reason: object, props: object
+    ) -> None:
+        if getattr(reason, "is_failure", False):
+            self.refused[mid] = str(reason)
 
     def close(self) -> None:
         self.client.loop_stop()

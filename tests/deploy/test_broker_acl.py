@@ -20,6 +20,7 @@ import pytest
 from paho.mqtt.enums import MQTTProtocolVersion
 
 from monitor.config import parse_config
+from monitor.errors import MinewatchError
 from monitor.portal.broker import Publisher
 from tests.support.secure_broker import SecureBroker, TestClient
 
@@ -373,3 +374,27 @@ def test_no_account_can_take_over_the_daemon_session(connect: Connect, secure_br
         assert daemon.wait_for(lambda ms: [m.payload for m in ms] == sent)
     finally:
         daemon.close()
+
+
+def test_the_portal_publisher_reports_a_refused_event_instead_of_calling_it_sent(
+    secure_broker: SecureBroker, tmp_path: Path
+) -> None:
+    """With the daemon's account (a configuration mistake), the broker refuses the portal's
+    events in its PUBACK (MQTT 5): the portal says so, it does not tell the operator 'recorded'."""
+    config = parse_config(
+        secure_broker.broker_toml()
+        + "\n[portal]\n"
+        + 'mqtt_username = "minewatch-daemon"\n'
+        + f'mqtt_password_file = "{secure_broker.password_file("minewatch-daemon")}"\n'
+        + '\n[[sites]]\nid = "north"\ntimezone = "Europe/Oslo"\nlatitude = 62.0\nlongitude = 9.6\n'
+        + f'[storage]\npath = "{tmp_path / "store.db"}"\n'
+    )
+    broker = dataclasses.replace(
+        config.broker, username=config.portal.mqtt_username, password=config.portal.mqtt_password
+    )
+    publisher = Publisher(broker, "minewatch-portal-misconfigured")
+    try:
+        with pytest.raises(MinewatchError, match="refused the event"):
+            publisher.publish("minewatch/north/events/blast", b"{}")
+    finally:
+        publisher.close()
