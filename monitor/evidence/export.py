@@ -967,11 +967,11 @@ def _walk(stretch: _Stretch) -> _Walked:
         missing: list[int] = []
         entries = 0
         last_ts, times = -1, ""
+        site = stretch.scope.site
         while batch := cursor.fetchmany(4096):
             entries += len(batch)
-            chain.append("\n".join([r[13] for r in batch]) + "\n")
             for (
-                prefix,
+                sensor,
                 ts,
                 duration,
                 laeq,
@@ -984,17 +984,19 @@ def _walk(stretch: _Stretch) -> _Walked:
                 lzeq,
                 source,
                 seq,
-                _,
+                entry_text,
                 gap,
             ) in batch:
-                if prefix is None:  # not a sound row of the window
+                if sensor is None:  # not a sound row of the window: SQLite built its chain line
+                    chain.append(entry_text)
                     if gap:  # ... though its entry is one: the store lost the row
                         missing.append(seq)
                     continue
+                chain.append(f"{seq},sound,,{entry_text},")  # its row gives the digest: a tag, no key
                 if ts != last_ts:  # the sensors of one second share their time columns
                     last_ts, times = ts, f"{utc(ts)},{local(ts)}"
                 sound.append(  # the optional levels in line: a call per value costs as much as repr
-                    f"{prefix},{times},{duration!r},{laeq!r},{lafmax!r},"
+                    f"{seq},{site},{sensor},{ts},{times},{duration!r},{laeq!r},{lafmax!r},"
                     f"{'' if lasmax is None else repr(lasmax)},{'' if lafmin is None else repr(lafmin)},"
                     f"{'' if lceq is None else repr(lceq)},{lcpeak!r},"
                     f"{'' if lzpeak is None else repr(lzpeak)},"
@@ -1006,7 +1008,8 @@ def _walk(stretch: _Stretch) -> _Walked:
     ends = array("q", itertools.accumulate(map(len, sound)))
     if ends and ends[-1] != len(text):  # not ASCII throughout (ids are, so this is rare)
         ends = array("q", itertools.accumulate(len(line.encode()) for line in sound))
-    return _Walked(text, ends, "".join(chain).encode(), missing, entries)
+    lines = "\n".join(chain) + "\n" if chain else ""
+    return _Walked(text, ends, lines.encode(), missing, entries)
 
 
 def _utc(ts_us: int) -> datetime:

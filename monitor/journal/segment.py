@@ -280,32 +280,33 @@ def sound_walk(
 ) -> sqlite3.Cursor:
     """Every entry lo..hi of the segment in seq order, each sound entry of the scope joined to its row.
 
-    A row: (seq,site,sensor,ts_us text; ts_us, duration_s, the eight levels, source; seq; the
-    entry's chain.csv line; 1 when it is a sound entry of the scope whose row the store lacks).
-    The row columns are NULL for any other entry. ``withheld``: a JSON array of the seqs whose
-    records the reader does not see (their line is the digest alone); ``tag_hex``: the hex
-    digits of a sound row's digest its line keeps. Floats and times are left to the caller
-    (repr() is the exact round trip the digests need).
+    A row: (sensor, ts_us, duration_s, the eight levels, source, seq, text, gap). For a sound
+    entry of the scope with its row, ``text`` is the tag of its digest (its first ``tag_hex``
+    hex digits) and ``gap`` is NULL; the caller writes the row and the chain.csv line
+    ``seq,sound,,tag,``. For any other entry the row columns are NULL, ``text`` is the entry's
+    whole chain.csv line and ``gap`` is 1 when it is a sound entry of the scope whose row the
+    store lacks. ``withheld``: a JSON array of the seqs whose records the reader does not see
+    (their line is the digest alone). Floats and times are left to the caller (repr() is the
+    exact round trip the digests need).
     """
     in_scope = f"k.kind = 'sound' AND k.ts_us >= :cfrom AND k.ts_us < :to{_named_sensors('k.sensor', scope)}"
-    # SQLite joins the text of the integer and identifier columns (ids are [A-Za-z0-9_-],
-    # never quoted) and builds every entry's chain.csv line: no heads (verify recomputes
-    # them); a sound entry whose row is in the bundle keeps only a tag of its digest (the
-    # row gives the digest), with no key or time.
+    # A sound row's text (26 million of them in a month) is built by the caller: joining text
+    # column by column here cost a third of this query. The rare other entries' lines are
+    # built here, only for them (CASE evaluates the branch taken): no heads (verify recomputes
+    # them); ids are [A-Za-z0-9_-], a key with a quote, comma or line break is quoted.
     full = (
         "k.seq || ',' || k.kind || ',' || CASE WHEN k.key GLOB :special"
         " THEN '\"' || replace(k.key, '\"', '\"\"') || '\"' ELSE k.key END"
         " || ',' || k.digest || ',' || k.recorded_us"
     )
-    compact = f"k.seq || ',sound,,' || substr(k.digest, 1, {tag_hex}) || ','"
     # A record the reader does not see: its digest alone (no key, no time), so the link recomputes.
     digest_only = "k.seq || ',' || k.kind || ',,' || k.digest || ','"
     return conn.execute(
-        "SELECT k.seq || ',' || t.site || ',' || t.sensor || ',' || t.ts_us, t.ts_us, t.duration_s,"
+        "SELECT t.sensor, t.ts_us, t.duration_s,"
         " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq,"
-        f" CASE WHEN t.site IS NOT NULL THEN {compact}"
+        f" CASE WHEN t.site IS NOT NULL THEN substr(k.digest, 1, {tag_hex})"
         f" WHEN k.seq IN (SELECT value FROM json_each(:withheld)) THEN {digest_only} ELSE {full} END,"
-        f" t.site IS NULL AND {in_scope}"
+        f" CASE WHEN t.site IS NULL THEN {in_scope} END"
         " FROM (SELECT seq, kind, key, digest, recorded_us,"
         " CASE WHEN kind = 'sound' THEN substr(key, 1, instr(key, '|') - 1) END AS sensor,"
         " CASE WHEN kind = 'sound' THEN CAST(substr(key, instr(key, '|') + 1) AS INTEGER) END AS ts_us"

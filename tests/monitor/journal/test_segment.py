@@ -266,10 +266,11 @@ def test_the_sound_walk_gives_every_entry_its_chain_line(conn: sqlite3.Connectio
     by_seq = {r[12]: r for r in rows}
     digest = dict(conn.execute("SELECT seq, digest FROM chain WHERE site = ?", (SITE,)))
     sound = next(seq for seq in by_seq if kinds[seq] == "sound")
-    prefix, ts_us, *_, source, _, line, missing = by_seq[sound]
-    assert prefix.startswith(f"{sound},{SITE},n") and prefix.endswith(f",{ts_us}")
-    assert (source, missing) == ("levels", 0)
-    assert line == f"{sound},sound,,{digest[sound][:8]},"
+    sensor, ts_us, *_, source, _, tag, missing = by_seq[sound]
+    key = conn.execute("SELECT key FROM chain WHERE site = ? AND seq = ?", (SITE, sound)).fetchone()[0]
+    assert key == f"{sensor}|{ts_us}"
+    assert (source, missing) == ("levels", None)
+    assert tag == digest[sound][:8]  # the caller writes its line, f"{seq},sound,,{tag},"
     assert by_seq[alert][13] == f"{alert},alert,,{digest[alert]},"  # its digest alone
     [event] = [seq for seq, kind in kinds.items() if kind == "event"]
     assert by_seq[event][0] is None
@@ -291,7 +292,7 @@ def test_the_sound_walk_of_named_sensors_and_a_lost_row(site: Site, tmp_path: Pa
     conn.close()
     assert sum(1 for r in rows if r[0] is not None) == 239
     assert [r[12] for r in rows if r[14]] == [lost]
-    assert all(",n1," in r[0] for r in rows if r[0] is not None)
+    assert all(r[0] == "n1" for r in rows if r[0] is not None)
 
 
 def test_reading_rows_in_chain_order_and_a_lost_row(site: Site, tmp_path: Path) -> None:
