@@ -21,7 +21,9 @@ def test_a_flood_of_failed_logins_is_a_few_records_carrying_its_count(tmp_path: 
             bob.request("POST", "/login", {"name": "bob", "password": "guess", "csrf": token}).status
             for _ in range(1000)
         ]
-        assert statuses.count(401) == 5 and statuses.count(429) == 995
+        # Five free failures, then waits: the first is 10 s, so a slow machine may see one
+        # or two more 401s as each wait ends, never more (the waits double).
+        assert statuses[:6] == [401] * 5 + [429] and statuses.count(429) >= 993
         stranger = Client(portal, source="127.0.0.3")
         token = stranger.csrf()
         for i in range(200):  # names nobody has, from one address
