@@ -91,19 +91,20 @@ def notice_json(notice: Notice, history: Sequence[NoticeChange]) -> dict[str, An
             }
             for e in notice.episodes
         ],
-        "history": [
-            {
-                "seq": c.seq,
-                "change": c.change,
-                "status": c.status,
-                "actor": c.actor,
-                "note": c.note,
-                "at": format_ts(c.at),
-                "deadline": format_ts(c.deadline),
-                "data": dict(c.data),
-            }
-            for c in history
-        ],
+        "history": [{**change_json(c), "data": dict(c.data)} for c in history],
+    }
+
+
+def change_json(change: NoticeChange) -> dict[str, Any]:
+    """One step of a notice's history as the notice's JSON and the portal's API both give it."""
+    return {
+        "seq": change.seq,
+        "change": change.change,
+        "status": change.status,
+        "actor": change.actor,
+        "note": change.note,
+        "at": format_ts(change.at),
+        "deadline": format_ts(change.deadline),
     }
 
 

@@ -98,6 +98,7 @@ class Api:
 
 
 def _notice_json(notice: Any, history: list[Any] | None) -> dict[str, Any]:
+    from monitor.notify.formats import change_json
     from monitor.portal.data import format_ts
 
     out: dict[str, Any] = {
@@ -112,16 +113,5 @@ def _notice_json(notice: Any, history: list[Any] | None) -> dict[str, Any]:
         "episodes": len(notice.episodes),
     }
     if history is not None:
-        out["history"] = [
-            {
-                "seq": c.seq,
-                "change": c.change,
-                "status": c.status,
-                "actor": c.actor,
-                "note": c.note,
-                "at": format_ts(c.at),
-                "deadline": format_ts(c.deadline),
-            }
-            for c in history
-        ]
+        out["history"] = [change_json(c) for c in history]  # without the change's data
     return out
