@@ -12,7 +12,7 @@ the connection's row factory.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -153,15 +153,20 @@ def sound_seconds_chained(
         yield sensor, int(ts_us)
 
 
-def portal_actions(conn: sqlite3.Connection, site: str, limit: int) -> list[sqlite3.Row]:
-    """The site's newest ``limit`` portal actions, newest first: every column of the row and the
-    ``seq`` of its chain entry (None without one)."""
+def portal_actions(
+    conn: sqlite3.Connection, site: str, limit: int, roles: Collection[str]
+) -> list[sqlite3.Row]:
+    """The site's newest ``limit`` portal actions by accounts of ``roles``, newest first: every
+    column of the row and the ``seq`` of its chain entry (None without one)."""
+    wanted = sorted(roles)
+    if not wanted:
+        return []
     return _rows(
         conn,
         "SELECT p.*, c.seq FROM portal_actions p LEFT JOIN chain c ON c.site = p.site"
         " AND c.kind = 'portal_action' AND c.key = CAST(p.id AS TEXT) WHERE p.site = ?"
-        " ORDER BY p.id DESC LIMIT ?",
-        (site, limit),
+        f" AND p.role IN ({', '.join('?' * len(wanted))}) ORDER BY p.id DESC LIMIT ?",
+        (site, *wanted, limit),
     )
 
 

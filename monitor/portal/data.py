@@ -58,6 +58,10 @@ __all__ = [
 ROLES = ("operator", "town", "inspector")
 EVENT_KINDS = ("blast-notice", "blast", "truck", "work", "temporary-lighting")
 NOTICE_ACTIONS = ("extend", "close", "escalate")
+# Whose portal actions a reader sees, by the reader's role (an allow-list): the operator what
+# its own accounts did, not the Town's and inspectors' logins, downloads and addresses, nor
+# the attempts of unknown names (recorded with no role).
+ACTIONS_SEEN: dict[str, frozenset[str]] = {"operator": frozenset({"operator"})}
 
 
 class NotFound(MinewatchError):
@@ -181,7 +185,9 @@ class Portal:
                 "data": json.loads(r["data"]),
                 "chain_seq": r["seq"],
             }
-            for r in queries.portal_actions(self.store().conn, site.id, limit)
+            for r in queries.portal_actions(
+                self.store().conn, site.id, limit, ACTIONS_SEEN.get(scope.user.role, frozenset())
+            )
         ]
 
     # ------------------------------------------------------------------ operator

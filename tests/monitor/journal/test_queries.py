@@ -29,6 +29,7 @@ from rules.model import (
     WorkPeriod,
 )
 
+ROLES = ("operator", "town", "inspector")
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
 
 
@@ -223,7 +224,7 @@ def test_portal_actions_newest_first_with_their_chain_entry(store: Store, plain:
             "q", "bo", "operator", "event_recorded", "blast|b-1", "api", {}, T0
         )
         store.append_portal_action("elsewhere", "cy", "operator", "event_recorded", "x", "api", {}, T0)
-    rows = queries.portal_actions(plain, "q", 10)
+    rows = queries.portal_actions(plain, "q", 10, ROLES)
     assert [r["id"] for r in rows] == [second, first]
     assert (rows[1]["actor"], rows[1]["role"], rows[1]["action"], rows[1]["target"]) == (
         "ann",
@@ -234,7 +235,10 @@ def test_portal_actions_newest_first_with_their_chain_entry(store: Store, plain:
     assert (rows[1]["source"], rows[1]["data"], rows[1]["ts_us"]) == ("web", '{"a":1}', to_us(T0))
     entry = queries.chain_entry(plain, "q", "portal_action", str(first))
     assert entry is not None and rows[1]["seq"] == entry.seq
-    assert [r["id"] for r in queries.portal_actions(plain, "q", 1)] == [second]
+    assert [r["id"] for r in queries.portal_actions(plain, "q", 1, ROLES)] == [second]
+    # Only the roles asked for: the newest is skipped, not cut by the limit first.
+    assert [r["id"] for r in queries.portal_actions(plain, "q", 1, {"town"})] == [first]
+    assert queries.portal_actions(plain, "q", 10, ()) == []
 
 
 def test_a_portal_action_without_a_chain_entry_has_no_seq(store: Store, plain: sqlite3.Connection) -> None:
@@ -242,7 +246,7 @@ def test_a_portal_action_without_a_chain_entry_has_no_seq(store: Store, plain: s
         "INSERT INTO portal_actions (site, ts_us, actor, role, action, target, source, data)"
         " VALUES ('q', 0, 'ann', 'town', 'x', 'y', 'web', '{}')"
     )
-    [row] = queries.portal_actions(plain, "q", 10)
+    [row] = queries.portal_actions(plain, "q", 10, ROLES)
     assert row["seq"] is None
 
 

@@ -3,6 +3,7 @@ summarised into a few records that carry its count."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -125,3 +126,23 @@ def test_a_scoped_inspectors_download_records_the_window_exported_not_the_one_as
     assert downloaded["data"]["to"] == exported_window(bundle)["to"]
     assert downloaded["data"]["from"].startswith("2026-01-05T14:00")  # 08:00 CST, the scope
     assert downloaded["data"]["to"].startswith("2026-01-05T15:00")
+
+
+def test_the_operator_sees_its_own_accounts_actions_only(tmp_path: Path) -> None:
+    """Disclosure by allow-list: the operator's actions API lists what operator accounts did,
+    not the Town's logins and addresses, nor failed logins of unknown names."""
+    portal = Portal(tmp_path)
+    with serving(portal):
+        assert Client(portal, source="127.0.0.7").login("bob").status == 303  # the Town
+        stranger = Client(portal, source="127.0.0.9")
+        token = stranger.csrf()
+        stranger.request("POST", "/login", {"name": "nobody", "password": "x", "csrf": token})
+        ann = Client(portal)
+        assert ann.login("ann").status == 303
+        reply = ann.get("/api/v1/sites/s1/actions")
+        assert reply.status == 200
+        seen = json.loads(reply.body)
+    logins = {(a["role"], a["source"]) for a in portal.actions("login")}
+    assert ("town", "127.0.0.7") in logins and ("operator", "127.0.0.1") in logins  # all recorded
+    assert seen and {a["role"] for a in seen} == {"operator"}
+    assert not any(a["source"] in ("127.0.0.7", "127.0.0.9") for a in seen)
