@@ -27,6 +27,7 @@ class SensorHealth:
     online: bool = True
     offline_since: datetime | None = None
     town_alerted: bool = False
+    heard: bool = False  # last_seen is a reading's time (not the start's clock)
 
 
 def calibrated(levels: SoundLevels, offset_db: float | None) -> SoundLevels:
@@ -73,8 +74,9 @@ class HealthWatch:
         """
         if health is None:
             return
-        if ts > health.last_seen or not health.online:
-            health.last_seen = max(ts, health.last_seen)
+        if ts > health.last_seen or not health.online or not health.heard:
+            health.last_seen = ts if not health.heard else max(ts, health.last_seen)
+            health.heard = True
         if health.online:
             return
         gap = (now - (health.offline_since or now)).total_seconds()
@@ -97,9 +99,11 @@ class HealthWatch:
         d = self.daemon
         for sensor in site.sensors:
             state = health[sensor.id]
-            if state.last_seen > now:
+            if state.last_seen > now and not state.heard:
                 state.last_seen = now  # started before the data clock existed: count from its start
-            silent = (now - state.last_seen).total_seconds()
+            # Heard after ``now`` (the data clock's periodic work steps through data already in):
+            # not silent then.
+            silent = max(0.0, (now - state.last_seen).total_seconds())
             limit = sensor.expected_period_s * d.offline_after_periods
             if state.online and silent > limit:
                 state.online = False

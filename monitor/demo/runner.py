@@ -366,7 +366,10 @@ class Demo:
             _say(self.stream, "\nViolation episodes (site time)")
             self.summary["episodes"] = []
             for told_episode in episodes:
-                _say(self.stream, "  " + episode_text(told_episode.facts, zone, told_episode.notice_id))
+                title = profile.standards[told_episode.facts.standard].title
+                _say(
+                    self.stream, "  " + episode_text(told_episode.facts, zone, told_episode.notice_id, title)
+                )
                 self.summary["episodes"].append(
                     {**facts_json(told_episode.facts, zone, site), "notice": told_episode.notice_id}
                 )

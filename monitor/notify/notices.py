@@ -75,7 +75,7 @@ from rules.notice_decision import (
 )
 from rules.profile import Profile
 from rules.quantities import limit_text, measurement_text, number_text, quantity_text, unit_text
-from rules.times import duration_text, local_stamp, span_text
+from rules.times import duration_text, local_moment, local_stamp, span_text
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -349,12 +349,16 @@ def _episode_facts(
     return facts_json(episode_facts(episode, [finding_from_json(f) for f in findings]), timezone, site)
 
 
-def violation_alert_text(facts: Mapping[str, Any], notice_id: str) -> str:
+def violation_alert_text(facts: Mapping[str, Any], notice_id: str, title: str = "") -> str:
     """A violation's alert: its episode as the notice tells it at that moment ('so far': the
     episode may still grow, and the notice then tells its final span and highest window)."""
     where = ", ".join(str(s) for s in facts.get("sensors", ())) or "the site"
-    standard = f"{facts.get('standard')} ({facts.get('section')})"
-    text = f"{standard} violation at {where}: {facts.get('span_text')} so far"
+    standard = f"{title or facts.get('standard')} ({facts.get('section')})"
+    if float(facts.get("duration_s") or 0.0) <= 1.0:  # an instant (a blast): no span to grow
+        when = f"at {local_moment(str(facts.get('start')), str(facts.get('timezone') or 'UTC'))}"
+    else:
+        when = f"{facts.get('span_text')} so far"
+    text = f"{standard} violation at {where}: {when}"
     if facts.get("worst_text"):
         text += f"; highest {facts['worst_text']} over {facts.get('peak_span_text')}"
     return f"{text}; notice {notice_id}"

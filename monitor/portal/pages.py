@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -116,20 +117,37 @@ class SitePages:
         scope = self.web.session_scope(request)
         self.web.may(scope, "alerts")
         site = scope.site(request.path_params["site"])
-        received = await run_in_threadpool(
-            self.web.portal.alerts, scope, site.id, AUDIENCE[scope.user.role], 1000
-        )
+        audience = AUDIENCE[scope.user.role]
+        portal = self.web.portal
         # Chain anchors come every 15 minutes, day and night: told in one line, so that they do
         # not push what a person must act on out of the list.
-        anchors = [a for a in received if a["kind"] == "anchor"]
-        alerts = [a for a in received if a["kind"] != "anchor"][:100]
+        anchors = await run_in_threadpool(portal.alerts, scope, site.id, audience, 1, kind="anchor")
+        kinds = [
+            k for k in await run_in_threadpool(portal.alert_kinds, scope, site.id, audience) if k != "anchor"
+        ]
+        chosen = request.query_params.get("kind", "")
+        if chosen not in kinds:
+            chosen = ""  # a kind with no alert (or none at all): the whole list
+        alerts = await run_in_threadpool(
+            functools.partial(
+                portal.alerts, scope, site.id, audience, 100, kind=chosen or None, not_kind="anchor"
+            )
+        )
         acked = {
             a["target"]: a
             for a in self.web.portal.actions(scope, site.id, 500)
             if a["action"] == "alert_acknowledged"
         }
         return self.web.page(
-            request, "alerts.html", scope, site=site, alerts=alerts, anchors=anchors, acked=acked
+            request,
+            "alerts.html",
+            scope,
+            site=site,
+            alerts=alerts,
+            anchors=anchors,
+            acked=acked,
+            kinds=kinds,
+            chosen=chosen,
         )
 
     async def acknowledge(self, request: Request) -> Response:

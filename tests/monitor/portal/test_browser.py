@@ -536,7 +536,11 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
     page.goto(f"{env.url}/sites/{SITE}/alerts")
     feed = page.inner_text("#alerts")
     # Chain anchors are told in one line above the list, not as rows that push violations out.
-    assert "(6.D) violation at" in feed and "anchor" not in feed
+    assert "anchor" not in feed and "Evidence chain" not in feed
+    # The list can be narrowed to one kind (the many extensions above would push them out).
+    page.click("#alert-kinds a:text('violation')")
+    page.wait_for_load_state()
+    assert "(6.D) violation at" in page.inner_text("#alerts") and "kind=violation" in page.url
     assert "Evidence chain of quarry" in page.inner_text("#anchors")
     assert "has sent nothing since" not in feed  # the operator's own sensor alerts
     assert page.locator("#alerts button").count() == 0  # acknowledging is the operator's
