@@ -80,6 +80,7 @@ from rules.times import duration_text, local_moment, local_stamp, span_text
 __all__ = [
     "ACTIVE_STATUSES",
     "AUTO_ACTOR",
+    "EarlyEscalation",
     "InvalidTransition",
     "Notice",
     "NoticeBook",
@@ -89,6 +90,7 @@ __all__ = [
     "NoticeEvent",
     "UnknownNotice",
     "change_record",
+    "changes_allowed",
     "duration_text",
     "episode_record",
     "episode_window",
@@ -127,6 +129,23 @@ class UnknownNotice(NoticeError):
 
 class InvalidTransition(NoticeError):
     pass
+
+
+class EarlyEscalation(InvalidTransition):
+    """Escalating before the cure deadline without a reason: each front end says how to give one."""
+
+    def __init__(self, reason_missing: str, remedy: str = "give --before-deadline --reason TEXT") -> None:
+        super().__init__(f"{reason_missing}; to escalate anyway, {remedy}")
+        self.reason_missing = reason_missing
+
+
+def changes_allowed(status: str) -> dict[str, bool]:
+    """Which of the Town's changes a notice in ``status`` allows (the forms a page offers)."""
+    return {
+        "extend": status in _ALLOWED_FROM[EXTENDED],
+        "close": status in _ALLOWED_FROM[CORRECTED],
+        "escalate": status in _ALLOWED_FROM[ESCALATED],
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -882,10 +901,9 @@ class NoticeBook:
             early = not after_deadline(now, notice.deadline)
             reason = (before_deadline_reason or "").strip()
             if early and not reason:
-                raise InvalidTransition(
+                raise EarlyEscalation(
                     f"notice {notice.id}: its cure deadline {local_stamp(notice.deadline, notice.timezone)} "
-                    f"has not passed, and a citation (13.3.B) follows a failure to correct; to escalate "
-                    f"anyway, give --before-deadline --reason TEXT"
+                    f"has not passed, and a citation (13.3.B) follows a failure to correct"
                 )
             data: dict[str, Any] = {"citation_section": str(notice.data.get("citation_section", ""))}
             if early:

@@ -353,7 +353,7 @@ class Portal:
         before_deadline_reason: str | None = None,
     ) -> str:
         """extend / close / escalate through the NoticeBook, with the portal's record, in one transaction."""
-        from monitor.notify.notices import NoticeBook, NoticeError
+        from monitor.notify.notices import EarlyEscalation, NoticeBook, NoticeError
 
         notice, _ = self.notice(scope, notice_id)
         if action not in NOTICE_ACTIONS:
@@ -391,6 +391,10 @@ class Portal:
 
         try:
             return _retry(write)
+        except EarlyEscalation as exc:
+            # In the form's words, not the command line's.
+            remedy = "say why in 'Before the cure deadline, because'"
+            raise Refused(f"{exc.reason_missing}; to escalate anyway, {remedy}") from None
         except NoticeError as exc:
             raise Refused(str(exc)) from None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -194,6 +195,11 @@ class SitePages:
         )
         site = scope.site(notice.site)
         message = message or str(request.session.pop("flash", ""))
+        from monitor.notify.document import facts_rows
+        from monitor.notify.notices import changes_allowed
+
+        # The facts as the notice document states them (one set of facts), episode by episode.
+        facts = [facts_rows(e, notice.timezone, notice) for e in notice.episodes]
         return self.web.page(
             request,
             "notice.html",
@@ -202,6 +208,8 @@ class SitePages:
             site=site,
             notice=notice,
             history=history,
+            facts=facts,
+            allowed=changes_allowed(notice.status),
             error=error,
             message=message,
             tz=ZoneInfo(notice.timezone),
@@ -217,13 +225,11 @@ class SitePages:
             self.web.portal.notice_document, scope, request.path_params["notice"], fmt
         )
         media = "application/pdf" if fmt == "pdf" else "text/html; charset=utf-8"
-        return Response(
-            body,
-            media_type=media,
-            headers={
-                "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-            },
-        )
+        headers = {"Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'"}
+        if fmt == "pdf":  # saved under the notice's own id (ids are [A-Za-z0-9-])
+            notice_id = re.sub(r"[^A-Za-z0-9-]", "", request.path_params["notice"]).upper()
+            headers["Content-Disposition"] = f'inline; filename="{notice_id}.pdf"'
+        return Response(body, media_type=media, headers=headers)
 
     async def notice_act(self, request: Request) -> Response:
         scope = self.web.session_scope(request)
