@@ -45,13 +45,9 @@ def test_a_bad_address_list_is_one_line_naming_the_entry(broker: str, expected: 
 
 
 def test_check_config_prints_the_entry_and_exits_2(
-    tmp_path: object, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pathlib import Path
-
-    from monitor.cli import main
-
-    path = Path(str(tmp_path)) / "m.toml"
+    path = tmp_path / "m.toml"
     path.write_text('[broker]\nurls = ["mqtt://a:1883", "mqtt//b"]\n' + MINIMAL)
     assert main(["check-config", str(path)]) == 2
     out = capsys.readouterr()
