@@ -65,6 +65,7 @@ def test_wildcards_retained_status_and_rejections_through_the_cluster(tmp_path: 
         clients: list[TestClient] = []
         try:
             daemon.wait_ready(60)
+            time.sleep(3)  # nats-server makes each QoS 1 subscription's R3 consumer after the CONNACK
             town = client(cluster, creds, "town", "c")
             clients.append(town)
             for topic in ("minewatch/+/violations", "minewatch/+/rejected"):
@@ -150,6 +151,7 @@ def test_the_daemon_and_sensors_ride_through_the_loss_of_two_nodes(
         town = None
         try:
             daemon.wait_ready(60)
+            time.sleep(3)  # nats-server makes each QoS 1 subscription's R3 consumer after the CONNACK
             watcher.start()
             town = client(cluster, creds, "town", "c")
             assert not town.subscribe("minewatch/north/violations")[0].is_failure
