@@ -194,6 +194,7 @@ class SitePages:
         )
         site = scope.site(notice.site)
         message = message or str(request.session.pop("flash", ""))
+        complaints = await run_in_threadpool(self.web.portal.notice_complaints, scope, notice.id)
         return self.web.page(
             request,
             "notice.html",
@@ -202,6 +203,7 @@ class SitePages:
             site=site,
             notice=notice,
             history=history,
+            complaints=complaints,
             error=error,
             message=message,
             tz=ZoneInfo(notice.timezone),
