@@ -394,11 +394,11 @@ def chain_head(conn: sqlite3.Connection, site: str) -> tuple[int, str]:
 
 def sound_minutes(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
     """Per sound sensor and clock minute of ``site`` with seconds in [start_us, end_us):
-    ``sensor``, ``minute`` (numbered from the epoch), ``seconds`` (rows received), ``laeq``
+    ``sensor``, ``minute`` (numbered from the epoch), ``seconds`` (covered by the rows received), ``laeq``
     (energy average of the seconds' LAeq, dB(A)) and ``lafmax`` (their highest LAFmax)."""
     return _rows(
         conn,
-        "SELECT sensor, ts_us / 60000000 AS minute, COUNT(*) AS seconds,"
+        "SELECT sensor, ts_us / 60000000 AS minute, SUM(duration_s) AS seconds,"
         " 10 * log10(avg(power(10, LAeq / 10.0))) AS laeq, MAX(LAFmax) AS lafmax FROM sound"
         " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY minute, sensor ORDER BY sensor, minute",
         (site, start_us, end_us),
@@ -422,9 +422,7 @@ def sound_histogram(conn: sqlite3.Connection, site: str, start_us: int, end_us: 
     )
 
 
-def reading_counts(
-    conn: sqlite3.Connection, site: str, start_us: int, end_us: int
-) -> list[sqlite3.Row]:
+def reading_counts(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
     """(``sensor``, ``kind``, ``readings``, ``seconds`` covered) of the site's light, weather,
     turbidity and status readings starting in [start_us, end_us)."""
     return _rows(

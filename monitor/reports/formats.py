@@ -109,7 +109,7 @@ def report_sections(report: Report) -> list[Section]:
             "daily",
             "Daily sound levels at the boundary monitors, dB(A)",
             s["daily"],
-            ("date", "sensor", "seconds", "LAeq", "L10", "L50", "L90", "LAFmax"),
+            ("date", "sensor", "readings", "LAeq", "L10", "L50", "L90", "LAFmax"),
             tuple(
                 (
                     d["date"],
