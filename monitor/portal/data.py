@@ -510,6 +510,25 @@ class Portal:
         found = ComplaintBook(self.store()).for_notice(notice.id)
         return [_complaint_view(c, self.config, scope.user.role) for c in found]
 
+    # ------------------------------------------------------------------ reports
+
+    def report(self, scope: Scope, site_id: str, month: str, fmt: str) -> bytes:
+        """A month's compliance report (monitor/reports), PDF or CSV; the whole month must lie in
+        the account's time scope (a report outside it would tell what the account may not see)."""
+        from monitor.reports.content import build_report, month_period
+        from monitor.reports.formats import render_csv, render_pdf
+
+        site = scope.site(site_id)
+        try:
+            year, number = (int(part) for part in month.split("-"))
+            period = month_period(year, number, ZoneInfo(site.timezone))
+        except ValueError:
+            raise Refused(f"month: expected a month like 2026-11 (YYYY-MM), got {month[:20]!r}") from None
+        if scope.window(period.start, period.end) != (period.start, period.end):
+            raise NotFound("outside this account's time scope")
+        report = build_report(self.store().conn, site, self.profile(site), period, self.clock())
+        return render_pdf(report) if fmt == "pdf" else render_csv(report)
+
     # ------------------------------------------------------------------ inspector: the day
 
     def day(self, scope: Scope, site_id: str, day: date) -> dict[str, Any]:
