@@ -244,7 +244,19 @@ def render_pdf(report: Report, *, compress: bool = True) -> bytes:
 
 
 def _table(pdf: Any, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    with pdf.table(text_align="LEFT", line_height=4, first_row_as_headings=True) as table:
+    """A table with columns as wide as their text asks (up to a point); a section whose cells run
+    long (a notice's history, a blast's findings) is written as one paragraph per row instead, as
+    a table row taller than a page cannot be printed."""
+    if any(len(cell) > 240 for row in rows for cell in row):
+        for values in rows:
+            text = "; ".join(f"{c}: {v}" for c, v in zip(columns, values, strict=True) if v)
+            pdf.multi_cell(pdf.epw, 4, _pdf_text(text), new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(1)
+        return
+    weights = [min(60, max(len(c), *(len(r[i]) for r in rows))) + 4 for i, c in enumerate(columns)]
+    with pdf.table(
+        text_align="LEFT", line_height=4, first_row_as_headings=True, col_widths=tuple(weights)
+    ) as table:
         header = table.row()
         for column in columns:
             header.cell(_pdf_text(column))
