@@ -152,6 +152,7 @@ class SensorConfig:
     calibration: Calibration = Calibration()
     signing_key: Secret = Secret("")
     require_signature: bool = False
+    plan: tuple[float, float] | None = None  # (x, y) in metres on the site plan: nearest monitors
 
     def info(self) -> SensorInfo:
         return SensorInfo(self.id, self.kind, self.placement, self.location, self.gates)
@@ -289,6 +290,7 @@ class PortalConfig:
     login_attempts: int = 5  # failed logins per name and address within login_window_s
     login_window_s: float = 300.0
     session_hours: float = 12.0
+    complaints_per_hour: int = 5  # complaints accepted per client address (IPv6: its /64) an hour
     # Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For/-Proto are believed;
     # empty: none, the connecting address is the client's.
     trusted_proxies: tuple[str, ...] = ()
@@ -662,11 +664,27 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
         calibration=calibration,
         signing_key=t.secret("signing_key"),
         require_signature=t.flag("require_signature", False),
+        plan=_plan_point(t),
     )
     if config.require_signature and not config.signing_key:
         t.problem("require_signature", "needs signing_key, signing_key_env or signing_key_file")
     t.finish()
     return config
+
+
+def _plan_point(t: _Table) -> tuple[float, float] | None:
+    """``plan = [x, y]``: the sensor's place on the site plan in metres (complaints' nearest monitors)."""
+
+    def check(v: Any) -> tuple[float, float] | None:
+        if (
+            isinstance(v, list)
+            and len(v) == 2
+            and all(isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) for n in v)
+        ):
+            return (float(v[0]), float(v[1]))
+        return None
+
+    return t._get("plan", None, check, "[x, y] in metres on the site plan")
 
 
 def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], None]) -> SiteConfig:
@@ -865,6 +883,7 @@ def _portal(t: _Table | None, site_ids: set[str]) -> PortalConfig:
         login_attempts=t.integer("login_attempts", d.login_attempts, minimum=1),
         login_window_s=t.number("login_window_s", d.login_window_s, minimum=1),
         session_hours=t.number("session_hours", d.session_hours, minimum=0.01),
+        complaints_per_hour=t.integer("complaints_per_hour", d.complaints_per_hour, minimum=1),
         trusted_proxies=t.str_list("trusted_proxies"),
         accounts=tuple(_account(a, site_ids) for a in t.tables("accounts")),
     )

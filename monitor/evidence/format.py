@@ -71,7 +71,7 @@ RECORD_FILES: dict[str, str] = {
 _SINCE_FORMAT_2 = frozenset({RECORD_KINDS["conflict"].file})
 # Kinds whose file a bundle holds only when its segment chains some: a bundle made before the
 # kind existed is complete without it, and a segment's entries of the kind still need their rows.
-OPTIONAL_RECORD_KINDS = frozenset({"portal_action"})
+OPTIONAL_RECORD_KINDS = frozenset({"portal_action", "complaint", "complaint_change", "report"})
 _OPTIONAL_FILES = frozenset(RECORD_KINDS[k].file for k in OPTIONAL_RECORD_KINDS)
 
 

@@ -272,6 +272,58 @@ def episode_record(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def complaint_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A resident's complaint as received, with what the record said at once (``correlation``);
+    the contact details only as their salted SHA-256 (the Town alone sees them, in the row)."""
+    return {
+        "t": "complaint",
+        "id": row["id"],
+        "site": row["site"],
+        "received_us": row["received_us"],
+        "what": row["what"],
+        "start_us": row["start_us"],
+        "end_us": row["end_us"],
+        "address": row["address"],
+        "plan_x": _real(row["plan_x"]),
+        "plan_y": _real(row["plan_y"]),
+        "description": row["description"],
+        "contact_sha256": row["contact_sha256"],
+        "correlation": row["correlation"],
+    }
+
+
+def complaint_change_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "t": "complaint_change",
+        "complaint_id": row["complaint_id"],
+        "seq": row["seq"],
+        "change": row["change"],
+        "status": row["status"],
+        "actor": row["actor"],
+        "note": row["note"],
+        "at_us": row["at_us"],
+        "notice_id": row["notice_id"],
+        "data": row["data"],
+    }
+
+
+def report_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A compliance report sent: its period, the chain head it was computed from, its files' SHA-256."""
+    return {
+        "t": "report",
+        "id": row["id"],
+        "site": row["site"],
+        "period_start_us": row["period_start_us"],
+        "period_end_us": row["period_end_us"],
+        "made_us": row["made_us"],
+        "chain_seq": row["chain_seq"],
+        "chain_head": row["chain_head"],
+        "pdf_sha256": row["pdf_sha256"],
+        "csv_sha256": row["csv_sha256"],
+        "recipients": row["recipients"],
+    }
+
+
 Record = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
@@ -389,6 +441,29 @@ KINDS: dict[str, ChainKind] = {
             "notice_episodes t JOIN notices n ON n.id = t.notice_id",
             "t.start_us < :to AND t.end_us >= :from",
             "n.site",
+        ),
+        # monitor/complaints: a resident's complaint, the Town's triage of it, and reports sent
+        _exported(
+            "complaint",
+            complaint_record,
+            ("id",),
+            "complaints t",
+            "(t.start_us < :to AND t.end_us >= :from) OR (t.received_us >= :from AND t.received_us < :to)",
+        ),
+        _exported(
+            "complaint_change",
+            complaint_change_record,
+            ("complaint_id", "seq"),
+            "complaint_changes t JOIN complaints n ON n.id = t.complaint_id",
+            "t.at_us >= :from AND t.at_us < :to",
+            "n.site",
+        ),
+        _exported(
+            "report",
+            report_record,
+            ("id",),
+            "reports t",
+            "t.period_start_us < :to AND t.period_end_us > :from",
         ),
         ChainKind("config", config_record, file="records/config.json"),
     )

@@ -192,6 +192,37 @@ CREATE INDEX IF NOT EXISTS portal_sessions_account ON portal_sessions (account, 
 """
 
 
+# Residents' complaints and the Town's triage (monitor/complaints/book.py owns them): the
+# contact details stay in this row only; the chained record holds their salted SHA-256.
+COMPLAINTS = """
+CREATE TABLE IF NOT EXISTS complaints (
+    id TEXT PRIMARY KEY, site TEXT NOT NULL, received_us INTEGER NOT NULL, what TEXT NOT NULL,
+    start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, address TEXT NOT NULL, plan_x REAL, plan_y REAL,
+    description TEXT NOT NULL, contact TEXT NOT NULL, contact_salt TEXT NOT NULL,
+    contact_sha256 TEXT NOT NULL, correlation TEXT NOT NULL, status TEXT NOT NULL, updated_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS complaints_time ON complaints (site, start_us);
+CREATE TABLE IF NOT EXISTS complaint_changes (
+    complaint_id TEXT NOT NULL REFERENCES complaints(id), seq INTEGER NOT NULL, change TEXT NOT NULL,
+    status TEXT NOT NULL, actor TEXT NOT NULL, note TEXT NOT NULL, at_us INTEGER NOT NULL,
+    notice_id TEXT NOT NULL DEFAULT '', data TEXT NOT NULL, PRIMARY KEY (complaint_id, seq)
+);
+CREATE INDEX IF NOT EXISTS complaint_changes_notice ON complaint_changes (notice_id);
+"""
+
+
+# Compliance reports sent to the Town (monitor/reports/sending.py owns it): what was sent, the
+# chain head its numbers were computed from and the SHA-256 of each file.
+REPORTS = """
+CREATE TABLE IF NOT EXISTS reports (
+    id TEXT PRIMARY KEY, site TEXT NOT NULL, period_start_us INTEGER NOT NULL, period_end_us INTEGER NOT NULL,
+    made_us INTEGER NOT NULL, chain_seq INTEGER NOT NULL, chain_head TEXT NOT NULL,
+    pdf_sha256 TEXT NOT NULL, csv_sha256 TEXT NOT NULL, pdf_path TEXT NOT NULL, recipients TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reports_period ON reports (site, period_start_us);
+"""
+
+
 _NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
 
@@ -237,6 +268,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("outbox-influx", outbox_tables("influx")),
     Migration("portal-actions", PORTAL_ACTIONS),
     Migration("portal-sessions", PORTAL_SESSIONS),
+    Migration("complaints", COMPLAINTS),
+    Migration("reports", REPORTS),
 )
 
 

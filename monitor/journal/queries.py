@@ -377,3 +377,78 @@ def anchors(conn: sqlite3.Connection, site: str) -> list[Anchor]:
             "SELECT site, seq, head, published_us FROM anchors WHERE site = ? ORDER BY seq", (site,)
         )
     ]
+
+
+# --------------------------------------------------------------------------- complaints and reports
+# The record around a resident's complaint (monitor/complaints/check.py) and a period's figures
+# for a compliance report (monitor/reports/content.py): aggregated here, in SQLite, so that a
+# month of per-second rows never reaches Python.
+
+
+def chain_head(conn: sqlite3.Connection, site: str) -> tuple[int, str]:
+    """(seq, head) of the site's newest chain entry: (0, '') before any."""
+    sql = "SELECT seq, head FROM chain WHERE site = ? ORDER BY seq DESC LIMIT 1"
+    row = conn.execute(sql, (site,)).fetchone()
+    return (0, "") if row is None else (int(row[0]), str(row[1]))
+
+
+def sound_minutes(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
+    """Per sound sensor and clock minute of ``site`` with seconds in [start_us, end_us):
+    ``sensor``, ``minute`` (numbered from the epoch), ``seconds`` (covered by the rows received), ``laeq``
+    (energy average of the seconds' LAeq, dB(A)) and ``lafmax`` (their highest LAFmax)."""
+    return _rows(
+        conn,
+        "SELECT sensor, ts_us / 60000000 AS minute, SUM(duration_s) AS seconds,"
+        " 10 * log10(avg(power(10, LAeq / 10.0))) AS laeq, MAX(LAFmax) AS lafmax FROM sound"
+        " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY minute, sensor ORDER BY sensor, minute",
+        (site, start_us, end_us),
+    )
+
+
+def sound_histogram(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
+    """The per-second LAeq of every sound sensor of ``site`` in [start_us, end_us) as a 0.1 dB
+    histogram, one pass over the rows: (``sensor``, ``bin`` = round(LAeq x 10), ``seconds``,
+    ``energy`` = the sum of 10^(LAeq/10) of its rows, ``lafmax`` = their highest LAFmax).
+
+    The energy sums give LAeq exactly; the bins give L10, L50 and L90 to 0.1 dB; a day of ten
+    meters (864,000 rows) comes back as a few thousand rows.
+    """
+    return _rows(
+        conn,
+        "SELECT sensor, CAST(round(LAeq * 10) AS INTEGER) AS bin, COUNT(*) AS seconds,"
+        " SUM(power(10, LAeq / 10.0)) AS energy, MAX(LAFmax) AS lafmax FROM sound"
+        " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY sensor, bin",
+        (site, start_us, end_us),
+    )
+
+
+def reading_counts(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
+    """(``sensor``, ``kind``, ``readings``, ``seconds`` covered) of the site's light, weather,
+    turbidity and status readings starting in [start_us, end_us)."""
+    return _rows(
+        conn,
+        "SELECT sensor, kind, COUNT(*) AS readings, SUM(duration_s) AS seconds FROM readings"
+        " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY sensor, kind ORDER BY sensor, kind",
+        (site, start_us, end_us),
+    )
+
+
+def health_between(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
+    """(sensor, ts_us, state, gap_s, detail) of the site's health changes in [start_us, end_us), by time."""
+    return _rows(
+        conn,
+        "SELECT sensor, ts_us, state, gap_s, detail FROM health WHERE site = ? AND ts_us >= ? AND ts_us < ?"
+        " ORDER BY ts_us, sensor",
+        (site, start_us, end_us),
+    )
+
+
+def calibration_between(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
+    """(sensor, ts_us, reference_db, measured_db, drift_db, flagged) of the site's calibration
+    checks in [start_us, end_us), by time."""
+    return _rows(
+        conn,
+        "SELECT sensor, ts_us, reference_db, measured_db, drift_db, flagged FROM calibration"
+        " WHERE site = ? AND ts_us >= ? AND ts_us < ? ORDER BY ts_us, sensor",
+        (site, start_us, end_us),
+    )

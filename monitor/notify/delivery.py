@@ -31,6 +31,7 @@ import hmac
 import html
 import json
 import logging
+import os
 import smtplib
 import sqlite3
 import ssl
@@ -226,11 +227,15 @@ class Deliveries:
 
     # ------------------------------------------------------------------ sending
 
-    def deliver_due(self, now: datetime, publish_mqtt: PublishMqtt | None = None) -> int:
-        """Send every pending delivery whose time has come; returns how many were delivered."""
+    def deliver_due(
+        self, now: datetime, publish_mqtt: PublishMqtt | None = None, *, alert_id: str | None = None
+    ) -> int:
+        """Send every pending delivery whose time has come (of one alert, given ``alert_id``:
+        `minewatch report --send` delivers its own at once); returns how many were delivered."""
+        one = " AND alert_id = ?" if alert_id is not None else ""
         rows = self.conn.execute(
-            "SELECT * FROM deliveries WHERE status = ? AND next_us <= ? ORDER BY next_us, id LIMIT ?",
-            (PENDING, to_us(now), _BATCH),
+            f"SELECT * FROM deliveries WHERE status = ? AND next_us <= ?{one} ORDER BY next_us, id LIMIT ?",
+            (PENDING, to_us(now), *([alert_id] if alert_id is not None else []), _BATCH),
         ).fetchall()
         context = _SendContext(publish_mqtt, now)
         delivered = 0
@@ -427,6 +432,9 @@ class Deliveries:
             pdf = self._notice_pdf(notice_id, context)
             if pdf:
                 msg.add_attachment(pdf, maintype="application", subtype="pdf", filename=f"{notice_id}.pdf")
+        report = _report_pdf(data)
+        if report is not None:
+            msg.add_attachment(report[1], maintype="application", subtype="pdf", filename=report[0])
         return msg
 
     def _send_email(
@@ -508,6 +516,24 @@ class Deliveries:
                     )
                 )
         return claimed
+
+
+def _report_pdf(data: Mapping[str, Any]) -> tuple[str, bytes] | None:
+    """A report alert's PDF (monitor/reports/sending.py): the file written when it was made, if
+    it is still there with the SHA-256 the chained report record holds."""
+    path, digest = data.get("report_pdf"), data.get("report_pdf_sha256")
+    if not isinstance(path, str) or not isinstance(digest, str):
+        return None
+    try:
+        with open(path, "rb") as file:
+            pdf = file.read()
+    except OSError:
+        log.warning("The report PDF %r is gone; the e-mail goes without it", path)
+        return None
+    if hashlib.sha256(pdf).hexdigest() != digest:
+        log.warning("The report PDF %r changed since it was made; the e-mail goes without it", path)
+        return None
+    return os.path.basename(path), pdf
 
 
 def _parse_ts(text: str) -> datetime | None:

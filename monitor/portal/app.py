@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from monitor.config import Config
 from monitor.portal import limits
 from monitor.portal.api import Api
+from monitor.portal.complaint_pages import ComplaintPages
 from monitor.portal.data import Portal
 from monitor.portal.evidence_pages import EvidencePages
 from monitor.portal.headers import SecurityHeaders
@@ -44,6 +45,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         *LoginPages(web).routes(),
         *SitePages(web).routes(),
         *EvidencePages(web).routes(),
+        *ComplaintPages(web).routes(),
         *Api(web).routes(),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]

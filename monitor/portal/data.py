@@ -398,6 +398,141 @@ class Portal:
         except NoticeError as exc:
             raise Refused(str(exc)) from None
 
+    # ------------------------------------------------------------------ complaints
+
+    def submit_complaint(self, site_id: str, form: ComplaintForm) -> dict[str, Any]:
+        """A resident's complaint (no account): checked against the record at once, stored and
+        chained in one transaction; returns what the resident may see (``PUBLIC_COMPLAINT``)."""
+        from monitor.complaints.book import ComplaintBook
+        from monitor.complaints.check import check_complaint
+
+        site = self.config.site(site_id)
+        if site is None:
+            raise Refused(f"site: no site {site_id!r}")
+        store = self.store()
+        profile = self.profile(site)
+
+        def write() -> Any:
+            now = self.clock()
+            correlation = check_complaint(
+                store.conn, site, profile, form.what, form.start, form.end, form.plan, now
+            )
+            with store.batch():
+                return ComplaintBook(store).submit(
+                    site.id,
+                    form.what,
+                    form.start,
+                    form.end,
+                    form.address,
+                    form.plan,
+                    form.description,
+                    form.contact,
+                    correlation,
+                    now,
+                )
+
+        return _complaint_view(_retry(write), self.config, "public")
+
+    def complaint_status(self, reference: str) -> dict[str, Any]:
+        """What anyone holding the reference may see of a complaint: its kind, when it came, its status."""
+        from monitor.complaints.book import ComplaintBook, UnknownComplaint
+
+        try:
+            complaint = ComplaintBook(self.store()).get(reference)
+        except UnknownComplaint:
+            raise NotFound(f"no complaint {reference!r}") from None
+        return _complaint_view(complaint, self.config, "public")
+
+    def complaints(self, scope: Scope, site_id: str) -> list[dict[str, Any]]:
+        """The site's complaints, newest first, as the reader's role may see them (an allow-list)."""
+        from monitor.complaints.book import ComplaintBook
+
+        site = scope.site(site_id)
+        found = ComplaintBook(self.store()).find(site.id)
+        return [_complaint_view(c, self.config, scope.user.role) for c in reversed(found)]
+
+    def complaint(self, scope: Scope, reference: str) -> dict[str, Any]:
+        from monitor.complaints.book import ComplaintBook, UnknownComplaint
+
+        book = ComplaintBook(self.store())
+        try:
+            complaint = book.get(reference)
+        except UnknownComplaint:
+            raise NotFound(f"no complaint {reference!r}") from None
+        scope.site(complaint.site)
+        history = book.history(complaint.id) if scope.user.role == "town" else []
+        return _complaint_view(complaint, self.config, scope.user.role, history)
+
+    def complaint_action(
+        self, scope: Scope, reference: str, action: str, status: str, notice_id: str, note: str, source: str
+    ) -> str:
+        """The Town's triage (a status with its note) or attaching a complaint to a notice."""
+        from monitor.complaints.book import MAX_NOTE, ComplaintBook, ComplaintError
+
+        view = self.complaint(scope, reference)
+        if action not in ("triage", "attach"):
+            raise NotFound(f"no action {action!r}")
+        if len(note) > MAX_NOTE:
+            raise Refused(f"note: at most {MAX_NOTE} characters, got {len(note)}")
+        if action == "triage" and not note.strip():
+            raise Refused("note: every change of status needs the Town's note")
+        store = self.store()
+        book = ComplaintBook(store)
+        actor = scope.user.name
+
+        def write() -> str:
+            now = self.clock()
+            with store.batch():
+                if action == "triage":
+                    done = book.triage(view["id"], status, note.strip(), actor, now)
+                    message = f"Complaint {done.id} is now {done.status}."
+                else:
+                    done = book.attach(view["id"], notice_id.strip(), actor, note.strip(), now)
+                    message = f"Complaint {done.id} attached to notice {done.notices[-1]}."
+                store.append_portal_action(
+                    done.site,
+                    actor,
+                    scope.user.role,
+                    f"complaint_{action}",
+                    done.id,
+                    source,
+                    {"status": status if action == "triage" else "", "notice": notice_id, "note": note},
+                    now,
+                )
+                return message
+
+        try:
+            return _retry(write)
+        except ComplaintError as exc:
+            raise Refused(str(exc)) from None
+
+    def notice_complaints(self, scope: Scope, notice_id: str) -> list[dict[str, Any]]:
+        """The complaints a notice answers (attached to it by the Town)."""
+        from monitor.complaints.book import ComplaintBook
+
+        notice, _ = self.notice(scope, notice_id)
+        found = ComplaintBook(self.store()).for_notice(notice.id)
+        return [_complaint_view(c, self.config, scope.user.role) for c in found]
+
+    # ------------------------------------------------------------------ reports
+
+    def report(self, scope: Scope, site_id: str, month: str, fmt: str) -> bytes:
+        """A month's compliance report (monitor/reports), PDF or CSV; the whole month must lie in
+        the account's time scope (a report outside it would tell what the account may not see)."""
+        from monitor.reports.content import build_report, month_period
+        from monitor.reports.formats import render_csv, render_pdf
+
+        site = scope.site(site_id)
+        try:
+            year, number = (int(part) for part in month.split("-"))
+            period = month_period(year, number, ZoneInfo(site.timezone))
+        except ValueError:
+            raise Refused(f"month: expected a month like 2026-11 (YYYY-MM), got {month[:20]!r}") from None
+        if scope.window(period.start, period.end) != (period.start, period.end):
+            raise NotFound("outside this account's time scope")
+        report = build_report(self.store().conn, site, self.profile(site), period, self.clock())
+        return render_pdf(report) if fmt == "pdf" else render_csv(report)
+
     # ------------------------------------------------------------------ inspector: the day
 
     def day(self, scope: Scope, site_id: str, day: date) -> dict[str, Any]:
@@ -567,6 +702,85 @@ class Portal:
             "problems": [{"category": p.category, "message": p.message} for p in report.problems],
             "more_problems": report.more_problems,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ComplaintForm:
+    """A complaint as the public form gave it, checked (monitor/portal/complaint_pages.py)."""
+
+    what: str
+    start: datetime
+    end: datetime
+    address: str
+    plan: tuple[float, float] | None
+    description: str
+    contact: Mapping[str, str]
+
+
+# What each reader sees of a complaint, named (an allow-list): the resident holding the
+# reference its kind and status; the operator its site's complaints without the complainant's
+# contact details; the Town everything, with the history (notes and who).
+PUBLIC_COMPLAINT = ("id", "site_name", "what", "received", "status", "updated")
+OPERATOR_COMPLAINT = (
+    *PUBLIC_COMPLAINT,
+    "site",
+    "when",
+    "start",
+    "end",
+    "address",
+    "plan",
+    "description",
+    "verdict",
+    "verdict_text",
+    "correlation",
+    "notices",
+)
+TOWN_COMPLAINT = (*OPERATOR_COMPLAINT, "contact", "history")
+COMPLAINT_FIELDS = {"public": PUBLIC_COMPLAINT, "operator": OPERATOR_COMPLAINT, "town": TOWN_COMPLAINT}
+
+
+def _complaint_view(complaint: Any, config: Config, role: str, history: Sequence[Any] = ()) -> dict[str, Any]:
+    from monitor.complaints.book import STATUS_LABELS
+    from rules.complaints import CATEGORIES
+    from rules.times import span_text
+
+    site = config.site(complaint.site)
+    tz = site.timezone if site else "UTC"
+    everything = {
+        "id": complaint.id,
+        "site": complaint.site,
+        "site_name": site.name if site else complaint.site,
+        "what": CATEGORIES.get(complaint.what, complaint.what),
+        "received": local_moment(complaint.received, tz),
+        "status": STATUS_LABELS.get(complaint.status, complaint.status),
+        "updated": local_moment(complaint.updated, tz),
+        "when": span_text(complaint.start, complaint.end, tz, with_date=True)
+        if complaint.end > complaint.start
+        else local_moment(complaint.start, tz),
+        "start": format_ts(complaint.start),
+        "end": format_ts(complaint.end),
+        "address": complaint.address,
+        "plan": list(complaint.plan) if complaint.plan else None,
+        "description": complaint.description,
+        "verdict": complaint.correlation.get("verdict", ""),
+        "verdict_text": complaint.correlation.get("text", ""),
+        "correlation": dict(complaint.correlation),
+        "notices": list(complaint.notices),
+        "contact": dict(complaint.contact),
+        "history": [
+            {
+                "seq": h.seq,
+                "change": h.change,
+                "status": STATUS_LABELS.get(h.status, h.status),
+                "actor": h.actor,
+                "note": h.note,
+                "at": local_moment(h.at, tz),
+                "notice": h.notice_id,
+            }
+            for h in history
+        ],
+    }
+    return {name: everything[name] for name in COMPLAINT_FIELDS.get(role, PUBLIC_COMPLAINT)}
 
 
 class MinuteCache:

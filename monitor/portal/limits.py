@@ -34,6 +34,8 @@ FORMS: dict[str, int] = {
     "/sites/{site}/alerts/{alert}/acknowledge": SMALL,
     "/notices/{notice}/{action}": FORM,
     "/sites/{site}/evidence/bundle": SMALL,
+    "/complaint": FORM,  # a resident's complaint (no account): its fields are bounded too
+    "/complaints/{complaint}/{action}": FORM,
 }
 UPLOAD = "/sites/{site}/evidence/verify"
 

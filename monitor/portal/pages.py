@@ -200,6 +200,7 @@ class SitePages:
 
         # The facts as the notice document states them (one set of facts), episode by episode.
         facts = [facts_rows(e, notice.timezone, notice) for e in notice.episodes]
+        complaints = await run_in_threadpool(self.web.portal.notice_complaints, scope, notice.id)
         return self.web.page(
             request,
             "notice.html",
@@ -210,6 +211,7 @@ class SitePages:
             history=history,
             facts=facts,
             allowed=changes_allowed(notice.status),
+            complaints=complaints,
             error=error,
             message=message,
             tz=ZoneInfo(notice.timezone),

@@ -44,6 +44,9 @@ CAN: dict[str, frozenset[str]] = {
     "findings": frozenset({"operator", "town", "inspector"}),
     "day": frozenset({"inspector", "town"}),
     "evidence": frozenset({"inspector", "town"}),
+    "complaints": frozenset({"operator", "town"}),  # the operator's view leaves out contact details
+    "complaint_act": frozenset({"town"}),
+    "reports": frozenset({"town", "inspector"}),
 }
 AUDIENCE = {"operator": "operator", "town": "town", "inspector": "town"}
 STATUS_LABELS = {

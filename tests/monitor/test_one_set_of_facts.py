@@ -436,6 +436,87 @@ def test_the_demos_summary_tells_the_same_episodes(demo_day: Day) -> None:
     )
 
 
+def test_the_report_of_the_demos_day_tells_the_same_facts(demo_day: Day, tmp_path: Path) -> None:
+    """`minewatch report --day` (a real process) on the demo's day: the same episodes with their
+    notices, each boundary meter's LAeq and LAFmax as the store gives them queried here, the blast
+    and the notices in site time, and the chain head the figures were computed from."""
+    import csv
+    import math
+    import sqlite3
+    from decimal import ROUND_HALF_UP, Decimal
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "report",
+            "--config",
+            str(demo_day.config_path),
+            "--site",
+            SITE,
+            "--day",
+            demo_day.day.isoformat(),
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO((tmp_path / f"{SITE}-{demo_day.day}.csv").read_text())))
+    assert (tmp_path / f"{SITE}-{demo_day.day}.pdf").read_bytes().startswith(b"%PDF")
+    conn = sqlite3.connect(demo_day.store)
+    conn.row_factory = sqlite3.Row
+    gap = load_profile(demo_day.site.profile, demo_day.site.agreement).episode_gap_s
+    titles = {
+        k: s.title for k, s in load_profile(demo_day.site.profile, demo_day.site.agreement).standards.items()
+    }
+    told = site_episodes(conn, SITE, *demo_day.span, gap)
+    shown = {r["row"]: r["value"] for r in rows if r["section"] == "episodes" and r["column"] == "episode"}
+    assert shown == {t.facts.id: t.to_json(demo_day.site.timezone, titles)["text"] for t in told}
+    notices = {r["row"]: r["value"] for r in rows if r["section"] == "episodes" and r["column"] == "notice"}
+    assert notices == {t.facts.id: t.notice_id or "" for t in told}
+
+    def half_up(value: float) -> str:
+        return f"{Decimal(repr(value)).quantize(Decimal('0.1'), rounding=ROUND_HALF_UP):f}"
+
+    lo, hi = (int(t.timestamp() * 1_000_000) for t in demo_day.span)
+    daily = [r for r in rows if r["section"] == "daily"]
+    checked = 0
+    for sensor in {r["row"].split()[1] for r in daily}:
+        n, laeq, lafmax = conn.execute(
+            "SELECT COUNT(*), 10 * log10(avg(power(10, LAeq / 10.0))), MAX(LAFmax) FROM sound"
+            " WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ?",
+            (SITE, sensor, lo, hi),
+        ).fetchone()
+        got = {r["column"]: r["value"] for r in daily if r["row"] == f"{demo_day.day} {sensor}"}
+        if not n:
+            continue
+        (l90,) = conn.execute(
+            "SELECT round(LAeq, 1) FROM sound WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ?"
+            " ORDER BY LAeq DESC LIMIT 1 OFFSET ?",
+            (SITE, sensor, lo, hi, math.ceil(90 * n / 100) - 1),
+        ).fetchone()
+        assert (got["readings"], got["LAeq"], got["LAFmax"], got["L90"]) == (
+            str(n),
+            half_up(laeq),
+            half_up(lafmax),
+            half_up(l90),
+        ), sensor
+        checked += 1
+    assert checked >= 2
+    for notice in list_notices(conn, SITE):
+        assert any(r["section"] == "notices" and r["row"] == notice.id for r in rows)
+    (seq,) = conn.execute("SELECT MAX(seq) FROM chain WHERE site = ?", (SITE,)).fetchone()
+    assert f"chain entry {seq} of site {SITE}" in next(
+        r["value"] for r in rows if r["row"] == "Computed from"
+    )
+    conn.close()
+
+
 @pytest.mark.parametrize("seed", [3, 17, 29])
 def test_every_surface_tells_a_generated_days_episodes_alike(tmp_path: Path, seed: int) -> None:
     day = simulate(tmp_path, generated_scenario(seed), DAY, seed)

@@ -225,6 +225,19 @@ def test_each_chain_kind_has_one_key_in_python_and_sql(tmp_path: Path) -> None:
             {"days": 7},
             T0 + timedelta(minutes=9),
         )
+        # complaints and reports: kinds added after the pinned store too
+        from monitor.complaints.book import ComplaintBook
+
+        book = ComplaintBook(store)
+        at = T0 + timedelta(minutes=10)
+        complaint = book.submit(
+            SITE, "noise", T0, T0, "1 Main St", (1.5, 2.0), "loud", {"email": "a@b.c"}, {"verdict": "x"}, at
+        )
+        book.triage(complaint.id, "investigating", "looking", "clerk", at)
+        from monitor.reports.sending import record_report
+
+        day = (T0, T0 + timedelta(days=1))
+        record_report(store, SITE, *day, at, (1, "0" * 64), b"%PDF", b"csv", "/tmp/r.pdf", ["town"])
     store.close()
     conn = sqlite3.connect(copy)
     conn.row_factory = sqlite3.Row

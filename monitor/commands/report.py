@@ -1,0 +1,135 @@
+"""``minewatch report --config F --site S --month 2026-11``: a site's compliance report, PDF and CSV.
+
+The period: ``--month YYYY-MM``, ``--day YYYY-MM-DD``, ``--from D1 --to D2`` (days, both
+included), ``--last-month`` or ``--yesterday`` (site time; what the shipped systemd timers
+run). ``--out DIR`` (default: the current folder) receives ``{site}-{period}.pdf`` and
+``.csv``. ``--send`` also sends it to the Town through the configured delivery channels and
+records it in the chain (monitor/reports/sending.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from monitor.commands.output_paths import new_file
+from monitor.config import load_config
+from monitor.errors import UsageError
+from monitor.times import parse_date
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="configuration TOML file")
+    parser.add_argument("--site", required=True, help="site id")
+    when = parser.add_mutually_exclusive_group(required=True)
+    when.add_argument("--from", dest="start", metavar="D1", help="first day (site time), with --to")
+    when.add_argument("--month", metavar="YYYY-MM", help="a calendar month, e.g. 2026-11")
+    when.add_argument("--day", metavar="YYYY-MM-DD", help="one day")
+    when.add_argument("--last-month", action="store_true", help="the month before today's (site time)")
+    when.add_argument("--yesterday", action="store_true", help="the day before today (site time)")
+    parser.add_argument("--to", dest="end", metavar="D2", help="last day, included (with --from)")
+    parser.add_argument(
+        "--out", default=".", metavar="DIR", help="folder for the PDF and CSV (default: here)"
+    )
+    parser.add_argument("--force", action="store_true", help="replace report files of the same name")
+    parser.add_argument(
+        "--send", action="store_true", help="send it to the Town's recipients and record it in the chain"
+    )
+
+
+def _month(text: str) -> tuple[int, int]:
+    try:
+        year, month = (int(part) for part in text.strip().split("-"))
+        date(year, month, 1)
+    except ValueError:
+        raise UsageError(f"--month: expected a month like 2026-11 (YYYY-MM), got {text!r}") from None
+    return year, month
+
+
+def run(args: argparse.Namespace) -> int:
+    from monitor.reports.content import month_period, period_of
+
+    config = load_config(args.config, secrets="defer")
+    site = config.site(args.site)
+    if site is None:
+        known = ", ".join(s.id for s in config.sites)
+        raise UsageError(f"unknown site {args.site!r}; the configuration has: {known}")
+    zone = ZoneInfo(site.timezone)
+    folder = Path(args.out)
+    if not folder.is_dir():
+        reason = "is not a folder" if folder.exists() else "does not exist; create it or choose another"
+        raise UsageError(f"--out {args.out}: {reason}")
+    today = datetime.now(UTC).astimezone(zone).date()
+    if args.month:
+        period = month_period(*_month(args.month), zone)
+    elif args.day:
+        day = parse_date(args.day, "--day")
+        period = period_of(day, day, zone, day.isoformat())
+    elif args.last_month:
+        last = today.replace(day=1) - timedelta(days=1)
+        period = month_period(last.year, last.month, zone)
+    elif args.yesterday:
+        day = today - timedelta(days=1)
+        period = period_of(day, day, zone, day.isoformat())
+    else:
+        first = parse_date(args.start, "--from")
+        if not args.end:
+            raise UsageError("--from needs --to (the last day, included)")
+        last_day = parse_date(args.end, "--to")
+        if last_day < first:
+            raise UsageError(f"--to {args.end} is before --from {args.start}")
+        if (last_day - first).days > 366:
+            raise UsageError(f"--to {args.end}: a report covers at most 367 days")
+        period = period_of(first, last_day, zone, f"{first.isoformat()}_{last_day.isoformat()}")
+    if args.end and not args.start:
+        raise UsageError("--to goes with --from")
+    name = f"{site.id}-{period.label}"
+    pdf_path = new_file(str(folder / f"{name}.pdf"), force=args.force)
+    csv_path = new_file(str(folder / f"{name}.csv"), force=args.force)
+    store_path = Path(config.storage.path)
+    if not store_path.is_file():
+        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
+    from monitor.reports.content import build_report
+    from monitor.reports.formats import render_csv, render_pdf
+    from rules.profile import load_profile
+
+    profile = load_profile(site.profile, site.agreement)
+    now = datetime.now(UTC)
+    from monitor.journal.store import Store
+
+    Store(store_path).close()  # the tables of this version (complaints, reports) exist, if not yet
+    conn = sqlite3.connect(store_path, timeout=30)
+    conn.row_factory = sqlite3.Row
+    try:
+        report = build_report(conn, site, profile, period, now)
+    finally:
+        conn.close()
+    pdf, csv = render_pdf(report), render_csv(report)
+    for path, body in ((pdf_path, pdf), (csv_path, csv)):
+        partial = path.with_name(path.name + ".partial")
+        partial.write_bytes(body)
+        os.replace(partial, path)
+    print(
+        f"Wrote {pdf_path} and {csv_path}: {site.id} {period.first_day} to {period.last_day}"
+        f" ({site.timezone}),"
+        f" computed from chain entry {report.chain_seq} (head {report.chain_head[:16]}...)"
+    )
+    if args.send:
+        from monitor.reports.sending import send_report
+
+        config = load_config(args.config)  # the channels' secrets now
+        store = Store(store_path)
+        try:
+            sent = send_report(config, store, report, pdf, csv, str(pdf_path.resolve()), now)
+        finally:
+            store.close()
+        whom = ", ".join(sent["recipients"]) or "nobody (no town recipient is configured)"
+        print(
+            f"Sent report {sent['id']} to {whom}: {sent['delivered']} of {sent['queued']} deliveries made now"
+            " (the rest are retried by the daemon's delivery worker)"
+        )
+    return 0

@@ -1,0 +1,335 @@
+"""Residents' complaints on the portal: the public page (no account), its status lookup, and the
+Town's and the operator's lists and the Town's triage.
+
+The public page is bounded without third-party services: the body limit of its route
+(limits.FORMS), a limit per field (monitor/complaints/book.py), a per-address rate
+(``ComplaintLimiter``: ``portal.complaints_per_hour`` per client address, an IPv6 client's
+/64), a honeypot field people do not see and robots fill, the form's CSRF token, and no
+upload. A complaint accepted is stored and chained before the resident sees its reference.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import threading
+import time
+from collections import deque
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from monitor.complaints.book import (
+    MAX_ADDRESS,
+    MAX_DESCRIPTION,
+    MAX_EMAIL,
+    MAX_NAME,
+    MAX_NOTE,
+    MAX_PHONE,
+    STATUSES,
+)
+from monitor.errors import UsageError
+from monitor.portal import limits
+from monitor.portal.data import ComplaintForm, NotFound, Refused
+from monitor.portal.web import Web
+from rules.complaints import CATEGORIES
+
+HONEYPOT = "website"  # hidden from people by the page's CSS; a robot fills it
+MAX_SPAN = timedelta(days=7)  # a complaint's "when": a time or a span of at most a week
+MAX_AGE = timedelta(days=366)
+MAX_AHEAD = timedelta(minutes=10)  # a clock a little ahead of the server's
+MAX_PLAN_M = 100_000.0
+LIMITS = {
+    "address": MAX_ADDRESS,
+    "description": MAX_DESCRIPTION,
+    "name": MAX_NAME,
+    "email": MAX_EMAIL,
+    "phone": MAX_PHONE,
+    "note": MAX_NOTE,
+}
+
+
+class ComplaintLimiter:
+    """At most ``per_hour`` complaints an hour from one client address (an IPv6 client: its /64).
+
+    Bounded: at most ``MAX_KEYS`` addresses are remembered (the quietest dropped), each with at
+    most ``per_hour`` times.
+    """
+
+    MAX_KEYS = 4096
+
+    def __init__(self, per_hour: int) -> None:
+        self.per_hour = per_hour
+        self._times: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(address: str) -> str:
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            return address
+        if ip.version == 6:
+            return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+        return str(ip)
+
+    def allow(self, address: str, now: float | None = None) -> float:
+        """0 when one more is allowed (and counted); else the seconds until the next is."""
+        moment = time.monotonic() if now is None else now
+        key = self.key(address)
+        with self._lock:
+            times = self._times.pop(key, deque())
+            while times and moment - times[0] >= 3600:
+                times.popleft()
+            wait = 0.0
+            if len(times) >= self.per_hour:
+                wait = 3600 - (moment - times[0])
+            else:
+                times.append(moment)
+            self._times[key] = times  # most recently used last
+            while len(self._times) > self.MAX_KEYS:
+                self._times.pop(next(iter(self._times)))
+            return wait
+
+
+def _text(form: FormData, name: str) -> str:
+    value = form.get(name, "")
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _bounded(form: FormData, name: str, *, required: bool = False) -> str:
+    value = _text(form, name)
+    if required and not value:
+        raise Refused(f"{name}: required")
+    if len(value) > LIMITS[name]:
+        raise Refused(f"{name}: at most {LIMITS[name]} characters, got {len(value)}")
+    return value
+
+
+def _plan(form: FormData) -> tuple[float, float] | None:
+    x, y = _text(form, "plan_x"), _text(form, "plan_y")
+    if not x and not y:
+        return None
+    point = []
+    for name, value in (("plan_x", x), ("plan_y", y)):
+        try:
+            number = float(value)
+        except ValueError:
+            raise Refused(
+                f"{name}: expected a number of metres on the site plan, got {value[:40]!r}"
+            ) from None
+        if not math.isfinite(number) or abs(number) > MAX_PLAN_M:
+            raise Refused(
+                f"{name}: expected metres within {MAX_PLAN_M:g} of the plan's origin, got {value[:40]!r}"
+            )
+        point.append(number)
+    return (point[0], point[1])
+
+
+def complaint_form(form: FormData, zone: ZoneInfo, now: datetime) -> ComplaintForm:
+    """The public form, checked field by field; Refused names the field and the reason."""
+    if _text(form, HONEYPOT):
+        raise Refused("form: not accepted (a field meant to stay empty was filled)")
+    what = _text(form, "what")
+    if what not in CATEGORIES:
+        raise Refused(f"what: choose one of {', '.join(CATEGORIES)}")
+    start_text, end_text = _text(form, "from"), _text(form, "to")
+    if not start_text:
+        raise Refused("from: required (when it was noticed, site time)")
+    try:
+        start = limits.checked_time(start_text, zone, "from")
+        end = limits.checked_time(end_text, zone, "to") if end_text else start
+    except UsageError as exc:
+        raise Refused(str(exc)) from None
+    if end < start:
+        raise Refused("to: before from")
+    if end - start > MAX_SPAN:
+        raise Refused("to: a span of at most 7 days")
+    if end > now + MAX_AHEAD:
+        raise Refused("from: in the future" if start > now + MAX_AHEAD else "to: in the future")
+    if start < now - MAX_AGE:
+        raise Refused("from: more than a year ago")
+    address = _bounded(form, "address")
+    plan = _plan(form)
+    if not address and plan is None:
+        raise Refused("address: give an address or a point on the site plan")
+    description = _bounded(form, "description", required=True)
+    contact = {name: _bounded(form, name) for name in ("name", "email", "phone")}
+    return ComplaintForm(what, start, end, address, plan, description, contact)
+
+
+class ComplaintPages:
+    def __init__(self, web: Web) -> None:
+        self.web = web
+        self.limiter = ComplaintLimiter(web.pc.complaints_per_hour)
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/complaint", self.form_page),
+            Route("/complaint", self.submit, methods=["POST"]),
+            Route("/complaint/status", self.status_page),
+            Route("/sites/{site}/complaints", self.list_page),
+            Route("/complaints/{complaint}", self.detail_page),
+            Route("/complaints/{complaint}/{action}", self.act, methods=["POST"]),
+            Route("/api/v1/sites/{site}/complaints", self.api_list),
+            Route("/sites/{site}/reports", self.reports_page),
+            Route("/sites/{site}/reports/{month}.{fmt}", self.report_file),
+        ]
+
+    async def reports_page(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "reports")
+        site = scope.site(request.path_params["site"])
+        today = self.web.portal.clock().astimezone(ZoneInfo(site.timezone)).date()
+        months = []
+        year, month = today.year, today.month
+        for _ in range(12):
+            months.append(f"{year:04d}-{month:02d}")
+            year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+        return self.web.page(request, "reports.html", scope, site=site, months=months)
+
+    async def report_file(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "reports")
+        fmt = request.path_params["fmt"]
+        if fmt not in ("pdf", "csv"):
+            raise NotFound(fmt)
+        site, month = request.path_params["site"], request.path_params["month"]
+        try:
+            body = await run_in_threadpool(self.web.portal.report, scope, site, month, fmt)
+        except Refused as exc:
+            return self.web.error_page(request, 400, str(exc), "Not a month", str(exc))
+        media = "application/pdf" if fmt == "pdf" else "text/csv; charset=utf-8"
+        name = f"{scope.site(site).id}-{month}.{fmt}"
+        return Response(
+            body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'}
+        )
+
+    def _form(
+        self, request: Request, error: str = "", code: int = 200, form: FormData | None = None
+    ) -> Response:
+        sites = self.web.config.sites
+        values = {k: v for k, v in (form or {}).items() if isinstance(v, str) and k not in ("csrf", HONEYPOT)}
+        return self.web.page(
+            request,
+            "complaint.html",
+            self.web.scope_or_none(request),
+            code,
+            sites=sites,
+            categories=CATEGORIES,
+            limits=LIMITS,
+            error=error,
+            values=values,
+        )
+
+    async def form_page(self, request: Request) -> Response:
+        return self._form(request)
+
+    async def submit(self, request: Request) -> Response:
+        form = await self.web.checked_form(request)
+        wait = self.limiter.allow(self.web.source(request))
+        if wait:
+            minutes = max(1, math.ceil(wait / 60))
+            return self._form(
+                request,
+                f"form: too many complaints from this address; try again in {minutes} minute(s)"
+                " or call the Town",
+                429,
+                form,
+            )
+        site_id = _text(form, "site") or (
+            self.web.config.sites[0].id if len(self.web.config.sites) == 1 else ""
+        )
+        site = self.web.config.site(site_id)
+        try:
+            if site is None:
+                raise Refused("site: choose the mine the complaint is about")
+            checked = complaint_form(form, ZoneInfo(site.timezone), self.web.portal.clock())
+            done = await run_in_threadpool(self.web.portal.submit_complaint, site.id, checked)
+        except Refused as exc:
+            return self._form(request, str(exc), 400, form)
+        request.session["complaint_done"] = done["id"]
+        return RedirectResponse(f"/complaint/status?reference={done['id']}", status_code=303)
+
+    async def status_page(self, request: Request) -> Response:
+        reference = request.query_params.get("reference", "").strip()[:40]
+        complaint, error, code = None, "", 200
+        if reference:
+            try:
+                complaint = await run_in_threadpool(self.web.portal.complaint_status, reference)
+            except NotFound:
+                error, code = f"reference: no complaint {reference!r}", 404
+        new = request.session.pop("complaint_done", None) == (complaint or {}).get("id")
+        return self.web.page(
+            request,
+            "complaint_status.html",
+            self.web.scope_or_none(request),
+            code,
+            complaint=complaint,
+            reference=reference,
+            error=error,
+            new=new,
+        )
+
+    async def list_page(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "complaints")
+        site = scope.site(request.path_params["site"])
+        complaints = await run_in_threadpool(self.web.portal.complaints, scope, site.id)
+        return self.web.page(request, "complaints.html", scope, site=site, complaints=complaints)
+
+    async def detail_page(self, request: Request, error: str = "", code: int = 200) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "complaints")
+        complaint = await run_in_threadpool(
+            self.web.portal.complaint, scope, request.path_params["complaint"]
+        )
+        site = scope.site(complaint["site"])
+        notices = []
+        if scope.user.role == "town":
+            notices = await run_in_threadpool(self.web.portal.notices, scope, site.id)
+        return self.web.page(
+            request,
+            "complaint_detail.html",
+            scope,
+            code,
+            site=site,
+            complaint=complaint,
+            notices=notices,
+            statuses=STATUSES,
+            error=error,
+            message=str(request.session.pop("flash", "")),
+        )
+
+    async def act(self, request: Request) -> Response:
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "complaint_act")
+        form = await self.web.checked_form(request)
+        reference = request.path_params["complaint"]
+        try:
+            message = await run_in_threadpool(
+                self.web.portal.complaint_action,
+                scope,
+                reference,
+                request.path_params["action"],
+                _text(form, "status"),
+                _text(form, "notice"),
+                _text(form, "note"),
+                self.web.source(request),
+            )
+        except Refused as exc:
+            return await self.detail_page(request, str(exc), 400)
+        request.session["flash"] = message
+        return RedirectResponse(f"/complaints/{reference}", status_code=303)
+
+    async def api_list(self, request: Request) -> Response:
+        scope = self.web.api_scope(request)
+        self.web.may(scope, "complaints")
+        return JSONResponse(
+            await run_in_threadpool(self.web.portal.complaints, scope, request.path_params["site"])
+        )

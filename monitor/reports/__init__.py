@@ -1,0 +1,3 @@
+"""Compliance reports: a site's period as the Town reads it (content.py: the figures from the
+store, each with its source; formats.py: PDF and CSV), and sending it through the delivery
+channels as a chained record (sending.py, which owns the ``reports`` table)."""

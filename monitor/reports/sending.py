@@ -1,0 +1,121 @@
+"""A report sent: a chained ``report`` record and a town alert carrying it through delivery.
+
+``send_report`` writes, in one store transaction: the ``reports`` row and its chain entry (the
+period, the chain head the figures were computed from, the SHA-256 of the PDF and the CSV, the
+recipients), the alert (kind ``report``, audience town; chained like every alert) and one
+delivery per (recipient, channel) by the existing routing (monitor/notify/delivery.py): e-mail
+with the PDF attached, webhooks with the report's facts. Then it delivers those rows at once;
+what fails stays queued, and the daemon's delivery worker retries it as it retries any alert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from monitor.config import Config
+from monitor.journal.store import Store
+from monitor.reports.content import Report
+from monitor.wire.canonical import canonical_text, to_us
+from monitor.wire.protocol import format_ts
+from rules.times import local_moment
+
+KIND = "report"
+
+
+def report_id(site: str, start: datetime, end: datetime, made: datetime) -> str:
+    key = f"{site}|{to_us(start)}|{to_us(end)}|{to_us(made)}"
+    return "rp-" + hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def record_report(
+    store: Store,
+    site: str,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    head: tuple[int, str],
+    pdf: bytes,
+    csv: bytes,
+    pdf_path: str,
+    recipients: Sequence[str],
+) -> str:
+    """The ``reports`` row and its chain entry (inside the caller's batch); returns its id."""
+    row = {
+        "id": report_id(site, start, end, now),
+        "site": site,
+        "period_start_us": to_us(start),
+        "period_end_us": to_us(end),
+        "made_us": to_us(now),
+        "chain_seq": head[0],
+        "chain_head": head[1],
+        "pdf_sha256": hashlib.sha256(pdf).hexdigest(),
+        "csv_sha256": hashlib.sha256(csv).hexdigest(),
+        "pdf_path": pdf_path,
+        "recipients": canonical_text(sorted(recipients)),
+    }
+    store.conn.execute(
+        f"INSERT INTO reports ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", list(row.values())
+    )
+    store.chain_row(site, "report", row, now)
+    return str(row["id"])
+
+
+def send_report(
+    config: Config, store: Store, report: Report, pdf: bytes, csv: bytes, pdf_path: str, now: datetime
+) -> dict[str, Any]:
+    """Record the report as sent, raise its town alert, queue and deliver it; returns a summary."""
+    from monitor.notify.delivery import Deliveries, routes_for
+
+    site = report.site
+    period = report.period
+    message = (
+        f"Compliance report for {site.name}, {period.label} ({period.first_day} to {period.last_day}):"
+        f" {len(report.episodes)} violation episode(s), {len(report.blasts)} blast(s),"
+        f" {len(report.notices)} notice(s), {len(report.complaints)} complaint(s)"
+    )
+    probe = {"site": site.id, "audiences": ["town"], "data": {}}
+    recipients = sorted({r.recipient.name for r in routes_for(probe, config.recipients)})
+    deliveries = Deliveries(store.conn, config)
+    with store.batch():
+        rid = record_report(
+            store,
+            site.id,
+            period.start,
+            period.end,
+            now,
+            (report.chain_seq, report.chain_head),
+            pdf,
+            csv,
+            pdf_path,
+            recipients,
+        )
+        data = {
+            "report_id": rid,
+            "period": period.label,
+            "from": format_ts(period.start),
+            "to": format_ts(period.end),
+            "chain_seq": report.chain_seq,
+            "chain_head": report.chain_head,
+            "report_pdf": pdf_path,
+            "report_pdf_sha256": hashlib.sha256(pdf).hexdigest(),
+            "report_csv_sha256": hashlib.sha256(csv).hexdigest(),
+            "made_local": local_moment(now, site.timezone),
+        }
+        alert = {
+            "id": rid,
+            "site": site.id,
+            "ts": format_ts(now),
+            "audiences": ["town"],
+            "kind": KIND,
+            "severity": "info",
+            "condition": f"report:{rid}",
+            "message": message,
+            "data": data,
+        }
+        store.append_alert(rid, site.id, "town", KIND, "info", f"report:{rid}", message, data, now)
+        queued = deliveries.enqueue(alert, now)
+    delivered = deliveries.deliver_due(now, alert_id=rid)
+    return {"id": rid, "recipients": recipients, "queued": queued, "delivered": delivered}

@@ -1,0 +1,209 @@
+"""Residents' complaints through the real portal in Debian's chromium, against a real daemon,
+broker and store (tests/monitor/portal/conftest.py): the public page, the check against the
+record on a day with and without an exceedance, the Town's triage and notice, the operator's
+view without contact details, and the abuse bounds (honeypot, field limits, body limit, rate)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import timedelta
+
+from playwright.sync_api import BrowserContext, Page
+
+from monitor.journal.chain_kinds import KINDS, digest_of
+from tests.monitor.portal.conftest import DAY, SITE, Env, login
+from tests.support.portal_server import Client, Portal
+
+EMAIL = "resident.jones@example.org"
+
+
+def submit(page: Page, env: Env, when: str, what: str = "noise", until: str = "", **fields: str) -> str:
+    page.goto(f"{env.url}/complaint")
+    page.select_option("select[name=site]", SITE)
+    page.check(f"input[name=what][value={what}]")
+    page.fill("input[name=from]", when)
+    if until:
+        page.fill("input[name=to]", until)
+    page.fill("input[name=address]", fields.get("address", "N4410 County Rd K"))
+    page.fill("textarea[name=description]", fields.get("description", "Loud crushing noise at the house"))
+    page.fill("input[name=email]", fields.get("email", EMAIL))
+    page.fill("input[name=name]", "R. Jones")
+    page.click("#complaint-form button[type=submit]")
+    page.wait_for_load_state()
+    if page.locator("#complaint-error").count():
+        raise AssertionError(page.inner_text("#complaint-error"))
+    return page.inner_text("#reference")
+
+
+def test_complaints_are_checked_against_the_record_and_triaged(env: Env, context: BrowserContext) -> None:
+    page = context.new_page()
+    loud = submit(page, env, f"{DAY.isoformat()}T09:01", until=f"{DAY.isoformat()}T09:02")
+    assert loud.startswith("C-")
+    assert page.inner_text("#status") == "new"
+    page.screenshot(path=str(env.artifacts / "complaint-received.png"), full_page=True)
+    quiet = submit(page, env, f"{DAY.isoformat()}T11:01")
+    nothing = submit(page, env, f"{(DAY - timedelta(days=2)).isoformat()}T09:00")
+    blast = submit(page, env, f"{DAY.isoformat()}T11:00", what="blast", description="The house shook")
+    # The status lookup with the reference alone, as a resident does (no account).
+    context.clear_cookies()
+    page.goto(f"{env.url}/complaint")
+    page.fill("#lookup-form input[name=reference]", quiet.lower())
+    page.click("#lookup-form button[type=submit]")
+    assert page.inner_text("#status") == "new"
+    assert EMAIL not in page.content() and "crushing" not in page.content()
+
+    town = login(context, env, "town")
+    town.goto(f"{env.url}/sites/{SITE}/complaints")
+    table = town.inner_text("#complaints")
+    assert EMAIL in table
+    verdicts = {
+        ref: town.inner_text(f"tr[data-complaint='{ref}'] td:nth-child(5)")
+        for ref in (loud, quiet, nothing, blast)
+    }
+    assert verdicts[loud].startswith("corroborated by the record: violation episode:"), verdicts
+    assert "6.D" in verdicts[loud] and "n2" in verdicts[loud]
+    assert verdicts[quiet].startswith("not corroborated: all monitors at or below"), verdicts
+    assert "dB(A)" in verdicts[quiet]
+    assert verdicts[nothing].startswith("no monitor covers it"), verdicts
+    assert verdicts[blast].startswith("corroborated by the record: "), verdicts
+    town.screenshot(path=str(env.artifacts / "town-complaints.png"), full_page=True)
+
+    # The numbers beside the verdict: each monitor's highest minute, with its source.
+    town.goto(f"{env.url}/complaints/{quiet}")
+    n2 = town.inner_text("#monitors tr[data-sensor=n2]")
+    assert "LAeq,1min" in n2 and "dB(A)" in n2 and "sound records of n2" in n2
+    highest = float(n2.split("LAeq,1min ")[1].split(" dB(A)")[0])
+    assert 66.0 <= highest <= 68.5
+    assert "blast B-1100" in town.inner_text("#record")  # context beside a noise complaint
+    town.goto(f"{env.url}/complaints/{blast}")
+    assert "blast B-1100 at " in town.inner_text("#record")
+
+    # Triage with a note, then attach the corroborated one to the notice.
+    town.goto(f"{env.url}/complaints/{loud}")
+    town.select_option("#form-triage select[name=status]", "corroborated")
+    town.fill("#form-triage textarea[name=note]", "Matches the 09:00 episode at n2")
+    town.click("#form-triage button[type=submit]")
+    town.wait_for_selector("#complaint-done")
+    assert town.inner_text("#complaint-status") == "corroborated"
+    town.select_option("#form-attach select[name=notice]", env.notice_id)
+    town.click("#form-attach button[type=submit]")
+    town.wait_for_selector("#complaint-done")
+    assert env.notice_id in town.inner_text("#complaint-notices")
+    history = town.inner_text("#history")
+    assert "town" in history and "Matches the 09:00 episode" in history
+    town.goto(f"{env.url}/notices/{env.notice_id}")
+    assert loud in town.inner_text("#notice-complaints")
+    town.screenshot(path=str(env.artifacts / "town-complaint-notice.png"), full_page=True)
+    context.clear_cookies()
+
+    # The operator: its site's complaints and what the record said, never the contact details.
+    op = login(context, env, "op")
+    assert "Complaints" in op.inner_text("header nav")
+    op.goto(f"{env.url}/sites/{SITE}/complaints")
+    assert loud in op.inner_text("#complaints") and "corroborated" in op.inner_text("#complaints")
+    op.goto(f"{env.url}/complaints/{loud}")
+    assert "R. Jones" not in op.content() and EMAIL not in op.content()
+    assert op.locator("#form-triage").count() == 0
+    api = context.request.get(f"{env.url}/api/v1/sites/{SITE}/complaints").json()
+    assert {c["id"] for c in api} >= {loud, quiet} and all("contact" not in c for c in api)
+    assert EMAIL not in json.dumps(api)
+    op.screenshot(path=str(env.artifacts / "operator-complaints.png"), full_page=True)
+    assert context.request.post(f"{env.url}/complaints/{loud}/triage", max_redirects=0).status == 403
+
+    # Chained: each complaint and change has its chain entry; the record holds no contact in clear.
+    conn = sqlite3.connect(env.store)
+    conn.row_factory = sqlite3.Row
+    try:
+        row = conn.execute("SELECT * FROM complaints WHERE id = ?", (loud,)).fetchone()
+        entry = conn.execute(
+            "SELECT digest FROM chain WHERE site = ? AND kind = 'complaint' AND key = ?", (SITE, loud)
+        ).fetchone()
+        assert entry is not None and entry[0] == digest_of(KINDS["complaint"].record(row))
+        assert EMAIL not in json.dumps(KINDS["complaint"].record(row))
+        changes = conn.execute(
+            "SELECT COUNT(*) FROM chain WHERE site = ? AND kind = 'complaint_change' AND key LIKE ?",
+            (SITE, f"{loud}|%"),
+        ).fetchone()[0]
+        assert changes == 3  # received, triaged, attached
+    finally:
+        conn.close()
+
+
+def test_the_public_page_is_bounded(env: Env, context: BrowserContext) -> None:
+    client = Client(env_portal(env), source="127.0.0.9")
+
+    def post(**fields: str) -> tuple[int, str]:
+        form = {
+            "csrf": client.csrf("/complaint"),
+            "site": SITE,
+            "what": "noise",
+            "from": f"{DAY.isoformat()}T09:00",
+            "address": "1 Main St",
+            "description": "Noise",
+            **fields,
+        }
+        reply = client.request("POST", "/complaint", form)
+        return reply.status, reply.body
+
+    status, body = post(website="http://spam.example")
+    assert status == 400 and "not accepted" in body
+    status, body = post(description="x" * 4001)
+    assert status == 400 and "description: at most 4000 characters, got 4001" in body
+    status, body = post(**{"from": "yesterday"})
+    assert status == 400 and "from:" in body and "Traceback" not in body
+    status, body = post(address="", plan_x="", plan_y="")
+    assert status == 400 and "address: give an address or a point on the site plan" in body
+    status, body = post(what="ufo")
+    assert status == 400 and "what: choose one of" in body
+    reply = client.request(
+        "POST",
+        "/complaint",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        body=b"a" * 70_000,
+    )
+    assert reply.status == 413
+    # The per-address rate (portal.complaints_per_hour, 5 by default): the attempts above count.
+    statuses = [post()[0] for _ in range(3)]
+    assert statuses[-1] == 429, statuses
+    assert "too many complaints from this address" in post()[1]
+    # Another address is not held back.
+    other = Client(env_portal(env), source="127.0.0.10")
+    form = {
+        "csrf": other.csrf("/complaint"),
+        "site": SITE,
+        "what": "light",
+        "from": f"{DAY.isoformat()}T11:01",
+        "address": "1 Main St",
+        "description": "Bright light",
+    }
+    assert other.request("POST", "/complaint", form).status == 303
+    page = context.new_page()
+    page.goto(f"{env.url}/complaint/status?reference=C-NOPE-NOPE")
+    assert "no complaint" in page.inner_text("#complaint-error")
+
+
+def env_portal(env: Env) -> Portal:
+    """The harness client wants the port: a stand-in with the env's."""
+    portal = Portal(env.root)
+    portal.port = int(env.url.rsplit(":", 1)[1])
+    return portal
+
+
+def test_the_town_downloads_a_months_report_from_the_portal(env: Env, context: BrowserContext) -> None:
+    month = DAY.strftime("%Y-%m")
+    town = login(context, env, "town")
+    town.goto(f"{env.url}/sites/{SITE}/reports")
+    assert month in town.inner_text("#reports")
+    csv_reply = context.request.get(f"{env.url}/sites/{SITE}/reports/{month}.csv")
+    assert csv_reply.status == 200
+    text = csv_reply.text()
+    assert f"{DAY.isoformat()} n2" in text  # the day's levels at the boundary meter
+    assert env.notice_id in text and "Noise at the mine site boundaries (6.D) at n2" in text
+    assert "B-1100" in text
+    pdf = context.request.get(f"{env.url}/sites/{SITE}/reports/{month}.pdf")
+    assert pdf.status == 200 and pdf.body().startswith(b"%PDF")
+    assert context.request.get(f"{env.url}/sites/{SITE}/reports/2026-13.csv").status == 400
+    context.clear_cookies()
+    login(context, env, "op")
+    assert context.request.get(f"{env.url}/sites/{SITE}/reports/{month}.csv", max_redirects=0).status == 403
