@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,6 +34,7 @@ class SensorKind(enum.StrEnum):
     SKY = "sky"  # sky-facing light sensor (upward light, 6.C.5)
     WEATHER = "weather"
     TURBIDITY = "turbidity"  # NTU, land-disturbing profiles
+    SEISMOGRAPH = "seismograph"  # triaxial geophone and linear airblast microphone (SPS 307, 6.F)
 
 
 class Placement(enum.StrEnum):
@@ -42,6 +44,7 @@ class Placement(enum.StrEnum):
     SITE = "site"  # anywhere on site (weather station)
     BUFFER_LINE = "buffer_line"  # turbidity at the 25 % buffer line (28-5(a))
     REFERENCE = "reference"  # turbidity upstream / away from the site
+    STRUCTURE = "structure"  # a seismograph at the nearest dwelling or structure outside the controlled area
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +191,56 @@ class SensorStatus:
 
 
 Reading: TypeAlias = SoundLevels | LightSummary | WeatherReading | TurbidityReading
+
+
+@dataclass(frozen=True, slots=True)
+class AxisPeak:
+    """One geophone axis of a seismograph event: its peak particle velocity and frequencies."""
+
+    axis: str  # "T", "V" or "L"
+    ppv_mm_s: float
+    zc_hz: float | None  # zero-crossing frequency of the half-cycle holding the peak
+    fft_hz: float | None = None  # dominant frequency of the spectrum
+    clipped: bool = False  # the channel reached its range: the true peak is at least ppv_mm_s
+
+    @property
+    def judged_hz(self) -> float | None:
+        """The frequency a limit curve is read at: the zero-crossing one, else the spectrum's."""
+        return self.zc_hz if self.zc_hz is not None else self.fft_hz
+
+
+@dataclass(frozen=True, slots=True)
+class SeismicEvent:
+    """A seismograph event at a monitoring point (SPS 307 "blasting resultants"), as judged.
+
+    ``source``: "waveforms" when the daemon computed the summary from the event's waveforms,
+    "edge" when only the seismograph's own summary has arrived (its waveforms not all in).
+    Velocities in mm/s, pressure in Pa; ``ts`` is the record's first sample.
+    """
+
+    site: str
+    sensor: str
+    id: str  # the seismograph's event id
+    ts: datetime
+    duration_s: float
+    axes: tuple[AxisPeak, ...]
+    pvs_mm_s: float
+    airblast_pa: float | None = None
+    mic_low_hz: float | None = None  # the microphone's low-frequency limit (-3 dB), Hz
+    mic_clipped: bool = False
+    source: str = "waveforms"
+    location: str = ""  # the monitoring point (structure), from the configuration
+    blast_id: str | None = None  # the blast the seismograph was armed for, if it said
+
+    @property
+    def airblast_db(self) -> float | None:
+        if self.airblast_pa is None or self.airblast_pa <= 0:
+            return None
+        return 20.0 * math.log10(self.airblast_pa / 20e-6)
+
+    @property
+    def end(self) -> datetime:
+        return self.ts + timedelta(seconds=self.duration_s)
 
 
 # ---------------------------------------------------------------------------
@@ -422,6 +475,7 @@ class SiteData:
     work: tuple[WorkPeriod, ...] = ()
     temporary_lighting: tuple[TemporaryLighting, ...] = ()
     other_events: tuple[GenericEvent, ...] = ()
+    seismic: tuple[SeismicEvent, ...] = ()  # seismograph events (ground vibration, airblast)
     # Set only by rules.base.only_site once it has dropped other sites' records, so the
     # dozen rules of a profile do not each filter the same data again.
     filtered_for: str = ""
