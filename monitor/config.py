@@ -590,6 +590,7 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
         "sky": Placement.SKY,
         "weather": Placement.SITE,
         "turbidity": Placement.BUFFER_LINE,
+        "seismograph": Placement.STRUCTURE,
     }.get(kind, Placement.BOUNDARY)
     placement = t.choice("placement", default_placement.value, tuple(p.value for p in Placement))
     gates = t.str_list("gates")

@@ -19,6 +19,7 @@ from monitor.daemon.audio_streams import AudioStreams
 from monitor.daemon.recent_sound import RecentSound
 from monitor.daemon.sensor_health import SensorHealth
 from monitor.journal.store import Store
+from monitor.wire.codec import seismic_events
 from rules.model import (
     Blast,
     BlastNotice,
@@ -167,6 +168,8 @@ def site_data(
     weather = store.weather_between(site, *around("weather"))
     turbidity = store.turbidity_between(site, *around("turbidity"))
     events = state.events
+    locations = {s.id: s.location for s in state.config.sensors if s.location}
+    seismic = seismic_events(store.seismic_between(site, start - MINUTE, end), locations)
     return SiteData.grouped(
         state.recent.by_sensor(*around("sound")),
         light=tuple(light_source[lo:hi]),
@@ -178,4 +181,5 @@ def site_data(
         work=tuple(e for e in events if isinstance(e, WorkPeriod)),
         temporary_lighting=tuple(e for e in events if isinstance(e, TemporaryLighting)),
         other_events=tuple(e for e in events if isinstance(e, GenericEvent)),
+        seismic=tuple(seismic),
     )

@@ -51,7 +51,7 @@ class Waveform:
 
     sample_rate: float
     data: NDArray[np.float64] = field(repr=False)
-    ranges: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    ranges: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
     mic_low_hz: float = 2.0  # the microphone's low-frequency limit (-3 dB)
 
     def __post_init__(self) -> None:
@@ -59,6 +59,8 @@ class Waveform:
             raise ValueError(f"data: expected 4 channels (T, V, L, MIC) by samples, got {self.data.shape}")
         if self.data.shape[1] < 4:
             raise ValueError("data: fewer than 4 samples")
+        if len(self.ranges) != len(CHANNELS):
+            raise ValueError(f"ranges: expected 4 (T, V, L, MIC), got {len(self.ranges)}")
         if not self.sample_rate > 0:
             raise ValueError("sample_rate: must be positive")
 
