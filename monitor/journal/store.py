@@ -556,6 +556,16 @@ class Store:
             )
         )
 
+    def seismic_rows(self, site: str, sensor: str | None = None) -> list[sqlite3.Row]:
+        """Every seismic summary of the site (or one seismograph), in time order (blast reports)."""
+        return list(
+            self.conn.execute(
+                "SELECT * FROM readings WHERE site = ? AND kind IN ('seismic', 'seismic-waveforms')"
+                " AND (? IS NULL OR sensor = ?) ORDER BY ts_us, kind",
+                (site, sensor, sensor),
+            )
+        )
+
     def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
         kind = event_kind(event)
         span = event_span(event)

@@ -139,3 +139,38 @@ def test_summary_message_fields_are_checked(world: World) -> None:
     world.send(replace(summary, payload=bad))
     [rejection] = world.published_on("minewatch/q/rejected")
     assert rejection["reason"] == "summary.axes: expected three axes (T, V, L)"
+
+
+def test_blast_report_html_and_pdf(world: World, tmp_path: Path) -> None:
+    from monitor.notify.blast_report import blast_report_data, render_html, report_events, write_blast_report
+    from rules.model import Blast, BlastNotice
+
+    blast_ts = T0 + timedelta(seconds=19)
+    world.send(
+        BlastNotice("q", "b1", T0 - timedelta(hours=30), blast_ts, ("Town of Dovre", "Smith")),
+        Blast("q", "b1", blast_ts, charge_kg=200.0),
+    )
+    _, msgs = messages(0.8)
+    world.send(*msgs)
+    judged(world)
+    site = world.config.site("q")
+    assert site is not None
+    profile = world.pipeline.sites["q"].profile
+    assert report_events(world.store, "q") == [("sg1", "ev1")]
+    data = blast_report_data(world.store, site, profile, "sg1", "ev1")
+    page = render_html(data)
+    for expected in (
+        "Blast report: b1",
+        "ground_vibration (6.F): violation",
+        "blast_window (6.F): compliant",
+        "Town of Dovre, Smith",
+        "Smith house",
+        "Chain reference",
+        "waveform chunk 1 of",
+        "data:image/png;base64,",
+        "Record analysed by",
+    ):
+        assert expected in page, expected
+    paths = write_blast_report(world.store, site, profile, "sg1", "ev1", tmp_path / "reports")
+    assert [p.name for p in paths] == ["blast-b1.html", "blast-b1.pdf"]
+    assert paths[1].read_bytes().startswith(b"%PDF")
