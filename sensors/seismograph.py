@@ -14,12 +14,15 @@ ISEE Blasters' Handbook); its peak per axis is exact, so a scenario knows the an
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from monitor.config import SensorConfig
 from monitor.seismic.chunks import split
 from monitor.seismic.summary import MM_PER_IN, Waveform, pa_from_db, summarize
 from monitor.wire.codec import SeismicSummary, WaveformChunk
@@ -131,3 +134,34 @@ def event_messages(
     if instrument:
         payload["instrument"] = instrument
     return [SeismicSummary(site, sensor, event_id, ts, wave.duration_s, payload), *chunks]
+
+
+def publish_folder(
+    folder: Path, site: str, sensor: SensorConfig, publish: Callable[[Any], None]
+) -> list[tuple[str, str]]:
+    """Publish every vendor CSV export in ``folder`` (oldest name first) and move it to
+    ``done/``; one that cannot be read goes to ``rejected/`` beside a ``.reason`` file.
+    Returns (file name, problem or "") for each file handled."""
+    from monitor.seismic.vendor_csv import read_event
+
+    handled = []
+    for path in sorted(folder.glob("*.csv")):
+        try:
+            event = read_event(path)
+        except (ValueError, OSError) as exc:
+            rejected = folder / "rejected"
+            rejected.mkdir(exist_ok=True)
+            path.replace(rejected / path.name)
+            (rejected / f"{path.name}.reason").write_text(f"{exc}\n", encoding="utf-8")
+            handled.append((path.name, str(exc)))
+            continue
+        instrument = {"location": sensor.location, **event.instrument}
+        for message in event_messages(
+            event.wave, site, sensor.id, event.event_id, event.start, instrument=instrument
+        ):
+            publish(message)
+        done = folder / "done"
+        done.mkdir(exist_ok=True)
+        path.replace(done / path.name)
+        handled.append((path.name, ""))
+    return handled

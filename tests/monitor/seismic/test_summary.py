@@ -107,3 +107,22 @@ def test_bad_shapes_are_refused_with_the_field() -> None:
         Waveform(RATE, np.zeros((3, 100)))
     with pytest.raises(ValueError, match="sample_rate"):
         Waveform(0, np.zeros((4, 100)))
+
+
+def test_chunks_split_under_the_cap_and_join_back() -> None:
+    from datetime import UTC, datetime
+
+    from monitor.seismic.chunks import join, split
+    from monitor.wire.codec import encode
+
+    n = 3 * RATE
+    wave = record(burst(8.0, 5.0, 1.0, n), burst(8.0, 3.0, 1.5, n), burst(8.0, 1.0, 2.0, n))
+    ts = datetime(2026, 6, 15, 16, 30, tzinfo=UTC)
+    for fmt in ("f32le", "s32le"):
+        chunks = split(wave, "q", "sg1", "e1", ts, max_bytes=8192, sample_format=fmt)
+        assert len(chunks) > 1 and all(len(encode(c)[1]) <= 8192 for c in chunks)
+        joined = join([(c.header(), c.data) for c in reversed(chunks)])
+        assert joined.data.shape == wave.data.shape
+        assert summarize(joined).axis("T").ppv_mm_s == pytest.approx(5.0, rel=1e-6)
+    with pytest.raises(ValueError, match="chunks: 1 of"):
+        join([(chunks[0].header(), chunks[0].data)])
