@@ -120,7 +120,7 @@ def test_rule_registry_imports_a_rule_at_first_lookup() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["[]", "True", "noise", "16"]
+    assert done.stdout.split() == ["[]", "True", "noise", "18"]
 
 
 def test_every_registered_rule_is_its_modules_rule() -> None:
