@@ -355,6 +355,11 @@ def _measurements_for(rule: str, params: Any) -> tuple[Measurement, ...]:
         "air_overpressure": (
             Measurement("air overpressure (linear peak)", 136.0, getattr(params, "limit_db", 0), "dB"),
         ),
+        "ground_vibration": (
+            Measurement("PPV V at 6.0 Hz", 0.9, 0.5, "in/s"),
+            Measurement("peak vector sum", 1.1, None, "in/s"),
+        ),
+        "airblast": (Measurement("airblast (linear peak)", 135.0, 133.0, "dB"),),
         "blast_notice": (Measurement("notice lead time", 3.0, getattr(params, "min_notice_h", 0), "h"),),
         "blast_window": (),
         "unreported_blast": (Measurement("peak (LZpeak/LCpeak)", 131.0, 120.0, "dB"),),
