@@ -197,6 +197,7 @@ class SiteConfig:
             sensors={s.id: s.info() for s in self.sensors},
             flags=dict(self.flags),
             adjoining_owners=tuple(AdjoiningOwner(o.id, o.name, o.parcel) for o in self.adjoining_owners),
+            gate_names={g.id: g.name for g in self.gates if g.name},
         )
 
 

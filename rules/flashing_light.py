@@ -40,7 +40,7 @@ from rules.model import (
     SiteData,
     VehiclePresence,
 )
-from rules.times import iso, local_hm, overlaps
+from rules.times import iso, local_hm, overlaps, span_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -125,7 +125,7 @@ class VehicleRecord:
 
 
 def vehicle_records(
-    info: SensorInfo, params: FlashingLightParams, data: SiteData
+    site: SiteContext, info: SensorInfo, params: FlashingLightParams, data: SiteData
 ) -> tuple[list[VehicleRecord], list[str]]:
     """Records that put a vehicle at this sensor's gates or area, and problems with unusable ones."""
     margin = timedelta(seconds=params.vehicle_margin_s)
@@ -133,7 +133,8 @@ def vehicle_records(
     problems: list[str] = []
     for truck in data.trucks:
         if truck.gate in info.gates:
-            label = f"haul truck {truck.truck_id or truck.id} at gate {truck.gate} ({truck.direction})"
+            gate = site.gate_label(truck.gate)
+            label = f"haul truck {truck.truck_id or truck.id} at {gate} ({truck.direction})"
             records.append(VehicleRecord(truck.ts - margin, truck.ts + margin, label, f"truck:{truck.id}"))
     for work in data.work:
         # Only work declared for this sensor's area: a site-wide declaration puts no vehicle here.
@@ -180,7 +181,7 @@ def evaluate(
         readings = series(data, sensor_id, earliest, end)
         analysed = [analyse_burst(r, params) if context.at_night(r) else None for r in readings]
         exempt = [context.temporary_for(r) is not None for r in readings]
-        records, problems = vehicle_records(info, params, data)
+        records, problems = vehicle_records(site, info, params, data)
         vehicles = [[v for v in records if overlaps(r.ts, r.end, v.start, v.end)] for r in readings]
         # A vehicle's flashing does not break a run: a fixed light keeps counting while a truck passes.
         totals = run_totals(
@@ -199,10 +200,11 @@ def evaluate(
             flashing = analysed[last]
             assert flashing is not None
             run_start, run_total = totals[last]
+            run_end = readings[last].end
             since = (
-                f"for at least {run_total / 60:.1f} minutes"
+                f"from before {local_hm(run_start, tz)} to {local_hm(run_end, tz)}"
                 if run_start == readings[0].ts
-                else f"for {run_total / 60:.1f} minutes since {local_hm(run_start, tz)}"
+                else f"over {span_text(run_start, run_end, tz)}"
             )
             seen = list(dict.fromkeys(v.label for i in long for v in vehicles[i]))
             if own:

@@ -59,8 +59,9 @@ def evaluate(
         allowed = ", ".join(params.windows) if params.windows else "any time"
         when = "on a weekend" if weekend else f"outside the allowed hauling hours ({allowed})"
         which = f" {truck.truck_id}" if truck.truck_id else ""
+        moved = "entered" if truck.direction == "in" else "left"
         summary = (
-            f"Haul truck{which} {'entered' if truck.direction == 'in' else 'left'} at gate {truck.gate} at "
+            f"Haul truck{which} {moved} at {site.gate_label(truck.gate)} at "
             f"{local_hms(truck.ts, tz)} local on {local.date().isoformat()}, {when} "
             f"(section {standard.section})"
         )

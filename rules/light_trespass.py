@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
 from rules.lighting import light_context, minute_groups, run_totals, series
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
-from rules.times import iso, local_hm
+from rules.times import iso, local_hm, span_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +84,11 @@ def evaluate(
                 else f"; it was declared temporary lighting ({', '.join(reasons)}), allowed under 6.C.6"
             )
             # The daemon sends only the lookback the rule needs, so an older run looks shorter.
+            run_end = readings[chosen[-1]].end
             since = (
-                f"for at least {run_total / 60:.0f} minutes"
+                f"from before {local_hm(run_start, tz)} to {local_hm(run_end, tz)}"
                 if run_start == readings[0].ts
-                else f"for {run_total / 60:.0f} minutes since {local_hm(run_start, tz)}"
+                else f"over {span_text(run_start, run_end, tz)}"
             )
             summary = (
                 f"Light at {sensor_label(info)} reached {worst:.2f} lux at "

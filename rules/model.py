@@ -90,6 +90,7 @@ class SiteContext:
     sensors: Mapping[str, SensorInfo] = field(default_factory=dict)
     flags: Mapping[str, Any] = field(default_factory=dict)  # site facts a profile rule may need
     adjoining_owners: tuple[AdjoiningOwner, ...] = ()  # blast-notice recipients besides the Town
+    gate_names: Mapping[str, str] = field(default_factory=dict)  # haul gate id -> configured name
 
     @property
     def tz(self) -> ZoneInfo:
@@ -97,6 +98,11 @@ class SiteContext:
 
     def local(self, ts: datetime) -> datetime:
         return ts.astimezone(self.tz)
+
+    def gate_label(self, gate: str) -> str:
+        """'the North gate on 10th Avenue (gate-north)', or 'gate g1' unnamed: the name people know."""
+        name = self.gate_names.get(gate, "")
+        return f"the {name} ({gate})" if name else f"gate {gate}"
 
 
 # ---------------------------------------------------------------------------

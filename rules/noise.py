@@ -210,7 +210,7 @@ def _exemptions(site: SiteContext, info: SensorInfo, params: NoiseParams, data: 
                 truck.ts - timedelta(seconds=params.truck_margin_before_s),
                 truck.ts + timedelta(seconds=params.truck_margin_after_s),
                 f"haul truck{which} {'entering' if truck.direction == 'in' else 'leaving'} "
-                f"at gate {truck.gate} at {local_hms(truck.ts, tz)}",
+                f"at {site.gate_label(truck.gate)} at {local_hms(truck.ts, tz)}",
                 f"truck:{truck.id}",
             )
         )

@@ -164,6 +164,22 @@ def available_profiles() -> list[str]:
 
 def load_profile(name_or_path: str, overrides: Mapping[str, Any] | None = None) -> Profile:
     """Load a shipped profile by name, or a ``.toml`` file by path, and apply one site's overrides."""
+    raw, source = _read_profile(name_or_path)
+    return build_profile(raw, source=source, overrides=overrides)
+
+
+def episode_gap_of(name_or_path: str, overrides: Mapping[str, Any] | None = None) -> float:
+    """The profile's ``episode_gap_s`` with the site's override, read without building the
+    standards (whose parameters need every rule module): for readers of the store such as
+    `minewatch status`. An invalid profile raises as :func:`load_profile` would."""
+    profile_overrides = overrides or {}
+    if "episode_gap_s" not in profile_overrides:
+        raw, _ = _read_profile(name_or_path)
+        return float(raw.get("episode_gap_s", 300.0))
+    return float(profile_overrides["episode_gap_s"])
+
+
+def _read_profile(name_or_path: str) -> tuple[dict[str, Any], str]:
     if name_or_path.endswith(".toml"):
         source = name_or_path
         try:
@@ -178,10 +194,9 @@ def load_profile(name_or_path: str, overrides: Mapping[str, Any] | None = None) 
             raise ProfileError(source, [f"profile: unknown profile {name_or_path!r}; available: {known}"])
         raw_text = resource.read_text(encoding="utf-8")
     try:
-        raw = tomllib.loads(raw_text)
+        return tomllib.loads(raw_text), source
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(source, [f"profile: not valid TOML in {source!r}: {exc}"]) from None
-    return build_profile(raw, source=source, overrides=overrides)
 
 
 def build_profile(

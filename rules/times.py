@@ -91,3 +91,41 @@ def local_clock(ts: str | None, timezone: str) -> str:
     if not ts:
         return ""
     return local_hm(datetime.fromisoformat(ts.replace("Z", "+00:00")), ZoneInfo(timezone))
+
+
+def duration_text(seconds: float) -> str:
+    """'6 minutes', '1 minute 30 seconds', '45 seconds', '2 hours 5 minutes': a length as people say it."""
+    total = round(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [
+        f"{n} {unit}{'' if n == 1 else 's'}"
+        for n, unit in ((hours, "hour"), (minutes, "minute"), (secs, "second"))
+        if n
+    ]
+    return " ".join(parts[:2]) if parts else "0 seconds"
+
+
+def span_text(start: datetime, end: datetime, tz: ZoneInfo | str, *, with_date: bool = False) -> str:
+    """'17:02-17:08 CST (6 minutes)': both ends and the length, so a reader's subtraction agrees.
+
+    Seconds are shown when an end is not on a whole minute; dates when asked or when the span
+    crosses midnight ('2026-11-30 23:50 CST-2026-12-01 00:10 CST (20 minutes)').
+    """
+    zone = ZoneInfo(tz) if isinstance(tz, str) else tz
+    first, last = start.astimezone(zone), end.astimezone(zone)
+    clock = "%H:%M:%S" if first.second or last.second or first.microsecond or last.microsecond else "%H:%M"
+    length = duration_text((end - start).total_seconds())
+    if with_date or first.date() != last.date():
+        stamp = f"%Y-%m-%d {clock} %Z"
+        return f"{first.strftime(stamp)} to {last.strftime(stamp)} ({length})"
+    return f"{first.strftime(clock)}-{last.strftime(clock)} {last.strftime('%Z')} ({length})"
+
+
+def local_moment(ts: datetime | str | None, timezone: str) -> str:
+    """'2026-11-30 16:14:59 CST': a stored or wire time (a datetime or '...Z') in site time, to
+    the second ('' for none): how the portal and `status` show a time a person reads."""
+    if not ts:
+        return ""
+    moment = datetime.fromisoformat(ts.replace("Z", "+00:00")) if isinstance(ts, str) else ts
+    return moment.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M:%S %Z")

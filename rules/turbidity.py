@@ -43,7 +43,7 @@ from rules.model import (
     SiteData,
     TurbidityReading,
 )
-from rules.times import aligned_windows, iso, local_hm
+from rules.times import aligned_windows, iso, local_hm, span_text
 
 FINDING_WINDOW_S = 60
 _PLACEMENTS = {p.value for p in Placement}
@@ -168,7 +168,7 @@ def evaluate(
             worst = max(chosen, key=lambda j: j.reading.ntu - (j.reference or 0.0))
             last = chosen[-1]
             with_reference = sum(1 for j in chosen if j.reference is not None) / len(chosen)
-            since = f"for {last.run_s / 60:.0f} minutes since {local_hm(last.run_start, tz)}"
+            since = f"over {span_text(last.run_start, last.reading.end, tz)}"
             exemption = (
                 f"28-5(a)(1): the activity is on, over or under the water (site flag {params.exempt_flag})"
             )

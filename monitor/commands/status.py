@@ -39,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from monitor.daemon.site_status import site_status
     from monitor.journal.store import Store
     from monitor.wire.link_state import META_KEY, LinkState
+    from rules.profile import episode_gap_of
+    from rules.times import local_moment
 
     # Reads the store only: secrets (the broker's password) are not needed here, nor the
     # profiles (check-config and the daemon check them; loading one imports every rule).
@@ -51,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         )
     store = Store(config.storage.path)
     try:
-        statuses = [site_status(store, site, now) for site in config.sites]
+        gaps = {s.id: episode_gap_of(s.profile, s.agreement) for s in config.sites}
+        statuses = [site_status(store, site, now, episode_gap_s=gaps[site.id]) for site in config.sites]
         for status in statuses:  # resends that contradicted a kept reading, since the store began
             conflicts = store.conflict_counts(status["site"])
             for sensor, entry in status["sensors"].items():
@@ -77,15 +80,19 @@ def run(args: argparse.Namespace) -> int:
         seen = state.describe(datetime.now(UTC)) if state is not None else "not reported yet"
         print(f"worker {worker} ({', '.join(sites)}): {seen}")
     for status in statuses:
-        print(f"{status['name']} ({status['site']}) at {status['ts']}")
+        print(f"{status['name']} ({status['site']}) at {status['ts_local']} ({status['ts']})")
         for sensor, entry in status["sensors"].items():
             level = f"  LAeq,1min {entry['LAeq_1min']} dB(A)" if "LAeq_1min" in entry else ""
             level += f"  conflicts {entry['conflicts']}" if entry["conflicts"] else ""
-            print(f"  {sensor:<8} {entry['kind']:<8} last data {entry['last_ts'] or 'never'}{level}")
+            last = entry["last_ts"]
+            seen = local_moment(last, status["timezone"]) or "never"
+            print(f"  {sensor:<8} {entry['kind']:<8} last data {seen}{level}")
         kinds = ", ".join(f"{k}: {n}" for k, n in status["findings_24h"].items()) or "none"
-        print(f"  findings in the last 24 h: {kinds}")
-        for summary in status["violations_24h"]:
-            print(f"  - {summary}")
+        print(f"  findings (judged windows) in the last 24 h: {kinds}")
+        if status["episodes_24h"]:
+            print("  violation episodes in the last 24 h:")
+        for episode in status["episodes_24h"]:
+            print(f"  - {episode['text']}")
     return 0
 
 

@@ -22,7 +22,7 @@ from monitor.influx import points
 from monitor.influx.points import WritePoint
 from monitor.journal.store import Store
 from monitor.notify.alerts import Alert, AlertBook
-from monitor.notify.notices import NoticeBook, NoticeEvent
+from monitor.notify.notices import NoticeBook, NoticeEvent, violation_alert_text
 from monitor.wire.canonical import to_us
 from monitor.wire.codec import finding_to_json
 from monitor.wire.protocol import format_ts, output_topic
@@ -117,16 +117,15 @@ class Announcer:
         window = f"{site}|{to_us(minute)}"
         previous = set(json.loads(self.store.meta(f"window:{window}") or "[]"))
         current = {f.id for f in findings}
-        stored: list[Finding] = []
-        for finding in findings:
-            if not self.store.append_finding(finding, now):
-                continue
-            stored.append(finding)
+        stored: list[Finding] = [f for f in findings if self.store.append_finding(f, now)]
+        # Violation episodes open notices (section 13.3.A) or continue / escalate them, before
+        # the findings are alerted: a violation's alert tells its episode as the notice does.
+        events = self.notices.on_findings(state.config, state.profile, stored, now)
+        for finding in stored:
             # A revision (the minute re-judged with late data) is published, not alerted again:
             # people were told of the finding when it was made.
             self._announce(site, finding, now, alert=finding.id not in previous)
-        # Violation episodes open notices (section 13.3.A) or continue / escalate them.
-        for event in self.notices.on_findings(state.config, state.profile, stored, now):
+        for event in events:
             self.notice_event(event, now)
         for gone in previous - current:
             self._retract(site, gone, now)
@@ -150,6 +149,12 @@ class Announcer:
         if not alert:
             return
         sensors = ",".join(finding.sensors)
+        message = finding.summary
+        if finding.kind is FindingKind.VIOLATION:
+            told = self.notices.episode_of(site, finding.id)
+            if told is not None:
+                body = {**body, "episode_id": told[1].get("episode_id"), "notice_id": told[0]}
+                message = violation_alert_text(told[1], told[0])
         if finding.kind in TOWN_KINDS:
             # One alert per standard, sensors and event while it keeps recurring (a noisy half
             # hour is one alert, not thirty); AlertBook clears it after min_gap_s of quiet.
@@ -158,7 +163,7 @@ class Announcer:
             severity = "violation" if finding.kind is FindingKind.VIOLATION else "notice"
             audiences = ("town", "operator")
             self.alerts.raise_(
-                Alert(site, audiences, finding.kind.value, severity, condition, finding.summary, body), now
+                Alert(site, audiences, finding.kind.value, severity, condition, message, body), now
             )
         elif finding.kind is FindingKind.WARNING:
             condition = f"warning:{finding.standard}:{sensors}"
@@ -201,7 +206,7 @@ class Announcer:
             return
         state.last_status = now
         online = {s: h.online for s, h in state.health.items()}
-        body = site_status(self.store, state.config, now, online)
+        body = site_status(self.store, state.config, now, online, episode_gap_s=state.profile.episode_gap_s)
         self.outgoing.add(state.config.id, "status", body, retain=True)
 
     def anchor(self, state: SiteState, now: datetime, interval_s: float) -> None:

@@ -18,6 +18,7 @@ class Clock:
         self.mode = mode
         self.wall = wall or (lambda: datetime.now(UTC))
         self.data_now: datetime | None = None
+        self.data_start: datetime | None = None  # the first data time seen (data clock)
 
     def now(self) -> datetime:
         if self.mode == "data":
@@ -26,4 +27,5 @@ class Clock:
 
     def observe(self, ts: datetime) -> None:
         if self.mode == "data" and (self.data_now is None or ts > self.data_now):
+            self.data_start = self.data_start or ts
             self.data_now = ts

@@ -183,6 +183,7 @@ class Pipeline:
         self.outgoing = Outgoing(self.prefix, publish)  # published after each commit
         self.announcer = Announcer(store, self.alerts, self.notices, self.outgoing, self._write_point)
         self.last_prune = NEVER
+        self.last_tick_at: datetime | None = None  # data clock: the data time of the last tick
         self.announce_sites: frozenset[str] | None = None  # notice changes of these sites only (a worker)
         self._pending_sound: list[PendingSound] = []
         self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
@@ -527,6 +528,21 @@ class Pipeline:
             # the next anchor and status after a simulated past day's data, never reached.
             return
         now = self.clock.now()
+        if self.clock.mode == "data":
+            # Data time moves by as much as a batch holds between two ticks (minutes, when a
+            # simulation runs at full speed). Doing the periodic work once a data minute, as a
+            # real-time daemon would, makes what is judged, alerted and noticed when (the
+            # times notices and alerts carry) follow the data, not the ticks' wall-clock luck:
+            # the same simulation gives the same record.
+            first = self.last_tick_at + MINUTE if self.last_tick_at is not None else self.clock.data_start
+            step = first or now
+            while step < now:
+                self._periodic(step)
+                step += MINUTE
+            self.last_tick_at = max(now, self.last_tick_at or now)
+        self._periodic(now)
+
+    def _periodic(self, now: datetime) -> None:
         # The rules read committed data and write nothing: they run before the write
         # transaction, which other workers' batches take meanwhile.
         judgements: dict[str, Judgement] = {}
@@ -681,7 +697,8 @@ class Pipeline:
     def _check_silence(self, state: SiteState, now: datetime) -> None:
         if self.clock.mode == "data" and self.clock.data_now is None:
             return  # no data yet: no "now" to measure silence against
-        self.health.check_silence(state.config, state.health, now)
+        data_start = self.clock.data_start if self.clock.mode == "data" else None
+        self.health.check_silence(state.config, state.health, now, data_start)
 
     # ------------------------------------------------------------------ outputs
 

@@ -7,22 +7,33 @@ pipeline made the command take 3-4.5 s on a busy 2-core machine, for a 0.1 s que
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from monitor.config import SiteConfig
+from monitor.journal.episodes import site_episodes
 from monitor.journal.store import Store
+from monitor.wire.canonical import to_us
 from monitor.wire.protocol import format_ts
-from rules.times import MINUTE
+from rules.times import MINUTE, local_stamp
 
 
 def site_status(
-    store: Store, site: SiteConfig, now: datetime, online: dict[str, bool] | None = None
+    store: Store,
+    site: SiteConfig,
+    now: datetime,
+    online: dict[str, bool] | None = None,
+    *,
+    episode_gap_s: float = 300.0,
 ) -> dict[str, Any]:
-    """The last minute per sensor and the open findings: the retained status and `minewatch status`."""
+    """The last minute per sensor, the findings and the violation episodes of the last 24 hours,
+    as the record stood at ``now`` (nothing received for later times counts): the retained
+    status, `minewatch status [--at]` and the portal's status page.
+
+    ``episode_gap_s`` is the site profile's: episodes are the ones the notices tell.
+    """
     # Energy and seconds per sensor: a period counts for its duration (not all meters send 1-s periods).
     last_minute: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for sensor_id, laeq, duration_s in store.sound_laeq_between(site.id, now - MINUTE, now):
@@ -31,7 +42,7 @@ def site_status(
         totals[1] += duration_s
     sensors: dict[str, Any] = {}
     for sensor in site.sensors:
-        last_us = store.last_data_us(site.id, sensor.id)
+        last_us = store.last_data_us(site.id, sensor.id, through=now)
         entry: dict[str, Any] = {
             "kind": sensor.kind.value,
             "last_ts": format_ts(datetime.fromtimestamp(last_us / 1e6, UTC)) if last_us else None,
@@ -44,17 +55,18 @@ def site_status(
             entry["seconds"] = int(seconds) if seconds.is_integer() else round(seconds, 1)
         sensors[sensor.id] = entry
     day_start = now - timedelta(hours=24)
-    open_rows = store.current_findings(site.id, day_start, now + timedelta(days=1))
     by_kind: dict[str, int] = defaultdict(int)
-    for r in open_rows:
-        by_kind[r["kind"]] += 1
+    for r in store.current_findings(site.id, day_start, now):
+        if r["end_us"] <= to_us(now):  # judged by then
+            by_kind[r["kind"]] += 1
+    episodes = site_episodes(store.conn, site.id, day_start, now, episode_gap_s, as_of=now)
     return {
         "site": site.id,
         "name": site.name,
         "ts": format_ts(now),
+        "ts_local": local_stamp(now, site.timezone),
+        "timezone": site.timezone,
         "sensors": sensors,
         "findings_24h": dict(by_kind),
-        "violations_24h": [json.loads(r["data"])["summary"] for r in open_rows if r["kind"] == "violation"][
-            -10:
-        ],
+        "episodes_24h": [e.to_json(site.timezone) for e in episodes[-10:]],
     }

@@ -32,6 +32,8 @@ from zoneinfo import ZoneInfo
 
 from monitor.errors import UsageError
 from monitor.journal import queries
+from monitor.wire.protocol import format_ts
+from rules.times import local_stamp
 
 if TYPE_CHECKING:
     from monitor.config import Config, SiteConfig
@@ -322,19 +324,51 @@ class Demo:
     # ------------------------------------------------------------------ results
 
     def report(self) -> bool:
+        from monitor.config import load_config
+        from monitor.journal.episodes import site_episodes
+        from monitor.notify.notices import facts_json, list_notices
+        from rules.episodes import episode_text
+        from rules.profile import load_profile
+
+        site = load_config(self.config).site(SITE)
+        assert site is not None, "the demo's configuration names its one site"
+        profile = load_profile(site.profile, site.agreement)
+        zone = site.timezone
         conn = sqlite3.connect(self.store)
+        conn.row_factory = sqlite3.Row
         try:
             findings = queries.current_findings(conn)
+            day_start = datetime.combine(self.day, datetime.min.time(), ZoneInfo(zone)).astimezone(UTC)
+            episodes = site_episodes(
+                conn, SITE, day_start, day_start + timedelta(days=1), profile.episode_gap_s
+            )
+            per_standard = Counter((e.facts.standard, e.facts.section) for e in episodes)
             table = Counter((f["standard"], f["section"], f["kind"]) for f in findings)
             _say(
                 self.stream, f"\nCompliance summary, site dovre-quarry, {self.day} (Town of Dovre ordinance)"
             )
-            _say(self.stream, f"  {'standard':<22}{'section':<9}{'finding':<20}{'count':>6}")
+            # Violations are counted as episodes (what a person reads), the judged windows beside.
+            _say(self.stream, f"  {'standard':<22}{'section':<9}{'finding':<20}{'episodes':>9}{'windows':>9}")
             self.summary["findings"] = []
             for (standard, section, kind), n in sorted(table.items()):
-                _say(self.stream, f"  {standard:<22}{section:<9}{kind:<20}{n:>6}")
+                told = per_standard[(standard, section)] if kind == "violation" else None
+                shown = "-" if told is None else str(told)
+                _say(self.stream, f"  {standard:<22}{section:<9}{kind:<20}{shown:>9}{n:>9}")
                 self.summary["findings"].append(
-                    {"standard": standard, "section": section, "finding": kind, "count": n}
+                    {
+                        "standard": standard,
+                        "section": section,
+                        "finding": kind,
+                        "episodes": told,
+                        "windows": n,
+                    }
+                )
+            _say(self.stream, "\nViolation episodes (site time)")
+            self.summary["episodes"] = []
+            for told_episode in episodes:
+                _say(self.stream, "  " + episode_text(told_episode.facts, zone, told_episode.notice_id))
+                self.summary["episodes"].append(
+                    {**facts_json(told_episode.facts, zone, site), "notice": told_episode.notice_id}
                 )
             _say(self.stream, "\nExpected findings")
             ok = True
@@ -343,30 +377,27 @@ class Demo:
                 n = sum(1 for f in findings if expectation.matches(f))
                 passed = (n > 0) == expectation.want_some
                 ok &= passed
-                _say(self.stream, f"  [{'ok' if passed else 'MISSING'}] {expectation.label} ({n})")
-                self.summary["expected"].append({"label": expectation.label, "count": n, "ok": passed})
-            notices = (
-                conn.execute(
-                    "SELECT id, standard, section, status, deadline_us FROM notices ORDER BY id"
-                ).fetchall()
-                if _has_table(conn, "notices")
-                else []
-            )
+                _say(self.stream, f"  [{'ok' if passed else 'MISSING'}] {expectation.label} ({n} windows)")
+                self.summary["expected"].append({"label": expectation.label, "windows": n, "ok": passed})
+            notices = list_notices(conn, SITE, None) if _has_table(conn, "notices") else []
             _say(self.stream, f"\nNotices of violation issued: {len(notices)}")
             self.summary["notices"] = []
-            for notice_id, standard, section, status, deadline_us in notices:
-                deadline = datetime.fromtimestamp(deadline_us / 1e6, UTC).strftime("%Y-%m-%d")
+            for notice in notices:
+                deadline = local_stamp(notice.deadline, zone)
                 _say(
                     self.stream,
-                    f"  {notice_id}  {standard} (section {section})  {status}, cure by {deadline}",
+                    f"  {notice.id}  {notice.standard} (section {notice.section})  {notice.status}, "
+                    f"cure by {deadline}",
                 )
                 self.summary["notices"].append(
                     {
-                        "id": notice_id,
-                        "standard": standard,
-                        "section": section,
-                        "status": status,
+                        "id": notice.id,
+                        "standard": notice.standard,
+                        "section": notice.section,
+                        "status": notice.status,
                         "cure_by": deadline,
+                        "cure_by_utc": format_ts(notice.deadline),
+                        "episodes": [e.episode_id for e in notice.episodes],
                     }
                 )
             alerts = queries.alert_counts(conn)

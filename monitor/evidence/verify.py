@@ -824,7 +824,8 @@ class _Verifier:
         # config.toml is not one of them.
         r.config = (
             f"profile {record['profile']} {str(record['profile_sha256'])[:12]} and configuration"
-            f" {str(record['config_sha256'])[:12]} ({settings}), in force since {since},"
+            f" {str(record['config_sha256'])[:12]} ({settings}), recorded at {since} and in force for"
+            " every record judged after it,"
             + (
                 f" chained at seq {seq}{proven}: {files}"
                 if unbound

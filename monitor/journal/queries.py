@@ -57,18 +57,21 @@ def current_findings(
     end: datetime | None = None,
     standards: Sequence[str] | None = None,
     ids: Sequence[str] | None = None,
+    kinds: Sequence[str] | None = None,
     without_data: bool = False,
 ) -> list[sqlite3.Row]:
     """The latest revision of each finding, when it is not retracted, ordered by start.
 
     The filters (each optional) choose the findings: of ``site``, starting in [start, end),
     judged under one of ``standards``, or named in ``ids`` (at most SQLite's variable limit).
+    ``kinds`` chooses among the latest revisions (a violation revised to exempt is not one).
     They apply inside the choice of the latest revision, as they always have for a window: a
     finding's id fixes its site, standard and start, so no revision falls outside them.
 
     ``without_data``: instead of every column, only (id, kind, standard, section, start_us,
-    end_us, summary, sensors), the last two taken out of the data as JSON values (NULL where
-    absent). A listing needs no more, and the data also carries every reading the finding
+    end_us, summary, sensors, window_start, window_end), the last four taken out of the data as
+    JSON values (NULL where absent; the window is the one the summary tells, e.g. noise's worst
+    60-s window). A listing needs no more, and the data also carries every reading the finding
     used (60 refs for a minute), which is then neither returned nor decoded.
     """
     terms: list[str] = []
@@ -90,18 +93,30 @@ def current_findings(
         params.extend(ids)
     where = f" WHERE {' AND '.join(terms)}" if terms else ""
     columns = _FINDING_LISTING if without_data else "f.*"
+    of_kinds = f" AND f.kind IN ({','.join('?' * len(kinds))})" if kinds is not None else ""
     return _rows(
         conn,
         f"SELECT {columns} FROM findings f JOIN (SELECT id, MAX(revision) AS revision FROM findings"
         f"{where} GROUP BY id) last ON f.id = last.id AND f.revision = last.revision"
-        " WHERE f.retracted = 0 ORDER BY f.start_us",
-        params,
+        f" WHERE f.retracted = 0{of_kinds} ORDER BY f.start_us",
+        [*params, *(kinds or ())],
     )
+
+
+def notice_of_episode(conn: sqlite3.Connection, episode_id: str) -> str | None:
+    """The notice an episode was told in (its latest record), if any."""
+    row = conn.execute(
+        "SELECT notice_id FROM notice_episodes WHERE episode_id = ? ORDER BY revision DESC LIMIT 1",
+        (episode_id,),
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 _FINDING_LISTING = (
     "f.id, f.kind, f.standard, f.section, f.start_us, f.end_us,"
-    " json_extract(f.data, '$.summary') AS summary, json_extract(f.data, '$.sensors') AS sensors"
+    " json_extract(f.data, '$.summary') AS summary, json_extract(f.data, '$.sensors') AS sensors,"
+    " json_extract(f.data, '$.details.window_start') AS window_start,"
+    " json_extract(f.data, '$.details.window_end') AS window_end"
 )
 
 
@@ -202,6 +217,20 @@ def sound_laeq(
         conn,
         f"SELECT sensor, ts_us, LAeq FROM sound WHERE site = ? AND sensor IN ({marks}) AND ts_us >= ?"
         " AND ts_us < ? ORDER BY ts_us",
+        (site, *sensors, to_us(start), to_us(end)),
+    )
+
+
+def linear_peaks(
+    conn: sqlite3.Connection, site: str, sensors: Sequence[str], start: datetime, end: datetime
+) -> list[sqlite3.Row]:
+    """(sensor, ts_us, LZpeak) of the sound periods of ``sensors`` starting in [start, end) that
+    carry a linear peak, loudest first: the rows an evidence bundle's sound.csv holds."""
+    marks = ",".join("?" * len(sensors))
+    return _rows(
+        conn,
+        f"SELECT sensor, ts_us, LZpeak FROM sound WHERE site = ? AND sensor IN ({marks}) AND ts_us >= ?"
+        " AND ts_us < ? AND LZpeak IS NOT NULL ORDER BY LZpeak DESC, sensor, ts_us",
         (site, *sensors, to_us(start), to_us(end)),
     )
 

@@ -1069,10 +1069,14 @@ class Store:
             (site, seq, head, to_us(now)),
         )
 
-    def last_data_us(self, site: str, sensor: str) -> int | None:
-        """Microseconds of the newest sound second or reading of a sensor, None if it never sent any."""
-        sound = self.conn.execute(_LAST_SOUND, (site, sensor)).fetchone()
-        reading = self.conn.execute(_LAST_READING, {"site": site, "sensor": sensor}).fetchone()
+    def last_data_us(self, site: str, sensor: str, through: datetime | None = None) -> int | None:
+        """Microseconds of the newest sound second or reading of a sensor (starting at or before
+        ``through``, when given), None if it never sent any."""
+        last = to_us(through) if through is not None else _NO_LIMIT_US
+        sound = self.conn.execute(_LAST_SOUND, (site, sensor, last)).fetchone()
+        reading = self.conn.execute(
+            _LAST_READING, {"site": site, "sensor": sensor, "through": last}
+        ).fetchone()
         found = [row[0] for row in (sound, reading) if row is not None and row[0] is not None]
         return max(found) if found else None
 
@@ -1088,7 +1092,10 @@ class Store:
 # Newest sound second of one sensor. The sound key is (site, ts_us, sensor): walking it
 # backwards from the newest second stops at the sensor's last one, where MAX() over a
 # UNION with readings read every row of the site.
-_LAST_SOUND = "SELECT ts_us FROM sound WHERE site = ? AND sensor = ? ORDER BY ts_us DESC LIMIT 1"
+_LAST_SOUND = (
+    "SELECT ts_us FROM sound WHERE site = ? AND sensor = ? AND ts_us <= ? ORDER BY ts_us DESC LIMIT 1"
+)
+_NO_LIMIT_US = 2**62
 # Newest reading of one sensor. The readings key is (site, sensor, kind, ts_us): one index
 # seek per kind (a skip scan over the kinds the sensor has), not a scan of its readings.
 _LAST_READING = """
@@ -1098,6 +1105,9 @@ WITH RECURSIVE kinds(kind) AS (
     SELECT (SELECT MIN(kind) FROM readings WHERE site = :site AND sensor = :sensor AND kind > kinds.kind)
     FROM kinds WHERE kinds.kind IS NOT NULL
 )
-SELECT MAX((SELECT MAX(ts_us) FROM readings WHERE site = :site AND sensor = :sensor AND kind = kinds.kind))
+SELECT MAX((
+    SELECT MAX(ts_us) FROM readings
+    WHERE site = :site AND sensor = :sensor AND kind = kinds.kind AND ts_us <= :through
+))
 FROM kinds WHERE kinds.kind IS NOT NULL
 """

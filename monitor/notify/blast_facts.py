@@ -11,7 +11,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -25,7 +25,7 @@ from monitor.notify.notices import (
     quantity_text,
 )
 from rules.profile import Profile
-from rules.times import local_stamp
+from rules.times import local_stamp, span_text
 
 __all__ = ["blast_rows"]
 
@@ -108,25 +108,64 @@ def blast_rows(
                 f"{local_stamp(planned, notice.timezone)}{ahead}",
             )
         )
-    rows.append(("Air overpressure", _overpressure_text(conn, notice.site, blast_id, blast, profile)))
+    overpressure = _overpressure_text(conn, notice.site, site, blast_id, blast, blast_ts, profile)
+    rows.append(("Air overpressure", overpressure))
     return rows
 
 
 def _overpressure_text(
     conn: sqlite3.Connection,
-    site: str,
+    site_id: str,
+    site: SiteConfig | None,
     blast_id: str,
     blast: Mapping[str, Any] | None,
+    blast_ts: datetime | None,
     profile: Profile | None,
 ) -> str:
-    keys = [k for k, s in profile.standards.items() if s.rule == "air_overpressure"] if profile else []
-    rows = queries.current_findings(conn, site=site, standards=keys) if keys else []
+    """The overpressure judged for the blast, else what the boundary meters' stored rows say.
+
+    Read from the same ``sound`` rows an evidence bundle carries, so the notice never says
+    "not measured" beside a bundle that holds linear peaks for the blast's window.
+    """
+    listed = profile.standards.items() if profile else ()
+    standards = {k: s for k, s in listed if s.rule == "air_overpressure"}
+    rows = queries.current_findings(conn, site=site_id, standards=list(standards)) if standards else []
     for row in rows:
         finding = json.loads(row["data"])
         if f"blast:{blast_id}" in finding.get("refs", ()):
             measured = "; ".join(measurement_text(m) for m in finding.get("measurements", ()))
             sensors = ", ".join(finding.get("sensors", ()))
             return f"{measured}{f' at {sensors}' if sensors else ''} ({finding.get('kind', '')})"
+    why = _not_judged_reason(site, standards)
     if blast and blast.get("overpressure_db") is not None:
-        return f"{quantity_text(float(blast['overpressure_db']), 'dB')} (linear peak, from the blast record)"
-    return "not measured: no boundary meter reported a linear peak in the blast's window"
+        recorded = quantity_text(float(blast["overpressure_db"]), "dB")
+        return f"{recorded} (linear peak, from the blast record){why}"
+    standard = next(iter(standards.values()), None)
+    if site is None or blast_ts is None or standard is None:
+        return f"no boundary meter's linear peak is recorded for this blast{why}"
+    params = standard.params
+    start = blast_ts - timedelta(seconds=float(getattr(params, "window_before_s", 5.0)))
+    end = blast_ts + timedelta(seconds=float(getattr(params, "window_after_s", 10.0)))
+    meters = [s.id for s in site.sensors if s.kind.value == "sound" and s.info().at_boundary]
+    peaks = queries.linear_peaks(conn, site.id, meters, start, end) if meters else []
+    window = span_text(start, end, site.timezone)
+    if not peaks:
+        return f"no boundary meter reported a linear peak over {window}{why}"
+    loudest: dict[str, float] = {}
+    for row in peaks:  # loudest first: the first row of a meter is its peak
+        loudest.setdefault(str(row["sensor"]), float(row["LZpeak"]))
+    told = ", ".join(f"{quantity_text(db, 'dB')} at {sensor}" for sensor, db in loudest.items())
+    return f"boundary meters' linear peak (LZpeak) over {window}: {told}{why}"
+
+
+def _not_judged_reason(site: SiteConfig | None, standards: Mapping[str, Any]) -> str:
+    """Why no overpressure finding exists where the meters did measure."""
+    if not standards:
+        return "; the profile sets no overpressure limit"
+    binding = any(s.applies_to_preexisting for s in standards.values())
+    if site is not None and site.preexisting and not binding:
+        return (
+            "; not judged against the limit: the site is a pre-existing operation (section 1.4.C),"
+            " which the overpressure standard does not bind"
+        )
+    return ""

@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -35,9 +36,9 @@ from monitor.notify.notices import (
     notice_history,
     quantity_text,
 )
-from monitor.wire.protocol import format_ts
+from monitor.wire.protocol import format_ts, parse_ts
 from rules.profile import Profile, ProfileError, load_profile
-from rules.times import local_stamp
+from rules.times import local_stamp, span_text
 
 __all__ = [
     "PLOT_MARGIN",
@@ -136,10 +137,7 @@ def _when_text(episode: NoticeEpisode, tz: str) -> tuple[str, str]:
     zone = ZoneInfo(tz)
     if seconds < 60:
         return start.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z"), format_ts(start)
-    return (
-        f"{local_stamp(start, tz)} to {local_stamp(end, tz)} ({duration_text(seconds)})",
-        f"{format_ts(start)} to {format_ts(end)}",
-    )
+    return span_text(start, end, tz, with_date=True), f"{format_ts(start)} to {format_ts(end)}"
 
 
 def _happened_text(notice: Notice, episode: NoticeEpisode) -> str:
@@ -151,11 +149,8 @@ def _happened_text(notice: Notice, episode: NoticeEpisode) -> str:
     start, end = episode_window(f, episode.start, episode.end)
     tz = notice.timezone
     seconds = (end - start).total_seconds()
-    span = (
-        f"at {local_stamp(start, tz)}"
-        if seconds < 60
-        else f"from {local_stamp(start, tz)} to {local_stamp(end, tz)} ({duration_text(seconds)})"
-    )
+    long = seconds >= 60
+    span = f"over {span_text(start, end, tz, with_date=True)}" if long else f"at {local_stamp(start, tz)}"
     where = _sensors_text(f)
     measured = "; ".join(
         f"{m['name']} {quantity_text(float(m['value']), str(m.get('unit') or ''))} against a limit of "
@@ -181,6 +176,27 @@ def _intervals_text(episode: NoticeEpisode) -> str:
     return text
 
 
+def _peak_text(facts: Mapping[str, Any], tz: str) -> str:
+    """'LAeq,1min 84.2 dB(A) over 16:12:03-16:13:03 CST (1 minute), the highest of the 11 windows
+    judged in violation': where the level the notice states was measured."""
+    worst = facts.get("worst")
+    first, last = facts.get("peak_start"), facts.get("peak_end")
+    if not isinstance(worst, Mapping) or not isinstance(first, str) or not isinstance(last, str):
+        return ""  # a notice recorded before episodes kept their peak window
+    try:
+        start, end = parse_ts(first, "peak_start"), parse_ts(last, "peak_end")
+    except ValueError:
+        return ""
+    windows = int(facts.get("findings") or 1)
+    text = f"{measurement_text(worst)} over {span_text(start, end, tz)}"
+    if windows > 1:
+        text += f", the highest of the {windows} windows judged in violation"
+    exempt = float(facts.get("peak_exempt_s") or 0.0)
+    if exempt:
+        text += f"; {duration_text(exempt)} of exempt activity left out of that window"
+    return text
+
+
 def facts_rows(
     episode: NoticeEpisode, timezone: str = "UTC", notice: Notice | None = None
 ) -> list[tuple[str, str]]:
@@ -197,6 +213,9 @@ def facts_rows(
         rows.append(("Sensors", _sensors_text(f)))
     if measured:
         rows.append(("Measured vs limit", measured))
+    peak = _peak_text(f, tz)
+    if peak:
+        rows.append(("Highest window", peak))
     rows += [
         ("Intervals judged in violation", _intervals_text(episode)),
         (
@@ -372,7 +391,9 @@ def _evidence_window(notice: Notice) -> tuple[datetime, datetime]:
 def evidence_rows(notice: Notice, context: NoticeContext | None) -> list[tuple[str, str]]:
     """How to check the facts: the chain head under which the notice was recorded and the export command."""
     first, last = _evidence_window(notice)
-    config = context.config_path if context is not None and context.config_path else "minewatch.toml"
+    # The file's name, not the server's path to it: the notice goes to the operator.
+    given = context.config_path if context is not None else ""
+    config = Path(given).name if given else "minewatch.toml"
     command = (
         f"minewatch evidence --config {config} --site {notice.site} --from {format_ts(first)} "
         f"--to {format_ts(last)} --out {notice.id}-evidence.zip"

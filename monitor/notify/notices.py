@@ -41,13 +41,11 @@ passed in.
 from __future__ import annotations
 
 import json
-import math
 import re
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -60,10 +58,10 @@ from monitor.journal.chain_kinds import notice_record as notice_record
 from monitor.journal.store import Store
 from monitor.notify.alerts import Alert
 from monitor.wire.canonical import canonical_text, from_us, to_us
-from monitor.wire.codec import finding_to_json
+from monitor.wire.codec import finding_from_json, finding_to_json
 from monitor.wire.protocol import format_ts
 from rules.deadlines import WorkCalendar, after_deadline, extended_deadline
-from rules.episodes import Episode, update_episodes
+from rules.episodes import Episode, EpisodeFacts, episode_facts, measurement_json, update_episodes
 from rules.model import Finding, FindingKind, Measurement
 from rules.notice_decision import (
     ACTIVE_STATUSES,
@@ -76,7 +74,8 @@ from rules.notice_decision import (
     decide,
 )
 from rules.profile import Profile
-from rules.times import local_stamp
+from rules.quantities import limit_text, measurement_text, number_text, quantity_text, unit_text
+from rules.times import duration_text, local_stamp, span_text
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -324,91 +323,6 @@ def _with_row_factory(conn: sqlite3.Connection) -> None:
 # --------------------------------------------------------------------------- formatting helpers
 
 
-# One rounding for every number a notice prints, chosen by unit: the same value reads the same
-# in the facts table, the sentence and the plot's legend. Decimal half-up, so a stored 84.05 is
-# 84.1 (as the rule that measured it wrote it), not the binary float's 84.0.
-_DECIMALS = {"dB": 1, "dB(A)": 1, "dB(C)": 1, "dB(Z)": 1, "Hz": 1, "": 2, "h": 1, "m/s": 1, "NTU": 1}
-_UNIT_NAMES = {"lx": "lux"}
-
-
-def unit_text(unit: str) -> str:
-    return _UNIT_NAMES.get(unit, unit)
-
-
-def number_text(value: float, unit: str) -> str:
-    """A measured value as a notice prints it (no unit)."""
-    if not math.isfinite(value):
-        return str(value)
-    exact = Decimal(repr(float(value)))
-    if unit in ("lx", "lux"):
-        # Illuminance spans 0.01 to 10,000 lux: three significant digits at any level.
-        if value == 0:
-            return "0"
-        places = max(0, 2 - math.floor(math.log10(abs(value))))
-    elif unit == "s":
-        places = 0
-    else:
-        places = _DECIMALS.get(unit, 2)
-    return f"{exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
-
-
-def limit_text(value: float, unit: str) -> str:
-    """A limit as set (80, 1, 0.3): the number the ordinance or the profile wrote, with its unit."""
-    shown = f"{float(value):g}"
-    return f"{shown} {unit_text(unit)}".strip()
-
-
-def quantity_text(value: float, unit: str) -> str:
-    return f"{number_text(value, unit)} {unit_text(unit)}".strip()
-
-
-def duration_text(seconds: float) -> str:
-    """'14 minutes', '1 minute', '40 seconds', '2.5 hours': whole minutes from a minute up."""
-    seconds = float(seconds)
-    if seconds < 60:
-        whole = int(Decimal(repr(seconds)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
-        return f"{whole} second{'s' if whole != 1 else ''}"
-    minutes = int(Decimal(repr(seconds / 60)).quantize(Decimal(1), rounding=ROUND_HALF_UP))
-    if minutes < 120:
-        return f"{minutes} minute{'s' if minutes != 1 else ''}"
-    return f"{number_text(seconds / 3600, 'h')} hours"
-
-
-def _measurement_text(m: Mapping[str, Any] | None) -> str:
-    if not m:
-        return ""
-    unit = str(m.get("unit") or "")
-    limit = f" (limit {limit_text(m['limit'], unit)})" if m.get("limit") is not None else ""
-    return f"{m['name']} {quantity_text(float(m['value']), unit)}{limit}"
-
-
-def measurement_text(m: Mapping[str, Any] | None) -> str:
-    """'LAeq,1min 84.1 dB(A) (limit 80 dB(A))': the one way a notice states a measurement."""
-    return _measurement_text(m)
-
-
-def _measurement_dict(m: Measurement | None) -> dict[str, Any] | None:
-    return None if m is None else {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit}
-
-
-def _worst_measurements(findings: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Every measurement the findings name, each at its worst over the episode, in first-seen order.
-
-    Worst is the largest excess over the limit, or the largest value where there is no limit
-    (a light trespass episode has both the illuminance and how long it lasted).
-    """
-    worst: dict[str, dict[str, Any]] = {}
-    for f in findings:
-        for m in f.get("measurements", ()):
-            name = str(m["name"])
-            limit = m.get("limit")
-            score = float(m["value"]) - (float(limit) if limit is not None else 0.0)
-            held = worst.get(name)
-            if held is None or score > held["_score"]:
-                worst[name] = {**m, "_score": score}
-    return [{k: v for k, v in m.items() if k != "_score"} for m in worst.values()]
-
-
 def _parse_utc(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
@@ -427,79 +341,61 @@ def episode_window(facts: Mapping[str, Any], start: datetime, end: datetime) -> 
         return start, end
 
 
-def _condition_start(start: datetime, findings: Sequence[Mapping[str, Any]]) -> datetime:
-    begins = [start]
-    for f in findings:
-        details = f.get("details")
-        if isinstance(details, Mapping) and isinstance(details.get("run_start"), str):
-            try:
-                begins.append(_parse_utc(details["run_start"]))
-            except ValueError:
-                continue
-    return min(begins)
-
-
 def _episode_facts(
     episode: Episode, findings: Sequence[Mapping[str, Any]], timezone: str, site: SiteConfig | None = None
 ) -> dict[str, Any]:
-    """What the notice says happened, from the episode and its findings (as finding_to_json dicts)."""
-    ordered = sorted(findings, key=lambda f: f["start"])
-    exemptions: dict[str, None] = {}
-    for f in ordered:
-        exemptions.update(dict.fromkeys(f.get("exemptions", ())))
-    completeness = [float(f.get("completeness", 1.0)) for f in ordered]
-    weather = [
-        f["details"]["weather_affected_s"]
-        for f in ordered
-        if isinstance(f.get("details"), Mapping) and "weather_affected_s" in f["details"]
-    ]
-    worst = _measurement_dict(episode.worst)
-    worst_summary = ""
-    if worst is not None:
-        for f in ordered:
-            if any(
-                m["name"] == worst["name"] and m["value"] == worst["value"] for m in f.get("measurements", ())
-            ):
-                worst_summary = f["summary"]
-                break
-    start = _condition_start(episode.start, ordered)
-    considered: dict[str, None] = {}
-    refs: dict[str, None] = {}
-    for f in ordered:
-        details = f.get("details")
-        if isinstance(details, Mapping) and isinstance(details.get("considered"), list | tuple):
-            considered.update(dict.fromkeys(str(c) for c in details["considered"]))
-        refs.update(dict.fromkeys(str(r) for r in f.get("refs", ()) if not str(r).startswith("sound:")))
-    facts: dict[str, Any] = {
-        "episode_id": episode.id,
-        "section": episode.section,
-        "standard": episode.standard,
-        "sensors": list(episode.sensors),
+    """What the notice says happened: ``rules.episodes.episode_facts`` (the one computation every
+    surface renders) in the notice's stored JSON form."""
+    return facts_json(episode_facts(episode, [finding_from_json(f) for f in findings]), timezone, site)
+
+
+def violation_alert_text(facts: Mapping[str, Any], notice_id: str) -> str:
+    """A violation's alert: its episode as the notice tells it at that moment ('so far': the
+    episode may still grow, and the notice then tells its final span and highest window)."""
+    where = ", ".join(str(s) for s in facts.get("sensors", ())) or "the site"
+    standard = f"{facts.get('standard')} ({facts.get('section')})"
+    text = f"{standard} violation at {where}: {facts.get('span_text')} so far"
+    if facts.get("worst_text"):
+        text += f"; highest {facts['worst_text']} over {facts.get('peak_span_text')}"
+    return f"{text}; notice {notice_id}"
+
+
+def facts_json(facts: EpisodeFacts, timezone: str, site: SiteConfig | None = None) -> dict[str, Any]:
+    """An episode's facts as the notices store them and the API and portal serve them."""
+    worst = measurement_json(facts.peak)
+    return {
+        "episode_id": facts.id,
+        "section": facts.section,
+        "standard": facts.standard,
+        "sensors": list(facts.sensors),
         "sensor_locations": {
-            s: info.location for s in episode.sensors if site and (info := site.sensor(s)) and info.location
+            s: info.location for s in facts.sensors if site and (info := site.sensor(s)) and info.location
         },
         # The one window (see episode_window): the flagged minutes, from when the condition began.
-        "start": format_ts(start),
-        "end": format_ts(episode.end),
-        "start_local": local_stamp(start, timezone),
-        "end_local": local_stamp(episode.end, timezone),
-        "flagged_start": format_ts(episode.start),
+        "start": format_ts(facts.start),
+        "end": format_ts(facts.end),
+        "start_local": local_stamp(facts.start, timezone),
+        "end_local": local_stamp(facts.end, timezone),
+        "span_text": span_text(facts.start, facts.end, timezone),
+        "flagged_start": format_ts(facts.flagged_start),
         "timezone": timezone,
-        "duration_s": (episode.end - start).total_seconds(),
-        "findings": len(episode.finding_ids),
+        "duration_s": facts.duration_s,
+        "findings": facts.windows,
         "worst": worst,
-        "worst_text": _measurement_text(worst),
-        "measurements": _worst_measurements(ordered),
-        "summary": worst_summary or (ordered[-1]["summary"] if ordered else ""),
-        "finding_summaries": list(dict.fromkeys(str(f["summary"]) for f in ordered))[:3],
-        "refs": list(refs)[:20],
-        "considered": list(considered),
-        "exemptions": list(exemptions),
-        "completeness_mean": round(sum(completeness) / len(completeness), 4) if completeness else None,
-        "completeness_min": round(min(completeness), 4) if completeness else None,
-        "weather_affected_s": sum(weather) if weather else None,
+        "worst_text": measurement_text(worst),
+        "peak_start": format_ts(facts.peak_start),
+        "peak_end": format_ts(facts.peak_end),
+        "peak_span_text": span_text(facts.peak_start, facts.peak_end, timezone),
+        "peak_exempt_s": facts.peak_exempt_s,
+        "measurements": [measurement_json(m) for m in facts.measurements],
+        "summary": facts.summary,
+        "refs": list(facts.refs),
+        "considered": list(facts.considered),
+        "exemptions": list(facts.exemptions),
+        "completeness_mean": facts.completeness_mean,
+        "completeness_min": facts.completeness_min,
+        "weather_affected_s": facts.weather_affected_s,
     }
-    return facts
 
 
 def _citation_section(profile: Profile) -> str:
@@ -571,6 +467,20 @@ class NoticeBook:
             )
         return events
 
+    def episode_of(self, site: str, finding_id: str) -> tuple[str, Mapping[str, Any]] | None:
+        """(notice id, the episode's facts as that notice tells them now) of the open episode a
+        violation finding belongs to; None when no open episode holds it."""
+        for episode, notice_id in self._load_working(site).values():
+            if finding_id not in episode.finding_ids:
+                continue
+            row = self.conn.execute(
+                "SELECT data FROM notice_episodes WHERE notice_id = ? AND episode_id = ?"
+                " ORDER BY revision DESC LIMIT 1",
+                (notice_id, episode.id),
+            ).fetchone()
+            return (notice_id, json.loads(row[0])) if row is not None else None
+        return None
+
     def _load_working(self, site: str) -> dict[str, tuple[Episode, str]]:
         rows = self.conn.execute(
             "SELECT episode_id, notice_id, data FROM notice_open_episodes WHERE site = ?", (site,)
@@ -595,8 +505,8 @@ class NoticeBook:
         now: datetime,
     ) -> list[NoticeEvent]:
         prior = working.get(episode.id)
-        if prior is not None and prior[0].finding_ids == episode.finding_ids and prior[0].end == episode.end:
-            return []  # untouched by these findings
+        if prior is not None and not set(episode.finding_ids) & set(given):
+            return []  # untouched by these findings (a re-judged minute's revision is one of them)
         facts = _episode_facts(episode, self._findings_of(episode.finding_ids, given), site.timezone, site)
         events: list[NoticeEvent] = []
         inherited = sorted((working[r] for r in episode.replaces if r in working), key=lambda p: p[0].start)
@@ -1219,7 +1129,7 @@ def _episode_to_json(episode: Episode) -> dict[str, Any]:
         "start_us": to_us(episode.start),
         "end_us": to_us(episode.end),
         "finding_ids": list(episode.finding_ids),
-        "worst": _measurement_dict(episode.worst),
+        "worst": measurement_json(episode.worst),
         "kind": episode.kind.value,
     }
 

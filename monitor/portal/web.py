@@ -29,7 +29,7 @@ from monitor.portal.jobs import Jobs
 from monitor.portal.security import Event, SecurityLog
 from monitor.portal.sessions import Sessions
 from monitor.portal.throttle import LoginLimiter
-from rules.times import local_clock
+from rules.times import local_clock, local_moment
 
 HERE = Path(__file__).parent
 
@@ -81,6 +81,7 @@ class Web:
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))  # .html: autoescaped
         self.templates.env.globals.update(version=__version__, status_label=lambda s: STATUS_LABELS.get(s, s))
         self.templates.env.filters["local"] = local_clock
+        self.templates.env.filters["site_time"] = local_moment
 
     def scope_or_none(self, request: Request) -> Scope | None:
         """The visitor's scope when logged in (for the menu of an error page), else None."""

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from rules.episodes import Episode, update_episodes
+from rules.episodes import Episode, episodes_of, update_episodes
 from rules.model import Finding, FindingKind, Measurement, SiteData
 from rules.profile import load_profile
 from tests.support.rule_builders import at, kinds, run, truck
@@ -119,3 +119,87 @@ def test_haul_hours(local_time: str, gate: str, expected: list[str]) -> None:
 def test_haul_hours_idle_without_an_agreement() -> None:
     ts = at("2026-06-15 03:00")
     assert run("haul_hours", SiteData(trucks=(truck(ts),)), ts, ts + timedelta(minutes=1)) == []
+
+
+# --------------------------------------------------------------------------- episode facts (issue 25)
+
+
+def _at(minute: float) -> datetime:
+    return T0 + timedelta(minutes=minute)
+
+
+def window_finding(
+    first: float,
+    last: float,
+    value: float = 83.0,
+    kind: FindingKind = FindingKind.VIOLATION,
+    **details: object,
+) -> Finding:
+    """A finding over [first, last) minutes after T0 whose worst 60-s window ends at ``last``."""
+    return Finding(
+        site="pit1",
+        standard="noise",
+        section="6.D",
+        kind=kind,
+        start=_at(first),
+        end=_at(last),
+        timezone="America/Chicago",
+        summary=f"noise {value}",
+        sensors=("n1",),
+        measurements=(Measurement("LAeq,1min", value, 80.0, "dB(A)"),),
+        exemptions=("haul truck T-1 entering at gate g1",) if kind is FindingKind.EXEMPT_EXCEEDANCE else (),
+        details={"window_start": _at(last - 1).isoformat(), "window_end": _at(last).isoformat(), **details},
+    )
+
+
+def test_touching_windows_are_one_episode() -> None:
+    [episode] = episodes_of([window_finding(0, 1), window_finding(1, 2)], GAP)
+    assert (episode.start, episode.end, episode.windows) == (_at(0), _at(2), 2)
+
+
+def test_a_gap_of_exactly_the_profiles_gap_joins_one_second_more_splits() -> None:
+    joined = episodes_of([window_finding(0, 1), window_finding(6, 7)], GAP)
+    split = episodes_of([window_finding(0, 1), window_finding(6 + 1 / 60, 7)], GAP)
+    assert len(joined) == 1 and len(split) == 2
+
+
+def test_an_exempt_window_inside_does_not_split_and_is_not_counted_as_a_violation() -> None:
+    exempt = window_finding(1, 2, 95.0, FindingKind.EXEMPT_EXCEEDANCE)
+    [episode] = episodes_of([window_finding(0, 1), exempt, window_finding(2, 3, 84.0)], GAP)
+    assert episode.windows == 2 and exempt.id not in episode.finding_ids
+    assert episode.peak is not None and episode.peak.value == 84.0  # the exempt 95 is not the peak
+
+
+def test_the_peak_is_the_worst_window_with_its_own_span() -> None:
+    findings = [
+        window_finding(0, 1, 83.6),
+        window_finding(1, 2, 84.2, exempt_s=12.0),
+        window_finding(2, 3, 84.1),
+    ]
+    [episode] = episodes_of(findings, GAP)
+    assert episode.peak is not None and episode.peak.value == 84.2
+    assert (episode.peak_start, episode.peak_end, episode.peak_exempt_s) == (_at(1), _at(2), 12.0)
+    assert episode.summary == "noise 84.2"
+
+
+def test_a_late_window_bridging_two_episodes_makes_one_whatever_the_order() -> None:
+    parts = [window_finding(0, 1), window_finding(12, 13), window_finding(6, 7)]
+    for order in (parts, parts[::-1], [parts[2], parts[0], parts[1]]):
+        [episode] = episodes_of(order, GAP)
+        assert (episode.start, episode.end, episode.windows) == (_at(0), _at(13), 3)
+
+
+def test_a_late_revision_that_withdraws_the_bridge_splits_the_episode() -> None:
+    first, bridge, last = window_finding(0, 1), window_finding(5, 6), window_finding(10, 11)
+    assert len(episodes_of([first, bridge, last], GAP)) == 1
+    revised = window_finding(5, 6, 95.0, FindingKind.EXEMPT_EXCEEDANCE)
+    assert [(e.start, e.end) for e in episodes_of([first, revised, last], GAP)] == [
+        (_at(0), _at(1)),
+        (_at(10), _at(11)),
+    ]
+
+
+def test_a_sustained_condition_starts_when_the_condition_began() -> None:
+    flagged = window_finding(5, 6, run_start=_at(0).isoformat())
+    [episode] = episodes_of([flagged], GAP)
+    assert (episode.start, episode.flagged_start, episode.duration_s) == (_at(0), _at(5), 360.0)

@@ -245,7 +245,6 @@ def test_dovre_profile_quotes_1_4_C_1_and_lists_its_reading() -> None:
     text = resources.files("rules.profiles").joinpath("dovre.toml").read_text(encoding="utf-8")
     comments = " ".join(line.strip().lstrip("#").strip() for line in text.splitlines())
     assert QUOTED_1_4_C_1 in comments
-    assert any("1.4.C.1" in c for c in DOVRE.considered)
     assert any("1.4.C.1" in c for c in DOVRE.standard("blast_overpressure").considered)
 
 
@@ -274,10 +273,18 @@ def test_findings_carry_their_standard_considered_readings() -> None:
     assert any("after midnight" in c for c in finding.details["considered"])
 
 
-def test_profile_wide_considered_names_weather_and_night_as_project_choices() -> None:
-    text = " ".join(DOVRE.considered)
-    assert "unreliable" in text and "the ordinance says nothing about weather" in text
-    assert "only at night" in text and "the ordinance names no time of day" in text
+def test_each_choice_is_listed_with_its_own_standard_only() -> None:
+    """A notice lists its own standard's choices (issue 25): weather under the noise standards,
+    night under the lighting ones, and nothing profile-wide that every notice would repeat."""
+    assert DOVRE.considered == ()
+    for key in ("noise", "conveyor_noise"):
+        text = " ".join(DOVRE.standard(key).considered)
+        assert "unreliable" in text and "the ordinance says nothing about weather" in text
+        assert "night" not in text
+    for key in ("light_trespass", "flashing_light", "high_intensity_light", "upward_light"):
+        considered = DOVRE.standard(key).considered
+        assert sum("the ordinance names no time of day" in c for c in considered) == 1, key
+        assert not any("weather" in c for c in considered), key
 
 
 # fmt: off
@@ -294,6 +301,8 @@ def test_considered_errors(path: str, value: Any, problem: str) -> None:
     with pytest.raises(ProfileError) as caught:
         build_profile(minimal(**{path.replace(".", "__"): value}), source="test")
     assert any(p.startswith(problem) for p in caught.value.problems), caught.value.problems
+
+
 # ------------------------------------------------------------------------ [notice]: consequence and sources
 
 
@@ -348,3 +357,16 @@ def test_notice_terms_mistakes_are_reported_by_path() -> None:
     assert "notice.sources.noise.limit_db: expected a section" in problems
     assert "notice.sources.noise.loudness: not a param of 'noise'" in problems
     assert "notice.sources.dust: 'dust' is not a standard of this profile" in problems
+
+
+def test_the_episode_gap_reads_without_building_the_profile() -> None:
+    """`minewatch status` reads the gap so (it loads no rule module): the same number as the profile's."""
+    from rules.profile import episode_gap_of
+
+    assert episode_gap_of("dovre") == DOVRE.episode_gap_s == 300.0
+    assert (
+        episode_gap_of("dovre", {"episode_gap_s": 120})
+        == load_profile("dovre", {"episode_gap_s": 120}).episode_gap_s
+    )
+    with pytest.raises(ProfileError):
+        episode_gap_of("no-such-town")

@@ -51,15 +51,17 @@ def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
     assert summary["ok"] is True and summary["date"] == day.isoformat()
     assert f"site dovre-quarry, {day.isoformat()}" in text
     for row in summary["findings"]:
-        line = f"  {row['standard']:<22}{row['section']:<9}{row['finding']:<20}{row['count']:>6}"
+        told = "-" if row["episodes"] is None else str(row["episodes"])
+        line = f"  {row['standard']:<22}{row['section']:<9}{row['finding']:<20}{told:>9}{row['windows']:>9}"
         assert line in text.splitlines()
     assert [e["label"] for e in summary["expected"]] == [e.label for e in EXPECTED]
     assert all(e["ok"] for e in summary["expected"])
     shown = re.findall(r"^  (DOV-\d{4}-\d{4})  ", text, re.MULTILINE)
     assert [n["id"] for n in summary["notices"]] == shown and shown
     for notice in summary["notices"]:
-        cure_by = date.fromisoformat(notice["cure_by"])
-        assert day + timedelta(days=13) <= cure_by <= day + timedelta(days=15)  # 14 days (13.3.A)
+        # Site time, as every notice states it: the end of the local day 14 days on (13.3.A).
+        assert notice["cure_by"] == f"{day + timedelta(days=14)} 23:59 CST", notice
+        assert f"{notice['id']}  " in text and f"cure by {notice['cure_by']}" in text
     assert summary["evidence"]["verify"].startswith("OK up to seq") and summary["evidence"]["rows"] > 0
 
 

@@ -144,7 +144,11 @@ def test_findings_are_written_in_the_callers_transaction_and_published_after_its
     assert h.broker.on("findings") == [finding_to_json(finding)]
     assert h.broker.on("violations") == [finding_to_json(finding)]
     (alert,) = [a for a in h.broker.on("alerts") if a["kind"] == "violation"]
-    assert alert["audiences"] == ["town", "operator"] and alert["data"] == finding_to_json(finding)
+    # The violation's alert names its episode and the notice that tells it (issue 25).
+    told = {"episode_id": alert["data"]["episode_id"], "notice_id": "DOV-2026-0001"}
+    assert alert["audiences"] == ["town", "operator"]
+    assert alert["data"] == {**finding_to_json(finding), **told}
+    assert str(told["episode_id"]).startswith("ep-") and "notice DOV-2026-0001" in alert["message"]
     assert alert["condition"] == "violation:noise:n1:"
     assert [p.split(",")[0] for p in h.points] == ["findings"]
     assert h.committed("SELECT COUNT(*) FROM chain WHERE kind = 'finding'") == 1

@@ -113,7 +113,8 @@ def test_the_last_minute_of_each_sensor(store: Store, site: SiteConfig) -> None:
         "wx": {"kind": "weather", "last_ts": None},
     }
     assert status["sensors"]["n1"]["LAeq_1min"] == 69.3  # 72 and 60 dB(A) half the time each, energy mean
-    assert status["findings_24h"] == {} and status["violations_24h"] == []
+    assert status["findings_24h"] == {} and status["episodes_24h"] == []
+    assert (status["ts_local"], status["timezone"]) == ("2026-06-15 11:00 CDT", "America/Chicago")
 
 
 def test_online_flags_only_when_the_daemon_gives_them(store: Store, site: SiteConfig) -> None:
@@ -151,7 +152,34 @@ def test_open_findings_of_the_last_day(store: Store, site: SiteConfig) -> None:
 
     status = site_status(store, site, NOW)
     assert status["findings_24h"] == {"violation": 12, "warning": 1}
-    assert status["violations_24h"] == [v.summary for v in violations[2:]]  # the last ten, in time order
+    # Twelve minutes in a row are one episode (the one over a day ago is not of the last 24 h;
+    # the withdrawn one is not one at all), told with both ends and its highest window.
+    [episode] = status["episodes_24h"]
+    assert (episode["start"], episode["end"], episode["windows"]) == (
+        "2026-06-15T04:00:30Z",
+        "2026-06-15T04:12:30Z",
+        12,
+    )
+    assert episode["span"] == "23:00:30-23:12:30 CDT (12 minutes)"
+    assert episode["peak"]["value"] == 92.0 and episode["peak_span"] == "23:11:30-23:12:30 CDT (1 minute)"
+    assert episode["text"].startswith(
+        "noise (6.D) at n1: 23:00:30-23:12:30 CDT (12 minutes); highest LAeq,1min 92.0"
+    )
+
+
+def test_status_at_a_time_shows_the_record_as_it_stood_then(store: Store, site: SiteConfig) -> None:
+    """`status --at T`: nothing that started after T (data, findings, episodes) is shown (issue 25)."""
+    fill(store)
+    first = NOW - timedelta(minutes=10)
+    store_findings(store, [violation(first + timedelta(minutes=i)) for i in range(8)], NOW)
+    status = site_status(store, site, NOW - timedelta(minutes=4))  # 15:56:30Z
+    assert status["sensors"]["n1"]["last_ts"] == "2026-06-15T15:55:30Z"  # not the last minute's seconds
+    assert status["sensors"]["n2"]["last_ts"] == "2026-06-15T15:55:30Z"  # not its second at NOW
+    assert status["sensors"]["l1"]["last_ts"] is None  # its reading came two minutes before NOW
+    assert (status["sensors"]["n1"]["LAeq_1min"], status["sensors"]["n1"]["seconds"]) == (95.0, 1)
+    assert status["findings_24h"] == {"violation": 6}  # judged by 15:56:30Z
+    [episode] = status["episodes_24h"]
+    assert (episode["start"], episode["end"]) == ("2026-06-15T15:50:30Z", "2026-06-15T15:56:30Z")
 
 
 def test_minewatch_status_reads_the_same_back_from_the_store(
@@ -168,13 +196,19 @@ def test_minewatch_status_reads_the_same_back_from_the_store(
     assert printed == expected
     assert main(["status", "--config", str(config_path), *at]) == 0
     text = capsys.readouterr().out.splitlines()
-    assert text[0] == "Dovre Quarry (quarry) at 2026-06-15T16:00:30Z"
+    # Site time for people, UTC beside the status's own time (issue 25).
+    assert text[0] == "Dovre Quarry (quarry) at 2026-06-15 11:00 CDT (2026-06-15T16:00:30Z)"
     assert (
-        f"  n1       sound    last data 2026-06-15T16:00:29Z  LAeq,1min {energy_mean(last_minute)} dB(A)"
+        f"  n1       sound    last data 2026-06-15 11:00:29 CDT  LAeq,1min {energy_mean(last_minute)} dB(A)"
         in text
     )
     assert "  wx       weather  last data never" in text
-    assert "  findings in the last 24 h: violation: 1" in text
+    assert "  findings (judged windows) in the last 24 h: violation: 1" in text
+    assert "  violation episodes in the last 24 h:" in text
+    assert (
+        "  - noise (6.D) at n1: 10:00:30-10:01:30 CDT (1 minute); highest LAeq,1min 84.2 dB(A)"
+        in "\n".join(text)
+    )
 
 
 _PROBE = """

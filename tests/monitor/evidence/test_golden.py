@@ -100,7 +100,8 @@ def test_the_format_2_bundle_is_the_pinned_one_and_verifies_as_it_did(tmp_path: 
         " records/config.json)",
         "  chain: 525 links recomputed, seq 2 to 526",
         "  profile and configuration: profile dovre 45e5810ce6b2 and configuration 97a820a6b8fd (secrets"
-        " left out), in force since 2024-03-10T07:53:00Z, chained at seq 2: profile/dovre.toml and"
+        " left out), recorded at 2024-03-10T07:53:00Z and in force for every record judged after it,"
+        " chained at seq 2: profile/dovre.toml and"
         " config.toml are those files (anchored)",
         "  bundle anchors: 3 checked against the chain",
         "  town-held anchors matching the chain: 3 (seq 1, 264, 515)",
@@ -124,8 +125,9 @@ def test_the_format_3_bundle_is_the_pinned_one_and_verifies_as_it_did(tmp_path: 
         " are every one of its chain segment"
     )
     assert report.config == (
-        "profile dovre 45e5810ce6b2 and configuration 97a820a6b8fd (secrets left out), in force since"
-        " 2024-03-10T07:53:00Z, chained at seq 2: profile/dovre.toml and config.toml are those files"
+        "profile dovre 45e5810ce6b2 and configuration 97a820a6b8fd (secrets left out), recorded at"
+        " 2024-03-10T07:53:00Z and in force for every record judged after it, chained at seq 2:"
+        " profile/dovre.toml and config.toml are those files"
         " (anchored)"
     )
     assert not report.digest_only
@@ -158,7 +160,26 @@ def test_the_same_data_is_chained_under_the_same_keys_and_digests(tmp_path: Path
         "notice_change",
         "notice_episode",
     }
-    assert _chain(store) == expected
+    # Issue 25 changed what a notice's episode record says (its span as read, its highest
+    # window; no list of summaries): those records differ by exactly that, all others not at all.
+    rebuilt = _chain(store)
+    assert [(k, key) for k, key, _ in rebuilt] == [(k, key) for k, key, _ in expected]
+    assert [r for r in rebuilt if r[0] != "notice_episode"] == [
+        r for r in expected if r[0] != "notice_episode"
+    ]
+    added = {"span_text", "peak_start", "peak_end", "peak_span_text", "peak_exempt_s"}
+    for old, new in zip(_episode_facts(GOLDEN / "golden.sqlite"), _episode_facts(store), strict=True):
+        assert set(new) - set(old) == added and set(old) - set(new) == {"finding_summaries"}
+        assert {k: v for k, v in new.items() if k in old} == {k: v for k, v in old.items() if k in new}
+
+
+def _episode_facts(path: Path) -> list[dict[str, object]]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT data FROM notice_episodes ORDER BY notice_id, episode_id, revision"
+        ).fetchall()
+    conn.close()
+    return [json.loads(r[0]) for r in rows]
 
 
 def test_the_verifier_imports_no_plotting_http_or_numpy() -> None:

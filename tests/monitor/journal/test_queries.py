@@ -166,7 +166,16 @@ def test_current_findings_without_data_carry_the_fields_a_listing_shows(
     store: Store, plain: sqlite3.Connection
 ) -> None:
     named = Finding(
-        "q", "noise", "6.B", FindingKind.VIOLATION, T0, T0 + timedelta(minutes=1), "UTC", "over", ("n1", "n2")
+        "q",
+        "noise",
+        "6.B",
+        FindingKind.VIOLATION,
+        T0,
+        T0 + timedelta(minutes=1),
+        "UTC",
+        "over",
+        ("n1", "n2"),
+        details={"window_start": "2026-06-15T11:00:20Z", "window_end": "2026-06-15T11:01:20Z"},
     )
     with store.batch():
         store.append_finding(named, T0)
@@ -179,9 +188,39 @@ def test_current_findings_without_data_carry_the_fields_a_listing_shows(
     )
     assert [r["id"] for r in brief] == [r["id"] for r in full] == [named.id]
     [row] = brief
-    assert row.keys() == ["id", "kind", "standard", "section", "start_us", "end_us", "summary", "sensors"]
+    assert row.keys() == [
+        "id",
+        "kind",
+        "standard",
+        "section",
+        "start_us",
+        "end_us",
+        "summary",
+        "sensors",
+        "window_start",
+        "window_end",
+    ]
     assert tuple(row)[:6] == (named.id, "violation", "noise", "6.B", to_us(T0), to_us(T0) + 60_000_000)
     assert (row["summary"], row["sensors"]) == ("over", '["n1","n2"]')
+    # The window its summary tells (the worst 60 s of a noise minute), for the listing's header.
+    assert (row["window_start"], row["window_end"]) == ("2026-06-15T11:00:20Z", "2026-06-15T11:01:20Z")
+
+
+def test_current_findings_of_some_kinds(store: Store, plain: sqlite3.Connection) -> None:
+    """Only the kinds asked for, latest revisions, not retracted (the episodes read violations so)."""
+    violation = finding(minute=3)
+    exempt = Finding(
+        "q", "noise", "6.B", FindingKind.EXEMPT_EXCEEDANCE, violation.start, violation.end, "UTC", "exempt"
+    )
+    with store.batch():
+        store.append_finding(violation, T0)
+        store.append_finding(exempt, T0)
+        store.append_finding(finding(minute=4), T0)
+        store.append_finding(finding(minute=4), T0, retracted=True)
+    chosen = queries.current_findings(plain, site="q", kinds=[FindingKind.VIOLATION.value])
+    assert [r["id"] for r in chosen] == [violation.id]
+    both = queries.current_findings(plain, site="q", kinds=["violation", "exempt_exceedance"])
+    assert {r["id"] for r in both} == {violation.id, exempt.id}
 
 
 def test_findings_version_grows_with_every_finding_stored(store: Store, plain: sqlite3.Connection) -> None:

@@ -707,7 +707,7 @@ def test_blast_notice_states_time_window_sunset_notice_and_overpressure(tmp_path
         "| Allowed blasting hours | 10:00 to 15:00 local (section 6.F); after 15:00 only before sunset",
         "| Sunset that day | sunset at 16:2",
         "| 24-hour notice | given 2026-12-14 14:00 CST for a blast planned at 2026-12-15 14:30 CST, "
-        "25.7 hours before the blast |",
+        "25 hours 40 minutes before the blast |",
         "| Air overpressure | air overpressure (linear peak) 126.4 dB (limit 133 dB) at n1 (compliant) |",
     ]:
         assert expected in markdown, expected

@@ -204,6 +204,14 @@ def test_an_event_recorded_through_the_form_is_judged_like_the_same_event_over_m
     page.click("#form-blast button[type=submit]")
     error = page.inner_text("#event-error")
     assert "charge_kg" in error
+    # A time typed in site time is said back in site time (UTC beside), not only in UTC.
+    page.fill("#form-blast input[name=charge_kg]", "")
+    page.fill("#form-blast input[name=blast_id]", "FORM-FUTURE")
+    page.fill("#form-blast input[name=ts]", "2099-06-15T16:42:00")
+    with page.expect_navigation():
+        page.click("#form-blast button[type=submit]")
+    error = page.inner_text("#event-error")
+    assert "2099-06-15 16:42:00 CDT (2099-06-15T21:42:00Z)" in error and "in the future" in error, error
     # Data after the blasts moves the data clock past them, so their minutes close.
     from tests.monitor.portal.conftest import publish_minutes
 
@@ -522,12 +530,14 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
         == 1
     )
     # Alerts for several audiences ("town,operator") are in each one's feed.
-    assert "above the 80 dB limit" in page.inner_text("#alerts")
+    assert "(6.D) violation at" in page.inner_text("#alerts")
     context.clear_cookies()
     page = login(context, env, "town")
     page.goto(f"{env.url}/sites/{SITE}/alerts")
     feed = page.inner_text("#alerts")
-    assert "above the 80 dB limit" in feed and "Evidence chain of quarry" in feed
+    # Chain anchors are told in one line above the list, not as rows that push violations out.
+    assert "(6.D) violation at" in feed and "anchor" not in feed
+    assert "Evidence chain of quarry" in page.inner_text("#anchors")
     assert "has sent nothing since" not in feed  # the operator's own sensor alerts
     assert page.locator("#alerts button").count() == 0  # acknowledging is the operator's
     context.clear_cookies()

@@ -1,0 +1,58 @@
+"""How a measured value reads (pure): one rounding per unit for every surface.
+
+The notice's facts table and sentences, its plot's legend, alerts, `status`, the portal and
+the demo's summary all print a level through these, so 84.05 dB(A) is "84.1 dB(A)" everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+# One rounding for every number a notice prints, chosen by unit: the same value reads the same
+# in the facts table, the sentence and the plot's legend. Decimal half-up, so a stored 84.05 is
+# 84.1 (as the rule that measured it wrote it), not the binary float's 84.0.
+_DECIMALS = {"dB": 1, "dB(A)": 1, "dB(C)": 1, "dB(Z)": 1, "Hz": 1, "": 2, "h": 1, "m/s": 1, "NTU": 1}
+_UNIT_NAMES = {"lx": "lux"}
+
+
+def unit_text(unit: str) -> str:
+    return _UNIT_NAMES.get(unit, unit)
+
+
+def number_text(value: float, unit: str) -> str:
+    """A measured value as a notice prints it (no unit)."""
+    if not math.isfinite(value):
+        return str(value)
+    exact = Decimal(repr(float(value)))
+    if unit in ("lx", "lux"):
+        # Illuminance spans 0.01 to 10,000 lux: three significant digits at any level.
+        if value == 0:
+            return "0"
+        places = max(0, 2 - math.floor(math.log10(abs(value))))
+    elif unit == "s":
+        places = 0
+    else:
+        places = _DECIMALS.get(unit, 2)
+    return f"{exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
+
+
+def limit_text(value: float, unit: str) -> str:
+    """A limit as set (80, 1, 0.3): the number the ordinance or the profile wrote, with its unit."""
+    shown = f"{float(value):g}"
+    return f"{shown} {unit_text(unit)}".strip()
+
+
+def quantity_text(value: float, unit: str) -> str:
+    return f"{number_text(value, unit)} {unit_text(unit)}".strip()
+
+
+def measurement_text(m: Mapping[str, Any] | None) -> str:
+    """'LAeq,1min 84.1 dB(A) (limit 80 dB(A))': the one way every surface states a measurement."""
+    if not m:
+        return ""
+    unit = str(m.get("unit") or "")
+    limit = f" (limit {limit_text(m['limit'], unit)})" if m.get("limit") is not None else ""
+    return f"{m['name']} {quantity_text(float(m['value']), unit)}{limit}"
