@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from monitor.errors import ConfigError
-from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext
+from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext, TownContact
 
 T = TypeVar("T")
 
@@ -161,6 +161,12 @@ class AdjoiningOwnerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TownContactConfig:
+    id: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SiteConfig:
     id: str
     name: str
@@ -177,6 +183,8 @@ class SiteConfig:
     sensors: tuple[SensorConfig, ...] = ()
     # Dovre section 2 "adjoining property": owners who must get each blast notice (6.F).
     adjoining_owners: tuple[AdjoiningOwnerConfig, ...] = ()
+    # Who takes blast notices for the Town (6.F), each with an id the portal's form offers.
+    town_contacts: tuple[TownContactConfig, ...] = ()
     _sensor_index: dict[str, SensorConfig] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -197,6 +205,7 @@ class SiteConfig:
             sensors={s.id: s.info() for s in self.sensors},
             flags=dict(self.flags),
             adjoining_owners=tuple(AdjoiningOwner(o.id, o.name, o.parcel) for o in self.adjoining_owners),
+            town_contacts=tuple(TownContact(c.id, c.name) for c in self.town_contacts),
             gate_names={g.id: g.name for g in self.gates if g.name},
         )
 
@@ -657,6 +666,17 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
     for i, owner_id in enumerate(owner_ids):
         if owner_id in owner_ids[:i]:
             t.problems.append(f"{t.key('adjoining_owners')}[{i}].id: duplicate owner id {owner_id!r}")
+    contacts = []
+    for c in t.tables("town_contacts"):
+        contacts.append(TownContactConfig(id=_identifier(c, "id"), name=c.text("name")))
+        c.finish()
+    for i, contact in enumerate(contacts):
+        # One id space for both lists: a notice's recipient id names exactly one identity.
+        if contact.id in [c.id for c in contacts[:i]] or contact.id in owner_ids:
+            t.problems.append(
+                f"{t.key('town_contacts')}[{i}].id: {contact.id!r} is already the id of another "
+                "town contact or adjoining owner"
+            )
     profile = t.text("profile", "dovre")
     agreement = t.mapping("agreement")
     config = SiteConfig(
@@ -674,6 +694,7 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
         gates=tuple(gates),
         sensors=sensors,
         adjoining_owners=tuple(owners),
+        town_contacts=tuple(contacts),
     )
     check_profile(t, profile, agreement)
     t.finish()

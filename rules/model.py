@@ -80,6 +80,23 @@ class AdjoiningOwner:
 
 
 @dataclass(frozen=True, slots=True)
+class TownContact:
+    """A person or office of the Town who takes blast notices for it (6.F "notice ... to the
+    Town"), listed in the site configuration with an id.
+
+    A blast notice reaches the Town when one of its recipients equals a contact's ``id`` or
+    ``name`` (case and spacing ignored), or one of the profile's ``town_recipients``.
+    """
+
+    id: str
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.id})" if self.name else self.id
+
+
+@dataclass(frozen=True, slots=True)
 class SiteContext:
     id: str
     name: str
@@ -90,6 +107,7 @@ class SiteContext:
     sensors: Mapping[str, SensorInfo] = field(default_factory=dict)
     flags: Mapping[str, Any] = field(default_factory=dict)  # site facts a profile rule may need
     adjoining_owners: tuple[AdjoiningOwner, ...] = ()  # blast-notice recipients besides the Town
+    town_contacts: tuple[TownContact, ...] = ()  # who takes blast notices for the Town
     gate_names: Mapping[str, str] = field(default_factory=dict)  # haul gate id -> configured name
 
     @property

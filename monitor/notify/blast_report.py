@@ -20,7 +20,7 @@ import base64
 import html
 import json
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from monitor.journal import queries
 from monitor.journal.store import Store
 from monitor.seismic.chunks import join
 from monitor.seismic.summary import AXES, MM_PER_IN, Waveform
+from monitor.wire.canonical import from_us
 from monitor.wire.codec import finding_from_json, seismic_events
 from rules.model import Blast, BlastNotice, Finding, SeismicEvent
 from rules.profile import Profile
@@ -36,6 +37,8 @@ from rules.seismic_limits import limit_at
 from rules.times import local_stamp
 
 __all__ = [
+    "blast_events",
+    "blast_report_bytes",
     "blast_report_data",
     "curve_verdict",
     "render_html",
@@ -363,3 +366,59 @@ def report_events(store: Store, site: str) -> list[tuple[str, str]]:
     for r in store.seismic_rows(site):
         seen[(r["sensor"], json.loads(r["data"])["event_id"])] = None
     return list(seen)
+
+
+def blast_events(
+    store: Store, site: SiteConfig, start: datetime | None = None, end: datetime | None = None
+) -> dict[str, list[tuple[str, str, datetime]]]:
+    """Blast id -> [(sensor, event id, event time)] of the seismograph events on record for it
+    (events starting in [start, end) when given).
+
+    An event names its blast, or is the one of a blast recorded within two minutes of it (as in
+    ``blast_report_data``); an event of no blast is listed under its own event id.
+    """
+    locations = {s.id: s.location for s in site.sensors}
+    rows = [
+        r
+        for r in store.seismic_rows(site.id)
+        if (start is None or from_us(r["ts_us"]) >= start) and (end is None or from_us(r["ts_us"]) < end)
+    ]
+    found: dict[str, list[tuple[str, str, datetime]]] = {}
+    if not rows:
+        return found
+    events = seismic_events(rows, locations)
+    first = min(e.ts for e in events)
+    blasts = [b for b in store.events_since(site.id, first - timedelta(hours=1)) if isinstance(b, Blast)]
+    for event in sorted(events, key=lambda e: e.ts):
+        blast_id = event.blast_id or next(
+            (b.id for b in blasts if abs((b.ts - event.ts).total_seconds()) <= 120), None
+        )
+        found.setdefault(blast_id or event.id, []).append((event.sensor, event.id, event.ts))
+    return found
+
+
+def blast_report_bytes(
+    store: Store,
+    site: SiteConfig,
+    profile: Profile,
+    blast_id: str,
+    fmt: str,
+    sensor: str | None = None,
+    within: tuple[datetime, datetime] | None = None,
+) -> bytes:
+    """The report of ``blast_id`` as HTML or PDF bytes (LookupError saying what is missing or
+    ambiguous, in one line); ``within``: only an event recorded in that window counts (a portal
+    account's time scope)."""
+    events = blast_events(store, site, *(within or (None, None))).get(blast_id)
+    if not events:
+        raise LookupError(f"blast {blast_id!r}: no seismograph event of it is on record at site {site.id}")
+    if sensor is not None:
+        events = [e for e in events if e[0] == sensor]
+        if not events:
+            raise LookupError(f"blast {blast_id!r}: seismograph {sensor!r} recorded no event of it")
+    if len(events) > 1:
+        sensors = ", ".join(e[0] for e in events)
+        raise LookupError(f"blast {blast_id!r} was recorded by several seismographs ({sensors}); name one")
+    sensor_id, event_id, _ = events[0]
+    data = blast_report_data(store, site, profile, sensor_id, event_id)
+    return render_pdf(data) if fmt == "pdf" else render_html(data).encode("utf-8")

@@ -44,6 +44,9 @@ CAN: dict[str, frozenset[str]] = {
     "findings": frozenset({"operator", "town", "inspector"}),
     "day": frozenset({"inspector", "town"}),
     "evidence": frozenset({"inspector", "town"}),
+    # A blast's seismograph report: whoever may see the blast (operator's status, the Town's and
+    # the inspector's day view), within the account's sites and time scope.
+    "blast_report": frozenset({"operator", "town", "inspector"}),
 }
 AUDIENCE = {"operator": "operator", "town": "town", "inspector": "town"}
 STATUS_LABELS = {

@@ -59,6 +59,7 @@ SAMPLE = {
 SAMPLE_FOR = {
     ("sensor", "light"): {"sensor": "l1"},
     ("sensor", "seismograph"): {"sensor": "sg1", "source": "synthetic:450:300"},
+    ("report-blast",): {"blast": "b-1215-2", "out": "report.pdf"},
 }
 
 

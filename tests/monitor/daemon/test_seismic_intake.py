@@ -4,6 +4,9 @@ recomputed from the waveforms, judged against the profile's curve, and kept 3 ye
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -15,6 +18,7 @@ from monitor.journal.store import Store
 from monitor.wire.codec import SeismicSummary, WaveformChunk, encode
 from sensors.seismograph import event_messages, site_law_event
 from tests.support.configs import quarry_config, sensor
+from tests.support.paths import REPO
 from tests.support.pipeline_world import World
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)  # 12:00 in Dovre (CDT): inside the blasting window
@@ -174,3 +178,45 @@ def test_blast_report_html_and_pdf(world: World, tmp_path: Path) -> None:
     paths = write_blast_report(world.store, site, profile, "sg1", "ev1", tmp_path / "reports")
     assert [p.name for p in paths] == ["blast-b1.html", "blast-b1.pdf"]
     assert paths[1].read_bytes().startswith(b"%PDF")
+
+
+def _report_blast(world: World, *args: str) -> subprocess.CompletedProcess[str]:
+    """`minewatch report-blast` as a real process over the world's store (this checkout first)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "report-blast", "--config", str(world.config_path), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_report_blast_command_writes_pdf_or_html_and_refuses_in_one_line(
+    world: World, tmp_path: Path
+) -> None:
+    from rules.model import Blast
+
+    world.send(Blast("q", "b1", T0 + timedelta(seconds=19), charge_kg=200.0))
+    _, msgs = messages(0.8)
+    world.send(*msgs)
+    judged(world)
+    world.store.conn.commit()
+    pdf, page = tmp_path / "b1.pdf", tmp_path / "b1.html"
+    done = _report_blast(world, "--site", "q", "--blast", "b1", "--out", str(pdf))
+    assert done.returncode == 0, done.stderr
+    assert pdf.read_bytes().startswith(b"%PDF") and "Wrote" in done.stdout
+    done = _report_blast(world, "--blast", "b1", "--out", str(page))  # one site: --site may be left out
+    assert done.returncode == 0, done.stderr
+    assert "Blast report: b1" in page.read_text() and "ground_vibration (6.F): violation" in page.read_text()
+    for args, said in [
+        (("--blast", "nope", "--out", str(tmp_path / "x.pdf")), "blast 'nope': no seismograph event"),
+        (("--blast", "b1", "--out", str(tmp_path / "x.txt")), "name a .pdf or .html file"),
+        (("--blast", "b1", "--out", str(pdf)), "the file exists"),
+        (("--site", "zz", "--blast", "b1", "--out", str(tmp_path / "y.pdf")), "unknown site 'zz'"),
+        (("--blast", "b1", "--sensor", "n9", "--out", str(tmp_path / "z.pdf")), "has no sensor 'n9'"),
+    ]:
+        refused = _report_blast(world, *args)
+        assert refused.returncode == 2 and refused.stdout == "", (args, refused)
+        assert refused.stderr.count("\n") == 1 and said in refused.stderr, (args, refused.stderr)
+        assert "Traceback" not in refused.stderr
