@@ -6,6 +6,11 @@ how fast it empties its queue. For the daemon, "done" means every message is sto
 SQLite (committed, chained, acknowledged) and the minutes are evaluated by the rules.
 
     python bench/ingest.py [--sensors 1000] [--per-sensor 200] [--sites 10] [--workers 1] [--floor-runs 3]
+                           [--broker mosquitto|nats-cluster]
+
+``--broker nats-cluster`` runs both consumers through a three-node nats-server cluster
+(JetStream + MQTT 3.1.1, tests/support/nats_cluster.py): the backlog is published to node b,
+the daemon (broker.urls, protocol 3.1.1) and ``mosquitto_sub -V mqttv311`` drain it from node a.
 
 ``--workers N`` runs the daemon with ``daemon.workers = N`` (worker processes each owning a
 partition of the sites); its CPU and RSS are then the sum over the supervisor and its workers.
@@ -42,13 +47,34 @@ sys.path.insert(0, str(REPO))
 
 from monitor.wire.codec import encode  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
+from tests.support.nats_cluster import NatsCluster, run_nats_cluster, wait_mqtt_ready  # noqa: E402
 from tests.support.servers import Mosquitto  # noqa: E402
 
 
-def write_config(path: Path, port: int, sites: int, sensors_per_site: int, workers: int = 1) -> None:
+class Target:
+    """Where the backlog goes in (``pub_port``) and where both consumers read it (``sub_port``)."""
+
+    def __init__(self, pub_port: int, sub_port: int, urls: list[str], v5: bool) -> None:
+        self.pub_port, self.sub_port, self.urls, self.v5 = pub_port, sub_port, urls, v5
+
+    @staticmethod
+    def mosquitto(broker: Mosquitto) -> Target:
+        return Target(broker.port, broker.port, [broker.url], True)
+
+    @staticmethod
+    def nats(cluster: NatsCluster) -> Target:
+        return Target(cluster.node("b").mqtt_port, cluster.node("a").mqtt_port, cluster.urls_from("a"), False)
+
+    def broker_lines(self) -> list[str]:
+        if self.v5:
+            return [f'url = "{self.urls[0]}"']
+        return ["urls = [" + ", ".join(f'"{u}"' for u in self.urls) + "]", 'protocol = "3.1.1"']
+
+
+def write_config(path: Path, target: Target, sites: int, sensors_per_site: int, workers: int = 1) -> None:
     lines = [
         "[broker]",
-        f'url = "mqtt://127.0.0.1:{port}"',
+        *target.broker_lines(),
         'client_id = "bench-daemon"',
         "[storage]",
         f'path = "{path.parent / "bench.db"}"',
@@ -72,8 +98,13 @@ def write_config(path: Path, port: int, sites: int, sensors_per_site: int, worke
     path.write_text("\n".join(lines) + "\n")
 
 
-def publish_backlog(port: int, sites: int, per_site: int, per_sensor: int, start: datetime) -> int:
-    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="bench-pub", protocol=mqtt.MQTTv5)
+def publish_backlog(target: Target, sites: int, per_site: int, per_sensor: int, start: datetime) -> int:
+    port = target.pub_port
+    client = mqtt.Client(
+        mqtt.CallbackAPIVersion.VERSION2,
+        client_id="bench-pub",
+        protocol=mqtt.MQTTv5 if target.v5 else mqtt.MQTTv311,
+    )
     client.max_inflight_messages_set(1000)
     client.max_queued_messages_set(0)
     client.connect("127.0.0.1", port)
@@ -99,17 +130,24 @@ def publish_backlog(port: int, sites: int, per_site: int, per_sensor: int, start
     return count
 
 
-def register_session(port: int, client_id: str) -> None:
+def register_session(target: Target, client_id: str) -> None:
     """Create a persistent session subscribed to all inputs, then go away."""
     from paho.mqtt.packettypes import PacketTypes
     from paho.mqtt.properties import Properties
 
-    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
-    props = Properties(PacketTypes.CONNECT)
-    props.SessionExpiryInterval = 3600
     done = threading.Event()
-    c.on_subscribe = lambda *a: done.set()
-    c.connect("127.0.0.1", port, clean_start=False, properties=props)
+    if target.v5:
+        c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv5)
+        props = Properties(PacketTypes.CONNECT)
+        props.SessionExpiryInterval = 3600
+        c.on_subscribe = lambda *a: done.set()
+        c.connect("127.0.0.1", target.sub_port, clean_start=False, properties=props)
+    else:
+        c = mqtt.Client(
+            mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=mqtt.MQTTv311, clean_session=False
+        )
+        c.on_subscribe = lambda *a: done.set()
+        c.connect("127.0.0.1", target.sub_port)
     c.loop_start()
     c.subscribe("minewatch/+/sensors/#", qos=1)
     done.wait(10)
@@ -139,34 +177,30 @@ def dropped_by_broker(port: int) -> int:
         return -1
 
 
-def bench_mosquitto_sub(
-    broker: Mosquitto, args: argparse.Namespace, start: datetime
-) -> tuple[list[float], int]:
+def bench_mosquitto_sub(target: Target, args: argparse.Namespace, start: datetime) -> tuple[list[float], int]:
     """The floor's rate, once per session: the backlog is published once and queued for each."""
     sessions = [f"bench-sub-{i}" for i in range(1, args.floor_runs + 1)]
     for session in sessions:
-        register_session(broker.port, session)
-    total = publish_backlog(broker.port, args.sites, args.sensors // args.sites, args.per_sensor, start)
-    return [total / drain_mosquitto_sub(broker, session, total) for session in sessions], total
+        register_session(target, session)
+    total = publish_backlog(target, args.sites, args.sensors // args.sites, args.per_sensor, start)
+    return [total / drain_mosquitto_sub(target, session, total) for session in sessions], total
 
 
-def drain_mosquitto_sub(broker: Mosquitto, session: str, total: int) -> float:
+def drain_mosquitto_sub(target: Target, session: str, total: int) -> float:
     """Seconds ``mosquitto_sub`` takes to receive ``session``'s queued backlog."""
+    version = ["-V", "mqttv5", "-x", "3600"] if target.v5 else ["-V", "mqttv311"]
     t0 = time.perf_counter()
     proc = subprocess.run(
         [
             "mosquitto_sub",
             "-p",
-            str(broker.port),
+            str(target.sub_port),
             "-i",
             session,
             "-c",
             "-q",
             "1",
-            "-V",
-            "mqttv5",
-            "-x",
-            "3600",
+            *version,
             "-t",
             "minewatch/+/sensors/#",
             "-C",
@@ -242,10 +276,10 @@ def sessions_ready(db: Path, workers: int, timeout: float = 60.0) -> None:
 
 
 def bench_daemon(
-    broker: Mosquitto, workdir: Path, args: argparse.Namespace, start: datetime
+    target: Target, workdir: Path, args: argparse.Namespace, start: datetime
 ) -> dict[str, float]:
     config = workdir / "bench.toml"
-    write_config(config, broker.port, args.sites, args.sensors // args.sites, args.workers)
+    write_config(config, target, args.sites, args.sensors // args.sites, args.workers)
     db = workdir / "bench.db"
     cmd = [sys.executable, "-m", "monitor.cli", "run", "--config", str(config), "--log-level", args.log_level]
     log = open(workdir / "daemon.log", "ab")  # noqa: SIM115
@@ -253,9 +287,14 @@ def bench_daemon(
     daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
     time.sleep(3)
     sessions_ready(db, args.workers)
+    if not target.v5:
+        # nats-server answers each QoS 1 SUBSCRIBE once it has made the subscription's
+        # replicated JetStream consumer (~0.5 s each here): wait for all of them (2 per site)
+        # before the session goes away, or the sites subscribed last would get nothing.
+        time.sleep(1.0 * 2 * args.sites + 2)
     daemon.terminate()
     daemon.wait(30)
-    total = publish_backlog(broker.port, args.sites, args.sensors // args.sites, args.per_sensor, start)
+    total = publish_backlog(target, args.sites, args.sensors // args.sites, args.per_sensor, start)
     daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
     proc = psutil.Process(daemon.pid)
     rss: list[tuple[int, float]] = []
@@ -327,6 +366,12 @@ def main() -> None:
     )
     parser.add_argument("--workers", type=int, default=1, help="daemon.workers for the daemon's run")
     parser.add_argument(
+        "--broker",
+        default="mosquitto",
+        choices=("mosquitto", "nats-cluster"),
+        help="one Mosquitto (default) or a three-node nats-server cluster (MQTT 3.1.1)",
+    )
+    parser.add_argument(
         "--log-level",
         default="WARNING",
         choices=("WARNING", "INFO"),
@@ -348,20 +393,39 @@ def main() -> None:
     # No persistence: the test broker writes its whole store every second (autosave_interval 1);
     # with a million messages queued a save outlasts the interval, the broker does nothing else
     # and publishing 2,000 per sensor crawls. Nothing here restarts the broker.
+    if args.broker == "nats-cluster":
+        if args.sites > 32:
+            parser.error("--broker nats-cluster: at most 32 sites (2 QoS 1 subscriptions of 1,024 per site)")
+        with run_nats_cluster(workdir / "cluster") as cluster:
+            for node in cluster.nodes:
+                wait_mqtt_ready(node.url)
+            run(args, Target.nats(cluster), workdir, start, "nats-cluster")
+        return
     queue = f"max_queued_messages {max(2_000_000, 2 * total)}\npersistence false\n"
     broker = Mosquitto(workdir / "broker", extra_conf=queue).start()
     try:
-        sub_rates, sub_total = bench_mosquitto_sub(broker, args, start)
-        sub_rate = statistics.median(sub_rates)
-        print(
-            f"mosquitto_sub drained {sub_total} messages {len(sub_rates)} time(s) at "
-            + " / ".join(f"{rate:,.0f}" for rate in sub_rates)
-            + f" msg/s; median {sub_rate:,.0f} msg/s (the ratio below is against the median)"
-        )
-        result = bench_daemon(broker, workdir, args, start)
-        dropped = dropped_by_broker(broker.port)
+        run(args, Target.mosquitto(broker), workdir, start, "mosquitto", broker)
     finally:
         broker.stop()
+
+
+def run(
+    args: argparse.Namespace,
+    target: Target,
+    workdir: Path,
+    start: datetime,
+    name: str,
+    broker: Mosquitto | None = None,
+) -> None:
+    sub_rates, sub_total = bench_mosquitto_sub(target, args, start)
+    sub_rate = statistics.median(sub_rates)
+    print(
+        f"mosquitto_sub drained {sub_total} messages {len(sub_rates)} time(s) at "
+        + " / ".join(f"{rate:,.0f}" for rate in sub_rates)
+        + f" msg/s; median {sub_rate:,.0f} msg/s (the ratio below is against the median)"
+    )
+    result = bench_daemon(target, workdir, args, start)
+    dropped = dropped_by_broker(broker.port) if broker is not None else -1  # nats: no $SYS over MQTT
     lost = int(result["total"] - result["stored"])
     print(
         f"daemon stored {int(result['stored'])}/{int(result['total'])} at {result['rate']:,.0f} msg/s; "
@@ -386,7 +450,7 @@ def main() -> None:
         )
     )
     print(
-        f"ingest: {result['rate']:.0f} msg/s daemon, {sub_rate:.0f} msg/s mosquitto_sub, "
+        f"ingest ({name}): {result['rate']:.0f} msg/s daemon, {sub_rate:.0f} msg/s mosquitto_sub, "
         f"ratio {result['rate'] / sub_rate:.2f}, lost {lost}, peak RSS {result['peak_rss']:.0f} MB"
         + (
             f", workers {args.workers}, per core {result['rate'] / sub_rate / args.workers:.2f}"

@@ -59,7 +59,12 @@ _SECRETS_MODE: ContextVar[str] = ContextVar("minewatch_secrets_mode", default="r
 
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
+    """The broker link of one process; ``url`` is the first of ``addresses``, the one tried first."""
+
     url: str = "mqtt://localhost:1883"
+    # broker.urls: every node of a cluster, tried in turn on a failure (docs/CONFIG.md);
+    # empty when only ``url`` was given.
+    urls: tuple[str, ...] = ()
     client_id: str = "minewatch-daemon"
     username: str = ""
     password: Secret = Secret("")
@@ -68,6 +73,11 @@ class BrokerConfig:
     session_expiry_s: int = 7 * 86400
     keepalive_s: int = 30
     topic_prefix: str = "minewatch"
+
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        """The broker addresses in the order they are tried (one without ``broker.urls``)."""
+        return self.urls or (self.url,)
 
     @property
     def host(self) -> str:
@@ -472,19 +482,14 @@ def _broker(t: _Table | None) -> BrokerConfig:
     d = BrokerConfig()
     if t is None:
         return d
-    url = t.text("url", d.url)
-    parsed = urlparse(url)
-    if parsed.scheme not in ("mqtt", "mqtts") or not parsed.hostname:
-        t.problem("url", f"expected mqtt://host[:port] or mqtts://host[:port], got {url!r}")
-    try:
-        _ = parsed.port
-    except ValueError:
-        t.problem("url", f"bad port in {url!r}")
+    urls = _broker_urls(t, d.url)
+    url = urls[0] if urls else d.url
     ca_file = t.text("ca_file")
     if ca_file and not Path(ca_file).is_file():
         t.problem("ca_file", f"no such file {ca_file!r}")
     config = BrokerConfig(
         url=url,
+        urls=urls if "urls" in t.data else (),
         client_id=t.text("client_id", d.client_id),
         username=t.text("username"),
         password=t.secret("password"),
@@ -498,6 +503,46 @@ def _broker(t: _Table | None) -> BrokerConfig:
         t.problem("client_id", "a persistent session needs a fixed client id")
     t.finish()
     return config
+
+
+def _broker_urls(t: _Table, default: str) -> tuple[str, ...]:
+    """``url`` (one broker) or ``urls`` (the nodes of a cluster, tried in turn), each checked."""
+    if "url" in t.data and "urls" in t.data:
+        t.problem("urls", "give url (one broker) or urls (a cluster's nodes), not both")
+    if "urls" not in t.data:
+        url = t.text("url", default)
+        return (url,) if _broker_url_problem(t, "url", url) is None else ()
+    t.used.add("url")
+    urls = t.str_list("urls")
+    if "urls" in t.data and not urls and isinstance(t.data["urls"], list):
+        t.problem("urls", "at least one address is required")
+    good = tuple(u for i, u in enumerate(urls) if _broker_url_problem(t, f"urls[{i}]", u) is None)
+    if len(good) != len(urls):
+        return ()
+    for i, url in enumerate(urls):
+        if url in urls[:i]:
+            t.problem(f"urls[{i}]", f"{url!r} is listed twice")
+    schemes = {urlparse(u).scheme for u in urls}
+    if len(schemes) > 1:
+        # One TLS setting (broker.ca_file) serves every node: a cluster is all TLS or none.
+        t.problem("urls", "mixes mqtt:// and mqtts://: every node of a cluster takes the same TLS setting")
+    return urls
+
+
+def _broker_url_problem(t: _Table, key: str, url: str) -> str | None:
+    """Reports and returns what is wrong with one broker address, or None."""
+    parsed = urlparse(url)
+    problem = None
+    if parsed.scheme not in ("mqtt", "mqtts") or not parsed.hostname:
+        problem = f"expected mqtt://host[:port] or mqtts://host[:port], got {url!r}"
+    else:
+        try:
+            _ = parsed.port
+        except ValueError:
+            problem = f"bad port in {url!r}"
+    if problem is not None:
+        t.problem(key, problem)
+    return problem
 
 
 def _influx(t: _Table) -> InfluxConfig:
@@ -923,6 +968,20 @@ def _parse_config(
             problems.append(f"daemon.sites: unknown site {owned!r}")
     recipients = tuple(_recipient(r, site_ids) for r in root.tables("recipients"))
     portal = _portal(root.table("portal"), site_ids)
+    if (
+        "portal" in data
+        and broker.protocol == "3.1.1"
+        and broker.username
+        and portal.mqtt_username in ("", broker.username)
+    ):
+        # MQTT 5 tells the portal in the PUBACK that the broker refused an event (its account
+        # may not publish events); MQTT 3.1.1 acknowledges and drops it, so the mistake is
+        # caught here instead (docs/PROTOCOL.md, MQTT 3.1.1).
+        problems.append(
+            'portal.mqtt_username: with broker.protocol = "3.1.1" the broker cannot say that it'
+            " refused an event: give the portal its own account (make-credentials' minewatch-portal),"
+            " not the daemon's"
+        )
     root.finish()
     if problems:
         raise ConfigError(problems)

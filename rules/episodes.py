@@ -268,17 +268,17 @@ def episodes_of(findings: Sequence[Finding], gap: timedelta) -> list[EpisodeFact
     return [episode_facts(e, violations) for e in update_episodes([], violations, gap)]
 
 
-def episode_text(facts: EpisodeFacts, timezone: str, notice_id: str | None = None) -> str:
-    """'noise (6.D) at n3: 16:09:21-16:20:38 CST (11 minutes 17 seconds); highest LAeq,1min
-    84.2 dB(A) (limit 80 dB(A)) over 16:14:10-16:15:10 CST (1 minute); notice DOV-2026-0002':
-    the line status, the demo's summary and the portal give for an episode."""
+def episode_text(facts: EpisodeFacts, timezone: str, notice_id: str | None = None, title: str = "") -> str:
+    """The line status, the demo's summary and the portal give for an episode: 'Noise at the mine
+    site boundaries (6.D) at n3: 16:09:21-16:20:38 CST (11 minutes 17 seconds); highest LAeq,1min
+    84.2 dB(A) (limit 80 dB(A)) over 16:14:10-16:15:10 CST (1 minute); notice DOV-2026-0002'."""
     where = f" at {', '.join(facts.sensors)}" if facts.sensors else ""
     if facts.duration_s <= 1:
         zone = ZoneInfo(timezone)
         when = f"at {local_hms(facts.start, zone)} {facts.start.astimezone(zone):%Z}"
     else:
         when = span_text(facts.start, facts.end, timezone)
-    text = f"{facts.standard} ({facts.section}){where}: {when}"
+    text = f"{title or facts.standard} ({facts.section}){where}: {when}"
     if facts.peak is not None:
         peak_span = span_text(facts.peak_start, facts.peak_end, timezone)
         text += f"; highest {measurement_text(measurement_json(facts.peak))} over {peak_span}"

@@ -179,6 +179,15 @@ def episode_gap_of(name_or_path: str, overrides: Mapping[str, Any] | None = None
     return float(profile_overrides["episode_gap_s"])
 
 
+def standard_titles_of(name_or_path: str) -> dict[str, str]:
+    """Each standard's title ('Noise at the mine site boundaries'), read as :func:`episode_gap_of`."""
+    raw, _ = _read_profile(name_or_path)
+    standards = raw.get("standards")
+    if not isinstance(standards, Mapping):
+        return {}
+    return {str(k): str(v.get("title") or k) for k, v in standards.items() if isinstance(v, Mapping)}
+
+
 def _read_profile(name_or_path: str) -> tuple[dict[str, Any], str]:
     if name_or_path.endswith(".toml"):
         source = name_or_path

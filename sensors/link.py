@@ -73,7 +73,7 @@ class Link:
         authenticate(self.client, broker)
         # Each failed attempt logged with its reason and the next attempt (fast retries for
         # a broker that was up a moment ago); a refused login calls on_fatal, never retried.
-        self.watch = LinkWatch(broker.url, log, backoff or Backoff(), on_fatal)
+        self.watch = LinkWatch(broker.addresses, log, backoff or Backoff(), on_fatal)
         self.client.watch = self.watch
         self.client.max_inflight_messages_set(window)
         self.client.max_queued_messages_set(0)  # bounded by our window instead
@@ -188,7 +188,7 @@ class Link:
             return
         self.watch.up()
         self.connects += 1
-        log.info("Connected to %s", self.broker.url)
+        log.info("Connected to %s", self.watch.url)
         self.connected.set()
         if self.on_connect is not None:
             self.on_connect()
@@ -198,7 +198,7 @@ class Link:
     ) -> None:
         if not self.closing:
             if self.connected.is_set():
-                log.warning("Disconnected from %s (%s); queueing until it is back", self.broker.url, reason)
+                log.warning("Disconnected from %s (%s); queueing until it is back", self.watch.url, reason)
             self.watch.lost(reason)  # the reason and the next attempt are logged by the watch's wait
         self.connected.clear()
 

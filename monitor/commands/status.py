@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.daemon.site_status import site_status
     from monitor.journal.store import Store
     from monitor.wire.link_state import META_KEY, LinkState
-    from rules.profile import episode_gap_of
+    from rules.profile import episode_gap_of, standard_titles_of
     from rules.times import local_moment
 
     # Reads the store only: secrets (the broker's password) are not needed here, nor the
@@ -54,7 +54,12 @@ def run(args: argparse.Namespace) -> int:
     store = Store(config.storage.path)
     try:
         gaps = {s.id: episode_gap_of(s.profile, s.agreement) for s in config.sites}
-        statuses = [site_status(store, site, now, episode_gap_s=gaps[site.id]) for site in config.sites]
+        statuses = [
+            site_status(
+                store, site, now, episode_gap_s=gaps[site.id], titles=standard_titles_of(site.profile)
+            )
+            for site in config.sites
+        ]
         for status in statuses:  # resends that contradicted a kept reading, since the store began
             conflicts = store.conflict_counts(status["site"])
             for sensor, entry in status["sensors"].items():

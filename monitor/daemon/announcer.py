@@ -124,7 +124,9 @@ class Announcer:
         for finding in stored:
             # A revision (the minute re-judged with late data) is published, not alerted again:
             # people were told of the finding when it was made.
-            self._announce(site, finding, now, alert=finding.id not in previous)
+            standard = state.profile.standards.get(finding.standard)
+            title = standard.title if standard is not None else ""
+            self._announce(site, finding, now, alert=finding.id not in previous, title=title)
         for event in events:
             self.notice_event(event, now)
         for gone in previous - current:
@@ -140,7 +142,7 @@ class Announcer:
         if self.store.append_finding(finding, now, retracted=True):
             self.outgoing.add(site, "findings", {**finding_to_json(finding), "retracted": True})
 
-    def _announce(self, site: str, finding: Finding, now: datetime, *, alert: bool) -> None:
+    def _announce(self, site: str, finding: Finding, now: datetime, *, alert: bool, title: str = "") -> None:
         body = finding_to_json(finding)
         self.outgoing.add(site, "findings", body)
         self.write_point(points.findings, finding)
@@ -154,7 +156,7 @@ class Announcer:
             told = self.notices.episode_of(site, finding.id)
             if told is not None:
                 body = {**body, "episode_id": told[1].get("episode_id"), "notice_id": told[0]}
-                message = violation_alert_text(told[1], told[0])
+                message = violation_alert_text(told[1], told[0], title)
         if finding.kind in TOWN_KINDS:
             # One alert per standard, sensors and event while it keeps recurring (a noisy half
             # hour is one alert, not thirty); AlertBook clears it after min_gap_s of quiet.
@@ -206,7 +208,10 @@ class Announcer:
             return
         state.last_status = now
         online = {s: h.online for s, h in state.health.items()}
-        body = site_status(self.store, state.config, now, online, episode_gap_s=state.profile.episode_gap_s)
+        titles = {k: s.title for k, s in state.profile.standards.items()}
+        body = site_status(
+            self.store, state.config, now, online, episode_gap_s=state.profile.episode_gap_s, titles=titles
+        )
         self.outgoing.add(state.config.id, "status", body, retain=True)
 
     def anchor(self, state: SiteState, now: datetime, interval_s: float) -> None:

@@ -23,6 +23,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode, _ConnectionState
 from paho.mqtt.exception import MalformedPacket
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
 
 from monitor.config import BrokerConfig
 from monitor.errors import OutputError
@@ -115,7 +116,8 @@ class WatchedClient(mqtt.Client):
     retrying" to its own logger, at debug level) and waits with its own doubling delay.
     Here ``reconnect`` records why the attempt failed and ``_reconnect_wait`` (a paho
     internal, as in ``_ReceivingClient``; paho is pinned below 3) waits the watch's
-    delay, which logs the reason and the time of the next attempt.
+    delay, which logs the reason and the time of the next attempt. With a cluster's
+    addresses (``broker.urls``) the watch's ``Failover`` picks the node of each attempt.
     """
 
     watch: LinkWatch | None = None
@@ -123,7 +125,8 @@ class WatchedClient(mqtt.Client):
     def reconnect(self) -> MQTTErrorCode:
         watch = self.watch
         if watch is not None:
-            watch.attempting()
+            # A cluster (broker.urls): each attempt after the first goes to the next node.
+            self._host, self._port = watch.attempting()
         try:
             return super().reconnect()
         except OSError as exc:  # refused, not resolved, TLS (ssl.SSLError is an OSError), timeout
@@ -353,12 +356,13 @@ class MqttLink:
         authenticate(self.client, config)
         # Every failed attempt is logged with its reason and the next attempt; a refused
         # login calls on_fatal (the daemon stops: retrying cannot fix a password).
-        self.watch = LinkWatch(config.url, log, Backoff(), on_fatal)
+        self.watch = LinkWatch(config.addresses, log, Backoff(), on_fatal)
         self.client.watch = self.watch
         self.client.max_queued_messages_set(100_000)
         self.client.on_connect = self._on_connect
         self.client.on_disconnect = self._on_disconnect
         self.client.on_message = self._on_message
+        self.client.on_subscribe = self._on_subscribe
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -416,7 +420,28 @@ class MqttLink:
         # (MQTT 5 section 3.2.2.1.1 session present), required when it did not.
         for topic in self.topics:
             client.subscribe(topic, qos=1)
-        log.info("Connected to %s (session present: %s)", self.config.url, flags.session_present)
+        log.info("Connected to %s (session present: %s)", self.watch.url, flags.session_present)
+
+    def _on_subscribe(
+        self,
+        client: mqtt.Client,
+        userdata: object,
+        mid: int,
+        reasons: list[ReasonCode],
+        properties: Properties,
+    ) -> None:
+        # Mosquitto grants a subscription its ACL does not allow (and delivers nothing on it);
+        # nats-server refuses it in the SUBACK (0x80). Either way the daemon would wait for
+        # data that never comes: say so.
+        refused = [str(r) for r in reasons if r.is_failure]
+        if refused:
+            log.error(
+                "Broker %s refused a subscription (%s); no data arrives on it: check the grants"
+                " of the account %r (make-credentials)",
+                self.watch.url,
+                ", ".join(refused),
+                self.config.username,
+            )
 
     def _on_disconnect(
         self, client: mqtt.Client, userdata: object, flags: object, reason: object, properties: object

@@ -90,6 +90,7 @@ PRUNE_INTERVAL = timedelta(hours=1)
 QUIET_S = 10.0  # wall seconds without a reading for a site (input up, none in hand): as complete as it gets
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
 BLAST_RECORDS_KEPT = timedelta(days=3 * 366)  # seismograph records, whatever retention_days says
+DATA_STEP = timedelta(seconds=30)  # the data clock's periodic work: every half data minute (see tick)
 MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
 
 
@@ -183,7 +184,8 @@ class Pipeline:
         self.outgoing = Outgoing(self.prefix, publish)  # published after each commit
         self.announcer = Announcer(store, self.alerts, self.notices, self.outgoing, self._write_point)
         self.last_prune = NEVER
-        self.last_tick_at: datetime | None = None  # data clock: the data time of the last tick
+        self.last_tick_at: datetime | None = None  # data clock: the last step (DATA_STEP) worked at
+        self.last_data_now: datetime | None = None  # data clock: its time at the last tick
         self.announce_sites: frozenset[str] | None = None  # notice changes of these sites only (a worker)
         self._pending_sound: list[PendingSound] = []
         self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
@@ -530,16 +532,22 @@ class Pipeline:
         now = self.clock.now()
         if self.clock.mode == "data":
             # Data time moves by as much as a batch holds between two ticks (minutes, when a
-            # simulation runs at full speed). Doing the periodic work once a data minute, as a
-            # real-time daemon would, makes what is judged, alerted and noticed when (the
-            # times notices and alerts carry) follow the data, not the ticks' wall-clock luck:
-            # the same simulation gives the same record.
-            first = self.last_tick_at + MINUTE if self.last_tick_at is not None else self.clock.data_start
-            step = first or now
-            while step < now:
+            # simulation runs at full speed). Doing the periodic work every half data minute, as
+            # a real-time daemon would (the half lets early warnings see a minute so far), makes
+            # what is judged, alerted and noticed when (the times notices and alerts carry)
+            # follow the data, not how it was batched: the same simulation gives the same record.
+            # Once the data stops, the work is done at its end.
+            if self.last_tick_at is None:
+                self.last_tick_at = floor_minute(self.clock.data_start or now)
+            step = self.last_tick_at + DATA_STEP
+            while step <= now:
                 self._periodic(step)
-                step += MINUTE
-            self.last_tick_at = max(now, self.last_tick_at or now)
+                self.last_tick_at = step
+                step += DATA_STEP
+            if now == self.last_data_now:
+                self._periodic(now)
+            self.last_data_now = now
+            return
         self._periodic(now)
 
     def _periodic(self, now: datetime) -> None:

@@ -25,9 +25,9 @@ from rules.model import SensorStatus, SoundLevels
 class SensorHealth:
     last_seen: datetime
     online: bool = True
-    heard: bool = False  # a reading of it stored since start-up (else last_seen is the start)
     offline_since: datetime | None = None
     town_alerted: bool = False
+    heard: bool = False  # last_seen is a reading's time (not the start's clock)
 
 
 def calibrated(levels: SoundLevels, offset_db: float | None) -> SoundLevels:
@@ -74,9 +74,9 @@ class HealthWatch:
         """
         if health is None:
             return
-        health.heard = True
-        if ts > health.last_seen or not health.online:
-            health.last_seen = max(ts, health.last_seen)
+        if ts > health.last_seen or not health.online or not health.heard:
+            health.last_seen = ts if not health.heard else max(ts, health.last_seen)
+            health.heard = True
         if health.online:
             return
         gap = (now - (health.offline_since or now)).total_seconds()
@@ -110,11 +110,13 @@ class HealthWatch:
         d = self.daemon
         for sensor in site.sensors:
             state = health[sensor.id]
-            if state.last_seen > now:
+            if state.last_seen > now and not state.heard:
                 state.last_seen = now  # started before the data clock existed: count from its start
             elif data_start is not None and not state.heard and state.last_seen < data_start:
                 state.last_seen = data_start  # started after it (wall clock behind the data)
-            silent = (now - state.last_seen).total_seconds()
+            # Heard after ``now`` (the data clock's periodic work steps through data already in):
+            # not silent then.
+            silent = max(0.0, (now - state.last_seen).total_seconds())
             limit = sensor.expected_period_s * d.offline_after_periods
             if state.online and silent > limit:
                 state.online = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,12 +28,14 @@ def site_status(
     online: dict[str, bool] | None = None,
     *,
     episode_gap_s: float = 300.0,
+    titles: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The last minute per sensor, the findings and the violation episodes of the last 24 hours,
     as the record stood at ``now`` (nothing received for later times counts): the retained
     status, `minewatch status [--at]` and the portal's status page.
 
-    ``episode_gap_s`` is the site profile's: episodes are the ones the notices tell.
+    ``episode_gap_s`` is the site profile's: episodes are the ones the notices tell;
+    ``titles`` its standards' titles, for the episodes' text.
     """
     # Energy and seconds per sensor: a period counts for its duration (not all meters send 1-s periods).
     last_minute: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
@@ -68,5 +71,5 @@ def site_status(
         "timezone": site.timezone,
         "sensors": sensors,
         "findings_24h": dict(by_kind),
-        "episodes_24h": [e.to_json(site.timezone) for e in episodes[-10:]],
+        "episodes_24h": [e.to_json(site.timezone, titles) for e in episodes[-10:]],
     }

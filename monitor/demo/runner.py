@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 DEMO_CONFIG = "demo/dovre-demo.toml"  # package data of `sensors`
 SITE = "dovre-quarry"
+DEMO_ZONE = "America/Chicago"  # the demo site's zone (sensors/demo/dovre-demo.toml), for the progress lines
 
 # The output folder is the demo's own: this file marks it, and only what the demo writes
 # (these names) is ever deleted, with --force. Anything else in the folder stops the demo.
@@ -304,7 +305,7 @@ class Demo:
                 conn.close()
         except sqlite3.Error:  # before the daemon has made the store's tables
             return 0, "-"
-        judged = progress[0].strftime("%Y-%m-%d %H:%M UTC") if progress else "-"
+        judged = local_stamp(progress[0], DEMO_ZONE) if progress else "-"
         return stored, judged
 
     def _progress(self, phase: str) -> None:
@@ -366,7 +367,10 @@ class Demo:
             _say(self.stream, "\nViolation episodes (site time)")
             self.summary["episodes"] = []
             for told_episode in episodes:
-                _say(self.stream, "  " + episode_text(told_episode.facts, zone, told_episode.notice_id))
+                title = profile.standards[told_episode.facts.standard].title
+                _say(
+                    self.stream, "  " + episode_text(told_episode.facts, zone, told_episode.notice_id, title)
+                )
                 self.summary["episodes"].append(
                     {**facts_json(told_episode.facts, zone, site), "notice": told_episode.notice_id}
                 )
@@ -377,7 +381,8 @@ class Demo:
                 n = sum(1 for f in findings if expectation.matches(f))
                 passed = (n > 0) == expectation.want_some
                 ok &= passed
-                _say(self.stream, f"  [{'ok' if passed else 'MISSING'}] {expectation.label} ({n} windows)")
+                windows = f"{n} window{'' if n == 1 else 's'}"
+                _say(self.stream, f"  [{'ok' if passed else 'MISSING'}] {expectation.label} ({windows})")
                 self.summary["expected"].append({"label": expectation.label, "windows": n, "ok": passed})
             notices = list_notices(conn, SITE, None) if _has_table(conn, "notices") else []
             _say(self.stream, f"\nNotices of violation issued: {len(notices)}")
@@ -386,7 +391,8 @@ class Demo:
                 deadline = local_stamp(notice.deadline, zone)
                 _say(
                     self.stream,
-                    f"  {notice.id}  {notice.standard} (section {notice.section})  {notice.status}, "
+                    f"  {notice.id}  {notice.data.get('title') or notice.standard} (section {notice.section})"
+                    f"  {notice.status}, "
                     f"cure by {deadline}",
                 )
                 self.summary["notices"].append(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,7 +34,7 @@ class ToldEpisode:
     facts: EpisodeFacts
     notice_id: str | None
 
-    def to_json(self, timezone: str) -> dict[str, Any]:
+    def to_json(self, timezone: str, titles: Mapping[str, str] | None = None) -> dict[str, Any]:
         """As the status, the portal and the API give it: UTC for machines, the span as a person
         reads it (site time) beside, and the one-line text every surface prints."""
         facts = self.facts
@@ -53,7 +54,8 @@ class ToldEpisode:
             "exemptions": list(facts.exemptions),
             "notice": self.notice_id,
             "summary": facts.summary,
-            "text": episode_text(facts, timezone, self.notice_id),
+            "title": (titles or {}).get(facts.standard, facts.standard),
+            "text": episode_text(facts, timezone, self.notice_id, (titles or {}).get(facts.standard, "")),
         }
 
 

@@ -319,19 +319,42 @@ def alert_counts(conn: sqlite3.Connection) -> dict[str, int]:
 
 
 def alerts_for_audience(
-    conn: sqlite3.Connection, site: str, audience: str, start: datetime, end: datetime, limit: int
+    conn: sqlite3.Connection,
+    site: str,
+    audience: str,
+    start: datetime,
+    end: datetime,
+    limit: int,
+    *,
+    kind: str | None = None,
+    not_kind: str | None = None,
 ) -> list[sqlite3.Row]:
-    """The site's newest ``limit`` alerts raised in [start, end) for ``audience``, newest first.
+    """The site's newest ``limit`` alerts raised in [start, end) for ``audience``, newest first,
+    of ``kind`` only or all but ``not_kind`` when given.
 
     An alert's audience is stored as a comma-separated list (``town,inspector``): this matches
     one whole name of it, not a part of one.
     """
+    terms, params = "", []
+    if kind is not None:
+        terms, params = " AND kind = ?", [kind]
+    elif not_kind is not None:
+        terms, params = " AND kind <> ?", [not_kind]
     return _rows(
         conn,
         "SELECT * FROM alerts WHERE site = ? AND ',' || audience || ',' LIKE ? AND created_us >= ?"
-        " AND created_us < ? ORDER BY created_us DESC LIMIT ?",
-        (site, f"%,{audience},%", to_us(start), to_us(end), limit),
+        f" AND created_us < ?{terms} ORDER BY created_us DESC LIMIT ?",
+        (site, f"%,{audience},%", to_us(start), to_us(end), *params, limit),
     )
+
+
+def alert_kinds_for_audience(conn: sqlite3.Connection, site: str, audience: str) -> list[str]:
+    """The kinds of the site's alerts for ``audience``, sorted."""
+    rows = conn.execute(
+        "SELECT DISTINCT kind FROM alerts WHERE site = ? AND ',' || audience || ',' LIKE ? ORDER BY kind",
+        (site, f"%,{audience},%"),
+    ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def alerts_of_kind(

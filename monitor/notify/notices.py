@@ -75,11 +75,12 @@ from rules.notice_decision import (
 )
 from rules.profile import Profile
 from rules.quantities import limit_text, measurement_text, number_text, quantity_text, unit_text
-from rules.times import duration_text, local_stamp, span_text
+from rules.times import duration_text, local_moment, local_stamp, span_text
 
 __all__ = [
     "ACTIVE_STATUSES",
     "AUTO_ACTOR",
+    "EarlyEscalation",
     "InvalidTransition",
     "Notice",
     "NoticeBook",
@@ -89,6 +90,7 @@ __all__ = [
     "NoticeEvent",
     "UnknownNotice",
     "change_record",
+    "changes_allowed",
     "duration_text",
     "episode_record",
     "episode_window",
@@ -127,6 +129,23 @@ class UnknownNotice(NoticeError):
 
 class InvalidTransition(NoticeError):
     pass
+
+
+class EarlyEscalation(InvalidTransition):
+    """Escalating before the cure deadline without a reason: each front end says how to give one."""
+
+    def __init__(self, reason_missing: str, remedy: str = "give --before-deadline --reason TEXT") -> None:
+        super().__init__(f"{reason_missing}; to escalate anyway, {remedy}")
+        self.reason_missing = reason_missing
+
+
+def changes_allowed(status: str) -> dict[str, bool]:
+    """Which of the Town's changes a notice in ``status`` allows (the forms a page offers)."""
+    return {
+        "extend": status in _ALLOWED_FROM[EXTENDED],
+        "close": status in _ALLOWED_FROM[CORRECTED],
+        "escalate": status in _ALLOWED_FROM[ESCALATED],
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,12 +368,16 @@ def _episode_facts(
     return facts_json(episode_facts(episode, [finding_from_json(f) for f in findings]), timezone, site)
 
 
-def violation_alert_text(facts: Mapping[str, Any], notice_id: str) -> str:
+def violation_alert_text(facts: Mapping[str, Any], notice_id: str, title: str = "") -> str:
     """A violation's alert: its episode as the notice tells it at that moment ('so far': the
     episode may still grow, and the notice then tells its final span and highest window)."""
     where = ", ".join(str(s) for s in facts.get("sensors", ())) or "the site"
-    standard = f"{facts.get('standard')} ({facts.get('section')})"
-    text = f"{standard} violation at {where}: {facts.get('span_text')} so far"
+    standard = f"{title or facts.get('standard')} ({facts.get('section')})"
+    if float(facts.get("duration_s") or 0.0) <= 1.0:  # an instant (a blast): no span to grow
+        when = f"at {local_moment(str(facts.get('start')), str(facts.get('timezone') or 'UTC'))}"
+    else:
+        when = f"{facts.get('span_text')} so far"
+    text = f"{standard} violation at {where}: {when}"
     if facts.get("worst_text"):
         text += f"; highest {facts['worst_text']} over {facts.get('peak_span_text')}"
     return f"{text}; notice {notice_id}"
@@ -878,10 +901,9 @@ class NoticeBook:
             early = not after_deadline(now, notice.deadline)
             reason = (before_deadline_reason or "").strip()
             if early and not reason:
-                raise InvalidTransition(
+                raise EarlyEscalation(
                     f"notice {notice.id}: its cure deadline {local_stamp(notice.deadline, notice.timezone)} "
-                    f"has not passed, and a citation (13.3.B) follows a failure to correct; to escalate "
-                    f"anyway, give --before-deadline --reason TEXT"
+                    f"has not passed, and a citation (13.3.B) follows a failure to correct"
                 )
             data: dict[str, Any] = {"citation_section": str(notice.data.get("citation_section", ""))}
             if early:

@@ -201,7 +201,9 @@ class Portal:
 
         site = scope.site(site_id)
         now = self.clock()
-        status = site_status(self.store(), site, now, episode_gap_s=self.profile(site).episode_gap_s)
+        profile = self.profile(site)
+        titles = {k: s.title for k, s in profile.standards.items()}
+        status = site_status(self.store(), site, now, episode_gap_s=profile.episode_gap_s, titles=titles)
         conn = self.store().conn
         for sensor in site.sensors:
             entry = status["sensors"][sensor.id]
@@ -245,10 +247,21 @@ class Portal:
         day = self.clock().astimezone(tz).date()
         return local_day(day, tz)
 
-    def alerts(self, scope: Scope, site_id: str, audience: str, limit: int = 100) -> list[dict[str, Any]]:
+    def alerts(
+        self,
+        scope: Scope,
+        site_id: str,
+        audience: str,
+        limit: int = 100,
+        *,
+        kind: str | None = None,
+        not_kind: str | None = None,
+    ) -> list[dict[str, Any]]:
         site = scope.site(site_id)
         start, end = scope.window(datetime(1970, 1, 1, tzinfo=UTC), datetime(9999, 1, 1, tzinfo=UTC))
-        rows = queries.alerts_for_audience(self.store().conn, site.id, audience, start, end, limit)
+        rows = queries.alerts_for_audience(
+            self.store().conn, site.id, audience, start, end, limit, kind=kind, not_kind=not_kind
+        )
         return [
             {
                 "id": r["id"],
@@ -259,6 +272,9 @@ class Portal:
             }
             for r in rows
         ]
+
+    def alert_kinds(self, scope: Scope, site_id: str, audience: str) -> list[str]:
+        return queries.alert_kinds_for_audience(self.store().conn, scope.site(site_id).id, audience)
 
     def early_warnings(
         self, scope: Scope, site_id: str, start: datetime, end: datetime
@@ -385,7 +401,7 @@ class Portal:
         before_deadline_reason: str | None = None,
     ) -> str:
         """extend / close / escalate through the NoticeBook, with the portal's record, in one transaction."""
-        from monitor.notify.notices import NoticeBook, NoticeError
+        from monitor.notify.notices import EarlyEscalation, NoticeBook, NoticeError
 
         notice, _ = self.notice(scope, notice_id)
         if action not in NOTICE_ACTIONS:
@@ -423,6 +439,10 @@ class Portal:
 
         try:
             return _retry(write)
+        except EarlyEscalation as exc:
+            # In the form's words, not the command line's.
+            remedy = "say why in 'Before the cure deadline, because'"
+            raise Refused(f"{exc.reason_missing}; to escalate anyway, {remedy}") from None
         except NoticeError as exc:
             raise Refused(str(exc)) from None
 
@@ -536,7 +556,9 @@ class Portal:
             "sunset": format_ts(set_at.at) if set_at.at is not None else None,
             "blasts": blasts,
             "exempt": exempt,
-            "episodes": [e.to_json(site.timezone) for e in told],
+            "episodes": [
+                e.to_json(site.timezone, {k: s.title for k, s in profile.standards.items()}) for e in told
+            ],
             "findings": findings,
         }
 

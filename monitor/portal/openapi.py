@@ -14,7 +14,7 @@ def _get(summary: str, roles: str, params: list[dict[str, Any]], schema: dict[st
     }
     if DATE in params:
         responses["400"] = {
-            "description": "date is not a day from 1970-01-01 to 9998-12-31 ({\"error\": reason})",
+            "description": 'date is not a day from 1970-01-01 to 9998-12-31 ({"error": reason})',
             "content": {"application/json": {"schema": OBJ}},
         }
     return {

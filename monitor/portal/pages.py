@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -152,20 +154,37 @@ class SitePages:
         scope = self.web.session_scope(request)
         self.web.may(scope, "alerts")
         site = scope.site(request.path_params["site"])
-        received = await run_in_threadpool(
-            self.web.portal.alerts, scope, site.id, AUDIENCE[scope.user.role], 1000
-        )
+        audience = AUDIENCE[scope.user.role]
+        portal = self.web.portal
         # Chain anchors come every 15 minutes, day and night: told in one line, so that they do
         # not push what a person must act on out of the list.
-        anchors = [a for a in received if a["kind"] == "anchor"]
-        alerts = [a for a in received if a["kind"] != "anchor"][:100]
+        anchors = await run_in_threadpool(portal.alerts, scope, site.id, audience, 1, kind="anchor")
+        kinds = [
+            k for k in await run_in_threadpool(portal.alert_kinds, scope, site.id, audience) if k != "anchor"
+        ]
+        chosen = request.query_params.get("kind", "")
+        if chosen not in kinds:
+            chosen = ""  # a kind with no alert (or none at all): the whole list
+        alerts = await run_in_threadpool(
+            functools.partial(
+                portal.alerts, scope, site.id, audience, 100, kind=chosen or None, not_kind="anchor"
+            )
+        )
         acked = {
             a["target"]: a
             for a in self.web.portal.actions(scope, site.id, 500)
             if a["action"] == "alert_acknowledged"
         }
         return self.web.page(
-            request, "alerts.html", scope, site=site, alerts=alerts, anchors=anchors, acked=acked
+            request,
+            "alerts.html",
+            scope,
+            site=site,
+            alerts=alerts,
+            anchors=anchors,
+            acked=acked,
+            kinds=kinds,
+            chosen=chosen,
         )
 
     async def acknowledge(self, request: Request) -> Response:
@@ -212,6 +231,11 @@ class SitePages:
         )
         site = scope.site(notice.site)
         message = message or str(request.session.pop("flash", ""))
+        from monitor.notify.document import facts_rows
+        from monitor.notify.notices import changes_allowed
+
+        # The facts as the notice document states them (one set of facts), episode by episode.
+        facts = [facts_rows(e, notice.timezone, notice) for e in notice.episodes]
         return self.web.page(
             request,
             "notice.html",
@@ -220,6 +244,8 @@ class SitePages:
             site=site,
             notice=notice,
             history=history,
+            facts=facts,
+            allowed=changes_allowed(notice.status),
             error=error,
             message=message,
             tz=ZoneInfo(notice.timezone),
@@ -235,13 +261,11 @@ class SitePages:
             self.web.portal.notice_document, scope, request.path_params["notice"], fmt
         )
         media = "application/pdf" if fmt == "pdf" else "text/html; charset=utf-8"
-        return Response(
-            body,
-            media_type=media,
-            headers={
-                "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-            },
-        )
+        headers = {"Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'"}
+        if fmt == "pdf":  # saved under the notice's own id (ids are [A-Za-z0-9-])
+            notice_id = re.sub(r"[^A-Za-z0-9-]", "", request.path_params["notice"]).upper()
+            headers["Content-Disposition"] = f'inline; filename="{notice_id}.pdf"'
+        return Response(body, media_type=media, headers=headers)
 
     async def notice_act(self, request: Request) -> Response:
         scope = self.web.session_scope(request)

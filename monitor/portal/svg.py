@@ -3,7 +3,7 @@
 One panel per boundary sound sensor (minute LAeq against the limit) and per light sensor
 (lux against its limits); on every panel the exempt periods shaded, the 10:00-15:00 blast
 window, each blast and the day's sunset. Elements carry classes (``limit``, ``blast-window``,
-``blast``, ``sunset``, ``exempt``) so tests and stylesheets can find them.
+``blast``, ``sunset``, ``exempt``, ``episode``) so tests and stylesheets can find them.
 """
 
 from __future__ import annotations
@@ -53,6 +53,16 @@ def _frame(
         out.append(
             f'<rect class="exempt" x="{x0:.1f}" y="{p.top}" width="{max(x1 - x0, 1):.1f}" height="{PANEL_H}">'
             f"<title>exempt: {escape(e['why'])}</title></rect>"
+        )
+    for e in day.get("episodes", ()):
+        # The episodes every surface tells (one set of facts): the same span as the list beside.
+        if sensor not in e["sensors"]:
+            continue
+        x0, x1 = p.x(e["start"]), p.x(e["end"])
+        out.append(
+            f'<rect class="episode" x="{x0:.1f}" y="{p.top}" width="{max(x1 - x0, 2):.1f}" height="{PANEL_H}"'
+            f' data-episode="{escape(e["id"])}" data-start="{e["start"]}" data-end="{e["end"]}">'
+            f"<title>violation: {escape(e['text'])}</title></rect>"
         )
     w = day["blast_window"]
     x0, x1 = p.x(w["start"]), p.x(w["end"])
@@ -145,6 +155,7 @@ class DayPlot:
             day["to"],
             day["timezone"],
             repr(day["exempt"]),
+            repr(day.get("episodes")),
             repr(day["blast_window"]),
             repr(day["blasts"]),
             day["sunset"],

@@ -16,9 +16,10 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from urllib.parse import urlparse
 
 from monitor.errors import MinewatchError
 
@@ -155,23 +156,65 @@ def connack_code(reason: object) -> int | None:
     return value if isinstance(value, int) else None
 
 
+class Failover:
+    """Which of a cluster's addresses (``broker.urls``) the next connection attempt goes to.
+
+    The first attempt goes to the first address; every later one to the next, round the
+    list: a node that just failed is the last one retried. Each address not yet tried
+    since the link was last up is tried at once (``untried_next``); once all have been,
+    the attempts wait the ``Backoff``'s delays. With one address it changes nothing.
+    """
+
+    def __init__(self, urls: Sequence[str]) -> None:
+        if not urls:
+            raise ValueError("a broker link needs at least one address")
+        self.urls = tuple(urls)
+        self.index = 0
+        self._tried = {0}
+        self._attempted = False
+
+    @property
+    def url(self) -> str:
+        return self.urls[self.index]
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        parsed = urlparse(self.url)
+        return parsed.hostname or "localhost", parsed.port or (8883 if parsed.scheme == "mqtts" else 1883)
+
+    def attempt(self) -> str:
+        """The address of the attempt about to be made (the next one after the first attempt)."""
+        if self._attempted:
+            self.index = (self.index + 1) % len(self.urls)
+            self._tried.add(self.index)
+        self._attempted = True
+        return self.url
+
+    def untried_next(self) -> bool:
+        """Whether the next attempt goes to an address not tried since the link was last up."""
+        return (self.index + 1) % len(self.urls) not in self._tried
+
+    def up(self) -> None:
+        self._tried = {self.index}
+
+
 class LinkWatch:
     """The state of one broker connection, fed from paho's network thread.
 
     Logs every failed attempt with its reason and the time of the next attempt; keeps the
     current ``LinkState`` for the daemon to record; a refused login (not retryable) is
-    ``fatal`` and calls ``on_fatal`` once.
+    ``fatal`` and calls ``on_fatal`` once. ``urls``: one address, or a cluster's (``Failover``).
     """
 
     def __init__(
         self,
-        url: str,
+        urls: str | Sequence[str],
         logger: logging.Logger,
         backoff: Backoff | None = None,
         on_fatal: Callable[[str], None] | None = None,
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self.url = url
+        self.failover = Failover((urls,) if isinstance(urls, str) else urls)
         self.log = logger
         self.backoff = backoff or Backoff()
         self.on_fatal = on_fatal
@@ -179,9 +222,14 @@ class LinkWatch:
         self.fatal: str | None = None
         self.attempts = 0  # failed attempts since the link was last up
         self._lock = threading.Lock()
-        self._state = LinkState(False, wall(), "connecting", url)
+        self._state = LinkState(False, wall(), "connecting", self.url)
         self._changed = True
         self._problem: str | None = None  # the reason the next wait is for
+
+    @property
+    def url(self) -> str:
+        """The address of the current (or last) connection attempt."""
+        return self.failover.url
 
     @property
     def state(self) -> LinkState:
@@ -207,8 +255,11 @@ class LinkWatch:
 
     # ------------------------------------------------------------------ from paho's thread
 
-    def attempting(self) -> None:
+    def attempting(self) -> tuple[str, int]:
+        """A connection attempt starts; returns the (host, port) it goes to."""
         self._problem = None
+        self.failover.attempt()
+        return self.failover.host_port
 
     def failed(self, reason: str) -> None:
         """A connection attempt failed (socket, TLS, or a refused CONNACK)."""
@@ -237,6 +288,7 @@ class LinkWatch:
 
     def up(self) -> None:
         self.backoff.up()
+        self.failover.up()
         self.attempts = 0
         self._problem = None
         self._set(True, "")
@@ -253,6 +305,14 @@ class LinkWatch:
 
     def next_wait(self) -> float:
         """Seconds until the next attempt; logs the failure and when the next attempt is."""
+        if self.failover.untried_next():
+            # Another node of the cluster, not tried in this outage: at once (a node's loss
+            # costs a reconnect, not a backoff).
+            following = self.failover.urls[(self.failover.index + 1) % len(self.failover.urls)]
+            self.log.warning(
+                "Broker %s: %s; trying %s now", self.url, self._problem or "not connected", following
+            )
+            return 0.0
         delay = self.backoff.next_delay()
         at = (self.wall().astimezone(UTC).timestamp()) + delay
         self.log.warning(

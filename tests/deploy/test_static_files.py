@@ -127,7 +127,14 @@ def test_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
 def test_compose_wires_the_services() -> None:
     compose = yaml_load(DEPLOY / "compose.yaml")
     services = compose["services"]
-    assert set(services) == {"mosquitto", "influxdb", "grafana", "minewatch", "portal"}
+    default = {name for name, service in services.items() if not service.get("profiles")}
+    assert default == {"mosquitto", "influxdb", "grafana", "minewatch", "portal"}
+    # The three-node NATS cluster (docs/DEPLOY.md, High availability) only with --profile nats.
+    nats = {name: service for name, service in services.items() if "nats" in service.get("profiles", [])}
+    assert set(nats) == {"nats-a", "nats-b", "nats-c"}
+    assert {tuple(s["volumes"]) for s in nats.values()} == {
+        (f"./nats-{n}:/etc/nats:ro", f"nats-{n}-data:/data") for n in "abc"
+    }
     portal = services["portal"]
     assert portal["image"] == services["minewatch"]["image"] and portal["command"][0] == "serve"
     assert portal["ports"] == ["127.0.0.1:8080:8080"], "the portal is published on loopback, behind a proxy"

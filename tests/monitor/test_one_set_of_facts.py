@@ -422,7 +422,8 @@ def test_the_demos_summary_tells_the_same_episodes(demo_day: Day) -> None:
         )
     for notice in notices:
         deadline = local_stamp(notice.deadline, demo_day.site.timezone)
-        assert f"{notice.id}  {notice.standard} (section {notice.section})  open, cure by {deadline}" in text
+        title = notice.data["title"]
+        assert f"{notice.id}  {title} (section {notice.section})  open, cure by {deadline}" in text
         assert {"id": notice.id, "cure_by": deadline}.items() <= next(
             n for n in demo.summary["notices"] if n["id"] == notice.id
         ).items()

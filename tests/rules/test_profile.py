@@ -370,3 +370,9 @@ def test_the_episode_gap_reads_without_building_the_profile() -> None:
     )
     with pytest.raises(ProfileError):
         episode_gap_of("no-such-town")
+
+
+def test_standard_titles_read_without_building_the_profile() -> None:
+    from rules.profile import standard_titles_of
+
+    assert standard_titles_of("dovre") == {k: s.title for k, s in DOVRE.standards.items()}

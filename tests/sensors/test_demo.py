@@ -64,6 +64,32 @@ def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
         assert f"{notice['id']}  " in text and f"cure by {notice['cure_by']}" in text
     assert summary["evidence"]["verify"].startswith("OK up to seq") and summary["evidence"]["rows"] > 0
 
+    # Repeatable (issue 25): the same day again through the broker gives the same alerts, said
+    # at the same (data) times, and the same notices; only the anchors' chain positions differ
+    # (the chain also holds receipt times, which are the wall clock's).
+    again = tmp_path / "again"
+    assert run_demo(again, "dovre-short", "max", None, io.StringIO(), day=day) == 0
+    assert _record(again / "minewatch.db") == _record(folder / "minewatch.db")
+    assert json.loads((again / "summary.json").read_text())["episodes"] == summary["episodes"]
+
+
+def _record(store: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    import sqlite3
+
+    conn = sqlite3.connect(store)
+    try:
+        alerts = conn.execute(
+            "SELECT created_us, audience, kind, message FROM alerts WHERE kind <> 'anchor'"
+            " ORDER BY created_us, kind, message"
+        ).fetchall()
+        notices = conn.execute(
+            "SELECT id, standard, opened_us, deadline_us, data FROM notices ORDER BY id"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert alerts and notices
+    return alerts, notices
+
 
 def test_a_served_demo_stopped_with_sigterm_takes_its_broker_daemon_and_portal_along(tmp_path: Path) -> None:
     """`kill` of `minewatch demo --serve` stops it as Ctrl-C does: nothing it started runs on."""

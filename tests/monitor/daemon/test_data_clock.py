@@ -70,10 +70,12 @@ def test_anchors_and_status_follow_past_data(tmp_path: Path) -> None:
     anchors = [b for t, b in published if t == "minewatch/q/anchors"]
     statuses = [b for t, b in published if t == "minewatch/q/status"]
     assert len(anchors) == 3, anchors
-    # On the data clock the periodic work is done once a data minute, as in real time: the status
-    # (every 60 s) follows the data minute by minute through the gaps, not once per tick.
-    assert len(statuses) == 41, [b["ts"] for b in statuses]
+    # On the data clock the periodic work is done every half data minute, as in real time: the
+    # status (every 60 s) follows the data minute by minute through the gaps, not once per tick.
+    # Every minute (status_interval_s) of data time on the half-minute steps, from the first data
+    # to the last (20:50:30 to 21:29:30).
     times = [parse_ts(b["ts"]) for b in statuses]
-    assert all(timedelta(seconds=60) <= b - a <= timedelta(seconds=62) for a, b in pairwise(times))
+    assert len(times) == 40 and all(t.second == 30 for t in times), times
+    assert all(b - a == timedelta(minutes=1) for a, b in pairwise(times))
     for body in anchors + statuses:
         assert DAY <= parse_ts(body["ts"]) < DAY + timedelta(hours=1)  # the data's time, not the wall's

@@ -187,7 +187,9 @@ def test_minewatch_status_reads_the_same_back_from_the_store(
 ) -> None:
     last_minute = fill(store)
     store_findings(store, [violation(NOW - timedelta(hours=1))], NOW)
-    expected = site_status(store, site, NOW)
+    from rules.profile import standard_titles_of
+
+    expected = site_status(store, site, NOW, titles=standard_titles_of(site.profile))
     at = ["--at", "2026-06-15T16:00:30Z"]
     assert main(["status", "--config", str(config_path), "--format", "json", *at]) == 0
     (printed,) = json.loads(capsys.readouterr().out)
@@ -206,8 +208,8 @@ def test_minewatch_status_reads_the_same_back_from_the_store(
     assert "  findings (judged windows) in the last 24 h: violation: 1" in text
     assert "  violation episodes in the last 24 h:" in text
     assert (
-        "  - noise (6.D) at n1: 10:00:30-10:01:30 CDT (1 minute); highest LAeq,1min 84.2 dB(A)"
-        in "\n".join(text)
+        "  - Noise at the mine site boundaries (6.D) at n1: 10:00:30-10:01:30 CDT (1 minute);"
+        " highest LAeq,1min 84.2" in "\n".join(text)
     )
 
 

@@ -536,7 +536,11 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
     page.goto(f"{env.url}/sites/{SITE}/alerts")
     feed = page.inner_text("#alerts")
     # Chain anchors are told in one line above the list, not as rows that push violations out.
-    assert "(6.D) violation at" in feed and "anchor" not in feed
+    assert "anchor" not in feed and "Evidence chain" not in feed
+    # The list can be narrowed to one kind (the many extensions above would push them out).
+    page.click("#alert-kinds a:text('violation')")
+    page.wait_for_load_state()
+    assert "(6.D) violation at" in page.inner_text("#alerts") and "kind=violation" in page.url
     assert "Evidence chain of quarry" in page.inner_text("#anchors")
     assert "has sent nothing since" not in feed  # the operator's own sensor alerts
     assert page.locator("#alerts button").count() == 0  # acknowledging is the operator's
@@ -692,3 +696,34 @@ def test_a_blasts_seismograph_report_is_linked_for_whoever_may_see_the_blast(
         assert status_of(context, f"{env.url}/sites/{OTHER}/blasts/B-SG/report.html") == 404
         context.clear_cookies()
     assert status_of(context, f"{report}.html") in (302, 303, 401)  # not logged in: no report
+
+
+def test_the_towns_notice_page_states_the_facts_and_offers_only_what_its_state_allows(
+    env: Env, context: BrowserContext
+) -> None:
+    """The notice's facts as its document states them; refusals in the form's words; the forms a
+    state allows and no others; the PDF saved under the notice's id (issue 25's one set of facts,
+    issue 26's Town walk). Last in the module: it escalates the shared notice."""
+    page = login(context, env, "town")
+    page.goto(f"{env.url}/notices/{env.notice_id}")
+    facts = page.inner_text("table.facts")
+    assert "When (local time)" in facts and " CST" in facts and "Measured vs limit" in facts
+    assert "(limit 80 dB(A))" in facts and "Highest window" in facts
+    # Escalating before the cure deadline without saying why: told which field to fill in.
+    page.fill("#form-escalate textarea[name=reason]", "Repeated violations")
+    with page.expect_navigation():
+        page.click("#form-escalate button[type=submit]")
+    error = page.inner_text("#notice-error")
+    assert "has not passed" in error and "'Before the cure deadline, because'" in error, error
+    assert "--before-deadline" not in error
+    page.fill("#form-escalate textarea[name=reason]", "Repeated violations")
+    page.fill("#form-escalate input[name=before_deadline_reason]", "three complaints this week")
+    with page.expect_navigation():
+        page.click("#form-escalate button[type=submit]")
+    page.wait_for_selector("#notice-done")
+    assert "escalated" in page.inner_text("#notice-status")
+    # An escalated notice can be closed as corrected, not extended or escalated again.
+    assert page.locator("#form-close").count() == 1
+    assert page.locator("#form-extend").count() == 0 and page.locator("#form-escalate").count() == 0
+    pdf = context.request.get(f"{env.url}/notices/{env.notice_id.lower()}/document.pdf")
+    assert pdf.headers["content-disposition"] == f'inline; filename="{env.notice_id}.pdf"'
