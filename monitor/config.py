@@ -152,6 +152,9 @@ class SensorConfig:
     calibration: Calibration = Calibration()
     signing_key: Secret = Secret("")
     require_signature: bool = False
+    # A seismograph's distance from the blasting to its monitoring point (the site law before a
+    # blast); None: the distance each blast's notice gives to the nearest structure.
+    distance_m: float | None = None
 
     def info(self) -> SensorInfo:
         return SensorInfo(self.id, self.kind, self.placement, self.location, self.gates)
@@ -672,7 +675,12 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
         calibration=calibration,
         signing_key=t.secret("signing_key"),
         require_signature=t.flag("require_signature", False),
+        distance_m=(
+            t.number("distance_m", 0.0, minimum=1.0, maximum=100_000.0) if "distance_m" in t.data else None
+        ),
     )
+    if config.distance_m is not None and kind != "seismograph":
+        t.problem("distance_m", f"only a seismograph takes a distance_m, this one is {kind!r}")
     if config.require_signature and not config.signing_key:
         t.problem("require_signature", "needs signing_key, signing_key_env or signing_key_file")
     t.finish()

@@ -13,16 +13,27 @@ from the waveforms replaces it when they are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import NamedTuple
 
 from rules.base import RuleSpec, Standard, make_finding, only_site
-from rules.model import Blast, Finding, FindingKind, Measurement, SeismicEvent, SiteContext, SiteData
+from rules.model import (
+    Blast,
+    BlastNotice,
+    Finding,
+    FindingKind,
+    Measurement,
+    SeismicEvent,
+    SiteContext,
+    SiteData,
+    SiteLawPoint,
+)
+from rules.scaled_distance import Forecast, forecast, pending_notices
 from rules.seismic_limits import UNITS, check_curve, limit_at
-from rules.times import local_hms
+from rules.times import iso, local_hms, local_stamp
 
 Curve = tuple[tuple[float, ...], ...]
 
@@ -46,8 +57,18 @@ class GroundVibrationParams:
     axes: tuple[str, ...] = ("T", "V", "L")
     blast_before_s: float = 10.0  # a blast record this close before the event's first sample ...
     blast_after_s: float = 60.0  # ... or after it is the blast the event recorded
+    # Before the blast (scaled distance, issue 27): a pending notice with its charge per delay
+    # and distance is an operator early warning when the site law's upper 95 % prediction bound
+    # reaches forecast_fraction of the judged curve at forecast_hz (the site's typical frequency).
+    forecast_hz: float = 15.0
+    forecast_fraction: float = 0.75
 
     def __post_init__(self) -> None:
+        if not 0.5 <= self.forecast_hz <= 200.0:
+            raise ValueError(f"forecast_hz: must be 0.5 to 200 Hz, got {self.forecast_hz:g}")
+        if not 0.0 < self.forecast_fraction <= 1.0:
+            fraction = self.forecast_fraction
+            raise ValueError(f"forecast_fraction: must be above 0 and at most 1, got {fraction:g}")
         if self.units not in UNITS:
             raise ValueError(f"units: must be one of {', '.join(UNITS)}, got {self.units!r}")
         if self.curve not in self.curves:
@@ -64,6 +85,11 @@ class GroundVibrationParams:
 
     def shown(self, mm_s: float) -> float:
         return mm_s / UNITS[self.units]
+
+    def forecast(self, notice: BlastNotice, points: Sequence[SiteLawPoint]) -> Forecast | None:
+        """The notice's scaled distance and predicted PPV against this curve (None: no charge/distance)."""
+        limit_mm_s = self.limit(self.forecast_hz) * UNITS[self.units]
+        return forecast(notice, points, limit_mm_s, self.forecast_fraction, self.forecast_hz)
 
 
 class AxisJudgement(NamedTuple):
@@ -193,9 +219,101 @@ def _judge(
     )
 
 
+def site_law_points(
+    params: GroundVibrationParams,
+    seismic: Sequence[SeismicEvent],
+    blasts: Sequence[Blast],
+    notices: Sequence[BlastNotice],
+    distances: Mapping[str, float],
+) -> tuple[SiteLawPoint, ...]:
+    """The site's recorded blasts as site-law points: each seismograph event paired with its
+    blast (``blast_of``), that blast's latest notice giving a charge per delay, and the monitoring
+    point's distance (``distances`` by seismograph, else the notice's). The PPV is the greatest
+    judged axis's; an event with a clipped judged axis is left out (its true peak is unknown)."""
+    designs: dict[str, BlastNotice] = {}
+    for n in sorted(notices, key=lambda n: n.issued_ts):
+        if n.charge_kg_per_delay is not None:
+            designs[n.id] = n
+    points = []
+    for event in seismic:
+        blast = blast_of(event, tuple(blasts), params.blast_before_s, params.blast_after_s)
+        blast_id = blast.id if blast is not None else event.blast_id
+        notice = designs.get(blast_id) if blast_id is not None else None
+        axes = [a for a in event.axes if a.axis in params.axes]
+        if notice is None or notice.charge_kg_per_delay is None or not axes or any(a.clipped for a in axes):
+            continue
+        distance = distances.get(event.sensor, notice.distance_m)
+        if distance is None:
+            continue
+        ppv = max(a.ppv_mm_s for a in axes)
+        points.append(
+            SiteLawPoint(notice.id, event.sensor, event.ts, notice.charge_kg_per_delay, distance, ppv)
+        )
+    return tuple(points)
+
+
+def early_warnings(
+    site: SiteContext, standard: Standard, params: GroundVibrationParams, data: SiteData, now: datetime
+) -> list[Finding]:
+    """A pending blast whose site-law forecast reaches the warning fraction of the limit curve.
+
+    Needs the notice's charge per delay and distance and a site law (``data.site_law``, at least
+    rules.scaled_distance.MIN_EVENTS recorded events); one warning per notice, keyed on it.
+    """
+    data = only_site(data, site.id)
+    fired = {b.id for b in data.blasts}
+    warnings: list[Finding] = []
+    for notice in pending_notices(data.blast_notices, fired, now):
+        ahead = params.forecast(notice, data.site_law)
+        if ahead is None or not ahead.warn or ahead.prediction is None:
+            continue
+        p, unit = ahead.prediction, params.units
+        summary = (
+            f"Blast {notice.id} planned for {local_stamp(notice.planned_ts, site.tz)}: "
+            f"{ahead.text(unit).removeprefix(f'Blast {notice.id}: ')}: the upper bound reaches "
+            f"{p.pi[1] / ahead.limit_mm_s:.0%} of the {params.curve} limit; reduce the charge per delay "
+            f"or increase the distance (section {standard.section})"
+        )
+        warnings.append(
+            make_finding(
+                site,
+                standard,
+                FindingKind.WARNING,
+                notice.planned_ts,
+                notice.planned_ts + timedelta(seconds=1),
+                summary,
+                measurements=(
+                    Measurement(
+                        f"predicted PPV, upper 95 % bound, at {params.forecast_hz:g} Hz",
+                        round(params.shown(p.pi[1]), 4),
+                        round(params.shown(ahead.fraction * ahead.limit_mm_s), 4),
+                        unit,
+                    ),
+                ),
+                refs=(f"notice:{notice.id}",),
+                details={
+                    "as_of": iso(now),
+                    "scaled_distance_m_kg": round(ahead.sd, 3),
+                    "charge_kg_per_delay": notice.charge_kg_per_delay,
+                    "distance_m": notice.distance_m,
+                    "events": ahead.events,
+                    "predicted_mm_s": round(p.ppv, 4),
+                    "ci_mm_s": [round(x, 4) for x in p.ci],
+                    "pi_mm_s": [round(x, 4) for x in p.pi],
+                    "limit_mm_s": round(ahead.limit_mm_s, 4),
+                    "fraction": ahead.fraction,
+                    "forecast_hz": ahead.hz,
+                    "curve": params.curve,
+                },
+            )
+        )
+    return warnings
+
+
 RULE: RuleSpec[GroundVibrationParams] = RuleSpec(
     name="ground_vibration",
     params_type=GroundVibrationParams,
     evaluate=evaluate,
+    early_warnings=early_warnings,
     description="Blast ground vibration: each axis's PPV against a frequency-dependent limit curve.",
 )

@@ -286,6 +286,10 @@ class BlastNotice:
     issued_ts: datetime
     planned_ts: datetime
     recipients: tuple[str, ...] = ()
+    # The planned blast's design, for the scaled distance before it (issue 27): SI, whatever
+    # units the notice was written in.
+    charge_kg_per_delay: float | None = None
+    distance_m: float | None = None  # to the nearest structure
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,6 +485,22 @@ _TS = attrgetter("ts")
 
 
 @dataclass(frozen=True, slots=True)
+class SiteLawPoint:
+    """One recorded blast at one seismograph: its scaled distance and the PPV measured."""
+
+    blast_id: str
+    sensor: str
+    ts: datetime
+    charge_kg_per_delay: float
+    distance_m: float
+    ppv_mm_s: float  # the greatest axis PPV
+
+    @property
+    def sd(self) -> float:
+        return self.distance_m / math.sqrt(self.charge_kg_per_delay)
+
+
+@dataclass(frozen=True, slots=True)
 class SiteData:
     """Everything the rules may look at for one site and one evaluation window.
 
@@ -500,6 +520,9 @@ class SiteData:
     temporary_lighting: tuple[TemporaryLighting, ...] = ()
     other_events: tuple[GenericEvent, ...] = ()
     seismic: tuple[SeismicEvent, ...] = ()  # seismograph events (ground vibration, airblast)
+    # The site's own recorded blasts as (scaled distance, PPV) for its site law (early warnings
+    # only; filled by the daemon from the whole journal, not the window).
+    site_law: tuple[SiteLawPoint, ...] = ()
     # Set only by rules.base.only_site once it has dropped other sites' records, so the
     # dozen rules of a profile do not each filter the same data again.
     filtered_for: str = ""

@@ -8,8 +8,10 @@ confidence interval (of the law's mean) and prediction interval (of one more bla
 prediction bound being what to hold against the limit curve.
 
 Pure: numbers in, numbers out; the Student t quantiles are a table (no scipy in rules/).
-Not yet wired (see the issue's remaining work): the blast notice's charge and distance fields,
-the operator's early warning and the portal's status page.
+:func:`forecast` is what the operator sees for a pending blast notice that carries its charge
+per delay and distance (the ground_vibration rule's early warning, the portal's status and
+events pages): the scaled distance, and the law's PPV with its upper prediction bound against
+a fraction of the limit curve at the site's typical frequency, or why there is no prediction.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+
+from rules.model import BlastNotice, SiteLawPoint
 
 # Two-sided 95 % Student t quantiles (t_0.975) by degrees of freedom; 1.960 beyond 30.
 _T975 = (
@@ -42,7 +47,9 @@ def scaled_distance(distance_m: float, charge_kg_per_delay: float) -> float:
     return distance_m / math.sqrt(charge_kg_per_delay)
 
 
-FT_LB_PER_M_KG = 3.28084 / math.sqrt(2.20462)  # SD in ft/lb^0.5 per m/kg^0.5
+FT_PER_M = 3.28084
+LB_PER_KG = 2.20462
+FT_LB_PER_M_KG = FT_PER_M / math.sqrt(LB_PER_KG)  # SD in ft/lb^0.5 per m/kg^0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +107,72 @@ def predict(law: SiteLaw, sd: float) -> Prediction:
         (10 ** (y - half_ci), 10 ** (y + half_ci)),
         (10 ** (y - half_pi), 10 ** (y + half_pi)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """A pending blast's scaled distance and, with a site law, its predicted PPV (mm/s)."""
+
+    blast_id: str
+    sd: float  # m/kg^0.5
+    events: int  # the site's recorded events usable for the law
+    law: SiteLaw | None
+    prediction: Prediction | None  # None: too few events (or one scaled distance) to fit
+    hz: float  # the site's typical frequency the limit is read at
+    limit_mm_s: float  # the limit curve at hz
+    fraction: float  # of the limit the upper prediction bound may reach before a warning
+
+    @property
+    def warn(self) -> bool:
+        return self.prediction is not None and self.prediction.pi[1] >= self.fraction * self.limit_mm_s
+
+    def text(self, units: str) -> str:
+        """One sentence in the profile's units ("in/s": ft/lb^0.5; "mm/s": m/kg^0.5)."""
+        imperial = units == "in/s"
+        per = 25.4 if imperial else 1.0
+        sd = f"{self.sd * FT_LB_PER_M_KG:.1f} ft/lb^0.5" if imperial else f"{self.sd:.1f} m/kg^0.5"
+        head = f"Blast {self.blast_id}: scaled distance {sd}"
+        if self.prediction is None:
+            return (
+                f"{head}; no PPV predicted: the site law needs at least {MIN_EVENTS} recorded seismograph "
+                f"events at different scaled distances with their blast's charge per delay and distance, "
+                f"and {self.events} {'is' if self.events == 1 else 'are'} recorded"
+            )
+        p = self.prediction
+
+        def v(mm_s: float) -> str:
+            return f"{mm_s / per:.3g} {units}"
+
+        return (
+            f"{head}; the site law from {self.events} recorded events predicts {v(p.ppv)} "
+            f"(95 % confidence {v(p.ci[0])} to {v(p.ci[1])}; one blast's 95 % prediction bound "
+            f"{v(p.pi[1])}), against {self.fraction:.0%} of the limit at {self.hz:g} Hz "
+            f"({v(self.fraction * self.limit_mm_s)} of {v(self.limit_mm_s)})"
+        )
+
+
+def forecast(
+    notice: BlastNotice,
+    points: Sequence[SiteLawPoint],
+    limit_mm_s: float,
+    fraction: float,
+    hz: float,
+) -> Forecast | None:
+    """The forecast of a notice that carries its charge per delay and distance, else None."""
+    if notice.charge_kg_per_delay is None or notice.distance_m is None:
+        return None
+    sd = scaled_distance(notice.distance_m, notice.charge_kg_per_delay)
+    pairs = [(p.sd, p.ppv_mm_s) for p in points if p.ppv_mm_s > 0 and p.sd > 0]
+    law = fit_site_law(pairs)
+    prediction = predict(law, sd) if law is not None else None
+    return Forecast(notice.id, sd, len(pairs), law, prediction, hz, limit_mm_s, fraction)
+
+
+def pending_notices(notices: Sequence[BlastNotice], fired: set[str], now: datetime) -> list[BlastNotice]:
+    """Each unfired blast's latest notice carrying charge and distance, planned at or after ``now``."""
+    latest: dict[str, BlastNotice] = {}
+    for n in notices:
+        designed = n.charge_kg_per_delay is not None and n.distance_m is not None
+        if designed and (n.id not in latest or n.issued_ts >= latest[n.id].issued_ts):
+            latest[n.id] = n
+    return [n for n in latest.values() if n.id not in fired and n.planned_ts >= now]

@@ -27,6 +27,7 @@ from rules.model import (
     GenericEvent,
     LightSummary,
     SiteData,
+    SiteLawPoint,
     TemporaryLighting,
     TruckPassage,
     WorkPeriod,
@@ -147,6 +148,7 @@ def site_data(
     start: datetime,
     end: datetime,
     old_light: list[LightSummary] | None = None,
+    site_law: tuple[SiteLawPoint, ...] = (),
 ) -> SiteData:
     """Readings around [start, end), each kind with the margins its rules need; all events.
 
@@ -182,4 +184,5 @@ def site_data(
         temporary_lighting=tuple(e for e in events if isinstance(e, TemporaryLighting)),
         other_events=tuple(e for e in events if isinstance(e, GenericEvent)),
         seismic=tuple(seismic),
+        site_law=site_law,
     )

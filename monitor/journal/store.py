@@ -47,6 +47,7 @@ from monitor.wire.codec import (
     event_from_row,
     finding_from_json,
     reading_from_row,
+    seismic_events,
 )
 from monitor.wire.codec import finding_to_json as finding_to_json
 from rules.model import (
@@ -54,6 +55,7 @@ from rules.model import (
     Finding,
     GenericEvent,
     LightSummary,
+    SeismicEvent,
     SensorStatus,
     SoundLevels,
     TurbidityReading,
@@ -565,6 +567,21 @@ class Store:
                 (site, sensor, sensor),
             )
         )
+
+    def blast_history(
+        self, site: str, locations: Mapping[str, str], *, seismic: bool = True
+    ) -> tuple[list[SeismicEvent], list[Event]]:
+        """Every seismograph event (unless ``seismic`` is False), blast and blast notice of the
+        site, in time order: its own blasting record (monitor/journal/site_law.py)."""
+        events = [
+            event_from_row(r["kind"], r["data"], site)
+            for r in self.conn.execute(
+                "SELECT kind, data FROM events WHERE site = ? AND kind IN ('blast', 'blast-notice')"
+                " ORDER BY ts_us",
+                (site,),
+            )
+        ]
+        return (seismic_events(self.seismic_rows(site), locations) if seismic else []), events
 
     def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
         kind = event_kind(event)

@@ -318,7 +318,44 @@ class Portal:
         done: dict[str, Any] = {"topic": topic, "kind": kind, "id": event_id, "payload": dict(payload)}
         if isinstance(event, BlastNotice):
             done |= self.recipients_told(site, event.recipients)
+            told = self.forecast_text(site, event)
+            if told:
+                done["forecast"] = told
         return done
+
+    def design_units(self, site: SiteConfig) -> tuple[str, str]:
+        """(charge, distance) units of the blast-notice form: lb and ft with a profile in in/s."""
+        from monitor.journal.site_law import vibration_params
+
+        params = vibration_params(self.profile(site))
+        return ("lb", "ft") if params is not None and params.units == "in/s" else ("kg", "m")
+
+    def forecast_text(self, site: SiteConfig, notice: BlastNotice) -> str:
+        """A notice's scaled distance and predicted PPV (or why none), "" without charge/distance."""
+        from monitor.journal.site_law import site_law_of, vibration_params
+
+        params = vibration_params(self.profile(site))
+        if params is None:
+            return ""
+        ahead = params.forecast(notice, site_law_of(self.store(), site, params))
+        if ahead is None:
+            return ""
+        warn = " Early warning: reduce the charge per delay or increase the distance." if ahead.warn else ""
+        return ahead.text(params.units) + "." + warn
+
+    def forecasts(self, scope: Scope, site_id: str) -> list[dict[str, Any]]:
+        """The pending blasts' forecasts (status page): ``{"blast", "text", "warn"}``."""
+        from monitor.journal.site_law import forecasts, vibration_params
+
+        site = scope.site(site_id)
+        profile = self.profile(site)
+        params = vibration_params(profile)
+        if params is None:
+            return []
+        return [
+            {"blast": f.blast_id, "text": f.text(params.units), "warn": f.warn}
+            for f in forecasts(self.store(), site, profile, self.clock())
+        ]
 
     def recipients_told(self, site: SiteConfig, recipients: tuple[str, ...]) -> dict[str, Any]:
         """What a blast notice's recipients reach, said to the operator at once (rules.blast_notice):

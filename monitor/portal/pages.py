@@ -59,6 +59,7 @@ class SitePages:
         reports = await run_in_threadpool(
             self.web.portal.blast_reports, scope, site.id, end - timedelta(days=BLAST_REPORT_DAYS), end
         )
+        forecasts = await run_in_threadpool(self.web.portal.forecasts, scope, site.id)
         return self.web.page(
             request,
             "status.html",
@@ -69,6 +70,7 @@ class SitePages:
             warnings=warnings,
             reports=reports,
             report_days=BLAST_REPORT_DAYS,
+            forecasts=forecasts,
         )
 
     async def blast_report(self, request: Request) -> Response:
@@ -102,6 +104,7 @@ class SitePages:
             scope,
             site=site,
             kinds=EVENT_KINDS,
+            design_units=self.web.portal.design_units(site),
             error="",
             done=request.session.pop("event_done", None),
             recent=[a for a in self.web.portal.actions(scope, site.id) if a["action"] == "event_recorded"][
@@ -134,6 +137,7 @@ class SitePages:
                 "id": done["id"],
                 "missed": done.get("missed", []),
                 "unmatched": done.get("unmatched", ""),
+                "forecast": done.get("forecast", ""),
             }
             return RedirectResponse(f"/sites/{site.id}/events", status_code=303)
         recent = [a for a in self.web.portal.actions(scope, site.id) if a["action"] == "event_recorded"][:20]
@@ -144,6 +148,7 @@ class SitePages:
             code,
             site=site,
             kinds=EVENT_KINDS,
+            design_units=self.web.portal.design_units(site),
             error=error,
             done=done,
             recent=recent,
@@ -356,6 +361,9 @@ def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> d
         checked = [r for r in form.getlist("recipient") if isinstance(r, str) and r.strip()]
         written = [r.strip() for r in text("recipients").replace(",", "\n").splitlines() if r.strip()]
         payload["recipients"] = list(dict.fromkeys([*checked, *written]))
+        # The planned blast's design (optional), in the units the form shows (the profile's).
+        for name in ("charge_per_delay_kg", "charge_per_delay_lb", "distance_m", "distance_ft"):
+            number(name, payload)
     elif kind == "blast":
         payload["blast_id"] = text("blast_id")
         when("ts", "ts", payload)

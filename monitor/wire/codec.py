@@ -79,6 +79,7 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
+from rules.scaled_distance import FT_PER_M, LB_PER_KG
 
 
 @dataclass(frozen=True, slots=True)
@@ -684,6 +685,7 @@ def _decode_event(
             f.req_time("issued_ts"),
             f.req_time("planned_ts"),
             f.texts("recipients"),
+            *_blast_design(f),
         )
         checked = event.issued_ts
     elif kind == "blast":
@@ -749,6 +751,37 @@ def _decode_event(
         raise DecodeError("topic", f"unknown event kind {shown(kind)} (known: {', '.join(known)})")
     f.finish()
     return event, checked
+
+
+MAX_CHARGE_KG = 100_000.0  # per delay: far above any quarry's
+MAX_DISTANCE_M = 100_000.0
+
+
+def _blast_design(f: _Fields) -> tuple[float | None, float | None]:
+    """A blast notice's optional charge per delay (kg or lb) and distance to the nearest
+    structure (m or ft), in kg and m; both or neither (a scaled distance needs both)."""
+    scales = {"charge_per_delay_kg": 1.0, "charge_per_delay_lb": 1 / LB_PER_KG}
+    scales |= {"distance_m": 1.0, "distance_ft": 1 / FT_PER_M}
+    given: dict[str, float] = {}
+    for name, scale in scales.items():
+        value = f.number(name, required=False)
+        if value is None:
+            continue
+        if value <= 0:
+            raise DecodeError(name, f"must be positive, got {value:g}")
+        top = (MAX_CHARGE_KG if name.startswith("charge") else MAX_DISTANCE_M) / scale
+        if value > top:
+            raise DecodeError(name, f"{value:g} is above the plausible maximum {top:g}")
+        given[name] = value * scale
+    for a, b in (("charge_per_delay_kg", "charge_per_delay_lb"), ("distance_m", "distance_ft")):
+        if a in given and b in given:
+            raise DecodeError(b, f"give {a} or {b}, not both")
+    charge = given.get("charge_per_delay_kg", given.get("charge_per_delay_lb"))
+    distance = given.get("distance_m", given.get("distance_ft"))
+    if (charge is None) != (distance is None):
+        missing = "distance_m" if distance is None else "charge_per_delay_kg"
+        raise DecodeError(missing, "missing: a charge per delay and a distance go together (scaled distance)")
+    return charge, distance
 
 
 def _vehicle_present_fields(f: _Fields, site: SiteConfig, ts: datetime) -> dict[str, Any]:
@@ -919,12 +952,17 @@ def payload_of(record: Message) -> dict[str, Any]:
             "bands": {f"{k:g}": v for k, v in record.bands.items()},
         }
     if isinstance(record, BlastNotice):
-        return {
+        data = {
             "blast_id": record.id,
             "issued_ts": format_ts(record.issued_ts),
             "planned_ts": format_ts(record.planned_ts),
             "recipients": list(record.recipients),
         }
+        if record.charge_kg_per_delay is not None:  # absent otherwise: older records stay as they were
+            data["charge_per_delay_kg"] = record.charge_kg_per_delay
+        if record.distance_m is not None:
+            data["distance_m"] = record.distance_m
+        return data
     if isinstance(record, Blast):
         return _compact(
             {
@@ -1135,6 +1173,8 @@ def event_from_row(kind: str, data: str, site: str) -> Event:
             parse_ts(d["issued_ts"]),
             parse_ts(d["planned_ts"]),
             tuple(d.get("recipients", ())),
+            d.get("charge_per_delay_kg"),
+            d.get("distance_m"),
         )
     if kind == "blast":
         return Blast(

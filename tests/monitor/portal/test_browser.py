@@ -698,6 +698,49 @@ def test_a_blasts_seismograph_report_is_linked_for_whoever_may_see_the_blast(
     assert status_of(context, f"{report}.html") in (302, 303, 401)  # not logged in: no report
 
 
+def test_a_blast_notice_with_its_charge_and_distance_shows_the_scaled_distance(
+    env: Env, context: BrowserContext
+) -> None:
+    """Scaled distance before the blast (issue 27): the form takes the charge per delay and the
+    distance in the profile's units (Dovre: in/s, so lb and ft); the answer and the status page
+    show the scaled distance, and say why no PPV is predicted while the site has too few
+    recorded events with their blast's charge."""
+    from datetime import datetime
+
+    from tests.support.daemon import wait_until
+
+    page = login(context, env, "op")
+    page.goto(f"{env.url}/sites/{SITE}/events")
+    planned = (datetime.now(TZ) + timedelta(days=2)).replace(hour=11, minute=30, second=0, microsecond=0)
+    page.fill("#form-blast-notice input[name=blast_id]", "FORM-SD-1")
+    page.fill("#form-blast-notice input[name=planned]", planned.strftime("%Y-%m-%dT%H:%M"))
+    page.check("#form-blast-notice input[name=recipient][value=town-clerk]")
+    page.fill("#form-blast-notice input[name=charge_per_delay_lb]", "100")
+    page.fill("#form-blast-notice input[name=distance_ft]", "1500")
+    page.click("#form-blast-notice button[type=submit]")
+    told = page.inner_text("#event-forecast")
+    assert "Blast FORM-SD-1: scaled distance 150.0 ft/lb^0.5" in told, told
+    assert "no PPV predicted: the site law needs at least 3 recorded seismograph events" in told, told
+    page.screenshot(path=str(env.artifacts / "operator-notice-scaled-distance.png"), full_page=True)
+    # A bad number is one line naming the field.
+    page.fill("#form-blast-notice input[name=blast_id]", "FORM-SD-2")
+    page.fill("#form-blast-notice input[name=planned]", planned.strftime("%Y-%m-%dT%H:%M"))
+    page.fill("#form-blast-notice input[name=charge_per_delay_lb]", "100")
+    page.click("#form-blast-notice button[type=submit]")
+    error = page.inner_text("#event-error")
+    assert "distance_m: missing: a charge per delay and a distance go together" in error, error
+
+    def journaled() -> bool:
+        return (
+            env.count("SELECT COUNT(*) FROM events WHERE id = 'FORM-SD-1' AND data LIKE '%distance_m%'") == 1
+        )
+
+    assert wait_until(journaled, 30), env.daemon.logs()[-3000:]
+    page.goto(f"{env.url}/sites/{SITE}/status")
+    listed = page.inner_text("#blast-forecasts")
+    assert "Blast FORM-SD-1: scaled distance 150.0 ft/lb^0.5; no PPV predicted" in listed, listed
+
+
 def test_the_towns_notice_page_states_the_facts_and_offers_only_what_its_state_allows(
     env: Env, context: BrowserContext
 ) -> None:
