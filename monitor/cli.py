@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "notices": ("notices", "notices of violation: list, show (md/html/json/pdf), extend, close, escalate"),
     "evidence": ("evidence", "export a window of the record as a self-verifying evidence bundle (zip)"),
     "report": ("report", "a site's compliance report for a month, a day or a span of days (PDF and CSV)"),
+    "report-blast": (
+        "report_blast",
+        "one blast's report (PDF/HTML): waveforms, limit curve, clock",
+    ),
     "verify": ("verify", "check an evidence bundle against its chain and the anchors the town holds"),
     "serve": ("serve", "the web portal for the operator, the Town and its inspectors, and its JSON API"),
     "hash-password": ("hash_password", "hash a portal password (or make an API token) for the configuration"),

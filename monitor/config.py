@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from monitor.errors import ConfigError
-from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext
+from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext, TownContact
 
 T = TypeVar("T")
 
@@ -153,6 +153,9 @@ class SensorConfig:
     signing_key: Secret = Secret("")
     require_signature: bool = False
     plan: tuple[float, float] | None = None  # (x, y) in metres on the site plan: nearest monitors
+    # A seismograph's distance from the blasting to its monitoring point (the site law before a
+    # blast); None: the distance each blast's notice gives to the nearest structure.
+    distance_m: float | None = None
 
     def info(self) -> SensorInfo:
         return SensorInfo(self.id, self.kind, self.placement, self.location, self.gates)
@@ -172,6 +175,12 @@ class AdjoiningOwnerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TownContactConfig:
+    id: str
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class SiteConfig:
     id: str
     name: str
@@ -188,6 +197,8 @@ class SiteConfig:
     sensors: tuple[SensorConfig, ...] = ()
     # Dovre section 2 "adjoining property": owners who must get each blast notice (6.F).
     adjoining_owners: tuple[AdjoiningOwnerConfig, ...] = ()
+    # Who takes blast notices for the Town (6.F), each with an id the portal's form offers.
+    town_contacts: tuple[TownContactConfig, ...] = ()
     _sensor_index: dict[str, SensorConfig] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -208,6 +219,7 @@ class SiteConfig:
             sensors={s.id: s.info() for s in self.sensors},
             flags=dict(self.flags),
             adjoining_owners=tuple(AdjoiningOwner(o.id, o.name, o.parcel) for o in self.adjoining_owners),
+            town_contacts=tuple(TownContact(c.id, c.name) for c in self.town_contacts),
             gate_names={g.id: g.name for g in self.gates if g.name},
         )
 
@@ -638,6 +650,7 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
         "sky": Placement.SKY,
         "weather": Placement.SITE,
         "turbidity": Placement.BUFFER_LINE,
+        "seismograph": Placement.STRUCTURE,
     }.get(kind, Placement.BOUNDARY)
     placement = t.choice("placement", default_placement.value, tuple(p.value for p in Placement))
     gates = t.str_list("gates")
@@ -665,7 +678,12 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
         signing_key=t.secret("signing_key"),
         require_signature=t.flag("require_signature", False),
         plan=_plan_point(t),
+        distance_m=(
+            t.number("distance_m", 0.0, minimum=1.0, maximum=100_000.0) if "distance_m" in t.data else None
+        ),
     )
+    if config.distance_m is not None and kind != "seismograph":
+        t.problem("distance_m", f"only a seismograph takes a distance_m, this one is {kind!r}")
     if config.require_signature and not config.signing_key:
         t.problem("require_signature", "needs signing_key, signing_key_env or signing_key_file")
     t.finish()
@@ -719,6 +737,17 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
     for i, owner_id in enumerate(owner_ids):
         if owner_id in owner_ids[:i]:
             t.problems.append(f"{t.key('adjoining_owners')}[{i}].id: duplicate owner id {owner_id!r}")
+    contacts = []
+    for c in t.tables("town_contacts"):
+        contacts.append(TownContactConfig(id=_identifier(c, "id"), name=c.text("name")))
+        c.finish()
+    for i, contact in enumerate(contacts):
+        # One id space for both lists: a notice's recipient id names exactly one identity.
+        if contact.id in [c.id for c in contacts[:i]] or contact.id in owner_ids:
+            t.problems.append(
+                f"{t.key('town_contacts')}[{i}].id: {contact.id!r} is already the id of another "
+                "town contact or adjoining owner"
+            )
     profile = t.text("profile", "dovre")
     agreement = t.mapping("agreement")
     config = SiteConfig(
@@ -736,6 +765,7 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
         gates=tuple(gates),
         sensors=sensors,
         adjoining_owners=tuple(owners),
+        town_contacts=tuple(contacts),
     )
     check_profile(t, profile, agreement)
     t.finish()

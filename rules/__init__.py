@@ -37,6 +37,8 @@ _RULE_MODULES: tuple[str, ...] = (
     "blast_notice",
     "air_overpressure",
     "unreported_blast",
+    "ground_vibration",
+    "airblast",
     "light_trespass",
     "flashing_light",
     "high_intensity_light",

@@ -6,6 +6,12 @@ and (b) the linear peak (LZpeak) at boundary sound meters within a short window 
 the detonation is held against the limit (default 133 dB). Above it: VIOLATION. When
 something was measured and it is within the limit, a COMPLIANT finding keeps the
 evidence. Nothing measured: no finding.
+
+A boundary sound meter's LZpeak is a secondary indication, and the finding says so: a class 1
+meter's Z weighting (IEC 61672-1) is flat only down to 10 Hz, while airblast limits are stated for
+instruments flat from 2 Hz or 0.1 Hz (30 CFR 816.67(b)), so the meter under-reads the very energy
+the limit is about. The primary measurement is a seismograph's linear microphone at the nearest
+structure (rules/airblast.py).
 """
 
 from __future__ import annotations
@@ -16,6 +22,14 @@ from datetime import datetime, timedelta
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensors_of
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
 from rules.times import iso, local_hms
+
+# Said in every finding that holds a boundary meter's LZpeak (one text: the notice, alert and
+# report render the finding's summary).
+SECONDARY = (
+    "; a boundary sound meter's LZpeak is a secondary indication: its Z weighting is flat only down"
+    " to 10 Hz and under-reads a blast's air overpressure, which a seismograph's linear microphone"
+    " at the nearest structure measures (airblast standard)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +79,12 @@ def evaluate(
         over = worst > params.limit_db
         kind = FindingKind.VIOLATION if over else FindingKind.COMPLIANT
         relation = "above" if over else "within"
+        sensors = tuple(sorted({ref.split(":")[1] for _, _, ref in peaks if ref.startswith("sound:")}))
         summary = (
             f"Air overpressure from blast {blast.id} at {local_hms(blast.ts, site.tz)} local peaked at "
             f"{worst:.1f} dB ({where}), {relation} the {params.limit_db:g} dB limit "
             f"(section {standard.section})"
-        )
-        sensors = tuple(sorted({ref.split(":")[1] for _, _, ref in peaks if ref.startswith("sound:")}))
+        ) + (SECONDARY if sensors else "")
         findings.append(
             make_finding(
                 site,
@@ -84,7 +98,16 @@ def evaluate(
                     Measurement("air overpressure (linear peak)", round(worst, 2), params.limit_db, "dB"),
                 ),
                 refs=(f"blast:{blast.id}", *sorted({ref for _, _, ref in peaks} - {f"blast:{blast.id}"})),
-                details={"peaks": [{"db": db, "source": src} for db, src, _ in sorted(peaks, reverse=True)]},
+                details={
+                    "peaks": [
+                        {
+                            "db": db,
+                            "source": src,
+                            "indication": "secondary" if ref.startswith("sound:") else "record",
+                        }
+                        for db, src, ref in sorted(peaks, reverse=True)
+                    ]
+                },
             )
         )
     return findings

@@ -134,6 +134,7 @@ _PER_SITE = (
     "work",
     "temporary_lighting",
     "other_events",
+    "seismic",
 )
 
 
@@ -154,8 +155,9 @@ def sensor_label(info: SensorInfo) -> str:
         "site": "on-site",
         "buffer_line": "buffer-line",
         "reference": "reference",
+        "structure": "structure",
     }.get(info.placement.value, info.placement.value)
-    noun = "meter" if info.kind == SensorKind.SOUND else "sensor"
+    noun = {SensorKind.SOUND: "meter", SensorKind.SEISMOGRAPH: "seismograph"}.get(info.kind, "sensor")
     where = f" ({info.location})" if info.location else ""
     return f"{place} {noun} {info.id}{where}"
 

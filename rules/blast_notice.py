@@ -11,9 +11,15 @@ Each blast needs a BlastNotice with the same id that
 * announced a time the blast kept: a blast fired more than ``early_tolerance_h`` before
   the planned time was not the blast the notice announced (a notice for Friday 14:00 does
   not warn anyone of a blast on Thursday 14:30), so that notice does not count;
-* reached the Town (a recipient in ``town_recipients``) and every adjoining owner the site
-  configuration lists (``SiteContext.adjoining_owners``, section 2's "adjoining property").
-  A re-issued notice for the same blast that is itself timely adds its recipients.
+* reached the Town (a recipient that is one of the site's Town contacts by id or name,
+  ``SiteContext.town_contacts``, or one of the profile's ``town_recipients``) and every adjoining
+  owner the site configuration lists (``SiteContext.adjoining_owners``, section 2's "adjoining
+  property"). A re-issued notice for the same blast that is itself timely adds its recipients.
+
+Recipients are identities: ``check_recipients`` tells which of the configured people a list of
+recipients reaches, whom it misses, and which names match no one. A name that matches no one
+counts for no one; the operator is told at once (the portal's form answer and an early warning
+while the blast is pending), so a misspelt name is not first discovered as a violation.
 
 Any of these missing is one VIOLATION for the blast, saying which test failed and naming
 who was missed; otherwise the blast is kept as COMPLIANT evidence. Which names count as
@@ -36,6 +42,7 @@ from rules.model import (
     Measurement,
     SiteContext,
     SiteData,
+    TownContact,
 )
 from rules.times import iso, local_stamp
 
@@ -62,17 +69,62 @@ def _norm(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
+@dataclass(frozen=True, slots=True)
+class RecipientCheck:
+    """What a notice's recipients reach, as identities (``check_recipients``)."""
+
+    reached: tuple[str, ...]  # "the Town" (first, when reached) and each owner's label
+    missed: tuple[str, ...]  # "the Town" and each listed owner not reached
+    unmatched: tuple[str, ...]  # recipients (as written) that are no Town contact or owner
+
+
+def _town_names(site: SiteContext, params: BlastNoticeParams) -> set[str]:
+    contact: TownContact
+    names = {_norm(t) for t in params.town_recipients}
+    for contact in site.town_contacts:
+        names |= {_norm(contact.id), _norm(contact.name)}
+    return names - {""}
+
+
+def _owner_names(owner: AdjoiningOwner) -> set[str]:
+    return {_norm(owner.id), _norm(owner.name)} - {""}
+
+
+def check_recipients(
+    site: SiteContext, params: BlastNoticeParams, recipients: tuple[str, ...]
+) -> RecipientCheck:
+    """Which of the Town and the listed adjoining owners ``recipients`` reach, whom they miss, and
+    which of them match no one (each recipient is an id or a name; case and spacing ignored)."""
+    given = {_norm(r) for r in recipients} - {""}
+    town = _town_names(site, params)
+    reached: list[str] = []
+    missed: list[str] = []
+    (reached if given & town else missed).append("the Town")
+    known = set(town)
+    for owner in site.adjoining_owners:
+        names = _owner_names(owner)
+        known |= names
+        (reached if given & names else missed).append(owner.label)
+    unmatched: dict[str, str] = {}  # one entry per name (case and spacing ignored), as first written
+    for r in recipients:
+        if _norm(r) and _norm(r) not in known:
+            unmatched.setdefault(_norm(r), " ".join(r.split()))
+    return RecipientCheck(tuple(reached), tuple(missed), tuple(unmatched.values()))
+
+
 def missed_recipients(site: SiteContext, params: BlastNoticeParams, recipients: tuple[str, ...]) -> list[str]:
     """Who of the Town and the listed adjoining owners the recipients do not include."""
-    reached = {_norm(r) for r in recipients}
-    missed: list[str] = []
-    if not reached & {_norm(t) for t in params.town_recipients}:
-        missed.append("the Town")
-    owner: AdjoiningOwner
-    for owner in site.adjoining_owners:
-        if not reached & {_norm(owner.id), _norm(owner.name)} - {""}:
-            missed.append(owner.label)
-    return missed
+    return list(check_recipients(site, params, recipients).missed)
+
+
+def unmatched_text(unmatched: tuple[str, ...]) -> str:
+    """The one sentence the operator reads about names that match no one (form answer, warning)."""
+    names = ", ".join(repr(n) for n in unmatched)
+    return (
+        f"{'recipient' if len(unmatched) == 1 else 'recipients'} {names} "
+        f"{'matches' if len(unmatched) == 1 else 'match'} no Town contact or adjoining owner in the "
+        "configuration and count for no one"
+    )
 
 
 def considered(params: BlastNoticeParams, site: SiteContext) -> list[str]:
@@ -88,7 +140,11 @@ def considered(params: BlastNoticeParams, site: SiteContext) -> list[str]:
         "the blast that notice announced (minewatch reading, for the Town to confirm).",
         f"A recipient named {towns} counts as notice to the Town (minewatch reading).",
         f"Owners of adjoining property: {owners} (section 2: parcels within 1/2 mile with a residence).",
-    ]
+    ] + (
+        [f"The Town's notice contacts in the site configuration: {contacts}; each counts as the Town."]
+        if (contacts := ", ".join(c.label for c in site.town_contacts))
+        else []
+    )
 
 
 def _hours_text(delta: timedelta) -> str:
@@ -186,8 +242,11 @@ def _judge(
             f"({local_stamp(planned, tz)}), more than the {params.early_tolerance_h:g} h allowed, so that "
             "notice did not give notice of this blast"
         )
-    missed = missed_recipients(site, params, recipients) if params.check_recipients else []
+    check = check_recipients(site, params, recipients)
+    missed = list(check.missed) if params.check_recipients else []
     details["missed_recipients"] = missed
+    if params.check_recipients and check.unmatched:
+        details["unmatched_recipients"] = list(check.unmatched)
     if missed:
         details.setdefault("decided_by", "recipients")
         problems.append(f"was not announced to {', '.join(missed)}")
@@ -235,8 +294,10 @@ def early_warnings(
             continue
         earliest = notice.issued_ts + needed
         late = notice.planned_ts < earliest
-        missed = missed_recipients(site, params, tuple(sent[notice.id])) if params.check_recipients else []
-        if not late and not missed:
+        check = check_recipients(site, params, tuple(sent[notice.id]))
+        missed = list(check.missed) if params.check_recipients else []
+        unmatched = check.unmatched if params.check_recipients else ()
+        if not late and not missed and not unmatched:
             continue
         problems = []
         if late:
@@ -246,6 +307,8 @@ def early_warnings(
             )
         if missed:
             problems.append(f"its notice has not gone to {', '.join(missed)}")
+        if unmatched:
+            problems.append(f"its notice's {unmatched_text(unmatched)}")
         summary = (
             f"Blast {notice.id} is planned for {local_stamp(notice.planned_ts, site.tz)}, but "
             f"{'; and '.join(problems)} (section {standard.section})"
@@ -259,7 +322,12 @@ def early_warnings(
                 notice.planned_ts + timedelta(seconds=1),
                 summary,
                 refs=(f"notice:{notice.id}",),
-                details={"as_of": iso(now), "earliest_allowed": iso(earliest), "missed_recipients": missed},
+                details={
+                    "as_of": iso(now),
+                    "earliest_allowed": iso(earliest),
+                    "missed_recipients": missed,
+                    "unmatched_recipients": list(unmatched),
+                },
             )
         )
     return warnings

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,6 +34,7 @@ class SensorKind(enum.StrEnum):
     SKY = "sky"  # sky-facing light sensor (upward light, 6.C.5)
     WEATHER = "weather"
     TURBIDITY = "turbidity"  # NTU, land-disturbing profiles
+    SEISMOGRAPH = "seismograph"  # triaxial geophone and linear airblast microphone (SPS 307, 6.F)
 
 
 class Placement(enum.StrEnum):
@@ -42,6 +44,7 @@ class Placement(enum.StrEnum):
     SITE = "site"  # anywhere on site (weather station)
     BUFFER_LINE = "buffer_line"  # turbidity at the 25 % buffer line (28-5(a))
     REFERENCE = "reference"  # turbidity upstream / away from the site
+    STRUCTURE = "structure"  # a seismograph at the nearest dwelling or structure outside the controlled area
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +80,23 @@ class AdjoiningOwner:
 
 
 @dataclass(frozen=True, slots=True)
+class TownContact:
+    """A person or office of the Town who takes blast notices for it (6.F "notice ... to the
+    Town"), listed in the site configuration with an id.
+
+    A blast notice reaches the Town when one of its recipients equals a contact's ``id`` or
+    ``name`` (case and spacing ignored), or one of the profile's ``town_recipients``.
+    """
+
+    id: str
+    name: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.id})" if self.name else self.id
+
+
+@dataclass(frozen=True, slots=True)
 class SiteContext:
     id: str
     name: str
@@ -87,6 +107,7 @@ class SiteContext:
     sensors: Mapping[str, SensorInfo] = field(default_factory=dict)
     flags: Mapping[str, Any] = field(default_factory=dict)  # site facts a profile rule may need
     adjoining_owners: tuple[AdjoiningOwner, ...] = ()  # blast-notice recipients besides the Town
+    town_contacts: tuple[TownContact, ...] = ()  # who takes blast notices for the Town
     gate_names: Mapping[str, str] = field(default_factory=dict)  # haul gate id -> configured name
 
     @property
@@ -196,6 +217,56 @@ class SensorStatus:
 Reading: TypeAlias = SoundLevels | LightSummary | WeatherReading | TurbidityReading
 
 
+@dataclass(frozen=True, slots=True)
+class AxisPeak:
+    """One geophone axis of a seismograph event: its peak particle velocity and frequencies."""
+
+    axis: str  # "T", "V" or "L"
+    ppv_mm_s: float
+    zc_hz: float | None  # zero-crossing frequency of the half-cycle holding the peak
+    fft_hz: float | None = None  # dominant frequency of the spectrum
+    clipped: bool = False  # the channel reached its range: the true peak is at least ppv_mm_s
+
+    @property
+    def judged_hz(self) -> float | None:
+        """The frequency a limit curve is read at: the zero-crossing one, else the spectrum's."""
+        return self.zc_hz if self.zc_hz is not None else self.fft_hz
+
+
+@dataclass(frozen=True, slots=True)
+class SeismicEvent:
+    """A seismograph event at a monitoring point (SPS 307 "blasting resultants"), as judged.
+
+    ``source``: "waveforms" when the daemon computed the summary from the event's waveforms,
+    "edge" when only the seismograph's own summary has arrived (its waveforms not all in).
+    Velocities in mm/s, pressure in Pa; ``ts`` is the record's first sample.
+    """
+
+    site: str
+    sensor: str
+    id: str  # the seismograph's event id
+    ts: datetime
+    duration_s: float
+    axes: tuple[AxisPeak, ...]
+    pvs_mm_s: float
+    airblast_pa: float | None = None
+    mic_low_hz: float | None = None  # the microphone's low-frequency limit (-3 dB), Hz
+    mic_clipped: bool = False
+    source: str = "waveforms"
+    location: str = ""  # the monitoring point (structure), from the configuration
+    blast_id: str | None = None  # the blast the seismograph was armed for, if it said
+
+    @property
+    def airblast_db(self) -> float | None:
+        if self.airblast_pa is None or self.airblast_pa <= 0:
+            return None
+        return 20.0 * math.log10(self.airblast_pa / 20e-6)
+
+    @property
+    def end(self) -> datetime:
+        return self.ts + timedelta(seconds=self.duration_s)
+
+
 # ---------------------------------------------------------------------------
 # Operator events
 # ---------------------------------------------------------------------------
@@ -215,6 +286,10 @@ class BlastNotice:
     issued_ts: datetime
     planned_ts: datetime
     recipients: tuple[str, ...] = ()
+    # The planned blast's design, for the scaled distance before it (issue 27): SI, whatever
+    # units the notice was written in.
+    charge_kg_per_delay: float | None = None
+    distance_m: float | None = None  # to the nearest structure
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,6 +485,22 @@ _TS = attrgetter("ts")
 
 
 @dataclass(frozen=True, slots=True)
+class SiteLawPoint:
+    """One recorded blast at one seismograph: its scaled distance and the PPV measured."""
+
+    blast_id: str
+    sensor: str
+    ts: datetime
+    charge_kg_per_delay: float
+    distance_m: float
+    ppv_mm_s: float  # the greatest axis PPV
+
+    @property
+    def sd(self) -> float:
+        return self.distance_m / math.sqrt(self.charge_kg_per_delay)
+
+
+@dataclass(frozen=True, slots=True)
 class SiteData:
     """Everything the rules may look at for one site and one evaluation window.
 
@@ -428,6 +519,10 @@ class SiteData:
     work: tuple[WorkPeriod, ...] = ()
     temporary_lighting: tuple[TemporaryLighting, ...] = ()
     other_events: tuple[GenericEvent, ...] = ()
+    seismic: tuple[SeismicEvent, ...] = ()  # seismograph events (ground vibration, airblast)
+    # The site's own recorded blasts as (scaled distance, PPV) for its site law (early warnings
+    # only; filled by the daemon from the whole journal, not the window).
+    site_law: tuple[SiteLawPoint, ...] = ()
     # Set only by rules.base.only_site once it has dropped other sites' records, so the
     # dozen rules of a profile do not each filter the same data again.
     filtered_for: str = ""

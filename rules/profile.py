@@ -39,6 +39,7 @@ Reading the file here, at configuration time, is the only I/O in ``rules/``.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import re
 import tomllib
@@ -474,8 +475,8 @@ def parse_params(params_type: type[Any], values: Mapping[str, tuple[str, Any]], 
     """Build a rule's frozen Params from ``{field: (path for messages, raw value)}``.
 
     Types come from the dataclass annotations (float, int, bool, str, tuple[str, ...],
-    tuple[float, ...]); the dataclass's ``__post_init__`` checks ranges and raises
-    ValueError("field: reason") for cross-field problems.
+    tuple[float, ...], Mapping[str, ...] of those: a TOML table); the dataclass's
+    ``__post_init__`` checks ranges and raises ValueError("field: reason") for cross-field problems.
     """
     hints = typing.get_type_hints(params_type)
     fields = {f.name for f in dataclasses.fields(params_type)}
@@ -513,6 +514,18 @@ def _describe(value: Any) -> str:
 def _expect(value: Any, expected: Any, path: str, problems: list[str]) -> Any:
     """Check a TOML/override value against a type annotation; record a problem and return None if wrong."""
     origin = typing.get_origin(expected)
+    if origin in (Mapping, dict, collections.abc.Mapping):
+        value_type = typing.get_args(expected)[1]
+        if not isinstance(value, Mapping):
+            problems.append(f"{path}: expected a table, got {_describe(value)}")
+            return None
+        entries = {}
+        for key, item in value.items():
+            checked = _expect(item, value_type, f"{path}.{key}", problems)
+            if checked is None:
+                return None
+            entries[str(key)] = checked
+        return types.MappingProxyType(entries)
     if origin is tuple:
         item_type = typing.get_args(expected)[0]
         if not isinstance(value, list | tuple):

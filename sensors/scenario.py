@@ -452,6 +452,14 @@ def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | 
             fields["safety_reason"] = t.text("safety_reason")
         if "charge_kg" in t.data:
             fields["charge_kg"] = t.num("charge_kg", lo=0, hi=1e6)
+        # What a seismograph at the nearest structure records (sensors/seismograph.py): its
+        # distance, and optionally the PPV (in/s) and main frequency (Hz) instead of the site law's.
+        if "seismograph_distance_m" in t.data:
+            fields["seismograph_distance_m"] = t.num("seismograph_distance_m", lo=1, hi=1e5)
+        if "ppv_in_s" in t.data:
+            fields["ppv_in_s"] = t.num("ppv_in_s", lo=0.001, hi=20)
+        if "vibration_hz" in t.data:
+            fields["vibration_hz"] = t.num("vibration_hz", lo=1, hi=200)
         publish = fields["ts"] + timedelta(seconds=t.num("report_delay_s", 0.0, lo=0, hi=86400))
     elif kind in ("work", "temporary-lighting"):
         period = t.periods("period", start)

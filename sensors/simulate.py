@@ -21,10 +21,11 @@ import heapq
 import math
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from astral import Observer
@@ -39,6 +40,7 @@ from rules.model import (
     Blast,
     BlastNotice,
     LightSummary,
+    SensorKind,
     SensorStatus,
     SoundLevels,
     TemporaryLighting,
@@ -270,6 +272,43 @@ class Simulation:
         self.stats.last = when
         return when, message
 
+    def _seismograph_event(self, f: Mapping[str, Any]) -> Iterator[tuple[float, Message]]:
+        """A blast as each seismograph of the site records it (sensors/seismograph.py): the event's
+        summary and waveform chunks, sent once its record (5 s) is complete."""
+        from sensors.seismograph import event_messages, site_law_event
+
+        if "seismograph_distance_m" not in f:
+            return
+        ts = f["ts"].astimezone(UTC)
+        for sensor in (s for s in self.site.sensors if s.kind == SensorKind.SEISMOGRAPH):
+            hz = float(f.get("vibration_hz", 10.0))
+            wave = site_law_event(
+                f["seismograph_distance_m"],
+                float(f.get("charge_kg") or 100.0),
+                ppv_in_s=f.get("ppv_in_s"),
+                freqs=(hz, hz * 1.2, hz * 2.0),
+                seed=int(ts.timestamp()) % 1000,
+            )
+            first = ts - timedelta(seconds=0.5)  # the pre-trigger
+            messages = event_messages(
+                wave,
+                self.site.id,
+                sensor.id,
+                f"{sensor.id}-{f['blast_id']}",
+                first,
+                blast_id=f["blast_id"],
+                instrument={
+                    "model": "minewatch simulated seismograph",
+                    "location": sensor.location,
+                    "distance_m": f["seismograph_distance_m"],
+                    "recorded_by": "simulator",
+                },
+            )
+            sent = _epoch(first) + wave.duration_s + 1.0
+            for i, message in enumerate(messages):
+                yield sent + i * 0.001, message
+            self.stats.events.append(f"seismograph {sensor.id} event of blast {f['blast_id']}")
+
     def _operator_events(self) -> Iterator[tuple[float, Message]]:
         site = self.site.id
         local = self.tz
@@ -295,6 +334,7 @@ class Simulation:
                 text = f"blast {f['blast_id']} at {f['ts']:%H:%M:%S}" + (
                     f" (safety reason: {reason})" if reason else " (no safety reason)"
                 )
+                yield from self._seismograph_event(f)
             elif event.kind == "work":
                 record = WorkPeriod(
                     site,

@@ -1,4 +1,4 @@
-"""``minewatch sensor sound|light``: an edge publisher for one sensor of a site.
+"""``minewatch sensor sound|light|seismograph``: an edge publisher for one sensor of a site.
 
     source ──► sensors.sound.SoundProcessor / sensors.light.LightAggregator (pure)
            ──► sensors.publisher.Publisher (monitor.wire.codec.encode, signed with the sensor's key)
@@ -97,6 +97,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds per summary (default: the sensor's expected_period_s)",
     )
+
+    seismograph = sub.add_parser(
+        "seismograph",
+        help="blasting seismograph events (waveforms and summary)",
+        description="Publish each triggered seismograph event: its waveforms split under the packet"
+        " cap, and the summary computed here.",
+    )
+    _common(
+        seismograph,
+        "synthetic:DISTANCE_M:CHARGE_KG[:PPV_IN_S] (one event at --start) or folder:PATH (a hot folder"
+        " of vendor CSV exports; published files move to PATH/done, unreadable ones to PATH/rejected)",
+    )
+    seismograph.add_argument("--poll", type=float, default=2.0, metavar="S", help="hot-folder scan period")
 
 
 def _common(parser: argparse.ArgumentParser, sources: str) -> None:
@@ -220,7 +233,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except ValueError as exc:
         return _fail(str(exc))
-    wanted = {"sound": (SensorKind.SOUND,), "light": (SensorKind.LIGHT, SensorKind.SKY)}[args.kind]
+    wanted = {
+        "sound": (SensorKind.SOUND,),
+        "light": (SensorKind.LIGHT, SensorKind.SKY),
+        "seismograph": (SensorKind.SEISMOGRAPH,),
+    }[args.kind]
     if sensor.kind not in wanted:
         return _fail(f"sensor {sensor.id} is a {sensor.kind.value} sensor, not a {args.kind} sensor")
 
@@ -230,10 +247,10 @@ def run(args: argparse.Namespace) -> int:
     # Open the source before connecting: a missing package or device is a setup error (exit 2).
     calibration: tuple[float, float] | None = None
     try:
-        if args.kind == "sound":
-            source: SoundSource | LightSource = sound_mod.open_source(
-                args.source, sensor.calibration.full_scale_db
-            )
+        if args.kind == "seismograph":
+            source: SoundSource | LightSource | str = _seismograph_source(args.source)
+        elif args.kind == "sound":
+            source = sound_mod.open_source(args.source, sensor.calibration.full_scale_db)
             if args.calibrate:
                 calibration = sound_mod.calibration_check(
                     args.calibrate, sensor.calibration.full_scale_db, args.calibrator_db
@@ -243,6 +260,8 @@ def run(args: argparse.Namespace) -> int:
     except sound_mod.SourceUnavailable as exc:
         return _fail(str(exc))
     except ValueError as exc:
+        if args.kind == "seismograph":
+            return _fail(str(exc))
         return _fail(f"--calibrate {args.calibrate}: {exc}")
 
     from sensors.link import Link
@@ -283,7 +302,9 @@ def run(args: argparse.Namespace) -> int:
         log.info("Resuming with %d messages queued in %s", len(forward), queue_path)
     link.start()
     try:
-        if isinstance(source, sound_mod.SoundSource):
+        if isinstance(source, str):
+            _run_seismograph(args, site, sensor, source, publisher, link, start, stop)
+        elif isinstance(source, sound_mod.SoundSource):
             _run_sound(args, site, sensor, source, publisher, link, start, speed, calibration, stop)
         else:
             _run_light(args, site, sensor, source, publisher, link, speed, stop)
@@ -384,6 +405,60 @@ def _run_light(
         publisher.publish(summary)
     if first is not None:
         publisher.heartbeat(SensorStatus(site.id, sensor.id, datetime.fromtimestamp(last, UTC)))
+
+
+def _seismograph_source(text: str) -> str:
+    """``text`` checked (ValueError naming --source): synthetic:D:W[:PPV] or folder:PATH."""
+    kind, _, rest = text.partition(":")
+    if kind == "folder" and rest:
+        if not Path(rest).is_dir():
+            raise ValueError(f"--source {text}: {rest} is not a folder")
+        return text
+    if kind == "synthetic":
+        try:
+            numbers = [float(x) for x in rest.split(":")]
+        except ValueError:
+            numbers = []
+        if len(numbers) in (2, 3) and all(n > 0 for n in numbers):
+            return text
+    raise ValueError(f"--source {text!r}: expected synthetic:DISTANCE_M:CHARGE_KG[:PPV_IN_S] or folder:PATH")
+
+
+def _run_seismograph(
+    args: argparse.Namespace,
+    site: SiteConfig,
+    sensor: SensorConfig,
+    source: str,
+    publisher: Publisher,
+    link: Link,
+    start: datetime,
+    stop: threading.Event,
+) -> None:
+    from sensors.seismograph import event_messages, publish_folder, site_law_event
+
+    publisher.heartbeat(SensorStatus(site.id, sensor.id, start))
+    kind, _, rest = source.partition(":")
+    if kind == "synthetic":
+        numbers = [float(x) for x in rest.split(":")]
+        wave = site_law_event(numbers[0], numbers[1], ppv_in_s=numbers[2] if len(numbers) > 2 else None)
+        event_id = f"{sensor.id}-{start:%Y%m%dT%H%M%S}"
+        for message in event_messages(
+            wave, site.id, sensor.id, event_id, start, instrument={"location": sensor.location}
+        ):
+            publisher.publish(message)
+        link.pump()
+        return
+    began = time.monotonic()
+    while not stop.is_set():
+        for name, problem in publish_folder(Path(rest), site.id, sensor, publisher.publish):
+            if problem:
+                log.warning("Event file %r not published: %s", name, problem)
+            else:
+                log.info("Published event file %r", name)
+        link.pump()
+        if args.duration is not None and time.monotonic() - began >= args.duration:
+            break
+        stop.wait(args.poll)
 
 
 def _after(start: datetime, seconds: float) -> datetime:

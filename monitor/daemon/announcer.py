@@ -20,13 +20,15 @@ from monitor.daemon.site_state import SiteState, site_data
 from monitor.daemon.site_status import site_status  # the retained status message (also `minewatch status`)
 from monitor.influx import points
 from monitor.influx.points import WritePoint
+from monitor.journal.site_law import site_law_of, vibration_params
 from monitor.journal.store import Store
 from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.notices import NoticeBook, NoticeEvent, violation_alert_text
 from monitor.wire.canonical import to_us
 from monitor.wire.codec import finding_to_json
 from monitor.wire.protocol import format_ts, output_topic
-from rules.model import Finding, FindingKind
+from rules.model import Blast, BlastNotice, Finding, FindingKind, SiteLawPoint
+from rules.scaled_distance import pending_notices
 from rules.times import floor_minute
 
 log = logging.getLogger("minewatch.pipeline")
@@ -181,13 +183,16 @@ class Announcer:
     def early_warnings(self, state: SiteState, now: datetime) -> None:
         """Operator alerts for what is approaching a limit, once per warning and minute."""
         minute = floor_minute(now)
-        data = site_data(state, self.store, minute, now)
+        data = site_data(state, self.store, minute, now, site_law=self._site_law(state, now))
         for finding in rules.early_warnings(state.config.context(), state.profile, data, now):
             key = (finding.id, minute)
             if key in state.warned_minutes:
                 continue
             state.warned_minutes.add(key)
-            condition = f"early:{finding.standard}:{','.join(finding.sensors)}"
+            # Per sensor, or per blast notice for warnings about a pending blast (several may be).
+            notices = [r for r in finding.refs if r.startswith("notice:")]
+            subject = ",".join(finding.sensors) or ",".join(notices)
+            condition = f"early:{finding.standard}:{subject}"
             alert = Alert(
                 state.config.id,
                 ("operator",),
@@ -199,6 +204,18 @@ class Announcer:
             )
             self.alerts.raise_(alert, now)
         state.warned_minutes = {k for k in state.warned_minutes if k[1] >= minute - timedelta(hours=1)}
+
+    def _site_law(self, state: SiteState, now: datetime) -> tuple[SiteLawPoint, ...]:
+        """The site's recorded blasts as its site law, read from the journal only while a pending
+        blast notice carries a charge per delay and distance (nothing to forecast otherwise)."""
+        params = vibration_params(state.profile)
+        if params is None:
+            return ()
+        notices = [e for e in state.events if isinstance(e, BlastNotice)]
+        fired = {e.id for e in state.events if isinstance(e, Blast)}
+        if not pending_notices(notices, fired, now):
+            return ()
+        return site_law_of(self.store, state.config, params)
 
     # ------------------------------------------------------------------ periodic messages
 

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, ParamSpec
 import rules
 from monitor.acoustics import iec61672
 from monitor.config import Config
-from monitor.daemon import minute_closing
+from monitor.daemon import minute_closing, seismic_intake
 from monitor.daemon.announcer import Announcer, Outgoing, Publish
 from monitor.daemon.clock import Clock
 from monitor.daemon.ingest import Handoff, Inbound, MqttLink
@@ -57,7 +57,15 @@ from monitor.notify.delivery import Deliveries, DeliveryWorker
 from monitor.notify.notices import NoticeBook
 from monitor.process_settings import freeze_startup_objects
 from monitor.wire.canonical import from_us
-from monitor.wire.codec import AudioBlock, BandLevels, Message, decode, payload_of
+from monitor.wire.codec import (
+    AudioBlock,
+    BandLevels,
+    Message,
+    SeismicSummary,
+    WaveformChunk,
+    decode,
+    payload_of,
+)
 from monitor.wire.link_state import META_KEY, LinkRecorder, LoginRefused
 from monitor.wire.protocol import Limits, check_time, format_ts
 from monitor.wire.quick_levels import Parsed, levels_sender, predecode
@@ -81,6 +89,7 @@ BATCH_LIMIT = 10_000  # messages per transaction: one commit (one fsync) amortis
 PRUNE_INTERVAL = timedelta(hours=1)
 QUIET_S = 10.0  # wall seconds without a reading for a site (input up, none in hand): as complete as it gets
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
+BLAST_RECORDS_KEPT = timedelta(days=3 * 366)  # seismograph records, whatever retention_days says
 DATA_STEP = timedelta(seconds=30)  # the data clock's periodic work: every half data minute (see tick)
 MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
 
@@ -304,6 +313,8 @@ class Pipeline:
                 self._accept_audio(state, decoded, now)
             elif isinstance(decoded, LightSummary | WeatherReading | TurbidityReading | SensorStatus):
                 self._accept_reading(state, decoded, now)
+            elif isinstance(decoded, WaveformChunk | SeismicSummary):
+                self._accept_seismic(state, decoded, now)
             else:
                 assert not isinstance(decoded, SoundLevels | BandLevels)
                 self._accept_event(state, decoded, now)
@@ -466,6 +477,28 @@ class Pipeline:
             state.cache_light(reading, judged, timedelta(seconds=self.config.daemon.lateness_s))
         self._write_point(points.reading, reading, late)
 
+    def _accept_seismic(
+        self, state: SiteState, message: WaveformChunk | SeismicSummary, now: datetime
+    ) -> None:
+        """A seismograph's waveform chunk or summary (monitor/daemon/seismic_intake.py)."""
+        if isinstance(message, WaveformChunk):
+            taken = seismic_intake.take_chunk(self.store, message, now)
+        else:
+            taken = seismic_intake.take_summary(self.store, message, now)
+        if taken.appended.conflict:  # nothing of the message written
+            field_name, _, reason = taken.appended.conflict.partition(": ")
+            raise DecodeError(field_name, reason)
+        if not taken.appended.stored:
+            self.counters.duplicates += 1
+            return
+        self.counters.accepted += 1
+        self._heard_from(state, message.sensor, message.ts, now)
+        if taken.summary_at is not None:  # an event summary to judge (again)
+            ts, duration = taken.summary_at
+            self._count_if_late(state, floor_minute(ts), now)
+            self._touched(state, floor_minute(ts))
+            self.clock.observe(ts + timedelta(seconds=duration))
+
     def _accept_event(self, state: SiteState, event: Event, now: datetime) -> None:
         payload = payload_of(event)
         stored = self.store.append_event(event, payload, now)
@@ -552,7 +585,10 @@ class Pipeline:
             self.last_prune = now
             # Per-second readings expire after storage.retention_days; findings, events,
             # notices and the chain (with the readings' digests) are kept.
-            removed = self.store.prune(now - timedelta(days=self.config.storage.retention_days))
+            removed = self.store.prune(
+                now - timedelta(days=self.config.storage.retention_days),
+                blast_records_before=now - BLAST_RECORDS_KEPT,  # SPS 307.31(4): at least 3 years
+            )
             self.pruned_before = now - timedelta(days=self.config.storage.retention_days)
             if removed:
                 log.info("Pruned %d readings older than %g days", removed, self.config.storage.retention_days)
@@ -669,7 +705,8 @@ class Pipeline:
     def _check_silence(self, state: SiteState, now: datetime) -> None:
         if self.clock.mode == "data" and self.clock.data_now is None:
             return  # no data yet: no "now" to measure silence against
-        self.health.check_silence(state.config, state.health, now)
+        data_start = self.clock.data_start if self.clock.mode == "data" else None
+        self.health.check_silence(state.config, state.health, now, data_start)
 
     # ------------------------------------------------------------------ outputs
 

@@ -94,13 +94,26 @@ class HealthWatch:
         self.alerts.clear(site, f"offline-town:{sensor}", "", now, audiences=())
         health.town_alerted = False
 
-    def check_silence(self, site: SiteConfig, health: dict[str, SensorHealth], now: datetime) -> None:
-        """Mark sensors silent past their expected period offline (operator), then for long (town)."""
+    def check_silence(
+        self,
+        site: SiteConfig,
+        health: dict[str, SensorHealth],
+        now: datetime,
+        data_start: datetime | None = None,
+    ) -> None:
+        """Mark sensors silent past their expected period offline (operator), then for long (town).
+
+        ``data_start`` (data clock): the first data time; a sensor not heard since start-up is
+        silent from then, not from the wall-clock moment the daemon started (an event-only
+        sensor such as a seismograph may send nothing in a whole simulated day).
+        """
         d = self.daemon
         for sensor in site.sensors:
             state = health[sensor.id]
             if state.last_seen > now and not state.heard:
                 state.last_seen = now  # started before the data clock existed: count from its start
+            elif data_start is not None and not state.heard and state.last_seen < data_start:
+                state.last_seen = data_start  # started after it (wall clock behind the data)
             # Heard after ``now`` (the data clock's periodic work steps through data already in):
             # not silent then.
             silent = max(0.0, (now - state.last_seen).total_seconds())

@@ -19,6 +19,7 @@ from monitor.daemon.audio_streams import AudioStreams
 from monitor.daemon.recent_sound import RecentSound
 from monitor.daemon.sensor_health import SensorHealth
 from monitor.journal.store import Store
+from monitor.wire.codec import seismic_events
 from rules.model import (
     Blast,
     BlastNotice,
@@ -26,6 +27,7 @@ from rules.model import (
     GenericEvent,
     LightSummary,
     SiteData,
+    SiteLawPoint,
     TemporaryLighting,
     TruckPassage,
     WorkPeriod,
@@ -146,6 +148,7 @@ def site_data(
     start: datetime,
     end: datetime,
     old_light: list[LightSummary] | None = None,
+    site_law: tuple[SiteLawPoint, ...] = (),
 ) -> SiteData:
     """Readings around [start, end), each kind with the margins its rules need; all events.
 
@@ -167,6 +170,8 @@ def site_data(
     weather = store.weather_between(site, *around("weather"))
     turbidity = store.turbidity_between(site, *around("turbidity"))
     events = state.events
+    locations = {s.id: s.location for s in state.config.sensors if s.location}
+    seismic = seismic_events(store.seismic_between(site, start - MINUTE, end), locations)
     return SiteData.grouped(
         state.recent.by_sensor(*around("sound")),
         light=tuple(light_source[lo:hi]),
@@ -178,4 +183,6 @@ def site_data(
         work=tuple(e for e in events if isinstance(e, WorkPeriod)),
         temporary_lighting=tuple(e for e in events if isinstance(e, TemporaryLighting)),
         other_events=tuple(e for e in events if isinstance(e, GenericEvent)),
+        seismic=tuple(seismic),
+        site_law=site_law,
     )

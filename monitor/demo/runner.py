@@ -440,6 +440,7 @@ class Demo:
         _say(
             self.stream, f"\nNotices written to {notices_dir}/ (HTML, PDF, Markdown; {plots} plot(s) as PNG)"
         )
+        self._blast_reports(config)
         if span is None:
             return
         start = span[0].replace(second=0, microsecond=0)
@@ -468,6 +469,49 @@ class Demo:
             "chain_links": report.chain_links,
             "anchors": report.bundle_anchors,
         }
+
+    def _blast_reports(self, config: Any) -> None:
+        """One report per seismograph event (monitor/notify/blast_report.py), listed in the summary."""
+        from monitor.journal.store import Store
+        from monitor.notify.blast_report import (
+            blast_report_data,
+            curve_verdict,
+            report_events,
+            write_blast_report,
+        )
+        from rules.profile import load_profile
+
+        site = config.site(SITE)
+        profile = load_profile(site.profile, site.agreement)
+        folder = self.out_dir / "blast-reports"
+        store = Store(self.store)
+        try:
+            self.summary["blast_reports"] = []
+            for sensor, event_id in report_events(store, SITE):
+                paths = write_blast_report(store, site, profile, sensor, event_id, folder)
+                data = blast_report_data(store, site, profile, sensor, event_id)
+                judged = [
+                    f"{f.standard} {f.kind.value}"
+                    for f in data["findings"]
+                    if f.standard in ("ground_vibration", "airblast")
+                ]
+                if not judged and site.preexisting:
+                    judged = ["no finding: the Town does not hold a pre-existing site to SPS 307 (1.4.C.1)"]
+                verdict = curve_verdict(data)
+                _say(
+                    self.stream, f"Blast report {folder.name}/{paths[0].name}: {verdict}; {', '.join(judged)}"
+                )
+                self.summary["blast_reports"].append(
+                    {
+                        "blast": data["blast_id"],
+                        "event": event_id,
+                        "files": [p.name for p in paths],
+                        "curve": verdict,
+                        "findings": judged,
+                    }
+                )
+        finally:
+            store.close()
 
     def _town_anchors(self) -> list[dict[str, object]]:
         """Every anchor the daemon published for the demo site: {site, seq, head, ts}."""

@@ -94,6 +94,23 @@ def audio_record(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def waveform_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A seismograph waveform chunk: its header as stored and the SHA-256 of its samples."""
+    names = row.keys()
+    sha = row["samples_sha256"] if "samples_sha256" in names else hashlib.sha256(row["samples"]).hexdigest()
+    return {
+        "t": "waveform",
+        "site": row["site"],
+        "sensor": row["sensor"],
+        "event_id": row["event_id"],
+        "chunk": row["chunk"],
+        "chunks": row["chunks"],
+        "ts_us": row["ts_us"],
+        "header": row["header"],
+        "samples_sha256": sha,
+    }
+
+
 def finding_record(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "t": "finding",
@@ -370,6 +387,7 @@ KINDS: dict[str, ChainKind] = {
         ChainKind("sound", sound_record, ("sensor", "ts_us")),
         ChainKind("reading", reading_record, ("sensor", "kind", "ts_us")),
         ChainKind("audio", audio_record, ("sensor", "ts_us")),
+        ChainKind("waveform", waveform_record, ("sensor", "event_id", "chunk")),
         _exported(
             "event",
             event_record,

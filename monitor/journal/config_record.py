@@ -70,6 +70,12 @@ def _site(site: SiteConfig) -> dict[str, Any]:
         "sensors": [_sensor(s) for s in site.sensors],
         # 6.F: the owners each blast notice goes to, as the notices name them
         "adjoining_owners": [{"id": o.id, "name": o.name, "parcel": o.parcel} for o in site.adjoining_owners],
+        # 6.F: who takes the notices for the Town (recorded only when listed: older records stay alike)
+        **(
+            {"town_contacts": [{"id": c.id, "name": c.name} for c in site.town_contacts]}
+            if site.town_contacts
+            else {}
+        ),
     }
 
 

@@ -259,6 +259,17 @@ class Migration:
     version: int = 0
 
 
+# A seismograph event's waveforms, one row per chunk as it arrived (issue 27). Its summaries (the
+# seismograph's own and the daemon's from these samples) are readings of kind "seismic" and
+# "seismic-waveforms". Kept at least 3 years (SPS 307.31(4)), whatever storage.retention_days says.
+WAVEFORMS = """
+CREATE TABLE IF NOT EXISTS waveforms (
+    site TEXT NOT NULL, sensor TEXT NOT NULL, event_id TEXT NOT NULL, chunk INTEGER NOT NULL,
+    chunks INTEGER NOT NULL, ts_us INTEGER NOT NULL, header TEXT NOT NULL, samples BLOB NOT NULL,
+    received_us INTEGER NOT NULL, PRIMARY KEY (site, sensor, event_id, chunk)
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("store-layout-2", _to_layout_2, version=2),
     Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
@@ -270,6 +281,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("portal-sessions", PORTAL_SESSIONS),
     Migration("complaints", COMPLAINTS),
     Migration("reports", REPORTS),
+    Migration("waveforms", WAVEFORMS),
 )
 
 

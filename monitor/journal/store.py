@@ -40,13 +40,22 @@ from monitor.journal.chain_kinds import sound_record as sound_record
 from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
-from monitor.wire.codec import EVENT_KINDS, SENSOR_KINDS, event_from_row, finding_from_json, reading_from_row
+from monitor.wire.codec import (
+    EVENT_KINDS,
+    SENSOR_KINDS,
+    WaveformChunk,
+    event_from_row,
+    finding_from_json,
+    reading_from_row,
+    seismic_events,
+)
 from monitor.wire.codec import finding_to_json as finding_to_json
 from rules.model import (
     Event,
     Finding,
     GenericEvent,
     LightSummary,
+    SeismicEvent,
     SensorStatus,
     SoundLevels,
     TurbidityReading,
@@ -122,6 +131,9 @@ def levels_digest(levels: SoundLevels, source: str) -> str:
 READING_KIND: dict[type, str] = {
     t: SENSOR_KINDS[t] for t in (LightSummary, WeatherReading, TurbidityReading, SensorStatus)
 }
+
+# a seismograph event's summaries in the readings table: the seismograph's own, the daemon's
+SEISMIC_KINDS = ("seismic", "seismic-waveforms")
 
 # --------------------------------------------------------------------------- events <-> rows
 
@@ -453,6 +465,123 @@ class Store:
             return Appended(False)
         self.chain_row(site, "audio", row, now)
         return Appended(True)
+
+    def append_waveform(self, chunk: WaveformChunk, now: datetime) -> Appended:
+        """A seismograph waveform chunk (kept whole: the event is recomputed from it)."""
+        row = {
+            "site": chunk.site,
+            "sensor": chunk.sensor,
+            "event_id": chunk.event_id,
+            "chunk": chunk.chunk,
+            "chunks": chunk.chunks,
+            "ts_us": to_us(chunk.ts),
+            "header": canonical_text(chunk.header(), ascii=True),
+            "samples": chunk.data,
+        }
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO waveforms (site, sensor, event_id, chunk, chunks, ts_us, header, samples,"
+            " received_us) VALUES (?,?,?,?,?,?,?,?,?)",
+            (*row.values(), to_us(now)),
+        )
+        if cur.rowcount == 0:
+            kept = self.conn.execute(
+                "SELECT header, samples FROM waveforms"
+                " WHERE site = ? AND sensor = ? AND event_id = ? AND chunk = ?",
+                (chunk.site, chunk.sensor, chunk.event_id, chunk.chunk),
+            ).fetchone()
+            if kept is not None and (kept["header"], bytes(kept["samples"])) != (row["header"], chunk.data):
+                return Appended(
+                    False,
+                    f"chunk: {chunk.chunk} of event {chunk.event_id!r} is already recorded"
+                    " with different content",
+                )
+            return Appended(False)
+        self.chain_row(chunk.site, "waveform", row, now)
+        return Appended(True)
+
+    def waveform_chunks(self, site: str, sensor: str, event_id: str) -> list[sqlite3.Row]:
+        """An event's waveform chunks in order (header as stored, samples)."""
+        return list(
+            self.conn.execute(
+                "SELECT chunk, chunks, ts_us, header, samples FROM waveforms"
+                " WHERE site = ? AND sensor = ? AND event_id = ? ORDER BY chunk",
+                (site, sensor, event_id),
+            )
+        )
+
+    def append_seismic(
+        self,
+        site: str,
+        sensor: str,
+        kind: str,
+        ts: datetime,
+        duration_s: float,
+        payload: Mapping[str, Any],
+        now: datetime,
+    ) -> Appended:
+        """A seismograph event's summary as a reading: the seismograph's own ("seismic") or the
+        daemon's from the waveforms ("seismic-waveforms"); chained as a reading."""
+        assert kind in SEISMIC_KINDS
+        row = {
+            "site": site,
+            "sensor": sensor,
+            "kind": kind,
+            "ts_us": to_us(ts),
+            "duration_s": duration_s,
+            "data": canonical_text(payload, ascii=True),
+        }
+        cur = self.conn.execute(
+            "INSERT OR IGNORE INTO readings (site, sensor, kind, ts_us, duration_s, data, late, received_us)"
+            " VALUES (?,?,?,?,?,?,0,?)",
+            (*row.values(), to_us(now)),
+        )
+        if cur.rowcount == 0:
+            kept = self.conn.execute(
+                "SELECT data FROM readings WHERE site = ? AND sensor = ? AND kind = ? AND ts_us = ?",
+                (site, sensor, kind, row["ts_us"]),
+            ).fetchone()
+            if kept is not None and kept["data"] != row["data"]:
+                return Appended(
+                    False, f"ts: a {kind} summary at this time is already recorded with other content"
+                )
+            return Appended(False)
+        self.chain_row(site, "reading", row, now)
+        return Appended(True)
+
+    def seismic_between(self, site: str, start: datetime, end: datetime) -> list[sqlite3.Row]:
+        """The seismic summaries (both kinds) of events starting in [start, end), in time order."""
+        return list(
+            self.conn.execute(
+                "SELECT * FROM readings WHERE site = ? AND kind IN ('seismic', 'seismic-waveforms')"
+                " AND ts_us >= ? AND ts_us < ? ORDER BY ts_us, kind",
+                (site, to_us(start), to_us(end)),
+            )
+        )
+
+    def seismic_rows(self, site: str, sensor: str | None = None) -> list[sqlite3.Row]:
+        """Every seismic summary of the site (or one seismograph), in time order (blast reports)."""
+        return list(
+            self.conn.execute(
+                "SELECT * FROM readings WHERE site = ? AND kind IN ('seismic', 'seismic-waveforms')"
+                " AND (? IS NULL OR sensor = ?) ORDER BY ts_us, kind",
+                (site, sensor, sensor),
+            )
+        )
+
+    def blast_history(
+        self, site: str, locations: Mapping[str, str], *, seismic: bool = True
+    ) -> tuple[list[SeismicEvent], list[Event]]:
+        """Every seismograph event (unless ``seismic`` is False), blast and blast notice of the
+        site, in time order: its own blasting record (monitor/journal/site_law.py)."""
+        events = [
+            event_from_row(r["kind"], r["data"], site)
+            for r in self.conn.execute(
+                "SELECT kind, data FROM events WHERE site = ? AND kind IN ('blast', 'blast-notice')"
+                " ORDER BY ts_us",
+                (site,),
+            )
+        ]
+        return (seismic_events(self.seismic_rows(site), locations) if seismic else []), events
 
     def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
         kind = event_kind(event)
@@ -901,16 +1030,28 @@ class Store:
             (key, value),
         )
 
-    def prune(self, before: datetime) -> int:
+    def prune(self, before: datetime, blast_records_before: datetime | None = None) -> int:
         """Drop per-second data older than ``before``; findings, events, notices and the chain stay.
 
-        Pruned rows are then outside what a bundle can prove from the store (the
+        Blast records (seismograph summaries and waveforms) go only before
+        ``blast_records_before`` (SPS 307.31(4): kept at least 3 years), and never when it is
+        None. Pruned rows are then outside what a bundle can prove from the store (the
         chain keeps their digests, so the gap itself is visible).
         """
         cut = to_us(before)
         with self.batch():
             removed = self.conn.execute("DELETE FROM sound WHERE ts_us < ?", (cut,)).rowcount
-            removed += self.conn.execute("DELETE FROM readings WHERE ts_us < ?", (cut,)).rowcount
+            removed += self.conn.execute(
+                "DELETE FROM readings WHERE ts_us < ? AND kind NOT IN ('seismic', 'seismic-waveforms')",
+                (cut,),
+            ).rowcount
+            if blast_records_before is not None:
+                blast_cut = min(cut, to_us(blast_records_before))
+                removed += self.conn.execute(
+                    "DELETE FROM readings WHERE ts_us < ? AND kind IN ('seismic', 'seismic-waveforms')",
+                    (blast_cut,),
+                ).rowcount
+                removed += self.conn.execute("DELETE FROM waveforms WHERE ts_us < ?", (blast_cut,)).rowcount
             removed += self.conn.execute("DELETE FROM audio WHERE ts_us < ?", (cut,)).rowcount
             self.set_meta("pruned_before_us", str(cut))
         return removed

@@ -24,6 +24,7 @@ from monitor.notify.notices import (
     measurement_text,
     quantity_text,
 )
+from rules.air_overpressure import SECONDARY
 from rules.profile import Profile
 from rules.times import local_stamp, span_text
 
@@ -135,7 +136,8 @@ def _overpressure_text(
         if f"blast:{blast_id}" in finding.get("refs", ()):
             measured = "; ".join(measurement_text(m) for m in finding.get("measurements", ()))
             sensors = ", ".join(finding.get("sensors", ()))
-            return f"{measured}{f' at {sensors}' if sensors else ''} ({finding.get('kind', '')})"
+            secondary = SECONDARY if sensors else ""
+            return f"{measured}{f' at {sensors}' if sensors else ''} ({finding.get('kind', '')}){secondary}"
     why = _not_judged_reason(site, standards)
     if blast and blast.get("overpressure_db") is not None:
         recorded = quantity_text(float(blast["overpressure_db"]), "dB")
@@ -155,7 +157,7 @@ def _overpressure_text(
     for row in peaks:  # loudest first: the first row of a meter is its peak
         loudest.setdefault(str(row["sensor"]), float(row["LZpeak"]))
     told = ", ".join(f"{quantity_text(db, 'dB')} at {sensor}" for sensor, db in loudest.items())
-    return f"boundary meters' linear peak (LZpeak) over {window}: {told}{why}"
+    return f"boundary meters' linear peak (LZpeak) over {window}: {told}{SECONDARY}{why}"
 
 
 def _not_judged_reason(site: SiteConfig | None, standards: Mapping[str, Any]) -> str:

@@ -40,6 +40,7 @@ from monitor.portal.svg import DayPlot
 from monitor.wire.canonical import from_us, to_us
 from monitor.wire.codec import decode
 from monitor.wire.protocol import event_topic, format_ts
+from rules.model import BlastNotice
 from rules.times import local_moment
 
 T = TypeVar("T")
@@ -314,7 +315,91 @@ class Portal:
         self.publish(topic, body)
         event_id = str(getattr(event, "blast_id", None) or getattr(event, "id", ""))
         self.record_action(scope, site.id, "event_recorded", f"{kind}|{event_id}", source, dict(payload))
-        return {"topic": topic, "kind": kind, "id": event_id, "payload": dict(payload)}
+        done: dict[str, Any] = {"topic": topic, "kind": kind, "id": event_id, "payload": dict(payload)}
+        if isinstance(event, BlastNotice):
+            done |= self.recipients_told(site, event.recipients)
+            told = self.forecast_text(site, event)
+            if told:
+                done["forecast"] = told
+        return done
+
+    def design_units(self, site: SiteConfig) -> tuple[str, str]:
+        """(charge, distance) units of the blast-notice form: lb and ft with a profile in in/s."""
+        from monitor.journal.site_law import vibration_params
+
+        params = vibration_params(self.profile(site))
+        return ("lb", "ft") if params is not None and params.units == "in/s" else ("kg", "m")
+
+    def forecast_text(self, site: SiteConfig, notice: BlastNotice) -> str:
+        """A notice's scaled distance and predicted PPV (or why none), "" without charge/distance."""
+        from monitor.journal.site_law import site_law_of, vibration_params
+
+        params = vibration_params(self.profile(site))
+        if params is None:
+            return ""
+        ahead = params.forecast(notice, site_law_of(self.store(), site, params))
+        if ahead is None:
+            return ""
+        warn = " Early warning: reduce the charge per delay or increase the distance." if ahead.warn else ""
+        return ahead.text(params.units) + "." + warn
+
+    def forecasts(self, scope: Scope, site_id: str) -> list[dict[str, Any]]:
+        """The pending blasts' forecasts (status page): ``{"blast", "text", "warn"}``."""
+        from monitor.journal.site_law import forecasts, vibration_params
+
+        site = scope.site(site_id)
+        profile = self.profile(site)
+        params = vibration_params(profile)
+        if params is None:
+            return []
+        return [
+            {"blast": f.blast_id, "text": f.text(params.units), "warn": f.warn}
+            for f in forecasts(self.store(), site, profile, self.clock())
+        ]
+
+    def recipients_told(self, site: SiteConfig, recipients: tuple[str, ...]) -> dict[str, Any]:
+        """What a blast notice's recipients reach, said to the operator at once (rules.blast_notice):
+        ``{"missed": [...], "unmatched": "one sentence" or ""}``; nothing when no rule checks them."""
+        from rules.blast_notice import check_recipients, unmatched_text
+
+        standard = next((s for s in self.profile(site).standards.values() if s.rule == "blast_notice"), None)
+        if standard is None or not standard.params.check_recipients:
+            return {}
+        check = check_recipients(site.context(), standard.params, recipients)
+        return {
+            "missed": list(check.missed),
+            "unmatched": unmatched_text(check.unmatched) if check.unmatched else "",
+        }
+
+    # ------------------------------------------------------------------ blast reports
+
+    def blast_reports(
+        self, scope: Scope, site_id: str, start: datetime, end: datetime
+    ) -> list[dict[str, Any]]:
+        """The blasts with a seismograph record in [start, end) of the account's window, newest
+        first: ``{"blast", "ts", "sensors"}`` (each has a report)."""
+        from monitor.notify.blast_report import blast_events
+
+        site = scope.site(site_id)
+        start, end = scope.window(start, end)
+        found = blast_events(self.store(), site, start, end)
+        listed = [
+            {"blast": blast_id, "ts": format_ts(events[0][2]), "sensors": [e[0] for e in events]}
+            for blast_id, events in found.items()
+        ]
+        return sorted(listed, key=lambda b: b["ts"], reverse=True)
+
+    def blast_report(self, scope: Scope, site_id: str, blast_id: str, fmt: str, sensor: str | None) -> bytes:
+        """One blast's report (monitor.notify.blast_report), only from records in the account's
+        time scope; NotFound when there is none to see."""
+        from monitor.notify.blast_report import blast_report_bytes
+
+        site = scope.site(site_id)
+        within = scope.window(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+        try:
+            return blast_report_bytes(self.store(), site, self.profile(site), blast_id, fmt, sensor, within)
+        except LookupError as exc:
+            raise NotFound(str(exc).strip("'\"")) from None
 
     # ------------------------------------------------------------------ town: notices
 
@@ -572,11 +657,15 @@ class Portal:
                 points.append((format_ts(from_us(r["ts_us"])), float(d["lux_mean"]), float(d["lux_max"])))
             light[sensor.id] = points
         events = queries.events_overlapping(conn, site.id, start, end)
-        blasts = [
-            {"id": json.loads(e["data"]).get("blast_id", e["id"]), "ts": format_ts(from_us(e["ts_us"]))}
-            for e in events
-            if e["kind"] == "blast"
-        ]
+        from monitor.notify.blast_report import blast_events
+
+        reported = blast_events(self.store(), site, start - timedelta(hours=1), end + timedelta(hours=1))
+        blasts = []
+        for e in events:
+            if e["kind"] == "blast":
+                blast_id = json.loads(e["data"]).get("blast_id", e["id"])
+                ts = format_ts(from_us(e["ts_us"]))
+                blasts.append({"id": blast_id, "ts": ts, "report": blast_id in reported})
         # Exempt periods and the sensors they cover (work: the sound meters it names, all when
         # none; temporary lighting: the light sensors; an exempt exceedance: its meters).
         sound_ids = [s.id for s in boundary]

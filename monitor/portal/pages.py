@@ -19,6 +19,8 @@ from monitor.portal import limits
 from monitor.portal.data import EVENT_KINDS, NotFound, Refused, new_event_id
 from monitor.portal.web import AUDIENCE, Web, day_param
 
+BLAST_REPORT_DAYS = 30  # the operator's status page lists the blast reports of this many days
+
 
 class SitePages:
     """The operator's and the Town's pages of a site, and the notices."""
@@ -39,6 +41,7 @@ class SitePages:
             Route("/notices/{notice}/document.{fmt}", self.notice_document),
             Route("/notices/{notice}/{action}", self.notice_act, methods=["POST"]),
             Route("/sites/{site}/day", self.day_page),
+            Route("/sites/{site}/blasts/{blast}/report.{fmt}", self.blast_report),
         ]
 
     async def home(self, request: Request) -> Response:
@@ -53,6 +56,10 @@ class SitePages:
         start, end = self.web.portal.today(site)
         findings = await run_in_threadpool(self.web.portal.findings, scope, site.id, start, end)
         warnings = await run_in_threadpool(self.web.portal.early_warnings, scope, site.id, start, end)
+        reports = await run_in_threadpool(
+            self.web.portal.blast_reports, scope, site.id, end - timedelta(days=BLAST_REPORT_DAYS), end
+        )
+        forecasts = await run_in_threadpool(self.web.portal.forecasts, scope, site.id)
         return self.web.page(
             request,
             "status.html",
@@ -61,6 +68,30 @@ class SitePages:
             status=status,
             findings=findings,
             warnings=warnings,
+            reports=reports,
+            report_days=BLAST_REPORT_DAYS,
+            forecasts=forecasts,
+        )
+
+    async def blast_report(self, request: Request) -> Response:
+        """`/sites/{site}/blasts/{blast}/report.pdf|html` (``?sensor=`` when several recorded it)."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "blast_report")
+        site = scope.site(request.path_params["site"])
+        fmt = request.path_params["fmt"]
+        if fmt not in ("html", "pdf"):
+            raise NotFound(fmt)
+        sensor = request.query_params.get("sensor") or None
+        body = await run_in_threadpool(
+            self.web.portal.blast_report, scope, site.id, request.path_params["blast"], fmt, sensor
+        )
+        media = "application/pdf" if fmt == "pdf" else "text/html; charset=utf-8"
+        return Response(
+            body,
+            media_type=media,
+            headers={
+                "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+            },
         )
 
     async def events_page(self, request: Request) -> Response:
@@ -73,6 +104,7 @@ class SitePages:
             scope,
             site=site,
             kinds=EVENT_KINDS,
+            design_units=self.web.portal.design_units(site),
             error="",
             done=request.session.pop("event_done", None),
             recent=[a for a in self.web.portal.actions(scope, site.id) if a["action"] == "event_recorded"][
@@ -98,7 +130,15 @@ class SitePages:
             error, code = str(exc), 400
         if done is not None:
             # Post/redirect/get: reloading the page must not record the event again.
-            request.session["event_done"] = {"kind": done["kind"], "id": done["id"]}
+            # A blast notice's recipients as identities: who was missed and which names match
+            # no one are said in the answer, at once (issue 27), not first as a violation.
+            request.session["event_done"] = {
+                "kind": done["kind"],
+                "id": done["id"],
+                "missed": done.get("missed", []),
+                "unmatched": done.get("unmatched", ""),
+                "forecast": done.get("forecast", ""),
+            }
             return RedirectResponse(f"/sites/{site.id}/events", status_code=303)
         recent = [a for a in self.web.portal.actions(scope, site.id) if a["action"] == "event_recorded"][:20]
         return self.web.page(
@@ -108,6 +148,7 @@ class SitePages:
             code,
             site=site,
             kinds=EVENT_KINDS,
+            design_units=self.web.portal.design_units(site),
             error=error,
             done=done,
             recent=recent,
@@ -317,8 +358,14 @@ def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> d
         payload["blast_id"] = text("blast_id")
         payload["issued_ts"] = format_ts(now)
         when("planned", "planned_ts", payload)
-        recipients = [r.strip() for r in text("recipients").replace(",", "\n").splitlines() if r.strip()]
-        payload["recipients"] = recipients
+        # The checklist's identities (ids of Town contacts and adjoining owners), then any other
+        # names written in, one a line or comma-separated.
+        checked = [r for r in form.getlist("recipient") if isinstance(r, str) and r.strip()]
+        written = [r.strip() for r in text("recipients").replace(",", "\n").splitlines() if r.strip()]
+        payload["recipients"] = list(dict.fromkeys([*checked, *written]))
+        # The planned blast's design (optional), in the units the form shows (the profile's).
+        for name in ("charge_per_delay_kg", "charge_per_delay_lb", "distance_m", "distance_ft"):
+            number(name, payload)
     elif kind == "blast":
         payload["blast_id"] = text("blast_id")
         when("ts", "ts", payload)

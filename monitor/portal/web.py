@@ -47,6 +47,9 @@ CAN: dict[str, frozenset[str]] = {
     "complaints": frozenset({"operator", "town"}),  # the operator's view leaves out contact details
     "complaint_act": frozenset({"town"}),
     "reports": frozenset({"town", "inspector"}),
+    # A blast's seismograph report: whoever may see the blast (operator's status, the Town's and
+    # the inspector's day view), within the account's sites and time scope.
+    "blast_report": frozenset({"operator", "town", "inspector"}),
 }
 AUDIENCE = {"operator": "operator", "town": "town", "inspector": "town"}
 STATUS_LABELS = {

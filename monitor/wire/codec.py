@@ -22,7 +22,7 @@ import orjson
 
 from monitor.config import SensorConfig, SiteConfig
 from monitor.errors import DecodeError
-from monitor.wire.canonical import canonical_json
+from monitor.wire.canonical import canonical_json, from_us
 from monitor.wire.protocol import (
     AUDIO_FORMATS,
     AUDIO_MAGIC,
@@ -36,10 +36,15 @@ from monitor.wire.protocol import (
     MAX_DURATION_S,
     MAX_EVENT_FIELD_CHARS,
     MAX_NAME_CHARS,
+    MAX_SEISMIC_RECORD_S,
     MAX_TOPIC_SHOWN,
+    MAX_WAVEFORM_CHUNKS,
     NTU_RANGE,
     PROTOCOL_VERSION,
+    SEISMIC_CHANNELS,
+    SEISMIC_RATE_RANGE,
     SENSOR_MESSAGES,
+    WAVEFORM_MAGIC,
     WIND_RANGE,
     Limits,
     check_time,
@@ -54,6 +59,7 @@ from monitor.wire.protocol import (
 from monitor.wire.quick_levels import Parsed, levels_sender, predecode
 from rules.model import (
     VEHICLE_PRESENT,
+    AxisPeak,
     Blast,
     BlastNotice,
     Event,
@@ -63,6 +69,7 @@ from rules.model import (
     LightSummary,
     Measurement,
     Reading,
+    SeismicEvent,
     SensorStatus,
     SoundLevels,
     TemporaryLighting,
@@ -72,6 +79,7 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
+from rules.scaled_distance import FT_PER_M, LB_PER_KG
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +110,69 @@ class BandLevels:
     bands: Mapping[float, float]
 
 
-SensorMessage: TypeAlias = Reading | SensorStatus | BandLevels
-Message: TypeAlias = Reading | Event | SensorStatus | AudioBlock | BandLevels
+@dataclass(frozen=True, slots=True)
+class WaveformChunk:
+    """One part of a seismograph event's waveforms (an event is split under the packet cap).
+
+    ``ts`` is the time of the event's first sample (the same in every chunk of the event);
+    ``offset`` the index of this chunk's first sample in the event. Samples are the four
+    channels T, V, L (mm/s) and MIC (Pa) interleaved, ``scale`` units per count each.
+    """
+
+    site: str
+    sensor: str
+    event_id: str
+    ts: datetime
+    chunk: int
+    chunks: int
+    offset: int
+    samples_total: int
+    sample_rate: int
+    sample_format: str  # key of AUDIO_FORMATS
+    scale: tuple[float, ...]
+    ranges: tuple[float, ...]  # each channel's full scale in its unit (clipping is judged on it)
+    mic_low_hz: float
+    data: bytes = field(repr=False)
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.data) // (AUDIO_FORMATS[self.sample_format][1] * SEISMIC_CHANNELS)
+
+    def header(self) -> dict[str, Any]:
+        """The chunk's JSON header (what the wire carries before the samples, less v and sig)."""
+        return {
+            "ts": format_ts(self.ts),
+            "event_id": self.event_id,
+            "chunk": self.chunk,
+            "chunks": self.chunks,
+            "offset": self.offset,
+            "samples_total": self.samples_total,
+            "sample_rate": self.sample_rate,
+            "format": self.sample_format,
+            "scale": list(self.scale),
+            "range": list(self.ranges),
+            "mic_low_hz": self.mic_low_hz,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SeismicSummary:
+    """A seismograph's own summary of an event (computed at the edge), with its instrument."""
+
+    site: str
+    sensor: str
+    event_id: str
+    ts: datetime  # the event's first sample
+    duration_s: float
+    payload: Mapping[str, Any]  # the message as checked (stored as it came)
+
+    @property
+    def end(self) -> datetime:
+        return self.ts + timedelta(seconds=self.duration_s)
+
+
+SensorMessage: TypeAlias = Reading | SensorStatus | BandLevels | SeismicSummary
+Message: TypeAlias = Reading | Event | SensorStatus | AudioBlock | BandLevels | WaveformChunk | SeismicSummary
 
 
 # --------------------------------------------------------------------------- JSON fields
@@ -400,6 +469,70 @@ def _decode_bands(f: _Fields, site: str, sensor: str) -> BandLevels:
     return BandLevels(site, sensor, ts, duration, bands)
 
 
+_SUMMARY_AXIS_FIELDS = ("axis", "ppv_mm_s", "ppv_time_s", "zc_hz", "fft_hz", "accel_g", "disp_mm", "clipped")
+MAX_PPV_MM_S = 10_000.0  # 400 in/s: beyond any geophone's range
+MAX_AIRBLAST_PA = 100_000.0  # 194 dB
+
+
+def _decode_seismic(f: _Fields, site: str, sensor: str) -> SeismicSummary:
+    """The seismograph's summary of one event (docs/PROTOCOL.md, "Seismographs")."""
+    ts = f.req_time("ts")
+    event_id = f.req_text("event_id", 128)
+    duration = f.req_number("duration_s", 0.0, MAX_SEISMIC_RECORD_S)
+    if duration <= 0:
+        raise DecodeError("duration_s", "must be positive")
+    rate = f.req_number("sample_rate", *SEISMIC_RATE_RANGE)
+    chunks = f.req_number("chunks", 1, MAX_WAVEFORM_CHUNKS)
+    if chunks != int(chunks) or rate != int(rate):
+        raise DecodeError("chunks" if chunks != int(chunks) else "sample_rate", "must be a whole number")
+    f.text("blast_id", required=False, max_len=128)
+    raw = f._raw("summary", True)
+    if not isinstance(raw, dict):
+        raise DecodeError("summary", "expected an object (axes, pvs_mm_s, airblast_pa, mic_low_hz)")
+    s = _Fields(raw)
+    axes = s._raw("axes", True)
+    if not isinstance(axes, list) or len(axes) != 3:
+        raise DecodeError("summary.axes", "expected three axes (T, V, L)")
+    for i, axis in enumerate(axes):
+        if not isinstance(axis, dict):
+            raise DecodeError(f"summary.axes[{i}]", "expected an object")
+        a = _Fields(axis)
+        name = a.req_text("axis", 1)
+        if name != "TVL"[i]:
+            raise DecodeError(f"summary.axes[{i}].axis", f"expected {'TVL'[i]!r}, got {name!r}")
+        for number in ("ppv_mm_s", "ppv_time_s", "accel_g", "disp_mm", "fft_hz", "zc_hz"):
+            try:
+                a.number(number, required=number == "ppv_mm_s", lo=0.0, hi=MAX_PPV_MM_S)
+            except DecodeError as exc:
+                raise DecodeError(f"summary.axes[{i}].{exc.field}", exc.reason) from None
+        clipped = a._raw("clipped", False)
+        if clipped is not None and not isinstance(clipped, bool):
+            raise DecodeError(f"summary.axes[{i}].clipped", "expected true or false")
+        try:
+            a.finish()
+        except DecodeError as exc:
+            raise DecodeError(f"summary.axes[{i}].{exc.field}", exc.reason) from None
+    try:
+        s.req_number("pvs_mm_s", 0.0, MAX_PPV_MM_S)
+        for name in ("pvs_time_s", "airblast_time_s", "airblast_zc_hz", "duration_s"):
+            s.number(name, required=False, lo=0.0, hi=1e6)
+        s.number("sample_rate", required=False, lo=0.0, hi=SEISMIC_RATE_RANGE[1])
+        s.number("airblast_pa", required=False, lo=0.0, hi=MAX_AIRBLAST_PA)
+        s.number("airblast_db", required=False, lo=DB_RANGE[0], hi=DB_RANGE[1])
+        s.number("mic_low_hz", required=False, lo=0.0, hi=100.0)
+        s.texts("clipped", max_items=4, max_len=3)
+        s.finish()
+    except DecodeError as exc:
+        raise DecodeError(f"summary.{exc.field}", exc.reason) from None
+    instrument = f._raw("instrument", False)
+    if instrument is not None and (
+        not isinstance(instrument, dict) or len(canonical_json(instrument)) > MAX_EVENT_FIELD_CHARS
+    ):
+        raise DecodeError("instrument", f"expected an object of at most {MAX_EVENT_FIELD_CHARS} bytes")
+    payload = {k: v for k, v in f.data.items() if k not in ("v", "sig")}
+    return SeismicSummary(site, sensor, event_id, ts, duration, payload)
+
+
 _SENSOR_DECODERS: dict[str, Callable[[_Fields, str, str], SensorMessage]] = {
     "levels": _decode_levels,
     "light": _decode_light,
@@ -407,7 +540,86 @@ _SENSOR_DECODERS: dict[str, Callable[[_Fields, str, str], SensorMessage]] = {
     "turbidity": _decode_turbidity,
     "status": _decode_status,
     "bands": _decode_bands,
+    "seismic": _decode_seismic,
 }
+
+
+def _decode_waveform(
+    payload: bytes, site: str, sensor: SensorConfig, now: datetime, limits: Limits
+) -> WaveformChunk:
+    """One chunk of a seismograph event's waveforms (docs/PROTOCOL.md, "Seismographs")."""
+    if not payload.startswith(WAVEFORM_MAGIC) or len(payload) < 8:
+        raise DecodeError("payload", "waveform chunks start with b'MWS1' and a 4-byte header length")
+    (header_len,) = struct.unpack(">I", payload[4:8])
+    if header_len > 4096 or 8 + header_len > len(payload):
+        raise DecodeError("header", f"header length {header_len} does not fit the frame")
+    header = _load_json(payload[8 : 8 + header_len])
+    data = payload[8 + header_len :]
+    if sensor.signing_key or sensor.require_signature:
+        signed = dict(header)
+        signed["samples_sha256"] = hashlib.sha256(data).hexdigest()
+        _verify_signature(signed, sensor)
+    f = _Fields(header)
+    ts = f.req_time("ts")
+    check_time(ts, now, limits)
+    event_id = f.req_text("event_id", 128)
+    whole = {
+        name: f.req_number(name, lo, hi)
+        for name, lo, hi in (
+            ("chunk", 0, MAX_WAVEFORM_CHUNKS - 1),
+            ("chunks", 1, MAX_WAVEFORM_CHUNKS),
+            ("offset", 0, 2**40),
+            ("samples_total", 1, SEISMIC_RATE_RANGE[1] * MAX_SEISMIC_RECORD_S),
+            ("sample_rate", *SEISMIC_RATE_RANGE),
+        )
+    }
+    for name, value in whole.items():
+        if value != int(value):
+            raise DecodeError(name, "must be a whole number")
+    if whole["chunk"] >= whole["chunks"]:
+        raise DecodeError("chunk", f"{whole['chunk']:g} is not below chunks ({whole['chunks']:g})")
+    fmt = f.req_text("format", 8)
+    if fmt not in AUDIO_FORMATS:
+        raise DecodeError("format", f"{fmt!r} is not one of {', '.join(AUDIO_FORMATS)}")
+    scale = _channel_numbers(f, "scale", 1e-12, 1e6)
+    ranges = _channel_numbers(f, "range", 0.0, MAX_AIRBLAST_PA)
+    mic_low_hz = f.req_number("mic_low_hz", 0.0, 100.0)
+    f.finish()
+    width = AUDIO_FORMATS[fmt][1] * SEISMIC_CHANNELS
+    if not data or len(data) % width:
+        raise DecodeError("samples", f"{len(data)} bytes is not a whole number of 4-channel {fmt} samples")
+    if whole["offset"] + len(data) // width > whole["samples_total"]:
+        raise DecodeError("offset", "the chunk's samples run past samples_total")
+    return WaveformChunk(
+        site,
+        sensor.id,
+        event_id,
+        ts,
+        int(whole["chunk"]),
+        int(whole["chunks"]),
+        int(whole["offset"]),
+        int(whole["samples_total"]),
+        int(whole["sample_rate"]),
+        fmt,
+        scale,
+        ranges,
+        mic_low_hz,
+        data,
+    )
+
+
+def _channel_numbers(f: _Fields, name: str, lo: float, hi: float) -> tuple[float, ...]:
+    raw = f._raw(name, True)
+    if not isinstance(raw, list) or len(raw) != SEISMIC_CHANNELS:
+        raise DecodeError(name, f"expected {SEISMIC_CHANNELS} numbers (T, V, L, MIC)")
+    values = []
+    for i, value in enumerate(raw):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise DecodeError(f"{name}[{i}]", "not a number")
+        if not lo <= value <= hi:
+            raise DecodeError(f"{name}[{i}]", f"{value:g} is outside {lo:g} to {hi:g}")
+        values.append(float(value))
+    return tuple(values)
 
 
 def _decode_audio(
@@ -473,6 +685,7 @@ def _decode_event(
             f.req_time("issued_ts"),
             f.req_time("planned_ts"),
             f.texts("recipients"),
+            *_blast_design(f),
         )
         checked = event.issued_ts
     elif kind == "blast":
@@ -538,6 +751,37 @@ def _decode_event(
         raise DecodeError("topic", f"unknown event kind {shown(kind)} (known: {', '.join(known)})")
     f.finish()
     return event, checked
+
+
+MAX_CHARGE_KG = 100_000.0  # per delay: far above any quarry's
+MAX_DISTANCE_M = 100_000.0
+
+
+def _blast_design(f: _Fields) -> tuple[float | None, float | None]:
+    """A blast notice's optional charge per delay (kg or lb) and distance to the nearest
+    structure (m or ft), in kg and m; both or neither (a scaled distance needs both)."""
+    scales = {"charge_per_delay_kg": 1.0, "charge_per_delay_lb": 1 / LB_PER_KG}
+    scales |= {"distance_m": 1.0, "distance_ft": 1 / FT_PER_M}
+    given: dict[str, float] = {}
+    for name, scale in scales.items():
+        value = f.number(name, required=False)
+        if value is None:
+            continue
+        if value <= 0:
+            raise DecodeError(name, f"must be positive, got {value:g}")
+        top = (MAX_CHARGE_KG if name.startswith("charge") else MAX_DISTANCE_M) / scale
+        if value > top:
+            raise DecodeError(name, f"{value:g} is above the plausible maximum {top:g}")
+        given[name] = value * scale
+    for a, b in (("charge_per_delay_kg", "charge_per_delay_lb"), ("distance_m", "distance_ft")):
+        if a in given and b in given:
+            raise DecodeError(b, f"give {a} or {b}, not both")
+    charge = given.get("charge_per_delay_kg", given.get("charge_per_delay_lb"))
+    distance = given.get("distance_m", given.get("distance_ft"))
+    if (charge is None) != (distance is None):
+        missing = "distance_m" if distance is None else "charge_per_delay_kg"
+        raise DecodeError(missing, "missing: a charge per delay and a distance go together (scaled distance)")
+    return charge, distance
 
 
 def _vehicle_present_fields(f: _Fields, site: SiteConfig, ts: datetime) -> dict[str, Any]:
@@ -628,6 +872,8 @@ def decode(
         )
     if parsed.kind == "audio":
         return _decode_audio(payload, site.id, sensor, now, limits)
+    if parsed.kind == "waveform":
+        return _decode_waveform(payload, site.id, sensor, now, limits)
     data = _load_json(payload, ahead)
     _verify_signature(data, sensor)
     fields = _Fields(data)
@@ -706,12 +952,17 @@ def payload_of(record: Message) -> dict[str, Any]:
             "bands": {f"{k:g}": v for k, v in record.bands.items()},
         }
     if isinstance(record, BlastNotice):
-        return {
+        data = {
             "blast_id": record.id,
             "issued_ts": format_ts(record.issued_ts),
             "planned_ts": format_ts(record.planned_ts),
             "recipients": list(record.recipients),
         }
+        if record.charge_kg_per_delay is not None:  # absent otherwise: older records stay as they were
+            data["charge_per_delay_kg"] = record.charge_kg_per_delay
+        if record.distance_m is not None:
+            data["distance_m"] = record.distance_m
+        return data
     if isinstance(record, Blast):
         return _compact(
             {
@@ -751,6 +1002,8 @@ def payload_of(record: Message) -> dict[str, Any]:
         }
     if isinstance(record, GenericEvent):
         return {"id": record.id, "ts": format_ts(record.ts), **record.fields}
+    if isinstance(record, SeismicSummary):
+        return dict(record.payload)
     raise TypeError(f"cannot encode {type(record).__name__}")
 
 
@@ -768,6 +1021,7 @@ SENSOR_KINDS: dict[type, str] = {  # a sensor record type -> its message kind (t
     TurbidityReading: "turbidity",
     SensorStatus: "status",
     BandLevels: "bands",
+    SeismicSummary: "seismic",
 }
 
 
@@ -775,6 +1029,8 @@ def encode(record: Message, key: bytes | None = None, prefix: str = "minewatch")
     """(topic, payload) for a record; with a key the payload carries its HMAC in ``sig``."""
     if isinstance(record, AudioBlock):
         return encode_audio(record, key, prefix)
+    if isinstance(record, WaveformChunk):
+        return encode_waveform(record, key, prefix)
     data = payload_of(record)
     if key:
         data["sig"] = sign(data, key)
@@ -802,6 +1058,18 @@ def encode_audio(block: AudioBlock, key: bytes | None = None, prefix: str = "min
     return sensor_topic(block.site, block.sensor, "audio", prefix), AUDIO_MAGIC + struct.pack(
         ">I", len(head)
     ) + head + block.pcm
+
+
+def encode_waveform(
+    chunk: WaveformChunk, key: bytes | None = None, prefix: str = "minewatch"
+) -> tuple[str, bytes]:
+    header = chunk.header()
+    if key:
+        signed = dict(header, samples_sha256=hashlib.sha256(chunk.data).hexdigest())
+        header["sig"] = sign(signed, key)
+    head = json.dumps(header, separators=(",", ":")).encode()
+    body = WAVEFORM_MAGIC + struct.pack(">I", len(head)) + head + chunk.data
+    return sensor_topic(chunk.site, chunk.sensor, "waveform", prefix), body
 
 
 # --------------------------------------------------------------------------- stored JSON -> records
@@ -848,6 +1116,53 @@ def reading_from_row(row: Any) -> Any:  # a sqlite3.Row; the record type follows
     return _READINGS_FROM_STORED[row["kind"]](json.loads(row["data"]), row["site"], row["sensor"])
 
 
+def seismic_events(rows: Any, locations: Mapping[str, str] | None = None) -> list[SeismicEvent]:
+    """Stored seismic summaries (readings rows of kinds "seismic" and "seismic-waveforms") as the
+    events the rules judge: one per (sensor, event id), the daemon's summary from the waveforms
+    when stored, else the seismograph's own; the blast id from whichever names one."""
+    by_event: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
+    times: dict[tuple[str, str], tuple[datetime, float]] = {}
+    for row in rows:
+        d = json.loads(row["data"])
+        key = (row["sensor"], d["event_id"])
+        by_event.setdefault(key, {})[row["kind"]] = d
+        times[key] = (from_us(row["ts_us"]), float(row["duration_s"]))
+    events = []
+    for (sensor, event_id), kinds in by_event.items():
+        chosen = kinds.get("seismic-waveforms") or kinds["seismic"]
+        summary = chosen["summary"]
+        blast_id = next((k["blast_id"] for k in kinds.values() if k.get("blast_id")), None)
+        ts, duration = times[(sensor, event_id)]
+        clipped = set(summary.get("clipped") or ())
+        events.append(
+            SeismicEvent(
+                site=rows[0]["site"],
+                sensor=sensor,
+                id=event_id,
+                ts=ts,
+                duration_s=duration,
+                axes=tuple(
+                    AxisPeak(
+                        a["axis"],
+                        float(a["ppv_mm_s"]),
+                        a.get("zc_hz"),
+                        a.get("fft_hz"),
+                        bool(a.get("clipped")) or a["axis"] in clipped,
+                    )
+                    for a in summary["axes"]
+                ),
+                pvs_mm_s=float(summary["pvs_mm_s"]),
+                airblast_pa=summary.get("airblast_pa"),
+                mic_low_hz=summary.get("mic_low_hz"),
+                mic_clipped="MIC" in clipped,
+                source="waveforms" if "seismic-waveforms" in kinds else "edge",
+                location=(locations or {}).get(sensor, ""),
+                blast_id=blast_id,
+            )
+        )
+    return sorted(events, key=lambda e: (e.ts, e.sensor))
+
+
 def event_from_row(kind: str, data: str, site: str) -> Event:
     """An event read back from its stored JSON (the payload it arrived with)."""
     d = json.loads(data)
@@ -858,6 +1173,8 @@ def event_from_row(kind: str, data: str, site: str) -> Event:
             parse_ts(d["issued_ts"]),
             parse_ts(d["planned_ts"]),
             tuple(d.get("recipients", ())),
+            d.get("charge_per_delay_kg"),
+            d.get("distance_m"),
         )
     if kind == "blast":
         return Blast(

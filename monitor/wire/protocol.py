@@ -19,6 +19,13 @@ from rules.model import SensorKind
 PROTOCOL_VERSION = 1
 AUDIO_MAGIC = b"MWA1"
 AUDIO_FORMATS: dict[str, tuple[str, int]] = {"s16le": ("<i2", 2), "s32le": ("<i4", 4), "f32le": ("<f4", 4)}
+# A seismograph's waveform chunk: b"MWS1", a 4-byte header length, a JSON header and the
+# samples of the four channels (T, V, L, MIC) interleaved, in one of AUDIO_FORMATS.
+WAVEFORM_MAGIC = b"MWS1"
+SEISMIC_CHANNELS = 4
+SEISMIC_RATE_RANGE = (1024.0, 65536.0)  # samples/s per channel; 1,024 is the least a blast needs
+MAX_SEISMIC_RECORD_S = 120.0
+MAX_WAVEFORM_CHUNKS = 4096
 
 # Which input message a sensor kind may send (a message for another kind is rejected).
 SENSOR_MESSAGES: dict[SensorKind, frozenset[str]] = {
@@ -27,6 +34,7 @@ SENSOR_MESSAGES: dict[SensorKind, frozenset[str]] = {
     SensorKind.SKY: frozenset({"light", "status"}),
     SensorKind.WEATHER: frozenset({"weather", "status"}),
     SensorKind.TURBIDITY: frozenset({"turbidity", "status"}),
+    SensorKind.SEISMOGRAPH: frozenset({"waveform", "seismic", "status"}),
 }
 # The largest payload of each sensor message of a fixed, small shape: its fields at their
 # bounds (docs/PROTOCOL.md, "Length bounds") and room for whitespace. Checked on the length
@@ -38,6 +46,10 @@ KIND_MAX_BYTES: dict[str, int] = {
     "turbidity": 4096,
     "bands": 16384,  # 64 bands
     "status": 16384,  # firmware: 1000 characters, JSON-escaped up to 6 bytes each
+    "seismic": 16384,  # an event's summary and its instrument
+    # The cap a seismograph splits an event's waveforms under (10 s at 16,384 samples/s of four
+    # float channels is 2.6 MB: eleven chunks); well inside the broker's 2 MiB max_packet_size.
+    "waveform": 262_144,
 }
 BUILTIN_EVENTS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
 OUTPUT_TOPICS = frozenset({"violations", "findings", "alerts", "notices", "status", "rejected", "anchors"})

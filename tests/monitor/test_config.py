@@ -61,7 +61,8 @@ kind = "microphone"
         "storage.retention_dayz: unknown key",
         "sites[0].timezone: unknown time zone 'America/Chicgo'",
         "sites[0].latitude: must be at most 90, got 145",
-        "sites[0].sensors[0].kind: must be one of sound, light, sky, weather, turbidity, got 'microphone'",
+        "sites[0].sensors[0].kind: must be one of sound, light, sky, weather, turbidity, seismograph,"
+        " got 'microphone'",
     ):
         assert expected in err
     assert "5 problem(s)" in err

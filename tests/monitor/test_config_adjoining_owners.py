@@ -6,7 +6,7 @@ import pytest
 
 from monitor.config import parse_config
 from monitor.errors import ConfigError
-from rules.model import AdjoiningOwner
+from rules.model import AdjoiningOwner, TownContact
 from tests.support.config_samples import MINIMAL
 
 SITE = MINIMAL  # one site with one sound meter
@@ -48,4 +48,37 @@ def test_no_adjoining_owners_is_allowed() -> None:
 def test_adjoining_owner_mistakes_name_the_key(owners: str, message: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config(SITE + owners)
+    assert message in str(caught.value)
+
+
+def test_town_contacts_reach_the_rules_context() -> None:
+    """Issue 27: the Town's notice contacts are identities with ids, like the owners."""
+    config = parse_config(
+        SITE + '[[sites.town_contacts]]\nid = "town-clerk"\nname = "Town of Dovre clerk"\n'
+        '[[sites.town_contacts]]\nid = "town-chair"\n'
+    )
+    assert config.sites[0].context().town_contacts == (
+        TownContact("town-clerk", "Town of Dovre clerk"),
+        TownContact("town-chair"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("contacts", "message"),
+    [
+        (
+            '[[sites.town_contacts]]\nid = "c"\n[[sites.town_contacts]]\nid = "c"\n',
+            "sites[0].town_contacts[1].id: 'c' is already the id of another town contact or adjoining owner",
+        ),
+        (
+            '[[sites.adjoining_owners]]\nid = "p-12"\n[[sites.town_contacts]]\nid = "p-12"\n',
+            "sites[0].town_contacts[0].id: 'p-12' is already the id",
+        ),
+        ('[[sites.town_contacts]]\nname = "Clerk"\n', "sites[0].town_contacts[0].id"),
+        ('[[sites.town_contacts]]\nid = "c"\nemail = "x"\n', "email: unknown key"),
+    ],
+)
+def test_town_contact_mistakes_name_the_key(contacts: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(SITE + contacts)
     assert message in str(caught.value)

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from rules.model import AdjoiningOwner, BlastNotice, Finding, SiteContext, SiteData, SoundLevels
+from rules.model import AdjoiningOwner, BlastNotice, Finding, SiteContext, SiteData, SoundLevels, TownContact
 from tests.support.rule_builders import (
     DOVRE,
     SITE,
@@ -171,6 +171,10 @@ def test_air_overpressure(
     assert kinds(findings) == expected
     for finding in findings:
         assert finding.section == "6.F" and finding.measurements[0].limit == 133.0
+        # A meter's LZpeak in the finding is said to be a secondary indication (issue 27).
+        from_meter = any(p["indication"] == "secondary" for p in finding.details["peaks"])
+        assert ("LZpeak is a secondary indication" in finding.summary) == from_meter
+        assert from_meter == (meter_peak is not None and meter_offset_s < 10)
 
 
 IMPULSE_AT = at("2026-06-15 13:20:30")
@@ -321,6 +325,55 @@ def test_blast_notice_recipients(recipients: tuple[str, ...], missed: list[str])
         assert who in finding.summary
     if missed:
         assert finding.details["decided_by"] == "recipients"
+
+
+CLERK = TownContact("town-clerk", "Town of Dovre clerk")
+SITE_WITH_CONTACTS = dataclasses.replace(SITE_WITH_OWNERS, town_contacts=(CLERK,))
+
+# fmt: off
+RECIPIENT_IDENTITY_CASES = [
+    # (recipients, reached, missed, unmatched): issue 27, recipients as identities
+    case(("Town of Dovre clerk", "p-12", "p-14"), ["the Town", HANSEN, OLSEN], [], [],
+         id="6.F-a-Town-contact-by-name-is-the-Town"),
+    case(("TOWN-CLERK", "p-12", "K. Olsen"), ["the Town", HANSEN, OLSEN], [], [],
+         id="6.F-a-Town-contact-by-id"),
+    case(("Town Clerk", "p-12", "p-14"), ["the Town", HANSEN, OLSEN], [], [],
+         id="6.F-a-profile-town-name-still-counts"),
+    case(("Town of Dovre clark", "p-12", "p-14", "Bob"), [HANSEN, OLSEN], ["the Town"],
+         ["Town of Dovre clark", "Bob"], id="6.F-misspelt-and-unknown-names-match-no-one"),
+    case((" bob ", "Bob", "p-12"), [HANSEN], ["the Town", OLSEN], ["bob"], id="6.F-unmatched-once"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("recipients", "reached", "missed", "unmatched"), RECIPIENT_IDENTITY_CASES)
+def test_recipients_are_identities(
+    recipients: tuple[str, ...], reached: list[str], missed: list[str], unmatched: list[str]
+) -> None:
+    from rules.blast_notice import check_recipients
+
+    params = DOVRE.standard("blast_notice").params
+    check = check_recipients(SITE_WITH_CONTACTS, params, recipients)
+    assert (list(check.reached), list(check.missed), list(check.unmatched)) == (reached, missed, unmatched)
+    finding = judge_notice(sent(recipients), site=SITE_WITH_CONTACTS)
+    assert finding.kind.value == (V if missed else OK)
+    assert finding.details.get("unmatched_recipients", []) == unmatched
+
+
+def test_a_pending_notice_with_a_name_that_matches_no_one_warns_at_once() -> None:
+    """Not discovered as a violation after the blast: the operator is warned while it is pending."""
+    from rules import blast_notice
+
+    to = ("town-clerk", "p-12", "p-14", "Mrs Hanson")
+    pending = BlastNotice("pit1", "b8", BLAST_AT - timedelta(hours=30), BLAST_AT, to)
+    standard = DOVRE.standard("blast_notice")
+    data = SiteData(blast_notices=(pending,))
+    [warning] = blast_notice.early_warnings(
+        SITE_WITH_CONTACTS, standard, standard.params, data, BLAST_AT - timedelta(hours=12)
+    )
+    assert "recipient 'Mrs Hanson' matches no Town contact or adjoining owner" in warning.summary
+    assert warning.details["unmatched_recipients"] == ["Mrs Hanson"]
+    assert warning.details["missed_recipients"] == []
 
 
 def test_without_listed_owners_only_the_town_is_checked_and_the_finding_says_so() -> None:

@@ -3,14 +3,14 @@ blind to other sites' data, and its Params a frozen dataclass with defaults (sty
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
 
 from rules import RULES, data_margins
 from rules.base import Standard
-from rules.model import Finding, SiteData, WorkKind, WorkPeriod
+from rules.model import AxisPeak, Finding, SeismicEvent, SiteData, WorkKind, WorkPeriod
 from rules.profile import load_profile
 from tests.support.rule_builders import (
     assert_rule_contract,
@@ -70,7 +70,14 @@ def busy_evening(site: str, shift: timedelta, louder: float) -> SiteData:
         trucks=(truck(t + timedelta(minutes=3), site=site),),
         work=(WorkPeriod(site, "w1", t + timedelta(minutes=5), t + timedelta(minutes=6), WorkKind.REPAIR),),
         temporary_lighting=tuple(days),
+        seismic=(seismograph_event(site, t + timedelta(minutes=1, seconds=1), louder),),
     )
+
+
+def seismograph_event(site: str, ts: datetime, louder: float) -> SeismicEvent:
+    """The late blast as the seismograph at the nearest house recorded it: over the curve."""
+    axes = (AxisPeak("T", 20.0 + louder, 8.0), AxisPeak("V", 9.0, 12.0), AxisPeak("L", 5.0, 25.0))
+    return SeismicEvent(site, "sg1", "ev-late", ts, 10.0, axes, 21.0 + louder, 150.0, 2.0)
 
 
 OWN = busy_evening("pit1", timedelta(0), 0.0)

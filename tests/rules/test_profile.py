@@ -115,7 +115,9 @@ def minimal(**changes: Any) -> dict[str, Any]:
     return raw
 
 
-KNOWN = "unknown rule 'nosie'; known rules: air_overpressure, area_controls, blast_notice, blast_window"
+KNOWN = (
+    "unknown rule 'nosie'; known rules: air_overpressure, airblast, area_controls, blast_notice, blast_window"
+)
 NOISE_PARAMS = "standards.noise.params"
 
 # fmt: off

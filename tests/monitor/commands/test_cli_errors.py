@@ -37,7 +37,7 @@ TIME_OPTIONS = {"--at", "--from", "--to", "--until", "--start", "--date"}
 OUTPUTS = {"--out", "--queue"}
 # Commands whose output is a folder (demo) or a queue they make with its folders: a missing
 # folder is created, so only a path under a file is a mistake there.
-MAKES_FOLDERS = {("demo",), ("sensor", "sound"), ("sensor", "light")}
+MAKES_FOLDERS = {("demo",), ("sensor", "sound"), ("sensor", "light"), ("sensor", "seismograph")}
 
 # A plausible value for every required argument (by dest), the files filled in per case.
 SAMPLE = {
@@ -56,7 +56,11 @@ SAMPLE = {
 }
 
 # ... where a command needs another one.
-SAMPLE_FOR = {("sensor", "light"): {"sensor": "l1"}}
+SAMPLE_FOR = {
+    ("sensor", "light"): {"sensor": "l1"},
+    ("sensor", "seismograph"): {"sensor": "sg1", "source": "synthetic:450:300"},
+    ("report-blast",): {"blast": "b-1215-2", "out": "report.pdf"},
+}
 
 
 def _leaves(

@@ -112,7 +112,7 @@ def test_rule_registry_imports_a_rule_at_first_lookup() -> None:
         "import sys, rules\n"
         "before = sorted(m for m in sys.modules if m.startswith('rules.') and m not in"
         " ('rules.base', 'rules.lazy', 'rules.model'))\n"
-        "assert 'noise' in rules.RULES and len(rules.RULES) == 16, rules.RULES\n"
+        "assert 'noise' in rules.RULES and len(rules.RULES) == 18, rules.RULES\n"
         "listed = sorted(rules.RULES)\n"
         "assert 'rules.noise' not in sys.modules\n"
         "spec = rules.RULES['noise']\n"
@@ -120,7 +120,7 @@ def test_rule_registry_imports_a_rule_at_first_lookup() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["[]", "True", "noise", "16"]
+    assert done.stdout.split() == ["[]", "True", "noise", "18"]
 
 
 def test_every_registered_rule_is_its_modules_rule() -> None:

@@ -128,6 +128,18 @@ def test_a_sensor_silent_past_its_expected_periods_goes_offline_once(w: Watched)
     assert len(w.health_rows()) == 1 and len(w.published) == 1 and len(w.points) == 1
 
 
+def test_on_the_data_clock_a_sensor_never_heard_is_silent_from_the_datas_start(w: Watched) -> None:
+    """Started (wall clock) before the simulated data: an event-only sensor that sends nothing is
+    silent from the first data time, so the same simulation gives the same alert text (issue 27)."""
+    data_start = T0 + timedelta(days=14)
+    w.heard("l1", data_start, 0)
+    with w.store.batch():
+        w.watch.check_silence(w.site, w.health, data_start + timedelta(seconds=11), data_start)
+    assert w.health["l1"].last_seen == data_start and w.health["l1"].online
+    (alert,) = w.alerts_of("sensor_offline")
+    assert alert["message"] == "Sensor n1 (north boundary) has sent nothing since 2026-06-29T17:00:00Z"
+
+
 def test_the_town_is_told_once_when_a_sensor_stays_offline(w: Watched) -> None:
     w.check(20)  # offline: the operator is told
     w.check(TOWN_OFFLINE_ALERT_S)  # silent exactly town_offline_alert_s: not yet

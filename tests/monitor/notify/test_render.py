@@ -355,6 +355,11 @@ def _measurements_for(rule: str, params: Any) -> tuple[Measurement, ...]:
         "air_overpressure": (
             Measurement("air overpressure (linear peak)", 136.0, getattr(params, "limit_db", 0), "dB"),
         ),
+        "ground_vibration": (
+            Measurement("PPV V at 6.0 Hz", 0.9, 0.5, "in/s"),
+            Measurement("peak vector sum", 1.1, None, "in/s"),
+        ),
+        "airblast": (Measurement("airblast (linear peak)", 135.0, 133.0, "dB"),),
         "blast_notice": (Measurement("notice lead time", 3.0, getattr(params, "min_notice_h", 0), "h"),),
         "blast_window": (),
         "unreported_blast": (Measurement("peak (LZpeak/LCpeak)", 131.0, 120.0, "dB"),),
@@ -703,7 +708,10 @@ def test_blast_notice_states_time_window_sunset_notice_and_overpressure(tmp_path
         "| Sunset that day | sunset at 16:2",
         "| 24-hour notice | given 2026-12-14 14:00 CST for a blast planned at 2026-12-15 14:30 CST, "
         "25 hours 40 minutes before the blast |",
-        "| Air overpressure | air overpressure (linear peak) 126.4 dB (limit 133 dB) at n1 (compliant) |",
+        # A boundary meter's LZpeak says it is a secondary indication (issue 27).
+        "| Air overpressure | air overpressure (linear peak) 126.4 dB (limit 133 dB) at n1 (compliant)"
+        "; a boundary sound meter's LZpeak is a secondary indication: its Z weighting is flat only"
+        " down to 10 Hz",
     ]:
         assert expected in markdown, expected
     assert "none recorded" not in markdown and "see the finding" not in markdown

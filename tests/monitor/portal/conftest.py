@@ -53,6 +53,20 @@ TOKENS = {
 }
 
 EXTRA = """
+[[sites.sensors]]
+id = "sg1"
+kind = "seismograph"
+placement = "structure"
+location = "Hansen residence, east foundation wall"
+expected_period_s = 86400
+[[sites.town_contacts]]
+id = "town-clerk"
+name = "Town of Dovre clerk"
+[[sites.adjoining_owners]]
+id = "p-1"
+name = "Hansen residence"
+parcel = "012-0412-00"
+
 [[sites]]
 id = "other"
 name = "Other quarry"

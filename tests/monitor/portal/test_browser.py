@@ -14,7 +14,7 @@ from typing import Any
 
 from playwright.sync_api import BrowserContext
 
-from tests.monitor.portal.conftest import DAY, OTHER, SITE, TOKENS, Env, local, login
+from tests.monitor.portal.conftest import DAY, OTHER, SITE, TOKENS, TZ, Env, local, login
 
 
 def status_of(context: BrowserContext, url: str, token: str | None = None) -> int:
@@ -31,7 +31,7 @@ def test_each_role_sees_what_it_may(env: Env, context: BrowserContext) -> None:
     assert "Other quarry" not in page.content()
     page.goto(f"{env.url}/sites/{SITE}/status")
     rows = page.locator("#sensors tbody tr")
-    assert rows.count() == 4
+    assert rows.count() == 5
     assert page.locator("tr[data-sensor=n2]").inner_text().startswith("n2")
     page.screenshot(path=str(env.artifacts / "operator-status.png"), full_page=True)
     page.goto(f"{env.url}/sites/{SITE}/events")
@@ -596,6 +596,149 @@ def test_served_over_tls_the_session_cookie_is_secure(env: Env, browser: Any, tm
         context.close()
     finally:
         stop_process(proc, timeout=10)
+
+
+def test_the_blast_notice_form_offers_identities_and_says_at_once_who_matches_no_one(
+    env: Env, context: BrowserContext
+) -> None:
+    """Recipients as identities (issue 27): the Town's contacts and the adjoining owners are a
+    checklist; a written-in name that matches none is said in the form's answer and raised as
+    the operator's early warning while the blast is pending, not found later as a violation."""
+    from datetime import UTC, datetime
+
+    from tests.monitor.portal.conftest import publish_minutes
+    from tests.support.daemon import wait_until
+
+    page = login(context, env, "op")
+    page.goto(f"{env.url}/sites/{SITE}/events")
+    checklist = page.inner_text("#recipient-checklist")
+    assert "Town of Dovre clerk" in checklist and "Hansen residence" in checklist
+    planned = (datetime.now(TZ) + timedelta(days=2)).replace(hour=11, minute=0, second=0, microsecond=0)
+    page.fill("#form-blast-notice input[name=blast_id]", "FORM-NOTICE-1")
+    page.fill("#form-blast-notice input[name=planned]", planned.strftime("%Y-%m-%dT%H:%M"))
+    page.check("#form-blast-notice input[name=recipient][value=town-clerk]")
+    page.fill("#form-blast-notice textarea[name=recipients]", "Hanson residence")
+    page.click("#form-blast-notice button[type=submit]")
+    told = page.inner_text("#event-recipients")
+    assert "'Hanson residence' matches no Town contact or adjoining owner" in told, told
+    assert (
+        "not gone to Hansen residence (p-1, parcel 012-0412-00);" in told and "gone to the Town" not in told
+    )
+    page.screenshot(path=str(env.artifacts / "operator-notice-recipients.png"), full_page=True)
+
+    # Journaled by the daemon with the identities checked and the name as written.
+    def journaled() -> bool:
+        return (
+            env.count(
+                "SELECT COUNT(*) FROM events WHERE kind = 'blast-notice' AND id = 'FORM-NOTICE-1'"
+                " AND data LIKE '%town-clerk%' AND data LIKE '%Hanson residence%'"
+            )
+            == 1
+        )
+
+    assert wait_until(journaled, 30), env.daemon.logs()[-3000:]
+    # The daemon's early warning to the operator says the same (data after the newest moves the
+    # data clock on; earlier tests may have sent data up to any time).
+    import sqlite3
+
+    conn = sqlite3.connect(env.store)
+    newest = conn.execute("SELECT MAX(ts_us) FROM sound").fetchone()[0]
+    conn.close()
+    after = datetime.fromtimestamp(newest / 1e6 + 60, UTC).replace(second=0, microsecond=0)
+    publish_minutes(env.pub, "n1", after, 1, 55.0)
+    publish_minutes(env.pub, "n2", after, 1, 55.0)
+
+    def warned() -> bool:
+        return (
+            env.count(
+                "SELECT COUNT(*) FROM alerts WHERE kind = 'early_warning' AND message LIKE ?",
+                "%FORM-NOTICE-1%'Hanson residence' matches no Town contact%",
+            )
+            >= 1
+        )
+
+    assert wait_until(warned, 60), env.daemon.logs()[-3000:]
+
+
+def test_a_blasts_seismograph_report_is_linked_for_whoever_may_see_the_blast(
+    env: Env, context: BrowserContext
+) -> None:
+    """The operator's status page, the Town's and the inspector's day view link the report of a
+    blast a seismograph recorded (issue 27); another site's or an unknown blast is a 404."""
+    from monitor.wire.codec import encode
+    from monitor.wire.protocol import format_ts
+    from sensors.seismograph import event_messages, site_law_event
+    from tests.support.daemon import wait_until
+
+    blast_at = local(12, 10)
+    env.pub.publish(f"minewatch/{SITE}/events/blast", {"blast_id": "B-SG", "ts": format_ts(blast_at)})
+    wave = site_law_event(600.0, 200.0, ppv_in_s=0.3, record_s=2.0, freqs=(12.0, 14.0, 24.0))
+    for message in event_messages(wave, SITE, "sg1", "sg1-B-SG", blast_at, blast_id="B-SG"):
+        env.pub.publish(*encode(message))
+    assert wait_until(
+        lambda: env.count("SELECT COUNT(*) FROM readings WHERE kind = 'seismic-waveforms'") == 1, 60
+    ), env.daemon.logs()[-3000:]
+    report = f"{env.url}/sites/{SITE}/blasts/B-SG/report"
+    for name in ("op", "town", "insp"):
+        page = login(context, env, name)
+        if name == "op":
+            page.goto(f"{env.url}/sites/{SITE}/status")
+            link = page.locator("#blast-reports a", has_text="report").first
+        else:
+            page.goto(f"{env.url}/sites/{SITE}/day?date={DAY.isoformat()}")
+            link = page.locator("a.blast-report")
+        assert link.get_attribute("href") == f"/sites/{SITE}/blasts/B-SG/report.html", name
+        html = context.request.get(f"{report}.html")
+        assert html.status == 200 and "Blast report: B-SG" in html.text(), name
+        pdf = context.request.get(f"{report}.pdf")
+        assert pdf.status == 200 and pdf.body().startswith(b"%PDF"), name
+        assert status_of(context, f"{env.url}/sites/{SITE}/blasts/NOPE/report.html") == 404
+        assert status_of(context, f"{env.url}/sites/{OTHER}/blasts/B-SG/report.html") == 404
+        context.clear_cookies()
+    assert status_of(context, f"{report}.html") in (302, 303, 401)  # not logged in: no report
+
+
+def test_a_blast_notice_with_its_charge_and_distance_shows_the_scaled_distance(
+    env: Env, context: BrowserContext
+) -> None:
+    """Scaled distance before the blast (issue 27): the form takes the charge per delay and the
+    distance in the profile's units (Dovre: in/s, so lb and ft); the answer and the status page
+    show the scaled distance, and say why no PPV is predicted while the site has too few
+    recorded events with their blast's charge."""
+    from datetime import datetime
+
+    from tests.support.daemon import wait_until
+
+    page = login(context, env, "op")
+    page.goto(f"{env.url}/sites/{SITE}/events")
+    planned = (datetime.now(TZ) + timedelta(days=2)).replace(hour=11, minute=30, second=0, microsecond=0)
+    page.fill("#form-blast-notice input[name=blast_id]", "FORM-SD-1")
+    page.fill("#form-blast-notice input[name=planned]", planned.strftime("%Y-%m-%dT%H:%M"))
+    page.check("#form-blast-notice input[name=recipient][value=town-clerk]")
+    page.fill("#form-blast-notice input[name=charge_per_delay_lb]", "100")
+    page.fill("#form-blast-notice input[name=distance_ft]", "1500")
+    page.click("#form-blast-notice button[type=submit]")
+    told = page.inner_text("#event-forecast")
+    assert "Blast FORM-SD-1: scaled distance 150.0 ft/lb^0.5" in told, told
+    assert "no PPV predicted: the site law needs at least 3 recorded seismograph events" in told, told
+    page.screenshot(path=str(env.artifacts / "operator-notice-scaled-distance.png"), full_page=True)
+    # A bad number is one line naming the field.
+    page.fill("#form-blast-notice input[name=blast_id]", "FORM-SD-2")
+    page.fill("#form-blast-notice input[name=planned]", planned.strftime("%Y-%m-%dT%H:%M"))
+    page.fill("#form-blast-notice input[name=charge_per_delay_lb]", "100")
+    page.click("#form-blast-notice button[type=submit]")
+    error = page.inner_text("#event-error")
+    assert "distance_m: missing: a charge per delay and a distance go together" in error, error
+
+    def journaled() -> bool:
+        return (
+            env.count("SELECT COUNT(*) FROM events WHERE id = 'FORM-SD-1' AND data LIKE '%distance_m%'") == 1
+        )
+
+    assert wait_until(journaled, 30), env.daemon.logs()[-3000:]
+    page.goto(f"{env.url}/sites/{SITE}/status")
+    listed = page.inner_text("#blast-forecasts")
+    assert "Blast FORM-SD-1: scaled distance 150.0 ft/lb^0.5; no PPV predicted" in listed, listed
 
 
 def test_the_towns_notice_page_states_the_facts_and_offers_only_what_its_state_allows(

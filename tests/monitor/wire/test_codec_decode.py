@@ -635,3 +635,44 @@ def test_hostile_topic_names_are_not_echoed_whole() -> None:
     assert len(reason) < 300
     reason = rejected("minewatch/" + "a/" * 20_000, LEVELS)
     assert "is not a minewatch topic" in reason and len(reason) < 400
+
+
+NOTICE = {"blast_id": "b", "issued_ts": "2026-06-14T09:00:00Z", "planned_ts": "2026-06-15T16:30:00Z"}
+
+
+def test_a_blast_notice_carries_its_charge_per_delay_and_distance() -> None:
+    """Issue 27, scaled distance before the blast: optional, kg or lb and m or ft, stored in SI."""
+    plain = dec(f"{P}/events/blast-notice", NOTICE)
+    assert isinstance(plain, BlastNotice) and plain.charge_kg_per_delay is None and plain.distance_m is None
+    si = dec(f"{P}/events/blast-notice", {**NOTICE, "charge_per_delay_kg": 120.5, "distance_m": 610})
+    assert isinstance(si, BlastNotice) and (si.charge_kg_per_delay, si.distance_m) == (120.5, 610.0)
+    imperial = dec(
+        f"{P}/events/blast-notice", {**NOTICE, "charge_per_delay_lb": 220.462, "distance_ft": 3280.84}
+    )
+    assert isinstance(imperial, BlastNotice)
+    assert imperial.charge_kg_per_delay == pytest.approx(100.0) and imperial.distance_m == pytest.approx(
+        1000.0
+    )
+    topic, body = encode(si)
+    again = dec(topic, json.loads(body))
+    assert again == si and b'"charge_per_delay_kg":120.5' in body
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"charge_per_delay_kg": 0, "distance_m": 600}, "charge_per_delay_kg: must be positive, got 0"),
+        ({"charge_per_delay_kg": "lots", "distance_m": 600}, "charge_per_delay_kg: not a number"),
+        ({"charge_per_delay_kg": 100, "distance_m": -5}, "distance_m: must be positive, got -5"),
+        ({"charge_per_delay_kg": 100, "distance_m": 1e9}, "distance_m: 1e+09 is above the plausible maximum"),
+        ({"charge_per_delay_kg": 100}, "distance_m: missing: a charge per delay and a distance go together"),
+        ({"distance_ft": 900}, "charge_per_delay_kg: missing: a charge per delay and a distance go together"),
+        (
+            {"charge_per_delay_kg": 100, "charge_per_delay_lb": 220, "distance_m": 600},
+            "charge_per_delay_lb: give charge_per_delay_kg or charge_per_delay_lb, not both",
+        ),
+    ],
+)
+def test_a_blast_notices_design_fields_are_checked(extra: dict[str, Any], expected: str) -> None:
+    told = rejected(f"{P}/events/blast-notice", {**NOTICE, **extra})
+    assert expected in told and "\n" not in told, told

@@ -1,0 +1,71 @@
+"""``minewatch report-blast --config F --site S --blast ID --out FILE.pdf|FILE.html``: one blast's report.
+
+The report a seismograph's software prints for an event, and more (monitor/notify/blast_report.py):
+each axis's waveform, the compliance plot on the profile's limit curve, airblast, the clock findings
+(window, sunset, notice and its recipients), the blasting-log fields and the chain reference. It
+reads the store only; the format follows the --out file's suffix.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from monitor.commands.output_paths import new_file
+from monitor.config import load_config
+from monitor.errors import UsageError
+
+FORMATS = {".pdf": "pdf", ".html": "html", ".htm": "html"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", required=True, help="configuration TOML file")
+    parser.add_argument("--site", help="site id (may be left out when the configuration has one site)")
+    parser.add_argument("--blast", required=True, metavar="ID", help="the blast id (as recorded)")
+    parser.add_argument(
+        "--sensor", metavar="ID", help="the seismograph, when more than one recorded the blast"
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE.pdf|FILE.html",
+        help="the report to write; its suffix chooses PDF or HTML (never replaced without --force)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace the --out file if it exists")
+
+
+def run(args: argparse.Namespace) -> int:
+    from monitor.journal.store import Store
+    from monitor.notify.blast_report import blast_report_bytes
+    from rules.profile import load_profile
+
+    fmt = FORMATS.get(Path(args.out).suffix.lower())
+    if fmt is None:
+        raise UsageError(f"--out {args.out}: name a .pdf or .html file")
+    config = load_config(args.config, secrets="defer")  # reads the store only: no broker password
+    chosen = config.sites[0] if args.site is None and len(config.sites) == 1 else None
+    site = chosen or (config.site(args.site) if args.site else None)
+    if site is None:
+        known = ", ".join(s.id for s in config.sites)
+        said = f"unknown site {args.site!r}" if args.site else "--site is needed"
+        raise UsageError(f"{said}; the configuration has: {known}")
+    if args.sensor is not None and site.sensor(args.sensor) is None:
+        known = ", ".join(s.id for s in site.sensors if s.kind.value == "seismograph") or "none"
+        raise UsageError(
+            f"--sensor: site {site.id!r} has no sensor {args.sensor!r}; its seismographs: {known}"
+        )
+    out = new_file(args.out, force=args.force)
+    if not Path(config.storage.path).is_file():
+        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
+    store = Store(config.storage.path)
+    try:
+        profile = load_profile(site.profile, site.agreement)
+        try:
+            body = blast_report_bytes(store, site, profile, args.blast, fmt, args.sensor)
+        except LookupError as exc:
+            raise UsageError(str(exc).strip("'\"")) from None
+    finally:
+        store.close()
+    out.write_bytes(body)
+    print(f"Wrote {out}: blast {args.blast} at site {site.id} ({fmt.upper()})")
+    return 0

@@ -1,0 +1,120 @@
+"""Airblast from blasting measured by a seismograph's linear microphone (Dovre 6.F via SPS 307).
+
+The limit depends on how low in frequency the microphone is flat (30 CFR 816.67(b)(1): 134 dB
+peak for a system flat to 0.1 Hz, 133 dB to 2 Hz, 129 dB to 6 Hz): most of a blast's air
+overpressure lies below 20 Hz, so an instrument that does not hear it must be held to less.
+The profile gives the table (``limits_db``: instrument low-frequency limit in Hz -> peak dB);
+the event records its microphone's limit. A microphone flat to no row's frequency (a class 1
+sound level meter's Z weighting is flat only down to 10 Hz) gives an INFO finding: an
+indication, not a measurement the limit is stated for. Above the limit: VIOLATION.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+
+from rules.base import RuleSpec, Standard, make_finding, only_site
+from rules.ground_vibration import blast_of
+from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
+from rules.seismic_limits import airblast_limit
+from rules.times import local_hms
+
+DEFAULT_LIMITS_DB: Mapping[str, float] = MappingProxyType({"0.1": 134.0, "2": 133.0, "6": 129.0})
+
+
+@dataclass(frozen=True, slots=True)
+class AirblastParams:
+    limits_db: Mapping[str, float] = field(default_factory=lambda: DEFAULT_LIMITS_DB)
+    blast_before_s: float = 10.0
+    blast_after_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not self.limits_db:
+            raise ValueError("limits_db: list at least one instrument frequency (Hz) = peak dB")
+        for hz, db in self.limits_db.items():
+            try:
+                value = float(hz)
+            except ValueError:
+                raise ValueError(f"limits_db: {hz!r} is not a frequency in Hz") from None
+            if not value > 0:
+                raise ValueError(f"limits_db: {hz!r} must be a positive frequency")
+            if not 60.0 <= db <= 200.0:
+                raise ValueError(f"limits_db: {db!r} dB is not a plausible airblast limit")
+
+
+def evaluate(
+    site: SiteContext,
+    standard: Standard,
+    params: AirblastParams,
+    data: SiteData,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+) -> list[Finding]:
+    data = only_site(data, site.id)
+    findings: list[Finding] = []
+    for event in data.seismic:
+        if not start <= event.ts < end or event.airblast_db is None:
+            continue
+        db = event.airblast_db
+        row = airblast_limit(params.limits_db, event.mic_low_hz)
+        blast = blast_of(event, data.blasts, params.blast_before_s, params.blast_after_s)
+        what = f"blast {blast.id}" if blast is not None else "an event with no blast record"
+        low = "unknown" if event.mic_low_hz is None else f"{event.mic_low_hz:g} Hz"
+        stamp = local_hms(event.ts, site.tz)
+        if row is None:
+            kind = FindingKind.INFO
+            limit = None
+            verdict = (
+                f"the microphone is flat only down to {low}, above every instrument the limits are "
+                "stated for, so this is an indication, not a judged measurement"
+            )
+        else:
+            instrument_hz, limit = row
+            kind = FindingKind.VIOLATION if db > limit else FindingKind.COMPLIANT
+            relation = "above" if db > limit else "within"
+            verdict = (
+                f"{relation} the {limit:g} dB limit for a system flat to {instrument_hz:g} Hz "
+                f"(this microphone: {low})"
+            )
+        if event.mic_clipped and kind != FindingKind.VIOLATION:
+            kind = FindingKind.UNRELIABLE
+            verdict += "; the microphone channel clipped, so the true peak was higher than recorded"
+        summary = (
+            f"Airblast from {what} at seismograph {event.sensor} at {stamp} local peaked at "
+            f"{event.airblast_pa:.1f} Pa ({db:.1f} dB(L)), {verdict} (section {standard.section})"
+        )
+        findings.append(
+            make_finding(
+                site,
+                standard,
+                kind,
+                event.ts,
+                event.end,
+                summary,
+                sensors=(event.sensor,),
+                measurements=(Measurement("airblast (linear peak)", round(db, 2), limit, "dB"),),
+                refs=(f"seismic:{event.sensor}:{event.id}",) + ((f"blast:{blast.id}",) if blast else ()),
+                details={
+                    "airblast_pa": event.airblast_pa,
+                    "airblast_db": round(db, 2),
+                    "mic_low_hz": event.mic_low_hz,
+                    "instrument_row_hz": None if row is None else row[0],
+                    "event_id": event.id,
+                    "blast_id": blast.id if blast else None,
+                    "source": event.source,
+                },
+            )
+        )
+    return findings
+
+
+RULE: RuleSpec[AirblastParams] = RuleSpec(
+    name="airblast",
+    params_type=AirblastParams,
+    evaluate=evaluate,
+    description="Blast airblast at a seismograph's linear microphone, limited by its low-frequency limit.",
+)
