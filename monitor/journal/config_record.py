@@ -45,6 +45,13 @@ def _sensor(sensor: SensorConfig) -> dict[str, Any]:
         # whether its messages had to be signed, not the key they were signed with
         "require_signature": sensor.require_signature,
     }
+    # Recorded only when set, so that earlier records read alike: where the monitor stands on the
+    # site plan (complaints' nearest monitors), a seismograph's distance to its monitoring point
+    # (the site law before a blast).
+    if sensor.plan is not None:
+        table["plan"] = list(sensor.plan)
+    if sensor.distance_m is not None:
+        table["distance_m"] = sensor.distance_m
     if sensor.kind.value == "sound":  # only sound sensors take a calibration
         table["calibration"] = {
             "full_scale_db": sensor.calibration.full_scale_db,
