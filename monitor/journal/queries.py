@@ -385,6 +385,15 @@ def anchors(conn: sqlite3.Connection, site: str) -> list[Anchor]:
 # month of per-second rows never reaches Python.
 
 
+def last_alert_us(conn: sqlite3.Connection, site: str, kind: str, condition: str) -> int | None:
+    """When an alert of ``kind`` about ``condition`` was last raised for the site (None: never)."""
+    row = conn.execute(
+        "SELECT MAX(created_us) FROM alerts WHERE site = ? AND kind = ? AND condition = ?",
+        (site, kind, condition),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def chain_head(conn: sqlite3.Connection, site: str) -> tuple[int, str]:
     """(seq, head) of the site's newest chain entry: (0, '') before any."""
     sql = "SELECT seq, head FROM chain WHERE site = ? ORDER BY seq DESC LIMIT 1"
