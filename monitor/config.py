@@ -303,6 +303,10 @@ class PortalConfig:
     login_window_s: float = 300.0
     session_hours: float = 12.0
     complaints_per_hour: int = 5  # complaints accepted per client address (IPv6: its /64) an hour
+    # A placement signal (rules/complaints.py): this many complaints the record does not bear out
+    # from one area within placement_days point the Town at a monitor's placement.
+    placement_complaints: int = 3
+    placement_days: int = 30
     # Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For/-Proto are believed;
     # empty: none, the connecting address is the client's.
     trusted_proxies: tuple[str, ...] = ()
@@ -914,6 +918,8 @@ def _portal(t: _Table | None, site_ids: set[str]) -> PortalConfig:
         login_window_s=t.number("login_window_s", d.login_window_s, minimum=1),
         session_hours=t.number("session_hours", d.session_hours, minimum=0.01),
         complaints_per_hour=t.integer("complaints_per_hour", d.complaints_per_hour, minimum=1),
+        placement_complaints=t.integer("placement_complaints", d.placement_complaints, minimum=2),
+        placement_days=t.integer("placement_days", d.placement_days, minimum=1),
         trusted_proxies=t.str_list("trusted_proxies"),
         accounts=tuple(_account(a, site_ids) for a in t.tables("accounts")),
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from rules.quantities import quantity_text
 
@@ -124,3 +125,107 @@ def judge(category: str, monitors: Sequence[MonitorLevels], items: Sequence[Reco
     else:
         reason = "no monitor covers it (no data from a monitor of this kind at that time)"
     return Judgement(Verdict.NO_MONITOR, reason, tuple(i.text for i in speaks))
+
+
+# --------------------------------------------------------------------------- placement signals
+#
+# A complaint the record does not bear out is a signal too: when the same area keeps
+# complaining and the monitors there keep measuring nothing of it, the monitor may not stand
+# where the effect is felt. ``placement_signals`` finds, among a site's complaints, the areas
+# with at least ``count`` such complaints within ``period``; the shell shows them on the Town's
+# complaints page and raises one town alert an area (``placement_alert_due``).
+
+PLACEMENT_COUNT = 3
+PLACEMENT_DAYS = 30
+UNBORNE = frozenset({Verdict.NOT_CORROBORATED.value, Verdict.NO_MONITOR.value})
+# The kind of monitor that would hear a complaint of each category ("" when none measures it).
+_MONITOR_KIND = {"noise": "sound", "blast": "sound", "light": "light", "dust": "", "other": ""}
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedComplaint:
+    """What the placement decision needs of one complaint."""
+
+    id: str
+    start: datetime
+    what: str  # a key of CATEGORIES
+    verdict: str  # a Verdict value
+    when: str  # its time as the Town reads it (site time)
+    area: str  # ``complaint_area``'s key ("" when it gives no place)
+    area_text: str  # the same as words: "near monitor n1 (north boundary)", "at 12 Elm Road"
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementSignal:
+    area: str
+    kind: str  # the monitor kind that would measure it: "sound", "light" or "" (none does)
+    complaints: tuple[PlacedComplaint, ...]  # oldest first
+    text: str
+
+    @property
+    def condition(self) -> str:
+        """The alert's deduplication key within the site."""
+        return f"placement:{self.kind or 'none'}:{self.area}"
+
+
+def complaint_area(
+    what: str, address: str, placed: bool, monitors: Sequence[tuple[str, str, float | None, str]]
+) -> tuple[str, str]:
+    """(key, words) of the area a complaint speaks of. ``monitors`` are (sensor, kind, distance
+    in metres or None, location) as its check listed them, nearest first: with a point on the
+    site plan and monitors placed, the nearest monitor of the kind that would measure it; else
+    the address as given (case and spacing aside); else none ("", "")."""
+    kind = _MONITOR_KIND.get(what, "")
+    if placed:
+        near = [m for m in monitors if m[2] is not None and (m[1] == kind or not kind)]
+        if near:
+            sensor, _, _, location = min(near, key=lambda m: m[2] or 0.0)
+            where = f" ({location})" if location else ""
+            return f"monitor:{sensor}", f"near monitor {sensor}{where}"
+    words = " ".join(address.split())
+    if words:
+        return f"address:{words.casefold()}", f"at {words}"
+    return "", ""
+
+
+def placement_signals(
+    complaints: Sequence[PlacedComplaint],
+    now: datetime,
+    count: int = PLACEMENT_COUNT,
+    period: timedelta = timedelta(days=PLACEMENT_DAYS),
+) -> list[PlacementSignal]:
+    """Areas with at least ``count`` complaints the record did not bear out ("not corroborated"
+    or "no monitor covers it") whose time lies within ``period`` before ``now``; most first."""
+    groups: dict[tuple[str, str], list[PlacedComplaint]] = {}
+    for c in complaints:
+        if c.area and c.verdict in UNBORNE and now - period <= c.start <= now:
+            groups.setdefault((c.area, _MONITOR_KIND.get(c.what, "")), []).append(c)
+    signals = []
+    for (area, kind), found in groups.items():
+        if len(found) < count:
+            continue
+        found.sort(key=lambda c: (c.start, c.id))
+        days = round(period.total_seconds() / 86400)
+        kinds = sorted({CATEGORIES.get(c.what, c.what) for c in found})
+        unborne = sum(c.verdict == Verdict.NOT_CORROBORATED.value for c in found)
+        said = []
+        if unborne:
+            said.append(f"{unborne} not corroborated by the monitors there")
+        if len(found) - unborne:
+            said.append(f"{len(found) - unborne} where no monitor covered it")
+        monitor = {"sound": "a sound level meter", "light": "a light meter"}.get(kind, "a monitor")
+        text = (
+            f"Placement signal: {len(found)} complaints of {' and '.join(kinds)} {found[0].area_text}"
+            f" within {days} days ({'; '.join(said)}). The record holds no exceedance there then;"
+            f" repeated complaints the monitors do not bear out may mean {monitor} does not stand"
+            " where the effect is felt: consider the monitors' placement. Complaints: "
+            + "; ".join(f"{c.id} ({CATEGORIES.get(c.what, c.what)}, {c.when})" for c in found)
+        )
+        signals.append(PlacementSignal(area, kind, tuple(found), text))
+    signals.sort(key=lambda s: (-len(s.complaints), s.area))
+    return signals
+
+
+def placement_alert_due(last_alert: datetime | None, now: datetime, period: timedelta) -> bool:
+    """One town alert an area a period: not again while the last one is younger than ``period``."""
+    return last_alert is None or now - last_alert >= period

@@ -1,4 +1,9 @@
-"""``minewatch verify bundle.zip [--anchors FILE]``: check an evidence bundle; exit 0 if sound, 1 if not."""
+"""``minewatch verify bundle.zip [--anchors FILE]``: check an evidence bundle; exit 0 if sound, 1 if not.
+
+``minewatch verify --config F report.pdf`` (or the report's ``.csv``): check a compliance report
+against the chained ``report`` record in the store (monitor/reports/verify.py); the file is
+recognised by its first bytes.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,15 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("bundle", metavar="bundle.zip", help="an evidence bundle from `minewatch evidence`")
+    parser.add_argument(
+        "bundle",
+        metavar="FILE",
+        help="an evidence bundle (zip) from `minewatch evidence`, or a report (PDF or CSV) from"
+        " `minewatch report` (with --config)",
+    )
+    parser.add_argument(
+        "--config", help="configuration TOML file: its store holds the chained record of a report"
+    )
     parser.add_argument(
         "--anchors",
         metavar="FILE",
@@ -26,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
         what = "is a folder, not a bundle" if bundle.is_dir() else "no such file"
         print(f"minewatch verify: {args.bundle}: {what}", file=sys.stderr)
         return 2
+    with bundle.open("rb") as handle:
+        first = handle.read(64)
+    if args.config or (not zipfile.is_zipfile(bundle) and _is_report(first)):
+        return _verify_report(args, bundle)
     if not zipfile.is_zipfile(bundle):
         # Nothing was checked: the failure alone, without the (empty) statistics of a check.
         print(f"{args.bundle}: FAILED: not a zip file, so not an evidence bundle from `minewatch evidence`")
@@ -40,3 +57,42 @@ def run(args: argparse.Namespace) -> int:
     report = verify_bundle(args.bundle, anchors, progress=Progress.on_terminal("verify"))
     print("\n".join(report.lines()))
     return 0 if report.ok else 1
+
+
+def _is_report(first: bytes) -> bool:
+    from monitor.reports.verify import is_report
+
+    return is_report(first)
+
+
+def _verify_report(args: argparse.Namespace, path: Path) -> int:
+    """A report file against the store of ``--config``: one line each, exit 0 if it is the one recorded."""
+    import sqlite3
+
+    from monitor.config import load_config
+    from monitor.errors import UsageError
+    from monitor.reports.verify import verify_report
+
+    body = path.read_bytes()
+    if not _is_report(body[:64]):
+        raise UsageError(
+            f"{args.bundle}: not a report (a PDF or CSV from `minewatch report`); an evidence bundle"
+            " is verified without --config"
+        )
+    if not args.config:
+        raise UsageError(
+            f"{args.bundle}: a report is checked against the chain in the store: give --config FILE"
+        )
+    config = load_config(args.config, secrets="defer")  # reads the store only: no channel's secret
+    store = Path(config.storage.path)
+    if not store.is_file():
+        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=30)
+    try:
+        check = verify_report(conn, path, body, {s.id: s.timezone for s in config.sites})
+    except sqlite3.OperationalError as exc:
+        raise UsageError(f"{config.storage.path}: {exc} (a store of an older minewatch?)") from None
+    finally:
+        conn.close()
+    print("\n".join(check.lines))
+    return 0 if check.ok else 1

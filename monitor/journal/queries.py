@@ -385,6 +385,30 @@ def anchors(conn: sqlite3.Connection, site: str) -> list[Anchor]:
 # month of per-second rows never reaches Python.
 
 
+def last_alert_us(conn: sqlite3.Connection, site: str, kind: str, condition: str) -> int | None:
+    """When an alert of ``kind`` about ``condition`` was last raised for the site (None: never)."""
+    row = conn.execute(
+        "SELECT MAX(created_us) FROM alerts WHERE site = ? AND kind = ? AND condition = ?",
+        (site, kind, condition),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def reports_with_sha256(conn: sqlite3.Connection, digest: str) -> list[sqlite3.Row]:
+    """The recorded reports (table ``reports``) whose PDF or CSV has this SHA-256, oldest first."""
+    return _rows(
+        conn,
+        "SELECT * FROM reports WHERE pdf_sha256 = ? OR csv_sha256 = ? ORDER BY made_us, id",
+        (digest, digest),
+    )
+
+
+def chain_head_at(conn: sqlite3.Connection, site: str, seq: int) -> str | None:
+    """The head of the site's chain entry ``seq`` (None: no such entry)."""
+    row = conn.execute("SELECT head FROM chain WHERE site = ? AND seq = ?", (site, seq)).fetchone()
+    return None if row is None else str(row[0])
+
+
 def chain_head(conn: sqlite3.Connection, site: str) -> tuple[int, str]:
     """(seq, head) of the site's newest chain entry: (0, '') before any."""
     sql = "SELECT seq, head FROM chain WHERE site = ? ORDER BY seq DESC LIMIT 1"

@@ -12,6 +12,7 @@ connection) can build it.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -36,15 +37,18 @@ from monitor.notify.notices import (
     notice_history,
     quantity_text,
 )
+from monitor.wire.canonical import from_us
 from monitor.wire.protocol import format_ts, parse_ts
 from rules.profile import Profile, ProfileError, load_profile
-from rules.times import local_stamp, span_text
+from rules.times import local_moment, local_stamp, span_text
 
 __all__ = [
     "PLOT_MARGIN",
     "SIGNATURE",
     "NoticeContext",
     "Section",
+    "answered_complaints",
+    "complaint_rows",
     "document_sections",
     "facts_rows",
     "header_rows",
@@ -76,6 +80,7 @@ class NoticeContext:
     chain_seq: int | None = None
     chain_head: str = ""
     blast_rows: tuple[tuple[str, str], ...] = ()
+    complaints: tuple[Mapping[str, str], ...] = ()  # the residents' complaints it answers
 
 
 def load_notice(conn: sqlite3.Connection, notice_id: str) -> tuple[Notice, list[NoticeChange]]:
@@ -106,7 +111,55 @@ def notice_context(conn: sqlite3.Connection, notice: Notice, config: Config | No
         chain_seq=entry.seq if entry else None,
         chain_head=entry.head if entry else "",
         blast_rows=tuple(blast_rows(conn, notice, site, profile)),
+        complaints=tuple(answered_complaints(conn, notice)),
     )
+
+
+def answered_complaints(conn: sqlite3.Connection, notice: Notice) -> list[dict[str, str]]:
+    """The residents' complaints the Town attached to the notice (monitor/complaints/book.py):
+    reference, what, when (site time) and what the record said when each came. Never the
+    complainant's contact details: the notice goes to the operator."""
+    from rules.complaints import CATEGORIES
+
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row  # the connection's own factory is left as it is
+    try:
+        rows = cursor.execute(
+            "SELECT id, what, start_us, end_us, correlation FROM complaints WHERE id IN"
+            " (SELECT complaint_id FROM complaint_changes WHERE notice_id = ? AND change = 'attached')"
+            " ORDER BY start_us, id",
+            (notice.id,),
+        ).fetchall()
+    except sqlite3.OperationalError:  # a store from before complaints were kept
+        return []
+    tz = notice.timezone
+    out = []
+    for row in rows:
+        start, end = from_us(int(row["start_us"])), from_us(int(row["end_us"]))
+        said = json.loads(row["correlation"] or "{}")
+        out.append(
+            {
+                "id": str(row["id"]),
+                "what": CATEGORIES.get(str(row["what"]), str(row["what"])),
+                "when": span_text(start, end, tz, with_date=True) if end > start else local_moment(start, tz),
+                "start": format_ts(start),
+                "end": format_ts(end),
+                "verdict": str(said.get("verdict", "")),
+                "record": str(said.get("text", "")) or "not checked against the record",
+            }
+        )
+    return out
+
+
+def complaint_rows(complaints: Sequence[Mapping[str, str]]) -> list[tuple[str, str]]:
+    """One row a complaint: 'C-7K3M-Q9TX' | 'noise, 2026-06-15 11:32:00 CDT; the record: corroborated ...'."""
+    return [
+        (
+            f"Complaint {c['id']}",
+            f"{c['what']}, {c['when']}; what the record said when it came: {c['record']}",
+        )
+        for c in complaints
+    ]
 
 
 # --------------------------------------------------------------------------- shared content
@@ -470,6 +523,17 @@ def document_sections(
         if number == 1 and context is not None and context.blast_rows:
             rows = rows[:2] + list(context.blast_rows) + rows[2:]
         sections.append(Section(label, tuple(rows)))
+    if context is not None and context.complaints:
+        sections.append(
+            Section(
+                "Residents' complaints this notice answers",
+                tuple(complaint_rows(context.complaints)),
+                paragraphs=(
+                    "Each was checked against the record when it came (monitor/complaints); the"
+                    " complainants' details stay with the Town.",
+                ),
+            )
+        )
     considered = considered_items(notice, context)
     if considered:
         sections.append(

@@ -18,13 +18,14 @@ import io
 import json
 import sqlite3
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from monitor.config import Config
 from monitor.notify.document import (
     SIGNATURE,
     NoticeContext,
+    answered_complaints,
     document_sections,
     header_rows,
     history_rows,
@@ -57,7 +58,7 @@ def render_notice(
         raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     notice, history = load_notice(conn, notice_id)
     if fmt == "json":
-        return render_json(notice, history).encode()
+        return render_json(notice, history, answered_complaints(conn, notice)).encode()
     context = notice_context(conn, notice, config)
     if fmt == "md":
         return render_markdown(notice, history, context).encode()
@@ -70,8 +71,12 @@ def render_notice(
 # --------------------------------------------------------------------------- JSON / Markdown
 
 
-def notice_json(notice: Notice, history: Sequence[NoticeChange]) -> dict[str, Any]:
-    return {
+def notice_json(
+    notice: Notice, history: Sequence[NoticeChange], complaints: Sequence[Mapping[str, str]] = ()
+) -> dict[str, Any]:
+    """The notice as data; ``complaints`` (document.answered_complaints: no contact details), when
+    the notice answers any, as a list under "complaints" (absent otherwise)."""
+    out: dict[str, Any] = {
         "id": notice.id,
         "site": notice.site,
         "standard": notice.standard,
@@ -93,6 +98,9 @@ def notice_json(notice: Notice, history: Sequence[NoticeChange]) -> dict[str, An
         ],
         "history": [{**change_json(c), "data": dict(c.data)} for c in history],
     }
+    if complaints:
+        out["complaints"] = [dict(c) for c in complaints]
+    return out
 
 
 def change_json(change: NoticeChange) -> dict[str, Any]:
@@ -108,8 +116,10 @@ def change_json(change: NoticeChange) -> dict[str, Any]:
     }
 
 
-def render_json(notice: Notice, history: Sequence[NoticeChange]) -> str:
-    return json.dumps(notice_json(notice, history), indent=2, ensure_ascii=False)
+def render_json(
+    notice: Notice, history: Sequence[NoticeChange], complaints: Sequence[Mapping[str, str]] = ()
+) -> str:
+    return json.dumps(notice_json(notice, history, complaints), indent=2, ensure_ascii=False)
 
 
 def _md_cell(text: str) -> str:

@@ -281,7 +281,10 @@ class ComplaintPages:
         self.web.may(scope, "complaints")
         site = scope.site(request.path_params["site"])
         complaints = await run_in_threadpool(self.web.portal.complaints, scope, site.id)
-        return self.web.page(request, "complaints.html", scope, site=site, complaints=complaints)
+        signals = await run_in_threadpool(self.web.portal.placement_signals, scope, site.id)
+        return self.web.page(
+            request, "complaints.html", scope, site=site, complaints=complaints, signals=signals
+        )
 
     async def detail_page(self, request: Request, error: str = "", code: int = 200) -> Response:
         scope = self.web.session_scope(request)

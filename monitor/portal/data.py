@@ -494,6 +494,9 @@ class Portal:
         site = self.config.site(site_id)
         if site is None:
             raise Refused(f"site: no site {site_id!r}")
+        from monitor.complaints.placement import raise_placement_alerts
+        from monitor.notify.delivery import Deliveries
+
         store = self.store()
         profile = self.profile(site)
 
@@ -502,8 +505,9 @@ class Portal:
             correlation = check_complaint(
                 store.conn, site, profile, form.what, form.start, form.end, form.plan, now
             )
+            deliveries = Deliveries(store.conn, self.config)
             with store.batch():
-                return ComplaintBook(store).submit(
+                complaint = ComplaintBook(store).submit(
                     site.id,
                     form.what,
                     form.start,
@@ -515,6 +519,9 @@ class Portal:
                     correlation,
                     now,
                 )
+                # A repeated complaint the record does not bear out: one town alert an area.
+                raise_placement_alerts(self.config, store, site, now, deliveries)
+                return complaint
 
         return _complaint_view(_retry(write), self.config, "public")
 
@@ -527,6 +534,21 @@ class Portal:
         except UnknownComplaint:
             raise NotFound(f"no complaint {reference!r}") from None
         return _complaint_view(complaint, self.config, "public")
+
+    def placement_signals(self, scope: Scope, site_id: str) -> list[dict[str, Any]]:
+        """The Town's placement signals of the site (monitor/complaints/placement.py): areas whose
+        repeated complaints the record does not bear out. The Town's only (they list complaints)."""
+        from monitor.complaints.book import ComplaintBook
+        from monitor.complaints.placement import signal_json, site_signals
+
+        site = scope.site(site_id)
+        if scope.user.role != "town":
+            return []
+        pc = self.config.portal
+        found = site_signals(
+            ComplaintBook(self.store()), site, self.clock(), pc.placement_complaints, pc.placement_days
+        )
+        return [signal_json(s) for s in found]
 
     def complaints(self, scope: Scope, site_id: str) -> list[dict[str, Any]]:
         """The site's complaints, newest first, as the reader's role may see them (an allow-list)."""

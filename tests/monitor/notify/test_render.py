@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import struct
@@ -850,3 +851,54 @@ def test_notice_names_the_profile_version_and_how_its_deadline_was_counted(tmp_p
     assert f"| Judged under | profile dovre version {version} " in markdown, markdown
     assert "counted to the end of the site's local day 14 days after the day of issue." in markdown
     store.close()
+
+
+# --------------------------------------------------------------------------- the complaints a notice answers
+
+
+def test_notice_lists_the_complaints_it_answers_without_contact_details(
+    sample: tuple[Store, Config, str],
+) -> None:
+    """Issue 28: a complaint the Town attached to a notice is listed in every format -- its
+    reference, what, when in site time and what the record said -- and its complainant's contact
+    details never (the notice goes to the operator); a complaint not attached is not listed."""
+    from monitor.complaints.book import ComplaintBook
+    from monitor.complaints.check import check_complaint
+
+    store, config, notice_id = sample
+    before = {fmt: render_notice(store.conn, notice_id, fmt, config=config) for fmt in ("md", "json")}
+    site, profile = site_and_profile(config)
+    book = ComplaintBook(store)
+    heard = local(2026, 6, 15, 11, 33)
+    now = heard + timedelta(hours=2)
+    correlation = check_complaint(store.conn, site, profile, "noise", heard, heard, None, now)
+    assert correlation["verdict"] == "corroborated"
+    contact = {"name": "Ann Resident", "email": "ann@example.org", "phone": "555-0199"}
+    with store.batch():
+        answered = book.submit(
+            SITE, "noise", heard, heard, "N 1234 Road", None, "loud", contact, correlation, now
+        )
+        other = book.submit(SITE, "light", heard, heard, "", None, "bright", contact, correlation, now)
+        book.attach(answered.id, notice_id, "town", "", now)
+
+    markdown = render_notice(store.conn, notice_id, "md", config=config).decode()
+    document = html.unescape(render_notice(store.conn, notice_id, "html", config=config).decode())
+    text = pdf_text(render_notice(store.conn, notice_id, "pdf", config=config, compress=False))
+    data = json.loads(render_notice(store.conn, notice_id, "json"))
+    for rendered in (markdown, document, text):
+        assert "Residents' complaints this notice answers" in rendered
+        assert f"Complaint {answered.id}" in rendered
+        assert "noise, 2026-06-15 11:33:00 CDT" in rendered
+        assert "corroborated by the record" in rendered
+        assert other.id not in rendered
+        for detail in (*contact.values(), "N 1234 Road"):
+            assert detail not in rendered, detail
+    [listed] = data["complaints"]
+    assert listed["id"] == answered.id and listed["verdict"] == "corroborated"
+    assert listed["when"] == "2026-06-15 11:33:00 CDT" and listed["what"] == "noise"
+    assert listed["record"] == correlation["text"]
+    assert not set(contact.values()) & set(listed.values())
+
+    # A notice that answers none says nothing of complaints.
+    assert "omplaint" not in before["md"].decode()
+    assert "complaints" not in json.loads(before["json"])

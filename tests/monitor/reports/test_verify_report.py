@@ -1,0 +1,125 @@
+"""`minewatch verify --config F report.pdf|csv` (monitor/reports/verify.py): the file's SHA-256
+against the chained `report` record, the chain entry, and the head it was computed from, one
+line each; a changed file is a FAILED line (exit 1); a user's mistake one line (exit 2)."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import date, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from monitor.cli import main
+from monitor.config import load_config
+from monitor.journal.store import Store
+from monitor.reports.content import build_report, period_of
+from monitor.reports.formats import render_csv, render_pdf
+from monitor.reports.sending import send_report
+from tests.support.notices import CONFIG, add_sample_sound, local, site_and_profile
+from tests.support.paths import REPO
+
+
+@pytest.fixture
+def sent(tmp_path: Path) -> Iterator[dict[str, Path]]:
+    """A day's report recorded as sent (no recipient: recorded and chained only), and one not sent."""
+    db = tmp_path / "store.db"
+    config_path = tmp_path / "minewatch.toml"
+    config_path.write_text(CONFIG.format(db=db, max_attempts=3))
+    config = load_config(config_path, secrets="defer")
+    site, profile = site_and_profile(config)
+    day = local(2026, 6, 15, 11)
+    store = Store(db)
+    add_sample_sound(store, day, day + timedelta(minutes=20), (day, day + timedelta(minutes=5)))
+    zone = ZoneInfo(site.timezone)
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    report = build_report(
+        conn, site, profile, period_of(date(2026, 6, 15), date(2026, 6, 15), zone, "d"), day
+    )
+    pdf, csv = render_pdf(report), render_csv(report)
+    unsent = build_report(
+        conn, site, profile, period_of(date(2026, 6, 14), date(2026, 6, 14), zone, "u"), day
+    )
+    conn.close()
+    files = {"config": config_path, "pdf": tmp_path / "r.pdf", "csv": tmp_path / "r.csv"}
+    files["pdf"].write_bytes(pdf)
+    files["csv"].write_bytes(csv)
+    send_report(config, store, report, pdf, csv, str(files["pdf"]), day + timedelta(hours=1))
+    store.close()
+    files["unsent"] = tmp_path / "unsent.csv"
+    files["unsent"].write_bytes(render_csv(unsent))
+    files["head"] = Path(f"{report.chain_seq}:{report.chain_head}")
+    yield files
+
+
+def verify(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, list[str], str]:
+    code = main(["verify", *(str(a) for a in argv)])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def test_a_sent_report_verifies_pdf_and_csv(
+    sent: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    seq, head = str(sent["head"]).split(":")
+    for kind in ("pdf", "csv"):
+        code, lines, err = verify(capsys, sent[kind], "--config", sent["config"])
+        assert code == 0 and err == "", (lines, err)
+        assert len(lines) == 3, lines
+        assert all(line.startswith(f"{sent[kind]}: OK: ") for line in lines)
+        assert f"is the {kind.upper()} of report rp-" in lines[0] and "2026-06-15 00:00:00 CDT" in lines[0]
+        assert "recorded as entry " in lines[1] and "of the quarry chain" in lines[1]
+        assert lines[2].endswith(
+            f"computed from chain entry {seq} of site quarry, head {head}: the chain holds it"
+        )
+
+
+def test_a_changed_report_is_a_failed_line(sent: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    seq, head = str(sent["head"]).split(":")
+    text = sent["csv"].read_bytes()
+    sent["csv"].write_bytes(text.replace(b"LAeq", b"LAeq ", 1))
+    code, lines, _ = verify(capsys, sent["csv"], "--config", sent["config"])
+    assert code == 1
+    assert (
+        lines[0].startswith(f"{sent['csv']}: FAILED: its SHA-256 ")
+        and "matches no report recorded" in lines[0]
+    )
+    assert lines[1].endswith(
+        f"computed from chain entry {seq} of site quarry, head {head} (the chain holds that head)"
+    )
+    raw = bytearray(sent["pdf"].read_bytes())
+    raw[len(raw) // 2] ^= 1
+    sent["pdf"].write_bytes(bytes(raw))
+    code, lines, _ = verify(capsys, sent["pdf"], "--config", sent["config"])
+    assert code == 1 and "FAILED: its SHA-256" in lines[0]
+    code, lines, _ = verify(capsys, sent["unsent"], "--config", sent["config"])
+    assert code == 1 and "or it was never sent" in lines[0]
+
+
+def test_mistakes_are_one_line(sent: dict[str, Path], tmp_path: Path) -> None:
+    def run(*argv: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "monitor.cli", "verify", *(str(a) for a in argv)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+            timeout=120,
+        )
+
+    plain = tmp_path / "notes.txt"
+    plain.write_text("hello")
+    for argv, says in (
+        ((sent["pdf"],), "a report is checked against the chain in the store: give --config FILE"),
+        ((plain, "--config", sent["config"]), "not a report (a PDF or CSV from `minewatch report`)"),
+        ((sent["pdf"], "--config", tmp_path / "missing.toml"), "missing.toml: no such file"),
+    ):
+        result = run(*argv)
+        assert result.returncode == 2, result
+        assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.stderr
+        assert result.stderr.startswith("minewatch verify: ") and says in result.stderr, result.stderr
