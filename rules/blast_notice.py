@@ -284,12 +284,14 @@ def early_warnings(
     """
     data = only_site(data, site.id)
     needed = timedelta(hours=params.min_notice_h)
-    fired = {blast.id for blast in data.blasts}
+    # As of ``now`` (the data clock may hold records ahead of it): blasts fired and notices given by then.
+    fired = {blast.id for blast in data.blasts if blast.ts <= now}
+    given = [n for n in data.blast_notices if n.issued_ts <= now]
     sent: dict[str, list[str]] = {}
-    for issued in data.blast_notices:
+    for issued in given:
         sent.setdefault(issued.id, []).extend(issued.recipients)
     warnings: list[Finding] = []
-    for notice in data.blast_notices:
+    for notice in given:
         if notice.id in fired or notice.planned_ts < now:
             continue
         earliest = notice.issued_ts + needed

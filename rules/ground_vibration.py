@@ -261,7 +261,7 @@ def early_warnings(
     rules.scaled_distance.MIN_EVENTS recorded events); one warning per notice, keyed on it.
     """
     data = only_site(data, site.id)
-    fired = {b.id for b in data.blasts}
+    fired = {b.id for b in data.blasts if b.ts <= now}  # as of now (see blast_window.early_warnings)
     warnings: list[Finding] = []
     for notice in pending_notices(data.blast_notices, fired, now):
         ahead = params.forecast(notice, data.site_law)

@@ -452,3 +452,27 @@ def test_a_blast_with_no_notice_missed_everyone_and_says_who() -> None:
     finding = judge_notice()
     assert finding.kind.value == V and finding.details["decided_by"] == "no_notice"
     assert finding.details["missed_recipients"] == ["the Town", HANSEN, OLSEN]
+
+
+def test_early_warnings_are_as_of_now_not_of_records_ahead_of_it() -> None:
+    """The daemon's data clock may hold a blast recorded for later than the time it works at: as
+    of ``now`` that blast has not gone off, and a notice given later is not known (issue 25:
+    the same simulation gives the same warnings however its data was batched)."""
+    from rules.blast_window import early_warnings
+
+    planned = at("2026-12-15 14:58")
+    now = at("2026-12-15 14:51")
+    given = notice("b1", planned - timedelta(days=1), planned)
+    standard = DOVRE.standard("blast_window")
+
+    def warned(data: SiteData) -> list[Finding]:
+        return early_warnings(SITE, standard, standard.params, data, now)
+
+    before = warned(SiteData(blast_notices=(given,)))
+    assert len(before) == 1 and "has not gone off" in before[0].summary
+    assert warned(SiteData(blast_notices=(given,), blasts=(blast(planned, blast_id="b1"),))) == before
+    assert (
+        warned(SiteData(blast_notices=(given,), blasts=(blast(now - timedelta(minutes=1), blast_id="b1"),)))
+        == []
+    )
+    assert warned(SiteData(blast_notices=(notice("b1", now + timedelta(minutes=1), planned),))) == []

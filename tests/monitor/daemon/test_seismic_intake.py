@@ -70,7 +70,10 @@ def test_event_is_journaled_recomputed_and_judged_over_the_curve(world: World) -
     # float32 on the wire: the daemon's peaks agree with the edge's to float32 precision
     for e, d in zip(edge["axes"], daemon["axes"], strict=True):
         assert d["ppv_mm_s"] == pytest.approx(e["ppv_mm_s"], rel=1e-6)
-        assert d["zc_hz"] == pytest.approx(e["zc_hz"], rel=1e-3)
+        if e["zc_hz"] is None:  # no crossing around the peak at the edge: none at the daemon either
+            assert d["zc_hz"] is None
+        else:
+            assert d["zc_hz"] == pytest.approx(e["zc_hz"], rel=1e-3)
     assert judged(world)["ground_vibration"] == "violation"
     [summary] = [
         r[0]
