@@ -284,14 +284,15 @@ def early_warnings(
     """
     data = only_site(data, site.id)
     needed = timedelta(hours=params.min_notice_h)
-    # As of ``now`` (the data clock may hold records ahead of it): blasts fired and notices given by then.
+    # As of ``now`` (the data clock may hold records ahead of it): the blasts fired by then. A
+    # notice is known as soon as it is in (one given in the portal while a simulated day is
+    # replayed carries the wall clock's time, after the data's).
     fired = {blast.id for blast in data.blasts if blast.ts <= now}
-    given = [n for n in data.blast_notices if n.issued_ts <= now]
     sent: dict[str, list[str]] = {}
-    for issued in given:
+    for issued in data.blast_notices:
         sent.setdefault(issued.id, []).extend(issued.recipients)
     warnings: list[Finding] = []
-    for notice in given:
+    for notice in data.blast_notices:
         if notice.id in fired or notice.planned_ts < now:
             continue
         earliest = notice.issued_ts + needed

@@ -205,12 +205,12 @@ def early_warnings(
     data = only_site(data, site.id)
     tz = site.tz
     lead = timedelta(minutes=params.warn_before_close_min)
-    # As of ``now``: a blast recorded for a later time has not gone off yet, and a notice given
-    # later is not known yet (the daemon's data clock may hold data ahead of the time it works at).
+    # As of ``now``: a blast recorded for a later time has not gone off yet (the daemon's data
+    # clock may hold data ahead of the time it works at).
     done = {blast.id for blast in data.blasts if blast.ts <= now}
     warnings: list[Finding] = []
     for notice in data.blast_notices:
-        if notice.id in done or notice.issued_ts > now:
+        if notice.id in done:
             continue
         local_now = now.astimezone(tz)
         planned_local = notice.planned_ts.astimezone(tz)

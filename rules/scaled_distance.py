@@ -169,11 +169,10 @@ def forecast(
 
 
 def pending_notices(notices: Sequence[BlastNotice], fired: set[str], now: datetime) -> list[BlastNotice]:
-    """Each unfired blast's latest notice carrying charge and distance, given by ``now`` and planned
-    at or after it."""
+    """Each unfired blast's latest notice carrying charge and distance, planned at or after ``now``."""
     latest: dict[str, BlastNotice] = {}
     for n in notices:
-        designed = n.charge_kg_per_delay is not None and n.distance_m is not None and n.issued_ts <= now
+        designed = n.charge_kg_per_delay is not None and n.distance_m is not None
         if designed and (n.id not in latest or n.issued_ts >= latest[n.id].issued_ts):
             latest[n.id] = n
     return [n for n in latest.values() if n.id not in fired and n.planned_ts >= now]

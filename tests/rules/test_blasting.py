@@ -456,8 +456,8 @@ def test_a_blast_with_no_notice_missed_everyone_and_says_who() -> None:
 
 def test_early_warnings_are_as_of_now_not_of_records_ahead_of_it() -> None:
     """The daemon's data clock may hold a blast recorded for later than the time it works at: as
-    of ``now`` that blast has not gone off, and a notice given later is not known (issue 25:
-    the same simulation gives the same warnings however its data was batched)."""
+    of ``now`` that blast has not gone off (issue 25: the same simulation gives the same
+    warnings however its data was batched)."""
     from rules.blast_window import early_warnings
 
     planned = at("2026-12-15 14:58")
@@ -475,4 +475,3 @@ def test_early_warnings_are_as_of_now_not_of_records_ahead_of_it() -> None:
         warned(SiteData(blast_notices=(given,), blasts=(blast(now - timedelta(minutes=1), blast_id="b1"),)))
         == []
     )
-    assert warned(SiteData(blast_notices=(notice("b1", now + timedelta(minutes=1), planned),))) == []
