@@ -379,3 +379,22 @@ def test_documented_gap_another_account_can_end_the_daemons_session(connect: Con
     assert not daemon.session_present
     assert not daemon.wait_for(lambda ms: bool(ms), 2)
     daemon.close()
+
+
+def test_nats_passwords_are_stored_as_bcrypt_hashes(tmp_path: Path) -> None:
+    """nats-auth.conf holds each account's bcrypt hash ($2b$, cost 10), never the password."""
+    import re
+
+    import bcrypt
+
+    config = write_test_config(tmp_path / "minewatch.toml")
+    creds = tmp_path / "creds"
+    result = make_credentials(["--config", config, "--out", creds, "--quiet", "--nats"])
+    assert result.returncode == 0, result.stderr
+    users = json.loads((creds / "credentials.json").read_text())["users"]
+    stored = dict(re.findall(r'user: "([^"]+)", password: "([^"]+)"', (creds / "nats-auth.conf").read_text()))
+    assert set(stored) == set(users)
+    for user, record in users.items():
+        assert stored[user].startswith("$2b$10$"), user
+        assert stored[user] != record["password"]
+        assert bcrypt.checkpw(record["password"].encode(), stored[user].encode()), user
