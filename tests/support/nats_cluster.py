@@ -78,7 +78,8 @@ class NatsNode:
                 raise ValueError(f"{line!r} is not in {TEMPLATE}")
             text = text.replace(line, replacement)
         if credentials is None:
-            text = _drop_block(text, "  tls {")
+            while "  tls {" in text.splitlines():  # the routes' and the MQTT listener's
+                text = _drop_block(text, "  tls {")
         route_list = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in routes)
         for key, value in (
             ("@NAME@", f"minewatch-{self.name}"),
