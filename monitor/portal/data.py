@@ -1058,6 +1058,7 @@ class DayCache:
     # A view of ten meters with 4,800 findings holds about 10 MB (measured with tracemalloc,
     # its minute window and findings included).
     MAX_VIEWS = 8
+    MAX_PAGES = 16  # rendered pages of a view (the day view's: one per choice of filters)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -1086,9 +1087,13 @@ class DayCache:
                 view.pages.clear()
             if page is None:
                 return view.data, view.svg
-            if page not in view.pages:
-                view.pages[page] = page(view.data, view.svg)
-            return view.data, view.pages[page]
+            text = view.pages.pop(page, None)
+            if text is None:
+                text = page(view.data, view.svg)
+            view.pages[page] = text  # dict order = use order
+            while len(view.pages) > self.MAX_PAGES:
+                del view.pages[next(iter(view.pages))]
+            return view.data, text
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -20,10 +21,11 @@ from monitor.errors import UsageError
 from monitor.portal import limits, periods
 from monitor.portal.data import EVENT_KINDS, NotFound, Refused, new_event_id
 from monitor.portal.periods import Period
-from monitor.portal.web import AUDIENCE, Web, period_param
+from monitor.portal.web import AUDIENCE, CAN, Web, period_param
 from rules.model import FindingKind
 
 BLAST_REPORT_DAYS = 30  # the operator's status page lists the blast reports of this many days
+MAX_BODIES = 64  # filter choices whose rendered day view is kept (each view keeps its last 16)
 
 
 class SitePages:
@@ -31,6 +33,8 @@ class SitePages:
 
     def __init__(self, web: Web) -> None:
         self.web = web
+        # The day view's content renderers by (filters, notice links): see body_renderer.
+        self._bodies: dict[tuple[Any, ...], Callable[[dict[str, Any], str], str]] = {}
 
     def routes(self) -> list[Route]:
         return [
@@ -323,33 +327,55 @@ class SitePages:
         if period is None:
             period = await run_in_threadpool(self.web.portal.opening_period, scope, site.id)
         chosen = self.finding_filters(request, site)
-        # Data and plot from the facade's view cache, off the event loop (drawing a changed
-        # period takes tens of ms, which would stall every other request).
-        data, svg = await run_in_threadpool(self.web.portal.period_view, scope, site.id, period)
+        body = self.body_renderer(chosen, scope.user.role in CAN["notices"])
+        # Data and page from the facade's view cache, off the event loop (drawing a changed
+        # period takes tens of ms, a list of thousands of findings as long: either would stall
+        # every other request).
+        data, page = await run_in_threadpool(self.web.portal.period_view, scope, site.id, period, body)
+        return self.web.page(request, "day.html", scope, site=site, day=data, body=page)
+
+    def body_renderer(
+        self, chosen: dict[str, str], notice_links: bool
+    ) -> Callable[[dict[str, Any], str], str]:
+        """The renderer of the view's content for these filters: one function per choice, the
+        key the view cache keeps its page under (the last MAX_BODIES choices are kept)."""
+        key = (tuple(sorted(chosen.items())), notice_links)
+        render = self._bodies.pop(key, None) or functools.partial(
+            self.day_body, chosen=dict(chosen), notice_links=notice_links
+        )
+        self._bodies[key] = render
+        while len(self._bodies) > MAX_BODIES:
+            del self._bodies[next(iter(self._bodies))]
+        return render
+
+    def day_body(self, data: dict[str, Any], svg: str, *, chosen: dict[str, str], notice_links: bool) -> str:
+        """The view's content (links, plot, sensors, episodes, findings, blasts): nothing in it
+        depends on the account beyond the site and window the cache is keyed by, and whether
+        it may open notices."""
+        site = self.web.config.site(data["site"])
+        assert site is not None
         zone = ZoneInfo(site.timezone)
+        period = Period(_utc(data["from"]), _utc(data["to"]), zone)
 
         def link(p: Period | None) -> str:
             return "" if p is None else f"?{p.query()}"
 
         groups = finding_groups(data, chosen, zone)
-        return self.web.page(
-            request,
-            "day.html",
-            scope,
+        steps = [
+            (step, link(periods.aligned(step, period.centre, zone)))
+            for step in ("hour", "day", "week", "month")
+        ]
+        return self.web.templates.get_template("day_body.html").render(
             site=site,
             day=data,
             svg=svg,
-            period=period,
             step=periods.step_of(period),
             nav={
                 "prev": link(periods.shifted(period, -1)),
                 "next": link(periods.shifted(period, 1)),
                 "zoom_in": link(periods.zoomed(period, -1)),
                 "zoom_out": link(periods.zoomed(period, 1)),
-                "steps": [
-                    (step, link(periods.aligned(step, period.centre, zone)))
-                    for step in ("hour", "day", "week", "month")
-                ],
+                "steps": steps,
             },
             form_from=periods.form_value(period.start, zone),
             form_to=periods.form_value(period.end, zone),
@@ -357,6 +383,7 @@ class SitePages:
             options=self.filter_options(site),
             groups=groups,
             shown=sum(len(g["findings"]) for g in groups),
+            notice_links=notice_links,
         )
 
     def filter_options(self, site: SiteConfig) -> dict[str, list[tuple[str, str]]]:

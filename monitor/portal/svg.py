@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 
 WIDTH, PANEL_H, LEFT, RIGHT, TOP, GAP = 960, 190, 56, 16, 24, 34
 CHAR_W = 6.2  # px per character of an 11 px label (system-ui), a little generous
-LABEL_ROW = 12  # px between rows of labels
+LABEL_ROW = 14  # px between rows of labels (an 11 px label's box is about 13 px high)
 LUX_FLOOR = 0.01  # the log axis starts here: darker than any meter reads at night
 
 # Time-axis steps (seconds), the first giving at most MAX_TICKS ticks is used.
