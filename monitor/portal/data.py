@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 from zoneinfo import ZoneInfo
 
 from monitor.config import AccountConfig, Config, SiteConfig
@@ -141,6 +141,7 @@ class Portal:
     _local: threading.local = field(default_factory=threading.local)
     _profiles: dict[str, Any] = field(default_factory=dict)
     _minutes: MinuteCache = field(default_factory=lambda: MinuteCache())
+    _hours: HourCache = field(default_factory=lambda: HourCache())
     _days: DayCache = field(default_factory=lambda: DayCache())
     _findings: FindingsCache = field(default_factory=lambda: FindingsCache())
 
@@ -698,12 +699,12 @@ class Portal:
             for sensor, values in minutes.items():
                 sound[sensor] = [(_minute_ts(m), round(v, 1)) for m, v in sorted(values.items())]
         else:
-            sound = {m.id: [] for m in meters}
-            for r in queries.hourly_levels_of_site(conn, site.id, start_us, end_us):
-                if r["sensor"] in sound:
-                    sound[r["sensor"]].append(
-                        (_hour_ts(r["hour"]), round(r["laeq"], 1), round(r["l10"], 1), round(r["l90"], 1))
-                    )
+            hours = self._hours.get(conn, site.id, [m.id for m in meters], start_us, end_us)
+            for sensor, levels in hours.items():
+                sound[sensor] = [
+                    (_hour_ts(h), round(laeq, 1), round(l10, 1), round(l90, 1))
+                    for h, (_, laeq, l10, l90) in sorted(levels.items())
+                ]
         step_s = 60 if period.resolution == "minute" else 3600
         light: dict[str, list[tuple[str, float, float]]] = {}
         for lit in (s for s in site.sensors if s.kind in (SensorKind.LIGHT, SensorKind.SKY)):
@@ -857,8 +858,8 @@ class Portal:
         its own window of a site it may see. Every record the daemon or the portal stores for a
         site (seconds, events, findings, actions) advances that site's chain head, so a view
         computed at head H is the current one while the head is still H. When it moved, the
-        period is recomputed (MinuteCache re-reads only the minutes whose seconds were chained
-        since; hourly levels are aggregated again in SQLite) and only the panels whose points or
+        period is recomputed (MinuteCache and HourCache re-read only the minutes or hours whose
+        seconds were chained since) and only the panels whose points or
         marks changed are drawn again: a past period nobody added to costs one indexed MAX(seq)
         lookup. The returned dict is shared: read it.
 
@@ -982,7 +983,51 @@ def _complaint_view(complaint: Any, config: Config, role: str, history: Sequence
     return {name: everything[name] for name in COMPLAINT_FIELDS.get(role, PUBLIC_COMPLAINT)}
 
 
-class MinuteCache:
+V = TypeVar("V")
+
+
+class _ChainedWindows(Generic[V]):
+    """Per (site, window): sensor -> bucket number -> value, with the buckets whose seconds were
+    chained since the last look marked for reading again (see MinuteCache)."""
+
+    BUCKET_US = 60_000_000
+    MAX_WINDOWS = 64
+    MAX_NEW_ENTRIES = 500_000  # beyond this, start over rather than walk the chain
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seq: dict[str, int] = {}
+        # (site, start_us, end_us) -> sensor -> bucket number -> value; dict order = use order
+        self._windows: dict[tuple[str, int, int], dict[str, dict[int, V]]] = {}
+        self._dirty: dict[tuple[str, int, int], set[tuple[str, int]]] = {}
+
+    def _keep(self, key: tuple[str, int, int], window: dict[str, dict[int, V]]) -> None:
+        self._dirty[key] = set()
+        self._windows[key] = window
+        while len(self._windows) > self.MAX_WINDOWS:
+            oldest = next(iter(self._windows))
+            del self._windows[oldest]
+            self._dirty.pop(oldest, None)
+
+    def _catch_up(self, conn: sqlite3.Connection, site: str) -> None:
+        head = queries.chain_head_seq(conn, site)
+        seen = self._seq.get(site)
+        self._seq[site] = head
+        mine = [k for k in self._windows if k[0] == site]
+        if seen is None or head - seen > self.MAX_NEW_ENTRIES or head < seen:
+            for k in mine:  # unknown changes: read those windows again
+                del self._windows[k]
+                self._dirty.pop(k, None)
+            return
+        if head == seen or not mine:
+            return
+        for sensor, ts_us in queries.sound_seconds_chained(conn, site, seen, head):
+            for k in mine:
+                if k[1] <= ts_us < k[2]:
+                    self._dirty.setdefault(k, set()).add((sensor, ts_us // self.BUCKET_US))
+
+
+class MinuteCache(_ChainedWindows[float]):
     """Minute LAeq of (site, sensor) windows, kept up to date from the site's hash chain.
 
     A day of one meter is 86,400 rows: 30-50 ms to aggregate, so 20 clients on the day view of
@@ -991,16 +1036,6 @@ class MinuteCache:
     exactly the minutes that changed (late data too); only those are read again. The chain is
     read before the rows, so a row is never newer in the cache than the chain position noted.
     """
-
-    MAX_WINDOWS = 64
-    MAX_NEW_ENTRIES = 500_000  # beyond this, start over rather than walk the chain
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._seq: dict[str, int] = {}
-        # (site, start_us, end_us) -> sensor -> minute number -> LAeq; dict order = use order
-        self._windows: dict[tuple[str, int, int], dict[str, dict[int, float]]] = {}
-        self._dirty: dict[tuple[str, int, int], set[tuple[str, int]]] = {}
 
     def get(
         self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
@@ -1024,30 +1059,52 @@ class MinuteCache:
                     window[sensor].pop(minute, None)
                 else:
                     window[sensor][minute] = laeq
-            self._dirty[key] = set()
-            self._windows[key] = window
-            while len(self._windows) > self.MAX_WINDOWS:
-                oldest = next(iter(self._windows))
-                del self._windows[oldest]
-                self._dirty.pop(oldest, None)
+            self._keep(key, window)
             return {s: dict(v) for s, v in window.items()}
 
-    def _catch_up(self, conn: sqlite3.Connection, site: str) -> None:
-        head = queries.chain_head_seq(conn, site)
-        seen = self._seq.get(site)
-        self._seq[site] = head
-        mine = [k for k in self._windows if k[0] == site]
-        if seen is None or head - seen > self.MAX_NEW_ENTRIES or head < seen:
-            for k in mine:  # unknown changes: read those windows again
-                del self._windows[k]
-                self._dirty.pop(k, None)
-            return
-        if head == seen or not mine:
-            return
-        for sensor, ts_us in queries.sound_seconds_chained(conn, site, seen, head):
-            for k in mine:
-                if k[1] <= ts_us < k[2]:
-                    self._dirty.setdefault(k, set()).add((sensor, ts_us // 60_000_000))
+
+HourLevels = tuple[int, float, float, float]  # seconds, LAeq, L10, L90 (queries.hourly_levels_of_site)
+
+
+class HourCache(_ChainedWindows[HourLevels]):
+    """Hourly LAeq, L10 and L90 of (site, sensor) windows (weeks, months), kept up to date from
+    the site's hash chain as :class:`MinuteCache` keeps minutes: a week of ten meters is six
+    million seconds to aggregate, so only the hours whose seconds were chained since the last
+    look are aggregated again (that hour of every meter at once: one indexed range)."""
+
+    BUCKET_US = 3_600_000_000
+    MAX_WINDOWS = 16
+
+    def get(
+        self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
+    ) -> dict[str, dict[int, HourLevels]]:
+        with self._lock:
+            self._catch_up(conn, site)
+            key = (site, start_us, end_us)
+            window = self._windows.pop(key, None)
+            if window is None or set(window) != set(sensors):
+                window = {s: {} for s in sensors}
+                self._read(conn, site, window, start_us, end_us)
+                self._dirty[key] = set()
+            for hour in sorted({hour for _, hour in self._dirty.pop(key, set())}):
+                lo, hi = max(hour * self.BUCKET_US, start_us), min((hour + 1) * self.BUCKET_US, end_us)
+                for values in window.values():
+                    values.pop(hour, None)
+                self._read(conn, site, window, lo, hi)
+            self._keep(key, window)
+            return {s: dict(v) for s, v in window.items()}
+
+    @staticmethod
+    def _read(
+        conn: sqlite3.Connection,
+        site: str,
+        window: dict[str, dict[int, HourLevels]],
+        start_us: int,
+        end_us: int,
+    ) -> None:
+        for r in queries.hourly_levels_of_site(conn, site, start_us, end_us):
+            if r["sensor"] in window:
+                window[r["sensor"]][r["hour"]] = (int(r["seconds"]), r["laeq"], r["l10"], r["l90"])
 
 
 class DayCache:

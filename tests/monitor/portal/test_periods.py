@@ -303,3 +303,29 @@ def test_the_plot_sets_two_close_blasts_labels_apart_and_marks_an_unreported_bla
     level_y = float(re.search(r'class="lux-mean" points="[\d.]+,([\d.]+)', l1)[1])  # type: ignore[index]
     decade = ticks["1"] - ticks["10"]
     assert level_y == pytest.approx(ticks["1"] - 4 - decade * math.log10(3.3), abs=0.2)
+
+
+def test_a_week_view_follows_new_seconds_hour_by_hour_and_equals_a_fresh_computation(tmp_path: Path) -> None:
+    """The hourly levels of a week are kept (HourCache) and only the hours that gained seconds
+    are aggregated again: the view after a new second equals one computed from scratch."""
+    now = datetime(2026, 6, 20, 12, tzinfo=UTC)
+    portal, store, scope = _portal(tmp_path, now)
+    nine = datetime(2026, 6, 10, 9, 0, tzinfo=CHICAGO)
+    for s in range(0, 600, 10):
+        _second(store, "n1", nine + timedelta(seconds=s), 50.0 + s / 100)
+    week = periods.aligned("week", nine, CHICAGO)
+    view, _ = portal.period_view(scope, "s1", week)
+    assert view["resolution"] == "hour"
+    [(ts, laeq, l10, l90)] = view["sound"]["n1"]
+    levels = [50.0 + s / 100 for s in range(0, 600, 10)]
+    assert ts == "2026-06-10T14:00:00Z" and laeq == round(energy_mean(levels), 1)
+    assert (l10, l90) == (exceeded(levels, 10), exceeded(levels, 90))
+    assert view["sound"]["n4"] == []
+    # A loud second in that hour and one in a new hour of n4.
+    _second(store, "n1", nine + timedelta(minutes=30), 90.0)
+    _second(store, "n4", nine + timedelta(hours=5), 70.0)
+    changed, _ = portal.period_view(scope, "s1", week)
+    assert changed["sound"]["n1"][0][1] == round(energy_mean([*levels, 90.0]), 1)
+    assert changed["sound"]["n4"] == [("2026-06-10T19:00:00Z", 70.0, 70.0, 70.0)]
+    fresh, _ = Portal(scope.config, clock=lambda: now).period_view(scope, "s1", week)
+    assert fresh["sound"] == changed["sound"]
