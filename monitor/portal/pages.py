@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+import urllib.parse
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -357,8 +358,11 @@ class SitePages:
         zone = ZoneInfo(site.timezone)
         period = Period(_utc(data["from"]), _utc(data["to"]), zone)
 
+        # The links keep the findings' filters: moving through time keeps what is looked at.
+        kept = "".join(f"&{k}={urllib.parse.quote(v)}" for k, v in chosen.items() if v)
+
         def link(p: Period | None) -> str:
-            return "" if p is None else f"?{p.query()}"
+            return "" if p is None else f"?{p.query()}{kept}"
 
         groups = finding_groups(data, chosen, zone)
         steps = [

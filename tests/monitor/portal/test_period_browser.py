@@ -235,6 +235,8 @@ def test_findings_are_filtered_grouped_by_episode_and_linked_to_notice_and_chart
     page.select_option("#finding-filters select[name=kind]", "violation")
     page.click("#finding-filters button[type=submit]")
     assert "sensor=n3" in page.url and "kind=violation" in page.url
+    # Moving through time keeps the filters.
+    assert (page.get_attribute("#period-next", "href") or "").endswith("&sensor=n3&kind=violation")
     shown = page.locator("li.finding")
     assert shown.count() == n3_violations
     assert page.inner_text("#findings-count").startswith(f"{n3_violations} of {total} findings")
