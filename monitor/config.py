@@ -75,6 +75,8 @@ class BrokerConfig:
     topic_prefix: str = "minewatch"
     # One persistent session per topic filter (nats-server: docs/CONFIG.md, broker section).
     session_per_filter: bool = False
+    # Keys the session ids so only its holders know them (nats-server: docs/CONFIG.md).
+    session_key: Secret = Secret("")
 
     @property
     def addresses(self) -> tuple[str, ...]:
@@ -510,6 +512,7 @@ def _broker(t: _Table | None) -> BrokerConfig:
         keepalive_s=t.integer("keepalive_s", d.keepalive_s, minimum=5),
         topic_prefix=t.text("topic_prefix", "minewatch"),
         session_per_filter=t.flag("session_per_filter"),
+        session_key=t.secret("session_key"),
     )
     if not config.client_id:
         t.problem("client_id", "a persistent session needs a fixed client id")
