@@ -1,5 +1,8 @@
-"""A report sent: a chained ``report`` record and a town alert carrying it through delivery.
+"""A report made or sent: a chained ``report`` record (``record_report``, the one place that
+writes it), and for one sent a town alert carrying it through delivery.
 
+Every report made is recorded (``record_made``: ``minewatch report`` without ``--send``, the
+portal's report jobs), so ``minewatch verify --config F report.pdf|csv`` knows its files;
 ``send_report`` writes, in one store transaction: the ``reports`` row and its chain entry (the
 period, the chain head the figures were computed from, the SHA-256 of the PDF and the CSV, the
 recipients), the alert (kind ``report``, audience town; chained like every alert) and one
@@ -61,6 +64,24 @@ def record_report(
     )
     store.chain_row(site, "report", row, now)
     return str(row["id"])
+
+
+def record_made(store: Store, report: Report, pdf: bytes, csv: bytes, pdf_path: str, now: datetime) -> str:
+    """Record a report made and not sent (no recipients) in its own transaction; returns its id."""
+    period = report.period
+    with store.batch():
+        return record_report(
+            store,
+            report.site.id,
+            period.start,
+            period.end,
+            now,
+            (report.chain_seq, report.chain_head),
+            pdf,
+            csv,
+            pdf_path,
+            (),
+        )
 
 
 def send_report(
