@@ -7,7 +7,7 @@ portal's report jobs), so ``minewatch verify --config F report.pdf|csv`` knows i
 period, the chain head the figures were computed from, the SHA-256 of the PDF and the CSV, the
 recipients), the alert (kind ``report``, audience town; chained like every alert) and one
 delivery per (recipient, channel) by the existing routing (monitor/notify/delivery.py): e-mail
-with the PDF attached, webhooks with the report's facts. Then it delivers those rows at once;
+with the PDF attached, webhooks with the report's facts, PDF and CSV. Then it delivers those rows at once;
 what fails stays queued, and the daemon's delivery worker retries it as it retries any alert.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from monitor.config import Config
@@ -87,7 +88,11 @@ def record_made(store: Store, report: Report, pdf: bytes, csv: bytes, pdf_path: 
 def send_report(
     config: Config, store: Store, report: Report, pdf: bytes, csv: bytes, pdf_path: str, now: datetime
 ) -> dict[str, Any]:
-    """Record the report as sent, raise its town alert, queue and deliver it; returns a summary."""
+    """Record the report as sent, raise its town alert, queue and deliver it; returns a summary.
+
+    The CSV is the file beside the PDF of the same name (as ``minewatch report`` writes them):
+    e-mail attaches the PDF, a webhook both (monitor/notify/delivery.py, ``report_attachments``)."""
+    csv_path = str(Path(pdf_path).with_suffix(".csv"))
     from monitor.notify.delivery import Deliveries, routes_for
 
     site = report.site
@@ -121,6 +126,7 @@ def send_report(
             "chain_seq": report.chain_seq,
             "chain_head": report.chain_head,
             "report_pdf": pdf_path,
+            "report_csv": csv_path,
             "report_pdf_sha256": hashlib.sha256(pdf).hexdigest(),
             "report_csv_sha256": hashlib.sha256(csv).hexdigest(),
             "made_local": local_moment(now, site.timezone),
