@@ -4,8 +4,9 @@ Two kinds: an evidence bundle (a zip, downloaded once, then removed) and a compl
 (its PDF and CSV, kept for KEEP_S and handed again to whoever asks for the same period while
 the site's chain head has not moved: ``Jobs.reusable``). A job reads the store and writes its
 files for as long as the period needs, and they stay on disk until downloaded (a bundle) or
-KEEP_S passes. So an account holds at most PER_ACCOUNT jobs of a kind, being prepared or
-waiting, and at most TOTAL jobs run at once.
+KEEP_S passes (a report also when the same period is made again). So an account holds at most
+PER_ACCOUNT bundles being prepared or waiting, makes at most PER_ACCOUNT reports at once, and
+at most TOTAL jobs run at once in the portal.
 """
 
 from __future__ import annotations
@@ -115,10 +116,23 @@ class Jobs:
         noun = NOUNS[kind]
         with self._lock:
             self._expire()
+            # A bundle is held until downloaded; a finished report only takes disk, and the one
+            # it supersedes (same key) goes now: an account holds one report per period.
+            for old in [
+                j for j in self._jobs.values() if (j.user, j.site, j.kind, j.key) == (user, site, kind, key)
+            ]:
+                if kind == "report" and old.finished is not None:
+                    if old.done:
+                        remove_folder(old.folder)
+                    del self._jobs[old.id]
             held = [
                 j
                 for j in self._jobs.values()
-                if j.user == user and j.kind == kind and not j.taken and not j.error
+                if j.user == user
+                and j.kind == kind
+                and not j.taken
+                and not j.error
+                and (kind == "bundle" or j.finished is None)
             ]
             if len(held) >= PER_ACCOUNT:
                 raise TooManyJobs(
