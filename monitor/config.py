@@ -241,6 +241,9 @@ class ChannelConfig:
     smtp_username: str = ""
     smtp_password: Secret = Secret("")
     sender: str = "minewatch@localhost"
+    # webhook: a report's PDF and CSV ride in the body (base64) while their sizes together stay
+    # within this many bytes; 0 = facts and digests only (docs/CONFIG.md)
+    attach_max_bytes: int = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -822,6 +825,7 @@ def _channel(t: _Table) -> ChannelConfig:
         smtp_username=t.text("smtp_username"),
         smtp_password=t.secret("smtp_password"),
         sender=t.text("sender", "minewatch@localhost"),
+        attach_max_bytes=t.integer("attach_max_bytes", 8 * 1024 * 1024, minimum=0),
     )
     if kind == "webhook" and urlparse(config.url).scheme not in ("http", "https"):
         t.problem("url", f"a webhook needs an http(s) URL, got {config.url!r}")
