@@ -75,6 +75,7 @@ def test_event_is_journaled_recomputed_and_judged_over_the_curve(world: World) -
         else:
             assert d["zc_hz"] == pytest.approx(e["zc_hz"], rel=1e-3)
     assert judged(world)["ground_vibration"] == "violation"
+    assert world.alerts("seismic_summary_disagreement") == []  # the edge's summary is the waveforms'
     [summary] = [
         r[0]
         for r in world.store.conn.execute("SELECT data FROM findings WHERE standard = 'ground_vibration'")
@@ -176,6 +177,7 @@ def test_blast_report_html_and_pdf(world: World, tmp_path: Path) -> None:
         "waveform chunk 1 of",
         "data:image/png;base64,",
         "Record analysed by",
+        "the seismograph&#x27;s summary agrees with its waveforms&#x27; within ppv 1%",
     ):
         assert expected in page, expected
     paths = write_blast_report(world.store, site, profile, "sg1", "ev1", tmp_path / "reports")
