@@ -151,18 +151,23 @@ def c_slow_max_db(pressure_pa: NDArray[np.float64], rate: float) -> float | None
 def _zero_crossing_hz(x: NDArray[np.float64], peak: int, rate: float) -> float | None:
     """1 / (2 x the half-period around sample ``peak``): the crossings either side of it,
     placed between samples by linear interpolation (a 30 Hz wave at 1,024 samples/s has 17
-    samples a half-period: a whole-sample estimate would be off by up to 12 %)."""
-    negative = np.signbit(x)
-    crossings = np.flatnonzero(negative[:-1] != negative[1:])  # a sign change between i and i+1
-    if crossings.size == 0:
+    samples a half-period: a whole-sample estimate would be off by up to 12 %).
+
+    A sample that is exactly 0 is a crossing at that sample: a record at rest before the motion
+    arrives (or an integer channel reading 0) starts its first half-cycle there. Taking only
+    changes between negative and non-negative, as this did before, found no crossing before a
+    peak in the first half-cycle after rest when that half-cycle is positive (issue 27: the
+    intake test's V and L axes; tests/monitor/seismic/test_summary.py).
+    """
+    sign = np.sign(x)
+    between = np.flatnonzero(sign[:-1] * sign[1:] < 0)  # strictly opposite signs at i and i+1
+    times = np.concatenate(
+        [between + x[between] / (x[between] - x[between + 1]), np.flatnonzero(sign == 0).astype(np.float64)]
+    )
+    before, after = times[times < peak], times[times > peak]
+    if before.size == 0 or after.size == 0:
         return None
-    after = int(np.searchsorted(crossings, peak))  # the first crossing at or after the peak
-    if after == 0 or after == crossings.size:
-        return None
-    i0, i1 = int(crossings[after - 1]), int(crossings[after])
-    t0 = i0 + x[i0] / (x[i0] - x[i0 + 1])
-    t1 = i1 + x[i1] / (x[i1] - x[i1 + 1])
-    half = (t1 - t0) / rate
+    half = (float(after.min()) - float(before.max())) / rate
     return None if half <= 0 else float(1.0 / (2.0 * half))
 
 

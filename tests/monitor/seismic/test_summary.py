@@ -156,3 +156,21 @@ def test_a_silent_microphone_has_no_c_weighted_level() -> None:
     zeros = np.zeros(2 * RATE)
     summary = summarize(record(zeros, zeros, zeros))
     assert summary.airblast_dbc_slow is None and summary.to_json()["airblast_dbc_slow"] is None
+
+
+def test_the_first_half_cycle_after_rest_has_its_zero_crossing_frequency() -> None:
+    """A record at rest (exactly 0) until one cycle of an 8 Hz sine arrives: the peak lies in the
+    first half-cycle, which begins at the sample where the motion leaves 0. Before the summary took
+    a sample at 0 as a crossing, a positive first half-cycle had no crossing before its peak and
+    the frequency was None (issue 27's intake test: V and L). Known answer: 64 samples a
+    half-period at 1,024 samples/s, 8.0 Hz; the same negative-going."""
+    n, onset, per = 2 * RATE, RATE // 2, RATE // 8  # one 8 Hz cycle is 128 samples
+    for polarity in (1.0, -1.0):
+        v = np.zeros(n)
+        v[onset : onset + per] = polarity * 10.0 * np.sin(2 * np.pi * np.arange(per) / per)
+        axis = summarize(record(np.zeros(n), v, np.zeros(n))).axis("V")
+        assert axis.ppv_time_s == pytest.approx((onset + per // 4) / RATE)
+        assert axis.zc_hz == pytest.approx(8.0, rel=1e-6), polarity
+    t = np.zeros(n)
+    t[onset] = 5.0  # one sample away from rest, and back: a half-period of 2 samples, 256 Hz
+    assert summarize(record(t, np.zeros(n), np.zeros(n))).axis("T").zc_hz == pytest.approx(256.0)
