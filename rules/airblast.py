@@ -7,6 +7,13 @@ The profile gives the table (``limits_db``: instrument low-frequency limit in Hz
 the event records its microphone's limit. A microphone flat to no row's frequency (a class 1
 sound level meter's Z weighting is flat only down to 10 Hz) gives an INFO finding: an
 indication, not a measurement the limit is stated for. Above the limit: VIOLATION.
+
+816.67(b)(1) also states 105 dBC slow response for a C-weighted system. The summary computes
+that level from the microphone's waveform (``airblast_dbc_slow``: C weighting, 1 s exponential);
+the profile's ``c_slow_limit_db`` names the limit and ``instrument`` when it applies: "c-slow",
+the site's airblast is judged as a C-weighted slow instrument reads it; "linear" (the default),
+the linear peak by the table, and the C-weighted slow level only for a microphone that qualifies
+for no row of it (which would otherwise be the INFO indication above).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from rules.seismic_limits import airblast_limit
 from rules.times import local_hms
 
 DEFAULT_LIMITS_DB: Mapping[str, float] = MappingProxyType({"0.1": 134.0, "2": 133.0, "6": 129.0})
+INSTRUMENTS = ("linear", "c-slow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +38,19 @@ class AirblastParams:
     limits_db: Mapping[str, float] = field(default_factory=lambda: DEFAULT_LIMITS_DB)
     blast_before_s: float = 10.0
     blast_after_s: float = 60.0
+    # 30 CFR 816.67(b)(1): 105 dBC slow response for a C-weighted system (None: not judged)
+    c_slow_limit_db: float | None = None
+    instrument: str = "linear"  # INSTRUMENTS: which limit applies (module docstring)
 
     def __post_init__(self) -> None:
+        if self.instrument not in INSTRUMENTS:
+            raise ValueError(f"instrument: {self.instrument!r} is not one of {', '.join(INSTRUMENTS)}")
+        if self.c_slow_limit_db is not None and not 60.0 <= self.c_slow_limit_db <= 200.0:
+            raise ValueError(
+                f"c_slow_limit_db: {self.c_slow_limit_db!r} dB is not a plausible airblast limit"
+            )
+        if self.instrument == "c-slow" and self.c_slow_limit_db is None:
+            raise ValueError('c_slow_limit_db: instrument = "c-slow" needs the C-weighted slow limit (dB)')
         if not self.limits_db:
             raise ValueError("limits_db: list at least one instrument frequency (Hz) = peak dB")
         for hz, db in self.limits_db.items():
@@ -60,20 +79,43 @@ def evaluate(
         if not start <= event.ts < end or event.airblast_db is None:
             continue
         db = event.airblast_db
-        row = airblast_limit(params.limits_db, event.mic_low_hz)
+        row = airblast_limit(params.limits_db, event.mic_low_hz) if params.instrument == "linear" else None
         blast = blast_of(event, data.blasts, params.blast_before_s, params.blast_after_s)
         what = f"blast {blast.id}" if blast is not None else "an event with no blast record"
         low = "unknown" if event.mic_low_hz is None else f"{event.mic_low_hz:g} Hz"
         stamp = local_hms(event.ts, site.tz)
-        if row is None:
+        dbc = event.airblast_dbc_slow
+        c_slow = row is None and params.c_slow_limit_db is not None and dbc is not None
+        measurement = Measurement("airblast (linear peak)", round(db, 2), None, "dB")
+        if c_slow:
+            assert dbc is not None and params.c_slow_limit_db is not None
+            limit = params.c_slow_limit_db
+            kind = FindingKind.VIOLATION if dbc > limit else FindingKind.COMPLIANT
+            why = (
+                "the profile holds this site's airblast to a C-weighted slow-response instrument"
+                if params.instrument == "c-slow"
+                else f"the microphone is flat only down to {low}, above every linear row"
+            )
+            relation = "above" if dbc > limit else "within"
+            verdict = (
+                f"its C-weighted slow-response level {dbc:.1f} dB(C) is {relation}"
+                f" the {limit:g} dB(C) limit for a C-weighted system ({why})"
+            )
+            measurement = Measurement("airblast (C-weighted slow)", round(dbc, 2), limit, "dB(C)")
+        elif row is None:
             kind = FindingKind.INFO
             limit = None
             verdict = (
-                f"the microphone is flat only down to {low}, above every instrument the limits are "
+                "the profile holds this site's airblast to a C-weighted slow-response instrument and"
+                " the event carries no C-weighted level (no microphone waveform), so this is an"
+                " indication, not a judged measurement"
+                if params.instrument == "c-slow"
+                else f"the microphone is flat only down to {low}, above every instrument the limits are "
                 "stated for, so this is an indication, not a judged measurement"
             )
         else:
             instrument_hz, limit = row
+            measurement = Measurement("airblast (linear peak)", round(db, 2), limit, "dB")
             kind = FindingKind.VIOLATION if db > limit else FindingKind.COMPLIANT
             relation = "above" if db > limit else "within"
             verdict = (
@@ -96,11 +138,13 @@ def evaluate(
                 event.end,
                 summary,
                 sensors=(event.sensor,),
-                measurements=(Measurement("airblast (linear peak)", round(db, 2), limit, "dB"),),
+                measurements=(measurement,),
                 refs=(f"seismic:{event.sensor}:{event.id}",) + ((f"blast:{blast.id}",) if blast else ()),
                 details={
                     "airblast_pa": event.airblast_pa,
                     "airblast_db": round(db, 2),
+                    "airblast_dbc_slow": None if dbc is None else round(dbc, 2),
+                    "judged_on": "c-slow" if c_slow else "linear",
                     "mic_low_hz": event.mic_low_hz,
                     "instrument_row_hz": None if row is None else row[0],
                     "event_id": event.id,

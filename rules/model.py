@@ -255,6 +255,8 @@ class SeismicEvent:
     source: str = "waveforms"
     location: str = ""  # the monitoring point (structure), from the configuration
     blast_id: str | None = None  # the blast the seismograph was armed for, if it said
+    # the largest C-weighted slow-response level of the microphone's waveform, dB(C) (None: not known)
+    airblast_dbc_slow: float | None = None
 
     @property
     def airblast_db(self) -> float | None:

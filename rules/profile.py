@@ -481,7 +481,8 @@ def parse_params(params_type: type[Any], values: Mapping[str, tuple[str, Any]], 
     """Build a rule's frozen Params from ``{field: (path for messages, raw value)}``.
 
     Types come from the dataclass annotations (float, int, bool, str, tuple[str, ...],
-    tuple[float, ...], Mapping[str, ...] of those: a TOML table); the dataclass's
+    tuple[float, ...], Mapping[str, ...] of those: a TOML table; ``X | None`` for one of them
+    whose default None means "not given"); the dataclass's
     ``__post_init__`` checks ranges and raises ValueError("field: reason") for cross-field problems.
     """
     hints = typing.get_type_hints(params_type)
@@ -520,6 +521,10 @@ def _describe(value: Any) -> str:
 def _expect(value: Any, expected: Any, path: str, problems: list[str]) -> Any:
     """Check a TOML/override value against a type annotation; record a problem and return None if wrong."""
     origin = typing.get_origin(expected)
+    if origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(expected):
+        # ``X | None``: TOML has no null, so a value given is an X (None is the default's "absent")
+        [expected] = [a for a in typing.get_args(expected) if a is not type(None)]
+        return _expect(value, expected, path, problems)
     if origin in (Mapping, dict, collections.abc.Mapping):
         value_type = typing.get_args(expected)[1]
         if not isinstance(value, Mapping):

@@ -445,6 +445,11 @@ def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | 
             "planned_ts": t.clock("planned", start),
             "recipients": t.texts("recipients"),
         }
+        # The planned blast's design, for the operator's scaled-distance forecast (issue 27).
+        if "charge_per_delay_kg" in t.data:
+            fields["charge_per_delay_kg"] = t.num("charge_per_delay_kg", lo=0.01, hi=1e5)
+        if "distance_m" in t.data:
+            fields["distance_m"] = t.num("distance_m", lo=1, hi=1e5)
         publish = fields["issued_ts"]
     elif kind == "blast":
         fields = {"blast_id": t.text("blast_id"), "ts": t.clock("at", start)}

@@ -322,10 +322,15 @@ class Simulation:
                     f["issued_ts"].astimezone(UTC),
                     f["planned_ts"].astimezone(UTC),
                     tuple(f["recipients"]),
+                    f.get("charge_per_delay_kg"),
+                    f.get("distance_m"),
                 )
                 issued, planned = f["issued_ts"], f["planned_ts"]
                 to = ", ".join(f["recipients"]) or "nobody"
                 text = f"blast notice {f['blast_id']} issued {issued:%a %H:%M} for {planned:%a %H:%M} to {to}"
+                if "charge_per_delay_kg" in f and "distance_m" in f:
+                    charge, distance = f["charge_per_delay_kg"], f["distance_m"]
+                    text += f" ({charge:g} kg a delay, {distance:g} m to the nearest structure)"
             elif event.kind == "blast":
                 record = Blast(
                     site, f["blast_id"], f["ts"].astimezone(UTC), f.get("safety_reason"), f.get("charge_kg")

@@ -105,6 +105,7 @@ class Announcer:
         self.notices = notices
         self.outgoing = outgoing
         self.write_point = write_point
+        self._site_laws: dict[str, tuple[datetime, tuple[SiteLawPoint, ...]]] = {}  # site -> (minute, law)
 
     # ------------------------------------------------------------------ findings
 
@@ -215,7 +216,14 @@ class Announcer:
         fired = {e.id for e in state.events if isinstance(e, Blast)}
         if not pending_notices(notices, fired, now):
             return ()
-        return site_law_of(self.store, state.config, params)
+        # Once per site and data minute: the early warnings run every tick, the record of
+        # blasts changes a few times a day.
+        minute = floor_minute(now)
+        cached = self._site_laws.get(state.config.id)
+        if cached is None or cached[0] != minute:
+            cached = (minute, site_law_of(self.store, state.config, params))
+            self._site_laws[state.config.id] = cached
+        return cached[1]
 
     # ------------------------------------------------------------------ periodic messages
 

@@ -52,7 +52,7 @@ from monitor.influx.client import InfluxForwarder
 from monitor.influx.outbox import Outbox
 from monitor.journal.config_record import config_record_texts
 from monitor.journal.store import READING_KIND, Store, levels_digest
-from monitor.notify.alerts import AlertBook
+from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.delivery import Deliveries, DeliveryWorker
 from monitor.notify.notices import NoticeBook
 from monitor.process_settings import freeze_startup_objects
@@ -493,11 +493,39 @@ class Pipeline:
             return
         self.counters.accepted += 1
         self._heard_from(state, message.sensor, message.ts, now)
+        if taken.disagreements:
+            self._summaries_disagree(message.site, message.sensor, taken, now)
         if taken.summary_at is not None:  # an event summary to judge (again)
             ts, duration = taken.summary_at
             self._count_if_late(state, floor_minute(ts), now)
             self._touched(state, floor_minute(ts))
             self.clock.observe(ts + timedelta(seconds=duration))
+
+    def _summaries_disagree(self, site: str, sensor: str, taken: seismic_intake.Taken, now: datetime) -> None:
+        """A seismograph's summary that its own waveforms do not bear out: a data-quality alert to
+        the operator and the Town (the record is judged on the daemon's summary all the same)."""
+        found = taken.disagreements
+        self.alerts.raise_(
+            Alert(
+                site,
+                ("operator", "town"),
+                "seismic_summary_disagreement",
+                "warning",
+                f"seismic-summary:{sensor}:{taken.event_id}",
+                f"Seismograph {sensor} event {taken.event_id!r}: its own summary disagrees with the one"
+                f" recomputed from its waveforms ({'; '.join(d.text() for d in found)}); the event is"
+                " judged on the waveforms'",
+                {
+                    "sensor": sensor,
+                    "event_id": taken.event_id,
+                    "disagreements": [
+                        {"quantity": d.quantity, "edge": d.edge, "daemon": d.daemon, "unit": d.unit}
+                        for d in found
+                    ],
+                },
+            ),
+            now,
+        )
 
     def _accept_event(self, state: SiteState, event: Event, now: datetime) -> None:
         payload = payload_of(event)

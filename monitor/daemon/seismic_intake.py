@@ -4,6 +4,7 @@ the daemon's summary recomputed from the waveforms once every chunk of an event 
     waveform chunk ─► Store.append_waveform (chained) ─► all chunks in? ─► seismic.chunks.join
                       ─► seismic.summary.summarize ─► Store.append_seismic("seismic-waveforms")
     seismic summary ─► Store.append_seismic("seismic") (as it came: the edge's word)
+    both journaled ─► seismic.agreement.disagreements ─► Taken.disagreements (the pipeline alerts)
 
 Both summaries are journaled; the rules judge the daemon's when it exists (codec.seismic_events).
 Runs in the pipeline's write transaction; a chunk set that does not join (headers differ, a gap)
@@ -12,12 +13,14 @@ is logged in one line and kept, and judged on the seismograph's own summary.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from monitor.journal.store import Appended, Store
+from monitor.seismic.agreement import Disagreement, disagreements
 from monitor.seismic.chunks import join
 from monitor.seismic.summary import summarize
 from monitor.wire.canonical import from_us
@@ -33,13 +36,32 @@ class Taken:
 
     appended: Appended
     summary_at: tuple[datetime, float] | None = None
+    # the event's two summaries, both now journaled, where they disagree (seismic.agreement)
+    disagreements: tuple[Disagreement, ...] = ()
+    event_id: str = ""
 
 
 def take_summary(store: Store, summary: SeismicSummary, now: datetime) -> Taken:
     appended = store.append_seismic(
         summary.site, summary.sensor, "seismic", summary.ts, summary.duration_s, summary.payload, now
     )
-    return Taken(appended, (summary.ts, summary.duration_s) if appended.stored else None)
+    if not appended.stored:
+        return Taken(appended)
+    found = compared(store, summary.site, summary.sensor, summary.ts)
+    return Taken(appended, (summary.ts, summary.duration_s), found, summary.event_id)
+
+
+def compared(store: Store, site: str, sensor: str, ts: datetime) -> tuple[Disagreement, ...]:
+    """The disagreements of an event's edge and daemon summaries (none until both are journaled)."""
+    rows = {
+        r["kind"]: r
+        for r in store.seismic_between(site, ts, ts + timedelta(microseconds=1))
+        if r["sensor"] == sensor
+    }
+    if set(rows) != {"seismic", "seismic-waveforms"}:
+        return ()
+    edge, daemon = (json.loads(rows[k]["data"])["summary"] for k in ("seismic", "seismic-waveforms"))
+    return disagreements(edge, daemon)
 
 
 def take_chunk(store: Store, chunk: WaveformChunk, now: datetime) -> Taken:
@@ -50,7 +72,10 @@ def take_chunk(store: Store, chunk: WaveformChunk, now: datetime) -> Taken:
     if len(rows) < chunk.chunks:
         return Taken(appended)
     recomputed = recompute(store, chunk.site, chunk.sensor, chunk.event_id, rows, now)
-    return Taken(appended, recomputed)
+    if recomputed is None:
+        return Taken(appended)
+    found = compared(store, chunk.site, chunk.sensor, chunk.ts)
+    return Taken(appended, recomputed, found, chunk.event_id)
 
 
 def recompute(

@@ -441,6 +441,7 @@ class Demo:
             self.stream, f"\nNotices written to {notices_dir}/ (HTML, PDF, Markdown; {plots} plot(s) as PNG)"
         )
         self._blast_reports(config)
+        self._forecasts(config)
         if span is None:
             return
         start = span[0].replace(second=0, microsecond=0)
@@ -512,6 +513,30 @@ class Demo:
                 )
         finally:
             store.close()
+
+    def _forecasts(self, config: Any) -> None:
+        """The operator's scaled-distance forecast of each blast still to come, as of the end of the
+        demo's day (a notice carrying its charge per delay and distance; rules/scaled_distance.py)."""
+        from monitor.journal.site_law import forecasts, vibration_params
+        from monitor.journal.store import Store
+        from rules.profile import load_profile
+
+        site = config.site(SITE)
+        profile = load_profile(site.profile, site.agreement)
+        params = vibration_params(profile)
+        zone = ZoneInfo(site.timezone)
+        as_of = datetime.combine(self.day + timedelta(days=1), datetime.min.time(), zone).astimezone(UTC)
+        store = Store(self.store)
+        try:
+            ahead = forecasts(store, site, profile, as_of)
+        finally:
+            store.close()
+        units = params.units if params is not None else "mm/s"
+        texts = [f.text(units) for f in ahead]
+        _say(self.stream, f"\nBlast forecasts (the operator's, before the blast), as of {self.day} 24:00")
+        for text in texts or ["none: no pending blast notice carries its charge per delay and distance"]:
+            _say(self.stream, f"  {text}")
+        self.summary["forecasts"] = texts
 
     def _town_anchors(self) -> list[dict[str, object]]:
         """Every anchor the daemon published for the demo site: {site, seq, head, ts}."""

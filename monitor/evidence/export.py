@@ -558,13 +558,11 @@ class _Exporter:
             return self._json_member(RECORD_KINDS[kind].file, ())
         cursor = segment.record_rows(self.conn, kind, self.scope, self.disclosure, first, last)
         names = [d[0] for d in cursor.description]
-        build = KINDS[kind].record
+        carried = KINDS[kind].bundle_row
 
         def elements() -> Iterator[dict[str, Any]]:
             for values in cursor:
-                row = dict(zip(names[2:], values[2:], strict=True))
-                chained = build(row)
-                chained.pop("t")
+                chained = carried(dict(zip(names[2:], values[2:], strict=True)))
                 yield {
                     "chain_seq": values[0],
                     "key": values[1],
@@ -878,8 +876,9 @@ class _Exporter:
                 "rule": (
                     "every chain entry of the segment whose record belongs here has its row, in chain order:"
                     " sound and readings of the window's sensors from chained_from_us to to_us;"
-                    " events, findings, alerts, health, calibration, rejections, notices and portal"
-                    " actions of the window that the disclosure lets the reader see; config entries"
+                    " events, findings, alerts, health, calibration, rejections, notices, portal"
+                    " actions and seismograph waveforms (samples as base64) of the window that the"
+                    " disclosure lets the reader see; config entries"
                     " wherever they fall in the segment. Every other record entry is in chain.csv as its"
                     " digest alone (no key); audio and other kinds are chain links only."
                 ),

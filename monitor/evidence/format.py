@@ -71,7 +71,11 @@ RECORD_FILES: dict[str, str] = {
 _SINCE_FORMAT_2 = frozenset({RECORD_KINDS["conflict"].file})
 # Kinds whose file a bundle holds only when its segment chains some: a bundle made before the
 # kind existed is complete without it, and a segment's entries of the kind still need their rows.
-OPTIONAL_RECORD_KINDS = frozenset({"portal_action", "complaint", "complaint_change", "report"})
+OPTIONAL_RECORD_KINDS = frozenset(k for k, v in RECORD_KINDS.items() if v.optional)
+# Kinds chained before a bundle carried their rows (waveforms: chained since issue 27, rows since
+# its follow-up): a format-4 bundle whose manifest does not list the kind among those disclosed
+# was exported before then, and its entries of the kind are links only, said so.
+ROWS_SINCE: dict[str, str] = {"waveform": "seismograph waveform entries (exported before they were rows)"}
 _OPTIONAL_FILES = frozenset(RECORD_KINDS[k].file for k in OPTIONAL_RECORD_KINDS)
 
 

@@ -6,6 +6,7 @@ HTTP client, no numpy (tests/monitor/evidence/test_golden.py checks what it impo
 
 from __future__ import annotations
 
+import binascii
 import csv
 import hashlib
 import io
@@ -48,6 +49,7 @@ from monitor.evidence.format import (
     READING_EXTRAS,
     RECORD_FILES,
     RECORD_KINDS,
+    ROWS_SINCE,
     SOUND_COLUMNS,
     SOUND_FILE,
     SOUND_PART,
@@ -445,7 +447,7 @@ def _csv_rows(
 def _json_rows(
     source: _Hashed, kind: str, utc: TimeFormat, local: TimeFormat, report: Report
 ) -> Iterator[_Row]:
-    build = KINDS[kind].record
+    spec = KINDS[kind]
     for line, text in enumerate(bounded_lines(source.text, source.name), start=1):
         text = text.strip().removesuffix(",")
         if text in ("[", "]", ""):
@@ -454,8 +456,8 @@ def _json_rows(
             element = json.loads(text)
             seq = int(element["chain_seq"])
             row = element["row"]
-            record = build(row)
-        except (ValueError, TypeError, KeyError) as exc:
+            record = spec.record(spec.stored_row(row))  # a BLOB carried as base64 is hashed here
+        except (ValueError, TypeError, KeyError, binascii.Error) as exc:
             report.add("row", f"row malformed: {source.name} line {line}: {exc!r}")
             continue
         label = str(element.get("key", ""))
@@ -630,12 +632,16 @@ class _Verifier:
         self.sound: SoundRows | None = None  # format 3's sound rows
         self.hashed: set[str] = set()  # members hashed by the part workers
         self._labels: tuple[str, dict[int, str]] = ("", {})
+        # The record kinds the manifest says the bundle discloses (format 4; ROWS_SINCE).
+        self.disclosed_kinds: frozenset[str] = frozenset(RECORD_KINDS)
 
     def run(self) -> None:
         r = self.report
         s = self.scope
         sensors = ", ".join(s.sensors) if s.sensors is not None else "all sensors"
         disclosure = self.m.get("disclosure")
+        if isinstance(disclosure, dict) and isinstance(disclosure.get("kinds"), list):
+            self.disclosed_kinds = frozenset(map(str, disclosure["kinds"]))
         if isinstance(disclosure, dict):
             audiences = ", ".join(map(str, disclosure.get("alert_audiences", []))) or "none"
             r.disclosure = f"records of the window, alerts for {audiences}"
@@ -1198,11 +1204,17 @@ class _Verifier:
             if reading is None:
                 r.add("chain", f"chain entry seq {seq}: malformed reading key {key!r}")
                 return
-            if reading[1] not in READING_EXTRAS or not self.scope.holds(reading[0], reading[2]):
+            if reading[1] not in READING_EXTRAS:  # seismograph summaries: their waveforms are rows
+                self._links_only(f"{reading[1]} readings (chain links only)", seq)
+                return
+            if not self.scope.holds(reading[0], reading[2]):
                 self._links_only("per-second rows outside the window/sensors", seq)
                 return
             target = files.get(f"reading:{reading[1]}")
             name = reading_file(reading[1])
+        elif kind in ROWS_SINCE and self.report.format == FORMAT and kind not in self.disclosed_kinds:
+            self._links_only(ROWS_SINCE[kind], seq)
+            return
         elif kind in RECORD_FILES:
             if kind == "config":
                 self._config_entry(seq, key, digest)

@@ -12,6 +12,7 @@ Standard library only: the verifier a town runs imports it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -353,6 +354,12 @@ class ChainKind:
     site and ``window`` what makes a row belong to [:from, :to). Sound, readings and audio
     go to CSV (or stay chain links) and config records to records/config.json, each by its
     own code in the exporter.
+
+    ``optional``: a bundle holds the kind's file only when its segment chains such records (a
+    bundle made before the kind existed is complete without it). ``blob``: a BLOB column the
+    record holds as its SHA-256 (``<blob>_sha256``), which a bundle carries as base64
+    (``<blob>_base64``) so that verify hashes the bytes themselves (``bundle_row``,
+    ``stored_row``).
     """
 
     name: str
@@ -362,6 +369,8 @@ class ChainKind:
     source: str = ""
     window: str = ""
     site: str = "t.site"
+    optional: bool = False
+    blob: str = ""
 
     def key_of(self, row: Mapping[str, Any]) -> str:
         if self.name == "config":
@@ -374,11 +383,40 @@ class ChainKind:
             return f"CAST(t.{self.columns[0]} AS TEXT)"
         return " || '|' || ".join(f"t.{c}" for c in self.columns)
 
+    def bundle_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """What a bundle carries of a stored row: its record without ``t``, a BLOB as base64."""
+        chained = self.record(row)
+        chained.pop("t")
+        if self.blob:
+            chained.pop(f"{self.blob}_sha256")
+            chained[f"{self.blob}_base64"] = base64.b64encode(bytes(row[self.blob])).decode("ascii")
+        return chained
+
+    def stored_row(self, carried: Mapping[str, Any]) -> dict[str, Any]:
+        """The row ``bundle_row`` carried, as ``record`` takes it (ValueError: not base64)."""
+        if not self.blob:
+            return dict(carried)
+        row = {k: v for k, v in carried.items() if k != f"{self.blob}_base64"}
+        text = carried[f"{self.blob}_base64"]
+        if not isinstance(text, str):
+            raise ValueError(f"{self.blob}_base64 is not a string")
+        row[self.blob] = base64.b64decode(text, validate=True)
+        return row
+
 
 def _exported(
-    name: str, record: Record, columns: tuple[str, ...], source: str, window: str, site: str = "t.site"
+    name: str,
+    record: Record,
+    columns: tuple[str, ...],
+    source: str,
+    window: str,
+    site: str = "t.site",
+    *,
+    optional: bool = False,
+    blob: str = "",
 ) -> ChainKind:
-    return ChainKind(name, record, columns, f"records/{source.split()[0]}.json", source, window, site)
+    file = f"records/{source.split()[0]}.json"
+    return ChainKind(name, record, columns, file, source, window, site, optional, blob)
 
 
 KINDS: dict[str, ChainKind] = {
@@ -387,7 +425,17 @@ KINDS: dict[str, ChainKind] = {
         ChainKind("sound", sound_record, ("sensor", "ts_us")),
         ChainKind("reading", reading_record, ("sensor", "kind", "ts_us")),
         ChainKind("audio", audio_record, ("sensor", "ts_us")),
-        ChainKind("waveform", waveform_record, ("sensor", "event_id", "chunk")),
+        # monitor/daemon/seismic_intake.py: a seismograph event's waveforms, chunk by chunk as they
+        # arrived, the samples in the bundle (base64) so that verify hashes them (issue 27)
+        _exported(
+            "waveform",
+            waveform_record,
+            ("sensor", "event_id", "chunk"),
+            "waveforms t",
+            "t.ts_us >= :from AND t.ts_us < :to",
+            optional=True,
+            blob="samples",
+        ),
         _exported(
             "event",
             event_record,
@@ -439,6 +487,7 @@ KINDS: dict[str, ChainKind] = {
             ("id",),
             "portal_actions t",
             "t.ts_us >= :from AND t.ts_us < :to",
+            optional=True,
         ),
         # monitor/notify/notices.py: a notice, its change history and the episodes it cites
         _exported(
@@ -467,6 +516,7 @@ KINDS: dict[str, ChainKind] = {
             ("id",),
             "complaints t",
             "(t.start_us < :to AND t.end_us >= :from) OR (t.received_us >= :from AND t.received_us < :to)",
+            optional=True,
         ),
         _exported(
             "complaint_change",
@@ -475,6 +525,7 @@ KINDS: dict[str, ChainKind] = {
             "complaint_changes t JOIN complaints n ON n.id = t.complaint_id",
             "t.at_us >= :from AND t.at_us < :to",
             "n.site",
+            optional=True,
         ),
         _exported(
             "report",
@@ -482,6 +533,7 @@ KINDS: dict[str, ChainKind] = {
             ("id",),
             "reports t",
             "t.period_start_us < :to AND t.period_end_us > :from",
+            optional=True,
         ),
         ChainKind("config", config_record, file="records/config.json"),
     )

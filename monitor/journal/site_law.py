@@ -12,7 +12,7 @@ from datetime import datetime
 from monitor.config import SiteConfig
 from monitor.journal.store import Store
 from rules.ground_vibration import GroundVibrationParams, site_law_points
-from rules.model import Blast, BlastNotice, SiteLawPoint
+from rules.model import Blast, BlastNotice, SensorKind, SiteLawPoint
 from rules.profile import Profile
 from rules.scaled_distance import Forecast, pending_notices
 
@@ -27,7 +27,8 @@ def site_law_of(store: Store, site: SiteConfig, params: GroundVibrationParams) -
     monitoring point's distance (the seismograph's ``distance_m``, else the notice's)."""
     locations = {s.id: s.location for s in site.sensors if s.location}
     distances = {s.id: s.distance_m for s in site.sensors if s.distance_m is not None}
-    seismic, events = store.blast_history(site.id, locations)
+    seismographs = [s.id for s in site.sensors if s.kind == SensorKind.SEISMOGRAPH]
+    seismic, events = store.blast_history(site.id, locations, seismographs=seismographs)
     blasts = tuple(e for e in events if isinstance(e, Blast))
     notices = tuple(e for e in events if isinstance(e, BlastNotice))
     return site_law_points(params, seismic, blasts, notices, distances)

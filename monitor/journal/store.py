@@ -558,18 +558,38 @@ class Store:
             )
         )
 
-    def seismic_rows(self, site: str, sensor: str | None = None) -> list[sqlite3.Row]:
-        """Every seismic summary of the site (or one seismograph), in time order (blast reports)."""
+    def seismic_rows(
+        self, site: str, sensor: str | None = None, *, among: Sequence[str] | None = None
+    ) -> list[sqlite3.Row]:
+        """Every seismic summary of the site (or one seismograph, or those ``among`` the
+        seismographs named), in time order (blast reports, the site law). Naming the sensors
+        lets SQLite use the key (site, sensor, kind, ts_us) instead of reading every reading of
+        the site, which the daemon's early warnings did once a tick."""
+        names = [sensor] if sensor is not None else list(among) if among is not None else None
+        if names is None:
+            return list(
+                self.conn.execute(
+                    "SELECT * FROM readings WHERE site = ? AND kind IN ('seismic', 'seismic-waveforms')"
+                    " ORDER BY ts_us, kind",
+                    (site,),
+                )
+            )
+        marks = ",".join("?" * len(names))
         return list(
             self.conn.execute(
-                "SELECT * FROM readings WHERE site = ? AND kind IN ('seismic', 'seismic-waveforms')"
-                " AND (? IS NULL OR sensor = ?) ORDER BY ts_us, kind",
-                (site, sensor, sensor),
+                f"SELECT * FROM readings WHERE site = ? AND sensor IN ({marks})"
+                " AND kind IN ('seismic', 'seismic-waveforms') ORDER BY ts_us, kind",
+                (site, *names),
             )
         )
 
     def blast_history(
-        self, site: str, locations: Mapping[str, str], *, seismic: bool = True
+        self,
+        site: str,
+        locations: Mapping[str, str],
+        *,
+        seismic: bool = True,
+        seismographs: Sequence[str] | None = None,
     ) -> tuple[list[SeismicEvent], list[Event]]:
         """Every seismograph event (unless ``seismic`` is False), blast and blast notice of the
         site, in time order: its own blasting record (monitor/journal/site_law.py)."""
@@ -581,7 +601,8 @@ class Store:
                 (site,),
             )
         ]
-        return (seismic_events(self.seismic_rows(site), locations) if seismic else []), events
+        rows = self.seismic_rows(site, among=seismographs) if seismic else []
+        return seismic_events(rows, locations), events
 
     def append_event(self, event: Event, payload: Mapping[str, Any], now: datetime) -> Appended:
         kind = event_kind(event)

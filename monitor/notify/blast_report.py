@@ -27,6 +27,7 @@ from typing import Any
 from monitor.config import SiteConfig
 from monitor.journal import queries
 from monitor.journal.store import Store
+from monitor.seismic.agreement import TOLERANCES, disagreements
 from monitor.seismic.chunks import join
 from monitor.seismic.summary import AXES, MM_PER_IN, Waveform
 from monitor.wire.canonical import from_us
@@ -122,6 +123,8 @@ def blast_report_data(
         entry = queries.chain_entry(store.conn, site.id, "waveform", f"{sensor}|{event_id}|{chunk['chunk']}")
         if entry is not None:
             chain.append((f"waveform chunk {chunk['chunk'] + 1} of {chunk['chunks']}", entry))
+    daemon = json.loads(waveform_row["data"])["summary"] if waveform_row is not None else None
+    agreement = _agreement_rows(edge.get("summary"), daemon)
     wave: Waveform | None = None
     if chunk_rows and len(chunk_rows) == chunk_rows[0]["chunks"]:
         try:
@@ -140,10 +143,28 @@ def blast_report_data(
         "curve": params.curve if params else None,
         "curve_points": params.curves[params.curve] if params else None,
         "log": log_rows,
+        "agreement": agreement,
         "chain": chain,
         "wave": wave,
         "source": event.source,
     }
+
+
+def _agreement_rows(
+    edge: Mapping[str, Any] | None, daemon: Mapping[str, Any] | None
+) -> list[tuple[str, str]]:
+    """The seismograph's summary against the daemon's from the waveforms (seismic.agreement)."""
+    if edge is None or daemon is None:
+        which = "the seismograph's own" if daemon is None else "the daemon's from the waveforms"
+        return [("Compared", f"not compared: only {which} summary is on record")]
+    limits = ", ".join(f"{name.replace('_db', ' dB')} {t.text()}" for name, t in TOLERANCES.items())
+    found = disagreements(edge, daemon)
+    if not found:
+        return [("Compared", f"the seismograph's summary agrees with its waveforms' within {limits}")]
+    return [
+        ("Compared", f"DISAGREES: {len(found)} quantit{'y' if len(found) == 1 else 'ies'} beyond {limits}"),
+        *((d.quantity, d.text()) for d in found),
+    ]
 
 
 def _shown(mm_s: float, units: str) -> float:
@@ -243,7 +264,12 @@ def _summary_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:
             "Airblast",
             "not measured"
             if db is None
-            else f"{event.airblast_pa:.1f} Pa, {db:.1f} dB(L); microphone flat to {event.mic_low_hz:g} Hz",
+            else f"{event.airblast_pa:.1f} Pa, {db:.1f} dB(L); microphone flat to {event.mic_low_hz:g} Hz"
+            + (
+                ""
+                if event.airblast_dbc_slow is None
+                else f"; C-weighted slow {event.airblast_dbc_slow:.1f} dB(C)"
+            ),
         ),
         ("Limit curve", str(data["curve"])),
     ]
@@ -296,6 +322,8 @@ def render_html(data: Mapping[str, Any]) -> str:
         table(_finding_rows(data)),
         "<h2>Seismographic and airblast record (blasting log)</h2>",
         table(data["log"]),
+        "<h2>The seismograph's summary against its waveforms (data quality)</h2>",
+        table(data["agreement"]),
         "<h2>Chain reference</h2>",
         table(
             [(label, f"seq {e.seq}", e.digest, e.head) for label, e in data["chain"]],
@@ -343,6 +371,7 @@ def render_pdf(data: Mapping[str, Any]) -> bytes:
         pdf.image(io.BytesIO(waveform_png(data["wave"], data["units"])), w=150)
     rows("Findings (6.F)", _finding_rows(data))
     rows("Seismographic and airblast record (blasting log)", data["log"])
+    rows("The seismograph's summary against its waveforms (data quality)", data["agreement"])
     rows("Chain reference", [(label, f"seq {e.seq}", e.digest) for label, e in data["chain"]])
     return bytes(pdf.output())
 

@@ -1,4 +1,5 @@
-"""The summary of a seismograph event, computed from its waveforms (numpy only, vectorised).
+"""The summary of a seismograph event, computed from its waveforms (numpy, vectorised; scipy's
+filters for the C weighting).
 
 A blasting seismograph records three orthogonal geophone channels (transverse, vertical,
 longitudinal particle velocity) and a linear microphone (air overpressure). Its event report
@@ -8,7 +9,10 @@ Seismographs, 2015), the peak acceleration and displacement and the dominant fre
 spectrum; across the axes the peak vector sum (PVS), the largest sqrt(T^2 + V^2 + L^2) of one
 sample, which is not the sum (nor the vector sum) of the three axes' peaks, which fall at
 different times. Airblast is the largest absolute pressure, in Pa and in dB(L) re 20 uPa, with
-the low-frequency limit of the microphone recorded (30 CFR 816.67(b) states its limits by it).
+the low-frequency limit of the microphone recorded (30 CFR 816.67(b) states its limits by it),
+and the largest C-weighted, slow-response (1 s exponential) level of the microphone's pressure,
+what a C-weighted instrument would read (816.67(b)(1)'s 105 dBC row): the IEC 61672 C weighting
+and time weighting of monitor/acoustics/iec61672.py.
 
 Velocity is in mm/s and pressure in Pa throughout (SI on the wire); the profile chooses how a
 finding shows them (in/s or mm/s: ``MM_PER_IN``).
@@ -22,6 +26,9 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import signal as sps
+
+from monitor.acoustics.iec61672 import SLOW_TAU_S, c_weighting_sos, exponential_time_weighting
 
 AXES = ("T", "V", "L")  # transverse, vertical, longitudinal (the seismograph's own order)
 MIC = "MIC"
@@ -106,6 +113,7 @@ class EventSummary:
     airblast_zc_hz: float | None
     mic_low_hz: float
     mic_clipped: bool
+    airblast_dbc_slow: float | None = None  # largest C-weighted slow level (None: silent microphone)
 
     @property
     def clipped(self) -> tuple[str, ...]:
@@ -126,25 +134,40 @@ class EventSummary:
             "airblast_time_s": round(self.airblast_time_s, 6),
             "airblast_zc_hz": None if self.airblast_zc_hz is None else round(self.airblast_zc_hz, 4),
             "mic_low_hz": self.mic_low_hz,
+            "airblast_dbc_slow": None if self.airblast_dbc_slow is None else round(self.airblast_dbc_slow, 3),
             "clipped": list(self.clipped),
         }
+
+
+def c_slow_max_db(pressure_pa: NDArray[np.float64], rate: float) -> float | None:
+    """The largest C-weighted, slow-response level of a pressure record in dB(C) re 20 uPa
+    (LCSmax): the C weighting, then the 1 s exponential mean square from rest. None when silent."""
+    weighted = sps.sosfilt(c_weighting_sos(round(rate)), pressure_pa)
+    slow, _ = exponential_time_weighting(np.square(weighted), rate, SLOW_TAU_S)
+    largest = float(slow.max())
+    return 10.0 * math.log10(largest / (P_REF_PA * P_REF_PA)) if largest > 0 else None
 
 
 def _zero_crossing_hz(x: NDArray[np.float64], peak: int, rate: float) -> float | None:
     """1 / (2 x the half-period around sample ``peak``): the crossings either side of it,
     placed between samples by linear interpolation (a 30 Hz wave at 1,024 samples/s has 17
-    samples a half-period: a whole-sample estimate would be off by up to 12 %)."""
-    negative = np.signbit(x)
-    crossings = np.flatnonzero(negative[:-1] != negative[1:])  # a sign change between i and i+1
-    if crossings.size == 0:
+    samples a half-period: a whole-sample estimate would be off by up to 12 %).
+
+    A sample that is exactly 0 is a crossing at that sample: a record at rest before the motion
+    arrives (or an integer channel reading 0) starts its first half-cycle there. Taking only
+    changes between negative and non-negative, as this did before, found no crossing before a
+    peak in the first half-cycle after rest when that half-cycle is positive (issue 27: the
+    intake test's V and L axes; tests/monitor/seismic/test_summary.py).
+    """
+    sign = np.sign(x)
+    between = np.flatnonzero(sign[:-1] * sign[1:] < 0)  # strictly opposite signs at i and i+1
+    times = np.concatenate(
+        [between + x[between] / (x[between] - x[between + 1]), np.flatnonzero(sign == 0).astype(np.float64)]
+    )
+    before, after = times[times < peak], times[times > peak]
+    if before.size == 0 or after.size == 0:
         return None
-    after = int(np.searchsorted(crossings, peak))  # the first crossing at or after the peak
-    if after == 0 or after == crossings.size:
-        return None
-    i0, i1 = int(crossings[after - 1]), int(crossings[after])
-    t0 = i0 + x[i0] / (x[i0] - x[i0 + 1])
-    t1 = i1 + x[i1] / (x[i1] - x[i1 + 1])
-    half = (t1 - t0) / rate
+    half = (float(after.min()) - float(before.max())) / rate
     return None if half <= 0 else float(1.0 / (2.0 * half))
 
 
@@ -207,4 +230,5 @@ def summarize(wave: Waveform) -> EventSummary:
         airblast_zc_hz=_zero_crossing_hz(mic, int(peak_index[3]), rate),
         mic_low_hz=float(wave.mic_low_hz),
         mic_clipped=bool(clipped[3]),
+        airblast_dbc_slow=c_slow_max_db(mic, rate),
     )

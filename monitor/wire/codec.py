@@ -520,6 +520,7 @@ def _decode_seismic(f: _Fields, site: str, sensor: str) -> SeismicSummary:
         s.number("airblast_pa", required=False, lo=0.0, hi=MAX_AIRBLAST_PA)
         s.number("airblast_db", required=False, lo=DB_RANGE[0], hi=DB_RANGE[1])
         s.number("mic_low_hz", required=False, lo=0.0, hi=100.0)
+        s.number("airblast_dbc_slow", required=False, lo=DB_RANGE[0], hi=DB_RANGE[1])
         s.texts("clipped", max_items=4, max_len=3)
         s.finish()
     except DecodeError as exc:
@@ -1154,6 +1155,7 @@ def seismic_events(rows: Any, locations: Mapping[str, str] | None = None) -> lis
                 pvs_mm_s=float(summary["pvs_mm_s"]),
                 airblast_pa=summary.get("airblast_pa"),
                 mic_low_hz=summary.get("mic_low_hz"),
+                airblast_dbc_slow=summary.get("airblast_dbc_slow"),
                 mic_clipped="MIC" in clipped,
                 source="waveforms" if "seismic-waveforms" in kinds else "edge",
                 location=(locations or {}).get(sensor, ""),

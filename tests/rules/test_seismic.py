@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -229,3 +230,72 @@ def test_an_agreement_may_choose_another_curve_by_name() -> None:
 def test_preexisting_sites_are_spared_as_for_overpressure() -> None:
     names = {s.key for s in DOVRE.enabled_for(preexisting=True)}
     assert "ground_vibration" not in names and "airblast" not in names
+
+
+def _c_weighted(dbc: float, mic_low_hz: float | None = 2.0, db: float = 120.0) -> SeismicEvent:
+    return replace(
+        event((0.1, 10.0), airblast_pa=20e-6 * 10 ** (db / 20), mic_low_hz=mic_low_hz), airblast_dbc_slow=dbc
+    )
+
+
+def _profile_with_instrument(instrument: str) -> object:
+    raw = tomllib.loads((REPO / "rules" / "profiles" / "dovre.toml").read_text(encoding="utf-8"))
+    raw["standards"]["airblast"]["params"]["instrument"] = instrument
+    return build_profile(raw, source=f"dovre-{instrument}")
+
+
+# fmt: off
+C_SLOW_CASES = [
+    # a C-weighted instrument (the profile says so): 105 dB(C) slow, each side; the linear peak is not judged
+    case("c-slow", 2.0, 104.9, 140.0, "compliant", id="c-slow-104.9-within"),
+    case("c-slow", 2.0, 105.1, 120.0, "violation", id="c-slow-105.1-above"),
+    # a linear microphone flat to no row (a sound meter, 10 Hz): the C-weighted slow level, each side
+    case("linear", 10.0, 104.9, 140.0, "compliant", id="10Hz-judged-on-c-slow-within"),
+    case("linear", 10.0, 105.1, 120.0, "violation", id="10Hz-judged-on-c-slow-above"),
+    # a linear microphone flat to 2 Hz: the linear table, whatever the C-weighted level
+    case("linear", 2.0, 110.0, 132.9, "compliant", id="2Hz-linear-row-not-c-slow"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("instrument", "mic_low_hz", "dbc", "db", "expected"), C_SLOW_CASES)
+def test_the_105_dbc_slow_limit_when_the_profile_or_the_instrument_calls_for_it(
+    instrument: str, mic_low_hz: float, dbc: float, db: float, expected: str
+) -> None:
+    profile = _profile_with_instrument(instrument)
+    [finding] = judge("airblast", _c_weighted(dbc, mic_low_hz, db), profile=profile)
+    assert finding.kind.value == expected
+    [measured] = finding.measurements
+    if instrument == "c-slow" or mic_low_hz > 6.0:
+        assert (measured.name, measured.value, measured.limit, measured.unit) == (
+            "airblast (C-weighted slow)",
+            dbc,
+            105.0,
+            "dB(C)",
+        )
+        assert (
+            f"{dbc:.1f} dB(C)" in finding.summary
+            and "105 dB(C) limit for a C-weighted system" in finding.summary
+        )
+        assert finding.details["judged_on"] == "c-slow"
+    else:
+        assert (measured.value, measured.limit) == (pytest.approx(db, abs=0.01), 133.0)
+        assert finding.details["judged_on"] == "linear"
+
+
+def test_c_slow_without_a_c_weighted_level_is_an_indication() -> None:
+    ev = event((0.1, 10.0), airblast_pa=20.0, mic_low_hz=2.0)  # a vendor summary: no dB(C)
+    [finding] = judge("airblast", ev, profile=_profile_with_instrument("c-slow"))
+    assert finding.kind.value == "info" and "carries no C-weighted level" in finding.summary
+
+
+def test_instrument_must_be_named_and_c_slow_needs_its_limit() -> None:
+    with pytest.raises(
+        ProfileError, match=r"standards\.airblast\.params\.instrument: 'C' is not one of linear, c-slow"
+    ):
+        _dovre_with("airblast", "instrument", "C")
+    raw = tomllib.loads((REPO / "rules" / "profiles" / "dovre.toml").read_text(encoding="utf-8"))
+    del raw["standards"]["airblast"]["params"]["c_slow_limit_db"]
+    raw["standards"]["airblast"]["params"]["instrument"] = "c-slow"
+    with pytest.raises(ProfileError, match='c_slow_limit_db: instrument = "c-slow" needs'):
+        build_profile(raw, source="dovre-edited")

@@ -63,6 +63,12 @@ def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
         assert notice["cure_by"] == f"{day + timedelta(days=14)} 23:59 CST", notice
         assert f"{notice['id']}  " in text and f"cure by {notice['cure_by']}" in text
     assert summary["evidence"]["verify"].startswith("OK up to seq") and summary["evidence"]["rows"] > 0
+    # The notice of the blast two days on carries its charge per delay (500 kg) and distance (300 m): the
+    # operator's forecast shows its scaled distance, 300 m / sqrt(500 kg) = 13.4 m/kg^0.5, which is
+    # 29.6 ft/lb^0.5, and says the site law needs a third event (today's two blasts are its data).
+    [forecast] = summary["forecasts"]
+    assert forecast.startswith("Blast b-1217-1: scaled distance 29.6 ft/lb^0.5; no PPV predicted"), forecast
+    assert forecast.endswith("and 2 are recorded") and f"  {forecast}" in text.splitlines()
 
     # Repeatable (issue 25): the same day again through the broker gives the same alerts, said
     # at the same (data) times, and the same notices; only the anchors' chain positions differ

@@ -72,10 +72,11 @@ def build_site(
     final_anchor: bool = True,
     password: str = "",
     chain_config: bool = True,
+    seismic: bool = False,
 ) -> Site:
     """A store as the daemon writes it: a config record at start-up, anchors (each followed by the
     config record restated, as Pipeline._anchor does) before, during and (``final_anchor``) after
-    the window."""
+    the window; ``seismic``: a seismograph event (SEISMIC_AT) between the second and last anchors."""
     config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE, influx=influx)
     if password:  # written inline, as a configuration may
         config_path.write_text(
@@ -159,12 +160,37 @@ def build_site(
             if i == 120:
                 store.append_finding(_finding(T0, "82.6 dB(A) at n2 (re-evaluated)"), now)  # revision 2
                 anchor(now)
+            if seismic and ts == SEISMIC_AT:
+                add_seismograph_event(store, ts, now)
         if final_anchor:
             anchor(T0 + timedelta(seconds=seconds + 60))
     store.close()
     anchors_path = tmp_path / "town-anchors.json"
     anchors_path.write_text(json.dumps(anchors))
     return Site(config_path, config, Path(config.storage.path), anchors_path)
+
+
+# A seismograph event of build_site(seismic=True): 2 s at 1,024 samples/s, in chunks of 16 KiB.
+SEISMIC_AT = T0 + timedelta(seconds=150)
+SEISMIC_CHUNK_BYTES = 16_384
+
+
+def add_seismograph_event(store: Store, ts: datetime, now: datetime) -> int:
+    """A seismograph event taken in as the daemon takes it (seismic_intake): the edge's summary,
+    then its waveform chunks (the last one recomputes the summary). Returns the chunk count."""
+    from monitor.daemon.seismic_intake import take_chunk, take_summary
+    from monitor.wire.codec import SeismicSummary
+    from sensors.seismograph import event_messages, site_law_event
+
+    wave = site_law_event(600.0, 200.0, record_s=2.0, pretrigger_s=0.25)
+    chunks = 0
+    for message in event_messages(wave, SITE, "sg1", "ev1", ts, max_bytes=SEISMIC_CHUNK_BYTES):
+        if isinstance(message, SeismicSummary):
+            take_summary(store, message, now)
+        else:
+            take_chunk(store, message, now)
+            chunks += 1
+    return chunks
 
 
 def export(site: Site, path: Path, **kwargs: object) -> Path:

@@ -7,6 +7,13 @@ at commit cd944b8, before the codec and evidence restructure of issue 18):
     python3 -m tests.data.evidence.make_golden
 
 tests/monitor/evidence/test_golden.py exports the committed store again and compares.
+
+``--seismic`` writes golden-seismic.sqlite and golden-seismic-digests.json instead (and leaves the
+files above alone): the same store with a seismograph event (its waveform chunks and both summaries,
+``tests.support.evidence.add_seismograph_event``) chained inside the window, before the last anchor.
+It was run at the commit that made waveform chunks rows of a bundle (issue 27):
+
+    python3 -m tests.data.evidence.make_golden --seismic
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import hashlib
 import json
 import shutil
 import sqlite3
+import sys
 import tempfile
 import zipfile
 from datetime import timedelta
@@ -35,8 +43,8 @@ CREATED = T0 + timedelta(days=1)
 PINNED_PROFILE = HERE / "golden-profile-dovre.toml"
 
 
-def build(tmp: Path) -> Path:
-    site = build_site(tmp)
+def build(tmp: Path, *, seismic: bool = False) -> Path:
+    site = build_site(tmp, seismic=seismic)
     store = Store(site.store)
     with store.batch():  # config entries are not compared (they digest the temp path)
         store.append_config_record(SITE, "dovre", PINNED_PROFILE.read_text(), "", T0 - timedelta(minutes=5))
@@ -72,21 +80,26 @@ def digests(bundle: Path) -> dict[str, str]:
     return out
 
 
-def main() -> None:
+def main(seismic: bool = False) -> None:
+    name = "golden-seismic" if seismic else "golden"
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        store = build(tmp)
+        store = build(tmp, seismic=seismic)
         with sqlite3.connect(store) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if seismic:  # a smaller file in the repository (golden.sqlite was written without it)
+            vacuum = sqlite3.connect(store)
+            vacuum.execute("VACUUM")
+            vacuum.close()
         conn.close()
-        shutil.copy(store, HERE / "golden.sqlite")
+        shutil.copy(store, HERE / f"{name}.sqlite")
         from monitor.config import load_config
 
         config = load_config(tmp / "minewatch.toml")
         bundle = tmp / "golden.zip"
         export_bundle(config, SITE, *WINDOW, bundle, plots=False, now=CREATED)
-        (HERE / "golden-digests.json").write_text(json.dumps(digests(bundle), indent=2) + "\n")
+        (HERE / f"{name}-digests.json").write_text(json.dumps(digests(bundle), indent=2) + "\n")
 
 
 if __name__ == "__main__":
-    main()
+    main(seismic="--seismic" in sys.argv[1:])

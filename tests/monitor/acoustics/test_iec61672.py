@@ -78,6 +78,27 @@ def test_digital_weightings_within_half_db_of_design_goal(fs: int) -> None:
     assert np.max(np.abs(z)) <= 0.1
 
 
+@pytest.mark.parametrize("fs", [1024, 2048, 4096, 7999])
+def test_c_weighting_below_audio_rates_within_a_twentieth_of_a_db_of_the_design_goal(fs: int) -> None:
+    """A seismograph's microphone (1,024 samples/s and up): the C weighting's f1 double pole alone
+    (its f4 pole lies at 12.2 kHz), within 0.05 dB of IEC 61672-1 eq. E.1 from 1 Hz to 500 Hz
+    (airblast lies below), and within the class 1 tolerances of the standard's table up to 0.45 fs."""
+    grid = np.geomspace(1.0, min(0.45 * fs, 500.0), 400)
+    sos = iec61672.c_weighting_sos(fs)
+    error = iec61672._section_db(sos, grid, float(fs)) - iec61672.c_weighting_db(grid)
+    assert np.max(np.abs(error)) <= 0.05, (fs, float(np.max(np.abs(error))))
+    rows = [r for r in _reference_rows() if r["freq_hz"] <= 0.45 * fs]
+    freqs = np.array([r["freq_hz"] for r in rows])
+    response = iec61672._section_db(sos, freqs, float(fs))
+    table = np.array([r["C_db"] for r in rows])
+    plus = np.array([r["class1_tol_plus"] for r in rows])
+    minus = np.array([r["class1_tol_minus"] for r in rows])
+    assert np.all(response - table <= plus) and np.all(table - response <= minus)
+    assert np.array_equal(iec61672.c_weighting_sos(16000), iec61672.weighting_sos(16000, "C"))
+    with pytest.raises(ValueError, match="below the 1024 Hz"):
+        iec61672.c_weighting_sos(512)
+
+
 @pytest.mark.parametrize("fs", SAMPLE_RATES)
 def test_weighting_filters_stable_deterministic_and_cached(fs: int) -> None:
     filters = iec61672.design_weighting_filters(fs)

@@ -55,6 +55,22 @@ def test_the_same_store_exports_the_same_bundle(tmp_path: Path) -> None:
     assert digests(again) == digests(bundle)
 
 
+def test_the_seismic_store_exports_the_same_bundle_with_its_waveforms_as_rows(tmp_path: Path) -> None:
+    """golden-seismic.sqlite (make_golden.py --seismic, issue 27): the golden store's data and a
+    seismograph event chained inside the window. Its bundle is the pinned bytes every time, each
+    waveform chunk a row of records/waveforms.json that verify hashes against the chain."""
+    config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE)
+    shutil.copy(GOLDEN / "golden-seismic.sqlite", tmp_path / "store.db")
+    bundle = tmp_path / "b.zip"
+    export_bundle(load_config(config_path), SITE, *WINDOW, bundle, plots=False, now=CREATED)
+    pinned = json.loads((GOLDEN / "golden-seismic-digests.json").read_text())
+    assert digests(bundle) == pinned
+    assert "records/waveforms.json" in pinned
+    report = verify_bundle(bundle)
+    assert report.ok, report.lines()
+    assert report.rows_checked["records/waveforms.json"] == 3
+
+
 def test_a_segment_walked_in_stretches_by_worker_processes_exports_the_same_bundle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -238,6 +254,9 @@ def test_each_chain_kind_has_one_key_in_python_and_sql(tmp_path: Path) -> None:
 
         day = (T0, T0 + timedelta(days=1))
         record_report(store, SITE, *day, at, (1, "0" * 64), b"%PDF", b"csv", "/tmp/r.pdf", ["town"])
+        from tests.support.evidence import add_seismograph_event
+
+        add_seismograph_event(store, T0 + timedelta(minutes=11), T0 + timedelta(minutes=12))  # waveforms
     store.close()
     conn = sqlite3.connect(copy)
     conn.row_factory = sqlite3.Row

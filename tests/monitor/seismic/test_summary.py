@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from monitor.acoustics.iec61672 import c_weighting_db
 from monitor.seismic.summary import (
     G_MM_S2,
     Waveform,
@@ -126,3 +127,50 @@ def test_chunks_split_under_the_cap_and_join_back() -> None:
         assert summarize(joined).axis("T").ppv_mm_s == pytest.approx(5.0, rel=1e-6)
     with pytest.raises(ValueError, match="chunks: 1 of"):
         join([(chunks[0].header(), chunks[0].data)])
+
+
+@pytest.mark.parametrize(
+    ("freq", "rate", "within_db"),
+    [
+        (250.0, 1024, 0.1),  # C weighting ~0 dB: the tone's own level
+        (100.0, 16384, 0.1),  # the audio design at a high-rate seismograph (C(100 Hz) = -0.3 dB)
+        (31.5, 1024, 0.1),  # C(31.5 Hz) = -3.0 dB: the weighting is applied
+        (8.0, 2048, 0.15),  # C(8 Hz) = -17.6 dB; the slow detector's 16 Hz ripple adds under 0.1 dB
+    ],
+)
+def test_c_weighted_slow_level_of_a_tone_of_known_pressure(freq: float, rate: int, within_db: float) -> None:
+    """A steady tone of 20 Pa peak for 8 s (8 time constants: the slow detector settles within
+    0.01 dB): LCSmax = 20 log10(20 / sqrt(2) / 20 uPa) + C(f), the design goal of IEC 61672-1."""
+    n = 8 * rate
+    t = np.arange(n) / rate
+    mic = 20.0 * np.sin(2 * np.pi * freq * t)
+    zeros = np.zeros(n)
+    summary = summarize(record(zeros, zeros, zeros, mic=mic, rate=rate))
+    expected = 20 * math.log10(20.0 / math.sqrt(2) / 20e-6) + float(c_weighting_db(freq))
+    assert expected == pytest.approx({250.0: 117.0, 100.0: 116.7, 31.5: 114.0, 8.0: 99.4}[freq], abs=0.05)
+    assert summary.airblast_dbc_slow == pytest.approx(expected, abs=within_db)
+    assert summary.to_json()["airblast_dbc_slow"] == pytest.approx(expected, abs=within_db)
+
+
+def test_a_silent_microphone_has_no_c_weighted_level() -> None:
+    zeros = np.zeros(2 * RATE)
+    summary = summarize(record(zeros, zeros, zeros))
+    assert summary.airblast_dbc_slow is None and summary.to_json()["airblast_dbc_slow"] is None
+
+
+def test_the_first_half_cycle_after_rest_has_its_zero_crossing_frequency() -> None:
+    """A record at rest (exactly 0) until one cycle of an 8 Hz sine arrives: the peak lies in the
+    first half-cycle, which begins at the sample where the motion leaves 0. Before the summary took
+    a sample at 0 as a crossing, a positive first half-cycle had no crossing before its peak and
+    the frequency was None (issue 27's intake test: V and L). Known answer: 64 samples a
+    half-period at 1,024 samples/s, 8.0 Hz; the same negative-going."""
+    n, onset, per = 2 * RATE, RATE // 2, RATE // 8  # one 8 Hz cycle is 128 samples
+    for polarity in (1.0, -1.0):
+        v = np.zeros(n)
+        v[onset : onset + per] = polarity * 10.0 * np.sin(2 * np.pi * np.arange(per) / per)
+        axis = summarize(record(np.zeros(n), v, np.zeros(n))).axis("V")
+        assert axis.ppv_time_s == pytest.approx((onset + per // 4) / RATE)
+        assert axis.zc_hz == pytest.approx(8.0, rel=1e-6), polarity
+    t = np.zeros(n)
+    t[onset] = 5.0  # one sample away from rest, and back: a half-period of 2 samples, 256 Hz
+    assert summarize(record(t, np.zeros(n), np.zeros(n))).axis("T").zc_hz == pytest.approx(256.0)
