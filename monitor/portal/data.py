@@ -62,6 +62,7 @@ __all__ = [
 ]
 
 ROLES = ("operator", "town", "inspector")
+TREND_HOURS = 3  # the operator's live status draws each meter's minutes of the last hours
 EVENT_KINDS = ("blast-notice", "blast", "truck", "work", "temporary-lighting")
 NOTICE_ACTIONS = ("extend", "close", "escalate")
 # Whose portal actions a reader sees, by the reader's role (an allow-list): the operator what
@@ -663,6 +664,54 @@ class Portal:
                 return found
         return periods.aligned("day", self.clock(), zone)
 
+    def meter_limits(self, site: SiteConfig) -> dict[str, tuple[str, float]]:
+        """Sound meter -> (section, limit in dB(A)) of the noise standard naming its placement
+        (6.D at the boundary, 6.G at the conveyor parcel); a meter no standard judges is absent."""
+        from rules.noise import NoiseParams
+
+        noise = [s for s in self.profile(site).standards.values() if isinstance(s.params, NoiseParams)]
+        limits = {}
+        for meter in (s for s in site.sensors if s.kind is SensorKind.SOUND):
+            standard = next((s for s in noise if meter.placement.value in s.params.placements), None)
+            if standard is not None:
+                limits[meter.id] = (standard.section, standard.params.limit_db)
+        return limits
+
+    def live_status(self, scope: Scope, site_id: str) -> dict[str, Any]:
+        """The operator's live status: :meth:`status` (the last minute's LAeq per sensor), each
+        meter's per-minute LAeq of the last TREND_HOURS (the period view's minutes, from the same
+        cache) as a sparkline, and today's early warnings."""
+        from monitor.portal.sparkline import sparkline
+
+        site = scope.site(site_id)
+        status = self.status(scope, site.id)
+        now = self.clock()
+        # Whole hours, so that the cached window stays the same for an hour (only the minutes
+        # chained since are read again).
+        hour_end = (to_us(now) // 3_600_000_000 + 1) * 3_600_000_000
+        start_us = hour_end - TREND_HOURS * 3_600_000_000
+        start, _ = scope.window(from_us(start_us), now)
+        start_us = max(start_us, to_us(start))
+        meters = [s.id for s in site.sensors if s.kind is SensorKind.SOUND]
+        minutes = self._minutes.get(self.store().conn, site.id, meters, start_us, hour_end)
+        first, last = start_us // 60_000_000, to_us(now) // 60_000_000
+        limits = self.meter_limits(site)
+        trends = {}
+        for sensor in meters:
+            shown = {m: v for m, v in minutes.get(sensor, {}).items() if first <= m <= last}
+            limit = limits.get(sensor)
+            trends[sensor] = {
+                "svg": sparkline(shown, first, last, limit[1] if limit else None),
+                "minutes": len(shown),
+            }
+        day_start, day_end = self.today(site)
+        return {
+            "status": status,
+            "trends": trends,
+            "trend_hours": TREND_HOURS,
+            "warnings": self.early_warnings(scope, site.id, day_start, day_end),
+        }
+
     def period(self, scope: Scope, site_id: str, period: Period) -> dict[str, Any]:
         """A period of a site: every configured sensor (sound: per-minute LAeq up to a day,
         hourly LAeq/L10/L90 beyond, against the limit of the standard that judges it; light and
@@ -672,7 +721,6 @@ class Portal:
         from rules.blast_window import BlastWindowParams
         from rules.high_intensity_light import HighIntensityLightParams
         from rules.light_trespass import LightTrespassParams
-        from rules.noise import NoiseParams
         from rules.sun import sunset
 
         site = scope.site(site_id)
@@ -681,17 +729,12 @@ class Portal:
         profile = self.profile(site)
         standards = list(profile.standards.values())
         params = [s.params for s in standards]
-        noise = [s for s in standards if isinstance(s.params, NoiseParams)]
         window = next((p for p in params if isinstance(p, BlastWindowParams)), BlastWindowParams())
         trespass = next((p for p in params if isinstance(p, LightTrespassParams)), None)
         intensity = next((p for p in params if isinstance(p, HighIntensityLightParams)), None)
         conn = self.store().conn
         meters = [s for s in site.sensors if s.kind is SensorKind.SOUND]
-        # The limit each meter is held to: the noise standard naming its placement (6.D at the
-        # boundary, 6.G at the conveyor parcel), none for a meter no standard judges.
-        judged_by = {
-            m.id: next((s for s in noise if m.placement.value in s.params.placements), None) for m in meters
-        }
+        limit_of = self.meter_limits(site)  # meters no standard judges are absent
         start_us, end_us = to_us(start), to_us(end)
         sound: dict[str, list[tuple[Any, ...]]] = {}
         if period.resolution == "minute":
@@ -729,7 +772,7 @@ class Portal:
                 blasts.append({"id": blast_id, "ts": ts, "report": blast_id in reported})
         # Exempt periods and the sensors they cover (work: the sound meters it names, all when
         # none; temporary lighting: the light sensors; an exempt exceedance: its meters).
-        sound_ids = [m.id for m in meters if judged_by[m.id] is not None]
+        sound_ids = [m.id for m in meters if m.id in limit_of]
         light_ids = [s.id for s in site.sensors if s.kind is SensorKind.LIGHT]
         exempt = []
         for e in events:
@@ -798,9 +841,6 @@ class Portal:
             r["sensor"]: int(r["readings"])
             for r in queries.reading_counts(conn, site.id, start_us, end_us)
             if r["kind"] in ("light", "weather", "turbidity", "seismic")
-        }
-        limit_of = {
-            sensor: (s.section, s.params.limit_db) for sensor, s in judged_by.items() if s is not None
         }
         return {
             "site": site.id,

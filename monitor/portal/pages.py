@@ -26,6 +26,7 @@ from monitor.portal.web import AUDIENCE, CAN, Web, period_param
 from rules.model import FindingKind
 
 BLAST_REPORT_DAYS = 30  # the operator's status page lists the blast reports of this many days
+LIVE_REFRESH_S = 10  # the operator's live status: seconds between updates (in place, or a reload)
 MAX_BODIES = 64  # filter choices whose rendered day view is kept (each view keeps its last 16)
 
 
@@ -41,6 +42,7 @@ class SitePages:
         return [
             Route("/", self.home),
             Route("/sites/{site}/status", self.status_page),
+            Route("/sites/{site}/status/live", self.live_status),
             Route("/sites/{site}/events", self.events_page),
             Route("/sites/{site}/events/{kind}", self.record_event, methods=["POST"]),
             Route("/sites/{site}/alerts", self.alerts_page),
@@ -61,10 +63,9 @@ class SitePages:
         scope = self.web.session_scope(request)
         self.web.may(scope, "status")
         site = scope.site(request.path_params["site"])
-        status = await run_in_threadpool(self.web.portal.status, scope, site.id)
+        live = await run_in_threadpool(self.web.portal.live_status, scope, site.id)
         start, end = self.web.portal.today(site)
         findings = await run_in_threadpool(self.web.portal.findings, scope, site.id, start, end)
-        warnings = await run_in_threadpool(self.web.portal.early_warnings, scope, site.id, start, end)
         reports = await run_in_threadpool(
             self.web.portal.blast_reports, scope, site.id, end - timedelta(days=BLAST_REPORT_DAYS), end
         )
@@ -74,13 +75,22 @@ class SitePages:
             "status.html",
             scope,
             site=site,
-            status=status,
+            **live,
+            refresh_s=LIVE_REFRESH_S,
             findings=findings,
-            warnings=warnings,
             reports=reports,
             report_days=BLAST_REPORT_DAYS,
             forecasts=forecasts,
         )
+
+    async def live_status(self, request: Request) -> Response:
+        """The live part of the status page alone (status_live.html), which the page's script
+        puts in place of the old one every LIVE_REFRESH_S seconds."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "status")
+        site = scope.site(request.path_params["site"])
+        live = await run_in_threadpool(self.web.portal.live_status, scope, site.id)
+        return self.web.page(request, "status_live.html", scope, site=site, **live, refresh_s=LIVE_REFRESH_S)
 
     async def blast_report(self, request: Request) -> Response:
         """`/sites/{site}/blasts/{blast}/report.pdf|html` (``?sensor=`` when several recorded it)."""
