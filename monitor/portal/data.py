@@ -487,6 +487,42 @@ class Portal:
         except NoticeError as exc:
             raise Refused(str(exc)) from None
 
+    def request_extension(
+        self, scope: Scope, notice_id: str, explanation: str, days: int | None, source: str
+    ) -> str:
+        """The operator's written request for more time (13.3.A), as `minewatch notices
+        request-extension` records it (NoticeBook.request_extension), with the portal's record,
+        in one transaction; refusals in the form's words."""
+        from monitor.notify.notices import NoticeBook, NoticeError
+
+        notice, _ = self.notice(scope, notice_id)
+        if not explanation.strip():
+            raise Refused("explanation: say why more time is needed (the Town reads it)")
+        store = self.store()
+        book = NoticeBook(store)
+        actor = scope.user.name
+
+        def write() -> str:
+            now = self.clock()
+            with store.batch():
+                event = book.request_extension(notice.id, explanation, actor, now, requested_days=days)
+                store.append_portal_action(
+                    notice.site,
+                    actor,
+                    scope.user.role,
+                    "notice_request_extension",
+                    notice.id,
+                    source,
+                    {"explanation": explanation.strip(), "days": days},
+                    now,
+                )
+                return str(event.message)
+
+        try:
+            return _retry(write)
+        except NoticeError as exc:
+            raise Refused(str(exc)) from None
+
     # ------------------------------------------------------------------ complaints
 
     def submit_complaint(self, site_id: str, form: ComplaintForm) -> dict[str, Any]:

@@ -50,6 +50,7 @@ class SitePages:
             Route("/sites/{site}/notices", self.notices_page),
             Route("/notices/{notice}", self.notice_page),
             Route("/notices/{notice}/document.{fmt}", self.notice_document),
+            Route("/notices/{notice}/request-extension", self.request_extension, methods=["POST"]),
             Route("/notices/{notice}/{action}", self.notice_act, methods=["POST"]),
             Route("/sites/{site}/day", self.day_page),
             Route("/sites/{site}/blasts/{blast}/report.{fmt}", self.blast_report),
@@ -271,6 +272,7 @@ class SitePages:
             history=history,
             facts=facts,
             allowed=changes_allowed(notice.status),
+            max_days=limits.MAX_EXTRA_DAYS,
             complaints=complaints,
             error=error,
             message=message,
@@ -326,6 +328,37 @@ class SitePages:
         request.session["flash"] = message
         notice_id = request.path_params["notice"]
         return RedirectResponse(f"/notices/{notice_id}", status_code=303)
+
+    async def request_extension(self, request: Request) -> Response:
+        """The operator's request for more time on a notice (13.3.A): its explanation and, if it
+        says, how many days; refused on the notice's page in the form's words."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "notice_request")
+        form = await self.web.checked_form(request)
+        days_text = str(form.get("days", "")).strip()
+        try:
+            days = int(days_text) if days_text else None
+        except ValueError:
+            return await self.notice_page(
+                request, error=f"days: expected a whole number of days, got {days_text!r}", code=400
+            )
+        if days is not None and not 1 <= days <= limits.MAX_EXTRA_DAYS:
+            return await self.notice_page(
+                request, error=f"days: from 1 to {limits.MAX_EXTRA_DAYS}, got {days}", code=400
+            )
+        try:
+            message = await run_in_threadpool(
+                self.web.portal.request_extension,
+                scope,
+                request.path_params["notice"],
+                str(form.get("explanation", "")),
+                days,
+                self.web.source(request),
+            )
+        except Refused as exc:
+            return await self.notice_page(request, error=str(exc), code=400)
+        request.session["flash"] = message  # post/redirect/get, as notice_act
+        return RedirectResponse(f"/notices/{request.path_params['notice']}", status_code=303)
 
     async def day_page(self, request: Request) -> Response:
         """The day and period view: ``?date=`` a local day, ``?from=&to=`` any period (site time),
