@@ -961,14 +961,44 @@ class Portal:
         summary = export_bundle(self.config, site.id, start, end, out, plots=False, now=self.clock())
         return {"site": site.id, "from": format_ts(start), "to": format_ts(end), "summary": repr(summary)}
 
-    def verify(self, path: Path, anchors_path: Path | None = None) -> dict[str, Any]:
-        from monitor.evidence import load_anchors, verify_bundle
+    def published_anchors(self, scope: Scope, site_id: str) -> list[Any]:
+        """The chain heads this installation published for the site (its record of what the Town
+        received on ``{prefix}/{site}/anchors``), as `minewatch verify --anchors` reads them."""
+        from monitor.evidence import Anchor
 
-        anchors = load_anchors(anchors_path) if anchors_path is not None else None
-        report = verify_bundle(path, anchors)
+        site = scope.site(site_id)
+        return [
+            Anchor(a.site, a.seq, a.head, format_ts(a.published))
+            for a in queries.anchors(self.store().conn, site.id)
+        ]
+
+    def verify(
+        self,
+        path: Path,
+        anchors_path: Path | None = None,
+        anchors: Sequence[Any] | None = None,
+        name: str = "",
+    ) -> dict[str, Any]:
+        """`minewatch verify` of the bundle at ``path``, against the anchors of the file at
+        ``anchors_path`` or ``anchors`` (none: internal consistency only); ``lines`` are the
+        command's own, the bundle named ``name`` instead of its temporary path."""
+        from monitor.evidence import EvidenceError, load_anchors, verify_bundle
+
+        if anchors_path is not None:
+            try:
+                anchors = load_anchors(anchors_path)
+            except EvidenceError as exc:
+                said = str(exc).replace(str(anchors_path), "the file")
+                raise Refused(f"anchors: {said}") from None
+        report = verify_bundle(path, list(anchors) if anchors is not None else None)
+        lines = report.lines()
+        if name:  # the verdict starts with the bundle's path: say the name the person chose
+            lines[0] = f"{name}: {lines[0].removeprefix(f'{report.bundle}: ')}"
         return {
             "ok": report.ok,
-            "lines": report.lines(),
+            "anchored": report.anchored,
+            "anchors_given": report.town_anchors_given,
+            "lines": lines,
             "format": report.format,
             "files_checked": report.files_checked,
             "rows_checked": dict(report.rows_checked),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import secrets
 import tempfile
 from collections.abc import AsyncIterator
@@ -17,7 +18,7 @@ from starlette.routing import Route
 from monitor.config import SiteConfig
 from monitor.errors import UsageError
 from monitor.portal import limits, upload
-from monitor.portal.data import Scope
+from monitor.portal.data import Refused, Scope
 from monitor.portal.jobs import Job, TooManyJobs, remove_folder
 from monitor.portal.web import BadCsrf, Web
 
@@ -147,16 +148,47 @@ class EvidencePages:
         # body's size is bounded by portal.max_upload_mb (limits.BodyLimit).
         folder = Path(tempfile.mkdtemp(prefix="minewatch-verify-"))
         try:
-            path = folder / "bundle.zip"
+            path, anchors_file = folder / "bundle.zip", folder / "anchors.json"
             try:
-                name = await upload.receive_file(request, check_csrf, "bundle", path)
+                name, fields, files = await upload.receive_file(
+                    request, check_csrf, "bundle", path, fields={"against"}, files={"anchors": anchors_file}
+                )
             except upload.BadUpload as exc:
                 return self.evidence_form(request, scope, site, 400, error=str(exc))
-            report = await run_in_threadpool(self.web.portal.verify, path)
+            # What the bundle is held against, as `minewatch verify [--anchors FILE]`: nothing
+            # (internal consistency only), the heads this installation published to the Town,
+            # or the Town's own file of them.
+            against = fields.get("against", "nothing")
+            try:
+                if against == "file":
+                    if "anchors" not in files:
+                        raise Refused(
+                            "anchors: choose the Town's anchors file (JSON), or verify against another"
+                        )
+                    report = await run_in_threadpool(
+                        functools.partial(self.web.portal.verify, path, anchors_file, name=name)
+                    )
+                elif against == "published":
+                    held = await run_in_threadpool(self.web.portal.published_anchors, scope, site.id)
+                    report = await run_in_threadpool(
+                        functools.partial(self.web.portal.verify, path, None, held, name=name)
+                    )
+                else:
+                    report = await run_in_threadpool(
+                        functools.partial(self.web.portal.verify, path, name=name)
+                    )
+            except Refused as exc:
+                return self.evidence_form(request, scope, site, 400, error=str(exc))
         finally:
             remove_folder(folder)
         report["name"] = name
-        outcome = {"ok": report["ok"], "problems": len(report["problems"]) + report["more_problems"]}
+        report["against"] = against if against in ("file", "published") else "nothing"
+        outcome = {
+            "ok": report["ok"],
+            "problems": len(report["problems"]) + report["more_problems"],
+            "against": report["against"],
+            "anchored": report["anchored"],
+        }
         await run_in_threadpool(
             self.web.portal.record_action,
             scope,
