@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
@@ -62,6 +62,7 @@ __all__ = [
 ]
 
 ROLES = ("operator", "town", "inspector")
+MAX_CSV_DAYS = 31  # a CSV of per-second sound levels: 2.7 million rows per meter at most
 TREND_HOURS = 3  # the operator's live status draws each meter's minutes of the last hours
 EVENT_KINDS = ("blast-notice", "blast", "truck", "work", "temporary-lighting")
 NOTICE_ACTIONS = ("extend", "close", "escalate")
@@ -960,6 +961,69 @@ class Portal:
         start, end = scope.window(start, end)
         summary = export_bundle(self.config, site.id, start, end, out, plots=False, now=self.clock())
         return {"site": site.id, "from": format_ts(start), "to": format_ts(end), "summary": repr(summary)}
+
+    def sound_csv(
+        self, scope: Scope, site_id: str, sensors: Sequence[str], start: datetime, end: datetime
+    ) -> tuple[dict[str, Any], Iterator[bytes]]:
+        """The stored sound periods of ``sensors`` (the site's sound meters; any other is
+        refused) over [start, end) cut to the account's time scope: what was asked (for the
+        record) and the CSV's lines, read from the store as they are sent. Header: the columns
+        with their units; times in UTC and in site time."""
+        from monitor.evidence.format import TimeFormat
+        from monitor.journal.chain_kinds import SOUND_FIELDS, SOUND_UNITS
+
+        site = scope.site(site_id)
+        meters = [s.id for s in site.sensors if s.kind is SensorKind.SOUND]
+        if not sensors:
+            raise Refused(f"sensor: choose one or more of the site's sound meters ({', '.join(meters)})")
+        foreign = [s for s in sensors if s not in meters]
+        if foreign:
+            raise Refused(
+                f"sensor: {', '.join(foreign)} is not a sound meter of {site.id};"
+                f" choose from {', '.join(meters)}"
+            )
+        if end - start > timedelta(days=MAX_CSV_DAYS):
+            raise Refused(f"to: a CSV covers at most {MAX_CSV_DAYS} days; choose a shorter window")
+        start, end = scope.window(start, end)
+        # The evidence bundle's time cells (ISO 8601, "Z" / the site's offset).
+        utc, local = TimeFormat(UTC), TimeFormat(ZoneInfo(site.timezone))
+        chosen = [s for s in meters if s in sensors]  # the configuration's order, once each
+        header = ["sensor", "time_utc", f"time_local ({site.timezone})", "duration (s)"]
+        header += [f"{name} ({SOUND_UNITS[name]})" for name in SOUND_FIELDS] + ["source"]
+        path = self.config.storage.path
+
+        def lines() -> Iterator[bytes]:
+            import csv
+            import io
+
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+            try:
+                text = io.StringIO()
+                out = csv.writer(text, lineterminator="\n")
+                out.writerow(header)
+                rows = queries.sound_seconds_of(conn, site.id, chosen, to_us(start), to_us(end))
+                while batch := rows.fetchmany(5000):
+                    for sensor, ts_us, duration, *levels, source in batch:
+                        out.writerow(
+                            [
+                                sensor,
+                                utc(ts_us),
+                                local(ts_us),
+                                repr(duration),
+                                *("" if v is None else repr(v) for v in levels),
+                                source,
+                            ]
+                        )
+                    yield text.getvalue().encode()
+                    text.seek(0)
+                    text.truncate()
+                if text.tell():
+                    yield text.getvalue().encode()
+            finally:
+                conn.close()
+
+        asked = {"from": format_ts(start), "to": format_ts(end), "sensors": chosen}
+        return asked, lines()
 
     def published_anchors(self, scope: Scope, site_id: str) -> list[Any]:
         """The chain heads this installation published for the site (its record of what the Town
