@@ -34,7 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", default="max", help="simulation speed factor, or 'max' (default)")
     parser.add_argument("--seed", type=int, help="random seed (default: the scenario's)")
     parser.add_argument(
-        "--serve", action="store_true", help="keep the web portal running after the demo, until Ctrl-C"
+        "--serve",
+        action="store_true",
+        help="keep the web portal running after the demo, with the broker and a daemon behind it"
+        " (events recorded in the portal are journaled), until Ctrl-C",
     )
 
 

@@ -269,6 +269,8 @@ class Demo:
         if simulator.returncode != 0:
             raise SystemExit(f"the simulator failed; see {self.out_dir / 'simulator.log'}")
         self._wait_for_daemon()
+        # Stopped so that the summary and the evidence are of everything it judged, the same
+        # with or without --serve (it closes what it holds on SIGTERM).
         daemon.send_signal(signal.SIGTERM)
         code = daemon.wait(60)
         _say(self.stream, f"daemon      stopped (exit {code}) after {time.monotonic() - started:.0f} s")
@@ -278,13 +280,43 @@ class Demo:
         self.summary["daemon_exit"] = code
         _say(self.stream, f"\nEverything is in {self.out_dir}/ ({time.monotonic() - started:.0f} s in all).")
         if self.serve:
-            _say(self.stream, f"portal      still at http://127.0.0.1:{self.portal_port}/ (Ctrl-C stops it)")
-            try:
-                while self.portal_proc is not None and self.portal_proc.poll() is None:
-                    time.sleep(1)
-            except KeyboardInterrupt:
-                pass
+            self.keep_serving()
         return 0 if ok and code == 0 else 1
+
+    def keep_serving(self) -> None:
+        """The portal with a daemon and the broker behind it, until Ctrl-C or SIGTERM (then
+        stop_all ends them): events recorded in the portal are published to the broker, and a
+        daemon must be there to journal and judge them."""
+        try:
+            daemon = self._restart_daemon()
+            if daemon is None:
+                return
+            _say(
+                self.stream,
+                f"portal      still at http://127.0.0.1:{self.portal_port}/, with the broker and the"
+                " daemon: events recorded in it are journaled (Ctrl-C stops them all)",
+            )
+            while self.portal_proc is not None and self.portal_proc.poll() is None and daemon.poll() is None:
+                time.sleep(1)
+        except KeyboardInterrupt:
+            return
+        ended = "the daemon" if daemon.poll() is not None else "the portal"
+        _say(self.stream, f"{ended} stopped on its own; see its log in {self.out_dir}/")
+
+    def _restart_daemon(self) -> subprocess.Popen[bytes] | None:
+        log = self.out_dir / "daemon.log"
+        # The log holds the first daemon's lines too: wait for one more connection line.
+        before = log.read_text(errors="replace").count("Connected to")
+        daemon = self._spawn(self.minewatch("run", "--config", str(self.config)), log)
+        deadline = time.monotonic() + 30
+        while log.read_text(errors="replace").count("Connected to") <= before:
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                _say(self.stream, f"daemon      did not start again; see {log}")
+                return None
+            time.sleep(0.1)
+        time.sleep(0.5)  # the subscription follows the log line
+        _say(self.stream, f"daemon      running again for the portal (pid {daemon.pid})")
+        return daemon
 
     def _wait_log(self, path: Path, text: str, timeout: float) -> bool:
         deadline = time.monotonic() + timeout

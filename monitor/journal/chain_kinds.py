@@ -22,6 +22,8 @@ from monitor.wire.canonical import canonical_json
 
 GENESIS = "0" * 64
 SOUND_FIELDS = ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
+# Each level's unit: its frequency weighting (the letter after L), for the headers readers see.
+SOUND_UNITS = {name: f"dB({name[1]})" for name in SOUND_FIELDS}
 
 
 def digest_of(record: Mapping[str, Any]) -> str:

@@ -362,6 +362,21 @@ def latest_reading_data(conn: sqlite3.Connection, site: str, sensor: str, kind: 
     return None if row is None else str(row[0])
 
 
+def sound_seconds_of(
+    conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
+) -> sqlite3.Cursor:
+    """(sensor, ts_us, duration_s, *SOUND_FIELDS, source) of ``sensors``' stored sound periods
+    starting in [start_us, end_us), by time then sensor: a cursor, to be read as it goes."""
+    from monitor.journal.chain_kinds import SOUND_FIELDS
+
+    marks = ",".join("?" * len(sensors))
+    return conn.execute(
+        f"SELECT sensor, ts_us, duration_s, {', '.join(SOUND_FIELDS)}, source FROM sound"
+        f" WHERE site = ? AND sensor IN ({marks}) AND ts_us >= ? AND ts_us < ? ORDER BY ts_us, sensor",
+        (site, *sensors, start_us, end_us),
+    )
+
+
 def sound_span(conn: sqlite3.Connection, site: str) -> tuple[datetime, datetime] | None:
     """The first and the last stored second of the site's sound, None without any."""
     row = conn.execute("SELECT MIN(ts_us), MAX(ts_us) FROM sound WHERE site = ?", (site,)).fetchone()

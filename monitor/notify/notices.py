@@ -140,8 +140,10 @@ class EarlyEscalation(InvalidTransition):
 
 
 def changes_allowed(status: str) -> dict[str, bool]:
-    """Which of the Town's changes a notice in ``status`` allows (the forms a page offers)."""
+    """Which manual changes a notice in ``status`` allows (the forms a page offers): the Town's
+    extend, close and escalate, and the operator's request for more time (13.3.A)."""
     return {
+        "request_extension": status in _ALLOWED_FROM[EXTENSION_REQUESTED],
         "extend": status in _ALLOWED_FROM[EXTENDED],
         "close": status in _ALLOWED_FROM[CORRECTED],
         "escalate": status in _ALLOWED_FROM[ESCALATED],

@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
@@ -62,6 +62,8 @@ __all__ = [
 ]
 
 ROLES = ("operator", "town", "inspector")
+MAX_CSV_DAYS = 31  # a CSV of per-second sound levels: 2.7 million rows per meter at most
+TREND_HOURS = 3  # the operator's live status draws each meter's minutes of the last hours
 EVENT_KINDS = ("blast-notice", "blast", "truck", "work", "temporary-lighting")
 NOTICE_ACTIONS = ("extend", "close", "escalate")
 # Whose portal actions a reader sees, by the reader's role (an allow-list): the operator what
@@ -486,6 +488,42 @@ class Portal:
         except NoticeError as exc:
             raise Refused(str(exc)) from None
 
+    def request_extension(
+        self, scope: Scope, notice_id: str, explanation: str, days: int | None, source: str
+    ) -> str:
+        """The operator's written request for more time (13.3.A), as `minewatch notices
+        request-extension` records it (NoticeBook.request_extension), with the portal's record,
+        in one transaction; refusals in the form's words."""
+        from monitor.notify.notices import NoticeBook, NoticeError
+
+        notice, _ = self.notice(scope, notice_id)
+        if not explanation.strip():
+            raise Refused("explanation: say why more time is needed (the Town reads it)")
+        store = self.store()
+        book = NoticeBook(store)
+        actor = scope.user.name
+
+        def write() -> str:
+            now = self.clock()
+            with store.batch():
+                event = book.request_extension(notice.id, explanation, actor, now, requested_days=days)
+                store.append_portal_action(
+                    notice.site,
+                    actor,
+                    scope.user.role,
+                    "notice_request_extension",
+                    notice.id,
+                    source,
+                    {"explanation": explanation.strip(), "days": days},
+                    now,
+                )
+                return str(event.message)
+
+        try:
+            return _retry(write)
+        except NoticeError as exc:
+            raise Refused(str(exc)) from None
+
     # ------------------------------------------------------------------ complaints
 
     def submit_complaint(self, site_id: str, form: ComplaintForm) -> dict[str, Any]:
@@ -695,6 +733,54 @@ class Portal:
                 return found
         return periods.aligned("day", self.clock(), zone)
 
+    def meter_limits(self, site: SiteConfig) -> dict[str, tuple[str, float]]:
+        """Sound meter -> (section, limit in dB(A)) of the noise standard naming its placement
+        (6.D at the boundary, 6.G at the conveyor parcel); a meter no standard judges is absent."""
+        from rules.noise import NoiseParams
+
+        noise = [s for s in self.profile(site).standards.values() if isinstance(s.params, NoiseParams)]
+        limits = {}
+        for meter in (s for s in site.sensors if s.kind is SensorKind.SOUND):
+            standard = next((s for s in noise if meter.placement.value in s.params.placements), None)
+            if standard is not None:
+                limits[meter.id] = (standard.section, standard.params.limit_db)
+        return limits
+
+    def live_status(self, scope: Scope, site_id: str) -> dict[str, Any]:
+        """The operator's live status: :meth:`status` (the last minute's LAeq per sensor), each
+        meter's per-minute LAeq of the last TREND_HOURS (the period view's minutes, from the same
+        cache) as a sparkline, and today's early warnings."""
+        from monitor.portal.sparkline import sparkline
+
+        site = scope.site(site_id)
+        status = self.status(scope, site.id)
+        now = self.clock()
+        # Whole hours, so that the cached window stays the same for an hour (only the minutes
+        # chained since are read again).
+        hour_end = (to_us(now) // 3_600_000_000 + 1) * 3_600_000_000
+        start_us = hour_end - TREND_HOURS * 3_600_000_000
+        start, _ = scope.window(from_us(start_us), now)
+        start_us = max(start_us, to_us(start))
+        meters = [s.id for s in site.sensors if s.kind is SensorKind.SOUND]
+        minutes = self._minutes.get(self.store().conn, site.id, meters, start_us, hour_end)
+        first, last = start_us // 60_000_000, to_us(now) // 60_000_000
+        limits = self.meter_limits(site)
+        trends = {}
+        for sensor in meters:
+            shown = {m: v for m, v in minutes.get(sensor, {}).items() if first <= m <= last}
+            limit = limits.get(sensor)
+            trends[sensor] = {
+                "svg": sparkline(shown, first, last, limit[1] if limit else None),
+                "minutes": len(shown),
+            }
+        day_start, day_end = self.today(site)
+        return {
+            "status": status,
+            "trends": trends,
+            "trend_hours": TREND_HOURS,
+            "warnings": self.early_warnings(scope, site.id, day_start, day_end),
+        }
+
     def period(self, scope: Scope, site_id: str, period: Period) -> dict[str, Any]:
         """A period of a site: every configured sensor (sound: per-minute LAeq up to a day,
         hourly LAeq/L10/L90 beyond, against the limit of the standard that judges it; light and
@@ -704,7 +790,6 @@ class Portal:
         from rules.blast_window import BlastWindowParams
         from rules.high_intensity_light import HighIntensityLightParams
         from rules.light_trespass import LightTrespassParams
-        from rules.noise import NoiseParams
         from rules.sun import sunset
 
         site = scope.site(site_id)
@@ -713,17 +798,12 @@ class Portal:
         profile = self.profile(site)
         standards = list(profile.standards.values())
         params = [s.params for s in standards]
-        noise = [s for s in standards if isinstance(s.params, NoiseParams)]
         window = next((p for p in params if isinstance(p, BlastWindowParams)), BlastWindowParams())
         trespass = next((p for p in params if isinstance(p, LightTrespassParams)), None)
         intensity = next((p for p in params if isinstance(p, HighIntensityLightParams)), None)
         conn = self.store().conn
         meters = [s for s in site.sensors if s.kind is SensorKind.SOUND]
-        # The limit each meter is held to: the noise standard naming its placement (6.D at the
-        # boundary, 6.G at the conveyor parcel), none for a meter no standard judges.
-        judged_by = {
-            m.id: next((s for s in noise if m.placement.value in s.params.placements), None) for m in meters
-        }
+        limit_of = self.meter_limits(site)  # meters no standard judges are absent
         start_us, end_us = to_us(start), to_us(end)
         sound: dict[str, list[tuple[Any, ...]]] = {}
         if period.resolution == "minute":
@@ -761,7 +841,7 @@ class Portal:
                 blasts.append({"id": blast_id, "ts": ts, "report": blast_id in reported})
         # Exempt periods and the sensors they cover (work: the sound meters it names, all when
         # none; temporary lighting: the light sensors; an exempt exceedance: its meters).
-        sound_ids = [m.id for m in meters if judged_by[m.id] is not None]
+        sound_ids = [m.id for m in meters if m.id in limit_of]
         light_ids = [s.id for s in site.sensors if s.kind is SensorKind.LIGHT]
         exempt = []
         for e in events:
@@ -830,9 +910,6 @@ class Portal:
             r["sensor"]: int(r["readings"])
             for r in queries.reading_counts(conn, site.id, start_us, end_us)
             if r["kind"] in ("light", "weather", "turbidity", "seismic")
-        }
-        limit_of = {
-            sensor: (s.section, s.params.limit_db) for sensor, s in judged_by.items() if s is not None
         }
         return {
             "site": site.id,
@@ -917,14 +994,107 @@ class Portal:
         summary = export_bundle(self.config, site.id, start, end, out, plots=False, now=self.clock())
         return {"site": site.id, "from": format_ts(start), "to": format_ts(end), "summary": repr(summary)}
 
-    def verify(self, path: Path, anchors_path: Path | None = None) -> dict[str, Any]:
-        from monitor.evidence import load_anchors, verify_bundle
+    def sound_csv(
+        self, scope: Scope, site_id: str, sensors: Sequence[str], start: datetime, end: datetime
+    ) -> tuple[dict[str, Any], Iterator[bytes]]:
+        """The stored sound periods of ``sensors`` (the site's sound meters; any other is
+        refused) over [start, end) cut to the account's time scope: what was asked (for the
+        record) and the CSV's lines, read from the store as they are sent. Header: the columns
+        with their units; times in UTC and in site time."""
+        from monitor.evidence.format import TimeFormat
+        from monitor.journal.chain_kinds import SOUND_FIELDS, SOUND_UNITS
 
-        anchors = load_anchors(anchors_path) if anchors_path is not None else None
-        report = verify_bundle(path, anchors)
+        site = scope.site(site_id)
+        meters = [s.id for s in site.sensors if s.kind is SensorKind.SOUND]
+        if not sensors:
+            raise Refused(f"sensor: choose one or more of the site's sound meters ({', '.join(meters)})")
+        foreign = [s for s in sensors if s not in meters]
+        if foreign:
+            raise Refused(
+                f"sensor: {', '.join(foreign)} is not a sound meter of {site.id};"
+                f" choose from {', '.join(meters)}"
+            )
+        if end - start > timedelta(days=MAX_CSV_DAYS):
+            raise Refused(f"to: a CSV covers at most {MAX_CSV_DAYS} days; choose a shorter window")
+        start, end = scope.window(start, end)
+        # The evidence bundle's time cells (ISO 8601, "Z" / the site's offset).
+        utc, local = TimeFormat(UTC), TimeFormat(ZoneInfo(site.timezone))
+        chosen = [s for s in meters if s in sensors]  # the configuration's order, once each
+        header = ["sensor", "time_utc", f"time_local ({site.timezone})", "duration (s)"]
+        header += [f"{name} ({SOUND_UNITS[name]})" for name in SOUND_FIELDS] + ["source"]
+        path = self.config.storage.path
+
+        def lines() -> Iterator[bytes]:
+            import csv
+            import io
+
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+            try:
+                text = io.StringIO()
+                out = csv.writer(text, lineterminator="\n")
+                out.writerow(header)
+                rows = queries.sound_seconds_of(conn, site.id, chosen, to_us(start), to_us(end))
+                while batch := rows.fetchmany(5000):
+                    for sensor, ts_us, duration, *levels, source in batch:
+                        out.writerow(
+                            [
+                                sensor,
+                                utc(ts_us),
+                                local(ts_us),
+                                repr(duration),
+                                *("" if v is None else repr(v) for v in levels),
+                                source,
+                            ]
+                        )
+                    yield text.getvalue().encode()
+                    text.seek(0)
+                    text.truncate()
+                if text.tell():
+                    yield text.getvalue().encode()
+            finally:
+                conn.close()
+
+        asked = {"from": format_ts(start), "to": format_ts(end), "sensors": chosen}
+        return asked, lines()
+
+    def published_anchors(self, scope: Scope, site_id: str) -> list[Any]:
+        """The chain heads this installation published for the site (its record of what the Town
+        received on ``{prefix}/{site}/anchors``), as `minewatch verify --anchors` reads them."""
+        from monitor.evidence import Anchor
+
+        site = scope.site(site_id)
+        return [
+            Anchor(a.site, a.seq, a.head, format_ts(a.published))
+            for a in queries.anchors(self.store().conn, site.id)
+        ]
+
+    def verify(
+        self,
+        path: Path,
+        anchors_path: Path | None = None,
+        anchors: Sequence[Any] | None = None,
+        name: str = "",
+    ) -> dict[str, Any]:
+        """`minewatch verify` of the bundle at ``path``, against the anchors of the file at
+        ``anchors_path`` or ``anchors`` (none: internal consistency only); ``lines`` are the
+        command's own, the bundle named ``name`` instead of its temporary path."""
+        from monitor.evidence import EvidenceError, load_anchors, verify_bundle
+
+        if anchors_path is not None:
+            try:
+                anchors = load_anchors(anchors_path)
+            except EvidenceError as exc:
+                said = str(exc).replace(str(anchors_path), "the file")
+                raise Refused(f"anchors: {said}") from None
+        report = verify_bundle(path, list(anchors) if anchors is not None else None)
+        lines = report.lines()
+        if name:  # the verdict starts with the bundle's path: say the name the person chose
+            lines[0] = f"{name}: {lines[0].removeprefix(f'{report.bundle}: ')}"
         return {
             "ok": report.ok,
-            "lines": report.lines(),
+            "anchored": report.anchored,
+            "anchors_given": report.town_anchors_given,
+            "lines": lines,
             "format": report.format,
             "files_checked": report.files_checked,
             "rows_checked": dict(report.rows_checked),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import secrets
 import tempfile
 from collections.abc import AsyncIterator
@@ -17,9 +18,10 @@ from starlette.routing import Route
 from monitor.config import SiteConfig
 from monitor.errors import UsageError
 from monitor.portal import limits, upload
-from monitor.portal.data import Scope
+from monitor.portal.data import Refused, Scope
 from monitor.portal.jobs import Job, TooManyJobs, remove_folder
 from monitor.portal.web import BadCsrf, Web
+from rules.model import SensorKind
 
 
 class EvidencePages:
@@ -35,6 +37,7 @@ class EvidencePages:
             Route("/sites/{site}/evidence/jobs/{job}", self.bundle_job),
             Route("/sites/{site}/evidence/jobs/{job}/{file:path}", self.bundle_job),
             Route("/sites/{site}/evidence/verify", self.verify_upload, methods=["POST"]),
+            Route("/sites/{site}/evidence/sound.csv", self.sound_csv),
         ]
 
     def evidence_form(
@@ -61,6 +64,7 @@ class EvidencePages:
             report=report,
             error=error,
             held=held or [],
+            meters=[s.id for s in site.sensors if s.kind is SensorKind.SOUND],
             max_upload_mb=self.web.pc.max_upload_mb,
         )
 
@@ -133,6 +137,40 @@ class EvidencePages:
             )
         return self.web.page(request, "job.html", scope, site=site, job=job)
 
+    async def sound_csv(self, request: Request) -> Response:
+        """The stored sound levels of the chosen meters over a window (site time), streamed as
+        CSV (Portal.sound_csv): ``?from=&to=&sensor=...`` from the evidence page's form."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "evidence")
+        site = scope.site(request.path_params["site"])
+        zone = ZoneInfo(site.timezone)
+        query = request.query_params
+        try:
+            start = limits.checked_time(query.get("from", ""), zone, "from")
+            end = limits.checked_time(query.get("to", ""), zone, "to")
+            if end <= start:
+                raise Refused("to: must be after from")
+            asked, lines = await run_in_threadpool(
+                self.web.portal.sound_csv, scope, site.id, query.getlist("sensor"), start, end
+            )
+        except (UsageError, Refused) as exc:
+            return self.evidence_form(request, scope, site, 400, error=str(exc))
+        await run_in_threadpool(
+            self.web.portal.record_action,
+            scope,
+            site.id,
+            "sound_csv_downloaded",
+            ",".join(asked["sensors"]),
+            self.web.source(request),
+            asked,
+        )
+        name = f"sound-{site.id}-{asked['from'][:10]}.csv"
+        return StreamingResponse(
+            lines,
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+
     async def verify_upload(self, request: Request) -> Response:
         scope = self.web.session_scope(request)
         self.web.may(scope, "evidence")
@@ -147,16 +185,47 @@ class EvidencePages:
         # body's size is bounded by portal.max_upload_mb (limits.BodyLimit).
         folder = Path(tempfile.mkdtemp(prefix="minewatch-verify-"))
         try:
-            path = folder / "bundle.zip"
+            path, anchors_file = folder / "bundle.zip", folder / "anchors.json"
             try:
-                name = await upload.receive_file(request, check_csrf, "bundle", path)
+                name, fields, files = await upload.receive_file(
+                    request, check_csrf, "bundle", path, fields={"against"}, files={"anchors": anchors_file}
+                )
             except upload.BadUpload as exc:
                 return self.evidence_form(request, scope, site, 400, error=str(exc))
-            report = await run_in_threadpool(self.web.portal.verify, path)
+            # What the bundle is held against, as `minewatch verify [--anchors FILE]`: nothing
+            # (internal consistency only), the heads this installation published to the Town,
+            # or the Town's own file of them.
+            against = fields.get("against", "nothing")
+            try:
+                if against == "file":
+                    if "anchors" not in files:
+                        raise Refused(
+                            "anchors: choose the Town's anchors file (JSON), or verify against another"
+                        )
+                    report = await run_in_threadpool(
+                        functools.partial(self.web.portal.verify, path, anchors_file, name=name)
+                    )
+                elif against == "published":
+                    held = await run_in_threadpool(self.web.portal.published_anchors, scope, site.id)
+                    report = await run_in_threadpool(
+                        functools.partial(self.web.portal.verify, path, None, held, name=name)
+                    )
+                else:
+                    report = await run_in_threadpool(
+                        functools.partial(self.web.portal.verify, path, name=name)
+                    )
+            except Refused as exc:
+                return self.evidence_form(request, scope, site, 400, error=str(exc))
         finally:
             remove_folder(folder)
         report["name"] = name
-        outcome = {"ok": report["ok"], "problems": len(report["problems"]) + report["more_problems"]}
+        report["against"] = against if against in ("file", "published") else "nothing"
+        outcome = {
+            "ok": report["ok"],
+            "problems": len(report["problems"]) + report["more_problems"],
+            "against": report["against"],
+            "anchored": report["anchored"],
+        }
         await run_in_threadpool(
             self.web.portal.record_action,
             scope,

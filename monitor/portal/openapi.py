@@ -79,10 +79,10 @@ def document(version: str) -> dict[str, Any]:
             ),
             "/sites/{site}/findings": _get("Findings of a local day", "all", [SITE, DATE], LIST),
             "/sites/{site}/alerts": _get("Alerts for the account's audience", "operator, town", [SITE], LIST),
-            "/sites/{site}/notices": _get("Notices of violation of a site", "town", [SITE], LIST),
+            "/sites/{site}/notices": _get("Notices of violation of a site", "operator, town", [SITE], LIST),
             "/notices/{notice}": _get(
                 "A notice with its history (who, when, note)",
-                "town",
+                "operator, town",
                 [{"name": "notice", "in": "path", "required": True, "schema": {"type": "string"}}],
                 OBJ,
             ),

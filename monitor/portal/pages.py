@@ -26,6 +26,7 @@ from monitor.portal.web import AUDIENCE, CAN, Web, period_param
 from rules.model import FindingKind
 
 BLAST_REPORT_DAYS = 30  # the operator's status page lists the blast reports of this many days
+LIVE_REFRESH_S = 10  # the operator's live status: seconds between updates (in place, or a reload)
 MAX_BODIES = 64  # filter choices whose rendered day view is kept (each view keeps its last 16)
 
 
@@ -41,6 +42,7 @@ class SitePages:
         return [
             Route("/", self.home),
             Route("/sites/{site}/status", self.status_page),
+            Route("/sites/{site}/status/live", self.live_status),
             Route("/sites/{site}/events", self.events_page),
             Route("/sites/{site}/events/{kind}", self.record_event, methods=["POST"]),
             Route("/sites/{site}/alerts", self.alerts_page),
@@ -48,6 +50,7 @@ class SitePages:
             Route("/sites/{site}/notices", self.notices_page),
             Route("/notices/{notice}", self.notice_page),
             Route("/notices/{notice}/document.{fmt}", self.notice_document),
+            Route("/notices/{notice}/request-extension", self.request_extension, methods=["POST"]),
             Route("/notices/{notice}/{action}", self.notice_act, methods=["POST"]),
             Route("/sites/{site}/day", self.day_page),
             Route("/sites/{site}/blasts/{blast}/report.{fmt}", self.blast_report),
@@ -61,10 +64,9 @@ class SitePages:
         scope = self.web.session_scope(request)
         self.web.may(scope, "status")
         site = scope.site(request.path_params["site"])
-        status = await run_in_threadpool(self.web.portal.status, scope, site.id)
+        live = await run_in_threadpool(self.web.portal.live_status, scope, site.id)
         start, end = self.web.portal.today(site)
         findings = await run_in_threadpool(self.web.portal.findings, scope, site.id, start, end)
-        warnings = await run_in_threadpool(self.web.portal.early_warnings, scope, site.id, start, end)
         reports = await run_in_threadpool(
             self.web.portal.blast_reports, scope, site.id, end - timedelta(days=BLAST_REPORT_DAYS), end
         )
@@ -74,13 +76,22 @@ class SitePages:
             "status.html",
             scope,
             site=site,
-            status=status,
+            **live,
+            refresh_s=LIVE_REFRESH_S,
             findings=findings,
-            warnings=warnings,
             reports=reports,
             report_days=BLAST_REPORT_DAYS,
             forecasts=forecasts,
         )
+
+    async def live_status(self, request: Request) -> Response:
+        """The live part of the status page alone (status_live.html), which the page's script
+        puts in place of the old one every LIVE_REFRESH_S seconds."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "status")
+        site = scope.site(request.path_params["site"])
+        live = await run_in_threadpool(self.web.portal.live_status, scope, site.id)
+        return self.web.page(request, "status_live.html", scope, site=site, **live, refresh_s=LIVE_REFRESH_S)
 
     async def blast_report(self, request: Request) -> Response:
         """`/sites/{site}/blasts/{blast}/report.pdf|html` (``?sensor=`` when several recorded it)."""
@@ -261,6 +272,7 @@ class SitePages:
             history=history,
             facts=facts,
             allowed=changes_allowed(notice.status),
+            max_days=limits.MAX_EXTRA_DAYS,
             complaints=complaints,
             error=error,
             message=message,
@@ -316,6 +328,37 @@ class SitePages:
         request.session["flash"] = message
         notice_id = request.path_params["notice"]
         return RedirectResponse(f"/notices/{notice_id}", status_code=303)
+
+    async def request_extension(self, request: Request) -> Response:
+        """The operator's request for more time on a notice (13.3.A): its explanation and, if it
+        says, how many days; refused on the notice's page in the form's words."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "notice_request")
+        form = await self.web.checked_form(request)
+        days_text = str(form.get("days", "")).strip()
+        try:
+            days = int(days_text) if days_text else None
+        except ValueError:
+            return await self.notice_page(
+                request, error=f"days: expected a whole number of days, got {days_text!r}", code=400
+            )
+        if days is not None and not 1 <= days <= limits.MAX_EXTRA_DAYS:
+            return await self.notice_page(
+                request, error=f"days: from 1 to {limits.MAX_EXTRA_DAYS}, got {days}", code=400
+            )
+        try:
+            message = await run_in_threadpool(
+                self.web.portal.request_extension,
+                scope,
+                request.path_params["notice"],
+                str(form.get("explanation", "")),
+                days,
+                self.web.source(request),
+            )
+        except Refused as exc:
+            return await self.notice_page(request, error=str(exc), code=400)
+        request.session["flash"] = message  # post/redirect/get, as notice_act
+        return RedirectResponse(f"/notices/{request.path_params['notice']}", status_code=303)
 
     async def day_page(self, request: Request) -> Response:
         """The day and period view: ``?date=`` a local day, ``?from=&to=`` any period (site time),

@@ -10,7 +10,7 @@ The body's size is bounded by limits.BodyLimit.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from pathlib import Path
 
 from python_multipart.exceptions import MultipartParseError
@@ -83,7 +83,16 @@ class _Parts:
 
     async def part(self) -> tuple[str, str | None]:
         """The next part's field name and file name (None: a plain field)."""
+        found = await self.next_part()
+        if found is None:
+            raise BadUpload("the form ended before all of its fields came")
+        return found
+
+    async def next_part(self) -> tuple[str, str | None] | None:
+        """:meth:`part`, or None at the form's end."""
         event, disposition = await self._next()
+        if event == "done":
+            return None
         if event != "part":
             raise BadUpload("the form ended before all of its fields came")
         _, options = parse_options_header(disposition)
@@ -113,18 +122,44 @@ class _Parts:
             pass
 
 
-async def receive_file(request: Request, check_csrf: Callable[[str], None], field: str, path: Path) -> str:
+async def receive_file(
+    request: Request,
+    check_csrf: Callable[[str], None],
+    field: str,
+    path: Path,
+    *,
+    fields: Collection[str] = (),
+    files: Mapping[str, Path] | None = None,
+) -> tuple[str, dict[str, str], set[str]]:
     """Read the upload form: its first field must be ``csrf``, handed to ``check_csrf`` (which
     raises to refuse) before anything more is read; then the file of ``field`` is written to
-    ``path`` as it arrives. Returns the file's name as the browser gave it."""
+    ``path`` as it arrives. After it, the plain ``fields`` named are read (each to FIELD_MAX)
+    and the optional ``files`` (field -> path) written; any other part is read past.
+    Returns the file's name as the browser gave it, the fields given and the files received."""
     parts = _Parts(request)
     name, _ = await parts.part()
     check_csrf(await parts.text(FIELD_MAX) if name == "csrf" else "")
-    name, filename = await parts.part()
-    if name != field or not filename:
+    name, bundle_name = await parts.part()
+    if name != field or not bundle_name:
         raise BadUpload(f"{field}: choose a bundle (.zip) to verify")
+    await _write(parts, path)
+    values: dict[str, str] = {}
+    received: set[str] = set()
+    optional = files or {}
+    while (found := await parts.next_part()) is not None:
+        name, filename = found
+        if filename is None and name in fields:
+            values[name] = await parts.text(FIELD_MAX)
+        elif filename and name in optional:  # a file input left empty sends no file name
+            await _write(parts, optional[name])
+            received.add(name)
+        else:
+            async for _ in parts.data():
+                pass
+    return bundle_name, values, received
+
+
+async def _write(parts: _Parts, path: Path) -> None:
     with path.open("wb") as out:
         async for chunk in parts.data():
             out.write(chunk)
-    await parts.finish()
-    return filename

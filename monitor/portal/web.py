@@ -40,8 +40,9 @@ CAN: dict[str, frozenset[str]] = {
     "events": frozenset({"operator"}),
     "alerts": frozenset({"operator", "town"}),
     "acknowledge": frozenset({"operator"}),
-    "notices": frozenset({"town"}),
+    "notices": frozenset({"operator", "town"}),  # the operator: the notices addressed to it
     "notice_act": frozenset({"town"}),
+    "notice_request": frozenset({"operator"}),  # the operator's request for more time (13.3.A)
     "findings": frozenset({"operator", "town", "inspector"}),
     "day": frozenset({"inspector", "town"}),
     "evidence": frozenset({"inspector", "town"}),

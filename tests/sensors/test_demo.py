@@ -9,13 +9,16 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import zipfile
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from monitor.demo.runner import EXPECTED, MARKER, run_demo
+from tests.support.daemon import store_count, wait_until
 from tests.support.paths import REPO
+from tests.support.portal_server import Client, Portal
 
 
 def test_demo_runs_and_lists_the_expected_findings(tmp_path: Path) -> None:
@@ -97,22 +100,60 @@ def _record(store: Path) -> tuple[list[tuple[object, ...]], list[tuple[object, .
     return alerts, notices
 
 
-def test_a_served_demo_stopped_with_sigterm_takes_its_broker_daemon_and_portal_along(tmp_path: Path) -> None:
-    """`kill` of `minewatch demo --serve` stops it as Ctrl-C does: nothing it started runs on."""
+def test_a_served_demo_journals_portal_events_and_sigterm_stops_all_it_started(tmp_path: Path) -> None:
+    """`minewatch demo --serve` keeps the broker and a daemon behind the portal: an event recorded
+    through the portal's form (HTTP, as the demo's operator account) is journaled in the store by
+    that daemon. `kill` (SIGTERM) then stops it as Ctrl-C does: every process it started ends."""
     folder = tmp_path / "served"
     day = date(datetime.now(ZoneInfo("America/Chicago")).year - 1, 12, 10)
     argv = [sys.executable, "-m", "monitor.cli", "demo", "--serve", "--out", str(folder), "--date", str(day)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
     assert proc.stdout is not None
     lines: list[str] = []
-    for line in proc.stdout:
-        lines.append(line)
-        if "(Ctrl-C stops it)" in line:
-            break
-    port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", "".join(lines))[1])  # type: ignore[index]
-    socket.create_connection(("127.0.0.1", port), timeout=5).close()  # the portal is up
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(60)
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if "(Ctrl-C stops them all)" in line:
+                break
+        text = "".join(lines)
+        assert "daemon      running again for the portal (pid " in text, text
+        port = int(re.search(r"still at http://127\.0\.0\.1:(\d+)/", text)[1])  # type: ignore[index]
+        children = _children(proc.pid)
+        names = sorted(
+            Path(cmd.split()[0]).name if "monitor.cli" not in cmd else cmd.split()[3]
+            for cmd in children.values()
+        )
+        # The broker, the portal and the daemon started again (the simulator and the first
+        # daemon have ended).
+        assert names == ["mosquitto", "run", "serve"], children
+
+        client = Client(Portal(tmp_path, port=port))
+        assert client.login("operator", "demo-operator").status == 303
+        events = "/sites/dovre-quarry/events"
+        reply = client.request(
+            "POST",
+            f"{events}/blast",
+            {"csrf": client.csrf(events), "blast_id": "SERVED-1640", "ts": f"{day}T16:40:00"},
+        )
+        assert reply.status == 303 and reply.location == events, reply.body
+        store = folder / "minewatch.db"
+        query = "SELECT COUNT(*) FROM events WHERE kind = 'blast' AND id = 'SERVED-1640'"
+        assert wait_until(lambda: store_count(store, query) == 1, 30), (folder / "daemon.log").read_text()
+        chained = "SELECT COUNT(*) FROM chain WHERE kind = 'event' AND key = 'blast|SERVED-1640'"
+        assert store_count(store, chained) == 1
+        broker_dirs = list(Path(tempfile.gettempdir()).glob("minewatch-demo-broker-*"))
+        mine = [d for d in broker_dirs if str(d) in " ".join(children.values())]
+        assert len(mine) == 1, children
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    # Stopped by the signal, it still ends with its own verdict (no traceback): 0 when the
+    # summary is all right.
+    summary = json.loads((folder / "summary.json").read_text())
+    assert proc.returncode == (0 if summary["ok"] else 1), "".join(lines)
+    alive = {pid: cmd for pid, cmd in children.items() if _cmdline(pid) == cmd}
+    assert alive == {}, f"still running: {alive}"
+    assert not mine[0].exists()  # the broker's folder went with it
     started = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _runs_in(p, folder)]
     assert started == [], "still running: " + ", ".join(p.name for p in started)
     try:
@@ -120,6 +161,29 @@ def test_a_served_demo_stopped_with_sigterm_takes_its_broker_daemon_and_portal_a
         raise AssertionError(f"the portal still answers on port {port}")
     except OSError:
         pass
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:  # it has ended
+        return ""
+
+
+def _children(parent: int) -> dict[int, str]:
+    """The processes whose parent is ``parent``, with their command lines."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces, so split after its closing bracket.
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
+            found[int(entry.name)] = _cmdline(int(entry.name))
+    return found
 
 
 def _runs_in(proc_dir: Path, folder: Path) -> bool:

@@ -27,7 +27,8 @@ def test_each_role_sees_what_it_may(env: Env, context: BrowserContext) -> None:
     assert page.url == f"{env.url}/"
     nav = page.inner_text("header nav")
     assert "Status" in nav and "Record events" in nav and "Alerts" in nav
-    assert "Notices" not in nav and "Day view" not in nav and "Evidence" not in nav
+    assert "Notices" in nav  # the notices addressed to it (test_operator_notices.py)
+    assert "Day view" not in nav and "Evidence" not in nav
     assert "Other quarry" not in page.content()
     page.goto(f"{env.url}/sites/{SITE}/status")
     rows = page.locator("#sensors tbody tr")
@@ -36,8 +37,8 @@ def test_each_role_sees_what_it_may(env: Env, context: BrowserContext) -> None:
     page.screenshot(path=str(env.artifacts / "operator-status.png"), full_page=True)
     page.goto(f"{env.url}/sites/{SITE}/events")
     page.screenshot(path=str(env.artifacts / "operator-events.png"), full_page=True)
-    assert status_of(context, f"{env.url}/sites/{SITE}/notices") == 403
-    assert status_of(context, f"{env.url}/notices/{env.notice_id}") == 403
+    assert status_of(context, f"{env.url}/sites/{SITE}/notices") == 200
+    assert status_of(context, f"{env.url}/notices/{env.notice_id}") == 200
     assert status_of(context, f"{env.url}/sites/{SITE}/day") == 403
     assert status_of(context, f"{env.url}/sites/{SITE}/evidence") == 403
     context.clear_cookies()
@@ -342,13 +343,80 @@ def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_it
     page.set_input_files("#form-verify input[name=bundle]", str(altered))
     page.click("#form-verify button[type=submit]")
     page.wait_for_selector("#verify-report")
-    assert "NOT verified" in page.inner_text("#verify-verdict")
+    # The page says what `minewatch verify` says, the bundle named as uploaded.
+    assert page.inner_text("#verify-verdict") == cli.stdout.splitlines()[0].replace(
+        str(altered), "altered.zip"
+    )
+    assert page.inner_text("#verify-verdict").startswith("altered.zip: FAILED: ")
     page.screenshot(path=str(env.artifacts / "inspector-verify.png"), full_page=True)
     assert first in page.inner_text("#verify-problems li >> nth=0")
     page.set_input_files("#form-verify input[name=bundle]", str(bundle))
     page.click("#form-verify button[type=submit]")
     page.wait_for_selector("#verify-report")
-    assert page.inner_text("#verify-verdict").startswith("Verified")
+    # Without anchors: internal consistency only, in the command's words (not "Verified").
+    verdict = page.inner_text("#verify-verdict")
+    assert verdict == run.stdout.splitlines()[0].replace(str(bundle), "bundle.zip")
+    assert verdict.startswith(
+        "bundle.zip: internal consistency only: no problem found, but without the heads"
+    )
+    assert page.get_attribute("#verify-verdict", "class") == "warning"
+
+    # With the Town's anchors: the heads this installation published (its record of them), and
+    # the same heads uploaded as the Town's file; each says what `verify --anchors` says.
+    import sqlite3
+
+    from monitor.journal import queries
+
+    conn = sqlite3.connect(env.store)
+    try:
+        published = queries.anchors(conn, SITE)
+    finally:
+        conn.close()
+    assert published
+    anchors = tmp_path / "town-anchors.json"
+    anchors.write_text(
+        json.dumps(
+            [{"site": a.site, "seq": a.seq, "head": a.head, "ts": a.published.isoformat()} for a in published]
+        )
+    )
+    anchored = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "verify", str(bundle), "--anchors", str(anchors)],
+        capture_output=True,
+        text=True,
+    )
+    assert anchored.returncode == 0, anchored.stdout + anchored.stderr
+    said = [line.replace(str(bundle), "bundle.zip") for line in anchored.stdout.splitlines()]
+    assert said[0].startswith(("bundle.zip: OK, anchored", "bundle.zip: OK up to seq")), said
+    for against in ("published", "file"):
+        page.goto(f"{env.url}/sites/{SITE}/evidence")
+        page.set_input_files("#form-verify input[name=bundle]", str(bundle))
+        page.check(f"#form-verify input[name=against][value={against}]")
+        if against == "file":
+            page.set_input_files("#form-verify input[name=anchors]", str(anchors))
+        page.click("#form-verify button[type=submit]")
+        page.wait_for_selector("#verify-report")
+        assert page.inner_text("#verify-verdict") == said[0], against
+        shown = page.locator("#verify-lines")
+        assert (shown.inner_text().splitlines() if shown.count() else []) == said[1:]
+        assert "Held against: " + (
+            "the chain heads this installation published"
+            if against == "published"
+            else "the anchors file given"
+        ) in page.inner_text("#verify-against")
+    page.screenshot(path=str(env.artifacts / "inspector-verify-anchored.png"), full_page=True)
+    # The Town's file chosen but not given, or not anchors: refused in the form's words.
+    page.goto(f"{env.url}/sites/{SITE}/evidence")
+    page.set_input_files("#form-verify input[name=bundle]", str(bundle))
+    page.check("#form-verify input[name=against][value=file]")
+    page.click("#form-verify button[type=submit]")
+    assert page.inner_text("#evidence-error") == (
+        "anchors: choose the Town's anchors file (JSON), or verify against another"
+    )
+    actions = env.count(
+        "SELECT COUNT(*) FROM portal_actions WHERE action = 'bundle_verified'"
+        " AND json_extract(data, '$.against') = 'published'"
+    )
+    assert actions == 1
 
 
 def _csrf(page: object) -> str:

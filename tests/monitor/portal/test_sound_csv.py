@@ -1,0 +1,126 @@
+"""The inspector's CSV of a chosen window and sound meters (issue 26), from the evidence page in
+Chromium against the real daemon, broker and store (tests/monitor/portal/conftest.py): every
+stored second as the store holds it, columns and units named in the header, streamed; within
+the account's sites and time scope; a sensor that is not one of the site's meters is refused."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sqlite3
+from datetime import timedelta
+from pathlib import Path
+
+from playwright.sync_api import BrowserContext
+
+from tests.monitor.portal.conftest import DAY, SITE, Env, local, login
+
+HEADER = [
+    "sensor",
+    "time_utc",
+    "time_local (America/Chicago)",
+    "duration (s)",
+    "LAeq (dB(A))",
+    "LAFmax (dB(A))",
+    "LASmax (dB(A))",
+    "LAFmin (dB(A))",
+    "LCeq (dB(C))",
+    "LCpeak (dB(C))",
+    "LZpeak (dB(Z))",
+    "LZeq (dB(Z))",
+    "source",
+]
+
+
+def _stored(env: Env, sensors: tuple[str, ...], start_us: int, end_us: int) -> list[tuple[str, int, float]]:
+    conn = sqlite3.connect(env.store)
+    try:
+        marks = ",".join("?" * len(sensors))
+        return conn.execute(
+            f"SELECT sensor, ts_us, LAeq FROM sound WHERE site = ? AND sensor IN ({marks})"
+            " AND ts_us >= ? AND ts_us < ? ORDER BY ts_us, sensor",
+            (SITE, *sensors, start_us, end_us),
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_the_inspector_downloads_the_chosen_meters_over_a_window(
+    env: Env, context: BrowserContext, tmp_path: Path
+) -> None:
+    page = login(context, env, "insp")
+    page.goto(f"{env.url}/sites/{SITE}/evidence")
+    form = page.locator("#form-csv")
+    assert [c.get_attribute("value") for c in form.locator("input[name=sensor]").all()] == ["n1", "n2"]
+    form.locator("input[name=from]").fill(f"{DAY.isoformat()}T09:00")
+    form.locator("input[name=to]").fill(f"{DAY.isoformat()}T09:02")
+    form.locator("input[name=sensor][value=n2]").uncheck()
+    with page.expect_download() as info:
+        form.locator("button[type=submit]").click()
+    assert info.value.suggested_filename == f"sound-{SITE}-{local(9).date().isoformat()}.csv"
+    saved = tmp_path / "n1.csv"
+    info.value.save_as(saved)
+    rows = list(csv.reader(io.StringIO(saved.read_text())))
+    assert rows[0] == HEADER
+    start_us, end_us = int(local(9).timestamp() * 1e6), int(local(9, 2).timestamp() * 1e6)
+    stored = _stored(env, ("n1",), start_us, end_us)
+    assert len(stored) == 120 and len(rows) == 121
+    assert [(r[0], float(r[4])) for r in rows[1:]] == [(s, laeq) for s, _, laeq in stored]
+    # Times in UTC and in site time (the bundle's cells), the levels as stored.
+    assert rows[1][:4] == [
+        "n1",
+        local(9).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        f"{DAY.isoformat()}T09:00:00-06:00",
+        "1.0",
+    ]
+    # (conftest.levels: LAFmax +1.5, LASmax +1, LCpeak +15, LZpeak +18; the others not measured)
+    conn = sqlite3.connect(env.store)
+    source = conn.execute(
+        "SELECT source FROM sound WHERE site = ? AND sensor = 'n1' AND ts_us = ?", (SITE, start_us)
+    ).fetchone()[0]
+    conn.close()
+    assert rows[1][4:] == ["58.0", "59.5", "59.0", "", "", "73.0", "76.0", "", source]
+    assert rows[2][4] == "58.3"
+
+    # Both meters: every second of each, in time order; streamed (no length known beforehand).
+    url = f"{env.url}/sites/{SITE}/evidence/sound.csv?from={DAY}T09:00&to={DAY}T09:02&sensor=n1&sensor=n2"
+    reply = context.request.get(url)
+    assert reply.status == 200 and reply.headers["content-type"] == "text/csv; charset=utf-8"
+    assert reply.headers.get("transfer-encoding") == "chunked" and "content-length" not in reply.headers
+    both = list(csv.reader(io.StringIO(reply.text())))
+    assert both[0] == HEADER
+    assert [(r[0], float(r[4])) for r in both[1:]] == [
+        (s, laeq) for s, _, laeq in _stored(env, ("n1", "n2"), start_us, end_us)
+    ]
+    assert {r[0] for r in both[1:]} == {"n1", "n2"} and len(both) == 241
+
+    # A sensor that is not one of the site's meters, none at all, or a window backwards: refused
+    # on the form, saying which field and what to do.
+    for query, said in (
+        ("sensor=n1&sensor=wx", "sensor: wx is not a sound meter of quarry; choose from n1, n2"),
+        ("sensor=zz", "sensor: zz is not a sound meter of quarry; choose from n1, n2"),
+        ("", "sensor: choose one or more of the site's sound meters (n1, n2)"),
+    ):
+        page.goto(f"{env.url}/sites/{SITE}/evidence/sound.csv?from={DAY}T09:00&to={DAY}T09:02&{query}")
+        assert page.inner_text("#evidence-error") == said
+    page.goto(f"{env.url}/sites/{SITE}/evidence/sound.csv?from={DAY}T10:00&to={DAY}T09:00&sensor=n1")
+    assert page.inner_text("#evidence-error") == "to: must be after from"
+    # Before the inspector's time scope (not_before: the day before DAY): nothing there to see.
+    early = DAY - timedelta(days=3)
+    assert (
+        context.request.get(
+            f"{env.url}/sites/{SITE}/evidence/sound.csv?from={early}T09:00&to={early}T10:00&sensor=n1"
+        ).status
+        == 404
+    )
+    # Each download is on the record, with what it held.
+    assert (
+        env.count(
+            "SELECT COUNT(*) FROM portal_actions WHERE action = 'sound_csv_downloaded' AND actor = 'insp'"
+            " AND json_extract(data, '$.sensors') = '[\"n1\"]'"
+        )
+        == 1
+    )
+    context.clear_cookies()
+    login(context, env, "op")
+    assert context.request.get(url, max_redirects=0).status == 403
