@@ -141,6 +141,29 @@ def chain_entry(conn: sqlite3.Connection, site: str, kind: str, key: str) -> Cha
     return None if row is None else ChainEntry(int(row[0]), str(row[1]), str(row[2]))
 
 
+def audio_blocks(
+    conn: sqlite3.Connection, site: str, sensor: str, start_us: int, end_us: int
+) -> list[sqlite3.Row]:
+    """The audio blocks of ``sensor`` starting in [start_us, end_us), all columns, in time order."""
+    return _rows(
+        conn,
+        "SELECT * FROM audio WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ? ORDER BY ts_us",
+        (site, sensor, start_us, end_us),
+    )
+
+
+def first_audio_block(
+    conn: sqlite3.Connection, site: str, sensor: str, start_us: int, end_us: int
+) -> int | None:
+    """The start (ts_us) of ``sensor``'s first audio block starting in [start_us, end_us), None
+    without any: one lookup in the table's key, the samples not read."""
+    row = conn.execute(
+        "SELECT MIN(ts_us) FROM audio WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ?",
+        (site, sensor, start_us, end_us),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def chain_head_seq(conn: sqlite3.Connection, site: str) -> int:
     """The seq of the site's newest chain entry, 0 before any.
 
