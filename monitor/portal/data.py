@@ -1148,9 +1148,9 @@ HourLevels = tuple[int, float, float, float]  # seconds, LAeq, L10, L90 (queries
 
 class HourCache(_ChainedWindows[HourLevels]):
     """Hourly LAeq, L10 and L90 of (site, sensor) windows (weeks, months), kept up to date from
-    the site's hash chain as :class:`MinuteCache` keeps minutes: a week of ten meters is six
-    million seconds to aggregate, so only the hours whose seconds were chained since the last
-    look are aggregated again (that hour of every meter at once: one indexed range)."""
+    the site's hash chain as :class:`MinuteCache` keeps minutes: only the hours whose seconds
+    were chained since the last look are read again (that hour of every meter at once), from
+    the hourly histograms the store keeps (queries.hourly_levels_of_site), not the seconds."""
 
     BUCKET_US = 3_600_000_000
     MAX_WINDOWS = 16

@@ -257,6 +257,7 @@ def test_chromium_loads_the_clip(env: Env, browser: Browser) -> None:
             })"""
         )
         assert duration == pytest.approx(120.0, abs=0.01)
+        page.locator("#day-episodes").screenshot(path=str(env.store.parent / "audio-episode.png"))
     finally:
         context.close()
 
