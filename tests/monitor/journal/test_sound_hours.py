@@ -77,3 +77,20 @@ def test_a_store_with_seconds_before_the_table_is_filled_when_opened(tmp_path: P
     assert assert_same(store, to_us(START), to_us(START + timedelta(hours=2))) == 2 * 2
     assert store.conn.execute("SELECT SUM(n) FROM sound_hours").fetchone()[0] == 2 * 2400
     store.close()
+
+
+def test_a_batch_without_duplicates_is_stored_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The triggers' rows do not make append_sounds think a batch held a duplicate (it would redo
+    the batch row by row, chaining each with Store.link: here made to fail)."""
+    store = Store(tmp_path / "store.db")
+
+    def row_by_row(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the batch was redone row by row")
+
+    fill(store, [0, 1, 2], random.Random(1))
+    monkeypatch.setattr(store, "link", row_by_row)
+    fill(store, list(range(3, 400)), random.Random(2))
+    assert store.conn.execute("SELECT SUM(n) FROM sound_hours").fetchone()[0] == 2 * 400
+    store.close()
