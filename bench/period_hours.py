@@ -24,6 +24,7 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 REPO = Path(__file__).resolve().parent.parent
@@ -48,7 +49,7 @@ def timed_fill(db: Path, last: datetime, days: int, sensors: int, triggers: bool
     return time.perf_counter() - t
 
 
-def timed_query(db: Path, name: str, start_us: int, end_us: int) -> tuple[float, list[tuple[object, ...]]]:
+def timed_query(db: Path, name: str, start_us: int, end_us: int) -> tuple[float, list[tuple[Any, ...]]]:
     conn = sqlite3.connect(db)  # a cold connection: no page cache of its own
     t = time.perf_counter()
     rows = [tuple(r) for r in getattr(queries, name)(conn, "bench", start_us, end_us)]
