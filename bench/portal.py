@@ -1,22 +1,27 @@
-"""Portal benchmark (not a test): the day view and the findings API under 20 clients while the
-daemon ingests a stream, and how much the portal slows that ingest.
+"""Portal benchmark (not a test): the day, week and month views, the operator's live status and
+the findings API under 20 clients while the daemon ingests a stream, and how much the portal
+slows that ingest.
 
-    python bench/portal.py [--sensors 10] [--seconds 86400] [--clients 20] [--stream 200000]
+    python bench/portal.py [--sensors 10] [--days 31] [--seconds 86400] [--clients 20] [--stream 200000]
 
-1. A store with one local day of per-second levels for ``--sensors`` boundary meters of site
-   "bench" (10 x 86,400 = 864,000 readings), written and chained with the store's own
-   append_sounds, as the daemon writes them.
+1. A store with ``--days`` local days of per-second levels (``--seconds`` of each) for
+   ``--sensors`` boundary meters of site "bench" (10 x 86,400 = 864,000 readings a day), written
+   and chained with the store's own append_sounds, as the daemon writes them. The week and the
+   month views are the week and the month that hold the last day.
 2. The daemon (`minewatch run`) and the portal (`minewatch serve`) on a real Mosquitto.
 3. Ingest alone, measured as bench/ingest.py does: the daemon stopped, ``--stream`` levels
    messages for site "load" queued by the broker for its persistent session, the daemon
    started again and timed until all are stored (the publisher is not running meanwhile).
-4. The same again while ``--clients`` logged-in clients request the day view page and the
-   findings API in turn, as fast as they can, from a process of their own, with the portal and
-   the clients at ``--nice`` (10 by default, as deployed) below the daemon.
-5. CPU seconds of the daemon in each drain, and of the portal and clients, from /proc.
+4. The first (cold) week and month view, timed once each before the clients start.
+5. The same drain again while ``--clients`` logged-in clients request the day, week and month
+   view pages, the operator's status page and the findings API in turn, as fast as they can,
+   from a process of their own, with the portal and the clients at ``--nice`` (10 by default,
+   as deployed) below the daemon.
+6. CPU seconds of the daemon in each drain, and of the portal and clients, from /proc.
 
-Last line: ``portal: day view p50 <ms> ms p95 <ms> ms, api p95 <ms> ms, <n> req/s at 20 clients,
-ingest slowed <p> %``
+Last lines: ``first view: week <ms> ms, month <ms> ms`` and ``portal: day view p50 <ms> ms p95
+<ms> ms, week p95 <ms> ms, month p95 <ms> ms, status p95 <ms> ms, api p95 <ms> ms, <n> req/s at
+20 clients, ingest slowed <p> %``
 """
 
 from __future__ import annotations
@@ -89,6 +94,10 @@ def write_config(path: Path, broker: int, port: int, sensors: int, load_sensors:
         "[[portal.accounts]]",
         'name = "inspector"',
         'role = "inspector"',
+        f'password_hash = "{hash_password(PASSWORD)}"',
+        "[[portal.accounts]]",
+        'name = "operator"',
+        'role = "operator"',
         f'password_hash = "{hash_password(PASSWORD)}"',
     ]
     path.write_text("\n".join(lines) + "\n")
@@ -191,37 +200,58 @@ def drain(
     return total / (time.perf_counter() - t0), cpu_s(proc.pid)
 
 
-def session(base: str) -> urllib.request.OpenerDirector:
+def fill_days(db: Path, last: date, days: int, sensors: int, seconds: int) -> int:
+    """``days`` local days ending with ``last``, each as fill_day writes it."""
+    return sum(fill_day(db, last - timedelta(days=k), sensors, seconds) for k in reversed(range(days)))
+
+
+def session(base: str, name: str = "inspector") -> urllib.request.OpenerDirector:
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     page = opener.open(f"{base}/login").read().decode()
     match = re.search(r'name="csrf" value="([^"]+)"', page)
     assert match, "no CSRF token on the login page"
-    form = urllib.parse.urlencode({"csrf": match[1], "name": "inspector", "password": PASSWORD}).encode()
+    form = urllib.parse.urlencode({"csrf": match[1], "name": name, "password": PASSWORD}).encode()
     opener.open(f"{base}/login", data=form).read()
     return opener
 
 
+def view_urls(base: str, day: date) -> dict[str, str]:
+    """What the clients ask for, by name: the views of the last day, its week and its month."""
+    monday = day - timedelta(days=day.weekday())
+    first = day.replace(day=1)
+    following = (first + timedelta(days=32)).replace(day=1)
+    return {
+        "day": f"{base}/sites/bench/day?date={day}",
+        "week": f"{base}/sites/bench/day?from={monday}T00:00&to={monday + timedelta(days=7)}T00:00",
+        "month": f"{base}/sites/bench/day?from={first}T00:00&to={following}T00:00",
+        "status": f"{base}/sites/bench/status",
+        "api": f"{base}/api/v1/sites/bench/findings?date={day}",
+    }
+
+
 def clients(
     base: str, day: date, count: int, stop: threading.Event, ready: Callable[[], None] = lambda: None
-) -> tuple[list[float], list[float], float]:
-    day_ms: list[float] = []
-    api_ms: list[float] = []
+) -> tuple[dict[str, list[float]], float]:
+    urls = view_urls(base, day)
+    names = list(urls)
+    times: dict[str, list[float]] = {name: [] for name in names}
     lock = threading.Lock()
-    openers = [session(base) for _ in range(count)]
+    # The status page is the operator's; the views and the API the inspector's.
+    openers = [(session(base), session(base, "operator")) for _ in range(count)]
     ready()
-    urls = (f"{base}/sites/bench/day?date={day}", f"{base}/api/v1/sites/bench/findings?date={day}")
 
-    def work(opener: urllib.request.OpenerDirector, offset: int) -> None:
+    def work(pair: tuple[urllib.request.OpenerDirector, urllib.request.OpenerDirector], offset: int) -> None:
         i = offset
         while not stop.is_set():
-            url = urls[i % 2]
+            name = names[i % len(names)]
+            opener = pair[1] if name == "status" else pair[0]
             t = time.perf_counter()
-            body = opener.open(url, timeout=120).read()
+            body = opener.open(urls[name], timeout=120).read()
             ms = (time.perf_counter() - t) * 1000
             assert body
             with lock:
-                (day_ms if i % 2 == 0 else api_ms).append(ms)
+                times[name].append(ms)
             i += 1
 
     threads = [threading.Thread(target=work, args=(o, k), daemon=True) for k, o in enumerate(openers)]
@@ -231,7 +261,7 @@ def clients(
     stop.wait()
     for t in threads:
         t.join(120)
-    return day_ms, api_ms, time.perf_counter() - t0
+    return times, time.perf_counter() - t0
 
 
 def client_process(base: str, day: date, count: int, nice: int, ready: Any, stop: Any, out: Any) -> None:
@@ -264,7 +294,8 @@ def p(values: list[float], q: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sensors", type=int, default=10)
-    parser.add_argument("--seconds", type=int, default=86400)
+    parser.add_argument("--days", type=int, default=31, help="local days of per-second levels in the store")
+    parser.add_argument("--seconds", type=int, default=86400, help="seconds of each day filled")
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--stream", type=int, default=200_000, help="messages the daemon ingests per phase")
     parser.add_argument("--load-sensors", type=int, default=100)
@@ -285,8 +316,10 @@ def main() -> int:
     write_config(config, broker.port, port, args.sensors, args.load_sensors)
     day = (datetime.now(ZoneInfo(TZ)) - timedelta(days=2)).date()
     t = time.perf_counter()
-    rows = fill_day(work / "bench.db", day, args.sensors, args.seconds)
-    print(f"store: {rows} readings of site bench on {day} in {time.perf_counter() - t:.0f} s")
+    rows = fill_days(work / "bench.db", day, args.days, args.sensors, args.seconds)
+    print(
+        f"store: {rows} readings of site bench, {args.days} days to {day}, in {time.perf_counter() - t:.0f} s"
+    )
     logs = [open(work / name, "ab") for name in ("daemon.log", "portal.log")]  # noqa: SIM115
     daemon = Daemon(config, logs[0])
     portal = subprocess.Popen(
@@ -304,6 +337,13 @@ def main() -> int:
         db = work / "bench.db"
         alone, daemon_cpu_alone = drain(daemon, broker.port, db, args.load_sensors, args.stream, load_start)
         print(f"ingest alone: {alone:.0f} msg/s (daemon {daemon_cpu_alone:.1f} CPU s)")
+        first = session(base)
+        cold = {}
+        for name in ("week", "month"):
+            t = time.perf_counter()
+            first.open(view_urls(base, day)[name], timeout=600).read()
+            cold[name] = (time.perf_counter() - t) * 1000
+        print(f"first view: week {cold['week']:.0f} ms, month {cold['month']:.0f} ms")
         spawn = multiprocessing.get_context("spawn")
         ready, stop, out = spawn.Event(), spawn.Event(), spawn.Queue()
         runner = spawn.Process(
@@ -318,19 +358,21 @@ def main() -> int:
         loaded, daemon_cpu_loaded = drain(daemon, broker.port, db, args.load_sensors, args.stream, later)
         served = cpu_s(portal.pid) + cpu_s(runner.pid) - served_before
         stop.set()
-        day_ms, api_ms, elapsed = out.get(timeout=180)
+        times, elapsed = out.get(timeout=180)
         runner.join(60)
         print(
             f"ingest with {args.clients} portal clients: {loaded:.0f} msg/s (daemon {daemon_cpu_loaded:.1f}"
             f" CPU s; portal and clients {served:.1f} CPU s over the publishing and the drain)"
         )
         slowed = max(0.0, (1 - loaded / alone) * 100)
-        rate = (len(day_ms) + len(api_ms)) / elapsed
-        print(f"portal and clients at nice {args.nice}")
+        rate = sum(len(v) for v in times.values()) / elapsed
+        counts = ", ".join(f"{k} {len(v)}" for k, v in times.items())
+        print(f"portal and clients at nice {args.nice}; requests: {counts}")
         print(
-            f"portal: day view p50 {p(day_ms, 50):.0f} ms p95 {p(day_ms, 95):.0f} ms,"
-            f" api p95 {p(api_ms, 95):.0f} ms, {rate:.0f} req/s at {args.clients} clients,"
-            f" ingest slowed {slowed:.0f} %"
+            f"portal: day view p50 {p(times['day'], 50):.0f} ms p95 {p(times['day'], 95):.0f} ms,"
+            f" week p95 {p(times['week'], 95):.0f} ms, month p95 {p(times['month'], 95):.0f} ms,"
+            f" status p95 {p(times['status'], 95):.0f} ms, api p95 {p(times['api'], 95):.0f} ms,"
+            f" {rate:.0f} req/s at {args.clients} clients, ingest slowed {slowed:.0f} %"
         )
     finally:
         stop_process(portal, timeout=10)

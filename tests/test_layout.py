@@ -17,7 +17,7 @@ from tests.support.paths import REPO
 PACKAGES = ("monitor", "rules", "sensors")
 # The journal's own migrations: the tables they create are the journal's (not the notices',
 # deliveries' or the outbox's, whose modules own them).
-JOURNAL_MIGRATIONS = {"store-layout-2", "store", "portal-actions", "waveforms"}
+JOURNAL_MIGRATIONS = {"store-layout-2", "store", "portal-actions", "waveforms", "sound-hours"}
 
 
 def modules() -> dict[str, Path]:

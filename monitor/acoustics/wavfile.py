@@ -126,3 +126,15 @@ def _to_float(first: NDArray[np.uint8], bits: int, is_float: bool) -> NDArray[np
         return widened.view("<i4").ravel().astype(np.float64) / 2.0**31
     dtype = "<i2" if bits == 16 else "<i4"
     return first.view(dtype).ravel().astype(np.float64) / 2.0 ** (bits - 1)
+
+
+def wav_bytes(pcm: bytes, sample_rate: int, bits: int, is_float: bool) -> bytes:
+    """A mono RIFF/WAVE file holding ``pcm`` as given (little-endian samples, byte for byte):
+    integer PCM (format 1) or IEEE float (format 3), the inverse of :func:`parse_wav`."""
+    width = bits // 8
+    tag = WAVE_FORMAT_IEEE_FLOAT if is_float else WAVE_FORMAT_PCM
+    fmt = struct.pack("<HHIIHH", tag, 1, sample_rate, sample_rate * width, width, bits)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(pcm)) + pcm
+    if len(pcm) & 1:
+        body += b"\0"  # chunks are word aligned
+    return b"RIFF" + struct.pack("<I", len(body)) + body

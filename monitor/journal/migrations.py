@@ -287,6 +287,50 @@ INSERT OR IGNORE INTO judged (site, start_us, end_us)
     WHERE first_us IS NOT NULL AND first_us < final_until_us;
 """
 
+# Per hour of each sound meter, the 0.1 dB histogram of its seconds' LAeq (bin = round(LAeq x 10)):
+# the count and the energy sum 10^(LAeq/10) of each bin, kept by triggers as seconds are stored,
+# changed or pruned, so that a week or month of hourly LAeq/L10/L90 reads these rows instead of
+# every second (queries.hourly_levels_of_site). Filled from the seconds already stored.
+SOUND_HOURS = """
+CREATE TABLE IF NOT EXISTS sound_hours (
+    site TEXT NOT NULL, hour INTEGER NOT NULL, sensor TEXT NOT NULL, bin INTEGER NOT NULL,
+    n INTEGER NOT NULL, energy REAL NOT NULL,
+    PRIMARY KEY (site, hour, sensor, bin)
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS sound_hours_insert AFTER INSERT ON sound BEGIN
+    INSERT INTO sound_hours VALUES (
+        NEW.site, NEW.ts_us / 3600000000, NEW.sensor, CAST(round(NEW.LAeq * 10) AS INTEGER), 1,
+        power(10, NEW.LAeq / 10.0)
+    ) ON CONFLICT DO UPDATE SET n = n + 1, energy = energy + excluded.energy;
+END;
+CREATE TRIGGER IF NOT EXISTS sound_hours_delete AFTER DELETE ON sound BEGIN
+    UPDATE sound_hours SET n = n - 1, energy = energy - power(10, OLD.LAeq / 10.0)
+    WHERE site = OLD.site AND hour = OLD.ts_us / 3600000000 AND sensor = OLD.sensor
+      AND bin = CAST(round(OLD.LAeq * 10) AS INTEGER);
+    DELETE FROM sound_hours
+    WHERE site = OLD.site AND hour = OLD.ts_us / 3600000000 AND sensor = OLD.sensor
+      AND bin = CAST(round(OLD.LAeq * 10) AS INTEGER) AND n = 0;
+END;
+CREATE TRIGGER IF NOT EXISTS sound_hours_update AFTER UPDATE OF site, sensor, ts_us, LAeq ON sound BEGIN
+    UPDATE sound_hours SET n = n - 1, energy = energy - power(10, OLD.LAeq / 10.0)
+    WHERE site = OLD.site AND hour = OLD.ts_us / 3600000000 AND sensor = OLD.sensor
+      AND bin = CAST(round(OLD.LAeq * 10) AS INTEGER);
+    DELETE FROM sound_hours
+    WHERE site = OLD.site AND hour = OLD.ts_us / 3600000000 AND sensor = OLD.sensor
+      AND bin = CAST(round(OLD.LAeq * 10) AS INTEGER) AND n = 0;
+    INSERT INTO sound_hours VALUES (
+        NEW.site, NEW.ts_us / 3600000000, NEW.sensor, CAST(round(NEW.LAeq * 10) AS INTEGER), 1,
+        power(10, NEW.LAeq / 10.0)
+    ) ON CONFLICT DO UPDATE SET n = n + 1, energy = energy + excluded.energy;
+END;
+DELETE FROM sound_hours;
+INSERT INTO sound_hours
+    SELECT site, ts_us / 3600000000 AS hour, sensor, CAST(round(LAeq * 10) AS INTEGER) AS bin,
+           COUNT(*), SUM(power(10, LAeq / 10.0))
+    FROM sound GROUP BY site, hour, sensor, bin;
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("store-layout-2", _to_layout_2, version=2),
     Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
@@ -300,6 +344,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("reports", REPORTS),
     Migration("waveforms", WAVEFORMS),
     Migration("judged", JUDGED),
+    Migration("sound-hours", SOUND_HOURS),
 )
 
 

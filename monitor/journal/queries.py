@@ -141,6 +141,29 @@ def chain_entry(conn: sqlite3.Connection, site: str, kind: str, key: str) -> Cha
     return None if row is None else ChainEntry(int(row[0]), str(row[1]), str(row[2]))
 
 
+def audio_blocks(
+    conn: sqlite3.Connection, site: str, sensor: str, start_us: int, end_us: int
+) -> list[sqlite3.Row]:
+    """The audio blocks of ``sensor`` starting in [start_us, end_us), all columns, in time order."""
+    return _rows(
+        conn,
+        "SELECT * FROM audio WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ? ORDER BY ts_us",
+        (site, sensor, start_us, end_us),
+    )
+
+
+def first_audio_block(
+    conn: sqlite3.Connection, site: str, sensor: str, start_us: int, end_us: int
+) -> int | None:
+    """The start (ts_us) of ``sensor``'s first audio block starting in [start_us, end_us), None
+    without any: one lookup in the table's key, the samples not read."""
+    row = conn.execute(
+        "SELECT MIN(ts_us) FROM audio WHERE site = ? AND sensor = ? AND ts_us >= ? AND ts_us < ?",
+        (site, sensor, start_us, end_us),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def chain_head_seq(conn: sqlite3.Connection, site: str) -> int:
     """The seq of the site's newest chain entry, 0 before any.
 
@@ -273,12 +296,18 @@ def minute_laeq_of_sensor(
 # loudest second of the hour, to 0.1 dB (the bin round(LAeq x 10)): the definition the monthly
 # report uses (monitor/reports/content.py, level_statistics), here computed in SQLite from each
 # hour's 0.1 dB histogram, so that a month of a meter (2.6 million seconds) never reaches Python.
+# The histograms of whole hours are kept in sound_hours (migrations.SOUND_HOURS, updated by
+# triggers as seconds are stored): a month of a meter is then 744 hours of a few dozen bins
+# each; a part of an hour at either end of a window is counted from its seconds.
+HOUR_US = 3_600_000_000
+_SECOND_BINS = (
+    "SELECT sensor, ts_us / 3600000000 AS hour, CAST(round(LAeq * 10) AS INTEGER) AS bin,"
+    " COUNT(*) AS n, SUM(power(10, LAeq / 10.0)) AS energy"
+    " FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY sensor, hour, bin"
+)
+_HOUR_BINS = "SELECT sensor, hour, bin, n, energy FROM sound_hours WHERE site = ? AND hour >= ? AND hour < ?"
 _HOURLY_LEVELS = """
-WITH bins AS (
-    SELECT sensor, ts_us / 3600000000 AS hour, CAST(round(LAeq * 10) AS INTEGER) AS bin,
-           COUNT(*) AS n, SUM(power(10, LAeq / 10.0)) AS energy
-    FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY sensor, hour, bin
-), ranked AS (
+WITH bins AS ({bins}), ranked AS (
     SELECT sensor, hour, bin, energy,
            SUM(n) OVER (PARTITION BY sensor, hour ORDER BY bin DESC ROWS UNBOUNDED PRECEDING) AS louder,
            SUM(n) OVER (PARTITION BY sensor, hour) AS seconds
@@ -296,8 +325,28 @@ def hourly_levels_of_site(
 ) -> list[sqlite3.Row]:
     """(``sensor``, ``hour``, ``seconds``, ``laeq``, ``l10``, ``l90``) of every clock hour of every
     sound meter of ``site`` with seconds in [start_us, end_us), by sensor and hour. LAeq: the
-    energy average of the seconds' LAeq, 10 log10(mean(10^(L/10))); L10/L90: see above."""
-    return _rows(conn, _HOURLY_LEVELS, (site, start_us, end_us))
+    energy average of the seconds' LAeq, 10 log10(mean(10^(L/10))); L10/L90: see above. Whole
+    hours from sound_hours, the parts of hours at the ends from the seconds."""
+    first, last = -(-start_us // HOUR_US), end_us // HOUR_US  # the whole hours: [first, last)
+    if first >= last:
+        return hourly_levels_from_seconds(conn, site, start_us, end_us)
+    parts: list[str] = [_HOUR_BINS]
+    params: list[Any] = [site, first, last]
+    if start_us < first * HOUR_US:
+        parts.append(_SECOND_BINS)
+        params += [site, start_us, first * HOUR_US]
+    if last * HOUR_US < end_us:
+        parts.append(_SECOND_BINS)
+        params += [site, last * HOUR_US, end_us]
+    return _rows(conn, _HOURLY_LEVELS.format(bins=" UNION ALL ".join(parts)), params)
+
+
+def hourly_levels_from_seconds(
+    conn: sqlite3.Connection, site: str, start_us: int, end_us: int
+) -> list[sqlite3.Row]:
+    """As :func:`hourly_levels_of_site`, every hour counted from its seconds (the definition the
+    kept histograms must equal)."""
+    return _rows(conn, _HOURLY_LEVELS.format(bins=_SECOND_BINS), (site, start_us, end_us))
 
 
 def light_levels(

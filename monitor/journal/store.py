@@ -342,8 +342,9 @@ class Store:
             )
             self._pending_chain.clear()
 
-    def _insert_rows(self, head: str, rows: Sequence[Sequence[Any]]) -> None:
-        """``head`` + many rows of values, as a few multi-row INSERT statements.
+    def _insert_rows(self, head: str, rows: Sequence[Sequence[Any]]) -> int:
+        """``head`` + many rows of values, as a few multi-row INSERT statements; returns how many
+        rows they inserted (not counting what triggers wrote: sound_hours' on sound).
 
         SQLite runs one statement in one step, with the GIL released throughout, so the
         network thread decodes the next messages meanwhile; executemany takes the GIL
@@ -351,10 +352,10 @@ class Store:
         variable limit allows), so only a few distinct statements are ever prepared.
         """
         if not rows:
-            return
+            return 0
         width = len(rows[0])
         largest = min(2048, self._max_variables // width)
-        done = 0
+        done = inserted = 0
         while done < len(rows):
             left = len(rows) - done
             size = largest if left >= largest else 1 << (left.bit_length() - 1)
@@ -362,8 +363,11 @@ class Store:
             if sql is None:
                 values = "(" + ",".join("?" * width) + ")"
                 sql = self._statements[(head, size)] = head + ",".join([values] * size)
-            self.conn.execute(sql, list(itertools.chain.from_iterable(rows[done : done + size])))
+            inserted += self.conn.execute(
+                sql, list(itertools.chain.from_iterable(rows[done : done + size]))
+            ).rowcount
             done += size
+        return inserted
 
     # ------------------------------------------------------------------ appends
 
@@ -395,16 +399,17 @@ class Store:
                 # KINDS["sound"].key_of, spelled out: the hot path (tests/monitor/evidence/test_golden.py)
                 keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, known, strict=True)]
                 seqs = self.link_all("sound", keys, now_us)
-                before = self.conn.total_changes
                 full, short = [], []
                 for row, seq in zip(rows, seqs, strict=True):
                     if row[7:12] == _NO_OPTIONALS:
                         short.append((*row[:7], *row[12:], seq))
                     else:
                         full.append((*row, seq))
-                self._insert_rows(_SOUND_INSERT_SHORT, short)
-                self._insert_rows(_SOUND_INSERT, full)
-                if self.conn.total_changes - before != len(rows):
+                # The statements' own row counts: total_changes would count the triggers' too.
+                inserted = self._insert_rows(_SOUND_INSERT_SHORT, short) + self._insert_rows(
+                    _SOUND_INSERT, full
+                )
+                if inserted != len(rows):
                     raise _Duplicates
             return [True] * len(rows)
         except _Duplicates:

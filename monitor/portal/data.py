@@ -22,6 +22,7 @@ import re
 import sqlite3
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +32,10 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 from zoneinfo import ZoneInfo
 
+from monitor.acoustics.wavfile import wav_bytes
 from monitor.config import AccountConfig, Config, SiteConfig
 from monitor.errors import DecodeError, MinewatchError
-from monitor.journal import queries
+from monitor.journal import audio_clips, queries
 from monitor.journal.episodes import site_episodes
 from monitor.journal.store import Store
 from monitor.portal import limits, periods
@@ -41,11 +43,21 @@ from monitor.portal.periods import Period
 from monitor.portal.svg import DayPlot
 from monitor.wire.canonical import from_us, to_us
 from monitor.wire.codec import decode
-from monitor.wire.protocol import event_topic, format_ts
+from monitor.wire.protocol import AUDIO_FORMATS, event_topic, format_ts, parse_ts
 from rules.model import BlastNotice, FindingKind, SensorKind
 from rules.times import local_moment, span_text
 
 T = TypeVar("T")
+# Findings outside a violation episode whose raw audio the period view offers to play.
+AUDIBLE_KINDS = frozenset(
+    k.value
+    for k in (
+        FindingKind.EXEMPT_EXCEEDANCE,
+        FindingKind.UNRELIABLE,
+        FindingKind.WARNING,
+        FindingKind.UNREPORTED_BLAST,
+    )
+)
 
 # format_ts is re-exported: the pages format times as the rest of minewatch does, through here.
 __all__ = [
@@ -879,6 +891,16 @@ class Portal:
             }
             for f in self.findings(scope, site.id, start, end)
         ]
+        # Raw audio to listen to: an episode's (below), and a judged exceedance's outside one.
+        for f in findings:
+            if f["episode"] is None and f["kind"] in AUDIBLE_KINDS:
+                f["clips"] = self.audio_clips(
+                    scope,
+                    site.id,
+                    f["sensors"],
+                    parse_ts(f["window_start"] or f["start"]),
+                    parse_ts(f["window_end"] or f["end"]),
+                )
         exempt += [
             {"start": f["start"], "end": f["end"], "why": f["summary"][:120], "sensors": f["sensors"]}
             for f in findings
@@ -949,7 +971,13 @@ class Portal:
             "blasts": blasts,
             "unreported_blasts": unreported,
             "exempt": exempt,
-            "episodes": [e.to_json(site.timezone, titles) for e in told],
+            "episodes": [
+                {
+                    **e.to_json(site.timezone, titles),
+                    "clips": self.audio_clips(scope, site.id, e.facts.sensors, e.facts.start, e.facts.end),
+                }
+                for e in told
+            ],
             "findings": findings,
         }
 
@@ -983,6 +1011,58 @@ class Portal:
             lambda: self.period(scope, site.id, period),
             page,
         )
+
+    # ------------------------------------------------------------------ audio
+
+    def audio_clips(
+        self, scope: Scope, site_id: str, sensors: Sequence[str], start: datetime, end: datetime
+    ) -> list[dict[str, str]]:
+        """The clips to play for [start, end) (an episode's or a finding's): per sensor with raw
+        audio there, its first MAX_CLIP_S seconds from the first block, within the account's
+        time scope; each with the URL that serves it (:meth:`audio_clip`). One key lookup each."""
+        site = scope.site(site_id)
+        try:
+            start, end = scope.window(start, end)
+        except NotFound:
+            return []
+        conn = self.store().conn
+        clips = []
+        for sensor in sensors:
+            first = queries.first_audio_block(
+                conn, site.id, sensor, to_us(start) - audio_clips.LOOKBACK_US, to_us(end)
+            )
+            if first is None:
+                continue
+            begin = max(start, from_us(first))
+            stop = min(end, begin + timedelta(seconds=audio_clips.MAX_CLIP_S))
+            query = urllib.parse.urlencode({"from": format_ts(begin), "to": format_ts(stop)})
+            path = f"/sites/{urllib.parse.quote(site.id)}/audio/{urllib.parse.quote(sensor)}.wav"
+            clips.append(
+                {
+                    "sensor": sensor,
+                    "from": format_ts(begin),
+                    "to": format_ts(stop),
+                    "seconds": f"{(stop - begin).total_seconds():g}",
+                    "url": f"{path}?{query}",
+                }
+            )
+        return clips
+
+    def audio_clip(self, scope: Scope, site_id: str, sensor: str, start: datetime, end: datetime) -> bytes:
+        """The WAV of ``sensor``'s raw audio in [start, end) as far as the account may see it (the
+        site and time scope, else NotFound), every block's chain digest checked first
+        (audio_clips.ClipRefused names a block that differs); NotFound without audio there."""
+        site = scope.site(site_id)
+        if sensor not in {s.id for s in site.sensors}:
+            raise NotFound(f"no sensor {sensor!r} at {site.id}")
+        start, end = scope.window(start, end)
+        start_us, end_us = to_us(start), to_us(end)
+        blocks = audio_clips.checked_blocks(self.store().conn, site.id, sensor, start_us, end_us)
+        clip = audio_clips.cut(blocks, start_us, end_us)
+        if clip is None:
+            raise NotFound(f"no audio of {sensor} in this span")
+        width = AUDIO_FORMATS[clip.sample_format][1]
+        return wav_bytes(clip.pcm, clip.sample_rate, 8 * width, clip.sample_format.startswith("f"))
 
     # ------------------------------------------------------------------ evidence
 
@@ -1270,9 +1350,9 @@ HourLevels = tuple[int, float, float, float]  # seconds, LAeq, L10, L90 (queries
 
 class HourCache(_ChainedWindows[HourLevels]):
     """Hourly LAeq, L10 and L90 of (site, sensor) windows (weeks, months), kept up to date from
-    the site's hash chain as :class:`MinuteCache` keeps minutes: a week of ten meters is six
-    million seconds to aggregate, so only the hours whose seconds were chained since the last
-    look are aggregated again (that hour of every meter at once: one indexed range)."""
+    the site's hash chain as :class:`MinuteCache` keeps minutes: only the hours whose seconds
+    were chained since the last look are read again (that hour of every meter at once), from
+    the hourly histograms the store keeps (queries.hourly_levels_of_site), not the seconds."""
 
     BUCKET_US = 3_600_000_000
     MAX_WINDOWS = 16

@@ -18,11 +18,13 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from monitor.config import SiteConfig
-from monitor.errors import UsageError
+from monitor.errors import DecodeError, UsageError
+from monitor.journal import audio_clips
 from monitor.portal import limits, periods
 from monitor.portal.data import EVENT_KINDS, NotFound, Refused, new_event_id
 from monitor.portal.periods import Period
 from monitor.portal.web import AUDIENCE, CAN, Web, period_param
+from monitor.wire.protocol import parse_ts
 from rules.model import FindingKind
 
 BLAST_REPORT_DAYS = 30  # the operator's status page lists the blast reports of this many days
@@ -54,6 +56,7 @@ class SitePages:
             Route("/notices/{notice}/{action}", self.notice_act, methods=["POST"]),
             Route("/sites/{site}/day", self.day_page),
             Route("/sites/{site}/blasts/{blast}/report.{fmt}", self.blast_report),
+            Route("/sites/{site}/audio/{sensor}.wav", self.audio_clip),
         ]
 
     async def home(self, request: Request) -> Response:
@@ -113,6 +116,29 @@ class SitePages:
                 "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
             },
         )
+
+    async def audio_clip(self, request: Request) -> Response:
+        """A WAV of a sensor's raw audio, ``?from=&to=`` (RFC 3339), at most MAX_CLIP_S long: the
+        stored blocks' samples byte for byte, each block's chain digest checked before it is
+        served (409 naming a block that does not match); 404 outside the account's scope."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "audio")
+        site = scope.site(request.path_params["site"])
+        sensor = request.path_params["sensor"]
+        try:
+            start = parse_ts(request.query_params.get("from", ""), "from")
+            end = parse_ts(request.query_params.get("to", ""), "to")
+        except DecodeError as exc:
+            raise HTTPException(400, f"{exc}; give from= and to= as RFC 3339 times") from None
+        if not timedelta(0) < end - start <= timedelta(seconds=audio_clips.MAX_CLIP_S):
+            raise HTTPException(400, f"to: must be after from, by at most {audio_clips.MAX_CLIP_S:g} s")
+        try:
+            wav = await run_in_threadpool(self.web.portal.audio_clip, scope, site.id, sensor, start, end)
+        except audio_clips.ClipRefused as exc:
+            return self.web.error_page(request, 409, str(exc), "Audio not served", str(exc))
+        name = re.sub(r"[^A-Za-z0-9-]", "", f"{site.id}-{sensor}-{start:%Y%m%dT%H%M%S}Z")
+        headers = {"Content-Disposition": f'inline; filename="{name}.wav"'}
+        return Response(wav, media_type="audio/wav", headers=headers)
 
     async def events_page(self, request: Request) -> Response:
         scope = self.web.session_scope(request)
@@ -262,6 +288,12 @@ class SitePages:
         # The facts as the notice document states them (one set of facts), episode by episode.
         facts = [facts_rows(e, notice.timezone, notice) for e in notice.episodes]
         complaints = await run_in_threadpool(self.web.portal.notice_complaints, scope, notice.id)
+        clips = [
+            await run_in_threadpool(
+                self.web.portal.audio_clips, scope, site.id, e.facts.get("sensors", ()), e.start, e.end
+            )
+            for e in notice.episodes
+        ]
         return self.web.page(
             request,
             "notice.html",
@@ -274,6 +306,7 @@ class SitePages:
             allowed=changes_allowed(notice.status),
             max_days=limits.MAX_EXTRA_DAYS,
             complaints=complaints,
+            clips=clips,
             error=error,
             message=message,
             tz=ZoneInfo(notice.timezone),

@@ -52,6 +52,9 @@ CAN: dict[str, frozenset[str]] = {
     # A blast's seismograph report: whoever may see the blast (operator's status, the Town's and
     # the inspector's day view), within the account's sites and time scope.
     "blast_report": frozenset({"operator", "town", "inspector"}),
+    # Raw audio around an exceedance: every role that sees the exceedance, within its sites and
+    # time scope; never the public (the complaint form has no session).
+    "audio": frozenset({"operator", "town", "inspector"}),
 }
 AUDIENCE = {"operator": "operator", "town": "town", "inspector": "town"}
 STATUS_LABELS = {
