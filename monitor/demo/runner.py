@@ -32,6 +32,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.errors import UsageError
 from monitor.journal import queries
+from monitor.wire.canonical import from_us
 from monitor.wire.protocol import format_ts
 from rules.times import local_stamp
 
@@ -344,15 +345,50 @@ class Demo:
         stored, judged = self._counts()
         _say(self.stream, f"  {phase:<11} daemon stored {stored:>7} records, judged up to {judged}")
 
-    def _wait_for_daemon(self) -> None:
-        """Until the daemon has taken in everything the simulator sent (the count stops moving)."""
-        last, still = -1, 0
-        while still < 3:
+    def _wait_for_daemon(self, timeout_s: float = 900.0) -> None:
+        """Until the daemon has taken in everything the simulator sent.
+
+        A count that stops moving is not enough: on a busy machine the daemon can pause longer
+        than any quiet spell while the broker still holds thousands of messages for it. The
+        simulator sends in time order on one connection and the daemon stores in that order,
+        so once the scenario's last second is stored everything before it is too; then the
+        count must stop moving (what was sent with that second: its batch's last rows). A
+        scenario whose sound stops before its end is waited for by a long quiet spell."""
+        last_second = self._last_second()
+        deadline = time.monotonic() + timeout_s
+        last, still, needed = -1, 0, 3
+        while still < needed:
             time.sleep(2)
             stored, _ = self._counts()
+            needed = 3 if self._latest_stored() >= last_second else 15
             still = still + 1 if stored == last else 0
             last = stored
             self._progress("catching up")
+            if time.monotonic() > deadline:
+                _say(self.stream, f"daemon      not caught up after {timeout_s:.0f} s; judging what it has")
+                return
+
+    def _last_second(self) -> datetime:
+        """The last second of sound the simulator sends for this run's scenario and day."""
+        from sensors.scenario import load_scenario
+
+        tz = ZoneInfo(DEMO_ZONE)
+        base = load_scenario(self.scenario, tz)
+        run = load_scenario(
+            self.scenario, tz, start=datetime.combine(self.day, base.start.time(), tz), duration=base.duration
+        )
+        return run.end.astimezone(UTC) - timedelta(seconds=1)
+
+    def _latest_stored(self) -> datetime:
+        try:
+            conn = sqlite3.connect(self.store, timeout=10)
+            try:
+                row = conn.execute("SELECT MAX(ts_us) FROM sound WHERE site = ?", (SITE,)).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            row = None
+        return from_us(row[0]) if row and row[0] is not None else datetime.min.replace(tzinfo=UTC)
 
     # ------------------------------------------------------------------ results
 
