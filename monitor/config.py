@@ -789,11 +789,11 @@ def _ring(t: _Table, name: str) -> tuple[geo.LatLon, ...]:
     points: list[geo.LatLon] = []
     for i, item in enumerate(value):
         point = _latlon(item)
-        problem = (
-            "expected [latitude, longitude] in degrees (WGS84)" if point is None else _latlon_problem(point)
-        )
-        if problem is not None:
-            t.problem(f"{name}[{i}]", f"{problem}, got {item!r}" if point is None else problem)
+        if point is None:
+            t.problem(f"{name}[{i}]", f"expected [latitude, longitude] in degrees (WGS84), got {item!r}")
+            return ()
+        if (problem := _latlon_problem(point)) is not None:
+            t.problem(f"{name}[{i}]", problem)
             return ()
         points.append(point)
     ring = geo.open_ring(points)

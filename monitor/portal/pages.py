@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from starlette.concurrency import run_in_threadpool
@@ -15,9 +17,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from monitor.errors import UsageError
-from monitor.portal import limits
-from monitor.portal.data import EVENT_KINDS, NotFound, Refused, new_event_id
-from monitor.portal.web import AUDIENCE, Web, day_param
+from monitor.portal import limits, siteplan
+from monitor.portal.data import EVENT_KINDS, NotFound, Refused, Scope, new_event_id
+from monitor.portal.web import AUDIENCE, CAN, Web, day_param
 
 BLAST_REPORT_DAYS = 30  # the operator's status page lists the blast reports of this many days
 
@@ -41,6 +43,7 @@ class SitePages:
             Route("/notices/{notice}/document.{fmt}", self.notice_document),
             Route("/notices/{notice}/{action}", self.notice_act, methods=["POST"]),
             Route("/sites/{site}/day", self.day_page),
+            Route("/sites/{site}/plan", self.plan_page),
             Route("/sites/{site}/blasts/{blast}/report.{fmt}", self.blast_report),
         ]
 
@@ -60,6 +63,7 @@ class SitePages:
             self.web.portal.blast_reports, scope, site.id, end - timedelta(days=BLAST_REPORT_DAYS), end
         )
         forecasts = await run_in_threadpool(self.web.portal.forecasts, scope, site.id)
+        plan = await run_in_threadpool(self.web.portal.plan, scope, site.id, self.chart_url(scope, site.id))
         return self.web.page(
             request,
             "status.html",
@@ -71,7 +75,24 @@ class SitePages:
             reports=reports,
             report_days=BLAST_REPORT_DAYS,
             forecasts=forecasts,
+            plan=plan,
+            plan_svg=siteplan.svg(plan),
         )
+
+    def chart_url(self, scope: Scope, site_id: str) -> Callable[[str], str]:
+        """Where a monitor on the plan links: its chart in the day view, for a role that may open
+        it; else its row on the status page."""
+        if scope.user.role in CAN["day"]:
+            return lambda sensor: f"/sites/{site_id}/day?sensor={quote(sensor)}"
+        return lambda sensor: f"/sites/{site_id}/status#sensor-{quote(sensor)}"
+
+    async def plan_page(self, request: Request) -> Response:
+        """`/sites/{site}/plan`: the site plan, for every role (monitor/portal/siteplan.py)."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "plan")
+        site = scope.site(request.path_params["site"])
+        plan = await run_in_threadpool(self.web.portal.plan, scope, site.id, self.chart_url(scope, site.id))
+        return self.web.page(request, "plan.html", scope, site=site, plan=plan, plan_svg=siteplan.svg(plan))
 
     async def blast_report(self, request: Request) -> Response:
         """`/sites/{site}/blasts/{blast}/report.pdf|html` (``?sensor=`` when several recorded it)."""
