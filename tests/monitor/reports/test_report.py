@@ -139,7 +139,9 @@ def generate_month(root: Path, smtp_port: int) -> Path:
     profile = load_profile(site.profile, site.agreement)
     book = ComplaintBook(store)
     for when, what in ((local(date(*MONTH, 12), 11), "blast"), (local(date(*MONTH, 20), 3), "noise")):
-        correlation = check_complaint(store.conn, site, profile, what, when, when, Place(plan=(390.0, 10.0)), now)
+        correlation = check_complaint(
+            store.conn, site, profile, what, when, when, Place(plan=(390.0, 10.0)), now
+        )
         with store.batch():
             book.submit(
                 SITE, what, when, when, "", (390.0, 10.0), "heard it", {"phone": "555-0100"}, correlation, now
