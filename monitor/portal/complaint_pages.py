@@ -247,7 +247,8 @@ class ComplaintPages:
         except (KeyError, ValueError):
             chosen = None
         return Response(
-            siteplan.svg(plan, element_id="public-plan", chosen=chosen), media_type="image/svg+xml"
+            siteplan.svg(plan, element_id="public-plan", chosen=chosen, font=siteplan.PUBLIC_FONT_UNITS),
+            media_type="image/svg+xml",
         )
 
     def _form(

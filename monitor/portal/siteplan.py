@@ -26,7 +26,8 @@ from monitor.portal.svg import _nice_step
 WIDTH = 800.0  # canvas units across; the height follows the site's shape
 MARGIN = 90.0  # room for labels around the drawing
 FOOT = 50.0  # below it: the scale bar
-FONT_UNITS = 20.0  # the labels' font size in canvas units (portal.css: svg.siteplan)
+FONT_UNITS = 20.0  # the labels' font size in canvas units (the public plan's, shown smaller, is larger)
+PUBLIC_FONT_UNITS = 34.0
 MIN_SPAN_M = 200.0  # a plan of one point still shows its surroundings
 
 # A monitor's state, as Portal.status gives it (one set of facts), and how the plan shows it.
@@ -191,7 +192,9 @@ def view(
     return out
 
 
-def _label(x: float, y: float, text: str, cls: str, centre: tuple[float, float], away: float) -> str:
+def _label(
+    x: float, y: float, text: str, cls: str, centre: tuple[float, float], away: float, font: float
+) -> str:
     """A label ``away`` units from its mark, on the side away from the drawing's centre (inward
     for a negative ``away``): a boundary's marks then keep their labels off its line and apart."""
     dx, dy = x - centre[0], y - centre[1]
@@ -199,15 +202,23 @@ def _label(x: float, y: float, text: str, cls: str, centre: tuple[float, float],
     ux, uy = dx / norm * (1 if away > 0 else -1), dy / norm * (1 if away > 0 else -1)
     anchor = "start" if ux > 0.5 else ("end" if ux < -0.5 else "middle")
     lx, ly = x + ux * abs(away), y + uy * abs(away) + 6
-    wide = 0.55 * FONT_UNITS * len(text)  # about; keeps a long name inside the canvas
+    wide = 0.55 * font * len(text)  # about; keeps a long name inside the canvas
     left = {"start": lx, "end": lx - wide, "middle": lx - wide / 2}[anchor]
     if left < 4 or left + wide > WIDTH - 4:
         anchor, lx = ("start", 4.0) if left < 4 else ("end", WIDTH - 4)
-    return f'<text class="{cls}" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}">{escape(text)}</text>'
+    # Styled by attributes, not the portal's stylesheet: the public plan is shown as an image.
+    return (
+        f'<text class="{cls}" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}" fill="#1d2428"'
+        f' paint-order="stroke" stroke="#fbfaf5" stroke-width="3">{escape(text)}</text>'
+    )
 
 
 def svg(
-    plan: Mapping[str, Any], *, element_id: str = "site-plan", chosen: tuple[float, float] | None = None
+    plan: Mapping[str, Any],
+    *,
+    element_id: str = "site-plan",
+    chosen: tuple[float, float] | None = None,
+    font: float = FONT_UNITS,
 ) -> str:
     """The plan as one ``<svg>`` that scales to its container (viewBox; width 100 % by CSS);
     ``chosen``: canvas units of a point marked with a cross (the complaint page's click)."""
@@ -218,7 +229,8 @@ def svg(
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{element_id}" class="siteplan"'
         f' viewBox="0 0 {w:g} {h:g}"'
-        f' preserveAspectRatio="xMidYMid meet" role="img" aria-label="site plan of {escape(plan["name"])}">',
+        f' preserveAspectRatio="xMidYMid meet" font-size="{font:g}" font-family="system-ui, sans-serif"'
+        f' role="img" aria-label="site plan of {escape(plan["name"])}">',
         f'<rect class="ground" x="0" y="0" width="{w:g}" height="{h:g}" fill="#fbfaf5"/>',
     ]
     if "boundary" in plan:
@@ -237,13 +249,13 @@ def svg(
         )
         x = sum(q[0] for q in p["points"]) / len(p["points"])
         y = max(q[1] for q in p["points"])
-        out.append(_label(x, y, p["section"] or p["id"], "label parcel-label", centre, 18))
+        out.append(_label(x, y, p["section"] or p["id"], "label parcel-label", centre, 18, font))
     for g in plan.get("gates", ()):
         x, y = g["at"]
         out.append(
             f'<g class="gate" data-gate="{escape(g["id"])}"><title>{escape(g["name"] or g["id"])}</title>'
             f'<rect x="{x - 10:.1f}" y="{y - 5:.1f}" width="20" height="10" fill="#000" />'
-            + _label(x, y, g["name"] or g["id"], "label gate-label", centre, 16)
+            + _label(x, y, g["name"] or g["id"], "label gate-label", centre, 16, font)
             + "</g>"
         )
     for d in plan.get("dwellings", ()):
@@ -253,7 +265,7 @@ def svg(
             f'<polygon points="{x - 9:.1f},{y - 2:.1f} {x:.1f},{y - 11:.1f} {x + 9:.1f},{y - 2:.1f}"'
             ' fill="#6d4c41"/>'
             f'<rect x="{x - 7:.1f}" y="{y - 2:.1f}" width="14" height="10" fill="#6d4c41"/>'
-            + _label(x, y, d["name"], "label dwelling-label", centre, 16)
+            + _label(x, y, d["name"], "label dwelling-label", centre, 16, font)
             + "</g>"
         )
     for m in plan.get("monitors", ()):
@@ -264,7 +276,7 @@ def svg(
             title += f"; {m['location']}"
         mark = (
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="10" fill="{STATE_COLOURS[state]}" stroke="#212121"'
-            f' stroke-width="2"/>' + _label(x, y, m["id"], "label monitor-label", centre, -18)
+            f' stroke-width="2"/>' + _label(x, y, m["id"], "label monitor-label", centre, -18, font)
         )
         attrs = f'class="monitor state-{state}" data-sensor="{escape(m["id"])}" data-state="{state}"'
         if m["chart"]:
