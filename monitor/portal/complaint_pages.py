@@ -137,12 +137,12 @@ def _position(form: FormData, site: SiteConfig) -> geo.LatLon | None:
     return position
 
 
-def picked(form: FormData, site: SiteConfig) -> geo.LatLon | None:
-    """The point a click on the plan image (``<input type="image" name="pick">``) stands for:
-    the browser sends the click's CSS pixels in the image, shown at ``PICK_WIDTH_PX`` across."""
+def picked(form: FormData, site: SiteConfig) -> geo.LatLon:
+    """The point a click on a site's plan image (``<input type="image" name="pick-{site}">``)
+    stands for: the browser sends the click's CSS pixels in the image, ``PICK_WIDTH_PX`` across."""
     frame = siteplan.canvas(site, siteplan.PUBLIC_LAYERS)
     try:
-        px, py = float(_text(form, "pick.x")), float(_text(form, "pick.y"))
+        px, py = float(_text(form, f"pick-{site.id}.x")), float(_text(form, f"pick-{site.id}.y"))
     except ValueError:
         raise Refused("pick: click on the site plan") from None
     if frame is None or not (math.isfinite(px) and math.isfinite(py)):
@@ -263,8 +263,13 @@ class ComplaintPages:
         values = {k: v for k, v in (form or {}).items() if isinstance(v, str) and k not in ("csrf", HONEYPOT)}
         if point is not None:
             values["plan_lat"], values["plan_lon"] = f"{point[0]:.6f}", f"{point[1]:.6f}"
-        site = self.web.config.site(values.get("site", "")) or sites[0]
-        plan = siteplan.view(site, siteplan.PUBLIC_LAYERS)
+        # One plan a site that has one: a click on it names the site as well as the point.
+        plans = []
+        for site in sites:
+            plan = siteplan.view(site, siteplan.PUBLIC_LAYERS)
+            if plan["drawn"]:
+                height = round(PICK_WIDTH_PX * plan["height"] / plan["width"])
+                plans.append({"site": site, "height": height, "chosen": values.get("site") == site.id})
         return self.web.page(
             request,
             "complaint.html",
@@ -275,10 +280,8 @@ class ComplaintPages:
             limits=LIMITS,
             error=error,
             values=values,
-            plan=plan,
-            plan_site=site,
+            plans=plans,
             pick_width=PICK_WIDTH_PX,
-            pick_height=round(PICK_WIDTH_PX * plan["height"] / plan["width"]) if plan["drawn"] else 0,
         )
 
     async def form_page(self, request: Request) -> Response:
@@ -286,10 +289,12 @@ class ComplaintPages:
 
     async def submit(self, request: Request) -> Response:
         form = await self.web.checked_form(request)
-        if "pick.x" in form:  # a click on the plan: the page again, with the point chosen
-            shown = self.web.config.site(_text(form, "site")) or self.web.config.sites[0]
+        clicked = next((s for s in self.web.config.sites if f"pick-{s.id}.x" in form), None)
+        if clicked is not None:  # a click on a plan: the page again, with the site and point chosen
+            values = dict(form)
+            values["site"] = clicked.id
             try:
-                return self._form(request, form=form, point=picked(form, shown))
+                return self._form(request, form=FormData(values), point=picked(form, clicked))
             except Refused as exc:
                 return self._form(request, str(exc), 400, form)
         wait = self.limiter.allow(self.web.source(request))
