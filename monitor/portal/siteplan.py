@@ -14,6 +14,7 @@ Elements carry classes (``boundary``, ``parcel``, ``gate``, ``dwelling``, ``moni
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -26,7 +27,7 @@ from monitor.portal.svg import _nice_step
 WIDTH = 800.0  # canvas units across; the height follows the site's shape
 MARGIN = 90.0  # room for labels around the drawing
 FOOT = 50.0  # below it: the scale bar
-FONT_UNITS = 20.0  # the labels' font size in canvas units (the public plan's, shown smaller, is larger)
+FONT_UNITS = 26.0  # the labels' font size in canvas units (the public plan's, shown smaller, is larger)
 PUBLIC_FONT_UNITS = 34.0
 MIN_SPAN_M = 200.0  # a plan of one point still shows its surroundings
 
@@ -202,14 +203,24 @@ def _label(
     ux, uy = dx / norm * (1 if away > 0 else -1), dy / norm * (1 if away > 0 else -1)
     anchor = "start" if ux > 0.5 else ("end" if ux < -0.5 else "middle")
     lx, ly = x + ux * abs(away), y + uy * abs(away) + 6
-    wide = 0.55 * font * len(text)  # about; keeps a long name inside the canvas
+    # A long name on two lines, each about as wide as the canvas can hold beside a mark.
+    lines = textwrap.wrap(text, 16) if len(text) > 20 else [text]
+    wide = 0.55 * font * max(len(line) for line in lines)  # about
     left = {"start": lx, "end": lx - wide, "middle": lx - wide / 2}[anchor]
     if left < 4 or left + wide > WIDTH - 4:
+        # No room beside the mark: above it, against the canvas's edge.
         anchor, lx = ("start", 4.0) if left < 4 else ("end", WIDTH - 4)
+        ly = y - font * len(lines) + 4
+    if uy < -0.5 and len(lines) > 1 and not (left < 4 or left + wide > WIDTH - 4):
+        ly -= font * (len(lines) - 1)  # above the mark: the last line ends where one line would
+    spans = "".join(
+        f'<tspan x="{lx:.1f}" dy="{0 if i == 0 else font:g}">{escape(line)}</tspan>'
+        for i, line in enumerate(lines)
+    )
     # Styled by attributes, not the portal's stylesheet: the public plan is shown as an image.
     return (
         f'<text class="{cls}" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}" fill="#1d2428"'
-        f' paint-order="stroke" stroke="#fbfaf5" stroke-width="3">{escape(text)}</text>'
+        f' paint-order="stroke" stroke="#fbfaf5" stroke-width="3">{spans}</text>'
     )
 
 
@@ -255,7 +266,7 @@ def svg(
         out.append(
             f'<g class="gate" data-gate="{escape(g["id"])}"><title>{escape(g["name"] or g["id"])}</title>'
             f'<rect x="{x - 10:.1f}" y="{y - 5:.1f}" width="20" height="10" fill="#000" />'
-            + _label(x, y, g["name"] or g["id"], "label gate-label", centre, 16, font)
+            + _label(x, y, g["name"] or g["id"], "label gate-label", centre, 6 + font * 0.6, font)
             + "</g>"
         )
     for d in plan.get("dwellings", ()):
@@ -265,7 +276,7 @@ def svg(
             f'<polygon points="{x - 9:.1f},{y - 2:.1f} {x:.1f},{y - 11:.1f} {x + 9:.1f},{y - 2:.1f}"'
             ' fill="#6d4c41"/>'
             f'<rect x="{x - 7:.1f}" y="{y - 2:.1f}" width="14" height="10" fill="#6d4c41"/>'
-            + _label(x, y, d["name"], "label dwelling-label", centre, 16, font)
+            + _label(x, y, d["name"], "label dwelling-label", centre, 6 + font * 0.8, font)
             + "</g>"
         )
     for m in plan.get("monitors", ()):
@@ -275,8 +286,8 @@ def svg(
         if m["location"]:
             title += f"; {m['location']}"
         mark = (
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="10" fill="{STATE_COLOURS[state]}" stroke="#212121"'
-            f' stroke-width="2"/>' + _label(x, y, m["id"], "label monitor-label", centre, -18, font)
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="13" fill="{STATE_COLOURS[state]}" stroke="#212121"'
+            f' stroke-width="2"/>' + _label(x, y, m["id"], "label monitor-label", centre, -22, font)
         )
         attrs = f'class="monitor state-{state}" data-sensor="{escape(m["id"])}" data-state="{state}"'
         if m["chart"]:

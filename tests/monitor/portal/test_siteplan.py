@@ -208,7 +208,13 @@ def test_a_complaint_placed_by_a_click_on_the_plan(env: Env, context: BrowserCon
     page.fill("input[name=from]", f"{DAY.isoformat()}T09:01")
     page.fill("input[name=to]", f"{DAY.isoformat()}T09:02")
     page.fill("textarea[name=description]", "Loud at the east gate")
-    page.locator(f"#plan-image-{SITE}").click(position={"x": px, "y": py})
+    image = page.locator(f"#plan-image-{SITE}")
+    box = image.bounding_box()
+    # The plan is drawn exactly at the size the server maps the click's pixels by (nothing
+    # stretched or padded: the point a person sees is the point stored).
+    assert box is not None and box["width"] == PICK_WIDTH_PX, box
+    assert box["height"] == pytest.approx(PICK_WIDTH_PX * frame.height / siteplan.WIDTH, abs=1), box
+    image.click(position={"x": px, "y": py})
     page.wait_for_load_state()
     assert page.locator("#complaint-error").count() == 0
     assert "Your point:" in page.inner_text("#plan-chosen")
