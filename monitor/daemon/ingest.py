@@ -369,6 +369,8 @@ class MqttLink:
             self._session(i, group, predecode, on_fatal) for i, group in enumerate(groups or [[]])
         ]
         self.client = self.clients[0]
+        self.sessions_lost = 0  # reconnections that found no session at the broker (logged)
+        self._connected_once: set[int] = set()
 
     def _session(
         self,
@@ -475,6 +477,20 @@ class MqttLink:
                 client.disconnect()  # no retry: paho's loop ends
             return
         watch.up()
+        session = getattr(client, "session", 0)
+        if session in self._connected_once and not flags.session_present:
+            # Ours was ended while we were away: by another client with our client id and a
+            # clean session (nats-server binds sessions to the id, not the account), or a
+            # broker that lost its store. What was queued for us in between is gone.
+            self.sessions_lost += 1
+            log.error(
+                "Broker %s had no session for %s on reconnecting: what was queued for the daemon"
+                " while it was away is lost (another client logged in with this client id and a"
+                " clean session, or the broker lost its store; docs/DEPLOY.md)",
+                watch.url,
+                client._client_id.decode(),
+            )
+        self._connected_once.add(session)
         # Resubscribe on every connect: harmless when the session kept the subscriptions
         # (MQTT 5 section 3.2.2.1.1 session present), required when it did not.
         for topic in userdata:

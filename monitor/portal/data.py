@@ -205,7 +205,7 @@ class Portal:
         site = scope.site(site_id)
         now = self.clock()
         profile = self.profile(site)
-        titles = {k: s.title for k, s in profile.standards.items()}
+        titles = profile.titles
         status = site_status(self.store(), site, now, episode_gap_s=profile.episode_gap_s, titles=titles)
         conn = self.store().conn
         for sensor in site.sensors:
@@ -746,7 +746,7 @@ class Portal:
                 }
             )
         # One set of facts: the violation episodes the notices tell, as far as the reader may see.
-        titles = {k: s.title for k, s in profile.standards.items()}
+        titles = profile.titles
         told = site_episodes(
             conn,
             site.id,

@@ -118,3 +118,32 @@ def test_a_sessions_client_id_is_stable_and_its_own() -> None:
     assert session_client_id(config, [FILTERS[2]]) == ids[2]  # the same filter, the same session
     one = BrokerConfig(client_id="minewatch-daemon")
     assert session_client_id(one, FILTERS) == "minewatch-daemon"  # the default keeps its id
+
+
+def test_a_session_ended_by_another_client_is_reported_on_reconnecting(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """nats-server binds a session to the client id: a client that logs in with the daemon's
+    id and a clean session ends the daemon's session (docs/DEPLOY.md). The daemon cannot
+    prevent it; it says so when it reconnects and finds no session."""
+    with run_nats_cluster(tmp_path / "cluster") as cluster:
+        for node in cluster.nodes:
+            wait_mqtt_ready(node.url)
+        link = _link(cluster, True, Handoff(1000))
+        link.start()
+        try:
+            _wait_subscribed(link)
+            victim = session_client_id(link.config, [FILTERS[0]])
+            thief = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=victim, protocol=mqtt.MQTTv311)
+            thief.connect("127.0.0.1", cluster.node("c").mqtt_port)
+            thief.loop_start()
+            time.sleep(2)
+            thief.disconnect()
+            thief.loop_stop()
+            deadline = time.monotonic() + 60
+            while link.sessions_lost == 0 and time.monotonic() < deadline:
+                time.sleep(0.2)
+        finally:
+            link.close()
+    assert link.sessions_lost >= 1  # the thief reconnecting may end it again
+    assert any(victim in r.getMessage() and "is lost" in r.getMessage() for r in caplog.records)
