@@ -68,7 +68,8 @@ class Target:
     def broker_lines(self) -> list[str]:
         if self.v5:
             return [f'url = "{self.urls[0]}"']
-        return ["urls = [" + ", ".join(f'"{u}"' for u in self.urls) + "]", 'protocol = "3.1.1"']
+        urls = "urls = [" + ", ".join(f'"{u}"' for u in self.urls) + "]"
+        return [urls, 'protocol = "3.1.1"', "session_per_filter = true"]
 
 
 def write_config(path: Path, target: Target, sites: int, sensors_per_site: int, workers: int = 1) -> None:

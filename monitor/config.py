@@ -74,6 +74,8 @@ class BrokerConfig:
     session_expiry_s: int = 7 * 86400
     keepalive_s: int = 30
     topic_prefix: str = "minewatch"
+    # One persistent session per topic filter (nats-server: docs/CONFIG.md, broker section).
+    session_per_filter: bool = False
 
     @property
     def addresses(self) -> tuple[str, ...]:
@@ -536,6 +538,7 @@ def _broker(t: _Table | None) -> BrokerConfig:
         session_expiry_s=t.integer("session_expiry_s", d.session_expiry_s, minimum=0),
         keepalive_s=t.integer("keepalive_s", d.keepalive_s, minimum=5),
         topic_prefix=t.text("topic_prefix", "minewatch"),
+        session_per_filter=t.flag("session_per_filter"),
     )
     if not config.client_id:
         t.problem("client_id", "a persistent session needs a fixed client id")

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 from rules.model import Finding, FindingKind, Measurement
 from rules.quantities import measurement_text
-from rules.times import local_hms, span_text
+from rules.times import local_hms, span_text, stored_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +56,12 @@ class Episode:
         return now - self.end > gap
 
 
-def _excess(measurement: Measurement) -> float:
-    return measurement.value - measurement.limit if measurement.limit is not None else float("-inf")
+def _excess(measurement: Measurement, unlimited_from: float | None = None) -> float:
+    """How far a measurement is above its limit. One without a limit is measured from
+    ``unlimited_from`` (its own value against others of its name), or never the worse."""
+    if measurement.limit is not None:
+        return measurement.value - measurement.limit
+    return float("-inf") if unlimited_from is None else measurement.value - unlimited_from
 
 
 def _worse(a: Measurement | None, b: Measurement | None) -> Measurement | None:
@@ -192,14 +196,9 @@ def _utc(text: object) -> datetime | None:
     if not isinstance(text, str):
         return None
     try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return stored_time(text)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else None
-
-
-def _measurement_score(m: Measurement) -> float:
-    return m.value - (m.limit if m.limit is not None else 0.0)
 
 
 def episode_facts(episode: Episode, findings: Sequence[Finding]) -> EpisodeFacts:
@@ -209,7 +208,7 @@ def episode_facts(episode: Episode, findings: Sequence[Finding]) -> EpisodeFacts
     for finding in mine:
         for m in finding.measurements:
             held = worst.get(m.name)
-            if held is None or _measurement_score(m) > _measurement_score(held):
+            if held is None or _excess(m, 0.0) > _excess(held, 0.0):
                 worst[m.name] = m
     # The peak from the findings as they are now (a re-judged minute may have lowered it), the
     # first of equals: the same whether the episode was built at once or minute by minute.

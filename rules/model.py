@@ -401,7 +401,7 @@ class VehiclePresence:
         fields = event.fields
         end = fields.get("end")
         try:
-            end_ts = datetime.fromisoformat(str(end).replace("Z", "+00:00")) if end else None
+            end_ts = datetime.fromisoformat(str(end)) if end else None
         except ValueError:
             raise ValueError(f"end: not a timestamp: {end!r}") from None
         if end_ts is not None and end_ts.tzinfo is None:

@@ -147,6 +147,12 @@ class Profile:
     def standard(self, key: str) -> Standard:
         return self.standards[key]
 
+    @property
+    def titles(self) -> dict[str, str]:
+        """Each standard's title by its key ('Noise at the mine site boundaries'): how every
+        surface names a standard."""
+        return {key: standard.title for key, standard in self.standards.items()}
+
     def params(self, key: str) -> Any:
         """The validated Params dataclass of a standard, e.g. ``profile.params("noise")``."""
         return self.standards[key].params

@@ -86,11 +86,21 @@ def overlaps(a_start: datetime, a_end: datetime, b_start: datetime, b_end: datet
     return a_start < b_end and b_start < a_end
 
 
+def stored_time(text: str) -> datetime:
+    """A stored or wire time ('2026-11-27T15:00:00Z' or with an offset) as an aware datetime in
+    UTC; ValueError for anything else, a time without an offset included. The one reader of
+    the record's time text (Python 3.11's ``fromisoformat`` reads the 'Z' itself)."""
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        raise ValueError(f"{text!r} has no UTC offset")
+    return parsed.astimezone(UTC)
+
+
 def local_clock(ts: str | None, timezone: str) -> str:
     """'2026-11-27T15:00:00Z' -> '09:00' in the site's zone (a stored or wire time, as a clock reads)."""
     if not ts:
         return ""
-    return local_hm(datetime.fromisoformat(ts.replace("Z", "+00:00")), ZoneInfo(timezone))
+    return local_hm(stored_time(ts), ZoneInfo(timezone))
 
 
 def duration_text(seconds: float) -> str:
@@ -127,5 +137,5 @@ def local_moment(ts: datetime | str | None, timezone: str) -> str:
     the second ('' for none): how the portal and `status` show a time a person reads."""
     if not ts:
         return ""
-    moment = datetime.fromisoformat(ts.replace("Z", "+00:00")) if isinstance(ts, str) else ts
+    moment = stored_time(ts) if isinstance(ts, str) else ts
     return moment.astimezone(ZoneInfo(timezone)).strftime("%Y-%m-%d %H:%M:%S %Z")

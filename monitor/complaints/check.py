@@ -186,7 +186,7 @@ def check_complaint(
     """What the record says about a complaint of kind ``what`` over [start, end] at ``plan``."""
     tz = site.timezone
     first, last = start - MARGIN, end + MARGIN
-    titles = {k: s.title for k, s in profile.standards.items()}
+    titles = profile.titles
     monitors, shown = _monitors(conn, site, first, last, plan)
     items: list[RecordItem] = []
     notices: dict[str, None] = {}

@@ -225,7 +225,7 @@ class Announcer:
             return
         state.last_status = now
         online = {s: h.online for s, h in state.health.items()}
-        titles = {k: s.title for k, s in state.profile.standards.items()}
+        titles = state.profile.titles
         body = site_status(
             self.store, state.config, now, online, episode_gap_s=state.profile.episode_gap_s, titles=titles
         )

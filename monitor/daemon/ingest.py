@@ -9,6 +9,7 @@ to the store, so a crash between receipt and commit makes the broker redeliver t
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import ssl
 import struct
@@ -57,6 +58,7 @@ class Inbound(NamedTuple):
     qos: int
     received: float  # time.time() on receipt
     decoded: SoundLevels | Parsed | None = None  # wire_levels.predecode, when it ran ahead of the pipeline
+    session: int = 0  # which of the link's sessions received it (its ack goes back there)
 
 
 class Handoff:
@@ -170,6 +172,7 @@ class _ReceivingClient(WatchedClient):
     ) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._deliver = deliver
+        self.session = 0  # the index of this client's session in its MqttLink
         # Runs here, in the network thread, beside the pipeline's SQLite writes (which
         # release the GIL).
         self.predecode = predecode
@@ -216,7 +219,7 @@ class _ReceivingClient(WatchedClient):
         now = time.time()
         pos, end = 0, len(buf)
         first = 0  # where the batch's first packet starts: the batch's bytes are pos - first
-        v5, fast = self._v5, self.fast_path
+        v5, fast, session = self._v5, self.fast_path, self.session
         rc = MQTTErrorCode.MQTT_ERR_SUCCESS
         while pos + 2 <= end:
             # Fixed header: the packet type and flags, then the remaining length (1-4 bytes).
@@ -232,7 +235,7 @@ class _ReceivingClient(WatchedClient):
                 break  # the packet is incomplete: keep it for the next chunk
             message = None
             if fast and command & 0xF6 == _PUBLISH_QOS1:
-                message = _fast_publish(buf, body, stop, v5, now, self.predecode)
+                message = _fast_publish(buf, body, stop, v5, now, self.predecode, session)
             if message is not None:
                 batch.append(message)
             else:
@@ -296,6 +299,7 @@ def _fast_publish(
     v5: bool,
     now: float,
     predecode: Predecode | None,
+    session: int = 0,
 ) -> Inbound | None:
     """A plain QoS 1 PUBLISH as an Inbound; None if anything is unusual (paho handles it)."""
     if pos + 2 > stop:
@@ -316,7 +320,16 @@ def _fast_publish(
     if not topic or mid == 0:
         return None
     payload = bytes(buf[payload_at:stop])
-    return Inbound(topic, payload, mid, 1, now, predecode(topic, payload) if predecode else None)
+    return Inbound(topic, payload, mid, 1, now, predecode(topic, payload) if predecode else None, session)
+
+
+def session_client_id(config: BrokerConfig, topics: Sequence[str]) -> str:
+    """``broker.client_id``, or with a session per filter the id and a digest of the filter:
+    stable whatever the order of the filters, so a restart finds each filter's session."""
+    if not config.session_per_filter:
+        return config.client_id
+    digest = hashlib.sha256("\n".join(topics).encode()).hexdigest()[:10]
+    return f"{config.client_id}-{digest}"
 
 
 def authenticate(client: mqtt.Client, config: BrokerConfig) -> None:
@@ -328,7 +341,16 @@ def authenticate(client: mqtt.Client, config: BrokerConfig) -> None:
 
 
 class MqttLink:
-    """Subscribe to inputs, hand messages to the pipeline, ack after commit, publish outputs."""
+    """Subscribe to inputs, hand messages to the pipeline, ack after commit, publish outputs.
+
+    One persistent session, or with ``broker.session_per_filter`` one per topic filter: a
+    nats-server session holds at most ``max_ack_pending`` unacknowledged messages over all
+    its subscriptions, while each subscription's consumer may push that many; with two or
+    more filters and a backlog the surplus is dropped at the server and comes back only
+    after its ``ack_wait`` (30 s), so a backlog drained at ~67 msg/s (docs/PERFORMANCE.md).
+    A session per filter leaves each consumer's own limit in charge. The first session
+    publishes the daemon's outputs and its state is the link's state for ``status``.
+    """
 
     def __init__(
         self,
@@ -341,28 +363,51 @@ class MqttLink:
         self.config = config
         self.topics = list(topics)
         self.inbound = inbound
-
         self.accepting = True
-        v5 = config.protocol == "5"
-        self.client = _ReceivingClient(
+        groups = [[t] for t in self.topics] if config.session_per_filter else [self.topics]
+        self.clients = [
+            self._session(i, group, predecode, on_fatal) for i, group in enumerate(groups or [[]])
+        ]
+        self.client = self.clients[0]
+        self.sessions_lost = 0  # reconnections that found no session at the broker (logged)
+        self._connected_once: set[int] = set()
+
+    def _session(
+        self,
+        index: int,
+        topics: list[str],
+        predecode: Predecode | None,
+        on_fatal: Callable[[str], None] | None,
+    ) -> _ReceivingClient:
+        v5 = self.config.protocol == "5"
+        client = _ReceivingClient(
             CallbackAPIVersion.VERSION2,
             deliver=self._deliver,
             predecode=predecode,
-            client_id=config.client_id,
+            client_id=session_client_id(self.config, topics),
             clean_session=None if v5 else False,
             protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
             manual_ack=True,
+            userdata=topics,
         )
-        authenticate(self.client, config)
+        client.session = index
+        authenticate(client, self.config)
         # Every failed attempt is logged with its reason and the next attempt; a refused
         # login calls on_fatal (the daemon stops: retrying cannot fix a password).
-        self.watch = LinkWatch(config.addresses, log, Backoff(), on_fatal)
-        self.client.watch = self.watch
-        self.client.max_queued_messages_set(100_000)
-        self.client.on_connect = self._on_connect
-        self.client.on_disconnect = self._on_disconnect
-        self.client.on_message = self._on_message
-        self.client.on_subscribe = self._on_subscribe
+        client.watch = LinkWatch(self.config.addresses, log, Backoff(), on_fatal)
+        client.max_queued_messages_set(100_000)
+        client.on_connect = self._on_connect
+        client.on_disconnect = self._on_disconnect
+        client.on_message = self._on_message
+        client.on_subscribe = self._on_subscribe
+        return client
+
+    @property
+    def watch(self) -> LinkWatch:
+        """The first session's watch: its state is what ``status`` records."""
+        watch = self.client.watch
+        assert watch is not None
+        return watch
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -372,16 +417,17 @@ class MqttLink:
             properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
             properties.SessionExpiryInterval = self.config.session_expiry_s
             properties.ReceiveMaximum = RECEIVE_MAXIMUM
-        # Never a clean start: the session (and what the broker queued for us) must survive.
-        # (MQTT 3.1.1 takes this from clean_session=False given to the client instead.)
-        self.client.connect_async(
-            self.config.host,
-            self.config.port,
-            self.config.keepalive_s,
-            clean_start=False,
-            properties=properties,
-        )
-        self.client.loop_start()
+        for client in self.clients:
+            # Never a clean start: the session (and what the broker queued for us) must survive.
+            # (MQTT 3.1.1 takes this from clean_session=False given to the client instead.)
+            client.connect_async(
+                self.config.host,
+                self.config.port,
+                self.config.keepalive_s,
+                clean_start=False,
+                properties=properties,
+            )
+            client.loop_start()
 
     def stop_accepting(self) -> None:
         """Stop taking new messages; unacked ones stay with the broker for the next run."""
@@ -391,36 +437,70 @@ class MqttLink:
 
     def close(self) -> None:
         try:
-            self.client.disconnect()
+            for client in self.clients:
+                client.disconnect()
         finally:
-            self.client.loop_stop()
-            self.watch.closed("the daemon stopped")
+            for client in self.clients:
+                client.loop_stop()
+                if client.watch is not None:
+                    client.watch.closed("the daemon stopped")
+
+    @property
+    def connected(self) -> bool:
+        """Every session is connected."""
+        return all(client.is_connected() for client in self.clients)
 
     @property
     def fatal(self) -> str | None:
         """Why the link gave up for good (a refused login), or None."""
-        return self.watch.fatal
+        return next((c.watch.fatal for c in self.clients if c.watch is not None and c.watch.fatal), None)
 
     # ------------------------------------------------------------------ paho callbacks (network thread)
+
+    @staticmethod
+    def _watch_of(client: mqtt.Client) -> LinkWatch:
+        watch = getattr(client, "watch", None)
+        assert isinstance(watch, LinkWatch)
+        return watch
 
     def _on_connect(
         self,
         client: mqtt.Client,
-        userdata: object,
+        userdata: list[str],
         flags: mqtt.ConnectFlags,
         reason: object,
         properties: object,
     ) -> None:
+        watch = self._watch_of(client)
         if getattr(reason, "is_failure", False):
-            if self.watch.refused(reason, self.config.username or None):
+            if watch.refused(reason, self.config.username or None):
                 client.disconnect()  # no retry: paho's loop ends
             return
-        self.watch.up()
+        watch.up()
+        session = getattr(client, "session", 0)
+        if session in self._connected_once and not flags.session_present:
+            # Ours was ended while we were away: by another client with our client id and a
+            # clean session (nats-server binds sessions to the id, not the account), or a
+            # broker that lost its store. What was queued for us in between is gone.
+            self.sessions_lost += 1
+            log.error(
+                "Broker %s had no session for %s on reconnecting: what was queued for the daemon"
+                " while it was away is lost (another client logged in with this client id and a"
+                " clean session, or the broker lost its store; docs/DEPLOY.md)",
+                watch.url,
+                client._client_id.decode(),
+            )
+        self._connected_once.add(session)
         # Resubscribe on every connect: harmless when the session kept the subscriptions
         # (MQTT 5 section 3.2.2.1.1 session present), required when it did not.
-        for topic in self.topics:
+        for topic in userdata:
             client.subscribe(topic, qos=1)
-        log.info("Connected to %s (session present: %s)", self.watch.url, flags.session_present)
+        log.info(
+            "Connected to %s as %s (session present: %s)",
+            watch.url,
+            client._client_id.decode(),
+            flags.session_present,
+        )
 
     def _on_subscribe(
         self,
@@ -438,7 +518,7 @@ class MqttLink:
             log.error(
                 "Broker %s refused a subscription (%s); no data arrives on it: check the grants"
                 " of the account %r (make-credentials)",
-                self.watch.url,
+                self._watch_of(client).url,
                 ", ".join(refused),
                 self.config.username,
             )
@@ -447,11 +527,13 @@ class MqttLink:
         self, client: mqtt.Client, userdata: object, flags: object, reason: object, properties: object
     ) -> None:
         if self.accepting:  # the reason and the next attempt are logged by the watch's wait
-            self.watch.lost(reason)
+            self._watch_of(client).lost(reason)
 
     def _on_message(self, client: mqtt.Client, userdata: object, message: mqtt.MQTTMessage) -> None:
         payload = bytes(message.payload)
-        self._deliver([Inbound(message.topic, payload, message.mid, message.qos, time.time())], len(payload))
+        session = getattr(client, "session", 0)
+        inbound = Inbound(message.topic, payload, message.mid, message.qos, time.time(), None, session)
+        self._deliver([inbound], len(payload))
 
     def _deliver(self, batch: list[Inbound], size: int) -> None:
         if not self.accepting:
@@ -461,10 +543,18 @@ class MqttLink:
     # ------------------------------------------------------------------ pipeline side
 
     def ack(self, messages: Sequence[Inbound]) -> None:
-        self.client.ack_many([m.mid for m in messages if m.qos == 1])
+        if len(self.clients) == 1:
+            self.client.ack_many([m.mid for m in messages if m.qos == 1])
+        else:  # each packet id back to the session it came from
+            by_session: dict[int, list[int]] = {}
+            for m in messages:
+                if m.qos == 1:
+                    by_session.setdefault(m.session, []).append(m.mid)
+            for session, mids in by_session.items():
+                self.clients[session].ack_many(mids)
         for m in messages:
             if m.qos == 2:
-                self.client.ack(m.mid, m.qos)
+                self.clients[m.session].ack(m.mid, m.qos)
 
     def publish(self, topic: str, payload: bytes, *, qos: int = 1, retain: bool = False) -> None:
         info = self.client.publish(topic, payload, qos=qos, retain=retain)

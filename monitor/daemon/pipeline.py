@@ -799,7 +799,7 @@ def run(
             if time.monotonic() - last_tick >= 1.0 or not batch:
                 # Minutes close on silence only while the broker is reachable and nothing
                 # is in hand: until then it may hold the sites' data (closing.py).
-                pipeline.set_input(link.client.is_connected(), len(inbound))
+                pipeline.set_input(link.connected, len(inbound))
                 pipeline.tick()
                 last_tick = time.monotonic()
             if pipeline.deliveries_pending:

@@ -31,6 +31,7 @@ from rules.model import (
     WorkPeriod,
     event_span,
 )
+from rules.times import stored_time
 
 P = ParamSpec("P")
 
@@ -123,7 +124,7 @@ def alerts(site: str, body: Mapping[str, Any]) -> str | None:
     """The point of a raised alert, from its published body (``AlertBook``)."""
     tags = {"site": site, "audience": ",".join(body["audiences"]), "kind": body["kind"]}
     fields = {"id": body["id"], "message": body["message"], "severity": body["severity"]}
-    return _point("alerts", tags, fields, datetime.fromisoformat(body["ts"].replace("Z", "+00:00")))
+    return _point("alerts", tags, fields, stored_time(body["ts"]))
 
 
 def rejections(site: str, topic: str, reason: str, ts: datetime) -> str | None:

@@ -268,6 +268,77 @@ def minute_laeq_of_sensor(
     return None if row is None else float(row[1])
 
 
+# Hours are numbered from the epoch (ts_us // 3_600_000_000): the site's local hours wherever its
+# zone is a whole number of hours from UTC. Lx is the per-second LAeq of the ceil(x % of n)-th
+# loudest second of the hour, to 0.1 dB (the bin round(LAeq x 10)): the definition the monthly
+# report uses (monitor/reports/content.py, level_statistics), here computed in SQLite from each
+# hour's 0.1 dB histogram, so that a month of a meter (2.6 million seconds) never reaches Python.
+_HOURLY_LEVELS = """
+WITH bins AS (
+    SELECT sensor, ts_us / 3600000000 AS hour, CAST(round(LAeq * 10) AS INTEGER) AS bin,
+           COUNT(*) AS n, SUM(power(10, LAeq / 10.0)) AS energy
+    FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY sensor, hour, bin
+), ranked AS (
+    SELECT sensor, hour, bin, energy,
+           SUM(n) OVER (PARTITION BY sensor, hour ORDER BY bin DESC ROWS UNBOUNDED PRECEDING) AS louder,
+           SUM(n) OVER (PARTITION BY sensor, hour) AS seconds
+    FROM bins
+)
+SELECT sensor, hour, seconds, 10 * log10(SUM(energy) / seconds) AS laeq,
+       MAX(CASE WHEN louder >= ceil(seconds * 0.10) THEN bin END) / 10.0 AS l10,
+       MAX(CASE WHEN louder >= ceil(seconds * 0.90) THEN bin END) / 10.0 AS l90
+FROM ranked GROUP BY sensor, hour ORDER BY sensor, hour
+"""
+
+
+def hourly_levels_of_site(
+    conn: sqlite3.Connection, site: str, start_us: int, end_us: int
+) -> list[sqlite3.Row]:
+    """(``sensor``, ``hour``, ``seconds``, ``laeq``, ``l10``, ``l90``) of every clock hour of every
+    sound meter of ``site`` with seconds in [start_us, end_us), by sensor and hour. LAeq: the
+    energy average of the seconds' LAeq, 10 log10(mean(10^(L/10))); L10/L90: see above."""
+    return _rows(conn, _HOURLY_LEVELS, (site, start_us, end_us))
+
+
+def light_levels(
+    conn: sqlite3.Connection, site: str, kind: str, sensor: str, start_us: int, end_us: int, step_s: int
+) -> list[sqlite3.Row]:
+    """(``slot``, ``lux_mean``, ``lux_max``) of the ``kind`` readings (light or sky) of ``sensor``
+    starting in [start_us, end_us), per ``step_s`` slot numbered from the epoch: the mean of the
+    readings' means and the highest of their maxima, aggregated in SQLite."""
+    return _rows(
+        conn,
+        "SELECT ts_us / ? AS slot, avg(json_extract(data, '$.lux_mean')) AS lux_mean,"
+        " max(json_extract(data, '$.lux_max')) AS lux_max FROM readings"
+        " WHERE site = ? AND sensor = ? AND kind = ? AND ts_us >= ? AND ts_us < ?"
+        " GROUP BY slot ORDER BY slot",
+        (step_s * 1_000_000, site, sensor, kind, start_us, end_us),
+    )
+
+
+def record_bounds(
+    conn: sqlite3.Connection, site: str, readings: Sequence[tuple[str, str]], start_us: int, end_us: int
+) -> tuple[int, int] | None:
+    """(first, last) ts_us of the site's sound seconds and of the (sensor, kind) ``readings`` in
+    [start_us, end_us), None without any: each bound an index lookup (no scan of the window)."""
+    # One MIN or MAX per statement: SQLite answers each from the key's end alone.
+    tables = [("sound", "site = ?", (site,))] + [
+        ("readings", "site = ? AND sensor = ? AND kind = ?", (site, sensor, kind))
+        for sensor, kind in readings
+    ]
+    firsts: list[int] = []
+    lasts: list[int] = []
+    for table, where, params in tables:
+        for fn, out in (("MIN", firsts), ("MAX", lasts)):
+            row = conn.execute(
+                f"SELECT {fn}(ts_us) FROM {table} WHERE {where} AND ts_us >= ? AND ts_us < ?",
+                (*params, start_us, end_us),
+            ).fetchone()
+            if row[0] is not None:
+                out.append(int(row[0]))
+    return (min(firsts), max(lasts)) if firsts else None
+
+
 def readings_of(
     conn: sqlite3.Connection, site: str, kind: str, sensors: Sequence[str], start: datetime, end: datetime
 ) -> list[sqlite3.Row]:

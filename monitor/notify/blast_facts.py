@@ -26,7 +26,7 @@ from monitor.notify.notices import (
 )
 from rules.air_overpressure import SECONDARY
 from rules.profile import Profile
-from rules.times import local_stamp, span_text
+from rules.times import local_stamp, span_text, stored_time
 
 __all__ = ["blast_rows"]
 
@@ -61,7 +61,7 @@ def blast_rows(
     tz = ZoneInfo(notice.timezone)
     rows: list[tuple[str, str]] = []
     blast = _event_data(conn, notice.site, "blast", blast_id)
-    blast_ts = datetime.fromisoformat(str(blast["ts"]).replace("Z", "+00:00")) if blast else None
+    blast_ts = stored_time(str(blast["ts"])) if blast else None
     if blast_ts is None:
         rows.append(("Blast", f"{blast_id}: no blast record in the store"))
     else:
@@ -99,8 +99,8 @@ def blast_rows(
     if announced is None:
         rows.append(("24-hour notice", "none recorded for this blast"))
     else:
-        issued = datetime.fromisoformat(str(announced["issued_ts"]).replace("Z", "+00:00"))
-        planned = datetime.fromisoformat(str(announced["planned_ts"]).replace("Z", "+00:00"))
+        issued = stored_time(str(announced["issued_ts"]))
+        planned = stored_time(str(announced["planned_ts"]))
         ahead = f", {duration_text((blast_ts - issued).total_seconds())} before the blast" if blast_ts else ""
         rows.append(
             (

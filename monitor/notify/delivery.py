@@ -52,6 +52,7 @@ from monitor.errors import OutputError
 from monitor.journal import migrations
 from monitor.notify.alerts import Alert
 from monitor.wire.canonical import canonical_json, canonical_text, from_us, to_us
+from rules.times import stored_time
 
 __all__ = [
     "DELIVERED",
@@ -538,7 +539,7 @@ def _report_pdf(data: Mapping[str, Any]) -> tuple[str, bytes] | None:
 
 def _parse_ts(text: str) -> datetime | None:
     try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return stored_time(text)
     except ValueError:
         return None
 

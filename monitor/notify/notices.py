@@ -75,7 +75,7 @@ from rules.notice_decision import (
 )
 from rules.profile import Profile
 from rules.quantities import limit_text, measurement_text, number_text, quantity_text, unit_text
-from rules.times import duration_text, local_moment, local_stamp, span_text
+from rules.times import duration_text, local_moment, local_stamp, span_text, stored_time
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -342,10 +342,6 @@ def _with_row_factory(conn: sqlite3.Connection) -> None:
 # --------------------------------------------------------------------------- formatting helpers
 
 
-def _parse_utc(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
-
-
 def episode_window(facts: Mapping[str, Any], start: datetime, end: datetime) -> tuple[datetime, datetime]:
     """The one window a notice tells for an episode: from when the condition began to its end.
 
@@ -355,7 +351,7 @@ def episode_window(facts: Mapping[str, Any], start: datetime, end: datetime) -> 
     is never told beside "17:07-17:16 (9 minutes)".
     """
     try:
-        return _parse_utc(str(facts["start"])), _parse_utc(str(facts["end"]))
+        return stored_time(str(facts["start"])), stored_time(str(facts["end"]))
     except (KeyError, ValueError):
         return start, end
 

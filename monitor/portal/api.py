@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from monitor import __version__
-from monitor.portal.web import AUDIENCE, Web, day_param
+from monitor.portal.web import AUDIENCE, Web, day_param, period_param
 
 
 class Api:
@@ -87,8 +87,10 @@ class Api:
         scope = self.web.api_scope(request)
         self.web.may(scope, "day")
         site = scope.site(request.path_params["site"])
-        day = day_param(request, site.timezone, self.web.portal.clock())
-        data, _ = await run_in_threadpool(self.web.portal.day_view, scope, site.id, day)
+        period = period_param(request, site.timezone)
+        if period is None:
+            period = await run_in_threadpool(self.web.portal.opening_period, scope, site.id)
+        data, _ = await run_in_threadpool(self.web.portal.period_view, scope, site.id, period)
         return JSONResponse(data)
 
     async def api_openapi(self, request: Request) -> Response:

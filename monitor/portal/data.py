@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 from zoneinfo import ZoneInfo
 
 from monitor.config import AccountConfig, Config, SiteConfig
@@ -36,13 +36,15 @@ from monitor.errors import DecodeError, MinewatchError
 from monitor.journal import queries
 from monitor.journal.episodes import site_episodes
 from monitor.journal.store import Store
+from monitor.portal import limits, periods
+from monitor.portal.periods import Period
 from monitor.portal.siteplan import ALL_LAYERS, monitor_state
 from monitor.portal.svg import DayPlot
 from monitor.wire.canonical import from_us, to_us
 from monitor.wire.codec import decode
 from monitor.wire.protocol import event_topic, format_ts
-from rules.model import BlastNotice
-from rules.times import local_moment
+from rules.model import BlastNotice, FindingKind, SensorKind
+from rules.times import local_moment, span_text
 
 T = TypeVar("T")
 
@@ -140,6 +142,7 @@ class Portal:
     _local: threading.local = field(default_factory=threading.local)
     _profiles: dict[str, Any] = field(default_factory=dict)
     _minutes: MinuteCache = field(default_factory=lambda: MinuteCache())
+    _hours: HourCache = field(default_factory=lambda: HourCache())
     _days: DayCache = field(default_factory=lambda: DayCache())
     _findings: FindingsCache = field(default_factory=lambda: FindingsCache())
 
@@ -203,7 +206,7 @@ class Portal:
         site = scope.site(site_id)
         now = self.clock()
         profile = self.profile(site)
-        titles = {k: s.title for k, s in profile.standards.items()}
+        titles = profile.titles
         status = site_status(self.store(), site, now, episode_gap_s=profile.episode_gap_s, titles=titles)
         conn = self.store().conn
         # Each monitor's state (the status page, the API and the site plan show this one):
@@ -672,11 +675,32 @@ class Portal:
         report = build_report(self.store().conn, site, self.profile(site), period, self.clock())
         return render_pdf(report) if fmt == "pdf" else render_csv(report)
 
-    # ------------------------------------------------------------------ inspector: the day
+    # ------------------------------------------------------------------ the day and period views
 
-    def day(self, scope: Scope, site_id: str, day: date) -> dict[str, Any]:
-        """One local day of a site: per-minute LAeq of each boundary sensor against the limit,
-        exempt periods, blasts against the window and sunset, light against its limits, findings."""
+    def opening_period(self, scope: Scope, site_id: str) -> Period:
+        """The period a view opens on: the hours of the latest local day that hold data (within
+        the account's time scope), or today when the site has none."""
+        site = scope.site(site_id)
+        zone = ZoneInfo(site.timezone)
+        conn = self.store().conn
+        readings = [(s.id, "light") for s in site.sensors if s.kind in (SensorKind.LIGHT, SensorKind.SKY)]
+        start, end = scope.window(limits.EARLIEST, limits.LATEST)
+        bounds = queries.record_bounds(conn, site.id, readings, to_us(start), to_us(end))
+        if bounds is not None:
+            day = periods.aligned("day", from_us(bounds[1]), zone)
+            first, last = max(day.start, start), min(day.end, end)
+            within = queries.record_bounds(conn, site.id, readings, to_us(first), to_us(last))
+            found = periods.latest_period((from_us(within[0]), from_us(within[1])) if within else None, zone)
+            if found is not None:
+                return found
+        return periods.aligned("day", self.clock(), zone)
+
+    def period(self, scope: Scope, site_id: str, period: Period) -> dict[str, Any]:
+        """A period of a site: every configured sensor (sound: per-minute LAeq up to a day,
+        hourly LAeq/L10/L90 beyond, against the limit of the standard that judges it; light and
+        sky: mean and max lux against the light limits), exempt periods, blasts recorded and
+        unreported against the blast window and sunset of each day, the violation episodes and
+        the findings (each with its episode and notice)."""
         from rules.blast_window import BlastWindowParams
         from rules.high_intensity_light import HighIntensityLightParams
         from rules.light_trespass import LightTrespassParams
@@ -685,45 +709,60 @@ class Portal:
 
         site = scope.site(site_id)
         tz = ZoneInfo(site.timezone)
-        day_start, day_end = local_day(day, tz)
-        start, end = scope.window(day_start, day_end)
+        start, end = scope.window(period.start, period.end)
         profile = self.profile(site)
-        params = [s.params for s in profile.standards.values()]
-        noise = next((p for p in params if isinstance(p, NoiseParams)), NoiseParams())
+        standards = list(profile.standards.values())
+        params = [s.params for s in standards]
+        noise = [s for s in standards if isinstance(s.params, NoiseParams)]
         window = next((p for p in params if isinstance(p, BlastWindowParams)), BlastWindowParams())
         trespass = next((p for p in params if isinstance(p, LightTrespassParams)), None)
         intensity = next((p for p in params if isinstance(p, HighIntensityLightParams)), None)
         conn = self.store().conn
-        placements = set(noise.placements)
-        boundary = [s for s in site.sensors if s.kind.value == "sound" and s.placement.value in placements]
-        minutes = self._minutes.get(conn, site.id, [s.id for s in boundary], to_us(start), to_us(end))
-        sound: dict[str, list[tuple[str, float]]] = {
-            sensor: [(_minute_ts(m), round(v, 1)) for m, v in sorted(values.items())]
-            for sensor, values in minutes.items()
+        meters = [s for s in site.sensors if s.kind is SensorKind.SOUND]
+        # The limit each meter is held to: the noise standard naming its placement (6.D at the
+        # boundary, 6.G at the conveyor parcel), none for a meter no standard judges.
+        judged_by = {
+            m.id: next((s for s in noise if m.placement.value in s.params.placements), None) for m in meters
         }
+        start_us, end_us = to_us(start), to_us(end)
+        sound: dict[str, list[tuple[Any, ...]]] = {}
+        if period.resolution == "minute":
+            minutes = self._minutes.get(conn, site.id, [m.id for m in meters], start_us, end_us)
+            for sensor, values in minutes.items():
+                sound[sensor] = [(_minute_ts(m), round(v, 1)) for m, v in sorted(values.items())]
+        else:
+            hours = self._hours.get(conn, site.id, [m.id for m in meters], start_us, end_us)
+            for sensor, levels in hours.items():
+                sound[sensor] = [
+                    (_hour_ts(h), round(laeq, 1), round(l10, 1), round(l90, 1))
+                    for h, (_, laeq, l10, l90) in sorted(levels.items())
+                ]
+        step_s = 60 if period.resolution == "minute" else 3600
         light: dict[str, list[tuple[str, float, float]]] = {}
-        for sensor in (s for s in site.sensors if s.kind.value == "light"):
-            rows = queries.readings_of(conn, site.id, "light", [sensor.id], start, end)
-            step = max(1, len(rows) // 1440)  # at most one point a minute on the plot
-            points = []
-            for r in rows[::step]:
-                d = json.loads(r["data"])
-                points.append((format_ts(from_us(r["ts_us"])), float(d["lux_mean"]), float(d["lux_max"])))
-            light[sensor.id] = points
+        for lit in (s for s in site.sensors if s.kind in (SensorKind.LIGHT, SensorKind.SKY)):
+            light[lit.id] = [
+                (
+                    format_ts(from_us(r["slot"] * step_s * 1_000_000)),
+                    round(r["lux_mean"], 3),
+                    round(r["lux_max"], 3),
+                )
+                for r in queries.light_levels(conn, site.id, "light", lit.id, start_us, end_us, step_s)
+                if r["lux_mean"] is not None
+            ]
         events = queries.events_overlapping(conn, site.id, start, end)
         from monitor.notify.blast_report import blast_events
 
         reported = blast_events(self.store(), site, start - timedelta(hours=1), end + timedelta(hours=1))
         blasts = []
         for e in events:
-            if e["kind"] == "blast":
+            if e["kind"] == "blast" and start_us <= e["ts_us"] < end_us:
                 blast_id = json.loads(e["data"]).get("blast_id", e["id"])
                 ts = format_ts(from_us(e["ts_us"]))
                 blasts.append({"id": blast_id, "ts": ts, "report": blast_id in reported})
         # Exempt periods and the sensors they cover (work: the sound meters it names, all when
         # none; temporary lighting: the light sensors; an exempt exceedance: its meters).
-        sound_ids = [s.id for s in boundary]
-        light_ids = [s.id for s in site.sensors if s.kind.value == "light"]
+        sound_ids = [m.id for m in meters if judged_by[m.id] is not None]
+        light_ids = [s.id for s in site.sensors if s.kind is SensorKind.LIGHT]
         exempt = []
         for e in events:
             if e["kind"] not in ("work", "temporary-lighting") or e["end_us"] is None:
@@ -738,14 +777,8 @@ class Portal:
                     "sensors": covered,
                 }
             )
-        findings = self.findings(scope, site.id, start, end)
-        exempt += [
-            {"start": f["start"], "end": f["end"], "why": f["summary"][:120], "sensors": f["sensors"]}
-            for f in findings
-            if f["kind"] == "exempt_exceedance"
-        ]
-        set_at = sunset(site.context(), day)
         # One set of facts: the violation episodes the notices tell, as far as the reader may see.
+        titles = profile.titles
         told = site_episodes(
             conn,
             site.id,
@@ -755,16 +788,76 @@ class Portal:
             not_before=scope.user.not_before,
             not_after=scope.user.not_after,
         )
+        episode_of = {f: t for t in told for f in t.facts.finding_ids}
+        # The shared findings, each with the episode it is part of and that episode's notice
+        # (copies: the cached findings are shared between views).
+        findings = [
+            {
+                **f,
+                "episode": episode_of[f["id"]].facts.id if f["id"] in episode_of else None,
+                "notice": episode_of[f["id"]].notice_id if f["id"] in episode_of else None,
+            }
+            for f in self.findings(scope, site.id, start, end)
+        ]
+        exempt += [
+            {"start": f["start"], "end": f["end"], "why": f["summary"][:120], "sensors": f["sensors"]}
+            for f in findings
+            if f["kind"] == "exempt_exceedance"
+        ]
+        unreported = [
+            {"ts": f["start"], "sensors": f["sensors"], "finding": f["id"], "summary": f["summary"]}
+            for f in findings
+            if f["kind"] == FindingKind.UNREPORTED_BLAST.value
+        ]
+        days = []
+        day = period.local(start).date()
+        while _day_start(day, tz) < end:
+            set_at = sunset(site.context(), day)
+            days.append(
+                {
+                    "date": day.isoformat(),
+                    "blast_window": {
+                        "start": format_ts(
+                            datetime.combine(day, dtime.fromisoformat(window.window_start), tz)
+                        ),
+                        "end": format_ts(datetime.combine(day, dtime.fromisoformat(window.window_end), tz)),
+                    },
+                    "sunset": format_ts(set_at.at) if set_at.at is not None else None,
+                }
+            )
+            day += timedelta(days=1)
+        counts = {
+            r["sensor"]: int(r["readings"])
+            for r in queries.reading_counts(conn, site.id, start_us, end_us)
+            if r["kind"] in ("light", "weather", "turbidity", "seismic")
+        }
+        limit_of = {
+            sensor: (s.section, s.params.limit_db) for sensor, s in judged_by.items() if s is not None
+        }
         return {
             "site": site.id,
             "name": site.name,
-            "date": day.isoformat(),
             "timezone": site.timezone,
-            "from": format_ts(day_start),
-            "to": format_ts(day_end),
+            "from": format_ts(period.start),
+            "to": format_ts(period.end),
             "shown_from": format_ts(start),
             "shown_to": format_ts(end),
-            "limit_db": noise.limit_db,
+            "span": span_text(period.start, period.end, tz, with_date=True),
+            "resolution": period.resolution,
+            "sensors": [
+                {
+                    "id": s.id,
+                    "kind": s.kind.value,
+                    "placement": s.placement.value,
+                    "location": s.location,
+                    "plotted": s.id in sound or s.id in light,
+                    "standard": limit_of[s.id][0] if s.id in limit_of else None,
+                    "limit_db": limit_of[s.id][1] if s.id in limit_of else None,
+                    "points": len(sound.get(s.id, light.get(s.id, []))),
+                    "readings": counts.get(s.id),
+                }
+                for s in site.sensors
+            ],
             "sound": sound,
             "light": light,
             "light_limits": {
@@ -775,46 +868,42 @@ class Portal:
                 )
                 if v is not None
             },
-            "blast_window": {
-                "start": format_ts(datetime.combine(day, dtime.fromisoformat(window.window_start), tz)),
-                "end": format_ts(datetime.combine(day, dtime.fromisoformat(window.window_end), tz)),
-            },
-            "sunset": format_ts(set_at.at) if set_at.at is not None else None,
+            "days": days,
             "blasts": blasts,
+            "unreported_blasts": unreported,
             "exempt": exempt,
-            "episodes": [
-                e.to_json(site.timezone, {k: s.title for k, s in profile.standards.items()}) for e in told
-            ],
+            "episodes": [e.to_json(site.timezone, titles) for e in told],
             "findings": findings,
         }
 
-    def day_view(
+    def period_view(
         self,
         scope: Scope,
         site_id: str,
-        day: date,
+        period: Period,
         page: Callable[[dict[str, Any], str], str] | None = None,
     ) -> tuple[dict[str, Any], str]:
-        """:meth:`day` and its plot (SVG), served from memory while the site's chain is unchanged.
+        """:meth:`period` and its plot (SVG), served from memory while the site's chain is unchanged.
 
         The scope checks run first, on every call; the cache is keyed by the site and the
         window the account may see, so an account only ever gets a view computed for exactly
         its own window of a site it may see. Every record the daemon or the portal stores for a
         site (seconds, events, findings, actions) advances that site's chain head, so a view
         computed at head H is the current one while the head is still H. When it moved, the
-        day is recomputed (MinuteCache re-reads only the minutes whose seconds were chained
-        since) and only the panels whose points or marks changed are drawn again: a past day
-        nobody added to costs one indexed MAX(seq) lookup. The returned dict is shared: read it.
+        period is recomputed (MinuteCache and HourCache re-read only the minutes or hours whose
+        seconds were chained since) and only the panels whose points or
+        marks changed are drawn again: a past period nobody added to costs one indexed MAX(seq)
+        lookup. The returned dict is shared: read it.
 
         ``page``: instead of the plot, return ``page(data, plot)``, cached with the view (one
         such function per caller: it is the cache key of what it renders).
         """
         site = scope.site(site_id)
-        start, end = scope.window(*local_day(day, ZoneInfo(site.timezone)))
+        start, end = scope.window(period.start, period.end)
         return self._days.get(
-            (site.id, day, to_us(start), to_us(end)),
+            (site.id, to_us(period.start), to_us(period.end), to_us(start), to_us(end)),
             lambda: queries.chain_head_seq(self.store().conn, site.id),
-            lambda: self.day(scope, site.id, day),
+            lambda: self.period(scope, site.id, period),
             page,
         )
 
@@ -929,7 +1018,51 @@ def _complaint_view(complaint: Any, config: Config, role: str, history: Sequence
     return {name: everything[name] for name in COMPLAINT_FIELDS.get(role, PUBLIC_COMPLAINT)}
 
 
-class MinuteCache:
+V = TypeVar("V")
+
+
+class _ChainedWindows(Generic[V]):
+    """Per (site, window): sensor -> bucket number -> value, with the buckets whose seconds were
+    chained since the last look marked for reading again (see MinuteCache)."""
+
+    BUCKET_US = 60_000_000
+    MAX_WINDOWS = 64
+    MAX_NEW_ENTRIES = 500_000  # beyond this, start over rather than walk the chain
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seq: dict[str, int] = {}
+        # (site, start_us, end_us) -> sensor -> bucket number -> value; dict order = use order
+        self._windows: dict[tuple[str, int, int], dict[str, dict[int, V]]] = {}
+        self._dirty: dict[tuple[str, int, int], set[tuple[str, int]]] = {}
+
+    def _keep(self, key: tuple[str, int, int], window: dict[str, dict[int, V]]) -> None:
+        self._dirty[key] = set()
+        self._windows[key] = window
+        while len(self._windows) > self.MAX_WINDOWS:
+            oldest = next(iter(self._windows))
+            del self._windows[oldest]
+            self._dirty.pop(oldest, None)
+
+    def _catch_up(self, conn: sqlite3.Connection, site: str) -> None:
+        head = queries.chain_head_seq(conn, site)
+        seen = self._seq.get(site)
+        self._seq[site] = head
+        mine = [k for k in self._windows if k[0] == site]
+        if seen is None or head - seen > self.MAX_NEW_ENTRIES or head < seen:
+            for k in mine:  # unknown changes: read those windows again
+                del self._windows[k]
+                self._dirty.pop(k, None)
+            return
+        if head == seen or not mine:
+            return
+        for sensor, ts_us in queries.sound_seconds_chained(conn, site, seen, head):
+            for k in mine:
+                if k[1] <= ts_us < k[2]:
+                    self._dirty.setdefault(k, set()).add((sensor, ts_us // self.BUCKET_US))
+
+
+class MinuteCache(_ChainedWindows[float]):
     """Minute LAeq of (site, sensor) windows, kept up to date from the site's hash chain.
 
     A day of one meter is 86,400 rows: 30-50 ms to aggregate, so 20 clients on the day view of
@@ -938,16 +1071,6 @@ class MinuteCache:
     exactly the minutes that changed (late data too); only those are read again. The chain is
     read before the rows, so a row is never newer in the cache than the chain position noted.
     """
-
-    MAX_WINDOWS = 64
-    MAX_NEW_ENTRIES = 500_000  # beyond this, start over rather than walk the chain
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._seq: dict[str, int] = {}
-        # (site, start_us, end_us) -> sensor -> minute number -> LAeq; dict order = use order
-        self._windows: dict[tuple[str, int, int], dict[str, dict[int, float]]] = {}
-        self._dirty: dict[tuple[str, int, int], set[tuple[str, int]]] = {}
 
     def get(
         self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
@@ -971,30 +1094,52 @@ class MinuteCache:
                     window[sensor].pop(minute, None)
                 else:
                     window[sensor][minute] = laeq
-            self._dirty[key] = set()
-            self._windows[key] = window
-            while len(self._windows) > self.MAX_WINDOWS:
-                oldest = next(iter(self._windows))
-                del self._windows[oldest]
-                self._dirty.pop(oldest, None)
+            self._keep(key, window)
             return {s: dict(v) for s, v in window.items()}
 
-    def _catch_up(self, conn: sqlite3.Connection, site: str) -> None:
-        head = queries.chain_head_seq(conn, site)
-        seen = self._seq.get(site)
-        self._seq[site] = head
-        mine = [k for k in self._windows if k[0] == site]
-        if seen is None or head - seen > self.MAX_NEW_ENTRIES or head < seen:
-            for k in mine:  # unknown changes: read those windows again
-                del self._windows[k]
-                self._dirty.pop(k, None)
-            return
-        if head == seen or not mine:
-            return
-        for sensor, ts_us in queries.sound_seconds_chained(conn, site, seen, head):
-            for k in mine:
-                if k[1] <= ts_us < k[2]:
-                    self._dirty.setdefault(k, set()).add((sensor, ts_us // 60_000_000))
+
+HourLevels = tuple[int, float, float, float]  # seconds, LAeq, L10, L90 (queries.hourly_levels_of_site)
+
+
+class HourCache(_ChainedWindows[HourLevels]):
+    """Hourly LAeq, L10 and L90 of (site, sensor) windows (weeks, months), kept up to date from
+    the site's hash chain as :class:`MinuteCache` keeps minutes: a week of ten meters is six
+    million seconds to aggregate, so only the hours whose seconds were chained since the last
+    look are aggregated again (that hour of every meter at once: one indexed range)."""
+
+    BUCKET_US = 3_600_000_000
+    MAX_WINDOWS = 16
+
+    def get(
+        self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
+    ) -> dict[str, dict[int, HourLevels]]:
+        with self._lock:
+            self._catch_up(conn, site)
+            key = (site, start_us, end_us)
+            window = self._windows.pop(key, None)
+            if window is None or set(window) != set(sensors):
+                window = {s: {} for s in sensors}
+                self._read(conn, site, window, start_us, end_us)
+                self._dirty[key] = set()
+            for hour in sorted({hour for _, hour in self._dirty.pop(key, set())}):
+                lo, hi = max(hour * self.BUCKET_US, start_us), min((hour + 1) * self.BUCKET_US, end_us)
+                for values in window.values():
+                    values.pop(hour, None)
+                self._read(conn, site, window, lo, hi)
+            self._keep(key, window)
+            return {s: dict(v) for s, v in window.items()}
+
+    @staticmethod
+    def _read(
+        conn: sqlite3.Connection,
+        site: str,
+        window: dict[str, dict[int, HourLevels]],
+        start_us: int,
+        end_us: int,
+    ) -> None:
+        for r in queries.hourly_levels_of_site(conn, site, start_us, end_us):
+            if r["sensor"] in window:
+                window[r["sensor"]][r["hour"]] = (int(r["seconds"]), r["laeq"], r["l10"], r["l90"])
 
 
 class DayCache:
@@ -1005,14 +1150,15 @@ class DayCache:
     # A view of ten meters with 4,800 findings holds about 10 MB (measured with tracemalloc,
     # its minute window and findings included).
     MAX_VIEWS = 8
+    MAX_PAGES = 16  # rendered pages of a view (the day view's: one per choice of filters)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._views: dict[tuple[str, date, int, int], _DayView] = {}  # dict order = use order
+        self._views: dict[tuple[str, int, int, int, int], _DayView] = {}  # dict order = use order
 
     def get(
         self,
-        key: tuple[str, date, int, int],
+        key: tuple[str, int, int, int, int],
         head: Callable[[], int],
         compute: Callable[[], dict[str, Any]],
         page: Callable[[dict[str, Any], str], str] | None = None,
@@ -1033,9 +1179,13 @@ class DayCache:
                 view.pages.clear()
             if page is None:
                 return view.data, view.svg
-            if page not in view.pages:
-                view.pages[page] = page(view.data, view.svg)
-            return view.data, view.pages[page]
+            text = view.pages.pop(page, None)
+            if text is None:
+                text = page(view.data, view.svg)
+            view.pages[page] = text  # dict order = use order
+            while len(view.pages) > self.MAX_PAGES:
+                del view.pages[next(iter(view.pages))]
+            return view.data, text
 
 
 @dataclass
@@ -1117,6 +1267,15 @@ _UTC_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
 @functools.lru_cache(maxsize=1 << 16)  # 45 days of minutes; a day view formats 1,440 per meter
 def _minute_ts(minute: int) -> str:
     return format_ts(from_us(minute * 60_000_000))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _hour_ts(hour: int) -> str:
+    return format_ts(from_us(hour * 3_600_000_000))
+
+
+def _day_start(day: date, tz: ZoneInfo) -> datetime:
+    return datetime.combine(day, dtime(0), tz).astimezone(UTC)
 
 
 def local_day(day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:

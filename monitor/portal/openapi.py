@@ -13,8 +13,11 @@ def _get(summary: str, roles: str, params: list[dict[str, Any]], schema: dict[st
         "404": {"description": "no such site/notice, or not in this account's scope"},
     }
     if DATE in params:
+        reason = "date is not a day from 1970-01-01 to 9998-12-31"
+        if FROM in params:
+            reason += "; from/to not both given, the wrong way round, or not 10 minutes to 31 days apart"
         responses["400"] = {
-            "description": 'date is not a day from 1970-01-01 to 9998-12-31 ({"error": reason})',
+            "description": f'{reason} ({{"error": reason, naming the field}})',
             "content": {"application/json": {"schema": OBJ}},
         }
     return {
@@ -32,8 +35,23 @@ DATE = {
     "name": "date",
     "in": "query",
     "required": False,
-    "description": "local day of the site, YYYY-MM-DD, from 1970-01-01 to 9998-12-31 (default: today)",
+    "description": "local day of the site, YYYY-MM-DD, from 1970-01-01 to 9998-12-31 (default: today;"
+    " the day view: the latest hours with data)",
     "schema": {"type": "string", "format": "date"},
+}
+FROM = {
+    "name": "from",
+    "in": "query",
+    "required": False,
+    "description": "start of the period, site time: YYYY-MM-DDTHH:MM or a date (with to; instead of date)",
+    "schema": {"type": "string"},
+}
+TO = {
+    "name": "to",
+    "in": "query",
+    "required": False,
+    "description": "end of the period (exclusive), site time; 10 minutes to 31 days after from",
+    "schema": {"type": "string"},
 }
 OBJ = {"type": "object"}
 LIST = {"type": "array", "items": OBJ}
@@ -77,10 +95,15 @@ def document(version: str) -> dict[str, Any]:
                 LIST,
             ),
             "/sites/{site}/day": _get(
-                "The day view's data: minute LAeq per boundary sensor, limit, exempt periods, blasts,"
-                " blast window, sunset, light, findings",
+                "The day and period view's data (a local day with date, any period with from and to;"
+                " neither: the whole hours of the latest day with data): every configured sensor;"
+                " per sound meter LAeq per minute up to a day (resolution minute: [ts, LAeq]) or hourly"
+                " LAeq, L10, L90 beyond (resolution hour: [ts, LAeq, L10, L90]) with the limit of the"
+                " standard judging it; per light and sky sensor [ts, lux_mean, lux_max]; light limits;"
+                " per day the blast window and sunset; blasts recorded and unreported; exempt periods;"
+                " violation episodes; findings, each with its episode and notice (docs/PORTAL.md)",
                 "inspector, town",
-                [SITE, DATE],
+                [SITE, DATE, FROM, TO],
                 OBJ,
             ),
         },

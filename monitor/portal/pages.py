@@ -4,24 +4,29 @@ from __future__ import annotations
 
 import functools
 import re
+import urllib.parse
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from monitor.config import SiteConfig
 from monitor.errors import UsageError
-from monitor.portal import limits, siteplan
+from monitor.portal import limits, periods, siteplan
 from monitor.portal.data import EVENT_KINDS, NotFound, Refused, Scope, new_event_id
-from monitor.portal.web import AUDIENCE, CAN, Web, day_param
+from monitor.portal.periods import Period
+from monitor.portal.web import AUDIENCE, CAN, Web, period_param
+from rules.model import FindingKind
 
 BLAST_REPORT_DAYS = 30  # the operator's status page lists the blast reports of this many days
+MAX_BODIES = 64  # filter choices whose rendered day view is kept (each view keeps its last 16)
 
 
 class SitePages:
@@ -29,6 +34,8 @@ class SitePages:
 
     def __init__(self, web: Web) -> None:
         self.web = web
+        # The day view's content renderers by (filters, notice links): see body_renderer.
+        self._bodies: dict[tuple[Any, ...], Callable[[dict[str, Any], str], str]] = {}
 
     def routes(self) -> list[Route]:
         return [
@@ -83,8 +90,10 @@ class SitePages:
         """Where a monitor on the plan links: its chart in the day view, for a role that may open
         it; else its row on the status page."""
         if scope.user.role in CAN["day"]:
-            return lambda sensor: f"/sites/{site_id}/day?sensor={quote(sensor)}"
-        return lambda sensor: f"/sites/{site_id}/status#sensor-{quote(sensor)}"
+            # The day view narrowed to the sensor (its findings), opened at its chart's panel
+            # (sensor ids are letters, digits, '-' and '_': nothing to quote).
+            return lambda sensor: f"/sites/{site_id}/day?sensor={sensor}#panel-{sensor}"
+        return lambda sensor: f"/sites/{site_id}/status#sensor-{sensor}"
 
     async def plan_page(self, request: Request) -> Response:
         """`/sites/{site}/plan`: the site plan, for every role (monitor/portal/siteplan.py)."""
@@ -330,27 +339,138 @@ class SitePages:
         return RedirectResponse(f"/notices/{notice_id}", status_code=303)
 
     async def day_page(self, request: Request) -> Response:
+        """The day and period view: ``?date=`` a local day, ``?from=&to=`` any period (site time),
+        nothing: the latest hours with data; ``sensor``, ``standard``, ``kind`` filter the
+        findings. Every link is a plain GET: the page works without JavaScript."""
         scope = self.web.session_scope(request)
         self.web.may(scope, "day")
         site = scope.site(request.path_params["site"])
-        day = day_param(request, site.timezone, self.web.portal.clock())
-        # Data and plot from the facade's day cache, off the event loop (drawing a changed day
-        # takes tens of ms, which would stall every other request).
-        data, body = await run_in_threadpool(self.web.portal.day_view, scope, site.id, day, self.day_body)
-        return self.web.page(request, "day.html", scope, site=site, day=data, body=body)
+        period = period_param(request, site.timezone)
+        if period is None:
+            period = await run_in_threadpool(self.web.portal.opening_period, scope, site.id)
+        chosen = self.finding_filters(request, site)
+        body = self.body_renderer(chosen, scope.user.role in CAN["notices"])
+        # Data and page from the facade's view cache, off the event loop (drawing a changed
+        # period takes tens of ms, a list of thousands of findings as long: either would stall
+        # every other request).
+        data, page = await run_in_threadpool(self.web.portal.period_view, scope, site.id, period, body)
+        return self.web.page(request, "day.html", scope, site=site, day=data, body=page)
 
-    def day_body(self, data: dict[str, Any], svg: str) -> str:
-        """The day view's content (plot, findings, blasts): nothing in it depends on the account
-        beyond the site and window the cache is keyed by, so it is rendered once per change."""
+    def body_renderer(
+        self, chosen: dict[str, str], notice_links: bool
+    ) -> Callable[[dict[str, Any], str], str]:
+        """The renderer of the view's content for these filters: one function per choice, the
+        key the view cache keeps its page under (the last MAX_BODIES choices are kept)."""
+        key = (tuple(sorted(chosen.items())), notice_links)
+        render = self._bodies.pop(key, None) or functools.partial(
+            self.day_body, chosen=dict(chosen), notice_links=notice_links
+        )
+        self._bodies[key] = render
+        while len(self._bodies) > MAX_BODIES:
+            del self._bodies[next(iter(self._bodies))]
+        return render
+
+    def day_body(self, data: dict[str, Any], svg: str, *, chosen: dict[str, str], notice_links: bool) -> str:
+        """The view's content (links, plot, sensors, episodes, findings, blasts): nothing in it
+        depends on the account beyond the site and window the cache is keyed by, and whether
+        it may open notices."""
         site = self.web.config.site(data["site"])
-        day = date.fromisoformat(data["date"])
+        assert site is not None
+        zone = ZoneInfo(site.timezone)
+        period = Period(_utc(data["from"]), _utc(data["to"]), zone)
+
+        # The links keep the findings' filters: moving through time keeps what is looked at.
+        kept = "".join(f"&{k}={urllib.parse.quote(v)}" for k, v in chosen.items() if v)
+
+        def link(p: Period | None) -> str:
+            return "" if p is None else f"?{p.query()}{kept}"
+
+        groups = finding_groups(data, chosen, zone)
+        steps = [
+            (step, link(periods.aligned(step, period.centre, zone)))
+            for step in ("hour", "day", "week", "month")
+        ]
         return self.web.templates.get_template("day_body.html").render(
             site=site,
             day=data,
             svg=svg,
-            prev=(day - timedelta(days=1)).isoformat(),
-            next=(day + timedelta(days=1)).isoformat(),
+            step=periods.step_of(period),
+            nav={
+                "prev": link(periods.shifted(period, -1)),
+                "next": link(periods.shifted(period, 1)),
+                "zoom_in": link(periods.zoomed(period, -1)),
+                "zoom_out": link(periods.zoomed(period, 1)),
+                "steps": steps,
+            },
+            form_from=periods.form_value(period.start, zone),
+            form_to=periods.form_value(period.end, zone),
+            chosen=chosen,
+            options=self.filter_options(site),
+            groups=groups,
+            shown=sum(len(g["findings"]) for g in groups),
+            notice_links=notice_links,
         )
+
+    def filter_options(self, site: SiteConfig) -> dict[str, list[tuple[str, str]]]:
+        """The findings filter's choices: (value, label) of every sensor, standard and kind."""
+        profile = self.web.portal.profile(site)
+        return {
+            "sensor": [(s.id, f"{s.id} ({s.kind.value})") for s in site.sensors],
+            "standard": [(k, f"{s.section} {s.title}") for k, s in profile.standards.items()],
+            "kind": [(k.value, k.value.replace("_", " ")) for k in FindingKind],
+        }
+
+    def finding_filters(self, request: Request, site: SiteConfig) -> dict[str, str]:
+        """``sensor``, ``standard``, ``kind`` as asked ("" for all); 400 naming one not known."""
+        chosen = {}
+        for name, options in self.filter_options(site).items():
+            value = request.query_params.get(name, "").strip()
+            known = [v for v, _ in options]
+            if value and value not in known:
+                raise HTTPException(
+                    400, f"{name}: no {name} {value[:40]!r}; choose one of {', '.join(known)}"
+                )
+            chosen[name] = value
+        return chosen
+
+
+def finding_groups(data: dict[str, Any], chosen: dict[str, str], zone: ZoneInfo) -> list[dict[str, Any]]:
+    """The period's findings that pass the filters, grouped by violation episode (in time order)
+    and then the rest, each finding with the chart period around its window."""
+    kept = [
+        f
+        for f in data["findings"]
+        if (not chosen["sensor"] or chosen["sensor"] in f["sensors"])
+        and (not chosen["standard"] or f["standard"] == chosen["standard"])
+        and (not chosen["kind"] or f["kind"] == chosen["kind"])
+    ]
+
+    def chart(start: str, end: str, sensors: list[str]) -> str:
+        p = periods.around(_utc(start), _utc(end), zone)
+        return f"?{p.query()}#panel-{sensors[0]}" if sensors else f"?{p.query()}"
+
+    for_each = [
+        {
+            **f,
+            "chart": chart(f["window_start"] or f["start"], f["window_end"] or f["end"], f["sensors"]),
+        }
+        for f in kept
+    ]
+    groups = []
+    for e in data["episodes"]:
+        mine = [f for f in for_each if f["episode"] == e["id"]]
+        if mine:
+            groups.append(
+                {"episode": e, "chart": chart(e["start"], e["end"], e["sensors"]), "findings": mine}
+            )
+    rest = [f for f in for_each if f["episode"] is None]
+    if rest:
+        groups.append({"episode": None, "chart": "", "findings": rest})
+    return groups
+
+
+def _utc(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from typing import Any
 
 from monitor import geo
 from monitor.config import SiteConfig
-from monitor.portal.svg import _nice_step
 
 WIDTH = 800.0  # canvas units across; the height follows the site's shape
 MARGIN = 90.0  # room for labels around the drawing
@@ -49,6 +48,14 @@ STATE_COLOURS = {
 # What the public complaint page draws (disclose by allow-list): enough to find one's place.
 PUBLIC_LAYERS = ("boundary", "gates", "dwellings")
 ALL_LAYERS = ("boundary", "parcels", "gates", "monitors", "dwellings")
+
+
+def _round_length(span_m: float) -> float:
+    """The scale bar's length: the largest 1, 2 or 5 times a power of ten up to a quarter of
+    ``span_m`` (the plan's width in metres)."""
+    target = span_m / 4
+    power = 10 ** math.floor(math.log10(target))
+    return float(max(m * power for m in (1, 2, 5) if m * power <= target))
 
 
 def monitor_state(online: bool, in_episode: bool, warned: bool) -> str:
@@ -151,7 +158,7 @@ def view(
     if frame is None:
         return out
     out["width"], out["height"] = WIDTH, round(frame.height, 1)
-    out["scale_m"] = _nice_step(WIDTH / frame.scale / 2)
+    out["scale_m"] = _round_length(WIDTH / frame.scale)
     out["scale_units"] = out["scale_m"] * frame.scale
 
     def at(p: geo.LatLon) -> list[float]:

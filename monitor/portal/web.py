@@ -26,6 +26,7 @@ from monitor.errors import UsageError
 from monitor.portal import limits
 from monitor.portal.data import Portal, Scope, User
 from monitor.portal.jobs import Jobs
+from monitor.portal.periods import Period
 from monitor.portal.security import Event, SecurityLog
 from monitor.portal.sessions import Sessions
 from monitor.portal.throttle import LoginLimiter
@@ -178,6 +179,32 @@ class Web:
         return self.page(
             request, "error.html", self.scope_or_none(request), status, title=title, message=message
         )
+
+
+def period_param(request: Request, timezone: str) -> Period | None:
+    """The period a page or API call asks for: ``from`` and ``to`` (site time, a date or
+    YYYY-MM-DDTHH:MM; both), or ``date`` (that local day); None when it names none (the
+    caller opens on the latest data). 400, naming the field, when out of range or wrong."""
+    from monitor.portal import periods
+
+    zone = ZoneInfo(timezone)
+    given = {k: request.query_params.get(k, "").strip() for k in ("from", "to", "date")}
+    try:
+        if given["from"] or given["to"]:
+            if not (given["from"] and given["to"]):
+                missing = "to" if given["from"] else "from"
+                raise UsageError(f"{missing}: give both from and to (site time, YYYY-MM-DDTHH:MM)")
+            start = limits.checked_time(given["from"], zone, "from")
+            end = limits.checked_time(given["to"], zone, "to")
+            try:
+                return periods.checked_period(start, end, zone)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        if given["date"]:
+            return periods.day_period(limits.parse_day(given["date"], "date"), zone)
+    except UsageError as exc:
+        raise HTTPException(400, str(exc)) from None
+    return None
 
 
 def day_param(request: Request, timezone: str, now: datetime) -> date:

@@ -230,7 +230,7 @@ def build_report(
         )
 
     # --------------------------------------------------------------- episodes and findings
-    titles = {k: s.title for k, s in profile.standards.items()}
+    titles = profile.titles
     for told in site_episodes(conn, site.id, period.start, period.end, profile.episode_gap_s):
         report.episodes.append(told.to_json(tz, titles))
     kinds = [

@@ -62,12 +62,24 @@ class NatsNode:
     def log(self) -> Path:
         return self.dir / "nats.log"
 
-    def write_conf(self, routes: Sequence[int], credentials: Path | None, extra: str = "") -> None:
+    def write_conf(
+        self,
+        routes: Sequence[int],
+        credentials: Path | None,
+        extra: str = "",
+        edits: Sequence[tuple[str, str]] = (),
+    ) -> None:
         """The template for this node; ``credentials``: a make-credentials --nats folder (TLS
-        and accounts), or None for a plain listener that lets anyone in."""
+        and accounts), or None for a plain listener that lets anyone in; ``edits``: (line,
+        replacement) pairs, each line present in the template (e.g. a longer ``ack_wait``)."""
         text = TEMPLATE.read_text(encoding="utf-8")
+        for line, replacement in edits:
+            if line not in text:
+                raise ValueError(f"{line!r} is not in {TEMPLATE}")
+            text = text.replace(line, replacement)
         if credentials is None:
-            text = _drop_block(text, "  tls {")
+            while "  tls {" in text.splitlines():  # the routes' and the MQTT listener's
+                text = _drop_block(text, "  tls {")
         route_list = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in routes)
         for key, value in (
             ("@NAME@", f"minewatch-{self.name}"),
@@ -204,17 +216,21 @@ def wait_mqtt_ready(url: str, timeout: float = 60.0, tls: TlsLogin | None = None
 
 @contextlib.contextmanager
 def run_nats_cluster(
-    workdir: Path, credentials: Path | None = None, extra_conf: str = ""
+    workdir: Path,
+    credentials: Path | None = None,
+    extra_conf: str = "",
+    edits: Sequence[tuple[str, str]] = (),
 ) -> Iterator[NatsCluster]:
     """Three nodes a, b, c routed to each other; stopped on exit. ``credentials``: a
-    make-credentials --nats folder (TLS listeners, the shipped accounts and grants)."""
+    make-credentials --nats folder (TLS listeners, the shipped accounts and grants);
+    ``edits``: changes to the shipped template's lines (NatsNode.write_conf)."""
     nodes = []
     for name in NAMES:
         folder = workdir / name
         folder.mkdir(parents=True, exist_ok=True)
         nodes.append(NatsNode(name, folder))
     for node in nodes:
-        node.write_conf([n.cluster_port for n in nodes if n is not node], credentials, extra_conf)
+        node.write_conf([n.cluster_port for n in nodes if n is not node], credentials, extra_conf, edits)
     cluster = NatsCluster(workdir, nodes)
     try:
         for node in nodes:

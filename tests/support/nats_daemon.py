@@ -53,6 +53,7 @@ def write_daemon_config(
         "[broker]\n"
         f"urls = [{urls}]\n"
         'protocol = "3.1.1"\n'
+        "session_per_filter = true\n"
         'client_id = "minewatch-daemon"\n'
         'username = "minewatch-daemon"\n'
         f'password_file = "{creds / "passwords" / "minewatch-daemon"}"\n'

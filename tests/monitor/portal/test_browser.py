@@ -548,6 +548,8 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
     auth = {"Authorization": f"Bearer {TOKENS['town']}"}
     doc = context.request.get(f"{env.url}/api/v1/openapi.json").json()
     assert doc["openapi"].startswith("3.") and "/sites/{site}/day" in doc["paths"]
+    day_params = [p["name"] for p in doc["paths"]["/sites/{site}/day"]["get"]["parameters"]]
+    assert day_params == ["site", "date", "from", "to"]
     notices = context.request.get(f"{env.url}/api/v1/sites/{SITE}/notices", headers=auth).json()
     assert env.notice_id in [n["id"] for n in notices]
     one = context.request.get(f"{env.url}/api/v1/notices/{env.notice_id}", headers=auth).json()
@@ -557,7 +559,9 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
     )
     assert context.request.get(f"{env.url}/api/v1/sites/{SITE}/status", headers=auth).status == 403
     day = context.request.get(f"{env.url}/api/v1/sites/{SITE}/day?date={DAY}", headers=auth).json()
-    assert day["limit_db"] == 80 and set(day["sound"]) == {"n1", "n2"} and day["blast_window"]["start"]
+    limits = {s["id"]: s["limit_db"] for s in day["sensors"] if s["kind"] == "sound"}
+    assert limits == {"n1": 80, "n2": 80} and set(day["sound"]) == {"n1", "n2"}
+    assert [d["blast_window"]["start"] for d in day["days"]] == [local(10).isoformat().replace("+00:00", "Z")]
 
 
 def test_served_over_tls_the_session_cookie_is_secure(env: Env, browser: Any, tmp_path: Path) -> None:

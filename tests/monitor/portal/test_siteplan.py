@@ -154,8 +154,8 @@ def test_a_monitor_links_to_its_chart(env: Env, live: datetime, context: Browser
     town.goto(f"{env.url}/sites/{SITE}/plan")
     town.locator("#site-plan .monitor[data-sensor=n2] circle").click()  # the dot a person clicks
     town.wait_for_load_state()
-    assert town.url == f"{env.url}/sites/{SITE}/day?sensor=n2"
-    assert town.locator("svg.dayplot").count() == 1  # the day view's chart
+    assert town.url == f"{env.url}/sites/{SITE}/day?sensor=n2#panel-n2"
+    assert town.locator("svg.dayplot #panel-n2").count() == 1  # the day view's chart of n2
     # The operator may not open the day view: its monitors link to their row of the status.
     context.clear_cookies()
     op = login(context, env, "op")

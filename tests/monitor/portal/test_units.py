@@ -15,9 +15,11 @@ from monitor.config import parse_config
 from monitor.credentials import check_password, check_token, hash_password, hash_token
 from monitor.errors import ConfigError
 from monitor.portal.data import Scope, User
+from monitor.portal.periods import day_period
 from tests.support.config_samples import MINIMAL
 
 HASH = hash_password("correct horse")
+CHICAGO = ZoneInfo("America/Chicago")
 
 
 def acct(body: str) -> str:
@@ -241,7 +243,7 @@ def day_store(tmp_path: object) -> tuple[Any, Any, Any]:
     return config, put, date(2026, 6, 1)
 
 
-def test_day_view_cache_is_recomputed_when_the_site_stores_a_record(tmp_path: object) -> None:
+def test_period_view_cache_is_recomputed_when_the_site_stores_a_record(tmp_path: object) -> None:
     """The cached day view (data and plot) is served while the site's chain head is unchanged
     and computed again, equal to an uncached one, once a new second is stored."""
     from monitor.portal.data import Portal
@@ -252,21 +254,21 @@ def test_day_view_cache_is_recomputed_when_the_site_stores_a_record(tmp_path: ob
         put("s1", noon + timedelta(seconds=s), 60.0)
     portal = Portal(config)
     everyone = Scope(User("all", "inspector", ()), config)
-    data, svg = portal.day_view(everyone, "s1", day)
+    data, svg = portal.period_view(everyone, "s1", day_period(day, CHICAGO))
     assert [v for _, v in data["sound"]["n1"]] == [60.0]
-    again, svg_again = portal.day_view(everyone, "s1", day)
+    again, svg_again = portal.period_view(everyone, "s1", day_period(day, CHICAGO))
     assert again is data and svg_again is svg  # nothing stored: served from memory
     put("s2", noon, 99.0)  # another site's record leaves this view as it was
-    assert portal.day_view(everyone, "s1", day)[0] is data
+    assert portal.period_view(everyone, "s1", day_period(day, CHICAGO))[0] is data
     put("s1", noon + timedelta(minutes=5), 75.0)  # a new second of this site, in a new minute
-    changed, changed_svg = portal.day_view(everyone, "s1", day)
+    changed, changed_svg = portal.period_view(everyone, "s1", day_period(day, CHICAGO))
     assert [v for _, v in changed["sound"]["n1"]] == [60.0, 75.0]
     assert changed_svg != svg and changed_svg.count("<polyline") == 2  # a gap: two runs
-    fresh, fresh_svg = Portal(config).day_view(everyone, "s1", day)
+    fresh, fresh_svg = Portal(config).period_view(everyone, "s1", day_period(day, CHICAGO))
     assert fresh == changed and fresh_svg == changed_svg
 
 
-def test_day_view_cache_never_crosses_sites_or_time_scopes(tmp_path: object) -> None:
+def test_period_view_cache_never_crosses_sites_or_time_scopes(tmp_path: object) -> None:
     """A view cached for one account is not handed to an account of another site (404 as
     before) nor to one whose time scope shows less of the day."""
     from monitor.portal.data import NotFound, Portal
@@ -280,17 +282,17 @@ def test_day_view_cache_never_crosses_sites_or_time_scopes(tmp_path: object) -> 
     everyone = Scope(User("all", "inspector", ()), config)
     only_s1 = Scope(User("one", "inspector", ("s1",)), config)
     afternoon = Scope(User("late", "inspector", ("s2",), not_before=noon), config)
-    full, _ = portal.day_view(everyone, "s2", day)
+    full, _ = portal.period_view(everyone, "s2", day_period(day, CHICAGO))
     assert [v for _, v in full["sound"]["n1"]] == [52.0, 72.0]
     with pytest.raises(NotFound):
-        portal.day_view(only_s1, "s2", day)
-    mine, _ = portal.day_view(only_s1, "s1", day)
+        portal.period_view(only_s1, "s2", day_period(day, CHICAGO))
+    mine, _ = portal.period_view(only_s1, "s1", day_period(day, CHICAGO))
     assert [v for _, v in mine["sound"]["n1"]] == [61.0]
-    part, part_svg = portal.day_view(afternoon, "s2", day)
+    part, part_svg = portal.period_view(afternoon, "s2", day_period(day, CHICAGO))
     assert part["shown_from"] == "2026-06-01T17:00:00Z"
     assert [v for _, v in part["sound"]["n1"]] == [72.0]
-    assert part_svg != portal.day_view(everyone, "s2", day)[1]
-    assert portal.day_view(everyone, "s2", day)[0] is full
+    assert part_svg != portal.period_view(everyone, "s2", day_period(day, CHICAGO))[1]
+    assert portal.period_view(everyone, "s2", day_period(day, CHICAGO))[0] is full
 
 
 def test_findings_cache_follows_new_and_retracted_findings(tmp_path: object) -> None:
@@ -345,7 +347,7 @@ def test_portal_holds_no_read_transaction_between_requests(tmp_path: object) -> 
         put("s1", noon + timedelta(seconds=s), 60.0 + s % 9)
     portal = Portal(config)
     everyone = Scope(User("all", "inspector", ()), config)
-    portal.day_view(everyone, "s1", day)
+    portal.period_view(everyone, "s1", day_period(day, CHICAGO))
     portal.findings_json(everyone, "s1", *local_day(day, ZoneInfo("America/Chicago")))
     put("s1", noon + timedelta(hours=1), 70.0)  # WAL frames written after the portal's reads
     other = sqlite3.connect(config.storage.path, timeout=5)
