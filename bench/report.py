@@ -4,7 +4,9 @@
     python bench/report.py --days 3 --sensors 10   # smaller, when the fill would take too long
 
 The store is bench/evidence.py's (the same fill, kept in ``--dir`` between runs of the same
-size). ``minewatch report`` runs in a subprocess (its peak RSS sampled from /proc, as
+size), with one judged window over the filled span as the daemon's final look would leave it
+(``mark_judged``: the report counts judged seconds over the judging gaps). ``minewatch report``
+runs in a subprocess (its peak RSS sampled from /proc, as
 bench/evidence.py does) over local days covering every row; the floor, measured in the same
 run on the same store, is the ``sqlite3`` command-line tool computing each sensor's daily
 energy-average LAeq over the same rows (``10*log10(avg(pow(10, LAeq/10)))`` grouped by
@@ -26,7 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.evidence import CONFIG, SENSOR, SITE, START, fill, measure  # noqa: E402
+from bench.evidence import CONFIG, SENSOR, SITE, START, fill, mark_judged, measure  # noqa: E402
+from monitor.journal.store import Store  # noqa: E402
 
 FLOOR_SQL = (
     "SELECT sensor, ts_us / 86400000000 AS d, 10 * log10(avg(pow(10, LAeq / 10))) FROM sound"
@@ -65,6 +68,9 @@ def main() -> int:
         started = time.monotonic()
         assert fill(store_path, args.days, args.sensors) == rows
         print(f"fill: {rows} rows in {time.monotonic() - started:.0f} s", flush=True)
+    store = Store(store_path)  # this version's tables (a store filled by an older one gains them)
+    mark_judged(store, args.days)
+    store.close()
     # Warm the page cache for both, so neither pays for the other's first read.
     subprocess.run(
         ["sqlite3", str(store_path), "SELECT COUNT(*) FROM sound;"], check=True, capture_output=True

@@ -76,6 +76,8 @@ class BrokerConfig:
     topic_prefix: str = "minewatch"
     # One persistent session per topic filter (nats-server: docs/CONFIG.md, broker section).
     session_per_filter: bool = False
+    # Keys the session ids so only its holders know them (nats-server: docs/CONFIG.md).
+    session_key: Secret = Secret("")
 
     @property
     def addresses(self) -> tuple[str, ...]:
@@ -268,6 +270,9 @@ class ChannelConfig:
     smtp_username: str = ""
     smtp_password: Secret = Secret("")
     sender: str = "minewatch@localhost"
+    # webhook: a report's PDF and CSV ride in the body (base64) while their sizes together stay
+    # within this many bytes; 0 = facts and digests only (docs/CONFIG.md)
+    attach_max_bytes: int = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -539,6 +544,7 @@ def _broker(t: _Table | None) -> BrokerConfig:
         keepalive_s=t.integer("keepalive_s", d.keepalive_s, minimum=5),
         topic_prefix=t.text("topic_prefix", "minewatch"),
         session_per_filter=t.flag("session_per_filter"),
+        session_key=t.secret("session_key"),
     )
     if not config.client_id:
         t.problem("client_id", "a persistent session needs a fixed client id")
@@ -1006,6 +1012,7 @@ def _channel(t: _Table) -> ChannelConfig:
         smtp_username=t.text("smtp_username"),
         smtp_password=t.secret("smtp_password"),
         sender=t.text("sender", "minewatch@localhost"),
+        attach_max_bytes=t.integer("attach_max_bytes", 8 * 1024 * 1024, minimum=0),
     )
     if kind == "webhook" and urlparse(config.url).scheme not in ("http", "https"):
         t.problem("url", f"a webhook needs an http(s) URL, got {config.url!r}")

@@ -3,8 +3,9 @@
 The period: ``--month YYYY-MM``, ``--day YYYY-MM-DD``, ``--from D1 --to D2`` (days, both
 included), ``--last-month`` or ``--yesterday`` (site time; what the shipped systemd timers
 run). ``--out DIR`` (default: the current folder) receives ``{site}-{period}.pdf`` and
-``.csv``. ``--send`` also sends it to the Town through the configured delivery channels and
-records it in the chain (monitor/reports/sending.py).
+``.csv``, and the report is recorded in the chain (its files' SHA-256, the head it was computed
+from: ``minewatch verify --config F file`` checks them). ``--send`` also sends it to the Town
+through the configured delivery channels, recorded with its recipients (monitor/reports/sending.py).
 """
 
 from __future__ import annotations
@@ -118,7 +119,16 @@ def run(args: argparse.Namespace) -> int:
         f" ({site.timezone}),"
         f" computed from chain entry {report.chain_seq} (head {report.chain_head[:16]}...)"
     )
-    if args.send:
+    if not args.send:
+        from monitor.reports.sending import record_made
+
+        store = Store(store_path)
+        try:
+            rid = record_made(store, report, pdf, csv, str(pdf_path.resolve()), now)
+        finally:
+            store.close()
+        print(f"Recorded report {rid} in the {site.id} chain (`minewatch verify --config F FILE` checks it)")
+    else:
         from monitor.reports.sending import send_report
 
         config = load_config(args.config)  # the channels' secrets now

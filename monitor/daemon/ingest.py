@@ -10,6 +10,7 @@ to the store, so a crash between receipt and commit makes the broker redeliver t
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 import ssl
 import struct
@@ -324,12 +325,17 @@ def _fast_publish(
 
 
 def session_client_id(config: BrokerConfig, topics: Sequence[str]) -> str:
-    """``broker.client_id``, or with a session per filter the id and a digest of the filter:
-    stable whatever the order of the filters, so a restart finds each filter's session."""
+    """``broker.client_id``, or the id and a digest: of the filter with a session per filter
+    (stable whatever the order of the filters, so a restart finds each filter's session),
+    keyed with ``broker.session_key`` when one is set, so that only its holders know the id
+    (nats-server lets whoever logs in with a session's id end it)."""
+    what = "\n".join(topics) if config.session_per_filter else ""
+    key = config.session_key.value
+    if key:
+        return f"{config.client_id}-{hmac.new(key.encode(), what.encode(), 'sha256').hexdigest()[:24]}"
     if not config.session_per_filter:
         return config.client_id
-    digest = hashlib.sha256("\n".join(topics).encode()).hexdigest()[:10]
-    return f"{config.client_id}-{digest}"
+    return f"{config.client_id}-{hashlib.sha256(what.encode()).hexdigest()[:10]}"
 
 
 def authenticate(client: mqtt.Client, config: BrokerConfig) -> None:

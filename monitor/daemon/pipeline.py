@@ -644,6 +644,8 @@ class Pipeline:
         if m is None or f is None:
             return
         if m != state.evaluated_until or f != state.final_until:
+            if state.final_until is not None and f > state.final_until:
+                self.store.record_judged(state.config.id, state.final_until, f)  # the reports' "judged"
             state.evaluated_until, state.final_until = m, f
             self.store.set_progress(state.config.id, m, f)
         # Minutes before the final look's lookback are read again only for late data.

@@ -278,6 +278,23 @@ CREATE TABLE IF NOT EXISTS waveforms (
 ) WITHOUT ROWID;
 """
 
+# The site's judged windows (the daemon's final look, minute by minute, coalesced): a second
+# of a sensor's data is "judged" when it lies in one (the reports' completeness,
+# queries.unjudged_seconds). A store judged before this table existed starts with one window
+# from its first stored second to the final judging front it had reached (table progress).
+JUDGED = """
+CREATE TABLE IF NOT EXISTS judged (
+    site TEXT NOT NULL, start_us INTEGER NOT NULL, end_us INTEGER NOT NULL, PRIMARY KEY (site, start_us)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO judged (site, start_us, end_us)
+    SELECT site, first_us, final_until_us FROM (
+        SELECT p.site, p.final_until_us,
+            MIN((SELECT MIN(ts_us) FROM sound s WHERE s.site = p.site),
+                COALESCE((SELECT MIN(ts_us) FROM readings r WHERE r.site = p.site), 9e18)) AS first_us
+        FROM progress p)
+    WHERE first_us IS NOT NULL AND first_us < final_until_us;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("store-layout-2", _to_layout_2, version=2),
     Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
@@ -290,6 +307,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("complaints", COMPLAINTS),
     Migration("reports", REPORTS),
     Migration("waveforms", WAVEFORMS),
+    Migration("judged", JUDGED),
     Migration("complaints-position", COMPLAINTS_POSITION),
 )
 

@@ -12,7 +12,7 @@ the connection's row factory.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -43,7 +43,7 @@ class Anchor(NamedTuple):
     published: datetime
 
 
-def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[sqlite3.Row]:
+def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[sqlite3.Row]:
     cursor = conn.cursor()
     cursor.row_factory = sqlite3.Row  # the caller's connection may have no row factory
     return list(cursor.execute(sql, params))
@@ -514,6 +514,48 @@ def sound_histogram(conn: sqlite3.Connection, site: str, start_us: int, end_us: 
         " SUM(power(10, LAeq / 10.0)) AS energy, MAX(LAFmax) AS lafmax FROM sound"
         " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY sensor, bin",
         (site, start_us, end_us),
+    )
+
+
+# The parts of [:a, :b) outside the site's judged windows (table judged), as rows (s, e): the
+# windows clipped to the period, ordered; a gap before each that starts after every earlier
+# one has ended, and one after the last.
+_JUDGING_GAPS = """
+WITH spans AS (
+    SELECT MAX(start_us, :a) AS s, MIN(end_us, :b) AS e FROM judged
+    WHERE site = :site AND end_us > :a AND start_us < :b),
+ordered AS (
+    SELECT s, COALESCE(MAX(e) OVER (ORDER BY s ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), :a)
+        AS before FROM spans),
+gaps AS (
+    SELECT before AS s, s AS e FROM ordered WHERE s > before
+    UNION ALL
+    SELECT s, e FROM (SELECT COALESCE(MAX(e), :a) AS s, :b AS e FROM spans) WHERE s < e)
+"""
+
+
+def judging_gaps(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[tuple[int, int]]:
+    """The spans of [start_us, end_us) the site's judging has not covered (table judged), by time."""
+    rows = conn.execute(
+        _JUDGING_GAPS + "SELECT s, e FROM gaps ORDER BY s", {"site": site, "a": start_us, "b": end_us}
+    )
+    return [(int(s), int(e)) for s, e in rows]
+
+
+def unjudged_counts(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
+    """(``sensor``, ``kind``, ``rows``, ``seconds``) of the site's sound rows and readings in
+    [start_us, end_us) that lie outside its judged windows: counted over the gaps only (each a
+    key range of the sound table), so a fully judged month costs no pass over its rows."""
+    return _rows(
+        conn,
+        _JUDGING_GAPS
+        + "SELECT x.sensor AS sensor, 'sound' AS kind, COUNT(*) AS rows, SUM(x.duration_s) AS seconds"
+        " FROM gaps CROSS JOIN sound x WHERE x.site = :site AND x.ts_us >= gaps.s AND x.ts_us < gaps.e"
+        " GROUP BY x.sensor"
+        " UNION ALL"
+        " SELECT r.sensor, r.kind, COUNT(*), SUM(r.duration_s) FROM gaps CROSS JOIN readings r"
+        " WHERE r.site = :site AND r.ts_us >= gaps.s AND r.ts_us < gaps.e GROUP BY r.sensor, r.kind",
+        {"site": site, "a": start_us, "b": end_us},
     )
 
 

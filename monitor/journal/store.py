@@ -994,6 +994,23 @@ class Store:
             (site, to_us(evaluated_until), to_us(final_until)),
         )
 
+    def record_judged(self, site: str, start: datetime, end: datetime) -> None:
+        """The site's minutes in [start, end) have had their final judgement: extend the judged
+        window ending at ``start`` (the final front only moves on), or open a new one."""
+        start_us, end_us = to_us(start), to_us(end)
+        if end_us <= start_us:
+            return
+        extended = self.conn.execute(
+            "UPDATE judged SET end_us = MAX(end_us, ?) WHERE site = ? AND start_us <= ? AND end_us >= ?",
+            (end_us, site, start_us, start_us),
+        ).rowcount
+        if not extended:
+            self.conn.execute(
+                "INSERT INTO judged (site, start_us, end_us) VALUES (?,?,?)"
+                " ON CONFLICT(site, start_us) DO UPDATE SET end_us = MAX(end_us, excluded.end_us)",
+                (site, start_us, end_us),
+            )
+
     def newest_data_end(self, site: str, sensors: Iterable[str]) -> datetime | None:
         """End of the newest sound, light, weather or turbidity reading stored for the site.
 

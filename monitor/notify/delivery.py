@@ -26,6 +26,7 @@ writer; it is routed to the operator's other channels, never the one that failed
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import html
@@ -348,7 +349,16 @@ class Deliveries:
     def _send_webhook(self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any]) -> None:
         url = route.channel.url
         # The same bytes on every attempt: the signature and the idempotency key stay valid.
-        body = canonical_json({"delivery_id": row["id"], "recipient": route.recipient.name, "alert": alert})
+        document: dict[str, Any] = {
+            "delivery_id": row["id"],
+            "recipient": route.recipient.name,
+            "alert": alert,
+        }
+        if alert.get("kind") == "report":
+            document["attachments"] = report_attachments(
+                alert.get("data") or {}, route.channel.attach_max_bytes
+            )
+        body = canonical_json(document)
         headers = {
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
@@ -433,7 +443,7 @@ class Deliveries:
             pdf = self._notice_pdf(notice_id, context)
             if pdf:
                 msg.add_attachment(pdf, maintype="application", subtype="pdf", filename=f"{notice_id}.pdf")
-        report = _report_pdf(data)
+        report = _report_file(data, "report_pdf")
         if report is not None:
             msg.add_attachment(report[1], maintype="application", subtype="pdf", filename=report[0])
         return msg
@@ -519,22 +529,60 @@ class Deliveries:
         return claimed
 
 
-def _report_pdf(data: Mapping[str, Any]) -> tuple[str, bytes] | None:
-    """A report alert's PDF (monitor/reports/sending.py): the file written when it was made, if
-    it is still there with the SHA-256 the chained report record holds."""
-    path, digest = data.get("report_pdf"), data.get("report_pdf_sha256")
+def _report_file(data: Mapping[str, Any], key: str) -> tuple[str, bytes] | None:
+    """A report alert's PDF or CSV (``key`` "report_pdf" or "report_csv", monitor/reports/sending.py):
+    the file written when it was made, if it is still there with the SHA-256 the chained report
+    record holds."""
+    path, digest = data.get(key), data.get(f"{key}_sha256")
     if not isinstance(path, str) or not isinstance(digest, str):
         return None
     try:
         with open(path, "rb") as file:
-            pdf = file.read()
+            body = file.read()
     except OSError:
-        log.warning("The report PDF %r is gone; the e-mail goes without it", path)
+        log.warning("The report file %r is gone; the delivery goes without it", path)
         return None
-    if hashlib.sha256(pdf).hexdigest() != digest:
-        log.warning("The report PDF %r changed since it was made; the e-mail goes without it", path)
+    if hashlib.sha256(body).hexdigest() != digest:
+        log.warning("The report file %r changed since it was made; the delivery goes without it", path)
         return None
-    return os.path.basename(path), pdf
+    return os.path.basename(path), body
+
+
+REPORT_FILES = (("report_pdf", "application/pdf"), ("report_csv", "text/csv"))
+
+
+def report_attachments(data: Mapping[str, Any], max_bytes: int) -> list[dict[str, Any]]:
+    """A report webhook's files (docs/PROTOCOL.md, "Webhooks"): each by name, media type, size
+    and SHA-256 (the chained report record's), its bytes in base64 while the files so far fit
+    in ``max_bytes`` (the channel's ``attach_max_bytes``); a file left out says why.
+
+    Attached rather than linked: the Town's receiver needs no portal account or route to the
+    portal, and the HMAC signature of the body covers the files too."""
+    out: list[dict[str, Any]] = []
+    used = 0
+    for key, media_type in REPORT_FILES:
+        digest = data.get(f"{key}_sha256")
+        found = _report_file(data, key)
+        if found is None:
+            if isinstance(digest, str):
+                out.append(
+                    {"media_type": media_type, "sha256": digest, "omitted": "the file is gone or changed"}
+                )
+            continue
+        name, body = found
+        entry: dict[str, Any] = {
+            "filename": name,
+            "media_type": media_type,
+            "bytes": len(body),
+            "sha256": digest,
+        }
+        if used + len(body) <= max_bytes:
+            used += len(body)
+            entry["content_base64"] = base64.b64encode(body).decode("ascii")
+        else:
+            entry["omitted"] = f"larger than the channel's attach_max_bytes ({max_bytes})"
+        out.append(entry)
+    return out
 
 
 def _parse_ts(text: str) -> datetime | None:

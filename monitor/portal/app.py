@@ -31,6 +31,7 @@ from monitor.portal.headers import SecurityHeaders
 from monitor.portal.login import LoginPages
 from monitor.portal.pages import SitePages
 from monitor.portal.refusals import Refusals
+from monitor.portal.report_pages import ReportPages
 from monitor.portal.web import HERE, Web
 
 COOKIE = "minewatch_session"
@@ -46,6 +47,7 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
         *SitePages(web).routes(),
         *EvidencePages(web).routes(),
         *ComplaintPages(web).routes(),
+        *ReportPages(web).routes(),
         *Api(web).routes(),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]

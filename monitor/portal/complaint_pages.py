@@ -198,38 +198,7 @@ class ComplaintPages:
             Route("/complaints/{complaint}", self.detail_page),
             Route("/complaints/{complaint}/{action}", self.act, methods=["POST"]),
             Route("/api/v1/sites/{site}/complaints", self.api_list),
-            Route("/sites/{site}/reports", self.reports_page),
-            Route("/sites/{site}/reports/{month}.{fmt}", self.report_file),
         ]
-
-    async def reports_page(self, request: Request) -> Response:
-        scope = self.web.session_scope(request)
-        self.web.may(scope, "reports")
-        site = scope.site(request.path_params["site"])
-        today = self.web.portal.clock().astimezone(ZoneInfo(site.timezone)).date()
-        months = []
-        year, month = today.year, today.month
-        for _ in range(12):
-            months.append(f"{year:04d}-{month:02d}")
-            year, month = (year, month - 1) if month > 1 else (year - 1, 12)
-        return self.web.page(request, "reports.html", scope, site=site, months=months)
-
-    async def report_file(self, request: Request) -> Response:
-        scope = self.web.session_scope(request)
-        self.web.may(scope, "reports")
-        fmt = request.path_params["fmt"]
-        if fmt not in ("pdf", "csv"):
-            raise NotFound(fmt)
-        site, month = request.path_params["site"], request.path_params["month"]
-        try:
-            body = await run_in_threadpool(self.web.portal.report, scope, site, month, fmt)
-        except Refused as exc:
-            return self.web.error_page(request, 400, str(exc), "Not a month", str(exc))
-        media = "application/pdf" if fmt == "pdf" else "text/csv; charset=utf-8"
-        name = f"{scope.site(site).id}-{month}.{fmt}"
-        return Response(
-            body, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'}
-        )
 
     async def plan_image(self, request: Request) -> Response:
         """`/complaint/plan.svg?site=&lat=&lon=`: the public plan (``PUBLIC_LAYERS`` only), with

@@ -658,11 +658,11 @@ class Portal:
 
     # ------------------------------------------------------------------ reports
 
-    def report(self, scope: Scope, site_id: str, month: str, fmt: str) -> bytes:
-        """A month's compliance report (monitor/reports), PDF or CSV; the whole month must lie in
-        the account's time scope (a report outside it would tell what the account may not see)."""
-        from monitor.reports.content import build_report, month_period
-        from monitor.reports.formats import render_csv, render_pdf
+    def report_period(self, scope: Scope, site_id: str, month: str) -> Any:
+        """A month of the site as a report period (monitor/reports/content.Period); the whole
+        month must lie in the account's time scope (a report outside it would tell what the
+        account may not see)."""
+        from monitor.reports.content import month_period
 
         site = scope.site(site_id)
         try:
@@ -672,8 +672,40 @@ class Portal:
             raise Refused(f"month: expected a month like 2026-11 (YYYY-MM), got {month[:20]!r}") from None
         if scope.window(period.start, period.end) != (period.start, period.end):
             raise NotFound("outside this account's time scope")
-        report = build_report(self.store().conn, site, self.profile(site), period, self.clock())
-        return render_pdf(report) if fmt == "pdf" else render_csv(report)
+        return period
+
+    def chain_head(self, site_id: str) -> tuple[int, str]:
+        from monitor.journal import queries
+
+        return queries.chain_head(self.store().conn, site_id)
+
+    def make_report(self, scope: Scope, site_id: str, month: str, pdf_path: Path) -> dict[str, Any]:
+        """A month's compliance report (monitor/reports) written as ``pdf_path`` and the CSV
+        beside it, and recorded in the chain as every report made is (``record_made``); returns
+        its id, the head it was computed from and the head after its record (``head_after``:
+        the same period asked again reuses it while the head stays there)."""
+        from monitor.reports.content import build_report
+        from monitor.reports.formats import render_csv, render_pdf
+        from monitor.reports.sending import record_made
+
+        site = scope.site(site_id)
+        period = self.report_period(scope, site_id, month)
+        store = self.store()
+        report = build_report(store.conn, site, self.profile(site), period, self.clock())
+        pdf, csv = render_pdf(report), render_csv(report)
+        csv_path = pdf_path.with_suffix(".csv")
+        for path, body in ((csv_path, csv), (pdf_path, pdf)):
+            partial = path.with_name(path.name + ".partial")
+            partial.write_bytes(body)
+            partial.replace(path)
+        rid = _retry(lambda: record_made(store, report, pdf, csv, str(pdf_path), self.clock()))
+        return {
+            "report_id": rid,
+            "chain_seq": report.chain_seq,
+            "chain_head": report.chain_head,
+            "head_after": list(self.chain_head(site.id)),
+            "files": [pdf_path.name, csv_path.name],
+        }
 
     # ------------------------------------------------------------------ the day and period views
 

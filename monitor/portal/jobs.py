@@ -1,8 +1,12 @@
-"""Evidence bundles prepared in the background for the portal: one thread per export, capped.
+"""Work prepared in the background for the portal: one thread per job, capped.
 
-An export reads the store and writes a zip for as long as the window needs, and the zip stays
-on disk until it is downloaded (or KEEP_S passes). So an account holds at most PER_ACCOUNT
-bundles, being prepared or waiting for their download, and at most TOTAL exports run at once.
+Two kinds: an evidence bundle (a zip, downloaded once, then removed) and a compliance report
+(its PDF and CSV, kept for KEEP_S and handed again to whoever asks for the same period while
+the site's chain head has not moved: ``Jobs.reusable``). A job reads the store and writes its
+files for as long as the period needs, and they stay on disk until downloaded (a bundle) or
+KEEP_S passes (a report also when the same period is made again). So an account holds at most
+PER_ACCOUNT bundles being prepared or waiting, makes at most PER_ACCOUNT reports at once, and
+at most TOTAL jobs run at once in the portal.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import secrets
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from monitor.errors import MinewatchError
 from monitor.portal.data import NotFound, Portal, Scope
@@ -27,8 +33,11 @@ TOTAL = 4  # exports running at once in the portal (each may keep a core busy)
 KEEP_S = 3600.0  # a finished bundle not downloaded within this is removed
 
 
+NOUNS = {"bundle": "bundles", "report": "reports"}
+
+
 class TooManyJobs(Exception):
-    """A new export would go over a cap: the message says which and what to do (a 429);
+    """A new job would go over a cap: the message says which and what to do (a 429);
     ``held``: the account's own bundles in the way, to be shown with their links."""
 
     def __init__(self, message: str, held: list[Job] | None = None) -> None:
@@ -38,7 +47,7 @@ class TooManyJobs(Exception):
 
 @dataclass
 class Job:
-    """One bundle export running in a thread of its own, for one user."""
+    """One bundle export or report running in a thread of its own, for one user."""
 
     id: str
     user: str
@@ -51,6 +60,9 @@ class Job:
     finished: float | None = None
     error: str = ""
     taken: bool = False
+    kind: str = "bundle"
+    key: str = ""  # a report's period label: what "the same period" means for reuse
+    result: dict[str, Any] = field(default_factory=dict)  # what the work returned (a report's head)
 
     @property
     def done(self) -> bool:
@@ -76,45 +88,92 @@ class Job:
 
 
 class Jobs:
-    """Bundle exports by id; an id is only found by the user who started it, on its site."""
+    """Jobs by id; an id is only found by the user who started it, on its site."""
 
     def __init__(self) -> None:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
     def start(self, portal: Portal, scope: Scope, site: str, start: datetime, end: datetime) -> Job:
-        user = scope.user.name
+        """An evidence bundle of ``site`` for [start, end)."""
+        name = f"evidence-{site}-{start:%Y%m%dT%H%M}Z.zip"
+        return self.launch(
+            scope.user.name, site, start, end, name, lambda out: portal.export(scope, site, start, end, out)
+        )
+
+    def launch(
+        self,
+        user: str,
+        site: str,
+        start: datetime,
+        end: datetime,
+        name: str,
+        work: Callable[[Path], dict[str, Any] | None],
+        kind: str = "bundle",
+        key: str = "",
+    ) -> Job:
+        """Run ``work(out)`` in a thread of its own; ``out``: the file ``name`` in the job's folder."""
+        noun = NOUNS[kind]
         with self._lock:
             self._expire()
-            held = [j for j in self._jobs.values() if j.user == user and not j.taken and not j.error]
+            # A bundle is held until downloaded; a finished report only takes disk, and the one
+            # it supersedes (same key) goes now: an account holds one report per period.
+            for old in [
+                j for j in self._jobs.values() if (j.user, j.site, j.kind, j.key) == (user, site, kind, key)
+            ]:
+                if kind == "report" and old.finished is not None:
+                    if old.done:
+                        remove_folder(old.folder)
+                    del self._jobs[old.id]
+            held = [
+                j
+                for j in self._jobs.values()
+                if j.user == user
+                and j.kind == kind
+                and not j.taken
+                and not j.error
+                and (kind == "bundle" or j.finished is None)
+            ]
             if len(held) >= PER_ACCOUNT:
                 raise TooManyJobs(
-                    f"You have {len(held)} bundles being prepared or waiting to be downloaded (at most"
+                    f"You have {len(held)} {noun} being prepared or waiting to be downloaded (at most"
                     f" {PER_ACCOUNT}): download one of them before asking for another.",
                     sorted(held, key=lambda j: j.began),
                 )
             if sum(j.finished is None for j in self._jobs.values()) >= TOTAL:
                 raise TooManyJobs(
-                    f"The portal is preparing {TOTAL} bundles already (at most {TOTAL} at a time):"
-                    " try again in a minute."
+                    f"The portal is preparing {TOTAL} bundles or reports already (at most {TOTAL} at a"
+                    " time): try again in a minute."
                 )
             folder = Path(tempfile.mkdtemp(prefix="minewatch-portal-"))
-            out = folder / f"evidence-{site}-{start:%Y%m%dT%H%M}Z.zip"
-            job = Job(secrets.token_urlsafe(16), user, site, start, end, folder, out)
+            out = folder / name
+            job = Job(secrets.token_urlsafe(16), user, site, start, end, folder, out, kind=kind, key=key)
             self._jobs[job.id] = job
 
         def run() -> None:
             try:
-                portal.export(scope, site, start, end, out)
+                job.result = work(out) or {}
             except Exception as exc:  # shown on the job's page; a bug also in the log
                 if not isinstance(exc, MinewatchError):
-                    log.exception("bundle export for %s failed", site)
+                    log.exception("%s job for %s failed", kind, site)
                 job.error = str(exc) or type(exc).__name__
                 remove_folder(folder)
             job.finished = time.monotonic()
 
-        threading.Thread(target=run, name=f"bundle-{job.id[:6]}", daemon=True).start()
+        threading.Thread(target=run, name=f"{kind}-{job.id[:6]}", daemon=True).start()
         return job
+
+    def reusable(self, user: str, site: str, kind: str, key: str, head: tuple[int, str]) -> Job | None:
+        """The user's job of this kind and key on the site, running or finished, whose result was
+        made at chain head ``head`` (the head has not moved since), if any."""
+        with self._lock:
+            self._expire()
+            for job in sorted(self._jobs.values(), key=lambda j: j.began, reverse=True):
+                if (job.user, job.site, job.kind, job.key) != (user, site, kind, key) or job.error:
+                    continue
+                if job.finished is None or tuple(job.result.get("head_after", ())) == head:
+                    return job
+        return None
 
     def get(self, job_id: str, user: str, site: str) -> Job:
         with self._lock:

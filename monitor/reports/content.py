@@ -2,9 +2,11 @@
 
 Read once, then written as PDF and CSV by formats.py (the same ``Report`` value):
 
-- completeness per sensor: seconds of data received against the period, the share judged (up to
-  the site's final evaluation front), and the gaps with their causes: offline periods (the
-  health records), calibration checks (flagged or not), weather-affected findings;
+- completeness per sensor: seconds of data received against the period, the share of them
+  judged (those inside the site's judged windows, table judged: counted in SQLite over the
+  judging gaps, ``queries.unjudged_counts``), and the gaps with their causes: judging gaps,
+  offline periods (the health records), calibration checks (flagged or not), weather-affected
+  findings;
 - per local day, at each boundary sound meter: LAeq, L10, L50, L90 and LAFmax, aggregated in
   SQLite (``queries.sound_histogram``: one pass, energy sums and a 0.1 dB histogram per meter);
 - every violation episode (``monitor.journal.episodes.site_episodes``: the one set of facts),
@@ -147,8 +149,10 @@ def build_report(
     report.sources = {
         "completeness": (
             f"sound rows (one per second) and readings of site {site.id} over {span}, against the"
-            " sensor's expected period; judged: up to the site's final evaluation front (table progress);"
-            " gaps: health records (offline/online), calibration checks, weather-affected findings"
+            " sensor's expected period; judged: those of them inside the windows the daemon has judged"
+            " finally (table judged), against the expected period; gaps: the period's spans outside"
+            " the judged windows, health records (offline/online), calibration checks, weather-affected"
+            " findings"
         ),
         "daily": (
             "sound rows of each boundary meter over the local day, aggregated in SQLite: LAeq the energy"
@@ -190,9 +194,9 @@ def build_report(
 
     # --------------------------------------------------------------- completeness per sensor
     readings = {(r["sensor"], r["kind"]): r for r in queries.reading_counts(conn, site.id, start_us, end_us)}
-    progress = queries.progress(conn, site.id)
-    judged_until = progress[1] if progress else None
-    judged_end = min(period.end, judged_until) if judged_until else period.start
+    unjudged = {(r["sensor"], r["kind"]): r for r in queries.unjudged_counts(conn, site.id, start_us, end_us)}
+    gaps = queries.judging_gaps(conn, site.id, start_us, end_us)
+    unjudged_s = sum(e - s for s, e in gaps) / 1_000_000
     health = queries.health_between(conn, site.id, start_us, end_us)
     calibration = queries.calibration_between(conn, site.id, start_us, end_us)
     weather = queries.current_findings(
@@ -206,6 +210,13 @@ def build_report(
         else:
             row = readings.get((sensor.id, sensor.kind.value))
             received = float(row["seconds"] or 0.0) / sensor.expected_period_s if row else 0.0
+        outside = unjudged.get((sensor.id, sensor.kind.value))
+        if outside is None:
+            judged = received
+        elif sensor.kind is SensorKind.SOUND:
+            judged = received - int(outside["rows"])
+        else:
+            judged = received - float(outside["seconds"] or 0.0) / sensor.expected_period_s
         offline = [h for h in health if h["sensor"] == sensor.id and h["state"] == "online" and h["gap_s"]]
         checks = [c for c in calibration if c["sensor"] == sensor.id]
         weather_s = sum(
@@ -220,7 +231,10 @@ def build_report(
                 "received": round(received),
                 "expected": round(expected),
                 "received_share": round(received / expected, 4) if expected else None,
-                "judged_share": round(max(0.0, (judged_end - period.start).total_seconds()) / period_s, 4),
+                "judged": round(judged),
+                "judged_share": round(judged / expected, 4) if expected else None,
+                "judging_gaps": len(gaps),
+                "unjudged_s": round(unjudged_s),
                 "offline_gaps": len(offline),
                 "offline_s": round(sum(float(h["gap_s"]) for h in offline)),
                 "calibration_checks": len(checks),

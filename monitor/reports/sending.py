@@ -1,10 +1,13 @@
-"""A report sent: a chained ``report`` record and a town alert carrying it through delivery.
+"""A report made or sent: a chained ``report`` record (``record_report``, the one place that
+writes it), and for one sent a town alert carrying it through delivery.
 
+Every report made is recorded (``record_made``: ``minewatch report`` without ``--send``, the
+portal's report jobs), so ``minewatch verify --config F report.pdf|csv`` knows its files;
 ``send_report`` writes, in one store transaction: the ``reports`` row and its chain entry (the
 period, the chain head the figures were computed from, the SHA-256 of the PDF and the CSV, the
 recipients), the alert (kind ``report``, audience town; chained like every alert) and one
 delivery per (recipient, channel) by the existing routing (monitor/notify/delivery.py): e-mail
-with the PDF attached, webhooks with the report's facts. Then it delivers those rows at once;
+with the PDF attached, webhooks with the report's facts, PDF and CSV. Then it delivers those rows at once;
 what fails stays queued, and the daemon's delivery worker retries it as it retries any alert.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from monitor.config import Config
@@ -63,10 +67,32 @@ def record_report(
     return str(row["id"])
 
 
+def record_made(store: Store, report: Report, pdf: bytes, csv: bytes, pdf_path: str, now: datetime) -> str:
+    """Record a report made and not sent (no recipients) in its own transaction; returns its id."""
+    period = report.period
+    with store.batch():
+        return record_report(
+            store,
+            report.site.id,
+            period.start,
+            period.end,
+            now,
+            (report.chain_seq, report.chain_head),
+            pdf,
+            csv,
+            pdf_path,
+            (),
+        )
+
+
 def send_report(
     config: Config, store: Store, report: Report, pdf: bytes, csv: bytes, pdf_path: str, now: datetime
 ) -> dict[str, Any]:
-    """Record the report as sent, raise its town alert, queue and deliver it; returns a summary."""
+    """Record the report as sent, raise its town alert, queue and deliver it; returns a summary.
+
+    The CSV is the file beside the PDF of the same name (as ``minewatch report`` writes them):
+    e-mail attaches the PDF, a webhook both (monitor/notify/delivery.py, ``report_attachments``)."""
+    csv_path = str(Path(pdf_path).with_suffix(".csv"))
     from monitor.notify.delivery import Deliveries, routes_for
 
     site = report.site
@@ -100,6 +126,7 @@ def send_report(
             "chain_seq": report.chain_seq,
             "chain_head": report.chain_head,
             "report_pdf": pdf_path,
+            "report_csv": csv_path,
             "report_pdf_sha256": hashlib.sha256(pdf).hexdigest(),
             "report_csv_sha256": hashlib.sha256(csv).hexdigest(),
             "made_local": local_moment(now, site.timezone),

@@ -1,8 +1,9 @@
 """``minewatch verify --config F report.pdf`` (or ``.csv``): is this the report the chain recorded?
 
-A report sent (``minewatch report --send``, the timers, the portal) is a chained ``report``
-record (monitor/reports/sending.py) holding the SHA-256 of its PDF and CSV and the chain head
-its figures were computed from. ``verify_report`` hashes the file and says, one line each:
+Every report made (``minewatch report``, with or without ``--send``, the timers, the portal's
+report jobs) is a chained ``report`` record (monitor/reports/sending.py) holding the SHA-256
+of its PDF and CSV and the chain head its figures were computed from. ``verify_report`` hashes
+the file and says, one line each:
 whether a recorded report has that SHA-256 (a changed file matches none: a FAILED line), which
 chain entry records it (and that the record still matches the entry's digest), and the chain
 head the report says it was computed from (and that the chain holds that head at that entry).
@@ -83,7 +84,8 @@ def verify_report(
         check.say(
             name,
             f"its SHA-256 {digest} matches no report recorded in the chain: the file was changed"
-            " since it was made, or it was never sent (`minewatch report --send` records one)",
+            " since it was made, or it was never recorded in this store (`minewatch report` and the"
+            " portal record every report they make)",
             ok=False,
         )
         stated = stated_head(body)

@@ -14,11 +14,13 @@ import socket
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from paho.mqtt.enums import MQTTProtocolVersion
 
+from monitor.daemon.ingest import session_client_id
 from tests.support.nats_cluster import NatsCluster, run_nats_cluster, wait_mqtt_ready
 from tests.support.secure_broker import (
     EXTRA_ARGS,
@@ -363,11 +365,11 @@ def test_another_account_taking_the_daemons_client_id_gets_none_of_its_queue(con
     daemon.close()
 
 
-def test_documented_gap_another_account_can_end_the_daemons_session(connect: Connect) -> None:
-    """docs/PROTOCOL.md and docs/DEPLOY.md state it: any account logging in with the daemon's
-    client id and a clean session ends the daemon's session, and what was queued for it is
-    gone. This pins the statement: if a nats-server release binds sessions to accounts, this
-    test fails and the documents (and make-credentials) are to be updated."""
+def test_another_account_can_end_a_session_whose_id_it_knows(connect: Connect) -> None:
+    """The broker's behaviour the daemon's keyed session ids answer (next test): any account
+    logging in with a session's client id and a clean session ends that session, and what
+    was queued for it is gone. If a nats-server release binds sessions to accounts, this
+    test fails and docs/PROTOCOL.md and docs/DEPLOY.md are to be updated."""
     daemon = connect("minewatch-daemon", "a", client_id="minewatch-daemon", clean_session=False)
     daemon.subscribe("minewatch/+/sensors/#")
     daemon.close()
@@ -435,3 +437,70 @@ def test_cluster_routes_take_only_tls_with_the_installations_certificate(nats: N
             except (ssl.SSLError, OSError):
                 return
             assert b"PONG" not in _answer(tls)  # TLS 1.3: the refusal comes after the handshake
+
+
+def test_the_daemons_keyed_sessions_survive_an_account_claiming_its_ids(nats: NatsCluster) -> None:
+    """make-credentials --nats gives the daemon a session key (broker.session_key_file): its
+    sessions' ids are known only to holders of the key. A sensor account that logs in with
+    clean sessions under every id it can work out (the configured client id, the unkeyed
+    per-filter ids) ends none of them: the daemon finds its sessions and what was queued."""
+    import time
+
+    from monitor.config import BrokerConfig, Secret
+    from monitor.daemon.ingest import Handoff, MqttLink
+
+    creds = nats.dir.parent / "creds"
+    users = json.loads((creds / "credentials.json").read_text())["users"]
+    urls = tuple(u.replace("mqtt://127.0.0.1", "mqtts://localhost") for u in nats.urls_from("a"))
+    filters = ["minewatch/north/sensors/#", "minewatch/north/events/#"]
+    config = BrokerConfig(
+        url=urls[0],
+        urls=urls,
+        protocol="3.1.1",
+        client_id="minewatch-daemon",
+        username="minewatch-daemon",
+        password=Secret(users["minewatch-daemon"]["password"]),
+        ca_file=str(creds / "ca.crt"),
+        session_per_filter=True,
+        session_key=Secret((creds / "session-keys" / "minewatch-daemon").read_text().strip()),
+    )
+    guessable = [
+        "minewatch-daemon",
+        *(session_client_id(replace(config, session_key=Secret("")), [f]) for f in filters),
+    ]
+
+    def link() -> MqttLink:
+        made = MqttLink(config, filters, Handoff(1000))
+        made.start()
+        deadline = time.monotonic() + 60
+        while not made.connected:
+            assert time.monotonic() < deadline, "the daemon's link did not connect"
+            time.sleep(0.1)
+        return made
+
+    first = link()
+    time.sleep(3)  # each QoS 1 subscription's R3 consumer is made after the SUBACK
+    first.stop_accepting()
+    first.close()
+    broker = broker_on(nats, "b")
+    sensor = TestClient(broker, "sensor-north-n1", protocol=V311)
+    assert not sensor.connect().is_failure
+    payload = f"queued-{token()}".encode()
+    assert not sensor.publish("minewatch/north/sensors/n1/levels", payload).is_failure
+    sensor.close()
+    for claimed in guessable:
+        thief = TestClient(broker_on(nats, "c"), "sensor-south-n1", protocol=V311, client_id=claimed)
+        assert not thief.connect().is_failure
+        thief.close()
+    again = link()
+    try:
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while payload not in got and time.monotonic() < deadline:
+            batch = again.inbound.take(0.2, 100)
+            got += [m.payload for m in batch]
+            again.ack(batch)
+        assert payload in got
+        assert again.sessions_lost == 0
+    finally:
+        again.close()

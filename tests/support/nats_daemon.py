@@ -54,6 +54,7 @@ def write_daemon_config(
         f"urls = [{urls}]\n"
         'protocol = "3.1.1"\n'
         "session_per_filter = true\n"
+        f'session_key_file = "{creds / "session-keys" / "minewatch-daemon"}"\n'
         'client_id = "minewatch-daemon"\n'
         'username = "minewatch-daemon"\n'
         f'password_file = "{creds / "passwords" / "minewatch-daemon"}"\n'

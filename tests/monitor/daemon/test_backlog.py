@@ -107,6 +107,13 @@ def test_wall_clock_outage_longer_than_the_lateness_judges_every_loud_minute_onc
     assert sorted(published.values()) == [1] * 2 * len(loud)  # each announced once
     # A backlog read in order is not late data.
     assert store_count(store, "SELECT COUNT(*) FROM sound WHERE late = 1") == 0
+    # The judged windows (the reports' "judged"): one, from the first minute to the final front,
+    # across the restart (the daemon continues its judging where the store says it was).
+    conn = sqlite3.connect(store)
+    windows = conn.execute("SELECT start_us, end_us FROM judged WHERE site = ?", (SITE,)).fetchall()
+    (final,) = conn.execute("SELECT final_until_us FROM progress WHERE site = ?", (SITE,)).fetchone()
+    conn.close()
+    assert windows == [(to_us(base), final)] and final > to_us(base + timedelta(minutes=5))
 
 
 def test_data_clock_sigkill_while_draining_a_backlog_judges_every_loud_minute_once(

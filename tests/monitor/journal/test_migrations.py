@@ -79,3 +79,25 @@ def test_every_module_takes_its_tables_from_the_registry() -> None:
         p.name for p in root.rglob("*.py") if "CREATE TABLE" in p.read_text() and p.name != "migrations.py"
     )
     assert creating == []
+
+
+def test_a_store_judged_before_the_judged_table_starts_with_one_window_to_its_final_front(
+    tmp_path: Path,
+) -> None:
+    """The golden store (commit cd944b8, before table judged) with a progress row: the migration
+    records one judged window from the site's first stored second to its final front."""
+    db = tmp_path / "store.db"
+    shutil.copy(OLD_STORE, db)
+    with sqlite3.connect(db) as conn:
+        site, first = conn.execute("SELECT site, MIN(ts_us) FROM sound GROUP BY site LIMIT 1").fetchone()
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS progress (site TEXT PRIMARY KEY,"
+            " evaluated_until_us INTEGER NOT NULL, final_until_us INTEGER NOT NULL)"
+        )
+        conn.execute("INSERT OR REPLACE INTO progress VALUES (?, ?, ?)", (site, first + 600e6, first + 300e6))
+    conn.close()
+    Store(db).close()
+    with sqlite3.connect(db) as conn:
+        windows = conn.execute("SELECT site, start_us, end_us FROM judged").fetchall()
+    conn.close()
+    assert windows == [(site, first, first + 300_000_000)]

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,53 +33,12 @@ from monitor.notify.delivery import DELIVERED, PENDING, UNDELIVERABLE, Deliverie
 from monitor.notify.notices import NoticeBook
 from tests.support.notices import local, make_config, site_and_profile, store_findings, violation
 from tests.support.servers import Mosquitto, free_port, self_signed_cert
+from tests.support.webhook import Hook
 
 T0 = datetime(2026, 6, 15, 16, 40, tzinfo=UTC)
 HMAC_KEY = "hook-secret-123"
 
 # --------------------------------------------------------------------------- real servers
-
-
-@dataclass
-class Hook:
-    """An HTTP server that answers webhooks with scripted status codes (then 200) and records them."""
-
-    port: int
-    statuses: list[int] = field(default_factory=list)
-    received: list[tuple[dict[str, str], bytes, int]] = field(default_factory=list)
-    server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
-
-    def start(self) -> Hook:
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                status = hook.statuses.pop(0) if hook.statuses else 200
-                hook.received.append(({k.lower(): v for k, v in self.headers.items()}, body, status))
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-
-    def accepted(self) -> list[tuple[dict[str, str], bytes]]:
-        return [(h, b) for h, b, status in self.received if status < 300]
 
 
 @pytest.fixture

@@ -188,22 +188,3 @@ def env_portal(env: Env) -> Portal:
     portal = Portal(env.root)
     portal.port = int(env.url.rsplit(":", 1)[1])
     return portal
-
-
-def test_the_town_downloads_a_months_report_from_the_portal(env: Env, context: BrowserContext) -> None:
-    month = DAY.strftime("%Y-%m")
-    town = login(context, env, "town")
-    town.goto(f"{env.url}/sites/{SITE}/reports")
-    assert month in town.inner_text("#reports")
-    csv_reply = context.request.get(f"{env.url}/sites/{SITE}/reports/{month}.csv")
-    assert csv_reply.status == 200
-    text = csv_reply.text()
-    assert f"{DAY.isoformat()} n2" in text  # the day's levels at the boundary meter
-    assert env.notice_id in text and "Noise at the mine site boundaries (6.D) at n2" in text
-    assert "B-1100" in text
-    pdf = context.request.get(f"{env.url}/sites/{SITE}/reports/{month}.pdf")
-    assert pdf.status == 200 and pdf.body().startswith(b"%PDF")
-    assert context.request.get(f"{env.url}/sites/{SITE}/reports/2026-13.csv").status == 400
-    context.clear_cookies()
-    login(context, env, "op")
-    assert context.request.get(f"{env.url}/sites/{SITE}/reports/{month}.csv", max_redirects=0).status == 403

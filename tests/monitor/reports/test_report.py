@@ -104,6 +104,14 @@ def local(day: date, hour: int = 0) -> datetime:
     return datetime.combine(day, time(hour), TZ).astimezone(UTC)
 
 
+_START = local(date(*MONTH, 1))
+JUDGED_CALLS = (
+    (_START - timedelta(hours=3), _START + timedelta(days=7)),
+    (_START + timedelta(days=7), local(date(*MONTH, 15))),
+    (local(date(*MONTH, 15)) + timedelta(hours=30), _START + timedelta(days=31)),
+)
+
+
 def generate_month(root: Path, smtp_port: int) -> Path:
     """A month of minute readings at two meters (louder by day), a blast and two complaints."""
     store_path = root / "store.db"
@@ -132,6 +140,11 @@ def generate_month(root: Path, smtp_port: int) -> Path:
         with store.batch():
             store.append_sounds(batch, now)
         ts += timedelta(seconds=STEP_S)
+    # Judged windows as the daemon records them minute by minute (Store.record_judged): two that
+    # meet (coalesced into one), then a judging gap of 30 hours from the 15th, 00:00.
+    with store.batch():
+        for a, b in JUDGED_CALLS:
+            store.record_judged(SITE, a, b)
     blast = Blast(SITE, "B-1112", local(date(*MONTH, 12), 11), overpressure_db=118.5)
     with store.batch():
         store.append_event(blast, json.loads(encode(blast)[1]), now)
@@ -240,6 +253,20 @@ def test_a_generated_month_matches_the_store_and_is_sent_to_the_town(
     ).fetchone()
     assert value("completeness", "n1", "received") == str(n1) == str(30 * 1440 + 60)
     assert value("completeness", "n2", "received share") == f"{(n1 - 1440) / n1 * 100:.1f} %"
+
+    # Judged: the rows inside the judged windows, counted here in Python over the raw rows
+    # against the windows as the test wrote them; n1 has a day and a quarter of rows in the gap.
+    assert conn.execute("SELECT COUNT(*) FROM judged").fetchone()[0] == 2  # the two that met are one
+    lo, hi = int(local(days[0]).timestamp() * 1e6), int(local(date(2026, 12, 1)).timestamp() * 1e6)
+    windows = [(int(a.timestamp() * 1e6), int(b.timestamp() * 1e6)) for a, b in JUDGED_CALLS]
+    for sensor, expected_rows in (("n1", 30 * 1440 + 60), ("n2", 30 * 1440 + 60 - 1440)):
+        stamps = [t for (t,) in conn.execute("SELECT ts_us FROM sound WHERE sensor = ?", (sensor,))]
+        judged = sum(1 for t in stamps if lo <= t < hi and any(a <= t < b for a, b in windows))
+        assert judged == expected_rows - 30 * 60  # every received row but the gap's 30 hours
+        assert value("completeness", sensor, "judged") == str(judged)
+        assert value("completeness", sensor, "judged share") == f"{judged / (30 * 1440 + 60) * 100:.1f} %"
+        assert value("completeness", sensor, "judging gaps") == "1"
+        assert value("completeness", sensor, "not judged s") == str(30 * 3600)
     assert value("blasts", "B-1112", "time") == "2026-11-12 11:00:00 CST"
     assert value("blasts", "B-1112", "overpressure dB") == "118.5"
     complaints = [r for r in rows if r["section"] == "complaints" and r["column"] == "the record"]

@@ -26,7 +26,8 @@ from tests.support.paths import REPO
 
 @pytest.fixture
 def sent(tmp_path: Path) -> Iterator[dict[str, Path]]:
-    """A day's report recorded as sent (no recipient: recorded and chained only), and one not sent."""
+    """A day's report recorded as sent (no recipient: recorded and chained only), and one built but
+    never recorded (as no command leaves one)."""
     db = tmp_path / "store.db"
     config_path = tmp_path / "minewatch.toml"
     config_path.write_text(CONFIG.format(db=db, max_attempts=3))
@@ -98,7 +99,7 @@ def test_a_changed_report_is_a_failed_line(sent: dict[str, Path], capsys: pytest
     code, lines, _ = verify(capsys, sent["pdf"], "--config", sent["config"])
     assert code == 1 and "FAILED: its SHA-256" in lines[0]
     code, lines, _ = verify(capsys, sent["unsent"], "--config", sent["config"])
-    assert code == 1 and "or it was never sent" in lines[0]
+    assert code == 1 and "or it was never recorded in this store" in lines[0]
 
 
 def test_mistakes_are_one_line(sent: dict[str, Path], tmp_path: Path) -> None:
@@ -123,3 +124,47 @@ def test_mistakes_are_one_line(sent: dict[str, Path], tmp_path: Path) -> None:
         assert result.returncode == 2, result
         assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.stderr
         assert result.stderr.startswith("minewatch verify: ") and says in result.stderr, result.stderr
+
+
+def test_a_report_made_without_send_verifies_and_a_changed_byte_fails(tmp_path: Path) -> None:
+    """`minewatch report` without --send records the report: verify passes on both files as made;
+    one byte changed in either, verify exits 1 with one FAILED line."""
+    db = tmp_path / "store.db"
+    config_path = tmp_path / "minewatch.toml"
+    config_path.write_text(CONFIG.format(db=db, max_attempts=3))
+    day = local(2026, 6, 15, 11)
+    store = Store(db)
+    add_sample_sound(store, day, day + timedelta(minutes=20), (day, day + timedelta(minutes=5)))
+    store.close()
+
+    def cli(command: str, *argv: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "monitor.cli", command, *(str(a) for a in argv)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    made = cli(
+        "report", "--config", config_path, "--site", "quarry", "--day", "2026-06-15", "--out", tmp_path
+    )
+    assert made.returncode == 0, made.stderr
+    assert "Recorded report rp-" in made.stdout
+    conn = sqlite3.connect(db)
+    (recorded,) = conn.execute("SELECT COUNT(*) FROM chain WHERE kind = 'report'").fetchone()
+    assert recorded == 1
+    assert conn.execute("SELECT recipients FROM reports").fetchone()[0] == "[]"
+    conn.close()
+    for suffix in ("pdf", "csv"):
+        path = tmp_path / f"quarry-2026-06-15.{suffix}"
+        ok = cli("verify", "--config", config_path, path)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        assert len(ok.stdout.splitlines()) == 3 and all(": OK: " in line for line in ok.stdout.splitlines())
+        raw = bytearray(path.read_bytes())
+        raw[len(raw) // 3] ^= 0x20
+        path.write_bytes(bytes(raw))
+        bad = cli("verify", "--config", config_path, path)
+        assert bad.returncode == 1, bad.stdout
+        failed = [line for line in bad.stdout.splitlines() if ": FAILED: " in line]
+        assert len(failed) == 1 and "matches no report recorded in the chain" in failed[0], bad.stdout

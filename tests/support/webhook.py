@@ -1,0 +1,50 @@
+"""A real HTTP webhook receiver for the delivery tests (http.server on a free port)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Hook:
+    """An HTTP server that answers webhooks with scripted status codes (then 200) and records them."""
+
+    port: int
+    statuses: list[int] = field(default_factory=list)
+    received: list[tuple[dict[str, str], bytes, int]] = field(default_factory=list)
+    server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def start(self) -> Hook:
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                status = hook.statuses.pop(0) if hook.statuses else 200
+                hook.received.append(({k.lower(): v for k, v in self.headers.items()}, body, status))
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    def accepted(self) -> list[tuple[dict[str, str], bytes]]:
+        return [(h, b) for h, b, status in self.received if status < 300]
