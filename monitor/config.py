@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from monitor import geo
 from monitor.errors import ConfigError
 from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext, TownContact
 
@@ -156,7 +157,10 @@ class SensorConfig:
     calibration: Calibration = Calibration()
     signing_key: Secret = Secret("")
     require_signature: bool = False
-    plan: tuple[float, float] | None = None  # (x, y) in metres on the site plan: nearest monitors
+    # (x, y) in metres on a plan of the operator's own (older configs; complaints typed as x/y)
+    plan: tuple[float, float] | None = None
+    # (latitude, longitude): the site plan and complaints' nearest monitors
+    position: geo.LatLon | None = None
     # A seismograph's distance from the blasting to its monitoring point (the site law before a
     # blast); None: the distance each blast's notice gives to the nearest structure.
     distance_m: float | None = None
@@ -169,6 +173,27 @@ class SensorConfig:
 class GateConfig:
     id: str
     name: str = ""
+    position: geo.LatLon | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ParcelConfig:
+    """A parcel drawn on the site plan, e.g. one a conveyor crosses (Dovre 6.G)."""
+
+    id: str
+    name: str = ""
+    section: str = ""  # the ordinance section it is drawn for, e.g. "6.G"
+    polygon: tuple[geo.LatLon, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DwellingConfig:
+    """A dwelling or other structure near the site, drawn on the plan (outside the boundary)."""
+
+    id: str
+    name: str = ""
+    owner: str = ""  # the adjoining owner (sites.adjoining_owners id) it belongs to, if any
+    position: geo.LatLon = (0.0, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +228,10 @@ class SiteConfig:
     adjoining_owners: tuple[AdjoiningOwnerConfig, ...] = ()
     # Who takes blast notices for the Town (6.F), each with an id the portal's form offers.
     town_contacts: tuple[TownContactConfig, ...] = ()
+    # The site plan (docs/CONFIG.md, "The site plan"): WGS84 latitude/longitude, all optional.
+    boundary: tuple[geo.LatLon, ...] = ()  # open ring: the first point is not repeated
+    parcels: tuple[ParcelConfig, ...] = ()
+    dwellings: tuple[DwellingConfig, ...] = ()
     _sensor_index: dict[str, SensorConfig] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -691,6 +720,7 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
         signing_key=t.secret("signing_key"),
         require_signature=t.flag("require_signature", False),
         plan=_plan_point(t),
+        position=_position(t, "position"),
         distance_m=(
             t.number("distance_m", 0.0, minimum=1.0, maximum=100_000.0) if "distance_m" in t.data else None
         ),
@@ -718,6 +748,157 @@ def _plan_point(t: _Table) -> tuple[float, float] | None:
     return t._get("plan", None, check, "[x, y] in metres on the site plan")
 
 
+# --------------------------------------------------------------------------- the site plan
+
+# How far a boundary (or conveyor-parcel) monitor may stand from the line it watches, and how
+# far outside the boundary any other on-site monitor may stand: a GPS fix and a mast's setback.
+PLAN_TOLERANCE_M = 25.0
+
+
+def _latlon(value: Any) -> geo.LatLon | None:
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) for n in value)
+    ):
+        return (float(value[0]), float(value[1]))
+    return None
+
+
+def _latlon_problem(point: geo.LatLon) -> str | None:
+    lat, lon = point
+    if not -90 <= lat <= 90:
+        return f"latitude {lat:g} is out of range (-90 to 90; the order is [latitude, longitude])"
+    if not -180 <= lon <= 180:
+        return f"longitude {lon:g} is out of range (-180 to 180)"
+    return None
+
+
+def _position(t: _Table, name: str, *, required: bool = False) -> geo.LatLon | None:
+    """``name = [latitude, longitude]`` in degrees (WGS84), range-checked."""
+    if required and name not in t.data:
+        t.problem(name, "required: [latitude, longitude] in degrees (WGS84)")
+    point = t._get(name, None, _latlon, "[latitude, longitude] in degrees (WGS84)")
+    if point is not None and (problem := _latlon_problem(point)) is not None:
+        t.problem(name, problem)
+        return None
+    return point
+
+
+def _ring(t: _Table, name: str) -> tuple[geo.LatLon, ...]:
+    """``name = [[lat, lon], ...]``: a polygon, closed or closable (the first point may be repeated
+    at the end or not), of at least 3 points, not crossing itself. () when absent or invalid."""
+    t.used.add(name)
+    if name not in t.data:
+        return ()
+    value = t.data[name]
+    if not isinstance(value, list):
+        t.problem(name, f"expected a list of [latitude, longitude] points, got {value!r}")
+        return ()
+    points: list[geo.LatLon] = []
+    for i, item in enumerate(value):
+        point = _latlon(item)
+        if point is None:
+            t.problem(f"{name}[{i}]", f"expected [latitude, longitude] in degrees (WGS84), got {item!r}")
+            return ()
+        if (problem := _latlon_problem(point)) is not None:
+            t.problem(f"{name}[{i}]", problem)
+            return ()
+        points.append(point)
+    ring = geo.open_ring(points)
+    if len(ring) < 3:
+        t.problem(name, f"a polygon needs at least 3 distinct points, got {len(ring)}")
+        return ()
+    plane = geo.Plane.about(ring)
+    crossing = geo.self_intersection([plane.xy(p) for p in ring])
+    if crossing is not None:
+        i, j = crossing
+        n = len(ring)
+        t.problem(
+            name,
+            f"the edge from point {i} to point {(i + 1) % n} crosses the edge from point {j} to point"
+            f" {(j + 1) % n}: a polygon may not intersect itself (list the points in order around it)",
+        )
+        return ()
+    return tuple(ring)
+
+
+def _check_plan(t: _Table, site: SiteConfig) -> None:
+    """Where each monitor and dwelling stands against the boundary (docs/CONFIG.md, The site plan)."""
+    if not site.boundary:
+        return
+    plane = geo.Plane.about(site.boundary)
+    boundary = [plane.xy(p) for p in site.boundary]
+    parcels = [[plane.xy(p) for p in parcel.polygon] for parcel in site.parcels]
+    for i, sensor in enumerate(site.sensors):
+        if sensor.position is None:
+            continue
+        key = f"{t.key('sensors')}[{i}].position"
+        xy = plane.xy(sensor.position)
+        to_edge = geo.edge_distance(boundary, xy)
+        inside = geo.contains(boundary, xy)
+        placement = sensor.placement.value
+        if placement == "boundary" and to_edge > PLAN_TOLERANCE_M:
+            t.problems.append(
+                f"{key}: {sensor.id} is a boundary monitor but stands {to_edge:.0f} m from the site"
+                f" boundary (at most {PLAN_TOLERANCE_M:g} m): move the point onto the boundary"
+            )
+        elif placement == "conveyor":
+            to_parcel = min([geo.edge_distance(p, xy) for p in parcels] or [to_edge])
+            if min(to_parcel, to_edge) > PLAN_TOLERANCE_M:
+                t.problems.append(
+                    f"{key}: {sensor.id} watches a conveyor parcel's perimeter but stands {to_parcel:.0f} m"
+                    f" from the nearest parcel edge (at most {PLAN_TOLERANCE_M:g} m)"
+                )
+        elif placement in ("site", "sky") and not inside and to_edge > PLAN_TOLERANCE_M:
+            t.problems.append(
+                f"{key}: {sensor.id} stands {to_edge:.0f} m outside the site boundary"
+                f" (an on-site monitor is inside it or within {PLAN_TOLERANCE_M:g} m)"
+            )
+    for i, dwelling in enumerate(site.dwellings):
+        if geo.contains(boundary, plane.xy(dwelling.position)):
+            t.problems.append(
+                f"{t.key('dwellings')}[{i}].position: {dwelling.id} lies inside the site boundary;"
+                " a dwelling near the site is outside it"
+            )
+
+
+def _parcels(t: _Table) -> tuple[ParcelConfig, ...]:
+    parcels = []
+    for p in t.tables("parcels"):
+        polygon = _ring(p, "polygon")
+        if "polygon" not in p.data:
+            p.problem("polygon", "required: [[latitude, longitude], ...] around the parcel")
+        parcels.append(
+            ParcelConfig(
+                id=_identifier(p, "id"), name=p.text("name"), section=p.text("section"), polygon=polygon
+            )
+        )
+        p.finish()
+    return tuple(parcels)
+
+
+def _dwellings(t: _Table, owner_ids: Sequence[str]) -> tuple[DwellingConfig, ...]:
+    dwellings = []
+    for d in t.tables("dwellings"):
+        owner = d.text("owner")
+        if owner and owner not in owner_ids:
+            d.problem(
+                "owner",
+                f"unknown adjoining owner {owner!r} (adjoining_owners: {', '.join(owner_ids) or 'none'})",
+            )
+        position = _position(d, "position", required=True)
+        dwellings.append(
+            DwellingConfig(
+                id=_identifier(d, "id"), name=d.text("name"), owner=owner, position=position or (0.0, 0.0)
+            )
+        )
+        d.finish()
+        if position is None:
+            dwellings.pop()  # reported above; not drawn nor checked
+    return tuple(dwellings)
+
+
 def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], None]) -> SiteConfig:
     site_id = _identifier(t, "id")
     if site_id == "_":  # docs/PROTOCOL.md: <prefix>/_/rejected carries rejections of no configured site
@@ -731,7 +912,9 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
     gate_tables = t.tables("gates")
     gates = []
     for g in gate_tables:
-        gates.append(GateConfig(id=_identifier(g, "id"), name=g.text("name")))
+        gates.append(
+            GateConfig(id=_identifier(g, "id"), name=g.text("name"), position=_position(g, "position"))
+        )
         g.finish()
     gate_ids = {g.id for g in gates}
     sensors = tuple(_sensor(s, gate_ids) for s in t.tables("sensors"))
@@ -779,7 +962,11 @@ def _site(t: _Table, check_profile: Callable[[_Table, str, Mapping[str, Any]], N
         sensors=sensors,
         adjoining_owners=tuple(owners),
         town_contacts=tuple(contacts),
+        boundary=_ring(t, "boundary"),
+        parcels=_parcels(t),
+        dwellings=_dwellings(t, owner_ids),
     )
+    _check_plan(t, config)
     check_profile(t, profile, agreement)
     t.finish()
     return config

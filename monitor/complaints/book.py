@@ -63,7 +63,8 @@ class Complaint:
     start: datetime
     end: datetime
     address: str
-    plan: tuple[float, float] | None
+    plan: tuple[float, float] | None  # metres typed on the operator's plan (older complaints)
+    position: tuple[float, float] | None  # (latitude, longitude) clicked on the site plan
     description: str
     contact: Mapping[str, str]  # the Town's eyes only: the portal's allow-lists leave it out elsewhere
     correlation: Mapping[str, Any]  # what the record said at once (monitor/complaints/check.py)
@@ -182,6 +183,7 @@ class ComplaintBook:
             )
         )
         plan = None if row["plan_x"] is None else (float(row["plan_x"]), float(row["plan_y"]))
+        position = None if row["lat"] is None else (float(row["lat"]), float(row["lon"]))
         return Complaint(
             id=row["id"],
             site=row["site"],
@@ -191,6 +193,7 @@ class ComplaintBook:
             end=from_us(row["end_us"]),
             address=row["address"],
             plan=plan,
+            position=position,
             description=row["description"],
             contact=json.loads(row["contact"]),
             correlation=json.loads(row["correlation"]),
@@ -213,6 +216,7 @@ class ComplaintBook:
         contact: Mapping[str, str],
         correlation: Mapping[str, Any],
         now: datetime,
+        position: tuple[float, float] | None = None,
     ) -> Complaint:
         """Store and chain a complaint with its first change ('received'); returns it."""
         salt = secrets.token_hex(16)
@@ -239,6 +243,8 @@ class ComplaintBook:
             "status": "new",
             "updated_us": to_us(now),
         }
+        if position is not None:  # the chained record names them only when given (chain_kinds.py)
+            row["lat"], row["lon"] = float(position[0]), float(position[1])
         self.conn.execute(
             f"INSERT INTO complaints ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
             list(row.values()),

@@ -3,7 +3,7 @@
 For the complaint's time widened by ``MARGIN`` either side, from the store: each monitor's
 levels (sound: every clock minute's energy-average LAeq and the highest LAFmax; light: the
 highest illuminance), nearest first when the complaint gives a point on the site plan and the
-monitors have ``plan`` positions; the violation episodes as ``rules.episodes`` computed them
+monitors have positions (``Place``); the violation episodes as ``rules.episodes`` computed them
 (read through ``monitor.journal.episodes.site_episodes``, the one source every surface
 renders) with the notices that tell them; exempt exceedances and the other findings; blasts,
 temporary lighting, work and trucks on record. ``rules.complaints.judge`` decides the
@@ -17,9 +17,11 @@ import json
 import math
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from monitor import geo
 from monitor.config import SensorConfig, SiteConfig
 from monitor.journal import queries
 from monitor.journal.episodes import site_episodes
@@ -50,13 +52,27 @@ def _categories_of(unit: str, words: str) -> tuple[frozenset[str], frozenset[str
     return frozenset({"other"}), frozenset({"other"})
 
 
-def _distance(sensor: SensorConfig, plan: tuple[float, float] | None) -> float | None:
-    if plan is None or sensor.plan is None:
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a complaint was noticed: a point clicked on the site plan (``position``, WGS84
+    latitude and longitude, measured to the monitors' ``position``) or, for older complaints,
+    metres typed on the operator's plan (``plan``, measured to the monitors' ``plan``)."""
+
+    plan: tuple[float, float] | None = None
+    position: geo.LatLon | None = None
+
+
+def _distance(sensor: SensorConfig, place: Place | None) -> float | None:
+    if place is None:
         return None
-    return math.hypot(sensor.plan[0] - plan[0], sensor.plan[1] - plan[1])
+    if place.position is not None and sensor.position is not None:
+        return geo.great_circle_m(place.position, sensor.position)
+    if place.plan is not None and sensor.plan is not None:
+        return math.hypot(sensor.plan[0] - place.plan[0], sensor.plan[1] - place.plan[1])
+    return None
 
 
-def _nearest(sensors: Sequence[SensorConfig], plan: tuple[float, float] | None) -> list[SensorConfig]:
+def _nearest(sensors: Sequence[SensorConfig], plan: Place | None) -> list[SensorConfig]:
     """Nearest first; with distances known, the ``NEAREST`` closest (the others are listed, not judged)."""
     placed = sorted(
         (s for s in sensors if _distance(s, plan) is not None), key=lambda s: _distance(s, plan) or 0
@@ -71,7 +87,7 @@ def _monitors(
     site: SiteConfig,
     start: datetime,
     end: datetime,
-    plan: tuple[float, float] | None,
+    plan: Place | None,
 ) -> tuple[list[MonitorLevels], list[dict[str, Any]]]:
     tz = site.timezone
     window_s = (end - start).total_seconds()
@@ -164,7 +180,7 @@ def check_complaint(
     what: str,
     start: datetime,
     end: datetime,
-    plan: tuple[float, float] | None,
+    plan: Place | None,
     now: datetime,
 ) -> dict[str, Any]:
     """What the record says about a complaint of kind ``what`` over [start, end] at ``plan``."""

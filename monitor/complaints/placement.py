@@ -47,7 +47,12 @@ def placed(complaint: Complaint, tz: str) -> PlacedComplaint:
                     str(m.get("location") or ""),
                 )
             )
-    area, words = complaint_area(complaint.what, complaint.address, complaint.plan is not None, listed)
+    area, words = complaint_area(
+        complaint.what,
+        complaint.address,
+        complaint.plan is not None or complaint.position is not None,
+        listed,
+    )
     when = (
         span_text(complaint.start, complaint.end, tz, with_date=True)
         if complaint.end > complaint.start

@@ -309,7 +309,17 @@ def complaint_record(row: Mapping[str, Any]) -> dict[str, Any]:
         "description": row["description"],
         "contact_sha256": row["contact_sha256"],
         "correlation": row["correlation"],
+        # The point clicked on the site plan (WGS84), only when given: older records read alike.
+        **{k: v for k in ("lat", "lon") if (v := _real(_column(row, k))) is not None},
     }
+
+
+def _column(row: Mapping[str, Any], name: str) -> Any:
+    """``row[name]``, or None for a row of a store (or bundle) from before the column existed."""
+    try:
+        return row[name]
+    except (KeyError, IndexError):
+        return None
 
 
 def complaint_change_record(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,10 +46,12 @@ def _sensor(sensor: SensorConfig) -> dict[str, Any]:
         "require_signature": sensor.require_signature,
     }
     # Recorded only when set, so that earlier records read alike: where the monitor stands on the
-    # site plan (complaints' nearest monitors), a seismograph's distance to its monitoring point
-    # (the site law before a blast).
+    # site plan or the earth (complaints' nearest monitors), a seismograph's distance to its
+    # monitoring point (the site law before a blast).
     if sensor.plan is not None:
         table["plan"] = list(sensor.plan)
+    if sensor.position is not None:  # [latitude, longitude]: the same use as plan
+        table["position"] = list(sensor.position)
     if sensor.distance_m is not None:
         table["distance_m"] = sensor.distance_m
     if sensor.kind.value == "sound":  # only sound sensors take a calibration

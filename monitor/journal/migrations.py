@@ -211,6 +211,14 @@ CREATE INDEX IF NOT EXISTS complaint_changes_notice ON complaint_changes (notice
 """
 
 
+# A complaint's point clicked on the site plan, as WGS84 latitude and longitude (issue 26); the
+# plan_x/plan_y of older complaints (metres typed on the operator's plan) stay as they were.
+COMPLAINTS_POSITION = """
+ALTER TABLE complaints ADD COLUMN lat REAL;
+ALTER TABLE complaints ADD COLUMN lon REAL;
+"""
+
+
 # Compliance reports sent to the Town (monitor/reports/sending.py owns it): what was sent, the
 # chain head its numbers were computed from and the SHA-256 of each file.
 REPORTS = """
@@ -345,6 +353,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("waveforms", WAVEFORMS),
     Migration("judged", JUDGED),
     Migration("sound-hours", SOUND_HOURS),
+    Migration("complaints-position", COMPLAINTS_POSITION),
 )
 
 

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from monitor import geo
 from monitor.complaints.book import (
     MAX_ADDRESS,
     MAX_DESCRIPTION,
@@ -33,8 +34,9 @@ from monitor.complaints.book import (
     MAX_PHONE,
     STATUSES,
 )
+from monitor.config import SiteConfig
 from monitor.errors import UsageError
-from monitor.portal import limits
+from monitor.portal import limits, siteplan
 from monitor.portal.data import ComplaintForm, NotFound, Refused
 from monitor.portal.web import Web
 from rules.complaints import CATEGORIES
@@ -43,7 +45,8 @@ HONEYPOT = "website"  # hidden from people by the page's CSS; a robot fills it
 MAX_SPAN = timedelta(days=7)  # a complaint's "when": a time or a span of at most a week
 MAX_AGE = timedelta(days=366)
 MAX_AHEAD = timedelta(minutes=10)  # a clock a little ahead of the server's
-MAX_PLAN_M = 100_000.0
+MAX_PLAN_M = 20_000.0  # a complaint's point on the plan lies within this of the mine
+PICK_WIDTH_PX = 340  # the plan image's width on the complaint page (fits a 390-px phone)
 LIMITS = {
     "address": MAX_ADDRESS,
     "description": MAX_DESCRIPTION,
@@ -111,27 +114,44 @@ def _bounded(form: FormData, name: str, *, required: bool = False) -> str:
     return value
 
 
-def _plan(form: FormData) -> tuple[float, float] | None:
-    x, y = _text(form, "plan_x"), _text(form, "plan_y")
-    if not x and not y:
+def _position(form: FormData, site: SiteConfig) -> geo.LatLon | None:
+    """The point clicked on the site plan (``plan_lat``/``plan_lon``, set by the page after the
+    click): WGS84 degrees within ``MAX_PLAN_M`` of the mine."""
+    lat_text, lon_text = _text(form, "plan_lat"), _text(form, "plan_lon")
+    if not lat_text and not lon_text:
         return None
     point = []
-    for name, value in (("plan_x", x), ("plan_y", y)):
+    for name, value, bound in (("plan_lat", lat_text, 90.0), ("plan_lon", lon_text, 180.0)):
         try:
             number = float(value)
         except ValueError:
-            raise Refused(
-                f"{name}: expected a number of metres on the site plan, got {value[:40]!r}"
-            ) from None
-        if not math.isfinite(number) or abs(number) > MAX_PLAN_M:
-            raise Refused(
-                f"{name}: expected metres within {MAX_PLAN_M:g} of the plan's origin, got {value[:40]!r}"
-            )
+            raise Refused(f"{name}: expected degrees, got {value[:40]!r}; click on the site plan") from None
+        if not math.isfinite(number) or abs(number) > bound:
+            raise Refused(f"{name}: expected degrees within ±{bound:g}, got {value[:40]!r}")
         point.append(number)
-    return (point[0], point[1])
+    position = (point[0], point[1])
+    frame = siteplan.canvas(site, siteplan.PUBLIC_LAYERS)
+    centre = (site.latitude, site.longitude) if frame is None else (frame.plane.lat0, frame.plane.lon0)
+    if geo.great_circle_m(centre, position) > MAX_PLAN_M:
+        raise Refused(f"plan_lat: the point lies more than {MAX_PLAN_M / 1000:g} km from the mine")
+    return position
 
 
-def complaint_form(form: FormData, zone: ZoneInfo, now: datetime) -> ComplaintForm:
+def picked(form: FormData, site: SiteConfig) -> geo.LatLon:
+    """The point a click on a site's plan image (``<input type="image" name="pick-{site}">``)
+    stands for: the browser sends the click's CSS pixels in the image, ``PICK_WIDTH_PX`` across."""
+    frame = siteplan.canvas(site, siteplan.PUBLIC_LAYERS)
+    try:
+        px, py = float(_text(form, f"pick-{site.id}.x")), float(_text(form, f"pick-{site.id}.y"))
+    except ValueError:
+        raise Refused("pick: click on the site plan") from None
+    if frame is None or not (math.isfinite(px) and math.isfinite(py)):
+        raise Refused("pick: this mine has no site plan; give an address")
+    units = siteplan.WIDTH / PICK_WIDTH_PX
+    return frame.latlon(px * units, py * units)
+
+
+def complaint_form(form: FormData, zone: ZoneInfo, now: datetime, site: SiteConfig) -> ComplaintForm:
     """The public form, checked field by field; Refused names the field and the reason."""
     if _text(form, HONEYPOT):
         raise Refused("form: not accepted (a field meant to stay empty was filled)")
@@ -155,12 +175,12 @@ def complaint_form(form: FormData, zone: ZoneInfo, now: datetime) -> ComplaintFo
     if start < now - MAX_AGE:
         raise Refused("from: more than a year ago")
     address = _bounded(form, "address")
-    plan = _plan(form)
-    if not address and plan is None:
+    position = _position(form, site)
+    if not address and position is None:
         raise Refused("address: give an address or a point on the site plan")
     description = _bounded(form, "description", required=True)
     contact = {name: _bounded(form, name) for name in ("name", "email", "phone")}
-    return ComplaintForm(what, start, end, address, plan, description, contact)
+    return ComplaintForm(what, start, end, address, None, description, contact, position)
 
 
 class ComplaintPages:
@@ -173,17 +193,52 @@ class ComplaintPages:
             Route("/complaint", self.form_page),
             Route("/complaint", self.submit, methods=["POST"]),
             Route("/complaint/status", self.status_page),
+            Route("/complaint/plan.svg", self.plan_image),
             Route("/sites/{site}/complaints", self.list_page),
             Route("/complaints/{complaint}", self.detail_page),
             Route("/complaints/{complaint}/{action}", self.act, methods=["POST"]),
             Route("/api/v1/sites/{site}/complaints", self.api_list),
         ]
 
+    async def plan_image(self, request: Request) -> Response:
+        """`/complaint/plan.svg?site=&lat=&lon=`: the public plan (``PUBLIC_LAYERS`` only), with
+        the chosen point marked when given."""
+        site = self.web.config.site(request.query_params.get("site", "")) or self.web.config.sites[0]
+        plan = siteplan.view(site, siteplan.PUBLIC_LAYERS)
+        frame = siteplan.canvas(site, siteplan.PUBLIC_LAYERS)
+        if frame is None:
+            raise NotFound("no site plan")
+        chosen = None
+        try:
+            lat, lon = float(request.query_params["lat"]), float(request.query_params["lon"])
+            if math.isfinite(lat) and math.isfinite(lon):
+                chosen = frame.at((lat, lon))
+        except (KeyError, ValueError):
+            chosen = None
+        return Response(
+            siteplan.svg(plan, element_id="public-plan", chosen=chosen, font=siteplan.PUBLIC_FONT_UNITS),
+            media_type="image/svg+xml",
+        )
+
     def _form(
-        self, request: Request, error: str = "", code: int = 200, form: FormData | None = None
+        self,
+        request: Request,
+        error: str = "",
+        code: int = 200,
+        form: FormData | None = None,
+        point: geo.LatLon | None = None,
     ) -> Response:
         sites = self.web.config.sites
         values = {k: v for k, v in (form or {}).items() if isinstance(v, str) and k not in ("csrf", HONEYPOT)}
+        if point is not None:
+            values["plan_lat"], values["plan_lon"] = f"{point[0]:.6f}", f"{point[1]:.6f}"
+        # One plan a site that has one: a click on it names the site as well as the point.
+        plans = []
+        for site in sites:
+            plan = siteplan.view(site, siteplan.PUBLIC_LAYERS)
+            if plan["drawn"]:
+                height = round(PICK_WIDTH_PX * plan["height"] / plan["width"])
+                plans.append({"site": site, "height": height, "chosen": values.get("site") == site.id})
         return self.web.page(
             request,
             "complaint.html",
@@ -194,6 +249,8 @@ class ComplaintPages:
             limits=LIMITS,
             error=error,
             values=values,
+            plans=plans,
+            pick_width=PICK_WIDTH_PX,
         )
 
     async def form_page(self, request: Request) -> Response:
@@ -201,6 +258,14 @@ class ComplaintPages:
 
     async def submit(self, request: Request) -> Response:
         form = await self.web.checked_form(request)
+        clicked = next((s for s in self.web.config.sites if f"pick-{s.id}.x" in form), None)
+        if clicked is not None:  # a click on a plan: the page again, with the site and point chosen
+            values = dict(form)
+            values["site"] = clicked.id
+            try:
+                return self._form(request, form=FormData(values), point=picked(form, clicked))
+            except Refused as exc:
+                return self._form(request, str(exc), 400, form)
         wait = self.limiter.allow(self.web.source(request))
         if wait:
             minutes = max(1, math.ceil(wait / 60))
@@ -218,7 +283,7 @@ class ComplaintPages:
         try:
             if site is None:
                 raise Refused("site: choose the mine the complaint is about")
-            checked = complaint_form(form, ZoneInfo(site.timezone), self.web.portal.clock())
+            checked = complaint_form(form, ZoneInfo(site.timezone), self.web.portal.clock(), site)
             done = await run_in_threadpool(self.web.portal.submit_complaint, site.id, checked)
         except Refused as exc:
             return self._form(request, str(exc), 400, form)

@@ -40,6 +40,7 @@ from monitor.journal.episodes import site_episodes
 from monitor.journal.store import Store
 from monitor.portal import limits, periods
 from monitor.portal.periods import Period
+from monitor.portal.siteplan import ALL_LAYERS, monitor_state
 from monitor.portal.svg import DayPlot
 from monitor.wire.canonical import from_us, to_us
 from monitor.wire.codec import decode
@@ -222,6 +223,16 @@ class Portal:
         titles = profile.titles
         status = site_status(self.store(), site, now, episode_gap_s=profile.episode_gap_s, titles=titles)
         conn = self.store().conn
+        # Each monitor's state (the status page, the API and the site plan show this one):
+        # a violation episode of the status's 24 hours names it, or an early warning of them does.
+        in_episode = {s for e in status["episodes_24h"] for s in e["sensors"]}
+        warned = {
+            str(s)
+            for r in queries.alerts_of_kind(
+                conn, site.id, "early_warning", now - timedelta(hours=24), now, 1000
+            )
+            for s in json.loads(r["data"]).get("sensors", ())
+        }
         for sensor in site.sensors:
             entry = status["sensors"][sensor.id]
             entry["placement"] = sensor.placement.value
@@ -229,6 +240,7 @@ class Portal:
             age = None if last is None else (now - datetime.fromisoformat(last.replace("Z", "+00:00")))
             limit = max(120.0, sensor.expected_period_s * self.config.daemon.offline_after_periods)
             entry["online"] = age is not None and age.total_seconds() <= limit
+            entry["state"] = monitor_state(entry["online"], sensor.id in in_episode, sensor.id in warned)
             text = queries.latest_reading_data(conn, site.id, sensor.id, "status")
             if text is not None:
                 data = json.loads(text)
@@ -242,6 +254,24 @@ class Portal:
                     "flagged": bool(cal["flagged"]),
                 }
         return status
+
+    def plan(self, scope: Scope, site_id: str, chart: Callable[[str], str] | None = None) -> dict[str, Any]:
+        """The site plan as this reader may see it: every layer, each monitor in the state the
+        status gives it; an inspector sees states only while its time scope covers the status's
+        24 hours (an inspector scoped to a past period does not see the present)."""
+        from monitor.portal import siteplan
+
+        site = scope.site(site_id)
+        states: dict[str, str] | None = None
+        now = self.clock()
+        try:
+            scope.window(now - timedelta(hours=24), now)
+            states = {k: v["state"] for k, v in self.status(scope, site.id)["sensors"].items()}
+        except NotFound:
+            states = None
+        plan = siteplan.view(site, ALL_LAYERS, states, chart)
+        plan["as_of"] = format_ts(now) if states is not None else None
+        return plan
 
     def findings(
         self, scope: Scope, site_id: str, start: datetime, end: datetime, kinds: Sequence[str] = ()
@@ -542,7 +572,7 @@ class Portal:
         """A resident's complaint (no account): checked against the record at once, stored and
         chained in one transaction; returns what the resident may see (``PUBLIC_COMPLAINT``)."""
         from monitor.complaints.book import ComplaintBook
-        from monitor.complaints.check import check_complaint
+        from monitor.complaints.check import Place, check_complaint
 
         site = self.config.site(site_id)
         if site is None:
@@ -555,8 +585,9 @@ class Portal:
 
         def write() -> Any:
             now = self.clock()
+            place = Place(form.plan, form.position) if form.plan or form.position else None
             correlation = check_complaint(
-                store.conn, site, profile, form.what, form.start, form.end, form.plan, now
+                store.conn, site, profile, form.what, form.start, form.end, place, now
             )
             deliveries = Deliveries(store.conn, self.config)
             with store.batch():
@@ -571,6 +602,7 @@ class Portal:
                     form.contact,
                     correlation,
                     now,
+                    position=form.position,
                 )
                 # A repeated complaint the record does not bear out: one town alert an area.
                 raise_placement_alerts(self.config, store, site, now, deliveries)
@@ -1197,6 +1229,7 @@ class ComplaintForm:
     plan: tuple[float, float] | None
     description: str
     contact: Mapping[str, str]
+    position: tuple[float, float] | None = None  # (latitude, longitude) clicked on the site plan
 
 
 # What each reader sees of a complaint, named (an allow-list): the resident holding the
@@ -1211,6 +1244,7 @@ OPERATOR_COMPLAINT = (
     "end",
     "address",
     "plan",
+    "position",
     "description",
     "verdict",
     "verdict_text",
@@ -1243,6 +1277,7 @@ def _complaint_view(complaint: Any, config: Config, role: str, history: Sequence
         "end": format_ts(complaint.end),
         "address": complaint.address,
         "plan": list(complaint.plan) if complaint.plan else None,
+        "position": list(complaint.position) if complaint.position else None,
         "description": complaint.description,
         "verdict": complaint.correlation.get("verdict", ""),
         "verdict_text": complaint.correlation.get("text", ""),

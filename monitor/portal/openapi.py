@@ -72,7 +72,8 @@ def document(version: str) -> dict[str, Any]:
         "paths": {
             "/sites": _get("The sites this account may see", "all", [], LIST),
             "/sites/{site}/status": _get(
-                "Live status per sensor (last minute's LAeq, online, battery, calibration, clock offset)",
+                "Live status per sensor (state: ok, early_warning, violation or offline; last minute's LAeq,"
+                " online, battery, calibration, clock offset)",
                 "operator",
                 [SITE],
                 OBJ,

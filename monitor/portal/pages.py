@@ -20,8 +20,8 @@ from starlette.routing import Route
 from monitor.config import SiteConfig
 from monitor.errors import DecodeError, UsageError
 from monitor.journal import audio_clips
-from monitor.portal import limits, periods
-from monitor.portal.data import EVENT_KINDS, NotFound, Refused, new_event_id
+from monitor.portal import limits, periods, siteplan
+from monitor.portal.data import EVENT_KINDS, NotFound, Refused, Scope, new_event_id
 from monitor.portal.periods import Period
 from monitor.portal.web import AUDIENCE, CAN, Web, period_param
 from monitor.wire.protocol import parse_ts
@@ -55,6 +55,7 @@ class SitePages:
             Route("/notices/{notice}/request-extension", self.request_extension, methods=["POST"]),
             Route("/notices/{notice}/{action}", self.notice_act, methods=["POST"]),
             Route("/sites/{site}/day", self.day_page),
+            Route("/sites/{site}/plan", self.plan_page),
             Route("/sites/{site}/blasts/{blast}/report.{fmt}", self.blast_report),
             Route("/sites/{site}/audio/{sensor}.wav", self.audio_clip),
         ]
@@ -74,6 +75,7 @@ class SitePages:
             self.web.portal.blast_reports, scope, site.id, end - timedelta(days=BLAST_REPORT_DAYS), end
         )
         forecasts = await run_in_threadpool(self.web.portal.forecasts, scope, site.id)
+        plan = await run_in_threadpool(self.web.portal.plan, scope, site.id, self.chart_url(scope, site.id))
         return self.web.page(
             request,
             "status.html",
@@ -85,6 +87,8 @@ class SitePages:
             reports=reports,
             report_days=BLAST_REPORT_DAYS,
             forecasts=forecasts,
+            plan=plan,
+            plan_svg=siteplan.svg(plan),
         )
 
     async def live_status(self, request: Request) -> Response:
@@ -95,6 +99,23 @@ class SitePages:
         site = scope.site(request.path_params["site"])
         live = await run_in_threadpool(self.web.portal.live_status, scope, site.id)
         return self.web.page(request, "status_live.html", scope, site=site, **live, refresh_s=LIVE_REFRESH_S)
+
+    def chart_url(self, scope: Scope, site_id: str) -> Callable[[str], str]:
+        """Where a monitor on the plan links: its chart in the day view, for a role that may open
+        it; else its row on the status page."""
+        if scope.user.role in CAN["day"]:
+            # The day view narrowed to the sensor (its findings), opened at its chart's panel
+            # (sensor ids are letters, digits, '-' and '_': nothing to quote).
+            return lambda sensor: f"/sites/{site_id}/day?sensor={sensor}#panel-{sensor}"
+        return lambda sensor: f"/sites/{site_id}/status#sensor-{sensor}"
+
+    async def plan_page(self, request: Request) -> Response:
+        """`/sites/{site}/plan`: the site plan, for every role (monitor/portal/siteplan.py)."""
+        scope = self.web.session_scope(request)
+        self.web.may(scope, "plan")
+        site = scope.site(request.path_params["site"])
+        plan = await run_in_threadpool(self.web.portal.plan, scope, site.id, self.chart_url(scope, site.id))
+        return self.web.page(request, "plan.html", scope, site=site, plan=plan, plan_svg=siteplan.svg(plan))
 
     async def blast_report(self, request: Request) -> Response:
         """`/sites/{site}/blasts/{blast}/report.pdf|html` (``?sensor=`` when several recorded it)."""

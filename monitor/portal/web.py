@@ -44,6 +44,7 @@ CAN: dict[str, frozenset[str]] = {
     "notice_act": frozenset({"town"}),
     "notice_request": frozenset({"operator"}),  # the operator's request for more time (13.3.A)
     "findings": frozenset({"operator", "town", "inspector"}),
+    "plan": frozenset({"operator", "town", "inspector"}),  # the site plan (siteplan.py)
     "day": frozenset({"inspector", "town"}),
     "evidence": frozenset({"inspector", "town"}),
     "complaints": frozenset({"operator", "town"}),  # the operator's view leaves out contact details
@@ -93,6 +94,13 @@ class Web:
         self.templates.env.globals.update(version=__version__, status_label=lambda s: STATUS_LABELS.get(s, s))
         self.templates.env.filters["local"] = local_clock
         self.templates.env.filters["site_time"] = local_moment
+        from monitor.portal.siteplan import STATE_COLOURS, STATE_LABELS
+
+        self.templates.env.globals.update(
+            plan_states=[(k, v) for k, v in STATE_LABELS.items() if k != "not_shown"],
+            plan_state_labels=STATE_LABELS,
+            plan_colours=STATE_COLOURS,
+        )
 
     def scope_or_none(self, request: Request) -> Scope | None:
         """The visitor's scope when logged in (for the menu of an error page), else None."""

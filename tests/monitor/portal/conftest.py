@@ -131,7 +131,9 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory, mosquitto_session: Mosquitto) -> Iterator[Env]:
+def env(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, mosquitto_session: Mosquitto
+) -> Iterator[Env]:
     root = tmp_path_factory.mktemp("portal")
     accounts = "\n".join(
         [
@@ -148,7 +150,8 @@ def env(tmp_path_factory: pytest.TempPathFactory, mosquitto_session: Mosquitto) 
         daemon_extra='clock = "data"',
         extra_sites=EXTRA + accounts,
     )
-    text = config.read_text()
+    # A test module may change the configuration it gets (``EDIT_CONFIG``: text -> text).
+    text = getattr(request.module, "EDIT_CONFIG", lambda t: t)(config.read_text())
     port = free_port()
     config.write_text(
         text.replace("[portal]\n", f'[portal]\nport = {port}\nmqtt_client_id = "portal-{port}"\n')

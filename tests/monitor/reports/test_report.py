@@ -29,7 +29,7 @@ from aiosmtpd.smtp import SMTP as SMTPServer
 from aiosmtpd.smtp import Envelope, Session
 
 from monitor.complaints.book import ComplaintBook
-from monitor.complaints.check import check_complaint
+from monitor.complaints.check import Place, check_complaint
 from monitor.config import load_config
 from monitor.journal.chain_kinds import KINDS, digest_of
 from monitor.journal.store import Store
@@ -152,7 +152,9 @@ def generate_month(root: Path, smtp_port: int) -> Path:
     profile = load_profile(site.profile, site.agreement)
     book = ComplaintBook(store)
     for when, what in ((local(date(*MONTH, 12), 11), "blast"), (local(date(*MONTH, 20), 3), "noise")):
-        correlation = check_complaint(store.conn, site, profile, what, when, when, (390.0, 10.0), now)
+        correlation = check_complaint(
+            store.conn, site, profile, what, when, when, Place(plan=(390.0, 10.0)), now
+        )
         with store.batch():
             book.submit(
                 SITE, what, when, when, "", (390.0, 10.0), "heard it", {"phone": "555-0100"}, correlation, now
