@@ -270,6 +270,12 @@ CREATE TABLE IF NOT EXISTS waveforms (
 ) WITHOUT ROWID;
 """
 
+# An episode's notice (queries.notice_of_episode, for every episode the status and the portal
+# list) by an index seek, not a scan of every revision of every episode told (issue 31).
+NOTICE_EPISODES_BY_EPISODE = """
+CREATE INDEX IF NOT EXISTS notice_episodes_by_episode ON notice_episodes (episode_id, revision);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("store-layout-2", _to_layout_2, version=2),
     Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
@@ -282,6 +288,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("complaints", COMPLAINTS),
     Migration("reports", REPORTS),
     Migration("waveforms", WAVEFORMS),
+    Migration("notice-episodes-by-episode", NOTICE_EPISODES_BY_EPISODE),
 )
 
 
