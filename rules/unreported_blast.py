@@ -27,16 +27,13 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import partial
-from itertools import chain
-from operator import attrgetter, is_not
+from operator import attrgetter
 
 from rules.base import RuleSpec, Standard, leq, make_finding, only_site, sensor_label, sensors_of
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData, SoundLevels
 from rules.times import iso, local_hms
 
-_TS, _LZPEAK, _LCPEAK = attrgetter("ts"), attrgetter("LZpeak"), attrgetter("LCpeak")
-_IS_VALUE = partial(is_not, None)
+_TS = attrgetter("ts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +69,6 @@ class Impulse:
     crest: float
     background: float
     neighbours: float
-
-
-def _loudest_peak(records: Sequence[SoundLevels]) -> float | None:
-    """The highest ``_peak`` of ``records`` (None: none has a peak), computed in C over the attributes."""
-    return max(filter(_IS_VALUE, chain(map(_LZPEAK, records), map(_LCPEAK, records))), default=None)
 
 
 def find_impulse(
@@ -136,13 +128,7 @@ def evaluate(
         # The minute's own seconds, by bisection of the time-ordered series: the margins around
         # it are context for find_impulse, not candidates (issue 31).
         first = bisect.bisect_left(series, start, key=_TS)
-        own = series[first : bisect.bisect_left(series, end, key=_TS)]
-        # Most minutes hold no second that reaches the threshold, find_impulse's first test: one
-        # pass in C over the minute's peaks says so, not a Python call per second and look.
-        loudest = _loudest_peak(own)
-        if loudest is None or loudest < params.peak_threshold_db:
-            continue
-        for record in own:
+        for record in series[first : bisect.bisect_left(series, end, key=_TS)]:
             impulse = find_impulse(record, series, params)
             if impulse is None:
                 continue
