@@ -339,6 +339,20 @@ INSERT INTO sound_hours
 """
 
 
+# An episode's notice (queries.notice_of_episode, for every episode the status and the portal
+# list) by an index seek, not a scan of every revision of every episode told (issue 31).
+NOTICE_EPISODES_BY_EPISODE = """
+CREATE INDEX IF NOT EXISTS notice_episodes_by_episode ON notice_episodes (episode_id, revision);
+"""
+
+# Readings of a kind over a time span (weather and turbidity for each judged minute, the
+# seismic summaries for the early warnings, every tick) by an index seek: the key is
+# (site, sensor, kind, ts_us), and without the sensor SQLite read every reading of the site,
+# a cost that grew with the store's history.
+READINGS_BY_KIND = """
+CREATE INDEX IF NOT EXISTS readings_by_kind ON readings (site, kind, ts_us);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("store-layout-2", _to_layout_2, version=2),
     Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
@@ -354,6 +368,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("judged", JUDGED),
     Migration("sound-hours", SOUND_HOURS),
     Migration("complaints-position", COMPLAINTS_POSITION),
+    Migration("notice-episodes-by-episode", NOTICE_EPISODES_BY_EPISODE),
+    Migration("readings-by-kind", READINGS_BY_KIND),
 )
 
 

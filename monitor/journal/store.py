@@ -557,7 +557,8 @@ class Store:
         """The seismic summaries (both kinds) of events starting in [start, end), in time order."""
         return list(
             self.conn.execute(
-                "SELECT * FROM readings WHERE site = ? AND kind IN ('seismic', 'seismic-waveforms')"
+                "SELECT * FROM readings INDEXED BY readings_by_kind"
+                " WHERE site = ? AND kind IN ('seismic', 'seismic-waveforms')"
                 " AND ts_us >= ? AND ts_us < ? ORDER BY ts_us, kind",
                 (site, to_us(start), to_us(end)),
             )
@@ -574,7 +575,8 @@ class Store:
         if names is None:
             return list(
                 self.conn.execute(
-                    "SELECT * FROM readings WHERE site = ? AND kind IN ('seismic', 'seismic-waveforms')"
+                    "SELECT * FROM readings INDEXED BY readings_by_kind"
+                    " WHERE site = ? AND kind IN ('seismic', 'seismic-waveforms')"
                     " ORDER BY ts_us, kind",
                     (site,),
                 )

@@ -10,20 +10,20 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
+import rules
 from monitor.cli import main
 from monitor.config import parse_config
 from monitor.daemon.clock import Clock
 from monitor.daemon.ingest import Inbound
 from monitor.daemon.pipeline import QUIET_S, Pipeline
-from monitor.daemon.site_state import site_data
 from monitor.journal.store import Store
 from monitor.wire.codec import encode, payload_of
 from monitor.wire.protocol import format_ts
-from rules.model import LightSummary, SensorStatus, SoundLevels
+from rules.model import Finding, LightSummary, SensorStatus, SoundLevels
 from tests.support.configs import quarry_config, sensor
 from tests.support.pipeline_world import World, in_time_order
 
@@ -414,38 +414,80 @@ def test_late_sound_re_judges_the_next_minute_whose_windows_reach_back_into_it(w
     assert minutes == {t0, t0 + 1}, minutes  # without the reach, only minute t0
 
 
-def work_of_one_new_minute(tmp_path: Path, history_s: int) -> tuple[int, list[int], int]:
-    """After ``history_s`` seconds of a loud meter, judged as they came: what the next minute costs.
+def work_of_one_tick(tmp_path: Path, history_s: int, level: float) -> dict[str, int]:
+    """After ``history_s`` seconds of meter n1 at ``level``, judged as they came: what the tick that
+    judges the next minute does, counted, not timed.
 
-    (minutes the tick judges, readings handed to the rules for each, readings held in memory).
+    ``sqlite_steps``: the virtual-machine instructions SQLite runs for the tick (a read or write that
+    scanned the history would grow with it; an index seek does not); ``judged``: the minute looks
+    (rules.evaluate_site calls); ``handed``: the readings given to the rules over them (a spy around
+    the real rules.evaluate_site); ``held``: the readings the site keeps in memory after the tick.
     """
     tmp_path.mkdir()
     world = World(tmp_path, config_text(tmp_path / "store.db"), T0)
     state = world.pipeline.sites["q"]
+    handed: list[int] = []
+    real = rules.evaluate_site
+
+    def counted(*args: Any) -> list[Finding]:
+        handed.append(len(args[2].sound))  # (context, profile, data, start, end, now)
+        return real(*args)
+
+    steps = [0]
+
+    def step() -> int:
+        steps[0] += 1
+        return 0  # 0: go on
+
     try:
         for start in range(0, history_s + 60, 10):  # the history, judged as it comes; then one more minute
             world.now = T0 + timedelta(seconds=start + 10)
-            world.levels(T0 + timedelta(seconds=start), 10, 90.0)
+            world.levels(T0 + timedelta(seconds=start), 10, level)
             if start < history_s:
                 world.pipeline.tick()
-        judgement = world.pipeline._judge(state, world.now)
-        handed = [
-            len(site_data(state, world.store, minute, minute + timedelta(minutes=1)).sound)
-            for minute, _ in judgement.findings
-        ]
-        world.pipeline.tick()
-        return len(judgement.findings), handed, len(state.recent)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(rules, "evaluate_site", counted)
+            world.store.conn.set_progress_handler(step, 1)
+            world.pipeline.tick()
+            world.store.conn.set_progress_handler(None, 1)
+        held = len(state.recent)
+        return {"sqlite_steps": steps[0], "judged": len(handed), "handed": sum(handed), "held": held}
     finally:
         world.close()
 
 
-def test_the_work_of_a_new_minute_does_not_grow_with_the_history(tmp_path: Path) -> None:
-    # The rules are handed each judged minute's neighbourhood (a minute either side), filed by
-    # sensor as the readings arrived: 200 or 2,000 seconds behind it make no difference (issue 31).
-    short = work_of_one_new_minute(tmp_path / "short", 200)
-    long = work_of_one_new_minute(tmp_path / "long", 2000)
-    assert short == long
-    minutes, handed, held = long
-    assert minutes == 2  # the new minute's first look and the previous minute's final one
-    assert max(handed) <= 3 * 60
-    assert held <= 4 * 60
+def test_the_work_of_a_tick_is_bounded_by_the_new_data_not_the_history(tmp_path: Path) -> None:
+    # The tick that judges a new minute does the same work after 200 or 2,000 seconds of a meter
+    # (a backlog drained in order is such a run): the same SQLite instructions (no read or write of
+    # the store scans what came before), the same minute looks and the same readings handed to the
+    # rules (issue 31).
+    short = work_of_one_tick(tmp_path / "short", 200, 55.0)
+    long = work_of_one_tick(tmp_path / "long", 2000, 55.0)
+    assert short == long, (short, long)
+    assert long["judged"] == 2  # the new minute's first look and the previous minute's final one
+    assert long["handed"] == 2 * 160  # each look: its minute with a minute either side, as far as data goes
+    assert long["held"] == 200
+    assert long["sqlite_steps"] > 0
+
+
+def test_the_rules_work_in_a_loud_tick_is_bounded_by_the_new_data_not_the_history(tmp_path: Path) -> None:
+    # Loud: every minute is a violation. The rules judge the same looks and readings after 200 or
+    # 2,000 seconds of it (the noise rule's windows are bisected to the minute's, issue 31).
+    short = work_of_one_tick(tmp_path / "short", 200, 90.0)
+    long = work_of_one_tick(tmp_path / "long", 2000, 90.0)
+    assert {k: v for k, v in short.items() if k != "sqlite_steps"} == {
+        k: v for k, v in long.items() if k != "sqlite_steps"
+    }
+    assert long["judged"] == 2 and long["handed"] == 2 * 160 and long["held"] == 200
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="not incremental yet (issue 31): a violation episode's notice is told again from every "
+    "finding of the episode each minute it grows (monitor/notify/notices.py, _place_episode), and the "
+    "retained status (every status_interval_s) reads the last 24 hours' findings and episodes",
+)
+def test_a_loud_tick_s_store_work_is_bounded_by_the_new_data_not_the_episode(tmp_path: Path) -> None:
+    short = work_of_one_tick(tmp_path / "short", 200, 90.0)
+    long = work_of_one_tick(tmp_path / "long", 2000, 90.0)
+    assert short["sqlite_steps"] == long["sqlite_steps"]

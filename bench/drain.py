@@ -1,0 +1,133 @@
+"""Drain benchmark in process (not a test): the pipeline's CPU per message, storing and judging apart.
+
+The backlog of bench/ingest.py (``--sites`` x ``--sensors`` meters, ``--per-sensor`` seconds each, in
+time order, 60-79 dB(A)) handed to ``Pipeline.handle_batch`` in batches of 10,000 with a tick after each,
+as the daemon's run loop does, without a broker or worker processes: one worker's share of the drain.
+Then the input falls quiet and one more tick judges what the backlog's end left open ("tail").
+
+    python bench/drain.py [--per-sensor 2000] [--sites 5] [--sensors 100] [--profile]
+
+Prints CPU microseconds per message (``time.process_time``; building the messages is not counted) for
+storing (handle_batch) and judging (tick), each by quarter of the drain, so growth with the backlog
+shows; ``--profile`` adds cProfile's top functions (which inflates many small Python calls: compare
+without it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from monitor.config import parse_config  # noqa: E402
+from monitor.daemon.clock import Clock  # noqa: E402
+from monitor.daemon.ingest import Inbound  # noqa: E402
+from monitor.daemon.pipeline import BATCH_LIMIT, QUIET_S, Pipeline  # noqa: E402
+from monitor.journal.store import Store  # noqa: E402
+from monitor.wire.codec import encode  # noqa: E402
+from rules.model import SoundLevels  # noqa: E402
+
+
+def config_text(store: Path, sites: int, sensors: int) -> str:
+    lines = ["[broker]", 'url = "mqtt://127.0.0.1:1"', "[storage]", f'path = "{store}"', "[daemon]"]
+    lines += ["lateness_s = 3600", "status_interval_s = 30", "offline_after_periods = 100000"]
+    for s in range(sites):
+        lines += ["[[sites]]", f'id = "site{s}"', 'timezone = "America/Chicago"']
+        lines += ["latitude = 45.27", "longitude = -91.62"]
+        lines += [
+            line for n in range(sensors) for line in ("[[sites.sensors]]", f'id = "n{n}"', 'kind = "sound"')
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def batches(
+    pipeline: Pipeline, sites: int, sensors: int, seconds: int, start: datetime
+) -> Iterator[list[Inbound]]:
+    """The backlog in time order, decoded ahead as the network thread does (wire_levels.predecode)."""
+    batch: list[Inbound] = []
+    for i in range(seconds):
+        ts = start + timedelta(seconds=i)
+        for s in range(sites):
+            for n in range(sensors):
+                laeq = 60.0 + (n % 20)
+                topic, payload = encode(SoundLevels(f"site{s}", f"n{n}", ts, 1.0, laeq, laeq + 2, laeq + 15))
+                batch.append(Inbound(topic, payload, 1, 1, 0.0, pipeline.predecode(topic, payload)))
+                if len(batch) == BATCH_LIMIT:
+                    yield batch
+                    batch = []
+    if batch:
+        yield batch
+
+
+def quarters(values: list[float], sizes: list[int]) -> list[float]:
+    """Microseconds per message in each quarter of the drain (``sizes``: messages per batch)."""
+    q = max(1, len(values) // 4)
+    return [round(sum(values[i : i + q]) / sum(sizes[i : i + q]) * 1e6, 1) for i in range(0, len(values), q)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-sensor", type=int, default=2000, help="seconds of backlog per meter")
+    parser.add_argument("--sites", type=int, default=5)
+    parser.add_argument("--sensors", type=int, default=100, help="meters per site")
+    parser.add_argument("--profile", action="store_true", help="cProfile's top functions (CPU time)")
+    args = parser.parse_args()
+    if args.per_sensor < 1 or args.sites < 1 or args.sensors < 1:
+        parser.error("--per-sensor, --sites and --sensors must be at least 1")
+    with tempfile.TemporaryDirectory(prefix="minewatch-drain-") as tmp:
+        config = parse_config(config_text(Path(tmp) / "store.db", args.sites, args.sensors))
+        store = Store(config.storage.path)
+        now = datetime.now(UTC)
+        pipeline = Pipeline(config, store, lambda topic, payload, retain: None, Clock("wall", lambda: now))
+        start = now.replace(microsecond=0) - timedelta(seconds=args.per_sensor + 120)  # as bench/ingest.py
+        profile = cProfile.Profile(time.process_time)
+        storing: list[float] = []
+        judging: list[float] = []
+        sizes: list[int] = []
+        total = args.sites * args.sensors * args.per_sensor
+        left = total
+        for batch in batches(pipeline, args.sites, args.sensors, args.per_sensor, start):
+            if args.profile:
+                profile.enable()
+            t0 = time.process_time()
+            pipeline.handle_batch(batch)
+            left -= len(batch)
+            pipeline.set_input(True, left)
+            t1 = time.process_time()
+            pipeline.tick()
+            judging.append(time.process_time() - t1)
+            storing.append(t1 - t0)
+            sizes.append(len(batch))
+            if args.profile:
+                profile.disable()
+        # The input falls quiet: what the backlog's end left open is judged.
+        for state in pipeline.sites.values():
+            state.last_receipt -= QUIET_S + 1
+        assert pipeline.input_since is not None
+        pipeline.input_since -= QUIET_S + 1
+        t0 = time.process_time()
+        pipeline.tick()
+        tail = time.process_time() - t0
+        store.close()
+    print(
+        f"{total} messages ({args.per_sensor} per meter, {args.sites} x {args.sensors} meters):"
+        f" storing {sum(storing) / total * 1e6:.1f} us/msg by quarter {quarters(storing, sizes)},"
+        f" judging {sum(judging) / total * 1e6:.1f} us/msg by quarter {quarters(judging, sizes)},"
+        f" tail {tail / total * 1e6:.2f} us/msg;"
+        f" all {(sum(storing) + sum(judging) + tail) / total * 1e6:.1f} us/msg"
+    )
+    if args.profile:
+        pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+
+
+if __name__ == "__main__":
+    main()
