@@ -32,7 +32,6 @@ from zoneinfo import ZoneInfo
 
 from monitor.errors import UsageError
 from monitor.journal import queries
-from monitor.wire.canonical import from_us
 from monitor.wire.protocol import format_ts
 from rules.times import local_stamp
 
@@ -383,12 +382,12 @@ class Demo:
         try:
             conn = sqlite3.connect(self.store, timeout=10)
             try:
-                row = conn.execute("SELECT MAX(ts_us) FROM sound WHERE site = ?", (SITE,)).fetchone()
+                span = queries.sound_span(conn, SITE)
             finally:
                 conn.close()
-        except sqlite3.Error:
-            row = None
-        return from_us(row[0]) if row and row[0] is not None else datetime.min.replace(tzinfo=UTC)
+        except sqlite3.Error:  # before the daemon has made the store's tables
+            span = None
+        return span[1] if span else datetime.min.replace(tzinfo=UTC)
 
     # ------------------------------------------------------------------ results
 
