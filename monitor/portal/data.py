@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from zoneinfo import ZoneInfo
 
 from monitor.acoustics.wavfile import wav_bytes
@@ -47,6 +47,9 @@ from monitor.wire.codec import decode
 from monitor.wire.protocol import AUDIO_FORMATS, event_topic, format_ts, parse_ts
 from rules.model import BlastNotice, FindingKind, SensorKind
 from rules.times import local_moment, span_text
+
+if TYPE_CHECKING:
+    from monitor.notify.notices import NoticeBook
 
 T = TypeVar("T")
 # Findings outside a violation episode whose raw audio the period view offers to play.
@@ -485,50 +488,67 @@ class Portal:
         before_deadline_reason: str | None = None,
     ) -> str:
         """extend / close / escalate through the NoticeBook, with the portal's record, in one transaction."""
-        from monitor.notify.notices import EarlyEscalation, NoticeBook, NoticeError
+        from monitor.notify.notices import EarlyEscalation
 
         notice, _ = self.notice(scope, notice_id)
         if action not in NOTICE_ACTIONS:
             raise NotFound(f"no action {action!r}")
         if not note.strip():
             raise Refused("reason: every change needs the Town's reason")
+
+        def change(book: NoticeBook, now: datetime) -> Any:
+            if action == "extend":
+                if extra_days is None or extra_days < 1:
+                    raise Refused("days: give the number of extra days (at least 1)")
+                return book.extend(notice.id, None, scope.user.name, note, now, extra_days=extra_days)
+            if action == "close":
+                return book.close(notice.id, note, scope.user.name, now)
+            return book.escalate(
+                notice.id, note, scope.user.name, now, before_deadline_reason=before_deadline_reason or None
+            )
+
+        def refusal(exc: Exception) -> str:
+            if isinstance(exc, EarlyEscalation):  # in the form's words, not the command line's
+                remedy = "say why in 'Before the cure deadline, because'"
+                return f"{exc.reason_missing}; to escalate anyway, {remedy}"
+            return str(exc)
+
+        detail = {"note": note, "extra_days": extra_days, "reason": before_deadline_reason or ""}
+        return self._change_notice(
+            scope, notice.site, notice.id, f"notice_{action}", source, detail, change, refusal
+        )
+
+    def _change_notice(
+        self,
+        scope: Scope,
+        site: str,
+        notice_id: str,
+        action: str,
+        source: str,
+        detail: dict[str, Any],
+        change: Callable[[NoticeBook, datetime], Any],
+        refusal: Callable[[Exception], str] = str,
+    ) -> str:
+        """A notice change through the NoticeBook and the portal's record of it, in one
+        transaction (retried when the store is busy); the book's refusals as ``Refused``."""
+        from monitor.notify.notices import NoticeBook, NoticeError
+
         store = self.store()
         book = NoticeBook(store)
-        actor = scope.user.name
 
         def write() -> str:
             now = self.clock()
             with store.batch():
-                if action == "extend":
-                    if extra_days is None or extra_days < 1:
-                        raise Refused("days: give the number of extra days (at least 1)")
-                    event = book.extend(notice.id, None, actor, note, now, extra_days=extra_days)
-                elif action == "close":
-                    event = book.close(notice.id, note, actor, now)
-                else:
-                    event = book.escalate(
-                        notice.id, note, actor, now, before_deadline_reason=before_deadline_reason or None
-                    )
+                event = change(book, now)
                 store.append_portal_action(
-                    notice.site,
-                    actor,
-                    scope.user.role,
-                    f"notice_{action}",
-                    notice.id,
-                    source,
-                    {"note": note, "extra_days": extra_days, "reason": before_deadline_reason or ""},
-                    now,
+                    site, scope.user.name, scope.user.role, action, notice_id, source, detail, now
                 )
                 return str(event.message)
 
         try:
             return _retry(write)
-        except EarlyEscalation as exc:
-            # In the form's words, not the command line's.
-            remedy = "say why in 'Before the cure deadline, because'"
-            raise Refused(f"{exc.reason_missing}; to escalate anyway, {remedy}") from None
         except NoticeError as exc:
-            raise Refused(str(exc)) from None
+            raise Refused(refusal(exc)) from None
 
     def request_extension(
         self, scope: Scope, notice_id: str, explanation: str, days: int | None, source: str
@@ -536,35 +556,21 @@ class Portal:
         """The operator's written request for more time (13.3.A), as `minewatch notices
         request-extension` records it (NoticeBook.request_extension), with the portal's record,
         in one transaction; refusals in the form's words."""
-        from monitor.notify.notices import NoticeBook, NoticeError
 
         notice, _ = self.notice(scope, notice_id)
         if not explanation.strip():
             raise Refused("explanation: say why more time is needed (the Town reads it)")
-        store = self.store()
-        book = NoticeBook(store)
-        actor = scope.user.name
-
-        def write() -> str:
-            now = self.clock()
-            with store.batch():
-                event = book.request_extension(notice.id, explanation, actor, now, requested_days=days)
-                store.append_portal_action(
-                    notice.site,
-                    actor,
-                    scope.user.role,
-                    "notice_request_extension",
-                    notice.id,
-                    source,
-                    {"explanation": explanation.strip(), "days": days},
-                    now,
-                )
-                return str(event.message)
-
-        try:
-            return _retry(write)
-        except NoticeError as exc:
-            raise Refused(str(exc)) from None
+        return self._change_notice(
+            scope,
+            notice.site,
+            notice.id,
+            "notice_request_extension",
+            source,
+            {"explanation": explanation.strip(), "days": days},
+            lambda book, now: book.request_extension(
+                notice.id, explanation, scope.user.name, now, requested_days=days
+            ),
+        )
 
     # ------------------------------------------------------------------ complaints
 
