@@ -58,6 +58,7 @@ OUTPUTS = frozenset(
         "portal.log",
         "simulator.log",
         "notices",
+        "blast-reports",
         "evidence-dovre-quarry.zip",
         "evidence-dovre-quarry.zip.partial",
         "town-anchors.json",
@@ -685,9 +686,10 @@ def prepare_out_dir(out: Path, force: bool) -> Path:
                 " or choose another folder"
             )
         foreign = [e.name for e in entries if e.name not in OUTPUTS]
-        notices = target / "notices"
-        if notices.is_dir():
-            foreign += [f"notices/{e.name}" for e in notices.iterdir() if e.suffix not in NOTICE_SUFFIXES]
+        for folder in ("notices", "blast-reports"):  # the demo's own folders hold its files only
+            own = target / folder
+            if own.is_dir():
+                foreign += [f"{folder}/{e.name}" for e in own.iterdir() if e.suffix not in NOTICE_SUFFIXES]
         if foreign:
             raise UsageError(
                 f"--out {out}: holds files minewatch demo did not write ({', '.join(sorted(foreign)[:5])});"
@@ -801,6 +803,8 @@ def run_demo(
         _say(stream, note)
     demo = Demo(target, scenario, speed, seed, stream, chosen, serve)
     # `kill` (SIGTERM) stops the demo as Ctrl-C does: its broker, daemon and portal go with it.
+    global _DEMO_PID
+    _DEMO_PID = os.getpid()
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return demo.run()
@@ -810,5 +814,14 @@ def run_demo(
         (target / "summary.json").write_text(json.dumps(demo.summary, indent=2) + "\n")
 
 
+_DEMO_PID: int | None = None  # the demo's own process (SIGTERM's handler is inherited by forks)
+
+
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    if os.getpid() != _DEMO_PID:
+        # A forked worker (the evidence export's pool) inherits this handler; its pool ends it
+        # with SIGTERM when done: end as the default handler would, without a traceback.
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise KeyboardInterrupt

@@ -78,6 +78,15 @@ def test_an_earlier_demo_needs_force_and_only_its_files_go(tmp_path: Path) -> No
         prepare_out_dir(tmp_path / "demo", force=True)
     (out / "notices" / "draft.docx").unlink()
 
+    # The blast reports are the demo's too (a second ./deploy/demo.sh replaces them), what the
+    # user put beside them is not.
+    (out / "blast-reports").mkdir()
+    (out / "blast-reports" / "blast-b-1215-1.pdf").write_text("old report")
+    (out / "blast-reports" / "notes.txt").write_text("the user's notes")
+    with pytest.raises(UsageError, match=r"blast-reports/notes\.txt"):
+        prepare_out_dir(tmp_path / "demo", force=True)
+    (out / "blast-reports" / "notes.txt").unlink()
+
     prepare_out_dir(tmp_path / "demo", force=True)
     assert sorted(p.name for p in out.iterdir()) == [MARKER]
 
