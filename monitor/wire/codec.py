@@ -545,21 +545,31 @@ _SENSOR_DECODERS: dict[str, Callable[[_Fields, str, str], SensorMessage]] = {
 }
 
 
-def _decode_waveform(
-    payload: bytes, site: str, sensor: SensorConfig, now: datetime, limits: Limits
-) -> WaveformChunk:
-    """One chunk of a seismograph event's waveforms (docs/PROTOCOL.md, "Seismographs")."""
-    if not payload.startswith(WAVEFORM_MAGIC) or len(payload) < 8:
-        raise DecodeError("payload", "waveform chunks start with b'MWS1' and a 4-byte header length")
+def _binary_frame(
+    payload: bytes, magic: bytes, what: str, digest_field: str, sensor: SensorConfig
+) -> tuple[dict[str, Any], bytes]:
+    """(header, body) of a binary frame: ``magic``, a 4-byte header length, the JSON header, the
+    body. A signed header is signed with the body's SHA-256 as ``digest_field`` (the body itself
+    is not in the JSON)."""
+    if not payload.startswith(magic) or len(payload) < 8:
+        raise DecodeError("payload", f"{what} start with {magic!r} and a 4-byte header length")
     (header_len,) = struct.unpack(">I", payload[4:8])
     if header_len > 4096 or 8 + header_len > len(payload):
         raise DecodeError("header", f"header length {header_len} does not fit the frame")
     header = _load_json(payload[8 : 8 + header_len])
-    data = payload[8 + header_len :]
+    body = payload[8 + header_len :]
     if sensor.signing_key or sensor.require_signature:
         signed = dict(header)
-        signed["samples_sha256"] = hashlib.sha256(data).hexdigest()
+        signed[digest_field] = hashlib.sha256(body).hexdigest()
         _verify_signature(signed, sensor)
+    return header, body
+
+
+def _decode_waveform(
+    payload: bytes, site: str, sensor: SensorConfig, now: datetime, limits: Limits
+) -> WaveformChunk:
+    """One chunk of a seismograph event's waveforms (docs/PROTOCOL.md, "Seismographs")."""
+    header, data = _binary_frame(payload, WAVEFORM_MAGIC, "waveform chunks", "samples_sha256", sensor)
     f = _Fields(header)
     ts = f.req_time("ts")
     check_time(ts, now, limits)
@@ -626,17 +636,7 @@ def _channel_numbers(f: _Fields, name: str, lo: float, hi: float) -> tuple[float
 def _decode_audio(
     payload: bytes, site: str, sensor: SensorConfig, now: datetime, limits: Limits
 ) -> AudioBlock:
-    if not payload.startswith(AUDIO_MAGIC) or len(payload) < 8:
-        raise DecodeError("payload", "audio frames start with b'MWA1' and a 4-byte header length")
-    (header_len,) = struct.unpack(">I", payload[4:8])
-    if header_len > 4096 or 8 + header_len > len(payload):
-        raise DecodeError("header", f"header length {header_len} does not fit the frame")
-    header = _load_json(payload[8 : 8 + header_len])
-    pcm = payload[8 + header_len :]
-    if sensor.signing_key or sensor.require_signature:
-        signed = dict(header)
-        signed["pcm_sha256"] = hashlib.sha256(pcm).hexdigest()
-        _verify_signature(signed, sensor)
+    header, pcm = _binary_frame(payload, AUDIO_MAGIC, "audio frames", "pcm_sha256", sensor)
     f = _Fields(header)
     ts = f.req_time("ts")
     check_time(ts, now, limits)
