@@ -52,37 +52,38 @@ def test_portal_defaults_bind_to_localhost() -> None:
     assert config.portal.bind == "127.0.0.1" and config.portal.accounts == ()
 
 
-@pytest.mark.parametrize(
-    ("section", "expected"),
-    [
-        ("prot = 1\n", "portal.prot: unknown key"),
-        ("port = 70000\n", "portal.port: must be at most 65535, got 70000"),
-        ('tls_cert = "c.pem"\n', "portal.tls_key: tls_cert and tls_key go together"),
-        (
-            acct('role = "mayor"\n'),
-            "portal.accounts[0].role: must be one of operator, town, inspector, got 'mayor'",
-        ),
-        (
-            acct('role = "town"\npassword_hash = "hunter2"\n'),
-            "portal.accounts[0].password_hash: expected a hash from `minewatch hash-password` (scrypt$...)",
-        ),
-        (acct('role = "town"\nsites = ["atlantis"]\n'), "portal.accounts[0].sites: unknown site 'atlantis'"),
-        (
-            acct('role = "town"\nnot_before = "2026-01-01"\n'),
-            "portal.accounts[0].not_before: a time scope is for inspector accounts",
-        ),
-        (
-            acct('role = "inspector"\nnot_after = "soon"\n'),
-            "portal.accounts[0].not_after: expected an RFC 3339 time or a date (UTC), got 'soon'",
-        ),
-        ('[[portal.accounts]]\nname = "a"\nrole = "town"\n', "portal.accounts[0].password_hash: required"),
-        (
-            acct('role = "town"\ntoken_hash = "abc"\n'),
-            "portal.accounts[0].token_hash: expected a hash from"
-            " `minewatch hash-password --token` (sha256$...)",
-        ),
-    ],
-)
+MISTAKES = [
+    ("prot = 1\n", "portal.prot: unknown key"),
+    ("port = 70000\n", "portal.port: must be at most 65535, got 70000"),
+    ('tls_cert = "c.pem"\n', "portal.tls_key: tls_cert and tls_key go together"),
+    (
+        acct('role = "mayor"\n'),
+        "portal.accounts[0].role: must be one of operator, town, inspector, got 'mayor'",
+    ),
+    (
+        acct('role = "town"\npassword_hash = "hunter2"\n'),
+        "portal.accounts[0].password_hash: expected a hash from `minewatch hash-password` (scrypt$...)",
+    ),
+    (acct('role = "town"\nsites = ["atlantis"]\n'), "portal.accounts[0].sites: unknown site 'atlantis'"),
+    (
+        acct('role = "town"\nnot_before = "2026-01-01"\n'),
+        "portal.accounts[0].not_before: a time scope is for inspector accounts",
+    ),
+    (
+        acct('role = "inspector"\nnot_after = "soon"\n'),
+        "portal.accounts[0].not_after: expected an RFC 3339 time or a date (UTC), got 'soon'",
+    ),
+    ('[[portal.accounts]]\nname = "a"\nrole = "town"\n', "portal.accounts[0].password_hash: required"),
+    (
+        acct('role = "town"\ntoken_hash = "abc"\n'),
+        "portal.accounts[0].token_hash: expected a hash from `minewatch hash-password --token` (sha256$...)",
+    ),
+]
+
+
+# Named by the expected message: a section holds a salted hash, new at each import, and
+# pytest-xdist refuses test ids that differ between its worker processes.
+@pytest.mark.parametrize(("section", "expected"), MISTAKES, ids=[expected for _, expected in MISTAKES])
 def test_portal_mistakes_name_the_key(section: str, expected: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(portal(section))
