@@ -226,12 +226,18 @@ class Pipeline:
             # time checks allow seconds, and in data-clock mode it only moves at the flush.
             now = self.clock.now()
             ready = [self._prepare(message, now) for message in messages]
-            asked = time.perf_counter()
-            with self.store.batch():
-                self.counters.lock_wait_s += time.perf_counter() - asked  # BEGIN IMMEDIATE's wait
-                for item in ready:
-                    self._apply(item, now)
-                self._flush_sound(self.clock.now())
+            for index, (part, next_time) in enumerate(self._between_data_steps(ready)):
+                if index:
+                    now = self.clock.now()
+                asked = time.perf_counter()
+                with self.store.batch():
+                    self.counters.lock_wait_s += time.perf_counter() - asked  # BEGIN IMMEDIATE's wait
+                    for item in part:
+                        self._apply(item, now)
+                    self._flush_sound(self.clock.now())
+                if next_time is not None:
+                    self.outgoing.flush()
+                    self._step_data_clock(next_time)  # the steps the next message passes
         except Exception:
             # A bug on one message: redo the batch one savepoint per message, so that
             # message alone is rolled back and rejected and the rest are kept.
@@ -256,6 +262,39 @@ class Pipeline:
                             "internal",
                         )
         self.outgoing.flush()
+
+    def _between_data_steps(self, ready: list[Prepared]) -> list[tuple[list[Prepared], datetime | None]]:
+        """The batch cut where its data cross the data clock's next periodic step (data clock),
+        each part with the data time of the message after it (None for the last part).
+
+        A real-time daemon does its periodic work as its clock passes each step, with what had
+        arrived by then. Doing it between a batch's parts, not after the whole batch, keeps a
+        sensor's backfill that arrived after the others' later data from hiding its silence:
+        what is alerted follows the order the data came in, not how it was batched.
+        """
+        if self.clock.mode != "data":
+            return [(ready, None)]
+        # The next step, as _step_data_clock counts them.
+        boundary: datetime | None = None
+        if self.last_tick_at is not None:
+            boundary = self.last_tick_at + DATA_STEP
+        elif self.clock.data_start is not None:
+            boundary = floor_minute(self.clock.data_start) + DATA_STEP
+        parts: list[tuple[list[Prepared], datetime | None]] = []
+        current: list[Prepared] = []
+        for item in ready:
+            at = _data_time(item.decoded)
+            if at is not None:
+                if boundary is None:  # the first data ever: the steps count from its minute
+                    boundary = floor_minute(at) + DATA_STEP
+                elif at > boundary and current:
+                    parts.append((current, at))
+                    current = []
+                while at > boundary:
+                    boundary += DATA_STEP
+            current.append(item)
+        parts.append((current, None))
+        return parts
 
     def _forget_recent_sound(self) -> None:
         for state in self.sites.values():
@@ -392,7 +431,15 @@ class Pipeline:
     def _heard_from(self, state: SiteState, sensor: str, ts: datetime, now: datetime) -> None:
         """A reading of ``sensor`` was stored: its health moves on (``HealthWatch.heard``: a sensor
         back online is journaled, written to the outbox and its offline alert cleared)."""
-        self.health.heard(state.config.id, sensor, state.health.get(sensor), ts, now)
+        arrived = now
+        if self.clock.mode == "data":
+            # Arrived as far as the data had got (this message's in), whatever the batch; a
+            # return is said at the reading's own time, or at the last periodic step when it is
+            # older (a backlog): the data clock's second would depend on which of the other
+            # sensors' readings of that second happened to come in first.
+            arrived = max(ts, self.clock.data_now or ts)  # (no data clock before the first data)
+            now = ts if self.last_tick_at is None else max(ts, self.last_tick_at)
+        self.health.heard(state.config.id, sensor, state.health.get(sensor), ts, now, arrived)
 
     def _accept_sound(
         self, state: SiteState, levels: SoundLevels, source: str, now: datetime, digest: str | None = None
@@ -565,18 +612,29 @@ class Pipeline:
             # what is judged, alerted and noticed when (the times notices and alerts carry)
             # follow the data, not how it was batched: the same simulation gives the same record.
             # Once the data stops, the work is done at its end.
-            if self.last_tick_at is None:
-                self.last_tick_at = floor_minute(self.clock.data_start or now)
-            step = self.last_tick_at + DATA_STEP
-            while step <= now:
-                self._periodic(step)
-                self.last_tick_at = step
-                step += DATA_STEP
+            self._step_data_clock(now)
             if now == self.last_data_now:
                 self._periodic(now)
             self.last_data_now = now
             return
         self._periodic(now)
+
+    def _step_data_clock(self, until: datetime) -> None:
+        """The data clock's periodic work at each step before ``until`` not yet done.
+
+        A step is done once data beyond it are in (``until``, the data clock, past it), so it
+        sees every reading that ends at it that came in before: not only those of the sensors
+        whose reading happened to be handled first.
+        """
+        if self.clock.mode != "data" or self.clock.data_now is None:
+            return
+        if self.last_tick_at is None:
+            self.last_tick_at = floor_minute(self.clock.data_start or until)
+        step = self.last_tick_at + DATA_STEP
+        while step < until:
+            self._periodic(step)
+            self.last_tick_at = step
+            step += DATA_STEP
 
     def _periodic(self, now: datetime) -> None:
         # The rules read committed data and write nothing: they run before the write
@@ -755,6 +813,16 @@ class Pipeline:
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _data_time(decoded: Message | DecodeError) -> datetime | None:
+    """How far a message moves the data clock once stored (None: not at all, or not known
+    before it is stored)."""
+    if isinstance(decoded, SoundLevels | LightSummary | WeatherReading | TurbidityReading):
+        return decoded.end
+    if isinstance(decoded, AudioBlock):
+        return decoded.ts + timedelta(seconds=decoded.n_samples / decoded.sample_rate)
+    return None
 
 
 # --------------------------------------------------------------------------- the process

@@ -28,6 +28,10 @@ class SensorHealth:
     offline_since: datetime | None = None
     town_alerted: bool = False
     heard: bool = False  # last_seen is a reading's time (not the start's clock)
+    # When something of it last arrived (the daemon's clock then). A sensor sending its
+    # backlog after an outage is alive though its readings' times lag: silence is counted
+    # from the later of the two, or each tick of the backfill would take it offline again.
+    arrived: datetime | None = None
 
 
 def calibrated(levels: SoundLevels, offset_db: float | None) -> SoundLevels:
@@ -66,14 +70,25 @@ class HealthWatch:
         self.daemon = daemon
         self.write_point = write_point
 
-    def heard(self, site: str, sensor: str, health: SensorHealth | None, ts: datetime, now: datetime) -> None:
-        """A reading of ``sensor`` stamped ``ts`` was stored: move its last-seen time on.
+    def heard(
+        self,
+        site: str,
+        sensor: str,
+        health: SensorHealth | None,
+        ts: datetime,
+        now: datetime,
+        arrived: datetime | None = None,
+    ) -> None:
+        """A reading of ``sensor`` stamped ``ts`` was stored (``arrived``: when, ``now`` by
+        default): move its last-seen time on.
 
         A sensor that was offline comes back: journaled online in the store, a point written
         and its offline alert cleared (telling the town too if the town was told it went).
         """
         if health is None:
             return
+        arrived = arrived or now
+        health.arrived = arrived if health.arrived is None else max(arrived, health.arrived)
         if ts > health.last_seen or not health.online or not health.heard:
             health.last_seen = ts if not health.heard else max(ts, health.last_seen)
             health.heard = True
@@ -116,7 +131,8 @@ class HealthWatch:
                 state.last_seen = data_start  # started after it (wall clock behind the data)
             # Heard after ``now`` (the data clock's periodic work steps through data already in):
             # not silent then.
-            silent = max(0.0, (now - state.last_seen).total_seconds())
+            heard_at = state.last_seen if state.arrived is None else max(state.last_seen, state.arrived)
+            silent = max(0.0, (now - heard_at).total_seconds())
             limit = sensor.expected_period_s * d.offline_after_periods
             if state.online and silent > limit:
                 state.online = False

@@ -79,3 +79,60 @@ def test_anchors_and_status_follow_past_data(tmp_path: Path) -> None:
     assert all(b - a == timedelta(minutes=1) for a, b in pairwise(times))
     for body in anchors + statuses:
         assert DAY <= parse_ts(body["ts"]) < DAY + timedelta(hours=1)  # the data's time, not the wall's
+
+
+def alerts_of_backfill(tmp_path: Path, batch_size: int) -> list[tuple[str, str, str]]:
+    """n1 and n2 send every second; n2 falls silent after 10 s and sends its backlog (10-180 s)
+    after n1's 180 s are in: the messages in that order, handed to the daemon ``batch_size``
+    at a time. The alerts published: (ts, kind or "cleared", message)."""
+    config = parse_config(
+        quarry_config(
+            tmp_path / f"store-{batch_size}.db",
+            daemon={"clock": "data", "max_age_s": 34560000, "lateness_s": 600},
+            sensors=[sensor("n1", "sound", expected_period_s=1), sensor("n2", "sound", expected_period_s=1)],
+        )
+    )
+    store = Store(config.storage.path)
+    published: list[tuple[str, dict[str, object]]] = []
+    pipeline = Pipeline(
+        config, store, lambda t, p, r: published.append((t, json.loads(p))), Clock("data", lambda: WALL)
+    )
+
+    def message(sensor_id: str, s: int) -> Inbound:
+        levels = SoundLevels("q", sensor_id, DAY + timedelta(seconds=s), 1.0, 60, 61, 75)
+        return Inbound(*encode(levels), 1, 1, 0.0)
+
+    messages = [message(n, s) for s in range(10) for n in ("n1", "n2")]
+    messages += [message("n1", s) for s in range(10, 180)]
+    messages += [message("n2", s) for s in range(10, 180)]  # the backfill, after n1's later data
+    try:
+        for start in range(0, len(messages), batch_size):
+            pipeline.handle_batch(messages[start : start + batch_size])
+            pipeline.tick()
+    finally:
+        store.close()
+    told = [
+        (str(b["ts"]), str(b.get("kind") if b.get("state") != "cleared" else "cleared"), str(b["message"]))
+        for t, b in published
+        if t == "minewatch/q/alerts"
+    ]
+    # The anchors (also on this topic) name the chain's record count, which batching changes.
+    return [alert for alert in told if alert[1] != "anchor"]
+
+
+def test_a_backfill_s_silence_does_not_depend_on_how_the_messages_were_batched(tmp_path: Path) -> None:
+    """A real-time daemon sees n2 silent while n1's data come in, then back with its backlog.
+    On the data clock the periodic work is done as the data pass each step, between a
+    batch's messages too, so one batch of everything and batches of one message tell it alike
+    (before: the one batch had the backfill in hand at every step and told nothing)."""
+    one_batch = alerts_of_backfill(tmp_path, 10_000)
+    one_by_one = alerts_of_backfill(tmp_path, 1)
+    assert one_batch == one_by_one
+    offline = [a for a in one_batch if a[1] == "sensor_offline"]
+    back = [a for a in one_batch if a[1] == "cleared" and "n2 is back online" in a[2]]
+    assert len(offline) == 1, one_batch
+    assert "Sensor n2 (sound) has sent nothing since 2026-11-29T20:50:09Z" in offline[0][2]
+    assert len(back) == 1 and "after 2.4 minutes" in back[0][2], one_batch
+    assert len(one_batch) == 2, one_batch  # no flapping while the backlog comes in
+    # Back at the last step before its backlog came in (20:52:30; its readings are older).
+    assert offline[0][0] == "2026-11-29T20:50:30Z" and back[0][0] == "2026-11-29T20:52:30Z"
