@@ -18,7 +18,7 @@ episode lists ``replaces`` with the ids it took over so the caller can retire th
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -201,60 +201,208 @@ def _utc(text: object) -> datetime | None:
         return None
 
 
-def episode_facts(episode: Episode, findings: Sequence[Finding]) -> EpisodeFacts:
-    """The facts of one episode from its findings (those named by ``episode.finding_ids``)."""
-    mine = sorted((f for f in findings if f.id in set(episode.finding_ids)), key=lambda f: (f.start, f.id))
-    worst: dict[str, Measurement] = {}
-    for finding in mine:
-        for m in finding.measurements:
-            held = worst.get(m.name)
-            if held is None or _excess(m, 0.0) > _excess(held, 0.0):
-                worst[m.name] = m
-    # The peak from the findings as they are now (a re-judged minute may have lowered it), the
-    # first of equals: the same whether the episode was built at once or minute by minute.
-    levelled = [(f, level) for f in mine if (level := _worst_of(f)) is not None]
-    peak_finding: Finding | None = mine[-1] if mine else None
+@dataclass(frozen=True, slots=True)
+class _Told:
+    """What the facts take from the finding they tell the peak by (or, with no level, the last
+    finding): its start (which orders equal peaks), its window, the exempt seconds left out of
+    it and its sentence."""
+
+    start: datetime
+    window_start: datetime
+    window_end: datetime
+    exempt_s: float
+    summary: str
+
+    @classmethod
+    def of(cls, finding: Finding) -> _Told:
+        details = finding.details
+        return cls(
+            finding.start,
+            _utc(details.get("window_start")) or finding.start,
+            _utc(details.get("window_end")) or finding.end,
+            float(details.get("exempt_s") or 0.0),
+            finding.summary,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "start": self.start.isoformat(),
+            "window_start": self.window_start.isoformat(),
+            "window_end": self.window_end.isoformat(),
+            "exempt_s": self.exempt_s,
+            "summary": self.summary,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> _Told:
+        return cls(
+            stored_time(d["start"]),
+            stored_time(d["window_start"]),
+            stored_time(d["window_end"]),
+            d["exempt_s"],
+            d["summary"],
+        )
+
+
+def _measurement_from_json(d: Mapping[str, Any]) -> Measurement:
+    return Measurement(d["name"], d["value"], d["limit"], d["unit"])
+
+
+_REFS_TOLD = 20  # an episode's facts name at most this many references (its first)
+
+
+@dataclass(slots=True)
+class EpisodeFold:
+    """An episode's facts folded over its findings in time order ((start, id)): what
+    ``episode_facts`` computes, kept from one finding to the next.
+
+    ``episode_facts`` is this fold over every finding of the episode, so the facts of an
+    episode told minute by minute (the notices carry the fold in the store, ``to_json``, and
+    ``add`` the minute each tick: no finding read back) are those of the episode told at once.
+    A finding can only be added after the last one (``extends``): one revised, retracted or
+    earlier than the last (late data, a merge) means folding the episode again from its
+    findings as they are now.
+    """
+
+    last: tuple[datetime, str] | None = None  # (start, id) of the last finding added
+    count: int = 0
+    worst: dict[str, Measurement] = field(default_factory=dict)  # by name, in order of first appearance
     peak: Measurement | None = None
-    if levelled:
-        peak_finding, peak = max(levelled, key=lambda pair: (_excess(pair[1]), -pair[0].start.timestamp()))
-    begins = [episode.start, *(b for f in mine if (b := _utc(f.details.get("run_start"))) is not None)]
-    peak_start, peak_end = episode.start, episode.end
-    peak_exempt = 0.0
-    if peak_finding is not None:
-        details = peak_finding.details
-        peak_start = _utc(details.get("window_start")) or peak_finding.start
-        peak_end = _utc(details.get("window_end")) or peak_finding.end
-        peak_exempt = float(details.get("exempt_s") or 0.0)
-    weather = [float(w) for f in mine if (w := f.details.get("weather_affected_s")) is not None]
-    completeness = [f.completeness for f in mine] or [1.0]
-    considered: dict[str, None] = {}
-    for f in mine:
-        if isinstance(points := f.details.get("considered"), list | tuple):
-            considered.update(dict.fromkeys(str(c) for c in points))
-    return EpisodeFacts(
-        id=episode.id,
-        site=episode.site,
-        standard=episode.standard,
-        section=episode.section,
-        sensors=episode.sensors,
-        start=min(begins),
-        end=episode.end,
-        flagged_start=episode.start,
-        peak=peak,
-        peak_start=peak_start,
-        peak_end=peak_end,
-        peak_exempt_s=peak_exempt,
-        measurements=tuple(worst.values()),
-        exemptions=tuple(dict.fromkeys(e for f in mine for e in f.exemptions)),
-        completeness_min=round(min(completeness), 4),
-        completeness_mean=round(sum(completeness) / len(completeness), 4),
-        weather_affected_s=sum(weather) if weather else None,
-        windows=len(episode.finding_ids),
-        considered=tuple(considered),
-        refs=tuple(dict.fromkeys(r for f in mine for r in f.refs if not r.startswith("sound:")))[:20],
-        summary=peak_finding.summary if peak_finding is not None else "",
-        finding_ids=episode.finding_ids,
-    )
+    peak_told: _Told | None = None
+    last_told: _Told | None = None
+    run_start: datetime | None = None  # the earliest ``details.run_start``
+    weather_s: float | None = None
+    completeness_sum: float = 0  # summed in order from 0, as ``sum`` does
+    completeness_min: float | None = None
+    considered: list[str] = field(default_factory=list)
+    exemptions: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)  # the first _REFS_TOLD, "sound:" ones aside
+
+    @classmethod
+    def of(cls, findings: Sequence[Finding]) -> EpisodeFold:
+        """The fold over ``findings`` (any order; each once)."""
+        fold = cls()
+        for finding in sorted(findings, key=lambda f: (f.start, f.id)):
+            fold.add(finding)
+        return fold
+
+    def extends(self, findings: Sequence[Finding]) -> bool:
+        """Whether ``findings`` all come after the last finding added (then ``add`` them in time order)."""
+        return self.last is None or all((f.start, f.id) > self.last for f in findings)
+
+    def add(self, finding: Finding) -> None:
+        key = (finding.start, finding.id)
+        if self.last is not None and key < self.last:
+            raise ValueError(f"finding {finding.id} comes before the last one folded ({self.last[1]})")
+        self.last = key
+        self.count += 1
+        for m in finding.measurements:
+            held = self.worst.get(m.name)
+            if held is None or _excess(m, 0.0) > _excess(held, 0.0):
+                self.worst[m.name] = m
+        told = _Told.of(finding)
+        # The peak: the largest excess, the first of equals (the same whether the episode is told
+        # at once or minute by minute).
+        level = _worst_of(finding)
+        if level is not None and (
+            self.peak is None
+            or self.peak_told is None
+            or (_excess(level), -finding.start.timestamp())
+            > (_excess(self.peak), -self.peak_told.start.timestamp())
+        ):
+            self.peak, self.peak_told = level, told
+        self.last_told = told
+        begins = _utc(finding.details.get("run_start"))
+        if begins is not None and (self.run_start is None or begins < self.run_start):
+            self.run_start = begins
+        if (weather := finding.details.get("weather_affected_s")) is not None:
+            self.weather_s = (0 if self.weather_s is None else self.weather_s) + float(weather)
+        self.completeness_sum += finding.completeness
+        if self.completeness_min is None or finding.completeness < self.completeness_min:
+            self.completeness_min = finding.completeness
+        if isinstance(points := finding.details.get("considered"), list | tuple):
+            self.considered += [c for c in dict.fromkeys(str(p) for p in points) if c not in self.considered]
+        self.exemptions += [e for e in dict.fromkeys(finding.exemptions) if e not in self.exemptions]
+        for ref in finding.refs:
+            if len(self.refs) >= _REFS_TOLD:
+                break
+            if not ref.startswith("sound:") and ref not in self.refs:
+                self.refs.append(ref)
+
+    def facts(self, episode: Episode) -> EpisodeFacts:
+        """The facts of ``episode``, whose findings (those still current) are the ones folded."""
+        told = self.peak_told if self.peak is not None else self.last_told
+        begins = [episode.start] if self.run_start is None else [episode.start, self.run_start]
+        completeness_min = 1.0 if self.completeness_min is None else self.completeness_min
+        completeness_mean = self.completeness_sum / self.count if self.count else 1.0
+        return EpisodeFacts(
+            id=episode.id,
+            site=episode.site,
+            standard=episode.standard,
+            section=episode.section,
+            sensors=episode.sensors,
+            start=min(begins),
+            end=episode.end,
+            flagged_start=episode.start,
+            peak=self.peak,
+            peak_start=episode.start if told is None else told.window_start,
+            peak_end=episode.end if told is None else told.window_end,
+            peak_exempt_s=0.0 if told is None else told.exempt_s,
+            measurements=tuple(self.worst.values()),
+            exemptions=tuple(self.exemptions),
+            completeness_min=round(completeness_min, 4),
+            completeness_mean=round(completeness_mean, 4),
+            weather_affected_s=self.weather_s,
+            windows=len(episode.finding_ids),
+            considered=tuple(self.considered),
+            refs=tuple(self.refs),
+            summary="" if told is None else told.summary,
+            finding_ids=episode.finding_ids,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The fold as JSON (floats and order kept exactly), for the store to carry it."""
+        return {
+            "last": None if self.last is None else [self.last[0].isoformat(), self.last[1]],
+            "count": self.count,
+            "worst": [measurement_json(m) for m in self.worst.values()],
+            "peak": measurement_json(self.peak),
+            "peak_told": None if self.peak_told is None else self.peak_told.to_json(),
+            "last_told": None if self.last_told is None else self.last_told.to_json(),
+            "run_start": None if self.run_start is None else self.run_start.isoformat(),
+            "weather_s": self.weather_s,
+            "completeness_sum": self.completeness_sum,
+            "completeness_min": self.completeness_min,
+            "considered": self.considered,
+            "exemptions": self.exemptions,
+            "refs": self.refs,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> EpisodeFold:
+        last, peak, peak_told, last_told = d["last"], d["peak"], d["peak_told"], d["last_told"]
+        return cls(
+            last=None if last is None else (stored_time(last[0]), str(last[1])),
+            count=d["count"],
+            worst={m["name"]: _measurement_from_json(m) for m in d["worst"]},
+            peak=None if peak is None else _measurement_from_json(peak),
+            peak_told=None if peak_told is None else _Told.from_json(peak_told),
+            last_told=None if last_told is None else _Told.from_json(last_told),
+            run_start=None if d["run_start"] is None else stored_time(d["run_start"]),
+            weather_s=d["weather_s"],
+            completeness_sum=d["completeness_sum"],
+            completeness_min=d["completeness_min"],
+            considered=list(d["considered"]),
+            exemptions=list(d["exemptions"]),
+            refs=list(d["refs"]),
+        )
+
+
+def episode_facts(episode: Episode, findings: Sequence[Finding]) -> EpisodeFacts:
+    """The facts of one episode from its findings (those named by ``episode.finding_ids``): the
+    fold (``EpisodeFold``) over them."""
+    ids = set(episode.finding_ids)
+    return EpisodeFold.of([f for f in findings if f.id in ids]).facts(episode)
 
 
 def episodes_of(findings: Sequence[Finding], gap: timedelta) -> list[EpisodeFacts]:

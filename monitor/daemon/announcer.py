@@ -143,6 +143,7 @@ class Announcer:
         if finding is None:
             return
         if self.store.append_finding(finding, now, retracted=True):
+            self.notices.on_retracted(site, finding_id)
             self.outgoing.add(site, "findings", {**finding_to_json(finding), "retracted": True})
 
     def _announce(self, site: str, finding: Finding, now: datetime, *, alert: bool, title: str = "") -> None:

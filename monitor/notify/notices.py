@@ -61,7 +61,13 @@ from monitor.wire.canonical import canonical_text, from_us, to_us
 from monitor.wire.codec import finding_from_json, finding_to_json
 from monitor.wire.protocol import format_ts
 from rules.deadlines import WorkCalendar, after_deadline, extended_deadline
-from rules.episodes import Episode, EpisodeFacts, episode_facts, measurement_json, update_episodes
+from rules.episodes import (
+    Episode,
+    EpisodeFacts,
+    EpisodeFold,
+    measurement_json,
+    update_episodes,
+)
 from rules.model import Finding, FindingKind, Measurement
 from rules.notice_decision import (
     ACTIVE_STATUSES,
@@ -188,8 +194,18 @@ class NoticeEpisode:
     start: datetime
     end: datetime
     finding_ids: tuple[str, ...]
-    facts: Mapping[str, Any]  # see _episode_facts
+    facts: Mapping[str, Any]  # see facts_json
     revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Working:
+    """An episode of the working set (``notice_open_episodes``): the notice telling it, and its
+    facts so far (``EpisodeFold.to_json``; None: to be folded again from its findings)."""
+
+    episode: Episode
+    notice_id: str
+    fold: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,14 +374,6 @@ def episode_window(facts: Mapping[str, Any], start: datetime, end: datetime) -> 
         return start, end
 
 
-def _episode_facts(
-    episode: Episode, findings: Sequence[Mapping[str, Any]], timezone: str, site: SiteConfig | None = None
-) -> dict[str, Any]:
-    """What the notice says happened: ``rules.episodes.episode_facts`` (the one computation every
-    surface renders) in the notice's stored JSON form."""
-    return facts_json(episode_facts(episode, [finding_from_json(f) for f in findings]), timezone, site)
-
-
 def violation_alert_text(facts: Mapping[str, Any], notice_id: str, title: str = "") -> str:
     """A violation's alert: its episode as the notice tells it at that moment ('so far': the
     episode may still grow, and the notice then tells its final span and highest window)."""
@@ -473,7 +481,7 @@ class NoticeBook:
             working = self._load_working(site.id)
             if violations:
                 gap = timedelta(seconds=profile.episode_gap_s)
-                updated = update_episodes([e for e, _ in working.values()], violations, gap)
+                updated = update_episodes([w.episode for w in working.values()], violations, gap)
                 given = {f.id: finding_to_json(f) for f in violations}
                 kept_ids = {e.id for e in updated}
                 for episode in updated:
@@ -488,25 +496,39 @@ class NoticeBook:
             )
         return events
 
+    def on_retracted(self, site: str, finding_id: str) -> None:
+        """A finding withdrawn (its minute re-judged): the open episode holding it, if any, is told
+        from its findings as they are then, the next time it grows, not from its facts so far."""
+        for w in self._load_working(site).values():
+            if w.fold is not None and finding_id in w.episode.finding_ids:
+                self.conn.execute(
+                    "UPDATE notice_open_episodes SET data = ? WHERE site = ? AND episode_id = ?",
+                    (canonical_text(_working_json(w.episode, None)), site, w.episode.id),
+                )
+
     def episode_of(self, site: str, finding_id: str) -> tuple[str, Mapping[str, Any]] | None:
         """(notice id, the episode's facts as that notice tells them now) of the open episode a
         violation finding belongs to; None when no open episode holds it."""
-        for episode, notice_id in self._load_working(site).values():
-            if finding_id not in episode.finding_ids:
+        for w in self._load_working(site).values():
+            if finding_id not in w.episode.finding_ids:
                 continue
             row = self.conn.execute(
                 "SELECT data FROM notice_episodes WHERE notice_id = ? AND episode_id = ?"
                 " ORDER BY revision DESC LIMIT 1",
-                (notice_id, episode.id),
+                (w.notice_id, w.episode.id),
             ).fetchone()
-            return (notice_id, json.loads(row[0])) if row is not None else None
+            return (w.notice_id, json.loads(row[0])) if row is not None else None
         return None
 
-    def _load_working(self, site: str) -> dict[str, tuple[Episode, str]]:
+    def _load_working(self, site: str) -> dict[str, _Working]:
         rows = self.conn.execute(
             "SELECT episode_id, notice_id, data FROM notice_open_episodes WHERE site = ?", (site,)
         ).fetchall()
-        return {r["episode_id"]: (_episode_from_json(json.loads(r["data"])), r["notice_id"]) for r in rows}
+        working = {}
+        for r in rows:
+            data = json.loads(r["data"])
+            working[r["episode_id"]] = _Working(_episode_from_json(data), r["notice_id"], data.get("fold"))
+        return working
 
     def _findings_of(self, ids: Sequence[str], given: Mapping[str, Mapping[str, Any]]) -> list[Any]:
         found: dict[str, Any] = {}
@@ -516,27 +538,50 @@ class NoticeBook:
                 found[r["id"]] = json.loads(r["data"])
         return [given[i] if i in given else found[i] for i in ids if i in given or i in found]
 
+    def _told_so_far(
+        self, episode: Episode, prior: _Working | None, given: Mapping[str, Mapping[str, Any]]
+    ) -> EpisodeFold:
+        """The episode's facts as a fold over its findings: the fold told last time with the new
+        findings added when the episode only grew forward (each tick, a new minute: nothing
+        read back, issue 31); else folded again from every finding of the episode as it is
+        now (a revised finding, a merge, an episode extended backwards, one retracted)."""
+        carried = prior.fold if prior is not None else None
+        if not episode.replaces and (prior is None or carried is not None):
+            told = set(prior.episode.finding_ids) if prior is not None else set()
+            new_ids = [i for i in episode.finding_ids if i not in told]
+            if all(i in given for i in new_ids) and not told & given.keys():
+                fold = EpisodeFold() if carried is None else EpisodeFold.from_json(carried)
+                new = [finding_from_json(given[i]) for i in new_ids]
+                if fold.extends(new):
+                    for finding in sorted(new, key=lambda f: (f.start, f.id)):
+                        fold.add(finding)
+                    return fold
+        return EpisodeFold.of([finding_from_json(f) for f in self._findings_of(episode.finding_ids, given)])
+
     def _place_episode(
         self,
         site: SiteConfig,
         profile: Profile,
         episode: Episode,
-        working: dict[str, tuple[Episode, str]],
+        working: dict[str, _Working],
         given: Mapping[str, Mapping[str, Any]],
         now: datetime,
     ) -> list[NoticeEvent]:
         prior = working.get(episode.id)
         if prior is not None and not set(episode.finding_ids) & set(given):
             return []  # untouched by these findings (a re-judged minute's revision is one of them)
-        facts = _episode_facts(episode, self._findings_of(episode.finding_ids, given), site.timezone, site)
+        fold = self._told_so_far(episode, prior, given)
+        facts = facts_json(fold.facts(episode), site.timezone, site)
         events: list[NoticeEvent] = []
-        inherited = sorted((working[r] for r in episode.replaces if r in working), key=lambda p: p[0].start)
+        inherited = sorted(
+            (working[r] for r in episode.replaces if r in working), key=lambda w: w.episode.start
+        )
         if prior is not None:
-            notice_id = prior[1]
+            notice_id = prior.notice_id
         elif inherited:
-            notice_id = inherited[0][1]
-            for old, old_notice in inherited:
-                self._record_episode(old_notice, old, {"replaced_by": episode.id}, now, site.id)
+            notice_id = inherited[0].notice_id
+            for old in inherited:
+                self._record_episode(old.notice_id, old.episode, {"replaced_by": episode.id}, now, site.id)
         else:
             notice_id, event = self._new_episode(site, profile, episode, facts, now)
             events.append(event)
@@ -545,7 +590,13 @@ class NoticeBook:
             "INSERT INTO notice_open_episodes (site, episode_id, notice_id, end_us, data) VALUES (?,?,?,?,?)"
             " ON CONFLICT(site, episode_id) DO UPDATE SET notice_id = excluded.notice_id,"
             " end_us = excluded.end_us, data = excluded.data",
-            (site.id, episode.id, notice_id, to_us(episode.end), canonical_text(_episode_to_json(episode))),
+            (
+                site.id,
+                episode.id,
+                notice_id,
+                to_us(episode.end),
+                canonical_text(_working_json(episode, fold)),
+            ),
         )
         return events
 
@@ -1152,6 +1203,11 @@ def _episode_to_json(episode: Episode) -> dict[str, Any]:
         "worst": measurement_json(episode.worst),
         "kind": episode.kind.value,
     }
+
+
+def _working_json(episode: Episode, fold: EpisodeFold | None) -> dict[str, Any]:
+    """A row of the working set: the episode, and its facts so far (None: fold them again)."""
+    return {**_episode_to_json(episode), "fold": None if fold is None else fold.to_json()}
 
 
 def _episode_from_json(d: Mapping[str, Any]) -> Episode:

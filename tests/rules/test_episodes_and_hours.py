@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
 
-from rules.episodes import Episode, episodes_of, update_episodes
+from rules.episodes import Episode, EpisodeFold, episode_facts, episodes_of, update_episodes
 from rules.model import Finding, FindingKind, Measurement, SiteData
 from rules.profile import load_profile
 from tests.support.rule_builders import at, kinds, run, truck
@@ -203,3 +205,54 @@ def test_a_sustained_condition_starts_when_the_condition_began() -> None:
     flagged = window_finding(5, 6, run_start=_at(0).isoformat())
     [episode] = episodes_of([flagged], GAP)
     assert (episode.start, episode.flagged_start, episode.duration_s) == (_at(0), _at(5), 360.0)
+
+
+def test_the_facts_folded_minute_by_minute_are_those_of_the_findings_at_once() -> None:
+    # The notices carry an episode's facts from one minute to the next as JSON and add the new
+    # minute (EpisodeFold, issue 31); episode_facts folds every finding at once. Both must tell
+    # the same facts: peaks of equal excess (the first wins), a measurement without a limit, a
+    # condition that began before its first flagged minute, weather and completeness sums.
+    findings = [
+        window_finding(0, 1, 83.6, weather_affected_s=1.5, considered=["p1", "p2"]),
+        window_finding(1, 2, 84.2, exempt_s=12.0, weather_affected_s=0.1, run_start=_at(-3).isoformat()),
+        window_finding(2, 3, 84.2, considered=["p2", "p3"], weather_affected_s=0.2),
+        window_finding(3, 4, 81.0, run_start=_at(-4).isoformat()),
+    ]
+    findings[3] = replace(
+        findings[3],
+        measurements=(Measurement("Lmax", 101.0, None, "dB(A)"), *findings[3].measurements),
+        completeness=1 / 3,
+        refs=("sound:n1:1", "truck:t-1", "weather:w-1"),
+    )
+    [episode] = update_episodes([], findings, GAP)
+    fold = EpisodeFold()
+    for finding in findings:  # through the store's JSON after every minute, as the notices keep it
+        fold = EpisodeFold.from_json(json.loads(json.dumps(fold.to_json())))
+        assert fold.extends([finding])
+        fold.add(finding)
+    assert fold.facts(episode) == episode_facts(episode, findings)
+    facts = fold.facts(episode)
+    assert facts.peak == Measurement("LAeq,1min", 84.2, 80.0, "dB(A)") and facts.summary == "noise 84.2"
+    assert (facts.peak_start, facts.peak_end, facts.peak_exempt_s) == (_at(1), _at(2), 12.0)
+    assert facts.start == _at(-4) and facts.flagged_start == _at(0)
+    assert facts.weather_affected_s == 1.5 + 0.1 + 0.2
+    assert (facts.completeness_min, facts.completeness_mean) == (0.3333, round((3 + 1 / 3) / 4, 4))
+    assert facts.considered == ("p1", "p2", "p3") and facts.refs == ("truck:t-1", "weather:w-1")
+    assert [m.name for m in facts.measurements] == ["LAeq,1min", "Lmax"]
+
+    # A revised minute (same id) or one before the last cannot be added: fold again.
+    revised = window_finding(1, 2, 90.0)
+    assert revised.id == findings[1].id and not fold.extends([revised])
+    with pytest.raises(ValueError, match="comes before the last one folded"):
+        fold.add(window_finding(-2, -1))
+    # A late minute bridging two episodes: the merged episode's facts are the fold of all its
+    # findings as they are now (the revision included), in whatever order they come.
+    later = window_finding(12, 13, 86.0)
+    episodes = update_episodes([episode], [later], GAP)
+    assert len(episodes) == 2
+    [merged] = update_episodes(episodes, [window_finding(8, 9, 85.0)], GAP)
+    assert len(merged.finding_ids) == 6 and merged.replaces == (episodes[1].id,)
+    current = [findings[0], revised, *findings[2:], later, window_finding(8, 9, 85.0)]
+    facts = EpisodeFold.of(current[::-1]).facts(merged)
+    assert facts == episode_facts(merged, current)
+    assert facts.peak == Measurement("LAeq,1min", 90.0, 80.0, "dB(A)") and facts.end == _at(13)

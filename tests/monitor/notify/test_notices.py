@@ -7,12 +7,16 @@ test_delivery.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from monitor.config import Config
+from monitor.journal import queries
 from monitor.journal.store import GENESIS, Store, digest_of, next_head
 from monitor.notify.notices import (
     InvalidTransition,
@@ -21,9 +25,13 @@ from monitor.notify.notices import (
     UnknownNotice,
     change_record,
     episode_record,
+    facts_json,
     notice_record,
 )
+from monitor.wire.canonical import canonical_text
+from monitor.wire.codec import finding_from_json
 from rules.deadlines import end_of_local_day
+from rules.episodes import episode_facts
 from rules.model import (
     Finding,
     FindingKind,
@@ -671,3 +679,117 @@ def test_cli_refuses_changes_before_a_notice_issued_later_than_now(
     assert main(["notices", "close", ahead, "--note", "ok", "--by", "Town", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "before it" in err and "Traceback" not in err
+
+
+def test_an_episode_told_minute_by_minute_has_the_facts_of_its_findings_told_at_once(
+    db: Path, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each minute an episode grows, its notice tells the facts carried from the last minute with
+    the new finding added (rules.episodes.EpisodeFold, kept in the store), reading no finding back
+    (issue 31); they must be the facts of every current finding of the episode folded at once
+    (rules.episodes.episode_facts), through a revised minute, a merge of two episodes, a restart,
+    a retracted minute and an episode extended backwards."""
+    site, profile = site_and_profile(config)
+    t = local(2026, 6, 15, 11, 30)
+    store = Store(db)
+    book = NoticeBook(store)
+    read_back: list[int] = []
+
+    def spy(book: NoticeBook) -> None:  # counts the findings the book reads back from the store
+        real = book._findings_of
+
+        def findings_of(ids: Sequence[str], given: Mapping[str, Mapping[str, Any]]) -> list[Any]:
+            read_back.append(len(ids))
+            return real(ids, given)
+
+        monkeypatch.setattr(book, "_findings_of", findings_of)
+
+    def minute(i: int, value: float = 84.2, **details: Any) -> Finding:
+        f = violation(t + timedelta(minutes=i), value=value, completeness=1.0 - (i % 3) / 7)
+        start = f.start + timedelta(seconds=i % 5)
+        return replace(
+            f,
+            refs=(f"sound:n1:{i}", f"truck:t-{i % 4}", f"weather:w-{i}"),
+            exemptions=(f"haul truck truck-{i % 2}",) if i % 4 == 0 else (),
+            details={
+                **f.details,
+                "weather_affected_s": float(i % 3) / 3,
+                "window_start": start.isoformat(),
+                "window_end": (start + timedelta(minutes=1)).isoformat(),
+                "considered": [f"p{i % 3}", "p9"],
+                **details,
+            },
+        )
+
+    def feed(findings: list[Finding], at_minute: int) -> None:
+        now = t + timedelta(minutes=at_minute)
+        store_findings(store, findings, now)
+        with store.batch():
+            book.on_findings(site, profile, findings, now)
+
+    def told_at_once() -> None:
+        """Every open episode's notice facts against its current findings folded at once."""
+        working = book._load_working(SITE)
+        assert working
+        for w in working.values():
+            rows = queries.current_findings(store.conn, ids=list(w.episode.finding_ids))
+            expected = facts_json(
+                episode_facts(w.episode, [finding_from_json(json.loads(r["data"])) for r in rows]),
+                site.timezone,
+                site,
+            )
+            told = json.loads(
+                store.conn.execute(
+                    "SELECT data FROM notice_episodes WHERE episode_id = ? ORDER BY revision DESC LIMIT 1",
+                    (w.episode.id,),
+                ).fetchone()[0]
+            )
+            assert told == json.loads(canonical_text(expected))
+
+    spy(book)
+    feed([minute(0), minute(1, 86.0)], 2)  # a new episode: folded from the findings given
+    for i in range(2, 5):
+        feed([minute(i, 85.0 + i / 10, run_start=(t - timedelta(seconds=40 * i)).isoformat())], i + 1)
+        told_at_once()
+    assert read_back == []  # grown minute by minute: nothing read back
+
+    feed([minute(1, 91.5)], 6)  # minute 1 re-judged with late data (a revision): the peak moves
+    assert read_back == [5]
+    told_at_once()
+    assert json.loads(canonical_text(book.get("DOV-2026-0001").episodes[0].facts))["worst"]["value"] == 91.5
+
+    feed([minute(15), minute(16, 88.0)], 17)  # more than episode_gap_s later: a second episode
+    assert len(book.get("DOV-2026-0001").episodes) == 2
+    told_at_once()
+    feed([minute(10, 83.0)], 18)  # within episode_gap_s of both: one episode, told again
+    assert read_back == [5, 8]
+    [merged] = [e for e in book.get("DOV-2026-0001").episodes if e.start == t]
+    assert merged.facts["findings"] == 8
+    told_at_once()
+
+    store.close()
+    store = Store(db)  # a restart: the facts so far are in the store
+    book = NoticeBook(store)
+    spy(book)
+    for i in (17, 18):
+        feed([minute(i, 82.0)], i + 2)
+        told_at_once()
+    assert read_back == [5, 8]
+
+    gone = minute(16, 88.0)  # minute 16 re-judged: no longer a violation (its finding withdrawn)
+    with store.batch():
+        assert store.append_finding(gone, t + timedelta(minutes=21), retracted=True)
+        book.on_retracted(SITE, gone.id)
+    feed([minute(19, 81.0)], 21)  # the episode grows: told from its findings as they are now
+    assert read_back == [5, 8, 11]
+    told_at_once()
+    feed([minute(20, 81.5)], 22)
+    assert read_back == [5, 8, 11]
+    told_at_once()
+
+    feed([minute(-2, 95.0)], 23)  # late data before the episode: a new id, replacing the old one
+    assert read_back == [5, 8, 11, 13]
+    [extended] = [e for e in book.get("DOV-2026-0001").episodes if e.facts["findings"] == 13]
+    assert extended.start == t - timedelta(minutes=2) and extended.facts["worst"]["value"] == 95.0
+    told_at_once()
+    store.close()
