@@ -402,6 +402,23 @@ def readings_of(
     )
 
 
+def readings_chained(
+    conn: sqlite3.Connection, site: str, kind: str, after_seq: int, through_seq: int
+) -> Iterator[tuple[str, int]]:
+    """(sensor, ts_us) of each ``kind`` reading (light, weather, ...) whose chain entry has a seq
+    in (after_seq, through_seq]. Streamed from the cursor, as ``sound_seconds_chained``: read it
+    to its end."""
+    for (key,) in conn.execute(
+        "SELECT key FROM chain WHERE site = ? AND seq > ? AND seq <= ? AND kind = 'reading'",
+        (site, after_seq, through_seq),
+    ):
+        # A reading's key is "sensor|kind|ts_us" (chain_kinds.KINDS["reading"]); a sensor id may hold "|".
+        rest, _, ts_us = str(key).rpartition("|")
+        sensor, _, of_kind = rest.rpartition("|")
+        if of_kind == kind:
+            yield sensor, int(ts_us)
+
+
 def latest_reading_data(conn: sqlite3.Connection, site: str, sensor: str, kind: str) -> str | None:
     """The stored JSON text of the sensor's newest ``kind`` reading, None if it never sent one."""
     row = conn.execute(

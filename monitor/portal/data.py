@@ -163,6 +163,8 @@ class Portal:
     _profiles: dict[str, Any] = field(default_factory=dict)
     _minutes: MinuteCache = field(default_factory=lambda: MinuteCache())
     _hours: HourCache = field(default_factory=lambda: HourCache())
+    _light_minutes: LightCache = field(default_factory=lambda: LightCache(60))
+    _light_hours: LightCache = field(default_factory=lambda: LightCache(3600))
     _days: DayCache = field(default_factory=lambda: DayCache())
     _findings: FindingsCache = field(default_factory=lambda: FindingsCache())
     _live: LiveCache = field(default_factory=lambda: LiveCache())
@@ -318,9 +320,10 @@ class Portal:
         _, body = self._findings.get(self.store().conn, site.id, start, end)
         return body
 
-    def today(self, site: SiteConfig) -> tuple[datetime, datetime]:
+    def today(self, site: SiteConfig, at: datetime | None = None) -> tuple[datetime, datetime]:
+        """The site's local day of ``at`` (the clock's now when not given)."""
         tz = ZoneInfo(site.timezone)
-        day = self.clock().astimezone(tz).date()
+        day = (at or self.clock()).astimezone(tz).date()
         return local_day(day, tz)
 
     def alerts(
@@ -843,8 +846,7 @@ class Portal:
         hour_end = (to_us(at) // 3_600_000_000 + 1) * 3_600_000_000
         start_us = hour_end - TREND_HOURS * 3_600_000_000
         start, _ = scope.window(from_us(start_us), at)
-        zone = ZoneInfo(site.timezone)
-        day_start, day_end = scope.window(*local_day(at.astimezone(zone).date(), zone))
+        day_start, day_end = scope.window(*self.today(site, at))
         return max(start_us, to_us(start)), hour_end, to_us(day_start), to_us(day_end)
 
     def _live_at(
@@ -883,8 +885,7 @@ class Portal:
         site = scope.site(site_id)
         at = self.status_moment()
         windows = self._live_windows(scope, site, at)
-        zone = ZoneInfo(site.timezone)
-        day_end = local_day(at.astimezone(zone).date(), zone)[1]
+        day_end = self.today(site, at)[1]
         reports = scope.window(day_end - timedelta(days=report_days), day_end)
         today = from_us(windows[2]), from_us(windows[3])
 
@@ -935,18 +936,18 @@ class Portal:
                     (_hour_ts(h), round(laeq, 1), round(l10, 1), round(l90, 1))
                     for h, (_, laeq, l10, l90) in sorted(levels.items())
                 ]
-        step_s = 60 if period.resolution == "minute" else 3600
-        light: dict[str, list[tuple[str, float, float]]] = {}
-        for lit in (s for s in site.sensors if s.kind in (SensorKind.LIGHT, SensorKind.SKY)):
-            light[lit.id] = [
-                (
-                    format_ts(from_us(r["slot"] * step_s * 1_000_000)),
-                    round(r["lux_mean"], 3),
-                    round(r["lux_max"], 3),
-                )
-                for r in queries.light_levels(conn, site.id, "light", lit.id, start_us, end_us, step_s)
-                if r["lux_mean"] is not None
+        lit = [s.id for s in site.sensors if s.kind in (SensorKind.LIGHT, SensorKind.SKY)]
+        by_minute = period.resolution == "minute"
+        lux = (self._light_minutes if by_minute else self._light_hours).get(
+            conn, site.id, lit, start_us, end_us
+        )
+        stamp = _minute_ts if by_minute else _hour_ts
+        light = {
+            sensor: [
+                (stamp(slot), round(mean, 3), round(peak, 3)) for slot, (mean, peak) in sorted(slots.items())
             ]
+            for sensor, slots in lux.items()
+        }
         events = queries.events_overlapping(conn, site.id, start, end)
         from monitor.notify.blast_report import blast_events
 
@@ -1102,7 +1103,8 @@ class Portal:
         site (seconds, events, findings, actions) advances that site's chain head, so a view
         computed at head H is the current one while the head is still H. When it moved, the
         period is recomputed (MinuteCache and HourCache re-read only the minutes or hours whose
-        seconds were chained since) and only the panels whose points or
+        seconds were chained since, LightCache those of the light readings chained since) and
+        only the panels whose points or
         marks changed are drawn again: a past period nobody added to costs one indexed MAX(seq)
         lookup. The returned dict is shared: read it.
 
@@ -1412,10 +1414,16 @@ class _ChainedWindows(Generic[V]):
             return
         if head == seen or not mine:
             return
-        for sensor, ts_us in queries.sound_seconds_chained(conn, site, seen, head):
+        for sensor, ts_us in self._chained(conn, site, seen, head):
             for k in mine:
                 if k[1] <= ts_us < k[2]:
                     self._dirty.setdefault(k, set()).add((sensor, ts_us // self.BUCKET_US))
+
+    def _chained(
+        self, conn: sqlite3.Connection, site: str, seen: int, head: int
+    ) -> Iterator[tuple[str, int]]:
+        """(sensor, ts_us) of the records of the kept kind chained in (seen, head]: sound seconds."""
+        return queries.sound_seconds_chained(conn, site, seen, head)
 
 
 class MinuteCache(_ChainedWindows[float]):
@@ -1496,6 +1504,62 @@ class HourCache(_ChainedWindows[HourLevels]):
         for r in queries.hourly_levels_of_site(conn, site, start_us, end_us):
             if r["sensor"] in window:
                 window[r["sensor"]][r["hour"]] = (int(r["seconds"]), r["laeq"], r["l10"], r["l90"])
+
+
+LightLevels = tuple[float, float]  # mean and highest lux of a slot (queries.light_levels)
+
+
+class LightCache(_ChainedWindows[LightLevels]):
+    """Mean and highest lux per slot (a minute or an hour: ``step_s``) of the light and sky
+    sensors' light readings in (site, window)s, kept up to date from the site's hash chain as
+    :class:`MinuteCache` keeps minutes: only the slots whose readings were chained since the
+    last look are read again, not the month's readings at each new record of the site."""
+
+    MAX_WINDOWS = 16
+
+    def __init__(self, step_s: int) -> None:
+        super().__init__()
+        self.step_s = step_s
+        self.BUCKET_US = step_s * 1_000_000
+
+    def _chained(
+        self, conn: sqlite3.Connection, site: str, seen: int, head: int
+    ) -> Iterator[tuple[str, int]]:
+        return queries.readings_chained(conn, site, "light", seen, head)
+
+    def get(
+        self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
+    ) -> dict[str, dict[int, LightLevels]]:
+        with self._lock:
+            self._catch_up(conn, site)
+            key = (site, start_us, end_us)
+            window = self._windows.pop(key, None)
+            if window is None or set(window) != set(sensors):
+                window = {s: {} for s in sensors}
+                for sensor in sensors:
+                    self._read(conn, site, sensor, window[sensor], start_us, end_us)
+                self._dirty[key] = set()
+            for sensor, slot in sorted(self._dirty.pop(key, set())):
+                if sensor not in window:
+                    continue
+                window[sensor].pop(slot, None)
+                lo, hi = max(slot * self.BUCKET_US, start_us), min((slot + 1) * self.BUCKET_US, end_us)
+                self._read(conn, site, sensor, window[sensor], lo, hi)
+            self._keep(key, window)
+            return {s: dict(v) for s, v in window.items()}
+
+    def _read(
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        sensor: str,
+        slots: dict[int, LightLevels],
+        start_us: int,
+        end_us: int,
+    ) -> None:
+        for r in queries.light_levels(conn, site, "light", sensor, start_us, end_us, self.step_s):
+            if r["lux_mean"] is not None:
+                slots[r["slot"]] = (r["lux_mean"], r["lux_max"])
 
 
 class DayCache:

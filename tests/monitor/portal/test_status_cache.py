@@ -21,7 +21,7 @@ from monitor.config import Config
 from monitor.journal.store import Store
 from monitor.portal import periods
 from monitor.portal.data import Portal
-from rules.model import SoundLevels
+from rules.model import LightSummary, SoundLevels
 from tests.monitor.portal.test_periods import CHICAGO, _second
 from tests.monitor.portal.test_periods import _portal as period_portal
 from tests.monitor.portal.test_siteplan_units import NOW, SITE, fill, scope
@@ -189,4 +189,41 @@ def test_a_month_view_after_a_new_second_reads_only_that_hour_again(tmp_path: Pa
     assert differ == [30]
     fresh, _ = Portal(inspector.config, clock=lambda: now).period_view(inspector, "s1", month)
     assert fresh["sound"] == changed["sound"]
+    store.close()
+
+
+def _lux(store: Store, sensor: str, when: datetime, mean: float, peak: float) -> None:
+    with store.batch():
+        summary = LightSummary("s1", sensor, when, 10.0, mean, 0.0, peak)
+        payload = {"ts": when.isoformat(), "lux_mean": mean, "lux_min": 0.0, "lux_max": peak}
+        store.append_reading(summary, payload, late=False, now=when)
+
+
+def test_a_week_view_after_a_new_light_reading_reads_only_that_hour_of_that_sensor_again(
+    tmp_path: Path,
+) -> None:
+    """The light and sky panels are kept as the sound hours are (LightCache): a reading chained
+    since makes only its sensor's slot be read again, and the view equals a fresh one."""
+    now = datetime(2026, 6, 20, 12, tzinfo=CHICAGO)
+    portal, store, inspector = period_portal(tmp_path, now)
+    nine = datetime(2026, 6, 10, 9, tzinfo=CHICAGO)
+    for hour in range(24):
+        for k in range(0, 3600, 900):
+            _lux(store, "l1", nine + timedelta(hours=hour, seconds=k), 0.5 + hour, 2.0 + hour)
+            _lux(store, "sky1", nine + timedelta(hours=hour, seconds=k + 5), 0.01 * hour, 0.02 * hour)
+    week = periods.aligned("week", nine, CHICAGO)
+    view, _ = portal.period_view(inspector, "s1", week)
+    assert [len(view["light"][s]) for s in ("l1", "sky1")] == [24, 24]
+    assert view["light"]["l1"][3] == ("2026-06-10T17:00:00Z", 3.5, 5.0)
+    taken = statements(portal)
+    _lux(store, "l1", nine + timedelta(hours=3, minutes=40), 13.5, 40.0)  # in the 4th hour
+    changed, _ = portal.period_view(inspector, "s1", week)
+    light_reads = [st for st in taken() if "json_extract(data, '$.lux_mean')" in st]
+    assert len(light_reads) == 1 and "sensor = 'l1'" in light_reads[0]
+    lo, hi = map(int, re.findall(r"ts_us >= (\d+) AND ts_us < (\d+)", light_reads[0])[0])
+    assert hi - lo == 3_600_000_000
+    assert changed["light"]["l1"][3] == ("2026-06-10T17:00:00Z", 5.5, 40.0)  # (4 x 3.5 + 13.5) / 5
+    assert changed["light"]["sky1"] == view["light"]["sky1"]
+    fresh, _ = Portal(inspector.config, clock=lambda: now).period_view(inspector, "s1", week)
+    assert fresh["light"] == changed["light"]
     store.close()
