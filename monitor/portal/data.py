@@ -165,6 +165,7 @@ class Portal:
     _hours: HourCache = field(default_factory=lambda: HourCache())
     _light_minutes: LightCache = field(default_factory=lambda: LightCache(60))
     _light_hours: LightCache = field(default_factory=lambda: LightCache(3600))
+    _counts: CountCache = field(default_factory=lambda: CountCache())
     _days: DayCache = field(default_factory=lambda: DayCache())
     _findings: FindingsCache = field(default_factory=lambda: FindingsCache())
     _live: LiveCache = field(default_factory=lambda: LiveCache())
@@ -1035,11 +1036,7 @@ class Portal:
                 }
             )
             day += timedelta(days=1)
-        counts = {
-            r["sensor"]: int(r["readings"])
-            for r in queries.reading_counts(conn, site.id, start_us, end_us)
-            if r["kind"] in ("light", "weather", "turbidity", "seismic")
-        }
+        counts = self._counts.get(conn, site.id, start_us, end_us)
         return {
             "site": site.id,
             "name": site.name,
@@ -1525,7 +1522,7 @@ class LightCache(_ChainedWindows[LightLevels]):
     def _chained(
         self, conn: sqlite3.Connection, site: str, seen: int, head: int
     ) -> Iterator[tuple[str, int]]:
-        return queries.readings_chained(conn, site, "light", seen, head)
+        return queries.readings_chained(conn, site, ("light",), seen, head)
 
     def get(
         self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
@@ -1560,6 +1557,53 @@ class LightCache(_ChainedWindows[LightLevels]):
         for r in queries.light_levels(conn, site, "light", sensor, start_us, end_us, self.step_s):
             if r["lux_mean"] is not None:
                 slots[r["slot"]] = (r["lux_mean"], r["lux_max"])
+
+
+class CountCache(_ChainedWindows[int]):
+    """How many readings (light, weather, turbidity, seismic: COUNTED_KINDS) each sensor sent in
+    (site, window)s, kept per clock hour and followed through the site's hash chain as
+    :class:`LightCache` follows light readings: a reading chained since makes its sensor's
+    hour be counted again, not the month's readings (a month of one light sensor at 10 s:
+    259,200 rows, ~0.1 s of CPU to count) at each new record of the site."""
+
+    BUCKET_US = 3_600_000_000
+    MAX_WINDOWS = 16
+    COUNTED_KINDS = ("light", "weather", "turbidity", "seismic")
+
+    def _chained(
+        self, conn: sqlite3.Connection, site: str, seen: int, head: int
+    ) -> Iterator[tuple[str, int]]:
+        return queries.readings_chained(conn, site, self.COUNTED_KINDS, seen, head)
+
+    def get(self, conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> dict[str, int]:
+        """Sensor -> its readings of COUNTED_KINDS starting in [start_us, end_us)."""
+        with self._lock:
+            self._catch_up(conn, site)
+            key = (site, start_us, end_us)
+            window = self._windows.pop(key, None)
+            if window is None:
+                window = {}
+                self._count(conn, site, window, start_us, end_us)
+                self._dirty[key] = set()
+            for sensor, hour in sorted(self._dirty.pop(key, set())):
+                window.get(sensor, {}).pop(hour, None)
+                lo, hi = max(hour * self.BUCKET_US, start_us), min((hour + 1) * self.BUCKET_US, end_us)
+                self._count(conn, site, window, lo, hi, sensor)
+            self._keep(key, window)
+            return {sensor: sum(hours.values()) for sensor, hours in window.items() if hours}
+
+    def _count(
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        window: dict[str, dict[int, int]],
+        start_us: int,
+        end_us: int,
+        sensor: str | None = None,
+    ) -> None:
+        for r in queries.hourly_reading_counts(conn, site, self.COUNTED_KINDS, start_us, end_us):
+            if sensor is None or r["sensor"] == sensor:
+                window.setdefault(r["sensor"], {})[r["hour"]] = int(r["readings"])
 
 
 class DayCache:

@@ -199,11 +199,12 @@ def _lux(store: Store, sensor: str, when: datetime, mean: float, peak: float) ->
         store.append_reading(summary, payload, late=False, now=when)
 
 
-def test_a_week_view_after_a_new_light_reading_reads_only_that_hour_of_that_sensor_again(
+def test_a_week_view_after_a_new_light_reading_reads_and_counts_only_that_hour_of_that_sensor_again(
     tmp_path: Path,
 ) -> None:
-    """The light and sky panels are kept as the sound hours are (LightCache): a reading chained
-    since makes only its sensor's slot be read again, and the view equals a fresh one."""
+    """The light and sky panels and the Sensors table's counts are kept as the sound hours are
+    (LightCache, CountCache): a reading chained since makes only its sensor's hour be read and
+    counted again, and the view equals a fresh one."""
     now = datetime(2026, 6, 20, 12, tzinfo=CHICAGO)
     portal, store, inspector = period_portal(tmp_path, now)
     nine = datetime(2026, 6, 10, 9, tzinfo=CHICAGO)
@@ -215,15 +216,28 @@ def test_a_week_view_after_a_new_light_reading_reads_only_that_hour_of_that_sens
     view, _ = portal.period_view(inspector, "s1", week)
     assert [len(view["light"][s]) for s in ("l1", "sky1")] == [24, 24]
     assert view["light"]["l1"][3] == ("2026-06-10T17:00:00Z", 3.5, 5.0)
+    assert {s["id"]: s["readings"] for s in view["sensors"]} == {"n1": None, "n4": None, "l1": 96, "sky1": 96}
     taken = statements(portal)
     _lux(store, "l1", nine + timedelta(hours=3, minutes=40), 13.5, 40.0)  # in the 4th hour
     changed, _ = portal.period_view(inspector, "s1", week)
-    light_reads = [st for st in taken() if "json_extract(data, '$.lux_mean')" in st]
+    done = taken()
+    light_reads = [st for st in done if "json_extract(data, '$.lux_mean')" in st]
     assert len(light_reads) == 1 and "sensor = 'l1'" in light_reads[0]
     lo, hi = map(int, re.findall(r"ts_us >= (\d+) AND ts_us < (\d+)", light_reads[0])[0])
     assert hi - lo == 3_600_000_000
     assert changed["light"]["l1"][3] == ("2026-06-10T17:00:00Z", 5.5, 40.0)  # (4 x 3.5 + 13.5) / 5
     assert changed["light"]["sky1"] == view["light"]["sky1"]
+    # The Sensors table's count of readings: that hour counted again, not the week's readings.
+    counted = [st for st in done if "COUNT(*)" in st]
+    assert len(counted) == 1
+    lo, hi = map(int, re.findall(r"ts_us >= (\d+) AND ts_us < (\d+)", counted[0])[0])
+    assert hi - lo == 3_600_000_000
+    assert {s["id"]: s["readings"] for s in changed["sensors"]} == {
+        "n1": None,
+        "n4": None,
+        "l1": 97,
+        "sky1": 96,
+    }
     fresh, _ = Portal(inspector.config, clock=lambda: now).period_view(inspector, "s1", week)
-    assert fresh["light"] == changed["light"]
+    assert fresh["light"] == changed["light"] and fresh["sensors"] == changed["sensors"]
     store.close()
