@@ -298,7 +298,7 @@ class Portal:
         now = self.status_moment()
         try:
             scope.window(now - timedelta(hours=24), now)
-            states = {k: v["state"] for k, v in self.status(scope, site.id)["sensors"].items()}
+            states = {k: v["state"] for k, v in self._status_at(site, now)["sensors"].items()}
         except NotFound:
             states = None
         plan = siteplan.view(site, ALL_LAYERS, states, chart)
