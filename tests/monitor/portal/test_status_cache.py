@@ -1,6 +1,7 @@
 """The operator's status, live status and status page computed once per change of the store
 (the site's chain head) or step of the status moment, and shared between requests and accounts
-(monitor.portal.data.LiveCache); what a week or month view reads again after a new second.
+(monitor.portal.data.LiveCache); what a week or month view reads again after a new second or
+light reading (HourCache, LightCache, CountCache).
 
 A real SQLite store (the demo site's configuration, filled as test_siteplan_units fills it) and
 the facade called directly; what a request does is counted in SQLite statements (the
