@@ -402,6 +402,23 @@ def readings_of(
     )
 
 
+def readings_chained(
+    conn: sqlite3.Connection, site: str, kinds: Collection[str], after_seq: int, through_seq: int
+) -> Iterator[tuple[str, int]]:
+    """(sensor, ts_us) of each reading of ``kinds`` (light, weather, ...) whose chain entry has a
+    seq in (after_seq, through_seq]. Streamed from the cursor, as ``sound_seconds_chained``: read
+    it to its end."""
+    for (key,) in conn.execute(
+        "SELECT key FROM chain WHERE site = ? AND seq > ? AND seq <= ? AND kind = 'reading'",
+        (site, after_seq, through_seq),
+    ):
+        # A reading's key is "sensor|kind|ts_us" (chain_kinds.KINDS["reading"]); a sensor id may hold "|".
+        rest, _, ts_us = str(key).rpartition("|")
+        sensor, _, of_kind = rest.rpartition("|")
+        if of_kind in kinds:
+            yield sensor, int(ts_us)
+
+
 def latest_reading_data(conn: sqlite3.Connection, site: str, sensor: str, kind: str) -> str | None:
     """The stored JSON text of the sensor's newest ``kind`` reading, None if it never sent one."""
     row = conn.execute(
@@ -631,6 +648,22 @@ def reading_counts(conn: sqlite3.Connection, site: str, start_us: int, end_us: i
         "SELECT sensor, kind, COUNT(*) AS readings, SUM(duration_s) AS seconds FROM readings"
         " WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY sensor, kind ORDER BY sensor, kind",
         (site, start_us, end_us),
+    )
+
+
+def hourly_reading_counts(
+    conn: sqlite3.Connection, site: str, kinds: Sequence[str], start_us: int, end_us: int
+) -> list[sqlite3.Row]:
+    """(``sensor``, ``hour``, ``readings``) of the site's readings of ``kinds`` starting in
+    [start_us, end_us), per sensor and clock hour (numbered from the epoch): what
+    :func:`reading_counts` counts, in hours that can be counted again one at a time."""
+    marks = ", ".join("?" * len(kinds))
+    return _rows(
+        conn,
+        f"SELECT sensor, ts_us / {HOUR_US} AS hour, COUNT(*) AS readings FROM readings"
+        f" INDEXED BY readings_by_kind WHERE site = ? AND kind IN ({marks}) AND ts_us >= ? AND ts_us < ?"
+        " GROUP BY sensor, hour",
+        (site, *kinds, start_us, end_us),
     )
 
 

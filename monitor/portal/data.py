@@ -80,6 +80,9 @@ __all__ = [
 ROLES = ("operator", "town", "inspector")
 MAX_CSV_DAYS = 31  # a CSV of per-second sound levels: 2.7 million rows per meter at most
 TREND_HOURS = 3  # the operator's live status draws each meter's minutes of the last hours
+# The live status is told as of a whole second: requests of the same second (and chain head)
+# share one computation; the page says that moment.
+STATUS_STEP_S = 1
 EVENT_KINDS = ("blast-notice", "blast", "truck", "work", "temporary-lighting")
 NOTICE_ACTIONS = ("extend", "close", "escalate")
 # Whose portal actions a reader sees, by the reader's role (an allow-list): the operator what
@@ -160,8 +163,12 @@ class Portal:
     _profiles: dict[str, Any] = field(default_factory=dict)
     _minutes: MinuteCache = field(default_factory=lambda: MinuteCache())
     _hours: HourCache = field(default_factory=lambda: HourCache())
+    _light_minutes: LightCache = field(default_factory=lambda: LightCache(60))
+    _light_hours: LightCache = field(default_factory=lambda: LightCache(3600))
+    _counts: CountCache = field(default_factory=lambda: CountCache())
     _days: DayCache = field(default_factory=lambda: DayCache())
     _findings: FindingsCache = field(default_factory=lambda: FindingsCache())
+    _live: LiveCache = field(default_factory=lambda: LiveCache())
 
     # ------------------------------------------------------------------ connections
 
@@ -217,11 +224,33 @@ class Portal:
 
     # ------------------------------------------------------------------ operator
 
+    def status_moment(self) -> datetime:
+        """The moment the status is told as of: the clock cut to the whole STATUS_STEP_S, so that
+        every request of that step shares one computation (the pages say the moment)."""
+        now_us = to_us(self.clock())
+        return from_us(now_us - now_us % (STATUS_STEP_S * 1_000_000))
+
+    def _live_version(self, site_id: str, at: datetime) -> Callable[[], tuple[int, int]]:
+        """What a status computed as of ``at`` stands for: the site's chain head (every record
+        stored for the site, of any kind the status reads, advances it) and the moment."""
+        return lambda: (queries.chain_head_seq(self.store().conn, site_id), to_us(at))
+
     def status(self, scope: Scope, site_id: str) -> dict[str, Any]:
+        """The site's status (``site_status``) with each sensor's state, battery, clock offset and
+        calibration, as of :meth:`status_moment`: computed once per change of the site's chain
+        or step of the clock and shared by every request (nothing in it depends on the account
+        beyond the site, checked first). The dict is shared: read it."""
+        site = scope.site(site_id)
+        return self._status_at(site, self.status_moment())
+
+    def _status_at(self, site: SiteConfig, at: datetime) -> dict[str, Any]:
+        return self._live.get(
+            ("status", site.id), self._live_version(site.id, at), lambda: self._status(site, at)
+        )
+
+    def _status(self, site: SiteConfig, now: datetime) -> dict[str, Any]:
         from monitor.daemon.site_status import site_status
 
-        site = scope.site(site_id)
-        now = self.clock()
         profile = self.profile(site)
         titles = profile.titles
         status = site_status(self.store(), site, now, episode_gap_s=profile.episode_gap_s, titles=titles)
@@ -266,10 +295,10 @@ class Portal:
 
         site = scope.site(site_id)
         states: dict[str, str] | None = None
-        now = self.clock()
+        now = self.status_moment()
         try:
             scope.window(now - timedelta(hours=24), now)
-            states = {k: v["state"] for k, v in self.status(scope, site.id)["sensors"].items()}
+            states = {k: v["state"] for k, v in self._status_at(site, now)["sensors"].items()}
         except NotFound:
             states = None
         plan = siteplan.view(site, ALL_LAYERS, states, chart)
@@ -292,9 +321,10 @@ class Portal:
         _, body = self._findings.get(self.store().conn, site.id, start, end)
         return body
 
-    def today(self, site: SiteConfig) -> tuple[datetime, datetime]:
+    def today(self, site: SiteConfig, at: datetime | None = None) -> tuple[datetime, datetime]:
+        """The site's local day of ``at`` (the clock's now when not given)."""
         tz = ZoneInfo(site.timezone)
-        day = self.clock().astimezone(tz).date()
+        day = (at or self.clock()).astimezone(tz).date()
         return local_day(day, tz)
 
     def alerts(
@@ -393,8 +423,9 @@ class Portal:
         warn = " Early warning: reduce the charge per delay or increase the distance." if ahead.warn else ""
         return ahead.text(params.units) + "." + warn
 
-    def forecasts(self, scope: Scope, site_id: str) -> list[dict[str, Any]]:
-        """The pending blasts' forecasts (status page): ``{"blast", "text", "warn"}``."""
+    def forecasts(self, scope: Scope, site_id: str, at: datetime | None = None) -> list[dict[str, Any]]:
+        """The pending blasts' forecasts as of ``at`` (the clock's now when not given; the status
+        page's moment): ``{"blast", "text", "warn"}``."""
         from monitor.journal.site_law import forecasts, vibration_params
 
         site = scope.site(site_id)
@@ -404,7 +435,7 @@ class Portal:
             return []
         return [
             {"blast": f.blast_id, "text": f.text(params.units), "warn": f.warn}
-            for f in forecasts(self.store(), site, profile, self.clock())
+            for f in forecasts(self.store(), site, profile, at or self.clock())
         ]
 
     def recipients_told(self, site: SiteConfig, recipients: tuple[str, ...]) -> dict[str, Any]:
@@ -799,37 +830,76 @@ class Portal:
     def live_status(self, scope: Scope, site_id: str) -> dict[str, Any]:
         """The operator's live status: :meth:`status` (the last minute's LAeq per sensor), each
         meter's per-minute LAeq of the last TREND_HOURS (the period view's minutes, from the same
-        cache) as a sparkline, and today's early warnings."""
-        from monitor.portal.sparkline import sparkline
+        cache) as a sparkline, and today's early warnings.
 
+        The scope checks run on every call; the result is kept per site and the windows those
+        checks allow (never per account) with the site's chain head and the status moment, so
+        that while neither moved a request costs one indexed MAX(seq) lookup. Shared: read it."""
         site = scope.site(site_id)
-        status = self.status(scope, site.id)
-        now = self.clock()
-        # Whole hours, so that the cached window stays the same for an hour (only the minutes
-        # chained since are read again).
-        hour_end = (to_us(now) // 3_600_000_000 + 1) * 3_600_000_000
+        at = self.status_moment()
+        return self._live_at(scope, site, at, self._live_windows(scope, site, at))
+
+    def _live_windows(self, scope: Scope, site: SiteConfig, at: datetime) -> tuple[int, int, int, int]:
+        """What the live status reads, as the account's time scope allows (NotFound when it allows
+        nothing), in us: the trend's minute window (whole hours, so that the cached minutes stay
+        the same for an hour and only those chained since are read again) and today's window,
+        for the early warnings and findings."""
+        hour_end = (to_us(at) // 3_600_000_000 + 1) * 3_600_000_000
         start_us = hour_end - TREND_HOURS * 3_600_000_000
-        start, _ = scope.window(from_us(start_us), now)
-        start_us = max(start_us, to_us(start))
-        meters = [s.id for s in site.sensors if s.kind is SensorKind.SOUND]
-        minutes = self._minutes.get(self.store().conn, site.id, meters, start_us, hour_end)
-        first, last = start_us // 60_000_000, to_us(now) // 60_000_000
-        limits = self.meter_limits(site)
-        trends = {}
-        for sensor in meters:
-            shown = {m: v for m, v in minutes.get(sensor, {}).items() if first <= m <= last}
-            limit = limits.get(sensor)
-            trends[sensor] = {
-                "svg": sparkline(shown, first, last, limit[1] if limit else None),
-                "minutes": len(shown),
+        start, _ = scope.window(from_us(start_us), at)
+        day_start, day_end = scope.window(*self.today(site, at))
+        return max(start_us, to_us(start)), hour_end, to_us(day_start), to_us(day_end)
+
+    def _live_at(
+        self, scope: Scope, site: SiteConfig, at: datetime, windows: tuple[int, int, int, int]
+    ) -> dict[str, Any]:
+        def compute() -> dict[str, Any]:
+            from monitor.portal.sparkline import sparkline
+
+            start_us, hour_end, day_start, day_end = windows
+            meters = [s.id for s in site.sensors if s.kind is SensorKind.SOUND]
+            minutes = self._minutes.get(self.store().conn, site.id, meters, start_us, hour_end)
+            first, last = start_us // 60_000_000, to_us(at) // 60_000_000
+            limits = self.meter_limits(site)
+            trends = {}
+            for sensor in meters:
+                shown = {m: v for m, v in minutes.get(sensor, {}).items() if first <= m <= last}
+                limit = limits.get(sensor)
+                trends[sensor] = {
+                    "svg": sparkline(shown, first, last, limit[1] if limit else None),
+                    "minutes": len(shown),
+                }
+            return {
+                "status": self._status_at(site, at),
+                "trends": trends,
+                "trend_hours": TREND_HOURS,
+                "warnings": self.early_warnings(scope, site.id, from_us(day_start), from_us(day_end)),
             }
-        day_start, day_end = self.today(site)
-        return {
-            "status": status,
-            "trends": trends,
-            "trend_hours": TREND_HOURS,
-            "warnings": self.early_warnings(scope, site.id, day_start, day_end),
-        }
+
+        return self._live.get(("live", site.id, windows), self._live_version(site.id, at), compute)
+
+    def status_page(self, scope: Scope, site_id: str, report_days: int) -> dict[str, Any]:
+        """What the operator's status page shows besides the site plan: :meth:`live_status`, today's
+        findings, the blast reports of the last ``report_days`` (to the end of today) and the
+        pending blasts' forecasts, kept as :meth:`live_status` is (per site and the windows the
+        scope allows, with the chain head and the status moment). Shared: read it."""
+        site = scope.site(site_id)
+        at = self.status_moment()
+        windows = self._live_windows(scope, site, at)
+        day_end = self.today(site, at)[1]
+        reports = scope.window(day_end - timedelta(days=report_days), day_end)
+        today = from_us(windows[2]), from_us(windows[3])
+
+        def compute() -> dict[str, Any]:
+            return {
+                **self._live_at(scope, site, at, windows),
+                "findings": self.findings(scope, site.id, *today),
+                "reports": self.blast_reports(scope, site.id, *reports),
+                "forecasts": self.forecasts(scope, site.id, at),
+            }
+
+        key = ("page", site.id, windows, to_us(reports[0]), to_us(reports[1]))
+        return self._live.get(key, self._live_version(site.id, at), compute)
 
     def period(self, scope: Scope, site_id: str, period: Period) -> dict[str, Any]:
         """A period of a site: every configured sensor (sound: per-minute LAeq up to a day,
@@ -867,18 +937,18 @@ class Portal:
                     (_hour_ts(h), round(laeq, 1), round(l10, 1), round(l90, 1))
                     for h, (_, laeq, l10, l90) in sorted(levels.items())
                 ]
-        step_s = 60 if period.resolution == "minute" else 3600
-        light: dict[str, list[tuple[str, float, float]]] = {}
-        for lit in (s for s in site.sensors if s.kind in (SensorKind.LIGHT, SensorKind.SKY)):
-            light[lit.id] = [
-                (
-                    format_ts(from_us(r["slot"] * step_s * 1_000_000)),
-                    round(r["lux_mean"], 3),
-                    round(r["lux_max"], 3),
-                )
-                for r in queries.light_levels(conn, site.id, "light", lit.id, start_us, end_us, step_s)
-                if r["lux_mean"] is not None
+        lit = [s.id for s in site.sensors if s.kind in (SensorKind.LIGHT, SensorKind.SKY)]
+        by_minute = period.resolution == "minute"
+        lux = (self._light_minutes if by_minute else self._light_hours).get(
+            conn, site.id, lit, start_us, end_us
+        )
+        stamp = _minute_ts if by_minute else _hour_ts
+        light = {
+            sensor: [
+                (stamp(slot), round(mean, 3), round(peak, 3)) for slot, (mean, peak) in sorted(slots.items())
             ]
+            for sensor, slots in lux.items()
+        }
         events = queries.events_overlapping(conn, site.id, start, end)
         from monitor.notify.blast_report import blast_events
 
@@ -966,11 +1036,7 @@ class Portal:
                 }
             )
             day += timedelta(days=1)
-        counts = {
-            r["sensor"]: int(r["readings"])
-            for r in queries.reading_counts(conn, site.id, start_us, end_us)
-            if r["kind"] in ("light", "weather", "turbidity", "seismic")
-        }
+        counts = self._counts.get(conn, site.id, start_us, end_us)
         return {
             "site": site.id,
             "name": site.name,
@@ -1034,7 +1100,8 @@ class Portal:
         site (seconds, events, findings, actions) advances that site's chain head, so a view
         computed at head H is the current one while the head is still H. When it moved, the
         period is recomputed (MinuteCache and HourCache re-read only the minutes or hours whose
-        seconds were chained since) and only the panels whose points or
+        seconds were chained since, LightCache those of the light readings chained since) and
+        only the panels whose points or
         marks changed are drawn again: a past period nobody added to costs one indexed MAX(seq)
         lookup. The returned dict is shared: read it.
 
@@ -1344,10 +1411,16 @@ class _ChainedWindows(Generic[V]):
             return
         if head == seen or not mine:
             return
-        for sensor, ts_us in queries.sound_seconds_chained(conn, site, seen, head):
+        for sensor, ts_us in self._chained(conn, site, seen, head):
             for k in mine:
                 if k[1] <= ts_us < k[2]:
                     self._dirty.setdefault(k, set()).add((sensor, ts_us // self.BUCKET_US))
+
+    def _chained(
+        self, conn: sqlite3.Connection, site: str, seen: int, head: int
+    ) -> Iterator[tuple[str, int]]:
+        """(sensor, ts_us) of the records of the kept kind chained in (seen, head]: sound seconds."""
+        return queries.sound_seconds_chained(conn, site, seen, head)
 
 
 class MinuteCache(_ChainedWindows[float]):
@@ -1428,6 +1501,109 @@ class HourCache(_ChainedWindows[HourLevels]):
         for r in queries.hourly_levels_of_site(conn, site, start_us, end_us):
             if r["sensor"] in window:
                 window[r["sensor"]][r["hour"]] = (int(r["seconds"]), r["laeq"], r["l10"], r["l90"])
+
+
+LightLevels = tuple[float, float]  # mean and highest lux of a slot (queries.light_levels)
+
+
+class LightCache(_ChainedWindows[LightLevels]):
+    """Mean and highest lux per slot (a minute or an hour: ``step_s``) of the light and sky
+    sensors' light readings in (site, window)s, kept up to date from the site's hash chain as
+    :class:`MinuteCache` keeps minutes: only the slots whose readings were chained since the
+    last look are read again, not the month's readings at each new record of the site."""
+
+    MAX_WINDOWS = 16
+
+    def __init__(self, step_s: int) -> None:
+        super().__init__()
+        self.step_s = step_s
+        self.BUCKET_US = step_s * 1_000_000
+
+    def _chained(
+        self, conn: sqlite3.Connection, site: str, seen: int, head: int
+    ) -> Iterator[tuple[str, int]]:
+        return queries.readings_chained(conn, site, ("light",), seen, head)
+
+    def get(
+        self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
+    ) -> dict[str, dict[int, LightLevels]]:
+        with self._lock:
+            self._catch_up(conn, site)
+            key = (site, start_us, end_us)
+            window = self._windows.pop(key, None)
+            if window is None or set(window) != set(sensors):
+                window = {s: {} for s in sensors}
+                for sensor in sensors:
+                    self._read(conn, site, sensor, window[sensor], start_us, end_us)
+                self._dirty[key] = set()
+            for sensor, slot in sorted(self._dirty.pop(key, set())):
+                if sensor not in window:
+                    continue
+                window[sensor].pop(slot, None)
+                lo, hi = max(slot * self.BUCKET_US, start_us), min((slot + 1) * self.BUCKET_US, end_us)
+                self._read(conn, site, sensor, window[sensor], lo, hi)
+            self._keep(key, window)
+            return {s: dict(v) for s, v in window.items()}
+
+    def _read(
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        sensor: str,
+        slots: dict[int, LightLevels],
+        start_us: int,
+        end_us: int,
+    ) -> None:
+        for r in queries.light_levels(conn, site, "light", sensor, start_us, end_us, self.step_s):
+            if r["lux_mean"] is not None:
+                slots[r["slot"]] = (r["lux_mean"], r["lux_max"])
+
+
+class CountCache(_ChainedWindows[int]):
+    """How many readings (light, weather, turbidity, seismic: COUNTED_KINDS) each sensor sent in
+    (site, window)s, kept per clock hour and followed through the site's hash chain as
+    :class:`LightCache` follows light readings: a reading chained since makes its sensor's
+    hour be counted again, not the month's readings (a month of one light sensor at 10 s:
+    259,200 rows, ~0.1 s of CPU to count) at each new record of the site."""
+
+    BUCKET_US = 3_600_000_000
+    MAX_WINDOWS = 16
+    COUNTED_KINDS = ("light", "weather", "turbidity", "seismic")
+
+    def _chained(
+        self, conn: sqlite3.Connection, site: str, seen: int, head: int
+    ) -> Iterator[tuple[str, int]]:
+        return queries.readings_chained(conn, site, self.COUNTED_KINDS, seen, head)
+
+    def get(self, conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> dict[str, int]:
+        """Sensor -> its readings of COUNTED_KINDS starting in [start_us, end_us)."""
+        with self._lock:
+            self._catch_up(conn, site)
+            key = (site, start_us, end_us)
+            window = self._windows.pop(key, None)
+            if window is None:
+                window = {}
+                self._count(conn, site, window, start_us, end_us)
+                self._dirty[key] = set()
+            for sensor, hour in sorted(self._dirty.pop(key, set())):
+                window.get(sensor, {}).pop(hour, None)
+                lo, hi = max(hour * self.BUCKET_US, start_us), min((hour + 1) * self.BUCKET_US, end_us)
+                self._count(conn, site, window, lo, hi, sensor)
+            self._keep(key, window)
+            return {sensor: sum(hours.values()) for sensor, hours in window.items() if hours}
+
+    def _count(
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        window: dict[str, dict[int, int]],
+        start_us: int,
+        end_us: int,
+        sensor: str | None = None,
+    ) -> None:
+        for r in queries.hourly_reading_counts(conn, site, self.COUNTED_KINDS, start_us, end_us):
+            if sensor is None or r["sensor"] == sensor:
+                window.setdefault(r["sensor"], {})[r["hour"]] = int(r["readings"])
 
 
 class DayCache:
@@ -1547,6 +1723,46 @@ class FindingsCache:
             while len(self._windows) > self.MAX_WINDOWS:
                 del self._windows[next(iter(self._windows))]
         return found, body.encode()
+
+
+class LiveCache:
+    """Values read from the store as of a moment (the operator's status, live status and status
+    page), per key, each with the version it was computed at: the site's chain head and the
+    moment (Portal._live_version). While the version is unchanged a request gets the kept value;
+    one computation per key at a time, so twenty clients asking within the same second wait for
+    one computation instead of each doing it. The keys name the site and the windows the
+    account's scope allows, never the account."""
+
+    MAX_ENTRIES = 64
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[Any, ...], _Kept] = {}  # dict order = use order
+
+    def get(
+        self, key: tuple[Any, ...], version: Callable[[], tuple[int, int]], compute: Callable[[], T]
+    ) -> T:
+        with self._lock:
+            kept = self._entries.pop(key, None) or _Kept()
+            self._entries[key] = kept
+            while len(self._entries) > self.MAX_ENTRIES:
+                del self._entries[next(iter(self._entries))]
+        with kept.lock:
+            # The version is read before the value: a record stored meanwhile leaves the value
+            # one head behind, so the next request computes again (never a newer head on older data).
+            now = version()
+            if kept.version != now:
+                kept.value = compute()
+                kept.version = now
+            value: T = kept.value
+            return value
+
+
+@dataclass
+class _Kept:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    version: tuple[int, int] | None = None
+    value: Any = None
 
 
 _UTC_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")

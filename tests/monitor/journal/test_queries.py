@@ -256,6 +256,44 @@ def test_the_chain_head_seq_and_the_sound_seconds_chained_since(
     assert list(queries.sound_seconds_chained(plain, "q", 0, seen)) == [("n1", to_us(T0))]
 
 
+def test_the_readings_chained_since_and_their_counts_by_hour(store: Store, plain: sqlite3.Connection) -> None:
+    """What the period view's light and count caches follow: readings of the kinds asked for
+    chained since a seq (a sensor id may hold the key's separator), and per sensor and hour
+    how many readings of those kinds there are."""
+    seen = queries.chain_head_seq(plain, "q")
+
+    def put(reading: LightSummary | SensorStatus) -> None:
+        with store.batch():
+            store.append_reading(reading, payload_of(reading), late=False, now=T0)
+
+    put(LightSummary("q", "l|1", T0 + timedelta(minutes=5), 10.0, 0.5, 0.1, 2.0))
+    put(LightSummary("q", "l|1", T0 + timedelta(hours=1, minutes=1), 10.0, 0.5, 0.1, 2.0))
+    put(LightSummary("q", "l2", T0 + timedelta(minutes=7), 10.0, 0.5, 0.1, 2.0))
+    put(SensorStatus("q", "n1", T0, battery_pct=90.0))  # a status reading: neither followed nor counted
+    put_sound(store, "n1", 3, 60.0)  # a sound second: not a reading
+    head = queries.chain_head_seq(plain, "q")
+    assert head == seen + 5
+    hour = to_us(T0) // 3_600_000_000
+    assert sorted(queries.readings_chained(plain, "q", ("light",), seen, head)) == [
+        ("l2", to_us(T0 + timedelta(minutes=7))),
+        ("l|1", to_us(T0 + timedelta(minutes=5))),
+        ("l|1", to_us(T0 + timedelta(hours=1, minutes=1))),
+    ]
+    assert list(queries.readings_chained(plain, "q", ("light",), seen + 1, seen + 1)) == []
+    assert list(queries.readings_chained(plain, "q", ("weather",), seen, head)) == []
+    assert list(queries.readings_chained(plain, "q", ("status",), seen, head)) == [("n1", to_us(T0))]
+    counted = queries.hourly_reading_counts(
+        plain, "q", ("light", "weather"), to_us(T0), to_us(T0) + 2 * 3_600_000_000
+    )
+    assert sorted((r["sensor"], r["hour"], r["readings"]) for r in counted) == [
+        ("l2", hour, 1),
+        ("l|1", hour, 1),
+        ("l|1", hour + 1, 1),
+    ]
+    one_hour = queries.hourly_reading_counts(plain, "q", ("light",), to_us(T0), to_us(T0) + 3_600_000_000)
+    assert sorted((r["sensor"], r["readings"]) for r in one_hour) == [("l2", 1), ("l|1", 1)]
+
+
 def test_portal_actions_newest_first_with_their_chain_entry(store: Store, plain: sqlite3.Connection) -> None:
     with store.batch():
         first = store.append_portal_action("q", "ann", "town", "notice_close", "DOV-1", "web", {"a": 1}, T0)
