@@ -210,8 +210,8 @@ def test_no_label_prints_over_another_on_the_demo_plan(config: Config) -> None:
         assert len(placed) == expected + len(plan.get("parcels", ()))
         assert intersecting(placed, plan) == []
         for label in placed.values():  # on the canvas, above the scale bar
-            assert 0 <= label.box.x0 and label.box.x1 <= plan["width"]
-            assert 0 <= label.box.y0 and label.box.y1 <= plan["height"] - siteplan.FOOT
+            assert label.box.x0 >= 0 and label.box.x1 <= plan["width"]
+            assert label.box.y0 >= 0 and label.box.y1 <= plan["height"] - siteplan.FOOT
         # Deterministic: the same plan, the same places.
         assert siteplan.labels(plan, font) == placed
     plan = siteplan.view(site, siteplan.ALL_LAYERS)
@@ -236,7 +236,8 @@ def test_labels_of_monitors_standing_together_are_set_apart(config: Config) -> N
     crowded = dataclasses.replace(
         site,
         sensors=tuple(
-            dataclasses.replace(s, position=(point[0] + i * 1e-6, point[1])) for i, s in enumerate(site.sensors)
+            dataclasses.replace(s, position=(point[0] + i * 1e-6, point[1]))
+            for i, s in enumerate(site.sensors)
         ),
         gates=tuple(dataclasses.replace(g, position=(point[0], point[1] + 1e-5)) for g in site.gates),
         dwellings=tuple(
