@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor import geo
 from monitor.config import Config, parse_config
 from monitor.journal.store import Store
 from monitor.portal import siteplan
@@ -163,7 +164,6 @@ def test_the_scale_bar_is_as_long_as_its_metres_on_the_plan(config: Config) -> N
     assert n2 is not None and n3 is not None
     (u1, v1), (u2, v2) = frame.at(n2), frame.at(n3)
     canvas_units = ((u2 - u1) ** 2 + (v2 - v1) ** 2) ** 0.5
-    from monitor import geo
 
     metres = geo.great_circle_m(n2, n3)
     assert canvas_units / plan["scale_units"] * plan["scale_m"] == pytest.approx(metres, rel=0.01)
@@ -276,3 +276,35 @@ def test_place_labels_takes_the_first_free_side_nearest_the_preferred_one() -> N
     edge = siteplan.Box(0, 100, 10, 110)
     [kept] = siteplan.place_labels([("a long name", "label", edge, (-1.0, 0.0))], [edge], 400, 400, 20)
     assert kept.box.x0 >= 2
+
+
+def test_a_click_on_the_complaint_plan_is_mapped_by_the_width_it_was_drawn_at(config: Config) -> None:
+    """The same point clicked on the plan drawn 340 px wide (no JavaScript: no pick_width) and
+    720 px wide (the page's script sends pick_width) is the same place; a pick_width that is no
+    width is refused naming the field."""
+    from starlette.datastructures import FormData
+
+    from monitor.portal.complaint_pages import PICK_WIDTH_PX, picked
+    from monitor.portal.data import Refused
+
+    site = config.sites[0]
+    frame = siteplan.canvas(site, siteplan.PUBLIC_LAYERS)
+    assert frame is not None
+    gate = next(g.position for g in site.gates if g.id == "gate-east")
+    assert gate is not None
+    u, v = frame.at(gate)
+    for width in (PICK_WIDTH_PX, 720.0):
+        px, py = u * width / siteplan.WIDTH, v * width / siteplan.WIDTH
+        form = {f"pick-{site.id}.x": f"{px:.3f}", f"pick-{site.id}.y": f"{py:.3f}"}
+        if width != PICK_WIDTH_PX:
+            form["pick_width"] = f"{width:g}"
+        point = picked(FormData(form), site)
+        assert geo.great_circle_m(point, gate) < 0.01, (width, point)
+    # The script's width at the 390-px phone, with a fraction of a pixel.
+    px, py = u * 358.4 / siteplan.WIDTH, v * 358.4 / siteplan.WIDTH
+    form = {f"pick-{site.id}.x": str(px), f"pick-{site.id}.y": str(py), "pick_width": "358.4"}
+    assert geo.great_circle_m(picked(FormData(form), site), gate) < 0.01
+    for bad in ("wide", "0", "-340", "nan", "1e9"):
+        form["pick_width"] = bad
+        with pytest.raises(Refused, match=r"^pick_width: expected the plan's width in pixels, 100 to 4000"):
+            picked(FormData(form), site)
