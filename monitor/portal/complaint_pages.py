@@ -46,7 +46,8 @@ MAX_SPAN = timedelta(days=7)  # a complaint's "when": a time or a span of at mos
 MAX_AGE = timedelta(days=366)
 MAX_AHEAD = timedelta(minutes=10)  # a clock a little ahead of the server's
 MAX_PLAN_M = 20_000.0  # a complaint's point on the plan lies within this of the mine
-PICK_WIDTH_PX = 340  # the plan image's width on the complaint page (fits a 390-px phone)
+PICK_WIDTH_PX = 340  # the plan image's width on the complaint page without JavaScript (fits a phone)
+PICK_WIDTHS_PX = (100.0, 4000.0)  # the widths a page may say its plan was clicked at
 LIMITS = {
     "address": MAX_ADDRESS,
     "description": MAX_DESCRIPTION,
@@ -137,9 +138,28 @@ def _position(form: FormData, site: SiteConfig) -> geo.LatLon | None:
     return position
 
 
+def pick_width(form: FormData) -> float:
+    """The CSS pixels across the plan image was drawn at when clicked: ``pick_width`` as the
+    page's script wrote it (the plan then fills its box), else ``PICK_WIDTH_PX`` (without
+    JavaScript the page draws it that wide)."""
+    text = _text(form, "pick_width")
+    if not text:
+        return float(PICK_WIDTH_PX)
+    try:
+        width = float(text)
+    except ValueError:
+        width = math.nan
+    low, high = PICK_WIDTHS_PX
+    if not (math.isfinite(width) and low <= width <= high):
+        raise Refused(
+            f"pick_width: expected the plan's width in pixels, {low:g} to {high:g}; got {text[:40]!r}"
+        )
+    return width
+
+
 def picked(form: FormData, site: SiteConfig) -> geo.LatLon:
     """The point a click on a site's plan image (``<input type="image" name="pick-{site}">``)
-    stands for: the browser sends the click's CSS pixels in the image, ``PICK_WIDTH_PX`` across."""
+    stands for: the browser sends the click's CSS pixels in the image, :func:`pick_width` across."""
     frame = siteplan.canvas(site, siteplan.PUBLIC_LAYERS)
     try:
         px, py = float(_text(form, f"pick-{site.id}.x")), float(_text(form, f"pick-{site.id}.y"))
@@ -147,7 +167,7 @@ def picked(form: FormData, site: SiteConfig) -> geo.LatLon:
         raise Refused("pick: click on the site plan") from None
     if frame is None or not (math.isfinite(px) and math.isfinite(py)):
         raise Refused("pick: this mine has no site plan; give an address")
-    units = siteplan.WIDTH / PICK_WIDTH_PX
+    units = siteplan.WIDTH / pick_width(form)
     return frame.latlon(px * units, py * units)
 
 

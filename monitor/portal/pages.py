@@ -21,6 +21,7 @@ from monitor.config import SiteConfig
 from monitor.errors import DecodeError, UsageError
 from monitor.journal import audio_clips
 from monitor.portal import limits, periods, siteplan
+from monitor.portal import svg as plot
 from monitor.portal.data import EVENT_KINDS, NotFound, Refused, Scope, new_event_id
 from monitor.portal.periods import Period
 from monitor.portal.web import AUDIENCE, CAN, Web, period_param
@@ -461,6 +462,12 @@ class SitePages:
             return "" if p is None else f"?{p.query()}{kept}"
 
         groups = finding_groups(data, chosen, zone)
+        # The episodes' shading links to the notice where the reader may open it (the findings
+        # list's allow-list), else to its findings on the page: there, under its group or, when
+        # the filters leave the group out, its line in the list of episodes.
+        if notice_links:
+            svg = plot.with_notice_links(svg, data["episodes"])
+        grouped = {g["episode"]["id"] for g in groups if g["episode"]}
         steps = [
             (step, link(periods.aligned(step, period.centre, zone)))
             for step in ("hour", "day", "week", "month")
@@ -484,6 +491,8 @@ class SitePages:
             groups=groups,
             shown=sum(len(g["findings"]) for g in groups),
             notice_links=notice_links,
+            grouped=grouped,
+            anchor=plot.episode_anchor,
         )
 
     def filter_options(self, site: SiteConfig) -> dict[str, list[tuple[str, str]]]:

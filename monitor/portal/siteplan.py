@@ -200,35 +200,216 @@ def view(
     return out
 
 
-def _label(
-    x: float, y: float, text: str, cls: str, centre: tuple[float, float], away: float, font: float
-) -> str:
-    """A label ``away`` units from its mark, on the side away from the drawing's centre (inward
-    for a negative ``away``): a boundary's marks then keep their labels off its line and apart."""
-    dx, dy = x - centre[0], y - centre[1]
-    norm = math.hypot(dx, dy) or 1.0
-    ux, uy = dx / norm * (1 if away > 0 else -1), dy / norm * (1 if away > 0 else -1)
-    anchor = "start" if ux > 0.5 else ("end" if ux < -0.5 else "middle")
-    lx, ly = x + ux * abs(away), y + uy * abs(away) + 6
-    # A long name on two lines, each about as wide as the canvas can hold beside a mark.
-    lines = textwrap.wrap(text, 16) if len(text) > 20 else [text]
-    wide = 0.55 * font * max(len(line) for line in lines)  # about
-    left = {"start": lx, "end": lx - wide, "middle": lx - wide / 2}[anchor]
-    if left < 4 or left + wide > WIDTH - 4:
-        # No room beside the mark: above it, against the canvas's edge.
-        anchor, lx = ("start", 4.0) if left < 4 else ("end", WIDTH - 4)
-        ly = y - font * len(lines) + 4
-    if uy < -0.5 and len(lines) > 1 and not (left < 4 or left + wide > WIDTH - 4):
-        ly -= font * (len(lines) - 1)  # above the mark: the last line ends where one line would
-    spans = "".join(
-        f'<tspan x="{lx:.1f}" dy="{0 if i == 0 else font:g}">{escape(line)}</tspan>'
-        for i, line in enumerate(lines)
+# A label's box, in ems of its font: above and below its baseline, and the characters' widths
+# (DejaVu Sans, the system-ui of Debian's chromium, rounded up: most lowercase and digits 0.64,
+# m, w and capitals up to 1.0, spaces and i, l, j, t, f, r and punctuation 0.42).
+ASCENT, DESCENT, CHAR_EM = 0.95, 0.26, 0.64
+WIDE_EM, NARROW_EM = 1.0, 0.42
+NARROW = frozenset(" iljtfr.,:;()'!|-")
+LABEL_GAP = 4.0  # canvas units between a mark and its label
+RINGS = 8  # how far out labels are tried: each ring 0.6 em further from the mark
+# The eight sides of a mark a label is tried on, by angle (SVG's y runs down).
+SIDES = tuple(
+    (round(math.cos(math.radians(a))), round(-math.sin(math.radians(a)))) for a in range(0, 360, 45)
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """An axis-aligned rectangle of the canvas (x0 < x1, y0 < y1)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def meets(self, other: Box) -> bool:
+        """True when the two share an area (touching edges do not)."""
+        return self.x0 < other.x1 and other.x0 < self.x1 and self.y0 < other.y1 and other.y0 < self.y1
+
+    def overlap(self, other: Box) -> float:
+        return max(0.0, min(self.x1, other.x1) - max(self.x0, other.x0)) * max(
+            0.0, min(self.y1, other.y1) - max(self.y0, other.y0)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """A mark's label as placed: its lines from ``x`` (by ``anchor``) with the first baseline at
+    ``y``, and the box they take; ``leader``: set away from its mark, joined to it by a line."""
+
+    text: str
+    lines: tuple[str, ...]
+    cls: str
+    x: float
+    y: float
+    anchor: str
+    box: Box
+    mark: Box
+    leader: bool
+
+    def svg(self, font: float) -> str:
+        """The label's ``<text>``; styled by attributes, not the portal's stylesheet (the public
+        plan is shown as an image)."""
+        spans = "".join(
+            f'<tspan x="{self.x:.1f}" dy="{0 if i == 0 else font:g}">{escape(line)}</tspan>'
+            for i, line in enumerate(self.lines)
+        )
+        return (
+            f'<text class="{self.cls}" x="{self.x:.1f}" y="{self.y:.1f}" text-anchor="{self.anchor}"'
+            f' fill="#1d2428" paint-order="stroke" stroke="#fbfaf5" stroke-width="3">{spans}</text>'
+        )
+
+    def leader_svg(self) -> str:
+        """A label set away: a line from its mark's middle to the nearest point of its box
+        (drawn before the mark, which covers its start)."""
+        if not self.leader:
+            return ""
+        mx, my = (self.mark.x0 + self.mark.x1) / 2, (self.mark.y0 + self.mark.y1) / 2
+        lx, ly = min(max(mx, self.box.x0), self.box.x1), min(max(my, self.box.y0), self.box.y1)
+        return (
+            f'<line class="leader" x1="{mx:.1f}" y1="{my:.1f}" x2="{lx:.1f}" y2="{ly:.1f}"'
+            ' stroke="#5b6870" stroke-width="1.5"/>'
+        )
+
+
+def text_ems(line: str) -> float:
+    """About how wide ``line`` prints, in ems (never narrower than it does in DejaVu Sans)."""
+    return sum(WIDE_EM if c in "mwMW" or c.isupper() else NARROW_EM if c in NARROW else CHAR_EM for c in line)
+
+
+def _lines(text: str) -> tuple[str, ...]:
+    """A long name on lines about as wide as the canvas can hold beside a mark."""
+    return tuple(textwrap.wrap(text, 16)) if len(text) > 20 else (text,)
+
+
+def _candidate(mark: Box, side: tuple[int, int], away: float, lines: Sequence[str], font: float) -> Label:
+    """The label set ``away`` units off ``mark`` on ``side`` (dx, dy in -1, 0, 1)."""
+    wide = font * max(text_ems(line) for line in lines)
+    high = (len(lines) - 1 + ASCENT + DESCENT) * font
+    dx, dy = side
+    mx, my = (mark.x0 + mark.x1) / 2, (mark.y0 + mark.y1) / 2
+    if dx > 0:
+        x0, anchor, x = mark.x1 + away, "start", mark.x1 + away
+    elif dx < 0:
+        x0, anchor, x = mark.x0 - away - wide, "end", mark.x0 - away
+    else:
+        x0, anchor, x = mx - wide / 2, "middle", mx
+    if dy > 0:
+        y0 = mark.y1 + away
+    elif dy < 0:
+        y0 = mark.y0 - away - high
+    else:
+        y0 = my - high / 2
+    box = Box(x0, y0, x0 + wide, y0 + high)
+    return Label("", tuple(lines), "", x, y0 + ASCENT * font, anchor, box, mark, False)
+
+
+def place_labels(
+    wanted: Sequence[tuple[str, str, Box, tuple[float, float]]],
+    obstacles: Sequence[Box],
+    width: float,
+    height: float,
+    font: float,
+) -> list[Label]:
+    """Labels that print over no other label and no mark, deterministically: each of ``wanted``
+    (text, class, its mark's box, the direction it prefers) in order tries the eight sides of
+    its mark, nearest its preferred direction first, in rings further out, and takes the first
+    place inside [0, width] x [0, height] that meets neither a label placed before nor one of
+    ``obstacles`` (every mark). Where none is free, the place overlapping least. A label set
+    beyond the first ring is joined to its mark by a leader line."""
+    placed: list[Label] = []
+    for text, cls, mark, prefer in wanted:
+        lines = _lines(text)
+        angle = math.atan2(prefer[1], prefer[0]) if prefer != (0.0, 0.0) else 0.0
+        # Sides nearest the preferred direction first; a tie goes to the earlier side of SIDES.
+        sides = sorted(
+            SIDES,
+            key=lambda s: abs(math.remainder(math.atan2(s[1], s[0]) - angle, math.tau)),
+        )
+        blocked = [*obstacles, *(p.box for p in placed)]
+        best: tuple[float, Label] | None = None
+        chosen = None
+        for ring in range(RINGS):
+            for side in sides:
+                label = _candidate(mark, side, LABEL_GAP + ring * 0.6 * font, lines, font)
+                b = label.box
+                if b.x0 < 2 or b.y0 < 2 or b.x1 > width - 2 or b.y1 > height:
+                    continue
+                label = Label(text, lines, cls, label.x, label.y, label.anchor, b, mark, ring > 0)
+                cost = sum(b.overlap(o) for o in blocked if o is not mark)
+                if cost == 0:
+                    chosen = label
+                    break
+                if best is None or cost < best[0]:
+                    best = (cost, label)
+            if chosen is not None:
+                break
+        if chosen is None:
+            fallback = _candidate(mark, sides[0], LABEL_GAP, lines, font)
+            chosen = (
+                best[1]
+                if best
+                else Label(
+                    text, lines, cls, fallback.x, fallback.y, fallback.anchor, fallback.box, mark, False
+                )
+            )
+        placed.append(chosen)
+    return placed
+
+
+def _mark_boxes(plan: Mapping[str, Any]) -> dict[str, Box]:
+    """The box each drawn mark takes (as ``svg`` draws them), by ``kind:id``."""
+    out: dict[str, Box] = {}
+    for m in plan.get("monitors", ()):
+        x, y = m["at"]
+        out[f"monitor:{m['id']}"] = Box(x - 15, y - 15, x + 15, y + 15)
+    for g in plan.get("gates", ()):
+        x, y = g["at"]
+        out[f"gate:{g['id']}"] = Box(x - 11, y - 6, x + 11, y + 6)
+    for d in plan.get("dwellings", ()):
+        x, y = d["at"]
+        out[f"dwelling:{d['id']}"] = Box(x - 10, y - 12, x + 10, y + 9)
+    return out
+
+
+def labels(plan: Mapping[str, Any], font: float = FONT_UNITS) -> dict[str, Label]:
+    """Every label of the plan, placed (:func:`place_labels`), by ``kind:id`` of what it names:
+    monitors first (small marks close together), then gates, dwellings and parcels. Each
+    prefers the side away from the drawing's centre (a boundary's marks then keep their labels
+    off its line and apart); a monitor's the side toward it (inside the boundary it stands on)."""
+    if not plan.get("drawn"):
+        return {}
+    w, h = plan["width"], plan["height"]
+    cx, cy = w / 2, (h - FOOT) / 2
+    marks = _mark_boxes(plan)
+    wanted: list[tuple[str, str, str, Box, tuple[float, float]]] = []
+
+    def outward(box: Box, sign: float) -> tuple[float, float]:
+        return (sign * ((box.x0 + box.x1) / 2 - cx), sign * ((box.y0 + box.y1) / 2 - cy))
+
+    for m in plan.get("monitors", ()):
+        box = marks[f"monitor:{m['id']}"]
+        wanted.append((f"monitor:{m['id']}", m["id"], "label monitor-label", box, outward(box, -1)))
+    for g in plan.get("gates", ()):
+        box = marks[f"gate:{g['id']}"]
+        wanted.append((f"gate:{g['id']}", g["name"] or g["id"], "label gate-label", box, outward(box, 1)))
+    for d in plan.get("dwellings", ()):
+        box = marks[f"dwelling:{d['id']}"]
+        wanted.append((f"dwelling:{d['id']}", d["name"], "label dwelling-label", box, outward(box, 1)))
+    for p in plan.get("parcels", ()):
+        x = sum(q[0] for q in p["points"]) / len(p["points"])
+        y = max(q[1] for q in p["points"])
+        box = Box(x - 1, y - 1, x + 1, y + 1)
+        wanted.append((f"parcel:{p['id']}", p["section"] or p["id"], "label parcel-label", box, (0.0, 1.0)))
+    placed = place_labels(
+        [(text, cls, box, prefer) for _, text, cls, box, prefer in wanted],
+        list(marks.values()),
+        w,
+        h - FOOT,
+        font,
     )
-    # Styled by attributes, not the portal's stylesheet: the public plan is shown as an image.
-    return (
-        f'<text class="{cls}" x="{lx:.1f}" y="{ly:.1f}" text-anchor="{anchor}" fill="#1d2428"'
-        f' paint-order="stroke" stroke="#fbfaf5" stroke-width="3">{spans}</text>'
-    )
+    return {key: label for (key, *_), label in zip(wanted, placed, strict=True)}
 
 
 def svg(
@@ -243,7 +424,7 @@ def svg(
     if not plan.get("drawn"):
         return ""
     w, h = plan["width"], plan["height"]
-    centre = (w / 2, (h - FOOT) / 2)
+    placed = labels(plan, font)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" id="{element_id}" class="siteplan"'
         f' viewBox="0 0 {w:g} {h:g}"'
@@ -265,25 +446,25 @@ def svg(
             f' stroke="#1565c0" stroke-width="2" stroke-dasharray="8 4">'
             f"<title>{escape(words)}</title></polygon>"
         )
-        x = sum(q[0] for q in p["points"]) / len(p["points"])
-        y = max(q[1] for q in p["points"])
-        out.append(_label(x, y, p["section"] or p["id"], "label parcel-label", centre, 18, font))
+        out.append(placed[f"parcel:{p['id']}"].leader_svg() + placed[f"parcel:{p['id']}"].svg(font))
     for g in plan.get("gates", ()):
         x, y = g["at"]
         out.append(
             f'<g class="gate" data-gate="{escape(g["id"])}"><title>{escape(g["name"] or g["id"])}</title>'
-            f'<rect x="{x - 10:.1f}" y="{y - 5:.1f}" width="20" height="10" fill="#000" />'
-            + _label(x, y, g["name"] or g["id"], "label gate-label", centre, 6 + font * 0.6, font)
+            + placed[f"gate:{g['id']}"].leader_svg()
+            + f'<rect x="{x - 10:.1f}" y="{y - 5:.1f}" width="20" height="10" fill="#000" />'
+            + placed[f"gate:{g['id']}"].svg(font)
             + "</g>"
         )
     for d in plan.get("dwellings", ()):
         x, y = d["at"]
         out.append(
             f'<g class="dwelling" data-dwelling="{escape(d["id"])}"><title>{escape(d["name"])}</title>'
-            f'<polygon points="{x - 9:.1f},{y - 2:.1f} {x:.1f},{y - 11:.1f} {x + 9:.1f},{y - 2:.1f}"'
+            + placed[f"dwelling:{d['id']}"].leader_svg()
+            + f'<polygon points="{x - 9:.1f},{y - 2:.1f} {x:.1f},{y - 11:.1f} {x + 9:.1f},{y - 2:.1f}"'
             ' fill="#6d4c41"/>'
             f'<rect x="{x - 7:.1f}" y="{y - 2:.1f}" width="14" height="10" fill="#6d4c41"/>'
-            + _label(x, y, d["name"], "label dwelling-label", centre, 6 + font * 0.8, font)
+            + placed[f"dwelling:{d['id']}"].svg(font)
             + "</g>"
         )
     for m in plan.get("monitors", ()):
@@ -292,9 +473,9 @@ def svg(
         title = f"{m['id']} ({m['kind']}, {m['placement']}): {STATE_LABELS[state]}"
         if m["location"]:
             title += f"; {m['location']}"
-        mark = (
+        mark = placed[f"monitor:{m['id']}"].leader_svg() + (
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="13" fill="{STATE_COLOURS[state]}" stroke="#212121"'
-            f' stroke-width="2"/>' + _label(x, y, m["id"], "label monitor-label", centre, -22, font)
+            f' stroke-width="2"/>' + placed[f"monitor:{m['id']}"].svg(font)
         )
         attrs = f'class="monitor state-{state}" data-sensor="{escape(m["id"])}" data-state="{state}"'
         if m["chart"]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from html import escape
@@ -114,6 +115,39 @@ def time_ticks(t0: float, t1: float, zone: ZoneInfo) -> list[tuple[float, str]]:
     return out
 
 
+def episode_anchor(episode_id: str) -> str:
+    """The period view's element id of an episode's findings (its group, or its line in the list
+    of episodes when a filter leaves its group out): where its shading links for a reader who
+    may not open its notice."""
+    return f"episode-{episode_id}"
+
+
+def episode_link(episode: Mapping[str, Any], *, to_notice: bool) -> str:
+    """The opening ``<a>`` around an episode's shading, with its accessible title: to its notice
+    (``to_notice``, for a reader the role allow-list lets open notices) or to its findings on
+    the page. The plot is drawn once for every reader (cached per site and window) with the
+    page links; :func:`with_notice_links` swaps in the notice links for a reader who may."""
+    if to_notice and episode.get("notice"):
+        href = f"/notices/{urllib.parse.quote(str(episode['notice']))}"
+        where = f"open notice {episode['notice']}"
+    else:
+        href = "#" + urllib.parse.quote(episode_anchor(str(episode["id"])))
+        where = "its findings on this page"
+    return (
+        f'<a class="episode-link" href="{escape(href)}" data-episode="{escape(str(episode["id"]))}">'
+        f"<title>violation: {escape(str(episode['text']))} ({escape(where)})</title>"
+    )
+
+
+def with_notice_links(svg: str, episodes: Sequence[Mapping[str, Any]]) -> str:
+    """The plot ``svg`` with each episode's shading linked to its notice instead of its findings
+    on the page (an episode without a notice keeps its page link)."""
+    for e in episodes:
+        if e.get("notice"):
+            svg = svg.replace(episode_link(e, to_notice=False), episode_link(e, to_notice=True))
+    return svg
+
+
 def _frame(
     p: _Panel, view: Mapping[str, Any], sensor: str, title: str, unit: str, ticks: Sequence[tuple[float, str]]
 ) -> list[str]:
@@ -145,9 +179,10 @@ def _frame(
             continue
         x0, x1 = p.x(e["start"]), p.x(e["end"])
         out.append(
-            f'<rect class="episode" x="{x0:.1f}" y="{p.top}" width="{max(x1 - x0, 3):.1f}" height="{PANEL_H}"'
-            f' data-episode="{escape(e["id"])}" data-start="{e["start"]}" data-end="{e["end"]}">'
-            f"<title>violation: {escape(e['text'])}</title></rect>"
+            episode_link(e, to_notice=False)
+            + f'<rect class="episode" x="{x0:.1f}" y="{p.top}" width="{max(x1 - x0, 3):.1f}"'
+            f' height="{PANEL_H}"'
+            f' data-episode="{escape(e["id"])}" data-start="{e["start"]}" data-end="{e["end"]}"/></a>'
         )
     for v, text in ticks:
         y = p.y(v)

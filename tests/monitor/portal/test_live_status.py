@@ -85,7 +85,25 @@ def test_the_status_page_updates_in_place_as_readings_arrive(env: Env, context: 
         assert warning() in shown, shown
         assert page.evaluate("window.notReloaded") is True
         page.set_viewport_size({"width": 390, "height": 800})
+        # At 390 px the table is a column of cards: nothing scrolls sideways, neither the page
+        # nor the table's own box, and each meter's trend is on screen whole.
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        table = page.locator("#sensors")
+        assert table.evaluate("e => e.parentElement.scrollWidth <= e.parentElement.clientWidth")
+        assert table.evaluate("e => e.scrollWidth <= e.clientWidth")
+        box = page.locator("tr[data-sensor=n1] td.trend svg").bounding_box()
+        assert box is not None and box["width"] >= 150 and box["height"] >= 25, box
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+        assert page.locator("tr[data-sensor=n1] td.trend svg").is_visible()
+        # Each value under its column's name (the header row is off screen, for screen readers).
+        label = page.eval_on_selector(
+            "tr[data-sensor=n1] td.laeq", "e => getComputedStyle(e, '::before').content"
+        )
+        assert label == '"Last minute LAeq"'
         page.screenshot(path=str(env.artifacts / "operator-live-status-390.png"), full_page=True)
+        # At 1280 px it is a table again, the trend in its column.
+        page.set_viewport_size({"width": 1280, "height": 800})
+        assert page.eval_on_selector("#sensors thead", "e => e.getBoundingClientRect().width") > 1000
     finally:
         meters.halt.set()
         meters.join(5)

@@ -283,3 +283,69 @@ def test_status_and_day_pages_fit_a_390_px_screen(demo: Demo, browser: Browser, 
     assert box <= 390
     page.screenshot(path=str(demo.artifacts / f"390-{role}-{path}.png"), full_page=True)
     context.close()
+
+
+def test_a_shaded_episode_links_to_its_notice_or_to_its_findings(demo: Demo, browser: Browser) -> None:
+    """The Town may open notices: a click on the n3 shading lands on its notice. The inspector
+    may not (the findings list's allow-list): the shading links to the episode's findings on
+    the page, or to its line in the list of episodes when the filters leave its group out."""
+    context, page = login(browser, demo, "town")
+    page.goto(f"{demo.url}/sites/{SITE}/day?date={DAY}")
+    api = context.request.get(f"{demo.url}/api/v1/sites/{SITE}/day?date={DAY}").json()
+    [noise] = [e for e in api["episodes"] if e["sensors"] == ["n3"]]
+    assert noise["notice"]
+    link = page.locator("#panel-n3 a.episode-link")
+    assert link.count() == 1 and link.get_attribute("href") == f"/notices/{noise['notice']}"
+    # Its accessible name says what it is and where it goes (the <title> of the <a>).
+    named = page.get_by_role("link", name=f"open notice {noise['notice']}")
+    assert named.count() == 1 and named.get_attribute("data-episode") == noise["id"]
+    shaded = page.locator("#panel-n3 rect.episode")
+    box = shaded.bounding_box()
+    assert box is not None
+    # Near the foot of the panel, below the levels and the marks' labels: the shading itself.
+    shaded.click(position={"x": box["width"] / 2, "y": box["height"] - 4})
+    page.wait_for_url(f"{demo.url}/notices/{noise['notice']}")
+    assert noise["notice"] in page.inner_text("h1")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(demo.artifacts / "town-notice-390.png"), full_page=True)
+    context.close()
+
+    context, page = login(browser, demo, "inspector")
+    page.goto(f"{demo.url}/sites/{SITE}/day?date={DAY}")
+    assert page.locator("a[href^='/notices/']").count() == 0
+    anchor = f"episode-{noise['id']}"
+    link = page.locator("#panel-n3 a.episode-link")
+    assert link.get_attribute("href") == f"#{anchor}"
+    assert page.get_by_role("link", name="its findings on this page").count() == len(
+        [s for e in api["episodes"] for s in e["sensors"] if s in api["sound"] or s in api["light"]]
+    )
+    shaded = page.locator("#panel-n3 rect.episode")
+    box = shaded.bounding_box()
+    assert box is not None
+    shaded.click(position={"x": box["width"] / 2, "y": box["height"] - 4})
+    page.wait_for_url(f"**#{anchor}")
+    group = page.locator(f"#{anchor}")
+    assert (
+        group.evaluate("e => e.tagName") == "DETAILS" and group.get_attribute("data-episode") == noise["id"]
+    )
+    assert group.is_visible() and group.evaluate("e => e.getBoundingClientRect().top") < 900
+    # Filtered to another sensor, the group is left out: the episode's line in the list instead.
+    page.goto(f"{demo.url}/sites/{SITE}/day?date={DAY}&sensor=n1")
+    target = page.locator(f"#{anchor}")
+    assert target.count() == 1 and target.evaluate("e => e.closest('#day-episodes') !== null")
+    context.close()
+
+
+def test_the_demo_plans_labels_are_apart(demo: Demo, browser: Browser) -> None:
+    """The demo's plan as Chromium draws it: sky1 and wx1 (18 m apart in the processing yard)
+    printed over each other; now no label meets another."""
+    from tests.monitor.portal.test_siteplan import overlapping_labels
+
+    context, page = login(browser, demo, "town")
+    page.goto(f"{demo.url}/sites/{SITE}/plan")
+    labels = page.locator("#site-plan text.monitor-label").all_text_contents()
+    assert {"sky1", "wx1", "sg1"} <= set(labels)
+    assert overlapping_labels(page) == []
+    page.locator("#plan-figure").screenshot(path=str(demo.artifacts / "siteplan.png"))
+    context.close()

@@ -10,6 +10,7 @@ import re
 from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -19,7 +20,7 @@ from monitor.journal import queries
 from monitor.journal.store import Store
 from monitor.portal import periods
 from monitor.portal.data import Portal, Scope, User
-from monitor.portal.svg import CHAR_W, LABEL_ROW, DayPlot, label_rows, spread
+from monitor.portal.svg import CHAR_W, LABEL_ROW, DayPlot, label_rows, spread, with_notice_links
 from monitor.wire.canonical import to_us
 from rules.model import LightSummary, SoundLevels
 
@@ -329,3 +330,56 @@ def test_a_week_view_follows_new_seconds_hour_by_hour_and_equals_a_fresh_computa
     assert changed["sound"]["n4"] == [("2026-06-10T19:00:00Z", 70.0, 70.0, 70.0)]
     fresh, _ = Portal(scope.config, clock=lambda: now).period_view(scope, "s1", week)
     assert fresh["sound"] == changed["sound"]
+
+
+def test_an_episodes_shading_links_to_its_findings_or_for_a_reader_of_notices_to_its_notice() -> None:
+    """The plot is drawn once for every reader with links to the episodes' findings on the page;
+    with_notice_links swaps in the notice's page for an episode that has a notice, and only it."""
+    view: dict[str, Any] = {
+        "site": "s1",
+        "timezone": "America/Chicago",
+        "from": "2026-12-10T21:00:00Z",
+        "to": "2026-12-10T23:00:00Z",
+        "span": "two hours",
+        "resolution": "minute",
+        "sensors": [
+            {"id": "n3", "kind": "sound", "placement": "boundary", "standard": "6.D", "limit_db": 80.0}
+        ],
+        "sound": {"n3": [(f"2026-12-10T22:0{m}:00Z", 85.0) for m in range(5)]},
+        "light": {},
+        "light_limits": {},
+        "days": [],
+        "blasts": [],
+        "unreported_blasts": [],
+        "exempt": [],
+        "episodes": [
+            {"id": "ep-1", "sensors": ["n3"], "start": "2026-12-10T22:00:00Z", "end": "2026-12-10T22:04:00Z",
+             "text": "noise at n3", "notice": "DOV-2026-0002"},
+            {"id": "ep-2", "sensors": ["n3"], "start": "2026-12-10T22:30:00Z", "end": "2026-12-10T22:31:00Z",
+             "text": "more noise", "notice": None},
+        ],
+    }  # fmt: skip
+    drawn = DayPlot().render(view)
+    links = re.findall(
+        r'<a class="episode-link" href="([^"]+)" data-episode="([^"]+)"><title>([^<]+)</title>', drawn
+    )
+    assert links == [
+        ("#episode-ep-1", "ep-1", "violation: noise at n3 (its findings on this page)"),
+        ("#episode-ep-2", "ep-2", "violation: more noise (its findings on this page)"),
+    ]
+    assert drawn.count('<rect class="episode"') == 2 and drawn.count("</a>") == 2
+    town = with_notice_links(drawn, view["episodes"])
+    links = re.findall(
+        r'<a class="episode-link" href="([^"]+)" data-episode="([^"]+)"><title>([^<]+)</title>', town
+    )
+    assert links == [
+        ("/notices/DOV-2026-0002", "ep-1", "violation: noise at n3 (open notice DOV-2026-0002)"),
+        ("#episode-ep-2", "ep-2", "violation: more noise (its findings on this page)"),
+    ]
+    # Nothing else of the plot changes.
+    assert (
+        town.replace("/notices/DOV-2026-0002", "#episode-ep-1").replace(
+            "open notice DOV-2026-0002", "its findings on this page"
+        )
+        == drawn
+    )

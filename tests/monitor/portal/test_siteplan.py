@@ -93,6 +93,21 @@ def states(page: Page) -> dict[str, str]:
     }
 
 
+def overlapping_labels(page: Page) -> list[tuple[str, str]]:
+    """Pairs of the plan's labels whose rendered boxes (getBBox) share an area."""
+    found = page.eval_on_selector_all(
+        "#site-plan text.label",
+        "els => els.map(e => { const b = e.getBBox();"
+        " return [e.textContent, b.x, b.y, b.x + b.width, b.y + b.height]; })",
+    )
+    return [
+        (a[0], b[0])
+        for i, a in enumerate(found)
+        for b in found[i + 1 :]
+        if a[1] < b[3] and b[1] < a[3] and a[2] < b[4] and b[2] < a[4]
+    ]
+
+
 def no_horizontal_overflow(page: Page) -> None:
     width = page.evaluate("document.documentElement.scrollWidth")
     viewport = page.evaluate("window.innerWidth")
@@ -125,6 +140,8 @@ def test_the_plan_page_for_each_role(env: Env, live: datetime, context: BrowserC
         assert label in legend
     # What the configuration does not give is said (here: the nearest dwellings are given).
     assert page.locator("#plan-missing").count() == 0
+    # No label prints over another, as Chromium lays the text out.
+    assert overlapping_labels(page) == []
     page.screenshot(path=str(env.artifacts / f"plan-{role}-1280.png"), full_page=True)
     # Another site is outside every one of these accounts' scope.
     assert page.goto(f"{env.url}/sites/other/plan").status == 404  # type: ignore[union-attr]
@@ -188,17 +205,27 @@ def test_the_plan_fits_a_390px_screen(env: Env, live: datetime, browser: Browser
         phone.close()
 
 
-def test_a_complaint_placed_by_a_click_on_the_plan(env: Env, context: BrowserContext) -> None:
-    """The resident clicks beside monitor n2 on the public plan (no JavaScript involved: the
-    image input posts the click); the stored point is that place and n2 is named nearest."""
+@pytest.mark.parametrize(
+    ("width", "javascript"),
+    [(390, True), (1280, True), (1280, False)],
+    ids=["390px", "1280px", "1280px-nojs"],
+)
+def test_a_complaint_placed_by_a_click_on_the_plan(
+    env: Env, browser: Browser, width: int, javascript: bool
+) -> None:
+    """The resident clicks beside monitor n2 on the public plan (the image input posts the
+    click's pixels); the stored point is that place and n2 is named nearest. With JavaScript the
+    plan fills its box (on a phone and on a wide screen) and the page sends the width clicked;
+    without, it is drawn PICK_WIDTH_PX wide and the server maps the pixels by that."""
     site = load_config(env.config, secrets="defer").site(SITE)
     assert site is not None
     frame = siteplan.canvas(site, siteplan.PUBLIC_LAYERS)
     assert frame is not None
     target = (45.27000, -91.61480)  # 37 m west of n2, inside the boundary
     u, v = frame.at(target)
-    px, py = u * PICK_WIDTH_PX / siteplan.WIDTH, v * PICK_WIDTH_PX / siteplan.WIDTH
 
+    said = f"Loud at the east gate ({width} px{'' if javascript else ', no JavaScript'})"  # one per case
+    context = browser.new_context(viewport={"width": width, "height": 900}, java_script_enabled=javascript)
     page = context.new_page()
     page.goto(f"{env.url}/complaint")
     public = page.request.get(f"{env.url}/complaint/plan.svg?site={SITE}").text()
@@ -207,22 +234,39 @@ def test_a_complaint_placed_by_a_click_on_the_plan(env: Env, context: BrowserCon
     page.check("input[name=what][value=noise]")
     page.fill("input[name=from]", f"{DAY.isoformat()}T09:01")
     page.fill("input[name=to]", f"{DAY.isoformat()}T09:02")
-    page.fill("textarea[name=description]", "Loud at the east gate")
+    page.fill("textarea[name=description]", said)
     image = page.locator(f"#plan-image-{SITE}")
     box = image.bounding_box()
-    # The plan is drawn exactly at the size the server maps the click's pixels by (nothing
-    # stretched or padded: the point a person sees is the point stored).
-    assert box is not None and box["width"] == PICK_WIDTH_PX, box
-    assert box["height"] == pytest.approx(PICK_WIDTH_PX * frame.height / siteplan.WIDTH, abs=1), box
+    assert box is not None
+    # Drawn whole at its box's width and its own shape (nothing stretched or padded: the
+    # point a person sees is the point stored), and never wider than the screen.
+    if javascript:
+        room = image.evaluate(
+            "e => { const s = getComputedStyle(e.parentElement);"
+            " return e.parentElement.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight); }"
+        )
+        assert box["width"] == pytest.approx(min(room, 720), abs=1), (box, room)
+        assert box["width"] > PICK_WIDTH_PX if width > 400 else box["width"] >= 300
+    else:
+        assert box["width"] == PICK_WIDTH_PX, box
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width
+    assert box["height"] == pytest.approx(box["width"] * frame.height / siteplan.WIDTH, abs=1), box
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    px, py = u * box["width"] / siteplan.WIDTH, v * box["width"] / siteplan.WIDTH
     image.click(position={"x": px, "y": py})
     page.wait_for_load_state()
     assert page.locator("#complaint-error").count() == 0
     assert "Your point:" in page.inner_text("#plan-chosen")
     # The form kept what was typed; nothing was sent yet.
-    assert page.input_value("textarea[name=description]") == "Loud at the east gate"
+    assert page.input_value("textarea[name=description]") == said
     assert page.input_value("select[name=site]") == SITE
-    assert env.count("SELECT COUNT(*) FROM complaints WHERE description = 'Loud at the east gate'") == 0
-    page.screenshot(path=str(env.artifacts / "complaint-plan-point.png"), full_page=True)
+    assert env.count("SELECT COUNT(*) FROM complaints WHERE description = ?", said) == 0
+    # The point marked is where the resident clicked: the cross's middle, on the plan as drawn.
+    lat, lon = (float(page.input_value(f"input[name={n}]")) for n in ("plan_lat", "plan_lon"))
+    metres_per_px = siteplan.WIDTH / box["width"] / frame.scale  # the browser sends whole pixels
+    assert geo.great_circle_m((lat, lon), target) <= 1.5 * metres_per_px, (lat, lon, metres_per_px)
+    shot = f"complaint-plan-point-{width}{'' if javascript else '-nojs'}.png"
+    page.screenshot(path=str(env.artifacts / shot), full_page=True)
     page.click("#complaint-form button[type=submit]")
     page.wait_for_load_state()
     reference = page.inner_text("#reference")
@@ -234,8 +278,6 @@ def test_a_complaint_placed_by_a_click_on_the_plan(env: Env, context: BrowserCon
         ).fetchone()
     finally:
         conn.close()
-    # The browser sends whole pixels: 1 px is 800/340 canvas units, a few metres here.
-    metres_per_px = siteplan.WIDTH / PICK_WIDTH_PX / (frame.scale)
     assert geo.great_circle_m((lat, lon), target) <= 1.5 * metres_per_px, (lat, lon, metres_per_px)
     assert plan_x is None
     checked = json.loads(correlation)
@@ -248,3 +290,4 @@ def test_a_complaint_placed_by_a_click_on_the_plan(env: Env, context: BrowserCon
     town.goto(f"{env.url}/complaints/{reference}")
     assert f"{lat:.6f}, {lon:.6f}" in town.inner_text("body")
     assert town.inner_text("#monitors tr[data-sensor=n2]")
+    context.close()
