@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import signal as sps
 
 from monitor.acoustics.iec61672 import SLOW_TAU_S, c_weighting_sos, exponential_time_weighting
 
@@ -142,6 +141,10 @@ class EventSummary:
 def c_slow_max_db(pressure_pa: NDArray[np.float64], rate: float) -> float | None:
     """The largest C-weighted, slow-response level of a pressure record in dB(C) re 20 uPa
     (LCSmax): the C weighting, then the 1 s exponential mean square from rest. None when silent."""
+    # Imported here: this module's units and waveform type are read by the portal and reports,
+    # which would otherwise load scipy.signal (~1 s) on their first blast report or status page.
+    from scipy import signal as sps
+
     weighted = sps.sosfilt(c_weighting_sos(round(rate)), pressure_pa)
     slow, _ = exponential_time_weighting(np.square(weighted), rate, SLOW_TAU_S)
     largest = float(slow.max())

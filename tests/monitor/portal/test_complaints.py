@@ -86,6 +86,11 @@ def test_complaints_are_checked_against_the_record_and_triaged(env: Env, context
     town.click("#form-triage button[type=submit]")
     town.wait_for_selector("#complaint-done")
     assert town.inner_text("#complaint-status") == "corroborated"
+    # The notice the record names for the complaint's window is the one offered first.
+    offered = town.eval_on_selector(
+        "#form-attach select[name=notice]", "s => [s.value, s.options[s.selectedIndex].text]"
+    )
+    assert offered[0] == env.notice_id and offered[1].endswith(": on the record above"), offered
     town.select_option("#form-attach select[name=notice]", env.notice_id)
     town.click("#form-attach button[type=submit]")
     town.wait_for_selector("#complaint-done")
