@@ -1377,12 +1377,19 @@ V = TypeVar("V")
 
 
 class _ChainedWindows(Generic[V]):
-    """Per (site, window): sensor -> bucket number -> value, with the buckets whose seconds were
-    chained since the last look marked for reading again (see MinuteCache)."""
+    """Per (site, window): sensor -> bucket number -> value, with the buckets whose records were
+    chained since the last look marked for reading again (see MinuteCache).
+
+    A subclass says which records it follows (``_chained``) and how a range of its window is
+    read (``_read``: every sensor's buckets in it, or one sensor's); ``_window`` does the rest.
+    """
 
     BUCKET_US = 60_000_000
     MAX_WINDOWS = 64
     MAX_NEW_ENTRIES = 500_000  # beyond this, start over rather than walk the chain
+    # A changed bucket is read again for its sensor alone, or (False) for every sensor at once,
+    # where one query answers the bucket of all of them (HourCache).
+    BY_SENSOR = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -1390,6 +1397,44 @@ class _ChainedWindows(Generic[V]):
         # (site, start_us, end_us) -> sensor -> bucket number -> value; dict order = use order
         self._windows: dict[tuple[str, int, int], dict[str, dict[int, V]]] = {}
         self._dirty: dict[tuple[str, int, int], set[tuple[str, int]]] = {}
+
+    def _window(
+        self, conn: sqlite3.Connection, site: str, sensors: Sequence[str] | None, start_us: int, end_us: int
+    ) -> dict[str, dict[int, V]]:
+        """A copy of the window, up to date: read whole the first time (or when ``sensors``
+        changed; None: whichever sensors the rows name), then only its changed buckets."""
+        with self._lock:
+            self._catch_up(conn, site)
+            key = (site, start_us, end_us)
+            window = self._windows.pop(key, None)
+            if window is None or (sensors is not None and set(window) != set(sensors)):
+                window = {} if sensors is None else {s: {} for s in sensors}
+                self._read(conn, site, window, start_us, end_us, None)
+                self._dirty[key] = set()
+            dirty = self._dirty.pop(key, set())
+            changed = sorted(dirty) if self.BY_SENSOR else sorted({(None, b) for _, b in dirty})
+            for sensor, bucket in changed:
+                lo = max(bucket * self.BUCKET_US, start_us)
+                hi = min((bucket + 1) * self.BUCKET_US, end_us)
+                for name, values in window.items():
+                    if sensor is None or name == sensor:
+                        values.pop(bucket, None)
+                if sensor is None or sensor in window or sensors is None:
+                    self._read(conn, site, window, lo, hi, sensor)
+            self._keep(key, window)
+            return {s: dict(v) for s, v in window.items()}
+
+    def _read(
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        window: dict[str, dict[int, V]],
+        start_us: int,
+        end_us: int,
+        sensor: str | None,
+    ) -> None:
+        """Fill ``window``'s buckets in [start_us, end_us) for ``sensor`` (None: every sensor)."""
+        raise NotImplementedError
 
     def _keep(self, key: tuple[str, int, int], window: dict[str, dict[int, V]]) -> None:
         self._dirty[key] = set()
@@ -1436,27 +1481,25 @@ class MinuteCache(_ChainedWindows[float]):
     def get(
         self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
     ) -> dict[str, dict[int, float]]:
-        with self._lock:
-            self._catch_up(conn, site)
-            key = (site, start_us, end_us)
-            window = self._windows.pop(key, None)
-            if window is None or set(window) != set(sensors):
-                window = {s: {} for s in sensors}
-                for sensor, minute, value in queries.minute_laeq_of_site(conn, site, start_us, end_us):
-                    if sensor in window:
-                        window[sensor][minute] = value
-                self._dirty[key] = set()
-            for sensor, minute in sorted(self._dirty.pop(key, set())):
-                if sensor not in window:
-                    continue
-                lo, hi = max(minute * 60_000_000, start_us), min((minute + 1) * 60_000_000, end_us)
-                laeq = queries.minute_laeq_of_sensor(conn, site, sensor, lo, hi)
-                if laeq is None:
-                    window[sensor].pop(minute, None)
-                else:
-                    window[sensor][minute] = laeq
-            self._keep(key, window)
-            return {s: dict(v) for s, v in window.items()}
+        return self._window(conn, site, sensors, start_us, end_us)
+
+    def _read(
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        window: dict[str, dict[int, float]],
+        start_us: int,
+        end_us: int,
+        sensor: str | None,
+    ) -> None:
+        if sensor is None:
+            for name, minute, value in queries.minute_laeq_of_site(conn, site, start_us, end_us):
+                if name in window:
+                    window[name][minute] = value
+            return
+        laeq = queries.minute_laeq_of_sensor(conn, site, sensor, start_us, end_us)
+        if laeq is not None:
+            window[sensor][start_us // self.BUCKET_US] = laeq
 
 
 HourLevels = tuple[int, float, float, float]  # seconds, LAeq, L10, L90 (queries.hourly_levels_of_site)
@@ -1470,33 +1513,21 @@ class HourCache(_ChainedWindows[HourLevels]):
 
     BUCKET_US = 3_600_000_000
     MAX_WINDOWS = 16
+    BY_SENSOR = False
 
     def get(
         self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
     ) -> dict[str, dict[int, HourLevels]]:
-        with self._lock:
-            self._catch_up(conn, site)
-            key = (site, start_us, end_us)
-            window = self._windows.pop(key, None)
-            if window is None or set(window) != set(sensors):
-                window = {s: {} for s in sensors}
-                self._read(conn, site, window, start_us, end_us)
-                self._dirty[key] = set()
-            for hour in sorted({hour for _, hour in self._dirty.pop(key, set())}):
-                lo, hi = max(hour * self.BUCKET_US, start_us), min((hour + 1) * self.BUCKET_US, end_us)
-                for values in window.values():
-                    values.pop(hour, None)
-                self._read(conn, site, window, lo, hi)
-            self._keep(key, window)
-            return {s: dict(v) for s, v in window.items()}
+        return self._window(conn, site, sensors, start_us, end_us)
 
-    @staticmethod
     def _read(
+        self,
         conn: sqlite3.Connection,
         site: str,
         window: dict[str, dict[int, HourLevels]],
         start_us: int,
         end_us: int,
+        sensor: str | None,
     ) -> None:
         for r in queries.hourly_levels_of_site(conn, site, start_us, end_us):
             if r["sensor"] in window:
@@ -1527,36 +1558,21 @@ class LightCache(_ChainedWindows[LightLevels]):
     def get(
         self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
     ) -> dict[str, dict[int, LightLevels]]:
-        with self._lock:
-            self._catch_up(conn, site)
-            key = (site, start_us, end_us)
-            window = self._windows.pop(key, None)
-            if window is None or set(window) != set(sensors):
-                window = {s: {} for s in sensors}
-                for sensor in sensors:
-                    self._read(conn, site, sensor, window[sensor], start_us, end_us)
-                self._dirty[key] = set()
-            for sensor, slot in sorted(self._dirty.pop(key, set())):
-                if sensor not in window:
-                    continue
-                window[sensor].pop(slot, None)
-                lo, hi = max(slot * self.BUCKET_US, start_us), min((slot + 1) * self.BUCKET_US, end_us)
-                self._read(conn, site, sensor, window[sensor], lo, hi)
-            self._keep(key, window)
-            return {s: dict(v) for s, v in window.items()}
+        return self._window(conn, site, sensors, start_us, end_us)
 
     def _read(
         self,
         conn: sqlite3.Connection,
         site: str,
-        sensor: str,
-        slots: dict[int, LightLevels],
+        window: dict[str, dict[int, LightLevels]],
         start_us: int,
         end_us: int,
+        sensor: str | None,
     ) -> None:
-        for r in queries.light_levels(conn, site, "light", sensor, start_us, end_us, self.step_s):
-            if r["lux_mean"] is not None:
-                slots[r["slot"]] = (r["lux_mean"], r["lux_max"])
+        for name in window if sensor is None else (sensor,):
+            for r in queries.light_levels(conn, site, "light", name, start_us, end_us, self.step_s):
+                if r["lux_mean"] is not None:
+                    window[name][r["slot"]] = (r["lux_mean"], r["lux_max"])
 
 
 class CountCache(_ChainedWindows[int]):
@@ -1577,29 +1593,17 @@ class CountCache(_ChainedWindows[int]):
 
     def get(self, conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> dict[str, int]:
         """Sensor -> its readings of COUNTED_KINDS starting in [start_us, end_us)."""
-        with self._lock:
-            self._catch_up(conn, site)
-            key = (site, start_us, end_us)
-            window = self._windows.pop(key, None)
-            if window is None:
-                window = {}
-                self._count(conn, site, window, start_us, end_us)
-                self._dirty[key] = set()
-            for sensor, hour in sorted(self._dirty.pop(key, set())):
-                window.get(sensor, {}).pop(hour, None)
-                lo, hi = max(hour * self.BUCKET_US, start_us), min((hour + 1) * self.BUCKET_US, end_us)
-                self._count(conn, site, window, lo, hi, sensor)
-            self._keep(key, window)
-            return {sensor: sum(hours.values()) for sensor, hours in window.items() if hours}
+        window = self._window(conn, site, None, start_us, end_us)
+        return {sensor: sum(hours.values()) for sensor, hours in window.items() if hours}
 
-    def _count(
+    def _read(
         self,
         conn: sqlite3.Connection,
         site: str,
         window: dict[str, dict[int, int]],
         start_us: int,
         end_us: int,
-        sensor: str | None = None,
+        sensor: str | None,
     ) -> None:
         for r in queries.hourly_reading_counts(conn, site, self.COUNTED_KINDS, start_us, end_us):
             if sensor is None or r["sensor"] == sensor:
