@@ -67,22 +67,27 @@ def record_report(
     return str(row["id"])
 
 
+def _record(
+    store: Store,
+    report: Report,
+    pdf: bytes,
+    csv: bytes,
+    pdf_path: str,
+    now: datetime,
+    recipients: Sequence[str],
+) -> str:
+    """``record_report`` of a made ``report``: its site, period and the chain head it was made from."""
+    period = report.period
+    head = (report.chain_seq, report.chain_head)
+    return record_report(
+        store, report.site.id, period.start, period.end, now, head, pdf, csv, pdf_path, recipients
+    )
+
+
 def record_made(store: Store, report: Report, pdf: bytes, csv: bytes, pdf_path: str, now: datetime) -> str:
     """Record a report made and not sent (no recipients) in its own transaction; returns its id."""
-    period = report.period
     with store.batch():
-        return record_report(
-            store,
-            report.site.id,
-            period.start,
-            period.end,
-            now,
-            (report.chain_seq, report.chain_head),
-            pdf,
-            csv,
-            pdf_path,
-            (),
-        )
+        return _record(store, report, pdf, csv, pdf_path, now, ())
 
 
 def send_report(
@@ -106,18 +111,7 @@ def send_report(
     recipients = sorted({r.recipient.name for r in routes_for(probe, config.recipients)})
     deliveries = Deliveries(store.conn, config)
     with store.batch():
-        rid = record_report(
-            store,
-            site.id,
-            period.start,
-            period.end,
-            now,
-            (report.chain_seq, report.chain_head),
-            pdf,
-            csv,
-            pdf_path,
-            recipients,
-        )
+        rid = _record(store, report, pdf, csv, pdf_path, now, recipients)
         data = {
             "report_id": rid,
             "period": period.label,
