@@ -54,7 +54,7 @@ from monitor.evidence.format import (
     reading_file,
     sound_part,
 )
-from monitor.evidence.parts import default_workers, ordered_map
+from monitor.evidence.parts import default_workers, forking_is_safe, ordered_map
 from monitor.evidence.progress import Progress
 from monitor.influx.client import InfluxReader
 from monitor.influx.schema import MEASUREMENTS
@@ -749,7 +749,7 @@ class _Exporter:
         """
         import multiprocessing
 
-        if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        if "fork" not in multiprocessing.get_all_start_methods() or not forking_is_safe():
             return None  # forking a process that runs other threads (a web portal) is not safe
         pool = multiprocessing.get_context("fork").Pool(1)
         return pool, [(name, pool.apply_async(_draw, (args,))) for name, args in self._plot_jobs()]

@@ -15,7 +15,7 @@ import io
 import multiprocessing
 import os
 import re
-import threading
+import sys
 import zipfile
 from array import array
 from collections import deque
@@ -161,7 +161,7 @@ def ordered_map(work: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -
     # fork is quick, but forking a process that runs other threads (a web portal) can leave a
     # lock held in the child: then a clean server process forks the workers.
     methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
+    if "fork" in methods and forking_is_safe():
         method = "fork"
     else:
         method = "forkserver" if "forkserver" in methods else "spawn"
@@ -178,6 +178,15 @@ def ordered_map(work: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -
             if following is not None:
                 pending.append(pool.apply_async(work, (following,)))
             yield result
+
+
+def forking_is_safe() -> bool:
+    """Whether no other thread of this process runs Python, so a forked child cannot start with
+    a lock such a thread held. Counted from the interpreter's thread states, not
+    ``threading.active_count()``: threads started below ``threading`` (pytest-xdist's execnet
+    receiver) are not in that count, and a fork beside one was seen to hang an export. Threads
+    that run no Python (OpenBLAS's, made safe across fork by the library) do not count."""
+    return len(sys._current_frames()) == 1
 
 
 def default_workers() -> int:
