@@ -104,21 +104,32 @@ class Portal:
 def serving(portal: Portal) -> Iterator[Portal]:
     """`minewatch serve` on the portal's configuration until the block ends (SIGTERM: it stops
     as in production, writing what it holds)."""
-    config = portal.write()
     if not portal.store.exists():
         Store(portal.store).conn.close()  # `serve` wants the daemon's store; an empty one will do
     log = (portal.root / "portal.log").open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
-        stdout=log,
-        stderr=log,
-        cwd=REPO,
-    )
     try:
-        wait_for_port(portal.port, timeout=30, proc=proc)
-        yield portal
+        for attempt in range(3):
+            config = portal.write()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
+                stdout=log,
+                stderr=log,
+                cwd=REPO,
+            )
+            try:
+                wait_for_port(portal.port, timeout=30, proc=proc)
+                break
+            except RuntimeError:
+                # The free port was taken by another test process between free_port() and the
+                # server's bind ("cannot listen ... Address already in use", exit 2): another port.
+                if proc.returncode != 2 or attempt == 2:
+                    raise
+                portal.port = free_port()
+        try:
+            yield portal
+        finally:
+            stop_process(proc, timeout=15)
     finally:
-        stop_process(proc, timeout=15)
         log.close()
 
 
