@@ -929,7 +929,8 @@ def _draw(args: tuple[Any, ...]) -> bytes:
     from monitor.notify.plots import day_plot, figure_png
 
     measurement, sensor, site_name, day, zone, minutes, limits = args
-    return figure_png(day_plot(measurement, sensor, site_name, day, ZoneInfo(zone), minutes, limits))
+    fig = day_plot(measurement, sensor, site_name, day, ZoneInfo(zone), minutes, limits)
+    return figure_png(fig, fitted=False, compress_level=1)
 
 
 # Chain entries a worker walks at a time: ~13 MB of text for sound entries, a few in flight.

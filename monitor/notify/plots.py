@@ -327,10 +327,14 @@ def _legend_below(ax: Any) -> None:
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=8.5, ncol=3, frameon=False)
 
 
-def figure_png(fig: Any) -> bytes:
+def figure_png(fig: Any, *, fitted: bool = True, compress_level: int = 6) -> bytes:
+    """The figure as PNG bytes. ``fitted``: margins fitted to the labels (tight_layout, a draw of
+    its own); day_plot's figures have fixed margins and pass False. ``compress_level``: zlib's
+    (a bundle's hundreds of day plots are written at 1: a fifth larger, drawn ~20 % faster)."""
     buffer = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buffer, format="png")
+    if fitted:
+        fig.tight_layout()
+    fig.savefig(buffer, format="png", pil_kwargs={"compress_level": compress_level})
     return buffer.getvalue()
 
 
@@ -585,4 +589,7 @@ def day_plot(
     _time_axis(ax, zone, f"local time ({zone.key})")
     ax.set_title(f"{site_name}: {sensor} {measurement}, {day.isoformat()}")
     ax.legend(loc="upper right", fontsize=7)
+    # Fixed margins (tight_layout's, widened to the light plot's 10^4 ticks): every day plot has the
+    # same labels, and fitting them cost a third of drawing a month's ~300 plots.
+    fig.subplots_adjust(left=0.075, right=0.985, top=0.91, bottom=0.15)
     return fig
