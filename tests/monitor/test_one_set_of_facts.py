@@ -50,7 +50,8 @@ from rules.times import local_stamp, span_text
 from sensors.scenario import load_scenario, parse_scenario
 from sensors.simulate import Simulation
 from tests.support.paths import REPO
-from tests.support.servers import free_port, stop_process, wait_for_port
+from tests.support.portal_server import portal_serving
+from tests.support.servers import free_port
 
 SITE = "dovre-quarry"
 TZ = ZoneInfo("America/Chicago")
@@ -201,20 +202,13 @@ class Surfaces:
 
 
 def _serve(day: Day) -> Iterator[str]:
-    port = int(re.search(r"port = (\d+)", day.config_path.read_text())[1])  # type: ignore[index]
-    log = (day.root / "portal.log").open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(day.config_path)],
-        stdout=log,
-        stderr=log,
-        cwd=REPO,
-    )
-    try:
-        wait_for_port(port, timeout=30, proc=proc)
+    def config_for(port: int) -> Path:
+        text = day.config_path.read_text()
+        day.config_path.write_text(re.sub(r"(?m)^\[portal\]\nport = \d+$", f"[portal]\nport = {port}", text))
+        return day.config_path
+
+    with portal_serving(config_for, day.root / "portal.log") as (port, _):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        stop_process(proc, timeout=15)
-        log.close()
 
 
 def _get(url: str) -> Any:

@@ -9,8 +9,9 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.parse
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,37 +101,93 @@ class Portal:
         return [{**dict(r), "data": json.loads(r["data"])} for r in rows]
 
 
+_PORTAL_HEAD = re.compile(r'(?m)^\[portal\]\nport = \d+\n(?:mqtt_client_id = "[^"]*"\n)?')
+
+
+def on_port(text: str, port: int, client_id: str = "portal", extra: str = "") -> str:
+    """A configuration's text with its [portal] section's port set to ``port``, its broker client id
+    ``{client_id}-{port}`` (unique with it) and the ``extra`` lines after them."""
+    head = f'[portal]\nport = {port}\nmqtt_client_id = "{client_id}-{port}"\n{extra}'
+    new, count = _PORTAL_HEAD.subn(lambda _: head, text, count=1)
+    assert count == 1, "no [portal] section starting with its port"
+    return new
+
+
 @contextmanager
-def serving(portal: Portal) -> Iterator[Portal]:
-    """`minewatch serve` on the portal's configuration until the block ends (SIGTERM: it stops
-    as in production, writing what it holds)."""
-    if not portal.store.exists():
-        Store(portal.store).conn.close()  # `serve` wants the daemon's store; an empty one will do
-    log = (portal.root / "portal.log").open("ab")
-    try:
+def portal_serving(
+    config_for: Callable[[int], Path],
+    log_path: Path,
+    *,
+    port: int | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """`minewatch serve --config config_for(port)` until the block ends (SIGTERM: it stops as in
+    production), on ``port`` or a free one; yields the port and the process.
+
+    Another test process can take a free port between free_port() and the server's bind. The
+    server then exits 2 ("cannot listen ... Address already in use"), and a connection made
+    meanwhile to see whether it listens may reach the other process. So the server is up once
+    it has said in its log that it listens on the port, the port answers and it still runs;
+    when it exits 2 instead, it is started again on another free port (CI lost runs to this).
+    """
+    port = port or free_port()
+    with log_path.open("ab") as log:
         for attempt in range(3):
-            config = portal.write()
+            config = config_for(port)
+            log.flush()
+            said_from = log_path.stat().st_size
             proc = subprocess.Popen(
                 [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
                 stdout=log,
                 stderr=log,
                 cwd=REPO,
+                env=None if env is None else dict(env),
             )
-            try:
-                wait_for_port(portal.port, timeout=30, proc=proc)
+            if _listening(proc, port, log_path, said_from):
                 break
-            except RuntimeError:
-                # The free port was taken by another test process between free_port() and the
-                # server's bind ("cannot listen ... Address already in use", exit 2): another port.
-                if proc.returncode != 2 or attempt == 2:
-                    raise
-                portal.port = free_port()
+            stop_process(proc, timeout=15)
+            if proc.returncode != 2 or attempt == 2:
+                tail = log_path.read_bytes()[said_from:].decode(errors="replace")[-2000:]
+                raise RuntimeError(f"the portal did not start (exit {proc.returncode}): {tail}")
+            port = free_port()
         try:
-            yield portal
+            yield port, proc
         finally:
             stop_process(proc, timeout=15)
-    finally:
-        log.close()
+
+
+def _listening(proc: subprocess.Popen[bytes], port: int, log_path: Path, said_from: int) -> bool:
+    """Whether ``proc`` said it listens on ``port`` (its first line, before it binds) and then
+    the port answered while it ran; False once it has exited."""
+    said = f":{port}/".encode()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        with log_path.open("rb") as text:
+            text.seek(said_from)
+            if b"minewatch portal on" in (line := text.read()) and said in line:
+                break
+        time.sleep(0.05)
+    else:
+        return False
+    try:
+        wait_for_port(port, timeout=max(0.1, deadline - time.monotonic()), proc=proc)
+    except (RuntimeError, TimeoutError):
+        return False
+    return proc.poll() is None
+
+
+@contextmanager
+def serving(portal: Portal) -> Iterator[Portal]:
+    """`minewatch serve` on the portal's configuration until the block ends."""
+    if not portal.store.exists():
+        Store(portal.store).conn.close()  # `serve` wants the daemon's store; an empty one will do
+
+    def config_for(port: int) -> Path:
+        portal.port = port
+        return portal.write()
+
+    with portal_serving(config_for, portal.root / "portal.log", port=portal.port):
+        yield portal
 
 
 @dataclass

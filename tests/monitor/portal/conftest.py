@@ -9,7 +9,6 @@ The portal is a subprocess, as in production.
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,8 +24,8 @@ from monitor.wire.codec import encode
 from monitor.wire.protocol import format_ts
 from rules.model import SoundLevels
 from tests.support.daemon import Client, Daemon, store_count, wait_until, write_config
-from tests.support.paths import REPO
-from tests.support.servers import Mosquitto, free_port, stop_process, wait_for_port
+from tests.support.portal_server import on_port, portal_serving
+from tests.support.servers import Mosquitto, free_port
 
 SITE, OTHER = "quarry", "other"
 TZ = ZoneInfo("America/Chicago")
@@ -174,14 +173,6 @@ def env(
         {"ts": format_ts(local(11, 1)), "duration_s": 10, "lux_mean": 0.4, "lux_min": 0.2, "lux_max": 0.9},
     )
     assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM notices") >= 1, 60), daemon.logs()
-    log = open(root / "portal.log", "ab")  # noqa: SIM115 - closed below
-    portal = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
-        stdout=log,
-        stderr=log,
-        cwd=REPO,
-    )
-    wait_for_port(port, timeout=30, proc=portal)
     import sqlite3
 
     conn = sqlite3.connect(store)
@@ -189,22 +180,28 @@ def env(
     conn.close()
     artifacts = root / "artifacts"
     artifacts.mkdir()
-    yield Env(
-        root,
-        config,
-        store,
-        f"http://127.0.0.1:{port}",
-        mosquitto_session,
-        daemon,
-        pub,
-        portal,
-        notice_id,
-        artifacts,
-    )
-    stop_process(portal, timeout=10)
-    log.close()
-    pub.close()
-    daemon.stop()
+
+    def config_for(new_port: int) -> Path:
+        config.write_text(on_port(config.read_text(), new_port))
+        return config
+
+    try:
+        with portal_serving(config_for, root / "portal.log", port=port) as (served, portal):
+            yield Env(
+                root,
+                config,
+                store,
+                f"http://127.0.0.1:{served}",
+                mosquitto_session,
+                daemon,
+                pub,
+                portal,
+                notice_id,
+                artifacts,
+            )
+    finally:
+        pub.close()
+        daemon.stop()
 
 
 @pytest.fixture(scope="module")

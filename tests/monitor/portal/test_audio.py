@@ -12,8 +12,6 @@ from __future__ import annotations
 import http.cookiejar
 import re
 import sqlite3
-import subprocess
-import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -34,8 +32,8 @@ from monitor.wire.codec import AudioBlock, encode, encode_audio
 from monitor.wire.protocol import format_ts
 from rules.model import SoundLevels
 from tests.support.daemon import Client, Daemon, store_count, wait_until, write_config
-from tests.support.paths import REPO
-from tests.support.servers import Mosquitto, free_port, stop_process, wait_for_port
+from tests.support.portal_server import on_port, portal_serving
+from tests.support.servers import Mosquitto, free_port
 
 SITE = "quarry"
 TZ = ZoneInfo("America/Chicago")
@@ -118,19 +116,15 @@ def env(tmp_path_factory: pytest.TempPathFactory, mosquitto_session: Mosquitto) 
             pub.publish(*encode(SoundLevels(SITE, sensor, ts, 1.0, 52.0, 53.5, 67.0, LZpeak=70.0)))
     assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM audio") == SECONDS, 120), daemon.logs()
     assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM notices") >= 1, 120), daemon.logs()
-    log = (root / "portal.log").open("ab")
-    portal = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
-        stdout=log,
-        stderr=log,
-        cwd=REPO,
-    )
+
+    def config_for(new_port: int) -> Path:
+        config.write_text(on_port(config.read_text(), new_port))
+        return config
+
     try:
-        wait_for_port(port, timeout=30, proc=portal)
-        yield Env(f"http://127.0.0.1:{port}", store, samples)
+        with portal_serving(config_for, root / "portal.log", port=port) as (served, _):
+            yield Env(f"http://127.0.0.1:{served}", store, samples)
     finally:
-        stop_process(portal, timeout=10)
-        log.close()
         pub.close()
         daemon.stop()
 

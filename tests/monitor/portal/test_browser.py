@@ -634,27 +634,18 @@ def test_alerts_feed_and_acknowledgement_and_the_api_document(env: Env, context:
 
 def test_served_over_tls_the_session_cookie_is_secure(env: Env, browser: Any, tmp_path: Path) -> None:
     """`minewatch serve` with tls_cert/tls_key (a self-signed certificate made here)."""
-    from tests.support.servers import free_port, self_signed_cert, stop_process, wait_for_port
+    from tests.support.portal_server import on_port, portal_serving
+    from tests.support.servers import self_signed_cert
 
     cert, key = self_signed_cert(tmp_path)
-    port = free_port()
-    text = env.config.read_text()
-    text = re.sub(
-        r"\[portal\]\nport = \d+\nmqtt_client_id = \"[^\"]+\"\n",
-        f'[portal]\nport = {port}\nmqtt_client_id = "portal-tls-{port}"\n'
-        f'tls_cert = "{cert}"\ntls_key = "{key}"\n',
-        text,
-    )
-    assert f'tls_cert = "{cert}"' in text
     config = tmp_path / "tls.toml"
-    config.write_text(text)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, timeout=30, proc=proc)
+
+    def config_for(port: int) -> Path:
+        tls = f'tls_cert = "{cert}"\ntls_key = "{key}"\n'
+        config.write_text(on_port(env.config.read_text(), port, "portal-tls", tls))
+        return config
+
+    with portal_serving(config_for, tmp_path / "portal.log") as (port, _):
         context = browser.new_context(ignore_https_errors=True)
         page = context.new_page()
         page.goto(f"https://127.0.0.1:{port}/login")
@@ -666,8 +657,6 @@ def test_served_over_tls_the_session_cookie_is_secure(env: Env, browser: Any, tm
         cookie = next(c for c in context.cookies() if c["name"] == "minewatch_session")
         assert cookie["secure"] and cookie["httpOnly"] and cookie["sameSite"] == "Strict"
         context.close()
-    finally:
-        stop_process(proc, timeout=10)
 
 
 def test_the_blast_notice_form_offers_identities_and_says_at_once_who_matches_no_one(

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import io
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -22,8 +20,7 @@ from playwright.sync_api import Browser, BrowserContext, Page
 
 from monitor.config import Config, parse_config
 from monitor.demo.runner import run_demo
-from tests.support.paths import REPO
-from tests.support.servers import free_port, stop_process, wait_for_port
+from tests.support.portal_server import portal_serving
 
 SITE = "dovre-quarry"
 TZ = ZoneInfo("America/Chicago")
@@ -49,24 +46,19 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     code = run_demo(root / "demo", "dovre-short", "max", None, out, day=DAY)
     assert code in (0, 1) and "Compliance summary" in out.getvalue(), out.getvalue()
     config_path = root / "demo" / "minewatch.toml"
-    port = free_port()
-    text = re.sub(r"(?m)^port = \d+$", f"port = {port}", config_path.read_text(), count=1)
-    config_path.write_text(text)
-    log = (root / "portal.log").open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config_path)],
-        stdout=log,
-        stderr=log,
-        cwd=REPO,
-    )
-    try:
-        wait_for_port(port, timeout=30, proc=proc)
+
+    def config_for(port: int) -> Path:
+        config_path.write_text(
+            re.sub(r"(?m)^port = \d+$", f"port = {port}", config_path.read_text(), count=1)
+        )
+        return config_path
+
+    with portal_serving(config_for, root / "portal.log") as (port, _):
         artifacts = root / "artifacts"
         artifacts.mkdir()
-        yield Demo(f"http://127.0.0.1:{port}", parse_config(text, str(config_path)), artifacts)
-    finally:
-        stop_process(proc, timeout=10)
-        log.close()
+        yield Demo(
+            f"http://127.0.0.1:{port}", parse_config(config_path.read_text(), str(config_path)), artifacts
+        )
 
 
 def login(browser: Browser, demo: Demo, role: str, width: int = 1280) -> tuple[BrowserContext, Page]:

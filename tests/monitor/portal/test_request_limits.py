@@ -10,7 +10,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -24,7 +23,7 @@ from monitor.config import parse_config
 from monitor.errors import ConfigError
 from tests.monitor.portal.conftest import DAY, PASSWORD, SITE, TOKENS, Env
 from tests.monitor.test_config import MINIMAL
-from tests.support.servers import free_port, stop_process, wait_for_port
+from tests.support.portal_server import on_port, portal_serving
 
 MB = 1024 * 1024
 
@@ -191,29 +190,18 @@ class Own:
 @pytest.fixture(scope="module")
 def own(env: Env, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Own]:
     root = tmp_path_factory.mktemp("limits")
-    port = free_port()
-    text, count = re.subn(
-        r"\[portal\]\nport = \d+\nmqtt_client_id = \"[^\"]+\"\n",
-        f'[portal]\nport = {port}\nmqtt_client_id = "portal-limits-{port}"\nmax_upload_mb = 1\n'
-        'hostnames = ["portal.quarry.example"]\n',
-        env.config.read_text(),
-    )
-    assert count == 1
     config = root / "limits.toml"
-    config.write_text(text)
     tmp = root / "tmp"
     tmp.mkdir()
-    log = open(root / "portal.log", "ab")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", "serve", "--config", str(config)],
-        stdout=log,
-        stderr=log,
-        env={**os.environ, "TMPDIR": str(tmp)},
-    )
-    wait_for_port(port, timeout=30, proc=proc)
-    yield Own(port, tmp, proc)
-    stop_process(proc, timeout=10)
-    log.close()
+
+    def config_for(port: int) -> Path:
+        limits = 'max_upload_mb = 1\nhostnames = ["portal.quarry.example"]\n'
+        config.write_text(on_port(env.config.read_text(), port, "portal-limits", limits))
+        return config
+
+    environment = {**os.environ, "TMPDIR": str(tmp)}
+    with portal_serving(config_for, root / "portal.log", env=environment) as (port, proc):
+        yield Own(port, tmp, proc)
 
 
 def port_of(env: Env) -> int:
