@@ -65,7 +65,8 @@ class StatusFindings:
         return None if self._from_us is None else from_us(self._from_us)
 
     def refresh(self, now: datetime, gap: timedelta) -> None:
-        """Follow the store up to now, holding at least what a status at ``now`` reads first."""
+        """Follow the store up to now. What a status at ``now`` reads and is not held (a clock set
+        back, an episode reaching further back) is read from the store when asked for."""
         wanted = to_us(now - STATUS_DAY - gap)  # site_episodes' first read, before it widens
         if not self._follows_store():
             self._load(wanted)
@@ -74,7 +75,6 @@ class StatusFindings:
             # What the last status read (an episode reaching back) is kept for the next, which
             # reads it again: let go only of what neither reads.
             self._let_go_before(wanted if self._reached_us is None else min(wanted, self._reached_us))
-            self._hold_from(wanted)
         self._reached_us = wanted
 
     def kinds_between(self, start: datetime, end: datetime) -> Iterator[tuple[str, int]]:
