@@ -18,6 +18,7 @@ from typing import Any
 import rules
 from monitor.daemon.site_state import SiteState, site_data
 from monitor.daemon.site_status import site_status  # the retained status message (also `minewatch status`)
+from monitor.daemon.status_findings import StatusFindings
 from monitor.influx import points
 from monitor.influx.points import WritePoint
 from monitor.journal.site_law import site_law_of, vibration_params
@@ -106,6 +107,7 @@ class Announcer:
         self.outgoing = outgoing
         self.write_point = write_point
         self._site_laws: dict[str, tuple[datetime, tuple[SiteLawPoint, ...]]] = {}  # site -> (minute, law)
+        self.status_findings: dict[str, StatusFindings] = {}  # site -> what its status tells, followed
 
     # ------------------------------------------------------------------ findings
 
@@ -235,8 +237,18 @@ class Announcer:
         state.last_status = now
         online = {s: h.online for s, h in state.health.items()}
         titles = state.profile.titles
+        site = state.config.id
+        findings = self.status_findings.get(site)
+        if findings is None:
+            findings = self.status_findings[site] = StatusFindings(self.store, site)
         body = site_status(
-            self.store, state.config, now, online, episode_gap_s=state.profile.episode_gap_s, titles=titles
+            self.store,
+            state.config,
+            now,
+            online,
+            episode_gap_s=state.profile.episode_gap_s,
+            titles=titles,
+            findings=findings,
         )
         self.outgoing.add(state.config.id, "status", body, retain=True)
 

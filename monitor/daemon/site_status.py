@@ -8,12 +8,13 @@ pipeline made the command take 3-4.5 s on a busy 2-core machine, for a 0.1 s que
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from monitor.config import SiteConfig
+from monitor.daemon.status_findings import STATUS_DAY, StatusFindings
 from monitor.journal.episodes import site_episodes
 from monitor.journal.store import Store
 from monitor.wire.canonical import to_us
@@ -29,6 +30,7 @@ def site_status(
     *,
     episode_gap_s: float = 300.0,
     titles: Mapping[str, str] | None = None,
+    findings: StatusFindings | None = None,
 ) -> dict[str, Any]:
     """The last minute per sensor, the findings and the violation episodes of the last 24 hours,
     as the record stood at ``now`` (nothing received for later times counts): the retained
@@ -36,6 +38,8 @@ def site_status(
 
     ``episode_gap_s`` is the site profile's: episodes are the ones the notices tell;
     ``titles`` its standards' titles, for the episodes' text.
+    ``findings``: the daemon's, followed from one status to the next instead of read back
+    (monitor.daemon.status_findings); the same findings, counted and folded the same way.
     """
     # Energy and seconds per sensor: a period counts for its duration (not all meters send 1-s periods).
     last_minute: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
@@ -57,12 +61,16 @@ def site_status(
             entry["LAeq_1min"] = round(10 * math.log10(energy / seconds), 1)
             entry["seconds"] = int(seconds) if seconds.is_integer() else round(seconds, 1)
         sensors[sensor.id] = entry
-    day_start = now - timedelta(hours=24)
-    by_kind: dict[str, int] = defaultdict(int)
-    for r in store.current_findings(site.id, day_start, now):
-        if r["end_us"] <= to_us(now):  # judged by then
-            by_kind[r["kind"]] += 1
-    episodes = site_episodes(store.conn, site.id, day_start, now, episode_gap_s, as_of=now)
+    day_start = now - STATUS_DAY
+    kinds: Iterable[tuple[str, int]]  # (kind, end_us) of the current findings starting in the day
+    if findings is None:
+        kinds = ((r["kind"], r["end_us"]) for r in store.current_findings(site.id, day_start, now))
+    else:
+        findings.refresh(now, timedelta(seconds=episode_gap_s))
+        kinds = findings.kinds_between(day_start, now)
+    by_kind = Counter(kind for kind, end_us in kinds if end_us <= to_us(now))  # judged by then
+    between = None if findings is None else findings.between
+    episodes = site_episodes(store.conn, site.id, day_start, now, episode_gap_s, as_of=now, between=between)
     return {
         "site": site.id,
         "name": site.name,
@@ -70,6 +78,6 @@ def site_status(
         "ts_local": local_stamp(now, site.timezone),
         "timezone": site.timezone,
         "sensors": sensors,
-        "findings_24h": dict(by_kind),
+        "findings_24h": dict(sorted(by_kind.items())),
         "episodes_24h": [e.to_json(site.timezone, titles) for e in episodes[-10:]],
     }

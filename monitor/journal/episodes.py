@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,6 +25,9 @@ from rules.times import span_text
 # An episode longer than this is still told whole: the query widens a step at a time.
 _WIDEN_STEP = timedelta(hours=6)
 _WIDEN_MAX = timedelta(days=7)
+
+# The current violation findings of a site starting in [a, b), as the store holds them now.
+ViolationsBetween = Callable[[datetime, datetime], list[Finding]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,34 +78,39 @@ def site_episodes(
     as_of: datetime | None = None,
     not_before: datetime | None = None,
     not_after: datetime | None = None,
+    between: ViolationsBetween | None = None,
 ) -> list[ToldEpisode]:
     """Violation episodes of ``site`` that overlap [start, end), whole, in time order.
 
     ``as_of``: the record as it stood then: only findings that had ended by that time.
     ``not_before``/``not_after``: a reader's time scope; no finding outside it is read, so an
     episode is told as far as the reader may see it.
+    ``between``: where the violations are read (the store's, by default): the daemon's retained
+    status gives the ones it keeps in memory (monitor.daemon.status_findings), so the same
+    choice and the same fold tell the same episodes without reading them all back each time.
     """
     gap = timedelta(seconds=gap_s)
     first, last = start - gap, end + gap
 
     def violations(a: datetime, b: datetime) -> list[Finding]:
         a, b = max(a, not_before or a), min(b, not_after or b)
-        return _violations(conn, site, a, b) if a < b else []
+        if a >= b:
+            return []
+        return _violations(conn, site, a, b) if between is None else between(a, b)
 
     findings = violations(first, last)
-    # Widen while an episode touches an edge and the slice beyond holds violations to join it.
+    # Widen while an episode to tell touches an edge and the slice beyond holds violations: the
+    # whole slice, as an episode may run on through it (then it touches the new edge in turn).
     while last - first < _WIDEN_MAX:
-        episodes = episodes_of(findings, gap)
-        early = [e for e in episodes if e.flagged_start - first <= gap]
-        late = [e for e in episodes if last - e.end <= gap]
+        told = [e for e in episodes_of(findings, gap) if e.start < end and e.end > start]
+        early = [e for e in told if e.flagged_start - first <= gap]
+        late = [e for e in told if last - e.end <= gap]
         more: list[Finding] = []
         if early:
-            reach = min(e.flagged_start for e in early) - gap
-            more += [f for f in violations(first - _WIDEN_STEP, first) if f.end >= reach]
+            more += violations(first - _WIDEN_STEP, first)
             first -= _WIDEN_STEP
         if late:
-            reach = max(e.end for e in late) + gap
-            more += [f for f in violations(last, last + _WIDEN_STEP) if f.start <= reach]
+            more += violations(last, last + _WIDEN_STEP)
             last += _WIDEN_STEP
         if not more:
             break

@@ -129,6 +129,27 @@ def findings_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT MAX(rowid) FROM findings").fetchone()[0] or 0)
 
 
+def findings_stored_between(
+    conn: sqlite3.Connection, site: str, after: int, through: int
+) -> list[sqlite3.Row]:
+    """The finding rows (revisions and retractions) of ``site`` stored after version ``after``
+    through ``through`` (``findings_version``), in the order they were stored, with ``rowid``:
+    a seek on the rowid, as many rows as were stored meanwhile, whatever the table holds."""
+    return _rows(
+        conn,
+        "SELECT rowid, id, revision, kind, start_us, end_us, retracted, data FROM findings"
+        # "+site": not by the index on (site, start_us), which reads every row of the site.
+        " WHERE rowid > ? AND rowid <= ? AND +site = ? ORDER BY rowid",
+        (after, through, site),
+    )
+
+
+def finding_stored_as(conn: sqlite3.Connection, version: int) -> tuple[str, int] | None:
+    """The (id, revision) of the finding row stored as ``version`` (its rowid), if any."""
+    row = conn.execute("SELECT id, revision FROM findings WHERE rowid = ?", (version,)).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]))
+
+
 def chain_entry(conn: sqlite3.Connection, site: str, kind: str, key: str) -> ChainEntry | None:
     """The first chain entry of a record of ``kind`` (any but sound, which is not keyed) under ``key``."""
     if kind == "sound":

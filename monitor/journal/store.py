@@ -219,6 +219,9 @@ class Store:
         self._heads: dict[str, tuple[int, str]] = {}
         self._pending_chain: list[tuple[str, int, str, str, str, str, int]] = []  # written at commit
         self._in_batch = False
+        # Rollbacks so far (of a batch or a savepoint): what was read inside one may be gone, and
+        # its rowids given again, so a cache of rows read since (the daemon's status) reloads.
+        self.rollbacks = 0
         self._checkpointer: Checkpointer | None = None
 
     def _migrate(self) -> None:
@@ -264,6 +267,7 @@ class Store:
             self._flush_chain()
             self.conn.execute("COMMIT")
         except BaseException:
+            self.rollbacks += 1
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             self._pending_chain.clear()
@@ -281,6 +285,7 @@ class Store:
         try:
             yield
         except BaseException:
+            self.rollbacks += 1
             self.conn.execute("ROLLBACK TO unit")
             self.conn.execute("RELEASE unit")
             self._heads = heads

@@ -12,14 +12,17 @@ import math
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from monitor.cli import main
 from monitor.config import Config, SiteConfig, parse_config
 from monitor.daemon.site_status import site_status
+from monitor.daemon.status_findings import StatusFindings
 from monitor.journal.store import Store
 from monitor.wire.codec import payload_of
 from rules.model import Finding, FindingKind, LightSummary, SoundLevels
@@ -257,3 +260,69 @@ def test_periods_of_other_durations_are_weighted_by_their_duration(store: Store,
     n1 = site_status(store, site, NOW)["sensors"]["n1"]
     assert n1["LAeq_1min"] == round(10 * math.log10((10 * 10**8 + 25 * 10**5) / 35), 1)  # 74.6
     assert n1["seconds"] == 35
+
+
+def test_the_daemon_s_followed_findings_tell_what_the_store_read_from_scratch_tells(
+    store: Store, site: SiteConfig
+) -> None:
+    """The retained status follows the findings in memory (monitor.daemon.status_findings); at every
+    step it must equal the status read from scratch (`minewatch status`, the portal): an episode
+    of 32 hours (past the 24 hours, read back 6 hours at a time), revisions and retractions in and
+    before what is held, another site's findings, the clock set back, a rollback. A finding every
+    half hour and an hour's episode gap: the episode's length without 1,900 minutes to fold."""
+    t, gap_s = NOW, 3600.0
+    long_start = t - timedelta(hours=33)
+    episode = [violation(long_start + timedelta(minutes=30 * i), value=81.0 + i % 7) for i in range(65)]
+    warnings = [replace(v, kind=FindingKind.WARNING) for v in episode[-5:]]
+    store_findings(store, [*episode, *warnings], t)
+    followed = StatusFindings(store, SITE)
+    titles = {"noise": "Noise at the mine site boundaries"}
+
+    def same(now: datetime) -> dict[str, Any]:
+        kept = site_status(store, site, now, episode_gap_s=gap_s, titles=titles, findings=followed)
+        scratch = site_status(store, site, now, episode_gap_s=gap_s, titles=titles)
+        assert kept == scratch
+        assert json.dumps(kept) == json.dumps(scratch)  # in the same order too: the same message
+        return kept
+
+    first = same(t)
+    [told] = first["episodes_24h"]
+    assert (told["start"], told["end"], told["windows"]) == (
+        "2026-06-14T07:00:30Z",
+        "2026-06-15T15:01:30Z",
+        65,
+    )
+    assert first["findings_24h"] == {"violation": 47, "warning": 5}
+    assert followed.held_from is not None and followed.held_from <= long_start  # the episode was read whole
+    for step in range(1, 13):
+        now = t + timedelta(minutes=step)
+        changes = [violation(t + timedelta(minutes=step - 1), value=90.0)]  # the episode's new minute
+        if step == 2:
+            changes.append(replace(episode[-10], measurements=episode[0].measurements))  # a revision
+        if step == 3:
+            changes.append(violation(long_start + timedelta(minutes=30), value=99.0))  # revised, 32 h back
+        if step == 4:
+            changes.append(replace(violation(t, sensor="n2"), site="other"))  # another site's
+        if step == 6:
+            changes.append(violation(long_start - timedelta(minutes=40)))  # late: the episode starts earlier
+        store_findings(store, changes, now)
+        if step == 5:
+            with store.batch():  # two findings retracted: the episode breaks in two
+                store.append_finding(episode[-30], now, retracted=True)
+                store.append_finding(episode[-31], now, retracted=True)
+        if step == 8:
+            kept = same(now)["findings_24h"]["violation"]
+            with pytest.raises(RuntimeError), store.batch():  # read inside a batch that rolls back
+                store.append_finding(violation(now - timedelta(minutes=2), sensor="n2"), now)
+                assert same(now)["findings_24h"]["violation"] == kept + 1
+                raise RuntimeError("rolled back")
+        status = same(now)
+        if step == 5:
+            assert len(status["episodes_24h"]) == 2
+        if step == 8:
+            assert status["findings_24h"]["violation"] == kept  # the rolled-back finding is gone
+        if step == 7:
+            same(now - timedelta(hours=2))  # the clock set back: reads what it lacks from the store
+    assert status["episodes_24h"][0]["start"] == "2026-06-14T06:20:30Z"  # the late finding joined
+    assert status["episodes_24h"][0]["peak"]["value"] == 99.0  # the revision 32 h back
+    assert followed.loads == 2  # the first status and after the rollback: otherwise followed
