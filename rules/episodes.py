@@ -17,6 +17,7 @@ episode lists ``replaces`` with the ids it took over so the caller can retire th
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ class Episode:
     sensors: tuple[str, ...]
     start: datetime
     end: datetime
-    finding_ids: tuple[str, ...]
+    finding_ids: tuple[str, ...]  # sorted (merging keeps them so: _sorted_union)
     worst: Measurement | None
     kind: FindingKind = FindingKind.VIOLATION
     replaces: tuple[str, ...] = field(default=())  # ids of episodes merged into this one
@@ -78,9 +79,22 @@ def _worst_of(finding: Finding) -> Measurement | None:
     return next((m for m in finding.measurements if m.limit is not None and m.unit != "s"), None)
 
 
+def _sorted_union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    """The sorted union of two sorted tuples of finding ids. An episode grows a finding at a time:
+    one id is put in its place, not the whole episode's ids sorted again (that made folding a
+    day-long episode quadratic: 0.4 s for 1,440 minutes)."""
+    if len(a) == 1 or len(b) == 1:
+        many, (one,) = (a, b) if len(b) == 1 else (b, a)
+        at = bisect.bisect_left(many, one)
+        if at < len(many) and many[at] == one:
+            return many
+        return (*many[:at], one, *many[at:])
+    return tuple(sorted(set(a) | set(b)))
+
+
 def _merge(a: Episode, b: Episode, known_ids: set[str]) -> Episode:
     first = a if (a.start, a.id) <= (b.start, b.id) else b
-    ids = tuple(sorted(set(a.finding_ids) | set(b.finding_ids)))
+    ids = _sorted_union(a.finding_ids, b.finding_ids)
     merged = Episode(
         site=a.site,
         standard=a.standard,

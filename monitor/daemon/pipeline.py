@@ -274,12 +274,7 @@ class Pipeline:
         """
         if self.clock.mode != "data":
             return [(ready, None)]
-        # The next step, as _step_data_clock counts them.
-        boundary: datetime | None = None
-        if self.last_tick_at is not None:
-            boundary = self.last_tick_at + DATA_STEP
-        elif self.clock.data_start is not None:
-            boundary = floor_minute(self.clock.data_start) + DATA_STEP
+        boundary = self._next_data_step()
         parts: list[tuple[list[Prepared], datetime | None]] = []
         current: list[Prepared] = []
         for item in ready:
@@ -619,6 +614,15 @@ class Pipeline:
             return
         self._periodic(now)
 
+    def _next_data_step(self) -> datetime | None:
+        """The data clock's next periodic step: one after the last done, or before any, one after
+        the minute its data started (None: no data yet)."""
+        if self.last_tick_at is not None:
+            return self.last_tick_at + DATA_STEP
+        if self.clock.data_start is not None:
+            return floor_minute(self.clock.data_start) + DATA_STEP
+        return None
+
     def _step_data_clock(self, until: datetime) -> None:
         """The data clock's periodic work at each step before ``until`` not yet done.
 
@@ -630,7 +634,8 @@ class Pipeline:
             return
         if self.last_tick_at is None:
             self.last_tick_at = floor_minute(self.clock.data_start or until)
-        step = self.last_tick_at + DATA_STEP
+        step = self._next_data_step()
+        assert step is not None
         while step < until:
             self._periodic(step)
             self.last_tick_at = step

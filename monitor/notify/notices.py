@@ -1220,7 +1220,7 @@ def _episode_from_json(d: Mapping[str, Any]) -> Episode:
         sensors=tuple(d["sensors"]),
         start=from_us(d["start_us"]),
         end=from_us(d["end_us"]),
-        finding_ids=tuple(d["finding_ids"]),
+        finding_ids=tuple(sorted(d["finding_ids"])),  # as merging keeps them
         worst=worst,
         kind=FindingKind(d["kind"]),
     )

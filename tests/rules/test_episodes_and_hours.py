@@ -79,6 +79,27 @@ def test_episode_keeps_worst_measurement_and_ids_once() -> None:
     assert episode.section == "6.D" and episode.kind == FindingKind.VIOLATION
 
 
+def test_an_episode_s_finding_ids_are_sorted_whatever_order_its_findings_came_in() -> None:
+    """Merging puts each new id in its place (rules.episodes._sorted_union) instead of sorting the
+    episode's ids again: the same ids in the same order as sorting them all, in any arrival order,
+    one at a time or in batches, with repeats, and after two episodes are bridged."""
+    import random
+
+    rng = random.Random(31)
+    findings = [violation(minute) for minute in range(0, 90, 1)] + [violation(95), violation(96)]
+    for _ in range(20):
+        order = rng.sample(findings, len(findings))
+        episodes: list[Episode] = []
+        at = 0
+        while at < len(order):
+            size = rng.choice([1, 1, 1, 3, 10])
+            batch = order[at : at + size] + rng.sample(findings, 1)  # a re-evaluated minute too
+            episodes = update_episodes(episodes, batch, GAP)
+            at += size
+        [episode] = episodes
+        assert episode.finding_ids == tuple(sorted({f.id for f in findings}))
+
+
 def test_id_is_deterministic_and_backward_growth_is_reported() -> None:
     later = update_episodes([], [violation(5)], GAP)
     again = update_episodes([], [violation(5)], GAP)
