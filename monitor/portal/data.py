@@ -1036,7 +1036,7 @@ class Portal:
                 }
             )
             day += timedelta(days=1)
-        counts = self._counts.get(conn, site.id, start_us, end_us)
+        counts = self._counts.sensor_counts(conn, site.id, start_us, end_us)
         return {
             "site": site.id,
             "name": site.name,
@@ -1398,6 +1398,12 @@ class _ChainedWindows(Generic[V]):
         self._windows: dict[tuple[str, int, int], dict[str, dict[int, V]]] = {}
         self._dirty: dict[tuple[str, int, int], set[tuple[str, int]]] = {}
 
+    def get(
+        self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
+    ) -> dict[str, dict[int, V]]:
+        """Sensor -> bucket number -> value, for ``sensors`` in [start_us, end_us) of ``site``."""
+        return self._window(conn, site, sensors, start_us, end_us)
+
     def _window(
         self, conn: sqlite3.Connection, site: str, sensors: Sequence[str] | None, start_us: int, end_us: int
     ) -> dict[str, dict[int, V]]:
@@ -1478,11 +1484,6 @@ class MinuteCache(_ChainedWindows[float]):
     read before the rows, so a row is never newer in the cache than the chain position noted.
     """
 
-    def get(
-        self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
-    ) -> dict[str, dict[int, float]]:
-        return self._window(conn, site, sensors, start_us, end_us)
-
     def _read(
         self,
         conn: sqlite3.Connection,
@@ -1514,11 +1515,6 @@ class HourCache(_ChainedWindows[HourLevels]):
     BUCKET_US = 3_600_000_000
     MAX_WINDOWS = 16
     BY_SENSOR = False
-
-    def get(
-        self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
-    ) -> dict[str, dict[int, HourLevels]]:
-        return self._window(conn, site, sensors, start_us, end_us)
 
     def _read(
         self,
@@ -1555,11 +1551,6 @@ class LightCache(_ChainedWindows[LightLevels]):
     ) -> Iterator[tuple[str, int]]:
         return queries.readings_chained(conn, site, ("light",), seen, head)
 
-    def get(
-        self, conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
-    ) -> dict[str, dict[int, LightLevels]]:
-        return self._window(conn, site, sensors, start_us, end_us)
-
     def _read(
         self,
         conn: sqlite3.Connection,
@@ -1591,7 +1582,9 @@ class CountCache(_ChainedWindows[int]):
     ) -> Iterator[tuple[str, int]]:
         return queries.readings_chained(conn, site, self.COUNTED_KINDS, seen, head)
 
-    def get(self, conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> dict[str, int]:
+    def sensor_counts(
+        self, conn: sqlite3.Connection, site: str, start_us: int, end_us: int
+    ) -> dict[str, int]:
         """Sensor -> its readings of COUNTED_KINDS starting in [start_us, end_us)."""
         window = self._window(conn, site, None, start_us, end_us)
         return {sensor: sum(hours.values()) for sensor, hours in window.items() if hours}
