@@ -634,8 +634,7 @@ class Pipeline:
             return
         if self.last_tick_at is None:
             self.last_tick_at = floor_minute(self.clock.data_start or until)
-        step = self._next_data_step()
-        assert step is not None
+        step = self.last_tick_at + DATA_STEP
         while step < until:
             self._periodic(step)
             self.last_tick_at = step

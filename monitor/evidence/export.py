@@ -146,6 +146,9 @@ class _Member:
         self._files.append({"name": self.name, "sha256": self._sha.hexdigest(), "bytes": self._size, **extra})
 
 
+_ZLIB_COMPRESSOR = type(zlib.compressobj())  # what zipfile deflates with
+
+
 def _deflate_with_isal(member: Any) -> None:
     """Deflate a zip member being written with ISA-L instead of zlib: the same format (any
     unzip, and verify, read it), ~3 x zlib's speed at level 1 and a smaller output (a month's
@@ -156,7 +159,7 @@ def _deflate_with_isal(member: Any) -> None:
     zipfile made otherwise, the member is deflated by zlib as before."""
     if _isal is None or getattr(member, "_file_size", None) != 0:
         return
-    if type(getattr(member, "_compressor", None)) is type(zlib.compressobj()):
+    if type(getattr(member, "_compressor", None)) is _ZLIB_COMPRESSOR:
         member._compressor = _isal.compressobj(COMPRESS_LEVEL, _isal.DEFLATED, -15)
 
 

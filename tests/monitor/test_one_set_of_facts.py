@@ -20,7 +20,6 @@ from __future__ import annotations
 import io
 import json
 import random
-import re
 import subprocess
 import sys
 import zipfile
@@ -50,7 +49,7 @@ from rules.times import local_stamp, span_text
 from sensors.scenario import load_scenario, parse_scenario
 from sensors.simulate import Simulation
 from tests.support.paths import REPO
-from tests.support.portal_server import portal_serving
+from tests.support.portal_server import on_port, portal_serving
 from tests.support.servers import free_port
 
 SITE = "dovre-quarry"
@@ -203,8 +202,7 @@ class Surfaces:
 
 def _serve(day: Day) -> Iterator[str]:
     def config_for(port: int) -> Path:
-        text = day.config_path.read_text()
-        day.config_path.write_text(re.sub(r"(?m)^\[portal\]\nport = \d+$", f"[portal]\nport = {port}", text))
+        day.config_path.write_text(on_port(day.config_path.read_text(), port))
         return day.config_path
 
     with portal_serving(config_for, day.root / "portal.log") as (port, _):
