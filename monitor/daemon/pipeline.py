@@ -51,7 +51,7 @@ from monitor.influx import points
 from monitor.influx.client import InfluxForwarder
 from monitor.influx.outbox import Outbox
 from monitor.journal.config_record import config_record_texts
-from monitor.journal.store import READING_KIND, Store, levels_digest
+from monitor.journal.store import READING_KIND, SoundEntry, Store, sound_entry
 from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.delivery import Deliveries, DeliveryWorker
 from monitor.notify.notices import NoticeBook
@@ -113,7 +113,7 @@ class Prepared(NamedTuple):
     message: Inbound
     decoded: Message | DecodeError  # the error: rejected, nothing of it stored
     source: str | None = None  # a sound record's source ("levels", "bands"): decoded is its SoundLevels
-    digest: str | None = None  # that record's digest (store.levels_digest)
+    entry: SoundEntry | None = None  # that record's row, digest and chain key (store.sound_entry)
 
 
 class PendingSound(NamedTuple):
@@ -124,7 +124,7 @@ class PendingSound(NamedTuple):
     source: str
     late: bool
     minute: datetime
-    digest: str | None  # computed before the transaction, or None (the store computes it)
+    entry: SoundEntry | None  # built before the transaction, or None (the store builds it)
 
 
 class Judgement(NamedTuple):
@@ -218,8 +218,8 @@ class Pipeline:
         """Decode, store and commit one batch; outputs go out only after the commit.
 
         What needs no store is done before the write transaction (``_prepare``: decoding, the
-        time checks, a sound record's digest): other workers' batches take the store's write
-        lock meanwhile (docs/ARCHITECTURE.md, Workers).
+        time checks, a sound record's row, digest and chain key): other workers' batches take the
+        store's write lock meanwhile (docs/ARCHITECTURE.md, Workers).
         """
         try:
             # One clock reading for the batch (a fraction of a second of messages): the
@@ -296,7 +296,7 @@ class Pipeline:
             state.recent.clear()  # reloaded from the store as needed
 
     def _prepare(self, message: Inbound, now: datetime) -> Prepared:
-        """A message decoded and checked, without the store: a sound record with its digest."""
+        """A message decoded and checked, without the store: a sound record with its row and digest."""
         try:
             decoded: Message
             if isinstance(message.decoded, SoundLevels):  # a levels message decoded ahead, all but its time
@@ -325,10 +325,10 @@ class Pipeline:
             levels = SoundLevels(
                 decoded.site, decoded.sensor, decoded.ts, decoded.duration_s, la, la, lc, LCeq=lc, LZeq=lz
             )
-            return Prepared(message, levels, "bands", levels_digest(levels, "bands"))
+            return Prepared(message, levels, "bands", sound_entry(levels, "bands"))
         if isinstance(decoded, SoundLevels):
             levels = calibrated(decoded, self.sites[decoded.site].offsets.get(decoded.sensor))
-            return Prepared(message, levels, "levels", levels_digest(levels, "levels"))
+            return Prepared(message, levels, "levels", sound_entry(levels, "levels"))
         return Prepared(message, decoded)
 
     def _apply(self, item: Prepared, now: datetime) -> None:
@@ -342,7 +342,7 @@ class Pipeline:
         try:
             if item.source is not None:
                 assert isinstance(decoded, SoundLevels)
-                self._accept_sound(state, decoded, item.source, now, item.digest)
+                self._accept_sound(state, decoded, item.source, now, item.entry)
             elif isinstance(decoded, AudioBlock):
                 self._accept_audio(state, decoded, now)
             elif isinstance(decoded, LightSummary | WeatherReading | TurbidityReading | SensorStatus):
@@ -437,12 +437,17 @@ class Pipeline:
         self.health.heard(state.config.id, sensor, state.health.get(sensor), ts, now, arrived)
 
     def _accept_sound(
-        self, state: SiteState, levels: SoundLevels, source: str, now: datetime, digest: str | None = None
+        self,
+        state: SiteState,
+        levels: SoundLevels,
+        source: str,
+        now: datetime,
+        entry: SoundEntry | None = None,
     ) -> None:
         # Queued and written together at the end of the message (or batch): the hot path.
         minute = floor_minute(levels.ts)
         late = self._count_if_late(state, minute, now)
-        self._pending_sound.append(PendingSound(state, levels, source, late, minute, digest))
+        self._pending_sound.append(PendingSound(state, levels, source, late, minute, entry))
 
     def _flush_sound(self, now: datetime) -> None:
         pending, self._pending_sound = self._pending_sound, []
@@ -452,7 +457,7 @@ class Pipeline:
         for site, minute in touched:
             self.sites[site].recent.ensure((minute,))  # before the store has the new readings
         stored = self.store.append_sounds(
-            [(p.levels, p.source, p.late) for p in pending], now, [p.digest for p in pending]
+            [(p.levels, p.source, p.late) for p in pending], now, [p.entry for p in pending]
         )
         receipt = time.monotonic()
         ends: dict[tuple[datetime, float], datetime] = {}  # a batch holds a few distinct periods

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from monitor.errors import StoreError
 from monitor.journal import migrations, queries
@@ -121,10 +121,30 @@ def sound_digest(row: Sequence[Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+class SoundEntry(NamedTuple):
+    """A sound record as append_sounds stores and chains it, built without the store (pure), so
+    the pipeline builds it before taking the write lock: under the lock only its chain link,
+    ``late``, the receipt time and the entry's seq are added."""
+
+    site: str
+    key: str  # its chain key, KINDS["sound"].key_of spelled out (tests/monitor/evidence/test_golden.py)
+    digest: str
+    values: tuple[Any, ...]  # the row's values but late, received_us and chain_seq, in ``insert``'s columns
+    insert: str  # _SOUND_INSERT_SHORT when none of the optional levels is given, else _SOUND_INSERT
+
+
+def sound_entry(levels: SoundLevels, source: str) -> SoundEntry:
+    row: tuple[Any, ...] = (*levels[:2], to_us(levels.ts), *levels[3:], source)
+    if row[7:12] == _NO_OPTIONALS:
+        values, insert = (*row[:7], source), _SOUND_INSERT_SHORT
+    else:
+        values, insert = row, _SOUND_INSERT
+    return SoundEntry(row[0], f"{row[1]}|{row[2]}", sound_digest(row), values, insert)
+
+
 def levels_digest(levels: SoundLevels, source: str) -> str:
-    """The digest of ``levels`` stored with ``source``: what append_sounds chains for it (pure, so
-    the pipeline computes it before taking the store's write lock)."""
-    return sound_digest((*levels[:2], to_us(levels.ts), *levels[3:], source))
+    """The digest of ``levels`` stored with ``source``: what append_sounds chains for it."""
+    return sound_entry(levels, source).digest
 
 
 # the kinds stored in the readings table (their message kind, from the codec)
@@ -383,49 +403,47 @@ class Store:
         self,
         items: Sequence[tuple[SoundLevels, str, bool]],
         now: datetime,
-        digests: Sequence[str | None] | None = None,
+        entries: Sequence[SoundEntry | None] | None = None,
     ) -> list[bool]:
         """Many (levels, source, late) at once; returns which were new (the rest are duplicates).
 
-        ``digests``: each item's ``levels_digest`` where the caller has it already (None: computed here).
+        ``entries``: each item's ``sound_entry`` where the caller has built it already (None: built here).
 
         Optimistic: all rows in multi-row statements, and only when fewer rows were inserted
         than given (a duplicate among them) is it undone and redone row by row to learn which.
         """
         now_us = to_us(now)
-        # A batch holds every sensor's reading of the same few seconds: convert each time once.
-        times = {ts: to_us(ts) for ts in {lv.ts for lv, _, _ in items}}
-        rows = [(*lv[:2], times[lv.ts], *lv[3:], source, int(late), now_us) for lv, source, late in items]
-        given = digests or [None] * len(rows)
-        known = [sound_digest(row) if d is None else d for row, d in zip(rows, given, strict=True)]
+        given = entries or [None] * len(items)
+        ready = [
+            sound_entry(levels, source) if e is None else e
+            for (levels, source, _), e in zip(items, given, strict=True)
+        ]
         try:
             with self.savepoint():
                 # Chain every row first: its entry's seq is a column of the row.
-                # KINDS["sound"].key_of, spelled out: the hot path (tests/monitor/evidence/test_golden.py)
-                keys = [(row[0], f"{row[1]}|{row[2]}", d) for row, d in zip(rows, known, strict=True)]
-                seqs = self.link_all("sound", keys, now_us)
-                full, short = [], []
-                for row, seq in zip(rows, seqs, strict=True):
-                    if row[7:12] == _NO_OPTIONALS:
-                        short.append((*row[:7], *row[12:], seq))
-                    else:
-                        full.append((*row, seq))
+                seqs = self.link_all("sound", [(e.site, e.key, e.digest) for e in ready], now_us)
+                short: list[tuple[Any, ...]] = []
+                full: list[tuple[Any, ...]] = []
+                for e, (_, _, late), seq in zip(ready, items, seqs, strict=True):
+                    (short if e.insert is _SOUND_INSERT_SHORT else full).append(
+                        (*e.values, int(late), now_us, seq)
+                    )
                 # The statements' own row counts: total_changes would count the triggers' too.
                 inserted = self._insert_rows(_SOUND_INSERT_SHORT, short) + self._insert_rows(
                     _SOUND_INSERT, full
                 )
-                if inserted != len(rows):
+                if inserted != len(ready):
                     raise _Duplicates
-            return [True] * len(rows)
+            return [True] * len(ready)
         except _Duplicates:
             pass
-        sql = _SOUND_INSERT + "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         stored = []
-        for row, digest in zip(rows, known, strict=True):
-            seq = self.head(row[0])[0] + 1
-            new = self.conn.execute(sql, (*row, seq)).rowcount == 1
+        for e, (_, _, late) in zip(ready, items, strict=True):
+            seq = self.head(e.site)[0] + 1
+            sql = e.insert + "(" + ",".join("?" * (len(e.values) + 3)) + ")"
+            new = self.conn.execute(sql, (*e.values, int(late), now_us, seq)).rowcount == 1
             if new:
-                self.link(row[0], "sound", f"{row[1]}|{row[2]}", digest, now_us)
+                self.link(e.site, "sound", e.key, e.digest, now_us)
             stored.append(new)
         return stored
 

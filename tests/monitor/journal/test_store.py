@@ -23,6 +23,7 @@ from monitor.journal.store import (
     digest_of,
     next_head,
     sound_digest,
+    sound_entry,
     sound_record,
     to_us,
 )
@@ -58,7 +59,15 @@ def test_sound_digest_is_the_canonical_record_digest() -> None:
         assert sound_digest(row) == expected, row
 
 
-def test_many_sounds_with_duplicates_across_statements(tmp_path: Path) -> None:
+@pytest.mark.parametrize("built_ahead", [False, True], ids=["built-by-the-store", "built-ahead"])
+def test_many_sounds_with_duplicates_across_statements(tmp_path: Path, built_ahead: bool) -> None:
+    """The same rows and chain whether the store builds each record's entry or the caller did
+    before the write lock (the pipeline: store.sound_entry), through the duplicates' slow path."""
+
+    def append(items: list[tuple[SoundLevels, str, bool]]) -> list[bool]:
+        entries = [sound_entry(lv, source) for lv, source, _ in items] if built_ahead else None
+        return store.append_sounds(items, T0, entries)
+
     store = Store(tmp_path / "s.db")
     # Rows with and without the optional levels (inserted by different statements), mixed.
     optional: dict[str, Any] = {"LASmax": 60.5, "LZeq": 66.0}
@@ -73,7 +82,7 @@ def test_many_sounds_with_duplicates_across_statements(tmp_path: Path) -> None:
         for i in range(5000)  # more rows than one statement takes
     ]
     with store.batch():
-        assert store.append_sounds(first, T0) == [True] * 5000
+        assert append(first) == [True] * 5000
     # A resend of some, mixed with new ones and a duplicate inside the same call.
     again = first[100:300] + [
         (SoundLevels("q", "n9", T0 + timedelta(seconds=s), 1.0, 50.0, 51.0, 70.0), "levels", False)
@@ -81,7 +90,7 @@ def test_many_sounds_with_duplicates_across_statements(tmp_path: Path) -> None:
     ]
     again.append(again[-1])
     with store.batch():
-        stored = store.append_sounds(again, T0)
+        stored = append(again)
     assert stored == [False] * 200 + [True] * 2500 + [False]
     count = store.conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0]
     chained = store.conn.execute("SELECT COUNT(*) FROM chain WHERE kind = 'sound'").fetchone()[0]
