@@ -20,6 +20,11 @@ The floor, ``mosquitto_sub`` draining the backlog, moves from run to run: it is 
 ratio is taken against the median. The daemon's CPU per message is user + system time over the
 drain (from its first stored row to its last), summed over the supervisor and its workers.
 
+Both consumers share the machine's cores with the broker, so the bench also prints the CPU each
+drain cost: the broker's and the consumer's per message, and the machine's idle and stolen
+(hypervisor) shares. The daemon's drain and the broker's CPU for it bound the rate the cores
+allow (cores / (daemon + broker us/msg)), and so the ratio this code can reach on this machine.
+
 Last line: ``ingest: <rate> msg/s daemon, <median rate> msg/s mosquitto_sub, ratio <r>, lost <n>,
 peak RSS <MB> MB[, workers <n>, per core <r>], cpu <us> us/msg``
 """
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -38,12 +44,15 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import paho.mqtt.client as mqtt
 import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from cpu_shares import CpuShares  # noqa: E402  (bench/, the script's own folder)
 
 from monitor.wire.codec import encode  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
@@ -54,16 +63,32 @@ from tests.support.servers import Mosquitto  # noqa: E402
 class Target:
     """Where the backlog goes in (``pub_port``) and where both consumers read it (``sub_port``)."""
 
-    def __init__(self, pub_port: int, sub_port: int, urls: list[str], v5: bool) -> None:
+    def __init__(self, pub_port: int, sub_port: int, urls: list[str], v5: bool, pids: list[int]) -> None:
         self.pub_port, self.sub_port, self.urls, self.v5 = pub_port, sub_port, urls, v5
+        self.broker_pids = pids  # the broker's processes, whose CPU the bench reads
 
     @staticmethod
     def mosquitto(broker: Mosquitto) -> Target:
-        return Target(broker.port, broker.port, [broker.url], True)
+        assert broker.proc is not None
+        return Target(broker.port, broker.port, [broker.url], True, [broker.proc.pid])
 
     @staticmethod
     def nats(cluster: NatsCluster) -> Target:
-        return Target(cluster.node("b").mqtt_port, cluster.node("a").mqtt_port, cluster.urls_from("a"), False)
+        pids = [node.process.pid for node in cluster.nodes if node.process is not None]
+        return Target(
+            cluster.node("b").mqtt_port, cluster.node("a").mqtt_port, cluster.urls_from("a"), False, pids
+        )
+
+    def broker_cpu(self) -> float:
+        """User + system seconds the broker's processes have used so far."""
+        total = 0.0
+        for pid in self.broker_pids:
+            try:
+                times = psutil.Process(pid).cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
 
     def broker_lines(self) -> list[str]:
         if self.v5:
@@ -178,18 +203,30 @@ def dropped_by_broker(port: int) -> int:
         return -1
 
 
-def bench_mosquitto_sub(target: Target, args: argparse.Namespace, start: datetime) -> tuple[list[float], int]:
-    """The floor's rate, once per session: the backlog is published once and queued for each."""
+class Drain(NamedTuple):
+    """One consumer's drain of the backlog: its rate and what it cost the machine."""
+
+    rate: float  # messages a second
+    consumer_us: float  # the consumer's CPU per message
+    broker_us: float  # the broker's CPU per message, over the same interval
+    idle: float  # the machine's share of idle CPU over the drain
+    steal: float  # the share the hypervisor gave another guest
+
+
+def bench_mosquitto_sub(target: Target, args: argparse.Namespace, start: datetime) -> tuple[list[Drain], int]:
+    """The floor's drains, once per session: the backlog is published once and queued for each."""
     sessions = [f"bench-sub-{i}" for i in range(1, args.floor_runs + 1)]
     for session in sessions:
         register_session(target, session)
     total = publish_backlog(target, args.sites, args.sensors // args.sites, args.per_sensor, start)
-    return [total / drain_mosquitto_sub(target, session, total) for session in sessions], total
+    return [drain_mosquitto_sub(target, session, total) for session in sessions], total
 
 
-def drain_mosquitto_sub(target: Target, session: str, total: int) -> float:
-    """Seconds ``mosquitto_sub`` takes to receive ``session``'s queued backlog."""
+def drain_mosquitto_sub(target: Target, session: str, total: int) -> Drain:
+    """``mosquitto_sub`` receiving ``session``'s queued backlog: rate and CPU."""
     version = ["-V", "mqttv5", "-x", "3600"] if target.v5 else ["-V", "mqttv311"]
+    machine, broker_t0 = CpuShares(), target.broker_cpu()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
         [
@@ -214,9 +251,13 @@ def drain_mosquitto_sub(target: Target, session: str, total: int) -> float:
         text=True,
     )
     elapsed = time.perf_counter() - t0
+    broker_s = target.broker_cpu() - broker_t0
+    idle, steal = machine.shares()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # mosquitto_sub, waited for above
+    consumer_s = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
     if proc.returncode != 0:
         print(f"mosquitto_sub exited {proc.returncode}: {proc.stderr.strip()}")
-    return elapsed
+    return Drain(total / elapsed, consumer_s / total * 1e6, broker_s / total * 1e6, idle, steal)
 
 
 def read_store(db: Path, *queries: tuple[str, tuple[object, ...]]) -> list[int]:
@@ -312,6 +353,7 @@ def bench_daemon(
                 time.sleep(0.02)  # the drain's start (and its CPU reading) to within a few ms
                 continue
             first_t, cpu_start = now, cpu_seconds(proc)
+            machine, broker_t0 = CpuShares(), target.broker_cpu()
         try:
             rss.append((count, sum(p.memory_info().rss for p in tree(proc)) / 2**20))
         except psutil.NoSuchProcess:
@@ -321,6 +363,9 @@ def bench_daemon(
         time.sleep(0.25)
     elapsed = time.perf_counter() - (first_t or time.perf_counter())
     cpu_end = cpu_seconds(proc)
+    broker_s, (idle, steal) = (0.0, (0.0, 0.0))
+    if first_t is not None:
+        broker_s, (idle, steal) = target.broker_cpu() - broker_t0, machine.shares()
     # A process that started during the drain counts from zero.
     drain_cpu = sum(end - cpu_start.get(pid, 0.0) for pid, end in cpu_end.items())
     print(
@@ -344,6 +389,9 @@ def bench_daemon(
         "total": total,
         "stored": count,
         "cpu_us": drain_cpu / count * 1e6 if count else 0.0,
+        "broker_us": broker_s / count * 1e6 if count else 0.0,
+        "idle": idle,
+        "steal": steal,
         "peak_rss": max(m for _, m in rss) if rss else 0.0,
         "rss_at_quarter": quarter[0] if quarter else 0.0,
         "rss_at_end": rss[-1][1] if rss else 0.0,
@@ -418,13 +466,18 @@ def run(
     name: str,
     broker: Mosquitto | None = None,
 ) -> None:
-    sub_rates, sub_total = bench_mosquitto_sub(target, args, start)
-    sub_rate = statistics.median(sub_rates)
+    drains, sub_total = bench_mosquitto_sub(target, args, start)
+    sub_rate = statistics.median(d.rate for d in drains)
     print(
-        f"mosquitto_sub drained {sub_total} messages {len(sub_rates)} time(s) at "
-        + " / ".join(f"{rate:,.0f}" for rate in sub_rates)
+        f"mosquitto_sub drained {sub_total} messages {len(drains)} time(s) at "
+        + " / ".join(f"{d.rate:,.0f}" for d in drains)
         + f" msg/s; median {sub_rate:,.0f} msg/s (the ratio below is against the median)"
     )
+    for d in drains:
+        print(
+            f"  mosquitto_sub {d.consumer_us:.1f} us/msg + broker {d.broker_us:.1f} us/msg;"
+            f" machine idle {d.idle:.0%}, stolen {d.steal:.0%}"
+        )
     result = bench_daemon(target, workdir, args, start)
     dropped = dropped_by_broker(broker.port) if broker is not None else -1  # nats: no $SYS over MQTT
     lost = int(result["total"] - result["stored"])
@@ -437,6 +490,15 @@ def run(
         f"(growth {result['rss_at_end'] - result['rss_at_quarter']:+.0f} MB); at 25/50/75/100 %: "
         + " / ".join(f"{result[f'rss_{q}']:.0f}" for q in (25, 50, 75, 100))
         + " MB"
+    )
+    cores = psutil.cpu_count() or 1
+    both = result["cpu_us"] + result["broker_us"]
+    bound = cores / both * 1e6 if both else 0.0
+    print(
+        f"CPU of the daemon's drain: daemon {result['cpu_us']:.1f} + broker {result['broker_us']:.1f}"
+        f" = {both:.1f} us/msg; {cores} cores allow at most {bound:,.0f} msg/s"
+        f" (ratio {bound / sub_rate:.2f} against the median floor); machine idle {result['idle']:.0%},"
+        f" stolen {result['steal']:.0%} over the drain"
     )
     if args.log_level == "INFO":
         for line in (workdir / "daemon.log").read_text(errors="replace").splitlines():
