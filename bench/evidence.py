@@ -12,7 +12,12 @@ The store is kept between runs with the same size (``--dir``); ``--refill`` rebu
 Floors, measured in the same run on the same store and bundle (needs the ``sqlite3``,
 ``gzip``, ``unzip`` and ``sha256sum`` command-line tools; Debian: sqlite3, gzip, unzip, coreutils):
 - export floor: the ``sqlite3`` shell writing the window's sound readings (the sound table's
-  columns, no chain data) as CSV through ``gzip -1``; its output's size is the bundle's floor;
+  columns, no chain data) as CSV through ``gzip -1``; its output's size is the bundle's floor.
+  It runs right before the export and again right after it, and the export's ratio is taken
+  against the mean of the two: the machine's speed drifts over the minutes a month takes (the
+  same floor measured 78-113 s on the shared VM), and a floor on one side only would carry that
+  drift into the ratio. Both are printed, with the share of CPU the hypervisor took ("stolen")
+  during each command;
 - verify floor: ``unzip -p`` of the bundle through ``sha256sum``.
 
 Last line: ``evidence: <rows> rows, export <s> s (<r> x floor), verify <s> s (<r> x floor),
@@ -34,6 +39,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import cast
+
+from cpu_shares import CpuShares  # bench/, the script's own folder
 
 from monitor.journal.chain_kinds import SOUND_FIELDS
 from monitor.journal.store import Store, digest_of, next_head, sound_record, to_us
@@ -273,10 +280,21 @@ def main() -> int:
     bundle.unlink(missing_ok=True)
     end = START + timedelta(days=args.days)
     floor_file = args.dir / f"floor-{args.days}x{args.sensors}.csv.gz"
-    e_floor, floor_bytes = export_floor(store_path, to_us(START), to_us(end), floor_file)
-    floor_file.unlink()
-    print(f"export floor: {e_floor:.1f} s, {floor_bytes / 1e9:.3f} GB (sqlite3 -csv | gzip -1)", flush=True)
+
+    def floor(when: str) -> tuple[float, int]:
+        shares = CpuShares()
+        e_floor, floor_bytes = export_floor(store_path, to_us(START), to_us(end), floor_file)
+        floor_file.unlink()
+        print(
+            f"export floor {when}: {e_floor:.1f} s, {floor_bytes / 1e9:.3f} GB (sqlite3 -csv | gzip -1),"
+            f" stolen {shares.shares()[1]:.0%}",
+            flush=True,
+        )
+        return e_floor, floor_bytes
+
+    floor_before, floor_bytes = floor("before")
     cli = [sys.executable, "-m", "monitor.cli"]
+    export_shares = CpuShares()
     seconds, rss, code = measure(
         [
             *cli,
@@ -297,9 +315,14 @@ def main() -> int:
         print(f"export failed with exit code {code}", file=sys.stderr)
         return 1
     size = bundle.stat().st_size
+    export_stolen = export_shares.shares()[1]
+    floor_after, _ = floor("after")
+    e_floor = (floor_before + floor_after) / 2
     print(
-        f"export: {seconds:.1f} s ({seconds / e_floor:.2f} x floor), bundle {size / 1e9:.3f} GB"
-        f" ({size / floor_bytes:.2f} x floor), peak RSS {rss:.0f} MB",
+        f"export: {seconds:.1f} s ({seconds / e_floor:.2f} x the floors' mean {e_floor:.1f} s;"
+        f" {seconds / floor_before:.2f} x before, {seconds / floor_after:.2f} x after), stolen"
+        f" {export_stolen:.0%}, bundle {size / 1e9:.3f} GB ({size / floor_bytes:.2f} x floor),"
+        f" peak RSS {rss:.0f} MB",
         flush=True,
     )
     v_floor = verify_floor(bundle, args.dir / "floor.sha256")
