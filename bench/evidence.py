@@ -250,6 +250,8 @@ def main() -> int:
         "--refill", action="store_true", help="rebuild the store even if one of this size exists"
     )
     args = parser.parse_args()
+    if args.days < 1 or args.sensors < 1:
+        parser.error("--days and --sensors must be at least 1")
     args.dir.mkdir(parents=True, exist_ok=True)
     store_path = args.dir / f"store-{args.days}x{args.sensors}.db"
     config_path = args.dir / f"minewatch-{args.days}x{args.sensors}.toml"
