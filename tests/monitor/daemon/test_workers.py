@@ -400,8 +400,8 @@ def test_a_worker_announces_only_its_own_sites_notice_changes(tmp_path: Path) ->
 
 
 def test_the_wait_for_the_stores_write_lock_is_counted(tmp_path: Path) -> None:
-    """Workers take turns on the one store: how long a batch waited for its turn is counted
-    (and logged when the daemon stops), the measure of their contention."""
+    """Workers take turns on the one store: how long a batch or a tick waited for its turn is
+    counted (and logged when the daemon stops), the measure of their contention."""
     t0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
     config = quarry_config(tmp_path / "store.db", sensors=[sensor_settings("n1", "sound")])
     world = World(tmp_path, config, t0)
@@ -413,7 +413,16 @@ def test_the_wait_for_the_stores_write_lock_is_counted(tmp_path: Path) -> None:
         threading.Timer(0.5, lambda: other.execute("COMMIT")).start()
         world.levels(t0 + timedelta(seconds=5), 5, 60.0)
         assert world.pipeline.counters.lock_wait_s >= 0.4
+        assert world.pipeline.counters.tick_lock_wait_s == 0.0  # no tick yet
         assert world.pipeline.counters.accepted == 10
+        # A tick records its judgements in a transaction of its own: its wait is counted too,
+        # and apart, since it comes on top of the batch's.
+        other.execute("BEGIN IMMEDIATE")
+        threading.Timer(0.5, lambda: other.execute("COMMIT")).start()
+        before = world.pipeline.counters.lock_wait_s
+        world.advance(1)
+        assert world.pipeline.counters.tick_lock_wait_s >= 0.4
+        assert world.pipeline.counters.lock_wait_s - before >= 0.4
     finally:
         other.close()
         world.close()
