@@ -29,7 +29,8 @@ import signal
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import FrameType
@@ -230,9 +231,7 @@ class Pipeline:
             for index, (part, next_time) in enumerate(self._between_data_steps(ready)):
                 if index:
                     now = self.clock.now()
-                asked = time.perf_counter()
-                with self.store.batch():
-                    self.counters.lock_wait_s += time.perf_counter() - asked  # BEGIN IMMEDIATE's wait
+                with self._write_transaction():
                     for item in part:
                         self._apply(item, now)
                     self._flush_sound(self.clock.now())
@@ -263,6 +262,18 @@ class Pipeline:
                             "internal",
                         )
         self.outgoing.flush()
+
+    @contextmanager
+    def _write_transaction(self, *, tick: bool = False) -> Iterator[None]:
+        """The store's write transaction (``Store.batch``), with its wait for the write lock (BEGIN
+        IMMEDIATE's, while another worker or the CLI writes) counted; a tick's apart too."""
+        asked = time.perf_counter()
+        with self.store.batch():
+            waited = time.perf_counter() - asked
+            self.counters.lock_wait_s += waited
+            if tick:
+                self.counters.tick_lock_wait_s += waited
+            yield
 
     def _between_data_steps(self, ready: list[Prepared]) -> list[tuple[list[Prepared], datetime | None]]:
         """The batch cut where its data cross the data clock's next periodic step (data clock),
@@ -655,11 +666,7 @@ class Pipeline:
                 judgements[state.config.id] = self._judge(state, now)
             except Exception:  # one site's failure must not stop the others, or ingestion
                 log.exception("Judging site %r failed; retrying on the next tick", state.config.id)
-        asked = time.perf_counter()
-        with self.store.batch():
-            waited = time.perf_counter() - asked  # BEGIN IMMEDIATE's wait
-            self.counters.lock_wait_s += waited
-            self.counters.tick_lock_wait_s += waited
+        with self._write_transaction(tick=True):
             # Notice changes made by the town with `minewatch notices` (another process),
             # and deliveries that gave up, are announced by the daemon, the chain's one writer.
             for event in self.notices.take_announcements(now, self.announce_sites):
