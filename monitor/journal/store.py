@@ -425,7 +425,7 @@ class Store:
                 short: list[tuple[Any, ...]] = []
                 full: list[tuple[Any, ...]] = []
                 for e, (_, _, late), seq in zip(ready, items, seqs, strict=True):
-                    (short if e.insert is _SOUND_INSERT_SHORT else full).append(
+                    (short if e.insert == _SOUND_INSERT_SHORT else full).append(
                         (*e.values, int(late), now_us, seq)
                     )
                 # The statements' own row counts: total_changes would count the triggers' too.
