@@ -440,8 +440,7 @@ class Store:
         stored = []
         for e, (_, _, late) in zip(ready, items, strict=True):
             seq = self.head(e.site)[0] + 1
-            sql = e.insert + "(" + ",".join("?" * (len(e.values) + 3)) + ")"
-            new = self.conn.execute(sql, (*e.values, int(late), now_us, seq)).rowcount == 1
+            new = self._insert_rows(e.insert, [(*e.values, int(late), now_us, seq)]) == 1
             if new:
                 self.link(e.site, "sound", e.key, e.digest, now_us)
             stored.append(new)
