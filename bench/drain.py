@@ -9,8 +9,9 @@ Then the input falls quiet and one more tick judges what the backlog's end left 
 
 Prints CPU microseconds per message (``time.process_time``; building the messages is not counted) for
 storing (handle_batch) and judging (tick), each by quarter of the drain, so growth with the backlog
-shows; ``--profile`` adds cProfile's top functions (which inflates many small Python calls: compare
-without it).
+shows, and the wall time per message the pipeline holds the store's write lock (two workers' drain
+is bound by that: docs/PERFORMANCE.md). ``--profile`` adds cProfile's top functions (which inflates
+many small Python calls: compare without it).
 """
 
 from __future__ import annotations
@@ -117,13 +118,15 @@ def main() -> None:
         t0 = time.process_time()
         pipeline.tick()
         tail = time.process_time() - t0
+        held = pipeline.counters.lock_held_s
         store.close()
     print(
         f"{total} messages ({args.per_sensor} per meter, {args.sites} x {args.sensors} meters):"
         f" storing {sum(storing) / total * 1e6:.1f} us/msg by quarter {quarters(storing, sizes)},"
         f" judging {sum(judging) / total * 1e6:.1f} us/msg by quarter {quarters(judging, sizes)},"
         f" tail {tail / total * 1e6:.2f} us/msg;"
-        f" all {(sum(storing) + sum(judging) + tail) / total * 1e6:.1f} us/msg"
+        f" all {(sum(storing) + sum(judging) + tail) / total * 1e6:.1f} us/msg;"
+        f" holding the store's write lock {held / total * 1e6:.1f} us/msg (wall)"
     )
     if args.profile:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(30)

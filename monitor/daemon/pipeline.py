@@ -106,6 +106,7 @@ class Counters:
     findings: int = 0
     lock_wait_s: float = 0.0  # waiting for the store's write lock (other writers: workers, the CLI)
     tick_lock_wait_s: float = 0.0  # the part of it before a tick's transaction (_periodic)
+    lock_held_s: float = 0.0  # holding it: in write transactions, the COMMIT included
     by_reason: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
@@ -234,7 +235,9 @@ class Pipeline:
                 with self._write_transaction():
                     for item in part:
                         self._apply(item, now)
-                    self._flush_sound(self.clock.now())
+                    take_in = self._flush_sound(self.clock.now(), defer=True)
+                if take_in is not None:
+                    take_in()  # memory only, out of the write lock
                 if next_time is not None:
                     self.outgoing.flush()
                     self._step_data_clock(next_time)  # the steps the next message passes
@@ -266,14 +269,21 @@ class Pipeline:
     @contextmanager
     def _write_transaction(self, *, tick: bool = False) -> Iterator[None]:
         """The store's write transaction (``Store.batch``), with its wait for the write lock (BEGIN
-        IMMEDIATE's, while another worker or the CLI writes) counted; a tick's apart too."""
+        IMMEDIATE's, while another worker or the CLI writes) counted, a tick's apart too, and the
+        time it holds the lock: with two workers the drain is bound by that (docs/PERFORMANCE.md)."""
         asked = time.perf_counter()
-        with self.store.batch():
-            waited = time.perf_counter() - asked
-            self.counters.lock_wait_s += waited
-            if tick:
-                self.counters.tick_lock_wait_s += waited
-            yield
+        taken: float | None = None
+        try:
+            with self.store.batch():
+                taken = time.perf_counter()
+                waited = taken - asked
+                self.counters.lock_wait_s += waited
+                if tick:
+                    self.counters.tick_lock_wait_s += waited
+                yield
+        finally:  # the chain rows' flush and the COMMIT (or ROLLBACK) included
+            if taken is not None:
+                self.counters.lock_held_s += time.perf_counter() - taken
 
     def _between_data_steps(self, ready: list[Prepared]) -> list[tuple[list[Prepared], datetime | None]]:
         """The batch cut where its data cross the data clock's next periodic step (data clock),
@@ -461,35 +471,86 @@ class Pipeline:
         late = self._count_if_late(state, minute, now)
         self._pending_sound.append(PendingSound(state, levels, source, late, minute, entry))
 
-    def _flush_sound(self, now: datetime) -> None:
+    def _flush_sound(self, now: datetime, *, defer: bool = False) -> Callable[[], None] | None:
+        """Store the pending sound records (in the current transaction), then take them in:
+        counted, into the recent windows, their minutes touched, clock, health and points.
+
+        ``defer``: when taking them in writes nothing (every record new, each sensor online,
+        no outbox: the usual batch), that is returned, not done, for the caller to run after
+        the COMMIT. Two workers' drain is bound by the time each holds the store's write lock
+        (docs/PERFORMANCE.md), and this memory-only part need not hold it.
+        """
         pending, self._pending_sound = self._pending_sound, []
         if not pending:
-            return
+            return None
         touched = {(p.levels.site, p.minute) for p in pending}
         for site, minute in touched:
             self.sites[site].recent.ensure((minute,))  # before the store has the new readings
         stored = self.store.append_sounds(
             [(p.levels, p.source, p.late) for p in pending], now, [p.entry for p in pending]
         )
+        if defer and self._taken_in_memory(pending, stored):
+            return lambda: self._take_in_committed(pending, now)
         receipt = time.monotonic()
         ends: dict[tuple[datetime, float], datetime] = {}  # a batch holds a few distinct periods
-        for (state, levels, source, late, minute, _), new in zip(pending, stored, strict=True):
-            if not new:
-                conflict = self.store.sound_conflict(levels, source, now)
-                self._count_duplicate(levels.site, levels.sensor, "sound", levels.ts, conflict)
-                continue
-            self.counters.accepted += 1
-            state.recent.add(levels, minute)
-            self._touched(state, minute, state.margins("sound")[0])
-            end = ends.get((levels.ts, levels.duration_s))
-            if end is None:
-                end = ends[(levels.ts, levels.duration_s)] = levels.end
-                self.clock.observe(end)
-            state.last_receipt = receipt
-            if state.newest is None or end > state.newest:
-                state.newest = end
-            self._heard_from(state, levels.sensor, levels.ts, now)
-            self._write_point(points.sound, levels, late)
+        for item, new in zip(pending, stored, strict=True):
+            if new:
+                self._take_in_sound(item, now, receipt, ends)
+            else:
+                conflict = self.store.sound_conflict(item.levels, item.source, now)
+                self._count_duplicate(item.levels.site, item.levels.sensor, "sound", item.levels.ts, conflict)
+        return None
+
+    def _taken_in_memory(self, pending: list[PendingSound], stored: list[bool]) -> bool:
+        """Whether taking ``pending`` in writes nothing: no duplicate (its conflict check
+        journals), no sensor back online (journaled, its alert cleared) and no InfluxDB point
+        (the outbox is in the store)."""
+        if self.outbox_put is not None or not all(stored):
+            return False
+        for state, levels, *_ in pending:
+            health = state.health.get(levels.sensor)
+            if health is not None and not health.online:
+                return False
+        return True
+
+    def _take_in_committed(self, pending: list[PendingSound], now: datetime) -> None:
+        """Take in committed records (``_flush_sound``'s deferred part). A bug on one is logged
+        and the rest go on: the message-by-message retry of handle_batch would count records
+        already stored as duplicates. The recent windows are then reloaded from the store."""
+        receipt = time.monotonic()
+        ends: dict[tuple[datetime, float], datetime] = {}
+        failed = False
+        for item in pending:
+            try:
+                self._take_in_sound(item, now, receipt, ends)
+            except Exception:  # a daemon never dies of one message
+                failed = True
+                log.exception(
+                    "Internal error taking in the stored reading of %s/%s at %s; it is kept",
+                    item.levels.site,
+                    item.levels.sensor,
+                    format_ts(item.levels.ts),
+                )
+        if failed:
+            self._forget_recent_sound()
+
+    def _take_in_sound(
+        self, item: PendingSound, now: datetime, receipt: float, ends: dict[tuple[datetime, float], datetime]
+    ) -> None:
+        """A stored sound record taken in (``ends``: the batch's periods' ends, computed once)."""
+        state, levels, _, late, minute, _ = item
+        self.counters.accepted += 1
+        state.recent.add(levels, minute)
+        self._touched(state, minute, state.margins("sound")[0])
+        end = ends.get((levels.ts, levels.duration_s))
+        if end is None:
+            end = ends[(levels.ts, levels.duration_s)] = levels.end
+            self.clock.observe(end)
+        state.last_receipt = receipt
+        if state.newest is None or end > state.newest:
+            state.newest = end
+        self._heard_from(state, levels.sensor, levels.ts, now)
+        self._write_point(points.sound, levels, late)
 
     def _accept_audio(self, state: SiteState, block: AudioBlock, now: datetime) -> None:
         block_row = (block.site, block.sensor, block.ts, block.seq, block.sample_rate, block.sample_format)
@@ -947,7 +1008,8 @@ def run(
         c = pipeline.counters
         log.info(
             "Stopped: %d received, %d accepted, %d duplicates, %d rejected, %d findings;"
-            " %.1f s waiting for the store's write lock (%.1f s of it before a tick's transaction)",
+            " %.1f s waiting for the store's write lock (%.1f s of it before a tick's transaction),"
+            " %.1f s holding it",
             c.received,
             c.accepted,
             c.duplicates,
@@ -955,6 +1017,7 @@ def run(
             c.findings,
             c.lock_wait_s,
             c.tick_lock_wait_s,
+            c.lock_held_s,
         )
     if link.fatal is not None:
         raise LoginRefused(link.fatal)

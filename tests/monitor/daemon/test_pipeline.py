@@ -22,6 +22,7 @@ from monitor.daemon import announcer
 from monitor.daemon.clock import Clock
 from monitor.daemon.ingest import Inbound
 from monitor.daemon.pipeline import QUIET_S, Pipeline
+from monitor.daemon.site_state import SiteState
 from monitor.daemon.site_status import site_status
 from monitor.journal.store import Store
 from monitor.wire.codec import encode, payload_of
@@ -121,14 +122,14 @@ def test_a_bug_on_one_message_rejects_it_and_keeps_the_rest(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bad_ts = T0 + timedelta(seconds=7)
-    heard_from = Pipeline._heard_from
+    accept_sound = Pipeline._accept_sound
 
-    def buggy(self: Pipeline, state: object, sensor: str, ts: datetime, now: datetime) -> None:
-        if ts == bad_ts:
+    def buggy(self: Pipeline, state: SiteState, levels: SoundLevels, *args: Any) -> None:
+        if levels.ts == bad_ts:
             raise RuntimeError("a bug")
-        heard_from(self, state, sensor, ts, now)  # type: ignore[arg-type]
+        accept_sound(self, state, levels, *args)
 
-    monkeypatch.setattr(Pipeline, "_heard_from", buggy)
+    monkeypatch.setattr(Pipeline, "_accept_sound", buggy)
     world.levels(T0, 20, 60.0)
     rejected = world.store.conn.execute("SELECT reason FROM rejections").fetchall()
     assert [r[0] for r in rejected] == ["internal error (RuntimeError); logged for the maintainers"]
@@ -138,6 +139,67 @@ def test_a_bug_on_one_message_rejects_it_and_keeps_the_rest(
     window = (T0, T0 + timedelta(minutes=1))
     assert in_time_order(state.recent.by_sensor(*window)) == world.store.sound_between("q", *window)
     assert len(in_time_order(state.recent.by_sensor(*window))) == 19
+
+
+def test_a_bug_taking_in_a_committed_batch_keeps_its_readings_and_the_rest_are_taken_in(
+    world: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Taking in a usual batch runs after its COMMIT: a bug there loses nothing stored, is not
+    counted as a duplicate on a retry, and leaves memory reading what the store holds."""
+    bad_ts = T0 + timedelta(seconds=7)
+    heard_from = Pipeline._heard_from
+
+    def buggy(self: Pipeline, state: SiteState, sensor: str, ts: datetime, now: datetime) -> None:
+        if ts == bad_ts:
+            raise RuntimeError("a bug")
+        heard_from(self, state, sensor, ts, now)
+
+    monkeypatch.setattr(Pipeline, "_heard_from", buggy)
+    world.levels(T0, 20, 60.0)
+    assert world.count("SELECT COUNT(*) FROM sound") == 20
+    assert world.count("SELECT COUNT(*) FROM rejections") == 0
+    counters = world.pipeline.counters
+    assert (counters.accepted, counters.duplicates, counters.rejected) == (20, 0, 0)
+    assert "taking in the stored reading of q/n1 at 2026-06-15T17:00:07Z" in caplog.text
+    state = world.pipeline.sites["q"]
+    assert state.health["n1"].last_seen == T0 + timedelta(seconds=19)  # the rest were taken in
+    window = (T0, T0 + timedelta(minutes=1))
+    assert in_time_order(state.recent.by_sensor(*window)) == world.store.sound_between("q", *window)
+    assert len(in_time_order(state.recent.by_sensor(*window))) == 20
+    world.levels(T0 + timedelta(minutes=1), 6, 60.0)  # and the daemon goes on
+    assert counters.accepted == 26
+
+
+def test_a_usual_batch_is_taken_in_after_its_commit_and_one_that_writes_within_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memory-only part of storing sound runs out of the write lock; when taking a batch
+    in writes (a duplicate's conflict check, a sensor back online, an InfluxDB point in the
+    outbox), it stays in the batch's transaction."""
+    in_transaction: list[bool] = []
+    take_in = Pipeline._take_in_sound
+
+    def watched(self: Pipeline, *args: Any) -> None:
+        in_transaction.append(self.store.conn.in_transaction)
+        take_in(self, *args)
+
+    monkeypatch.setattr(Pipeline, "_take_in_sound", watched)
+    world.levels(T0, 5, 60.0)
+    assert in_transaction == [False] * 5
+    in_transaction.clear()
+    world.levels(T0 + timedelta(seconds=4), 2, 61.0)  # one resent second, one new
+    assert in_transaction == [True]  # the new one; the resent one is checked for a conflict
+    assert world.pipeline.counters.duplicates == 1
+    in_transaction.clear()
+    world.advance(60)  # silent: offline
+    assert not world.pipeline.sites["q"].health["n1"].online
+    world.levels(world.now - timedelta(seconds=1), 1, 60.0)
+    assert in_transaction == [True] and world.alerts("cleared")
+    in_transaction.clear()
+    made: list[str] = []
+    world.pipeline.outbox_put = made.extend
+    world.levels(world.now, 2, 60.0)
+    assert in_transaction == [True, True] and len(made) == 2
 
 
 def test_a_site_that_stops_sending_is_judged_once_quiet_with_the_input_up(world: World) -> None:
