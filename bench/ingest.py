@@ -424,7 +424,8 @@ def main() -> None:
         "--log-level",
         default="WARNING",
         choices=("WARNING", "INFO"),
-        help="the daemon's; INFO adds each worker's 'Stopped:' line (its wait for the store's write lock)",
+        help="the daemon's; INFO adds each worker's 'Stopped:' line (its waits for the store's write lock"
+        " and the time it held it)",
     )
     args = parser.parse_args()
     if not 0 < args.per_sensor <= 3400 or args.floor_runs < 1:
