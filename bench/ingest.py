@@ -430,6 +430,9 @@ def main() -> None:
     args = parser.parse_args()
     if not 0 < args.per_sensor <= 3400 or args.floor_runs < 1:
         parser.error("--per-sensor must be 1 to 3400 and --floor-runs at least 1")
+    # Checked before the minutes of publishing, not by the daemon's configuration after them.
+    if args.workers < 1 or args.sites < 1 or args.sensors < args.sites:
+        parser.error("--workers and --sites must be at least 1, and --sensors at least --sites")
     if shutil.which("mosquitto_sub") is None:
         raise SystemExit("mosquitto_sub is not installed (apt-get install mosquitto-clients)")
     workdir = Path(tempfile.mkdtemp(prefix="minewatch-bench-"))
