@@ -18,7 +18,9 @@ partition of the sites); its CPU and RSS are then the sum over the supervisor an
 The floor, ``mosquitto_sub`` draining the backlog, moves from run to run: it is measured
 ``--floor-runs`` times (one backlog published once, queued for that many sessions) and the
 ratio is taken against the median. The daemon's CPU per message is user + system time over the
-drain (from its first stored row to its last), summed over the supervisor and its workers.
+drain (from its first stored row to its last), summed over the supervisor and its workers, and
+also by quarter of the drain: measured within one run, a cost that grows with the backlog shows
+there apart from the machine's speed, which moves between runs.
 
 Both consumers share the machine's cores with the broker, so the bench also prints the CPU each
 drain cost: the broker's and the consumer's per message, and the machine's idle and stolen
@@ -342,6 +344,7 @@ def bench_daemon(
     rss: list[tuple[int, float]] = []
     first_t = None
     cpu_start: dict[int, float] = {}
+    cpu_marks: list[tuple[int, dict[int, float]]] = []  # (stored, CPU per process) at each look
     deadline = time.monotonic() + 900 + total / 1000  # ~1,000 msg/s at the very least
     count = 0
     while time.monotonic() < deadline:
@@ -358,6 +361,7 @@ def bench_daemon(
             rss.append((count, sum(p.memory_info().rss for p in tree(proc)) / 2**20))
         except psutil.NoSuchProcess:
             break
+        cpu_marks.append((count, cpu_seconds(proc)))
         if count >= total:
             break
         time.sleep(0.25)
@@ -384,6 +388,7 @@ def bench_daemon(
     # the run is a leak; growth that stops is a working set filling.
     last = rss[-1][1] if rss else 0.0
     marks = {f"rss_{25 * q}": next((m for c, m in rss if c >= total * q // 4), last) for q in (1, 2, 3, 4)}
+    cpu_marks.append((count, cpu_end))
     return {
         "rate": count / elapsed if elapsed > 0 else 0.0,
         "total": total,
@@ -397,6 +402,29 @@ def bench_daemon(
         "rss_at_end": rss[-1][1] if rss else 0.0,
         **marks,
         "sites_evaluated": evaluated,
+        **cpu_by_quarter(cpu_marks, cpu_start, total),
+    }
+
+
+def cpu_by_quarter(
+    marks: list[tuple[int, dict[int, float]]], start: dict[int, float], total: int
+) -> dict[str, float]:
+    """The daemon's CPU per message over each quarter of the drain, from the looks nearest to
+    25, 50 and 75 % stored. Measured within one run, so a cost that grows with the backlog shows
+    apart from the machine's speed, which moves between runs."""
+
+    def cpu(seconds: dict[int, float]) -> float:  # a process that started during the drain counts from 0
+        return sum(end - start.get(pid, 0.0) for pid, end in seconds.items())
+
+    bounds = [(0, 0.0)]
+    for q in (1, 2, 3, 4):
+        mark = next(((c, s) for c, s in marks if c >= total * q // 4), marks[-1] if marks else None)
+        if mark is None or mark[0] <= bounds[-1][0]:
+            return {}
+        bounds.append((mark[0], cpu(mark[1])))
+    return {
+        f"cpu_q{q}": (bounds[q][1] - bounds[q - 1][1]) / (bounds[q][0] - bounds[q - 1][0]) * 1e6
+        for q in (1, 2, 3, 4)
     }
 
 
@@ -504,6 +532,12 @@ def run(
         f" (ratio {bound / sub_rate:.2f} against the median floor); machine idle {result['idle']:.0%},"
         f" stolen {result['steal']:.0%} over the drain"
     )
+    if "cpu_q1" in result:
+        print(
+            "daemon CPU by quarter of the drain: "
+            + " / ".join(f"{result[f'cpu_q{q}']:.1f}" for q in (1, 2, 3, 4))
+            + f" us/msg (last / first {result['cpu_q4'] / result['cpu_q1']:.2f})"
+        )
     if args.log_level == "INFO":
         for line in (workdir / "daemon.log").read_text(errors="replace").splitlines():
             if "Stopped:" in line:

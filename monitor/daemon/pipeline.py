@@ -935,6 +935,8 @@ def run(
     # Outputs first: the store, the outbox and its forwarder exist before any message arrives.
     store = Store(config.storage.path)
     store.checkpoint_in_background()
+    if partition is not None:  # workers write back to back: queue for the lock, not sleep
+        store.take_turns()
     forwarder = None
     outbox_put = None
     leader = partition is None or partition.leader

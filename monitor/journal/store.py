@@ -14,10 +14,12 @@ forwarder, deliveries, CLI commands) open their own connections to the file.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import itertools
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -243,6 +245,7 @@ class Store:
         # its rowids given again, so a cache of rows read since (the daemon's status) reloads.
         self.rollbacks = 0
         self._checkpointer: Checkpointer | None = None
+        self._turns: int | None = None  # the descriptor of the writers' queue (take_turns)
 
     def _migrate(self) -> None:
         """Apply the migrations the store has not had yet (monitor/journal/migrations.py), each once."""
@@ -269,6 +272,25 @@ class Store:
             self._checkpointer.start()
             self.conn.execute("PRAGMA wal_autocheckpoint=0")
 
+    def take_turns(self) -> None:
+        """Queue for the write lock with the other processes that call this (the daemon's workers).
+
+        BEGIN IMMEDIATE waits for the write lock in SQLite's busy handler, which sleeps 1, 2, 5,
+        10, 15, 20, 25 ms... between tries: a worker whose turn came kept sleeping while the
+        other prepared its next batch. A lock on a file beside the store wakes the one waiting
+        as soon as the holder lets go (bench/write_turns.py: 1.17x the batches when the writers
+        want the lock more than it is free). Writers that do not take turns (the CLI) still
+        wait in SQLite's busy handler, whose lock is the one that guards the store.
+        """
+        if self._turns is not None or self.path == ":memory:":
+            return
+        try:
+            turns = os.open(self.path + "-turns", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:  # SQLite's lock still keeps the writers apart, only less promptly
+            log.warning("cannot queue for the store's write lock on %s-turns: %s", self.path, exc)
+            return
+        self._turns = turns
+
     # ------------------------------------------------------------------ transactions
 
     @contextmanager
@@ -279,6 +301,8 @@ class Store:
             return
         self._in_batch = True
         try:
+            if self._turns is not None:
+                fcntl.flock(self._turns, fcntl.LOCK_EX)
             self.conn.execute("BEGIN IMMEDIATE")
             # Another process (the `notices` CLI) may have chained records since our last
             # batch: re-read each head (lazily, one indexed query per site) under the write lock.
@@ -295,6 +319,8 @@ class Store:
             raise
         finally:
             self._in_batch = False
+            if self._turns is not None:
+                fcntl.flock(self._turns, fcntl.LOCK_UN)
 
     @contextmanager
     def savepoint(self) -> Iterator[None]:
@@ -317,6 +343,9 @@ class Store:
         if self._checkpointer is not None:
             self._checkpointer.stop()
             self._checkpointer = None
+        if self._turns is not None:
+            os.close(self._turns)
+            self._turns = None
         self.conn.close()
 
     # ------------------------------------------------------------------ chain

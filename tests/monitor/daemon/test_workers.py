@@ -158,6 +158,7 @@ def test_two_workers_store_every_message_once_through_a_killed_worker_and_a_stop
     pids = worker_pids(daemon)
     assert set(pids) == {1, 2}
     assert "worker 1/2 minewatch.pipeline: minewatch running for quarry, s3" in daemon.logs()
+    assert (tmp_path / "store.db-turns").exists()  # the workers queue for the write lock on it
     assert "worker 2/2 minewatch.pipeline: minewatch running for s2, s4" in daemon.logs()
     pub = Client(mosquitto.port, "workers-pub")
     sent = 0

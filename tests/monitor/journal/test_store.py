@@ -4,6 +4,8 @@ the queries the daemon and `minewatch status` make."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import random
 import sqlite3
 import time
@@ -124,6 +126,53 @@ def test_wal_is_checkpointed_in_the_background(tmp_path: Path) -> None:
     store.close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 500
+
+
+def _turn_is_free(path: Path) -> bool:
+    """Whether a process could take its turn to write now (the lock Store.take_turns queues on)."""
+    fd = os.open(str(path) + "-turns", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # closing lets go of a lock taken here
+    return True
+
+
+def test_workers_taking_turns_hold_the_turn_for_each_batch_and_let_go_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = Store(path)
+    store.take_turns()
+    assert (path.parent / "s.db-turns").stat().st_mode & 0o777 == 0o600
+    assert _turn_is_free(path)
+    with store.batch():
+        store.append_sounds([(levels("n1", 0), "levels", False)], T0)
+        assert not _turn_is_free(path)  # another worker waits in the queue, not in SQLite's sleeps
+        with store.batch():  # nested: the same transaction, the same turn
+            assert not _turn_is_free(path)
+        assert not _turn_is_free(path)
+    assert _turn_is_free(path)
+    with pytest.raises(RuntimeError), store.batch():  # rolled back: the turn is given up too
+        store.append_sounds([(levels("n1", 1), "levels", False)], T0)
+        raise RuntimeError("a bug in the batch")
+    assert _turn_is_free(path)
+    assert store.conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 1
+    store.close()
+
+
+def test_a_writer_not_taking_turns_still_waits_for_the_store(tmp_path: Path) -> None:
+    """The turn only orders the workers: SQLite's own lock still keeps the CLI's writes apart."""
+    path = tmp_path / "s.db"
+    worker, cli = Store(path), Store(path)
+    worker.take_turns()
+    cli.conn.execute("PRAGMA busy_timeout=0")
+    with worker.batch(), pytest.raises(sqlite3.OperationalError, match="locked"), cli.batch():
+        pass
+    with cli.batch():  # the worker's turn is over
+        cli.append_sounds([(levels("n1", 0), "levels", False)], T0)
+    worker.close()
+    cli.close()
 
 
 # --------------------------------------------------------------------------- direct tests of the Store API
