@@ -175,6 +175,20 @@ def test_a_writer_not_taking_turns_still_waits_for_the_store(tmp_path: Path) -> 
     cli.close()
 
 
+def test_a_worker_that_cannot_queue_says_so_and_writes_as_before(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "s.db"
+    (tmp_path / "s.db-turns").mkdir()  # not a file it can lock
+    store = Store(path)
+    store.take_turns()
+    assert "cannot queue for the store's write lock on" in caplog.text
+    with store.batch():
+        store.append_sounds([(levels("n1", 0), "levels", False)], T0)
+    assert store.conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 1
+    store.close()
+
+
 # --------------------------------------------------------------------------- direct tests of the Store API
 
 
