@@ -308,6 +308,12 @@ def cpu_seconds(proc: psutil.Process) -> dict[int, float]:
     return seconds
 
 
+def cpu_since(start: dict[int, float], now: dict[int, float]) -> float:
+    """The daemon's CPU seconds from ``start`` to ``now`` (both from cpu_seconds); a process that
+    started in between counts from zero."""
+    return sum(end - start.get(pid, 0.0) for pid, end in now.items())
+
+
 def sessions_ready(db: Path, workers: int, timeout: float = 60.0) -> None:
     """Until every worker has connected once (its link row in the store): its session then exists."""
     keys = ["broker_link"] if workers == 1 else [f"broker_link:{i}/{workers}" for i in range(1, workers + 1)]
@@ -370,8 +376,7 @@ def bench_daemon(
     broker_s, (idle, steal) = (0.0, (0.0, 0.0))
     if first_t is not None:
         broker_s, (idle, steal) = target.broker_cpu() - broker_t0, machine.shares()
-    # A process that started during the drain counts from zero.
-    drain_cpu = sum(end - cpu_start.get(pid, 0.0) for pid, end in cpu_end.items())
+    drain_cpu = cpu_since(cpu_start, cpu_end)
     print(
         f"daemon CPU {drain_cpu:.1f} s (user + system, {len(cpu_end)} process(es)) over {elapsed:.1f} s"
         f" of draining; {sum(cpu_end.values()):.1f} s since its start"
@@ -412,16 +417,12 @@ def cpu_by_quarter(
     """The daemon's CPU per message over each quarter of the drain, from the looks nearest to
     25, 50 and 75 % stored. Measured within one run, so a cost that grows with the backlog shows
     apart from the machine's speed, which moves between runs."""
-
-    def cpu(seconds: dict[int, float]) -> float:  # a process that started during the drain counts from 0
-        return sum(end - start.get(pid, 0.0) for pid, end in seconds.items())
-
     bounds = [(0, 0.0)]
     for q in (1, 2, 3, 4):
         mark = next(((c, s) for c, s in marks if c >= total * q // 4), marks[-1] if marks else None)
         if mark is None or mark[0] <= bounds[-1][0]:
             return {}
-        bounds.append((mark[0], cpu(mark[1])))
+        bounds.append((mark[0], cpu_since(start, mark[1])))
     return {
         f"cpu_q{q}": (bounds[q][1] - bounds[q - 1][1]) / (bounds[q][0] - bounds[q - 1][0]) * 1e6
         for q in (1, 2, 3, 4)

@@ -2,14 +2,14 @@
 
 Two processes write the same store as the daemon's two workers do: each prepares a batch
 outside the write lock (CPU, ``--outside-ms``), then holds the lock for a batch
-(``--inside-ms`` of CPU and a row), and again, for ``--seconds``. Once with the workers
-waiting in SQLite's busy handler, once with them taking turns (``Store.take_turns``), in the
-same run, so the machine's speed is the same for both.
+(``--inside-ms`` of CPU and a row), and again, for ``--seconds``. The writers wait in
+SQLite's busy handler or take turns (``Store.take_turns``), each way twice, alternated in one
+run, so the machine's speed is the same for both.
 
     python bench/write_turns.py [--outside-ms 60] [--inside-ms 40] [--seconds 10]
 
-Prints the batches per second of each way and their ratio, and the share of the time the
-lock was free while a writer waited for it (the busy handler's sleeps).
+Prints, for each of the four runs, the batches per second, the share of the run the lock was
+held and the wait for it per batch; last, the ratio of the two ways' best rates.
 """
 
 from __future__ import annotations
