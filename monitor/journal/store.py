@@ -191,13 +191,31 @@ class Appended:
     conflict: str = ""  # a resend with the same identity but different content
 
 
-class Checkpointer(threading.Thread):
-    """PASSIVE WAL checkpoints every ``interval_s`` on a connection of its own."""
+# WAL frames (4 KiB pages) past which the checkpointer starts the WAL over in the writers'
+# queue (Checkpointer.restart_in_turn): 256 MiB, ~15 s of a backlog's drain. The turn it
+# takes holds both workers up while it copies the last frames, so it comes seldom: at
+# 16,384 frames (once every ~4 s) the ratio at 600 per sensor leaned lower (docs/PERFORMANCE.md).
+RESTART_FRAMES = 65536
 
-    def __init__(self, path: str, interval_s: float) -> None:
+
+class Checkpointer(threading.Thread):
+    """PASSIVE WAL checkpoints every ``interval_s`` on a connection of its own.
+
+    A PASSIVE checkpoint copies the WAL into the database but never starts the WAL over:
+    the next writer does, and only if it begins when every frame has been copied. Writers
+    that take turns (Store.take_turns) begin back to back, so that moment never comes and
+    the WAL grew through a long drain (621 MB beside a 517 MB store, bench/ingest.py at 2,000
+    per sensor), every commit writing to new pages of the file. Once it holds ``restart_frames``
+    frames, the checkpointer takes a turn of its own to copy the rest (restart_in_turn).
+    """
+
+    def __init__(self, path: str, interval_s: float, restart_frames: int = RESTART_FRAMES) -> None:
         super().__init__(name="minewatch-checkpoint", daemon=True)
         self.path = path
         self.interval_s = interval_s
+        self.restart_frames = restart_frames
+        self.turns: str | None = None  # the writers' queue, once the store takes turns
+        self.restarts = 0  # the WAL started over (restart_in_turn)
         self._stop_event = threading.Event()
 
     def run(self) -> None:
@@ -206,12 +224,38 @@ class Checkpointer(threading.Thread):
             conn.execute("PRAGMA synchronous=FULL")
             while not self._stop_event.wait(self.interval_s):
                 try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except sqlite3.Error as exc:  # busy or I/O: the WAL keeps it, the next round retries
+                    _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    if self.turns is not None and frames >= self.restart_frames:
+                        self.restart_in_turn(conn, self.turns)
+                except (sqlite3.Error, OSError) as exc:  # busy or I/O: the next round retries
                     log.warning("WAL checkpoint failed: %s", exc)
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         finally:
             conn.close()
+
+    def restart_in_turn(self, conn: sqlite3.Connection, turns: str) -> bool:
+        """Copy what is left of the WAL while holding the writers' turn, so that it starts over.
+
+        No worker writes while the turn is held (they wait for it, holding no SQLite lock), so
+        the checkpoint gets the write lock at once, copies the few frames written since the
+        last round and waits briefly for readers; the next writer then begins the WAL at its
+        first frame. A writer outside the queue (the CLI) or a long reader makes it give up
+        after 0.1 s: the next round tries again. Whether the WAL will start over is returned.
+        """
+        fd = os.open(turns, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)  # a lock of its own
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            conn.execute("PRAGMA busy_timeout=100")
+            try:
+                busy, _, _ = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+            finally:
+                conn.execute("PRAGMA busy_timeout=30000")
+        finally:
+            os.close(fd)  # lets go of the turn
+        if busy:
+            return False
+        self.restarts += 1
+        return True
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -260,7 +304,7 @@ class Store:
             log.info("migrated the store %s: %s", self.path, ", ".join(ran))
         self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-    def checkpoint_in_background(self, interval_s: float = 1.0) -> None:
+    def checkpoint_in_background(self, interval_s: float = 1.0, restart_frames: int = RESTART_FRAMES) -> None:
         """Copy the WAL into the database from a thread of its own instead of at commits.
 
         SQLite's automatic checkpoint runs inside the COMMIT that crosses its threshold,
@@ -268,7 +312,9 @@ class Store:
         thread runs with the GIL released, beside the pipeline.
         """
         if self._checkpointer is None and self.path != ":memory:":
-            self._checkpointer = Checkpointer(self.path, interval_s)
+            self._checkpointer = Checkpointer(self.path, interval_s, restart_frames)
+            if self._turns is not None:
+                self._checkpointer.turns = self.path + "-turns"
             self._checkpointer.start()
             self.conn.execute("PRAGMA wal_autocheckpoint=0")
 
@@ -290,6 +336,8 @@ class Store:
             log.warning("cannot queue for the store's write lock on %s-turns: %s", self.path, exc)
             return
         self._turns = turns
+        if self._checkpointer is not None:
+            self._checkpointer.turns = self.path + "-turns"
 
     # ------------------------------------------------------------------ transactions
 

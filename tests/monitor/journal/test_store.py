@@ -8,6 +8,7 @@ import fcntl
 import os
 import random
 import sqlite3
+import threading
 import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from monitor.journal.store import (
     _SOUND_ROW,
     GENESIS,
     SCHEMA_VERSION,
+    Checkpointer,
     Store,
     digest_of,
     next_head,
@@ -187,6 +189,108 @@ def test_a_worker_that_cannot_queue_says_so_and_writes_as_before(
         store.append_sounds([(levels("n1", 0), "levels", False)], T0)
     assert store.conn.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 1
     store.close()
+
+
+def _wal_restarts(path: Path) -> int:
+    """How many times the WAL has started over: its header's checkpoint sequence number
+    (sqlite.org/fileformat2.html#walformat), read without checkpointing."""
+    with open(str(path) + "-wal", "rb") as wal:
+        return int.from_bytes(wal.read(16)[12:16], "big")
+
+
+def _write_seconds(store: Store, first: int, count: int) -> None:
+    with store.batch():
+        store.append_sounds(
+            [(levels(f"n{n}", s), "levels", False) for s in range(first, first + count) for n in range(20)],
+            T0,
+        )
+
+
+def _worker_writing(path: Path) -> Store:
+    """A worker taking turns, with 100 seconds of 20 meters written and SQLite's own checkpoint off."""
+    worker = Store(path)
+    worker.take_turns()
+    worker.conn.execute("PRAGMA wal_autocheckpoint=0")
+    _write_seconds(worker, 0, 100)
+    return worker
+
+
+def test_the_checkpointer_starts_the_wal_over_once_it_has_the_writers_turn(tmp_path: Path) -> None:
+    """Workers that take turns begin back to back, so the WAL never started over by itself."""
+    path = tmp_path / "s.db"
+    worker = _worker_writing(path)
+    restarts = _wal_restarts(path)
+    for b in range(1, 5):
+        _write_seconds(worker, 100 * b, 100)
+    assert _wal_restarts(path) == restarts  # nothing copied the WAL: it only grows
+    checkpointer = Checkpointer(str(path), interval_s=3600)  # not started: its step is called here
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other = os.open(str(path) + "-turns", os.O_RDWR)
+    fcntl.flock(other, fcntl.LOCK_EX)  # another worker's turn
+    restarted: list[bool] = []
+    waiting = threading.Thread(
+        target=lambda: restarted.append(checkpointer.restart_in_turn(conn, str(path) + "-turns"))
+    )
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive() and not restarted  # it waits in the queue like a worker
+    os.close(other)
+    waiting.join(10)
+    assert restarted == [True] and checkpointer.restarts == 1
+    assert _turn_is_free(path)
+    _write_seconds(worker, 1000, 1)
+    assert _wal_restarts(path) == restarts + 1  # the next commit wrote at the WAL's start
+    conn.close()
+    worker.close()
+    with sqlite3.connect(path) as check:
+        assert check.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 20 * 501
+
+
+def test_a_reader_in_the_wal_makes_the_checkpointer_give_up_its_turn_and_try_later(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    worker = _worker_writing(path)
+    reader = sqlite3.connect(path, isolation_level=None)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT COUNT(*) FROM sound").fetchone()[0] == 2000  # a snapshot in the WAL
+    _write_seconds(worker, 100, 100)
+    checkpointer = Checkpointer(str(path), interval_s=3600)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    assert checkpointer.restart_in_turn(conn, str(path) + "-turns") is False
+    assert checkpointer.restarts == 0
+    assert _turn_is_free(path)  # the workers are not held up by the reader
+    restarts = _wal_restarts(path)
+    _write_seconds(worker, 200, 1)
+    assert _wal_restarts(path) == restarts  # the reader kept the WAL
+    reader.execute("COMMIT")
+    assert checkpointer.restart_in_turn(conn, str(path) + "-turns") is True
+    _write_seconds(worker, 201, 1)
+    assert _wal_restarts(path) == restarts + 1
+    conn.close()
+    reader.close()
+    worker.close()
+
+
+@pytest.mark.parametrize("checkpoint_first", [True, False])
+def test_a_store_taking_turns_has_its_checkpointer_start_the_wal_over(
+    tmp_path: Path, checkpoint_first: bool
+) -> None:
+    """The daemon's order (checkpoint_in_background, then take_turns) and the reverse both arm it."""
+    path = tmp_path / "s.db"
+    worker = Store(path)
+    if not checkpoint_first:
+        worker.take_turns()
+    worker.checkpoint_in_background(interval_s=0.02, restart_frames=32)
+    worker.take_turns()
+    checkpointer = worker._checkpointer
+    assert checkpointer is not None and checkpointer.turns == str(path) + "-turns"
+    deadline = time.monotonic() + 20
+    second = 0
+    while checkpointer.restarts == 0 and time.monotonic() < deadline:
+        _write_seconds(worker, second, 20)
+        second += 20
+        time.sleep(0.01)
+    assert checkpointer.restarts >= 1
+    worker.close()
 
 
 # --------------------------------------------------------------------------- direct tests of the Store API
