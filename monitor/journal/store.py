@@ -245,11 +245,12 @@ class Checkpointer(threading.Thread):
         fd = os.open(turns, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)  # a lock of its own
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            (patience_ms,) = conn.execute("PRAGMA busy_timeout").fetchone()
             conn.execute("PRAGMA busy_timeout=100")
             try:
                 busy, _, _ = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
             finally:
-                conn.execute("PRAGMA busy_timeout=30000")
+                conn.execute(f"PRAGMA busy_timeout={int(patience_ms)}")
         finally:
             os.close(fd)  # lets go of the turn
         if busy:
@@ -314,9 +315,14 @@ class Store:
         if self._checkpointer is None and self.path != ":memory:":
             self._checkpointer = Checkpointer(self.path, interval_s, restart_frames)
             if self._turns is not None:
-                self._checkpointer.turns = self.path + "-turns"
+                self._checkpointer.turns = self.turns_path
             self._checkpointer.start()
             self.conn.execute("PRAGMA wal_autocheckpoint=0")
+
+    @property
+    def turns_path(self) -> str:
+        """The file the workers queue on for the write lock (take_turns), beside the store."""
+        return self.path + "-turns"
 
     def take_turns(self) -> None:
         """Queue for the write lock with the other processes that call this (the daemon's workers).
@@ -331,13 +337,13 @@ class Store:
         if self._turns is not None or self.path == ":memory:":
             return
         try:
-            turns = os.open(self.path + "-turns", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            turns = os.open(self.turns_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:  # SQLite's lock still keeps the writers apart, only less promptly
-            log.warning("cannot queue for the store's write lock on %s-turns: %s", self.path, exc)
+            log.warning("cannot queue for the store's write lock on %s: %s", self.turns_path, exc)
             return
         self._turns = turns
         if self._checkpointer is not None:
-            self._checkpointer.turns = self.path + "-turns"
+            self._checkpointer.turns = self.turns_path
 
     # ------------------------------------------------------------------ transactions
 
