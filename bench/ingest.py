@@ -20,7 +20,13 @@ The floor, ``mosquitto_sub`` draining the backlog, moves from run to run: it is 
 ratio is taken against the median. The daemon's CPU per message is user + system time over the
 drain (from its first stored row to its last), summed over the supervisor and its workers, and
 also by quarter of the drain: measured within one run, a cost that grows with the backlog shows
-there apart from the machine's speed, which moves between runs.
+there apart from the machine's speed, which moves between runs. The drain ends at the last stored
+row, but the looks at the last minutes of data come after it (once the sites have been quiet for
+10 s): the CPU until every site's last minute has had its final look is printed too, with the
+daemon's idle CPU over that wait (read over 5 s once all is judged) taken out, so that a short
+backlog and a long one count the same work.
+A run longer than 200 per sensor also prints its CPU per message over its first 200 per sensor
+stored and over the rest: the comparison with a 200-per-sensor run, within one run.
 
 Both consumers share the machine's cores with the broker, so the bench also prints the CPU each
 drain cost: the broker's and the consumer's per message, and the machine's idle and stolen
@@ -60,6 +66,10 @@ from monitor.wire.codec import encode  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
 from tests.support.nats_cluster import NatsCluster, run_nats_cluster, wait_mqtt_ready  # noqa: E402
 from tests.support.servers import Mosquitto  # noqa: E402
+
+IDLE_S = 5.0  # seconds over which the daemon's idle CPU is read (judged_cpu)
+SHORT_PER_SENSOR = 200  # a long run's CPU is also printed over its first this many per sensor
+JUDGED_WITHIN_S = 120.0  # the last looks come QUIET_S (10 s) after the drain; this is ample
 
 
 class Target:
@@ -377,6 +387,9 @@ def bench_daemon(
     if first_t is not None:
         broker_s, (idle, steal) = target.broker_cpu() - broker_t0, machine.shares()
     drain_cpu = cpu_since(cpu_start, cpu_end)
+    # After the drain's readings: it waits for the last looks, then reads the idle CPU.
+    data_end = start + timedelta(seconds=args.per_sensor)
+    judged = judged_cpu(db, proc, args.sites, data_end, cpu_start, cpu_end) if count else {}
     print(
         f"daemon CPU {drain_cpu:.1f} s (user + system, {len(cpu_end)} process(es)) over {elapsed:.1f} s"
         f" of draining; {sum(cpu_end.values()):.1f} s since its start"
@@ -408,6 +421,72 @@ def bench_daemon(
         **marks,
         "sites_evaluated": evaluated,
         **cpu_by_quarter(cpu_marks, cpu_start, total),
+        **cpu_split(cpu_marks, cpu_start, args.sensors // args.sites * args.sites * SHORT_PER_SENSOR, total),
+        **judged,
+        **({"judged_us": judged["judged_s"] / count * 1e6} if judged and count else {}),
+    }
+
+
+def judged_cpu(
+    db: Path,
+    proc: psutil.Process,
+    sites: int,
+    data_end: datetime,
+    start: dict[int, float],
+    drained: dict[int, float],
+) -> dict[str, float]:
+    """The daemon's CPU from the drain's start until every site's last minute of data has had its
+    final look, its idle CPU while it waited for that taken out.
+
+    The drain's figure stops at the last stored row; the looks at the last minutes come after it,
+    once the site has been quiet for QUIET_S wall seconds (pipeline.py): about the same CPU
+    whatever the backlog's length, so a larger share of a short one's. The idle rate is read
+    over IDLE_S once all is judged and taken out for the time from the last stored row to the
+    last look.
+    """
+    end_us = int(data_end.timestamp() * 1_000_000)  # the end of the last reading
+    last_minute_us = (end_us - 1) // 60_000_000 * 60_000_000
+    t0 = time.monotonic()
+    deadline = t0 + JUDGED_WITHIN_S
+    sql = "SELECT COUNT(*), COALESCE(MIN(final_until_us), 0) FROM progress"
+    while time.monotonic() < deadline:
+        conn = sqlite3.connect(db, timeout=30)
+        try:
+            n, final_us = conn.execute(sql).fetchone()
+        finally:
+            conn.close()
+        if n >= sites and final_us > last_minute_us:
+            break
+        time.sleep(0.1)
+    else:
+        return {}
+    waited, at_judged = time.monotonic() - t0, cpu_seconds(proc)
+    time.sleep(IDLE_S)
+    idle_rate = cpu_since(at_judged, cpu_seconds(proc)) / IDLE_S
+    return {
+        "judged_s": cpu_since(start, at_judged) - idle_rate * waited,
+        "judged_wait_s": waited,
+        "idle_ms_per_s": idle_rate * 1e3,
+        "tail_s": cpu_since(drained, at_judged) - idle_rate * waited,
+    }
+
+
+def cpu_split(
+    marks: list[tuple[int, dict[int, float]]], start: dict[int, float], first: int, total: int
+) -> dict[str, float]:
+    """The daemon's CPU per message over the first ``first`` messages stored and over the rest,
+    from the look nearest to ``first``: a long run's first SHORT_PER_SENSOR seconds of data
+    against a short run of that length, measured in one run, apart from the machine's speed."""
+    if first >= total or not marks:
+        return {}
+    mark = next(((c, s) for c, s in marks if c >= first), None)
+    if mark is None or mark[0] >= marks[-1][0]:
+        return {}
+    head = cpu_since(start, mark[1])
+    rest = cpu_since(mark[1], marks[-1][1])
+    return {
+        "cpu_first": head / mark[0] * 1e6,
+        "cpu_rest": rest / (marks[-1][0] - mark[0]) * 1e6,
     }
 
 
@@ -533,11 +612,24 @@ def run(
         f" (ratio {bound / sub_rate:.2f} against the median floor); machine idle {result['idle']:.0%},"
         f" stolen {result['steal']:.0%} over the drain"
     )
+    if "judged_us" in result:
+        print(
+            f"daemon CPU until the last minute's final look: {result['judged_us']:.1f} us/msg"
+            f" ({result['tail_s']:.2f} s after the drain, over {result['judged_wait_s']:.1f} s of waiting"
+            f" for quiet, its idle {result['idle_ms_per_s']:.0f} ms/s taken out)"
+        )
+    else:
+        print(f"daemon CPU until the last minute's final look: no final look within {JUDGED_WITHIN_S:.0f} s")
     if "cpu_q1" in result:
         print(
             "daemon CPU by quarter of the drain: "
             + " / ".join(f"{result[f'cpu_q{q}']:.1f}" for q in (1, 2, 3, 4))
             + f" us/msg (last / first {result['cpu_q4'] / result['cpu_q1']:.2f})"
+        )
+    if "cpu_first" in result:
+        print(
+            f"daemon CPU over the first {SHORT_PER_SENSOR} per sensor stored:"
+            f" {result['cpu_first']:.1f} us/msg, over the rest {result['cpu_rest']:.1f} us/msg"
         )
     if args.log_level == "INFO":
         for line in (workdir / "daemon.log").read_text(errors="replace").splitlines():
