@@ -389,7 +389,7 @@ def bench_daemon(
     drain_cpu = cpu_since(cpu_start, cpu_end)
     # After the drain's readings: it waits for the last looks, then reads the idle CPU.
     data_end = start + timedelta(seconds=args.per_sensor)
-    judged = judged_cpu(db, proc, args.sites, data_end, cpu_start, cpu_end) if count else {}
+    judged = judged_cpu(db, proc, args.sites, data_end, cpu_start, cpu_end, count) if count else {}
     print(
         f"daemon CPU {drain_cpu:.1f} s (user + system, {len(cpu_end)} process(es)) over {elapsed:.1f} s"
         f" of draining; {sum(cpu_end.values()):.1f} s since its start"
@@ -423,7 +423,6 @@ def bench_daemon(
         **cpu_by_quarter(cpu_marks, cpu_start, total),
         **cpu_split(cpu_marks, cpu_start, args.sensors // args.sites * args.sites * SHORT_PER_SENSOR, total),
         **judged,
-        **({"judged_us": judged["judged_s"] / count * 1e6} if judged and count else {}),
     }
 
 
@@ -434,9 +433,10 @@ def judged_cpu(
     data_end: datetime,
     start: dict[int, float],
     drained: dict[int, float],
+    stored: int,
 ) -> dict[str, float]:
-    """The daemon's CPU from the drain's start until every site's last minute of data has had its
-    final look, its idle CPU while it waited for that taken out.
+    """The daemon's CPU per message stored from the drain's start until every site's last minute
+    of data has had its final look, its idle CPU while it waited for that taken out.
 
     The drain's figure stops at the last stored row; the looks at the last minutes come after it,
     once the site has been quiet for QUIET_S wall seconds (pipeline.py): about the same CPU
@@ -448,13 +448,12 @@ def judged_cpu(
     last_minute_us = (end_us - 1) // 60_000_000 * 60_000_000
     t0 = time.monotonic()
     deadline = t0 + JUDGED_WITHIN_S
-    sql = "SELECT COUNT(*), COALESCE(MIN(final_until_us), 0) FROM progress"
+    judged = (
+        ("SELECT COUNT(*) FROM progress", ()),
+        ("SELECT COALESCE(MIN(final_until_us), 0) FROM progress", ()),
+    )
     while time.monotonic() < deadline:
-        conn = sqlite3.connect(db, timeout=30)
-        try:
-            n, final_us = conn.execute(sql).fetchone()
-        finally:
-            conn.close()
+        n, final_us = read_store(db, *judged)
         if n >= sites and final_us > last_minute_us:
             break
         time.sleep(0.1)
@@ -464,7 +463,7 @@ def judged_cpu(
     time.sleep(IDLE_S)
     idle_rate = cpu_since(at_judged, cpu_seconds(proc)) / IDLE_S
     return {
-        "judged_s": cpu_since(start, at_judged) - idle_rate * waited,
+        "judged_us": (cpu_since(start, at_judged) - idle_rate * waited) / stored * 1e6,
         "judged_wait_s": waited,
         "idle_ms_per_s": idle_rate * 1e3,
         "tail_s": cpu_since(drained, at_judged) - idle_rate * waited,
