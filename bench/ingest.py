@@ -24,7 +24,9 @@ there apart from the machine's speed, which moves between runs. The drain ends a
 row, but the looks at the last minutes of data come after it (once the sites have been quiet for
 10 s): the CPU until every site's last minute has had its final look is printed too, with the
 daemon's idle CPU over that wait (read over 5 s once all is judged) taken out, so that a short
-backlog and a long one count the same work.
+backlog and a long one count the same work. The drain starts at the first stored row, after the
+workers have received and prepared their first messages, so the same CPU is also printed from the
+daemon's own start, with the CPU of a start with nothing queued (measured just before) taken out.
 A run longer than 200 per sensor also prints its CPU per message over its first 200 per sensor
 stored and over the rest: the comparison with a 200-per-sensor run, within one run.
 
@@ -52,7 +54,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 import paho.mqtt.client as mqtt
 import psutil
@@ -305,16 +307,18 @@ def tree(proc: psutil.Process) -> list[psutil.Process]:
     return [proc, *proc.children(recursive=True)]
 
 
-def cpu_seconds(proc: psutil.Process) -> dict[int, float]:
+def cpu_seconds(proc: psutil.Process, *, kernel: bool = False) -> dict[int, float]:
     """User + system seconds per process of the daemon's tree, its waited-for children included
-    (a worker that exits mid-drain then counts in its parent's)."""
+    (a worker that exits mid-drain then counts in its parent's); ``kernel``: system seconds only
+    (system calls, the page cache's work for the store's files)."""
     seconds: dict[int, float] = {}
     for p in tree(proc):
         try:
             times = p.cpu_times()
         except psutil.NoSuchProcess:
             continue
-        seconds[p.pid] = times.user + times.system + times.children_user + times.children_system
+        system = times.system + times.children_system
+        seconds[p.pid] = system if kernel else times.user + times.children_user + system
     return seconds
 
 
@@ -354,12 +358,14 @@ def bench_daemon(
         time.sleep(1.0 * 2 * args.sites + 2)
     daemon.terminate()
     daemon.wait(30)
+    startup_s = startup_cpu(cmd, log, args.workers)
     total = publish_backlog(target, args.sites, args.sensors // args.sites, args.per_sensor, start)
     daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
     proc = psutil.Process(daemon.pid)
     rss: list[tuple[int, float]] = []
     first_t = None
     cpu_start: dict[int, float] = {}
+    kernel_start: dict[int, float] = {}
     cpu_marks: list[tuple[int, dict[int, float]]] = []  # (stored, CPU per process) at each look
     deadline = time.monotonic() + 900 + total / 1000  # ~1,000 msg/s at the very least
     count = 0
@@ -371,7 +377,7 @@ def bench_daemon(
                 count = 0
                 time.sleep(0.02)  # the drain's start (and its CPU reading) to within a few ms
                 continue
-            first_t, cpu_start = now, cpu_seconds(proc)
+            first_t, cpu_start, kernel_start = now, cpu_seconds(proc), cpu_seconds(proc, kernel=True)
             machine, broker_t0 = CpuShares(), target.broker_cpu()
         try:
             rss.append((count, sum(p.memory_info().rss for p in tree(proc)) / 2**20))
@@ -382,17 +388,17 @@ def bench_daemon(
             break
         time.sleep(0.25)
     elapsed = time.perf_counter() - (first_t or time.perf_counter())
-    cpu_end = cpu_seconds(proc)
+    cpu_end, kernel_s = cpu_seconds(proc), cpu_since(kernel_start, cpu_seconds(proc, kernel=True))
     broker_s, (idle, steal) = (0.0, (0.0, 0.0))
     if first_t is not None:
         broker_s, (idle, steal) = target.broker_cpu() - broker_t0, machine.shares()
     drain_cpu = cpu_since(cpu_start, cpu_end)
     # After the drain's readings: it waits for the last looks, then reads the idle CPU.
     data_end = start + timedelta(seconds=args.per_sensor)
-    judged = judged_cpu(db, proc, args.sites, data_end, cpu_start, cpu_end, count) if count else {}
+    judged = judged_cpu(db, proc, args.sites, data_end, cpu_start, cpu_end, count, startup_s) if count else {}
     print(
         f"daemon CPU {drain_cpu:.1f} s (user + system, {len(cpu_end)} process(es)) over {elapsed:.1f} s"
-        f" of draining; {sum(cpu_end.values()):.1f} s since its start"
+        f" of draining, {kernel_s:.1f} s of it in the kernel; {sum(cpu_end.values()):.1f} s since its start"
     )
     # "Evaluated": the daemon has judged the minutes the data covers.
     conn = sqlite3.connect(db, timeout=30)
@@ -412,6 +418,7 @@ def bench_daemon(
         "total": total,
         "stored": count,
         "cpu_us": drain_cpu / count * 1e6 if count else 0.0,
+        "kernel_us": kernel_s / count * 1e6 if count else 0.0,
         "broker_us": broker_s / count * 1e6 if count else 0.0,
         "idle": idle,
         "steal": steal,
@@ -420,10 +427,35 @@ def bench_daemon(
         "rss_at_end": rss[-1][1] if rss else 0.0,
         **marks,
         "sites_evaluated": evaluated,
+        "startup_s": startup_s,
+        "head_s": cpu_since({}, cpu_start) - startup_s,
         **cpu_by_quarter(cpu_marks, cpu_start, total),
         **cpu_split(cpu_marks, cpu_start, args.sensors // args.sites * args.sites * SHORT_PER_SENSOR, total),
         **judged,
     }
+
+
+def startup_cpu(cmd: list[str], log: IO[bytes], workers: int) -> float:
+    """The CPU seconds the daemon's processes take to start with nothing queued: from its start
+    until its CPU stops rising (imports, configuration, the store, the broker's session).
+
+    With a backlog queued, the broker delivers from the daemon's first connection, so the drain
+    cannot be cut from its start-up; the work of a start with nothing to do is taken out instead.
+    """
+    daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
+    proc = psutil.Process(daemon.pid)
+    processes = 1 if workers == 1 else workers + 1  # the supervisor and its workers
+    readings: list[float] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        readings.append(sum(cpu_seconds(proc).values()))
+        settled = len(readings) >= 3 and readings[-1] - readings[-3] < 0.01  # under 20 ms/s for 0.5 s
+        if settled and len(tree(proc)) >= processes:
+            break
+    daemon.terminate()
+    daemon.wait(30)
+    return readings[-1]
 
 
 def judged_cpu(
@@ -434,15 +466,20 @@ def judged_cpu(
     start: dict[int, float],
     drained: dict[int, float],
     stored: int,
+    startup_s: float,
 ) -> dict[str, float]:
-    """The daemon's CPU per message stored from the drain's start until every site's last minute
-    of data has had its final look, its idle CPU while it waited for that taken out.
+    """The daemon's CPU per message stored until every site's last minute of data has had its
+    final look, its idle CPU while it waited for that taken out: from the drain's start, and from
+    the daemon's own start with its start-up's CPU (``startup_cpu``) taken out.
 
     The drain's figure stops at the last stored row; the looks at the last minutes come after it,
     once the site has been quiet for QUIET_S wall seconds (pipeline.py): about the same CPU
     whatever the backlog's length, so a larger share of a short one's. The idle rate is read
     over IDLE_S once all is judged and taken out for the time from the last stored row to the
-    last look.
+    last look. The drain starts at the first stored row, by which time the workers may have
+    received and prepared their first batches and filled their handoffs (up to 2 x 30,000
+    messages): work for messages counted, done before the count begins. Counted from the
+    daemon's start, none of a message's work is left out.
     """
     end_us = int(data_end.timestamp() * 1_000_000)  # the end of the last reading
     last_minute_us = (end_us - 1) // 60_000_000 * 60_000_000
@@ -464,6 +501,7 @@ def judged_cpu(
     idle_rate = cpu_since(at_judged, cpu_seconds(proc)) / IDLE_S
     return {
         "judged_us": (cpu_since(start, at_judged) - idle_rate * waited) / stored * 1e6,
+        "whole_us": (cpu_since({}, at_judged) - startup_s - idle_rate * waited) / stored * 1e6,
         "judged_wait_s": waited,
         "idle_ms_per_s": idle_rate * 1e3,
         "tail_s": cpu_since(drained, at_judged) - idle_rate * waited,
@@ -606,7 +644,8 @@ def run(
     both = result["cpu_us"] + result["broker_us"]
     bound = cores / both * 1e6 if both else 0.0
     print(
-        f"CPU of the daemon's drain: daemon {result['cpu_us']:.1f} + broker {result['broker_us']:.1f}"
+        f"CPU of the daemon's drain: daemon {result['cpu_us']:.1f} ({result['kernel_us']:.1f} in the kernel)"
+        f" + broker {result['broker_us']:.1f}"
         f" = {both:.1f} us/msg; {cores} cores allow at most {bound:,.0f} msg/s"
         f" (ratio {bound / sub_rate:.2f} against the median floor); machine idle {result['idle']:.0%},"
         f" stolen {result['steal']:.0%} over the drain"
@@ -616,6 +655,11 @@ def run(
             f"daemon CPU until the last minute's final look: {result['judged_us']:.1f} us/msg"
             f" ({result['tail_s']:.2f} s after the drain, over {result['judged_wait_s']:.1f} s of waiting"
             f" for quiet, its idle {result['idle_ms_per_s']:.0f} ms/s taken out)"
+        )
+        print(
+            f"daemon CPU from its start until the last minute's final look: {result['whole_us']:.1f} us/msg"
+            f" (its start-up's {result['startup_s']:.2f} s, measured in a start with nothing queued,"
+            f" taken out; {result['head_s']:.2f} s more than that before the first stored row)"
         )
     else:
         print(f"daemon CPU until the last minute's final look: no final look within {JUDGED_WITHIN_S:.0f} s")
