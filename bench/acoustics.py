@@ -85,8 +85,11 @@ def phonometry_python() -> Path | None:
     env = dict(os.environ, PYENV_VERSION="3.13.0")  # pyenv shims need the version selected
     try:
         subprocess.run([base, "-m", "venv", str(venv)], check=True, env=env, capture_output=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "phonometry", "numpy"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "phonometry", "numpy"],
+            check=True,
+            capture_output=True,
+        )
     except (subprocess.CalledProcessError, OSError) as error:
         print(f"phonometry: could not set up a Python 3.13 venv: {error}")
         shutil.rmtree(venv, ignore_errors=True)
@@ -104,8 +107,9 @@ def time_phonometry(x: NDArray[np.float64]) -> dict[str, object] | None:
         np.save(data, x)
         script = Path(tmp) / "bench_phonometry.py"
         script.write_text(PHONOMETRY_SCRIPT)
-        done = subprocess.run([str(python), str(script), str(data), str(FS), str(REPEATS)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [str(python), str(script), str(data), str(FS), str(REPEATS)], capture_output=True, text=True
+        )
     if done.returncode != 0:
         print(f"phonometry: run failed: {done.stderr.strip().splitlines()[-1:]}")
         return None
@@ -134,9 +138,11 @@ def main() -> None:
         laeq = best_time(lambda x=x: iec61672.laeq_per_period(x, FS, 1.0, 94.0))
         meter = best_time(lambda x=x, dtype=dtype: run_meter(x, dtype))
         results[name] = {"floor": floor, "laeq": laeq, "meter": meter}
-        print(f"{name}: floor (sosfilt, 3 sections) {n / floor / 1e6:6.1f} Ms/s | "
-              f"laeq/s {n / laeq / 1e6:6.1f} Ms/s ({laeq / floor:.2f} x floor) | "
-              f"meter {n / meter / 1e6:6.1f} Ms/s ({meter / floor:.2f} x floor)")
+        print(
+            f"{name}: floor (sosfilt, 3 sections) {n / floor / 1e6:6.1f} Ms/s | "
+            f"laeq/s {n / laeq / 1e6:6.1f} Ms/s ({laeq / floor:.2f} x floor) | "
+            f"meter {n / meter / 1e6:6.1f} Ms/s ({meter / floor:.2f} x floor)"
+        )
 
     ours = iec61672.laeq_per_period(x64, FS, 1.0, 0.0)
     phonometry = time_phonometry(x64)
@@ -144,9 +150,11 @@ def main() -> None:
     if phonometry is not None:
         seconds = float(phonometry["seconds"])  # type: ignore[arg-type]
         theirs = np.asarray(phonometry["levels_dbfs"])
-        print(f"phonometry {phonometry['phonometry']} (python {phonometry['python']}, "
-              f"numpy {phonometry['numpy']}): accurate A + Leq/s {n / seconds / 1e6:.1f} Ms/s; "
-              f"max |LAeq difference| vs ours {np.max(np.abs(theirs - ours)):.3f} dB")
+        print(
+            f"phonometry {phonometry['phonometry']} (python {phonometry['python']}, "
+            f"numpy {phonometry['numpy']}): accurate A + Leq/s {n / seconds / 1e6:.1f} Ms/s; "
+            f"max |LAeq difference| vs ours {np.max(np.abs(theirs - ours)):.3f} dB"
+        )
         phonometry_part = f"phonometry accurate {seconds / main64['laeq']:.1f} x slower than laeq"
     else:
         phonometry_part = "phonometry accurate n/a x slower than laeq (phonometry unavailable)"

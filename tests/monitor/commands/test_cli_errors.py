@@ -175,9 +175,7 @@ def test_unknown_option(path: tuple[str, ...], tmp_path: Path) -> None:
 
 
 def _reads_a_users_file(parser: argparse.ArgumentParser) -> bool:
-    return any(
-        a.dest in INPUT_FILES and (a.required or not a.option_strings) for a in _value_actions(parser)
-    )
+    return any(a.dest in INPUT_FILES and (a.required or not a.option_strings) for a in _value_actions(parser))
 
 
 @pytest.mark.parametrize("path", sorted(p for p in LEAVES if _reads_a_users_file(LEAVES[p])), ids=" ".join)

@@ -31,8 +31,11 @@ def _wav_bytes(payload: bytes, *, tag: int, channels: int, bits: int, extensible
     block_align = channels * bits // 8
     if extensible:
         guid_tail = b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"
-        fmt = struct.pack("<HHIIHHHHI", 0xFFFE, channels, FS, FS * block_align, block_align, bits,
-                          22, bits, 0) + struct.pack("<H", tag) + guid_tail
+        fmt = (
+            struct.pack("<HHIIHHHHI", 0xFFFE, channels, FS, FS * block_align, block_align, bits, 22, bits, 0)
+            + struct.pack("<H", tag)
+            + guid_tail
+        )
     else:
         fmt = struct.pack("<HHIIHH", tag, channels, FS, FS * block_align, block_align, bits)
     body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
@@ -121,8 +124,9 @@ def test_cli_csv_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_cli_json_output_with_short_period(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "tone.wav"
     scipy_wavfile.write(path, FS, _tone(1.0).astype(np.float32))
-    code, out, _ = _run_cli([str(path), "--calibration", "100", "--period", "0.25", "--format", "json"],
-                            capsys)
+    code, out, _ = _run_cli(
+        [str(path), "--calibration", "100", "--period", "0.25", "--format", "json"], capsys
+    )
     assert code == 0
     rows = json.loads(out)
     assert [r["start_s"] for r in rows] == [0.0, 0.25, 0.5, 0.75]

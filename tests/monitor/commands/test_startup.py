@@ -206,11 +206,28 @@ def test_cached_design_equals_a_fresh_one(tmp_path: Path, monkeypatch: pytest.Mo
         "{not json",
         "",
         json.dumps({"sample_rate": RATE}),  # fields missing
-        json.dumps({"sample_rate": 44100, "sos_a": [[1, 0, 0, 1, 0, 0]], "sos_c": [[1, 0, 0, 1, 0, 0]],
-                    "sos_a_from_c": [[1, 0, 0, 1, 0, 0]], "fit_upper_hz": 1, "max_error_a_db": 0,
-                    "max_error_c_db": 0}),  # another rate's filters under this name
-        json.dumps({"sample_rate": RATE, "sos_a": [1, 2], "sos_c": "x", "sos_a_from_c": [],
-                    "fit_upper_hz": 1, "max_error_a_db": 0, "max_error_c_db": 0}),  # wrong shapes
+        json.dumps(
+            {
+                "sample_rate": 44100,
+                "sos_a": [[1, 0, 0, 1, 0, 0]],
+                "sos_c": [[1, 0, 0, 1, 0, 0]],
+                "sos_a_from_c": [[1, 0, 0, 1, 0, 0]],
+                "fit_upper_hz": 1,
+                "max_error_a_db": 0,
+                "max_error_c_db": 0,
+            }
+        ),  # another rate's filters under this name
+        json.dumps(
+            {
+                "sample_rate": RATE,
+                "sos_a": [1, 2],
+                "sos_c": "x",
+                "sos_a_from_c": [],
+                "fit_upper_hz": 1,
+                "max_error_a_db": 0,
+                "max_error_c_db": 0,
+            }
+        ),  # wrong shapes
     ],
 )
 def test_corrupt_cache_falls_back_to_designing(tmp_path: Path, content: str) -> None:

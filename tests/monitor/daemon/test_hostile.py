@@ -41,8 +41,6 @@ def config_text(store: str | Path) -> str:
     return quarry_config(store, daemon={"lateness_s": 300}, sensors=sensors)
 
 
-
-
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
     w = World(tmp_path, config_text(tmp_path / "store.db"), T0)
