@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -63,8 +64,18 @@ def connect(nats: NatsCluster) -> Iterator[Connect]:
     clients: list[TestClient] = []
 
     def make(username: str, node: str = "a", **kwargs: object) -> TestClient:
-        c = TestClient(broker_on(nats, node), username, protocol=V311, **kwargs)  # type: ignore[arg-type]
-        rc = c.connect()
+        # A connection closed without a CONNACK is tried again, as a real client's reconnect
+        # would: nats-server closes a client id that comes back at a fast pace (its guard
+        # against two clients taking a session from each other), and loading a session from
+        # JetStream can take longer than one attempt's wait on a loaded machine. A refusal
+        # (a failing CONNACK) is the answer under test and is not retried.
+        deadline = time.monotonic() + 30
+        while True:
+            c = TestClient(broker_on(nats, node), username, protocol=V311, **kwargs)  # type: ignore[arg-type]
+            rc = c.connect(timeout=10)
+            if rc is not None or time.monotonic() > deadline:
+                break
+            time.sleep(1)
         assert rc is not None and not rc.is_failure, f"{username} refused: {rc}"
         clients.append(c)
         return c

@@ -218,7 +218,10 @@ def test_the_daemon_and_sensors_ride_through_the_loss_of_two_nodes(
                 pauses[node] = after[0]
                 assert after[0] < MAX_ALERT_PAUSE_S, (node, after[0])
             # The daemon's blind time at each failover: from the kill until its link was up
-            # again (the link state it records), and until the first reading it stored.
+            # again (the link state it records), and until the first reading it stored. The
+            # record follows the link by a round of the daemon's loop: watch until it shows the
+            # link up again (seen once to lag the alerts after a kill), then read the changes.
+            wait_until(lambda: bool(watcher.changes) and bool(watcher.changes[-1]["connected"]), 60)
             watcher.stopping.set()
             watcher.join(5)
             for node, t in kills.items():
