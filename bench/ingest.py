@@ -329,19 +329,25 @@ def tree(proc: psutil.Process) -> list[psutil.Process]:
     return [proc, *proc.children(recursive=True)]
 
 
-def cpu_seconds(proc: psutil.Process, *, kernel: bool = False) -> dict[int, float]:
+def cpu_readings(proc: psutil.Process) -> tuple[dict[int, float], dict[int, float]]:
     """User + system seconds per process of the daemon's tree, its waited-for children included
-    (a worker that exits mid-drain then counts in its parent's); ``kernel``: system seconds only
-    (system calls, the page cache's work for the store's files)."""
+    (a worker that exits mid-drain then counts in its parent's), and the system seconds alone
+    (system calls, the page cache's work for the store's files), from one reading of each."""
     seconds: dict[int, float] = {}
+    kernel: dict[int, float] = {}
     for p in tree(proc):
         try:
             times = p.cpu_times()
         except psutil.NoSuchProcess:
             continue
-        system = times.system + times.children_system
-        seconds[p.pid] = system if kernel else times.user + times.children_user + system
-    return seconds
+        kernel[p.pid] = times.system + times.children_system
+        seconds[p.pid] = times.user + times.children_user + kernel[p.pid]
+    return seconds, kernel
+
+
+def cpu_seconds(proc: psutil.Process) -> dict[int, float]:
+    """User + system seconds per process of the daemon's tree (``cpu_readings``)."""
+    return cpu_readings(proc)[0]
 
 
 def cpu_since(start: dict[int, float], now: dict[int, float]) -> float:
@@ -399,7 +405,7 @@ def bench_daemon(
                 count = 0
                 time.sleep(0.02)  # the drain's start (and its CPU reading) to within a few ms
                 continue
-            first_t, cpu_start, kernel_start = now, cpu_seconds(proc), cpu_seconds(proc, kernel=True)
+            first_t, (cpu_start, kernel_start) = now, cpu_readings(proc)
             machine, broker_t0 = CpuShares(), target.broker_cpu()
         try:
             rss.append((count, sum(p.memory_info().rss for p in tree(proc)) / 2**20))
@@ -410,7 +416,8 @@ def bench_daemon(
             break
         time.sleep(0.25)
     elapsed = time.perf_counter() - (first_t or time.perf_counter())
-    cpu_end, kernel_s = cpu_seconds(proc), cpu_since(kernel_start, cpu_seconds(proc, kernel=True))
+    cpu_end, kernel_end = cpu_readings(proc)
+    kernel_s = cpu_since(kernel_start, kernel_end)
     broker_s, (idle, steal) = (0.0, (0.0, 0.0))
     if first_t is not None:
         broker_s, (idle, steal) = target.broker_cpu() - broker_t0, machine.shares()
