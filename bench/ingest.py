@@ -6,7 +6,7 @@ how fast it empties its queue. For the daemon, "done" means every message is sto
 SQLite (committed, chained, acknowledged) and the minutes are evaluated by the rules.
 
     python bench/ingest.py [--sensors 1000] [--per-sensor 200] [--sites 10] [--workers 1] [--floor-runs 3]
-                           [--broker mosquitto|nats-cluster]
+                           [--start-runs 3] [--ballast 0] [--broker mosquitto|nats-cluster]
 
 ``--broker nats-cluster`` runs both consumers through a three-node nats-server cluster
 (JetStream + MQTT 3.1.1, tests/support/nats_cluster.py): the backlog is published to node b,
@@ -27,7 +27,12 @@ row, but the looks at the last minutes of data come after it (once the sites hav
 daemon's idle CPU over that wait (read over 5 s once all is judged) taken out, so that a short
 backlog and a long one count the same work. The drain starts at the first stored row, after the
 workers have received and prepared their first messages, so the same CPU is also printed from the
-daemon's own start, with the CPU of a start with nothing queued (measured just before) taken out.
+daemon's own start, with the CPU of a start with nothing queued taken out: the median of
+``--start-runs`` such starts, measured just before, and the figure again with the slowest and the
+fastest of them, since on a short backlog their spread is not small beside the work measured.
+``--ballast N`` has the broker hold N messages of another topic for a session nobody reads while
+the daemon drains: a short backlog drained with the broker's memory of a long one (on this VM the
+CPU per message follows what the broker holds, docs/PERFORMANCE.md).
 A run longer than 200 per sensor also prints its CPU per message over its first 200 per sensor
 stored and over the rest: the comparison with a 200-per-sensor run, within one run.
 
@@ -53,6 +58,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, NamedTuple
@@ -73,6 +79,8 @@ from tests.support.servers import Mosquitto  # noqa: E402
 IDLE_S = 5.0  # seconds over which the daemon's idle CPU is read (judged_cpu)
 SHORT_PER_SENSOR = 200  # a long run's CPU is also printed over its first this many per sensor
 JUDGED_WITHIN_S = 120.0  # the last looks come QUIET_S (10 s) after the drain; this is ample
+BALLAST_SESSION = "bench-ballast"
+BALLAST_TOPIC = "bench/ballast"  # outside minewatch/#: no daemon session subscribes to it
 
 
 class Target:
@@ -139,8 +147,24 @@ def write_config(path: Path, target: Target, sites: int, sensors_per_site: int, 
     path.write_text("\n".join(lines) + "\n")
 
 
+def sound_messages(
+    sites: int, per_site: int, per_sensor: int, start: datetime
+) -> Iterator[tuple[str, bytes]]:
+    """The backlog in time order: every sensor's second, 60-79 dB(A)."""
+    for i in range(per_sensor):
+        ts = start + timedelta(seconds=i)
+        for s in range(sites):
+            for n in range(per_site):
+                laeq = 60.0 + (n % 20)
+                yield encode(SoundLevels(f"site{s}", f"n{n}", ts, 1.0, laeq, laeq + 2, laeq + 15))
+
+
 def publish_backlog(target: Target, sites: int, per_site: int, per_sensor: int, start: datetime) -> int:
-    port = target.pub_port
+    return publish(target, sound_messages(sites, per_site, per_sensor, start))
+
+
+def publish(target: Target, messages: Iterable[tuple[str, bytes]]) -> int:
+    """Publish at QoS 1, each acknowledged by the broker; returns how many."""
     client = mqtt.Client(
         mqtt.CallbackAPIVersion.VERSION2,
         client_id="bench-pub",
@@ -148,18 +172,13 @@ def publish_backlog(target: Target, sites: int, per_site: int, per_sensor: int, 
     )
     client.max_inflight_messages_set(1000)
     client.max_queued_messages_set(0)
-    client.connect("127.0.0.1", port)
+    client.connect("127.0.0.1", target.pub_port)
     client.loop_start()
     infos = []
     count = 0
-    for i in range(per_sensor):
-        ts = start + timedelta(seconds=i)
-        for s in range(sites):
-            for n in range(per_site):
-                laeq = 60.0 + (n % 20)
-                topic, payload = encode(SoundLevels(f"site{s}", f"n{n}", ts, 1.0, laeq, laeq + 2, laeq + 15))
-                infos.append(client.publish(topic, payload, qos=1))
-                count += 1
+    for topic, payload in messages:
+        infos.append(client.publish(topic, payload, qos=1))
+        count += 1
         if len(infos) > 20000:
             for info in infos:
                 info.wait_for_publish(60)
@@ -189,13 +208,13 @@ def connect_session(target: Target, client_id: str, *, keep: bool) -> mqtt.Clien
     return c
 
 
-def register_session(target: Target, client_id: str) -> None:
-    """Create a persistent session subscribed to all inputs, then go away."""
+def register_session(target: Target, client_id: str, topic: str = "minewatch/+/sensors/#") -> None:
+    """Create a persistent session subscribed to ``topic`` (all inputs), then go away."""
     done = threading.Event()
     c = connect_session(target, client_id, keep=True)
     c.on_subscribe = lambda *a: done.set()
     c.loop_start()
-    c.subscribe("minewatch/+/sensors/#", qos=1)
+    c.subscribe(topic, qos=1)
     done.wait(10)
     c.disconnect()
     c.loop_stop()
@@ -210,6 +229,16 @@ def end_session(target: Target, client_id: str) -> None:
     connected.wait(10)
     c.disconnect()
     c.loop_stop()
+
+
+def hold_ballast(target: Target, count: int, start: datetime) -> None:
+    """Queue ``count`` messages the size of a sound reading, of a topic the daemon does not read,
+    for a session nobody resumes: the broker then holds as much as for a longer backlog while
+    a shorter one drains (``--ballast``), so the two runs' CPU per message can be set side by
+    side with the machine's memory in the same state (docs/PERFORMANCE.md)."""
+    register_session(target, BALLAST_SESSION, BALLAST_TOPIC)
+    _, payload = encode(SoundLevels("site0", "n0", start, 1.0, 60.0, 62.0, 75.0))
+    publish(target, ((BALLAST_TOPIC, payload) for _ in range(count)))
 
 
 def dropped_by_broker(port: int) -> int:
@@ -386,7 +415,10 @@ def bench_daemon(
         time.sleep(1.0 * 2 * args.sites + 2)
     daemon.terminate()
     daemon.wait(30)
-    startup_s = startup_cpu(cmd, log, args.workers)
+    starts = sorted(startup_cpu(cmd, log, args.workers) for _ in range(args.start_runs))
+    startup_s = statistics.median(starts)
+    if args.ballast:
+        hold_ballast(target, args.ballast, start)
     total = publish_backlog(target, args.sites, args.sensors // args.sites, args.per_sensor, start)
     daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
     proc = psutil.Process(daemon.pid)
@@ -424,7 +456,7 @@ def bench_daemon(
     drain_cpu = cpu_since(cpu_start, cpu_end)
     # After the drain's readings: it waits for the last looks, then reads the idle CPU.
     data_end = start + timedelta(seconds=args.per_sensor)
-    judged = judged_cpu(db, proc, args.sites, data_end, cpu_start, cpu_end, count, startup_s) if count else {}
+    judged = judged_cpu(db, proc, args.sites, data_end, cpu_start, cpu_end, count, starts) if count else {}
     print(
         f"daemon CPU {drain_cpu:.1f} s (user + system, {len(cpu_end)} process(es)) over {elapsed:.1f} s"
         f" of draining, {kernel_s:.1f} s of it in the kernel; {sum(cpu_end.values()):.1f} s since its start"
@@ -457,6 +489,8 @@ def bench_daemon(
         **marks,
         "sites_evaluated": evaluated,
         "startup_s": startup_s,
+        "startup_low_s": starts[0],
+        "startup_high_s": starts[-1],
         "head_s": cpu_since({}, cpu_start) - startup_s,
         **cpu_by_quarter(cpu_marks, cpu_start, total),
         **cpu_split(cpu_marks, cpu_start, args.sensors // args.sites * args.sites * SHORT_PER_SENSOR, total),
@@ -495,11 +529,13 @@ def judged_cpu(
     start: dict[int, float],
     drained: dict[int, float],
     stored: int,
-    startup_s: float,
+    starts: list[float],
 ) -> dict[str, float]:
     """The daemon's CPU per message stored until every site's last minute of data has had its
     final look, its idle CPU while it waited for that taken out: from the drain's start, and from
-    the daemon's own start with its start-up's CPU (``startup_cpu``) taken out.
+    the daemon's own start with its start-up's CPU (``startup_cpu``, the median of ``starts``,
+    sorted) taken out, and with the slowest and the fastest of them: how far the start-up's own
+    spread moves the figure.
 
     The drain's figure stops at the last stored row; the looks at the last minutes come after it,
     once the site has been quiet for QUIET_S wall seconds (pipeline.py): about the same CPU
@@ -528,9 +564,12 @@ def judged_cpu(
     waited, at_judged = time.monotonic() - t0, cpu_seconds(proc)
     time.sleep(IDLE_S)
     idle_rate = cpu_since(at_judged, cpu_seconds(proc)) / IDLE_S
+    whole = cpu_since({}, at_judged) - idle_rate * waited
     return {
         "judged_us": (cpu_since(start, at_judged) - idle_rate * waited) / stored * 1e6,
-        "whole_us": (cpu_since({}, at_judged) - startup_s - idle_rate * waited) / stored * 1e6,
+        "whole_us": (whole - statistics.median(starts)) / stored * 1e6,
+        "whole_low_us": (whole - starts[-1]) / stored * 1e6,
+        "whole_high_us": (whole - starts[0]) / stored * 1e6,
         "judged_wait_s": waited,
         "idle_ms_per_s": idle_rate * 1e3,
         "tail_s": cpu_since(drained, at_judged) - idle_rate * waited,
@@ -589,6 +628,19 @@ def main() -> None:
     )
     parser.add_argument("--workers", type=int, default=1, help="daemon.workers for the daemon's run")
     parser.add_argument(
+        "--start-runs",
+        type=int,
+        default=3,
+        help="starts with nothing queued, CPU measured (the from-start figure takes out their median)",
+    )
+    parser.add_argument(
+        "--ballast",
+        type=int,
+        default=0,
+        help="messages of another topic held at the broker for a session nobody reads while the daemon drains"
+        " (Mosquitto only): a short run measured with the broker's memory of a longer one",
+    )
+    parser.add_argument(
         "--broker",
         default="mosquitto",
         choices=("mosquitto", "nats-cluster"),
@@ -602,11 +654,17 @@ def main() -> None:
         " and the time it held it)",
     )
     args = parser.parse_args()
-    if not 0 < args.per_sensor <= 3400 or args.floor_runs < 1:
-        parser.error("--per-sensor must be 1 to 3400 and --floor-runs at least 1")
+    if not 0 < args.per_sensor <= 3400 or args.floor_runs < 1 or args.start_runs < 1:
+        parser.error("--per-sensor must be 1 to 3400, and --floor-runs and --start-runs at least 1")
+    if not 0 <= args.ballast <= 5_000_000:
+        parser.error("--ballast must be 0 to 5000000 messages")
     # Checked before the minutes of publishing, not by the daemon's configuration after them.
     if args.workers < 1 or args.sites < 1 or args.sensors < args.sites:
         parser.error("--workers and --sites must be at least 1, and --sensors at least --sites")
+    if args.broker == "nats-cluster" and args.ballast:
+        parser.error("--ballast: Mosquitto only (--broker mosquitto)")
+    if args.broker == "nats-cluster" and args.sites > 32:
+        parser.error("--broker nats-cluster: at most 32 sites (2 QoS 1 subscriptions of 1,024 per site)")
     if shutil.which("mosquitto_sub") is None:
         raise SystemExit("mosquitto_sub is not installed (apt-get install mosquitto-clients)")
     workdir = Path(tempfile.mkdtemp(prefix="minewatch-bench-"))
@@ -621,14 +679,12 @@ def main() -> None:
     # with a million messages queued a save outlasts the interval, the broker does nothing else
     # and publishing 2,000 per sensor crawls. Nothing here restarts the broker.
     if args.broker == "nats-cluster":
-        if args.sites > 32:
-            parser.error("--broker nats-cluster: at most 32 sites (2 QoS 1 subscriptions of 1,024 per site)")
         with run_nats_cluster(workdir / "cluster") as cluster:
             for node in cluster.nodes:
                 wait_mqtt_ready(node.url)
             run(args, Target.nats(cluster), workdir, start, "nats-cluster")
         return
-    queue = f"max_queued_messages {max(2_000_000, 2 * total)}\npersistence false\n"
+    queue = f"max_queued_messages {max(2_000_000, 2 * total, args.ballast)}\npersistence false\n"
     broker = Mosquitto(workdir / "broker", extra_conf=queue).start()
     try:
         run(args, Target.mosquitto(broker), workdir, start, "mosquitto", broker)
@@ -658,6 +714,11 @@ def run(
         )
     result = bench_daemon(target, workdir, args, start)
     dropped = dropped_by_broker(broker.port) if broker is not None else -1  # nats: no $SYS over MQTT
+    if args.ballast:
+        print(
+            f"the broker held {args.ballast} ballast message(s) for an unread session during the daemon's run"
+        )
+        end_session(target, BALLAST_SESSION)
     lost = int(result["total"] - result["stored"])
     print(
         f"daemon stored {int(result['stored'])}/{int(result['total'])} at {result['rate']:,.0f} msg/s; "
@@ -687,8 +748,10 @@ def run(
         )
         print(
             f"daemon CPU from its start until the last minute's final look: {result['whole_us']:.1f} us/msg"
-            f" (its start-up's {result['startup_s']:.2f} s, measured in a start with nothing queued,"
-            f" taken out; {result['head_s']:.2f} s more than that before the first stored row)"
+            f" ({result['whole_low_us']:.1f}-{result['whole_high_us']:.1f} over the starts' spread;"
+            f" its start-up's {result['startup_s']:.2f} s taken out, the median of {args.start_runs}"
+            f" start(s) with nothing queued, {result['startup_low_s']:.2f}-{result['startup_high_s']:.2f} s;"
+            f" {result['head_s']:.2f} s more than that before the first stored row)"
         )
     else:
         print(f"daemon CPU until the last minute's final look: no final look within {JUDGED_WITHIN_S:.0f} s")
