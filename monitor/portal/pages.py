@@ -18,7 +18,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from monitor.config import SiteConfig
-from monitor.errors import DecodeError, UsageError
+from monitor.errors import DecodeError, MinewatchError, UsageError
 from monitor.journal import audio_clips
 from monitor.portal import limits, periods, siteplan
 from monitor.portal import svg as plot
@@ -195,6 +195,8 @@ class SitePages:
             )
         except (Refused, UsageError) as exc:
             error, code = str(exc), 400
+        except MinewatchError as exc:  # the event was not sent (the broker down, or none configured)
+            error, code = str(exc), 503
         if done is not None:
             # Post/redirect/get: reloading the page must not record the event again.
             # A blast notice's recipients as identities: who was missed and which names match

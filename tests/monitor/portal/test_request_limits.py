@@ -91,12 +91,13 @@ def request(
     headers: dict[str, str] | None = None,
     body: bytes = b"",
     host: str | None = None,
+    timeout: float = 10.0,
 ) -> Reply:
     lines = [f"{method} {path} HTTP/1.1", f"Host: {host or f'127.0.0.1:{port}'}", "Connection: close"]
     lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
     if body or method == "POST":
         lines.append(f"Content-Length: {len(body)}")
-    return exchange(port, "\r\n".join(lines) + "\r\n\r\n", [body] if body else [])
+    return exchange(port, "\r\n".join(lines) + "\r\n\r\n", [body] if body else [], timeout)
 
 
 @dataclass
@@ -107,13 +108,15 @@ class Browser:
     cookie: str = ""
     csrf: str = ""
 
-    def send(self, method: str, path: str, form: dict[str, str] | None = None) -> Reply:
+    def send(
+        self, method: str, path: str, form: dict[str, str] | None = None, timeout: float = 10.0
+    ) -> Reply:
         headers = {"Cookie": self.cookie} if self.cookie else {}
         body = b""
         if form is not None:
             headers["Content-Type"] = "application/x-www-form-urlencoded"
             body = urllib.parse.urlencode(form).encode()
-        reply = request(self.port, method, path, headers, body)
+        reply = request(self.port, method, path, headers, body, timeout=timeout)
         if cookie := re.match(r"(minewatch_session=[^;]*)", reply.headers.get("set-cookie", "")):
             self.cookie = cookie.group(1)
         if token := re.search(rb'name="csrf" value="([^"]+)"', reply.body):
@@ -474,3 +477,33 @@ def _at_once(port: int, browsers: list[Browser]) -> list[Reply]:
         t.join(60)
     assert all(r is not None for r in replies)
     return [r for r in replies if r is not None]
+
+
+# ---------------------------------------------------------------------- the broker down
+
+
+def test_an_event_form_says_the_broker_is_down_and_the_portal_goes_on(
+    env: Env, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A portal whose broker does not answer (a free port nobody listens on): recording an event
+    is refused on the form with the reason, 503, not an internal error."""
+    from tests.support.secure_broker import free_port
+
+    root = tmp_path_factory.mktemp("no-broker")
+    config = root / "no-broker.toml"
+    dead = f"mqtt://127.0.0.1:{free_port()}"
+
+    def config_for(port: int) -> Path:
+        config.write_text(on_port(env.config.read_text().replace(env.broker.url, dead), port, "no-broker"))
+        return config
+
+    with portal_serving(config_for, root / "portal.log") as (port, _):
+        op = log_in(port, "op")
+        op.send("GET", f"/sites/{SITE}/events")
+        form = {"ts": f"{DAY.isoformat()}T10:00:00", "gate": "g1", "direction": "in", "truck_id": "T07"}
+        form["csrf"] = op.csrf
+        reply = op.send("POST", f"/sites/{SITE}/events/truck", form, timeout=30)  # the broker's 10 s
+        assert reply.status == 503, (reply.status, reply.text[:500])
+        assert f"the broker {dead} is not reachable: the event was not sent, try again" in reply.text
+        assert op.send("GET", f"/sites/{SITE}/events").status == 200
+    assert "Traceback" not in (root / "portal.log").read_text()
