@@ -23,6 +23,9 @@ from monitor.portal.jobs import Job, TooManyJobs, remove_folder
 from monitor.portal.web import BadCsrf, Web
 from rules.model import SensorKind
 
+# What an uploaded bundle is held against (the verify form's choices, evidence.html)
+VERIFY_AGAINST = ("nothing", "published", "file")
+
 
 class EvidencePages:
     """The inspector's and the Town's evidence pages."""
@@ -197,6 +200,8 @@ class EvidencePages:
             # or the Town's own file of them.
             against = fields.get("against", "nothing")
             try:
+                if against not in VERIFY_AGAINST:
+                    raise Refused(f"against: {against[:40]!r} is not one of {', '.join(VERIFY_AGAINST)}")
                 if against == "file":
                     if "anchors" not in files:
                         raise Refused(
@@ -219,7 +224,7 @@ class EvidencePages:
         finally:
             remove_folder(folder)
         report["name"] = name
-        report["against"] = against if against in ("file", "published") else "nothing"
+        report["against"] = against
         outcome = {
             "ok": report["ok"],
             "problems": len(report["problems"]) + report["more_problems"],

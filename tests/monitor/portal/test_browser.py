@@ -412,6 +412,12 @@ def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_it
     assert page.inner_text("#evidence-error") == (
         "anchors: choose the Town's anchors file (JSON), or verify against another"
     )
+    # A choice the form does not offer (a hand-made request) is refused, not taken for "none".
+    page.goto(f"{env.url}/sites/{SITE}/evidence")
+    page.set_input_files("#form-verify input[name=bundle]", str(bundle))
+    page.eval_on_selector("#form-verify input[name=against][value=nothing]", "e => { e.value = 'bogus' }")
+    page.click("#form-verify button[type=submit]")
+    assert page.inner_text("#evidence-error") == "against: 'bogus' is not one of nothing, published, file"
     actions = env.count(
         "SELECT COUNT(*) FROM portal_actions WHERE action = 'bundle_verified'"
         " AND json_extract(data, '$.against') = 'published'"
