@@ -33,7 +33,7 @@ except ImportError:  # a platform without its wheel: zlib deflates
 
 from monitor.config import Config, SiteConfig, parse_config
 from monitor.errors import ConfigError, OutputError, StoreError
-from monitor.evidence.disclosure import TOWN_VIEW, Disclosure
+from monitor.evidence.disclosure import SCOPED_RECORDS, TOWN_VIEW, Disclosure
 from monitor.evidence.format import (
     _FLUSH_BYTES,
     _README,
@@ -321,6 +321,7 @@ class _Exporter:
     ) -> None:
         self.disclosure = disclosure
         self.withheld: dict[str, list[int]] = {}  # kind -> seqs carried as digests only (_withhold)
+        self.out_of_scope: dict[str, set[int]] = {}  # of those, the ones the reader's time scope leaves out
         self.progress = progress
         self.done = 0  # rows and chain entries written, for the progress line
         self.missing_sound: set[int] = set()  # sound chain entries of the window without a row
@@ -461,8 +462,28 @@ class _Exporter:
             if not segment.has_kind_table(self.conn, kind):
                 continue
             seqs = segment.withheld_seqs(self.conn, kind, self.scope, self.disclosure, first, last)
+            hidden = self._out_of_scope(kind, first, last)
+            if hidden:
+                self.out_of_scope[kind] = hidden
+                seqs = sorted({*seqs, *hidden})
             if seqs:
                 self.withheld[kind] = seqs
+
+    def _out_of_scope(self, kind: str, first: int, last: int) -> set[int]:
+        """The seqs of the rows of ``kind`` the window shows that the reader's time scope does not
+        (``TimeScope.shows``: a finding, or what tells one, reporting a time outside the scope)."""
+        time_scope = self.disclosure.time_scope
+        if time_scope is None or kind not in SCOPED_RECORDS:
+            return set()
+        cursor = segment.record_rows(self.conn, kind, self.scope, self.disclosure, first, last)
+        names = [d[0] for d in cursor.description]
+        return {
+            values[0]
+            for values in cursor.fetchall()
+            if not time_scope.shows(
+                self.conn, self.site.id, kind, dict(zip(names[2:], values[2:], strict=True))
+            )
+        }
 
     def _digest_only(self) -> dict[str, int]:
         return {kind: len(seqs) for kind, seqs in sorted(self.withheld.items())}
@@ -586,8 +607,12 @@ class _Exporter:
         names = [d[0] for d in cursor.description]
         carried = KINDS[kind].bundle_row
 
+        hidden = self.out_of_scope.get(kind, set())
+
         def elements() -> Iterator[dict[str, Any]]:
             for values in cursor:
+                if values[0] in hidden:
+                    continue
                 chained = carried(dict(zip(names[2:], values[2:], strict=True)))
                 yield {
                     "chain_seq": values[0],

@@ -25,7 +25,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from pathlib import Path
@@ -35,15 +35,16 @@ from zoneinfo import ZoneInfo
 from monitor.acoustics.wavfile import wav_bytes
 from monitor.config import AccountConfig, Config, SiteConfig
 from monitor.errors import DecodeError, MinewatchError
+from monitor.evidence.disclosure import TOWN_VIEW, TimeScope
 from monitor.journal import audio_clips, queries
-from monitor.journal.episodes import site_episodes
+from monitor.journal.episodes import ViolationsBetween, site_episodes
 from monitor.journal.store import Store
 from monitor.portal import limits, periods
 from monitor.portal.periods import Period
 from monitor.portal.siteplan import ALL_LAYERS, monitor_state
 from monitor.portal.svg import DayPlot
 from monitor.wire.canonical import from_us, to_us
-from monitor.wire.codec import decode
+from monitor.wire.codec import decode, finding_from_json
 from monitor.wire.protocol import AUDIO_FORMATS, event_topic, format_ts, parse_ts
 from rules.model import BlastNotice, FindingKind, SensorKind
 from rules.times import local_moment, span_text
@@ -149,6 +150,11 @@ class Scope:
         if end <= start:
             raise NotFound("outside this account's time scope")
         return start, end
+
+    def times(self) -> TimeScope | None:
+        """The account's time scope as the allow-list of findings and what tells them (None:
+        unscoped): the one check the findings API, the day view and bundles apply."""
+        return TimeScope.of(self.user.not_before, self.user.not_after)
 
 
 # --------------------------------------------------------------------------- the facade
@@ -311,14 +317,14 @@ class Portal:
         """Current findings starting in [start, end) of the account's window (read them, they are shared)."""
         site = scope.site(site_id)
         start, end = scope.window(start, end)
-        found, _ = self._findings.get(self.store().conn, site.id, start, end)
+        found, _ = self._findings.get(self.store().conn, site.id, start, end, scope.times())
         return [f for f in found if not kinds or f["kind"] in kinds]
 
     def findings_json(self, scope: Scope, site_id: str, start: datetime, end: datetime) -> bytes:
         """:meth:`findings` as the API's JSON body, encoded once per change of the findings."""
         site = scope.site(site_id)
         start, end = scope.window(start, end)
-        _, body = self._findings.get(self.store().conn, site.id, start, end)
+        _, body = self._findings.get(self.store().conn, site.id, start, end, scope.times())
         return body
 
     def today(self, site: SiteConfig, at: datetime | None = None) -> tuple[datetime, datetime]:
@@ -987,6 +993,7 @@ class Portal:
             profile.episode_gap_s,
             not_before=scope.user.not_before,
             not_after=scope.user.not_after,
+            between=_violations_shown(conn, site.id, scope.times()),
         )
         episode_of = {f: t for t in told for f in t.facts.finding_ids}
         # The shared findings, each with the episode it is part of and that episode's notice
@@ -1176,7 +1183,11 @@ class Portal:
 
         site = scope.site(site_id)
         start, end = scope.window(start, end)
-        summary = export_bundle(self.config, site.id, start, end, out, plots=False, now=self.clock())
+        times = scope.times()
+        shown = TOWN_VIEW if times is None else replace(TOWN_VIEW, time_scope=times)
+        summary = export_bundle(
+            self.config, site.id, start, end, out, plots=False, now=self.clock(), disclosure=shown
+        )
         return {"site": site.id, "from": format_ts(start), "to": format_ts(end), "summary": repr(summary)}
 
     def sound_csv(
@@ -1659,6 +1670,9 @@ class _DayView:
     pages: dict[Callable[[dict[str, Any], str], str], str] = field(default_factory=dict)
 
 
+_FindingsKey = tuple[str, int, int, TimeScope | None]  # site, window, the reader's time scope
+
+
 class FindingsCache:
     """Findings of (site, start_us, end_us) windows and their JSON, kept while no finding has been
     stored. Findings are only ever inserted (a change is a new revision row), so the largest
@@ -1670,12 +1684,21 @@ class FindingsCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         # key -> (largest rowid when read, findings, JSON body); dict order = use order
-        self._windows: dict[tuple[str, int, int], tuple[int, list[dict[str, Any]], bytes]] = {}
+        self._windows: dict[
+            tuple[str, int, int, TimeScope | None], tuple[int, list[dict[str, Any]], bytes]
+        ] = {}
 
     def get(
-        self, conn: sqlite3.Connection, site: str, start: datetime, end: datetime
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        start: datetime,
+        end: datetime,
+        shown: TimeScope | None = None,
     ) -> tuple[list[dict[str, Any]], bytes]:
-        key = (site, to_us(start), to_us(end))
+        """The findings starting in [start, end); with a reader's time scope ``shown``, only those
+        ``TimeScope.shows`` (kept apart from the unscoped ones: another key)."""
+        key = (site, to_us(start), to_us(end), shown)
         # Read before the rows: a finding stored in between makes the next request read again.
         version = queries.findings_version(conn)
         with self._lock:
@@ -1713,6 +1736,11 @@ class FindingsCache:
                 window_end,
             ) in rows
         ]
+        if shown is not None and found:
+            full = {r["id"]: r for r in queries.current_findings(conn, site=site, start=start, end=end)}
+            found = [
+                f for f in found if f["id"] in full and shown.shows(conn, site, "finding", full[f["id"]])
+            ]
         # Encoded as starlette's JSONResponse does, so the API's bytes are unchanged.
         body = json.dumps(found, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
         with self._lock:
@@ -1783,6 +1811,26 @@ def local_day(day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
     start = datetime.combine(day, dtime(0), tz).astimezone(UTC)
     end = datetime.combine(day + timedelta(days=1), dtime(0), tz).astimezone(UTC)
     return start, end
+
+
+def _violations_shown(
+    conn: sqlite3.Connection, site: str, shown: TimeScope | None
+) -> ViolationsBetween | None:
+    """The violations an episode is made of as a time-scoped reader may see them (``TimeScope.shows``:
+    a violation reporting a time outside the scope is no part of its episodes); None: unscoped,
+    the store's own choice."""
+    if shown is None:
+        return None
+
+    def between(start: datetime, end: datetime) -> list[Any]:
+        rows = queries.current_findings(
+            conn, site=site, start=start, end=end, kinds=[FindingKind.VIOLATION.value]
+        )
+        return [
+            finding_from_json(json.loads(r["data"])) for r in rows if shown.shows(conn, site, "finding", r)
+        ]
+
+    return between
 
 
 def _retry(write: Callable[[], T], attempts: int = 5) -> T:
