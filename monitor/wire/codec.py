@@ -47,10 +47,12 @@ from monitor.wire.protocol import (
     WAVEFORM_MAGIC,
     WIND_RANGE,
     Limits,
+    LongNumber,
     check_time,
     event_topic,
     format_ts,
     name_shown,
+    parse_json_int,
     parse_topic,
     parse_ts,
     sensor_topic,
@@ -212,11 +214,13 @@ def _load_json_strictly(payload: bytes) -> Any:
             "payload", f"not UTF-8 (byte 0x{payload[exc.start]:02x} at offset {exc.start})"
         ) from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, parse_int=parse_json_int)
     except json.JSONDecodeError as exc:
         raise DecodeError(
             "payload", f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from None
+    except ValueError as exc:  # a number json cannot convert (parse_json_int takes the known ones)
+        raise DecodeError("payload", f"a number cannot be read ({shown(str(exc), 80)})") from None
     except RecursionError:
         raise DecodeError("payload", "JSON nested too deeply") from None
     return data
@@ -245,6 +249,8 @@ class _Fields:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise DecodeError(name, "not a number")
+        if isinstance(value, LongNumber):
+            raise DecodeError(name, value.reason())
         value = float(value)
         if not math.isfinite(value):
             raise DecodeError(name, "not a finite number")
@@ -330,11 +336,19 @@ def _verify_signature(data: Mapping[str, Any], sensor: SensorConfig | None) -> N
         if sensor.require_signature:
             raise DecodeError("sig", f"sensor {sensor.id} requires a signed payload")
         return
-    if not isinstance(signature, str) or len(signature) > 128 or not signature.isascii():
+    if not isinstance(signature, str) or len(signature) != 64 or not _is_hex(signature):
         raise DecodeError("sig", "expected a hex string (64 characters)")
     expected = sign(data, sensor.signing_key.value.encode())
-    if not hmac.compare_digest(signature, expected):
+    # Hex is case-insensitive: an HMAC in upper-case hex is the same signature.
+    if not hmac.compare_digest(signature.lower(), expected):
         raise DecodeError("sig", "signature does not match the payload")
+
+
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _is_hex(text: str) -> bool:
+    return _HEX_DIGITS.issuperset(text)
 
 
 # --------------------------------------------------------------------------- sensor payloads
@@ -461,6 +475,8 @@ def _decode_bands(f: _Fields, site: str, sensor: str) -> BandLevels:
             raise DecodeError(f"bands.{key}", "not a frequency in Hz") from None
         if not 5.0 <= freq <= 40_000.0:
             raise DecodeError(f"bands.{key}", "frequency outside 5 Hz to 40 kHz")
+        if isinstance(value, LongNumber):
+            raise DecodeError(f"bands.{key}", value.reason())
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise DecodeError(f"bands.{key}", "not a number")
         if not DB_RANGE[0] <= value <= DB_RANGE[1]:
@@ -530,6 +546,9 @@ def _decode_seismic(f: _Fields, site: str, sensor: str) -> SeismicSummary:
         not isinstance(instrument, dict) or len(canonical_json(instrument)) > MAX_EVENT_FIELD_CHARS
     ):
         raise DecodeError("instrument", f"expected an object of at most {MAX_EVENT_FIELD_CHARS} bytes")
+    long_number = _long_number_in(instrument)
+    if long_number is not None:
+        raise DecodeError("instrument", long_number.reason())
     payload = {k: v for k, v in f.data.items() if k not in ("v", "sig")}
     return SeismicSummary(site, sensor, event_id, ts, duration, payload)
 
@@ -619,12 +638,26 @@ def _decode_waveform(
     )
 
 
+def _long_number_in(value: Any) -> LongNumber | None:
+    """The first LongNumber in a (size-bounded) JSON value, if any."""
+    if isinstance(value, LongNumber):
+        return value
+    if isinstance(value, list | dict):
+        for item in value.values() if isinstance(value, dict) else value:
+            found = _long_number_in(item)
+            if found is not None:
+                return found
+    return None
+
+
 def _channel_numbers(f: _Fields, name: str, lo: float, hi: float) -> tuple[float, ...]:
     raw = f._raw(name, True)
     if not isinstance(raw, list) or len(raw) != SEISMIC_CHANNELS:
         raise DecodeError(name, f"expected {SEISMIC_CHANNELS} numbers (T, V, L, MIC)")
     values = []
     for i, value in enumerate(raw):
+        if isinstance(value, LongNumber):
+            raise DecodeError(f"{name}[{i}]", value.reason())
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise DecodeError(f"{name}[{i}]", "not a number")
         if not lo <= value <= hi:
@@ -744,6 +777,9 @@ def _decode_event(
                 raise DecodeError("payload", f"field name {shown(key)} is longer than {MAX_NAME_CHARS}")
             if len(canonical_json({key: value})) > MAX_EVENT_FIELD_CHARS:
                 raise DecodeError(key, f"longer than {MAX_EVENT_FIELD_CHARS} bytes")
+            long_number = _long_number_in(value)
+            if long_number is not None:
+                raise DecodeError(key, long_number.reason())
         if kind == VEHICLE_PRESENT:
             fields = _vehicle_present_fields(f, site, ts)
         return GenericEvent(site.id, event_id, kind, ts, fields), ts

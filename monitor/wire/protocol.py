@@ -156,11 +156,43 @@ def _rfc3339_utc(text: str) -> datetime | None:
     return None if match.group(1) is None else parsed.astimezone(UTC)
 
 
+# An integer literal of more digits than this cannot be a double (10**309 > max float):
+# the strict JSON parse reads it as a LongNumber, never as a Python int (which would make
+# float(), math.isfinite() and, past 4,300 digits, int() itself raise).
+MAX_INT_DIGITS = 308
+
+
+class LongNumber(float):
+    """An integer literal too long for a double, as parsed: an infinite float (so every check
+    for a finite number refuses it) that remembers its length for the rejection."""
+
+    digits: int
+
+    def __new__(cls, digits: int) -> LongNumber:
+        number = super().__new__(cls, math.inf)
+        number.digits = digits
+        return number
+
+    def reason(self) -> str:
+        return f"number too long ({self.digits} digits)"
+
+    def __repr__(self) -> str:  # as quoted in a rejection; JSON output is float's own
+        return f"a {self.digits}-digit number"
+
+
+def parse_json_int(text: str) -> int | float:
+    """json.loads(parse_int=): an int, or a LongNumber for a literal no double can hold."""
+    digits = len(text) - (text[0] == "-")
+    return int(text) if digits <= MAX_INT_DIGITS else LongNumber(digits)
+
+
 def parse_ts(value: Any, name: str = "ts") -> datetime:
     """RFC 3339 with an offset, or Unix epoch seconds; returned in UTC."""
     if isinstance(value, bool):
         raise DecodeError(name, "expected an RFC 3339 time or epoch seconds, got a boolean")
     if isinstance(value, int | float):
+        if isinstance(value, LongNumber):
+            raise DecodeError(name, value.reason())
         if not math.isfinite(value):
             raise DecodeError(name, "not a finite number")
         try:

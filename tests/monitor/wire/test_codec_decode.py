@@ -676,3 +676,99 @@ def test_a_blast_notice_carries_its_charge_per_delay_and_distance() -> None:
 def test_a_blast_notices_design_fields_are_checked(extra: dict[str, Any], expected: str) -> None:
     told = rejected(f"{P}/events/blast-notice", {**NOTICE, **extra})
     assert expected in told and "\n" not in told, told
+
+
+# ------------------------------------------------------------------ numbers no double can hold
+
+
+def _with_long_number(template: str, digits: int, digit: str = "9") -> bytes:
+    return template.replace("LONG", digit * digits).encode()
+
+
+@pytest.mark.parametrize(
+    ("topic", "template", "digits", "expected"),
+    [
+        # Past Python's 4,300-digit limit json itself raised ValueError (an internal error).
+        ("events/blast", '{"blast_id":"b1","ts":LONG}', 5000, "ts: number too long (5000 digits)"),
+        ("events/blast", '{"blast_id":"b1","ts":-LONG}', 5000, "ts: number too long (5000 digits)"),
+        (
+            "sensors/n1/status",
+            '{"ts":"2026-06-15T11:59:00Z","uptime_s":LONG}',
+            4400,
+            "uptime_s: number too long (4400 digits)",
+        ),
+        # Under it, float() of the int raised OverflowError.
+        ("events/blast", '{"blast_id":"b1","ts":LONG}', 400, "ts: number too long (400 digits)"),
+        (
+            "sensors/n1/levels",  # the levels topic: quick path first, then decode
+            '{"ts":"2026-06-15T11:59:00Z","duration_s":1,"LAeq":LONG,"LAFmax":74.0,"LCpeak":95.5}',
+            400,
+            "LAeq: number too long (400 digits)",
+        ),
+        (
+            "sensors/n1/levels",
+            '{"ts":LONG,"duration_s":1,"LAeq":71.2,"LAFmax":74.0,"LCpeak":95.5}',
+            309,
+            "ts: number too long (309 digits)",
+        ),
+        (
+            "sensors/l1/light",
+            '{"ts":"2026-06-15T11:59:00Z","duration_s":1,"lux_mean":1,"lux_min":1,"lux_max":1,'
+            '"burst":[1,LONG],"burst_rate_hz":1}',
+            400,
+            "burst[1]: a 400-digit number is not an illuminance in lux",
+        ),
+        (
+            "events/blast-notice",
+            '{"blast_id":"b","issued_ts":"2026-06-14T09:00:00Z","planned_ts":"2026-06-15T16:30:00Z",'
+            '"charge_per_delay_kg":LONG,"distance_m":600}',
+            400,
+            "charge_per_delay_kg: number too long (400 digits)",
+        ),
+    ],
+)
+def test_a_number_too_long_for_a_double_is_rejected_naming_its_field(
+    topic: str, template: str, digits: int, expected: str
+) -> None:
+    assert rejected(f"{P}/{topic}", _with_long_number(template, digits)) == expected
+
+
+def test_a_long_number_in_a_generic_event_field_is_rejected() -> None:
+    payload = _with_long_number('{"id":"s1","ts":"2026-06-15T11:00:00Z","area":[1,{"x":LONG}]}', 400)
+    told = rejected(f"{P}/events/slope-exposed", payload, generic=frozenset({"slope-exposed"}))
+    assert told == "area: number too long (400 digits)"
+
+
+def test_the_longest_number_a_double_holds_is_still_a_number() -> None:
+    ts = 10**307  # 308 digits: a number, just far out of range for a time
+    told = rejected(f"{P}/events/blast", f'{{"blast_id":"b1","ts":{ts}}}'.encode())
+    assert told.startswith("ts: ") and "out of range for a time" in told
+
+
+# ------------------------------------------------------------------ signature hex
+
+
+def _signed_levels() -> tuple[str, dict[str, Any]]:
+    good = SoundLevels("dovre-north", "signed", NOW, 1.0, 70.0, 72.0, 90.0)
+    topic, payload = encode(good, key=b"k3y")
+    return topic, json.loads(payload)
+
+
+def test_a_signature_in_upper_case_hex_is_accepted() -> None:
+    topic, data = _signed_levels()
+    upper = {**data, "sig": data["sig"].upper()}
+    assert upper["sig"] != data["sig"]
+    assert dec(topic, upper) == dec(topic, data)
+
+
+@pytest.mark.parametrize("sig", ["z" * 64, "0" * 63 + "g", "ab" * 31, "ab" * 33, "é" * 64, 12])
+def test_a_signature_that_is_not_64_hex_digits_says_so(sig: Any) -> None:
+    topic, data = _signed_levels()
+    assert rejected(topic, {**data, "sig": sig}) == "sig: expected a hex string (64 characters)"
+
+
+def test_a_wrong_signature_in_either_case_does_not_match() -> None:
+    topic, data = _signed_levels()
+    wrong = ("0" if data["sig"][0] != "0" else "1") + data["sig"][1:]
+    for sig in (wrong, wrong.upper()):
+        assert rejected(topic, {**data, "sig": sig}) == "sig: signature does not match the payload"
