@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from monitor.evidence.format import RECORD_KINDS
+from monitor.journal import queries
 from monitor.wire.canonical import to_us
 
 # Every audience an alert may have but the operator's own: what the Town and its inspectors see
@@ -168,19 +169,13 @@ def _event_times(conn: sqlite3.Connection, site: str, texts: Iterable[str]) -> I
         prefix, _, name = ref.partition(":")
         if not name or _STAMP.search(ref):
             continue
-        rows = conn.execute(
-            "SELECT ts_us, end_us FROM events WHERE site = ? AND id = ?", (site, name)
-        ).fetchall()
-        if not rows and prefix == "blast":
-            rows = conn.execute(
-                "SELECT ts_us, end_us FROM events WHERE site = ? AND kind = 'blast'"
-                " AND json_extract(data, '$.blast_id') = ?",
-                (site, name),
-            ).fetchall()
-        for ts_us, end_us in rows:
-            yield int(ts_us)
+        times = queries.event_times(conn, site, name)
+        if not times and prefix == "blast":
+            times = queries.blast_times(conn, site, name)
+        for ts_us, end_us in times:
+            yield ts_us
             if end_us is not None:
-                yield int(end_us)
+                yield end_us
 
 
 def _findings(conn: sqlite3.Connection, site: str, ids_json: str) -> list[sqlite3.Row]:
@@ -189,17 +184,4 @@ def _findings(conn: sqlite3.Connection, site: str, ids_json: str) -> list[sqlite
         ids = [str(i) for i in json.loads(ids_json)]
     except (ValueError, TypeError):
         return []
-    rows: list[sqlite3.Row] = []
-    previous = conn.row_factory
-    conn.row_factory = sqlite3.Row
-    try:
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows += conn.execute(
-                f"SELECT start_us, end_us, data FROM findings WHERE site = ? AND id IN ({marks})",
-                (site, *chunk),
-            ).fetchall()
-    finally:
-        conn.row_factory = previous
-    return rows
+    return queries.finding_revisions(conn, site, ids)

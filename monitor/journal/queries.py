@@ -237,6 +237,36 @@ def event_data(conn: sqlite3.Connection, site: str, kind: str, event_id: str) ->
     return None if row is None else str(row[0])
 
 
+def event_times(conn: sqlite3.Connection, site: str, event_id: str) -> list[tuple[int, int | None]]:
+    """(ts_us, end_us) of the events of ``site`` with id ``event_id`` (any kind)."""
+    rows = conn.execute("SELECT ts_us, end_us FROM events WHERE site = ? AND id = ?", (site, event_id))
+    return [(int(ts), None if end is None else int(end)) for ts, end in rows]
+
+
+def blast_times(conn: sqlite3.Connection, site: str, blast_id: str) -> list[tuple[int, int | None]]:
+    """(ts_us, end_us) of the blast events of ``site`` whose blast_id is ``blast_id``."""
+    rows = conn.execute(
+        "SELECT ts_us, end_us FROM events WHERE site = ? AND kind = 'blast'"
+        " AND json_extract(data, '$.blast_id') = ?",
+        (site, blast_id),
+    )
+    return [(int(ts), None if end is None else int(end)) for ts, end in rows]
+
+
+def finding_revisions(conn: sqlite3.Connection, site: str, ids: Sequence[str]) -> list[sqlite3.Row]:
+    """(start_us, end_us, data) of every stored revision of the findings ``ids`` of ``site``."""
+    rows: list[sqlite3.Row] = []
+    for i in range(0, len(ids), 500):
+        chunk = list(ids[i : i + 500])
+        marks = ",".join("?" * len(chunk))
+        rows += _rows(
+            conn,
+            f"SELECT start_us, end_us, data FROM findings WHERE site = ? AND id IN ({marks})",
+            (site, *chunk),
+        )
+    return rows
+
+
 def events_overlapping(
     conn: sqlite3.Connection, site: str, start: datetime, end: datetime
 ) -> list[sqlite3.Row]:
