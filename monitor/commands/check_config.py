@@ -29,6 +29,8 @@ def _file(args: argparse.Namespace) -> str:
     file: str | None = args.file or args.config
     if not file:
         raise UsageError("which configuration? give FILE or --config FILE")
+    if Path(file).is_dir():  # worded as the other commands say it (monitor.config.load_config)
+        raise UsageError(f"{file}: is a folder, not a configuration file")
     if not Path(file).is_file():
         raise UsageError(f"{file}: no such file")
     return file

@@ -42,8 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from monitor.commands.simulate import parse_speed
     from monitor.demo.runner import run_demo
 
+    parse_speed(args.speed)  # the simulator's own check, before anything starts or is made
     day = parse_date(args.date, "--date") if args.date else None
     return run_demo(
         Path(args.out), args.scenario, args.speed, args.seed, day=day, force=args.force, serve=args.serve

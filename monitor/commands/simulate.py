@@ -81,7 +81,9 @@ def _duration(text: str) -> timedelta:
         raise UsageError(f"--duration: {exc}") from None
 
 
-def _speed(text: str) -> float:
+def parse_speed(text: str) -> float:
+    """--speed: simulated seconds per wall-clock second, 0.0 for 'max' (no pause); UsageError if
+    not a positive number (`minewatch demo` checks its --speed with this too, before it starts)."""
     if text in ("max", "0", "inf"):
         return 0.0
     try:
@@ -118,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             day = parse_date(args.date, "--date")
             start = datetime.combine(day, load_scenario(args.scenario, tz).start.time(), tz)
         duration = _duration(args.duration) if args.duration else None
-        speed = _speed(args.speed)
+        speed = parse_speed(args.speed)
         scenario = load_scenario(args.scenario, tz, start=start, duration=duration)
         simulation = Simulation(scenario, site, args.seed)
     except (ConfigError, ScenarioError) as exc:

@@ -44,7 +44,14 @@ DEMO_ZONE = "America/Chicago"  # the demo site's zone (sensors/demo/dovre-demo.t
 
 # The output folder is the demo's own: this file marks it, and only what the demo writes
 # (these names) is ever deleted, with --force. Anything else in the folder stops the demo.
+# In its folders (OWN_FOLDERS) the demo writes files whose names come from the run (notice ids,
+# blast ids): it records each in the marker as it writes it, and only those recorded are its own.
 MARKER = ".minewatch-demo"
+MARKER_TEXT = (
+    "This folder was made by `minewatch demo`; `minewatch demo --force` may replace what it wrote.\n"
+    "# The files it wrote in its folders, one a line (only these are deleted with --force):\n"
+)
+OWN_FOLDERS = ("notices", "blast-reports")
 OUTPUTS = frozenset(
     {
         MARKER,
@@ -65,7 +72,6 @@ OUTPUTS = frozenset(
         "summary.json",
     }
 )
-NOTICE_SUFFIXES = frozenset({".html", ".pdf", ".md", ".png", ".json"})
 # The web portal's demo accounts (name, role, password), printed when it starts; local only.
 DEMO_ACCOUNTS = (
     ("operator", "operator", "demo-operator"),
@@ -498,9 +504,8 @@ class Demo:
             notices_dir.mkdir(exist_ok=True)
             for notice_id in notice_ids:
                 for fmt in ("html", "pdf", "md"):
-                    (notices_dir / f"{notice_id}.{fmt}").write_bytes(
-                        render_notice(conn, notice_id, fmt, config=config)
-                    )
+                    body = render_notice(conn, notice_id, fmt, config=config)
+                    record_output(self.out_dir, notices_dir / f"{notice_id}.{fmt}").write_bytes(body)
             plots = self._notice_plots(conn, notice_ids, notices_dir, config)
             span = queries.sound_span(conn, SITE)
         finally:
@@ -558,6 +563,8 @@ class Demo:
             self.summary["blast_reports"] = []
             for sensor, event_id in report_events(store, SITE):
                 paths = write_blast_report(store, site, profile, sensor, event_id, folder)
+                for path in paths:
+                    record_output(self.out_dir, path)
                 data = blast_report_data(store, site, profile, sensor, event_id)
                 judged = [
                     f"{f.standard} {f.kind.value}"
@@ -632,7 +639,7 @@ class Demo:
             # With the site, only the exemptions that apply to the plotted sensor are shaded.
             png = evidence_plot(conn, notice, site=site, profile=profile)
             if png:
-                (folder / f"{notice_id}-levels.png").write_bytes(png)
+                record_output(self.out_dir, folder / f"{notice_id}-levels.png").write_bytes(png)
                 written += 1
         return written
 
@@ -657,8 +664,62 @@ def _has_table(conn: sqlite3.Connection, name: str) -> bool:
     )
 
 
+def record_output(out_dir: Path, path: Path) -> Path:
+    """``path`` (a file in one of OWN_FOLDERS of ``out_dir``) recorded in the marker as the
+    demo's own, so that --force may delete it later; recorded before it is written."""
+    name = path.relative_to(out_dir).as_posix()
+    assert name.split("/")[0] in OWN_FOLDERS and name.count("/") == 1, name
+    with open(out_dir / MARKER, "a", encoding="utf-8") as marker:
+        marker.write(name + "\n")
+    return path
+
+
+def _recorded(marker: Path) -> set[str]:
+    """The files in OWN_FOLDERS the marker records as the demo's (see record_output)."""
+    try:
+        lines = marker.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return {line for line in lines if line.split("/")[0] in OWN_FOLDERS and line.count("/") == 1}
+
+
+def _own_outputs(target: Path) -> tuple[list[Path], list[Path], list[str], list[str]]:
+    """What of an earlier demo's folder --force deletes: (its files, its folders), and what stops
+    it: (symbolic links, anything else the demo did not write), as paths relative to the folder.
+
+    The whole folder is looked at before anything is deleted. Only a regular file the demo
+    writes (OUTPUTS) or recorded (record_output) and a real folder of OWN_FOLDERS are the
+    demo's; a link is never followed, whatever its name."""
+    recorded = _recorded(target / MARKER)
+    files: list[Path] = []
+    folders: list[Path] = []
+    links: list[str] = []
+    foreign: list[str] = []
+    for entry in sorted(target.iterdir()):
+        if entry.is_symlink():
+            links.append(entry.name)
+        elif entry.name in OWN_FOLDERS and entry.is_dir():
+            folders.append(entry)
+            for inner in sorted(entry.iterdir()):
+                name = f"{entry.name}/{inner.name}"
+                if inner.is_symlink():
+                    links.append(name)
+                elif name in recorded and inner.is_file():
+                    files.append(inner)
+                else:
+                    foreign.append(name)
+        elif entry.name in OUTPUTS and entry.name not in OWN_FOLDERS and entry.is_file():
+            if entry.name != MARKER:
+                files.append(entry)
+        else:
+            foreign.append(entry.name)
+    return files, folders, links, foreign
+
+
 def prepare_out_dir(out: Path, force: bool) -> Path:
-    """The output folder, made or checked as the demo's own (see MARKER); UsageError if not."""
+    """The output folder, made or checked as the demo's own (see MARKER); UsageError if not.
+
+    With ``force``, an earlier demo's output is deleted, all of it or (on any doubt) nothing."""
     target = out.resolve()
     here = Path.cwd().resolve()
     if target == here or target in here.parents or target == Path.home().resolve():
@@ -668,6 +729,7 @@ def prepare_out_dir(out: Path, force: bool) -> Path:
         )
     if target.exists() and not target.is_dir():
         raise UsageError(f"--out {out}: is a file; name a folder for the demo's output")
+    marker = target / MARKER
     if not target.exists():
         try:
             target.mkdir(parents=True)
@@ -675,7 +737,7 @@ def prepare_out_dir(out: Path, force: bool) -> Path:
             raise UsageError(f"--out {out}: cannot create the folder: {exc.strerror}") from None
     else:
         entries = sorted(target.iterdir())
-        if entries and not (target / MARKER).is_file():
+        if entries and (marker.is_symlink() or not marker.is_file()):
             raise UsageError(
                 f"--out {out}: the folder is not empty and was not made by minewatch demo;"
                 " choose a new or empty folder"
@@ -685,23 +747,38 @@ def prepare_out_dir(out: Path, force: bool) -> Path:
                 f"--out {out}: holds an earlier demo's output; add --force to replace it,"
                 " or choose another folder"
             )
-        foreign = [e.name for e in entries if e.name not in OUTPUTS]
-        for folder in ("notices", "blast-reports"):  # the demo's own folders hold its files only
-            own = target / folder
-            if own.is_dir():
-                foreign += [f"{folder}/{e.name}" for e in own.iterdir() if e.suffix not in NOTICE_SUFFIXES]
+        files, folders, links, foreign = _own_outputs(target)
+        if links:
+            raise UsageError(
+                f"--out {out}: {links[0]} is a symbolic link, which minewatch demo neither follows"
+                " nor deletes; remove it yourself or choose another folder"
+            )
         if foreign:
             raise UsageError(
-                f"--out {out}: holds files minewatch demo did not write ({', '.join(sorted(foreign)[:5])});"
+                f"--out {out}: holds files minewatch demo did not write ({', '.join(foreign[:5])});"
                 " move them or choose another folder"
             )
-        for entry in entries:
-            if entry.name != MARKER:
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        unwritable = [p for p in (target, *folders) if not os.access(p, os.W_OK | os.X_OK)]
+        if unwritable:
+            raise UsageError(
+                f"--out {out}: cannot delete the earlier demo's output in {unwritable[0]} (permission"
+                " denied); choose another folder"
+            )
+        try:
+            for path in files:
+                path.unlink()
+            for folder in folders:
+                folder.rmdir()  # empty now, unless something came in meanwhile: then it stays
+            if entries:
+                marker.unlink()  # written anew: not through a link to another file
+        except OSError as exc:
+            raise UsageError(
+                f"--out {out}: cannot delete the earlier demo's output ({exc.filename}: {exc.strerror});"
+                " choose another folder"
+            ) from None
     try:
-        (target / MARKER).write_text(
-            "This folder was made by `minewatch demo`; `minewatch demo --force` may replace what it wrote.\n"
-        )
+        with open(marker, "x", encoding="utf-8") as handle:
+            handle.write(MARKER_TEXT)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write in the folder: {exc.strerror}") from None
     return target

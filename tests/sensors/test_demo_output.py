@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.demo.runner import MARKER, _site_config, demo_day, prepare_out_dir, run_demo
+from monitor.demo.runner import MARKER, _site_config, demo_day, prepare_out_dir, record_output, run_demo
 from monitor.errors import UsageError
 
 
@@ -62,7 +62,7 @@ def test_an_earlier_demo_needs_force_and_only_its_files_go(tmp_path: Path) -> No
     out = prepare_out_dir(tmp_path / "demo", force=False)
     (out / "minewatch.db").write_text("old store")
     (out / "notices").mkdir()
-    (out / "notices" / "DOV-2026-0001.pdf").write_text("old notice")
+    record_output(out, out / "notices" / "DOV-2026-0001.pdf").write_text("old notice")
     with pytest.raises(UsageError, match="add --force"):
         prepare_out_dir(tmp_path / "demo", force=False)
     assert (out / "minewatch.db").exists()
@@ -81,7 +81,7 @@ def test_an_earlier_demo_needs_force_and_only_its_files_go(tmp_path: Path) -> No
     # The blast reports are the demo's too (a second ./deploy/demo.sh replaces them), what the
     # user put beside them is not.
     (out / "blast-reports").mkdir()
-    (out / "blast-reports" / "blast-b-1215-1.pdf").write_text("old report")
+    record_output(out, out / "blast-reports" / "blast-b-1215-1.pdf").write_text("old report")
     (out / "blast-reports" / "notes.txt").write_text("the user's notes")
     with pytest.raises(UsageError, match=r"blast-reports/notes\.txt"):
         prepare_out_dir(tmp_path / "demo", force=True)

@@ -1,0 +1,121 @@
+"""Outputs never replace what is not a regular file, and mistakes are one line before any work.
+
+`--out` with `--force` replaces a regular file only: never a device (as root, `--out /dev/null
+--force` would replace the system's), a pipe or a symbolic link (writing through it would replace
+another file). `demo --speed` is checked as `simulate` checks it, before anything starts; and
+`check-config` names a folder as the other commands do.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from monitor.commands.output_paths import new_file
+from monitor.errors import UsageError
+from monitor.journal.store import Store
+from tests.monitor.commands.test_cli_errors import (
+    DEMO_CONFIG,
+    INPUT_FILES,
+    LEAVES,
+    _argv,
+    _assert_one_line,
+    _run,
+)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> dict[str, str]:
+    """A valid configuration with an (empty) store, and a working directory."""
+    store = tmp_path / "store.db"
+    Store(store).close()
+    text = DEMO_CONFIG.read_text().replace('path = "minewatch-demo.db"', f'path = "{store}"')
+    config = tmp_path / "site.toml"
+    config.write_text(text.replace('url = "mqtt://localhost:1883"', 'url = "mqtt://127.0.0.1:9"'))
+    (tmp_path / "cwd").mkdir()
+    return {"config": str(config), "cwd": str(tmp_path / "cwd")}
+
+
+def _special_and_linked(folder: Path) -> dict[str, Path]:
+    """A pipe, a link to the user's file, and a link to nowhere; the user's file beside them."""
+    mine = folder / "mine.txt"
+    mine.write_text("the user's own file")
+    pipe = folder / "a-pipe"
+    os.mkfifo(pipe)
+    link = folder / "link-to-mine"
+    link.symlink_to(mine)
+    dangling = folder / "link-to-nowhere"
+    dangling.symlink_to(folder / "nowhere")
+    return {"pipe": pipe, "link": link, "dangling link": dangling}
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_new_file_replaces_only_a_regular_file(tmp_path: Path, force: bool) -> None:
+    for kind, path in _special_and_linked(tmp_path).items():
+        with pytest.raises(UsageError, match="symbolic link" if "link" in kind else "not a regular file"):
+            new_file(str(path), force=force)
+    with pytest.raises(UsageError, match="not a regular file"):
+        new_file("/dev/null", force=force)
+    regular = tmp_path / "old.zip"
+    regular.write_text("old")
+    if force:
+        assert new_file(str(regular), force=True) == regular
+    else:
+        with pytest.raises(UsageError, match="--force"):
+            new_file(str(regular), force=False)
+
+
+# (command, the --out name in the folder) for every command whose output file new_file checks.
+WRITERS = [
+    (("evidence",), "out.zip"),
+    (("notices", "show"), "notice.pdf"),
+    (("report-blast",), "report.pdf"),
+    (("report",), "dovre-quarry-2026-11-01.pdf"),
+]
+
+
+@pytest.mark.parametrize(("path", "name"), WRITERS, ids=lambda v: " ".join(v) if isinstance(v, tuple) else v)
+def test_force_never_replaces_a_pipe_or_a_link(
+    path: tuple[str, ...], name: str, site: dict[str, str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "outputs"
+    folder.mkdir()
+    mine = folder / "mine.txt"
+    mine.write_text("the user's own file")
+    files = {dest: site["config"] for dest in INPUT_FILES}
+    for make in (os.mkfifo, lambda p: Path(p).symlink_to(mine)):
+        target = folder / name
+        make(target)
+        out = str(folder) if path == ("report",) else str(target)
+        extra = {"--out": out, **({"--day": "2026-11-01"} if path == ("report",) else {})}
+        argv = [*_argv(path, LEAVES[path], files, **extra), "--force"]
+        line = _assert_one_line(_run(argv, Path(site["cwd"])))
+        assert str(target) in line
+        assert target.is_symlink() or target.is_fifo()
+        assert mine.read_text() == "the user's own file"
+        target.unlink()
+    assert sorted(p.name for p in folder.iterdir()) == ["mine.txt"]
+
+
+def _said(line: str) -> str:
+    """The line without its "minewatch <command>: " prefix."""
+    return line.split(": ", 1)[1]
+
+
+def test_demo_checks_speed_before_starting_anything(site: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "newdir"
+    line = _assert_one_line(_run(["demo", "--speed", "abc", "--out", str(out)], tmp_path))
+    simulate = _run(["simulate", "--config", site["config"], "--speed", "abc"], tmp_path)
+    assert _said(line) == _said(_assert_one_line(simulate))
+    assert "--speed 'abc'" in line and "positive number" in line
+    assert not out.exists()
+
+
+def test_check_config_of_a_folder_says_so_as_the_other_commands_do(tmp_path: Path) -> None:
+    (tmp_path / "adir").mkdir()
+    checked = _assert_one_line(_run(["check-config", "adir"], tmp_path))
+    status = _assert_one_line(_run(["status", "--config", "adir"], tmp_path))
+    assert _said(checked) == _said(status)
+    assert "adir: is a folder, not a configuration file" in checked
