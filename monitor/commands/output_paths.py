@@ -41,3 +41,21 @@ def new_file(text: str, *, force: bool, option: str = "--out") -> Path:
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{option} {text}: cannot write in {folder} (permission denied)")
     return path
+
+
+def write_whole(path: Path, body: bytes) -> None:
+    """Write ``path`` whole or not at all: into ``<path>.partial``, made here (never a file of
+    that name the user has), then renamed over ``path``."""
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with open(partial, "xb") as handle:
+            handle.write(body)
+    except FileExistsError:
+        raise UsageError(
+            f"{partial}: exists (another run writing {path.name}, or one cut short); remove it once"
+            " none is running, or choose another --out"
+        ) from None
+    except OSError:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, path)

@@ -11,13 +11,12 @@ through the configured delivery channels, recorded with its recipients (monitor/
 from __future__ import annotations
 
 import argparse
-import os
 import sqlite3
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from monitor.commands.output_paths import new_file
+from monitor.commands.output_paths import new_file, write_whole
 from monitor.config import load_config
 from monitor.errors import UsageError
 from monitor.times import parse_date
@@ -111,9 +110,7 @@ def run(args: argparse.Namespace) -> int:
         conn.close()
     pdf, csv = render_pdf(report), render_csv(report)
     for path, body in ((pdf_path, pdf), (csv_path, csv)):
-        partial = path.with_name(path.name + ".partial")
-        partial.write_bytes(body)
-        os.replace(partial, path)
+        write_whole(path, body)
     print(
         f"Wrote {pdf_path} and {csv_path}: {site.id} {period.first_day} to {period.last_day}"
         f" ({site.timezone}),"

@@ -251,6 +251,7 @@ def export_bundle(
     partial = out.with_name(out.name + ".partial")
     zone = ZoneInfo(site.timezone)
     conn = _open_store(config.storage.path)
+    handle = None  # the partial file, once this export has made it (and so may delete it)
     try:
         # One read transaction: every pass sees the same snapshot while the daemon goes on appending.
         conn.execute("BEGIN")
@@ -269,12 +270,20 @@ def export_bundle(
             tuple(dict.fromkeys(sensors)) if sensors else None,
         )
         try:
-            zf = zipfile.ZipFile(
-                partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL, allowZip64=True
-            )
+            handle = open(partial, "xb")  # noqa: SIM115  (closed below, after the zip)
+        except FileExistsError:
+            raise EvidenceError(
+                f"{str(partial)!r} exists: another export to {str(out)!r} is running, or one was cut"
+                " short; remove it once none is running, or choose another name"
+            ) from None
         except OSError as exc:
             raise EvidenceError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
-        with zf:
+        with (
+            handle,
+            zipfile.ZipFile(
+                handle, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL, allowZip64=True
+            ) as zf,
+        ):
             exporter = _Exporter(
                 conn, zf, config, site, scope, zone, now or datetime.now(UTC), disclosure, progress
             )
@@ -282,7 +291,8 @@ def export_bundle(
         _publish(partial, out, overwrite)
     finally:
         conn.close()
-        partial.unlink(missing_ok=True)
+        if handle is not None:  # never a file of that name this export did not make
+            partial.unlink(missing_ok=True)
     summary.path = out
     return summary
 

@@ -119,3 +119,24 @@ def test_check_config_of_a_folder_says_so_as_the_other_commands_do(tmp_path: Pat
     status = _assert_one_line(_run(["status", "--config", "adir"], tmp_path))
     assert _said(checked) == _said(status)
     assert "adir: is a folder, not a configuration file" in checked
+
+
+@pytest.mark.parametrize("path", [("evidence",), ("report",)], ids=" ".join)
+def test_a_users_file_named_like_the_partial_output_is_left_alone(
+    path: tuple[str, ...], site: dict[str, str], tmp_path: Path
+) -> None:
+    """The whole-or-nothing write goes through ``<out>.partial``: a file of that name the user has
+    is neither overwritten nor deleted; the command says which file is in the way."""
+    folder = tmp_path / "outputs"
+    folder.mkdir()
+    name = "dovre-quarry-2026-11-01.pdf" if path == ("report",) else "out.zip"
+    partial = folder / f"{name}.partial"
+    partial.write_text("the user's own file")
+    files = {dest: site["config"] for dest in INPUT_FILES}
+    out = str(folder) if path == ("report",) else str(folder / name)
+    extra = {"--out": out, **({"--day": "2026-11-01"} if path == ("report",) else {})}
+    result = _run(_argv(path, LEAVES[path], files, **extra), Path(site["cwd"]))
+    line = _assert_one_line(result, result.returncode)
+    assert result.returncode != 0 and str(partial) in line and "exists" in line, line
+    assert partial.read_text() == "the user's own file"
+    assert not (folder / name).exists()
