@@ -19,6 +19,10 @@ from monitor.errors import ConfigError, UsageError
 # name -> (module under monitor.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "check-config": ("check_config", "validate a configuration file and list every problem"),
+    "check-topics": (
+        "check_topics",
+        "listen at the broker and name the topics the daemon never receives or rejects (installation)",
+    ),
     "run": ("run", "run the daemon: MQTT in, store, rules, InfluxDB and alerts out"),
     "status": ("status", "last minute per sensor and recent findings, from the store"),
     "levels": ("levels", "sound levels per period from a WAV recording"),

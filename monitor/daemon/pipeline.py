@@ -68,7 +68,7 @@ from monitor.wire.codec import (
     payload_of,
 )
 from monitor.wire.link_state import META_KEY, LinkRecorder, LoginRefused
-from monitor.wire.protocol import Limits, check_time, format_ts
+from monitor.wire.protocol import Limits, check_time, format_ts, input_filters
 from monitor.wire.quick_levels import Parsed, levels_sender, predecode
 from rules.model import (
     Event,
@@ -949,7 +949,7 @@ def run(
     inbound = Handoff(config.daemon.queue_size)
     prefix = config.broker.topic_prefix
     sites = [s.id for s in config.owned_sites]
-    topics = [f"{prefix}/{s}/sensors/#" for s in sites] + [f"{prefix}/{s}/events/#" for s in sites]
+    topics = input_filters(sites, prefix)
     clock = Clock(config.daemon.clock)
 
     def publish(topic: str, payload: bytes, retain: bool) -> None:

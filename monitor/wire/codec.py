@@ -48,6 +48,7 @@ from monitor.wire.protocol import (
     WIND_RANGE,
     Limits,
     LongNumber,
+    Topic,
     check_time,
     event_topic,
     format_ts,
@@ -854,6 +855,28 @@ def _vehicle_present_fields(f: _Fields, site: SiteConfig, ts: datetime) -> dict[
 # --------------------------------------------------------------------------- entry point
 
 
+def input_sender(
+    topic: str, sites: Mapping[str, SiteConfig], prefix: str = "minewatch"
+) -> tuple[SiteConfig, Topic, SensorConfig | None]:
+    """The configured site, the parsed topic and (on a sensor's topic) the configured sensor of an
+    input message, from its topic alone; raises DecodeError (field ``topic``) for any other topic."""
+    parsed = parse_topic(topic, prefix)
+    site = sites.get(parsed.site)
+    if site is None:
+        raise DecodeError("topic", f"site {name_shown(parsed.site)} is not configured")
+    if parsed.group == "events":
+        return site, parsed, None
+    if parsed.group != "sensors":
+        raise DecodeError("topic", f"{shown(topic, MAX_TOPIC_SHOWN)} is an output topic, not an input")
+    sensor = site.sensor(parsed.sensor)
+    if sensor is None:
+        raise DecodeError("topic", f"sensor {name_shown(parsed.sensor)}: not configured for site {site.id}")
+    if parsed.kind not in SENSOR_MESSAGES[sensor.kind]:
+        kind, sent = sensor.kind.value, shown(parsed.kind)
+        raise DecodeError("topic", f"sensor {sensor.id} is a {kind} sensor; it cannot send {sent}")
+    return site, parsed, sensor
+
+
 def decode(
     topic: str,
     payload: bytes,
@@ -881,11 +904,8 @@ def decode(
         raise DecodeError(
             "payload", f"{len(payload)} bytes exceeds the {limits.max_payload_bytes}-byte limit"
         )
-    parsed = parse_topic(topic, prefix)
-    site = sites.get(parsed.site)
-    if site is None:
-        raise DecodeError("topic", f"site {name_shown(parsed.site)} is not configured")
-    if parsed.group == "events":
+    site, parsed, sensor = input_sender(topic, sites, prefix)
+    if sensor is None:
         data = _load_json(payload)
         kinds = (generic_event_kinds or {}).get(site.id, frozenset())
         event, checked = _decode_event(parsed.kind, data, site, now, limits, kinds)
@@ -893,15 +913,6 @@ def decode(
             checked, now, limits, "ts" if parsed.kind not in ("work", "temporary-lighting") else "start"
         )
         return event
-    if parsed.group != "sensors":
-        raise DecodeError("topic", f"{shown(topic, MAX_TOPIC_SHOWN)} is an output topic, not an input")
-    sensor = site.sensor(parsed.sensor)
-    if sensor is None:
-        raise DecodeError("topic", f"sensor {name_shown(parsed.sensor)}: not configured for site {site.id}")
-    allowed = SENSOR_MESSAGES[sensor.kind]
-    if parsed.kind not in allowed:
-        kind, sent = sensor.kind.value, shown(parsed.kind)
-        raise DecodeError("topic", f"sensor {sensor.id} is a {kind} sensor; it cannot send {sent}")
     cap = KIND_MAX_BYTES.get(parsed.kind)
     if cap is not None and len(payload) > cap:
         raise DecodeError(

@@ -6,8 +6,10 @@ What both sides of the wire share and the quick levels path needs, kept apart fr
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -100,6 +102,48 @@ def parse_topic(topic: str, prefix: str = "minewatch") -> Topic:
     if len(parts) == 3 and parts[2] in OUTPUT_TOPICS:
         return Topic(site, parts[2], "", parts[2])
     raise DecodeError("topic", f"{shown(topic, MAX_TOPIC_SHOWN)} is not a minewatch topic")
+
+
+INPUT_GROUPS = ("sensors", "events")
+
+
+def input_filters(sites: Iterable[str], prefix: str = "minewatch") -> list[str]:
+    """The topic filters a daemon owning ``sites`` subscribes to: each site's sensors and events."""
+    sites = list(sites)
+    return [f"{prefix}/{s}/{group}/#" for group in INPUT_GROUPS for s in sites]
+
+
+def why_unread(topic: str, sites: Collection[str], prefix: str = "minewatch") -> str | None:
+    """Why a daemon subscribed to ``input_filters(sites, prefix)`` never receives ``topic``.
+
+    None when it receives it (whether it then accepts or rejects the message). The broker
+    delivers nothing outside the filters, so such a message is not even rejected: this is what
+    ``minewatch check-topics`` tells an installer about each topic it sees.
+    """
+    parts = topic.split("/")
+    if parts[0] != prefix or len(parts) < 2:
+        return f"not under {prefix}/ (broker.topic_prefix)"
+    site = parts[1]
+    if site not in sites:
+        return f"site {name_shown(site)} is not configured{_did_you_mean(site, sites)}"
+    if len(parts) < 3:  # "a/#" matches "a" itself, but the site's own level is not a filter
+        return f"a topic of site {site} needs a third level, one of {', '.join(INPUT_GROUPS)}"
+    if parts[2] not in INPUT_GROUPS:
+        return f"level {name_shown(parts[2])} is not one of {', '.join(INPUT_GROUPS)}" + _did_you_mean(
+            parts[2], INPUT_GROUPS
+        )
+    return None
+
+
+def is_output_topic(topic: str, prefix: str = "minewatch") -> bool:
+    """One of the daemon's own outputs (``{prefix}/{site}/findings``, ...), of any site or ``_``."""
+    parts = topic.split("/")
+    return len(parts) == 3 and parts[0] == prefix and parts[2] in OUTPUT_TOPICS
+
+
+def _did_you_mean(word: str, choices: Collection[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def sensor_topic(site: str, sensor: str, kind: str, prefix: str = "minewatch") -> str:
