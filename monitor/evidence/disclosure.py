@@ -63,6 +63,9 @@ TOWN_VIEW = Disclosure()
 # (data, message, note) are read for every time they name (TimeScope.shows). Storage metadata
 # (created_us, recorded_us, received_us) is when the record was written, not what it reports.
 SCOPED_RECORDS: dict[str, tuple[str, ...]] = {
+    # An event (declared work, a truck, a blast, temporary lighting) that began before the scope
+    # or ends after it tells what happened outside: overlapping is not enough here either.
+    "event": ("ts_us", "end_us"),
     "finding": ("start_us", "end_us"),
     "notice_episode": ("start_us", "end_us"),
     "notice": ("opened_us",),
@@ -80,12 +83,13 @@ _US = re.compile(r'"[A-Za-z0-9_]*_us"\s*:\s*(-?\d+)')
 class TimeScope:
     """A reader's time scope [not_before, not_after] (µs UTC; None: open on that side), by allow-list.
 
-    A finding, or a record made of findings (a notice's episode, a notice, its changes, an alert),
-    is shown only when everything it reports lies in the scope: its own times (a finding's start
-    and end), every time its texts name (the evaluation window ``window_start``/``window_end``,
-    the readings of its refs, local and UTC stamps), the events its refs name (a truck, a blast,
-    declared work) and, for an episode, every finding it is made of. Overlapping the scope is
-    not enough: a finding that starts inside it and ends after it tells what lies outside.
+    An event, a finding, or a record made of findings (a notice's episode, a notice, its changes,
+    an alert) is shown only when everything it reports lies in the scope: its own times (an
+    event's or a finding's start and end), every time its texts name (the evaluation window
+    ``window_start``/``window_end``, the readings of its refs, local and UTC stamps), the events
+    its refs name (a truck, a blast, declared work) and, for an episode, every finding it is made
+    of. Overlapping the scope is not enough: a finding that starts inside it and ends after it
+    tells what lies outside.
     """
 
     not_before_us: int | None = None
@@ -110,8 +114,8 @@ class TimeScope:
         return {
             "not_before_us": self.not_before_us,
             "not_after_us": self.not_after_us,
-            "rule": "findings, notices' episodes, notices, their changes and alerts only when every time"
-            " they report lies in the scope; the others are in chain.csv as their digests alone",
+            "rule": "events, findings, notices' episodes, notices, their changes and alerts only when"
+            " every time they report lies in the scope; the others are in chain.csv as their digests alone",
         }
 
     def shows(self, conn: sqlite3.Connection, site: str, kind: str, row: Mapping[str, Any]) -> bool:

@@ -92,6 +92,12 @@ NOTICE_ACTIONS = ("extend", "close", "escalate")
 ACTIONS_SEEN: dict[str, frozenset[str]] = {"operator": frozenset({"operator"})}
 
 
+NO_REPORTS_IN_A_CLOSED_SCOPE = (
+    "a report tells the notices' course up to now, which can lie after this account's time scope"
+    " (not_after): the Town's account has the reports"
+)
+
+
 class NotFound(MinewatchError):
     """Not there, or not this account's to see: the two are not told apart."""
 
@@ -754,10 +760,14 @@ class Portal:
     def report_period(self, scope: Scope, site_id: str, month: str) -> Any:
         """A month of the site as a report period (monitor/reports/content.Period); the whole
         month must lie in the account's time scope (a report outside it would tell what the
-        account may not see)."""
+        account may not see), and the scope must not end (``not_after``): a report is made as
+        the store holds it now, so it tells each notice's later course (its deadline, extension,
+        correction), which can lie after such a scope."""
         from monitor.reports.content import month_period
 
         site = scope.site(site_id)
+        if scope.user.not_after is not None:
+            raise NotFound(NO_REPORTS_IN_A_CLOSED_SCOPE)
         try:
             year, number = (int(part) for part in month.split("-"))
             period = month_period(year, number, ZoneInfo(site.timezone))
@@ -955,7 +965,12 @@ class Portal:
             ]
             for sensor, slots in lux.items()
         }
-        events = queries.events_overlapping(conn, site.id, start, end)
+        times = scope.times()  # a time-scoped reader sees the events wholly inside its scope only
+        events = [
+            e
+            for e in queries.events_overlapping(conn, site.id, start, end)
+            if times is None or times.shows(conn, site.id, "event", e)
+        ]
         from monitor.notify.blast_report import blast_events
 
         reported = blast_events(self.store(), site, start - timedelta(hours=1), end + timedelta(hours=1))

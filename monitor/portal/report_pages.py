@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from monitor.portal.data import NotFound, Refused, Scope
+from monitor.portal.data import NO_REPORTS_IN_A_CLOSED_SCOPE, NotFound, Refused, Scope
 from monitor.portal.jobs import Job, TooManyJobs
 from monitor.portal.web import Web
 
@@ -55,6 +55,8 @@ class ReportPages:
         for _ in range(12):
             months.append(f"{year:04d}-{month:02d}")
             year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+        if scope.user.not_after is not None:  # Portal.report_period refuses every month
+            months, error = [], error or NO_REPORTS_IN_A_CLOSED_SCOPE
         return self.web.page(
             request, "reports.html", scope, status, site=site, months=months, error=error, held=held or []
         )

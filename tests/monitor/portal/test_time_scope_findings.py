@@ -18,20 +18,10 @@ from monitor.journal.store import Store
 from monitor.portal.data import Portal, Scope, User
 from monitor.portal.periods import day_period
 from rules.model import Finding, FindingKind, Measurement
+from tests.support.config_samples import MINIMAL
 
 CHICAGO = ZoneInfo("America/Chicago")
-SITE_TOML = """
-[storage]
-path = "{db}"
-[[sites]]
-id = "s1"
-timezone = "America/Chicago"
-latitude = 45.27
-longitude = -91.62
-[[sites.sensors]]
-id = "n1"
-kind = "sound"
-"""
+SITE_TOML = '[storage]\npath = "{db}"\n' + MINIMAL
 NOT_BEFORE = datetime(2026, 12, 3, 20, tzinfo=UTC)
 NOT_AFTER = datetime(2026, 12, 3, 21, tzinfo=UTC)
 
@@ -137,3 +127,68 @@ def test_a_scoped_bundle_carries_the_finding_as_its_digest_alone(tmp_path: Path)
     with zipfile.ZipFile(whole) as zf:
         assert {f["row"]["id"] for f in json.loads(zf.read("records/findings.json"))} == {inside, leak}
         assert "time_scope" not in json.loads(zf.read("manifest.json"))["disclosure"]
+
+
+def test_an_event_reaching_past_the_scope_is_left_out_of_the_day_view_and_the_bundle(tmp_path: Path) -> None:
+    """Declared work that began inside the scope and went on after it tells when it ended: out."""
+    from monitor.wire.codec import payload_of
+    from rules.model import WorkKind, WorkPeriod
+
+    portal, scoped, everyone, _, _ = _setup(tmp_path)
+    inside = WorkPeriod(
+        "s1",
+        "w-inside",
+        NOT_BEFORE + timedelta(minutes=5),
+        NOT_BEFORE + timedelta(minutes=20),
+        WorkKind.REPAIR,
+    )
+    across = WorkPeriod(
+        "s1",
+        "w-across",
+        NOT_AFTER - timedelta(minutes=10),
+        NOT_AFTER + timedelta(hours=2),
+        WorkKind.CONSTRUCTION,
+    )
+    store = Store(str(tmp_path / "p.db"))
+    with store.batch():
+        for work in (inside, across):
+            assert store.append_event(work, payload_of(work), NOT_BEFORE).stored
+    period = day_period(date(2026, 12, 3), CHICAGO)
+    exempt = portal.period(scoped, "s1", period)["exempt"]
+    assert [e["why"] for e in exempt] == ["work: repair"]
+    assert "23:00:00Z" not in json.dumps(exempt)  # the end of the work that ran past the scope
+    assert [e["why"] for e in portal.period(everyone, "s1", period)["exempt"]] == [
+        "work: repair",
+        "work: construction",
+    ]
+    out = tmp_path / "scoped-events.zip"
+    portal.export(
+        scoped,
+        "s1",
+        datetime(2026, 12, 3, 14, tzinfo=CHICAGO),
+        datetime(2026, 12, 3, 16, tzinfo=CHICAGO),
+        out,
+    )
+    with zipfile.ZipFile(out) as zf:
+        events = json.loads(zf.read("records/events.json"))
+        manifest = json.loads(zf.read("manifest.json"))
+    assert [e["row"]["id"] for e in events] == ["w-inside"]
+    assert manifest["disclosure"]["digest_only"].get("event") == 1
+    assert "events" in manifest["disclosure"]["time_scope"]["rule"]
+
+
+def test_a_scope_with_an_end_gets_no_report(tmp_path: Path) -> None:
+    """A report is made as the store holds it now: a notice's later course (deadline, extension,
+    correction) can lie after ``not_after``, so such an account gets none; an open scope still does."""
+    import pytest
+
+    from monitor.portal.data import NO_REPORTS_IN_A_CLOSED_SCOPE, NotFound
+
+    portal, scoped, everyone, _, _ = _setup(tmp_path)
+    with pytest.raises(NotFound) as refused:
+        portal.report_period(scoped, "s1", "2026-12")
+    assert str(refused.value) == NO_REPORTS_IN_A_CLOSED_SCOPE
+    assert portal.report_period(everyone, "s1", "2026-11").label == "2026-11"
+    config = portal.config
+    open_ended = Scope(User("ian", "inspector", (), datetime(2026, 10, 1, tzinfo=UTC), None), config)
+    assert portal.report_period(open_ended, "s1", "2026-11").label == "2026-11"
