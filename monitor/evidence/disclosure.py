@@ -73,6 +73,16 @@ SCOPED_RECORDS: dict[str, tuple[str, ...]] = {
     "alert": ("created_us",),
 }
 _TEXTS = ("data", "message", "note", "finding_ids")
+# Times a record sets rather than reports, by kind: top-level members of its JSON text. A cure
+# deadline is counted when a notice is issued or extended, from the profile's rule (13.3.A), so
+# naming it tells nothing that happened after the record's own time, which the scope does check.
+# Left in, every notice issued within the cure period of the scope's end would be withheld while
+# its "opened" change, which names the same deadline in local time, is shown.
+SET_TIMES: dict[str, frozenset[str]] = {
+    "notice": frozenset({"deadline", "deadline_local"}),
+    "notice_change": frozenset({"previous_deadline", "new_deadline"}),
+    "alert": frozenset({"deadline", "deadline_local"}),  # a notice's change as an alert
+}
 # A time named in a text: RFC 3339 with its offset (a reading's ref "sound:n1:2026-...Z" too) ...
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)")
 # ... or a JSON member in microseconds ("window_start_us": 1796..., "ts_us": ...).
@@ -89,7 +99,8 @@ class TimeScope:
     ``window_start``/``window_end``, the readings of its refs, local and UTC stamps), the events
     its refs name (a truck, a blast, declared work) and, for an episode, every finding it is made
     of. Overlapping the scope is not enough: a finding that starts inside it and ends after it
-    tells what lies outside.
+    tells what lies outside. A cure deadline is not reported but set (SET_TIMES): a notice issued,
+    or extended, inside the scope is shown though its deadline lies after it.
     """
 
     not_before_us: int | None = None
@@ -115,7 +126,8 @@ class TimeScope:
             "not_before_us": self.not_before_us,
             "not_after_us": self.not_after_us,
             "rule": "events, findings, notices' episodes, notices, their changes and alerts only when"
-            " every time they report lies in the scope; the others are in chain.csv as their digests alone",
+            " every time they report lies in the scope (a cure deadline a notice sets is not a time it"
+            " reports); the others are in chain.csv as their digests alone",
         }
 
     def shows(self, conn: sqlite3.Connection, site: str, kind: str, row: Mapping[str, Any]) -> bool:
@@ -126,7 +138,7 @@ class TimeScope:
         if not all(row[c] is None or self.holds(int(row[c])) for c in columns):
             return False
         names = set(row.keys())  # a sqlite3.Row's `in` looks at its values, not its names
-        texts = [str(row[c]) for c in _TEXTS if c in names and row[c] is not None]
+        texts = [_reported(kind, str(row[c])) for c in _TEXTS if c in names and row[c] is not None]
         if not all(self.holds(t) for t in _named_times(texts)):
             return False
         if not all(self.holds(t) for t in _event_times(conn, site, texts)):
@@ -135,6 +147,20 @@ class TimeScope:
             made_of = _findings(conn, site, row["finding_ids"])
             return all(self.shows(conn, site, "finding", f) for f in made_of)
         return True
+
+
+def _reported(kind: str, text: str) -> str:
+    """``text`` without the members naming times a record of ``kind`` sets (SET_TIMES)."""
+    names = SET_TIMES.get(kind)
+    if names is None or not any(f'"{name}"' in text for name in names):
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(value, dict):
+        return text
+    return json.dumps({k: v for k, v in value.items() if k not in names})
 
 
 def _named_times(texts: Iterable[str]) -> Iterable[int]:
