@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 import zipfile
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,9 @@ def test_each_role_sees_what_it_may(env: Env, context: BrowserContext) -> None:
     page.goto(f"{env.url}/sites/{SITE}/notices")
     assert env.notice_id in page.inner_text("#notices")
     page.screenshot(path=str(env.artifacts / "town-notices.png"), full_page=True)
+    page.goto(f"{env.url}/sites/{SITE}/evidence")
+    assert page.locator("#form-bundle").count() == 1
+    assert page.locator("#evidence-scope").count() == 0  # an account without a time scope
     assert status_of(context, f"{env.url}/sites/{SITE}/status") == 403
     assert status_of(context, f"{env.url}/sites/{SITE}/events") == 403
     context.clear_cookies()
@@ -277,6 +280,12 @@ def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_it
     page = login(context, env, "insp")
     # A window the wrong way round, and a time that is not one: the form again, saying why.
     page.goto(f"{env.url}/sites/{SITE}/evidence")
+    # The account's time scope (not_before: the UTC midnight starting DAY - 1), in site time, and
+    # what a bundle carries of it.
+    scoped = page.inner_text("#evidence-scope")
+    start = datetime.combine(DAY - timedelta(days=1), time(), tzinfo=UTC).astimezone(TZ)
+    assert scoped.startswith(f"This account's time scope: from {start:%Y-%m-%d %H:%M:%S %Z} on. ")
+    assert "cure deadline may lie after it" in scoped and "digests alone" in scoped
     page.fill("#form-bundle input[name=from]", f"{DAY.isoformat()}T18:00")
     page.fill("#form-bundle input[name=to]", f"{DAY.isoformat()}T08:00")
     with page.expect_response(f"{env.url}/sites/{SITE}/evidence/bundle") as backwards:
@@ -671,7 +680,6 @@ def test_the_blast_notice_form_offers_identities_and_says_at_once_who_matches_no
     """Recipients as identities (issue 27): the Town's contacts and the adjoining owners are a
     checklist; a written-in name that matches none is said in the form's answer and raised as
     the operator's early warning while the blast is pending, not found later as a violation."""
-    from datetime import UTC, datetime
 
     from tests.monitor.portal.conftest import publish_minutes
     from tests.support.daemon import wait_until
@@ -772,7 +780,6 @@ def test_a_blast_notice_with_its_charge_and_distance_shows_the_scaled_distance(
     distance in the profile's units (Dovre: in/s, so lb and ft); the answer and the status page
     show the scaled distance, and say why no PPV is predicted while the site has too few
     recorded events with their blast's charge."""
-    from datetime import datetime
 
     from tests.support.daemon import wait_until
 
