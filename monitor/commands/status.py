@@ -86,12 +86,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"worker {worker} ({', '.join(sites)}): {seen}")
     for status in statuses:
         print(f"{status['name']} ({status['site']}) at {status['ts_local']} ({status['ts']})")
+        # Columns as wide as the longest id and kind (a seismograph's kind is 11 letters), at least 8.
+        id_width = max([8, *(len(sensor) for sensor in status["sensors"])])
+        kind_width = max([8, *(len(entry["kind"]) for entry in status["sensors"].values())])
         for sensor, entry in status["sensors"].items():
             level = f"  LAeq,1min {entry['LAeq_1min']} dB(A)" if "LAeq_1min" in entry else ""
             level += f"  conflicts {entry['conflicts']}" if entry["conflicts"] else ""
             last = entry["last_ts"]
             seen = local_moment(last, status["timezone"]) or "never"
-            print(f"  {sensor:<8} {entry['kind']:<8} last data {seen}{level}")
+            print(f"  {sensor:<{id_width}} {entry['kind']:<{kind_width}} last data {seen}{level}")
         kinds = ", ".join(f"{k}: {n}" for k, n in status["findings_24h"].items()) or "none"
         print(f"  findings (judged windows) in the last 24 h: {kinds}")
         if status["episodes_24h"]:

@@ -326,3 +326,27 @@ def test_the_daemon_s_followed_findings_tell_what_the_store_read_from_scratch_te
     assert status["episodes_24h"][0]["start"] == "2026-06-14T06:20:30Z"  # the late finding joined
     assert status["episodes_24h"][0]["peak"]["value"] == 99.0  # the revision 32 h back
     assert followed.loads == 2  # the first status and after the rollback: otherwise followed
+
+
+def test_minewatch_status_lines_up_a_long_sensor_id_and_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The columns are as wide as the longest id and kind, so "last data" stands in one column."""
+    path = tmp_path / "site.toml"
+    seismograph = (
+        '[[sites.sensors]]\nid = "sg-farmstead"\nkind = "seismograph"\nplacement = "structure"\n'
+        'location = "farmstead, east foundation wall"\nexpected_period_s = 86400\n'
+    )
+    path.write_text(CONFIG.format(db=tmp_path / "minewatch.db", max_attempts=3) + EXTRA_SENSORS + seismograph)
+    Store(str(tmp_path / "minewatch.db")).close()  # the store `minewatch run` would have made
+    assert main(["status", "--config", str(path)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "last data" in line]
+    assert [line.split()[:2] for line in lines] == [
+        ["n1", "sound"],
+        ["n2", "sound"],
+        ["l1", "light"],
+        ["wx", "weather"],
+        ["sg-farmstead", "seismograph"],
+    ]
+    assert len({line.index("last data") for line in lines}) == 1
+    assert lines[-1].startswith("  sg-farmstead seismograph last data never")
