@@ -144,13 +144,27 @@ def cure_deadline(issued: datetime, days: int, tz: ZoneInfo, roll_to: WorkCalend
     return end_of_local_day(last, tz)
 
 
+# The most days an extension may grant or a request ask for: ten years is beyond any cure period,
+# and without a bound a number of days overflows the date arithmetic.
+MAX_EXTRA_DAYS = 3650
+
+
+def extra_days_problem(days: int) -> str | None:
+    """Why ``days`` cannot be an extension's or a request's number of days, or None."""
+    if days < 1:
+        return f"expected at least 1 day, got {days}"
+    if days > MAX_EXTRA_DAYS:
+        return f"expected at most {MAX_EXTRA_DAYS} days, got {days}"
+    return None
+
+
 def extended_deadline(
     current: datetime, extra_days: int, tz: ZoneInfo, roll_to: WorkCalendar | None = None
 ) -> datetime:
     """An extension of ``extra_days`` more days: the end of the local day that many days after
     the current deadline's day (rolled forward like the first deadline)."""
-    if extra_days <= 0:
-        raise ValueError(f"extra days: must be at least 1, got {extra_days}")
+    if problem := extra_days_problem(extra_days):
+        raise ValueError(f"extra days: {problem}")
     last = current.astimezone(tz).date() + timedelta(days=extra_days)
     if roll_to is not None:
         last = roll_to.next_working(last)

@@ -29,6 +29,7 @@ from monitor.commands.output_paths import new_file
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.times import end_of_day
+from rules.deadlines import extra_days_problem
 
 if TYPE_CHECKING:
     from monitor.journal.store import Store
@@ -108,8 +109,8 @@ def _positive_days(text: str) -> int:
         days = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number of days, got {text!r}") from None
-    if days < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 day, got {days}")
+    if problem := extra_days_problem(days):
+        raise argparse.ArgumentTypeError(problem)
     return days
 
 
@@ -190,7 +191,8 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
     if args.action == "request-extension":
         event = book.request_extension(args.id, args.explanation, args.by, now, requested_days=args.days)
     elif args.action == "extend":
-        parse_until(args.until, "UTC")  # a malformed time is named before the notice is looked up
+        if args.until is not None:  # a malformed time is named before the notice is looked up
+            parse_until(args.until, "UTC")
         notice = book.get(args.id)
         if args.days is not None:
             event = book.extend(args.id, None, args.by, args.note, now, extra_days=args.days)

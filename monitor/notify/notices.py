@@ -60,7 +60,13 @@ from monitor.notify.alerts import Alert
 from monitor.wire.canonical import canonical_text, from_us, to_us
 from monitor.wire.codec import finding_from_json, finding_to_json
 from monitor.wire.protocol import format_ts
-from rules.deadlines import WorkCalendar, after_deadline, extended_deadline
+from rules.deadlines import (
+    MAX_EXTRA_DAYS,
+    WorkCalendar,
+    after_deadline,
+    extended_deadline,
+    extra_days_problem,
+)
 from rules.episodes import (
     Episode,
     EpisodeFacts,
@@ -810,8 +816,8 @@ class NoticeBook:
         (``requested_days``, recorded with the request when given)."""
         if not explanation.strip():
             raise NoticeError("an extension request needs the operator's written explanation")
-        if requested_days is not None and requested_days < 1:
-            raise NoticeError(f"the time requested must be at least 1 day, got {requested_days}")
+        if requested_days is not None and (problem := extra_days_problem(requested_days)):
+            raise NoticeError(f"the time requested: {problem}")
         with self.store.batch():
             notice = self._for_change(notice_id, EXTENSION_REQUESTED, now)
             note = explanation.strip()
@@ -877,6 +883,12 @@ class NoticeBook:
             extra_local_days = (
                 new_deadline.astimezone(tz).date() - notice.deadline.astimezone(tz).date()
             ).days
+            if extra_days is None and extra_local_days > MAX_EXTRA_DAYS:  # a date given: the same bound
+                raise NoticeError(
+                    f"notice {notice.id}: the new deadline {local_stamp(new_deadline, notice.timezone)} is "
+                    f"{extra_local_days} days after the current one; an extension grants at most "
+                    f"{MAX_EXTRA_DAYS} days"
+                )
             seq = self._change(
                 notice,
                 "extended",

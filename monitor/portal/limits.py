@@ -18,6 +18,7 @@ from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monitor.errors import UsageError
+from rules import deadlines
 
 KB = 1024
 MB = 1024 * KB
@@ -45,9 +46,8 @@ FIRST_DAY = date(1970, 1, 1)
 LAST_DAY = date(9998, 12, 31)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
-# A notice's extension: ten years is beyond any cure period, and without a bound a number of
-# days overflows the date arithmetic.
-MAX_EXTRA_DAYS = 3650
+# A notice's extension or a request for one, in days: the notices' own bound.
+MAX_EXTRA_DAYS = deadlines.MAX_EXTRA_DAYS
 
 # Host names every portal answers to; portal.hostnames adds to them.
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})

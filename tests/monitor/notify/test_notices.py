@@ -662,6 +662,78 @@ def test_cli_escalation_before_the_deadline_and_lowercase_ids(
     assert "expected at least 1 day" in capsys.readouterr().err
 
 
+def test_the_book_holds_every_front_end_to_the_extension_bound(store: Store, config: Config) -> None:
+    """The bound is the book's (the portal and the CLI check it first, with the same words): more
+    days than MAX_EXTRA_DAYS, asked for or granted, by a number or a date, is refused unwritten."""
+    from rules.deadlines import MAX_EXTRA_DAYS
+
+    notice_id = open_notice(store, config, ISSUED)
+    book = NoticeBook(store)
+    later = ISSUED + timedelta(days=1)
+    with pytest.raises(NoticeError, match=f"at most {MAX_EXTRA_DAYS} days"):
+        book.request_extension(notice_id, "need time", "Acme", later, requested_days=MAX_EXTRA_DAYS + 1)
+    with pytest.raises(NoticeError, match=f"at most {MAX_EXTRA_DAYS} days"):
+        book.extend(notice_id, None, "Town", "", later, extra_days=MAX_EXTRA_DAYS + 1)
+    with pytest.raises(NoticeError, match=f"at most {MAX_EXTRA_DAYS} days"):
+        book.extend(notice_id, DEADLINE + timedelta(days=MAX_EXTRA_DAYS + 1), "Town", "", later)
+    assert [c.change for c in book.history(notice_id)] == ["opened"]
+    book.extend(notice_id, DEADLINE + timedelta(days=MAX_EXTRA_DAYS), "Town", "", later)
+    assert book.get(notice_id).deadline == DEADLINE + timedelta(days=MAX_EXTRA_DAYS)
+
+
+def test_cli_extends_by_days_or_to_a_date_within_the_bound(
+    db: Path, config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`notices extend --days N` (it once failed on the absent --until), and the bound of
+    MAX_EXTRA_DAYS on --days, on a request's --days and on a date given with --until: each
+    refusal one line, exit 2, nothing written."""
+    from rules.deadlines import MAX_EXTRA_DAYS
+
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    args = ["--config", str(path)]
+    store = Store(db)
+    try:
+        recent = open_notice(store, config, datetime.now(UTC) - timedelta(hours=1))
+        deadline = NoticeBook(store).get(recent).deadline
+    finally:
+        store.close()
+    capsys.readouterr()
+    extend = ["notices", "extend", recent, "--by", "Town", *args]
+    assert run_cli([*extend, "--days", "7", "--note", "parts on order"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        out.startswith(f"Notice {recent}: the Town extended the cure deadline to ") and "7 more days" in out
+    )
+    for argv in (
+        [*extend, "--days", str(MAX_EXTRA_DAYS + 1)],
+        [
+            "notices",
+            "request-extension",
+            recent,
+            "--explanation",
+            "x",
+            "--days",
+            "99999999999",
+            "--by",
+            "A",
+            *args,
+        ],
+    ):
+        assert run_cli(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"expected at most {MAX_EXTRA_DAYS} days" in err
+    far = (deadline + timedelta(days=7 + MAX_EXTRA_DAYS + 2)).astimezone(TZ).date().isoformat()
+    assert run_cli([*extend, "--until", far]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"an extension grants at most {MAX_EXTRA_DAYS} days" in err
+    store = Store(db)
+    try:
+        assert [c.change for c in NoticeBook(store).history(recent)] == ["opened", "extended"]
+    finally:
+        store.close()
+
+
 def test_cli_refuses_changes_before_a_notice_issued_later_than_now(
     db: Path, config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
