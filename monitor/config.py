@@ -1060,10 +1060,12 @@ def _scope_time(t: _Table, name: str) -> str:
     value = t.text(name)
     if value:
         from monitor.errors import UsageError
-        from monitor.times import parse_time
+        from monitor.times import TimeOutOfRange, parse_time
 
         try:
             parse_time(value, ZoneInfo("UTC"), name)
+        except TimeOutOfRange as exc:
+            t.problem(name, str(exc).removeprefix(f"{name}: "))
         except UsageError:
             t.problem(name, f"expected an RFC 3339 time or a date (UTC), got {value!r}")
     return value

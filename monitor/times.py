@@ -8,7 +8,9 @@ Every command that takes a time (``status --at``, ``evidence --from/--to``, ``no
 * ``2026-12-15`` (a date alone): the site's local midnight at the start of that day
   (``end_of_day`` for deadlines: the last second of that day, site time).
 
-A wrong text raises UsageError naming the option and showing the accepted forms.
+A wrong text raises UsageError naming the option and showing the accepted forms; so does a
+time or a day outside 1970-01-01 to 9998-12-31 (UTC), what the store's microsecond times and the
+date arithmetic take (``FIRST_DAY``..``LAST_DAY``, the portal's pages and API included).
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from monitor.errors import UsageError
 
 FORMS = "e.g. 2026-12-15, 2026-12-15T17:20 (site time) or 2026-12-15T23:20Z"
 
+# The days and times a command, a page or the API takes: what the store's microsecond times and
+# datetime arithmetic (a day's neighbours, a local midnight in UTC) hold without overflowing.
+FIRST_DAY = date(1970, 1, 1)
+LAST_DAY = date(9998, 12, 31)
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
+
 
 def parse_date(text: str, option: str) -> date:
     try:
@@ -27,15 +36,28 @@ def parse_date(text: str, option: str) -> date:
         raise UsageError(f"{option}: expected a date like 2026-12-15 (YYYY-MM-DD), got {text!r}") from None
 
 
+def parse_day(text: str, option: str) -> date:
+    """A day (YYYY-MM-DD) from FIRST_DAY to LAST_DAY; UsageError naming the option otherwise."""
+    day = parse_date(text, option)
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise UsageError(f"{option}: must be a day from {FIRST_DAY} to {LAST_DAY}, got {day.isoformat()}")
+    return day
+
+
 class TimeOutOfRange(UsageError):
-    """A time that exists where it was typed but not in UTC (past the calendar's first or last day)."""
+    """A time outside EARLIEST..LATEST (one that exists where it was typed but not in UTC too)."""
 
 
 def _in_utc(moment: datetime, option: str, text: str) -> datetime:
     try:
-        return moment.astimezone(UTC)
+        utc = moment.astimezone(UTC)
     except OverflowError:  # e.g. 9999-12-31T23:59 west of Greenwich is past the calendar's end
-        raise TimeOutOfRange(f"{option}: {text.strip()!r} is out of range (years 1 to 9999 in UTC)") from None
+        utc = None
+    if utc is None or not EARLIEST <= utc < LATEST:
+        raise TimeOutOfRange(
+            f"{option}: {text.strip()[:40]!r} is out of range: a time from {FIRST_DAY} to {LAST_DAY} (UTC)"
+        )
+    return utc
 
 
 def parse_time(text: str, zone: tzinfo, option: str) -> datetime:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from monitor.times import parse_date
+from monitor.times import parse_day
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.demo.runner import run_demo
 
     parse_speed(args.speed)  # the simulator's own check, before anything starts or is made
-    day = parse_date(args.date, "--date") if args.date else None
+    day = parse_day(args.date, "--date") if args.date else None
     return run_demo(
         Path(args.out), args.scenario, args.speed, args.seed, day=day, force=args.force, serve=args.serve
     )

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 from monitor.commands.output_paths import new_file, write_whole
 from monitor.config import load_config
 from monitor.errors import UsageError
-from monitor.times import parse_date
+from monitor.times import FIRST_DAY, LAST_DAY, parse_day
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,9 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _month(text: str) -> tuple[int, int]:
     try:
         year, month = (int(part) for part in text.strip().split("-"))
-        date(year, month, 1)
+        first = date(year, month, 1)
     except ValueError:
         raise UsageError(f"--month: expected a month like 2026-11 (YYYY-MM), got {text!r}") from None
+    if not FIRST_DAY <= first <= LAST_DAY.replace(day=1):
+        raise UsageError(
+            f"--month: must be a month from {FIRST_DAY:%Y-%m} to {LAST_DAY:%Y-%m}, got {text.strip()!r}"
+        )
     return year, month
 
 
@@ -67,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if args.month:
         period = month_period(*_month(args.month), zone)
     elif args.day:
-        day = parse_date(args.day, "--day")
+        day = parse_day(args.day, "--day")
         period = period_of(day, day, zone, day.isoformat())
     elif args.last_month:
         last = today.replace(day=1) - timedelta(days=1)
@@ -76,10 +80,10 @@ def run(args: argparse.Namespace) -> int:
         day = today - timedelta(days=1)
         period = period_of(day, day, zone, day.isoformat())
     else:
-        first = parse_date(args.start, "--from")
+        first = parse_day(args.start, "--from")
         if not args.end:
             raise UsageError("--from needs --to (the last day, included)")
-        last_day = parse_date(args.end, "--to")
+        last_day = parse_day(args.end, "--to")
         if last_day < first:
             raise UsageError(f"--to {args.end} is before --from {args.start}")
         if (last_day - first).days > 366:

@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.config import SiteConfig, load_config
 from monitor.errors import ConfigError, UsageError
-from monitor.times import parse_date, parse_time
+from monitor.times import parse_day, parse_time
 
 log = logging.getLogger("minewatch.simulate")
 
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         tz = ZoneInfo(site.timezone)
         start = parse_time(args.start, tz, "--start").astimezone(tz) if args.start else None
         if args.date:
-            day = parse_date(args.date, "--date")
+            day = parse_day(args.date, "--date")
             start = datetime.combine(day, load_scenario(args.scenario, tz).start.time(), tz)
         duration = _duration(args.duration) if args.duration else None
         speed = parse_speed(args.speed)

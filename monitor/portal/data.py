@@ -39,10 +39,11 @@ from monitor.evidence.disclosure import TOWN_VIEW, TimeScope
 from monitor.journal import audio_clips, queries
 from monitor.journal.episodes import ViolationsBetween, site_episodes
 from monitor.journal.store import Store
-from monitor.portal import limits, periods
+from monitor.portal import periods
 from monitor.portal.periods import Period
 from monitor.portal.siteplan import ALL_LAYERS, monitor_state
 from monitor.portal.svg import DayPlot
+from monitor.times import EARLIEST, LATEST
 from monitor.wire.canonical import from_us, to_us
 from monitor.wire.codec import decode, finding_from_json
 from monitor.wire.protocol import AUDIO_FORMATS, event_topic, format_ts, parse_ts
@@ -819,7 +820,7 @@ class Portal:
         zone = ZoneInfo(site.timezone)
         conn = self.store().conn
         readings = [(s.id, "light") for s in site.sensors if s.kind in (SensorKind.LIGHT, SensorKind.SKY)]
-        start, end = scope.window(limits.EARLIEST, limits.LATEST)
+        start, end = scope.window(EARLIEST, LATEST)
         bounds = queries.record_bounds(conn, site.id, readings, to_us(start), to_us(end))
         if bounds is not None:
             day = periods.aligned("day", from_us(bounds[1]), zone)

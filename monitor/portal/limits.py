@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from datetime import UTC, date, datetime, tzinfo
+from datetime import datetime, tzinfo
 
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse
@@ -18,6 +18,7 @@ from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monitor.errors import UsageError
+from monitor.times import EARLIEST, FIRST_DAY, LAST_DAY, LATEST
 from rules import deadlines
 
 KB = 1024
@@ -40,12 +41,6 @@ FORMS: dict[str, int] = {
 }
 UPLOAD = "/sites/{site}/evidence/verify"
 
-# Days and times pages and the API take: what the store's microsecond times and datetime
-# arithmetic (a day's neighbours, a local midnight in UTC) hold without overflowing.
-FIRST_DAY = date(1970, 1, 1)
-LAST_DAY = date(9998, 12, 31)
-EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
-LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 # A notice's extension or a request for one, in days: the notices' own bound.
 MAX_EXTRA_DAYS = deadlines.MAX_EXTRA_DAYS
 
@@ -184,16 +179,6 @@ def relative_slash_redirects(router: Router) -> None:
         await fallback(scope, receive, send)
 
     router.default = default
-
-
-def parse_day(text: str, option: str) -> date:
-    """A day (YYYY-MM-DD) within the range pages and the API take (UsageError, a 400)."""
-    from monitor.times import parse_date
-
-    day = parse_date(text, option)
-    if not FIRST_DAY <= day <= LAST_DAY:
-        raise UsageError(f"{option}: must be a day from {FIRST_DAY} to {LAST_DAY}, got {day.isoformat()}")
-    return day
 
 
 def checked_time(text: str, zone: tzinfo, option: str) -> datetime:

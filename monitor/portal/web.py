@@ -30,6 +30,7 @@ from monitor.portal.periods import Period
 from monitor.portal.security import Event, SecurityLog
 from monitor.portal.sessions import Sessions
 from monitor.portal.throttle import LoginLimiter
+from monitor.times import parse_day
 from rules.times import local_clock, local_moment
 
 HERE = Path(__file__).parent
@@ -205,7 +206,7 @@ def period_param(request: Request, timezone: str) -> Period | None:
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
         if given["date"]:
-            return periods.day_period(limits.parse_day(given["date"], "date"), zone)
+            return periods.day_period(parse_day(given["date"], "date"), zone)
     except UsageError as exc:
         raise HTTPException(400, str(exc)) from None
     return None
@@ -217,6 +218,6 @@ def day_param(request: Request, timezone: str, now: datetime) -> date:
     if not text:
         return now.astimezone(ZoneInfo(timezone)).date()
     try:
-        return limits.parse_day(text, "date")
+        return parse_day(text, "date")
     except UsageError as exc:
         raise HTTPException(400, str(exc)) from None

@@ -58,8 +58,27 @@ def test_dates() -> None:
         (parse_time, "9999-12-31T23:59", CHICAGO),  # west of Greenwich: past the calendar's end in UTC
         (end_of_day, "9999-12-31", CHICAGO),
         (parse_time, "0001-01-01", ZoneInfo("Asia/Tokyo")),  # east: before its start
+        # Inside the calendar, outside what the store and its date arithmetic take.
+        (parse_time, "1969-12-31T23:59:59Z", CHICAGO),
+        (parse_time, "9999-01-01T00:00Z", CHICAGO),
+        (end_of_day, "9998-12-31", CHICAGO),  # 9999-01-01T05:59:59Z
     ],
 )
 def test_a_time_past_the_calendar_in_utc_is_a_usage_error(parse: object, text: str, zone: ZoneInfo) -> None:
-    with pytest.raises(UsageError, match="out of range"):
+    with pytest.raises(
+        UsageError, match=r"--at: '.*' is out of range: a time from 1970-01-01 to 9998-12-31 \(UTC\)"
+    ):
         parse(text, zone, "--at")  # type: ignore[operator]
+
+
+def test_the_first_and_last_times_and_days_taken() -> None:
+    from monitor.times import EARLIEST, LATEST, parse_day
+
+    assert parse_time("1970-01-01T00:00Z", CHICAGO, "--at") == EARLIEST
+    assert parse_time("9998-12-31T23:59:59Z", CHICAGO, "--at") < LATEST
+    assert parse_day("9998-12-31", "--day").isoformat() == "9998-12-31"
+    for day in ("1969-12-31", "9999-01-01"):
+        with pytest.raises(
+            UsageError, match=f"--day: must be a day from 1970-01-01 to 9998-12-31, got {day}"
+        ):
+            parse_day(day, "--day")

@@ -31,8 +31,8 @@ UNSET_SECRET = "MINEWATCH_TEST_PASSWORD_NOT_SET"
 
 # Options and positionals (by argparse dest) that name a file the command reads.
 INPUT_FILES = {"config", "file", "bundle", "recording"}
-# Options whose value is a time or a date (monitor.times).
-TIME_OPTIONS = {"--at", "--from", "--to", "--until", "--start", "--date"}
+# Options whose value is a time, a date or a month (monitor.times).
+TIME_OPTIONS = {"--at", "--from", "--to", "--until", "--start", "--date", "--day", "--month"}
 # Options naming something the command writes.
 OUTPUTS = {"--out", "--queue"}
 # Commands whose output is a folder (demo) or a queue they make with its folders: a missing
@@ -200,9 +200,18 @@ def test_wrong_times(path: tuple[str, ...], site: dict[str, str]) -> None:
     options = sorted(o for a in parser._actions for o in a.option_strings if o in TIME_OPTIONS)
     files = {name: site["config"] for name in INPUT_FILES}
     for option in options:
-        for wrong in ("yesterday", "2026-13-01", "2026-12-15T25:00"):
+        # Not a time; then times the calendar has but the store does not take (monitor.times).
+        for wrong in ("yesterday", "2026-13-01", "2026-12-15T25:00", "1969-12-31", "9999-12-31"):
             line = _assert_one_line(_run(_argv(path, parser, files, **{option: wrong}), Path(site["cwd"])))
             assert option in line and wrong in line
+
+
+@pytest.mark.parametrize("month", ["1969-12", "9999-12", "0001-01"])
+def test_a_report_month_outside_what_the_store_takes(month: str, site: dict[str, str]) -> None:
+    """A month the calendar has (9999-12 once overflowed computing its end) but the store does not."""
+    argv = ["report", "--config", site["config"], "--site", "dovre-quarry", "--month", month, "--out", "."]
+    line = _assert_one_line(_run(argv, Path(site["cwd"])))
+    assert line.endswith(f"--month: must be a month from 1970-01 to 9998-12, got '{month}'")
 
 
 @pytest.mark.parametrize(

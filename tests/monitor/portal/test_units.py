@@ -73,6 +73,11 @@ MISTAKES = [
         acct('role = "inspector"\nnot_after = "soon"\n'),
         "portal.accounts[0].not_after: expected an RFC 3339 time or a date (UTC), got 'soon'",
     ),
+    (
+        acct('role = "inspector"\nnot_before = "1960-01-01"\n'),
+        "portal.accounts[0].not_before: '1960-01-01' is out of range:"
+        " a time from 1970-01-01 to 9998-12-31 (UTC)",
+    ),
     ('[[portal.accounts]]\nname = "a"\nrole = "town"\n', "portal.accounts[0].password_hash: required"),
     (
         acct('role = "town"\ntoken_hash = "abc"\n'),
