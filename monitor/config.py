@@ -140,6 +140,11 @@ class DaemonConfig:
     workers: int = 1  # processes sharing the owned sites ("auto": one per core); 1 = one process
 
 
+# The level of a full-scale sine a sound input may have (a sensor's calibration.full_scale_db,
+# `levels --calibration`): every microphone and converter lies well inside it.
+FULL_SCALE_DB_RANGE = (60.0, 200.0)
+
+
 @dataclass(frozen=True, slots=True)
 class Calibration:
     full_scale_db: float = 120.0  # level of a full-scale sine (peak 1.0), IEC-style offset
@@ -703,7 +708,9 @@ def _sensor(t: _Table, gate_ids: set[str]) -> SensorConfig:
     calibration = Calibration()
     if cal_table is not None:
         calibration = Calibration(
-            full_scale_db=cal_table.number("full_scale_db", 120.0, minimum=60.0, maximum=200.0),
+            full_scale_db=cal_table.number(
+                "full_scale_db", 120.0, minimum=FULL_SCALE_DB_RANGE[0], maximum=FULL_SCALE_DB_RANGE[1]
+            ),
             offset_db=cal_table.number("offset_db", 0.0, minimum=-30.0, maximum=30.0),
         )
         cal_table.finish()

@@ -145,6 +145,22 @@ def test_cli_bad_file_exits_2_with_one_line_error(tmp_path: Path, capsys: pytest
     assert code == 2 and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("calibration", ["1e308", "-94", "59.9", "200.1"])
+def test_cli_calibration_outside_what_a_sensor_may_have_is_refused(
+    calibration: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The configuration's own bound on a sensor's full_scale_db (config.FULL_SCALE_DB_RANGE):
+    --calibration 1e308 once printed levels of 1e+308 dB."""
+    path = tmp_path / "tone.wav"
+    scipy_wavfile.write(path, FS, _tone(1.0).astype(np.float32))
+    code, out, err = _run_cli([str(path), "--calibration", calibration], capsys)
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        "minewatch levels: --calibration: the level of a full-scale sine must be from 60 to 200 dB,"
+        f" got {float(calibration):g}"
+    )
+
+
 def test_cli_csv_leaves_lafmin_empty_without_enough_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
