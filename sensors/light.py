@@ -76,6 +76,9 @@ def _is_number(text: str) -> bool:
     return True
 
 
+SYNTHETIC_MAX_LUX = 200_000.0  # brighter than direct sunlight (~120,000 lx)
+
+
 class SyntheticLight(LightSource):
     """``synthetic[:LUX[:HZ]]``: a steady light, or one flashing at HZ between LUX and ~0."""
 
@@ -146,6 +149,11 @@ def open_source(spec: str, rate_hz: float, seed: int = 0, start: float | None = 
             hz = float(parts[1]) if len(parts) > 1 else 0.0
         except ValueError:
             raise SourceUnavailable(f"synthetic:{arg}: expected synthetic[:LUX[:HZ]]") from None
+        if not (0 <= lux <= SYNTHETIC_MAX_LUX and 0 <= hz <= rate_hz / 2):  # NaN too
+            raise SourceUnavailable(
+                f"synthetic:{arg}: LUX must be from 0 to {SYNTHETIC_MAX_LUX:g} and HZ from 0 to half"
+                f" the sampling rate ({rate_hz / 2:g})"
+            )
         return SyntheticLight(lux, hz, rate_hz, seed, start)
     raise SourceUnavailable(
         f"unknown source {spec!r} (bh1750[:BUS:ADDR], tsl2591[:BUS:ADDR], csv:PATH, synthetic[:LUX[:HZ]])"

@@ -71,8 +71,9 @@ class QueueBounds:
     max_bytes: int = 512 * 1024 * 1024
 
     def __post_init__(self) -> None:
-        if self.max_messages < 0 or self.max_bytes < 0:
-            raise ValueError("max_messages: queue bounds must not be negative (0 means unbounded)")
+        for name, value in (("max_messages", self.max_messages), ("max_bytes", self.max_bytes)):
+            if value < 0:
+                raise ValueError(f"{name}: a queue bound must not be negative (0: unbounded), got {value}")
 
 
 class ForwardQueue:

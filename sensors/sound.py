@@ -64,6 +64,9 @@ class WavSource(SoundSource):
             yield self.samples[start : start + self.block]
 
 
+SYNTHETIC_MAX_DB = 200.0  # the loudest level the wire takes (monitor.wire.protocol.DB_RANGE)
+
+
 class SyntheticSource(SoundSource):
     """Gaussian noise whose LAeq reads ``level_db`` on a meter with ``full_scale_db``."""
 
@@ -150,6 +153,8 @@ def open_source(spec: str, full_scale_db: float, seed: int = 0) -> SoundSource:
             level = float(arg) if arg else 70.0
         except ValueError:
             raise SourceUnavailable(f"synthetic:{arg}: the level must be a number in dB(A)") from None
+        if not 0 <= level <= SYNTHETIC_MAX_DB:  # NaN too
+            raise SourceUnavailable(f"synthetic:{arg}: the level must be from 0 to {SYNTHETIC_MAX_DB:g} dB")
         return SyntheticSource(level, full_scale_db, seed=seed)
     raise SourceUnavailable(f"unknown source {spec!r} (soundcard[:DEVICE], wav:PATH, synthetic[:LEVEL_DB])")
 

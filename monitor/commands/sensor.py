@@ -25,6 +25,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
+from monitor.commands.numbers import number, whole
 from monitor.config import Config, SensorConfig, SiteConfig, load_config
 from monitor.errors import ConfigError, UsageError
 from monitor.times import parse_time
@@ -54,20 +55,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="off",
         help="also publish raw audio: every second, or clips around events (default off)",
     )
-    sound.add_argument("--pre-trigger-s", type=int, default=5, metavar="S", help="audio kept before an event")
     sound.add_argument(
-        "--post-trigger-s", type=int, default=10, metavar="S", help="audio sent after an event"
+        "--pre-trigger-s",
+        type=whole(0, 300, name="S"),
+        default=5,
+        metavar="S",
+        help="audio kept before an event",
+    )
+    sound.add_argument(
+        "--post-trigger-s",
+        type=whole(0, 3600, name="S"),
+        default=10,
+        metavar="S",
+        help="audio sent after an event",
     )
     sound.add_argument(
         "--trigger-lafmax",
-        type=float,
+        type=number(0, 200, name="DB"),
         default=85.0,
         metavar="DB",
         help="an event: a second's LAFmax at or above this (default 85)",
     )
     sound.add_argument(
         "--trigger-lcpeak",
-        type=float,
+        type=number(0, 200, name="DB"),
         default=120.0,
         metavar="DB",
         help="... or its LCpeak at or above this (default 120)",
@@ -76,7 +87,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--calibrate", metavar="WAV", help="a calibrator recording: report the check in status"
     )
     sound.add_argument(
-        "--calibrator-db", type=float, default=94.0, metavar="DB", help="the calibrator's level (default 94)"
+        "--calibrator-db",
+        type=number(40, 160, name="DB"),
+        default=94.0,
+        metavar="DB",
+        help="the calibrator's level (default 94)",
     )
     light = sub.add_parser(
         "light",
@@ -86,14 +101,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common(light, "bh1750[:BUS:ADDR], tsl2591[:BUS:ADDR], csv:PATH or synthetic[:LUX[:HZ]]")
     light.add_argument(
         "--rate",
-        type=float,
+        type=number(0, 1000, above=True, name="HZ"),
         default=10.0,
         metavar="HZ",
         help="samples per second (bursts for flashing detection need >= 10)",
     )
     light.add_argument(
         "--period",
-        type=float,
+        type=number(0, 86400, above=True, name="S"),
         metavar="S",
         help="seconds per summary (default: the sensor's expected_period_s)",
     )
@@ -109,7 +124,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "synthetic:DISTANCE_M:CHARGE_KG[:PPV_IN_S] (one event at --start) or folder:PATH (a hot folder"
         " of vendor CSV exports; published files move to PATH/done, unreadable ones to PATH/rejected)",
     )
-    seismograph.add_argument("--poll", type=float, default=2.0, metavar="S", help="hot-folder scan period")
+    seismograph.add_argument(
+        "--poll",
+        type=number(0, 3600, above=True, name="S"),
+        default=2.0,
+        metavar="S",
+        help="hot-folder scan period",
+    )
 
 
 def _common(parser: argparse.ArgumentParser, sources: str) -> None:
@@ -122,19 +143,25 @@ def _common(parser: argparse.ArgumentParser, sources: str) -> None:
     )
     parser.add_argument(
         "--queue-max-messages",
-        type=int,
+        type=whole(0, 10**9),
         default=1_000_000,
         metavar="N",
         help="drop the oldest beyond this many queued messages (0: no bound)",
     )
     parser.add_argument(
         "--queue-max-mb",
-        type=float,
+        type=number(0, 10**6, name="MB"),
         default=512.0,
         metavar="MB",
         help="drop the oldest beyond this many queued megabytes (0: no bound)",
     )
-    parser.add_argument("--status-interval", type=float, default=60.0, metavar="S", help="heartbeat period")
+    parser.add_argument(
+        "--status-interval",
+        type=number(1, 86400, name="S"),
+        default=60.0,
+        metavar="S",
+        help="heartbeat period",
+    )
     parser.add_argument(
         "--speed",
         default="1",
@@ -146,11 +173,16 @@ def _common(parser: argparse.ArgumentParser, sources: str) -> None:
         metavar="TIME",
         help="time of the first sample for wav/synthetic sources (site-local if naive; default now)",
     )
-    parser.add_argument("--duration", type=float, metavar="S", help="stop after this many seconds of input")
+    parser.add_argument(
+        "--duration",
+        type=number(0, 10 * 365 * 86400, above=True, name="S"),
+        metavar="S",
+        help="stop after this many seconds of input",
+    )
     parser.add_argument("--client-id", metavar="ID", help="MQTT client id (default sensor-{site}-{sensor})")
     parser.add_argument(
         "--drain-timeout",
-        type=float,
+        type=number(0, 3600, name="S"),
         default=10.0,
         metavar="S",
         help="on exit, try this long to send what is queued (the rest stays on disk)",
