@@ -204,16 +204,24 @@ class Scenario:
 # --------------------------------------------------------------------------- parsing helpers
 
 
+# The longest simulation: a month of every sensor's seconds (and no date arithmetic overflows).
+MAX_DURATION = timedelta(days=31)
+
+
 def parse_duration(text: str) -> timedelta:
-    """``24h``, ``2h30m``, ``90m``, ``45s`` or plain seconds."""
+    """``24h``, ``2h30m``, ``90m``, ``45s`` or plain seconds; more than 0, at most MAX_DURATION."""
     text = text.strip()
     if text.replace(".", "", 1).isdigit():
-        return timedelta(seconds=float(text))
-    m = _DURATION.match(text)
-    if not text or not m or not any(m.groups()):
-        raise ValueError(f"{text!r} is not a duration like 24h, 2h30m, 90m or 45s")
-    h, mi, s = (int(g) if g else 0 for g in m.groups())
-    return timedelta(hours=h, minutes=mi, seconds=s)
+        duration = timedelta(seconds=min(float(text), MAX_DURATION.total_seconds() + 1))
+    else:
+        m = _DURATION.match(text)
+        if not text or not m or not any(m.groups()):
+            raise ValueError(f"{text!r} is not a duration like 24h, 2h30m, 90m or 45s")
+        h, mi, s = (min(int(g), 10**6) if g else 0 for g in m.groups())  # bounded below
+        duration = timedelta(hours=h, minutes=mi, seconds=s)
+    if not timedelta(0) < duration <= MAX_DURATION:
+        raise ValueError(f"{text!r}: a simulation lasts more than 0 s and at most 31 days (744h)")
+    return duration
 
 
 def parse_start(text: str, tz: ZoneInfo) -> datetime:

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from types import FrameType
 from zoneinfo import ZoneInfo
 
+from monitor.commands.numbers import whole
 from monitor.config import SiteConfig, load_config
 from monitor.errors import ConfigError, UsageError
 from monitor.times import parse_day, parse_time
@@ -62,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--client-id", metavar="ID", help="MQTT client id (default minewatch-simulator-{site})"
     )
     parser.add_argument(
-        "--window", type=int, default=200, metavar="N", help="QoS 1 messages in flight at most"
+        "--window", type=whole(1, 65535), default=200, metavar="N", help="QoS 1 messages in flight at most"
     )
     parser.add_argument("--dry-run", action="store_true", help="generate and summarise, publish nothing")
 

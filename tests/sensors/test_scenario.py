@@ -13,6 +13,7 @@ from monitor.config import load_config
 from monitor.wire.codec import AudioBlock, decode, encode
 from rules.model import LightSummary, SoundLevels
 from sensors.scenario import (
+    MAX_DURATION,
     ScenarioError,
     builtin_names,
     load_scenario,
@@ -48,6 +49,14 @@ def test_periods_cross_midnight() -> None:
     assert period.end == datetime(2026, 6, 16, 1, 30, tzinfo=TZ)
     assert parse_duration("2h30m") == timedelta(hours=2, minutes=30)
     assert parse_duration("45s") == timedelta(seconds=45)
+
+
+@pytest.mark.parametrize("text", ["0m", "0", "745h", "99999999h", "9" * 40, "31d"])
+def test_a_duration_is_more_than_nothing_and_at_most_a_month(text: str) -> None:
+    """'simulate --duration 99999999h' once overflowed the date arithmetic (a traceback)."""
+    with pytest.raises(ValueError, match=r"more than 0 s and at most 31 days \(744h\)|is not a duration"):
+        parse_duration(text)
+    assert parse_duration("744h") == MAX_DURATION == timedelta(days=31)
 
 
 def test_every_problem_is_reported() -> None:

@@ -2,8 +2,8 @@
 
 `minewatch sensor sound --source synthetic:1e308` once ended in an OverflowError, `--duration -5`
 ran, `--trigger-lafmax 1e400` took infinity and `--queue-max-mb -1` was refused naming
-max_messages. Every option of `minewatch sensor` typed by monitor.commands.numbers is walked
-here, so a new one is covered without editing this file.
+max_messages. Every option of every command typed by monitor.commands.numbers is walked here, so a new
+one is covered without editing this file (its command's required arguments go in REQUIRED).
 """
 
 from __future__ import annotations
@@ -41,38 +41,58 @@ def test_number_and_whole_take_their_ends_and_nothing_past_them() -> None:
         count("1.5")
 
 
-def _bounded_options() -> list[tuple[str, str]]:
-    sensor = build_parser()._subparsers._group_actions[0].choices["sensor"]  # type: ignore[union-attr]
-    kinds = sensor._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    found = []
-    for kind, parser in kinds.items():
-        for action in parser._actions:
-            if getattr(action.type, "__qualname__", "").startswith(("number.", "whole.")):
-                found.append((kind, action.option_strings[0]))
-    return found
+def _leaves(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        return [(path, parser)]
+    return [leaf for name, child in groups[0].choices.items() for leaf in _leaves(child, (*path, name))]
+
+
+def _bounded_options() -> list[tuple[tuple[str, ...], str]]:
+    """(command path, option) of every option typed by monitor.commands.numbers."""
+    return [
+        (path, action.option_strings[0])
+        for path, parser in _leaves(build_parser())
+        for action in parser._actions
+        if getattr(action.type, "__qualname__", "").startswith(("number.", "whole."))
+    ]
 
 
 BOUNDED = _bounded_options()
+# What each command needs besides the option tried (argparse checks required arguments last).
+REQUIRED = {
+    "sensor": ["--config", "site.toml", "--sensor", "x", "--source", "synthetic"],
+    "simulate": ["--config", "site.toml"],
+}
 
 
 def test_the_walk_finds_the_bounded_options() -> None:
-    assert {("sound", "--duration"), ("sound", "--trigger-lafmax"), ("light", "--rate")} <= set(BOUNDED)
-    assert {("seismograph", "--poll"), ("sound", "--queue-max-mb"), ("sound", "--pre-trigger-s")} <= set(
-        BOUNDED
-    )
+    found = {(" ".join(path), option) for path, option in BOUNDED}
+    assert {
+        ("sensor sound", "--duration"),
+        ("sensor sound", "--trigger-lafmax"),
+        ("sensor light", "--rate"),
+    } <= found
+    assert {
+        ("sensor seismograph", "--poll"),
+        ("sensor sound", "--pre-trigger-s"),
+        ("simulate", "--window"),
+    } <= found
 
 
-@pytest.mark.parametrize(("kind", "option"), BOUNDED, ids=[f"{k} {o}" for k, o in BOUNDED])
-def test_a_bounded_sensor_option_refuses_what_it_cannot_mean(
-    kind: str, option: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("path", "option"), BOUNDED, ids=[f"{' '.join(p)} {o}" for p, o in BOUNDED])
+def test_a_bounded_option_refuses_what_it_cannot_mean(
+    path: tuple[str, ...], option: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = ["sensor", kind, "--config", "site.toml", "--sensor", "x", "--source", "synthetic"]
+    base = [*path, *REQUIRED[path[0]]]
     for bad in ("nan", "-inf", "-1e9", "1e12"):
         with pytest.raises(SystemExit) as exited:
             build_parser().parse_args([*base, f"{option}={bad}"])  # "-inf" would read as an option
         assert exited.value.code == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith(f"minewatch sensor {kind}: argument {option}: "), err
+        assert len(err) == 1 and err[0].startswith(f"minewatch {' '.join(path)}: argument {option}: "), err
         assert f"{bad} is outside " in err[0] or f"{bad!r} is not a whole number" in err[0], err
 
 
