@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from monitor.commands.numbers import number
 from monitor.config import BrokerConfig, SiteConfig, load_config
 from monitor.errors import DecodeError, UsageError
 
@@ -47,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE", help="configuration TOML file")
     parser.add_argument(
         "--seconds",
-        type=_seconds,
+        type=number(0, MAX_SECONDS, above=True, name="seconds"),
         default=DEFAULT_SECONDS,
         help=f"how long to listen (default {DEFAULT_SECONDS:g})",
     )
@@ -56,16 +57,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="broker account that may read everything under the topic prefix (default: none, anonymous)",
     )
     parser.add_argument("--password-file", metavar="FILE", help="that account's password, alone in a file")
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value <= MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text} is outside 0 < seconds <= {MAX_SECONDS:g}")
-    return value
 
 
 # --------------------------------------------------------------------------- the verdicts (pure)

@@ -122,7 +122,7 @@ def test_nothing_published_is_its_own_answer(mosquitto: Mosquitto, tmp_path: Pat
     ("args", "expected"),
     [
         (["--seconds", "0"], "argument --seconds: 0 is outside 0 < seconds <= 86400"),
-        (["--seconds", "soon"], "argument --seconds: 'soon' is not a number of seconds"),
+        (["--seconds", "soon"], "argument --seconds: 'soon' is not a number"),
         (["--password-file", "p.txt"], "--password-file needs --username"),
         (["--username", "minewatch-daemon"], "is the daemon's account (broker.username)"),
     ],

@@ -65,6 +65,7 @@ BOUNDED = _bounded_options()
 REQUIRED = {
     "sensor": ["--config", "site.toml", "--sensor", "x", "--source", "synthetic"],
     "simulate": ["--config", "site.toml"],
+    "check-topics": ["--config", "site.toml"],
 }
 
 
