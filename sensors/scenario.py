@@ -217,7 +217,8 @@ def parse_duration(text: str) -> timedelta:
         m = _DURATION.match(text)
         if not text or not m or not any(m.groups()):
             raise ValueError(f"{text!r} is not a duration like 24h, 2h30m, 90m or 45s")
-        h, mi, s = (min(int(g), 10**6) if g else 0 for g in m.groups())  # bounded below
+        # Capped so that timedelta cannot overflow; anything that large is refused just below.
+        h, mi, s = (min(int(g), 10**6) if g else 0 for g in m.groups())
         duration = timedelta(hours=h, minutes=mi, seconds=s)
     if not timedelta(0) < duration <= MAX_DURATION:
         raise ValueError(f"{text!r}: a simulation lasts more than 0 s and at most 31 days (744h)")

@@ -11,6 +11,7 @@ import sys
 from monitor.acoustics.filter_cache import weighting_filters
 from monitor.acoustics.iec61672 import PERIOD_FIELDS, PeriodLevels, SoundLevelMeter
 from monitor.acoustics.wavfile import read_wav
+from monitor.commands.numbers import number
 from monitor.config import FULL_SCALE_DB_RANGE
 
 # Feed the meter in 10 s blocks: bounded temporaries, negligible per-call overhead.
@@ -21,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recording", metavar="RECORDING.wav", help="WAV file (first channel is used)")
     parser.add_argument(
         "--calibration",
-        type=float,
+        type=number(*FULL_SCALE_DB_RANGE, name="DB"),  # a sensor's own bound (calibration.full_scale_db)
         required=True,
         metavar="DB",
         help="level in dB of a full-scale sine (peak amplitude 1.0), from 60 to 200",
@@ -54,16 +55,8 @@ def _rows(periods: list[PeriodLevels]) -> list[dict[str, float | None]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not (math.isfinite(args.calibration) and math.isfinite(args.period)):
-        print("minewatch levels: --calibration and --period must be finite numbers", file=sys.stderr)
-        return 2
-    low, high = FULL_SCALE_DB_RANGE
-    if not low <= args.calibration <= high:
-        print(
-            f"minewatch levels: --calibration: the level of a full-scale sine must be from {low:g} to"
-            f" {high:g} dB, got {args.calibration:g}",
-            file=sys.stderr,
-        )
+    if not math.isfinite(args.period):
+        print("minewatch levels: --period must be a finite number", file=sys.stderr)
         return 2
     try:
         audio = read_wav(args.recording)

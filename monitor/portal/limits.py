@@ -18,7 +18,7 @@ from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monitor.errors import UsageError
-from monitor.times import EARLIEST, FIRST_DAY, LAST_DAY, LATEST
+from monitor.times import FIRST_DAY, LAST_DAY
 from rules import deadlines
 
 KB = 1024
@@ -182,14 +182,14 @@ def relative_slash_redirects(router: Router) -> None:
 
 
 def checked_time(text: str, zone: tzinfo, option: str) -> datetime:
-    """monitor.times.parse_time, within the range pages and the API take (UsageError, a 400)."""
+    """monitor.times.parse_time (which holds a time to FIRST_DAY..LAST_DAY), its refusal worded as
+    pages and the API say it (UsageError, a 400)."""
     from monitor.times import TimeOutOfRange, parse_time
 
     try:
-        when: datetime | None = parse_time(text, zone, option)
-    except TimeOutOfRange:  # a time near year 1 or 9999 moved to UTC
-        when = None
-    if when is None or not EARLIEST <= when < LATEST:
+        return parse_time(text, zone, option)
+    except TimeOutOfRange:
         given = text.strip()[:40]
-        raise UsageError(f"{option}: must be a time from {FIRST_DAY} to {LAST_DAY} (UTC), got {given!r}")
-    return when
+        raise UsageError(
+            f"{option}: must be a time from {FIRST_DAY} to {LAST_DAY} (UTC), got {given!r}"
+        ) from None

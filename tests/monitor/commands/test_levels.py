@@ -151,14 +151,19 @@ def test_cli_calibration_outside_what_a_sensor_may_have_is_refused(
 ) -> None:
     """The configuration's own bound on a sensor's full_scale_db (config.FULL_SCALE_DB_RANGE):
     --calibration 1e308 once printed levels of 1e+308 dB."""
+    from monitor.cli import build_parser
+
     path = tmp_path / "tone.wav"
     scipy_wavfile.write(path, FS, _tone(1.0).astype(np.float32))
-    code, out, err = _run_cli([str(path), "--calibration", calibration], capsys)
-    assert code == 2 and out == ""
-    assert err.strip() == (
-        "minewatch levels: --calibration: the level of a full-scale sine must be from 60 to 200 dB,"
-        f" got {float(calibration):g}"
-    )
+    with pytest.raises(SystemExit) as exited:  # refused by the CLI's parser, before the file is read
+        build_parser().parse_args(["levels", str(path), "--calibration", calibration])
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        f"minewatch levels: argument --calibration: {calibration} is outside 60 <= DB <= 200"
+        " (see minewatch levels --help)"
+    ]
 
 
 def test_cli_csv_leaves_lafmin_empty_without_enough_data(

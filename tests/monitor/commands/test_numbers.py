@@ -66,6 +66,7 @@ REQUIRED = {
     "sensor": ["--config", "site.toml", "--sensor", "x", "--source", "synthetic"],
     "simulate": ["--config", "site.toml"],
     "check-topics": ["--config", "site.toml"],
+    "levels": ["recording.wav"],
 }
 
 
