@@ -14,6 +14,8 @@ from typing import Any
 
 from playwright.sync_api import BrowserContext
 
+from monitor.evidence.disclosure import TimeScope
+from monitor.wire.canonical import to_us
 from tests.monitor.portal.conftest import DAY, OTHER, SITE, TOKENS, TZ, Env, local, login
 
 
@@ -285,7 +287,9 @@ def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_it
     scoped = page.inner_text("#evidence-scope")
     start = datetime.combine(DAY - timedelta(days=1), time(), tzinfo=UTC).astimezone(TZ)
     assert scoped.startswith(f"This account's time scope: from {start:%Y-%m-%d %H:%M:%S %Z} on. ")
-    assert "cure deadline may lie after it" in scoped and "digests alone" in scoped
+    # The rule in the words the bundle's manifest states it (TimeScope.manifest).
+    assert TimeScope(to_us(start), None).manifest()["rule"] in scoped
+    assert "cure deadline" in scoped and "digests alone" in scoped
     page.fill("#form-bundle input[name=from]", f"{DAY.isoformat()}T18:00")
     page.fill("#form-bundle input[name=to]", f"{DAY.isoformat()}T08:00")
     with page.expect_response(f"{env.url}/sites/{SITE}/evidence/bundle") as backwards:
