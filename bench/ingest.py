@@ -72,6 +72,7 @@ sys.path.insert(0, str(REPO))
 from cpu_shares import CpuShares  # noqa: E402  (bench/, the script's own folder)
 
 from monitor.wire.codec import encode  # noqa: E402
+from monitor.wire.network_loop import stop_network_loop  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
 from tests.support.nats_cluster import NatsCluster, run_nats_cluster, wait_mqtt_ready  # noqa: E402
 from tests.support.servers import Mosquitto  # noqa: E402
@@ -185,7 +186,7 @@ def publish(target: Target, messages: Iterable[tuple[str, bytes]]) -> int:
             infos.clear()
     for info in infos:
         info.wait_for_publish(60)
-    client.loop_stop()
+    stop_network_loop(client)
     client.disconnect()
     return count
 
@@ -217,7 +218,7 @@ def register_session(target: Target, client_id: str, topic: str = "minewatch/+/s
     c.subscribe(topic, qos=1)
     done.wait(10)
     c.disconnect()
-    c.loop_stop()
+    stop_network_loop(c)
 
 
 def end_session(target: Target, client_id: str) -> None:
@@ -228,7 +229,7 @@ def end_session(target: Target, client_id: str) -> None:
     c.loop_start()
     connected.wait(10)
     c.disconnect()
-    c.loop_stop()
+    stop_network_loop(c)
 
 
 def hold_ballast(target: Target, count: int, start: datetime) -> None:

@@ -55,6 +55,7 @@ sys.path.insert(0, str(REPO))
 from monitor.credentials import hash_password  # noqa: E402
 from monitor.journal.store import Store  # noqa: E402
 from monitor.wire.codec import encode  # noqa: E402
+from monitor.wire.network_loop import stop_network_loop  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
 from tests.support.servers import Mosquitto, free_port, stop_process, wait_for_port  # noqa: E402
 
@@ -155,7 +156,7 @@ def publish(broker: int, sensors: int, total: int, start: datetime) -> None:
             infos.clear()
     for info in infos:
         info.wait_for_publish(60)
-    client.loop_stop()
+    stop_network_loop(client)
     client.disconnect()
 
 

@@ -44,6 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.evidence import CONFIG, SENSOR, SITE, fill  # noqa: E402
 from monitor.wire.codec import encode  # noqa: E402
+from monitor.wire.network_loop import stop_network_loop  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
 from tests.support.servers import Mosquitto, stop_process  # noqa: E402
 
@@ -143,7 +144,7 @@ def daemon_ready(broker: Mosquitto, workdir: Path) -> float:
     finally:
         stop.set()
         publisher.join()
-        client.loop_stop()
+        stop_network_loop(client)
         client.disconnect()
         stop_process(daemon, timeout=30)
         log.close()

@@ -28,6 +28,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from monitor.config import BrokerConfig
 from monitor.daemon.ingest import WatchedClient, authenticate
 from monitor.wire.link_state import Backoff, LinkWatch
+from monitor.wire.network_loop import stop_network_loop
 from sensors.queue import MessageQueue
 
 log = logging.getLogger("minewatch.sensors.link")
@@ -98,7 +99,7 @@ class Link:
         )
         self.closing = True
         self.client.disconnect()
-        self.client.loop_stop()
+        stop_network_loop(self.client)
         return drained
 
     # ------------------------------------------------------------------ caller thread

@@ -8,6 +8,7 @@ import urllib.request
 
 import paho.mqtt.client as mqtt
 
+from monitor.wire.network_loop import stop_network_loop
 from tests.support.servers import Influxd, Mosquitto
 
 
@@ -32,7 +33,7 @@ def test_mosquitto_round_trip(mosquitto: Mosquitto) -> None:
     assert got.wait(5)
     assert received == [b"hello"]
     for c in (pub, sub):
-        c.loop_stop()
+        stop_network_loop(c)
         c.disconnect()
     assert mosquitto.port not in (1883, 8883)
 

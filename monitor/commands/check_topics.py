@@ -151,6 +151,7 @@ def listen(broker: BrokerConfig, username: str | None, password: str | None, sec
     from paho.mqtt.enums import CallbackAPIVersion
 
     from monitor.wire.link_state import Failover, describe_connect_error
+    from monitor.wire.network_loop import stop_network_loop
 
     v5 = broker.protocol == "5"
     client = mqtt.Client(
@@ -226,7 +227,7 @@ def listen(broker: BrokerConfig, username: str | None, password: str | None, sec
             threading.Event().wait(seconds)
     finally:
         client.disconnect()
-        client.loop_stop()
+        stop_network_loop(client)
     with lock:
         return Listened(url, Counter(counts), other)
 

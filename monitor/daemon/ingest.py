@@ -30,6 +30,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 from monitor.config import BrokerConfig
 from monitor.errors import OutputError
 from monitor.wire.link_state import Backoff, LinkWatch, describe_connect_error
+from monitor.wire.network_loop import stop_network_loop
 from monitor.wire.quick_levels import Parsed
 from rules.model import SoundLevels
 
@@ -447,7 +448,7 @@ class MqttLink:
                 client.disconnect()
         finally:
             for client in self.clients:
-                client.loop_stop()
+                stop_network_loop(client)
                 if client.watch is not None:
                     client.watch.closed("the daemon stopped")
 

@@ -12,6 +12,7 @@ from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
 from monitor.config import BrokerConfig
 from monitor.errors import MinewatchError
 from monitor.wire.link_state import Failover
+from monitor.wire.network_loop import stop_network_loop
 
 ACK_TIMEOUT_S = 10.0
 
@@ -96,5 +97,5 @@ class Publisher:
             self.refused[mid] = str(reason)
 
     def close(self) -> None:
-        self.client.loop_stop()
+        stop_network_loop(self.client)
         self.client.disconnect()

@@ -22,6 +22,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from monitor.config import BrokerConfig
 from monitor.daemon.ingest import Handoff, Inbound, MqttLink, session_client_id
+from monitor.wire.network_loop import stop_network_loop
 from tests.support.nats_cluster import NatsCluster, run_nats_cluster, wait_mqtt_ready
 
 pytestmark = pytest.mark.timeout(300)
@@ -63,7 +64,7 @@ def _publish_backlog(cluster: NatsCluster) -> None:
             info.wait_for_publish(60)
     finally:
         publisher.disconnect()
-        publisher.loop_stop()
+        stop_network_loop(publisher)
 
 
 def _drain(link: MqttLink, handoff: Handoff, within_s: float) -> set[bytes]:
@@ -139,7 +140,7 @@ def test_a_session_ended_by_another_client_is_reported_on_reconnecting(
             thief.loop_start()
             time.sleep(2)
             thief.disconnect()
-            thief.loop_stop()
+            stop_network_loop(thief)
             deadline = time.monotonic() + 60
             while link.sessions_lost == 0 and time.monotonic() < deadline:
                 time.sleep(0.2)

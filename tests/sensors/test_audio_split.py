@@ -20,6 +20,7 @@ import pytest
 from monitor.acoustics.iec61672 import SoundLevelMeter
 from monitor.config import load_config
 from monitor.wire.codec import AudioBlock, decode, encode
+from monitor.wire.network_loop import stop_network_loop
 from monitor.wire.protocol import Limits
 from sensors.link import Link
 from sensors.publisher import BROKER_MAX_PACKET_BYTES, Publisher, split_audio
@@ -94,7 +95,7 @@ def test_oversized_payload_disconnects_the_publisher_at_the_shipped_broker(tmp_p
         client.loop_start()
         client.publish("minewatch/quarry/sensors/n1/audio", b"\0" * (BROKER_MAX_PACKET_BYTES + 1), qos=1)
         assert gone.wait(15), "the broker kept a client that sent a packet over max_packet_size"
-        client.loop_stop()
+        stop_network_loop(client)
     finally:
         broker.stop()
 

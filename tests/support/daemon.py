@@ -15,6 +15,8 @@ from pathlib import Path
 
 import paho.mqtt.client as mqtt
 
+from monitor.wire.network_loop import stop_network_loop
+
 SITE_CONFIG = """
 [broker]
 url = "{broker_url}"
@@ -178,5 +180,5 @@ class Client:
             return [json.loads(p) for t, p in self.messages if t.endswith(suffix)]
 
     def close(self) -> None:
-        self.client.loop_stop()
+        stop_network_loop(self.client)
         self.client.disconnect()

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from monitor.wire.network_loop import stop_network_loop
 from tests.support.paths import REPO
 from tests.support.secure_broker import free_port, wait_for_port
 from tests.support.servers import require
@@ -209,7 +210,7 @@ def wait_mqtt_ready(url: str, timeout: float = 60.0, tls: TlsLogin | None = None
         finally:
             with contextlib.suppress(Exception):
                 client.disconnect()
-            client.loop_stop()
+            stop_network_loop(client)
         time.sleep(0.3)
     raise TimeoutError(f"nats MQTT at {url} not ready after {timeout} s: {last}")
 

@@ -35,6 +35,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from monitor.wire.network_loop import stop_network_loop
 from tests.support.paths import REPO
 
 MAKE_CREDENTIALS = REPO / "deploy" / "mosquitto" / "make-credentials"
@@ -199,7 +200,7 @@ class TestClient:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.client.disconnect()
-        self.client.loop_stop()
+        stop_network_loop(self.client)
 
 
 # --------------------------------------------------------------------------- broker

@@ -10,6 +10,8 @@ from pathlib import Path
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
+from monitor.wire.network_loop import stop_network_loop
+
 SITE_TOML = """
 [broker]
 url = "{url}"
@@ -93,7 +95,7 @@ class Subscriber:
             return [(t, p) for t, p in self.messages if t.endswith(suffix)]
 
     def close(self) -> None:
-        self.client.loop_stop()
+        stop_network_loop(self.client)
         self.client.disconnect()
 
 

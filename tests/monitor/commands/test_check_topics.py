@@ -18,6 +18,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
+from monitor.wire.network_loop import stop_network_loop
 from tests.support.paths import REPO
 from tests.support.servers import Mosquitto
 
@@ -69,7 +70,7 @@ def _check_topics(
     finally:
         stop.set()
         if client is not None:
-            client.loop_stop()
+            stop_network_loop(client)
             client.disconnect()
 
 

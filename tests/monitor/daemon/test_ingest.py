@@ -21,6 +21,7 @@ from paho.mqtt.properties import Properties
 
 from monitor.config import BrokerConfig
 from monitor.daemon.ingest import Handoff, Inbound, MqttLink, _ReceivingClient
+from monitor.wire.network_loop import stop_network_loop
 from tests.support.servers import Mosquitto
 
 
@@ -198,7 +199,7 @@ def publisher(broker: Mosquitto) -> Iterator[mqtt.Client]:
     try:
         yield client
     finally:
-        client.loop_stop()
+        stop_network_loop(client)
         client.disconnect()
 
 

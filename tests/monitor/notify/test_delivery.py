@@ -31,6 +31,7 @@ from monitor.journal.store import Store
 from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.delivery import DELIVERED, PENDING, UNDELIVERABLE, Deliveries, DeliveryWorker, routes_for
 from monitor.notify.notices import NoticeBook
+from monitor.wire.network_loop import stop_network_loop
 from tests.support.notices import local, make_config, site_and_profile, store_findings, violation
 from tests.support.servers import Mosquitto, free_port, self_signed_cert
 from tests.support.webhook import Hook
@@ -124,7 +125,7 @@ class Subscriber:
         return self.messages.get(timeout=timeout)
 
     def close(self) -> None:
-        self.client.loop_stop()
+        stop_network_loop(self.client)
         self.client.disconnect()
 
 
@@ -453,7 +454,7 @@ def test_undeliverable_after_max_attempts_alerts_the_operator_elsewhere(
         assert len(hook.received) == 3  # not re-sent through the failing webhook
     finally:
         sub.close()
-        client.loop_stop()
+        stop_network_loop(client)
         client.disconnect()
         worker_conn.close()
         store.close()
@@ -556,6 +557,6 @@ def test_mqtt_channel_publishes_to_its_topic_and_retries_without_a_link(
         assert row["status"] == DELIVERED
     finally:
         sub.close()
-        client.loop_stop()
+        stop_network_loop(client)
         client.disconnect()
         conn.close()
