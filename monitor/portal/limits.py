@@ -19,7 +19,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from monitor.errors import UsageError
 from monitor.times import FIRST_DAY, LAST_DAY
-from rules import deadlines
 
 KB = 1024
 MB = 1024 * KB
@@ -40,9 +39,6 @@ FORMS: dict[str, int] = {
     "/complaints/{complaint}/{action}": FORM,
 }
 UPLOAD = "/sites/{site}/evidence/verify"
-
-# A notice's extension or a request for one, in days: the notices' own bound.
-MAX_EXTRA_DAYS = deadlines.MAX_EXTRA_DAYS
 
 # Host names every portal answers to; portal.hostnames adds to them.
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})

@@ -26,6 +26,7 @@ from monitor.portal.data import EVENT_KINDS, NotFound, Refused, Scope, new_event
 from monitor.portal.periods import Period
 from monitor.portal.web import AUDIENCE, CAN, Web, period_param
 from monitor.wire.protocol import parse_ts
+from rules.deadlines import MAX_EXTRA_DAYS, extra_days_problem
 from rules.model import FindingKind
 
 BLAST_REPORT_DAYS = 30  # the operator's status page lists the blast reports of this many days
@@ -327,7 +328,7 @@ class SitePages:
             history=history,
             facts=facts,
             allowed=changes_allowed(notice.status),
-            max_days=limits.MAX_EXTRA_DAYS,
+            max_days=MAX_EXTRA_DAYS,
             complaints=complaints,
             clips=clips,
             error=error,
@@ -356,17 +357,10 @@ class SitePages:
         self.web.may(scope, "notice_act")
         form = await self.web.checked_form(request)
         action = request.path_params["action"]
-        days_text = str(form.get("days", "")).strip()
         try:
-            days = int(days_text) if days_text else None
-        except ValueError:
-            return await self.notice_page(
-                request, error=f"days: expected a whole number, got {days_text!r}", code=400
-            )
-        if days is not None and days > limits.MAX_EXTRA_DAYS:
-            return await self.notice_page(
-                request, error=f"days: at most {limits.MAX_EXTRA_DAYS}, got {days}", code=400
-            )
+            days = _extra_days(form)
+        except UsageError as exc:
+            return await self.notice_page(request, error=str(exc), code=400)
         try:
             message = await run_in_threadpool(
                 self.web.portal.notice_action,
@@ -391,17 +385,10 @@ class SitePages:
         scope = self.web.session_scope(request)
         self.web.may(scope, "notice_request")
         form = await self.web.checked_form(request)
-        days_text = str(form.get("days", "")).strip()
         try:
-            days = int(days_text) if days_text else None
-        except ValueError:
-            return await self.notice_page(
-                request, error=f"days: expected a whole number of days, got {days_text!r}", code=400
-            )
-        if days is not None and not 1 <= days <= limits.MAX_EXTRA_DAYS:
-            return await self.notice_page(
-                request, error=f"days: from 1 to {limits.MAX_EXTRA_DAYS}, got {days}", code=400
-            )
+            days = _extra_days(form)
+        except UsageError as exc:
+            return await self.notice_page(request, error=str(exc), code=400)
         try:
             message = await run_in_threadpool(
                 self.web.portal.request_extension,
@@ -620,3 +607,19 @@ def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> d
         if text("description"):
             payload["description"] = text("description")
     return payload
+
+
+def _extra_days(form: FormData) -> int | None:
+    """The notice forms' optional ``days`` (an extension granted or asked for), held to the
+    bound NoticeBook enforces, in its words."""
+    text = str(form.get("days", "")).strip()
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit()):
+        raise UsageError(f"days: expected a whole number of days, got {text[:20]!r}")
+    if len(text) > 20:  # past any bound; not worth reading as a number
+        raise UsageError(f"days: expected at most {MAX_EXTRA_DAYS} days, got {len(text)} digits")
+    days = int(text)
+    if problem := extra_days_problem(days):
+        raise UsageError(f"days: {problem}")
+    return days

@@ -351,9 +351,17 @@ def test_days_and_times_out_of_range_answer_400_with_the_range(env: Env) -> None
     # A notice's extension by a number of days that no date holds.
     town.send("GET", f"/notices/{env.notice_id}")
     changes = env.count("SELECT COUNT(*) FROM notice_changes")
-    form = {"days": "999999999", "reason": "r", "csrf": town.csrf}
-    reply = town.send("POST", f"/notices/{env.notice_id}/extend", form)
-    assert reply.status == 400 and "days: at most 3650" in reply.text, reply.text
+    # Every wording is the notices' own (rules.deadlines.extra_days_problem), as on the command line.
+    for days, said in (
+        ("999999999", "days: expected at most 3650 days, got 999999999"),
+        ("9" * 5000, "days: expected at most 3650 days, got 5000 digits"),
+        ("0", "days: expected at least 1 day, got 0"),
+        ("-3", "days: expected a whole number of days, got &#39;-3&#39;"),
+        ("\u0663", "days: expected a whole number of days, got &#39;\u0663&#39;"),  # an Arabic-Indic 3
+    ):
+        form = {"days": days, "reason": "r", "csrf": town.csrf}
+        reply = town.send("POST", f"/notices/{env.notice_id}/extend", form)
+        assert reply.status == 400 and said in reply.text, (days[:20], reply.text)
     assert env.count("SELECT COUNT(*) FROM notice_changes") == changes
     op = log_in(port, "op")
     op.send("GET", f"/sites/{SITE}/events")
