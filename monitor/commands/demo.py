@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from monitor.commands.numbers import speed_factor, speed_text
 from monitor.times import parse_day
 
 
@@ -31,7 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the past day to simulate (default: yesterday, site time, or the most recent day on"
         " which the scenario's lights are in the dark)",
     )
-    parser.add_argument("--speed", default="max", help="simulation speed factor, or 'max' (default)")
+    parser.add_argument(
+        "--speed",
+        type=speed_factor,
+        default="max",
+        metavar="X",
+        help="simulation speed factor, or 'max' (default)",
+    )
     parser.add_argument("--seed", type=int, help="random seed (default: the scenario's)")
     parser.add_argument(
         "--serve",
@@ -42,11 +49,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from monitor.commands.simulate import parse_speed
     from monitor.demo.runner import run_demo
 
-    parse_speed(args.speed)  # the simulator's own check, before anything starts or is made
     day = parse_day(args.date, "--date") if args.date else None
     return run_demo(
-        Path(args.out), args.scenario, args.speed, args.seed, day=day, force=args.force, serve=args.serve
+        Path(args.out),
+        args.scenario,
+        speed_text(args.speed),
+        args.seed,
+        day=day,
+        force=args.force,
+        serve=args.serve,
     )

@@ -44,6 +44,32 @@ def whole(low: int, high: int, *, name: str = "N") -> Callable[[str], int]:
     return parse
 
 
+# A replay or simulation speed: times faster than real time. Below, a day would take years;
+# above, a pause between minutes would be under a microsecond, which is what 'max' says.
+SPEED_RANGE = (0.001, 1_000_000.0)
+NO_PAUSE = ("max", "0", "inf")  # the spellings of 'as fast as it goes', returned as 0.0
+
+
+def speed_factor(text: str) -> float:
+    """--speed of the sensor, simulate and demo commands: a factor in SPEED_RANGE (1 = real
+    time), or 0.0 for 'max'."""
+    if text in NO_PAUSE:
+        return 0.0
+    try:
+        return _factor(text)
+    except argparse.ArgumentTypeError as exc:
+        hint = "give a factor (1 = real time), or 'max' for no pause"
+        raise argparse.ArgumentTypeError(f"{exc}: {hint}") from None
+
+
+def speed_text(value: float) -> str:
+    """What ``speed_factor`` reads back as ``value``."""
+    return "max" if value == 0 else repr(value)
+
+
 def _text(value: float) -> str:
     """315360000, not 3.1536e+08; 0.5 as 0.5."""
     return f"{value:.0f}" if float(value).is_integer() else f"{value:g}"
+
+
+_factor = number(*SPEED_RANGE, name="X")

@@ -25,9 +25,9 @@ from types import FrameType
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from monitor.commands.numbers import number, whole
+from monitor.commands.numbers import number, speed_factor, whole
 from monitor.config import Config, SensorConfig, SiteConfig, load_config
-from monitor.errors import ConfigError, UsageError
+from monitor.errors import ConfigError
 from monitor.times import parse_time
 from rules.model import SensorKind, SensorStatus
 
@@ -164,6 +164,7 @@ def _common(parser: argparse.ArgumentParser, sources: str) -> None:
     )
     parser.add_argument(
         "--speed",
+        type=speed_factor,
         default="1",
         metavar="X",
         help="replay speed for wav/csv/synthetic sources: 1 = real time, 'max' = no pause",
@@ -208,18 +209,6 @@ def _find(config: Config, sensor_id: str, site_id: str | None) -> tuple[SiteConf
     return found[0]
 
 
-def _speed(text: str) -> float:
-    if text in ("max", "0", "inf"):
-        return 0.0
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise UsageError(f"--speed {text!r}: give a positive replay factor (1 = real time) or 'max'")
-    return value
-
-
 def _start(text: str | None, tz: ZoneInfo) -> datetime:
     if not text:
         return datetime.now(UTC).replace(microsecond=0)
@@ -259,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
         site, sensor = _find(config, args.sensor, args.site)
-        speed = _speed(args.speed)
+        speed = args.speed
         start = _start(args.start, ZoneInfo(site.timezone))
     except ConfigError as exc:
         return _fail(str(exc))

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from types import FrameType
 from zoneinfo import ZoneInfo
 
-from monitor.commands.numbers import whole
+from monitor.commands.numbers import speed_factor, whole
 from monitor.config import SiteConfig, load_config
 from monitor.errors import ConfigError, UsageError
 from monitor.times import parse_day, parse_time
@@ -53,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", metavar="D", help="e.g. 24h, 2h30m, 90m (default: the scenario's)")
     parser.add_argument(
         "--speed",
+        type=speed_factor,
         default="600",
         metavar="X",
         help="simulated seconds per wall-clock second (default 600: a day in 144 s); 'max' = no pause",
@@ -82,22 +83,6 @@ def _duration(text: str) -> timedelta:
         raise UsageError(f"--duration: {exc}") from None
 
 
-def parse_speed(text: str) -> float:
-    """--speed: simulated seconds per wall-clock second, 0.0 for 'max' (no pause); UsageError if
-    not a positive number (`minewatch demo` checks its --speed with this too, before it starts)."""
-    if text in ("max", "0", "inf"):
-        return 0.0
-    try:
-        speed = float(text)
-    except ValueError:
-        speed = -1.0
-    if not speed > 0 or speed == float("inf"):
-        raise UsageError(
-            f"--speed {text!r}: give a positive number of simulated seconds per second, or 'max'"
-        )
-    return speed
-
-
 def _site(sites: tuple[SiteConfig, ...], wanted: str | None) -> SiteConfig:
     if wanted is None:
         return sites[0]
@@ -121,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             day = parse_day(args.date, "--date")
             start = datetime.combine(day, load_scenario(args.scenario, tz).start.time(), tz)
         duration = _duration(args.duration) if args.duration else None
-        speed = parse_speed(args.speed)
+        speed = args.speed
         scenario = load_scenario(args.scenario, tz, start=start, duration=duration)
         simulation = Simulation(scenario, site, args.seed)
     except (ConfigError, ScenarioError) as exc:

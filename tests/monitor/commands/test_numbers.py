@@ -13,7 +13,7 @@ import argparse
 import pytest
 
 from monitor.cli import build_parser
-from monitor.commands.numbers import number, whole
+from monitor.commands.numbers import number, speed_factor, speed_text, whole
 from sensors import light, sound
 from sensors.queue import QueueBounds
 from sensors.sound import SourceUnavailable
@@ -57,6 +57,7 @@ def _bounded_options() -> list[tuple[tuple[str, ...], str]]:
         for path, parser in _leaves(build_parser())
         for action in parser._actions
         if getattr(action.type, "__qualname__", "").startswith(("number.", "whole."))
+        or action.type is speed_factor
     ]
 
 
@@ -67,6 +68,7 @@ REQUIRED = {
     "simulate": ["--config", "site.toml"],
     "check-topics": ["--config", "site.toml"],
     "levels": ["recording.wav"],
+    "demo": [],
 }
 
 
@@ -82,6 +84,29 @@ def test_the_walk_finds_the_bounded_options() -> None:
         ("sensor sound", "--pre-trigger-s"),
         ("simulate", "--window"),
     } <= found
+    # --speed: one reading for the three commands that replay or simulate (there were two parsers).
+    assert {("sensor sound", "--speed"), ("simulate", "--speed"), ("demo", "--speed")} <= found
+
+
+def test_a_speed_is_a_factor_or_max() -> None:
+    assert [speed_factor(t) for t in ("max", "0", "inf", "1", "600", "0.001", "1000000")] == [
+        0.0,
+        0.0,
+        0.0,
+        1.0,
+        600.0,
+        0.001,
+        1e6,
+    ]
+    for value in (0.0, 600.0, 0.25):
+        assert speed_factor(speed_text(value)) == value  # demo hands its --speed on to simulate
+    for bad, why in (
+        ("1e-300", "outside 0.001 <= X <= 1000000"),
+        ("-1", "outside"),
+        ("fast", "not a number"),
+    ):
+        with pytest.raises(argparse.ArgumentTypeError, match=why):
+            speed_factor(bad)
 
 
 @pytest.mark.parametrize(("path", "option"), BOUNDED, ids=[f"{' '.join(p)} {o}" for p, o in BOUNDED])
