@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from monitor import geo
 from monitor.errors import ConfigError
 from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext, TownContact
+from rules.named_file import NamedFileError, read_named_text
 
 T = TypeVar("T")
 
@@ -505,9 +506,9 @@ class _Table:
             return Secret(os.environ[env_name])
         if file_name:
             try:
-                return Secret(Path(file_name).read_text().strip())
-            except OSError as exc:
-                return self._unavailable(f"{name}_file", f"cannot read {file_name!r}: {exc.strerror}")
+                return Secret(read_named_text(file_name, "password file").strip())
+            except NamedFileError as exc:
+                return self._unavailable(f"{name}_file", str(exc))
         return Secret(direct)
 
     def _unavailable(self, name: str, reason: str) -> Secret:
@@ -1156,9 +1157,19 @@ def _check_profile_default(t: _Table, name: str, agreement: Mapping[str, Any]) -
     try:
         load_profile(name, agreement)
     except ProfileError as exc:
-        for problem in exc.problems:
-            where = "profile" if problem.startswith(("unknown profile", "profile")) else "agreement"
-            t.problems.append(f"{t.key(where)}: {problem}")
+        t.problems += site_profile_problems(t.path, exc.problems)
+
+
+def site_profile_problems(site_path: str, problems: Sequence[str]) -> list[str]:
+    """A ``ProfileError``'s problems under the site's key they come from (``sites[0].profile``
+    for the profile itself, ``sites[0].agreement`` for an override), as load_config words them."""
+    placed = []
+    for problem in problems:
+        if problem.startswith(("unknown profile", "profile")):  # the file or the name
+            placed.append(f"{site_path}.profile: {problem.removeprefix('profile: ')}")
+        else:
+            placed.append(f"{site_path}.agreement: {problem}")
+    return placed
 
 
 def parse_config(
@@ -1241,13 +1252,7 @@ def _parse_config(
 def load_config(path: str | Path, *, secrets: str = "require", profiles: bool = True) -> Config:
     """``secrets``: "require" (default) or "defer"; ``profiles``: check them; see parse_config."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError([f"{path}: no such file"]) from None
-    except IsADirectoryError:
-        raise ConfigError([f"{path}: is a folder, not a configuration file"]) from None
-    except OSError as exc:
-        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from None
-    except UnicodeDecodeError:
-        raise ConfigError([f"{path}: cannot read: not UTF-8 text"]) from None
+        text = read_named_text(path, "configuration file")
+    except NamedFileError as exc:
+        raise ConfigError([str(exc)]) from None
     return parse_config(text, str(path), secrets=secrets, profiles=profiles)

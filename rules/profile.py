@@ -48,13 +48,13 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from rules import RULES
 from rules.base import Standard
 from rules.deadlines import WEEKDAYS, WorkCalendar
 from rules.holidays import check_holidays
+from rules.named_file import NamedFileError, read_named_text
 
 __all__ = [
     "NoticeTerms",
@@ -198,9 +198,9 @@ def _read_profile(name_or_path: str) -> tuple[dict[str, Any], str]:
     if name_or_path.endswith(".toml"):
         source = name_or_path
         try:
-            raw_text = Path(name_or_path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ProfileError(source, [f"profile: cannot read {name_or_path!r} ({exc.strerror})"]) from None
+            raw_text = read_named_text(name_or_path, "profile")
+        except NamedFileError as exc:
+            raise ProfileError(source, [f"profile: {exc}"]) from None
     else:
         source = name_or_path
         resource = resources.files(_PROFILE_PACKAGE).joinpath(f"{name_or_path}.toml")

@@ -27,6 +27,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from rules.model import WorkKind
+from rules.named_file import NamedFileError, read_named_text
 
 BUILTIN_DIR = "scenarios"
 _CLOCK = re.compile(r"^\s*(?:([+-]\d+)d\s+)?(\d{1,2}):(\d{2})(?::(\d{2}))?\s*$")
@@ -515,11 +516,10 @@ def builtin_names() -> list[str]:
 def read_scenario_text(name_or_path: str) -> tuple[str, str]:
     """(text, source) of a built-in scenario by name, or of a file by path."""
     if name_or_path.endswith(".toml") or "/" in name_or_path:
-        path = Path(name_or_path)
         try:
-            return path.read_text(encoding="utf-8"), str(path)
-        except OSError as exc:
-            raise ScenarioError([f"{path}: cannot read: {exc.strerror}"]) from None
+            return read_named_text(name_or_path, "scenario"), name_or_path
+        except NamedFileError as exc:
+            raise ScenarioError([str(exc)]) from None
     resource = resources.files("sensors").joinpath(BUILTIN_DIR, f"{name_or_path}.toml")
     if not resource.is_file():
         raise ScenarioError(

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from rules.named_file import read_named_bytes
+
 WAVE_FORMAT_PCM = 0x0001
 WAVE_FORMAT_IEEE_FLOAT = 0x0003
 WAVE_FORMAT_EXTENSIBLE = 0xFFFE
@@ -33,12 +35,12 @@ class WavAudio:
 
 
 def read_wav(path: str | Path) -> WavAudio:
-    """Read ``path``; raise ValueError naming the problem if it is not a usable WAV file."""
+    """Read ``path``; raise ValueError naming it and the problem if it is not a usable WAV file."""
+    data = read_named_bytes(path, "WAV file")  # NamedFileError, a ValueError, names the path
     try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise ValueError(f"cannot read {path}: {error.strerror or error}") from None
-    return parse_wav(data)
+        return parse_wav(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def parse_wav(data: bytes) -> WavAudio:

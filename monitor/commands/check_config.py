@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from monitor.config import SecretProblem, load_config
 from monitor.errors import ConfigError, UsageError
+from rules.named_file import NamedFileError, open_named_file
 
 EXIT_INVALID = 2
 EXIT_SECRET_UNAVAILABLE = 3
@@ -29,10 +29,10 @@ def _file(args: argparse.Namespace) -> str:
     file: str | None = args.file or args.config
     if not file:
         raise UsageError("which configuration? give FILE or --config FILE")
-    if Path(file).is_dir():  # worded as the other commands say it (monitor.config.load_config)
-        raise UsageError(f"{file}: is a folder, not a configuration file")
-    if not Path(file).is_file():
-        raise UsageError(f"{file}: no such file")
+    try:  # no file to check is a usage error (exit 2), worded as load_config words it
+        open_named_file(file, "configuration file").close()
+    except NamedFileError as exc:
+        raise UsageError(str(exc)) from None
     return file
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from monitor.commands.numbers import number
 from monitor.config import BrokerConfig, SiteConfig, load_config
 from monitor.errors import DecodeError, UsageError
+from rules.named_file import NamedFileError, read_named_text
 
 DEFAULT_SECONDS = 30.0
 MAX_SECONDS = 86_400.0
@@ -244,8 +245,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--password-file needs --username")
     password = None
     if args.password_file:
-        with open(args.password_file, encoding="utf-8") as handle:
-            password = handle.read().rstrip("\r\n")
+        try:
+            password = read_named_text(args.password_file, "password file").rstrip("\r\n")
+        except NamedFileError as exc:
+            raise UsageError(f"--password-file {exc}") from None
     heard = listen(broker, args.username, password, args.seconds)
     sites = {s.id: s for s in config.sites}
     prefix = broker.topic_prefix

@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         audio = read_wav(args.recording)
+    except ValueError as error:  # it names the file
+        print(f"minewatch levels: {error}", file=sys.stderr)
+        return 2
+    try:
         meter = SoundLevelMeter(
             audio.sample_rate,
             period_s=args.period,

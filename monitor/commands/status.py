@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from monitor.config import Config, load_config
-from monitor.errors import UsageError
+from monitor.config import Config, load_config, site_profile_problems
+from monitor.errors import ConfigError, UsageError
 from monitor.times import FORMS, parse_time
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.daemon.site_status import site_status
     from monitor.journal.store import Store
     from monitor.wire.link_state import META_KEY, LinkState
-    from rules.profile import episode_gap_of, standard_titles_of
+    from rules.profile import ProfileError, episode_gap_of, standard_titles_of
     from rules.times import local_moment
 
     # Reads the store only: secrets (the broker's password) are not needed here, nor the
@@ -51,13 +51,18 @@ def run(args: argparse.Namespace) -> int:
             f"no store at {config.storage.path} (storage.path in {args.config});"
             " has `minewatch run` run with this configuration?"
         )
+    gaps: dict[str, float] = {}
+    titles: dict[str, dict[str, str]] = {}
+    for index, site in enumerate(config.sites):
+        try:
+            gaps[site.id] = episode_gap_of(site.profile, site.agreement)
+            titles[site.id] = standard_titles_of(site.profile)
+        except ProfileError as exc:
+            raise ConfigError(site_profile_problems(f"sites[{index}]", exc.problems)) from None
     store = Store(config.storage.path)
     try:
-        gaps = {s.id: episode_gap_of(s.profile, s.agreement) for s in config.sites}
         statuses = [
-            site_status(
-                store, site, now, episode_gap_s=gaps[site.id], titles=standard_titles_of(site.profile)
-            )
+            site_status(store, site, now, episode_gap_s=gaps[site.id], titles=titles[site.id])
             for site in config.sites
         ]
         for status in statuses:  # resends that contradicted a kept reading, since the store began

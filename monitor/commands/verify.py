@@ -12,6 +12,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from rules.named_file import NamedFileError, open_named_file
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -35,12 +37,12 @@ def run(args: argparse.Namespace) -> int:
     from monitor.evidence import EvidenceError, load_anchors, verify_bundle
 
     bundle = Path(args.bundle)
-    if not bundle.is_file():
-        what = "is a folder, not a bundle" if bundle.is_dir() else "no such file"
-        print(f"minewatch verify: {args.bundle}: {what}", file=sys.stderr)
+    try:
+        with open_named_file(bundle, "bundle or report") as handle:
+            first = handle.read(64)
+    except NamedFileError as exc:
+        print(f"minewatch verify: {exc}", file=sys.stderr)
         return 2
-    with bundle.open("rb") as handle:
-        first = handle.read(64)
     if args.config or (not zipfile.is_zipfile(bundle) and _is_report(first)):
         return _verify_report(args, bundle)
     if not zipfile.is_zipfile(bundle):

@@ -18,6 +18,7 @@ from typing import Any
 from monitor.errors import MinewatchError
 from monitor.journal.chain_kinds import KINDS, SOUND_FIELDS, ChainKind, sound_record
 from monitor.wire.canonical import canonical_json, canonical_text
+from rules.named_file import NamedFileError, read_named_text
 
 # Format 2: the file set is closed (fixed by the format and the rows, not by the manifest),
 # the profile and configuration are bound by a chained config record, and the segment ends
@@ -429,9 +430,9 @@ class Anchor:
 def load_anchors(path: str | Path) -> list[Anchor]:
     """The anchors the town holds: a JSON list of {site, seq, head[, ts]}, or one such object per line."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvidenceError(f"cannot read anchors file {str(path)!r}: {exc}") from None
+        text = read_named_text(path, "anchors file")
+    except NamedFileError as exc:
+        raise EvidenceError(f"anchors: {exc}") from None
     try:
         data = json.loads(text)
         items = data if isinstance(data, list) else [data]

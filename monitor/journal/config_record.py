@@ -18,6 +18,7 @@ from typing import Any
 import tomli_w
 
 from monitor.config import Config, SensorConfig, SiteConfig, TownConfig
+from rules.named_file import read_named_text
 
 _HEADER = (
     "# minewatch evidence: the exported site's settings its findings depend on (an allow-list,\n"
@@ -105,7 +106,7 @@ def site_config_text(config: Config, site: SiteConfig) -> str:
 def profile_text(site: SiteConfig) -> tuple[str, str]:
     """(file name, TOML text) of the ordinance profile the site runs under."""
     if site.profile.endswith(".toml"):
-        return Path(site.profile).name, Path(site.profile).read_text(encoding="utf-8")
+        return Path(site.profile).name, read_named_text(site.profile, "profile")
     return f"{site.profile}.toml", resources.files("rules.profiles").joinpath(
         f"{site.profile}.toml"
     ).read_text(encoding="utf-8")

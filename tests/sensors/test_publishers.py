@@ -164,7 +164,7 @@ def test_soundcard_without_sounddevice_exits_2(
         (["--sensor", "l1", "--source", "synthetic"], "sensor l1 is a light sensor, not a sound sensor"),
         (["--sensor", "zz", "--source", "synthetic"], "no sensor 'zz'"),
         (["--sensor", "n1", "--source", "mic"], "unknown source 'mic'"),
-        (["--sensor", "n1", "--source", "wav:/nonexistent.wav"], "cannot read /nonexistent.wav"),
+        (["--sensor", "n1", "--source", "wav:/nonexistent.wav"], "/nonexistent.wav: no such file"),
     ],
 )
 def test_setup_errors_exit_2_before_connecting(

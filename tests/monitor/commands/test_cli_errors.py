@@ -6,7 +6,8 @@ given a sample value in ``SAMPLE`` (the test says so). Each case runs ``python3 
 monitor.cli`` as a real process from an empty temporary folder, with this checkout first on
 PYTHONPATH (so the code under test is this checkout's, never another installed copy).
 
-Cases for every command: an unknown option; every file argument pointing at a missing file;
+Cases for every command: an unknown option; every file argument pointing at a missing file,
+a pipe, a device or a folder;
 every time option given a wrong time; every output path in a missing folder or under a file.
 Also: the secrets that only connecting commands need, and `check-config`'s two kinds of failure.
 """
@@ -184,6 +185,43 @@ def test_missing_input_files(path: tuple[str, ...], tmp_path: Path) -> None:
     files = {name: str(tmp_path / "nowhere" / f"missing-{name}") for name in INPUT_FILES}
     line = _assert_one_line(_run(_argv(path, parser, files), tmp_path))
     assert "missing-" in line
+
+
+@pytest.mark.parametrize("kind", ["pipe", "device", "folder"])
+@pytest.mark.parametrize("path", sorted(p for p in LEAVES if _reads_a_users_file(LEAVES[p])), ids=" ".join)
+def test_input_files_that_are_no_regular_file(path: tuple[str, ...], kind: str, tmp_path: Path) -> None:
+    """A pipe once made a command wait for a writer for ever, and /dev/zero read on for ever."""
+    named = {"pipe": tmp_path / "a-pipe", "device": Path("/dev/zero"), "folder": tmp_path / "a-folder"}
+    if kind == "pipe":
+        os.mkfifo(named["pipe"])
+    named["folder"].mkdir()
+    files = dict.fromkeys(INPUT_FILES, str(named[kind]))
+    line = _assert_one_line(_run(_argv(path, LEAVES[path], files), tmp_path))
+    said = "is a folder" if kind == "folder" else "is a device, pipe or socket"
+    assert f"{named[kind]}: {said}, not a " in line, line
+
+
+def test_files_of_random_bytes_named_in_a_config_or_an_option(site: dict[str, str], tmp_path: Path) -> None:
+    """A password, profile or scenario file that is not text once ended in a UnicodeDecodeError."""
+    binary = tmp_path / "random.toml"
+    binary.write_bytes(bytes([0xB2, 0x00, 0xFF, 0x80]) * 16)
+    config = Path(site["config"]).read_text()
+    password = tmp_path / "password.toml"
+    password.write_text(config.replace('protocol = "5"', f'protocol = "5"\npassword_file = "{binary}"'))
+    profile = tmp_path / "profile.toml"
+    profile.write_text(config.replace('profile = "dovre"', f'profile = "{binary}"', 1))
+    assert profile.read_text() != config
+    cwd = Path(site["cwd"])
+    for argv, said in (
+        (["simulate", "--config", str(password)], f"broker.password_file: {binary}: cannot read: not UTF-8"),
+        (["status", "--config", str(profile)], f"sites[0].profile: {binary}: cannot read: not UTF-8"),
+        (["simulate", "--config", site["config"], "--scenario", str(binary)], f"{binary}: cannot read"),
+        (
+            ["check-topics", "--config", site["config"], "--username", "u", "--password-file", str(binary)],
+            f"--password-file {binary}: cannot read: not UTF-8 text",
+        ),
+    ):
+        assert said in _assert_one_line(_run(argv, cwd)), argv
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,65 @@
+"""Opening a file a person named: a configuration, a profile, a scenario, a password, an
+anchors file, a recording or a bundle.
+
+Every way it can fail is one sentence naming the path (``NamedFileError``), for the caller to
+put in its own error: a missing file, a folder, a device or pipe (which would never end, or
+block until a writer came), a text file of more than ``MAX_TEXT_BYTES`` (a log or an image
+named by mistake) or of bytes that are not UTF-8 (a random binary password). Here rather than
+in ``monitor`` because profiles are read by ``rules.profile``, and the rules import nothing of
+the daemon.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+# The largest of the text files is a configuration of many sites: tens of kilobytes.
+MAX_TEXT_BYTES = 16 * 1024 * 1024
+
+
+class NamedFileError(ValueError):
+    """Why a named file cannot be read; the message starts with its path."""
+
+
+def open_named_file(path: str | Path, what: str) -> BinaryIO:
+    """The regular file at ``path``, open for reading; ``what`` it should be names it in a refusal."""
+    try:
+        # Non-blocking, so that a FIFO is refused below instead of waiting for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise NamedFileError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise NamedFileError(f"{path}: cannot read: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "a device, pipe or socket"
+        raise NamedFileError(f"{path}: is {kind}, not a {what}")
+    return open(fd, "rb")
+
+
+def read_named_bytes(path: str | Path, what: str) -> bytes:
+    """The whole content of the regular file at ``path``."""
+    with open_named_file(path, what) as file:
+        try:
+            return file.read()
+        except OSError as exc:
+            raise NamedFileError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def read_named_text(path: str | Path, what: str) -> str:
+    """The UTF-8 text of the regular file at ``path``, at most MAX_TEXT_BYTES of it."""
+    with open_named_file(path, what) as file:
+        try:
+            data = file.read(MAX_TEXT_BYTES + 1)
+        except OSError as exc:
+            raise NamedFileError(f"{path}: cannot read: {exc.strerror}") from None
+    if len(data) > MAX_TEXT_BYTES:
+        raise NamedFileError(f"{path}: larger than {MAX_TEXT_BYTES // 2**20} MiB, not a {what}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise NamedFileError(f"{path}: cannot read: not UTF-8 text") from None

@@ -1,0 +1,75 @@
+"""Files a person names: every way one cannot be read is one sentence naming it.
+
+Before rules.named_file, a password or profile file of random bytes ended `minewatch
+check-config` in a UnicodeDecodeError traceback, `--config /dev/zero` read for ever and a
+FIFO waited for a writer. The commands' side (one line, exit 2) is in
+tests/monitor/commands/test_cli_errors.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from monitor.config import parse_config
+from monitor.errors import ConfigError
+from rules.named_file import MAX_TEXT_BYTES, NamedFileError, read_named_bytes, read_named_text
+from sensors.scenario import ScenarioError, read_scenario_text
+from tests.support.config_samples import MINIMAL
+
+NOT_UTF8 = bytes([0xB2, 0x00, 0xFF, 0x80]) * 16  # as `head -c 64 /dev/urandom` may give
+
+
+def test_a_text_file_is_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "a.toml"
+    path.write_text("x = 'Dovre'\n", encoding="utf-8")
+    assert read_named_text(path, "profile") == "x = 'Dovre'\n"
+    assert read_named_bytes(path, "WAV file") == b"x = 'Dovre'\n"
+
+
+def test_each_way_a_file_cannot_be_read_is_one_sentence(tmp_path: Path) -> None:
+    folder, pipe, binary, large = (tmp_path / n for n in ("d", "p", "bin", "large"))
+    folder.mkdir()
+    os.mkfifo(pipe)
+    binary.write_bytes(NOT_UTF8)
+    with large.open("wb") as f:
+        f.truncate(MAX_TEXT_BYTES + 1)  # sparse: nothing written
+    for path, said in (
+        (tmp_path / "missing", "no such file"),
+        (folder, "is a folder, not a profile"),
+        (pipe, "is a device, pipe or socket, not a profile"),  # without a writer: no wait
+        (Path("/dev/zero"), "is a device, pipe or socket, not a profile"),  # endless
+        (binary, "cannot read: not UTF-8 text"),
+        (large, "larger than 16 MiB, not a profile"),
+    ):
+        with pytest.raises(NamedFileError) as info:
+            read_named_text(path, "profile")
+        assert str(info.value) == f"{path}: {said}"
+    with pytest.raises(NamedFileError, match=r": is a device, pipe or socket, not a WAV file$"):
+        read_named_bytes("/dev/zero", "WAV file")
+
+
+def test_a_binary_password_file_is_a_problem_of_its_field(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_bytes(NOT_UTF8)
+    with pytest.raises(ConfigError) as info:
+        parse_config(f'[broker]\npassword_file = "{secret}"\n' + MINIMAL)
+    assert info.value.problems == [f"broker.password_file: {secret}: cannot read: not UTF-8 text"]
+
+
+def test_a_profile_that_cannot_be_read_is_a_problem_of_the_sites_profile(tmp_path: Path) -> None:
+    profile = tmp_path / "town.toml"
+    profile.write_bytes(NOT_UTF8)
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL.replace('id = "s1"', f'id = "s1"\nprofile = "{profile}"'))
+    assert f"sites[0].profile: {profile}: cannot read: not UTF-8 text" in info.value.problems
+
+
+def test_a_scenario_file_that_cannot_be_read(tmp_path: Path) -> None:
+    scenario = tmp_path / "day.toml"
+    scenario.write_bytes(NOT_UTF8)
+    with pytest.raises(ScenarioError) as info:
+        read_scenario_text(str(scenario))
+    assert info.value.problems == [f"{scenario}: cannot read: not UTF-8 text"]
