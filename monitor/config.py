@@ -21,8 +21,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from monitor import geo
 from monitor.errors import ConfigError
+from monitor.named_file import NamedFileError, read_named_text
 from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext, TownContact
-from rules.named_file import NamedFileError, read_named_text
 
 T = TypeVar("T")
 

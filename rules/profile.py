@@ -54,7 +54,6 @@ from rules import RULES
 from rules.base import Standard
 from rules.deadlines import WEEKDAYS, WorkCalendar
 from rules.holidays import check_holidays
-from rules.named_file import NamedFileError, read_named_text
 
 __all__ = [
     "NoticeTerms",
@@ -197,6 +196,10 @@ def standard_titles_of(name_or_path: str) -> dict[str, str]:
 def _read_profile(name_or_path: str) -> tuple[dict[str, Any], str]:
     if name_or_path.endswith(".toml"):
         source = name_or_path
+        # A profile named by path is read as every file a person names is (stdlib only; the
+        # one thing of the daemon's package the rules use, and only for a file).
+        from monitor.named_file import NamedFileError, read_named_text
+
         try:
             raw_text = read_named_text(name_or_path, "profile")
         except NamedFileError as exc:

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.named_file import NamedFileError, read_named_text
 from rules.model import WorkKind
-from rules.named_file import NamedFileError, read_named_text
 
 BUILTIN_DIR = "scenarios"
 _CLOCK = re.compile(r"^\s*(?:([+-]\d+)d\s+)?(\d{1,2}):(\d{2})(?::(\d{2}))?\s*$")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from rules.named_file import read_named_bytes
+from monitor.named_file import read_named_bytes
 
 WAVE_FORMAT_PCM = 0x0001
 WAVE_FORMAT_IEEE_FLOAT = 0x0003
@@ -36,7 +36,8 @@ class WavAudio:
 
 def read_wav(path: str | Path) -> WavAudio:
     """Read ``path``; raise ValueError naming it and the problem if it is not a usable WAV file."""
-    data = read_named_bytes(path, "WAV file")  # NamedFileError, a ValueError, names the path
+    # A pipe is a source (a recorder writing into it); NamedFileError, a ValueError, names the path.
+    data = read_named_bytes(path, "WAV file", pipe_ok=True)
     try:
         return parse_wav(data)
     except ValueError as exc:

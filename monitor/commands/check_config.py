@@ -12,7 +12,7 @@ import sys
 
 from monitor.config import SecretProblem, load_config
 from monitor.errors import ConfigError, UsageError
-from rules.named_file import NamedFileError, open_named_file
+from monitor.named_file import NamedFileError, open_named_file
 
 EXIT_INVALID = 2
 EXIT_SECRET_UNAVAILABLE = 3

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from monitor.commands.numbers import number
 from monitor.config import BrokerConfig, SiteConfig, load_config
 from monitor.errors import DecodeError, UsageError
-from rules.named_file import NamedFileError, read_named_text
+from monitor.named_file import NamedFileError, read_named_text
 
 DEFAULT_SECONDS = 30.0
 MAX_SECONDS = 86_400.0

@@ -12,7 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from rules.named_file import NamedFileError, open_named_file
+from monitor.named_file import NamedFileError, open_named_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

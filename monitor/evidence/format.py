@@ -17,8 +17,8 @@ from typing import Any
 
 from monitor.errors import MinewatchError
 from monitor.journal.chain_kinds import KINDS, SOUND_FIELDS, ChainKind, sound_record
+from monitor.named_file import NamedFileError, read_named_text
 from monitor.wire.canonical import canonical_json, canonical_text
-from rules.named_file import NamedFileError, read_named_text
 
 # Format 2: the file set is closed (fixed by the format and the rows, not by the manifest),
 # the profile and configuration are bound by a chained config record, and the segment ends

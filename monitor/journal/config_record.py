@@ -18,7 +18,7 @@ from typing import Any
 import tomli_w
 
 from monitor.config import Config, SensorConfig, SiteConfig, TownConfig
-from rules.named_file import read_named_text
+from monitor.named_file import read_named_text
 
 _HEADER = (
     "# minewatch evidence: the exported site's settings its findings depend on (an allow-list,\n"

@@ -187,8 +187,20 @@ def test_missing_input_files(path: tuple[str, ...], tmp_path: Path) -> None:
     assert "missing-" in line
 
 
-@pytest.mark.parametrize("kind", ["pipe", "device", "folder"])
-@pytest.mark.parametrize("path", sorted(p for p in LEAVES if _reads_a_users_file(LEAVES[p])), ids=" ".join)
+# A recording may come through a pipe (a recorder writing into it): the command waits for it.
+PIPE_READERS = {("levels",)}
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        (path, kind)
+        for path in sorted(p for p in LEAVES if _reads_a_users_file(LEAVES[p]))
+        for kind in ("pipe", "device", "folder")
+        if not (kind == "pipe" and path in PIPE_READERS)
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else value,
+)
 def test_input_files_that_are_no_regular_file(path: tuple[str, ...], kind: str, tmp_path: Path) -> None:
     """A pipe once made a command wait for a writer for ever, and /dev/zero read on for ever."""
     named = {"pipe": tmp_path / "a-pipe", "device": Path("/dev/zero"), "folder": tmp_path / "a-folder"}

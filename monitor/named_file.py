@@ -4,9 +4,10 @@ anchors file, a recording or a bundle.
 Every way it can fail is one sentence naming the path (``NamedFileError``), for the caller to
 put in its own error: a missing file, a folder, a device or pipe (which would never end, or
 block until a writer came), a text file of more than ``MAX_TEXT_BYTES`` (a log or an image
-named by mistake) or of bytes that are not UTF-8 (a random binary password). Here rather than
-in ``monitor`` because profiles are read by ``rules.profile``, and the rules import nothing of
-the daemon.
+named by mistake) or of bytes that are not UTF-8 (a random binary password). A recording may
+come through a pipe (``pipe_ok``): it is read to its end as a file is.
+
+Standard library only: the bundle verifier a town runs, and ``rules.profile``, import it.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ class NamedFileError(ValueError):
     """Why a named file cannot be read; the message starts with its path."""
 
 
-def open_named_file(path: str | Path, what: str) -> BinaryIO:
-    """The regular file at ``path``, open for reading; ``what`` it should be names it in a refusal."""
+def open_named_file(path: str | Path, what: str, *, pipe_ok: bool = False) -> BinaryIO:
+    """The regular file at ``path`` (or, with ``pipe_ok``, a FIFO), open for reading; ``what`` it
+    should be names it in a refusal."""
     try:
         # Non-blocking, so that a FIFO is refused below instead of waiting for a writer.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -34,6 +36,14 @@ def open_named_file(path: str | Path, what: str) -> BinaryIO:
     except OSError as exc:
         raise NamedFileError(f"{path}: cannot read: {exc.strerror}") from None
     mode = os.fstat(fd).st_mode
+    if pipe_ok and stat.S_ISFIFO(mode):
+        # Opened again, blocking: that open waits for a writer (a read before one came would
+        # be the end at once), and reading ends at the writer's end.
+        os.close(fd)
+        try:
+            return open(path, "rb")
+        except OSError as exc:
+            raise NamedFileError(f"{path}: cannot read: {exc.strerror}") from None
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = "a folder" if stat.S_ISDIR(mode) else "a device, pipe or socket"
@@ -41,9 +51,9 @@ def open_named_file(path: str | Path, what: str) -> BinaryIO:
     return open(fd, "rb")
 
 
-def read_named_bytes(path: str | Path, what: str) -> bytes:
-    """The whole content of the regular file at ``path``."""
-    with open_named_file(path, what) as file:
+def read_named_bytes(path: str | Path, what: str, *, pipe_ok: bool = False) -> bytes:
+    """The whole content of the regular file at ``path`` (or of a FIFO, with ``pipe_ok``)."""
+    with open_named_file(path, what, pipe_ok=pipe_ok) as file:
         try:
             return file.read()
         except OSError as exc:

@@ -1,6 +1,6 @@
 """Files a person names: every way one cannot be read is one sentence naming it.
 
-Before rules.named_file, a password or profile file of random bytes ended `minewatch
+Before monitor.named_file, a password or profile file of random bytes ended `minewatch
 check-config` in a UnicodeDecodeError traceback, `--config /dev/zero` read for ever and a
 FIFO waited for a writer. The commands' side (one line, exit 2) is in
 tests/monitor/commands/test_cli_errors.py.
@@ -9,13 +9,14 @@ tests/monitor/commands/test_cli_errors.py.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from monitor.config import parse_config
 from monitor.errors import ConfigError
-from rules.named_file import MAX_TEXT_BYTES, NamedFileError, read_named_bytes, read_named_text
+from monitor.named_file import MAX_TEXT_BYTES, NamedFileError, read_named_bytes, read_named_text
 from sensors.scenario import ScenarioError, read_scenario_text
 from tests.support.config_samples import MINIMAL
 
@@ -49,6 +50,20 @@ def test_each_way_a_file_cannot_be_read_is_one_sentence(tmp_path: Path) -> None:
         assert str(info.value) == f"{path}: {said}"
     with pytest.raises(NamedFileError, match=r": is a device, pipe or socket, not a WAV file$"):
         read_named_bytes("/dev/zero", "WAV file")
+
+
+def test_a_recording_may_come_through_a_pipe(tmp_path: Path) -> None:
+    pipe = tmp_path / "recorder"
+    os.mkfifo(pipe)
+
+    def record() -> None:
+        with pipe.open("wb") as writer:  # waits for the reader, as a recorder would
+            writer.write(b"RIFF" * 1000)
+
+    recorder = threading.Thread(target=record)
+    recorder.start()
+    assert read_named_bytes(pipe, "WAV file", pipe_ok=True) == b"RIFF" * 1000  # to the writer's end
+    recorder.join(10)
 
 
 def test_a_binary_password_file_is_a_problem_of_its_field(tmp_path: Path) -> None:
