@@ -529,6 +529,22 @@ def _identifier(t: _Table, name: str) -> str:
     return value
 
 
+def _ca_file_problem(path: str) -> str | None:
+    """Why ``path`` cannot be the CA certificates a TLS connection trusts, or None. A file that
+    holds none would otherwise fail inside paho's tls_set at the first connection."""
+    import ssl
+
+    try:
+        pem = read_named_text(path, "CA certificate file")
+    except NamedFileError as exc:
+        return str(exc)
+    try:
+        ssl.create_default_context().load_verify_locations(cadata=pem)
+    except (ssl.SSLError, ValueError):
+        return f"{path}: holds no certificate TLS can use (expected PEM, -----BEGIN CERTIFICATE-----)"
+    return None
+
+
 def _broker(t: _Table | None) -> BrokerConfig:
     d = BrokerConfig()
     if t is None:
@@ -536,8 +552,8 @@ def _broker(t: _Table | None) -> BrokerConfig:
     urls = _broker_urls(t, d.url)
     url = urls[0] if urls else d.url
     ca_file = t.text("ca_file")
-    if ca_file and not Path(ca_file).is_file():
-        t.problem("ca_file", f"no such file {ca_file!r}")
+    if ca_file and (problem := _ca_file_problem(ca_file)):
+        t.problem("ca_file", problem)
     config = BrokerConfig(
         url=url,
         urls=urls if "urls" in t.data else (),

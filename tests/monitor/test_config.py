@@ -210,3 +210,27 @@ def test_site_id_underscore_is_reserved_for_rejections_of_no_site() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(MINIMAL.replace('id = "s1"', 'id = "_"'))
     assert any(p.startswith("sites[0].id: '_' is reserved") for p in info.value.problems), info.value.problems
+
+
+def test_broker_ca_file_must_hold_a_certificate(tmp_path: Path) -> None:
+    """A ca_file that is no certificate passed check-config and ended `check-topics` (and the
+    daemon's first connection) in an ssl.SSLError traceback from paho's tls_set."""
+    from tests.support.servers import self_signed_cert
+
+    cert, key = self_signed_cert(tmp_path)
+    binary = tmp_path / "random.bin"
+    binary.write_bytes(bytes([0xB2, 0xFF]) * 32)
+    text = tmp_path / "notes.txt"
+    text.write_text("not a certificate\n")
+    broker = '[broker]\nurl = "mqtts://broker.example:8883"\nca_file = "{}"\n'
+    assert parse_config(broker.format(cert) + MINIMAL).broker.ca_file == str(cert)
+    for path, said in (
+        (tmp_path / "missing.crt", "no such file"),
+        (tmp_path, "is a folder, not a CA certificate file"),
+        (binary, "cannot read: not UTF-8 text"),
+        (text, "holds no certificate TLS can use (expected PEM, -----BEGIN CERTIFICATE-----)"),
+        (key, "holds no certificate TLS can use (expected PEM, -----BEGIN CERTIFICATE-----)"),  # a slip
+    ):
+        with pytest.raises(ConfigError) as info:
+            parse_config(broker.format(path) + MINIMAL)
+        assert info.value.problems == [f"broker.ca_file: {path}: {said}"]
