@@ -10,6 +10,7 @@ The aggregator is pure; the I2C drivers live in sensors/i2c.py (optional ``smbus
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import math
 import statistics
@@ -19,6 +20,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from monitor.named_file import NamedFileError, open_named_file
 from monitor.wire.protocol import parse_ts
 from rules.model import LightSummary
 from sensors.sound import SourceUnavailable
@@ -42,7 +44,8 @@ class CsvSource(LightSource):
     def __init__(self, path: str) -> None:
         rows: list[Sample] = []
         try:
-            with open(path, newline="", encoding="utf-8") as f:
+            # Streamed, not read whole: days of readings are more than a text file's bound.
+            with io.TextIOWrapper(open_named_file(path, "CSV file"), encoding="utf-8", newline="") as f:
                 for n, row in enumerate(csv.DictReader(f), start=2):
                     try:
                         ts = parse_ts(float(row["ts"]) if _is_number(row["ts"]) else row["ts"])
@@ -51,6 +54,10 @@ class CsvSource(LightSource):
                         raise SourceUnavailable(
                             f"{path}: line {n}: expected columns ts,lux ({exc})"
                         ) from None
+        except NamedFileError as exc:
+            raise SourceUnavailable(str(exc)) from None
+        except UnicodeDecodeError:
+            raise SourceUnavailable(f"{path}: cannot read: not UTF-8 text") from None
         except OSError as exc:
             raise SourceUnavailable(f"{path}: cannot read: {exc.strerror}") from None
         except Exception as exc:

@@ -88,3 +88,20 @@ def test_a_scenario_file_that_cannot_be_read(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as info:
         read_scenario_text(str(scenario))
     assert info.value.problems == [f"{scenario}: cannot read: not UTF-8 text"]
+
+
+def test_a_light_csv_that_is_no_text_file_is_one_sentence(tmp_path: Path) -> None:
+    """`sensor light --source csv:/dev/zero` read until the machine killed it; random bytes gave
+    the codec's own words."""
+    from sensors import light
+
+    binary = tmp_path / "lux.csv"
+    binary.write_bytes(NOT_UTF8)
+    for path, said in (
+        ("/dev/zero", "/dev/zero: is a device, pipe or socket, not a CSV file"),
+        (str(binary), f"{binary}: cannot read: not UTF-8 text"),
+        (str(tmp_path), f"{tmp_path}: is a folder, not a CSV file"),
+    ):
+        with pytest.raises(light.SourceUnavailable) as info:
+            light.open_source(f"csv:{path}", 10.0)
+        assert str(info.value) == said
