@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from monitor import __version__
-from monitor.errors import ConfigError, UsageError
+from monitor.errors import ConfigError, StoreError, UsageError
 
 # name -> (module under monitor.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -85,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(name, str(exc))
     except ConfigError as exc:
         return _fail(name, "\n".join(exc.problems))
+    except StoreError as exc:  # storage.path is no minewatch store (a TOML, a random file)
+        config = getattr(args, "config", None)
+        return _fail(name, f"{exc} (storage.path in {config})" if config else str(exc))
     except BrokenPipeError:
         # The reader went away (`minewatch verify x.zip | head`): what it wanted was written.
         # Point stdout at /dev/null so the interpreter's final flush does not fail again.

@@ -213,6 +213,31 @@ def test_input_files_that_are_no_regular_file(path: tuple[str, ...], kind: str, 
     assert f"{named[kind]}: {said}, not a " in line, line
 
 
+def test_a_store_path_that_is_no_store_is_one_line_and_left_alone(
+    site: dict[str, str], tmp_path: Path
+) -> None:
+    """storage.path naming a file that is not SQLite (a TOML, notes) ended status, notices, report,
+    report-blast and run in a StoreError traceback."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the quarry's notes, not a store\n" * 20)
+    before = notes.read_bytes()
+    config = tmp_path / "wrong-store.toml"
+    config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(notes)))
+    assert str(notes) in config.read_text()
+    for argv in (
+        ["status"],
+        ["notices", "list"],
+        ["report", "--site", "dovre-quarry", "--month", "2026-11"],
+        ["run"],
+    ):
+        line = _assert_one_line(_run([*argv, "--config", str(config)], Path(site["cwd"])))
+        assert line.endswith(
+            f"cannot open the store {str(notes)!r}: file is not a database (storage.path in {config})"
+        )
+    assert notes.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("notes")) == ["notes.txt"]
+
+
 def test_files_of_random_bytes_named_in_a_config_or_an_option(site: dict[str, str], tmp_path: Path) -> None:
     """A password, profile or scenario file that is not text once ended in a UnicodeDecodeError."""
     binary = tmp_path / "random.toml"
