@@ -32,8 +32,16 @@ def run(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
+    from monitor.journal.site_claims import claim_sites
+    from monitor.journal.store import Store
     from monitor.wire.link_state import LoginRefused
 
+    # The process that owns the sites claims them for its run: this one, or for the workers
+    # of a supervisor (started with --partition), the supervisor. SiteTaken is one line, exit 2.
+    claims = None
+    if not args.partition:
+        Store(config.storage.path).close()  # a path that is no store: refused before a claim file is made
+        claims = claim_sites(config.storage.path, [s.id for s in config.owned_sites])
     try:
         if config.daemon.workers > 1 and not args.partition:
             # The supervisor: no pipeline (numpy, scipy, paho) loaded in a process that runs none.
@@ -55,3 +63,6 @@ def run(args: argparse.Namespace) -> int:
     except LoginRefused as exc:  # not retryable: one line, and a status systemd can tell apart
         print(f"minewatch run: {exc}", file=sys.stderr)
         return EXIT_LOGIN_REFUSED
+    finally:
+        if claims is not None:
+            claims.release()

@@ -1,0 +1,110 @@
+"""One daemon judges a site of a store; a second `minewatch run` on it is refused in one line.
+
+Two daemons of one configuration both ran: each kept its own minutes and episodes and would
+issue every notice and alert twice, and with one client id they took each other's broker
+session in turn. Daemons of other sites of the same store (daemon.sites) still run side by
+side. The daemons and the broker (Mosquitto) are real.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor.journal.site_claims import SiteTaken, claim_sites, claims_path
+from tests.support.daemon import Daemon, wait_until, write_config
+from tests.support.paths import REPO
+from tests.support.servers import Mosquitto
+
+OTHER_SITE = """
+[[sites]]
+id = "east-pit"
+name = "East pit"
+timezone = "America/Chicago"
+latitude = 45.28
+longitude = -91.60
+[[sites.sensors]]
+id = "n1"
+kind = "sound"
+"""
+
+
+def test_a_claim_holds_against_another_process_until_it_ends(tmp_path: Path) -> None:
+    store = str(tmp_path / "store.db")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from monitor.journal.site_claims import claim_sites;"
+            f" c = claim_sites({store!r}, ['quarry']); print('held', flush=True); sys.stdin.read()",
+        ],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(
+            SiteTaken, match=r"^site 'quarry' is judged by another minewatch daemon on the store"
+        ):
+            claim_sites(store, ["east-pit", "quarry"])
+        other = claim_sites(store, ["east-pit"])  # another site of the same store: free
+        other.release()
+    finally:
+        holder.kill()
+        holder.wait(10)
+    claim_sites(store, ["quarry", "east-pit"]).release()  # the kernel let go of the dead one's
+    assert Path(claims_path(store)).exists()
+
+
+def test_a_second_daemon_on_the_same_sites_is_refused_and_the_first_runs_on(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    both = write_config(tmp_path / "minewatch.toml", mosquitto.url, extra_sites=OTHER_SITE)
+    first = Daemon(both).start()
+    try:
+        first.wait_ready()
+        second = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", "run", "--config", str(both)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 2, second.stderr
+        lines = second.stderr.strip().splitlines()
+        assert lines == [
+            f"minewatch run: site 'quarry' is judged by another minewatch daemon on the store"
+            f" '{tmp_path / 'store.db'}': stop that one first, or give each daemon its own daemon.sites"
+        ]
+        assert first.alive()
+    finally:
+        assert first.stop() == 0
+
+
+def test_daemons_of_other_sites_of_one_store_run_side_by_side(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    configs = []
+    for name, site in (("west", "quarry"), ("east", "east-pit")):
+        folder = tmp_path / name
+        folder.mkdir()
+        config = write_config(
+            folder / "minewatch.toml",
+            mosquitto.url,
+            client_id=f"minewatch-{name}",
+            daemon_extra=f'sites = ["{site}"]',
+            extra_sites=OTHER_SITE,
+        )
+        # One store for both (write_config puts it beside each configuration).
+        config.write_text(config.read_text().replace(str(folder / "store.db"), str(tmp_path / "store.db")))
+        configs.append(config)
+    daemons = [Daemon(config).start() for config in configs]
+    try:
+        for daemon in daemons:
+            daemon.wait_ready()
+        assert wait_until(lambda: all(d.alive() for d in daemons), 3)
+        assert all("is judged by another" not in d.logs() for d in daemons)
+    finally:
+        assert [d.stop() for d in daemons] == [0, 0]
