@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
         return 2
-    from monitor.journal.site_claims import claim_sites
+    from monitor.claims import claim_sites
     from monitor.journal.store import Store
     from monitor.wire.link_state import LoginRefused
 

@@ -285,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
             return _fail(str(exc))
         return _fail(f"--calibrate {args.calibrate}: {exc}")
 
+    from monitor.claims import QueueTaken, claim_queue
     from sensors.link import Link
     from sensors.publisher import Publisher
     from sensors.queue import ForwardQueue, QueueBounds
@@ -297,9 +298,14 @@ def run(args: argparse.Namespace) -> int:
     if queue_path.is_dir():
         return _fail(f"--queue {queue_path}: is a folder; give the queue's file name")
     try:
+        claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
+    except QueueTaken as exc:
+        return _fail(str(exc))
+    try:
         bounds = QueueBounds(args.queue_max_messages, int(args.queue_max_mb * 1024 * 1024))
         forward = ForwardQueue(queue_path, bounds)
     except (ValueError, OSError, sqlite3.Error) as exc:
+        claim.release()
         return _fail(f"--queue {queue_path}: {exc}")
     # A refused login (bad password) stops the run: no retry can fix it (exit status 3).
     link = Link(
@@ -333,6 +339,7 @@ def run(args: argparse.Namespace) -> int:
         drained = link.close(args.drain_timeout)
         left = len(forward)
         forward.close()
+        claim.release()
         log.info(
             "Stopped: %d records published, %d still queued in %s%s",
             publisher.sent,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.journal.site_claims import SiteTaken, claim_sites, claims_path
+from monitor.claims import SiteTaken, claim_sites, claims_path
 from tests.support.daemon import Daemon, wait_until, write_config
 from tests.support.paths import REPO
 from tests.support.servers import Mosquitto
@@ -38,7 +38,7 @@ def test_a_claim_holds_against_another_process_until_it_ends(tmp_path: Path) -> 
         [
             sys.executable,
             "-c",
-            "import sys; from monitor.journal.site_claims import claim_sites;"
+            "import sys; from monitor.claims import claim_sites;"
             f" c = claim_sites({store!r}, ['quarry']); print('held', flush=True); sys.stdin.read()",
         ],
         cwd=REPO,
@@ -108,3 +108,33 @@ def test_daemons_of_other_sites_of_one_store_run_side_by_side(tmp_path: Path, mo
         assert all("is judged by another" not in d.logs() for d in daemons)
     finally:
         assert [d.stop() for d in daemons] == [0, 0]
+
+
+def test_a_second_sensor_on_one_queue_is_refused_and_the_queue_goes_on(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """Two `minewatch sensor` on one queue both sent from it (every message twice), taking each
+    other's broker session (one client id) in turn."""
+    config = write_config(tmp_path / "minewatch.toml", mosquitto.url)
+    queue = tmp_path / "n1.queue.db"
+    argv = [sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)]
+    argv += ["--sensor", "n1", "--source", "synthetic", "--queue", str(queue)]
+    log = tmp_path / "first.log"
+    with log.open("wb") as out:
+        first = subprocess.Popen(argv, stdout=out, stderr=out)
+        try:
+            assert wait_until(lambda: "Connected" in log.read_text(errors="replace") or queue.exists(), 30)
+            second = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+            assert second.returncode == 2, second.stderr
+            assert second.stderr.strip().splitlines() == [
+                f"minewatch sensor: --queue {queue}: another minewatch sensor sends from it:"
+                " stop that one first, or give this one its own --queue"
+            ]
+            assert first.poll() is None
+        finally:
+            first.terminate()
+            assert first.wait(30) == 0
+    third = subprocess.run(
+        [*argv, "--duration", "1", "--speed", "max"], capture_output=True, text=True, timeout=60
+    )
+    assert third.returncode == 0, third.stderr
