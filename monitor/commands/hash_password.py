@@ -32,7 +32,11 @@ def run(args: argparse.Namespace) -> int:
         if getpass.getpass("Again: ") != password:
             raise UsageError("the two passwords differ: run it again")
     else:
-        password = sys.stdin.readline().rstrip("\n")
+        line = sys.stdin.buffer.readline().rstrip(b"\r\n")
+        try:
+            password = line.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError("the password is not UTF-8 text, which no login form could send") from None
     if len(password) < 8:
         raise UsageError("the password must have at least 8 characters")
     print(f'password_hash = "{hash_password(password)}"')

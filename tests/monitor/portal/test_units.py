@@ -137,6 +137,19 @@ def test_hash_password_command() -> None:
     )
     assert short.returncode == 2
     assert short.stderr == "minewatch hash-password: the password must have at least 8 characters\n"
+    # Bytes that are not UTF-8 (no login form sends them) once ended in a UnicodeEncodeError
+    # traceback; a line ending of a file made on Windows is no part of the password.
+    for given, code, said in (
+        (b"\xb2\xff\x80 random bytes\n", 2, "minewatch hash-password: the password is not UTF-8 text,"),
+        ("p\u00e4ssw\u00f6rd long\r\n".encode(), 0, ""),
+    ):
+        piped = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", "hash-password"], input=given, capture_output=True
+        )
+        assert piped.returncode == code and piped.stderr.decode().startswith(said), piped.stderr
+        if code == 0:
+            hashed = piped.stdout.decode().split('"')[1]
+            assert check_password("p\u00e4ssw\u00f6rd long", hashed)
     token = subprocess.run(
         [sys.executable, "-m", "monitor.cli", "hash-password", "--token"], capture_output=True, text=True
     )
