@@ -381,6 +381,17 @@ def applied(conn: sqlite3.Connection) -> list[str]:
         return []
 
 
+def pending(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> bool:
+    """Whether ``apply`` has a migration to run on this store."""
+    return not _done(conn, migrations) >= {m.name for m in migrations}
+
+
+def _done(conn: sqlite3.Connection, migrations: tuple[Migration, ...]) -> set[str]:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    recorded = set(applied(conn))
+    return {m.name for m in migrations if m.name in recorded and version >= m.version}
+
+
 def apply(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[str]:
     """Apply each migration not yet recorded, in order, each in one transaction with its record.
 
@@ -389,8 +400,7 @@ def apply(conn: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIO
     """
     if conn.in_transaction:
         return []
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    done = {m.name for m in migrations if m.name in set(applied(conn)) and version >= m.version}
+    done = _done(conn, migrations)
     if done >= {m.name for m in migrations}:
         return []
     conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, applied_us INTEGER NOT NULL)")

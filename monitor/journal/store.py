@@ -300,10 +300,32 @@ class Store:
                 f"the store {self.path!r} has layout version {version}, newer than this minewatch"
                 f" reads ({SCHEMA_VERSION}): upgrade minewatch"
             )
-        ran = migrations.apply(self.conn)
-        if ran and migrations.applied(self.conn) != ran:  # not a new store
-            log.info("migrated the store %s: %s", self.path, ", ".join(ran))
-        self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        if not migrations.pending(self.conn):
+            return
+        # Two processes opening a new store at one moment (two daemons of other sites of it)
+        # would both find it unmigrated and the second fail ("duplicate column"): whoever
+        # migrates holds the writers' turn, and what is still to do is read again under it.
+        with self._turn_for_migrating():
+            ran = migrations.apply(self.conn)
+            if ran and migrations.applied(self.conn) != ran:  # not a new store
+                log.info("migrated the store %s: %s", self.path, ", ".join(ran))
+            self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @contextmanager
+    def _turn_for_migrating(self) -> Iterator[None]:
+        if self.path == ":memory:":
+            yield
+            return
+        try:
+            fd = os.open(self.turns_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:  # a read-only folder: nobody else can migrate it either
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def checkpoint_in_background(self, interval_s: float = 1.0, restart_frames: int = RESTART_FRAMES) -> None:
         """Copy the WAL into the database from a thread of its own instead of at commits.

@@ -101,3 +101,38 @@ def test_a_store_judged_before_the_judged_table_starts_with_one_window_to_its_fi
         windows = conn.execute("SELECT site, start_us, end_us FROM judged").fetchall()
     conn.close()
     assert windows == [(site, first, first + 300_000_000)]
+
+
+def test_processes_opening_a_new_store_at_one_moment_migrate_it_once(tmp_path: Path) -> None:
+    """Two daemons of other sites of one new store started together: the second failed with
+    "duplicate column name" (tests/monitor/test_claims.py met it), as both found the store
+    unmigrated. Here the writers' turn is held while three processes open the new store, so
+    they all find it unmigrated and arrive together once it is let go."""
+    import fcntl
+    import os
+    import subprocess
+    import sys
+    import time
+
+    store = tmp_path / "new.db"
+    fd = os.open(str(store) + "-turns", os.O_RDWR | os.O_CREAT, 0o600)  # Store.turns_path
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    code = f"from monitor.journal.store import Store; Store({str(store)!r}).close()"
+    openers = [
+        subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    try:
+        time.sleep(2)
+        assert [p.poll() for p in openers] == [None, None, None]  # each waits for the turn
+    finally:
+        os.close(fd)
+    results = [(p.wait(60), p.stderr.read() if p.stderr else "") for p in openers]
+    assert results == [(0, "")] * 3
+    conn = sqlite3.connect(store)
+    try:
+        names = [r[0] for r in conn.execute("SELECT name FROM migrations ORDER BY rowid")]
+        assert names == [m.name for m in MIGRATIONS]
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    finally:
+        conn.close()
