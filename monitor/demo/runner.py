@@ -60,6 +60,8 @@ OUTPUTS = frozenset(
         "minewatch.db-wal",
         "minewatch.db-shm",
         "minewatch.db-journal",
+        "minewatch.db-turns",  # the writers' turn (monitor/journal/store.py)
+        "minewatch.db-sites",  # the daemon's claim on its sites (monitor/claims.py)
         "mosquitto.log",
         "daemon.log",
         "portal.log",

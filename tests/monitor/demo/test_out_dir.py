@@ -47,6 +47,22 @@ def test_what_it_recorded_is_replaced_with_force(tmp_path: Path) -> None:
         prepare_out_dir(out, force=True)
 
 
+def test_the_files_a_store_and_its_daemon_make_beside_it_are_the_demos(tmp_path: Path) -> None:
+    """The writers' turn and the daemon's claim on its sites are files beside the store; were
+    they not the demo's own, a second `demo --force` would stop at them."""
+    from monitor.claims import claim_sites
+    from monitor.journal.store import Store
+
+    out = prepare_out_dir(tmp_path / "demo", force=False)
+    store = Store(out / "minewatch.db")
+    claims = claim_sites(store.path, ["dovre-quarry"])
+    store.close()
+    claims.release()
+    assert {"minewatch.db-turns", "minewatch.db-sites"} <= {p.name for p in out.iterdir()}
+    assert prepare_out_dir(out, force=True) == out
+    assert _tree(out) == [MARKER]
+
+
 @pytest.mark.parametrize(
     "name", ["notices/my-letter-to-lawyer.pdf", "notices/my-data.json", "blast-reports/blast-mine.pdf"]
 )
