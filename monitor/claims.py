@@ -17,6 +17,7 @@ process killed outright leaves no stale claim.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -92,8 +93,11 @@ def _claim(path: str, keys: Iterable[str]) -> Claims:
         for key in names:
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _offset(key))
-            except OSError:
-                raise _Taken(key) from None
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EACCES):  # held by another process
+                    raise _Taken(key) from None
+                # No record locks here (a network filesystem without them): no claim at all.
+                raise StoreError(f"cannot lock {path!r}: {exc.strerror}") from None
     except BaseException:
         os.close(fd)
         raise

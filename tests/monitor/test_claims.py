@@ -138,3 +138,23 @@ def test_a_second_sensor_on_one_queue_is_refused_and_the_queue_goes_on(
         [*argv, "--duration", "1", "--speed", "max"], capture_output=True, text=True, timeout=60
     )
     assert third.returncode == 0, third.stderr
+
+
+def test_a_filesystem_without_record_locks_is_said_so_not_taken_for_a_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in for lockf: no filesystem without POSIX record locks (an NFS mount without
+    lockd answers ENOLCK) can be mounted here. Such a store must not read as 'judged by
+    another daemon', which would send the operator looking for a daemon that is not there."""
+    import errno
+    import fcntl
+
+    from monitor.errors import StoreError
+
+    def no_locks(*args: object) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "lockf", no_locks)
+    store = str(tmp_path / "store.db")
+    with pytest.raises(StoreError, match=r"^cannot lock '.*store\.db-sites': No locks available$"):
+        claim_sites(store, ["quarry"])
