@@ -322,7 +322,10 @@ class Store:
             yield
             return
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as exc:  # no locks on this filesystem: migrate as before the turn
+                log.warning("cannot take the writers' turn on %s to migrate: %s", self.turns_path, exc)
             yield
         finally:
             os.close(fd)
