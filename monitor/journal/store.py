@@ -23,7 +23,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -198,6 +198,22 @@ class Appended:
 RESTART_FRAMES = 65536
 
 
+def _open_turns(path: str) -> int:
+    """The writers' queue beside a store (``Store.turns_path``): a file only locked, never written."""
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
+@contextmanager
+def _writers_turn(path: str) -> Iterator[None]:
+    """Hold the writers' turn on ``path`` (OSError if it cannot be opened or locked)."""
+    fd = _open_turns(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # lets go of the turn
+
+
 class Checkpointer(threading.Thread):
     """PASSIVE WAL checkpoints every ``interval_s`` on a connection of its own.
 
@@ -242,17 +258,13 @@ class Checkpointer(threading.Thread):
         first frame. A writer outside the queue (the CLI) or a long reader makes it give up
         after 0.1 s: the next round tries again. Whether the WAL will start over is returned.
         """
-        fd = os.open(turns, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)  # a lock of its own
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with _writers_turn(turns):
             (patience_ms,) = conn.execute("PRAGMA busy_timeout").fetchone()
             conn.execute("PRAGMA busy_timeout=100")
             try:
                 busy, _, _ = conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
             finally:
                 conn.execute(f"PRAGMA busy_timeout={int(patience_ms)}")
-        finally:
-            os.close(fd)  # lets go of the turn
         if busy:
             return False
         self.restarts += 1
@@ -305,30 +317,16 @@ class Store:
         # Two processes opening a new store at one moment (two daemons of other sites of it)
         # would both find it unmigrated and the second fail ("duplicate column"): whoever
         # migrates holds the writers' turn, and what is still to do is read again under it.
-        with self._turn_for_migrating():
+        with ExitStack() as turn:
+            if self.path != ":memory:":
+                try:
+                    turn.enter_context(_writers_turn(self.turns_path))
+                except OSError as exc:  # a read-only folder, no locks here: migrate as before the turn
+                    log.warning("cannot take the writers' turn on %s to migrate: %s", self.turns_path, exc)
             ran = migrations.apply(self.conn)
             if ran and migrations.applied(self.conn) != ran:  # not a new store
                 log.info("migrated the store %s: %s", self.path, ", ".join(ran))
             self.conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-    @contextmanager
-    def _turn_for_migrating(self) -> Iterator[None]:
-        if self.path == ":memory:":
-            yield
-            return
-        try:
-            fd = os.open(self.turns_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        except OSError:  # a read-only folder: nobody else can migrate it either
-            yield
-            return
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            except OSError as exc:  # no locks on this filesystem: migrate as before the turn
-                log.warning("cannot take the writers' turn on %s to migrate: %s", self.turns_path, exc)
-            yield
-        finally:
-            os.close(fd)
 
     def checkpoint_in_background(self, interval_s: float = 1.0, restart_frames: int = RESTART_FRAMES) -> None:
         """Copy the WAL into the database from a thread of its own instead of at commits.
@@ -362,7 +360,7 @@ class Store:
         if self._turns is not None or self.path == ":memory:":
             return
         try:
-            turns = os.open(self.turns_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            turns = _open_turns(self.turns_path)
         except OSError as exc:  # SQLite's lock still keeps the writers apart, only less promptly
             log.warning("cannot queue for the store's write lock on %s: %s", self.turns_path, exc)
             return
