@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from monitor.acoustics.iec61672 import PeriodLevels, SoundLevelMeter, calibration_from_tone
 from monitor.acoustics.wavfile import read_wav
 from monitor.wire.codec import AudioBlock, Message
+from monitor.wire.protocol import DB_RANGE
 from rules.model import SoundLevels
 
 FloatArray = NDArray[np.float64]
@@ -64,7 +65,7 @@ class WavSource(SoundSource):
             yield self.samples[start : start + self.block]
 
 
-SYNTHETIC_MAX_DB = 200.0  # the loudest level the wire takes (monitor.wire.protocol.DB_RANGE)
+SYNTHETIC_MAX_DB = DB_RANGE[1]  # the loudest level the wire takes
 
 
 class SyntheticSource(SoundSource):

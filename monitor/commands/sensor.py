@@ -29,6 +29,7 @@ from monitor.commands.numbers import number, speed_factor, whole
 from monitor.config import Config, SensorConfig, SiteConfig, load_config
 from monitor.errors import ConfigError
 from monitor.times import parse_time
+from monitor.wire.protocol import DB_RANGE
 from rules.model import SensorKind, SensorStatus
 
 if TYPE_CHECKING:  # the sensors package (numpy, scipy, paho) loads only when the command runs
@@ -71,14 +72,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     sound.add_argument(
         "--trigger-lafmax",
-        type=number(0, 200, name="DB"),
+        type=number(0, DB_RANGE[1], name="DB"),  # up to what the wire takes
         default=85.0,
         metavar="DB",
         help="an event: a second's LAFmax at or above this (default 85)",
     )
     sound.add_argument(
         "--trigger-lcpeak",
-        type=number(0, 200, name="DB"),
+        type=number(0, DB_RANGE[1], name="DB"),  # up to what the wire takes
         default=120.0,
         metavar="DB",
         help="... or its LCpeak at or above this (default 120)",
