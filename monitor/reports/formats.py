@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from monitor.csv_cells import inert
 from monitor.notify.formats import _pdf_text
 from monitor.reports.content import Report, db_text
 from rules.times import local_moment
@@ -205,7 +206,10 @@ def report_sections(report: Report) -> list[Section]:
 
 
 def render_csv(report: Report) -> bytes:
-    """One line per value: section, row (its first column's value), column, value, source."""
+    """One line per value: section, row (its first column's value), column, value, source.
+
+    The row and value cells carry text the operator wrote (a blast's id, its safety reason):
+    each is written so that a spreadsheet takes it for text (monitor/csv_cells.py)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(("section", "row", "column", "value", "source"))
@@ -213,9 +217,9 @@ def render_csv(report: Report) -> bytes:
         for row in section.rows:
             key = row[0] if section.key not in ("daily",) else f"{row[0]} {row[1]}"
             for column, value in zip(section.columns[1:], row[1:], strict=True):
-                writer.writerow((section.key, key, column, value, section.source))
+                writer.writerow((section.key, inert(key), column, inert(value), section.source))
         if section.note:
-            writer.writerow((section.key, "", "note", section.note, section.source))
+            writer.writerow((section.key, "", "note", inert(section.note), section.source))
     return out.getvalue().encode()
 
 

