@@ -427,7 +427,9 @@ class Deliveries:
             "Sent by minewatch, the mine's compliance monitor.",
         ]
         msg = EmailMessage()
-        msg["Subject"] = f"[minewatch {site_id}] {kind}: {message[:100]}"
+        # One line: a message may quote the operator's text (a blast id), line breaks and all,
+        # which a header may not hold (nor, pasted in, add a header of the operator's choosing).
+        msg["Subject"] = f"[minewatch {site_id}] {kind}: {' '.join(message.split())[:100]}"
         msg["From"] = channel.sender
         msg["To"] = ", ".join(channel.to)
         msg["Date"] = format_datetime(context.now.astimezone(UTC))

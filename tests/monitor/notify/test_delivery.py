@@ -505,6 +505,34 @@ def test_email_over_starttls_with_login_and_notice_pdf(
     conn.close()
 
 
+def test_an_alert_naming_the_operators_text_with_line_breaks_is_mailed(
+    tmp_path: Path, smtp: Mailbox, client_tls: ssl.SSLContext
+) -> None:
+    """A blast id is the operator's text and may hold line breaks; an alert naming it went
+    nowhere by e-mail (a header may not hold one: "internal error", retried until undeliverable),
+    or, pasted into the header, would have added a recipient of the operator's choosing."""
+    db = tmp_path / "store.db"
+    conn = connect(db)
+    deliveries = Deliveries(
+        conn, config_for(db, "http://127.0.0.1:1/h", smtp_port=smtp.port), ssl_context=client_tls
+    )
+    hostile = alert(audiences=("town",), site="other")
+    hostile["message"] = "Blast B-7\r\nBcc: neighbour@evil.example\n\tgone at 16:02 local, after 15:00"
+    deliveries.enqueue(hostile, T0)
+    deliveries.deliver_due(T0)
+    [row] = [r for r in deliveries.rows() if r["channel_type"] == "email"]
+    assert row["status"] == DELIVERED, row["last_error"]
+    [(envelope, message)] = smtp.messages
+    assert envelope.rcpt_tos == ["clerk@dovre.example"] and message["Bcc"] is None
+    assert message["Subject"] == (
+        "[minewatch other] violation: Blast B-7 Bcc: neighbour@evil.example gone at 16:02 local, after 15:00"
+    )
+    text = message.get_body(("plain",))
+    assert text is not None  # the body keeps the text as written, a line break a line break
+    assert text.get_content().replace("\r\n", "\n").startswith(hostile["message"].replace("\r\n", "\n"))
+    conn.close()
+
+
 def test_email_without_trusting_the_certificate_is_not_sent(tmp_path: Path, smtp: Mailbox) -> None:
     db = tmp_path / "store.db"
     conn = connect(db)
