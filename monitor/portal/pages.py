@@ -58,7 +58,8 @@ class SitePages:
             Route("/notices/{notice}/{action}", self.notice_act, methods=["POST"]),
             Route("/sites/{site}/day", self.day_page),
             Route("/sites/{site}/plan", self.plan_page),
-            Route("/sites/{site}/blasts/{blast}/report.{fmt}", self.blast_report),
+            # A blast id is the operator's text and may hold a slash ("2026/06-3").
+            Route("/sites/{site}/blasts/{blast:path}/report.{fmt}", self.blast_report),
             Route("/sites/{site}/audio/{sensor}.wav", self.audio_clip),
         ]
 

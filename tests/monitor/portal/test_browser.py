@@ -776,6 +776,22 @@ def test_a_blasts_seismograph_report_is_linked_for_whoever_may_see_the_blast(
         context.clear_cookies()
     assert status_of(context, f"{report}.html") in (302, 303, 401)  # not logged in: no report
 
+    # A blast id is the operator's text: one holding a slash, a space and a '#' is linked too.
+    odd = "2026/06 #3"
+    env.pub.publish(f"minewatch/{SITE}/events/blast", {"blast_id": odd, "ts": format_ts(local(12, 20))})
+    for message in event_messages(wave, SITE, "sg1", "sg1-odd", local(12, 20), blast_id=odd):
+        env.pub.publish(*encode(message))
+    assert wait_until(
+        lambda: env.count("SELECT COUNT(*) FROM readings WHERE kind = 'seismic-waveforms'") == 2, 60
+    ), env.daemon.logs()[-3000:]
+    page = login(context, env, "town")
+    page.goto(f"{env.url}/sites/{SITE}/day?date={DAY.isoformat()}")
+    href = page.locator("a.blast-report", has_text="seismograph report").nth(1).get_attribute("href")
+    assert href == f"/sites/{SITE}/blasts/2026/06%20%233/report.html"
+    html = context.request.get(f"{env.url}{href}")
+    assert html.status == 200 and "Blast report: 2026/06 #3" in html.text()
+    context.clear_cookies()
+
 
 def test_a_blast_notice_with_its_charge_and_distance_shows_the_scaled_distance(
     env: Env, context: BrowserContext
