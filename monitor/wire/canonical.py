@@ -34,3 +34,40 @@ def to_us(ts: datetime) -> int:
 
 def from_us(us: int) -> datetime:
     return EPOCH + timedelta(microseconds=us)
+
+
+# What a lone UTF-16 surrogate is, in the words every refusal of one uses.
+HALF_PAIR = "not text: half of a UTF-16 surrogate pair (a \\ud800-\\udfff escape without its other half)"
+
+
+def half_pair_at(value: Any) -> tuple[str, str] | None:
+    """(where, what) when parsed JSON holds a string that is not text, else None.
+
+    ``json.loads`` takes a ``"\\ud800"`` escape alone (orjson refuses it), which no UTF-8 output
+    can hold: stored or printed, it fails there. ``where`` names the place (``site.id``,
+    ``recipients[1]``; ``""``: the value itself), ``what`` says what is wrong there.
+    """
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if not _is_text(item):
+                return where, HALF_PAIR
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if isinstance(key, str) and not _is_text(key):
+                    return where, f"a field's name is {HALF_PAIR}"
+                stack.append((f"{where}.{key}" if where else str(key), inner))
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", inner) for i, inner in enumerate(item))
+    return None
+
+
+def _is_text(value: str) -> bool:
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -22,7 +22,7 @@ import orjson
 
 from monitor.config import SensorConfig, SiteConfig
 from monitor.errors import DecodeError
-from monitor.wire.canonical import canonical_json, from_us
+from monitor.wire.canonical import canonical_json, from_us, half_pair_at
 from monitor.wire.protocol import (
     AUDIO_FORMATS,
     AUDIO_MAGIC,
@@ -224,7 +224,22 @@ def _load_json_strictly(payload: bytes) -> Any:
         raise DecodeError("payload", f"a number cannot be read ({shown(str(exc), 80)})") from None
     except RecursionError:
         raise DecodeError("payload", "JSON nested too deeply") from None
+    # Only here can a string hold half a surrogate pair: orjson refuses one.
+    found = half_pair_at(data)
+    if found is not None:
+        raise DecodeError(found[0] or "payload", found[1])
     return data
+
+
+def _printable(name: str, value: str) -> None:
+    """Refuse a name holding what is no printed character: a control (a line break, a terminal's
+    ESC), a format character (a right-to-left override) or a separator other than the space.
+    Shown as it is, such a name could rewrite what a terminal or a page shows around it."""
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise DecodeError(
+            name, f"holds U+{ord(bad):04X}, not a printed character; a name is one line of text"
+        )
 
 
 class _Fields:
@@ -283,6 +298,18 @@ class _Fields:
         assert value is not None
         return value
 
+    def ident(self, name: str, max_len: int = 128, *, required: bool = True) -> str | None:
+        """A name others will print, link and file under (a blast's id): text, one printable line."""
+        value = self.text(name, required=required, max_len=max_len)
+        if value is not None:
+            _printable(name, value)
+        return value
+
+    def req_ident(self, name: str, max_len: int = 128) -> str:
+        value = self.ident(name, max_len)
+        assert value is not None
+        return value
+
     def time(self, name: str, *, required: bool = True) -> datetime | None:
         value = self._raw(name, required)
         return None if value is None else parse_ts(value, name)
@@ -302,6 +329,8 @@ class _Fields:
             raise DecodeError(name, f"more than {max_items} entries")
         if any(len(v) > max_len for v in value):
             raise DecodeError(name, f"an entry is longer than {max_len} characters")
+        for i, v in enumerate(value):
+            _printable(f"{name}[{i}]", v)
         return tuple(value)
 
     def duration(self, default: float | None = None) -> float:
@@ -494,7 +523,7 @@ MAX_AIRBLAST_PA = 100_000.0  # 194 dB
 def _decode_seismic(f: _Fields, site: str, sensor: str) -> SeismicSummary:
     """The seismograph's summary of one event (docs/PROTOCOL.md, "Seismographs")."""
     ts = f.req_time("ts")
-    event_id = f.req_text("event_id", 128)
+    event_id = f.req_ident("event_id")
     duration = f.req_number("duration_s", 0.0, MAX_SEISMIC_RECORD_S)
     if duration <= 0:
         raise DecodeError("duration_s", "must be positive")
@@ -502,7 +531,7 @@ def _decode_seismic(f: _Fields, site: str, sensor: str) -> SeismicSummary:
     chunks = f.req_number("chunks", 1, MAX_WAVEFORM_CHUNKS)
     if chunks != int(chunks) or rate != int(rate):
         raise DecodeError("chunks" if chunks != int(chunks) else "sample_rate", "must be a whole number")
-    f.text("blast_id", required=False, max_len=128)
+    f.ident("blast_id", required=False)
     raw = f._raw("summary", True)
     if not isinstance(raw, dict):
         raise DecodeError("summary", "expected an object (axes, pvs_mm_s, airblast_pa, mic_low_hz)")
@@ -593,7 +622,7 @@ def _decode_waveform(
     f = _Fields(header)
     ts = f.req_time("ts")
     check_time(ts, now, limits)
-    event_id = f.req_text("event_id", 128)
+    event_id = f.req_ident("event_id")
     whole = {
         name: f.req_number(name, lo, hi)
         for name, lo, hi in (
@@ -694,7 +723,7 @@ def _decode_audio(
 
 
 def _event_id(f: _Fields, data: Mapping[str, Any], kind: str) -> str:
-    given = f.text("id", required=False, max_len=128)
+    given = f.ident("id", required=False)
     if given:
         return given
     # No id: derive one from the content so a resent event still deduplicates.
@@ -716,7 +745,7 @@ def _decode_event(
     if kind == "blast-notice":
         event = BlastNotice(
             site.id,
-            f.req_text("blast_id", 128),
+            f.req_ident("blast_id"),
             f.req_time("issued_ts"),
             f.req_time("planned_ts"),
             f.texts("recipients"),
@@ -726,7 +755,7 @@ def _decode_event(
     elif kind == "blast":
         event = Blast(
             site.id,
-            f.req_text("blast_id", 128),
+            f.req_ident("blast_id"),
             f.req_time("ts"),
             f.text("safety_reason", required=False),
             f.number("charge_kg", required=False, lo=0.0, hi=1e6),
@@ -746,7 +775,7 @@ def _decode_event(
             f.req_time("ts"),
             gate,
             direction,
-            f.text("truck_id", required=False),
+            f.ident("truck_id", 1000, required=False),
         )
         checked = event.ts
     elif kind in ("work", "temporary-lighting"):

@@ -772,3 +772,63 @@ def test_a_wrong_signature_in_either_case_does_not_match() -> None:
     wrong = ("0" if data["sig"][0] != "0" else "1") + data["sig"][1:]
     for sig in (wrong, wrong.upper()):
         assert rejected(topic, {**data, "sig": sig}) == "sig: signature does not match the payload"
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw", "expected"),
+    [
+        # A JSON \u escape of half a UTF-16 pair decodes to no character: stored, it stopped the
+        # report's CSV and the evidence export of its day with a UnicodeEncodeError.
+        ("blast", r'{"blast_id": "B-\ud800", "ts": "2026-06-15T11:00:00Z"}', "blast_id: "),
+        (
+            "blast",
+            r'{"blast_id": "B-1", "ts": "2026-06-15T11:00:00Z", "safety_reason": "rock \udfff"}',
+            "safety_reason: ",
+        ),
+        (
+            "blast-notice",
+            r'{"blast_id": "B-1", "issued_ts": "2026-06-15T09:00:00Z", "planned_ts": "2026-06-16T11:00:00Z",'
+            r' "recipients": ["town", "\udc00"]}',
+            "recipients[1]: ",
+        ),
+        ("blast", r'{"blast_id": "B-1", "ts": "2026-06-15T11:00:00Z", "\ud83d": 1}', "payload: "),
+    ],
+)
+def test_half_a_surrogate_pair_is_refused_naming_the_field(kind: str, raw: str, expected: str) -> None:
+    said = rejected(f"{P}/events/{kind}", raw.encode())
+    assert said.startswith(expected) and "not text: half of a UTF-16 surrogate pair" in said, said
+
+
+def test_a_whole_surrogate_pair_is_its_character() -> None:
+    raw = rb'{"blast_id": "B-\ud83d\ude00", "ts": "2026-06-15T11:00:00Z"}'
+    assert dec(f"{P}/events/blast", raw).id == "B-\U0001f600"
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "expected"),
+    [
+        # Names others print, link and file under: one printable line each.
+        ("blast", {"blast_id": "B-7\x1b[1A\x1b[2K"}, "blast_id: holds U+001B, not a printed character"),
+        ("blast", {"blast_id": "B-7\nBcc: x"}, "blast_id: holds U+000A"),
+        ("blast", {"blast_id": "B-\u202e7"}, "blast_id: holds U+202E"),
+        ("blast", {"blast_id": "B-\x007"}, "blast_id: holds U+0000"),
+        ("truck", {"gate": "g1", "direction": "in", "truck_id": "T\r1"}, "truck_id: holds U+000D"),
+        ("truck", {"gate": "g1", "direction": "in", "id": "t\t1"}, "id: holds U+0009"),
+    ],
+)
+def test_a_name_that_is_not_one_printable_line_is_refused(
+    kind: str, fields: dict[str, Any], expected: str
+) -> None:
+    payload = {"ts": "2026-06-15T11:00:00Z", **fields}
+    assert rejected(f"{P}/events/{kind}", payload).startswith(expected)
+
+
+def test_free_text_and_printable_names_are_taken_as_written() -> None:
+    blast = dec(
+        f"{P}/events/blast",
+        {"blast_id": "2026/06 #3 – Süd", "ts": "2026-06-15T11:00:00Z", "safety_reason": "storm\ncoming"},
+    )
+    assert (blast.id, blast.safety_reason) == ("2026/06 #3 – Süd", "storm\ncoming")
+    notice = {"blast_id": "B-1", "issued_ts": "2026-06-15T09:00:00Z", "planned_ts": "2026-06-16T11:00:00Z"}
+    said = rejected(f"{P}/events/blast-notice", {**notice, "recipients": ["town", "Hanson\x1b[2J"]})
+    assert said.startswith("recipients[1]: holds U+001B")
