@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -75,6 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from monitor.process_settings import tune_process
 
     tune_process()
+    # A character no encoding of the terminal holds (half a UTF-16 pair from someone's JSON, a
+    # name in a script the locale lacks) is printed as its escape, not a UnicodeEncodeError.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     module = importlib.import_module(f"monitor.commands.{COMMANDS[args.command][0]}")
     # The commands report their own errors; these are the user's mistakes they let through,
     # as one line and exit 2 instead of a traceback.

@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 from monitor.commands.output_paths import new_file
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
+from monitor.shown_text import one_line
 from monitor.times import end_of_day
 from rules.deadlines import extra_days_problem
 
@@ -174,7 +175,7 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
             print(
                 f"{n.id}  {n.site:<10} {n.section:<6} {n.status.replace('_', ' '):<20} "
                 f"issued {local_stamp(n.opened, n.timezone)}  deadline {local_stamp(n.deadline, n.timezone)}"
-                f"  {n.data.get('title', '')}"
+                f"  {one_line(str(n.data.get('title', '')))}"  # may quote the operator's words
             )
         return 0
     if args.action == "show":

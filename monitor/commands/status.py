@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.config import Config, load_config, site_profile_problems
 from monitor.errors import ConfigError, UsageError
+from monitor.shown_text import one_line
 from monitor.times import FORMS, parse_time
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         if status["episodes_24h"]:
             print("  violation episodes in the last 24 h:")
         for episode in status["episodes_24h"]:
-            print(f"  - {episode['text']}")
+            print(f"  - {one_line(episode['text'])}")  # may quote the operator's words
     return 0
 
 

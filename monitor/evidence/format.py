@@ -18,7 +18,7 @@ from typing import Any
 from monitor.errors import MinewatchError
 from monitor.journal.chain_kinds import KINDS, SOUND_FIELDS, ChainKind, sound_record
 from monitor.named_file import NamedFileError, read_named_text
-from monitor.wire.canonical import canonical_json, canonical_text
+from monitor.wire.canonical import canonical_json, canonical_text, half_pair_at
 
 # Format 2: the file set is closed (fixed by the format and the rows, not by the manifest),
 # the profile and configuration are bound by a chained config record, and the segment ends
@@ -443,6 +443,9 @@ def load_anchors(path: str | Path) -> list[Anchor]:
             raise EvidenceError(f"{path}: neither a JSON list nor JSON lines: {exc}") from None
     anchors = []
     for i, item in enumerate(items):
+        found = half_pair_at(item)
+        if found is not None:
+            raise EvidenceError(f"{path}: entry {i}: {found[0] or 'the entry'}: {found[1]}")
         try:
             anchors.append(
                 Anchor(

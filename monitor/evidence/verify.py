@@ -90,7 +90,8 @@ from monitor.journal.chain_kinds import (
     reading_record,
     sound_record,
 )
-from monitor.wire.canonical import to_us
+from monitor.shown_text import one_line
+from monitor.wire.canonical import half_pair_at, to_us
 
 # --------------------------------------------------------------------------- verify
 
@@ -216,6 +217,11 @@ class Report:
         )
 
     def lines(self) -> list[str]:
+        """What to print, a line each; the bundle's own text (a forger's) as escapes where it
+        could steer a terminal (monitor/shown_text.py)."""
+        return [one_line(line) for line in self._lines()]
+
+    def _lines(self) -> list[str]:
         out = [self.verdict()]
         first = self.first_problem
         if first is not None and first.category == "bundle":
@@ -454,6 +460,7 @@ def _json_rows(
             continue
         try:
             element = json.loads(text)
+            _refuse_half_pairs(element, "")
             seq = int(element["chain_seq"])
             row = element["row"]
             record = spec.record(spec.stored_row(row))  # a BLOB carried as base64 is hashed here
@@ -495,6 +502,7 @@ def verify_bundle(
     with zf:
         try:
             manifest = json.loads(_read_capped(zf, MANIFEST))
+            _refuse_half_pairs(manifest, f"{MANIFEST}: ")
             if not isinstance(manifest, dict) or manifest.get("format") not in FORMATS:
                 found = manifest.get("format") if isinstance(manifest, dict) else None
                 raise ValueError(f"format {found!r}, this verifier reads {', '.join(map(repr, FORMATS))}")
@@ -513,6 +521,13 @@ def verify_bundle(
         except (ValueError, TypeError, zipfile.BadZipFile, EOFError, OSError, csv.Error) as exc:
             report.add("bundle", f"unreadable bundle: {exc}")
     return report
+
+
+def _refuse_half_pairs(value: Any, name: str) -> None:
+    """ValueError where parsed JSON holds a string that is not text (it could not be printed)."""
+    found = half_pair_at(value)
+    if found is not None:
+        raise ValueError(f"{name}{found[0] or 'the value'}: {found[1]}")
 
 
 def _zip_entries(path: str | Path) -> int:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from monitor.journal import queries
 from monitor.journal.chain_kinds import KINDS, digest_of
+from monitor.shown_text import one_line
 from monitor.wire.canonical import from_us
 from rules.times import local_moment
 
@@ -38,7 +39,7 @@ class ReportCheck:
 
     def say(self, name: str, line: str, ok: bool = True) -> None:
         self.ok = self.ok and ok
-        self.lines.append(f"{name}: {'OK' if ok else 'FAILED'}: {line}")
+        self.lines.append(one_line(f"{name}: {'OK' if ok else 'FAILED'}: {line}"))
 
 
 def is_report(head: bytes) -> bool:

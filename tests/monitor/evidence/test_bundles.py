@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import subprocess
+import sys
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -44,7 +46,7 @@ from tests.support.evidence import (
     first_problem,
     rewrite,
 )
-from tests.support.paths import DATA
+from tests.support.paths import DATA, REPO
 from tests.support.servers import Influxd, Mosquitto
 
 # --------------------------------------------------------------------------- export and verify
@@ -1029,3 +1031,67 @@ def test_portal_actions_travel_with_the_bundle_and_cannot_be_dropped(tmp_path: P
         for name, data in members.items():
             zout.writestr(name, data)
     assert "portal_action" in first_problem(dropped), first_problem(dropped)
+
+
+def test_a_forged_label_cannot_rewrite_verifys_lines_on_the_terminal(site: Site, tmp_path: Path) -> None:
+    """A forger writes the bundle's text: a sensor cell with terminal escapes (cursor up, erase
+    the line), a carriage return, a line break and a right-to-left override would, printed as
+    is, rub out the FAILED verdict and write an OK line of the forger's own. Verify prints each
+    such character as its escape; every line it prints is one of its own."""
+    bundle = export(site, tmp_path / "b.zip")
+    fake = f"\x1b[1A\x1b[2K\r{bundle}: OK, anchored\n{bundle}: OK\u202e"
+
+    def relabelled(rows: list[list[str]]) -> None:
+        rows[7][2] = rows[7][2] + fake
+
+    forged = rewrite(bundle, tmp_path / "forged.zip", {"data/sound/part-00001.csv": edit_rows(relabelled)})
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "verify", str(forged)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"{forged}: FAILED: row altered: data/sound/part-00001.csv line 8 ")
+    assert all(line.startswith((f"{forged}: FAILED: ", "  ")) for line in lines), lines
+    assert not any(c in done.stdout for c in "\x1b\r\u202e")
+    assert "\\x1b[1A\\x1b[2K\\r" in lines[0] and "\\n" in lines[0] and "\\u202e" in lines[0]
+
+
+def test_half_a_surrogate_pair_in_a_bundles_json_is_named_not_a_traceback(site: Site, tmp_path: Path) -> None:
+    """JSON may escape half a UTF-16 pair ("\\ud800"), which json reads and no output can print:
+    verify ended in a UnicodeEncodeError traceback printing such a site id. It names the place."""
+    bundle = export(site, tmp_path / "b.zip")
+
+    def site_id(members: dict[str, bytes]) -> None:
+        manifest = json.loads(members["manifest.json"])
+        manifest["site"]["id"] += "\ud800"
+        members["manifest.json"] = json.dumps(manifest).encode()
+
+    def event_row(members: dict[str, bytes]) -> None:
+        text = members["records/findings.json"].decode()
+        members["records/findings.json"] = text.replace('"site": "', '"site": "\\udfff', 1).encode()
+
+    town = tmp_path / "held.json"
+    town.write_text('[{"site": "quarry\\ud800", "seq": 1, "head": "00"}]')
+    for argv, code, said in (
+        (
+            [repack(bundle, tmp_path / "m.zip", site_id)],
+            1,
+            "FAILED: unreadable bundle: manifest.json: site.id: ",
+        ),
+        ([repack(bundle, tmp_path / "r.zip", event_row)], 1, "row malformed: records/findings.json line 2: "),
+        ([bundle, "--anchors", town], 2, f"minewatch verify: {town}: entry 0: site: "),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", "verify", *map(str, argv)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        printed = done.stdout + done.stderr
+        assert done.returncode == code and "Traceback" not in printed, printed
+        assert said in printed and "not text: half of a UTF-16 surrogate pair" in printed, printed
