@@ -245,3 +245,55 @@ def test_example_configuration_if_present(tmp_path: Path, monkeypatch: pytest.Mo
     expected = {f"sensor-{site.id}-{s.id}" for site in config.sites for s in site.sensors}
     expected |= {f"operator-{site.id}" for site in config.sites}
     assert expected | {"minewatch-daemon", "minewatch-portal", "town"} == names
+
+
+def test_an_out_folder_of_someone_elses_files_is_left_as_it_is(tmp_path: Path) -> None:
+    """--out naming a folder of files the script did not write (an /etc/mosquitto of a broker
+    set up by hand) overwrote its acl, passwd and mosquitto.conf and deleted the files of its
+    passwords/ folder. It is refused in one line, and nothing there changes."""
+    config = write_test_config(tmp_path / "c.toml")
+    mine = tmp_path / "etc"
+    (mine / "passwords").mkdir(parents=True)
+    files = {
+        "acl": "user alice\ntopic read #\n",
+        "passwd": "alice:$7$101$x\n",
+        "mosquitto.conf": "listener 1883\n",
+        "passwords/alice": "secret\n",
+    }
+    for name, text in files.items():
+        (mine / name).write_text(text)
+    for argv in (["--config", config], ["--conf-only"]):
+        refused = make_credentials([*argv, "--out", mine])
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+        assert "not written by make-credentials" in refused.stderr and "mosquitto.conf" in refused.stderr
+    assert (
+        "acl, mosquitto.conf, passwd, passwords/"
+        in make_credentials(["--config", config, "--out", mine]).stderr
+    )
+    assert {name: (mine / name).read_text() for name in files} == files
+    assert sorted(p.name for p in mine.iterdir()) == ["acl", "mosquitto.conf", "passwd", "passwords"]
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "credentials.json").write_text("[1, 2]\n")
+    refused = make_credentials(["--config", config, "--out", other])
+    assert refused.returncode == 2 and "credentials.json" in refused.stderr, refused.stderr
+    assert (other / "credentials.json").read_text() == "[1, 2]\n"
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x\n")
+    for argv, said in (
+        (["--out", a_file], f"--out {a_file}: not a folder"),
+        (["--out", tmp_path / "o", "--ca-days", "0"], "--ca-days 0: must be at least 1"),
+        (["--out", tmp_path / "o", "--server-days", "-5"], "--server-days -5: must be at least 1"),
+    ):
+        refused = make_credentials(["--config", config, *argv])
+        assert refused.returncode == 2 and said in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
+    assert a_file.read_text() == "x\n"
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    run_ok("--config", config, "--out", empty)  # an empty folder is as good as a new one
+    run_ok("--config", config, "--out", empty)  # and the script's own files are its to rewrite
+    run_ok("--conf-only", "--out", empty)
