@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from monitor.sqlite_files import shown_tables, someone_elses_tables
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
     id      INTEGER PRIMARY KEY AUTOINCREMENT,  -- publish order
@@ -85,6 +87,14 @@ class ForwardQueue:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(self.path, isolation_level=None)
+        # Before anything writes: another program's database named by mistake is left as it is.
+        foreign = someone_elses_tables(self.conn, ("messages",))
+        if foreign is not None:
+            self.conn.close()
+            raise ValueError(
+                f"another program's SQLite database (tables {shown_tables(foreign)}), not a sensor's"
+                " queue; name a new file for the queue"
+            )
         # WAL + NORMAL: a message survives a process crash once put() returns; a power cut
         # may lose the last fraction of a second, which the sensor's own clock gap shows.
         self.conn.execute("PRAGMA journal_mode=WAL")

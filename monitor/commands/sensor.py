@@ -140,7 +140,10 @@ def _common(parser: argparse.ArgumentParser, sources: str) -> None:
     parser.add_argument("--source", required=True, metavar="SOURCE", help=sources)
     parser.add_argument("--site", metavar="S", help="site id (default: the site that has the sensor)")
     parser.add_argument(
-        "--queue", metavar="PATH", help="store-and-forward queue (default: ./{site}-{sensor}.queue.db)"
+        "--queue",
+        metavar="PATH",
+        help="store-and-forward queue, made if missing (default: ./{site}-{sensor}.queue.db);"
+        " another program's SQLite database is refused",
     )
     parser.add_argument(
         "--queue-max-messages",
@@ -298,16 +301,17 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--queue {queue_path}: {blocking} is a file, not a folder")
     if queue_path.is_dir():
         return _fail(f"--queue {queue_path}: is a folder; give the queue's file name")
-    try:
-        claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
-    except QueueTaken as exc:
-        return _fail(str(exc))
+    # The queue first, then its claim: a --queue that is no queue leaves no claim file beside it.
     try:
         bounds = QueueBounds(args.queue_max_messages, int(args.queue_max_mb * 1024 * 1024))
         forward = ForwardQueue(queue_path, bounds)
     except (ValueError, OSError, sqlite3.Error) as exc:
-        claim.release()
         return _fail(f"--queue {queue_path}: {exc}")
+    try:
+        claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
+    except QueueTaken as exc:
+        forward.close()
+        return _fail(str(exc))
     # A refused login (bad password) stops the run: no retry can fix it (exit status 3).
     link = Link(
         config.broker,

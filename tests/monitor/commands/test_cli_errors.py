@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -236,6 +237,42 @@ def test_a_store_path_that_is_no_store_is_one_line_and_left_alone(
         )
     assert notes.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("notes")) == ["notes.txt"]
+
+
+def test_another_programs_database_is_no_store_and_no_queue(site: dict[str, str], tmp_path: Path) -> None:
+    """storage.path or a sensor's --queue naming another program's SQLite database had the
+    store's or the queue's tables added to it and the file switched to WAL. Each is one line,
+    and the database and its folder are left as they were (no claim file beside it)."""
+    other = tmp_path / "inventory.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE parts (name TEXT, count INTEGER)")
+    conn.execute("INSERT INTO parts VALUES ('crusher jaw', 2)")
+    conn.commit()
+    conn.close()
+    before = other.read_bytes()
+    config = tmp_path / "other-store.toml"
+    config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(other)))
+    for argv in (["status"], ["notices", "list"], ["run"]):
+        line = _assert_one_line(_run([*argv, "--config", str(config)], Path(site["cwd"])))
+        assert line.endswith(
+            f"{str(other)!r} is another program's SQLite database (tables parts), not a minewatch store;"
+            f" name a new file for the store (storage.path in {config})"
+        ), line
+    sensor = ["sensor", "sound", "--config", site["config"], "--sensor", "n1", "--source", "synthetic"]
+    line = _assert_one_line(_run([*sensor, "--queue", str(other)], Path(site["cwd"])))
+    assert line.endswith(
+        f"--queue {other}: another program's SQLite database (tables parts), not a sensor's queue;"
+        " name a new file for the queue"
+    ), line
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a queue\n")
+    line = _assert_one_line(_run([*sensor, "--queue", str(notes)], Path(site["cwd"])))
+    assert line.endswith(f"--queue {notes}: file is not a database"), line
+    assert other.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("inventory", "notes"))) == [
+        "inventory.db",
+        "notes.txt",
+    ]
 
 
 def test_files_of_random_bytes_named_in_a_config_or_an_option(site: dict[str, str], tmp_path: Path) -> None:
