@@ -11,6 +11,9 @@ Every command that takes a time (``status --at``, ``evidence --from/--to``, ``no
 A wrong text raises UsageError naming the option and showing the accepted forms; so does a
 time or a day outside 1970-01-01 to 9998-12-31 (UTC), what the store's microsecond times and the
 date arithmetic take (``FIRST_DAY``..``LAST_DAY``, the portal's pages and API included).
+
+A notice's number of days (``notices extend/request-extension --days``, the portal's notice
+forms) is read by ``extra_days``, in the same words everywhere.
 """
 
 from __future__ import annotations
@@ -81,3 +84,20 @@ def end_of_day(text: str, zone: tzinfo, option: str) -> datetime:
         day = parse_date(value, option)
         return _in_utc(datetime.combine(day, time(23, 59, 59), zone), option, text)
     return parse_time(value, zone, option)
+
+
+def extra_days(text: str) -> int:
+    """The days of an extension granted or asked for, as a person typed them: a whole number in
+    ASCII digits (no sign, no other script's digits), held to the notices' bound
+    (rules.deadlines.extra_days_problem). ValueError says what is wrong, without the option's name."""
+    from rules.deadlines import MAX_EXTRA_DAYS, extra_days_problem
+
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"expected a whole number of days, got {text[:20]!r}")
+    if len(text) > 20:  # past any bound; not worth reading as a number
+        raise ValueError(f"expected at most {MAX_EXTRA_DAYS} days, got {len(text)} digits")
+    days = int(text)
+    if problem := extra_days_problem(days):
+        raise ValueError(problem)
+    return days

@@ -29,8 +29,7 @@ from monitor.commands.output_paths import new_file
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.shown_text import one_line
-from monitor.times import end_of_day
-from rules.deadlines import extra_days_problem
+from monitor.times import end_of_day, extra_days
 
 if TYPE_CHECKING:
     from monitor.journal.store import Store
@@ -107,12 +106,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _positive_days(text: str) -> int:
     try:
-        days = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of days, got {text!r}") from None
-    if problem := extra_days_problem(days):
-        raise argparse.ArgumentTypeError(problem)
-    return days
+        return extra_days(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_until(text: str, timezone: str) -> datetime:

@@ -25,8 +25,9 @@ from monitor.portal import svg as plot
 from monitor.portal.data import EVENT_KINDS, NotFound, Refused, Scope, new_event_id
 from monitor.portal.periods import Period
 from monitor.portal.web import AUDIENCE, CAN, Web, period_param
+from monitor.times import extra_days
 from monitor.wire.protocol import parse_ts
-from rules.deadlines import MAX_EXTRA_DAYS, extra_days_problem
+from rules.deadlines import MAX_EXTRA_DAYS
 from rules.model import FindingKind
 
 BLAST_REPORT_DAYS = 30  # the operator's status page lists the blast reports of this many days
@@ -616,11 +617,7 @@ def _extra_days(form: FormData) -> int | None:
     text = str(form.get("days", "")).strip()
     if not text:
         return None
-    if not (text.isascii() and text.isdigit()):
-        raise UsageError(f"days: expected a whole number of days, got {text[:20]!r}")
-    if len(text) > 20:  # past any bound; not worth reading as a number
-        raise UsageError(f"days: expected at most {MAX_EXTRA_DAYS} days, got {len(text)} digits")
-    days = int(text)
-    if problem := extra_days_problem(days):
-        raise UsageError(f"days: {problem}")
-    return days
+    try:
+        return extra_days(text)
+    except ValueError as exc:
+        raise UsageError(f"days: {exc}") from None

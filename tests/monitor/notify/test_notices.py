@@ -865,3 +865,27 @@ def test_an_episode_told_minute_by_minute_has_the_facts_of_its_findings_told_at_
     assert extended.start == t - timedelta(minutes=2) and extended.facts["worst"]["value"] == 95.0
     told_at_once()
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("-3", "expected a whole number of days, got '-3'"),
+        ("+5", "expected a whole number of days, got '+5'"),
+        ("\u0663", "expected a whole number of days, got '\u0663'"),  # an Arabic-Indic 3
+        ("0", "expected at least 1 day, got 0"),
+        ("9" * 30, "expected at most 3650 days, got 30 digits"),
+    ],
+)
+def test_the_cli_reads_days_as_the_portal_does(
+    config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str], typed: str, said: str
+) -> None:
+    """One reading of a notice's days (monitor/times.extra_days): the CLI took int()'s, so '+5'
+    and another script's digits were days there and not on the portal, and '-3' was worded
+    otherwise. The portal's words are tests/monitor/portal/test_request_limits.py's."""
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    for action in (["extend", "DOV-2026-0001"], ["request-extension", "DOV-2026-0001", "--explanation", "x"]):
+        argv = ["notices", *action, f"--days={typed}", "--by", "Town", "--config", str(path)]
+        assert run_cli(argv) == 2
+        assert f"argument --days: {said}" in capsys.readouterr().err
