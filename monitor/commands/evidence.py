@@ -8,6 +8,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from monitor.commands.output_paths import new_file
+from monitor.commands.site_option import add_site_option, chosen_site
 from monitor.config import load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.times import parse_time
@@ -15,7 +16,7 @@ from monitor.times import parse_time
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file")
-    parser.add_argument("--site", required=True, help="site id")
+    add_site_option(parser)
     parser.add_argument(
         "--from",
         dest="start",
@@ -50,10 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     # Reads the store (and InfluxDB for pruned data); never needs the broker's password.
     config = load_config(args.config, secrets="defer")
-    site = config.site(args.site)
-    if site is None:
-        known = ", ".join(s.id for s in config.sites)
-        raise UsageError(f"unknown site {args.site!r}; the configuration has: {known}")
+    site = chosen_site(config, args.site)
     zone = ZoneInfo(site.timezone)
     start, end = parse_time(args.start, zone, "--from"), parse_time(args.end, zone, "--to")
     if not start < end:

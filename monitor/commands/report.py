@@ -17,6 +17,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from monitor.commands.output_paths import new_file, write_whole
+from monitor.commands.site_option import add_site_option, chosen_site
 from monitor.config import load_config
 from monitor.errors import UsageError
 from monitor.times import FIRST_DAY, LAST_DAY, parse_day
@@ -24,7 +25,7 @@ from monitor.times import FIRST_DAY, LAST_DAY, parse_day
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file")
-    parser.add_argument("--site", required=True, help="site id")
+    add_site_option(parser)
     when = parser.add_mutually_exclusive_group(required=True)
     when.add_argument("--from", dest="start", metavar="D1", help="first day (site time), with --to")
     when.add_argument("--month", metavar="YYYY-MM", help="a calendar month, e.g. 2026-11")
@@ -58,10 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.reports.content import month_period, period_of
 
     config = load_config(args.config, secrets="defer")
-    site = config.site(args.site)
-    if site is None:
-        known = ", ".join(s.id for s in config.sites)
-        raise UsageError(f"unknown site {args.site!r}; the configuration has: {known}")
+    site = chosen_site(config, args.site)
     zone = ZoneInfo(site.timezone)
     folder = Path(args.out)
     if not folder.is_dir():

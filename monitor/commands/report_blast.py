@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from monitor.commands.output_paths import new_file
+from monitor.commands.site_option import add_site_option, chosen_site
 from monitor.config import load_config
 from monitor.errors import UsageError
 
@@ -20,7 +21,7 @@ FORMATS = {".pdf": "pdf", ".html": "html", ".htm": "html"}
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file")
-    parser.add_argument("--site", help="site id (may be left out when the configuration has one site)")
+    add_site_option(parser)
     parser.add_argument("--blast", required=True, metavar="ID", help="the blast id (as recorded)")
     parser.add_argument(
         "--sensor", metavar="ID", help="the seismograph, when more than one recorded the blast"
@@ -43,12 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if fmt is None:
         raise UsageError(f"--out {args.out}: name a .pdf or .html file")
     config = load_config(args.config, secrets="defer")  # reads the store only: no broker password
-    chosen = config.sites[0] if args.site is None and len(config.sites) == 1 else None
-    site = chosen or (config.site(args.site) if args.site else None)
-    if site is None:
-        known = ", ".join(s.id for s in config.sites)
-        said = f"unknown site {args.site!r}" if args.site else "--site is needed"
-        raise UsageError(f"{said}; the configuration has: {known}")
+    site = chosen_site(config, args.site)
     if args.sensor is not None and site.sensor(args.sensor) is None:
         known = ", ".join(s.id for s in site.sensors if s.kind.value == "seismograph") or "none"
         raise UsageError(

@@ -275,6 +275,34 @@ def test_another_programs_database_is_no_store_and_no_queue(site: dict[str, str]
     ]
 
 
+def test_site_may_be_left_out_with_one_site_in_every_command_that_takes_it(
+    site: dict[str, str], tmp_path: Path
+) -> None:
+    """report-blast took its configuration's only site without --site; report and evidence
+    required --site all the same. All three now take it, and name the sites when there are two."""
+    cwd = Path(site["cwd"])
+    window = ["--from", "2026-11-02T10:00", "--to", "2026-11-02T11:00"]
+    evidence = _run(["evidence", "--config", site["config"], *window, "--out", str(tmp_path / "b.zip")], cwd)
+    assert evidence.returncode == 0 and "EMPTY" in evidence.stdout, evidence.stderr
+    report = _run(["report", "--config", site["config"], "--day", "2026-11-02", "--out", str(tmp_path)], cwd)
+    assert report.returncode == 0, report.stderr
+    two = tmp_path / "two-sites.toml"
+    two.write_text(
+        Path(site["config"]).read_text()
+        + '\n[[sites]]\nid = "other"\nname = "Other pit"\ntimezone = "America/Chicago"\n'
+        'latitude = 45.0\nlongitude = -91.0\n[[sites.sensors]]\nid = "m1"\nkind = "sound"\n'
+    )
+    for argv in (
+        ["evidence", *window, "--out", str(tmp_path / "c.zip")],
+        ["report", "--day", "2026-11-02", "--out", str(tmp_path)],
+        ["report-blast", "--blast", "B-1", "--out", str(tmp_path / "b.pdf")],
+    ):
+        line = _assert_one_line(_run([*argv, "--config", str(two)], cwd))
+        assert line.endswith("--site is needed; the configuration has: dovre-quarry, other"), line
+        line = _assert_one_line(_run([*argv, "--config", str(two), "--site", "nowhere"], cwd))
+        assert line.endswith("unknown site 'nowhere'; the configuration has: dovre-quarry, other"), line
+
+
 def test_files_of_random_bytes_named_in_a_config_or_an_option(site: dict[str, str], tmp_path: Path) -> None:
     """A password, profile or scenario file that is not text once ended in a UnicodeDecodeError."""
     binary = tmp_path / "random.toml"
