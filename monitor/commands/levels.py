@@ -29,10 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--period",
-        type=float,
+        # The meter's shortest period, and a day (a sensor's expected_period_s at most).
+        type=number(0.1, 86400, name="S"),
         default=1.0,
         metavar="S",
-        help="measurement period in seconds (>= 0.1, default 1)",
+        help="measurement period in seconds, 0.1 to 86400 (default 1)",
     )
     parser.add_argument(
         "--format",
@@ -55,9 +56,6 @@ def _rows(periods: list[PeriodLevels]) -> list[dict[str, float | None]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not math.isfinite(args.period):
-        print("minewatch levels: --period must be a finite number", file=sys.stderr)
-        return 2
     try:
         audio = read_wav(args.recording)
     except ValueError as error:  # it names the file

@@ -199,3 +199,20 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+@pytest.mark.parametrize("period", ["0", "0.05", "-1", "nan", "inf", "1e9"])
+def test_cli_period_outside_what_a_meter_takes_is_refused_before_the_file_is_read(
+    period: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--period had a check of its own (finite) and the meter's (0.1 s at least), the second
+    only once the recording was read; a period of 1e9 s was taken. One bound, by the parser."""
+    from monitor.cli import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["levels", "missing.wav", "--calibration", "94", "--period", period])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"minewatch levels: argument --period: {period} is outside 0.1 <= S <= 86400"
+        " (see minewatch levels --help)"
+    ]
