@@ -31,6 +31,7 @@ from monitor.commands.numbers import number
 from monitor.config import BrokerConfig, SiteConfig, load_config
 from monitor.errors import DecodeError, UsageError
 from monitor.named_file import NamedFileError, read_named_text
+from monitor.shown_text import one_line
 
 DEFAULT_SECONDS = 30.0
 MAX_SECONDS = 86_400.0
@@ -131,7 +132,7 @@ def _messages(n: int) -> str:
 
 def _printable(text: str, limit: int = 200) -> str:
     """A topic or reason as a terminal may show it: control characters escaped, cut short."""
-    safe = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    safe = one_line(text)
     return safe if len(safe) <= limit else f"{safe[:limit]}... ({len(text):,} characters)"
 
 
