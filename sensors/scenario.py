@@ -16,6 +16,7 @@ and unknown keys are errors.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -286,6 +287,9 @@ class _T:
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.problem(key, f"expected a number, got {value!r}")
             return 0.0
+        if not math.isfinite(value):  # TOML has nan and inf; nan passes every comparison below
+            self.problem(key, f"expected a finite number, got {value}")
+            return 0.0
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             self.problem(
                 key,
@@ -324,7 +328,7 @@ class _T:
     def distances(self, key: str = "distance_m") -> dict[str, float]:
         out: dict[str, float] = {}
         for sensor, d in self.table(key).items():
-            if isinstance(d, bool) or not isinstance(d, int | float) or d <= 0:
+            if isinstance(d, bool) or not isinstance(d, int | float) or not 0 < d < math.inf:
                 self.problem(f"{key}.{sensor}", f"expected a positive distance in metres, got {d!r}")
                 continue
             out[sensor] = float(d)
@@ -378,10 +382,10 @@ def _source(t: _T, start: datetime) -> Source | None:
         if (
             not isinstance(peak, list)
             or len(peak) != 2
-            or not all(isinstance(p, int | float) for p in peak)
+            or not all(isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 200 for p in peak)
             or peak[0] > peak[1]
         ):
-            t.problem("peak_db", "expected [low, high] in dB(A)")
+            t.problem("peak_db", "expected [low, high] in dB(A), 0 to 200")
             peak = [82.0, 88.0]
         source = Trucks(
             name,

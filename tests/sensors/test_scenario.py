@@ -142,3 +142,36 @@ def test_audio_replaces_levels_for_the_audio_sensor(tmp_path: Path) -> None:
     assert len(audio) == 90 and all(a.sensor == "n3" and a.sample_rate == 16000 for a in audio)
     assert not n3_levels & {a.ts for a in audio}
     assert len(n3_levels) + len(audio) == 12 * 60
+
+
+def test_nan_and_infinity_are_no_numbers_of_a_scenario() -> None:
+    """TOML spells nan and inf, and nan passes every range check: an ambient level of nan was
+    taken, and the simulation made 9,000 seconds of NaN levels of one meter."""
+    text = """
+start = "2026-06-15T06:00"
+[sound.n1]
+ambient_day_db = nan
+bearing_deg = -nan
+[[sources]]
+kind = "activity"
+level_db = inf
+distance_m = { n1 = nan, n2 = inf }
+periods = ["08:00-09:00"]
+[[sources]]
+kind = "trucks"
+gate = "g1"
+peak_db = [nan, 88.0]
+periods = ["08:00-09:00"]
+"""
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, TZ, source="nan.toml")
+    problems = "\n".join(caught.value.problems)
+    for expected in (
+        "sound.n1.ambient_day_db: expected a finite number, got nan",
+        "sound.n1.bearing_deg: expected a finite number, got nan",
+        "sources[0].level_db: expected a finite number, got inf",
+        "sources[0].distance_m.n1: expected a positive distance in metres, got nan",
+        "sources[0].distance_m.n2: expected a positive distance in metres, got inf",
+        "sources[1].peak_db: expected [low, high] in dB(A), 0 to 200",
+    ):
+        assert expected in problems, problems
