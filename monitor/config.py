@@ -1173,18 +1173,23 @@ def _check_profile_default(t: _Table, name: str, agreement: Mapping[str, Any]) -
     try:
         load_profile(name, agreement)
     except ProfileError as exc:
-        t.problems += site_profile_problems(t.path, exc.problems)
+        t.problems += site_profile_problems(t.path, exc.problems, agreement)
 
 
-def site_profile_problems(site_path: str, problems: Sequence[str]) -> list[str]:
-    """A ``ProfileError``'s problems under the site's key they come from (``sites[0].profile``
-    for the profile itself, ``sites[0].agreement`` for an override), as load_config words them."""
+def site_profile_problems(
+    site_path: str, problems: Sequence[str], agreement: Mapping[str, Any] | None = None
+) -> list[str]:
+    """A ``ProfileError``'s problems under the site's key they come from, as load_config words
+    them: ``sites[0].agreement`` for a problem of one of the site's overrides (it is worded with
+    the override's key), ``sites[0].profile`` for the profile itself (its name, its file or a
+    value in it)."""
+    overrides = tuple(f"{key}:" for key in agreement or {})
     placed = []
     for problem in problems:
-        if problem.startswith(("unknown profile", "profile")):  # the file or the name
-            placed.append(f"{site_path}.profile: {problem.removeprefix('profile: ')}")
-        else:
+        if overrides and problem.startswith(overrides):
             placed.append(f"{site_path}.agreement: {problem}")
+        else:
+            placed.append(f"{site_path}.profile: {problem.removeprefix('profile: ')}")
     return placed
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import math
 import re
 import tomllib
 import types
@@ -565,6 +566,9 @@ def _expect(value: Any, expected: Any, path: str, problems: list[str]) -> Any:
     if expected is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             problems.append(f"{path}: expected a number, got {_describe(value)}")
+            return None
+        if not math.isfinite(value):  # TOML's nan passes every comparison: a limit never met
+            problems.append(f"{path}: expected a finite number, got {value}")
             return None
         return float(value)
     if expected is str:

@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
             gaps[site.id] = episode_gap_of(site.profile, site.agreement)
             titles[site.id] = standard_titles_of(site.profile)
         except ProfileError as exc:
-            raise ConfigError(site_profile_problems(f"sites[{index}]", exc.problems)) from None
+            problems = site_profile_problems(f"sites[{index}]", exc.problems, site.agreement)
+            raise ConfigError(problems) from None
     store = Store(config.storage.path)
     try:
         statuses = [

@@ -144,6 +144,26 @@ def test_unknown_profile_and_bad_agreement() -> None:
     assert any(p.startswith("sites[0].agreement:") and "limit_dbb" in p for p in info.value.problems)
 
 
+def test_a_problem_in_the_profiles_file_is_placed_under_profile_not_agreement(tmp_path: Path) -> None:
+    """A value in the profile's own file was reported under sites[0].agreement, which the site
+    may not even have; it is the profile's. An override's problem stays the agreement's."""
+    from tests.support.paths import REPO
+
+    dovre = (REPO / "rules" / "profiles" / "dovre.toml").read_text()
+    profile = tmp_path / "town.toml"
+    profile.write_text(dovre.replace("limit_db = 80.0", "limit_db = nan"))
+    text = MINIMAL.replace('id = "s1"', f'id = "s1"\nprofile = "{profile}"')
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    assert "sites[0].profile: standards.noise.params.limit_db: expected a finite number, got nan" in (
+        info.value.problems
+    )
+    overridden = text.replace('id = "s1"', 'id = "s1"\nagreement = { "noise.limit_db" = "loud" }')
+    with pytest.raises(ConfigError) as info:
+        parse_config(overridden)
+    assert "sites[0].agreement: noise.limit_db: expected a number, got 'loud'" in info.value.problems
+
+
 def test_secret_from_file(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("hunter2\n")

@@ -130,6 +130,9 @@ PROFILE_ERRORS_CASES = [
     case("cure_days", "fourteen", "expected a whole number", id="profile-13.3.A-cure-days"),
     case(f"{NOISE_PARAMS}.placements", "boundary", "expected a list", id="profile-list-expected"),
     case("preexisting_exempt", ["lighting"], "'lighting' is not a standard", id="profile-1.4.C"),
+    # TOML's nan passes every comparison: a limit of nan (or inf) would never be exceeded
+    case(f"{NOISE_PARAMS}.limit_db", float("nan"), "expected a finite number, got nan", id="profile-nan"),
+    case(f"{NOISE_PARAMS}.limit_db", float("inf"), "expected a finite number, got inf", id="profile-inf"),
 ]
 # fmt: on
 
