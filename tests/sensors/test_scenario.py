@@ -76,18 +76,24 @@ id = "w"
 work = "picnic"
 period = "08:00-09:00"
 """
-    with pytest.raises(ScenarioError) as caught:
-        parse_scenario(text, TZ, source="bad.toml")
-    problems = "\n".join(caught.value.problems)
-    for expected in (
+    assert_problems(
+        text,
         "colour: unknown key",
         "sources[0].kind: unknown source kind 'volcano'",
         "sources[1].level_db: expected a number",
         "sources[1].distance_m.n1",
         "sources[1].periods",
         "events[0].work: must be one of",
-    ):
-        assert expected in problems, problems
+    )
+
+
+def assert_problems(text: str, *expected: str) -> None:
+    """The scenario is refused, and every expected problem is among those it names."""
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(text, TZ, source="bad.toml")
+    problems = "\n".join(caught.value.problems)
+    for problem in expected:
+        assert problem in problems, problems
 
 
 def test_builtin_scenarios_load() -> None:
@@ -163,15 +169,12 @@ gate = "g1"
 peak_db = [nan, 88.0]
 periods = ["08:00-09:00"]
 """
-    with pytest.raises(ScenarioError) as caught:
-        parse_scenario(text, TZ, source="nan.toml")
-    problems = "\n".join(caught.value.problems)
-    for expected in (
+    assert_problems(
+        text,
         "sound.n1.ambient_day_db: expected a finite number, got nan",
         "sound.n1.bearing_deg: expected a finite number, got nan",
         "sources[0].level_db: expected a finite number, got inf",
         "sources[0].distance_m.n1: expected a positive distance in metres, got nan",
         "sources[0].distance_m.n2: expected a positive distance in metres, got inf",
         "sources[1].peak_db: expected [low, high] in dB(A), 0 to 200",
-    ):
-        assert expected in problems, problems
+    )
