@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from monitor.claims import SiteTaken, claim_sites, claims_path
+from tests.support.cli import run_minewatch
 from tests.support.daemon import Daemon, wait_until, write_config
 from tests.support.paths import REPO
 from tests.support.servers import Mosquitto
@@ -68,12 +69,7 @@ def test_a_second_daemon_on_the_same_sites_is_refused_and_the_first_runs_on(
     first = Daemon(both).start()
     try:
         first.wait_ready()
-        second = subprocess.run(
-            [sys.executable, "-m", "monitor.cli", "run", "--config", str(both)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        second = run_minewatch("run", "--config", both, timeout=60)
         assert second.returncode == 2, second.stderr
         lines = second.stderr.strip().splitlines()
         assert lines == [

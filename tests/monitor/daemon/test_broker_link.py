@@ -16,6 +16,7 @@ import pytest
 from monitor.config import BrokerConfig
 from monitor.daemon.ingest import Handoff, MqttLink
 from monitor.wire.link_state import Backoff, LinkState
+from tests.support.cli import run_minewatch
 from tests.support.daemon import Daemon, wait_until, write_config
 from tests.support.secure_broker import EXTRA_ARGS, run_secure_broker, write_test_config
 from tests.support.sensors import site_config
@@ -188,12 +189,7 @@ def _sites(site_toml: Path) -> str:
 
 
 def _status(config: Path) -> str:
-    result = subprocess.run(
-        [sys.executable, "-m", "monitor.cli", "status", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_minewatch("status", "--config", config, timeout=60)
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -29,6 +29,7 @@ from monitor.daemon.workers import Partition, Supervisor, parse_partition
 from monitor.errors import UsageError
 from monitor.wire.codec import encode
 from rules.model import SoundLevels
+from tests.support.cli import run_minewatch
 from tests.support.configs import quarry_config
 from tests.support.configs import sensor as sensor_settings
 from tests.support.daemon import Client, Daemon, store_count, wait_until, write_config
@@ -188,21 +189,11 @@ def test_two_workers_store_every_message_once_through_a_killed_worker_and_a_stop
         daemon = Daemon(path).start()
         assert wait_until(lambda: sound_rows(store) == sent, 90), (sound_rows(store), sent, daemon.logs())
         time.sleep(1.0)  # nothing more arrives (a duplicate would be ignored by key, but counted)
-        status = subprocess.run(
-            [sys.executable, "-m", "monitor.cli", "status", "--config", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        status = run_minewatch("status", "--config", path, timeout=60)
         assert status.returncode == 0, status.stderr
         assert re.search(r"^worker 1/2 \(quarry, s3\): broker .*: connected since", status.stdout, re.M)
         assert re.search(r"^worker 2/2 \(s2, s4\): broker .*: connected since", status.stdout, re.M)
-        as_json = subprocess.run(
-            [sys.executable, "-m", "monitor.cli", "status", "--config", str(path), "--format", "json"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        as_json = run_minewatch("status", "--config", path, "--format", "json", timeout=60)
         by_site = {s["site"]: s for s in json.loads(as_json.stdout)}
         assert {site: s["worker"] for site, s in by_site.items()} == {
             "quarry": "1/2",

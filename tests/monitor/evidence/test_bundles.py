@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import subprocess
-import sys
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -31,6 +29,7 @@ from monitor.journal.store import Store, digest_of, next_head, sound_record, to_
 from rules.model import (
     SoundLevels,
 )
+from tests.support.cli import run_minewatch
 from tests.support.daemon import Client, Daemon, wait_until, write_config
 from tests.support.evidence import (
     SITE,
@@ -46,7 +45,7 @@ from tests.support.evidence import (
     first_problem,
     rewrite,
 )
-from tests.support.paths import DATA, REPO
+from tests.support.paths import DATA
 from tests.support.servers import Influxd, Mosquitto
 
 # --------------------------------------------------------------------------- export and verify
@@ -1045,13 +1044,7 @@ def test_a_forged_label_cannot_rewrite_verifys_lines_on_the_terminal(site: Site,
         rows[7][2] = rows[7][2] + fake
 
     forged = rewrite(bundle, tmp_path / "forged.zip", {"data/sound/part-00001.csv": edit_rows(relabelled)})
-    done = subprocess.run(
-        [sys.executable, "-m", "monitor.cli", "verify", str(forged)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_minewatch("verify", forged)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"{forged}: FAILED: row altered: data/sound/part-00001.csv line 8 ")
@@ -1085,13 +1078,7 @@ def test_half_a_surrogate_pair_in_a_bundles_json_is_named_not_a_traceback(site: 
         ([repack(bundle, tmp_path / "r.zip", event_row)], 1, "row malformed: records/findings.json line 2: "),
         ([bundle, "--anchors", town], 2, f"minewatch verify: {town}: entry 0: site: "),
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "monitor.cli", "verify", *map(str, argv)],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = run_minewatch("verify", *argv)
         printed = done.stdout + done.stderr
         assert done.returncode == code and "Traceback" not in printed, printed
         assert said in printed and "not text: half of a UTF-16 surrogate pair" in printed, printed

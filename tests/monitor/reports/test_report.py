@@ -37,6 +37,7 @@ from monitor.journal.store import Store
 from monitor.wire.codec import encode
 from rules.model import Blast, SoundLevels
 from rules.profile import load_profile
+from tests.support.cli import run_minewatch
 from tests.support.paths import REPO
 from tests.support.servers import free_port
 
@@ -363,11 +364,5 @@ def test_operator_text_in_the_csv_runs_in_no_spreadsheet(tmp_path: Path) -> None
         for cell in row:
             assert cell[:1] not in set("=+-@\t\r\n") or re.fullmatch(r"[+-]?\d+(\.\d*)?", cell), row
     # The file as written is the file recorded: verify finds it.
-    checked = subprocess.run(
-        [sys.executable, "-m", "monitor.cli", "verify", str(path), "--config", str(config)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    checked = run_minewatch("verify", path, "--config", config)
     assert checked.returncode == 0 and checked.stdout.count(": OK: ") == 3, checked.stdout + checked.stderr
