@@ -100,6 +100,22 @@ def test_server_certificate(out: Path) -> None:
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
+def test_a_ca_made_anew_reissues_the_server_certificate(tmp_path: Path, out: Path) -> None:
+    """With ca.key gone the CA is made again, and the server certificate with it: one signed by
+    the old CA would not verify against the new ca.crt the clients are given."""
+    server = (out / "server.crt").read_bytes()
+    (out / "ca.key").unlink()
+    run_ok("--config", write_test_config(tmp_path / "again.toml"), "--out", out)
+    assert (out / "server.crt").read_bytes() != server
+    verify = subprocess.run(
+        ["openssl", "verify", "-CAfile", str(out / "ca.crt"), str(out / "server.crt")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
 def test_rendered_configuration(out: Path) -> None:
     text = (out / "mosquitto.conf").read_text()
     assert "@" not in "".join(line for line in text.splitlines() if not line.startswith("#"))
