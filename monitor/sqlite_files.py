@@ -12,9 +12,10 @@ import sqlite3
 from collections.abc import Iterable
 
 
-def someone_elses_tables(conn: sqlite3.Connection, own: Iterable[str]) -> list[str] | None:
-    """The tables of a database that holds some and none of ``own`` (another program's), else
-    None (empty, or ours). Reads only; sqlite3.DatabaseError for a file that is no database."""
+def someone_elses(conn: sqlite3.Connection, own: Iterable[str]) -> str | None:
+    """What the database is when it holds tables and none of ``own``: "another program's SQLite
+    database (tables ...)", for the caller's refusal; None when it is empty or ours. Reads only;
+    sqlite3.DatabaseError for a file that is no database."""
     names = [
         row[0]
         for row in conn.execute(
@@ -23,10 +24,6 @@ def someone_elses_tables(conn: sqlite3.Connection, own: Iterable[str]) -> list[s
     ]
     if not names or not set(names).isdisjoint(own):
         return None
-    return names
-
-
-def shown_tables(names: list[str], most: int = 5) -> str:
-    """The first few table names, for a message."""
+    most = 5
     more = f" and {len(names) - most} more" if len(names) > most else ""
-    return ", ".join(names[:most]) + more
+    return f"another program's SQLite database (tables {', '.join(names[:most])}{more})"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from monitor.sqlite_files import shown_tables, someone_elses_tables
+from monitor.sqlite_files import someone_elses
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -88,13 +88,10 @@ class ForwardQueue:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(self.path, isolation_level=None)
         # Before anything writes: another program's database named by mistake is left as it is.
-        foreign = someone_elses_tables(self.conn, ("messages",))
+        foreign = someone_elses(self.conn, ("messages",))
         if foreign is not None:
             self.conn.close()
-            raise ValueError(
-                f"another program's SQLite database (tables {shown_tables(foreign)}), not a sensor's"
-                " queue; name a new file for the queue"
-            )
+            raise ValueError(f"{foreign}, not a sensor's queue; name a new file for the queue")
         # WAL + NORMAL: a message survives a process crash once put() returns; a power cut
         # may lose the last fraction of a second, which the sensor's own clock gap shows.
         self.conn.execute("PRAGMA journal_mode=WAL")

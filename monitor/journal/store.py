@@ -40,7 +40,7 @@ from monitor.journal.chain_kinds import digest_of as digest_of
 from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
 from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
-from monitor.sqlite_files import shown_tables, someone_elses_tables
+from monitor.sqlite_files import someone_elses
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import (
@@ -287,12 +287,11 @@ class Store:
             # Before anything writes (WAL mode rewrites the header): another program's database
             # named by mistake is left as it is. A store has its migrations' record, or (made
             # before the record) its chain.
-            foreign = someone_elses_tables(self.conn, (migrations.TABLE, "chain"))
+            foreign = someone_elses(self.conn, (migrations.TABLE, "chain"))
             if foreign is not None:
                 self.conn.close()
                 raise StoreError(
-                    f"{self.path!r} is another program's SQLite database (tables {shown_tables(foreign)}),"
-                    " not a minewatch store; name a new file for the store"
+                    f"{self.path!r} is {foreign}, not a minewatch store; name a new file for the store"
                 )
             self.conn.execute("PRAGMA journal_mode=WAL")
             # FULL: a commit survives power loss too; the pipeline batches commits so it is affordable.
