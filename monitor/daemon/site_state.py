@@ -33,7 +33,7 @@ from rules.model import (
     WorkPeriod,
 )
 from rules.profile import Profile
-from rules.times import MINUTE
+from rules.times import MINUTE, floor_minute
 
 NEVER = datetime.min.replace(tzinfo=UTC)
 EVENT_HISTORY = timedelta(days=400)  # a year of temporary-lighting days, with room
@@ -87,6 +87,10 @@ class SiteState:
         progress = store.progress(config.id)
         if progress:
             state.evaluated_until, state.final_until = progress
+        elif (first := store.first_data_start(config.id)) is not None:
+            # Stored before any judging was recorded (a stop, or a store that refused the write):
+            # judged from its first minute, as the pipeline that took it in would have.
+            state.evaluated_until = state.final_until = floor_minute(first)
         state.health = {s.id: SensorHealth(now) for s in config.sensors}
         light_back, _ = state.margins("light")
         # From what the next minute to judge needs (a restart may be behind the clock).

@@ -157,6 +157,11 @@ READING_KIND: dict[type, str] = {
 
 # a seismograph event's summaries in the readings table: the seismograph's own, the daemon's
 SEISMIC_KINDS = ("seismic", "seismic-waveforms")
+# the kinds of reading whose minutes are judged (a status heartbeat is not)
+JUDGED_READING_KINDS = (
+    *(kind for t, kind in READING_KIND.items() if t is not SensorStatus),
+    *SEISMIC_KINDS,
+)
 
 # --------------------------------------------------------------------------- events <-> rows
 
@@ -1201,6 +1206,23 @@ class Store:
                 if found is not None:
                     ends.append(found[0] + round(found[1] * 1e6))
         return from_us(max(ends)) if ends else None
+
+    def first_data_start(self, site: str) -> datetime | None:
+        """Start of the oldest reading stored for the site that its judging starts from (sound,
+        light, weather, turbidity, a seismograph's summary; not a status heartbeat).
+
+        A site's judging starts at the minute of its first reading; a daemon restarted before it
+        recorded any progress starts there, not at the first reading it takes in itself.
+        """
+        starts = [self.conn.execute("SELECT MIN(ts_us) FROM sound WHERE site = ?", (site,)).fetchone()[0]]
+        for kind in JUDGED_READING_KINDS:  # each a seek on readings_by_kind
+            starts.append(
+                self.conn.execute(
+                    "SELECT MIN(ts_us) FROM readings WHERE site = ? AND kind = ?", (site, kind)
+                ).fetchone()[0]
+            )
+        known = [s for s in starts if s is not None]
+        return from_us(min(known)) if known else None
 
     def meta(self, key: str) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()

@@ -435,6 +435,50 @@ def test_data_clock_restart_continues_where_the_data_was(tmp_path: Path) -> None
     store.close()
 
 
+def test_a_restart_before_any_judging_was_recorded_judges_what_was_stored(tmp_path: Path) -> None:
+    """Stored, then stopped before a tick recorded the site's progress (a stop a moment after the
+    first start, or a store that refused that tick's write): the next pipeline judges from the
+    first stored minute, not from the first reading it takes in itself."""
+    config = parse_config(config_text(tmp_path / "store.db") + "\n")
+    past = datetime(2026, 1, 10, 3, 0, tzinfo=UTC)
+    clock = Clock("wall", lambda: past + timedelta(hours=1))  # a wall clock: no tick in a batch
+
+    def batch(minutes: range, loud: int) -> list[Inbound]:
+        return [
+            Inbound(
+                *encode(
+                    SoundLevels("q", "n1", past + timedelta(minutes=m, seconds=s), 1.0, level, 91.0, 105.0)
+                ),
+                1,
+                1,
+                0.0,
+            )
+            for m in minutes
+            for s in range(60)
+            for level in [90.0 if m == loud else 60.0]
+        ]
+
+    store = Store(config.storage.path)
+    first = Pipeline(config, store, lambda t, p, r: None, clock)
+    first.handle_batch(batch(range(0, 3), loud=1))  # no tick: no progress recorded
+    assert store.progress("q") is None
+    store.close()
+    store = Store(config.storage.path)
+    assert store.first_data_start("q") == past
+    second = Pipeline(config, store, lambda t, p, r: None, clock)
+    assert second.sites["q"].evaluated_until == past
+    second.handle_batch(batch(range(3, 6), loud=-1))
+    second.tick()
+    violations = store.conn.execute(
+        "SELECT DISTINCT (end_us - 1) / 60000000 * 60 FROM findings WHERE kind = 'violation'"
+    ).fetchall()
+    assert sorted(datetime.fromtimestamp(r[0], UTC) for r in violations) == [
+        past + timedelta(minutes=1),
+        past + timedelta(minutes=2),
+    ]
+    store.close()
+
+
 def test_newest_data_end_is_where_the_sites_data_had_got_to(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     assert store.newest_data_end("q", ["n1", "l1"]) is None

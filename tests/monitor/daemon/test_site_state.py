@@ -150,6 +150,8 @@ def test_minutes_older_than_the_cache_read_their_light_from_the_store(
 ) -> None:
     old_minute = NOW - timedelta(days=4)
     store_light(store, light(old_minute - LIGHT_BACK), light(old_minute), light(old_minute + MINUTE))
+    with store.batch():
+        store.set_progress(site.id, NOW, NOW)  # judged up to now (else judging starts at the first reading)
     state = SiteState.restore(site, profile, store, None, NOW)
     assert state.light_cached(NOW)
     assert state.old_light(store, {NOW}) is None  # the cache holds it all
