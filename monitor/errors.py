@@ -4,6 +4,7 @@ MinewatchError
  ├── ConfigError     bad configuration; .problems lists every "path.to.key: reason"
  ├── DecodeError     a message that cannot be accepted; .field and .reason
  ├── StoreError      the local SQLite journal failed
+ │    └── StoreUnwritable  its disk or file refuses writes for now (full, I/O error, read-only)
  ├── OutputError     a downstream write failed; .retryable says whether to try again
  └── UsageError      a mistake on the command line: one line (what is wrong, what to do), exit 2
 """
@@ -32,6 +33,21 @@ class DecodeError(MinewatchError):
 
 class StoreError(MinewatchError):
     pass
+
+
+class StoreUnwritable(StoreError):
+    """The store's disk or file refuses writes (full, an I/O error, read-only, locked too long).
+
+    No message or record is at fault, and the same work may succeed later: the daemon holds
+    what it has not stored and tries again (``monitor.daemon.store_outage``). ``stored``: how
+    many messages of the batch in hand were committed before the failure.
+    """
+
+    def __init__(self, path: str, reason: str, stored: int = 0) -> None:
+        self.path = path
+        self.reason = reason
+        self.stored = stored
+        super().__init__(f"cannot write the store {path}: {reason}")
 
 
 class OutputError(MinewatchError):

@@ -46,13 +46,14 @@ from monitor.daemon.ingest import Handoff, Inbound, MqttLink
 from monitor.daemon.rejections import UNATTRIBUTED_SITE, LogGate, sender_of
 from monitor.daemon.sensor_health import HealthWatch, calibrated
 from monitor.daemon.site_state import NEVER, SiteState, site_data
+from monitor.daemon.store_outage import StoreOutage
 from monitor.daemon.workers import Partition
-from monitor.errors import DecodeError
+from monitor.errors import DecodeError, StoreUnwritable
 from monitor.influx import points
 from monitor.influx.client import InfluxForwarder
 from monitor.influx.outbox import Outbox
 from monitor.journal.config_record import config_record_texts
-from monitor.journal.store import READING_KIND, SoundEntry, Store, sound_entry
+from monitor.journal.store import READING_KIND, SoundEntry, Store, sound_entry, unwritable
 from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.delivery import Deliveries, DeliveryWorker
 from monitor.notify.notices import NoticeBook
@@ -223,7 +224,13 @@ class Pipeline:
         What needs no store is done before the write transaction (``_prepare``: decoding, the
         time checks, a sound record's row, digest and chain key): other workers' batches take the
         store's write lock meanwhile (docs/ARCHITECTURE.md, Workers).
+
+        Raises StoreUnwritable when the store refuses writes (a full disk): nothing is rejected
+        for it, and ``stored`` says how many of ``messages`` were committed before. This
+        pipeline's memory may then be ahead of the store: the caller makes a new one from the
+        store (``monitor.daemon.store_outage``).
         """
+        committed = 0
         try:
             # One clock reading for the batch (a fraction of a second of messages): the
             # time checks allow seconds, and in data-clock mode it only moves at the flush.
@@ -236,35 +243,50 @@ class Pipeline:
                     for item in part:
                         self._apply(item, now)
                     take_in = self._flush_sound(self.clock.now(), defer=True)
+                committed += len(part)
                 if take_in is not None:
                     take_in()  # memory only, out of the write lock
                 if next_time is not None:
                     self.outgoing.flush()
                     self._step_data_clock(next_time)  # the steps the next message passes
-        except Exception:
+        except Exception as exc:
+            if outage := unwritable(exc, self.store.path, committed):
+                raise outage from exc
             # A bug on one message: redo the batch one savepoint per message, so that
             # message alone is rolled back and rejected and the rest are kept.
             log.exception("Internal error in a batch; retrying it message by message")
             self.outgoing.clear()
             self._pending_sound.clear()
             self._forget_recent_sound()
-            with self.store.batch():
-                for message in messages:
-                    try:
-                        with self.outgoing.unit(self.store.savepoint()):
-                            now = self.clock.now()
-                            self._apply(self._prepare(message, now), now)
-                            self._flush_sound(self.clock.now())
-                    except Exception as exc:  # a daemon never dies of one message
-                        self._pending_sound.clear()
-                        self._forget_recent_sound()
-                        log.exception("Internal error on a message on %r", message.topic)
-                        self._reject(
-                            message,
-                            f"internal error ({type(exc).__name__}); logged for the maintainers",
-                            "internal",
-                        )
+            try:
+                self._retry_one_by_one(messages)
+            except Exception as exc:
+                if outage := unwritable(exc, self.store.path, committed):
+                    raise outage from exc
+                raise
         self.outgoing.flush()
+
+    def _retry_one_by_one(self, messages: Sequence[Inbound]) -> None:
+        """handle_batch's retry after a bug: one savepoint per message, so that only the message
+        at fault is rolled back and rejected. A store that refuses writes rejects none."""
+        with self.store.batch():
+            for message in messages:
+                try:
+                    with self.outgoing.unit(self.store.savepoint()):
+                        now = self.clock.now()
+                        self._apply(self._prepare(message, now), now)
+                        self._flush_sound(self.clock.now())
+                except Exception as exc:  # a daemon never dies of one message
+                    if unwritable(exc, self.store.path):
+                        raise
+                    self._pending_sound.clear()
+                    self._forget_recent_sound()
+                    log.exception("Internal error on a message on %r", message.topic)
+                    self._reject(
+                        message,
+                        f"internal error ({type(exc).__name__}); logged for the maintainers",
+                        "internal",
+                    )
 
     @contextmanager
     def _write_transaction(self, *, tick: bool = False) -> Iterator[None]:
@@ -719,6 +741,15 @@ class Pipeline:
             step += DATA_STEP
 
     def _periodic(self, now: datetime) -> None:
+        """The judging, recording and announcing due at ``now``; StoreUnwritable as handle_batch's."""
+        try:
+            self._periodic_work(now)
+        except Exception as exc:
+            if outage := unwritable(exc, self.store.path):
+                raise outage from exc
+            raise
+
+    def _periodic_work(self, now: datetime) -> None:
         # The rules read committed data and write nothing: they run before the write
         # transaction, which other workers' batches take meanwhile.
         judgements: dict[str, Judgement] = {}
@@ -744,7 +775,9 @@ class Pipeline:
                         self._check_silence(state, now)
                         self.announcer.status(state, now, self.config.daemon.status_interval_s)
                         self.announcer.anchor(state, now, self.config.daemon.anchor_interval_s)
-                except Exception:  # one site's failure must not stop the others, or ingestion
+                except Exception as exc:  # one site's failure must not stop the others, or ingestion
+                    if unwritable(exc, self.store.path):
+                        raise  # every site's, and the transaction's: the caller waits for the store
                     log.exception(
                         "Periodic work for site %r failed; retrying on the next tick", state.config.id
                     )
@@ -937,15 +970,9 @@ def run(
     store.checkpoint_in_background()
     if partition is not None:  # workers write back to back: queue for the lock, not sleep
         store.take_turns()
-    forwarder = None
-    outbox_put = None
     leader = partition is None or partition.leader
-    if config.storage.influxdb is not None:
-        outbox_put = Outbox(store.conn).put  # written inside the store's own transactions
-        if leader:  # one reader of the outbox, whoever wrote to it
-            # The forwarder reads the same table through a connection of its own thread.
-            forwarder = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
-            forwarder.start()
+    # Points are written to the outbox inside the store's own transactions.
+    outbox_put = None if config.storage.influxdb is None else Outbox(store.conn).put
     inbound = Handoff(config.daemon.queue_size)
     prefix = config.broker.topic_prefix
     sites = [s.id for s in config.owned_sites]
@@ -955,11 +982,37 @@ def run(
     def publish(topic: str, payload: bytes, retain: bool) -> None:
         link.publish(topic, payload, retain=retain)
 
-    pipeline = Pipeline(config, store, publish, clock, outbox_put)
-    if partition is not None:  # notice changes for the other workers' sites are theirs to announce
-        pipeline.announce_sites = frozenset(sites)
+    def remake() -> Pipeline:
+        """A pipeline from what the store holds; StoreUnwritable while it refuses writes."""
+        try:
+            made = Pipeline(config, store, publish, clock, outbox_put)
+        except Exception as exc:
+            if outage := unwritable(exc, store.path):
+                raise outage from exc
+            raise
+        if partition is not None:  # notice changes for the other workers' sites are theirs to announce
+            made.announce_sites = frozenset(sites)
+        return made
+
+    outages = StoreOutage(stop, remake)
+    try:
+        pipeline = remake()
+    except StoreUnwritable as outage:  # a full disk at the start: wait, as for one later
+        started = outages.wait(outage, 0)
+        if started is None:
+            store.close()
+            return 0
+        pipeline = started
+    forwarder = None
+    if config.storage.influxdb is not None and leader:  # one reader of the outbox, whoever wrote to it
+        # The forwarder reads the same table through a connection of its own thread.
+        forwarder = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
+        forwarder.start()
     # A refused login stops the daemon (raised as LoginRefused below): no retry can fix it.
-    link: MqttLink = MqttLink(config.broker, topics, inbound, pipeline.predecode, lambda _: stop.set())
+    # The pipeline is made anew after the store refused writes: the link asks the current one.
+    link: MqttLink = MqttLink(
+        config.broker, topics, inbound, lambda t, p: pipeline.predecode(t, p), lambda _: stop.set()
+    )
     # "not connected since" for `status`: one row per worker
     meta_key = META_KEY if partition is None else partition.link_key
     link_record = LinkRecorder(link.watch, lambda _, value: store.set_meta(meta_key, value))
@@ -972,36 +1025,63 @@ def run(
     link.start()
     log.info("minewatch running for %s; store %s", ", ".join(sites), config.storage.path)
     last_tick = 0.0
+    held: list[Inbound] = []  # taken and not stored: the store refused writes
+    writable = True
     try:
         while not stop.is_set():
-            batch = inbound.take(timeout=0.2, limit=BATCH_LIMIT)
-            if batch:
-                pipeline.handle_batch(batch)
-                link.ack(batch)
-            if time.monotonic() - last_tick >= 1.0 or not batch:
-                # Minutes close on silence only while the broker is reachable and nothing
-                # is in hand: until then it may hold the sites' data (closing.py).
-                pipeline.set_input(link.connected, len(inbound))
-                pipeline.tick()
-                last_tick = time.monotonic()
-            if pipeline.deliveries_pending:
-                pipeline.deliveries_pending = False
-                if deliveries is not None:  # else the leader finds them on its next round
-                    deliveries.wake()
-            link_record.poll()
+            batch = held or inbound.take(timeout=0.2, limit=BATCH_LIMIT)
+            held, took = [], bool(batch)
+            changes = store.conn.total_changes
+            try:
+                if batch:
+                    pipeline.handle_batch(batch)
+                    link.ack(batch)
+                    batch = []
+                if time.monotonic() - last_tick >= 1.0 or not took:
+                    # Minutes close on silence only while the broker is reachable and nothing
+                    # is in hand: until then it may hold the sites' data (closing.py).
+                    pipeline.set_input(link.connected, len(inbound))
+                    pipeline.tick()
+                    last_tick = time.monotonic()
+                if pipeline.deliveries_pending:
+                    pipeline.deliveries_pending = False
+                    if deliveries is not None:  # else the leader finds them on its next round
+                        deliveries.wake()
+                link_record.poll()
+                if store.conn.total_changes != changes:  # a write committed: an outage is over
+                    outages.stored(store.path)
+            except Exception as exc:
+                outage = unwritable(exc, store.path)
+                if outage is None:
+                    raise
+                link.ack(batch[: outage.stored])
+                held = batch[outage.stored :]
+                remade = outages.wait(outage, len(held) + len(inbound))
+                if remade is None:
+                    writable = False
+                    break
+                pipeline = remade
     finally:
         # Reverse order: stop taking messages, finish those in hand, flush, disconnect.
         link.stop_accepting()
-        rest = inbound.take(timeout=0.0, limit=len(inbound))
-        if rest:
-            pipeline.handle_batch(rest)
-            link.ack(rest)
-        pipeline.tick()
+        rest = inbound.take(timeout=0.0, limit=len(inbound))  # (a full handoff holds the network thread)
+        if writable:  # else what is in hand stays unacknowledged, with the broker
+            try:
+                if rest:
+                    pipeline.handle_batch(rest)
+                    link.ack(rest)
+                pipeline.tick()
+            except StoreUnwritable as outage:
+                log.error("%s: what was in hand and not stored stays with the broker", outage)
         if deliveries is not None:  # what it could not send stays pending for the next start
             deliveries.stop(timeout=5.0)
         time.sleep(0.2)  # let paho send the last acks and publishes
         link.close()
-        link_record.poll()
+        try:
+            link_record.poll()
+        except Exception as exc:
+            if not unwritable(exc, store.path):
+                raise
         if forwarder is not None:
             if not forwarder.flush(timeout=5.0):
                 log.warning("InfluxDB backlog not fully written; it stays in the outbox for the next start")

@@ -30,7 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from monitor.errors import StoreError
+from monitor.errors import StoreError, StoreUnwritable
+from monitor.failing_rounds import FailingRounds
 from monitor.journal import migrations, queries
 
 # Re-exported (``as``): they lived here before monitor/journal/chain_kinds.py and monitor/wire/canonical.py.
@@ -91,6 +92,37 @@ _SOUND_INSERT_SHORT = _sound_insert((*_SOUND_ROW[:7], *_SOUND_ROW[12:]))
 @lru_cache(maxsize=65536)  # site, sensor and source names: a handful, over and over
 def _json_text(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+# SQLite's primary result codes (an extended code's low byte) that say the store's disk or file
+# refuses writes for now, not that a message or the code is at fault.
+_UNWRITABLE_BECAUSE = {
+    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_IOERR: "the disk reported an I/O error",
+    sqlite3.SQLITE_READONLY: "the store's files are read-only",
+    sqlite3.SQLITE_CANTOPEN: "the store's files cannot be opened",
+    sqlite3.SQLITE_BUSY: "another process held the write lock past the busy timeout",
+}
+
+
+def unwritable(exc: BaseException, path: str, stored: int = 0) -> StoreUnwritable | None:
+    """``exc`` as a StoreUnwritable when it says the store refuses writes for now (else None).
+
+    The error may be the context of the one raised: SQLite can roll the whole transaction back
+    on a full disk or an I/O error, and then a savepoint's ROLLBACK TO fails in its turn.
+    """
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return None
+        if isinstance(seen, StoreUnwritable):
+            return StoreUnwritable(seen.path, seen.reason, stored) if stored != seen.stored else seen
+        code = getattr(seen, "sqlite_errorcode", None)
+        reason = _UNWRITABLE_BECAUSE.get(code & 0xFF) if isinstance(code, int) else None
+        if isinstance(seen, sqlite3.Error) and reason is not None:
+            return StoreUnwritable(path, f"{reason} ({seen})", stored)
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 class _NotFinite(Exception):
@@ -244,13 +276,16 @@ class Checkpointer(threading.Thread):
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
         try:
             conn.execute("PRAGMA synchronous=FULL")
+            rounds = FailingRounds(log, "WAL checkpoint")
             while not self._stop_event.wait(self.interval_s):
                 try:
                     _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                     if self.turns is not None and frames >= self.restart_frames:
                         self.restart_in_turn(conn, self.turns)
                 except (sqlite3.Error, OSError) as exc:  # busy or I/O: the next round retries
-                    log.warning("WAL checkpoint failed: %s", exc)
+                    rounds.failed(exc)
+                    continue
+                rounds.worked()
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         finally:
             conn.close()

@@ -50,6 +50,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.config import ChannelConfig, Config, RecipientConfig
 from monitor.errors import OutputError
+from monitor.failing_rounds import FailingRounds
 from monitor.journal import migrations
 from monitor.notify.alerts import Alert
 from monitor.wire.canonical import canonical_json, canonical_text, from_us, to_us
@@ -623,11 +624,13 @@ class DeliveryWorker(threading.Thread):
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             deliveries = Deliveries(conn, self.config, ssl_context=self.ssl_context)
+            rounds = FailingRounds(log, "Reading or updating the deliveries in the store")
             while not self._stopping.is_set():
                 try:
                     self.delivered += deliveries.deliver_due(self.clock(), self.publish_mqtt)
-                except sqlite3.Error as exc:  # a busy or broken store: try again on the next round
-                    log.error("Deliveries could not read or update the store: %s", exc)
+                    rounds.worked()
+                except sqlite3.Error as exc:  # a busy, full or broken store: try again on the next round
+                    rounds.failed(exc)
                 self._wakeup.wait(self.interval_s)
                 self._wakeup.clear()
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import sqlite3
 import subprocess
@@ -90,10 +91,13 @@ def write_config(
 
 
 class Daemon:
-    def __init__(self, config: Path) -> None:
+    def __init__(self, config: Path, *, file_size_limit: int | None = None) -> None:
+        """``file_size_limit``: the process may not grow a file past it (RLIMIT_FSIZE, soft; the
+        kernel refuses the write, as a full disk does), until ``lift_file_size_limit``."""
         self.config = config
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = config.parent / "daemon.log"
+        self.file_size_limit = file_size_limit
 
     def start(self) -> Daemon:
         self.log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
@@ -104,7 +108,18 @@ class Daemon:
             stderr=self.log,
             env=env,
         )
+        if self.file_size_limit is not None:  # before it has written that much (a new store is small)
+            self._limit_files(self.file_size_limit)
         return self
+
+    def lift_file_size_limit(self) -> None:
+        """The space comes back: files may grow again."""
+        self._limit_files(resource.RLIM_INFINITY)
+
+    def _limit_files(self, size: int) -> None:
+        # Python ignores SIGXFSZ: a write past the soft limit fails (EFBIG), as on a full disk.
+        assert self.proc is not None
+        resource.prlimit(self.proc.pid, resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
 
     def wait_ready(self, timeout: float = 20) -> None:
         """Until the daemon has connected and subscribed (its persistent session then queues for it)."""

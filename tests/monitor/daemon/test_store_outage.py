@@ -1,0 +1,180 @@
+"""A store that refuses writes (a full disk): the real daemon against a real Mosquitto.
+
+The disk is made "full" for the daemon's process alone with a file-size limit (RLIMIT_FSIZE):
+the kernel refuses its writes past the limit, and SQLite reports them as it reports a full disk.
+Lifting the limit is the space coming back. The daemon must neither die nor reject nor lose
+anything meanwhile, and must judge every loud minute once when it carries on.
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from monitor.daemon.store_outage import StoreOutage
+from monitor.errors import StoreUnwritable
+from monitor.journal.store import Store, unwritable
+from monitor.wire.canonical import to_us
+from tests.monitor.daemon.test_backlog import (
+    config,
+    evaluated_until,
+    judged,
+    noise_violations,
+    publish_seconds,
+)
+from tests.support.daemon import Client, Daemon, store_count, wait_until
+from tests.support.servers import Mosquitto
+
+# Past a new store (290 kB), short of what the minutes published below make it (~1 MB): once the
+# store file reaches it, the WAL cannot be copied into it and fills up to it too.
+LIMIT = 600_000
+REFUSED = "Cannot write the store"
+
+
+def stored(store: Path) -> int:
+    return store_count(store, "SELECT COUNT(*) FROM sound")
+
+
+def rejected(store: Path) -> int:
+    return store_count(store, "SELECT COUNT(*) FROM rejections")
+
+
+def test_a_full_disk_holds_the_messages_until_space_comes_back_and_every_minute_is_judged_once(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    path = config(tmp_path, mosquitto.url)
+    store = tmp_path / "store.db"
+    base = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=40)
+    loud = {3, 17, 31}
+    pub = Client(mosquitto.port, "publisher")
+    daemon = Daemon(path, file_size_limit=LIMIT).start()
+    try:
+        daemon.wait_ready()
+        sent = publish_seconds(pub, base, range(0, 38 * 60), loud)
+        assert wait_until(lambda: REFUSED in daemon.logs(), 60), daemon.logs()
+        # Tries that fail (a small write may still fit now and then): alive, nothing rejected.
+        threading.Event().wait(3)
+        assert daemon.alive(), daemon.logs()
+        assert stored(store) < sent and rejected(store) == 0
+        daemon.lift_file_size_limit()
+        assert wait_until(lambda: stored(store) == sent, 90), daemon.logs()
+        assert wait_until(lambda: evaluated_until(store) >= to_us(base + timedelta(minutes=37)), 60), (
+            daemon.logs()
+        )
+        assert "takes writes again" in daemon.logs()
+        assert daemon.stop() == 0
+    finally:
+        if daemon.alive():
+            daemon.stop(signal.SIGKILL)
+        pub.close()
+    logs = daemon.logs()
+    # One line as each outage begins and one as it ends, not one per try. (The WAL file can
+    # reach the limit first and be started over by a checkpoint: an outage of its own.)
+    assert logs.count(REFUSED) == logs.count("takes writes again") >= 1, logs
+    assert "Traceback" not in logs and "Internal error" not in logs, logs
+    assert rejected(store) == 0
+    assert noise_violations(store) == judged(base, loud)
+
+
+def test_stopped_while_the_disk_is_full_it_leaves_the_rest_with_the_broker_for_the_next_start(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    path = config(tmp_path, mosquitto.url)
+    store = tmp_path / "store.db"
+    base = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=40)
+    pub = Client(mosquitto.port, "publisher")
+    daemon = Daemon(path, file_size_limit=LIMIT).start()
+    try:
+        daemon.wait_ready()
+        sent = publish_seconds(pub, base, range(0, 38 * 60), set())
+        assert wait_until(lambda: REFUSED in daemon.logs(), 60), daemon.logs()
+        assert daemon.stop(timeout=10) == 0  # promptly, though its handoff from the network is full
+        assert "what is in hand stays with the broker" in daemon.logs()
+        assert stored(store) < sent
+        daemon = Daemon(path).start()  # the space came back while it was stopped
+        assert wait_until(lambda: stored(store) == sent, 90), daemon.logs()
+        assert daemon.stop() == 0
+    finally:
+        if daemon.alive():
+            daemon.stop(signal.SIGKILL)
+        pub.close()
+    assert rejected(store) == 0
+
+
+def test_a_full_store_is_named_so_and_other_errors_are_not(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "store.db"))
+    try:
+        # SQLite's own limit on the file's pages: a real SQLITE_FULL, with no disk to fill.
+        pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+        store.conn.execute(f"PRAGMA max_page_count = {pages}")
+        with pytest.raises(sqlite3.OperationalError) as full, store.batch():
+            store.set_meta("filler", "x" * 100_000)
+        outage = unwritable(full.value, store.path, stored=7)
+        assert outage is not None and outage.stored == 7
+        assert str(outage).startswith(f"cannot write the store {store.path}: the disk is full")
+        # SQLite may have rolled the transaction back, and a savepoint's ROLLBACK TO then fails.
+        with pytest.raises(sqlite3.OperationalError) as after:
+            try:
+                raise full.value
+            except sqlite3.OperationalError:
+                store.conn.execute("ROLLBACK TO no_such_savepoint")
+        assert unwritable(after.value, store.path) is not None
+        with pytest.raises(sqlite3.OperationalError) as mistake:
+            store.conn.execute("SELECT nothing FROM nowhere")
+        assert unwritable(mistake.value, store.path) is None
+        assert unwritable(ValueError("a bug"), store.path) is None
+    finally:
+        store.close()
+
+
+class Remake:
+    """Refuses ``refusals`` times, then makes "pipeline"."""
+
+    def __init__(self, refusals: int) -> None:
+        self.refusals = refusals
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise StoreUnwritable("store.db", "the disk is full")
+        return "pipeline"
+
+
+def outage_waiting(remake: Callable[[], str], stop: threading.Event) -> StoreOutage[str]:
+    return StoreOutage(stop, remake, pauses_s=(0.001, 0.002))
+
+
+def test_the_wait_retries_until_the_store_takes_a_new_pipeline(caplog: pytest.LogCaptureFixture) -> None:
+    remake = Remake(refusals=3)
+    outages = outage_waiting(remake, threading.Event())
+    assert outages.wait(StoreUnwritable("store.db", "the disk is full"), held=12) == "pipeline"
+    assert remake.calls == 4
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == [
+        "Cannot write the store store.db: the disk is full. 12 message(s) in hand stay unacknowledged,"
+        " and the broker keeps what follows; trying again in 0.001 s. Free space on the store's disk:"
+        " nothing is lost meanwhile."
+    ]
+    # Refused again right after (a nearly full disk took the small write): the same outage, no
+    # second line, and the pauses go on growing until something is committed.
+    assert outages.wait(StoreUnwritable("store.db", "the disk is full"), held=12) == "pipeline"
+    assert len([r for r in caplog.records if r.levelname == "ERROR"]) == 1
+    assert outages._pause() == 0.002
+    outages.stored("store.db")
+    assert outages.began is None and outages._pause() == 0.001
+    assert "takes writes again" in caplog.records[-1].getMessage()
+
+
+def test_the_wait_ends_when_the_daemon_is_stopped() -> None:
+    stop = threading.Event()
+    stop.set()
+    remake = Remake(refusals=1000)
+    assert outage_waiting(remake, stop).wait(StoreUnwritable("store.db", "the disk is full"), 3) is None
+    assert remake.calls == 0
