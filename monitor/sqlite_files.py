@@ -1,9 +1,12 @@
-"""Whether an SQLite file a person named is one of ours or another program's database.
+"""The SQLite files of the daemon's store (``storage.path``) and a sensor's queue (``--queue``).
 
-The daemon's store (``storage.path``) and a sensor's queue (``--queue``) are made where the
-configuration or the command line says. Pointed at another program's database by mistake, each
-would have added its tables there and switched the file to WAL: they look first, and a database
-that holds tables but none of theirs is left as it is.
+Whether a file a person named is one of ours or another program's database: pointed at another
+program's database by mistake, each would have added its tables there and switched the file to
+WAL; they look first, and a database that holds tables but none of theirs is left as it is.
+
+Whether an error says the file's disk refuses writes for now (``refuses_writes``): a full disk,
+an I/O error, read-only files. Each keeps what it could not write and tries again, rather than
+dying or blaming a message.
 """
 
 from __future__ import annotations
@@ -27,3 +30,30 @@ def someone_elses(conn: sqlite3.Connection, own: Iterable[str]) -> str | None:
     most = 5
     more = f" and {len(names) - most} more" if len(names) > most else ""
     return f"another program's SQLite database (tables {', '.join(names[:most])}{more})"
+
+
+# SQLite's primary result codes (an extended code's low byte) that say the files or their disk
+# refuse writes for now, not that a statement or the code is at fault.
+_REFUSED_BECAUSE = {
+    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_IOERR: "the disk reported an I/O error",
+    sqlite3.SQLITE_READONLY: "the files are read-only",
+    sqlite3.SQLITE_CANTOPEN: "the files cannot be opened",
+    sqlite3.SQLITE_BUSY: "another process held the write lock past the busy timeout",
+}
+
+
+def refuses_writes(exc: BaseException) -> str | None:
+    """Why, when ``exc`` (or what it was raised in handling: SQLite may roll a whole transaction
+    back on a full disk, and a savepoint's ROLLBACK TO then fails in its turn) says the database
+    refuses writes for now; None for any other error."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return None
+        code = getattr(seen, "sqlite_errorcode", None)
+        reason = _REFUSED_BECAUSE.get(code & 0xFF) if isinstance(code, int) else None
+        if isinstance(seen, sqlite3.Error) and reason is not None:
+            return f"{reason} ({seen})"
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -11,18 +11,34 @@ The queue is bounded by a message count and a byte total. When a bound is hit th
 gap at the start of an outage is easier to explain than a gap at its end); every drop
 is recorded in the ``drops`` table and reported once in the next status heartbeat.
 
+A disk that refuses writes (full, an I/O error: an edge device's card) does not stop the
+sensor. What cannot be written waits in memory, in order, bounded like the queue (the oldest
+dropped and reported first), and goes to disk before anything newer once the disk takes it:
+acknowledged messages deleted from the queue free pages in its file, so a connected sensor
+makes its own room. Acknowledged ids the disk would not let go of are deleted later (until then
+a restart would send them again, which the daemon takes as duplicates).
+
 No paho here: the queue is plain SQLite, used from one thread.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from monitor.sqlite_files import someone_elses
+from monitor.failing_rounds import FailingRounds
+from monitor.sqlite_files import refuses_writes, someone_elses
+
+log = logging.getLogger("minewatch.sensors.queue")
+
+# What waits in memory while the disk refuses writes: hours of levels, seconds of raw audio.
+HELD_MAX_MESSAGES = 100_000
+HELD_MAX_BYTES = 64 * 1024 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -99,21 +115,73 @@ class ForwardQueue:
         self.conn.executescript(_SCHEMA)
         row = self.conn.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM messages").fetchone()
         self._count, self._bytes = int(row[0]), int(row[1])
+        self._held: deque[tuple[str, bytes, int, float]] = deque()  # the disk refused them, oldest first
+        self._held_bytes = 0
+        self._held_drops = 0  # dropped from memory, not yet reported
+        self._undeleted: list[int] = []  # acknowledged, the disk would not let go of them yet
+        self._refusals = FailingRounds(log, f"Writing the queue {self.path}")
 
     # ------------------------------------------------------------------ writing
 
     def put(self, topic: str, payload: bytes, qos: int = 1) -> int:
-        """Queue one message; returns its id. May drop the oldest messages to stay in bounds."""
-        size = len(topic) + len(payload)
-        cur = self.conn.execute(
-            "INSERT INTO messages (topic, payload, qos, size, queued) VALUES (?,?,?,?,?)",
-            (topic, payload, qos, size, time.time()),
-        )
-        self._count += 1
-        self._bytes += size
+        """Queue one message; returns its id (0 while the disk refuses writes and it waits in
+        memory). May drop the oldest messages to stay in bounds."""
+        self._held.append((topic, payload, qos, time.time()))
+        self._held_bytes += len(topic) + len(payload)
+        written = self._write_held()
+        self._bound_held()
+        return written
+
+    def _write_held(self) -> int:
+        """Write what waits in memory to disk, oldest first, until the disk refuses; the last id."""
+        last = 0
+        emptied_wal = False
+        while self._held:
+            topic, payload, qos, queued = self._held[0]
+            size = len(topic) + len(payload)
+            try:
+                cur = self.conn.execute(
+                    "INSERT INTO messages (topic, payload, qos, size, queued) VALUES (?,?,?,?,?)",
+                    (topic, payload, qos, size, queued),
+                )
+            except sqlite3.Error as exc:
+                if refuses_writes(exc) is None:
+                    raise
+                if not emptied_wal:  # once per call: the WAL's space may be what is missing
+                    emptied_wal = True
+                    if self._empty_wal():
+                        continue
+                self._refusals.failed(exc)
+                return 0
+            self._held.popleft()
+            self._held_bytes -= size
+            self._count += 1
+            self._bytes += size
+            assert cur.lastrowid is not None
+            last = cur.lastrowid
+        self._refusals.worked()
         self._enforce_bounds()
-        assert cur.lastrowid is not None
-        return cur.lastrowid
+        return last
+
+    def _empty_wal(self) -> bool:
+        """Copy the WAL into the queue's file and cut it to nothing, giving its space back; whether
+        that was done. SQLite checkpoints on its own only past 1,000 pages, so a disk that filled
+        before then keeps the WAL at its size, and the file has room (acknowledged messages'
+        pages) that only a checkpoint makes usable."""
+        try:
+            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error:
+            return False
+        return busy == 0
+
+    def _bound_held(self) -> None:
+        """Drop the oldest of what waits in memory beyond its bounds (always keeping the newest)."""
+        while len(self._held) > 1 and (
+            len(self._held) > HELD_MAX_MESSAGES or self._held_bytes > HELD_MAX_BYTES
+        ):
+            topic, payload, _, _ = self._held.popleft()
+            self._held_bytes -= len(topic) + len(payload)
+            self._held_drops += 1
 
     def _over(self) -> tuple[int, int]:
         """(messages, bytes) above the bounds."""
@@ -138,61 +206,105 @@ class ForwardQueue:
             freed += size
         if not dropped_ids:
             return
-        with self.conn:
-            self.conn.execute("BEGIN")
-            self.conn.execute("DELETE FROM messages WHERE id <= ?", (dropped_ids[-1],))
-            self.conn.execute(
-                "INSERT INTO drops (at, count, bytes, first_id, last_id) VALUES (?,?,?,?,?)",
-                (time.time(), len(dropped_ids), freed, dropped_ids[0], dropped_ids[-1]),
-            )
+        try:
+            with self.conn:
+                self.conn.execute("BEGIN")
+                self.conn.execute("DELETE FROM messages WHERE id <= ?", (dropped_ids[-1],))
+                self.conn.execute(
+                    "INSERT INTO drops (at, count, bytes, first_id, last_id) VALUES (?,?,?,?,?)",
+                    (time.time(), len(dropped_ids), freed, dropped_ids[0], dropped_ids[-1]),
+                )
+        except sqlite3.Error as exc:  # over its bounds a little longer: the next put tries again
+            if refuses_writes(exc) is None:
+                raise
+            self._refusals.failed(exc)
+            return
         self._count -= len(dropped_ids)
         self._bytes -= freed
 
     def delete(self, ids: list[int]) -> None:
         """Forget messages the broker has acknowledged (unknown ids are ignored)."""
+        ids = self._undeleted + ids
         if not ids:
             return
-        with self.conn:
-            self.conn.execute("BEGIN")
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                row = self.conn.execute(
-                    f"SELECT COUNT(*), COALESCE(SUM(size), 0) FROM messages WHERE id IN ({marks})", chunk
-                ).fetchone()
-                self.conn.execute(f"DELETE FROM messages WHERE id IN ({marks})", chunk)
-                self._count -= int(row[0])
-                self._bytes -= int(row[1])
+        try:
+            with self.conn:
+                self.conn.execute("BEGIN")
+                gone = [0, 0]
+                for start in range(0, len(ids), 500):
+                    chunk = ids[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    row = self.conn.execute(
+                        f"SELECT COUNT(*), COALESCE(SUM(size), 0) FROM messages WHERE id IN ({marks})", chunk
+                    ).fetchone()
+                    self.conn.execute(f"DELETE FROM messages WHERE id IN ({marks})", chunk)
+                    gone[0] += int(row[0])
+                    gone[1] += int(row[1])
+        except sqlite3.Error as exc:  # kept to delete on a later call
+            if refuses_writes(exc) is None:
+                raise
+            self._refusals.failed(exc)
+            self._undeleted = ids
+            return
+        self._undeleted = []
+        self._count -= gone[0]
+        self._bytes -= gone[1]
+        if self._held:  # pages freed: what waits in memory may fit now
+            self._write_held()
 
     # ------------------------------------------------------------------ reading
 
     def next_batch(self, after_id: int, limit: int) -> list[Queued]:
-        """Up to ``limit`` messages with id > ``after_id``, oldest first."""
+        """Up to ``limit`` messages with id > ``after_id``, oldest first (what waits in memory
+        goes out once it is on disk: its order is after everything there)."""
         rows = self.conn.execute(
             "SELECT id, topic, payload, qos FROM messages WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
         )
         return [Queued(int(r[0]), str(r[1]), bytes(r[2]), int(r[3])) for r in rows]
 
     def __len__(self) -> int:
-        return self._count
+        """Messages waiting: on disk and in memory."""
+        return self._count + len(self._held)
+
+    @property
+    def held(self) -> int:
+        """Messages waiting in memory because the disk refused them."""
+        return len(self._held)
 
     @property
     def bytes(self) -> int:
-        return self._bytes
+        return self._bytes + self._held_bytes
 
     def dropped_total(self) -> int:
         row = self.conn.execute("SELECT COALESCE(SUM(count), 0) FROM drops").fetchone()
-        return int(row[0])
+        return int(row[0]) + self._held_drops
 
     def take_unreported_drops(self) -> int:
         """Messages dropped since the last call (for the next status heartbeat); marks them reported."""
-        with self.conn:
-            self.conn.execute("BEGIN")
-            row = self.conn.execute("SELECT COALESCE(SUM(count), 0) FROM drops WHERE reported = 0").fetchone()
-            self.conn.execute("UPDATE drops SET reported = 1 WHERE reported = 0")
-        return int(row[0])
+        held, self._held_drops = self._held_drops, 0
+        try:
+            with self.conn:
+                self.conn.execute("BEGIN")
+                unreported = "SELECT COALESCE(SUM(count), 0) FROM drops WHERE reported = 0"
+                row = self.conn.execute(unreported).fetchone()
+                self.conn.execute("UPDATE drops SET reported = 1 WHERE reported = 0")
+        except sqlite3.Error as exc:  # those on disk are reported once it takes the mark
+            if refuses_writes(exc) is None:
+                raise
+            return held
+        return int(row[0]) + held
 
     def close(self) -> None:
+        if self._held:  # a last try; what the disk still refuses is lost with the process
+            self._write_held()
+        if self._held:
+            log.error(
+                "%d message(s) waiting in memory are lost: the disk refused to queue them in %s",
+                len(self._held),
+                self.path,
+            )
+            self._held.clear()  # len() now counts what is left on disk
+            self._held_bytes = 0
         self.conn.close()
 
 

@@ -342,8 +342,8 @@ def run(args: argparse.Namespace) -> int:
             _run_light(args, site, sensor, source, publisher, link, speed, stop)
     finally:
         drained = link.close(args.drain_timeout)
+        forward.close()  # (what the disk refused to the end is lost, and logged)
         left = len(forward)
-        forward.close()
         claim.release()
         log.info(
             "Stopped: %d records published, %d still queued in %s%s",

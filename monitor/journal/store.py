@@ -41,7 +41,7 @@ from monitor.journal.chain_kinds import digest_of as digest_of
 from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
 from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
-from monitor.sqlite_files import someone_elses
+from monitor.sqlite_files import refuses_writes, someone_elses
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import (
@@ -94,35 +94,12 @@ def _json_text(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-# SQLite's primary result codes (an extended code's low byte) that say the store's disk or file
-# refuses writes for now, not that a message or the code is at fault.
-_UNWRITABLE_BECAUSE = {
-    sqlite3.SQLITE_FULL: "the disk is full",
-    sqlite3.SQLITE_IOERR: "the disk reported an I/O error",
-    sqlite3.SQLITE_READONLY: "the store's files are read-only",
-    sqlite3.SQLITE_CANTOPEN: "the store's files cannot be opened",
-    sqlite3.SQLITE_BUSY: "another process held the write lock past the busy timeout",
-}
-
-
 def unwritable(exc: BaseException, path: str, stored: int = 0) -> StoreUnwritable | None:
-    """``exc`` as a StoreUnwritable when it says the store refuses writes for now (else None).
-
-    The error may be the context of the one raised: SQLite can roll the whole transaction back
-    on a full disk or an I/O error, and then a savepoint's ROLLBACK TO fails in its turn.
-    """
-    seen: BaseException | None = exc
-    for _ in range(4):
-        if seen is None:
-            return None
-        if isinstance(seen, StoreUnwritable):
-            return StoreUnwritable(seen.path, seen.reason, stored) if stored != seen.stored else seen
-        code = getattr(seen, "sqlite_errorcode", None)
-        reason = _UNWRITABLE_BECAUSE.get(code & 0xFF) if isinstance(code, int) else None
-        if isinstance(seen, sqlite3.Error) and reason is not None:
-            return StoreUnwritable(path, f"{reason} ({seen})", stored)
-        seen = seen.__cause__ or seen.__context__
-    return None
+    """``exc`` as a StoreUnwritable when it says the store refuses writes for now (else None)."""
+    if isinstance(exc, StoreUnwritable):
+        return StoreUnwritable(exc.path, exc.reason, stored) if stored != exc.stored else exc
+    reason = refuses_writes(exc)
+    return None if reason is None else StoreUnwritable(path, reason, stored)
 
 
 class _NotFinite(Exception):

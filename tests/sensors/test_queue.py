@@ -56,3 +56,57 @@ def test_bound_drops_the_oldest_and_reports_once(
 def test_bounds_are_checked() -> None:
     with pytest.raises(ValueError, match="negative"):
         QueueBounds(max_messages=-1)
+
+
+def full_queue(tmp_path: Path) -> ForwardQueue:
+    """A queue whose file may not grow (SQLite's own page limit: a real SQLITE_FULL, as from a
+    full disk) after a few messages; the WAL emptied first so that its pages count."""
+    q = ForwardQueue(tmp_path / "q.db")
+    q.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    pages = q.conn.execute("PRAGMA page_count").fetchone()[0]
+    q.conn.execute(f"PRAGMA max_page_count = {pages + 2}")
+    return q
+
+
+def test_a_full_disk_keeps_messages_in_memory_in_order_until_acknowledged_ones_make_room(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    q = full_queue(tmp_path)
+    sent = [f"m{i:03d}".encode() * 500 for i in range(40)]  # 2 kB each: a page holds one
+    ids = [q.put("t", payload) for payload in sent]
+    assert 0 in ids and q.held > 0  # the disk refused some; they wait in memory
+    assert len(q) == 40  # nothing lost
+    on_disk = q.next_batch(0, 100)
+    assert [m.payload for m in on_disk] == sent[: len(on_disk)]
+    refused = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(refused) == 1 and "failed: database or disk is full" in refused[0]  # once, not per put
+    # The broker acknowledges what was on disk: its pages take what waited, oldest first.
+    taken: list[bytes] = []
+    while len(q):
+        batch = q.next_batch(0, 100)
+        assert batch, "what waits in memory reaches the disk as acknowledged rows make room"
+        taken += [m.payload for m in batch]
+        q.delete([m.id for m in batch])
+    assert taken == sent
+    assert q.held == 0 and q.take_unreported_drops() == 0
+    assert "works again" in caplog.records[-1].getMessage()
+    q.close()
+
+
+def test_what_waits_in_memory_is_bounded_dropping_the_oldest_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sensors.queue.HELD_MAX_MESSAGES", 5)
+    q = full_queue(tmp_path)
+    for i in range(60):
+        q.put("t", f"m{i:03d}".encode() * 500)
+    assert q.held == 5
+    on_disk = len(q) - q.held
+    assert q.take_unreported_drops() == 60 - on_disk - 5
+    assert q.take_unreported_drops() == 0  # reported once
+    q.conn.execute("PRAGMA max_page_count = 100000")  # space again
+    q.put("t", b"last")
+    assert q.held == 0
+    payloads = [m.payload for m in q.next_batch(0, 100)]
+    assert payloads[-6:] == [f"m{i:03d}".encode() * 500 for i in range(55, 60)] + [b"last"]
+    q.close()

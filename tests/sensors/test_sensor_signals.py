@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
+import resource
 import signal
 import subprocess
 import sys
@@ -113,5 +115,42 @@ def test_sigterm_while_starting_keeps_the_queue_when_the_broker_is_away(tmp_path
     try:
         assert len(q) >= 5  # nothing lost: the queued readings (and heartbeats) wait on disk
         assert len(q.next_batch(0, 100)) == len(q)
+    finally:
+        q.close()
+
+
+def test_a_full_disk_does_not_stop_the_sensor_and_its_last_line_counts_the_disk(tmp_path: Path) -> None:
+    """The queue's disk fills while the broker is away: the kernel refuses the sensor's writes past
+    a file-size limit (RLIMIT_FSIZE, set on its process alone), as on a full card. It measures
+    on, says so once, and at the end names what the disk never took; the count it leaves queued
+    is what the file holds."""
+    config = site_config(tmp_path, f"mqtt://127.0.0.1:{free_port()}")  # nothing listens there
+    queue_path = tmp_path / "n1.queue.db"
+    log_path = tmp_path / "sensor.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)),
+                *("--sensor", "n1", "--source", "synthetic:70", "--queue", str(queue_path)),
+                *("--speed", "max", "--start", "2026-06-15T11:00", "--duration", "3000"),
+                *("--drain-timeout", "1"),
+            ],
+            stdout=log,
+            stderr=log,
+        )
+        # Python ignores SIGXFSZ: a write past the limit fails (EFBIG), and SQLite says so.
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (300_000, resource.RLIM_INFINITY))
+        code = proc.wait(90)
+    text = log_path.read_text(errors="replace")
+    assert code == 0, text
+    assert "Traceback" not in text, text
+    assert text.count(f"Writing the queue {queue_path} failed") == 1, text
+    lost = re.search(r"(\d+) message\(s\) waiting in memory are lost", text)
+    left = re.search(r"Stopped: (\d+) records published, (\d+) still queued", text)
+    assert lost is not None and left is not None, text
+    q = ForwardQueue(queue_path)
+    try:
+        assert int(left.group(2)) == len(q) > 0
+        assert int(lost.group(1)) == int(left.group(1)) - len(q)  # measured = on disk + lost
     finally:
         q.close()
