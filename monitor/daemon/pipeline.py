@@ -70,7 +70,7 @@ from monitor.wire.codec import (
 )
 from monitor.wire.link_state import META_KEY, LinkRecorder, LoginRefused
 from monitor.wire.protocol import Limits, check_time, format_ts, input_filters
-from monitor.wire.quick_levels import Parsed, levels_sender, predecode
+from monitor.wire.quick_levels import Predecoder
 from rules.model import (
     Event,
     Finding,
@@ -160,7 +160,8 @@ class Pipeline:
         self._wall_limits = Limits(d.max_clock_skew_s, d.max_age_s, d.max_payload_bytes)
         self.sites: dict[str, SiteState] = {}
         self.site_configs = {s.id: s for s in config.owned_sites}
-        self._levels_senders: dict[str, tuple[str, str]] = {}  # topic -> (site, sensor), for predecode
+        # wire_levels.predecode for this configuration, from the network thread
+        self.predecode = Predecoder(self.site_configs, self.prefix, d.max_payload_bytes)
         # Where each site's data had got to: closing continues from there, and so does the
         # data clock (without it "now" would fall back to the wall clock after a restart).
         newest = {s.id: store.newest_data_end(s.id, [x.id for x in s.sensors]) for s in config.owned_sites}
@@ -207,16 +208,6 @@ class Pipeline:
         d = self.config.daemon
         past = d.max_age_s if self.clock.data_now is not None else math.inf
         return Limits(math.inf, past, d.max_payload_bytes)
-
-    def predecode(self, topic: str, payload: bytes) -> SoundLevels | Parsed | None:
-        """wire_levels.predecode for this configuration, from the network thread (its only caller)."""
-        sender = self._levels_senders.get(topic)
-        if sender is None:
-            sender = levels_sender(topic, self.site_configs, self.prefix)
-            if sender is None:
-                return None
-            self._levels_senders[topic] = sender  # configured sensors' topics only: bounded
-        return predecode(payload, *sender, self.config.daemon.max_payload_bytes)
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit.
@@ -1009,10 +1000,7 @@ def run(
         forwarder = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
         forwarder.start()
     # A refused login stops the daemon (raised as LoginRefused below): no retry can fix it.
-    # The pipeline is made anew after the store refused writes: the link asks the current one.
-    link: MqttLink = MqttLink(
-        config.broker, topics, inbound, lambda t, p: pipeline.predecode(t, p), lambda _: stop.set()
-    )
+    link: MqttLink = MqttLink(config.broker, topics, inbound, pipeline.predecode, lambda _: stop.set())
     # "not connected since" for `status`: one row per worker
     meta_key = META_KEY if partition is None else partition.link_key
     link_record = LinkRecorder(link.watch, lambda _, value: store.set_meta(meta_key, value))

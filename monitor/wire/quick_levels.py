@@ -138,6 +138,27 @@ class Parsed:
     ok: bool = True
 
 
+class Predecoder:
+    """predecode for one configuration, called with a message's topic from the network thread.
+
+    Depends on the configuration alone, not on a pipeline: the daemon's link keeps one while the
+    pipeline is made anew (monitor/daemon/store_outage.py).
+    """
+
+    def __init__(self, sites: Mapping[str, SiteConfig], prefix: str, max_payload_bytes: int) -> None:
+        self.sites, self.prefix, self.max_payload_bytes = sites, prefix, max_payload_bytes
+        self._senders: dict[str, tuple[str, str]] = {}  # topic -> (site, sensor)
+
+    def __call__(self, topic: str, payload: bytes) -> SoundLevels | Parsed | None:
+        sender = self._senders.get(topic)
+        if sender is None:
+            sender = levels_sender(topic, self.sites, self.prefix)
+            if sender is None:
+                return None
+            self._senders[topic] = sender  # configured sensors' topics only: bounded
+        return predecode(payload, *sender, self.max_payload_bytes)
+
+
 def predecode(payload: bytes, site: str, sensor: str, max_payload_bytes: int) -> SoundLevels | Parsed | None:
     """Parse a levels_sender's payload once: its SoundLevels (all but the time check) on the
     quick path, else what was parsed, for decode(..., parsed=) to finish; None if too long
