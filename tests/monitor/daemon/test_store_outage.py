@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -45,19 +46,37 @@ def rejected(store: Path) -> int:
     return store_count(store, "SELECT COUNT(*) FROM rejections")
 
 
-def test_a_full_disk_holds_the_messages_until_space_comes_back_and_every_minute_is_judged_once(
-    tmp_path: Path, mosquitto: Mosquitto
-) -> None:
-    path = config(tmp_path, mosquitto.url)
-    store = tmp_path / "store.db"
+class Filled(NamedTuple):
+    daemon: Daemon
+    pub: Client
+    base: datetime
+    sent: int
+
+
+def filled(tmp_path: Path, mosquitto: Mosquitto, loud: set[int]) -> Filled:
+    """The daemon started with the file-size limit, 38 minutes published (2 meters, the ``loud``
+    minutes at 86 dB(A)), until the store has refused a write."""
     base = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=40)
-    loud = {3, 17, 31}
     pub = Client(mosquitto.port, "publisher")
-    daemon = Daemon(path, file_size_limit=LIMIT).start()
+    daemon = Daemon(config(tmp_path, mosquitto.url), file_size_limit=LIMIT).start()
     try:
         daemon.wait_ready()
         sent = publish_seconds(pub, base, range(0, 38 * 60), loud)
         assert wait_until(lambda: REFUSED in daemon.logs(), 60), daemon.logs()
+    except BaseException:
+        daemon.stop(signal.SIGKILL)
+        pub.close()
+        raise
+    return Filled(daemon, pub, base, sent)
+
+
+def test_a_full_disk_holds_the_messages_until_space_comes_back_and_every_minute_is_judged_once(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    store = tmp_path / "store.db"
+    loud = {3, 17, 31}
+    daemon, pub, base, sent = filled(tmp_path, mosquitto, loud)
+    try:
         # Tries that fail (a small write may still fit now and then): alive, nothing rejected.
         threading.Event().wait(3)
         assert daemon.alive(), daemon.logs()
@@ -85,19 +104,13 @@ def test_a_full_disk_holds_the_messages_until_space_comes_back_and_every_minute_
 def test_stopped_while_the_disk_is_full_it_leaves_the_rest_with_the_broker_for_the_next_start(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
-    path = config(tmp_path, mosquitto.url)
     store = tmp_path / "store.db"
-    base = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=40)
-    pub = Client(mosquitto.port, "publisher")
-    daemon = Daemon(path, file_size_limit=LIMIT).start()
+    daemon, pub, _, sent = filled(tmp_path, mosquitto, set())
     try:
-        daemon.wait_ready()
-        sent = publish_seconds(pub, base, range(0, 38 * 60), set())
-        assert wait_until(lambda: REFUSED in daemon.logs(), 60), daemon.logs()
         assert daemon.stop(timeout=10) == 0  # promptly, though its handoff from the network is full
         assert "what is in hand stays with the broker" in daemon.logs()
         assert stored(store) < sent
-        daemon = Daemon(path).start()  # the space came back while it was stopped
+        daemon = Daemon(daemon.config).start()  # the space came back while it was stopped
         assert wait_until(lambda: stored(store) == sent, 90), daemon.logs()
         assert daemon.stop() == 0
     finally:
