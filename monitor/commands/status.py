@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -88,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if link is not None and not links:
         print(link.describe(datetime.now(UTC)))
+    space = store_space(config.storage.path, shutil.disk_usage(Path(config.storage.path).parent).free)
+    if space is not None:
+        print(space)
     for worker, (sites, state) in links.items():
         seen = state.describe(datetime.now(UTC)) if state is not None else "not reported yet"
         print(f"worker {worker} ({', '.join(sites)}): {seen}")
@@ -109,6 +113,25 @@ def run(args: argparse.Namespace) -> int:
         for episode in status["episodes_24h"]:
             print(f"  - {one_line(episode['text'])}")  # may quote the operator's words
     return 0
+
+
+# Below this much free space on the store's disk, `status` says so: SQLite needs room for the
+# WAL's new frames, and a full disk stops the daemon's storing (docs/DEPLOY.md, section 5).
+LOW_SPACE_BYTES = 64 * 1024 * 1024
+FULL_BYTES = 1024 * 1024
+
+
+def store_space(path: str, free: int) -> str | None:
+    """A line about the store's disk when it is low on space (``free`` bytes), else None."""
+    if free >= LOW_SPACE_BYTES:
+        return None
+    if free < FULL_BYTES:
+        return (
+            f"store {path}: its disk is full ({free:,} bytes free): the daemon stores nothing and"
+            " what arrives waits at the broker until there is space"
+        )
+    mib = free / (1024 * 1024)
+    return f"store {path}: only {mib:.0f} MiB free on its disk; the daemon stops storing when it is full"
 
 
 def _worker_links(store: Store, config: Config) -> dict[str, tuple[tuple[str, ...], LinkState | None]]:

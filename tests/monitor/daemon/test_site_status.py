@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -350,3 +351,33 @@ def test_minewatch_status_lines_up_a_long_sensor_id_and_kind(
     ]
     assert len({line.index("last data") for line in lines}) == 1
     assert lines[-1].startswith("  sg-farmstead seismograph last data never")
+
+
+def test_store_space_is_said_only_when_the_disk_runs_low() -> None:
+    from monitor.commands.status import store_space
+
+    assert store_space("/var/lib/minewatch/minewatch.db", 10 * 1024**3) is None
+    assert store_space("/var/lib/minewatch/minewatch.db", 20 * 1024**2) == (
+        "store /var/lib/minewatch/minewatch.db: only 20 MiB free on its disk; the daemon stops storing"
+        " when it is full"
+    )
+    assert store_space("/var/lib/minewatch/minewatch.db", 4096) == (
+        "store /var/lib/minewatch/minewatch.db: its disk is full (4,096 bytes free): the daemon stores"
+        " nothing and what arrives waits at the broker until there is space"
+    )
+
+
+def test_minewatch_status_says_when_the_stores_disk_is_full(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's file system's free space is replaced (shutil.disk_usage): filling a real disk
+    takes a mount, which a test cannot make without root. The store itself is real."""
+    path = tmp_path / "site.toml"
+    path.write_text(CONFIG.format(db=tmp_path / "minewatch.db", max_attempts=3))
+    Store(str(tmp_path / "minewatch.db")).close()
+    assert main(["status", "--config", str(path)]) == 0
+    assert "store " not in capsys.readouterr().out  # room enough here: nothing said
+    full = shutil.disk_usage(tmp_path)._replace(free=0)
+    monkeypatch.setattr("shutil.disk_usage", lambda _: full)
+    assert main(["status", "--config", str(path)]) == 0
+    assert f"store {tmp_path / 'minewatch.db'}: its disk is full (0 bytes free)" in capsys.readouterr().out
