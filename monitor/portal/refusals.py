@@ -1,10 +1,13 @@
-"""Refusals: not found, not for the role, not logged in, a bad form token; JSON for the API.
+"""Refusals: not found, not for the role, not logged in, a bad form token, a store that refuses
+writes (a full disk); JSON for the API.
 
 The same 404 for what does not exist and what the account may not see.
 """
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,13 +16,19 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
+from monitor.failing_rounds import FailingRounds
 from monitor.portal.data import NotFound
 from monitor.portal.web import BadCsrf, Forbidden, NotLoggedIn, Web
+from monitor.sqlite_files import refuses_writes
+
+log = logging.getLogger("minewatch.portal")
 
 
 class Refusals:
     def __init__(self, web: Web) -> None:
         self.web = web
+        # Said once while it lasts (and every 10 minutes), not once a request.
+        self.store_refusals = FailingRounds(log, f"Writing the store {web.config.storage.path}")
 
     def handlers(self) -> dict[Any, Callable[[Request, Exception], Awaitable[Response]]]:
         return {
@@ -28,6 +37,7 @@ class Refusals:
             NotLoggedIn: self.on_not_logged_in,
             BadCsrf: self.on_bad_csrf,
             HTTPException: self.on_http,
+            sqlite3.Error: self.on_store_error,
         }
 
     async def on_not_found(self, request: Request, exc: Exception) -> Response:
@@ -77,3 +87,20 @@ class Refusals:
         return self.web.error_page(
             request, exc.status_code, str(exc.detail), str(exc.status_code), str(exc.detail)
         )
+
+    async def on_store_error(self, request: Request, exc: Exception) -> Response:
+        """503 when the store refuses writes for now (a full disk): no fault of the visitor's, and
+        nothing they sent was kept. Any other SQLite error is a 500, as before."""
+        if refuses_writes(exc) is None:
+            raise exc
+        self.store_refusals.failed(exc)
+        response = self.web.error_page(
+            request,
+            503,
+            "the store cannot take writes now (its disk is full or failing); nothing was kept",
+            "Not kept: try again later",
+            "The monitor's record cannot take writes just now (its disk is full or failing), so"
+            " nothing you sent was kept. The operator has been told in the log; try again later.",
+        )
+        response.headers["Retry-After"] = "60"
+        return response
