@@ -82,6 +82,17 @@ def test_secrets_are_private(out: Path) -> None:
     assert not (out / "passwd.plain").exists()
 
 
+def assert_server_cert_verifies(out: Path) -> None:
+    """server.crt is signed by the ca.crt beside it (openssl verify)."""
+    verify = subprocess.run(
+        ["openssl", "verify", "-CAfile", str(out / "ca.crt"), str(out / "server.crt")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
 def test_server_certificate(out: Path) -> None:
     text = subprocess.run(
         ["openssl", "x509", "-in", str(out / "server.crt"), "-noout", "-text"],
@@ -91,13 +102,7 @@ def test_server_certificate(out: Path) -> None:
     ).stdout
     assert "DNS:localhost" in text and "IP Address:127.0.0.1" in text and "DNS:mosquitto" in text
     assert "TLS Web Server Authentication" in text
-    verify = subprocess.run(
-        ["openssl", "verify", "-CAfile", str(out / "ca.crt"), str(out / "server.crt")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert_server_cert_verifies(out)
 
 
 def test_a_ca_made_anew_reissues_the_server_certificate(tmp_path: Path, out: Path) -> None:
@@ -107,13 +112,7 @@ def test_a_ca_made_anew_reissues_the_server_certificate(tmp_path: Path, out: Pat
     (out / "ca.key").unlink()
     run_ok("--config", write_test_config(tmp_path / "again.toml"), "--out", out)
     assert (out / "server.crt").read_bytes() != server
-    verify = subprocess.run(
-        ["openssl", "verify", "-CAfile", str(out / "ca.crt"), str(out / "server.crt")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert_server_cert_verifies(out)
 
 
 def test_rendered_configuration(out: Path) -> None:
