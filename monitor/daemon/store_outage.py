@@ -20,11 +20,11 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from monitor.errors import StoreUnwritable
+from monitor.failing_rounds import REMIND_S  # a failure that lasts is said again this often
 
 log = logging.getLogger("minewatch.pipeline")
 
 PAUSES_S = (1, 2, 5, 10, 30, 60)  # between tries, the last one repeated
-REMIND_S = 600  # how often the log says again that the store still refuses writes
 
 T = TypeVar("T")
 
