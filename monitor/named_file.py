@@ -29,6 +29,12 @@ def open_named_file(path: str | Path, what: str, *, pipe_ok: bool = False) -> Bi
     """The regular file at ``path`` (or, with ``pipe_ok``, a FIFO), open for reading; ``what`` it
     should be names it in a refusal."""
     try:
+        if pipe_ok and stat.S_ISFIFO(os.stat(path).st_mode):
+            # Opened once, blocking: the open waits for a writer (a read before one came would be
+            # the end at once), and reading ends at the writer's end. Not after a non-blocking
+            # look: a writer that came while that reader was open would write into a pipe its
+            # reader then left, and the blocking open would wait for a writer that never came.
+            return open(path, "rb")
         # Non-blocking, so that a FIFO is refused below instead of waiting for a writer.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -36,14 +42,6 @@ def open_named_file(path: str | Path, what: str, *, pipe_ok: bool = False) -> Bi
     except OSError as exc:
         raise NamedFileError(f"{path}: cannot read: {exc.strerror}") from None
     mode = os.fstat(fd).st_mode
-    if pipe_ok and stat.S_ISFIFO(mode):
-        # Opened again, blocking: that open waits for a writer (a read before one came would
-        # be the end at once), and reading ends at the writer's end.
-        os.close(fd)
-        try:
-            return open(path, "rb")
-        except OSError as exc:
-            raise NamedFileError(f"{path}: cannot read: {exc.strerror}") from None
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = "a folder" if stat.S_ISDIR(mode) else "a device, pipe or socket"

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -21,6 +24,8 @@ from sensors.scenario import ScenarioError, read_scenario_text
 from tests.support.config_samples import MINIMAL
 
 NOT_UTF8 = bytes([0xB2, 0x00, 0xFF, 0x80]) * 16  # as `head -c 64 /dev/urandom` may give
+
+T = TypeVar("T")
 
 
 def test_a_text_file_is_read_whole(tmp_path: Path) -> None:
@@ -63,6 +68,46 @@ def test_a_recording_may_come_through_a_pipe(tmp_path: Path) -> None:
     recorder = threading.Thread(target=record)
     recorder.start()
     assert read_named_bytes(pipe, "WAV file", pipe_ok=True) == b"RIFF" * 1000  # to the writer's end
+    recorder.join(10)
+
+
+def slowed(call: Callable[..., T]) -> Callable[..., T]:
+    def after_a_pause(*args: Any, **kwargs: Any) -> T:
+        time.sleep(0.2)
+        return call(*args, **kwargs)
+
+    return after_a_pause
+
+
+def test_a_recorder_already_waiting_at_the_pipe_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorder opens the pipe first and writes its whole recording at once, as soon as a
+    reader comes. The pipe is real; os.fstat is slowed (and os.stat, so each opener is slowed
+    alike) to widen the moment between looking at the path and reading it, where the reader
+    used to close a first, non-blocking look and reopen: the recording went into a pipe with no
+    reader, and the reopen waited forever for a writer (tests/monitor/test_named_file.py above
+    hung so now and then in CI)."""
+    pipe = tmp_path / "recorder"
+    os.mkfifo(pipe)
+    for name in ("fstat", "stat"):
+        monkeypatch.setattr(f"monitor.named_file.os.{name}", slowed(getattr(os, name)))
+
+    def record() -> None:
+        with pipe.open("wb") as writer:
+            writer.write(b"RIFF" * 1000)
+
+    recorder = threading.Thread(target=record, daemon=True)
+    recorder.start()
+    time.sleep(0.2)  # the recorder waits in its open
+    got: list[bytes] = []
+    reader = threading.Thread(
+        target=lambda: got.append(read_named_bytes(pipe, "WAV file", pipe_ok=True)), daemon=True
+    )
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "the reader waits for a writer that already came and went"
+    assert got == [b"RIFF" * 1000]
     recorder.join(10)
 
 
