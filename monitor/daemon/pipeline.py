@@ -42,6 +42,7 @@ from monitor.config import Config
 from monitor.daemon import minute_closing, seismic_intake
 from monitor.daemon.announcer import Announcer, Outgoing, Publish
 from monitor.daemon.clock import Clock
+from monitor.daemon.daemon_state import DaemonState
 from monitor.daemon.ingest import Handoff, Inbound, MqttLink
 from monitor.daemon.rejections import UNATTRIBUTED_SITE, LogGate, sender_of
 from monitor.daemon.sensor_health import HealthWatch, calibrated
@@ -985,7 +986,8 @@ def run(
             made.announce_sites = frozenset(sites)
         return made
 
-    outages = StoreOutage(stop, remake)
+    told = DaemonState(publish, prefix, sites)  # the retained …/daemon, once the link starts
+    outages = StoreOutage(stop, remake, told=told)
     try:
         pipeline = remake()
     except StoreUnwritable as outage:  # a full disk at the start: wait, as for one later
@@ -1010,6 +1012,7 @@ def run(
     if deliveries is not None:
         deliveries.start()
     freeze_startup_objects()
+    told.started()  # queued until the link connects
     link.start()
     log.info("minewatch running for %s; store %s", ", ".join(sites), config.storage.path)
     last_tick = 0.0
@@ -1063,6 +1066,7 @@ def run(
                 log.error("%s: what was in hand and not stored stays with the broker", outage)
         if deliveries is not None:  # what it could not send stays pending for the next start
             deliveries.stop(timeout=5.0)
+        told.stopped()
         time.sleep(0.2)  # let paho send the last acks and publishes
         link.close()
         try:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from monitor.daemon.daemon_state import DaemonState
 from monitor.errors import StoreUnwritable
 from monitor.failing_rounds import REMIND_S  # a failure that lasts is said again this often
 
@@ -32,7 +33,8 @@ T = TypeVar("T")
 class StoreOutage(Generic[T]):
     """The run loop's waiting for a store that refuses writes, over one outage.
 
-    ``remake`` makes a pipeline from the store, raising StoreUnwritable while it refuses writes.
+    ``remake`` makes a pipeline from the store, raising StoreUnwritable while it refuses writes;
+    ``told`` publishes when an outage begins and ends (the retained ``…/daemon``).
     """
 
     def __init__(
@@ -41,8 +43,9 @@ class StoreOutage(Generic[T]):
         remake: Callable[[], T],
         pauses_s: tuple[float, ...] = PAUSES_S,
         clock: Callable[[], float] = time.monotonic,
+        told: DaemonState | None = None,
     ) -> None:
-        self.stop, self.remake, self.pauses_s, self.clock = stop, remake, pauses_s, clock
+        self.stop, self.remake, self.pauses_s, self.clock, self.told = stop, remake, pauses_s, clock, told
         self.began: float | None = None  # None: the store takes writes
         self._reminded = 0.0
         self._tries = 0
@@ -61,6 +64,8 @@ class StoreOutage(Generic[T]):
                 held,
                 self._pause(),
             )
+            if self.told is not None:
+                self.told.refusing(outage, held)
         else:  # the store took the pipeline's making and refused the next write
             self._remind(outage)
         while not self.stop.wait(self._pause()):
@@ -82,6 +87,8 @@ class StoreOutage(Generic[T]):
             )
             self.began = None
             self._tries = 0
+            if self.told is not None:
+                self.told.writable()
 
     def _pause(self) -> float:
         return self.pauses_s[min(self._tries, len(self.pauses_s) - 1)]

@@ -54,7 +54,9 @@ KIND_MAX_BYTES: dict[str, int] = {
     "waveform": 262_144,
 }
 BUILTIN_EVENTS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
-OUTPUT_TOPICS = frozenset({"violations", "findings", "alerts", "notices", "status", "rejected", "anchors"})
+OUTPUT_TOPICS = frozenset(
+    {"violations", "findings", "alerts", "notices", "status", "rejected", "anchors", "daemon"}
+)
 
 # Plausible physical ranges; outside them a value is a sensor fault, not a measurement.
 DB_RANGE = (-20.0, 200.0)

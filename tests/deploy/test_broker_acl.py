@@ -27,7 +27,7 @@ from tests.support.secure_broker import SecureBroker, TestClient
 pytestmark = pytest.mark.timeout(60)
 
 NOT_AUTHORIZED = 0x87
-OUTPUTS = ("violations", "findings", "alerts", "notices", "status", "rejected", "anchors")
+OUTPUTS = ("violations", "findings", "alerts", "notices", "status", "rejected", "anchors", "daemon")
 
 Connect = Callable[..., TestClient]
 

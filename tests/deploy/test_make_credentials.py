@@ -181,7 +181,7 @@ def test_acl_grants(out: Path) -> None:
             assert current, "no grant outside a user block (it would apply to everyone)"
             blocks[current].append(line)
     assert blocks["sensor-north-n1"] == ["topic write minewatch/north/sensors/n1/#"]
-    outputs = ("violations", "findings", "alerts", "notices", "status", "rejected", "anchors")
+    outputs = ("violations", "findings", "alerts", "notices", "status", "rejected", "anchors", "daemon")
     assert blocks["operator-north"] == [
         "topic write minewatch/north/events/#",
         *(f"topic read minewatch/north/{o}/#" for o in outputs),

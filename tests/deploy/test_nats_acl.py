@@ -33,7 +33,7 @@ from tests.support.secure_broker import (
 
 pytestmark = pytest.mark.timeout(120)
 
-OUTPUTS = ("violations", "findings", "alerts", "notices", "status", "rejected", "anchors")
+OUTPUTS = ("violations", "findings", "alerts", "notices", "status", "rejected", "anchors", "daemon")
 V311 = MQTTProtocolVersion.MQTTv311
 PROBE_GRACE_S = 2.0  # see reaches()
 Connect = Callable[..., TestClient]

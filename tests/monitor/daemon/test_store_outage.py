@@ -8,6 +8,7 @@ anything meanwhile, and must judge every loud minute once when it carries on.
 
 from __future__ import annotations
 
+import json
 import signal
 import sqlite3
 import threading
@@ -18,11 +19,13 @@ from typing import NamedTuple
 
 import pytest
 
+from monitor.daemon.daemon_state import DaemonState
 from monitor.daemon.store_outage import StoreOutage
 from monitor.errors import StoreUnwritable
 from monitor.journal.store import Store, unwritable
 from monitor.wire.canonical import to_us
 from tests.monitor.daemon.test_backlog import (
+    SITE,
     config,
     evaluated_until,
     judged,
@@ -57,7 +60,7 @@ def filled(tmp_path: Path, mosquitto: Mosquitto, loud: set[int]) -> Filled:
     """The daemon started with the file-size limit, 38 minutes published (2 meters, the ``loud``
     minutes at 86 dB(A)), until the store has refused a write."""
     base = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=40)
-    pub = Client(mosquitto.port, "publisher")
+    pub = Client(mosquitto.port, "publisher", subscribe=(f"minewatch/{SITE}/daemon",))
     daemon = Daemon(config(tmp_path, mosquitto.url), file_size_limit=LIMIT).start()
     try:
         daemon.wait_ready()
@@ -88,10 +91,22 @@ def test_a_full_disk_holds_the_messages_until_space_comes_back_and_every_minute_
         )
         assert "takes writes again" in daemon.logs()
         assert daemon.stop() == 0
+        assert wait_until(lambda: told(pub)[-1:] == [("stopped", "writable")], 10), told(pub)
     finally:
         if daemon.alive():
             daemon.stop(signal.SIGKILL)
         pub.close()
+    # The Town and the operator were told, though nothing could be stored: the retained
+    # …/daemon said so while it lasted (the site's status, made from the store, only grew old).
+    states = told(pub)
+    assert states[0] == ("running", "writable") and states[-1] == ("stopped", "writable"), states
+    assert ("running", "refusing writes") in states, states
+    refusing = next(m for m in pub.received(f"{SITE}/daemon") if m["store"] == "refusing writes")
+    # "the disk is full", or the file-size limit's EFBIG read as an I/O error
+    assert refusing["site"] == SITE and str(refusing["reason"]).startswith("the disk")
+    assert isinstance(refusing["held"], int) and refusing["held"] >= 0
+    assert set(refusing) == {"site", "ts", "state", "store", "store_since", "reason", "held"}
+    assert str(store) not in json.dumps(refusing)  # the path stays in the log
     logs = daemon.logs()
     # One line as each outage begins and one as it ends, not one per try. (The WAL file can
     # reach the limit first and be started over by a checkpoint: an outage of its own.)
@@ -110,14 +125,21 @@ def test_stopped_while_the_disk_is_full_it_leaves_the_rest_with_the_broker_for_t
         assert daemon.stop(timeout=10) == 0  # promptly, though its handoff from the network is full
         assert "what is in hand stays with the broker" in daemon.logs()
         assert stored(store) < sent
+        assert wait_until(lambda: told(pub)[-1:] == [("stopped", "refusing writes")], 10), told(pub)
         daemon = Daemon(daemon.config).start()  # the space came back while it was stopped
         assert wait_until(lambda: stored(store) == sent, 90), daemon.logs()
+        assert told(pub)[-1] == ("running", "writable")  # the retained message said again
         assert daemon.stop() == 0
     finally:
         if daemon.alive():
             daemon.stop(signal.SIGKILL)
         pub.close()
     assert rejected(store) == 0
+
+
+def told(pub: Client) -> list[tuple[object, object]]:
+    """(state, store) of each retained …/daemon the site's subscriber received, in order."""
+    return [(m["state"], m["store"]) for m in pub.received(f"{SITE}/daemon")]
 
 
 def test_a_full_store_is_named_so_and_other_errors_are_not(tmp_path: Path) -> None:
@@ -191,3 +213,40 @@ def test_the_wait_ends_when_the_daemon_is_stopped() -> None:
     remake = Remake(refusals=1000)
     assert outage_waiting(remake, stop).wait(StoreUnwritable("store.db", "the disk is full"), 3) is None
     assert remake.calls == 0
+
+
+def test_the_daemon_state_says_when_the_store_refuses_writes_and_when_it_takes_them_again() -> None:
+    sent: list[tuple[str, dict[str, object], bool]] = []
+    wall = iter(range(1_780_000_000, 1_780_000_100))
+    state = DaemonState(
+        lambda topic, payload, retain: sent.append((topic, json.loads(payload), retain)),
+        "minewatch",
+        ["north", "south"],
+        wall=lambda: float(next(wall)),
+    )
+    outages = StoreOutage(threading.Event(), Remake(refusals=1), pauses_s=(0.001,), told=state)
+    # Refused before the link exists (a full disk at the start): nothing published yet.
+    full = StoreUnwritable("/var/lib/minewatch/store.db", "the disk is full")
+    assert outages.wait(full, held=0) == "pipeline"
+    assert sent == []
+    state.started()
+    assert [(t, m["state"], m["store"], r) for t, m, r in sent] == [
+        ("minewatch/north/daemon", "running", "refusing writes", True),
+        ("minewatch/south/daemon", "running", "refusing writes", True),
+    ]
+    outages.stored("/var/lib/minewatch/store.db")
+    outages.stored("/var/lib/minewatch/store.db")  # no outage: nothing to say
+    assert [(m["site"], m["store"]) for _, m, _ in sent[2:]] == [("north", "writable"), ("south", "writable")]
+    outages.wait(full, held=7)
+    refusing = sent[-1][1]
+    assert refusing == {
+        "site": "south",
+        "ts": refusing["ts"],
+        "state": "running",
+        "store": "refusing writes",
+        "store_since": refusing["store_since"],
+        "reason": "the disk is full",
+        "held": 7,
+    }
+    state.stopped()
+    assert [(m["state"], m["store"]) for _, m, _ in sent[-2:]] == [("stopped", "refusing writes")] * 2
