@@ -363,7 +363,7 @@ class ChainKind:
     (joined with '|'; ``key_of`` in Python, ``key`` in SQL over the row ``t``: the one
     definition both are made from). ``file`` is set for the kinds exported row by row to
     records/<name>.json: ``source`` is their FROM clause, ``site`` the column holding the
-    site and ``window`` what makes a row belong to [:from, :to). Sound, readings and audio
+    site and ``window`` what makes a row belong to [:from, :to), bracketed. Sound, readings and audio
     go to CSV (or stay chain links) and config records to records/config.json, each by its
     own code in the exporter.
 
@@ -428,7 +428,9 @@ def _exported(
     blob: str = "",
 ) -> ChainKind:
     file = f"records/{source.split()[0]}.json"
-    return ChainKind(name, record, columns, file, source, window, site, optional, blob)
+    # Bracketed once here: every query joins it to others with AND, and an OR inside it would
+    # otherwise take in other sites' rows.
+    return ChainKind(name, record, columns, file, source, f"({window})", site, optional, blob)
 
 
 KINDS: dict[str, ChainKind] = {

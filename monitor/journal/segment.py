@@ -243,7 +243,7 @@ def _shown(kind: str, sight: Sight) -> tuple[str, dict[str, str]]:
     them), and the parameters it names."""
     if kind not in sight.kinds:
         return "0", {}
-    shown = f"({KINDS[kind].window})"
+    shown = KINDS[kind].window  # bracketed (chain_kinds._exported)
     params: dict[str, str] = {}
     if kind == "alert":  # audience: one or more of operator, town, inspector, comma-separated
         audiences = sorted(sight.audiences)

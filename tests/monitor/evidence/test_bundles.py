@@ -1082,3 +1082,25 @@ def test_half_a_surrogate_pair_in_a_bundles_json_is_named_not_a_traceback(site: 
         printed = done.stdout + done.stderr
         assert done.returncode == code and "Traceback" not in printed, printed
         assert said in printed and "not text: half of a UTF-16 surrogate pair" in printed, printed
+
+
+def test_another_sites_complaint_received_in_the_window_leaves_the_bundle_whole(
+    site: Site, tmp_path: Path
+) -> None:
+    """A complaint counts toward its own site's segment only. The complaint kind's window is two
+    conditions joined by OR; unbracketed after "site = :site AND", a complaint of any site
+    received in the window set the segment's bounds, and the bundle failed to verify (filed by
+    anyone, on the public complaint page)."""
+    from monitor.complaints.book import ComplaintBook
+
+    store = Store(site.store)
+    at = T0 + timedelta(minutes=1)
+    with store.batch():
+        other_seq, _ = store.head("other-pit")
+        while other_seq <= store.head(SITE)[0]:  # the other site's chain the longer, as it may be
+            store.append_portal_action("other-pit", "clerk", "town", "login", "", "127.0.0.1", {}, at)
+            other_seq += 1
+        ComplaintBook(store).submit("other-pit", "noise", T0, T0, "1 Main St", None, "loud", {}, {}, at)
+    store.close()
+    report = verify_bundle(export(site, tmp_path / "bundle.zip"), load_anchors(site.anchors))
+    assert report.ok, report.first_problem
