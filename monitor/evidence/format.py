@@ -107,6 +107,7 @@ PLOT_CAP = 16 * _MiB  # a PNG of a day
 MAX_RATIO = 200  # inflated / compressed bytes of a member over 1 MiB (evidence deflates 3-10 x)
 RATIO_FROM = 1 * _MiB
 MAX_MEMBERS = 100_000  # a month's bundle has ~1,000
+MAX_DIRECTORY = 32 * _MiB  # the zip's list of members: MAX_MEMBERS entries of ~100 bytes, with room
 MAX_LINE = 8 * _MiB  # a CSV or JSON line (a reading's data is at most 1 MiB, escaped)
 
 

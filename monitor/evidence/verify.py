@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import re
+import struct
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,7 @@ from monitor.evidence.format import (
     INFLUX_MEASUREMENT,
     JSON_CAP,
     MANIFEST,
+    MAX_DIRECTORY,
     MAX_MEMBERS,
     MAX_RATIO,
     MEMBER_CAPS,
@@ -491,9 +493,16 @@ def verify_bundle(
     """
     report = Report(str(path), town_anchors_given=anchors is not None)
     try:
-        members = _zip_entries(path)
+        members, directory_bytes = _zip_directory(path)
+        if directory_bytes > MAX_DIRECTORY:
+            report.add(
+                "bundle",
+                f"refused: the zip's list of members takes {directory_bytes:,} bytes,"
+                f" more than {MAX_DIRECTORY:,}",
+            )
+            return report
         if members > MAX_MEMBERS:
-            report.add("bundle", f"refused: the zip holds {members:,} members, more than {MAX_MEMBERS:,}")
+            report.add("bundle", f"refused: the zip holds more than {MAX_MEMBERS:,} members")
             return report
         zf = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as exc:
@@ -530,23 +539,40 @@ def _refuse_half_pairs(value: Any, name: str) -> None:
         raise ValueError(f"{name}{found[0] or 'the value'}: {found[1]}")
 
 
-def _zip_entries(path: str | Path) -> int:
-    """The member count the zip's end record states, read before zipfile lists every member."""
+def _zip_directory(path: str | Path) -> tuple[int, int]:
+    """(members, bytes) of the zip's central directory, its entries counted one by one (up to
+    MAX_MEMBERS + 1) before zipfile lists them: zipfile reads the whole directory by its size
+    whatever member count the end record states, so a stated count bounds nothing (a directory of
+    millions of entries under a count of 1 took gigabytes). A directory over MAX_DIRECTORY bytes
+    is not read at all. (0, 0): no end record, not a zip (zipfile says so)."""
     with open(path, "rb") as f:
         size = f.seek(0, io.SEEK_END)
-        f.seek(max(0, size - (22 + 0xFFFF)))
+        start = max(0, size - (22 + 0xFFFF))
+        f.seek(start)
         tail = f.read()
         at = tail.rfind(b"PK\x05\x06")
         if at < 0 or len(tail) < at + 22:
-            return 0  # not a zip: zipfile says so
-        entries = int.from_bytes(tail[at + 10 : at + 12], "little")
+            return 0, 0
+        directory_bytes = int.from_bytes(tail[at + 12 : at + 16], "little")
+        directory_end = start + at
         locator = at - 20
-        if entries == 0xFFFF and locator >= 0 and tail[locator : locator + 4] == b"PK\x06\x07":
-            f.seek(int.from_bytes(tail[locator + 8 : locator + 16], "little"))
+        if locator >= 0 and tail[locator : locator + 4] == b"PK\x06\x07":  # zip64
+            record_at = int.from_bytes(tail[locator + 8 : locator + 16], "little")
+            f.seek(record_at)
             record = f.read(56)
             if record[:4] == b"PK\x06\x06" and len(record) == 56:
-                entries = int.from_bytes(record[32:40], "little")
-        return entries
+                directory_bytes = int.from_bytes(record[40:48], "little")
+                directory_end = record_at
+        if directory_bytes > MAX_DIRECTORY:
+            return 0, directory_bytes
+        f.seek(max(0, directory_end - directory_bytes))
+        directory = f.read(directory_bytes)
+    members = at = 0
+    while members <= MAX_MEMBERS and directory[at : at + 4] == b"PK\x01\x02" and at + 46 <= len(directory):
+        name, extra, comment = struct.unpack_from("<HHH", directory, at + 28)
+        at += 46 + name + extra + comment
+        members += 1
+    return members, directory_bytes
 
 
 def _member_cap(name: str) -> int | None:

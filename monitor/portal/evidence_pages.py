@@ -25,6 +25,9 @@ from rules.model import SensorKind
 
 # What an uploaded bundle is held against (the verify form's choices, evidence.html)
 VERIFY_AGAINST = ("nothing", "published", "file")
+# Uploads received or verified at once in the portal: each may keep a core busy and hold up to
+# portal.max_upload_mb on disk; more wait their turn with a 429, as bundles do (jobs.TOTAL).
+VERIFYING = 2
 
 
 class EvidencePages:
@@ -32,6 +35,7 @@ class EvidencePages:
 
     def __init__(self, web: Web) -> None:
         self.web = web
+        self._verifying = 0  # uploads being received or verified (the event loop's own count)
 
     def routes(self) -> list[Route]:
         return [
@@ -180,6 +184,18 @@ class EvidencePages:
         scope = self.web.session_scope(request)
         self.web.may(scope, "evidence")
         site = scope.site(request.path_params["site"])
+        if self._verifying >= VERIFYING:  # refused before the body is read
+            error = f"{VERIFYING} bundles are being verified: try again in a minute"
+            busy = self.evidence_form(request, scope, site, 429, error=error)
+            busy.headers["Retry-After"] = "30"
+            return busy
+        self._verifying += 1
+        try:
+            return await self._verify_upload(request, scope, site)
+        finally:
+            self._verifying -= 1
+
+    async def _verify_upload(self, request: Request, scope: Scope, site: SiteConfig) -> Response:
 
         def check_csrf(given: str) -> None:
             wanted = request.session.get("csrf")

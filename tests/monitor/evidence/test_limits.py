@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import struct
 import subprocess
 import sys
 import zipfile
@@ -135,3 +136,41 @@ def test_a_member_the_manifest_declares_that_large_is_refused_by_its_ratio(
     assert lines[0].startswith(f"{bomb}: FAILED: refused: chain.csv inflates "), lines
     assert "times its compressed size" in lines[0] and "more than 200 times" in lines[0]
     assert grown < 50 * MiB, f"verify grew by {grown / MiB:.0f} MB"
+
+
+def _forged_directory(dst: Path, entries: int, stated: int) -> Path:
+    """A zip of one empty member listed ``entries`` times in its central directory, under an end
+    record that states ``stated`` members (zipfile reads the directory by its size)."""
+    name = b"a"
+    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0) + name
+    central = (
+        struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0, 0, 0, 0, 0, 0)
+        + name
+    )
+    directory = central * entries
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, stated, stated, len(directory), len(local), 0)
+    dst.write_bytes(local + directory + end)
+    return dst
+
+
+def test_a_directory_of_more_members_than_its_end_record_states_is_refused_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    """300,000 entries stated as 1: counted before zipfile lists them (a portal verifying 2,000,000
+    such entries grew from 258 MB to 1.15 GB, and 9,800,000 to 4.5 GB)."""
+    bomb = _forged_directory(tmp_path / "forged.zip", 300_000, stated=1)
+    with zipfile.ZipFile(bomb) as zf:  # a zip zipfile reads, every entry listed
+        assert len(zf.infolist()) == 300_000
+    grown, lines = _verify_measured(bomb)
+    assert lines[0] == f"{bomb}: FAILED: refused: the zip holds more than 100,000 members", lines
+    assert grown < 50 * MiB, f"verify grew by {grown / MiB:.0f} MB"
+
+
+def test_a_directory_beyond_its_cap_is_refused_unread(tmp_path: Path) -> None:
+    bomb = tmp_path / "stated.zip"
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1, 1, 40 * MiB, 0, 0)
+    bomb.write_bytes(end)
+    _, lines = _verify_measured(bomb)
+    assert lines[0] == (
+        f"{bomb}: FAILED: refused: the zip's list of members takes 41,943,040 bytes, more than 33,554,432"
+    ), lines

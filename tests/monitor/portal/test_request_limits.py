@@ -23,6 +23,7 @@ from monitor.config import parse_config
 from monitor.errors import ConfigError
 from tests.monitor.portal.conftest import DAY, PASSWORD, SITE, TOKENS, Env
 from tests.monitor.test_config import MINIMAL
+from tests.support.daemon import wait_until
 from tests.support.portal_server import on_port, portal_serving
 
 MB = 1024 * 1024
@@ -515,3 +516,31 @@ def test_an_event_form_says_the_broker_is_down_and_the_portal_goes_on(
         assert f"the broker {dead} is not reachable: the event was not sent, try again" in reply.text
         assert op.send("GET", f"/sites/{SITE}/events").status == 200
     assert "Traceback" not in (root / "portal.log").read_text()
+
+
+def test_two_uploads_are_verified_at_once_and_a_third_waits_its_turn(own: Own) -> None:
+    """Each verification may keep a core busy and hold max_upload_mb on disk; exports were
+    capped, uploads were not, so a few at once could take the host's memory."""
+    insp = log_in(own.port, "insp")
+    path = f"/sites/{SITE}/evidence/verify"
+    start, end = multipart("XyZ", [("csrf", insp.csrf)], ("bundle", "slow.zip"))
+    held = []
+    for _ in range(2):  # two uploads whose files are still arriving
+        sock = socket.create_connection(("127.0.0.1", own.port), timeout=10)
+        sock.sendall(upload_head(path, insp.cookie, len(start) + 1000 + len(end), own.port).encode())
+        sock.sendall(start + b"PK")
+        held.append(sock)
+    try:
+        time.sleep(0.5)
+        body = start + b"not a zip" + end
+        reply = exchange(own.port, upload_head(path, insp.cookie, len(body), own.port), [body])
+        assert reply.status == 429 and reply.headers["retry-after"] == "30", reply
+        assert "2 bundles are being verified: try again in a minute" in reply.text
+    finally:
+        for sock in held:
+            sock.close()
+    # Given up by their senders: their turns are free again.
+    assert wait_until(
+        lambda: exchange(own.port, upload_head(path, insp.cookie, len(body), own.port), [body]).status == 200,
+        10,
+    )
