@@ -269,12 +269,15 @@ class ComplaintBook:
         from monitor.notify.notices import UnknownNotice, get_notice
 
         complaint = self.get(complaint_id)
+        # Another site's notice is answered as one that does not exist: a Town account scoped
+        # to this site must not learn which notice numbers exist elsewhere.
+        unknown = ComplaintError(f"notice: no notice {notice_id!r} of site {complaint.site}")
         try:
             notice = get_notice(self.conn, notice_id)
         except UnknownNotice:
-            raise ComplaintError(f"notice: no notice {notice_id!r}") from None
+            raise unknown from None
         if notice.site != complaint.site:
-            raise ComplaintError(f"notice: {notice.id} is a notice of another site")
+            raise unknown
         if notice.id in complaint.notices:
             raise ComplaintError(f"notice: the complaint is attached to {notice.id} already")
         self._change(complaint.site, complaint.id, "attached", complaint.status, actor, note, now, notice.id)

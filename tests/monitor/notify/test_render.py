@@ -902,3 +902,26 @@ def test_notice_lists_the_complaints_it_answers_without_contact_details(
     # A notice that answers none says nothing of complaints.
     assert "omplaint" not in before["md"].decode()
     assert "complaints" not in json.loads(before["json"])
+
+
+def test_a_complaint_is_attached_only_to_its_sites_notices_and_others_are_not_told_apart(
+    sample: tuple[Store, Config, str],
+) -> None:
+    """A Town account scoped to one site attaches its complaints; "is a notice of another site"
+    against "no notice" told it which notice numbers exist at sites it may not see."""
+    from monitor.complaints.book import ComplaintBook, ComplaintError
+
+    store, _, notice_id = sample
+    book = ComplaintBook(store)
+    now = local(2026, 6, 15, 12, 0)
+    with store.batch():
+        elsewhere = book.submit("other-pit", "noise", now, now, "", None, "loud", {}, {}, now)
+    said = []
+    for notice in (notice_id, "DOV-2099-0999"):
+        with pytest.raises(ComplaintError) as refused, store.batch():
+            book.attach(elsewhere.id, notice, "town", "", now)
+        said.append(str(refused.value))
+    assert said == [
+        f"notice: no notice {notice_id!r} of site other-pit",
+        "notice: no notice 'DOV-2099-0999' of site other-pit",
+    ]
