@@ -7,6 +7,7 @@ they are imported only when chosen, so ``minewatch --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import io
 import os
@@ -69,7 +70,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except KeyboardInterrupt:  # also while the chosen command's modules load
+        return 130
+
+
+def _main(argv: list[str]) -> int:
+    for at, arg in enumerate(argv, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:  # bytes the locale could not decode, kept as surrogates
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return _fail("minewatch", f"argument {at} ({shown}) is not UTF-8 text: write it in UTF-8")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=chosen or "")
     args = parser.parse_args(argv)
@@ -87,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     name = f"minewatch {args.command}"
     try:
         code: int = module.run(args)
+        sys.stdout.flush()  # here, where a full disk is told in one line, not at exit
     except UsageError as exc:
         return _fail(name, str(exc))
     except ConfigError as exc:
@@ -100,12 +114,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:
+        if exc.filename is None and exc.errno in _WRITE_REFUSED:  # stdout's disk: `> /dev/full`
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor again at exit
+            print(f"{name}: cannot write the output: {exc.strerror}", file=sys.stderr)
+            return 1
         if exc.filename is None:
             raise
         return _fail(name, f"{exc.filename}: {exc.strerror or exc}")
-    except KeyboardInterrupt:
-        return 130
     return code
+
+
+_WRITE_REFUSED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def _fail(name: str, message: str) -> int:

@@ -216,3 +216,40 @@ def test_cli_period_outside_what_a_meter_takes_is_refused_before_the_file_is_rea
         f"minewatch levels: argument --period: {period} is outside 0.1 <= S <= 86400"
         " (see minewatch levels --help)"
     ]
+
+
+@pytest.mark.parametrize("seconds", [1.0, 60.0])  # the output flushed at the end, and on the way
+def test_output_to_a_full_disk_is_one_line(tmp_path: Path, seconds: float) -> None:
+    """`minewatch levels rec.wav > /dev/full` (the disk fills): one line and exit 1, no traceback."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "tone.wav"
+    scipy_wavfile.write(path, FS, (_tone(seconds) * 32767).astype(np.int16))
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", "levels", str(path), "--calibration", "100"],
+            cwd=REPO,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    assert done.stderr == "minewatch levels: cannot write the output: No space left on device\n"
+
+
+def test_an_argument_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "notices", "show", b"DOV\xff", "--config", "x.toml"],
+        cwd=REPO,
+        capture_output=True,
+        env={**os.environ, "LC_ALL": "C.UTF-8"},
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr == b"minewatch: argument 3 (DOV\\xff) is not UTF-8 text: write it in UTF-8\n"
