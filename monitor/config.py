@@ -524,8 +524,20 @@ class _Table:
 
 def _identifier(t: _Table, name: str) -> str:
     value = t.text(name, required=True)
-    if value and (not all(c.isalnum() or c in "-_" for c in value) or len(value) > 64):
+    if name in t.data and isinstance(t.data[name], str) and not value:
+        t.problem(name, "must not be empty (it names the thing in topics, records and pages)")
+    elif value and (not all(c.isalnum() or c in "-_" for c in value) or len(value) > 64):
         t.problem(name, f"{value!r} may hold only letters, digits, '-' and '_' (at most 64)")
+    return value
+
+
+def _topic_level(t: _Table, name: str, default: str) -> str:
+    """One MQTT topic level of our own: no level separator, no wildcard, not the broker's ``$``."""
+    value = t.text(name, default)
+    if not value or any(c in value for c in "/+#\0") or value.startswith("$"):
+        t.problem(
+            name, f"{value!r} is not one topic level: not empty, no '/', '+', '#', and not starting with '$'"
+        )
     return value
 
 
@@ -564,7 +576,7 @@ def _broker(t: _Table | None) -> BrokerConfig:
         protocol=t.choice("protocol", "5", ("5", "3.1.1")),
         session_expiry_s=t.integer("session_expiry_s", d.session_expiry_s, minimum=0),
         keepalive_s=t.integer("keepalive_s", d.keepalive_s, minimum=5),
-        topic_prefix=t.text("topic_prefix", "minewatch"),
+        topic_prefix=_topic_level(t, "topic_prefix", "minewatch"),
         session_per_filter=t.flag("session_per_filter"),
         session_key=t.secret("session_key"),
     )

@@ -91,6 +91,15 @@ kind = "microphone"
         ),
         ('[broker]\npassword = "a"\npassword_file = "/x"', "broker.password: give only one of"),
         ('[broker]\nprotocol = "4"', "broker.protocol: must be one of 5, 3.1.1"),
+        # A prefix with a wildcard passed, then the daemon subscribed to nothing and the edge
+        # publisher died in paho (a level separator breaks the daemon's own topic tests).
+        *(
+            (
+                f"[broker]\ntopic_prefix = {prefix!r}",
+                f"broker.topic_prefix: {prefix!r} is not one topic level",
+            )
+            for prefix in ("a/+/#", "", "acme/minewatch", "$SYS", "mine#")
+        ),
         ('[daemon]\nsites = ["nowhere"]', "daemon.sites: unknown site 'nowhere'"),
         (
             '[[recipients]]\nname = "x"\n[[recipients.channels]]\ntype = "email"',
@@ -114,6 +123,7 @@ def test_single_mistakes(snippet: str, expected: str) -> None:
         ('gates = ["nowhere"]', "sites[0].sensors[1].gates: unknown gate 'nowhere'"),
         ("require_signature = true", "sites[0].sensors[1].require_signature: needs signing_key"),
         ('id = "n1"', "duplicate sensor id 'n1'"),
+        ('id = ""', "sites[0].sensors[1].id: must not be empty"),
         (
             "calibration = { full_scale_db = 500 }",
             "sites[0].sensors[1].calibration.full_scale_db: must be at most 200",
@@ -254,3 +264,11 @@ def test_broker_ca_file_must_hold_a_certificate(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as info:
             parse_config(broker.format(path) + MINIMAL)
         assert info.value.problems == [f"broker.ca_file: {path}: {said}"]
+
+
+def test_an_empty_site_id_is_refused() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL.replace('id = "s1"', 'id = ""', 1))
+    assert any(p.startswith("sites[0].id: must not be empty") for p in info.value.problems), (
+        info.value.problems
+    )
