@@ -13,7 +13,9 @@ ISEE Blasters' Handbook); its peak per axis is exact, so a scenario knows the an
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -149,10 +151,10 @@ def publish_folder(
         try:
             event = read_event(path)
         except (ValueError, OSError) as exc:
-            rejected = folder / "rejected"
-            rejected.mkdir(exist_ok=True)
-            path.replace(rejected / path.name)
-            (rejected / f"{path.name}.reason").write_text(f"{exc}\n", encoding="utf-8")
+            kept = _set_aside(path, folder / "rejected")
+            # "x": a reason file of the same name (made by someone else) is never written over
+            with open(kept.with_name(f"{kept.name}.reason"), "x", encoding="utf-8") as reason:
+                reason.write(f"{exc}\n")
             handled.append((path.name, str(exc)))
             continue
         instrument = {"location": sensor.location, **event.instrument}
@@ -160,8 +162,28 @@ def publish_folder(
             event.wave, site, sensor.id, event.event_id, event.start, instrument=instrument
         ):
             publish(message)
-        done = folder / "done"
-        done.mkdir(exist_ok=True)
-        path.replace(done / path.name)
+        _set_aside(path, folder / "done")
         handled.append((path.name, ""))
     return handled
+
+
+def _set_aside(path: Path, into: Path) -> Path:
+    """Move ``path`` into the folder ``into`` under a name nothing there has (``a.csv``, else
+    ``a-2.csv``, ...): an earlier export of the same name, or a file someone put there, is never
+    replaced. Returns where it went."""
+    into.mkdir(exist_ok=True)
+    for n in itertools.count(1):
+        name = path.name if n == 1 else f"{path.stem}-{n}{path.suffix}"
+        target = into / name
+        if target.exists() or target.with_name(f"{name}.reason").exists():
+            continue
+        try:
+            os.link(path, target)  # fails if the name was taken meanwhile; replace() would not
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links (a FAT stick): checked just above, then moved
+            path.rename(target)
+            return target
+        path.unlink()
+        return target
+    raise AssertionError("unreachable")
