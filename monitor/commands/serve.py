@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.config import load_config
     from monitor.portal.app import create_app
     from monitor.portal.broker import Publisher
+    from monitor.portal.connections import guarded
     from monitor.portal.data import Portal
 
     config = load_config(args.config)
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             ssl_keyfile=pc.tls_key or None,
             log_level="warning",
             server_header=False,
+            http=guarded(pc.trusted_proxies),  # bounds uvicorn leaves open (connections.py)
             **forwarded(pc.trusted_proxies),
         )
     finally:

@@ -544,3 +544,48 @@ def test_two_uploads_are_verified_at_once_and_a_third_waits_its_turn(own: Own) -
         lambda: exchange(own.port, upload_head(path, insp.cookie, len(body), own.port), [body]).status == 200,
         10,
     )
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether the server closes ``sock`` within ``seconds`` (whatever it says first)."""
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except OSError:  # reset
+        return True
+    return True
+
+
+def test_connections_that_hold_the_portal_without_a_request_are_closed(own: Own) -> None:
+    """Reached directly, 1,100 connections that sent nothing took every file handle and the portal
+    answered no one. A request's head must come within 10 s, a body may pause 30 s, and one
+    address holds at most 64 connections (monitor/portal/connections.py)."""
+    from monitor.portal.connections import HEAD_S, IDLE_S, PER_ADDRESS
+
+    def connect() -> socket.socket:
+        return socket.create_connection(("127.0.0.1", own.port), timeout=10)
+
+    began = time.monotonic()
+    silent = [connect() for _ in range(PER_ADDRESS - 2)]
+    half_head = connect()
+    half_head.sendall(b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nX-a: ")
+    insp = log_in(own.port, "insp")  # a request of its own, on connections that come and go
+    stalled = connect()  # its body announced, then six bytes of it
+    stalled.sendall(
+        f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{own.port}\r\nCookie: {insp.cookie}\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 5000\r\n\r\nname=x".encode()
+    )
+    try:
+        over = connect()  # the address's 65th
+        assert _closed_within(over, 2), "a connection over the address's limit was kept"
+        over.close()
+        assert all(_closed_within(s, HEAD_S + 5) for s in (*silent, half_head))
+        assert time.monotonic() - began >= HEAD_S - 1  # not before their time
+        assert insp.send("GET", f"/sites/{SITE}/evidence").status == 200  # the portal answers
+        assert _closed_within(stalled, IDLE_S + 5)
+    finally:
+        for sock in (*silent, half_head, stalled):
+            sock.close()
