@@ -185,12 +185,18 @@ def _reject_constant(token: str) -> Any:
     raise DecodeError("payload", f"{token} is not allowed (values must be finite numbers)")
 
 
+# orjson (3.8.3 here) recurses without bound and overflows the C stack on a payload nested some
+# 200,000 deep: one light message of 1 MB killed the daemon, and again on every redelivery. More
+# brackets than any message of the protocol holds go to json, whose recursion is bounded.
+_ORJSON_MAX_BRACKETS = 4096
+
+
 def _load_json(payload: bytes, parsed: Parsed | None = None) -> dict[str, Any]:
     # orjson parses the usual valid payload ~10x faster than json; what it refuses is
     # parsed again by json below, which names the precise reason in the rejection.
     if parsed is not None and parsed.ok:  # parsed ahead already (monitor.wire.quick_levels)
         data = parsed.data
-    elif parsed is not None:
+    elif parsed is not None or payload.count(b"[") + payload.count(b"{") > _ORJSON_MAX_BRACKETS:
         data = _load_json_strictly(payload)
     else:
         try:

@@ -27,6 +27,7 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
+from tests.support.paths import REPO
 from tests.support.wire_samples import DEFAULT_LIMITS, LEVELS, NOW, SITES, P, dec
 
 
@@ -832,3 +833,29 @@ def test_free_text_and_printable_names_are_taken_as_written() -> None:
     notice = {"blast_id": "B-1", "issued_ts": "2026-06-15T09:00:00Z", "planned_ts": "2026-06-16T11:00:00Z"}
     said = rejected(f"{P}/events/blast-notice", {**notice, "recipients": ["town", "Hanson\x1b[2J"]})
     assert said.startswith("recipients[1]: holds U+001B")
+
+
+@pytest.mark.parametrize(("opening", "depth"), [(b"[", 500_000), (b'{"a":', 150_000)])
+def test_a_payload_nested_that_deep_is_rejected_not_a_crash(opening: bytes, depth: int) -> None:
+    """A light message of 1 MB nested 500,000 deep segfaulted the daemon in orjson (and again on
+    every redelivery). Decoded in a process of its own, so that a crash fails this test only."""
+    import subprocess
+    import sys
+
+    script = f"""
+from monitor.errors import DecodeError
+from tests.support.wire_samples import P, dec
+depth = {depth}
+closing = {opening!r}.replace(b"[", b"]").replace(b'{{"a":', b"}}")
+body = b'{{"ts":"2026-12-06T11:00:00Z","duration_s":10,"lux_mean":1,"lux_min":0.5,"lux_max":2,"burst":'
+payload = body + {opening!r} * depth + closing * depth + b"}}"
+try:
+    dec(f"{P}/sensors/l1/light", payload)
+except DecodeError as exc:
+    print(exc)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "payload: JSON nested too deeply", done.stdout
