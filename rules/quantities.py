@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 # One rounding for every number a notice prints, chosen by unit: the same value reads the same
@@ -16,6 +16,7 @@ from typing import Any
 # 84.1 (as the rule that measured it wrote it), not the binary float's 84.0.
 _DECIMALS = {"dB": 1, "dB(A)": 1, "dB(C)": 1, "dB(Z)": 1, "Hz": 1, "": 2, "h": 1, "m/s": 1, "NTU": 1}
 _UNIT_NAMES = {"lx": "lux"}
+_EVERY_DOUBLE = Context(prec=400)
 
 
 def unit_text(unit: str) -> str:
@@ -36,7 +37,10 @@ def number_text(value: float, unit: str) -> str:
         places = 0
     else:
         places = _DECIMALS.get(unit, 2)
-    return f"{exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
+    # Precision for every finite double (up to 309 integer digits and the places): with the
+    # default 28 digits a sensor's 1e38 raised InvalidOperation and stopped its site's judging.
+    rounded = exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_EVERY_DOUBLE)
+    return f"{rounded:f}"
 
 
 def limit_text(value: float, unit: str) -> str:

@@ -656,6 +656,7 @@ def _decode_waveform(
         raise DecodeError("samples", f"{len(data)} bytes is not a whole number of 4-channel {fmt} samples")
     if whole["offset"] + len(data) // width > whole["samples_total"]:
         raise DecodeError("offset", "the chunk's samples run past samples_total")
+    _plausible_samples(data, fmt, scale, tuple(OVER_RANGE * r for r in ranges))
     return WaveformChunk(
         site,
         sensor.id,
@@ -672,6 +673,36 @@ def _decode_waveform(
         mic_low_hz,
         data,
     )
+
+
+# How far past its stated range a sample may read: a clipped channel reads at its range, and
+# twice it is no reading such an instrument makes. Audio: float samples' full scale is 1.0
+# (integer ones cannot pass theirs).
+OVER_RANGE = 2.0
+OVER_FULL_SCALE = 2.0
+
+
+def _plausible_samples(
+    data: bytes, fmt: str, scale: tuple[float, ...], bounds: tuple[float, ...], field: str = "samples"
+) -> None:
+    """Refuse samples that are no measurement: not finite (one NaN left a sound meter's filters
+    NaN, and every later second of its stream was lost), or beyond ``bounds`` once scaled (a
+    seismograph's 1e38 Pa; a bound of 0 is an unknown range, not checked)."""
+    import numpy as np  # here: the codec is imported by commands that never see samples
+
+    channels = len(scale)
+    values = np.frombuffer(data, dtype=AUDIO_FORMATS[fmt][0]).reshape(-1, channels)
+    if fmt.startswith("f"):
+        finite = np.isfinite(values).all(axis=1)
+        if not finite.all():
+            raise DecodeError(field, f"sample {int(np.argmin(finite))} is not a number (NaN or infinite)")
+    limit = np.asarray(bounds, dtype=np.float64)
+    peaks = np.abs(values).max(axis=0) * np.asarray(scale, dtype=np.float64)
+    over = (limit > 0) & (peaks > limit)
+    if over.any():
+        channel = int(np.argmax(over))
+        name = f"{field}[{channel}]" if channels > 1 else field
+        raise DecodeError(name, f"a sample of {peaks[channel]:.4g} is beyond {limit[channel]:g}, no reading")
 
 
 def _long_number_in(value: Any) -> LongNumber | None:
@@ -722,6 +753,8 @@ def _decode_audio(
         raise DecodeError("pcm", f"{len(pcm)} bytes is not a whole number of {fmt} samples")
     if rate != int(rate) or seq != int(seq):
         raise DecodeError("sample_rate", "must be a whole number")
+    # integer samples cannot pass their full scale; float ones can
+    _plausible_samples(pcm, fmt, (1.0,), (OVER_FULL_SCALE if fmt.startswith("f") else 0.0,), field="pcm")
     return AudioBlock(site, sensor.id, ts, int(seq), int(rate), fmt, pcm)
 
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from monitor.journal.store import Store
@@ -228,3 +229,26 @@ def test_report_blast_command_writes_pdf_or_html_and_refuses_in_one_line(
         assert refused.returncode == 2 and refused.stdout == "", (args, refused)
         assert refused.stderr.count("\n") == 1 and said in refused.stderr, (args, refused.stderr)
         assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        (1e38, "samples[0]: a sample of 1e+38 is beyond 508, no reading"),
+        (float("nan"), "samples: sample 0 is not a number (NaN or infinite)"),
+    ],
+)
+def test_a_chunk_of_samples_no_instrument_records_is_rejected(
+    world: World, value: float, reason: str
+) -> None:
+    """1e38 on every channel was taken in: its event's airblast read 854 dB and PPV 1e38, the
+    site's notice facts raised InvalidOperation, and no noise violation of that minute was
+    judged; all-NaN samples were judged compliant at "nan Pa"."""
+    _, msgs = messages(0.3)
+    chunk = next(m for m in msgs if isinstance(m, WaveformChunk))
+    counts = np.full(chunk.n_samples * 4, value, dtype="<f4").tobytes()
+    bad = replace(chunk, sample_format="f32le", scale=(1.0, 1.0, 1.0, 1.0), data=counts)
+    world.send_raw(encode(bad))
+    [(said,)] = world.store.conn.execute("SELECT reason FROM rejections").fetchall()
+    assert said == reason
+    assert world.store.conn.execute("SELECT COUNT(*) FROM waveforms").fetchone()[0] == 0

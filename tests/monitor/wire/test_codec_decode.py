@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -859,3 +860,23 @@ except DecodeError as exc:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "payload: JSON nested too deeply", done.stdout
+
+
+@pytest.mark.parametrize(
+    ("samples", "reason"),
+    [
+        # One NaN left the sensor's meter NaN: every later second of its stream was lost.
+        ([0.1] * 100 + [float("nan")] + [0.1] * 379, "pcm: sample 100 is not a number (NaN or infinite)"),
+        ([float("inf")] * 480, "pcm: sample 0 is not a number (NaN or infinite)"),
+        # 1e38 read as LAeq 844 dB: nothing a microphone records.
+        ([1e38] * 480, "pcm: a sample of 1e+38 is beyond 2, no reading"),
+    ],
+)
+def test_audio_samples_that_are_no_recording_are_rejected(samples: list[float], reason: str) -> None:
+    block = AudioBlock("dovre-north", "n1", NOW - timedelta(seconds=5), 7, 48000, "f32le", b"")
+    block = replace(block, pcm=np.asarray(samples, dtype="<f4").tobytes())
+    with pytest.raises(DecodeError) as refused:
+        dec(*encode(block))
+    assert str(refused.value) == reason
+    loud = replace(block, pcm=np.full(480, 1.5, dtype="<f4").tobytes())  # over full scale, a clip
+    assert dec(*encode(loud)) == loud
