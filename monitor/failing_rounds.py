@@ -18,8 +18,12 @@ class FailingRounds:
         what: str,
         remind_s: float = REMIND_S,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        traceback: bool = False,
     ) -> None:
+        """``traceback``: the first failure is logged with it (a bug's, not a full disk's)."""
         self.log, self.what, self.remind_s, self.clock = log, what, remind_s, clock
+        self.traceback = traceback
         self.since: float | None = None  # failing since (None: working)
         self._said = 0.0
 
@@ -27,7 +31,12 @@ class FailingRounds:
         now = self.clock()
         if self.since is None:
             self.since = self._said = now
-            self.log.error("%s failed: %s (tried again every round)", self.what, exc)
+            self.log.error(
+                "%s failed: %s (tried again every round)",
+                self.what,
+                exc,
+                exc_info=exc if self.traceback else None,
+            )
         elif now - self._said >= self.remind_s:
             self._said = now
             self.log.error("%s still fails after %.0f s: %s", self.what, now - self.since, exc)

@@ -50,6 +50,7 @@ from monitor.daemon.site_state import NEVER, SiteState, site_data
 from monitor.daemon.store_outage import StoreOutage
 from monitor.daemon.workers import Partition
 from monitor.errors import DecodeError, StoreUnwritable
+from monitor.failing_rounds import FailingRounds
 from monitor.influx import points
 from monitor.influx.client import InfluxForwarder
 from monitor.influx.outbox import Outbox
@@ -190,6 +191,7 @@ class Pipeline:
         self.outgoing = Outgoing(self.prefix, publish)  # published after each commit
         self.announcer = Announcer(store, self.alerts, self.notices, self.outgoing, self._write_point)
         self.last_prune = NEVER
+        self._failing: dict[tuple[str, str], FailingRounds] = {}  # (site, what): see _site_rounds
         self.last_tick_at: datetime | None = None  # data clock: the last step (DATA_STEP) worked at
         self.last_data_now: datetime | None = None  # data clock: its time at the last tick
         self.announce_sites: frozenset[str] | None = None  # notice changes of these sites only (a worker)
@@ -741,6 +743,15 @@ class Pipeline:
                 raise outage from exc
             raise
 
+    def _site_rounds(self, site: str, what: str) -> FailingRounds:
+        """A site's judging or periodic work that fails tick after tick (a bug, a record it
+        cannot read): logged with its traceback once, then every 10 minutes, not every second."""
+        key = (site, what)
+        rounds = self._failing.get(key)
+        if rounds is None:
+            rounds = self._failing[key] = FailingRounds(log, f"{what} for site {site!r}", traceback=True)
+        return rounds
+
     def _periodic_work(self, now: datetime) -> None:
         # The rules read committed data and write nothing: they run before the write
         # transaction, which other workers' batches take meanwhile.
@@ -748,8 +759,8 @@ class Pipeline:
         for state in self.sites.values():
             try:
                 judgements[state.config.id] = self._judge(state, now)
-            except Exception:  # one site's failure must not stop the others, or ingestion
-                log.exception("Judging site %r failed; retrying on the next tick", state.config.id)
+            except Exception as exc:  # one site's failure must not stop the others, or ingestion
+                self._site_rounds(state.config.id, "Judging").failed(exc)
         with self._write_transaction(tick=True):
             # Notice changes made by the town with `minewatch notices` (another process),
             # and deliveries that gave up, are announced by the daemon, the chain's one writer.
@@ -770,9 +781,10 @@ class Pipeline:
                 except Exception as exc:  # one site's failure must not stop the others, or ingestion
                     if unwritable(exc, self.store.path):
                         raise  # every site's, and the transaction's: the caller waits for the store
-                    log.exception(
-                        "Periodic work for site %r failed; retrying on the next tick", state.config.id
-                    )
+                    self._site_rounds(state.config.id, "Periodic work").failed(exc)
+                else:
+                    self._site_rounds(state.config.id, "Judging").worked()
+                    self._site_rounds(state.config.id, "Periodic work").worked()
         self.outgoing.flush()
         if now - self.last_prune >= PRUNE_INTERVAL:
             self.last_prune = now

@@ -710,3 +710,28 @@ def test_the_published_status_is_the_status_read_from_scratch(
     ]
     assert straddling  # an episode told whole across the 24 hours' edge
     assert published[-1]["episodes_24h"] == [] and published[-1]["findings_24h"] == {}
+
+
+def test_a_site_whose_periodic_work_fails_every_tick_is_logged_once_then_said_when_it_works(
+    world: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A record the tick could not read failed every tick: a traceback a second in the journal.
+    Now the first failure with its traceback, reminders every 10 minutes, and its end."""
+    world.levels(T0, 120, 60.0)
+    world.advance(1)
+    broken = RuntimeError("a record it cannot read")
+
+    def fail(*_: object) -> None:
+        raise broken
+
+    monkeypatch.setattr(world.pipeline.announcer, "status", fail)
+    with caplog.at_level("WARNING", "minewatch.pipeline"):
+        for _ in range(30):
+            world.advance(1)
+        monkeypatch.undo()
+        world.advance(1)
+    said = [(r.levelname, r.getMessage(), r.exc_info is not None) for r in caplog.records]
+    site = next(iter(world.pipeline.sites))
+    assert [(level, traced) for level, _, traced in said] == [("ERROR", True), ("WARNING", False)], said
+    assert said[0][1] == f"Periodic work for site {site!r} failed: {broken} (tried again every round)"
+    assert said[1][1].startswith(f"Periodic work for site {site!r} works again, after ")
