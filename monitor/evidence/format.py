@@ -5,6 +5,7 @@ Shared by the exporter and the verifier; standard library and the store's record
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import re
@@ -109,6 +110,10 @@ RATIO_FROM = 1 * _MiB
 MAX_MEMBERS = 100_000  # a month's bundle has ~1,000
 MAX_DIRECTORY = 32 * _MiB  # the zip's list of members: MAX_MEMBERS entries of ~100 bytes, with room
 MAX_LINE = 8 * _MiB  # a CSV or JSON line (a reading's data is at most 1 MiB, escaped)
+# A CSV field may be as long as a line: a light reading's burst of 100,000 samples is a 400 KB
+# data cell, past csv's default 131,072, and a genuine bundle failed to verify. (Process-wide:
+# every reader of bundles and parts imports this module, in each process that checks them.)
+csv.field_size_limit(MAX_LINE)
 
 
 class TooLarge(ValueError):

@@ -14,6 +14,7 @@ import json
 import re
 import struct
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -509,6 +510,14 @@ def verify_bundle(
         report.add("bundle", f"not a readable zip file: {exc}")
         return report
     with zf:
+        twice = _named_twice(zf)
+        if twice is not None:
+            report.add(
+                "bundle",
+                f"refused: {twice} is in the zip more than once: which copy is the bundle's cannot be"
+                " told (tools that unzip it differ)",
+            )
+            return report
         try:
             manifest = json.loads(_read_capped(zf, MANIFEST))
             _refuse_half_pairs(manifest, f"{MANIFEST}: ")
@@ -527,9 +536,33 @@ def verify_bundle(
             report.add("bundle", f"refused: {exc}: beyond the limits of a bundle (docs/EVIDENCE.md)")
         except KeyError as exc:
             report.add("bundle", f"not an evidence bundle: {exc} is missing")
-        except (ValueError, TypeError, zipfile.BadZipFile, EOFError, OSError, csv.Error) as exc:
+        except _UNREADABLE as exc:
             report.add("bundle", f"unreadable bundle: {exc}")
     return report
+
+
+# What reading a damaged bundle raises. RuntimeError: an encrypted member, or an unknown
+# compression method (NotImplementedError); zlib.error: deflated data that is not.
+_UNREADABLE = (
+    ValueError,
+    TypeError,
+    zipfile.BadZipFile,
+    EOFError,
+    OSError,
+    csv.Error,
+    RuntimeError,
+    zlib.error,
+)
+
+
+def _named_twice(zf: zipfile.ZipFile) -> str | None:
+    """A member name the zip holds more than once (zipfile reads the last, `unzip -n` the first)."""
+    seen: set[str] = set()
+    for info in zf.infolist():
+        if info.filename in seen:
+            return info.filename
+        seen.add(info.filename)
+    return None
 
 
 def _refuse_half_pairs(value: Any, name: str) -> None:

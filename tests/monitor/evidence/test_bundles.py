@@ -27,6 +27,7 @@ from monitor.influx.client import InfluxWriter, line
 from monitor.journal.config_record import config_record_texts
 from monitor.journal.store import Store, digest_of, next_head, sound_record, to_us
 from rules.model import (
+    LightSummary,
     SoundLevels,
 )
 from tests.support.cli import run_minewatch
@@ -1104,3 +1105,75 @@ def test_another_sites_complaint_received_in_the_window_leaves_the_bundle_whole(
     store.close()
     report = verify_bundle(export(site, tmp_path / "bundle.zip"), load_anchors(site.anchors))
     assert report.ok, report.first_problem
+
+
+def test_a_genuine_bundle_with_a_long_light_burst_verifies(site: Site, tmp_path: Path) -> None:
+    """A light reading's burst of 100,000 samples is a 400 KB data cell in data/light.csv: past
+    csv's default field limit (131,072), verify called the genuine bundle unreadable."""
+    store = Store(site.store)
+    ts = T0 + timedelta(seconds=45)
+    burst = [round(0.2 + (i % 7) * 0.01, 2) for i in range(100_000)]
+    payload = {
+        "ts": ts.isoformat(),
+        "duration_s": 1.0,
+        "lux_mean": 0.25,
+        "lux_min": 0.2,
+        "lux_max": 0.26,
+        "burst": burst,
+        "burst_rate_hz": 100_000,
+    }
+    with store.batch():
+        store.append_reading(LightSummary(SITE, "l1", ts, 1.0, 0.25, 0.2, 0.26), payload, late=False, now=ts)
+    store.close()
+    report = verify_bundle(export(site, tmp_path / "bundle.zip"), load_anchors(site.anchors))
+    assert report.ok, report.first_problem
+
+
+def _members(path: Path) -> list[tuple[zipfile.ZipInfo, bytes]]:
+    with zipfile.ZipFile(path) as zf:
+        return [(info, zf.read(info)) for info in zf.infolist()]
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_a_member_named_twice_is_refused(site: Site, tmp_path: Path) -> None:
+    """verify read the last copy and said OK; `unzip -n` extracts the first, which may be a
+    doctored one."""
+    bundle = export(site, tmp_path / "bundle.zip")
+    members = _members(bundle)
+    doctored = tmp_path / "twice.zip"
+    with zipfile.ZipFile(doctored, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info, data in members:
+            if info.filename == "chain.csv":
+                zout.writestr("chain.csv", data.replace(b",", b";", 1))  # the copy unzip -n takes
+            zout.writestr(info.filename, data)
+    report = verify_bundle(doctored, load_anchors(site.anchors))
+    assert not report.ok
+    assert report.first_problem is not None and report.first_problem.message == (
+        "refused: chain.csv is in the zip more than once: which copy is the bundle's cannot be told"
+        " (tools that unzip it differ)"
+    )
+
+
+@pytest.mark.parametrize("damage", ["method", "encrypted", "deflate"])
+def test_a_damaged_member_is_one_line_not_a_traceback(site: Site, tmp_path: Path, damage: str) -> None:
+    bundle = export(site, tmp_path / "bundle.zip")
+    data = bytearray(bundle.read_bytes())
+    with zipfile.ZipFile(bundle) as zf:
+        info = zf.getinfo("chain.csv")
+    # The central directory entry of chain.csv: its flags (offset 8) and method (offset 10).
+    name = b"chain.csv"
+    at = data.find(b"PK\x01\x02", info.header_offset)
+    while data[at + 46 : at + 46 + len(name)] != name:
+        at = data.find(b"PK\x01\x02", at + 4)
+    if damage == "method":
+        data[at + 10 : at + 12] = (99).to_bytes(2, "little")
+    elif damage == "encrypted":
+        data[at + 8 : at + 10] = (int.from_bytes(data[at + 8 : at + 10], "little") | 1).to_bytes(2, "little")
+    else:  # deflated bytes that are no deflate stream (the local header is 30 bytes and the name)
+        start = info.header_offset + 30 + len(name) + 40
+        data[start : start + 100] = bytes(100)
+    damaged = tmp_path / f"{damage}.zip"
+    damaged.write_bytes(bytes(data))
+    report = verify_bundle(damaged, load_anchors(site.anchors))
+    assert not report.ok and report.first_problem is not None
+    assert report.first_problem.message.startswith("unreadable bundle: "), report.first_problem
