@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import rules
+from monitor.daemon.rejections import LogGate
 from monitor.daemon.site_state import SiteState, site_data
 from monitor.daemon.site_status import site_status  # the retained status message (also `minewatch status`)
 from monitor.daemon.status_findings import StatusFindings
@@ -61,6 +62,7 @@ class Outgoing:
         self.prefix = prefix
         self.publish = publish
         self.messages: list[tuple[str, bytes, bool]] = []
+        self.failures = LogGate()
 
     def add(self, site: str, kind: str, body: Mapping[str, Any], *, retain: bool = False) -> None:
         self.add_payload(site, kind, _json(body), retain=retain)
@@ -89,7 +91,10 @@ class Outgoing:
             try:
                 self.publish(topic, payload, retain)
             except Exception as exc:  # an output failure must not stop ingestion; the store has it
-                log.error("Could not publish to %r: %s", topic, exc)
+                held = self.failures.admit((topic, "", ""))  # a line per topic a minute, not per message
+                if held is not None:
+                    more = f" ({held} more not published in the last minute)" if held else ""
+                    log.error("Could not publish to %r: %s%s", topic, exc, more)
 
 
 class Announcer:

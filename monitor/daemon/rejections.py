@@ -1,15 +1,19 @@
-"""Who a rejected message is journaled under, and rate-limited log lines for rejections and conflicts.
+"""Who a rejected message is journaled under, and rate-limited log lines and publications for
+rejections and conflicts.
 
 A hostile or broken sensor can send thousands of bad messages a second, with invented
-sensor and field names: every one is journaled (the store) and published, but the log
-gets one line per configured sensor and field per minute, and the gate table is bounded.
+sensor and field names: every one is journaled (the store), but ``…/rejected`` carries at most
+PUBLISHED_PER_MINUTE a minute per sender (the next one published says how many were held back:
+300,000 filled the MQTT client's queue, and the findings and alerts of that minute were never
+published), and the log one line per configured sensor and field per minute, the gate table
+bounded.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +29,32 @@ MAX_GATES_PER_SENSOR = 16  # field names come from the payload: a sensor's disti
 UNATTRIBUTED_SITE = "_"  # the site level of …/rejected for topics of no configured site
 
 GateKey = tuple[str, str, str]  # site, sensor, field ("" for a site's shared key)
+PUBLISHED_PER_MINUTE = 60  # …/rejected messages per sender (site, configured sensor or "")
+
+
+class PublishGate:
+    """At most ``per_minute`` ``…/rejected`` publications per sender (sender_of's key: bounded by
+    the configuration) in each minute from its first; the rest are counted."""
+
+    def __init__(
+        self, per_minute: int = PUBLISHED_PER_MINUTE, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.per_minute, self.clock = per_minute, clock
+        self.windows: dict[tuple[str, str], list[float]] = {}  # sender -> [start, published, held back]
+
+    def admit(self, site: str, sensor: str) -> int | None:
+        """None: hold this one back; else how many were held back before it (said with it)."""
+        now = self.clock()
+        window = self.windows.get((site, sensor))
+        if window is None or now - window[0] >= LOG_GATE_S:
+            held = 0 if window is None else int(window[2])
+            self.windows[(site, sensor)] = [now, 1, 0]
+            return held
+        if window[1] < self.per_minute:
+            window[1] += 1
+            return 0
+        window[2] += 1
+        return None
 
 
 def sender_of(topic: str, prefix: str, sites: Mapping[str, SiteConfig]) -> tuple[str, str]:

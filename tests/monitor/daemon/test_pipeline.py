@@ -735,3 +735,23 @@ def test_a_site_whose_periodic_work_fails_every_tick_is_logged_once_then_said_wh
     assert [(level, traced) for level, _, traced in said] == [("ERROR", True), ("WARNING", False)], said
     assert said[0][1] == f"Periodic work for site {site!r} failed: {broken} (tried again every round)"
     assert said[1][1].startswith(f"Periodic work for site {site!r} works again, after ")
+
+
+def test_a_flood_of_bad_messages_is_journaled_whole_and_published_60_a_minute(world: World) -> None:
+    """300,000 bad messages from one sensor filled the MQTT client's queue with …/rejected, and
+    the violations and alerts of that minute were never published. Every rejection is journaled;
+    …/rejected carries 60 a minute per sender, the next one saying how many were held back."""
+    from monitor.daemon.rejections import PublishGate
+
+    clock = [0.0]
+    world.pipeline.publish_gate = PublishGate(clock=lambda: clock[0])
+    bad = [("minewatch/q/sensors/n1/levels", b'{"ts":"x%d"}' % i) for i in range(200)]
+    world.send_raw(*bad)
+    world.send_raw(("minewatch/q/sensors/n9/levels", b"{}"))  # another sender: a gate of its own
+    assert world.count("SELECT COUNT(*) FROM rejections") == 201
+    published = world.published_on("minewatch/q/rejected")
+    assert len(published) == 61 and not any("held_back" in p for p in published)
+    clock[0] = 60.0
+    world.send_raw(bad[0])
+    last = world.published_on("minewatch/q/rejected")[-1]
+    assert last["held_back"] == 140 and last["topic"] == "minewatch/q/sensors/n1/levels"
