@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from monitor.commands.output_paths import new_file
+from monitor.commands.site_option import chosen_site
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.shown_text import one_line
@@ -62,7 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     show = actions.add_parser("show", parents=[common], help=ACTIONS["show"])
     show.add_argument("id", help="notice id, e.g. DOV-2026-0007")
-    show.add_argument("--format", choices=("md", "html", "json", "pdf"), default="md")
+    show.add_argument(
+        "--format",
+        choices=SHOW_FORMATS,
+        help="md, html, json or pdf (default: the --out file's suffix, else md)",
+    )
     show.add_argument(
         "--out",
         help="write to this file, which must not exist (required for pdf unless stdout is redirected)",
@@ -104,6 +109,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     escalate.add_argument("--reason", help="why the Town escalates before the cure deadline (recorded)")
 
 
+SHOW_FORMATS = ("md", "html", "json", "pdf")
+
+
+def show_format(given: str | None, out: str | None) -> str:
+    """The format ``show`` writes: --format, else the --out file's suffix, else md. A --format the
+    suffix contradicts is refused (Markdown was written into n2.pdf)."""
+    suffix = Path(out).suffix.lower().lstrip(".") if out else ""
+    suffix = {"htm": "html", "markdown": "md"}.get(suffix, suffix)
+    if given is None:
+        return suffix if suffix in SHOW_FORMATS else "md"
+    if suffix in SHOW_FORMATS and suffix != given:
+        raise UsageError(
+            f"--format {given} and --out {out} disagree: give a matching suffix, or leave --format out"
+        )
+    return given
+
+
 def _positive_days(text: str) -> int:
     try:
         return extra_days(text)
@@ -124,6 +146,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not Path(config.storage.path).is_file():
         raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
+    if args.action == "show":
+        args.format = show_format(args.format, args.out)
+    if args.action == "list" and args.site is not None:
+        chosen_site(config, args.site)  # a site the configuration lacks: one line naming them
     out = new_file(args.out, force=args.force) if getattr(args, "out", None) else None
 
     store = Store(config.storage.path)

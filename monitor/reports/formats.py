@@ -12,6 +12,7 @@ import csv
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from monitor.csv_cells import inert
@@ -57,8 +58,10 @@ def report_sections(report: Report) -> list[Section]:
         ),
         (
             "To verify",
-            f"minewatch evidence --site {report.site.id} --from {p.first_day} --to {p.last_day}"
-            " --out bundle.zip, then minewatch verify bundle.zip: the bundle's chain reaches this head",
+            # --to is the day after the last (evidence's window ends before it): the whole period
+            f"minewatch evidence --config minewatch.toml --site {report.site.id} --from {p.first_day}"
+            f" --to {p.last_day + timedelta(days=1)} --out bundle.zip, then minewatch verify bundle.zip:"
+            " the bundle's chain reaches this head",
         ),
     )
     used = report.lighting_allowance

@@ -925,3 +925,37 @@ def test_a_complaint_is_attached_only_to_its_sites_notices_and_others_are_not_to
         f"notice: no notice {notice_id!r} of site other-pit",
         "notice: no notice 'DOV-2099-0999' of site other-pit",
     ]
+
+
+def test_show_writes_the_format_its_out_file_names_and_list_names_an_unknown_site(
+    sample: tuple[Store, Config, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`notices show ID --out n2.pdf` wrote Markdown into n2.pdf; `notices list --site nosuch`
+    said "No notices." as if the site were quiet."""
+    _store, config, notice_id = sample
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    for name, magic in (
+        ("n.pdf", b"%PDF"),
+        ("n.html", b"<!DOCTYPE html>"),
+        ("n.json", b"{"),
+        ("n.md", b"# "),
+    ):
+        out = tmp_path / name
+        assert main(["notices", "show", notice_id, "--config", str(path), "--out", str(out)]) == 0
+        assert out.read_bytes().startswith(magic), name
+    capsys.readouterr()
+    clash = tmp_path / "clash.pdf"
+    assert (
+        main(["notices", "show", notice_id, "--config", str(path), "--format", "md", "--out", str(clash)])
+        == 2
+    )
+    assert capsys.readouterr().err == (
+        f"minewatch notices: --format md and --out {clash} disagree:"
+        " give a matching suffix, or leave --format out\n"
+    )
+    assert not clash.exists()
+    assert main(["notices", "list", "--config", str(path), "--site", "nosuch"]) == 2
+    assert capsys.readouterr().err == (
+        "minewatch notices: unknown site 'nosuch'; the configuration has: quarry\n"
+    )

@@ -323,6 +323,21 @@ def test_days_spans_and_mistakes(tmp_path: Path, smtp: tuple[Mailbox, int]) -> N
     assert span.returncode == 0, span.stderr
     text = (tmp_path / "quarry-2026-11-10_2026-11-11.csv").read_text()
     assert "2026-11-10 n1" in text and "2026-11-12" not in text.split("daily,")[-1]
+    # The report's own "To verify" command, as a reader would type it: it exports the whole span.
+    said = next(row[3] for row in csv.reader(io.StringIO(text)) if row[1:2] == ["To verify"])
+    command = said.split(", then ")[0].split()
+    assert command[:2] == ["minewatch", "evidence"] and command[command.index("--to") + 1] == "2026-11-12"
+    command[command.index("--config") + 1] = str(config)
+    command[command.index("--out") + 1] = str(tmp_path / "bundle.zip")
+    exported = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", *command[1:]],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert run_minewatch("verify", tmp_path / "bundle.zip").returncode == 0
     again = run(
         "--config", str(config), "--site", SITE, "--day", "2026-11-12", "--out", str(tmp_path), cwd=tmp_path
     )
