@@ -415,7 +415,9 @@ class _Table:
     def flag(self, name: str, default: bool = False) -> bool:
         return self._get(name, default, lambda v: v if isinstance(v, bool) else None, "true or false")
 
-    def integer(self, name: str, default: int, *, minimum: int | None = None) -> int:
+    def integer(
+        self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
+    ) -> int:
         value = self._get(
             name,
             default,
@@ -424,6 +426,8 @@ class _Table:
         )
         if minimum is not None and value < minimum:
             self.problem(name, f"must be at least {minimum}, got {value}")
+        elif maximum is not None and value > maximum:
+            self.problem(name, f"must be at most {maximum}, got {value}")
         return value
 
     def number(
@@ -715,6 +719,8 @@ def _alerts(t: _Table | None) -> AlertsConfig:
         retry_base_s=t.number("retry_base_s", d.retry_base_s, minimum=0.01),
         retry_max_s=t.number("retry_max_s", d.retry_max_s, minimum=0.01),
     )
+    if config.retry_max_s < config.retry_base_s:
+        t.problem("retry_max_s", f"{config.retry_max_s:g} is below retry_base_s ({config.retry_base_s:g})")
     t.finish()
     return config
 
@@ -1043,7 +1049,7 @@ def _channel(t: _Table) -> ChannelConfig:
         topic=t.text("topic"),
         to=t.str_list("to"),
         smtp_host=t.text("smtp_host"),
-        smtp_port=t.integer("smtp_port", 587, minimum=1),
+        smtp_port=t.integer("smtp_port", 587, minimum=1, maximum=65535),
         smtp_starttls=t.flag("smtp_starttls", True),
         smtp_username=t.text("smtp_username"),
         smtp_password=t.secret("smtp_password"),
@@ -1107,6 +1113,17 @@ def _scope_time(t: _Table, name: str) -> str:
     return value
 
 
+def _scope_us(value: str) -> int:
+    """A scope time _scope_time accepted, to compare two (0 if it was refused)."""
+    from monitor.errors import UsageError
+    from monitor.times import parse_time
+
+    try:
+        return int(parse_time(value, ZoneInfo("UTC"), "scope").timestamp() * 1_000_000)
+    except UsageError:
+        return 0
+
+
 def _account(t: _Table, site_ids: set[str]) -> AccountConfig:
     config = AccountConfig(
         name=_identifier(t, "name"),
@@ -1129,6 +1146,13 @@ def _account(t: _Table, site_ids: set[str]) -> AccountConfig:
             t.problem("sites", f"unknown site {site!r}")
     if (config.not_before or config.not_after) and config.role != "inspector":
         t.problem("not_before", "a time scope is for inspector accounts")
+    elif (
+        config.not_before and config.not_after and _scope_us(config.not_after) < _scope_us(config.not_before)
+    ):
+        t.problem(
+            "not_after",
+            f"{config.not_after} is before not_before ({config.not_before}): the scope holds nothing",
+        )
     t.finish()
     return config
 

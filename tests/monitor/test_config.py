@@ -272,3 +272,41 @@ def test_an_empty_site_id_is_refused() -> None:
     assert any(p.startswith("sites[0].id: must not be empty") for p in info.value.problems), (
         info.value.problems
     )
+
+
+def test_reversed_bounds_and_a_port_past_65535_are_refused() -> None:
+    """Each passed check-config: an inspector's scope that holds nothing, retries whose most is
+    below their first wait, and an SMTP port no TCP has."""
+    from monitor.credentials import hash_password
+
+    text = f"""
+[alerts]
+retry_base_s = 100
+retry_max_s = 1
+[[recipients]]
+name = "Town clerk"
+role = "town"
+[[recipients.channels]]
+type = "email"
+to = ["clerk@dovre.example"]
+smtp_host = "127.0.0.1"
+smtp_port = 70000
+sender = "minewatch@quarry.example"
+[portal]
+[[portal.accounts]]
+name = "insp"
+role = "inspector"
+sites = ["s1"]
+password_hash = "{hash_password("a long enough password")}"
+not_before = "2026-12-10"
+not_after = "2026-12-01"
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text + MINIMAL)
+    problems = info.value.problems
+    for expected in (
+        "alerts.retry_max_s: 1 is below retry_base_s (100)",
+        "recipients[0].channels[0].smtp_port: must be at most 65535, got 70000",
+        "portal.accounts[0].not_after: 2026-12-01 is before not_before (2026-12-10): the scope holds nothing",
+    ):
+        assert expected in problems, problems
