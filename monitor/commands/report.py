@@ -56,7 +56,7 @@ def _month(text: str) -> tuple[int, int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from monitor.reports.content import month_period, period_of
+    from monitor.reports.content import month_period, not_begun, period_of
 
     config = load_config(args.config, secrets="defer")
     site = chosen_site(config, args.site)
@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         period = period_of(first, last_day, zone, f"{first.isoformat()}_{last_day.isoformat()}")
     if args.end and not args.start:
         raise UsageError("--to goes with --from")
+    if ahead := not_begun(period, datetime.now(UTC), site.id, zone):
+        raise UsageError(ahead)
     name = f"{site.id}-{period.label}"
     pdf_path = new_file(str(folder / f"{name}.pdf"), force=args.force)
     csv_path = new_file(str(folder / f"{name}.csv"), force=args.force)

@@ -764,7 +764,7 @@ class Portal:
         account may not see), and the scope must not end (``not_after``): a report is made as
         the store holds it now, so it tells each notice's later course (its deadline, extension,
         correction), which can lie after such a scope."""
-        from monitor.reports.content import month_period
+        from monitor.reports.content import month_period, not_begun
 
         site = scope.site(site_id)
         if scope.user.not_after is not None:
@@ -776,6 +776,8 @@ class Portal:
             raise Refused(f"month: expected a month like 2026-11 (YYYY-MM), got {month[:20]!r}") from None
         if scope.window(period.start, period.end) != (period.start, period.end):
             raise NotFound("outside this account's time scope")
+        if ahead := not_begun(period, self.clock(), site.id, ZoneInfo(site.timezone)):
+            raise Refused(f"month: {ahead}")
         return period
 
     def chain_head(self, site_id: str) -> tuple[int, str]:

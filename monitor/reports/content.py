@@ -58,6 +58,18 @@ class Period:
         return out
 
 
+def not_begun(period: Period, now: datetime, site_id: str, zone: ZoneInfo) -> str | None:
+    """Why no report is made of ``period`` at ``now``: it has not begun in the site's time (made,
+    chained and sent, it would be a record of nothing). None: it has begun."""
+    today = now.astimezone(zone).date()
+    if period.first_day <= today:
+        return None
+    return (
+        f"{period.first_day} has not begun yet at {site_id} (today is {today} there):"
+        " a report covers days that have begun"
+    )
+
+
 def local_midnight(day: date, zone: ZoneInfo) -> datetime:
     return datetime.combine(day, time(0), zone).astimezone(UTC)
 

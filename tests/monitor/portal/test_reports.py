@@ -92,6 +92,10 @@ def test_the_town_makes_a_months_report_in_the_background(env: Env, context: Bro
     csrf = town.locator("#reports input[name=csrf]").first.get_attribute("value")
     bad = context.request.post(f"{env.url}/sites/{SITE}/reports/2026-13", form={"csrf": str(csrf)})
     assert bad.status == 400 and "month: expected a month like 2026-11" in bad.text()
+    reports_now = env.count("SELECT COUNT(*) FROM reports")
+    ahead = context.request.post(f"{env.url}/sites/{SITE}/reports/2099-12", form={"csrf": str(csrf)})
+    assert ahead.status == 400 and f"month: 2099-12-01 has not begun yet at {SITE}" in ahead.text()
+    assert env.count("SELECT COUNT(*) FROM reports") == reports_now  # nothing made, nothing chained
     context.clear_cookies()
     operator = login(context, env, "op")
     operator.goto(f"{env.url}/sites/{SITE}/reports")

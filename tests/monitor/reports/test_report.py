@@ -347,6 +347,8 @@ def test_days_spans_and_mistakes(tmp_path: Path, smtp: tuple[Mailbox, int]) -> N
         (["--from", "2026-11-10", "--to", "2026-11-01"], "is before --from"),
         (["--from", "2026-11-10"], "--from needs --to"),
         (["--day", "2026-11-31"], "--day: expected a date"),
+        (["--day", "2099-12-05"], "2099-12-05 has not begun yet at quarry (today is "),
+        (["--month", "2099-12"], "2099-12-01 has not begun yet at quarry"),
     ):
         bad = run("--config", str(config), "--site", SITE, *argv, "--out", str(tmp_path), cwd=tmp_path)
         assert bad.returncode == 2 and said in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
