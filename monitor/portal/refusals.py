@@ -1,5 +1,5 @@
 """Refusals: not found, not for the role, not logged in, a bad form token, a store that refuses
-writes (a full disk); JSON for the API.
+writes (a full disk), a client gone before its request was read; JSON for the API.
 
 The same 404 for what does not exist and what the account may not see.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 
 from monitor.failing_rounds import FailingRounds
@@ -38,7 +38,13 @@ class Refusals:
             BadCsrf: self.on_bad_csrf,
             HTTPException: self.on_http,
             sqlite3.Error: self.on_store_error,
+            ClientDisconnect: self.on_client_gone,
         }
+
+    async def on_client_gone(self, request: Request, exc: Exception) -> Response:
+        """The sender hung up before its request's body came: nobody to answer, nothing wrong
+        here (it was an ERROR with a traceback in the log)."""
+        return Response(status_code=400)
 
     async def on_not_found(self, request: Request, exc: Exception) -> Response:
         return self.web.error_page(

@@ -589,3 +589,23 @@ def test_connections_that_hold_the_portal_without_a_request_are_closed(own: Own)
     finally:
         for sock in (*silent, half_head, stalled):
             sock.close()
+
+
+def test_a_client_that_leaves_mid_body_leaves_no_traceback_in_the_log(own: Own) -> None:
+    """A login form whose sender hung up half-way logged an ERROR with a ClientDisconnect
+    traceback: nobody to answer, nothing wrong with the portal."""
+    log = own.tmp.parent / "portal.log"
+    before = log.stat().st_size
+    for path in ("/login", f"/sites/{SITE}/evidence/bundle"):
+        sock = socket.create_connection(("127.0.0.1", own.port), timeout=10)
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{own.port}\r\n"
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 5000\r\n\r\n"
+            "name=town&pa".encode()
+        )
+        time.sleep(0.3)
+        sock.close()
+    time.sleep(1.0)
+    assert log_in(own.port, "insp").cookie  # the portal answers on
+    said = log.read_bytes()[before:].decode(errors="replace")
+    assert "Traceback" not in said and "ClientDisconnect" not in said, said
