@@ -364,6 +364,11 @@ def sign(data: Mapping[str, Any], key: bytes) -> str:
 
 def _verify_signature(data: Mapping[str, Any], sensor: SensorConfig | None) -> None:
     signature = data.get("sig")
+    # The field's shape holds whether or not a key checks it (PROTOCOL.md): not any text.
+    if signature is not None and (
+        not isinstance(signature, str) or len(signature) != 64 or not _is_hex(signature)
+    ):
+        raise DecodeError("sig", "expected a hex string (64 characters)")
     if sensor is None or not sensor.signing_key:
         if signature is not None and sensor is not None and sensor.require_signature:
             raise DecodeError("sig", "no key configured to check it")
@@ -372,8 +377,6 @@ def _verify_signature(data: Mapping[str, Any], sensor: SensorConfig | None) -> N
         if sensor.require_signature:
             raise DecodeError("sig", f"sensor {sensor.id} requires a signed payload")
         return
-    if not isinstance(signature, str) or len(signature) != 64 or not _is_hex(signature):
-        raise DecodeError("sig", "expected a hex string (64 characters)")
     expected = sign(data, sensor.signing_key.value.encode())
     # Hex is case-insensitive: an HMAC in upper-case hex is the same signature.
     if not hmac.compare_digest(signature.lower(), expected):

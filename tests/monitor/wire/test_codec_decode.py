@@ -880,3 +880,13 @@ def test_audio_samples_that_are_no_recording_are_rejected(samples: list[float], 
     assert str(refused.value) == reason
     loud = replace(block, pcm=np.full(480, 1.5, dtype="<f4").tobytes())  # over full scale, a clip
     assert dec(*encode(loud)) == loud
+
+
+@pytest.mark.parametrize("sig", ["zz", "0" * 500_000, {"a": 1}, "g" * 64])
+def test_a_sig_of_another_shape_is_rejected_though_no_key_checks_it(sig: object) -> None:
+    """l1 has no key: a 500,000-character 'sig' was taken and ignored."""
+    payload = {"ts": "2026-06-15T11:59:00Z", "duration_s": 10, "lux_mean": 1, "lux_min": 0.5, "lux_max": 2}
+    with pytest.raises(DecodeError) as refused:
+        dec(f"{P}/sensors/l1/light", {**payload, "sig": sig})
+    assert str(refused.value) == "sig: expected a hex string (64 characters)"
+    assert dec(f"{P}/sensors/l1/light", {**payload, "sig": "ab" * 32}).lux_mean == 1  # the shape: ignored
