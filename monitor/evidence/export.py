@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import csv
 import hashlib
 import importlib.metadata
@@ -92,6 +93,9 @@ class _Member:
     ) -> None:
         self.name = name
         self._raw = zf.open(name, "w", force_zip64=True)
+        self._zip = id(zf)
+        with _OPEN_LOCK:
+            _OPEN_MEMBERS.setdefault(self._zip, set()).add(self)
         _deflate_with_isal(self._raw)
         self._sha = hashlib.sha256()
         self._size = 0
@@ -143,7 +147,42 @@ class _Member:
             if self._error is not None:
                 raise self._error
         self._raw.close()
+        self._forget()
         self._files.append({"name": self.name, "sha256": self._sha.hexdigest(), "bytes": self._size, **extra})
+
+    def abandon(self) -> None:
+        """Stop writing (the export failed or was interrupted): its thread ends and its handle
+        closes, so that the zip can close on the way out; what it holds is thrown away."""
+        if self._queue is not None:
+            self._error = self._error or EvidenceError("abandoned")  # the thread writes no more
+            self._queue.put(None)
+            self._thread.join(timeout=30)
+        with contextlib.suppress(Exception):
+            self._raw.close()
+        self._forget()
+
+    def _forget(self) -> None:
+        with _OPEN_LOCK:
+            members = _OPEN_MEMBERS.get(self._zip)
+            if members is not None:
+                members.discard(self)
+                if not members:
+                    del _OPEN_MEMBERS[self._zip]
+
+
+# The members being written, by the zip's id: what a failed export abandons (abandon_members).
+_OPEN_MEMBERS: dict[int, set[_Member]] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def abandon_members(zf: zipfile.ZipFile) -> None:
+    """Abandon the members of ``zf`` still being written. zipfile cannot close a zip while one is
+    open: a Ctrl-C mid-row turned into "ValueError: Can't close the ZIP file while there is an
+    open writing handle" and a traceback, in place of the interruption."""
+    with _OPEN_LOCK:
+        members = list(_OPEN_MEMBERS.get(id(zf), ()))
+    for member in members:
+        member.abandon()
 
 
 _ZLIB_COMPRESSOR = type(zlib.compressobj())  # what zipfile deflates with
@@ -284,10 +323,14 @@ def export_bundle(
                 handle, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL, allowZip64=True
             ) as zf,
         ):
-            exporter = _Exporter(
-                conn, zf, config, site, scope, zone, now or datetime.now(UTC), disclosure, progress
-            )
-            summary = exporter.run(plots)
+            try:
+                exporter = _Exporter(
+                    conn, zf, config, site, scope, zone, now or datetime.now(UTC), disclosure, progress
+                )
+                summary = exporter.run(plots)
+            except BaseException:
+                abandon_members(zf)  # so the zip closes on the way out (the partial is removed)
+                raise
         _publish(partial, out, overwrite)
     finally:
         conn.close()

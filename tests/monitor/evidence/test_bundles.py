@@ -1177,3 +1177,31 @@ def test_a_damaged_member_is_one_line_not_a_traceback(site: Site, tmp_path: Path
     report = verify_bundle(damaged, load_anchors(site.anchors))
     assert not report.ok and report.first_problem is not None
     assert report.first_problem.message.startswith("unreadable bundle: "), report.first_problem
+
+
+@pytest.mark.parametrize("threaded", [False, True])
+def test_an_export_interrupted_mid_member_raises_the_interruption_and_leaves_nothing(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threaded: bool
+) -> None:
+    """Ctrl-C while a row was written: zipfile refused to close the zip with the member open, and
+    "ValueError: Can't close the ZIP file while there is an open writing handle" (a traceback)
+    took the interruption's place."""
+    from monitor.evidence import export as export_module
+
+    real = export_module._Member.write
+    written = [0]
+
+    def interrupted(member: object, data: bytes | memoryview) -> None:
+        real(member, data)  # type: ignore[arg-type]
+        written[0] += 1
+        if written[0] == 3:  # a member open, with bytes in it
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(export_module._Member, "write", interrupted)
+    if threaded:  # the sound parts' members deflate in a thread of their own
+        monkeypatch.setattr(export_module, "SOUND_PART_ROWS", 10)
+    out = tmp_path / "bundle.zip"
+    with pytest.raises(KeyboardInterrupt):
+        export(site, out)
+    assert not out.exists() and not list(tmp_path.glob("*.partial"))
+    assert export_module._OPEN_MEMBERS == {}
