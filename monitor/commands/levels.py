@@ -48,10 +48,15 @@ def _rounded(value: float, digits: int) -> float | None:
     return round(value, digits) if math.isfinite(value) else None
 
 
+# Each period's length beside its start: the last one of a recording is as long as what is
+# left, and a 0.05 s remainder read as a whole second without it.
+COLUMNS = ("start_s", "duration_s", *(name for name in PERIOD_FIELDS if name != "start_s"))
+_TIMES = frozenset({"start_s", "duration_s"})
+
+
 def _rows(periods: list[PeriodLevels]) -> list[dict[str, float | None]]:
     return [
-        {name: _rounded(getattr(p, name), 3 if name == "start_s" else 2) for name in PERIOD_FIELDS}
-        for p in periods
+        {name: _rounded(getattr(p, name), 3 if name in _TIMES else 2) for name in COLUMNS} for p in periods
     ]
 
 
@@ -82,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, indent=None)
         sys.stdout.write("\n")
     else:
-        writer = csv.DictWriter(sys.stdout, fieldnames=list(PERIOD_FIELDS), lineterminator="\n")
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(COLUMNS), lineterminator="\n")
         writer.writeheader()
         # Not enough data for a value (LAFmin while the Fast detector settles): an empty cell.
         writer.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)

@@ -19,7 +19,7 @@ from monitor.commands import levels
 from tests.support.paths import REPO
 
 FS = 16000
-COLUMNS = ["start_s", "LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq"]
+COLUMNS = ["start_s", "duration_s", "LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq"]
 
 
 def _tone(seconds: float = 2.5, amplitude: float = 0.5) -> NDArray[np.float64]:
@@ -115,7 +115,9 @@ def test_cli_csv_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0 and err == ""
     rows = list(csv.DictReader(io.StringIO(out)))
     assert out.splitlines()[0] == ",".join(COLUMNS)
-    assert [float(r["start_s"]) for r in rows] == [0.0, 1.0, 2.0]  # the last one is a half period
+    assert [float(r["start_s"]) for r in rows] == [0.0, 1.0, 2.0]
+    # The last one is a half period, and says so: it read as a whole second before.
+    assert [float(r["duration_s"]) for r in rows] == [1.0, 1.0, 0.5]
     # Amplitude 0.5 is 6.02 dB below full scale.
     assert float(rows[1]["LAeq"]) == pytest.approx(94.0 - 6.02, abs=0.05)
     assert float(rows[1]["LCpeak"]) == pytest.approx(97.01 - 6.02, abs=0.1)
