@@ -38,7 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--force", action="store_true", help="replace report files of the same name")
     parser.add_argument(
-        "--send", action="store_true", help="send it to the Town's recipients and record it in the chain"
+        "--send",
+        action="store_true",
+        help="also send it to the Town's recipients (e-mail, webhook, an MQTT topic of their own);"
+        " every report made is recorded in the chain, sent or not",
     )
 
 
@@ -61,6 +64,14 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, secrets="defer")
     site = chosen_site(config, args.site)
     zone = ZoneInfo(site.timezone)
+    if args.send:
+        from monitor.reports.sending import town_recipients
+
+        if not town_recipients(config, site.id):  # before anything is written or recorded as sent
+            raise UsageError(
+                f"--send: no Town recipient of {site.id} has a channel that carries a report (e-mail,"
+                " webhook, or an MQTT topic of its own): add one to [[recipients]], or leave out --send"
+            )
     folder = Path(args.out)
     if not folder.is_dir():
         reason = "is not a folder" if folder.exists() else "does not exist; create it or choose another"
@@ -138,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             sent = send_report(config, store, report, pdf, csv, str(pdf_path.resolve()), now)
         finally:
             store.close()
-        whom = ", ".join(sent["recipients"]) or "nobody (no town recipient is configured)"
+        whom = ", ".join(sent["recipients"])
         print(
             f"Sent report {sent['id']} to {whom}: {sent['delivered']} of {sent['queued']} deliveries made now"
             " (the rest are retried by the daemon's delivery worker)"

@@ -90,6 +90,16 @@ def record_made(store: Store, report: Report, pdf: bytes, csv: bytes, pdf_path: 
         return _record(store, report, pdf, csv, pdf_path, now, ())
 
 
+def town_recipients(config: Config, site_id: str) -> list[str]:
+    """The recipients a report of the site is delivered to: the Town's, with a channel that
+    carries it (e-mail, webhook, an MQTT topic of their own; the daemon's …/alerts is not one:
+    `minewatch report --send` does not publish there)."""
+    from monitor.notify.delivery import routes_for
+
+    probe = {"site": site_id, "audiences": ["town"], "data": {}}
+    return sorted({r.recipient.name for r in routes_for(probe, config.recipients)})
+
+
 def send_report(
     config: Config, store: Store, report: Report, pdf: bytes, csv: bytes, pdf_path: str, now: datetime
 ) -> dict[str, Any]:
@@ -98,7 +108,7 @@ def send_report(
     The CSV is the file beside the PDF of the same name (as ``minewatch report`` writes them):
     e-mail attaches the PDF, a webhook both (monitor/notify/delivery.py, ``report_attachments``)."""
     csv_path = str(Path(pdf_path).with_suffix(".csv"))
-    from monitor.notify.delivery import Deliveries, routes_for
+    from monitor.notify.delivery import Deliveries
 
     site = report.site
     period = report.period
@@ -107,8 +117,7 @@ def send_report(
         f" {len(report.episodes)} violation episode(s), {len(report.blasts)} blast(s),"
         f" {len(report.notices)} notice(s), {len(report.complaints)} complaint(s)"
     )
-    probe = {"site": site.id, "audiences": ["town"], "data": {}}
-    recipients = sorted({r.recipient.name for r in routes_for(probe, config.recipients)})
+    recipients = town_recipients(config, site.id)
     deliveries = Deliveries(store.conn, config)
     with store.batch():
         rid = _record(store, report, pdf, csv, pdf_path, now, recipients)

@@ -342,6 +342,19 @@ def test_days_spans_and_mistakes(tmp_path: Path, smtp: tuple[Mailbox, int]) -> N
         "--config", str(config), "--site", SITE, "--day", "2026-11-12", "--out", str(tmp_path), cwd=tmp_path
     )
     assert again.returncode == 2 and "--force" in again.stderr and len(again.stderr.splitlines()) == 1
+    # --send with no channel that carries a report (the Town reads …/alerts): refused, nothing made.
+    mqtt_only = tmp_path / "mqtt-only.toml"
+    text = config.read_text()
+    mqtt_only.write_text(
+        text[: text.index("[[recipients.channels]]")] + '[[recipients.channels]]\ntype = "mqtt"\n'
+    )
+    unsent = run(
+        "--config", str(mqtt_only), "--day", "2026-11-13", "--send", "--out", str(tmp_path), cwd=tmp_path
+    )
+    assert unsent.returncode == 2 and unsent.stderr.startswith(
+        "minewatch report: --send: no Town recipient of quarry has a channel that carries a report"
+    ), unsent.stderr
+    assert not (tmp_path / "quarry-2026-11-13.pdf").exists()
     for argv, said in (
         (["--month", "2026-13"], "--month: expected a month like 2026-11"),
         (["--from", "2026-11-10", "--to", "2026-11-01"], "is before --from"),
