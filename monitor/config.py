@@ -1269,7 +1269,10 @@ def _parse_config(
         problems.append("sites: at least one [[sites]] table is required")
     site_ids = {s.id for s in sites}
     if len(site_ids) != len(sites):
-        problems.append("sites: site ids must be unique")
+        twice = sorted({s.id for s in sites if sum(t.id == s.id for t in sites) > 1})
+        problems.append(
+            f"sites: site ids must be unique; {', '.join(map(repr, twice))} is used more than once"
+        )
     for owned in daemon.sites:
         if owned not in site_ids:
             problems.append(f"daemon.sites: unknown site {owned!r}")

@@ -14,7 +14,9 @@ EXIT_LOGIN_REFUSED = 3  # the broker refused broker.username/password (2: a bad 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file")
-    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    parser.add_argument(
+        "--log-level", default="INFO", type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    )
     parser.add_argument(
         "--partition",
         metavar="I/N",

@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     port = args.port or pc.port
     _check_listen(bind, port)
     scheme = "https" if pc.tls_cert else "http"
-    print(f"minewatch portal on {scheme}://{bind}:{port}/", file=sys.stderr, flush=True)
+    host = f"[{bind}]" if ":" in bind else bind  # an IPv6 address is bracketed in a URL
+    print(f"minewatch portal on {scheme}://{host}:{port}/", file=sys.stderr, flush=True)
     try:
         uvicorn.run(
             app,

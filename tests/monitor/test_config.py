@@ -310,3 +310,16 @@ not_after = "2026-12-01"
         "portal.accounts[0].not_after: 2026-12-01 is before not_before (2026-12-10): the scope holds nothing",
     ):
         assert expected in problems, problems
+
+
+def test_a_site_id_used_twice_is_named() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL + MINIMAL)
+    assert "sites: site ids must be unique; 's1' is used more than once" in info.value.problems
+
+
+def test_the_log_level_is_read_in_either_case() -> None:
+    from monitor.cli import build_parser
+
+    args = build_parser("run").parse_args(["run", "--config", "x.toml", "--log-level", "debug"])
+    assert args.log_level == "DEBUG"
