@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from monitor.errors import DecodeError
 from monitor.journal.store import Appended, Store
 from monitor.seismic.agreement import Disagreement, disagreements
-from monitor.seismic.chunks import join
+from monitor.seismic.chunks import disagreement, join
 from monitor.seismic.summary import summarize
 from monitor.wire.canonical import from_us
 from monitor.wire.codec import SeismicSummary, WaveformChunk
@@ -65,6 +66,16 @@ def compared(store: Store, site: str, sensor: str, ts: datetime) -> tuple[Disagr
 
 
 def take_chunk(store: Store, chunk: WaveformChunk, now: datetime) -> Taken:
+    """Journal a chunk; recompute the event's summary once all its chunks are in. A chunk that
+    describes another event than the chunks already held (its samples_total, rate, ...) is
+    refused (DecodeError), nothing written: taken, it left the event never to be recomputed."""
+    held = store.waveform_chunks(chunk.site, chunk.sensor, chunk.event_id)
+    if held:
+        header = chunk.header()
+        stored = held[0]["header"]
+        differs = disagreement(header, json.loads(stored) if isinstance(stored, str) else stored)
+        if differs is not None:
+            raise DecodeError(differs[0], f"{differs[1]} (event {chunk.event_id})")
     appended = store.append_waveform(chunk, now)
     if not appended.stored:
         return Taken(appended)

@@ -7,7 +7,7 @@ summary from it. A chunk holds whole 4-channel samples, interleaved T, V, L, MIC
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -64,6 +64,18 @@ def split(
     ]
 
 
+# What every chunk of one event says alike (their offsets and samples differ).
+EVENT_KEYS = ("ts", "event_id", "chunks", "samples_total", "sample_rate", "format", "range", "mic_low_hz")
+
+
+def disagreement(header: Mapping[str, Any], other: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(field, reason) where two chunks' headers do not describe the same event; None if they do."""
+    for key in EVENT_KEYS:
+        if header[key] != other[key]:
+            return key, f"chunk {header['chunk']} says {header[key]!r}, chunk {other['chunk']} {other[key]!r}"
+    return None
+
+
 def join(rows: Sequence[tuple[str | dict[str, Any], bytes]]) -> Waveform:
     """The waveform from its chunks' (header, samples), in any order; ValueError("field: reason")
     when they are not one whole event (a missing or overlapping chunk, differing headers)."""
@@ -72,20 +84,8 @@ def join(rows: Sequence[tuple[str | dict[str, Any], bytes]]) -> Waveform:
         raise ValueError("chunks: none")
     first = headers[0]
     for h in headers[1:]:
-        for key in (
-            "ts",
-            "event_id",
-            "chunks",
-            "samples_total",
-            "sample_rate",
-            "format",
-            "range",
-            "mic_low_hz",
-        ):
-            if h[key] != first[key]:
-                raise ValueError(
-                    f"{key}: chunk {h['chunk']} says {h[key]!r}, chunk {first['chunk']} {first[key]!r}"
-                )
+        if (differs := disagreement(h, first)) is not None:
+            raise ValueError(f"{differs[0]}: {differs[1]}")
     if len(headers) != first["chunks"]:
         raise ValueError(f"chunks: {len(headers)} of {first['chunks']} arrived")
     total = int(first["samples_total"])

@@ -252,3 +252,21 @@ def test_a_chunk_of_samples_no_instrument_records_is_rejected(
     [(said,)] = world.store.conn.execute("SELECT reason FROM rejections").fetchall()
     assert said == reason
     assert world.store.conn.execute("SELECT COUNT(*) FROM waveforms").fetchone()[0] == 0
+
+
+def test_a_chunk_that_describes_another_event_than_its_fellows_is_rejected(world: World) -> None:
+    """A chunk whose samples_total disagreed with chunk 0's was taken, and the event could never
+    be recomputed (a warning in the log only)."""
+    _, msgs = messages(0.3)
+    chunks = [m for m in msgs if isinstance(m, WaveformChunk)]
+    world.send_raw(encode(chunks[0]))
+    odd = replace(chunks[1], samples_total=chunks[1].samples_total * 2)
+    world.send_raw(encode(odd))
+    [(said,)] = world.store.conn.execute("SELECT reason FROM rejections").fetchall()
+    assert said == (
+        f"samples_total: chunk 1 says {odd.samples_total}, chunk 0 {chunks[0].samples_total} (event ev1)"
+    )
+    world.send_raw(*(encode(c) for c in chunks[1:]))  # the event's own chunks: whole, recomputed
+    assert world.store.conn.execute("SELECT COUNT(*) FROM waveforms").fetchone()[0] == len(chunks)
+    kinds = world.store.conn.execute("SELECT kind FROM readings WHERE kind LIKE 'seismic%'").fetchall()
+    assert ("seismic-waveforms",) in [tuple(k) for k in kinds]
