@@ -293,6 +293,17 @@ class Checkpointer(threading.Thread):
         self.join(timeout=30)
 
 
+def _why_not_opened(path: str, exc: sqlite3.Error) -> str:
+    """SQLite's "unable to open database file", said as what it is where that can be told."""
+    target = Path(path)
+    if target.is_dir():
+        return f"it is a folder: name a file in it (e.g. {target / 'minewatch.db'})"
+    place = target if target.exists() else target.parent
+    if not os.access(place, os.W_OK):
+        return f"{place} is not writable by this user (permission denied)"
+    return str(exc)
+
+
 class Store:
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
@@ -319,7 +330,9 @@ class Store:
             self.conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the store {self.path!r}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the store {self.path!r}: {_why_not_opened(self.path, exc)}"
+            ) from exc
         self._max_variables = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         self._statements: dict[tuple[str, int], str] = {}
         self._heads: dict[str, tuple[int, str]] = {}

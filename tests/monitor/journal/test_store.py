@@ -559,3 +559,15 @@ def test_status_queries_and_anchors(tmp_path: Path) -> None:
     rows = store.conn.execute("SELECT site, seq, head, published_us FROM anchors").fetchall()
     assert [tuple(r) for r in rows] == [("q", seq, head, to_us(T0))]
     store.close()
+
+
+def test_a_folder_named_as_the_store_is_said_to_be_one(tmp_path: Path) -> None:
+    """SQLite says "unable to open database file" of a folder: the user is told what it is."""
+    from monitor.errors import StoreError
+
+    with pytest.raises(StoreError) as refused:
+        Store(tmp_path)
+    assert str(refused.value) == (
+        f"cannot open the store {str(tmp_path)!r}: it is a folder:"
+        f" name a file in it (e.g. {tmp_path / 'minewatch.db'})"
+    )
