@@ -87,6 +87,7 @@ class Stats:
 
     by_sensor: Counter[tuple[str, str]] = field(default_factory=Counter)  # (sensor, kind) -> count
     events: list[str] = field(default_factory=list)
+    after_end: int = 0  # operator events the scenario has after the window's end: not published
     first: datetime | None = None
     last: datetime | None = None
 
@@ -313,6 +314,9 @@ class Simulation:
         site = self.site.id
         local = self.tz
         for event in self.scenario.events:
+            if _epoch(event.publish_at) >= self.end:  # past a shorter --duration: not in the window
+                self.stats.after_end += 1
+                continue
             f = event.fields
             record: Message
             if event.kind == "blast-notice":

@@ -217,5 +217,10 @@ def _summary(simulation: object, site: SiteConfig, elapsed: float, dry_run: bool
     print("Operator events and what happened:", file=out)
     for line in stats.events:
         print(f"  {line}", file=out)
+    if stats.after_end:
+        print(
+            f"  {stats.after_end} event(s) of the scenario after its end, not published (--duration)",
+            file=out,
+        )
     for source in scenario.sources:
         print(f"  source: {type(source).__name__.lower()} {source.name}", file=out)

@@ -9,6 +9,7 @@ dovre-short.toml holds every finding of the full day in 2.5 simulated hours: a b
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -109,3 +110,32 @@ def test_short_scenario_yields_the_expected_findings(tmp_path: Path, mosquitto: 
     # n3's raw audio went through the daemon's acoustics; nothing was rejected.
     assert store_count(store, "SELECT COUNT(*) FROM sound WHERE sensor = 'n3' AND source = 'audio'") == 270
     assert store_count(store, "SELECT COUNT(*) FROM rejections") == 0
+
+
+def test_a_shorter_duration_publishes_only_the_events_in_its_window(tmp_path: Path) -> None:
+    """`--duration 2m` said 06:00-06:02 and published the day's blasts at 11:30 and 16:10 too."""
+    config = site_config(tmp_path, "mqtt://127.0.0.1:9")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "simulate",
+            "--config",
+            str(config),
+            "--scenario",
+            "dovre-short",
+            "--duration",
+            "2m",
+            "--dry-run",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    said = result.stdout.split("Operator events and what happened:")[1]
+    events = "\n".join(line for line in said.splitlines() if not line.strip().startswith("source:"))
+    assert "blast b-" not in events and "seismograph" not in events, events
+    assert "event(s) of the scenario after its end, not published (--duration)" in events
+    assert not re.search(r"\d+ Blast\b", result.stdout.split("Operator events")[0])  # nor counted as sent
