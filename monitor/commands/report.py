@@ -100,8 +100,6 @@ def run(args: argparse.Namespace) -> int:
         period = period_of(first, last_day, zone, f"{first.isoformat()}_{last_day.isoformat()}")
     if args.end and not args.start:
         raise UsageError("--to goes with --from")
-    if ahead := not_begun(period, datetime.now(UTC), site.id, zone):
-        raise UsageError(ahead)
     name = f"{site.id}-{period.label}"
     pdf_path = new_file(str(folder / f"{name}.pdf"), force=args.force)
     csv_path = new_file(str(folder / f"{name}.csv"), force=args.force)
@@ -120,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
     conn = sqlite3.connect(store_path, timeout=30)
     conn.row_factory = sqlite3.Row
     try:
+        if ahead := not_begun(period, now, site.id, zone, conn):  # before a file is written
+            raise UsageError(ahead)
         report = build_report(conn, site, profile, period, now)
     finally:
         conn.close()

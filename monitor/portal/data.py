@@ -776,7 +776,7 @@ class Portal:
             raise Refused(f"month: expected a month like 2026-11 (YYYY-MM), got {month[:20]!r}") from None
         if scope.window(period.start, period.end) != (period.start, period.end):
             raise NotFound("outside this account's time scope")
-        if ahead := not_begun(period, self.clock(), site.id, ZoneInfo(site.timezone)):
+        if ahead := not_begun(period, self.clock(), site.id, ZoneInfo(site.timezone), self.store().conn):
             raise Refused(f"month: {ahead}")
         return period
 

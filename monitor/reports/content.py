@@ -58,11 +58,19 @@ class Period:
         return out
 
 
-def not_begun(period: Period, now: datetime, site_id: str, zone: ZoneInfo) -> str | None:
-    """Why no report is made of ``period`` at ``now``: it has not begun in the site's time (made,
-    chained and sent, it would be a record of nothing). None: it has begun."""
+def not_begun(
+    period: Period, now: datetime, site_id: str, zone: ZoneInfo, conn: sqlite3.Connection
+) -> str | None:
+    """Why no report is made of ``period`` at ``now``: it has not begun in the site's time and
+    the record holds nothing of it (made, chained and sent, it would be a record of nothing; a
+    simulated day the store holds data of may lie ahead). None: there is something to report."""
     today = now.astimezone(zone).date()
     if period.first_day <= today:
+        return None
+    held = conn.execute(
+        "SELECT 1 FROM sound WHERE site = ? AND ts_us >= ? LIMIT 1", (site_id, to_us(period.start))
+    ).fetchone()
+    if held is not None:
         return None
     return (
         f"{period.first_day} has not begun yet at {site_id} (today is {today} there):"
