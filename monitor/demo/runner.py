@@ -887,6 +887,11 @@ def run_demo(
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return demo.run()
+    except KeyboardInterrupt:
+        _say(
+            stream, f"interrupted: {target}/ holds what was done so far, incomplete (summary.json: ok false)"
+        )
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
         demo.stop_all()

@@ -193,3 +193,20 @@ def _runs_in(proc_dir: Path, folder: Path) -> bool:
         return str(folder) in (proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:  # it ended while we looked
         return False
+
+
+def test_an_interrupted_demo_says_its_folder_is_incomplete(tmp_path: Path) -> None:
+    """Ctrl-C exited 130 with nothing said: only summary.json's "ok": false told a half-made
+    folder from a failed check."""
+    folder = tmp_path / "cut"
+    argv = [sys.executable, "-m", "monitor.cli", "demo", "--out", str(folder)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    assert proc.stdout is not None
+    lines = [proc.stdout.readline()]  # the demo has begun
+    proc.send_signal(signal.SIGINT)
+    lines += proc.stdout.readlines()
+    assert proc.wait(60) == 130, "".join(lines)
+    said = "".join(lines)
+    assert f"interrupted: {folder}/ holds what was done so far, incomplete (summary.json: ok false)" in said
+    assert "Traceback" not in said, said
+    assert json.loads((folder / "summary.json").read_text())["ok"] is False
