@@ -41,29 +41,33 @@ def current_findings(store: Path) -> list[dict[str, object]]:
     return [json.loads(r[0]) for r in rows]
 
 
+def simulate_short(config: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`minewatch simulate` of the dovre-short scenario at the configured site."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "simulate",
+            "--config",
+            str(config),
+            "--scenario",
+            "dovre-short",
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def test_short_scenario_yields_the_expected_findings(tmp_path: Path, mosquitto: Mosquitto) -> None:
     config = site_config(tmp_path, mosquitto.url)
     store = tmp_path / "store.db"
     daemon = Daemon(config).start()
     try:
         daemon.wait_ready()
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "monitor.cli",
-                "simulate",
-                "--config",
-                str(config),
-                "--scenario",
-                "dovre-short",
-                "--speed",
-                "max",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = simulate_short(config, "--speed", "max")
         assert result.returncode == 0, result.stderr
         assert "Published" in result.stdout and "blast b-1215-2 at 15:40:00" in result.stdout
         # Done when the daemon has judged the scenario's last closed minute.
@@ -115,24 +119,7 @@ def test_short_scenario_yields_the_expected_findings(tmp_path: Path, mosquitto: 
 def test_a_shorter_duration_publishes_only_the_events_in_its_window(tmp_path: Path) -> None:
     """`--duration 2m` said 06:00-06:02 and published the day's blasts at 11:30 and 16:10 too."""
     config = site_config(tmp_path, "mqtt://127.0.0.1:9")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "monitor.cli",
-            "simulate",
-            "--config",
-            str(config),
-            "--scenario",
-            "dovre-short",
-            "--duration",
-            "2m",
-            "--dry-run",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = simulate_short(config, "--duration", "2m", "--dry-run")
     assert result.returncode == 0, result.stderr
     said = result.stdout.split("Operator events and what happened:")[1]
     events = "\n".join(line for line in said.splitlines() if not line.strip().startswith("source:"))
