@@ -69,7 +69,10 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await run_in_threadpool(web.sessions.forget_stale, web.accounts)
         async with web.security.running(run_in_threadpool):
-            yield
+            try:
+                yield
+            finally:
+                await run_in_threadpool(web.jobs.close)  # their files leave with the portal
 
     app = Starlette(
         routes=routes,

@@ -182,6 +182,15 @@ class Jobs:
             raise NotFound("no such bundle")
         return job
 
+    def close(self) -> None:
+        """The portal stops: every job's folder goes (a bundle not downloaded, a report kept for
+        reuse; one still being made fails in its thread). They stayed in the temporary folder."""
+        with self._lock:
+            jobs, self._jobs = list(self._jobs.values()), {}
+        for job in jobs:
+            if not job.taken:
+                remove_folder(job.folder)
+
     def _expire(self) -> None:
         now = time.monotonic()
         for key, job in list(self._jobs.items()):

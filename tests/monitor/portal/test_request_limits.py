@@ -609,3 +609,24 @@ def test_a_client_that_leaves_mid_body_leaves_no_traceback_in_the_log(own: Own) 
     assert log_in(own.port, "insp").cookie  # the portal answers on
     said = log.read_bytes()[before:].decode(errors="replace")
     assert "Traceback" not in said and "ClientDisconnect" not in said, said
+
+
+def test_a_bundle_not_downloaded_leaves_with_the_portal(env: Env, tmp_path: Path) -> None:
+    """Stopped (SIGTERM), the portal left its jobs' files in the temporary folder."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    config = tmp_path / "portal.toml"
+
+    def config_for(port: int) -> Path:
+        config.write_text(on_port(env.config.read_text(), port, "portal-jobs-left"))
+        return config
+
+    with portal_serving(config_for, tmp_path / "portal.log", env={**os.environ, "TMPDIR": str(tmp)}) as (
+        port,
+        _,
+    ):
+        insp = log_in(port, "insp")
+        job = insp.send("POST", f"/sites/{SITE}/evidence/bundle", _window(insp.csrf)).headers["location"]
+        assert wait_until(lambda: "url=/sites/" in insp.send("GET", job).text, 120)  # ready, not downloaded
+        assert any(tmp.glob("minewatch-portal-*/*.zip"))
+    assert not any(tmp.glob("minewatch-portal-*")), list(tmp.iterdir())
