@@ -67,10 +67,8 @@ def not_begun(
     today = now.astimezone(zone).date()
     if period.first_day <= today:
         return None
-    held = conn.execute(
-        "SELECT 1 FROM sound WHERE site = ? AND ts_us >= ? LIMIT 1", (site_id, to_us(period.start))
-    ).fetchone()
-    if held is not None:
+    held = queries.sound_span(conn, site_id)
+    if held is not None and held[1] >= period.start:
         return None
     return (
         f"{period.first_day} has not begun yet at {site_id} (today is {today} there):"
