@@ -285,13 +285,7 @@ retry_base_s = 100
 retry_max_s = 1
 [[recipients]]
 name = "Town clerk"
-role = "town"
-[[recipients.channels]]
-type = "email"
-to = ["clerk@dovre.example"]
-smtp_host = "127.0.0.1"
-smtp_port = 70000
-sender = "minewatch@quarry.example"
+channels = [{{type = "email", to = ["c@d.e"], smtp_host = "h", smtp_port = 70000, sender = "m@q.e"}}]
 [portal]
 [[portal.accounts]]
 name = "insp"
