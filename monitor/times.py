@@ -18,6 +18,8 @@ forms) is read by ``extra_days``, in the same words everywhere.
 
 from __future__ import annotations
 
+import calendar
+import re
 from datetime import UTC, date, datetime, time, tzinfo
 
 from monitor.errors import UsageError
@@ -32,10 +34,24 @@ EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 
 
+_DATE_SHAPE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+
+
 def parse_date(text: str, option: str) -> date:
     try:
         return date.fromisoformat(text.strip())
     except ValueError:
+        shaped = _DATE_SHAPE.fullmatch(text.strip())
+        if shaped:  # the right shape, a day the calendar lacks: 2026-02-30
+            year, month, _ = (int(part) for part in shaped.groups())
+            if year < 1:
+                raise UsageError(f"{option}: {text.strip()} is no day: years start at 1") from None
+            if 1 <= month <= 12:
+                days = calendar.monthrange(year, month)[1]
+                raise UsageError(
+                    f"{option}: {text.strip()} is no day: {calendar.month_name[month]} {year} has {days} days"
+                ) from None
+            raise UsageError(f"{option}: {text.strip()} is no day: there are 12 months") from None
         raise UsageError(f"{option}: expected a date like 2026-12-15 (YYYY-MM-DD), got {text!r}") from None
 
 

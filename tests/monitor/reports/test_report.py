@@ -359,7 +359,7 @@ def test_days_spans_and_mistakes(tmp_path: Path, smtp: tuple[Mailbox, int]) -> N
         (["--month", "2026-13"], "--month: expected a month like 2026-11"),
         (["--from", "2026-11-10", "--to", "2026-11-01"], "is before --from"),
         (["--from", "2026-11-10"], "--from needs --to"),
-        (["--day", "2026-11-31"], "--day: expected a date"),
+        (["--day", "2026-11-31"], "--day: 2026-11-31 is no day: November 2026 has 30 days"),
         (["--day", "2099-12-05"], "2099-12-05 has not begun yet at quarry (today is "),
         (["--month", "2099-12"], "2099-12-01 has not begun yet at quarry"),
     ):
