@@ -13,7 +13,7 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from monitor import __version__
 from monitor.errors import ConfigError, StoreError, UsageError
@@ -53,11 +53,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error: what is wrong and where help is (no usage block)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}  # the top level's: name -> its parser
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> Parser:
     parser = Parser(
         prog="minewatch",
         description=(
@@ -70,6 +74,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only in COMMANDS and only != name:
             continue  # a command was named: its parser alone (the others only list in --help)
         command = sub.add_parser(name, help=help_text, description=help_text)
+        parser.commands[name] = command  # its errors name the command
         if only is None or only == name:
             importlib.import_module(f"monitor.commands.{module}").add_arguments(command)
     return parser
@@ -91,7 +96,9 @@ def _main(argv: list[str]) -> int:
             return _fail("minewatch", f"argument {at} ({shown}) is not UTF-8 text: write it in UTF-8")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=chosen or "")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's parser: "minewatch status: unrecognized arguments: ..."
+        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
     from monitor.process_settings import tune_process
 
     tune_process()

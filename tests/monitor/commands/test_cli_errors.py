@@ -26,6 +26,7 @@ import pytest
 
 from monitor.cli import build_parser
 from monitor.journal.store import Store
+from tests.support.cli import run_minewatch
 from tests.support.paths import REPO
 
 DEMO_CONFIG = REPO / "sensors" / "demo" / "dovre-demo.toml"
@@ -494,3 +495,10 @@ def test_serve_on_a_port_in_use_or_out_of_range_is_one_line(site: dict[str, str]
         assert f"cannot listen on 127.0.0.1:{port}" in line and "--port" in line
     line = _assert_one_line(_run(["serve", "--config", site["config"], "--port", "99999"], Path(site["cwd"])))
     assert "not a TCP port" in line
+
+
+def test_an_argument_too_many_is_said_by_its_command() -> None:
+    """It was "minewatch: unrecognized arguments: extra (see minewatch --help)", naming no command."""
+    done = run_minewatch("status", "--config", "x.toml", "extra")
+    assert done.returncode == 2
+    assert done.stderr == "minewatch status: unrecognized arguments: extra (see minewatch status --help)\n"
