@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import signal
 import socket
@@ -210,3 +211,9 @@ def test_an_interrupted_demo_says_its_folder_is_incomplete(tmp_path: Path) -> No
     assert f"interrupted: {folder}/ holds what was done so far, incomplete (summary.json: ok false)" in said
     assert "Traceback" not in said, said
     assert json.loads((folder / "summary.json").read_text())["ok"] is False
+    # Interrupted as it started the daemon (the line before says the broker is up), it left that
+    # daemon running with nobody to stop it, four runs in six.
+    started = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _runs_in(p, folder)]
+    for leaked in started:
+        os.kill(int(leaked.name), signal.SIGKILL)
+    assert started == [], "still running: " + ", ".join(p.name for p in started)
