@@ -888,7 +888,7 @@ def run_demo(
     # `kill` (SIGTERM) stops the demo as Ctrl-C does: its broker, daemon and portal go with it.
     global _DEMO_PID
     _DEMO_PID = os.getpid()
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
         return demo.run()
     except KeyboardInterrupt:
@@ -897,9 +897,10 @@ def run_demo(
         )
         raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        demo.stop_all()
+        demo.stop_all()  # a second Ctrl-C no longer breaks it off (_interrupt)
         (target / "summary.json").write_text(json.dumps(demo.summary, indent=2) + "\n")
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 _DEMO_PID: int | None = None  # the demo's own process (SIGTERM's handler is inherited by forks)
@@ -925,6 +926,7 @@ def _interrupts_held() -> Iterator[None]:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     if caught:
+        _stop_listening()
         raise KeyboardInterrupt
 
 
@@ -935,4 +937,13 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
+    _stop_listening()
     raise KeyboardInterrupt
+
+
+def _stop_listening() -> None:
+    """The demo is stopping: a second Ctrl-C (a user's second press) must not break off its
+    cleanup. It did: stop_all was cut short, the simulator outlived the demo, and no summary
+    was written."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)

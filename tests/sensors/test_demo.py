@@ -205,6 +205,8 @@ def test_an_interrupted_demo_says_its_folder_is_incomplete(tmp_path: Path) -> No
     assert proc.stdout is not None
     lines = [proc.stdout.readline()]  # the demo has begun
     proc.send_signal(signal.SIGINT)
+    lines.append(proc.stdout.readline())
+    proc.send_signal(signal.SIGINT)  # pressed again while it cleans up
     lines += proc.stdout.readlines()
     assert proc.wait(60) == 130, "".join(lines)
     said = "".join(lines)
