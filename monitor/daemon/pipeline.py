@@ -44,7 +44,7 @@ from monitor.daemon.announcer import Announcer, Outgoing, Publish
 from monitor.daemon.clock import Clock
 from monitor.daemon.daemon_state import DaemonState
 from monitor.daemon.ingest import Handoff, Inbound, MqttLink
-from monitor.daemon.rejections import UNATTRIBUTED_SITE, LogGate, PublishGate, sender_of
+from monitor.daemon.rejections import PUBLISHED_PER_MINUTE, UNATTRIBUTED_SITE, LogGate, sender_of
 from monitor.daemon.sensor_health import HealthWatch, calibrated
 from monitor.daemon.site_state import NEVER, SiteState, site_data
 from monitor.daemon.store_outage import StoreOutage
@@ -197,7 +197,7 @@ class Pipeline:
         self.announce_sites: frozenset[str] | None = None  # notice changes of these sites only (a worker)
         self._pending_sound: list[PendingSound] = []
         self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
-        self.publish_gate = PublishGate()  # and …/rejected publications
+        self.publish_gate = LogGate(PUBLISHED_PER_MINUTE)  # and …/rejected publications
         with store.batch():  # the profile and configuration every finding from now on is judged under
             for site in config.owned_sites:
                 store.append_config_record(site.id, *config_record_texts(config, site), now)
@@ -405,7 +405,7 @@ class Pipeline:
         excerpt = message.payload[:200].decode("utf-8", "replace")
         self.store.append_rejection(site, message.topic, reason, excerpt, now)
         self._write_point(points.rejections, site, message.topic, reason, now)
-        held = self.publish_gate.admit(site, sensor)
+        held = self.publish_gate.admit((site, sensor, ""))
         if held is not None:
             body: dict[str, Any] = {
                 "ts": format_ts(now),

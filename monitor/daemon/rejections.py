@@ -3,10 +3,10 @@ rejections and conflicts.
 
 A hostile or broken sensor can send thousands of bad messages a second, with invented
 sensor and field names: every one is journaled (the store), but ``…/rejected`` carries at most
-PUBLISHED_PER_MINUTE a minute per sender (the next one published says how many were held back:
-300,000 filled the MQTT client's queue, and the findings and alerts of that minute were never
-published), and the log one line per configured sensor and field per minute, the gate table
-bounded.
+PUBLISHED_PER_MINUTE a minute per sender, and the log one line per configured sensor and field
+per minute: each through a LogGate, whose table is bounded. (300,000 publications filled the
+MQTT client's queue, and the findings and alerts of that minute were never published; the
+next one published says how many were held back.)
 """
 
 from __future__ import annotations
@@ -32,31 +32,6 @@ GateKey = tuple[str, str, str]  # site, sensor, field ("" for a site's shared ke
 PUBLISHED_PER_MINUTE = 60  # …/rejected messages per sender (site, configured sensor or "")
 
 
-class PublishGate:
-    """At most ``per_minute`` ``…/rejected`` publications per sender (sender_of's key: bounded by
-    the configuration) in each minute from its first; the rest are counted."""
-
-    def __init__(
-        self, per_minute: int = PUBLISHED_PER_MINUTE, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.per_minute, self.clock = per_minute, clock
-        self.windows: dict[tuple[str, str], list[float]] = {}  # sender -> [start, published, held back]
-
-    def admit(self, site: str, sensor: str) -> int | None:
-        """None: hold this one back; else how many were held back before it (said with it)."""
-        now = self.clock()
-        window = self.windows.get((site, sensor))
-        if window is None or now - window[0] >= LOG_GATE_S:
-            held = 0 if window is None else int(window[2])
-            self.windows[(site, sensor)] = [now, 1, 0]
-            return held
-        if window[1] < self.per_minute:
-            window[1] += 1
-            return 0
-        window[2] += 1
-        return None
-
-
 def sender_of(topic: str, prefix: str, sites: Mapping[str, SiteConfig]) -> tuple[str, str]:
     """(site, sensor) a rejected message is journaled and logged under.
 
@@ -77,10 +52,12 @@ def sender_of(topic: str, prefix: str, sites: Mapping[str, SiteConfig]) -> tuple
 
 
 class LogGate:
-    """At most one log line per key per LOG_GATE_S, counting the lines held back."""
+    """At most ``per_window`` log lines (or publications) per key in each LOG_GATE_S from the
+    first, counting those held back. ``clock``: monotonic seconds (default: time.monotonic)."""
 
-    def __init__(self) -> None:
-        self.gates: dict[GateKey, list[Any]] = {}  # key -> [monotonic time of the last line, held back since]
+    def __init__(self, per_window: int = 1, clock: Callable[[], float] | None = None) -> None:
+        self.per_window, self._clock = per_window, clock
+        self.gates: dict[GateKey, list[Any]] = {}  # key -> [window start, let through, held back]
 
     def __len__(self) -> int:
         return len(self.gates)
@@ -89,8 +66,9 @@ class LogGate:
         return iter(self.gates)
 
     def admit(self, key: GateKey) -> int | None:
-        """None if a line under ``key`` was logged in the last minute, else how many were held back."""
-        wall = time.monotonic()
+        """None if ``key`` had its ``per_window`` in the current window, else how many were held
+        back since (said with this one)."""
+        wall = time.monotonic() if self._clock is None else self._clock()
         gate = self.gates.get(key)
         if gate is None:
             if len(self.gates) >= MAX_LOG_GATES:
@@ -101,10 +79,13 @@ class LogGate:
                 key = (*key[:2], "*")  # a sensor's reasons beyond the first few share a line
             gate = self.gates.get(key)
         if gate is not None and wall - gate[0] < LOG_GATE_S:
-            gate[1] += 1
+            if gate[1] < self.per_window:
+                gate[1] += 1
+                return 0
+            gate[2] += 1
             return None
-        self.gates[key] = [wall, 0]
-        return 0 if gate is None else int(gate[1])
+        self.gates[key] = [wall, 1, 0]
+        return 0 if gate is None else int(gate[2])
 
     def rejection(self, site: str, sensor: str, field_name: str, topic: str, reason: str) -> None:
         """One log line per configured sensor and field per minute; per site for everything else.

@@ -104,7 +104,7 @@ def test_a_flood_of_padded_messages_leaves_the_daemons_memory_where_it_was(
         assert after - before < RSS_BUDGET, (
             f"RSS {before / MB:.0f} MB before the flood, {after / MB:.0f} MB after it"
         )
-        # Published 60 a minute per sensor (rejections.PublishGate): the first 60 of each.
+        # Published 60 a minute per sensor (the pipeline's publish_gate): the first 60 of each.
         assert wait_until(lambda: len(town.received("/rejected")) >= 120, 30)
         assert len(town.received("/rejected")) < 306
     finally:

@@ -741,10 +741,10 @@ def test_a_flood_of_bad_messages_is_journaled_whole_and_published_60_a_minute(wo
     """300,000 bad messages from one sensor filled the MQTT client's queue with …/rejected, and
     the violations and alerts of that minute were never published. Every rejection is journaled;
     …/rejected carries 60 a minute per sender, the next one saying how many were held back."""
-    from monitor.daemon.rejections import PublishGate
+    from monitor.daemon.rejections import PUBLISHED_PER_MINUTE, LogGate
 
     clock = [0.0]
-    world.pipeline.publish_gate = PublishGate(clock=lambda: clock[0])
+    world.pipeline.publish_gate = LogGate(PUBLISHED_PER_MINUTE, clock=lambda: clock[0])
     bad = [("minewatch/q/sensors/n1/levels", b'{"ts":"x%d"}' % i) for i in range(200)]
     world.send_raw(*bad)
     world.send_raw(("minewatch/q/sensors/n9/levels", b"{}"))  # another sender: a gate of its own
