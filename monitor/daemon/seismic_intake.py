@@ -69,19 +69,17 @@ def take_chunk(store: Store, chunk: WaveformChunk, now: datetime) -> Taken:
     """Journal a chunk; recompute the event's summary once all its chunks are in. A chunk that
     describes another event than the chunks already held (its samples_total, rate, ...) is
     refused (DecodeError), nothing written: taken, it left the event never to be recomputed."""
-    held = store.waveform_chunks(chunk.site, chunk.sensor, chunk.event_id)
-    if held:
-        header = chunk.header()
-        stored = held[0]["header"]
-        differs = disagreement(header, json.loads(stored) if isinstance(stored, str) else stored)
+    # The event's count and first header only: its samples are read once, when it is whole (an
+    # event of 4,096 chunks read them all again at each one).
+    held, first = store.waveform_event(chunk.site, chunk.sensor, chunk.event_id)
+    if first is not None:
+        differs = disagreement(chunk.header(), json.loads(first))
         if differs is not None:
             raise DecodeError(differs[0], f"{differs[1]} (event {chunk.event_id})")
     appended = store.append_waveform(chunk, now)
-    if not appended.stored:
+    if not appended.stored or held + 1 < chunk.chunks:
         return Taken(appended)
     rows = store.waveform_chunks(chunk.site, chunk.sensor, chunk.event_id)
-    if len(rows) < chunk.chunks:
-        return Taken(appended)
     recomputed = recompute(store, chunk.site, chunk.sensor, chunk.event_id, rows, now)
     if recomputed is None:
         return Taken(appended)

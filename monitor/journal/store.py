@@ -672,6 +672,16 @@ class Store:
         self.chain_row(chunk.site, "waveform", row, now)
         return Appended(True)
 
+    def waveform_event(self, site: str, sensor: str, event_id: str) -> tuple[int, str | None]:
+        """(chunks held, the lowest one's header as stored) of an event, without their samples."""
+        count, header = self.conn.execute(
+            "SELECT COUNT(*), (SELECT header FROM waveforms WHERE site = ?1 AND sensor = ?2"
+            " AND event_id = ?3 ORDER BY chunk LIMIT 1)"
+            " FROM waveforms WHERE site = ?1 AND sensor = ?2 AND event_id = ?3",
+            (site, sensor, event_id),
+        ).fetchone()
+        return int(count), header
+
     def waveform_chunks(self, site: str, sensor: str, event_id: str) -> list[sqlite3.Row]:
         """An event's waveform chunks in order (header as stored, samples)."""
         return list(
