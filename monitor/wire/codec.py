@@ -699,6 +699,8 @@ def _plausible_samples(
         finite = np.isfinite(values).all(axis=1)
         if not finite.all():
             raise DecodeError(field, f"sample {int(np.argmin(finite))} is not a number (NaN or infinite)")
+    if not any(bounds):  # no range to hold them to (integer audio): no pass for the peaks
+        return
     limit = np.asarray(bounds, dtype=np.float64)
     peaks = np.abs(values).max(axis=0) * np.asarray(scale, dtype=np.float64)
     over = (limit > 0) & (peaks > limit)
