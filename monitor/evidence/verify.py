@@ -117,6 +117,7 @@ class Report:
     more_problems: int = 0  # beyond those listed
     format: str = ""
     files_checked: int = 0
+    plots: int = 0  # drawings of the rows: hashed like every file, their pixels not compared with the rows
     rows_checked: dict[str, int] = field(default_factory=dict)
     chain_links: int = 0
     first_seq: int = 0
@@ -262,6 +263,11 @@ class Report:
             f"  rows: {sum(self.rows_checked.values())} rebuilt, hashed and matched to their chain entries"
             f" in chain order ({rows})"
         )
+        if self.plots:
+            out.append(
+                f"  plots: {self.plots} drawings of the rows, checked against the manifest's SHA-256 only;"
+                " nothing compares their pixels with the rows, so read the values from data/"
+            )
         if self.last_seq >= self.first_seq and self.chain_links:
             out.append(
                 f"  chain: {self.chain_links} links recomputed, seq {self.first_seq} to {self.last_seq}"
@@ -747,6 +753,7 @@ class _Verifier:
             if name.endswith("_influxdb.csv"):
                 r.outside_chain_rows[name] = self._influx_days(name)
         r.files_checked = len(set(self.hashes) & names)
+        r.plots = sum(1 for name in names if _PLOT.fullmatch(name))
         self._check_config(names)
         self._check_file_set(names)
 

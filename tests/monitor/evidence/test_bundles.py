@@ -107,6 +107,14 @@ def test_export_then_verify(site: Site, tmp_path: Path) -> None:
     # sound, light, weather, the event, two finding revisions, the alert, and the config record
     # restated after each of the two anchors the segment starts after or holds
     assert sum(report.rows_checked.values()) == 480 + 24 + 4 + 1 + 2 + 1 + 2
+    # The plots are hashed like every file, and the report says that is all that is checked of them.
+    assert report.plots == len([name for name in names if name.startswith("plots/")]) == 3
+    assert (
+        "  plots: 3 drawings of the rows, checked against the manifest's SHA-256 only; nothing"
+        " compares their pixels with the rows, so read the values from data/"
+    ) in report.lines()
+    unplotted = verify_bundle(export(site, tmp_path / "unplotted.zip", plots=False))
+    assert unplotted.ok and not any(line.startswith("  plots:") for line in unplotted.lines())
 
     report = verify_bundle(bundle, load_anchors(site.anchors))
     assert report.ok, report.lines()
