@@ -55,7 +55,22 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.commands: dict[str, argparse.ArgumentParser] = {}  # the top level's: name -> its parser
+        self.subcommands: tuple[str, dict[str, argparse.ArgumentParser]] | None = None  # dest, name -> parser
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        action = super().add_subparsers(**kwargs)
+        self.subcommands = (kwargs["dest"], action.choices)
+        return action
+
+    def chosen(self, args: argparse.Namespace) -> argparse.ArgumentParser:
+        """The innermost (sub)command's parser, whose prog names it: `minewatch notices list`."""
+        if self.subcommands is None:
+            return self
+        dest, parsers = self.subcommands
+        sub = parsers.get(getattr(args, dest, None) or "")
+        if sub is None:
+            return self
+        return sub.chosen(args) if isinstance(sub, Parser) else sub
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
@@ -74,7 +89,6 @@ def build_parser(only: str | None = None) -> Parser:
         if only in COMMANDS and only != name:
             continue  # a command was named: its parser alone (the others only list in --help)
         command = sub.add_parser(name, help=help_text, description=help_text)
-        parser.commands[name] = command  # its errors name the command
         if only is None or only == name:
             importlib.import_module(f"monitor.commands.{module}").add_arguments(command)
     return parser
@@ -97,8 +111,9 @@ def _main(argv: list[str]) -> int:
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=chosen or "")
     args, extra = parser.parse_known_args(argv)
-    if extra:  # said by the command's parser: "minewatch status: unrecognized arguments: ..."
-        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    chosen_parser = parser.chosen(args)  # its errors name the command: "minewatch notices list: ..."
+    if extra:
+        chosen_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     from monitor.process_settings import tune_process
 
     tune_process()
@@ -110,7 +125,7 @@ def _main(argv: list[str]) -> int:
     module = importlib.import_module(f"monitor.commands.{COMMANDS[args.command][0]}")
     # The commands report their own errors; these are the user's mistakes they let through,
     # as one line and exit 2 instead of a traceback.
-    name = f"minewatch {args.command}"
+    name = chosen_parser.prog
     try:
         code: int = module.run(args)
         sys.stdout.flush()  # here, where a full disk is told in one line, not at exit

@@ -194,8 +194,8 @@ def _common(parser: argparse.ArgumentParser, sources: str) -> None:
     )
 
 
-def _fail(message: str) -> int:
-    print(f"minewatch sensor: {message}", file=sys.stderr)
+def _fail(kind: str, message: str) -> int:
+    print(f"minewatch sensor {kind}: {message}", file=sys.stderr)
     return 2
 
 
@@ -255,16 +255,17 @@ def run(args: argparse.Namespace) -> int:
         speed = args.speed
         start = _start(args.start, ZoneInfo(site.timezone))
     except ConfigError as exc:
-        return _fail(str(exc))
+        return _fail(args.kind, str(exc))
     except ValueError as exc:
-        return _fail(str(exc))
+        return _fail(args.kind, str(exc))
     wanted = {
         "sound": (SensorKind.SOUND,),
         "light": (SensorKind.LIGHT, SensorKind.SKY),
         "seismograph": (SensorKind.SEISMOGRAPH,),
     }[args.kind]
     if sensor.kind not in wanted:
-        return _fail(f"sensor {sensor.id} is a {sensor.kind.value} sensor, not a {args.kind} sensor")
+        wrong = f"sensor {sensor.id} is a {sensor.kind.value} sensor, not a {args.kind} sensor"
+        return _fail(args.kind, wrong)
 
     from sensors import light as light_mod
     from sensors import sound as sound_mod
@@ -283,11 +284,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             source = light_mod.open_source(args.source, args.rate, start=start.timestamp())
     except sound_mod.SourceUnavailable as exc:
-        return _fail(str(exc))
+        return _fail(args.kind, str(exc))
     except ValueError as exc:
         if args.kind == "seismograph":
-            return _fail(str(exc))
-        return _fail(f"--calibrate {args.calibrate}: {exc}")
+            return _fail(args.kind, str(exc))
+        return _fail(args.kind, f"--calibrate {args.calibrate}: {exc}")
 
     from monitor.claims import QueueTaken, claim_queue
     from sensors.link import Link
@@ -298,20 +299,20 @@ def run(args: argparse.Namespace) -> int:
     # The queue's folder is made if missing; a file standing where a folder should be is a mistake.
     blocking = next((p for p in (queue_path.parent, *queue_path.parent.parents) if p.exists()), None)
     if blocking is not None and not blocking.is_dir():
-        return _fail(f"--queue {queue_path}: {blocking} is a file, not a folder")
+        return _fail(args.kind, f"--queue {queue_path}: {blocking} is a file, not a folder")
     if queue_path.is_dir():
-        return _fail(f"--queue {queue_path}: is a folder; give the queue's file name")
+        return _fail(args.kind, f"--queue {queue_path}: is a folder; give the queue's file name")
     # The queue first, then its claim: a --queue that is no queue leaves no claim file beside it.
     try:
         bounds = QueueBounds(args.queue_max_messages, int(args.queue_max_mb * 1024 * 1024))
         forward = ForwardQueue(queue_path, bounds)
     except (ValueError, OSError, sqlite3.Error) as exc:
-        return _fail(f"--queue {queue_path}: {exc}")
+        return _fail(args.kind, f"--queue {queue_path}: {exc}")
     try:
         claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
     except QueueTaken as exc:
         forward.close()
-        return _fail(str(exc))
+        return _fail(args.kind, str(exc))
     # A refused login (bad password) stops the run: no retry can fix it (exit status 3).
     link = Link(
         config.broker,
@@ -353,7 +354,7 @@ def run(args: argparse.Namespace) -> int:
             "" if drained else " (sent on the next start)",
         )
     if link.fatal is not None:
-        print(f"minewatch sensor: {link.fatal}", file=sys.stderr)
+        print(f"minewatch sensor {args.kind}: {link.fatal}", file=sys.stderr)
         return EXIT_LOGIN_REFUSED
     return 0
 

@@ -123,7 +123,7 @@ def test_a_second_sensor_on_one_queue_is_refused_and_the_queue_goes_on(
             second = subprocess.run(argv, capture_output=True, text=True, timeout=60)
             assert second.returncode == 2, second.stderr
             assert second.stderr.strip().splitlines() == [
-                f"minewatch sensor: --queue {queue}: another minewatch sensor sends from it:"
+                f"minewatch sensor sound: --queue {queue}: another minewatch sensor sends from it:"
                 " stop that one first, or give this one its own --queue"
             ]
             assert first.poll() is None

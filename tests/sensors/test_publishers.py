@@ -154,7 +154,7 @@ def test_soundcard_without_sounddevice_exits_2(
     code = main(["sensor", "sound", "--config", str(config), "--sensor", "n1", "--source", "soundcard"])
     assert code == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("minewatch sensor: the soundcard source needs the 'sounddevice' package")
+    assert err.startswith("minewatch sensor sound: the soundcard source needs the 'sounddevice' package")
     assert len(err.splitlines()) == 1
 
 

@@ -502,3 +502,16 @@ def test_an_argument_too_many_is_said_by_its_command() -> None:
     done = run_minewatch("status", "--config", "x.toml", "extra")
     assert done.returncode == 2
     assert done.stderr == "minewatch status: unrecognized arguments: extra (see minewatch status --help)\n"
+
+
+def test_a_subcommands_mistake_is_said_by_the_subcommand(tmp_path: Path) -> None:
+    """They were "minewatch notices: ...": which of the seven actions was meant was left out."""
+    done = run_minewatch("notices", "list", "--config", "x.toml", "--days", "3")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "minewatch notices list: unrecognized arguments: --days 3 (see minewatch notices list --help)\n"
+    )
+    missing = tmp_path / "missing.toml"
+    done = run_minewatch("notices", "show", "N-1", "--config", str(missing))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"minewatch notices show: {missing}")

@@ -165,7 +165,8 @@ def test_wrong_password_ends_the_daemon_with_one_line_and_status_3(tmp_path: Pat
         )
     assert sensor.returncode == 3, sensor.stderr
     assert re.match(
-        f"minewatch sensor: the broker {re.escape(broker.url)} refused the login of user 'sensor-north-n1'",
+        f"minewatch sensor sound: the broker {re.escape(broker.url)}"
+        " refused the login of user 'sensor-north-n1'",
         sensor.stderr.strip().splitlines()[-1],
     ), sensor.stderr
     assert "still queued" in sensor.stderr

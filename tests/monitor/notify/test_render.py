@@ -951,11 +951,11 @@ def test_show_writes_the_format_its_out_file_names_and_list_names_an_unknown_sit
         == 2
     )
     assert capsys.readouterr().err == (
-        f"minewatch notices: --format md and --out {clash} disagree:"
+        f"minewatch notices show: --format md and --out {clash} disagree:"
         " give a matching suffix, or leave --format out\n"
     )
     assert not clash.exists()
     assert main(["notices", "list", "--config", str(path), "--site", "nosuch"]) == 2
     assert capsys.readouterr().err == (
-        "minewatch notices: unknown site 'nosuch'; the configuration has: quarry\n"
+        "minewatch notices list: unknown site 'nosuch'; the configuration has: quarry\n"
     )
