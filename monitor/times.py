@@ -106,13 +106,13 @@ def extra_days(text: str) -> int:
     """The days of an extension granted or asked for, as a person typed them: a whole number in
     ASCII digits (no sign, no other script's digits), held to the notices' bound
     (rules.deadlines.extra_days_problem). ValueError says what is wrong, without the option's name."""
-    from rules.deadlines import MAX_EXTRA_DAYS, extra_days_problem
+    from rules.deadlines import EXTRA_DAYS_EXPECTED, extra_days_problem
 
     text = text.strip()
     if not (text.isascii() and text.isdigit()):
-        raise ValueError(f"expected a whole number of days, got {text[:20]!r}")
+        raise ValueError(f"{EXTRA_DAYS_EXPECTED}, got {text[:20]!r}")
     if len(text) > 20:  # past any bound; not worth reading as a number
-        raise ValueError(f"expected at most {MAX_EXTRA_DAYS} days, got {len(text)} digits")
+        raise ValueError(f"{EXTRA_DAYS_EXPECTED}, got {len(text)} digits")
     days = int(text)
     if problem := extra_days_problem(days):
         raise ValueError(problem)

@@ -149,12 +149,14 @@ def cure_deadline(issued: datetime, days: int, tz: ZoneInfo, roll_to: WorkCalend
 MAX_EXTRA_DAYS = 3650
 
 
+# One wording for every way a number of days is wrong: "-5", "0" and "99999" are the same mistake.
+EXTRA_DAYS_EXPECTED = f"expected a whole number of days from 1 to {MAX_EXTRA_DAYS}"
+
+
 def extra_days_problem(days: int) -> str | None:
     """Why ``days`` cannot be an extension's or a request's number of days, or None."""
-    if days < 1:
-        return f"expected at least 1 day, got {days}"
-    if days > MAX_EXTRA_DAYS:
-        return f"expected at most {MAX_EXTRA_DAYS} days, got {days}"
+    if not 1 <= days <= MAX_EXTRA_DAYS:
+        return f"{EXTRA_DAYS_EXPECTED}, got {days}"
     return None
 
 

@@ -442,6 +442,12 @@ def _citation_section(profile: Profile) -> str:
 # --------------------------------------------------------------------------- the book
 
 
+def _require_note(notice_id: str, note: str, why: str) -> None:
+    """A closing or an escalation is the Town's finding: it goes on the record with its words."""
+    if not note.strip():
+        raise NoticeError(f"notice {notice_id}: {why}")
+
+
 class NoticeBook:
     """Notices over the store's connection. Writes join the caller's transaction (``store.batch``)."""
 
@@ -928,6 +934,7 @@ class NoticeBook:
 
     def close(self, notice_id: str, note: str, actor: str, now: datetime) -> NoticeEvent:
         """The town finds the violation corrected."""
+        _require_note(notice_id, note, "closing it needs the Town's note: what was found corrected")
         with self.store.batch():
             notice = self._for_change(notice_id, CORRECTED, now)
             seq = self._change(notice, "corrected", CORRECTED, actor, note, now, notice.deadline, {})
@@ -957,6 +964,7 @@ class NoticeBook:
         before_deadline_reason: str | None = None,
     ) -> NoticeEvent:
         """13.3.B after the cure deadline; before it only with an explicit reason, recorded."""
+        _require_note(notice_id, note, "escalating it needs the Town's note: why a citation follows")
         with self.store.batch():
             notice = self._for_change(notice_id, ESCALATED, now)
             early = not after_deadline(now, notice.deadline)

@@ -489,7 +489,7 @@ def test_an_extension_records_the_extra_time_and_the_new_deadline(store: Store, 
     asked = book.request_extension(notice_id, "Enclosure on order", "Acme", ISSUED, requested_days=21)
     assert asked.message.startswith("Acme requests 21 more days to correct notice DOV-2026-0001")
     assert book.history(notice_id)[-1].data == {"requested_days": 21}
-    with pytest.raises(NoticeError, match="at least 1 day"):
+    with pytest.raises(NoticeError, match="days from 1 to 3650, got 0"):
         book.request_extension(notice_id, "again", "Acme", ISSUED, requested_days=0)
     event = book.extend(notice_id, None, "Town clerk", "Granted", ISSUED + timedelta(days=2), extra_days=21)
     new = end_of_local_day(datetime(2026, 7, 20).date(), TZ)
@@ -659,7 +659,7 @@ def test_cli_escalation_before_the_deadline_and_lowercase_ids(
     )
     assert f"Citation recommended (section 13.3.B) on notice {recent}" in capsys.readouterr().out
     assert run_cli(["notices", "extend", recent, "--days", "0", "--by", "Town", *args]) == 2
-    assert "expected at least 1 day" in capsys.readouterr().err
+    assert "expected a whole number of days from 1 to 3650, got 0" in capsys.readouterr().err
 
 
 def test_the_book_holds_every_front_end_to_the_extension_bound(store: Store, config: Config) -> None:
@@ -670,9 +670,9 @@ def test_the_book_holds_every_front_end_to_the_extension_bound(store: Store, con
     notice_id = open_notice(store, config, ISSUED)
     book = NoticeBook(store)
     later = ISSUED + timedelta(days=1)
-    with pytest.raises(NoticeError, match=f"at most {MAX_EXTRA_DAYS} days"):
+    with pytest.raises(NoticeError, match=f"from 1 to {MAX_EXTRA_DAYS}, got {MAX_EXTRA_DAYS + 1}"):
         book.request_extension(notice_id, "need time", "Acme", later, requested_days=MAX_EXTRA_DAYS + 1)
-    with pytest.raises(NoticeError, match=f"at most {MAX_EXTRA_DAYS} days"):
+    with pytest.raises(NoticeError, match=f"from 1 to {MAX_EXTRA_DAYS}, got {MAX_EXTRA_DAYS + 1}"):
         book.extend(notice_id, None, "Town", "", later, extra_days=MAX_EXTRA_DAYS + 1)
     with pytest.raises(NoticeError, match=f"at most {MAX_EXTRA_DAYS} days"):
         book.extend(notice_id, DEADLINE + timedelta(days=MAX_EXTRA_DAYS + 1), "Town", "", later)
@@ -722,7 +722,7 @@ def test_cli_extends_by_days_or_to_a_date_within_the_bound(
     ):
         assert run_cli(argv) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and f"expected at most {MAX_EXTRA_DAYS} days" in err
+        assert err.count("\n") == 1 and f"days from 1 to {MAX_EXTRA_DAYS}, got" in err
     far = (deadline + timedelta(days=7 + MAX_EXTRA_DAYS + 2)).astimezone(TZ).date().isoformat()
     assert run_cli([*extend, "--until", far]) == 2
     err = capsys.readouterr().err
@@ -751,6 +751,35 @@ def test_cli_refuses_changes_before_a_notice_issued_later_than_now(
     assert main(["notices", "close", ahead, "--note", "ok", "--by", "Town", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "before it" in err and "Traceback" not in err
+
+
+def test_a_closing_or_an_escalation_needs_the_towns_words(
+    db: Path, config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--note ""` closed a notice as corrected with nothing on its record of what was found."""
+    from monitor.cli import main
+
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    store = Store(db)
+    try:
+        notice_id = open_notice(store, config, ISSUED)
+        with pytest.raises(NoticeError, match="closing it needs the Town's note"):
+            NoticeBook(store).close(notice_id, " ", "Town", ISSUED + timedelta(days=1))
+    finally:
+        store.close()
+    capsys.readouterr()
+    for action, why in (("close", "what was found corrected"), ("escalate", "why a citation follows")):
+        argv = ["notices", action, notice_id, "--note", "  ", "--by", "Town", "--config", str(path)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"minewatch notices {action}: notice {notice_id}: ") and err.count("\n") == 1
+        assert why in err
+    store = Store(db)
+    try:
+        assert [c.change for c in NoticeBook(store).history(notice_id)] == ["opened"]
+    finally:
+        store.close()
 
 
 def test_an_episode_told_minute_by_minute_has_the_facts_of_its_findings_told_at_once(
@@ -870,11 +899,11 @@ def test_an_episode_told_minute_by_minute_has_the_facts_of_its_findings_told_at_
 @pytest.mark.parametrize(
     ("typed", "said"),
     [
-        ("-3", "expected a whole number of days, got '-3'"),
-        ("+5", "expected a whole number of days, got '+5'"),
-        ("\u0663", "expected a whole number of days, got '\u0663'"),  # an Arabic-Indic 3
-        ("0", "expected at least 1 day, got 0"),
-        ("9" * 30, "expected at most 3650 days, got 30 digits"),
+        ("-3", "expected a whole number of days from 1 to 3650, got '-3'"),
+        ("+5", "expected a whole number of days from 1 to 3650, got '+5'"),
+        ("\u0663", "expected a whole number of days from 1 to 3650, got '\u0663'"),  # an Arabic-Indic 3
+        ("0", "expected a whole number of days from 1 to 3650, got 0"),
+        ("9" * 30, "expected a whole number of days from 1 to 3650, got 30 digits"),
     ],
 )
 def test_the_cli_reads_days_as_the_portal_does(
