@@ -30,9 +30,12 @@ who was missed; otherwise the blast is kept as COMPLIANT evidence. Which names c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from rules.base import RuleSpec, Standard, make_finding, only_site
+from rules.deadlines import WEEKDAYS, WorkCalendar
+from rules.holidays import CALENDARS, holiday_entry
 from rules.model import (
     AdjoiningOwner,
     Blast,
@@ -55,12 +58,27 @@ class BlastNoticeParams:
     # Recipient names that mean "the Town" (case and spacing ignored).
     town_recipients: tuple[str, ...] = ("Town", "Town of Dovre", "Town Clerk", "Town Board")
     check_recipients: bool = True
+    # A notice announces a blast on its planned site-local day: one fired this many local days
+    # after it (0: a later day at all) was not the blast announced.
+    late_tolerance_days: int = 0
+    # Whole local days left out of the notice's hours, midnight to midnight: weekday names and
+    # holiday calendars or dates (rules.holidays). Wis. Stat. 990.001(4)(a) leaves out Sundays and
+    # legal holidays from a time "expressed in hours": ["sunday", "wisconsin"] counts that way.
+    hours_exclude: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.min_notice_h < 0:
             raise ValueError("min_notice_h: must not be negative")
         if self.early_tolerance_h < 0:
             raise ValueError("early_tolerance_h: must not be negative")
+        if self.late_tolerance_days < 0:
+            raise ValueError("late_tolerance_days: must not be negative")
+        for entry in self.hours_exclude:
+            if entry.lower() not in WEEKDAYS and not holiday_entry(entry):
+                raise ValueError(
+                    "hours_exclude: expected weekday names, dates like '2026-07-03' or calendars"
+                    f" ({', '.join(CALENDARS)}), got {entry!r}"
+                )
         if self.check_recipients and not self.town_recipients:
             raise ValueError("town_recipients: list at least one name that means the Town")
 
@@ -135,9 +153,25 @@ def considered(params: BlastNoticeParams, site: SiteContext) -> list[str]:
         if site.adjoining_owners
         else "no adjoining owners are listed in the site configuration, so only the Town was checked"
     )
+    later = (
+        "on the notice's planned local day"
+        if params.late_tolerance_days == 0
+        else f"within {params.late_tolerance_days} local day(s) after the notice's planned day"
+    )
+    hours = (
+        f"The {params.min_notice_h:g} hours are counted leaving out, midnight to midnight, the days of "
+        f"{', '.join(params.hours_exclude)} (Wis. Stat. 990.001(4)(a) reading, for the Town to confirm)."
+        if params.hours_exclude
+        else f"The {params.min_notice_h:g} hours are counted as elapsed time, Sundays and holidays included;"
+        " Wis. Stat. 990.001(4)(a) would leave them out of a time expressed in hours (minewatch reading,"
+        " for the Town to confirm)."
+    )
     return [
         f"A blast more than {params.early_tolerance_h:g} h before the notice's planned time is not "
         "the blast that notice announced (minewatch reading, for the Town to confirm).",
+        f"A notice announces a blast {later}: a blast fired later was not the blast that notice"
+        " announced (minewatch reading, for the Town to confirm).",
+        hours,
         f"A recipient named {towns} counts as notice to the Town (minewatch reading).",
         f"Owners of adjoining property: {owners} (section 2: parcels within 1/2 mile with a residence).",
     ] + (
@@ -151,6 +185,53 @@ def _hours_text(delta: timedelta) -> str:
     minutes = int(delta.total_seconds() // 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes:02d} min"
+
+
+def notice_hours(issued: datetime, fired: datetime, params: BlastNoticeParams, tz: ZoneInfo) -> timedelta:
+    """The notice's lead, less the whole local days ``hours_exclude`` leaves out (midnight to
+    midnight, so a Sunday of 23 or 25 hours is left out as it stands)."""
+    issued, fired = issued.astimezone(UTC), fired.astimezone(UTC)
+    lead = fired - issued
+    if not params.hours_exclude or lead <= timedelta(0):
+        return lead
+    days = WorkCalendar.of(
+        [e for e in params.hours_exclude if e.lower() in WEEKDAYS],
+        [e for e in params.hours_exclude if e.lower() not in WEEKDAYS],
+    )
+    day = issued.astimezone(tz).date()
+    while day <= fired.astimezone(tz).date():
+        if not days.is_working(day):
+            left_out = min(fired, _midnight(day + timedelta(days=1), tz)) - max(issued, _midnight(day, tz))
+            lead -= max(left_out, timedelta(0))
+        day += timedelta(days=1)
+    return lead
+
+
+def earliest_allowed(issued: datetime, params: BlastNoticeParams, tz: ZoneInfo) -> datetime:
+    """The first moment a blast may go off after a notice issued at ``issued``."""
+    needed = timedelta(hours=params.min_notice_h)
+    earliest = issued.astimezone(UTC) + needed
+    for _ in range(1000):  # each step passes at least one more left-out day; a year has 366
+        short = needed - notice_hours(issued, earliest, params, tz)
+        if short <= timedelta(0):
+            break
+        earliest += short
+    return earliest
+
+
+def _midnight(day: date, tz: ZoneInfo) -> datetime:
+    # In UTC: Python subtracts two times of one zone object by their wall clocks, which a
+    # daylight-saving change makes an hour wrong.
+    return datetime.combine(day, time(0), tzinfo=tz).astimezone(UTC)
+
+
+def announces(notice: BlastNotice, blast: Blast, params: BlastNoticeParams, tz: ZoneInfo) -> bool:
+    """Whether the notice announced this blast's time: not fired more than the tolerance before
+    the planned time, nor on a local day past the planned day and its tolerance."""
+    if blast.ts < notice.planned_ts - timedelta(hours=params.early_tolerance_h):
+        return False
+    late_days = (blast.ts.astimezone(tz).date() - notice.planned_ts.astimezone(tz).date()).days
+    return late_days <= params.late_tolerance_days
 
 
 def evaluate(
@@ -180,9 +261,11 @@ def _judge(
     blast: Blast,
     notices: list[BlastNotice],
 ) -> Finding:
+    """The notices (of this blast's id, earliest issued first) that announced the blast's time
+    decide: the earliest of them that is timely gives the lead; a timely notice's recipients are
+    reached, those of a late one reached too late."""
     tz = site.tz
     needed = timedelta(hours=params.min_notice_h)
-    tolerance = timedelta(hours=params.early_tolerance_h)
     when = local_stamp(blast.ts, tz)
     section = f"(section {standard.section})"
     refs: tuple[str, ...] = (f"blast:{blast.id}",)
@@ -211,37 +294,52 @@ def _judge(
             refs=refs,
             details=details,
         )
-    first = notices[0]  # the earliest issued: the longest lead any notice gave
-    lead = blast.ts - first.issued_ts
+    matching = [n for n in notices if announces(n, blast, params, tz)]
+    timely = [n for n in matching if notice_hours(n.issued_ts, blast.ts, params, tz) >= needed]
+    late = [n for n in matching if n not in timely]
+    counted = timely or matching or notices
+    first = counted[0]  # the earliest issued of those that count: the longest lead they gave
+    lead = notice_hours(first.issued_ts, blast.ts, params, tz)
     refs = (*refs, f"notice:{first.id}")
     measurements = (
         Measurement("notice lead time", round(lead.total_seconds() / 3600, 3), params.min_notice_h, "h"),
     )
-    timely = [n for n in notices if blast.ts - n.issued_ts >= needed]
-    kept = [n for n in timely if blast.ts >= n.planned_ts - tolerance]
-    counted = kept or timely or notices
-    recipients = tuple(dict.fromkeys(r for n in counted for r in n.recipients))
+    recipients = tuple(dict.fromkeys(r for n in (timely or matching) for r in n.recipients))
     details |= {
         "notice_issued": iso(first.issued_ts),
-        "notice_planned": iso(counted[0].planned_ts),
+        "notice_planned": iso(first.planned_ts),
         "recipients": list(recipients),
     }
-    if not timely:
+    if not matching:
+        announced = notices[-1]  # the latest word on this blast
+        planned = announced.planned_ts
+        if blast.ts < planned:
+            details["decided_by"] = "fired_early"
+            details["fired_early_h"] = round((planned - blast.ts).total_seconds() / 3600, 3)
+            how = (
+                f"was fired {_hours_text(planned - blast.ts)} before the time its notice announced "
+                f"({local_stamp(planned, tz)}), more than the {params.early_tolerance_h:g} h allowed"
+            )
+        else:
+            details["decided_by"] = "fired_late"
+            details["fired_late_h"] = round((blast.ts - planned).total_seconds() / 3600, 3)
+            how = (
+                f"was fired {_hours_text(blast.ts - planned)} after the time its notice announced "
+                f"({local_stamp(planned, tz)}), on a later day than the notice gave"
+            )
+        problems.append(f"{how}, so that notice did not give notice of this blast")
+    elif not timely:
         details["decided_by"] = "lead_time"
-        shown = _hours_text(lead) if lead >= timedelta(0) else "only after the blast"
-        problems.append(
-            f"was announced {shown} ahead, less than the {params.min_notice_h:g} hours' notice required"
-        )
-    elif not kept:
-        planned = timely[-1].planned_ts
-        early = planned - blast.ts
-        details["decided_by"] = "fired_early"
-        details["fired_early_h"] = round(early.total_seconds() / 3600, 3)
-        problems.append(
-            f"was fired {_hours_text(early)} before the time its notice announced "
-            f"({local_stamp(planned, tz)}), more than the {params.early_tolerance_h:g} h allowed, so that "
-            "notice did not give notice of this blast"
-        )
+        if lead >= timedelta(0):
+            problems.append(
+                f"was announced {_hours_text(lead)} ahead, less than the {params.min_notice_h:g} hours'"
+                " notice required"
+            )
+        else:
+            problems.append(
+                f"was announced only {_hours_text(-lead)} after it went off; {params.min_notice_h:g} hours'"
+                " notice is required before"
+            )
     check = check_recipients(site, params, recipients)
     missed = list(check.missed) if params.check_recipients else []
     details["missed_recipients"] = missed
@@ -249,7 +347,13 @@ def _judge(
         details["unmatched_recipients"] = list(check.unmatched)
     if missed:
         details.setdefault("decided_by", "recipients")
-        problems.append(f"was not announced to {', '.join(missed)}")
+        too_late = _reached_late(site, params, blast, late, missed) if timely else {}
+        never = [who for who in missed if who not in too_late]
+        if never:
+            problems.append(f"was not announced to {', '.join(never)}")
+        problems.extend(
+            f"was announced to {who} only {_hours_text(hours)} ahead" for who, hours in too_late.items()
+        )
     details["problems"] = problems
     if problems:
         summary = f"Blast {blast.id} at {when} {'; and '.join(problems)} {section}"
@@ -274,6 +378,19 @@ def _judge(
     )
 
 
+def _reached_late(
+    site: SiteContext, params: BlastNoticeParams, blast: Blast, late: list[BlastNotice], missed: list[str]
+) -> dict[str, timedelta]:
+    """Of those the timely notices missed, who a late notice of this blast's time reached, with
+    the lead the first such notice gave them."""
+    reached: dict[str, timedelta] = {}
+    for notice in late:  # earliest issued first
+        for who in check_recipients(site, params, notice.recipients).reached:
+            if who in missed and who not in reached:
+                reached[who] = notice_hours(notice.issued_ts, blast.ts, params, site.tz)
+    return reached
+
+
 def early_warnings(
     site: SiteContext, standard: Standard, params: BlastNoticeParams, data: SiteData, now: datetime
 ) -> list[Finding]:
@@ -283,7 +400,6 @@ def early_warnings(
     operator can re-issue the notice in time or move the blast.
     """
     data = only_site(data, site.id)
-    needed = timedelta(hours=params.min_notice_h)
     # As of ``now`` (the data clock may hold records ahead of it): the blasts fired by then. A
     # notice is known as soon as it is in (one given in the portal while a simulated day is
     # replayed carries the wall clock's time, after the data's).
@@ -295,7 +411,7 @@ def early_warnings(
     for notice in data.blast_notices:
         if notice.id in fired or notice.planned_ts < now:
             continue
-        earliest = notice.issued_ts + needed
+        earliest = earliest_allowed(notice.issued_ts, params, site.tz)
         late = notice.planned_ts < earliest
         check = check_recipients(site, params, tuple(sent[notice.id]))
         missed = list(check.missed) if params.check_recipients else []

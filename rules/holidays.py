@@ -96,17 +96,24 @@ def wisconsin(year: int) -> frozenset[date]:
 _BY_NAME = {"us-federal": us_federal, "wisconsin": wisconsin}
 
 
+def holiday_entry(entry: str) -> bool:
+    """Whether ``entry`` is a known calendar or an ISO date."""
+    if entry in _BY_NAME:
+        return True
+    if _DATE.fullmatch(entry):
+        try:
+            date.fromisoformat(entry)
+            return True
+        except ValueError:
+            pass
+    return False
+
+
 def check_holidays(field_name: str, entries: Iterable[str]) -> None:
     """ValueError("field: reason") for an entry that is neither a known calendar nor a date."""
     for entry in entries:
-        if entry in _BY_NAME:
+        if holiday_entry(entry):
             continue
-        if _DATE.fullmatch(entry):
-            try:
-                date.fromisoformat(entry)
-                continue
-            except ValueError:
-                pass
         raise ValueError(
             f"{field_name}: expected dates like '2026-07-03' or a calendar "
             f"({', '.join(CALENDARS)}), got {entry!r}"

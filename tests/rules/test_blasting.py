@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from rules.model import AdjoiningOwner, BlastNotice, Finding, SiteContext, SiteData, SoundLevels, TownContact
+from rules.profile import ProfileError
 from tests.support.rule_builders import (
     DOVRE,
     SITE,
@@ -411,6 +412,123 @@ def test_blast_fired_before_its_announced_time(planned_after: timedelta, expecte
     if expected == V:
         assert finding.details["decided_by"] == "fired_early"
         assert "did not give notice of this blast" in finding.summary
+
+
+# fmt: off
+BLAST_FIRED_AFTER_ANNOUNCED_TIME_CASES = [
+    # planned before the blast by: a notice announces a blast on its planned local day (Chicago)
+    case(timedelta(hours=10, minutes=59), OK, id="6.F-fired-later-the-same-day"),
+    case(timedelta(hours=11, minutes=1), V, id="6.F-fired-the-next-day-not-this-notice"),
+    case(timedelta(days=1), V, id="6.F-fired-a-day-late"),
+    case(timedelta(weeks=6), V, id="6.F-fired-six-weeks-late"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("planned_before", "expected"), BLAST_FIRED_AFTER_ANNOUNCED_TIME_CASES)
+def test_blast_fired_after_its_announced_day(planned_before: timedelta, expected: str) -> None:
+    """A notice for June 3 told no one of a blast on July 15: it was judged compliant."""
+    finding = judge_notice(sent(EVERYONE, before=planned_before + timedelta(days=2), planned=-planned_before))
+    assert finding.kind.value == expected
+    if expected == V:
+        assert finding.details["decided_by"] == "fired_late"
+        assert "after the time its notice announced" in finding.summary
+        assert "did not give notice of this blast" in finding.summary
+
+
+def test_late_tolerance_is_a_profile_param() -> None:
+    lenient = with_overrides(blast_notice__late_tolerance_days=1)
+    a_day_late = sent(EVERYONE, before=timedelta(days=3), planned=-timedelta(days=1))
+    data = SiteData(blasts=(blast(BLAST_AT),), blast_notices=(a_day_late,))
+    findings = run("blast_notice", data, BLAST_AT, BLAST_AT + timedelta(minutes=1), profile=lenient)
+    assert kinds(findings) == [OK]
+    assert any("within 1 local day(s) after" in c for c in findings[0].details["considered"])
+
+
+def test_the_lead_is_the_notice_that_announced_the_blasts_time() -> None:
+    """A re-issued notice moved the blast earlier: the first notice (for another day) gave 72 h,
+    the one that announced this time 24 h; the finding said 72 h."""
+    first = sent(EVERYONE, before=timedelta(hours=72), planned=timedelta(days=2))
+    moved = sent(EVERYONE, before=timedelta(hours=24))
+    finding = judge_notice(first, moved)
+    assert finding.kind.value == OK
+    assert "announced 24 h 00 min ahead" in finding.summary
+    assert finding.measurements[0].value == 24.0
+    # The re-issue came 23 h ahead: that is the notice of this blast, and it was late.
+    late = judge_notice(first, sent(EVERYONE, before=timedelta(hours=23)))
+    assert late.kind.value == V and late.details["decided_by"] == "lead_time"
+    assert "was announced 23 h 00 min ahead, less than the 24 hours' notice required" in late.summary
+
+
+def test_an_owner_reached_too_late_is_told_as_such() -> None:
+    """The Town had 72 h, K. Olsen 1 h: the finding said Olsen was "not announced to"."""
+    finding = judge_notice(
+        sent(("Town Clerk", "p-12"), before=timedelta(hours=72)), sent(("p-14",), before=timedelta(hours=1))
+    )
+    assert finding.kind.value == V and finding.details["missed_recipients"] == [OLSEN]
+    assert f"was announced to {OLSEN} only 1 h 00 min ahead" in finding.summary
+    assert "not announced to" not in finding.summary
+
+
+def test_a_notice_after_the_blast_says_how_long_after() -> None:
+    finding = judge_notice(sent(EVERYONE, before=-timedelta(minutes=5)))
+    assert finding.kind.value == V
+    assert "was announced only 0 h 05 min after it went off; 24 hours' notice is required before" in (
+        finding.summary
+    )
+
+
+# fmt: off
+NOTICE_HOURS_EXCLUDED_CASES = [
+    # (issued, blast, hours_exclude, expected): Wis. Stat. 990.001(4)(a) leaves out Sundays and
+    # legal holidays, midnight to midnight, from a time expressed in hours
+    case("2026-06-13 11:00", "2026-06-15 10:30", (), OK, id="6.F-elapsed-47h30-over-a-Sunday"),
+    case("2026-06-13 11:00", "2026-06-15 10:30", ("sunday",), V, id="6.F-Sunday-left-out-23h30"),
+    case("2026-06-13 10:30", "2026-06-15 10:30", ("sunday",), OK, id="6.F-Sunday-left-out-exactly-24h"),
+    case("2026-07-03 12:00", "2026-07-06 11:00", ("sunday", "wisconsin"), V,
+         id="6.F-Sunday-and-July-4-left-out-23h"),
+    case("2026-07-03 12:00", "2026-07-06 11:00", ("sunday",), OK, id="6.F-July-4-counted-without-calendar"),
+    case("2026-03-07 10:00", "2026-03-09 10:00", ("sunday",), OK, id="6.F-a-23-hour-Sunday-left-out-whole"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("issued", "fired", "exclude", "expected"), NOTICE_HOURS_EXCLUDED_CASES)
+def test_notice_hours_may_leave_out_sundays_and_holidays(
+    issued: str, fired: str, exclude: tuple[str, ...], expected: str
+) -> None:
+    profile = with_overrides(blast_notice__hours_exclude=list(exclude))
+    fired_at = at(fired)
+    given = BlastNotice("pit1", "b1", at(issued), fired_at, EVERYONE)
+    data = SiteData(blasts=(blast(fired_at),), blast_notices=(given,))
+    end = fired_at + timedelta(minutes=1)
+    [finding] = run("blast_notice", data, fired_at, end, profile=profile, site=SITE_WITH_OWNERS)
+    assert finding.kind.value == expected
+    counting = [c for c in finding.details["considered"] if "990.001(4)(a)" in c]
+    assert len(counting) == 1 and (("leaving out" in counting[0]) == bool(exclude))
+
+
+def test_a_pending_blast_is_warned_of_the_hours_left_out() -> None:
+    """The operator's early warning gives the first moment the blast may go off, counted the same way."""
+    from zoneinfo import ZoneInfo
+
+    from rules import blast_notice
+
+    standard = with_overrides(blast_notice__hours_exclude=["sunday"]).standard("blast_notice")
+    given = BlastNotice("pit1", "b9", at("2026-06-13 11:00"), at("2026-06-15 10:30"), EVERYONE)
+    [warning] = blast_notice.early_warnings(
+        SITE_WITH_OWNERS, standard, standard.params, SiteData(blast_notices=(given,)), at("2026-06-13 11:05")
+    )
+    assert "it may not be fired before 2026-06-15 11:00 CDT" in warning.summary
+    tz = ZoneInfo("America/Chicago")
+    assert blast_notice.earliest_allowed(at("2026-06-12 09:00"), standard.params, tz) == at(
+        "2026-06-13 09:00"
+    )
+
+
+def test_hours_exclude_names_its_field() -> None:
+    with pytest.raises(ProfileError, match="hours_exclude: expected weekday names, dates like '2026-07-03'"):
+        with_overrides(blast_notice__hours_exclude=["sundae"])
 
 
 def test_early_tolerance_is_a_profile_param() -> None:
