@@ -74,6 +74,27 @@ def _clock(t: time) -> str:
     return t.strftime("%H:%M") if t.second == 0 else t.strftime("%H:%M:%S")
 
 
+# What people type in a required field when they have nothing to say (case ignored).
+_NO_REASON = frozenset({"none", "n/a", "na", "nil", "null", "no", "tbd", "unknown", "no reason"})
+
+
+def recorded_reason(text: str | None) -> str | None:
+    """The safety reason as recorded, or None for a blank, a placeholder ("n/a", "none") or
+    punctuation only: the after-hours exception needs a reason someone can review."""
+    reason = " ".join((text or "").split())
+    if not any(c.isalnum() for c in reason) or reason.casefold().rstrip(".") in _NO_REASON:
+        return None
+    return reason
+
+
+def clock_text(local: datetime) -> str:
+    """'15:00:00', or '15:00:00.5' when a fraction of a second decides which side of 15:00 it is."""
+    shown = local.strftime("%H:%M:%S")
+    if local.microsecond:
+        shown += f".{local.microsecond:06d}".rstrip("0")
+    return shown
+
+
 def evening_sunset(site: SiteContext, params: BlastWindowParams, local_date: date) -> sun.Sunset:
     """The sunset that ends the after-hours exception of ``local_date`` (see the module text)."""
     return sun.sunset_after(site, local_date, params.closes, params.opens)
@@ -95,7 +116,7 @@ def judge_blast(
     local = blast.ts.astimezone(tz)
     clock = local.timetz().replace(tzinfo=None)
     opens, closes = _clock(params.opens), _clock(params.closes)
-    has_reason = bool(blast.safety_reason and blast.safety_reason.strip())
+    has_reason = recorded_reason(blast.safety_reason) is not None
     if clock < params.opens:
         day_before = local.date() - timedelta(days=1)
         previous = evening_sunset(site, params, day_before)
@@ -156,6 +177,13 @@ def _after_hours(
             f"{after} but {before}, for a recorded safety reason ({blast.safety_reason!s})",
             details,
         )
+    given = " ".join((blast.safety_reason or "").split())
+    if given:  # a placeholder: say what was recorded, and that it is no reason
+        return (
+            FindingKind.VIOLATION,
+            f"{after} ({before}) without a safety reason ({given!r} gives none)",
+            details,
+        )
     return FindingKind.VIOLATION, f"{after} ({before}) without a recorded safety reason", details
 
 
@@ -176,7 +204,7 @@ def evaluate(
         kind, reason, details = judge_blast(site, params, blast)
         local = blast.ts.astimezone(site.tz)
         summary = (
-            f"Blast {blast.id} went off at {local.strftime('%H:%M:%S')} local on {local.date().isoformat()}, "
+            f"Blast {blast.id} went off at {clock_text(local)} local on {local.date().isoformat()}, "
             f"{reason} (section {standard.section})"
         )
         findings.append(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -46,6 +46,10 @@ BLAST_WINDOW_DOVRE_CASES = [
     case("2026-06-15 15:00:01", None, V, id="6.F-15:00:01-no-safety-reason"),
     case("2026-06-15 15:00:01", SAFETY, SX, id="6.F-15:00:01-safety-reason"),
     case("2026-06-15 15:00:01", "   ", V, id="6.F-15:00:01-blank-reason"),
+    case("2026-06-15 15:00:01", "n/a", V, id="6.F-15:00:01-placeholder-n/a-is-no-reason"),
+    case("2026-06-15 15:00:01", " None. ", V, id="6.F-15:00:01-placeholder-none-is-no-reason"),
+    case("2026-06-15 15:00:01", "-", V, id="6.F-15:00:01-punctuation-is-no-reason"),
+    case("2026-06-15 15:00:01", "crew ran late", SX, id="6.F-15:00:01-any-words-are-the-Towns-to-review"),
     case("2026-06-15 20:55:00", SAFETY, SX, id="6.F-just-before-sunset-20:55:53"),
     case("2026-06-15 20:56:00", SAFETY, V, id="6.F-after-sunset-with-safety-reason"),
     case("2026-06-15 23:30:00", SAFETY, V, id="6.F-night-with-safety-reason"),
@@ -100,6 +104,24 @@ BLAST_WINDOW_POLAR_CASES = [
     case("2026-12-15 12:00", None, OK, POLAR_NIGHT, id="6.F-Tromso-December-in-window"),
 ]
 # fmt: on
+
+
+def test_a_placeholder_reason_is_quoted_as_no_reason() -> None:
+    finding = judge("2026-06-15 16:00:00", "n/a")
+    assert "without a safety reason ('n/a' gives none)" in finding.summary
+
+
+def test_a_fraction_of_a_second_past_the_window_is_shown() -> None:
+    """15:00:00.000 and 15:00:00.500 both read "15:00:00", one compliant and one "after 15:00"."""
+    on_the_hour = judge("2026-06-15 15:00:00")
+    just_after = run_blast(at("2026-06-15 15:00:00") + timedelta(milliseconds=500))
+    assert "went off at 15:00:00 local" in on_the_hour.summary and on_the_hour.kind.value == OK
+    assert "went off at 15:00:00.5 local" in just_after.summary and just_after.kind.value == V
+
+
+def run_blast(ts: datetime) -> Finding:
+    [finding] = run("blast_window", SiteData(blasts=(blast(ts),)), ts, ts + timedelta(seconds=1))
+    return finding
 
 
 @pytest.mark.parametrize(("local_time", "reason", "expected", "words"), BLAST_WINDOW_POLAR_CASES)
