@@ -731,12 +731,24 @@ class CalibrationDrift:
 CALIBRATION_DRIFT_LIMIT_DB = 0.5  # a field check that moved more than this puts the meter in doubt
 
 
+# This project's choice, not a clause of the standard: a meter that reads its calibrator more
+# than this far off has a wrong sensitivity setting (full_scale_db) or a failing microphone.
+CALIBRATION_OFFSET_LIMIT_DB = 1.0
+
+
 def calibration_drift(
     previous_db: float, current_db: float, limit_db: float = CALIBRATION_DRIFT_LIMIT_DB
 ) -> CalibrationDrift:
-    """Change of calibration offset between two checks; flagged when ``|drift| > limit_db``."""
+    """Change of calibration offset (a check's reading less its calibrator's level) between two
+    checks; flagged when ``|drift| > limit_db``."""
     drift = current_db - previous_db
     return CalibrationDrift(drift, abs(drift) > limit_db)
+
+
+def calibration_offset(reference_db: float, measured_db: float) -> float:
+    """How far a check read from its calibrator: 94 dB read as 93.8 is -0.2 dB. Checks with
+    calibrators of different levels (94 and 114 dB) compare by this, not by their readings."""
+    return measured_db - reference_db
 
 
 # --------------------------------------------------------------------------------------------

@@ -206,12 +206,35 @@ class HealthWatch:
         if reference is None or measured is None:
             return
         previous = self.store.last_calibration(site, status.sensor)
-        check = None if previous is None else iec61672.calibration_drift(previous["measured_db"], measured)
+        offset = iec61672.calibration_offset(reference, measured)
+        check = (
+            None
+            if previous is None
+            else iec61672.calibration_drift(
+                iec61672.calibration_offset(previous["reference_db"], previous["measured_db"]), offset
+            )
+        )
         drift = None if check is None else check.drift_db
-        flagged = check is not None and check.flagged
+        off = abs(offset) > iec61672.CALIBRATION_OFFSET_LIMIT_DB
+        flagged = off or (check is not None and check.flagged)
         self.store.append_calibration(
             site, status.sensor, status.ts, reference, measured, drift, flagged, now
         )
+        if off:
+            self.alerts.raise_(
+                Alert(
+                    site,
+                    ("operator", "town"),
+                    "calibration_offset",
+                    "warning",
+                    f"calibration-offset:{status.sensor}:{format_ts(status.ts)}",
+                    f"Sensor {status.sensor} read its {reference:g} dB calibrator as {measured:.1f} dB "
+                    f"({offset:+.2f} dB, more than {iec61672.CALIBRATION_OFFSET_LIMIT_DB:g} dB off): its "
+                    "levels are in doubt until its calibration (full_scale_db) or microphone is corrected",
+                    {"sensor": status.sensor, "offset_db": offset},
+                ),
+                now,
+            )
         if check is not None and check.flagged:
             self.alerts.raise_(
                 Alert(

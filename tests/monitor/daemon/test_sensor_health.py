@@ -275,6 +275,33 @@ def test_calibration_checks_are_journaled_and_drift_against_the_previous_check(w
     assert len(w.calibration_rows()) == 4
 
 
+def test_checks_with_calibrators_of_different_levels_compare_by_their_offsets(w: Watched) -> None:
+    """A 94 dB check read 20 dB low passed unremarked, and a 114 dB check read exactly 114 then
+    raised "calibration moved +20.00 dB" to the Town: readings were compared, not offsets."""
+
+    def check(seconds: int, reference: float, measured: float) -> None:
+        ts = T0 + timedelta(seconds=seconds)
+        w.status(
+            SensorStatus("q", "n1", ts, calibration_reference_db=reference, calibration_measured_db=measured),
+            seconds,
+        )
+
+    check(0, 94.0, 74.0)  # the microphone reads 20 dB low
+    (off,) = w.alerts_of("calibration_offset")
+    assert off["audiences"] == ["operator", "town"]
+    assert off["message"] == (
+        "Sensor n1 read its 94 dB calibrator as 74.0 dB (-20.00 dB, more than 1 dB off): its levels are"
+        " in doubt until its calibration (full_scale_db) or microphone is corrected"
+    )
+    check(100, 94.0, 94.1)  # mended: 0.1 dB off its calibrator
+    assert len(w.alerts_of("calibration_offset")) == 1
+    drift_after_mending = len(w.alerts_of("calibration_drift"))
+    check(200, 114.0, 114.0)  # another calibrator, read exactly: no drift
+    assert w.calibration_rows()[-1] == (114.0, pytest.approx(-0.1), 0)
+    assert len(w.alerts_of("calibration_drift")) == drift_after_mending
+    assert len(w.alerts_of("calibration_offset")) == 1
+
+
 # --------------------------------------------------------------------------- the calibrated offset
 
 
