@@ -28,6 +28,7 @@ from rules.model import (
     SiteContext,
     SiteData,
 )
+from rules.quantities import number_text
 
 P = TypeVar("P")
 
@@ -204,8 +205,9 @@ def _with_considered(standard: Standard, details: dict[str, Any]) -> dict[str, A
     return {**details, "considered": list(dict.fromkeys([*standard.considered, *own]))}
 
 
-def fmt_db(value: float) -> str:
-    return f"{value:.1f}"
+def fmt_db(value: float, limit: float | None = None) -> str:
+    """A level as every surface prints it (rules.quantities): "84.1" for 84.05, as the notice's facts."""
+    return number_text(value, "dB", limit)
 
 
 def fmt_limit(value: float) -> str:

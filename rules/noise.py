@@ -68,6 +68,7 @@ from rules.model import (
     SoundLevels,
     WorkKind,
 )
+from rules.quantities import stored_value
 from rules.times import aligned_windows, floor_to, iso, local_hm, local_hms, overlaps
 
 METRICS = ("LAeq", "LASmax", "LAeq+LASmax")
@@ -535,6 +536,8 @@ def _finding(
     metric = _metric_name(judged.metric, params)
     unit = "dB(A)"
     limit = fmt_limit(params.limit_db)
+    db = partial(fmt_db, limit=params.limit_db)  # a level past the limit never reads as it
+    kept_apart = partial(stored_value, limit=params.limit_db)
     section = ctx.standard.section
     where = sensor_label(info)
     if judged.metric == "LAeq":
@@ -577,16 +580,16 @@ def _finding(
         "judged": code in (_VIOLATION, _UNRELIABLE, _EXEMPT),
         "judged_by": judged_by,
     }
-    measurements = [Measurement(metric, round(full_value, 2), params.limit_db, unit)]
+    measurements = [Measurement(metric, kept_apart(full_value), params.limit_db, unit)]
     if exempt_s > 0 and kept_s > 0:
         measurements.append(
-            Measurement(f"{metric} without exempt seconds", round(residual, 2), params.limit_db, unit)
+            Measurement(f"{metric} without exempt seconds", kept_apart(residual), params.limit_db, unit)
         )
     if code in (_VIOLATION, _UNRELIABLE) and not averaged:
         measurements.append(
             Measurement(
                 f"{metric} of the non-exempt seconds alone over the full window",
-                round(shown, 2),
+                kept_apart(shown),
                 params.limit_db,
                 unit,
             )
@@ -612,13 +615,13 @@ def _finding(
     if code == _EXEMPT:
         # Includes the case where every second was exempt: the exceedance is the exempt activity's.
         without = (
-            f"without those seconds it was {fmt_db(residual)} {unit}"
+            f"without those seconds it was {db(residual)} {unit}"
             if kept_s > 0 and math.isfinite(residual)
             else "every second of it was exempt"
         )
         return emit(
             FindingKind.EXEMPT_EXCEEDANCE,
-            f"Noise at {where} {verb} {fmt_db(full_value)} {unit} {when}, above the {limit} dB limit, "
+            f"Noise at {where} {verb} {db(full_value)} {unit} {when}, above the {limit} dB limit, "
             f"but only because of exempt activity ({'; '.join(exemption_reasons)}); {without}"
             f"{gap_note} (section {section})",
         )
@@ -626,7 +629,7 @@ def _finding(
         # Too few seconds left, and not loud enough on their own, to say the mine was too loud.
         return emit(
             FindingKind.INFO,
-            f"Noise at {where} {verb} {fmt_db(full_value)} {unit} {when}, above the {limit} dB limit, "
+            f"Noise at {where} {verb} {db(full_value)} {unit} {when}, above the {limit} dB limit, "
             f"but only {kept_s:.0f} seconds were not exempt and present (at least {params.min_judged_s:g} "
             f"are needed unless those alone exceed the limit over the whole {window_s} seconds), so the "
             f"window is not judged{gap_note} (section {section})",
@@ -634,11 +637,11 @@ def _finding(
 
     exempt_note = f" after leaving out {exempt_s:.0f} exempt seconds" if exempt_s > 0 else ""
     if averaged:
-        measured = f"Noise at {where} {verb} {fmt_db(shown)} {unit} {when}{exempt_note}"
+        measured = f"Noise at {where} {verb} {db(shown)} {unit} {when}{exempt_note}"
     else:
         measured = (
             f"Noise at {where} {when}: its {kept_s:.0f} non-exempt seconds alone average "
-            f"{fmt_db(shown)} {unit} over the whole {window_s} seconds, counting every other second "
+            f"{db(shown)} {unit} over the whole {window_s} seconds, counting every other second "
             f"as silent{exempt_note}"
         )
     if code == _UNRELIABLE:
@@ -648,12 +651,12 @@ def _finding(
         if math.isfinite(dry_value):
             measurements.append(
                 Measurement(
-                    f"{metric} without weather-affected seconds", round(dry_value, 2), params.limit_db, unit
+                    f"{metric} without weather-affected seconds", kept_apart(dry_value), params.limit_db, unit
                 )
             )
         dry_s = kept_s - weather_s
         without = (
-            f"without them it was {fmt_db(dry_value)} {unit}"
+            f"without them it was {db(dry_value)} {unit}"
             if math.isfinite(dry_value) and (judged.metric == "LASmax" or dry_s >= params.min_judged_s)
             else "too few seconds were unaffected to tell"
         )
@@ -745,7 +748,7 @@ def evaluate(
             others = [
                 Measurement(
                     _metric_name(r.metric, params),
-                    round(float(r.full[mask].max()), 2),
+                    stored_value(float(r.full[mask].max()), params.limit_db),
                     params.limit_db,
                     "dB(A)",
                 )
@@ -791,17 +794,19 @@ def early_warnings(
         span = f"{local_hm(window_start, tz)}-{local_hm(window_end, tz)} local"
         where = sensor_label(info)
         limit = fmt_limit(params.limit_db)
+        db = partial(fmt_db, limit=params.limit_db)
+        kept_apart = partial(stored_value, limit=params.limit_db)
         if best_case > params.limit_db:
             which = "cannot_end_below_limit"
             summary = (
                 f"Noise at {where} has already made the {span} {warn_metric} certain to end above the "
-                f"{limit} dB limit ({fmt_db(best_case)} dB(A) even if it were quiet from now on); "
+                f"{limit} dB limit ({db(best_case)} dB(A) even if it were quiet from now on); "
                 f"reduce noise now (section {standard.section})"
             )
         elif so_far >= params.limit_db - params.warning_margin_db:
             which = "approaching_limit"
             summary = (
-                f"Noise at {where} is running at {fmt_db(so_far)} dB(A) for {span}, within "
+                f"Noise at {where} is running at {db(so_far)} dB(A) for {span}, within "
                 f"{params.warning_margin_db:g} dB of the {limit} dB limit (section {standard.section})"
             )
         else:
@@ -816,9 +821,9 @@ def early_warnings(
                 summary,
                 sensors=(info.id,),
                 measurements=(
-                    Measurement(f"{metric} so far", round(so_far, 2), params.limit_db, "dB(A)"),
+                    Measurement(f"{metric} so far", kept_apart(so_far), params.limit_db, "dB(A)"),
                     Measurement(
-                        f"{metric} lowest possible at close", round(best_case, 2), params.limit_db, "dB(A)"
+                        f"{metric} lowest possible at close", kept_apart(best_case), params.limit_db, "dB(A)"
                     ),
                 ),
                 refs=(f"sound:{info.id}:{iso(records[0].ts)}/{iso(records[-1].end)}",),

@@ -23,8 +23,10 @@ def unit_text(unit: str) -> str:
     return _UNIT_NAMES.get(unit, unit)
 
 
-def number_text(value: float, unit: str) -> str:
-    """A measured value as a notice prints it (no unit)."""
+def number_text(value: float, unit: str, limit: float | None = None) -> str:
+    """A measured value as a notice prints it (no unit). Given its limit, a value that is not the
+    limit never reads as it, or as past it on the other side: 80.04 against 80 is "80.04", not
+    the "80.0" that sat beside "above the 80 dB limit"."""
     if not math.isfinite(value):
         return str(value)
     exact = Decimal(repr(float(value)))
@@ -39,8 +41,32 @@ def number_text(value: float, unit: str) -> str:
         places = _DECIMALS.get(unit, 2)
     # Precision for every finite double (up to 309 integer digits and the places): with the
     # default 28 digits a sensor's 1e38 raised InvalidOperation and stopped its site's judging.
-    rounded = exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_EVERY_DOUBLE)
-    return f"{rounded:f}"
+    if limit is not None and math.isfinite(limit):
+        places = places_apart(exact, Decimal(repr(float(limit))), places)
+    return f"{_rounded(exact, places):f}"
+
+
+def _rounded(exact: Decimal, places: int) -> Decimal:
+    return exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_EVERY_DOUBLE)
+
+
+def places_apart(exact: Decimal, limit: Decimal, places: int) -> int:
+    """The fewest places, from ``places`` up, at which ``exact`` rounds to its own side of ``limit``
+    (a double has at most 1074 places, so this ends)."""
+    side = exact.compare(limit)
+    while _rounded(exact, places).compare(limit) != side:
+        places += 1
+    return places
+
+
+def stored_value(value: float, limit: float, places: int = 2) -> float:
+    """A measurement rounded to ``places`` for its finding, or finer where that rounding would put
+    it on the limit or past it: 80.004 against 80 is stored as 80.004, not 80.0."""
+    if not (math.isfinite(value) and math.isfinite(limit)):
+        return value
+    return float(
+        _rounded(Decimal(repr(value)), places_apart(Decimal(repr(value)), Decimal(repr(limit)), places))
+    )
 
 
 def limit_text(value: float, unit: str) -> str:
@@ -49,8 +75,8 @@ def limit_text(value: float, unit: str) -> str:
     return f"{shown} {unit_text(unit)}".strip()
 
 
-def quantity_text(value: float, unit: str) -> str:
-    return f"{number_text(value, unit)} {unit_text(unit)}".strip()
+def quantity_text(value: float, unit: str, limit: float | None = None) -> str:
+    return f"{number_text(value, unit, limit)} {unit_text(unit)}".strip()
 
 
 def measurement_text(m: Mapping[str, Any] | None) -> str:
@@ -58,5 +84,6 @@ def measurement_text(m: Mapping[str, Any] | None) -> str:
     if not m:
         return ""
     unit = str(m.get("unit") or "")
-    limit = f" (limit {limit_text(m['limit'], unit)})" if m.get("limit") is not None else ""
-    return f"{m['name']} {quantity_text(float(m['value']), unit)}{limit}"
+    bound = None if m.get("limit") is None else float(m["limit"])
+    limit = "" if bound is None else f" (limit {limit_text(bound, unit)})"
+    return f"{m['name']} {quantity_text(float(m['value']), unit, bound)}{limit}"

@@ -28,11 +28,20 @@ def iso(ts: datetime) -> str:
 
 
 def local_hm(ts: datetime, tz: ZoneInfo) -> str:
-    return ts.astimezone(tz).strftime("%H:%M")
+    return _clock_read(ts.astimezone(tz), "%H:%M")
 
 
 def local_hms(ts: datetime, tz: ZoneInfo) -> str:
-    return ts.astimezone(tz).strftime("%H:%M:%S")
+    return _clock_read(ts.astimezone(tz), "%H:%M:%S")
+
+
+def _clock_read(local: datetime, fmt: str) -> str:
+    """A local clock time, with its zone ("01:30 CDT") in the hour the clocks repeat when they
+    fall back, where the time alone names two moments an hour apart."""
+    shown = local.strftime(fmt)
+    if local.replace(fold=1 - local.fold).utcoffset() != local.utcoffset():
+        shown += local.strftime(" %Z")
+    return shown
 
 
 def local_stamp(ts: datetime, tz: ZoneInfo | str) -> str:

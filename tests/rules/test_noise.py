@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -53,6 +53,37 @@ def test_violation_summary_reads_like_a_sentence() -> None:
     assert finding.start == MINUTE and finding.end == NEXT and finding.completeness == 1.0
     assert finding.measurements[0].name == "LAeq,1min" and finding.measurements[0].limit == 80.0
     assert finding.refs[0] == "sound:n2:2026-06-15T16:31:00Z/2026-06-15T16:32:00Z"
+
+
+def test_a_level_just_above_the_limit_does_not_read_as_the_limit() -> None:
+    """80.04 dB(A) read "averaged 80.0 dB(A) ..., above the 80 dB limit", and the notice's facts
+    rounded a stored 84.05 to 84.1 where the summary said 84.0: one text now, from rules.quantities."""
+    [finding] = noise(SiteData(sound=tuple(seconds("n2", MINUTE, 60, 80.04))), sensor="n2")
+    assert finding.kind == FindingKind.VIOLATION
+    assert "averaged 80.04 dB(A) over 11:31-11:32 local, above the 80 dB limit" in finding.summary
+    assert finding.measurements[0].value > 80.0
+    [loud] = noise(SiteData(sound=tuple(seconds("n2", MINUTE, 60, 84.05))), sensor="n2")
+    assert "averaged 84.1 dB(A)" in loud.summary
+
+
+def test_the_repeated_hour_of_fall_back_names_its_zone() -> None:
+    """Two violations an hour apart both read "over 01:30-01:31 local" on 2026-11-01."""
+    summaries = []
+    for utc_hour in (6, 7):  # 01:30 CDT, then 01:30 CST
+        start = datetime(2026, 11, 1, utc_hour, 30, tzinfo=UTC)
+        data = SiteData(sound=tuple(seconds("n2", start, 60, 85.0)))
+        [finding] = [
+            f for f in run("noise", data, start, start + timedelta(minutes=1)) if f.sensors == ("n2",)
+        ]
+        summaries.append(finding.summary)
+    assert "over 01:30 CDT-01:31 CDT local" in summaries[0]
+    assert "over 01:30 CST-01:31 CST local" in summaries[1]
+    quiet_hour = datetime(2026, 11, 1, 9, 30, tzinfo=UTC)
+    data = SiteData(sound=tuple(seconds("n2", quiet_hour, 60, 85.0)))
+    [finding] = [
+        f for f in run("noise", data, quiet_hour, quiet_hour + timedelta(minutes=1)) if f.sensors == ("n2",)
+    ]
+    assert "over 03:30-03:31 local" in finding.summary
 
 
 TRUCK_ALL = {"trucks": (truck(MINUTE + timedelta(seconds=30)),)}  # 11:31:30 +-30 s: the whole minute

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rules.quantities import measurement_text, number_text
+from rules.quantities import measurement_text, number_text, stored_value
 
 
 @pytest.mark.parametrize(
@@ -29,3 +29,26 @@ def test_a_value_far_beyond_any_instrument_still_reads(value: float) -> None:
     text = number_text(value, "")
     assert float(text) == value and text.endswith(".00")
     assert measurement_text({"name": "PPV", "value": value, "unit": "in/s", "limit": 1.0}).startswith("PPV ")
+
+
+@pytest.mark.parametrize(
+    ("value", "limit", "text"),
+    [
+        (80.04, 80.0, "80.04"),  # above the limit: never "80.0" beside "above the 80 dB limit"
+        (80.0001, 80.0, "80.0001"),
+        (79.96, 80.0, "79.96"),  # below it: never "80.0" either
+        (80.0, 80.0, "80.0"),
+        (84.05, 80.0, "84.1"),  # far from it: the unit's places
+    ],
+)
+def test_a_value_never_reads_as_its_limit_unless_it_is(value: float, limit: float, text: str) -> None:
+    assert number_text(value, "dB(A)", limit) == text
+    m = {"name": "LAeq,1min", "value": stored_value(value, limit), "unit": "dB(A)", "limit": limit}
+    assert measurement_text(m) == f"LAeq,1min {text} dB(A) (limit 80 dB(A))"
+
+
+def test_a_stored_measurement_keeps_its_side_of_the_limit() -> None:
+    assert stored_value(84.123, 80.0) == 84.12
+    assert stored_value(80.004, 80.0) == 80.004  # round(80.004, 2) is 80.0: on the limit
+    assert stored_value(79.996, 80.0) == 79.996
+    assert stored_value(float("nan"), 80.0) != stored_value(float("nan"), 80.0)
