@@ -74,9 +74,16 @@ def _in_utc(moment: datetime, option: str, text: str) -> datetime:
         utc = None
     if utc is None or not EARLIEST <= utc < LATEST:
         raise TimeOutOfRange(
-            f"{option}: {text.strip()[:40]!r} is out of range: a time from {FIRST_DAY} to {LAST_DAY} (UTC)"
+            f"{option}: {text.strip()[:40]!r} {_reads_as(utc)}, out of range:"
+            f" a time must lie from {FIRST_DAY} to {LAST_DAY} (UTC)"
         )
     return utc
+
+
+def _reads_as(utc: datetime | None) -> str:
+    """Where the time falls in UTC, the scale the range is in: the end of 9998-12-31 in Chicago
+    is 9999-01-01 in UTC, past the last day although the date given is the last day."""
+    return "is past the calendar's end in UTC" if utc is None else f"is {utc:%Y-%m-%d %H:%M} UTC"
 
 
 def parse_time(text: str, zone: tzinfo, option: str) -> datetime:

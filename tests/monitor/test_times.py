@@ -66,9 +66,20 @@ def test_dates() -> None:
 )
 def test_a_time_past_the_calendar_in_utc_is_a_usage_error(parse: object, text: str, zone: ZoneInfo) -> None:
     with pytest.raises(
-        UsageError, match=r"--at: '.*' is out of range: a time from 1970-01-01 to 9998-12-31 \(UTC\)"
+        UsageError,
+        match=r"--at: '.*' is .* UTC, out of range: a time must lie from 1970-01-01 to 9998-12-31 \(UTC\)",
     ):
         parse(text, zone, "--at")  # type: ignore[operator]
+
+
+def test_the_last_day_past_the_end_in_utc_says_where_it_falls() -> None:
+    """ "'9998-12-31' is out of range: a time from 1970-01-01 to 9998-12-31" named the very day given."""
+    with pytest.raises(UsageError) as refused:
+        end_of_day("9998-12-31", CHICAGO, "--until")
+    assert str(refused.value) == (
+        "--until: '9998-12-31' is 9999-01-01 05:59 UTC, out of range: a time must lie from 1970-01-01 to"
+        " 9998-12-31 (UTC)"
+    )
 
 
 def test_the_first_and_last_times_and_days_taken() -> None:

@@ -75,8 +75,8 @@ MISTAKES = [
     ),
     (
         acct('role = "inspector"\nnot_before = "1960-01-01"\n'),
-        "portal.accounts[0].not_before: '1960-01-01' is out of range:"
-        " a time from 1970-01-01 to 9998-12-31 (UTC)",
+        "portal.accounts[0].not_before: '1960-01-01' is 1960-01-01 00:00 UTC, out of range:"
+        " a time must lie from 1970-01-01 to 9998-12-31 (UTC)",
     ),
     ('[[portal.accounts]]\nname = "a"\nrole = "town"\n', "portal.accounts[0].password_hash: required"),
     (
