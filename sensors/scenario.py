@@ -524,6 +524,13 @@ def read_scenario_text(name_or_path: str) -> tuple[str, str]:
             return read_named_text(name_or_path, "scenario"), name_or_path
         except NamedFileError as exc:
             raise ScenarioError([str(exc)]) from None
+    if "." in name_or_path or Path(name_or_path).exists():  # a file, not a name: garbage.wav
+        raise ScenarioError(
+            [
+                f"{name_or_path}: a scenario is a TOML file (its name ends in .toml) or a built-in one"
+                f" ({', '.join(builtin_names())})"
+            ]
+        )
     resource = resources.files("sensors").joinpath(BUILTIN_DIR, f"{name_or_path}.toml")
     if not resource.is_file():
         raise ScenarioError(

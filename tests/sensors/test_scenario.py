@@ -104,6 +104,20 @@ def test_builtin_scenarios_load() -> None:
         load_scenario("nope", TZ)
 
 
+def test_a_file_that_is_no_toml_is_named_as_a_file(tmp_path: Path) -> None:
+    """`--scenario garbage.wav` said "no built-in scenario 'garbage.wav'"."""
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario("garbage.wav", TZ)
+    assert refused.value.problems == [
+        "garbage.wav: a scenario is a TOML file (its name ends in .toml) or a built-in one"
+        " (dovre-day, dovre-short)"
+    ]
+    wav = tmp_path / "garbage.wav"  # given by its path: read, and found no TOML
+    wav.write_bytes(b"RIFF")
+    with pytest.raises(ScenarioError, match=r"garbage\.wav: not valid TOML"):
+        load_scenario(str(wav), TZ)
+
+
 def _first(sim: Simulation, n: int) -> list[tuple[datetime, object]]:
     return list(itertools.islice(sim.messages(), n))
 
