@@ -207,9 +207,16 @@ def _read_profile(name_or_path: str) -> tuple[dict[str, Any], str]:
             raise ProfileError(source, [f"profile: {exc}"]) from None
     else:
         source = name_or_path
+        known = ", ".join(available_profiles())
+        if not name_or_path or not name_or_path.replace("-", "").replace("_", "").isalnum():
+            # a path or a stray name ("/tmp", "dovre.txt"): joined to the package, "/tmp" would
+            # even be read as /tmp.toml
+            raise ProfileError(
+                source,
+                [f"profile: {name_or_path!r} is neither a shipped profile ({known}) nor a .toml file's path"],
+            )
         resource = resources.files(_PROFILE_PACKAGE).joinpath(f"{name_or_path}.toml")
         if not resource.is_file():
-            known = ", ".join(available_profiles())
             raise ProfileError(source, [f"profile: unknown profile {name_or_path!r}; available: {known}"])
         raw_text = resource.read_text(encoding="utf-8")
     try:

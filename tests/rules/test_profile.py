@@ -152,6 +152,17 @@ def test_all_problems_are_reported_at_once() -> None:
     assert len(caught.value.problems) == 3
 
 
+@pytest.mark.parametrize("given", ["/tmp", "dovre.txt", "../dovre", ""])
+def test_a_path_that_is_no_toml_is_no_profile_name(given: str) -> None:
+    """`profile = "/tmp"` said "unknown profile", and a name was joined to the package's folder
+    as given, so "/tmp" read /tmp.toml had it existed."""
+    with pytest.raises(ProfileError) as caught:
+        load_profile(given)
+    assert caught.value.problems == [
+        f"profile: {given!r} is neither a shipped profile (dovre, land-disturbing) nor a .toml file's path"
+    ]
+
+
 def test_unknown_profile_name_lists_available() -> None:
     with pytest.raises(ProfileError, match=r"available: .*dovre"):
         load_profile("atlantis")
