@@ -848,9 +848,16 @@ def _ring(t: _Table, name: str) -> tuple[geo.LatLon, ...]:
             return ()
         points.append(point)
     ring = geo.open_ring(points)
-    if len(ring) < 3:
-        t.problem(name, f"a polygon needs at least 3 distinct points, got {len(ring)}")
+    distinct = len(set(ring))
+    if distinct < 3:
+        t.problem(name, f"a polygon needs at least 3 distinct points, got {distinct}")
         return ()
+    first_at: dict[tuple[float, float], int] = {}
+    for i, point in enumerate(ring):
+        if point in first_at:
+            t.problem(f"{name}[{i}]", f"repeats point {first_at[point]}: list each corner once")
+            return ()
+        first_at[point] = i
     plane = geo.Plane.about(ring)
     crossing = geo.self_intersection([plane.xy(p) for p in ring])
     if crossing is not None:

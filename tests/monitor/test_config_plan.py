@@ -96,6 +96,15 @@ position = [45.265, -91.620]
             "sites[0].boundary: a polygon needs at least 3 distinct points, got 2",
         ),
         (
+            # Four identical points: a ring of three, none distinct (it was accepted)
+            site(boundary="[[45.273, -91.624], [45.273, -91.624], [45.273, -91.624], [45.273, -91.624]]"),
+            "sites[0].boundary: a polygon needs at least 3 distinct points, got 1",
+        ),
+        (
+            site(boundary="[[45.273, -91.624], [45.267, -91.616], [45.267, -91.616], [45.273, -91.616]]"),
+            "sites[0].boundary[2]: repeats point 1: list each corner once",
+        ),
+        (
             # A bow tie: the edges 0-1 and 2-3 cross.
             site(boundary="[[45.273, -91.624], [45.267, -91.616], [45.273, -91.616], [45.267, -91.624]]"),
             "sites[0].boundary: the edge from point 0 to point 1 crosses the edge from point 2 to point 3:"
