@@ -96,8 +96,23 @@ def parse_time(text: str, zone: tzinfo, option: str) -> datetime:
     except ValueError:
         raise UsageError(f"{option}: expected a date or a time, {FORMS}; got {text!r}") from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=zone)
+        local = parsed.replace(tzinfo=zone)
+        if not _exists(local):
+            raise UsageError(
+                f"{option}: {value!r} is no time at the site: the clocks skip it when daylight-saving"
+                f" time begins ({zone}); give a time an hour later or earlier"
+            )
+        parsed = local
     return _in_utc(parsed, option, text)
+
+
+def _exists(local: datetime) -> bool:
+    """Whether a wall-clock time occurs in its zone (not in the hour skipped in spring)."""
+    try:
+        back = local.astimezone(UTC).astimezone(local.tzinfo)
+    except OverflowError:  # at the calendar's ends: _in_utc says so
+        return True
+    return back.replace(tzinfo=None) == local.replace(tzinfo=None)
 
 
 def end_of_day(text: str, zone: tzinfo, option: str) -> datetime:

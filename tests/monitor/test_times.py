@@ -109,3 +109,17 @@ def test_a_date_of_the_right_shape_the_calendar_lacks_is_named_so(text: str, sai
     with pytest.raises(UsageError) as caught:
         parse_date(text, "--date")
     assert str(caught.value) == said
+
+
+def test_a_time_the_clocks_skip_is_refused() -> None:
+    """2026-03-08T02:30 in Chicago was read as 03:30 CDT, so "from 02:30 to 03:00" was said to
+    end before it began."""
+    with pytest.raises(UsageError) as refused:
+        parse_time("2026-03-08T02:30", CHICAGO, "--from")
+    assert str(refused.value) == (
+        "--from: '2026-03-08T02:30' is no time at the site: the clocks skip it when daylight-saving time"
+        " begins (America/Chicago); give a time an hour later or earlier"
+    )
+    assert parse_time("2026-03-08T03:00", CHICAGO, "--from").isoformat() == "2026-03-08T08:00:00+00:00"
+    assert parse_time("2026-11-01T01:30", CHICAGO, "--from").isoformat() == "2026-11-01T06:30:00+00:00"
+    assert parse_time("2026-03-08T02:30Z", CHICAGO, "--from").isoformat() == "2026-03-08T02:30:00+00:00"

@@ -170,6 +170,11 @@ def test_zooming_to_an_hour_and_to_a_week_with_links_and_the_form(demo: Demo, br
     assert wrong.status == 400 and "to: must be after from" in wrong.text()
     api = context.request.get(f"{demo.url}/api/v1/sites/{SITE}/day?from={monday}T00:00&to={monday}T00:00")
     assert api.status == 400 and api.json() == {"error": "to: must be after from"}
+    # A time the clocks skip (it was read an hour on and said "to: must be after from").
+    gap = context.request.get(f"{demo.url}/api/v1/sites/{SITE}/day?from=2026-03-08T02:30&to=2026-03-08T03:00")
+    assert gap.status == 400 and gap.json()["error"].startswith(
+        "from: '2026-03-08T02:30' is no time at the site: the clocks skip it when daylight-saving time begins"
+    )
     context.close()
 
 
