@@ -449,14 +449,22 @@ def _source(t: _T, start: datetime) -> Source | None:
 EVENT_KINDS = ("blast-notice", "blast", "work", "temporary-lighting", "truck")
 
 
+def _blast_id(t: _T, day: datetime) -> str:
+    """The blast's id, "{mmdd}" replaced by the local day it is fired (planned) on: a scenario
+    replayed on another day (`--date`) names that day's blasts by it, and days replayed into one
+    store do not share blast ids."""
+    return t.text("blast_id").replace("{mmdd}", f"{day:%m%d}")
+
+
 def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | None:
     kind = t.text("kind")
     fields: dict[str, Any] = {}
     if kind == "blast-notice":
+        planned = t.clock("planned", start)
         fields = {
-            "blast_id": t.text("blast_id"),
+            "blast_id": _blast_id(t, planned),
             "issued_ts": t.clock("issued", start),
-            "planned_ts": t.clock("planned", start),
+            "planned_ts": planned,
             "recipients": t.texts("recipients"),
         }
         # The planned blast's design, for the operator's scaled-distance forecast (issue 27).
@@ -466,7 +474,8 @@ def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | 
             fields["distance_m"] = t.num("distance_m", lo=1, hi=1e5)
         publish = fields["issued_ts"]
     elif kind == "blast":
-        fields = {"blast_id": t.text("blast_id"), "ts": t.clock("at", start)}
+        fired = t.clock("at", start)
+        fields = {"blast_id": _blast_id(t, fired), "ts": fired}
         if "safety_reason" in t.data:
             fields["safety_reason"] = t.text("safety_reason")
         if "charge_kg" in t.data:

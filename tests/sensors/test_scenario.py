@@ -14,6 +14,7 @@ from monitor.wire.codec import AudioBlock, decode, encode
 from rules.model import LightSummary, SoundLevels
 from sensors.scenario import (
     MAX_DURATION,
+    Scenario,
     ScenarioError,
     builtin_names,
     load_scenario,
@@ -192,3 +193,16 @@ periods = ["08:00-09:00"]
         "sources[0].distance_m.n2: expected a positive distance in metres, got inf",
         "sources[1].peak_db: expected [low, high] in dB(A), 0 to 200",
     )
+
+
+def test_blast_ids_name_the_day_the_scenario_is_replayed_on() -> None:
+    """The demo's blasts were "b-1215-1" on any --date: two days replayed into one store shared
+    blast ids, and a notice of one day matched the other day's blast."""
+    default = load_scenario("dovre-short", TZ)
+    moved = load_scenario("dovre-short", TZ, start=default.start + timedelta(days=5))
+
+    def ids(scenario: Scenario) -> list[str]:
+        return [str(e.fields["blast_id"]) for e in scenario.events if "blast_id" in e.fields]
+
+    assert ids(default) == ["b-1215-1", "b-1215-2", "b-1215-1", "b-1215-2", "b-1217-1"]
+    assert ids(moved) == ["b-1220-1", "b-1220-2", "b-1220-1", "b-1220-2", "b-1222-1"]
