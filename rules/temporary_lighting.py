@@ -8,8 +8,12 @@ With ``overnight_counts_as_one_day`` (the default) a use counts one day per star
 from when it was switched on, each on the local date that day began: 20:00 to 04:00 is one
 use and one day (the date it began), not two calendar dates; 20:00 on 31 December to 04:00
 on 1 January is a day of the old year only; a use of 24 h is one day, of 24 h and a second
-two. Without it, every local calendar date a use touches counts (20:00-04:00 uses two). Two
-uses on one date are one day either way. This is a reading the Town should confirm.
+two. A use is what was lit, not what was declared: declared periods of any fixtures that
+overlap or follow each other within ``same_use_gap_s`` are one use, dated by its first start
+(tower1 20:00-04:00 and tower2 00:30-03:00 are one night; so are 20:00-23:59 and
+00:00-04:00). Without ``overnight_counts_as_one_day``, every local calendar date a use touches
+counts (20:00-04:00 uses two). Two uses on one date are one day either way. This is a reading
+the Town should confirm; findings list it in ``details["considered"]``.
 
 The first day beyond ``max_days_per_year`` is a VIOLATION, and so is every later one;
 each such day gives one finding, produced by the evaluation whose interval contains the
@@ -31,7 +35,7 @@ from datetime import date, datetime, timedelta
 from rules.base import RuleSpec, Standard, make_finding, only_site
 from rules.lighting import local_day_bounds, local_days
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData, TemporaryLighting
-from rules.times import iso
+from rules.times import duration_text, iso, overlaps
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +44,15 @@ class TemporaryLightingParams:
     warn_days_left: int = 3
     # An overnight use is one day (of the date it began), not the two calendar dates it touches.
     overnight_counts_as_one_day: bool = True
+    # Declared periods (of any fixtures) that overlap or follow within this are one use, dated by its
+    # first start: a light switched off for a minute at midnight has not begun a second day.
+    same_use_gap_s: float = 3600.0
 
     def __post_init__(self) -> None:
         if self.max_days_per_year < 0 or self.warn_days_left < 0:
             raise ValueError("max_days_per_year: day counts must not be negative")
+        if self.same_use_gap_s < 0:
+            raise ValueError("same_use_gap_s: must not be negative")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,39 +64,56 @@ class LightingDay:
     periods: tuple[str, ...]
 
 
+def _uses(periods: Sequence[TemporaryLighting], gap: timedelta) -> list[list[TemporaryLighting]]:
+    """Declared periods grouped into uses: each overlaps or follows the use so far within ``gap``."""
+    uses: list[list[TemporaryLighting]] = []
+    use_end: datetime | None = None
+    for period in sorted(periods, key=lambda p: (p.start, p.end, p.id)):
+        if use_end is not None and period.start <= use_end + gap:
+            uses[-1].append(period)
+            use_end = max(use_end, period.end)
+        else:
+            uses.append([period])
+            use_end = period.end
+    return uses
+
+
 def _parts(
-    site: SiteContext, period: TemporaryLighting, per_use: bool
-) -> list[tuple[date, datetime, datetime]]:
-    """(local date counted, on, off) for each day a use counts."""
+    site: SiteContext, periods: Sequence[TemporaryLighting], per_use: bool, gap: timedelta
+) -> list[tuple[date, datetime, datetime, TemporaryLighting]]:
+    """(local date counted, on, off, declared period) for each part of a period that counts on a date."""
+    parts = []
     if per_use:
-        parts = []
-        on = period.start
-        while on < period.end:
-            off = min(period.end, on + timedelta(hours=24))
-            parts.append((on.astimezone(site.tz).date(), on, off))
-            on = off
+        for use in _uses(periods, gap):
+            on, use_end = use[0].start, max(p.end for p in use)
+            while on < use_end:
+                off = min(use_end, on + timedelta(hours=24))
+                day = on.astimezone(site.tz).date()
+                lit = [p for p in use if overlaps(p.start, p.end, on, off)]
+                parts += [(day, max(p.start, on), min(p.end, off), p) for p in lit]
+                on = off
         return parts
-    return [
-        (day, max(period.start, bounds[0]), min(period.end, bounds[1]))
-        for day in local_days(site, period.start, period.end)
-        for bounds in [local_day_bounds(site, day)]
-    ]
+    for period in periods:
+        for day in local_days(site, period.start, period.end):
+            day_start, day_end = local_day_bounds(site, day)
+            parts.append((day, max(period.start, day_start), min(period.end, day_end), period))
+    return parts
 
 
 def lighting_days(
-    site: SiteContext, periods: Sequence[TemporaryLighting], per_use: bool = True
+    site: SiteContext, periods: Sequence[TemporaryLighting], params: TemporaryLightingParams | None = None
 ) -> list[LightingDay]:
     """Every day of declared temporary lighting, numbered within its calendar year (see the module)."""
+    params = params or TemporaryLightingParams()
     spans: dict[date, tuple[datetime, datetime, list[str]]] = {}
-    for period in periods:
-        if period.end <= period.start:
-            continue
-        for day, on, off in _parts(site, period, per_use):
-            if day in spans:
-                first, last, ids = spans[day]
-                spans[day] = (min(first, on), max(last, off), [*ids, period.id])
-            else:
-                spans[day] = (on, off, [period.id])
+    lit = [p for p in periods if p.end > p.start]
+    gap = timedelta(seconds=params.same_use_gap_s)
+    for day, on, off, period in _parts(site, lit, params.overnight_counts_as_one_day, gap):
+        if day in spans:
+            first, last, ids = spans[day]
+            spans[day] = (min(first, on), max(last, off), [*ids, period.id])
+        else:
+            spans[day] = (on, off, [period.id])
     days: list[LightingDay] = []
     counts: dict[int, int] = {}
     for day in sorted(spans):
@@ -95,6 +121,18 @@ def lighting_days(
         first, last, ids = spans[day]
         days.append(LightingDay(day, counts[day.year], first, last, tuple(sorted(set(ids)))))
     return days
+
+
+def considered(params: TemporaryLightingParams) -> list[str]:
+    """The counting this rule chose, which 6.C.6's "30 total days" leaves open (a notice lists it)."""
+    if not params.overnight_counts_as_one_day:
+        return ["A day of temporary lighting is every local calendar date a declared use touches."]
+    return [
+        "Declared temporary lighting of any fixtures that overlaps or follows within "
+        f"{duration_text(params.same_use_gap_s)} is one use, counted once per started 24 hours on the local "
+        "date it began: one night lit by two towers, or switched off briefly at midnight, is one day "
+        "(minewatch reading; the ordinance does not say what a day of use is)."
+    ]
 
 
 def evaluate(
@@ -108,7 +146,7 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     findings: list[Finding] = []
-    for lit in lighting_days(site, data.temporary_lighting, params.overnight_counts_as_one_day):
+    for lit in lighting_days(site, data.temporary_lighting, params):
         if lit.ordinal <= params.max_days_per_year or not start <= lit.first_on < end or lit.first_on > now:
             continue
         summary = (
@@ -136,6 +174,7 @@ def evaluate(
                     "counting": "per use, an overnight use is one day"
                     if params.overnight_counts_as_one_day
                     else "per local calendar date touched",
+                    "considered": considered(params),
                 },
             )
         )
@@ -147,7 +186,7 @@ def early_warnings(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     year = now.astimezone(site.tz).year
-    days = lighting_days(site, data.temporary_lighting, params.overnight_counts_as_one_day)
+    days = lighting_days(site, data.temporary_lighting, params)
     this_year = [d for d in days if d.day.year == year]
     used = len(this_year)
     if used < params.max_days_per_year - params.warn_days_left:
@@ -172,7 +211,11 @@ def early_warnings(
                 Measurement("temporary lighting days this year", used, params.max_days_per_year, "days"),
             ),
             refs=tuple(dict.fromkeys(f"temporary_lighting:{p}" for d in this_year for p in d.periods)),
-            details={"as_of": iso(now), "days": [d.day.isoformat() for d in this_year]},
+            details={
+                "as_of": iso(now),
+                "days": [d.day.isoformat() for d in this_year],
+                "considered": considered(params),
+            },
         )
     ]
 

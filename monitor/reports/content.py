@@ -329,14 +329,13 @@ def build_report(
         if r["kind"] == "temporary-lighting"
         and isinstance(e := event_from_row(r["kind"], r["data"], site.id), TemporaryLighting)
     ]
-    allowance = 30
-    per_use = True
+    from rules.temporary_lighting import TemporaryLightingParams, lighting_days
+
+    params = TemporaryLightingParams()
     if "temporary_lighting" in profile.standards:
         params = profile.params("temporary_lighting")
-        allowance, per_use = params.max_days_per_year, params.overnight_counts_as_one_day
-    from rules.temporary_lighting import lighting_days
-
-    used = [d for d in lighting_days(site.context(), periods, per_use) if d.day.year == period.first_day.year]
+    allowance = params.max_days_per_year
+    used = [d for d in lighting_days(site.context(), periods, params) if d.day.year == period.first_day.year]
     in_period = [d for d in used if period.first_day <= d.day <= period.last_day]
     through = [d for d in used if d.day <= period.last_day]
     report.lighting_allowance = {

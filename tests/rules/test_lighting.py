@@ -311,6 +311,62 @@ def test_temporary_lighting_long_use_counts_per_24_hours(
     assert [f.details["local_date"] for f in findings] == violation_dates
 
 
+def night_30(*uses: tuple[str, str, str]) -> list[TemporaryLighting]:
+    """Declared periods on the night of 30 March, (id, local start, local end), after 29 evening uses."""
+    return [*lit_days("2026-03-01", 29), *(TemporaryLighting("pit1", i, at(a), at(b)) for i, a, b in uses)]
+
+
+def off_at(clock: str) -> tuple[str, str, str]:
+    return ("a", "2026-03-30 20:00", f"2026-03-30 {clock}")
+
+
+def on_again_at(clock: str) -> tuple[str, str, str]:
+    return ("b", f"2026-03-31 {clock}", "2026-03-31 04:00")
+
+
+TOWER_1 = ("tower1", "2026-03-30 20:00", "2026-03-31 04:00")
+TOWER_2 = ("tower2", "2026-03-31 00:30", "2026-03-31 03:00")
+NO_JOINING = with_overrides(temporary_lighting__same_use_gap_s=0.0)
+
+# Day 30 is the night of 30 March; a second declared period that night is the same use when it
+# overlaps or follows within same_use_gap_s (1 h), whichever fixture it is, and no 31st day.
+# fmt: off
+TEMPORARY_LIGHTING_SAME_USE_CASES = [
+    case([TOWER_1, TOWER_2], DOVRE, [], id="6.C.6-two-fixtures-one-night-are-one-day"),
+    case([off_at("23:59"), on_again_at("00:00")], DOVRE, [], id="6.C.6-off-a-minute-at-midnight-is-one-day"),
+    case([off_at("23:00"), on_again_at("00:00")], DOVRE, [], id="6.C.6-off-exactly-the-gap-is-one-day"),
+    case([off_at("23:00"), on_again_at("00:01")], DOVRE, ["2026-03-31"],
+         id="6.C.6-off-longer-than-the-gap-after-midnight-is-a-new-day"),
+    case([off_at("23:59"), on_again_at("00:00")], NO_JOINING, ["2026-03-31"],
+         id="6.C.6-no-gap-off-a-minute-is-a-new-day"),
+    case([TOWER_1, TOWER_2], NO_JOINING, [], id="6.C.6-no-gap-overlapping-fixtures-are-still-one-use"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("uses", "profile", "violation_dates"), TEMPORARY_LIGHTING_SAME_USE_CASES)
+def test_temporary_lighting_one_use_across_fixtures_and_short_breaks(
+    uses: list[tuple[str, str, str]], profile: Profile, violation_dates: list[str]
+) -> None:
+    data = SiteData(temporary_lighting=tuple(night_30(*uses)))
+    start, end = at("2026-03-01 00:00"), at("2026-04-02 00:00")
+    findings = run("temporary_lighting", data, start, end, now=end, profile=profile)
+    assert [f.details["local_date"] for f in findings] == violation_dates
+    for finding in findings:
+        assert finding.refs == ("temporary_lighting:b",)
+        assert any("is one use" in c for c in finding.details["considered"])
+
+
+def test_temporary_lighting_day_after_a_shared_night_is_day_31() -> None:
+    periods = [*night_30(TOWER_1, TOWER_2), temporary(at("2026-04-01 20:00"), 3, "x")]
+    start, end = at("2026-03-01 00:00"), at("2026-04-02 00:00")
+    [finding] = run("temporary_lighting", SiteData(temporary_lighting=tuple(periods)), start, end, now=end)
+    assert finding.details["local_date"] == "2026-04-01" and finding.measurements[0].value == 31
+    assert finding.details["considered"][-1].startswith(
+        "Declared temporary lighting of any fixtures that overlaps or follows within 1 hour is one use"
+    )
+
+
 def test_temporary_lighting_31st_day_found_once_in_its_own_minute() -> None:
     periods = lit_days("2026-03-01", 31)
     data = SiteData(temporary_lighting=tuple(periods))
