@@ -28,19 +28,9 @@ from typing import TYPE_CHECKING
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
 from rules.lazy import lazy_import
-from rules.lighting import light_context, minute_groups, run_totals, series
-from rules.model import (
-    Finding,
-    FindingKind,
-    LightSummary,
-    Measurement,
-    SensorInfo,
-    SensorKind,
-    SiteContext,
-    SiteData,
-    VehiclePresence,
-)
-from rules.times import iso, local_hm, overlaps, span_text
+from rules.lighting import light_context, minute_groups, run_totals, series, vehicle_records, vehicles_during
+from rules.model import Finding, FindingKind, LightSummary, Measurement, SensorKind, SiteContext, SiteData
+from rules.times import iso, local_hm, span_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -114,52 +104,6 @@ def analyse_burst(reading: LightSummary, params: FlashingLightParams) -> Flashin
     return Flashing(frequency, depth, periodicity, span_s / burst_s * reading.duration_s)
 
 
-@dataclass(frozen=True, slots=True)
-class VehicleRecord:
-    """A record placing a vehicle at a sensor from ``start`` to ``end``, and how a notice names it."""
-
-    start: datetime
-    end: datetime
-    label: str
-    ref: str
-
-
-def vehicle_records(
-    site: SiteContext, info: SensorInfo, params: FlashingLightParams, data: SiteData
-) -> tuple[list[VehicleRecord], list[str]]:
-    """Records that put a vehicle at this sensor's gates or area, and problems with unusable ones."""
-    margin = timedelta(seconds=params.vehicle_margin_s)
-    records: list[VehicleRecord] = []
-    problems: list[str] = []
-    for truck in data.trucks:
-        if truck.gate in info.gates:
-            gate = site.gate_label(truck.gate)
-            label = f"haul truck {truck.truck_id or truck.id} at {gate} ({truck.direction})"
-            records.append(VehicleRecord(truck.ts - margin, truck.ts + margin, label, f"truck:{truck.id}"))
-    for work in data.work:
-        # Only work declared for this sensor's area: a site-wide declaration puts no vehicle here.
-        if info.id in work.sensors:
-            label = f"declared {work.kind.value.replace('_', ' ')} work {work.id} at {info.id}"
-            records.append(VehicleRecord(work.start, work.end, label, f"work:{work.id}"))
-    for event in data.other_events:
-        if not params.vehicle_event_kind or event.kind != params.vehicle_event_kind:
-            continue
-        try:
-            seen = VehiclePresence.from_event(event)
-        except ValueError as exc:
-            problems.append(f"{event.kind} {event.id}: {exc}")
-            continue
-        if (seen.gate is None or seen.gate not in info.gates) and info.id not in seen.sensors:
-            continue
-        where = f"gate {seen.gate}" if seen.gate in info.gates else info.id
-        label = f"vehicle present at {where} ({seen.description or seen.id})"
-        start, end = (
-            (seen.start, seen.end) if seen.end is not None else (seen.start - margin, seen.start + margin)
-        )
-        records.append(VehicleRecord(start, end, label, f"{event.kind}:{event.id}"))
-    return records, problems
-
-
 def evaluate(
     site: SiteContext,
     standard: Standard,
@@ -181,8 +125,10 @@ def evaluate(
         readings = series(data, sensor_id, earliest, end)
         analysed = [analyse_burst(r, params) if context.at_night(r) else None for r in readings]
         exempt = [context.temporary_for(r) is not None for r in readings]
-        records, problems = vehicle_records(site, info, params, data)
-        vehicles = [[v for v in records if overlaps(r.ts, r.end, v.start, v.end)] for r in readings]
+        records, problems = vehicle_records(
+            site, info, data, params.vehicle_margin_s, params.vehicle_event_kind
+        )
+        vehicles = vehicles_during(readings, records)
         # A vehicle's flashing does not break a run: a fixed light keeps counting while a truck passes.
         totals = run_totals(
             readings,

@@ -2,14 +2,23 @@
 intensity light shall not be permitted, except in emergencies by police or fire personnel").
 
 At night, a boundary light sensor's lux_max above ``max_lux`` is a VIOLATION (no duration:
-a searchlight sweep is brief by nature). During declared temporary lighting: EXEMPT_EXCEEDANCE.
-Emergency use by police or fire is not known to the meters; the town's clerk decides that.
+a searchlight sweep is brief by nature). The ordinance sets no figure: ``max_lux`` is the
+profile's threshold for what counts as a high-intensity light, and the finding says so.
+During declared temporary lighting: EXEMPT_EXCEEDANCE. Emergency use by police or fire is
+not known to the meters; the town's clerk decides that.
+
+A vehicle's lights are not a search light: 6.C governs "fixed light sources", and a haul
+truck's headlights swept across a gate-road sensor are bright for a moment just as a beam is.
+A bright reading while the record puts a vehicle at the sensor (the records flashing_light
+reads: ``rules.lighting.vehicle_records``, with ``vehicle_margin_s`` and ``vehicle_event_kind``)
+is an EXEMPT_EXCEEDANCE naming the record; ``details["decided_by"]`` is ``vehicle_record``.
 
 The finding says what was measured: the peak illuminance at the boundary. A meter cannot
 tell a search light from a bright floodlight aimed at it, so the finding calls the source
 a search light only when the profile's beam signature matched: the peak at least
 ``beam_peak_to_mean`` times the summary's mean, i.e. bright only for a moment, as a sweeping
-beam is (0 turns the signature off). ``details["beam_signature"]`` says whether it matched.
+beam is (0 turns the signature off), and no vehicle was recorded there.
+``details["beam_signature"]`` says whether it matched.
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
-from rules.lighting import light_context, minute_groups, series
+from rules.lighting import light_context, minute_groups, series, vehicle_records, vehicles_during
 from rules.model import Finding, FindingKind, LightSummary, Measurement, SensorKind, SiteContext, SiteData
 from rules.times import iso, local_hm
 
@@ -29,12 +38,18 @@ class HighIntensityLightParams:
     max_lux: float = 25.0
     # A sweeping beam: peak at least this many times the summary's mean lux; 0 never names one.
     beam_peak_to_mean: float = 0.0
+    # A truck passage or a vehicle-present event without an end covers bright light this long either side.
+    vehicle_margin_s: float = 300.0
+    # Operator event kind (GenericEvent) placing a vehicle at a gate or sensors; "" reads none.
+    vehicle_event_kind: str = ""
 
     def __post_init__(self) -> None:
         if self.max_lux <= 0:
             raise ValueError("max_lux: must be positive")
         if self.beam_peak_to_mean < 0:
             raise ValueError("beam_peak_to_mean: must not be negative")
+        if self.vehicle_margin_s < 0:
+            raise ValueError("vehicle_margin_s: must not be negative")
 
 
 def beam_ratio(reading: LightSummary) -> float:
@@ -56,36 +71,63 @@ def evaluate(
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.LIGHT, boundary_only=True).items():
         readings = series(data, sensor_id, start, end)
+        records, problems = vehicle_records(
+            site, info, data, params.vehicle_margin_s, params.vehicle_event_kind
+        )
+        vehicles = vehicles_during(readings, records)
         for window_start, window_end, indices in minute_groups(readings, start, end):
             bright = [
                 i for i in indices if context.at_night(readings[i]) and readings[i].lux_max > params.max_lux
             ]
             if not bright:
                 continue
-            periods = [context.temporary_for(readings[i]) for i in bright]
-            own = [i for i, p in zip(bright, periods, strict=True) if p is None]
+            periods = {i: context.temporary_for(readings[i]) for i in bright}
+            own = [i for i in bright if periods[i] is None and not vehicles[i]]
             chosen = own or bright
             kind = FindingKind.VIOLATION if own else FindingKind.EXEMPT_EXCEEDANCE
             peak = max(chosen, key=lambda i: readings[i].lux_max)
             worst = readings[peak].lux_max
             ratio = beam_ratio(readings[peak])
             beam = params.beam_peak_to_mean > 0 and ratio >= params.beam_peak_to_mean
-            reasons = tuple(
-                dict.fromkeys(f"declared temporary lighting {p.id}" for p in periods if p is not None)
+            declared = tuple(
+                dict.fromkeys(
+                    f"declared temporary lighting {p.id}" for p in periods.values() if p is not None
+                )
             )
-            tail = "" if own else f"; it was declared temporary lighting ({', '.join(reasons)})"
+            seen = tuple(dict.fromkeys(v.label for i in bright for v in vehicles[i]))
+            by_vehicle = not own and any(vehicles[i] for i in chosen)
+            tails = []
+            if not own and declared:
+                tails.append(f"it was declared temporary lighting ({', '.join(declared)})")
+            if by_vehicle:
+                tails.append(
+                    f"the record puts a vehicle there ({'; '.join(seen)}): it is taken for the vehicle's "
+                    "lights, not a fixed light (section 6.C)"
+                )
+            tail = "".join(f"; {t}" for t in tails)
             source = (
                 f"; it was bright only briefly ({min(ratio, 999):.0f} times the minute's mean), as a "
                 "sweeping search light is"
-                if beam
+                if beam and not by_vehicle
                 else ""
             )
             summary = (
                 f"Peak illuminance of {worst:.1f} lux was measured at {sensor_label(info)} at "
-                f"{local_hm(window_start, site.tz)} local, above the {params.max_lux:g} lux allowed for "
-                f"any light at night{source}; search lights and similar high-intensity lights are not "
-                f"permitted (section {standard.section}){tail}"
+                f"{local_hm(window_start, site.tz)} local, above {params.max_lux:g} lux, this profile's "
+                f"threshold for a high-intensity light at night (the ordinance sets no figure){source}; "
+                f"search lights and similar high-intensity lights are not permitted "
+                f"(section {standard.section}){tail}"
             )
+            details: dict[str, object] = {
+                "measured": "peak illuminance at the boundary",
+                "peak_lux": round(worst, 3),
+                "peak_to_mean": round(ratio, 2) if math.isfinite(ratio) else None,
+                "beam_signature": "matched" if beam else "not matched",
+            }
+            if by_vehicle:
+                details["decided_by"] = "vehicle_record"
+            if problems:
+                details["unusable_vehicle_records"] = problems
             findings.append(
                 make_finding(
                     site,
@@ -100,23 +142,26 @@ def evaluate(
                             "peak illuminance at the boundary", round(worst, 3), params.max_lux, "lx"
                         ),
                     ),
-                    exemptions=() if own else reasons,
-                    refs=tuple(f"light:{sensor_id}:{iso(readings[i].ts)}" for i in chosen),
-                    details={
-                        "measured": "peak illuminance at the boundary",
-                        "peak_lux": round(worst, 3),
-                        "peak_to_mean": round(ratio, 2) if math.isfinite(ratio) else None,
-                        "beam_signature": "matched" if beam else "not matched",
-                    },
+                    exemptions=() if own else (*declared, *seen),
+                    refs=(
+                        *(f"light:{sensor_id}:{iso(readings[i].ts)}" for i in chosen),
+                        *(() if own else dict.fromkeys(v.ref for i in chosen for v in vehicles[i])),
+                    ),
+                    details=details,
                 )
             )
     return findings
+
+
+def event_kinds(params: HighIntensityLightParams) -> tuple[str, ...]:
+    return (params.vehicle_event_kind,) if params.vehicle_event_kind else ()
 
 
 RULE: RuleSpec[HighIntensityLightParams] = RuleSpec(
     name="high_intensity_light",
     params_type=HighIntensityLightParams,
     evaluate=evaluate,
-    description="Night boundary lux_max above a search-light threshold.",
+    event_kinds=event_kinds,
+    description="Night boundary lux_max above a search-light threshold, unless a vehicle was recorded there.",
     reads=("light",),
 )

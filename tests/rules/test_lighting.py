@@ -207,6 +207,65 @@ def test_high_intensity_never_names_a_search_light_without_a_beam_signature() ->
     assert "as a sweeping search light is" not in finding.summary
 
 
+GATE_ROAD = dataclasses.replace(
+    SITE,
+    sensors={
+        **SITE.sensors,
+        "l1": SensorInfo("l1", SensorKind.LIGHT, Placement.BOUNDARY, "gate road", ("north",)),
+    },
+    gate_names={"north": "North gate"},
+)
+HEADLIGHTS = light("l1", NIGHT, 1, 3.0, lux_max=40.0)  # 40 lux for a moment: 13x the mean, a "beam"
+
+
+def truck_out(gate: str = "north", ts: datetime = NIGHT + timedelta(seconds=5)) -> TruckPassage:
+    return TruckPassage("pit1", "tp-9", ts, gate, "out", "T-17")
+
+
+def vehicle_at(**fields: object) -> GenericEvent:
+    return GenericEvent("pit1", "vp-9", "vehicle-present", NIGHT, {"end": iso(NIGHT + MINUTE), **fields})
+
+
+# 6.C governs "fixed light sources": a vehicle's headlights at a gate-road sensor are the
+# vehicle's, read from the same records as 6.C.3's beacons (rules.lighting.vehicle_records).
+# fmt: off
+HIGH_INTENSITY_VEHICLE_CASES = [
+    case(SiteData(), ["violation"], id="6.C.4-no-record-bright-light-is-a-violation"),
+    case(SiteData(trucks=(truck_out(),)), ["exempt_exceedance"], id="6.C.4-haul-truck-at-the-gate"),
+    case(SiteData(trucks=(truck_out("south"),)), ["violation"], id="6.C.4-truck-at-another-gate"),
+    case(SiteData(trucks=(truck_out(ts=NIGHT + timedelta(seconds=360)),)), ["violation"],
+         id="6.C.4-truck-6-minutes-later-is-not-this-light"),
+    case(SiteData(other_events=(vehicle_at(gate="north"),)), ["exempt_exceedance"],
+         id="6.C.4-vehicle-present-at-the-gate"),
+    case(SiteData(other_events=(vehicle_at(sensors=["l2"]),)), ["violation"], id="6.C.4-vehicle-elsewhere"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("records", "expected"), HIGH_INTENSITY_VEHICLE_CASES)
+def test_high_intensity_vehicle_lights_are_told_by_the_record(records: SiteData, expected: list[str]) -> None:
+    data = dataclasses.replace(records, light=tuple(HEADLIGHTS))
+    findings = run("high_intensity_light", data, NIGHT, NIGHT + MINUTE, site=GATE_ROAD)
+    assert kinds(findings) == expected
+    [finding] = findings
+    assert finding.details["beam_signature"] == "matched"
+    if finding.kind == FindingKind.VIOLATION:
+        assert finding.exemptions == () and "as a sweeping search light is" in finding.summary
+    else:
+        assert finding.details["decided_by"] == "vehicle_record"
+        assert "as a sweeping search light is" not in finding.summary
+        assert "it is taken for the vehicle's lights" in finding.summary
+        assert finding.exemptions[0].startswith(("haul truck T-17 at the North gate", "vehicle present at"))
+        assert any(r.startswith(("truck:", "vehicle-present:")) for r in finding.refs)
+
+
+def test_high_intensity_says_the_threshold_is_the_profiles_not_the_ordinances() -> None:
+    [finding] = run("high_intensity_light", SiteData(light=tuple(HEADLIGHTS)), NIGHT, NIGHT + MINUTE)
+    assert "above 25 lux, this profile's threshold for a high-intensity light at night" in finding.summary
+    assert "(the ordinance sets no figure)" in finding.summary
+    assert "allowed" not in finding.summary
+
+
 def sky_history(level: float = 0.02) -> list[LightSummary]:
     return light("s1", NIGHT - timedelta(hours=72), 72 * 6, level, step_s=600.0)
 
