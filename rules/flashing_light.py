@@ -22,13 +22,23 @@ a beacon passing for 20 s does). ``details["decided_by"]`` says which test decid
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
 from rules.lazy import lazy_import
-from rules.lighting import light_context, minute_groups, run_totals, series, vehicle_records, vehicles_during
+from rules.lighting import (
+    LINKED_TO_TEMPORARY_LIGHTING,
+    TemporaryDays,
+    light_context,
+    minute_groups,
+    run_totals,
+    series,
+    temporary_considered,
+    vehicle_records,
+    vehicles_during,
+)
 from rules.model import Finding, FindingKind, LightSummary, Measurement, SensorKind, SiteContext, SiteData
 from rules.times import iso, local_hm, span_text
 
@@ -52,6 +62,9 @@ class FlashingLightParams:
     vehicle_margin_s: float = 300.0
     # Operator event kind (GenericEvent) placing a vehicle at a gate or sensors; "" reads none.
     vehicle_event_kind: str = ""
+    # Declared temporary lighting exempts on the year's allowed days only; the profile links this
+    # to the temporary_lighting standard's counting (rules.lighting.TemporaryDays), not set here.
+    temporary_days: TemporaryDays = field(default=TemporaryDays(), metadata=LINKED_TO_TEMPORARY_LIGHTING)
 
     def __post_init__(self) -> None:
         if self.vehicle_margin_s < 0:
@@ -118,7 +131,7 @@ def evaluate(
     # Runs are followed back through whatever earlier readings the daemon sent, so a run's
     # start is told truthfully when more than the minimum lookback is available.
     earliest = min([start - lookback, *(r.ts for r in data.light)])
-    context = light_context(site, data, earliest, end)
+    context = light_context(site, data, earliest, end, temporary_days=params.temporary_days)
     tz = site.tz
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.LIGHT).items():
@@ -161,6 +174,7 @@ def evaluate(
                 tail = (
                     f"; flashing or revolving lights are not allowed except on vehicles "
                     f"(section {standard.section})"
+                    f"{context.beyond_allowance([readings[i] for i in chosen])}"
                 )
             else:
                 decided = f"the record puts a vehicle there ({'; '.join(seen)})"
@@ -175,6 +189,7 @@ def evaluate(
                 "periodicity": round(flashing.periodicity, 3),
                 "decided_by": "duration" if own else "vehicle_record",
                 "decision": decided,
+                "considered": [temporary_considered(params.temporary_days)],
             }
             if problems:
                 details["unusable_vehicle_records"] = problems

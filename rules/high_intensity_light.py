@@ -24,11 +24,20 @@ beam is (0 turns the signature off), and no vehicle was recorded there.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
-from rules.lighting import light_context, minute_groups, series, vehicle_records, vehicles_during
+from rules.lighting import (
+    LINKED_TO_TEMPORARY_LIGHTING,
+    TemporaryDays,
+    light_context,
+    minute_groups,
+    series,
+    temporary_considered,
+    vehicle_records,
+    vehicles_during,
+)
 from rules.model import Finding, FindingKind, LightSummary, Measurement, SensorKind, SiteContext, SiteData
 from rules.times import iso, local_hm
 
@@ -42,6 +51,9 @@ class HighIntensityLightParams:
     vehicle_margin_s: float = 300.0
     # Operator event kind (GenericEvent) placing a vehicle at a gate or sensors; "" reads none.
     vehicle_event_kind: str = ""
+    # Declared temporary lighting exempts on the year's allowed days only; the profile links this
+    # to the temporary_lighting standard's counting (rules.lighting.TemporaryDays), not set here.
+    temporary_days: TemporaryDays = field(default=TemporaryDays(), metadata=LINKED_TO_TEMPORARY_LIGHTING)
 
     def __post_init__(self) -> None:
         if self.max_lux <= 0:
@@ -67,7 +79,7 @@ def evaluate(
     now: datetime,
 ) -> list[Finding]:
     data = only_site(data, site.id)
-    context = light_context(site, data, start, end)
+    context = light_context(site, data, start, end, temporary_days=params.temporary_days)
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.LIGHT, boundary_only=True).items():
         readings = series(data, sensor_id, start, end)
@@ -105,6 +117,8 @@ def evaluate(
                     "lights, not a fixed light (section 6.C)"
                 )
             tail = "".join(f"; {t}" for t in tails)
+            if own:
+                tail += context.beyond_allowance([readings[i] for i in own])
             source = (
                 f"; it was bright only briefly ({min(ratio, 999):.0f} times the minute's mean), as a "
                 "sweeping search light is"
@@ -123,6 +137,7 @@ def evaluate(
                 "peak_lux": round(worst, 3),
                 "peak_to_mean": round(ratio, 2) if math.isfinite(ratio) else None,
                 "beam_signature": "matched" if beam else "not matched",
+                "considered": [temporary_considered(params.temporary_days)],
             }
             if by_vehicle:
                 details["decided_by"] = "vehicle_record"

@@ -4,16 +4,25 @@ prevent light from trespassing or spilling onto those properties").
 At night, boundary illuminance (lux_mean) above ``limit_lux`` sustained longer than
 ``min_duration_s`` is a VIOLATION for every minute from the moment it has lasted that
 long (earlier minutes of the run are not flagged: until then it was not yet sustained).
-During declared temporary lighting (6.C.6) the same condition is an EXEMPT_EXCEEDANCE.
+During declared temporary lighting (6.C.6) the same condition is an EXEMPT_EXCEEDANCE, on
+the year's allowed days of temporary lighting only (``rules.lighting``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
-from rules.lighting import light_context, minute_groups, run_totals, series
+from rules.lighting import (
+    LINKED_TO_TEMPORARY_LIGHTING,
+    TemporaryDays,
+    light_context,
+    minute_groups,
+    run_totals,
+    series,
+    temporary_considered,
+)
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
 from rules.times import iso, local_hm, span_text
 
@@ -23,6 +32,9 @@ class LightTrespassParams:
     limit_lux: float = 1.0
     min_duration_s: float = 300.0
     max_gap_s: float = 120.0  # missing summaries shorter than this do not break a run
+    # Declared temporary lighting exempts on the year's allowed days only; the profile links this
+    # to the temporary_lighting standard's counting (rules.lighting.TemporaryDays), not set here.
+    temporary_days: TemporaryDays = field(default=TemporaryDays(), metadata=LINKED_TO_TEMPORARY_LIGHTING)
 
     def __post_init__(self) -> None:
         if self.limit_lux < 0 or self.min_duration_s < 0 or self.max_gap_s < 0:
@@ -43,7 +55,7 @@ def evaluate(
     # Runs are followed back through whatever earlier readings the daemon sent, so a run's
     # start is told truthfully when more than the minimum lookback is available.
     earliest = min([start - lookback, *(r.ts for r in data.light)])
-    context = light_context(site, data, earliest, end)
+    context = light_context(site, data, earliest, end, temporary_days=params.temporary_days)
     tz = site.tz
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.LIGHT, boundary_only=True).items():
@@ -79,9 +91,10 @@ def evaluate(
                 )
             )
             tail = (
-                ""
+                context.beyond_allowance([readings[i] for i in chosen])
                 if violating
-                else f"; it was declared temporary lighting ({', '.join(reasons)}), allowed under 6.C.6"
+                else f"; it was declared temporary lighting ({', '.join(reasons)}), allowed under 6.C.6 "
+                f"within the year's {params.temporary_days.max_days_per_year} days"
             )
             # The daemon sends only the lookback the rule needs, so an older run looks shorter.
             run_end = readings[chosen[-1]].end
@@ -112,7 +125,10 @@ def evaluate(
                     refs=(
                         f"light:{sensor_id}:{iso(readings[chosen[0]].ts)}/{iso(readings[chosen[-1]].end)}",
                     ),
-                    details={"run_start": iso(run_start)},
+                    details={
+                        "run_start": iso(run_start),
+                        "considered": [temporary_considered(params.temporary_days)],
+                    },
                 )
             )
     return findings

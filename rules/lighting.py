@@ -3,8 +3,12 @@
 * Night is civil night, end of civil dusk to start of civil dawn (``rules.sun``): the
   ordinance speaks of "night time safety", and light trespass means nothing in daylight.
 * Declared temporary lighting (6.C.6: "Temporary lighting that does not conform with this
-  Section may be allowed") exempts the other 6.C findings while it is on; the
-  ``temporary_lighting`` rule counts its days and flags the day over the yearly limit.
+  Section may be allowed for a period of not longer than 30 total days within each year")
+  exempts the other 6.C findings while it is on, on the year's first ``max_days_per_year``
+  days of temporary lighting only. ``lighting_days`` is the one count of those days: the
+  ``temporary_lighting`` rule flags the day over the yearly limit with it, and
+  ``LightContext.temporary_for`` exempts nothing on that day or later. The profile gives
+  every lighting rule the temporary_lighting standard's counting (``TemporaryDays``).
 * Vehicles are not fixed light sources (6.C: "light trespass from fixed light sources"; 6.C.3:
   "Except for lighting on vehicles or moving equipment"): ``vehicle_records`` is the one reading
   of the records that put a vehicle at a sensor, for every rule that spares a vehicle's light.
@@ -14,9 +18,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
+from types import MappingProxyType
 
 from rules import sun
 from rules.model import (
@@ -33,21 +38,161 @@ FINDING_WINDOW_S = 60
 
 
 @dataclass(frozen=True, slots=True)
+class TemporaryDays:
+    """How 6.C.6's "30 total days within each year" are counted (``rules.temporary_lighting``
+    explains the reading). The temporary_lighting standard's params hold it; the profile passes
+    the same one to every lighting rule (their ``temporary_days``, see ``rules.profile``)."""
+
+    max_days_per_year: int = 30
+    # An overnight use is one day (of the date it began), not the two calendar dates it touches.
+    overnight_counts_as_one_day: bool = True
+    # Declared periods (of any fixtures) that overlap or follow within this are one use, dated by its
+    # first start: a light switched off for a minute at midnight has not begun a second day.
+    same_use_gap_s: float = 3600.0
+
+    def __post_init__(self) -> None:
+        if self.max_days_per_year < 0:
+            raise ValueError("max_days_per_year: day counts must not be negative")
+        if self.same_use_gap_s < 0:
+            raise ValueError("same_use_gap_s: must not be negative")
+
+
+# A lighting rule's ``temporary_days`` field carries this: not set in its own params, the profile
+# fills it from the standard of this rule kind (rules.profile), so one counting serves all.
+LINKED_TO_TEMPORARY_LIGHTING: Mapping[str, str] = MappingProxyType({"linked": "temporary_lighting"})
+
+
+@dataclass(frozen=True, slots=True)
+class LightingDay:
+    day: date
+    ordinal: int  # 1 for the first temporary-lighting day of its calendar year
+    first_on: datetime  # UTC: when temporary lighting began that day
+    last_off: datetime  # UTC: when it ended that day
+    periods: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TemporaryPart:
+    """The part [on, off) of one declared period that counts on one day of temporary lighting."""
+
+    period: TemporaryLighting
+    day: date
+    ordinal: int  # the day's number within its calendar year
+    on: datetime
+    off: datetime
+
+
+def _uses(periods: Sequence[TemporaryLighting], gap: timedelta) -> list[list[TemporaryLighting]]:
+    """Declared periods grouped into uses: each overlaps or follows the use so far within ``gap``."""
+    uses: list[list[TemporaryLighting]] = []
+    use_end: datetime | None = None
+    for period in sorted(periods, key=lambda p: (p.start, p.end, p.id)):
+        if use_end is not None and period.start <= use_end + gap:
+            uses[-1].append(period)
+            use_end = max(use_end, period.end)
+        else:
+            uses.append([period])
+            use_end = period.end
+    return uses
+
+
+def _parts(
+    site: SiteContext, periods: Sequence[TemporaryLighting], counting: TemporaryDays
+) -> list[tuple[date, datetime, datetime, TemporaryLighting]]:
+    """(local date counted, on, off, declared period) for each part of a period that counts on a date."""
+    parts = []
+    if counting.overnight_counts_as_one_day:
+        for use in _uses(periods, timedelta(seconds=counting.same_use_gap_s)):
+            on, use_end = use[0].start, max(p.end for p in use)
+            while on < use_end:
+                off = min(use_end, on + timedelta(hours=24))
+                day = on.astimezone(site.tz).date()
+                lit = [p for p in use if overlaps(p.start, p.end, on, off)]
+                parts += [(day, max(p.start, on), min(p.end, off), p) for p in lit]
+                on = off
+        return parts
+    for period in periods:
+        for day in local_days(site, period.start, period.end):
+            day_start, day_end = local_day_bounds(site, day)
+            parts.append((day, max(period.start, day_start), min(period.end, day_end), period))
+    return parts
+
+
+def temporary_parts(
+    site: SiteContext, periods: Sequence[TemporaryLighting], counting: TemporaryDays
+) -> list[TemporaryPart]:
+    """Every declared period cut into the days it counts on, each day numbered within its year."""
+    parts = _parts(site, [p for p in periods if p.end > p.start], counting)
+    ordinals: dict[date, int] = {}
+    counts: dict[int, int] = {}
+    for day in sorted({day for day, *_ in parts}):
+        counts[day.year] = counts.get(day.year, 0) + 1
+        ordinals[day] = counts[day.year]
+    return [TemporaryPart(period, day, ordinals[day], on, off) for day, on, off, period in parts]
+
+
+def lighting_days(
+    site: SiteContext, periods: Sequence[TemporaryLighting], counting: TemporaryDays | None = None
+) -> list[LightingDay]:
+    """Every day of declared temporary lighting, numbered within its calendar year (see the module)."""
+    spans: dict[date, tuple[int, datetime, datetime, list[str]]] = {}
+    for part in temporary_parts(site, periods, counting or TemporaryDays()):
+        if part.day in spans:
+            ordinal, first, last, ids = spans[part.day]
+            spans[part.day] = (ordinal, min(first, part.on), max(last, part.off), [*ids, part.period.id])
+        else:
+            spans[part.day] = (part.ordinal, part.on, part.off, [part.period.id])
+    return [
+        LightingDay(day, ordinal, first, last, tuple(sorted(set(ids))))
+        for day, (ordinal, first, last, ids) in sorted(spans.items())
+    ]
+
+
+def temporary_considered(counting: TemporaryDays) -> str:
+    """The reading every lighting finding lists: temporary lighting exempts within the allowance only."""
+    return (
+        "Declared temporary lighting exempts a light from this standard only on the year's first "
+        f"{counting.max_days_per_year} days of temporary lighting (6.C.6: 'not longer than 30 total days "
+        "within each year'), counted as the temporary-lighting standard counts them; from the next day "
+        "on the light is judged like any other (minewatch reading)."
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class LightContext:
-    """The night and the temporary-lighting periods around one evaluation."""
+    """The night and the temporary-lighting days around one evaluation."""
 
     nights: list[tuple[datetime, datetime]]
-    temporary: tuple[TemporaryLighting, ...]
+    allowed: tuple[TemporaryPart, ...]  # parts on days within the year's allowance
+    beyond: tuple[TemporaryPart, ...]  # parts on the days after it: not exempt
+    max_days_per_year: int
 
     def at_night(self, reading: LightSummary) -> bool:
         # Midpoint, so a summary straddling dusk counts on the side where most of it lies.
         return sun.is_night(self.nights, reading.ts + (reading.end - reading.ts) / 2)
 
     def temporary_for(self, reading: LightSummary) -> TemporaryLighting | None:
-        for period in self.temporary:
-            if overlaps(reading.ts, reading.end, period.start, period.end):
-                return period
+        """The declared temporary lighting that exempts this reading: on one of the year's allowed days."""
+        for part in self.allowed:
+            if overlaps(reading.ts, reading.end, part.on, part.off):
+                return part.period
         return None
+
+    def beyond_allowance(self, readings: Sequence[LightSummary]) -> str:
+        """'; declared temporary lighting tl-31 was on, but on day 31 of 2026, ...' or ''."""
+        late = dict.fromkeys(
+            (part.period.id, part.ordinal, part.day.year)
+            for part in self.beyond
+            for r in readings
+            if overlaps(r.ts, r.end, part.on, part.off) and self.temporary_for(r) is None
+        )
+        if not late:
+            return ""
+        days = ", ".join(f"{period} on day {ordinal} of {year}" for period, ordinal, year in late)
+        return (
+            f"; declared temporary lighting was on ({days}), beyond the {self.max_days_per_year} days a "
+            "year it may be used, so it does not exempt this light (section 6.C.6)"
+        )
 
 
 def light_context(
@@ -56,9 +201,19 @@ def light_context(
     start: datetime,
     end: datetime,
     depression_deg: float = sun.CIVIL_DEPRESSION_DEG,
+    *,
+    temporary_days: TemporaryDays,
 ) -> LightContext:
     """Night is civil night unless a rule asks for a darker one (upward light: see there)."""
-    return LightContext(sun.night(site, start, end, depression_deg), data.temporary_lighting)
+    near = [
+        part
+        for part in temporary_parts(site, data.temporary_lighting, temporary_days)
+        if overlaps(part.on, part.off, start, end)
+    ]
+    allowed = tuple(p for p in near if p.ordinal <= temporary_days.max_days_per_year)
+    beyond = tuple(p for p in near if p.ordinal > temporary_days.max_days_per_year)
+    nights = sun.night(site, start, end, depression_deg)
+    return LightContext(nights, allowed, beyond, temporary_days.max_days_per_year)
 
 
 def series(data: SiteData, sensor: str, start: datetime, end: datetime) -> list[LightSummary]:

@@ -297,6 +297,7 @@ def build_profile(
     for key in preexisting_exempt or ():
         if key not in raw_standards:
             problems.append(f"preexisting_exempt: {key!r} is not a standard of this profile")
+    standards = _link_standards(standards, problems)
     event_kinds = _event_kinds(raw.get("event_kinds", []), problems)
     notice = _notice_terms(raw.get("notice", {}), raw_standards, standards, problems)
     for key, standard in standards.items():
@@ -325,6 +326,34 @@ def build_profile(
         cure_closed_days=tuple(d.lower() for d in closed_days or ()) or ("sunday",),
         holidays=tuple(holidays or ()),
     )
+
+
+def _link_standards(standards: dict[str, Standard], problems: list[str]) -> dict[str, Standard]:
+    """Fill each param marked ``linked`` (a rule kind) from the profile's standard of that kind.
+
+    One such link today: every lighting rule's ``temporary_days`` is the temporary_lighting
+    standard's ``counting`` (rules.lighting.TemporaryDays), overrides included, so a light is
+    exempt as declared temporary lighting on exactly the days 6.C.6 counts as allowed. Without
+    a standard of the kind, the field keeps its default.
+    """
+    linked: dict[str, Standard] = {}
+    for key, standard in standards.items():
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(standard.params):
+            if "linked" not in f.metadata:
+                continue
+            sources = [s for s in standards.values() if s.rule == f.metadata["linked"]]
+            if len(sources) > 1:
+                names = ", ".join(s.key for s in sources)
+                problems.append(
+                    f"standards.{key}.params.{f.name}: follows the {f.metadata['linked']} standard, "
+                    f"and this profile has several ({names})"
+                )
+            elif sources:
+                values[f.name] = sources[0].params.counting
+        params = dataclasses.replace(standard.params, **values) if values else standard.params
+        linked[key] = dataclasses.replace(standard, params=params)
+    return linked
 
 
 _NOTICE_TEXT_FIELDS = ("consequence", "consequence_section", "hearing", "hearing_section")
@@ -498,6 +527,7 @@ def parse_params(params_type: type[Any], values: Mapping[str, tuple[str, Any]], 
     """
     hints = typing.get_type_hints(params_type)
     fields = {f.name for f in dataclasses.fields(params_type)}
+    linked = {f.name: f.metadata["linked"] for f in dataclasses.fields(params_type) if "linked" in f.metadata}
     kwargs: dict[str, Any] = {}
     ok = True
     base_path = ""
@@ -505,6 +535,10 @@ def parse_params(params_type: type[Any], values: Mapping[str, tuple[str, Any]], 
         base_path = path.rsplit(".", 1)[0]
         if name not in fields:
             problems.append(f"{path}: unknown key; {params_type.__name__} has {', '.join(sorted(fields))}")
+            ok = False
+            continue
+        if name in linked:
+            problems.append(f"{path}: not set here; it follows the profile's {linked[name]} standard")
             ok = False
             continue
         before = len(problems)

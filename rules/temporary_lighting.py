@@ -19,8 +19,10 @@ The first day beyond ``max_days_per_year`` is a VIOLATION, and so is every later
 each such day gives one finding, produced by the evaluation whose interval contains the
 moment that day's temporary lighting began (so each day is reported once and the id is
 stable). Days declared for the future are counted as planned but only judged once they
-have begun (``now``). The other lighting rules keep treating declared periods as exempt;
-this rule is what catches the excess.
+have begun (``now``). The counting is ``rules.lighting.lighting_days``, with these params'
+``counting``; the profile hands the same counting to the other lighting rules, which treat
+declared temporary lighting as exempt only on the days within ``max_days_per_year``: on day
+31 the light is judged like any other, and this rule reports the day itself.
 
 Early warning: from ``warn_days_left`` days before the limit, the operator is told how
 many days of the year are used (declared future days included).
@@ -28,14 +30,13 @@ many days of the year are used (declared future days included).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site
-from rules.lighting import local_day_bounds, local_days
-from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData, TemporaryLighting
-from rules.times import duration_text, iso, overlaps
+from rules.lighting import TemporaryDays, lighting_days, local_day_bounds
+from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
+from rules.times import duration_text, iso
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,78 +50,14 @@ class TemporaryLightingParams:
     same_use_gap_s: float = 3600.0
 
     def __post_init__(self) -> None:
-        if self.max_days_per_year < 0 or self.warn_days_left < 0:
-            raise ValueError("max_days_per_year: day counts must not be negative")
-        if self.same_use_gap_s < 0:
-            raise ValueError("same_use_gap_s: must not be negative")
+        if self.warn_days_left < 0:
+            raise ValueError("warn_days_left: day counts must not be negative")
+        _ = self.counting  # TemporaryDays checks the counting's own fields
 
-
-@dataclass(frozen=True, slots=True)
-class LightingDay:
-    day: date
-    ordinal: int  # 1 for the first temporary-lighting day of its calendar year
-    first_on: datetime  # UTC: when temporary lighting began that day
-    last_off: datetime  # UTC: when it ended that day
-    periods: tuple[str, ...]
-
-
-def _uses(periods: Sequence[TemporaryLighting], gap: timedelta) -> list[list[TemporaryLighting]]:
-    """Declared periods grouped into uses: each overlaps or follows the use so far within ``gap``."""
-    uses: list[list[TemporaryLighting]] = []
-    use_end: datetime | None = None
-    for period in sorted(periods, key=lambda p: (p.start, p.end, p.id)):
-        if use_end is not None and period.start <= use_end + gap:
-            uses[-1].append(period)
-            use_end = max(use_end, period.end)
-        else:
-            uses.append([period])
-            use_end = period.end
-    return uses
-
-
-def _parts(
-    site: SiteContext, periods: Sequence[TemporaryLighting], per_use: bool, gap: timedelta
-) -> list[tuple[date, datetime, datetime, TemporaryLighting]]:
-    """(local date counted, on, off, declared period) for each part of a period that counts on a date."""
-    parts = []
-    if per_use:
-        for use in _uses(periods, gap):
-            on, use_end = use[0].start, max(p.end for p in use)
-            while on < use_end:
-                off = min(use_end, on + timedelta(hours=24))
-                day = on.astimezone(site.tz).date()
-                lit = [p for p in use if overlaps(p.start, p.end, on, off)]
-                parts += [(day, max(p.start, on), min(p.end, off), p) for p in lit]
-                on = off
-        return parts
-    for period in periods:
-        for day in local_days(site, period.start, period.end):
-            day_start, day_end = local_day_bounds(site, day)
-            parts.append((day, max(period.start, day_start), min(period.end, day_end), period))
-    return parts
-
-
-def lighting_days(
-    site: SiteContext, periods: Sequence[TemporaryLighting], params: TemporaryLightingParams | None = None
-) -> list[LightingDay]:
-    """Every day of declared temporary lighting, numbered within its calendar year (see the module)."""
-    params = params or TemporaryLightingParams()
-    spans: dict[date, tuple[datetime, datetime, list[str]]] = {}
-    lit = [p for p in periods if p.end > p.start]
-    gap = timedelta(seconds=params.same_use_gap_s)
-    for day, on, off, period in _parts(site, lit, params.overnight_counts_as_one_day, gap):
-        if day in spans:
-            first, last, ids = spans[day]
-            spans[day] = (min(first, on), max(last, off), [*ids, period.id])
-        else:
-            spans[day] = (on, off, [period.id])
-    days: list[LightingDay] = []
-    counts: dict[int, int] = {}
-    for day in sorted(spans):
-        counts[day.year] = counts.get(day.year, 0) + 1
-        first, last, ids = spans[day]
-        days.append(LightingDay(day, counts[day.year], first, last, tuple(sorted(set(ids)))))
-    return days
+    @property
+    def counting(self) -> TemporaryDays:
+        """How the days are counted; the profile gives every lighting rule this same counting."""
+        return TemporaryDays(self.max_days_per_year, self.overnight_counts_as_one_day, self.same_use_gap_s)
 
 
 def considered(params: TemporaryLightingParams) -> list[str]:
@@ -146,7 +83,7 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     findings: list[Finding] = []
-    for lit in lighting_days(site, data.temporary_lighting, params):
+    for lit in lighting_days(site, data.temporary_lighting, params.counting):
         if lit.ordinal <= params.max_days_per_year or not start <= lit.first_on < end or lit.first_on > now:
             continue
         summary = (
@@ -186,7 +123,7 @@ def early_warnings(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     year = now.astimezone(site.tz).year
-    days = lighting_days(site, data.temporary_lighting, params)
+    days = lighting_days(site, data.temporary_lighting, params.counting)
     this_year = [d for d in days if d.day.year == year]
     used = len(this_year)
     if used < params.max_days_per_year - params.warn_days_left:

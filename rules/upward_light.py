@@ -20,11 +20,18 @@ below the horizon. Found by running the simulated day: civil night flagged every
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
-from rules.lighting import light_context, minute_groups, series
+from rules.lighting import (
+    LINKED_TO_TEMPORARY_LIGHTING,
+    TemporaryDays,
+    light_context,
+    minute_groups,
+    series,
+    temporary_considered,
+)
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
 from rules.times import iso, local_hm
 
@@ -36,6 +43,9 @@ class UpwardLightParams:
     baseline_window_h: float = 72.0
     min_baseline_readings: int = 30
     sun_depression_deg: float = 12.0
+    # Declared temporary lighting exempts on the year's allowed days only; the profile links this
+    # to the temporary_lighting standard's counting (rules.lighting.TemporaryDays), not set here.
+    temporary_days: TemporaryDays = field(default=TemporaryDays(), metadata=LINKED_TO_TEMPORARY_LIGHTING)
 
     def __post_init__(self) -> None:
         if self.factor <= 1:
@@ -57,7 +67,9 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     lookback = timedelta(hours=params.baseline_window_h)
-    context = light_context(site, data, start - lookback, end, params.sun_depression_deg)
+    context = light_context(
+        site, data, start - lookback, end, params.sun_depression_deg, temporary_days=params.temporary_days
+    )
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.SKY).items():
         earlier = [
@@ -84,7 +96,11 @@ def evaluate(
             reasons = tuple(
                 dict.fromkeys(f"declared temporary lighting {p.id}" for p in periods if p is not None)
             )
-            tail = "" if own else f"; it was declared temporary lighting ({', '.join(reasons)})"
+            tail = (
+                context.beyond_allowance([readings[i] for i in chosen])
+                if own
+                else f"; it was declared temporary lighting ({', '.join(reasons)})"
+            )
             summary = (
                 f"The {sensor_label(info)} saw {worst:.3f} lux at {local_hm(window_start, site.tz)} local, "
                 f"{worst / baseline if baseline > 0 else float('inf'):.1f} times its usual night sky of "
@@ -106,7 +122,11 @@ def evaluate(
                     ),
                     exemptions=() if own else reasons,
                     refs=tuple(f"light:{sensor_id}:{iso(readings[i].ts)}" for i in chosen),
-                    details={"baseline_readings": len(earlier), "factor": params.factor},
+                    details={
+                        "baseline_readings": len(earlier),
+                        "factor": params.factor,
+                        "considered": [temporary_considered(params.temporary_days)],
+                    },
                 )
             )
     return findings

@@ -329,13 +329,14 @@ def build_report(
         if r["kind"] == "temporary-lighting"
         and isinstance(e := event_from_row(r["kind"], r["data"], site.id), TemporaryLighting)
     ]
-    from rules.temporary_lighting import TemporaryLightingParams, lighting_days
+    from rules.lighting import TemporaryDays, lighting_days
 
-    params = TemporaryLightingParams()
+    counting = TemporaryDays()
     if "temporary_lighting" in profile.standards:
-        params = profile.params("temporary_lighting")
-    allowance = params.max_days_per_year
-    used = [d for d in lighting_days(site.context(), periods, params) if d.day.year == period.first_day.year]
+        counting = profile.params("temporary_lighting").counting
+    allowance = counting.max_days_per_year
+    year = period.first_day.year
+    used = [d for d in lighting_days(site.context(), periods, counting) if d.day.year == year]
     in_period = [d for d in used if period.first_day <= d.day <= period.last_day]
     through = [d for d in used if d.day <= period.last_day]
     report.lighting_allowance = {

@@ -25,7 +25,7 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
-from rules.profile import Profile
+from rules.profile import Profile, ProfileError
 from rules.times import iso
 from tests.support.rule_builders import (
     DOVRE,
@@ -86,6 +86,66 @@ def test_light_trespass_during_declared_temporary_lighting_is_exempt() -> None:
     [finding] = trespass(light("l1", NIGHT - 10 * MINUTE, 11, 2.0), temporaries=[period])
     assert finding.kind == FindingKind.EXEMPT_EXCEEDANCE
     assert finding.exemptions == ("declared temporary lighting tl-1",)
+
+
+TONIGHT = temporary(NIGHT - timedelta(hours=1), 3, "tl-tonight")
+OF_45 = with_overrides(temporary_lighting__max_days_per_year=45)
+X_ = "exempt_exceedance"
+
+# 6.C.6 allows temporary lighting on 30 days a year: tonight's declared lighting exempts the
+# boundary light on day 30, not on day 31 (the temporary_lighting rule reports that day itself).
+# fmt: off
+TEMPORARY_ALLOWANCE_CASES = [
+    case(29, DOVRE, "light_trespass", [X_], id="6.C.2-temporary-lighting-on-day-30-exempts"),
+    case(30, DOVRE, "light_trespass", ["violation"], id="6.C.2-temporary-lighting-on-day-31-does-not"),
+    case(30, OF_45, "light_trespass", [X_], id="6.C.2-the-allowance-is-the-temporary-lighting-standards"),
+    case(29, DOVRE, "high_intensity_light", [X_], id="6.C.4-temporary-lighting-on-day-30-exempts"),
+    case(30, DOVRE, "high_intensity_light", ["violation"], id="6.C.4-temporary-lighting-on-day-31-does-not"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("days_before", "profile", "standard", "expected"), TEMPORARY_ALLOWANCE_CASES)
+def test_temporary_lighting_exempts_only_within_the_years_days(
+    days_before: int, profile: Profile, standard: str, expected: list[str]
+) -> None:
+    readings = light("l1", NIGHT - 10 * MINUTE, 11, 2.0, lux_max=300.0)
+    periods = (*lit_days("2026-05-01", days_before), TONIGHT)
+    data = SiteData(light=tuple(readings), temporary_lighting=periods)
+    [finding] = run(standard, data, NIGHT, NIGHT + MINUTE, profile=profile)
+    assert kinds([finding]) == expected
+    allowance = profile.params("temporary_lighting").max_days_per_year
+    assert any(f"only on the year's first {allowance} days" in c for c in finding.details["considered"])
+    if finding.kind == FindingKind.VIOLATION:
+        assert finding.exemptions == ()
+        assert "declared temporary lighting was on (tl-tonight on day 31 of 2026), beyond the 30 days" in (
+            finding.summary
+        )
+    else:
+        assert finding.exemptions == ("declared temporary lighting tl-tonight",)
+        assert "beyond" not in finding.summary
+
+
+def test_temporary_lighting_exemption_counts_the_night_as_6_c_6_does() -> None:
+    """Day 30 is one night switched off for a minute at midnight: after midnight is still day 30."""
+    after_midnight = at("2026-06-16 01:00")
+    periods = (
+        *lit_days("2026-05-01", 29),
+        TemporaryLighting("pit1", "a", at("2026-06-15 20:00"), at("2026-06-15 23:59")),
+        TemporaryLighting("pit1", "b", at("2026-06-16 00:00"), at("2026-06-16 04:00")),
+    )
+    data = SiteData(
+        light=tuple(light("l1", after_midnight - 10 * MINUTE, 11, 2.0)), temporary_lighting=periods
+    )
+    [finding] = run("light_trespass", data, after_midnight, after_midnight + MINUTE)
+    assert finding.kind == FindingKind.EXEMPT_EXCEEDANCE
+    assert finding.exemptions == ("declared temporary lighting b",)
+    assert run("temporary_lighting", data, at("2026-05-01 00:00"), after_midnight) == []
+
+
+def test_temporary_days_are_not_set_per_lighting_standard() -> None:
+    with pytest.raises(ProfileError, match=r"light_trespass\.temporary_days: not set here; it follows the"):
+        with_overrides(light_trespass__temporary_days=45)
 
 
 def test_no_civil_night_in_tromso_in_june_and_whole_night_in_december() -> None:
