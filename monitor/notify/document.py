@@ -317,11 +317,20 @@ def header_rows(notice: Notice, context: NoticeContext | None = None) -> list[tu
 
 
 def _cure_text(notice: Notice) -> str:
+    """The period to correct: the ordinance's when the profile names its section (Dovre 13.3.A,
+    whose words on more time follow), else the Town's setting in the profile, attributed to no
+    section (land-disturbing: § 28-5 sets no period and no procedure for more time)."""
     d = notice.data
-    section = f"section {d['cure_section']}" if d.get("cure_section") else "the ordinance"
+    days = d.get("cure_days", 14)
     counted = f", counted to {d['deadline_rule']}" if d.get("deadline_rule") else ""
+    if not d.get("cure_section"):
+        profile = f"profile {d['profile']}" if d.get("profile") else "the profile"
+        return (
+            f"The Operator has {days} days to correct the violation{counted}. The {days} days are the"
+            f" Town's setting in {profile}, not a period set by a section of the ordinance."
+        )
     return (
-        f"Under {section} the Operator is granted {d.get('cure_days', 14)} days to correct the violation"
+        f"Under section {d['cure_section']} the Operator is granted {days} days to correct the violation"
         f"{counted}. If circumstances require more time, the Operator shall immediately provide the Town"
         " with a written explanation of the need for additional time and the amount of additional time"
         " required."
