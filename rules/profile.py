@@ -22,7 +22,8 @@ A profile is a TOML file (shipped ones live in ``rules/profiles/<name>.toml``)::
 
     [notice]                           # optional: what notices say beyond the standard
     consequence = "..."; consequence_section = "13.3.B"
-    hearing = ""                       # the ordinance's hearing or appeal; "" = it provides none
+    hearing = ""                       # the ordinance's hearing or appeal, in its words; "" = not stated
+    no_hearing_source = ""             # where the ordinance says there is none (only then notices say so)
     [notice.sources.noise]             # where each number comes from: a section, "profile", a citation
     limit_db = "6.D"
 
@@ -112,8 +113,11 @@ class NoticeTerms:
 
     consequence: str = ""  # what follows if the violation is not corrected (Dovre 13.3.B)
     consequence_section: str = ""
-    hearing: str = ""  # the hearing or appeal the ordinance provides; "" = it provides none
+    hearing: str = ""  # the hearing or appeal the ordinance provides; "" = not stated in the profile
     hearing_section: str = ""
+    # The section or citation saying the ordinance provides no hearing or appeal: a notice says
+    # "the ordinance provides no hearing or appeal" only with it, never from an empty ``hearing``.
+    no_hearing_source: str = ""
     sources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
@@ -356,7 +360,13 @@ def _link_standards(standards: dict[str, Standard], problems: list[str]) -> dict
     return linked
 
 
-_NOTICE_TEXT_FIELDS = ("consequence", "consequence_section", "hearing", "hearing_section")
+_NOTICE_TEXT_FIELDS = (
+    "consequence",
+    "consequence_section",
+    "hearing",
+    "hearing_section",
+    "no_hearing_source",
+)
 
 
 def _notice_terms(
@@ -367,7 +377,9 @@ def _notice_terms(
         problems.append(f"notice: expected a table, got {raw!r}")
         return NoticeTerms()
     for unknown in sorted(set(raw) - {*_NOTICE_TEXT_FIELDS, "sources"}):
-        problems.append(f"notice.{unknown}: unknown key; expected one of consequence, hearing, sources")
+        problems.append(
+            f"notice.{unknown}: unknown key; expected one of {', '.join(_NOTICE_TEXT_FIELDS)}, sources"
+        )
     texts: dict[str, str] = {}
     for name in _NOTICE_TEXT_FIELDS:
         value = raw.get(name, "")
@@ -375,6 +387,10 @@ def _notice_terms(
             problems.append(f"notice.{name}: expected a string, got {value!r}")
         else:
             texts[name] = " ".join(value.split())
+    if texts.get("hearing") and texts.get("no_hearing_source"):
+        problems.append(
+            "notice.no_hearing_source: the profile also states a hearing or appeal (notice.hearing)"
+        )
     sources: dict[str, dict[str, str]] = {}
     raw_sources = raw.get("sources", {})
     if not isinstance(raw_sources, Mapping):

@@ -338,8 +338,15 @@ def _cure_text(notice: Notice) -> str:
 
 
 def _consequence_texts(notice: Notice, context: NoticeContext | None) -> list[str]:
-    """What follows if the violation is not corrected, and any hearing or appeal: the profile's words."""
-    terms = context.profile.notice if context is not None and context.profile is not None else None
+    """What follows if the violation is not corrected, and any hearing or appeal: the profile's words.
+
+    That the ordinance provides no hearing or appeal is said only when the profile says so with its
+    source (``[notice] no_hearing_source``); a profile silent on it leaves the question open here.
+    """
+    profile = context.profile if context is not None else None
+    terms = profile.notice if profile is not None else None
+    name = profile.name if profile is not None else str(notice.data.get("profile") or "")
+    judged = f"profile {name}, under which this notice was judged," if name else "the profile"
     out: list[str] = []
     if terms is not None and terms.consequence:
         out.append(terms.consequence)
@@ -348,14 +355,27 @@ def _consequence_texts(notice: Notice, context: NoticeContext | None) -> list[st
             f"If the violation is not corrected in time, a citation may be issued (section "
             f"{notice.data['citation_section']})."
         )
+    else:
+        out.append(f"Not stated here: {judged} does not record what the ordinance provides.")
     if terms is not None and terms.hearing:
         cite = f" (section {terms.hearing_section})" if terms.hearing_section else ""
         out.append(f"Hearing or appeal{cite}: {terms.hearing}")
+    elif terms is not None and terms.no_hearing_source:
+        out.append(
+            f"The ordinance provides no hearing or appeal of a notice of violation "
+            f"({_source_text(terms.no_hearing_source)}); this notice cites none."
+        )
     else:
         out.append(
-            "The ordinance provides no hearing or appeal of a notice of violation; this notice cites none."
+            f"Hearing or appeal: not stated here; {judged} does not record whether the ordinance"
+            " provides one."
         )
     return out
+
+
+def _source_text(source: str) -> str:
+    """'section 13.3' for a section of the ordinance, any other citation as written."""
+    return f"section {source}" if _SECTION.fullmatch(source) else source
 
 
 _SECTION = re.compile(r"\d+(?:\.[0-9A-Za-z]+)*")

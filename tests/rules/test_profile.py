@@ -324,7 +324,9 @@ def test_dovre_notice_terms_name_the_source_of_every_limit() -> None:
     profile = load_profile("dovre")
     terms = profile.notice
     assert terms.consequence_section == "13.3.B" and "Town Citation Ordinance" in terms.consequence
-    assert terms.hearing == ""  # section 13 provides none; notices say so
+    # The supplied section 13 stops after 13.3.B: it names no hearing or appeal, which is no proof
+    # that there is none, so the profile states neither one nor a source saying there is none.
+    assert terms.hearing == "" and terms.no_hearing_source == ""
     # Where the ordinance gives no number, the profile says the Town set it.
     assert terms.sources["light_trespass"] == {"limit_lux": "profile", "min_duration_s": "profile"}
     assert terms.sources["noise"]["limit_db"] == "6.D"
@@ -371,6 +373,15 @@ def test_notice_terms_mistakes_are_reported_by_path() -> None:
     assert "notice.sources.noise.limit_db: expected a section" in problems
     assert "notice.sources.noise.loudness: not a param of 'noise'" in problems
     assert "notice.sources.dust: 'dust' is not a standard of this profile" in problems
+
+
+def test_a_profile_cannot_state_a_hearing_and_a_source_saying_there_is_none() -> None:
+    raw = minimal(notice={"hearing": "Appeal to the Town Board.", "no_hearing_source": "13.4"})
+    with pytest.raises(ProfileError) as info:
+        build_profile(raw)
+    assert "notice.no_hearing_source: the profile also states a hearing or appeal (notice.hearing)" in (
+        info.value.problems
+    )
 
 
 def test_the_episode_gap_reads_without_building_the_profile() -> None:

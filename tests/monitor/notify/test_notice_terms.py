@@ -3,11 +3,14 @@ only what the profile's ordinance says, attributed to the section that says it."
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
+
+import pytest
 
 from monitor.notify.document import NoticeContext, document_sections
 from monitor.notify.notices import Notice, _deadline_rule
-from rules.profile import load_profile
+from rules.profile import Profile, load_profile
 
 
 def _notice(profile_name: str, standard: str = "") -> Notice:
@@ -29,8 +32,8 @@ def _notice(profile_name: str, standard: str = "") -> Notice:
     return Notice("X-2026-0001", "q1", standard, section, "open", issued, deadline, deadline, data)
 
 
-def _paragraphs(notice: Notice, title: str) -> str:
-    context = NoticeContext(profile=load_profile(str(notice.data["profile"])))
+def _paragraphs(notice: Notice, title: str, profile: Profile | None = None) -> str:
+    context = NoticeContext(profile=profile or load_profile(str(notice.data["profile"])))
     [section] = [s for s in document_sections(notice, [], context) if s.title.startswith(title)]
     return " ".join(section.paragraphs)
 
@@ -49,3 +52,59 @@ def test_a_profile_naming_no_cure_section_gives_the_period_as_the_towns_setting(
     assert "The 14 days are the Town's setting in profile land-disturbing, not a period set by" in text
     for claim in ("ordinance the Operator is granted", "granted", "shall immediately", "written explanation"):
         assert claim not in text, claim
+
+
+NOT_STATED = (
+    "Hearing or appeal: not stated here; profile {name}, under which this notice was judged, does not"
+    " record whether the ordinance provides one."
+)
+
+
+@pytest.mark.parametrize("name", ["dovre", "land-disturbing"])
+def test_no_shipped_profile_makes_the_notice_say_the_ordinance_provides_no_hearing(name: str) -> None:
+    """Dovre's supplied text stops after 13.3.B, which defers to the Town Citation Ordinance; § 28-5
+    has no enforcement text at all. Neither is a source for "the ordinance provides no hearing"."""
+    notice = _notice(name)
+    text = _paragraphs(notice, "If the violation is not corrected")
+    assert "provides no hearing" not in text
+    assert NOT_STATED.format(name=name) in text
+
+
+def test_dovre_says_a_citation_follows_the_town_citation_ordinance() -> None:
+    text = _paragraphs(_notice("dovre", "noise"), "If the violation is not corrected (section 13.3.B)")
+    assert "may issue a citation in accord with the Town Citation Ordinance (section 13.3.B)" in text
+
+
+def test_a_profile_with_no_consequence_says_it_records_none() -> None:
+    text = _paragraphs(_notice("land-disturbing", "buffer_zone"), "If the violation is not corrected")
+    assert text.startswith(
+        "Not stated here: profile land-disturbing, under which this notice was judged, does not record what"
+        " the ordinance provides."
+    )
+
+
+@pytest.mark.parametrize(
+    ("terms", "said"),
+    [
+        (
+            {"hearing": "Appeal to the Town Board within 10 days.", "hearing_section": "9.1"},
+            "Hearing or appeal (section 9.1): Appeal to the Town Board within 10 days.",
+        ),
+        (
+            {"no_hearing_source": "13.4"},
+            "The ordinance provides no hearing or appeal of a notice of violation (section 13.4); this notice"
+            " cites none.",
+        ),
+        (
+            {"no_hearing_source": "Town Citation Ordinance § 2"},
+            "The ordinance provides no hearing or appeal of a notice of violation (Town Citation Ordinance"
+            " § 2); this notice cites none.",
+        ),
+        ({}, NOT_STATED.format(name="dovre")),
+    ],
+)
+def test_hearing_or_appeal_is_said_as_the_profile_says_it(terms: dict[str, str], said: str) -> None:
+    profile = load_profile("dovre")
+    profile = dataclasses.replace(profile, notice=dataclasses.replace(profile.notice, **terms))
+    text = _paragraphs(_notice("dovre", "noise"), "If the violation is not corrected", profile)
+    assert text.endswith(said)

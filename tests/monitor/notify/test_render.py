@@ -605,7 +605,7 @@ def test_document_names_issuer_reply_operator_consequence_evidence_and_sources(t
             "Signature: ____",
             "Acme Aggregates LLC, 7 Quarry Road, Dovre, WI 54000",  # the operator's address
             "the Town Board may issue a citation in accord with the Town Citation Ordinance (section 13.3.B)",
-            "no hearing or appeal",
+            "Hearing or appeal: not stated here; profile dovre, under which this notice was judged, does not",
             head,  # the chain head the notice was recorded under
             f"entry {seq} of the quarry chain",
             "minewatch evidence --config test.toml --site quarry --from 2026-12-16T04:30:00Z "
@@ -615,6 +615,7 @@ def test_document_names_issuer_reply_operator_consequence_evidence_and_sources(t
             "set by the Town in profile dovre; the ordinance gives no number",
         ]:
             assert expected in text, (fmt, expected)
+        assert "provides no hearing or appeal" not in text, fmt  # the supplied text never says so
     markdown = render_notice(store.conn, notices["noise"].id, "md", config=config).decode()
     assert "| limit: 80 dB | the ordinance's own, section 6.D |" in markdown
     assert "| interval: 60 s | set by the Town in profile dovre; the ordinance gives no number |" in markdown
