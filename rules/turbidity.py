@@ -16,6 +16,10 @@ that sensor (earlier minutes of the run are not flagged). Gaps shorter than
 ``max_gap_s`` do not break a run. Without a reference reading only ``max_ntu`` is judged,
 and the finding's completeness says what share of its readings had a reference.
 
+28-5(a) sets no turbidity number ("visible siltation"): the NTU limits are the profile's (its
+comments and ``considered`` give their source), and the findings say so rather than cite
+28-5(a) for them.
+
 28-5(a)(1): "This subsection shall not apply to a land-disturbing activity in connection
 with the construction of facilities to be located on, over, or under a lake or natural
 watercourse." A site whose flag ``exempt_flag`` (``activity_over_water``) is true gets
@@ -134,9 +138,9 @@ def _condition(item: _Judged, params: TurbidityParams) -> str:
     if item.reference is not None and item.reading.ntu - item.reference > params.max_above_reference_ntu:
         return (
             f"{item.reading.ntu:g} NTU, {item.reading.ntu - item.reference:g} NTU above the reference "
-            f"({item.reference:g} NTU; limit {params.max_above_reference_ntu:g} NTU above it)"
+            f"({item.reference:g} NTU; the profile's limit: {params.max_above_reference_ntu:g} NTU above it)"
         )
-    return f"{item.reading.ntu:g} NTU, above the {params.max_ntu:g} NTU limit"
+    return f"{item.reading.ntu:g} NTU, above the profile's {params.max_ntu:g} NTU limit"
 
 
 def evaluate(
@@ -180,8 +184,8 @@ def evaluate(
                 tail = ""
             summary = (
                 f"Turbidity at {sensor_label(info)} was {_condition(worst, params)} at "
-                f"{local_hm(window_start, tz)} local, {since}: siltation beyond the buffer line "
-                f"(section {standard.section}){tail}"
+                f"{local_hm(window_start, tz)} local, {since}: read as visible siltation beyond the buffer "
+                f"line (section {standard.section}, which sets no turbidity number){tail}"
             )
             measurements = [Measurement("turbidity", worst.reading.ntu, params.max_ntu, "NTU")]
             if worst.reference is not None:

@@ -378,7 +378,8 @@ def _source_text(source: str) -> str:
     return f"section {source}" if _SECTION.fullmatch(source) else source
 
 
-_SECTION = re.compile(r"\d+(?:\.[0-9A-Za-z]+)*")
+# A section of the ordinance as profiles cite it: "6.D", "13.3.B", "28-5(a)", "28-8(b)(5)".
+_SECTION = re.compile(r"\d+(?:[.-][0-9A-Za-z]+)*(?:\([0-9A-Za-z]+\))*")
 _PARAM_UNITS = (
     ("_lux", "lux"),
     ("_db", "dB"),
@@ -402,6 +403,8 @@ def _param_label(name: str, value: Any) -> tuple[str, str]:
         if name.endswith(suffix):
             words, unit = name[: -len(suffix)], text
             break
+    # "max_lux" and "max_ntu" leave a bare "max": every limit reads "maximum", never "max".
+    words = {"min": "minimum", "max": "maximum"}.get(words, words)
     words = words.replace("min_", "minimum ").replace("max_", "maximum ").replace("_", " ").strip()
     if isinstance(value, float | int) and not isinstance(value, bool):
         shown = f"{float(value):g}"

@@ -485,6 +485,28 @@ def test_turbidity_at_the_buffer_line(
         assert "28-5(a)(1)" in findings[0].exemptions[0]
 
 
+@pytest.mark.parametrize(
+    ("line", "reference", "condition"),
+    [
+        (40.0, 10.0, "40 NTU, 30 NTU above the reference (10 NTU; the profile's limit: 25 NTU above it)"),
+        (60.0, None, "60 NTU, above the profile's 50 NTU limit"),
+    ],
+)
+def test_turbidity_findings_give_the_ntu_limits_as_the_profiles_not_28_5_a(
+    line: float, reference: float | None, condition: str
+) -> None:
+    """28-5(a) says "visible siltation" and sets no number: the summary names the limit as the
+    profile's, and the finding carries the profile's considered text giving its source."""
+    finding = run("buffer_zone", turbidity(line, reference), T0, T0 + timedelta(minutes=20))[0]
+    assert condition in finding.summary
+    assert finding.summary.endswith(
+        ": read as visible siltation beyond the buffer line (section 28-5(a), which sets no turbidity number)"
+    )
+    assert "limit 25 NTU" not in finding.summary and "the 50 NTU limit" not in finding.summary
+    [source] = [c for c in finding.details["considered"] if "15A NCAC 02B .0211" in c]
+    assert source.startswith("Section 28-5(a) sets no turbidity number for 'visible siltation'.")
+
+
 def test_turbidity_minutes_match_whole_interval_and_early_warning() -> None:
     data = turbidity(40.0, 10.0, 15)
     whole = run("buffer_zone", data, T0, T0 + timedelta(minutes=20))

@@ -108,3 +108,45 @@ def test_hearing_or_appeal_is_said_as_the_profile_says_it(terms: dict[str, str],
     profile = dataclasses.replace(profile, notice=dataclasses.replace(profile.notice, **terms))
     text = _paragraphs(_notice("dovre", "noise"), "If the violation is not corrected", profile)
     assert text.endswith(said)
+
+
+def _rows(notice: Notice, title: str) -> list[tuple[str, str]]:
+    context = NoticeContext(profile=load_profile(str(notice.data["profile"])))
+    [section] = [s for s in document_sections(notice, [], context) if s.title.startswith(title)]
+    return [*section.rows, *((b, "") for b in section.bullets)]
+
+
+def test_land_disturbing_turbidity_notice_says_where_its_numbers_come_from() -> None:
+    """28-5(a) sets no turbidity number: the notice lists the profile's readings as Considered and
+    gives the NTU limits' source, never 28-5(a)."""
+    notice = _notice("land-disturbing", "buffer_zone")
+    considered = " ".join(b for b, _ in _rows(notice, "Considered"))
+    assert "Section 28-5(a) sets no turbidity number for 'visible siltation'" in considered
+    assert "15A NCAC 02B .0211" in considered
+    sources = dict(_rows(notice, "Numbers used and their sources"))
+    assert sources["maximum: 50 NTU"].startswith(
+        "North Carolina's surface water standard for streams not designated trout waters (15A NCAC 02B .0211)"
+    )
+    assert sources["maximum above reference: 25 NTU"].endswith("section 28-5(a) gives no number")
+    assert sources["minimum duration: 600 s"] == (
+        "set by the Town in profile land-disturbing; the ordinance gives no number"
+    )
+    assert not any(said.startswith("the ordinance's own") for said in sources.values())
+
+
+@pytest.mark.parametrize(
+    ("standard", "row", "said"),
+    [
+        ("slopes", "calendar days: 21", "the ordinance's own, section 28-5(b)"),
+        ("fill_material", "maximum piece: 12 in", "the ordinance's own, section 28-5(c)"),
+        ("erosion_control", "maximum area: 5000 sq ft", "the ordinance's own, section 28-5(d)"),
+        ("ground_cover", "working days: 15", "the ordinance's own, section 28-5(d)"),
+        ("ground_cover", "calendar days: 90", "the ordinance's own, section 28-5(d)"),
+        ("prior_plan", "minimum days filed: 30", "the ordinance's own, section 28-5(e)"),
+    ],
+)
+def test_land_disturbing_numbers_28_5_sets_are_cited_to_their_subsection(
+    standard: str, row: str, said: str
+) -> None:
+    sources = dict(_rows(_notice("land-disturbing", standard), "Numbers used and their sources"))
+    assert sources[row] == said
