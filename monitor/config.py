@@ -230,7 +230,8 @@ class SiteConfig:
     flags: Mapping[str, Any] = field(default_factory=dict)
     gates: tuple[GateConfig, ...] = ()
     sensors: tuple[SensorConfig, ...] = ()
-    # Dovre section 2 "adjoining property": owners who must get each blast notice (6.F).
+    # Dovre 6.F: every owner of adjacent property within 1/2 mile, who must get each blast notice
+    # (not only section 2's "adjoining property", which needs a residence).
     adjoining_owners: tuple[AdjoiningOwnerConfig, ...] = ()
     # Who takes blast notices for the Town (6.F), each with an id the portal's form offers.
     town_contacts: tuple[TownContactConfig, ...] = ()

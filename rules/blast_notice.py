@@ -149,9 +149,9 @@ def considered(params: BlastNoticeParams, site: SiteContext) -> list[str]:
     """This rule's readings of 6.F the Town should confirm, for the notice's "Considered" list."""
     towns = ", ".join(repr(t) for t in params.town_recipients)
     owners = (
-        f"{len(site.adjoining_owners)} adjoining owner(s) listed in the site configuration"
+        f"{len(site.adjoining_owners)} owner(s) listed in the site configuration"
         if site.adjoining_owners
-        else "no adjoining owners are listed in the site configuration, so only the Town was checked"
+        else "no owners are listed in the site configuration, so only the Town was checked"
     )
     later = (
         "on the notice's planned local day"
@@ -173,7 +173,9 @@ def considered(params: BlastNoticeParams, site: SiteContext) -> list[str]:
         " announced (minewatch reading, for the Town to confirm).",
         hours,
         f"A recipient named {towns} counts as notice to the Town (minewatch reading).",
-        f"Owners of adjoining property: {owners} (section 2: parcels within 1/2 mile with a residence).",
+        "Owners: 6.F requires notice to 'all owners of adjacent property lying within one-half (1/2) mile"
+        " of the nonmetallic mine site' (not only section 2's 'adjoining property', which needs a"
+        f" residence); minewatch checks the owners the Town listed for the site: {owners}.",
     ] + (
         [f"The Town's notice contacts in the site configuration: {contacts}; each counts as the Town."]
         if (contacts := ", ".join(c.label for c in site.town_contacts))

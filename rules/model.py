@@ -62,8 +62,10 @@ class SensorInfo:
 
 @dataclass(frozen=True, slots=True)
 class AdjoiningOwner:
-    """An owner of adjoining property (Dovre section 2: a parcel within 1/2 mile of the mine
-    site's parcel with a residence existing at adoption), who must get blast notices (6.F).
+    """An owner who must get blast notices: Dovre 6.F, "all owners of adjacent property lying
+    within one-half (1/2) mile of the nonmetallic mine site". That is not section 2's defined
+    "adjoining property" (parcels within 1/2 mile with a residence existing at adoption): 6.F
+    names no residence, so the Town lists every such owner, with a residence or not.
 
     A blast notice reaches this owner when one of its recipients equals ``id`` or ``name``
     (case and spacing ignored).

@@ -1,4 +1,5 @@
-"""Adjoining owners (Dovre section 2) in the site configuration: blast-notice recipients besides the Town."""
+"""Owners of adjacent property within 1/2 mile (Dovre 6.F) in the site configuration
+([[sites.adjoining_owners]]): blast-notice recipients besides the Town."""
 
 from __future__ import annotations
 

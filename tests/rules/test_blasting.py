@@ -402,7 +402,18 @@ def test_a_pending_notice_with_a_name_that_matches_no_one_warns_at_once() -> Non
 def test_without_listed_owners_only_the_town_is_checked_and_the_finding_says_so() -> None:
     finding = judge_notice(sent(("Town of Dovre",)), site=SITE)
     assert finding.kind.value == OK
-    assert any("no adjoining owners are listed" in c for c in finding.details["considered"])
+    assert any("no owners are listed in the site configuration" in c for c in finding.details["considered"])
+
+
+def test_the_owners_considered_are_6f_adjacent_owners_not_section_2s_adjoining_property() -> None:
+    """6.F: "all owners of adjacent property lying within one-half (1/2) mile", not section 2's
+    defined "adjoining property" (which needs a residence): the notice quotes 6.F."""
+    finding = judge_notice(sent(("Town of Dovre", "p-12", "p-14")))
+    [owners] = [c for c in finding.details["considered"] if c.startswith("Owners")]
+    quote = "'all owners of adjacent property lying within one-half (1/2) mile of the nonmetallic mine site'"
+    assert quote in owners
+    assert "section 2: parcels within 1/2 mile with a residence" not in owners
+    assert owners.endswith("owner(s) listed in the site configuration.")
 
 
 def test_a_timely_reissue_adds_its_recipients_a_late_one_does_not() -> None:
