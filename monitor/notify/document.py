@@ -53,6 +53,7 @@ __all__ = [
     "facts_rows",
     "header_rows",
     "history_rows",
+    "is_section",
     "load_notice",
     "measurements",
     "notice_context",
@@ -375,11 +376,18 @@ def _consequence_texts(notice: Notice, context: NoticeContext | None) -> list[st
 
 def _source_text(source: str) -> str:
     """'section 13.3' for a section of the ordinance, any other citation as written."""
-    return f"section {source}" if _SECTION.fullmatch(source) else source
+    return f"section {source}" if is_section(source) else source
 
 
 # A section of the ordinance as profiles cite it: "6.D", "13.3.B", "28-5(a)", "28-8(b)(5)".
 _SECTION = re.compile(r"\d+(?:[.-][0-9A-Za-z]+)*(?:\([0-9A-Za-z]+\))*")
+
+
+def is_section(source: str) -> bool:
+    """Whether a ``[notice.sources]`` entry names a section of the ordinance (not "profile" or a citation)."""
+    return _SECTION.fullmatch(source) is not None
+
+
 _PARAM_UNITS = (
     ("_lux", "lux"),
     ("_db", "dB"),
@@ -429,7 +437,7 @@ def source_rows(notice: Notice, context: NoticeContext | None) -> list[tuple[str
             said = "set for this site by its operations agreement (section 4.1)"
         elif source == "profile":
             said = f"set by the Town in profile {profile.name}; the ordinance gives no number"
-        elif _SECTION.fullmatch(source):
+        elif is_section(source):
             said = f"the ordinance's own, section {source}"
         else:
             said = source

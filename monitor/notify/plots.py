@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.config import SiteConfig
 from monitor.journal import queries
-from monitor.notify.document import PLOT_MARGIN, measurements
+from monitor.notify.document import PLOT_MARGIN, is_section, measurements
 from monitor.notify.notices import (
     Notice,
     NoticeEpisode,
@@ -154,13 +154,24 @@ def _other_limits_text(episode: NoticeEpisode, units: frozenset[str]) -> str:
     return "\n".join(lines)
 
 
-def _limit_line(ax: Any, limit: float, unit: str, section: str) -> None:
+def _limit_source(notice: Notice, profile: Profile | None) -> str:
+    """Whose the drawn limit is, as the notice's "Numbers used" says: the section when the profile's
+    ``[notice.sources]`` gives the ordinance's section (or names none), else the profile's."""
+    name = _LIMIT_PARAMS.get(str(notice.data.get("rule", "")), "")
+    sources = profile.notice.sources.get(notice.standard, {}) if profile is not None else {}
+    source = sources.get(name, "")
+    if profile is None or not source or is_section(source):
+        return f"section {source or notice.section}"
+    return f"profile {profile.name}; section {notice.section} sets no number"
+
+
+def _limit_line(ax: Any, limit: float, unit: str, source: str) -> None:
     ax.axhline(
         limit,
         color="#c92a2a",
         linestyle="--",
         linewidth=1.5,
-        label=f"Limit {limit_text(limit, unit)} (section {section})",
+        label=f"Limit {limit_text(limit, unit)} ({source})",
     )
 
 
@@ -414,7 +425,7 @@ def _noise_plot(
             color="#6b4f00",
         )
     if limit is not None:
-        _limit_line(ax, limit, "dB(A)", notice.section)
+        _limit_line(ax, limit, "dB(A)", _limit_source(notice, profile))
     _note_box(ax, _other_limits_text(episode, SOUND_UNITS))
     if levels_seen:
         low = min(min(levels_seen), float(limit) if limit is not None else math.inf)
@@ -500,7 +511,7 @@ def _readings_plot(
     ax.axvspan(window_start, window_end, color="#e03131", alpha=0.08, label="violation episode")
     limit = plotted_limit(notice, episode, series.units, profile)
     if limit is not None:
-        _limit_line(ax, limit, series.unit, notice.section)
+        _limit_line(ax, limit, series.unit, _limit_source(notice, profile))
     note = _other_limits_text(episode, series.units)
     if limit is None:
         note = f"Section {notice.section} sets no {series.what} level limit.\n" + note

@@ -396,6 +396,10 @@ _PLOTTED = {
 }
 
 
+# The plotted limits the ordinance gives no number for ([notice.sources]: "profile" or a citation).
+_PROFILE_LIMITS = {"light_trespass", "high_intensity_light", "buffer_zone"}
+
+
 def _limit_lines(fig: Any) -> list[tuple[float, str]]:
     """(y, label) of every horizontal limit line on the figure's axes."""
     [ax] = fig.axes
@@ -474,7 +478,12 @@ def test_every_standard_renders_and_its_plot_draws_the_notices_limit(
                 expected = in_unit[0]
                 assert lines == [(pytest.approx(expected.limit), lines[0][1])], key
                 unit = "lux" if expected.unit == "lx" else expected.unit
-                assert lines[0][1] == f"Limit {expected.limit:g} {unit} (section {standard.section})", key
+                # Whose the number is, as "Numbers used and their sources" says: a limit the section
+                # sets is cited to it; one the profile sets is the profile's, the section setting none.
+                said = f"section {standard.section}"
+                if key in _PROFILE_LIMITS:
+                    said = f"profile {profile.name}; section {standard.section} sets no number"
+                assert lines[0][1] == f"Limit {expected.limit:g} {unit} ({said})", key
             else:
                 assert lines == [], key  # flashing: no level limit, so no line
                 assert f"Section {standard.section} sets no" in _all_text(fig)
