@@ -9,12 +9,19 @@ Each blast needs a BlastNotice with the same id that
 * was issued at least ``min_notice_h`` before the detonation (exactly 24 h is enough:
   "no less than"), judged against the actual detonation, not the planned time;
 * announced a time the blast kept: a blast fired more than ``early_tolerance_h`` before
-  the planned time was not the blast the notice announced (a notice for Friday 14:00 does
-  not warn anyone of a blast on Thursday 14:30), so that notice does not count;
+  the planned time, or on a local day more than ``late_tolerance_days`` after the planned
+  day, was not the blast the notice announced (a notice for Friday 14:00 does not warn anyone
+  of a blast on Thursday 14:30, nor one for June 3 of a blast on July 15), so that notice does
+  not count; of the notices that announced the blast's time, the earliest timely one gives the
+  lead;
 * reached the Town (a recipient that is one of the site's Town contacts by id or name,
-  ``SiteContext.town_contacts``, or one of the profile's ``town_recipients``) and every adjoining
-  owner the site configuration lists (``SiteContext.adjoining_owners``, section 2's "adjoining
-  property"). A re-issued notice for the same blast that is itself timely adds its recipients.
+  ``SiteContext.town_contacts``, or one of the profile's ``town_recipients``) and every owner
+  the site configuration lists (``SiteContext.adjoining_owners``: 6.F's owners of adjacent
+  property within half a mile). A re-issued notice for the same blast that is itself timely
+  adds its recipients; one reached only by a late notice is named with the lead they had.
+
+The hours are elapsed time unless ``hours_exclude`` lists whole local days to leave out, as
+Wis. Stat. 990.001(4)(a) does Sundays and legal holidays for a time "expressed in hours".
 
 Recipients are identities: ``check_recipients`` tells which of the configured people a list of
 recipients reaches, whom it misses, and which names match no one. A name that matches no one
@@ -364,7 +371,7 @@ def _judge(
         details["decided_by"] = "compliant"
         summary = (
             f"Blast {blast.id} at {when} was announced {_hours_text(lead)} ahead to the Town and every "
-            f"listed adjoining owner, meeting the {params.min_notice_h:g}-hour notice rule {section}"
+            f"listed owner, meeting the {params.min_notice_h:g}-hour notice rule {section}"
         )
         kind = FindingKind.COMPLIANT
     return make_finding(

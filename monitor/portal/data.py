@@ -989,18 +989,34 @@ class Portal:
         light_ids = [s.id for s in site.sensors if s.kind is SensorKind.LIGHT]
         exempt = []
         for e in events:
-            if e["kind"] not in ("work", "temporary-lighting") or e["end_us"] is None:
+            if e["kind"] != "work" or e["end_us"] is None:
                 continue
             data = json.loads(e["data"])
-            covered = (list(data.get("sensors") or sound_ids)) if e["kind"] == "work" else light_ids
             exempt.append(
                 {
                     "start": format_ts(from_us(e["ts_us"])),
                     "end": format_ts(from_us(e["end_us"])),
                     "why": f"{e['kind']}: {data.get('kind', '')}".rstrip(": "),
-                    "sensors": covered,
+                    "sensors": list(data.get("sensors") or sound_ids),
                 }
             )
+        # Temporary lighting: exempt on the year's allowed days only, counted as the rules count them.
+        from monitor.journal.temporary_lighting import allowed_parts
+
+        # A time-scoped reader sees the declarations its scope holds, and not the day's number,
+        # which counts declarations before the scope.
+        shown = {e["id"] for e in events if e["kind"] == "temporary-lighting"}
+        for part in allowed_parts(conn, site, profile, start, end):
+            if part.period.id in shown:
+                day = f": day {part.ordinal} of {part.day.year}" if times is None else ""
+                exempt.append(
+                    {
+                        "start": format_ts(part.on),
+                        "end": format_ts(part.off),
+                        "why": f"temporary-lighting{day}",
+                        "sensors": light_ids,
+                    }
+                )
         # One set of facts: the violation episodes the notices tell, as far as the reader may see.
         titles = profile.titles
         told = site_episodes(

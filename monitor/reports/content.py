@@ -32,9 +32,8 @@ from monitor.config import SiteConfig
 from monitor.journal import queries
 from monitor.journal.episodes import site_episodes
 from monitor.wire.canonical import from_us, to_us
-from monitor.wire.codec import event_from_row
 from monitor.wire.protocol import format_ts
-from rules.model import FindingKind, Placement, SensorKind, TemporaryLighting
+from rules.model import FindingKind, Placement, SensorKind
 from rules.quantities import number_text
 from rules.times import local_moment, span_text
 
@@ -322,18 +321,11 @@ def build_report(
     ]:
         if set(f.get("sensors", [])) & light_sensors:
             report.lighting_days.append({"kind": f["kind"], "span": f["span"], "summary": f["summary"]})
-    year_start = local_midnight(date(period.first_day.year, 1, 1), zone)
-    periods = [
-        e
-        for r in queries.events_overlapping(conn, site.id, year_start, period.end)
-        if r["kind"] == "temporary-lighting"
-        and isinstance(e := event_from_row(r["kind"], r["data"], site.id), TemporaryLighting)
-    ]
-    from rules.lighting import TemporaryDays, lighting_days
+    from monitor.journal.temporary_lighting import counting_of, year_periods
+    from rules.lighting import lighting_days
 
-    counting = TemporaryDays()
-    if "temporary_lighting" in profile.standards:
-        counting = profile.params("temporary_lighting").counting
+    periods = year_periods(conn, site, period.first_day.year, period.end)
+    counting = counting_of(profile)
     allowance = counting.max_days_per_year
     year = period.first_day.year
     used = [d for d in lighting_days(site.context(), periods, counting) if d.day.year == year]
