@@ -197,12 +197,16 @@ def _load_json(payload: bytes, parsed: Parsed | None = None) -> dict[str, Any]:
     if parsed is not None and parsed.ok:  # parsed ahead already (monitor.wire.quick_levels)
         data = parsed.data
     elif parsed is not None or payload.count(b"[") + payload.count(b"{") > _ORJSON_MAX_BRACKETS:
-        data = _load_json_strictly(payload)
+        data = None
     else:
         try:
             data = orjson.loads(payload)
         except orjson.JSONDecodeError:
-            data = _load_json_strictly(payload)
+            data = None
+    # The strict reader names what orjson refused, and refuses a key given twice, which orjson
+    # takes (the last one wins): the few payloads whose keys the count cannot vouch for go to it.
+    if data is None or keys_may_repeat(payload, data):
+        data = _load_json_strictly(payload)
     if not isinstance(data, dict):
         raise DecodeError("payload", f"expected a JSON object, got {type(data).__name__}")
     version = data.get("v", PROTOCOL_VERSION)
@@ -210,6 +214,42 @@ def _load_json(payload: bytes, parsed: Parsed | None = None) -> dict[str, Any]:
         raise DecodeError(
             "v", f"protocol version {version!r} is not supported (this daemon speaks {PROTOCOL_VERSION})"
         )
+    return data
+
+
+def keys_may_repeat(payload: bytes, data: Any) -> bool:
+    """Whether a parsed payload might have held a key twice, which orjson and json both take
+    silently, the last one winning: {"LAeq": 90, "LAeq": 50} was stored as 50, while a reader
+    of the journaled bytes that keeps the first would read 90. Every key is followed by '":',
+    so when the payload holds as many of those as the parsed objects hold keys, none repeated.
+    More (a string holding '":', a space before a colon) sends it to the strict reader, which
+    tells. Lists are walked by their first item: a dict behind a number is missed, which only
+    makes the count short and the payload read strictly."""
+    return payload.count(b'":') != _keys_in(data)
+
+
+def _keys_in(data: Any) -> int:
+    count, stack = 0, [data]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            count += len(item)
+            stack.extend(v for v in item.values() if type(v) is dict or type(v) is list)
+        elif item and (type(item[0]) is dict or type(item[0]) is list):
+            stack.extend(item)
+    return count
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DecodeError(
+                    "payload", f"key {shown(key, 40)} is given twice in one object; give each key once"
+                )
+            seen.add(key)
     return data
 
 
@@ -221,7 +261,9 @@ def _load_json_strictly(payload: bytes) -> Any:
             "payload", f"not UTF-8 (byte 0x{payload[exc.start]:02x} at offset {exc.start})"
         ) from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant, parse_int=parse_json_int)
+        data = json.loads(
+            text, parse_constant=_reject_constant, parse_int=parse_json_int, object_pairs_hook=_keys_once
+        )
     except json.JSONDecodeError as exc:
         raise DecodeError(
             "payload", f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"

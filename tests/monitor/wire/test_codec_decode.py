@@ -890,3 +890,28 @@ def test_a_sig_of_another_shape_is_rejected_though_no_key_checks_it(sig: object)
         dec(f"{P}/sensors/l1/light", {**payload, "sig": sig})
     assert str(refused.value) == "sig: expected a hex string (64 characters)"
     assert dec(f"{P}/sensors/l1/light", {**payload, "sig": "ab" * 32}).lux_mean == 1  # the shape: ignored
+
+
+def test_a_key_given_twice_is_rejected_on_either_path() -> None:
+    """{"LAeq": 90, "LAeq": 50} was stored as 50 (orjson and json keep the last), while a reader of
+    the journaled bytes that keeps the first would read 90: one message, two readings."""
+    topic = f"{P}/sensors/n1/levels"
+    twice = b'{"ts": "2026-06-15T11:59:00Z", "duration_s": 1.0, "LAeq": 90.0, "LAFmax": 95.0,'
+    twice += b' "LCpeak": 99.0, "LAeq": 50.0}'
+    assert quick(topic, twice) is None
+    assert rejected(topic, twice) == "payload: key 'LAeq' is given twice in one object; give each key once"
+    same_value = json.dumps(LEVELS).encode()[:-1] + b', "LAeq": 71.2}'  # even with one value
+    assert "given twice" in rejected(topic, same_value)
+
+
+def test_a_text_holding_the_key_mark_is_still_taken() -> None:
+    """A '":' inside a string makes the quick count disagree: read strictly, and accepted."""
+    event = {
+        "id": "t1",
+        "start": "2026-06-15T01:00:00Z",
+        "end": "2026-06-15T05:00:00Z",
+        "description": 'tower sign read "closed": fixed',
+    }
+    assert dec(f"{P}/events/temporary-lighting", event).description == 'tower sign read "closed": fixed'
+    spaced = b'{"ts" : "2026-06-15T11:59:00Z", "duration_s": 1, "LAeq": 71.2, "LAFmax": 74.0, "LCpeak": 95.5}'
+    assert dec(f"{P}/sensors/n1/levels", spaced).LAeq == 71.2
