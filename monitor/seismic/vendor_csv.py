@@ -15,17 +15,21 @@ Vendors' exports differ in their headers; minewatch reads one plain layout (docs
     0.0012,-0.0004,0.0007,0.0001
     ...
 
-ValueError("<file>:<line>: field: reason") for anything else: one line, naming what is wrong.
+UTF-8, with or without the byte order mark Excel writes. ValueError("<file>:<line>: field:
+reason") for anything else: one line, naming what is wrong in the words of whoever exported it.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from monitor.seismic.summary import CHANNELS, MM_PER_IN, Waveform
 
@@ -46,22 +50,30 @@ class VendorEvent:
 def read_event(path: Path) -> VendorEvent:
     meta: dict[str, str] = {}
     header_line = 0
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if line.startswith("#"):
-                key, sep, value = line[1:].partition(":")
-                if not sep:
-                    raise ValueError(f"{path.name}:{number}: header: expected '# key: value'")
-                meta[key.strip().lower()] = value.strip()
-                continue
-            columns = [c.strip().upper() for c in line.split(",")]
-            if columns != list(CHANNELS):
-                raise ValueError(f"{path.name}:{number}: columns: expected T,V,L,MIC, got {line.strip()!r}")
-            header_line = number
-            break
+    # utf-8-sig: Excel saves a CSV "UTF-8" with a byte order mark before the first line
+    try:
+        with path.open(encoding="utf-8-sig") as lines:
+            for number, line in enumerate(lines, 1):
+                if line.startswith("#"):
+                    key, sep, value = line[1:].partition(":")
+                    if not sep:
+                        raise ValueError(f"{path.name}:{number}: header: expected '# key: value'")
+                    meta[key.strip().lower()] = value.strip()
+                    continue
+                columns = [c.strip().upper() for c in line.split(",")]
+                if columns != list(CHANNELS):
+                    raise ValueError(
+                        f"{path.name}:{number}: columns: expected T,V,L,MIC, got {line.strip()!r}"
+                    )
+                header_line = number
+                break
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
     for key in REQUIRED:
         if key not in meta:
             raise ValueError(f"{path.name}: {key}: missing from the header")
+    if not header_line:
+        raise ValueError(f"{path.name}: columns: no T,V,L,MIC line after the header")
     try:
         start = datetime.fromisoformat(meta["start"].replace("Z", "+00:00"))
     except ValueError:
@@ -76,21 +88,76 @@ def read_event(path: Path) -> VendorEvent:
         mic_low = float(meta.get("mic_low_hz", "2"))
     except (KeyError, ValueError) as exc:
         raise ValueError(f"{path.name}: header: {exc}") from None
-    try:
-        data = np.loadtxt(path, delimiter=",", skiprows=header_line, ndmin=2)
-    except ValueError as exc:
-        raise ValueError(f"{path.name}: samples: {exc}") from None
-    if data.shape[1] != len(CHANNELS):
-        raise ValueError(f"{path.name}: samples: expected 4 columns, got {data.shape[1]}")
+    # The wire carries a whole number of samples a second: 1024.5 would be sent as 1024.
+    if not (math.isfinite(rate) and rate > 0 and rate.is_integer()):
+        raise ValueError(
+            f"{path.name}: sample_rate: {meta['sample_rate']!r} is not a positive whole number"
+            " of samples a second"
+        )
+    data = _samples(path, header_line)
     scale = np.array([velocity, velocity, velocity, pressure])
-    wave = Waveform(
-        rate,
-        np.ascontiguousarray((data * scale).T),
-        tuple(float(r) for r in np.array(ranges) * scale),
-        mic_low,
-    )
+    try:
+        wave = Waveform(
+            rate,
+            np.ascontiguousarray((data * scale).T),
+            tuple(float(r) for r in np.array(ranges) * scale),
+            mic_low,
+        )
+    except ValueError as exc:
+        raise ValueError(f"{path.name}: {exc}") from None
     instrument = {k: v for k, v in meta.items() if k not in (*REQUIRED, "velocity_unit", "pressure_unit")}
     return VendorEvent(meta["event_id"], start, wave, instrument)
+
+
+def _samples(path: Path, header_line: int) -> NDArray[np.float64]:
+    """The rows after line ``header_line`` (the T,V,L,MIC line) as (n, 4) float64."""
+    try:
+        with warnings.catch_warnings():
+            # a header-only file: said below in one line, not as numpy's warning on stderr
+            warnings.filterwarnings("ignore", "loadtxt: input contained no data", UserWarning)
+            data: NDArray[np.float64] = np.loadtxt(
+                path, delimiter=",", skiprows=header_line, ndmin=2, encoding="utf-8-sig"
+            )
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+    except ValueError as exc:
+        # numpy's words ("use `usecols` to select a subset") are not the technician's
+        raise ValueError(_bad_row(path, header_line) or f"{path.name}: samples: {exc}") from None
+    if data.size == 0:
+        raise ValueError(f"{path.name}: samples: none after the T,V,L,MIC line (line {header_line})")
+    if data.shape[1] != len(CHANNELS):
+        raise ValueError(f"{path.name}: samples: expected 4 columns, got {data.shape[1]}")
+    return data
+
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> ValueError:
+    return ValueError(
+        f"{path.name}: not UTF-8 text (a byte 0x{exc.object[exc.start]:02x}): export it as UTF-8"
+    )
+
+
+def _bad_row(path: Path, header_line: int) -> str | None:
+    """The first row numpy could not read, said for whoever exported the file; None if none is found."""
+    with path.open(encoding="utf-8-sig", newline="") as lines:
+        rows = lines.read().splitlines(keepends=True)
+    for number, row in enumerate(rows[header_line:], header_line + 1):
+        values = row.strip().split(",")
+        if values == [""]:
+            continue
+        if len(values) != len(CHANNELS):
+            if number == len(rows) and len(values) < len(CHANNELS):
+                return (
+                    f"{path.name}:{number}: samples: the last row has {len(values)} of the 4 values"
+                    " T,V,L,MIC: the file is cut short (read while still being written?); export it"
+                    " again, written under another name and renamed once complete"
+                )
+            return f"{path.name}:{number}: samples: {len(values)} values, expected 4 (T,V,L,MIC)"
+        for value in values:
+            try:
+                float(value)
+            except ValueError:
+                return f"{path.name}:{number}: samples: {value.strip()[:40]!r} is not a number"
+    return None
 
 
 def write_event(path: Path, event: VendorEvent, velocity_unit: str = "in/s") -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -94,3 +95,66 @@ def test_hot_folder_never_writes_over_what_done_and_rejected_hold(tmp_path: Path
     assert (tmp_path / "rejected" / "b-2.csv").read_text() == "not an export\n"
     assert "columns: expected" in (tmp_path / "rejected" / "b-2.csv.reason").read_text()
     assert not list(tmp_path.glob("*.csv"))
+
+
+def _export(path: Path, record_s: float = 1.0) -> str:
+    write_event(path, VendorEvent("ev-1", START, site_law_event(500.0, 300.0, record_s=record_s)))
+    return path.read_text()
+
+
+def test_a_byte_order_mark_as_excel_saves_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    text = _export(path)
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert read_event(path).event_id == "ev-1"
+
+
+def test_a_header_only_export_is_said_in_one_line_without_numpys_warning(tmp_path: Path) -> None:
+    path = tmp_path / "head.csv"
+    text = _export(path)
+    path.write_text(text[: text.index("T,V,L,MIC\n") + len("T,V,L,MIC\n")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's UserWarning reached stderr before the reason
+        with pytest.raises(
+            ValueError, match=r"^head.csv: samples: none after the T,V,L,MIC line \(line 8\)$"
+        ):
+            read_event(path)
+
+
+def test_a_file_cut_mid_row_is_said_in_the_technicians_words(tmp_path: Path) -> None:
+    """Not numpy's "the number of columns changed from 4 to 3 at row 2949; use `usecols`..."."""
+    path = tmp_path / "cut.csv"
+    text = _export(path)
+    path.write_text(text[: text.index("\n", len(text) // 2) + 12])  # a row and a bit of the next
+    with pytest.raises(ValueError) as raised:
+        read_event(path)
+    message = str(raised.value)
+    assert "usecols" not in message
+    assert message.startswith("cut.csv:") and "samples: the last row has" in message
+    assert "the file is cut short" in message and "renamed once complete" in message
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("# sample_rate: 1024", "# sample_rate: 1024.5"), "sample_rate: '1024.5' is not a positive whole"),
+        (("# sample_rate: 1024", "# sample_rate: nan"), "sample_rate: 'nan' is not a positive whole"),
+        (("# sample_rate: 1024", "# sample_rate: 0"), "sample_rate: '0' is not a positive whole"),
+        (("T,V,L,MIC\n", "T,V,L,MIC\n0.1,0.2,x,0.3\n"), r"bad.csv:10: samples: 'x' is not a number"),
+        (("T,V,L,MIC\n", "T,V,L,MIC\n0.1,0.2,0.3\n"), r"bad.csv:10: samples: 3 values, expected 4"),
+        (
+            ("# location: Smith house", "# location: Smith h\xe9use"),
+            "bad.csv: not UTF-8 text .a byte 0xe9.: export it as UTF-8",
+        ),
+    ],
+)
+def test_the_samples_mistakes_are_one_line_naming_where(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    path = tmp_path / "bad.csv"
+    wave = site_law_event(500.0, 300.0, record_s=1.0)
+    write_event(path, VendorEvent("ev-1", START, wave, {"location": "Smith house"}))
+    text = path.read_text().replace(*change, 1)
+    path.write_bytes(text.encode("latin-1") if "\xe9" in change[1] else text.encode())
+    with pytest.raises(ValueError, match=message):
+        read_event(path)
