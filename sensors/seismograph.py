@@ -1,9 +1,10 @@
 """A blasting seismograph at the edge: an event's waveforms (synthetic from a site law, or a
 vendor's export) split under the packet cap, with the summary computed at the edge.
 
-    sensors.seismograph.site_law_event (or monitor.seismic.vendor_csv.read_event)
+    sensors.seismograph.site_law_event (or HotFolder: monitor.seismic.vendor_csv.read_event)
         ──► monitor.seismic.summary.summarize (the edge's summary)
         ──► event_messages: SeismicSummary + WaveformChunks (monitor.seismic.chunks.split)
+        (HotFolder: each checked with monitor.wire.codec.decode, the daemon's own rules)
         ──► sensors.publisher.Publisher (monitor.wire.codec.encode) ──► broker
 
 The synthetic event is a decaying multi-frequency waveform whose PPV follows the common site
@@ -14,21 +15,28 @@ ISEE Blasters' Handbook); its peak per axis is exact, so a scenario knows the an
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 import numpy as np
 
-from monitor.config import SensorConfig
+from monitor.config import SensorConfig, SiteConfig
+from monitor.errors import DecodeError
 from monitor.seismic.chunks import split
 from monitor.seismic.summary import MM_PER_IN, Waveform, pa_from_db, summarize
-from monitor.wire.codec import SeismicSummary, WaveformChunk
-from monitor.wire.protocol import KIND_MAX_BYTES, format_ts
+from monitor.wire.codec import SeismicSummary, WaveformChunk, decode, encode
+from monitor.wire.protocol import KIND_MAX_BYTES, SEISMIC_RATE_RANGE, Limits, format_ts
+from sensors.publisher import signing_key
+
+log = logging.getLogger("minewatch.sensors.seismograph")
 
 FT_PER_M = 3.28084
 LB_PER_KG = 2.20462
@@ -123,9 +131,21 @@ def event_messages(
 ) -> list[SeismicSummary | WaveformChunk]:
     """The edge's summary of the event, then its waveform chunks (what the seismograph sends)."""
     chunks = split(wave, site, sensor, event_id, ts, max_bytes)
+    return [summary_message(wave, chunks, blast_id=blast_id, instrument=instrument), *chunks]
+
+
+def summary_message(
+    wave: Waveform,
+    chunks: list[WaveformChunk],
+    *,
+    blast_id: str | None = None,
+    instrument: dict[str, Any] | None = None,
+) -> SeismicSummary:
+    """The edge's summary of the event ``chunks`` (``split``) carry."""
+    first = chunks[0]
     payload: dict[str, Any] = {
-        "ts": format_ts(ts),
-        "event_id": event_id,
+        "ts": format_ts(first.ts),
+        "event_id": first.event_id,
         "duration_s": wave.duration_s,
         "sample_rate": int(wave.sample_rate),
         "chunks": len(chunks),
@@ -135,36 +155,154 @@ def event_messages(
         payload["blast_id"] = blast_id
     if instrument:
         payload["instrument"] = instrument
-    return [SeismicSummary(site, sensor, event_id, ts, wave.duration_s, payload), *chunks]
+    return SeismicSummary(first.site, first.sensor, first.event_id, first.ts, wave.duration_s, payload)
 
 
-def publish_folder(
-    folder: Path, site: str, sensor: SensorConfig, publish: Callable[[Any], None]
-) -> list[tuple[str, str]]:
-    """Publish every vendor CSV export in ``folder`` (oldest name first) and move it to
-    ``done/``; one that cannot be read goes to ``rejected/`` beside a ``.reason`` file.
-    Returns (file name, problem or "") for each file handled."""
-    from monitor.seismic.vendor_csv import read_event
+# --------------------------------------------------------------------------- the hot folder
 
-    handled = []
-    for path in sorted(folder.glob("*.csv")):
+DONE = "done"
+REJECTED = "rejected"
+# How long an export must keep its size and modification time before it is read: longer than
+# an exporter's pause between writes (a file copied over a network share comes in bursts), short
+# against the minutes a blast's record may take to matter. docs/DEPLOY.md, "A seismograph's hot folder".
+DEFAULT_SETTLE_S = 5.0
+# Names an exporter or an editor gives a file while it writes it (rsync's ".a.csv.XYZ", Excel's
+# lock file "~$a.csv", "a.csv~", "a.csv.part"): never an export to read.
+WRITING_SUFFIXES = (".tmp", ".part", ".partial", ".crdownload", "~")
+
+
+def is_export_name(name: str) -> bool:
+    """``name`` is a vendor CSV export's (``a.csv``, ``A.CSV``), not one a writer uses meanwhile."""
+    lower = name.lower()
+    return lower.endswith(".csv") and not name.startswith((".", "~")) and not lower.endswith(WRITING_SUFFIXES)
+
+
+# Every time passes here (the daemon judges it against its clock on arrival); the size is the
+# protocol's own limit (each kind's cap applies too).
+ANY_TIME = Limits(max_future_s=math.inf, max_past_s=math.inf)
+
+
+@dataclass(frozen=True, slots=True)
+class Handled:
+    """What became of one export: published (and moved to done/, unless ``problem`` says why
+    not) or set aside in rejected/ for ``problem``."""
+
+    name: str
+    published: bool
+    problem: str = ""
+
+
+class HotFolder:
+    """The vendor CSV exports a seismograph's software writes into ``folder``, each read once it
+    has settled (the same size and modification time for ``settle_s``), checked against the
+    daemon's own decoder, published and moved to ``done/``; one that cannot be read, summarized
+    or sent goes to ``rejected/`` beside a ``.reason`` file, and nothing of it is published.
+
+        scan ──settled?──► read_event ──► split ──► summary_message ──► wire check
+             ──► publish (every message) ──► done/      (any problem: rejected/ + .reason)
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        site: SiteConfig,
+        sensor: SensorConfig,
+        settle_s: float = DEFAULT_SETTLE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.folder = folder
+        self.site = site
+        self.sensor = sensor
+        self.settle_s = settle_s
+        self.clock = clock
+        self._seen: dict[str, tuple[tuple[int, int], float]] = {}  # name -> (size, mtime_ns), since
+        self._stuck: dict[str, tuple[int, int]] = {}  # handled, but could not be moved out
+
+    def scan(self, publish: Callable[[Any], None]) -> list[Handled]:
+        """Handle every settled export (by name); returns what became of each."""
+        now = self.clock()
+        present: set[str] = set()
+        handled = []
+        for path in sorted(self.folder.iterdir()):
+            if not is_export_name(path.name):
+                continue
+            try:
+                stat = path.stat()
+            except OSError:  # gone meanwhile (renamed by its writer)
+                continue
+            if not S_ISREG(stat.st_mode):
+                continue
+            present.add(path.name)
+            key = (stat.st_size, stat.st_mtime_ns)
+            if self._stuck.get(path.name) == key:
+                continue
+            seen = self._seen.get(path.name)
+            if seen is None or seen[0] != key:
+                seen = self._seen[path.name] = (key, now)
+            if now - seen[1] < self.settle_s:
+                continue
+            del self._seen[path.name]
+            self._stuck.pop(path.name, None)
+            result = self._handle(path, publish)
+            if result.problem and (result.published or path.exists()):
+                self._stuck[path.name] = key
+            handled.append(result)
+        for gone in (self._seen.keys() | self._stuck.keys()) - present:
+            self._seen.pop(gone, None)
+            self._stuck.pop(gone, None)
+        return handled
+
+    def _handle(self, path: Path, publish: Callable[[Any], None]) -> Handled:
         try:
-            event = read_event(path)
-        except (ValueError, OSError) as exc:
-            kept = _set_aside(path, folder / "rejected")
-            # "x": a reason file of the same name (made by someone else) is never written over
-            with open(kept.with_name(f"{kept.name}.reason"), "x", encoding="utf-8") as reason:
-                reason.write(f"{exc}\n")
-            handled.append((path.name, str(exc)))
-            continue
-        instrument = {"location": sensor.location, **event.instrument}
-        for message in event_messages(
-            event.wave, site, sensor.id, event.event_id, event.start, instrument=instrument
-        ):
+            messages = self._prepare(path)
+        except Exception as exc:  # any file's fault is that file's: the folder goes on
+            reason = str(exc) if isinstance(exc, ValueError | OSError) else f"{type(exc).__name__}: {exc}"
+            reason = " ".join(reason.splitlines())  # a .reason file and a log line: one line
+            if not reason.startswith(path.name):
+                reason = f"{path.name}: {reason}"
+            log.debug("Export %r refused", path.name, exc_info=True)
+            try:
+                kept = _set_aside(path, self.folder / REJECTED)
+                # "x": a reason file of the same name (made by someone else) is never written over
+                with open(kept.with_name(f"{kept.name}.reason"), "x", encoding="utf-8") as out:
+                    out.write(f"{reason}\n")
+            except OSError as exc:
+                return Handled(path.name, False, f"{reason} (and not moved to {REJECTED}/: {exc})")
+            return Handled(path.name, False, reason)
+        for message in messages:
             publish(message)
-        _set_aside(path, folder / "done")
-        handled.append((path.name, ""))
-    return handled
+        try:
+            _set_aside(path, self.folder / DONE)
+        except OSError as exc:
+            return Handled(path.name, True, f"not moved to {DONE}/ ({exc}): move it by hand")
+        return Handled(path.name, True)
+
+    def _prepare(self, path: Path) -> list[SeismicSummary | WaveformChunk]:
+        """The export's messages, each one the daemon's decoder accepts; ValueError otherwise."""
+        from monitor.seismic.vendor_csv import read_event
+
+        event = read_event(path)
+        chunks = split(event.wave, self.site.id, self.sensor.id, event.event_id, event.start)
+        # The chunks first: a rate the daemon refuses is said as such, before the summary's filters
+        for number, chunk in enumerate(chunks):
+            self._check(path, chunk, f"waveform chunk {number} of {len(chunks)}")
+        instrument = {"location": self.sensor.location, **event.instrument}
+        summary = summary_message(event.wave, chunks, instrument=instrument)
+        self._check(path, summary, "summary")
+        return [summary, *chunks]
+
+    def _check(self, path: Path, message: SeismicSummary | WaveformChunk, what: str) -> None:
+        """ValueError unless the daemon's decoder (monitor.wire.codec.decode, the one place of the
+        rules) accepts ``message``. Its time is the daemon's to judge when it arrives: not here."""
+        topic, payload = encode(message, signing_key(self.sensor))
+        try:
+            decode(topic, payload, {self.site.id: self.site}, message.ts, ANY_TIME)
+        except DecodeError as exc:
+            hint = ""
+            if exc.field == "sample_rate":
+                low, high = SEISMIC_RATE_RANGE
+                hint = f" (minewatch takes {low:.0f} to {high:.0f} samples a second: record at one of them)"
+            raise ValueError(f"{path.name}: the daemon would refuse its {what}: {exc}{hint}") from None
 
 
 def _set_aside(path: Path, into: Path) -> Path:

@@ -132,6 +132,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="hot-folder scan period",
     )
+    seismograph.add_argument(
+        "--settle",
+        type=number(0, 3600, name="S"),
+        default=5.0,
+        metavar="S",
+        help="read an export once its size and time stay the same this long (docs/DEPLOY.md)",
+    )
 
 
 def _common(parser: argparse.ArgumentParser, sources: str) -> None:
@@ -468,7 +475,7 @@ def _run_seismograph(
     start: datetime,
     stop: threading.Event,
 ) -> None:
-    from sensors.seismograph import event_messages, publish_folder, site_law_event
+    from sensors.seismograph import HotFolder, event_messages, site_law_event
 
     publisher.heartbeat(SensorStatus(site.id, sensor.id, start))
     kind, _, rest = source.partition(":")
@@ -483,12 +490,15 @@ def _run_seismograph(
         link.pump()
         return
     began = time.monotonic()
+    hot = HotFolder(Path(rest), site, sensor, args.settle)
     while not stop.is_set():
-        for name, problem in publish_folder(Path(rest), site.id, sensor, publisher.publish):
-            if problem:
-                log.warning("Event file %r not published: %s", name, problem)
+        for done in hot.scan(publisher.publish):
+            if not done.published:
+                log.warning("Event file %r not published: %s", done.name, done.problem)
+            elif done.problem:
+                log.warning("Published event file %r, but %s", done.name, done.problem)
             else:
-                log.info("Published event file %r", name)
+                log.info("Published event file %r", done.name)
         link.pump()
         if args.duration is not None and time.monotonic() - began >= args.duration:
             break

@@ -54,49 +54,6 @@ def test_mistakes_are_one_line_naming_the_field(tmp_path: Path, text: str, messa
         read_event(path)
 
 
-def test_hot_folder_publishes_each_file_once_and_sets_bad_ones_aside(tmp_path: Path) -> None:
-    from monitor.config import SensorConfig
-    from monitor.wire.codec import SeismicSummary, WaveformChunk
-    from rules.model import Placement, SensorKind
-    from sensors.seismograph import publish_folder
-
-    sensor = SensorConfig("sg1", SensorKind.SEISMOGRAPH, Placement.STRUCTURE, "Smith house")
-    write_event(tmp_path / "a.csv", VendorEvent("ev-a", START, site_law_event(500.0, 300.0, record_s=1.0)))
-    (tmp_path / "b.csv").write_text("not an export\n")
-    sent: list[object] = []
-    handled = publish_folder(tmp_path, "q", sensor, sent.append)
-    assert handled[0] == ("a.csv", "") and handled[1][0] == "b.csv" and "columns: expected" in handled[1][1]
-    assert isinstance(sent[0], SeismicSummary) and sent[0].payload["instrument"]["location"] == "Smith house"
-    assert all(isinstance(m, WaveformChunk) for m in sent[1:])
-    assert (tmp_path / "done" / "a.csv").exists() and (tmp_path / "rejected" / "b.csv.reason").exists()
-    assert publish_folder(tmp_path, "q", sensor, sent.append) == []
-
-
-def test_hot_folder_never_writes_over_what_done_and_rejected_hold(tmp_path: Path) -> None:
-    """A second export of the same name, or a file someone put in done/ or rejected/, is kept:
-    the new one is set aside beside it as ``name-2.csv``."""
-    from monitor.config import SensorConfig
-    from rules.model import Placement, SensorKind
-    from sensors.seismograph import publish_folder
-
-    sensor = SensorConfig("sg1", SensorKind.SEISMOGRAPH, Placement.STRUCTURE, "Smith house")
-    for folder, text in (("done", "USER'S OWN done/a.csv\n"), ("rejected", "USER FILE\n")):
-        (tmp_path / folder).mkdir()
-        (tmp_path / folder / ("a.csv" if folder == "done" else "b.csv")).write_text(text)
-    (tmp_path / "rejected" / "b.csv.reason").write_text("user reason\n")
-    write_event(tmp_path / "a.csv", VendorEvent("ev-a", START, site_law_event(500.0, 300.0, record_s=1.0)))
-    (tmp_path / "b.csv").write_text("not an export\n")
-    handled = publish_folder(tmp_path, "q", sensor, lambda _: None)
-    assert [name for name, _ in handled] == ["a.csv", "b.csv"]
-    assert (tmp_path / "done" / "a.csv").read_text() == "USER'S OWN done/a.csv\n"
-    assert (tmp_path / "rejected" / "b.csv").read_text() == "USER FILE\n"
-    assert (tmp_path / "rejected" / "b.csv.reason").read_text() == "user reason\n"
-    assert (tmp_path / "done" / "a-2.csv").stat().st_size > 1000
-    assert (tmp_path / "rejected" / "b-2.csv").read_text() == "not an export\n"
-    assert "columns: expected" in (tmp_path / "rejected" / "b-2.csv.reason").read_text()
-    assert not list(tmp_path.glob("*.csv"))
-
-
 def _export(path: Path, record_s: float = 1.0) -> str:
     write_event(path, VendorEvent("ev-1", START, site_law_event(500.0, 300.0, record_s=record_s)))
     return path.read_text()
