@@ -18,6 +18,7 @@ import itertools
 import logging
 import math
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -175,6 +176,26 @@ def is_export_name(name: str) -> bool:
     """``name`` is a vendor CSV export's (``a.csv``, ``A.CSV``), not one a writer uses meanwhile."""
     lower = name.lower()
     return lower.endswith(".csv") and not name.startswith((".", "~")) and not lower.endswith(WRITING_SUFFIXES)
+
+
+def check_hot_folder(folder: Path) -> None:
+    """Make ``folder``'s done/ and rejected/ if missing and check that files can be made in all
+    three (each published export is moved out of the folder; one that could not be would be
+    published again on every start). ValueError: one line, what to do."""
+    for place in (folder, folder / DONE, folder / REJECTED):
+        if place.exists() and not place.is_dir():
+            raise ValueError(f"{place}: is a file where the hot folder keeps its {place.name}/; move it away")
+        try:
+            place.mkdir(exist_ok=True)
+            handle, probe = tempfile.mkstemp(prefix=".minewatch-write-check-", dir=place)
+            os.close(handle)
+            os.unlink(probe)
+        except OSError as exc:
+            raise ValueError(
+                f"{place}: cannot write there ({exc.strerror or exc}); each published export is moved to"
+                f" {DONE}/ and each refused one to {REJECTED}/: make the folder writable for this user"
+                " (a read-only mount: mount it read-write)"
+            ) from None
 
 
 # Every time passes here (the daemon judges it against its clock on arrival); the size is the

@@ -454,6 +454,9 @@ def _seismograph_source(text: str) -> str:
     if kind == "folder" and rest:
         if not Path(rest).is_dir():
             raise ValueError(f"--source {text}: {rest} is not a folder")
+        from sensors.seismograph import check_hot_folder
+
+        check_hot_folder(Path(rest))  # before anything is published (ValueError: one line)
         return text
     if kind == "synthetic":
         try:

@@ -12,6 +12,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from monitor.cli import main
 from monitor.config import SensorConfig, SiteConfig
 from monitor.seismic.vendor_csv import VendorEvent, write_event
 from monitor.wire.codec import SeismicSummary, WaveformChunk
@@ -204,6 +206,51 @@ def test_a_file_that_cannot_be_moved_to_done_is_not_published_again_while_unchan
     assert handled.published and "not moved to done/" in handled.problem
     count = len(sent)
     assert folder.scan(sent.append) == [] and len(sent) == count
+
+
+def _read_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Making a file anywhere fails as on a read-only mount (the tests run as root, whom a
+    folder's mode does not stop)."""
+
+    def mkstemp(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+
+
+def test_a_read_only_hot_folder_is_refused_in_one_line_before_anything_is_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each run published the event, failed to move it to done/ and exited 2: a duplicate on
+    every restart."""
+    config = site_config(tmp_path, "mqtt://127.0.0.1:1")
+    config.write_text(config.read_text() + SEISMOGRAPH)
+    hot = tmp_path / "hot"
+    hot.mkdir()
+    export(hot / "a.csv")
+    _read_only(monkeypatch)
+    queue = tmp_path / "sg1.queue.db"
+    argv = ["--sensor", "sg1", "--source", f"folder:{hot}", "--queue", str(queue), "--poll", "0.1"]
+    code = main(
+        ["sensor", "seismograph", "--config", str(config), *argv, "--duration", "1", "--drain-timeout", "0"]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"minewatch sensor seismograph: {hot}: cannot write there (Read-only file system)")
+    assert "make the folder writable for this user" in err
+    assert (hot / "a.csv").exists() and not queue.exists()
+
+
+def test_done_and_rejected_are_made_at_start(tmp_path: Path) -> None:
+    from sensors.seismograph import check_hot_folder
+
+    check_hot_folder(tmp_path)
+    assert (tmp_path / "done").is_dir() and (tmp_path / "rejected").is_dir()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done", "rejected"]  # no probe left
+    (tmp_path / "done").rmdir()
+    (tmp_path / "done").write_text("")
+    with pytest.raises(ValueError, match="done: is a file where the hot folder keeps its done/"):
+        check_hot_folder(tmp_path)
 
 
 def _waveform_header(payload: bytes) -> dict[str, object]:
