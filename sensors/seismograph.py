@@ -238,13 +238,25 @@ class HotFolder:
         self.clock = clock
         self._seen: dict[str, tuple[tuple[int, int], float]] = {}  # name -> (size, mtime_ns), since
         self._stuck: dict[str, tuple[int, int]] = {}  # handled, but could not be moved out
+        self.missing: str | None = None  # why the folder cannot be listed, said once until it can
 
     def scan(self, publish: Callable[[Any], None]) -> list[Handled]:
         """Handle every settled export (by name); returns what became of each."""
         now = self.clock()
+        try:
+            entries = sorted(self.folder.iterdir())
+        except OSError as exc:  # unmounted, removed, renamed: the exports may come back
+            why = exc.strerror or str(exc)
+            if why != self.missing:
+                log.warning("Hot folder %s cannot be read (%s); waiting for it", self.folder, why)
+                self.missing = why
+            return []
+        if self.missing is not None:
+            log.info("Hot folder %s can be read again", self.folder)
+            self.missing = None
         present: set[str] = set()
         handled = []
-        for path in sorted(self.folder.iterdir()):
+        for path in entries:
             if not is_export_name(path.name):
                 continue
             try:

@@ -241,6 +241,24 @@ def test_a_read_only_hot_folder_is_refused_in_one_line_before_anything_is_publis
     assert (hot / "a.csv").exists() and not queue.exists()
 
 
+def test_a_hot_folder_that_goes_away_is_waited_for(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A folder removed (a share unmounted) while the sensor ran ended it with a traceback."""
+    folder = tmp_path / "hot"
+    folder.mkdir()
+    hot = HotFolder(folder, SITE, SENSOR, settle_s=0.0)
+    folder.rmdir()
+    with caplog.at_level("INFO", logger="minewatch.sensors.seismograph"):
+        assert hot.scan([].append) == [] and hot.scan([].append) == []
+        folder.mkdir()
+        export(folder / "a.csv")
+        sent: list[object] = []
+        assert [h.name for h in hot.scan(sent.append)] == ["a.csv"] and sent
+    said = [r.getMessage() for r in caplog.records]
+    assert said[0] == f"Hot folder {folder} cannot be read (No such file or directory); waiting for it"
+    assert said[1] == f"Hot folder {folder} can be read again"
+    assert len([m for m in said if "cannot be read" in m]) == 1
+
+
 def test_done_and_rejected_are_made_at_start(tmp_path: Path) -> None:
     from sensors.seismograph import check_hot_folder
 
