@@ -12,21 +12,32 @@ gap at the start of an outage is easier to explain than a gap at its end); every
 is recorded in the ``drops`` table and reported once in the next status heartbeat.
 
 A disk that refuses writes (full, an I/O error: an edge device's card) does not stop the
-sensor. What cannot be written waits in memory, in order, bounded like the queue (the oldest
-dropped and reported first), and goes to disk before anything newer once the disk takes it:
-acknowledged messages deleted from the queue free pages in its file, so a connected sensor
-makes its own room. Acknowledged ids the disk would not let go of are deleted later (until then
-a restart would send them again, which the daemon takes as duplicates).
+sensor, and never keeps acknowledged messages in the file:
+
+- Deleting needs disk too (the WAL takes the deleting transaction before the file does), so
+  deletions come before any write, and a file of zeros beside the queue (``<queue>-reserve``,
+  ``RESERVE_BYTES``) is given back to the filesystem when the disk refuses a deletion. It is
+  made again, before anything else is written, once the disk has that room. Checkpoints never
+  truncate the WAL: its space is reused from its start by the next transaction.
+- What cannot be written waits in memory, in order, bounded like the queue (the oldest dropped,
+  counted in the next heartbeat, said once in the log). It has its id already (the one it will
+  have on disk), so the link sends it straight from memory; it goes to disk first whenever the
+  disk takes it: into the file's free pages, which acknowledged messages leave, or with the
+  whole reserve where the disk has room for it twice (in the WAL, then in the file). The WAL
+  is copied into the file every few pages (``WAL_AUTOCHECKPOINT_PAGES``): what it holds beyond
+  the file's end is what a checkpoint needs the disk for, and a WAL that cannot be copied into
+  the file blocks every deletion.
 
 No paho here: the queue is plain SQLite, used from one thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sqlite3
 import time
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -39,6 +50,13 @@ log = logging.getLogger("minewatch.sensors.queue")
 # What waits in memory while the disk refuses writes: hours of levels, seconds of raw audio.
 HELD_MAX_MESSAGES = 100_000
 HELD_MAX_BYTES = 64 * 1024 * 1024
+# Room kept on the queue's disk for deleting acknowledged messages (a few transactions' WAL).
+RESERVE_BYTES = 256 * 1024
+DELETE_CHUNK = 100  # acknowledged ids deleted per transaction (each one's WAL stays small)
+ROOM_MARGIN = 64 * 1024  # beyond twice a message's size, for a message written past the free pages
+# SQLite copies the WAL into the file past this many pages (its default, 1,000, is 4 MiB): what
+# the WAL holds beyond the file's end is what a checkpoint needs the disk for.
+WAL_AUTOCHECKPOINT_PAGES = 16
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -94,6 +112,71 @@ class QueueBounds:
                 raise ValueError(f"{name}: a queue bound must not be negative (0: unbounded), got {value}")
 
 
+class NoRoom(Exception):
+    """The disk has not the room the queue keeps for deletions (said as a refusal of the disk's)."""
+
+
+class _Reserve:
+    """Room on the queue's disk kept for deleting acknowledged messages: a file of zeros beside
+    the queue, given back to the filesystem when the disk refuses a deletion. Only the queue's
+    publisher (claims.claim_queue) touches it, so its size is known without asking the disk."""
+
+    def __init__(self, path: str, size: int) -> None:
+        self.path, self.size = path, size
+        try:
+            self.have = os.path.getsize(path)
+        except OSError:
+            self.have = 0
+
+    @property
+    def whole(self) -> bool:
+        return self.have >= self.size
+
+    def make(self) -> bool:
+        """Grow the file to its size while the disk has that room (never its last bytes for part of
+        it); whether it is whole."""
+        if self.whole:
+            return True
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            st = os.statvfs(folder)
+            if st.f_bavail * st.f_frsize < self.size - self.have:
+                return False
+            with open(self.path, "ab") as f:
+                f.write(b"\0" * (self.size - self.have))  # written, not sparse: the blocks are taken now
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.truncate(self.path, self.have)
+            return False
+        self.have = self.size
+        return True
+
+    def release(self) -> bool:
+        """Give the room back to the filesystem; whether there was any."""
+        if self.have == 0:
+            return False
+        try:
+            os.truncate(self.path, 0)
+        except OSError:
+            return False
+        self.have = 0
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    topic: str
+    payload: bytes
+    qos: int
+    queued: float
+
+    @property
+    def size(self) -> int:
+        return len(self.topic) + len(self.payload)
+
+
 class ForwardQueue:
     """A bounded FIFO of (topic, payload) on SQLite; ``path=":memory:"`` for a throwaway one."""
 
@@ -112,76 +195,139 @@ class ForwardQueue:
         # may lose the last fraction of a second, which the sensor's own clock gap shows.
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
         self.conn.executescript(_SCHEMA)
-        row = self.conn.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM messages").fetchone()
-        self._count, self._bytes = int(row[0]), int(row[1])
-        self._held: deque[tuple[str, bytes, int, float]] = deque()  # the disk refused them, oldest first
+        row = self.conn.execute("SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(MAX(id), 0) FROM messages")
+        count, size, top = row.fetchone()
+        self._count, self._bytes = int(count), int(size)
+        seq = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+        # Ids are given as messages are put, before the disk takes them: what waits in memory is
+        # sent with the id it will have on disk. AUTOINCREMENT: never one a dropped message had.
+        self._next_id = max(int(top), int(seq[0]) if seq else 0) + 1
+        self._held: dict[int, _Held] = {}  # the disk refused them, oldest first
         self._held_bytes = 0
         self._held_drops = 0  # dropped from memory, not yet reported
-        self._undeleted: list[int] = []  # acknowledged, the disk would not let go of them yet
+        self.lost_from_memory = 0  # dropped from memory in this run
+        self._undeleted: list[int] = []  # acknowledged, still on disk
+        self._reserve = None if self.path == ":memory:" else _Reserve(self.path + "-reserve", RESERVE_BYTES)
+        if self._reserve is not None:
+            self._reserve.make()
         self._refusals = FailingRounds(log, f"Writing the queue {self.path}")
+        self._delete_refusals = FailingRounds(log, f"Deleting acknowledged messages from {self.path}")
+        self.lost_at_close = 0  # what waited in memory when it closed
 
     # ------------------------------------------------------------------ writing
 
     def put(self, topic: str, payload: bytes, qos: int = 1) -> int:
-        """Queue one message; returns its id (0 while the disk refuses writes and it waits in
-        memory). May drop the oldest messages to stay in bounds."""
-        self._held.append((topic, payload, qos, time.time()))
-        self._held_bytes += len(topic) + len(payload)
-        written = self._write_held()
+        """Queue one message; returns its id (on disk, or waiting in memory while the disk refuses
+        writes). May drop the oldest messages to stay in bounds."""
+        msg_id = self._next_id
+        self._next_id += 1
+        held = _Held(topic, payload, qos, time.time())
+        self._held[msg_id] = held
+        self._held_bytes += held.size
+        self._settle()
         self._bound_held()
-        return written
+        return msg_id
 
-    def _write_held(self) -> int:
-        """Write what waits in memory to disk, oldest first, until the disk refuses; the last id."""
-        last = 0
-        emptied_wal = False
+    def _settle(self) -> None:
+        """Acknowledged messages deleted first, then the reserve made whole, then what waits in
+        memory written: nothing written may take the room a deletion needs."""
+        if self._undeleted and not self._delete_undeleted():
+            return
+        whole = self._reserve is None or self._reserve.make()
+        if self._held:
+            self._write_held(whole)
+
+    def _write_held(self, reserve_whole: bool) -> None:
+        """Write what waits in memory to disk, oldest first, until the disk refuses or lacks room.
+
+        A message goes into the file's free pages (what acknowledged messages left), or, with the
+        whole reserve, where the disk has room for it twice over: once in the WAL and once more
+        when a checkpoint copies it into the file. A WAL that cannot be copied into the file
+        blocks every deletion for good."""
+        retried = False
+        page = self._page_size()
         while self._held:
-            topic, payload, qos, queued = self._held[0]
-            size = len(topic) + len(payload)
+            msg_id = next(iter(self._held))
+            held = self._held[msg_id]
+            need = held.size + 2 * page  # its pages, and the index page it may split
+            if self._free_bytes() < need and not (
+                reserve_whole and self._disk_room() >= 2 * need + ROOM_MARGIN
+            ):
+                self._refusals.failed(
+                    NoRoom(f"the disk is full (kept: {RESERVE_BYTES // 1024} KiB for deletions)")
+                )
+                return
             try:
-                cur = self.conn.execute(
-                    "INSERT INTO messages (topic, payload, qos, size, queued) VALUES (?,?,?,?,?)",
-                    (topic, payload, qos, size, queued),
+                self.conn.execute(
+                    "INSERT INTO messages (id, topic, payload, qos, size, queued) VALUES (?,?,?,?,?,?)",
+                    (msg_id, held.topic, held.payload, held.qos, held.size, held.queued),
                 )
             except sqlite3.Error as exc:
                 if refuses_writes(exc) is None:
                     raise
-                if not emptied_wal:  # once per call: the WAL's space may be what is missing
-                    emptied_wal = True
-                    if self._empty_wal():
+                if not retried:  # once per call: the WAL's frames may be what is missing
+                    retried = True
+                    if self._checkpoint():
                         continue
                 self._refusals.failed(exc)
-                return 0
-            self._held.popleft()
-            self._held_bytes -= size
+                return
+            del self._held[msg_id]
+            self._held_bytes -= held.size
             self._count += 1
-            self._bytes += size
-            assert cur.lastrowid is not None
-            last = cur.lastrowid
+            self._bytes += held.size
         self._refusals.worked()
         self._enforce_bounds()
-        return last
 
-    def _empty_wal(self) -> bool:
-        """Copy the WAL into the queue's file and cut it to nothing, giving its space back; whether
-        that was done. SQLite checkpoints on its own only past 1,000 pages, so a disk that filled
-        before then keeps the WAL at its size, and the file has room (acknowledged messages'
-        pages) that only a checkpoint makes usable."""
+    def _disk_room(self) -> int:
+        """Bytes free on the queue's disk (for this user)."""
+        if self._reserve is None:
+            return 1 << 62
         try:
-            busy, _, _ = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            st = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        except OSError:
+            return 0
+        return st.f_bavail * st.f_frsize
+
+    def _checkpoint(self) -> bool:
+        """Copy the WAL into the queue's file, so that the next transaction writes the WAL from its
+        start again (reusing its space: the WAL is never truncated); whether all of it was copied.
+        SQLite checkpoints on its own only past 1,000 pages."""
+        try:
+            busy, frames, copied = self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error:
             return False
-        return busy == 0
+        return busy == 0 and frames == copied
+
+    def _page_size(self) -> int:
+        return int(self.conn.execute("PRAGMA page_size").fetchone()[0])
+
+    def _free_bytes(self) -> int:
+        """Room in the queue's file that no message holds (what acknowledged messages left)."""
+        try:
+            pages = int(self.conn.execute("PRAGMA freelist_count").fetchone()[0])
+        except sqlite3.Error:
+            return 0
+        return pages * self._page_size()
 
     def _bound_held(self) -> None:
         """Drop the oldest of what waits in memory beyond its bounds (always keeping the newest)."""
         while len(self._held) > 1 and (
             len(self._held) > HELD_MAX_MESSAGES or self._held_bytes > HELD_MAX_BYTES
         ):
-            topic, payload, _, _ = self._held.popleft()
-            self._held_bytes -= len(topic) + len(payload)
+            msg_id = next(iter(self._held))
+            self._held_bytes -= self._held.pop(msg_id).size
             self._held_drops += 1
+            if not self.lost_from_memory:
+                log.error(
+                    "The disk still refuses the queue %s and %d messages (%d MiB) wait in memory, its"
+                    " bound: the oldest are dropped from now on (each heartbeat's 'dropped' counts them)",
+                    self.path,
+                    len(self._held),
+                    self._held_bytes // (1024 * 1024),
+                )
+            self.lost_from_memory += 1
 
     def _over(self) -> tuple[int, int]:
         """(messages, bytes) above the bounds."""
@@ -224,43 +370,76 @@ class ForwardQueue:
 
     def delete(self, ids: list[int]) -> None:
         """Forget messages the broker has acknowledged (unknown ids are ignored)."""
-        ids = self._undeleted + ids
-        if not ids:
-            return
-        try:
-            with self.conn:
-                self.conn.execute("BEGIN")
-                gone = [0, 0]
-                for start in range(0, len(ids), 500):
-                    chunk = ids[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    row = self.conn.execute(
-                        f"SELECT COUNT(*), COALESCE(SUM(size), 0) FROM messages WHERE id IN ({marks})", chunk
-                    ).fetchone()
-                    self.conn.execute(f"DELETE FROM messages WHERE id IN ({marks})", chunk)
-                    gone[0] += int(row[0])
-                    gone[1] += int(row[1])
-        except sqlite3.Error as exc:  # kept to delete on a later call
-            if refuses_writes(exc) is None:
-                raise
-            self._refusals.failed(exc)
-            self._undeleted = ids
-            return
-        self._undeleted = []
-        self._count -= gone[0]
-        self._bytes -= gone[1]
-        if self._held:  # pages freed: what waits in memory may fit now
-            self._write_held()
+        for msg_id in ids:
+            held = self._held.pop(msg_id, None)
+            if held is None:
+                self._undeleted.append(msg_id)
+            else:  # sent from memory: it never needs the disk
+                self._held_bytes -= held.size
+        self._settle()
+
+    def _delete_undeleted(self) -> bool:
+        """Delete the acknowledged messages still on disk; whether all are gone. A refusal is met
+        with a checkpoint (the WAL reused from its start), then with the reserve given back, then
+        with fewer at a time (a deletion of one message needs a few pages of WAL)."""
+        chunk_size = DELETE_CHUNK
+        checkpointed = False
+        while self._undeleted:
+            chunk = self._undeleted[:chunk_size]
+            try:
+                self._delete_rows(chunk)
+            except sqlite3.Error as exc:
+                if refuses_writes(exc) is None:
+                    raise
+                if not checkpointed:
+                    checkpointed = True
+                    self._checkpoint()
+                elif self._reserve is not None and self._reserve.release():
+                    log.warning(
+                        "The disk of the queue %s is full: its reserve (%d KiB) is given back to"
+                        " delete what the broker acknowledged",
+                        self.path,
+                        RESERVE_BYTES // 1024,
+                    )
+                    self._checkpoint()
+                elif chunk_size > 1:
+                    chunk_size //= 2
+                else:
+                    self._delete_refusals.failed(exc)
+                    return False
+                continue
+            del self._undeleted[: len(chunk)]
+        self._delete_refusals.worked()
+        if self._held or (self._reserve is not None and not self._reserve.whole):
+            self._checkpoint()  # the disk is tight: the next transaction reuses the WAL's space
+        return True
+
+    def _delete_rows(self, ids: list[int]) -> None:
+        marks = ",".join("?" * len(ids))
+        with self.conn:
+            self.conn.execute("BEGIN")
+            row = self.conn.execute(
+                f"SELECT COUNT(*), COALESCE(SUM(size), 0) FROM messages WHERE id IN ({marks})", ids
+            ).fetchone()
+            self.conn.execute(f"DELETE FROM messages WHERE id IN ({marks})", ids)
+        self._count -= int(row[0])
+        self._bytes -= int(row[1])
 
     # ------------------------------------------------------------------ reading
 
     def next_batch(self, after_id: int, limit: int) -> list[Queued]:
-        """Up to ``limit`` messages with id > ``after_id``, oldest first (what waits in memory
-        goes out once it is on disk: its order is after everything there)."""
+        """Up to ``limit`` messages with id > ``after_id``, oldest first: those on disk, then those
+        waiting in memory (all newer), so that a disk that refuses writes delays nothing."""
         rows = self.conn.execute(
             "SELECT id, topic, payload, qos FROM messages WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
         )
-        return [Queued(int(r[0]), str(r[1]), bytes(r[2]), int(r[3])) for r in rows]
+        out = [Queued(int(r[0]), str(r[1]), bytes(r[2]), int(r[3])) for r in rows]
+        for msg_id, held in self._held.items():
+            if len(out) >= limit:
+                break
+            if msg_id > after_id:
+                out.append(Queued(msg_id, held.topic, held.payload, held.qos))
+        return out
 
     def __len__(self) -> int:
         """Messages waiting: on disk and in memory."""
@@ -270,6 +449,11 @@ class ForwardQueue:
     def held(self) -> int:
         """Messages waiting in memory because the disk refused them."""
         return len(self._held)
+
+    @property
+    def undeleted(self) -> int:
+        """Acknowledged messages the disk has not let go of yet (a restart would send them again)."""
+        return len(self._undeleted)
 
     @property
     def bytes(self) -> int:
@@ -295,8 +479,15 @@ class ForwardQueue:
         return int(row[0]) + held
 
     def close(self) -> None:
-        if self._held:  # a last try; what the disk still refuses is lost with the process
-            self._write_held()
+        self._settle()  # a last try; what the disk still refuses is lost with the process
+        if self._undeleted:
+            log.error(
+                "%d acknowledged message(s) stay in %s: the disk refused to delete them; the next"
+                " start sends them again (the daemon keeps the first copy)",
+                len(self._undeleted),
+                self.path,
+            )
+        self.lost_at_close = len(self._held)
         if self._held:
             log.error(
                 "%d message(s) waiting in memory are lost: the disk refused to queue them in %s",

@@ -1,0 +1,87 @@
+"""The queue on a real full disk (a tiny tmpfs, tests/support/tiny_disk.py), through `minewatch
+sensor` and a real Mosquitto: what the disk refuses waits in memory, and once the broker is back
+everything is delivered, acknowledged rows leave the file although the disk stays full, and
+nothing delivered is left to be sent again.
+
+A SQLite page limit (tests/sensors/test_queue.py) is no full disk: there the WAL and the files
+beside the queue may still grow, which hid that deleting acknowledged rows needs disk too."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sensors.queue import ForwardQueue
+from tests.support.sensors import Subscriber, site_config, wait_for
+from tests.support.servers import Mosquitto
+from tests.support.tiny_disk import fill, tiny_disk
+
+pytestmark = pytest.mark.timeout(240)
+
+SECONDS = 120
+
+
+def _seconds(sub: Subscriber) -> set[str]:
+    return {json.loads(p)["ts"] for _, p in sub.received("/levels")}
+
+
+@pytest.mark.parametrize(
+    "free_kib",
+    [
+        600,  # room for the reserve and some seconds of audio, then full
+        64,  # less than the reserve from the start: nothing goes to disk, all is sent from memory
+    ],
+)
+def test_a_disk_that_stays_full_delivers_everything_once_the_broker_is_back(
+    tmp_path: Path, mosquitto: Mosquitto, free_kib: int
+) -> None:
+    config = site_config(tmp_path, mosquitto.url)
+    sub = Subscriber(mosquitto.port, "minewatch/dovre-quarry/sensors/n1/levels", client_id="disk-sub")
+    mosquitto.stop()  # the subscriber's session waits in the broker's persistence
+    log_path = tmp_path / "sensor.log"
+    with tiny_disk(tmp_path / "card", "1m") as card:
+        queue_path = card / "n1.queue.db"
+        fill(card, free_kib * 1024)
+        try:
+            with log_path.open("wb") as log:
+                proc = subprocess.Popen(
+                    [
+                        *(sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)),
+                        *("--sensor", "n1", "--source", "synthetic:60", "--audio", "continuous"),
+                        *("--queue", str(queue_path), "--speed", "20", "--duration", str(SECONDS)),
+                        *("--start", "2026-06-15T11:00", "--drain-timeout", "30"),
+                    ],
+                    stdout=log,
+                    stderr=log,
+                )
+                try:
+                    refused = f"Writing the queue {queue_path} failed"
+                    assert wait_for(lambda: refused in log_path.read_text(errors="replace"), 60), (
+                        log_path.read_text(errors="replace")
+                    )
+                    mosquitto.start()  # the disk still full: the filler stays
+                    code = proc.wait(180)
+                finally:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+            text = log_path.read_text(errors="replace")
+            assert code == 0, text
+            assert "Traceback" not in text, text
+            assert "are lost" not in text, text
+            assert wait_for(lambda: len(_seconds(sub)) == SECONDS, 30), (len(_seconds(sub)), text)
+            # Nothing delivered stays in the file to be sent again by the next start.
+            q = ForwardQueue(queue_path)
+            try:
+                assert len(q) == 0, text
+            finally:
+                q.close()
+            stopped = re.search(r"Stopped: .*", text)
+            assert stopped is not None, text
+        finally:
+            sub.close()
