@@ -12,10 +12,13 @@ through the optional ``sounddevice`` package (extra ``soundcard``).
 
 from __future__ import annotations
 
+import atexit
+import logging
 import math
 import queue
+import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -31,6 +34,10 @@ from rules.model import SoundLevels
 
 FloatArray = NDArray[np.float64]
 AUDIO_MODES = ("off", "continuous", "events")
+NO_BLOCK: FloatArray = np.empty(0)  # what a live source yields while its device delivers nothing
+STALL_S = 5.0  # a device silent this long is said to be so in the log
+
+log = logging.getLogger("minewatch.sensors.sound")
 
 
 class SourceUnavailable(Exception):
@@ -41,12 +48,14 @@ class SourceUnavailable(Exception):
 
 
 class SoundSource:
-    """Yields consecutive blocks of mono samples (full scale 1.0) at ``sample_rate``."""
+    """Yields consecutive blocks of mono samples (full scale 1.0) at ``sample_rate``; a live
+    source yields ``NO_BLOCK`` (no samples) while its device delivers nothing, so that its
+    reader can still stop, send heartbeats and forward its queue."""
 
     sample_rate: int
     realtime: bool = False  # paced by the hardware: no extra sleeping
 
-    def blocks(self) -> Iterator[FloatArray]:
+    def blocks(self) -> Generator[FloatArray, None, None]:
         raise NotImplementedError
 
 
@@ -60,7 +69,7 @@ class WavSource(SoundSource):
         self.sample_rate = audio.sample_rate
         self.block = max(1, int(block_s * self.sample_rate))
 
-    def blocks(self) -> Iterator[FloatArray]:
+    def blocks(self) -> Generator[FloatArray, None, None]:
         for start in range(0, self.samples.size, self.block):
             yield self.samples[start : start + self.block]
 
@@ -88,7 +97,7 @@ class SyntheticSource(SoundSource):
         unit = float(np.mean([p.LAeq for p in meter.process(probe)[1:]]))
         self.gain = 10 ** ((level_db - unit) / 20)
 
-    def blocks(self) -> Iterator[FloatArray]:
+    def blocks(self) -> Generator[FloatArray, None, None]:
         while True:
             yield self.gain * self.rng.standard_normal(self.block)
 
@@ -127,17 +136,53 @@ class SoundcardSource(SoundSource):
         except queue.Full:
             self.overflows += 1  # the processor fell behind; the gap shows as missing seconds
 
-    def blocks(self) -> Iterator[FloatArray]:
-        with self.sd.InputStream(
+    def blocks(self) -> Generator[FloatArray, None, None]:
+        stream = self.sd.InputStream(
             device=self.device,
             channels=1,
             samplerate=self.sample_rate,
             blocksize=self.block,
             dtype="float32",
             callback=self._callback,
-        ):
+        )
+        stream.start()
+        try:
+            last = time.monotonic()
+            stalled = False
             while True:
-                yield self.queue.get()
+                try:
+                    block = self.queue.get(timeout=0.25)
+                except queue.Empty:
+                    silent = time.monotonic() - last
+                    if silent >= STALL_S and not stalled:
+                        stalled = True
+                        log.error(
+                            "No audio from the device %r for %.0f s: check its cable and power"
+                            " (the sensor keeps waiting for it)",
+                            self.name,
+                            silent,
+                        )
+                    yield NO_BLOCK
+                    continue
+                if stalled:
+                    stalled = False
+                    log.warning(
+                        "Audio from the device %r again, after %.0f s without",
+                        self.name,
+                        time.monotonic() - last,
+                    )
+                last = time.monotonic()
+                yield block
+        finally:
+            if stalled:
+                # PortAudio's stop, abort and close (and its Pa_Terminate, which sounddevice runs
+                # at exit) all wait for its capture thread, which a device that stopped delivering
+                # keeps in a read for ever (with cancellation off): the process ends without them.
+                atexit.unregister(getattr(self.sd, "_exit_handler", lambda: None))
+                log.warning("The device %r is left as it is: it does not answer", self.name)
+            else:
+                stream.abort()
+                stream.close()
 
 
 def open_source(spec: str, full_scale_db: float, seed: int = 0) -> SoundSource:

@@ -390,21 +390,29 @@ def _run_sound(
     status = SensorStatus(site.id, sensor.id, start, None, None, *(calibration or (None, None)))
     publisher.heartbeat(status)
     done_s = 0.0
+    began = time.monotonic()
     next_status = args.status_interval
-    for block in source.blocks():
-        if stop.is_set():
-            break
-        for record in processor.feed(block):
-            publisher.publish(record)
-        done_s += block.size / source.sample_rate
-        if done_s >= next_status:
-            next_status += args.status_interval
-            publisher.heartbeat(SensorStatus(site.id, sensor.id, _after(start, done_s)))
-        link.pump()
-        if args.duration is not None and done_s >= args.duration:
-            break
-        pacer.wait(done_s, stop)
-    publisher.heartbeat(SensorStatus(site.id, sensor.id, _after(start, done_s)))
+    blocks = source.blocks()
+    try:
+        for block in blocks:
+            if stop.is_set():
+                break
+            for record in processor.feed(block):
+                publisher.publish(record)
+            done_s += block.size / source.sample_rate
+            # A live source's heartbeat follows the clock: it goes on while its device is silent.
+            clock_s = time.monotonic() - began if source.realtime else done_s
+            if clock_s >= next_status:
+                next_status += args.status_interval
+                publisher.heartbeat(SensorStatus(site.id, sensor.id, _after(start, clock_s)))
+            link.pump()
+            if args.duration is not None and done_s >= args.duration:
+                break
+            pacer.wait(done_s, stop)
+    finally:
+        blocks.close()  # the device let go of before the drain
+    clock_s = time.monotonic() - began if source.realtime else done_s
+    publisher.heartbeat(SensorStatus(site.id, sensor.id, _after(start, clock_s)))
 
 
 def _run_light(

@@ -17,10 +17,13 @@ real time; the source's queue keeps the first 32 s in order, more than the recor
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import wave
 from pathlib import Path
 
@@ -138,3 +141,87 @@ def test_soundcard_capture_publishes_the_levels_of_the_recording(
             assert abs(got[name] - want[name]) <= 0.1, (name, got, want)
     # The steps are there: the capture is the recording, not silence or noise of its own.
     assert max(m["LAeq"] for m in published) - min(m["LAeq"] for m in published) > 10
+
+
+class _StallingDevice(threading.Thread):
+    """Writes silence into the device's FIFO until ``stall`` is set, then keeps it open unwritten.
+    PortAudio opens the device more than once (probing it first): each reader gets the FIFO anew."""
+
+    def __init__(self, fifo: Path) -> None:
+        super().__init__(daemon=True)
+        self.fifo = fifo
+        self.stall = threading.Event()
+        self.done = threading.Event()
+        self.fds: list[int] = []
+
+    def run(self) -> None:
+        chunk = np.zeros(RATE // 10, "<f4").tobytes()
+        while not self.done.is_set():
+            fd = os.open(self.fifo, os.O_WRONLY)  # blocks until the device opens it
+            self.fds.append(fd)
+            try:
+                while not self.stall.is_set():
+                    os.write(fd, chunk)
+            except BrokenPipeError:
+                continue  # a probe closed it
+            self.done.wait()
+
+    def close(self) -> None:
+        self.done.set()
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def test_a_device_that_stops_delivering_is_said_and_a_sigterm_still_stops_the_sensor(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """The device's samples come from a FIFO that the test feeds for a while and then keeps open
+    without writing, as a sound card that stops calling back (an unplugged USB card): alsa-lib
+    waits in its read, so PortAudio's callbacks stop. A real part, no fake sounddevice. The sensor
+    says so once, its heartbeats go on, and a SIGTERM ends it cleanly, its queue drained."""
+    pytest.importorskip("sounddevice", reason="the `test` extra installs sounddevice")
+    fifo = tmp_path / "device.f32"
+    os.mkfifo(fifo)
+    env = _alsa_env(tmp_path, fifo)
+    config = site_config(tmp_path, mosquitto.url)
+    sub = Subscriber(mosquitto.port, "minewatch/dovre-quarry/sensors/n1/#", client_id="stall-sub")
+    log_path = tmp_path / "sensor.log"
+    device = _StallingDevice(fifo)
+    device.start()
+    try:
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen(
+                [
+                    *(sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)),
+                    *("--sensor", "n1", "--source", "soundcard:minewatch_test", "--status-interval", "1"),
+                    *("--queue", str(tmp_path / "n1.queue.db"), "--drain-timeout", "10"),
+                ],
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
+            try:
+                assert wait_for(lambda: len(sub.received("/levels")) >= 2, 60), log_path.read_text(
+                    errors="replace"
+                )
+                device.stall.set()
+                said = "No audio from the device"
+                assert wait_for(lambda: said in log_path.read_text(errors="replace"), 60), log_path.read_text(
+                    errors="replace"
+                )
+                beats = len(sub.received("/status"))
+                assert wait_for(lambda: len(sub.received("/status")) >= beats + 2, 20), "no heartbeat"
+                proc.send_signal(signal.SIGTERM)
+                code = proc.wait(30)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    finally:
+        device.close()
+        sub.close()
+    text = log_path.read_text(errors="replace")
+    assert code == 0, text
+    assert text.count("No audio from the device") == 1, text
+    assert "Stopped:" in text and "Traceback" not in text, text
