@@ -34,6 +34,7 @@ No paho here: the queue is plain SQLite, used from one thread.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import sqlite3
@@ -497,6 +498,42 @@ class ForwardQueue:
             self._held.clear()  # len() now counts what is left on disk
             self._held_bytes = 0
         self.conn.close()
+
+
+def damaged(exc: BaseException) -> bool:
+    """Whether ``exc`` says the file is no readable SQLite database any more (what a power cut
+    while an SD card writes can leave): malformed, or not a database at all."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (
+        isinstance(exc, sqlite3.DatabaseError)
+        and isinstance(code, int)
+        and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+    )
+
+
+def set_aside(path: Path) -> Path:
+    """Move a damaged queue (and its WAL and shared memory) to ``NAME.damaged-TIME[-N]``, a name no
+    file has: nothing is written over. Returns the new name of the queue's file."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    n = 1
+    while True:
+        target = path.with_name(f"{path.name}.damaged-{stamp}" + (f"-{n}" if n > 1 else ""))
+        if not any(Path(f"{target}{end}").exists() for end in ("", "-wal", "-shm")):
+            break
+        n += 1
+    for end in ("", "-wal", "-shm"):  # the file first: a WAL left behind alone is ignored
+        source, dest = Path(f"{path}{end}"), Path(f"{target}{end}")
+        if not source.exists():
+            continue
+        try:
+            os.link(source, dest)  # fails rather than replacing a file that appeared meanwhile
+        except OSError as exc:
+            if exc.errno == errno.EEXIST:
+                raise
+            source.rename(dest)  # a filesystem without hard links (vfat): checked just above
+        else:
+            source.unlink()
+    return target
 
 
 class MemoryQueue:

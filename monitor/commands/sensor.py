@@ -297,10 +297,10 @@ def run(args: argparse.Namespace) -> int:
             return _fail(args.kind, str(exc))
         return _fail(args.kind, f"--calibrate {args.calibrate}: {exc}")
 
-    from monitor.claims import QueueTaken, claim_queue
+    from monitor.claims import Claims, QueueTaken, claim_queue
     from sensors.link import Link
     from sensors.publisher import Publisher
-    from sensors.queue import ForwardQueue, QueueBounds
+    from sensors.queue import ForwardQueue, QueueBounds, damaged, set_aside
 
     queue_path = Path(args.queue or f"{site.id}-{sensor.id}.queue.db")
     # The queue's folder is made if missing; a file standing where a folder should be is a mistake.
@@ -310,16 +310,41 @@ def run(args: argparse.Namespace) -> int:
     if queue_path.is_dir():
         return _fail(args.kind, f"--queue {queue_path}: is a folder; give the queue's file name")
     # The queue first, then its claim: a --queue that is no queue leaves no claim file beside it.
+    claim: Claims | None = None
     try:
         bounds = QueueBounds(args.queue_max_messages, int(args.queue_max_mb * 1024 * 1024))
-        forward = ForwardQueue(queue_path, bounds)
-    except (ValueError, OSError, sqlite3.Error) as exc:
-        return _fail(args.kind, f"--queue {queue_path}: {exc}")
-    try:
-        claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
+        try:
+            forward = ForwardQueue(queue_path, bounds)
+        except sqlite3.DatabaseError as exc:
+            # A queue a power cut damaged must not stop the sensor for good (under systemd it
+            # would restart and fail for ever, measuring nothing): it is set aside, claimed first
+            # so that no running sensor's file is moved. A file no sensor has used (no claim
+            # file beside it) is someone else's, and left as it is.
+            if not damaged(exc) or not Path(f"{queue_path}-owner").exists():
+                raise
+            claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
+            aside = set_aside(queue_path)
+            log.error(
+                "The queue %s is damaged (%s): moved to %s, and what it held that was not sent yet"
+                " is not sent; starting a new queue",
+                queue_path,
+                exc,
+                aside,
+            )
+            forward = ForwardQueue(queue_path, bounds)
     except QueueTaken as exc:
-        forward.close()
         return _fail(args.kind, str(exc))
+    except (ValueError, OSError, sqlite3.Error) as exc:
+        if claim is not None:
+            claim.release()
+        remedy = "; move it away or name another --queue" if damaged(exc) else ""
+        return _fail(args.kind, f"--queue {queue_path}: {exc}{remedy}")
+    if claim is None:
+        try:
+            claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
+        except QueueTaken as exc:
+            forward.close()
+            return _fail(args.kind, str(exc))
     # A refused login (bad password) stops the run: no retry can fix it (exit status 3).
     link = Link(
         config.broker,
