@@ -62,6 +62,7 @@ class Link:
         self._early: set[int] = set()
         self._refused: list[str] = []
         self.refused = 0  # messages the broker acknowledged with a failure reason (e.g. not authorized)
+        self.delivered = 0  # messages the broker acknowledged as taken (PUBACK without a failure)
         self._inflight: dict[int, int] = {}  # paho mid -> queue row id
         self._handed_until = 0  # highest row id given to paho
         v5 = broker.protocol == "5"
@@ -213,3 +214,5 @@ class Link:
             if getattr(reason, "is_failure", False):
                 self.refused += 1
                 self._refused.append(str(reason))
+            else:
+                self.delivered += 1

@@ -209,6 +209,7 @@ class ForwardQueue:
         self._held_bytes = 0
         self._held_drops = 0  # dropped from memory, not yet reported
         self.lost_from_memory = 0  # dropped from memory in this run
+        self.dropped_from_disk = 0  # dropped from the file beyond its bounds in this run
         self._undeleted: list[int] = []  # acknowledged, still on disk
         self._reserve = None if self.path == ":memory:" else _Reserve(self.path + "-reserve", RESERVE_BYTES)
         if self._reserve is not None:
@@ -368,6 +369,7 @@ class ForwardQueue:
             return
         self._count -= len(dropped_ids)
         self._bytes -= freed
+        self.dropped_from_disk += len(dropped_ids)
 
     def delete(self, ids: list[int]) -> None:
         """Forget messages the broker has acknowledged (unknown ids are ignored)."""

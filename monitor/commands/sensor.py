@@ -378,12 +378,22 @@ def run(args: argparse.Namespace) -> int:
         forward.close()  # (what the disk refused to the end is lost, and logged)
         left = len(forward)
         claim.release()
+        lost = {
+            "waited in memory while the disk refused them": forward.lost_from_memory + forward.lost_at_close,
+            "dropped beyond the queue's bounds": forward.dropped_from_disk,
+            "refused by the broker": link.refused,
+            "too large for any message": publisher.oversized,
+        }
+        why = ", ".join(f"{n} {what}" for what, n in lost.items() if n)
         log.info(
-            "Stopped: %d records published, %d still queued in %s%s",
-            publisher.sent,
+            "Stopped: %d message(s) delivered (acknowledged by the broker), %d still queued in %s%s,"
+            " %d lost%s",
+            link.delivered,
             left,
             queue_path,
             "" if drained else " (sent on the next start)",
+            sum(lost.values()),
+            f" ({why})" if why else "",
         )
     if link.fatal is not None:
         print(f"minewatch sensor {args.kind}: {link.fatal}", file=sys.stderr)

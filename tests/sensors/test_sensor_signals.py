@@ -146,11 +146,18 @@ def test_a_full_disk_does_not_stop_the_sensor_and_its_last_line_counts_the_disk(
     assert "Traceback" not in text, text
     assert text.count(f"Writing the queue {queue_path} failed") == 1, text
     lost = re.search(r"(\d+) message\(s\) waiting in memory are lost", text)
-    left = re.search(r"Stopped: (\d+) records published, (\d+) still queued", text)
+    left = re.search(
+        r"Stopped: 0 message\(s\) delivered \(acknowledged by the broker\), (\d+) still queued in .*"
+        r" \(sent on the next start\), (\d+) lost \((\d+) waited in memory while the disk refused them\)",
+        text,
+    )
     assert lost is not None and left is not None, text
     q = ForwardQueue(queue_path)
     try:
-        assert int(left.group(2)) == len(q) > 0
-        assert int(lost.group(1)) == int(left.group(1)) - len(q)  # measured = on disk + lost
+        assert int(left.group(1)) == len(q) > 0
+        assert int(lost.group(1)) == int(left.group(2)) == int(left.group(3))  # nothing delivered
     finally:
         q.close()
+    # Measured: the heartbeat first, then 3000 seconds of levels and the heartbeats, on disk or lost.
+    measured = 1 + 3000 + 3000 // 60 + 1
+    assert len(q) + int(left.group(2)) == measured, text
