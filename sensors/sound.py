@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from monitor.acoustics.iec61672 import PeriodLevels, SoundLevelMeter, calibration_from_tone
+from monitor.acoustics.iec61672 import PeriodLevels, SoundLevelMeter, calibration_from_tone, check_sample_rate
 from monitor.acoustics.wavfile import read_wav
 from monitor.wire.codec import AudioBlock, Message
 from monitor.wire.protocol import DB_RANGE
@@ -65,6 +65,10 @@ class WavSource(SoundSource):
             audio = read_wav(path)
         except ValueError as exc:
             raise SourceUnavailable(str(exc)) from None
+        try:  # when the source opens, not once the broker is connected
+            check_sample_rate(audio.sample_rate)
+        except ValueError as exc:
+            raise SourceUnavailable(f"{path}: {exc}") from None
         self.samples = audio.samples
         self.sample_rate = audio.sample_rate
         self.block = max(1, int(block_s * self.sample_rate))

@@ -197,6 +197,12 @@ def _fit_grid(fs: float) -> tuple[FloatArray, float]:
 
 
 @lru_cache(maxsize=16)
+def check_sample_rate(sample_rate: int) -> None:
+    """ValueError unless the meter's filters can be designed for ``sample_rate``."""
+    if not 8000 <= sample_rate <= 400_000:
+        raise ValueError(f"sample rate {sample_rate} Hz outside the supported 8 kHz ... 400 kHz")
+
+
 def design_weighting_filters(sample_rate: int) -> WeightingFilters:
     """Design A and C weighting filters for ``sample_rate`` (cached; deterministic).
 
@@ -208,8 +214,7 @@ def design_weighting_filters(sample_rate: int) -> WeightingFilters:
     towards the minimax error.  Overall gains are finally normalised to exactly 0 dB at 1 kHz.
     """
     fs = float(sample_rate)
-    if not 8000 <= sample_rate <= 400_000:
-        raise ValueError(f"sample rate {sample_rate} Hz outside the supported 8 kHz ... 400 kHz")
+    check_sample_rate(sample_rate)
     w1, w2, w3 = (2 * np.pi * f for f in (IEC_F1_HZ, IEC_F2_HZ, IEC_F3_HZ))
     section_f1 = _bilinear_section([0.0, 0.0], [-w1, -w1], fs)
     section_f23 = _bilinear_section([0.0, 0.0], [-w2, -w3], fs)
