@@ -124,7 +124,10 @@ class SoundcardSource(SoundSource):
         try:
             info = self.sd.query_devices(chosen, "input")
         except Exception as exc:  # PortAudioError / ValueError: no such device or no input at all
-            raise SourceUnavailable(f"no usable input device {device or '(default)'}: {exc}") from None
+            raise SourceUnavailable(
+                f"no usable input device {device or '(default)'}: {exc}"
+                " (list the devices with: python3 -m sounddevice)"
+            ) from None
         self.device = chosen
         self.name = str(info.get("name", device))
         self.sample_rate = sample_rate

@@ -9,7 +9,9 @@ import wave
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from sensors.sound import SourceUnavailable, open_source
 from tests.support.sensors import site_config
 from tests.support.servers import free_port
 
@@ -36,3 +38,9 @@ def test_a_wav_below_8_khz_is_refused_in_one_line_when_the_source_opens(tmp_path
         f"minewatch sensor sound: {wav}: sample rate 4000 Hz outside the supported 8 kHz ... 400 kHz"
     ]
     assert not (tmp_path / "q.db").exists()  # refused before the queue or the broker
+
+
+def test_an_unknown_sound_card_says_how_to_list_the_devices() -> None:
+    pytest.importorskip("sounddevice", reason="the `test` extra installs sounddevice")
+    with pytest.raises(SourceUnavailable, match=r"list the devices with: python3 -m sounddevice\)$"):
+        open_source("soundcard:nosuch", 120.0)
