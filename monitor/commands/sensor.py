@@ -337,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError, sqlite3.Error) as exc:
         if claim is not None:
             claim.release()
-        remedy = "; move it away or name another --queue" if damaged(exc) else ""
+        remedy = "; name a new file for the queue" if damaged(exc) else ""
         return _fail(args.kind, f"--queue {queue_path}: {exc}{remedy}")
     if claim is None:
         try:

@@ -79,8 +79,7 @@ def test_a_file_no_sensor_used_is_left_alone(tmp_path: Path) -> None:
     result = _sensor(tmp_path, queue)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == (
-        f"minewatch sensor sound: --queue {queue}: file is not a database;"
-        " move it away or name another --queue"
+        f"minewatch sensor sound: --queue {queue}: file is not a database; name a new file for the queue"
     )
     assert queue.read_bytes() == b"not a queue at all\n" * 300
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db", "site.toml"]

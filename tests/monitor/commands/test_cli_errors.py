@@ -268,7 +268,7 @@ def test_another_programs_database_is_no_store_and_no_queue(site: dict[str, str]
     notes = tmp_path / "notes.txt"
     notes.write_text("not a queue\n")
     line = _assert_one_line(_run([*sensor, "--queue", str(notes)], Path(site["cwd"])))
-    assert line.endswith(f"--queue {notes}: file is not a database"), line
+    assert line.endswith(f"--queue {notes}: file is not a database; name a new file for the queue"), line
     assert other.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("inventory", "notes"))) == [
         "inventory.db",
