@@ -324,17 +324,22 @@ def _cure_text(notice: Notice) -> str:
     d = notice.data
     days = d.get("cure_days", 14)
     counted = f", counted to {d['deadline_rule']}" if d.get("deadline_rule") else ""
+    # minewatch draws a notice up when it finds the violation; serving it is the Town's act.
+    served = (
+        f" The {days} days count from the time this notice shows as issued, when minewatch drew it up;"
+        " where the Town serves it later, the Town extends the deadline by as much."
+    )
     if not d.get("cure_section"):
         profile = f"profile {d['profile']}" if d.get("profile") else "the profile"
         return (
             f"The Operator has {days} days to correct the violation{counted}. The {days} days are the"
-            f" Town's setting in {profile}, not a period set by a section of the ordinance."
+            f" Town's setting in {profile}, not a period set by a section of the ordinance.{served}"
         )
     return (
         f"Under section {d['cure_section']} the Operator is granted {days} days to correct the violation"
         f"{counted}. If circumstances require more time, the Operator shall immediately provide the Town"
-        " with a written explanation of the need for additional time and the amount of additional time"
-        " required."
+        f" with a written explanation of the need for additional time and the amount of additional time"
+        f" required.{served}"
     )
 
 

@@ -657,6 +657,11 @@ def test_considered_choices_are_listed_when_the_findings_give_them(tmp_path: Pat
     markdown = render_notice(store.conn, event.notice_id, "md", config=config).decode()
     assert "## Considered (choices of this monitoring, not the ordinance's words)" in markdown
     assert "- wind above 5 m/s makes a second unreliable (this monitoring's choice)" in markdown
+    # 13.3: the Board "may" issue a notice; the deadline counts from when minewatch drew it up.
+    assert (
+        "The 14 days count from the time this notice shows as issued, when minewatch drew it up; where"
+        " the Town serves it later, the Town extends the deadline by as much."
+    ) in " ".join(markdown.split())
     plain = render_notice(store.conn, "DOV-2026-0001", "md", config=config).decode()
     assert plain == markdown
     store.close()
