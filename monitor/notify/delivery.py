@@ -37,8 +37,6 @@ import smtplib
 import sqlite3
 import ssl
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,6 +50,7 @@ from monitor.config import ChannelConfig, Config, RecipientConfig
 from monitor.errors import OutputError
 from monitor.failing_rounds import FailingRounds
 from monitor.journal import migrations
+from monitor.notify import webhook
 from monitor.notify.alerts import Alert
 from monitor.wire.canonical import canonical_json, canonical_text, from_us, to_us
 from rules.times import stored_time
@@ -367,19 +366,7 @@ class Deliveries:
         }
         if route.channel.secret:
             headers[SIGNATURE_HEADER] = signature(route.channel.secret.value, body)
-        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                response.read()
-        except urllib.error.HTTPError as exc:
-            # As Telegraf's outputs sort them: 408/425/429 and 5xx are worth retrying, other 4xx are not.
-            retryable = exc.code in (408, 425, 429) or exc.code >= 500
-            raise OutputError(
-                f"webhook {url!r} answered HTTP {exc.code} {exc.reason}", retryable=retryable
-            ) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise OutputError(f"webhook {url!r} unreachable: {reason}", retryable=True) from None
+        webhook.post(url, body, headers, timeout_s=self.timeout_s, ssl_context=self.ssl_context)
 
     # ------------------------------------------------------------------ e-mail
 

@@ -10,11 +10,16 @@ from typing import Any
 
 @dataclass
 class Hook:
-    """An HTTP server that answers webhooks with scripted status codes (then 200) and records them."""
+    """An HTTP server that answers webhooks with scripted status codes (then 200) and records them.
+
+    A 3xx answer names ``location``. A GET (what urllib made of a POST answered by a 302) is
+    answered 200 and recorded in ``gets``."""
 
     port: int
     statuses: list[int] = field(default_factory=list)
     received: list[tuple[dict[str, str], bytes, int]] = field(default_factory=list)
+    location: str = ""
+    gets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
 
     @property
@@ -30,6 +35,14 @@ class Hook:
                 status = hook.statuses.pop(0) if hook.statuses else 200
                 hook.received.append(({k.lower(): v for k, v in self.headers.items()}, body, status))
                 self.send_response(status)
+                if 300 <= status < 400 and hook.location:
+                    self.send_header("Location", hook.location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self) -> None:
+                hook.gets.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 

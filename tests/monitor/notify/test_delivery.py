@@ -349,6 +349,37 @@ def test_permanent_http_error_is_not_retried(tmp_path: Path, hook: Hook) -> None
     conn.close()
 
 
+def test_a_redirect_is_a_failed_attempt_and_is_not_followed(tmp_path: Path, hook: Hook) -> None:
+    """urllib followed a 302 as a bodiless GET to the other host, signature and idempotency key
+    and all, and the delivery counted as delivered though the receiver never had it."""
+    elsewhere = Hook(free_port()).start()
+    try:
+        db = tmp_path / "store.db"
+        conn = connect(db)
+        deliveries = Deliveries(conn, config_for(db, hook.url, max_attempts=2))
+        deliveries.enqueue(alert(audiences=("town",), site="quarry"), T0)
+        hook.statuses, hook.location = [302, 302], f"{elsewhere.url}/moved"
+
+        def hook_row() -> sqlite3.Row:
+            [row] = [r for r in deliveries.rows() if r["channel_type"] == "webhook"]
+            return row
+
+        assert deliveries.deliver_due(T0) == 0
+        row = hook_row()
+        assert (row["status"], row["attempts"]) == (PENDING, 1)  # retried as the policy says
+        assert row["last_error"] == (
+            f"webhook {hook.url!r} answered 302 (a redirect to {elsewhere.url}/moved): minewatch does"
+            " not follow redirects; set the webhook url to the final address"
+        )
+        deliveries.deliver_due(T0 + timedelta(seconds=2))
+        assert (hook_row()["status"], hook_row()["attempts"]) == (UNDELIVERABLE, 2)
+        assert [status for _, _, status in hook.received] == [302, 302]
+        assert elsewhere.gets == [] and elsewhere.received == []  # nothing went where it pointed
+    finally:
+        elsewhere.stop()
+        conn.close()
+
+
 def test_restart_with_undelivered_alerts_delivers_exactly_once(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     port = free_port()  # nobody listens here yet: the receiver is down
