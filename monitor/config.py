@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from monitor import geo
 from monitor.errors import ConfigError
 from monitor.named_file import NamedFileError, read_named_text
+from monitor.shown_url import shown_url
 from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext, TownContact
 
 T = TypeVar("T")
@@ -1065,7 +1066,7 @@ def _channel(t: _Table) -> ChannelConfig:
         attach_max_bytes=t.integer("attach_max_bytes", 8 * 1024 * 1024, minimum=0),
     )
     if kind == "webhook" and urlparse(config.url).scheme not in ("http", "https"):
-        t.problem("url", f"a webhook needs an http(s) URL, got {config.url!r}")
+        t.problem("url", f"a webhook needs an http(s) URL, got {shown_url(config.url)!r}")
     if kind == "email":
         if not config.to:
             t.problem("to", "an e-mail channel needs at least one address")

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from monitor.shown_url import shown_url
+
 TABLE = "migrations"
 # PRAGMA user_version of the layout; an older store is migrated when opened (Store).
 SCHEMA_VERSION = 2
@@ -353,6 +355,27 @@ READINGS_BY_KIND = """
 CREATE INDEX IF NOT EXISTS readings_by_kind ON readings (site, kind, ts_us);
 """
 
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _shown_delivery_targets(conn: sqlite3.Connection) -> str:
+    """Webhook deliveries stored before URLs were shown (monitor/shown_url.py): their target and
+    the URL in their last error as shown, so a token in a receiver's URL stays in the configuration.
+    Delivery finds a row's channel by the shown URL either way; chained alerts are left as they are."""
+    updates = []
+    rows = conn.execute("SELECT id, target, last_error FROM deliveries WHERE channel_type = 'webhook'")
+    for delivery_id, target, error in rows:
+        shown = shown_url(target)
+        if shown != target:
+            updates.append(
+                f"UPDATE deliveries SET target = {_sql_text(shown)}, last_error ="
+                f" {_sql_text(error.replace(target, shown))} WHERE id = {_sql_text(delivery_id)};"
+            )
+    return "\n".join(updates)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("store-layout-2", _to_layout_2, version=2),
     Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
@@ -370,6 +393,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("complaints-position", COMPLAINTS_POSITION),
     Migration("notice-episodes-by-episode", NOTICE_EPISODES_BY_EPISODE),
     Migration("readings-by-kind", READINGS_BY_KIND),
+    Migration("deliveries-shown-targets", _shown_delivery_targets),
 )
 
 

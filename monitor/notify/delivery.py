@@ -52,6 +52,7 @@ from monitor.failing_rounds import FailingRounds
 from monitor.journal import migrations
 from monitor.notify import webhook
 from monitor.notify.alerts import Alert
+from monitor.shown_url import shown_url
 from monitor.wire.canonical import canonical_json, canonical_text, from_us, to_us
 from rules.times import stored_time
 
@@ -65,6 +66,7 @@ __all__ = [
     "Route",
     "UndeliverableAlert",
     "routes_for",
+    "shown_target",
     "signature",
 ]
 
@@ -87,10 +89,11 @@ class Route:
 
     @property
     def target(self) -> str:
-        """Where it goes, for people and for matching the channel after a config change (no secrets)."""
+        """Where it goes, for people and for matching the channel after a config change (no secrets:
+        a webhook's URL as ``shown_url`` shows it; the request alone uses the real one)."""
         c = self.channel
         if c.type == "webhook":
-            return c.url
+            return shown_url(c.url)
         if c.type == "email":
             return ",".join(c.to)
         return c.topic
@@ -247,7 +250,7 @@ class Deliveries:
                 if route is None:
                     raise OutputError(
                         f"recipient {row['recipient']!r} has no {row['channel_type']} channel to "
-                        f"{row['target']!r} in the configuration any more",
+                        f"{shown_target(row)!r} in the configuration any more",
                         retryable=False,
                     )
                 self._send(route, row, json.loads(row["alert"]), context)
@@ -272,9 +275,12 @@ class Deliveries:
         if recipient is None:
             return None
         candidates = [Route(recipient, i, c) for i, c in enumerate(recipient.channels)]
-        # The same channel, even if channels were reordered in the configuration.
+        # The same channel, even if channels were reordered in the configuration. A webhook's is
+        # matched by its shown URL: a row stored before URLs were shown holds the real one, and a
+        # token changed in the configuration still names the same channel.
+        target = shown_target(row)
         for route in [*candidates[row["channel"] : row["channel"] + 1], *candidates]:
-            if route.channel.type == row["channel_type"] and route.target == row["target"]:
+            if route.channel.type == row["channel_type"] and route.target == target:
                 return route
         return None
 
@@ -493,9 +499,10 @@ class Deliveries:
                 alert = json.loads(row["alert"])
                 if alert.get("kind") == "undeliverable":
                     continue
+                target = shown_target(row)
                 message = (
                     f"An alert could not be delivered to {row['recipient']} by {row['channel_type']} "
-                    f"({row['target']}) after {row['attempts']} attempt(s): {row['last_error']}. "
+                    f"({target}) after {row['attempts']} attempt(s): {row['last_error']}. "
                     f"The alert was: {alert.get('message', '')}"
                 )
                 claimed.append(
@@ -508,7 +515,7 @@ class Deliveries:
                             "alert_id": row["alert_id"],
                             "recipient": row["recipient"],
                             "channel_type": row["channel_type"],
-                            "target": row["target"],
+                            "target": target,
                             "attempts": row["attempts"],
                             "error": row["last_error"],
                             "failed_at": from_us(row["done_us"] or row["next_us"]),
@@ -517,6 +524,13 @@ class Deliveries:
                     )
                 )
         return claimed
+
+
+def shown_target(row: sqlite3.Row) -> str:
+    """A delivery's target as people may see it (a webhook's URL by ``shown_url``, also of a row
+    stored before URLs were shown)."""
+    target = str(row["target"])
+    return shown_url(target) if row["channel_type"] == "webhook" else target
 
 
 def _report_file(data: Mapping[str, Any], key: str) -> tuple[str, bytes] | None:

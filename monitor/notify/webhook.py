@@ -18,6 +18,7 @@ import urllib.parse
 from collections.abc import Mapping
 
 from monitor.errors import OutputError
+from monitor.shown_url import shown_url
 
 __all__ = ["post"]
 
@@ -32,12 +33,15 @@ def post(
     timeout_s: float,
     ssl_context: ssl.SSLContext | None = None,
 ) -> None:
-    """POST ``body`` to ``url``; returns on a 2xx answer, raises OutputError otherwise."""
+    """POST ``body`` to ``url``; returns on a 2xx answer, raises OutputError otherwise.
+
+    Errors name the URL as ``shown_url`` shows it: they are logged, stored and alerted."""
+    shown = shown_url(url)
     parts = urllib.parse.urlsplit(url)
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        raise OutputError(f"webhook {url!r}: the port is not a number", retryable=False) from None
+        raise OutputError(f"webhook {shown!r}: the port is not a number", retryable=False) from None
     host = parts.hostname or ""
     target = parts.path or "/"
     if parts.query:
@@ -60,22 +64,24 @@ def post(
         response.read(_BODY_READ)
     except http.client.HTTPException as exc:
         raise OutputError(
-            f"webhook {url!r} answered with no HTTP answer ({type(exc).__name__}: {exc})", retryable=True
+            f"webhook {shown!r} answered with no HTTP answer ({type(exc).__name__}: {exc})", retryable=True
         ) from None
     except OSError as exc:
-        raise OutputError(f"webhook {url!r} unreachable: {exc}", retryable=True) from None
+        raise OutputError(f"webhook {shown!r} unreachable: {exc}", retryable=True) from None
     finally:
         connection.close()
     if 200 <= status < 300:
         return
     if 300 <= status < 400:
-        where = f"a redirect to {urllib.parse.urljoin(url, location)}" if location else "a redirect"
+        where = "a redirect"
+        if location:
+            where += f" to {shown_url(urllib.parse.urljoin(url, location))}"
         raise OutputError(
-            f"webhook {url!r} answered {status} ({where}): minewatch does not follow redirects;"
+            f"webhook {shown!r} answered {status} ({where}): minewatch does not follow redirects;"
             " set the webhook url to the final address",
             retryable=True,
         )
     raise OutputError(
-        f"webhook {url!r} answered HTTP {status} {reason}",
+        f"webhook {shown!r} answered HTTP {status} {reason}",
         retryable=status in (408, 425, 429) or status >= 500,
     )

@@ -19,6 +19,7 @@ class Hook:
     statuses: list[int] = field(default_factory=list)
     received: list[tuple[dict[str, str], bytes, int]] = field(default_factory=list)
     location: str = ""
+    paths: list[str] = field(default_factory=list)  # each POST's request target (path and query)
     gets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
 
@@ -34,6 +35,7 @@ class Hook:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 status = hook.statuses.pop(0) if hook.statuses else 200
                 hook.received.append(({k.lower(): v for k, v in self.headers.items()}, body, status))
+                hook.paths.append(self.path)
                 self.send_response(status)
                 if 300 <= status < 400 and hook.location:
                     self.send_header("Location", hook.location)

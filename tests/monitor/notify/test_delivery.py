@@ -491,6 +491,102 @@ def test_undeliverable_after_max_attempts_alerts_the_operator_elsewhere(
         store.close()
 
 
+def test_a_token_in_a_webhook_url_is_shown_nowhere_but_in_its_request(
+    tmp_path: Path, hook: Hook, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Town's ``?token=`` reached the daemon's log, the deliveries table and the chained
+    "undeliverable" alerts (exported in evidence bundles), and through those alerts the
+    operator's webhook. Shown, the URL keeps its names and hides their values."""
+    from monitor.evidence import export_bundle
+    from monitor.evidence.disclosure import Disclosure
+
+    secret = "SECRET-town-9f2c"
+    operator = Hook(free_port()).start()
+    db = tmp_path / "store.db"
+    town_url = f"{hook.url}?token={secret}&site=quarry"
+    config = config_for(db, town_url, operator_hook_url=operator.url, max_attempts=2)
+    store = Store(db)
+    published: list[dict[str, Any]] = []
+    book = AlertBook(store, config.alerts, lambda site, body: published.append(body))
+    deliveries = Deliveries(store.conn, config)
+    book.listeners.append(lambda body: deliveries.enqueue(body, T0))
+    caplog.set_level("DEBUG")
+    try:
+        with store.batch():
+            book.raise_(Alert("quarry", ("town",), "violation", "violation", "c1", "Noise over"), T0)
+        hook.statuses = [503, 503]
+        deliveries.deliver_due(T0)
+        deliveries.deliver_due(T0 + timedelta(seconds=2))
+        assert hook.paths == [f"/hook?token={secret}&site=quarry"] * 2  # the request has the real URL
+        [row] = [r for r in deliveries.rows() if r["channel_type"] == "webhook"]
+        shown = f"{hook.url}?token=…&site=…"
+        assert (row["status"], row["target"]) == (UNDELIVERABLE, shown)
+        assert row["last_error"] == f"webhook {shown!r} answered HTTP 503 Service Unavailable"
+
+        now = T0 + timedelta(seconds=3)
+        with store.batch():
+            for failed in deliveries.claim_undeliverable():
+                book.raise_(failed.alert, now)
+        deliveries.deliver_due(now)
+        [told] = [json.loads(b)["alert"] for _, b in operator.accepted() if shown in b.decode()]
+        assert told["kind"] == "undeliverable" and told["data"]["target"] == shown
+
+        bundle = tmp_path / "bundle.zip"
+        everyone = Disclosure(audiences=frozenset({"town", "inspector", "operator"}))
+        export_bundle(
+            config,
+            "quarry",
+            T0 - timedelta(hours=1),
+            now + timedelta(hours=1),
+            bundle,
+            plots=False,
+            disclosure=everyone,
+        )
+        import zipfile
+
+        with zipfile.ZipFile(bundle) as z:
+            exported = b"".join(z.read(name) for name in z.namelist())
+        assert b"undeliverable" in exported and shown.encode() in exported
+        everything = {
+            "log": caplog.text,
+            "deliveries": json.dumps([dict(r) for r in deliveries.rows()]),
+            "alerts": json.dumps([dict(r) for r in store.conn.execute("SELECT * FROM alerts")]),
+            "published": json.dumps(published, default=str),
+            "operator's webhook": b"".join(b for _, b in operator.accepted()).decode(),
+            "bundle": exported.decode("utf-8", "replace"),
+        }
+        assert [where for where, text in everything.items() if secret in text] == []
+    finally:
+        operator.stop()
+        store.close()
+
+
+def test_a_delivery_stored_with_its_real_url_is_shown_and_still_sent(tmp_path: Path, hook: Hook) -> None:
+    """Rows stored before URLs were shown hold the real URL in ``target`` and ``last_error``: the
+    migration shows both, and the row still finds its channel (by the shown URL) and is sent."""
+    db = tmp_path / "store.db"
+    town_url = f"{hook.url}?token=SECRET-old-row"
+    config = config_for(db, town_url, max_attempts=5)
+    store = Store(db)
+    Deliveries(store.conn, config).enqueue(alert(audiences=("town",)), T0)
+    store.conn.execute(
+        "UPDATE deliveries SET target = ?, attempts = 1, last_error = ? WHERE channel_type = 'webhook'",
+        (town_url, f"webhook {town_url!r} answered HTTP 503 Service Unavailable"),
+    )
+    store.conn.execute("DELETE FROM migrations WHERE name = 'deliveries-shown-targets'")
+    store.close()
+
+    conn = connect(db)
+    deliveries = Deliveries(conn, config)  # the store is opened by a newer minewatch
+    [row] = [r for r in deliveries.rows() if r["channel_type"] == "webhook"]
+    assert row["target"] == f"{hook.url}?token=…"
+    assert row["last_error"] == f"webhook '{hook.url}?token=…' answered HTTP 503 Service Unavailable"
+    deliveries.deliver_due(T0)
+    assert deliveries.get(row["id"])["status"] == DELIVERED  # type: ignore[index]
+    assert hook.paths == ["/hook?token=SECRET-old-row"]
+    conn.close()
+
+
 # --------------------------------------------------------------------------- e-mail and MQTT
 
 
