@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,11 +22,12 @@ class Hook:
     location: str = ""
     paths: list[str] = field(default_factory=list)  # each POST's request target (path and query)
     gets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
+    tls: ssl.SSLContext | None = None  # a server context: HTTPS
     server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/hook"
 
     def start(self) -> Hook:
         hook = self
@@ -52,6 +54,8 @@ class Hook:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        if self.tls is not None:
+            self.server.socket = self.tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 

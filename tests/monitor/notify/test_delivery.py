@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import queue
+import socket
 import sqlite3
 import ssl
 import threading
@@ -378,6 +379,118 @@ def test_a_redirect_is_a_failed_attempt_and_is_not_followed(tmp_path: Path, hook
     finally:
         elsewhere.stop()
         conn.close()
+
+
+class Dripper:
+    """A receiver that reads the request, then answers one byte every ``gap_s`` (``gap_s`` None:
+    never answers). Written here: no real HTTP server misbehaves this way on request, and a
+    hostile network or a stalled proxy does."""
+
+    def __init__(self, gap_s: float | None) -> None:
+        self.gap_s = gap_s
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.requests = 0
+        self.stopping = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:  # a TLS client's hello is no request head: it gives up and closes
+                    return
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = int(
+                next(
+                    v
+                    for k, _, v in (h.partition(b":") for h in head.split(b"\r\n"))
+                    if k.lower() == b"content-length"
+                )
+            )
+            while len(body) < length:
+                body += conn.recv(65536)
+            self.requests += 1
+            if self.gap_s is None:
+                self.stopping.wait(60)
+                return
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
+                    conn.sendall(bytes([byte]))
+                    if self.stopping.wait(self.gap_s):
+                        return
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.listener.close()
+
+
+def test_a_dripping_receiver_is_given_one_deadline_for_the_whole_request(tmp_path: Path) -> None:
+    """A socket timeout bounds each read: a receiver dripping its answer a byte at a time held
+    one delivery 37 s with a 15 s timeout. ``timeout_s`` is the whole request's."""
+    dripper = Dripper(gap_s=0.2)  # 38 bytes: 7.6 s
+    db = tmp_path / "store.db"
+    conn = connect(db)
+    try:
+        deliveries = Deliveries(conn, config_for(db, dripper.url, max_attempts=5), timeout_s=1.0)
+        deliveries.enqueue(alert(audiences=("town",)), T0)
+        conn.execute("UPDATE deliveries SET status = 'delivered' WHERE channel_type <> 'webhook'")
+        started = time.monotonic()
+        assert deliveries.deliver_due(T0) == 0
+        assert time.monotonic() - started < 2.5
+        [row] = [r for r in deliveries.rows() if r["channel_type"] == "webhook"]
+        assert dripper.requests == 1
+        assert (row["status"], row["attempts"]) == (PENDING, 1)
+        assert row["last_error"].endswith("did not answer within 1 s (the whole request)")
+    finally:
+        dripper.stop()
+        conn.close()
+
+
+def test_an_https_webhook_is_delivered_and_a_silent_one_ends_at_the_deadline(
+    tmp_path: Path, tls_cert: tuple[Path, Path], client_tls: ssl.SSLContext
+) -> None:
+    """The TLS handshake runs under the request's deadline too: a host that accepts the
+    connection and never answers it is given ``timeout_s`` in all."""
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(*map(str, tls_cert))
+    secure = Hook(free_port(), tls=server_tls).start()
+    silent = Dripper(gap_s=None)
+    silent_tls = f"https://127.0.0.1:{silent.port}/hook"  # it reads the ClientHello as a request head
+    try:
+        for url, delivered in ((secure.url, 1), (silent_tls, 0)):
+            db = tmp_path / f"store-{delivered}.db"
+            conn = connect(db)
+            deliveries = Deliveries(conn, config_for(db, url), ssl_context=client_tls, timeout_s=1.0)
+            deliveries.enqueue(alert(audiences=("town",)), T0)
+            conn.execute("UPDATE deliveries SET status = 'delivered' WHERE channel_type <> 'webhook'")
+            started = time.monotonic()
+            assert deliveries.deliver_due(T0) == delivered
+            assert time.monotonic() - started < 2.5
+            [row] = [r for r in deliveries.rows() if r["channel_type"] == "webhook"]
+            if not delivered:
+                assert row["last_error"].endswith("did not answer within 1 s (the whole request)")
+            conn.close()
+        assert len(secure.accepted()) == 1
+    finally:
+        secure.stop()
+        silent.stop()
 
 
 def test_restart_with_undelivered_alerts_delivers_exactly_once(tmp_path: Path) -> None:
