@@ -2,10 +2,11 @@
 
     AlertBook.raise_ ─► listener ─► Deliveries.enqueue ─► table ``deliveries``   (the alert's own
                                     one row per (recipient, channel)              transaction)
-    DeliveryWorker (own thread, own connection) ─► deliver_due ─► send ─► COMMIT delivered
-                                                        │ failure ─► attempts+1, next try after
-                                                        │            retry_base_s·2^(n-1) ≤ retry_max_s
-                                                        └ max_attempts or a permanent error ─► undeliverable
+    DeliveryWorker ─► a lane per (recipient, channel), a thread and a connection each:
+                      deliver_due ─► send ─► COMMIT delivered
+                                     │ failure ─► attempts+1, next try after
+                                     │            retry_base_s·2^(n-1) ≤ retry_max_s
+                                     └ max_attempts or a permanent error ─► undeliverable
     Pipeline.tick ─► Deliveries.claim_undeliverable ─► AlertBook.raise_ ("undeliverable", operator)
 
 Routing: a recipient gets an alert when its role is among the alert's audiences (an
@@ -37,6 +38,7 @@ import smtplib
 import sqlite3
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -232,19 +234,41 @@ class Deliveries:
 
     # ------------------------------------------------------------------ sending
 
-    def deliver_due(
-        self, now: datetime, publish_mqtt: PublishMqtt | None = None, *, alert_id: str | None = None
-    ) -> int:
-        """Send every pending delivery whose time has come (of one alert, given ``alert_id``:
-        `minewatch report --send` delivers its own at once); returns how many were delivered."""
-        one = " AND alert_id = ?" if alert_id is not None else ""
+    def due_targets(self, now: datetime) -> list[tuple[str, int]]:
+        """The (recipient, channel) of every pending delivery whose time has come."""
         rows = self.conn.execute(
-            f"SELECT * FROM deliveries WHERE status = ? AND next_us <= ?{one} ORDER BY next_us, id LIMIT ?",
-            (PENDING, to_us(now), *([alert_id] if alert_id is not None else []), _BATCH),
+            "SELECT DISTINCT recipient, channel FROM deliveries WHERE status = ? AND next_us <= ?"
+            " ORDER BY recipient, channel",
+            (PENDING, to_us(now)),
+        )
+        return [(str(r[0]), int(r[1])) for r in rows]
+
+    def deliver_due(
+        self,
+        now: datetime,
+        publish_mqtt: PublishMqtt | None = None,
+        *,
+        alert_id: str | None = None,
+        target: tuple[str, int] | None = None,
+        stop: threading.Event | None = None,
+    ) -> int:
+        """Send every pending delivery whose time has come, one after the other; returns how many
+        were delivered. Only those of one alert, given ``alert_id`` (`minewatch report --send`
+        delivers its own at once), or of one (recipient, channel), given ``target`` (the worker's
+        lanes); none after ``stop`` is set."""
+        where, params = "status = ? AND next_us <= ?", [PENDING, to_us(now)]
+        if alert_id is not None:
+            where, params = where + " AND alert_id = ?", [*params, alert_id]
+        if target is not None:
+            where, params = where + " AND recipient = ? AND channel = ?", [*params, *target]
+        rows = self.conn.execute(
+            f"SELECT * FROM deliveries WHERE {where} ORDER BY next_us, id LIMIT ?", (*params, _BATCH)
         ).fetchall()
         context = _SendContext(publish_mqtt, now)
         delivered = 0
         for row in rows:
+            if stop is not None and stop.is_set():
+                break
             route = self._route_of(row)
             try:
                 if route is None:
@@ -597,7 +621,12 @@ def _parse_ts(text: str) -> datetime | None:
 
 
 class DeliveryWorker(threading.Thread):
-    """Sends due deliveries on a connection of its own, every ``interval_s`` or when woken."""
+    """Sends due deliveries on connections of its own, every ``interval_s`` or when woken.
+
+    One lane per (recipient, channel): a thread of its own, with its own connection, sending that
+    channel's due rows one after the other. A receiver that hangs holds its own lane, each attempt
+    for at most ``timeout_s``, and every other channel's deliveries go out meanwhile (with one
+    sender, a Town webhook that hung delayed the operator's alerts 15 s an attempt)."""
 
     def __init__(
         self,
@@ -608,6 +637,7 @@ class DeliveryWorker(threading.Thread):
         *,
         interval_s: float = 1.0,
         ssl_context: ssl.SSLContext | None = None,
+        timeout_s: float = 15.0,
     ) -> None:
         super().__init__(name="minewatch-deliveries", daemon=True)
         self.db_path = db_path
@@ -616,32 +646,73 @@ class DeliveryWorker(threading.Thread):
         self.clock = clock or (lambda: datetime.now(UTC))
         self.interval_s = interval_s
         self.ssl_context = ssl_context
+        self.timeout_s = timeout_s
         self._stopping = threading.Event()
         self._wakeup = threading.Event()
+        self._lanes: dict[tuple[str, int], threading.Thread] = {}
+        self._lock = threading.Lock()  # delivered, rounds
+        self._rounds = FailingRounds(log, "Reading or updating the deliveries in the store")
         self.delivered = 0
 
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.db_path, isolation_level=None, timeout=30)
+
     def run(self) -> None:
-        conn = sqlite3.connect(self.db_path, isolation_level=None, timeout=30)
+        conn = self._connect()
         try:
             conn.execute("PRAGMA journal_mode=WAL")
-            deliveries = Deliveries(conn, self.config, ssl_context=self.ssl_context)
-            rounds = FailingRounds(log, "Reading or updating the deliveries in the store")
+            deliveries = Deliveries(conn, self.config, ssl_context=self.ssl_context, timeout_s=self.timeout_s)
             while not self._stopping.is_set():
                 try:
-                    self.delivered += deliveries.deliver_due(self.clock(), self.publish_mqtt)
-                    rounds.worked()
+                    due = deliveries.due_targets(self.clock())
                 except sqlite3.Error as exc:  # a busy, full or broken store: try again on the next round
-                    rounds.failed(exc)
+                    with self._lock:
+                        self._rounds.failed(exc)
+                    due = []
+                for target in due:
+                    lane = self._lanes.get(target)
+                    if lane is None or not lane.is_alive():
+                        lane = threading.Thread(
+                            target=self._lane, args=(target,), name="minewatch-delivery-lane", daemon=True
+                        )
+                        self._lanes[target] = lane
+                        lane.start()
                 self._wakeup.wait(self.interval_s)
                 self._wakeup.clear()
         finally:
             conn.close()
+
+    def _lane(self, target: tuple[str, int]) -> None:
+        """One round of one channel's due deliveries, on a connection of its own."""
+        try:
+            conn = self._connect()
+            try:
+                deliveries = Deliveries(
+                    conn, self.config, ssl_context=self.ssl_context, timeout_s=self.timeout_s
+                )
+                sent = deliveries.deliver_due(
+                    self.clock(), self.publish_mqtt, target=target, stop=self._stopping
+                )
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            with self._lock:
+                self._rounds.failed(exc)
+            return
+        with self._lock:
+            self.delivered += sent
+            self._rounds.worked()
 
     def wake(self) -> None:
         """Deliver now (the pipeline calls this after a batch that enqueued deliveries committed)."""
         self._wakeup.set()
 
     def stop(self, timeout: float = 30.0) -> None:
+        """Stop starting lanes and wait up to ``timeout`` for those sending to finish their attempt;
+        a lane still waiting on a receiver then is left (its row stays pending: at least once)."""
+        deadline = time.monotonic() + timeout
         self._stopping.set()
         self._wakeup.set()
         self.join(timeout)
+        for lane in list(self._lanes.values()):
+            lane.join(max(0.0, deadline - time.monotonic()))

@@ -226,6 +226,15 @@ def alert(
     }
 
 
+def wait_until(condition: Any, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return bool(condition())
+
+
 def connect(db: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(str(db), isolation_level=None, timeout=30)
     conn.execute("PRAGMA journal_mode=WAL")
@@ -491,6 +500,33 @@ def test_an_https_webhook_is_delivered_and_a_silent_one_ends_at_the_deadline(
     finally:
         secure.stop()
         silent.stop()
+
+
+def test_a_hanging_receiver_holds_only_its_own_deliveries(tmp_path: Path, hook: Hook) -> None:
+    """With one sender, a Town webhook that hung held every delivery behind it for the timeout
+    (15 s an attempt): the operator's alerts waited. Each channel sends in a lane of its own."""
+    town = Dripper(gap_s=None)  # accepts the request and never answers
+    db = tmp_path / "store.db"
+    config = config_for(db, town.url, operator_hook_url=hook.url, max_attempts=5)
+    store = Store(db)
+    deliveries = Deliveries(store.conn, config)
+    with store.batch():
+        deliveries.enqueue(alert("a1", audiences=("town",)), T0)
+    worker = DeliveryWorker(str(db), config, None, lambda: T0, interval_s=0.05)
+    worker.start()
+    try:
+        assert wait_until(lambda: town.requests == 1, 5)  # the Town's request hangs
+        with store.batch():
+            deliveries.enqueue(alert("a2", audiences=("operator",)), T0)
+        worker.wake()
+        assert wait_until(lambda: len(hook.accepted()) == 1, 3), "the operator's alert waited"
+        assert json.loads(hook.accepted()[0][1])["alert"]["id"] == "a2"
+        [town_row] = [r for r in deliveries.rows() if r["recipient"] == "County inspector"]
+        assert (town_row["status"], town_row["attempts"]) == (PENDING, 0)  # still in its attempt
+    finally:
+        town.stop()  # the hanging request ends: its lane records the failure and stops
+        worker.stop(timeout=10)
+        store.close()
 
 
 def test_restart_with_undelivered_alerts_delivers_exactly_once(tmp_path: Path) -> None:
