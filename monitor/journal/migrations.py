@@ -376,6 +376,15 @@ def _shown_delivery_targets(conn: sqlite3.Connection) -> str:
     return "\n".join(updates)
 
 
+# A delivery's claim (monitor/notify/delivery.py): the sender sending it and until when (wall
+# clock, microseconds); 0: no one. Two senders (the daemon, `minewatch report --send`) sent the
+# same row at once without it.
+DELIVERY_CLAIMS = """
+ALTER TABLE deliveries ADD COLUMN claim_owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE deliveries ADD COLUMN claim_until_us INTEGER NOT NULL DEFAULT 0;
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("store-layout-2", _to_layout_2, version=2),
     Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
@@ -394,6 +403,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("notice-episodes-by-episode", NOTICE_EPISODES_BY_EPISODE),
     Migration("readings-by-kind", READINGS_BY_KIND),
     Migration("deliveries-shown-targets", _shown_delivery_targets),
+    Migration("deliveries-claims", DELIVERY_CLAIMS),
 )
 
 

@@ -14,10 +14,15 @@ inspector gets what the town gets) and its ``sites`` is empty or names the alert
 An mqtt channel without a ``topic`` is the default ``{prefix}/{site}/alerts`` topic, which
 the pipeline publishes every alert on already: it makes no delivery row.
 
-Delivery is at least once. A delivery is marked delivered in its own transaction after
-the send succeeded; a crash between the two resends it once after the restart. Receivers
-can tell: a webhook carries the delivery id as ``Idempotency-Key`` (and in the body), an
-e-mail as its ``Message-ID``. Pending rows survive a restart because they are rows.
+Delivery is at least once, and never twice at the same time. A sender (the daemon's lane,
+`minewatch report --send`) claims a row in one UPDATE before sending it: its owner and until
+when (``claim_s``, by the wall clock, whatever clock the daemon judges by). Another sender
+leaves a claimed row alone; the claim ends with the outcome's commit. A sender that dies
+mid-send leaves its claim, which lapses: the row is sent again after ``claim_s``. A delivery
+is marked delivered in its own transaction after the send succeeded; a crash between the
+two sends it once more, when the claim lapses. Receivers can tell: a webhook
+carries the delivery id as ``Idempotency-Key`` (and in the body), an e-mail as its
+``Message-ID``. Pending rows survive a restart because they are rows.
 
 Secrets never enter the table: a row names its recipient and channel, and the channel is
 looked up in the configuration in force when it is sent. The undeliverable alert is raised
@@ -35,10 +40,12 @@ import json
 import logging
 import os
 import smtplib
+import socket
 import sqlite3
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -81,6 +88,10 @@ USER_AGENT = "minewatch/0.1"
 SIGNATURE_HEADER = "X-Minewatch-Signature"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _BATCH = 100
+# How long a claim holds a row being sent: past one attempt (a webhook's is bounded by timeout_s,
+# an e-mail's by the server's answers, a notice's PDF rendered first), short enough that a
+# sender that died mid-send delays its rows by minutes, not until a restart.
+CLAIM_S = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,11 +189,15 @@ class Deliveries:
         *,
         ssl_context: ssl.SSLContext | None = None,
         timeout_s: float = 15.0,
+        claim_s: float = CLAIM_S,
     ) -> None:
         self.conn = conn
         self.config = config
         self.ssl_context = ssl_context
         self.timeout_s = timeout_s
+        self.claim_s = claim_s
+        # Who claims rows: a person reading the table sees the host and process.
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         if conn.row_factory is not sqlite3.Row:
             conn.row_factory = sqlite3.Row
         migrations.apply(conn)  # outside a caller's transaction only
@@ -235,11 +250,11 @@ class Deliveries:
     # ------------------------------------------------------------------ sending
 
     def due_targets(self, now: datetime) -> list[tuple[str, int]]:
-        """The (recipient, channel) of every pending delivery whose time has come."""
+        """The (recipient, channel) of every pending delivery whose time has come, not claimed."""
         rows = self.conn.execute(
             "SELECT DISTINCT recipient, channel FROM deliveries WHERE status = ? AND next_us <= ?"
-            " ORDER BY recipient, channel",
-            (PENDING, to_us(now)),
+            " AND claim_until_us <= ? ORDER BY recipient, channel",
+            (PENDING, to_us(now), _wall_us()),
         )
         return [(str(r[0]), int(r[1])) for r in rows]
 
@@ -256,7 +271,8 @@ class Deliveries:
         were delivered. Only those of one alert, given ``alert_id`` (`minewatch report --send`
         delivers its own at once), or of one (recipient, channel), given ``target`` (the worker's
         lanes); none after ``stop`` is set."""
-        where, params = "status = ? AND next_us <= ?", [PENDING, to_us(now)]
+        where = "status = ? AND next_us <= ? AND claim_until_us <= ?"
+        params: list[Any] = [PENDING, to_us(now), _wall_us()]
         if alert_id is not None:
             where, params = where + " AND alert_id = ?", [*params, alert_id]
         if target is not None:
@@ -269,6 +285,10 @@ class Deliveries:
         for row in rows:
             if stop is not None and stop.is_set():
                 break
+            claimed = self._claim(row["id"], now)
+            if claimed is None:  # another sender has it, or has sent it since
+                continue
+            row = claimed
             route = self._route_of(row)
             try:
                 if route is None:
@@ -286,13 +306,27 @@ class Deliveries:
                 self._failed(row, f"internal error ({type(exc).__name__}: {exc})", True, now)
                 continue
             with self._transaction():
-                self.conn.execute(
-                    "UPDATE deliveries SET status = ?, attempts = attempts + 1, done_us = ?, last_error = ''"
-                    " WHERE id = ? AND status = ?",
+                # Delivered is a fact, whoever holds the claim by now (one that lapsed mid-send).
+                done = self.conn.execute(
+                    "UPDATE deliveries SET status = ?, attempts = attempts + 1, done_us = ?, last_error = '',"
+                    " claim_owner = '', claim_until_us = 0 WHERE id = ? AND status = ?",
                     (DELIVERED, to_us(now), row["id"], PENDING),
-                )
-            delivered += 1
+                ).rowcount
+            delivered += done
         return delivered
+
+    def _claim(self, delivery_id: str, now: datetime) -> sqlite3.Row | None:
+        """Claim a due, pending row no one else holds, in one UPDATE (atomic: of two senders, one
+        gets it); returns it as it is now, or None."""
+        if self.conn.in_transaction:  # a caller's: the claim would not be seen until its commit
+            raise RuntimeError("deliveries are sent outside a transaction")
+        wall = _wall_us()
+        claimed = self.conn.execute(
+            "UPDATE deliveries SET claim_owner = ?, claim_until_us = ?"
+            " WHERE id = ? AND status = ? AND next_us <= ? AND claim_until_us <= ?",
+            (self.owner, wall + int(self.claim_s * 1_000_000), delivery_id, PENDING, to_us(now), wall),
+        ).rowcount
+        return self.get(delivery_id) if claimed == 1 else None
 
     def _route_of(self, row: sqlite3.Row) -> Route | None:
         recipient = next((r for r in self.config.recipients if r.name == row["recipient"]), None)
@@ -337,9 +371,9 @@ class Deliveries:
             status, next_us, done_us = PENDING, to_us(now + timedelta(seconds=delay)), None
         with self._transaction():
             self.conn.execute(
-                "UPDATE deliveries SET status = ?, attempts = ?, next_us = ?, last_error = ?, done_us = ?"
-                " WHERE id = ? AND status = ?",
-                (status, attempts, next_us, error[:1000], done_us, row["id"], PENDING),
+                "UPDATE deliveries SET status = ?, attempts = ?, next_us = ?, last_error = ?, done_us = ?,"
+                " claim_owner = '', claim_until_us = 0 WHERE id = ? AND status = ? AND claim_owner = ?",
+                (status, attempts, next_us, error[:1000], done_us, row["id"], PENDING, self.owner),
             )
 
     @contextmanager
@@ -548,6 +582,11 @@ class Deliveries:
                     )
                 )
         return claimed
+
+
+def _wall_us() -> int:
+    """Now by the wall clock, for claims: senders in other processes compare it."""
+    return time.time_ns() // 1000
 
 
 def shown_target(row: sqlite3.Row) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -23,6 +24,7 @@ class Hook:
     paths: list[str] = field(default_factory=list)  # each POST's request target (path and query)
     gets: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     tls: ssl.SSLContext | None = None  # a server context: HTTPS
+    delay_s: float = 0.0  # before each answer: a receiver that takes its time
     server: ThreadingHTTPServer | None = None
 
     @property
@@ -38,6 +40,7 @@ class Hook:
                 status = hook.statuses.pop(0) if hook.statuses else 200
                 hook.received.append(({k.lower(): v for k, v in self.headers.items()}, body, status))
                 hook.paths.append(self.path)
+                time.sleep(hook.delay_s)
                 self.send_response(status)
                 if 300 <= status < 400 and hook.location:
                     self.send_header("Location", hook.location)

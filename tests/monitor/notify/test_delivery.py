@@ -581,6 +581,66 @@ def test_restart_with_undelivered_alerts_delivers_exactly_once(tmp_path: Path) -
         server.stop()
 
 
+def test_two_senders_never_send_one_delivery_at_the_same_time(tmp_path: Path, hook: Hook) -> None:
+    """`minewatch report --send` and the daemon both sent the same rows (one webhook POSTed at
+    15:04:40.5 and again at 15:04:42.9): nothing claimed a row before sending it."""
+    db = tmp_path / "store.db"
+    config = config_for(db, hook.url, max_attempts=5)
+    setup = connect(db)
+    Deliveries(setup, config).enqueue(alert("a1", audiences=("town",)), T0)
+    Deliveries(setup, config).enqueue(alert("a2", audiences=("town",)), T0)
+    hook.delay_s = 0.3  # both senders are in their send at once
+    start = threading.Barrier(2)
+    sent: list[int] = []
+
+    def sender() -> None:
+        conn = connect(db)
+        deliveries = Deliveries(conn, config)
+        start.wait()
+        sent.append(deliveries.deliver_due(T0, alert_id=None))
+        conn.close()
+
+    threads = [threading.Thread(target=sender) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    keys = sorted(h["idempotency-key"] for h, _ in hook.accepted())
+    assert len(keys) == 2 and len(set(keys)) == 2, keys  # each webhook delivery POSTed once
+    assert sum(sent) == 2
+    rows = [r for r in Deliveries(setup, config).rows() if r["channel_type"] == "webhook"]
+    assert [(r["status"], r["attempts"], r["claim_owner"]) for r in rows] == [(DELIVERED, 1, "")] * 2
+    setup.close()
+
+
+def test_a_sender_that_dies_mid_send_leaves_a_claim_that_lapses(tmp_path: Path, hook: Hook) -> None:
+    """At least once after a crash: the row waits for the dead sender's claim, then goes."""
+    db = tmp_path / "store.db"
+    config = config_for(db, hook.url, max_attempts=5)
+    conn = connect(db)
+    Deliveries(conn, config).enqueue(alert("a1", audiences=("operator",)), T0)
+    conn.execute("UPDATE deliveries SET status = 'delivered' WHERE channel_type <> 'mqtt'")
+
+    def killed(topic: str, payload: bytes, retain: bool) -> None:
+        raise SystemExit("killed mid-send")  # not an Exception: nothing after it runs
+
+    dying = Deliveries(connect(db), config, claim_s=0.5)
+    with pytest.raises(SystemExit):
+        dying.deliver_due(T0, killed)
+    [row] = Deliveries(conn, config).rows(PENDING)
+    assert (row["claim_owner"], row["attempts"]) == (dying.owner, 0)
+
+    published: list[str] = []
+    survivor = Deliveries(conn, config)
+    assert survivor.deliver_due(T0, lambda t, p, r: published.append(t)) == 0  # claimed: left alone
+    assert survivor.due_targets(T0) == []
+    time.sleep(0.6)
+    assert survivor.due_targets(T0) == [("Acme operations", 1)]
+    assert survivor.deliver_due(T0, lambda t, p, r: published.append(t)) == 1
+    assert published == ["acme/quarry/alerts"]
+    conn.close()
+
+
 # --------------------------------------------------------------------------- undeliverable
 
 
