@@ -1,18 +1,21 @@
-"""`minewatch status --config FILE`: the retained status message, computed from the store."""
+"""`minewatch status --config FILE`: the retained status message, computed from the store, and
+the outputs' backlogs: each site's deliveries (pending, failing with their last error,
+undeliverable) and the InfluxDB outbox (points queued, the oldest's time, points rejected)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import shutil
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from monitor.config import Config, load_config, site_profile_problems
 from monitor.errors import ConfigError, UsageError
 from monitor.shown_text import one_line
+from monitor.shown_url import shown_url
 from monitor.times import FORMS, parse_time
 
 if TYPE_CHECKING:
@@ -72,12 +75,16 @@ def run(args: argparse.Namespace) -> int:
             conflicts = store.conflict_counts(status["site"])
             for sensor, entry in status["sensors"].items():
                 entry["conflicts"] = conflicts.get(sensor, 0)
+        for status in statuses:
+            status["deliveries"] = _deliveries(store, status["site"], now)
+        outbox = _outbox(store)
         link = LinkState.from_json(store.meta(META_KEY))  # written by the daemon
         links = _worker_links(store, config)
     finally:
         store.close()
     if args.format == "json":
         for status in statuses:
+            status["influx_outbox"] = outbox  # the store's, beside each site as broker_link is
             if link is not None:
                 status["broker_link"] = json.loads(link.to_json())
             for worker, (sites, state) in links.items():
@@ -92,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     space = store_space(config.storage.path, shutil.disk_usage(Path(config.storage.path).parent).free)
     if space is not None:
         print(space)
+    if config.storage.influxdb is not None or outbox["queued"] or outbox["rejected"]:
+        print(_outbox_line(outbox))
     for worker, (sites, state) in links.items():
         seen = state.describe(datetime.now(UTC)) if state is not None else "not reported yet"
         print(f"worker {worker} ({', '.join(sites)}): {seen}")
@@ -112,7 +121,78 @@ def run(args: argparse.Namespace) -> int:
             print("  violation episodes in the last 24 h:")
         for episode in status["episodes_24h"]:
             print(f"  - {one_line(episode['text'])}")  # may quote the operator's words
+        for line in _delivery_lines(status["deliveries"], status["timezone"]):
+            print(line)
     return 0
+
+
+FAILURES_SHOWN = 20  # failing deliveries listed per site (the counts hold them all)
+
+
+def _deliveries(store: Store, site: str, now: datetime) -> dict[str, Any]:
+    """A site's deliveries as `status` shows them: counts, and the failing ones (a webhook's URL
+    as ``shown_url`` shows it; whether a sender holds it now)."""
+    from monitor.journal import queries
+    from monitor.wire.canonical import from_us, to_us
+    from monitor.wire.protocol import format_ts
+
+    counts = queries.delivery_counts(store.conn, site, to_us(now - timedelta(hours=24)))
+    wall_us = to_us(datetime.now(UTC))  # claims are by the wall clock, whatever --at says
+    failures = [
+        {
+            "id": row["id"],
+            "recipient": row["recipient"],
+            "channel_type": row["channel_type"],
+            "target": shown_url(row["target"]) if row["channel_type"] == "webhook" else row["target"],
+            "attempts": row["attempts"],
+            "next_try": format_ts(from_us(row["next_us"])),
+            "last_error": row["last_error"],
+            "sending": row["claim_owner"] if row["claim_until_us"] > wall_us else None,
+        }
+        for row in queries.failing_deliveries(store.conn, site, FAILURES_SHOWN)
+    ]
+    return {
+        "pending": counts.pending,
+        "failing": counts.failing,
+        "undeliverable_24h": counts.undeliverable,
+        "failures": failures,
+    }
+
+
+def _outbox(store: Store) -> dict[str, Any]:
+    from monitor.journal import queries
+
+    state = queries.influx_outbox(store.conn)
+    return {"queued": state.queued, "oldest_queued": state.oldest_queued, "rejected": state.rejected}
+
+
+def _outbox_line(outbox: dict[str, Any]) -> str:
+    queued = (
+        f"{outbox['queued']:,} point(s) queued, the oldest since {outbox['oldest_queued']}"
+        if outbox["queued"]
+        else "nothing queued"
+    )
+    return f"InfluxDB outbox: {queued}; {outbox['rejected']:,} point(s) rejected"
+
+
+def _delivery_lines(deliveries: dict[str, Any], timezone: str) -> list[str]:
+    from rules.times import local_moment
+
+    counts = (
+        f"  deliveries: {deliveries['pending']} pending, {deliveries['failing']} of them failing,"
+        f" {deliveries['undeliverable_24h']} undeliverable in the last 24 h"
+    )
+    lines = [counts]
+    for failure in deliveries["failures"]:
+        when = local_moment(failure["next_try"], timezone)
+        now = f", being sent by {failure['sending']}" if failure["sending"] else f", next try {when}"
+        lines.append(
+            f"  - {failure['recipient']} by {failure['channel_type']} ({one_line(failure['target'])}):"
+            f" {failure['attempts']} attempt(s){now}: {one_line(failure['last_error'])}"
+        )
+    if deliveries["failing"] > len(deliveries["failures"]):
+        lines.append(f"  - and {deliveries['failing'] - len(deliveries['failures'])} more failing")
+    return lines
 
 
 # Below this much free space on the store's disk, `status` says so: SQLite needs room for the

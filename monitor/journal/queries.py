@@ -737,3 +737,48 @@ def calibration_between(conn: sqlite3.Connection, site: str, start_us: int, end_
         " WHERE site = ? AND ts_us >= ? AND ts_us < ? ORDER BY ts_us, sensor",
         (site, start_us, end_us),
     )
+
+
+# --------------------------------------------------------------------------- outputs (`minewatch status`)
+
+
+class DeliveryCounts(NamedTuple):
+    pending: int  # not sent yet, failing ones included
+    failing: int  # pending after one failed attempt or more
+    undeliverable: int  # given up since the time asked about
+
+
+def delivery_counts(conn: sqlite3.Connection, site: str, since_us: int) -> DeliveryCounts:
+    """A site's deliveries waiting (and of those, failing) and given up since ``since_us``."""
+    row = conn.execute(
+        "SELECT COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'pending' AND attempts > 0), 0),"
+        " COALESCE(SUM(status = 'undeliverable' AND done_us >= ?), 0) FROM deliveries WHERE site = ?",
+        (since_us, site),
+    ).fetchone()
+    return DeliveryCounts(int(row[0]), int(row[1]), int(row[2]))
+
+
+def failing_deliveries(conn: sqlite3.Connection, site: str, limit: int) -> list[sqlite3.Row]:
+    """A site's pending deliveries with a failed attempt, the next due first: recipient,
+    channel_type, target (as stored: shown with ``delivery.shown_target``), attempts, next_us,
+    last_error, claim_owner and claim_until_us (a sender holding it)."""
+    return _rows(
+        conn,
+        "SELECT id, recipient, channel_type, target, attempts, next_us, last_error, claim_owner,"
+        " claim_until_us FROM deliveries WHERE site = ? AND status = 'pending' AND attempts > 0"
+        " ORDER BY next_us, id LIMIT ?",
+        (site, limit),
+    )
+
+
+class OutboxState(NamedTuple):
+    queued: int  # points waiting to be written
+    oldest_queued: str | None  # when the oldest of them was queued (UTC, as stored)
+    rejected: int  # points the server refused for good
+
+
+def influx_outbox(conn: sqlite3.Connection) -> OutboxState:
+    """The InfluxDB outbox (monitor/influx/outbox.py): its backlog and what was rejected."""
+    queued, oldest = conn.execute("SELECT COUNT(*), MIN(enqueued_at) FROM outbox_influx").fetchone()
+    rejected = conn.execute("SELECT COUNT(*) FROM outbox_influx_rejected").fetchone()[0]
+    return OutboxState(int(queued), oldest, int(rejected))

@@ -199,6 +199,9 @@ def test_minewatch_status_reads_the_same_back_from_the_store(
     (printed,) = json.loads(capsys.readouterr().out)
     for entry in expected["sensors"].values():
         entry["conflicts"] = 0  # the command adds the resends that contradicted a kept reading
+    # ... and the outputs' backlogs (tests/monitor/commands/test_status_outputs.py)
+    expected["deliveries"] = {"pending": 0, "failing": 0, "undeliverable_24h": 0, "failures": []}
+    expected["influx_outbox"] = {"queued": 0, "oldest_queued": None, "rejected": 0}
     assert printed == expected
     assert main(["status", "--config", str(config_path), *at]) == 0
     text = capsys.readouterr().out.splitlines()
