@@ -326,6 +326,8 @@ class Deliveries:
             " WHERE id = ? AND status = ? AND next_us <= ? AND claim_until_us <= ?",
             (self.owner, wall + int(self.claim_s * 1_000_000), delivery_id, PENDING, to_us(now), wall),
         ).rowcount
+        if self.conn.in_transaction:  # a connection in sqlite3's implicit-transaction mode began one
+            self.conn.commit()
         return self.get(delivery_id) if claimed == 1 else None
 
     def _route_of(self, row: sqlite3.Row) -> Route | None:
