@@ -1,8 +1,9 @@
 """InfluxDB output: line protocol, a writer for the v1 and v2 APIs, and the forwarder.
 
     store ──put──► Outbox (SQLite) ──peek──► InfluxForwarder ──write──► InfluxWriter ──► InfluxDB
-                        ▲                          │                     v1: POST /write (urllib)
-                        └── ack / reject / keep ◄──┘                     v2: influxdb-client
+                        ▲                          │                     v1: POST /write
+                        └── ack / reject / keep ◄──┘                     v2: POST /api/v2/write
+                                                           (both: transport.post, no redirect followed)
 
 Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
 ``http.go`` sorts responses; docs/CONTRIBUTING.md, "Errors are classified once"):
@@ -11,6 +12,9 @@ Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
     400, 422                not retryable: the batch is bisected so that only the
                             offending points are rejected (a single bad point must
                             not block the queue)
+    3xx                     retryable: never followed (a redirect would make the write a
+                            body-less GET and take the credentials elsewhere); logged as
+                            an error asking for the final address as url
     401, 403                retryable (a config fix is expected); logged as an error
     404 "database not found" (v1) -> CREATE DATABASE when allowed, then retry
     other 404, 413          retryable
@@ -32,21 +36,21 @@ import math
 import random
 import threading
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from gzip import compress as gzip_compress
 from typing import Any, TypeAlias
 
-from influxdb_client.rest import ApiException
-from urllib3.exceptions import HTTPError as Urllib3Error
-
+from monitor import __version__
 from monitor.config import InfluxConfig
 from monitor.errors import ConfigError, OutputError
+from monitor.influx import transport
 from monitor.influx.outbox import Outbox
 from monitor.influx.schema import MEASUREMENTS
+from monitor.shown_text import one_line
 from monitor.wire.canonical import from_us, to_us
 
 __all__ = [
@@ -62,6 +66,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+_USER_AGENT = f"minewatch/{__version__}"
 
 FieldValue: TypeAlias = float | int | bool | str | None
 
@@ -188,31 +194,12 @@ def _classify(status: int, message: str, retry_after_s: float | None) -> InfluxW
     return InfluxWriteError(text, retryable=True, status=status, retry_after_s=retry_after_s)
 
 
-# Everything the v1 (urllib) and v2 (influxdb-client over urllib3) paths may raise.
-_FOREIGN: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException, Urllib3Error, ApiException)
+# Everything a request (transport.post) may raise when there is no answer.
+_FOREIGN: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException)
 
 
 def _translate(exc: BaseException) -> InfluxWriteError:
-    """The one place where urllib, urllib3 and influxdb-client errors become ours."""
-    if isinstance(exc, urllib.error.HTTPError):  # v1; before URLError, its base class
-        try:
-            body = exc.read()
-        except OSError:
-            body = b""
-        finally:
-            exc.close()
-        return _classify(
-            exc.code, _error_message(body, str(exc.reason)), _retry_after(exc.headers.get("Retry-After"))
-        )
-    if isinstance(exc, ApiException):  # v2
-        headers: Mapping[str, str] = exc.headers or {}
-        return _classify(
-            int(exc.status or 0),
-            _error_message(exc.body, str(exc.reason)),
-            _retry_after(headers.get("Retry-After")),
-        )
-    if isinstance(exc, urllib.error.URLError):
-        return InfluxWriteError(f"InfluxDB unreachable: {exc.reason}", retryable=True)
+    """The one place where socket and http.client errors become ours (answers: ``InfluxWriter._send``)."""
     # Connection refused or reset, timeouts, broken responses.
     return InfluxWriteError(f"InfluxDB unreachable: {type(exc).__name__}: {exc}", retryable=True)
 
@@ -286,9 +273,10 @@ def bisect_write(items: Sequence[tuple[int, str]], send: Callable[[list[str]], N
 
 
 class InfluxWriter:
-    """Writes lines of line protocol to InfluxDB 1.x (HTTP /write) or 2.x (influxdb-client).
+    """Writes lines of line protocol to InfluxDB 1.x (HTTP /write) or the v2 API (/api/v2/write).
 
-    Not thread-safe: one forwarder thread owns it.
+    Both go through ``transport.post``: to the configured URL only, never following a
+    redirect. Not thread-safe: one forwarder thread owns it.
     """
 
     def __init__(self, config: InfluxConfig, *, create_database: bool = True, gzip: bool = False) -> None:
@@ -303,33 +291,12 @@ class InfluxWriter:
             raise ConfigError(problems)
         self.config = config
         self.create_database = create_database
+        self.gzip = gzip
         self._create_logged = False
         self._base = config.url.rstrip("/")
-        # Like influxdb-client (v2), ignore *_proxy variables: the server is usually local.
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        self._client: Any = None
-        self._write_api: Any = None
-        if config.version == 2:
-            from influxdb_client.client.influxdb_client import InfluxDBClient
-            from influxdb_client.client.write_api import SYNCHRONOUS
-
-            # retries=False (the default): the forwarder owns retrying, with its own backoff.
-            self._client = InfluxDBClient(
-                url=config.url,
-                token=config.token.value,
-                org=config.org,
-                timeout=int(config.timeout_s * 1000),
-                enable_gzip=gzip,
-            )
-            # The v2 API documents "text/plain; charset=utf-8"; influxdb-client 1.50's generated
-            # WriteService replaces the charset its WriteApi passes with a bare "text/plain".
-            # Default headers are applied last, and this client only ever writes.
-            self._client.api_client.set_default_header("Content-Type", "text/plain; charset=utf-8")
-            self._write_api = self._client.write_api(write_options=SYNCHRONOUS)
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
+        """Nothing to release: each request has its own connection."""
 
     def write(self, lines: Sequence[str]) -> None:
         """Write all ``lines``; raises InfluxWriteError (``retryable`` says whether to try again)."""
@@ -346,6 +313,28 @@ class InfluxWriter:
     def write_batch(self, items: Sequence[tuple[int, str]]) -> BatchResult:
         return bisect_write(items, self.write)
 
+    def _send(self, path: str, params: Mapping[str, str], body: bytes, headers: Mapping[str, str]) -> None:
+        """One request; a 2xx returns, anything else raises InfluxWriteError."""
+        url = f"{self._base}{path}?{urllib.parse.urlencode(params)}"
+        answer = transport.post(url, body, {"User-Agent": _USER_AGENT, **headers}, self.config.timeout_s)
+        if 200 <= answer.status < 300:
+            return
+        if 300 <= answer.status < 400:
+            # Followed, a redirect would turn the write into a body-less GET whose 2xx reads as
+            # "written", and carry our credentials to another address.
+            location = one_line((answer.header("Location") or "nowhere")[:300])
+            raise InfluxWriteError(
+                f"InfluxDB at {self.config.url} answered {answer.status} (a redirect to {location}):"
+                " minewatch does not follow redirects; set url to the final address",
+                retryable=True,
+                status=answer.status,
+            )
+        raise _classify(
+            answer.status,
+            _error_message(answer.body, answer.reason),
+            _retry_after(answer.header("Retry-After")),
+        )
+
     # v1 ---------------------------------------------------------------------
 
     def _v1_request(self, path: str, params: dict[str, str], body: bytes, content_type: str) -> None:
@@ -353,10 +342,7 @@ class InfluxWriter:
         if self.config.username:
             credentials = f"{self.config.username}:{self.config.password.value}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(credentials).decode("ascii")
-        url = f"{self._base}{path}?{urllib.parse.urlencode(params)}"
-        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-        with self._opener.open(request, timeout=self.config.timeout_s) as response:
-            response.read()
+        self._send(path, params, body, headers)
 
     def _write_v1(self, lines: Sequence[str]) -> None:
         params = {"db": self.config.database, "precision": "ns"}
@@ -365,10 +351,9 @@ class InfluxWriter:
         body = "\n".join(lines).encode("utf-8")
         try:
             self._v1_request("/write", params, body, "text/plain; charset=utf-8")
-        except urllib.error.HTTPError as exc:
-            error = _translate(exc)
+        except InfluxWriteError as error:
             if not (self.create_database and error.status == 404 and "database not found" in str(error)):
-                raise error from exc
+                raise
             if not self._create_logged:  # once: if creating fails, retries come back here
                 log.warning("InfluxDB database %r not found; creating it", self.config.database)
                 self._create_logged = True
@@ -384,14 +369,16 @@ class InfluxWriter:
     # v2 ---------------------------------------------------------------------
 
     def _write_v2(self, lines: Sequence[str]) -> None:
-        from influxdb_client.domain.write_precision import WritePrecision
-
-        self._write_api.write(
-            bucket=self.config.bucket,
-            org=self.config.org,
-            record=list(lines),
-            write_precision=WritePrecision.NS,
-        )
+        # https://docs.influxdata.com/influxdb/v2/api/#operation/PostWrite
+        body = "\n".join(lines).encode("utf-8")
+        headers = {"Content-Type": "text/plain; charset=utf-8", "Accept": "application/json"}
+        if self.config.token.value:
+            headers["Authorization"] = f"Token {self.config.token.value}"
+        if self.gzip:
+            body = gzip_compress(body)
+            headers["Content-Encoding"] = "gzip"
+        params = {"org": self.config.org, "bucket": self.config.bucket, "precision": "ns"}
+        self._send("/api/v2/write", params, body, headers)
 
 
 # --------------------------------------------------------------------------- forwarder
@@ -613,6 +600,8 @@ class InfluxForwarder:
             return  # logged with its traceback already
         if error.status in (401, 403):
             log.error("InfluxDB refused our credentials; check the token/username; retrying: %s", error)
+        elif error.status is not None and 300 <= error.status < 400:
+            log.error("%s", error)  # the message says what to do; the points stay queued
         else:
             log.warning("InfluxDB writes failing, points stay queued and are retried: %s", error)
 
@@ -681,7 +670,8 @@ class InfluxReader:
             headers=headers,
             method="POST",
         )
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        # No proxy (like influxdb-client), and no redirect followed: it would carry the credentials.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
         with opener.open(request, timeout=self.config.timeout_s) as response:
             # chunked=true: one JSON object per line, each holding part of the series
             for line in response:
@@ -722,6 +712,13 @@ class InfluxReader:
             for record in client.query_api().query_stream(query):
                 values = record.values
                 yield to_us(values["_time"]), {f: _read_value(f, values.get(f)) for f in fields}
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A 3xx is an error (urllib.error.HTTPError), never followed."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 def _read_value(name: str, value: Any) -> Any:

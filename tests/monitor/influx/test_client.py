@@ -2,8 +2,8 @@
 
 The v1 path runs against a real influxd 1.6.7 (fixture ``influxd``), including an
 outage; it also holds the read-back of string fields, which only InfluxDB keeps.
-1.6.7 has no /api/v2/write (influxdb-client gets 404 from it, checked below), and no
-InfluxDB 2.x can run here, so the v2 path (influxdb-client) runs against VictoriaMetrics
+1.6.7 has no /api/v2/write (the v2 writer gets 404 from it, checked below), and no
+InfluxDB 2.x can run here, so the v2 path runs against VictoriaMetrics
 (fixture ``victoria_metrics``), a real server of ``POST /api/v2/write``: every
 measurement of monitor.influx.schema is written and read back through its export API (values
 and tags), and an outage is ridden out. VictoriaMetrics keeps numbers and booleans,
@@ -37,6 +37,7 @@ from monitor.influx.client import (
     Backoff,
     FieldValue,
     InfluxForwarder,
+    InfluxReader,
     InfluxWriteError,
     InfluxWriter,
     bisect_write,
@@ -390,6 +391,7 @@ class Request:
     headers: dict[str, str]
     body: str
     at: float
+    method: str = "POST"
 
 
 Reply = tuple[int, dict[str, str], bytes]
@@ -404,10 +406,7 @@ class Recorder:
     reply: Callable[[Request], Reply] = lambda _: (204, {}, b"")
 
 
-@pytest.fixture
-def recorder() -> Iterator[Recorder]:
-    rec = Recorder()
-
+def serve(rec: Recorder, host: str = "127.0.0.1") -> Iterator[Recorder]:
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as influxdb-client's pool expects
 
@@ -422,6 +421,7 @@ def recorder() -> Iterator[Recorder]:
                 dict(self.headers),
                 raw.decode(),
                 time.monotonic(),
+                self.command,
             )
             rec.requests.append(request)
             status, headers, body = rec.reply(request)
@@ -432,16 +432,29 @@ def recorder() -> Iterator[Recorder]:
             self.end_headers()
             self.wfile.write(body)
 
+        do_GET = do_POST  # a followed redirect arrives as a GET
+
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    rec.url = f"http://127.0.0.1:{server.server_address[1]}"
+    server = http.server.ThreadingHTTPServer((host, 0), Handler)
+    rec.url = f"http://{host}:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield rec
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    yield from serve(Recorder())
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[Recorder]:
+    """Another host (127.0.0.2, loopback too) that a redirect points to."""
+    yield from serve(Recorder(), "127.0.0.2")
 
 
 def v2_config(rec: Recorder) -> InfluxConfig:
@@ -586,6 +599,57 @@ def test_v1_basic_auth_and_params_on_the_wire(recorder: Recorder) -> None:
     assert (request.path, request.query) == ("/write", {"db": "mw", "rp": "year", "precision": "ns"})
     assert request.headers["Authorization"] == "Basic dTpw"
     assert request.body == sound(0)
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_redirect_is_never_followed_and_the_points_stay_queued(
+    recorder: Recorder,
+    elsewhere: Recorder,
+    queue: Queue,
+    caplog: pytest.LogCaptureFixture,
+    version: int,
+    status: int,
+) -> None:
+    """The recording server answers every write with a redirect to another host (no real
+    InfluxDB redirects). urllib followed a 301/302/303 as a GET without the body, counted
+    its 200 as written and sent the Basic auth header there: nothing may reach that host."""
+    target = f"{elsewhere.url}/write?db=mw"
+    recorder.reply = lambda _: (status, {"Location": target}, b"")
+    elsewhere.reply = lambda _: (200, {}, b"ok")
+    if version == 1:
+        config = InfluxConfig(version=1, url=recorder.url, database="mw", username="u", password=Secret("p"))
+    else:
+        config = v2_config(recorder)
+    queue.put([sound(i) for i in range(3)])
+    forwarder = start_forwarder(queue, config)
+    try:
+        wait_until(lambda: forwarder.stats.retries >= 3)
+        assert not forwarder.flush(0.2)
+    finally:
+        forwarder.close()
+    assert elsewhere.requests == []  # neither the points nor the credentials went there
+    assert queue.store.pending() == 3 and not queue.store.rejected()
+    stats = forwarder.stats
+    assert (stats.written, stats.rejected, stats.up) == (0, 0, False)
+    expected = (
+        f"InfluxDB at {recorder.url} answered {status} (a redirect to {target}):"
+        " minewatch does not follow redirects; set url to the final address"
+    )
+    assert stats.last_error == expected
+    logged = [r.getMessage() for r in caplog.records if r.name == "monitor.influx.client"]
+    assert logged == [expected]  # once, not per retry
+    assert [r.levelno for r in caplog.records if r.name == "monitor.influx.client"] == [logging.ERROR]
+
+
+def test_the_reader_follows_no_redirect(recorder: Recorder, elsewhere: Recorder) -> None:
+    """The recording server redirects the v1 /query of evidence export: the credentials stay here."""
+    recorder.reply = lambda _: (302, {"Location": f"{elsewhere.url}/query"}, b"")
+    elsewhere.reply = lambda _: (200, {}, b'{"results":[{}]}')
+    config = InfluxConfig(version=1, url=recorder.url, database="mw", username="u", password=Secret("p"))
+    with pytest.raises(OutputError, match="302"):
+        list(InfluxReader(config).rows("sound", "dovre", "n1", 0, 10**6, ["LAeq"]))
+    assert elsewhere.requests == []
 
 
 def test_outbox_failure_does_not_stop_the_loop(
