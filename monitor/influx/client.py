@@ -12,12 +12,15 @@ Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
     400, 422                not retryable: the batch is bisected so that only the
                             offending points are rejected (a single bad point must
                             not block the queue)
+    413                     too large: the batch is bisected the same way; a single
+                            point refused so is rejected, and the forwarder keeps to
+                            the batch size the server took from then on
     3xx                     retryable: never followed (a redirect would make the write a
                             body-less GET and take the credentials elsewhere); logged as
                             an error asking for the final address as url
     401, 403                retryable (a config fix is expected); logged as an error
     404 "database not found" (v1) -> CREATE DATABASE when allowed, then retry
-    other 404, 413          retryable
+    other 404               retryable
     429, 5xx, refused,      retryable, with exponential backoff and jitter,
     reset, timeouts         honouring ``Retry-After``
 
@@ -189,7 +192,7 @@ def _error_message(body: bytes | str | None, fallback: str) -> str:
 
 def _classify(status: int, message: str, retry_after_s: float | None) -> InfluxWriteError:
     text = f"InfluxDB answered {status}: {message}"
-    if status in (400, 422):
+    if status in (400, 413, 422):
         return InfluxWriteError(text, retryable=False, status=status)
     return InfluxWriteError(text, retryable=True, status=status, retry_after_s=retry_after_s)
 
@@ -235,11 +238,16 @@ class Backoff:
 @dataclass(slots=True)
 class BatchResult:
     """What became of a batch: ids accepted, ids rejected (with the reason), and the
-    retryable error that stopped it, if any (ids in neither list stay queued)."""
+    retryable error that stopped it, if any (ids in neither list stay queued).
+
+    ``fits``: after a batch was refused as too large (413), the most points one request
+    carried that the server took; None when no 413 came, or a point alone explains it.
+    """
 
     accepted: list[int] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)
     error: InfluxWriteError | None = None
+    fits: int | None = None
 
 
 def bisect_write(items: Sequence[tuple[int, str]], send: Callable[[list[str]], None]) -> BatchResult:
@@ -248,11 +256,16 @@ def bisect_write(items: Sequence[tuple[int, str]], send: Callable[[list[str]], N
     Halves go in order and the first retryable error stops the batch, so nothing
     after a kept point is acked before it. InfluxDB 1.x writes the good points of a
     400 batch anyway ("partial write"); re-sending them is harmless because a point
-    with the same series and timestamp overwrites itself.
+    with the same series and timestamp overwrites itself. A batch too large (413) is
+    split the same way, down to one point.
     """
     result = BatchResult()
+    too_large = False  # a batch of several points was refused as too large
+    point_too_large = False  # a point alone was
+    largest_taken = 0
 
     def attempt(chunk: Sequence[tuple[int, str]]) -> bool:
+        nonlocal too_large, point_too_large, largest_taken
         try:
             send([text for _, text in chunk])
         except InfluxWriteError as exc:
@@ -260,15 +273,20 @@ def bisect_write(items: Sequence[tuple[int, str]], send: Callable[[list[str]], N
                 result.error = exc
                 return False
             if len(chunk) == 1:
+                point_too_large |= exc.status == 413
                 result.rejected.append((chunk[0][0], str(exc)))
                 return True
+            too_large |= exc.status == 413
             middle = len(chunk) // 2
             return attempt(chunk[:middle]) and attempt(chunk[middle:])
         result.accepted.extend(item_id for item_id, _ in chunk)
+        largest_taken = max(largest_taken, len(chunk))
         return True
 
     if items:
         attempt(items)
+    if too_large and not point_too_large and largest_taken:
+        result.fits = largest_taken
     return result
 
 
@@ -560,6 +578,16 @@ class InfluxForwarder:
                 self._changed.notify_all()
             return 0, None
         result = self.writer.write_batch(batch)
+        if result.fits is not None and result.fits < self.batch_size:
+            # Kept in memory: a restart starts from the configured size and learns it again.
+            log.warning(
+                "InfluxDB refused a batch of %d points as too large (413); sending at most %d a batch"
+                " from now on (storage.influxdb.batch_size is %d)",
+                len(batch),
+                result.fits,
+                self.batch_size,
+            )
+            self.batch_size = result.fits
         if result.accepted:
             self.outbox.ack(result.accepted)
         by_reason: dict[str, list[int]] = {}

@@ -121,6 +121,7 @@ class Influxd:
     workdir: Path
     port: int = field(default_factory=free_port)
     rpc_port: int = field(default_factory=free_port)
+    max_body_size: int = 0  # [http] max-body-size: a larger write is answered 413 (0: influxd's 25 MB)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -138,7 +139,8 @@ class Influxd:
             "  query-log-enabled = false\n"
             "[monitor]\n  store-enabled = false\n"
             f'[http]\n  bind-address = "127.0.0.1:{self.port}"\n  log-enabled = false\n'
-            "[continuous_queries]\n  enabled = false\n"
+            + (f"  max-body-size = {self.max_body_size}\n" if self.max_body_size else "")
+            + "[continuous_queries]\n  enabled = false\n"
         )
         self.log = open(self.workdir / "influxd.log", "ab")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(

@@ -181,6 +181,36 @@ def test_bisect_stops_at_a_retryable_error_keeping_order() -> None:
     assert result.error is not None and result.error.retryable
 
 
+@pytest.mark.parametrize(
+    ("size", "limit", "huge", "accepted", "rejected", "fits"),
+    [
+        (8, 8, "", "abcdefgh", "", None),  # fits: no 413
+        (8, 4, "", "abcdefgh", "", 4),
+        (8, 3, "", "abcdefgh", "", 2),
+        (8, 1, "", "abcdefgh", "", 1),
+        (8, 8, "c", "abdefgh", "c", None),  # one point too large alone: rejected, the size stays
+        (1, 1, "a", "", "a", None),
+    ],
+)
+def test_bisect_splits_a_batch_too_large(
+    size: int, limit: int, huge: str, accepted: str, rejected: str, fits: int | None
+) -> None:
+    """413 (Request Entity Too Large) splits the batch like a 400; it was retried whole, forever."""
+
+    def send(lines: list[str]) -> None:
+        if len(lines) > limit or huge in lines:
+            raise InfluxWriteError(
+                "InfluxDB answered 413: Request Entity Too Large", retryable=False, status=413
+            )
+
+    items = list(enumerate("abcdefgh"[:size]))
+    result = bisect_write(items, send)
+    assert "".join("abcdefgh"[i] for i in result.accepted) == accepted
+    assert "".join("abcdefgh"[i] for i, _ in result.rejected) == rejected
+    assert all("413" in reason for _, reason in result.rejected)
+    assert (result.error, result.fits) == (None, fits)
+
+
 # --------------------------------------------------------------------------- v1, real influxd
 
 
@@ -351,6 +381,40 @@ def test_v1_type_conflict_rejected_neighbours_written(influxd: Influxd, queue: Q
     assert "unable to parse" in rejected[1].reason
     assert queue.store.pending() == 0
     assert forwarder.stats.rejected == 2 and forwarder.stats.written == 39
+
+
+def test_v1_batches_too_large_are_split_and_kept_smaller(
+    tmp_path: Path, queue: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    """influxd with ``[http] max-body-size`` 4000: a write larger is answered 413. The batch
+    is split until the server takes it, later batches keep that size, and a point too large
+    alone is rejected with the server's reason (the whole batch was retried forever)."""
+    server = Influxd(tmp_path / "influxd", max_body_size=4000).start()
+    try:
+        server.create_database("minewatch")
+        huge = line("events", {"site": "dovre", "kind": "blast"}, {"summary": "x" * 5000}, T0)
+        queue.put([sound(i) for i in range(150)])  # ~56 bytes each: 8.4 kB a batch of 150
+        queue.put([huge])
+        queue.put([sound(i) for i in range(150, 300)])
+        forwarder = start_forwarder(queue, v1_config(server), batch_size=150)
+        try:
+            assert forwarder.flush(20)
+        finally:
+            forwarder.close()
+        assert server.count("minewatch", "sound", "LAeq") == 300
+        [rejected] = queue.store.rejected()
+        assert rejected.item == huge
+        assert rejected.reason.startswith("InfluxDB answered 413")
+        assert queue.store.pending() == 0
+        assert forwarder.batch_size == 38  # 75 points (4.2 kB) were too many, 37 and 38 were not
+        assert (forwarder.stats.written, forwarder.stats.rejected) == (300, 1)
+        lowered = [r.getMessage() for r in caplog.records if "too large" in r.getMessage()]
+        assert lowered == [
+            "InfluxDB refused a batch of 150 points as too large (413); sending at most 38 a batch"
+            " from now on (storage.influxdb.batch_size is 150)"
+        ]
+    finally:
+        server.stop()
 
 
 def test_v1_connection_refused_is_retryable() -> None:
@@ -560,7 +624,8 @@ def test_v2_401_is_retried_and_logged_as_an_error(
 
 
 @pytest.mark.parametrize(
-    ("status", "retryable"), [(400, False), (422, False), (401, True), (403, True), (429, True), (500, True)]
+    ("status", "retryable"),
+    [(400, False), (413, False), (422, False), (401, True), (403, True), (429, True), (500, True)],
 )
 def test_v2_status_classification(recorder: Recorder, status: int, retryable: bool) -> None:
     """The recording server: each error status on demand, which no real server answers at will."""
