@@ -11,7 +11,10 @@ Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
     2xx                     written
     400, 422                not retryable: the batch is bisected so that only the
                             offending points are rejected (a single bad point must
-                            not block the queue)
+                            not block the queue). A point is the one at fault only
+                            when the server takes others: when every point alone is
+                            refused alike (a proxy in front, a wrong path), none is
+                            rejected; the batch stays queued, retried with backoff
     413                     too large: the batch is bisected the same way; a single
                             point refused so is rejected, and the forwarder keeps to
                             the batch size the server took from then on
@@ -242,15 +245,24 @@ class BatchResult:
 
     ``fits``: after a batch was refused as too large (413), the most points one request
     carried that the server took; None when no 413 came, or a point alone explains it.
+    ``refused_alike``: the status every point alone was refused with (then ``error`` says
+    so, with the server's first answer, and nothing is rejected).
     """
 
     accepted: list[int] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)
     error: InfluxWriteError | None = None
     fits: int | None = None
+    refused_alike: int | None = None
 
 
-def bisect_write(items: Sequence[tuple[int, str]], send: Callable[[list[str]], None]) -> BatchResult:
+def bisect_write(
+    items: Sequence[tuple[int, str]],
+    send: Callable[[list[str]], None],
+    *,
+    server_takes_points: bool = True,
+    refused_before: int | None = None,
+) -> BatchResult:
     """Send ``items``; on a non-retryable error, split the batch in halves until the bad points are alone.
 
     Halves go in order and the first retryable error stops the batch, so nothing
@@ -258,11 +270,38 @@ def bisect_write(items: Sequence[tuple[int, str]], send: Callable[[list[str]], N
     400 batch anyway ("partial write"); re-sending them is harmless because a point
     with the same series and timestamp overwrites itself. A batch too large (413) is
     split the same way, down to one point.
+
+    A point is rejected as the point's fault only when the server takes others. When it
+    takes none and refuses every point alone with the same status (a proxy that answers
+    400 to everything, a url with a wrong path), the server or the address is at fault:
+    nothing is rejected, and ``error`` (retryable) keeps the batch queued. The status, not
+    the words: a server's words may name the request (VictoriaMetrics quotes the client's
+    address and the URI). A batch of one point cannot tell: its refusal is the point's
+    when ``server_takes_points`` (the last batch had points taken), else it is kept.
+    ``refused_before``: these items were refused alike with this status last time; if the
+    batch and then its first point are refused so again, the batch is kept again (two
+    requests, not a bisection of 2n - 1).
     """
     result = BatchResult()
+    if refused_before is not None and items:
+        try:
+            send([text for _, text in items])
+        except InfluxWriteError as exc:
+            if exc.retryable:
+                result.error = exc
+                return result
+            try:
+                send([items[0][1]])
+            except InfluxWriteError as first:
+                if not first.retryable and first.status == refused_before:
+                    return _refused_alike(result, len(items), first)
+        else:
+            result.accepted.extend(item_id for item_id, _ in items)
+            return result
     too_large = False  # a batch of several points was refused as too large
     point_too_large = False  # a point alone was
     largest_taken = 0
+    leaf_errors: list[InfluxWriteError] = []
 
     def attempt(chunk: Sequence[tuple[int, str]]) -> bool:
         nonlocal too_large, point_too_large, largest_taken
@@ -275,6 +314,7 @@ def bisect_write(items: Sequence[tuple[int, str]], send: Callable[[list[str]], N
             if len(chunk) == 1:
                 point_too_large |= exc.status == 413
                 result.rejected.append((chunk[0][0], str(exc)))
+                leaf_errors.append(exc)
                 return True
             too_large |= exc.status == 413
             middle = len(chunk) // 2
@@ -287,6 +327,29 @@ def bisect_write(items: Sequence[tuple[int, str]], send: Callable[[list[str]], N
         attempt(items)
     if too_large and not point_too_large and largest_taken:
         result.fits = largest_taken
+    refusals = {exc.status for exc in leaf_errors}
+    if (
+        result.error is None
+        and not result.accepted
+        and len(refusals) == 1
+        and len(leaf_errors) == len(items)
+        and (len(items) > 1 or not server_takes_points)
+        and leaf_errors[0].status != 413  # a point too large alone is the point's fault
+    ):
+        return _refused_alike(result, len(items), leaf_errors[0])
+    return result
+
+
+def _refused_alike(result: BatchResult, count: int, refusal: InfluxWriteError) -> BatchResult:
+    result.rejected.clear()
+    result.refused_alike = refusal.status
+    what = "the point" if count == 1 else f"each of the {count} points alone"
+    result.error = InfluxWriteError(
+        f"InfluxDB took none of a batch and refused {what} alike, so the server or the url's path is"
+        f" at fault, not the points; they stay queued and are retried: {refusal}",
+        retryable=True,
+        status=refusal.status,
+    )
     return result
 
 
@@ -328,8 +391,16 @@ class InfluxWriter:
         except _FOREIGN as exc:
             raise _translate(exc) from exc
 
-    def write_batch(self, items: Sequence[tuple[int, str]]) -> BatchResult:
-        return bisect_write(items, self.write)
+    def write_batch(
+        self,
+        items: Sequence[tuple[int, str]],
+        *,
+        server_takes_points: bool = True,
+        refused_before: int | None = None,
+    ) -> BatchResult:
+        return bisect_write(
+            items, self.write, server_takes_points=server_takes_points, refused_before=refused_before
+        )
 
     def _send(self, path: str, params: Mapping[str, str], body: bytes, headers: Mapping[str, str]) -> None:
         """One request; a 2xx returns, anything else raises InfluxWriteError."""
@@ -448,6 +519,8 @@ class InfluxForwarder:
         self._state = "up"  # or what is failing: "http 503", "unreachable", "internal OperationalError"
         self._thread: threading.Thread | None = None
         self._stop: threading.Event | None = None
+        self._server_takes_points = True  # the last batch had points taken (bisect_write)
+        self._held: tuple[tuple[int, ...], int] | None = None  # a batch refused alike, and the status
 
     @classmethod
     def from_config(
@@ -563,7 +636,11 @@ class InfluxForwarder:
         if error is None:
             self._mark_up()
         else:
-            self._mark_down(error, f"http {error.status}" if error.status else "unreachable")
+            if self._held is not None:
+                state = f"refused alike {error.status}"
+            else:
+                state = f"http {error.status}" if error.status else "unreachable"
+            self._mark_down(error, state)
         return handled, error
 
     def _cycle(self) -> tuple[int, InfluxWriteError | None]:
@@ -577,7 +654,16 @@ class InfluxForwarder:
                 self._stats = replace(self._stats, pending=0)
                 self._changed.notify_all()
             return 0, None
-        result = self.writer.write_batch(batch)
+        ids = tuple(item_id for item_id, _ in batch)
+        held = self._held[1] if self._held is not None and self._held[0] == ids else None
+        result = self.writer.write_batch(
+            batch, server_takes_points=self._server_takes_points, refused_before=held
+        )
+        if result.accepted:
+            self._server_takes_points = True
+        if result.refused_alike is not None:
+            self._server_takes_points = False
+        self._held = None if result.refused_alike is None else (ids, result.refused_alike)
         if result.fits is not None and result.fits < self.batch_size:
             # Kept in memory: a restart starts from the configured size and learns it again.
             log.warning(
@@ -593,11 +679,11 @@ class InfluxForwarder:
         by_reason: dict[str, list[int]] = {}
         for item_id, reason in result.rejected:
             by_reason.setdefault(reason, []).append(item_id)
-        for reason, ids in by_reason.items():
+        for reason, refused in by_reason.items():
             log.warning(
-                "InfluxDB rejected %d point(s), kept in the outbox's rejected table: %s", len(ids), reason
+                "InfluxDB rejected %d point(s), kept in the outbox's rejected table: %s", len(refused), reason
             )
-            self.outbox.reject(ids, reason)
+            self.outbox.reject(refused, reason)
         handled = len(result.accepted) + len(result.rejected)
         if result.error is not None:
             done = set(result.accepted) | {item_id for item_id, _ in result.rejected}
@@ -628,7 +714,7 @@ class InfluxForwarder:
             return  # logged with its traceback already
         if error.status in (401, 403):
             log.error("InfluxDB refused our credentials; check the token/username; retrying: %s", error)
-        elif error.status is not None and 300 <= error.status < 400:
+        elif (error.status is not None and 300 <= error.status < 400) or state.startswith("refused alike"):
             log.error("%s", error)  # the message says what to do; the points stay queued
         else:
             log.warning("InfluxDB writes failing, points stay queued and are retried: %s", error)

@@ -25,7 +25,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -156,7 +156,8 @@ def _fake_send(bad: set[str], *, down_on: str = "") -> tuple[list[list[str]], Ca
         (set(), "abcdefgh", ""),
         ({"c"}, "abdefgh", "c"),
         ({"a", "h"}, "bcdefg", "ah"),
-        (set("abcdefgh"), "", "abcdefgh"),
+        (set("abcdefg"), "h", "abcdefg"),
+        # Every point refused: the server's fault, not theirs (the test below).
     ],
 )
 def test_bisect_rejects_only_the_bad_points(bad: set[str], accepted: str, rejected: str) -> None:
@@ -209,6 +210,59 @@ def test_bisect_splits_a_batch_too_large(
     assert "".join("abcdefgh"[i] for i, _ in result.rejected) == rejected
     assert all("413" in reason for _, reason in result.rejected)
     assert (result.error, result.fits) == (None, fits)
+
+
+def _refusing(status: int = 400) -> tuple[list[list[str]], Callable[[list[str]], None]]:
+    """Refuses every request, each in words of its own (as VictoriaMetrics names the request)."""
+    calls: list[list[str]] = []
+
+    def send(lines: list[str]) -> None:
+        calls.append(lines)
+        raise InfluxWriteError(
+            f"InfluxDB answered {status}: request {len(calls)}", retryable=False, status=status
+        )
+
+    return calls, send
+
+
+def test_bisect_rejects_nothing_when_the_server_refuses_every_point_alike() -> None:
+    """A proxy in front or a wrong path answers 400 to everything: no point is at fault, so
+    none is rejected (the whole backlog went to the rejected table, two requests a point)."""
+    items = list(enumerate("abcdefgh"))
+    calls, send = _refusing()
+    result = bisect_write(items, send)
+    assert (result.accepted, result.rejected, result.refused_alike) == ([], [], 400)
+    assert result.error is not None and result.error.retryable and result.error.status == 400
+    assert str(result.error) == (
+        "InfluxDB took none of a batch and refused each of the 8 points alone alike, so the server or"
+        " the url's path is at fault, not the points; they stay queued and are retried:"
+        " InfluxDB answered 400: request 4"
+    )
+    assert len(calls) == 15  # the bisection, once
+
+    # The same batch again: the batch and its first point, not another bisection.
+    calls.clear()
+    again = bisect_write(items, send, refused_before=400)
+    assert (again.rejected, again.refused_alike, len(calls)) == ([], 400, 2)
+
+
+@pytest.mark.parametrize(("server_takes_points", "rejected"), [(True, [0]), (False, [])])
+def test_bisect_a_single_point_refused_is_its_fault_if_the_server_takes_others(
+    server_takes_points: bool, rejected: list[int]
+) -> None:
+    _, send = _refusing()
+    result = bisect_write([(0, "a")], send, server_takes_points=server_takes_points)
+    assert [i for i, _ in result.rejected] == rejected
+    assert (result.error is None) == server_takes_points
+
+
+def test_bisect_points_refused_alike_beside_points_taken_are_rejected() -> None:
+    """The server takes some: every refused point is the point's fault, however alike."""
+    items = list(enumerate("abcdefgh"))
+    _, send = _fake_send(set("abcdefg"))
+    result = bisect_write(items, send)
+    assert [i for i, _ in result.rejected] == list(range(7)) and result.accepted == [7]
+    assert result.error is None and result.refused_alike is None
 
 
 # --------------------------------------------------------------------------- v1, real influxd
@@ -829,6 +883,43 @@ def test_samples_cover_the_schema() -> None:
 
 def vm_config(server: VictoriaMetrics) -> InfluxConfig:
     return InfluxConfig(version=2, url=server.url, org="quarry", bucket="minewatch", token=Secret("s3cr3t"))
+
+
+def test_v2_a_wrong_path_answered_400_keeps_every_point_queued(
+    victoria_metrics: VictoriaMetrics, queue: Queue, caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """VictoriaMetrics answers 400 "unsupported path requested" to a url with a wrong path:
+    every point alone is refused alike, so none is rejected; the points stay queued, the
+    forwarder is down and says so once with the server's answer, and once the url is put
+    right they are written (they were all moved to the rejected table)."""
+    caplog.set_level(logging.DEBUG, logger="monitor.influx.client")
+    queue.put([sound(i) for i in range(20)])
+    wrong = replace(vm_config(victoria_metrics), url=f"{victoria_metrics.url}/proxy")
+    forwarder = start_forwarder(queue, wrong)
+    try:
+        wait_until(lambda: forwarder.stats.retries >= 3)
+        assert not forwarder.flush(0.2)
+    finally:
+        forwarder.close()
+    assert queue.store.pending() == 20 and queue.store.rejected() == []
+    stats = forwarder.stats
+    assert (stats.written, stats.rejected, stats.up) == (0, 0, False)
+    logged = [r for r in caplog.records if r.levelno >= logging.INFO and r.name == "monitor.influx.client"]
+    assert len(logged) == 1 and logged[0].levelno == logging.ERROR
+    message = logged[0].getMessage()
+    assert "refused each of the 20 points alone alike" in message
+    assert (
+        'unsupported path requested: \\"/influx/api/v2/write\\"' in message or "unsupported path" in message
+    )
+
+    fixed = Queue(queue.store, Outbox.open(tmp_path / "minewatch.db"))  # the url put right, a restart
+    forwarder = start_forwarder(fixed, vm_config(victoria_metrics))
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    [series] = victoria_metrics.export('{__name__="sound_LAeq"}')
+    assert len(series["values"]) == 20
 
 
 def test_victoria_metrics_fixture_is_on_a_free_port(victoria_metrics: VictoriaMetrics) -> None:
