@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "notices",
         "notices of violation: list, show (md/html/json/pdf), request-extension, extend, close, escalate",
     ),
+    "influx": ("influx", "the points InfluxDB refused: list them by reason, or queue them again (requeue)"),
     "evidence": ("evidence", "export a window of the record as a self-verifying evidence bundle (zip)"),
     "report": ("report", "a site's compliance report for a month, a day or a span of days (PDF and CSV)"),
     "report-blast": (

@@ -4,7 +4,8 @@ Store first, then forward (docs/CONTRIBUTING.md): the store inserts a record and
 outbox items in ONE transaction (``put`` does not commit), so a record that is in
 the journal is also queued, and a crash can lose neither alone. The forwarder
 reads the oldest items (``peek``), sends them and then either removes them
-(``ack``) or moves them to the rejected table, kept as evidence (``reject``).
+(``ack``) or moves them to the rejected table, kept as evidence (``reject``);
+``requeue`` moves them back (`minewatch influx requeue`).
 
     store thread                         forwarder thread
     ────────────                         ────────────────
@@ -136,6 +137,31 @@ class Outbox:
             (limit,),
         )
         return [RejectedItem(int(r[0]), str(r[1]), int(r[2]), str(r[3]), str(r[4])) for r in rows]
+
+    def rejected_reasons(self) -> list[tuple[str, int]]:
+        """Each reason the rejected items were refused with, and how many, most first."""
+        rows = self.conn.execute(
+            f"SELECT reason, count(*) AS n FROM {self.rejected_table} GROUP BY reason ORDER BY n DESC, reason"
+        )
+        return [(str(r[0]), int(r[1])) for r in rows]
+
+    def requeue(self, ids: Iterable[int] | None = None) -> int:
+        """Move rejected items (all, or those of ``ids``) back into the queue, behind what waits
+        there (new ids); their attempts are kept. Returns how many. Commits."""
+        moved = 0
+        with self._transaction():
+            if ids is None:
+                ids = [int(r[0]) for r in self.conn.execute(f"SELECT id FROM {self.rejected_table}")]
+            for chunk in _chunks(sorted(set(ids))):
+                marks = ",".join("?" * len(chunk))
+                moved += self.conn.execute(
+                    f"INSERT INTO {self.table} (item, attempts, enqueued_at)"
+                    f" SELECT item, attempts, enqueued_at FROM {self.rejected_table}"
+                    f" WHERE id IN ({marks}) ORDER BY id",
+                    chunk,
+                ).rowcount
+                self.conn.execute(f"DELETE FROM {self.rejected_table} WHERE id IN ({marks})", chunk)
+        return moved
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -1,0 +1,72 @@
+"""`minewatch influx ACTION --config FILE`: the InfluxDB outbox's rejected points.
+
+    rejected    how many points InfluxDB refused for good, by the server's reason
+    requeue     send them again (all, or --id N ...): back into the outbox, behind what waits
+
+A refused point is kept in the store (``outbox_influx_rejected``) with the server's answer.
+Once what refused it is put right (a field type, a server that refused everything), `requeue`
+moves it back; the daemon's forwarder sends it with the rest, running or at its next start.
+A point carries its record's own time and tags, so one sent twice overwrites itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from monitor.config import load_config
+from monitor.errors import UsageError
+from monitor.shown_text import one_line
+
+ACTIONS = {
+    "rejected": "how many points InfluxDB refused for good, by reason",
+    "requeue": "queue the refused points again for InfluxDB (all, or --id N ...)",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = f"the InfluxDB outbox's refused points: {', '.join(ACTIONS)}"
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", required=True, help="configuration TOML file (the store is storage.path)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("rejected", parents=[common], help=ACTIONS["rejected"])
+    requeue = actions.add_parser("requeue", parents=[common], help=ACTIONS["requeue"])
+    requeue.add_argument(
+        "--id",
+        type=int,
+        action="append",
+        dest="ids",
+        metavar="N",
+        help="only this rejected point (repeatable)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    # Reads and writes the store only: secrets (InfluxDB's token, the broker's password) are not needed.
+    config = load_config(args.config, secrets="defer")
+    from monitor.influx.outbox import Outbox
+    from monitor.journal.store import Store
+
+    path = config.storage.path
+    if not Path(path).is_file():
+        raise UsageError(f"no store at {path} (storage.path in {args.config})")
+    if args.action == "requeue" and config.storage.influxdb is None:
+        raise UsageError(f"{args.config} has no [storage.influxdb]: nothing would forward the points")
+    Store(path).close()  # a file that is no store is refused, a store of an older version migrated
+    outbox = Outbox.open(path)
+    try:
+        reasons = outbox.rejected_reasons()
+        if args.action == "rejected":
+            if not reasons:
+                print("no point refused by InfluxDB")
+            for reason, count in reasons:
+                print(f"{count:>8}  {one_line(reason)}")
+            return 0
+        moved = outbox.requeue(args.ids)
+        print(f"{moved} point(s) queued again for InfluxDB; {outbox.pending()} waiting in all")
+        if args.ids is not None and moved < len(set(args.ids)):
+            print(f"{len(set(args.ids)) - moved} of the ids given were no refused point")
+            return 1
+        return 0
+    finally:
+        outbox.close()
