@@ -42,6 +42,14 @@ class WritePoint(Protocol):
     def __call__(self, make: Callable[P, str | None], /, *args: P.args, **kwargs: P.kwargs) -> None: ...
 
 
+def _id_tag(record_id: str) -> str:
+    """A record's id as a tag value. The id is a tag so that records sharing their time (two
+    findings of a minute, two trucks at a gate) are points of their own: InfluxDB keeps one
+    point per series and time, and the last of two such lines overwrote the first. A trailing
+    backslash cannot end a tag value in line protocol; it is written as ``%5C``."""
+    return record_id[:-1] + "%5C" if record_id.endswith("\\") else record_id
+
+
 def _point(measurement: str, tags: Mapping[str, str], fields: Mapping[str, Any], ts: datetime) -> str | None:
     clean = {k: v for k, v in fields.items() if v is not None}
     return line(measurement, tags, clean, ts) if clean else None
@@ -94,20 +102,20 @@ def reading(record: LightSummary | WeatherReading | TurbidityReading, late: bool
 
 
 def events(event: Event) -> str | None:
-    fields: dict[str, Any] = {"id": event.id, "summary": f"{type(event).__name__} {event.id}"}
+    fields: dict[str, Any] = {"summary": f"{type(event).__name__} {event.id}"}
     if isinstance(event, TruckPassage):
         fields.update(gate=event.gate, direction=event.direction)
     if isinstance(event, Blast):
         fields["safety_reason"] = event.safety_reason
     if isinstance(event, WorkPeriod | TemporaryLighting):
         fields["end"] = format_ts(event.end)
-    return _point("events", {"site": event.site, "kind": event_kind(event)}, fields, event_span(event).start)
+    tags = {"site": event.site, "kind": event_kind(event), "id": _id_tag(event.id)}
+    return _point("events", tags, fields, event_span(event).start)
 
 
 def findings(finding: Finding) -> str | None:
     first = finding.measurements[0] if finding.measurements else None
     fields = {
-        "id": finding.id,
         "section": finding.section,
         "summary": finding.summary,
         "sensors": ",".join(finding.sensors),
@@ -116,14 +124,24 @@ def findings(finding: Finding) -> str | None:
         "end": format_ts(finding.end),
         "completeness": finding.completeness,
     }
-    tags = {"site": finding.site, "standard": finding.standard, "kind": finding.kind.value}
+    tags = {
+        "site": finding.site,
+        "standard": finding.standard,
+        "kind": finding.kind.value,
+        "id": _id_tag(finding.id),
+    }
     return _point("findings", tags, fields, finding.start)
 
 
 def alerts(site: str, body: Mapping[str, Any]) -> str | None:
     """The point of a raised alert, from its published body (``AlertBook``)."""
-    tags = {"site": site, "audience": ",".join(body["audiences"]), "kind": body["kind"]}
-    fields = {"id": body["id"], "message": body["message"], "severity": body["severity"]}
+    tags = {
+        "site": site,
+        "audience": ",".join(body["audiences"]),
+        "kind": body["kind"],
+        "id": _id_tag(body["id"]),
+    }
+    fields = {"message": body["message"], "severity": body["severity"]}
     return _point("alerts", tags, fields, stored_time(body["ts"]))
 
 

@@ -46,21 +46,23 @@ MEASUREMENTS: dict[str, Measurement] = {
         ),
         Measurement(
             "events",
-            ("site", "kind"),
-            ("id", "summary", "gate", "direction", "safety_reason", "end"),
-            "Operator events: blasts, blast notices, trucks, work periods, temporary lighting.",
+            ("site", "kind", "id"),
+            ("summary", "gate", "direction", "safety_reason", "end"),
+            "Operator events: blasts, blast notices, trucks, work periods, temporary lighting"
+            " (the id a tag: two events of a kind at one time are two points).",
         ),
         Measurement(
             "findings",
-            ("site", "standard", "kind"),
-            ("id", "section", "summary", "sensors", "value", "limit", "end", "completeness"),
-            "Compliance findings (violations, exempt exceedances, warnings, ...).",
+            ("site", "standard", "kind", "id"),
+            ("section", "summary", "sensors", "value", "limit", "end", "completeness"),
+            "Compliance findings (violations, exempt exceedances, warnings, ...); the id a tag, so"
+            " findings that start together are each a point (a revision overwrites its finding).",
         ),
         Measurement(
             "alerts",
-            ("site", "audience", "kind"),
-            ("id", "message", "severity"),
-            "Alerts raised for the town and the operator.",
+            ("site", "audience", "kind", "id"),
+            ("message", "severity"),
+            "Alerts raised for the town and the operator (the id a tag: each alert is its own point).",
         ),
         Measurement(
             "rejections",

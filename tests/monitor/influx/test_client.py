@@ -83,8 +83,8 @@ FAST = Backoff(base_s=0.02, max_s=0.2, jitter=0.1)
         (
             "findings",
             {"site": "s", "standard": "NS 8141", "kind": "violation"},
-            {"value": 61.2, "limit": 55, "id": "f-1"},
-            r'findings,kind=violation,site=s,standard=NS\ 8141 id="f-1",limit=55i,value=61.2',
+            {"value": 61.2, "limit": 55, "section": "f-1"},
+            r'findings,kind=violation,site=s,standard=NS\ 8141 limit=55i,section="f-1",value=61.2',
         ),
     ],
 )
@@ -828,9 +828,8 @@ SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
     ),
     "turbidity": ({"site": "dovre", "sensor": "t1"}, {"ntu": 12.5, "duration_s": 60.0, "late": True}),
     "events": (
-        {"site": "dovre", "kind": "temporary-lighting"},
+        {"site": "dovre", "kind": "temporary-lighting", "id": "e1"},
         {
-            "id": "e1",
             "summary": 'TemporaryLighting "e1", night',
             "gate": "g1",
             "direction": "in",
@@ -839,9 +838,8 @@ SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
         },
     ),
     "findings": (
-        {"site": "dovre", "standard": "noise, night", "kind": "violation"},
+        {"site": "dovre", "standard": "noise, night", "kind": "violation", "id": "f1"},
         {
-            "id": "f1",
             "section": "6.D",
             "summary": "LAeq 82.5 dB(A) over the 80 dB(A) limit",
             "sensors": "n1,n2",
@@ -852,8 +850,8 @@ SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
         },
     ),
     "alerts": (
-        {"site": "dovre", "audience": "town", "kind": "violation"},
-        {"id": "a1", "message": "Høgås: limit exceeded", "severity": "warning"},
+        {"site": "dovre", "audience": "town", "kind": "violation", "id": "a1"},
+        {"message": "Høgås: limit exceeded", "severity": "warning"},
     ),
     "rejections": (
         {"site": "dovre"},

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from monitor.config import InfluxConfig
 from monitor.influx import points
-from monitor.influx.client import timestamp_ns
+from monitor.influx.client import InfluxWriter, timestamp_ns
 from monitor.influx.schema import MEASUREMENTS
 from rules.model import (
     Blast,
@@ -21,6 +22,7 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
+from tests.support.servers import Influxd
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
 NS = timestamp_ns(T0)
@@ -56,13 +58,13 @@ def test_readings_points() -> None:
 def test_event_points_carry_what_each_kind_has() -> None:
     truck = points.events(TruckPassage("q", "t-1", T0, "north", "in"))
     assert truck == (
-        f'events,kind=truck,site=q direction="in",gate="north",id="t-1",summary="TruckPassage t-1" {NS}'
+        f'events,id=t-1,kind=truck,site=q direction="in",gate="north",summary="TruckPassage t-1" {NS}'
     )
     blast = points.events(Blast("q", "b-7", T0))  # no safety reason: the field is left out
-    assert blast == f'events,kind=blast,site=q id="b-7",summary="Blast b-7" {NS}'
+    assert blast == f'events,id=b-7,kind=blast,site=q summary="Blast b-7" {NS}'
     work = WorkPeriod("q", "w-1", T0, T0 + timedelta(hours=2), WorkKind.REPAIR)
     assert points.events(work) == (
-        f'events,kind=work,site=q end="2026-06-15T19:00:00Z",id="w-1",summary="WorkPeriod w-1" {NS}'
+        f'events,id=w-1,kind=work,site=q end="2026-06-15T19:00:00Z",summary="WorkPeriod w-1" {NS}'
     )
 
 
@@ -72,7 +74,9 @@ def test_finding_point_takes_its_first_measurement() -> None:
         "loud", ("n1", "n2"), (Measurement("LAeq", 66.0, 65.0, "dB"),),
     )  # fmt: skip
     line = points.findings(finding)
-    assert line is not None and line.startswith("findings,kind=violation,site=q,standard=noise ")
+    assert line is not None and line.startswith(
+        f"findings,id={finding.id},kind=violation,site=q,standard=noise "
+    )
     assert 'sensors="n1,n2"' in line and "value=66.0" in line and "limit=65.0" in line
     bare = points.findings(
         Finding("q", "noise", "6.B", FindingKind.WARNING, T0, T0, "America/Chicago", "near")
@@ -84,7 +88,7 @@ def test_alert_rejection_and_health_points() -> None:
     body = {"id": "a1", "ts": "2026-06-15T17:00:00Z", "audiences": ["town", "operator"], "kind": "anchor",
             "message": "m", "severity": "info"}  # fmt: skip
     assert points.alerts("q", body) == (
-        f'alerts,audience=town\\,operator,kind=anchor,site=q id="a1",message="m",severity="info" {NS}'
+        f'alerts,audience=town\\,operator,id=a1,kind=anchor,site=q message="m",severity="info" {NS}'
     )
     assert points.rejections("q", "t/x", "bad", T0) == f'rejections,site=q reason="bad",topic="t/x" {NS}'
     assert points.sensor_health("q", "n1", False, T0) == f"sensor_health,sensor=n1,site=q online=false {NS}"
@@ -93,3 +97,31 @@ def test_alert_rejection_and_health_points() -> None:
     )
     status = SensorStatus("q", "n1", T0, battery_pct=80.0)
     assert points.heartbeat(status) == f"sensor_health,sensor=n1,site=q battery_pct=80.0,online=true {NS}"
+
+
+def test_records_sharing_a_time_are_points_of_their_own(influxd: Influxd) -> None:
+    """Against influxd 1.6.7: records that differ only in their id (and a finding in its
+    sensors) were one series at one time, so InfluxDB kept the last of them (87 findings
+    queued, 83 stored). Each is a point now, and a record sent twice is still one."""
+    end = T0 + timedelta(minutes=1)
+    findings = [
+        Finding("q", "noise", "6.B", FindingKind.VIOLATION, T0, end, "UTC", "loud", (f"n{i}",))
+        for i in range(5)
+    ]
+    body = {"ts": "2026-06-15T17:00:00Z", "audiences": ["town"], "kind": "violation", "severity": "warning"}
+    alerts = [points.alerts("q", {**body, "id": f"a{i}", "message": f"m{i}"}) for i in range(4)]
+    trucks = [TruckPassage("q", f"t-{i}", T0, "north", "in") for i in range(3)]
+    lines = [
+        *(points.findings(f) for f in findings),
+        *alerts,
+        *(points.events(t) for t in trucks),
+        points.events(Blast("q", "odd\\", T0)),  # a trailing backslash cannot end a tag value
+    ]
+    writer = InfluxWriter(InfluxConfig(version=1, url=influxd.url, database="minewatch"))
+    writer.write([x for x in lines if x is not None])
+    writer.write([x for x in lines if x is not None])  # at least once: a replay overwrites itself
+    assert influxd.count("minewatch", "findings", "summary") == 5
+    assert influxd.count("minewatch", "alerts", "message") == 4
+    assert influxd.count("minewatch", "events", "summary") == 4
+    [series] = influxd.query('SELECT "summary", "id" FROM "events" WHERE "kind" = \'blast\'', "minewatch")
+    assert series["values"] == [["2026-06-15T17:00:00Z", "Blast odd\\", "odd%5C"]]
