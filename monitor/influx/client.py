@@ -1,9 +1,11 @@
 """InfluxDB output: line protocol, a writer for the v1 and v2 APIs, and the forwarder.
 
     store ──put──► Outbox (SQLite) ──peek──► InfluxForwarder ──write──► InfluxWriter ──► InfluxDB
-                        ▲                          │                     v1: POST /write
+                        ▲                          │                     v1: POST /write (transport.post)
                         └── ack / reject / keep ◄──┘                     v2: POST /api/v2/write
-                                                           (both: transport.post, no redirect followed)
+                                                                             (influxdb-client)
+No redirect is followed by either. v1's timeout bounds the whole request; influxdb-client's
+(v2) bounds each socket read.
 
 Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
 ``http.go`` sorts responses; docs/CONTRIBUTING.md, "Errors are classified once"):
@@ -47,8 +49,10 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from gzip import compress as gzip_compress
 from typing import Any, TypeAlias
+
+from influxdb_client.rest import ApiException
+from urllib3.exceptions import HTTPError as Urllib3Error
 
 from monitor import __version__
 from monitor.config import InfluxConfig
@@ -201,13 +205,34 @@ def _classify(status: int, message: str, retry_after_s: float | None) -> InfluxW
 
 
 # Everything a request (transport.post) may raise when there is no answer.
-_FOREIGN: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException)
+_FOREIGN: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException, Urllib3Error, ApiException)
 
 
-def _translate(exc: BaseException) -> InfluxWriteError:
-    """The one place where socket and http.client errors become ours (answers: ``InfluxWriter._send``)."""
+def _translate(exc: BaseException, url: str) -> InfluxWriteError:
+    """The one place where socket, http.client, urllib3 and influxdb-client errors become ours
+    (v1 answers: ``InfluxWriter._send``)."""
+    if isinstance(exc, ApiException):  # v2: influxdb-client's answer other than 2xx
+        headers: Mapping[str, str] = exc.headers or {}
+        status = int(exc.status or 0)
+        if 300 <= status < 400:  # influxdb-client follows none (retries=False); said as v1 says it
+            return _redirect_error(url, status, headers.get("Location"))
+        return _classify(
+            status, _error_message(exc.body, str(exc.reason)), _retry_after(headers.get("Retry-After"))
+        )
     # Connection refused or reset, timeouts, broken responses.
     return InfluxWriteError(f"InfluxDB unreachable: {type(exc).__name__}: {exc}", retryable=True)
+
+
+def _redirect_error(url: str, status: int, location: str | None) -> InfluxWriteError:
+    """A 3xx: followed, it would turn the write into a body-less GET whose 2xx reads as "written",
+    and carry the credentials to another address."""
+    shown_location = one_line((location or "nowhere")[:300])
+    return InfluxWriteError(
+        f"InfluxDB at {url} answered {status} (a redirect to {shown_location}):"
+        " minewatch does not follow redirects; set url to the final address",
+        retryable=True,
+        status=status,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,12 +397,33 @@ class InfluxWriter:
             raise ConfigError(problems)
         self.config = config
         self.create_database = create_database
-        self.gzip = gzip
         self._create_logged = False
         self._base = config.url.rstrip("/")
+        self._client: Any = None
+        self._write_api: Any = None
+        if config.version == 2:
+            from influxdb_client.client.influxdb_client import InfluxDBClient
+            from influxdb_client.client.write_api import SYNCHRONOUS
+
+            # retries=False (the default): the forwarder owns retrying, with its own backoff, and
+            # no redirect is followed. Its timeout bounds each socket read, not the whole request
+            # (v1's does: monitor/influx/transport.py).
+            self._client = InfluxDBClient(
+                url=config.url,
+                token=config.token.value,
+                org=config.org,
+                timeout=int(config.timeout_s * 1000),
+                enable_gzip=gzip,
+            )
+            # The v2 API documents "text/plain; charset=utf-8"; influxdb-client 1.50's generated
+            # WriteService replaces the charset its WriteApi passes with a bare "text/plain".
+            # Default headers are applied last, and this client only ever writes.
+            self._client.api_client.set_default_header("Content-Type", "text/plain; charset=utf-8")
+            self._write_api = self._client.write_api(write_options=SYNCHRONOUS)
 
     def close(self) -> None:
-        """Nothing to release: each request has its own connection."""
+        if self._client is not None:
+            self._client.close()
 
     def write(self, lines: Sequence[str]) -> None:
         """Write all ``lines``; raises InfluxWriteError (``retryable`` says whether to try again)."""
@@ -389,7 +435,7 @@ class InfluxWriter:
             else:
                 self._write_v2(lines)
         except _FOREIGN as exc:
-            raise _translate(exc) from exc
+            raise _translate(exc, self.config.url) from exc
 
     def write_batch(
         self,
@@ -409,15 +455,7 @@ class InfluxWriter:
         if 200 <= answer.status < 300:
             return
         if 300 <= answer.status < 400:
-            # Followed, a redirect would turn the write into a body-less GET whose 2xx reads as
-            # "written", and carry our credentials to another address.
-            location = one_line((answer.header("Location") or "nowhere")[:300])
-            raise InfluxWriteError(
-                f"InfluxDB at {self.config.url} answered {answer.status} (a redirect to {location}):"
-                " minewatch does not follow redirects; set url to the final address",
-                retryable=True,
-                status=answer.status,
-            )
+            raise _redirect_error(self.config.url, answer.status, answer.header("Location"))
         raise _classify(
             answer.status,
             _error_message(answer.body, answer.reason),
@@ -458,16 +496,14 @@ class InfluxWriter:
     # v2 ---------------------------------------------------------------------
 
     def _write_v2(self, lines: Sequence[str]) -> None:
-        # https://docs.influxdata.com/influxdb/v2/api/#operation/PostWrite
-        body = "\n".join(lines).encode("utf-8")
-        headers = {"Content-Type": "text/plain; charset=utf-8", "Accept": "application/json"}
-        if self.config.token.value:
-            headers["Authorization"] = f"Token {self.config.token.value}"
-        if self.gzip:
-            body = gzip_compress(body)
-            headers["Content-Encoding"] = "gzip"
-        params = {"org": self.config.org, "bucket": self.config.bucket, "precision": "ns"}
-        self._send("/api/v2/write", params, body, headers)
+        from influxdb_client.domain.write_precision import WritePrecision
+
+        self._write_api.write(
+            bucket=self.config.bucket,
+            org=self.config.org,
+            record=list(lines),
+            write_precision=WritePrecision.NS,
+        )
 
 
 # --------------------------------------------------------------------------- forwarder
