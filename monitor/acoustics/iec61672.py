@@ -196,13 +196,13 @@ def _fit_grid(fs: float) -> tuple[FloatArray, float]:
     return grid, upper
 
 
-@lru_cache(maxsize=16)
 def check_sample_rate(sample_rate: int) -> None:
     """ValueError unless the meter's filters can be designed for ``sample_rate``."""
     if not 8000 <= sample_rate <= 400_000:
         raise ValueError(f"sample rate {sample_rate} Hz outside the supported 8 kHz ... 400 kHz")
 
 
+@lru_cache(maxsize=16)
 def design_weighting_filters(sample_rate: int) -> WeightingFilters:
     """Design A and C weighting filters for ``sample_rate`` (cached; deterministic).
 

@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from monitor.shown_url import shown_url
-
 TABLE = "migrations"
 # PRAGMA user_version of the layout; an older store is migrated when opened (Store).
 SCHEMA_VERSION = 2
@@ -364,6 +362,8 @@ def _shown_delivery_targets(conn: sqlite3.Connection) -> str:
     """Webhook deliveries stored before URLs were shown (monitor/shown_url.py): their target and
     the URL in their last error as shown, so a token in a receiver's URL stays in the configuration.
     Delivery finds a row's channel by the shown URL either way; chained alerts are left as they are."""
+    from monitor.shown_url import shown_url  # here: the walking workers import this module lean
+
     updates = []
     rows = conn.execute("SELECT id, target, last_error FROM deliveries WHERE channel_type = 'webhook'")
     for delivery_id, target, error in rows:
