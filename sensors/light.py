@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import logging
 import math
 import statistics
 import time
@@ -21,11 +22,13 @@ from datetime import UTC, datetime
 import numpy as np
 
 from monitor.named_file import NamedFileError, open_named_file
-from monitor.wire.protocol import parse_ts
+from monitor.wire.protocol import LUX_RANGE, parse_ts
 from rules.model import LightSummary
 from sensors.sound import SourceUnavailable
 
 Sample = tuple[float, float]  # (epoch seconds, lux)
+
+log = logging.getLogger("minewatch.sensors.light")
 
 
 class LightSource:
@@ -44,8 +47,10 @@ class CsvSource(LightSource):
     def __init__(self, path: str) -> None:
         rows: list[Sample] = []
         try:
-            # Streamed, not read whole: days of readings are more than a text file's bound.
-            with io.TextIOWrapper(open_named_file(path, "CSV file"), encoding="utf-8", newline="") as f:
+            # Read row by row, not as one text (days of readings are more than a text file's
+            # bound), and kept to be put in time order. utf-8-sig: Excel's "CSV UTF-8" starts
+            # with a byte order mark, which read as part of the first column's name.
+            with io.TextIOWrapper(open_named_file(path, "CSV file"), encoding="utf-8-sig", newline="") as f:
                 for n, row in enumerate(csv.DictReader(f), start=2):
                     try:
                         ts = parse_ts(float(row["ts"]) if _is_number(row["ts"]) else row["ts"])
@@ -175,6 +180,7 @@ class LightAggregator:
         self.min_burst_rate_hz = min_burst_rate_hz
         self._start: float | None = None
         self._samples: list[Sample] = []
+        self.left_out = 0  # readings no light gives (NaN, infinite, past the daemon's bound)
 
     def add(self, ts: float, lux: float) -> LightSummary | None:
         start = math.floor(ts / self.period) * self.period
@@ -183,7 +189,19 @@ class LightAggregator:
             done = self.flush()
         if self._start is None:
             self._start = start
-        self._samples.append((ts, max(0.0, lux)))
+        if not lux <= LUX_RANGE[1]:  # NaN, infinity, 1e300: the daemon refuses the whole summary
+            self.left_out += 1
+            if self.left_out in (1, 10, 100, 1000, 10000):
+                log.warning(
+                    "Light sensor %s read %r lux, which no light gives (the daemon takes up to %g):"
+                    " left out, %d so far",
+                    self.sensor,
+                    lux,
+                    LUX_RANGE[1],
+                    self.left_out,
+                )
+            return done
+        self._samples.append((ts, max(0.0, lux)))  # a dark sensor's small negative noise is darkness
         return done
 
     def flush(self) -> LightSummary | None:

@@ -19,7 +19,7 @@ import queue
 import time
 from collections import deque
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -228,6 +228,9 @@ class Trigger:
         return period.LAFmax >= self.lafmax_db or period.LCpeak >= self.lcpeak_db
 
 
+_OPTIONAL_LEVELS = ("LASmax", "LZpeak", "LAFmin", "LCeq", "LZeq")
+
+
 def _finite(value: float) -> float | None:
     return round(value, 2) if math.isfinite(value) else None
 
@@ -259,6 +262,15 @@ class SoundProcessor:
         self._send_until = -1  # chunk index up to which audio is being sent
         self._seq = 0
         self.triggers = 0
+        self.silent_s = 0.0  # seconds left out below the daemon's plausible minimum, in a row
+        self.left_out = 0  # periods left out in all
+
+    def finish(self) -> list[Message]:
+        """At the end of the input: the last, partial second's levels (with its true duration),
+        which feed() holds back waiting for the rest of the second."""
+        periods = self.meter.process(self._pending) + self.meter.flush()
+        self._pending = np.empty(0)
+        return [levels for p in periods if (levels := self._heard(p)) is not None]
 
     def feed(self, samples: FloatArray) -> list[Message]:
         """Consume samples; returns the records of every second completed."""
@@ -274,7 +286,7 @@ class SoundProcessor:
         index = self._chunk_index
         self._chunk_index += 1
         periods = self.meter.process(chunk)
-        out: list[Message] = [self._levels(p) for p in periods]
+        out: list[Message] = [levels for p in periods if (levels := self._heard(p)) is not None]
         if self.audio == "continuous":
             out.append(self._block(index, chunk))
         elif self.audio == "events":
@@ -290,6 +302,37 @@ class SoundProcessor:
             elif index <= self._send_until:
                 out.append(self._block(index, chunk))
         return out
+
+    def _heard(self, p: PeriodLevels) -> SoundLevels | None:
+        """The period's levels, or None for a level the daemon refuses as implausible (below
+        -20 dB: digital silence, a cut cable), said when it begins and when it ends: a message
+        the daemon always rejects would be sent, queued and refused every second."""
+        levels = self._levels(p)
+        lo, hi = DB_RANGE
+        if all(lo <= v <= hi for v in (levels.LAeq, levels.LAFmax, levels.LCpeak)):
+            if self.silent_s:
+                log.info("Signal back after %.0f s below %g dB", self.silent_s, lo)
+                self.silent_s = 0.0
+            # An optional level out of the range (LAFmin of a second with a silent moment) is left
+            # out alone, as a level not measured: the daemon would refuse the whole message.
+            kept = {
+                name: None
+                for name in _OPTIONAL_LEVELS
+                if (value := getattr(levels, name)) is not None and not lo <= value <= hi
+            }
+            return replace(levels, **kept) if kept else levels
+        if not self.silent_s:
+            log.warning(
+                "No signal: sensor %s reads LAeq %.1f dB, outside the %g to %g dB the daemon takes"
+                " (digital silence or a cut microphone cable?); such seconds are left out, not sent",
+                self.sensor,
+                levels.LAeq,
+                lo,
+                hi,
+            )
+        self.silent_s += p.duration_s
+        self.left_out += 1
+        return None
 
     def _levels(self, p: PeriodLevels) -> SoundLevels:
         ts = self.origin + timedelta(seconds=p.start_s)

@@ -444,6 +444,9 @@ def _run_sound(
             if args.duration is not None and done_s >= args.duration:
                 break
             pacer.wait(done_s, stop)
+        else:  # the input ran out (a file): its last, partial second too
+            for record in processor.finish():
+                publisher.publish(record)
     finally:
         blocks.close()  # the device let go of before the drain
     clock_s = time.monotonic() - began if source.realtime else done_s

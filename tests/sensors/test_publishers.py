@@ -94,9 +94,10 @@ def test_synthetic_sound_levels(tmp_path: Path, mosquitto: Mosquitto) -> None:
 
 def test_wav_replay_matches_the_recording(tmp_path: Path, mosquitto: Mosquitto) -> None:
     config = site_config(tmp_path, mosquitto.url)
-    # A 1 kHz tone at 0.1 of full scale for 4 s: 120 + 20 log10(0.1) = 100 dB, A = Z at 1 kHz.
+    # A 1 kHz tone at 0.1 of full scale for 4.5 s: 120 + 20 log10(0.1) = 100 dB, A = Z at 1 kHz.
+    # The last half second is a level of its own, of 0.5 s (it was dropped).
     rate = 16000
-    tone = (0.1 * np.sin(2 * np.pi * 1000 * np.arange(4 * rate) / rate) * 32767).astype("<i2")
+    tone = (0.1 * np.sin(2 * np.pi * 1000 * np.arange(int(4.5 * rate)) / rate) * 32767).astype("<i2")
     path = tmp_path / "tone.wav"
     with wave.open(str(path), "wb") as w:
         w.setnchannels(1)
@@ -106,11 +107,12 @@ def test_wav_replay_matches_the_recording(tmp_path: Path, mosquitto: Mosquitto) 
     sub = Subscriber(mosquitto.port, "minewatch/dovre-quarry/sensors/n1/levels")
     try:
         run_sensor(config, "sound", "n1", f"wav:{path}", "--speed", "20", "--start", "2026-06-15T11:00")
-        assert wait_for(lambda: len(sub.received()) == 4), sub.received()
+        assert wait_for(lambda: len(sub.received()) == 5), sub.received()
         levels = decoded(config, sub.received())
     finally:
         sub.close()
     assert all(isinstance(r, SoundLevels) and abs(r.LAeq - 100.0) < 0.2 for r in levels[1:]), levels
+    assert [r.duration_s for r in levels] == [1.0, 1.0, 1.0, 1.0, 0.5]
 
 
 def test_light_bursts_for_flashing_detection(tmp_path: Path, mosquitto: Mosquitto) -> None:
