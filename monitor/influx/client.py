@@ -1,7 +1,7 @@
 """InfluxDB output: line protocol, a writer for the v1 and v2 APIs, and the forwarder.
 
     store ──put──► Outbox (SQLite) ──peek──► InfluxForwarder ──write──► InfluxWriter ──► InfluxDB
-                        ▲                          │                     v1: POST /write (transport.post)
+                        ▲                          │                     v1: POST /write (deadline_http.post)
                         └── ack / reject / keep ◄──┘                     v2: POST /api/v2/write
                                                                              (influxdb-client)
 No redirect is followed by either. v1's timeout bounds the whole request; influxdb-client's
@@ -54,10 +54,9 @@ from typing import Any, TypeAlias
 from influxdb_client.rest import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
 
-from monitor import __version__
+from monitor import __version__, deadline_http
 from monitor.config import InfluxConfig
 from monitor.errors import ConfigError, OutputError
-from monitor.influx import transport
 from monitor.influx.outbox import Outbox
 from monitor.influx.schema import MEASUREMENTS
 from monitor.shown_text import one_line
@@ -204,7 +203,7 @@ def _classify(status: int, message: str, retry_after_s: float | None) -> InfluxW
     return InfluxWriteError(text, retryable=True, status=status, retry_after_s=retry_after_s)
 
 
-# Everything a request (transport.post) may raise when there is no answer.
+# Everything a request (deadline_http.post) may raise when there is no answer.
 _FOREIGN: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException, Urllib3Error, ApiException)
 
 
@@ -381,8 +380,8 @@ def _refused_alike(result: BatchResult, count: int, refusal: InfluxWriteError) -
 class InfluxWriter:
     """Writes lines of line protocol to InfluxDB 1.x (HTTP /write) or the v2 API (/api/v2/write).
 
-    Both go through ``transport.post``: to the configured URL only, never following a
-    redirect. Not thread-safe: one forwarder thread owns it.
+    v1 through ``deadline_http.post``, v2 through influxdb-client: to the configured URL only,
+    neither following a redirect. Not thread-safe: one forwarder thread owns it.
     """
 
     def __init__(self, config: InfluxConfig, *, create_database: bool = True, gzip: bool = False) -> None:
@@ -407,7 +406,7 @@ class InfluxWriter:
 
             # retries=False (the default): the forwarder owns retrying, with its own backoff, and
             # no redirect is followed. Its timeout bounds each socket read, not the whole request
-            # (v1's does: monitor/influx/transport.py).
+            # (v1's does: monitor/deadline_http.py).
             self._client = InfluxDBClient(
                 url=config.url,
                 token=config.token.value,
@@ -451,7 +450,9 @@ class InfluxWriter:
     def _send(self, path: str, params: Mapping[str, str], body: bytes, headers: Mapping[str, str]) -> None:
         """One request; a 2xx returns, anything else raises InfluxWriteError."""
         url = f"{self._base}{path}?{urllib.parse.urlencode(params)}"
-        answer = transport.post(url, body, {"User-Agent": _USER_AGENT, **headers}, self.config.timeout_s)
+        answer = deadline_http.post(
+            url, body, {"User-Agent": _USER_AGENT, **headers}, timeout_s=self.config.timeout_s
+        )
         if 200 <= answer.status < 300:
             return
         if 300 <= answer.status < 400:
