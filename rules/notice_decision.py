@@ -6,14 +6,22 @@
         episode began after its (current) deadline   -> ESCALATE (13.3.B: citation recommended)
         otherwise                                    -> CONTINUE (attached to the active notice)
 
+    reminder_due(status, deadline, told, remind_days, now, tz)
+        still in the cure procedure, the deadline
+        passed, not yet said for this deadline       -> DEADLINE_PASSED (the Town decides: close
+                                                        as corrected, extend, or cite)
+        within ``remind_days`` local days of it,
+        not yet said for this deadline               -> DEADLINE_NEAR (the operator's early warning)
+
 The notice statuses are named here; ``monitor.notify.notices`` keeps the wording, the storage
 and the delivery of what is decided.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 from zoneinfo import ZoneInfo
@@ -67,3 +75,37 @@ def decide(
     if active.status in CURE_STATUSES and after_deadline(episode.start, active.deadline):
         return Decision(Action.ESCALATE, active.deadline, active.status == EXTENSION_REQUESTED)
     return Decision(Action.CONTINUE, active.deadline)
+
+
+class Reminder(StrEnum):
+    """What is said of a notice's cure deadline while nobody has closed the notice. Each is
+    said once per deadline: an extension's new deadline is reminded of again."""
+
+    DEADLINE_NEAR = "deadline_near"
+    DEADLINE_PASSED = "deadline_passed"
+
+
+def reminder_due(
+    status: str,
+    deadline: datetime,
+    told: Collection[tuple[str, datetime]],
+    remind_days: int,
+    now: datetime,
+    tz: ZoneInfo,
+) -> Reminder | None:
+    """The reminder owed at ``now`` for a notice in ``status`` whose cure deadline is ``deadline``.
+
+    ``told``: the (reminder, deadline) pairs already said for the notice. ``remind_days``: the
+    near-deadline reminder is owed from the start of the site's local day that many days before
+    the deadline's day (0: none). Only the passed one is owed once the deadline has passed, so a
+    daemon that was down over both says the one that still matters.
+    """
+    if status not in CURE_STATUSES:
+        return None
+    if after_deadline(now, deadline):
+        passed = (Reminder.DEADLINE_PASSED.value, deadline)
+        return None if passed in told else Reminder.DEADLINE_PASSED
+    if remind_days <= 0 or (Reminder.DEADLINE_NEAR.value, deadline) in told:
+        return None
+    first_day = deadline.astimezone(tz).date() - timedelta(days=remind_days)
+    return Reminder.DEADLINE_NEAR if now.astimezone(tz).date() >= first_day else None

@@ -77,6 +77,7 @@ _TOP_LEVEL_FIELDS = {
     "notice",
     "cure_next_business_day",
     "cure_closed_days",
+    "cure_remind_days",
     "holidays",
     "episode_gap_s",
     "preexisting_exempt",
@@ -86,7 +87,12 @@ _TOP_LEVEL_FIELDS = {
 }
 _STANDARD_FIELDS = {"rule", "section", "title", "summary", "text", "required_action", "params", "considered"}
 # Top-level fields an operations agreement may change for one site besides rule params.
-_OVERRIDABLE_TOP_LEVEL = {"cure_days": int, "episode_gap_s": float, "cure_next_business_day": bool}
+_OVERRIDABLE_TOP_LEVEL = {
+    "cure_days": int,
+    "episode_gap_s": float,
+    "cure_next_business_day": bool,
+    "cure_remind_days": int,
+}
 # Event kinds monitor.wire.codec decodes itself (BUILTIN_EVENTS there); a profile cannot redefine them.
 _BUILTIN_EVENT_KINDS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
 _EVENT_KIND = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
@@ -141,6 +147,9 @@ class Profile:
     cure_next_business_day: bool = False
     cure_closed_days: tuple[str, ...] = ("sunday",)
     holidays: tuple[str, ...] = ()  # ISO dates and calendars of rules.holidays ("us-federal", "wisconsin")
+    # The operator is reminded of an open notice's cure deadline from the local day this many
+    # days before it (0: not reminded); the Town's setting, no ordinance's (rules.notice_decision).
+    cure_remind_days: int = 3
 
     def cure_calendar(self) -> WorkCalendar | None:
         """The calendar a cure deadline is rolled forward on, or None when it is not rolled."""
@@ -277,6 +286,14 @@ def build_profile(
             problems.append(f"cure_closed_days: {day!r} is not a weekday; use {', '.join(WEEKDAYS)}")
     if closed_days is not None and len({d.lower() for d in closed_days}) >= 7:
         problems.append("cure_closed_days: every weekday is closed; no deadline could fall on a business day")
+    remind_days = _expect(
+        top_overrides.get("cure_remind_days", raw.get("cure_remind_days", 3)),
+        int,
+        "cure_remind_days",
+        problems,
+    )
+    if remind_days is not None and not 0 <= remind_days <= 365:
+        problems.append(f"cure_remind_days: expected a whole number of days from 0 to 365, got {remind_days}")
     holidays = _expect(raw.get("holidays", []), tuple[str, ...], "holidays", problems)
     try:
         check_holidays("holidays", holidays or ())
@@ -329,6 +346,7 @@ def build_profile(
         cure_next_business_day=bool(next_business_day),
         cure_closed_days=tuple(d.lower() for d in closed_days or ()) or ("sunday",),
         holidays=tuple(holidays or ()),
+        cure_remind_days=int(remind_days or 0),
     )
 
 

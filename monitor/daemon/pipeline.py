@@ -785,6 +785,8 @@ class Pipeline:
                 try:
                     with self.outgoing.unit(self.store.savepoint()):
                         self._record(state, judgement, now)
+                        for event in self.notices.remind(state.config, state.profile, now):
+                            self.announcer.notice_event(event, now)
                         self._check_silence(state, now)
                         self.announcer.status(state, now, self.config.daemon.status_interval_s)
                         self.announcer.anchor(state, now, self.config.daemon.anchor_interval_s)

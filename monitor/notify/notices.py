@@ -78,12 +78,15 @@ from rules.model import Finding, FindingKind, Measurement
 from rules.notice_decision import (
     ACTIVE_STATUSES,
     CORRECTED,
+    CURE_STATUSES,
     ESCALATED,
     EXTENDED,
     EXTENSION_REQUESTED,
     OPEN,
     Action,
+    Reminder,
     decide,
+    reminder_due,
 )
 from rules.profile import Profile
 from rules.quantities import limit_text, measurement_text, number_text, quantity_text, unit_text
@@ -1031,6 +1034,45 @@ class NoticeBook:
                 )
         return events
 
+    def remind(self, site: SiteConfig, profile: Profile, now: datetime) -> list[NoticeEvent]:
+        """The cure-deadline reminders owed at ``now`` for the site's notices nobody has closed
+        (rules.notice_decision.reminder_due): the operator's warning that a deadline is near, and
+        the Town's that one has passed with the notice still open. Each is said once per deadline
+        and recorded as a chained change (the status stays): the record shows who was told what
+        and when. Announced by the caller, as the daemon's own changes are."""
+        rows = self.conn.execute(
+            "SELECT id, status, deadline_us, coalesce(json_extract(data, '$.timezone'), 'UTC') FROM notices"
+            f" WHERE site = ? AND status IN ({','.join('?' * len(CURE_STATUSES))}) ORDER BY opened_us, id",
+            (site.id, *CURE_STATUSES),
+        ).fetchall()
+        events: list[NoticeEvent] = []
+        for notice_id, status, deadline_us, timezone in rows:
+            told = {
+                (change, from_us(told_us))
+                for change, told_us in self.conn.execute(
+                    "SELECT change, deadline_us FROM notice_changes WHERE notice_id = ? AND change IN (?, ?)",
+                    (notice_id, Reminder.DEADLINE_NEAR.value, Reminder.DEADLINE_PASSED.value),
+                )
+            }
+            deadline = from_us(deadline_us)
+            due = reminder_due(status, deadline, told, profile.cure_remind_days, now, ZoneInfo(timezone))
+            if due is None:
+                continue
+            with self.store.batch():
+                notice = self.get(notice_id)
+                message = _reminder_text(notice, due, profile, now)
+                data = {"reminder": due.value, "deadline": format_ts(notice.deadline)}
+                seq = self._change(
+                    notice, due.value, status, AUTO_ACTOR, message, now, notice.deadline, data, announced=True
+                )
+            audiences, kind, severity = _CHANGE_ALERTS[due.value]
+            events.append(
+                self._event(
+                    notice, due.value, status, seq, audiences, kind, severity, message, now, None, message
+                )
+            )
+        return events
+
     # ------------------------------------------------------------------ internals
 
     def _for_change(self, notice_id: str, target: str, now: datetime) -> Notice:
@@ -1147,7 +1189,32 @@ _CHANGE_ALERTS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "extension_requested": (("town",), "notice_extension_requested", "info"),
     "extended": (("operator", "town"), "notice_extended", "info"),
     "corrected": (("operator", "town"), "notice_corrected", "info"),
+    # Reminders (NoticeBook.remind): the operator acts before the deadline, the Town after it.
+    Reminder.DEADLINE_NEAR.value: (("operator",), "notice_deadline_near", "warning"),
+    Reminder.DEADLINE_PASSED.value: (("town", "operator"), "notice_deadline_passed", "warning"),
 }
+
+
+def _reminder_text(notice: Notice, reminder: Reminder, profile: Profile, now: datetime) -> str:
+    """What a reminder says: the deadline as every surface shows it, and what may be done."""
+    title = notice.data.get("title", "") or notice.standard
+    deadline = local_stamp(notice.deadline, notice.timezone)
+    cure = f" (section {profile.cure_section})" if profile.cure_section else ""
+    if reminder is Reminder.DEADLINE_PASSED:
+        state = notice.status.replace("_", " ")
+        return (
+            f"Notice {notice.id} ({title}): the cure deadline {deadline} has passed and the notice is "
+            f"still {state}. The Town decides whether the violation was corrected (close the notice), "
+            f"more time is due (extend it) or a citation follows (escalate it)."
+        )
+    tz = ZoneInfo(notice.timezone)
+    days = (notice.deadline.astimezone(tz).date() - now.astimezone(tz).date()).days
+    when = "today" if days == 0 else "tomorrow" if days == 1 else f"in {days} days"
+    return (
+        f"Notice {notice.id} ({title}): the cure deadline is {deadline}, {when}. Correct the "
+        f"violation before then, or send the Town a written explanation of the need for more "
+        f"time{cure}."
+    )
 
 
 def _event_for_change(notice: Notice, change: NoticeChange, now: datetime) -> NoticeEvent:

@@ -3,7 +3,8 @@
 13.3.A: a violation opens a notice with fourteen days to correct it (to the end of the
 site's local day); while it is open, new violations of the same standard attach to it.
 13.3.B: a violation after the cure deadline, the notice still in the cure procedure,
-escalates (citation recommended). Pure: no store, the clock passed in.
+escalates (citation recommended). A notice nobody closed is reminded of: the operator when its
+deadline is near, the Town once it has passed. Pure: no store, the clock passed in.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from rules.notice_decision import (
     OPEN,
     Action,
     Decision,
+    Reminder,
     decide,
+    reminder_due,
 )
 from rules.profile import Profile, load_profile
 
@@ -101,3 +104,42 @@ def test_notice_decision(
     active: Active | None, start: datetime, profile: Profile, now: datetime, expected: Decision
 ) -> None:
     assert decide(active, episode(start), profile, now, TZ) == expected
+
+
+NEAR, PASSED = Reminder.DEADLINE_NEAR, Reminder.DEADLINE_PASSED
+LATER_DEADLINE = eod(2026, 7, 6)  # an extension's
+# fmt: off
+REMINDERS = [
+    # Three local days before the deadline's day (June 29): from 00:00 on June 26, not before
+    # (23:59 CDT on June 25 is already June 26 in UTC).
+    case(OPEN, DEADLINE, set(), 3, local(2026, 6, 25, 23, 59), None, id="near-not-yet"),
+    case(OPEN, DEADLINE, set(), 3, local(2026, 6, 26, 0, 0), NEAR, id="near-from-local-midnight"),
+    case(EXTENDED, DEADLINE, set(), 3, BEFORE, NEAR, id="near-on-the-last-day"),
+    case(EXTENSION_REQUESTED, DEADLINE, set(), 3, BEFORE, NEAR, id="near-while-more-time-asked"),
+    case(OPEN, DEADLINE, {(NEAR.value, DEADLINE)}, 3, BEFORE, None, id="near-said-once"),
+    case(OPEN, DEADLINE, set(), 0, BEFORE, None, id="near-off-in-the-profile"),
+    # Passed: said once, whether or not the near one was, and whatever remind_days says.
+    case(OPEN, DEADLINE, {(NEAR.value, DEADLINE)}, 3, AFTER, PASSED, id="passed"),
+    case(OPEN, DEADLINE, set(), 0, AFTER, PASSED, id="passed-near-never-said"),
+    case(OPEN, DEADLINE, {(PASSED.value, DEADLINE)}, 3, AFTER, None, id="passed-said-once"),
+    case(OPEN, DEADLINE, set(), 3, DEADLINE, NEAR, id="at-the-deadline-not-passed"),
+    # An extension's new deadline is reminded of again.
+    case(EXTENDED, LATER_DEADLINE, {(NEAR.value, DEADLINE), (PASSED.value, DEADLINE)}, 3,
+         local(2026, 7, 4, 9), NEAR, id="extended-deadline-reminded-again"),
+    # Closed or escalated notices are the Town's already: nothing is owed.
+    case("corrected", DEADLINE, set(), 3, AFTER, None, id="corrected-nothing"),
+    case(ESCALATED, DEADLINE, set(), 3, AFTER, None, id="escalated-nothing"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("status", "deadline", "told", "days", "now", "expected"), REMINDERS)
+def test_reminder_due(
+    status: str,
+    deadline: datetime,
+    told: set[tuple[str, datetime]],
+    days: int,
+    now: datetime,
+    expected: Reminder | None,
+) -> None:
+    assert reminder_due(status, deadline, told, days, now, TZ) is expected

@@ -128,6 +128,9 @@ PROFILE_ERRORS_CASES = [
     case("standards.noise.colour", "red", "unknown key", id="profile-unknown-standard-field"),
     case("cure_dayz", 14, "unknown key", id="profile-unknown-top-level-key"),
     case("cure_days", "fourteen", "expected a whole number", id="profile-13.3.A-cure-days"),
+    case("cure_remind_days", -1, "expected a whole number of days from 0 to 365, got -1",
+         id="profile-remind-days-negative"),
+    case("cure_remind_days", 2.5, "expected a whole number", id="profile-remind-days-fraction"),
     case(f"{NOISE_PARAMS}.placements", "boundary", "expected a list", id="profile-list-expected"),
     case("preexisting_exempt", ["lighting"], "'lighting' is not a standard", id="profile-1.4.C"),
     # TOML's nan passes every comparison: a limit of nan (or inf) would never be exceeded

@@ -755,3 +755,30 @@ def test_a_flood_of_bad_messages_is_journaled_whole_and_published_60_a_minute(wo
     world.send_raw(bad[0])
     last = world.published_on("minewatch/q/rejected")[-1]
     assert last["held_back"] == 140 and last["topic"] == "minewatch/q/sensors/n1/levels"
+
+
+def test_a_notice_nobody_closes_is_reminded_of_on_the_ticks(world: World) -> None:
+    """The daemon's tick reminds the operator as the cure deadline nears and tells the Town once
+    it has passed (NoticeBook.remind); each alert and `…/notices` message goes out once."""
+    for minute in range(2):
+        world.levels(T0 + timedelta(minutes=minute), 60, 88.0)
+        world.advance(60)
+    world.levels(T0 + timedelta(minutes=2), 6, 60.0)
+    world.advance(10)
+    [opened] = world.alerts("notice_opened")
+    notice_id = str(opened["data"]["notice_id"])  # type: ignore[index]
+    # Issued 15 June (CDT): the deadline is the end of 29 June; reminded from 26 June.
+    world.now = datetime(2026, 6, 26, 5, 0, tzinfo=UTC)  # 00:00 CDT
+    world.advance(1)
+    world.advance(1)
+    [near] = world.alerts("notice_deadline_near")
+    assert near["audiences"] == ["operator"]
+    assert "the cure deadline is 2026-06-29 23:59 CDT, in 3 days" in str(near["message"])
+    world.now = datetime(2026, 6, 30, 5, 0, 1, tzinfo=UTC)
+    world.advance(1)
+    world.advance(1)
+    [passed] = world.alerts("notice_deadline_passed")
+    assert passed["audiences"] == ["town", "operator"]
+    changes = [m["change"] for m in world.published_on("minewatch/q/notices")]
+    assert changes == ["opened", "deadline_near", "deadline_passed"]
+    assert world.count(f"SELECT count(*) FROM notice_changes WHERE notice_id = '{notice_id}'") == 3
