@@ -55,7 +55,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -70,6 +69,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from cpu_shares import CpuShares  # noqa: E402  (bench/, the script's own folder)
+from workdir import KEEP_HELP, scratch_folder  # noqa: E402
 
 from monitor.wire.codec import encode  # noqa: E402
 from monitor.wire.network_loop import stop_network_loop  # noqa: E402
@@ -654,6 +654,7 @@ def main() -> None:
         help="the daemon's; INFO adds each worker's 'Stopped:' line (its waits for the store's write lock"
         " and the time it held it)",
     )
+    parser.add_argument("--keep", action="store_true", help=KEEP_HELP)
     args = parser.parse_args()
     if not 0 < args.per_sensor <= 3400 or args.floor_runs < 1 or args.start_runs < 1:
         parser.error("--per-sensor must be 1 to 3400, and --floor-runs and --start-runs at least 1")
@@ -668,7 +669,12 @@ def main() -> None:
         parser.error("--broker nats-cluster: at most 32 sites (2 QoS 1 subscriptions of 1,024 per site)")
     if shutil.which("mosquitto_sub") is None:
         raise SystemExit("mosquitto_sub is not installed (apt-get install mosquitto-clients)")
-    workdir = Path(tempfile.mkdtemp(prefix="minewatch-bench-"))
+    with scratch_folder("minewatch-bench-", args.keep) as workdir:
+        bench_in(workdir, args)
+
+
+def bench_in(workdir: Path, args: argparse.Namespace) -> None:
+    """The benchmark with its files in ``workdir``."""
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=args.per_sensor + 120)
     print(
         f"{args.sensors} sensors in {args.sites} sites, {args.per_sensor} messages each,"

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,6 +28,8 @@ from zoneinfo import ZoneInfo
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from workdir import KEEP_HELP, scratch_folder  # noqa: E402  (bench/, the script's own folder)
 
 from bench.portal import TZ, fill_days  # noqa: E402
 from monitor.journal import queries  # noqa: E402
@@ -62,8 +63,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sensors", type=int, default=10)
     parser.add_argument("--days", type=int, default=7)
+    parser.add_argument("--keep", action="store_true", help=KEEP_HELP)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="minewatch-bench-hours-"))
+    with scratch_folder("minewatch-bench-hours-", args.keep) as work:
+        return bench_in(work, args)
+
+
+def bench_in(work: Path, args: argparse.Namespace) -> int:
+    """The benchmark with its files in ``work``."""
     last = datetime.now(ZoneInfo(TZ)) - timedelta(days=2)
     fill = timed_fill(work / "kept.db", last, args.days, args.sensors, True)
     bare = timed_fill(work / "bare.db", last, args.days, args.sensors, False)

@@ -36,7 +36,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -51,6 +50,8 @@ import paho.mqtt.client as mqtt
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+
+from workdir import KEEP_HELP, scratch_folder  # noqa: E402  (bench/, the script's own folder)
 
 from monitor.credentials import hash_password  # noqa: E402
 from monitor.journal.store import Store  # noqa: E402
@@ -311,9 +312,14 @@ def main() -> int:
         " deployment does (Nice=10 in minewatch-portal.service, nice -n 10 in compose.yaml);"
         " 0 for the same priority",
     )
+    parser.add_argument("--keep", action="store_true", help=KEEP_HELP)
     args = parser.parse_args()
+    with scratch_folder("minewatch-bench-portal-", args.keep) as work:
+        return bench_in(work, args)
 
-    work = Path(tempfile.mkdtemp(prefix="minewatch-bench-portal-"))
+
+def bench_in(work: Path, args: argparse.Namespace) -> int:
+    """The benchmark with its files in ``work``."""
     broker = Mosquitto(work / "mosquitto").start()
     port = free_port()
     config = work / "bench.toml"
