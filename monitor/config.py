@@ -383,6 +383,28 @@ class Config:
 # --------------------------------------------------------------------------- reading
 
 
+# A duration (a key ending in _s) or a count of days past these is a mistake (a typo's extra
+# zeros, 1e300), and far enough past them Python's date arithmetic overflows: a lateness of 1e300 s
+# passed check-config, then the site's judging failed every round. Keys with a limit of their
+# own (the MQTT fields' sizes) say it where they are read.
+LONGEST_DURATION_S = 3660 * 86400  # ten years: max_age_s follows retention_days (400 by default)
+LONGEST_DAYS = 100 * 366
+
+
+def _usual_maximum(name: str) -> int | None:
+    """The bound of a key by its kind: a duration in seconds, a count of days, or none."""
+    if name.endswith("_s"):
+        return LONGEST_DURATION_S
+    if name.endswith("_days"):
+        return LONGEST_DAYS
+    return None
+
+
+def _unit_of(name: str) -> str:
+    """' s' or ' days' after a limit, as the key's name says."""
+    return {"_s": " s", "_days": " days"}.get(name[name.rfind("_") :], "")
+
+
 class _Table:
     """Typed access to one TOML table that records problems instead of raising."""
 
@@ -426,10 +448,11 @@ class _Table:
             lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None,
             "an integer",
         )
+        maximum = _usual_maximum(name) if maximum is None else maximum
         if minimum is not None and value < minimum:
             self.problem(name, f"must be at least {minimum}, got {value}")
         elif maximum is not None and value > maximum:
-            self.problem(name, f"must be at most {maximum}, got {value}")
+            self.problem(name, f"must be at most {maximum}{_unit_of(name)}, got {value}")
         return value
 
     def number(
@@ -450,10 +473,11 @@ class _Table:
             return float(v)
 
         value = self._get(name, default, check, "a number")
+        maximum = _usual_maximum(name) if maximum is None else maximum
         if minimum is not None and value < minimum:
             self.problem(name, f"must be at least {minimum:g}, got {value:g}")
         if maximum is not None and value > maximum:
-            self.problem(name, f"must be at most {maximum:g}, got {value:g}")
+            self.problem(name, f"must be at most {maximum:.15g}{_unit_of(name)}, got {value:g}")
         return value
 
     def str_list(self, name: str) -> tuple[str, ...]:
@@ -580,8 +604,9 @@ def _broker(t: _Table | None) -> BrokerConfig:
         password=t.secret("password"),
         ca_file=ca_file,
         protocol=t.choice("protocol", "5", ("5", "3.1.1")),
-        session_expiry_s=t.integer("session_expiry_s", d.session_expiry_s, minimum=0),
-        keepalive_s=t.integer("keepalive_s", d.keepalive_s, minimum=5),
+        # MQTT's own fields: four bytes (0xFFFFFFFF: the session never expires) and two.
+        session_expiry_s=t.integer("session_expiry_s", d.session_expiry_s, minimum=0, maximum=0xFFFFFFFF),
+        keepalive_s=t.integer("keepalive_s", d.keepalive_s, minimum=5, maximum=0xFFFF),
         topic_prefix=_topic_level(t, "topic_prefix", "minewatch"),
         session_per_filter=t.flag("session_per_filter"),
         session_key=t.secret("session_key"),
@@ -681,7 +706,9 @@ def _daemon(t: _Table | None) -> DaemonConfig:
         return DaemonConfig()
     d = DaemonConfig()
     config = DaemonConfig(
-        lateness_s=t.number("lateness_s", d.lateness_s, minimum=0),
+        # The light of this much data time is kept in memory to re-judge late data, and minutes
+        # of a silent site close this far behind: a day is already far more than any link needs.
+        lateness_s=t.number("lateness_s", d.lateness_s, minimum=0, maximum=86400),
         max_clock_skew_s=t.number("max_clock_skew_s", d.max_clock_skew_s, minimum=0),
         max_age_s=t.number("max_age_s", d.max_age_s, minimum=60),
         clock=t.choice("clock", "wall", ("wall", "data")),

@@ -54,7 +54,7 @@ from typing import Any
 
 from rules import RULES
 from rules.base import Standard
-from rules.deadlines import WEEKDAYS, WorkCalendar
+from rules.deadlines import WEEKDAYS, WorkCalendar, extra_days_problem
 from rules.holidays import check_holidays
 
 __all__ = [
@@ -95,6 +95,7 @@ _OVERRIDABLE_TOP_LEVEL = {
 }
 # Event kinds monitor.wire.codec decodes itself (BUILTIN_EVENTS there); a profile cannot redefine them.
 _BUILTIN_EVENT_KINDS = frozenset({"blast-notice", "blast", "truck", "work", "temporary-lighting"})
+LONGEST_EPISODE_GAP_S = 7 * 86400
 _EVENT_KIND = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -272,6 +273,16 @@ def build_profile(
         cure_days = _expect(top_overrides["cure_days"], int, "cure_days", problems)
     if "episode_gap_s" in top_overrides:
         episode_gap_s = _expect(top_overrides["episode_gap_s"], float, "episode_gap_s", problems)
+    # A cure period of -3 days (a deadline before the notice) or 10**9 (past the calendar: every
+    # notice then failed to open) was taken; the bounds are those of an extension's days.
+    if cure_days is not None and (problem := extra_days_problem(cure_days)):
+        problems.append(f"cure_days: {problem}")
+    # Violations this far apart are one episode: beyond a week, one episode would run for months.
+    if episode_gap_s is not None and not 0 < episode_gap_s <= LONGEST_EPISODE_GAP_S:
+        problems.append(
+            f"episode_gap_s: expected more than 0 and at most {LONGEST_EPISODE_GAP_S} seconds,"
+            f" got {episode_gap_s:g}"
+        )
     next_business_day = _expect(
         top_overrides.get("cure_next_business_day", raw.get("cure_next_business_day", False)),
         bool,

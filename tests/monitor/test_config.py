@@ -73,6 +73,17 @@ kind = "microphone"
     [
         ('[daemon]\nclock = "sundial"', "daemon.clock: must be one of wall, data, got 'sundial'"),
         ('[daemon]\nlateness_s = "soon"', "daemon.lateness_s: expected a number, got 'soon'"),
+        # Durations past a year passed, and a lateness of 1e300 s then failed the site's judging
+        # every round (Python's date arithmetic overflows); MQTT's fields have sizes of their own.
+        ("[daemon]\nlateness_s = 1e300", "daemon.lateness_s: must be at most 86400 s, got 1e+300"),
+        ("[daemon]\nstatus_interval_s = 1e308", "daemon.status_interval_s: must be at most 316224000 s"),
+        ("[alerts]\nretry_max_s = 1e20", "alerts.retry_max_s: must be at most 316224000 s"),
+        ("[storage]\nretention_days = 1e9", "storage.retention_days: must be at most 36600 days"),
+        (
+            "[broker]\nsession_expiry_s = 99999999999999999",
+            "broker.session_expiry_s: must be at most 4294967295 s",
+        ),
+        ("[broker]\nkeepalive_s = 70000", "broker.keepalive_s: must be at most 65535 s"),
         (
             '[storage.influxdb]\nversion = 2\nurl = "http://x:8086"',
             "storage.influxdb.org: required for the v2 API",

@@ -131,6 +131,9 @@ PROFILE_ERRORS_CASES = [
     case("cure_remind_days", -1, "expected a whole number of days from 0 to 365, got -1",
          id="profile-remind-days-negative"),
     case("cure_remind_days", 2.5, "expected a whole number", id="profile-remind-days-fraction"),
+    case("cure_days", -3, "expected a whole number of days from 1 to 3650, got -3", id="cure-negative"),
+    case("cure_days", 10**9, "expected a whole number of days from 1 to 3650", id="cure-past-calendar"),
+    case("episode_gap_s", 1e300, "expected more than 0 and at most 604800 seconds", id="profile-gap-huge"),
     case(f"{NOISE_PARAMS}.placements", "boundary", "expected a list", id="profile-list-expected"),
     case("preexisting_exempt", ["lighting"], "'lighting' is not a standard", id="profile-1.4.C"),
     # TOML's nan passes every comparison: a limit of nan (or inf) would never be exceeded
