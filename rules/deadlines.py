@@ -182,6 +182,15 @@ def after_deadline(moment: datetime, deadline: datetime) -> bool:
     return moment > deadline
 
 
+def deadline_words(deadline: datetime, now: datetime, tz: ZoneInfo) -> str:
+    """How far off a cure deadline is at ``now``, in the site's local days: "today", "tomorrow",
+    "in 3 days", or "passed" (the reminder and `minewatch status` say it alike)."""
+    if after_deadline(now, deadline):
+        return "passed"
+    days = (deadline.astimezone(tz).date() - now.astimezone(tz).date()).days
+    return "today" if days == 0 else "tomorrow" if days == 1 else f"in {days} days"
+
+
 # ---------------------------------------------------------------------------
 # Operator records
 # ---------------------------------------------------------------------------

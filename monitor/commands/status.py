@@ -121,9 +121,24 @@ def run(args: argparse.Namespace) -> int:
             print("  violation episodes in the last 24 h:")
         for episode in status["episodes_24h"]:
             print(f"  - {one_line(episode['text'])}")  # may quote the operator's words
+        for line in _notice_lines(status["notices"]):
+            print(line)
         for line in _delivery_lines(status["deliveries"], status["timezone"]):
             print(line)
     return 0
+
+
+def _notice_lines(notices: list[dict[str, Any]]) -> list[str]:
+    """The notices not closed, each with its deadline as the notice states it."""
+    lines = ["  notices not closed:"] if notices else []
+    for n in notices:
+        where = f" ({n['section']})" if n["section"] else ""
+        if n["status"] == "escalated":
+            state = f"escalated (citation recommended); its cure deadline was {n['deadline_local']}"
+        else:
+            state = f"{n['status'].replace('_', ' ')}, correct by {n['deadline_local']} ({n['deadline_in']})"
+        lines.append(f"  - {n['id']} {n['title']}{where}: {state}")
+    return lines
 
 
 FAILURES_SHOWN = 20  # failing deliveries listed per site (the counts hold them all)

@@ -12,13 +12,16 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from monitor.config import SiteConfig
 from monitor.daemon.status_findings import STATUS_DAY, StatusFindings
 from monitor.journal.episodes import site_episodes
+from monitor.journal.queries import notices_in_procedure
 from monitor.journal.store import Store
-from monitor.wire.canonical import to_us
+from monitor.wire.canonical import from_us, to_us
 from monitor.wire.protocol import format_ts
+from rules.deadlines import deadline_words
 from rules.times import MINUTE, local_stamp
 
 
@@ -80,4 +83,30 @@ def site_status(
         "sensors": sensors,
         "findings_24h": dict(sorted(by_kind.items())),
         "episodes_24h": [e.to_json(site.timezone, titles) for e in episodes[-10:]],
+        "notices": _notices(store, site, now, titles or {}),
     }
+
+
+def _notices(
+    store: Store, site: SiteConfig, now: datetime, titles: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """The site's notices not closed at ``now``, each with its cure deadline as the notice states
+    it and how far off it is: what the operator has to act on, and by when."""
+    tz = ZoneInfo(site.timezone)
+    listed = []
+    for row in notices_in_procedure(store.conn, site.id, now):
+        deadline = from_us(row["deadline_us"])
+        listed.append(
+            {
+                "id": row["id"],
+                "standard": row["standard"],
+                "title": titles.get(row["standard"], row["standard"]),
+                "section": row["section"],
+                "status": row["status"],
+                "deadline": format_ts(deadline),
+                "deadline_local": local_stamp(deadline, site.timezone),
+                # Escalated: the cure period is over, the Town's citation is what follows.
+                "deadline_in": "" if row["status"] == "escalated" else deadline_words(deadline, now, tz),
+            }
+        )
+    return listed

@@ -112,6 +112,22 @@ def notice_of_episode(conn: sqlite3.Connection, episode_id: str) -> str | None:
     return None if row is None else str(row[0])
 
 
+def notices_in_procedure(conn: sqlite3.Connection, site: str, at: datetime) -> list[sqlite3.Row]:
+    """The site's notices in the cure procedure or escalated at ``at``, as their changes up to
+    then left them: ``id, standard, section, status, deadline_us``, oldest first. A notice issued
+    later, or closed by then, is not among them."""
+    return _rows(
+        conn,
+        "SELECT n.id, n.standard, n.section, c.status, c.deadline_us FROM notices n"
+        " JOIN notice_changes c ON c.notice_id = n.id AND c.seq = ("
+        "  SELECT MAX(seq) FROM notice_changes WHERE notice_id = n.id AND at_us <= :at)"
+        " WHERE n.site = :site AND n.opened_us <= :at"
+        " AND c.status IN ('open', 'extension_requested', 'extended', 'escalated')"
+        " ORDER BY n.opened_us, n.id",
+        {"site": site, "at": to_us(at)},
+    )
+
+
 _FINDING_LISTING = (
     "f.id, f.kind, f.standard, f.section, f.start_us, f.end_us,"
     " json_extract(f.data, '$.summary') AS summary, json_extract(f.data, '$.sensors') AS sensors,"

@@ -64,6 +64,7 @@ from rules.deadlines import (
     MAX_EXTRA_DAYS,
     WorkCalendar,
     after_deadline,
+    deadline_words,
     extended_deadline,
     extra_days_problem,
 )
@@ -1207,9 +1208,7 @@ def _reminder_text(notice: Notice, reminder: Reminder, profile: Profile, now: da
             f"still {state}. The Town decides whether the violation was corrected (close the notice), "
             f"more time is due (extend it) or a citation follows (escalate it)."
         )
-    tz = ZoneInfo(notice.timezone)
-    days = (notice.deadline.astimezone(tz).date() - now.astimezone(tz).date()).days
-    when = "today" if days == 0 else "tomorrow" if days == 1 else f"in {days} days"
+    when = deadline_words(notice.deadline, now, ZoneInfo(notice.timezone))
     return (
         f"Notice {notice.id} ({title}): the cure deadline is {deadline}, {when}. Correct the "
         f"violation before then, or send the Town a written explanation of the need for more "

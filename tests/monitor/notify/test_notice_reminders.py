@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from monitor.commands.status import _notice_lines
 from monitor.config import Config
+from monitor.daemon.site_status import site_status
 from monitor.journal.store import Store, digest_of
 from monitor.notify.notices import NoticeBook, change_record
 from rules.deadlines import end_of_local_day
@@ -110,3 +112,38 @@ def test_a_reminder_is_a_chained_change(store: Store, config: Config) -> None:
         (SITE, f"{notice_id}|{row['seq']}"),
     ).fetchone()
     assert chained["digest"] == digest_of(change_record(row))
+
+
+def test_status_lists_the_notices_not_closed_with_their_deadline_as_of_its_time(
+    store: Store, config: Config
+) -> None:
+    """`minewatch status` (and the retained status, the portal's status page) told nothing of
+    the notices an operator has to act on; it lists them as the record stood at its time."""
+    site, profile = site_and_profile(config)
+    notice_id = _open(store, config)
+
+    def listed(now: datetime) -> list[dict[str, object]]:
+        return site_status(store, site, now, titles=profile.titles)["notices"]
+
+    assert listed(ISSUED - timedelta(minutes=1)) == []  # not yet issued then
+    [entry] = listed(local(2026, 6, 27, 9, 0))
+    assert entry == {
+        "id": notice_id,
+        "standard": "noise",
+        "title": "Noise at the mine site boundaries",
+        "section": "6.D",
+        "status": "open",
+        "deadline": "2026-06-30T04:59:59.999Z",
+        "deadline_local": "2026-06-29 23:59 CDT",
+        "deadline_in": "in 2 days",
+    }
+    assert _notice_lines([entry]) == [
+        "  notices not closed:",
+        f"  - {notice_id} Noise at the mine site boundaries (6.D): open, correct by 2026-06-29 23:59 CDT"
+        " (in 2 days)",
+    ]
+    assert listed(local(2026, 6, 30, 9, 0))[0]["deadline_in"] == "passed"
+    book = NoticeBook(store)
+    book.close(notice_id, "Enclosure built", "Town clerk", local(2026, 7, 1, 9, 0))
+    assert listed(local(2026, 7, 2, 9, 0)) == []
+    assert listed(local(2026, 6, 30, 9, 0))[0]["status"] == "open"  # as it stood then
