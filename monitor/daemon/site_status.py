@@ -96,17 +96,28 @@ def _notices(
     listed = []
     for row in notices_in_procedure(store.conn, site.id, now):
         deadline = from_us(row["deadline_us"])
+        title = titles.get(row["standard"], row["standard"])
+        where = f" ({row['section']})" if row["section"] else ""
+        deadline_local = local_stamp(deadline, site.timezone)
+        # Escalated: the cure period is over, the Town's citation is what follows.
+        escalated = row["status"] == "escalated"
+        deadline_in = "" if escalated else deadline_words(deadline, now, tz)
+        state = (
+            f"escalated (citation recommended); its cure deadline was {deadline_local}"
+            if escalated
+            else f"{row['status'].replace('_', ' ')}, correct by {deadline_local} ({deadline_in})"
+        )
         listed.append(
             {
                 "id": row["id"],
                 "standard": row["standard"],
-                "title": titles.get(row["standard"], row["standard"]),
+                "title": title,
                 "section": row["section"],
                 "status": row["status"],
                 "deadline": format_ts(deadline),
-                "deadline_local": local_stamp(deadline, site.timezone),
-                # Escalated: the cure period is over, the Town's citation is what follows.
-                "deadline_in": "" if row["status"] == "escalated" else deadline_words(deadline, now, tz),
+                "deadline_local": deadline_local,
+                "deadline_in": deadline_in,
+                "text": f"{row['id']} {title}{where}: {state}",  # what every surface shows
             }
         )
     return listed

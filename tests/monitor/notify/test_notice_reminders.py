@@ -136,6 +136,8 @@ def test_status_lists_the_notices_not_closed_with_their_deadline_as_of_its_time(
         "deadline": "2026-06-30T04:59:59.999Z",
         "deadline_local": "2026-06-29 23:59 CDT",
         "deadline_in": "in 2 days",
+        "text": f"{notice_id} Noise at the mine site boundaries (6.D): open, correct by 2026-06-29 23:59 CDT"
+        " (in 2 days)",
     }
     assert _notice_lines([entry]) == [
         "  notices not closed:",

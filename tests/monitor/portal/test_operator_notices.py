@@ -117,3 +117,23 @@ def test_the_operator_sees_its_notices_and_asks_for_more_time(env: Env, context:
         url, form={"csrf": _csrf(page.content()), "explanation": "x"}, max_redirects=0
     )
     assert reply.status == 403
+
+
+def test_the_status_page_lists_the_notices_not_closed_with_their_deadline(
+    env: Env, context: BrowserContext
+) -> None:
+    """The operator's live status said nothing of the notices it has to act on: it lists them,
+    worded as `minewatch status` words them (site_status's text), each linked to its page."""
+    store = Store(env.store)
+    try:
+        notice = NoticeBook(store).get(env.notice_id)
+    finally:
+        store.close()
+    page = login(context, env, "op")
+    page.goto(f"{env.url}/sites/{SITE}/status")
+    item = page.locator("#open-notices li", has_text=env.notice_id)
+    text = item.inner_text()
+    assert f"correct by {local_stamp(notice.deadline, notice.timezone)} (" in text
+    assert text.startswith(f"{env.notice_id} ")
+    item.locator("a").click()
+    assert page.url == f"{env.url}/notices/{env.notice_id}"
