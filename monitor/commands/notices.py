@@ -4,6 +4,8 @@
     show ID              the notice (--format md|html|json|pdf, --out FILE)
     request-extension ID the operator's written explanation (--explanation, --days, --by)
     extend ID            a new cure deadline (--until DATE or --days N, --note, --by)
+    serve ID             the Town served it on the operator (--on DATE or time, --by, --note):
+                         the cure period counts again from then
     close ID             corrected (--note, --by)
     escalate ID          citation recommended (--note, --by); before the cure deadline only
                          with --before-deadline --reason TEXT (13.3.B follows a failure to correct)
@@ -30,7 +32,7 @@ from monitor.commands.site_option import chosen_site
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.shown_text import one_line
-from monitor.times import end_of_day, extra_days
+from monitor.times import end_of_day, extra_days, parse_time
 
 if TYPE_CHECKING:
     from monitor.journal.store import Store
@@ -44,6 +46,7 @@ ACTIONS = {
     "show": "one notice as a document",
     "request-extension": "record the operator's written explanation for more time (13.3.A)",
     "extend": "grant more time: a new cure deadline (13.3.A)",
+    "serve": "record that the Town served it on the operator: the cure period counts from then",
     "close": "close as corrected",
     "escalate": "recommend a citation (13.3.B), after the cure deadline",
 }
@@ -91,6 +94,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     extend.add_argument("--note", default="", help="the Town's reason")
     extend.add_argument("--by", required=True, help="who grants it")
+
+    serve = actions.add_parser("serve", parents=[common], help=ACTIONS["serve"])
+    serve.add_argument("id")
+    serve.add_argument(
+        "--on",
+        required=True,
+        help="when it was served: a date (that day, site time; not before the notice's issue) or a time",
+    )
+    serve.add_argument("--by", required=True, help="who served it (name, for the record)")
+    serve.add_argument("--note", default="", help="how it was served (by hand, certified mail, ...)")
 
     close = actions.add_parser("close", parents=[common], help=ACTIONS["close"])
     close.add_argument("id")
@@ -221,6 +234,13 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
             event = book.extend(args.id, None, args.by, args.note, now, extra_days=args.days)
         else:
             event = book.extend(args.id, parse_until(args.until, notice.timezone), args.by, args.note, now)
+    elif args.action == "serve":
+        parse_time(args.on, UTC, "--on")  # a malformed time is named before the notice is looked up
+        notice = book.get(args.id)
+        served = parse_time(args.on, ZoneInfo(notice.timezone), "--on")
+        if len(args.on.strip()) == 10:  # a day: the service fell on it, after the issue if that day
+            served = max(served, notice.opened)
+        event = book.serve(args.id, served, args.by, args.note, now)
     elif args.action == "close":
         event = book.close(args.id, args.note, args.by, now)
     elif args.action == "escalate":

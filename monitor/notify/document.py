@@ -298,23 +298,34 @@ def facts_rows(
     return rows
 
 
-def header_rows(notice: Notice, context: NoticeContext | None = None) -> list[tuple[str, str]]:
+def header_rows(
+    notice: Notice, context: NoticeContext | None = None, history: Sequence[NoticeChange] = ()
+) -> list[tuple[str, str]]:
     d = notice.data
     tz = notice.timezone
     deadline = local_stamp(notice.deadline, tz)
+    served = next((c for c in history if c.change == "served"), None)
     if notice.deadline != notice.first_deadline:
-        deadline += f" (extended; first deadline {local_stamp(notice.first_deadline, tz)})"
+        moved_by = [
+            words
+            for words, change in (("counted from service", "served"), ("extended", "extended"))
+            if any(c.change == change and c.deadline != notice.first_deadline for c in history)
+        ] or ["extended"]
+        deadline += f" ({', '.join(moved_by)}; first deadline {local_stamp(notice.first_deadline, tz)})"
     address = context.operator_address if context is not None else ""
     operator = str(d.get("operator") or "(operator not configured)")
-    return [
+    rows = [
         ("Notice", notice.id),
         ("Status", notice.status.replace("_", " ")),
         ("To (Operator)", f"{operator}, {', '.join(address.splitlines())}" if address else operator),
         ("Site", f"{d.get('site_name', notice.site)} ({notice.site})"),
         ("Standard", f"Section {notice.section}: {d.get('title', '')}"),
         ("Issued", f"{local_stamp(notice.opened, tz)} ({format_ts(notice.opened)})"),
-        ("Cure deadline", f"{deadline} ({format_ts(notice.deadline)})"),
     ]
+    if served is not None:
+        at = parse_ts(served.data["served"], "served")
+        rows.append(("Served", f"{local_stamp(at, tz)} ({format_ts(at)}) by {served.actor}"))
+    return [*rows, ("Cure deadline", f"{deadline} ({format_ts(notice.deadline)})")]
 
 
 def _cure_text(notice: Notice) -> str:
@@ -327,7 +338,8 @@ def _cure_text(notice: Notice) -> str:
     # minewatch draws a notice up when it finds the violation; serving it is the Town's act.
     served = (
         f" The {days} days count from the time this notice shows as issued, when minewatch drew it up;"
-        " where the Town serves it later, the Town extends the deadline by as much."
+        " where the Town serves it later and records the service (`minewatch notices serve`), they count"
+        " from the service."
     )
     if not d.get("cure_section"):
         profile = f"profile {d['profile']}" if d.get("profile") else "the profile"

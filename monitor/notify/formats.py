@@ -138,7 +138,7 @@ def render_markdown(
         "| | |",
         "|---|---|",
     ]
-    out += [f"| {k} | {_md_cell(v)} |" for k, v in header_rows(notice, context)]
+    out += [f"| {k} | {_md_cell(v)} |" for k, v in header_rows(notice, context, history)]
     out.append("")
     for section in document_sections(notice, history, context):
         out += [f"## {section.title}", ""]
@@ -202,7 +202,7 @@ def render_html(
         f"<h1>{e(notice_title(notice))} "
         f'<span class="status status-{e(notice.status)}">{e(notice.status.replace("_", " "))}</span>'
         "</h1></header>",
-        _kv_table(header_rows(notice, context)),
+        _kv_table(header_rows(notice, context, history)),
     ]
     for section in document_sections(notice, history, context):
         if section.title == "Required action" and plot_png:
@@ -338,7 +338,7 @@ def render_pdf(
     pdf.set_font("Helvetica", "", _PDF_BODY)
     paragraph(str(d.get("profile_title", "")))
     heading(f"{notice_title(notice)} ({notice.status.replace('_', ' ')})", 20, 16)
-    kv(header_rows(notice, context))
+    kv(header_rows(notice, context, history))
     for section in document_sections(notice, history, context):
         if section.title == "Required action" and plot_png:
             heading("Evidence plot", image_height(plot_png))

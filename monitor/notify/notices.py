@@ -59,11 +59,12 @@ from monitor.journal.store import Store
 from monitor.notify.alerts import Alert
 from monitor.wire.canonical import canonical_text, from_us, to_us
 from monitor.wire.codec import finding_from_json, finding_to_json
-from monitor.wire.protocol import format_ts
+from monitor.wire.protocol import format_ts, parse_ts
 from rules.deadlines import (
     MAX_EXTRA_DAYS,
     WorkCalendar,
     after_deadline,
+    cure_deadline,
     deadline_words,
     extended_deadline,
     extra_days_problem,
@@ -936,6 +937,75 @@ class NoticeBook:
                 deadline=new_deadline,
             )
 
+    def serve(self, notice_id: str, served: datetime, actor: str, note: str, now: datetime) -> NoticeEvent:
+        """13.3.A grants the Operator its days from the notice's issue by the Town: minewatch draws
+        a notice up when it finds the violation, and the Town serves it, perhaps later. Serving it
+        records when, and counts the cure period again from then (the same rule as at issue:
+        to the end of the local day ``cure_days`` after, rolled as the notice says); a deadline
+        already later (an extension) stays. Once per notice, while it is in the cure procedure."""
+        with self.store.batch():
+            notice = self.get(notice_id)
+            tz = ZoneInfo(notice.timezone)
+            if notice.status not in CURE_STATUSES:
+                raise InvalidTransition(
+                    f"notice {notice.id} is {notice.status.replace('_', ' ')}; 'served' is possible only"
+                    " while it is open, extension requested or extended"
+                )
+            earlier = [c for c in self.history(notice.id) if c.change == "served"]
+            if earlier:
+                when = local_stamp(parse_ts(earlier[0].data["served"], "served"), notice.timezone)
+                raise InvalidTransition(f"notice {notice.id} was served already, {when}")
+            if served < notice.opened:
+                raise InvalidTransition(
+                    f"notice {notice.id} was issued {local_stamp(notice.opened, notice.timezone)}; it cannot"
+                    f" have been served {local_stamp(served, notice.timezone)}, before that"
+                )
+            if served > now:
+                raise InvalidTransition(
+                    f"notice {notice.id}: {local_stamp(served, notice.timezone)} is still to come;"
+                    " record the service once it is made"
+                )
+            days = int(notice.data.get("cure_days", 0))
+            counted = cure_deadline(served, days, tz, _roll_calendar(notice))
+            deadline = max(counted, notice.deadline)
+            seq = self._change(
+                notice,
+                "served",
+                notice.status,
+                actor,
+                note,
+                now,
+                deadline,
+                {
+                    "served": format_ts(served),
+                    "previous_deadline": format_ts(notice.deadline),
+                    "counted_deadline": format_ts(counted),
+                },
+            )
+            now_due = local_stamp(deadline, notice.timezone)
+            told = f"the cure deadline is now {now_due} ({days} days after service)"
+            if deadline != counted:
+                told = f"the cure deadline stays {now_due}, later than {days} days after service"
+            message = (
+                f"Notice {notice.id} was served on the Operator {local_stamp(served, notice.timezone)} "
+                f"by {actor}; {told}. {note}".strip()
+            )
+            return self._event(
+                notice,
+                "served",
+                notice.status,
+                seq,
+                ("operator", "town"),
+                "notice_served",
+                "info",
+                message,
+                now,
+                None,
+                note,
+                actor,
+                deadline=deadline,
+            )
+
     def close(self, notice_id: str, note: str, actor: str, now: datetime) -> NoticeEvent:
         """The town finds the violation corrected."""
         _require_note(notice_id, note, "closing it needs the Town's note: what was found corrected")
@@ -1190,6 +1260,7 @@ _CHANGE_ALERTS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "extension_requested": (("town",), "notice_extension_requested", "info"),
     "extended": (("operator", "town"), "notice_extended", "info"),
     "corrected": (("operator", "town"), "notice_corrected", "info"),
+    "served": (("operator", "town"), "notice_served", "info"),
     # Reminders (NoticeBook.remind): the operator acts before the deadline, the Town after it.
     Reminder.DEADLINE_NEAR.value: (("operator",), "notice_deadline_near", "warning"),
     Reminder.DEADLINE_PASSED.value: (("town", "operator"), "notice_deadline_passed", "warning"),

@@ -660,7 +660,8 @@ def test_considered_choices_are_listed_when_the_findings_give_them(tmp_path: Pat
     # 13.3: the Board "may" issue a notice; the deadline counts from when minewatch drew it up.
     assert (
         "The 14 days count from the time this notice shows as issued, when minewatch drew it up; where"
-        " the Town serves it later, the Town extends the deadline by as much."
+        " the Town serves it later and records the service (`minewatch notices serve`), they count from"
+        " the service."
     ) in " ".join(markdown.split())
     plain = render_notice(store.conn, "DOV-2026-0001", "md", config=config).decode()
     assert plain == markdown
