@@ -403,8 +403,8 @@ class Pipeline:
         self.counters.by_reason[field_key] += 1
         site, sensor = sender_of(message.topic, self.prefix, self.site_configs)
         excerpt = message.payload[:200].decode("utf-8", "replace")
-        self.store.append_rejection(site, message.topic, reason, excerpt, now)
-        self._write_point(points.rejections, site, message.topic, reason, now)
+        rejection_id = self.store.append_rejection(site, message.topic, reason, excerpt, now)
+        self._write_point(points.rejections, site, message.topic, reason, now, rejection_id)
         held = self.publish_gate.admit((site, sensor, ""))
         if held is not None:
             body: dict[str, Any] = {

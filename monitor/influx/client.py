@@ -120,8 +120,16 @@ def timestamp_ns(ts: datetime) -> int:
     return (ts - _EPOCH) // timedelta(microseconds=1) * 1000
 
 
-def line(measurement: str, tags: Mapping[str, str], fields: Mapping[str, FieldValue], ts: datetime) -> str:
-    """One point in line protocol, checked against ``monitor.influx.schema``.
+def line(
+    measurement: str,
+    tags: Mapping[str, str],
+    fields: Mapping[str, FieldValue],
+    ts: datetime,
+    *,
+    offset_ns: int = 0,
+) -> str:
+    """One point in line protocol, checked against ``monitor.influx.schema``, at ``ts`` plus
+    ``offset_ns`` nanoseconds (a datetime holds microseconds; points.rejections spreads points).
 
     Unknown measurements, tags or fields are programmer errors (ValueError), as is a
     point with no field left once None (and NaN/inf) fields are omitted. Empty tag
@@ -149,7 +157,7 @@ def line(measurement: str, tags: Mapping[str, str], fields: Mapping[str, FieldVa
             encoded.append(f"{_escape_key('field key', key)}={text}")
     if not encoded:
         raise ValueError(f"{measurement}: a point needs at least one field, got {dict(fields)!r}")
-    return f"{','.join(parts)} {','.join(encoded)} {timestamp_ns(ts)}"
+    return f"{','.join(parts)} {','.join(encoded)} {timestamp_ns(ts) + offset_ns}"
 
 
 # --------------------------------------------------------------------------- errors and backoff

@@ -50,9 +50,11 @@ def _id_tag(record_id: str) -> str:
     return record_id[:-1] + "%5C" if record_id.endswith("\\") else record_id
 
 
-def _point(measurement: str, tags: Mapping[str, str], fields: Mapping[str, Any], ts: datetime) -> str | None:
+def _point(
+    measurement: str, tags: Mapping[str, str], fields: Mapping[str, Any], ts: datetime, offset_ns: int = 0
+) -> str | None:
     clean = {k: v for k, v in fields.items() if v is not None}
-    return line(measurement, tags, clean, ts) if clean else None
+    return line(measurement, tags, clean, ts, offset_ns=offset_ns) if clean else None
 
 
 def sound(levels: SoundLevels, late: bool) -> str | None:
@@ -145,8 +147,23 @@ def alerts(site: str, body: Mapping[str, Any]) -> str | None:
     return _point("alerts", tags, fields, stored_time(body["ts"]))
 
 
-def rejections(site: str, topic: str, reason: str, ts: datetime) -> str | None:
-    return _point("rejections", {"site": site}, {"topic": topic, "reason": reason}, ts)
+# A rejection's point is moved this many nanoseconds at most past its time (see ``rejections``).
+REJECTION_SPREAD_NS = 1_000_000
+
+
+def rejections(site: str, topic: str, reason: str, ts: datetime, rejection_id: int) -> str | None:
+    """The point of a rejected message; ``rejection_id`` is its row in the store's ``rejections``.
+
+    Rejections of one instant (a burst within one microsecond; with the data clock, every message
+    rejected before the next accepted reading) are one series at one time, and InfluxDB keeps the
+    last point of a series and time. A tag per rejection would make each a series of its own (a
+    flood of bad messages, a flood of series), so the point's time is moved instead: by the row id
+    modulo ``REJECTION_SPREAD_NS`` in nanoseconds, less than a millisecond. A million rejections
+    of one instant are each a point; a line written again (at least once) is the same point."""
+    if rejection_id < 0:
+        raise ValueError(f"rejection_id must be a row id (0 or more), got {rejection_id}")
+    fields = {"topic": topic, "reason": reason}
+    return _point("rejections", {"site": site}, fields, ts, rejection_id % REJECTION_SPREAD_NS)
 
 
 def sensor_health(

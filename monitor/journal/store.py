@@ -854,7 +854,8 @@ class Store:
         """Latest revision of each finding starting in [start, end), retracted ones excluded."""
         return queries.current_findings(self.conn, site=site, start=start, end=end)
 
-    def append_rejection(self, site: str, topic: str, reason: str, excerpt: str, now: datetime) -> None:
+    def append_rejection(self, site: str, topic: str, reason: str, excerpt: str, now: datetime) -> int:
+        """Store and chain a rejected message; returns its row id (its InfluxDB point's too)."""
         cur = self.conn.execute(
             "INSERT INTO rejections (site, topic, reason, excerpt, received_us) VALUES (?,?,?,?,?)",
             (site, topic, reason, excerpt, to_us(now)),
@@ -872,6 +873,8 @@ class Store:
             },
             now,
         )
+        assert cur.lastrowid is not None
+        return cur.lastrowid
 
     def append_portal_action(
         self,

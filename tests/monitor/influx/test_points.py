@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from monitor.config import InfluxConfig
 from monitor.influx import points
 from monitor.influx.client import InfluxWriter, timestamp_ns
 from monitor.influx.schema import MEASUREMENTS
+from monitor.journal.store import Store
 from rules.model import (
     Blast,
     Finding,
@@ -90,7 +92,9 @@ def test_alert_rejection_and_health_points() -> None:
     assert points.alerts("q", body) == (
         f'alerts,audience=town\\,operator,id=a1,kind=anchor,site=q message="m",severity="info" {NS}'
     )
-    assert points.rejections("q", "t/x", "bad", T0) == f'rejections,site=q reason="bad",topic="t/x" {NS}'
+    assert (
+        points.rejections("q", "t/x", "bad", T0, 7) == f'rejections,site=q reason="bad",topic="t/x" {NS + 7}'
+    )
     assert points.sensor_health("q", "n1", False, T0) == f"sensor_health,sensor=n1,site=q online=false {NS}"
     assert points.sensor_health("q", "n1", True, T0, 90.0) == (
         f"sensor_health,sensor=n1,site=q gap_s=90.0,online=true {NS}"
@@ -125,3 +129,24 @@ def test_records_sharing_a_time_are_points_of_their_own(influxd: Influxd) -> Non
     assert influxd.count("minewatch", "events", "summary") == 4
     [series] = influxd.query('SELECT "summary", "id" FROM "events" WHERE "kind" = \'blast\'', "minewatch")
     assert series["values"] == [["2026-06-15T17:00:00Z", "Blast odd\\", "odd%5C"]]
+
+
+def test_rejections_of_one_instant_are_each_a_point(tmp_path: Path, influxd: Influxd) -> None:
+    """Against influxd 1.6.7: rejections stored at one ``now`` (a burst; with the data clock,
+    every message rejected before the next accepted reading) were one series at one time, so
+    InfluxDB kept the last of them. Each is a point now, with no tag per rejection, and a
+    point written again (at least once) is still one."""
+    store = Store(tmp_path / "store.db")
+    with store.batch():
+        ids = [
+            store.append_rejection("q", f"minewatch/q/n{i}/levels", f"bad {i}", "{}", T0) for i in range(6)
+        ]
+    lines = [
+        points.rejections("q", f"minewatch/q/n{i}/levels", f"bad {i}", T0, id_) for i, id_ in enumerate(ids)
+    ]
+    writer = InfluxWriter(InfluxConfig(version=1, url=influxd.url, database="minewatch"))
+    writer.write([x for x in lines if x is not None])
+    writer.write([x for x in lines if x is not None])
+    assert influxd.count("minewatch", "rejections", "reason") == 6
+    [series] = influxd.query('SHOW SERIES FROM "rejections"', "minewatch")
+    assert series["values"] == [["rejections,site=q"]]  # one series: no tag per rejection
