@@ -39,7 +39,6 @@ import html
 import json
 import logging
 import os
-import smtplib
 import socket
 import sqlite3
 import ssl
@@ -59,7 +58,7 @@ from monitor.config import ChannelConfig, Config, RecipientConfig
 from monitor.errors import OutputError
 from monitor.failing_rounds import FailingRounds
 from monitor.journal import migrations
-from monitor.notify import webhook
+from monitor.notify import smtp, webhook
 from monitor.notify.alerts import Alert
 from monitor.shown_url import shown_url
 from monitor.wire.canonical import canonical_json, canonical_text, from_us, to_us
@@ -507,39 +506,8 @@ class Deliveries:
     def _send_email(
         self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any], context: _SendContext
     ) -> None:
-        channel = route.channel
-        msg = self._email_message(route, row["id"], alert, context)
-        where = f"{channel.smtp_host}:{channel.smtp_port}"
-        try:
-            with smtplib.SMTP(channel.smtp_host, channel.smtp_port, timeout=self.timeout_s) as smtp:
-                smtp.ehlo()
-                if channel.smtp_starttls:
-                    smtp.starttls(context=self.ssl_context or ssl.create_default_context())
-                    smtp.ehlo()
-                if channel.smtp_username:
-                    smtp.login(channel.smtp_username, channel.smtp_password.value)
-                smtp.send_message(msg)
-        except smtplib.SMTPAuthenticationError as exc:
-            raise OutputError(f"SMTP {where} refused the login: {exc.smtp_code}", retryable=False) from None
-        except smtplib.SMTPRecipientsRefused as exc:
-            codes = [code for code, _ in exc.recipients.values()]
-            raise OutputError(
-                f"SMTP {where} refused the recipients: {exc.recipients}",
-                retryable=all(400 <= c < 500 for c in codes),
-            ) from None
-        except smtplib.SMTPResponseException as exc:
-            raise OutputError(
-                f"SMTP {where} answered {exc.smtp_code} {exc.smtp_error!r}",
-                retryable=400 <= exc.smtp_code < 500,
-            ) from None
-        except ssl.SSLCertVerificationError as exc:
-            raise OutputError(
-                f"SMTP {where}: certificate not trusted ({exc.verify_message})", retryable=False
-            ) from None
-        except smtplib.SMTPNotSupportedError as exc:
-            raise OutputError(f"SMTP {where}: {exc}", retryable=False) from None
-        except (smtplib.SMTPException, OSError) as exc:
-            raise OutputError(f"SMTP {where} failed: {exc}", retryable=True) from None
+        message = self._email_message(route, row["id"], alert, context)
+        smtp.send(message, route.channel, timeout_s=self.timeout_s, ssl_context=self.ssl_context)
 
     # ------------------------------------------------------------------ giving up
 
