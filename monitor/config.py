@@ -1092,8 +1092,10 @@ def _channel(t: _Table) -> ChannelConfig:
         sender=t.text("sender", "minewatch@localhost"),
         attach_max_bytes=t.integer("attach_max_bytes", 8 * 1024 * 1024, minimum=0),
     )
-    if kind == "webhook" and urlparse(config.url).scheme not in ("http", "https"):
-        t.problem("url", f"a webhook needs an http(s) URL, got {shown_url(config.url)!r}")
+    scheme = urlparse(config.url).scheme
+    if kind == "webhook" and scheme not in ("http", "https"):
+        got = f"the scheme {scheme!r}" if scheme else "no scheme"
+        t.problem("url", f"a webhook needs an http(s) URL, got {got} ({shown_url(config.url)!r})")
     if kind == "email":
         if not config.to:
             t.problem("to", "an e-mail channel needs at least one address")

@@ -385,6 +385,29 @@ ALTER TABLE deliveries ADD COLUMN claim_until_us INTEGER NOT NULL DEFAULT 0;
 """
 
 
+def _fingerprinted_delivery_targets(conn: sqlite3.Connection) -> str:
+    """Webhook deliveries stored while a shown URL kept its path (``https://hooks.slack.com/
+    services/T…/B…/SECRET``, a secret of chat services' hooks): their target and every URL in
+    their last error as monitor/shown_url.py shows them now, scheme, host, port and a fingerprint
+    of the rest. A row finds its channel either way (the shown form of its URL is the same); the
+    chained alerts and the log keep what they said (docs/DEPLOY.md: rotate such tokens)."""
+    from monitor.shown_url import (
+        shown_url,
+        shown_urls_in,
+    )  # here: the walking workers import this module lean
+
+    updates = []
+    rows = conn.execute("SELECT id, target, last_error FROM deliveries WHERE channel_type = 'webhook'")
+    for delivery_id, target, error in rows:
+        shown, shown_error = shown_url(target), shown_urls_in(error)
+        if (shown, shown_error) != (target, error):
+            updates.append(
+                f"UPDATE deliveries SET target = {_sql_text(shown)}, last_error = {_sql_text(shown_error)}"
+                f" WHERE id = {_sql_text(delivery_id)};"
+            )
+    return "\n".join(updates)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("store-layout-2", _to_layout_2, version=2),
     Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
@@ -404,6 +427,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("readings-by-kind", READINGS_BY_KIND),
     Migration("deliveries-shown-targets", _shown_delivery_targets),
     Migration("deliveries-claims", DELIVERY_CLAIMS),
+    Migration("deliveries-shown-fingerprints", _fingerprinted_delivery_targets),
 )
 
 

@@ -55,11 +55,11 @@ def test_a_webhook_whose_name_does_not_resolve_ends_at_the_deadline(
     monkeypatch.setattr(socket, "getaddrinfo", hanging_resolver(released))
     started = time.monotonic()
     with pytest.raises(OutputError) as raised:
-        webhook.post("http://hooks.example:9/hook", b"{}", {}, timeout_s=0.5)
+        webhook.post("http://hooks.example:9/", b"{}", {}, timeout_s=0.5)
     assert time.monotonic() - started < 1.5
     assert (
         str(raised.value)
-        == "webhook 'http://hooks.example:9/hook' did not answer within 0.5 s (the whole request)"
+        == "webhook 'http://hooks.example:9/' did not answer within 0.5 s (the whole request)"
     )
     assert raised.value.retryable
 

@@ -1,25 +1,99 @@
-"""A URL as people may see it (monitor/shown_url.py): names kept, values and passwords hidden."""
+"""A URL as people may see it (monitor/shown_url.py): scheme, host and port, and a fingerprint
+of the rest (the SHA-256 of the path and the query's names, its first 8 hex digits)."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
-from monitor.shown_url import shown_url
+from monitor.shown_url import shown_url, shown_urls_in
+
+
+def fingerprint(kept: str) -> str:
+    return hashlib.sha256(kept.encode()).hexdigest()[:8]
 
 
 @pytest.mark.parametrize(
-    ("url", "shown"),
+    ("url", "shown", "secret"),
+    [
+        (  # Slack: the token is the path's last segment
+            "https://hooks.slack.com/services/T000/B000/XXXXXXXX",
+            f"https://hooks.slack.com/…[{fingerprint('/services/T000/B000/XXXXXXXX')}]",
+            "XXXXXXXX",
+        ),
+        (  # Discord: /api/webhooks/<id>/<token>
+            "https://discord.com/api/webhooks/112233/dIsCoRdToKeN",
+            f"https://discord.com/…[{fingerprint('/api/webhooks/112233/dIsCoRdToKeN')}]",
+            "dIsCoRdToKeN",
+        ),
+        (  # Teams (an Office 365 connector)
+            "https://acme.webhook.office.com/webhookb2/g1@g2/IncomingWebhook/tEaMsKeY/g3",
+            f"https://acme.webhook.office.com/…[{fingerprint('/webhookb2/g1@g2/IncomingWebhook/tEaMsKeY/g3')}]",
+            "tEaMsKeY",
+        ),
+        (  # a receiver's own /hook/<token>
+            "https://receiver.example:8443/hook/hOoKtOkEn",
+            f"https://receiver.example:8443/…[{fingerprint('/hook/hOoKtOkEn')}]",
+            "hOoKtOkEn",
+        ),
+        ("http://host/town-hook?token=SECRET", f"http://host/…[{fingerprint('/town-hook?token')}]", "SECRET"),
+        (
+            "https://host:8443/h?site=quarry&key=abc&flag",
+            f"https://host:8443/…[{fingerprint('/h?site&key&…')}]",
+            "abc",
+        ),
+        ("https://user:pa55@host/h", f"https://host/…[{fingerprint('/h')}]", "pa55"),
+        ("https://TOKEN@host/h", f"https://host/…[{fingerprint('/h')}]", "TOKEN"),
+        ("https://host/h#SECRET", f"https://host/…[{fingerprint('/h')}]", "SECRET"),
+        ("http://[::1]:9/h?t=SECRET", f"http://[::1]:9/…[{fingerprint('/h?t')}]", "SECRET"),
+        ("http://[::1/h?t=SECRET", "(a URL that does not parse, 22 characters)", "SECRET"),
+        ("slack.com/s/NoScheme", f"…[{fingerprint('slack.com/s/NoScheme')}]", "NoScheme"),  # no scheme
+    ],
+)  # fmt: skip
+def test_a_url_is_shown_by_what_people_may_see(url: str, shown: str, secret: str) -> None:
+    """A secret in the path (chat services' hooks) was shown: only query values, userinfo and
+    fragment were hidden. Now only the scheme, host and port are shown, with a fingerprint."""
+    assert shown_url(url) == shown
+    assert secret not in shown_url(url)
+    assert shown_url(shown) == shown  # shown twice, the same: stored rows of either kind match
+
+
+def test_a_url_with_nothing_past_its_host_is_shown_as_it_is_and_two_hooks_of_one_host_apart() -> None:
+    assert shown_url("http://127.0.0.1:8080/") == "http://127.0.0.1:8080/"
+    assert shown_url("https://user:pa55@host") == "https://host/"
+    one = shown_url("https://hooks.slack.com/services/T000/B000/AAAAAAAA")
+    other = shown_url("https://hooks.slack.com/services/T000/B111/BBBBBBBB")
+    assert one != other and "AAAAAAAA" not in one + other and "BBBBBBBB" not in one + other
+
+
+@pytest.mark.parametrize(
+    ("url", "shown_before"),
     [
         ("http://host/town-hook?token=SECRET", "http://host/town-hook?token=…"),
         ("https://host:8443/h?site=quarry&key=abc&flag", "https://host:8443/h?site=…&key=…&…"),
         ("https://user:pa55@host/h", "https://user:…@host/h"),
-        ("https://TOKEN@host/h", "https://…@host/h"),  # a lone user name is often the token
-        ("https://host/h#SECRET", "https://host/h#…"),
-        ("http://127.0.0.1:8080/hook", "http://127.0.0.1:8080/hook"),
-        ("http://[::1]:9/h?t=1", "http://[::1]:9/h?t=…"),
-        ("http://[::1/h?t=SECRET", "(a URL that does not parse, 22 characters)"),
+        ("https://TOKEN@host/h#SECRET", "https://…@host/h#…"),
+        ("https://hooks.slack.com/services/T000/B000/XXXXXXXX", "https://hooks.slack.com/services/T000/B000/XXXXXXXX"),
     ],
-)
-def test_a_url_is_shown_without_its_secrets(url: str, shown: str) -> None:
-    assert shown_url(url) == shown
-    assert shown_url(shown) == shown  # shown twice, the same: stored rows of either kind match
+)  # fmt: skip
+def test_a_url_shown_the_earlier_way_is_shown_as_its_real_url(url: str, shown_before: str) -> None:
+    """Rows stored with the earlier shown form (query values, userinfo and fragment as ``…``,
+    the path whole) are shown, and matched to their channel, as the real URL is."""
+    assert shown_url(shown_before) == shown_url(url)
+    assert "…[" in shown_url(url)
+
+
+def test_every_url_in_an_error_is_shown() -> None:
+    """A stored error names the webhook and where its redirect pointed (old rows: by the
+    earlier shown form, a path's token and all)."""
+    error = (
+        "webhook 'https://hooks.slack.com/services/T000/B000/XXXXXXXX' answered 302 (a redirect to"
+        " https://other.example/hook/SeCrEt?k=…): minewatch does not follow redirects"
+    )
+    assert shown_urls_in(error) == (
+        f"webhook 'https://hooks.slack.com/…[{fingerprint('/services/T000/B000/XXXXXXXX')}]' answered 302"
+        f" (a redirect to https://other.example/…[{fingerprint('/hook/SeCrEt?k')}]): minewatch does not"
+        " follow redirects"
+    )
+    assert shown_urls_in(shown_urls_in(error)) == shown_urls_in(error)

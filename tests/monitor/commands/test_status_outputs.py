@@ -16,6 +16,7 @@ from monitor.config import parse_config
 from monitor.influx.outbox import Outbox
 from monitor.journal.store import Store
 from monitor.notify.delivery import Deliveries
+from monitor.shown_url import shown_url
 from tests.support.notices import CONFIG
 from tests.support.servers import free_port
 from tests.support.webhook import Hook
@@ -76,7 +77,7 @@ def test_status_tells_failing_deliveries_and_the_influx_backlog(
     assert main(["status", "--config", str(path), "--format", "json", *at]) == 0
     printed = capsys.readouterr().out
     [status] = json.loads(printed)
-    shown = f"{hook.url}?token=…"
+    shown = shown_url(f"{hook.url}?token={SECRET}")
     [failure] = status["deliveries"].pop("failures")
     assert status["deliveries"] == {"pending": 2, "failing": 1, "undeliverable_24h": 0}
     assert failure["recipient"] == "Town clerk" and failure["target"] == shown

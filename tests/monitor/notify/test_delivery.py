@@ -32,6 +32,7 @@ from monitor.journal.store import Store
 from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.delivery import DELIVERED, PENDING, UNDELIVERABLE, Deliveries, DeliveryWorker, routes_for
 from monitor.notify.notices import NoticeBook
+from monitor.shown_url import shown_url
 from monitor.wire.network_loop import stop_network_loop
 from tests.support.notices import local, make_config, site_and_profile, store_findings, violation
 from tests.support.servers import Mosquitto, free_port, self_signed_cert
@@ -378,8 +379,9 @@ def test_a_redirect_is_a_failed_attempt_and_is_not_followed(tmp_path: Path, hook
         row = hook_row()
         assert (row["status"], row["attempts"]) == (PENDING, 1)  # retried as the policy says
         assert row["last_error"] == (
-            f"webhook {hook.url!r} answered 302 (a redirect to {elsewhere.url}/moved): minewatch does"
-            " not follow redirects; set the webhook url to the final address"
+            f"webhook {shown_url(hook.url)!r} answered 302 (a redirect to"
+            f" {shown_url(elsewhere.url + '/moved')}): minewatch does not follow redirects; set the"
+            " webhook url to the final address"
         )
         deliveries.deliver_due(T0 + timedelta(seconds=2))
         assert (hook_row()["status"], hook_row()["attempts"]) == (UNDELIVERABLE, 2)
@@ -728,7 +730,8 @@ def test_a_token_in_a_webhook_url_is_shown_nowhere_but_in_its_request(
         deliveries.deliver_due(T0 + timedelta(seconds=2))
         assert hook.paths == [f"/hook?token={secret}&site=quarry"] * 2  # the request has the real URL
         [row] = [r for r in deliveries.rows() if r["channel_type"] == "webhook"]
-        shown = f"{hook.url}?token=…&site=…"
+        shown = shown_url(town_url)  # scheme, host, port and a fingerprint of the rest
+        assert shown.startswith(f"http://127.0.0.1:{hook.port}/…[") and secret not in shown
         assert (row["status"], row["target"]) == (UNDELIVERABLE, shown)
         assert row["last_error"] == f"webhook {shown!r} answered HTTP 503 Service Unavailable"
 
@@ -788,11 +791,57 @@ def test_a_delivery_stored_with_its_real_url_is_shown_and_still_sent(tmp_path: P
     conn = connect(db)
     deliveries = Deliveries(conn, config)  # the store is opened by a newer minewatch
     [row] = [r for r in deliveries.rows() if r["channel_type"] == "webhook"]
-    assert row["target"] == f"{hook.url}?token=…"
-    assert row["last_error"] == f"webhook '{hook.url}?token=…' answered HTTP 503 Service Unavailable"
+    shown = shown_url(town_url)
+    assert row["target"] == shown and "SECRET" not in shown
+    assert row["last_error"] == f"webhook {shown!r} answered HTTP 503 Service Unavailable"
     deliveries.deliver_due(T0)
     assert deliveries.get(row["id"])["status"] == DELIVERED  # type: ignore[index]
     assert hook.paths == ["/hook?token=SECRET-old-row"]
+    conn.close()
+
+
+def test_deliveries_stored_with_a_token_in_the_shown_path_are_shown_anew_and_still_sent(
+    tmp_path: Path, hook: Hook
+) -> None:
+    """The earlier shown form kept a URL's path whole, a chat service's token and all
+    (``/services/T…/B…/SECRET``), in ``target`` and ``last_error`` (and a redirect's target in
+    the error). The migration shows both as monitor/shown_url.py shows them now, a row shown
+    the earlier way for a ``?token=`` URL too, and each row still finds its channel and is sent."""
+    db = tmp_path / "store.db"
+    path_url = f"http://127.0.0.1:{hook.port}/services/T000/B000/SECRET-in-path"
+    query_url = f"{hook.url}?token=SECRET-in-query"
+    config = config_for(db, path_url, operator_hook_url=query_url, max_attempts=5)
+    store = Store(db)
+    Deliveries(store.conn, config).enqueue(alert(audiences=("town", "operator")), T0)
+    store.conn.execute("UPDATE deliveries SET status = 'delivered' WHERE channel_type <> 'webhook'")
+    redirect_error = (
+        f"webhook {path_url!r} answered 302 (a redirect to http://elsewhere.example/hook/SECRET-moved):"
+        " minewatch does not follow redirects; set the webhook url to the final address"
+    )
+    for recipient, target, error in (
+        ("County inspector", path_url, redirect_error),  # the earlier shown form of path_url: itself
+        ("Acme operations", f"{hook.url}?token=…", f"webhook '{hook.url}?token=…' answered HTTP 503"),
+    ):
+        store.conn.execute(
+            "UPDATE deliveries SET target = ?, attempts = 1, last_error = ? WHERE recipient = ?",
+            (target, error, recipient),
+        )
+    store.conn.execute("DELETE FROM migrations WHERE name = 'deliveries-shown-fingerprints'")
+    store.close()
+
+    conn = connect(db)
+    deliveries = Deliveries(conn, config)  # the store is opened by a newer minewatch
+    rows = {r["recipient"]: r for r in deliveries.rows() if r["channel_type"] == "webhook"}
+    assert rows["County inspector"]["target"] == shown_url(path_url)
+    assert rows["County inspector"]["last_error"] == (
+        f"webhook {shown_url(path_url)!r} answered 302 (a redirect to"
+        f" {shown_url('http://elsewhere.example/hook/SECRET-moved')}): minewatch does not follow"
+        " redirects; set the webhook url to the final address"
+    )
+    assert rows["Acme operations"]["target"] == shown_url(query_url)
+    assert "SECRET" not in json.dumps([dict(r) for r in rows.values()])
+    assert deliveries.deliver_due(T0) == 2
+    assert sorted(hook.paths) == ["/hook?token=SECRET-in-query", "/services/T000/B000/SECRET-in-path"]
     conn.close()
 
 
