@@ -335,8 +335,9 @@ class Deliveries:
             return None
         candidates = [Route(recipient, i, c) for i, c in enumerate(recipient.channels)]
         # The same channel, even if channels were reordered in the configuration. A webhook's is
-        # matched by its shown URL: a row stored before URLs were shown holds the real one, and a
-        # token changed in the configuration still names the same channel.
+        # matched by its shown URL, the same for a row stored with the real URL or an earlier
+        # shown form; a ?token= changed in the configuration still names the same channel (a
+        # token in the path does not: the fingerprint is of the path).
         target = shown_target(row)
         for route in [*candidates[row["channel"] : row["channel"] + 1], *candidates]:
             if route.channel.type == row["channel_type"] and route.target == target:
