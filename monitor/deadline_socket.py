@@ -43,7 +43,6 @@ class Deadline:
     """A point in time (monotonic) that every operation of one conversation must finish by."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
         self.end = time.monotonic() + seconds
 
     def left(self) -> float:

@@ -46,6 +46,14 @@ def hanging_resolver(released: threading.Event) -> Any:
     return resolve
 
 
+def settled(given_up: int) -> None:
+    """Wait until the lookups given up on and still running are ``given_up``."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and deadline_socket._given_up != given_up:
+        time.sleep(0.01)
+    assert deadline_socket._given_up == given_up
+
+
 def test_a_webhook_whose_name_does_not_resolve_ends_at_the_deadline(
     monkeypatch: pytest.MonkeyPatch, released: threading.Event
 ) -> None:
@@ -67,6 +75,7 @@ def test_a_webhook_whose_name_does_not_resolve_ends_at_the_deadline(
 def test_lookups_given_up_on_are_bounded_in_number(released: threading.Event) -> None:
     """Each lookup given up on still runs in its thread until the resolver answers: past
     MAX_LOOKUPS of them, a connection fails at once instead of adding one more."""
+    settled(0)  # an earlier test's lookups, released at its end, have returned
     resolve = hanging_resolver(released)
     for _ in range(MAX_LOOKUPS):
         with pytest.raises(TimeoutError, match=r"the lookup of 'stuck\.example' did not finish"):
@@ -76,9 +85,7 @@ def test_lookups_given_up_on_are_bounded_in_number(released: threading.Event) ->
         deadline_socket.connect("stuck.example", 9, Deadline(5.0), resolver=resolve)
     assert time.monotonic() - started < 0.5
     released.set()  # the resolver answers: the threads end and lookups go on
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and deadline_socket._given_up:
-        time.sleep(0.01)
+    settled(0)
     listener = socket.create_server(("127.0.0.1", 0))
     try:
         sock = deadline_socket.connect("localhost", listener.getsockname()[1], Deadline(5.0))
