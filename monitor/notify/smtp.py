@@ -135,7 +135,9 @@ class _DeadlineSMTP(smtplib.SMTP):
 
     def starttls(self, *args: Any, context: ssl.SSLContext | None = None, **kwargs: Any) -> tuple[int, bytes]:
         tls = context or ssl.create_default_context()
-        return super().starttls(context=_DeadlineTLS(tls, self.deadline))  # type: ignore[arg-type]
+        # smtplib uses only the context's wrap_socket: a stand-in whose handshake keeps the deadline.
+        reply: tuple[int, bytes] = super().starttls(context=_DeadlineTLS(tls, self.deadline))  # type: ignore[call-overload]
+        return reply
 
 
 class _DeadlineTLS:
