@@ -91,6 +91,10 @@ _BATCH = 100
 # an e-mail's by the server's answers, a notice's PDF rendered first), short enough that a
 # sender that died mid-send delays its rows by minutes, not until a restart.
 CLAIM_S = 300.0
+# An attempt's timeout_s bounds the whole request, so a large one (a report's PDF, 8 MiB of
+# attachments) gets more time: as long as it takes at 256 kbit/s, a slow site uplink. 8 MiB
+# then takes 256 s more, still within a claim.
+SLOWEST_UPLINK_BYTES_S = 32 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,7 +436,7 @@ class Deliveries:
         }
         if route.channel.secret:
             headers[SIGNATURE_HEADER] = signature(route.channel.secret.value, body)
-        webhook.post(url, body, headers, timeout_s=self.timeout_s, ssl_context=self.ssl_context)
+        webhook.post(url, body, headers, timeout_s=self._attempt_s(len(body)), ssl_context=self.ssl_context)
 
     # ------------------------------------------------------------------ e-mail
 
@@ -508,7 +512,12 @@ class Deliveries:
         self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any], context: _SendContext
     ) -> None:
         message = self._email_message(route, row["id"], alert, context)
-        smtp.send(message, route.channel, timeout_s=self.timeout_s, ssl_context=self.ssl_context)
+        size = len(message.as_bytes())
+        smtp.send(message, route.channel, timeout_s=self._attempt_s(size), ssl_context=self.ssl_context)
+
+    def _attempt_s(self, size: int) -> float:
+        """How long one attempt to send ``size`` bytes may take in all (SLOWEST_UPLINK_BYTES_S)."""
+        return self.timeout_s + size / SLOWEST_UPLINK_BYTES_S
 
     # ------------------------------------------------------------------ giving up
 

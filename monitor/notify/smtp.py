@@ -86,7 +86,8 @@ def send(
         # smtplib turns a timeout into "Connection unexpectedly closed" or "Server not connected".
         if isinstance(exc, TimeoutError) or deadline.passed():
             raise OutputError(
-                f"SMTP {where} did not finish within {timeout_s:g} s (the whole conversation)", retryable=True
+                f"SMTP {where} did not finish within {timeout_s:.3g} s (the whole conversation)",
+                retryable=True,
             ) from None
         raise OutputError(f"SMTP {where} failed: {exc}", retryable=True) from None
 

@@ -48,7 +48,7 @@ def post(
         raise OutputError(f"webhook {shown!r}: the port is not a number", retryable=False) from None
     except TimeoutError:
         raise OutputError(
-            f"webhook {shown!r} did not answer within {timeout_s:g} s (the whole request)", retryable=True
+            f"webhook {shown!r} did not answer within {timeout_s:.3g} s (the whole request)", retryable=True
         ) from None
     except http.client.HTTPException as exc:
         raise OutputError(

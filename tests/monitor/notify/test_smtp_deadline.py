@@ -3,6 +3,7 @@ peer on a free port: an SMTP server that answers every command, each reply a byt
 
 from __future__ import annotations
 
+import re
 import socket
 import sqlite3
 import threading
@@ -10,7 +11,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from monitor.notify.delivery import DELIVERED, PENDING, Deliveries
+import pytest
+
+from monitor.notify.delivery import CLAIM_S, DELIVERED, PENDING, Deliveries
 from tests.support.notices import make_config
 
 T0 = datetime(2026, 6, 15, 16, 40, tzinfo=UTC)
@@ -124,9 +127,11 @@ def test_an_smtp_server_trickling_its_replies_is_given_one_deadline_for_the_conv
         delivered, took, row = send_once(tmp_path / "store.db", server.port, timeout_s=1.0)
         assert delivered == 0 and took < 2.0
         assert (row["status"], row["attempts"]) == (PENDING, 1)
-        assert row["last_error"] == (
-            f"SMTP 127.0.0.1:{server.port} did not finish within 1 s (the whole conversation)"
-        )
+        # 1 s and the message's size at 256 kbit/s (a short alert: hundredths of a second).
+        assert re.fullmatch(
+            rf"SMTP 127\.0\.0\.1:{server.port} did not finish within 1\.\d+ s \(the whole conversation\)",
+            row["last_error"],
+        ), row["last_error"]
         assert server.messages == 0
     finally:
         server.stop()
@@ -140,3 +145,16 @@ def test_an_smtp_server_answering_within_the_deadline_takes_the_message(tmp_path
         assert (delivered, row["status"], server.messages) == (1, DELIVERED, 1)
     finally:
         server.stop()
+
+
+def test_a_larger_delivery_is_given_the_time_its_size_takes_on_a_slow_uplink(tmp_path: Path) -> None:
+    """The whole-request bound would cut off a month's report (a PDF of megabytes) on a site's
+    slow uplink for ever: each attempt gets its size's time at 256 kbit/s beyond timeout_s."""
+    conn = sqlite3.connect(str(tmp_path / "store.db"), isolation_level=None, timeout=30)
+    try:
+        deliveries = Deliveries(conn, make_config(tmp_path / "store.db", mail_config(25)), timeout_s=15.0)
+        assert deliveries._attempt_s(0) == 15.0
+        assert deliveries._attempt_s(1_000_000) == pytest.approx(15.0 + 1_000_000 / 32_768)
+        assert deliveries._attempt_s(8 * 1024 * 1024) < CLAIM_S  # within one claim of the row
+    finally:
+        conn.close()
