@@ -26,12 +26,17 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from monitor.commands.numbers import number
 from monitor.config import BrokerConfig, SiteConfig, load_config
 from monitor.errors import DecodeError, UsageError
 from monitor.named_file import NamedFileError, read_named_text
 from monitor.shown_text import one_line
+
+if TYPE_CHECKING:  # paho loads with the command's work, not with the CLI
+    from paho.mqtt.properties import Properties
+    from paho.mqtt.reasoncodes import ReasonCode
 
 DEFAULT_SECONDS = 30.0
 MAX_SECONDS = 86_400.0
@@ -180,7 +185,9 @@ def listen(broker: BrokerConfig, username: str | None, password: str | None, sec
             c.subscribe(everything, qos=0)
         connected.set()
 
-    def on_subscribe(c: mqtt.Client, u: object, mid: int, reasons: list[object], p: object) -> None:
+    def on_subscribe(
+        c: mqtt.Client, u: object, mid: int, reasons: list[ReasonCode], p: Properties | None
+    ) -> None:
         refused = [str(r) for r in reasons if getattr(r, "is_failure", False)]
         if refused:
             answers["subscribe"] = ", ".join(refused)

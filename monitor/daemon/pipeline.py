@@ -1014,8 +1014,8 @@ def run(
     outages = StoreOutage(stop, remake, told=told)
     try:
         pipeline = remake()
-    except StoreUnwritable as outage:  # a full disk at the start: wait, as for one later
-        started = outages.wait(outage, 0)
+    except StoreUnwritable as at_start:  # a full disk at the start: wait, as for one later
+        started = outages.wait(at_start, 0)
         if started is None:
             store.close()
             return 0

@@ -130,7 +130,9 @@ class TimeScope:
             " reports); the others are in chain.csv as their digests alone",
         }
 
-    def shows(self, conn: sqlite3.Connection, site: str, kind: str, row: Mapping[str, Any]) -> bool:
+    def shows(
+        self, conn: sqlite3.Connection, site: str, kind: str, row: Mapping[str, Any] | sqlite3.Row
+    ) -> bool:
         """Whether a stored row of ``kind`` (a key of SCOPED_RECORDS; others: True) is shown."""
         columns = SCOPED_RECORDS.get(kind)
         if columns is None:

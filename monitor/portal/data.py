@@ -1061,22 +1061,24 @@ class Portal:
             if f["kind"] == FindingKind.UNREPORTED_BLAST.value
         ]
         days = []
-        day = period.local(start).date()
-        while _day_start(day, tz) < end:
-            set_at = sunset(site.context(), day)
+        each_day = period.local(start).date()
+        while _day_start(each_day, tz) < end:
+            set_at = sunset(site.context(), each_day)
             days.append(
                 {
-                    "date": day.isoformat(),
+                    "date": each_day.isoformat(),
                     "blast_window": {
                         "start": format_ts(
-                            datetime.combine(day, dtime.fromisoformat(window.window_start), tz)
+                            datetime.combine(each_day, dtime.fromisoformat(window.window_start), tz)
                         ),
-                        "end": format_ts(datetime.combine(day, dtime.fromisoformat(window.window_end), tz)),
+                        "end": format_ts(
+                            datetime.combine(each_day, dtime.fromisoformat(window.window_end), tz)
+                        ),
                     },
                     "sunset": format_ts(set_at.at) if set_at.at is not None else None,
                 }
             )
-            day += timedelta(days=1)
+            each_day += timedelta(days=1)
         counts = self._counts.sensor_counts(conn, site.id, start_us, end_us)
         return {
             "site": site.id,
