@@ -86,7 +86,8 @@ class Stats:
     """What was generated, for the summary at the end."""
 
     by_sensor: Counter[tuple[str, str]] = field(default_factory=Counter)  # (sensor, kind) -> count
-    events: list[str] = field(default_factory=list)
+    # Operator events and what happened: (publish time, line); None for a line about the whole run.
+    events: list[tuple[datetime | None, str]] = field(default_factory=list)
     after_end: int = 0  # operator events the scenario has after the window's end: not published
     first: datetime | None = None
     last: datetime | None = None
@@ -308,7 +309,7 @@ class Simulation:
             sent = _epoch(first) + wave.duration_s + 1.0
             for i, message in enumerate(messages):
                 yield sent + i * 0.001, message
-            self.stats.events.append(f"seismograph {sensor.id} event of blast {f['blast_id']}")
+            self.stats.events.append((_utc(sent), f"seismograph {sensor.id} event of blast {f['blast_id']}"))
 
     def _operator_events(self) -> Iterator[tuple[float, Message]]:
         site = self.site.id
@@ -367,7 +368,9 @@ class Simulation:
                     site, f"truck-{f['gate']}-{int(ts.timestamp())}", ts, f["gate"], f["direction"]
                 )
                 text = f"truck at {f['gate']} {f['ts']:%H:%M:%S}"
-            self.stats.events.append(f"{event.publish_at.astimezone(local):%Y-%m-%d %H:%M:%S} {text}")
+            self.stats.events.append(
+                (event.publish_at, f"{event.publish_at.astimezone(local):%Y-%m-%d %H:%M:%S} {text}")
+            )
             yield _epoch(event.publish_at), record
         for p in self.trucks:
             if p.report:
@@ -379,7 +382,7 @@ class Simulation:
         if self.trucks:
             gates = Counter(p.gate for p in self.trucks)
             self.stats.events.append(
-                "truck passes: " + ", ".join(f"{n} at {g}" for g, n in sorted(gates.items()))
+                (None, "truck passes: " + ", ".join(f"{n} at {g}" for g, n in sorted(gates.items())))
             )
 
     # ------------------------------------------------------------------ one chunk

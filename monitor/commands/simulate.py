@@ -170,10 +170,8 @@ def _publish(
     start = simulation.scenario.start
     wall0 = time.monotonic()
     next_report = start + timedelta(hours=1)
+    interrupted: datetime | None = None
     for at, record in simulation.messages():
-        if stop.is_set():
-            log.warning("Interrupted at %s local", f"{at.astimezone(start.tzinfo):%H:%M:%S}")
-            break
         if speed:
             until = wall0 + (at - start).total_seconds() / speed
             while (left := until - time.monotonic()) > 0 and not stop.is_set():
@@ -188,15 +186,22 @@ def _publish(
             next_report += timedelta(hours=1)
         topic, payload = encode(record, keys.get(getattr(record, "sensor", "")), prefix)
         link.send_bounded(topic, payload, max_backlog=2 * args.window)
+        if stop.is_set():  # after sending: every message counted was handed to the link
+            interrupted = at
+            log.warning("Interrupted at %s local", f"{at.astimezone(start.tzinfo):%H:%M:%S}")
+            break
     drained = link.close(drain_timeout=120.0)
     elapsed = time.monotonic() - wall0
-    _summary(simulation, site, elapsed, dry_run=False)
+    _summary(simulation, site, elapsed, dry_run=False, interrupted=interrupted)
     if not drained:
         return _fail(f"{len(link.queue)} messages could not be delivered to the broker", 1)
     return 0 if not stop.is_set() else 130
 
 
-def _summary(simulation: object, site: SiteConfig, elapsed: float, dry_run: bool) -> None:
+def _summary(
+    simulation: object, site: SiteConfig, elapsed: float, dry_run: bool, interrupted: datetime | None = None
+) -> None:
+    """What was generated or published; once interrupted, only what was, up to where it stopped."""
     from sensors.simulate import Simulation
 
     assert isinstance(simulation, Simulation)
@@ -204,9 +209,13 @@ def _summary(simulation: object, site: SiteConfig, elapsed: float, dry_run: bool
     scenario = simulation.scenario
     out = sys.stdout
     verb = "Generated (dry run)" if dry_run else f"Published in {elapsed:.0f} s"
+    end = f"{scenario.end:%Y-%m-%d %H:%M}"
+    if interrupted is not None:
+        verb = f"Interrupted after {elapsed:.0f} s; published"
+        end = f"{interrupted.astimezone(scenario.start.tzinfo):%Y-%m-%d %H:%M:%S}, where it stopped"
     print(
         f"{verb}: {stats.total} messages for site {site.id}, scenario {scenario.name} "
-        f"({scenario.start:%Y-%m-%d %H:%M} to {scenario.end:%Y-%m-%d %H:%M} {scenario.start.tzname()})",
+        f"({scenario.start:%Y-%m-%d %H:%M} to {end} {scenario.start.tzname()})",
         file=out,
     )
     per_sensor: dict[str, Counter[str]] = {}
@@ -214,10 +223,15 @@ def _summary(simulation: object, site: SiteConfig, elapsed: float, dry_run: bool
         per_sensor.setdefault(sensor, Counter())[kind] = n
     for sensor, kinds in per_sensor.items():
         print(f"  {sensor:10s} " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items())), file=out)
-    print("Operator events and what happened:", file=out)
-    for line in stats.events:
+    if interrupted is None:
+        print("Operator events and what happened:", file=out)
+        lines = [line for _, line in stats.events]
+    else:  # the lines about the whole run would count what was never sent
+        print("Operator events published before the interruption:", file=out)
+        lines = [line for at, line in stats.events if at is not None and at <= interrupted]
+    for line in lines:
         print(f"  {line}", file=out)
-    if stats.after_end:
+    if stats.after_end and interrupted is None:
         print(
             f"  {stats.after_end} event(s) of the scenario after its end, not published (--duration)",
             file=out,

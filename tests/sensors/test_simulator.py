@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -126,3 +128,38 @@ def test_a_shorter_duration_publishes_only_the_events_in_its_window(tmp_path: Pa
     assert "blast b-" not in events and "seismograph" not in events, events
     assert "event(s) of the scenario after its end, not published (--duration)" in events
     assert not re.search(r"\d+ Blast\b", result.stdout.split("Operator events")[0])  # nor counted as sent
+
+
+def test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """Ctrl-C printed "Published ...: N messages ... (06:00 to 17:20)" and listed every operator
+    event of the day (blasts, trucks), none of which after the stop had been sent."""
+    config = site_config(tmp_path, mosquitto.url)
+    argv = ["simulate", "--config", str(config), "--scenario", "dovre-short", "--speed", "60"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "monitor.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(6.0)  # connected, and a few minutes of the scenario sent at 60 x
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=150)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    head, *rest = out.splitlines()
+    stopped = re.search(
+        r"published: (\d+) messages .* to (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d), where it stopped", head
+    )
+    assert head.startswith("Interrupted after ") and stopped, out
+    per_sensor = rest[: rest.index("Operator events published before the interruption:")]
+    counted = sum(int(n) for line in per_sensor for n in re.findall(r"(\d+) \w+", line.split(maxsplit=1)[1]))
+    assert counted == int(stopped.group(1)) > 0
+    said = out.split("Operator events published before the interruption:")[1]
+    times = re.findall(r"^  (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", said, flags=re.M)
+    assert all(t <= stopped.group(2) for t in times), (times, stopped.group(2))
+    assert "truck passes:" not in said and "16:10" not in said  # the day's last blast was never sent
