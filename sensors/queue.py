@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from monitor.claims import QueueClaim
 from monitor.failing_rounds import FailingRounds
 from monitor.sqlite_files import refuses_writes, someone_elses
 
@@ -181,30 +182,19 @@ class _Held:
 class ForwardQueue:
     """A bounded FIFO of (topic, payload) on SQLite; ``path=":memory:"`` for a throwaway one."""
 
-    def __init__(self, path: str | Path, bounds: QueueBounds = QueueBounds()) -> None:
+    def __init__(
+        self, path: str | Path, bounds: QueueBounds = QueueBounds(), claim: QueueClaim | None = None
+    ) -> None:
+        """``claim``: this process's claim on the file (claims.claim_queue), taken before it is
+        opened; the queue marks the file as a sensor's once it has read it as a queue, holds the
+        claim from then on, and releases it when it closes."""
         self.path = str(path)
         self.bounds = bounds
+        self.claim = claim
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, isolation_level=None)
-        # Before anything writes: another program's database named by mistake is left as it is.
-        foreign = someone_elses(self.conn, ("messages",))
-        if foreign is not None:
-            self.conn.close()
-            raise ValueError(f"{foreign}, not a sensor's queue; name a new file for the queue")
-        # WAL + NORMAL: a message survives a process crash once put() returns; a power cut
-        # may lose the last fraction of a second, which the sensor's own clock gap shows.
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
-        self.conn.executescript(_SCHEMA)
-        row = self.conn.execute("SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(MAX(id), 0) FROM messages")
-        count, size, top = row.fetchone()
-        self._count, self._bytes = int(count), int(size)
-        seq = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
-        # Ids are given as messages are put, before the disk takes them: what waits in memory is
-        # sent with the id it will have on disk. AUTOINCREMENT: never one a dropped message had.
-        self._next_id = max(int(top), int(seq[0]) if seq else 0) + 1
+        self._next_id = 1
+        self._open()
         self._held: dict[int, _Held] = {}  # the disk refused them, oldest first
         self._held_bytes = 0
         self._held_drops = 0  # dropped from memory, not yet reported
@@ -217,6 +207,35 @@ class ForwardQueue:
         self._refusals = FailingRounds(log, f"Writing the queue {self.path}")
         self._delete_refusals = FailingRounds(log, f"Deleting acknowledged messages from {self.path}")
         self.lost_at_close = 0  # what waited in memory when it closed
+
+    def _open(self) -> None:
+        """Connect to the file at the queue's path and read what it holds."""
+        self.conn = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            # Before anything writes: another program's database named by mistake is left as it is.
+            foreign = someone_elses(self.conn, ("messages",))
+            if foreign is not None:
+                raise ValueError(f"{foreign}, not a sensor's queue; name a new file for the queue")
+            # WAL + NORMAL: a message survives a process crash once put() returns; a power cut
+            # may lose the last fraction of a second, which the sensor's own clock gap shows.
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
+            self.conn.executescript(_SCHEMA)
+            row = self.conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(MAX(id), 0) FROM messages"
+            )
+            count, size, top = row.fetchone()
+            seq = self.conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+        except BaseException:
+            self.conn.close()
+            raise
+        if self.claim is not None:
+            self.claim.mark_used()
+        self._count, self._bytes = int(count), int(size)
+        # Ids are given as messages are put, before the disk takes them: what waits in memory is
+        # sent with the id it will have on disk. AUTOINCREMENT: never one a dropped message had.
+        self._next_id = max(self._next_id, int(top) + 1, (int(seq[0]) if seq else 0) + 1)
 
     # ------------------------------------------------------------------ writing
 
@@ -500,6 +519,8 @@ class ForwardQueue:
             self._held.clear()  # len() now counts what is left on disk
             self._held_bytes = 0
         self.conn.close()
+        if self.claim is not None:
+            self.claim.release()  # after the connection: closing the claim's file drops its locks
 
 
 def damaged(exc: BaseException) -> bool:

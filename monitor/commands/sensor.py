@@ -297,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
             return _fail(args.kind, str(exc))
         return _fail(args.kind, f"--calibrate {args.calibrate}: {exc}")
 
-    from monitor.claims import Claims, QueueTaken, claim_queue
+    from monitor.claims import QueueClaim, QueueTaken, claim_queue
     from sensors.link import Link
     from sensors.publisher import Publisher
     from sensors.queue import ForwardQueue, QueueBounds, damaged, set_aside
@@ -309,20 +309,20 @@ def run(args: argparse.Namespace) -> int:
         return _fail(args.kind, f"--queue {queue_path}: {blocking} is a file, not a folder")
     if queue_path.is_dir():
         return _fail(args.kind, f"--queue {queue_path}: is a folder; give the queue's file name")
-    # The queue first, then its claim: a --queue that is no queue leaves no claim file beside it.
-    claim: Claims | None = None
+    # The claim first (on the file, whatever names it), then the queue: a second sensor given
+    # another name of a file one sends from must not open it (SQLite would keep a second WAL).
+    claim: QueueClaim | None = None
     try:
         bounds = QueueBounds(args.queue_max_messages, int(args.queue_max_mb * 1024 * 1024))
+        claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
         try:
-            forward = ForwardQueue(queue_path, bounds)
+            forward = ForwardQueue(queue_path, bounds, claim)
         except sqlite3.DatabaseError as exc:
             # A queue a power cut damaged must not stop the sensor for good (under systemd it
-            # would restart and fail for ever, measuring nothing): it is set aside, claimed first
-            # so that no running sensor's file is moved. A file no sensor has used (no claim
-            # file beside it) is someone else's, and left as it is.
+            # would restart and fail for ever, measuring nothing): it is set aside. A file no
+            # sensor has used (no <queue>-owner beside it) is someone else's, and left as it is.
             if not damaged(exc) or not Path(f"{queue_path}-owner").exists():
                 raise
-            claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
             aside = set_aside(queue_path)
             log.error(
                 "The queue %s is damaged (%s): moved to %s, and what it held that was not sent yet"
@@ -331,20 +331,17 @@ def run(args: argparse.Namespace) -> int:
                 exc,
                 aside,
             )
-            forward = ForwardQueue(queue_path, bounds)
+            claim = claim.renew()
+            forward = ForwardQueue(queue_path, bounds, claim)
     except QueueTaken as exc:
+        if claim is not None:
+            claim.release()
         return _fail(args.kind, str(exc))
     except (ValueError, OSError, sqlite3.Error) as exc:
         if claim is not None:
             claim.release()
         remedy = "; name a new file for the queue" if damaged(exc) else ""
         return _fail(args.kind, f"--queue {queue_path}: {exc}{remedy}")
-    if claim is None:
-        try:
-            claim = claim_queue(str(queue_path))  # QueueTaken: one line, exit 2
-        except QueueTaken as exc:
-            forward.close()
-            return _fail(args.kind, str(exc))
     # A refused login (bad password) stops the run: no retry can fix it (exit status 3).
     link = Link(
         config.broker,
@@ -375,9 +372,8 @@ def run(args: argparse.Namespace) -> int:
             _run_light(args, site, sensor, source, publisher, link, speed, stop)
     finally:
         drained = link.close(args.drain_timeout)
-        forward.close()  # (what the disk refused to the end is lost, and logged)
+        forward.close()  # (what the disk refused to the end is lost, and logged); its claim let go
         left = len(forward)
-        claim.release()
         lost = {
             "waited in memory while the disk refused them": forward.lost_from_memory + forward.lost_at_close,
             "dropped beyond the queue's bounds": forward.dropped_from_disk,

@@ -154,3 +154,45 @@ def test_a_filesystem_without_record_locks_is_said_so_not_taken_for_a_claim(
     store = str(tmp_path / "store.db")
     with pytest.raises(StoreError, match=r"^cannot lock '.*store\.db-sites': No locks available$"):
         claim_sites(store, ["quarry"])
+
+
+@pytest.mark.parametrize("alias", ["hard link", "symlink"])
+def test_a_second_sensor_given_another_name_of_the_queue_file_is_refused_naming_both(
+    tmp_path: Path, mosquitto: Mosquitto, alias: str
+) -> None:
+    """The claim was keyed on the path (a lock on ``<queue>-owner``): a second sensor given a hard
+    link or a symlink to the file the first sends from claimed ``<other name>-owner``, opened the
+    file under another name (a second WAL beside it) and sent it all again. It is refused
+    before it opens the file, in one line naming both names, and the first runs on."""
+    config = write_config(tmp_path / "minewatch.toml", mosquitto.url)
+    queue = tmp_path / "n1.queue.db"
+    other_folder = tmp_path / "other"
+    other_folder.mkdir()
+    other = other_folder / "n1-again.queue.db"
+    argv = [sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)]
+    argv += ["--sensor", "n1", "--source", "synthetic"]
+    log = tmp_path / "first.log"
+    with log.open("wb") as out:
+        first = subprocess.Popen([*argv, "--queue", str(queue)], stdout=out, stderr=out)
+        try:
+            assert wait_until(lambda: "Connected" in log.read_text(errors="replace"), 30)
+            if alias == "hard link":
+                other.hardlink_to(queue)
+            else:
+                other.symlink_to(queue)
+            # (Let in, it would stop after two seconds of input rather than run on.)
+            again = [*argv, "--queue", str(other), "--duration", "2", "--speed", "max"]
+            second = subprocess.run(again, capture_output=True, text=True, timeout=60)
+            assert second.returncode == 2, second.stderr
+            assert second.stderr.strip().splitlines() == [
+                f"minewatch sensor sound: --queue {other}: is the file {queue}, which another"
+                " minewatch sensor sends from (one file, two names): stop that one first, or give"
+                " this one its own --queue"
+            ]
+            # It never opened the file: no WAL, no reserve, no marker under its name.
+            assert sorted(p.name for p in other_folder.iterdir()) == [other.name]
+            assert first.poll() is None
+        finally:
+            first.terminate()
+            assert first.wait(30) == 0
+    assert "sends from" not in log.read_text(errors="replace")

@@ -35,8 +35,7 @@ def _sensor(tmp_path: Path, queue: Path) -> subprocess.CompletedProcess[str]:
 
 def _used_queue(path: Path) -> None:
     """A queue a sensor has used: messages in it, its claim file beside it."""
-    claim_queue(str(path)).release()
-    q = ForwardQueue(path)
+    q = ForwardQueue(path, claim=claim_queue(str(path)))
     for i in range(50):
         q.put("minewatch/dovre-quarry/sensors/n1/status", f'{{"n": {i}}}'.encode() * 40)
     q.close()
