@@ -39,15 +39,17 @@ import logging
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from monitor.claims import QueueClaim
 from monitor.failing_rounds import FailingRounds
 from monitor.sqlite_files import refuses_writes, someone_elses
 
 log = logging.getLogger("minewatch.sensors.queue")
+_T = TypeVar("_T")
 
 # What waits in memory while the disk refuses writes: hours of levels, seconds of raw audio.
 HELD_MAX_MESSAGES = 100_000
@@ -200,6 +202,7 @@ class ForwardQueue:
         self._held_drops = 0  # dropped from memory, not yet reported
         self.lost_from_memory = 0  # dropped from memory in this run
         self.dropped_from_disk = 0  # dropped from the file beyond its bounds in this run
+        self.lost_to_damage = 0  # queued in a file found damaged in this run (set aside)
         self._undeleted: list[int] = []  # acknowledged, still on disk
         self._reserve = None if self.path == ":memory:" else _Reserve(self.path + "-reserve", RESERVE_BYTES)
         if self._reserve is not None:
@@ -234,8 +237,43 @@ class ForwardQueue:
             self.claim.mark_used()
         self._count, self._bytes = int(count), int(size)
         # Ids are given as messages are put, before the disk takes them: what waits in memory is
-        # sent with the id it will have on disk. AUTOINCREMENT: never one a dropped message had.
+        # sent with the id it will have on disk. AUTOINCREMENT: never one a dropped message had;
+        # after a damaged file, never one it had (the link sends only ids past those it sent).
         self._next_id = max(self._next_id, int(top) + 1, (int(seq[0]) if seq else 0) + 1)
+
+    def _survive_damage(self, step: Callable[[], _T]) -> _T:
+        """``step`` run; if it finds the file damaged (the disk returned garbage, the file was
+        overwritten or cut short), the file is set aside as at the sensor's start, a new one
+        started, and ``step`` run once more on it. What waits in memory stays there."""
+        try:
+            return step()
+        except sqlite3.DatabaseError as exc:
+            if not damaged(exc) or self.path == ":memory:":
+                raise
+            self._start_over(exc)
+        return step()
+
+    def _start_over(self, exc: sqlite3.DatabaseError) -> None:
+        lost = self._count
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()  # before its claim goes (the claim's file holds SQLite's locks)
+        aside = set_aside(Path(self.path))
+        if self.claim is not None:
+            self.claim = self.claim.renew()
+        self._count = self._bytes = 0
+        self._undeleted.clear()  # acknowledged rows of the damaged file: nothing left to delete
+        self.lost_to_damage += lost
+        self._open()
+        log.error(
+            "The queue %s is damaged (%s): moved to %s with the %d message(s) queued in it, which"
+            " are not sent from it (those already handed to the broker may still arrive); %d"
+            " waiting in memory are kept; going on with a new queue",
+            self.path,
+            exc,
+            aside,
+            lost,
+            len(self._held),
+        )
 
     # ------------------------------------------------------------------ writing
 
@@ -247,7 +285,7 @@ class ForwardQueue:
         held = _Held(topic, payload, qos, time.time())
         self._held[msg_id] = held
         self._held_bytes += held.size
-        self._settle()
+        self._survive_damage(self._settle)
         self._bound_held()
         return msg_id
 
@@ -328,7 +366,9 @@ class ForwardQueue:
         """Room in the queue's file that no message holds (what acknowledged messages left)."""
         try:
             pages = int(self.conn.execute("PRAGMA freelist_count").fetchone()[0])
-        except sqlite3.Error:
+        except sqlite3.Error as exc:
+            if damaged(exc):
+                raise
             return 0
         return pages * self._page_size()
 
@@ -398,7 +438,7 @@ class ForwardQueue:
                 self._undeleted.append(msg_id)
             else:  # sent from memory: it never needs the disk
                 self._held_bytes -= held.size
-        self._settle()
+        self._survive_damage(self._settle)
 
     def _delete_undeleted(self) -> bool:
         """Delete the acknowledged messages still on disk; whether all are gone. A refusal is met
@@ -452,10 +492,15 @@ class ForwardQueue:
     def next_batch(self, after_id: int, limit: int) -> list[Queued]:
         """Up to ``limit`` messages with id > ``after_id``, oldest first: those on disk, then those
         waiting in memory (all newer), so that a disk that refuses writes delays nothing."""
-        rows = self.conn.execute(
-            "SELECT id, topic, payload, qos FROM messages WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
-        )
-        out = [Queued(int(r[0]), str(r[1]), bytes(r[2]), int(r[3])) for r in rows]
+
+        def on_disk() -> list[Queued]:
+            rows = self.conn.execute(
+                "SELECT id, topic, payload, qos FROM messages WHERE id > ? ORDER BY id LIMIT ?",
+                (after_id, limit),
+            )
+            return [Queued(int(r[0]), str(r[1]), bytes(r[2]), int(r[3])) for r in rows]
+
+        out = self._survive_damage(on_disk)
         for msg_id, held in self._held.items():
             if len(out) >= limit:
                 break
@@ -482,26 +527,32 @@ class ForwardQueue:
         return self._bytes + self._held_bytes
 
     def dropped_total(self) -> int:
-        row = self.conn.execute("SELECT COALESCE(SUM(count), 0) FROM drops").fetchone()
-        return int(row[0]) + self._held_drops
+        def on_disk() -> int:
+            return int(self.conn.execute("SELECT COALESCE(SUM(count), 0) FROM drops").fetchone()[0])
+
+        return self._survive_damage(on_disk) + self._held_drops
 
     def take_unreported_drops(self) -> int:
         """Messages dropped since the last call (for the next status heartbeat); marks them reported."""
         held, self._held_drops = self._held_drops, 0
-        try:
+
+        def mark_reported() -> int:
             with self.conn:
                 self.conn.execute("BEGIN")
                 unreported = "SELECT COALESCE(SUM(count), 0) FROM drops WHERE reported = 0"
                 row = self.conn.execute(unreported).fetchone()
                 self.conn.execute("UPDATE drops SET reported = 1 WHERE reported = 0")
+            return int(row[0])
+
+        try:
+            return self._survive_damage(mark_reported) + held
         except sqlite3.Error as exc:  # those on disk are reported once it takes the mark
             if refuses_writes(exc) is None:
                 raise
             return held
-        return int(row[0]) + held
 
     def close(self) -> None:
-        self._settle()  # a last try; what the disk still refuses is lost with the process
+        self._survive_damage(self._settle)  # a last try; what the disk still refuses is lost
         if self._undeleted:
             log.error(
                 "%d acknowledged message(s) stay in %s: the disk refused to delete them; the next"

@@ -377,6 +377,7 @@ def run(args: argparse.Namespace) -> int:
         lost = {
             "waited in memory while the disk refused them": forward.lost_from_memory + forward.lost_at_close,
             "dropped beyond the queue's bounds": forward.dropped_from_disk,
+            "left in a damaged queue file, set aside": forward.lost_to_damage,
             "refused by the broker": link.refused,
             "too large for any message": publisher.oversized,
         }

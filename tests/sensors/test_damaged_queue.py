@@ -1,9 +1,15 @@
 """A queue file a power cut damaged (an SD card's): the sensor sets it aside under a new name,
 says where and that what it held is not sent, and measures on with a new queue, rather than
-exiting with 2 for ever under systemd's Restart. A file no sensor has used is left alone."""
+exiting with 2 for ever under systemd's Restart. A file no sensor has used is left alone.
+A file found damaged while the sensor runs is set aside the same way, and it goes on."""
 
 from __future__ import annotations
 
+import logging
+import os
+import random
+import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -11,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.claims import claim_queue
-from sensors.queue import ForwardQueue
-from tests.support.sensors import site_config
-from tests.support.servers import free_port
+from monitor.claims import QueueTaken, claim_queue
+from sensors.queue import ForwardQueue, QueueBounds
+from tests.support.sensors import Subscriber, site_config, wait_for
+from tests.support.servers import Mosquitto, free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -82,3 +88,137 @@ def test_a_file_no_sensor_used_is_left_alone(tmp_path: Path) -> None:
     )
     assert queue.read_bytes() == b"not a queue at all\n" * 300
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db", "site.toml"]
+
+
+# More than SQLite's page cache (2 MB): its pages are read from the disk again, as on a sensor
+# whose queue grew through an outage, so damage under the running queue is met.
+BIG_QUEUE = 8000
+TOPIC = "minewatch/dovre-quarry/sensors/n1/backlog"
+
+
+def _fill(q: ForwardQueue, n: int = BIG_QUEUE) -> None:
+    rng = random.Random(7)
+    for _ in range(n):
+        q.put(TOPIC, rng.randbytes(500))
+
+
+DAMAGES: dict[str, Callable[[Path], None]] = {
+    # The disk returns garbage past the first pages.
+    "garbage": lambda p: p.write_bytes(
+        p.read_bytes()[:8192] + random.Random(1).randbytes(p.stat().st_size - 8192)
+    ),
+    "truncated": lambda p: os.truncate(p, 8192),
+    # Another program wrote over it (the same file, other bytes).
+    "overwritten": lambda p: p.write_bytes(b"notes\n" * 200_000),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_queue_damaged_while_running_is_set_aside_and_what_waits_in_memory_is_kept(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    """It raised 'database disk image is malformed' from every next_batch, for ever."""
+    path = tmp_path / "n1.queue.db"
+    q = ForwardQueue(path, claim=claim_queue(str(path)))
+    _fill(q)
+    # The disk refuses writes for a moment (SQLite's own page limit: a real SQLITE_FULL): three
+    # messages wait in memory with the ids they will have.
+    q.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    q.conn.execute(f"PRAGMA max_page_count = {q.conn.execute('PRAGMA page_count').fetchone()[0]}")
+    waiting = [q.put(TOPIC, f"waiting {i}".encode() * 300) for i in range(3)]
+    assert q.held == 3 and waiting == [BIG_QUEUE + 1, BIG_QUEUE + 2, BIG_QUEUE + 3]
+    DAMAGES[damage](path)
+    damaged_bytes = path.read_bytes()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="minewatch.sensors.queue"):
+        batch = q.next_batch(0, 100)
+    assert [m.id for m in batch] == waiting  # from memory; the damaged file's are gone
+    aside = [p for p in tmp_path.glob("n1.queue.db.damaged-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert len(aside) == 1 and aside[0].read_bytes() == damaged_bytes  # kept as it was
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1, said
+    assert said[0].startswith(f"The queue {path} is damaged (") and f"moved to {aside[0]}" in said[0]
+    assert f"with the {BIG_QUEUE} message(s) queued in it, which are not sent" in said[0]
+    assert "3 waiting in memory are kept" in said[0]
+    # It goes on: what waited reaches the new file, ids go on from there, and the new file is
+    # this sensor's (the damaged one is nobody's).
+    new = q.put(TOPIC, b"after")
+    assert new == BIG_QUEUE + 4 and q.held == 0 and len(q) == 4 and q.lost_to_damage == BIG_QUEUE
+    with pytest.raises(QueueTaken):
+        claim_queue(str(path))
+    claim_queue(str(aside[0])).release()
+    q.close()
+    again = ForwardQueue(path)
+    try:
+        assert [m.id for m in again.next_batch(0, 100)] == [*waiting, new]
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize(
+    ("where", "meets_it"),
+    [
+        ("delete", lambda q: q.delete([1, 2, 3])),
+        ("put", lambda q: q.put(TOPIC, b"one too many")),  # past the bound: the oldest dropped
+    ],
+)
+def test_damage_met_on_any_running_path_starts_a_new_queue(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, where: str, meets_it: Callable[[ForwardQueue], object]
+) -> None:
+    path = tmp_path / "n1.queue.db"
+    q = ForwardQueue(path, QueueBounds(max_messages=BIG_QUEUE, max_bytes=0))
+    _fill(q)
+    DAMAGES["garbage"](path)
+    with caplog.at_level(logging.INFO, logger="minewatch.sensors.queue"):
+        meets_it(q)
+        q.put(TOPIC, b"goes on")
+    assert sum("is damaged" in r.getMessage() for r in caplog.records) == 1, caplog.text
+    assert [m.payload for m in q.next_batch(0, 100)][-1] == b"goes on"
+    q.close()
+
+
+@pytest.mark.timeout(180)
+def test_a_running_sensor_whose_queue_is_damaged_goes_on_publishing(tmp_path: Path) -> None:
+    """A sensor resumed with a backlog, the broker away; its file is damaged under it; when the
+    broker is back the sensor met the damage on its first read and failed for ever."""
+    port = free_port()
+    config = site_config(tmp_path, f"mqtt://127.0.0.1:{port}")
+    queue = tmp_path / "n1.queue.db"
+    backlog = ForwardQueue(queue, claim=claim_queue(str(queue)))
+    _fill(backlog)
+    backlog.close()
+    log = tmp_path / "sensor.log"
+    argv = [sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)]
+    argv += ["--sensor", "n1", "--source", "synthetic:60", "--queue", str(queue), "--drain-timeout", "2"]
+    broker = Mosquitto(tmp_path / "mosquitto", port=port)
+    with log.open("wb") as out:
+        sensor = subprocess.Popen(argv, stdout=out, stderr=out)
+        try:
+            assert wait_for(lambda: f"Resuming with {BIG_QUEUE} messages" in log.read_text(), 60), (
+                log.read_text()
+            )
+            DAMAGES["garbage"](queue)
+            broker.start()
+            levels = Subscriber(port, "minewatch/dovre-quarry/sensors/n1/levels")
+            try:
+                assert wait_for(lambda: "is damaged" in log.read_text(), 60), log.read_text()
+                seen = len(levels.received())
+                assert wait_for(lambda: len(levels.received()) >= seen + 3, 30), log.read_text()
+            finally:
+                levels.close()
+            assert sensor.poll() is None, log.read_text()
+            sensor.send_signal(signal.SIGTERM)
+            assert sensor.wait(60) == 0, log.read_text()
+        finally:
+            if sensor.poll() is None:
+                sensor.kill()
+                sensor.wait(10)
+            broker.stop()
+    lines = log.read_text().splitlines()
+    damaged = [line for line in lines if "is damaged" in line]
+    assert len(damaged) == 1, damaged
+    # The backlog, and what the sensor queued behind it before it met the damage.
+    found = re.search(r"with the (\d+) message\(s\) queued in it", damaged[0])
+    assert found is not None and BIG_QUEUE <= int(found[1]) < BIG_QUEUE + 20, damaged[0]
+    assert "Traceback" not in log.read_text()
+    assert f"({found[1]} left in a damaged queue file, set aside)" in lines[-1], lines[-1]
