@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import logging
 import math
 import statistics
@@ -42,23 +41,60 @@ class LightSource:
 
 
 class CsvSource(LightSource):
-    """Replay of a CSV with columns ``ts,lux`` (RFC 3339 or epoch seconds), timestamps kept."""
+    """Replay of a CSV with columns ``ts,lux`` (RFC 3339 or epoch seconds), timestamps kept.
+
+    Read as a stream, a row at a time, never held whole (a year at 10 Hz is gigabytes). The rows
+    must be in time order (a time may repeat): a logger writes them so, and a row that goes back
+    in time is a clock or a copy gone wrong, for a person to look at rather than for the replay
+    to hide by sorting. The whole file is read once when the source opens, so that such a row,
+    or one that is no ``ts,lux``, is refused with its line number before anything is sent."""
+
+    RATE_FROM_STEPS = 1000  # the sampling rate is estimated from the first steps
 
     def __init__(self, path: str) -> None:
-        rows: list[Sample] = []
+        self.path = path
+        steps: list[float] = []
+        count = 0
+        last = 0.0
+        for ts, _ in self._rows():
+            if count and ts > last and len(steps) < self.RATE_FROM_STEPS:
+                steps.append(ts - last)
+            last = ts
+            count += 1
+        if count < 2:
+            raise SourceUnavailable(f"{path}: needs at least two rows of ts,lux")
+        self.rate_hz = 1.0 / statistics.median(steps) if steps else 1.0
+
+    def samples(self) -> Iterator[Sample]:
+        """The rows read again, in the file's order (checked when the source opened; a file changed
+        since is checked again, and SourceUnavailable ends the replay at its first bad row)."""
+        yield from self._rows()
+
+    def _rows(self) -> Iterator[Sample]:
+        path = self.path
         try:
-            # Read row by row, not as one text (days of readings are more than a text file's
-            # bound), and kept to be put in time order. utf-8-sig: Excel's "CSV UTF-8" starts
-            # with a byte order mark, which read as part of the first column's name.
+            # utf-8-sig: Excel's "CSV UTF-8" starts with a byte order mark, which read as part of
+            # the first column's name.
             with io.TextIOWrapper(open_named_file(path, "CSV file"), encoding="utf-8-sig", newline="") as f:
-                for n, row in enumerate(csv.DictReader(f), start=2):
+                reader = csv.DictReader(f)
+                before: tuple[int, float, str] | None = None  # the previous row: line, time, as written
+                for row in reader:
+                    line = reader.line_num
                     try:
-                        ts = parse_ts(float(row["ts"]) if _is_number(row["ts"]) else row["ts"])
-                        rows.append((ts.timestamp(), float(row["lux"])))
+                        text = row["ts"]
+                        ts = parse_ts(float(text) if _is_number(text) else text).timestamp()
+                        lux = float(row["lux"])
                     except (KeyError, ValueError, TypeError) as exc:
                         raise SourceUnavailable(
-                            f"{path}: line {n}: expected columns ts,lux ({exc})"
+                            f"{path}: line {line}: expected columns ts,lux ({exc})"
                         ) from None
+                    if before is not None and ts < before[1]:
+                        raise SourceUnavailable(
+                            f"{path}: line {line}: ts {text!r} is before {before[2]!r} on line {before[0]}:"
+                            " the rows must be in time order (sort the file by its ts column)"
+                        )
+                    before = (line, ts, text)
+                    yield ts, lux
         except NamedFileError as exc:
             raise SourceUnavailable(str(exc)) from None
         except UnicodeDecodeError:
@@ -69,15 +105,6 @@ class CsvSource(LightSource):
             if isinstance(exc, SourceUnavailable):
                 raise
             raise SourceUnavailable(f"{path}: {exc}") from None
-        if len(rows) < 2:
-            raise SourceUnavailable(f"{path}: needs at least two rows of ts,lux")
-        rows.sort()
-        self.rows = rows
-        steps = [b[0] - a[0] for a, b in itertools.pairwise(rows) if b[0] > a[0]]
-        self.rate_hz = 1.0 / statistics.median(steps) if steps else 1.0
-
-    def samples(self) -> Iterator[Sample]:
-        yield from self.rows
 
 
 def _is_number(text: str) -> bool:

@@ -99,7 +99,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="illuminance summaries with raw bursts",
         description="Measure illuminance and publish summaries with raw bursts.",
     )
-    _common(light, "bh1750[:BUS:ADDR], tsl2591[:BUS:ADDR], csv:PATH or synthetic[:LUX[:HZ]]")
+    _common(
+        light,
+        "bh1750[:BUS:ADDR], tsl2591[:BUS:ADDR], csv:PATH or synthetic[:LUX[:HZ]]; a CSV's rows"
+        " (ts,lux) must be in time order: it is read through once before anything is sent, and a row"
+        " out of order is refused with its line number",
+    )
     light.add_argument(
         "--rate",
         type=number(0, 1000, above=True, name="HZ"),
@@ -461,29 +466,33 @@ def _run_light(
     stop: threading.Event,
 ) -> None:
     from sensors.light import LightAggregator
+    from sensors.sound import SourceUnavailable
 
     aggregator = LightAggregator(site.id, sensor.id, args.period or sensor.expected_period_s)
     pacer = _Pacer(0.0 if source.realtime else speed, link.pump)
     first: float | None = None
     last = 0.0
     next_status = 0.0
-    for ts, lux in source.samples():
-        if stop.is_set():
-            break
-        if first is None:
-            first = ts
-            next_status = ts
-        if ts >= next_status:
-            next_status += args.status_interval
-            publisher.heartbeat(SensorStatus(site.id, sensor.id, datetime.fromtimestamp(ts, UTC)))
-        if args.duration is not None and ts - first >= args.duration:
-            break
-        summary = aggregator.add(ts, lux)
-        if summary is not None:
-            publisher.publish(summary)
-            link.pump()
-        last = ts
-        pacer.wait(ts - first, stop)
+    try:
+        for ts, lux in source.samples():
+            if stop.is_set():
+                break
+            if first is None:
+                first = ts
+                next_status = ts
+            if ts >= next_status:
+                next_status += args.status_interval
+                publisher.heartbeat(SensorStatus(site.id, sensor.id, datetime.fromtimestamp(ts, UTC)))
+            if args.duration is not None and ts - first >= args.duration:
+                break
+            summary = aggregator.add(ts, lux)
+            if summary is not None:
+                publisher.publish(summary)
+                link.pump()
+            last = ts
+            pacer.wait(ts - first, stop)
+    except SourceUnavailable as exc:  # a CSV changed since it was checked: what came before is sent
+        log.error("Stopped reading the source: %s", exc)
     summary = aggregator.flush()
     if summary is not None:
         publisher.publish(summary)
