@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.commands.numbers import number, speed_factor, whole
 from monitor.config import Config, SensorConfig, SiteConfig, load_config
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, StoreError
 from monitor.times import parse_time
 from monitor.wire.protocol import DB_RANGE
 from rules.model import SensorKind, SensorStatus
@@ -342,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
         if claim is not None:
             claim.release()
         return _fail(args.kind, str(exc))
-    except (ValueError, OSError, sqlite3.Error) as exc:
+    except (ValueError, OSError, sqlite3.Error, StoreError) as exc:
         if claim is not None:
             claim.release()
         remedy = "; name a new file for the queue" if damaged(exc) else ""

@@ -196,3 +196,19 @@ def test_a_second_sensor_given_another_name_of_the_queue_file_is_refused_naming_
             first.terminate()
             assert first.wait(30) == 0
     assert "sends from" not in log.read_text(errors="replace")
+
+
+def test_a_queue_that_cannot_be_opened_is_said_as_the_queue_s(tmp_path: Path) -> None:
+    """The claim opens the queue's file first; its refusal read as the store's ('(storage.path in
+    ...)'), which the sensor has none of. Here a symlink to a folder that is not there (a card
+    not mounted)."""
+    queue = tmp_path / "n1.queue.db"
+    queue.symlink_to(tmp_path / "card" / "n1.queue.db")
+    config = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1")
+    argv = [sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)]
+    argv += ["--sensor", "n1", "--source", "synthetic", "--queue", str(queue), "--duration", "1"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"minewatch sensor sound: --queue {queue}: cannot open '{queue}': No such file or directory"
+    ]
