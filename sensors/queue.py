@@ -28,6 +28,11 @@ sensor, and never keeps acknowledged messages in the file:
   the file's end is what a checkpoint needs the disk for, and a WAL that cannot be copied into
   the file blocks every deletion.
 
+A file found damaged (SQLite reads garbage: the card returned it, the file was overwritten or
+cut short) is set aside under a new name, at the sensor's start as while it runs; running, the
+queue goes on with a new file, keeping what waits in memory and the ids it gave, and says in
+one line how many messages the damaged file held.
+
 No paho here: the queue is plain SQLite, used from one thread.
 """
 
