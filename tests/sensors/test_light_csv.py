@@ -89,3 +89,15 @@ def test_the_light_sensor_refuses_a_csv_out_of_order_before_it_sends_anything(tm
         " column)"
     ]
     assert not (tmp_path / "q.db").exists()  # refused before the queue or the broker
+
+
+def test_a_csv_changed_after_its_check_stops_the_replay_at_its_first_bad_row(tmp_path: Path) -> None:
+    csv = tmp_path / "night.csv"
+    csv.write_text(OUT_OF_ORDER.replace("03:00:01Z,0.7", "03:00:02Z,0.7"))  # in order
+    source = CsvSource(str(csv))
+    csv.write_text(OUT_OF_ORDER)
+    read: list[float] = []
+    with pytest.raises(SourceUnavailable, match=r": line 4: ts '2026-06-15T03:00:01Z' is before"):
+        for _, lux in source.samples():
+            read.append(lux)
+    assert read == [0.5, 0.6]  # what came before it
