@@ -362,7 +362,7 @@ class ForwardQueue:
             busy, frames, copied = self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error:
             return False
-        return busy == 0 and frames == copied
+        return bool(busy == 0 and frames == copied)
 
     def _page_size(self) -> int:
         return int(self.conn.execute("PRAGMA page_size").fetchone()[0])
