@@ -55,6 +55,7 @@ SAMPLE = {
     "by": "J. Smith",
     "note": "checked on site",
     "until": "2026-12-31",
+    "on": "2026-11-03",
     "out": "out.zip",
 }
 

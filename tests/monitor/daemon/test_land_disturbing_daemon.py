@@ -34,7 +34,7 @@ path = "{store}"
 
 [daemon]
 clock = "data"
-max_age_s = 1000000000   # the records reach weeks back (plans, exposed slopes)
+max_age_s = 300000000    # the records reach weeks back (plans, exposed slopes)
 lateness_s = 600
 status_interval_s = 5
 anchor_interval_s = 30
