@@ -150,6 +150,9 @@ class SoundLevels(NamedTuple):
     LAFmin: float | None = None
     LCeq: float | None = None
     LZeq: float | None = None
+    # The meter was overloaded (its converter reached full scale) during the period, so its
+    # levels are lower bounds (IEC 61672-1 5.11): "at least", never evidence of compliance.
+    overload: bool = False
 
     @property
     def end(self) -> datetime:

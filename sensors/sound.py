@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.acoustics.iec61672 import PeriodLevels, SoundLevelMeter, calibration_from_tone, check_sample_rate
+from monitor.acoustics.overload import UNKNOWN_FORMAT_CLIP_LEVEL, clip_level
 from monitor.acoustics.wavfile import read_wav
 from monitor.wire.codec import AudioBlock, Message
 from monitor.wire.protocol import DB_RANGE
@@ -54,6 +55,8 @@ class SoundSource:
 
     sample_rate: int
     realtime: bool = False  # paced by the hardware: no extra sleeping
+    # Where a sample is at full scale (monitor.acoustics.overload): its format's most positive code.
+    clip_level: float = UNKNOWN_FORMAT_CLIP_LEVEL
 
     def blocks(self) -> Generator[FloatArray, None, None]:
         raise NotImplementedError
@@ -71,6 +74,7 @@ class WavSource(SoundSource):
             raise SourceUnavailable(f"{path}: {exc}") from None
         self.samples = audio.samples
         self.sample_rate = audio.sample_rate
+        self.clip_level = clip_level(audio.bits_per_sample, audio.is_float)
         self.block = max(1, int(block_s * self.sample_rate))
 
     def blocks(self) -> Generator[FloatArray, None, None]:
@@ -247,6 +251,7 @@ class SoundProcessor:
         origin: datetime,
         audio: str = "off",
         trigger: Trigger = Trigger(),
+        clip_level: float = UNKNOWN_FORMAT_CLIP_LEVEL,
     ) -> None:
         if audio not in AUDIO_MODES:
             raise ValueError(f"audio: must be one of {', '.join(AUDIO_MODES)}")
@@ -255,7 +260,7 @@ class SoundProcessor:
         self.origin = origin
         self.audio = audio
         self.trigger = trigger
-        self.meter = SoundLevelMeter(sample_rate, 1.0, calibration_db=calibration_db)
+        self.meter = SoundLevelMeter(sample_rate, 1.0, calibration_db=calibration_db, clip_level=clip_level)
         self._pending = np.empty(0)
         self._chunk_index = 0  # seconds since origin
         self._ring: deque[tuple[int, FloatArray]] = deque(maxlen=trigger.pre_s + 1)
@@ -264,6 +269,7 @@ class SoundProcessor:
         self.triggers = 0
         self.silent_s = 0.0  # seconds left out below the daemon's plausible minimum, in a row
         self.left_out = 0  # periods left out in all
+        self.overloaded_s = 0.0  # seconds sent flagged as overloaded, in a row
 
     def finish(self) -> list[Message]:
         """At the end of the input: the last, partial second's levels (with its true duration),
@@ -308,6 +314,7 @@ class SoundProcessor:
         -20 dB: digital silence, a cut cable), said when it begins and when it ends: a message
         the daemon always rejects would be sent, queued and refused every second."""
         levels = self._levels(p)
+        self._say_overload(p)
         lo, hi = DB_RANGE
         if all(lo <= v <= hi for v in (levels.LAeq, levels.LAFmax, levels.LCpeak)):
             if self.silent_s:
@@ -334,6 +341,21 @@ class SoundProcessor:
         self.left_out += 1
         return None
 
+    def _say_overload(self, p: PeriodLevels) -> None:
+        """Log when the input begins and stops reaching full scale (once each, not every second)."""
+        if p.overload:
+            if not self.overloaded_s:
+                log.warning(
+                    "Overload: sensor %s's input reached full scale at %.1f s; its levels are sent"
+                    " flagged as overloaded (lower bounds) until it does not (lower the input gain?)",
+                    self.sensor,
+                    p.start_s,
+                )
+            self.overloaded_s += p.duration_s
+        elif self.overloaded_s:
+            log.info("Overload over after %.0f s", self.overloaded_s)
+            self.overloaded_s = 0.0
+
     def _levels(self, p: PeriodLevels) -> SoundLevels:
         ts = self.origin + timedelta(seconds=p.start_s)
         laeq = round(p.LAeq, 2)
@@ -350,6 +372,7 @@ class SoundProcessor:
             _finite(p.LAFmin),
             _finite(p.LCeq),
             _finite(p.LZeq),
+            p.overload,
         )
 
     def _block(self, index: int, chunk: FloatArray) -> AudioBlock:

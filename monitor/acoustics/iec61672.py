@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from monitor.acoustics.iir import StreamingFilter
+from monitor.acoustics.overload import UNKNOWN_FORMAT_CLIP_LEVEL, OverloadDetector
 from rules.lazy import lazy_import
 
 if TYPE_CHECKING:
@@ -408,6 +409,7 @@ class PeriodLevels:
     LCpeak: float
     LZpeak: float
     LZeq: float
+    overload: bool = False  # the signal reached full scale in the period (monitor.acoustics.overload)
 
     def as_dict(self) -> dict[str, float]:
         return {name: getattr(self, name) for name in PERIOD_FIELDS}
@@ -452,7 +454,9 @@ class SoundLevelMeter:
     accumulated in float64.  No level is reported below ``level_floor_db`` (default: calibration
     minus 200 dB), so digital silence reads that floor instead of -inf.  ``filters``: the
     weighting filters for ``sample_rate`` when the caller has them already (monitor.acoustics.filter_cache
-    keeps them on disk); designed here otherwise.
+    keeps them on disk); designed here otherwise. ``clip_level``: the magnitude from which a
+    sample of the source's format is at full scale (monitor.acoustics.overload.clip_level); a
+    period holding a run of such samples is ``overload``.
     """
 
     def __init__(
@@ -463,6 +467,7 @@ class SoundLevelMeter:
         dtype: DTypeLike = np.float64,
         level_floor_db: float | None = None,
         filters: WeightingFilters | None = None,
+        clip_level: float = UNKNOWN_FORMAT_CLIP_LEVEL,
     ) -> None:
         if period_s < 0.1 - 1e-9:
             raise ValueError(f"period {period_s} s is shorter than the 0.1 s minimum")
@@ -499,6 +504,7 @@ class SoundLevelMeter:
         self._detectors = [StreamingFilter.first_order(p**self.step) for p in poles]
         self._settled_cell = math.ceil(_FAST_SETTLING_S * self.sample_rate / self.step)
 
+        self._overload = OverloadDetector(clip_level)
         self._pending = np.empty(0, dtype=self.dtype)  # raw samples not yet forming a whole cell
         self._samples_done = 0  # samples already folded into cells
         self._periods_emitted = 0
@@ -546,6 +552,7 @@ class SoundLevelMeter:
         self._fast_min = math.inf
         self._peak_c = 0.0
         self._peak_z = 0.0
+        self._overloaded = False
 
     def _filter(self, x: NDArray[np.floating]) -> tuple[NDArray[np.floating], NDArray[np.floating]]:
         c, a = self._weighting.process(x)
@@ -611,6 +618,8 @@ class SoundLevelMeter:
             self._sum_z += float(np.dot(xs, xs))
             self._peak_c = max(self._peak_c, float(cs.max()), -float(cs.min()))
             self._peak_z = max(self._peak_z, float(xs.max()), -float(xs.min()))
+            if self._overload.feed(xs):
+                self._overloaded = True
             fast_part = fast[cell_pos:cell_stop]
             self._fast_max = max(self._fast_max, float(fast_part.max()))
             self._slow_max = max(self._slow_max, float(slow[cell_pos:cell_stop].max()))
@@ -641,6 +650,7 @@ class SoundLevelMeter:
             LCpeak=peak_to_db(self._peak_c, cal, floor),
             LZpeak=peak_to_db(self._peak_z, cal, floor),
             LZeq=mean_square_to_db(self._sum_z / n, cal, floor),
+            overload=self._overloaded,
         )
         self._periods_emitted += 1
         self._reset_period()

@@ -421,7 +421,14 @@ def _run_sound(
         start = datetime.now(UTC)
     trigger = Trigger(args.trigger_lafmax, args.trigger_lcpeak, args.pre_trigger_s, args.post_trigger_s)
     processor = SoundProcessor(
-        site.id, sensor.id, source.sample_rate, sensor.calibration.full_scale_db, start, args.audio, trigger
+        site.id,
+        sensor.id,
+        source.sample_rate,
+        sensor.calibration.full_scale_db,
+        start,
+        args.audio,
+        trigger,
+        source.clip_level,
     )
     pacer = _Pacer(0.0 if source.realtime else speed, link.pump)
     status = SensorStatus(site.id, sensor.id, start, None, None, *(calibration or (None, None)))

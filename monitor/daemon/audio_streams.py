@@ -2,7 +2,7 @@
 
 A stream's meter measures periods on its own sample axis (``start_s``); the stream keeps
 the wall time of that axis' origin and the time the next block should start, so a block
-that does not follow on (a restart, a gap, a new sample rate) starts a new meter aligned
+that does not follow on (a restart, a gap, a new sample rate or format) starts a new meter aligned
 to its own time. The levels come out uncalibrated by the site's offset (``health.calibrated``).
 """
 
@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from monitor.acoustics import iec61672
+from monitor.acoustics.overload import clip_level
 from monitor.wire.codec import AudioBlock
 from monitor.wire.protocol import AUDIO_FORMATS
 from rules.model import SoundLevels
@@ -38,10 +39,12 @@ class MeterStream:
     meter: iec61672.SoundLevelMeter
     origin: datetime  # wall time of the meter's start_s = 0
     next_ts: datetime  # where the next block should start for the stream to continue
+    sample_format: str = "s16le"  # its full scale: where the meter's overload begins
 
     def follows(self, block: AudioBlock) -> bool:
         return (
             self.meter.sample_rate == block.sample_rate
+            and self.sample_format == block.sample_format
             and abs((block.ts - self.next_ts).total_seconds()) <= CONTINUITY_S
         )
 
@@ -57,8 +60,14 @@ class AudioStreams:
         samples = pcm_samples(block.pcm, block.sample_format)
         stream = self.streams.get(block.sensor)
         if stream is None or not stream.follows(block):
-            meter = iec61672.SoundLevelMeter(block.sample_rate, period_s=1.0, calibration_db=full_scale_db)
-            stream = self.streams[block.sensor] = MeterStream(meter, block.ts, block.ts)
+            dtype, width = AUDIO_FORMATS[block.sample_format][:2]
+            meter = iec61672.SoundLevelMeter(
+                block.sample_rate,
+                period_s=1.0,
+                calibration_db=full_scale_db,
+                clip_level=clip_level(8 * width, not dtype.startswith("<i")),
+            )
+            stream = self.streams[block.sensor] = MeterStream(meter, block.ts, block.ts, block.sample_format)
         stream.next_ts = block.ts + timedelta(seconds=len(samples) / block.sample_rate)
         meter = stream.meter
         period_s = meter.period_samples / meter.sample_rate
@@ -76,6 +85,7 @@ class AudioStreams:
                 period.LAFmin,
                 period.LCeq,
                 period.LZeq,
+                period.overload,
             )
             for period in meter.process(samples)
         ]

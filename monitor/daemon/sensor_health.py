@@ -56,6 +56,7 @@ def calibrated(levels: SoundLevels, offset_db: float | None) -> SoundLevels:
         shift(levels.LAFmin),
         shift(levels.LCeq),
         shift(levels.LZeq),
+        levels.overload,
     )
 
 

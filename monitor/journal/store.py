@@ -71,7 +71,9 @@ log = logging.getLogger("minewatch.store")
 
 # A sound row as append_sounds binds it: SoundLevels' fields in their order (ts as ts_us), so
 # a row is slices of the levels tuple, then the source (and late, received_us, chain_seq).
-_SOUND_ROW = (*SoundLevels._fields[:2], "ts_us", *SoundLevels._fields[3:], "source")
+# The overload flag is not among them (the store keeps it apart).
+_SOUND_ROW = (*SoundLevels._fields[:2], "ts_us", *SoundLevels._fields[3:12], "source")
+assert SoundLevels._fields[12:] == ("overload",)
 
 
 def _sound_insert(columns: Sequence[str]) -> str:
@@ -146,7 +148,7 @@ class SoundEntry(NamedTuple):
 
 
 def sound_entry(levels: SoundLevels, source: str) -> SoundEntry:
-    row: tuple[Any, ...] = (*levels[:2], to_us(levels.ts), *levels[3:], source)
+    row: tuple[Any, ...] = (*levels[:2], to_us(levels.ts), *levels[3:12], source)
     if row[7:12] == _NO_OPTIONALS:
         values, insert = (*row[:7], source), _SOUND_INSERT_SHORT
     else:

@@ -381,6 +381,15 @@ class _Fields:
             _printable(f"{name}[{i}]", v)
         return tuple(value)
 
+    def flag(self, name: str) -> bool:
+        """An optional true or false (absent or null: false)."""
+        value = self._raw(name, False)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise DecodeError(name, "expected true or false")
+        return value
+
     def duration(self, default: float | None = None) -> float:
         value = self.number("duration_s", required=default is None, lo=0.0, hi=MAX_DURATION_S)
         if value is None:
@@ -454,6 +463,7 @@ def _decode_levels(f: _Fields, site: str, sensor: str) -> SoundLevels:
         LAFmin=db("LAFmin", False),
         LCeq=db("LCeq", False),
         LZeq=db("LZeq", False),
+        overload=f.flag("overload"),
     )
     if levels.LAFmax < levels.LAeq - 0.05:
         raise DecodeError("LAFmax", f"{levels.LAFmax:g} is below LAeq {levels.LAeq:g}")
@@ -1068,6 +1078,8 @@ def payload_of(record: Message) -> dict[str, Any]:
                 "LAFmin": record.LAFmin,
                 "LCeq": record.LCeq,
                 "LZeq": record.LZeq,
+                # Only when set: a message of a meter not overloaded is as it always was.
+                "overload": True if record.overload else None,
             }
         )
     if isinstance(record, LightSummary):

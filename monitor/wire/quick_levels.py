@@ -31,6 +31,7 @@ _LEVEL_KEYS = frozenset(
     {"v", "ts", "duration_s", "LAeq", "LAFmax", "LCpeak", "LASmax", "LZpeak", "LAFmin", "LCeq", "LZeq"}
 )
 _REQUIRED_LEVEL_KEYS = frozenset({"ts", "duration_s", "LAeq", "LAFmax", "LCpeak"})
+# "overload" (a meter's rare overloaded second) is not among them: such a message takes decode().
 _MAX_LEVELS_BYTES = KIND_MAX_BYTES["levels"]
 
 

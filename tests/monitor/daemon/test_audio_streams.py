@@ -49,3 +49,17 @@ def test_a_louder_block_reads_louder_by_its_amplitude_ratio() -> None:
     quiet = AudioStreams().levels(block(T0, 1.0, 1, amplitude=0.01), 94.0)[0]
     loud = AudioStreams().levels(block(T0, 1.0, 1, amplitude=0.1), 94.0)[0]
     assert abs((loud.LAeq - quiet.LAeq) - 20.0) < 0.1
+
+
+def test_a_clipped_block_gives_overloaded_levels_by_its_format() -> None:
+    """The daemon's own meter flags a second of s16le audio at the extreme codes; the same
+    samples as f32le are short of 1.0 and are not (the codes 32767 and -32768 are, in 16 bits)."""
+    t = np.arange(2 * RATE) / RATE
+    tone = np.sin(2 * np.pi * 1000 * t)
+    tone[RATE:] *= 3.0
+    codes = np.clip(np.round(tone * 32768), -32768, 32767)
+    s16 = AudioBlock("q", "n1", T0, 1, RATE, "s16le", codes.astype("<i2").tobytes())
+    levels = AudioStreams().levels(s16, 94.0)
+    assert [lv.overload for lv in levels] == [False, True]
+    f32 = AudioBlock("q", "n1", T0, 1, RATE, "f32le", (codes / 32768 * 0.999).astype("<f4").tobytes())
+    assert [lv.overload for lv in AudioStreams().levels(f32, 94.0)] == [False, False]
