@@ -50,6 +50,7 @@ from monitor.evidence.format import (
     RECORD_FILES,
     RECORD_KINDS,
     SOUND_COLUMNS,
+    SOUND_OVERLOAD_COLUMNS,
     SOUND_PART_ROWS,
     TAG_HEX,
     EvidenceError,
@@ -552,15 +553,19 @@ class _Exporter:
         # as repr() (the exact round trip the digests need) and the times.
         assert SOUND_FIELDS == ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
         withheld = sorted(seq for seqs in self.withheld.values() for seq in seqs)
+        # The overload column only in a bundle with an overloaded second: every other is as before.
+        overload = segment.has_overloads(self.conn, self.scope)
 
         def stretch(lo: int) -> _Stretch:
             hi = min(lo + _STRETCH_ENTRIES - 1, last)
             inside = withheld[bisect.bisect_left(withheld, lo) : bisect.bisect_right(withheld, hi)]
-            return _Stretch(self.config.storage.path, self.scope, lo, hi, json.dumps(inside), self.zone.key)
+            return _Stretch(
+                self.config.storage.path, self.scope, lo, hi, json.dumps(inside), self.zone.key, overload
+            )
 
         stretches = [stretch(lo) for lo in range(first, last + 1, _STRETCH_ENTRIES)]
         chain = self.chain_lines = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _chain)
-        header = (",".join(SOUND_COLUMNS) + "\n").encode()
+        header = (",".join(SOUND_OVERLOAD_COLUMNS if overload else SOUND_COLUMNS) + "\n").encode()
         part: _Member | None = None
         parts = 0
 
@@ -1049,6 +1054,7 @@ class _Stretch:
     hi: int
     withheld: str  # JSON array of the stretch's entries carried as digests only
     zone: str
+    overload: bool = False  # the rows carry the overload column (SOUND_OVERLOAD_COLUMNS)
 
 
 @dataclass(slots=True)
@@ -1064,7 +1070,9 @@ def _walk(stretch: _Stretch) -> _Walked:
     """Walk one stretch of the chain segment: its sound rows and chain lines as text (a worker)."""
     conn = _open_store(stretch.store)
     try:
-        cursor = segment.sound_walk(conn, stretch.scope, stretch.lo, stretch.hi, stretch.withheld, TAG_HEX)
+        cursor = segment.sound_walk(
+            conn, stretch.scope, stretch.lo, stretch.hi, stretch.withheld, TAG_HEX, stretch.overload
+        )
         utc, local = TimeFormat(UTC), TimeFormat(ZoneInfo(stretch.zone))
         sound: list[str] = []
         chain: list[str] = []
@@ -1072,6 +1080,9 @@ def _walk(stretch: _Stretch) -> _Walked:
         entries = 0
         last_ts, times = -1, ""
         site = stretch.scope.site
+        # The overload cell ('1' or empty) where the bundle has the column, else nothing.
+        flags = {None: ",", 0: ",", 1: ",1"} if stretch.overload else {None: "", 0: "", 1: ""}
+        flag = flags.__getitem__
         while batch := cursor.fetchmany(4096):
             entries += len(batch)
             columns = list(zip(*batch, strict=True))
@@ -1093,6 +1104,7 @@ def _walk(stretch: _Stretch) -> _Walked:
                 seq,
                 entry_text,
                 gap,
+                overloaded,
             ) in zip(columns[0], columns[1], *floats, *columns[11:], strict=True):
                 if sensor is None:  # not a sound row of the window: SQLite built its chain line
                     chain.append(entry_text)
@@ -1104,7 +1116,7 @@ def _walk(stretch: _Stretch) -> _Walked:
                     last_ts, times = ts, f"{utc(ts)},{local(ts)}"
                 sound.append(
                     f"{seq},{site},{sensor},{ts},{times},{duration},{laeq},{lafmax},{lasmax},{lafmin},"
-                    f"{lceq},{lcpeak},{lzpeak},{lzeq},{source}\n"
+                    f"{lceq},{lcpeak},{lzpeak},{lzeq},{source}{flag(overloaded)}\n"
                 )
     finally:
         conn.close()

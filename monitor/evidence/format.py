@@ -267,6 +267,19 @@ SOUND_COLUMNS = (
     *SOUND_FIELDS,
     "source",
 )
+# A bundle whose window holds a second the meter was overloaded in has one more column: "1" for
+# such a row, empty for the others (a bundle without one is as it always was).
+SOUND_OVERLOAD_COLUMNS = (*SOUND_COLUMNS, "overload")
+
+
+def _overload_cell(cells: Sequence[str]) -> bool:
+    """A row's overload flag: its 17th cell, '1' or empty (a row of 16 cells has none)."""
+    if len(cells) <= len(SOUND_COLUMNS):
+        return False
+    flag = cells[len(SOUND_COLUMNS)]
+    if flag not in ("", "1"):
+        raise ValueError(f"overload {flag!r} is neither 1 nor empty")
+    return flag == "1"
 
 
 @lru_cache(maxsize=4096)
@@ -281,7 +294,8 @@ def sound_canonical_cells(cells: Sequence[str]) -> bytes:
     verifier's check of a row whose text as it stands did not give the chained digest;
     tests/monitor/evidence/test_scale.py checks it against the general path.
     """
-    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells
+    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells[:16]
+    overload = _overload_cell(cells)
     la = repr(float(la)) if la else "null"
     fmax = repr(float(fmax)) if fmax else "null"
     smax = repr(float(smax)) if smax else "null"
@@ -299,12 +313,13 @@ def sound_canonical_cells(cells: Sequence[str]) -> bytes:
             "ts_us": int(ts),
             "duration_s": float(duration),
             "source": source,
+            "overload": overload,
         }
         for name, value in zip(SOUND_FIELDS, cells[7:15], strict=True):
             row[name] = _opt_float(value)
         return canonical_json(sound_record(row))
     normalised = (site, sensor, ts, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source)
-    return sound_text_cells((cells[0], *normalised[:3], "", "", *normalised[3:]))
+    return sound_text_cells((cells[0], *normalised[:3], "", "", *normalised[3:], "1" if overload else ""))
 
 
 def sound_text_cells(cells: Sequence[str]) -> bytes:
@@ -316,11 +331,13 @@ def sound_text_cells(cells: Sequence[str]) -> bytes:
     chained digest is therefore exactly the record chained; any other (a number written
     another way, inf, a changed value) is checked again with ``sound_canonical_cells``.
     """
-    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells
+    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells[:16]
+    # "overload" sorts between "duration_s" and "sensor"; only an overloaded row has it.
+    overload = ',"overload":true' if _overload_cell(cells) else ""
     return (
         f'{{"LAFmax":{fmax or "null"},"LAFmin":{fmin or "null"},"LASmax":{smax or "null"},'
         f'"LAeq":{la or "null"},"LCeq":{ceq or "null"},"LCpeak":{cpeak or "null"},'
-        f'"LZeq":{zeq or "null"},"LZpeak":{zpeak or "null"},"duration_s":{duration or "null"},'
+        f'"LZeq":{zeq or "null"},"LZpeak":{zpeak or "null"},"duration_s":{duration or "null"}{overload},'
         f'"sensor":{_json_string(sensor)},"site":{_json_string(site)},'
         f'"source":{_json_string(source)},"t":"sound","ts_us":{int(ts)}}}'
     ).encode()

@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.evidence.format import (
     SOUND_COLUMNS,
+    SOUND_OVERLOAD_COLUMNS,
     TAG_HEX,
     TimeFormat,
     _Scope,
@@ -93,7 +94,6 @@ def check_part(job: PartJob) -> PartResult:
     problems: list[str] = []
     by_day: dict[str, set[str]] = {}  # site-local day -> sensors with rows
     sensors_of_day: set[str] = set()
-    width = len(SOUND_COLUMNS)
     site, cfrom, to, sensors = scope.site, scope.chained_from_us, scope.to_us, scope.sensors
     last_ts, times = -1, ("", "")
     canonical, plain = job.canonical, _PLAIN_NUMBERS.fullmatch
@@ -102,9 +102,10 @@ def check_part(job: PartJob) -> PartResult:
         text = io.TextIOWrapper(io.BufferedReader(hashed, 1 << 20), encoding="utf-8", newline="")
         reader = csv.reader(bounded_lines(text, job.name))
         header = next(reader, None)
-        if header is None or tuple(header) != SOUND_COLUMNS:
+        if header is None or tuple(header) not in (SOUND_COLUMNS, SOUND_OVERLOAD_COLUMNS):
             problems.append(f"{job.name}: unexpected columns {header!r}; expected {list(SOUND_COLUMNS)!r}")
         else:
+            width = len(header)  # with the overload column where the window has an overloaded second
             for line, cells in enumerate(reader, start=2):
                 try:
                     if len(cells) != width:

@@ -46,7 +46,7 @@ def _real(value: Any) -> float | None:
 
 
 def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+    record = {
         "t": "sound",
         "site": row["site"],
         "sensor": row["sensor"],
@@ -55,6 +55,12 @@ def sound_record(row: Mapping[str, Any]) -> dict[str, Any]:
         **{k: _real(row[k]) for k in SOUND_FIELDS},
         "source": row["source"],
     }
+    # A second the meter was overloaded in says so; every other record is exactly what it was
+    # before the flag existed (absent, not false), so rows stored before it keep their digests.
+    names = row.keys()  # a sqlite3.Row's `in` looks at values, not names
+    if "overload" in names and row["overload"]:
+        record["overload"] = True
+    return record
 
 
 def reading_record(row: Mapping[str, Any]) -> dict[str, Any]:

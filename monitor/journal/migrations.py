@@ -408,6 +408,16 @@ def _fingerprinted_delivery_targets(conn: sqlite3.Connection) -> str:
     return "\n".join(updates)
 
 
+# Whether the meter was overloaded in the second (IEC 61672-1 5.11): 1, or NULL as in every row
+# stored before (their records, and so their digests, have no such field). The partial index
+# finds a window's overloaded seconds without reading its others (an evidence export asks).
+def _sound_overload(conn: sqlite3.Connection) -> str:
+    """The column where the sound table lacks it (as a layout-2 rewrite of an older store does)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(sound)")}
+    add = "" if "overload" in columns else "ALTER TABLE sound ADD COLUMN overload INTEGER;\n"
+    return add + "CREATE INDEX IF NOT EXISTS sound_overloaded ON sound (site, ts_us) WHERE overload;"
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("store-layout-2", _to_layout_2, version=2),
     Migration("store", STORE, version=2),  # layout 2 (IF NOT EXISTS: it completes an older one)
@@ -428,6 +438,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("deliveries-shown-targets", _shown_delivery_targets),
     Migration("deliveries-claims", DELIVERY_CLAIMS),
     Migration("deliveries-shown-fingerprints", _fingerprinted_delivery_targets),
+    Migration("sound-overload", _sound_overload, version=2),
 )
 
 

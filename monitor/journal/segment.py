@@ -275,12 +275,32 @@ def withheld_seqs(
 # --------------------------------------------------------------------------- the rows
 
 
+def has_overloads(conn: sqlite3.Connection, scope: Scope) -> bool:
+    """Whether a sound row of the scope was measured overloaded (migration "sound-overload": a
+    store without the column has none). One look in the partial index of such rows."""
+    if "overload" not in {row[1] for row in conn.execute("PRAGMA table_info(sound)")}:
+        return False
+    found = conn.execute(
+        "SELECT 1 FROM sound WHERE site = :site AND ts_us >= :cfrom AND ts_us < :to AND overload"
+        f"{_named_sensors('sensor', scope)} LIMIT 1",
+        _params(scope),
+    ).fetchone()
+    return found is not None
+
+
 def sound_walk(
-    conn: sqlite3.Connection, scope: Scope, lo: int, hi: int, withheld: str, tag_hex: int
+    conn: sqlite3.Connection,
+    scope: Scope,
+    lo: int,
+    hi: int,
+    withheld: str,
+    tag_hex: int,
+    overload: bool = False,
 ) -> sqlite3.Cursor:
     """Every entry lo..hi of the segment in seq order, each sound entry of the scope joined to its row.
 
-    A row: (sensor, ts_us, duration_s, the eight levels, source, seq, text, gap). For a sound
+    A row: (sensor, ts_us, duration_s, the eight levels, source, seq, text, gap, overload), the
+    last the row's flag where ``overload`` (the scope has such rows: has_overloads), else NULL. For a sound
     entry of the scope with its row, ``text`` is the tag of its digest (its first ``tag_hex``
     hex digits) and ``gap`` is NULL; the caller writes the row and the chain.csv line
     ``seq,sound,,tag,``. For any other entry the row columns are NULL, ``text`` is the entry's
@@ -306,7 +326,7 @@ def sound_walk(
         " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq,"
         f" CASE WHEN t.site IS NOT NULL THEN substr(k.digest, 1, {tag_hex})"
         f" WHEN k.seq IN (SELECT value FROM json_each(:withheld)) THEN {digest_only} ELSE {full} END,"
-        f" CASE WHEN t.site IS NULL THEN {in_scope} END"
+        f" CASE WHEN t.site IS NULL THEN {in_scope} END, {'t.overload' if overload else 'NULL'}"
         " FROM (SELECT seq, kind, key, digest, recorded_us,"
         " CASE WHEN kind = 'sound' THEN substr(key, 1, instr(key, '|') - 1) END AS sensor,"
         " CASE WHEN kind = 'sound' THEN CAST(substr(key, instr(key, '|') + 1) AS INTEGER) END AS ts_us"

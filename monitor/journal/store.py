@@ -71,7 +71,7 @@ log = logging.getLogger("minewatch.store")
 
 # A sound row as append_sounds binds it: SoundLevels' fields in their order (ts as ts_us), so
 # a row is slices of the levels tuple, then the source (and late, received_us, chain_seq).
-# The overload flag is not among them (the store keeps it apart).
+# The overload flag is not among them: see _SOUND_INSERT_OVERLOAD.
 _SOUND_ROW = (*SoundLevels._fields[:2], "ts_us", *SoundLevels._fields[3:12], "source")
 assert SoundLevels._fields[12:] == ("overload",)
 
@@ -86,6 +86,9 @@ _SOUND_INSERT = _sound_insert(_SOUND_ROW)
 # without any are inserted with those columns left out (NULL), the rest in full.
 _NO_OPTIONALS = (None,) * 5
 _SOUND_INSERT_SHORT = _sound_insert((*_SOUND_ROW[:7], *_SOUND_ROW[12:]))
+# An overloaded second (rare) sets the column the migration "sound-overload" added; every
+# other row leaves it NULL, as the rows stored before it.
+_SOUND_INSERT_OVERLOAD = _sound_insert((*_SOUND_ROW, "overload"))
 
 
 # The canonical bytes of a sound record without building the dict and sorting its keys
@@ -117,8 +120,10 @@ def _number(value: float | None) -> str:
     return repr(number)
 
 
-def sound_digest(row: Sequence[Any]) -> str:
+def sound_digest(row: Sequence[Any], overload: bool = False) -> str:
     """digest_of(sound_record(...)) for a row of _SOUND_ROW values, without the dict."""
+    if overload:  # rare: the record's general path, which adds the flag
+        return digest_of(sound_record({**dict(zip(_SOUND_ROW, row[:13], strict=True)), "overload": 1}))
     site, sensor, ts_us, duration, laeq, lafmax, lcpeak, lasmax, lzpeak, lafmin, lceq, lzeq, source = row[:13]
     try:
         text = (  # the keys in sorted order, as canonical_json() writes them; optional levels inline
@@ -144,11 +149,17 @@ class SoundEntry(NamedTuple):
     key: str  # its chain key, KINDS["sound"].key_of spelled out (tests/monitor/evidence/test_golden.py)
     digest: str
     values: tuple[Any, ...]  # the row's values but late, received_us and chain_seq, in ``insert``'s columns
-    insert: str  # _SOUND_INSERT_SHORT when none of the optional levels is given, else _SOUND_INSERT
+    # _SOUND_INSERT_SHORT when none of the optional levels is given, _SOUND_INSERT_OVERLOAD for
+    # an overloaded second, else _SOUND_INSERT
+    insert: str
 
 
 def sound_entry(levels: SoundLevels, source: str) -> SoundEntry:
     row: tuple[Any, ...] = (*levels[:2], to_us(levels.ts), *levels[3:12], source)
+    if levels.overload:
+        return SoundEntry(
+            row[0], f"{row[1]}|{row[2]}", sound_digest(row, True), (*row, 1), _SOUND_INSERT_OVERLOAD
+        )
     if row[7:12] == _NO_OPTIONALS:
         values, insert = (*row[:7], source), _SOUND_INSERT_SHORT
     else:
@@ -570,16 +581,15 @@ class Store:
             with self.savepoint():
                 # Chain every row first: its entry's seq is a column of the row.
                 seqs = self.link_all("sound", [(e.site, e.key, e.digest) for e in ready], now_us)
-                short: list[tuple[Any, ...]] = []
-                full: list[tuple[Any, ...]] = []
+                rows: dict[str, list[tuple[Any, ...]]] = {
+                    _SOUND_INSERT_SHORT: [],
+                    _SOUND_INSERT: [],
+                    _SOUND_INSERT_OVERLOAD: [],
+                }
                 for e, (_, _, late), seq in zip(ready, items, seqs, strict=True):
-                    (short if e.insert == _SOUND_INSERT_SHORT else full).append(
-                        (*e.values, int(late), now_us, seq)
-                    )
+                    rows[e.insert].append((*e.values, int(late), now_us, seq))
                 # The statements' own row counts: total_changes would count the triggers' too.
-                inserted = self._insert_rows(_SOUND_INSERT_SHORT, short) + self._insert_rows(
-                    _SOUND_INSERT, full
-                )
+                inserted = sum(self._insert_rows(insert, given) for insert, given in rows.items())
                 if inserted != len(ready):
                     raise _Duplicates
             return [True] * len(ready)
@@ -1174,6 +1184,7 @@ class Store:
                 r["LAFmin"],
                 r["LCeq"],
                 r["LZeq"],
+                bool(r["overload"]),
             )
             for r in rows
         ]

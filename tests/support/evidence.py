@@ -73,10 +73,12 @@ def build_site(
     password: str = "",
     chain_config: bool = True,
     seismic: bool = False,
+    overloaded: frozenset[int] = frozenset(),
 ) -> Site:
     """A store as the daemon writes it: a config record at start-up, anchors (each followed by the
     config record restated, as Pipeline._anchor does) before, during and (``final_anchor``) after
-    the window; ``seismic``: a seismograph event (SEISMIC_AT) between the second and last anchors."""
+    the window; ``seismic``: a seismograph event (SEISMIC_AT) between the second and last anchors;
+    ``overloaded``: the seconds (from T0) that n2 measured overloaded."""
     config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE, influx=influx)
     if password:  # written inline, as a configuration may
         config_path.write_text(
@@ -115,6 +117,7 @@ def build_site(
                         laeq + 17.3,
                         LASmax=laeq + 1.05,
                         LZpeak=laeq + 19.9,
+                        overload=sensor == "n2" and i in overloaded,
                     ),
                     source="levels",
                     late=False,
