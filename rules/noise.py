@@ -30,6 +30,11 @@ Per boundary meter, each window is judged from its per-second records:
    ground raise the level without the mine doing anything.
 5. Otherwise VIOLATION.
 
+A second the meter was overloaded in (its input reached full scale, IEC 61672-1 5.11;
+``SoundLevels.overload``) reads low: its level is a lower bound. A judged window holding
+one is still a violation ("at least N dB(A)"); any other window holding a non-exempt one
+is never taken as compliant or exempt: INFO "not judged: the meter was overloaded".
+
 Findings are reported per UTC-aligned interval (``interval_s``, the minute view that
 plots, InfluxDB and early warnings use): a window belongs to the interval its end falls
 in, (start, end]. One finding per interval and meter, the most serious kind among its
@@ -76,6 +81,7 @@ METRICS = ("LAeq", "LASmax", "LAeq+LASmax")
 # energies (80.00000000000001) is still "at or below 80"; 80.01 is above.
 _EPS_DB = 1e-6
 _TS, _LAEQ, _LASMAX = attrgetter("ts"), attrgetter("LAeq"), attrgetter("LASmax")
+_OVERLOAD = attrgetter("overload")
 _IS_VALUE = partial(is_not, None)
 
 if TYPE_CHECKING:
@@ -175,6 +181,10 @@ def _span_text(seconds: int) -> str:
     return f"{seconds // 60}min" if seconds % 60 == 0 else f"{seconds}s"
 
 
+def _seconds(count: float) -> str:
+    return "1 second" if round(count) == 1 else f"{count:.0f} seconds"
+
+
 def _metric_name(metric: str, params: NoiseParams) -> str:
     """'LAeq,1min' (the window), 'LASmax,1min' (the loudest second of the reporting interval)."""
     span = params.window_s if metric == "LAeq" else params.interval_s
@@ -272,10 +282,13 @@ def _classify(
 
 # --------------------------------------------------------------------------- windows (numpy)
 
-_NONE, _EXEMPT, _INFO, _UNRELIABLE, _VIOLATION = 0, 1, 2, 3, 4
+# In order of seriousness (an interval takes its most serious window's). _OVERLOADED: a window
+# no judgement could clear, since an overloaded second's level is only a lower bound.
+_NONE, _EXEMPT, _INFO, _OVERLOADED, _UNRELIABLE, _VIOLATION = 0, 1, 2, 3, 4, 5
 _KIND_OF = {
     _EXEMPT: FindingKind.EXEMPT_EXCEEDANCE,
     _INFO: FindingKind.INFO,
+    _OVERLOADED: FindingKind.INFO,
     _UNRELIABLE: FindingKind.UNRELIABLE,
     _VIOLATION: FindingKind.VIOLATION,
 }
@@ -295,6 +308,7 @@ class _Grid:
     lasmax: FloatArray  # loudest LASmax in the second, -inf without one
     kept_lasmax: FloatArray
     dry_lasmax: FloatArray
+    overloaded: FloatArray  # non-exempt seconds the meter was overloaded in
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +328,7 @@ class _Judged:
     kept: FloatArray
     weather: FloatArray  # non-exempt seconds affected by weather
     residual_dry: FloatArray
+    overloaded: FloatArray  # non-exempt seconds the meter was overloaded in
 
 
 def _db(energy: FloatArray, seconds: FloatArray | float) -> FloatArray:
@@ -351,12 +366,13 @@ def _grid(
     loudest = max(map(_LAEQ, records)) if metric != "LASmax" else -math.inf
     if metric != "LAeq":
         loudest = max(loudest, max(filter(_IS_VALUE, map(_LASMAX, records)), default=-math.inf))
-    if loudest <= limit_db + _EPS_DB:
+    if loudest <= limit_db + _EPS_DB and not any(map(_OVERLOAD, records)):
         return None
     ts = np.fromiter((r.ts.timestamp() for r in records), np.float64, count)
     laeq = np.fromiter(map(_LAEQ, records), np.float64, count)
     lasmax = np.fromiter((math.nan if r.LASmax is None else r.LASmax for r in records), np.float64, count)
     duration = np.fromiter((r.duration_s for r in records), np.float64, count)
+    overload = np.fromiter(map(_OVERLOAD, records), bool, count)
     ends = ts + duration
     exempt = np.zeros(ts.shape, dtype=bool)
     for ex_start, ex_end in exemptions:
@@ -392,6 +408,7 @@ def _grid(
         loudest_of(everything),
         loudest_of(kept),
         loudest_of(dry),
+        total(duration, kept & overload),
     )
 
 
@@ -410,6 +427,7 @@ def _laeq_windows(grid: _Grid, ends: IntArray, params: NoiseParams) -> _Judged:
     present, energy = sums(grid.present), sums(grid.energy)
     kept, kept_energy = sums(grid.kept), sums(grid.kept_energy)
     dry, dry_energy = sums(grid.dry), sums(grid.dry_energy)
+    overloaded = sums(grid.overloaded)
     full = _db(energy, present)
     residual = _db(kept_energy, kept)
     residual_dry = _db(dry_energy, dry)
@@ -425,13 +443,14 @@ def _laeq_windows(grid: _Grid, ends: IntArray, params: NoiseParams) -> _Judged:
     code = np.zeros(ends.shape, dtype=np.int64)
     code[over & ~(residual > limit)] = _EXEMPT
     code[over & (residual > limit) & ~judged] = _INFO
+    code[~judged & (overloaded > 1e-9)] = _OVERLOADED  # a lower bound clears nothing
     code[judged] = _VIOLATION
     if params.weather_makes_unreliable:
         code[judged & (weather > 1e-9) & ~dry_exceeds] = _UNRELIABLE
     shown = np.where(judged, np.where(averaged, residual, bound), full)
     return _Judged(
         "LAeq", window, ends - window, ends, code, shown, full, residual, averaged, present, kept,
-        weather, residual_dry,
+        weather, residual_dry, overloaded,
     )  # fmt: skip
 
 
@@ -444,6 +463,8 @@ def _lasmax_seconds(grid: _Grid, ends: IntArray, params: NoiseParams) -> _Judged
     judged = kept_max > limit
     code = np.zeros(ends.shape, dtype=np.int64)
     code[over & ~judged] = _EXEMPT
+    overloaded = grid.overloaded[at]
+    code[~judged & (overloaded > 1e-9)] = _OVERLOADED  # a lower bound clears nothing
     code[judged] = _VIOLATION
     weather = grid.kept[at] - grid.dry[at]
     if params.weather_makes_unreliable:
@@ -451,7 +472,7 @@ def _lasmax_seconds(grid: _Grid, ends: IntArray, params: NoiseParams) -> _Judged
     shown = np.where(judged, kept_max, full)
     return _Judged(
         "LASmax", 1, ends - 1, ends, code, shown, full, kept_max, np.ones(ends.shape, dtype=bool),
-        grid.present[at], grid.kept[at], weather, dry_max,
+        grid.present[at], grid.kept[at], weather, dry_max, overloaded,
     )  # fmt: skip
 
 
@@ -533,6 +554,7 @@ def _finding(
     residual = float(judged.residual[i])
     shown = float(judged.shown[i])
     averaged = bool(judged.averaged[i])
+    overloaded_s = float(judged.overloaded[i])
     metric = _metric_name(judged.metric, params)
     unit = "dB(A)"
     limit = fmt_limit(params.limit_db)
@@ -580,6 +602,9 @@ def _finding(
         "judged": code in (_VIOLATION, _UNRELIABLE, _EXEMPT),
         "judged_by": judged_by,
     }
+    if overloaded_s > 0:  # only then: every other finding's details are as they were
+        details["overloaded_s"] = overloaded_s
+        details["lower_bound"] = True
     measurements = [Measurement(metric, kept_apart(full_value), params.limit_db, unit)]
     if exempt_s > 0 and kept_s > 0:
         measurements.append(
@@ -625,6 +650,16 @@ def _finding(
             f"but only because of exempt activity ({'; '.join(exemption_reasons)}); {without}"
             f"{gap_note} (section {section})",
         )
+    if code == _OVERLOADED:
+        # The level read is a lower bound: at or below the limit it shows nothing, above it (with
+        # the exempt seconds) it cannot be told from what the mine alone made.
+        level = f"at least {db(full_value)} {unit}" if math.isfinite(full_value) else "an unknown level"
+        return emit(
+            FindingKind.INFO,
+            f"Noise at {where} not judged {when}: the meter was overloaded for {_seconds(overloaded_s)}"
+            f" (its input reached full scale, IEC 61672-1 5.11), so it {verb} {level}, a lower bound"
+            f" that cannot show the {limit} dB limit was kept{gap_note} (section {section})",
+        )
     if code == _INFO:
         # Too few seconds left, and not loud enough on their own, to say the mine was too loud.
         return emit(
@@ -636,12 +671,19 @@ def _finding(
         )
 
     exempt_note = f" after leaving out {exempt_s:.0f} exempt seconds" if exempt_s > 0 else ""
+    # An overloaded meter read low: the level is a lower bound, and still above the limit.
+    at_least = "at least " if overloaded_s > 0 else ""
+    if overloaded_s > 0:
+        exempt_note += (
+            f" (the meter was overloaded for {_seconds(overloaded_s)}, its input at full scale:"
+            " the true level was higher)"
+        )
     if averaged:
-        measured = f"Noise at {where} {verb} {db(shown)} {unit} {when}{exempt_note}"
+        measured = f"Noise at {where} {verb} {at_least}{db(shown)} {unit} {when}{exempt_note}"
     else:
         measured = (
             f"Noise at {where} {when}: its {kept_s:.0f} non-exempt seconds alone average "
-            f"{db(shown)} {unit} over the whole {window_s} seconds, counting every other second "
+            f"{at_least}{db(shown)} {unit} over the whole {window_s} seconds, counting every other second "
             f"as silent{exempt_note}"
         )
     if code == _UNRELIABLE:
