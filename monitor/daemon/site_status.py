@@ -50,6 +50,7 @@ def site_status(
         totals = last_minute[sensor_id]
         totals[0] += duration_s * 10 ** (laeq / 10)
         totals[1] += duration_s
+    overloaded = store.overloaded_s_between(site.id, now - MINUTE, now)
     sensors: dict[str, Any] = {}
     for sensor in site.sensors:
         last_us = store.last_data_us(site.id, sensor.id, through=now)
@@ -63,6 +64,8 @@ def site_status(
         if seconds > 0:
             entry["LAeq_1min"] = round(10 * math.log10(energy / seconds), 1)
             entry["seconds"] = int(seconds) if seconds.is_integer() else round(seconds, 1)
+        if sensor.id in overloaded:  # the meter clipped: its minute reads low (only then in the message)
+            entry["overloaded_s"] = round(overloaded[sensor.id], 1)
         sensors[sensor.id] = entry
     day_start = now - STATUS_DAY
     kinds: Iterable[tuple[str, int]]  # (kind, end_us) of the current findings starting in the day

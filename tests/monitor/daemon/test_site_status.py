@@ -384,3 +384,22 @@ def test_minewatch_status_says_when_the_stores_disk_is_full(
     monkeypatch.setattr("shutil.disk_usage", lambda _: full)
     assert main(["status", "--config", str(path)]) == 0
     assert f"store {tmp_path / 'minewatch.db'}: its disk is full (0 bytes free)" in capsys.readouterr().out
+
+
+def test_a_minute_the_meter_was_overloaded_in_reads_as_a_lower_bound(
+    store: Store, site: SiteConfig, config_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A clipped second reads low: the status says how long the meter was overloaded, and
+    `minewatch status` writes the minute's level as 'at least'; a minute without one is as before."""
+    with store.batch():
+        for i in range(10):
+            levels = SoundLevels(SITE, "n1", NOW - timedelta(seconds=10 - i), 1.0, 78.0, 79.0, 95.0)
+            store.append_sound(levels._replace(overload=i in (3, 4)), source="levels", late=False, now=NOW)
+    sensors = site_status(store, site, NOW)["sensors"]
+    assert (sensors["n1"]["LAeq_1min"], sensors["n1"]["overloaded_s"]) == (78.0, 2.0)
+    assert "overloaded_s" not in sensors["n2"]
+    assert main(["status", "--config", str(config_path), "--at", "2026-06-15T16:00:30Z"]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  n1 ")]
+    assert line.endswith(
+        "LAeq,1min at least 78.0 dB(A) (meter overloaded 2 s: not judged below the limit)"
+    ), line
