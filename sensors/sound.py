@@ -6,8 +6,12 @@
             ``pre_s`` of audio; a second whose LAFmax or LCpeak passes its threshold sends
             the buffer and keeps sending for ``post_s`` after the last trigger ─► AudioBlock
 
+Each second's time is counted from the samples (SampleClock); a live source's blocks come with
+the system-clock time they were captured at, which that count follows (re-anchored when more
+than CLOCK_BOUND_S apart, never overlapping or going back).
+
 The processor is pure (arrays in, records out); only SoundcardSource touches hardware,
-through the optional ``sounddevice`` package (extra ``soundcard``).
+through the optional ``sounddevice`` package (extra ``soundcard``), and reads the clock.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ import math
 import queue
 import time
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -35,6 +39,10 @@ from rules.model import SoundLevels
 
 FloatArray = NDArray[np.float64]
 AUDIO_MODES = ("off", "continuous", "events")
+# A live source's counted time further than this from the system clock starts counting again from it,
+# compared once every CLOCK_CHECK_S of samples (SampleClock).
+CLOCK_BOUND_S = 0.5
+CLOCK_CHECK_S = 10
 NO_BLOCK: FloatArray = np.empty(0)  # what a live source yields while its device delivers nothing
 STALL_S = 5.0  # a device silent this long is said to be so in the log
 
@@ -60,6 +68,16 @@ class SoundSource:
 
     def blocks(self) -> Generator[FloatArray, None, None]:
         raise NotImplementedError
+
+    def stamped_blocks(self) -> Generator[tuple[FloatArray, datetime | None], None, None]:
+        """blocks(), each with the system-clock time its last sample was captured at: None for a
+        source whose time is its own (a file, a synthetic signal), which is counted from its start."""
+        blocks = self.blocks()
+        try:
+            for block in blocks:
+                yield block, None
+        finally:
+            blocks.close()
 
 
 class WavSource(SoundSource):
@@ -115,7 +133,13 @@ class SoundcardSource(SoundSource):
 
     realtime = True
 
-    def __init__(self, device: str | None, sample_rate: int = 48000, block_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        device: str | None,
+        sample_rate: int = 48000,
+        block_s: float = 0.5,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         try:
             import sounddevice
         except (ImportError, OSError) as exc:  # OSError: the package is there but PortAudio is not
@@ -136,18 +160,29 @@ class SoundcardSource(SoundSource):
         self.name = str(info.get("name", device))
         self.sample_rate = sample_rate
         self.block = int(block_s * sample_rate)
-        self.queue: queue.Queue[FloatArray] = queue.Queue(maxsize=64)
+        self.clock = clock  # the system clock: when a block was captured
+        self.queue: queue.Queue[tuple[FloatArray, datetime]] = queue.Queue(maxsize=64)
         self.overflows = 0
 
     def _callback(self, indata: Any, frames: int, time_info: Any, status: Any) -> None:
+        # PortAudio calls back as the block's last frame is in: the clock now is its capture time.
+        captured = self.clock()
         if status:
             self.overflows += 1
         try:
-            self.queue.put_nowait(np.array(indata[:, 0], dtype=np.float64))
+            self.queue.put_nowait((np.array(indata[:, 0], dtype=np.float64), captured))
         except queue.Full:
             self.overflows += 1  # the processor fell behind; the gap shows as missing seconds
 
     def blocks(self) -> Generator[FloatArray, None, None]:
+        stamped = self.stamped_blocks()
+        try:
+            for block, _ in stamped:
+                yield block
+        finally:
+            stamped.close()
+
+    def stamped_blocks(self) -> Generator[tuple[FloatArray, datetime | None], None, None]:
         stream = self.sd.InputStream(
             device=self.device,
             channels=1,
@@ -162,7 +197,7 @@ class SoundcardSource(SoundSource):
             stalled = False
             while True:
                 try:
-                    block = self.queue.get(timeout=0.25)
+                    block, captured = self.queue.get(timeout=0.25)
                 except queue.Empty:
                     silent = time.monotonic() - last
                     if silent >= STALL_S and not stalled:
@@ -173,7 +208,7 @@ class SoundcardSource(SoundSource):
                             self.name,
                             silent,
                         )
-                    yield NO_BLOCK
+                    yield NO_BLOCK, None
                     continue
                 if stalled:
                     stalled = False
@@ -183,7 +218,7 @@ class SoundcardSource(SoundSource):
                         time.monotonic() - last,
                     )
                 last = time.monotonic()
-                yield block
+                yield block, captured
         finally:
             if stalled:
                 # PortAudio's stop, abort and close (and its Pa_Terminate, which sounddevice runs
@@ -239,6 +274,58 @@ def _finite(value: float) -> float | None:
     return round(value, 2) if math.isfinite(value) else None
 
 
+class SampleClock:
+    """The time of a position in a stream, counted in samples from an anchor (pure: the system
+    clock's readings are passed in).
+
+    A live source's periods are timed by counting samples (the sound card's clock): one 50 ppm off
+    drifts 4 s a day from the system clock, and a step of the system clock (NTP) is never followed.
+    ``follow`` is told, second by second, the system-clock time the samples up to a position were
+    captured at. Delivery only ever adds delay (a late callback, a busy machine), so the earliest
+    of them, the least offset over ``CLOCK_CHECK_S`` of samples, is the one that tells the clock;
+    further than ``CLOCK_BOUND_S`` from the counted time, counting starts again from it there (a
+    re-anchoring, logged once). Forward, that leaves a gap; back, the periods whose new times would
+    overlap the last one sent are left out (SoundProcessor), so that no two periods overlap and
+    none goes back.
+    """
+
+    def __init__(self, origin: datetime, sensor: str) -> None:
+        self.sensor = sensor
+        self.anchor_ts, self.anchor_s = origin, 0.0  # the time of position anchor_s
+        self.reanchored = 0
+        self._checked_s = 0.0  # the position of the last check
+        self._least: float | None = None  # the least offset (system clock - counted) since, in s
+
+    def at(self, position_s: float) -> datetime:
+        return self.anchor_ts + timedelta(seconds=position_s - self.anchor_s)
+
+    def follow(self, position_s: float, captured_at: datetime) -> bool:
+        """The samples up to ``position_s`` (seconds counted) were in at ``captured_at`` by the
+        system clock; every CLOCK_CHECK_S, re-anchor there when the least offset is past the bound.
+        True when it re-anchored."""
+        offset_s = (captured_at - self.at(position_s)).total_seconds()
+        least = self._least = offset_s if self._least is None else min(self._least, offset_s)
+        if position_s - self._checked_s < CLOCK_CHECK_S:
+            return False
+        self._checked_s, self._least = position_s, None
+        if abs(least) <= CLOCK_BOUND_S:
+            return False
+        counted = self.at(position_s)
+        self.anchor_ts, self.anchor_s = counted + timedelta(seconds=least), position_s
+        self.reanchored += 1
+        log.warning(
+            "Sensor %s: the samples counted put %s at %s, the system clock %+.2f s from it (beyond %g s:"
+            " the sound card's clock drifts, or the system clock was set); its levels follow the"
+            " system clock from here",
+            self.sensor,
+            f"{position_s:g} s",
+            counted.isoformat(),
+            least,
+            CLOCK_BOUND_S,
+        )
+        return True
+
+
 class SoundProcessor:
     """One sensor's audio stream -> SoundLevels per second (+ AudioBlocks per the audio mode)."""
 
@@ -261,15 +348,20 @@ class SoundProcessor:
         self.audio = audio
         self.trigger = trigger
         self.meter = SoundLevelMeter(sample_rate, 1.0, calibration_db=calibration_db, clip_level=clip_level)
+        self.clock = SampleClock(origin, sensor)
         self._pending = np.empty(0)
-        self._chunk_index = 0  # seconds since origin
-        self._ring: deque[tuple[int, FloatArray]] = deque(maxlen=trigger.pre_s + 1)
+        self._chunk_index = 0  # seconds of samples since origin
+        self._ring: deque[tuple[datetime, FloatArray]] = deque(maxlen=trigger.pre_s + 1)
+        self._levels_end: datetime | None = None  # where the last levels sent end
+        self._audio_end: datetime | None = None  # where the last audio block sent ends
+        self._overlap_said = True  # the left-out periods of the last re-anchoring were said
         self._send_until = -1  # chunk index up to which audio is being sent
         self._seq = 0
         self.triggers = 0
         self.silent_s = 0.0  # seconds left out below the daemon's plausible minimum, in a row
         self.left_out = 0  # periods left out in all
         self.overloaded_s = 0.0  # seconds sent flagged as overloaded, in a row
+        self.overlapping = 0  # periods left out: their times, re-anchored, overlapped those sent
 
     def finish(self) -> list[Message]:
         """At the end of the input: the last, partial second's levels (with its true duration),
@@ -278,12 +370,18 @@ class SoundProcessor:
         self._pending = np.empty(0)
         return [levels for p in periods if (levels := self._heard(p)) is not None]
 
-    def feed(self, samples: FloatArray) -> list[Message]:
-        """Consume samples; returns the records of every second completed."""
+    def feed(self, samples: FloatArray, captured_at: datetime | None = None) -> list[Message]:
+        """Consume samples; returns the records of every second completed. ``captured_at``: the
+        system-clock time the last of ``samples`` was captured at (a live source), which each
+        second's counted time then follows (SampleClock); None: counted from ``origin`` alone."""
         x = np.concatenate([self._pending, np.asarray(samples, dtype=np.float64)])
         out: list[Message] = []
         whole = x.size // self.rate
         for k in range(whole):
+            if captured_at is not None:
+                end = captured_at - timedelta(seconds=(x.size - (k + 1) * self.rate) / self.rate)
+                if self.clock.follow(self._chunk_index + 1, end):
+                    self._overlap_said = False
             out.extend(self._second(x[k * self.rate : (k + 1) * self.rate]))
         self._pending = x[whole * self.rate :]
         return out
@@ -291,22 +389,26 @@ class SoundProcessor:
     def _second(self, chunk: FloatArray) -> list[Message]:
         index = self._chunk_index
         self._chunk_index += 1
+        ts = self.clock.at(index)
         periods = self.meter.process(chunk)
         out: list[Message] = [levels for p in periods if (levels := self._heard(p)) is not None]
+        blocks: list[tuple[datetime, FloatArray]] = []
         if self.audio == "continuous":
-            out.append(self._block(index, chunk))
+            blocks.append((ts, chunk))
         elif self.audio == "events":
-            self._ring.append((index, chunk))
             fired = any(self.trigger.fires(p) for p in periods)
+            self._ring.append((ts, chunk))
             if fired:
                 self.triggers += 1
                 # The clip starts pre_s before the triggering second (what the ring still holds).
-                for ring_index, ring_chunk in self._ring:
-                    if ring_index > self._send_until:
-                        out.append(self._block(ring_index, ring_chunk))
+                blocks.extend(self._ring)
                 self._send_until = index + self.trigger.post_s
             elif index <= self._send_until:
-                out.append(self._block(index, chunk))
+                blocks.append((ts, chunk))
+        for block_ts, block in blocks:  # once each (a ring second may be asked for again), none overlapping
+            if self._audio_end is None or block_ts >= self._audio_end:
+                out.append(self._block(block_ts, block))
+                self._audio_end = block_ts + timedelta(seconds=block.size / self.rate)
         return out
 
     def _heard(self, p: PeriodLevels) -> SoundLevels | None:
@@ -314,6 +416,10 @@ class SoundProcessor:
         -20 dB: digital silence, a cut cable), said when it begins and when it ends: a message
         the daemon always rejects would be sent, queued and refused every second."""
         levels = self._levels(p)
+        if self._levels_end is not None and levels.ts < self._levels_end:
+            self._left_out_overlapping(levels)
+            return None
+        self._levels_end = levels.end
         self._say_overload(p)
         lo, hi = DB_RANGE
         if all(lo <= v <= hi for v in (levels.LAeq, levels.LAFmax, levels.LCpeak)):
@@ -341,6 +447,21 @@ class SoundProcessor:
         self.left_out += 1
         return None
 
+    def _left_out_overlapping(self, levels: SoundLevels) -> None:
+        """A period whose re-anchored time is before the end of the last one sent (the system clock
+        went back, or the card ran fast): left out, once said per re-anchoring."""
+        self.overlapping += 1
+        self.left_out += 1
+        if not self._overlap_said:
+            self._overlap_said = True
+            log.warning(
+                "Sensor %s: levels from %s are left out until they pass %s, where the last ones sent"
+                " end (the system clock is behind the samples counted; periods never overlap)",
+                self.sensor,
+                levels.ts.isoformat(),
+                self._levels_end.isoformat() if self._levels_end else "?",
+            )
+
     def _say_overload(self, p: PeriodLevels) -> None:
         """Log when the input begins and stops reaching full scale (once each, not every second)."""
         if p.overload:
@@ -357,7 +478,7 @@ class SoundProcessor:
             self.overloaded_s = 0.0
 
     def _levels(self, p: PeriodLevels) -> SoundLevels:
-        ts = self.origin + timedelta(seconds=p.start_s)
+        ts = self.clock.at(p.start_s)
         laeq = round(p.LAeq, 2)
         return SoundLevels(
             self.site,
@@ -375,12 +496,10 @@ class SoundProcessor:
             p.overload,
         )
 
-    def _block(self, index: int, chunk: FloatArray) -> AudioBlock:
+    def _block(self, ts: datetime, chunk: FloatArray) -> AudioBlock:
         self._seq += 1
         pcm = (np.clip(chunk, -1.0, 32767 / 32768) * 32768).astype("<i2").tobytes()
-        return AudioBlock(
-            self.site, self.sensor, self.origin + timedelta(seconds=index), self._seq, self.rate, "s16le", pcm
-        )
+        return AudioBlock(self.site, self.sensor, ts, self._seq, self.rate, "s16le", pcm)
 
 
 def calibration_check(

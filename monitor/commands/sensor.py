@@ -436,12 +436,14 @@ def _run_sound(
     done_s = 0.0
     began = time.monotonic()
     next_status = args.status_interval
-    blocks = source.blocks()
+    # A live source's blocks come with the system-clock time they were captured at: its levels'
+    # times, counted from the samples, follow that clock (sensors/sound.py SampleClock).
+    blocks = source.stamped_blocks()
     try:
-        for block in blocks:
+        for block, captured_at in blocks:
             if stop.is_set():
                 break
-            for record in processor.feed(block):
+            for record in processor.feed(block, captured_at):
                 publisher.publish(record)
             done_s += block.size / source.sample_rate
             # A live source's heartbeat follows the clock: it goes on while its device is silent.

@@ -18,6 +18,7 @@ real time; the source's queue keeps the first 32 s in order, more than the recor
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import threading
 import wave
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -235,3 +237,50 @@ def test_a_device_that_stops_delivering_is_said_and_a_sigterm_still_stops_the_se
     assert code == 0, text
     assert text.count("No audio from the device") == 1, text
     assert "Stopped:" in text and "Traceback" not in text, text
+
+
+def test_a_device_faster_than_the_system_clock_has_its_times_follow_the_clock(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """The `null` PCM delivers 25 s of samples at once: a sound card whose clock runs far fast.
+    Its levels are counted from the samples for the first check (10 s of samples); then they
+    follow the system clock, and the seconds whose times it has passed already are left out, so
+    that what is published never overlaps nor goes back. Published in order of capture."""
+    pytest.importorskip("sounddevice", reason="the `test` extra installs sounddevice")
+    seconds = 25
+    rng = np.random.default_rng(3)
+    raw = tmp_path / "noise.f32"
+    raw.write_bytes((0.01 * rng.standard_normal(seconds * RATE)).astype("<f4").tobytes())
+    env = _alsa_env(tmp_path, raw)
+    config = site_config(tmp_path, mosquitto.url)
+    sub = Subscriber(mosquitto.port, "minewatch/dovre-quarry/sensors/n1/#", client_id="fast-sub")
+    try:
+        result = subprocess.run(
+            [
+                *(sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)),
+                *("--sensor", "n1", "--source", "soundcard:minewatch_test", "--duration", str(seconds)),
+                *("--queue", str(tmp_path / "n1.queue.db"), "--drain-timeout", "20"),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        sent = int(result.stderr.split("Stopped: ")[1].split(" message")[0])
+        assert wait_for(lambda: len(sub.received()) >= sent, timeout=20), result.stderr
+        published = [json.loads(p) for _, p in sub.received("/levels")]
+    finally:
+        sub.close()
+    assert "its levels follow the system clock from here" in result.stderr, result.stderr
+    assert "are left out until they pass" in result.stderr, result.stderr
+    assert 9 <= len(published) < seconds, len(published)
+    spans = [
+        (
+            datetime.fromisoformat(m["ts"]),
+            datetime.fromisoformat(m["ts"]) + timedelta(seconds=m["duration_s"]),
+        )
+        for m in published
+    ]
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert start >= end, (end, start)  # in the order captured: never overlapping, never back
