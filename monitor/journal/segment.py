@@ -281,7 +281,9 @@ def has_overloads(conn: sqlite3.Connection, scope: Scope) -> bool:
     if "overload" not in {row[1] for row in conn.execute("PRAGMA table_info(sound)")}:
         return False
     found = conn.execute(
-        "SELECT 1 FROM sound WHERE site = :site AND ts_us >= :cfrom AND ts_us < :to AND overload"
+        # The index named: without statistics SQLite would walk the window's rows by the key.
+        "SELECT 1 FROM sound INDEXED BY sound_overloaded"
+        " WHERE site = :site AND ts_us >= :cfrom AND ts_us < :to AND overload"
         f"{_named_sensors('sensor', scope)} LIMIT 1",
         _params(scope),
     ).fetchone()
