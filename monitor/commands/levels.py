@@ -10,6 +10,7 @@ import sys
 
 from monitor.acoustics.filter_cache import weighting_filters
 from monitor.acoustics.iec61672 import PERIOD_FIELDS, PeriodLevels, SoundLevelMeter
+from monitor.acoustics.overload import clip_level
 from monitor.acoustics.wavfile import read_wav
 from monitor.commands.numbers import number
 from monitor.config import FULL_SCALE_DB_RANGE
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             period_s=args.period,
             calibration_db=args.calibration,
             filters=weighting_filters(audio.sample_rate),  # designed once, then read from disk
+            clip_level=clip_level(audio.bits_per_sample, audio.is_float),
         )
     except ValueError as error:
         print(f"minewatch levels: {args.recording}: {error}", file=sys.stderr)
@@ -81,6 +83,14 @@ def run(args: argparse.Namespace) -> int:
     for start in range(0, audio.samples.size, block):
         periods.extend(meter.process(audio.samples[start : start + block]))
     periods.extend(meter.flush())
+    overloaded = [p for p in periods if p.overload]
+    if overloaded:  # said beside the levels, whose columns stay as they are
+        print(
+            f"minewatch levels: {args.recording}: the input reached full scale (overload) in"
+            f" {len(overloaded)} of {len(periods)} periods, the first at {overloaded[0].start_s:g} s:"
+            " their levels are lower bounds",
+            file=sys.stderr,
+        )
 
     rows = _rows(periods)
     if args.format == "json":

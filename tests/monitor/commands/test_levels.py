@@ -255,3 +255,23 @@ def test_an_argument_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr == b"minewatch: argument 3 (DOV\\xff) is not UTF-8 text: write it in UTF-8\n"
+
+
+def test_cli_says_when_the_recording_reached_full_scale(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A clipped second's levels are lower bounds (IEC 61672-1 5.11): said on stderr, the output as ever."""
+    tone = _tone(3.0, amplitude=0.5)
+    tone[FS : 2 * FS] *= 4.0  # the second second driven past full scale
+    path = tmp_path / "clipped.wav"
+    scipy_wavfile.write(path, FS, np.clip(np.round(tone * 32768), -32768, 32767).astype(np.int16))
+    code, out, err = _run_cli([str(path), "--calibration", "94"], capsys)
+    assert code == 0
+    assert next(csv.reader(io.StringIO(out))) == COLUMNS
+    assert err == (
+        f"minewatch levels: {path}: the input reached full scale (overload) in 1 of 3 periods, the first"
+        " at 1 s: their levels are lower bounds\n"
+    )
+    quiet = tmp_path / "quiet.wav"
+    scipy_wavfile.write(quiet, FS, np.round(_tone(3.0) * 32767).astype(np.int16))
+    assert _run_cli([str(quiet), "--calibration", "94"], capsys)[2] == ""
