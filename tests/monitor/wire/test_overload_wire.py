@@ -35,7 +35,7 @@ def test_a_period_not_overloaded_is_sent_as_it_always_was() -> None:
         "LAFmax": 80.5,
         "LCpeak": 99.0,
     }
-    topic, payload = encode(levels)
+    _, payload = encode(levels)
     quick = predecode(payload, "dovre-north", "n1", 65536)
     assert quick == levels and quick.overload is False  # the quick path, as before
 
