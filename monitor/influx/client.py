@@ -129,7 +129,7 @@ def line(
     offset_ns: int = 0,
 ) -> str:
     """One point in line protocol, checked against ``monitor.influx.schema``, at ``ts`` plus
-    ``offset_ns`` nanoseconds (a datetime holds microseconds; points.rejections spreads points).
+    ``offset_ns`` nanoseconds (a datetime holds microseconds; ``points.spread_ns`` moves records apart).
 
     Unknown measurements, tags or fields are programmer errors (ValueError), as is a
     point with no field left once None (and NaN/inf) fields are omitted. Empty tag

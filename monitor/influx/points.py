@@ -9,6 +9,7 @@ field (every field None): InfluxDB has no such point.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, ParamSpec, Protocol
@@ -42,19 +43,53 @@ class WritePoint(Protocol):
     def __call__(self, make: Callable[P, str | None], /, *args: P.args, **kwargs: P.kwargs) -> None: ...
 
 
-def _id_tag(record_id: str) -> str:
-    """A record's id as a tag value. The id is a tag so that records sharing their time (two
-    findings of a minute, two trucks at a gate) are points of their own: InfluxDB keeps one
-    point per series and time, and the last of two such lines overwrote the first. A trailing
-    backslash cannot end a tag value in line protocol; it is written as ``%5C``."""
-    return record_id[:-1] + "%5C" if record_id.endswith("\\") else record_id
+# A record's point is moved into its millisecond by this many nanoseconds at most (``spread_ns``).
+SPREAD_NS = 1_000_000
+
+
+def spread_ns(identity: int | str) -> int:
+    """How far (in nanoseconds, under a millisecond) a record's point is moved into its millisecond.
+
+    InfluxDB keeps one point per series and time: two records of one measurement, tag set and
+    time (two findings of one window, two trucks at a gate, a burst of rejections) were one
+    point, the last replacing the others. A tag per record would keep them apart but make each
+    record a series of its own, and InfluxDB 1.x holds its series index in memory and refuses
+    writes past ``max-series-per-database`` (a million by default); its guidance is never to
+    put unique ids in tags. So the record's identity moves the point's time instead, the same
+    on every run and machine, so that a record written again (at least once, or a finding's
+    revision: the same id) lands on its earlier point and overwrites it.
+
+    An int (a row id) gives itself modulo ``SPREAD_NS``: a million consecutive rows never share
+    an offset. A str (the id of an event, a finding, an alert) gives the first 8 bytes of its
+    SHA-256 as an integer, modulo ``SPREAD_NS`` (Python's ``hash`` differs between runs). Two
+    such records of one series and millisecond share an offset with probability 1 in
+    1,000,000 (k of them: about k(k-1)/2 in 1,000,000), and then InfluxDB keeps the later of
+    the two; the store keeps both.
+    """
+    if isinstance(identity, int):
+        if identity < 0:
+            raise ValueError(f"a row id is 0 or more, got {identity}")
+        return identity % SPREAD_NS
+    digest = hashlib.sha256(identity.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % SPREAD_NS
 
 
 def _point(
-    measurement: str, tags: Mapping[str, str], fields: Mapping[str, Any], ts: datetime, offset_ns: int = 0
+    measurement: str,
+    tags: Mapping[str, str],
+    fields: Mapping[str, Any],
+    ts: datetime,
+    identity: int | str | None = None,
 ) -> str | None:
+    """The point, at ``ts``; with an ``identity``, at the start of ``ts``'s millisecond plus
+    ``spread_ns(identity)``: the point's time read to the millisecond is the record's."""
     clean = {k: v for k, v in fields.items() if v is not None}
-    return line(measurement, tags, clean, ts, offset_ns=offset_ns) if clean else None
+    if not clean:
+        return None
+    if identity is None:
+        return line(measurement, tags, clean, ts)
+    millisecond = ts.replace(microsecond=ts.microsecond - ts.microsecond % 1000)
+    return line(measurement, tags, clean, millisecond, offset_ns=spread_ns(identity))
 
 
 def sound(levels: SoundLevels, late: bool) -> str | None:
@@ -104,20 +139,21 @@ def reading(record: LightSummary | WeatherReading | TurbidityReading, late: bool
 
 
 def events(event: Event) -> str | None:
-    fields: dict[str, Any] = {"summary": f"{type(event).__name__} {event.id}"}
+    fields: dict[str, Any] = {"id": event.id, "summary": f"{type(event).__name__} {event.id}"}
     if isinstance(event, TruckPassage):
         fields.update(gate=event.gate, direction=event.direction)
     if isinstance(event, Blast):
         fields["safety_reason"] = event.safety_reason
     if isinstance(event, WorkPeriod | TemporaryLighting):
         fields["end"] = format_ts(event.end)
-    tags = {"site": event.site, "kind": event_kind(event), "id": _id_tag(event.id)}
-    return _point("events", tags, fields, event_span(event).start)
+    tags = {"site": event.site, "kind": event_kind(event)}
+    return _point("events", tags, fields, event_span(event).start, event.id)
 
 
 def findings(finding: Finding) -> str | None:
     first = finding.measurements[0] if finding.measurements else None
     fields = {
+        "id": finding.id,
         "section": finding.section,
         "summary": finding.summary,
         "sensors": ",".join(finding.sensors),
@@ -126,44 +162,25 @@ def findings(finding: Finding) -> str | None:
         "end": format_ts(finding.end),
         "completeness": finding.completeness,
     }
-    tags = {
-        "site": finding.site,
-        "standard": finding.standard,
-        "kind": finding.kind.value,
-        "id": _id_tag(finding.id),
-    }
-    return _point("findings", tags, fields, finding.start)
+    tags = {"site": finding.site, "standard": finding.standard, "kind": finding.kind.value}
+    return _point("findings", tags, fields, finding.start, finding.id)
 
 
 def alerts(site: str, body: Mapping[str, Any]) -> str | None:
     """The point of a raised alert, from its published body (``AlertBook``)."""
-    tags = {
-        "site": site,
-        "audience": ",".join(body["audiences"]),
-        "kind": body["kind"],
-        "id": _id_tag(body["id"]),
-    }
-    fields = {"message": body["message"], "severity": body["severity"]}
-    return _point("alerts", tags, fields, stored_time(body["ts"]))
-
-
-# A rejection's point is moved this many nanoseconds at most past its time (see ``rejections``).
-REJECTION_SPREAD_NS = 1_000_000
+    tags = {"site": site, "audience": ",".join(body["audiences"]), "kind": body["kind"]}
+    fields = {"id": body["id"], "message": body["message"], "severity": body["severity"]}
+    return _point("alerts", tags, fields, stored_time(body["ts"]), body["id"])
 
 
 def rejections(site: str, topic: str, reason: str, ts: datetime, rejection_id: int) -> str | None:
     """The point of a rejected message; ``rejection_id`` is its row in the store's ``rejections``.
 
     Rejections of one instant (a burst within one microsecond; with the data clock, every message
-    rejected before the next accepted reading) are one series at one time, and InfluxDB keeps the
-    last point of a series and time. A tag per rejection would make each a series of its own (a
-    flood of bad messages, a flood of series), so the point's time is moved instead: by the row id
-    modulo ``REJECTION_SPREAD_NS`` in nanoseconds, less than a millisecond. A million rejections
-    of one instant are each a point; a line written again (at least once) is the same point."""
-    if rejection_id < 0:
-        raise ValueError(f"rejection_id must be a row id (0 or more), got {rejection_id}")
+    rejected before the next accepted reading) are one series at one time, and a flood of bad
+    messages must not be a flood of series: the point is moved by ``spread_ns(rejection_id)``."""
     fields = {"topic": topic, "reason": reason}
-    return _point("rejections", {"site": site}, fields, ts, rejection_id % REJECTION_SPREAD_NS)
+    return _point("rejections", {"site": site}, fields, ts, rejection_id)
 
 
 def sensor_health(

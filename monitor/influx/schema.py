@@ -2,6 +2,10 @@
 
 One place: the Influx writer builds points from it, the Grafana dashboard test
 checks every query against it, and docs/ARCHITECTURE.md documents it.
+
+A record's id (events, findings, alerts) is a field, never a tag: a tag per record is a
+series per record, and InfluxDB 1.x refuses writes past a million series. Records of one
+series and time are kept apart by their points' times instead (``points.spread_ns``).
 """
 
 from __future__ import annotations
@@ -46,23 +50,22 @@ MEASUREMENTS: dict[str, Measurement] = {
         ),
         Measurement(
             "events",
-            ("site", "kind", "id"),
-            ("summary", "gate", "direction", "safety_reason", "end"),
-            "Operator events: blasts, blast notices, trucks, work periods, temporary lighting"
-            " (the id a tag: two events of a kind at one time are two points).",
+            ("site", "kind"),
+            ("id", "summary", "gate", "direction", "safety_reason", "end"),
+            "Operator events: blasts, blast notices, trucks, work periods, temporary lighting.",
         ),
         Measurement(
             "findings",
-            ("site", "standard", "kind", "id"),
-            ("section", "summary", "sensors", "value", "limit", "end", "completeness"),
-            "Compliance findings (violations, exempt exceedances, warnings, ...); the id a tag, so"
-            " findings that start together are each a point (a revision overwrites its finding).",
+            ("site", "standard", "kind"),
+            ("id", "section", "summary", "sensors", "value", "limit", "end", "completeness"),
+            "Compliance findings (violations, exempt exceedances, warnings, ...); a revision"
+            " overwrites its finding's point.",
         ),
         Measurement(
             "alerts",
-            ("site", "audience", "kind", "id"),
-            ("message", "severity"),
-            "Alerts raised for the town and the operator (the id a tag: each alert is its own point).",
+            ("site", "audience", "kind"),
+            ("id", "message", "severity"),
+            "Alerts raised for the town and the operator.",
         ),
         Measurement(
             "rejections",

@@ -876,8 +876,9 @@ SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
     ),
     "turbidity": ({"site": "dovre", "sensor": "t1"}, {"ntu": 12.5, "duration_s": 60.0, "late": True}),
     "events": (
-        {"site": "dovre", "kind": "temporary-lighting", "id": "e1"},
+        {"site": "dovre", "kind": "temporary-lighting"},
         {
+            "id": "e1",
             "summary": 'TemporaryLighting "e1", night',
             "gate": "g1",
             "direction": "in",
@@ -886,8 +887,9 @@ SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
         },
     ),
     "findings": (
-        {"site": "dovre", "standard": "noise, night", "kind": "violation", "id": "f1"},
+        {"site": "dovre", "standard": "noise, night", "kind": "violation"},
         {
+            "id": "f1",
             "section": "6.D",
             "summary": "LAeq 82.5 dB(A) over the 80 dB(A) limit",
             "sensors": "n1,n2",
@@ -898,8 +900,8 @@ SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
         },
     ),
     "alerts": (
-        {"site": "dovre", "audience": "town", "kind": "violation", "id": "a1"},
-        {"message": "Høgås: limit exceeded", "severity": "warning"},
+        {"site": "dovre", "audience": "town", "kind": "violation"},
+        {"id": "a1", "message": "Høgås: limit exceeded", "severity": "warning"},
     ),
     "rejections": (
         {"site": "dovre"},

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from monitor.config import InfluxConfig
+from monitor.config import InfluxConfig, Secret
 from monitor.influx import points
 from monitor.influx.client import InfluxWriter, timestamp_ns
 from monitor.influx.schema import MEASUREMENTS
 from monitor.journal.store import Store
 from rules.model import (
     Blast,
+    Event,
     Finding,
     FindingKind,
     LightSummary,
@@ -24,7 +26,7 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
-from tests.support.servers import Influxd
+from tests.support.servers import Influxd, VictoriaMetrics
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
 NS = timestamp_ns(T0)
@@ -60,13 +62,15 @@ def test_readings_points() -> None:
 def test_event_points_carry_what_each_kind_has() -> None:
     truck = points.events(TruckPassage("q", "t-1", T0, "north", "in"))
     assert truck == (
-        f'events,id=t-1,kind=truck,site=q direction="in",gate="north",summary="TruckPassage t-1" {NS}'
+        'events,kind=truck,site=q direction="in",gate="north",id="t-1",summary="TruckPassage t-1"'
+        f" {NS + points.spread_ns('t-1')}"
     )
     blast = points.events(Blast("q", "b-7", T0))  # no safety reason: the field is left out
-    assert blast == f'events,id=b-7,kind=blast,site=q summary="Blast b-7" {NS}'
+    assert blast == f'events,kind=blast,site=q id="b-7",summary="Blast b-7" {NS + points.spread_ns("b-7")}'
     work = WorkPeriod("q", "w-1", T0, T0 + timedelta(hours=2), WorkKind.REPAIR)
     assert points.events(work) == (
-        f'events,id=w-1,kind=work,site=q end="2026-06-15T19:00:00Z",summary="WorkPeriod w-1" {NS}'
+        'events,kind=work,site=q end="2026-06-15T19:00:00Z",id="w-1",summary="WorkPeriod w-1"'
+        f" {NS + points.spread_ns('w-1')}"
     )
 
 
@@ -76,10 +80,13 @@ def test_finding_point_takes_its_first_measurement() -> None:
         "loud", ("n1", "n2"), (Measurement("LAeq", 66.0, 65.0, "dB"),),
     )  # fmt: skip
     line = points.findings(finding)
-    assert line is not None and line.startswith(
-        f"findings,id={finding.id},kind=violation,site=q,standard=noise "
+    assert line is not None and line.startswith("findings,kind=violation,site=q,standard=noise ")
+    assert (
+        f'id="{finding.id}"' in line
+        and 'sensors="n1,n2"' in line
+        and "value=66.0" in line
+        and "limit=65.0" in line
     )
-    assert 'sensors="n1,n2"' in line and "value=66.0" in line and "limit=65.0" in line
     bare = points.findings(
         Finding("q", "noise", "6.B", FindingKind.WARNING, T0, T0, "America/Chicago", "near")
     )
@@ -90,7 +97,8 @@ def test_alert_rejection_and_health_points() -> None:
     body = {"id": "a1", "ts": "2026-06-15T17:00:00Z", "audiences": ["town", "operator"], "kind": "anchor",
             "message": "m", "severity": "info"}  # fmt: skip
     assert points.alerts("q", body) == (
-        f'alerts,audience=town\\,operator,id=a1,kind=anchor,site=q message="m",severity="info" {NS}'
+        'alerts,audience=town\\,operator,kind=anchor,site=q id="a1",message="m",severity="info"'
+        f" {NS + points.spread_ns('a1')}"
     )
     assert (
         points.rejections("q", "t/x", "bad", T0, 7) == f'rejections,site=q reason="bad",topic="t/x" {NS + 7}'
@@ -103,32 +111,122 @@ def test_alert_rejection_and_health_points() -> None:
     assert points.heartbeat(status) == f"sensor_health,sensor=n1,site=q battery_pct=80.0,online=true {NS}"
 
 
-def test_records_sharing_a_time_are_points_of_their_own(influxd: Influxd) -> None:
-    """Against influxd 1.6.7: records that differ only in their id (and a finding in its
-    sensors) were one series at one time, so InfluxDB kept the last of them (87 findings
-    queued, 83 stored). Each is a point now, and a record sent twice is still one."""
+def records_of_one_instant() -> tuple[list[Finding], list[dict[str, object]], list[Event]]:
+    """5 findings, 4 alerts and 4 events of T0 that differ in their id (a finding in its sensors)."""
     end = T0 + timedelta(minutes=1)
     findings = [
-        Finding("q", "noise", "6.B", FindingKind.VIOLATION, T0, end, "UTC", "loud", (f"n{i}",))
+        Finding(
+            "q", "noise", "6.B", FindingKind.VIOLATION, T0, end, "UTC", "loud", (f"n{i}",),
+            (Measurement("LAeq", 66.0 + i, 65.0, "dB"),),
+        )
         for i in range(5)
-    ]
+    ]  # fmt: skip
     body = {"ts": "2026-06-15T17:00:00Z", "audiences": ["town"], "kind": "violation", "severity": "warning"}
-    alerts = [points.alerts("q", {**body, "id": f"a{i}", "message": f"m{i}"}) for i in range(4)]
-    trucks = [TruckPassage("q", f"t-{i}", T0, "north", "in") for i in range(3)]
-    lines = [
+    alerts: list[dict[str, object]] = [{**body, "id": f"a{i}", "message": f"m{i}"} for i in range(4)]
+    events: list[Event] = [TruckPassage("q", f"t-{i}", T0, "north", "in") for i in range(3)]
+    events.append(Blast("q", "odd\\", T0))  # a trailing backslash could not end a tag value
+    return findings, alerts, events
+
+
+def lines_of(findings: list[Finding], alerts: list[dict[str, object]], events: list[Event]) -> list[str]:
+    made = [
         *(points.findings(f) for f in findings),
-        *alerts,
-        *(points.events(t) for t in trucks),
-        points.events(Blast("q", "odd\\", T0)),  # a trailing backslash cannot end a tag value
+        *(points.alerts("q", a) for a in alerts),
+        *(points.events(e) for e in events),
     ]
+    return [x for x in made if x is not None]
+
+
+def point_ns(line: str) -> int:
+    return int(line.rsplit(" ", 1)[1])
+
+
+def series_keys(influxd: Influxd, measurement: str) -> list[str]:
+    """The series of ``measurement`` in the database "minewatch", as InfluxQL's SHOW SERIES lists them."""
+    found = influxd.query(f'SHOW SERIES FROM "{measurement}"', "minewatch")
+    return [key for [key] in found[0]["values"]] if found else []
+
+
+def test_records_of_one_millisecond_are_apart_within_it() -> None:
+    """A record's point is moved by its id, under a millisecond: records of one series and
+    time are at times of their own (they were at one time), the same each time they are made,
+    and read to the millisecond each is at its record's millisecond, a time with microseconds
+    (17:00:00.000900, a rejection's) included (a rejection of row 200,000 was moved into the next)."""
+    ts = T0 + timedelta(microseconds=900)
+    trucks = [points.events(TruckPassage("q", f"t-{i}", ts, "north", "in")) for i in range(50)]
+    rejected = [points.rejections("q", "t/x", "bad", ts, row) for row in (1, 200_000, 999_999)]
+    times = [point_ns(x) for x in (*trucks, *rejected) if x is not None]
+    assert len(set(times)) == len(times) == 53
+    assert {t // 1_000_000 for t in times} == {NS // 1_000_000}
+    assert [points.events(TruckPassage("q", f"t-{i}", ts, "north", "in")) for i in range(50)] == trucks
+
+
+def test_records_of_one_instant_are_points_of_one_series(influxd: Influxd) -> None:
+    """Against influxd 1.6.7: findings, alerts and events of one instant that differ in their
+    id are each a point (InfluxDB keeps one point per series and time), in one series per tag
+    set: with the id a tag, every record was a series of its own, and influxd 1.x refuses
+    writes past max-series-per-database (a million). A finding's revision (the same id)
+    overwrites its point, and a replay (at least once) overwrites itself."""
+    findings, alerts, events = records_of_one_instant()
     writer = InfluxWriter(InfluxConfig(version=1, url=influxd.url, database="minewatch"))
-    writer.write([x for x in lines if x is not None])
-    writer.write([x for x in lines if x is not None])  # at least once: a replay overwrites itself
+    writer.write(lines_of(findings, alerts, events))
+    writer.write(lines_of(findings, alerts, events))
+    revised = replace(findings[0], summary="louder", measurements=(Measurement("LAeq", 75.0, 65.0, "dB"),))
+    assert revised.id == findings[0].id
+    writer.write(lines_of([revised], [], []))
+
     assert influxd.count("minewatch", "findings", "summary") == 5
     assert influxd.count("minewatch", "alerts", "message") == 4
     assert influxd.count("minewatch", "events", "summary") == 4
-    [series] = influxd.query('SELECT "summary", "id" FROM "events" WHERE "kind" = \'blast\'', "minewatch")
-    assert series["values"] == [["2026-06-15T17:00:00Z", "Blast odd\\", "odd%5C"]]
+    keys = {m: series_keys(influxd, m) for m in ("findings", "alerts", "events")}
+    assert keys == {
+        "findings": ["findings,kind=violation,site=q,standard=noise"],
+        "alerts": ["alerts,audience=town,kind=violation,site=q"],
+        "events": ["events,kind=blast,site=q", "events,kind=truck,site=q"],
+    }
+    [series] = influxd.query('SELECT "id", "summary", "value" FROM "findings"', "minewatch")
+    rows = {row[1]: row[2:] for row in series["values"]}
+    assert rows == {
+        f.id: ["louder", 75.0] if f.id == revised.id else ["loud", f.measurements[0].value] for f in findings
+    }
+    [series] = influxd.query('SELECT "id" FROM "alerts"', "minewatch")
+    assert sorted(row[1] for row in series["values"]) == ["a0", "a1", "a2", "a3"]
+    [series] = influxd.query('SELECT "id", "summary" FROM "events" WHERE "kind" = \'blast\'', "minewatch")
+    [[time, *blast]] = series["values"]
+    assert blast == ["odd\\", "Blast odd\\"] and time.startswith("2026-06-15T17:00:00.000")
+
+
+def test_v2_records_of_one_instant_are_one_series_without_an_id(victoria_metrics: VictoriaMetrics) -> None:
+    """Through the v2 API to VictoriaMetrics (a real server of ``POST /api/v2/write``): the
+    findings, alerts and events of one instant are one series per field and tag set, with no
+    id label (with the id a tag, each record was a series), each record a sample at its
+    record's millisecond. VictoriaMetrics keeps milliseconds and every sample written, so
+    overwriting (a revision, a replay) is shown against influxd in the test above."""
+    findings, alerts, events = records_of_one_instant()
+    config = InfluxConfig(version=2, url=victoria_metrics.url, org="quarry", bucket="b", token=Secret("t"))
+    writer = InfluxWriter(config)
+    try:
+        writer.write(lines_of(findings, alerts, events))
+    finally:
+        writer.close()
+    stored = victoria_metrics.export('{__name__=~"findings_value|alerts_severity|events_summary"}')
+    by_series = {tuple(sorted(s["metric"].items())): s for s in stored}
+    assert len(by_series) == len(stored)
+    assert sorted(by_series) == sorted(
+        tuple(sorted(labels.items()))
+        for labels in (
+            {"__name__": "findings_value", "site": "q", "standard": "noise", "kind": "violation"},
+            {"__name__": "alerts_severity", "site": "q", "audience": "town", "kind": "violation"},
+            {"__name__": "events_summary", "site": "q", "kind": "truck"},
+            {"__name__": "events_summary", "site": "q", "kind": "blast"},
+        )
+    )
+    samples = {s["metric"]["__name__"] + "/" + s["metric"]["kind"]: s for s in stored}
+    assert sorted(samples["findings_value/violation"]["values"]) == [66.0, 67.0, 68.0, 69.0, 70.0]
+    assert [
+        len(samples[name]["values"]) for name in ("alerts_severity/violation", "events_summary/truck")
+    ] == [4, 3]
+    assert {t for s in stored for t in s["timestamps"]} == {NS // 1_000_000}
 
 
 def test_rejections_of_one_instant_are_each_a_point(tmp_path: Path, influxd: Influxd) -> None:
