@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -248,3 +249,62 @@ def test_rejections_of_one_instant_are_each_a_point(tmp_path: Path, influxd: Inf
     assert influxd.count("minewatch", "rejections", "reason") == 6
     [series] = influxd.query('SHOW SERIES FROM "rejections"', "minewatch")
     assert series["values"] == [["rejections,site=q"]]  # one series: no tag per rejection
+
+
+def deploy_guide_statements() -> list[str]:
+    """The InfluxQL docs/DEPLOY.md gives to copy and drop the previous version's series."""
+    text = (Path(__file__).parents[3] / "docs" / "DEPLOY.md").read_text()
+    [block] = [b for b in re.findall(r"```sql\n(.*?)```", text, re.S) if "DROP SERIES" in b]
+    return [statement for statement in block.splitlines() if statement.strip()]
+
+
+def test_points_of_earlier_versions_are_read_copied_and_dropped_as_deploy_says(influxd: Influxd) -> None:
+    """Against influxd 1.6.7, a database holding the three ways the id was written: a field
+    (before), a tag (the previous version: a series per record) and a field of points moved
+    within their millisecond (now, no series of their own). ``"id"::field`` and ``"id"::tag``
+    tell them apart, and docs/DEPLOY.md's statements leave every point with its id a field
+    and no series per record."""
+    hour = 3600 * 10**9
+    earlier = [
+        f'events,kind=blast,site=q id="b-1",summary="Blast b-1" {NS - 2 * hour}',
+        f'findings,kind=warning,site=q,standard=noise id="f-1",summary="near",value=64.0 {NS - 2 * hour}',
+        f'alerts,audience=town,kind=violation,site=q id="a-1",message="m",severity="warning" {NS - 2 * hour}',
+    ]
+    previous = [
+        f'events,id=t-8,kind=truck,site=q gate="north",summary="TruckPassage t-8" {NS - hour}',
+        f'events,id=t-9,kind=truck,site=q gate="north",summary="TruckPassage t-9" {NS - hour + 10**9}',
+        f'findings,id=f-2,kind=violation,site=q,standard=noise summary="loud",value=70.0 {NS - hour}',
+        f'findings,id=f-3,kind=violation,site=q,standard=noise summary="loud",value=71.0 {NS - hour + 10**9}',
+        f'alerts,audience=town,id=a-2,kind=violation,site=q message="m",severity="warning" {NS - hour}',
+    ]
+    findings, alerts, events = records_of_one_instant()
+    writer = InfluxWriter(InfluxConfig(version=1, url=influxd.url, database="minewatch"))
+    writer.write([*earlier, *previous, *lines_of(findings, alerts, events)])
+
+    always = {"events": "summary", "findings": "summary", "alerts": "message"}  # a field every point has
+
+    def ids(measurement: str, kind: str) -> set[str]:
+        query = f'SELECT "{always[measurement]}", "id"::{kind} FROM "{measurement}"'
+        [series] = influxd.query(query, "minewatch")
+        return {row[2] for row in series["values"] if row[2] is not None}
+
+    now_ids = {
+        "events": {e.id for e in events},
+        "findings": {f.id for f in findings},
+        "alerts": {"a0", "a1", "a2", "a3"},
+    }
+    tagged = {"events": {"t-8", "t-9"}, "findings": {"f-2", "f-3"}, "alerts": {"a-2"}}
+    fielded = {"events": {"b-1"}, "findings": {"f-1"}, "alerts": {"a-1"}}
+    for measurement in ("events", "findings", "alerts"):
+        assert ids(measurement, "tag") == tagged[measurement]
+        assert ids(measurement, "field") == fielded[measurement] | now_ids[measurement]
+        tag_series = influxd.query(f'SHOW SERIES FROM "{measurement}" WHERE "id"::tag =~ /./', "minewatch")
+        assert len(tag_series[0]["values"]) == len(tagged[measurement])  # the new points add none
+
+    for statement in deploy_guide_statements():
+        influxd.execute(statement, "minewatch")
+
+    for measurement in ("events", "findings", "alerts"):
+        assert ids(measurement, "tag") == set()
+        assert ids(measurement, "field") == fielded[measurement] | tagged[measurement] | now_ids[measurement]
+        assert not [key for key in series_keys(influxd, measurement) if ",id=" in key]
