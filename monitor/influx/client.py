@@ -15,7 +15,10 @@ Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
                             offending points are rejected (a single bad point must
                             not block the queue). A point is the one at fault only
                             when the server takes others: when every point alone is
-                            refused alike (a proxy in front, a wrong path), none is
+                            refused alike, one point is sent alone (the last the
+                            server took, or the newest queued); taken, the points are
+                            rejected (a field type conflict over a whole batch);
+                            refused too (a proxy in front, a wrong path), none is
                             rejected; the batch stays queued, retried with backoff
     413                     too large: the batch is bisected the same way; a single
                             point refused so is rejected, and the forwarder keeps to
@@ -279,6 +282,7 @@ class BatchResult:
     carried that the server took; None when no 413 came, or a point alone explains it.
     ``refused_alike``: the status every point alone was refused with (then ``error`` says
     so, with the server's first answer, and nothing is rejected).
+    ``probe_taken``: the server took the ``probe`` line (``bisect_write``).
     """
 
     accepted: list[int] = field(default_factory=list)
@@ -286,6 +290,7 @@ class BatchResult:
     error: InfluxWriteError | None = None
     fits: int | None = None
     refused_alike: int | None = None
+    probe_taken: bool = False
 
 
 def bisect_write(
@@ -294,6 +299,7 @@ def bisect_write(
     *,
     server_takes_points: bool = True,
     refused_before: int | None = None,
+    probe: str | None = None,
 ) -> BatchResult:
     """Send ``items``; on a non-retryable error, split the batch in halves until the bad points are alone.
 
@@ -304,15 +310,20 @@ def bisect_write(
     split the same way, down to one point.
 
     A point is rejected as the point's fault only when the server takes others. When it
-    takes none and refuses every point alone with the same status (a proxy that answers
-    400 to everything, a url with a wrong path), the server or the address is at fault:
-    nothing is rejected, and ``error`` (retryable) keeps the batch queued. The status, not
-    the words: a server's words may name the request (VictoriaMetrics quotes the client's
-    address and the URI). A batch of one point cannot tell: its refusal is the point's
-    when ``server_takes_points`` (the last batch had points taken), else it is kept.
+    takes none and refuses every point alone with the same status, either the points are
+    bad (a field type conflict over the whole batch) or the server or the address is (a
+    proxy that answers 400 to everything, a url with a wrong path). The status, not the
+    words, tells them alike: a server's words may name the request (VictoriaMetrics quotes
+    the client's address and the URI). ``probe`` tells them apart: a line sent alone at
+    that moment, the last point the server took or one queued after ``items`` (a point
+    written again overwrites itself). Taken, the server takes points at this url, and the
+    points it refused are proven bad: they are rejected. Refused, the server or the address
+    is at fault: nothing is rejected, and ``error`` (retryable) keeps the batch queued.
+    Without a probe, the batch is kept; a batch of one point is the point's fault when
+    ``server_takes_points`` (the last batch had points taken), else it is kept.
     ``refused_before``: these items were refused alike with this status last time; if the
-    batch and then its first point are refused so again, the batch is kept again (two
-    requests, not a bisection of 2n - 1).
+    batch, then its first point and then the probe are refused so again, the batch is kept
+    again (three requests, not a bisection of 2n - 1).
     """
     result = BatchResult()
     if refused_before is not None and items:
@@ -326,7 +337,11 @@ def bisect_write(
                 send([items[0][1]])
             except InfluxWriteError as first:
                 if not first.retryable and first.status == refused_before:
-                    return _refused_alike(result, len(items), first)
+                    taken = _probe(send, probe, result)
+                    if result.error is not None:
+                        return result
+                    if not taken:
+                        return _refused_alike(result, len(items), first)
         else:
             result.accepted.extend(item_id for item_id, _ in items)
             return result
@@ -360,16 +375,39 @@ def bisect_write(
     if too_large and not point_too_large and largest_taken:
         result.fits = largest_taken
     refusals = {exc.status for exc in leaf_errors}
-    if (
+    if not (
         result.error is None
         and not result.accepted
         and len(refusals) == 1
         and len(leaf_errors) == len(items)
-        and (len(items) > 1 or not server_takes_points)
         and leaf_errors[0].status != 413  # a point too large alone is the point's fault
     ):
-        return _refused_alike(result, len(items), leaf_errors[0])
-    return result
+        return result
+    if probe is None:
+        if len(items) > 1 or not server_takes_points:
+            return _refused_alike(result, len(items), leaf_errors[0])
+        return result
+    if result.probe_taken or _probe(send, probe, result):
+        return result  # the server takes a point and refused each of these: they are bad
+    if result.error is not None:
+        result.rejected.clear()
+        return result
+    return _refused_alike(result, len(items), leaf_errors[0])
+
+
+def _probe(send: Callable[[list[str]], None], probe: str | None, result: BatchResult) -> bool:
+    """Whether the server takes ``probe`` alone now (then ``result.probe_taken``); a retryable
+    failure is ``result.error``, and says nothing of the points."""
+    if probe is None:
+        return False
+    try:
+        send([probe])
+    except InfluxWriteError as exc:
+        if exc.retryable:
+            result.error = exc
+        return False
+    result.probe_taken = True
+    return True
 
 
 def _refused_alike(result: BatchResult, count: int, refusal: InfluxWriteError) -> BatchResult:
@@ -450,9 +488,14 @@ class InfluxWriter:
         *,
         server_takes_points: bool = True,
         refused_before: int | None = None,
+        probe: str | None = None,
     ) -> BatchResult:
         return bisect_write(
-            items, self.write, server_takes_points=server_takes_points, refused_before=refused_before
+            items,
+            self.write,
+            server_takes_points=server_takes_points,
+            refused_before=refused_before,
+            probe=probe,
         )
 
     def _send(self, path: str, params: Mapping[str, str], body: bytes, headers: Mapping[str, str]) -> None:
@@ -565,6 +608,7 @@ class InfluxForwarder:
         self._thread: threading.Thread | None = None
         self._stop: threading.Event | None = None
         self._server_takes_points = True  # the last batch had points taken (bisect_write)
+        self._taken: str | None = None  # the last point the server took, a probe (bisect_write)
         self._held: tuple[tuple[int, ...], int] | None = None  # a batch refused alike, and the status
 
     @classmethod
@@ -701,11 +745,19 @@ class InfluxForwarder:
             return 0, None
         ids = tuple(item_id for item_id, _ in batch)
         held = self._held[1] if self._held is not None and self._held[0] == ids else None
+        probe = self._taken
+        if probe is None:  # none taken since the start: the newest point queued, if not in the batch
+            newest = self.outbox.newest()
+            probe = newest[1] if newest is not None and newest[0] > ids[-1] else None
         result = self.writer.write_batch(
-            batch, server_takes_points=self._server_takes_points, refused_before=held
+            batch, server_takes_points=self._server_takes_points, refused_before=held, probe=probe
         )
         if result.accepted:
             self._server_takes_points = True
+            texts = dict(batch)
+            self._taken = texts[result.accepted[-1]]
+        elif result.probe_taken:
+            self._taken = probe
         if result.refused_alike is not None:
             self._server_takes_points = False
         self._held = None if result.refused_alike is None else (ids, result.refused_alike)

@@ -95,6 +95,11 @@ class Outbox:
         rows = self.conn.execute(f"SELECT id, item FROM {self.table} ORDER BY id LIMIT ?", (limit,))
         return [(int(row[0]), str(row[1])) for row in rows]
 
+    def newest(self) -> tuple[int, str] | None:
+        """The item queued last, left in place (the forwarder's probe: ``bisect_write``)."""
+        row = self.conn.execute(f"SELECT id, item FROM {self.table} ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
+
     def pending(self) -> int:
         return int(self.conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0])
 

@@ -256,6 +256,36 @@ def test_bisect_a_single_point_refused_is_its_fault_if_the_server_takes_others(
     assert (result.error is None) == server_takes_points
 
 
+def test_bisect_points_refused_alike_are_rejected_when_the_server_takes_the_probe() -> None:
+    """Every point alone refused with one status (a field type conflict over the whole batch)
+    while the server takes another point sent alone (the probe): the points are proven bad
+    and rejected (they were kept, and the queue behind them stalled). The probe refused too
+    (a proxy, a wrong path), they are kept; the probe's retryable failure keeps them too."""
+    items = list(enumerate("abcdefgh"))
+    calls, send = _fake_send(set("abcdefgh"), down_on="y")
+    result = bisect_write(items, send, probe="z")
+    assert [i for i, _ in result.rejected] == list(range(8)) and result.accepted == []
+    assert (result.error, result.refused_alike, result.probe_taken) == (None, None, True)
+    assert calls[-1] == ["z"] and len(calls) == 16  # the bisection, then the probe
+
+    calls.clear()
+    again = bisect_write(items, send, refused_before=400, probe="z")  # held before: proven now
+    assert [i for i, _ in again.rejected] == list(range(8)) and again.probe_taken
+    assert calls[:3] == [list("abcdefgh"), ["a"], ["z"]]
+
+    refusing_calls, refusing = _refusing()
+    kept = bisect_write(items, refusing, probe="z")
+    assert (kept.rejected, kept.refused_alike, kept.probe_taken) == ([], 400, False)
+    assert refusing_calls[-1] == ["z"]
+    refusing_calls.clear()
+    kept = bisect_write(items, refusing, refused_before=400, probe="z")
+    assert (kept.rejected, kept.refused_alike, len(refusing_calls)) == ([], 400, 3)
+
+    down = bisect_write(items, send, probe="y")  # the server went away as the probe was sent
+    assert (down.rejected, down.refused_alike) == ([], None)
+    assert down.error is not None and down.error.status == 503
+
+
 def test_bisect_points_refused_alike_beside_points_taken_are_rejected() -> None:
     """The server takes some: every refused point is the point's fault, however alike."""
     items = list(enumerate("abcdefgh"))
@@ -435,6 +465,41 @@ def test_v1_type_conflict_rejected_neighbours_written(influxd: Influxd, queue: Q
     assert "unable to parse" in rejected[1].reason
     assert queue.store.pending() == 0
     assert forwarder.stats.rejected == 2 and forwarder.stats.written == 39
+
+
+def test_v1_a_batch_all_in_type_conflict_is_rejected_not_held(
+    influxd: Influxd, queue: Queue, tmp_path: Path
+) -> None:
+    """Against influxd 1.6.7: a whole batch of points in field type conflict (LAeq an integer
+    once it is a float) is refused point by point with one status, as a proxy refuses
+    everything; it was kept, retried for ever, and every point behind it waited. The server
+    takes a point sent alone (the last it took; after a restart, the newest queued), so the
+    batch is rejected with influxd's words and the points behind it are written."""
+    queue.put([sound(i, 50.0) for i in range(10)])  # LAeq is a float field from here on
+    queue.put([sound(i, 1) for i in range(10, 20)])  # LAeq=1i: "field type conflict", each
+    queue.put([sound(i, 60.0) for i in range(20, 25)])
+    forwarder = start_forwarder(queue, v1_config(influxd), batch_size=10)
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    assert influxd.count("minewatch", "sound", "LAeq") == 15
+    rejected = queue.store.rejected()
+    assert [r.item for r in rejected] == [sound(i, 1) for i in range(10, 20)]
+    assert all("field type conflict" in r.reason for r in rejected)
+
+    # A restart: nothing taken yet, the queue's head all in conflict, good points behind it.
+    queue.put([sound(i, 2) for i in range(30, 40)])
+    queue.put([sound(i, 70.0) for i in range(40, 45)])
+    forwarder = start_forwarder(
+        Queue(queue.store, Outbox.open(tmp_path / "minewatch.db")), v1_config(influxd), batch_size=10
+    )
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    assert influxd.count("minewatch", "sound", "LAeq") == 20
+    assert len(queue.store.rejected()) == 20 and queue.store.pending() == 0
 
 
 def test_v1_batches_too_large_are_split_and_kept_smaller(
@@ -933,17 +998,24 @@ def vm_config(server: VictoriaMetrics) -> InfluxConfig:
     return InfluxConfig(version=2, url=server.url, org="quarry", bucket="minewatch", token=Secret("s3cr3t"))
 
 
+@pytest.mark.parametrize("batch_size", [50, 5])
 def test_v2_a_wrong_path_answered_400_keeps_every_point_queued(
-    victoria_metrics: VictoriaMetrics, queue: Queue, caplog: pytest.LogCaptureFixture, tmp_path: Path
+    victoria_metrics: VictoriaMetrics,
+    queue: Queue,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    batch_size: int,
 ) -> None:
     """VictoriaMetrics answers 400 "unsupported path requested" to a url with a wrong path:
-    every point alone is refused alike, so none is rejected; the points stay queued, the
-    forwarder is down and says so once with the server's answer, and once the url is put
-    right they are written (they were all moved to the rejected table)."""
+    every point alone is refused alike, and so is the point sent alone to tell the server's
+    fault from the points' (batch_size 5: the newest queued point), so none is rejected;
+    the points stay queued, the forwarder is down and says so once with the server's
+    answer, and once the url is put right they are written (they were all moved to the
+    rejected table)."""
     caplog.set_level(logging.DEBUG, logger="monitor.influx.client")
     queue.put([sound(i) for i in range(20)])
     wrong = replace(vm_config(victoria_metrics), url=f"{victoria_metrics.url}/proxy")
-    forwarder = start_forwarder(queue, wrong)
+    forwarder = start_forwarder(queue, wrong, batch_size=batch_size)
     try:
         wait_until(lambda: forwarder.stats.retries >= 3)
         assert not forwarder.flush(0.2)
@@ -955,7 +1027,7 @@ def test_v2_a_wrong_path_answered_400_keeps_every_point_queued(
     logged = [r for r in caplog.records if r.levelno >= logging.INFO and r.name == "monitor.influx.client"]
     assert len(logged) == 1 and logged[0].levelno == logging.ERROR
     message = logged[0].getMessage()
-    assert "refused each of the 20 points alone alike" in message
+    assert f"refused each of the {min(batch_size, 20)} points alone alike" in message
     assert (
         'unsupported path requested: \\"/influx/api/v2/write\\"' in message or "unsupported path" in message
     )
