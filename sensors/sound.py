@@ -23,7 +23,7 @@ import queue
 import time
 from collections import deque
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -428,12 +428,12 @@ class SoundProcessor:
                 self.silent_s = 0.0
             # An optional level out of the range (LAFmin of a second with a silent moment) is left
             # out alone, as a level not measured: the daemon would refuse the whole message.
-            kept = {
+            kept: dict[str, Any] = {
                 name: None
                 for name in _OPTIONAL_LEVELS
                 if (value := getattr(levels, name)) is not None and not lo <= value <= hi
             }
-            return replace(levels, **kept) if kept else levels
+            return levels._replace(**kept) if kept else levels  # a NamedTuple: not dataclasses.replace
         if not self.silent_s:
             log.warning(
                 "No signal: sensor %s reads LAeq %.1f dB, outside the %g to %g dB the daemon takes"
