@@ -93,7 +93,9 @@ def _point(
 
 
 def sound(levels: SoundLevels, late: bool) -> str | None:
-    fields = {k: getattr(levels, k) for k in SOUND_FIELDS}
+    fields: dict[str, Any] = {k: getattr(levels, k) for k in SOUND_FIELDS}
+    if levels.overload:  # the meter was overloaded: the levels are lower bounds (IEC 61672-1 5.11)
+        fields["overload"] = True
     return _point(
         "sound",
         {"site": levels.site, "sensor": levels.sensor},

@@ -27,8 +27,21 @@ MEASUREMENTS: dict[str, Measurement] = {
         Measurement(
             "sound",
             ("site", "sensor"),
-            ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq", "duration_s", "late"),
-            "Per-period sound levels in dB (period start is the point time).",
+            (
+                "LAeq",
+                "LAFmax",
+                "LASmax",
+                "LAFmin",
+                "LCeq",
+                "LCpeak",
+                "LZpeak",
+                "LZeq",
+                "duration_s",
+                "late",
+                "overload",
+            ),
+            "Per-period sound levels in dB (period start is the point time); overload true only where"
+            " the meter was overloaded (the levels then lower bounds).",
         ),
         Measurement(
             "light",

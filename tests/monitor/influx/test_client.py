@@ -929,6 +929,7 @@ SAMPLES: dict[str, tuple[dict[str, str], dict[str, FieldValue]]] = {
             "LZeq": 82.0,
             "duration_s": 1.0,
             "late": False,
+            "overload": True,
         },
     ),
     "light": (

@@ -44,6 +44,16 @@ def test_sound_point_omits_the_levels_a_period_lacks() -> None:
     )
 
 
+def test_an_overloaded_period_says_so_in_its_point() -> None:
+    """The store and the bundle kept the meter's overload flag, and InfluxDB (Grafana) showed the
+    clipped levels as plain readings."""
+    levels = SoundLevels("q", "n1", T0, 1.0, 78.0, 79.0, 95.0, overload=True)
+    assert points.sound(levels, late=False) == (
+        "sound,sensor=n1,site=q LAFmax=79.0,LAeq=78.0,LCpeak=95.0,duration_s=1.0,late=false,"
+        f"overload=true {NS}"
+    )
+
+
 def test_readings_points() -> None:
     light = LightSummary("q", "l1", T0, 60.0, 2.0, 1.0, 3.0)
     assert points.reading(light, late=False) == (
