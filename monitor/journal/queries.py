@@ -648,6 +648,18 @@ def sound_minutes(conn: sqlite3.Connection, site: str, start_us: int, end_us: in
     )
 
 
+def overloaded_seconds(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> dict[str, float]:
+    """Per sensor, the seconds of its sound periods starting in [start_us, end_us) measured with
+    the meter overloaded (none: not listed), read from the partial index of such rows alone
+    (named: without statistics SQLite walks the window's rows by the key to find none)."""
+    rows = conn.execute(
+        "SELECT sensor, SUM(duration_s) FROM sound INDEXED BY sound_overloaded"
+        " WHERE site = ? AND ts_us >= ? AND ts_us < ? AND overload GROUP BY sensor",
+        (site, start_us, end_us),
+    )
+    return {str(r[0]): float(r[1]) for r in rows}
+
+
 def sound_histogram(conn: sqlite3.Connection, site: str, start_us: int, end_us: int) -> list[sqlite3.Row]:
     """The per-second LAeq of every sound sensor of ``site`` in [start_us, end_us) as a 0.1 dB
     histogram, one pass over the rows: (``sensor``, ``bin`` = round(LAeq x 10), ``seconds``,

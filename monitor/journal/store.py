@@ -1364,12 +1364,7 @@ class Store:
     def overloaded_s_between(self, site: str, start: datetime, end: datetime) -> dict[str, float]:
         """Per sensor, the seconds of its sound periods starting in [start, end) that were measured
         overloaded (none: not listed); read from the index of such rows alone."""
-        rows = self.conn.execute(
-            "SELECT sensor, SUM(duration_s) FROM sound INDEXED BY sound_overloaded"
-            " WHERE site = ? AND ts_us >= ? AND ts_us < ? AND overload GROUP BY sensor",
-            (site, to_us(start), to_us(end)),
-        )
-        return {r[0]: r[1] for r in rows}
+        return queries.overloaded_seconds(self.conn, site, to_us(start), to_us(end))
 
 
 # Newest sound second of one sensor. The sound key is (site, ts_us, sensor): walking it

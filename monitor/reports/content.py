@@ -189,6 +189,7 @@ def build_report(
     totals: dict[str, float] = {}
     for day, d_start, d_end in period.days(zone):
         per_sensor = _days_of(queries.sound_histogram(conn, site.id, to_us(d_start), to_us(d_end)))
+        overloaded = queries.overloaded_seconds(conn, site.id, to_us(d_start), to_us(d_end))
         for sensor in site.sensors:
             if sensor.kind is SensorKind.SOUND and sensor.id in per_sensor:
                 totals[sensor.id] = totals.get(sensor.id, 0.0) + sum(
@@ -202,6 +203,8 @@ def build_report(
                     "sensor": sensor.id,
                     "seconds": int(stats["seconds"]) if stats else 0,
                     "expected_s": int((d_end - d_start).total_seconds() / sensor.expected_period_s),
+                    # Seconds the meter was overloaded in: the day's levels are then lower bounds.
+                    "overloaded_s": overloaded.get(sensor.id, 0.0),
                     **{
                         k: (round(stats[k], 1) if stats else None)
                         for k in ("LAeq", "L10", "L50", "L90", "LAFmax")

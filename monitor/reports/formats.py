@@ -125,10 +125,11 @@ def report_sections(report: Report) -> list[Section]:
                     d["date"],
                     d["sensor"],
                     str(d["seconds"]),
-                    *(db_text(d[k]) for k in ("LAeq", "L10", "L50", "L90", "LAFmax")),
+                    *(_bound(db_text(d[k]), d) for k in ("LAeq", "L10", "L50", "L90", "LAFmax")),
                 )
                 for d in report.daily
             ),
+            _overload_note(report.daily),
         ),
         Section(
             "episodes",
@@ -206,6 +207,23 @@ def report_sections(report: Report) -> list[Section]:
             "" if report.complaints else "No complaint about the period.",
         ),
     ]
+
+
+def _bound(level: str, day: dict[str, Any]) -> str:
+    """A day's level as read, or "at least" it where the meter was overloaded that day."""
+    return f"at least {level}" if level and day.get("overloaded_s") else level
+
+
+def _overload_note(daily: list[dict[str, Any]]) -> str:
+    """Which days' levels are lower bounds, and why (IEC 61672-1 5.11: an overloaded reading is
+    not a valid measurement; clipped sound reads low)."""
+    days = [f"{d['date']} {d['sensor']} ({d['overloaded_s']:g} s)" for d in daily if d.get("overloaded_s")]
+    if not days:
+        return ""
+    return (
+        "at least: the meter was overloaded for some seconds of the day (" + ", ".join(days) + "); "
+        "clipped sound reads low, so the day's levels are lower bounds."
+    )
 
 
 def render_csv(report: Report) -> bytes:

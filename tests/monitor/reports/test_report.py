@@ -396,3 +396,39 @@ def test_operator_text_in_the_csv_runs_in_no_spreadsheet(tmp_path: Path) -> None
     # The file as written is the file recorded: verify finds it.
     checked = run_minewatch("verify", path, "--config", config)
     assert checked.returncode == 0 and checked.stdout.count(": OK: ") == 3, checked.stdout + checked.stderr
+
+
+def test_a_day_the_meter_was_overloaded_reports_its_levels_as_lower_bounds(tmp_path: Path) -> None:
+    """The report counted a clipped second's level (it reads low) like any other: the day's
+    LAeq and percentiles looked like measurements; they are said as "at least", with the days."""
+    config = generate_month(tmp_path, free_port())
+    store = Store(tmp_path / "store.db")
+    clipped = local(date(*MONTH, 13), 12) + timedelta(seconds=30)  # between the minute readings
+    with store.batch():
+        store.append_sounds(
+            [(SoundLevels(SITE, "n1", clipped, 2.0, 79.0, 80.0, 99.0, overload=True), "gen", False)],
+            local(date(*MONTH, 28)),
+        )
+    store.close()
+    made = run(
+        "--config",
+        str(config),
+        "--site",
+        SITE,
+        "--from",
+        "2026-11-13",
+        "--to",
+        "2026-11-14",
+        "--out",
+        str(tmp_path),
+        cwd=tmp_path,
+    )
+    assert made.returncode == 0, made.stderr
+    rows = list(csv.reader(io.StringIO(next(tmp_path.glob("quarry-*.csv")).read_text())))
+    daily = {(r[1], r[2]): r[3] for r in rows if r[0] == "daily"}
+    assert daily[("2026-11-13 n1", "LAeq")].startswith("at least ")
+    assert daily[("2026-11-13 n1", "L90")].startswith("at least ")
+    assert not daily[("2026-11-13 n2", "LAeq")].startswith("at least")  # another meter
+    assert not daily[("2026-11-14 n1", "LAeq")].startswith("at least")  # another day
+    [note] = [r[3] for r in rows if r[0] == "daily" and r[2] == "note"]
+    assert "2026-11-13 n1 (2 s)" in note and "lower bounds" in note
