@@ -7,8 +7,11 @@ A profile is a TOML file (shipped ones live in ``rules/profiles/<name>.toml``)::
     authority = "Town of Dovre, Barron County, Wisconsin"
     notice_prefix = "DOV"
     cure_days = 14
+    cure_section = "13.3.A"            # the section granting the cure period; "" = the Town's setting
+    cure_next_business_day_source = "" # cited where a deadline rolls past a closed day ("" = none)
     episode_gap_s = 300
     preexisting_exempt = []            # standards that do not bind pre-existing sites
+    preexisting_section = "1.4.C"      # cited where a standard does not bind a pre-existing site
     considered = ["..."]               # the project's readings the Town should confirm (notices list them)
     event_kinds = []                   # operator record kinds (minewatch/{site}/events/{kind})
                                        # the daemon accepts for sites on this profile
@@ -76,11 +79,13 @@ _TOP_LEVEL_FIELDS = {
     "cure_section",
     "notice",
     "cure_next_business_day",
+    "cure_next_business_day_source",
     "cure_closed_days",
     "cure_remind_days",
     "holidays",
     "episode_gap_s",
     "preexisting_exempt",
+    "preexisting_section",
     "event_kinds",
     "considered",
     "standards",
@@ -146,11 +151,16 @@ class Profile:
     # 13.3.A deadlines: a last day that is a closed day or holiday moves to the next business
     # day (the Wis. Stat. 990.001(4) reading) when cure_next_business_day is set.
     cure_next_business_day: bool = False
+    # Where that reading comes from, cited beside it ("Wis. Stat. 990.001(4)" for Dovre); "" cites none.
+    cure_next_business_day_source: str = ""
     cure_closed_days: tuple[str, ...] = ("sunday",)
     holidays: tuple[str, ...] = ()  # ISO dates and calendars of rules.holidays ("us-federal", "wisconsin")
     # The operator is reminded of an open notice's cure deadline from the local day this many
     # days before it (0: not reminded); the Town's setting, no ordinance's (rules.notice_decision).
     cure_remind_days: int = 3
+    # The section sparing pre-existing operations some standards (Dovre "1.4.C"), cited where a
+    # surface says a standard does not bind the site; "" cites none.
+    preexisting_section: str = ""
 
     def cure_calendar(self) -> WorkCalendar | None:
         """The calendar a cure deadline is rolled forward on, or None when it is not rolled."""
@@ -261,6 +271,8 @@ def build_profile(
     authority = text_field("authority")
     notice_prefix = text_field("notice_prefix")
     cure_section = text_field("cure_section", required=False)
+    next_business_day_source = text_field("cure_next_business_day_source", required=False)
+    preexisting_section = text_field("preexisting_section", required=False)
     cure_days = _expect(raw.get("cure_days", 14), int, "cure_days", problems)
     episode_gap_s = _expect(raw.get("episode_gap_s", 300.0), float, "episode_gap_s", problems)
     preexisting_exempt = _expect(
@@ -355,6 +367,8 @@ def build_profile(
         event_kinds=event_kinds,
         considered=tuple(" ".join(c.split()) for c in considered or ()),
         cure_next_business_day=bool(next_business_day),
+        cure_next_business_day_source=next_business_day_source,
+        preexisting_section=preexisting_section,
         cure_closed_days=tuple(d.lower() for d in closed_days or ()) or ("sunday",),
         holidays=tuple(holidays or ()),
         cure_remind_days=int(remind_days or 0),

@@ -1,4 +1,4 @@
-"""`minewatch notices ACTION --config FILE ...`: the town's notices of violation (13.3.A).
+"""`minewatch notices ACTION --config FILE ...`: notices of violation (the profile's cure procedure).
 
     list                 notices, newest last (--site, --status, --format text|json)
     show ID              the notice (--format md|html|json|pdf, --out FILE)
@@ -8,7 +8,7 @@
                          the cure period counts again from then
     close ID             corrected (--note, --by)
     escalate ID          citation recommended (--note, --by); before the cure deadline only
-                         with --before-deadline --reason TEXT (13.3.B follows a failure to correct)
+                         with --before-deadline --reason TEXT (a citation follows a failure to correct)
 
 Notice ids are matched without regard to case (dov-2026-0007 is DOV-2026-0007). A change
 dated before the notice was issued is refused.
@@ -44,11 +44,13 @@ STATUSES = ("open", "extension_requested", "extended", "corrected", "escalated")
 ACTIONS = {
     "list": "list notices",
     "show": "one notice as a document",
-    "request-extension": "record the operator's written explanation for more time (13.3.A)",
-    "extend": "grant more time: a new cure deadline (13.3.A)",
+    "request-extension": (
+        "record the operator's written explanation for more time (the profile's cure section)"
+    ),
+    "extend": "grant more time: a new cure deadline (the profile's cure section)",
     "serve": "record that the Town served it on the operator: the cure period counts from then",
     "close": "close as corrected",
-    "escalate": "recommend a citation (13.3.B), after the cure deadline",
+    "escalate": "recommend a citation (the profile's citation section), after the cure deadline",
 }
 
 

@@ -138,7 +138,7 @@ def _overpressure_text(
             sensors = ", ".join(finding.get("sensors", ()))
             secondary = SECONDARY if sensors else ""
             return f"{measured}{f' at {sensors}' if sensors else ''} ({finding.get('kind', '')}){secondary}"
-    why = _not_judged_reason(site, standards)
+    why = _not_judged_reason(site, standards, profile.preexisting_section if profile else "")
     if blast and blast.get("overpressure_db") is not None:
         recorded = quantity_text(float(blast["overpressure_db"]), "dB")
         return f"{recorded} (linear peak, from the blast record){why}"
@@ -160,14 +160,18 @@ def _overpressure_text(
     return f"boundary meters' linear peak (LZpeak) over {window}: {told}{SECONDARY}{why}"
 
 
-def _not_judged_reason(site: SiteConfig | None, standards: Mapping[str, Any]) -> str:
-    """Why no overpressure finding exists where the meters did measure."""
+def _not_judged_reason(
+    site: SiteConfig | None, standards: Mapping[str, Any], preexisting_section: str
+) -> str:
+    """Why no overpressure finding exists where the meters did measure; the section sparing
+    pre-existing sites is the profile's (``preexisting_section``), cited only where it names one."""
     if not standards:
         return "; the profile sets no overpressure limit"
     binding = any(s.applies_to_preexisting for s in standards.values())
     if site is not None and site.preexisting and not binding:
         return (
-            "; not judged against the limit: the site is a pre-existing operation (section 1.4.C),"
-            " which the overpressure standard does not bind"
+            "; not judged against the limit: the site is a pre-existing operation"
+            + (f" (section {preexisting_section})" if preexisting_section else "")
+            + ", which the overpressure standard does not bind"
         )
     return ""

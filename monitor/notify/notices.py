@@ -1,4 +1,4 @@
-"""Notices of violation: the town's 13.3.A procedure as a lifecycle in the store.
+"""Notices of violation: the profile's cure procedure (Dovre 13.3.A) as a lifecycle in the store.
 
     findings ─► on_findings ─► rules.episodes.update_episodes ─► episode working set (table)
                                   │
@@ -7,7 +7,8 @@
                                   │                                           day cure_days after issue)
                                   ├─ open notice, before its deadline    ─► CONTINUING violation attached
                                   └─ open notice, after its deadline     ─► ESCALATED: citation recommended
-                                                                            (13.3.B), to the town
+                                                                            (the profile's [notice]
+                                                                            consequence_section), to the town
     town / operator (CLI) ─► request_extension ─► extend ─► close (corrected) | escalate
 
 Statuses::
@@ -41,7 +42,6 @@ passed in.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -439,9 +439,9 @@ def facts_json(facts: EpisodeFacts, timezone: str, site: SiteConfig | None = Non
 
 
 def _citation_section(profile: Profile) -> str:
-    """Dovre: 13.3.A is the notice, 13.3.B the citation. Profiles name only the cure section."""
-    match = re.fullmatch(r"(.*\.)A", profile.cure_section)
-    return f"{match.group(1)}B" if match else ""
+    """The section under which a citation follows an uncorrected violation: the profile's
+    ``[notice] consequence_section`` (Dovre 13.3.B), or "" where the profile names none."""
+    return profile.notice.consequence_section
 
 
 # --------------------------------------------------------------------------- the book
@@ -1044,9 +1044,11 @@ class NoticeBook:
             early = not after_deadline(now, notice.deadline)
             reason = (before_deadline_reason or "").strip()
             if early and not reason:
+                citation = str(notice.data.get("citation_section") or "")
+                cited = f" ({citation})" if citation else ""
                 raise EarlyEscalation(
                     f"notice {notice.id}: its cure deadline {local_stamp(notice.deadline, notice.timezone)} "
-                    f"has not passed, and a citation (13.3.B) follows a failure to correct"
+                    f"has not passed, and a citation{cited} follows a failure to correct"
                 )
             data: dict[str, Any] = {"citation_section": str(notice.data.get("citation_section", ""))}
             if early:
@@ -1239,10 +1241,9 @@ def _deadline_rule(profile: Profile) -> str:
     rule = f"the end of the site's local day {profile.cure_days} days after the day of issue"
     if profile.cure_next_business_day:
         closed = ", ".join(d.capitalize() for d in profile.cure_closed_days)
-        rule += (
-            f", moved to the next business day when that day is a {closed} or legal holiday "
-            f"(Wis. Stat. 990.001(4))"
-        )
+        source = profile.cure_next_business_day_source
+        rule += f", moved to the next business day when that day is a {closed} or legal holiday"
+        rule += f" ({source})" if source else ""
     return rule
 
 

@@ -12,6 +12,7 @@ import pytest
 from rules import RULES, data_margins, evaluate_site
 from rules.model import SiteData
 from rules.profile import Profile, ProfileError, available_profiles, build_profile, load_profile
+from tests.support.paths import DATA
 from tests.support.rule_builders import DOVRE, SITE, at, blast, kinds, make_site, notice, run, seconds
 
 OTHERTON_PATH = str(Path(__file__).parent / "profiles" / "otherton.toml")
@@ -136,6 +137,9 @@ PROFILE_ERRORS_CASES = [
     case("episode_gap_s", 1e300, "expected more than 0 and at most 604800 seconds", id="profile-gap-huge"),
     case(f"{NOISE_PARAMS}.placements", "boundary", "expected a list", id="profile-list-expected"),
     case("preexisting_exempt", ["lighting"], "'lighting' is not a standard", id="profile-1.4.C"),
+    case("preexisting_section", 1.4, "expected a string, got 1.4", id="profile-preexisting-section-not-text"),
+    case("cure_next_business_day_source", True, "expected a string, got True",
+         id="profile-next-business-day-source-not-text"),
     # TOML's nan passes every comparison: a limit of nan (or inf) would never be exceeded
     case(f"{NOISE_PARAMS}.limit_db", float("nan"), "expected a finite number, got nan", id="profile-nan"),
     case(f"{NOISE_PARAMS}.limit_db", float("inf"), "expected a finite number, got inf", id="profile-inf"),
@@ -407,3 +411,18 @@ def test_standard_titles_read_without_building_the_profile() -> None:
     from rules.profile import standard_titles_of
 
     assert standard_titles_of("dovre") == {k: s.title for k, s in DOVRE.standards.items()}
+
+
+# Where a surface cites a section or a law the profile does not name among its standards, the
+# profile says it: Dovre's values; a profile silent on them (Fernhill) cites none.
+@pytest.mark.parametrize(
+    ("name", "preexisting", "rolled"),
+    [
+        case("dovre", "1.4.C", "Wis. Stat. 990.001(4)", id="dovre"),
+        case(str(DATA / "profiles" / "fernhill.toml"), "", "", id="fernhill-names-none"),
+    ],
+)
+def test_the_profile_names_the_sections_its_texts_cite(name: str, preexisting: str, rolled: str) -> None:
+    profile = load_profile(name)
+    assert profile.preexisting_section == preexisting
+    assert profile.cure_next_business_day_source == rolled

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
 from monitor.notify.document import NoticeContext, document_sections
-from monitor.notify.notices import Notice, _deadline_rule
+from monitor.notify.notices import Notice, _citation_section, _deadline_rule
 from rules.profile import Profile, load_profile
 
 
@@ -150,3 +151,37 @@ def test_land_disturbing_numbers_28_5_sets_are_cited_to_their_subsection(
 ) -> None:
     sources = dict(_rows(_notice("land-disturbing", standard), "Numbers used and their sources"))
     assert sources[row] == said
+
+
+FERNHILL = str(Path(__file__).parents[2] / "data" / "profiles" / "fernhill.toml")
+OTHERTON = str(Path(__file__).parents[2] / "rules" / "profiles" / "otherton.toml")
+
+# How a rolled cure deadline is counted cites the profile's source for the reading
+# (cure_next_business_day_source: Dovre's Wis. Stat. 990.001(4)) and no statute where it names none.
+# fmt: off
+DEADLINE_RULE_CASES = [
+    pytest.param("dovre", ", moved to the next business day when that day is a Sunday or legal holiday"
+                 " (Wis. Stat. 990.001(4))", id="dovre-wis-stat"),
+    pytest.param(FERNHILL, ", moved to the next business day when that day is a Saturday, Sunday or legal"
+                 " holiday", id="fernhill-no-statute"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("profile_name", "rolled"), DEADLINE_RULE_CASES)
+def test_the_deadline_rule_cites_the_profiles_source_only(profile_name: str, rolled: str) -> None:
+    profile = load_profile(profile_name, {"cure_next_business_day": True})
+    days = profile.cure_days
+    assert (
+        _deadline_rule(profile)
+        == f"the end of the site's local day {days} days after the day of issue{rolled}"
+    )
+
+
+# The section a recommended citation names is the profile's [notice] consequence_section, never
+# one made up from the cure section's name (otherton names none).
+@pytest.mark.parametrize(
+    ("profile_name", "citation"), [("dovre", "13.3.B"), (FERNHILL, "§ 9.1(b)"), (OTHERTON, "")]
+)
+def test_the_citation_section_is_the_profiles(profile_name: str, citation: str) -> None:
+    assert _citation_section(load_profile(profile_name)) == citation

@@ -918,3 +918,31 @@ def test_the_cli_reads_days_as_the_portal_does(
         argv = ["notices", *action, f"--days={typed}", "--by", "Town", "--config", str(path)]
         assert run_cli(argv) == 2
         assert f"argument --days: {said}" in capsys.readouterr().err
+
+
+FERNHILL_PATH = str(Path(__file__).parents[2] / "data" / "profiles" / "fernhill.toml")
+
+# The early-escalation refusal cites the citation section of the notice's own profile ([notice]
+# consequence_section), as recorded when the notice was issued: Dovre 13.3.B, Fernhill § 9.1(b).
+# fmt: off
+EARLY_REFUSAL_CASES = [
+    pytest.param("dovre", "6.D", "a citation (13.3.B) follows", id="dovre-13.3.B"),
+    pytest.param(FERNHILL_PATH, "§ 4.2", "a citation (§ 9.1(b)) follows", id="fernhill-§9.1(b)"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("profile_name", "section", "said"), EARLY_REFUSAL_CASES)
+def test_an_early_escalation_is_refused_citing_the_profiles_citation_section(
+    store: Store, config: Config, profile_name: str, section: str, said: str
+) -> None:
+    site, _ = site_and_profile(config)
+    profile = load_profile(profile_name)
+    start = ISSUED - timedelta(minutes=2)
+    finding = replace(violation(start), section=section)
+    [opened] = NoticeBook(store).on_findings(site, profile, store_findings(store, [finding], ISSUED), ISSUED)
+    with pytest.raises(InvalidTransition) as refused:
+        NoticeBook(store).escalate(opened.notice_id, "not corrected", "Town", ISSUED + timedelta(days=1))
+    assert said in str(refused.value)
+    if profile_name != "dovre":
+        assert "13.3" not in str(refused.value)
