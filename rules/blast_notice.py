@@ -63,7 +63,7 @@ class BlastNoticeParams:
     # A blast this much earlier than the notice's planned time was not the blast announced.
     early_tolerance_h: float = 1.0
     # Recipient names that mean "the Town" (case and spacing ignored).
-    town_recipients: tuple[str, ...] = ("Town", "Town of Dovre", "Town Clerk", "Town Board")
+    town_recipients: tuple[str, ...] = ("Town", "Town Clerk", "Town Board")
     check_recipients: bool = True
     # A notice announces a blast on its planned site-local day: one fired this many local days
     # after it (0: a later day at all) was not the blast announced.
@@ -72,6 +72,12 @@ class BlastNoticeParams:
     # holiday calendars or dates (rules.holidays). Wis. Stat. 990.001(4)(a) leaves out Sundays and
     # legal holidays from a time "expressed in hours": ["sunday", "wisconsin"] counts that way.
     hours_exclude: tuple[str, ...] = ()
+    # The law on counting a time expressed in hours, cited beside the counting in every finding
+    # (Dovre: "Wis. Stat. 990.001(4)(a)"); "" cites none.
+    hours_source: str = ""
+    # Which owners the ordinance requires notice to, in its words, listed before the owners checked
+    # (Dovre: its 6.F owners, not section 2's "adjoining property"); "" says only what is checked.
+    owners_reading: str = ""
 
     def __post_init__(self) -> None:
         if self.min_notice_h < 0:
@@ -153,7 +159,9 @@ def unmatched_text(unmatched: tuple[str, ...]) -> str:
 
 
 def considered(params: BlastNoticeParams, site: SiteContext) -> list[str]:
-    """This rule's readings of 6.F the Town should confirm, for the notice's "Considered" list."""
+    """This rule's readings of the notice standard the Town should confirm, for the notice's
+    "Considered" list; what the ordinance itself says comes from the params (``hours_source``,
+    ``owners_reading``), cited only where the profile gives it."""
     towns = ", ".join(repr(t) for t in params.town_recipients)
     owners = (
         f"{len(site.adjoining_owners)} owner(s) listed in the site configuration"
@@ -165,14 +173,17 @@ def considered(params: BlastNoticeParams, site: SiteContext) -> list[str]:
         if params.late_tolerance_days == 0
         else f"within {params.late_tolerance_days} local day(s) after the notice's planned day"
     )
+    source = params.hours_source
+    whose = f"{source} reading, " if source else ""
     hours = (
         f"The {params.min_notice_h:g} hours are counted leaving out, midnight to midnight, the days of "
-        f"{', '.join(params.hours_exclude)} (Wis. Stat. 990.001(4)(a) reading, for the Town to confirm)."
+        f"{', '.join(params.hours_exclude)} ({whose}for the Town to confirm)."
         if params.hours_exclude
-        else f"The {params.min_notice_h:g} hours are counted as elapsed time, Sundays and holidays included;"
-        " Wis. Stat. 990.001(4)(a) would leave them out of a time expressed in hours (minewatch reading,"
-        " for the Town to confirm)."
+        else f"The {params.min_notice_h:g} hours are counted as elapsed time, Sundays and holidays included"
+        + (f"; {source} would leave them out of a time expressed in hours" if source else "")
+        + " (minewatch reading, for the Town to confirm)."
     )
+    reading = f"{params.owners_reading}; minewatch checks" if params.owners_reading else "minewatch checks"
     return [
         f"A blast more than {params.early_tolerance_h:g} h before the notice's planned time is not "
         "the blast that notice announced (minewatch reading, for the Town to confirm).",
@@ -180,9 +191,7 @@ def considered(params: BlastNoticeParams, site: SiteContext) -> list[str]:
         " announced (minewatch reading, for the Town to confirm).",
         hours,
         f"A recipient named {towns} counts as notice to the Town (minewatch reading).",
-        "Owners: 6.F requires notice to 'all owners of adjacent property lying within one-half (1/2) mile"
-        " of the nonmetallic mine site' (not only section 2's 'adjoining property', which needs a"
-        f" residence); minewatch checks the owners the Town listed for the site: {owners}.",
+        f"Owners: {reading} the owners the Town listed for the site: {owners}.",
     ] + (
         [f"The Town's notice contacts in the site configuration: {contacts}; each counts as the Town."]
         if (contacts := ", ".join(c.label for c in site.town_contacts))

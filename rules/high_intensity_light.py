@@ -51,6 +51,9 @@ class HighIntensityLightParams:
     vehicle_margin_s: float = 300.0
     # Operator event kind (GenericEvent) placing a vehicle at a gate or sensors; "" reads none.
     vehicle_event_kind: str = ""
+    # The section limiting the lighting standards to fixed light sources, cited where a vehicle's
+    # lights are exempt (Dovre "6.C"); "" cites none.
+    fixed_sources_section: str = ""
     # Declared temporary lighting exempts on the year's allowed days only; the profile links this
     # to the temporary_lighting standard's counting (rules.lighting.TemporaryDays), not set here.
     temporary_days: TemporaryDays = field(default=TemporaryDays(), metadata=LINKED_TO_TEMPORARY_LIGHTING)
@@ -80,6 +83,8 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     context = light_context(site, data, start, end, temporary_days=params.temporary_days)
+    section = params.fixed_sources_section
+    fixed_sources = f" (section {section})" if section else ""
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.LIGHT, boundary_only=True).items():
         readings = series(data, sensor_id, start, end)
@@ -114,7 +119,7 @@ def evaluate(
             if by_vehicle:
                 tails.append(
                     f"the record puts a vehicle there ({'; '.join(seen)}): it is taken for the vehicle's "
-                    "lights, not a fixed light (section 6.C)"
+                    f"lights, not a fixed light{fixed_sources}"
                 )
             tail = "".join(f"; {t}" for t in tails)
             if own:

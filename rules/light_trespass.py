@@ -58,6 +58,8 @@ def evaluate(
     context = light_context(site, data, earliest, end, temporary_days=params.temporary_days)
     tz = site.tz
     findings: list[Finding] = []
+    allowance = params.temporary_days.section
+    allowed_under = f" under {allowance}" if allowance else ""  # "under 6.C.6": the profile's section
     for sensor_id, info in sensors_of(site, SensorKind.LIGHT, boundary_only=True).items():
         readings = series(data, sensor_id, earliest, end)
         above = [context.at_night(r) and r.lux_mean > params.limit_lux for r in readings]
@@ -93,7 +95,7 @@ def evaluate(
             tail = (
                 context.beyond_allowance([readings[i] for i in chosen])
                 if violating
-                else f"; it was declared temporary lighting ({', '.join(reasons)}), allowed under 6.C.6 "
+                else f"; it was declared temporary lighting ({', '.join(reasons)}), allowed{allowed_under} "
                 f"within the year's {params.temporary_days.max_days_per_year} days"
             )
             # The daemon sends only the lookback the rule needs, so an older run looks shorter.

@@ -39,9 +39,10 @@ FINDING_WINDOW_S = 60
 
 @dataclass(frozen=True, slots=True)
 class TemporaryDays:
-    """How 6.C.6's "30 total days within each year" are counted (``rules.temporary_lighting``
-    explains the reading). The temporary_lighting standard's params hold it; the profile passes
-    the same one to every lighting rule (their ``temporary_days``, see ``rules.profile``)."""
+    """How a temporary lighting allowance (Dovre 6.C.6: "30 total days within each year") is
+    counted (``rules.temporary_lighting`` explains the reading). The temporary_lighting standard's
+    params hold it; the profile passes the same one, with the standard's section, to every lighting
+    rule (their ``temporary_days``, see ``rules.profile``)."""
 
     max_days_per_year: int = 30
     # An overnight use is one day (of the date it began), not the two calendar dates it touches.
@@ -49,6 +50,11 @@ class TemporaryDays:
     # Declared periods (of any fixtures) that overlap or follow within this are one use, dated by its
     # first start: a light switched off for a minute at midnight has not begun a second day.
     same_use_gap_s: float = 3600.0
+    # How the lighting rules cite the allowance: the temporary lighting standard's section (the
+    # profile fills it in) and the ordinance's words for it, quoted after the section where given.
+    # "" for either: the texts cite no section, or quote nothing.
+    section: str = ""
+    quoted: str = ""
 
     def __post_init__(self) -> None:
         if self.max_days_per_year < 0:
@@ -152,10 +158,20 @@ def temporary_considered(counting: TemporaryDays) -> str:
     """The reading every lighting finding lists: temporary lighting exempts within the allowance only."""
     return (
         "Declared temporary lighting exempts a light from this standard only on the year's first "
-        f"{counting.max_days_per_year} days of temporary lighting (6.C.6: 'not longer than 30 total days "
-        "within each year'), counted as the temporary-lighting standard counts them; from the next day "
-        "on the light is judged like any other (minewatch reading)."
+        f"{counting.max_days_per_year} days of temporary lighting{allowance_cited(counting)}, counted as the"
+        " temporary-lighting standard counts them; from the next day on the light is judged like any"
+        " other (minewatch reading)."
     )
+
+
+def allowance_cited(counting: TemporaryDays) -> str:
+    """ " (6.C.6: 'not longer than 30 total days within each year')", " (section 4.5(f))" or "":
+    the allowance as the profile cites it, nothing where it names no section."""
+    if not counting.section:
+        return ""
+    if counting.quoted:
+        return f" ({counting.section}: '{counting.quoted}')"
+    return f" (section {counting.section})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +182,7 @@ class LightContext:
     allowed: tuple[TemporaryPart, ...]  # parts on days within the year's allowance
     beyond: tuple[TemporaryPart, ...]  # parts on the days after it: not exempt
     max_days_per_year: int
+    cited: str = ""  # " (section 6.C.6)": the allowance's section, or "" where the profile names none
 
     def at_night(self, reading: LightSummary) -> bool:
         # Midpoint, so a summary straddling dusk counts on the side where most of it lies.
@@ -191,7 +208,7 @@ class LightContext:
         days = ", ".join(f"{period} on day {ordinal} of {year}" for period, ordinal, year in late)
         return (
             f"; declared temporary lighting was on ({days}), beyond the {self.max_days_per_year} days a "
-            "year it may be used, so it does not exempt this light (section 6.C.6)"
+            f"year it may be used, so it does not exempt this light{self.cited}"
         )
 
 
@@ -213,7 +230,8 @@ def light_context(
     allowed = tuple(p for p in near if p.ordinal <= temporary_days.max_days_per_year)
     beyond = tuple(p for p in near if p.ordinal > temporary_days.max_days_per_year)
     nights = sun.night(site, start, end, depression_deg)
-    return LightContext(nights, allowed, beyond, temporary_days.max_days_per_year)
+    cited = f" (section {temporary_days.section})" if temporary_days.section else ""
+    return LightContext(nights, allowed, beyond, temporary_days.max_days_per_year, cited)
 
 
 def series(data: SiteData, sensor: str, start: datetime, end: datetime) -> list[LightSummary]:

@@ -381,7 +381,7 @@ def _link_standards(standards: dict[str, Standard], problems: list[str]) -> dict
     One such link today: every lighting rule's ``temporary_days`` is the temporary_lighting
     standard's ``counting`` (rules.lighting.TemporaryDays), overrides included, so a light is
     exempt as declared temporary lighting on exactly the days 6.C.6 counts as allowed. Without
-    a standard of the kind, the field keeps its default.
+    a standard of the kind, the field keeps its default (citing no section).
     """
     linked: dict[str, Standard] = {}
     for key, standard in standards.items():
@@ -397,7 +397,8 @@ def _link_standards(standards: dict[str, Standard], problems: list[str]) -> dict
                     f"and this profile has several ({names})"
                 )
             elif sources:
-                values[f.name] = sources[0].params.counting
+                # with the standard's section, which the lighting rules' texts cite
+                values[f.name] = dataclasses.replace(sources[0].params.counting, section=sources[0].section)
         params = dataclasses.replace(standard.params, **values) if values else standard.params
         linked[key] = dataclasses.replace(standard, params=params)
     return linked

@@ -48,6 +48,9 @@ class TemporaryLightingParams:
     # Declared periods (of any fixtures) that overlap or follow within this are one use, dated by its
     # first start: a light switched off for a minute at midnight has not begun a second day.
     same_use_gap_s: float = 3600.0
+    # The ordinance's words for the allowance, which the other lighting rules' texts quote after
+    # this standard's section (Dovre: "not longer than 30 total days within each year"); "" quotes none.
+    quoted: str = ""
 
     def __post_init__(self) -> None:
         if self.warn_days_left < 0:
@@ -57,7 +60,9 @@ class TemporaryLightingParams:
     @property
     def counting(self) -> TemporaryDays:
         """How the days are counted; the profile gives every lighting rule this same counting."""
-        return TemporaryDays(self.max_days_per_year, self.overnight_counts_as_one_day, self.same_use_gap_s)
+        return TemporaryDays(
+            self.max_days_per_year, self.overnight_counts_as_one_day, self.same_use_gap_s, quoted=self.quoted
+        )
 
 
 def considered(params: TemporaryLightingParams) -> list[str]:

@@ -8,6 +8,7 @@ everywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from datetime import date, datetime, time
 from zoneinfo import ZoneInfo
@@ -21,10 +22,12 @@ from rules.profile import Profile
 
 
 def counting_of(profile: Profile) -> TemporaryDays:
-    """How the profile counts the days (its temporary_lighting standard), or the default."""
-    if "temporary_lighting" in profile.standards:
-        counting: TemporaryDays = profile.params("temporary_lighting").counting
-        return counting
+    """How the profile counts the days (its standard of the temporary_lighting rule, whatever its
+    key), with that standard's section, or the default."""
+    for standard in profile.standards.values():
+        if standard.rule == "temporary_lighting":
+            counting: TemporaryDays = standard.params.counting
+            return dataclasses.replace(counting, section=standard.section)
     return TemporaryDays()
 
 

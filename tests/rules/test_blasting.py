@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from datetime import datetime, timedelta
 
 import pytest
 
 from rules.model import AdjoiningOwner, BlastNotice, Finding, SiteContext, SiteData, SoundLevels, TownContact
-from rules.profile import ProfileError
+from rules.profile import ProfileError, load_profile
+from tests.support.paths import DATA
 from tests.support.rule_builders import (
     DOVRE,
     SITE,
@@ -626,3 +628,29 @@ def test_early_warnings_are_as_of_now_not_of_records_ahead_of_it() -> None:
         warned(SiteData(blast_notices=(given,), blasts=(blast(now - timedelta(minutes=1), blast_id="b1"),)))
         == []
     )
+
+
+FERNHILL = load_profile(str(DATA / "profiles" / "fernhill.toml"))  # 36 hours' notice, § 4.7(c)
+
+
+def test_another_towns_blast_notice_readings_cite_no_dovre_law() -> None:
+    """What the notice finding lists as read comes from the profile: Fernhill names no statute on
+    counting hours (hours_source) and no reading of which owners (owners_reading), so its finding
+    cites neither Wis. Stat. 990.001(4)(a) nor Dovre's 6.F and section 2."""
+    data = SiteData(blasts=(blast(BLAST_AT),), blast_notices=(sent(("Township", "p-12", "p-14")),))
+    end = BLAST_AT + timedelta(minutes=1)
+    [finding] = run("blast_notice", data, BLAST_AT, end, profile=FERNHILL, site=SITE_WITH_OWNERS)
+    considered = finding.details["considered"]
+    hours = "The 36 hours are counted as elapsed time, Sundays and holidays included (minewatch reading"
+    assert f"{hours}, for the Town to confirm)." in considered
+    owners = "Owners: minewatch checks the owners the Town listed for the site: 2 owner(s) listed"
+    assert f"{owners} in the site configuration." in considered
+    assert not [c for c in considered if re.search(r"990\.001|6\.F|section 2|Dovre", c)], considered
+    assert "(section § 4.7(c))" in finding.summary
+
+
+def test_the_town_recipients_default_names_no_town() -> None:
+    """A profile that lists no town_recipients takes generic names, not Dovre's "Town of Dovre"."""
+    from rules.blast_notice import BlastNoticeParams
+
+    assert BlastNoticeParams().town_recipients == ("Town", "Town Clerk", "Town Board")

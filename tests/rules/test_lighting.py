@@ -25,8 +25,9 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
-from rules.profile import Profile, ProfileError
+from rules.profile import Profile, ProfileError, load_profile
 from rules.times import iso
+from tests.support.paths import DATA
 from tests.support.rule_builders import (
     DOVRE,
     SITE,
@@ -631,3 +632,65 @@ def test_flashing_finding_lists_the_vehicle_reading_as_considered() -> None:
     )
     assert any("vehicle" in c for c in finding.details["considered"])
     assert any("only at night" in c for c in finding.details["considered"])
+
+
+FERNHILL = load_profile(str(DATA / "profiles" / "fernhill.toml"))  # 20 days of temporary lighting, § 4.5(f)
+
+# The texts citing the temporary lighting allowance cite it as the profile numbers it: Dovre's
+# section with its words, Fernhill's section alone (its profile quotes none); never Dovre's 6.C.6
+# for another town. (days before tonight, so that tonight is the allowance's last day or the next)
+# fmt: off
+ALLOWANCE_CITED_CASES = [
+    case(DOVRE, 29, "light_trespass", "it was declared temporary lighting (declared temporary lighting "
+         "tl-tonight), allowed under 6.C.6 within the year's 30 days", id="dovre-exempt-under-6.C.6"),
+    case(DOVRE, 30, "light_trespass", "beyond the 30 days a year it may be used, so it does not exempt this "
+         "light (section 6.C.6)", id="dovre-beyond-6.C.6"),
+    case(FERNHILL, 19, "light_trespass", "it was declared temporary lighting (declared temporary lighting "
+         "tl-tonight), allowed under § 4.5(f) within the year's 20 days", id="fernhill-exempt-under-§4.5(f)"),
+    case(FERNHILL, 20, "light_trespass", "beyond the 20 days a year it may be used, so it does not exempt "
+         "this light (section § 4.5(f))", id="fernhill-beyond-§4.5(f)"),
+    case(FERNHILL, 20, "high_intensity_light", "beyond the 20 days a year it may be used, so it does not "
+         "exempt this light (section § 4.5(f))", id="fernhill-high-intensity-beyond-§4.5(f)"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("profile", "days_before", "standard", "said"), ALLOWANCE_CITED_CASES)
+def test_the_temporary_lighting_allowance_is_cited_as_the_profile_numbers_it(
+    profile: Profile, days_before: int, standard: str, said: str
+) -> None:
+    readings = light("l1", NIGHT - 10 * MINUTE, 11, 2.0, lux_max=300.0)
+    data = SiteData(light=tuple(readings), temporary_lighting=(*lit_days("2026-05-01", days_before), TONIGHT))
+    [finding] = run(standard, data, NIGHT, NIGHT + MINUTE, profile=profile)
+    assert said in finding.summary
+    [considered] = [c for c in finding.details["considered"] if c.startswith("Declared temporary lighting")]
+    if profile is DOVRE:
+        assert "(6.C.6: 'not longer than 30 total days within each year')" in considered
+    else:
+        assert "first 20 days of temporary lighting (section § 4.5(f)), counted" in considered
+        assert "6.C" not in finding.summary + considered
+
+
+def test_a_profile_naming_no_allowance_section_cites_none() -> None:
+    """The default counting (a profile without a temporary lighting standard) cites no section."""
+    from rules.lighting import TemporaryDays, temporary_considered
+
+    said = temporary_considered(TemporaryDays())
+    assert "first 30 days of temporary lighting, counted as" in said and "section" not in said
+
+
+# A vehicle's lights are exempt as not a fixed light: Dovre cites 6.C (fixed_sources_section),
+# Fernhill's profile names no such section and the text cites none.
+@pytest.mark.parametrize(
+    ("profile", "ending"),
+    [
+        case(DOVRE, "not a fixed light (section 6.C)", id="dovre-6.C"),
+        case(FERNHILL, "not a fixed light", id="fernhill"),
+    ],
+)
+def test_a_vehicles_lights_are_exempt_citing_the_profiles_section_only(profile: Profile, ending: str) -> None:
+    data = SiteData(light=tuple(HEADLIGHTS), trucks=(truck_out(),))
+    [finding] = run("high_intensity_light", data, NIGHT, NIGHT + MINUTE, site=GATE_ROAD, profile=profile)
+    assert finding.kind == FindingKind.EXEMPT_EXCEEDANCE
+    told = finding.summary.split("it is taken for the vehicle's lights, ", 1)[1]
+    assert told == ending
