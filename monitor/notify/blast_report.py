@@ -147,7 +147,21 @@ def blast_report_data(
         "chain": chain,
         "wave": wave,
         "source": event.source,
+        "findings_heading": _findings_heading(profile),
     }
+
+
+# The standards a blast report's findings come from (window, sunset, notice, vibration, airblast).
+_BLAST_RULES = ("blast_window", "blast_notice", "ground_vibration", "airblast", "air_overpressure")
+
+
+def _findings_heading(profile: Profile) -> str:
+    """'Findings (6.F)': the sections of the profile's blasting standards, as it numbers them;
+    'Findings' where it names none."""
+    sections = dict.fromkeys(
+        s.section for s in profile.standards.values() if s.rule in _BLAST_RULES and s.section
+    )
+    return f"Findings ({', '.join(sections)})" if sections else "Findings"
 
 
 def _agreement_rows(
@@ -318,7 +332,7 @@ def render_html(data: Mapping[str, Any]) -> str:
     if data["wave"] is not None:
         parts += ["<h2>Waveforms</h2>", img(waveform_png(data["wave"], units), "waveforms")]
     parts += [
-        "<h2>Findings (6.F): window, sunset, notice, vibration, airblast</h2>",
+        f"<h2>{html.escape(data['findings_heading'])}: window, sunset, notice, vibration, airblast</h2>",
         table(_finding_rows(data)),
         "<h2>Seismographic and airblast record (blasting log)</h2>",
         table(data["log"]),
@@ -369,7 +383,7 @@ def render_pdf(data: Mapping[str, Any]) -> bytes:
         )
     if data["wave"] is not None:
         pdf.image(io.BytesIO(waveform_png(data["wave"], data["units"])), w=150)
-    rows("Findings (6.F)", _finding_rows(data))
+    rows(data["findings_heading"], _finding_rows(data))
     rows("Seismographic and airblast record (blasting log)", data["log"])
     rows("The seismograph's summary against its waveforms (data quality)", data["agreement"])
     rows("Chain reference", [(label, f"seq {e.seq}", e.digest) for label, e in data["chain"]])

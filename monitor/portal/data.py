@@ -453,7 +453,8 @@ class Portal:
 
     def recipients_told(self, site: SiteConfig, recipients: tuple[str, ...]) -> dict[str, Any]:
         """What a blast notice's recipients reach, said to the operator at once (rules.blast_notice):
-        ``{"missed": [...], "unmatched": "one sentence" or ""}``; nothing when no rule checks them."""
+        ``{"missed": [...], "unmatched": "one sentence" or "", "section": the notice standard's}``;
+        nothing when no rule checks them."""
         from rules.blast_notice import check_recipients, unmatched_text
 
         standard = next((s for s in self.profile(site).standards.values() if s.rule == "blast_notice"), None)
@@ -463,6 +464,7 @@ class Portal:
         return {
             "missed": list(check.missed),
             "unmatched": unmatched_text(check.unmatched) if check.unmatched else "",
+            "section": standard.section,
         }
 
     # ------------------------------------------------------------------ blast reports

@@ -209,6 +209,7 @@ class SitePages:
                 "id": done["id"],
                 "missed": done.get("missed", []),
                 "unmatched": done.get("unmatched", ""),
+                "section": done.get("section", ""),
                 "forecast": done.get("forecast", ""),
             }
             return RedirectResponse(f"/sites/{site.id}/events", status_code=303)

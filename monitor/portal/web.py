@@ -80,6 +80,22 @@ class BadCsrf(Exception):
     pass
 
 
+def portal_templates() -> Jinja2Templates:
+    """The pages' templates with the globals and filters they use (one Web has one)."""
+    templates = Jinja2Templates(directory=str(HERE / "templates"))  # .html: autoescaped
+    templates.env.globals.update(version=__version__, status_label=lambda s: STATUS_LABELS.get(s, s))
+    templates.env.filters["local"] = local_clock
+    templates.env.filters["site_time"] = local_moment
+    from monitor.portal.siteplan import STATE_COLOURS, STATE_LABELS
+
+    templates.env.globals.update(
+        plan_states=[(k, v) for k, v in STATE_LABELS.items() if k != "not_shown"],
+        plan_state_labels=STATE_LABELS,
+        plan_colours=STATE_COLOURS,
+    )
+    return templates
+
+
 class Web:
     def __init__(self, config: Config, portal: Portal, key: str) -> None:
         self.config = config
@@ -91,17 +107,7 @@ class Web:
         self.security = SecurityLog(portal, self.all_sites)
         self.jobs = Jobs()
         self.accounts: dict[str, AccountConfig] = {a.name: a for a in self.pc.accounts}
-        self.templates = Jinja2Templates(directory=str(HERE / "templates"))  # .html: autoescaped
-        self.templates.env.globals.update(version=__version__, status_label=lambda s: STATUS_LABELS.get(s, s))
-        self.templates.env.filters["local"] = local_clock
-        self.templates.env.filters["site_time"] = local_moment
-        from monitor.portal.siteplan import STATE_COLOURS, STATE_LABELS
-
-        self.templates.env.globals.update(
-            plan_states=[(k, v) for k, v in STATE_LABELS.items() if k != "not_shown"],
-            plan_state_labels=STATE_LABELS,
-            plan_colours=STATE_COLOURS,
-        )
+        self.templates = portal_templates()
 
     def scope_or_none(self, request: Request) -> Scope | None:
         """The visitor's scope when logged in (for the menu of an error page), else None."""

@@ -336,6 +336,7 @@ def build_report(
     through = [d for d in used if d.day <= period.last_day]
     report.lighting_allowance = {
         "year": period.first_day.year,
+        "section": counting.section,  # as the profile numbers it; "" without a temporary lighting standard
         "allowance": allowance,
         "used_in_period": len(in_period),
         "used_through_period": len(through),

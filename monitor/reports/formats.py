@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -45,6 +45,18 @@ def _pct(share: float | None) -> str:
     return "" if share is None else f"{share * 100:.1f} %"
 
 
+def allowance_note(used: Mapping[str, Any]) -> str:
+    """The temporary lighting days used (``Report.lighting_allowance``), citing the allowance's
+    section as the profile numbers it, none where it names none."""
+    days = ", ".join(used.get("days", [])) or "none"
+    section = f" ({used['section']})" if used.get("section") else ""
+    return (
+        f"Temporary lighting{section}: {used.get('used_in_period', 0)} day(s) used in the period ({days});"
+        f" {used.get('used_through_period', 0)} of {used.get('allowance', 30)} days used in"
+        f" {used.get('year', '')} through the period's end."
+    )
+
+
 def report_sections(report: Report) -> list[Section]:
     tz = report.timezone
     s, p = report.sources, report.period
@@ -64,13 +76,7 @@ def report_sections(report: Report) -> list[Section]:
             " the bundle's chain reaches this head",
         ),
     )
-    used = report.lighting_allowance
-    days = ", ".join(used.get("days", [])) or "none"
-    lighting_note = (
-        f"Temporary lighting (6.C.6): {used.get('used_in_period', 0)} day(s) used in the period ({days});"
-        f" {used.get('used_through_period', 0)} of {used.get('allowance', 30)} days used in"
-        f" {used.get('year', '')} through the period's end."
-    )
+    lighting_note = allowance_note(report.lighting_allowance)
     return [
         Section(
             "report", "Report", "the store of minewatch at the chain head named", ("item", "value"), head
