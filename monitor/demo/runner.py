@@ -40,6 +40,7 @@ from rules.times import local_stamp
 
 if TYPE_CHECKING:
     from monitor.config import Config, SiteConfig
+    from rules.profile import Profile
 
 DEMO_CONFIG = "demo/dovre-demo.toml"  # package data of `sensors`
 SITE = "dovre-quarry"
@@ -99,6 +100,17 @@ class Expectation:
     # (the JSON is ASCII): none, any finding of the standards and kind counts.
     mentions: tuple[str, ...] = ()
     want_some: bool = True
+    # The standards whose sections the console names after the label (default: all of them).
+    cites: tuple[str, ...] | None = None
+
+    def cited(self, profile: Profile) -> str:
+        """The label with the sections of its standards as the profile numbers them:
+        'flashing light (6.C.3)'; the label alone for a check that a finding is absent."""
+        if not self.want_some:
+            return self.label
+        keys = sorted(self.standards) if self.cites is None else self.cites
+        sections = dict.fromkeys(profile.standards[k].section for k in keys if k in profile.standards)
+        return f"{self.label} ({', '.join(sections)})" if sections else self.label
 
     def matches(self, finding: sqlite3.Row) -> bool:
         """Whether a current finding (a findings row) is one this expectation counts."""
@@ -112,12 +124,16 @@ _NOISE = frozenset({"noise", "conveyor_noise"})
 
 # The scenario's story (sensors/scenarios/*.toml headers), as checks on the current findings.
 EXPECTED = (
-    Expectation("late blast without a safety reason (6.F)", frozenset({"blast_window"}), "violation"),
-    Expectation("unreported blast (6.F)", frozenset({"unreported_blast"}), "unreported_blast"),
-    Expectation("flashing light (6.C.3)", frozenset({"flashing_light"}), "violation"),
-    Expectation("noise violation episode (6.D)", frozenset({"noise"}), "violation"),
-    Expectation("truck peaks exempt, not violations (6.D)", _NOISE, "exempt_exceedance", ("truck",)),
-    Expectation("blast peaks exempt, not violations (6.D)", _NOISE, "exempt_exceedance", ("blasting",)),
+    Expectation("late blast without a safety reason", frozenset({"blast_window"}), "violation"),
+    Expectation("unreported blast", frozenset({"unreported_blast"}), "unreported_blast"),
+    Expectation("flashing light", frozenset({"flashing_light"}), "violation"),
+    Expectation("noise violation episode", frozenset({"noise"}), "violation"),
+    Expectation(
+        "truck peaks exempt, not violations", _NOISE, "exempt_exceedance", ("truck",), cites=("noise",)
+    ),
+    Expectation(
+        "blast peaks exempt, not violations", _NOISE, "exempt_exceedance", ("blasting",), cites=("noise",)
+    ),
     Expectation(
         "no noise violation explained by a truck or a blast",
         _NOISE,
@@ -425,9 +441,7 @@ class Demo:
             )
             per_standard = Counter((e.facts.standard, e.facts.section) for e in episodes)
             table = Counter((f["standard"], f["section"], f["kind"]) for f in findings)
-            _say(
-                self.stream, f"\nCompliance summary, site dovre-quarry, {self.day} (Town of Dovre ordinance)"
-            )
+            _say(self.stream, f"\nCompliance summary, site {SITE}, {self.day} ({profile.title})")
             # Violations are counted as episodes (what a person reads), the judged windows beside.
             _say(self.stream, f"  {'standard':<22}{'section':<9}{'finding':<20}{'episodes':>9}{'windows':>9}")
             self.summary["findings"] = []
@@ -462,7 +476,10 @@ class Demo:
                 passed = (n > 0) == expectation.want_some
                 ok &= passed
                 windows = f"{n} window{'' if n == 1 else 's'}"
-                _say(self.stream, f"  [{'ok' if passed else 'MISSING'}] {expectation.label} ({windows})")
+                _say(
+                    self.stream,
+                    f"  [{'ok' if passed else 'MISSING'}] {expectation.cited(profile)} ({windows})",
+                )
                 self.summary["expected"].append({"label": expectation.label, "windows": n, "ok": passed})
             notices = list_notices(conn, SITE, None) if _has_table(conn, "notices") else []
             _say(self.stream, f"\nNotices of violation issued: {len(notices)}")
@@ -578,7 +595,13 @@ class Demo:
                     if f.standard in ("ground_vibration", "airblast")
                 ]
                 if not judged and site.preexisting:
-                    judged = ["no finding: the Town does not hold a pre-existing site to SPS 307 (1.4.C.1)"]
+                    spared = (
+                        f" (section {profile.preexisting_section})" if profile.preexisting_section else ""
+                    )
+                    judged = [
+                        "no finding: the profile does not hold a pre-existing site to these"
+                        f" standards{spared}"
+                    ]
                 verdict = curve_verdict(data)
                 _say(
                     self.stream, f"Blast report {folder.name}/{paths[0].name}: {verdict}; {', '.join(judged)}"
