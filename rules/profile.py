@@ -24,6 +24,7 @@ A profile is a TOML file (shipped ones live in ``rules/profiles/<name>.toml``)::
     limit_db = 80.0
 
     [notice]                           # optional: what notices say beyond the standard
+    more_time = "..."                  # how the operator asks for more time ("" = not stated)
     consequence = "..."; consequence_section = "13.3.B"
     hearing = ""                       # the ordinance's hearing or appeal, in its words; "" = not stated
     no_hearing_source = ""             # where the ordinance says there is none (only then notices say so)
@@ -123,6 +124,9 @@ class NoticeTerms:
     ordinance gives no number) or any other citation (``"Wis. Adm. Code SPS 307"``).
     """
 
+    # How the operator asks for more time to correct, in the ordinance's words (Dovre 13.3.A's
+    # written explanation); "" = the notice states no procedure.
+    more_time: str = ""
     consequence: str = ""  # what follows if the violation is not corrected (Dovre 13.3.B)
     consequence_section: str = ""
     hearing: str = ""  # the hearing or appeal the ordinance provides; "" = not stated in the profile
@@ -405,6 +409,7 @@ def _link_standards(standards: dict[str, Standard], problems: list[str]) -> dict
 
 
 _NOTICE_TEXT_FIELDS = (
+    "more_time",
     "consequence",
     "consequence_section",
     "hearing",

@@ -328,10 +328,11 @@ def header_rows(
     return [*rows, ("Cure deadline", f"{deadline} ({format_ts(notice.deadline)})")]
 
 
-def _cure_text(notice: Notice) -> str:
-    """The period to correct: the ordinance's when the profile names its section (Dovre 13.3.A,
-    whose words on more time follow), else the Town's setting in the profile, attributed to no
-    section (land-disturbing: § 28-5 sets no period and no procedure for more time)."""
+def _cure_text(notice: Notice, context: NoticeContext | None) -> str:
+    """The period to correct: the ordinance's when the profile names its section (Dovre 13.3.A),
+    followed by the profile's words on asking for more time (``[notice] more_time``) where it gives
+    them, else the Town's setting in the profile, attributed to no section (land-disturbing: § 28-5
+    sets no period and no procedure for more time)."""
     d = notice.data
     days = d.get("cure_days", 14)
     counted = f", counted to {d['deadline_rule']}" if d.get("deadline_rule") else ""
@@ -347,11 +348,11 @@ def _cure_text(notice: Notice) -> str:
             f"The Operator has {days} days to correct the violation{counted}. The {days} days are the"
             f" Town's setting in {profile}, not a period set by a section of the ordinance.{served}"
         )
+    terms = context.profile.notice if context is not None and context.profile is not None else None
+    more_time = f" {terms.more_time}" if terms is not None and terms.more_time else ""
     return (
         f"Under section {d['cure_section']} the Operator is granted {days} days to correct the violation"
-        f"{counted}. If circumstances require more time, the Operator shall immediately provide the Town"
-        f" with a written explanation of the need for additional time and the amount of additional time"
-        f" required.{served}"
+        f"{counted}.{more_time}{served}"
     )
 
 
@@ -603,7 +604,9 @@ def document_sections(
     if sources:
         sections.append(Section("Numbers used and their sources", tuple(sources)))
     sections.append(
-        Section("Required action", paragraphs=(str(d.get("required_action", "")), _cure_text(notice)))
+        Section(
+            "Required action", paragraphs=(str(d.get("required_action", "")), _cure_text(notice, context))
+        )
     )
     cite = (
         f" (section {context.profile.notice.consequence_section})"

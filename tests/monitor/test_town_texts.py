@@ -119,6 +119,7 @@ def test_notice_documents_cite_the_profiles_cure_and_citation_sections(town: Tow
         text = document.read_text()
         assert dovre_citations(text) == [], document.name
         assert "Under section § 9.1(a) the Operator is granted 400 days" in text, document.name
+        assert "written explanation of the need for additional time" not in text  # Dovre's 13.3.A words
         assert "the Township may issue a citation (§ 9.1(b))" in text, document.name
     noise = next(d.read_text() for d in documents if "Quarry sound at the property line" in d.read_text())
     assert "Section § 4.2: Quarry sound at the property line" in noise

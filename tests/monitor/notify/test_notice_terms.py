@@ -185,3 +185,14 @@ def test_the_deadline_rule_cites_the_profiles_source_only(profile_name: str, rol
 )
 def test_the_citation_section_is_the_profiles(profile_name: str, citation: str) -> None:
     assert _citation_section(load_profile(profile_name)) == citation
+
+
+def test_the_words_on_more_time_are_the_profiles() -> None:
+    """Dovre's 13.3.A words on asking for more time ([notice] more_time) follow its period; a town
+    whose profile gives none (Fernhill) is granted its period under its own section, without them."""
+    text = _paragraphs(_notice(FERNHILL, "noise"), "Required action", load_profile(FERNHILL))
+    assert "Under section § 9.1(a) the Operator is granted 10 days to correct the violation, counted" in text
+    for claim in ("shall immediately", "written explanation", "13.3"):
+        assert claim not in text, claim
+    dovre = load_profile("dovre").notice.more_time
+    assert dovre.startswith("If circumstances require more time, the Operator shall immediately provide")
