@@ -1281,10 +1281,12 @@ def _reminder_text(notice: Notice, reminder: Reminder, profile: Profile, now: da
             f"more time is due (extend it) or a citation follows (escalate it)."
         )
     when = deadline_words(notice.deadline, now, ZoneInfo(notice.timezone))
+    # More time is asked for as the profile's ordinance says (its [notice] more_time): a profile
+    # that states no procedure is not given one here.
+    ask = f", or ask the Town for more time{cure}" if profile.notice.more_time else ""
     return (
-        f"Notice {notice.id} ({title}): the cure deadline is {deadline}, {when}. Correct the "
-        f"violation before then, or send the Town a written explanation of the need for more "
-        f"time{cure}."
+        f"Notice {notice.id} ({title}): the cure deadline is {deadline}, {when}. Correct the violation"
+        f" before then{ask}."
     )
 
 

@@ -6,6 +6,7 @@ the 14 days ran out, and the Town learned of it only if a new violation escalate
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from monitor.commands.status import _notice_lines
@@ -48,8 +49,8 @@ def test_the_operator_is_reminded_before_and_the_town_after_the_deadline(
     )
     assert near.message == (
         "Notice DOV-2026-0001 (Noise at the mine site boundaries): the cure deadline is "
-        "2026-06-29 23:59 CDT, in 3 days. Correct the violation before then, or send the Town a "
-        "written explanation of the need for more time (section 13.3.A)."
+        "2026-06-29 23:59 CDT, in 3 days. Correct the violation before then, or ask the Town for more"
+        " time (section 13.3.A)."
     )
     assert near.payload["deadline_local"] == "2026-06-29 23:59 CDT"
     assert near.payload["status"] == "open"
@@ -149,3 +150,14 @@ def test_status_lists_the_notices_not_closed_with_their_deadline_as_of_its_time(
     book.close(notice_id, "Enclosure built", "Town clerk", local(2026, 7, 1, 9, 0))
     assert listed(local(2026, 7, 2, 9, 0)) == []
     assert listed(local(2026, 6, 30, 9, 0))[0]["status"] == "open"  # as it stood then
+
+
+def test_a_profile_stating_no_way_to_more_time_is_not_given_one_in_the_reminder(
+    store: Store, config: Config
+) -> None:
+    """The reminder offered Dovre 13.3.A's request for more time under every profile."""
+    site, profile = site_and_profile(config)
+    _open(store, config)
+    silent = replace(profile, notice=replace(profile.notice, more_time=""))
+    [near] = NoticeBook(store).remind(site, silent, local(2026, 6, 27, 9, 0))
+    assert near.message.endswith("in 2 days. Correct the violation before then.")
