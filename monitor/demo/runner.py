@@ -592,7 +592,8 @@ class Demo:
                 judged = [
                     f"{f.standard} {f.kind.value}"
                     for f in data["findings"]
-                    if f.standard in ("ground_vibration", "airblast")
+                    if f.standard in profile.standards
+                    and profile.standards[f.standard].rule in ("ground_vibration", "airblast")
                 ]
                 if not judged and site.preexisting:
                     spared = (

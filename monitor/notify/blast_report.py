@@ -26,6 +26,7 @@ from typing import Any
 
 from monitor.config import SiteConfig
 from monitor.journal import queries
+from monitor.journal.site_law import vibration_params
 from monitor.journal.store import Store
 from monitor.seismic.agreement import TOLERANCES, disagreements
 from monitor.seismic.chunks import join
@@ -97,7 +98,7 @@ def blast_report_data(
         finding = finding_from_json(json.loads(row["data"]))
         if refs & set(finding.refs):
             findings.append(finding)
-    params = profile.params("ground_vibration") if "ground_vibration" in profile.standards else None
+    params = vibration_params(profile)  # the profile's ground-vibration standard, whatever its key
     instrument: Mapping[str, Any] = edge.get("instrument") or {}
     log_rows = []
     for label, key in LOG_FIELDS:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -137,10 +138,20 @@ def test_an_altered_edge_summary_published_through_mosquitto_raises_a_data_quali
     site = loaded.site(SITE)
     assert site is not None
     reader = Store(store)
+    profile = load_profile(site.profile, site.agreement)
+    # A town whose profile keys its ground-vibration standard otherwise: the report read it by
+    # the key "ground_vibration" and drew no limit curve, in mm/s whatever the profile said.
+    renamed = replace(
+        profile,
+        standards={("vibration" if k == "ground_vibration" else k): v for k, v in profile.standards.items()},
+    )
     try:
-        report = blast_report_data(reader, site, load_profile(site.profile, site.agreement), "sg1", "ev7")
+        report = blast_report_data(reader, site, profile, "sg1", "ev7")
+        elsewhere = blast_report_data(reader, site, renamed, "sg1", "ev7")
     finally:
         reader.close()
+    assert report["curve"] is not None
+    assert (elsewhere["curve"], elsewhere["units"]) == (report["curve"], report["units"])
     rows = dict(report["agreement"])
     assert rows["Compared"].startswith(
         "DISAGREES: 2 quantities beyond ppv 1%, frequency 5%, airblast dB 0.5 dB"
