@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from monitor.journal.chain_kinds import SOUND_FIELDS
+
 
 @dataclass(frozen=True, slots=True)
 class Measurement:
@@ -27,19 +29,7 @@ MEASUREMENTS: dict[str, Measurement] = {
         Measurement(
             "sound",
             ("site", "sensor"),
-            (
-                "LAeq",
-                "LAFmax",
-                "LASmax",
-                "LAFmin",
-                "LCeq",
-                "LCpeak",
-                "LZpeak",
-                "LZeq",
-                "duration_s",
-                "late",
-                "overload",
-            ),
+            (*SOUND_FIELDS, "duration_s", "late", "overload"),
             "Per-period sound levels in dB (period start is the point time); overload true only where"
             " the meter was overloaded (the levels then lower bounds).",
         ),
