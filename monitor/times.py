@@ -139,3 +139,13 @@ def extra_days(text: str) -> int:
     if problem := extra_days_problem(days):
         raise ValueError(problem)
     return days
+
+
+def moment_on_or_after(text: str, zone: tzinfo, option: str, earliest: datetime) -> datetime:
+    """A time as parse_time reads it. A date alone is the start of that day, except on the day of
+    ``earliest``: something done that day (a notice served on the day it was issued) was done
+    after it, not at midnight before it. A day before stays before, for the caller to refuse."""
+    moment = parse_time(text, zone, option)
+    if len(text.strip()) == 10 and parse_date(text, option) == earliest.astimezone(zone).date():
+        return max(moment, earliest)
+    return moment

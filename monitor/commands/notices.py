@@ -32,7 +32,7 @@ from monitor.commands.site_option import chosen_site
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.shown_text import one_line
-from monitor.times import end_of_day, extra_days, parse_time
+from monitor.times import end_of_day, extra_days, moment_on_or_after, parse_time
 
 if TYPE_CHECKING:
     from monitor.journal.store import Store
@@ -239,9 +239,7 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
     elif args.action == "serve":
         parse_time(args.on, UTC, "--on")  # a malformed time is named before the notice is looked up
         notice = book.get(args.id)
-        served = parse_time(args.on, ZoneInfo(notice.timezone), "--on")
-        if len(args.on.strip()) == 10:  # a day: the service fell on it, after the issue if that day
-            served = max(served, notice.opened)
+        served = moment_on_or_after(args.on, ZoneInfo(notice.timezone), "--on", notice.opened)
         event = book.serve(args.id, served, args.by, args.note, now)
     elif args.action == "close":
         event = book.close(args.id, args.note, args.by, now)

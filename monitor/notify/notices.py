@@ -156,11 +156,13 @@ class EarlyEscalation(InvalidTransition):
         self.reason_missing = reason_missing
 
 
-def changes_allowed(status: str) -> dict[str, bool]:
-    """Which manual changes a notice in ``status`` allows (the forms a page offers): the Town's
-    extend, close and escalate, and the operator's request for more time (13.3.A)."""
+def changes_allowed(status: str, history: Sequence[NoticeChange] = ()) -> dict[str, bool]:
+    """Which manual changes a notice in ``status`` with ``history`` allows (the forms a page
+    offers): the Town's serve (once), extend, close and escalate, and the operator's request for
+    more time."""
     return {
         "request_extension": status in _ALLOWED_FROM[EXTENSION_REQUESTED],
+        "serve": status in CURE_STATUSES and not any(c.change == "served" for c in history),
         "extend": status in _ALLOWED_FROM[EXTENDED],
         "close": status in _ALLOWED_FROM[CORRECTED],
         "escalate": status in _ALLOWED_FROM[ESCALATED],

@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.acoustics.wavfile import wav_bytes
 from monitor.config import AccountConfig, Config, SiteConfig
-from monitor.errors import DecodeError, MinewatchError
+from monitor.errors import DecodeError, MinewatchError, UsageError
 from monitor.evidence.disclosure import TOWN_VIEW, TimeScope
 from monitor.journal import audio_clips, queries
 from monitor.journal.episodes import ViolationsBetween, site_episodes
@@ -86,7 +86,7 @@ TREND_HOURS = 3  # the operator's live status draws each meter's minutes of the 
 # share one computation; the page says that moment.
 STATUS_STEP_S = 1
 EVENT_KINDS = ("blast-notice", "blast", "truck", "work", "temporary-lighting")
-NOTICE_ACTIONS = ("extend", "close", "escalate")
+NOTICE_ACTIONS = ("serve", "extend", "close", "escalate")
 # Whose portal actions a reader sees, by the reader's role (an allow-list): the operator what
 # its own accounts did, not the Town's and inspectors' logins, downloads and addresses, nor
 # the attempts of unknown names (recorded with no role).
@@ -532,17 +532,30 @@ class Portal:
         *,
         extra_days: int | None = None,
         before_deadline_reason: str | None = None,
+        served_on: str | None = None,
     ) -> str:
-        """extend / close / escalate through the NoticeBook, with the portal's record, in one transaction."""
+        """serve / extend / close / escalate through the NoticeBook, with the portal's record, in
+        one transaction."""
         from monitor.notify.notices import EarlyEscalation
+        from monitor.times import moment_on_or_after
 
         notice, _ = self.notice(scope, notice_id)
         if action not in NOTICE_ACTIONS:
             raise NotFound(f"no action {action!r}")
         if not note.strip():
             raise Refused("reason: every change needs the Town's reason")
+        served: datetime | None = None
+        if action == "serve":
+            try:  # a day (the form's date field), or a time
+                served = moment_on_or_after(
+                    served_on or "", ZoneInfo(notice.timezone), "served on", notice.opened
+                )
+            except UsageError as exc:
+                raise Refused(str(exc)) from None
 
         def change(book: NoticeBook, now: datetime) -> Any:
+            if served is not None:
+                return book.serve(notice.id, served, scope.user.name, note, now)
             if action == "extend":
                 if extra_days is None or extra_days < 1:
                     raise Refused("days: give the number of extra days (at least 1)")
@@ -560,6 +573,8 @@ class Portal:
             return str(exc)
 
         detail = {"note": note, "extra_days": extra_days, "reason": before_deadline_reason or ""}
+        if served is not None:
+            detail["served"] = format_ts(served)
         return self._change_notice(
             scope, notice.site, notice.id, f"notice_{action}", source, detail, change, refusal
         )

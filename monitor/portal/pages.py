@@ -330,7 +330,7 @@ class SitePages:
             notice=notice,
             history=history,
             facts=facts,
-            allowed=changes_allowed(notice.status),
+            allowed=changes_allowed(notice.status, history),
             max_days=MAX_EXTRA_DAYS,
             complaints=complaints,
             clips=clips,
@@ -374,6 +374,7 @@ class SitePages:
                 self.web.source(request),
                 extra_days=days,
                 before_deadline_reason=str(form.get("before_deadline_reason", "")) or None,
+                served_on=str(form.get("served_on", "")) or None,
             )
         except Refused as exc:
             return await self.notice_page(request, error=str(exc), code=400)

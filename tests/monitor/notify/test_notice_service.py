@@ -119,6 +119,10 @@ def test_cli_serve_takes_a_day_or_a_time(
     assert err.count("\n") == 1 and "--on: expected a date or a time" in err
     assert run_cli([*serve]) == 2
     assert "--on" in capsys.readouterr().err
+    before = (issued.astimezone(TZ).date() - timedelta(days=1)).isoformat()
+    assert run_cli([*serve, "--on", before]) == 2  # a day before the issue is not made the issue
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "before that" in err
     day = issued.astimezone(TZ).date().isoformat()
     assert run_cli([*serve, "--on", day, "--note", "certified mail"]) == 0
     assert capsys.readouterr().out.startswith(f"Notice {notice_id} was served on the Operator ")

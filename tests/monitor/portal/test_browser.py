@@ -11,6 +11,7 @@ import zipfile
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from playwright.sync_api import BrowserContext
 
@@ -833,6 +834,37 @@ def test_a_blast_notice_with_its_charge_and_distance_shows_the_scaled_distance(
     page.goto(f"{env.url}/sites/{SITE}/status")
     listed = page.inner_text("#blast-forecasts")
     assert "Blast FORM-SD-1: scaled distance 150.0 ft/lb^0.5; no PPV predicted" in listed, listed
+
+
+def test_the_town_records_serving_a_notice_in_the_browser(env: Env, context: BrowserContext) -> None:
+    """13.3.A's days count from the Town's service of a notice, which minewatch's drawing it up is
+    not: the Town's notice page records the day it was served and how, once; a day before the
+    notice is refused in the form's words."""
+    from monitor.journal.store import Store
+    from monitor.notify.notices import NoticeBook
+
+    store = Store(env.store)
+    try:
+        notice = NoticeBook(store).get(env.notice_id)
+    finally:
+        store.close()
+    issued = notice.opened.astimezone(ZoneInfo(notice.timezone)).date()
+    page = login(context, env, "town")
+    page.goto(f"{env.url}/notices/{env.notice_id}")
+    page.fill("#form-serve input[name=served_on]", (issued - timedelta(days=1)).isoformat())
+    page.fill("#form-serve textarea[name=reason]", "by hand at the scale house")
+    with page.expect_navigation():
+        page.click("#form-serve button[type=submit]")
+    assert "before that" in page.inner_text("#notice-error")
+    page.fill("#form-serve input[name=served_on]", issued.isoformat())
+    page.fill("#form-serve textarea[name=reason]", "by hand at the scale house")
+    with page.expect_navigation():
+        page.click("#form-serve button[type=submit]")
+    done = page.inner_text("#notice-done")
+    assert f"Notice {env.notice_id} was served on the Operator" in done and "by town" in done, done
+    last = page.locator("#history tbody tr").last.inner_text()
+    assert "served" in last and "scale house" in last
+    assert page.locator("#form-serve").count() == 0  # once
 
 
 def test_the_towns_notice_page_states_the_facts_and_offers_only_what_its_state_allows(
