@@ -309,7 +309,7 @@ class SitePages:
         )
         site = scope.site(notice.site)
         message = message or str(request.session.pop("flash", ""))
-        from monitor.notify.document import facts_rows
+        from monitor.notify.document import facts_rows, header_rows
         from monitor.notify.notices import changes_allowed
 
         # The facts as the notice document states them (one set of facts), episode by episode.
@@ -331,6 +331,8 @@ class SitePages:
             history=history,
             facts=facts,
             allowed=changes_allowed(notice.status, history),
+            # When the Town served it, as the notice's document says it (header_rows).
+            served=dict(header_rows(notice, None, history)).get("Served", ""),
             max_days=MAX_EXTRA_DAYS,
             complaints=complaints,
             clips=clips,

@@ -865,6 +865,7 @@ def test_the_town_records_serving_a_notice_in_the_browser(env: Env, context: Bro
     last = page.locator("#history tbody tr").last.inner_text()
     assert "served" in last and "scale house" in last
     assert page.locator("#form-serve").count() == 0  # once
+    assert page.inner_text("#notice-served").endswith(" by town")  # as the document says it
 
 
 def test_the_towns_notice_page_states_the_facts_and_offers_only_what_its_state_allows(
