@@ -203,7 +203,7 @@ class EpisodeFacts:
 
 def measurement_json(m: Measurement | None) -> dict[str, Any] | None:
     """A measurement as JSON: what notices store and the status and API give."""
-    return None if m is None else {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit}
+    return None if m is None else m.to_json()
 
 
 def _utc(text: object) -> datetime | None:
@@ -259,7 +259,7 @@ class _Told:
 
 
 def _measurement_from_json(d: Mapping[str, Any]) -> Measurement:
-    return Measurement(d["name"], d["value"], d["limit"], d["unit"])
+    return Measurement.from_json(d)
 
 
 _REFS_TOLD = 20  # an episode's facts name at most this many references (its first)

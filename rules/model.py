@@ -452,6 +452,21 @@ class Measurement:
     value: float
     limit: float | None = None
     unit: str = ""
+    # The value read is a lower bound, not a measurement (a meter overloaded: clipped sound reads
+    # low, IEC 61672-1 5.11): every surface says "at least" (rules.quantities.measurement_text).
+    lower_bound: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The measurement as findings, notices and the API give it; ``lower_bound`` only when
+        set, so every other measurement (and the digest of each record holding one) is as before."""
+        d: dict[str, Any] = {"name": self.name, "value": self.value, "limit": self.limit, "unit": self.unit}
+        if self.lower_bound:
+            d["lower_bound"] = True
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Measurement:
+        return cls(d["name"], d["value"], d["limit"], d["unit"], bool(d.get("lower_bound", False)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -605,10 +605,13 @@ def _finding(
     if overloaded_s > 0:  # only then: every other finding's details are as they were
         details["overloaded_s"] = overloaded_s
         details["lower_bound"] = True
-    measurements = [Measurement(metric, kept_apart(full_value), params.limit_db, unit)]
+    bound = overloaded_s > 0  # a level read with the meter overloaded is a lower bound
+    measurements = [Measurement(metric, kept_apart(full_value), params.limit_db, unit, bound)]
     if exempt_s > 0 and kept_s > 0:
         measurements.append(
-            Measurement(f"{metric} without exempt seconds", kept_apart(residual), params.limit_db, unit)
+            Measurement(
+                f"{metric} without exempt seconds", kept_apart(residual), params.limit_db, unit, bound
+            )
         )
     if code in (_VIOLATION, _UNRELIABLE) and not averaged:
         measurements.append(
@@ -617,6 +620,7 @@ def _finding(
                 kept_apart(shown),
                 params.limit_db,
                 unit,
+                bound,
             )
         )
     measurements.extend(others)

@@ -86,4 +86,5 @@ def measurement_text(m: Mapping[str, Any] | None) -> str:
     unit = str(m.get("unit") or "")
     bound = None if m.get("limit") is None else float(m["limit"])
     limit = "" if bound is None else f" (limit {limit_text(bound, unit)})"
-    return f"{m['name']} {quantity_text(float(m['value']), unit, bound)}{limit}"
+    at_least = "at least " if m.get("lower_bound") else ""  # a reading of an overloaded meter
+    return f"{m['name']} {at_least}{quantity_text(float(m['value']), unit, bound)}{limit}"

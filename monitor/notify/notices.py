@@ -1374,7 +1374,7 @@ def _working_json(episode: Episode, fold: EpisodeFold | None) -> dict[str, Any]:
 
 def _episode_from_json(d: Mapping[str, Any]) -> Episode:
     w = d.get("worst")
-    worst = None if w is None else Measurement(w["name"], w["value"], w["limit"], w["unit"])
+    worst = None if w is None else Measurement.from_json(w)
     return Episode(
         site=d["site"],
         standard=d["standard"],

@@ -1394,9 +1394,7 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
         "timezone": finding.timezone,
         "summary": finding.summary,
         "sensors": list(finding.sensors),
-        "measurements": [
-            {"name": m.name, "value": m.value, "limit": m.limit, "unit": m.unit} for m in finding.measurements
-        ],
+        "measurements": [m.to_json() for m in finding.measurements],
         "exemptions": list(finding.exemptions),
         "refs": list(finding.refs),
         "completeness": finding.completeness,
@@ -1416,9 +1414,7 @@ def finding_from_json(d: Mapping[str, Any]) -> Finding:
         timezone=d["timezone"],
         summary=d["summary"],
         sensors=tuple(d["sensors"]),
-        measurements=tuple(
-            Measurement(m["name"], m["value"], m["limit"], m["unit"]) for m in d["measurements"]
-        ),
+        measurements=tuple(Measurement.from_json(m) for m in d["measurements"]),
         exemptions=tuple(d["exemptions"]),
         refs=tuple(d["refs"]),
         completeness=d["completeness"],

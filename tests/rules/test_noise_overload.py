@@ -64,3 +64,19 @@ def test_sliding_windows_and_the_slow_maximum_do_not_clear_an_overloaded_second(
     assert slow.kind == FindingKind.INFO
     assert "not judged at 11:31:30 local: the meter was overloaded for 1 second" in slow.summary
     assert "reached a slow maximum of at least 71.0 dB(A)" in slow.summary
+
+
+def test_an_overloaded_violations_measurement_is_a_lower_bound_on_every_surface() -> None:
+    """The finding's summary said "at least", and its measurement, which the notice's facts, the
+    alert and the episode text state, read as a measured 83.4 dB(A)."""
+    from monitor.wire.codec import finding_from_json, finding_to_json
+    from rules.episodes import measurement_json
+    from rules.quantities import measurement_text
+
+    [finding] = noise(flagged(seconds("n2", MINUTE, 60, 83.4), range(0, 60)))
+    [level] = finding.measurements[:1]
+    assert level.lower_bound
+    assert measurement_text(measurement_json(level)) == "LAeq,1min at least 83.4 dB(A) (limit 80 dB(A))"
+    assert finding_from_json(finding_to_json(finding)) == finding  # kept through the wire and store
+    [plain] = noise(seconds("n2", MINUTE, 60, 83.4))
+    assert "lower_bound" not in finding_to_json(plain)["measurements"][0]  # others as before
