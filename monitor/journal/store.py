@@ -14,6 +14,7 @@ forwarder, deliveries, CLI commands) open their own connections to the file.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import itertools
@@ -22,6 +23,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -317,35 +319,44 @@ def _why_not_opened(path: str, exc: sqlite3.Error) -> str:
     return str(exc)
 
 
+# How long opening a store is tried again while SQLite answers "database is locked" at once.
+_OPEN_PATIENCE_S = 30.0
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused for another connection's lock (SQLITE_BUSY), not for a fault."""
+    return getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or (
+        "locked" in str(exc)
+    )
+
+
 class Store:
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-            self.conn.row_factory = sqlite3.Row
-            # Before anything writes (WAL mode rewrites the header): another program's database
-            # named by mistake is left as it is. A store has its migrations' record, or (made
-            # before the record) its chain.
-            foreign = someone_elses(self.conn, (migrations.TABLE, "chain"))
-            if foreign is not None:
-                self.conn.close()
+        # Two processes opening one new store at one moment (two daemons of other sites of it)
+        # can meet where SQLite answers "database is locked" at once rather than waiting (its
+        # change to WAL, a lock it would otherwise deadlock on): the open is tried again, for as
+        # long as a writer is waited for anyway.
+        patience = time.monotonic() + _OPEN_PATIENCE_S
+        while True:
+            try:
+                self._open(synchronous)
+                break
+            except sqlite3.OperationalError as exc:
+                if _locked(exc) and time.monotonic() < patience:
+                    with contextlib.suppress(sqlite3.Error, AttributeError):
+                        self.conn.close()
+                    time.sleep(0.05)
+                    continue
                 raise StoreError(
-                    f"{self.path!r} is {foreign}, not a minewatch store; name a new file for the store"
-                )
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            # FULL: a commit survives power loss too; the pipeline batches commits so it is affordable.
-            self.conn.execute(f"PRAGMA synchronous={synchronous}")
-            # 16 MiB of page cache (default 2): measured with layout 1, whose batches touched pages
-            # all over the per-sensor keys; kept for the readings' keys, not re-measured since.
-            self.conn.execute("PRAGMA cache_size=-16384")
-            self.conn.execute("PRAGMA foreign_keys=ON")
-            self._migrate()
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"cannot open the store {self.path!r}: {_why_not_opened(self.path, exc)}"
-            ) from exc
+                    f"cannot open the store {self.path!r}: {_why_not_opened(self.path, exc)}"
+                ) from exc
+            except sqlite3.Error as exc:
+                raise StoreError(
+                    f"cannot open the store {self.path!r}: {_why_not_opened(self.path, exc)}"
+                ) from exc
         self._max_variables = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         self._statements: dict[tuple[str, int], str] = {}
         self._heads: dict[str, tuple[int, str]] = {}
@@ -356,6 +367,28 @@ class Store:
         self.rollbacks = 0
         self._checkpointer: Checkpointer | None = None
         self._turns: int | None = None  # the descriptor of the writers' queue (take_turns)
+
+    def _open(self, synchronous: str) -> None:
+        """Connect, refuse another program's database, set the connection up and migrate."""
+        self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        self.conn.row_factory = sqlite3.Row
+        # Before anything writes (WAL mode rewrites the header): another program's database
+        # named by mistake is left as it is. A store has its migrations' record, or (made
+        # before the record) its chain.
+        foreign = someone_elses(self.conn, (migrations.TABLE, "chain"))
+        if foreign is not None:
+            self.conn.close()
+            raise StoreError(
+                f"{self.path!r} is {foreign}, not a minewatch store; name a new file for the store"
+            )
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        # FULL: a commit survives power loss too; the pipeline batches commits so it is affordable.
+        self.conn.execute(f"PRAGMA synchronous={synchronous}")
+        # 16 MiB of page cache (default 2): measured with layout 1, whose batches touched pages
+        # all over the per-sensor keys; kept for the readings' keys, not re-measured since.
+        self.conn.execute("PRAGMA cache_size=-16384")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self._migrate()
 
     def _migrate(self) -> None:
         """Apply the migrations the store has not had yet (monitor/journal/migrations.py), each once."""

@@ -571,3 +571,34 @@ def test_a_folder_named_as_the_store_is_said_to_be_one(tmp_path: Path) -> None:
         f"cannot open the store {str(tmp_path)!r}: it is a folder:"
         f" name a file in it (e.g. {tmp_path / 'minewatch.db'})"
     )
+
+
+def test_an_open_that_sqlite_refuses_at_once_for_a_lock_is_tried_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two daemons of other sites opening one new store at one moment: under a loaded CI run the
+    second was refused "database is locked" at once and exited 2. SQLite answers so without
+    waiting on paths this test cannot provoke on demand (WAL recovery, a lock it would deadlock
+    on), so the refusal is injected into the open: a lock is tried again; any other fault is not."""
+
+    calls: list[int] = []
+    real_open = Store._open
+
+    def refused_twice(self: Store, synchronous: str) -> None:
+        calls.append(1)
+        if len(calls) <= 2:
+            self.conn = sqlite3.connect(":memory:")
+            raise sqlite3.OperationalError("database is locked")
+        real_open(self, synchronous)
+
+    monkeypatch.setattr(Store, "_open", refused_twice)
+    store = Store(tmp_path / "s.db")
+    store.close()
+    assert len(calls) == 3
+
+    def broken(self: Store, synchronous: str) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(Store, "_open", broken)
+    with pytest.raises(StoreError, match=r"cannot open the store .*disk I/O error"):
+        Store(tmp_path / "t.db")
