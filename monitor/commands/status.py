@@ -110,10 +110,7 @@ def run(args: argparse.Namespace) -> int:
         id_width = max([8, *(len(sensor) for sensor in status["sensors"])])
         kind_width = max([8, *(len(entry["kind"]) for entry in status["sensors"].values())])
         for sensor, entry in status["sensors"].items():
-            level = f"  LAeq,1min {entry['LAeq_1min']} dB(A)" if "LAeq_1min" in entry else ""
-            if "overloaded_s" in entry:  # a lower bound: the meter clipped
-                level = level.replace("LAeq,1min ", "LAeq,1min at least ", 1)
-                level += f" (meter overloaded {entry['overloaded_s']:g} s: not judged below the limit)"
+            level = f"  LAeq,1min {entry['LAeq_1min_text']}" if "LAeq_1min_text" in entry else ""
             level += f"  conflicts {entry['conflicts']}" if entry["conflicts"] else ""
             last = entry["last_ts"]
             seen = local_moment(last, status["timezone"]) or "never"

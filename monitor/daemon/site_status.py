@@ -22,6 +22,7 @@ from monitor.journal.store import Store
 from monitor.wire.canonical import from_us, to_us
 from monitor.wire.protocol import format_ts
 from rules.deadlines import deadline_words
+from rules.quantities import quantity_text
 from rules.times import MINUTE, local_stamp
 
 
@@ -61,11 +62,14 @@ def site_status(
         if online is not None:
             entry["online"] = online.get(sensor.id, False)
         energy, seconds = last_minute.get(sensor.id, (0.0, 0.0))
-        if seconds > 0:
-            entry["LAeq_1min"] = round(10 * math.log10(energy / seconds), 1)
-            entry["seconds"] = int(seconds) if seconds.is_integer() else round(seconds, 1)
         if sensor.id in overloaded:  # the meter clipped: its minute reads low (only then in the message)
             entry["overloaded_s"] = round(overloaded[sensor.id], 1)
+        if seconds > 0:
+            laeq = 10 * math.log10(energy / seconds)
+            entry["LAeq_1min"] = round(laeq, 1)
+            entry["seconds"] = int(seconds) if seconds.is_integer() else round(seconds, 1)
+            # The minute as every surface says it (`minewatch status`, the portal's live status).
+            entry["LAeq_1min_text"] = _minute_text(laeq, entry.get("overloaded_s"))
         sensors[sensor.id] = entry
     day_start = now - STATUS_DAY
     kinds: Iterable[tuple[str, int]]  # (kind, end_us) of the current findings starting in the day
@@ -88,6 +92,15 @@ def site_status(
         "episodes_24h": [e.to_json(site.timezone, titles) for e in episodes[-10:]],
         "notices": _notices(store, site, now, titles or {}),
     }
+
+
+def _minute_text(laeq: float, overloaded_s: float | None) -> str:
+    """'62.4 dB(A)', or for a meter overloaded in the minute (its level a lower bound)
+    'at least 81.6 dB(A) (meter overloaded 5 s: not judged below the limit)'."""
+    level = quantity_text(laeq, "dB(A)")
+    if not overloaded_s:
+        return level
+    return f"at least {level} (meter overloaded {overloaded_s:g} s: not judged below the limit)"
 
 
 def _notices(

@@ -110,6 +110,7 @@ def test_the_last_minute_of_each_sensor(store: Store, site: SiteConfig) -> None:
             "kind": "sound",
             "last_ts": "2026-06-15T16:00:29Z",
             "LAeq_1min": energy_mean(last_minute),
+            "LAeq_1min_text": "69.3 dB(A)",  # as `minewatch status` and the live page say it
             "seconds": 60,
         },
         "n2": {"kind": "sound", "last_ts": "2026-06-15T16:00:30Z"},  # its newest reading; no last minute
@@ -403,3 +404,26 @@ def test_a_minute_the_meter_was_overloaded_in_reads_as_a_lower_bound(
     assert line.endswith(
         "LAeq,1min at least 78.0 dB(A) (meter overloaded 2 s: not judged below the limit)"
     ), line
+    # The operator's live status page says the same words (it said "78.0 dB(A)", a plain level).
+    from types import SimpleNamespace
+
+    from monitor.portal.web import portal_templates
+
+    status = site_status(store, site, NOW)
+    for entry in status["sensors"].values():
+        entry.update(placement="boundary", state="ok")
+    page = (
+        portal_templates()
+        .env.get_template("status_live.html")
+        .render(
+            status=status,
+            site=SimpleNamespace(id=SITE, timezone="America/Chicago"),
+            refresh_s=30,
+            trend_hours=3,
+            trends={},
+            warnings=[],
+            plan_colours={"ok": "#0a0"},
+            plan_state_labels={"ok": "ok"},
+        )
+    )
+    assert "at least 78.0 dB(A) (meter overloaded 2 s: not judged below the limit)" in page
