@@ -831,6 +831,10 @@ def early_warnings(
             continue
         so_far = _metric_value(kept, warn_metric)
         exempt_s = sum(s.record.duration_s for s in seconds if s.exempt)
+        # Seconds read with the meter overloaded (clipped: they read low): the levels below are
+        # lower bounds, and the interval can no longer be shown to keep the limit.
+        overloaded_s = sum(r.duration_s for r in kept if r.overload)
+        at_least = "at least " if overloaded_s else ""
         if warn_metric == "LAeq":
             energy = sum(r.duration_s * 10.0 ** (r.LAeq / 10.0) for r in kept)
             best_case = 10.0 * math.log10(energy / max(params.interval_s - exempt_s, 1.0))
@@ -846,14 +850,28 @@ def early_warnings(
             which = "cannot_end_below_limit"
             summary = (
                 f"Noise at {where} has already made the {span} {warn_metric} certain to end above the "
-                f"{limit} dB limit ({db(best_case)} dB(A) even if it were quiet from now on); "
+                f"{limit} dB limit ({at_least}{db(best_case)} dB(A) even if it were quiet from now on); "
                 f"reduce noise now (section {standard.section})"
             )
         elif so_far >= params.limit_db - params.warning_margin_db:
             which = "approaching_limit"
+            running = (
+                f"reads at least {db(so_far)} dB(A) (the meter was overloaded for {_seconds(overloaded_s)}:"
+                " a lower bound)"
+                if overloaded_s
+                else f"is running at {db(so_far)} dB(A)"
+            )
             summary = (
-                f"Noise at {where} is running at {db(so_far)} dB(A) for {span}, within "
+                f"Noise at {where} {running} for {span}, within "
                 f"{params.warning_margin_db:g} dB of the {limit} dB limit (section {standard.section})"
+            )
+        elif overloaded_s:
+            which = "meter_overloaded"
+            summary = (
+                f"Noise at {where} overloaded the meter for {_seconds(overloaded_s)} of {span} (its input"
+                f" at full scale, IEC 61672-1 5.11): it reads at least {db(so_far)} dB(A), a lower bound,"
+                f" so the interval cannot be shown to keep the {limit} dB limit; check the meter's range"
+                f" (section {standard.section})"
             )
         else:
             continue
@@ -867,9 +885,15 @@ def early_warnings(
                 summary,
                 sensors=(info.id,),
                 measurements=(
-                    Measurement(f"{metric} so far", kept_apart(so_far), params.limit_db, "dB(A)"),
                     Measurement(
-                        f"{metric} lowest possible at close", kept_apart(best_case), params.limit_db, "dB(A)"
+                        f"{metric} so far", kept_apart(so_far), params.limit_db, "dB(A)", bool(overloaded_s)
+                    ),
+                    Measurement(
+                        f"{metric} lowest possible at close",
+                        kept_apart(best_case),
+                        params.limit_db,
+                        "dB(A)",
+                        bool(overloaded_s),
                     ),
                 ),
                 refs=(f"sound:{info.id}:{iso(records[0].ts)}/{iso(records[-1].end)}",),

@@ -32,6 +32,23 @@ def test_noise_warnings(level: float, elapsed_s: int, expected: list[str]) -> No
     assert all(w.kind == FindingKind.WARNING and w.section == "6.D" and w.start == MINUTE for w in warnings)
 
 
+def test_an_overloaded_meter_is_an_early_warning_and_its_levels_lower_bounds() -> None:
+    """The operator heard nothing of a meter clipping (its levels read low) until the minute was
+    judged "not judged"; now it is warned at once, and a level near the limit says "at least"."""
+    clipped = [r._replace(overload=i in (3, 4)) for i, r in enumerate(seconds("n1", MINUTE, 30, 70.0))]
+    [warning] = early_warnings(SITE, DOVRE, SiteData(sound=tuple(clipped)), MINUTE + timedelta(seconds=30))
+    assert warning.details["warning"] == "meter_overloaded"
+    assert "overloaded the meter for 2 seconds of 11:31-11:32 local" in warning.summary
+    assert "it reads at least 70.0 dB(A), a lower bound" in warning.summary
+    assert all(m.lower_bound for m in warning.measurements)
+    near = [r._replace(overload=i == 0) for i, r in enumerate(seconds("n1", MINUTE, 30, 78.0))]
+    [warning] = early_warnings(SITE, DOVRE, SiteData(sound=tuple(near)), MINUTE + timedelta(seconds=30))
+    assert warning.details["warning"] == "approaching_limit"
+    assert (
+        "reads at least 78.0 dB(A) (the meter was overloaded for 1 second: a lower bound)" in warning.summary
+    )
+
+
 CLOSING = "the blasting window closes at 15:00, in 20 minutes"
 SUNSET = "sunset is at 20:55, in 25 minutes"
 
