@@ -654,9 +654,6 @@ class NoticeBook:
                 "escalated",
                 ESCALATED,
                 seq,
-                ("town",),
-                "citation_recommended",
-                "citation",
                 message,
                 now,
                 facts,
@@ -680,9 +677,6 @@ class NoticeBook:
             "continuing",
             active.status,
             seq,
-            ("town", "operator"),
-            "notice_continuing",
-            "violation",
             message,
             now,
             facts,
@@ -782,9 +776,6 @@ class NoticeBook:
             "opened",
             OPEN,
             seq,
-            ("town", "operator"),
-            "notice_opened",
-            "violation",
             message,
             now,
             facts,
@@ -851,9 +842,6 @@ class NoticeBook:
                 "extension_requested",
                 EXTENSION_REQUESTED,
                 seq,
-                ("town",),
-                "notice_extension_requested",
-                "info",
                 message,
                 now,
                 None,
@@ -928,9 +916,6 @@ class NoticeBook:
                 "extended",
                 EXTENDED,
                 seq,
-                ("operator", "town"),
-                "notice_extended",
-                "info",
                 message,
                 now,
                 None,
@@ -997,9 +982,6 @@ class NoticeBook:
                 "served",
                 notice.status,
                 seq,
-                ("operator", "town"),
-                "notice_served",
-                "info",
                 message,
                 now,
                 None,
@@ -1020,9 +1002,6 @@ class NoticeBook:
                 "corrected",
                 CORRECTED,
                 seq,
-                ("operator", "town"),
-                "notice_corrected",
-                "info",
                 message,
                 now,
                 None,
@@ -1074,9 +1053,6 @@ class NoticeBook:
                 "escalated",
                 ESCALATED,
                 seq,
-                ("town",),
-                "citation_recommended",
-                "citation",
                 message,
                 now,
                 None,
@@ -1140,12 +1116,7 @@ class NoticeBook:
                 seq = self._change(
                     notice, due.value, status, AUTO_ACTOR, message, now, notice.deadline, data, announced=True
                 )
-            audiences, kind, severity = _CHANGE_ALERTS[due.value]
-            events.append(
-                self._event(
-                    notice, due.value, status, seq, audiences, kind, severity, message, now, None, message
-                )
-            )
+            events.append(self._event(notice, due.value, status, seq, message, now, None, message))
         return events
 
     # ------------------------------------------------------------------ internals
@@ -1212,9 +1183,6 @@ class NoticeBook:
         change: str,
         status: str,
         seq: int,
-        audiences: tuple[str, ...],
-        kind: str,
-        severity: str,
         message: str,
         now: datetime,
         facts: Mapping[str, Any] | None,
@@ -1222,6 +1190,9 @@ class NoticeBook:
         actor: str = AUTO_ACTOR,
         deadline: datetime | None = None,
     ) -> NoticeEvent:
+        """The change's event; whom it alerts, as what, from _CHANGE_ALERTS (one table for the
+        book's own changes and those the daemon announces for the CLI)."""
+        audiences, kind, severity = _alert_of(change)
         return _make_event(
             notice,
             change,
@@ -1270,6 +1241,12 @@ _CHANGE_ALERTS: dict[str, tuple[tuple[str, ...], str, str]] = {
 }
 
 
+def _alert_of(change: str) -> tuple[tuple[str, ...], str, str]:
+    """Whom a notice change alerts, its alert kind and severity (a change not in the table: the
+    Town, as information)."""
+    return _CHANGE_ALERTS.get(change, (("town",), f"notice_{change}", "info"))
+
+
 def _reminder_text(notice: Notice, reminder: Reminder, profile: Profile, now: datetime) -> str:
     """What a reminder says: the deadline as every surface shows it, and what may be done."""
     title = notice.data.get("title", "") or notice.standard
@@ -1293,9 +1270,7 @@ def _reminder_text(notice: Notice, reminder: Reminder, profile: Profile, now: da
 
 
 def _event_for_change(notice: Notice, change: NoticeChange, now: datetime) -> NoticeEvent:
-    audiences, kind, severity = _CHANGE_ALERTS.get(
-        change.change, (("town",), f"notice_{change.change}", "info")
-    )
+    audiences, kind, severity = _alert_of(change.change)
     by = f" ({change.actor})" if change.actor != AUTO_ACTOR else ""
     message = f"Notice {notice.id}: {change.change.replace('_', ' ')}{by}. {change.note}".strip()
     return _make_event(
