@@ -1080,9 +1080,6 @@ def _walk(stretch: _Stretch) -> _Walked:
         entries = 0
         last_ts, times = -1, ""
         site = stretch.scope.site
-        # The overload cell ('1' or empty) where the bundle has the column, else nothing.
-        flags = {None: ",", 0: ",", 1: ",1"} if stretch.overload else {None: "", 0: "", 1: ""}
-        flag = flags.__getitem__
         while batch := cursor.fetchmany(4096):
             entries += len(batch)
             columns = list(zip(*batch, strict=True))
@@ -1104,7 +1101,6 @@ def _walk(stretch: _Stretch) -> _Walked:
                 seq,
                 entry_text,
                 gap,
-                overloaded,
             ) in zip(columns[0], columns[1], *floats, *columns[11:], strict=True):
                 if sensor is None:  # not a sound row of the window: SQLite built its chain line
                     chain.append(entry_text)
@@ -1114,9 +1110,10 @@ def _walk(stretch: _Stretch) -> _Walked:
                 chain.append(f"{seq},sound,,{entry_text},")  # its row gives the digest: a tag, no key
                 if ts != last_ts:  # the sensors of one second share their time columns
                     last_ts, times = ts, f"{utc(ts)},{local(ts)}"
+                # ``source`` carries the overload cell where the bundle has the column (sound_walk)
                 sound.append(
                     f"{seq},{site},{sensor},{ts},{times},{duration},{laeq},{lafmax},{lasmax},{lafmin},"
-                    f"{lceq},{lcpeak},{lzpeak},{lzeq},{source}{flag(overloaded)}\n"
+                    f"{lceq},{lcpeak},{lzpeak},{lzeq},{source}\n"
                 )
     finally:
         conn.close()

@@ -290,6 +290,10 @@ def has_overloads(conn: sqlite3.Connection, scope: Scope) -> bool:
     return found is not None
 
 
+# a sound row's source and its overload cell (SOUND_OVERLOAD_COLUMNS' last: "1" or empty)
+_SOURCE_AND_OVERLOAD = "t.source || CASE WHEN t.overload THEN ',1' ELSE ',' END"
+
+
 def sound_walk(
     conn: sqlite3.Connection,
     scope: Scope,
@@ -301,8 +305,9 @@ def sound_walk(
 ) -> sqlite3.Cursor:
     """Every entry lo..hi of the segment in seq order, each sound entry of the scope joined to its row.
 
-    A row: (sensor, ts_us, duration_s, the eight levels, source, seq, text, gap, overload), the
-    last the row's flag where ``overload`` (the scope has such rows: has_overloads), else NULL. For a sound
+    A row: (sensor, ts_us, duration_s, the eight levels, source, seq, text, gap). Where
+    ``overload`` (the scope has such rows: has_overloads), ``source`` is followed by the row's
+    overload cell, ",1" or ",": SQLite joins it, so no bundle's rows cost a column more. For a sound
     entry of the scope with its row, ``text`` is the tag of its digest (its first ``tag_hex``
     hex digits) and ``gap`` is NULL; the caller writes the row and the chain.csv line
     ``seq,sound,,tag,``. For any other entry the row columns are NULL, ``text`` is the entry's
@@ -325,10 +330,11 @@ def sound_walk(
     digest_only = "k.seq || ',' || k.kind || ',,' || k.digest || ','"
     return conn.execute(
         "SELECT t.sensor, t.ts_us, t.duration_s,"
-        " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq, t.source, k.seq,"
+        " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq,"
+        f" {_SOURCE_AND_OVERLOAD if overload else 't.source'}, k.seq,"
         f" CASE WHEN t.site IS NOT NULL THEN substr(k.digest, 1, {tag_hex})"
         f" WHEN k.seq IN (SELECT value FROM json_each(:withheld)) THEN {digest_only} ELSE {full} END,"
-        f" CASE WHEN t.site IS NULL THEN {in_scope} END, {'t.overload' if overload else 'NULL'}"
+        f" CASE WHEN t.site IS NULL THEN {in_scope} END"
         " FROM (SELECT seq, kind, key, digest, recorded_us,"
         " CASE WHEN kind = 'sound' THEN substr(key, 1, instr(key, '|') - 1) END AS sensor,"
         " CASE WHEN kind = 'sound' THEN CAST(substr(key, instr(key, '|') + 1) AS INTEGER) END AS ts_us"

@@ -266,8 +266,7 @@ def test_the_sound_walk_gives_every_entry_its_chain_line(conn: sqlite3.Connectio
     by_seq = {r[12]: r for r in rows}
     digest = dict(conn.execute("SELECT seq, digest FROM chain WHERE site = ?", (SITE,)))
     sound = next(seq for seq in by_seq if kinds[seq] == "sound")
-    sensor, ts_us, *_, source, _, tag, missing, overload = by_seq[sound]
-    assert overload is None  # the column only where has_overloads says the scope needs it
+    sensor, ts_us, *_, source, _, tag, missing = by_seq[sound]
     key = conn.execute("SELECT key FROM chain WHERE site = ? AND seq = ?", (SITE, sound)).fetchone()[0]
     assert key == f"{sensor}|{ts_us}"
     assert (source, missing) == ("levels", None)
