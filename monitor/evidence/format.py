@@ -270,13 +270,14 @@ SOUND_COLUMNS = (
 # A bundle whose window holds a second the meter was overloaded in has one more column: "1" for
 # such a row, empty for the others (a bundle without one is as it always was).
 SOUND_OVERLOAD_COLUMNS = (*SOUND_COLUMNS, "overload")
+_PLAIN_WIDTH = len(SOUND_COLUMNS)
 
 
 def _overload_cell(cells: Sequence[str]) -> bool:
     """A row's overload flag: its 17th cell, '1' or empty (a row of 16 cells has none)."""
-    if len(cells) <= len(SOUND_COLUMNS):
+    if len(cells) <= _PLAIN_WIDTH:
         return False
-    flag = cells[len(SOUND_COLUMNS)]
+    flag = cells[_PLAIN_WIDTH]
     if flag not in ("", "1"):
         raise ValueError(f"overload {flag!r} is neither 1 nor empty")
     return flag == "1"
@@ -294,7 +295,8 @@ def sound_canonical_cells(cells: Sequence[str]) -> bytes:
     verifier's check of a row whose text as it stands did not give the chained digest;
     tests/monitor/evidence/test_scale.py checks it against the general path.
     """
-    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells[:16]
+    plain = cells[:_PLAIN_WIDTH]
+    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = plain
     overload = _overload_cell(cells)
     la = repr(float(la)) if la else "null"
     fmax = repr(float(fmax)) if fmax else "null"
@@ -331,9 +333,13 @@ def sound_text_cells(cells: Sequence[str]) -> bytes:
     chained digest is therefore exactly the record chained; any other (a number written
     another way, inf, a changed value) is checked again with ``sound_canonical_cells``.
     """
-    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = cells[:16]
+    # A row of the overload column's bundles is sliced; the common one is not (a verify's every row).
+    flagged = len(cells) != _PLAIN_WIDTH
+    _, site, sensor, ts, _, _, duration, la, fmax, smax, fmin, ceq, cpeak, zpeak, zeq, source = (
+        cells[:_PLAIN_WIDTH] if flagged else cells
+    )
     # "overload" sorts between "duration_s" and "sensor"; only an overloaded row has it.
-    overload = ',"overload":true' if _overload_cell(cells) else ""
+    overload = ',"overload":true' if flagged and _overload_cell(cells) else ""
     return (
         f'{{"LAFmax":{fmax or "null"},"LAFmin":{fmin or "null"},"LASmax":{smax or "null"},'
         f'"LAeq":{la or "null"},"LCeq":{ceq or "null"},"LCpeak":{cpeak or "null"},'
