@@ -23,6 +23,12 @@ Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
     413                     too large: the batch is bisected the same way; a single
                             point refused so is rejected, and the forwarder keeps to
                             the batch size the server took from then on
+    a refusal naming the    retryable, whatever the status (``_SERVER_STATES``): InfluxDB 1.x's
+    server's state          max-series-per-database or max-values-per-tag reached, a full disk,
+                            a retention policy not found; the points are held (kept queued, in
+                            order), said once, never rejected: the same point is taken once the
+                            state changes. A point's own fault (a field type conflict, a point
+                            beyond the retention policy, a line it cannot parse) is rejected
     3xx                     retryable: never followed (a redirect would make the write a
                             body-less GET and take the credentials elsewhere); logged as
                             an error asking for the final address as url
@@ -167,14 +173,25 @@ def line(
 
 
 class InfluxWriteError(OutputError):
-    """A write failed. ``status`` is the HTTP status (None: no answer); ``retry_after_s`` from the server."""
+    """A write failed. ``status`` is the HTTP status (None: no answer); ``retry_after_s`` from the server.
+
+    ``held``: the server's own state that refused the points (``_SERVER_STATES``), "" for any
+    other failure; such a refusal is retryable whatever its status.
+    """
 
     def __init__(
-        self, message: str, *, retryable: bool, status: int | None = None, retry_after_s: float | None = None
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+        held: str = "",
     ) -> None:
         super().__init__(message, retryable=retryable)
         self.status = status
         self.retry_after_s = retry_after_s
+        self.held = held
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -207,11 +224,37 @@ def _error_message(body: bytes | str | None, fallback: str) -> str:
     return text.strip()[:500] or fallback
 
 
+# Refusals that name the server's state, not the point's fault: the same point is taken once the
+# state changes, so the points are held (kept queued, retried with backoff), never rejected, whatever
+# the status. InfluxDB 1.x says them in a 400 "partial write: ... dropped=N" (influxd 1.6.7:
+# 'partial write: max-series-per-database limit exceeded: (3) dropped=1', 'partial write:
+# max-values-per-tag limit exceeded (2/2): measurement="sound" tag="sensor" value="c" dropped=1';
+# 1.7: 'partial write: write /var/lib/influxdb/data/db/_series/06/0002: no space left on device
+# dropped=1') or a 500 ('retention policy not found: year', 'engine: cache-max-memory-size
+# exceeded: (n/limit)', 'engine: error writing WAL entry: ...: no space left on device').
+# The points' own faults stay rejected: 'field type conflict', 'unable to parse', 'points beyond
+# retention policy' (older than the retention policy keeps: never taken by this database).
+_SERVER_STATES: tuple[tuple[str, str], ...] = (
+    ("max-series-per-database limit exceeded", "InfluxDB's [data] max-series-per-database is reached"),
+    ("max-values-per-tag limit exceeded", "InfluxDB's [data] max-values-per-tag is reached"),
+    ("no space left on device", "InfluxDB's disk is full"),
+    ("retention policy not found", "the retention policy (retention_policy) does not exist"),
+    ("cache-max-memory-size exceeded", "InfluxDB's write cache is full ([data] cache-max-memory-size)"),
+)
+
+
+def _server_state(message: str) -> str:
+    """What of the server's own state the message names (``_SERVER_STATES``), or ""."""
+    lowered = message.lower()
+    return next((state for words, state in _SERVER_STATES if words in lowered), "")
+
+
 def _classify(status: int, message: str, retry_after_s: float | None) -> InfluxWriteError:
     text = f"InfluxDB answered {status}: {message}"
-    if status in (400, 413, 422):
+    held = _server_state(message)
+    if status in (400, 413, 422) and not held:
         return InfluxWriteError(text, retryable=False, status=status)
-    return InfluxWriteError(text, retryable=True, status=status, retry_after_s=retry_after_s)
+    return InfluxWriteError(text, retryable=True, status=status, retry_after_s=retry_after_s, held=held)
 
 
 # Everything a request (deadline_http.post) may raise when there is no answer.
@@ -569,6 +612,7 @@ class ForwarderStats:
     last_error: str = ""
     up: bool = True  # False while writes are failing
     pending: int = 0  # as last seen by the forwarder
+    held: str = ""  # while the server refuses points for a state of its own: which (_SERVER_STATES)
 
 
 class InfluxForwarder:
@@ -725,7 +769,9 @@ class InfluxForwarder:
         if error is None:
             self._mark_up()
         else:
-            if self._held is not None:
+            if error.held:
+                state = f"held: {error.held}"
+            elif self._held is not None:
                 state = f"refused alike {error.status}"
             else:
                 state = f"http {error.status}" if error.status else "unreachable"
@@ -800,7 +846,7 @@ class InfluxForwarder:
         self._failures += 1
         with self._changed:
             self._stats = replace(
-                self._stats, retries=self._stats.retries + 1, last_error=str(error), up=False
+                self._stats, retries=self._stats.retries + 1, last_error=str(error), up=False, held=error.held
             )
         # One line per state change (up -> down, or another kind of failure), not per retry.
         if state == self._state:
@@ -809,7 +855,14 @@ class InfluxForwarder:
         self._state = state
         if state.startswith("internal"):
             return  # logged with its traceback already
-        if error.status in (401, 403):
+        if error.held:
+            log.error(
+                "InfluxDB refuses points for a state of its own, not for the points (%s): they stay"
+                " queued and are retried until it takes them: %s",
+                error.held,
+                error,
+            )
+        elif error.status in (401, 403):
             log.error("InfluxDB refused our credentials; check the token/username; retrying: %s", error)
         elif (error.status is not None and 300 <= error.status < 400) or state.startswith("refused alike"):
             log.error("%s", error)  # the message says what to do; the points stay queued
@@ -823,7 +876,7 @@ class InfluxForwarder:
         self._failures = 0
         with self._changed:
             if not self._stats.up:
-                self._stats = replace(self._stats, up=True)
+                self._stats = replace(self._stats, up=True, held="")
 
 
 # --------------------------------------------------------------------------- reading back

@@ -122,6 +122,8 @@ class Influxd:
     port: int = field(default_factory=free_port)
     rpc_port: int = field(default_factory=free_port)
     max_body_size: int = 0  # [http] max-body-size: a larger write is answered 413 (0: influxd's 25 MB)
+    # [data] limits, e.g. {"max-series-per-database": 2} (0: none; influxd's defaults when not given)
+    limits: dict[str, int] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -137,7 +139,8 @@ class Influxd:
             f'[meta]\n  dir = "{self.workdir}/meta"\n'
             f'[data]\n  dir = "{self.workdir}/data"\n  wal-dir = "{self.workdir}/wal"\n'
             "  query-log-enabled = false\n"
-            "[monitor]\n  store-enabled = false\n"
+            + "".join(f"  {name} = {value}\n" for name, value in self.limits.items())
+            + "[monitor]\n  store-enabled = false\n"
             f'[http]\n  bind-address = "127.0.0.1:{self.port}"\n  log-enabled = false\n'
             + (f"  max-body-size = {self.max_body_size}\n" if self.max_body_size else "")
             + "[continuous_queries]\n  enabled = false\n"

@@ -536,6 +536,72 @@ def test_v1_batches_too_large_are_split_and_kept_smaller(
         server.stop()
 
 
+@pytest.mark.parametrize(
+    ("limit", "answer"),
+    [
+        ("max-series-per-database", "max-series-per-database limit exceeded: (2)"),
+        ("max-values-per-tag", 'max-values-per-tag limit exceeded (2/2): measurement="sound" tag="sensor"'),
+    ],
+)
+def test_v1_points_refused_for_a_limit_of_the_server_are_held_not_rejected(
+    tmp_path: Path, queue: Queue, caplog: pytest.LogCaptureFixture, limit: str, answer: str
+) -> None:
+    """influxd 1.6.7 with ``[data] max-series-per-database = 2`` (or ``max-values-per-tag = 2``)
+    holding two sensors' series: the points of a third sensor are answered 400 "partial write:
+    max-series-per-database limit exceeded: (2) dropped=N" while the server takes the others, and
+    they were rejected as the points' fault. The limit is the server's state: they stay queued
+    (in order), the forwarder is down and says why once, and once the limit is raised (influxd
+    restarted) every point is written and none rejected."""
+    caplog.set_level(logging.DEBUG, logger="monitor.influx.client")
+    server = Influxd(tmp_path / "influxd", limits={limit: 2}).start()
+    try:
+        server.create_database("minewatch")
+        writer = InfluxWriter(v1_config(server))
+        for sensor in ("n1", "n2"):  # one at a time: influxd counts each point of a new series
+            writer.write([sound(0, sensor=sensor)])
+        writer.close()
+        queue.put([sound(i, sensor=sensor) for i in range(5) for sensor in ("n1", "n2")])
+        queue.put([sound(i, sensor=sensor) for i in range(5, 10) for sensor in ("n1", "n2", "n3")])
+        forwarder = start_forwarder(queue, v1_config(server), batch_size=10)
+        try:
+            wait_until(lambda: forwarder.stats.retries >= 3)
+            assert not forwarder.flush(0.2)
+            assert queue.store.rejected() == [] and queue.store.pending() == 15
+            stats = forwarder.stats
+            assert (stats.written, stats.rejected, stats.up) == (10, 0, False)
+            assert stats.held == f"InfluxDB's [data] {limit} is reached"
+            assert answer in stats.last_error
+            logged = [
+                r for r in caplog.records if r.levelno >= logging.INFO and r.name == "monitor.influx.client"
+            ]
+            assert [r.levelno for r in logged] == [logging.ERROR]  # once, not per retry
+            assert (
+                logged[0]
+                .getMessage()
+                .startswith(
+                    "InfluxDB refuses points for a state of its own, not for the points"
+                    f" (InfluxDB's [data] {limit} is reached): they stay queued"
+                )
+            )
+
+            server.stop()
+            server.limits = {limit: 0}  # the operator lifts the limit
+            server.start()
+            assert forwarder.flush(15)
+            assert forwarder.stats.up and forwarder.stats.held == ""
+        finally:
+            forwarder.close()
+        assert queue.store.rejected() == [] and queue.store.pending() == 0
+        for sensor, count in (("n1", 10), ("n2", 10), ("n3", 5)):
+            [series] = server.query(
+                f'SELECT count("LAeq") FROM "sound" WHERE sensor = \'{sensor}\'', "minewatch"
+            )
+            values = series["values"]
+            assert isinstance(values, list) and values[0][1] == count, sensor
+    finally:
+        server.stop()
+
+
 def test_v1_connection_refused_is_retryable() -> None:
     writer = InfluxWriter(
         InfluxConfig(version=1, url=f"http://127.0.0.1:{free_port()}", database="x", timeout_s=2)
@@ -714,6 +780,33 @@ def test_v2_400_is_bisected_and_only_the_bad_point_rejected(recorder: Recorder, 
     assert rejected.item == bad
     assert rejected.reason.startswith("InfluxDB answered 400: failure writing points")
     assert forwarder.stats.rejected == 1 and forwarder.stats.retries == 0
+
+
+def test_v1_a_full_disk_holds_the_points(recorder: Recorder, queue: Queue) -> None:
+    """The recording server answers a write as InfluxDB 1.7 does when its disk is full (400
+    "partial write: ...: no space left on device dropped=1", influxdata/docs.influxdata.com-ARCHIVE
+    #2368; no influxd here can be made to run out of disk): the point was rejected as its own
+    fault. It is held, queued and retried, and written once the server takes points again."""
+    message = (
+        "partial write: write /var/lib/influxdb/data/tafstat/_series/06/0002:"
+        " no space left on device dropped=1"
+    )
+    disk_full = threading.Event()
+    disk_full.set()
+    body = json.dumps({"error": message}).encode()
+    recorder.reply = lambda _: (400, {}, body) if disk_full.is_set() else (204, {}, b"")
+    forwarder = start_forwarder(queue, InfluxConfig(version=1, url=recorder.url, database="mw"))
+    queue.put([sound(0)])
+    try:
+        wait_until(lambda: forwarder.stats.retries >= 2)
+        assert queue.store.rejected() == [] and queue.store.pending() == 1
+        assert (forwarder.stats.held, forwarder.stats.up) == ("InfluxDB's disk is full", False)
+        disk_full.clear()  # space freed
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    assert (forwarder.stats.written, forwarder.stats.rejected, queue.store.pending()) == (1, 0, 0)
+    assert recorder.requests[-1].body == sound(0)
 
 
 def test_v2_401_is_retried_and_logged_as_an_error(
