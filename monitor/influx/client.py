@@ -16,7 +16,8 @@ Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
                             not block the queue). A point is the one at fault only
                             when the server takes others: when every point alone is
                             refused alike, one point is sent alone (the last the
-                            server took, or the newest queued); taken, the points are
+                            server took, kept across restarts in the outbox, or the
+                            newest queued); taken, the points are
                             rejected (a field type conflict over a whole batch);
                             refused too (a proxy in front, a wrong path), none is
                             rejected; the batch stays queued, retried with backoff
@@ -484,6 +485,11 @@ class InfluxWriter:
         if problems:
             raise ConfigError(problems)
         self.config = config
+        # Where the points go: the outbox keeps the last point each target took (Outbox.taken).
+        if config.version == 1:
+            self.target = f"v1 {config.url} db={config.database} rp={config.retention_policy}"
+        else:
+            self.target = f"v2 {config.url} org={config.org} bucket={config.bucket}"
         self.create_database = create_database
         self._create_logged = False
         self._base = config.url.rstrip("/")
@@ -652,7 +658,10 @@ class InfluxForwarder:
         self._thread: threading.Thread | None = None
         self._stop: threading.Event | None = None
         self._server_takes_points = True  # the last batch had points taken (bisect_write)
-        self._taken: str | None = None  # the last point the server took, a probe (bisect_write)
+        # The last point the server took, a probe (bisect_write); read from the outbox at the first
+        # cycle, so that after a restart a batch refused alike is not held for want of one.
+        self._taken: str | None = None
+        self._taken_read = False
         self._held: tuple[tuple[int, ...], int] | None = None  # a batch refused alike, and the status
 
     @classmethod
@@ -791,6 +800,9 @@ class InfluxForwarder:
             return 0, None
         ids = tuple(item_id for item_id, _ in batch)
         held = self._held[1] if self._held is not None and self._held[0] == ids else None
+        if not self._taken_read:
+            self._taken = self.outbox.taken(self.writer.target)
+            self._taken_read = True
         probe = self._taken
         if probe is None:  # none taken since the start: the newest point queued, if not in the batch
             newest = self.outbox.newest()
@@ -802,8 +814,9 @@ class InfluxForwarder:
             self._server_takes_points = True
             texts = dict(batch)
             self._taken = texts[result.accepted[-1]]
-        elif result.probe_taken:
-            self._taken = probe
+        elif result.probe_taken and probe is not None and probe != self._taken:
+            self._taken = probe  # the newest queued point, kept queued
+            self.outbox.keep_taken(self.writer.target, probe)
         if result.refused_alike is not None:
             self._server_takes_points = False
         self._held = None if result.refused_alike is None else (ids, result.refused_alike)
@@ -818,7 +831,7 @@ class InfluxForwarder:
             )
             self.batch_size = result.fits
         if result.accepted:
-            self.outbox.ack(result.accepted)
+            self.outbox.ack(result.accepted, taken=(self.writer.target, dict(batch)[result.accepted[-1]]))
         by_reason: dict[str, list[int]] = {}
         for item_id, reason in result.rejected:
             by_reason.setdefault(reason, []).append(item_id)

@@ -5,7 +5,9 @@ outbox items in ONE transaction (``put`` does not commit), so a record that is i
 the journal is also queued, and a crash can lose neither alone. The forwarder
 reads the oldest items (``peek``), sends them and then either removes them
 (``ack``) or moves them to the rejected table, kept as evidence (``reject``);
-``requeue`` moves them back (`minewatch influx requeue`).
+``requeue`` moves them back (`minewatch influx requeue`). The last item a target
+(a server and its database) took is kept (``taken``): after a restart the forwarder
+sends it alone to learn whether the server takes points at all (``bisect_write``).
 
     store thread                         forwarder thread
     ────────────                         ────────────────
@@ -35,7 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from monitor.journal.migrations import outbox_tables
+from monitor.journal.migrations import outbox_tables, outbox_taken_table
 
 __all__ = ["Outbox", "RejectedItem"]
 
@@ -64,9 +66,10 @@ class Outbox:
         self.name = name
         self.table = f"outbox_{name}"
         self.rejected_table = f"outbox_{name}_rejected"
+        self.taken_table = f"outbox_{name}_taken"
         was_in_transaction = conn.in_transaction
         # The daemon's outbox ("influx") is a migration of the store; the same DDL for any other.
-        for statement in outbox_tables(name).split(";\n"):
+        for statement in (outbox_tables(name) + outbox_taken_table(name)).split(";\n"):
             if statement.strip():
                 conn.execute(statement)
         if not was_in_transaction:
@@ -103,12 +106,30 @@ class Outbox:
     def pending(self) -> int:
         return int(self.conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0])
 
-    def ack(self, ids: Iterable[int]) -> None:
-        """Delivered: remove them. Commits."""
+    def ack(self, ids: Iterable[int], *, taken: tuple[str, str] | None = None) -> None:
+        """Delivered: remove them, and keep ``taken`` (target, item) as the last item that target
+        took (``taken``). Commits."""
         with self._transaction():
             for chunk in _chunks(list(ids)):
                 marks = ",".join("?" * len(chunk))
                 self.conn.execute(f"DELETE FROM {self.table} WHERE id IN ({marks})", chunk)
+            if taken is not None:
+                self._keep_taken(*taken)
+
+    def keep_taken(self, target: str, item: str) -> None:
+        """``target`` took ``item`` (one that was not queued, or is kept queued). Commits."""
+        with self._transaction():
+            self._keep_taken(target, item)
+
+    def taken(self, target: str) -> str | None:
+        """The last item ``target`` took, kept across restarts; None if it took none yet."""
+        row = self.conn.execute(f"SELECT item FROM {self.taken_table} WHERE target = ?", (target,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def _keep_taken(self, target: str, item: str) -> None:
+        self.conn.execute(
+            f"INSERT OR REPLACE INTO {self.taken_table} (target, item) VALUES (?, ?)", (target, item)
+        )
 
     def reject(self, ids: Iterable[int], reason: str) -> None:
         """Refused for good: move them to the rejected table with ``reason``. Commits."""

@@ -252,6 +252,17 @@ def outbox_tables(name: str) -> str:
     )
 
 
+def outbox_taken_table(name: str) -> str:
+    """``outbox_<name>_taken``: the last item each target took (monitor/influx/outbox.py), kept
+    across restarts so the forwarder can tell a server's fault from its points' (``bisect_write``)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS outbox_{name}_taken ("
+        " target TEXT PRIMARY KEY,"
+        " item TEXT NOT NULL,"
+        f" taken_at TEXT NOT NULL DEFAULT ({_NOW}));\n"
+    )
+
+
 def _to_layout_2(conn: sqlite3.Connection) -> str:
     """LAYOUT_2 for a store of layout 0 or 1 (sound without chain_seq); nothing otherwise."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(sound)")}
@@ -439,6 +450,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("deliveries-claims", DELIVERY_CLAIMS),
     Migration("deliveries-shown-fingerprints", _fingerprinted_delivery_targets),
     Migration("sound-overload", _sound_overload, version=2),
+    Migration("outbox-influx-taken", outbox_taken_table("influx")),
 )
 
 

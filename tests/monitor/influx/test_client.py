@@ -502,6 +502,33 @@ def test_v1_a_batch_all_in_type_conflict_is_rejected_not_held(
     assert len(queue.store.rejected()) == 20 and queue.store.pending() == 0
 
 
+def test_v1_after_a_restart_a_batch_in_conflict_up_to_the_newest_point_is_rejected(
+    influxd: Influxd, queue: Queue, tmp_path: Path
+) -> None:
+    """Against influxd 1.6.7: after a restart, every point queued is in field type conflict,
+    the newest too. The point sent alone to tell the points' fault from the server's was the
+    newest queued (nothing taken since the start), refused like the rest, so the batch was held
+    until a point the server takes was queued. The last point the server took is kept in the
+    store: sent alone after the restart, it is taken, and the batch is rejected at once."""
+    queue.put([sound(i, 50.0) for i in range(5)])  # LAeq is a float field from here on
+    forwarder = start_forwarder(queue, v1_config(influxd), batch_size=10)
+    try:
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+
+    queue.put([sound(i, 1) for i in range(10, 20)])  # LAeq=1i: "field type conflict", each
+    restarted = Queue(queue.store, Outbox.open(tmp_path / "minewatch.db"))
+    forwarder = start_forwarder(restarted, v1_config(influxd), batch_size=10)
+    try:
+        assert forwarder.flush(5)
+    finally:
+        forwarder.close()
+    assert [r.item for r in queue.store.rejected()] == [sound(i, 1) for i in range(10, 20)]
+    assert queue.store.pending() == 0 and forwarder.stats.up
+    assert influxd.count("minewatch", "sound", "LAeq") == 5  # the probe overwrote itself
+
+
 def test_v1_batches_too_large_are_split_and_kept_smaller(
     tmp_path: Path, queue: Queue, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -177,3 +177,26 @@ def test_writer_thread_with_own_connection_sees_store_commits(
 def test_bad_names_are_refused(store_conn: sqlite3.Connection, name: str) -> None:
     with pytest.raises(ValueError, match="outbox name"):
         Outbox(store_conn, name)
+
+
+def test_the_last_item_a_target_took_is_kept_across_connections(
+    db: Path, store_conn: sqlite3.Connection
+) -> None:
+    """The forwarder's probe after a restart (monitor/influx/client.py): the last item each
+    target took, kept in the file with the ack that removed it, one per target."""
+    outbox = Outbox(store_conn)
+    outbox.put(["a", "b", "c"])
+    store_conn.commit()
+    assert outbox.taken("v1 http://x db=mw rp=") is None
+    ids = [i for i, _ in outbox.peek(2)]
+    outbox.ack(ids, taken=("v1 http://x db=mw rp=", "b"))
+    outbox.keep_taken("v2 http://y org=o bucket=b", "c")
+
+    reopened = Outbox.open(db)
+    try:
+        assert reopened.taken("v1 http://x db=mw rp=") == "b"
+        assert reopened.taken("v2 http://y org=o bucket=b") == "c"
+        assert reopened.taken("v1 http://elsewhere db=mw rp=") is None
+        assert [item for _, item in reopened.peek(10)] == ["c"]  # kept queued
+    finally:
+        reopened.close()
