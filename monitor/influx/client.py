@@ -485,11 +485,15 @@ class InfluxWriter:
         if problems:
             raise ConfigError(problems)
         self.config = config
-        # Where the points go: the outbox keeps the last point each target took (Outbox.taken).
+        # Where the points go, the key of the last point it took (Outbox.taken, kept in the store):
+        # the url without what may hold a secret (user:password@, a query).
+        parts = urllib.parse.urlsplit(config.url)
+        port = f":{parts.port}" if parts.port else ""
+        where = f"{parts.scheme}://{parts.hostname}{port}{parts.path.rstrip('/')}"
         if config.version == 1:
-            self.target = f"v1 {config.url} db={config.database} rp={config.retention_policy}"
+            self.target = f"v1 {where} db={config.database} rp={config.retention_policy}"
         else:
-            self.target = f"v2 {config.url} org={config.org} bucket={config.bucket}"
+            self.target = f"v2 {where} org={config.org} bucket={config.bucket}"
         self.create_database = create_database
         self._create_logged = False
         self._base = config.url.rstrip("/")

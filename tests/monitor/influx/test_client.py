@@ -529,6 +529,17 @@ def test_v1_after_a_restart_a_batch_in_conflict_up_to_the_newest_point_is_reject
     assert influxd.count("minewatch", "sound", "LAeq") == 5  # the probe overwrote itself
 
 
+def test_the_target_kept_with_the_last_point_taken_holds_no_secret() -> None:
+    """The store keeps the last point each target took under the target's name: the url's
+    user:password@ and query (InfluxDB 1.x reads u= and p= there) are left out of it."""
+    v1 = InfluxConfig(version=1, url="http://u:s3cr3t@influx:8086/proxy/?p=s3cr3t", database="mw")
+    v2 = InfluxConfig(
+        version=2, url="https://influx", org="quarry", bucket="minewatch", token=Secret("s3cr3t")
+    )
+    assert InfluxWriter(v1).target == "v1 http://influx:8086/proxy db=mw rp="
+    assert InfluxWriter(v2).target == "v2 https://influx org=quarry bucket=minewatch"
+
+
 def test_v1_batches_too_large_are_split_and_kept_smaller(
     tmp_path: Path, queue: Queue, caplog: pytest.LogCaptureFixture
 ) -> None:
