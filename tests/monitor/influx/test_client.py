@@ -820,6 +820,36 @@ def test_v2_400_is_bisected_and_only_the_bad_point_rejected(recorder: Recorder, 
     assert forwarder.stats.rejected == 1 and forwarder.stats.retries == 0
 
 
+def test_v1_a_retention_policy_not_found_holds_the_points_and_says_why(
+    influxd: Influxd, queue: Queue, caplog: pytest.LogCaptureFixture
+) -> None:
+    """influxd 1.6.7 answers a write to a retention policy it does not have with 500 "retention
+    policy not found: year": retried (a 5xx), the log said only that writes were failing. It
+    names the server's state: the forwarder says so, once, and writes the points once the policy
+    is created."""
+    caplog.set_level(logging.INFO, logger="monitor.influx.client")
+    influxd.create_database("minewatch")
+    queue.put([sound(i) for i in range(3)])
+    forwarder = start_forwarder(queue, v1_config(influxd, retention_policy="year"))
+    try:
+        wait_until(lambda: forwarder.stats.retries >= 3)
+        assert queue.store.rejected() == [] and queue.store.pending() == 3
+        assert forwarder.stats.held == "the retention policy (retention_policy) does not exist"
+        assert "retention policy not found: year" in forwarder.stats.last_error
+        influxd.execute('CREATE RETENTION POLICY "year" ON "minewatch" DURATION 0s REPLICATION 1')
+        assert forwarder.flush(10)
+    finally:
+        forwarder.close()
+    logged = [r.getMessage() for r in caplog.records if r.name == "monitor.influx.client"]
+    assert len(logged) == 2, logged  # once held, once resumed
+    assert logged[0].startswith(
+        "InfluxDB refuses points for a state of its own, not for the points (the retention policy"
+        " (retention_policy) does not exist)"
+    )
+    [series] = influxd.query('SELECT count("LAeq") FROM "year"."sound"', "minewatch")
+    assert series["values"] == [["1970-01-01T00:00:00Z", 3]]
+
+
 def test_v1_a_full_disk_holds_the_points(recorder: Recorder, queue: Queue) -> None:
     """The recording server answers a write as InfluxDB 1.7 does when its disk is full (400
     "partial write: ...: no space left on device dropped=1", influxdata/docs.influxdata.com-ARCHIVE
