@@ -814,10 +814,10 @@ class InfluxForwarder:
         result = self.writer.write_batch(
             batch, server_takes_points=self._server_takes_points, refused_before=held, probe=probe
         )
-        if result.accepted:
+        taken = dict(batch)[result.accepted[-1]] if result.accepted else None  # the last point taken
+        if taken is not None:
             self._server_takes_points = True
-            texts = dict(batch)
-            self._taken = texts[result.accepted[-1]]
+            self._taken = taken
         elif result.probe_taken and probe is not None and probe != self._taken:
             self._taken = probe  # the newest queued point, kept queued
             self.outbox.keep_taken(self.writer.target, probe)
@@ -834,8 +834,8 @@ class InfluxForwarder:
                 self.batch_size,
             )
             self.batch_size = result.fits
-        if result.accepted:
-            self.outbox.ack(result.accepted, taken=(self.writer.target, dict(batch)[result.accepted[-1]]))
+        if taken is not None:
+            self.outbox.ack(result.accepted, taken=(self.writer.target, taken))
         by_reason: dict[str, list[int]] = {}
         for item_id, reason in result.rejected:
             by_reason.setdefault(reason, []).append(item_id)
