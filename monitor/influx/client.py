@@ -177,7 +177,8 @@ class InfluxWriteError(OutputError):
     """A write failed. ``status`` is the HTTP status (None: no answer); ``retry_after_s`` from the server.
 
     ``held``: the server's own state that refused the points (``_SERVER_STATES``), "" for any
-    other failure; such a refusal is retryable whatever its status.
+    other failure; such a refusal is retryable whatever its status. ``smaller_may_fit``: that
+    state is a limit counted over the request's points, so a part of the batch may be taken.
     """
 
     def __init__(
@@ -188,11 +189,13 @@ class InfluxWriteError(OutputError):
         status: int | None = None,
         retry_after_s: float | None = None,
         held: str = "",
+        smaller_may_fit: bool = False,
     ) -> None:
         super().__init__(message, retryable=retryable)
         self.status = status
         self.retry_after_s = retry_after_s
         self.held = held
+        self.smaller_may_fit = smaller_may_fit
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -235,27 +238,39 @@ def _error_message(body: bytes | str | None, fallback: str) -> str:
 # exceeded: (n/limit)', 'engine: error writing WAL entry: ...: no space left on device').
 # The points' own faults stay rejected: 'field type conflict', 'unable to parse', 'points beyond
 # retention policy' (older than the retention policy keeps: never taken by this database).
-_SERVER_STATES: tuple[tuple[str, str], ...] = (
-    ("max-series-per-database limit exceeded", "InfluxDB's [data] max-series-per-database is reached"),
-    ("max-values-per-tag limit exceeded", "InfluxDB's [data] max-values-per-tag is reached"),
-    ("no space left on device", "InfluxDB's disk is full"),
-    ("retention policy not found", "the retention policy (retention_policy) does not exist"),
-    ("cache-max-memory-size exceeded", "InfluxDB's write cache is full ([data] cache-max-memory-size)"),
+# The third item: the limit counts the request's points, so a smaller batch may be taken (influxd
+# 1.6.7 with max-series-per-database 4 and 2 series refused 8 and 4 points of a third series in
+# one request, "dropped=8", and took 2, then the 8).
+_SERVER_STATES: tuple[tuple[str, str, bool], ...] = (
+    ("max-series-per-database limit exceeded", "InfluxDB's [data] max-series-per-database is reached", True),
+    ("max-values-per-tag limit exceeded", "InfluxDB's [data] max-values-per-tag is reached", True),
+    ("no space left on device", "InfluxDB's disk is full", False),
+    ("retention policy not found", "the retention policy (retention_policy) does not exist", False),
+    (
+        "cache-max-memory-size exceeded",
+        "InfluxDB's write cache is full ([data] cache-max-memory-size)",
+        False,
+    ),
 )
-
-
-def _server_state(message: str) -> str:
-    """What of the server's own state the message names (``_SERVER_STATES``), or ""."""
-    lowered = message.lower()
-    return next((state for words, state in _SERVER_STATES if words in lowered), "")
 
 
 def _classify(status: int, message: str, retry_after_s: float | None) -> InfluxWriteError:
     text = f"InfluxDB answered {status}: {message}"
-    held = _server_state(message)
-    if status in (400, 413, 422) and not held:
+    lowered = message.lower()
+    state = next((entry for entry in _SERVER_STATES if entry[0] in lowered), None)
+    if state is not None:
+        _, held, smaller_may_fit = state
+        return InfluxWriteError(
+            text,
+            retryable=True,
+            status=status,
+            retry_after_s=retry_after_s,
+            held=held,
+            smaller_may_fit=smaller_may_fit,
+        )
+    if status in (400, 413, 422):
         return InfluxWriteError(text, retryable=False, status=status)
-    return InfluxWriteError(text, retryable=True, status=status, retry_after_s=retry_after_s, held=held)
+    return InfluxWriteError(text, retryable=True, status=status, retry_after_s=retry_after_s)
 
 
 # Everything a request (deadline_http.post) may raise when there is no answer.
@@ -351,7 +366,9 @@ def bisect_write(
     after a kept point is acked before it. InfluxDB 1.x writes the good points of a
     400 batch anyway ("partial write"); re-sending them is harmless because a point
     with the same series and timestamp overwrites itself. A batch too large (413) is
-    split the same way, down to one point.
+    split the same way, down to one point, and so is a batch refused for a limit of the
+    server counted over the request's points (``smaller_may_fit``); any other refusal of
+    the server's state stops the batch like a retryable error.
 
     A point is rejected as the point's fault only when the server takes others. When it
     takes none and refuses every point alone with the same status, either the points are
@@ -374,11 +391,12 @@ def bisect_write(
         try:
             send([text for _, text in items])
         except InfluxWriteError as exc:
-            if exc.retryable:
+            if exc.retryable and not exc.smaller_may_fit:
                 result.error = exc
                 return result
             try:
-                send([items[0][1]])
+                if not exc.retryable:  # else a limit counted over the batch: bisected below
+                    send([items[0][1]])
             except InfluxWriteError as first:
                 if not first.retryable and first.status == refused_before:
                     taken = _probe(send, probe, result)
@@ -399,9 +417,12 @@ def bisect_write(
         try:
             send([text for _, text in chunk])
         except InfluxWriteError as exc:
-            if exc.retryable:
+            if exc.retryable and not (exc.smaller_may_fit and len(chunk) > 1):
                 result.error = exc
                 return False
+            if exc.retryable:  # a limit counted over the request's points: its halves may fit
+                middle = len(chunk) // 2
+                return attempt(chunk[:middle]) and attempt(chunk[middle:])
             if len(chunk) == 1:
                 point_too_large |= exc.status == 413
                 result.rejected.append((chunk[0][0], str(exc)))

@@ -286,6 +286,33 @@ def test_bisect_points_refused_alike_are_rejected_when_the_server_takes_the_prob
     assert down.error is not None and down.error.status == 503
 
 
+@pytest.mark.parametrize("refused_before", [None, 400])
+def test_bisect_splits_a_batch_refused_for_a_limit_counted_over_its_points(
+    refused_before: int | None,
+) -> None:
+    """A limit of the server counted over the request's points (influxd's series limit counts
+    each point of a new series): the halves are sent until they fit, nothing rejected; a point
+    refused so alone stops the batch there, kept. Also when the batch was refused alike before."""
+
+    def refusal() -> InfluxWriteError:
+        return InfluxWriteError(
+            "InfluxDB answered 400: partial write: max-series-per-database limit exceeded: (4) dropped=3",
+            retryable=True,
+            status=400,
+            held="InfluxDB's [data] max-series-per-database is reached",
+            smaller_may_fit=True,
+        )
+
+    def send(lines: list[str]) -> None:
+        if len(lines) > 2 or "e" in lines:
+            raise refusal()
+
+    items = list(enumerate("abcdefgh"))
+    result = bisect_write(items, send, refused_before=refused_before)
+    assert "".join("abcdefgh"[i] for i in result.accepted) == "abcd"  # e alone refused: held there
+    assert result.rejected == [] and result.error is not None and result.error.held
+
+
 def test_bisect_points_refused_alike_beside_points_taken_are_rejected() -> None:
     """The server takes some: every refused point is the point's fault, however alike."""
     items = list(enumerate("abcdefgh"))
@@ -502,6 +529,35 @@ def test_v1_a_batch_all_in_type_conflict_is_rejected_not_held(
     assert len(queue.store.rejected()) == 20 and queue.store.pending() == 0
 
 
+def test_v1_a_batch_refused_for_the_series_limit_is_split_until_its_parts_fit(
+    tmp_path: Path, queue: Queue
+) -> None:
+    """influxd 1.6.7 counts each point of a new series in a request against
+    ``max-series-per-database`` (4 here, 2 series held): it refuses 8 points of a third sensor
+    in one request ("limit exceeded: (4) dropped=8") and takes them 2 at a time. Held whole,
+    the batch was sent again and refused for ever; it is split like a batch too large, and
+    every point is written."""
+    server = Influxd(tmp_path / "influxd", limits={"max-series-per-database": 4}).start()
+    try:
+        server.create_database("minewatch")
+        writer = InfluxWriter(v1_config(server))
+        for sensor in ("n1", "n2"):
+            writer.write([sound(0, sensor=sensor)])
+        writer.close()
+        queue.put([sound(i, sensor="n3") for i in range(8)])
+        forwarder = start_forwarder(queue, v1_config(server), batch_size=8)
+        try:
+            assert forwarder.flush(5)
+        finally:
+            forwarder.close()
+        assert queue.store.rejected() == [] and queue.store.pending() == 0
+        assert (forwarder.stats.written, forwarder.stats.rejected, forwarder.stats.up) == (8, 0, True)
+        [series] = server.query('SELECT count("LAeq") FROM "sound" WHERE sensor = \'n3\'', "minewatch")
+        assert series["values"] == [["1970-01-01T00:00:00Z", 8]]
+    finally:
+        server.stop()
+
+
 def test_v1_after_a_restart_a_batch_in_conflict_up_to_the_newest_point_is_rejected(
     influxd: Influxd, queue: Queue, tmp_path: Path
 ) -> None:
@@ -587,9 +643,10 @@ def test_v1_points_refused_for_a_limit_of_the_server_are_held_not_rejected(
     """influxd 1.6.7 with ``[data] max-series-per-database = 2`` (or ``max-values-per-tag = 2``)
     holding two sensors' series: the points of a third sensor are answered 400 "partial write:
     max-series-per-database limit exceeded: (2) dropped=N" while the server takes the others, and
-    they were rejected as the points' fault. The limit is the server's state: they stay queued
-    (in order), the forwarder is down and says why once, and once the limit is raised (influxd
-    restarted) every point is written and none rejected."""
+    they were rejected as the points' fault. The limit is the server's state: the points before
+    the first refused point alone are written, it and those after it stay queued (in order), the
+    forwarder is down and says why once, and once the limit is raised (influxd restarted) every
+    point is written and none rejected."""
     caplog.set_level(logging.DEBUG, logger="monitor.influx.client")
     server = Influxd(tmp_path / "influxd", limits={limit: 2}).start()
     try:
@@ -604,9 +661,11 @@ def test_v1_points_refused_for_a_limit_of_the_server_are_held_not_rejected(
         try:
             wait_until(lambda: forwarder.stats.retries >= 3)
             assert not forwarder.flush(0.2)
-            assert queue.store.rejected() == [] and queue.store.pending() == 15
+            # Written up to the third sensor's first point, then held: 13 wait, in order.
+            assert queue.store.rejected() == [] and queue.store.pending() == 13
+            assert queue.store.peek(1)[0][1] == sound(5, sensor="n3")
             stats = forwarder.stats
-            assert (stats.written, stats.rejected, stats.up) == (10, 0, False)
+            assert (stats.written, stats.rejected, stats.up) == (12, 0, False)
             assert stats.held == f"InfluxDB's [data] {limit} is reached"
             assert answer in stats.last_error
             logged = [
