@@ -11,10 +11,12 @@ later meta keys) already hold some of the tables, and record the migrations as a
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 TABLE = "migrations"
 # PRAGMA user_version of the layout; an older store is migrated when opened (Store).
@@ -419,6 +421,45 @@ def _fingerprinted_delivery_targets(conn: sqlite3.Connection) -> str:
     return "\n".join(updates)
 
 
+def _shown_delivery_rows(conn: sqlite3.Connection) -> str:
+    """Every webhook URL the deliveries table holds outside the chain, as monitor/shown_url.py
+    shows it now: a webhook row's target and last error, and the copy of an "undeliverable" alert
+    (its message, its data's target and error) in a row not delivered (pending or given up on):
+    a pending copy went out to the operator's other channels with a URL shown an earlier way, a
+    token in its path and all. The chained alert keeps what it said (docs/DEPLOY.md: rotate such
+    tokens), and so does a copy delivered already, a record of what was sent."""
+    # here: the walking workers import this module lean
+    from monitor.shown_url import shown_url, shown_urls_in
+    from monitor.wire.canonical import canonical_text
+
+    updates = []
+    rows = conn.execute("SELECT id, channel_type, target, last_error, alert, status FROM deliveries")
+    for delivery_id, channel_type, target, error, alert_text, status in rows:
+        changes = {}
+        if channel_type == "webhook":
+            changes = {"target": shown_url(target), "last_error": shown_urls_in(error)}
+        alert = json.loads(alert_text)
+        if status != "delivered" and alert.get("kind") == "undeliverable":
+            changes["alert"] = canonical_text(_shown_undeliverable(alert, shown_url, shown_urls_in))
+        old = {"target": target, "last_error": error, "alert": alert_text}
+        sets = [f"{column} = {_sql_text(value)}" for column, value in changes.items() if value != old[column]]
+        if sets:
+            updates.append(f"UPDATE deliveries SET {', '.join(sets)} WHERE id = {_sql_text(delivery_id)};")
+    return "\n".join(updates)
+
+
+def _shown_undeliverable(
+    alert: dict[str, Any], shown_url: Callable[[str], str], shown_urls_in: Callable[[str], str]
+) -> dict[str, Any]:
+    """An "undeliverable" alert's body with every URL in it shown (the target a webhook's)."""
+    data = dict(alert.get("data") or {})
+    if data.get("channel_type") == "webhook" and isinstance(data.get("target"), str):
+        data["target"] = shown_url(data["target"])
+    if isinstance(data.get("error"), str):
+        data["error"] = shown_urls_in(data["error"])
+    return {**alert, "message": shown_urls_in(str(alert.get("message", ""))), "data": data}
+
+
 # Whether the meter was overloaded in the second (IEC 61672-1 5.11): 1, or NULL as in every row
 # stored before (their records, and so their digests, have no such field). The partial index
 # finds a window's overloaded seconds without reading its others (an evidence export asks).
@@ -451,6 +492,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("deliveries-shown-fingerprints", _fingerprinted_delivery_targets),
     Migration("sound-overload", _sound_overload, version=2),
     Migration("outbox-influx-taken", outbox_taken_table("influx")),
+    Migration("deliveries-shown-alert-copies", _shown_delivery_rows),
 )
 
 

@@ -30,7 +30,15 @@ from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword, Session
 from monitor.config import Config
 from monitor.journal.store import Store
 from monitor.notify.alerts import Alert, AlertBook
-from monitor.notify.delivery import DELIVERED, PENDING, UNDELIVERABLE, Deliveries, DeliveryWorker, routes_for
+from monitor.notify.delivery import (
+    DELIVERED,
+    PENDING,
+    UNDELIVERABLE,
+    Deliveries,
+    DeliveryWorker,
+    UndeliverableAlert,
+    routes_for,
+)
 from monitor.notify.notices import NoticeBook
 from monitor.shown_url import shown_url
 from monitor.wire.network_loop import stop_network_loop
@@ -846,6 +854,54 @@ def test_deliveries_stored_with_a_token_in_the_shown_path_are_shown_anew_and_sti
     assert "SECRET" not in json.dumps([dict(r) for r in rows.values()])
     assert deliveries.deliver_due(T0) == 2
     assert sorted(hook.paths) == ["/hook?token=SECRET-in-query", "/services/T000/B000/SECRET-in-path"]
+    conn.close()
+
+
+def test_an_undeliverable_alert_waiting_to_be_sent_is_shown_anew_and_its_chained_alert_kept(
+    tmp_path: Path, hook: Hook
+) -> None:
+    """An "undeliverable" alert raised while a shown URL kept its path carries the Town's token in
+    its message, its target and its error; the migration rewrote the deliveries' columns but not
+    the copy of that alert waiting in the operator's delivery row, which then went out with the
+    token. The copy not yet delivered is shown now and sent so; the chained alert, and a copy
+    already delivered, keep what they said."""
+    db = tmp_path / "store.db"
+    town_url = "http://town.example/services/T000/B000/SECRET-in-path"  # the failed channel's URL
+    config = config_for(db, town_url, operator_hook_url=hook.url)
+    store = Store(db)
+    deliveries = Deliveries(store.conn, config)
+    book = AlertBook(store, config.alerts, lambda site, body: None)
+    book.listeners.append(lambda body: deliveries.enqueue(body, T0))
+    error = f"webhook {town_url!r} answered HTTP 503 Service Unavailable"  # the earlier shown form
+    failed = UndeliverableAlert(
+        site="quarry",
+        message=f"An alert could not be delivered to County inspector by webhook ({town_url}) after 3"
+        f" attempt(s): {error}. The alert was: Noise over",
+        condition="undeliverable:dl-1",
+        data={"recipient": "County inspector", "channel_type": "webhook", "target": town_url, "error": error},
+    )
+    with store.batch():
+        book.raise_(failed.alert, T0)
+    copies = {r["channel_type"]: r["id"] for r in deliveries.rows()}
+    assert set(copies) == {"webhook", "mqtt"}  # the operator's webhook and topic
+    store.conn.execute("UPDATE deliveries SET status = 'delivered' WHERE id = ?", (copies["mqtt"],))
+    store.conn.execute("DELETE FROM migrations WHERE name = 'deliveries-shown-alert-copies'")
+    store.close()
+
+    conn = connect(db)
+    deliveries = Deliveries(conn, config)  # the store is opened by a newer minewatch
+    shown = shown_url(town_url)
+    waiting = json.loads(deliveries.get(copies["webhook"])["alert"])  # type: ignore[index]
+    assert waiting["data"]["target"] == shown
+    assert waiting["data"]["error"] == f"webhook {shown!r} answered HTTP 503 Service Unavailable"
+    assert f"by webhook ({shown}) after 3 attempt(s): webhook {shown!r} answered" in waiting["message"]
+    assert deliveries.deliver_due(T0) == 1
+    [(_, body)] = hook.accepted()
+    assert json.loads(body)["alert"] == waiting and b"SECRET" not in body
+    sent = deliveries.get(copies["mqtt"])["alert"]  # type: ignore[index]
+    assert "SECRET-in-path" in sent  # delivered already: what was sent
+    [chained] = conn.execute("SELECT message, data FROM alerts WHERE kind = 'undeliverable'").fetchall()
+    assert "SECRET-in-path" in chained[0] and "SECRET-in-path" in chained[1]  # the chain is not rewritten
     conn.close()
 
 
