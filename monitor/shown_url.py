@@ -21,9 +21,19 @@ is shown as its real URL is: shown again, a shown URL of either form gives the s
 stored row of any age is matched and shown the same way. A URL with nothing past the host is
 shown as it is (``https://host/``).
 
-The real URL is used only where the request is made (monitor/notify/webhook.py). A secret in
-the host name itself (a request-catcher's random subdomain) is shown: the host is what a
-person needs to see.
+The host is shown label by label, each as it is unless it reads as a token rather than a
+name: some services put their secret in the host (ngrok's ``a1b2c3d4e5f6.ngrok-free.app``, a
+Pipedream source's ``eo1x2y3z4abc5d.m.pipedream.net``, an AWS Lambda function URL's id). A
+label is a token when a part of it between hyphens is 8 characters or more with a digit before
+a letter (``a1b2…``, ``84c5df…``, ``eo1x2y…``), or 16 hex digits or more; it is shown as
+``…[fingerprint]`` (of the label, lower case), so ``https://a1b2c3d4e5f6a7b8c9d0.ngrok-free.app/hook``
+as ``https://…[57695df4].ngrok-free.app/…[6fc2d051]``. Names stay (``hooks.slack.com``,
+``prod-12.westus.logic.azure.com``, ``s3-eu-west-1``, ``grafana01``, an IP address, an ``xn--``
+name); a name of letters alone is shown whatever it is (a service naming its receivers by
+random letters or words: put the secret in the path or the query instead). The userinfo
+(``user:password@``) is never shown.
+
+The real URL is used only where the request is made (monitor/notify/webhook.py).
 """
 
 from __future__ import annotations
@@ -38,30 +48,79 @@ HIDDEN = "…"
 FINGERPRINT_HEX = 8
 
 _UNPARSED = re.compile(r"\(a URL that does not parse, \d+ characters\)")
+_HIDDEN_HEX = rf"…\[[0-9a-f]{{{FINGERPRINT_HEX}}}\]"
 # A URL as shown here: scheme and host (or neither), then the fingerprint in place of the rest.
-_SHOWN = re.compile(rf"(?:[A-Za-z][A-Za-z0-9+.\-]*:)?(?://[^/?#@\s]*)?/?…\[[0-9a-f]{{{FINGERPRINT_HEX}}}\]")
+_SHOWN = re.compile(
+    rf"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*:)?(?://(?P<hostport>[^/?#@\s]*))?(?P<rest>/?{_HIDDEN_HEX})"
+)
+# A URL's parts (RFC 3986, appendix B), split as urllib.parse.urlsplit splits them; here because a
+# host shown with a fingerprint (``…[57695df4].ngrok-free.app``) is no host urlsplit takes.
+_PARTS = re.compile(
+    r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):)?(?://(?P<netloc>[^/?#]*))?"
+    r"(?P<path>[^?#]*)(?:\?(?P<query>[^#]*))?(?:#.*)?",
+    re.DOTALL,
+)
+# A host label's part (between hyphens) that reads as a token, not a name: 8 characters or more
+# with a digit before a letter, or 16 hex digits or more.
+_TOKEN_PART = re.compile(
+    r"(?=[0-9A-Za-z]{8,}$)[0-9A-Za-z]*[0-9][0-9A-Za-z]*[A-Za-z][0-9A-Za-z]*|[0-9A-Fa-f]{16,}"
+)
 # A URL within a text (an error message): up to a space, a quote or an angle bracket.
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>]+")
 _TRAILING = ").,:;!?"
 
 
 def shown_url(url: str) -> str:
-    """``url`` as people may see it: scheme, host and port, and a fingerprint of the rest."""
-    if _SHOWN.fullmatch(url) or _UNPARSED.fullmatch(url):
+    """``url`` as people may see it: scheme, host (a token in it fingerprinted) and port, and a
+    fingerprint of the rest."""
+    if _UNPARSED.fullmatch(url):
         return url
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:  # an unclosed IPv6 bracket
+    shown = _SHOWN.fullmatch(url)
+    if shown:  # shown already (its host perhaps before tokens in hosts were hidden)
+        hostport = shown["hostport"]
+        start = (shown["scheme"] or "") + ("" if hostport is None else f"//{_shown_hostport(hostport)}")
+        return start + shown["rest"]
+    parts = _PARTS.fullmatch(url)
+    assert parts is not None  # every part is optional and the path takes any other text
+    scheme, netloc, path, query = (parts[name] or "" for name in ("scheme", "netloc", "path", "query"))
+    hostport = netloc.rpartition("@")[2]  # the userinfo never
+    if not _parses(hostport):  # an unclosed IPv6 bracket
         return f"(a URL that does not parse, {len(url)} characters)"
-    hostport = parts.netloc.rpartition("@")[2]
-    start = f"{parts.scheme}:" if parts.scheme else ""
-    if parts.netloc:
-        start += f"//{hostport}"
-    path = parts.path or "/"
-    if path == "/" and not parts.query:  # nothing past the host: nothing to hide
-        return f"{start}/" if parts.netloc else start + parts.path
-    slash = "/" if parts.netloc else ""
-    return f"{start}{slash}{HIDDEN}[{_fingerprint(path, parts.query)}]"
+    start = f"{scheme.lower()}:" if scheme else ""
+    if netloc:
+        start += f"//{_shown_hostport(hostport)}"
+    path = path or "/"
+    if path == "/" and not query:  # nothing past the host: nothing to hide
+        return f"{start}/" if netloc else start + parts["path"]
+    slash = "/" if netloc else ""
+    return f"{start}{slash}{HIDDEN}[{_fingerprint(path, query)}]"
+
+
+def _parses(hostport: str) -> bool:
+    """Whether urllib takes the host and port (labels shown as fingerprints aside)."""
+    try:
+        urllib.parse.urlsplit("//" + re.sub(_HIDDEN_HEX, "x", hostport))
+    except ValueError:
+        return False
+    return True
+
+
+def _shown_hostport(hostport: str) -> str:
+    """The host and port, each label of a name that reads as a token as ``…[fingerprint]``."""
+    if hostport.startswith("["):  # an IPv6 address
+        return hostport
+    host, colon, port = hostport.partition(":")
+    labels = [_shown_label(label) for label in host.split(".")]
+    if not port.isdigit():  # a password holding a "/" (``user:pa/ss@host``) ends the host there
+        port = HIDDEN if port else ""
+    return ".".join(labels) + colon + port
+
+
+def _shown_label(label: str) -> str:
+    if label.lower().startswith("xn--") or not any(_TOKEN_PART.fullmatch(p) for p in label.split("-")):
+        return label  # a name (an international one spelled in ASCII), or shown already
+    digest = hashlib.sha256(label.lower().encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{HIDDEN}[{digest[:FINGERPRINT_HEX]}]"
 
 
 def _fingerprint(path: str, query: str) -> str:

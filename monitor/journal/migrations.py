@@ -493,6 +493,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("sound-overload", _sound_overload, version=2),
     Migration("outbox-influx-taken", outbox_taken_table("influx")),
     Migration("deliveries-shown-alert-copies", _shown_delivery_rows),
+    # A token in the host shown as a fingerprint (monitor/shown_url.py): the same rewrite again.
+    Migration("deliveries-shown-hosts", _shown_delivery_rows),
 )
 
 

@@ -97,3 +97,105 @@ def test_every_url_in_an_error_is_shown() -> None:
         " follow redirects"
     )
     assert shown_urls_in(shown_urls_in(error)) == shown_urls_in(error)
+
+
+def label_fingerprint(label: str) -> str:
+    return f"…[{fingerprint(label.lower())}]"
+
+
+NGROK = "a1b2c3d4e5f6a7b8c9d0"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown_host", "secret"),
+    [
+        (f"https://{NGROK}.ngrok-free.app/hook", f"{label_fingerprint(NGROK)}.ngrok-free.app", NGROK),
+        (
+            "https://84c5df439d74.ngrok-free.app/",
+            f"{label_fingerprint('84c5df439d74')}.ngrok-free.app",
+            "84c5df",
+        ),
+        (
+            "https://eo1x2y3z4abc5d.m.pipedream.net",
+            f"{label_fingerprint('eo1x2y3z4abc5d')}.m.pipedream.net",
+            "eo1x2y",
+        ),
+        (
+            "https://hello-3ruc5j7i4q-uc.a.run.app/h",
+            f"{label_fingerprint('hello-3ruc5j7i4q-uc')}.a.run.app",
+            "3ruc5j",
+        ),
+        (
+            "https://DEADBEEFCAFEBABE.example:8443/h",
+            f"{label_fingerprint('deadbeefcafebabe')}.example:8443",
+            "BEEF",
+        ),
+        (f"https://u:pw@{NGROK}.ngrok-free.app/h", f"{label_fingerprint(NGROK)}.ngrok-free.app", NGROK),
+    ],
+)
+def test_a_token_in_the_host_is_shown_as_a_fingerprint(url: str, shown_host: str, secret: str) -> None:
+    """Some services put their secret in the host (ngrok, Pipedream, a function URL's id): the
+    host was shown whole. A label that reads as a token is shown as a fingerprint of it."""
+    shown = shown_url(url)
+    assert shown.split("//")[1].split("/")[0] == shown_host
+    assert secret not in shown and secret.lower() not in shown
+    assert shown_url(shown) == shown
+    assert shown_urls_in(f"webhook {url!r} answered 302 (a redirect to {url})") == (
+        f"webhook {shown!r} answered 302 (a redirect to {shown})"
+    )
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "hooks.slack.com",
+        "prod-12.westus.logic.azure.com:443",
+        "s3-eu-west-1.amazonaws.com",
+        "ec2-54-12-33-10.compute-1.amazonaws.com",
+        "grafana01.town-of-dovre.example:3000",
+        "192.168.1.10:8080",
+        "[2001:db8::1]:9",
+        "xn--80ak6aa92e.com",
+    ],
+)
+def test_a_name_in_the_host_is_shown_as_it_is(host: str) -> None:
+    assert shown_url(f"https://{host}/hook/SECRET") == f"https://{host}/…[{fingerprint('/hook/SECRET')}]"
+
+
+def test_a_host_shown_before_its_token_was_hidden_is_shown_as_its_real_url() -> None:
+    """Rows stored while the host was shown whole (``https://<token>.ngrok-free.app/…[fp]``)
+    are shown, and matched to their channel, as the real URL is now."""
+    url = "https://a1b2c3d4e5f6a7b8c9d0.ngrok-free.app/services/T000/B000/XXXXXXXX"
+    stored = f"https://a1b2c3d4e5f6a7b8c9d0.ngrok-free.app/…[{fingerprint('/services/T000/B000/XXXXXXXX')}]"
+    assert shown_url(stored) == shown_url(url) != stored
+    assert shown_url("https://a1b2c3d4e5f6a7b8c9d0.ngrok-free.app/") == shown_url(
+        "https://u:p@a1b2c3d4e5f6a7b8c9d0.ngrok-free.app"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://alice:SECRETpw@host.example/h", f"https://host.example/…[{fingerprint('/h')}]"),
+        ("https://alice:SECRETpw@host.example", "https://host.example/"),
+        (
+            "https://alice@SECRETpw@host.example:8443/h?t=1",
+            f"https://host.example:8443/…[{fingerprint('/h?t')}]",
+        ),
+        ("https://SECRETtoken@[::1]:9/h", f"https://[::1]:9/…[{fingerprint('/h')}]"),
+        (
+            f"https://alice:SECRETpw@{NGROK}.ngrok-free.app/h",
+            f"https://{label_fingerprint(NGROK)}.ngrok-free.app/…[{fingerprint('/h')}]",
+        ),
+        # A "/" in the password ends the host there: the request goes to "alice" (a port not a number)
+        (
+            "https://alice:pa/SECRETpw@host.example/h",
+            f"https://alice:…/…[{fingerprint('/SECRETpw@host.example/h')}]",
+        ),
+    ],
+)
+def test_the_userinfo_is_never_shown(url: str, shown: str) -> None:
+    assert shown_url(url) == shown
+    assert (
+        shown_urls_in(f"webhook '{url}' unreachable: ({url})") == f"webhook '{shown}' unreachable: ({shown})"
+    )
