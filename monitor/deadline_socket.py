@@ -13,12 +13,15 @@ attempts times its servers. It runs in a thread of its own, waited on for what i
 deadline; a lookup given up on finishes there by itself, and while ``MAX_LOOKUPS`` such
 threads wait, a connection fails at once rather than adding threads. The
 connection is then made to the address found, the name kept for TLS (SNI, the certificate's
-name) and for HTTP's ``Host``.
+name) and for HTTP's ``Host``. An IP address (``127.0.0.1``, ``::1``, ``[::1]``) asks no
+resolver: it is read in the caller's thread (``AI_NUMERICHOST``), with no thread started and
+whatever lookups of names are waiting.
 """
 
 from __future__ import annotations
 
 import io
+import ipaddress
 import select
 import socket
 import ssl
@@ -27,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["MAX_LOOKUPS", "Deadline", "DeadlineSocket", "bounded", "connect", "start_tls"]
+__all__ = ["MAX_LOOKUPS", "Deadline", "DeadlineSocket", "bounded", "connect", "ip_literal", "start_tls"]
 
 T = TypeVar("T")
 AddressInfo = tuple[Any, ...]  # one getaddrinfo entry: family, type, proto, canonname, sockaddr
@@ -99,9 +102,13 @@ def connect(host: str, port: int, deadline: Deadline, *, resolver: Resolver | No
 
     ``resolver`` stands in for ``socket.getaddrinfo`` (looked up when called)."""
     resolve = resolver or socket.getaddrinfo
-    addresses = bounded(
-        lambda: resolve(host, port, 0, socket.SOCK_STREAM), deadline, f"the lookup of {host!r}"
-    )
+    address = ip_literal(host)
+    if address is not None:  # nothing to look up: read at once, no thread
+        addresses = resolve(address, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+    else:
+        addresses = bounded(
+            lambda: resolve(host, port, 0, socket.SOCK_STREAM), deadline, f"the lookup of {host!r}"
+        )
     errors: list[OSError] = []
     for family, kind, proto, _, address in addresses:
         sock = socket.socket(family, kind, proto)
@@ -121,6 +128,16 @@ def connect(host: str, port: int, deadline: Deadline, *, resolver: Resolver | No
     if errors:
         raise errors[0]
     raise OSError(f"the lookup of {host!r} gave no address")
+
+
+def ip_literal(host: str) -> str | None:
+    """``host`` as an IP address (v4, or v6 with or without its URL's brackets), or None for a name."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        ipaddress.ip_address(bare)
+    except ValueError:
+        return None
+    return bare
 
 
 def start_tls(

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from monitor import deadline_socket
+from monitor import deadline_http, deadline_socket
 from monitor.deadline_socket import MAX_LOOKUPS, Deadline
 from monitor.errors import OutputError
 from monitor.notify import webhook
@@ -109,3 +109,50 @@ def test_a_webhook_named_by_host_name_is_delivered_with_its_name_as_host() -> No
         assert body == b'{"a": 1}' and headers["host"] == f"localhost:{hook.port}"
     finally:
         hook.stop()
+
+
+def recording_resolver(threads: list[str]) -> Any:
+    """socket.getaddrinfo, noting the thread each lookup runs in."""
+
+    def resolve(host: str, *args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return socket.getaddrinfo(host, *args, **kwargs)
+
+    return resolve
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_a_webhook_at_an_ip_address_starts_no_lookup_thread(host: str) -> None:
+    """Every request started a thread for its lookup, of an IP address too, which no resolver is
+    asked about. The resolver argument is socket.getaddrinfo itself, noting where it runs; the
+    server and the request are real."""
+    hook = Hook(free_port(), host=host).start()
+    threads: list[str] = []
+    try:
+        answer = deadline_http.post(hook.url, b"{}", {}, timeout_s=5, resolver=recording_resolver(threads))
+        assert answer.status == 200
+        assert threads == [threading.current_thread().name]  # read where the request is made
+        [(headers, _)] = hook.accepted()
+        assert headers["host"] == hook.url.split("/")[2]  # 127.0.0.1:port or [::1]:port
+        sock = deadline_socket.connect(f"[{host}]" if ":" in host else host, hook.port, Deadline(5.0))
+        sock.close()  # an IPv6 address in its URL's brackets too
+    finally:
+        hook.stop()
+
+
+def test_an_ip_address_is_connected_to_while_lookups_of_names_are_stuck(released: threading.Event) -> None:
+    """With MAX_LOOKUPS lookups of names given up on and waiting, a connection to an IP address
+    failed at once too ("lookups given up on are still waiting"), though it needs no resolver."""
+    settled(0)
+    resolve = hanging_resolver(released)
+    for _ in range(MAX_LOOKUPS):
+        with pytest.raises(TimeoutError):
+            deadline_socket.connect("stuck.example", 9, Deadline(0.02), resolver=resolve)
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        sock = deadline_socket.connect("127.0.0.1", listener.getsockname()[1], Deadline(5.0))
+        sock.close()
+    finally:
+        listener.close()
+        released.set()
+        settled(0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
 import time
@@ -26,10 +27,12 @@ class Hook:
     tls: ssl.SSLContext | None = None  # a server context: HTTPS
     delay_s: float = 0.0  # before each answer: a receiver that takes its time
     server: ThreadingHTTPServer | None = None
+    host: str = "127.0.0.1"  # or "::1": an IPv6 server
 
     @property
     def url(self) -> str:
-        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/hook"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/hook"
 
     def start(self) -> Hook:
         hook = self
@@ -56,7 +59,8 @@ class Hook:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server_class = _IPv6Server if ":" in self.host else ThreadingHTTPServer
+        self.server = server_class((self.host, self.port), Handler)
         if self.tls is not None:
             self.server.socket = self.tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -70,3 +74,7 @@ class Hook:
 
     def accepted(self) -> list[tuple[dict[str, str], bytes]]:
         return [(h, b) for h, b, status in self.received if status < 300]
+
+
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
