@@ -657,7 +657,10 @@ class DeliveryWorker(threading.Thread):
         interval_s: float = 1.0,
         ssl_context: ssl.SSLContext | None = None,
         timeout_s: float = 15.0,
+        busy_timeout_s: float = 30.0,
     ) -> None:
+        """``busy_timeout_s``: how long a statement waits for another connection's lock before the
+        round fails (and is tried again the next)."""
         super().__init__(name="minewatch-deliveries", daemon=True)
         self.db_path = db_path
         self.config = config
@@ -666,6 +669,7 @@ class DeliveryWorker(threading.Thread):
         self.interval_s = interval_s
         self.ssl_context = ssl_context
         self.timeout_s = timeout_s
+        self.busy_timeout_s = busy_timeout_s
         self._stopping = threading.Event()
         self._wakeup = threading.Event()
         self._lanes: dict[tuple[str, int], threading.Thread] = {}
@@ -674,15 +678,22 @@ class DeliveryWorker(threading.Thread):
         self.delivered = 0
 
     def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.db_path, isolation_level=None, timeout=30)
+        return sqlite3.connect(self.db_path, isolation_level=None, timeout=self.busy_timeout_s)
 
     def run(self) -> None:
-        conn = self._connect()
+        conn: sqlite3.Connection | None = None
+        deliveries: Deliveries | None = None
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            deliveries = Deliveries(conn, self.config, ssl_context=self.ssl_context, timeout_s=self.timeout_s)
             while not self._stopping.is_set():
                 try:
+                    # Opened in the round, not before: a store locked or unreadable when the
+                    # worker started ended its thread, and no delivery went out until a restart.
+                    if deliveries is None:
+                        conn = conn or self._connect()
+                        conn.execute("PRAGMA journal_mode=WAL")
+                        deliveries = Deliveries(
+                            conn, self.config, ssl_context=self.ssl_context, timeout_s=self.timeout_s
+                        )
                     due = deliveries.due_targets(self.clock())
                 except sqlite3.Error as exc:  # a busy, full or broken store: try again on the next round
                     with self._lock:
@@ -699,7 +710,8 @@ class DeliveryWorker(threading.Thread):
                 self._wakeup.wait(self.interval_s)
                 self._wakeup.clear()
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
 
     def _lane(self, target: tuple[str, int]) -> None:
         """One round of one channel's due deliveries, on a connection of its own."""

@@ -543,6 +543,40 @@ def test_a_hanging_receiver_holds_only_its_own_deliveries(tmp_path: Path, hook: 
         store.close()
 
 
+def test_a_worker_started_on_a_locked_store_waits_for_it_and_then_delivers(
+    tmp_path: Path, hook: Hook, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker started while another connection held the store (``locking_mode=EXCLUSIVE``: no
+    one else reads it) past its busy timeout died of "database is locked" in its first
+    statement: the daemon went on, and no alert was delivered until it was restarted. The lock
+    and the store are real; the busy timeout is 0.2 s instead of 30 s."""
+    db = tmp_path / "store.db"
+    config = config_for(db, hook.url)
+    Store(db).close()
+    holder = sqlite3.connect(str(db), isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("UPDATE deliveries SET reported = reported")  # the exclusive lock, held
+    holder.execute("COMMIT")
+    worker = DeliveryWorker(str(db), config, None, lambda: T0, interval_s=0.05, busy_timeout_s=0.2)
+    worker.start()
+    try:
+        assert wait_until(lambda: "database is locked" in caplog.text, 5)
+        time.sleep(0.5)  # more rounds, each locked out
+        assert worker.is_alive()
+        holder.close()  # the lock ends
+        store = Store(db)
+        with store.batch():
+            Deliveries(store.conn, config).enqueue(alert(audiences=("town",)), T0)
+        store.close()
+        worker.wake()
+        assert wait_until(lambda: len(hook.accepted()) == 1, 5), "nothing was delivered after the lock"
+        assert "works again" in caplog.text
+    finally:
+        holder.close()
+        worker.stop(timeout=5)
+
+
 def test_restart_with_undelivered_alerts_delivers_exactly_once(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     port = free_port()  # nobody listens here yet: the receiver is down
