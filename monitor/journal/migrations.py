@@ -433,7 +433,10 @@ def _shown_delivery_rows(conn: sqlite3.Connection) -> str:
     from monitor.wire.canonical import canonical_text
 
     updates = []
-    rows = conn.execute("SELECT id, channel_type, target, last_error, alert, status FROM deliveries")
+    rows = conn.execute(
+        "SELECT id, channel_type, target, last_error, alert, status FROM deliveries WHERE channel_type ="
+        " 'webhook' OR (status <> 'delivered' AND instr(alert, '\"kind\":\"undeliverable\"') > 0)"
+    )  # an alert's copy is canonical JSON (no spaces)
     for delivery_id, channel_type, target, error, alert_text, status in rows:
         changes = {}
         if channel_type == "webhook":
