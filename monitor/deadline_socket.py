@@ -102,9 +102,9 @@ def connect(host: str, port: int, deadline: Deadline, *, resolver: Resolver | No
 
     ``resolver`` stands in for ``socket.getaddrinfo`` (looked up when called)."""
     resolve = resolver or socket.getaddrinfo
-    address = ip_literal(host)
-    if address is not None:  # nothing to look up: read at once, no thread
-        addresses = resolve(address, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+    literal = ip_literal(host)
+    if literal is not None:  # nothing to look up: read at once, no thread
+        addresses = resolve(literal, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
     else:
         addresses = bounded(
             lambda: resolve(host, port, 0, socket.SOCK_STREAM), deadline, f"the lookup of {host!r}"
