@@ -498,13 +498,14 @@ def latest_reading_data(conn: sqlite3.Connection, site: str, sensor: str, kind: 
 def sound_seconds_of(
     conn: sqlite3.Connection, site: str, sensors: Sequence[str], start_us: int, end_us: int
 ) -> sqlite3.Cursor:
-    """(sensor, ts_us, duration_s, *SOUND_FIELDS, source) of ``sensors``' stored sound periods
-    starting in [start_us, end_us), by time then sensor: a cursor, to be read as it goes."""
+    """(sensor, ts_us, duration_s, *SOUND_FIELDS, source, overload) of ``sensors``' stored sound
+    periods starting in [start_us, end_us), by time then sensor: a cursor, to be read as it goes.
+    ``overload``: 1 for a second the meter was overloaded in, NULL (or 0) for the others."""
     from monitor.journal.chain_kinds import SOUND_FIELDS
 
     marks = ",".join("?" * len(sensors))
     return conn.execute(
-        f"SELECT sensor, ts_us, duration_s, {', '.join(SOUND_FIELDS)}, source FROM sound"
+        f"SELECT sensor, ts_us, duration_s, {', '.join(SOUND_FIELDS)}, source, overload FROM sound"
         f" WHERE site = ? AND sensor IN ({marks}) AND ts_us >= ? AND ts_us < ? ORDER BY ts_us, sensor",
         (site, *sensors, start_us, end_us),
     )

@@ -1249,7 +1249,11 @@ class Portal:
         """The stored sound periods of ``sensors`` (the site's sound meters; any other is
         refused) over [start, end) cut to the account's time scope: what was asked (for the
         record) and the CSV's lines, read from the store as they are sent. Header: the columns
-        with their units; times in UTC and in site time."""
+        with their units; times in UTC and in site time; last, ``overload``: "1" for a second the
+        meter was overloaded in (its levels read low: lower bounds), empty for the others, as in
+        the evidence bundle. The text cells are written so that a spreadsheet runs none
+        (csv_cells.inert: a sensor id may begin with '-')."""
+        from monitor.csv_cells import inert
         from monitor.evidence.format import TimeFormat
         from monitor.journal.chain_kinds import SOUND_FIELDS, SOUND_UNITS
 
@@ -1270,7 +1274,7 @@ class Portal:
         utc, local = TimeFormat(UTC), TimeFormat(ZoneInfo(site.timezone))
         chosen = [s for s in meters if s in sensors]  # the configuration's order, once each
         header = ["sensor", "time_utc", f"time_local ({site.timezone})", "duration (s)"]
-        header += [f"{name} ({SOUND_UNITS[name]})" for name in SOUND_FIELDS] + ["source"]
+        header += [f"{name} ({SOUND_UNITS[name]})" for name in SOUND_FIELDS] + ["source", "overload"]
         path = self.config.storage.path
 
         def lines() -> Iterator[bytes]:
@@ -1284,15 +1288,16 @@ class Portal:
                 out.writerow(header)
                 rows = queries.sound_seconds_of(conn, site.id, chosen, to_us(start), to_us(end))
                 while batch := rows.fetchmany(5000):
-                    for sensor, ts_us, duration, *levels, source in batch:
+                    for sensor, ts_us, duration, *levels, source, overload in batch:
                         out.writerow(
                             [
-                                sensor,
+                                inert(sensor),
                                 utc(ts_us),
                                 local(ts_us),
                                 repr(duration),
                                 *("" if v is None else repr(v) for v in levels),
-                                source,
+                                inert(source),
+                                "1" if overload else "",
                             ]
                         )
                     yield text.getvalue().encode()

@@ -13,7 +13,10 @@ from pathlib import Path
 
 from playwright.sync_api import BrowserContext
 
+from monitor.wire.codec import encode
+from rules.model import SoundLevels
 from tests.monitor.portal.conftest import DAY, SITE, Env, local, login
+from tests.support.daemon import wait_until
 
 HEADER = [
     "sensor",
@@ -29,6 +32,7 @@ HEADER = [
     "LZpeak (dB(Z))",
     "LZeq (dB(Z))",
     "source",
+    "overload",
 ]
 
 
@@ -79,7 +83,7 @@ def test_the_inspector_downloads_the_chosen_meters_over_a_window(
         "SELECT source FROM sound WHERE site = ? AND sensor = 'n1' AND ts_us = ?", (SITE, start_us)
     ).fetchone()[0]
     conn.close()
-    assert rows[1][4:] == ["58.0", "59.5", "59.0", "", "", "73.0", "76.0", "", source]
+    assert rows[1][4:] == ["58.0", "59.5", "59.0", "", "", "73.0", "76.0", "", source, ""]
     assert rows[2][4] == "58.3"
 
     # Both meters: every second of each, in time order; streamed (no length known beforehand).
@@ -124,3 +128,73 @@ def test_the_inspector_downloads_the_chosen_meters_over_a_window(
     context.clear_cookies()
     login(context, env, "op")
     assert context.request.get(url, max_redirects=0).status == 403
+
+
+def test_a_second_the_meter_was_overloaded_in_says_so_in_its_last_cell(
+    env: Env, context: BrowserContext, tmp_path: Path
+) -> None:
+    """A clipped second reads low (IEC 61672-1 5.11): the CSV gave its 95 dB(A) as a plain level,
+    with nothing to say it is at least that. Sent by MQTT with "overload": true, as a meter sends it."""
+    start = local(13)
+    for s in range(6):
+        levels = SoundLevels(
+            SITE, "n1", start + timedelta(seconds=s), 1.0, 95.0, 96.0, 110.0, overload=s in (2, 3)
+        )
+        env.pub.publish(*encode(levels))
+    assert wait_until(
+        lambda: (
+            env.count(
+                "SELECT COUNT(*) FROM sound WHERE sensor = 'n1' AND ts_us >= ?", int(start.timestamp() * 1e6)
+            )
+            == 6
+        ),
+        30,
+    ), env.daemon.logs()
+    page = login(context, env, "insp")
+    page.goto(f"{env.url}/sites/{SITE}/evidence")
+    form = page.locator("#form-csv")
+    form.locator("input[name=from]").fill(f"{DAY.isoformat()}T13:00")
+    form.locator("input[name=to]").fill(f"{DAY.isoformat()}T13:01")
+    form.locator("input[name=sensor][value=n2]").uncheck()
+    with page.expect_download() as info:
+        form.locator("button[type=submit]").click()
+    saved = tmp_path / "overloaded.csv"
+    info.value.save_as(saved)
+    rows = list(csv.reader(io.StringIO(saved.read_text())))
+    # The columns readers parse keep their places; the flag comes last, as in the bundle.
+    assert rows[0] == HEADER and rows[0][-1] == "overload"
+    assert [(r[1], r[4], r[-1]) for r in rows[1:]] == [
+        ((start + timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%SZ"), "95.0", "1" if s in (2, 3) else "")
+        for s in range(6)
+    ]
+
+
+def test_a_sensor_id_a_spreadsheet_would_run_is_written_as_text(tmp_path: Path) -> None:
+    """A sensor id may begin with '-' (config allows letters, digits, '-' and '_'): its cell began
+    a formula in a spreadsheet (CSV injection). Portal.sound_csv read straight from a real store
+    (no browser: what is asserted is the cells the portal writes)."""
+    from datetime import UTC, datetime
+
+    from monitor.config import load_config
+    from monitor.journal.store import Store
+    from monitor.portal.data import Portal, Scope, User
+    from tests.support.daemon import write_config
+
+    path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1")
+    path.write_text(path.read_text().replace('id = "n1"', 'id = "-n1"', 1))
+    config = load_config(path)
+    store = Store(config.storage.path)
+    t0 = datetime(2026, 6, 15, 16, 0, tzinfo=UTC)
+    for s in range(3):
+        ts = t0 + timedelta(seconds=s)
+        levels = SoundLevels("quarry", "-n1", ts, 1.0, -3.5, 60.0, 70.0, overload=s == 1)
+        store.append_sound(levels, source="levels", late=False, now=ts + timedelta(seconds=1))
+    store.close()
+    scope = Scope(User("insp", "inspector", ()), config)
+    _, lines = Portal(config).sound_csv(scope, "quarry", ["-n1"], t0, t0 + timedelta(minutes=1))
+    rows = list(csv.reader(io.StringIO(b"".join(lines).decode())))
+    assert [(r[0], r[4], r[-1]) for r in rows[1:]] == [
+        ("'-n1", "-3.5", ""),
+        ("'-n1", "-3.5", "1"),
+        ("'-n1", "-3.5", ""),
+    ]
