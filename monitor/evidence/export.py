@@ -37,7 +37,6 @@ from monitor.errors import ConfigError, OutputError, StoreError
 from monitor.evidence.disclosure import SCOPED_RECORDS, TOWN_VIEW, Disclosure
 from monitor.evidence.format import (
     _FLUSH_BYTES,
-    _README,
     ANCHORS_FILE,
     CHAIN_COLUMNS_3,
     CHAIN_FILE,
@@ -62,6 +61,7 @@ from monitor.evidence.format import (
     _Scope,
     reading_columns,
     reading_file,
+    readme_text,
     sound_part,
 )
 from monitor.evidence.parts import default_workers, forking_is_safe, ordered_map
@@ -392,6 +392,7 @@ class _Exporter:
         self.rows: dict[str, int] = {}
         self.warnings: list[str] = []
         self.influx_rows: dict[str, int] = {}
+        self.overload = False  # the sound parts have the overload column (_sound), README says so
 
     # ------------------------------------------------------------------ the segment
 
@@ -554,7 +555,7 @@ class _Exporter:
         assert SOUND_FIELDS == ("LAeq", "LAFmax", "LASmax", "LAFmin", "LCeq", "LCpeak", "LZpeak", "LZeq")
         withheld = sorted(seq for seqs in self.withheld.values() for seq in seqs)
         # The overload column only in a bundle with an overloaded second: every other is as before.
-        overload = segment.has_overloads(self.conn, self.scope)
+        overload = self.overload = segment.has_overloads(self.conn, self.scope)
 
         def stretch(lo: int) -> _Stretch:
             hi = min(lo + _STRETCH_ENTRIES - 1, last)
@@ -946,7 +947,7 @@ class _Exporter:
         member.write(profile_text_.encode("utf-8"))
         member.close()
         member = _Member(self.zf, "README.txt", self.files)
-        member.write(_README.encode("utf-8"))
+        member.write(readme_text(self.overload).encode("utf-8"))  # the overload column described where it is
         member.close()
 
     def _manifest(

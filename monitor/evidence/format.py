@@ -530,6 +530,29 @@ sources.
 """
 
 
+# README.txt's line of the sound parts, and what a bundle whose parts have the overload column
+# (SOUND_OVERLOAD_COLUMNS) says below it; a bundle without the column has _README as it always was.
+_README_SOUND_LINES = """\
+data/sound/part-*.csv  per-second sound levels, in chain order, in parts of
+                 262144 rows; time_utc and time_local (site time, with offset)
+"""
+_README_OVERLOAD = """\
+                 overload (their last column, only where the window holds a
+                 second the meter was overloaded in): 1 for such a second
+                 (its input reached full scale, IEC 61672-1 5.11: its levels
+                 read low, each is at least the value given, no proof that a
+                 limit was kept), empty for the others
+"""
+
+
+def readme_text(overload: bool) -> str:
+    """README.txt of a bundle of this format; ``overload``: its sound parts have the overload column."""
+    if not overload:
+        return _README
+    head, _, tail = _README.partition(_README_SOUND_LINES)
+    return head + _README_SOUND_LINES + _README_OVERLOAD + tail
+
+
 # The README of format 3 bundles, word for word (verify compares it).
 _README_3 = """\
 minewatch evidence bundle

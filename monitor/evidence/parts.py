@@ -54,6 +54,7 @@ class PartResult:
     digests: bytes  # 32 bytes per row
     problems: list[str] = field(default_factory=list)  # malformed rows, rows outside the scope
     days: set[tuple[str, str]] = field(default_factory=set)  # (sensor, site-local day) with rows
+    overload: bool = False  # its header has the overload column (SOUND_OVERLOAD_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +145,8 @@ def check_part(job: PartJob) -> PartResult:
         while text.read(1 << 20):  # what the parser did not read still counts
             pass
     days = {(sensor, day) for day, sensors_ in by_day.items() for sensor in sensors_}
-    return PartResult(job.name, hashed.sha.hexdigest(), lines, seqs, bytes(digests), problems, days)
+    overload = header is not None and tuple(header) == SOUND_OVERLOAD_COLUMNS
+    return PartResult(job.name, hashed.sha.hexdigest(), lines, seqs, bytes(digests), problems, days, overload)
 
 
 def part_results(jobs: Sequence[PartJob], workers: int) -> Iterator[PartResult]:

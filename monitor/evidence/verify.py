@@ -71,6 +71,7 @@ from monitor.evidence.format import (
     json_array_elements,
     reading_columns,
     reading_file,
+    readme_text,
     sound_part,
 )
 from monitor.evidence.parts import (
@@ -703,6 +704,7 @@ class _Verifier:
         self.hashes = {f["name"]: f["sha256"] for f in manifest["files"]}
         self._last_ts, self._last_times = -1, ("", "")
         self.days: set[tuple[str, str, str]] = set()  # (plot measurement, sensor, local day) with rows
+        self.sound_overload = False  # a sound part has the overload column (README.txt describes it)
         self.configs: list[tuple[int, dict[str, Any]]] = []  # config records of the segment
         self.files: dict[str, _RowFile] = {}
         self.rows_at_anchor = 0
@@ -833,8 +835,18 @@ class _Verifier:
             r.add("file", f"file not part of the bundle: {name} ({why})")
         if "README.txt" in names:
             readmes = {FORMAT: _README, FORMAT_3: _README_3, FORMAT_2: _README_2}
-            text = readmes.get(self.report.format, _README_1)
-            if self.zf.read("README.txt") != text.encode("utf-8"):
+            texts = {readmes.get(self.report.format, _README_1)}
+            if self.report.format == FORMAT and self.sound_overload:
+                # It describes the overload column where the parts have it (a bundle exported
+                # before the README did has the text without it, and verifies as it did).
+                texts.add(readme_text(overload=True))
+            readme = self.zf.read("README.txt")
+            if readme == readme_text(overload=True).encode("utf-8") and not self.sound_overload:
+                r.add(
+                    "file",
+                    "file changed: README.txt describes an overload column that no part of data/sound/ has",
+                )
+            elif readme not in {t.encode("utf-8") for t in texts}:
                 r.add("file", "file changed: README.txt is not the text every bundle of its format holds")
 
     # ------------------------------------------------------------------ configuration
@@ -1219,6 +1231,7 @@ class _Verifier:
             for message in part.problems:
                 self.report.add("row", message)
             self.days.update(("sound", sensor, day) for sensor, day in part.days)
+            self.sound_overload |= part.overload
 
         def canonical(name: str) -> PartResult:
             job = next(j for j in jobs if j.name == name)

@@ -85,3 +85,34 @@ def test_a_bundle_with_overloaded_seconds_carries_the_flag_and_verifies(tmp_path
     message = first_problem(forged)
     assert message.startswith(f"row altered: {PART} line "), message
     assert "(sensor n2 at 2024-03-10T07:58:40Z" in message
+
+
+def test_the_readme_describes_the_overload_column_only_in_a_bundle_that_has_it(tmp_path: Path) -> None:
+    """README.txt listed data/sound/'s columns' meaning but not the overload column's: a reader of a
+    bundle with it had no word on what 1 means (the levels read low, a lower bound)."""
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "over").mkdir()
+    plain = export(build_site(tmp_path / "plain"), tmp_path / "plain.zip")
+    overloaded = export(build_site(tmp_path / "over", overloaded=OVERLOADED), tmp_path / "over.zip")
+    with zipfile.ZipFile(plain) as zf:
+        plain_readme = zf.read("README.txt").decode()
+    with zipfile.ZipFile(overloaded) as zf:
+        readme = zf.read("README.txt").decode()
+    assert "overload" not in plain_readme  # as every bundle without the column always had it
+    described = readme.split("data/sound/part-*.csv", 1)[1].split("data/*.csv", 1)[0]
+    assert "overload (their last column" in described and "1 for such a second" in described, readme
+    assert "at least the value given" in described and "empty for the others" in described
+    # Apart from that, the two texts are the same.
+    assert [line for line in readme.splitlines() if line not in described.splitlines()] == [
+        line for line in plain_readme.splitlines() if line not in described.splitlines()
+    ]
+    assert verify_bundle(overloaded).ok
+
+    # A README that describes a column the parts do not have is a changed file, said as such.
+    forged = rewrite(plain, tmp_path / "forged.zip", {"README.txt": lambda _: readme.encode()})
+    assert first_problem(forged) == (
+        "file changed: README.txt describes an overload column that no part of data/sound/ has"
+    )
+    # A bundle exported with the column before the README described it verifies as it did.
+    earlier = rewrite(overloaded, tmp_path / "earlier.zip", {"README.txt": lambda _: plain_readme.encode()})
+    assert verify_bundle(earlier).ok
