@@ -31,7 +31,11 @@ sensor, and never keeps acknowledged messages in the file:
 A file found damaged (SQLite reads garbage: the card returned it, the file was overwritten or
 cut short) is set aside under a new name, at the sensor's start as while it runs; running, the
 queue goes on with a new file, keeping what waits in memory and the ids it gave, and says in
-one line how many messages the damaged file held.
+one line how many messages the damaged file held. A damaged file that cannot be set aside (its
+folder read-only: a card the kernel remounted so after I/O errors) is left as it is; running,
+the queue goes on without a disk, in memory and bounded like what waits there, so that what the
+sensor measures is still sent while the broker takes it, and says so in one line with what to do
+(at the start the sensor stops instead: the command's one line).
 
 No paho here: the queue is plain SQLite, used from one thread.
 """
@@ -63,6 +67,8 @@ HELD_MAX_BYTES = 64 * 1024 * 1024
 RESERVE_BYTES = 256 * 1024
 DELETE_CHUNK = 100  # acknowledged ids deleted per transaction (each one's WAL stays small)
 ROOM_MARGIN = 64 * 1024  # beyond twice a message's size, for a message written past the free pages
+# What to do about a damaged queue that cannot be set aside (said at the start and while running).
+SET_ASIDE_REMEDY = "make its folder writable (a card remounted read-only?) or move the file away"
 # SQLite copies the WAL into the file past this many pages (its default, 1,000, is 4 MiB): what
 # the WAL holds beyond the file's end is what a checkpoint needs the disk for.
 WAL_AUTOCHECKPOINT_PAGES = 16
@@ -208,6 +214,8 @@ class ForwardQueue:
         self.lost_from_memory = 0  # dropped from memory in this run
         self.dropped_from_disk = 0  # dropped from the file beyond its bounds in this run
         self.lost_to_damage = 0  # queued in a file found damaged in this run (set aside)
+        self.lost_in_place = 0  # queued in a file found damaged that could not be set aside
+        self.on_disk = self.path != ":memory:"  # False once a damaged file could not be set aside
         self._undeleted: list[int] = []  # acknowledged, still on disk
         self._reserve = None if self.path == ":memory:" else _Reserve(self.path + "-reserve", RESERVE_BYTES)
         if self._reserve is not None:
@@ -253,7 +261,7 @@ class ForwardQueue:
         try:
             return step()
         except sqlite3.DatabaseError as exc:
-            if not damaged(exc) or self.path == ":memory:":
+            if not damaged(exc) or not self.on_disk:
                 raise
             self._start_over(exc)
         return step()
@@ -262,11 +270,15 @@ class ForwardQueue:
         lost = self._count
         with contextlib.suppress(sqlite3.Error):
             self.conn.close()  # before its claim goes (the claim's file holds SQLite's locks)
-        aside = set_aside(Path(self.path))
-        if self.claim is not None:
-            self.claim = self.claim.renew()
         self._count = self._bytes = 0
         self._undeleted.clear()  # acknowledged rows of the damaged file: nothing left to delete
+        try:
+            aside = set_aside(Path(self.path))
+        except OSError as refused:
+            self._go_on_in_memory(exc, refused, lost)
+            return
+        if self.claim is not None:
+            self.claim = self.claim.renew()
         self.lost_to_damage += lost
         self._open()
         log.error(
@@ -278,6 +290,32 @@ class ForwardQueue:
             aside,
             lost,
             len(self._held),
+        )
+
+    def _go_on_in_memory(self, exc: sqlite3.DatabaseError, refused: OSError, lost: int) -> None:
+        """The damaged file could not be moved: it is left as it is (its claim held until close,
+        so no other sensor opens it) and the queue goes on in memory, bounded like what waits
+        there: what waits is sent, and what is measured from now on, while the broker takes it."""
+        self.on_disk = False
+        self.lost_in_place += lost
+        self._reserve = None  # no disk to keep room on
+        self.bounds = QueueBounds(HELD_MAX_MESSAGES, HELD_MAX_BYTES)
+        self.conn = sqlite3.connect(":memory:", isolation_level=None)
+        self.conn.executescript(_SCHEMA)
+        log.error(
+            "The queue %s is damaged (%s) and cannot be set aside (%s): going on without a queue on"
+            " disk; the %d message(s) queued in it are not sent from it (those already handed to"
+            " the broker may still arrive), %d waiting in memory are kept and sent, and what is"
+            " measured from now on waits in memory only (at most %d messages, %d MiB; lost if the"
+            " sensor stops before the broker takes it): %s, then restart the sensor",
+            self.path,
+            exc,
+            refused.strerror or refused,
+            lost,
+            len(self._held),
+            HELD_MAX_MESSAGES,
+            HELD_MAX_BYTES // (1024 * 1024),
+            SET_ASIDE_REMEDY,
         )
 
     # ------------------------------------------------------------------ writing
@@ -574,6 +612,14 @@ class ForwardQueue:
             )
             self._held.clear()  # len() now counts what is left on disk
             self._held_bytes = 0
+        if not self.on_disk and self.path != ":memory:" and self._count:
+            log.error(
+                "%d message(s) waiting in memory are lost: the damaged queue %s could not be set aside",
+                self._count,
+                self.path,
+            )
+            self.lost_at_close += self._count
+            self._count = self._bytes = 0  # nothing of them is on disk
         self.conn.close()
         if self.claim is not None:
             self.claim.release()  # after the connection: closing the claim's file drops its locks

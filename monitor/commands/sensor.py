@@ -305,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.claims import QueueClaim, QueueTaken, claim_queue
     from sensors.link import Link
     from sensors.publisher import Publisher
-    from sensors.queue import ForwardQueue, QueueBounds, damaged, set_aside
+    from sensors.queue import SET_ASIDE_REMEDY, ForwardQueue, QueueBounds, damaged, set_aside
 
     queue_path = Path(args.queue or f"{site.id}-{sensor.id}.queue.db")
     # The queue's folder is made if missing; a file standing where a folder should be is a mistake.
@@ -328,7 +328,15 @@ def run(args: argparse.Namespace) -> int:
             # sensor has used (no <queue>-owner beside it) is someone else's, and left as it is.
             if not damaged(exc) or not Path(f"{queue_path}-owner").exists():
                 raise
-            aside = set_aside(queue_path)
+            try:
+                aside = set_aside(queue_path)
+            except OSError as refused:  # nothing waits yet, and no queue to measure into: stop
+                claim.release()
+                return _fail(
+                    args.kind,
+                    f"--queue {queue_path}: damaged ({exc}) and cannot be set aside"
+                    f" ({refused.strerror or refused}): {SET_ASIDE_REMEDY}, then start the sensor again",
+                )
             log.error(
                 "The queue %s is damaged (%s): moved to %s, and what it held that was not sent yet"
                 " is not sent; starting a new queue",
@@ -383,6 +391,7 @@ def run(args: argparse.Namespace) -> int:
             "waited in memory while the disk refused them": forward.lost_from_memory + forward.lost_at_close,
             "dropped beyond the queue's bounds": forward.dropped_from_disk,
             "left in a damaged queue file, set aside": forward.lost_to_damage,
+            "left in a damaged queue file that could not be set aside": forward.lost_in_place,
             "refused by the broker": link.refused,
             "too large for any message": publisher.oversized,
         }

@@ -1,7 +1,9 @@
 """A queue file a power cut damaged (an SD card's): the sensor sets it aside under a new name,
 says where and that what it held is not sent, and measures on with a new queue, rather than
 exiting with 2 for ever under systemd's Restart. A file no sensor has used is left alone.
-A file found damaged while the sensor runs is set aside the same way, and it goes on."""
+A file found damaged while the sensor runs is set aside the same way, and it goes on; one that
+cannot be set aside (its folder read-only) is left as it is, the sensor going on from memory
+(stopping with one line at its start)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import logging
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -222,3 +225,119 @@ def test_a_running_sensor_whose_queue_is_damaged_goes_on_publishing(tmp_path: Pa
     assert found is not None and BIG_QUEUE <= int(found[1]) < BIG_QUEUE + 20, damaged[0]
     assert "Traceback" not in log.read_text()
     assert f"({found[1]} left in a damaged queue file, set aside)" in lines[-1], lines[-1]
+
+
+# The sensor runs as it does on a card, where its user may not write a folder made read-only:
+# here the test runs as root, whom a folder's mode does not stop, so the sensor is started
+# without the capability that overrides it (setpriv; the test still chmods the real folder).
+def _bound_by_modes() -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root, and no setpriv to start the sensor bound by the folder's mode")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
+@pytest.mark.timeout(180)
+def test_a_damaged_queue_that_cannot_be_set_aside_goes_on_from_memory(tmp_path: Path) -> None:
+    """The card remounted read-only (here: its folder made read-only after the queue opened), then
+    the queue found damaged: moving it aside is refused. The sensor ended with a traceback of
+    PermissionError and published nothing more; it says so in one line, naming the file, what is
+    wrong and what to do, and goes on publishing what it measures from memory."""
+    port = free_port()
+    config = site_config(tmp_path, f"mqtt://127.0.0.1:{port}")
+    card = tmp_path / "card"
+    queue = card / "n1.queue.db"
+    backlog = ForwardQueue(queue, claim=claim_queue(str(queue)))
+    _fill(backlog)
+    backlog.close()
+    log = tmp_path / "sensor.log"
+    argv = [
+        *_bound_by_modes(),
+        sys.executable,
+        "-m",
+        "monitor.cli",
+        "sensor",
+        "sound",
+        "--config",
+        str(config),
+    ]
+    argv += ["--sensor", "n1", "--source", "synthetic:60", "--queue", str(queue), "--drain-timeout", "2"]
+    broker = Mosquitto(tmp_path / "mosquitto", port=port)
+    with log.open("wb") as out:
+        sensor = subprocess.Popen(argv, stdout=out, stderr=out)
+        try:
+            assert wait_for(lambda: f"Resuming with {BIG_QUEUE} messages" in log.read_text(), 60), (
+                log.read_text()
+            )
+            card.chmod(0o555)
+            DAMAGES["garbage"](queue)
+            inode = queue.stat().st_ino
+            broker.start()
+            levels = Subscriber(port, "minewatch/dovre-quarry/sensors/n1/levels")
+            try:
+                assert wait_for(lambda: "cannot be set aside" in log.read_text(), 60), log.read_text()
+                seen = len(levels.received())
+                assert wait_for(lambda: len(levels.received()) >= seen + 3, 30), log.read_text()
+            finally:
+                levels.close()
+            assert sensor.poll() is None, log.read_text()
+            sensor.send_signal(signal.SIGTERM)
+            assert sensor.wait(60) == 0, log.read_text()
+        finally:
+            card.chmod(0o755)
+            if sensor.poll() is None:
+                sensor.kill()
+                sensor.wait(10)
+            broker.stop()
+    text = log.read_text()
+    assert "Traceback" not in text, text
+    said = [line for line in text.splitlines() if "is damaged" in line]
+    assert len(said) == 1, said
+    assert f"The queue {queue} is damaged (database disk image is malformed)" in said[0], said[0]
+    assert "cannot be set aside (" in said[0] and "Permission denied" in said[0], said[0]
+    assert "going on without a queue on disk" in said[0], said[0]
+    assert "make its folder writable" in said[0] and "then restart the sensor" in said[0], said[0]
+    # The damaged file is left where it was (the sensor's writes before it met the damage aside),
+    # not replaced by a new one, and nothing was made beside it.
+    assert queue.stat().st_ino == inode
+    assert not list(card.glob("*.damaged-*"))
+    last = text.splitlines()[-1]
+    assert "left in a damaged queue file that could not be set aside" in last, last
+    assert " 0 still queued in " in last, last  # what waited in memory was not on disk
+
+
+def test_a_damaged_queue_that_cannot_be_set_aside_at_start_stops_the_sensor_saying_why(
+    tmp_path: Path,
+) -> None:
+    """At the start there is nothing in memory to keep and no queue to measure into: exit 2, one
+    line (it printed '[Errno 13] Permission denied' with no word of the damage or the remedy)."""
+    card = tmp_path / "card"
+    queue = card / "n1.queue.db"
+    _used_queue(queue)
+    damaged = b"\0" * 100 + queue.read_bytes()[100:]
+    queue.write_bytes(damaged)
+    card.chmod(0o555)
+    try:
+        config = site_config(tmp_path, f"mqtt://127.0.0.1:{free_port()}")
+        result = subprocess.run(
+            [
+                *_bound_by_modes(),
+                *(sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)),
+                *("--sensor", "n1", "--source", "synthetic:60", "--queue", str(queue), "--speed", "max"),
+                *("--start", "2026-06-15T11:00", "--duration", "3", "--drain-timeout", "0.5"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    finally:
+        card.chmod(0o755)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"minewatch sensor sound: --queue {queue}: damaged (file is not a database) and cannot be set"
+        " aside (Permission denied): make its folder writable (a card remounted read-only?) or move"
+        " the file away, then start the sensor again"
+    )
+    assert queue.read_bytes() == damaged
