@@ -37,6 +37,13 @@ the queue goes on without a disk, in memory and bounded like what waits there, s
 sensor measures is still sent while the broker takes it, and says so in one line with what to do
 (at the start the sensor stops instead: the command's one line).
 
+SQLite reads the file's first page (its header and the table of tables) when it opens it and
+then keeps it in memory: damage to that page alone (the header zeroed, overwritten) would be met
+only at the next start, with everything queued in the file set aside. So the queue reads the
+first bytes of the file back every ``FIRST_PAGE_CHECK_S`` while it writes, and as it closes; a
+damaged first page is written again from SQLite's copy in memory, said in one line, and nothing
+is lost; one the disk still returns damaged is met as any other damage.
+
 No paho here: the queue is plain SQLite, used from one thread.
 """
 
@@ -67,6 +74,9 @@ HELD_MAX_BYTES = 64 * 1024 * 1024
 RESERVE_BYTES = 256 * 1024
 DELETE_CHUNK = 100  # acknowledged ids deleted per transaction (each one's WAL stays small)
 ROOM_MARGIN = 64 * 1024  # beyond twice a message's size, for a message written past the free pages
+# How often the file's first page is read back (a 101-byte read): SQLite reads it only at open.
+FIRST_PAGE_CHECK_S = 60.0
+SQLITE_MAGIC = b"SQLite format 3\x00"
 # What to do about a damaged queue that cannot be set aside (said at the start and while running).
 SET_ASIDE_REMEDY = "make its folder writable (a card remounted read-only?) or move the file away"
 # SQLite copies the WAL into the file past this many pages (its default, 1,000, is 4 MiB): what
@@ -216,6 +226,7 @@ class ForwardQueue:
         self.lost_to_damage = 0  # queued in a file found damaged in this run (set aside)
         self.lost_in_place = 0  # queued in a file found damaged that could not be set aside
         self.on_disk = self.path != ":memory:"  # False once a damaged file could not be set aside
+        self._first_page_due = time.monotonic() + FIRST_PAGE_CHECK_S
         self._undeleted: list[int] = []  # acknowledged, still on disk
         self._reserve = None if self.path == ":memory:" else _Reserve(self.path + "-reserve", RESERVE_BYTES)
         if self._reserve is not None:
@@ -335,11 +346,69 @@ class ForwardQueue:
     def _settle(self) -> None:
         """Acknowledged messages deleted first, then the reserve made whole, then what waits in
         memory written: nothing written may take the room a deletion needs."""
+        if time.monotonic() >= self._first_page_due:
+            self._first_page_due = time.monotonic() + FIRST_PAGE_CHECK_S
+            self._check_first_page()
         if self._undeleted and not self._delete_undeleted():
             return
         whole = self._reserve is None or self._reserve.make()
         if self._held:
             self._write_held(whole)
+
+    def _check_first_page(self) -> None:
+        """Read the file's first page back from the disk; if it is damaged, write it again from
+        SQLite's copy in memory (whole: SQLite refuses a damaged first page when it reads one), so
+        that the next start opens the file with all it holds. A first page the disk still returns
+        damaged is met as any other damage (set aside), as the next open would meet it."""
+        if not self.on_disk or self._first_page_sound():
+            return
+        try:
+            # The queue keeps nothing in user_version: changing it writes the first page, whole,
+            # to the WAL, and the checkpoint copies it over the damaged one.
+            version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+            self.conn.execute(f"PRAGMA user_version = {version ^ 1}")
+            rewritten = self._checkpoint()
+        except sqlite3.Error as exc:
+            if damaged(exc):
+                raise
+            rewritten = False  # the disk refuses writes: set aside below
+        if rewritten and self._first_page_sound():
+            log.warning(
+                "The queue %s's first page read back damaged from the disk: written again from the"
+                " copy in memory, and the %d message(s) queued in it kept (the disk may be failing:"
+                " if this is said again, replace it)",
+                self.path,
+                self._count,
+            )
+            return
+        found = sqlite3.DatabaseError("file is not a database: its first page, read back from the disk")
+        found.sqlite_errorcode = sqlite3.SQLITE_NOTADB  # damaged(): met as the next open would meet it
+        raise found
+
+    def _first_page_sound(self) -> bool:
+        """Whether the file's first page, read back from the disk, is one: its header (the
+        format's text, the page size) and the type of the page's table (SQLite's table of
+        tables). Only what never changes is read, so a first page the WAL holds a newer copy of
+        passes. A file not yet written beyond its header (a new queue: its pages in the WAL), or
+        one that cannot be read (what SQLite meets next says why), is not judged here."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return True
+        try:
+            first = os.pread(fd, 101, 0)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
+        if len(first) < 101:
+            return True
+        page_size = int.from_bytes(first[16:18], "big")
+        return (
+            first[:16] == SQLITE_MAGIC
+            and (page_size if page_size != 1 else 65536) == self._page_size()
+            and first[100] in (0x0D, 0x05)  # a table's leaf or interior page
+        )
 
     def _write_held(self, reserve_whole: bool) -> None:
         """Write what waits in memory to disk, oldest first, until the disk refuses or lacks room.
@@ -595,6 +664,7 @@ class ForwardQueue:
             return held
 
     def close(self) -> None:
+        self._first_page_due = 0.0  # read back before the next start opens it
         self._survive_damage(self._settle)  # a last try; what the disk still refuses is lost
         if self._undeleted:
             log.error(

@@ -3,7 +3,8 @@ says where and that what it held is not sent, and measures on with a new queue, 
 exiting with 2 for ever under systemd's Restart. A file no sensor has used is left alone.
 A file found damaged while the sensor runs is set aside the same way, and it goes on; one that
 cannot be set aside (its folder read-only) is left as it is, the sensor going on from memory
-(stopping with one line at its start)."""
+(stopping with one line at its start). A first page damaged under the running queue is written
+again from SQLite's copy, nothing lost."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+import sensors.queue
 from monitor.claims import QueueTaken, claim_queue
 from sensors.queue import ForwardQueue, QueueBounds
 from tests.support.sensors import Subscriber, site_config, wait_for
@@ -341,3 +343,37 @@ def test_a_damaged_queue_that_cannot_be_set_aside_at_start_stops_the_sensor_sayi
         " the file away, then start the sensor again"
     )
     assert queue.read_bytes() == damaged
+
+
+@pytest.mark.parametrize("when", ["while it writes", "as it closes"])
+def test_a_first_page_damaged_under_the_running_queue_is_written_again_and_nothing_is_lost(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """SQLite reads the first page (the header, the table of tables) only when it opens the file:
+    damaged under a running queue it went unnoticed, and the next start found 'file is not a
+    database' and set aside everything queued."""
+    if when == "while it writes":
+        monkeypatch.setattr(sensors.queue, "FIRST_PAGE_CHECK_S", 0.0, raising=False)  # due at every write
+    path = tmp_path / "n1.queue.db"
+    q = ForwardQueue(path, claim=claim_queue(str(path)))
+    _fill(q, 200)
+    q.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the file, as after a while
+    path.write_bytes(b"\0" * 100 + path.read_bytes()[100:])  # the header lost, as a card returns it
+    with caplog.at_level(logging.INFO, logger="minewatch.sensors.queue"):
+        q.put(TOPIC, b"after")
+        if when == "while it writes":
+            assert path.read_bytes()[:16] == b"SQLite format 3\x00"  # found and mended, running
+        q.close()
+    kept = 200 if when == "while it writes" else 201  # found before "after" was written, or after
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said == [
+        f"The queue {path}'s first page read back damaged from the disk: written again from the copy"
+        f" in memory, and the {kept} message(s) queued in it kept (the disk may be failing: if this"
+        " is said again, replace it)"
+    ], said
+    assert not list(tmp_path.glob("*.damaged-*"))
+    again = ForwardQueue(path)
+    try:
+        assert [m.id for m in again.next_batch(0, 1000)] == list(range(1, 202))
+    finally:
+        again.close()
