@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from monitor.claims import QueueClaim
+from monitor.errors import StoreError
 from monitor.failing_rounds import FailingRounds
 from monitor.sqlite_files import refuses_writes, someone_elses
 
@@ -286,47 +287,52 @@ class ForwardQueue:
         try:
             aside = set_aside(Path(self.path))
         except OSError as refused:
-            self._go_on_in_memory(exc, refused, lost)
+            self.lost_in_place += lost
+            self._go_on_in_memory(
+                f"The queue {self.path} is damaged ({exc}) and cannot be set aside"
+                f" ({refused.strerror or refused}): going on without a queue on disk; the {lost}"
+                " message(s) queued in it are not sent from it (those already handed to the broker"
+                " may still arrive)",
+                SET_ASIDE_REMEDY,
+            )
             return
-        if self.claim is not None:
-            self.claim = self.claim.renew()
         self.lost_to_damage += lost
-        self._open()
-        log.error(
-            "The queue %s is damaged (%s): moved to %s with the %d message(s) queued in it, which"
-            " are not sent from it (those already handed to the broker may still arrive); %d"
-            " waiting in memory are kept; going on with a new queue",
-            self.path,
-            exc,
-            aside,
-            lost,
-            len(self._held),
+        moved = (
+            f"The queue {self.path} is damaged ({exc}): moved to {aside} with the {lost} message(s)"
+            " queued in it, which are not sent from it (those already handed to the broker may"
+            " still arrive)"
         )
+        try:
+            if self.claim is not None:
+                self.claim = self.claim.renew()
+            self._open()
+        except (sqlite3.Error, OSError, StoreError) as refused:  # the disk full, failing
+            self._go_on_in_memory(
+                f"{moved}; a new queue cannot be started there ({refused}): going on without a queue on disk",
+                "make room on its disk or name another one",
+            )
+            return
+        log.error("%s; %d waiting in memory are kept; going on with a new queue", moved, len(self._held))
 
-    def _go_on_in_memory(self, exc: sqlite3.DatabaseError, refused: OSError, lost: int) -> None:
-        """The damaged file could not be moved: it is left as it is (its claim held until close,
-        so no other sensor opens it) and the queue goes on in memory, bounded like what waits
-        there: what waits is sent, and what is measured from now on, while the broker takes it."""
+    def _go_on_in_memory(self, said: str, remedy: str) -> None:
+        """No queue on disk to go on with (a damaged file that cannot be moved, left as it is
+        with its claim held until close so that no other sensor opens it; or a new file refused):
+        the queue goes on in memory, bounded like what waits there, so that what waits is sent,
+        and what is measured from now on, while the broker takes it."""
         self.on_disk = False
-        self.lost_in_place += lost
         self._reserve = None  # no disk to keep room on
         self.bounds = QueueBounds(HELD_MAX_MESSAGES, HELD_MAX_BYTES)
         self.conn = sqlite3.connect(":memory:", isolation_level=None)
         self.conn.executescript(_SCHEMA)
         log.error(
-            "The queue %s is damaged (%s) and cannot be set aside (%s): going on without a queue on"
-            " disk; the %d message(s) queued in it are not sent from it (those already handed to"
-            " the broker may still arrive), %d waiting in memory are kept and sent, and what is"
-            " measured from now on waits in memory only (at most %d messages, %d MiB; lost if the"
-            " sensor stops before the broker takes it): %s, then restart the sensor",
-            self.path,
-            exc,
-            refused.strerror or refused,
-            lost,
+            "%s, %d waiting in memory are kept and sent, and what is measured from now on waits in"
+            " memory only (at most %d messages, %d MiB; lost if the sensor stops before the broker"
+            " takes it): %s, then restart the sensor",
+            said,
             len(self._held),
             HELD_MAX_MESSAGES,
             HELD_MAX_BYTES // (1024 * 1024),
-            SET_ASIDE_REMEDY,
+            remedy,
         )
 
     # ------------------------------------------------------------------ writing
@@ -358,20 +364,22 @@ class ForwardQueue:
     def _check_first_page(self) -> None:
         """Read the file's first page back from the disk; if it is damaged, write it again from
         SQLite's copy in memory (whole: SQLite refuses a damaged first page when it reads one), so
-        that the next start opens the file with all it holds. A first page the disk still returns
-        damaged is met as any other damage (set aside), as the next open would meet it."""
+        that the next start opens the file with all it holds. A first page that cannot be written
+        (the disk full) or that the disk still returns damaged is met as any other damage (set
+        aside), as the next open would meet it."""
         if not self.on_disk or self._first_page_sound():
             return
         try:
             # The queue keeps nothing in user_version: changing it writes the first page, whole,
-            # to the WAL, and the checkpoint copies it over the damaged one.
+            # to the WAL, and the checkpoint copies it over the damaged one. A write the disk
+            # refuses (full) is rolled back and SQLite lets its copy go: the damage is met below.
             version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])
             self.conn.execute(f"PRAGMA user_version = {version ^ 1}")
             rewritten = self._checkpoint()
         except sqlite3.Error as exc:
-            if damaged(exc):
+            if damaged(exc) or refuses_writes(exc) is None:
                 raise
-            rewritten = False  # the disk refuses writes: set aside below
+            rewritten = False
         if rewritten and self._first_page_sound():
             log.warning(
                 "The queue %s's first page read back damaged from the disk: written again from the"
@@ -381,7 +389,9 @@ class ForwardQueue:
                 self._count,
             )
             return
-        found = sqlite3.DatabaseError("file is not a database: its first page, read back from the disk")
+        found = sqlite3.DatabaseError(
+            "file is not a database: its first page reads back damaged from the disk"
+        )
         found.sqlite_errorcode = sqlite3.SQLITE_NOTADB  # damaged(): met as the next open would meet it
         raise found
 

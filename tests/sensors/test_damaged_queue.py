@@ -26,6 +26,7 @@ from monitor.claims import QueueTaken, claim_queue
 from sensors.queue import ForwardQueue, QueueBounds
 from tests.support.sensors import Subscriber, site_config, wait_for
 from tests.support.servers import Mosquitto, free_port
+from tests.support.tiny_disk import fill, tiny_disk
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -377,3 +378,38 @@ def test_a_first_page_damaged_under_the_running_queue_is_written_again_and_nothi
         assert [m.id for m in again.next_batch(0, 1000)] == list(range(1, 202))
     finally:
         again.close()
+
+
+def test_a_damaged_first_page_on_a_full_disk_is_set_aside_and_the_queue_goes_on_in_memory(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real full disk (a tiny tmpfs): the first page cannot be written again (SQLite then lets
+    its copy go), so the file is set aside as damaged; no new queue can be started on the full
+    disk either, which raised 'disk I/O error' out of put(): the queue goes on in memory."""
+    monkeypatch.setattr(sensors.queue, "FIRST_PAGE_CHECK_S", 0.0, raising=False)
+    with tiny_disk(tmp_path / "card", "1m") as card:
+        path = card / "n1.queue.db"
+        q = ForwardQueue(path, claim=claim_queue(str(path)))
+        _fill(q, 200)
+        q.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL empty: a write needs the disk
+        fill(card, 0)
+        with path.open("r+b") as f:  # the header lost, in place (no room to write the file anew)
+            f.write(b"\0" * 100)
+        with caplog.at_level(logging.INFO, logger="minewatch.sensors.queue"):
+            after = q.put(TOPIC, b"on a full disk")
+            later = q.put(TOPIC, b"still measuring")
+        said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+        damaged_lines = [line for line in said if "is damaged" in line]
+        assert len(damaged_lines) == 1, said
+        aside = [p for p in card.glob("n1.queue.db.damaged-*") if not p.name.endswith(("-wal", "-shm"))]
+        assert len(aside) == 1, list(card.iterdir())
+        assert damaged_lines[0].startswith(
+            f"The queue {path} is damaged (file is not a database: its first page reads back damaged"
+            f" from the disk): moved to {aside[0]} with the 200 message(s) queued in it, which are not"
+            " sent from it"
+        ), damaged_lines[0]
+        assert "; a new queue cannot be started there (" in damaged_lines[0], damaged_lines[0]
+        assert "make room on its disk or name another one, then restart the sensor" in damaged_lines[0]
+        assert [m.id for m in q.next_batch(0, 100)] == [after, later] == [201, 202]
+        q.close()
+        assert q.lost_to_damage == 200 and q.lost_at_close == 2 and len(q) == 0
