@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensors_of
+from rules.citation import citation_text
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
 from rules.times import iso, local_hms
 
@@ -83,7 +84,7 @@ def evaluate(
         summary = (
             f"Air overpressure from blast {blast.id} at {local_hms(blast.ts, site.tz)} local peaked at "
             f"{worst:.1f} dB ({where}), {relation} the {params.limit_db:g} dB limit "
-            f"(section {standard.section})"
+            f"({citation_text(standard.section)})"
         ) + (SECONDARY if sensors else "")
         findings.append(
             make_finding(

@@ -24,6 +24,7 @@ from datetime import datetime
 from types import MappingProxyType
 
 from rules.base import RuleSpec, Standard, make_finding, only_site
+from rules.citation import citation_text
 from rules.ground_vibration import blast_of
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
 from rules.seismic_limits import airblast_limit
@@ -127,7 +128,7 @@ def evaluate(
             verdict += "; the microphone channel clipped, so the true peak was higher than recorded"
         summary = (
             f"Airblast from {what} at seismograph {event.sensor} at {stamp} local peaked at "
-            f"{event.airblast_pa:.1f} Pa ({db:.1f} dB(L)), {verdict} (section {standard.section})"
+            f"{event.airblast_pa:.1f} Pa ({db:.1f} dB(L)), {verdict} ({citation_text(standard.section)})"
         )
         findings.append(
             make_finding(

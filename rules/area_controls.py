@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding
+from rules.citation import citation_text
 from rules.deadlines import Overdue, events_of, first_by_id, number_field, occurrences, ref
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
 from rules.times import iso, local_stamp
@@ -150,7 +151,7 @@ def evaluate(
             summary = (
                 f"More than {params.max_area_sqft:,.0f} square feet were uncovered (up to {peak:,.0f}) from "
                 f"{since_text} with no {params.measure_kind} record{continuing}; sedimentation "
-                f"and erosion control devices are required (section {standard.section})"
+                f"and erosion control devices are required ({citation_text(standard.section)})"
             )
         else:
             which = ", ".join(sizeless)
@@ -160,7 +161,7 @@ def evaluate(
                 f"{params.max_area_sqft:,.0f} square feet, with no {params.measure_kind} record{continuing}; "
                 f"sedimentation and erosion control devices are required unless the area is at most "
                 f"{params.max_area_sqft:,.0f} square feet: record the area ({params.area_field}) "
-                f"(section {standard.section})"
+                f"({citation_text(standard.section)})"
             )
         findings.append(
             make_finding(

@@ -41,6 +41,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from rules.base import RuleSpec, Standard, make_finding, only_site
+from rules.citation import citation_text
 from rules.deadlines import WEEKDAYS, WorkCalendar
 from rules.holidays import CALENDARS, holiday_entry
 from rules.model import (
@@ -285,7 +286,7 @@ def _judge(
     tz = site.tz
     needed = timedelta(hours=params.min_notice_h)
     when = local_stamp(blast.ts, tz)
-    section = f"(section {standard.section})"
+    section = f"({citation_text(standard.section)})"
     refs: tuple[str, ...] = (f"blast:{blast.id}",)
     details: dict[str, object] = {
         "required_notice_h": params.min_notice_h,
@@ -448,7 +449,7 @@ def early_warnings(
             problems.append(f"its notice's {unmatched_text(unmatched)}")
         summary = (
             f"Blast {notice.id} is planned for {local_stamp(notice.planned_ts, site.tz)}, but "
-            f"{'; and '.join(problems)} (section {standard.section})"
+            f"{'; and '.join(problems)} ({citation_text(standard.section)})"
         )
         warnings.append(
             make_finding(

@@ -37,6 +37,7 @@ from datetime import date, datetime, time, timedelta
 
 from rules import sun
 from rules.base import RuleSpec, Standard, make_finding, only_site
+from rules.citation import citation_text
 from rules.model import Blast, BlastNotice, Finding, FindingKind, SiteContext, SiteData
 from rules.times import iso, parse_clock
 
@@ -205,7 +206,7 @@ def evaluate(
         local = blast.ts.astimezone(site.tz)
         summary = (
             f"Blast {blast.id} went off at {clock_text(local)} local on {local.date().isoformat()}, "
-            f"{reason} (section {standard.section})"
+            f"{reason} ({citation_text(standard.section)})"
         )
         findings.append(
             make_finding(
@@ -257,7 +258,7 @@ def early_warnings(
                 FindingKind.WARNING,
                 notice.planned_ts,
                 notice.planned_ts + timedelta(seconds=1),
-                f"{message} (section {standard.section})",
+                f"{message} ({citation_text(standard.section)})",
                 refs=(f"notice:{notice.id}",),
                 details={
                     "as_of": iso(now),

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding
+from rules.citation import citation_text
 from rules.deadlines import (
     Overdue,
     WorkCalendar,
@@ -173,7 +174,7 @@ def evaluate(
         refs = (ref(subject.opened),) + ((ref(subject.closed),) if subject.closed else ())
         overdue.append(Overdue(subject.opened.id, since, until, refs))
     period = _period_text(calendar_days, working_days)
-    section = standard.section + (
+    cited = citation_text(standard.section) + (
         f", {params.exception_section}" if excepted and params.exception_section else ""
     )
     for occurrence in occurrences(site, overdue, start, end, now):
@@ -191,7 +192,7 @@ def evaluate(
                 f"was not {params.closed} within {period} (due by the end of {subject.due.isoformat()}"
                 f"{state}; {days_text(late)} overdue)"
             )
-        summary = "; ".join(parts) + f" (section {section})"
+        summary = "; ".join(parts) + f" ({cited})"
         findings.append(
             make_finding(
                 site,
@@ -246,7 +247,7 @@ def _excepted_findings(
             f"{params.subject.capitalize()} {subject.opened.id}, {params.opened} on "
             f"{local_date(site, subject.opened.ts).isoformat()}, was not {params.closed} within "
             f"{_period_text(params.calendar_days, params.working_days)}; {reason}, so this is not a "
-            f"violation of section {standard.section}"
+            f"violation of {citation_text(standard.section)}"
         )
         findings.append(
             make_finding(
@@ -285,7 +286,7 @@ def early_warnings(
         names = ", ".join(s.opened.id for s in subjects)
         summary = (
             f"{params.subject.capitalize()} {names} must be {params.closed} by the end of {due.isoformat()} "
-            f"({when}) (section {standard.section})"
+            f"({when}) ({citation_text(standard.section)})"
         )
         warnings.append(
             make_finding(

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding
+from rules.citation import citation_text
 from rules.deadlines import events_of, first_by_id, flag_set, number_field, ref, text_field
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
 from rules.times import local_stamp
@@ -103,22 +104,25 @@ def evaluate(
             exemptions = (reason,)
             summary = (
                 f"{what} at {when} would not be acceptable fill because {'; '.join(reasons)}, but {reason} "
-                f"(section {standard.section})"
+                f"({citation_text(standard.section)})"
             )
         elif reasons:
             kind = FindingKind.VIOLATION
             summary = (
-                f"{what} at {when} is not acceptable fill: {'; '.join(reasons)} (section {standard.section})"
+                f"{what} at {when} is not acceptable fill: {'; '.join(reasons)}"
+                f" ({citation_text(standard.section)})"
             )
         elif missing:
             kind = FindingKind.INFO
             summary = (
                 f"{what} at {when} cannot be checked against the fill standard: the record lacks "
-                f"{', '.join(missing)} (section {standard.section})"
+                f"{', '.join(missing)} ({citation_text(standard.section)})"
             )
         else:
             kind = FindingKind.COMPLIANT
-            summary = f"{what} at {when} meets the fill standard as recorded (section {standard.section})"
+            summary = (
+                f"{what} at {when} meets the fill standard as recorded ({citation_text(standard.section)})"
+            )
         findings.append(
             make_finding(
                 site,

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
+from rules.citation import citation_text
 from rules.lazy import lazy_import
 from rules.lighting import (
     LINKED_TO_TEMPORARY_LIGHTING,
@@ -173,12 +174,15 @@ def evaluate(
                 )
                 tail = (
                     f"; flashing or revolving lights are not allowed except on vehicles "
-                    f"(section {standard.section})"
+                    f"({citation_text(standard.section)})"
                     f"{context.beyond_allowance([readings[i] for i in chosen])}"
                 )
             else:
                 decided = f"the record puts a vehicle there ({'; '.join(seen)})"
-                tail = f"; it is taken for a vehicle's light, which is allowed (section {standard.section})"
+                tail = (
+                    "; it is taken for a vehicle's light, which is allowed"
+                    f" ({citation_text(standard.section)})"
+                )
             summary = (
                 f"A light at {sensor_label(info)} was flashing at about "
                 f"{flashing.frequency_hz:.1f} times a second at {local_hm(window_start, tz)} local, "

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from rules.base import RuleSpec, Standard, make_finding, only_site
+from rules.citation import citation_text
 from rules.model import (
     Blast,
     BlastNotice,
@@ -180,7 +181,7 @@ def _judge(
         verdict = f"within the {params.curve} limit curve"
     summary = (
         f"Ground vibration from {what} recorded by seismograph {event.sensor}{where} at "
-        f"{local_hms(event.ts, site.tz)} local: {axes_text}; {verdict} (section {standard.section})"
+        f"{local_hms(event.ts, site.tz)} local: {axes_text}; {verdict} ({citation_text(standard.section)})"
     )
     if clipped:
         summary += f"; channel {', '.join(clipped)} clipped, so its true peak was higher than recorded"
@@ -272,7 +273,7 @@ def early_warnings(
             f"Blast {notice.id} planned for {local_stamp(notice.planned_ts, site.tz)}: "
             f"{ahead.text(unit).removeprefix(f'Blast {notice.id}: ')}: the upper bound reaches "
             f"{p.pi[1] / ahead.limit_mm_s:.0%} of the {params.curve} limit; reduce the charge per delay "
-            f"or increase the distance (section {standard.section})"
+            f"or increase the distance ({citation_text(standard.section)})"
         )
         warnings.append(
             make_finding(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site
+from rules.citation import citation_text
 from rules.model import Finding, FindingKind, SiteContext, SiteData
 from rules.times import in_clock_window, local_hms, parse_clock_window
 
@@ -63,7 +64,7 @@ def evaluate(
         summary = (
             f"Haul truck{which} {moved} at {site.gate_label(truck.gate)} at "
             f"{local_hms(truck.ts, tz)} local on {local.date().isoformat()}, {when} "
-            f"(section {standard.section})"
+            f"({citation_text(standard.section)})"
         )
         findings.append(
             make_finding(

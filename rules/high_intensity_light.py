@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
+from rules.citation import citation_text
 from rules.lighting import (
     LINKED_TO_TEMPORARY_LIGHTING,
     TemporaryDays,
@@ -84,7 +85,7 @@ def evaluate(
     data = only_site(data, site.id)
     context = light_context(site, data, start, end, temporary_days=params.temporary_days)
     section = params.fixed_sources_section
-    fixed_sources = f" (section {section})" if section else ""
+    fixed_sources = f" ({citation_text(section)})" if section else ""
     findings: list[Finding] = []
     for sensor_id, info in sensors_of(site, SensorKind.LIGHT, boundary_only=True).items():
         readings = series(data, sensor_id, start, end)
@@ -135,7 +136,7 @@ def evaluate(
                 f"{local_hm(window_start, site.tz)} local, above {params.max_lux:g} lux, this profile's "
                 f"threshold for a high-intensity light at night (the ordinance sets no figure){source}; "
                 f"search lights and similar high-intensity lights are not permitted "
-                f"(section {standard.section}){tail}"
+                f"({citation_text(standard.section)}){tail}"
             )
             details: dict[str, object] = {
                 "measured": "peak illuminance at the boundary",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
+from rules.citation import citation_text
 from rules.lighting import (
     LINKED_TO_TEMPORARY_LIGHTING,
     TemporaryDays,
@@ -108,7 +109,7 @@ def evaluate(
             summary = (
                 f"Light at {sensor_label(info)} reached {worst:.2f} lux at "
                 f"{local_hm(window_start, tz)} local, above the {params.limit_lux:g} lux limit {since} "
-                f"(section {standard.section}){tail}"
+                f"({citation_text(standard.section)}){tail}"
             )
             findings.append(
                 make_finding(

@@ -24,6 +24,7 @@ from datetime import date, datetime, time, timedelta
 from types import MappingProxyType
 
 from rules import sun
+from rules.citation import citation_text
 from rules.model import (
     LightSummary,
     SensorInfo,
@@ -171,7 +172,7 @@ def allowance_cited(counting: TemporaryDays) -> str:
         return ""
     if counting.quoted:
         return f" ({counting.section}: '{counting.quoted}')"
-    return f" (section {counting.section})"
+    return f" ({citation_text(counting.section)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +231,7 @@ def light_context(
     allowed = tuple(p for p in near if p.ordinal <= temporary_days.max_days_per_year)
     beyond = tuple(p for p in near if p.ordinal > temporary_days.max_days_per_year)
     nights = sun.night(site, start, end, depression_deg)
-    cited = f" (section {temporary_days.section})" if temporary_days.section else ""
+    cited = f" ({citation_text(temporary_days.section)})" if temporary_days.section else ""
     return LightContext(nights, allowed, beyond, temporary_days.max_days_per_year, cited)
 
 

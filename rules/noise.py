@@ -60,6 +60,7 @@ from operator import attrgetter, is_not
 from typing import TYPE_CHECKING
 
 from rules.base import RuleSpec, Standard, fmt_db, fmt_limit, leq, make_finding, only_site, sensor_label
+from rules.citation import citation_text
 from rules.lazy import lazy_import
 from rules.model import (
     Finding,
@@ -652,7 +653,7 @@ def _finding(
             FindingKind.EXEMPT_EXCEEDANCE,
             f"Noise at {where} {verb} {db(full_value)} {unit} {when}, above the {limit} dB limit, "
             f"but only because of exempt activity ({'; '.join(exemption_reasons)}); {without}"
-            f"{gap_note} (section {section})",
+            f"{gap_note} ({citation_text(section)})",
         )
     if code == _OVERLOADED:
         # The level read is a lower bound: at or below the limit it shows nothing, above it (with
@@ -662,7 +663,7 @@ def _finding(
             FindingKind.INFO,
             f"Noise at {where} not judged {when}: the meter was overloaded for {_seconds(overloaded_s)}"
             f" (its input reached full scale, IEC 61672-1 5.11), so it {verb} {level}, a lower bound"
-            f" that cannot show the {limit} dB limit was kept{gap_note} (section {section})",
+            f" that cannot show the {limit} dB limit was kept{gap_note} ({citation_text(section)})",
         )
     if code == _INFO:
         # Too few seconds left, and not loud enough on their own, to say the mine was too loud.
@@ -671,7 +672,7 @@ def _finding(
             f"Noise at {where} {verb} {db(full_value)} {unit} {when}, above the {limit} dB limit, "
             f"but only {kept_s:.0f} seconds were not exempt and present (at least {params.min_judged_s:g} "
             f"are needed unless those alone exceed the limit over the whole {window_s} seconds), so the "
-            f"window is not judged{gap_note} (section {section})",
+            f"window is not judged{gap_note} ({citation_text(section)})",
         )
 
     exempt_note = f" after leaving out {exempt_s:.0f} exempt seconds" if exempt_s > 0 else ""
@@ -710,10 +711,10 @@ def _finding(
             FindingKind.UNRELIABLE,
             f"{measured}, above the {limit} dB limit, but {weather_s:.0f} seconds were affected by weather "
             f"({', '.join(weather_reasons)}) and {without}, so the reading is unreliable{gap_note} "
-            f"(section {section})",
+            f"({citation_text(section)})",
         )
     return emit(
-        FindingKind.VIOLATION, f"{measured}, above the {limit} dB limit{gap_note} (section {section})"
+        FindingKind.VIOLATION, f"{measured}, above the {limit} dB limit{gap_note} ({citation_text(section)})"
     )
 
 
@@ -851,7 +852,7 @@ def early_warnings(
             summary = (
                 f"Noise at {where} has already made the {span} {warn_metric} certain to end above the "
                 f"{limit} dB limit ({at_least}{db(best_case)} dB(A) even if it were quiet from now on); "
-                f"reduce noise now (section {standard.section})"
+                f"reduce noise now ({citation_text(standard.section)})"
             )
         elif so_far >= params.limit_db - params.warning_margin_db:
             which = "approaching_limit"
@@ -863,7 +864,7 @@ def early_warnings(
             )
             summary = (
                 f"Noise at {where} {running} for {span}, within "
-                f"{params.warning_margin_db:g} dB of the {limit} dB limit (section {standard.section})"
+                f"{params.warning_margin_db:g} dB of the {limit} dB limit ({citation_text(standard.section)})"
             )
         elif overloaded_s:
             which = "meter_overloaded"
@@ -871,7 +872,7 @@ def early_warnings(
                 f"Noise at {where} overloaded the meter for {_seconds(overloaded_s)} of {span} (its input"
                 f" at full scale, IEC 61672-1 5.11): it reads at least {db(so_far)} dB(A), a lower bound,"
                 f" so the interval cannot be shown to keep the {limit} dB limit; check the meter's range"
-                f" (section {standard.section})"
+                f" ({citation_text(standard.section)})"
             )
         else:
             continue

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding
+from rules.citation import citation_text
 from rules.deadlines import (
     events_of,
     first_by_id,
@@ -131,13 +132,13 @@ def evaluate(
             kind = FindingKind.VIOLATION
             summary = (
                 f"Land-disturbing activity {started.id} ({size}) started at {when}{under}, but "
-                f"{'; '.join(reasons)} (section {standard.section})"
+                f"{'; '.join(reasons)} ({citation_text(standard.section)})"
             )
         else:
             kind = FindingKind.COMPLIANT
             summary = (
                 f"Land-disturbing activity {started.id} ({size}) started at {when}{under} with plan "
-                f"{plan_id} filed and approved beforehand (section {standard.section})"
+                f"{plan_id} filed and approved beforehand ({citation_text(standard.section)})"
             )
         findings.append(
             make_finding(
@@ -178,7 +179,7 @@ def early_warnings(
             needs.append("only once the plan is approved")
         summary = (
             f"Land-disturbing activity under plan {plan.id} may start {', and '.join(needs)} "
-            f"(section {standard.section})"
+            f"({citation_text(standard.section)})"
         )
         warnings.append(
             make_finding(

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site
+from rules.citation import citation_text
 from rules.lighting import TemporaryDays, lighting_days, local_day_bounds
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
 from rules.times import duration_text, iso
@@ -94,7 +95,7 @@ def evaluate(
         summary = (
             f"Temporary lighting was used on {lit.day.isoformat()}, day {lit.ordinal} of {lit.day.year}; "
             f"temporary lighting is allowed on no more than {params.max_days_per_year} days a year "
-            f"(section {standard.section})"
+            f"({citation_text(standard.section)})"
         )
         findings.append(
             make_finding(
@@ -137,7 +138,7 @@ def early_warnings(
     state = f"{left} left" if left > 0 else ("none left" if left == 0 else f"{-left} over the limit")
     summary = (
         f"{used} of the {params.max_days_per_year} temporary-lighting days allowed in {year} are used or "
-        f"declared ({state}) (section {standard.section})"
+        f"declared ({state}) ({citation_text(standard.section)})"
     )
     year_start, _ = local_day_bounds(site, date(year, 1, 1))
     _, year_end = local_day_bounds(site, date(year, 12, 31))

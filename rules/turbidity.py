@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label
+from rules.citation import citation_text
 from rules.deadlines import flag_set
 from rules.model import (
     Finding,
@@ -178,14 +179,14 @@ def evaluate(
             )
             if exempt:
                 kind = FindingKind.EXEMPT_EXCEEDANCE
-                tail = f"; {exemption}, so section {standard.section} does not apply"
+                tail = f"; {exemption}, so {citation_text(standard.section)} does not apply"
             else:
                 kind = FindingKind.VIOLATION
                 tail = ""
             summary = (
                 f"Turbidity at {sensor_label(info)} was {_condition(worst, params)} at "
                 f"{local_hm(window_start, tz)} local, {since}: read as visible siltation beyond the buffer "
-                f"line (section {standard.section}, which sets no turbidity number){tail}"
+                f"line ({citation_text(standard.section)}, which sets no turbidity number){tail}"
             )
             measurements = [Measurement("turbidity", worst.reading.ntu, params.max_ntu, "NTU")]
             if worst.reference is not None:
@@ -241,7 +242,7 @@ def early_warnings(
         summary = (
             f"Turbidity at {sensor_label(site.sensors[sensor])} is {_condition(last, params)} since "
             f"{local_hm(last.run_start, site.tz)}; it becomes a violation if it lasts {left:.0f} more "
-            f"minutes (section {standard.section})"
+            f"minutes ({citation_text(standard.section)})"
         )
         warnings.append(
             make_finding(

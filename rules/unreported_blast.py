@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from operator import attrgetter
 
 from rules.base import RuleSpec, Standard, leq, make_finding, only_site, sensor_label, sensors_of
+from rules.citation import citation_text
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData, SoundLevels
 from rules.times import iso, local_hms
 
@@ -139,7 +140,7 @@ def evaluate(
                 f"An impulsive sound (peak {impulse.peak:.1f} dB at {local_hms(record.ts, site.tz)} local) "
                 f"at {sensor_label(info)} looks like a blast, but no blast was recorded within "
                 f"{minutes:g} minutes "
-                f"(section {standard.section}); no notice of violation: a sound alone does not show "
+                f"({citation_text(standard.section)}); no notice of violation: a sound alone does not show "
                 "a blast or its time, so the Town should ask the Operator for the blast record"
             )
             findings.append(

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label, sensors_of
+from rules.citation import citation_text
 from rules.lighting import (
     LINKED_TO_TEMPORARY_LIGHTING,
     TemporaryDays,
@@ -105,7 +106,7 @@ def evaluate(
                 f"The {sensor_label(info)} saw {worst:.3f} lux at {local_hm(window_start, site.tz)} local, "
                 f"{worst / baseline if baseline > 0 else float('inf'):.1f} times its usual night sky of "
                 f"{baseline:.3f} lux: light is being projected above the horizontal "
-                f"(section {standard.section}){tail}"
+                f"({citation_text(standard.section)}){tail}"
             )
             findings.append(
                 make_finding(

@@ -36,6 +36,7 @@ from zoneinfo import ZoneInfo
 from monitor.errors import UsageError
 from monitor.journal import queries
 from monitor.wire.protocol import format_ts
+from rules.citation import citation_text
 from rules.times import local_stamp
 
 if TYPE_CHECKING:
@@ -486,11 +487,11 @@ class Demo:
             self.summary["notices"] = []
             for notice in notices:
                 deadline = local_stamp(notice.deadline, zone)
+                title = notice.data.get("title") or notice.standard
                 _say(
                     self.stream,
-                    f"  {notice.id}  {notice.data.get('title') or notice.standard} (section {notice.section})"
-                    f"  {notice.status}, "
-                    f"cure by {deadline}",
+                    f"  {notice.id}  {title} ({citation_text(notice.section)})  {notice.status},"
+                    f" cure by {deadline}",
                 )
                 self.summary["notices"].append(
                     {
@@ -597,7 +598,9 @@ class Demo:
                 ]
                 if not judged and site.preexisting:
                     spared = (
-                        f" (section {profile.preexisting_section})" if profile.preexisting_section else ""
+                        f" ({citation_text(profile.preexisting_section)})"
+                        if profile.preexisting_section
+                        else ""
                     )
                     judged = [
                         "no finding: the profile does not hold a pre-existing site to these"

@@ -25,6 +25,7 @@ from monitor.notify.notices import (
     quantity_text,
 )
 from rules.air_overpressure import SECONDARY
+from rules.citation import citation_text
 from rules.profile import Profile
 from rules.times import local_stamp, span_text, stored_time
 
@@ -86,7 +87,8 @@ def blast_rows(
             rows.append(
                 (
                     "Allowed blasting hours",
-                    f"{p.window_start[:5]} to {p.window_end[:5]} local (section {window.section}){late}",
+                    f"{p.window_start[:5]} to {p.window_end[:5]} local"
+                    f" ({citation_text(window.section)}){late}",
                 )
             )
     if blast_ts is not None and site is not None:
@@ -171,7 +173,7 @@ def _not_judged_reason(
     if site is not None and site.preexisting and not binding:
         return (
             "; not judged against the limit: the site is a pre-existing operation"
-            + (f" (section {preexisting_section})" if preexisting_section else "")
+            + (f" ({citation_text(preexisting_section)})" if preexisting_section else "")
             + ", which the overpressure standard does not bind"
         )
     return ""

@@ -13,7 +13,6 @@ connection) can build it.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from monitor.notify.notices import (
 )
 from monitor.wire.canonical import from_us
 from monitor.wire.protocol import format_ts, parse_ts
+from rules.citation import citation_text, is_section
 from rules.profile import Profile, ProfileError, load_profile
 from rules.times import local_moment, local_stamp, span_text
 
@@ -53,7 +53,6 @@ __all__ = [
     "facts_rows",
     "header_rows",
     "history_rows",
-    "is_section",
     "load_notice",
     "measurements",
     "notice_context",
@@ -212,7 +211,7 @@ def _happened_text(notice: Notice, episode: NoticeEpisode) -> str:
         for m in limited
     )
     title = str(notice.data.get("title") or "Violation")
-    return f"{title}{f' at {where}' if where else ''} {span}: {measured} (section {notice.section})."
+    return f"{title}{f' at {where}' if where else ''} {span}: {measured} ({citation_text(notice.section)})."
 
 
 def _intervals_text(episode: NoticeEpisode) -> str:
@@ -319,7 +318,7 @@ def header_rows(
         ("Status", notice.status.replace("_", " ")),
         ("To (Operator)", f"{operator}, {', '.join(address.splitlines())}" if address else operator),
         ("Site", f"{d.get('site_name', notice.site)} ({notice.site})"),
-        ("Standard", f"Section {notice.section}: {d.get('title', '')}"),
+        ("Standard", f"{citation_text(notice.section, capital=True)}: {d.get('title', '')}"),
         ("Issued", f"{local_stamp(notice.opened, tz)} ({format_ts(notice.opened)})"),
     ]
     if served is not None:
@@ -351,8 +350,8 @@ def _cure_text(notice: Notice, context: NoticeContext | None) -> str:
     terms = context.profile.notice if context is not None and context.profile is not None else None
     more_time = f" {terms.more_time}" if terms is not None and terms.more_time else ""
     return (
-        f"Under section {d['cure_section']} the Operator is granted {days} days to correct the violation"
-        f"{counted}.{more_time}{served}"
+        f"Under {citation_text(d['cure_section'])} the Operator is granted {days} days to correct the"
+        f" violation{counted}.{more_time}{served}"
     )
 
 
@@ -371,18 +370,18 @@ def _consequence_texts(notice: Notice, context: NoticeContext | None) -> list[st
         out.append(terms.consequence)
     elif notice.data.get("citation_section"):
         out.append(
-            f"If the violation is not corrected in time, a citation may be issued (section "
-            f"{notice.data['citation_section']})."
+            "If the violation is not corrected in time, a citation may be issued"
+            f" ({citation_text(notice.data['citation_section'])})."
         )
     else:
         out.append(f"Not stated here: {judged} does not record what the ordinance provides.")
     if terms is not None and terms.hearing:
-        cite = f" (section {terms.hearing_section})" if terms.hearing_section else ""
+        cite = f" ({citation_text(terms.hearing_section)})" if terms.hearing_section else ""
         out.append(f"Hearing or appeal{cite}: {terms.hearing}")
     elif terms is not None and terms.no_hearing_source:
         out.append(
             f"The ordinance provides no hearing or appeal of a notice of violation "
-            f"({_source_text(terms.no_hearing_source)}); this notice cites none."
+            f"({citation_text(terms.no_hearing_source)}); this notice cites none."
         )
     else:
         out.append(
@@ -390,20 +389,6 @@ def _consequence_texts(notice: Notice, context: NoticeContext | None) -> list[st
             " provides one."
         )
     return out
-
-
-def _source_text(source: str) -> str:
-    """'section 13.3' for a section of the ordinance, any other citation as written."""
-    return f"section {source}" if is_section(source) else source
-
-
-# A section of the ordinance as profiles cite it: "6.D", "13.3.B", "28-5(a)", "28-8(b)(5)".
-_SECTION = re.compile(r"\d+(?:[.-][0-9A-Za-z]+)*(?:\([0-9A-Za-z]+\))*")
-
-
-def is_section(source: str) -> bool:
-    """Whether a ``[notice.sources]`` entry names a section of the ordinance (not "profile" or a citation)."""
-    return _SECTION.fullmatch(source) is not None
 
 
 _PARAM_UNITS = (
@@ -456,7 +441,7 @@ def source_rows(notice: Notice, context: NoticeContext | None) -> list[tuple[str
         elif source == "profile":
             said = f"set by the Town in profile {profile.name}; the ordinance gives no number"
         elif is_section(source):
-            said = f"the ordinance's own, section {source}"
+            said = f"the ordinance's own, {citation_text(source)}"
         else:
             said = source
         rows.append((f"{words}: {shown}", said))
@@ -572,7 +557,8 @@ def document_sections(
     d = notice.data
     sections = [
         Section(
-            f"Standard violated: section {notice.section}, {d.get('title', '')}", quote=str(d.get("text", ""))
+            f"Standard violated: {citation_text(notice.section)}, {d.get('title', '')}",
+            quote=str(d.get("text", "")),
         ),
     ]
     for number, episode in enumerate(notice.episodes, 1):
@@ -609,7 +595,7 @@ def document_sections(
         )
     )
     cite = (
-        f" (section {context.profile.notice.consequence_section})"
+        f" ({citation_text(context.profile.notice.consequence_section)})"
         if (
             context is not None and context.profile is not None and context.profile.notice.consequence_section
         )

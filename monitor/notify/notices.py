@@ -60,6 +60,7 @@ from monitor.notify.alerts import Alert
 from monitor.wire.canonical import canonical_text, from_us, to_us
 from monitor.wire.codec import finding_from_json, finding_to_json
 from monitor.wire.protocol import format_ts, parse_ts
+from rules.citation import citation_text
 from rules.deadlines import (
     MAX_EXTRA_DAYS,
     WorkCalendar,
@@ -630,11 +631,11 @@ class NoticeBook:
         when = facts["start_local"]
         if decision.action is Action.ESCALATE:
             citation = _citation_section(profile)
-            cite = f" (section {citation})" if citation else ""
+            cite = f" ({citation_text(citation)})" if citation else ""
             pending = " An extension request was pending." if decision.extension_pending else ""
             note = (
-                f"New violation of section {active.section} at {where} from {when}, after the cure deadline "
-                f"{local_stamp(active.deadline, site.timezone)}; the violation was not corrected. "
+                f"New violation of {citation_text(active.section)} at {where} from {when}, after the cure"
+                f" deadline {local_stamp(active.deadline, site.timezone)}; the violation was not corrected. "
                 f"Citation recommended{cite}.{pending}"
             )
             seq = self._change(
@@ -659,7 +660,10 @@ class NoticeBook:
                 facts,
                 note,
             )
-        note = f"Continuing violation of section {active.section} at {where} from {when}: {facts['summary']}"
+        note = (
+            f"Continuing violation of {citation_text(active.section)} at {where} from {when}:"
+            f" {facts['summary']}"
+        )
         seq = self._change(
             active,
             "continuing",
@@ -750,9 +754,10 @@ class NoticeBook:
         notice = Notice(
             notice_id, site.id, episode.standard, str(data["section"]), OPEN, now, deadline, deadline, data
         )
-        cure = f"section {profile.cure_section}, " if profile.cure_section else ""
+        cure = f"{citation_text(profile.cure_section)}, " if profile.cure_section else ""
+        cited = citation_text(notice.section)
         note = (
-            f"Notice of violation issued for section {data['section']} ({data['title']}); correct by "
+            f"Notice of violation issued for {cited} ({data['title']}); correct by "
             f"{data['deadline_local']} ({cure}{profile.cure_days} days)"
         )
         seq = self._change(
@@ -769,7 +774,7 @@ class NoticeBook:
         operator = f" to {site.operator}" if site.operator else ""
         message = (
             f"Notice of violation {notice_id} issued{operator} for {site.name}: {data['title']} "
-            f"(section {data['section']}). {facts['summary']}. Correct by {data['deadline_local']}."
+            f"({cited}). {facts['summary']}. Correct by {data['deadline_local']}."
         )
         return notice_id, self._event(
             notice,
@@ -1026,7 +1031,7 @@ class NoticeBook:
             reason = (before_deadline_reason or "").strip()
             if early and not reason:
                 citation = str(notice.data.get("citation_section") or "")
-                cited = f" ({citation})" if citation else ""
+                cited = f" ({citation_text(citation)})" if citation else ""
                 raise EarlyEscalation(
                     f"notice {notice.id}: its cure deadline {local_stamp(notice.deadline, notice.timezone)} "
                     f"has not passed, and a citation{cited} follows a failure to correct"
@@ -1046,7 +1051,7 @@ class NoticeBook:
                 notice.deadline,
                 data,
             )
-            cite = f" (section {citation})" if citation else ""
+            cite = f" ({citation_text(citation)})" if citation else ""
             message = f"Citation recommended{cite} on notice {notice.id}: {note}".strip()
             return self._event(
                 notice,
@@ -1251,7 +1256,7 @@ def _reminder_text(notice: Notice, reminder: Reminder, profile: Profile, now: da
     """What a reminder says: the deadline as every surface shows it, and what may be done."""
     title = notice.data.get("title", "") or notice.standard
     deadline = local_stamp(notice.deadline, notice.timezone)
-    cure = f" (section {profile.cure_section})" if profile.cure_section else ""
+    cure = f" ({citation_text(profile.cure_section)})" if profile.cure_section else ""
     if reminder is Reminder.DEADLINE_PASSED:
         state = notice.status.replace("_", " ")
         return (

@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.config import SiteConfig
 from monitor.journal import queries
-from monitor.notify.document import PLOT_MARGIN, is_section, measurements
+from monitor.notify.document import PLOT_MARGIN, measurements
 from monitor.notify.notices import (
     Notice,
     NoticeEpisode,
@@ -35,6 +35,7 @@ from monitor.notify.notices import (
 )
 from monitor.wire.canonical import from_us
 from monitor.wire.codec import event_from_row
+from rules.citation import citation_text, is_section
 from rules.model import Blast, TruckPassage, WorkPeriod
 from rules.profile import Profile, load_profile
 
@@ -161,8 +162,8 @@ def _limit_source(notice: Notice, profile: Profile | None) -> str:
     sources = profile.notice.sources.get(notice.standard, {}) if profile is not None else {}
     source = sources.get(name, "")
     if profile is None or not source or is_section(source):
-        return f"section {source or notice.section}"
-    return f"profile {profile.name}; section {notice.section} sets no number"
+        return citation_text(source or notice.section)
+    return f"profile {profile.name}; {citation_text(notice.section)} sets no number"
 
 
 def _limit_line(ax: Any, limit: float, unit: str, source: str) -> None:
@@ -367,7 +368,7 @@ def _noise_plot(
     limit = plotted_limit(notice, episode, SOUND_UNITS, profile)
     where = ", ".join(sensors)
     fig, ax = _new_axes(
-        f"{notice.id}: sound level at {where} around the violation of section {notice.section}",
+        f"{notice.id}: sound level at {where} around the violation of {citation_text(notice.section)}",
         "Sound level at the boundary, dB(A)",
         tz,
         start,
@@ -475,7 +476,7 @@ def _readings_plot(
     tz = ZoneInfo(notice.timezone)
     where = ", ".join(sensors)
     fig, ax = _new_axes(
-        f"{notice.id}: {series.what} at {where} around the violation of section {notice.section}",
+        f"{notice.id}: {series.what} at {where} around the violation of {citation_text(notice.section)}",
         series.ylabel,
         tz,
         start,
@@ -514,7 +515,7 @@ def _readings_plot(
         _limit_line(ax, limit, series.unit, _limit_source(notice, profile))
     note = _other_limits_text(episode, series.units)
     if limit is None:
-        note = f"Section {notice.section} sets no {series.what} level limit.\n" + note
+        note = f"{citation_text(notice.section, capital=True)} sets no {series.what} level limit.\n" + note
     _note_box(ax, note.strip())
     if series.log:
         _log_lux_axis(ax, seen, limit)

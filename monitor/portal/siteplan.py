@@ -22,6 +22,7 @@ from typing import Any
 
 from monitor import geo
 from monitor.config import SiteConfig
+from rules.citation import citation_text
 
 WIDTH = 800.0  # canvas units across; the height follows the site's shape
 MARGIN = 90.0  # room for labels around the drawing
@@ -440,7 +441,7 @@ def svg(
         )
     for p in plan.get("parcels", ()):
         points = " ".join(f"{x},{y}" for x, y in p["points"])
-        words = p["name"] + (f" (section {p['section']})" if p["section"] else "")
+        words = p["name"] + (f" ({citation_text(p['section'])})" if p["section"] else "")
         out.append(
             f'<polygon class="parcel" data-parcel="{escape(p["id"])}" points="{points}" fill="#e3eef7"'
             f' stroke="#1565c0" stroke-width="2" stroke-dasharray="8 4">'

@@ -31,6 +31,7 @@ from monitor.portal.security import Event, SecurityLog
 from monitor.portal.sessions import Sessions
 from monitor.portal.throttle import LoginLimiter
 from monitor.times import parse_day
+from rules.citation import citation_text
 from rules.times import local_clock, local_moment
 
 HERE = Path(__file__).parent
@@ -86,6 +87,7 @@ def portal_templates() -> Jinja2Templates:
     templates.env.globals.update(version=__version__, status_label=lambda s: STATUS_LABELS.get(s, s))
     templates.env.filters["local"] = local_clock
     templates.env.filters["site_time"] = local_moment
+    templates.env.filters["citation"] = citation_text
     from monitor.portal.siteplan import STATE_COLOURS, STATE_LABELS
 
     templates.env.globals.update(

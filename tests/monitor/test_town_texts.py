@@ -8,8 +8,9 @@ blast reports, the evidence bundle) with the demo's site configuration and its d
 scenario turned into Fernhill's (the profile path, and no Dovre word in what the site supplies),
 then `minewatch notices`, `status`, `report` and the portal's pages. Each surface must cite
 Fernhill's sections and none of Dovre's (13.3.A/B, 6.C.x, 6.D, 6.F, 6.G, SPS 307, Wis. Stat.,
-1.4.C). No part is mocked: the runner's two site-configuration readers are pointed at the
-turned configuration (monkeypatch), as an operator would edit the file.
+1.4.C), each as written: never "section § 4.2" (rules.citation words a bare number only). No
+part is mocked: the runner's two site-configuration readers are pointed at the turned
+configuration (monkeypatch), as an operator would edit the file.
 """
 
 from __future__ import annotations
@@ -37,13 +38,16 @@ from tests.support.portal_server import on_port, portal_serving
 
 FERNHILL = REPO / "tests" / "data" / "profiles" / "fernhill.toml"
 SITE = runner.SITE
-# Dovre's citations, which a Fernhill site must never read.
-DOVRE = re.compile(r"Dovre|13\.3|\b6\.[A-G](?:\.\d)?\b|SPS 307|990\.001|1\.4\.C|Wis\. Stat|Wisconsin")
+# Dovre's citations, which a Fernhill site must never read, and the word "section" before a
+# section mark ("section § 4.2"): Fernhill's sections are cited as written.
+WRONG = re.compile(
+    r"Dovre|13\.3|\b6\.[A-G](?:\.\d)?\b|SPS 307|990\.001|1\.4\.C|Wis\. Stat|Wisconsin|\b[Ss]ection\s+§"
+)
 
 
-def dovre_citations(text: str) -> list[str]:
-    """Each Dovre citation in ``text`` with some words around it (empty: none)."""
-    return [text[max(0, m.start() - 70) : m.end() + 30] for m in DOVRE.finditer(text)]
+def wrong_citations(text: str) -> list[str]:
+    """Each Dovre citation or "section §" in ``text`` with some words around it (empty: none)."""
+    return [text[max(0, m.start() - 70) : m.end() + 30] for m in WRONG.finditer(text)]
 
 
 def as_fernhill(text: str) -> str:
@@ -108,8 +112,8 @@ def town(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Town]:
 
 def test_the_demo_console_names_the_profile_and_its_sections(town: Town) -> None:
     assert "(Fernhill Township quarry ordinance)" in town.console
-    assert re.search(r"FRN-\d{4}-\d{4}  Quarry sound at the property line \(section § 4\.2\)", town.console)
-    assert dovre_citations(town.console) == []
+    assert re.search(r"FRN-\d{4}-\d{4}  Quarry sound at the property line \(§ 4\.2\)", town.console)
+    assert wrong_citations(town.console) == []
 
 
 def test_notice_documents_cite_the_profiles_cure_and_citation_sections(town: Town) -> None:
@@ -117,20 +121,22 @@ def test_notice_documents_cite_the_profiles_cure_and_citation_sections(town: Tow
     assert len(documents) >= 4
     for document in documents:
         text = document.read_text()
-        assert dovre_citations(text) == [], document.name
-        assert "Under section § 9.1(a) the Operator is granted 400 days" in text, document.name
+        assert wrong_citations(text) == [], document.name
+        assert "Under § 9.1(a) the Operator is granted 400 days" in text, document.name
         assert "written explanation of the need for additional time" not in text  # Dovre's 13.3.A words
         assert "the Township may issue a citation (§ 9.1(b))" in text, document.name
     noise = next(d.read_text() for d in documents if "Quarry sound at the property line" in d.read_text())
-    assert "Section § 4.2: Quarry sound at the property line" in noise
+    assert "§ 4.2: Quarry sound at the property line" in noise
+    assert "Standard violated: § 4.2, Quarry sound at the property line" in noise
+    assert "the ordinance's own, § 4.2" in noise  # its limit's source, a section of the ordinance
     light = next(d.read_text() for d in documents if "Light spilling over" in d.read_text())
     # The lighting rules cite the profile's temporary lighting section, not Dovre's words for 6.C.6.
-    assert "first 20 days of temporary lighting (section § 4.5(f))" in light
-    blast = next(d.read_text() for d in documents if "Section § 4.7(c)" in d.read_text())
+    assert "first 20 days of temporary lighting (§ 4.5(f))" in light
+    blast = next(d.read_text() for d in documents if "Standard violated: § 4.7(c)" in d.read_text())
     assert "counted as elapsed time, Sundays and holidays included (minewatch reading" in blast
     assert "Owners: minewatch checks the owners the Town listed for the site" in blast
     for html_document in (town.folder / "notices").glob("FRN-*.html"):
-        assert dovre_citations(page_text(html_document.read_text())) == [], html_document.name
+        assert wrong_citations(page_text(html_document.read_text())) == [], html_document.name
 
 
 def test_alerts_and_notice_records_cite_the_profiles_sections(town: Town) -> None:
@@ -144,8 +150,8 @@ def test_alerts_and_notice_records_cite_the_profiles_sections(town: Town) -> Non
     finally:
         conn.close()
     for text in [*alerts, *changes, *notices]:
-        assert dovre_citations(text) == [], text
-    assert any("(section § 9.1(a), 400 days)" in c for c in changes), changes
+        assert wrong_citations(text) == [], text
+    assert any("(§ 9.1(a), 400 days)" in c for c in changes), changes
     assert all('"citation_section":"§ 9.1(b)"' in n for n in notices), notices
 
 
@@ -154,24 +160,24 @@ def test_the_cli_refuses_an_early_escalation_citing_the_profiles_citation_sectio
                     "--note", "not corrected", "--by", "clerk")  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "has not passed, and a citation (§ 9.1(b)) follows a failure to correct" in done.stderr
-    assert dovre_citations(done.stderr) == []
+    assert wrong_citations(done.stderr) == []
     helps = [town.cli("notices", "--help").stdout] + [
         town.cli("notices", action, "--help").stdout for action in ("request-extension", "extend", "escalate")
     ]
     for text in helps:
-        assert dovre_citations(text) == [], text
+        assert wrong_citations(text) == [], text
 
 
 def test_status_and_the_report_cite_the_profiles_sections(town: Town, tmp_path: Path) -> None:
     status = town.cli("status", "--config", str(town.config))
     assert status.returncode == 0, status.stderr
-    assert dovre_citations(status.stdout) == []
+    assert wrong_citations(status.stdout) == []
     made = town.cli("report", "--config", str(town.config), "--day", str(town.day), "--out", str(tmp_path))
     assert made.returncode == 0, made.stderr
     [table] = tmp_path.glob("*.csv")
     text = table.read_text()
     assert "Temporary lighting (§ 4.5(f)): 0 day(s) used in the period (none); 0 of 20 days" in text
-    assert dovre_citations(text) == []
+    assert wrong_citations(text) == []
 
 
 def test_blast_reports_head_their_findings_with_the_profiles_blasting_sections(town: Town) -> None:
@@ -180,7 +186,7 @@ def test_blast_reports_head_their_findings_with_the_profiles_blasting_sections(t
     for report in reports:
         text = page_text(report.read_text())
         assert "Findings (§ 4.7, § 4.7(c), § 4.7(d), § 4.7(e), § 4.7(f)): window, sunset, notice" in text
-        assert dovre_citations(text) == [], report.name
+        assert wrong_citations(text) == [], report.name
 
 
 def test_the_evidence_bundle_says_the_profiles_sections(town: Town) -> None:
@@ -193,7 +199,7 @@ def test_the_evidence_bundle_says_the_profiles_sections(town: Town) -> None:
         }
     assert "records/findings.json" in texts and "README.txt" in texts
     for name, text in texts.items():
-        assert dovre_citations(text) == [], name
+        assert wrong_citations(text) == [], name
     assert '"section": "§ 4.5(b)"' in texts["records/findings.json"]
     # The bundle's day plots draw each limit labelled by the profile's section (plots.plot_limits,
     # which already read it from the profile).
@@ -202,7 +208,7 @@ def test_the_evidence_bundle_says_the_profiles_sections(town: Town) -> None:
     labels = [label for lines in plot_limits(site, load_profile(site.profile)).values() for label, _ in lines]
     assert "§ 4.2 limit 75 dB (LAeq)" in labels and "§ 4.3 limit 75 dB (LAeq)" in labels
     assert "§ 4.5(b) limit 0.5 lux at night, longer than 300 s" in labels
-    assert [label for label in labels if dovre_citations(label)] == []
+    assert [label for label in labels if wrong_citations(label)] == []
 
 
 def test_portal_pages_cite_the_profiles_sections(town: Town) -> None:
@@ -238,11 +244,11 @@ def test_portal_pages_cite_the_profiles_sections(town: Town) -> None:
                 assert reply.status == 200, (name, path, reply.status)
                 seen[f"{name} {path}"] = page_text(reply.body)
     for where, body in seen.items():
-        assert dovre_citations(body) == [], where
+        assert wrong_citations(body) == [], where
     # The operator's request for more time cites the profile's cure section; the plan's parcel
     # legend the parcel's own section from the site configuration.
     assert "Request an extension of the cure deadline (§ 9.1(a))" in seen[f"operator /notices/{notice}"]
-    assert "parcel (e.g. a conveyor's, section § 4.3)" in seen[f"town /sites/{SITE}/plan"]
+    assert "parcel (e.g. a conveyor's, § 4.3)" in seen[f"town /sites/{SITE}/plan"]
     assert "§ 4.2" in seen[f"town /api/v1/sites/{SITE}/findings?date={town.day}"]
     blast = seen[f"town /sites/{SITE}/blasts/b-{town.day:%m%d}-2/report.html"]
     assert "Findings (§ 4.7, § 4.7(c), § 4.7(d), § 4.7(e), § 4.7(f))" in blast

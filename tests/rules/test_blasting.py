@@ -646,7 +646,7 @@ def test_another_towns_blast_notice_readings_cite_no_dovre_law() -> None:
     owners = "Owners: minewatch checks the owners the Town listed for the site: 2 owner(s) listed"
     assert f"{owners} in the site configuration." in considered
     assert not [c for c in considered if re.search(r"990\.001|6\.F|section 2|Dovre", c)], considered
-    assert "(section § 4.7(c))" in finding.summary
+    assert "(§ 4.7(c))" in finding.summary
 
 
 def test_the_town_recipients_default_names_no_town() -> None:

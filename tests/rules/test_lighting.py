@@ -648,9 +648,9 @@ ALLOWANCE_CITED_CASES = [
     case(FERNHILL, 19, "light_trespass", "it was declared temporary lighting (declared temporary lighting "
          "tl-tonight), allowed under § 4.5(f) within the year's 20 days", id="fernhill-exempt-under-§4.5(f)"),
     case(FERNHILL, 20, "light_trespass", "beyond the 20 days a year it may be used, so it does not exempt "
-         "this light (section § 4.5(f))", id="fernhill-beyond-§4.5(f)"),
+         "this light (§ 4.5(f))", id="fernhill-beyond-§4.5(f)"),
     case(FERNHILL, 20, "high_intensity_light", "beyond the 20 days a year it may be used, so it does not "
-         "exempt this light (section § 4.5(f))", id="fernhill-high-intensity-beyond-§4.5(f)"),
+         "exempt this light (§ 4.5(f))", id="fernhill-high-intensity-beyond-§4.5(f)"),
 ]
 # fmt: on
 
@@ -667,7 +667,7 @@ def test_the_temporary_lighting_allowance_is_cited_as_the_profile_numbers_it(
     if profile is DOVRE:
         assert "(6.C.6: 'not longer than 30 total days within each year')" in considered
     else:
-        assert "first 20 days of temporary lighting (section § 4.5(f)), counted" in considered
+        assert "first 20 days of temporary lighting (§ 4.5(f)), counted" in considered
         assert "6.C" not in finding.summary + considered
 
 

@@ -198,7 +198,7 @@ def test_second_profile_noise(level: float, profile: Profile, expected: list[str
     assert kinds(findings) == expected
     if findings:
         assert findings[0].section == "§ 12-4(b)" and findings[0].standard == "sound"
-        assert "above the 75 dB limit (section § 12-4(b))" in findings[0].summary
+        assert "above the 75 dB limit (§ 12-4(b))" in findings[0].summary
 
 
 # fmt: off

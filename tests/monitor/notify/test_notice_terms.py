@@ -191,7 +191,7 @@ def test_the_words_on_more_time_are_the_profiles() -> None:
     """Dovre's 13.3.A words on asking for more time ([notice] more_time) follow its period; a town
     whose profile gives none (Fernhill) is granted its period under its own section, without them."""
     text = _paragraphs(_notice(FERNHILL, "noise"), "Required action", load_profile(FERNHILL))
-    assert "Under section § 9.1(a) the Operator is granted 10 days to correct the violation, counted" in text
+    assert "Under § 9.1(a) the Operator is granted 10 days to correct the violation, counted" in text
     for claim in ("shall immediately", "written explanation", "13.3"):
         assert claim not in text, claim
     dovre = load_profile("dovre").notice.more_time

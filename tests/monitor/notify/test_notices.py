@@ -926,7 +926,7 @@ FERNHILL_PATH = str(Path(__file__).parents[2] / "data" / "profiles" / "fernhill.
 # consequence_section), as recorded when the notice was issued: Dovre 13.3.B, Fernhill § 9.1(b).
 # fmt: off
 EARLY_REFUSAL_CASES = [
-    pytest.param("dovre", "6.D", "a citation (13.3.B) follows", id="dovre-13.3.B"),
+    pytest.param("dovre", "6.D", "a citation (section 13.3.B) follows", id="dovre-13.3.B"),
     pytest.param(FERNHILL_PATH, "§ 4.2", "a citation (§ 9.1(b)) follows", id="fernhill-§9.1(b)"),
 ]
 # fmt: on

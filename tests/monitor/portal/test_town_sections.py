@@ -49,7 +49,7 @@ def test_a_blast_notice_missing_someone_cites_the_notice_standards_section(secti
 # fmt: off
 PARCEL_CASES = [
     pytest.param(["6.G"], "parcel (e.g. a conveyor's, section 6.G)", id="dovre-6.G"),
-    pytest.param(["§ 4.3", "§ 4.3"], "parcel (e.g. a conveyor's, section § 4.3)", id="fernhill-§4.3"),
+    pytest.param(["§ 4.3", "§ 4.3"], "parcel (e.g. a conveyor's, § 4.3)", id="fernhill-§4.3"),
     pytest.param([""], "parcel (e.g. a conveyor's)", id="none-named"),
 ]
 # fmt: on
