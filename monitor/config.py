@@ -1267,6 +1267,27 @@ def site_profile_problems(
     return placed
 
 
+def profile_citation_gaps(sites: Sequence[SiteConfig]) -> list[str]:
+    """For each profile given by path (a town's own, perhaps copied from an older one), one line
+    per citation key it lacks and what the texts do without it (``rules.profile.citation_gaps``):
+    ``profile /etc/minewatch/town.toml (sites quarry): notice.more_time: not given; ...``. A
+    shipped profile is complete as shipped; a profile that does not load is reported elsewhere."""
+    from rules.profile import ProfileError, citation_gaps_of
+
+    users: dict[str, list[str]] = {}
+    for site in sites:
+        if site.profile.endswith(".toml"):
+            users.setdefault(site.profile, []).append(site.id)
+    lines = []
+    for path, ids in users.items():
+        try:
+            gaps = citation_gaps_of(path)
+        except ProfileError:
+            continue
+        lines += [f"profile {path} (sites {', '.join(ids)}): {gap}" for gap in gaps]
+    return lines
+
+
 def parse_config(
     text: str, source: str = "<string>", *, secrets: str = "require", profiles: bool = True
 ) -> Config:

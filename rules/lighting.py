@@ -166,7 +166,7 @@ def temporary_considered(counting: TemporaryDays) -> str:
 
 
 def allowance_cited(counting: TemporaryDays) -> str:
-    """ " (6.C.6: 'not longer than 30 total days within each year')", " (section 4.5(f))" or "":
+    """ " (6.C.6: 'not longer than 30 total days within each year')", " (§ 4.5(f))" or "":
     the allowance as the profile cites it, nothing where it names no section."""
     if not counting.section:
         return ""

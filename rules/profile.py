@@ -222,6 +222,84 @@ def standard_titles_of(name_or_path: str) -> dict[str, str]:
     return {str(k): str(v.get("title") or k) for k, v in standards.items() if isinstance(v, Mapping)}
 
 
+# The keys another town's texts are cited from (docs/CONFIG.md), each with the rule whose standards
+# read it (None: the profile's own key) and what the texts do without it. A profile copied from an
+# older one lacks them and would cite nothing there, silently; a key written as "" says the
+# ordinance has no such section and is not reported.
+_CITATION_KEYS: tuple[tuple[str, str | None, str], ...] = (
+    ("cure_section", None, "notices give the period to correct as the Town's setting, citing no section"),
+    ("notice.more_time", None, "notices and cure-deadline reminders state no way to ask for more time"),
+    (
+        "notice.consequence_section",
+        None,
+        "a citation recommended and an early escalation refused cite no section",
+    ),
+    (
+        "cure_next_business_day_source",
+        None,
+        "a cure deadline moved past a closed day (cure_next_business_day) cites no source",
+    ),
+    (
+        "preexisting_section",
+        None,
+        "a standard of preexisting_exempt is said not to bind a pre-existing site, citing no section",
+    ),
+    (
+        "quoted",
+        "temporary_lighting",
+        "the lighting findings cite the temporary lighting allowance without the ordinance's words",
+    ),
+    (
+        "fixed_sources_section",
+        "high_intensity_light",
+        "a vehicle's lights are said to be allowed, citing no section",
+    ),
+    (
+        "hours_source",
+        "blast_notice",
+        "the notice hours are counted as minewatch's reading, citing no source",
+    ),
+    (
+        "owners_reading",
+        "blast_notice",
+        "blast notice findings say which owners minewatch checks, not whom the ordinance requires",
+    ),
+)
+
+
+def citation_gaps_of(name_or_path: str) -> list[str]:
+    """Each citation key the profile lacks, as 'path.to.key: not given; what the texts do' (empty:
+    none), read as :func:`episode_gap_of`. A key written as "" is a choice and not listed."""
+    raw, _ = _read_profile(name_or_path)
+    return citation_gaps(raw)
+
+
+def citation_gaps(raw: Mapping[str, Any]) -> list[str]:
+    """:func:`citation_gaps_of` of a parsed profile."""
+    notice = _table(raw.get("notice"))
+    standards = _table(raw.get("standards"))
+    gaps: list[str] = []
+    for key, rule, without in _CITATION_KEYS:
+        if rule is not None:
+            for name, standard in standards.items():
+                if not isinstance(standard, Mapping) or standard.get("rule") != rule:
+                    continue
+                if key not in _table(standard.get("params")):
+                    gaps.append(f"standards.{name}.params.{key}: not given; {without}")
+            continue
+        if key == "preexisting_section" and not raw.get("preexisting_exempt"):
+            continue  # no standard spares a pre-existing site: the section is never cited
+        table, leaf = (notice, key.removeprefix("notice.")) if key.startswith("notice.") else (raw, key)
+        if leaf not in table:
+            gaps.append(f"{key}: not given; {without}")
+    return gaps
+
+
+def _table(value: Any) -> Mapping[str, Any]:
+    """A TOML table, or an empty one for anything else (build_profile reports that)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def _read_profile(name_or_path: str) -> tuple[dict[str, Any], str]:
     if name_or_path.endswith(".toml"):
         source = name_or_path

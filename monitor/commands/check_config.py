@@ -1,5 +1,9 @@
 """`minewatch check-config FILE` (or `--config FILE`): validate a configuration, print every problem.
 
+A profile given by path that lacks a key the texts cite from (``[notice] more_time``,
+``consequence_section``, ...) is valid, and each such key is said on one line of warning: the texts
+then cite nothing there.
+
 Exit status: 0 valid; 2 the configuration is invalid (every problem as ``path.to.key: reason``);
 3 the configuration is valid but a secret it names is not available on this machine (an
 environment variable not set, a secret file not readable): fix the machine, not the file.
@@ -10,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from monitor.config import SecretProblem, load_config
+from monitor.config import SecretProblem, load_config, profile_citation_gaps
 from monitor.errors import ConfigError, UsageError
 from monitor.named_file import NamedFileError, open_named_file
 
@@ -64,4 +68,14 @@ def run(args: argparse.Namespace) -> int:
         f"{file}: OK ({len(config.sites)} site(s), {sensors} sensor(s), "
         f"store {config.storage.path}, {influx})"
     )
+    # Valid all the same: a town may have no such section (then it writes the key as "").
+    gaps = profile_citation_gaps(config.sites)
+    for gap in gaps:
+        print(f"warning: {gap}", file=sys.stderr)
+    if gaps:
+        print(
+            f"{file}: {len(gaps)} citation key(s) not given; write each the ordinance has no section"
+            ' for as "" (docs/CONFIG.md, "Another town")',
+            file=sys.stderr,
+        )
     return 0
