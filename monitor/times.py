@@ -141,6 +141,13 @@ def extra_days(text: str) -> int:
     return days
 
 
+def day_given(text: str, option: str) -> date | None:
+    """The day when ``text`` is a date alone ('2026-12-07'), None for a time: what was done on a
+    day is told as that day, not as the moment :func:`moment_on_or_after` counts it from."""
+    value = text.strip()
+    return parse_date(value, option) if len(value) == 10 else None
+
+
 def moment_on_or_after(text: str, zone: tzinfo, option: str, earliest: datetime) -> datetime:
     """A time as parse_time reads it. A date alone is the start of that day, except on the day of
     ``earliest``: something done that day (a notice served on the day it was issued) was done

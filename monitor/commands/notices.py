@@ -32,7 +32,7 @@ from monitor.commands.site_option import chosen_site
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.shown_text import one_line
-from monitor.times import end_of_day, extra_days, moment_on_or_after, parse_time
+from monitor.times import day_given, end_of_day, extra_days, moment_on_or_after, parse_time
 
 if TYPE_CHECKING:
     from monitor.journal.store import Store
@@ -240,7 +240,7 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
         parse_time(args.on, UTC, "--on")  # a malformed time is named before the notice is looked up
         notice = book.get(args.id)
         served = moment_on_or_after(args.on, ZoneInfo(notice.timezone), "--on", notice.opened)
-        event = book.serve(args.id, served, args.by, args.note, now)
+        event = book.serve(args.id, served, args.by, args.note, now, served_day=day_given(args.on, "--on"))
     elif args.action == "close":
         event = book.close(args.id, args.note, args.by, now)
     elif args.action == "escalate":

@@ -35,6 +35,7 @@ from monitor.notify.notices import (
     measurement_text,
     notice_history,
     quantity_text,
+    service_text,
 )
 from monitor.wire.canonical import from_us
 from monitor.wire.protocol import format_ts, parse_ts
@@ -49,6 +50,7 @@ __all__ = [
     "Section",
     "answered_complaints",
     "complaint_rows",
+    "deadline_text",
     "document_sections",
     "facts_rows",
     "header_rows",
@@ -57,6 +59,7 @@ __all__ = [
     "measurements",
     "notice_context",
     "notice_title",
+    "served_text",
 ]
 
 # The time shown around a notice's episodes: its evidence plot, and the evidence bundle it names.
@@ -297,13 +300,25 @@ def facts_rows(
     return rows
 
 
-def header_rows(
-    notice: Notice, context: NoticeContext | None = None, history: Sequence[NoticeChange] = ()
-) -> list[tuple[str, str]]:
-    d = notice.data
+def served_text(notice: Notice, history: Sequence[NoticeChange]) -> str:
+    """When and by whom the Town served the notice ("" not recorded): '2026-12-07 by clerk' for a
+    service given as a day, '2026-12-07 14:10 CST (2026-12-07T20:10:00Z) by clerk' for a time.
+    The document's header and the portal's notice page both say it so."""
+    served = next((c for c in history if c.change == "served"), None)
+    if served is None:
+        return ""
+    when = service_text(served.data, notice.timezone)
+    if not served.data.get("served_day"):  # a time given: the instant too, as the issue's row
+        when += f" ({format_ts(parse_ts(served.data['served'], 'served'))})"
+    return f"{when} by {served.actor}"
+
+
+def deadline_text(notice: Notice, history: Sequence[NoticeChange]) -> str:
+    """The cure deadline in local time and, where it moved, why and from what: '2026-12-21 23:59
+    CST (counted from service; first deadline 2026-12-20 23:59 CST)'. The document's header and
+    the portal's notice page both say it so."""
     tz = notice.timezone
     deadline = local_stamp(notice.deadline, tz)
-    served = next((c for c in history if c.change == "served"), None)
     if notice.deadline != notice.first_deadline:
         moved_by = [
             words
@@ -311,6 +326,14 @@ def header_rows(
             if any(c.change == change and c.deadline != notice.first_deadline for c in history)
         ] or ["extended"]
         deadline += f" ({', '.join(moved_by)}; first deadline {local_stamp(notice.first_deadline, tz)})"
+    return deadline
+
+
+def header_rows(
+    notice: Notice, context: NoticeContext | None = None, history: Sequence[NoticeChange] = ()
+) -> list[tuple[str, str]]:
+    d = notice.data
+    tz = notice.timezone
     address = context.operator_address if context is not None else ""
     operator = str(d.get("operator") or "(operator not configured)")
     rows = [
@@ -321,10 +344,9 @@ def header_rows(
         ("Standard", f"{citation_text(notice.section, capital=True)}: {d.get('title', '')}"),
         ("Issued", f"{local_stamp(notice.opened, tz)} ({format_ts(notice.opened)})"),
     ]
-    if served is not None:
-        at = parse_ts(served.data["served"], "served")
-        rows.append(("Served", f"{local_stamp(at, tz)} ({format_ts(at)}) by {served.actor}"))
-    return [*rows, ("Cure deadline", f"{deadline} ({format_ts(notice.deadline)})")]
+    if served := served_text(notice, history):
+        rows.append(("Served", served))
+    return [*rows, ("Cure deadline", f"{deadline_text(notice, history)} ({format_ts(notice.deadline)})")]
 
 
 def _cure_text(notice: Notice, context: NoticeContext | None) -> str:

@@ -45,7 +45,7 @@ import json
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -120,6 +120,7 @@ __all__ = [
     "notice_record",
     "number_text",
     "quantity_text",
+    "service_text",
     "unit_text",
 ]
 
@@ -929,12 +930,25 @@ class NoticeBook:
                 deadline=new_deadline,
             )
 
-    def serve(self, notice_id: str, served: datetime, actor: str, note: str, now: datetime) -> NoticeEvent:
+    def serve(
+        self,
+        notice_id: str,
+        served: datetime,
+        actor: str,
+        note: str,
+        now: datetime,
+        *,
+        served_day: date | None = None,
+    ) -> NoticeEvent:
         """13.3.A grants the Operator its days from the notice's issue by the Town: minewatch draws
         a notice up when it finds the violation, and the Town serves it, perhaps later. Serving it
         records when, and counts the cure period again from then (the same rule as at issue:
         to the end of the local day ``cure_days`` after, rolled as the notice says); a deadline
-        already later (an extension) stays. Once per notice, while it is in the cure procedure."""
+        already later (an extension) stays. Once per notice, while it is in the cure procedure.
+
+        ``served_day``: the service was given as a day, not a time (``served`` is then the moment
+        the period counts from: that day's start, or the issue on the issue's own day); the
+        record keeps the day, and every surface says the day alone (:func:`service_text`)."""
         with self.store.batch():
             notice = self.get(notice_id)
             tz = ZoneInfo(notice.timezone)
@@ -945,7 +959,7 @@ class NoticeBook:
                 )
             earlier = [c for c in self.history(notice.id) if c.change == "served"]
             if earlier:
-                when = local_stamp(parse_ts(earlier[0].data["served"], "served"), notice.timezone)
+                when = service_text(earlier[0].data, notice.timezone)
                 raise InvalidTransition(f"notice {notice.id} was served already, {when}")
             if served < notice.opened:
                 raise InvalidTransition(
@@ -960,26 +974,20 @@ class NoticeBook:
             days = int(notice.data.get("cure_days", 0))
             counted = cure_deadline(served, days, tz, _roll_calendar(notice))
             deadline = max(counted, notice.deadline)
-            seq = self._change(
-                notice,
-                "served",
-                notice.status,
-                actor,
-                note,
-                now,
-                deadline,
-                {
-                    "served": format_ts(served),
-                    "previous_deadline": format_ts(notice.deadline),
-                    "counted_deadline": format_ts(counted),
-                },
-            )
+            record = {
+                "served": format_ts(served),
+                "previous_deadline": format_ts(notice.deadline),
+                "counted_deadline": format_ts(counted),
+            }
+            if served_day is not None:
+                record["served_day"] = served_day.isoformat()
+            seq = self._change(notice, "served", notice.status, actor, note, now, deadline, record)
             now_due = local_stamp(deadline, notice.timezone)
             told = f"the cure deadline is now {now_due} ({days} days after service)"
             if deadline != counted:
                 told = f"the cure deadline stays {now_due}, later than {days} days after service"
             message = (
-                f"Notice {notice.id} was served on the Operator {local_stamp(served, notice.timezone)} "
+                f"Notice {notice.id} was served on the Operator {service_text(record, notice.timezone)} "
                 f"by {actor}; {told}. {note}".strip()
             )
             return self._event(
@@ -1213,6 +1221,14 @@ class NoticeBook:
             actor,
             deadline or notice.deadline,
         )
+
+
+def service_text(record: Mapping[str, Any], timezone: str) -> str:
+    """When a served change says the notice was served, as every surface says it: the day alone
+    ('2026-12-07') where the Town gave a day (no one gave a time), else the local time."""
+    if record.get("served_day"):
+        return str(record["served_day"])
+    return local_stamp(parse_ts(record["served"], "served"), timezone)
 
 
 def _deadline_rule(profile: Profile) -> str:

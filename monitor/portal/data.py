@@ -537,7 +537,7 @@ class Portal:
         """serve / extend / close / escalate through the NoticeBook, with the portal's record, in
         one transaction."""
         from monitor.notify.notices import EarlyEscalation
-        from monitor.times import moment_on_or_after
+        from monitor.times import day_given, moment_on_or_after
 
         notice, _ = self.notice(scope, notice_id)
         if action not in NOTICE_ACTIONS:
@@ -545,17 +545,19 @@ class Portal:
         if not note.strip():
             raise Refused("reason: every change needs the Town's reason")
         served: datetime | None = None
+        served_day: date | None = None
         if action == "serve":
             try:  # a day (the form's date field), or a time
                 served = moment_on_or_after(
                     served_on or "", ZoneInfo(notice.timezone), "served on", notice.opened
                 )
+                served_day = day_given(served_on or "", "served on")
             except UsageError as exc:
                 raise Refused(str(exc)) from None
 
         def change(book: NoticeBook, now: datetime) -> Any:
             if served is not None:
-                return book.serve(notice.id, served, scope.user.name, note, now)
+                return book.serve(notice.id, served, scope.user.name, note, now, served_day=served_day)
             if action == "extend":
                 if extra_days is None or extra_days < 1:
                     raise Refused("days: give the number of extra days (at least 1)")
@@ -575,6 +577,8 @@ class Portal:
         detail = {"note": note, "extra_days": extra_days, "reason": before_deadline_reason or ""}
         if served is not None:
             detail["served"] = format_ts(served)
+        if served_day is not None:
+            detail["served_day"] = served_day.isoformat()
         return self._change_notice(
             scope, notice.site, notice.id, f"notice_{action}", source, detail, change, refusal
         )

@@ -309,7 +309,7 @@ class SitePages:
         )
         site = scope.site(notice.site)
         message = message or str(request.session.pop("flash", ""))
-        from monitor.notify.document import facts_rows, header_rows
+        from monitor.notify.document import facts_rows, served_text
         from monitor.notify.notices import changes_allowed
 
         # The facts as the notice document states them (one set of facts), episode by episode.
@@ -332,7 +332,7 @@ class SitePages:
             facts=facts,
             allowed=changes_allowed(notice.status, history),
             # When the Town served it, as the notice's document says it (header_rows).
-            served=dict(header_rows(notice, None, history)).get("Served", ""),
+            served=served_text(notice, history),
             max_days=MAX_EXTRA_DAYS,
             complaints=complaints,
             clips=clips,

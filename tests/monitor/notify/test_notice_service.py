@@ -13,6 +13,7 @@ from monitor.config import Config
 from monitor.journal.store import Store
 from monitor.notify.document import header_rows
 from monitor.notify.notices import InvalidTransition, NoticeBook
+from monitor.wire.protocol import format_ts
 from rules.deadlines import end_of_local_day
 from tests.monitor.notify.test_notices import run_cli
 from tests.support.notices import TZ, local, site_and_profile, store_findings, violation
@@ -133,3 +134,55 @@ def test_cli_serve_takes_a_day_or_a_time(
         store.close()
     assert served.data["served"].startswith(issued.strftime("%Y-%m-%dT%H:%M"))
     assert served.actor == "Town clerk" and served.note == "certified mail"
+
+
+@pytest.mark.parametrize(
+    "days_after_issue", [pytest.param(1, id="a-later-day"), pytest.param(0, id="the-issue-day")]
+)
+def test_a_service_given_as_a_day_is_told_as_that_day(
+    days_after_issue: int, db: Path, config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`notices serve ID --on DAY` gave a day and no time: the record says so (served_day) and the
+    message and the document (`notices show`) say the day alone, not the day's 00:00 (or, on the
+    day of issue, the issue's time) that the cure period is counted from, unchanged."""
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    issued = datetime.now(UTC) - timedelta(days=3)
+    store = Store(db)
+    try:
+        notice_id = _open(store, config, issued)
+    finally:
+        store.close()
+    capsys.readouterr()
+    day = issued.astimezone(TZ).date() + timedelta(days=days_after_issue)
+    serve = [
+        "notices",
+        "serve",
+        notice_id,
+        "--on",
+        day.isoformat(),
+        "--by",
+        "Town clerk",
+        "--config",
+        str(path),
+    ]
+    assert run_cli(serve) == 0
+    said = capsys.readouterr().out
+    assert said.startswith(
+        f"Notice {notice_id} was served on the Operator {day.isoformat()} by Town clerk;"
+    ), said
+    store = Store(db)
+    try:
+        book = NoticeBook(store)
+        [served] = [c for c in book.history(notice_id) if c.change == "served"]
+        deadline = book.get(notice_id).deadline
+    finally:
+        store.close()
+    assert served.data["served_day"] == day.isoformat()
+    counted_from = max(datetime.combine(day, datetime.min.time(), TZ), issued)  # as before: unchanged
+    assert served.data["served"] == format_ts(counted_from)
+    assert deadline == end_of_local_day(day + timedelta(days=14), TZ)
+    assert run_cli(["notices", "show", notice_id, "--config", str(path)]) == 0
+    document = capsys.readouterr().out
+    [line] = [line for line in document.splitlines() if "Served" in line and "Town clerk" in line]
+    assert line.split("Served", 1)[1].strip(" |*:") == f"{day.isoformat()} by Town clerk", line
