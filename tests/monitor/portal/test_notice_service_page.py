@@ -1,0 +1,56 @@
+"""The Town's notice page after it records a service given as a day (the form's date field), in
+Chromium against the real daemon and portal (conftest's env): the page says the day alone, as
+the notice's document does, and beside the cure deadline that it is now counted from service,
+in the document's words (monitor/notify/document.py: served_text, deadline_text)."""
+
+from __future__ import annotations
+
+import html
+import re
+from datetime import timedelta
+
+from playwright.sync_api import BrowserContext
+
+from monitor.journal.store import Store
+from monitor.notify.notices import NoticeBook
+from rules.deadlines import end_of_local_day
+from tests.monitor.portal.conftest import TZ, Env, login
+
+
+def document_row(document_html: str, label: str) -> str:
+    """A row of the notice document's header table, as text."""
+    match = re.search(rf"<th>{label}</th>\s*<td>(.*?)</td>", document_html, re.S)
+    assert match, label
+    return html.unescape(re.sub(r"<[^>]+>", "", match.group(1))).strip()
+
+
+def test_a_service_given_as_a_day_reads_as_that_day_and_the_deadline_as_counted_from_it(
+    env: Env, context: BrowserContext
+) -> None:
+    store = Store(env.store)
+    try:
+        notice = NoticeBook(store).get(env.notice_id)
+    finally:
+        store.close()
+    issued = notice.opened.astimezone(TZ).date()
+    first = notice.first_deadline.astimezone(TZ).strftime("%Y-%m-%d %H:%M %Z")
+    served = issued + timedelta(days=1)  # a day later: the cure period counts from that day
+    page = login(context, env, "town")
+    page.goto(f"{env.url}/notices/{env.notice_id}")
+    page.fill("#form-serve input[name=served_on]", served.isoformat())
+    page.fill("#form-serve textarea[name=reason]", "certified mail, signed for")
+    with page.expect_navigation():
+        page.click("#form-serve button[type=submit]")
+    done = page.inner_text("#notice-done")
+    assert f"was served on the Operator {served.isoformat()} by town;" in done, done
+
+    # The day given, and no time nobody gave (its 00:00, which the period is counted from).
+    assert page.inner_text("#notice-served") == f"{served.isoformat()} by town"
+    due = end_of_local_day(served + timedelta(days=14), TZ).astimezone(TZ).strftime("%Y-%m-%d %H:%M %Z")
+    deadline = page.inner_text("#notice-deadline")
+    assert deadline == f"{due} (counted from service; first deadline {first})", deadline
+
+    # One set of facts: the document says the same, with the deadline's instant beside it.
+    document = context.request.get(f"{env.url}/notices/{env.notice_id}/document.html").text()
+    assert document_row(document, "Served") == f"{served.isoformat()} by town"
+    assert document_row(document, "Cure deadline").startswith(f"{deadline} (")
