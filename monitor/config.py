@@ -558,6 +558,10 @@ def _identifier(t: _Table, name: str) -> str:
         t.problem(name, "must not be empty (it names the thing in topics, records and pages)")
     elif value and (not all(c.isalnum() or c in "-_" for c in value) or len(value) > 64):
         t.problem(name, f"{value!r} may hold only letters, digits, '-' and '_' (at most 64)")
+    elif value.startswith("-"):
+        # Typed after an option it reads as one (``--sensor -n1``), and a spreadsheet opening a
+        # CSV of readings takes a cell beginning with '-' for a formula.
+        t.problem(name, f"{value!r} must begin with a letter, a digit or '_', not '-'")
     return value
 
 

@@ -1256,7 +1256,7 @@ class Portal:
         with their units; times in UTC and in site time; last, ``overload``: "1" for a second the
         meter was overloaded in (its levels read low: lower bounds), empty for the others, as in
         the evidence bundle. The text cells are written so that a spreadsheet runs none
-        (csv_cells.inert: a sensor id may begin with '-')."""
+        (csv_cells.inert, though configured ids never begin with '-')."""
         from monitor.csv_cells import inert
         from monitor.evidence.format import TimeFormat
         from monitor.journal.chain_kinds import SOUND_FIELDS, SOUND_UNITS

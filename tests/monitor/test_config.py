@@ -277,6 +277,21 @@ def test_broker_ca_file_must_hold_a_certificate(tmp_path: Path) -> None:
         assert info.value.problems == [f"broker.ca_file: {path}: {said}"]
 
 
+def test_an_id_beginning_with_a_hyphen_is_refused() -> None:
+    """A sensor id "-n1" passed check-config: the CLI then took it for an option (``minewatch
+    levels --sensor -n1``: "expected one argument") and a spreadsheet opening the portal's or a
+    bundle's CSV read its cell as a formula."""
+    for old, new, key in (
+        ('id = "s1"', 'id = "-s1"', "sites[0].id"),
+        ('id = "n1"', 'id = "-n1"', "sites[0].sensors[0].id"),
+    ):
+        with pytest.raises(ConfigError) as info:
+            parse_config(MINIMAL.replace(old, new, 1))
+        said = new.split('"')[1]
+        assert f"{key}: {said!r} must begin with a letter, a digit or '_', not '-'" in info.value.problems
+    assert parse_config(MINIMAL.replace('id = "n1"', 'id = "n-1"', 1)).sites[0].sensors[0].id == "n-1"
+
+
 def test_an_empty_site_id_is_refused() -> None:
     with pytest.raises(ConfigError) as info:
         parse_config(MINIMAL.replace('id = "s1"', 'id = ""', 1))
