@@ -145,7 +145,9 @@ def start_tls(
 ) -> ssl.SSLSocket:
     """``sock`` in TLS for ``server_hostname``, the handshake a record at a time without blocking
     past the deadline. ``sock`` is the TLS socket's from then on: closed with it if this raises."""
-    wrapped = tls.wrap_socket(sock, server_hostname=server_hostname, do_handshake_on_connect=False)
+    # An IPv6 address as URLs write it ("[::1]") is checked against the certificate's address.
+    name = ip_literal(server_hostname) or server_hostname
+    wrapped = tls.wrap_socket(sock, server_hostname=name, do_handshake_on_connect=False)
     try:
         wrapped.setblocking(False)
         while True:

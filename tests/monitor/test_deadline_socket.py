@@ -156,3 +156,45 @@ def test_an_ip_address_is_connected_to_while_lookups_of_names_are_stuck(released
         listener.close()
         released.set()
         settled(0)
+
+
+def test_tls_to_an_ipv6_address_written_with_brackets_checks_the_address(tmp_path: Any) -> None:
+    """An SMTP host given as URLs write an IPv6 address (``smtp_host = "[::1]"``) was handed
+    to TLS with its brackets as the server's name, which no certificate names: the handshake
+    failed against a certificate for ::1. A real TLS server on ::1 (its certificate made by
+    openssl for IP ::1 alone), the real handshake."""
+    import ssl
+    import subprocess
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=ipv6-test"),
+            *("-addext", "subjectAltName=IP:::1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    listener = socket.create_server(("::1", 0), family=socket.AF_INET6)
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with server_tls.wrap_socket(conn, server_side=True) as tls:
+            tls.sendall(b"hello")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    client_tls = ssl.create_default_context(cafile=str(cert))
+    deadline = Deadline(5)
+    try:
+        sock = deadline_socket.connect("[::1]", port, deadline)
+        with deadline_socket.start_tls(sock, client_tls, "[::1]", deadline) as tls:
+            tls.setblocking(True)
+            assert tls.recv(5) == b"hello"
+    finally:
+        thread.join(5)
+        listener.close()
