@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import json
 import os
 import re
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -312,3 +315,34 @@ def test_an_out_folder_of_someone_elses_files_is_left_as_it_is(tmp_path: Path) -
     run_ok("--config", config, "--out", empty)  # an empty folder is as good as a new one
     run_ok("--config", config, "--out", empty)  # and the script's own files are its to rewrite
     run_ok("--conf-only", "--out", empty)
+
+
+def test_credentials_json_replaced_after_it_was_judged_is_not_read_again(
+    tmp_path: Path, out: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A re-run reads credentials.json once: the file judged the script's is the one whose
+    passwords are kept, and a file put in its place after that check (here something else's, not
+    JSON) is neither read nor half-applied. The script runs in this process so that the file can
+    be replaced at that moment, right after its own check returns (the one hook here; the files,
+    openssl and the writes are real)."""
+    before = users(out)
+    loader = importlib.machinery.SourceFileLoader("make_credentials_script", str(MAKE_CREDENTIALS))
+    spec = importlib.util.spec_from_file_location(loader.name, MAKE_CREDENTIALS, loader=loader)
+    assert spec is not None
+    script = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, loader.name, script)  # its dataclasses look their module up
+    loader.exec_module(script)
+    checked = script.refuse_foreign_files
+
+    def check_then_replace(*args: object) -> object:
+        result = checked(*args)
+        (out / "credentials.json").write_text("someone else's notes, not JSON\n")
+        return result
+
+    monkeypatch.setattr(script, "refuse_foreign_files", check_then_replace)
+    config = tmp_path / "minewatch.toml"
+    assert script.main(["--config", str(config), "--out", str(out), "--quiet"]) == 0
+    after = users(out)
+    assert {n: u["password"] for n, u in after.items()} == {n: u["password"] for n, u in before.items()}
+    for name, user in after.items():
+        assert (out / "passwords" / name).read_text().strip() == user["password"]
