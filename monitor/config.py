@@ -14,6 +14,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -1140,41 +1141,37 @@ def _is_host_name(host: str) -> bool:
     return all(0 < len(x) <= 63 and x.isascii() and x.replace("-", "").isalnum() for x in labels)
 
 
-def _scope_time(t: _Table, name: str) -> str:
+def _scope_time(t: _Table, name: str) -> tuple[str, datetime | None]:
+    """An inspector's scope time as written and as the portal reads it (monitor.portal.data.User:
+    a date alone is the start of the day for not_before, the end of it for not_after), parsed
+    once; None where it is not given or was refused (the problem is recorded)."""
     value = t.text(name)
-    if value:
-        from monitor.errors import UsageError
-        from monitor.times import TimeOutOfRange, parse_time
-
-        try:
-            parse_time(value, ZoneInfo("UTC"), name)
-        except TimeOutOfRange as exc:
-            t.problem(name, str(exc).removeprefix(f"{name}: "))
-        except UsageError:
-            t.problem(name, f"expected an RFC 3339 time or a date (UTC), got {value!r}")
-    return value
-
-
-def _scope_us(value: str) -> int:
-    """A scope time _scope_time accepted, to compare two (0 if it was refused)."""
+    if not value:
+        return value, None
     from monitor.errors import UsageError
-    from monitor.times import parse_time
+    from monitor.times import TimeOutOfRange, end_of_day, parse_time
 
+    read = end_of_day if name == "not_after" else parse_time
     try:
-        return int(parse_time(value, ZoneInfo("UTC"), "scope").timestamp() * 1_000_000)
+        return value, read(value, ZoneInfo("UTC"), name)
+    except TimeOutOfRange as exc:
+        t.problem(name, str(exc).removeprefix(f"{name}: "))
     except UsageError:
-        return 0
+        t.problem(name, f"expected an RFC 3339 time or a date (UTC), got {value!r}")
+    return value, None
 
 
 def _account(t: _Table, site_ids: set[str]) -> AccountConfig:
+    not_before, first = _scope_time(t, "not_before")
+    not_after, last = _scope_time(t, "not_after")
     config = AccountConfig(
         name=_identifier(t, "name"),
         role=t.choice("role", "town", PORTAL_ROLES),
         password_hash=t.text("password_hash", required=True),
         sites=t.str_list("sites"),
         token_hash=t.text("token_hash"),
-        not_before=_scope_time(t, "not_before"),
-        not_after=_scope_time(t, "not_after"),
+        not_before=not_before,
+        not_after=not_after,
     )
     if config.password_hash:
         from monitor.credentials import scrypt_problem
@@ -1188,9 +1185,7 @@ def _account(t: _Table, site_ids: set[str]) -> AccountConfig:
             t.problem("sites", f"unknown site {site!r}")
     if (config.not_before or config.not_after) and config.role != "inspector":
         t.problem("not_before", "a time scope is for inspector accounts")
-    elif (
-        config.not_before and config.not_after and _scope_us(config.not_after) < _scope_us(config.not_before)
-    ):
+    elif first is not None and last is not None and last < first:
         t.problem(
             "not_after",
             f"{config.not_after} is before not_before ({config.not_before}): the scope holds nothing",

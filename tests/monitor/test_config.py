@@ -343,3 +343,50 @@ def test_the_log_level_is_read_in_either_case() -> None:
 
     args = build_parser("run").parse_args(["run", "--config", "x.toml", "--log-level", "debug"])
     assert args.log_level == "DEBUG"
+
+
+def _inspector(not_before: str, not_after: str) -> str:
+    from monitor.credentials import hash_password
+
+    return f"""
+[portal]
+[[portal.accounts]]
+name = "insp"
+role = "inspector"
+sites = ["s1"]
+password_hash = "{hash_password("a long enough password")}"
+not_before = "{not_before}"
+not_after = "{not_after}"
+"""
+
+
+# fmt: off
+SCOPE_CASES = [
+    # A date alone as not_after is the end of that day, as the portal reads it: the afternoon holds.
+    pytest.param("2026-12-10T12:00:00Z", "2026-12-10", None, id="from-noon-to-the-end-of-that-day"),
+    pytest.param("2026-12-10", "2026-12-10", None, id="one-whole-day"),
+    pytest.param("2026-12-10T12:00:00Z", "2026-12-10T11:59:59Z",
+                 "2026-12-10T11:59:59Z is before not_before (2026-12-10T12:00:00Z)", id="a-second-before"),
+    pytest.param("2026-12-11", "2026-12-10", "2026-12-10 is before not_before (2026-12-11)",
+                 id="a-day-before"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("not_before", "not_after", "refused"), SCOPE_CASES)
+def test_an_inspectors_scope_is_judged_as_the_portal_reads_it(
+    not_before: str, not_after: str, refused: str | None
+) -> None:
+    """Each scope time is parsed once, into what the portal's user holds (monitor.portal.data.User):
+    check-config compared the times as parsed a second time, a date in not_after as its 00:00, and
+    refused a scope from noon to the end of that day the portal reads as twelve hours."""
+    from monitor.portal.data import User
+
+    text = _inspector(not_before, not_after) + MINIMAL
+    if refused is not None:
+        with pytest.raises(ConfigError) as info:
+            parse_config(text)
+        assert info.value.problems == [f"portal.accounts[0].not_after: {refused}: the scope holds nothing"]
+        return
+    user = User.of(parse_config(text).portal.accounts[0])
+    assert user.not_before is not None and user.not_after is not None and user.not_before < user.not_after
