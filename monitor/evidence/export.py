@@ -15,6 +15,7 @@ import queue
 import sqlite3
 import tempfile
 import threading
+import weakref
 import zipfile
 import zlib
 from array import array
@@ -94,7 +95,7 @@ class _Member:
     ) -> None:
         self.name = name
         self._raw = zf.open(name, "w", force_zip64=True)
-        self._zip = id(zf)
+        self._zip = zf
         with _OPEN_LOCK:
             _OPEN_MEMBERS.setdefault(self._zip, set()).add(self)
         _deflate_with_isal(self._raw)
@@ -171,8 +172,9 @@ class _Member:
                     del _OPEN_MEMBERS[self._zip]
 
 
-# The members being written, by the zip's id: what a failed export abandons (abandon_members).
-_OPEN_MEMBERS: dict[int, set[_Member]] = {}
+# The members being written, by their zip (the object, not its id, which a later zip may be given
+# once this one is gone): what a failed export abandons (abandon_members).
+_OPEN_MEMBERS: weakref.WeakKeyDictionary[zipfile.ZipFile, set[_Member]] = weakref.WeakKeyDictionary()
 _OPEN_LOCK = threading.Lock()
 
 
@@ -181,7 +183,7 @@ def abandon_members(zf: zipfile.ZipFile) -> None:
     open: a Ctrl-C mid-row turned into "ValueError: Can't close the ZIP file while there is an
     open writing handle" and a traceback, in place of the interruption."""
     with _OPEN_LOCK:
-        members = list(_OPEN_MEMBERS.get(id(zf), ()))
+        members = list(_OPEN_MEMBERS.get(zf, ()))
     for member in members:
         member.abandon()
 
