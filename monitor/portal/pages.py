@@ -309,7 +309,7 @@ class SitePages:
         )
         site = scope.site(notice.site)
         message = message or str(request.session.pop("flash", ""))
-        from monitor.notify.document import deadline_text, facts_rows, served_text
+        from monitor.notify.document import deadline_text, facts_rows, header_rows, served_text
         from monitor.notify.notices import changes_allowed
 
         # The facts as the notice document states them (one set of facts), episode by episode.
@@ -331,8 +331,9 @@ class SitePages:
             history=history,
             facts=facts,
             allowed=changes_allowed(notice.status, history),
-            # When the Town served it and the cure deadline (counted from service, extended), as
-            # the notice's document says them (its header_rows).
+            # When it was issued (local, and the instant), when the Town served it and the cure
+            # deadline (counted from service, extended), as the notice's document says them.
+            issued=dict(header_rows(notice, None, history))["Issued"],
             served=served_text(notice, history),
             deadline=deadline_text(notice, history),
             max_days=MAX_EXTRA_DAYS,

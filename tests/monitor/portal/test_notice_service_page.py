@@ -13,6 +13,7 @@ from playwright.sync_api import BrowserContext
 
 from monitor.journal.store import Store
 from monitor.notify.notices import NoticeBook
+from monitor.wire.protocol import format_ts
 from rules.deadlines import end_of_local_day
 from tests.monitor.portal.conftest import TZ, Env, login
 
@@ -54,3 +55,19 @@ def test_a_service_given_as_a_day_reads_as_that_day_and_the_deadline_as_counted_
     document = context.request.get(f"{env.url}/notices/{env.notice_id}/document.html").text()
     assert document_row(document, "Served") == f"{served.isoformat()} by town"
     assert document_row(document, "Cure deadline").startswith(f"{deadline} (")
+
+
+def test_the_issued_row_is_the_documents(env: Env, context: BrowserContext) -> None:
+    """The page's "Issued" is the notice document's own row (header_rows): the local time and the
+    instant beside it. The page formatted the local time itself and left the instant out."""
+    page = login(context, env, "town")
+    page.goto(f"{env.url}/notices/{env.notice_id}")
+    issued = page.locator("table.kv tr", has=page.locator("th", has_text="Issued")).locator("td").inner_text()
+    document = context.request.get(f"{env.url}/notices/{env.notice_id}/document.html").text()
+    assert issued == document_row(document, "Issued"), (issued, document_row(document, "Issued"))
+    store = Store(env.store)
+    try:
+        opened = NoticeBook(store).get(env.notice_id).opened
+    finally:
+        store.close()
+    assert issued == f"{opened.astimezone(TZ).strftime('%Y-%m-%d %H:%M %Z')} ({format_ts(opened)})"
