@@ -264,6 +264,21 @@ _CITATION_KEYS: tuple[tuple[str, str | None, str], ...] = (
         "blast_notice",
         "blast notice findings say which owners minewatch checks, not whom the ordinance requires",
     ),
+    (
+        "reading",
+        "turbidity",
+        "turbidity findings say 'turbidity beyond the line', not what the ordinance calls it",
+    ),
+    (
+        "exempt_source",
+        "turbidity",
+        "the exemption the site's flag stands for cites no section",
+    ),
+    (
+        "exempt_reading",
+        "turbidity",
+        "the exemption the site's flag stands for is said as 'the site is exempt'",
+    ),
 )
 
 

@@ -25,6 +25,9 @@ with the construction of facilities to be located on, over, or under a lake or n
 watercourse." A site whose flag ``exempt_flag`` (``activity_over_water``) is true gets
 EXEMPT_EXCEEDANCE findings instead, kept as evidence.
 
+The words are the profile's (``reading``, ``exempt_source``, ``exempt_reading``): another town's
+buffer standard reads its own ordinance's, not these.
+
 Early warning: a line sensor whose condition is running but not yet long enough.
 """
 
@@ -64,6 +67,11 @@ class TurbidityParams:
     line_placement: str = "buffer_line"
     reference_placement: str = "reference"
     exempt_flag: str = "activity_over_water"
+    # The words of the profile's ordinance (land-disturbing: 28-5(a), 28-5(a)(1)): what a reading
+    # beyond the line is read as, and the exemption the flag stands for and where it is written.
+    reading: str = "turbidity beyond the line"
+    exempt_reading: str = "the site is exempt"
+    exempt_source: str = ""
 
     def __post_init__(self) -> None:
         for name in (
@@ -144,6 +152,13 @@ def _condition(item: _Judged, params: TurbidityParams) -> str:
     return f"{item.reading.ntu:g} NTU, above the profile's {params.max_ntu:g} NTU limit"
 
 
+def _exemption_text(params: TurbidityParams) -> str:
+    """The exemption a site's flag stands for, after the citation of where it is written as a
+    label ("28-5(a)(1): ...", as the short citations in parentheses are)."""
+    source = f"{params.exempt_source}: " if params.exempt_source else ""
+    return f"{source}{params.exempt_reading} (site flag {params.exempt_flag})"
+
+
 def evaluate(
     site: SiteContext,
     standard: Standard,
@@ -174,9 +189,7 @@ def evaluate(
             last = chosen[-1]
             with_reference = sum(1 for j in chosen if j.reference is not None) / len(chosen)
             since = f"over {span_text(last.run_start, last.reading.end, tz)}"
-            exemption = (
-                f"28-5(a)(1): the activity is on, over or under the water (site flag {params.exempt_flag})"
-            )
+            exemption = _exemption_text(params)
             if exempt:
                 kind = FindingKind.EXEMPT_EXCEEDANCE
                 tail = f"; {exemption}, so {citation_text(standard.section)} does not apply"
@@ -185,8 +198,8 @@ def evaluate(
                 tail = ""
             summary = (
                 f"Turbidity at {sensor_label(info)} was {_condition(worst, params)} at "
-                f"{local_hm(window_start, tz)} local, {since}: read as visible siltation beyond the buffer "
-                f"line ({citation_text(standard.section)}, which sets no turbidity number){tail}"
+                f"{local_hm(window_start, tz)} local, {since}: read as {params.reading} "
+                f"({citation_text(standard.section)}, which sets no turbidity number){tail}"
             )
             measurements = [Measurement("turbidity", worst.reading.ntu, params.max_ntu, "NTU")]
             if worst.reference is not None:

@@ -507,6 +507,42 @@ def test_turbidity_findings_give_the_ntu_limits_as_the_profiles_not_28_5_a(
     assert source.startswith("Section 28-5(a) sets no turbidity number for 'visible siltation'.")
 
 
+def test_turbidity_findings_speak_the_profiles_words_not_28_5() -> None:
+    """The turbidity rule wrote land-disturbing's words in its code ("visible siltation beyond
+    the buffer line", "28-5(a)(1): the activity is on, over or under the water"), so another
+    town's buffer standard read them: they are its params now, land-disturbing's in its profile."""
+    from rules.profile import _read_profile
+
+    other, _ = _read_profile("land-disturbing")
+    standard = other["standards"]["buffer_zone"]
+    standard["section"] = "§ 7.3"
+    standard["params"].update(
+        reading="sediment leaving the stream buffer",
+        exempt_source="§ 7.3(c)",
+        exempt_reading="the work is a permitted crossing",
+    )
+    town = build_profile(other, source="other town")
+    data = turbidity(40.0, 10.0)
+    for flags, said in (
+        ({}, ""),
+        ({"activity_over_water": True}, "; § 7.3(c): the work is a permitted crossing"),
+    ):
+        finding = run("buffer_zone", data, T0, T0 + timedelta(minutes=20), profile=town, where=site(flags))[0]
+        assert finding.summary.split(": read as ", 1)[1] == (
+            f"sediment leaving the stream buffer (§ 7.3, which sets no turbidity number){said}"
+            + (" (site flag activity_over_water), so § 7.3 does not apply" if said else "")
+        )
+        assert "28-5" not in finding.summary and "siltation" not in finding.summary
+        assert all("28-5" not in e for e in finding.exemptions)
+    # land-disturbing's own texts are as they were
+    exempt = run(
+        "buffer_zone", data, T0, T0 + timedelta(minutes=20), where=site({"activity_over_water": True})
+    )
+    assert exempt[0].exemptions == (
+        "28-5(a)(1): the activity is on, over or under the water (site flag activity_over_water)",
+    )
+
+
 def test_turbidity_minutes_match_whole_interval_and_early_warning() -> None:
     data = turbidity(40.0, 10.0, 15)
     whole = run("buffer_zone", data, T0, T0 + timedelta(minutes=20))
