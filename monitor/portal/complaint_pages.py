@@ -10,7 +10,6 @@ upload. A complaint accepted is stored and chained before the resident sees its 
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import threading
 import time
@@ -38,6 +37,7 @@ from monitor.config import SiteConfig
 from monitor.errors import UsageError
 from monitor.portal import limits, siteplan
 from monitor.portal.data import ComplaintForm, NotFound, Refused
+from monitor.portal.throttle import address_key
 from monitor.portal.web import Web
 from rules.complaints import CATEGORIES
 
@@ -59,7 +59,8 @@ LIMITS = {
 
 
 class ComplaintLimiter:
-    """At most ``per_hour`` complaints an hour from one client address (an IPv6 client: its /64).
+    """At most ``per_hour`` complaints an hour from one client address (throttle.address_key:
+    an IPv6 client's /64, an IPv4 client written as IPv6, ``::ffff:a.b.c.d``, its IPv4 address).
 
     Bounded: at most ``MAX_KEYS`` addresses are remembered (the quietest dropped), each with at
     most ``per_hour`` times.
@@ -72,20 +73,10 @@ class ComplaintLimiter:
         self._times: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
 
-    @staticmethod
-    def key(address: str) -> str:
-        try:
-            ip = ipaddress.ip_address(address)
-        except ValueError:
-            return address
-        if ip.version == 6:
-            return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-        return str(ip)
-
     def allow(self, address: str, now: float | None = None) -> float:
         """0 when one more is allowed (and counted); else the seconds until the next is."""
         moment = time.monotonic() if now is None else now
-        key = self.key(address)
+        key = address_key(address)  # the unit logins are limited as (an IPv4-mapped one: IPv4)
         with self._lock:
             times = self._times.pop(key, deque())
             while times and moment - times[0] >= 3600:

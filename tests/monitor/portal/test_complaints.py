@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import timedelta
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from playwright.sync_api import BrowserContext, Page
 
 from monitor.journal.chain_kinds import KINDS, digest_of
 from tests.monitor.portal.conftest import DAY, SITE, Env, login
-from tests.support.portal_server import Client, Portal
+from tests.support.portal_server import Client, Portal, serving
 
 EMAIL = "resident.jones@example.org"
 
@@ -193,3 +195,29 @@ def env_portal(env: Env) -> Portal:
     portal = Portal(env.root)
     portal.port = int(env.url.rsplit(":", 1)[1])
     return portal
+
+
+def test_ipv4_clients_reported_as_mapped_ipv6_are_each_their_own_address(tmp_path: Path) -> None:
+    """A proxy on a dual-stack socket reports an IPv4 client as ``::ffff:a.b.c.d``: each such
+    client is limited as its IPv4 address (as logins are), not as the /64 every IPv4 address
+    maps into, where the first few residents' complaints refused everyone else's for an hour."""
+    extra = 'trusted_proxies = ["127.0.0.1"]\ncomplaints_per_hour = 1\n'
+    with serving(Portal(tmp_path, portal_extra=extra)) as portal:
+        earlier = datetime.now(ZoneInfo("America/Chicago")) - timedelta(hours=2)
+
+        def post(address: str) -> int:
+            client = Client(portal)
+            form = {
+                "csrf": client.csrf("/complaint"),
+                "site": "s1",  # the harness's site (America/Chicago)
+                "what": "noise",
+                "from": earlier.strftime("%Y-%m-%dT%H:%M"),
+                "address": "1 Main St",
+                "description": "Noise",
+            }
+            return client.request("POST", "/complaint", form, {"X-Forwarded-For": address}).status
+
+        assert post("::ffff:192.0.2.1") == 303
+        assert post("::ffff:192.0.2.2") == 303  # another resident
+        assert post("192.0.2.1") == 429  # the first again, now written as IPv4
+        assert post("::ffff:192.0.2.2") == 429
