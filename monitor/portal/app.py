@@ -4,7 +4,8 @@ Who asks and what their role may open (web.py), logging in (login.py), the site 
 (pages.py), evidence (evidence_pages.py), the JSON API (api.py) and the refusals
 (refusals.py) each live in a module of their own; here they are put together with the
 middleware, outermost first: the host check and the per-route body limits before anything
-reads the request, then the signed session cookie, and security headers on every answer.
+reads the request, then the signed session cookie; security headers on every answer, a 500
+among them (``PortalApp``).
 Everything the pages read goes through monitor.portal.data (the facade, one site-scope check).
 """
 
@@ -20,6 +21,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from monitor.config import Config
 from monitor.portal import limits
@@ -37,7 +39,17 @@ from monitor.portal.web import HERE, Web
 COOKIE = "minewatch_session"
 
 
-def create_app(config: Config, portal: Portal | None = None, *, secret_key: str | None = None) -> Starlette:
+class PortalApp(Starlette):
+    """Starlette with SecurityHeaders outside all of it: Starlette answers an unhandled error
+    (its 500) outside every middleware added to it, so that answer went without them."""
+
+    hsts = False
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return SecurityHeaders(super().build_middleware_stack(), hsts=self.hsts)
+
+
+def create_app(config: Config, portal: Portal | None = None, *, secret_key: str | None = None) -> PortalApp:
     portal = portal or Portal(config)
     pc = config.portal
     key = secret_key or pc.secret_key.value or secrets.token_urlsafe(32)
@@ -74,13 +86,13 @@ def create_app(config: Config, portal: Portal | None = None, *, secret_key: str 
             finally:
                 await run_in_threadpool(web.jobs.close)  # their files leave with the portal
 
-    app = Starlette(
+    app = PortalApp(
         routes=routes,
         middleware=middleware,
         lifespan=lifespan,
         exception_handlers=Refusals(web).handlers(),
     )
-    app.add_middleware(SecurityHeaders, hsts=tls)
+    app.hsts = tls
     limits.relative_slash_redirects(app.router)
     app.state.portal = portal
     return app

@@ -4,6 +4,7 @@ are not addresses."""
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,22 @@ def test_check_config_reads_trusted_proxies(tmp_path: Path) -> None:
     assert code == 2
     assert "portal.trusted_proxies: '10.0.0.300' is not an IP address or network (e.g. 10.0.0.0/8)" in err
     assert "portal.trusted_proxies: '*' is not an IP address or network" in err
+
+
+def test_an_internal_error_carries_the_security_headers_of_every_answer(tmp_path: Path) -> None:
+    """A 500 (here: the sessions' table renamed under the running portal, so reading the session
+    fails) is answered outside the application's middleware; it went without Cache-Control:
+    no-store, the CSP, X-Frame-Options and nosniff."""
+    with serving(Portal(tmp_path)) as portal:
+        client = Client(portal)
+        assert client.login("bob").status == 303
+        fine = client.get("/")
+        store = sqlite3.connect(portal.store)
+        store.execute("ALTER TABLE portal_sessions RENAME TO portal_sessions_elsewhere")
+        store.commit()
+        store.close()
+        broken = client.get("/")
+    assert fine.status == 200 and broken.status == 500
+    names = ("cache-control", "content-security-policy", "x-frame-options", "x-content-type-options")
+    assert {n: broken.headers.get(n) for n in names} == {n: fine.headers.get(n) for n in names}
+    assert "Traceback" not in broken.body and str(tmp_path) not in broken.body
