@@ -201,9 +201,11 @@ class Jobs:
 
 
 def remove_folder(folder: Path) -> None:
-    """A job's or an upload's private folder and the files in it (no subfolders)."""
-    for child in folder.iterdir():
-        with contextlib.suppress(OSError):
-            child.unlink()
+    """A job's or an upload's private folder and the files in it (no subfolders); one removed
+    already (a failed job's, when the portal stops) is left alone."""
+    with contextlib.suppress(FileNotFoundError):
+        for child in folder.iterdir():
+            with contextlib.suppress(OSError):
+                child.unlink()
     with contextlib.suppress(OSError):
         folder.rmdir()

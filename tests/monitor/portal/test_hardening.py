@@ -1,4 +1,5 @@
-"""HSTS under TLS, and check-config refusing weak or malformed password hashes and proxies that
+"""HSTS under TLS; the security headers on a 500; background jobs that fail leaving no files and
+saying no internals; check-config refusing weak or malformed password hashes and proxies that
 are not addresses."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ import hashlib
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,27 @@ def test_an_internal_error_carries_the_security_headers_of_every_answer(tmp_path
     names = ("cache-control", "content-security-policy", "x-frame-options", "x-content-type-options")
     assert {n: broken.headers.get(n) for n in names} == {n: fine.headers.get(n) for n in names}
     assert "Traceback" not in broken.body and str(tmp_path) not in broken.body
+
+
+def test_the_portal_stopping_after_a_failed_job_removes_the_other_jobs_files(tmp_path: Path) -> None:
+    """A failed job's folder is removed when it fails; Jobs.close (the portal stopping) removed
+    it again, raised FileNotFoundError from the lifespan's end and left the later jobs' files
+    in the temporary folder."""
+    from datetime import UTC, datetime
+
+    from monitor.portal.data import Refused
+    from monitor.portal.jobs import Jobs
+
+    def refuses(out: Path) -> None:
+        raise Refused("from: nothing to export")
+
+    now = datetime.now(UTC)
+    jobs = Jobs()
+    failed = jobs.launch("bob", "s1", now, now, "a.zip", refuses)
+    made = jobs.launch("bob", "s1", now, now, "b.zip", lambda out: out.write_bytes(b"zip") and None)
+    for job in (failed, made):
+        while job.finished is None:
+            time.sleep(0.01)
+    assert failed.error and made.done and made.out.is_file()
+    jobs.close()
+    assert not made.folder.exists() and not failed.folder.exists()
