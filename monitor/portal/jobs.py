@@ -153,10 +153,12 @@ class Jobs:
         def run() -> None:
             try:
                 job.result = work(out) or {}
-            except Exception as exc:  # shown on the job's page; a bug also in the log
-                if not isinstance(exc, MinewatchError):
-                    log.exception("%s job for %s failed", kind, site)
-                job.error = str(exc) or type(exc).__name__
+            except Exception as exc:
+                if isinstance(exc, MinewatchError):  # said for people: shown on the job's page
+                    job.error = str(exc) or type(exc).__name__
+                else:  # a bug or the system's fault (its text names paths, internals): the log's
+                    log.exception("%s job %s for %s failed", kind, job.id[:6], site)
+                    job.error = f"an internal error, in the portal's log as {kind} job {job.id[:6]}"
                 remove_folder(folder)
             job.finished = time.monotonic()
 

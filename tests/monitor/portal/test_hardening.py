@@ -131,3 +131,34 @@ def test_the_portal_stopping_after_a_failed_job_removes_the_other_jobs_files(tmp
     assert failed.error and made.done and made.out.is_file()
     jobs.close()
     assert not made.folder.exists() and not failed.folder.exists()
+
+
+def test_a_job_failing_on_the_system_shows_no_path_and_a_refusal_shows_its_words(tmp_path: Path) -> None:
+    """A bundle's or report's page showed any exception's text: an OSError's names a path on the
+    server. Only a refusal said for people (MinewatchError) is shown; anything else is in the log."""
+    from datetime import UTC, datetime
+
+    from monitor.portal.data import Refused
+    from monitor.portal.jobs import Jobs
+
+    jobs = Jobs()
+    missing = tmp_path / "no-such-folder"
+
+    def fails_on_the_disk(out: Path) -> None:
+        (missing / out.name).write_bytes(b"")  # a real OSError naming the path
+
+    def refuses(out: Path) -> None:
+        raise Refused("to: a CSV covers at most 31 days; choose a shorter window")
+
+    now = datetime.now(UTC)
+    try:
+        system = jobs.launch("bob", "s1", now, now, "a.zip", fails_on_the_disk)
+        refusal = jobs.launch("bob", "s1", now, now, "b.zip", refuses)
+        for job in (system, refusal):
+            while job.finished is None:
+                time.sleep(0.01)
+    finally:
+        jobs.close()
+    assert str(missing) not in system.error and "Errno" not in system.error
+    assert system.error == f"an internal error, in the portal's log as bundle job {system.id[:6]}"
+    assert refusal.error == "to: a CSV covers at most 31 days; choose a shorter window"
