@@ -7,8 +7,9 @@ proxy in front, docs/PORTAL.md), 1,100 connections that sent nothing took every 
 
 - a request's head must arrive within HEAD_S of the connection (or of the previous answer);
 - a body still arriving may pause at most IDLE_S;
-- one address holds at most PER_ADDRESS connections (a trusted proxy's are not counted: every
-  client behind it shares its address).
+- one address holds at most PER_ADDRESS connections (an address as throttle.address_key counts
+  it: an IPv6 client's /64, whose 2**64 addresses one host picks from; a trusted proxy's are
+  not counted: every client behind it shares its address).
 
 A connection past these is closed; the portal's own work (a long answer, a slow download) is
 never timed.
@@ -25,6 +26,8 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from monitor.portal.throttle import address_key
 
 log = logging.getLogger("minewatch.portal")
 
@@ -47,7 +50,8 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._address = self.client[0] if self.client else ""
+        self._peer = self.client[0] if self.client else ""
+        self._address = address_key(self._peer)  # what the limit counts
         self._open[self._address] += 1
         self._last_data = self._head_by = self.loop.time()
         self._head_by += HEAD_S
@@ -108,7 +112,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def _is_trusted(self) -> bool:
         try:
-            address = ipaddress.ip_address(self._address)
+            address = ipaddress.ip_address(self._peer)
         except ValueError:
             return False
         return any(address in network for network in self.trusted)

@@ -6,6 +6,7 @@ and capped evidence exports started by POST."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import socket
@@ -590,6 +591,58 @@ def test_connections_that_hold_the_portal_without_a_request_are_closed(own: Own)
     finally:
         for sock in (*silent, half_head, stalled):
             sock.close()
+
+
+class _PeerTransport(asyncio.Transport):
+    """A connection's transport seen from a given client address (all the protocol asks of it)."""
+
+    def __init__(self, host: str) -> None:
+        super().__init__()
+        self.host = host
+        self.closed = False
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return {"peername": (self.host, 40000), "sockname": ("::1", 8080)}.get(name, default)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_an_ipv6_client_holds_its_connections_limit_across_its_whole_64() -> None:
+    """One IPv6 host picks any of its /64's 2**64 addresses, and each had its own 64 connections:
+    a thousand such addresses took every file handle. The /64 is the address here, as the login
+    and complaint limits count it (throttle.address_key); an IPv4 client written as IPv6 is its
+    IPv4 address. The portal's own protocol class, with transports that say where they come
+    from: this machine cannot connect from many IPv6 addresses (a stand-in for the socket)."""
+    from uvicorn.config import Config
+    from uvicorn.server import ServerState
+
+    from monitor.portal.connections import PER_ADDRESS, GuardedH11Protocol
+
+    config = Config(app=lambda scope, receive, send: None, factory=False)
+    config.load()
+    state = ServerState()
+
+    async def held(hosts: list[str]) -> list[bool]:
+        opened = []
+        for host in hosts:
+            protocol = GuardedH11Protocol(config, state, {})
+            protocol.connection_made(_PeerTransport(host))
+            opened.append(protocol)
+        closed = [p.transport.is_closing() for p in opened]
+        for p in opened:
+            p.connection_lost(None)
+        return closed
+
+    one_host = [f"2001:db8:0:7::{i + 1:x}" for i in range(PER_ADDRESS)]
+    closed = asyncio.run(held([*one_host, "2001:db8:0:7::ffff", "2001:db8:0:8::1"]))
+    assert closed == [False] * PER_ADDRESS + [True, False]  # its /64 is full; the next /64 is not
+    one_v4 = ["192.0.2.1" if i % 2 else "::ffff:192.0.2.1" for i in range(PER_ADDRESS)]
+    closed = asyncio.run(held([*one_v4, "192.0.2.1", "::ffff:192.0.2.2"]))
+    assert closed == [False] * PER_ADDRESS + [True, False]
 
 
 def test_a_client_that_leaves_mid_body_leaves_no_traceback_in_the_log(own: Own) -> None:
