@@ -123,6 +123,8 @@ class EvidencePages:
         if job.error:
             return self.web.page(request, "job.html", scope, 500, site=site, job=job)
         if job.done and request.path_params.get("file"):
+            if request.method == "HEAD":  # the download's headers; its one download stays
+                return Response(headers=_download_headers(job.untaken()), media_type="application/zip")
             out, folder = job.take()
             from monitor.evidence import exported_window
 
@@ -139,10 +141,7 @@ class EvidencePages:
             return StreamingResponse(
                 _stream_file(out, folder),
                 media_type="application/zip",
-                headers={
-                    "Content-Disposition": f'attachment; filename="{out.name}"',
-                    "Content-Length": str(out.stat().st_size),
-                },
+                headers=_download_headers(out),
             )
         return self.web.page(request, "job.html", scope, site=site, job=job)
 
@@ -259,6 +258,13 @@ class EvidencePages:
             outcome,
         )
         return self.evidence_form(request, scope, site, report=report)
+
+
+def _download_headers(out: Path) -> dict[str, str]:
+    return {
+        "Content-Disposition": f'attachment; filename="{out.name}"',
+        "Content-Length": str(out.stat().st_size),
+    }
 
 
 async def _stream_file(path: Path, folder: Path) -> AsyncIterator[bytes]:

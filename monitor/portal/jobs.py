@@ -80,11 +80,16 @@ class Job:
                 return path.stat().st_size
         return 0
 
-    def take(self) -> tuple[Path, Path]:
+    def untaken(self) -> Path:
+        """The bundle's file while it waits for its one download."""
         if self.taken:
             raise NotFound("this bundle was downloaded already: prepare it again")
+        return self.out
+
+    def take(self) -> tuple[Path, Path]:
+        out = self.untaken()
         self.taken = True
-        return self.out, self.folder
+        return out, self.folder
 
 
 class Jobs:

@@ -684,3 +684,32 @@ def test_a_bundle_not_downloaded_leaves_with_the_portal(env: Env, tmp_path: Path
         assert wait_until(lambda: "url=/sites/" in insp.send("GET", job).text, 120)  # ready, not downloaded
         assert any(tmp.glob("minewatch-portal-*/*.zip"))
     assert not any(tmp.glob("minewatch-portal-*")), list(tmp.iterdir())
+
+
+def test_a_head_request_for_a_bundle_leaves_its_one_download(tmp_path: Path) -> None:
+    """A HEAD (a download manager's, a link checker's) took the bundle's one download and recorded
+    it as downloaded though no byte went out; the GET after it found nothing. A HEAD answers
+    the download's headers and changes nothing."""
+    from tests.support.portal_server import Client, Portal, serving
+
+    with serving(Portal(tmp_path)) as portal:
+        bob = Client(portal)
+        assert bob.login("bob").status == 303
+        form = {"csrf": bob.csrf("/sites/s1/evidence"), "from": "2026-12-01", "to": "2026-12-02"}
+        job = bob.request("POST", "/sites/s1/evidence/bundle", form).location
+
+        def download_links() -> list[str]:
+            return re.findall(r'href="(/sites/s1/evidence/jobs/[^"]+/[^"]+)"', bob.get(job).body)
+
+        assert wait_until(lambda: bool(download_links()), 30)
+        (link,) = download_links()
+        head = bob.request("HEAD", link)
+        assert head.status == 200 and head.raw == b""
+        assert head.headers["content-type"] == "application/zip"
+        assert portal.actions("bundle_downloaded") == []
+        got = bob.get(link)
+        assert got.status == 200 and got.raw[:2] == b"PK"
+        assert int(head.headers["content-length"]) == len(got.raw)
+        (record,) = portal.actions("bundle_downloaded")
+        assert record["data"]["bytes"] == len(got.raw)
+        assert bob.request("HEAD", link).status == 404  # downloaded: gone, as for a GET
