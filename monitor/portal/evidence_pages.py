@@ -163,6 +163,12 @@ class EvidencePages:
             )
         except (UsageError, Refused) as exc:
             return self.evidence_form(request, scope, site, 400, error=str(exc))
+        name = f"sound-{site.id}-{asked['from'][:10]}.csv"
+        headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+        if request.method == "HEAD":  # the headers only: nothing read, no download recorded
+            head = Response(media_type="text/csv; charset=utf-8", headers=headers)
+            del head.headers["content-length"]  # streamed: its length is not known ahead
+            return head
         await run_in_threadpool(
             self.web.portal.record_action,
             scope,
@@ -172,12 +178,7 @@ class EvidencePages:
             self.web.source(request),
             asked,
         )
-        name = f"sound-{site.id}-{asked['from'][:10]}.csv"
-        return StreamingResponse(
-            lines,
-            media_type="text/csv; charset=utf-8",
-            headers={"Content-Disposition": f'attachment; filename="{name}"'},
-        )
+        return StreamingResponse(lines, media_type="text/csv; charset=utf-8", headers=headers)
 
     async def verify_upload(self, request: Request) -> Response:
         scope = self.web.session_scope(request)

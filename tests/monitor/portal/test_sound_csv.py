@@ -167,3 +167,23 @@ def test_a_second_the_meter_was_overloaded_in_says_so_in_its_last_cell(
         ((start + timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%SZ"), "95.0", "1" if s in (2, 3) else "")
         for s in range(6)
     ]
+
+
+def test_a_head_request_records_no_download_and_reads_nothing(tmp_path: Path) -> None:
+    """A HEAD for the CSV (a link checker's) read every second of the window to throw it away and
+    recorded sound_csv_downloaded though nothing went out; it answers the headers only. A GET
+    is recorded as before. (The harness's own `minewatch serve` over an empty store.)"""
+    from tests.support.portal_server import Client, Portal, serving
+
+    with serving(Portal(tmp_path)) as portal:
+        bob = Client(portal)
+        assert bob.login("bob").status == 303
+        url = "/sites/s1/evidence/sound.csv?from=2026-12-01&to=2026-12-02&sensor=n1"
+        head = bob.request("HEAD", url)
+        assert head.status == 200 and head.raw == b"" and "content-length" not in head.headers
+        assert head.headers["content-type"] == "text/csv; charset=utf-8"
+        assert head.headers["content-disposition"] == 'attachment; filename="sound-s1-2026-12-01.csv"'
+        assert portal.actions("sound_csv_downloaded") == []
+        got = bob.get(url)
+        assert got.status == 200 and got.body.startswith("sensor,time_utc,")
+        assert [a["target"] for a in portal.actions("sound_csv_downloaded")] == ["n1"]
