@@ -463,13 +463,18 @@ def load_anchors(path: str | Path) -> list[Anchor]:
     except NamedFileError as exc:
         raise EvidenceError(f"anchors: {exc}") from None
     try:
-        data = json.loads(text)
-        items = data if isinstance(data, list) else [data]
-    except ValueError:
         try:
-            items = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except ValueError as exc:
-            raise EvidenceError(f"{path}: neither a JSON list nor JSON lines: {exc}") from None
+            data = json.loads(text)
+            items = data if isinstance(data, list) else [data]
+        except ValueError:
+            try:
+                items = [json.loads(line) for line in text.splitlines() if line.strip()]
+            except ValueError as exc:
+                raise EvidenceError(f"{path}: neither a JSON list nor JSON lines: {exc}") from None
+    except RecursionError:  # json's decoder recurses per bracket: "[" * 100000 ended in a traceback
+        raise EvidenceError(
+            f"{path}: lists or objects nested too deeply to be anchors (a list of {{site, seq, head}})"
+        ) from None
     anchors = []
     for i, item in enumerate(items):
         found = half_pair_at(item)

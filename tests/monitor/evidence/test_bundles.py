@@ -1213,3 +1213,18 @@ def test_an_export_interrupted_mid_member_raises_the_interruption_and_leaves_not
         export(site, out)
     assert not out.exists() and not list(tmp_path.glob("*.partial"))
     assert export_module._OPEN_MEMBERS == {}
+
+
+def test_an_anchors_file_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    """An anchors file of 100,000 "[" ended `minewatch verify --anchors` in a RecursionError
+    traceback (json's decoder recurses per bracket), and the portal's verify form with the Town's
+    anchors file in a 500. A bundle kept from an earlier format stands for any."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    with pytest.raises(EvidenceError, match="nested too deeply to be anchors"):
+        load_anchors(deep)
+    bundle = Path(__file__).parents[2] / "data" / "evidence" / "format3.zip"
+    done = run_minewatch("verify", bundle, "--anchors", deep)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    said = "lists or objects nested too deeply to be anchors (a list of {site, seq, head})"
+    assert done.stderr.strip().splitlines() == [f"minewatch verify: {deep}: {said}"]
