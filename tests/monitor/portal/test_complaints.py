@@ -221,3 +221,23 @@ def test_ipv4_clients_reported_as_mapped_ipv6_are_each_their_own_address(tmp_pat
         assert post("::ffff:192.0.2.2") == 303  # another resident
         assert post("192.0.2.1") == 429  # the first again, now written as IPv4
         assert post("::ffff:192.0.2.2") == 429
+
+
+def test_the_public_form_says_what_the_operator_sees(tmp_path: Path) -> None:
+    """The form promised only that contact details are the Town's; the operator's complaint
+    pages show the place given (address, position) and the account, by OPERATOR_COMPLAINT, so a
+    resident writing a home address told the mine where they live without being told. The form
+    now says so; this test holds its words to the allow-list."""
+    from monitor.portal.data import OPERATOR_COMPLAINT
+
+    assert {"when", "address", "position", "description"} <= set(OPERATOR_COMPLAINT)
+    assert not {"contact", "history"} & set(OPERATOR_COMPLAINT)
+    with serving(Portal(tmp_path)) as portal:
+        page = Client(portal).get("/complaint")
+    assert page.status == 200
+    said = " ".join(page.body.split())
+    assert "Your contact details are optional and seen by the Town only." in said
+    assert (
+        "When, where and what happened are also shown to the mine's operator, so that it can check"
+        " its work then and there" in said
+    )
