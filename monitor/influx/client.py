@@ -4,8 +4,9 @@
                         ▲                          │                     v1: POST /write (deadline_http.post)
                         └── ack / reject / keep ◄──┘                     v2: POST /api/v2/write
                                                                              (influxdb-client)
-No redirect is followed by either. v1's timeout bounds the whole request; influxdb-client's
-(v2) bounds each socket read.
+No redirect is followed by either. ``timeout_s`` bounds the whole request, the host name's
+lookup to the last byte of the answer: v1's through deadline_http, v2's through the connections
+``deadline_pool`` gives influxdb-client's urllib3 pool (its own timeout bounds each socket read).
 
 Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
 ``http.go`` sorts responses; docs/CONTRIBUTING.md, "Errors are classified once"):
@@ -67,6 +68,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 from monitor import __version__, deadline_http
 from monitor.config import InfluxConfig
 from monitor.errors import ConfigError, OutputError
+from monitor.influx import deadline_pool
 from monitor.influx.outbox import Outbox
 from monitor.influx.schema import MEASUREMENTS
 from monitor.shown_text import one_line
@@ -525,8 +527,8 @@ class InfluxWriter:
             from influxdb_client.client.write_api import SYNCHRONOUS
 
             # retries=False (the default): the forwarder owns retrying, with its own backoff, and
-            # no redirect is followed. Its timeout bounds each socket read, not the whole request
-            # (v1's does: monitor/deadline_http.py).
+            # no redirect is followed. Its timeout bounds each socket read; the whole request is
+            # bounded by deadline_pool (_write_v2), as v1's by monitor/deadline_http.py.
             self._client = InfluxDBClient(
                 url=config.url,
                 token=config.token.value,
@@ -538,6 +540,7 @@ class InfluxWriter:
             # WriteService replaces the charset its WriteApi passes with a bare "text/plain".
             # Default headers are applied last, and this client only ever writes.
             self._client.api_client.set_default_header("Content-Type", "text/plain; charset=utf-8")
+            deadline_pool.bound_requests(self._client.api_client.rest_client.pool_manager)
             self._write_api = self._client.write_api(write_options=SYNCHRONOUS)
 
     def close(self) -> None:
@@ -624,12 +627,13 @@ class InfluxWriter:
     def _write_v2(self, lines: Sequence[str]) -> None:
         from influxdb_client.domain.write_precision import WritePrecision
 
-        self._write_api.write(
-            bucket=self.config.bucket,
-            org=self.config.org,
-            record=list(lines),
-            write_precision=WritePrecision.NS,
-        )
+        with deadline_pool.one_deadline(self.config.timeout_s):
+            self._write_api.write(
+                bucket=self.config.bucket,
+                org=self.config.org,
+                record=list(lines),
+                write_precision=WritePrecision.NS,
+            )
 
 
 # --------------------------------------------------------------------------- forwarder

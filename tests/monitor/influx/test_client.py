@@ -20,7 +20,9 @@ import gzip
 import http.server
 import json
 import logging
+import socket
 import sqlite3
+import ssl
 import threading
 import time
 import urllib.parse
@@ -46,7 +48,7 @@ from monitor.influx.client import (
 )
 from monitor.influx.outbox import Outbox
 from monitor.influx.schema import MEASUREMENTS
-from tests.support.servers import Influxd, VictoriaMetrics, free_port
+from tests.support.servers import Influxd, VictoriaMetrics, free_port, self_signed_cert
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 T0_NS = 1_780_315_200_000_000_000
@@ -1084,15 +1086,15 @@ def dripping() -> Iterator[str]:
     server.server_close()
 
 
-def test_the_timeout_bounds_the_whole_v1_request(dripping: str) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_timeout_bounds_the_whole_request(dripping: str, version: int) -> None:
     """timeout_s bounded each socket read, not the request: a byte every 0.2 s held a write
-    with timeout_s=1 until the whole answer had dripped in (12 s; 45 s in the review).
-
-    v1 only: v2 writes go through influxdb-client, the project's chosen client, whose timeout
-    bounds each socket read (urllib3), as docs/CONFIG.md says; its forwarder thread is the one
-    held, the journal keeps every point.
-    """
-    config = InfluxConfig(version=1, url=dripping, database="mw", timeout_s=1)
+    with timeout_s=1 until the whole answer had dripped in (12 s; 45 s in the review), v2's
+    (influxdb-client's urllib3) as v1's."""
+    if version == 1:
+        config = InfluxConfig(version=1, url=dripping, database="mw", timeout_s=1)
+    else:
+        config = InfluxConfig(version=2, url=dripping, org="o", bucket="b", timeout_s=1)
     writer = InfluxWriter(config)
     began = time.monotonic()
     with pytest.raises(InfluxWriteError) as caught:
@@ -1102,6 +1104,114 @@ def test_the_timeout_bounds_the_whole_v1_request(dripping: str) -> None:
     assert 0.9 <= took < 2.0, took
     assert caught.value.retryable and caught.value.status is None
     assert "no whole answer within 1 s" in str(caught.value)
+
+
+@dataclass
+class KeptAlive:
+    """A server keeping its connections alive that answers the first request on each at once
+    and every later one a byte every 0.2 s; ``connections``: how many were opened to it."""
+
+    url: str
+    cert: Path | None = None  # over https: its certificate
+    connections: int = 0
+
+
+@pytest.fixture(params=["http", "https"])
+def kept_alive(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KeptAlive]:
+    """No real InfluxDB answers slowly on demand, hence this stand-in. Over https its
+    certificate is self-signed, trusted only where a test names it (SSL_CERT_FILE)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        answered = 0  # on this connection
+
+        def setup(self) -> None:
+            super().setup()
+            server.connections += 1
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            answer = b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nServer: drip\r\n\r\n"
+            self.answered += 1
+            try:
+                if self.answered == 1:
+                    self.wfile.write(answer)
+                    return
+                for byte in answer:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                self.close_connection = True  # the client gave up
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    server = KeptAlive(f"{request.param}://127.0.0.1:{httpd.server_address[1]}")
+    if request.param == "https":
+        server.cert, key = self_signed_cert(tmp_path)
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(server.cert, key)
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield server
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_v2_a_connection_kept_alive_gives_each_request_a_deadline_of_its_own(
+    kept_alive: KeptAlive, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """influxdb-client keeps its connection alive: a write on it was bounded by no deadline
+    (12 s for an answer dripping in with timeout_s=1), and must not be by the first write's,
+    passed long before it began. Over https (its certificate trusted through SSL_CERT_FILE,
+    which urllib3's default context reads) the same."""
+    if kept_alive.cert is not None:
+        monkeypatch.setenv("SSL_CERT_FILE", str(kept_alive.cert))
+    writer = InfluxWriter(InfluxConfig(version=2, url=kept_alive.url, org="o", bucket="b", timeout_s=1))
+    writer.write([sound(0)])  # answered at once
+    time.sleep(1.2)  # the first write's deadline passes
+    began = time.monotonic()
+    with pytest.raises(InfluxWriteError) as caught:
+        writer.write([sound(1)])
+    took = time.monotonic() - began
+    writer.close()
+    assert 0.9 <= took < 2.0, took
+    assert kept_alive.connections == 1  # the second write went on the first one's connection
+    assert caught.value.retryable and caught.value.status is None
+    assert str(caught.value) == "InfluxDB unreachable: TimeoutError: no whole answer within 1 s"
+
+
+def test_v2_a_host_name_whose_lookup_hangs_ends_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """urllib3 looks the name up with getaddrinfo, which cannot be interrupted, before any timeout
+    of its own applies: a resolver that did not answer held the write as long as it took (here
+    3 s). A resolver that holds its answers cannot be made real here (it would take editing
+    /etc/resolv.conf), so ``socket.getaddrinfo`` is replaced by one that blocks, then answers
+    127.0.0.1 (where nothing listens on port 9); the request and its deadline are the real ones."""
+    released = threading.Event()
+    real = socket.getaddrinfo
+
+    def hanging(host: str, *args: object, **kwargs: object) -> object:
+        released.wait(3)
+        return real("127.0.0.1", *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    config = InfluxConfig(version=2, url="http://influx.example:9", org="o", bucket="b", timeout_s=0.5)
+    writer = InfluxWriter(config)
+    began = time.monotonic()
+    try:
+        with pytest.raises(InfluxWriteError) as caught:
+            writer.write([sound(0)])
+        took = time.monotonic() - began
+    finally:
+        released.set()
+        writer.close()
+    assert took < 1.5, took
+    assert caught.value.retryable
+    assert str(caught.value) == "InfluxDB unreachable: TimeoutError: no whole answer within 0.5 s"
 
 
 def test_outbox_failure_does_not_stop_the_loop(
