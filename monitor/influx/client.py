@@ -282,9 +282,14 @@ _FOREIGN: tuple[type[BaseException], ...] = (OSError, http.client.HTTPException,
 def _translate(exc: BaseException, url: str) -> InfluxWriteError:
     """The one place where socket, http.client, urllib3 and influxdb-client errors become ours
     (v1 answers: ``InfluxWriter._send``)."""
+    if isinstance(exc, ApiException) and not exc.status:
+        # No answer: influxdb-client makes urllib3's SSLError (a certificate not trusted, a
+        # handshake refused) an ApiException of status 0, its reason "SSLError\n<what>".
+        reason = ": ".join(part for part in str(exc.reason or "").splitlines() if part)
+        return InfluxWriteError(f"InfluxDB unreachable: {one_line(reason)}", retryable=True)
     if isinstance(exc, ApiException):  # v2: influxdb-client's answer other than 2xx
         headers: Mapping[str, str] = exc.headers or {}
-        status = int(exc.status or 0)
+        status = int(exc.status)
         if 300 <= status < 400:  # influxdb-client follows none (retries=False); said as v1 says it
             return _redirect_error(url, status, headers.get("Location"))
         return _classify(

@@ -1185,6 +1185,41 @@ def test_v2_a_connection_kept_alive_gives_each_request_a_deadline_of_its_own(
     assert str(caught.value) == "InfluxDB unreachable: TimeoutError: no whole answer within 1 s"
 
 
+def test_v2_a_certificate_not_trusted_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A local https server whose certificate is self-signed and not trusted (a real InfluxDB's
+    would be the same; none runs here): urllib3 refuses it as before, and it reads as no answer,
+    in one line. It read "InfluxDB answered 0: SSLError" and a second line: influxdb-client
+    turns urllib3's SSLError into an answer of status 0."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    cert, key = self_signed_cert(tmp_path)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    url = f"https://127.0.0.1:{httpd.server_address[1]}"
+    writer = InfluxWriter(InfluxConfig(version=2, url=url, org="o", bucket="b", timeout_s=5))
+    try:
+        with pytest.raises(InfluxWriteError) as caught:
+            writer.write([sound(0)])
+    finally:
+        writer.close()
+        httpd.shutdown()
+        httpd.server_close()
+    assert caught.value.retryable and caught.value.status is None
+    message = str(caught.value)
+    assert message.startswith("InfluxDB unreachable: SSLError: [SSL: CERTIFICATE_VERIFY_FAILED]"), message
+    assert "\n" not in message
+
+
 def test_v2_a_host_name_whose_lookup_hangs_ends_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """urllib3 looks the name up with getaddrinfo, which cannot be interrupted, before any timeout
     of its own applies: a resolver that did not answer held the write as long as it took (here
