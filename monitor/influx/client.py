@@ -53,6 +53,7 @@ import json
 import logging
 import math
 import random
+import sqlite3
 import threading
 import time
 import urllib.parse
@@ -651,7 +652,7 @@ class ForwarderStats:
     retries: int = 0
     last_error: str = ""
     up: bool = True  # False while writes are failing
-    pending: int = 0  # as last seen by the forwarder
+    pending: int | None = None  # points queued, as last counted by the forwarder (None: not yet)
     held: str = ""  # while the server refuses points for a state of its own: which (_SERVER_STATES)
 
 
@@ -808,6 +809,7 @@ class InfluxForwarder:
                 log.exception("Influx forwarder failed; retrying")
             handled, error = 0, InfluxWriteError(f"forwarder: {type(exc).__name__}: {exc}", retryable=True)
             self._mark_down(error, state)
+            self._recount()
             return handled, error
         if error is None:
             self._mark_up()
@@ -888,6 +890,17 @@ class InfluxForwarder:
                 last_error=result.rejected[-1][1] if result.rejected else self._stats.last_error,
             )
         return handled, result.error
+
+    def _recount(self) -> None:
+        """After a cycle the outbox failed: count the points queued again. A store's write lock
+        (a batch's ack refused) still lets the forwarder read (WAL); the count stays as last
+        read if the outbox cannot be read either."""
+        try:
+            pending = self.outbox.pending()
+        except sqlite3.Error:
+            return
+        with self._changed:
+            self._stats = replace(self._stats, pending=pending)
 
     def _mark_down(self, error: InfluxWriteError, state: str) -> None:
         self._failures += 1

@@ -1276,6 +1276,34 @@ def test_outbox_failure_does_not_stop_the_loop(
     assert (series["values"], series["timestamps"]) == ([50.0], [T0_NS // 1_000_000])  # written once
 
 
+def test_pending_counts_the_points_queued_while_the_store_is_locked(
+    victoria_metrics: VictoriaMetrics, queue: Queue, tmp_path: Path
+) -> None:
+    """A store lock held longer than the outbox waits (another connection's write transaction):
+    each batch was written and its ack refused ("database is locked"), and ``pending`` kept
+    the 0 it started with while 5 points were queued. Reading still works under the lock (WAL)."""
+    queue.put([sound(i) for i in range(5)])
+    lock = sqlite3.connect(str(tmp_path / "minewatch.db"), isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    forwarder = InfluxForwarder(
+        Outbox.open(tmp_path / "minewatch.db", busy_timeout_s=0.1),
+        InfluxWriter(vm_config(victoria_metrics)),
+        flush_interval_s=0.02,
+        backoff=FAST,
+    )
+    forwarder.start()
+    try:
+        wait_until(lambda: forwarder.stats.retries >= 2)
+        assert (forwarder.stats.pending, forwarder.stats.up) == (5, False)
+        lock.execute("ROLLBACK")
+        assert forwarder.flush(10)
+        assert (forwarder.stats.pending, forwarder.stats.up) == (0, True)
+    finally:
+        lock.close()
+        forwarder.close()
+    assert queue.store.pending() == 0
+
+
 # --------------------------------------------------------------------------- v2, real VictoriaMetrics
 
 # A point of every measurement with every tag and field of monitor.influx.schema; tag values
