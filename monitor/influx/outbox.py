@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from monitor.journal.migrations import outbox_tables, outbox_taken_table
+from monitor.journal.store import open_patiently
 
 __all__ = ["Outbox", "RejectedItem"]
 
@@ -77,10 +78,20 @@ class Outbox:
 
     @classmethod
     def open(cls, path: str | Path, name: str = "influx", *, busy_timeout_s: float = 30.0) -> Outbox:
-        """A connection of the forwarder's own to the store's file (see the module docstring)."""
-        conn = sqlite3.connect(str(path), timeout=busy_timeout_s, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        return cls(conn, name)
+        """A connection of the forwarder's own to the store's file (see the module docstring),
+        opened as the store is (``open_patiently``): tried again while the file is locked, for
+        ``busy_timeout_s``; then StoreError, one line."""
+
+        def attempt() -> Outbox:
+            conn = sqlite3.connect(str(path), timeout=busy_timeout_s, check_same_thread=False)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                return cls(conn, name)
+            except BaseException:
+                conn.close()
+                raise
+
+        return open_patiently(str(path), attempt, what=f"its {name} outbox", patience_s=busy_timeout_s)
 
     def close(self) -> None:
         self.conn.close()

@@ -24,13 +24,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from monitor.errors import StoreError, StoreUnwritable
 from monitor.failing_rounds import FailingRounds
@@ -308,8 +308,11 @@ class Checkpointer(threading.Thread):
         self.join(timeout=30)
 
 
-def _why_not_opened(path: str, exc: sqlite3.Error) -> str:
-    """SQLite's "unable to open database file", said as what it is where that can be told."""
+def _why_not_opened(path: str, exc: sqlite3.Error, patience_s: float) -> str:
+    """SQLite's "unable to open database file" or "database is locked", said as what it is
+    where that can be told."""
+    if isinstance(exc, sqlite3.OperationalError) and _locked(exc):
+        return f"{exc}: another connection holds it (waited {patience_s:g} s)"
     target = Path(path)
     if target.is_dir():
         return f"it is a folder: name a file in it (e.g. {target / 'minewatch.db'})"
@@ -322,6 +325,8 @@ def _why_not_opened(path: str, exc: sqlite3.Error) -> str:
 # How long opening a store is tried again while SQLite answers "database is locked" at once.
 _OPEN_PATIENCE_S = 30.0
 
+T = TypeVar("T")
+
 
 def _locked(exc: sqlite3.OperationalError) -> bool:
     """Whether SQLite refused for another connection's lock (SQLITE_BUSY), not for a fault."""
@@ -330,33 +335,47 @@ def _locked(exc: sqlite3.OperationalError) -> bool:
     )
 
 
+def open_patiently(
+    path: str, open_: Callable[[], T], *, what: str = "", patience_s: float = _OPEN_PATIENCE_S
+) -> T:
+    """``open_()``, a connection to the store's file made and set up (closed by ``open_`` if it
+    raises), tried again while SQLite answers "database is locked", for ``patience_s``: the
+    rule of every connection of the daemon's start to the store. StoreError, one line naming
+    the file (and ``what`` opens it) and why, once the patience is spent or for any other fault.
+
+    Two processes opening one new store at one moment (two daemons of other sites of it) can
+    meet where SQLite answers "database is locked" at once rather than waiting (its change to
+    WAL, a lock it would otherwise deadlock on): the open is tried again, for as long as a
+    writer is waited for anyway."""
+    patience = time.monotonic() + patience_s
+    while True:
+        try:
+            return open_()
+        except sqlite3.Error as exc:
+            if isinstance(exc, sqlite3.OperationalError) and _locked(exc) and time.monotonic() < patience:
+                time.sleep(0.05)
+                continue
+            for_what = f" ({what})" if what else ""
+            raise StoreError(
+                f"cannot open the store {path!r}{for_what}: {_why_not_opened(path, exc, patience_s)}"
+            ) from exc
+
+
 class Store:
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        # Two processes opening one new store at one moment (two daemons of other sites of it)
-        # can meet where SQLite answers "database is locked" at once rather than waiting (its
-        # change to WAL, a lock it would otherwise deadlock on): the open is tried again, for as
-        # long as a writer is waited for anyway.
-        patience = time.monotonic() + _OPEN_PATIENCE_S
-        while True:
+
+        def attempt() -> None:
             try:
                 self._open(synchronous)
-                break
-            except sqlite3.OperationalError as exc:
-                if _locked(exc) and time.monotonic() < patience:
-                    with contextlib.suppress(sqlite3.Error, AttributeError):
-                        self.conn.close()
-                    time.sleep(0.05)
-                    continue
-                raise StoreError(
-                    f"cannot open the store {self.path!r}: {_why_not_opened(self.path, exc)}"
-                ) from exc
-            except sqlite3.Error as exc:
-                raise StoreError(
-                    f"cannot open the store {self.path!r}: {_why_not_opened(self.path, exc)}"
-                ) from exc
+            except sqlite3.Error:
+                with contextlib.suppress(sqlite3.Error, AttributeError):
+                    self.conn.close()
+                raise
+
+        open_patiently(self.path, attempt)
         self._max_variables = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         self._statements: dict[tuple[str, int], str] = {}
         self._heads: dict[str, tuple[int, str]] = {}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.errors import StoreError
 from monitor.influx.outbox import Outbox
 
 
@@ -200,3 +201,27 @@ def test_the_last_item_a_target_took_is_kept_across_connections(
         assert [item for _, item in reopened.peek(10)] == ["c"]  # kept queued
     finally:
         reopened.close()
+
+
+def test_a_store_locked_past_the_wait_is_said_in_one_line(db: Path, store_conn: sqlite3.Connection) -> None:
+    """Another connection holding the store (``locking_mode=EXCLUSIVE``: no one else reads it)
+    past the outbox's wait ended the daemon's start with sqlite3's bare "database is locked" and a
+    traceback. The outbox is opened as the store is (journal.store.open_patiently): a StoreError
+    of one line, which the command line prints alone. The lock is real; the wait 0.3 s, not 30."""
+    Outbox(store_conn)
+    store_conn.close()
+    holder = sqlite3.connect(str(db), isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("DELETE FROM outbox_influx")  # the exclusive lock, held
+    holder.execute("COMMIT")
+    try:
+        with pytest.raises(StoreError) as refused:
+            Outbox.open(db, busy_timeout_s=0.3)
+    finally:
+        holder.close()
+    assert str(refused.value) == (
+        f"cannot open the store {str(db)!r} (its influx outbox):"
+        " database is locked: another connection holds it (waited 0.3 s)"
+    )
+    Outbox.open(db).close()  # the lock gone
