@@ -1,6 +1,7 @@
 """`minewatch status --config FILE`: the retained status message, computed from the store, and
 the outputs' backlogs: each site's deliveries (pending, failing with their last error,
-undeliverable) and the InfluxDB outbox (points queued, the oldest's time, points rejected)."""
+undeliverable) and the InfluxDB outbox (points queued, the oldest's time, points rejected) with
+the forwarder's state as the daemon recorded it (writing, or not since when and why)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ def _when(text: str | None, config: Config) -> datetime:
 
 def run(args: argparse.Namespace) -> int:
     from monitor.daemon.site_status import site_status
+    from monitor.influx.forwarder_record import META_KEY as FORWARDER_KEY
+    from monitor.influx.forwarder_record import ForwarderRecord
     from monitor.journal.store import Store
     from monitor.wire.link_state import META_KEY, LinkState
     from rules.profile import ProfileError, episode_gap_of, standard_titles_of
@@ -78,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         for status in statuses:
             status["deliveries"] = _deliveries(store, status["site"], now)
         outbox = _outbox(store)
+        forwarder = ForwarderRecord.from_json(store.meta(FORWARDER_KEY))  # written by the daemon
         link = LinkState.from_json(store.meta(META_KEY))  # written by the daemon
         links = _worker_links(store, config)
     finally:
@@ -85,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         for status in statuses:
             status["influx_outbox"] = outbox  # the store's, beside each site as broker_link is
+            if forwarder is not None:
+                status["influx_forwarder"] = forwarder.to_dict()
             if link is not None:
                 status["broker_link"] = json.loads(link.to_json())
             for worker, (sites, state) in links.items():
@@ -101,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         print(space)
     if config.storage.influxdb is not None or outbox["queued"] or outbox["rejected"]:
         print(_outbox_line(outbox))
+    if forwarder is not None and config.storage.influxdb is not None:
+        print(one_line(forwarder.describe()))  # the server's words may be in it
     for worker, (sites, state) in links.items():
         seen = state.describe(datetime.now(UTC)) if state is not None else "not reported yet"
         print(f"worker {worker} ({', '.join(sites)}): {seen}")

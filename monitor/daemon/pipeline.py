@@ -53,6 +53,7 @@ from monitor.errors import DecodeError, StoreUnwritable
 from monitor.failing_rounds import FailingRounds
 from monitor.influx import points
 from monitor.influx.client import InfluxForwarder
+from monitor.influx.forwarder_record import ForwarderRecorder
 from monitor.influx.outbox import Outbox
 from monitor.journal.config_record import config_record_texts
 from monitor.journal.store import READING_KIND, SoundEntry, Store, sound_entry, unwritable
@@ -1021,10 +1022,14 @@ def run(
             return 0
         pipeline = started
     forwarder = None
+    forwarder_record = None
     if config.storage.influxdb is not None and leader:  # one reader of the outbox, whoever wrote to it
         # The forwarder reads the same table through a connection of its own thread.
-        forwarder = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
-        forwarder.start()
+        writing = InfluxForwarder.from_config(Outbox.open(config.storage.path), config.storage.influxdb)
+        writing.start()
+        forwarder = writing
+        # Its state for `status`, written here: the store's connection is this thread's.
+        forwarder_record = ForwarderRecorder(lambda: writing.stats, store.set_meta)
     # A refused login stops the daemon (raised as LoginRefused below): no retry can fix it.
     link: MqttLink = MqttLink(config.broker, topics, inbound, pipeline.predecode, lambda _: stop.set())
     # "not connected since" for `status`: one row per worker
@@ -1065,6 +1070,8 @@ def run(
                     if deliveries is not None:  # else the leader finds them on its next round
                         deliveries.wake()
                 link_record.poll()
+                if forwarder_record is not None:
+                    forwarder_record.poll()
                 if store.conn.total_changes != changes:  # a write committed: an outage is over
                     outages.stored(store.path)
             except Exception as exc:
@@ -1104,6 +1111,12 @@ def run(
             if not forwarder.flush(timeout=5.0):
                 log.warning("InfluxDB backlog not fully written; it stays in the outbox for the next start")
             forwarder.close()
+        if forwarder_record is not None:
+            try:
+                forwarder_record.stopped()
+            except Exception as exc:
+                if not unwritable(exc, store.path):
+                    raise
         store.close()
         c = pipeline.counters
         log.info(

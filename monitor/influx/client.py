@@ -654,6 +654,8 @@ class ForwarderStats:
     up: bool = True  # False while writes are failing
     pending: int | None = None  # points queued, as last counted by the forwarder (None: not yet)
     held: str = ""  # while the server refuses points for a state of its own: which (_SERVER_STATES)
+    state: str = ""  # what the forwarder said when its state last changed ("" while writing)
+    since: datetime | None = None  # when that state began (wall clock)
 
 
 class InfluxForwarder:
@@ -682,7 +684,7 @@ class InfluxForwarder:
         self.batch_size = batch_size
         self.flush_interval_s = flush_interval_s
         self.backoff = backoff or Backoff()
-        self._stats = ForwarderStats()
+        self._stats = ForwarderStats(since=datetime.now(UTC))
         self._changed = threading.Condition()
         self._wake = threading.Event()
         self._cycles = 0  # cycles started
@@ -913,30 +915,39 @@ class InfluxForwarder:
             log.debug("InfluxDB write retry %d failed: %s", self._failures, error)
             return
         self._state = state
+        level = logging.ERROR
         if state.startswith("internal"):
-            return  # logged with its traceback already
-        if error.held:
-            log.error(
-                "InfluxDB refuses points for a state of its own, not for the points (%s): they stay"
-                " queued and are retried until it takes them: %s",
-                error.held,
-                error,
+            said, level = f"Influx forwarder failed; retrying: {error}", 0  # logged with its traceback
+        elif error.held:
+            said = (
+                f"InfluxDB refuses points for a state of its own, not for the points ({error.held}):"
+                f" they stay queued and are retried until it takes them: {error}"
             )
         elif error.status in (401, 403):
-            log.error("InfluxDB refused our credentials; check the token/username; retrying: %s", error)
+            said = f"InfluxDB refused our credentials; check the token/username; retrying: {error}"
         elif (error.status is not None and 300 <= error.status < 400) or state.startswith("refused alike"):
-            log.error("%s", error)  # the message says what to do; the points stay queued
+            said = str(error)  # the message says what to do; the points stay queued
         else:
-            log.warning("InfluxDB writes failing, points stay queued and are retried: %s", error)
+            said = f"InfluxDB writes failing, points stay queued and are retried: {error}"
+            level = logging.WARNING
+        if level:
+            log.log(level, "%s", said)
+        self._changed_state(said)
 
     def _mark_up(self) -> None:
         if self._state != "up":
             log.info("InfluxDB writes resumed after %d failed attempt(s)", self._failures)
             self._state = "up"
+            self._changed_state("")
         self._failures = 0
         with self._changed:
             if not self._stats.up:
                 self._stats = replace(self._stats, up=True, held="")
+
+    def _changed_state(self, said: str) -> None:
+        """The state's line and when it began, for ``stats`` (and so for `minewatch status`)."""
+        with self._changed:
+            self._stats = replace(self._stats, state=one_line(said), since=datetime.now(UTC))
 
 
 # --------------------------------------------------------------------------- reading back

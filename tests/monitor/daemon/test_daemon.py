@@ -9,7 +9,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from monitor.cli import main
+from monitor.influx.forwarder_record import STOPPED
 from monitor.wire.codec import AudioBlock, encode
 from monitor.wire.protocol import format_ts
 from rules.model import SoundLevels
@@ -242,3 +245,49 @@ def test_influxdb_outage_backlog_written_after_it_returns(
         pub.close()
     assert code == 0
     assert influxd.count("minewatch", "sound", "LAeq") == 500  # nothing missing, nothing doubled
+
+
+def test_status_says_influxdb_holds_the_points_and_since_when(
+    tmp_path: Path, mosquitto: Mosquitto, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """influxd 1.6.7 with ``[data] max-series-per-database = 1`` takes the first series the daemon
+    writes and holds the other points ("max-series-per-database limit exceeded"). The daemon said so
+    only in its log; `minewatch status` showed the points queued and not why. The daemon records
+    the forwarder's state in the store once per change, and status shows it (since when, why)."""
+    server = Influxd(tmp_path / "influxd", limits={"max-series-per-database": 1}).start()
+    influx = (
+        f'[storage.influxdb]\nversion = 1\nurl = "{server.url}"\n'
+        'database = "minewatch"\nflush_interval_s = 0.2\ntimeout_s = 2'
+    )
+    config = write_config(tmp_path / "minewatch.toml", mosquitto.url, influx=influx)
+    daemon = Daemon(config).start()
+    daemon.wait_ready()
+    pub = Client(mosquitto.port, "publisher")
+    base = recent_minute(5)
+
+    def forwarder_state() -> dict[str, object]:
+        assert main(["status", "--config", str(config), "--format", "json"]) == 0
+        [status] = json.loads(capsys.readouterr().out)
+        return dict(status.get("influx_forwarder", {}))
+
+    try:
+        pub.publish(*levels("n1", base, 60.0))
+        pub.publish(*levels("n2", base, 61.0))
+        assert wait_until(lambda: forwarder_state().get("up") is False, 30), daemon.logs()
+        state = forwarder_state()
+        assert "max-series-per-database is reached" in str(state["state"]), state
+        since = datetime.fromisoformat(str(state["since"]))
+        assert abs(since - datetime.now(UTC)) < timedelta(minutes=1)
+        assert main(["status", "--config", str(config)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        [said] = [x for x in lines if x.startswith("InfluxDB forwarder:")]
+        assert said.startswith(f"InfluxDB forwarder: not writing since {since:%Y-%m-%d %H:%M:%S}Z: InfluxDB")
+        assert "max-series-per-database limit exceeded" in said
+        assert daemon.logs().count("refuses points for a state of its own") == 1  # said once
+    finally:
+        code = daemon.stop()
+        pub.close()
+        server.stop()
+    assert code == 0
+    state = forwarder_state()  # nothing is written while the daemon is down: status says so
+    assert (state["up"], state["state"]) == (False, STOPPED)

@@ -46,6 +46,7 @@ from monitor.influx.client import (
     line,
     timestamp_ns,
 )
+from monitor.influx.forwarder_record import META_KEY, ForwarderRecord, ForwarderRecorder
 from monitor.influx.outbox import Outbox
 from monitor.influx.schema import MEASUREMENTS
 from tests.support.servers import Influxd, VictoriaMetrics, free_port, self_signed_cert
@@ -962,6 +963,40 @@ def test_v2_401_is_retried_and_logged_as_an_error(
     assert len(errors) == 1  # once per state change, not per retry
     assert "credentials" in errors[0].getMessage() and "401" in errors[0].getMessage()
     assert forwarder.stats.written == 1
+
+
+def test_the_forwarders_state_is_recorded_once_per_change_not_per_retry(
+    recorder: Recorder, queue: Queue
+) -> None:
+    """The recording server answers 503 (no real server does on demand) while the forwarder
+    retries, then 204. The state `minewatch status` reads (ForwarderRecorder, here writing to a
+    list instead of the store's meta row) is written when it changes: writing, not writing and
+    why, writing again; not on each retry."""
+    recorder.reply = lambda _: (503, {}, b'{"code":"unavailable","message":"busy"}')
+    queue.put([sound(0)])
+    forwarder = start_forwarder(queue, v2_config(recorder))
+    written: list[tuple[str, str]] = []
+    record = ForwarderRecorder(lambda: forwarder.stats, lambda key, value: written.append((key, value)))
+    try:
+        record.poll()
+        wait_until(lambda: forwarder.stats.retries >= 1)
+        for _ in range(5):
+            record.poll()
+            time.sleep(0.05)
+        assert forwarder.stats.retries >= 3
+        recorder.reply = lambda _: (204, {}, b"")
+        assert forwarder.flush(10)
+        record.poll()
+        record.poll()
+    finally:
+        forwarder.close()
+    assert [key for key, _ in written] == [META_KEY] * 3
+    states = [ForwarderRecord.from_json(value) for _, value in written]
+    assert [(s.up, s.state) for s in states if s is not None] == [
+        (True, ""),
+        (False, "InfluxDB writes failing, points stay queued and are retried: InfluxDB answered 503: busy"),
+        (True, ""),
+    ]
 
 
 @pytest.mark.parametrize(
