@@ -19,10 +19,10 @@ never received or is rejected on its topic; 2 a usage or connection error; 3 no 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import secrets
 import ssl
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -149,6 +149,8 @@ class Listened:
     url: str
     counts: Counter[str]
     other: int  # messages on topics past MAX_TOPICS
+    seconds: float  # how long it listened: less than asked when Ctrl-C stopped it
+    interrupted: bool
 
 
 def listen(broker: BrokerConfig, username: str | None, password: str | None, seconds: float) -> Listened:
@@ -231,14 +233,18 @@ def listen(broker: BrokerConfig, username: str | None, password: str | None, sec
                 f"{url} refused the subscription to {everything} ({answers['subscribe']}):"
                 " use an account that may read it (--username)"
             )
-        # Ctrl-C stops listening early; what was seen is still reported.
-        with contextlib.suppress(KeyboardInterrupt):
+        # Ctrl-C stops listening early; what was seen is still reported, over the time it took.
+        started, interrupted = time.monotonic(), False
+        try:
             threading.Event().wait(seconds)
+        except KeyboardInterrupt:
+            interrupted = True
+        listened = min(seconds, time.monotonic() - started)
     finally:
         client.disconnect()
         stop_network_loop(client)
     with lock:
-        return Listened(url, Counter(counts), other)
+        return Listened(url, Counter(counts), other, listened, interrupted)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -261,8 +267,13 @@ def run(args: argparse.Namespace) -> int:
     sites = {s.id: s for s in config.sites}
     prefix = broker.topic_prefix
     total = sum(heard.counts.values()) + heard.other
+    listened = (
+        f"{heard.seconds:.1f} s of {args.seconds:g} (stopped with Ctrl-C)"
+        if heard.interrupted
+        else f"{args.seconds:g} s"
+    )
     print(
-        f"listened {args.seconds:g} s to {prefix}/# at {heard.url}:"
+        f"listened {listened} to {prefix}/# at {heard.url}:"
         f" {_messages(total)} on {_topics(len(heard.counts))}"
         + (f" and {_messages(heard.other)} on topics past the first {MAX_TOPICS:,}" if heard.other else "")
     )

@@ -8,6 +8,7 @@ publisher. The publishers here run while the command listens (not retained), as 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -143,3 +144,57 @@ def test_an_unreachable_broker_is_one_line(tmp_path: Path) -> None:
         "minewatch check-topics: cannot reach the broker: mqtt://127.0.0.1:9:"
         " connection refused: nothing listens on 127.0.0.1:9"
     )
+
+
+def test_ctrl_c_reports_what_was_heard_over_the_time_it_listened(tmp_path: Path) -> None:
+    """Stopped early with Ctrl-C, the report says how long it listened, not the --seconds asked.
+
+    The broker publishes its subscription count each second ($SYS), so SIGINT is sent once the
+    command's subscription is in place."""
+    broker = Mosquitto(tmp_path / "broker", extra_conf="sys_interval 1\n").start()
+    watcher = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="check-topics-test-watcher")
+    subscriptions: list[int] = []
+    seen = threading.Condition()
+
+    def on_count(c: mqtt.Client, u: object, message: mqtt.MQTTMessage) -> None:
+        with seen:
+            subscriptions.append(int(message.payload))
+            seen.notify_all()
+
+    watcher.on_message = on_count
+    watcher.connect("127.0.0.1", broker.port)
+    watcher.subscribe("$SYS/broker/subscriptions/count")
+    watcher.loop_start()
+    try:
+        with seen:
+            assert seen.wait_for(lambda: subscriptions, timeout=10)
+            before = subscriptions[-1]
+        config = _config(tmp_path, broker.url)
+        command = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "monitor.cli",
+                "check-topics",
+                "--config",
+                str(config),
+                "--seconds",
+                "600",
+            ],
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        with seen:
+            assert seen.wait_for(lambda: subscriptions[-1] > before, timeout=30)
+        command.send_signal(signal.SIGINT)
+        out, err = command.communicate(timeout=30)
+    finally:
+        stop_network_loop(watcher)
+        watcher.disconnect()
+        broker.stop()
+    first = out.splitlines()[0]
+    assert "Traceback" not in err, err
+    assert first.startswith("listened ") and "s of 600 (stopped with Ctrl-C) to minewatch/#" in first, out
+    assert float(first.split()[1]) < 60, first
