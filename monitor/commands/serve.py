@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import socket
+import ssl
 import sys
 from typing import Any
 
@@ -38,6 +39,37 @@ def _check_listen(bind: str, port: int) -> None:
             raise UsageError(
                 f"cannot listen on {bind}:{port}: {exc.strerror or exc}; choose another --port or --bind"
             ) from None
+
+
+def _check_tls(cert: str, key: str, config: str) -> None:
+    """The certificate and key as uvicorn will load them, tried first: a missing, unreadable or
+    mismatched file is one line naming the key, not a traceback from inside the server."""
+    from monitor.named_file import NamedFileError, open_named_file
+
+    for name, path in (("tls_cert", cert), ("tls_key", key)):
+        try:
+            open_named_file(path, "PEM file").close()
+        except NamedFileError as exc:
+            raise UsageError(f"portal.{name} in {config}: {exc}") from None
+
+    def encrypted() -> bytes:
+        raise UsageError(
+            f"portal.tls_key in {config}: {key}: the key is encrypted; give the portal an unencrypted"
+            " key (readable by its user alone)"
+        )
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key, password=encrypted)
+    except ssl.SSLError as exc:
+        why = (
+            "the key does not belong to the certificate"
+            if exc.reason == "KEY_VALUES_MISMATCH"
+            else "not a PEM certificate and its private key"
+        )
+        raise UsageError(
+            f"portal.tls_cert {cert} and portal.tls_key {key} in {config}: {why};"
+            " give the certificate (chain) and the key that belongs to it"
+        ) from None
 
 
 def forwarded(trusted_proxies: tuple[str, ...]) -> dict[str, Any]:
@@ -77,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
     bind = args.bind or pc.bind
     port = args.port or pc.port
     _check_listen(bind, port)
+    if pc.tls_cert:
+        _check_tls(pc.tls_cert, pc.tls_key, args.config)
     scheme = "https" if pc.tls_cert else "http"
     host = f"[{bind}]" if ":" in bind else bind  # an IPv6 address is bracketed in a URL
     print(f"minewatch portal on {scheme}://{host}:{port}/", file=sys.stderr, flush=True)

@@ -498,6 +498,69 @@ def test_serve_on_a_port_in_use_or_out_of_range_is_one_line(site: dict[str, str]
     assert "not a TCP port" in line
 
 
+@pytest.mark.parametrize(
+    ("cert", "key", "expected"),
+    [
+        ("missing.pem", "a/key.pem", "portal.tls_cert in {config}: {cert}: no such file"),
+        ("a", "a/key.pem", "portal.tls_cert in {config}: {cert}: is a folder, not a PEM file"),
+        ("a/cert.pem", "a/cert.pem", "not a PEM certificate and its private key"),
+        ("a/cert.pem", "b/key.pem", "the key does not belong to the certificate"),
+        ("a/cert.pem", "a/encrypted.pem", "portal.tls_key in {config}: {key}: the key is encrypted"),
+    ],
+)
+def test_serve_with_tls_files_it_cannot_use_is_one_line(
+    site: dict[str, str], tmp_path: Path, cert: str, key: str, expected: str
+) -> None:
+    """They ended in a traceback from inside uvicorn (FileNotFoundError, ssl.SSLError), and an
+    encrypted key made it ask for a passphrase on the terminal."""
+    from monitor.credentials import hash_password
+    from tests.support.servers import free_port, self_signed_cert
+
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        self_signed_cert(tmp_path / folder)
+    plain, encrypted = tmp_path / "a/key.pem", tmp_path / "a/encrypted.pem"
+    encrypt = [
+        "openssl",
+        "pkey",
+        "-in",
+        str(plain),
+        "-aes256",
+        "-passout",
+        "pass:secret",
+        "-out",
+        str(encrypted),
+    ]
+    subprocess.run(encrypt, check=True, capture_output=True)
+    cert_path, key_path = tmp_path / cert, tmp_path / key
+    with open(site["config"], "a") as config:
+        config.write(
+            f'\n[portal]\ntls_cert = "{cert_path}"\ntls_key = "{key_path}"\n'
+            f'[[portal.accounts]]\nname = "town"\nrole = "town"\npassword_hash = "{hash_password("x")}"\n'
+        )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "monitor.cli",
+            "serve",
+            "--config",
+            site["config"],
+            "--port",
+            str(free_port()),
+        ],
+        cwd=site["cwd"],
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = _assert_one_line(done)
+    assert line.startswith("minewatch serve: ")
+    assert expected.format(config=site["config"], cert=cert_path, key=key_path) in line
+
+
 def test_an_argument_too_many_is_said_by_its_command() -> None:
     """It was "minewatch: unrecognized arguments: extra (see minewatch --help)", naming no command."""
     done = run_minewatch("status", "--config", "x.toml", "extra")
