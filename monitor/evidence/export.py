@@ -65,7 +65,7 @@ from monitor.evidence.format import (
     readme_text,
     sound_part,
 )
-from monitor.evidence.parts import default_workers, forking_is_safe, ordered_map
+from monitor.evidence.parts import default_workers, forking_is_safe, leave_interrupts_to_parent, ordered_map
 from monitor.evidence.progress import Progress
 from monitor.influx.client import InfluxReader
 from monitor.influx.schema import MEASUREMENTS
@@ -863,7 +863,7 @@ class _Exporter:
 
         if "fork" not in multiprocessing.get_all_start_methods() or not forking_is_safe():
             return None  # forking a process that runs other threads (a web portal) is not safe
-        pool = multiprocessing.get_context("fork").Pool(1)
+        pool = multiprocessing.get_context("fork").Pool(1, initializer=leave_interrupts_to_parent)
         return pool, [(name, pool.apply_async(_draw, (args,))) for name, args in self._plot_jobs()]
 
     def _plots(self, started: Any = None) -> None:

@@ -15,6 +15,7 @@ import io
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import zipfile
 from array import array
@@ -168,7 +169,7 @@ def ordered_map(work: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -
         method = "fork"
     else:
         method = "forkserver" if "forkserver" in methods else "spawn"
-    with multiprocessing.get_context(method).Pool(workers) as pool:
+    with multiprocessing.get_context(method).Pool(workers, initializer=leave_interrupts_to_parent) as pool:
         pending: deque[Any] = deque()
         queued = iter(jobs)
         for job in queued:
@@ -181,6 +182,12 @@ def ordered_map(work: Callable[[Any], Any], jobs: Sequence[Any], workers: int) -
             if following is not None:
                 pending.append(pool.apply_async(work, (following,)))
             yield result
+
+
+def leave_interrupts_to_parent() -> None:
+    """A pool worker's start: Ctrl-C is the parent's to handle (it stops the pool). The
+    terminal sends SIGINT to the whole process group, and each worker printed a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def forking_is_safe() -> bool:
