@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from monitor.commands.output_paths import new_file
 from monitor.commands.site_option import add_site_option, chosen_site
+from monitor.commands.store_file import existing_store
 from monitor.config import load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.times import parse_time
@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
             known = ", ".join(s.id for s in site.sensors)
             raise UsageError(f"site {site.id!r} has no sensor {sensor!r}; it has: {known}")
     out = new_file(args.out, force=args.force)
-    if not Path(config.storage.path).is_file():
-        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
+    existing_store(config.storage.path, args.config)
     try:
         summary = export_bundle(
             config,

@@ -71,6 +71,7 @@ def _verify_report(args: argparse.Namespace, path: Path) -> int:
     """A report file against the store of ``--config``: one line each, exit 0 if it is the one recorded."""
     import sqlite3
 
+    from monitor.commands.store_file import existing_store
     from monitor.config import load_config
     from monitor.errors import UsageError
     from monitor.reports.verify import verify_report
@@ -86,10 +87,8 @@ def _verify_report(args: argparse.Namespace, path: Path) -> int:
             f"{args.bundle}: a report is checked against the chain in the store: give --config FILE"
         )
     config = load_config(args.config, secrets="defer")  # reads the store only: no channel's secret
-    store = Path(config.storage.path)
-    if not store.is_file():
-        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
-    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=30)
+    store = existing_store(config.storage.path, args.config)
+    conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
     try:
         check = verify_report(conn, path, body, {s.id: s.timezone for s in config.sites})
     except sqlite3.OperationalError as exc:

@@ -220,7 +220,8 @@ def test_a_store_path_that_is_no_store_is_one_line_and_left_alone(
     site: dict[str, str], tmp_path: Path
 ) -> None:
     """storage.path naming a file that is not SQLite (a TOML, notes) ended status, notices, report,
-    report-blast and run in a StoreError traceback."""
+    report-blast and run in a StoreError traceback; `verify --config F report.pdf` in a
+    sqlite3.DatabaseError traceback, and `evidence` said it with exit 1 without naming the key."""
     notes = tmp_path / "notes.txt"
     notes.write_text("the quarry's notes, not a store\n" * 20)
     before = notes.read_bytes()
@@ -237,6 +238,16 @@ def test_a_store_path_that_is_no_store_is_one_line_and_left_alone(
         assert line.endswith(
             f"cannot open the store {str(notes)!r}: file is not a database (storage.path in {config})"
         )
+    report = tmp_path / "report.pdf"
+    report.write_bytes(b"%PDF-1.4\n% a report to check\n")
+    window = ["--from", "2026-11-01", "--to", "2026-11-02", "--out", str(tmp_path / "bundle.zip")]
+    for argv in (["verify", str(report)], ["evidence", *window]):
+        line = _assert_one_line(_run([*argv, "--config", str(config)], Path(site["cwd"])))
+        assert line == (
+            f"minewatch {argv[0]}: cannot open the store {str(notes)!r}: file is not a database"
+            f" (storage.path in {config})"
+        ), line
+    assert not (tmp_path / "bundle.zip").exists()
     assert notes.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("notes")) == ["notes.txt"]
 
@@ -254,7 +265,10 @@ def test_another_programs_database_is_no_store_and_no_queue(site: dict[str, str]
     before = other.read_bytes()
     config = tmp_path / "other-store.toml"
     config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(other)))
-    for argv in (["status"], ["notices", "list"], ["run"]):
+    report = tmp_path / "report.pdf"
+    report.write_bytes(b"%PDF-1.4\n% a report to check\n")
+    window = ["--from", "2026-11-01", "--to", "2026-11-02", "--out", str(tmp_path / "bundle.zip")]
+    for argv in (["status"], ["notices", "list"], ["run"], ["verify", str(report)], ["evidence", *window]):
         line = _assert_one_line(_run([*argv, "--config", str(config)], Path(site["cwd"])))
         assert line.endswith(
             f"{str(other)!r} is another program's SQLite database (tables parts), not a minewatch store;"

@@ -1,0 +1,31 @@
+"""The store a reading command opens read-only (``storage.path``): a minewatch store, looked at
+first. A file that is no SQLite database, or another program's database named by mistake, is
+the user's mistake, said as the daemon and `minewatch status` say it (StoreError, which
+monitor.cli prints in one line with the configuration's key); it is left as it is."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from monitor.errors import StoreError, UsageError
+from monitor.journal import migrations
+from monitor.sqlite_files import someone_elses
+
+
+def existing_store(path: str, config: str) -> Path:
+    """``path``, a minewatch store (or an empty SQLite file); refused otherwise, read-only."""
+    store = Path(path)
+    if not store.is_file():
+        raise UsageError(f"no store at {path} (storage.path in {config})")
+    try:
+        conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        try:
+            foreign = someone_elses(conn, (migrations.TABLE, "chain"))
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the store {path!r}: {exc}") from None
+    if foreign is not None:
+        raise StoreError(f"{path!r} is {foreign}, not a minewatch store; name a new file for the store")
+    return store
