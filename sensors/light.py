@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from monitor.errors import DecodeError
 from monitor.named_file import NamedFileError, open_named_file
 from monitor.wire.protocol import LUX_RANGE, parse_ts
 from rules.model import LightSummary
@@ -84,7 +85,7 @@ class CsvSource(LightSource):
                         text = row["ts"]
                         ts = parse_ts(float(text) if _is_number(text) else text).timestamp()
                         lux = float(row["lux"])
-                    except (KeyError, ValueError, TypeError) as exc:
+                    except (KeyError, ValueError, TypeError, DecodeError) as exc:  # parse_ts: DecodeError
                         raise SourceUnavailable(
                             f"{path}: line {line}: expected columns ts,lux ({exc})"
                         ) from None

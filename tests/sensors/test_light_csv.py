@@ -91,6 +91,22 @@ def test_the_light_sensor_refuses_a_csv_out_of_order_before_it_sends_anything(tm
     assert not (tmp_path / "q.db").exists()  # refused before the queue or the broker
 
 
+@pytest.mark.parametrize(
+    ("row", "why"),
+    [
+        ("yesterday,0.5", "ts: 'yesterday' is not an RFC 3339 time"),
+        ("2026-06-15T03:00:01,0.5", "ts: '2026-06-15T03:00:01' has no UTC offset"),
+    ],
+)
+def test_a_time_that_is_no_time_is_refused_with_its_line_number(tmp_path: Path, row: str, why: str) -> None:
+    """A ts the protocol's parser refuses was said without the row it is on (only the reason)."""
+    csv = tmp_path / "night.csv"
+    csv.write_text(f"ts,lux\n2026-06-15T03:00:00Z,0.5\n{row}\n")
+    with pytest.raises(SourceUnavailable) as refused:
+        CsvSource(str(csv))
+    assert str(refused.value).startswith(f"{csv}: line 3: expected columns ts,lux ({why}")
+
+
 def test_a_csv_changed_after_its_check_stops_the_replay_at_its_first_bad_row(tmp_path: Path) -> None:
     csv = tmp_path / "night.csv"
     csv.write_text(OUT_OF_ORDER.replace("03:00:01Z,0.7", "03:00:02Z,0.7"))  # in order
