@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from monitor.commands.store_file import existing_store
     from monitor.config import load_config
     from monitor.portal.app import create_app
     from monitor.portal.broker import Publisher
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"no store at {config.storage.path} (storage.path in {args.config}): start the daemon first"
         )
+    existing_store(config.storage.path, args.config)  # no database, another program's: one line
     broker = config.broker
     if pc.mqtt_username:
         broker = dataclasses.replace(broker, username=pc.mqtt_username, password=pc.mqtt_password)

@@ -136,6 +136,18 @@ def _assert_one_line(result: subprocess.CompletedProcess[str], code: int = 2) ->
     return lines[0]
 
 
+def _with_portal(config: Path) -> None:
+    """A [portal] with one account on a free port appended, so that `serve` gets to its store."""
+    from monitor.credentials import hash_password
+    from tests.support.servers import free_port
+
+    with config.open("a") as file:
+        file.write(
+            f'\n[portal]\nport = {free_port()}\n[[portal.accounts]]\nname = "town"\nrole = "town"\n'
+            f'password_hash = "{hash_password("x")}"\n'
+        )
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> dict[str, str]:
     """A valid configuration with an (empty) store, a broker nobody listens on, and a broker
@@ -221,18 +233,21 @@ def test_a_store_path_that_is_no_store_is_one_line_and_left_alone(
 ) -> None:
     """storage.path naming a file that is not SQLite (a TOML, notes) ended status, notices, report,
     report-blast and run in a StoreError traceback; `verify --config F report.pdf` in a
-    sqlite3.DatabaseError traceback, and `evidence` said it with exit 1 without naming the key."""
+    sqlite3.DatabaseError traceback, `serve` in one from its start-up (exit 3), and `evidence`
+    said it with exit 1 without naming the key."""
     notes = tmp_path / "notes.txt"
     notes.write_text("the quarry's notes, not a store\n" * 20)
     before = notes.read_bytes()
     config = tmp_path / "wrong-store.toml"
     config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(notes)))
     assert str(notes) in config.read_text()
+    _with_portal(config)
     for argv in (
         ["status"],
         ["notices", "list"],
         ["report", "--site", "dovre-quarry", "--month", "2026-11"],
         ["run"],
+        ["serve"],
     ):
         line = _assert_one_line(_run([*argv, "--config", str(config)], Path(site["cwd"])))
         assert line.endswith(
@@ -265,10 +280,18 @@ def test_another_programs_database_is_no_store_and_no_queue(site: dict[str, str]
     before = other.read_bytes()
     config = tmp_path / "other-store.toml"
     config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(other)))
+    _with_portal(config)
     report = tmp_path / "report.pdf"
     report.write_bytes(b"%PDF-1.4\n% a report to check\n")
     window = ["--from", "2026-11-01", "--to", "2026-11-02", "--out", str(tmp_path / "bundle.zip")]
-    for argv in (["status"], ["notices", "list"], ["run"], ["verify", str(report)], ["evidence", *window]):
+    for argv in (
+        ["status"],
+        ["notices", "list"],
+        ["run"],
+        ["serve"],
+        ["verify", str(report)],
+        ["evidence", *window],
+    ):
         line = _assert_one_line(_run([*argv, "--config", str(config)], Path(site["cwd"])))
         assert line.endswith(
             f"{str(other)!r} is another program's SQLite database (tables parts), not a minewatch store;"
