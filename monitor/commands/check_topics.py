@@ -221,6 +221,11 @@ def listen(broker: BrokerConfig, username: str | None, password: str | None, sec
         if not connected.wait(ANSWER_TIMEOUT_S):
             raise UsageError(f"{url}: no answer to the login within {ANSWER_TIMEOUT_S:g} s")
         if "connect" in answers:
+            if not username:
+                raise UsageError(
+                    f"{url} refused an anonymous login ({answers['connect']}): give --username NAME"
+                    f" --password-file FILE, an account that may read {everything}"
+                )
             raise UsageError(
                 f"{url} refused the login ({answers['connect']}); check --username and --password-file"
             )

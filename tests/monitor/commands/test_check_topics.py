@@ -198,3 +198,20 @@ def test_ctrl_c_reports_what_was_heard_over_the_time_it_listened(tmp_path: Path)
     assert "Traceback" not in err, err
     assert first.startswith("listened ") and "s of 600 (stopped with Ctrl-C) to minewatch/#" in first, out
     assert float(first.split()[1]) < 60, first
+
+
+def test_a_broker_refusing_an_anonymous_login_asks_for_an_account(tmp_path: Path) -> None:
+    """Without --username it said "check --username and --password-file", options not given."""
+    passwords = tmp_path / "passwd"
+    subprocess.run(["mosquitto_passwd", "-b", "-c", str(passwords), "town", "secret"], check=True)
+    broker = Mosquitto(tmp_path / "broker", extra_conf=f"allow_anonymous false\npassword_file {passwords}\n")
+    broker.start()
+    try:
+        result = _check_topics(_config(tmp_path, broker.url), "--seconds", "1")
+    finally:
+        broker.stop()
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr == (
+        f"minewatch check-topics: {broker.url} refused an anonymous login (Not authorized): give"
+        " --username NAME --password-file FILE, an account that may read minewatch/#\n"
+    )
