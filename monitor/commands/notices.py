@@ -82,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     request = actions.add_parser("request-extension", parents=[common], help=ACTIONS["request-extension"])
     request.add_argument("id")
     request.add_argument("--explanation", required=True, help="why more time is needed and how much")
-    request.add_argument("--by", required=True, help="who asks (name, for the record)")
+    request.add_argument("--by", required=True, type=_who, help="who asks (name, for the record)")
     request.add_argument("--days", type=_positive_days, help="how much more time is asked for, in days")
 
     extend = actions.add_parser("extend", parents=[common], help=ACTIONS["extend"])
@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra days: to the end of the site's local day this many days after the current deadline",
     )
     extend.add_argument("--note", default="", help="the Town's reason")
-    extend.add_argument("--by", required=True, help="who grants it")
+    extend.add_argument("--by", required=True, type=_who, help="who grants it")
 
     serve = actions.add_parser("serve", parents=[common], help=ACTIONS["serve"])
     serve.add_argument("id")
@@ -104,18 +104,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="when it was served: a date (that day, site time; not before the notice's issue) or a time",
     )
-    serve.add_argument("--by", required=True, help="who served it (name, for the record)")
+    serve.add_argument("--by", required=True, type=_who, help="who served it (name, for the record)")
     serve.add_argument("--note", default="", help="how it was served (by hand, certified mail, ...)")
 
     close = actions.add_parser("close", parents=[common], help=ACTIONS["close"])
     close.add_argument("id")
     close.add_argument("--note", required=True, help="what was found corrected")
-    close.add_argument("--by", required=True)
+    close.add_argument("--by", required=True, type=_who)
 
     escalate = actions.add_parser("escalate", parents=[common], help=ACTIONS["escalate"])
     escalate.add_argument("id")
     escalate.add_argument("--note", required=True)
-    escalate.add_argument("--by", required=True)
+    escalate.add_argument("--by", required=True, type=_who)
     escalate.add_argument(
         "--before-deadline",
         action="store_true",
@@ -139,6 +139,13 @@ def show_format(given: str | None, out: str | None) -> str:
             f"--format {given} and --out {out} disagree: give a matching suffix, or leave --format out"
         )
     return given
+
+
+def _who(text: str) -> str:
+    """--by: a name for the record (the notice book refuses a blank one as its "actor")."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("give the name of who made the change, for the record")
+    return text
 
 
 def _positive_days(text: str) -> int:

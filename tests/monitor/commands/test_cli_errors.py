@@ -598,6 +598,26 @@ def test_serve_with_tls_files_it_cannot_use_is_one_line(
     assert expected.format(config=site["config"], cert=cert_path, key=key_path) in line
 
 
+@pytest.mark.parametrize(
+    "action",
+    [
+        ["request-extension", "--explanation", "parts arrive next week"],
+        ["extend", "--days", "7"],
+        ["serve", "--on", "2026-11-03"],
+        ["close", "--note", "checked on site"],
+        ["escalate", "--note", "not corrected"],
+    ],
+)
+def test_a_blank_by_is_said_as_the_option(site: dict[str, str], action: list[str]) -> None:
+    """It was "every change needs who made it (actor)", a name the command line does not have."""
+    argv = ["notices", action[0], "DOV-2026-0001", "--config", site["config"], *action[1:], "--by", " "]
+    line = _assert_one_line(_run(argv, Path(site["cwd"])))
+    assert line == (
+        f"minewatch notices {action[0]}: argument --by: give the name of who made the change, for the"
+        f" record (see minewatch notices {action[0]} --help)"
+    )
+
+
 def test_an_argument_too_many_is_said_by_its_command() -> None:
     """It was "minewatch: unrecognized arguments: extra (see minewatch --help)", naming no command."""
     done = run_minewatch("status", "--config", "x.toml", "extra")
