@@ -1,6 +1,6 @@
 """`minewatch influx ACTION --config FILE`: the InfluxDB outbox's rejected points.
 
-    rejected    how many points InfluxDB refused for good, by the server's reason
+    rejected    how many points InfluxDB refused for good, by the server's reason, with their ids
     requeue     send them again (all, or --id N ...): back into the outbox, behind what waits
 
 A refused point is kept in the store (``outbox_influx_rejected``) with the server's answer.
@@ -12,6 +12,7 @@ A point carries its record's own time and tags, so one sent twice overwrites its
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from pathlib import Path
 
 from monitor.config import load_config
@@ -19,7 +20,7 @@ from monitor.errors import UsageError
 from monitor.shown_text import one_line
 
 ACTIONS = {
-    "rejected": "how many points InfluxDB refused for good, by reason",
+    "rejected": "how many points InfluxDB refused for good, by reason, with their ids",
     "requeue": "queue the refused points again for InfluxDB (all, or --id N ...)",
 }
 
@@ -39,6 +40,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="only this rejected point (repeatable)",
     )
+
+
+# At most this many runs of ids are printed for a reason; requeue without --id takes them all.
+MAX_RUNS = 20
+
+
+def id_ranges(ids: Iterable[int]) -> str:
+    """Ascending ids as runs ("3-7, 12"), the first MAX_RUNS of them and how many ids are left."""
+    runs: list[list[int]] = []
+    left = 0
+    for item in ids:
+        if runs and item == runs[-1][1] + 1:
+            runs[-1][1] = item
+        elif len(runs) < MAX_RUNS:
+            runs.append([item, item])
+        else:
+            left += 1
+    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    return f"{shown} and {left} more" if left else shown
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
                 print("no point refused by InfluxDB")
             for reason, count in reasons:
                 print(f"{count:>8}  {one_line(reason)}")
+                print(f"{'':>8}  ids {id_ranges(outbox.rejected_ids(reason))}")
             return 0
         moved = outbox.requeue(args.ids)
         print(f"{moved} point(s) queued again for InfluxDB; {outbox.pending()} waiting in all")

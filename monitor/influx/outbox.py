@@ -182,6 +182,13 @@ class Outbox:
         )
         return [(str(r[0]), int(r[1])) for r in rows]
 
+    def rejected_ids(self, reason: str) -> Iterator[int]:
+        """The ids of the items rejected with ``reason``, in order (for ``influx requeue --id``)."""
+        rows = self.conn.execute(
+            f"SELECT id FROM {self.rejected_table} WHERE reason = ? ORDER BY id", (reason,)
+        )
+        return (int(r[0]) for r in rows)
+
     def requeue(self, ids: Iterable[int] | None = None) -> int:
         """Move rejected items (all, or those of ``ids``) back into the queue, behind what waits
         there (new ids); their attempts are kept. Returns how many. Commits."""

@@ -65,8 +65,9 @@ def test_rejected_points_are_listed_and_sent_again(influxd: Influxd, tmp_path: P
 
     listed = run_minewatch("influx", "rejected", "--config", config)
     assert listed.returncode == 0, listed.stderr
-    [row] = listed.stdout.splitlines()
+    [row, ids] = listed.stdout.splitlines()
     assert row.split()[0] == "2" and "field type conflict" in row
+    assert ids.split() == ["ids", "1,", "3"]  # what `requeue --id` takes (2, the light point, was written)
 
     post_query(influxd, 'DROP MEASUREMENT "sound"')  # put right: the integer LAeq is gone
     requeued = run_minewatch("influx", "requeue", "--config", config)
@@ -98,3 +99,27 @@ def test_requeue_of_some_ids(tmp_path: Path) -> None:
     assert outbox.rejected_reasons() == [("InfluxDB answered 400: no", 2)]
     assert outbox.requeue() == 2 and outbox.rejected() == []
     conn.close()
+
+
+def test_the_ids_of_rejected_points_are_given_as_runs(tmp_path: Path) -> None:
+    """`influx requeue --id N` (README, CONFIG, DEPLOY) had no command that showed an id: `influx
+    rejected` gave counts by reason only. It gives each reason's ids, as runs, at most MAX_RUNS."""
+    from monitor.commands.influx import MAX_RUNS, id_ranges
+
+    conn = sqlite3.connect(tmp_path / "minewatch.db")
+    outbox = Outbox(conn)
+    outbox.put([sound(i, 50.0) for i in range(8)])
+    conn.commit()
+    ids = [item_id for item_id, _ in outbox.peek(8)]
+    outbox.reject([ids[0], ids[1], ids[2], ids[5]], "InfluxDB answered 400: field type conflict")
+    outbox.reject([ids[3], ids[7]], "InfluxDB answered 400: unable to parse")
+    assert list(outbox.rejected_ids("InfluxDB answered 400: unable to parse")) == [ids[3], ids[7]]
+    assert id_ranges(outbox.rejected_ids("InfluxDB answered 400: field type conflict")) == (
+        f"{ids[0]}-{ids[2]}, {ids[5]}"
+    )
+    conn.close()
+    assert (
+        id_ranges(range(1, 2 * MAX_RUNS + 2, 2))
+        == ", ".join(str(i) for i in range(1, 2 * MAX_RUNS, 2)) + " and 1 more"
+    )
+    assert id_ranges([]) == ""
