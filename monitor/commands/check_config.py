@@ -2,7 +2,8 @@
 
 A profile given by path that lacks a key the texts cite from (``[notice] more_time``,
 ``consequence_section``, ...) is valid, and each such key is said on one line of warning: the texts
-then cite nothing there.
+then cite nothing there. So is a value still the deploy template's placeholder ("REPLACE with the
+name of the officer ..."), which notices would print.
 
 Exit status: 0 valid; 2 the configuration is invalid (every problem as ``path.to.key: reason``);
 3 the configuration is valid but a secret it names is not available on this machine (an
@@ -13,10 +14,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
+from collections.abc import Iterator
+from typing import Any
 
 from monitor.config import SecretProblem, load_config, profile_citation_gaps
 from monitor.errors import ConfigError, UsageError
-from monitor.named_file import NamedFileError, open_named_file
+from monitor.named_file import NamedFileError, open_named_file, read_named_text
+
+# What deploy/dovre-quarry.toml writes where a site's own words belong (the officer, addresses).
+PLACEHOLDER = "REPLACE"
 
 EXIT_INVALID = 2
 EXIT_SECRET_UNAVAILABLE = 3
@@ -56,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_INVALID
         for problem in secrets:
             print(problem, file=sys.stderr)
+        _warn_placeholders(file)
         print(
             f"{file}: the configuration is valid, but {len(secrets)} secret(s) are not available on this"
             " machine; provide them before `minewatch run` (status, notices and evidence work without)",
@@ -78,4 +86,34 @@ def run(args: argparse.Namespace) -> int:
             ' for as "" (docs/CONFIG.md, "Another town")',
             file=sys.stderr,
         )
+    _warn_placeholders(file)
     return 0
+
+
+def _warn_placeholders(file: str) -> None:
+    """One line of warning a value still the deploy template's placeholder, and how many."""
+    placeholders = list(_placeholders(tomllib.loads(read_named_text(file, "configuration file"))))
+    for key in placeholders:
+        print(
+            f"warning: {key}: still the template's {PLACEHOLDER} text; notices would print it",
+            file=sys.stderr,
+        )
+    if placeholders:
+        print(
+            f"{file}: {len(placeholders)} value(s) still to fill in before notices go out"
+            f" (the template's {PLACEHOLDER} text)",
+            file=sys.stderr,
+        )
+
+
+def _placeholders(value: Any, where: str = "") -> Iterator[str]:
+    """The keys whose text is still the template's placeholder, as config problems name keys."""
+    if isinstance(value, str):
+        if value.lstrip().startswith(PLACEHOLDER) or f"\n{PLACEHOLDER}" in value:
+            yield where
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _placeholders(inner, f"{where}.{key}" if where else key)
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from _placeholders(inner, f"{where}[{i}]")
