@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -1285,6 +1285,31 @@ def profile_citation_gaps(sites: Sequence[SiteConfig]) -> list[str]:
             continue
         lines += [f"profile {path} (sites {', '.join(ids)}): {gap}" for gap in gaps]
     return lines
+
+
+# What deploy/dovre-quarry.toml writes where a site's own words belong (the officer, addresses).
+PLACEHOLDER = "REPLACE"
+
+
+def template_placeholders(text: str) -> list[str]:
+    """The keys of a configuration's text still holding the deploy template's placeholder
+    (notices would print "REPLACE with the name of the officer ..."), named as problems are."""
+
+    def walk(value: Any, where: str) -> Iterator[str]:
+        if isinstance(value, str):
+            if value.lstrip().startswith(PLACEHOLDER) or f"\n{PLACEHOLDER}" in value:
+                yield where
+        elif isinstance(value, dict):
+            for key, inner in value.items():
+                yield from walk(inner, f"{where}.{key}" if where else key)
+        elif isinstance(value, list):
+            for i, inner in enumerate(value):
+                yield from walk(inner, f"{where}[{i}]")
+
+    try:
+        return list(walk(tomllib.loads(text), ""))
+    except tomllib.TOMLDecodeError:  # said by the configuration's own checks
+        return []
 
 
 def parse_config(

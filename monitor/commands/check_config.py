@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
-from collections.abc import Iterator
-from typing import Any
 
-from monitor.config import SecretProblem, load_config, profile_citation_gaps
+from monitor.config import (
+    PLACEHOLDER,
+    SecretProblem,
+    load_config,
+    profile_citation_gaps,
+    template_placeholders,
+)
 from monitor.errors import ConfigError, UsageError
 from monitor.named_file import NamedFileError, open_named_file, read_named_text
-
-# What deploy/dovre-quarry.toml writes where a site's own words belong (the officer, addresses).
-PLACEHOLDER = "REPLACE"
 
 EXIT_INVALID = 2
 EXIT_SECRET_UNAVAILABLE = 3
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _warn_placeholders(file: str) -> None:
     """One line of warning a value still the deploy template's placeholder, and how many."""
-    placeholders = list(_placeholders(tomllib.loads(read_named_text(file, "configuration file"))))
+    placeholders = template_placeholders(read_named_text(file, "configuration file"))
     for key in placeholders:
         print(
             f"warning: {key}: still the template's {PLACEHOLDER} text; notices would print it",
@@ -104,16 +104,3 @@ def _warn_placeholders(file: str) -> None:
             f" (the template's {PLACEHOLDER} text)",
             file=sys.stderr,
         )
-
-
-def _placeholders(value: Any, where: str = "") -> Iterator[str]:
-    """The keys whose text is still the template's placeholder, as config problems name keys."""
-    if isinstance(value, str):
-        if value.lstrip().startswith(PLACEHOLDER) or f"\n{PLACEHOLDER}" in value:
-            yield where
-    elif isinstance(value, dict):
-        for key, inner in value.items():
-            yield from _placeholders(inner, f"{where}.{key}" if where else key)
-    elif isinstance(value, list):
-        for i, inner in enumerate(value):
-            yield from _placeholders(inner, f"{where}[{i}]")

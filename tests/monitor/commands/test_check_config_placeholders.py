@@ -9,6 +9,7 @@ import pytest
 
 from monitor.cli import main
 from tests.support.paths import REPO
+from tests.support.servers import Mosquitto
 
 
 def test_the_templates_placeholders_left_are_each_said(
@@ -34,3 +35,24 @@ def test_the_templates_placeholders_left_are_each_said(
     copied.write_text(filled.replace("REPLACE with the operator's postal address", "1 Quarry Rd"))
     assert main(["check-config", str(copied)]) == 0
     assert "REPLACE" not in capsys.readouterr().err
+
+
+def test_the_daemon_logs_the_placeholders_left_at_its_start(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    """`minewatch run` on a configuration with the template's REPLACE text left says each key
+    as it starts (and runs: a warning, as check-config's). A real daemon against a real
+    Mosquitto on a free port."""
+    from tests.support.daemon import Daemon, wait_until, write_config
+
+    config = write_config(tmp_path / "minewatch.toml", mosquitto.url)
+    text = config.read_text().replace(
+        "[[sites]]\n", '[[sites]]\noperator_address = "REPLACE with the operator\'s postal address"\n', 1
+    )
+    config.write_text(text)
+    daemon = Daemon(config).start()
+    try:
+        daemon.wait_ready()
+        said = "sites[0].operator_address: still the deploy template's REPLACE text; notices print it"
+        assert wait_until(lambda: said in daemon.logs(), 10), daemon.logs()
+        assert daemon.alive()
+    finally:
+        daemon.stop()
