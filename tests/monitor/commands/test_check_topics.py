@@ -20,6 +20,7 @@ import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from monitor.wire.network_loop import stop_network_loop
+from tests.support.cli import sigint_as_at_a_terminal
 from tests.support.paths import REPO
 from tests.support.servers import Mosquitto
 
@@ -170,22 +171,15 @@ def test_ctrl_c_reports_what_was_heard_over_the_time_it_listened(tmp_path: Path)
             assert seen.wait_for(lambda: subscriptions, timeout=10)
             before = subscriptions[-1]
         config = _config(tmp_path, broker.url)
-        command = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "monitor.cli",
-                "check-topics",
-                "--config",
-                str(config),
-                "--seconds",
-                "600",
-            ],
-            env=dict(os.environ, PYTHONPATH=str(REPO)),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        argv = ["-m", "monitor.cli", "check-topics", "--config", str(config), "--seconds", "600"]
+        with sigint_as_at_a_terminal():
+            command = subprocess.Popen(
+                [sys.executable, *argv],
+                env=dict(os.environ, PYTHONPATH=str(REPO)),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         with seen:
             assert seen.wait_for(lambda: subscriptions[-1] > before, timeout=30)
         command.send_signal(signal.SIGINT)

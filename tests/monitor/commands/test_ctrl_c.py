@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 
+from tests.support.cli import sigint_as_at_a_terminal
 from tests.support.evidence import SITE, T0, build_site
 from tests.support.paths import REPO
 
@@ -26,15 +27,16 @@ def test_ctrl_c_during_an_export_stops_it_without_a_workers_traceback(tmp_path: 
     out = tmp_path / "bundle.zip"
     window = ["--from", T0.isoformat(), "--to", (T0 + timedelta(hours=1)).isoformat()]
     argv = ["evidence", "--config", str(site.config_path), "--site", SITE, *window, "--out", str(out)]
-    command = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", *argv],
-        cwd=tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    )
+    with sigint_as_at_a_terminal():
+        command = subprocess.Popen(
+            [sys.executable, "-m", "monitor.cli", *argv],
+            cwd=tmp_path,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own process group, as a terminal's foreground job
+        )
     parent = psutil.Process(command.pid)
     deadline = time.monotonic() + 60
     while not parent.children() and command.poll() is None and time.monotonic() < deadline:
