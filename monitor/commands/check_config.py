@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_INVALID
         for problem in secrets:
             print(problem, file=sys.stderr)
-        _warn_placeholders(file)
+        # No configuration object when a secret is missing: the file is read again for its text.
+        _warn_placeholders(file, read_named_text(file, "configuration file"))
         print(
             f"{file}: the configuration is valid, but {len(secrets)} secret(s) are not available on this"
             " machine; provide them before `minewatch run` (status, notices and evidence work without)",
@@ -86,13 +87,13 @@ def run(args: argparse.Namespace) -> int:
             ' for as "" (docs/CONFIG.md, "Another town")',
             file=sys.stderr,
         )
-    _warn_placeholders(file)
+    _warn_placeholders(file, config.raw_text)
     return 0
 
 
-def _warn_placeholders(file: str) -> None:
-    """One line of warning a value still the deploy template's placeholder, and how many."""
-    placeholders = template_placeholders(read_named_text(file, "configuration file"))
+def _warn_placeholders(file: str, text: str) -> None:
+    """One line of warning a value of ``text`` still the deploy template's placeholder, and how many."""
+    placeholders = template_placeholders(text)
     for key in placeholders:
         print(
             f"warning: {key}: still the template's {PLACEHOLDER} text; notices would print it",
