@@ -303,24 +303,14 @@ def test_an_empty_site_id_is_refused() -> None:
 def test_reversed_bounds_and_a_port_past_65535_are_refused() -> None:
     """Each passed check-config: an inspector's scope that holds nothing, retries whose most is
     below their first wait, and an SMTP port no TCP has."""
-    from monitor.credentials import hash_password
-
-    text = f"""
+    text = """
 [alerts]
 retry_base_s = 100
 retry_max_s = 1
 [[recipients]]
 name = "Town clerk"
-channels = [{{type = "email", to = ["c@d.e"], smtp_host = "h", smtp_port = 70000, sender = "m@q.e"}}]
-[portal]
-[[portal.accounts]]
-name = "insp"
-role = "inspector"
-sites = ["s1"]
-password_hash = "{hash_password("a long enough password")}"
-not_before = "2026-12-10"
-not_after = "2026-12-01"
-"""
+channels = [{type = "email", to = ["c@d.e"], smtp_host = "h", smtp_port = 70000, sender = "m@q.e"}]
+""" + _inspector("2026-12-10", "2026-12-01")
     with pytest.raises(ConfigError) as info:
         parse_config(text + MINIMAL)
     problems = info.value.problems
