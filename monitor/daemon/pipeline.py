@@ -1046,7 +1046,8 @@ def run(
     log.info("minewatch running for %s; store %s", ", ".join(sites), config.storage.path)
     for gap in profile_citation_gaps(config.owned_sites):  # said, not refused: see check-config
         log.warning("Citation key missing: %s", gap)
-    for key in template_placeholders(config.raw_text):
+    # The whole file's, not a partition's: said once, by the leader.
+    for key in template_placeholders(config.raw_text) if leader else ():
         log.warning("%s: still the deploy template's %s text; notices print it", key, PLACEHOLDER)
     last_tick = 0.0
     held: list[Inbound] = []  # taken and not stored: the store refused writes
