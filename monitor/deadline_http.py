@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from monitor import deadline_socket
-from monitor.deadline_socket import Deadline, DeadlineSocket, Resolver, start_tls
+from monitor.deadline_socket import Deadline, DeadlineSocket, Resolver, overdue, start_tls
 
 __all__ = ["Answer", "post"]
 
@@ -68,7 +68,7 @@ def post(
         data = response.read(MAX_BODY)
         return Answer(response.status, response.reason, response.headers, data)
     except TimeoutError:
-        raise TimeoutError(f"no whole answer within {timeout_s:g} s") from None
+        raise overdue(timeout_s) from None
     finally:
         connection.close()
 

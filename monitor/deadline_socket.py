@@ -30,7 +30,16 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["MAX_LOOKUPS", "Deadline", "DeadlineSocket", "bounded", "connect", "ip_literal", "start_tls"]
+__all__ = [
+    "MAX_LOOKUPS",
+    "Deadline",
+    "DeadlineSocket",
+    "bounded",
+    "connect",
+    "ip_literal",
+    "overdue",
+    "start_tls",
+]
 
 T = TypeVar("T")
 AddressInfo = tuple[Any, ...]  # one getaddrinfo entry: family, type, proto, canonname, sockaddr
@@ -57,6 +66,11 @@ class Deadline:
 
     def passed(self) -> bool:
         return time.monotonic() >= self.end
+
+
+def overdue(timeout_s: float) -> TimeoutError:
+    """What a request past its deadline raises, said alike by every client bounded here."""
+    return TimeoutError(f"no whole answer within {timeout_s:g} s")
 
 
 def bounded(call: Callable[[], T], deadline: Deadline, what: str) -> T:

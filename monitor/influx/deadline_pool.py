@@ -53,7 +53,7 @@ def one_deadline(timeout_s: float) -> Iterator[None]:
         yield
     except (OSError, http.client.HTTPException, urllib3.exceptions.HTTPError) as exc:
         if deadline.passed():
-            raise TimeoutError(f"no whole answer within {timeout_s:g} s") from exc
+            raise deadline_socket.overdue(timeout_s) from exc
         raise
     finally:
         _current.reset(token)
