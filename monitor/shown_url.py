@@ -29,8 +29,13 @@ a letter (``a1b2…``, ``84c5df…``, ``eo1x2y…``), or 16 hex digits or more; 
 ``…[fingerprint]`` (of the label, lower case), so ``https://a1b2c3d4e5f6a7b8c9d0.ngrok-free.app/hook``
 as ``https://…[57695df4].ngrok-free.app/…[6fc2d051]``. Names stay (``hooks.slack.com``,
 ``prod-12.westus.logic.azure.com``, ``s3-eu-west-1``, ``grafana01``, an IP address, an ``xn--``
-name); a name of letters alone is shown whatever it is (a service naming its receivers by
-random letters or words: put the secret in the path or the query instead). The userinfo
+name). A tunnel or relay service's receiver is named by a label left of the service's domain
+(a Cloudflare quick tunnel's ``seasonal-deck-organisms-sf.trycloudflare.com``, localtunnel's
+``tidy-lions-sing.loca.lt``): words, yet the name alone reaches the receiver, so every label
+left of a domain in ``RELAY_DOMAINS`` is shown as its fingerprint whatever it reads as. Words
+are not judged by their form elsewhere: ``town-of-dovre.wi.gov`` is a name. A name of letters
+alone under another domain is shown whatever it is (a service naming its receivers by random
+words that is not listed: put the secret in the path or the query instead). The userinfo
 (``user:password@``) is never shown.
 
 The real URL is used only where the request is made (monitor/notify/webhook.py).
@@ -42,10 +47,27 @@ import hashlib
 import re
 import urllib.parse
 
-__all__ = ["HIDDEN", "shown_url", "shown_urls_in"]
+__all__ = ["HIDDEN", "RELAY_DOMAINS", "shown_url", "shown_urls_in"]
 
 HIDDEN = "…"
 FINGERPRINT_HEX = 8
+# Tunnel and relay services whose receivers are named by the labels left of these domains, names
+# given at random (words or not) that reach the receiver by themselves: Cloudflare quick tunnels,
+# ngrok, localtunnel, serveo, localhost.run, tunnelmole, Pipedream sources.
+RELAY_DOMAINS = (
+    "trycloudflare.com",
+    "ngrok-free.app",
+    "ngrok-free.dev",
+    "ngrok.app",
+    "ngrok.dev",
+    "ngrok.io",
+    "loca.lt",
+    "serveo.net",
+    "serveousercontent.com",
+    "lhr.life",
+    "tunnelmole.net",
+    "m.pipedream.net",
+)
 
 _UNPARSED = re.compile(r"\(a URL that does not parse, \d+ characters\)")
 _HIDDEN_HEX = rf"…\[[0-9a-f]{{{FINGERPRINT_HEX}}}\]"
@@ -110,15 +132,34 @@ def _shown_hostport(hostport: str) -> str:
     if hostport.startswith("["):  # an IPv6 address
         return hostport
     host, colon, port = hostport.partition(":")
-    labels = [_shown_label(label) for label in host.split(".")]
+    labels = host.split(".")
+    named = _relay_receiver_labels(labels)
+    labels = [_fingerprinted(label) if i < named else _shown_label(label) for i, label in enumerate(labels)]
     if not port.isdigit():  # a password holding a "/" (``user:pa/ss@host``) ends the host there
         port = HIDDEN if port else ""
     return ".".join(labels) + colon + port
 
 
+def _relay_receiver_labels(labels: list[str]) -> int:
+    """How many labels from the left name a receiver of a relay service (RELAY_DOMAINS): all
+    those left of its domain; 0 for any other host (a trailing dot aside)."""
+    name = ".".join(labels).lower().removesuffix(".")
+    for domain in RELAY_DOMAINS:
+        if name.endswith("." + domain):
+            return name.count(".") - domain.count(".")
+    return 0
+
+
 def _shown_label(label: str) -> str:
     if label.lower().startswith("xn--") or not any(_TOKEN_PART.fullmatch(p) for p in label.split("-")):
         return label  # a name (an international one spelled in ASCII), or shown already
+    return _fingerprinted(label)
+
+
+def _fingerprinted(label: str) -> str:
+    """``…[fingerprint]`` of a host label (of its lower case), a label shown so already as it is."""
+    if re.fullmatch(_HIDDEN_HEX, label):
+        return label
     digest = hashlib.sha256(label.lower().encode("utf-8", "surrogatepass")).hexdigest()
     return f"{HIDDEN}[{digest[:FINGERPRINT_HEX]}]"
 

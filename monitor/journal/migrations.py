@@ -498,6 +498,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("deliveries-shown-alert-copies", _shown_delivery_rows),
     # A token in the host shown as a fingerprint (monitor/shown_url.py): the same rewrite again.
     Migration("deliveries-shown-hosts", _shown_delivery_rows),
+    # A relay's receiver name in the host (a quick tunnel's words) shown as a fingerprint: again.
+    Migration("deliveries-shown-relay-hosts", _shown_delivery_rows),
 )
 
 

@@ -156,10 +156,47 @@ def test_a_token_in_the_host_is_shown_as_a_fingerprint(url: str, shown_host: str
         "192.168.1.10:8080",
         "[2001:db8::1]:9",
         "xn--80ak6aa92e.com",
+        "town-of-dovre.wi.gov",  # words are a name outside a relay's domain
+        "smtp.office365.com",
+        "trycloudflare.com",  # a relay's own domain names no receiver
+        "notrycloudflare.com",
     ],
 )
 def test_a_name_in_the_host_is_shown_as_it_is(host: str) -> None:
     assert shown_url(f"https://{host}/hook/SECRET") == f"https://{host}/…[{fingerprint('/hook/SECRET')}]"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown_host", "secret"),
+    [
+        (  # a Cloudflare quick tunnel: its name is words, and the name is the secret
+            "https://seasonal-deck-organisms-sf.trycloudflare.com/hook",
+            f"{label_fingerprint('seasonal-deck-organisms-sf')}.trycloudflare.com",
+            "organisms",
+        ),
+        (  # localtunnel, its name in any case and the host ending in a dot
+            "https://Tidy-Lions-Sing.LOCA.LT./h",
+            f"{label_fingerprint('tidy-lions-sing')}.LOCA.LT.",
+            "lions",
+        ),
+        (  # every label left of the relay's domain
+            "https://quiet.river.ngrok.io:8443/h",
+            f"{label_fingerprint('quiet')}.{label_fingerprint('river')}.ngrok.io:8443",
+            "river",
+        ),
+        ("https://hookname.lhr.life/", f"{label_fingerprint('hookname')}.lhr.life", "hookname"),
+    ],
+)
+def test_a_relay_receivers_name_of_words_is_shown_as_a_fingerprint(
+    url: str, shown_host: str, secret: str
+) -> None:
+    """A tunnel or relay service names its receiver by the labels left of its domain, words
+    that read as a name yet reach the receiver by themselves: they were shown whole."""
+    shown = shown_url(url)
+    assert shown.split("//")[1].split("/")[0] == shown_host
+    assert secret not in shown.lower()
+    assert shown_url(shown) == shown
+    assert shown_urls_in(f"webhook {url!r} unreachable") == f"webhook {shown!r} unreachable"
 
 
 def test_a_host_shown_before_its_token_was_hidden_is_shown_as_its_real_url() -> None:

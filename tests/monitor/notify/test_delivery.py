@@ -983,6 +983,50 @@ def test_deliveries_stored_with_a_token_in_the_shown_host_are_shown_anew(tmp_pat
     conn.close()
 
 
+def test_deliveries_stored_with_a_relay_receivers_name_in_the_host_are_shown_anew(tmp_path: Path) -> None:
+    """A Cloudflare quick tunnel's name is words (``<words>.trycloudflare.com``), shown whole as
+    a name, yet the name alone reaches the receiver: in the target, the last error and an
+    undeliverable alert's copy waiting to be sent. The migration shows them with the name as a
+    fingerprint, and the row still names its channel."""
+    db = tmp_path / "store.db"
+    name = "seasonal-deck-organisms-sf"
+    town_url = f"https://{name}.trycloudflare.com/hook"
+    config = config_for(db, town_url)
+    store = Store(db)
+    deliveries = Deliveries(store.conn, config)
+    deliveries.enqueue(alert(audiences=("town",)), T0)
+    shown_before = f"https://{name}.trycloudflare.com/" + shown_url(town_url).split("/", 3)[3]
+    error = f"webhook {shown_before!r} answered HTTP 503 Service Unavailable"
+    store.conn.execute(
+        "UPDATE deliveries SET target = ?, attempts = 1, last_error = ? WHERE channel_type = 'webhook'",
+        (shown_before, error),
+    )
+    told = {  # an undeliverable alert's copy waiting for the operator's channels, as stored then
+        **alert("u1", audiences=("operator",)),
+        "kind": "undeliverable",
+        "message": f"An alert could not be delivered to County inspector by webhook ({shown_before})",
+        "data": {"channel_type": "webhook", "target": shown_before, "error": error},
+    }
+    assert deliveries.enqueue(told, T0) == 2
+    store.conn.execute("DELETE FROM migrations WHERE name = 'deliveries-shown-relay-hosts'")
+    store.close()
+
+    conn = connect(db)
+    deliveries = Deliveries(conn, config)  # the store is opened by a newer minewatch
+    shown = shown_url(town_url)
+    assert shown.startswith("https://…[") and shown.endswith(".trycloudflare.com/…[6fc2d051]")
+    [row] = [
+        r for r in deliveries.rows() if r["channel_type"] == "webhook" and r["recipient"] != "Acme operations"
+    ]
+    [route] = [
+        r for r in routes_for(alert(audiences=("town",)), config.recipients) if r.channel.type == "webhook"
+    ]
+    assert row["target"] == route.target == shown
+    assert row["last_error"] == f"webhook {shown!r} answered HTTP 503 Service Unavailable"
+    assert "organisms" not in json.dumps([dict(r) for r in deliveries.rows()])
+    conn.close()
+
+
 # --------------------------------------------------------------------------- e-mail and MQTT
 
 
