@@ -614,6 +614,13 @@ def last_alert_us(conn: sqlite3.Connection, site: str, kind: str, condition: str
     return None if row is None or row[0] is None else int(row[0])
 
 
+def alert_words(conn: sqlite3.Connection, alert_id: str) -> tuple[str, str] | None:
+    """The message and data (canonical JSON) of the alert ``alert_id`` as it was chained (None:
+    not stored, an alert raised outside AlertBook)."""
+    row = conn.execute("SELECT message, data FROM alerts WHERE id = ?", (alert_id,)).fetchone()
+    return None if row is None else (str(row[0]), str(row[1]))
+
+
 def reports_with_sha256(conn: sqlite3.Connection, digest: str) -> list[sqlite3.Row]:
     """The recorded reports (table ``reports``) whose PDF or CSV has this SHA-256, oldest first."""
     return _rows(

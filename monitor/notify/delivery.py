@@ -22,7 +22,8 @@ mid-send leaves its claim, which lapses: the row is sent again after ``claim_s``
 is marked delivered in its own transaction after the send succeeded; a crash between the
 two sends it once more, when the claim lapses. Receivers can tell: a webhook
 carries the delivery id as ``Idempotency-Key`` (and in the body), an e-mail as its
-``Message-ID``. Pending rows survive a restart because they are rows.
+``Message-ID`` (``_sent_key``: a copy rewritten since it was queued goes under a key of its
+own). Pending rows survive a restart because they are rows.
 
 Secrets never enter the table: a row names its recipient and channel, and the channel is
 looked up in the configuration in force when it is sent. The undeliverable alert is raised
@@ -57,7 +58,7 @@ from zoneinfo import ZoneInfo
 from monitor.config import ChannelConfig, Config, RecipientConfig
 from monitor.errors import OutputError
 from monitor.failing_rounds import FailingRounds
-from monitor.journal import migrations
+from monitor.journal import migrations, queries
 from monitor.notify import smtp, webhook
 from monitor.notify.alerts import Alert
 from monitor.shown_url import shown_url
@@ -398,9 +399,9 @@ class Deliveries:
     def _send(self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any], context: _SendContext) -> None:
         kind = route.channel.type
         if kind == "webhook":
-            self._send_webhook(route, row, alert)
+            self._send_webhook(route, self._sent_key(row, alert), alert)
         elif kind == "email":
-            self._send_email(route, row, alert, context)
+            self._send_email(route, self._sent_key(row, alert), alert, context)
         elif kind == "mqtt":
             if context.publish_mqtt is None:
                 raise OutputError("no MQTT connection to publish on", retryable=True)
@@ -414,13 +415,29 @@ class Deliveries:
         else:
             raise OutputError(f"unknown channel type {kind!r}", retryable=False)
 
+    def _sent_key(self, row: sqlite3.Row, alert: Mapping[str, Any]) -> str:
+        """What a delivery is sent as (a webhook's Idempotency-Key and ``delivery_id``, an
+        e-mail's Message-ID): its id while its copy of the alert says what the chained alert
+        says. A copy rewritten since it was queued (an upgrade showing the URLs of an
+        "undeliverable" alert anew, monitor/journal/migrations.py) goes as ``<id>-<the first 8
+        hex digits of the copy's SHA-256>``: a receiver that took a try of the copy as it was
+        gets no other body under that key, and every try of the rewritten copy has one key."""
+        chained = queries.alert_words(self.conn, row["alert_id"])
+        if chained is None:  # not raised through AlertBook: no copy of it is ever rewritten
+            return str(row["id"])
+        message, data = chained
+        said = (message, canonical_text(json.loads(data)))
+        if said == (alert.get("message"), canonical_text(alert.get("data"))):
+            return str(row["id"])
+        return f"{row['id']}-{hashlib.sha256(row['alert'].encode()).hexdigest()[:8]}"
+
     # ------------------------------------------------------------------ webhook
 
-    def _send_webhook(self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any]) -> None:
+    def _send_webhook(self, route: Route, key: str, alert: Mapping[str, Any]) -> None:
         url = route.channel.url
         # The same bytes on every attempt: the signature and the idempotency key stay valid.
         document: dict[str, Any] = {
-            "delivery_id": row["id"],
+            "delivery_id": key,
             "recipient": route.recipient.name,
             "alert": alert,
         }
@@ -432,7 +449,7 @@ class Deliveries:
         headers = {
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
-            IDEMPOTENCY_HEADER: row["id"],
+            IDEMPOTENCY_HEADER: key,
         }
         if route.channel.secret:
             headers[SIGNATURE_HEADER] = signature(route.channel.secret.value, body)
@@ -508,10 +525,8 @@ class Deliveries:
             msg.add_attachment(report[1], maintype="application", subtype="pdf", filename=report[0])
         return msg
 
-    def _send_email(
-        self, route: Route, row: sqlite3.Row, alert: Mapping[str, Any], context: _SendContext
-    ) -> None:
-        message = self._email_message(route, row["id"], alert, context)
+    def _send_email(self, route: Route, key: str, alert: Mapping[str, Any], context: _SendContext) -> None:
+        message = self._email_message(route, key, alert, context)
         size = len(message.as_bytes())
         smtp.send(message, route.channel, timeout_s=self._attempt_s(size), ssl_context=self.ssl_context)
 

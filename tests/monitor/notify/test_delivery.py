@@ -939,6 +939,57 @@ def test_an_undeliverable_alert_waiting_to_be_sent_is_shown_anew_and_its_chained
     conn.close()
 
 
+def test_a_copy_rewritten_after_a_try_went_out_is_sent_under_a_key_of_its_own(
+    tmp_path: Path, hook: Hook
+) -> None:
+    """An upgrade shows anew the URLs in an "undeliverable" alert's copy waiting to be sent
+    (deliveries-shown-alert-copies and those after it): a receiver that took an earlier try of
+    the copy as it was (our side gave up waiting for its answer) was then sent another body
+    under the same Idempotency-Key, which a receiver keeping keys drops as a duplicate or refuses
+    as a key reused. The rewritten copy goes under a key of its own, the same on its retries."""
+    db = tmp_path / "store.db"
+    town_url = "http://town.example/services/T000/B000/SECRET-in-path"  # the failed channel's URL
+    config = config_for(db, town_url, operator_hook_url=hook.url, max_attempts=5)
+    store = Store(db)
+    deliveries = Deliveries(store.conn, config)
+    book = AlertBook(store, config.alerts, lambda site, body: None)
+    book.listeners.append(lambda body: deliveries.enqueue(body, T0))
+    error = f"webhook {town_url!r} answered HTTP 503 Service Unavailable"  # the earlier shown form
+    failed = UndeliverableAlert(
+        site="quarry",
+        message=f"An alert could not be delivered to County inspector by webhook ({town_url}): {error}",
+        condition="undeliverable:dl-1",
+        data={"recipient": "County inspector", "channel_type": "webhook", "target": town_url, "error": error},
+    )
+    with store.batch():
+        book.raise_(failed.alert, T0)
+    copies = {r["channel_type"]: r["id"] for r in deliveries.rows()}
+    store.conn.execute("UPDATE deliveries SET status = 'delivered' WHERE id = ?", (copies["mqtt"],))
+    hook.delay_s = 1.5  # the receiver takes the body and answers after our side stopped waiting
+    assert Deliveries(store.conn, config, timeout_s=0.3).deliver_due(T0) == 0
+    assert wait_until(lambda: len(hook.received) == 1, 5)
+    store.conn.execute("DELETE FROM migrations WHERE name = 'deliveries-shown-relay-hosts'")
+    store.close()
+
+    hook.delay_s = 0.0
+    conn = connect(db)
+    deliveries = Deliveries(conn, config)  # the store is opened by a newer minewatch
+    hook.statuses = [503]  # the rewritten copy's first try fails, its retry goes through
+    assert deliveries.deliver_due(T0 + timedelta(minutes=1)) == 0
+    assert deliveries.deliver_due(T0 + timedelta(minutes=10)) == 1
+    sent = [(h["idempotency-key"], body) for h, body, _ in hook.received]
+    bodies_by_key: dict[str, set[bytes]] = {}
+    for key, body in sent:
+        bodies_by_key.setdefault(key, set()).add(body)
+        assert json.loads(body)["delivery_id"] == key
+    assert [len(bodies) for bodies in bodies_by_key.values()] == [1, 1]  # one body a key
+    (first, before), (again, rewritten), (retried, _) = sent
+    assert first == copies["webhook"] and b"SECRET-in-path" in before
+    assert again == retried != first and again.startswith(first + "-")  # a retry keeps the new key
+    assert b"SECRET-in-path" not in rewritten
+    conn.close()
+
+
 def test_deliveries_stored_with_a_token_in_the_shown_host_are_shown_anew(tmp_path: Path) -> None:
     """A shown URL kept its host whole, a receiver's token in it (ngrok's
     ``<token>.ngrok-free.app``): in the target, the last error and an undeliverable alert's copy
