@@ -38,11 +38,13 @@ sensor measures is still sent while the broker takes it, and says so in one line
 (at the start the sensor stops instead: the command's one line).
 
 SQLite reads the file's first page (its header and the table of tables) when it opens it and
-then keeps it in memory: damage to that page alone (the header zeroed, overwritten) would be met
-only at the next start, with everything queued in the file set aside. So the queue reads the
-first bytes of the file back every ``FIRST_PAGE_CHECK_S`` while it writes, and as it closes; a
-damaged first page is written again from SQLite's copy in memory, said in one line, and nothing
-is lost; one the disk still returns damaged is met as any other damage.
+then keeps it in memory: damage to that page alone (the header zeroed, the tables' entries
+overwritten) would be met only at the next start, with everything queued in the file set aside.
+So the queue reads the whole first page back every ``FIRST_PAGE_CHECK_S`` while it writes, and
+as it closes, right after copying the WAL into the file (the page on disk is then SQLite's own),
+and compares it with the page as read back at open (``_first_page_sound`` says what of it is
+judged how); a damaged first page is written again from SQLite's copy in memory, said in one
+line, and nothing is lost; one the disk still returns damaged is met as any other damage.
 
 No paho here: the queue is plain SQLite, used from one thread.
 """
@@ -75,7 +77,7 @@ HELD_MAX_BYTES = 64 * 1024 * 1024
 RESERVE_BYTES = 256 * 1024
 DELETE_CHUNK = 100  # acknowledged ids deleted per transaction (each one's WAL stays small)
 ROOM_MARGIN = 64 * 1024  # beyond twice a message's size, for a message written past the free pages
-# How often the file's first page is read back (a 101-byte read): SQLite reads it only at open.
+# How often the file's first page is read back (a page's read): SQLite reads it only at open.
 FIRST_PAGE_CHECK_S = 60.0
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # What to do about a damaged queue that cannot be set aside (said at the start and while running).
@@ -260,6 +262,10 @@ class ForwardQueue:
             raise
         if self.claim is not None:
             self.claim.mark_used()
+        # The first page as SQLite read it at open, its table of tables and all: what the checks
+        # compare the disk's with (None: the WAL could not be copied into the file yet).
+        on_disk = self.path != ":memory:"
+        self._first_page_kept = self._first_page_read() if on_disk and self._checkpoint() else None
         self._count, self._bytes = int(count), int(size)
         # Ids are given as messages are put, before the disk takes them: what waits in memory is
         # sent with the id it will have on disk. AUTOINCREMENT: never one a dropped message had;
@@ -396,29 +402,67 @@ class ForwardQueue:
         raise found
 
     def _first_page_sound(self) -> bool:
-        """Whether the file's first page, read back from the disk, is one: its header (the
-        format's text, the page size) and the type of the page's table (SQLite's table of
-        tables). Only what never changes is read, so a first page the WAL holds a newer copy of
-        passes. A file not yet written beyond its header (a new queue: its pages in the WAL), or
-        one that cannot be read (what SQLite meets next says why), is not judged here."""
+        """Whether the file's first page, read back from the disk right after the WAL was copied
+        into the file (it is then SQLite's own), is the queue's. The queue's tables never change,
+        so neither do most of its bytes: the header's fixed fields and the table of tables (bytes
+        100 to the page's end, unused room included) must be as read back at open. The header's
+        counts must be what SQLite counts (the file's pages at 28, its free pages at 36, the
+        user_version at 60, which the repair changes), the first free-list page at 32 none with no
+        free page and a page of the file with some (SQLite gives no other way to read it), and the
+        change counter at 24 the same as its copy at 92 (SQLite writes both at once). The number of
+        the SQLite that wrote the file last (at 96) is not judged: nothing reads it. Where the WAL
+        could not be copied whole, the counts are not judged (the disk's may be older); where no
+        page was read back at open, the header's fixed fields are (the format's text, the page
+        size, the type of the page's table). A file not yet written beyond its header (a new
+        queue: its pages in the WAL), or one that cannot be read (what SQLite meets next says
+        why), is not judged here."""
+        current = self._checkpoint()
+        page = self._first_page_read()
+        if page is None:
+            return True
+        kept = self._first_page_kept
+        if kept is None or len(page) != len(kept):
+            page_size = int.from_bytes(page[16:18], "big")
+            sound = (
+                page[:16] == SQLITE_MAGIC
+                and (page_size if page_size != 1 else 65536) == self._page_size()
+                and page[100] in (0x0D, 0x05)  # a table's leaf or interior page
+            )
+            if sound and current and len(page) == self._page_size():
+                self._first_page_kept = page  # the WAL could not be copied at open: from now on
+            return sound
+        fixed = ((0, 24), (40, 60), (64, 92), (100, len(page)))
+        if any(page[start:end] != kept[start:end] for start, end in fixed) or page[24:28] != page[92:96]:
+            return False
+        if not current:
+            return True
+
+        def word(offset: int) -> int:
+            return int.from_bytes(page[offset : offset + 4], "big")
+
+        pages, free, version = (
+            int(self.conn.execute(f"PRAGMA {name}").fetchone()[0])
+            for name in ("page_count", "freelist_count", "user_version")
+        )
+        trunk = word(32)
+        return (word(28), word(36), word(60)) == (pages, free, version) and (
+            trunk == 0 if free == 0 else 1 < trunk <= pages
+        )
+
+    def _first_page_read(self) -> bytes | None:
+        """The file's first page as the disk returns it (shorter if the file is), or None: the
+        file cannot be read, or holds no more than its header."""
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
-            return True
+            return None
         try:
-            first = os.pread(fd, 101, 0)
+            first = os.pread(fd, self._page_size(), 0)
         except OSError:
-            return True
+            return None
         finally:
             os.close(fd)
-        if len(first) < 101:
-            return True
-        page_size = int.from_bytes(first[16:18], "big")
-        return (
-            first[:16] == SQLITE_MAGIC
-            and (page_size if page_size != 1 else 65536) == self._page_size()
-            and first[100] in (0x0D, 0x05)  # a table's leaf or interior page
-        )
+        return first if len(first) > 100 else None
 
     def _write_held(self, reserve_whole: bool) -> None:
         """Write what waits in memory to disk, oldest first, until the disk refuses or lacks room.

@@ -346,24 +346,51 @@ def test_a_damaged_queue_that_cannot_be_set_aside_at_start_stops_the_sensor_sayi
     assert queue.read_bytes() == damaged
 
 
+def _first_page_damaged(path: Path, start: int, end: int, byte: bytes) -> None:
+    """Bytes ``start`` to ``end`` of the file's first page (4096 bytes) as ``byte``, as a card
+    returns them; ``end`` 0: the page's end."""
+    whole = path.read_bytes()
+    end = end or 4096
+    path.write_bytes(whole[:start] + byte * (end - start) + whole[end:])
+
+
+def _table_of_tables_start(path: Path) -> int:
+    """Where the first page's cells (the queue's tables' entries) begin."""
+    return int.from_bytes(path.read_bytes()[105:107], "big")
+
+
+FIRST_PAGE_DAMAGES: dict[str, Callable[[Path], None]] = {
+    "the header": lambda p: _first_page_damaged(p, 0, 100, b"\0"),
+    # Beyond the header: found, before, only by the next start ("malformed", all set aside).
+    "the table of tables": lambda p: _first_page_damaged(p, _table_of_tables_start(p), 0, b"\xff"),
+    "the free-list page": lambda p: _first_page_damaged(p, 32, 36, b"\x7f"),
+    "one byte of a table's entry": lambda p: _first_page_damaged(p, 4000, 4001, b"\x55"),
+}
+
+
+@pytest.mark.parametrize("damage", list(FIRST_PAGE_DAMAGES))
 @pytest.mark.parametrize("when", ["while it writes", "as it closes"])
 def test_a_first_page_damaged_under_the_running_queue_is_written_again_and_nothing_is_lost(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, when: str
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, when: str, damage: str
 ) -> None:
     """SQLite reads the first page (the header, the table of tables) only when it opens the file:
     damaged under a running queue it went unnoticed, and the next start found 'file is not a
-    database' and set aside everything queued."""
+    database' or 'malformed' and set aside everything queued. Only the header was read back while
+    the queue ran: damage beyond it was still found only at the next start."""
     if when == "while it writes":
         monkeypatch.setattr(sensors.queue, "FIRST_PAGE_CHECK_S", 0.0, raising=False)  # due at every write
     path = tmp_path / "n1.queue.db"
     q = ForwardQueue(path, claim=claim_queue(str(path)))
     _fill(q, 200)
     q.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # all of it in the file, as after a while
-    path.write_bytes(b"\0" * 100 + path.read_bytes()[100:])  # the header lost, as a card returns it
+    sound = path.read_bytes()[:4096]
+    FIRST_PAGE_DAMAGES[damage](path)
+    assert path.read_bytes()[:4096] != sound
     with caplog.at_level(logging.INFO, logger="minewatch.sensors.queue"):
         q.put(TOPIC, b"after")
         if when == "while it writes":
-            assert path.read_bytes()[:16] == b"SQLite format 3\x00"  # found and mended, running
+            mended = path.read_bytes()[:4096]  # found and mended, running
+            assert mended[:60] + mended[64:] == sound[:60] + sound[64:]  # user_version (60) aside
         q.close()
     kept = 200 if when == "while it writes" else 201  # found before "after" was written, or after
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
