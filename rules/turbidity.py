@@ -28,6 +28,13 @@ EXEMPT_EXCEEDANCE findings instead, kept as evidence.
 The words are the profile's (``reading``, ``exempt_source``, ``exempt_reading``): another town's
 buffer standard reads its own ordinance's, not these.
 
+An area condition (land-disturbing 28-5(d): sediment kept within the tract "whenever
+land-disturbing activity is undertaken where more than 5,000 square feet is uncovered"): with
+``area_flag`` set, the standard is judged only at a site whose fact of that name (``[sites]
+flags``) gives its area in square feet, more than ``area_over_sqft``. Elsewhere a reading beyond
+the line is an INFO finding saying why it is not judged (the area not given, not a number, or
+not more than the threshold): the rule does not guess an area.
+
 Early warning: a line sensor whose condition is running but not yet long enough.
 """
 
@@ -72,6 +79,10 @@ class TurbidityParams:
     reading: str = "turbidity beyond the line"
     exempt_reading: str = "the site is exempt"
     exempt_source: str = ""
+    # The site fact giving the site's area in square feet, and the area the standard applies
+    # beyond ("" : everywhere).
+    area_flag: str = ""
+    area_over_sqft: float = 0.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -80,6 +91,7 @@ class TurbidityParams:
             "min_duration_s",
             "max_gap_s",
             "reference_window_s",
+            "area_over_sqft",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must not be negative")
@@ -159,6 +171,28 @@ def _exemption_text(params: TurbidityParams) -> str:
     return f"{source}{params.exempt_reading} (site flag {params.exempt_flag})"
 
 
+def unjudged_by_area(site: SiteContext, section: str, params: TurbidityParams) -> str:
+    """Why the area condition leaves the standard unjudged at the site ("" : it is judged)."""
+    if not params.area_flag:
+        return ""
+    area = site.flags.get(params.area_flag)
+    over = f"{params.area_over_sqft:,.0f} sq ft"
+    applies = f"{citation_text(section)} applies where the area is more than {over}"
+    if area is None:
+        return f"not judged: area not given (site fact {params.area_flag}; {applies})"
+    if isinstance(area, bool) or not isinstance(area, int | float) or not 0 <= area < float("inf"):
+        return (
+            f"not judged: area not given (site fact {params.area_flag} is {area!r}, not square feet;"
+            f" {applies})"
+        )
+    if area <= params.area_over_sqft:
+        return (
+            f"not judged: the site's area, {area:,.0f} sq ft (site fact {params.area_flag}), is not more"
+            f" than {over} ({citation_text(section)})"
+        )
+    return ""
+
+
 def evaluate(
     site: SiteContext,
     standard: Standard,
@@ -170,6 +204,7 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     exempt = flag_set(site, params.exempt_flag)
+    unjudged = unjudged_by_area(site, standard.section, params)
     # Runs are followed back through whatever earlier readings the daemon sent.
     earliest = min([start - _lookback(params), *(r.ts for r in data.turbidity)])
     tz = site.tz
@@ -190,16 +225,19 @@ def evaluate(
             with_reference = sum(1 for j in chosen if j.reference is not None) / len(chosen)
             since = f"over {span_text(last.run_start, last.reading.end, tz)}"
             exemption = _exemption_text(params)
-            if exempt:
-                kind = FindingKind.EXEMPT_EXCEEDANCE
-                tail = f"; {exemption}, so {citation_text(standard.section)} does not apply"
+            cited = citation_text(standard.section)
+            read_as = f"read as {params.reading} ({cited}, which sets no turbidity number)"
+            if unjudged:
+                kind, exempt_here = FindingKind.INFO, False
+                read_as = f"{params.reading} {unjudged}"
+            elif exempt:
+                kind, exempt_here = FindingKind.EXEMPT_EXCEEDANCE, True
+                read_as += f"; {exemption}, so {cited} does not apply"
             else:
-                kind = FindingKind.VIOLATION
-                tail = ""
+                kind, exempt_here = FindingKind.VIOLATION, False
             summary = (
                 f"Turbidity at {sensor_label(info)} was {_condition(worst, params)} at "
-                f"{local_hm(window_start, tz)} local, {since}: read as {params.reading} "
-                f"({citation_text(standard.section)}, which sets no turbidity number){tail}"
+                f"{local_hm(window_start, tz)} local, {since}: {read_as}"
             )
             measurements = [Measurement("turbidity", worst.reading.ntu, params.max_ntu, "NTU")]
             if worst.reference is not None:
@@ -222,7 +260,7 @@ def evaluate(
                     summary,
                     sensors=(sensor,),
                     measurements=tuple(measurements),
-                    exemptions=(exemption,) if exempt else (),
+                    exemptions=(exemption,) if exempt_here else (),
                     refs=(f"turbidity:{sensor}:{iso(chosen[0].reading.ts)}/{iso(last.reading.end)}",),
                     completeness=with_reference if worst.reference is not None else 1.0,
                     details={
@@ -239,7 +277,7 @@ def early_warnings(
     site: SiteContext, standard: Standard, params: TurbidityParams, data: SiteData, now: datetime
 ) -> list[Finding]:
     data = only_site(data, site.id)
-    if flag_set(site, params.exempt_flag):
+    if flag_set(site, params.exempt_flag) or unjudged_by_area(site, standard.section, params):
         return []
     warnings = []
     for sensor in _sensors(site, params.line_placement):

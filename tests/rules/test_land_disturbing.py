@@ -4,6 +4,7 @@ permit, 28-8(b)(5)). Tables follow tests/rules/test_blasting.py; no fixtures, th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -15,6 +16,10 @@ from rules.deadlines import WorkCalendar, last_day
 from rules.episodes import update_episodes
 from rules.model import (
     GenericEvent,
+    Placement,
+    SensorInfo,
+    SensorKind,
+    SiteContext,
     SiteData,
     TurbidityReading,
 )
@@ -46,6 +51,7 @@ def test_profile_cites_28_5_and_declares_its_record_kinds() -> None:
         "slopes": "28-5(b)",
         "fill_material": "28-5(c)",
         "erosion_control": "28-5(d)",
+        "sediment_on_tract": "28-5(d)",
         "ground_cover": "28-5(d)",
         "prior_plan": "28-5(e)",
     }
@@ -541,6 +547,92 @@ def test_turbidity_findings_speak_the_profiles_words_not_28_5() -> None:
     assert exempt[0].exemptions == (
         "28-5(a)(1): the activity is on, over or under the water (site flag activity_over_water)",
     )
+
+
+# ---------------------------------------------------------------------------
+# 28-5(d): sediment at the tract's boundary, judged where the site's area is given and over 5,000
+# ---------------------------------------------------------------------------
+
+TRACT_SENSORS = {
+    "b1": SensorInfo("b1", SensorKind.TURBIDITY, Placement.BOUNDARY, "outfall at the south line"),
+    "r1": SensorInfo("r1", SensorKind.TURBIDITY, Placement.REFERENCE, "creek, upstream"),
+}
+
+
+def tract(flags: dict[str, Any]) -> SiteContext:
+    return replace(site(flags), sensors=TRACT_SENSORS)
+
+
+def at_boundary(line: float, reference: float | None, minutes: int = 15) -> SiteData:
+    data = turbidity(line, reference, minutes)
+    return SiteData(
+        turbidity=tuple(replace(r, sensor="b1") if r.sensor == "t1" else r for r in data.turbidity)
+    )
+
+
+NOT_GIVEN = (
+    "not judged: area not given (site fact disturbed_area_sqft; section 28-5(d) applies where the area is"
+)
+# fmt: off
+TRACT_CASES = [
+    case({}, 40.0, ["info"] * 5, f"{NOT_GIVEN} more than 5,000 sq ft)", id="area-not-given"),
+    case({"disturbed_area_sqft": 12000}, 40.0, ["violation"] * 5,
+         "read as sediment not retained within the boundaries of the tract (section 28-5(d), which sets no"
+         " turbidity number)", id="area-over-5000"),
+    case({"disturbed_area_sqft": 5000.5}, 40.0, ["violation"] * 5, "read as", id="area-just-over"),
+    case({"disturbed_area_sqft": 5000}, 40.0, ["info"] * 5,
+         "not judged: the site's area, 5,000 sq ft (site fact disturbed_area_sqft), is not more than"
+         " 5,000 sq ft (section 28-5(d))", id="area-exactly-5000-not-more"),
+    case({"disturbed_area_sqft": "12000"}, 40.0, ["info"] * 5,
+         "not judged: area not given (site fact disturbed_area_sqft is '12000', not square feet;",
+         id="area-a-text"),
+    case({"disturbed_area_sqft": True}, 40.0, ["info"] * 5, "is True, not square feet", id="area-a-flag"),
+    case({"disturbed_area_sqft": 12000}, 34.0, [], "", id="area-over-turbidity-within-limits"),
+    case({}, 34.0, [], "", id="area-not-given-turbidity-within-limits"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("flags", "line", "expected", "said"), TRACT_CASES)
+def test_sediment_at_the_tract_boundary_is_judged_only_where_the_area_is_given_and_over(
+    flags: dict[str, Any], line: float, expected: list[str], said: str
+) -> None:
+    """28-5(d) asks for sediment kept on the tract only "where more than 5,000 square feet is
+    uncovered": judged where the site's area is configured and over it; elsewhere a reading
+    beyond the limits says why it is not judged rather than guessing an area."""
+    findings = run(
+        "sediment_on_tract", at_boundary(line, 10.0), T0, T0 + timedelta(minutes=20), where=tract(flags)
+    )
+    assert kinds(findings) == expected
+    for finding in findings:
+        assert finding.sensors == ("b1",) and finding.section == "28-5(d)"
+        assert said in finding.summary and finding.exemptions == ()
+    warned = [
+        w.standard
+        for w in early_warnings(tract(flags), LAND, at_boundary(line, 10.0, 5), T0 + timedelta(minutes=5))
+    ]
+    assert warned == (["sediment_on_tract"] if expected == ["violation"] * 5 else [])
+
+
+def test_the_area_condition_is_the_profiles_data() -> None:
+    """Another town's copy sets its own site fact and threshold; without them (the buffer line
+    of 28-5(a)) a turbidity standard is judged at every site."""
+    from rules.profile import _read_profile
+
+    other, _ = _read_profile("land-disturbing")
+    other["standards"]["sediment_on_tract"]["params"].update(
+        area_flag="site_acres_sqft", area_over_sqft=1000.0
+    )
+    town = build_profile(other, source="other town")
+    data, window = at_boundary(40.0, 10.0), (T0, T0 + timedelta(minutes=20))
+    judged = run("sediment_on_tract", data, *window, profile=town, where=tract({"site_acres_sqft": 2000}))
+    assert kinds(judged) == ["violation"] * 5
+    unjudged = run(
+        "sediment_on_tract", data, *window, profile=town, where=tract({"disturbed_area_sqft": 9000})
+    )
+    assert kinds(unjudged) == ["info"] * 5 and "site fact site_acres_sqft;" in unjudged[0].summary
+    assert LAND.standard("buffer_zone").params.area_flag == ""
+    assert kinds(run("buffer_zone", turbidity(40.0, 10.0), *window)) == ["violation"] * 5
 
 
 def test_turbidity_minutes_match_whole_interval_and_early_warning() -> None:

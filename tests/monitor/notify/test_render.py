@@ -397,7 +397,7 @@ _PLOTTED = {
 
 
 # The plotted limits the ordinance gives no number for ([notice.sources]: "profile" or a citation).
-_PROFILE_LIMITS = {"light_trespass", "high_intensity_light", "buffer_zone"}
+_PROFILE_LIMITS = {"light_trespass", "high_intensity_light", "buffer_zone", "sediment_on_tract"}
 
 
 def _limit_lines(fig: Any) -> list[tuple[float, str]]:
