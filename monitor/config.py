@@ -1242,11 +1242,21 @@ def _portal(t: _Table | None, site_ids: set[str]) -> PortalConfig:
 
 def _check_profile_default(t: _Table, name: str, agreement: Mapping[str, Any]) -> None:
     from rules.profile import ProfileError, load_profile
+    from rules.turbidity import site_area_sqft
 
     try:
-        load_profile(name, agreement)
+        profile = load_profile(name, agreement)
     except ProfileError as exc:
         t.problems += site_profile_problems(t.path, exc.problems, agreement)
+        return
+    # A site fact the profile reads as an area (a standard's area_flag): a number or not given.
+    flags = t.data.get("flags")
+    areas = {getattr(s.params, "area_flag", "") for s in profile.standards.values()} - {""}
+    for flag in sorted(areas):
+        if isinstance(flags, dict) and flag in flags and site_area_sqft(flags[flag]) is None:
+            t.problem(
+                f"flags.{flag}", f"expected the site's area in square feet, 0 or more, got {flags[flag]!r}"
+            )
 
 
 def site_profile_problems(

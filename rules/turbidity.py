@@ -171,18 +171,26 @@ def _exemption_text(params: TurbidityParams) -> str:
     return f"{source}{params.exempt_reading} (site flag {params.exempt_flag})"
 
 
+def site_area_sqft(value: object) -> float | None:
+    """A site fact read as an area in square feet: a number, 0 or more (None: it is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < float("inf"):
+        return None
+    return float(value)
+
+
 def unjudged_by_area(site: SiteContext, section: str, params: TurbidityParams) -> str:
     """Why the area condition leaves the standard unjudged at the site ("" : it is judged)."""
     if not params.area_flag:
         return ""
-    area = site.flags.get(params.area_flag)
+    given = site.flags.get(params.area_flag)
     over = f"{params.area_over_sqft:,.0f} sq ft"
     applies = f"{citation_text(section)} applies where the area is more than {over}"
-    if area is None:
+    if given is None:
         return f"not judged: area not given (site fact {params.area_flag}; {applies})"
-    if isinstance(area, bool) or not isinstance(area, int | float) or not 0 <= area < float("inf"):
+    area = site_area_sqft(given)
+    if area is None:
         return (
-            f"not judged: area not given (site fact {params.area_flag} is {area!r}, not square feet;"
+            f"not judged: area not given (site fact {params.area_flag} is {given!r}, not square feet;"
             f" {applies})"
         )
     if area <= params.area_over_sqft:

@@ -185,6 +185,28 @@ def test_a_problem_in_the_profiles_file_is_placed_under_profile_not_agreement(tm
     assert "sites[0].agreement: noise.limit_db: expected a number, got 'loud'" in info.value.problems
 
 
+@pytest.mark.parametrize("area", ['"12000"', "true", "-5", "nan"])
+def test_a_sites_area_that_is_no_area_is_refused_naming_the_flag(area: str) -> None:
+    """land-disturbing's 28-5(d) sediment standard reads the site fact disturbed_area_sqft as the
+    area in square feet; any other value was taken as no area given, the site's findings saying
+    so only once turbidity rose."""
+    site = 'id = "s1"\nprofile = "land-disturbing"'
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL.replace('id = "s1"', f"{site}\nflags = {{ disturbed_area_sqft = {area} }}"))
+    assert [p for p in info.value.problems if "flags" in p] == [
+        "sites[0].flags.disturbed_area_sqft: expected the site's area in square feet, 0 or more, got"
+        f" {_toml_value(area)!r}"
+    ], info.value.problems
+    given = parse_config(MINIMAL.replace('id = "s1"', f"{site}\nflags = {{ disturbed_area_sqft = 12000 }}"))
+    assert given.sites[0].flags == {"disturbed_area_sqft": 12000}
+
+
+def _toml_value(text: str) -> object:
+    import tomllib
+
+    return tomllib.loads(f"v = {text}")["v"]
+
+
 def test_secret_from_file(tmp_path: Path) -> None:
     secret = tmp_path / "pw"
     secret.write_text("hunter2\n")
