@@ -1297,6 +1297,40 @@ def profile_citation_gaps(sites: Sequence[SiteConfig]) -> list[str]:
     return lines
 
 
+def area_not_given(sites: Sequence[SiteConfig]) -> list[str]:
+    """For each site with sensors a standard judges only where the site's area is given (a
+    turbidity standard's ``area_flag``, land-disturbing 28-5(d)) and no such area: one line saying
+    the standard is not judged there (``site tract: flags.disturbed_area_sqft: not given; ...``).
+    A profile that does not load is reported elsewhere."""
+    from rules.citation import citation_text
+    from rules.profile import ProfileError, load_profile
+
+    lines = []
+    for site in sites:
+        try:
+            profile = load_profile(site.profile, site.agreement)
+        except ProfileError:
+            continue
+        for key, standard in profile.standards.items():
+            flag = getattr(standard.params, "area_flag", "")
+            if not flag or flag in site.flags:
+                continue
+            placement = getattr(standard.params, "line_placement", "")
+            judged = [
+                s.id
+                for s in site.sensors
+                if s.kind == SensorKind.TURBIDITY and s.placement.value == placement
+            ]
+            if judged:
+                cited = citation_text(standard.section)
+                lines.append(
+                    f"site {site.id}: flags.{flag}: not given; {key} ({cited}) is not judged at"
+                    f" {', '.join(judged)}: a reading beyond its limits is recorded as not judged,"
+                    " area not given"
+                )
+    return lines
+
+
 # What deploy/dovre-quarry.toml writes where a site's own words belong (the officer, addresses).
 PLACEHOLDER = "REPLACE"
 

@@ -18,6 +18,7 @@ import sys
 from monitor.config import (
     PLACEHOLDER,
     SecretProblem,
+    area_not_given,
     load_config,
     profile_citation_gaps,
     template_placeholders,
@@ -87,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
             ' for as "" (docs/CONFIG.md, "Another town")',
             file=sys.stderr,
         )
+    for unjudged in area_not_given(config.sites):
+        print(f"warning: {unjudged}", file=sys.stderr)
     _warn_placeholders(file, config.raw_text)
     return 0
 

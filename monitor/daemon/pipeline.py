@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, ParamSpec
 
 import rules
 from monitor.acoustics import iec61672
-from monitor.config import PLACEHOLDER, Config, profile_citation_gaps, template_placeholders
+from monitor.config import PLACEHOLDER, Config, area_not_given, profile_citation_gaps, template_placeholders
 from monitor.daemon import minute_closing, seismic_intake
 from monitor.daemon.announcer import Announcer, Outgoing, Publish
 from monitor.daemon.clock import Clock
@@ -1046,6 +1046,8 @@ def run(
     log.info("minewatch running for %s; store %s", ", ".join(sites), config.storage.path)
     for gap in profile_citation_gaps(config.owned_sites):  # said, not refused: see check-config
         log.warning("Citation key missing: %s", gap)
+    for unjudged in area_not_given(config.owned_sites):
+        log.warning("Standard not judged: %s", unjudged)
     # The whole file's, not a partition's: said once, by the leader.
     for key in template_placeholders(config.raw_text) if leader else ():
         log.warning("%s: still the deploy template's %s text; notices print it", key, PLACEHOLDER)
