@@ -34,6 +34,7 @@ except ImportError:  # a platform without its wheel: zlib deflates
     _isal = None  # type: ignore[assignment]
 
 from monitor.config import Config, SiteConfig, parse_config
+from monitor.csv_cells import FORMULA_START, MARK, inert_exact
 from monitor.errors import ConfigError, OutputError, StoreError
 from monitor.evidence.disclosure import SCOPED_RECORDS, TOWN_VIEW, Disclosure
 from monitor.evidence.format import (
@@ -618,18 +619,20 @@ class _Exporter:
             if absent:
                 missing += 1
                 continue
+            # Text cells (ids, the sensor's JSON, values copied from it) are written so that a
+            # spreadsheet runs none, and verify reads each back exactly (csv_cells.inert_exact).
             writer.writerow(
                 (
                     seq,
-                    site,
-                    sensor,
-                    rkind,
+                    inert_exact(site),
+                    inert_exact(sensor),
+                    inert_exact(rkind),
                     ts,
                     self.utc(ts),
                     self.local(ts),
                     duration,
-                    *_reading_extras(kind, data),
-                    data,
+                    *map(inert_exact, _reading_extras(kind, data)),
+                    inert_exact(data),
                 )
             )
             member.rows += 1
@@ -759,14 +762,14 @@ class _Exporter:
                 for ts, values in _influx_rows(
                     reader, measurement, s.site, sensor_id, s.from_us, s.chained_from_us, fields
                 ):
-                    writer.writerow(
+                    writer.writerow(  # InfluxDB's values are text from outside the chain
                         (
-                            s.site,
-                            sensor_id,
+                            inert_exact(s.site),
+                            inert_exact(sensor_id),
                             ts,
                             self.utc(ts),
                             self.local(ts),
-                            *(_cell(values.get(f)) for f in fields),
+                            *(inert_exact(_cell(values.get(f))) for f in fields),
                         )
                     )
                     self._aggregate(measurement, sensor_id, ts, values)
@@ -1069,6 +1072,9 @@ class _Walked:
     entries: int
 
 
+_MARKED = FORMULA_START | {MARK}  # a text cell beginning so is written by inert_exact
+
+
 def _walk(stretch: _Stretch) -> _Walked:
     """Walk one stretch of the chain segment: its sound rows and chain lines as text (a worker)."""
     conn = _open_store(stretch.store)
@@ -1082,10 +1088,17 @@ def _walk(stretch: _Stretch) -> _Walked:
         missing: list[int] = []
         entries = 0
         last_ts, times = -1, ""
-        site = stretch.scope.site
+        site = inert_exact(stretch.scope.site)
         while batch := cursor.fetchmany(4096):
             entries += len(batch)
             columns = list(zip(*batch, strict=True))
+            # The text cells (sensor, source) a spreadsheet would run: rare (ids begin with a
+            # letter, a digit or '_'), so looked for once a batch, among its few distinct values.
+            for text_column in (0, 11):
+                if any(v is not None and v[:1] in _MARKED for v in set(columns[text_column])):
+                    columns[text_column] = tuple(
+                        v if v is None else inert_exact(v) for v in columns[text_column]
+                    )
             # The floats as repr() spells them, a column at a time (float_texts); '' for NULL.
             floats = [float_texts(columns[i]) for i in range(2, 11)]
             for (

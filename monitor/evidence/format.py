@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from monitor.csv_cells import exact_value
 from monitor.errors import MinewatchError
 from monitor.journal.chain_kinds import KINDS, SOUND_FIELDS, ChainKind, sound_record
 from monitor.named_file import NamedFileError, read_named_text
@@ -284,8 +285,10 @@ def _overload_cell(cells: Sequence[str]) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def _json_string(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
+def _json_string(cell: str) -> str:
+    """A text cell's value (``exact_value``: without the apostrophe that keeps a spreadsheet
+    from running it) as a JSON string; a row's few distinct ids are looked up, not rebuilt."""
+    return json.dumps(exact_value(cell), ensure_ascii=False)
 
 
 def sound_canonical_cells(cells: Sequence[str]) -> bytes:
@@ -310,11 +313,11 @@ def sound_canonical_cells(cells: Sequence[str]) -> bytes:
     numbers = la + fmax + smax + fmin + ceq + cpeak + zpeak + zeq + duration
     if "i" in numbers or "a" in numbers:  # inf or nan, which canonical_json spells Infinity / NaN
         row: dict[str, Any] = {
-            "site": site,
-            "sensor": sensor,
+            "site": exact_value(site),
+            "sensor": exact_value(sensor),
             "ts_us": int(ts),
             "duration_s": float(duration),
-            "source": source,
+            "source": exact_value(source),
             "overload": overload,
         }
         for name, value in zip(SOUND_FIELDS, cells[7:15], strict=True):
@@ -331,7 +334,8 @@ def sound_text_cells(cells: Sequence[str]) -> bytes:
     text writes it too, so for an exported row this equals ``sound_canonical_cells`` without
     the float round trips (most of the verifier's CPU a row). A row whose text gives the
     chained digest is therefore exactly the record chained; any other (a number written
-    another way, inf, a changed value) is checked again with ``sound_canonical_cells``.
+    another way, inf, a changed value) is checked again with ``sound_canonical_cells``. The text
+    cells (site, sensor, source) are read back with ``monitor.csv_cells.exact_value``.
     """
     # A row of the overload column's bundles is sliced; the common one is not (a verify's every row).
     flagged = len(cells) != _PLAIN_WIDTH
@@ -374,6 +378,8 @@ def reading_file(kind: str) -> str:
 
 
 def _reading_extras(kind: str, data: str) -> list[str]:
+    """The columns a reading's row copies out of its data, as values (the exporter writes each
+    with ``inert_exact``; verify compares them with the cells' ``exact_value``)."""
     try:
         decoded = json.loads(data)
     except ValueError:

@@ -26,6 +26,7 @@ from datetime import UTC
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.csv_cells import exact_value
 from monitor.evidence.format import (
     SOUND_COLUMNS,
     SOUND_OVERLOAD_COLUMNS,
@@ -128,10 +129,10 @@ def check_part(job: PartJob) -> PartResult:
                 except (ValueError, TypeError, KeyError) as exc:
                     problems.append(f"row malformed: {job.name} line {line}: {exc}")
                     continue
-                if (
-                    cells[1] != site
+                if (  # an id a spreadsheet would run is written marked (csv_cells.inert_exact)
+                    (cells[1] != site and exact_value(cells[1]) != site)
                     or not cfrom <= ts < to
-                    or (sensors is not None and cells[2] not in sensors)
+                    or (sensors is not None and exact_value(cells[2]) not in sensors)
                 ):
                     problems.append(
                         f"row outside the bundle's scope: {job.name} line {line} (sensor {cells[2]} of site"
@@ -145,7 +146,7 @@ def check_part(job: PartJob) -> PartResult:
                 sensors_of_day.add(cells[2])
         while text.read(1 << 20):  # what the parser did not read still counts
             pass
-    days = {(sensor, day) for day, sensors_ in by_day.items() for sensor in sensors_}
+    days = {(exact_value(sensor), day) for day, sensors_ in by_day.items() for sensor in sensors_}
     overload = header is not None and tuple(header) == SOUND_OVERLOAD_COLUMNS
     return PartResult(job.name, hashed.sha.hexdigest(), lines, seqs, bytes(digests), problems, days, overload)
 

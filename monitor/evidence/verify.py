@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.csv_cells import exact_value
 from monitor.evidence.format import (
     _MAX_LISTED,
     _OPTIONAL_FILES,
@@ -786,7 +787,7 @@ class _Verifier:
             for cells in reader:
                 rows += 1
                 if len(cells) > max(sensor_at, local_at):
-                    self.days.add((measurement, cells[sensor_at], cells[local_at][:10]))
+                    self.days.add((measurement, exact_value(cells[sensor_at]), cells[local_at][:10]))
         return rows
 
     def _check_file_set(self, names: set[str]) -> None:
@@ -970,15 +971,15 @@ class _Verifier:
         if (cells[4], cells[5]) != self._times(ts):
             raise ValueError(f"time_utc/time_local {cells[4]!r}/{cells[5]!r} do not match ts_us {ts}")
         row: dict[str, Any] = {
-            "site": cells[1],
-            "sensor": cells[2],
+            "site": exact_value(cells[1]),
+            "sensor": exact_value(cells[2]),
             "ts_us": ts,
             "duration_s": float(cells[6]),
-            "source": cells[-1],
+            "source": exact_value(cells[-1]),
         }
         for name, text in zip(SOUND_FIELDS, cells[7:-1], strict=True):
             row[name] = _opt_float(text)
-        self.days.add(("sound", cells[2], cells[5][:10]))
+        self.days.add(("sound", row["sensor"], cells[5][:10]))
         return sound_record(row), f"sensor {cells[2]} at {cells[4]}"
 
     def _reading_rebuild(self, kind: str) -> Callable[[list[str]], tuple[dict[str, Any], str]]:
@@ -988,19 +989,21 @@ class _Verifier:
             ts = int(cells[4])
             if (cells[5], cells[6]) != self._times(ts):
                 raise ValueError(f"time_utc/time_local {cells[5]!r}/{cells[6]!r} do not match ts_us {ts}")
-            data = cells[-1]
-            if cells[8 : 8 + extras] != _reading_extras(kind, data):
+            # Text cells are read back exactly (the exporter marks one a spreadsheet would run).
+            data = exact_value(cells[-1])
+            if [exact_value(c) for c in cells[8 : 8 + extras]] != _reading_extras(kind, data):
                 raise ValueError(f"columns {', '.join(READING_EXTRAS[kind])} do not match its data")
+            sensor = exact_value(cells[2])
             row = {
-                "site": cells[1],
-                "sensor": cells[2],
-                "kind": cells[3],
+                "site": exact_value(cells[1]),
+                "sensor": sensor,
+                "kind": exact_value(cells[3]),
                 "ts_us": ts,
                 "duration_s": float(cells[7]),
                 "data": data,
             }
             if kind == "light":
-                self.days.add(("light", cells[2], cells[6][:10]))
+                self.days.add(("light", sensor, cells[6][:10]))
             return reading_record(row), f"{kind} {cells[2]} at {cells[5]}"
 
         return rebuild
@@ -1248,7 +1251,7 @@ class _Verifier:
                 reader = csv.reader(bounded_lines(text, name))
                 for number, cells in enumerate(reader, start=1):
                     if len(cells) > 4:
-                        labels[number] = f"sensor {cells[2]} at {cells[4]}"
+                        labels[number] = f"sensor {exact_value(cells[2])} at {cells[4]}"
             self._labels = (name, labels)
         return self._labels[1].get(line, "")
 
@@ -1277,6 +1280,7 @@ class _Verifier:
 
     def _route(self, files: Mapping[str, _RowFile], seq: int, kind: str, key: str, digest: str) -> None:
         r = self.report
+        key = exact_value(key)  # a key a spreadsheet would run is written marked (csv_cells.inert_exact)
         target: _RowFile | None = None
         if kind == "sound":
             parsed = _sound_key(key)

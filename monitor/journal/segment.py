@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+from monitor.csv_cells import FORMULA_START, MARK
 from monitor.errors import StoreError
 from monitor.journal.chain_kinds import KINDS
 from monitor.journal.migrations import SCHEMA_VERSION
@@ -25,6 +26,8 @@ from monitor.journal.queries import KEYED
 
 # A chain key that a CSV cell must quote (RFC 4180): a quote, comma or line break in it.
 _CSV_SPECIAL = '*[",\r\n]*'
+# The first characters of a text cell that monitor.csv_cells.inert_exact marks, as SQL literals.
+_MARKED_SQL = ", ".join(f"char({ord(c)})" for c in sorted(FORMULA_START | {MARK}))
 
 # The reading entries of the segment, their key split into sensor, reading kind and time.
 _READING_KEY_SQL = (
@@ -321,9 +324,12 @@ def sound_walk(
     # column by column here cost a third of this query. The rare other entries' lines are
     # built here, only for them (CASE evaluates the branch taken): no heads (verify recomputes
     # them); ids are [A-Za-z0-9_-], a key with a quote, comma or line break is quoted.
+    # A key beginning as a spreadsheet formula would (or with the apostrophe that marks text) is
+    # written after an apostrophe, which verify drops (monitor.csv_cells.inert_exact).
+    key = f"CASE WHEN substr(k.key, 1, 1) IN ({_MARKED_SQL}) THEN '''' || k.key ELSE k.key END"
     full = (
-        "k.seq || ',' || k.kind || ',' || CASE WHEN k.key GLOB :special"
-        " THEN '\"' || replace(k.key, '\"', '\"\"') || '\"' ELSE k.key END"
+        f"k.seq || ',' || k.kind || ',' || CASE WHEN k.key GLOB :special"
+        f" THEN '\"' || replace({key}, '\"', '\"\"') || '\"' ELSE {key} END"
         " || ',' || k.digest || ',' || k.recorded_us"
     )
     # A record the reader does not see: its digest alone (no key, no time), so the link recomputes.
