@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any
 
 from monitor.evidence.format import RECORD_KINDS
@@ -83,10 +83,42 @@ SET_TIMES: dict[str, frozenset[str]] = {
     "notice_change": frozenset({"previous_deadline", "new_deadline"}),
     "alert": frozenset({"deadline", "deadline_local"}),  # a notice's change as an alert
 }
+# Columns holding a time a record of the kind sets (its cure deadline): a text naming the same
+# moment in site time ("correct by 2026-06-29 23:59 CDT", the "opened" change's note) names it.
+SET_COLUMNS: dict[str, tuple[str, ...]] = {
+    "notice": ("first_deadline_us", "deadline_us"),
+    "notice_change": ("deadline_us",),
+}
 # A time named in a text: RFC 3339 with its offset (a reading's ref "sound:n1:2026-...Z" too) ...
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)")
 # ... or a JSON member in microseconds ("window_start_us": 1796..., "ts_us": ...).
 _US = re.compile(r'"[A-Za-z0-9_]*_us"\s*:\s*(-?\d+)')
+# ... or site time, as the rules and notices write it for people (rules/times.py): a date with
+# a clock and its zone's abbreviation ("2026-07-01 16:05 CDT", local_stamp, span_text), a clock
+# alone ("16:05", "16:05:00 CDT", "at 4:05 pm", local_hm, the hours "06:00-19:00") or a date
+# alone ("on 2026-07-01", local_date). Read after the stamps above, in what they left.
+_LOCAL = re.compile(
+    r"(?<![\d.])(\d{4})-(\d\d)-(\d\d)"
+    r"(?:[T ](\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?(?:\s+([A-Z]{2,5})\b)?)?(?![\d:])"
+)
+_CLOCK = re.compile(
+    r"(?<![\d:.])(\d{1,2})(?::(\d\d)(?::(\d\d)(?:\.\d+)?)?)?(?![\d:])"
+    r"(?:\s*(?i:([ap])\.?m\b\.?))?(?:\s+([A-Z]{2,5})\b)?"
+)
+# Time-like words these cannot place (a person's note: "7/1/2026", "2026-7-1", "July 1"): a
+# record naming one is not shown to a scoped reader (allow-list: what cannot be placed is out).
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?"
+)
+_UNPLACED = re.compile(
+    rf"\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|\b\d{{4}}[-/]\d{{1,2}}[-/]\d{{1,2}}\b"
+    rf"|\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?![a-z])",
+    re.IGNORECASE,
+)
+_UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
+_SECOND_US = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +131,11 @@ class TimeScope:
     ``window_start``/``window_end``, the readings of its refs, local and UTC stamps), the events
     its refs name (a truck, a blast, declared work) and, for an episode, every finding it is made
     of. Overlapping the scope is not enough: a finding that starts inside it and ends after it
-    tells what lies outside. A cure deadline is not reported but set (SET_TIMES): a notice issued,
-    or extended, inside the scope is shown though its deadline lies after it.
+    tells what lies outside. A cure deadline is not reported but set (SET_TIMES, SET_COLUMNS): a
+    notice issued, or extended, inside the scope is shown though its deadline lies after it.
+    Times named in site time ("2026-07-01 16:05 CDT", "16:05", "at 4:05 pm", "on 2026-07-01") are
+    placed in the site's zone (``_site_times``); a time-like word that cannot be placed ("July 1",
+    "7/1/2026", another zone's abbreviation) keeps the record out.
     """
 
     not_before_us: int | None = None
@@ -126,29 +161,51 @@ class TimeScope:
             "not_before_us": self.not_before_us,
             "not_after_us": self.not_after_us,
             "rule": "events, findings, notices' episodes, notices, their changes and alerts only when"
-            " every time they report lies in the scope (a cure deadline a notice sets is not a time it"
-            " reports); the others are in chain.csv as their digests alone",
+            " every time they report lies in the scope, their texts' site times included (a cure deadline"
+            " a notice sets is not a time it reports; a time-like word that cannot be placed keeps the"
+            " record out); the others are in chain.csv as their digests alone",
         }
 
     def shows(
-        self, conn: sqlite3.Connection, site: str, kind: str, row: Mapping[str, Any] | sqlite3.Row
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        kind: str,
+        row: Mapping[str, Any] | sqlite3.Row,
+        zone: tzinfo,
     ) -> bool:
-        """Whether a stored row of ``kind`` (a key of SCOPED_RECORDS; others: True) is shown."""
+        """Whether a stored row of ``kind`` (a key of SCOPED_RECORDS; others: True) is shown.
+
+        ``zone``: the site's time zone, in which its texts name times for people (site time).
+        """
         columns = SCOPED_RECORDS.get(kind)
         if columns is None:
             return True
-        if not all(row[c] is None or self.holds(int(row[c])) for c in columns):
+        own = [int(row[c]) for c in columns if row[c] is not None]
+        if not all(self.holds(t) for t in own):
             return False
         names = set(row.keys())  # a sqlite3.Row's `in` looks at its values, not its names
         texts = [_reported(kind, str(row[c])) for c in _TEXTS if c in names and row[c] is not None]
         if not all(self.holds(t) for t in _named_times(texts)):
             return False
+        sets = _set_times(kind, row, names)
+        days = _local_days(own, zone)
+        for text in texts:
+            spans = _site_times(text, zone, days)
+            if spans is None:  # a time-like word that cannot be placed: not shown
+                return False
+            if not all(self.covers(lo, hi) or any(lo <= t <= hi for t in sets) for lo, hi in spans):
+                return False
         if not all(self.holds(t) for t in _event_times(conn, site, texts)):
             return False
         if "finding_ids" in names and row["finding_ids"]:
             made_of = _findings(conn, site, row["finding_ids"])
-            return all(self.shows(conn, site, "finding", f) for f in made_of)
+            return all(self.shows(conn, site, "finding", f, zone) for f in made_of)
         return True
+
+    def covers(self, lo_us: int, hi_us: int) -> bool:
+        """Whether all of [lo_us, hi_us] lies in the scope (a time named to the minute is a minute)."""
+        return self.holds(lo_us) and self.holds(hi_us)
 
 
 def _reported(kind: str, text: str) -> str:
@@ -163,6 +220,99 @@ def _reported(kind: str, text: str) -> str:
     if not isinstance(value, dict):
         return text
     return json.dumps({k: v for k, v in value.items() if k not in names})
+
+
+def _set_times(kind: str, row: Mapping[str, Any] | sqlite3.Row, names: set[str]) -> list[int]:
+    """The times a record of ``kind`` sets (SET_COLUMNS, SET_TIMES): a text may name them."""
+    times = [int(row[c]) for c in SET_COLUMNS.get(kind, ()) if c in names and row[c] is not None]
+    members = SET_TIMES.get(kind)
+    if members and "data" in names and row["data"]:
+        try:
+            value = json.loads(str(row["data"]))
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            times.extend(_named_times(str(value[m]) for m in members if m in value))
+    return times
+
+
+def _local_days(times: Iterable[int], zone: tzinfo) -> list[date]:
+    """The site's days from the first to the last of ``times``: where a clock alone may lie."""
+    stamps = sorted(times)
+    if not stamps:
+        return []
+    first = datetime.fromtimestamp(stamps[0] / _SECOND_US, zone).date()
+    last = datetime.fromtimestamp(stamps[-1] / _SECOND_US, zone).date()
+    return [first + timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+def _site_times(text: str, zone: tzinfo, days: Sequence[date]) -> list[tuple[int, int]] | None:
+    """Every span [lo, hi] (µs UTC) a time ``text`` names in site time could be, or None when it
+    names one that cannot be placed.
+
+    A date with a clock is placed in ``zone``, at both readings of a clock the zone repeats unless
+    the zone's abbreviation picks one ("01:30 CDT"); one naming another zone cannot be placed. A
+    clock alone lies on each day the text names, or else each of ``days`` (the record's own). A
+    date alone is its whole day; a clock to the minute its whole minute. RFC 3339 stamps (read by
+    _named_times) are left out first.
+    """
+    rest = _STAMP.sub(" ", text)
+    spans: list[tuple[int, int]] = []
+    named_days: list[date] = []
+    for m in _LOCAL.finditer(rest):
+        try:
+            day = date(int(m[1]), int(m[2]), int(m[3]))
+        except ValueError:
+            return None
+        if m[4] is None:
+            named_days.append(day)
+            start = to_us(datetime.combine(day, time(0), zone))
+            spans.append((start, to_us(datetime.combine(day + timedelta(days=1), time(0), zone)) - 1))
+            continue
+        placed = _wall_spans(day, int(m[4]), int(m[5]), m[6], m[7], zone)
+        if placed is None:
+            return None
+        spans.extend(placed)
+    rest = _LOCAL.sub(" ", rest)
+    if _UNPLACED.search(rest):  # read after the dates placed above, which it would take too
+        return None
+    for m in _CLOCK.finditer(rest):
+        if m[2] is None and m[4] is None:
+            continue  # a number, not a clock
+        hour = int(m[1])
+        if m[4] is not None:  # 12-hour: 12 am is midnight, 12 pm noon
+            if not 1 <= hour <= 12:
+                return None
+            hour = hour % 12 + (12 if m[4].lower() == "p" else 0)
+        on = named_days or days
+        if not on:
+            return None
+        for day in on:
+            placed = _wall_spans(day, hour, int(m[2] or 0), m[3], m[5], zone)
+            if placed is None:
+                return None
+            spans.extend(placed)
+    return spans
+
+
+def _wall_spans(
+    day: date, hour: int, minute: int, second: str | None, abbreviation: str | None, zone: tzinfo
+) -> list[tuple[int, int]] | None:
+    """The spans a site clock on ``day`` names: its minute (its second, when given), at each
+    reading the abbreviation allows; None: no such clock, or another zone's abbreviation."""
+    try:
+        wall = datetime.combine(day, time(hour, minute, int(second or 0)))
+    except ValueError:
+        return None
+    length = _SECOND_US if second is not None else 60 * _SECOND_US
+    if abbreviation in _UTC_NAMES:
+        readings = [wall.replace(tzinfo=UTC)]
+    else:
+        readings = [wall.replace(tzinfo=zone, fold=fold) for fold in (0, 1)]
+        if abbreviation is not None:
+            readings = [r for r in readings if r.tzname() == abbreviation]
+    starts = {to_us(r) for r in readings}
+    return [(start, start + length - 1) for start in sorted(starts)] or None
 
 
 def _named_times(texts: Iterable[str]) -> Iterable[int]:

@@ -539,7 +539,7 @@ class _Exporter:
             values[0]
             for values in cursor.fetchall()
             if not time_scope.shows(
-                self.conn, self.site.id, kind, dict(zip(names[2:], values[2:], strict=True))
+                self.conn, self.site.id, kind, dict(zip(names[2:], values[2:], strict=True)), self.zone
             )
         }
 

@@ -26,7 +26,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from datetime import time as dtime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -324,14 +324,16 @@ class Portal:
         """Current findings starting in [start, end) of the account's window (read them, they are shared)."""
         site = scope.site(site_id)
         start, end = scope.window(start, end)
-        found, _ = self._findings.get(self.store().conn, site.id, start, end, scope.times())
+        zone = ZoneInfo(site.timezone)
+        found, _ = self._findings.get(self.store().conn, site.id, start, end, scope.times(), zone)
         return [f for f in found if not kinds or f["kind"] in kinds]
 
     def findings_json(self, scope: Scope, site_id: str, start: datetime, end: datetime) -> bytes:
         """:meth:`findings` as the API's JSON body, encoded once per change of the findings."""
         site = scope.site(site_id)
         start, end = scope.window(start, end)
-        _, body = self._findings.get(self.store().conn, site.id, start, end, scope.times())
+        zone = ZoneInfo(site.timezone)
+        _, body = self._findings.get(self.store().conn, site.id, start, end, scope.times(), zone)
         return body
 
     def today(self, site: SiteConfig, at: datetime | None = None) -> tuple[datetime, datetime]:
@@ -993,7 +995,7 @@ class Portal:
         events = [
             e
             for e in queries.events_overlapping(conn, site.id, start, end)
-            if times is None or times.shows(conn, site.id, "event", e)
+            if times is None or times.shows(conn, site.id, "event", e, ZoneInfo(site.timezone))
         ]
         from monitor.notify.blast_report import blast_events
 
@@ -1048,7 +1050,7 @@ class Portal:
             profile.episode_gap_s,
             not_before=scope.user.not_before,
             not_after=scope.user.not_after,
-            between=_violations_shown(conn, site.id, scope.times()),
+            between=_violations_shown(conn, site.id, scope.times(), ZoneInfo(site.timezone)),
         )
         episode_of = {f: t for t in told for f in t.facts.finding_ids}
         # The shared findings, each with the episode it is part of and that episode's notice
@@ -1757,9 +1759,11 @@ class FindingsCache:
         start: datetime,
         end: datetime,
         shown: TimeScope | None = None,
+        zone: tzinfo = UTC,
     ) -> tuple[list[dict[str, Any]], bytes]:
         """The findings starting in [start, end); with a reader's time scope ``shown``, only those
-        ``TimeScope.shows`` (kept apart from the unscoped ones: another key)."""
+        ``TimeScope.shows`` (kept apart from the unscoped ones: another key), their texts' site
+        times read in ``zone``, the site's."""
         key = (site, to_us(start), to_us(end), shown)
         # Read before the rows: a finding stored in between makes the next request read again.
         version = queries.findings_version(conn)
@@ -1801,7 +1805,9 @@ class FindingsCache:
         if shown is not None and found:
             full = {r["id"]: r for r in queries.current_findings(conn, site=site, start=start, end=end)}
             found = [
-                f for f in found if f["id"] in full and shown.shows(conn, site, "finding", full[f["id"]])
+                f
+                for f in found
+                if f["id"] in full and shown.shows(conn, site, "finding", full[f["id"]], zone)
             ]
         # Encoded as starlette's JSONResponse does, so the API's bytes are unchanged.
         body = json.dumps(found, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":"))
@@ -1876,7 +1882,7 @@ def local_day(day: date, tz: ZoneInfo) -> tuple[datetime, datetime]:
 
 
 def _violations_shown(
-    conn: sqlite3.Connection, site: str, shown: TimeScope | None
+    conn: sqlite3.Connection, site: str, shown: TimeScope | None, zone: tzinfo
 ) -> ViolationsBetween | None:
     """The violations an episode is made of as a time-scoped reader may see them (``TimeScope.shows``:
     a violation reporting a time outside the scope is no part of its episodes); None: unscoped,
@@ -1889,7 +1895,9 @@ def _violations_shown(
             conn, site=site, start=start, end=end, kinds=[FindingKind.VIOLATION.value]
         )
         return [
-            finding_from_json(json.loads(r["data"])) for r in rows if shown.shows(conn, site, "finding", r)
+            finding_from_json(json.loads(r["data"]))
+            for r in rows
+            if shown.shows(conn, site, "finding", r, zone)
         ]
 
     return between

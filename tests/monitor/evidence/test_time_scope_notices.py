@@ -76,7 +76,7 @@ def _rows(conn: sqlite3.Connection, notice_id: str) -> dict[str, list[dict[str, 
 def _shown(
     scope: TimeScope, conn: sqlite3.Connection, rows: dict[str, list[dict[str, Any]]]
 ) -> dict[str, list[bool]]:
-    return {kind: [scope.shows(conn, SITE, kind, row) for row in found] for kind, found in rows.items()}
+    return {kind: [scope.shows(conn, SITE, kind, row, TZ) for row in found] for kind, found in rows.items()}
 
 
 def test_a_notice_issued_inside_the_scope_is_shown_with_a_deadline_after_it(

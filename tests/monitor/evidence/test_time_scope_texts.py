@@ -1,0 +1,159 @@
+"""A time-scoped reader and the times a record's texts name in site time, each way they are written.
+
+The rules and notices write times for people in the site's zone ("2026-07-01 16:05 CDT",
+"16:05", "at 16:05:00 local on 2026-07-01", "01:30 CDT" where the clocks repeat), and a person's
+note or a declared work's description may say "at 4:05 pm" or "July 1". A record is shown to a
+scoped reader only when every time its texts name is placed and lies in the scope; a time-like
+word that cannot be placed keeps the record out.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zipfile
+from datetime import datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from monitor.evidence import load_anchors, verify_bundle
+from monitor.evidence.disclosure import Disclosure, TimeScope
+from monitor.journal.store import Store
+from monitor.wire.canonical import to_us
+from rules.model import Finding, FindingKind, Measurement
+from tests.support.evidence import SITE, T0, WINDOW, build_site, export
+
+TZ = ZoneInfo("America/Chicago")
+
+
+def _local(*args: int) -> datetime:
+    return datetime(*args, tzinfo=TZ)  # type: ignore[misc]
+
+
+NOT_BEFORE = _local(2026, 6, 15, 11, 0)
+NOT_AFTER = _local(2026, 6, 15, 14, 0)
+WORK = (_local(2026, 6, 15, 11, 30), _local(2026, 6, 15, 12, 0))
+
+
+def _event(description: str, start: datetime = WORK[0], end: datetime = WORK[1]) -> dict[str, object]:
+    """A declared work period's stored row (events: ts_us, end_us, data as the daemon keeps it)."""
+    data = {
+        "description": description,
+        "start": start.isoformat(),
+        "end": end.isoformat(),
+        "kind": "crushing",
+    }
+    return {
+        "kind": "work",
+        "id": "w-1",
+        "ts_us": to_us(start),
+        "end_us": to_us(end),
+        "data": json.dumps(data),
+    }
+
+
+@pytest.mark.parametrize(
+    ("description", "shown"),
+    [
+        ("crusher running", True),
+        ("crusher started 11:40 CDT", True),
+        ("crusher started 2026-06-15 11:40 CDT", True),
+        ("crusher started at 11:40 am", True),
+        ("crusher started at 16:05 UTC", True),  # 11:05 CDT
+        ("until 2026-06-15 13:59 CDT", True),  # the minute ends before the scope does
+        # outside the scope, each way a time is written
+        ("again 2026-07-01 16:05 CDT", False),  # a local stamp with its zone's abbreviation
+        ("again 2026-07-01 16:05", False),  # ... without one
+        ("again 2026-07-01T16:05:00", False),  # ISO 8601 without an offset
+        ("again 2026-06-15 14:00:30 CDT", False),  # to the second, 30 s after the scope
+        ("again at 16:05 CDT", False),  # a clock alone: the record's own day
+        ("again at 16:05", False),
+        ("again at 16:05:00 local on 2026-06-15", False),
+        ("again at 4:05 pm", False),
+        ("again at 4 PM", False),
+        ("began at 10:59 am", False),  # before it
+        ("again on 2026-07-01", False),  # a date alone is its whole day
+        ("again at 16:05 local on 2026-07-01", False),  # a clock on the day the text names
+        # that cannot be placed
+        ("at 2026-06-15 12:00 EST", False),  # another zone's abbreviation (CDT in June)
+        ("again on 7/1/2026", False),
+        ("again on 2026-7-1", False),
+        ("again on 2026/07/01", False),
+        ("again on July 1", False),
+        ("again on the 1st of July", False),
+    ],
+)
+def test_a_text_naming_a_time_outside_the_scope_keeps_the_record_out(description: str, shown: bool) -> None:
+    """A pure check: the refs a text may name are looked up in ``conn``, and these name none."""
+    scope = TimeScope(to_us(NOT_BEFORE), to_us(NOT_AFTER))
+    conn = sqlite3.connect(":memory:")
+    assert scope.shows(conn, SITE, "event", _event(description), TZ) is shown
+
+
+@pytest.mark.parametrize(
+    ("description", "shown"),
+    [("01:30 CDT", True), ("01:30 CST", False), ("01:30", False)],
+)
+def test_a_clock_the_zone_repeats_is_read_by_its_abbreviation_or_at_both_readings(
+    description: str, shown: bool
+) -> None:
+    """2026-11-01 01:30 in Chicago is 06:30Z (CDT) and, after the clocks fall back, 07:30Z (CST)."""
+    scope = TimeScope(
+        to_us(datetime.fromisoformat("2026-11-01T06:00:00Z")),
+        to_us(datetime.fromisoformat("2026-11-01T07:00:00Z")),
+    )
+    start, end = (
+        datetime.fromisoformat("2026-11-01T06:20:00Z"),
+        datetime.fromisoformat("2026-11-01T06:40:00Z"),
+    )
+    conn = sqlite3.connect(":memory:")
+    assert scope.shows(conn, SITE, "event", _event(f"crusher started {description}", start, end), TZ) is shown
+
+
+def _finding(start: datetime, summary: str, sensor: str) -> Finding:
+    return Finding(
+        SITE,
+        "noise",
+        "6.D",
+        FindingKind.VIOLATION,
+        start,
+        start + timedelta(seconds=30),
+        "America/Chicago",
+        summary,
+        (sensor,),
+        (Measurement("LAeq", 83.5, 80.0, "dB(A)"),),
+    )
+
+
+def test_a_scoped_bundle_carries_a_finding_naming_a_local_time_outside_the_scope_as_its_digest(
+    tmp_path: Path,
+) -> None:
+    """Through a real export and verify: the window's findings, one naming a site time before the
+    scope (01:15 CST, 07:15Z), one naming its own (01:58:10 CST)."""
+    site = build_site(tmp_path, final_anchor=False)
+    store = Store(site.store)
+    at = T0 + timedelta(seconds=10)
+    with store.batch():
+        store.append_finding(_finding(at, "83.5 dB(A) at n1 at 01:58:10 CST (INSIDE-NAMED)", "n1"), at)
+        store.append_finding(_finding(at, "83.5 dB(A) at n2, as at 01:15 CST (OUTSIDE-NAMED)", "n2"), at)
+        now = T0 + timedelta(minutes=5)
+        seq, head = store.head(SITE)
+        store.conn.execute("INSERT INTO anchors VALUES (?,?,?,?)", (SITE, seq, head, to_us(now)))
+        store.restate_config(SITE, now)
+    store.close()
+    anchors = json.loads(site.anchors.read_text())
+    site.anchors.write_text(
+        json.dumps([*anchors, {"site": SITE, "seq": seq, "head": head, "ts": now.isoformat()}])
+    )
+
+    scope = TimeScope(to_us(WINDOW[0]), to_us(WINDOW[1]))
+    bundle = export(site, tmp_path / "b.zip", disclosure=Disclosure(time_scope=scope))
+    with zipfile.ZipFile(bundle) as zf:
+        findings = zf.read("records/findings.json")
+    assert b"INSIDE-NAMED" in findings
+    assert b"OUTSIDE-NAMED" not in findings
+    report = verify_bundle(bundle, load_anchors(site.anchors))
+    assert report.ok, report.lines()
+    assert report.digest_only.get("finding") == 1
