@@ -8,7 +8,6 @@ file of their own; the environment is read here and nowhere else.
 
 from __future__ import annotations
 
-import math
 import os
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,6 +24,7 @@ from monitor.errors import ConfigError
 from monitor.named_file import NamedFileError, read_named_text
 from monitor.shown_url import shown_url
 from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext, TownContact
+from rules.numbers import number_problem
 
 T = TypeVar("T")
 
@@ -443,18 +443,7 @@ class _Table:
     def integer(
         self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
     ) -> int:
-        value = self._get(
-            name,
-            default,
-            lambda v: v if isinstance(v, int) and not isinstance(v, bool) else None,
-            "an integer",
-        )
-        maximum = _usual_maximum(name) if maximum is None else maximum
-        if minimum is not None and value < minimum:
-            self.problem(name, f"must be at least {minimum}, got {value}")
-        elif maximum is not None and value > maximum:
-            self.problem(name, f"must be at most {maximum}{_unit_of(name)}, got {value}")
-        return value
+        return int(self._numeric(name, default, whole=True, minimum=minimum, maximum=maximum))
 
     def number(
         self,
@@ -467,19 +456,22 @@ class _Table:
     ) -> float:
         if required and name not in self.data:
             self.problem(name, "required")
+        return float(self._numeric(name, default, whole=False, minimum=minimum, maximum=maximum))
 
-        def check(v: Any) -> float | None:
-            if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-                return None
-            return float(v)
-
-        value = self._get(name, default, check, "a number")
+    def _numeric(
+        self, name: str, default: float, *, whole: bool, minimum: float | None, maximum: float | None
+    ) -> float:
+        """A number checked as the profile and scenario readers check theirs (rules.numbers)."""
+        self.used.add(name)
+        if name not in self.data:
+            return default
+        value = self.data[name]
         maximum = _usual_maximum(name) if maximum is None else maximum
-        if minimum is not None and value < minimum:
-            self.problem(name, f"must be at least {minimum:g}, got {value:g}")
-        if maximum is not None and value > maximum:
-            self.problem(name, f"must be at most {maximum:.15g}{_unit_of(name)}, got {value:g}")
-        return value
+        problem = number_problem(value, whole=whole, minimum=minimum, maximum=maximum, unit=_unit_of(name))
+        if problem is not None:
+            self.problem(name, problem)
+            return default
+        return value  # type: ignore[no-any-return]
 
     def str_list(self, name: str) -> tuple[str, ...]:
         def check(v: Any) -> tuple[str, ...] | None:
@@ -813,11 +805,7 @@ def _plan_point(t: _Table) -> tuple[float, float] | None:
     """``plan = [x, y]``: the sensor's place on the site plan in metres (complaints' nearest monitors)."""
 
     def check(v: Any) -> tuple[float, float] | None:
-        if (
-            isinstance(v, list)
-            and len(v) == 2
-            and all(isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) for n in v)
-        ):
+        if isinstance(v, list) and len(v) == 2 and all(number_problem(n) is None for n in v):
             return (float(v[0]), float(v[1]))
         return None
 
@@ -832,11 +820,7 @@ PLAN_TOLERANCE_M = 25.0
 
 
 def _latlon(value: Any) -> geo.LatLon | None:
-    if (
-        isinstance(value, list)
-        and len(value) == 2
-        and all(isinstance(n, int | float) and not isinstance(n, bool) and math.isfinite(n) for n in value)
-    ):
+    if isinstance(value, list) and len(value) == 2 and all(number_problem(n) is None for n in value):
         return (float(value[0]), float(value[1]))
     return None
 

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
-import math
 import re
 import tomllib
 import types
@@ -60,6 +59,7 @@ from rules import RULES
 from rules.base import Standard
 from rules.deadlines import WEEKDAYS, WorkCalendar, extra_days_problem
 from rules.holidays import check_holidays
+from rules.numbers import number_problem
 
 __all__ = [
     "NoticeTerms",
@@ -387,11 +387,10 @@ def build_profile(
     if cure_days is not None and (problem := extra_days_problem(cure_days)):
         problems.append(f"cure_days: {problem}")
     # Violations this far apart are one episode: beyond a week, one episode would run for months.
-    if episode_gap_s is not None and not 0 < episode_gap_s <= LONGEST_EPISODE_GAP_S:
-        problems.append(
-            f"episode_gap_s: expected more than 0 and at most {LONGEST_EPISODE_GAP_S} seconds,"
-            f" got {episode_gap_s:g}"
-        )
+    if episode_gap_s is not None and (
+        problem := number_problem(episode_gap_s, more_than=0, maximum=LONGEST_EPISODE_GAP_S, unit=" s")
+    ):
+        problems.append(f"episode_gap_s: {problem}")
     next_business_day = _expect(
         top_overrides.get("cure_next_business_day", raw.get("cure_next_business_day", False)),
         bool,
@@ -412,8 +411,10 @@ def build_profile(
         "cure_remind_days",
         problems,
     )
-    if remind_days is not None and not 0 <= remind_days <= 365:
-        problems.append(f"cure_remind_days: expected a whole number of days from 0 to 365, got {remind_days}")
+    if remind_days is not None and (
+        problem := number_problem(remind_days, whole=True, minimum=0, maximum=365, unit=" days")
+    ):
+        problems.append(f"cure_remind_days: {problem}")
     holidays = _expect(raw.get("holidays", []), tuple[str, ...], "holidays", problems)
     try:
         check_holidays("holidays", holidays or ())
@@ -757,19 +758,13 @@ def _expect(value: Any, expected: Any, path: str, problems: list[str]) -> Any:
             problems.append(f"{path}: expected true or false, got {_describe(value)}")
             return None
         return value
-    if expected is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            problems.append(f"{path}: expected a whole number, got {_describe(value)}")
+    if expected is int or expected is float:
+        # TOML's nan passes every comparison (a limit never met), true is an int to Python, and
+        # an integer may be past a float's range: one check for every TOML reader (rules.numbers).
+        if (problem := number_problem(value, whole=expected is int)) is not None:
+            problems.append(f"{path}: {problem}")
             return None
-        return value
-    if expected is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            problems.append(f"{path}: expected a number, got {_describe(value)}")
-            return None
-        if not math.isfinite(value):  # TOML's nan passes every comparison: a limit never met
-            problems.append(f"{path}: expected a finite number, got {value}")
-            return None
-        return float(value)
+        return expected(value)
     if expected is str:
         if not isinstance(value, str):
             problems.append(f"{path}: expected a string, got {_describe(value)}")

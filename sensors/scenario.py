@@ -16,7 +16,6 @@ and unknown keys are errors.
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.named_file import NamedFileError, read_named_text
 from rules.model import WorkKind
+from rules.numbers import number_problem
 
 BUILTIN_DIR = "scenarios"
 _CLOCK = re.compile(r"^\s*(?:([+-]\d+)d\s+)?(\d{1,2}):(\d{2})(?::(\d{2}))?\s*$")
@@ -284,20 +284,20 @@ class _T:
         if value is None:
             self.problem(key, "required")
             return 0.0
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            self.problem(key, f"expected a number, got {value!r}")
+        # TOML has nan, inf, booleans and integers past a float's range: checked as the
+        # configuration and the profiles check theirs (rules.numbers).
+        if (problem := number_problem(value, minimum=lo, maximum=hi)) is not None:
+            self.problem(key, problem)
             return 0.0
-        if not math.isfinite(value):  # TOML has nan and inf; nan passes every comparison below
-            self.problem(key, f"expected a finite number, got {value}")
-            return 0.0
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            self.problem(
-                key,
-                f"{value} is outside {lo:g}..{hi:g}"
-                if lo is not None and hi is not None
-                else f"{value} is out of range",
-            )
         return float(value)
+
+    def whole(self, key: str, default: int, lo: int | None = None, hi: int | None = None) -> int:
+        """A whole number (a seed, a sample rate): 2.5 is refused, not cut to 2."""
+        value = self.get(key, default)
+        if (problem := number_problem(value, whole=True, minimum=lo, maximum=hi)) is not None:
+            self.problem(key, problem)
+            return default
+        return int(value)
 
     def text(self, key: str, default: str | None = None) -> str:
         value = self.get(key, default)
@@ -328,8 +328,8 @@ class _T:
     def distances(self, key: str = "distance_m") -> dict[str, float]:
         out: dict[str, float] = {}
         for sensor, d in self.table(key).items():
-            if isinstance(d, bool) or not isinstance(d, int | float) or not 0 < d < math.inf:
-                self.problem(f"{key}.{sensor}", f"expected a positive distance in metres, got {d!r}")
+            if (problem := number_problem(d, more_than=0, unit=" m")) is not None:
+                self.problem(f"{key}.{sensor}", problem)
                 continue
             out[sensor] = float(d)
         return out
@@ -382,7 +382,7 @@ def _source(t: _T, start: datetime) -> Source | None:
         if (
             not isinstance(peak, list)
             or len(peak) != 2
-            or not all(isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 200 for p in peak)
+            or not all(number_problem(p, minimum=0, maximum=200) is None for p in peak)
             or peak[0] > peak[1]
         ):
             t.problem("peak_db", "expected [low, high] in dB(A), 0 to 200")
@@ -584,7 +584,7 @@ def parse_scenario(
             duration = timedelta(hours=24)
     if duration <= timedelta(0):
         problems.append("duration: must be positive")
-    seed = int(root.num("seed", 1))
+    seed = root.whole("seed", 1)
     status_interval = root.num("status_interval_s", 300.0, lo=1, hi=86400)
 
     sound: dict[str, SoundSensor] = {}
@@ -613,11 +613,11 @@ def parse_scenario(
     da = Audio()
     audio = Audio(
         at.texts("sensors"),
-        int(at.num("sample_rate", da.sample_rate, lo=8000, hi=96000)),
+        at.whole("sample_rate", da.sample_rate, lo=8000, hi=96000),
         at.text("format", da.sample_format),
-        int(at.num("clip_before_s", da.clip_before_s, lo=0, hi=600)),
-        int(at.num("clip_after_s", da.clip_after_s, lo=0, hi=600)),
-        int(at.num("minutes_per_hour", da.minutes_per_hour, lo=0, hi=60)),
+        at.whole("clip_before_s", da.clip_before_s, lo=0, hi=600),
+        at.whole("clip_after_s", da.clip_after_s, lo=0, hi=600),
+        at.whole("minutes_per_hour", da.minutes_per_hour, lo=0, hi=60),
     )
     if audio.sample_format not in ("s16le", "f32le"):
         at.problem("format", "must be s16le or f32le")

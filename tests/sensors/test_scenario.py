@@ -189,8 +189,8 @@ periods = ["08:00-09:00"]
         "sound.n1.ambient_day_db: expected a finite number, got nan",
         "sound.n1.bearing_deg: expected a finite number, got nan",
         "sources[0].level_db: expected a finite number, got inf",
-        "sources[0].distance_m.n1: expected a positive distance in metres, got nan",
-        "sources[0].distance_m.n2: expected a positive distance in metres, got inf",
+        "sources[0].distance_m.n1: expected a finite number, got nan",
+        "sources[0].distance_m.n2: expected a finite number, got inf",
         "sources[1].peak_db: expected [low, high] in dB(A), 0 to 200",
     )
 

@@ -1,0 +1,61 @@
+"""A number read from TOML, checked one way for every reader (pure, standard library).
+
+The configuration (monitor/config.py), the ordinance profiles (rules/profile.py) and the site
+simulator's scenarios (sensors/scenario.py) each read numbers from TOML, which has more than a
+limit wants: ``nan`` (every comparison with it is false, so a limit of nan is never met),
+``inf``, booleans (``true`` is an ``int`` to Python) and strings that look like numbers. Each
+reader asks ``number_problem`` why a value is not the number it needs and says the reason after
+the key, so the same mistake reads the same in each:
+
+    noise.limit_db: expected a number, got 'loud'
+    noise.limit_db: expected a number, got True
+    noise.limit_db: expected a finite number, got nan
+    cure_remind_days: expected a whole number, got 2.5
+    min_gap_s: must be at least 0 s, got -5
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+
+def number_problem(
+    value: Any,
+    *,
+    whole: bool = False,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    more_than: float | None = None,
+    unit: str = "",
+) -> str | None:
+    """Why ``value`` is not the number asked for (one reason, without the key), or None.
+
+    ``whole``: an integer (a float with a fraction, or 3.0, is not one); ``minimum``/``maximum``:
+    inclusive bounds; ``more_than``: an exclusive lower bound; ``unit`` (" s", " days") follows a
+    bound's number.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"expected {'a whole number' if whole else 'a number'}, got {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):  # an int always is (and may be too big for one)
+        return f"expected a finite number, got {value}"
+    if whole and not isinstance(value, int):
+        return f"expected a whole number, got {value!r}"
+    if more_than is not None and value <= more_than:
+        return f"must be more than {more_than:g}{unit}, got {_shown(value)}"
+    if minimum is not None and value < minimum:
+        return f"must be at least {minimum:g}{unit}, got {_shown(value)}"
+    if maximum is not None and value > maximum:
+        return f"must be at most {maximum:.15g}{unit}, got {_shown(value)}"
+    if not whole and abs(value) > sys.float_info.max:  # an integer no float holds: 1 and 400 zeros
+        return f"must be at most {sys.float_info.max:g}, got {_shown(value)}"
+    return None
+
+
+def _shown(value: float) -> str:
+    """``value`` as a message shows it: 1e+300; an integer past a float's range by its digits."""
+    try:
+        return f"{value:g}"
+    except OverflowError:  # TOML integers have no bound in tomllib: 1 followed by 400 zeros
+        return f"a {'negative ' if value < 0 else ''}number of {len(str(abs(int(value))))} digits"
