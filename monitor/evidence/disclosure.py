@@ -9,7 +9,9 @@ shows in clear is decided here, field by field and kind by kind, never by what t
   outside the exported window or not for the reader is carried in ``chain.csv`` as its digest
   alone, so the chain still recomputes from anchor to anchor.
 - ``TimeScope``: a time-scoped reader's allow-list for findings and what is made of them (notices'
-  episodes, notices, alerts): the one check the portal's findings, day view and bundles use.
+  episodes, notices, alerts): the one check the portal's findings, day view and bundles use; and
+  for the chain heads published to the Town (``TimeScope.anchors``), which tell how long the chain
+  was, its head and when: those a bundle's anchors.json lists and a verify against them uses.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 from monitor.evidence.format import RECORD_KINDS
 from monitor.journal import queries
@@ -29,6 +31,7 @@ from monitor.wire.canonical import to_us
 # Every audience an alert may have but the operator's own: what the Town and its inspectors see
 # (the portal's inspector and Town pages show alerts addressed to the town).
 READER_AUDIENCES = frozenset({"town", "inspector"})
+A = TypeVar("A")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +159,17 @@ class TimeScope:
             self.not_after_us is None or ts_us <= self.not_after_us
         )
 
+    def anchors(self, anchors: Sequence[A], published_us: Callable[[A], int]) -> list[A]:
+        """The chain heads (``anchors``, in seq order) this reader may see and verify against:
+        those published within the scope, and the first one published after its end, the head a
+        bundle of the scope's last minutes ends its segment at (without it they are proven by
+        nothing). Nothing of a later head (its seq, the chain's length then, its head, its time)
+        is the reader's. None is needed from before the scope: a chain that reaches a held head
+        proves every entry before it."""
+        end = self.not_after_us
+        closing = next((i for i, a in enumerate(anchors) if end is not None and published_us(a) > end), None)
+        return [a for i, a in enumerate(anchors) if i == closing or self.holds(published_us(a))]
+
     def manifest(self) -> dict[str, Any]:
         return {
             "not_before_us": self.not_before_us,
@@ -163,7 +177,8 @@ class TimeScope:
             "rule": "events, findings, notices' episodes, notices, their changes and alerts only when"
             " every time they report lies in the scope, their texts' site times included (a cure deadline"
             " a notice sets is not a time it reports; a time-like word that cannot be placed keeps the"
-            " record out); the others are in chain.csv as their digests alone",
+            " record out); the others are in chain.csv as their digests alone; anchors.json lists the"
+            " chain heads published within the scope and the first after it",
         }
 
     def shows(

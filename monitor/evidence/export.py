@@ -719,12 +719,20 @@ class _Exporter:
         return self._json_member(RECORD_FILES["config"], elements)
 
     def _anchors(self, first: int, last: int) -> list[dict[str, Any]]:
+        """anchors.json: every head published for the site, or for a time-scoped reader those its
+        scope allows (TimeScope.anchors) and the segment's own, which the manifest states anyway;
+        returns the segment's (the manifest's)."""
         rows = [
             {"site": r[0], "seq": r[1], "head": r[2], "published_us": r[3], "published_utc": self.utc(r[3])}
             for r in segment.anchors(self.conn, self.site.id)
         ]
+        within = [a for a in rows if first - 1 <= a["seq"] <= last]
+        time_scope = self.disclosure.time_scope
+        if time_scope is not None:
+            allowed = {a["seq"] for a in time_scope.anchors(rows, lambda a: int(a["published_us"]))}
+            rows = [a for a in rows if a["seq"] in allowed or first - 1 <= a["seq"] <= last]
         self._json_member(ANCHORS_FILE, rows)
-        return [a for a in rows if first - 1 <= a["seq"] <= last]
+        return within
 
     # ------------------------------------------------------------------ InfluxDB (pruned part)
 

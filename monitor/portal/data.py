@@ -1319,14 +1319,16 @@ class Portal:
 
     def published_anchors(self, scope: Scope, site_id: str) -> list[Any]:
         """The chain heads this installation published for the site (its record of what the Town
-        received on ``{prefix}/{site}/anchors``), as `minewatch verify --anchors` reads them."""
+        received on ``{prefix}/{site}/anchors``), as `minewatch verify --anchors` reads them; of
+        an account with a time scope, only those its scope allows (``TimeScope.anchors``): a
+        verify must not tell it the chain's later length, heads or times."""
         from monitor.evidence import Anchor
 
         site = scope.site(site_id)
-        return [
-            Anchor(a.site, a.seq, a.head, format_ts(a.published))
-            for a in queries.anchors(self.store().conn, site.id)
-        ]
+        published = queries.anchors(self.store().conn, site.id)
+        if (times := scope.times()) is not None:
+            published = times.anchors(published, lambda a: to_us(a.published))
+        return [Anchor(a.site, a.seq, a.head, format_ts(a.published)) for a in published]
 
     def verify(
         self,
