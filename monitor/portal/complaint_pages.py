@@ -4,8 +4,9 @@ Town's and the operator's lists and the Town's triage.
 The public page is bounded without third-party services: the body limit of its route
 (limits.FORMS), a limit per field (monitor/complaints/book.py), a per-address rate
 (``ComplaintLimiter``: ``portal.complaints_per_hour`` per client address, an IPv6 client's
-/64), a honeypot field people do not see and robots fill, the form's CSRF token, and no
-upload. A complaint accepted is stored and chained before the resident sees its reference.
+/64, and throttle.PREFIX_FACTOR times that per IPv6 /48), a honeypot field people do not see
+and robots fill, the form's CSRF token, and no upload. A complaint accepted is stored and
+chained before the resident sees its reference.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from monitor.config import SiteConfig
 from monitor.errors import UsageError
 from monitor.portal import limits, siteplan
 from monitor.portal.data import ComplaintForm, NotFound, Refused
-from monitor.portal.throttle import address_key
+from monitor.portal.throttle import PREFIX_FACTOR, address_key, prefix_key
 from monitor.portal.web import Web
 from rules.complaints import CATEGORIES
 
@@ -60,10 +61,12 @@ LIMITS = {
 
 class ComplaintLimiter:
     """At most ``per_hour`` complaints an hour from one client address (throttle.address_key:
-    an IPv6 client's /64, an IPv4 client written as IPv6, ``::ffff:a.b.c.d``, its IPv4 address).
+    an IPv6 client's /64, an IPv4 client written as IPv6, ``::ffff:a.b.c.d``, its IPv4 address),
+    and PREFIX_FACTOR x ``per_hour`` from one IPv6 /48 (throttle.prefix_key): one subscriber is
+    usually given a /56 or a /48, whose 256 or 65,536 /64s would each bring the limit again.
 
-    Bounded: at most ``MAX_KEYS`` addresses are remembered (the quietest dropped), each with at
-    most ``per_hour`` times.
+    Bounded: at most ``MAX_KEYS`` addresses and prefixes are remembered (the quietest dropped),
+    each with at most its limit of times.
     """
 
     MAX_KEYS = 4096
@@ -74,19 +77,25 @@ class ComplaintLimiter:
         self._lock = threading.Lock()
 
     def allow(self, address: str, now: float | None = None) -> float:
-        """0 when one more is allowed (and counted); else the seconds until the next is."""
+        """0 when one more is allowed (and counted against the address and its /48); else the
+        seconds until the next is."""
         moment = time.monotonic() if now is None else now
-        key = address_key(address)  # the unit logins are limited as (an IPv4-mapped one: IPv4)
+        # The units logins are limited as (an IPv4-mapped address: IPv4; no /48 then).
+        limits = [(address_key(address), self.per_hour)]
+        if (prefix := prefix_key(address)) is not None:
+            limits.append((prefix, self.per_hour * PREFIX_FACTOR))
         with self._lock:
-            times = self._times.pop(key, deque())
-            while times and moment - times[0] >= 3600:
-                times.popleft()
-            wait = 0.0
-            if len(times) >= self.per_hour:
-                wait = 3600 - (moment - times[0])
-            else:
-                times.append(moment)
-            self._times[key] = times  # most recently used last
+            kept = []
+            for key, limit in limits:
+                times = self._times.pop(key, deque())
+                while times and moment - times[0] >= 3600:
+                    times.popleft()
+                kept.append((key, limit, times))
+            wait = max((3600 - (moment - t[0]) for _, limit, t in kept if len(t) >= limit), default=0.0)
+            for key, _, times in kept:
+                if not wait:
+                    times.append(moment)
+                self._times[key] = times  # most recently used last
             while len(self._times) > self.MAX_KEYS:
                 self._times.pop(next(iter(self._times)))
             return wait

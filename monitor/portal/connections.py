@@ -8,8 +8,10 @@ proxy in front, docs/PORTAL.md), 1,100 connections that sent nothing took every 
 - a request's head must arrive within HEAD_S of the connection (or of the previous answer);
 - a body still arriving may pause at most IDLE_S;
 - one address holds at most PER_ADDRESS connections (an address as throttle.address_key counts
-  it: an IPv6 client's /64, whose 2**64 addresses one host picks from; a trusted proxy's are
-  not counted: every client behind it shares its address).
+  it: an IPv6 client's /64, whose 2**64 addresses one host picks from), and one IPv6 /48
+  (throttle.prefix_key: one subscriber's /56 or /48 holds 256 or 65,536 /64s) at most
+  throttle.PREFIX_FACTOR times that; a trusted proxy's are not counted: every client behind it
+  shares its address.
 
 A connection past these is closed; the portal's own work (a long answer, a slow download) is
 never timed.
@@ -27,13 +29,14 @@ from typing import ClassVar
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from monitor.portal.throttle import address_key
+from monitor.portal.throttle import PREFIX_FACTOR, address_key, prefix_key
 
 log = logging.getLogger("minewatch.portal")
 
 HEAD_S = 10.0
 IDLE_S = 30.0
 PER_ADDRESS = 64
+PER_PREFIX = PER_ADDRESS * PREFIX_FACTOR  # one IPv6 /48
 FILE_HANDLES = 65536  # the soft limit asked for at start, within the hard one
 SAY_EVERY_S = 60.0  # closed connections are counted in one log line at most this often
 
@@ -51,14 +54,20 @@ class GuardedH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._peer = self.client[0] if self.client else ""
-        self._address = address_key(self._peer)  # what the limit counts
-        self._open[self._address] += 1
+        # What the limits count: the address and, of IPv6, its /48 (each key once per connection).
+        prefix = prefix_key(self._peer)
+        self._counted = (address_key(self._peer), *(() if prefix is None else (prefix,)))
+        self._open.update(self._counted)
         self._last_data = self._head_by = self.loop.time()
         self._head_by += HEAD_S
         self._timer: asyncio.TimerHandle | None = None
-        if self._open[self._address] > PER_ADDRESS and not self._is_trusted():
-            self._close(f"more than {PER_ADDRESS} connections from one address")
-            return
+        if not self._is_trusted():
+            if self._open[self._counted[0]] > PER_ADDRESS:
+                self._close(f"more than {PER_ADDRESS} connections from one address")
+                return
+            if prefix is not None and self._open[prefix] > PER_PREFIX:
+                self._close(f"more than {PER_PREFIX} connections from one IPv6 /48")
+                return
         self._check_later(HEAD_S)
 
     def data_received(self, data: bytes) -> None:
@@ -72,9 +81,10 @@ class GuardedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        self._open[self._address] -= 1
-        if self._open[self._address] <= 0:
-            del self._open[self._address]
+        for key in self._counted:
+            self._open[key] -= 1
+            if self._open[key] <= 0:
+                del self._open[key]
         super().connection_lost(exc)
 
     # ------------------------------------------------------------------ the checks

@@ -1,5 +1,9 @@
 """Login throttling for the portal: per (name, address) with growing waits, and per address.
 
+An address is counted as ``address_key`` says (an IPv6 client: its /64) and, for IPv6, its /48
+as well (``prefix_key``, PREFIX_FACTOR times the one address's cap): the one place the login
+limiter, the complaint limit and the connection cap take their units from.
+
 Pure but for the lock: the clock is passed in, so the tests drive time.
 """
 
@@ -13,7 +17,13 @@ from collections.abc import Callable
 
 ADDRESS_FACTOR = 4  # failures per address within the window: this many times login_attempts
 BASE_DELAY_S = 10.0  # the first wait once a (name, address) has used its free attempts; doubles
-MAX_ENTRIES = 4096  # per table (pairs, addresses): least recently failed forgotten first
+MAX_ENTRIES = 4096  # per table (pairs, addresses, prefixes): least recently failed forgotten first
+# One IPv6 subscriber is usually given a /56 or a /48 (256 or 65,536 /64s), so a cap per /64 alone
+# is multiplied as many times: every /48 is capped as a whole too, at this many times one /64's cap
+# (room for a household's or an office's few subnets; one ISP's customers given /56s out of one
+# /48 share it).
+PREFIX_BITS = 48
+PREFIX_FACTOR = 8
 
 
 def address_key(address: str) -> str:
@@ -30,6 +40,18 @@ def address_key(address: str) -> str:
     return str(ip)
 
 
+def prefix_key(address: str) -> str | None:
+    """The /48 an IPv6 client's /64 lies in, limited as a whole at PREFIX_FACTOR times one
+    address's cap; None for an IPv4 client (written as ``::ffff:a.b.c.d`` too) and a name."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    if not isinstance(ip, ipaddress.IPv6Address) or ip.ipv4_mapped is not None:
+        return None
+    return str(ipaddress.ip_network(f"{ip}/{PREFIX_BITS}", strict=False))
+
+
 class LoginLimiter:
     """Failed logins throttled per (name, client address) and per address; ``clock`` drives it.
 
@@ -39,8 +61,10 @@ class LoginLimiter:
     held back at all. An address also gets ADDRESS_FACTOR x ``attempts`` failures (any names)
     at once, then one more each ``window_s`` / that (a leaky bucket draining over ``window_s``),
     so one address cannot try many names; colleagues behind one NAT address are not locked out
-    by one typo. Both tables are bounded: a pair is forgotten a quiet window after its wait
-    ends, an address when its bucket is empty, and beyond MAX_ENTRIES the least recently
+    by one typo. An IPv6 client's /48 (prefix_key) has such a bucket too, PREFIX_FACTOR times
+    larger and draining as fast in proportion, so the /64s of one subscriber do not each bring
+    theirs. The tables are bounded: a pair is forgotten a quiet window after its wait ends, an
+    address or prefix when its bucket is empty, and beyond MAX_ENTRIES the least recently
     failed goes first.
     """
 
@@ -57,7 +81,9 @@ class LoginLimiter:
         self.max_entries = max_entries
         self._pairs: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()  # failures, last
         self._addresses: OrderedDict[str, tuple[float, float]] = OrderedDict()  # bucket level, when
+        self._prefixes: OrderedDict[str, tuple[float, float]] = OrderedDict()  # the same per /48
         self._per_address = attempts * ADDRESS_FACTOR
+        self._per_prefix = self._per_address * PREFIX_FACTOR
         self._lock = threading.Lock()
 
     def delay(self, failures: int) -> float:
@@ -66,12 +92,21 @@ class LoginLimiter:
             return 0.0
         return min(self.window_s, BASE_DELAY_S * 2.0 ** min(failures - self.attempts, 32))
 
-    def _level(self, address: tuple[float, float], now: float) -> float:
-        level, since = address
-        return max(0.0, level - (now - since) * self._per_address / self.window_s)
+    def _level(self, bucket: tuple[float, float], now: float, capacity: float) -> float:
+        """A bucket's level now: it drains ``capacity`` over ``window_s``."""
+        level, since = bucket
+        return max(0.0, level - (now - since) * capacity / self.window_s)
 
     def __len__(self) -> int:
-        return len(self._pairs) + len(self._addresses)
+        return len(self._pairs) + len(self._addresses) + len(self._prefixes)
+
+    def _buckets(self, address: str) -> list[tuple[OrderedDict[str, tuple[float, float]], str, float]]:
+        """(table, key, capacity) of each bucket a failure from ``address`` fills."""
+        found = [(self._addresses, address_key(address), float(self._per_address))]
+        prefix = prefix_key(address)
+        if prefix is not None:
+            found.append((self._prefixes, prefix, float(self._per_prefix)))
+        return found
 
     def _expire(self, now: float) -> None:
         # Least recently failed first: stop at the first entry still in use (amortised O(1)).
@@ -80,11 +115,12 @@ class LoginLimiter:
             if now < last + self.delay(failures) + self.window_s and len(self._pairs) <= self.max_entries:
                 break
             self._pairs.popitem(last=False)
-        while self._addresses:
-            oldest = next(iter(self._addresses.values()))
-            if self._level(oldest, now) > 0 and len(self._addresses) <= self.max_entries:
-                break
-            self._addresses.popitem(last=False)
+        for table, capacity in ((self._addresses, self._per_address), (self._prefixes, self._per_prefix)):
+            while table:
+                oldest = next(iter(table.values()))
+                if self._level(oldest, now, capacity) > 0 and len(table) <= self.max_entries:
+                    break
+                table.popitem(last=False)
 
     def blocked(self, name: str, address: str) -> float:
         """Seconds until another attempt is allowed (0: allowed now)."""
@@ -95,10 +131,11 @@ class LoginLimiter:
             pair = self._pairs.get((name, address_key(address)))
             if pair is not None:
                 wait = pair[1] + self.delay(pair[0]) - now
-            bucket = self._addresses.get(address_key(address))
-            if bucket is not None:
-                over = self._level(bucket, now) - (self._per_address - 1)
-                wait = max(wait, over * self.window_s / self._per_address)
+            for table, key, capacity in self._buckets(address):
+                bucket = table.get(key)
+                if bucket is not None:
+                    over = self._level(bucket, now, capacity) - (capacity - 1)
+                    wait = max(wait, over * self.window_s / capacity)
             return max(wait, 0.0)
 
     def failed(self, name: str, address: str) -> None:
@@ -107,8 +144,9 @@ class LoginLimiter:
         with self._lock:
             failures = self._pairs.pop((name, key), (0, now))[0] + 1
             self._pairs[(name, key)] = (failures, now)
-            bucket = self._addresses.pop(key, (0.0, now))
-            self._addresses[key] = (self._level(bucket, now) + 1, now)
+            for table, bucket_key, capacity in self._buckets(address):
+                bucket = table.pop(bucket_key, (0.0, now))
+                table[bucket_key] = (self._level(bucket, now, capacity) + 1, now)
             self._expire(now)
 
     def succeeded(self, name: str, address: str) -> None:

@@ -223,6 +223,36 @@ def test_ipv4_clients_reported_as_mapped_ipv6_are_each_their_own_address(tmp_pat
         assert post("::ffff:192.0.2.2") == 429
 
 
+def test_the_complaints_of_one_ipv6_48_are_limited_together_across_its_64s(tmp_path: Path) -> None:
+    """One subscriber is usually given a /56 or a /48: each of its 256 or 65,536 /64s had the
+    whole per-address limit. A /48 gets throttle.PREFIX_FACTOR times it, across its /64s; another
+    /48 is not held back, and each /64 keeps its own limit within its /48."""
+    from monitor.portal.throttle import PREFIX_FACTOR
+
+    extra = 'trusted_proxies = ["127.0.0.1"]\ncomplaints_per_hour = 1\n'
+    with serving(Portal(tmp_path, portal_extra=extra)) as portal:
+        earlier = datetime.now(ZoneInfo("America/Chicago")) - timedelta(hours=2)
+
+        def post(address: str) -> int:
+            client = Client(portal)
+            form = {
+                "csrf": client.csrf("/complaint"),
+                "site": "s1",
+                "what": "noise",
+                "from": earlier.strftime("%Y-%m-%dT%H:%M"),
+                "address": "1 Main St",
+                "description": "Noise",
+            }
+            return client.request("POST", "/complaint", form, {"X-Forwarded-For": address}).status
+
+        one_subscriber = [f"2001:db8:5:{n:x}::1" for n in range(PREFIX_FACTOR + 1)]
+        assert [post(a) for a in one_subscriber] == [303] * PREFIX_FACTOR + [429]
+        assert post("2001:db8:5:ff::9") == 429  # any other /64 of the same /48
+        assert post("2001:db8:6:1::1") == 303  # another /48
+        assert post("2001:db8:6:1::2") == 429  # its /64's own limit still holds
+        assert post("192.0.2.7") == 303  # IPv4 as before
+
+
 def test_the_public_form_says_what_the_operator_sees(tmp_path: Path) -> None:
     """The form promised only that contact details are the Town's; the operator's complaint
     pages show the place given (address, position) and the account, by OPERATOR_COMPLAINT, so a

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from monitor.portal.throttle import ADDRESS_FACTOR, BASE_DELAY_S, MAX_ENTRIES, LoginLimiter, address_key
+from monitor.portal.throttle import (
+    ADDRESS_FACTOR,
+    BASE_DELAY_S,
+    MAX_ENTRIES,
+    PREFIX_FACTOR,
+    LoginLimiter,
+    address_key,
+    prefix_key,
+)
 from tests.support.portal_server import Client, Portal, serving
 
 
@@ -53,6 +61,29 @@ def test_one_address_gets_a_limited_number_of_failures_whatever_the_names() -> N
     assert address_key("::ffff:10.0.0.1") == "10.0.0.1"
     now[0] = 65.0
     assert limiter.blocked("carol", "10.0.0.1") == 0
+
+
+def test_the_failures_of_one_ipv6_48_are_limited_together_across_its_64s() -> None:
+    """A subscriber's /56 or /48 holds 256 or 65,536 /64s, each with the per-address bucket:
+    one /48 failed 4 x attempts times in every /64. Its /48 has PREFIX_FACTOR such buckets'
+    worth, draining as fast; another /48 and IPv4 (written as IPv6 too) are as before."""
+    now = [0.0]
+    limiter = LoginLimiter(3, 60.0, clock=lambda: now[0])
+    per_prefix = 3 * ADDRESS_FACTOR * PREFIX_FACTOR
+    for i in range(per_prefix):
+        address = f"2001:db8:7:{i:x}::1"  # a /64 of its own each time
+        assert limiter.blocked(f"name{i}", address) == 0, i
+        limiter.failed(f"name{i}", address)
+    assert limiter.blocked("carol", "2001:db8:7:ffff::1") == pytest.approx(60.0 / per_prefix)
+    assert limiter.blocked("carol", "2001:db8:8::1") == 0  # another /48
+    assert limiter.blocked("carol", "10.0.0.1") == 0
+    now[0] = 60.0 / per_prefix
+    assert limiter.blocked("carol", "2001:db8:7:ffff::1") == 0  # then one more as it drains
+    for i in range(3 * ADDRESS_FACTOR):  # IPv4: the one address's bucket, no prefix
+        limiter.failed(f"name{i}", "::ffff:10.0.0.2" if i % 2 else "10.0.0.2")
+    assert limiter.blocked("carol", "10.0.0.2") > 0
+    assert limiter.blocked("carol", "10.0.0.3") == 0
+    assert prefix_key("::ffff:10.0.0.2") is None and prefix_key("10.0.0.2") is None
 
 
 def test_the_limiters_tables_are_bounded_and_forget_old_entries() -> None:

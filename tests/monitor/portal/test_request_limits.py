@@ -645,6 +645,38 @@ def test_an_ipv6_client_holds_its_connections_limit_across_its_whole_64() -> Non
     assert closed == [False] * PER_ADDRESS + [True, False]
 
 
+def test_an_ipv6_48_holds_its_connections_limit_across_its_64s() -> None:
+    """One subscriber's /56 or /48 holds 256 or 65,536 /64s, each with its PER_ADDRESS
+    connections: a /48 holds at most PER_PREFIX (throttle.PREFIX_FACTOR times that) across them;
+    another /48 is not held back. The portal's own protocol class, with transports that say
+    where they come from (a stand-in for the socket, as above)."""
+    from uvicorn.config import Config
+    from uvicorn.server import ServerState
+
+    from monitor.portal.connections import PER_ADDRESS, PER_PREFIX, GuardedH11Protocol
+
+    config = Config(app=lambda scope, receive, send: None, factory=False)
+    config.load()
+    state = ServerState()
+
+    async def held(hosts: list[str]) -> list[bool]:
+        opened = []
+        for host in hosts:
+            protocol = GuardedH11Protocol(config, state, {})
+            protocol.connection_made(_PeerTransport(host))
+            opened.append(protocol)
+        closed = [p.transport.is_closing() for p in opened]
+        for p in opened:
+            p.connection_lost(None)
+        return closed
+
+    per_64 = PER_ADDRESS // 2  # under each /64's own limit
+    one_subscriber = [f"2001:db8:9:{i // per_64:x}::{i % per_64 + 1:x}" for i in range(PER_PREFIX)]
+    closed = asyncio.run(held([*one_subscriber, "2001:db8:9:ffff::1", "2001:db8:a::1"]))
+    assert closed == [False] * PER_PREFIX + [True, False]
+    assert not GuardedH11Protocol._open  # every connection's counts given back
+
+
 def test_a_client_that_leaves_mid_body_leaves_no_traceback_in_the_log(own: Own) -> None:
     """A login form whose sender hung up half-way logged an ERROR with a ClientDisconnect
     traceback: nobody to answer, nothing wrong with the portal."""
