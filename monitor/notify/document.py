@@ -329,12 +329,31 @@ def deadline_text(notice: Notice, history: Sequence[NoticeChange]) -> str:
     return deadline
 
 
+def issued_text(notice: Notice) -> str:
+    """When the notice was issued: '2026-12-03 09:03 CST (2026-12-03T15:03:00Z)'."""
+    return f"{local_stamp(notice.opened, notice.timezone)} ({format_ts(notice.opened)})"
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeDates:
+    """When a notice was issued, served ("" not recorded) and is due, in the words its document's
+    header says them: the portal's notice page and its notices list show these, no others."""
+
+    issued: str
+    served: str
+    deadline: str
+
+    @classmethod
+    def of(cls, notice: Notice, history: Sequence[NoticeChange]) -> NoticeDates:
+        return cls(issued_text(notice), served_text(notice, history), deadline_text(notice, history))
+
+
 def header_rows(
     notice: Notice, context: NoticeContext | None = None, history: Sequence[NoticeChange] = ()
 ) -> list[tuple[str, str]]:
     d = notice.data
-    tz = notice.timezone
     address = context.operator_address if context is not None else ""
+    dates = NoticeDates.of(notice, history)
     operator = str(d.get("operator") or "(operator not configured)")
     rows = [
         ("Notice", notice.id),
@@ -342,11 +361,11 @@ def header_rows(
         ("To (Operator)", f"{operator}, {', '.join(address.splitlines())}" if address else operator),
         ("Site", f"{d.get('site_name', notice.site)} ({notice.site})"),
         ("Standard", f"{citation_text(notice.section, capital=True)}: {d.get('title', '')}"),
-        ("Issued", f"{local_stamp(notice.opened, tz)} ({format_ts(notice.opened)})"),
+        ("Issued", dates.issued),
     ]
-    if served := served_text(notice, history):
-        rows.append(("Served", served))
-    return [*rows, ("Cure deadline", f"{deadline_text(notice, history)} ({format_ts(notice.deadline)})")]
+    if dates.served:
+        rows.append(("Served", dates.served))
+    return [*rows, ("Cure deadline", f"{dates.deadline} ({format_ts(notice.deadline)})")]
 
 
 def _cure_text(notice: Notice, context: NoticeContext | None) -> str:

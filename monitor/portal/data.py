@@ -507,6 +507,14 @@ class Portal:
         site = scope.site(site_id)
         return NoticeBook(self.store()).find(site=site.id)
 
+    def notices_dated(self, scope: Scope, site_id: str) -> list[tuple[Any, Any]]:
+        """:meth:`notices`, each with its dates as its document says them (``NoticeDates``)."""
+        from monitor.notify.document import NoticeDates
+        from monitor.notify.notices import NoticeBook
+
+        book = NoticeBook(self.store())
+        return [(n, NoticeDates.of(n, book.history(n.id))) for n in self.notices(scope, site_id)]
+
     def notice(self, scope: Scope, notice_id: str) -> tuple[Any, list[Any]]:
         from monitor.notify.notices import NoticeBook, UnknownNotice
 

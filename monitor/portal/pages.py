@@ -289,15 +289,8 @@ class SitePages:
         scope = self.web.session_scope(request)
         self.web.may(scope, "notices")
         site = scope.site(request.path_params["site"])
-        notices = await run_in_threadpool(self.web.portal.notices, scope, site.id)
-        return self.web.page(
-            request,
-            "notices.html",
-            scope,
-            site=site,
-            notices=list(reversed(notices)),
-            tz=ZoneInfo(site.timezone),
-        )
+        notices = await run_in_threadpool(self.web.portal.notices_dated, scope, site.id)
+        return self.web.page(request, "notices.html", scope, site=site, notices=list(reversed(notices)))
 
     async def notice_page(
         self, request: Request, error: str = "", message: str = "", code: int = 200
@@ -309,7 +302,7 @@ class SitePages:
         )
         site = scope.site(notice.site)
         message = message or str(request.session.pop("flash", ""))
-        from monitor.notify.document import deadline_text, facts_rows, header_rows, served_text
+        from monitor.notify.document import NoticeDates, facts_rows
         from monitor.notify.notices import changes_allowed
 
         # The facts as the notice document states them (one set of facts), episode by episode.
@@ -333,9 +326,7 @@ class SitePages:
             allowed=changes_allowed(notice.status, history),
             # When it was issued (local, and the instant), when the Town served it and the cure
             # deadline (counted from service, extended), as the notice's document says them.
-            issued=dict(header_rows(notice, None, history))["Issued"],
-            served=served_text(notice, history),
-            deadline=deadline_text(notice, history),
+            dates=NoticeDates.of(notice, history),
             max_days=MAX_EXTRA_DAYS,
             complaints=complaints,
             clips=clips,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 import re
-from datetime import timedelta
+from datetime import date, timedelta
 
 from playwright.sync_api import BrowserContext
 
@@ -71,3 +71,43 @@ def test_the_issued_row_is_the_documents(env: Env, context: BrowserContext) -> N
     finally:
         store.close()
     assert issued == f"{opened.astimezone(TZ).strftime('%Y-%m-%d %H:%M %Z')} ({format_ts(opened)})"
+
+
+def test_the_notices_list_says_the_dates_in_the_notice_pages_words(env: Env, context: BrowserContext) -> None:
+    """The list formatted its own short dates: no service, no instant beside the issue, and an
+    extended deadline without "extended; first deadline ...". It shows the notice page's words
+    (the document's, NoticeDates), for the notice served and then extended."""
+    page = login(context, env, "town")
+
+    def page_and_list() -> tuple[list[str], list[str]]:
+        page.goto(f"{env.url}/notices/{env.notice_id}")
+        said = [
+            page.inner_text("#notice-issued"),
+            page.inner_text("#notice-served") if page.locator("#notice-served").count() else "",
+            page.inner_text("#notice-deadline"),
+        ]
+        page.goto(f"{env.url}/sites/quarry/notices")
+        row = page.locator("#notices tbody tr", has_text=env.notice_id)
+        cells = [row.locator(f"td[data-label='{label}']") for label in ("Issued", "Served", "Cure deadline")]
+        return said, [cell.inner_text() if cell.count() else "" for cell in cells]
+
+    said, listed = page_and_list()
+    if not said[1]:  # not served by an earlier test of this module: served here, as a day
+        page.goto(f"{env.url}/notices/{env.notice_id}")
+        served = date.fromisoformat(said[0][:10]) + timedelta(days=1)  # the deadline moves with it
+        page.fill("#form-serve input[name=served_on]", served.isoformat())
+        page.fill("#form-serve textarea[name=reason]", "handed over at the gate")
+        with page.expect_navigation():
+            page.click("#form-serve button[type=submit]")
+        said, listed = page_and_list()
+    assert said[1].endswith(" by town") and "counted from service" in said[2], said
+    assert listed == said
+
+    page.goto(f"{env.url}/notices/{env.notice_id}")
+    page.fill("#form-extend input[name=days]", "3")
+    page.fill("#form-extend textarea[name=reason]", "the berm is being raised")
+    with page.expect_navigation():
+        page.click("#form-extend button[type=submit]")
+    said, listed = page_and_list()
+    assert "extended; first deadline" in said[2], said
+    assert listed == said
