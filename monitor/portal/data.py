@@ -1184,8 +1184,10 @@ class Portal:
         """
         site = scope.site(site_id)
         start, end = scope.window(period.start, period.end)
+        # The reader's time scope too: within the same window a scoped reader sees less (a
+        # finding reporting past its scope), never an unscoped reader's view, nor the reverse.
         return self._days.get(
-            (site.id, to_us(period.start), to_us(period.end), to_us(start), to_us(end)),
+            (site.id, to_us(period.start), to_us(period.end), to_us(start), to_us(end), scope.times()),
             lambda: queries.chain_head_seq(self.store().conn, site.id),
             lambda: self.period(scope, site.id, period),
             page,
@@ -1688,10 +1690,15 @@ class CountCache(_ChainedWindows[int]):
                 window.setdefault(r["sensor"], {})[r["hour"]] = int(r["readings"])
 
 
+# A day view: site, the period asked (start, end us), the window shown (us), the reader's time scope.
+DayKey = tuple[str, int, int, int, int, TimeScope | None]
+
+
 class DayCache:
-    """Day views (data and plot) by (site, day, start_us, end_us), each with the chain head it
-    was computed at. One computation per key at a time: twenty clients asking for the same
-    changed day wait for one computation instead of each doing it."""
+    """Day views (data and plot) by (site, day, start_us, end_us, the reader's TimeScope or
+    None), each with the chain head it was computed at. One computation per key at a time:
+    twenty clients asking for the same changed day wait for one computation instead of each
+    doing it."""
 
     # A view of ten meters with 4,800 findings holds about 10 MB (measured with tracemalloc,
     # its minute window and findings included).
@@ -1700,11 +1707,11 @@ class DayCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._views: dict[tuple[str, int, int, int, int], _DayView] = {}  # dict order = use order
+        self._views: dict[DayKey, _DayView] = {}  # dict order = use order
 
     def get(
         self,
-        key: tuple[str, int, int, int, int],
+        key: DayKey,
         head: Callable[[], int],
         compute: Callable[[], dict[str, Any]],
         page: Callable[[dict[str, Any], str], str] | None = None,
