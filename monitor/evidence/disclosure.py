@@ -177,7 +177,8 @@ class TimeScope:
             "rule": "events, findings, notices' episodes, notices, their changes and alerts only when"
             " every time they report lies in the scope, their texts' site times included (a cure deadline"
             " a notice sets is not a time it reports; a time-like word that cannot be placed keeps the"
-            " record out); the others are in chain.csv as their digests alone; anchors.json lists the"
+            " record out), a notice's episode only with its notice; the others are in chain.csv as their"
+            " digests alone; anchors.json lists the"
             " chain heads published within the scope and the first after it",
         }
 
@@ -213,6 +214,8 @@ class TimeScope:
                 return False
         if not all(self.holds(t) for t in _event_times(conn, site, texts)):
             return False
+        if kind == "notice_episode" and not self.shows_notice(conn, site, str(row["notice_id"]), zone):
+            return False
         if "finding_ids" in names and row["finding_ids"]:
             made_of = _findings(conn, site, row["finding_ids"])
             return all(self.shows(conn, site, "finding", f, zone) for f in made_of)
@@ -221,6 +224,17 @@ class TimeScope:
     def covers(self, lo_us: int, hi_us: int) -> bool:
         """Whether all of [lo_us, hi_us] lies in the scope (a time named to the minute is a minute)."""
         return self.holds(lo_us) and self.holds(hi_us)
+
+    def shows_notice(self, conn: sqlite3.Connection, site: str, notice_id: str, zone: tzinfo) -> bool:
+        """Whether the notice is shown (its record, as ``shows``): naming it, as an episode's
+        notice does (a bundle's notice_episodes, the portal's day view), tells that it was
+        issued, which for an episode at the scope's end is often just after it."""
+        cursor = conn.execute("SELECT * FROM notices WHERE site = ? AND id = ?", (site, notice_id))
+        values = cursor.fetchone()
+        if values is None:
+            return False
+        names = [d[0] for d in cursor.description]
+        return self.shows(conn, site, "notice", dict(zip(names, values, strict=True)), zone)
 
 
 def _reported(kind: str, text: str) -> str:

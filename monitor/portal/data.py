@@ -1060,6 +1060,14 @@ class Portal:
             not_after=scope.user.not_after,
             between=_violations_shown(conn, site.id, scope.times(), ZoneInfo(site.timezone)),
         )
+        if times is not None:  # an episode's notice only when the reader may see the notice
+            told = [
+                t
+                if t.notice_id is None
+                or times.shows_notice(conn, site.id, t.notice_id, ZoneInfo(site.timezone))
+                else replace(t, notice_id=None)
+                for t in told
+            ]
         episode_of = {f: t for t in told for f in t.facts.finding_ids}
         # The shared findings, each with the episode it is part of and that episode's notice
         # (copies: the cached findings are shared between views).
@@ -1185,7 +1193,7 @@ class Portal:
         site = scope.site(site_id)
         start, end = scope.window(period.start, period.end)
         # The reader's time scope too: within the same window a scoped reader sees less (a
-        # finding reporting past its scope), never an unscoped reader's view, nor the reverse.
+        # finding reporting past its scope, a notice issued after it), never an unscoped view.
         return self._days.get(
             (site.id, to_us(period.start), to_us(period.end), to_us(start), to_us(end), scope.times()),
             lambda: queries.chain_head_seq(self.store().conn, site.id),

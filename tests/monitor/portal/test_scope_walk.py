@@ -1,19 +1,28 @@
 """What an inspector scoped to a past window learns of later facts, route by route (the walk).
 
-The leaks the walk found:
+Two leaks the walk found:
 - the day view's cache was keyed by the window shown, not by whose scope it was computed for:
   an inspector asking for the same window as the Town got the Town's view, with a finding that
-  reports past the inspector's scope (82.5 dB(A), a truck at 15:00:51 local).
+  reports past the inspector's scope (82.5 dB(A), a truck at 15:00:51 local);
+- an episode at the end of the scope named its notice ("notice DOV-2026-0001") on the day view
+  and in the bundle's notice_episodes.json, though the notice was issued after the scope closed
+  and the bundle left the notice itself out. Now a notice's episode is shown with its notice only.
 """
 
 from __future__ import annotations
 
 import json
+import zipfile
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from monitor.portal.data import Scope, User
-from monitor.portal.periods import checked_period
+from monitor.evidence import verify_bundle
+from monitor.journal.store import Store
+from monitor.notify.notices import NoticeBook
+from monitor.portal.data import Portal, Scope, User
+from monitor.portal.periods import checked_period, day_period
 from tests.monitor.portal.test_time_scope_findings import CHICAGO, NOT_AFTER, NOT_BEFORE, _setup
+from tests.support.notices import TZ, make_config, minutes, site_and_profile, store_findings
 
 
 def test_a_day_view_computed_for_the_town_is_not_served_to_a_scoped_inspector(tmp_path: Path) -> None:
@@ -28,3 +37,40 @@ def test_a_day_view_computed_for_the_town_is_not_served_to_a_scoped_inspector(tm
     # And the other way round: the Town still gets its whole view after the inspector's.
     again, _ = portal.period_view(town, "s1", period)
     assert {f["id"] for f in again["findings"]} == {inside, leak}
+
+
+def test_an_episode_names_no_notice_issued_after_the_scope(tmp_path: Path) -> None:
+    config = make_config(tmp_path / "n.db")
+    store = Store(config.storage.path)
+    site, profile = site_and_profile(config)
+    not_before, not_after = datetime(2026, 12, 3, 20, tzinfo=UTC), datetime(2026, 12, 3, 21, tzinfo=UTC)
+    found = store_findings(
+        store, minutes(not_after - timedelta(minutes=3), 2), not_after - timedelta(seconds=30)
+    )
+    with store.batch():  # the daemon drew the notice up four minutes after the scope closed
+        [event] = NoticeBook(store).on_findings(site, profile, found, not_after + timedelta(minutes=4))
+    notice = event.notice_id
+    portal = Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC))
+    scoped = Scope(User("ida", "inspector", (), not_before, not_after), config)
+    town = Scope(User("bob", "town", ()), config)
+    day = day_period(date(2026, 12, 3), TZ)
+
+    view = portal.period(scoped, "quarry", day)
+    assert view["episodes"] and view["findings"]  # the violation itself is the inspector's
+    assert notice not in json.dumps(view)
+    assert {e["notice"] for e in portal.period(town, "quarry", day)["episodes"]} == {notice}
+
+    out = tmp_path / "scoped.zip"
+    window = datetime(2026, 12, 3, 14, tzinfo=TZ), datetime(2026, 12, 3, 15, tzinfo=TZ)
+    portal.export(scoped, "quarry", *window, out)
+    with zipfile.ZipFile(out) as zf:
+        links = json.loads(zf.read("records/notice_episodes.json"))
+        everything = b"".join(zf.read(n) for n in zf.namelist())
+    assert links == [] and notice.encode() not in everything
+    assert verify_bundle(out).ok
+    whole = tmp_path / "town.zip"
+    portal.export(town, "quarry", *window, whole)
+    with zipfile.ZipFile(whole) as zf:
+        assert [link["row"]["notice_id"] for link in json.loads(zf.read("records/notice_episodes.json"))] == [
+            notice
+        ]
