@@ -1007,7 +1007,10 @@ class Portal:
         ]
         from monitor.notify.blast_report import blast_events
 
-        reported = blast_events(self.store(), site, start - timedelta(hours=1), end + timedelta(hours=1))
+        # A blast's report link only where Portal.blast_report serves it: its seismograph record
+        # within the account's time scope (recorded after it, it is not the reader's to know of).
+        around = scope.window(start - timedelta(hours=1), end + timedelta(hours=1))
+        reported = blast_events(self.store(), site, *around)
         blasts = []
         for e in events:
             if e["kind"] == "blast" and start_us <= e["ts_us"] < end_us:

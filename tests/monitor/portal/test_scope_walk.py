@@ -6,7 +6,10 @@ Two leaks the walk found:
   reports past the inspector's scope (82.5 dB(A), a truck at 15:00:51 local);
 - an episode at the end of the scope named its notice ("notice DOV-2026-0001") on the day view
   and in the bundle's notice_episodes.json, though the notice was issued after the scope closed
-  and the bundle left the notice itself out. Now a notice's episode is shown with its notice only.
+  and the bundle left the notice itself out. Now a notice's episode is shown with its notice only;
+- a blast inside the scope whose seismograph recorded it after the scope closed was marked on
+  the day view as having a report (a link that then answered 404): the link now follows what
+  Portal.blast_report serves, the record within the scope.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import json
 import zipfile
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from monitor.evidence import verify_bundle
 from monitor.journal.store import Store
@@ -74,3 +79,29 @@ def test_an_episode_names_no_notice_issued_after_the_scope(tmp_path: Path) -> No
         assert [link["row"]["notice_id"] for link in json.loads(zf.read("records/notice_episodes.json"))] == [
             notice
         ]
+
+
+def test_a_blast_is_not_marked_as_reported_by_a_seismograph_record_after_the_scope(tmp_path: Path) -> None:
+    from monitor.portal.data import NotFound
+    from monitor.wire.codec import payload_of
+    from rules.model import Blast
+    from tests.support.evidence import SITE, T0, add_seismograph_event, build_site
+
+    site = build_site(tmp_path)
+    store = Store(site.config.storage.path)
+    blast = Blast(SITE, "B-LATE", T0 + timedelta(seconds=170))
+    with store.batch():  # the blast inside the scope, its seismograph record 20 s after it closed
+        store.append_event(blast, payload_of(blast), T0 + timedelta(seconds=171))
+        add_seismograph_event(store, T0 + timedelta(seconds=200), T0 + timedelta(seconds=205))
+    store.close()
+    portal = Portal(site.config, clock=lambda: T0 + timedelta(days=2))
+    scoped = Scope(User("ida", "inspector", (), T0, T0 + timedelta(seconds=180)), site.config)
+    town = Scope(User("bob", "town", ()), site.config)
+    period = checked_period(T0 - timedelta(hours=1), T0 + timedelta(hours=1), CHICAGO)
+    assert portal.period(scoped, SITE, period)["blasts"] == [
+        {"id": "B-LATE", "ts": "2024-03-10T08:00:50Z", "report": False}
+    ]
+    with pytest.raises(NotFound):  # as before: the record is not the inspector's
+        portal.blast_report(scoped, SITE, "B-LATE", "html", None)
+    assert portal.period(town, SITE, period)["blasts"][0]["report"] is True
+    assert b"B-LATE" in portal.blast_report(town, SITE, "B-LATE", "html", None)
