@@ -19,7 +19,8 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -76,9 +77,15 @@ def _event(
 
 
 def blast_report_data(
-    store: Store, site: SiteConfig, profile: Profile, sensor: str, event_id: str
+    store: Store,
+    site: SiteConfig,
+    profile: Profile,
+    sensor: str,
+    event_id: str,
+    shown: Callable[[sqlite3.Row], bool] | None = None,
 ) -> dict[str, Any]:
-    """Every fact of the report, read once (LookupError naming what is missing)."""
+    """Every fact of the report, read once (LookupError naming what is missing); ``shown``: the
+    stored findings the reader may see (a portal account's time scope, TimeScope.shows)."""
     event, edge, waveform_row = _event(store, site, sensor, event_id)
     tz = site.timezone
     blast_id = event.blast_id
@@ -95,6 +102,8 @@ def blast_report_data(
     refs = {f"seismic:{sensor}:{event_id}", *((f"blast:{blast_id}",) if blast_id else ())}
     findings: list[Finding] = []
     for row in store.current_findings(site.id, event.ts - timedelta(hours=1), event.end + timedelta(hours=1)):
+        if shown is not None and not shown(row):
+            continue
         finding = finding_from_json(json.loads(row["data"]))
         if refs & set(finding.refs):
             findings.append(finding)
@@ -449,10 +458,11 @@ def blast_report_bytes(
     fmt: str,
     sensor: str | None = None,
     within: tuple[datetime, datetime] | None = None,
+    shown: Callable[[sqlite3.Row], bool] | None = None,
 ) -> bytes:
     """The report of ``blast_id`` as HTML or PDF bytes (LookupError saying what is missing or
-    ambiguous, in one line); ``within``: only an event recorded in that window counts (a portal
-    account's time scope)."""
+    ambiguous, in one line); ``within``: only an event recorded in that window counts, and
+    ``shown``: only the findings it allows (a portal account's time scope)."""
     events = blast_events(store, site, *(within or (None, None))).get(blast_id)
     if not events:
         raise LookupError(f"blast {blast_id!r}: no seismograph event of it is on record at site {site.id}")
@@ -464,5 +474,5 @@ def blast_report_bytes(
         sensors = ", ".join(e[0] for e in events)
         raise LookupError(f"blast {blast_id!r} was recorded by several seismographs ({sensors}); name one")
     sensor_id, event_id, _ = events[0]
-    data = blast_report_data(store, site, profile, sensor_id, event_id)
+    data = blast_report_data(store, site, profile, sensor_id, event_id, shown)
     return render_pdf(data) if fmt == "pdf" else render_html(data).encode("utf-8")

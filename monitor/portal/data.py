@@ -489,13 +489,18 @@ class Portal:
 
     def blast_report(self, scope: Scope, site_id: str, blast_id: str, fmt: str, sensor: str | None) -> bytes:
         """One blast's report (monitor.notify.blast_report), only from records in the account's
-        time scope; NotFound when there is none to see."""
+        time scope (its seismograph record, its findings); NotFound when there is none to see."""
         from monitor.notify.blast_report import blast_report_bytes
 
         site = scope.site(site_id)
         within = scope.window(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+        conn, times = self.store().conn, scope.times()
+        # Its findings as the day view shows them: none reporting a time outside the scope.
+        shown = None if times is None else lambda row: times.shows(conn, site.id, "finding", row)
         try:
-            return blast_report_bytes(self.store(), site, self.profile(site), blast_id, fmt, sensor, within)
+            return blast_report_bytes(
+                self.store(), site, self.profile(site), blast_id, fmt, sensor, within, shown
+            )
         except LookupError as exc:
             raise NotFound(str(exc).strip("'\"")) from None
 

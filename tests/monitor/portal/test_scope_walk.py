@@ -9,7 +9,10 @@ Two leaks the walk found:
   and the bundle left the notice itself out. Now a notice's episode is shown with its notice only;
 - a blast inside the scope whose seismograph recorded it after the scope closed was marked on
   the day view as having a report (a link that then answered 404): the link now follows what
-  Portal.blast_report serves, the record within the scope.
+  Portal.blast_report serves, the record within the scope;
+- a blast report within the scope listed the findings about the blast whatever they reported,
+  one reaching past the scope too (an airblast finding to 08:02:00Z); it lists them as the day
+  view does (TimeScope.shows).
 """
 
 from __future__ import annotations
@@ -105,3 +108,37 @@ def test_a_blast_is_not_marked_as_reported_by_a_seismograph_record_after_the_sco
         portal.blast_report(scoped, SITE, "B-LATE", "html", None)
     assert portal.period(town, SITE, period)["blasts"][0]["report"] is True
     assert b"B-LATE" in portal.blast_report(town, SITE, "B-LATE", "html", None)
+
+
+def test_a_blast_report_lists_no_finding_reporting_past_the_scope(tmp_path: Path) -> None:
+    from monitor.wire.codec import payload_of
+    from rules.model import Blast, Finding, FindingKind, Measurement
+    from tests.support.evidence import SITE, T0, add_seismograph_event, build_site
+
+    site = build_site(tmp_path)
+    store = Store(site.config.storage.path)
+    blast = Blast(SITE, "B-EDGE", T0 + timedelta(seconds=170))
+    past = Finding(
+        SITE,
+        "airblast",
+        "7.B",
+        FindingKind.VIOLATION,
+        T0 + timedelta(seconds=170),
+        T0 + timedelta(seconds=240),  # the scope ends at T0 + 180 s
+        "America/Chicago",
+        "airblast 133.7 dB(Z) at sg1, heard until 02:02 local",
+        ("sg1",),
+        (Measurement("LZpeak", 133.7, 133.0, "dB(Z)"),),
+        refs=("blast:B-EDGE",),
+    )
+    with store.batch():
+        store.append_event(blast, payload_of(blast), T0 + timedelta(seconds=171))
+        add_seismograph_event(store, T0 + timedelta(seconds=172), T0 + timedelta(seconds=175))
+        store.append_finding(past, T0 + timedelta(seconds=250))
+    store.close()
+    portal = Portal(site.config, clock=lambda: T0 + timedelta(days=2))
+    scoped = Scope(User("ida", "inspector", (), T0, T0 + timedelta(seconds=180)), site.config)
+    town = Scope(User("bob", "town", ()), site.config)
+    assert b"133.7" in portal.blast_report(town, SITE, "B-EDGE", "html", None)
+    report = portal.blast_report(scoped, SITE, "B-EDGE", "html", None)
+    assert b"B-EDGE" in report and b"133.7" not in report
