@@ -64,7 +64,8 @@ TOWN_VIEW = Disclosure()
 
 # The times a record reports in its own columns, per kind whose records tell findings; their texts
 # (data, message, note) are read for every time they name (TimeScope.shows). Storage metadata
-# (created_us, recorded_us, received_us) is when the record was written, not what it reports.
+# (created_us, recorded_us, a reading's received_us) is when the record was written, not what it
+# reports; a complaint's received_us is when the resident complained, which it does report.
 SCOPED_RECORDS: dict[str, tuple[str, ...]] = {
     # An event (declared work, a truck, a blast, temporary lighting) that began before the scope
     # or ends after it tells what happened outside: overlapping is not enough here either.
@@ -74,6 +75,10 @@ SCOPED_RECORDS: dict[str, tuple[str, ...]] = {
     "notice": ("opened_us",),
     "notice_change": ("at_us",),
     "alert": ("created_us",),
+    # A complaint about the scope's hours received after it tells what came after, and so does
+    # a change of it (the Town's triage) naming a later time.
+    "complaint": ("received_us", "start_us", "end_us"),
+    "complaint_change": ("at_us",),
 }
 _TEXTS = ("data", "message", "note", "finding_ids")
 # Times a record sets rather than reports, by kind: top-level members of its JSON text. A cure
@@ -174,12 +179,12 @@ class TimeScope:
         return {
             "not_before_us": self.not_before_us,
             "not_after_us": self.not_after_us,
-            "rule": "events, findings, notices' episodes, notices, their changes and alerts only when"
-            " every time they report lies in the scope, their texts' site times included (a cure deadline"
-            " a notice sets is not a time it reports; a time-like word that cannot be placed keeps the"
-            " record out), a notice's episode only with its notice; the others are in chain.csv as their"
-            " digests alone; anchors.json lists the"
-            " chain heads published within the scope and the first after it",
+            "rule": "events, findings, notices' episodes, notices, their changes, alerts, complaints and"
+            " their changes only when every time they report lies in the scope, their texts' site times"
+            " included (a cure deadline a notice sets is not a time it reports; a time-like word that"
+            " cannot be placed keeps the record out), a notice's episode only with its notice; the"
+            " others are in chain.csv as their digests alone; anchors.json lists the chain heads"
+            " published within the scope and the first after it",
         }
 
     def shows(

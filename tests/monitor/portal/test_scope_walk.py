@@ -12,7 +12,11 @@ Two leaks the walk found:
   Portal.blast_report serves, the record within the scope;
 - a blast report within the scope listed the findings about the blast whatever they reported,
   one reaching past the scope too (an airblast finding to 08:02:00Z); it lists them as the day
-  view does (TimeScope.shows).
+  view does (TimeScope.shows);
+- a complaint about the scope's hours received five minutes after the scope closed (its record
+  chained before the anchor that closes a bundle of the scope's end) was in the scoped bundle
+  with its address, description and time of receipt: complaints and their changes are held to
+  the scope as findings are.
 """
 
 from __future__ import annotations
@@ -142,3 +146,46 @@ def test_a_blast_report_lists_no_finding_reporting_past_the_scope(tmp_path: Path
     assert b"133.7" in portal.blast_report(town, SITE, "B-EDGE", "html", None)
     report = portal.blast_report(scoped, SITE, "B-EDGE", "html", None)
     assert b"B-EDGE" in report and b"133.7" not in report
+
+
+def test_a_complaint_received_after_the_scope_is_not_in_its_bundle(tmp_path: Path) -> None:
+    from monitor.complaints.book import ComplaintBook
+    from monitor.journal import queries
+
+    config = make_config(tmp_path / "c.db")
+    store = Store(config.storage.path)
+    not_before, not_after = datetime(2026, 12, 3, 20, tzinfo=UTC), datetime(2026, 12, 3, 21, tzinfo=UTC)
+    store_findings(store, minutes(not_before + timedelta(minutes=30), 1), not_before + timedelta(minutes=32))
+    with store.batch():  # about 14:30-14:40 local, received at 15:05, after the scope
+        complaint = ComplaintBook(store).submit(
+            "quarry",
+            "noise",
+            not_before + timedelta(minutes=30),
+            not_before + timedelta(minutes=40),
+            "12 Birch Lane",
+            None,
+            "banging all afternoon",
+            {"name": "Ann"},
+            {},
+            not_after + timedelta(minutes=5),
+        )
+    seq, head = queries.chain_head(store.conn, "quarry")
+    with store.batch():  # the head that closes a bundle of the scope's end
+        store.record_anchor("quarry", seq, head, not_after + timedelta(minutes=15))
+    portal = Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC))
+    scoped = Scope(User("ida", "inspector", (), not_before, not_after), config)
+    town = Scope(User("bob", "town", ()), config)
+    window = datetime(2026, 12, 3, 14, tzinfo=TZ), datetime(2026, 12, 3, 15, tzinfo=TZ)
+
+    out = tmp_path / "scoped.zip"
+    portal.export(scoped, "quarry", *window, out)
+    with zipfile.ZipFile(out) as zf:
+        everything = b"".join(zf.read(n) for n in zf.namelist())
+        assert json.loads(zf.read("records/complaints.json")) == []
+        assert json.loads(zf.read("records/complaint_changes.json")) == []
+    assert b"Birch" not in everything and complaint.id.encode() not in everything
+    assert verify_bundle(out).ok
+    whole = tmp_path / "town.zip"
+    portal.export(town, "quarry", *window, whole)
+    with zipfile.ZipFile(whole) as zf:
+        assert [c["row"]["id"] for c in json.loads(zf.read("records/complaints.json"))] == [complaint.id]
