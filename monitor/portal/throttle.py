@@ -62,8 +62,9 @@ class LoginLimiter:
     at once, then one more each ``window_s`` / that (a leaky bucket draining over ``window_s``),
     so one address cannot try many names; colleagues behind one NAT address are not locked out
     by one typo. An IPv6 client's /48 (prefix_key) has such a bucket too, PREFIX_FACTOR times
-    larger and draining as fast in proportion, so the /64s of one subscriber do not each bring
-    theirs. The tables are bounded: a pair is forgotten a quiet window after its wait ends, an
+    larger and draining as fast in proportion, and a (name, /48) pair PREFIX_FACTOR x
+    ``attempts`` free failures, so the /64s of one subscriber do not each bring theirs. The
+    tables are bounded: a pair is forgotten a quiet window after its wait ends, an
     address or prefix when its bucket is empty, and beyond MAX_ENTRIES the least recently
     failed goes first.
     """
@@ -80,17 +81,20 @@ class LoginLimiter:
         self.clock = clock
         self.max_entries = max_entries
         self._pairs: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()  # failures, last
+        self._prefix_pairs: OrderedDict[tuple[str, str], tuple[int, float]] = OrderedDict()  # (name, /48)
         self._addresses: OrderedDict[str, tuple[float, float]] = OrderedDict()  # bucket level, when
         self._prefixes: OrderedDict[str, tuple[float, float]] = OrderedDict()  # the same per /48
         self._per_address = attempts * ADDRESS_FACTOR
         self._per_prefix = self._per_address * PREFIX_FACTOR
         self._lock = threading.Lock()
 
-    def delay(self, failures: int) -> float:
-        """How long after its last failure a pair with ``failures`` may try again."""
-        if failures < self.attempts:
+    def delay(self, failures: int, free: int | None = None) -> float:
+        """How long after its last failure a pair with ``failures`` may try again, ``free`` of
+        them free (``attempts`` for a (name, address) pair)."""
+        free = self.attempts if free is None else free
+        if failures < free:
             return 0.0
-        return min(self.window_s, BASE_DELAY_S * 2.0 ** min(failures - self.attempts, 32))
+        return min(self.window_s, BASE_DELAY_S * 2.0 ** min(failures - free, 32))
 
     def _level(self, bucket: tuple[float, float], now: float, capacity: float) -> float:
         """A bucket's level now: it drains ``capacity`` over ``window_s``."""
@@ -98,7 +102,17 @@ class LoginLimiter:
         return max(0.0, level - (now - since) * capacity / self.window_s)
 
     def __len__(self) -> int:
-        return len(self._pairs) + len(self._addresses) + len(self._prefixes)
+        return len(self._pairs) + len(self._prefix_pairs) + len(self._addresses) + len(self._prefixes)
+
+    def _pair_tables(
+        self, name: str, address: str
+    ) -> list[tuple[OrderedDict[tuple[str, str], tuple[int, float]], tuple[str, str], int]]:
+        """(table, key, free failures) of each (name, address) pair a failure counts in."""
+        found = [(self._pairs, (name, address_key(address)), self.attempts)]
+        prefix = prefix_key(address)
+        if prefix is not None:
+            found.append((self._prefix_pairs, (name, prefix), self.attempts * PREFIX_FACTOR))
+        return found
 
     def _buckets(self, address: str) -> list[tuple[OrderedDict[str, tuple[float, float]], str, float]]:
         """(table, key, capacity) of each bucket a failure from ``address`` fills."""
@@ -110,11 +124,15 @@ class LoginLimiter:
 
     def _expire(self, now: float) -> None:
         # Least recently failed first: stop at the first entry still in use (amortised O(1)).
-        while self._pairs:
-            failures, last = next(iter(self._pairs.values()))
-            if now < last + self.delay(failures) + self.window_s and len(self._pairs) <= self.max_entries:
-                break
-            self._pairs.popitem(last=False)
+        for pairs, free in (
+            (self._pairs, self.attempts),
+            (self._prefix_pairs, self.attempts * PREFIX_FACTOR),
+        ):
+            while pairs:
+                failures, last = next(iter(pairs.values()))
+                if now < last + self.delay(failures, free) + self.window_s and len(pairs) <= self.max_entries:
+                    break
+                pairs.popitem(last=False)
         for table, capacity in ((self._addresses, self._per_address), (self._prefixes, self._per_prefix)):
             while table:
                 oldest = next(iter(table.values()))
@@ -128,9 +146,10 @@ class LoginLimiter:
         with self._lock:
             self._expire(now)
             wait = 0.0
-            pair = self._pairs.get((name, address_key(address)))
-            if pair is not None:
-                wait = pair[1] + self.delay(pair[0]) - now
+            for pairs, pair_key, free in self._pair_tables(name, address):
+                pair = pairs.get(pair_key)
+                if pair is not None:
+                    wait = max(wait, pair[1] + self.delay(pair[0], free) - now)
             for table, key, capacity in self._buckets(address):
                 bucket = table.get(key)
                 if bucket is not None:
@@ -140,10 +159,10 @@ class LoginLimiter:
 
     def failed(self, name: str, address: str) -> None:
         now = self.clock()
-        key = address_key(address)
         with self._lock:
-            failures = self._pairs.pop((name, key), (0, now))[0] + 1
-            self._pairs[(name, key)] = (failures, now)
+            for pairs, key, _ in self._pair_tables(name, address):
+                failures = pairs.pop(key, (0, now))[0] + 1
+                pairs[key] = (failures, now)
             for table, bucket_key, capacity in self._buckets(address):
                 bucket = table.pop(bucket_key, (0.0, now))
                 table[bucket_key] = (self._level(bucket, now, capacity) + 1, now)
@@ -151,4 +170,5 @@ class LoginLimiter:
 
     def succeeded(self, name: str, address: str) -> None:
         with self._lock:
-            self._pairs.pop((name, address_key(address)), None)
+            for pairs, key, _ in self._pair_tables(name, address):
+                pairs.pop(key, None)

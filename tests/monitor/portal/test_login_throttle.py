@@ -86,6 +86,23 @@ def test_the_failures_of_one_ipv6_48_are_limited_together_across_its_64s() -> No
     assert prefix_key("::ffff:10.0.0.2") is None and prefix_key("10.0.0.2") is None
 
 
+def test_one_name_guessed_from_many_64s_of_one_48_waits_as_from_one_address() -> None:
+    """Each (name, /64) pair had its own free failures: a subscriber's /48 guessed one account's
+    password from each of its /64s without waiting. A (name, /48) pair has PREFIX_FACTOR times
+    the free failures, then waits as a pair does; the owner from another /48 is not held back."""
+    now = [0.0]
+    limiter = LoginLimiter(3, 300.0, clock=lambda: now[0])
+    for i in range(3 * PREFIX_FACTOR):
+        address = f"2001:db8:b:{i // 3:x}::1"  # three failures in each /64: its own free ones
+        assert limiter.blocked("ann", address) == 0, i
+        limiter.failed("ann", address)
+    assert limiter.blocked("ann", "2001:db8:b:ffff::1") == BASE_DELAY_S  # a fresh /64 of the /48
+    assert limiter.blocked("bob", "2001:db8:b:ffff::1") == 0  # another name
+    assert limiter.blocked("ann", "2001:db8:c::1") == 0  # the owner, from another /48
+    limiter.succeeded("ann", "2001:db8:b:ffff::1")
+    assert limiter.blocked("ann", "2001:db8:b:ffff::1") == 0
+
+
 def test_the_limiters_tables_are_bounded_and_forget_old_entries() -> None:
     now = [0.0]
     limiter = LoginLimiter(5, 300.0, clock=lambda: now[0])
