@@ -234,12 +234,8 @@ class TimeScope:
         """Whether the notice is shown (its record, as ``shows``): naming it, as an episode's
         notice does (a bundle's notice_episodes, the portal's day view), tells that it was
         issued, which for an episode at the scope's end is often just after it."""
-        cursor = conn.execute("SELECT * FROM notices WHERE site = ? AND id = ?", (site, notice_id))
-        values = cursor.fetchone()
-        if values is None:
-            return False
-        names = [d[0] for d in cursor.description]
-        return self.shows(conn, site, "notice", dict(zip(names, values, strict=True)), zone)
+        row = queries.notice_row(conn, site, notice_id)
+        return row is not None and self.shows(conn, site, "notice", row, zone)
 
 
 def _reported(kind: str, text: str) -> str:

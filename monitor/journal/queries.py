@@ -103,6 +103,15 @@ def current_findings(
     )
 
 
+def notice_row(conn: sqlite3.Connection, site: str, notice_id: str) -> dict[str, Any] | None:
+    """A notice's stored row by its column names (None: no such notice of the site)."""
+    cursor = conn.execute("SELECT * FROM notices WHERE site = ? AND id = ?", (site, notice_id))
+    values = cursor.fetchone()
+    if values is None:
+        return None
+    return dict(zip([d[0] for d in cursor.description], values, strict=True))
+
+
 def notice_of_episode(conn: sqlite3.Connection, episode_id: str) -> str | None:
     """The notice an episode was told in (its latest record), if any."""
     row = conn.execute(
