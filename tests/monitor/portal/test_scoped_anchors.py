@@ -47,10 +47,18 @@ def _finding(at: datetime, value: float) -> Finding:
 
 
 def _setup(tmp_path: Path) -> tuple[Portal, Scope, Scope, dict[str, tuple[int, str]]]:
-    """A finding in the scope and three after it, each followed by a published head: one inside
-    the scope (20:45), the first after it (21:15) and two later ones (22:45, 23:45)."""
     db = tmp_path / "p.db"
     config = parse_config(f'[storage]\npath = "{db}"\n' + MINIMAL)
+    heads = _fill(db)
+    portal = Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC))
+    scoped = Scope(User("ida", "inspector", (), NOT_BEFORE, NOT_AFTER), config)
+    town = Scope(User("bob", "town", ()), config)
+    return portal, scoped, town, heads
+
+
+def _fill(db: Path) -> dict[str, tuple[int, str]]:
+    """A finding in the scope and three after it, each followed by a published head: one inside
+    the scope (20:45), the first after it (21:15) and two later ones (22:45, 23:45)."""
     store = Store(str(db))
     heads: dict[str, tuple[int, str]] = {}
     for name, found, published in (
@@ -65,10 +73,8 @@ def _setup(tmp_path: Path) -> tuple[Portal, Scope, Scope, dict[str, tuple[int, s
         with store.batch():
             store.record_anchor("s1", seq, head, published)
         heads[name] = (seq, head)
-    portal = Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC))
-    scoped = Scope(User("ida", "inspector", (), NOT_BEFORE, NOT_AFTER), config)
-    town = Scope(User("bob", "town", ()), config)
-    return portal, scoped, town, heads
+    store.close()
+    return heads
 
 
 def _window() -> tuple[datetime, datetime]:
@@ -117,3 +123,52 @@ def test_a_scoped_bundle_lists_no_head_published_after_its_scope(tmp_path: Path)
     report = portal.verify(whole, None, portal.published_anchors(town, "s1"))
     assert report["ok"] and report["anchored"], report["lines"]
     assert report["anchors_given"]
+
+
+def test_the_verify_page_tells_a_scoped_inspector_nothing_of_later_heads(tmp_path: Path) -> None:
+    """The evidence page's verify against the published heads, through `minewatch serve`: the
+    scoped inspector's answer is anchored and names no later head; the Town's, of the same
+    bundle, counts the two later heads as it did."""
+    from monitor.config import load_config
+    from tests.monitor.portal.test_request_limits import multipart
+    from tests.support.portal_server import Client, serving
+    from tests.support.portal_server import Portal as Harness
+
+    scope = 'not_before = "2026-12-03T20:00:00Z"\nnot_after = "2026-12-03T21:00:00Z"\n'
+    harness = Harness(
+        tmp_path,
+        accounts={"ida": ("inspector", '["s1"]'), "bob": ("town", "[]")},
+        account_extra={"ida": scope},
+    )
+    heads = _fill(harness.store)
+    config = load_config(harness.write())
+    scoped = Scope(User("ida", "inspector", ("s1",), NOT_BEFORE, NOT_AFTER), config)
+    bundle = tmp_path / "scoped.zip"
+    Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC)).export(scoped, "s1", *_window(), bundle)
+
+    def verified(name: str) -> str:
+        client = Client(portal)
+        assert client.login(name).status == 303
+        head, tail = multipart(
+            "b0undary", [("csrf", client.csrf("/sites/s1/evidence"))], ("bundle", "scoped.zip")
+        )
+        against = b'\r\n--b0undary\r\nContent-Disposition: form-data; name="against"\r\n\r\npublished'
+        body = head + bundle.read_bytes() + against + tail
+        reply = client.request(
+            "POST",
+            "/sites/s1/evidence/verify",
+            headers={"Content-Type": "multipart/form-data; boundary=b0undary"},
+            body=body,
+        )
+        assert reply.status == 200, reply.body[-2000:]
+        return reply.body
+
+    with serving(harness) as portal:
+        page = verified("ida")
+        assert "scoped.zip: OK, anchored" in page, page[-3000:]
+        assert "outside the segment" not in page
+        for seq, head in (heads["later"], heads["latest"]):
+            assert f"seq {seq}" not in page and head not in page
+        town = verified("bob")
+        assert "scoped.zip: OK, anchored" in town
+        assert "town-held anchors outside the segment, not checkable here: 2" in town
