@@ -54,14 +54,16 @@ class GuardedH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._peer = self.client[0] if self.client else ""
-        # What the limits count: the address and, of IPv6, its /48 (each key once per connection).
-        prefix = prefix_key(self._peer)
+        # What the limits count: the address and, of IPv6, its /48 (each key once per connection);
+        # a trusted proxy's many connections are not counted against the /48 it shares.
+        trusted = self._is_trusted()
+        prefix = None if trusted else prefix_key(self._peer)
         self._counted = (address_key(self._peer), *(() if prefix is None else (prefix,)))
         self._open.update(self._counted)
         self._last_data = self._head_by = self.loop.time()
         self._head_by += HEAD_S
         self._timer: asyncio.TimerHandle | None = None
-        if not self._is_trusted():
+        if not trusted:
             if self._open[self._counted[0]] > PER_ADDRESS:
                 self._close(f"more than {PER_ADDRESS} connections from one address")
                 return

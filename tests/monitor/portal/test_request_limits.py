@@ -675,6 +675,16 @@ def test_an_ipv6_48_holds_its_connections_limit_across_its_64s() -> None:
     closed = asyncio.run(held([*one_subscriber, "2001:db8:9:ffff::1", "2001:db8:a::1"]))
     assert closed == [False] * PER_PREFIX + [True, False]
     assert not GuardedH11Protocol._open  # every connection's counts given back
+    # A trusted proxy's connections, however many, leave the rest of its /48 its own limit.
+    import ipaddress
+
+    before = GuardedH11Protocol.trusted
+    GuardedH11Protocol.trusted = (ipaddress.ip_network("2001:db8:d::1/128"),)
+    try:
+        closed = asyncio.run(held(["2001:db8:d::1"] * (PER_PREFIX + 1) + ["2001:db8:d:1::1"]))
+    finally:
+        GuardedH11Protocol.trusted = before
+    assert closed == [False] * (PER_PREFIX + 2)
 
 
 def test_a_client_that_leaves_mid_body_leaves_no_traceback_in_the_log(own: Own) -> None:
