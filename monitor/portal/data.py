@@ -496,7 +496,8 @@ class Portal:
         within = scope.window(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
         conn, times = self.store().conn, scope.times()
         # Its findings as the day view shows them: none reporting a time outside the scope.
-        shown = None if times is None else lambda row: times.shows(conn, site.id, "finding", row)
+        zone = ZoneInfo(site.timezone)
+        shown = None if times is None else lambda row: times.shows(conn, site.id, "finding", row, zone)
         try:
             return blast_report_bytes(
                 self.store(), site, self.profile(site), blast_id, fmt, sensor, within, shown
