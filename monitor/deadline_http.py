@@ -1,7 +1,7 @@
 """One HTTP POST to the address given and nowhere else, within one deadline.
 
-The InfluxDB v1 writer (monitor/influx/client.py) and the webhooks (monitor/notify/webhook.py)
-send through ``post``; each sorts the answer its own way.
+The InfluxDB v1 writer and reader (monitor/influx/client.py) and the webhooks
+(monitor/notify/webhook.py) send through ``post``; each sorts the answer its own way.
 
 * Nothing is followed: urllib's opener followed a 301, 302 or 303 as a GET without the body,
   whose 2xx then read as "written" or "delivered", and sent the request's headers (a password,
@@ -26,7 +26,7 @@ from monitor.deadline_socket import Deadline, DeadlineSocket, Resolver, overdue,
 
 __all__ = ["Answer", "post"]
 
-# An answer's body is read for its error message only; a server sending more is cut short.
+# A writer's answer is read for its error message only; a server sending more is cut short.
 MAX_BODY = 64 * 1024
 
 
@@ -50,8 +50,10 @@ def post(
     timeout_s: float,
     ssl_context: ssl.SSLContext | None = None,
     resolver: Resolver | None = None,
+    max_body: int = MAX_BODY,
 ) -> Answer:
-    """POST ``body`` to ``url`` and return the answer, whatever its status (a 3xx included).
+    """POST ``body`` to ``url`` and return the answer, whatever its status (a 3xx included), its
+    body cut at ``max_body`` bytes.
 
     Raises TimeoutError when there is no whole answer within ``timeout_s``, OSError or
     http.client.HTTPException when there is none, ValueError for a port that is no number.
@@ -65,7 +67,7 @@ def post(
     try:
         connection.request("POST", target, body=body, headers=dict(headers))
         response = connection.getresponse()
-        data = response.read(MAX_BODY)
+        data = response.read(max_body)
         return Answer(response.status, response.reason, response.headers, data)
     except TimeoutError:
         raise overdue(timeout_s) from None

@@ -57,7 +57,6 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -954,29 +953,56 @@ class InfluxForwarder:
 # For evidence of a window the store has pruned (monitor/evidence/export.py).
 
 
+# Each request's whole answer must arrive within timeout_s, so a long window is read a part at a
+# time: six hours of one sensor's per-second points are 21,600 rows (about 4 MB of JSON).
+READ_PART_US = 6 * 3600 * 1_000_000
+READ_MAX_BODY = 64 * 1024 * 1024  # one part's answer, at most (v1)
+
+Row: TypeAlias = tuple[int, dict[str, Any]]
+# What reading a part may raise: no answer (_FOREIGN), or an answer that is no rows (ValueError).
+_READ_FAILURES: tuple[type[BaseException], ...] = (*_FOREIGN, ValueError)
+
+
 class InfluxReader:
-    """Reads one series at a time back out of InfluxDB: v1 /query (chunked InfluxQL), v2 Flux."""
+    """Reads one series at a time back out of InfluxDB: v1 /query (InfluxQL), v2 Flux.
+
+    A window is read in parts of ``READ_PART_US``; ``timeout_s`` bounds each part's whole request,
+    the host name's lookup to the answer's last byte (v1 through deadline_http, v2 through the
+    connections ``deadline_pool`` gives influxdb-client, as the writer's), so a server trickling
+    its answer cannot hold an export. Neither follows a redirect: it would carry the credentials.
+    """
 
     def __init__(self, config: InfluxConfig) -> None:
         self.config = config
 
     def rows(
         self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
-    ) -> Iterator[tuple[int, dict[str, Any]]]:
+    ) -> Iterator[Row]:
+        client: Any = None
         try:
-            if self.config.version == 1:
-                yield from self._v1(measurement, site, sensor, start_us, end_us, fields)
-            else:
-                yield from self._v2(measurement, site, sensor, start_us, end_us, fields)
-        except (OSError, ValueError) as exc:
+            if self.config.version == 2:
+                client = self._v2_client()
+            for part_start in range(start_us, end_us, READ_PART_US):
+                part_end = min(part_start + READ_PART_US, end_us)
+                if client is None:
+                    part = self._v1(measurement, site, sensor, part_start, part_end, fields)
+                else:
+                    part = self._v2(client, measurement, site, sensor, part_start, part_end, fields)
+                yield from part  # read whole first: the caller's time is not the request's
+        except _READ_FAILURES as exc:
+            reason = str(_translate(exc, self.config.url)) if isinstance(exc, _FOREIGN) else str(exc)
+            where = f"{measurement} of {sensor!r} from InfluxDB at {self.config.url}"
             raise OutputError(
-                f"cannot read {measurement} of {sensor!r} from InfluxDB at {self.config.url}: {exc}",
+                f"cannot read {where}: {one_line(reason)}",
                 retryable=True,
             ) from exc
+        finally:
+            if client is not None:
+                client.close()
 
     def _v1(
         self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
-    ) -> Iterator[tuple[int, dict[str, Any]]]:
+    ) -> list[Row]:
         def quote(text: str) -> str:
             return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -995,38 +1021,67 @@ class InfluxReader:
             "chunked": "true",
             "chunk_size": "10000",
         }
-        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        headers = {"User-Agent": _USER_AGENT, "Content-Type": "application/x-www-form-urlencoded"}
         if self.config.username:
             token = f"{self.config.username}:{self.config.password.value}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
-        request = urllib.request.Request(
+        answer = deadline_http.post(
             f"{self.config.url.rstrip('/')}/query",
-            data=urllib.parse.urlencode(params).encode(),
-            headers=headers,
-            method="POST",
+            urllib.parse.urlencode(params).encode(),
+            headers,
+            timeout_s=self.config.timeout_s,
+            max_body=READ_MAX_BODY + 1,
         )
-        # No proxy (like influxdb-client), and no redirect followed: it would carry the credentials.
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
-        with opener.open(request, timeout=self.config.timeout_s) as response:
-            # chunked=true: one JSON object per line, each holding part of the series
-            for line in response:
-                if not line.strip():
-                    continue
-                chunk = json.loads(line)
-                for result in chunk.get("results", []):
-                    if "error" in result:
-                        raise ValueError(result["error"])
-                    for series in result.get("series", []):
-                        columns = series["columns"]
-                        for values in series["values"]:
-                            row = dict(zip(columns, values, strict=True))
-                            yield int(row.pop("time")), {k: _read_value(k, v) for k, v in row.items()}
+        if 300 <= answer.status < 400:
+            raise ValueError(str(_redirect_error(self.config.url, answer.status, answer.header("Location"))))
+        if answer.status != 200:
+            raise ValueError(
+                f"InfluxDB answered {answer.status}: {_error_message(answer.body, answer.reason)}"
+            )
+        if len(answer.body) > READ_MAX_BODY:
+            raise ValueError(
+                f"the answer for {READ_PART_US // 3_600_000_000} h is over {READ_MAX_BODY:,} bytes"
+            )
+        rows: list[Row] = []
+        # chunked=true: one JSON object per line, each holding part of the series
+        for line in answer.body.splitlines():
+            if not line.strip():
+                continue
+            chunk = json.loads(line)
+            for result in chunk.get("results", []):
+                if "error" in result:
+                    raise ValueError(result["error"])
+                for series in result.get("series", []):
+                    columns = series["columns"]
+                    for values in series["values"]:
+                        row = dict(zip(columns, values, strict=True))
+                        rows.append((int(row.pop("time")), {k: _read_value(k, v) for k, v in row.items()}))
+        return rows
 
-    def _v2(
-        self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
-    ) -> Iterator[tuple[int, dict[str, Any]]]:
+    def _v2_client(self) -> Any:
         from influxdb_client.client.influxdb_client import InfluxDBClient
 
+        # retries=False (the default): no redirect is followed. Its timeout bounds each socket
+        # read; the whole request is bounded by deadline_pool (_v2), as the writer's.
+        client = InfluxDBClient(
+            url=self.config.url,
+            token=self.config.token.value,
+            org=self.config.org,
+            timeout=int(self.config.timeout_s * 1000),
+        )
+        deadline_pool.bound_requests(client.api_client.rest_client.pool_manager)
+        return client
+
+    def _v2(
+        self,
+        client: Any,
+        measurement: str,
+        site: str,
+        sensor: str,
+        start_us: int,
+        end_us: int,
+        fields: Sequence[str],
+    ) -> list[Row]:
         def flux_time(us: int) -> str:
             return from_us(us).isoformat().replace("+00:00", "Z")
 
@@ -1038,22 +1093,11 @@ class InfluxReader:
             ' |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")'
             ' |> sort(columns: ["_time"])'
         )
-        with InfluxDBClient(
-            url=self.config.url,
-            token=self.config.token.value,
-            org=self.config.org,
-            timeout=int(self.config.timeout_s * 1000),
-        ) as client:
-            for record in client.query_api().query_stream(query):
-                values = record.values
-                yield to_us(values["_time"]), {f: _read_value(f, values.get(f)) for f in fields}
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A 3xx is an error (urllib.error.HTTPError), never followed."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
+        with deadline_pool.one_deadline(self.config.timeout_s):
+            return [
+                (to_us(record.values["_time"]), {f: _read_value(f, record.values.get(f)) for f in fields})
+                for record in client.query_api().query_stream(query)
+            ]
 
 
 def _read_value(name: str, value: Any) -> Any:

@@ -1,4 +1,5 @@
-"""influxdb-client's requests, each bounded as a whole by one deadline (the InfluxDB v2 writer).
+"""influxdb-client's requests, each bounded as a whole by one deadline (the InfluxDB v2 writer,
+and the reader of evidence exports).
 
 influxdb-client sends through a ``urllib3.PoolManager`` whose timeout bounds each socket
 operation alone: a server answering a byte every 0.2 s held a write with a 1 s timeout for the
@@ -39,7 +40,7 @@ from monitor.deadline_socket import Deadline, DeadlineSocket
 
 __all__ = ["bound_requests", "one_deadline"]
 
-# The deadline of the request being made on this thread (the forwarder's: one writer, one thread).
+# The deadline of the request being made on this thread (the forwarder's, or an export's).
 _current: ContextVar[Deadline | None] = ContextVar("influx_request_deadline", default=None)
 
 

@@ -30,9 +30,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from monitor import deadline_http
 from monitor.config import InfluxConfig, Secret
 from monitor.errors import OutputError
 from monitor.influx.client import (
@@ -1139,6 +1141,79 @@ def test_the_timeout_bounds_the_whole_request(dripping: str, version: int) -> No
     assert 0.9 <= took < 2.0, took
     assert caught.value.retryable and caught.value.status is None
     assert "no whole answer within 1 s" in str(caught.value)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_the_timeout_bounds_each_whole_read_of_an_export(dripping: str, version: int) -> None:
+    """The read-back of an evidence export (v1 /query, v2 /api/v2/query) had timeout_s bound each
+    socket read only: the server answering a byte every 0.2 s held the read for the 12 s its
+    answer took (and a longer answer for ever). It gives up at timeout_s, in one line."""
+    if version == 1:
+        config = InfluxConfig(version=1, url=dripping, database="mw", timeout_s=1)
+    else:
+        config = InfluxConfig(version=2, url=dripping, org="o", bucket="b", timeout_s=1)
+    began = time.monotonic()
+    with pytest.raises(OutputError) as caught:
+        list(InfluxReader(config).rows("sound", "dovre", "n1", 0, 10**6, ["LAeq"]))
+    took = time.monotonic() - began
+    assert 0.9 <= took < 2.0, took
+    assert str(caught.value) == (
+        f"cannot read sound of 'n1' from InfluxDB at {dripping}:"
+        " InfluxDB unreachable: TimeoutError: no whole answer within 1 s"
+    )
+
+
+def test_the_reader_reads_a_long_window_in_parts_each_whole(
+    influxd: Influxd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """influxd 1.6.7 holding 14 h of a sensor's minutes, read back as an export reads a pruned
+    window: in three requests of at most six hours, each bounded as a whole by timeout_s
+    (deadline_http.post, counted here and left to do its work), every row once, in order, the
+    window's end excluded. It was one request, its socket reads bounded one by one."""
+    minutes = 14 * 60
+    writer = InfluxWriter(v1_config(influxd))
+    writer.write([sound(60 * i, float(i % 90)) for i in range(minutes)])
+    writer.write([sound(60 * i, sensor="n2") for i in range(minutes)])  # another series: not read
+    writer.close()
+    posted: list[float] = []
+    real_post = deadline_http.post
+
+    def counted(*args: Any, **kwargs: Any) -> deadline_http.Answer:
+        posted.append(kwargs["timeout_s"])
+        return real_post(*args, **kwargs)
+
+    monkeypatch.setattr(deadline_http, "post", counted)
+    start_us = timestamp_ns(T0) // 1000
+    end_us = start_us + (minutes - 1) * 60_000_000  # the last minute is the window's end: excluded
+    config = v1_config(influxd, timeout_s=5)
+    rows = list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, end_us, ["LAeq"]))
+    assert posted == [5, 5, 5]
+    assert [ts for ts, _ in rows] == [start_us + 60_000_000 * i for i in range(minutes - 1)]
+    assert [values["LAeq"] for _, values in rows] == [float(i % 90) for i in range(minutes - 1)]
+
+
+def test_v2_the_reader_reads_a_long_window_in_parts(recorder: Recorder) -> None:
+    """No server of Flux runs here (VictoriaMetrics reads no Flux, influxd 1.6.7 has no v2 API):
+    the recording server answers each /api/v2/query with a row at its range's start, in Flux's
+    annotated CSV. A 13 h window was one query; it is three of at most six hours, each through
+    influxdb-client's pool bounded by deadline_pool, the rows in order."""
+
+    def answer(request: Request) -> Reply:
+        start = json.loads(request.body)["query"].split("range(start: ")[1].split(",")[0]
+        csv = (
+            "#datatype,string,long,dateTime:RFC3339,double\r\n#group,false,false,false,false\r\n"
+            f"#default,_result,,,\r\n,result,table,_time,LAeq\r\n,,0,{start},50\r\n\r\n"
+        )
+        return 200, {"Content-Type": "text/csv"}, csv.encode()
+
+    recorder.reply = answer
+    config = InfluxConfig(version=2, url=recorder.url, org="o", bucket="b", token=Secret("t"), timeout_s=2)
+    start_us = timestamp_ns(T0) // 1000
+    hour = 3_600_000_000
+    rows = list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, start_us + 13 * hour, ["LAeq"]))
+    assert [r.path for r in recorder.requests] == ["/api/v2/query"] * 3
+    assert rows == [(start_us + part * hour, {"LAeq": 50.0}) for part in (0, 6, 12)]
+    assert "stop: 2026-06-02T01:00:00Z" in json.loads(recorder.requests[-1].body)["query"]
 
 
 @dataclass
