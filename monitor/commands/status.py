@@ -1,7 +1,8 @@
 """`minewatch status --config FILE`: the retained status message, computed from the store, and
 the outputs' backlogs: each site's deliveries (pending, failing with their last error,
 undeliverable) and the InfluxDB outbox (points queued, the oldest's time, points rejected) with
-the forwarder's state as the daemon recorded it (writing, or not since when and why)."""
+the forwarder's state as the daemon recorded it (writing, or not since when and why; how old it
+is when no daemon has reported for a while: one killed outright leaves its last state)."""
 
 from __future__ import annotations
 
@@ -86,11 +87,20 @@ def run(args: argparse.Namespace) -> int:
         links = _worker_links(store, config)
     finally:
         store.close()
+    wall = datetime.now(UTC)  # the records' ages are by the wall clock, whatever --at says
+    # The forwarder runs in the leader (worker 1 of several): whether it still reports is told
+    # by that process's broker link record, the one record a running daemon refreshes.
+    leader = next(iter(links.values()))[1] if links else link
+    silent = leader.silent_since(wall) if leader is not None else None
     if args.format == "json":
         for status in statuses:
             status["influx_outbox"] = outbox  # the store's, beside each site as broker_link is
             if forwarder is not None:
-                status["influx_forwarder"] = forwarder.to_dict()
+                status["influx_forwarder"] = {
+                    **forwarder.to_dict(),
+                    "current": forwarder.current(silent),
+                    "daemon_silent_since": silent.isoformat() if silent is not None else None,
+                }
             if link is not None:
                 status["broker_link"] = json.loads(link.to_json())
             for worker, (sites, state) in links.items():
@@ -101,16 +111,16 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(statuses, indent=2))
         return 0
     if link is not None and not links:
-        print(link.describe(datetime.now(UTC)))
+        print(link.describe(wall))
     space = store_space(config.storage.path, shutil.disk_usage(Path(config.storage.path).parent).free)
     if space is not None:
         print(space)
     if config.storage.influxdb is not None or outbox["queued"] or outbox["rejected"]:
         print(_outbox_line(outbox))
     if forwarder is not None and config.storage.influxdb is not None:
-        print(one_line(forwarder.describe()))  # the server's words may be in it
+        print(one_line(forwarder.describe(wall, silent)))  # the server's words may be in it
     for worker, (sites, state) in links.items():
-        seen = state.describe(datetime.now(UTC)) if state is not None else "not reported yet"
+        seen = state.describe(wall) if state is not None else "not reported yet"
         print(f"worker {worker} ({', '.join(sites)}): {seen}")
     for status in statuses:
         print(f"{status['name']} ({status['site']}) at {status['ts_local']} ({status['ts']})")

@@ -2,7 +2,9 @@
 ``META_KEY``, written by the daemon's own thread (the store's connection is its) once per
 change of state, not per retry: writing, or not and why (the line the daemon logged then: a
 server holding the points for a state of its own, such as max-series-per-database reached,
-refused credentials, unreachable), and since when.
+refused credentials, unreachable), and since when. A daemon that dies without stopping leaves
+its last state: status reads it with the broker link's record, which a running daemon writes
+every 30 s (``LinkState.silent_since``), and says how old it is when no daemon reports.
 
 Light on purpose: `minewatch status` imports it, not the forwarder and its HTTP clients.
 """
@@ -47,11 +49,25 @@ class ForwarderRecord:
     def to_dict(self) -> dict[str, object]:
         return {"up": self.up, "state": self.state, "since": self.since.astimezone(UTC).isoformat()}
 
-    def describe(self) -> str:
-        """One line for `minewatch status`."""
+    def current(self, daemon_silent_since: datetime | None) -> bool:
+        """Whether the record still says how things are: a daemon reports (``daemon_silent_since``
+        None: ``LinkState.silent_since``), or the record is the daemon's own word that it stopped.
+        A daemon killed outright (SIGKILL, power lost) leaves its last state, "writing" included."""
+        return daemon_silent_since is None or self.state == STOPPED
+
+    def describe(self, now: datetime, daemon_silent_since: datetime | None = None) -> str:
+        """One line for `minewatch status`, saying how old the state is when no daemon reports."""
         if self.up:
-            return f"InfluxDB forwarder: writing since {_utc(self.since)}"
-        return f"InfluxDB forwarder: not writing since {_utc(self.since)}: {self.state}"
+            line = f"InfluxDB forwarder: writing since {_utc(self.since)}"
+        else:
+            line = f"InfluxDB forwarder: not writing since {_utc(self.since)}: {self.state}"
+        if daemon_silent_since is None or self.current(daemon_silent_since):
+            return line
+        age = _age((now - daemon_silent_since).total_seconds())
+        return (
+            f"{line} (as the daemon left it: no daemon has reported since {_utc(daemon_silent_since)},"
+            f" {age} ago)"
+        )
 
 
 class ForwarderRecorder:
@@ -74,6 +90,13 @@ class ForwarderRecorder:
         stopped = ForwarderRecord(False, STOPPED, datetime.now(UTC))
         self.write(META_KEY, stopped.to_json())
         self._written = stopped.since
+
+
+def _age(seconds: float) -> str:
+    for unit, size, below in (("s", 1, 120), ("min", 60, 7200), ("h", 3600, 172800)):
+        if seconds < below:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds / 86400:.0f} d"
 
 
 def _utc(ts: datetime) -> str:

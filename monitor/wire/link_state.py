@@ -24,6 +24,9 @@ from urllib.parse import urlparse
 from monitor.errors import MinewatchError
 
 META_KEY = "broker_link"  # the store's meta row holding the daemon's LinkState
+# A running daemon writes its LinkState at least every 30 s (LinkRecorder.refresh_s): a record not
+# written for this long is a daemon that no longer runs (or is stuck), whatever the record says.
+STALE_AFTER_S = 90.0
 
 # CONNACK reason codes that no retry can fix (MQTT 5 section 3.2.2.2; paho maps the MQTT 3.1.1
 # return codes 4 and 5 to 0x86 and 0x87): the credentials or the account itself are refused.
@@ -74,15 +77,24 @@ class LinkState:
         except (ValueError, KeyError, TypeError):
             return None
 
-    def describe(self, now: datetime, stale_after_s: float = 90.0) -> str:
+    def silent_since(self, now: datetime) -> datetime | None:
+        """When the daemon last reported, if that is over ``STALE_AFTER_S`` before ``now``
+        (it died, or hangs); None while it reports. The one test of a daemon's being alive that
+        `minewatch status` makes: its other records (the InfluxDB forwarder's) defer to it."""
+        if self.as_of is not None and (now - self.as_of).total_seconds() > STALE_AFTER_S:
+            return self.as_of
+        return None
+
+    def describe(self, now: datetime) -> str:
         """One line for `minewatch status`; says so when the daemon has not reported for a while."""
         since = _hms(self.since)
         if self.connected:
             line = f"broker {self.broker}: connected since {since}"
         else:
             line = f"broker {self.broker}: not connected since {since} ({self.reason or 'unknown reason'})"
-        if self.as_of is not None and (now - self.as_of).total_seconds() > stale_after_s:
-            line += f"; the daemon last reported at {_hms(self.as_of)}"
+        silent = self.silent_since(now)
+        if silent is not None:
+            line += f"; the daemon last reported at {_hms(silent)}"
         return line
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -291,3 +292,51 @@ def test_status_says_influxdb_holds_the_points_and_since_when(
     assert code == 0
     state = forwarder_state()  # nothing is written while the daemon is down: status says so
     assert (state["up"], state["state"]) == (False, STOPPED)
+
+
+def test_status_says_the_forwarders_state_is_old_when_the_daemon_was_killed(
+    tmp_path: Path,
+    mosquitto: Mosquitto,
+    influxd: Influxd,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A daemon writing to influxd 1.6.7 is killed with SIGKILL: it records nothing as it dies,
+    and `minewatch status` went on saying "InfluxDB forwarder: writing since ..." as if it were.
+    Status tells a daemon that reports by the broker link's record (written every 30 s, stale
+    after 90 s: ``link_state.STALE_AFTER_S``, made 1 s here so that the test need not wait 90 s
+    for the same answer) and says how old the forwarder's state is and that no daemon has
+    reported since. While the daemon runs, the line is as before."""
+    influx = (
+        f'[storage.influxdb]\nversion = 1\nurl = "{influxd.url}"\n'
+        'database = "minewatch"\nflush_interval_s = 0.2\ntimeout_s = 2'
+    )
+    config = write_config(tmp_path / "minewatch.toml", mosquitto.url, influx=influx)
+    daemon = Daemon(config).start()
+    daemon.wait_ready()
+    pub = Client(mosquitto.port, "publisher")
+
+    def status(*options: str) -> str:
+        assert main(["status", "--config", str(config), *options]) == 0
+        return capsys.readouterr().out
+
+    try:
+        pub.publish(*levels("n1", recent_minute(5), 60.0))
+        assert wait_until(lambda: influxd.count("minewatch", "sound", "LAeq") > 0, 30), daemon.logs()
+        [running] = [x for x in status().splitlines() if x.startswith("InfluxDB forwarder:")]
+        assert running.startswith("InfluxDB forwarder: writing since "), running
+        assert "no daemon" not in running
+    finally:
+        code = daemon.stop(signal.SIGKILL)
+        pub.close()
+    assert code == -signal.SIGKILL
+    monkeypatch.setattr("monitor.wire.link_state.STALE_AFTER_S", 1.0)
+    time.sleep(1.5)
+    [report] = json.loads(status("--format", "json"))
+    forwarder, link = report["influx_forwarder"], report["broker_link"]
+    assert (forwarder["up"], forwarder["current"]) == (True, False), forwarder
+    assert forwarder["daemon_silent_since"] == link["as_of"]
+    last = datetime.fromisoformat(link["as_of"])
+    [said] = [x for x in status().splitlines() if x.startswith("InfluxDB forwarder:")]
+    assert said.startswith(f"{running} (as the daemon left it: no daemon has reported since "), said
+    assert f"reported since {last:%Y-%m-%d %H:%M:%S}Z, " in said and said.endswith(" s ago)"), said

@@ -48,7 +48,7 @@ from monitor.influx.client import (
     line,
     timestamp_ns,
 )
-from monitor.influx.forwarder_record import META_KEY, ForwarderRecord, ForwarderRecorder
+from monitor.influx.forwarder_record import META_KEY, STOPPED, ForwarderRecord, ForwarderRecorder
 from monitor.influx.outbox import Outbox
 from monitor.influx.schema import MEASUREMENTS
 from tests.support.servers import Influxd, VictoriaMetrics, free_port, self_signed_cert
@@ -965,6 +965,31 @@ def test_v2_401_is_retried_and_logged_as_an_error(
     assert len(errors) == 1  # once per state change, not per retry
     assert "credentials" in errors[0].getMessage() and "401" in errors[0].getMessage()
     assert forwarder.stats.written == 1
+
+
+def test_the_forwarders_state_says_its_age_when_no_daemon_reports() -> None:
+    """A record left by a daemon killed outright read as current; given when a daemon last
+    reported (``LinkState.silent_since``), it says how old it is, except the daemon's own word
+    that it stopped, which stays true."""
+    since = datetime(2026, 6, 15, 12, 0, 5, tzinfo=UTC)
+    silent = since + timedelta(minutes=10)
+    writing = ForwarderRecord(True, "", since)
+    assert (
+        writing.describe(silent + timedelta(hours=3))
+        == "InfluxDB forwarder: writing since 2026-06-15 12:00:05Z"
+    )
+    assert writing.current(None) and not writing.current(silent)
+    assert writing.describe(silent + timedelta(minutes=12), silent) == (
+        "InfluxDB forwarder: writing since 2026-06-15 12:00:05Z (as the daemon left it: no daemon has"
+        " reported since 2026-06-15 12:10:05Z, 12 min ago)"
+    )
+    held = ForwarderRecord(False, "InfluxDB refuses points", since)
+    assert held.describe(silent + timedelta(days=3), silent).endswith("12:10:05Z, 3 d ago)")
+    stopped = ForwarderRecord(False, STOPPED, since)
+    assert stopped.current(silent)
+    assert stopped.describe(silent + timedelta(days=3), silent) == (
+        f"InfluxDB forwarder: not writing since 2026-06-15 12:00:05Z: {STOPPED}"
+    )
 
 
 def test_the_forwarders_state_is_recorded_once_per_change_not_per_retry(
