@@ -29,7 +29,9 @@ Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
     server's state          max-series-per-database or max-values-per-tag reached, a full disk,
                             a retention policy not found; the points are held (kept queued, in
                             order), said once, never rejected: the same point is taken once the
-                            state changes. A point's own fault (a field type conflict, a point
+                            state changes. For a limit counted over points (series, tag values)
+                            only the series refused alone are held; the batch's other points
+                            are sent on. A point's own fault (a field type conflict, a point
                             beyond the retention policy, a line it cannot parse) is rejected
     3xx                     retryable: never followed (a redirect would make the write a
                             body-less GET and take the credentials elsewhere); logged as
@@ -53,6 +55,7 @@ import json
 import logging
 import math
 import random
+import re
 import sqlite3
 import threading
 import time
@@ -374,8 +377,14 @@ def bisect_write(
     400 batch anyway ("partial write"); re-sending them is harmless because a point
     with the same series and timestamp overwrites itself. A batch too large (413) is
     split the same way, down to one point, and so is a batch refused for a limit of the
-    server counted over the request's points (``smaller_may_fit``); any other refusal of
-    the server's state stops the batch like a retryable error.
+    server counted over the request's points (``smaller_may_fit``: max-series-per-database,
+    max-values-per-tag); any other refusal of the server's state stops the batch like a
+    retryable error. A point refused alone for such a limit does not stop the batch: its
+    series (measurement and tags) is held, its points kept queued and not sent again in this
+    batch, and the other series' points are sent on, written or rejected as InfluxDB's own
+    partial write would have them. InfluxDB names one reason a request, the limit before a
+    field type conflict, so a point at fault behind a held one was otherwise found only once
+    the limit was lifted. ``error`` then says the hold.
 
     A point is rejected as the point's fault only when the server takes others. When it
     takes none and refuses every point alone with the same status, either the points are
@@ -418,13 +427,24 @@ def bisect_write(
     point_too_large = False  # a point alone was
     largest_taken = 0
     leaf_errors: list[InfluxWriteError] = []
+    held_series: set[str] = set()  # refused alone for a limit of the server (smaller_may_fit)
 
     def attempt(chunk: Sequence[tuple[int, str]]) -> bool:
         nonlocal too_large, point_too_large, largest_taken
+        if held_series:  # the points of a held series stay queued unsent: each would be refused
+            chunk = [item for item in chunk if _series(item[1]) not in held_series]
+            if not chunk:
+                return True
         try:
             send([text for _, text in chunk])
         except InfluxWriteError as exc:
-            if exc.retryable and not (exc.smaller_may_fit and len(chunk) > 1):
+            if exc.retryable and exc.smaller_may_fit and len(chunk) == 1:
+                # Its series is one too many: it waits for the limit, with the rest of its series;
+                # the others are sent on, so that a point at fault behind it is still found.
+                held_series.add(_series(chunk[0][1]))
+                result.error = exc
+                return True
+            if exc.retryable and not exc.smaller_may_fit:
                 result.error = exc
                 return False
             if exc.retryable:  # a limit counted over the request's points: its halves may fit
@@ -465,6 +485,15 @@ def bisect_write(
         result.rejected.clear()
         return result
     return _refused_alike(result, len(items), leaf_errors[0])
+
+
+def _series(text: str) -> str:
+    """A line's series: its measurement and tags, up to the first space not escaped."""
+    match = _SERIES.match(text)
+    return match.group(0) if match else text
+
+
+_SERIES = re.compile(r"(?:[^\\ ]|\\.)*")
 
 
 def _probe(send: Callable[[list[str]], None], probe: str | None, result: BatchResult) -> bool:

@@ -297,7 +297,9 @@ def test_bisect_splits_a_batch_refused_for_a_limit_counted_over_its_points(
 ) -> None:
     """A limit of the server counted over the request's points (influxd's series limit counts
     each point of a new series): the halves are sent until they fit, nothing rejected; a point
-    refused so alone stops the batch there, kept. Also when the batch was refused alike before."""
+    refused so alone is kept with every point of its series (the line up to its first space),
+    which is not sent again, and the others are sent on. Also when the batch was refused alike
+    before."""
 
     def refusal() -> InfluxWriteError:
         return InfluxWriteError(
@@ -308,14 +310,18 @@ def test_bisect_splits_a_batch_refused_for_a_limit_counted_over_its_points(
             smaller_may_fit=True,
         )
 
+    sent: list[str] = []
+
     def send(lines: list[str]) -> None:
+        sent.extend(lines)
         if len(lines) > 2 or "e" in lines:
             raise refusal()
 
-    items = list(enumerate("abcdefgh"))
-    result = bisect_write(items, send, refused_before=refused_before)
-    assert "".join("abcdefgh"[i] for i in result.accepted) == "abcd"  # e alone refused: held there
+    texts = ["a", "b", "c", "d", "e", "f", "e 1", "g"]  # "e 1": a later point of e's series
+    result = bisect_write(list(enumerate(texts)), send, refused_before=refused_before)
+    assert [texts[i] for i in result.accepted] == ["a", "b", "c", "d", "f", "g"]  # e and e 1 kept
     assert result.rejected == [] and result.error is not None and result.error.held
+    assert sent.count("e 1") == (1 if refused_before else 0) + 2  # in the batches refused whole only
 
 
 def test_bisect_points_refused_alike_beside_points_taken_are_rejected() -> None:
@@ -648,10 +654,10 @@ def test_v1_points_refused_for_a_limit_of_the_server_are_held_not_rejected(
     """influxd 1.6.7 with ``[data] max-series-per-database = 2`` (or ``max-values-per-tag = 2``)
     holding two sensors' series: the points of a third sensor are answered 400 "partial write:
     max-series-per-database limit exceeded: (2) dropped=N" while the server takes the others, and
-    they were rejected as the points' fault. The limit is the server's state: the points before
-    the first refused point alone are written, it and those after it stay queued (in order), the
-    forwarder is down and says why once, and once the limit is raised (influxd restarted) every
-    point is written and none rejected."""
+    they were rejected as the points' fault. The limit is the server's state: the third sensor's
+    points stay queued (in order), the others are written, the forwarder is down and says why
+    once, and once the limit is raised (influxd restarted) every point is written and none
+    rejected."""
     caplog.set_level(logging.DEBUG, logger="monitor.influx.client")
     server = Influxd(tmp_path / "influxd", limits={limit: 2}).start()
     try:
@@ -666,11 +672,11 @@ def test_v1_points_refused_for_a_limit_of_the_server_are_held_not_rejected(
         try:
             wait_until(lambda: forwarder.stats.retries >= 3)
             assert not forwarder.flush(0.2)
-            # Written up to the third sensor's first point, then held: 13 wait, in order.
-            assert queue.store.rejected() == [] and queue.store.pending() == 13
-            assert queue.store.peek(1)[0][1] == sound(5, sensor="n3")
+            # The third sensor's points are held: 5 wait, in order; the others are written.
+            assert queue.store.rejected() == []
+            assert [text for _, text in queue.store.peek(10)] == [sound(i, sensor="n3") for i in range(5, 10)]
             stats = forwarder.stats
-            assert (stats.written, stats.rejected, stats.up) == (12, 0, False)
+            assert (stats.written, stats.rejected, stats.up) == (20, 0, False)
             assert stats.held == f"InfluxDB's [data] {limit} is reached"
             assert answer in stats.last_error
             logged = [
@@ -700,6 +706,56 @@ def test_v1_points_refused_for_a_limit_of_the_server_are_held_not_rejected(
             )
             values = series["values"]
             assert isinstance(values, list) and values[0][1] == count, sensor
+    finally:
+        server.stop()
+
+
+def test_v1_a_point_in_type_conflict_behind_points_held_for_the_series_limit_is_rejected(
+    tmp_path: Path, queue: Queue
+) -> None:
+    """influxd 1.6.7 with ``[data] max-series-per-database = 2`` holding n1's and n2's series; a
+    batch of a third sensor's points (held for the limit) and, behind the first, a point of n1
+    whose LAeq is a string. influxd names one reason a request, the limit before the field type
+    conflict (a request holding both reads "max-series-per-database limit exceeded"), and the
+    batch stopped at the first point held, so the point waited with the held ones until the
+    limit was lifted. The third sensor's series is held (its points kept, not sent again that round) and
+    the rest of the batch sent on: the point in conflict is rejected for its own fault while the
+    hold goes on, n2's point is written, and n3's once the limit is raised."""
+    server = Influxd(tmp_path / "influxd", limits={"max-series-per-database": 2}).start()
+    try:
+        server.create_database("minewatch")
+        writer = InfluxWriter(v1_config(server))
+        for sensor in ("n1", "n2"):
+            writer.write([sound(0, sensor=sensor)])
+        writer.close()
+        conflict = line(
+            "sound", {"site": "dovre", "sensor": "n1"}, {"LAeq": "loud"}, T0 + timedelta(seconds=1)
+        )
+        queue.put([sound(1, sensor="n3"), conflict, sound(1, sensor="n2"), sound(2, sensor="n3")])
+        forwarder = start_forwarder(queue, v1_config(server), batch_size=10)
+        try:
+            wait_until(lambda: forwarder.stats.rejected == 1)
+            [rejected] = queue.store.rejected()
+            assert rejected.item == conflict
+            assert "field type conflict" in rejected.reason, rejected.reason
+            assert [text for _, text in queue.store.peek(10)] == [
+                sound(1, sensor="n3"),
+                sound(2, sensor="n3"),
+            ]
+            stats = forwarder.stats
+            assert (stats.written, stats.up) == (1, False)
+            assert stats.held == "InfluxDB's [data] max-series-per-database is reached"
+            assert server.count("minewatch", "sound", "LAeq") == 3  # n1's and n2's first, n2's second
+
+            server.stop()
+            server.limits = {"max-series-per-database": 0}  # the operator lifts the limit
+            server.start()
+            assert forwarder.flush(15)
+        finally:
+            forwarder.close()
+        assert len(queue.store.rejected()) == 1 and queue.store.pending() == 0
+        [series] = server.query('SELECT count("LAeq") FROM "sound" WHERE sensor = \'n3\'', "minewatch")
+        assert series["values"] == [["1970-01-01T00:00:00Z", 2]]
     finally:
         server.stop()
 
