@@ -31,8 +31,10 @@ Errors are classified once, in ``_translate`` (the way Telegraf's influxdb_v2
                             order), said once, never rejected: the same point is taken once the
                             state changes. For a limit counted over points (series, tag values)
                             only the series refused alone are held; the batch's other points
-                            are sent on. A point's own fault (a field type conflict, a point
-                            beyond the retention policy, a line it cannot parse) is rejected
+                            are sent on, and later batches carry the oldest point of a held
+                            series, not the rest. A point's own fault (a field type conflict,
+                            a point beyond the retention policy, a line it cannot parse) is
+                            rejected
     3xx                     retryable: never followed (a redirect would make the write a
                             body-less GET and take the credentials elsewhere); logged as
                             an error asking for the final address as url
@@ -352,6 +354,8 @@ class BatchResult:
     ``refused_alike``: the status every point alone was refused with (then ``error`` says
     so, with the server's first answer, and nothing is rejected).
     ``probe_taken``: the server took the ``probe`` line (``bisect_write``).
+    ``held_series``: the series (``series_key``) a point of which the server refused alone for a
+    limit counted over points; their points are in neither list.
     """
 
     accepted: list[int] = field(default_factory=list)
@@ -360,6 +364,7 @@ class BatchResult:
     fits: int | None = None
     refused_alike: int | None = None
     probe_taken: bool = False
+    held_series: set[str] = field(default_factory=set)
 
 
 def bisect_write(
@@ -427,12 +432,12 @@ def bisect_write(
     point_too_large = False  # a point alone was
     largest_taken = 0
     leaf_errors: list[InfluxWriteError] = []
-    held_series: set[str] = set()  # refused alone for a limit of the server (smaller_may_fit)
+    held_series = result.held_series  # refused alone for a limit of the server (smaller_may_fit)
 
     def attempt(chunk: Sequence[tuple[int, str]]) -> bool:
         nonlocal too_large, point_too_large, largest_taken
         if held_series:  # the points of a held series stay queued unsent: each would be refused
-            chunk = [item for item in chunk if _series(item[1]) not in held_series]
+            chunk = [item for item in chunk if series_key(item[1]) not in held_series]
             if not chunk:
                 return True
         try:
@@ -441,7 +446,7 @@ def bisect_write(
             if exc.retryable and exc.smaller_may_fit and len(chunk) == 1:
                 # Its series is one too many: it waits for the limit, with the rest of its series;
                 # the others are sent on, so that a point at fault behind it is still found.
-                held_series.add(_series(chunk[0][1]))
+                held_series.add(series_key(chunk[0][1]))
                 result.error = exc
                 return True
             if exc.retryable and not exc.smaller_may_fit:
@@ -487,7 +492,7 @@ def bisect_write(
     return _refused_alike(result, len(items), leaf_errors[0])
 
 
-def _series(text: str) -> str:
+def series_key(text: str) -> str:
     """A line's series: its measurement and tags, up to the first space not escaped."""
     match = _SERIES.match(text)
     return match.group(0) if match else text
@@ -728,6 +733,9 @@ class InfluxForwarder:
         self._taken: str | None = None
         self._taken_read = False
         self._held: tuple[tuple[int, ...], int] | None = None  # a batch refused alike, and the status
+        # Series InfluxDB holds for a limit counted over points (BatchResult.held_series): one
+        # point of each is sent a batch, so that their backlog does not hold what is queued behind.
+        self._held_series: set[str] = set()
 
     @classmethod
     def from_config(
@@ -857,7 +865,7 @@ class InfluxForwarder:
         with self._changed:
             self._cycles += 1
             cycle = self._cycles
-        batch = self.outbox.peek(self.batch_size)
+        batch = self._next_batch()
         if not batch:
             with self._changed:
                 self._empty_cycle = cycle
@@ -885,6 +893,13 @@ class InfluxForwarder:
             self.outbox.keep_taken(self.writer.target, probe)
         if result.refused_alike is not None:
             self._server_takes_points = False
+        if result.error is not None and not result.error.smaller_may_fit:
+            # Stopped before its end (unreachable, a 5xx): a held series stays held unless taken.
+            texts = dict(batch)
+            taken_series = {series_key(texts[item_id]) for item_id in result.accepted}
+            self._held_series = (self._held_series - taken_series) | result.held_series
+        else:
+            self._held_series = result.held_series
         self._held = None if result.refused_alike is None else (ids, result.refused_alike)
         if result.fits is not None and result.fits < self.batch_size:
             # Kept in memory: a restart starts from the configured size and learns it again.
@@ -920,6 +935,31 @@ class InfluxForwarder:
                 last_error=result.rejected[-1][1] if result.rejected else self._stats.last_error,
             )
         return handled, result.error
+
+    def _next_batch(self) -> list[tuple[int, str]]:
+        """The oldest points queued, ``batch_size`` at most; of a series InfluxDB holds for a limit
+        (``_held_series``), only the oldest, which tries the hold again: the rest of them wait, in
+        order, and the points queued behind them are sent meanwhile."""
+        if not self._held_series:
+            return self.outbox.peek(self.batch_size)
+        batch: list[tuple[int, str]] = []
+        tried: set[str] = set()
+        after = 0
+        while len(batch) < self.batch_size:
+            page = self.outbox.peek(self.batch_size, after=after)
+            if not page:
+                break
+            for item in page:
+                key = series_key(item[1])
+                if key in self._held_series:
+                    if key in tried:
+                        continue
+                    tried.add(key)
+                batch.append(item)
+                if len(batch) == self.batch_size:
+                    break
+            after = page[-1][0]
+        return batch
 
     def _recount(self) -> None:
         """After a cycle the outbox failed: count the points queued again. A store's write lock

@@ -104,9 +104,12 @@ class Outbox:
 
     # ------------------------------------------------------------------ forwarder side
 
-    def peek(self, limit: int) -> list[tuple[int, str]]:
-        """Up to ``limit`` items, oldest first, left in place until acked or rejected."""
-        rows = self.conn.execute(f"SELECT id, item FROM {self.table} ORDER BY id LIMIT ?", (limit,))
+    def peek(self, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
+        """Up to ``limit`` items queued after the item ``after`` (0: from the first), oldest first,
+        left in place until acked or rejected."""
+        rows = self.conn.execute(
+            f"SELECT id, item FROM {self.table} WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
+        )
         return [(int(row[0]), str(row[1])) for row in rows]
 
     def newest(self) -> tuple[int, str] | None:

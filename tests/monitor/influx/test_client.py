@@ -760,6 +760,45 @@ def test_v1_a_point_in_type_conflict_behind_points_held_for_the_series_limit_is_
         server.stop()
 
 
+def test_v1_points_held_for_the_series_limit_do_not_hold_the_points_queued_behind_them(
+    tmp_path: Path, queue: Queue
+) -> None:
+    """influxd 1.6.7 with ``[data] max-series-per-database = 2`` holding n1's and n2's series,
+    and a new sensor n3 past it with more points queued than a batch holds (6, batch_size 4):
+    every batch was n3's points, held, and n1's points queued behind them waited for the limit
+    too. One point of a held series goes in a batch (the oldest, trying the hold again), the
+    rest of its points wait in order, and n1's are written meanwhile; once the limit is raised
+    n3's are written, none rejected."""
+    server = Influxd(tmp_path / "influxd", limits={"max-series-per-database": 2}).start()
+    try:
+        server.create_database("minewatch")
+        writer = InfluxWriter(v1_config(server))
+        for sensor in ("n1", "n2"):
+            writer.write([sound(0, sensor=sensor)])
+        writer.close()
+        held = [sound(i, sensor="n3") for i in range(1, 7)]
+        queue.put(held)
+        queue.put([sound(i) for i in range(7, 10)])
+        forwarder = start_forwarder(queue, v1_config(server), batch_size=4)
+        try:
+            wait_until(lambda: forwarder.stats.written == 3)
+            assert [text for _, text in queue.store.peek(10)] == held
+            stats = forwarder.stats
+            assert (stats.rejected, stats.up) == (0, False)
+            assert stats.held == "InfluxDB's [data] max-series-per-database is reached"
+
+            server.stop()
+            server.limits = {"max-series-per-database": 0}  # the operator lifts the limit
+            server.start()
+            assert forwarder.flush(15)
+        finally:
+            forwarder.close()
+        assert queue.store.rejected() == [] and queue.store.pending() == 0
+        assert server.count("minewatch", "sound", "LAeq") == 2 + 6 + 3
+    finally:
+        server.stop()
+
+
 def test_v1_connection_refused_is_retryable() -> None:
     writer = InfluxWriter(
         InfluxConfig(version=1, url=f"http://127.0.0.1:{free_port()}", database="x", timeout_s=2)
