@@ -763,7 +763,9 @@ class InfluxForwarder:
         try:
             while not stop.is_set():
                 handled, error = self._guarded_cycle()
-                if error is not None:
+                # Points of other series than those InfluxDB holds were written: the next batch at
+                # once, as after any batch written, not after the pause of a failure.
+                if error is not None and not (handled and error.smaller_may_fit):
                     # Not cut short by flush(): the server may have asked for this pause.
                     self._sleep(self.backoff.delay(self._failures, error.retry_after_s), stop, wakeable=False)
                 elif handled == 0:

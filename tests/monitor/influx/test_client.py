@@ -767,8 +767,9 @@ def test_v1_points_held_for_the_series_limit_do_not_hold_the_points_queued_behin
     and a new sensor n3 past it with more points queued than a batch holds (6, batch_size 4):
     every batch was n3's points, held, and n1's points queued behind them waited for the limit
     too. One point of a held series goes in a batch (the oldest, trying the hold again), the
-    rest of its points wait in order, and n1's are written meanwhile; once the limit is raised
-    n3's are written, none rejected."""
+    rest of its points wait in order, and n1's are written meanwhile, a batch after a batch
+    that wrote some at once (it was after the backoff of a failure, 4 s here, each time); once
+    the limit is raised n3's are written, none rejected."""
     server = Influxd(tmp_path / "influxd", limits={"max-series-per-database": 2}).start()
     try:
         server.create_database("minewatch")
@@ -778,10 +779,14 @@ def test_v1_points_held_for_the_series_limit_do_not_hold_the_points_queued_behin
         writer.close()
         held = [sound(i, sensor="n3") for i in range(1, 7)]
         queue.put(held)
-        queue.put([sound(i) for i in range(7, 10)])
-        forwarder = start_forwarder(queue, v1_config(server), batch_size=4)
+        queue.put([sound(i) for i in range(7, 13)])
+        began = time.monotonic()
+        forwarder = start_forwarder(
+            queue, v1_config(server), batch_size=4, backoff=Backoff(base_s=4, max_s=4, jitter=0)
+        )
         try:
-            wait_until(lambda: forwarder.stats.written == 3)
+            wait_until(lambda: forwarder.stats.written == 6)  # 3 a batch beside n3's oldest
+            assert time.monotonic() - began < 6.5  # one backoff (the first batch, all n3's), not two
             assert [text for _, text in queue.store.peek(10)] == held
             stats = forwarder.stats
             assert (stats.rejected, stats.up) == (0, False)
@@ -794,7 +799,7 @@ def test_v1_points_held_for_the_series_limit_do_not_hold_the_points_queued_behin
         finally:
             forwarder.close()
         assert queue.store.rejected() == [] and queue.store.pending() == 0
-        assert server.count("minewatch", "sound", "LAeq") == 2 + 6 + 3
+        assert server.count("minewatch", "sound", "LAeq") == 2 + 6 + 6
     finally:
         server.stop()
 
