@@ -1,8 +1,12 @@
-"""Shared fixtures: real Mosquitto, influxd and VictoriaMetrics (see tests/support/servers.py)."""
+"""Shared fixtures: real Mosquitto, influxd and VictoriaMetrics (see tests/support/servers.py),
+and a stand-in for a server that answers a byte at a time."""
 
 from __future__ import annotations
 
+import http.server
 import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,3 +62,31 @@ def victoria_metrics(tmp_path: Path) -> Iterator[VictoriaMetrics]:
     server = VictoriaMetrics(tmp_path / "victoria-metrics").start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def dripping() -> Iterator[str]:
+    """A server that reads the request and answers one byte every 0.2 s (a 12 s answer): no
+    real InfluxDB can be made to, hence this stand-in."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            try:
+                for byte in b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nServer: drip\r\n\r\n":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass  # the client gave up
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -884,6 +885,44 @@ def test_pruned_window_is_read_from_influxdb(tmp_path: Path, influxd: Influxd) -
 
 
 # --------------------------------------------------------------------------- the real daemon
+
+
+def test_a_pruned_window_from_an_influxdb_answering_a_byte_at_a_time_stops_in_one_line(
+    tmp_path: Path, dripping: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The pruned part is read from an InfluxDB that answers a byte every 0.2 s (the stand-in
+    ``dripping``: no real one can be made to). Each read took the 12 s its answer dripped in,
+    though timeout_s is 1, and the export went on with no rows; it stops at the first read, in
+    about timeout_s, with one line naming the series and the server, and leaves no bundle."""
+    influx = f'[storage.influxdb]\nversion = 1\nurl = "{dripping}"\ndatabase = "mw"\ntimeout_s = 1'
+    site = build_site(tmp_path, influx=influx)
+    store = Store(site.store)
+    assert store.prune(T0 + timedelta(seconds=120)) > 0
+    store.close()
+    out = tmp_path / "b.zip"
+    window = ["--from", "2024-03-10T07:58:00Z", "--to", "2024-03-10T08:02:00Z"]
+    began = time.monotonic()
+    code = main(
+        [
+            "evidence",
+            "--config",
+            str(site.config_path),
+            "--site",
+            SITE,
+            *window,
+            "--no-plots",
+            "--out",
+            str(out),
+        ]
+    )
+    took = time.monotonic() - began
+    err = capsys.readouterr().err
+    assert code == 1 and took < 5, (code, took, err)
+    assert err.splitlines() == [
+        f"minewatch evidence: cannot read sound of 'n1' from InfluxDB at {dripping}:"
+        " InfluxDB unreachable: TimeoutError: no whole answer within 1 s"
+    ]
+    assert not out.exists()
 
 
 def test_export_what_the_daemon_stored(tmp_path: Path, mosquitto: Mosquitto) -> None:

@@ -1220,34 +1220,6 @@ def test_the_reader_follows_no_redirect(recorder: Recorder, elsewhere: Recorder)
     assert elsewhere.requests == []
 
 
-@pytest.fixture
-def dripping() -> Iterator[str]:
-    """A server that reads the request and answers one byte every 0.2 s (a 12 s answer): no
-    real InfluxDB can be made to, hence this stand-in."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            try:
-                for byte in b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nServer: drip\r\n\r\n":
-                    self.wfile.write(bytes([byte]))
-                    self.wfile.flush()
-                    time.sleep(0.2)
-            except OSError:
-                pass  # the client gave up
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
 @pytest.mark.parametrize("version", [1, 2])
 def test_the_timeout_bounds_the_whole_request(dripping: str, version: int) -> None:
     """timeout_s bounded each socket read, not the request: a byte every 0.2 s held a write
