@@ -46,6 +46,7 @@ from monitor.influx.client import (
     InfluxWriter,
     bisect_write,
     line,
+    series_key,
     timestamp_ns,
 )
 from monitor.influx.forwarder_record import META_KEY, STOPPED, ForwarderRecord, ForwarderRecorder
@@ -117,6 +118,21 @@ def test_line_protocol_refuses(
 ) -> None:
     with pytest.raises(ValueError, match=match):
         line(measurement, tags, fields, T0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("tags", "expected"),
+    [
+        ({"site": "dovre", "sensor": "n1"}, "sound,sensor=n1,site=dovre"),
+        ({"site": "a b", "sensor": "x,y=z"}, r"sound,sensor=x\,y\=z,site=a\ b"),  # escaped, not the end
+        ({}, "sound"),
+    ],
+)
+def test_a_lines_series_is_its_measurement_and_tags(tags: dict[str, str], expected: str) -> None:
+    """The key a point InfluxDB holds for its series limit is kept by (``series_key``): up to the
+    first space that is not escaped, so a site named "a b" is one series, not two."""
+    assert series_key(line("sound", tags, {"LAeq": 50.0}, T0)) == expected
+    assert series_key(line("sound", tags, {"LAeq": 51.0}, T0 + timedelta(seconds=1))) == expected
 
 
 def test_timestamp_is_the_records_own_and_exact() -> None:
