@@ -736,6 +736,9 @@ class InfluxForwarder:
         # Series InfluxDB holds for a limit counted over points (BatchResult.held_series): one
         # point of each is sent a batch, so that their backlog does not hold what is queued behind.
         self._held_series: set[str] = set()
+        # Where the scan of the queue past a held backlog resumes: for these held series, the id
+        # up to which every queued point is of one of them, and the oldest point of each found there.
+        self._held_scan: tuple[frozenset[str], int, tuple[tuple[int, str], ...]] | None = None
 
     @classmethod
     def from_config(
@@ -941,26 +944,41 @@ class InfluxForwarder:
     def _next_batch(self) -> list[tuple[int, str]]:
         """The oldest points queued, ``batch_size`` at most; of a series InfluxDB holds for a limit
         (``_held_series``), only the oldest, which tries the hold again: the rest of them wait, in
-        order, and the points queued behind them are sent meanwhile."""
+        order, and the points queued behind them are sent meanwhile. The held points at the head
+        of the queue are read once (``_held_scan``), not again every batch: a week of a sensor's
+        seconds held took a second a batch to skip."""
         if not self._held_series:
+            self._held_scan = None
             return self.outbox.peek(self.batch_size)
-        batch: list[tuple[int, str]] = []
-        tried: set[str] = set()
-        after = 0
+        held = frozenset(self._held_series)
+        if self._held_scan is None or self._held_scan[0] != held:
+            self._held_scan = (held, 0, ())
+        _, after, probes = self._held_scan
+        batch = list(probes)
+        tried = {series_key(text) for _, text in probes}
+        head = list(probes)  # the oldest of each held series among the held head of the queue
+        resume = after  # the end of that head: no point but a held series' up to it
+        in_head = True  # no point of another series read yet
         while len(batch) < self.batch_size:
             page = self.outbox.peek(self.batch_size, after=after)
             if not page:
                 break
             for item in page:
+                after = item[0]
                 key = series_key(item[1])
-                if key in self._held_series:
-                    if key in tried:
-                        continue
+                in_head = in_head and key in held
+                if in_head:
+                    resume = item[0]
+                if key in held and key in tried:
+                    continue  # waits, in order
+                if key in held:
                     tried.add(key)
+                    if in_head:
+                        head.append(item)
                 batch.append(item)
                 if len(batch) == self.batch_size:
                     break
-            after = page[-1][0]
+        self._held_scan = (held, resume, tuple(head))
         return batch
 
     def _recount(self) -> None:

@@ -820,6 +820,47 @@ def test_v1_points_held_for_the_series_limit_do_not_hold_the_points_queued_behin
         server.stop()
 
 
+def test_v1_a_held_backlog_is_read_once_not_every_batch(
+    tmp_path: Path, queue: Queue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """influxd 1.6.7 with ``[data] max-series-per-database = 2`` holding a new sensor n3's 3,000
+    points at the head of the queue: every batch read all of them again to find what was queued
+    behind (a second a batch for a week of one sensor's seconds). The held head is read once;
+    points queued later are found past it (the outbox's reads counted, and left to do their
+    work)."""
+    server = Influxd(tmp_path / "influxd", limits={"max-series-per-database": 2}).start()
+    try:
+        server.create_database("minewatch")
+        writer = InfluxWriter(v1_config(server))
+        for sensor in ("n1", "n2"):
+            writer.write([sound(0, sensor=sensor)])
+        writer.close()
+        queue.put([sound(i, sensor="n3") for i in range(1, 3001)])
+        queue.put([sound(i) for i in range(3001, 3004)])
+        read: list[int] = []
+        real_peek = queue.forwarder_side.peek
+
+        def counted(limit: int, *, after: int = 0) -> list[tuple[int, str]]:
+            page = real_peek(limit, after=after)
+            read.append(len(page))
+            return page
+
+        monkeypatch.setattr(queue.forwarder_side, "peek", counted)
+        forwarder = start_forwarder(queue, v1_config(server), batch_size=100)
+        try:
+            wait_until(lambda: forwarder.stats.written == 3)
+            read.clear()
+            for i in range(3004, 3010):  # as the daemon queues them, a batch apart
+                queue.put([sound(i)])
+                wait_until(lambda i=i: forwarder.stats.written == i - 3000)
+            assert 0 < sum(read) < 100, sum(read)
+            assert queue.store.pending() == 3000 and forwarder.stats.rejected == 0
+        finally:
+            forwarder.close()
+    finally:
+        server.stop()
+
+
 def test_v1_connection_refused_is_retryable() -> None:
     writer = InfluxWriter(
         InfluxConfig(version=1, url=f"http://127.0.0.1:{free_port()}", database="x", timeout_s=2)
