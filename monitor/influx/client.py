@@ -1007,9 +1007,11 @@ class InfluxForwarder:
         if state.startswith("internal"):
             said, level = f"Influx forwarder failed; retrying: {error}", 0  # logged with its traceback
         elif error.held:
+            # A limit counted over points holds only the series it refuses (bisect_write).
+            others = " (the points of other series are written meanwhile)" if error.smaller_may_fit else ""
             said = (
                 f"InfluxDB refuses points for a state of its own, not for the points ({error.held}):"
-                f" they stay queued and are retried until it takes them: {error}"
+                f" they stay queued and are retried until it takes them{others}: {error}"
             )
         elif error.status in (401, 403):
             said = f"InfluxDB refused our credentials; check the token/username; retrying: {error}"

@@ -783,7 +783,8 @@ def test_v1_points_held_for_the_series_limit_do_not_hold_the_points_queued_behin
     and a new sensor n3 past it with more points queued than a batch holds (6, batch_size 4):
     every batch was n3's points, held, and n1's points queued behind them waited for the limit
     too. One point of a held series goes in a batch (the oldest, trying the hold again), the
-    rest of its points wait in order, and n1's are written meanwhile, a batch after a batch
+    rest of its points wait in order, and n1's are written meanwhile (as the state that
+    status shows says), a batch after a batch
     that wrote some at once (it was after the backoff of a failure, 4 s here, each time); once
     the limit is raised n3's are written, none rejected."""
     server = Influxd(tmp_path / "influxd", limits={"max-series-per-database": 2}).start()
@@ -807,6 +808,8 @@ def test_v1_points_held_for_the_series_limit_do_not_hold_the_points_queued_behin
             stats = forwarder.stats
             assert (stats.rejected, stats.up) == (0, False)
             assert stats.held == "InfluxDB's [data] max-series-per-database is reached"
+            # What status shows ("not writing since ...: ") says that the others are written.
+            assert "until it takes them (the points of other series are written meanwhile): " in stats.state
 
             server.stop()
             server.limits = {"max-series-per-database": 0}  # the operator lifts the limit
