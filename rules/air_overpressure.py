@@ -16,12 +16,13 @@ structure (rules/airblast.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensors_of
 from rules.citation import citation_text
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import iso, local_hms
 
 # Said in every finding that holds a boundary meter's LZpeak (one text: the notice, alert and
@@ -35,14 +36,12 @@ SECONDARY = (
 
 @dataclass(frozen=True, slots=True)
 class AirOverpressureParams:
-    limit_db: float = 133.0  # linear peak
-    window_before_s: float = 5.0
-    window_after_s: float = 10.0  # sound travels ~340 m/s: a meter 2 km away hears it 6 s later
+    # Linear peak
+    limit_db: float = field(default=133.0, metadata=within(minimum=60, maximum=200, unit=" dB"))
+    window_before_s: float = field(default=5.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
+    # Sound travels ~340 m/s: a meter 2 km away hears it 6 s later
+    window_after_s: float = field(default=10.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
     use_sound_meters: bool = True
-
-    def __post_init__(self) -> None:
-        if self.window_before_s < 0 or self.window_after_s < 0:
-            raise ValueError("window_after_s: windows must not be negative")
 
 
 def evaluate(

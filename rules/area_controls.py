@@ -27,13 +27,14 @@ started does not close it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding
 from rules.citation import citation_text
 from rules.deadlines import Overdue, events_of, first_by_id, number_field, occurrences, ref
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import iso, local_stamp
 
 
@@ -43,14 +44,13 @@ class AreaControlsParams:
     close_kind: str = "ground-cover-established"
     measure_kind: str = "erosion-control-installed"
     area_field: str = "area_sqft"
-    max_area_sqft: float = 5000.0  # "more than 5,000 square feet"
-    grace_h: float = 0.0
+    # "more than 5,000 square feet"
+    max_area_sqft: float = field(default=5000.0, metadata=within(minimum=0, maximum=1e9, unit=" sq ft"))
+    grace_h: float = field(default=0.0, metadata=within(minimum=0, maximum=8760, unit=" h"))
 
     def __post_init__(self) -> None:
         if not self.open_kind or not self.measure_kind:
             raise ValueError("open_kind: open_kind and measure_kind are required")
-        if self.max_area_sqft < 0 or self.grace_h < 0:
-            raise ValueError("max_area_sqft: sizes and times must not be negative")
 
 
 @dataclass(frozen=True, slots=True)

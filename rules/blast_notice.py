@@ -36,7 +36,7 @@ who was missed; otherwise the blast is kept as COMPLIANT evidence. Which names c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -55,20 +55,21 @@ from rules.model import (
     SiteData,
     TownContact,
 )
+from rules.numbers import within
 from rules.times import iso, local_stamp
 
 
 @dataclass(frozen=True, slots=True)
 class BlastNoticeParams:
-    min_notice_h: float = 24.0
+    min_notice_h: float = field(default=24.0, metadata=within(minimum=0, maximum=8760, unit=" h"))
     # A blast this much earlier than the notice's planned time was not the blast announced.
-    early_tolerance_h: float = 1.0
+    early_tolerance_h: float = field(default=1.0, metadata=within(minimum=0, maximum=168, unit=" h"))
     # Recipient names that mean "the Town" (case and spacing ignored).
     town_recipients: tuple[str, ...] = ("Town", "Town Clerk", "Town Board")
     check_recipients: bool = True
     # A notice announces a blast on its planned site-local day: one fired this many local days
     # after it (0: a later day at all) was not the blast announced.
-    late_tolerance_days: int = 0
+    late_tolerance_days: int = field(default=0, metadata=within(minimum=0, maximum=31, unit=" days"))
     # Whole local days left out of the notice's hours, midnight to midnight: weekday names and
     # holiday calendars or dates (rules.holidays). Wis. Stat. 990.001(4)(a) leaves out Sundays and
     # legal holidays from a time "expressed in hours": ["sunday", "wisconsin"] counts that way.
@@ -81,12 +82,6 @@ class BlastNoticeParams:
     owners_reading: str = ""
 
     def __post_init__(self) -> None:
-        if self.min_notice_h < 0:
-            raise ValueError("min_notice_h: must not be negative")
-        if self.early_tolerance_h < 0:
-            raise ValueError("early_tolerance_h: must not be negative")
-        if self.late_tolerance_days < 0:
-            raise ValueError("late_tolerance_days: must not be negative")
         for entry in self.hours_exclude:
             if entry.lower() not in WEEKDAYS and not holiday_entry(entry):
                 raise ValueError(

@@ -32,13 +32,14 @@ Polar cases (no sunset between window_end and the next day's window_start):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 from rules import sun
 from rules.base import RuleSpec, Standard, make_finding, only_site
 from rules.citation import citation_text
 from rules.model import Blast, BlastNotice, Finding, FindingKind, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import iso, parse_clock
 
 
@@ -49,7 +50,8 @@ class BlastWindowParams:
     safety_exception_until_sunset: bool = True  # 6.F: after window_end, before sunset, for safety
     # A sunset after local midnight still bounds the previous afternoon's exception (high latitudes).
     safety_exception_past_midnight: bool = True
-    warn_before_close_min: float = 30.0  # early warning lead for the window end and for sunset
+    # Early warning lead for the window end and for sunset
+    warn_before_close_min: float = field(default=30.0, metadata=within(minimum=0, maximum=1440, unit=" min"))
 
     def __post_init__(self) -> None:
         for name in ("window_start", "window_end"):
@@ -59,8 +61,6 @@ class BlastWindowParams:
                 raise ValueError(f"{name}: {exc}") from None
         if parse_clock(self.window_start) >= parse_clock(self.window_end):
             raise ValueError("window_end: must be later than window_start")
-        if self.warn_before_close_min < 0:
-            raise ValueError("warn_before_close_min: must not be negative")
 
     @property
     def opens(self) -> time:

@@ -34,7 +34,7 @@ with its due date (one warning per due date).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding
@@ -56,6 +56,7 @@ from rules.deadlines import (
     ref,
 )
 from rules.model import Finding, FindingKind, GenericEvent, Measurement, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import iso
 
 
@@ -63,19 +64,21 @@ from rules.times import iso
 class CloseWithinParams:
     open_kind: str = "slope-exposed"
     close_kind: str = "slope-covered"
-    calendar_days: int = 21
-    working_days: int = 0  # 0: no working-day period
+    calendar_days: int = field(default=21, metadata=within(minimum=0, maximum=3650, unit=" days"))
+    # 0: no working-day period
+    working_days: int = field(default=0, metadata=within(minimum=0, maximum=3650, unit=" days"))
     weekend: tuple[str, ...] = ("saturday", "sunday")
     # Local dates ("2026-07-03") and holiday calendars ("us-federal", "wisconsin": rules.holidays).
     holidays: tuple[str, ...] = ()
     area_field: str = "area_sqft"
-    min_area_sqft: float = 0.0  # records of at most this area are not subject (0: all are)
+    # Records of at most this area are not subject (0: all are)
+    min_area_sqft: float = field(default=0.0, metadata=within(minimum=0, maximum=1e9, unit=" sq ft"))
     exception: bool = False  # the exception applies to this site (agreement)
     exception_flag: str = ""  # ... or this site flag is true
     exception_section: str = ""  # cited in findings, e.g. "28-8(b)(5)"
-    exception_calendar_days: int = 0
-    exception_working_days: int = 0
-    warn_days: int = 3
+    exception_calendar_days: int = field(default=0, metadata=within(minimum=0, maximum=3650, unit=" days"))
+    exception_working_days: int = field(default=0, metadata=within(minimum=0, maximum=3650, unit=" days"))
+    warn_days: int = field(default=3, metadata=within(minimum=0, maximum=365, unit=" days"))
     # Words for summaries: "Slope s-3, left exposed on 2026-05-01, was not covered ..."
     subject: str = "slope"
     opened: str = "left exposed"
@@ -84,13 +87,8 @@ class CloseWithinParams:
     def __post_init__(self) -> None:
         if not self.open_kind or not self.close_kind:
             raise ValueError("open_kind: both open_kind and close_kind are required")
-        for name in ("calendar_days", "working_days", "exception_calendar_days", "exception_working_days"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}: must not be negative")
         if self.calendar_days == 0 and self.working_days == 0:
             raise ValueError("calendar_days: set calendar_days, working_days or both")
-        if self.warn_days < 0 or self.min_area_sqft < 0:
-            raise ValueError("warn_days: must not be negative")
         check_weekdays("weekend", self.weekend)
         if len({d.lower() for d in self.weekend}) >= 7:
             raise ValueError("weekend: at least one day of the week must be a working day")

@@ -23,13 +23,14 @@ never reported compliant.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding
 from rules.citation import citation_text
 from rules.deadlines import events_of, first_by_id, flag_set, number_field, ref, text_field
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import local_stamp
 
 
@@ -39,15 +40,14 @@ class FillMaterialParams:
     material_field: str = "material"
     piece_field: str = "max_piece_in"
     organic_field: str = "organic"
-    max_piece_in: float = 12.0  # "masonry, concrete and brick exceeding 12 inches"
+    # "masonry, concrete and brick exceeding 12 inches"
+    max_piece_in: float = field(default=12.0, metadata=within(minimum=0, maximum=1200, unit=" in"))
     prohibited_terms: tuple[str, ...] = ()
     permit_flag: str = "landfill_permit"
 
     def __post_init__(self) -> None:
         if not self.delivery_kind:
             raise ValueError("delivery_kind: required")
-        if self.max_piece_in < 0:
-            raise ValueError("max_piece_in: must not be negative")
         if any(not term.strip() for term in self.prohibited_terms):
             raise ValueError("prohibited_terms: terms must not be empty")
 

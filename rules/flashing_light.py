@@ -41,6 +41,7 @@ from rules.lighting import (
     vehicles_during,
 )
 from rules.model import Finding, FindingKind, LightSummary, Measurement, SensorKind, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import iso, local_hm, span_text
 
 if TYPE_CHECKING:
@@ -51,16 +52,18 @@ else:
 
 @dataclass(frozen=True, slots=True)
 class FlashingLightParams:
-    min_hz: float = 0.1
-    max_hz: float = 5.0
-    min_modulation_depth: float = 0.3
-    min_periodicity: float = 0.4  # share of the varying power in the dominant frequency
-    min_level_lux: float = 0.2  # below this nothing visible flashes
-    min_burst_rate_hz: float = 10.0
-    min_duration_s: float = 60.0
-    max_gap_s: float = 120.0
+    min_hz: float = field(default=0.1, metadata=within(more_than=0, maximum=100, unit=" Hz"))
+    max_hz: float = field(default=5.0, metadata=within(more_than=0, maximum=100, unit=" Hz"))
+    min_modulation_depth: float = field(default=0.3, metadata=within(minimum=0, maximum=1))
+    # Share of the varying power in the dominant frequency
+    min_periodicity: float = field(default=0.4, metadata=within(minimum=0, maximum=1))
+    # Below this nothing visible flashes
+    min_level_lux: float = field(default=0.2, metadata=within(minimum=0, maximum=100000, unit=" lux"))
+    min_burst_rate_hz: float = field(default=10.0, metadata=within(more_than=0, maximum=100000, unit=" Hz"))
+    min_duration_s: float = field(default=60.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
+    max_gap_s: float = field(default=120.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
     # A truck passage or a vehicle-present event without an end covers flashing this long before and after.
-    vehicle_margin_s: float = 300.0
+    vehicle_margin_s: float = field(default=300.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
     # Operator event kind (GenericEvent) placing a vehicle at a gate or sensors; "" reads none.
     vehicle_event_kind: str = ""
     # Declared temporary lighting exempts on the year's allowed days only; the profile links this
@@ -68,12 +71,8 @@ class FlashingLightParams:
     temporary_days: TemporaryDays = field(default=TemporaryDays(), metadata=LINKED_TO_TEMPORARY_LIGHTING)
 
     def __post_init__(self) -> None:
-        if self.vehicle_margin_s < 0:
-            raise ValueError("vehicle_margin_s: must not be negative")
-        if not 0 < self.min_hz < self.max_hz:
-            raise ValueError("max_hz: need 0 < min_hz < max_hz")
-        if not 0 <= self.min_modulation_depth <= 1 or not 0 <= self.min_periodicity <= 1:
-            raise ValueError("min_modulation_depth: depth and periodicity are fractions between 0 and 1")
+        if self.max_hz <= self.min_hz:
+            raise ValueError(f"max_hz: must be more than min_hz ({self.min_hz:g} Hz), got {self.max_hz:g}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from rules.model import (
     SiteData,
     SiteLawPoint,
 )
+from rules.numbers import within
 from rules.scaled_distance import Forecast, forecast, pending_notices
 from rules.seismic_limits import UNITS, check_curve, limit_at
 from rules.times import iso, local_hms, local_stamp
@@ -54,22 +55,20 @@ DEFAULT_CURVES: Mapping[str, Curve] = MappingProxyType(
 class GroundVibrationParams:
     units: str = "in/s"  # of the curves and of what findings show: "in/s" or "mm/s"
     curve: str = "usbm-ri8507-plaster"  # the curve judged; the others are named alternatives
-    curves: Mapping[str, Curve] = field(default_factory=lambda: DEFAULT_CURVES)
+    # Each corner point [Hz, PPV in units]: both more than 0 (seismic_limits.check_curve says the rest)
+    curves: Mapping[str, Curve] = field(default_factory=lambda: DEFAULT_CURVES, metadata=within(more_than=0))
     axes: tuple[str, ...] = ("T", "V", "L")
-    blast_before_s: float = 10.0  # a blast record this close before the event's first sample ...
-    blast_after_s: float = 60.0  # ... or after it is the blast the event recorded
+    # A blast record this close before the event's first sample ...
+    blast_before_s: float = field(default=10.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
+    # ... or after it is the blast the event recorded
+    blast_after_s: float = field(default=60.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
     # Before the blast (scaled distance, issue 27): a pending notice with its charge per delay
     # and distance is an operator early warning when the site law's upper 95 % prediction bound
     # reaches forecast_fraction of the judged curve at forecast_hz (the site's typical frequency).
-    forecast_hz: float = 15.0
-    forecast_fraction: float = 0.75
+    forecast_hz: float = field(default=15.0, metadata=within(minimum=0.5, maximum=200, unit=" Hz"))
+    forecast_fraction: float = field(default=0.75, metadata=within(more_than=0, maximum=1))
 
     def __post_init__(self) -> None:
-        if not 0.5 <= self.forecast_hz <= 200.0:
-            raise ValueError(f"forecast_hz: must be 0.5 to 200 Hz, got {self.forecast_hz:g}")
-        if not 0.0 < self.forecast_fraction <= 1.0:
-            fraction = self.forecast_fraction
-            raise ValueError(f"forecast_fraction: must be above 0 and at most 1, got {fraction:g}")
         if self.units not in UNITS:
             raise ValueError(f"units: must be one of {', '.join(UNITS)}, got {self.units!r}")
         if self.curve not in self.curves:

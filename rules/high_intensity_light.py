@@ -40,16 +40,17 @@ from rules.lighting import (
     vehicles_during,
 )
 from rules.model import Finding, FindingKind, LightSummary, Measurement, SensorKind, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import iso, local_hm
 
 
 @dataclass(frozen=True, slots=True)
 class HighIntensityLightParams:
-    max_lux: float = 25.0
+    max_lux: float = field(default=25.0, metadata=within(more_than=0, maximum=100000, unit=" lux"))
     # A sweeping beam: peak at least this many times the summary's mean lux; 0 never names one.
-    beam_peak_to_mean: float = 0.0
+    beam_peak_to_mean: float = field(default=0.0, metadata=within(minimum=0, maximum=1000))
     # A truck passage or a vehicle-present event without an end covers bright light this long either side.
-    vehicle_margin_s: float = 300.0
+    vehicle_margin_s: float = field(default=300.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
     # Operator event kind (GenericEvent) placing a vehicle at a gate or sensors; "" reads none.
     vehicle_event_kind: str = ""
     # The section limiting the lighting standards to fixed light sources, cited where a vehicle's
@@ -58,14 +59,6 @@ class HighIntensityLightParams:
     # Declared temporary lighting exempts on the year's allowed days only; the profile links this
     # to the temporary_lighting standard's counting (rules.lighting.TemporaryDays), not set here.
     temporary_days: TemporaryDays = field(default=TemporaryDays(), metadata=LINKED_TO_TEMPORARY_LIGHTING)
-
-    def __post_init__(self) -> None:
-        if self.max_lux <= 0:
-            raise ValueError("max_lux: must be positive")
-        if self.beam_peak_to_mean < 0:
-            raise ValueError("beam_peak_to_mean: must not be negative")
-        if self.vehicle_margin_s < 0:
-            raise ValueError("vehicle_margin_s: must not be negative")
 
 
 def beam_ratio(reading: LightSummary) -> float:

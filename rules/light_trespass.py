@@ -25,21 +25,19 @@ from rules.lighting import (
     temporary_considered,
 )
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import iso, local_hm, span_text
 
 
 @dataclass(frozen=True, slots=True)
 class LightTrespassParams:
-    limit_lux: float = 1.0
-    min_duration_s: float = 300.0
-    max_gap_s: float = 120.0  # missing summaries shorter than this do not break a run
+    limit_lux: float = field(default=1.0, metadata=within(minimum=0, maximum=100000, unit=" lux"))
+    min_duration_s: float = field(default=300.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
+    # Missing summaries shorter than this do not break a run
+    max_gap_s: float = field(default=120.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
     # Declared temporary lighting exempts on the year's allowed days only; the profile links this
     # to the temporary_lighting standard's counting (rules.lighting.TemporaryDays), not set here.
     temporary_days: TemporaryDays = field(default=TemporaryDays(), metadata=LINKED_TO_TEMPORARY_LIGHTING)
-
-    def __post_init__(self) -> None:
-        if self.limit_lux < 0 or self.min_duration_s < 0 or self.max_gap_s < 0:
-            raise ValueError("limit_lux: limits and durations must not be negative")
 
 
 def evaluate(

@@ -74,6 +74,7 @@ from rules.model import (
     SoundLevels,
     WorkKind,
 )
+from rules.numbers import within
 from rules.quantities import stored_value
 from rules.times import aligned_windows, floor_to, iso, local_hm, local_hms, overlaps
 
@@ -98,35 +99,35 @@ else:
 
 @dataclass(frozen=True, slots=True)
 class NoiseParams:
-    limit_db: float = 80.0
+    limit_db: float = field(default=80.0, metadata=within(minimum=0, maximum=200, unit=" dB"))
     # "LAeq": energy average over the window; "LASmax": loudest slow second (not to exceed);
     # "LAeq+LASmax": both.
     metric: str = "LAeq"
-    window_s: int = 60  # LAeq averaging window
-    window_step_s: int = 1  # windows start this often; interval_s gives clock minutes
-    interval_s: int = 60  # reporting interval: one finding per interval and meter at most
+    # LAeq averaging window
+    window_s: int = field(default=60, metadata=within(minimum=1, maximum=86400, unit=" s"))
+    # Windows start this often; interval_s gives clock minutes
+    window_step_s: int = field(default=1, metadata=within(minimum=1, maximum=86400, unit=" s"))
+    # Reporting interval: one finding per interval and meter at most
+    interval_s: int = field(default=60, metadata=within(minimum=1, maximum=86400, unit=" s"))
     method_adopted: bool = False  # the Town has adopted this metric in writing (6.D names none)
     placements: tuple[str, ...] = ("boundary", "conveyor")  # meters that stand on the boundary
     # Fewer non-exempt seconds than this: judged only when their energy alone exceeds the
     # limit over the whole window (a partial window).
-    min_judged_s: float = 15.0
-    blast_margin_before_s: float = 5.0
-    blast_margin_after_s: float = 30.0
-    truck_margin_before_s: float = 30.0
-    truck_margin_after_s: float = 30.0
+    min_judged_s: float = field(default=15.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
+    blast_margin_before_s: float = field(default=5.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
+    blast_margin_after_s: float = field(default=30.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
+    truck_margin_before_s: float = field(default=30.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
+    truck_margin_after_s: float = field(default=30.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
     exempt_work_kinds: tuple[str, ...] = ("site_preparation", "construction", "restoration", "repair")
-    wind_limit_ms: float = 5.0
+    wind_limit_ms: float = field(default=5.0, metadata=within(minimum=0, maximum=60, unit=" m/s"))
     rain_affects: bool = True
     weather_makes_unreliable: bool = True
-    warning_margin_db: float = 3.0  # early warning this far below the limit
+    # Early warning this far below the limit
+    warning_margin_db: float = field(default=3.0, metadata=within(minimum=0, maximum=50, unit=" dB"))
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
             raise ValueError(f"metric: expected one of {', '.join(METRICS)}, got {self.metric!r}")
-        if self.interval_s <= 0:
-            raise ValueError(f"interval_s: must be positive, got {self.interval_s}")
-        if self.window_s <= 0:
-            raise ValueError(f"window_s: must be positive, got {self.window_s}")
         if self.window_step_s <= 0 or self.interval_s % self.window_step_s:
             raise ValueError(
                 f"window_step_s: must be a positive divisor of interval_s ({self.interval_s}), "
@@ -140,17 +141,6 @@ class NoiseParams:
         for kind in self.exempt_work_kinds:
             if kind not in kinds:
                 raise ValueError(f"exempt_work_kinds: unknown work kind {kind!r}; known: {sorted(kinds)}")
-        for name in (
-            "min_judged_s",
-            "blast_margin_before_s",
-            "blast_margin_after_s",
-            "truck_margin_before_s",
-            "truck_margin_after_s",
-            "wind_limit_ms",
-            "warning_margin_db",
-        ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}: must not be negative")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,13 +12,23 @@ the key, so the same mistake reads the same in each:
     noise.limit_db: expected a finite number, got nan
     cure_remind_days: expected a whole number, got 2.5
     min_gap_s: must be at least 0 s, got -5
+
+A rule's numeric params say what they can mean beside their default, as field metadata
+(``within``); the profile loader checks a value given for one with ``number_problem``:
+
+    limit_db: float = field(default=80.0, metadata=within(minimum=0, maximum=200, unit=" dB"))
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
+
+RANGE = "range"  # the field metadata key ``within`` sets
 
 
 def number_problem(
@@ -59,3 +69,35 @@ def _shown(value: float) -> str:
         return f"{value:g}"
     except OverflowError:  # TOML integers have no bound in tomllib: 1 followed by 400 zeros
         return f"a {'negative ' if value < 0 else ''}number of {len(str(abs(int(value))))} digits"
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """The numbers a param can mean: ``number_problem``'s bounds, kept with the param."""
+
+    minimum: float | None = None
+    maximum: float | None = None
+    more_than: float | None = None
+    unit: str = ""
+
+    def problem(self, value: Any, *, whole: bool = False) -> str | None:
+        return number_problem(
+            value,
+            whole=whole,
+            minimum=self.minimum,
+            maximum=self.maximum,
+            more_than=self.more_than,
+            unit=self.unit,
+        )
+
+
+def within(
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    more_than: float | None = None,
+    unit: str = "",
+) -> Mapping[str, Range]:
+    """Field metadata giving a numeric param its range; for a list or a table of numbers, each
+    number's (``rules.profile`` checks a value given in a profile or an override against it)."""
+    return MappingProxyType({RANGE: Range(minimum, maximum, more_than, unit)})

@@ -27,7 +27,7 @@ earliest day the activity may begin, and that approval is still needed if it is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding
@@ -43,6 +43,7 @@ from rules.deadlines import (
     text_field,
 )
 from rules.model import Finding, FindingKind, GenericEvent, Measurement, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import iso, local_stamp
 
 
@@ -52,17 +53,16 @@ class PriorPlanParams:
     filed_kind: str = "plan-filed"
     approved_kind: str = "plan-approved"
     area_field: str = "area_sqft"
-    min_area_sqft: float = 5000.0  # "more than 5,000 square feet"
+    # "more than 5,000 square feet"
+    min_area_sqft: float = field(default=5000.0, metadata=within(minimum=0, maximum=1e9, unit=" sq ft"))
     plan_field: str = "plan_id"
-    min_days_filed: int = 30
+    min_days_filed: int = field(default=30, metadata=within(minimum=0, maximum=3650, unit=" days"))
     express_permit: bool = False  # the site's plans go through an approved express permit program
     express_flag: str = "express_permit"
 
     def __post_init__(self) -> None:
         if not self.start_kind or not self.filed_kind or not self.approved_kind:
             raise ValueError("start_kind: start_kind, filed_kind and approved_kind are required")
-        if self.min_days_filed < 0 or self.min_area_sqft < 0:
-            raise ValueError("min_days_filed: must not be negative")
 
 
 def _express(site: SiteContext, params: PriorPlanParams) -> str | None:

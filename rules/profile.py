@@ -59,7 +59,7 @@ from rules import RULES
 from rules.base import Standard
 from rules.deadlines import WEEKDAYS, WorkCalendar, extra_days_problem
 from rules.holidays import check_holidays
-from rules.numbers import number_problem
+from rules.numbers import RANGE, Range, number_problem
 
 __all__ = [
     "NoticeTerms",
@@ -681,12 +681,17 @@ def parse_params(params_type: type[Any], values: Mapping[str, tuple[str, Any]], 
 
     Types come from the dataclass annotations (float, int, bool, str, tuple[str, ...],
     tuple[float, ...], Mapping[str, ...] of those: a TOML table; ``X | None`` for one of them
-    whose default None means "not given"); the dataclass's
-    ``__post_init__`` checks ranges and raises ValueError("field: reason") for cross-field problems.
+    whose default None means "not given"). A number is checked against its field's range
+    (``rules.numbers.within`` in the metadata) here, every mistake its own line; the dataclass's
+    ``__post_init__`` raises ValueError("field: reason") for what no range says (a name, a
+    comparison of two fields), and only once each number is in its range.
     """
     hints = typing.get_type_hints(params_type)
     fields = {f.name for f in dataclasses.fields(params_type)}
     linked = {f.name: f.metadata["linked"] for f in dataclasses.fields(params_type) if "linked" in f.metadata}
+    ranges: dict[str, Range] = {
+        f.name: f.metadata[RANGE] for f in dataclasses.fields(params_type) if RANGE in f.metadata
+    }
     kwargs: dict[str, Any] = {}
     ok = True
     base_path = ""
@@ -701,7 +706,7 @@ def parse_params(params_type: type[Any], values: Mapping[str, tuple[str, Any]], 
             ok = False
             continue
         before = len(problems)
-        kwargs[name] = _expect(raw_value, hints[name], path, problems)
+        kwargs[name] = _expect(raw_value, hints[name], path, problems, ranges.get(name))
         ok = ok and len(problems) == before
     if not ok:
         return None
@@ -722,13 +727,14 @@ def _describe(value: Any) -> str:
     return repr(value)
 
 
-def _expect(value: Any, expected: Any, path: str, problems: list[str]) -> Any:
-    """Check a TOML/override value against a type annotation; record a problem and return None if wrong."""
+def _expect(value: Any, expected: Any, path: str, problems: list[str], bounds: Range | None = None) -> Any:
+    """Check a TOML/override value against a type annotation and, for numbers, the param's range
+    (each number of a list or table); record a problem and return None if wrong."""
     origin = typing.get_origin(expected)
     if origin in (types.UnionType, typing.Union) and type(None) in typing.get_args(expected):
         # ``X | None``: TOML has no null, so a value given is an X (None is the default's "absent")
         [expected] = [a for a in typing.get_args(expected) if a is not type(None)]
-        return _expect(value, expected, path, problems)
+        return _expect(value, expected, path, problems, bounds)
     if origin in (Mapping, dict, collections.abc.Mapping):
         value_type = typing.get_args(expected)[1]
         if not isinstance(value, Mapping):
@@ -736,7 +742,7 @@ def _expect(value: Any, expected: Any, path: str, problems: list[str]) -> Any:
             return None
         entries = {}
         for key, item in value.items():
-            checked = _expect(item, value_type, f"{path}.{key}", problems)
+            checked = _expect(item, value_type, f"{path}.{key}", problems, bounds)
             if checked is None:
                 return None
             entries[str(key)] = checked
@@ -748,7 +754,7 @@ def _expect(value: Any, expected: Any, path: str, problems: list[str]) -> Any:
             return None
         items = []
         for index, item in enumerate(value):
-            checked = _expect(item, item_type, f"{path}[{index}]", problems)
+            checked = _expect(item, item_type, f"{path}[{index}]", problems, bounds)
             if checked is None:
                 return None
             items.append(checked)
@@ -761,7 +767,9 @@ def _expect(value: Any, expected: Any, path: str, problems: list[str]) -> Any:
     if expected is int or expected is float:
         # TOML's nan passes every comparison (a limit never met), true is an int to Python, and
         # an integer may be past a float's range: one check for every TOML reader (rules.numbers).
-        if (problem := number_problem(value, whole=expected is int)) is not None:
+        whole = expected is int
+        problem = number_problem(value, whole=whole) if bounds is None else bounds.problem(value, whole=whole)
+        if problem is not None:
             problems.append(f"{path}: {problem}")
             return None
         return expected(value)

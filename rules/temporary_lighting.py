@@ -30,32 +30,31 @@ many days of the year are used (declared future days included).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site
 from rules.citation import citation_text
 from rules.lighting import TemporaryDays, lighting_days, local_day_bounds
 from rules.model import Finding, FindingKind, Measurement, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import duration_text, iso
 
 
 @dataclass(frozen=True, slots=True)
 class TemporaryLightingParams:
-    max_days_per_year: int = 30
-    warn_days_left: int = 3
+    max_days_per_year: int = field(default=30, metadata=within(minimum=0, maximum=366, unit=" days"))
+    warn_days_left: int = field(default=3, metadata=within(minimum=0, maximum=366, unit=" days"))
     # An overnight use is one day (of the date it began), not the two calendar dates it touches.
     overnight_counts_as_one_day: bool = True
     # Declared periods (of any fixtures) that overlap or follow within this are one use, dated by its
     # first start: a light switched off for a minute at midnight has not begun a second day.
-    same_use_gap_s: float = 3600.0
+    same_use_gap_s: float = field(default=3600.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
     # The ordinance's words for the allowance, which the other lighting rules' texts quote after
     # this standard's section (Dovre: "not longer than 30 total days within each year"); "" quotes none.
     quoted: str = ""
 
     def __post_init__(self) -> None:
-        if self.warn_days_left < 0:
-            raise ValueError("warn_days_left: day counts must not be negative")
         _ = self.counting  # TemporaryDays checks the counting's own fields
 
     @property

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rules.base import RuleSpec, Standard, make_finding, only_site, sensor_label
@@ -58,6 +58,7 @@ from rules.model import (
     SiteData,
     TurbidityReading,
 )
+from rules.numbers import within
 from rules.times import aligned_windows, iso, local_hm, span_text
 
 FINDING_WINDOW_S = 60
@@ -66,11 +67,13 @@ _PLACEMENTS = {p.value for p in Placement}
 
 @dataclass(frozen=True, slots=True)
 class TurbidityParams:
-    max_above_reference_ntu: float = 25.0
-    max_ntu: float = 50.0
-    min_duration_s: float = 600.0
-    max_gap_s: float = 300.0
-    reference_window_s: float = 600.0
+    max_above_reference_ntu: float = field(
+        default=25.0, metadata=within(minimum=0, maximum=10000, unit=" NTU")
+    )
+    max_ntu: float = field(default=50.0, metadata=within(minimum=0, maximum=10000, unit=" NTU"))
+    min_duration_s: float = field(default=600.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
+    max_gap_s: float = field(default=300.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
+    reference_window_s: float = field(default=600.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
     line_placement: str = "buffer_line"
     reference_placement: str = "reference"
     exempt_flag: str = "activity_over_water"
@@ -82,19 +85,9 @@ class TurbidityParams:
     # The site fact giving the site's area in square feet, and the area the standard applies
     # beyond ("" : everywhere).
     area_flag: str = ""
-    area_over_sqft: float = 0.0
+    area_over_sqft: float = field(default=0.0, metadata=within(minimum=0, maximum=1e9, unit=" sq ft"))
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_above_reference_ntu",
-            "max_ntu",
-            "min_duration_s",
-            "max_gap_s",
-            "reference_window_s",
-            "area_over_sqft",
-        ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}: must not be negative")
         for name in ("line_placement", "reference_placement"):
             if getattr(self, name) not in _PLACEMENTS:
                 raise ValueError(f"{name}: expected one of {', '.join(sorted(_PLACEMENTS))}")

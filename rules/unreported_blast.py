@@ -25,13 +25,14 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from operator import attrgetter
 
 from rules.base import RuleSpec, Standard, leq, make_finding, only_site, sensor_label, sensors_of
 from rules.citation import citation_text
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData, SoundLevels
+from rules.numbers import within
 from rules.times import iso, local_hms
 
 _TS = attrgetter("ts")
@@ -39,20 +40,20 @@ _TS = attrgetter("ts")
 
 @dataclass(frozen=True, slots=True)
 class UnreportedBlastParams:
-    peak_threshold_db: float = 120.0
-    min_crest_db: float = 25.0
-    background_window_s: float = 30.0
-    settle_s: float = 3.0
-    neighbor_tolerance_db: float = 6.0
-    isolation_db: float = 10.0
-    min_background_s: int = 10  # seconds of context needed before an impulse is judged
-    report_window_s: float = 600.0  # operators' logs are not to the second
+    peak_threshold_db: float = field(default=120.0, metadata=within(minimum=60, maximum=200, unit=" dB"))
+    min_crest_db: float = field(default=25.0, metadata=within(minimum=0, maximum=100, unit=" dB"))
+    background_window_s: float = field(default=30.0, metadata=within(more_than=0, maximum=3600, unit=" s"))
+    settle_s: float = field(default=3.0, metadata=within(minimum=0, maximum=3600, unit=" s"))
+    neighbor_tolerance_db: float = field(default=6.0, metadata=within(minimum=0, maximum=100, unit=" dB"))
+    isolation_db: float = field(default=10.0, metadata=within(minimum=0, maximum=100, unit=" dB"))
+    # Seconds of context needed before an impulse is judged
+    min_background_s: int = field(default=10, metadata=within(minimum=0, maximum=3600, unit=" s"))
+    # Operators' logs are not to the second
+    report_window_s: float = field(default=600.0, metadata=within(minimum=0, maximum=86400, unit=" s"))
 
     def __post_init__(self) -> None:
         if self.settle_s >= self.background_window_s:
             raise ValueError("settle_s: must be shorter than background_window_s")
-        if self.report_window_s < 0:
-            raise ValueError("report_window_s: must not be negative")
 
 
 def _peak(record: SoundLevels) -> float | None:

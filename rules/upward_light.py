@@ -34,27 +34,21 @@ from rules.lighting import (
     temporary_considered,
 )
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData
+from rules.numbers import within
 from rules.times import iso, local_hm
 
 
 @dataclass(frozen=True, slots=True)
 class UpwardLightParams:
-    factor: float = 3.0
-    min_excess_lux: float = 0.05
-    baseline_window_h: float = 72.0
-    min_baseline_readings: int = 30
-    sun_depression_deg: float = 12.0
+    factor: float = field(default=3.0, metadata=within(more_than=1, maximum=1000))
+    min_excess_lux: float = field(default=0.05, metadata=within(minimum=0, maximum=100000, unit=" lux"))
+    baseline_window_h: float = field(default=72.0, metadata=within(more_than=0, maximum=720, unit=" h"))
+    min_baseline_readings: int = field(default=30, metadata=within(minimum=1, maximum=100000))
+    # The sun this far below the horizon: 6 (civil night) to 18 degrees (astronomical night)
+    sun_depression_deg: float = field(default=12.0, metadata=within(minimum=6, maximum=18, unit=" degrees"))
     # Declared temporary lighting exempts on the year's allowed days only; the profile links this
     # to the temporary_lighting standard's counting (rules.lighting.TemporaryDays), not set here.
     temporary_days: TemporaryDays = field(default=TemporaryDays(), metadata=LINKED_TO_TEMPORARY_LIGHTING)
-
-    def __post_init__(self) -> None:
-        if self.factor <= 1:
-            raise ValueError("factor: must be above 1")
-        if not 6.0 <= self.sun_depression_deg <= 18.0:
-            raise ValueError("sun_depression_deg: must be between 6 (civil) and 18 (astronomical)")
-        if self.baseline_window_h <= 0 or self.min_baseline_readings < 1:
-            raise ValueError("baseline_window_h: baseline window and count must be positive")
 
 
 def evaluate(

@@ -120,7 +120,8 @@ def test_profile_event_kind_errors(changes: dict[str, Any], problem: str) -> Non
 OVERRIDE_ERRORS_CASES = [
     case({"ground_cover.weekend": ["saturday", "sabbath"]}, "'sabbath' is not a weekday", id="weekday"),
     case({"ground_cover.holidays": ["July 4"]}, "expected dates like '2026-07-03'", id="holiday-date"),
-    case({"slopes.calendar_days": -1}, "must not be negative", id="negative-days"),
+    case({"slopes.calendar_days": -1}, "slopes.calendar_days: must be at least 0 days, got -1",
+         id="negative-days"),
     case({"slopes.close_kind": "slope-seeded"}, "'slope-seeded', which is not listed", id="agreement-kind"),
     case({"buffer_zone.line_placement": "fence"}, "expected one of", id="placement"),
 ]
