@@ -53,18 +53,26 @@ def number_problem(
     if whole and not isinstance(value, int):
         return f"expected a whole number, got {value!r}"
     if more_than is not None and value <= more_than:
-        return f"must be more than {more_than:g}{unit}, got {_shown(value)}"
+        return f"must be more than {_bound(more_than)}{unit}, got {_shown(value)}"
     if minimum is not None and value < minimum:
-        return f"must be at least {minimum:g}{unit}, got {_shown(value)}"
+        return f"must be at least {_bound(minimum)}{unit}, got {_shown(value)}"
     if maximum is not None and value > maximum:
-        return f"must be at most {maximum:.15g}{unit}, got {_shown(value)}"
+        return f"must be at most {_bound(maximum)}{unit}, got {_shown(value)}"
     if not whole and abs(value) > sys.float_info.max:  # an integer no float holds: 1 and 400 zeros
         return f"must be at most {sys.float_info.max:g}, got {_shown(value)}"
     return None
 
 
+def _bound(bound: float) -> str:
+    """A bound as written: 0.001, 86400, 9223372036854775807 (an integer in full)."""
+    return str(bound) if isinstance(bound, int) else f"{bound:.15g}"
+
+
 def _shown(value: float) -> str:
-    """``value`` as a message shows it: 1e+300; an integer past a float's range by its digits."""
+    """``value`` as a message shows it: 1e+300 for a float; an integer of up to 21 digits in full
+    (1234567, not 1.23457e+06), a longer one as 1e+25, or by its digits past a float's range."""
+    if isinstance(value, int) and abs(value) < 10**21:
+        return str(value)
     try:
         return f"{value:g}"
     except OverflowError:  # TOML integers have no bound in tomllib: 1 followed by 400 zeros

@@ -139,6 +139,11 @@ def test_an_integer_past_a_floats_range_is_a_problem_not_a_traceback() -> None:
         (1e300, {"maximum": 86400, "unit": " s"}, "must be at most 86400 s, got 1e+300"),
         (10**400, {}, "must be at most 1.79769e+308, got a number of 401 digits"),
         (10**400, {"whole": True}, None),  # a whole number as Python holds it (a seed)
+        # a whole number and a bound said in full, not rounded to six digits (1.23457e+06)
+        (1234567, {"whole": True, "maximum": 365, "unit": " days"}, "must be at most 365 days, got 1234567"),
+        (-1234567, {"whole": True, "minimum": 0}, "must be at least 0, got -1234567"),
+        (10**20, {"maximum": 2**63 - 1}, "must be at most 9223372036854775807, got 100000000000000000000"),
+        (10**25, {"maximum": 5}, "must be at most 5, got 1e+25"),
         (-0.0, {"minimum": 0}, None),
         (80, {"minimum": 0, "maximum": 200}, None),
     ],
