@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE", help="configuration TOML file")
     parser.add_argument(
         "--seconds",
-        type=number(0, MAX_SECONDS, above=True, name="seconds"),
+        type=number(0, MAX_SECONDS, above=True, unit=" s"),
         default=DEFAULT_SECONDS,
         help=f"how long to listen (default {DEFAULT_SECONDS:g})",
     )

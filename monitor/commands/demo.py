@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from monitor.commands.numbers import speed_factor, speed_text
+from monitor.commands.numbers import speed_factor, speed_text, whole
 from monitor.times import parse_day
 
 
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="simulation speed factor, or 'max' (default)",
     )
-    parser.add_argument("--seed", type=int, help="random seed (default: the scenario's)")
+    parser.add_argument("--seed", type=whole(), help="random seed (default: the scenario's)")
     parser.add_argument(
         "--serve",
         action="store_true",

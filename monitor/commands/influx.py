@@ -15,6 +15,7 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
+from monitor.commands.numbers import SQLITE_INTEGER_MAX, whole
 from monitor.config import load_config
 from monitor.errors import UsageError
 from monitor.shown_text import one_line
@@ -34,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     requeue = actions.add_parser("requeue", parents=[common], help=ACTIONS["requeue"])
     requeue.add_argument(
         "--id",
-        type=int,
+        type=whole(1, SQLITE_INTEGER_MAX),  # an id past it ended in an OverflowError from sqlite3
         action="append",
         dest="ids",
         metavar="N",

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recording", metavar="RECORDING.wav", help="WAV file (first channel is used)")
     parser.add_argument(
         "--calibration",
-        type=number(*FULL_SCALE_DB_RANGE, name="DB"),  # a sensor's own bound (calibration.full_scale_db)
+        type=number(*FULL_SCALE_DB_RANGE, unit=" dB"),  # a sensor's own bound (calibration.full_scale_db)
         required=True,
         metavar="DB",
         help="level in dB of a full-scale sine (peak amplitude 1.0), from 60 to 200",
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--period",
         # The meter's shortest period, and a day (a sensor's expected_period_s at most).
-        type=number(0.1, 86400, name="S"),
+        type=number(0.1, 86400, unit=" s"),
         default=1.0,
         metavar="S",
         help="measurement period in seconds, 0.1 to 86400 (default 1)",

@@ -1,47 +1,54 @@
 """Numeric command-line options with their bounds, as argparse types.
 
 A value that is not a finite number, or lies outside what the option can mean, is refused by
-argparse in one line naming the option (``argument --duration: -5 is outside 0 < S <= 315360000``),
-before anything starts.
+argparse in one line naming the option, in the words every TOML reader uses for the same
+mistake (rules.numbers): ``argument --duration: must be more than 0 s, got -5``,
+``argument --window: expected a whole number, got '2.5'``.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 from collections.abc import Callable
 
+from rules.numbers import number_problem
 
-def number(low: float, high: float, *, above: bool = False, name: str = "x") -> Callable[[str], float]:
-    """A finite float from ``low`` (excluded when ``above``) to ``high``; ``name`` is what the
-    range calls it (the option's metavar)."""
-    span = f"{_text(low)} {'<' if above else '<='} {name} <= {_text(high)}"
+
+def number(low: float, high: float, *, above: bool = False, unit: str = "") -> Callable[[str], float]:
+    """A finite float from ``low`` (excluded when ``above``) to ``high``; ``unit`` (" s", " dB")
+    follows a bound's number in the reason."""
 
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value: float | str = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not math.isfinite(value) or value < low or value > high or (above and value == low):
-            raise argparse.ArgumentTypeError(f"{text} is outside {span}")
-        return value
+            value = text  # said as typed: expected a number, got 'soon'
+        lowest, more_than = (None, low) if above else (low, None)
+        problem = number_problem(value, minimum=lowest, more_than=more_than, maximum=high, unit=unit)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return float(value)
 
     return parse
 
 
-def whole(low: int, high: int, *, name: str = "N") -> Callable[[str], int]:
-    """A whole number from ``low`` to ``high``."""
+def whole(low: int | None = None, high: int | None = None, *, unit: str = "") -> Callable[[str], int]:
+    """A whole number from ``low`` to ``high`` (None: no bound), in digits: '2.5' and '1e3' are
+    refused as typed, not cut or read as a float."""
 
     def parse(text: str) -> int:
         try:
-            value = int(text)
+            value: int | str = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} is outside {low} <= {name} <= {high}")
-        return value
+            value = text
+        if (problem := number_problem(value, whole=True, minimum=low, maximum=high, unit=unit)) is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return int(value)
 
     return parse
+
+
+SQLITE_INTEGER_MAX = 2**63 - 1  # the largest id a store's row has (sqlite3 refuses larger)
 
 
 # A replay or simulation speed: times faster than real time. Below, a day would take years;
@@ -67,9 +74,4 @@ def speed_text(value: float) -> str:
     return "max" if value == 0 else repr(value)
 
 
-def _text(value: float) -> str:
-    """315360000, not 3.1536e+08; 0.5 as 0.5."""
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:g}"
-
-
-_factor = number(*SPEED_RANGE, name="X")
+_factor = number(*SPEED_RANGE)

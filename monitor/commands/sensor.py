@@ -58,28 +58,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     sound.add_argument(
         "--pre-trigger-s",
-        type=whole(0, 300, name="S"),
+        type=whole(0, 300, unit=" s"),
         default=5,
         metavar="S",
         help="audio kept before an event",
     )
     sound.add_argument(
         "--post-trigger-s",
-        type=whole(0, 3600, name="S"),
+        type=whole(0, 3600, unit=" s"),
         default=10,
         metavar="S",
         help="audio sent after an event",
     )
     sound.add_argument(
         "--trigger-lafmax",
-        type=number(0, DB_RANGE[1], name="DB"),  # up to what the wire takes
+        type=number(0, DB_RANGE[1], unit=" dB"),  # up to what the wire takes
         default=85.0,
         metavar="DB",
         help="an event: a second's LAFmax at or above this (default 85)",
     )
     sound.add_argument(
         "--trigger-lcpeak",
-        type=number(0, DB_RANGE[1], name="DB"),  # up to what the wire takes
+        type=number(0, DB_RANGE[1], unit=" dB"),  # up to what the wire takes
         default=120.0,
         metavar="DB",
         help="... or its LCpeak at or above this (default 120)",
@@ -89,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     sound.add_argument(
         "--calibrator-db",
-        type=number(40, 160, name="DB"),
+        type=number(40, 160, unit=" dB"),
         default=94.0,
         metavar="DB",
         help="the calibrator's level (default 94)",
@@ -107,14 +107,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     light.add_argument(
         "--rate",
-        type=number(0, 1000, above=True, name="HZ"),
+        type=number(0, 1000, above=True, unit=" Hz"),
         default=10.0,
         metavar="HZ",
         help="samples per second (bursts for flashing detection need >= 10)",
     )
     light.add_argument(
         "--period",
-        type=number(0, 86400, above=True, name="S"),
+        type=number(0, 86400, above=True, unit=" s"),
         metavar="S",
         help="seconds per summary (default: the sensor's expected_period_s)",
     )
@@ -132,14 +132,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     seismograph.add_argument(
         "--poll",
-        type=number(0, 3600, above=True, name="S"),
+        type=number(0, 3600, above=True, unit=" s"),
         default=2.0,
         metavar="S",
         help="hot-folder scan period",
     )
     seismograph.add_argument(
         "--settle",
-        type=number(0, 3600, name="S"),
+        type=number(0, 3600, unit=" s"),
         default=5.0,
         metavar="S",
         help="read an export once its size and time stay the same this long (docs/DEPLOY.md)",
@@ -166,14 +166,14 @@ def _common(parser: argparse.ArgumentParser, sources: str) -> None:
     )
     parser.add_argument(
         "--queue-max-mb",
-        type=number(0, 10**6, name="MB"),
+        type=number(0, 10**6, unit=" MB"),
         default=512.0,
         metavar="MB",
         help="drop the oldest beyond this many queued megabytes (0: no bound)",
     )
     parser.add_argument(
         "--status-interval",
-        type=number(1, 86400, name="S"),
+        type=number(1, 86400, unit=" s"),
         default=60.0,
         metavar="S",
         help="heartbeat period",
@@ -192,14 +192,14 @@ def _common(parser: argparse.ArgumentParser, sources: str) -> None:
     )
     parser.add_argument(
         "--duration",
-        type=number(0, 10 * 365 * 86400, above=True, name="S"),
+        type=number(0, 10 * 365 * 86400, above=True, unit=" s"),
         metavar="S",
         help="stop after this many seconds of input",
     )
     parser.add_argument("--client-id", metavar="ID", help="MQTT client id (default sensor-{site}-{sensor})")
     parser.add_argument(
         "--drain-timeout",
-        type=number(0, 3600, name="S"),
+        type=number(0, 3600, unit=" s"),
         default=10.0,
         metavar="S",
         help="on exit, try this long to send what is queued (the rest stays on disk)",

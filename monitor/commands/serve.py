@@ -13,19 +13,14 @@ import ssl
 import sys
 from typing import Any
 
+from monitor.commands.numbers import whole
 from monitor.errors import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", required=True, help="configuration TOML file with a [portal] section")
     parser.add_argument("--bind", help="address to listen on (default: portal.bind, 127.0.0.1)")
-    parser.add_argument("--port", type=_port, help="port (default: portal.port, 8080)")
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (1 to 65535)")
-    return int(text)
+    parser.add_argument("--port", type=whole(1, 65535), help="port (default: portal.port, 8080)")
 
 
 def _check_listen(bind: str, port: int) -> None:

@@ -58,7 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="simulated seconds per wall-clock second (default 600: a day in 144 s); 'max' = no pause",
     )
-    parser.add_argument("--seed", type=int, metavar="N", help="random seed (default: the scenario's)")
+    parser.add_argument("--seed", type=whole(), metavar="N", help="random seed (default: the scenario's)")
     parser.add_argument("--site", metavar="S", help="site id (default: the only site, or the first)")
     parser.add_argument(
         "--client-id", metavar="ID", help="MQTT client id (default minewatch-simulator-{site})"

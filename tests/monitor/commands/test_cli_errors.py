@@ -532,7 +532,7 @@ def test_serve_on_a_port_in_use_or_out_of_range_is_one_line(site: dict[str, str]
         )
         assert f"cannot listen on 127.0.0.1:{port}" in line and "--port" in line
     line = _assert_one_line(_run(["serve", "--config", site["config"], "--port", "99999"], Path(site["cwd"])))
-    assert "not a TCP port" in line
+    assert "argument --port: must be at most 65535, got 99999" in line
 
 
 @pytest.mark.parametrize(

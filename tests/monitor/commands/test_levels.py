@@ -147,9 +147,17 @@ def test_cli_bad_file_exits_2_with_one_line_error(tmp_path: Path, capsys: pytest
     assert code == 2 and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("calibration", ["1e308", "-94", "59.9", "200.1"])
+@pytest.mark.parametrize(
+    ("calibration", "reason"),
+    [
+        ("1e308", "must be at most 200 dB, got 1e+308"),
+        ("-94", "must be at least 60 dB, got -94"),
+        ("59.9", "must be at least 60 dB, got 59.9"),
+        ("200.1", "must be at most 200 dB, got 200.1"),
+    ],
+)
 def test_cli_calibration_outside_what_a_sensor_may_have_is_refused(
-    calibration: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    calibration: str, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The configuration's own bound on a sensor's full_scale_db (config.FULL_SCALE_DB_RANGE):
     --calibration 1e308 once printed levels of 1e+308 dB."""
@@ -163,8 +171,7 @@ def test_cli_calibration_outside_what_a_sensor_may_have_is_refused(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.strip().splitlines() == [
-        f"minewatch levels: argument --calibration: {calibration} is outside 60 <= DB <= 200"
-        " (see minewatch levels --help)"
+        f"minewatch levels: argument --calibration: {reason} (see minewatch levels --help)"
     ]
 
 
@@ -203,9 +210,19 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert "Traceback" not in err and "BrokenPipe" not in err, err
 
 
-@pytest.mark.parametrize("period", ["0", "0.05", "-1", "nan", "inf", "1e9"])
+@pytest.mark.parametrize(
+    ("period", "reason"),
+    [
+        ("0", "must be at least 0.1 s, got 0"),
+        ("0.05", "must be at least 0.1 s, got 0.05"),
+        ("-1", "must be at least 0.1 s, got -1"),
+        ("nan", "expected a finite number, got nan"),
+        ("inf", "expected a finite number, got inf"),
+        ("1e9", "must be at most 86400 s, got 1e+09"),
+    ],
+)
 def test_cli_period_outside_what_a_meter_takes_is_refused_before_the_file_is_read(
-    period: str, capsys: pytest.CaptureFixture[str]
+    period: str, reason: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--period had a check of its own (finite) and the meter's (0.1 s at least), the second
     only once the recording was read; a period of 1e9 s was taken. One bound, by the parser."""
@@ -215,8 +232,7 @@ def test_cli_period_outside_what_a_meter_takes_is_refused_before_the_file_is_rea
         build_parser().parse_args(["levels", "missing.wav", "--calibration", "94", "--period", period])
     assert exited.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"minewatch levels: argument --period: {period} is outside 0.1 <= S <= 86400"
-        " (see minewatch levels --help)"
+        f"minewatch levels: argument --period: {reason} (see minewatch levels --help)"
     ]
 
 

@@ -110,7 +110,7 @@ def test_demo_checks_speed_before_starting_anything(site: dict[str, str], tmp_pa
     simulate = _run(["simulate", "--config", site["config"], "--speed", "abc"], tmp_path)
     said = _said(_assert_one_line(simulate))  # the same words, but for the command's own --help
     assert _said(line) == said.replace("minewatch simulate --help", "minewatch demo --help")
-    assert "argument --speed: 'abc' is not a number: give a factor (1 = real time), or 'max'" in line
+    assert "argument --speed: expected a number, got 'abc': give a factor (1 = real time), or 'max'" in line
     assert not out.exists()
 
 
