@@ -27,6 +27,7 @@ import pytest
 from rules import RULES
 from rules.numbers import RANGE, Range
 from rules.profile import ProfileError, build_profile, load_profile
+from tests.support.paths import DATA, REPO
 
 SHIPPED = ("dovre", "land-disturbing")
 
@@ -180,6 +181,9 @@ def test_a_comparison_of_two_params_names_the_one_said_wrong() -> None:
     assert problems == [f"{path}: must be more than min_hz (0.1 Hz), got 0.05"]
 
 
-@pytest.mark.parametrize("profile", [*SHIPPED, "tests/data/profiles/fernhill.toml"])
+@pytest.mark.parametrize(
+    "profile",
+    [*SHIPPED, str(DATA / "profiles" / "fernhill.toml"), str(REPO / "tests/rules/profiles/otherton.toml")],
+)
 def test_shipped_and_test_profiles_load(profile: str) -> None:
     assert load_profile(profile).standards
