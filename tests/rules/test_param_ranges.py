@@ -118,6 +118,7 @@ def test_a_wrong_number_is_one_line_naming_the_param(rule: str, name: str, kind:
     mistakes: list[tuple[Any, str]] = [
         (float("nan"), "expected a finite number, got nan"),
         (float("-inf"), "expected a finite number, got -inf"),
+        (float("inf"), "expected a finite number, got inf"),
         (True, f"expected {number}, got True"),
         ("80", f"expected {number}, got '80'"),
         (-1, f"must be {lower_words} {lowest:g}{bounds.unit}, got -1"),
