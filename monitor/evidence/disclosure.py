@@ -51,7 +51,8 @@ class Disclosure:
     time_scope: TimeScope | None = None
 
     def manifest(self) -> dict[str, Any]:
-        shown: dict[str, Any] = {"kinds": sorted(self.kinds), "alert_audiences": sorted(self.audiences)}
+        kinds = self.kinds if self.time_scope is None else self.kinds - NOT_FOR_SCOPED
+        shown: dict[str, Any] = {"kinds": sorted(kinds), "alert_audiences": sorted(self.audiences)}
         if self.time_scope is not None:
             shown["time_scope"] = self.time_scope.manifest()
         return shown
@@ -79,7 +80,14 @@ SCOPED_RECORDS: dict[str, tuple[str, ...]] = {
     # a change of it (the Town's triage) naming a later time.
     "complaint": ("received_us", "start_us", "end_us"),
     "complaint_change": ("at_us",),
+    # A compliance report tells its period's figures and, by when it was made, the chain's head
+    # then: shown when its period and its making lie in the scope.
+    "report": ("period_start_us", "period_end_us", "made_us"),
 }
+# Kinds a time-scoped reader never sees: a portal action names an account and the address it
+# acted from (the Town's record of who did what), and its digest covers the whole record, so no
+# part of one can be shown and still verify. An inspector's own actions are no exception.
+NOT_FOR_SCOPED: frozenset[str] = frozenset({"portal_action"})
 _TEXTS = ("data", "message", "note", "finding_ids")
 # Times a record sets rather than reports, by kind: top-level members of its JSON text. A cure
 # deadline is counted when a notice is issued or extended, from the profile's rule (13.3.A), so
@@ -182,10 +190,16 @@ class TimeScope:
             "rule": "events, findings, notices' episodes, notices, their changes, alerts, complaints and"
             " their changes only when every time they report lies in the scope, their texts' site times"
             " included (a cure deadline a notice sets is not a time it reports; a time-like word that"
-            " cannot be placed keeps the record out), a notice's episode only with its notice; the"
-            " others are in chain.csv as their digests alone; anchors.json lists the chain heads"
-            " published within the scope and the first after it",
+            " cannot be placed keeps the record out), a notice's episode only with its notice;"
+            " compliance reports only when their period and the time they were made lie in the scope;"
+            " portal actions never (each names an account and its address); the others are in"
+            " chain.csv as their digests alone; anchors.json lists the chain heads published within"
+            " the scope and the first after it",
         }
+
+    def judges(self, kind: str) -> bool:
+        """Whether records of ``kind`` are held to the scope (``shows``); others are all shown."""
+        return kind in SCOPED_RECORDS or kind in NOT_FOR_SCOPED
 
     def shows(
         self,
@@ -195,10 +209,13 @@ class TimeScope:
         row: Mapping[str, Any] | sqlite3.Row,
         zone: tzinfo,
     ) -> bool:
-        """Whether a stored row of ``kind`` (a key of SCOPED_RECORDS; others: True) is shown.
+        """Whether a stored row of ``kind`` (a key of SCOPED_RECORDS; NOT_FOR_SCOPED: False;
+        others: True) is shown.
 
         ``zone``: the site's time zone, in which its texts name times for people (site time).
         """
+        if kind in NOT_FOR_SCOPED:
+            return False
         columns = SCOPED_RECORDS.get(kind)
         if columns is None:
             return True

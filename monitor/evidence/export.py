@@ -36,7 +36,7 @@ except ImportError:  # a platform without its wheel: zlib deflates
 from monitor.config import Config, SiteConfig, parse_config
 from monitor.csv_cells import FORMULA_START, MARK, inert_exact
 from monitor.errors import ConfigError, OutputError, StoreError
-from monitor.evidence.disclosure import SCOPED_RECORDS, TOWN_VIEW, Disclosure
+from monitor.evidence.disclosure import TOWN_VIEW, Disclosure
 from monitor.evidence.format import (
     _FLUSH_BYTES,
     ANCHORS_FILE,
@@ -531,7 +531,7 @@ class _Exporter:
         """The seqs of the rows of ``kind`` the window shows that the reader's time scope does not
         (``TimeScope.shows``: a finding, or what tells one, reporting a time outside the scope)."""
         time_scope = self.disclosure.time_scope
-        if time_scope is None or kind not in SCOPED_RECORDS:
+        if time_scope is None or not time_scope.judges(kind):
             return set()
         cursor = segment.record_rows(self.conn, kind, self.scope, self.disclosure, first, last)
         names = [d[0] for d in cursor.description]

@@ -1,0 +1,118 @@
+"""What a bundle for an inspector with a time scope carries of portal actions and compliance reports.
+
+An inspector's bundle shows records by allow-list (``TimeScope.shows``): portal actions are never
+its (each names an account and the address it acted from, the Town's view of who did what; a
+digest covers the whole record, so none can be shown in part), and a compliance report only when
+its period and the time it was made lie in the scope. The rest are in chain.csv as their digests,
+and the bundle verifies. Real store, real export through the portal, real verify.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from monitor.evidence import verify_bundle
+from monitor.journal import queries
+from monitor.journal.store import Store
+from monitor.portal.data import Portal, Scope, User
+from monitor.reports.sending import record_report
+from tests.support.notices import TZ, make_config, minutes, store_findings
+
+NOT_BEFORE = datetime(2026, 12, 3, 20, tzinfo=UTC)  # 14:00 to 15:00 site time
+NOT_AFTER = datetime(2026, 12, 3, 21, tzinfo=UTC)
+WINDOW = datetime(2026, 12, 3, 14, tzinfo=TZ), datetime(2026, 12, 3, 15, tzinfo=TZ)
+
+
+def _setup(tmp_path: Path) -> tuple[Portal, Scope, Scope, dict[str, str]]:
+    config = make_config(tmp_path / "r.db")
+    store = Store(config.storage.path)
+    store_findings(store, minutes(NOT_BEFORE + timedelta(minutes=10), 1), NOT_BEFORE + timedelta(minutes=12))
+    ids: dict[str, str] = {}
+    with store.batch():
+        store.append_portal_action(
+            "quarry",
+            "bob-the-clerk",
+            "town",
+            "login",
+            "",
+            "198.51.100.77",
+            {},
+            NOT_BEFORE + timedelta(minutes=20),
+        )
+        head = queries.chain_head(store.conn, "quarry")
+        ids["inside"] = record_report(  # an hour's report made within the scope
+            store,
+            "quarry",
+            NOT_BEFORE,
+            NOT_BEFORE + timedelta(minutes=30),
+            NOT_BEFORE + timedelta(minutes=40),
+            head,
+            b"pdf-inside",
+            b"csv-inside",
+            "/r/inside.pdf",
+            ["inside@dovre.example"],
+        )
+        ids["made_after"] = record_report(  # the scope's hour, reported five minutes after it
+            store,
+            "quarry",
+            NOT_BEFORE,
+            NOT_AFTER,
+            NOT_AFTER + timedelta(minutes=5),
+            head,
+            b"pdf-after",
+            b"csv-after",
+            "/r/after.pdf",
+            ["after@dovre.example"],
+        )
+        ids["longer"] = record_report(  # a day's report, its period reaching past the scope
+            store,
+            "quarry",
+            NOT_BEFORE - timedelta(hours=14),
+            NOT_AFTER + timedelta(hours=9),
+            NOT_BEFORE + timedelta(minutes=50),
+            head,
+            b"pdf-day",
+            b"csv-day",
+            "/r/day.pdf",
+            ["day@dovre.example"],
+        )
+    seq, chain_head = queries.chain_head(store.conn, "quarry")
+    with store.batch():  # the head that closes a bundle of the scope's end
+        store.record_anchor("quarry", seq, chain_head, NOT_AFTER + timedelta(minutes=15))
+    store.close()
+    portal = Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC))
+    scoped = Scope(User("ida", "inspector", (), NOT_BEFORE, NOT_AFTER), config)
+    town = Scope(User("bob", "town", ()), config)
+    return portal, scoped, town, ids
+
+
+def _records(path: Path, name: str) -> list[dict[str, object]]:
+    with zipfile.ZipFile(path) as zf:
+        return [r["row"] for r in json.loads(zf.read(name))]
+
+
+def test_a_scoped_bundle_carries_no_portal_action_and_only_reports_within_the_scope(tmp_path: Path) -> None:
+    portal, scoped, town, ids = _setup(tmp_path)
+    out = tmp_path / "scoped.zip"
+    portal.export(scoped, "quarry", *WINDOW, out)
+    assert _records(out, "records/portal_actions.json") == []
+    assert [r["id"] for r in _records(out, "records/reports.json")] == [ids["inside"]]
+    with zipfile.ZipFile(out) as zf:
+        everything = b"".join(zf.read(n) for n in zf.namelist())
+        manifest = json.loads(zf.read("manifest.json"))
+    for leak in (b"198.51.100.77", b"bob-the-clerk", b"after@dovre", b"day@dovre"):
+        assert leak not in everything
+    assert "portal_action" not in manifest["disclosure"]["kinds"]
+    assert "portal actions" in manifest["disclosure"]["time_scope"]["rule"]
+    report = verify_bundle(out)
+    assert report.ok, report.problems
+    assert sum(report.digest_only.values()) >= 3  # the action and the two reports, as digests
+
+    whole = tmp_path / "town.zip"  # the Town's view of the same window still carries them all
+    portal.export(town, "quarry", *WINDOW, whole)
+    assert [r["source"] for r in _records(whole, "records/portal_actions.json")] == ["198.51.100.77"]
+    assert {r["id"] for r in _records(whole, "records/reports.json")} == set(ids.values())
+    assert verify_bundle(whole).ok
