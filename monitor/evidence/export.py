@@ -43,6 +43,7 @@ from monitor.evidence.format import (
     CHAIN_COLUMNS_3,
     CHAIN_FILE,
     COMPRESS_LEVEL,
+    DIGEST_KIND_NOT_STATED,
     FORMAT,
     INFLUX_MEASUREMENT,
     MANIFEST,
@@ -544,6 +545,11 @@ class _Exporter:
         }
 
     def _digest_only(self) -> dict[str, int]:
+        """The entries carried as digests alone, by kind; for a time-scoped reader their number
+        alone (DIGEST_KIND_NOT_STATED): which kinds lie past the scope's end is not theirs."""
+        if self.disclosure.time_scope is not None:
+            withheld = sum(len(seqs) for seqs in self.withheld.values())
+            return {DIGEST_KIND_NOT_STATED: withheld} if withheld else {}
         return {kind: len(seqs) for kind, seqs in sorted(self.withheld.items())}
 
     def _sound(self, first: int, last: int) -> None:
@@ -564,7 +570,14 @@ class _Exporter:
             hi = min(lo + _STRETCH_ENTRIES - 1, last)
             inside = withheld[bisect.bisect_left(withheld, lo) : bisect.bisect_right(withheld, hi)]
             return _Stretch(
-                self.config.storage.path, self.scope, lo, hi, json.dumps(inside), self.zone.key, overload
+                self.config.storage.path,
+                self.scope,
+                lo,
+                hi,
+                json.dumps(inside),
+                self.zone.key,
+                overload,
+                self.disclosure.time_scope is not None,
             )
 
         stretches = [stretch(lo) for lo in range(first, last + 1, _STRETCH_ENTRIES)]
@@ -1069,6 +1082,7 @@ class _Stretch:
     withheld: str  # JSON array of the stretch's entries carried as digests only
     zone: str
     overload: bool = False  # the rows carry the overload column (SOUND_OVERLOAD_COLUMNS)
+    kinds_withheld: bool = False  # a digest-only line names no kind (a time-scoped reader's bundle)
 
 
 @dataclass(slots=True)
@@ -1088,7 +1102,14 @@ def _walk(stretch: _Stretch) -> _Walked:
     conn = _open_store(stretch.store)
     try:
         cursor = segment.sound_walk(
-            conn, stretch.scope, stretch.lo, stretch.hi, stretch.withheld, TAG_HEX, stretch.overload
+            conn,
+            stretch.scope,
+            stretch.lo,
+            stretch.hi,
+            stretch.withheld,
+            TAG_HEX,
+            stretch.overload,
+            stretch.kinds_withheld,
         )
         utc, local = TimeFormat(UTC), TimeFormat(ZoneInfo(stretch.zone))
         sound: list[str] = []

@@ -45,6 +45,11 @@ SOUND_PART_ROWS = 1 << 18  # format 3: rows per data/sound/part-NNNNN.csv
 CHAIN_COLUMNS = ("seq", "kind", "key", "digest", "head", "recorded_us")  # formats 1 and 2
 CHAIN_COLUMNS_3 = ("seq", "kind", "key", "digest", "recorded_us")
 TAG_HEX = 8  # format 3: hex digits of a sound row's digest kept in chain.csv, to name a changed row
+# Format 4, a bundle for a time-scoped reader: a digest-only entry's line names no kind
+# (``seq,,,digest,``), and the manifest and verify count those entries under this name. The link
+# needs the digest alone (head = SHA-256(previous head + digest)); the kind told which records
+# (a notice, an alert) were chained between the scope's end and the anchor closing the bundle.
+DIGEST_KIND_NOT_STATED = "kind not stated"
 # Zip deflate level: 1. Level 6 made a month's bundle ~11 % smaller but took 4 x the CPU
 # (40 MB/s against 165 MB/s on the sound rows).
 COMPRESS_LEVEL = 1

@@ -35,6 +35,7 @@ from monitor.evidence.format import (
     CHAIN_COLUMNS,
     CHAIN_COLUMNS_3,
     CHAIN_FILE,
+    DIGEST_KIND_NOT_STATED,
     FORMAT,
     FORMAT_1,
     FORMAT_2,
@@ -1186,9 +1187,10 @@ class _Verifier:
             full: str | None
             if kind == "sound" and not key:
                 full = sound.expect(seq, digest)
-            elif not key and r.format == FORMAT and kind in RECORD_KINDS and len(digest) == 64:
+            elif not key and r.format == FORMAT and (kind in RECORD_KINDS or not kind) and len(digest) == 64:
                 full = digest  # a record the bundle does not disclose: its link, not its row
-                r.digest_only[kind] = r.digest_only.get(kind, 0) + 1
+                named = kind or DIGEST_KIND_NOT_STATED  # a time-scoped reader's bundle names none
+                r.digest_only[named] = r.digest_only.get(named, 0) + 1
             else:
                 full = digest
                 if len(digest) != 64:

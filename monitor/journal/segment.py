@@ -305,6 +305,7 @@ def sound_walk(
     withheld: str,
     tag_hex: int,
     overload: bool = False,
+    kinds_withheld: bool = False,
 ) -> sqlite3.Cursor:
     """Every entry lo..hi of the segment in seq order, each sound entry of the scope joined to its row.
 
@@ -316,8 +317,9 @@ def sound_walk(
     ``seq,sound,,tag,``. For any other entry the row columns are NULL, ``text`` is the entry's
     whole chain.csv line and ``gap`` is 1 when it is a sound entry of the scope whose row the
     store lacks. ``withheld``: a JSON array of the seqs whose records the reader does not see
-    (their line is the digest alone). Floats and times are left to the caller (repr() is the
-    exact round trip the digests need).
+    (their line is the digest alone; with ``kinds_withheld``, a time-scoped reader's, not even
+    its kind: ``seq,,,digest,``). Floats and times are left to the caller (repr() is the exact
+    round trip the digests need).
     """
     in_scope = f"k.kind = 'sound' AND k.ts_us >= :cfrom AND k.ts_us < :to{_named_sensors('k.sensor', scope)}"
     # A sound row's text (26 million of them in a month) is built by the caller: joining text
@@ -333,7 +335,7 @@ def sound_walk(
         " || ',' || k.digest || ',' || k.recorded_us"
     )
     # A record the reader does not see: its digest alone (no key, no time), so the link recomputes.
-    digest_only = "k.seq || ',' || k.kind || ',,' || k.digest || ','"
+    digest_only = "k.seq || ',' || " + ("''" if kinds_withheld else "k.kind") + " || ',,' || k.digest || ','"
     return conn.execute(
         "SELECT t.sensor, t.ts_us, t.duration_s,"
         " t.LAeq, t.LAFmax, t.LASmax, t.LAFmin, t.LCeq, t.LCpeak, t.LZpeak, t.LZeq,"

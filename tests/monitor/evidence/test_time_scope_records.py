@@ -116,3 +116,49 @@ def test_a_scoped_bundle_carries_no_portal_action_and_only_reports_within_the_sc
     assert [r["source"] for r in _records(whole, "records/portal_actions.json")] == ["198.51.100.77"]
     assert {r["id"] for r in _records(whole, "records/reports.json")} == set(ids.values())
     assert verify_bundle(whole).ok
+
+
+def test_a_scoped_bundle_does_not_name_the_kind_of_an_entry_it_carries_as_a_digest(tmp_path: Path) -> None:
+    """chain.csv's kind cell of a digest-only entry told a scoped reader that a notice was issued
+    just after the scope (``seq,notice,,digest,``); the link needs the digest alone."""
+    from monitor.notify.notices import NoticeBook
+    from tests.support.notices import site_and_profile
+
+    config = make_config(tmp_path / "n.db")
+    store = Store(config.storage.path)
+    site, profile = site_and_profile(config)
+    found = store_findings(
+        store, minutes(NOT_AFTER - timedelta(minutes=3), 2), NOT_AFTER - timedelta(seconds=30)
+    )
+    with store.batch():  # the daemon drew the notice up four minutes after the scope closed
+        NoticeBook(store).on_findings(site, profile, found, NOT_AFTER + timedelta(minutes=4))
+    seq, head = queries.chain_head(store.conn, "quarry")
+    with store.batch():
+        store.record_anchor("quarry", seq, head, NOT_AFTER + timedelta(minutes=15))
+    store.close()
+    portal = Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC))
+    scoped = Scope(User("ida", "inspector", (), NOT_BEFORE, NOT_AFTER), config)
+    town = Scope(User("bob", "town", ()), config)
+
+    out = tmp_path / "scoped.zip"
+    portal.export(scoped, "quarry", *WINDOW, out)
+    with zipfile.ZipFile(out) as zf:
+        lines = [line.split(",") for line in zf.read("chain.csv").decode().splitlines()[1:]]
+        manifest = json.loads(zf.read("manifest.json"))
+    digests = [cells for cells in lines if not cells[2] and cells[1] != "sound"]
+    assert digests  # the notice, its change and its alert at least
+    assert {cells[1] for cells in digests} == {""}
+    assert "notice" not in {cells[1] for cells in lines}
+    assert list(manifest["disclosure"]["digest_only"]) == ["kind not stated"]
+    assert manifest["disclosure"]["digest_only"]["kind not stated"] == len(digests)
+    report = verify_bundle(out)
+    assert report.ok, report.problems
+    assert report.digest_only == {"kind not stated": len(digests)}
+    assert any("kind not stated" in line for line in report.lines())
+
+    whole = tmp_path / "town.zip"  # the Town's bundle names the kinds as before
+    portal.export(town, "quarry", *WINDOW, whole)
+    with zipfile.ZipFile(whole) as zf:
+        kinds = {line.split(",")[1] for line in zf.read("chain.csv").decode().splitlines()[1:]}
+    assert "notice" in kinds
+    assert verify_bundle(whole).ok
