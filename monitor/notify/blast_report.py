@@ -21,7 +21,7 @@ import html
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,8 @@ from monitor.seismic.agreement import TOLERANCES, disagreements
 from monitor.seismic.chunks import join
 from monitor.seismic.summary import AXES, MM_PER_IN, Waveform
 from monitor.wire.canonical import from_us
-from monitor.wire.codec import finding_from_json, seismic_events
-from rules.model import Blast, BlastNotice, Finding, SeismicEvent
+from monitor.wire.codec import event_from_row, finding_from_json, seismic_events
+from rules.model import Blast, BlastNotice, Event, Finding, SeismicEvent
 from rules.profile import Profile
 from rules.seismic_limits import limit_at
 from rules.times import local_stamp
@@ -51,6 +51,14 @@ __all__ = [
 ]
 
 NOT_RECORDED = "not recorded"
+# Whether the reader may see a stored row of a kind ("finding", "event"): a portal account's
+# time scope (TimeScope.shows); None: every row.
+Shown = Callable[[str, Mapping[str, Any] | sqlite3.Row], bool]
+NOTICE_NOT_SHOWN = (
+    "a notice of this blast was given before it; when and to whom are not shown (outside your time scope)"
+)
+BLAST_NOT_SHOWN = "a blast record matches this event outside your time scope (not shown)"
+_EVER = datetime.max.replace(tzinfo=UTC)
 LOG_FIELDS = (  # (label, key in the seismograph's "instrument" object)
     ("Instrument type", "model"),
     ("Serial number", "serial"),
@@ -76,33 +84,47 @@ def _event(
     return event, edge, waveform_row
 
 
+def _events(store: Store, site: str, since: datetime, shown: Shown | None) -> list[tuple[Event, bool]]:
+    """The site's events on record from ``since`` on, each with whether the reader sees it."""
+    return [
+        (event_from_row(r["kind"], r["data"], site), shown is None or shown("event", r))
+        for r in queries.events_overlapping(store.conn, site, since, _EVER)
+    ]
+
+
 def blast_report_data(
     store: Store,
     site: SiteConfig,
     profile: Profile,
     sensor: str,
     event_id: str,
-    shown: Callable[[sqlite3.Row], bool] | None = None,
+    shown: Shown | None = None,
 ) -> dict[str, Any]:
     """Every fact of the report, read once (LookupError naming what is missing); ``shown``: the
-    stored findings the reader may see (a portal account's time scope, TimeScope.shows)."""
+    stored rows (findings, events) the reader may see (a portal account's time scope,
+    TimeScope.shows). A notice of the blast given before it that the reader does not see is
+    counted (``notices_not_shown``), so that the report does not read as a blast without one;
+    a matching blast record it does not see is neither named nor used (``blast_not_shown``)."""
     event, edge, waveform_row = _event(store, site, sensor, event_id)
     tz = site.timezone
     blast_id = event.blast_id
     notices = [
-        e for e in store.events_since(site.id, event.ts - timedelta(days=30)) if isinstance(e, BlastNotice)
+        (e, seen)
+        for e, seen in _events(store, site.id, event.ts - timedelta(days=30), shown)
+        if isinstance(e, BlastNotice)
     ]
-    blasts = [
-        e
-        for e in store.events_since(site.id, event.ts - timedelta(hours=1))
+    matching = [
+        (e, seen)
+        for e, seen in _events(store, site.id, event.ts - timedelta(hours=1), shown)
         if isinstance(e, Blast) and abs((e.ts - event.ts).total_seconds()) <= 120
     ]
+    blasts = [e for e, seen in matching if seen]
     if blast_id is None and blasts:
         blast_id = blasts[0].id
     refs = {f"seismic:{sensor}:{event_id}", *((f"blast:{blast_id}",) if blast_id else ())}
     findings: list[Finding] = []
     for row in store.current_findings(site.id, event.ts - timedelta(hours=1), event.end + timedelta(hours=1)):
-        if shown is not None and not shown(row):
+        if shown is not None and not shown("finding", row):
             continue
         finding = finding_from_json(json.loads(row["data"]))
         if refs & set(finding.refs):
@@ -147,7 +169,11 @@ def blast_report_data(
         "event": event,
         "blast_id": blast_id,
         "blast": next((b for b in blasts if b.id == blast_id), None),
-        "notices": [n for n in notices if n.id == blast_id],
+        "notices": [n for n, seen in notices if seen and n.id == blast_id],
+        "notices_not_shown": sum(
+            1 for n, seen in notices if not seen and n.id == blast_id and n.issued_ts <= event.ts
+        ),
+        "blast_not_shown": blast_id is None and len(blasts) < len(matching),
         "findings": findings,
         "units": params.units if params else "mm/s",
         "curve": params.curve if params else None,
@@ -276,7 +302,11 @@ def _summary_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     db = event.airblast_db
     rows = [
         ("Site", f"{site.name} ({site.id})"),
-        ("Blast", data["blast_id"] or "no blast record matches this event"),
+        (
+            "Blast",
+            data["blast_id"]
+            or (BLAST_NOT_SHOWN if data.get("blast_not_shown") else "no blast record matches this event"),
+        ),
         ("Seismograph", f"{event.sensor} at {event.location or 'its configured location'}"),
         ("Event", f"{event.id}, {local_stamp(event.ts, site.timezone)}, {event.duration_s:g} s"),
         (
@@ -304,6 +334,8 @@ def _finding_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows = [(f"{f.standard} ({f.section}): {f.kind.value}", f.summary) for f in data["findings"]]
     for n in data["notices"]:
         rows.append(("Notice recipients", ", ".join(n.recipients) or "none listed"))
+    if data.get("notices_not_shown"):
+        rows.append(("Notice", NOTICE_NOT_SHOWN))
     return rows or [("Findings", "none judged yet")]
 
 
@@ -422,13 +454,18 @@ def report_events(store: Store, site: str) -> list[tuple[str, str]]:
 
 
 def blast_events(
-    store: Store, site: SiteConfig, start: datetime | None = None, end: datetime | None = None
+    store: Store,
+    site: SiteConfig,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    shown: Shown | None = None,
 ) -> dict[str, list[tuple[str, str, datetime]]]:
     """Blast id -> [(sensor, event id, event time)] of the seismograph events on record for it
     (events starting in [start, end) when given).
 
     An event names its blast, or is the one of a blast recorded within two minutes of it (as in
-    ``blast_report_data``); an event of no blast is listed under its own event id.
+    ``blast_report_data``; a blast record ``shown`` does not allow is not one); an event of no
+    blast is listed under its own event id.
     """
     locations = {s.id: s.location for s in site.sensors}
     rows = [
@@ -441,7 +478,11 @@ def blast_events(
         return found
     events = seismic_events(rows, locations)
     first = min(e.ts for e in events)
-    blasts = [b for b in store.events_since(site.id, first - timedelta(hours=1)) if isinstance(b, Blast)]
+    blasts = [
+        b
+        for b, seen in _events(store, site.id, first - timedelta(hours=1), shown)
+        if seen and isinstance(b, Blast)
+    ]
     for event in sorted(events, key=lambda e: e.ts):
         blast_id = event.blast_id or next(
             (b.id for b in blasts if abs((b.ts - event.ts).total_seconds()) <= 120), None
@@ -458,12 +499,13 @@ def blast_report_bytes(
     fmt: str,
     sensor: str | None = None,
     within: tuple[datetime, datetime] | None = None,
-    shown: Callable[[sqlite3.Row], bool] | None = None,
+    shown: Shown | None = None,
 ) -> bytes:
     """The report of ``blast_id`` as HTML or PDF bytes (LookupError saying what is missing or
     ambiguous, in one line); ``within``: only an event recorded in that window counts, and
-    ``shown``: only the findings it allows (a portal account's time scope)."""
-    events = blast_events(store, site, *(within or (None, None))).get(blast_id)
+    ``shown``: only the findings and events it allows (a portal account's time scope)."""
+    start, end = within or (None, None)
+    events = blast_events(store, site, start, end, shown).get(blast_id)
     if not events:
         raise LookupError(f"blast {blast_id!r}: no seismograph event of it is on record at site {site.id}")
     if sensor is not None:

@@ -471,6 +471,16 @@ class Portal:
 
     # ------------------------------------------------------------------ blast reports
 
+    def _shown(
+        self, scope: Scope, site: SiteConfig
+    ) -> Callable[[str, Mapping[str, Any] | sqlite3.Row], bool] | None:
+        """Whether the account may see a stored row of a kind (TimeScope.shows); None: every row."""
+        times = scope.times()
+        if times is None:
+            return None
+        conn, zone = self.store().conn, ZoneInfo(site.timezone)
+        return lambda kind, row: times.shows(conn, site.id, kind, row, zone)
+
     def blast_reports(
         self, scope: Scope, site_id: str, start: datetime, end: datetime
     ) -> list[dict[str, Any]]:
@@ -480,7 +490,7 @@ class Portal:
 
         site = scope.site(site_id)
         start, end = scope.window(start, end)
-        found = blast_events(self.store(), site, start, end)
+        found = blast_events(self.store(), site, start, end, self._shown(scope, site))
         listed = [
             {"blast": blast_id, "ts": format_ts(events[0][2]), "sensors": [e[0] for e in events]}
             for blast_id, events in found.items()
@@ -494,10 +504,8 @@ class Portal:
 
         site = scope.site(site_id)
         within = scope.window(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
-        conn, times = self.store().conn, scope.times()
-        # Its findings as the day view shows them: none reporting a time outside the scope.
-        zone = ZoneInfo(site.timezone)
-        shown = None if times is None else lambda row: times.shows(conn, site.id, "finding", row, zone)
+        # Its findings and events (the blast record, its notice) as the day view shows them.
+        shown = self._shown(scope, site)
         try:
             return blast_report_bytes(
                 self.store(), site, self.profile(site), blast_id, fmt, sensor, within, shown
@@ -1016,7 +1024,7 @@ class Portal:
         # A blast's report link only where Portal.blast_report serves it: its seismograph record
         # within the account's time scope (recorded after it, it is not the reader's to know of).
         around = scope.window(start - timedelta(hours=1), end + timedelta(hours=1))
-        reported = blast_events(self.store(), site, *around)
+        reported = blast_events(self.store(), site, *around, self._shown(scope, site))
         blasts = []
         for e in events:
             if e["kind"] == "blast" and start_us <= e["ts_us"] < end_us:

@@ -1,0 +1,69 @@
+"""A blast report for an inspector with a time scope: the notice and the blast record it names.
+
+The report looked a blast's notice up 30 days back and its blast record up to 120 s from the
+seismograph's, wherever they fell: an inspector scoped to the blast's minutes read when the notice
+was given and to whom, and the id and time of a blast recorded after the scope. Each is shown only
+when the scope shows its record (TimeScope.shows); a notice it does not show is still said to
+have been given (the report must not read as a blast without notice), its time and recipients
+left out. Real store, real portal.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from monitor.journal.store import Store
+from monitor.portal.data import NotFound, Portal, Scope, User
+from monitor.wire.codec import payload_of
+from rules.model import Blast, BlastNotice
+from tests.support.evidence import SITE, T0, add_seismograph_event, build_site
+
+SCOPE_END = T0 + timedelta(seconds=180)
+
+
+def _portal(
+    tmp_path: Path, blast: Blast, event_at: datetime, notice: BlastNotice | None
+) -> tuple[Portal, Scope, Scope]:
+    site = build_site(tmp_path)
+    store = Store(site.config.storage.path)
+    with store.batch():
+        if notice is not None:
+            store.append_event(notice, payload_of(notice), notice.issued_ts)
+        store.append_event(blast, payload_of(blast), blast.ts + timedelta(seconds=1))
+        add_seismograph_event(store, event_at, event_at + timedelta(seconds=5))
+    store.close()
+    portal = Portal(site.config, clock=lambda: T0 + timedelta(days=2))
+    scoped = Scope(User("ida", "inspector", (), T0, SCOPE_END), site.config)
+    town = Scope(User("bob", "town", ()), site.config)
+    return portal, scoped, town
+
+
+def test_a_notice_given_before_the_scope_is_said_to_be_given_without_its_time_or_recipients(
+    tmp_path: Path,
+) -> None:
+    blast = Blast(SITE, "B-NOTICED", T0 + timedelta(seconds=60))
+    notice = BlastNotice(SITE, "B-NOTICED", T0 - timedelta(days=1), blast.ts, ("Nora Neighbour",))
+    portal, scoped, town = _portal(tmp_path, blast, T0 + timedelta(seconds=60), notice)
+    assert b"Nora Neighbour" in portal.blast_report(town, SITE, "B-NOTICED", "html", None)
+    page = portal.blast_report(scoped, SITE, "B-NOTICED", "html", None).decode()  # the PDF has its rows
+    assert "B-NOTICED" in page and "Nora" not in page
+    assert "a notice of this blast was given before it" in page
+    assert "not shown" in page and "none judged yet" not in page
+
+
+def test_a_blast_recorded_after_the_scope_is_not_named_in_its_report_or_list(tmp_path: Path) -> None:
+    blast = Blast(SITE, "B-AFTER", SCOPE_END + timedelta(seconds=20))  # 50 s after the seismograph's
+    portal, scoped, town = _portal(tmp_path, blast, SCOPE_END - timedelta(seconds=30), None)
+    window = (T0 - timedelta(hours=1), T0 + timedelta(hours=1))
+    assert [b["blast"] for b in portal.blast_reports(town, SITE, *window)] == ["B-AFTER"]
+    assert b"B-AFTER" in portal.blast_report(town, SITE, "B-AFTER", "html", None)
+    [listed] = portal.blast_reports(scoped, SITE, *window)
+    assert listed["blast"] == "ev1"  # the seismograph's own event id, as for a blast not on record
+    with pytest.raises(NotFound):
+        portal.blast_report(scoped, SITE, "B-AFTER", "html", None)
+    report = portal.blast_report(scoped, SITE, "ev1", "html", None).decode()
+    assert "B-AFTER" not in report
+    assert "a blast record matches this event outside your time scope" in report
