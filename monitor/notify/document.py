@@ -49,6 +49,7 @@ __all__ = [
     "NoticeContext",
     "Section",
     "answered_complaints",
+    "change_dates",
     "complaint_rows",
     "deadline_text",
     "document_sections",
@@ -334,18 +335,31 @@ def issued_text(notice: Notice) -> str:
     return f"{local_stamp(notice.opened, notice.timezone)} ({format_ts(notice.opened)})"
 
 
+def change_dates(notice: Notice, change: NoticeChange) -> tuple[str, str]:
+    """When a change of the notice was made and the cure deadline after it, as the document's
+    history says them: ('2026-12-07 14:10 CST', '2026-12-21 23:59 CST')."""
+    return local_stamp(change.at, notice.timezone), local_stamp(change.deadline, notice.timezone)
+
+
 @dataclass(frozen=True, slots=True)
 class NoticeDates:
     """When a notice was issued, served ("" not recorded) and is due, in the words its document's
-    header says them: the portal's notice page and its notices list show these, no others."""
+    header says them, and each change's (when, deadline after) in its history's words
+    (``change_dates``): the portal's notice page and its notices list show these, no others."""
 
     issued: str
     served: str
     deadline: str
+    changes: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, notice: Notice, history: Sequence[NoticeChange]) -> NoticeDates:
-        return cls(issued_text(notice), served_text(notice, history), deadline_text(notice, history))
+        return cls(
+            issued_text(notice),
+            served_text(notice, history),
+            deadline_text(notice, history),
+            tuple(change_dates(notice, c) for c in history),
+        )
 
 
 def header_rows(
@@ -569,10 +583,11 @@ SIGNATURE = "Signature: ______________________________    Date: ______________"
 
 
 def history_rows(notice: Notice, history: Sequence[NoticeChange]) -> list[tuple[str, str, str, str, str]]:
-    tz = notice.timezone
+    """(when, change, by, deadline after, note) of each change: the document's history table."""
     return [
-        (local_stamp(c.at, tz), c.change.replace("_", " "), c.actor, local_stamp(c.deadline, tz), c.note)
+        (when, c.change.replace("_", " "), c.actor, deadline, c.note)
         for c in history
+        for when, deadline in (change_dates(notice, c),)
     ]
 
 

@@ -332,7 +332,6 @@ class SitePages:
             clips=clips,
             error=error,
             message=message,
-            tz=ZoneInfo(notice.timezone),
         )
 
     async def notice_document(self, request: Request) -> Response:

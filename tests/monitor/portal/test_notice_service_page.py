@@ -111,3 +111,19 @@ def test_the_notices_list_says_the_dates_in_the_notice_pages_words(env: Env, con
     said, listed = page_and_list()
     assert "extended; first deadline" in said[2], said
     assert listed == said
+
+    # The history table too: each change's time and deadline after it as the document's history
+    # says them (NoticeDates.changes, document.change_dates), the served and extended ones included.
+    page.goto(f"{env.url}/notices/{env.notice_id}")
+    rows = page.locator("#history tbody tr")
+    on_page = [
+        (
+            rows.nth(i).locator("td[data-label='When']").inner_text(),
+            rows.nth(i).locator("td[data-label='Deadline after']").inner_text(),
+        )
+        for i in range(rows.count())
+    ]
+    document = context.request.get(f"{env.url}/notices/{env.notice_id}/document.html").text()
+    table = document[document.index("<h2>History</h2>") :]
+    cells = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(<td>.*?)</tr>", table)]
+    assert len(on_page) >= 3 and on_page == [(html.unescape(c[0]), html.unescape(c[3])) for c in cells]
