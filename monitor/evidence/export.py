@@ -383,6 +383,7 @@ class _Exporter:
         self.progress = progress
         self.done = 0  # rows and chain entries written, for the progress line
         self.missing_sound: set[int] = set()  # sound chain entries of the window without a row
+        self.unnamed = 0  # entries keyed by time outside the window, as digests alone (_unnamed_outside)
         self.conn = conn
         self.zf = zf
         self.config = config
@@ -548,7 +549,7 @@ class _Exporter:
         """The entries carried as digests alone, by kind; for a time-scoped reader their number
         alone (DIGEST_KIND_NOT_STATED): which kinds lie past the scope's end is not theirs."""
         if self.disclosure.time_scope is not None:
-            withheld = sum(len(seqs) for seqs in self.withheld.values())
+            withheld = sum(len(seqs) for seqs in self.withheld.values()) + self.unnamed
             return {DIGEST_KIND_NOT_STATED: withheld} if withheld else {}
         return {kind: len(seqs) for kind, seqs in sorted(self.withheld.items())}
 
@@ -592,6 +593,7 @@ class _Exporter:
 
         for walked in ordered_map(_walk, stretches, default_workers()):
             chain.write(walked.chain)
+            self.unnamed += walked.unnamed
             self.missing_sound.update(walked.missing)
             text, ends = memoryview(walked.sound), walked.ends
             at = 0
@@ -1092,6 +1094,7 @@ class _Walked:
     chain: bytes  # the chain.csv line of every entry of the stretch
     missing: list[int]  # sound entries of the window whose row the store lacks
     entries: int
+    unnamed: int = 0  # entries outside the window written as their digests alone (_unnamed_outside)
 
 
 _MARKED = FORMULA_START | {MARK}  # a text cell beginning so is written by inert_exact
@@ -1116,6 +1119,7 @@ def _walk(stretch: _Stretch) -> _Walked:
         chain: list[str] = []
         missing: list[int] = []
         entries = 0
+        unnamed = 0
         last_ts, times = -1, ""
         site = inert_exact(stretch.scope.site)
         while batch := cursor.fetchmany(4096):
@@ -1148,6 +1152,10 @@ def _walk(stretch: _Stretch) -> _Walked:
                 gap,
             ) in zip(columns[0], columns[1], *floats, *columns[11:], strict=True):
                 if sensor is None:  # not a sound row of the window: SQLite built its chain line
+                    if stretch.kinds_withheld and not gap:
+                        line = _unnamed_outside(entry_text, stretch.scope)
+                        unnamed += line is not entry_text
+                        entry_text = line
                     chain.append(entry_text)
                     if gap:  # ... though its entry is one: the store lost the row
                         missing.append(seq)
@@ -1167,7 +1175,31 @@ def _walk(stretch: _Stretch) -> _Walked:
     if ends and ends[-1] != len(text):  # not ASCII throughout (ids are, so this is rare)
         ends = array("q", itertools.accumulate(len(line.encode()) for line in sound))
     lines = "\n".join(chain) + "\n" if chain else ""
-    return _Walked(text, ends, lines.encode(), missing, entries)
+    return _Walked(text, ends, lines.encode(), missing, entries, unnamed)
+
+
+# Kinds whose key names a sensor and a time (sensor|ts_us, sensor|kind|ts_us): per-second rows,
+# readings and audio blocks, chain links with their keys in the Town's bundles.
+_KEYED_BY_TIME = frozenset({"sound", "reading", "audio"})
+
+
+def _unnamed_outside(line: str, scope: _Scope) -> str:
+    """A time-scoped reader's chain.csv line of an entry keyed by sensor and time (_KEYED_BY_TIME):
+    as it stands inside the window, else its digest alone (``seq,,,digest,``), as a record not
+    shown. Its key told which sensor measured what when after the scope (a seismograph's event
+    just after it: ``sg1|seismic|...``); the link needs the digest alone. Any other line as it is."""
+    seq, kind, rest = line.split(",", 2)
+    if kind not in _KEYED_BY_TIME:
+        return line
+    key, digest, _ = rest.rsplit(",", 2)
+    parts = key.removeprefix("'").split("|")  # a marked key (csv_cells.inert_exact) read as stored
+    try:
+        ts_us = int(parts[-1])
+    except ValueError:
+        return f"{seq},,,{digest},"
+    if scope.from_us <= ts_us < scope.to_us and (scope.sensors is None or parts[0] in scope.sensors):
+        return line
+    return f"{seq},,,{digest},"
 
 
 def float_texts(values: Sequence[float | None]) -> list[str]:

@@ -162,3 +162,40 @@ def test_a_scoped_bundle_does_not_name_the_kind_of_an_entry_it_carries_as_a_dige
         kinds = {line.split(",")[1] for line in zf.read("chain.csv").decode().splitlines()[1:]}
     assert "notice" in kinds
     assert verify_bundle(whole).ok
+
+
+def test_a_scoped_bundle_names_no_sensor_or_time_of_entries_outside_its_window(tmp_path: Path) -> None:
+    """The entries keyed by sensor and time (sound, readings, audio) between the scope's end and
+    the anchor closing the bundle were links with their keys (``sound`` ``n1|<ts_us>``, a light
+    reading, a seismograph's event just after the scope); a time-scoped reader's bundle carries
+    them as their digests alone. The Town's bundle keeps them as they were."""
+    from monitor.evidence import export_bundle, load_anchors
+    from monitor.evidence.disclosure import Disclosure, TimeScope
+    from monitor.wire.canonical import to_us
+    from tests.support.evidence import T0, build_site
+
+    site = build_site(tmp_path)  # sound and light from T0 for 4 minutes, an anchor at T0 + 121 s
+    window = (T0, T0 + timedelta(seconds=100))
+    scope = TimeScope(to_us(window[0]), to_us(window[1]) - 1)
+    out = tmp_path / "scoped.zip"
+    export_bundle(site.config, "quarry", *window, out, plots=False, disclosure=Disclosure(time_scope=scope))
+    with zipfile.ZipFile(out) as zf:
+        lines = [line.split(",") for line in zf.read("chain.csv").decode().splitlines()[1:]]
+        manifest = json.loads(zf.read("manifest.json"))
+    keyed = [cells for cells in lines if cells[1] in ("sound", "reading", "audio") and cells[2]]
+    assert keyed  # the window's readings keep their keys
+    for cells in keyed:
+        assert to_us(window[0]) <= int(cells[2].split("|")[-1]) < to_us(window[1]), cells
+    unnamed = [cells for cells in lines if not cells[1]]
+    assert len(unnamed) >= 2 * 20  # both meters' seconds up to the anchor, at least
+    assert manifest["disclosure"]["digest_only"] == {"kind not stated": len(unnamed)}
+    report = verify_bundle(out, load_anchors(site.anchors))
+    assert report.ok, report.problems
+    assert report.digest_only == {"kind not stated": len(unnamed)}
+
+    whole = tmp_path / "town.zip"
+    export_bundle(site.config, "quarry", *window, whole, plots=False)
+    with zipfile.ZipFile(whole) as zf:
+        town = [line.split(",") for line in zf.read("chain.csv").decode().splitlines()[1:]]
+    assert any(c[1] == "sound" and c[2] and int(c[2].split("|")[1]) >= to_us(window[1]) for c in town)
+    assert verify_bundle(whole, load_anchors(site.anchors)).ok
