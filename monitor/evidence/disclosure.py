@@ -193,8 +193,10 @@ class TimeScope:
             " cannot be placed keeps the record out), a notice's episode only with its notice;"
             " compliance reports only when their period and the time they were made lie in the scope;"
             " portal actions never (each names an account and its address); the others are in"
-            " chain.csv as their digests alone; anchors.json lists the chain heads published within"
-            " the scope and the first after it",
+            " chain.csv as their digests alone, and so are sound, readings and audio outside the"
+            " window, none naming its kind (seq,,,digest,; digest_only counts them as 'kind not"
+            " stated'); anchors.json lists the chain heads published within the scope and the first"
+            " after it",
         }
 
     def judges(self, kind: str) -> bool:
