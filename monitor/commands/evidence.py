@@ -6,7 +6,7 @@ import argparse
 import sys
 from zoneinfo import ZoneInfo
 
-from monitor.commands.output_paths import new_file
+from monitor.commands.output_paths import format_named, new_file
 from monitor.commands.site_option import add_site_option, chosen_site
 from monitor.commands.store_file import existing_store
 from monitor.config import load_config
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         if site.sensor(sensor) is None:
             known = ", ".join(s.id for s in site.sensors)
             raise UsageError(f"site {site.id!r} has no sensor {sensor!r}; it has: {known}")
+    format_named(args.out, {".zip": "zip"})  # a bundle is a zip, whatever the name says
     out = new_file(args.out, force=args.force)
     existing_store(config.storage.path, args.config)
     try:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from monitor.commands.output_paths import new_file
+from monitor.commands.output_paths import format_named, new_file
 from monitor.commands.site_option import chosen_site
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
@@ -75,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     show.add_argument(
         "--out",
-        help="write to this file, which must not exist (required for pdf unless stdout is redirected)",
+        help="write to this file, which must not exist; its suffix .md, .html, .json or .pdf chooses"
+        " the format (required for pdf unless stdout is redirected)",
     )
     show.add_argument("--force", action="store_true", help="replace the --out file if it exists")
 
@@ -125,20 +126,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 SHOW_FORMATS = ("md", "html", "json", "pdf")
+# The --out file's suffix -> the format written into it.
+SHOW_SUFFIXES = {
+    ".md": "md",
+    ".html": "html",
+    ".json": "json",
+    ".pdf": "pdf",
+    ".markdown": "md",
+    ".htm": "html",
+}
 
 
 def show_format(given: str | None, out: str | None) -> str:
-    """The format ``show`` writes: --format, else the --out file's suffix, else md. A --format the
-    suffix contradicts is refused (Markdown was written into n2.pdf)."""
-    suffix = Path(out).suffix.lower().lstrip(".") if out else ""
-    suffix = {"htm": "html", "markdown": "md"}.get(suffix, suffix)
-    if given is None:
-        return suffix if suffix in SHOW_FORMATS else "md"
-    if suffix in SHOW_FORMATS and suffix != given:
+    """The format ``show`` writes: --format, else the --out file's suffix, else md. A suffix of
+    no format it writes (Markdown was written into n.docx), or one --format contradicts
+    (Markdown into n2.pdf), is refused."""
+    if out is None:
+        return given or "md"
+    named = format_named(out, SHOW_SUFFIXES, bare=given or "md")
+    if given is not None and named != given:
         raise UsageError(
             f"--format {given} and --out {out} disagree: give a matching suffix, or leave --format out"
         )
-    return given
+    return named
 
 
 def _who(text: str) -> str:

@@ -22,8 +22,7 @@ def new_file(text: str, *, force: bool, option: str = "--out") -> Path:
         raise UsageError(
             f"{option} {text}: is a symbolic link; give the path of a new file, or of a file to replace"
         )
-    if path.is_dir():
-        raise UsageError(f"{option} {text}: is a folder; give a file name inside it")
+    _not_a_folder(text, option)
     if path.exists() and not path.is_file():
         # A device, a pipe or a socket (e.g. /dev/null): never replaced, not even with --force.
         raise UsageError(
@@ -41,6 +40,32 @@ def new_file(text: str, *, force: bool, option: str = "--out") -> Path:
     if not os.access(folder, os.W_OK):
         raise UsageError(f"{option} {text}: cannot write in {folder} (permission denied)")
     return path
+
+
+def format_named(
+    text: str, formats: dict[str, str], *, bare: str | None = None, option: str = "--out"
+) -> str:
+    """The format a file's suffix names (``formats``: suffix such as ".pdf" -> format), or
+    ``bare`` for a name without a suffix (None: refused too). A suffix naming a format the
+    command does not write is refused: Markdown was written into a file named notice.docx."""
+    _not_a_folder(text, option)  # said as such, not as a name without a suffix
+    suffix = Path(text).suffix.lower()
+    if suffix in formats:
+        return formats[suffix]
+    if not suffix and bare is not None:
+        return bare
+    shown: dict[str, str] = {}  # a format's first suffix: ".md" for md (not ".markdown")
+    for each, name in formats.items():
+        shown.setdefault(name, each)
+    choices = list(shown.values())
+    listed = f"{', '.join(choices[:-1])} or {choices[-1]}" if len(choices) > 1 else choices[0]
+    why = f"{suffix} is not a format written here" if suffix else "no suffix to choose the format"
+    raise UsageError(f"{option} {text}: {why}; name a {listed} file")
+
+
+def _not_a_folder(text: str, option: str) -> None:
+    if Path(text).is_dir():
+        raise UsageError(f"{option} {text}: is a folder; give a file name inside it")
 
 
 def write_whole(path: Path, body: bytes) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from monitor.commands.output_paths import new_file
+from monitor.commands.output_paths import format_named, new_file
 from monitor.commands.site_option import add_site_option, chosen_site
 from monitor.config import load_config
 from monitor.errors import UsageError
@@ -40,9 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.notify.blast_report import blast_report_bytes
     from rules.profile import load_profile
 
-    fmt = FORMATS.get(Path(args.out).suffix.lower())
-    if fmt is None:
-        raise UsageError(f"--out {args.out}: name a .pdf or .html file")
+    fmt = format_named(args.out, FORMATS)
     config = load_config(args.config, secrets="defer")  # reads the store only: no broker password
     site = chosen_site(config, args.site)
     if args.sensor is not None and site.sensor(args.sensor) is None:

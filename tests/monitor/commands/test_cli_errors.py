@@ -38,6 +38,8 @@ INPUT_FILES = {"config", "file", "bundle", "recording"}
 TIME_OPTIONS = {"--at", "--from", "--to", "--until", "--start", "--date", "--day", "--month"}
 # Options naming something the command writes.
 OUTPUTS = {"--out", "--queue"}
+# The suffix of an output file each command writes (its suffix chooses or must name the format).
+OUT_SUFFIX = {("notices", "show"): ".md", ("report-blast",): ".pdf"}
 # Commands whose output is a folder (demo) or a queue they make with its folders: a missing
 # folder is created, so only a path under a file is a mistake there.
 MAKES_FOLDERS = {("demo",), ("sensor", "sound"), ("sensor", "light"), ("sensor", "seismograph")}
@@ -406,9 +408,10 @@ def test_unwritable_outputs(path: tuple[str, ...], site: dict[str, str], tmp_pat
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")
     files = {name: site["config"] for name in INPUT_FILES}
-    places = [str(a_file / "x.out")]
+    name = f"x{OUT_SUFFIX.get(path, '.zip')}"
+    places = [str(a_file / name)]
     if path not in MAKES_FOLDERS:
-        places.append(str(tmp_path / "no" / "such" / "folder" / "x.out"))
+        places.append(str(tmp_path / "no" / "such" / "folder" / name))
     for where in places:
         line = _assert_one_line(_run(_argv(path, parser, files, **{option: where}), Path(site["cwd"])))
         assert where in line
@@ -417,7 +420,7 @@ def test_unwritable_outputs(path: tuple[str, ...], site: dict[str, str], tmp_pat
 
 @pytest.mark.parametrize("path", [("evidence",), ("notices", "show")], ids=" ".join)
 def test_existing_output_file_is_not_overwritten(path: tuple[str, ...], site: dict[str, str]) -> None:
-    existing = Path(site["cwd"]) / "report.zip"
+    existing = Path(site["cwd"]) / f"report{OUT_SUFFIX.get(path, '.zip')}"
     existing.write_text("the user's own file")
     files = {name: site["config"] for name in INPUT_FILES}
     line = _assert_one_line(

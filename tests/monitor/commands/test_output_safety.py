@@ -141,3 +141,35 @@ def test_a_users_file_named_like_the_partial_output_is_left_alone(
     assert result.returncode != 0 and str(partial) in line and "exists" in line, line
     assert partial.read_text() == "the user's own file"
     assert not (folder / name).exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "name", "said"),
+    [
+        (
+            ("notices", "show"),
+            "notice.docx",
+            ".docx is not a format written here; name a .md, .html, .json or .pdf file",
+        ),
+        (
+            ("notices", "show"),
+            "notice.txt",
+            ".txt is not a format written here; name a .md, .html, .json or .pdf file",
+        ),
+        (("evidence",), "bundle.tar.gz", ".gz is not a format written here; name a .zip file"),
+        (("evidence",), "bundle", "no suffix to choose the format; name a .zip file"),
+        (("report-blast",), "blast.docx", ".docx is not a format written here; name a .pdf or .html file"),
+    ],
+)
+def test_an_out_file_named_for_a_format_not_written_is_refused(
+    path: tuple[str, ...], name: str, said: str, site: dict[str, str], tmp_path: Path
+) -> None:
+    """`notices show ID --out notice.docx` wrote Markdown into a file Word then could not open,
+    and `evidence --out bundle.tar.gz` a zip. Each is one line naming the suffixes written."""
+    out = tmp_path / name
+    files = {dest: site["config"] for dest in INPUT_FILES}
+    argv = _argv(path, LEAVES[path], files, **{"--out": str(out)})
+    line = _assert_one_line(_run(argv, Path(site["cwd"])))
+    assert line == f"minewatch {' '.join(path)}: --out {out}: {said}", line
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(out.name)]  # nor a .partial
