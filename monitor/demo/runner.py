@@ -855,11 +855,13 @@ def demo_day(scenario_name: str, site: SiteConfig, today: date, wanted: date | N
     which they are in the dark, within the daemon's acceptance window.
     """
     if wanted is not None:
+        allowed = f"give a day from {today - OLDEST_DAY} to {today - timedelta(days=1)}"
         if wanted >= today:
-            raise UsageError(f"--date {wanted}: the demo simulates a past day; give one before {today}")
+            raise UsageError(f"--date {wanted}: the demo simulates a past day; {allowed}")
         if wanted < today - OLDEST_DAY:
             raise UsageError(
-                f"--date {wanted}: older than {OLDEST_DAY.days} days; the demo's daemon refuses it"
+                f"--date {wanted}: older than {OLDEST_DAY.days} days, which the demo's daemon refuses;"
+                f" {allowed}"
             )
         fits, why = _night_lights(scenario_name, site, wanted)
         return wanted, "" if fits else f"note: on {wanted} {why}, so the lighting findings may be missing"

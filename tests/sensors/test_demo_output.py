@@ -114,10 +114,17 @@ def test_in_summer_the_short_scenario_takes_the_last_december_day() -> None:
 
 
 def test_a_chosen_day_must_be_past_and_recent() -> None:
+    """Each refusal names the days allowed (an old day once said only "older than 390 days")."""
     site = _site_config()
-    with pytest.raises(UsageError, match="past day"):
+    allowed = "give a day from 2025-11-05 to 2026-11-29"
+    with pytest.raises(UsageError) as future:
         demo_day("dovre-short", site, date(2026, 11, 30), date(2026, 11, 30))
-    with pytest.raises(UsageError, match="older than"):
-        demo_day("dovre-short", site, date(2026, 11, 30), date(2025, 1, 1))
+    assert str(future.value) == f"--date 2026-11-30: the demo simulates a past day; {allowed}"
+    with pytest.raises(UsageError) as old:
+        demo_day("dovre-short", site, date(2026, 11, 30), date(2025, 11, 4))
+    assert str(old.value) == (
+        f"--date 2025-11-04: older than 390 days, which the demo's daemon refuses; {allowed}"
+    )
+    assert demo_day("dovre-short", site, date(2026, 11, 30), date(2025, 11, 5))[0] == date(2025, 11, 5)
     day, note = demo_day("dovre-short", site, date(2026, 11, 30), date(2026, 6, 1))
     assert day == date(2026, 6, 1) and "lighting findings may be missing" in note
