@@ -4,7 +4,9 @@ Every command that takes a time (``status --at``, ``evidence --from/--to``, ``no
 --until``, ``simulate --start/--date``, ``sensor --start``, ``demo --date``) reads it here:
 
 * ``2026-12-15T17:20:00-06:00``, ``2026-12-15T23:20Z``: ISO 8601 with an offset, as given;
-* ``2026-12-15T17:20`` (no offset): the site's local time;
+* ``2026-12-15T17:20`` (no offset): the site's local time; one the clocks skip in spring, or
+  one that occurs twice in autumn (01:30 on the day they go back), is refused, the latter naming
+  the two offsets to choose from (``2026-11-01T01:30-05:00`` or ``-06:00``);
 * ``2026-12-15`` (a date alone): the site's local midnight at the start of that day
   (``end_of_day`` for deadlines: the last second of that day, site time).
 
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 import calendar
 import re
-from datetime import UTC, date, datetime, time, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from typing import Literal
 
 from monitor.errors import UsageError
 
@@ -33,6 +36,10 @@ LAST_DAY = date(9998, 12, 31)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 
+
+# What a local time that occurs twice (the hour repeated in autumn) is taken as: refused, naming
+# its two offsets (the command line), or the earlier (the portal's forms: see parse_time).
+Repeated = Literal["refuse", "earlier"]
 
 _DATE_SHAPE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
@@ -86,8 +93,10 @@ def _reads_as(utc: datetime | None) -> str:
     return "is past the calendar's end in UTC" if utc is None else f"is {utc:%Y-%m-%d %H:%M} UTC"
 
 
-def parse_time(text: str, zone: tzinfo, option: str) -> datetime:
-    """An aware time in UTC; see the module docstring for the forms."""
+def parse_time(text: str, zone: tzinfo, option: str, *, repeated: Repeated = "refuse") -> datetime:
+    """An aware time in UTC; see the module docstring for the forms. ``repeated="earlier"``: a
+    local time that occurs twice is the earlier one, for the portal's forms, whose time fields
+    (a browser's datetime-local) cannot carry an offset to choose with."""
     value = text.strip()
     if len(value) == 10:
         return _in_utc(datetime.combine(parse_date(value, option), time(0), zone), option, text)
@@ -102,6 +111,12 @@ def parse_time(text: str, zone: tzinfo, option: str) -> datetime:
                 f"{option}: {value!r} is no time at the site: the clocks skip it when daylight-saving"
                 f" time begins ({zone}); give a time an hour later or earlier"
             )
+        if repeated == "refuse" and (twice := _offsets_if_twice(local)):
+            first, second = twice
+            raise UsageError(
+                f"{option}: {value!r} occurs twice at the site, before and after the clocks go back"
+                f" ({zone}); give its offset: {value}{first} (the first) or {value}{second} (the second)"
+            )
         parsed = local
     return _in_utc(parsed, option, text)
 
@@ -115,13 +130,33 @@ def _exists(local: datetime) -> bool:
     return back.replace(tzinfo=None) == local.replace(tzinfo=None)
 
 
-def end_of_day(text: str, zone: tzinfo, option: str) -> datetime:
+def _offsets_if_twice(local: datetime) -> tuple[str, str] | None:
+    """The UTC offsets ("-05:00", "-06:00") of a wall-clock time that occurs twice in its zone
+    (the hour repeated when the clocks go back), the first occurrence first; None otherwise.
+    Taken silently, such a time was the first one, an hour off if the second was meant."""
+    try:
+        first, second = local.replace(fold=0).utcoffset(), local.replace(fold=1).utcoffset()
+    except OverflowError:  # at the calendar's ends: _in_utc says so
+        return None
+    if first is None or second is None or first == second:
+        return None
+    return _offset_text(first), _offset_text(second)
+
+
+def _offset_text(offset: timedelta) -> str:
+    sign = "-" if offset < timedelta(0) else "+"
+    minutes = abs(offset) // timedelta(minutes=1)
+    return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def end_of_day(text: str, zone: tzinfo, option: str, *, repeated: Repeated = "refuse") -> datetime:
     """A date alone means the end of that day (23:59:59 site time); a time is taken as given."""
     value = text.strip()
     if len(value) == 10:
         day = parse_date(value, option)
-        return _in_utc(datetime.combine(day, time(23, 59, 59), zone), option, text)
-    return parse_time(value, zone, option)
+        # fold=1: where the clocks go back at midnight, 23:59:59 occurs twice; the day ends at the second.
+        return _in_utc(datetime.combine(day, time(23, 59, 59, fold=1), zone), option, text)
+    return parse_time(value, zone, option, repeated=repeated)
 
 
 def extra_days(text: str) -> int:
@@ -148,11 +183,13 @@ def day_given(text: str, option: str) -> date | None:
     return parse_date(value, option) if len(value) == 10 else None
 
 
-def moment_on_or_after(text: str, zone: tzinfo, option: str, earliest: datetime) -> datetime:
+def moment_on_or_after(
+    text: str, zone: tzinfo, option: str, earliest: datetime, *, repeated: Repeated = "refuse"
+) -> datetime:
     """A time as parse_time reads it. A date alone is the start of that day, except on the day of
     ``earliest``: something done that day (a notice served on the day it was issued) was done
     after it, not at midnight before it. A day before stays before, for the caller to refuse."""
-    moment = parse_time(text, zone, option)
+    moment = parse_time(text, zone, option, repeated=repeated)
     if len(text.strip()) == 10 and parse_date(text, option) == earliest.astimezone(zone).date():
         return max(moment, earliest)
     return moment

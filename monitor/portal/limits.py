@@ -183,7 +183,8 @@ def checked_time(text: str, zone: tzinfo, option: str) -> datetime:
     from monitor.times import TimeOutOfRange, parse_time
 
     try:
-        return parse_time(text, zone, option)
+        # A browser's time field carries no offset: an hour repeated in autumn is its first pass.
+        return parse_time(text, zone, option, repeated="earlier")
     except TimeOutOfRange:
         given = text.strip()[:40]
         raise UsageError(

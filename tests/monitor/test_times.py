@@ -121,5 +121,41 @@ def test_a_time_the_clocks_skip_is_refused() -> None:
         " begins (America/Chicago); give a time an hour later or earlier"
     )
     assert parse_time("2026-03-08T03:00", CHICAGO, "--from").isoformat() == "2026-03-08T08:00:00+00:00"
-    assert parse_time("2026-11-01T01:30", CHICAGO, "--from").isoformat() == "2026-11-01T06:30:00+00:00"
     assert parse_time("2026-03-08T02:30Z", CHICAGO, "--from").isoformat() == "2026-03-08T02:30:00+00:00"
+
+
+def test_a_time_that_occurs_twice_is_refused_naming_both_offsets() -> None:
+    """2026-11-01T01:30 in Chicago occurs at 06:30 and at 07:30 UTC; it was taken silently as the
+    first, so a notice served at the second 01:30 was recorded an hour early."""
+    with pytest.raises(UsageError) as refused:
+        parse_time("2026-11-01T01:30", CHICAGO, "--on")
+    assert str(refused.value) == (
+        "--on: '2026-11-01T01:30' occurs twice at the site, before and after the clocks go back"
+        " (America/Chicago); give its offset: 2026-11-01T01:30-05:00 (the first) or"
+        " 2026-11-01T01:30-06:00 (the second)"
+    )
+    for given, utc in (("2026-11-01T01:30-05:00", "06:30"), ("2026-11-01T01:30-06:00", "07:30")):
+        assert parse_time(given, CHICAGO, "--on").isoformat() == f"2026-11-01T{utc}:00+00:00"
+    # The minutes either side of the repeated hour are one time each.
+    assert parse_time("2026-11-01T00:59", CHICAGO, "--on").isoformat() == "2026-11-01T05:59:00+00:00"
+    assert parse_time("2026-11-01T02:00", CHICAGO, "--on").isoformat() == "2026-11-01T08:00:00+00:00"
+    with pytest.raises(UsageError, match="occurs twice"):
+        end_of_day("2026-11-01T01:00:00", CHICAGO, "--until")
+
+
+def test_the_portals_time_fields_take_the_first_pass_of_a_repeated_hour() -> None:
+    """A browser's datetime-local field carries no offset to choose with: the portal's forms
+    (a resident's complaint at 01:30 that night) take the first, as before, not a refusal."""
+    from monitor.portal.limits import checked_time
+
+    assert checked_time("2026-11-01T01:30", CHICAGO, "from").isoformat() == "2026-11-01T06:30:00+00:00"
+    with pytest.raises(UsageError, match="is no time at the site"):  # a skipped time stays refused
+        checked_time("2026-03-08T02:30", CHICAGO, "from")
+
+
+def test_a_day_that_ends_in_a_repeated_hour_ends_at_its_second_occurrence() -> None:
+    """Paraguay put its clocks back at midnight (2023-03-26 00:00 -03:00 became 03-25 23:00 -04:00):
+    the day's last second came twice, and a deadline on that day ended an hour early."""
+    asuncion = ZoneInfo("America/Asuncion")
+    assert end_of_day("2023-03-25", asuncion, "--until").isoformat() == "2023-03-26T03:59:59+00:00"
+    assert end_of_day("2026-11-01", CHICAGO, "--until").isoformat() == "2026-11-02T05:59:59+00:00"

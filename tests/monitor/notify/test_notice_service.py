@@ -186,3 +186,40 @@ def test_a_service_given_as_a_day_is_told_as_that_day(
     document = capsys.readouterr().out
     [line] = [line for line in document.splitlines() if "Served" in line and "Town clerk" in line]
     assert line.split("Served", 1)[1].strip(" |*:") == f"{day.isoformat()} by Town clerk", line
+
+
+def test_cli_serve_at_a_time_that_occurs_twice_asks_for_its_offset(
+    db: Path, config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--on 01:30` on the day the clocks go back was taken as the first 01:30 (CDT) silently;
+    the Town's clerk who served it at the second (CST) had the service recorded an hour early."""
+    path = tmp_path / "minewatch.toml"
+    path.write_text(config.raw_text)
+    year = datetime.now(UTC).year - 1  # last year's autumn: past, and the notice still open
+    fall_back = next(d for d in range(1, 8) if datetime(year, 11, d).weekday() == 6)  # first Sunday
+    day = f"{year}-11-{fall_back:02d}"
+    store = Store(db)
+    try:
+        notice_id = _open(store, config, local(year, 10, 30, 9, 0))
+    finally:
+        store.close()
+    capsys.readouterr()
+    serve = ["notices", "serve", notice_id, "--by", "Town clerk", "--config", str(path)]
+    assert run_cli([*serve, "--on", f"{day}T01:30"]) == 2
+    assert capsys.readouterr().err == (
+        f"minewatch notices serve: --on: '{day}T01:30' occurs twice at the site, before and after the"
+        f" clocks go back (America/Chicago); give its offset: {day}T01:30-05:00 (the first) or"
+        f" {day}T01:30-06:00 (the second)\n"
+    )
+    store = Store(db)
+    try:
+        assert [c.change for c in NoticeBook(store).history(notice_id)] == ["opened"]
+    finally:
+        store.close()
+    assert run_cli([*serve, "--on", f"{day}T01:30-06:00"]) == 0
+    store = Store(db)
+    try:
+        [served] = [c for c in NoticeBook(store).history(notice_id) if c.change == "served"]
+    finally:
+        store.close()
+    assert served.data["served"] == f"{day}T07:30:00Z"
