@@ -92,9 +92,10 @@ class QueueClaim(Claims):
     go. Closing this claim's file *does* let go of every POSIX lock the process holds on the
     file (SQLite's too), so a queue's connection is closed before its claim is released."""
 
-    def __init__(self, fd: int, path: str) -> None:
+    def __init__(self, fd: int, path: str, *, made: bool = False) -> None:
         super().__init__(fd, ("queue",))
         self.path = path
+        self.made = made  # the file did not exist: this claim made it (empty)
         self._named = False
 
     def mark_used(self) -> None:
@@ -126,10 +127,15 @@ class QueueClaim(Claims):
 
 def claim_queue(queue_path: str) -> QueueClaim:
     """Claim a sensor's queue file for this process, or raise QueueTaken. Made empty if missing
-    (an empty file is an empty SQLite database); never written to."""
+    (an empty file is an empty SQLite database; ``made`` says so); never written to."""
+    made = True
     try:
         Path(queue_path).parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(queue_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(queue_path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            made = False
+            fd = os.open(queue_path, os.O_RDWR | os.O_CLOEXEC)
     except OSError as exc:
         raise StoreError(f"cannot open {queue_path!r}: {exc.strerror}") from None
     try:
@@ -142,7 +148,7 @@ def claim_queue(queue_path: str) -> QueueClaim:
             raise StoreError(f"cannot lock {queue_path!r}: {exc.strerror}") from None
         finally:
             os.close(fd)
-    return QueueClaim(fd, queue_path)
+    return QueueClaim(fd, queue_path, made=made)
 
 
 def _lock_own_byte(fd: int, offset: int) -> None:

@@ -240,10 +240,16 @@ class ForwardQueue:
 
     def _open(self) -> None:
         """Connect to the file at the queue's path and read what it holds."""
+        made = self.claim.made if self.claim is not None else not os.path.lexists(self.path)
         self.conn = sqlite3.connect(self.path, isolation_level=None)
         try:
-            # Before anything writes: another program's database named by mistake is left as it is.
+            # Before anything writes: another program's database named by mistake is left as it is,
+            # and so is a file with no tables (an empty one the user made) that no sensor made.
             foreign = someone_elses(self.conn, ("messages",))
+            if foreign is None and not made and not self._a_sensors():
+                foreign = (
+                    "an empty file" if os.path.getsize(self.path) == 0 else "a SQLite database with no tables"
+                )
             if foreign is not None:
                 raise ValueError(f"{foreign}, not a sensor's queue; name a new file for the queue")
             # WAL + NORMAL: a message survives a process crash once put() returns; a power cut
@@ -271,6 +277,12 @@ class ForwardQueue:
         # sent with the id it will have on disk. AUTOINCREMENT: never one a dropped message had;
         # after a damaged file, never one it had (the link sends only ids past those it sent).
         self._next_id = max(self._next_id, int(top) + 1, (int(seq[0]) if seq else 0) + 1)
+
+    def _a_sensors(self) -> bool:
+        """Whether a sensor made the file: it holds the queue's table, or was marked as a queue
+        (``<queue>-owner``, claims.QueueClaim.mark_used) when a sensor first opened it."""
+        listed = self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'")
+        return listed.fetchone() is not None or os.path.exists(self.path + "-owner")
 
     def _survive_damage(self, step: Callable[[], _T]) -> _T:
         """``step`` run; if it finds the file damaged (the disk returned garbage, the file was

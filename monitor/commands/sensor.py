@@ -12,6 +12,7 @@ Bad configuration or an unusable source exits with 2 before any connection is ma
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sqlite3
@@ -155,7 +156,7 @@ def _common(parser: argparse.ArgumentParser, sources: str) -> None:
         "--queue",
         metavar="PATH",
         help="store-and-forward queue, made if missing (default: ./{site}-{sensor}.queue.db);"
-        " another program's SQLite database is refused",
+        " a file no sensor made (another program's database, an empty file) is refused",
     )
     parser.add_argument(
         "--queue-max-messages",
@@ -352,6 +353,10 @@ def run(args: argparse.Namespace) -> int:
         return _fail(args.kind, str(exc))
     except (ValueError, OSError, sqlite3.Error, StoreError) as exc:
         if claim is not None:
+            if claim.made:  # the empty file it made (the disk refused the queue's tables): not left
+                with contextlib.suppress(OSError):
+                    if queue_path.stat().st_size == 0:
+                        queue_path.unlink()
             claim.release()
         remedy = "; name a new file for the queue" if damaged(exc) else ""
         return _fail(args.kind, f"--queue {queue_path}: {exc}{remedy}")

@@ -89,3 +89,25 @@ def test_a_disk_that_stays_full_delivers_everything_once_the_broker_is_back(
             assert ", 0 lost" in text, text
         finally:
             sub.close()
+
+
+def test_a_queue_the_full_disk_refused_at_the_start_is_not_left_behind(tmp_path: Path) -> None:
+    """The sensor makes its queue's file empty before SQLite writes its tables there; a disk too
+    full for the tables left that empty file, which the next start then refused as no queue a
+    sensor made. The file it made is removed with the one-line refusal; with room, it starts."""
+    config = site_config(tmp_path, "mqtt://127.0.0.1:9")
+    argv = [
+        *(sys.executable, "-m", "monitor.cli", "sensor", "sound", "--config", str(config)),
+        *("--sensor", "n1", "--source", "synthetic:60", "--duration", "2", "--drain-timeout", "1"),
+    ]
+    with tiny_disk(tmp_path / "card", "1m") as card:
+        queue_path = card / "n1.queue.db"
+        filler = fill(card, 0)
+        full = subprocess.run([*argv, "--queue", str(queue_path)], capture_output=True, text=True, timeout=60)
+        assert full.returncode == 2 and full.stderr.endswith("database or disk is full\n"), full.stderr
+        assert sorted(p.name for p in card.iterdir()) == ["filler"]
+        filler.unlink()
+        again = subprocess.run(
+            [*argv, "--queue", str(queue_path)], capture_output=True, text=True, timeout=60
+        )
+        assert again.returncode == 0 and "still queued in" in again.stderr, again.stderr

@@ -316,6 +316,32 @@ def test_another_programs_database_is_no_store_and_no_queue(site: dict[str, str]
     ]
 
 
+def test_a_queue_file_no_sensor_made_is_refused_and_left_alone(site: dict[str, str], tmp_path: Path) -> None:
+    """An empty file the user made (`touch q.db`), or a SQLite database without tables, given as
+    --queue was taken as a new queue: the queue's tables were written into it and the file
+    switched to WAL. Each is one line now, and nothing is written in or beside it."""
+    empty = tmp_path / "mine.db"
+    empty.touch()
+    bare = tmp_path / "bare.db"
+    conn = sqlite3.connect(bare)
+    conn.execute("PRAGMA user_version = 7")
+    conn.execute("VACUUM")
+    conn.close()
+    before = bare.read_bytes()
+    sensor = ["sensor", "sound", "--config", site["config"], "--sensor", "n1", "--source", "synthetic"]
+    for queue, what in ((empty, "an empty file"), (bare, "a SQLite database with no tables")):
+        line = _assert_one_line(_run([*sensor, "--queue", str(queue)], Path(site["cwd"])))
+        assert line == (
+            f"minewatch sensor sound: --queue {queue}: {what}, not a sensor's queue;"
+            " name a new file for the queue"
+        ), line
+    assert empty.read_bytes() == b"" and bare.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("mine", "bare"))) == [
+        "bare.db",
+        "mine.db",
+    ]
+
+
 def test_site_may_be_left_out_with_one_site_in_every_command_that_takes_it(
     site: dict[str, str], tmp_path: Path
 ) -> None:
