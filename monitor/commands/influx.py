@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
-from pathlib import Path
 
 from monitor.commands.numbers import SQLITE_INTEGER_MAX, whole
+from monitor.commands.store_file import existing_store
 from monitor.config import load_config
 from monitor.errors import UsageError
 from monitor.shown_text import one_line
@@ -69,8 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.journal.store import Store
 
     path = config.storage.path
-    if not Path(path).is_file():
-        raise UsageError(f"no store at {path} (storage.path in {args.config})")
+    existing_store(path, args.config)
     if args.action == "requeue" and config.storage.influxdb is None:
         raise UsageError(f"{args.config} has no [storage.influxdb]: nothing would forward the points")
     Store(path).close()  # a file that is no store is refused, a store of an older version migrated

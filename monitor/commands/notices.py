@@ -29,6 +29,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.commands.output_paths import format_named, new_file
 from monitor.commands.site_option import chosen_site
+from monitor.commands.store_file import existing_store
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.shown_text import one_line
@@ -176,8 +177,7 @@ def run(args: argparse.Namespace) -> int:
     from monitor.journal.store import Store
     from monitor.notify.notices import NoticeBook
 
-    if not Path(config.storage.path).is_file():
-        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
+    existing_store(config.storage.path, args.config)
     if args.action == "show":
         args.format = show_format(args.format, args.out)
     if args.action == "list" and args.site is not None:

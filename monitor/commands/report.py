@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.commands.output_paths import new_file, write_whole
 from monitor.commands.site_option import add_site_option, chosen_site
+from monitor.commands.store_file import existing_store
 from monitor.config import load_config
 from monitor.errors import UsageError
 from monitor.times import FIRST_DAY, LAST_DAY, parse_day
@@ -103,9 +104,7 @@ def run(args: argparse.Namespace) -> int:
     name = f"{site.id}-{period.label}"
     pdf_path = new_file(str(folder / f"{name}.pdf"), force=args.force)
     csv_path = new_file(str(folder / f"{name}.csv"), force=args.force)
-    store_path = Path(config.storage.path)
-    if not store_path.is_file():
-        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
+    store_path = existing_store(config.storage.path, args.config)
     from monitor.reports.content import build_report
     from monitor.reports.formats import render_csv, render_pdf
     from rules.profile import load_profile

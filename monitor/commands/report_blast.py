@@ -9,10 +9,10 @@ reads the store only; the format follows the --out file's suffix.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from monitor.commands.output_paths import format_named, new_file
 from monitor.commands.site_option import add_site_option, chosen_site
+from monitor.commands.store_file import existing_store
 from monitor.config import load_config
 from monitor.errors import UsageError
 
@@ -49,8 +49,7 @@ def run(args: argparse.Namespace) -> int:
             f"--sensor: site {site.id!r} has no sensor {args.sensor!r}; its seismographs: {known}"
         )
     out = new_file(args.out, force=args.force)
-    if not Path(config.storage.path).is_file():
-        raise UsageError(f"no store at {config.storage.path} (storage.path in {args.config})")
+    existing_store(config.storage.path, args.config)
     store = Store(config.storage.path)
     try:
         profile = load_profile(site.profile, site.agreement)

@@ -77,7 +77,6 @@ def forwarded(trusted_proxies: tuple[str, ...]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     import uvicorn
 
@@ -92,11 +91,7 @@ def run(args: argparse.Namespace) -> int:
     pc = config.portal
     if not pc.accounts:
         raise UsageError(f"{args.config}: no [[portal.accounts]]: add one (see docs/PORTAL.md)")
-    if not Path(config.storage.path).is_file():
-        raise UsageError(
-            f"no store at {config.storage.path} (storage.path in {args.config}): start the daemon first"
-        )
-    existing_store(config.storage.path, args.config)  # no database, another program's: one line
+    existing_store(config.storage.path, args.config)  # missing, no database, another program's: one line
     broker = config.broker
     if pc.mqtt_username:
         broker = dataclasses.replace(broker, username=pc.mqtt_username, password=pc.mqtt_password)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
+from monitor.commands.store_file import existing_store
 from monitor.config import Config, load_config, site_profile_problems
 from monitor.errors import ConfigError, UsageError
 from monitor.shown_text import one_line
@@ -55,11 +56,7 @@ def run(args: argparse.Namespace) -> int:
     # profiles (check-config and the daemon check them; loading one imports every rule).
     config = load_config(args.config, secrets="defer", profiles=False)
     now = _when(args.at, config)
-    if not Path(config.storage.path).is_file():
-        raise UsageError(
-            f"no store at {config.storage.path} (storage.path in {args.config});"
-            " has `minewatch run` run with this configuration?"
-        )
+    existing_store(config.storage.path, args.config)
     gaps: dict[str, float] = {}
     titles: dict[str, dict[str, str]] = {}
     for index, site in enumerate(config.sites):

@@ -1,7 +1,9 @@
-"""The store a reading command opens read-only (``storage.path``): a minewatch store, looked at
-first. A file that is no SQLite database, or another program's database named by mistake, is
-the user's mistake, said as the daemon and `minewatch status` say it (StoreError, which
-monitor.cli prints in one line with the configuration's key); it is left as it is."""
+"""The store a command reads (``storage.path``): a minewatch store, looked at read-only first,
+by every command that needs one (status, notices, report, report-blast, evidence, verify, influx,
+serve), in the same words. A missing one is said with what makes it (the daemon). A file that is
+no SQLite database, or another program's database named by mistake, is the user's mistake, said
+as the daemon says it (StoreError, which monitor.cli prints in one line with the configuration's
+key); it is left as it is."""
 
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ def existing_store(path: str, config: str) -> Path:
     """``path``, a minewatch store (or an empty SQLite file); refused otherwise, read-only."""
     store = Path(path)
     if not store.is_file():
-        raise UsageError(f"no store at {path} (storage.path in {config})")
+        raise UsageError(
+            f"no store at {path} (storage.path in {config}); the daemon makes it:"
+            " has `minewatch run` run with this configuration?"
+        )
     try:
         conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:

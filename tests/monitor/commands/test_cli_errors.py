@@ -316,6 +316,69 @@ def test_another_programs_database_is_no_store_and_no_queue(site: dict[str, str]
     ]
 
 
+# Every command that reads the store, with the rest of what it needs.
+STORE_READERS = [
+    ["status"],
+    ["notices", "list"],
+    ["notices", "show", "DOV-2026-0001"],
+    ["notices", "close", "DOV-2026-0001", "--note", "checked", "--by", "J. Smith"],
+    ["report", "--month", "2026-11"],
+    ["report-blast", "--blast", "B-1", "--out", "b.pdf"],
+    ["evidence", "--from", "2026-11-01", "--to", "2026-11-02", "--out", "e.zip"],
+    ["influx", "rejected"],
+    ["influx", "requeue"],
+    ["verify", "report.pdf"],
+    ["serve"],
+]
+
+
+@pytest.mark.parametrize("argv", STORE_READERS, ids=" ".join)
+def test_every_store_reader_says_a_missing_or_foreign_store_alike(
+    argv: list[str], site: dict[str, str], tmp_path: Path
+) -> None:
+    """report, report-blast, notices and influx each said a missing store in words of their own
+    (status and serve with a hint, the others without), and looked for another program's database
+    only as they opened it. All ask monitor.commands.store_file.existing_store now: one line each,
+    the same words, the file left as it was and nothing made beside it."""
+    cwd = Path(site["cwd"])
+    (cwd / "report.pdf").write_bytes(b"%PDF-1.4\n% a report to check\n")
+    other = tmp_path / "inventory.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE parts (name TEXT, count INTEGER)")
+    conn.commit()
+    conn.close()
+    before = other.read_bytes()
+    missing = tmp_path / "no-store.db"
+    for path, said in (
+        (
+            missing,
+            f"no store at {missing} (storage.path in {{config}}); the daemon makes it: has `minewatch run`"
+            " run with this configuration?",
+        ),
+        (
+            other,
+            f"{str(other)!r} is another program's SQLite database (tables parts), not a minewatch store;"
+            " name a new file for the store (storage.path in {config})",
+        ),
+    ):
+        config = tmp_path / f"{path.stem}.toml"
+        config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(path)))
+        _with_portal(config)
+        line = _assert_one_line(_run([*argv, "--config", str(config)], cwd))
+        command = " ".join(a for a in argv[:2] if a in LEAVES_NAMES)
+        assert line == f"minewatch {command}: {said.format(config=config)}", line
+    assert other.read_bytes() == before and not missing.exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("inventory", "no-store"))) == [
+        "inventory.db",
+        "inventory.toml",
+        "no-store.toml",
+    ]
+    assert sorted(p.name for p in cwd.iterdir()) == ["report.pdf"]
+
+
+LEAVES_NAMES = {name for path in LEAVES for name in path}
+
+
 def test_a_queue_file_no_sensor_made_is_refused_and_left_alone(site: dict[str, str], tmp_path: Path) -> None:
     """An empty file the user made (`touch q.db`), or a SQLite database without tables, given as
     --queue was taken as a new queue: the queue's tables were written into it and the file
