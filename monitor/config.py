@@ -1319,6 +1319,14 @@ def area_not_given(sites: Sequence[SiteConfig]) -> list[str]:
 PLACEHOLDER = "REPLACE"
 
 
+def placeholder_warning(key: str) -> str:
+    """The warning for a key :func:`template_placeholders` found: one wording for check-config
+    and the daemon."""
+    return (
+        f"{key}: still the deploy template's {PLACEHOLDER} text, which notices print as it stands; fill it in"
+    )
+
+
 def template_placeholders(text: str) -> list[str]:
     """The keys of a configuration's text still holding the deploy template's placeholder
     (notices would print "REPLACE with the name of the officer ..."), named as problems are."""

@@ -20,6 +20,7 @@ from monitor.config import (
     SecretProblem,
     area_not_given,
     load_config,
+    placeholder_warning,
     profile_citation_gaps,
     template_placeholders,
 )
@@ -98,13 +99,10 @@ def _warn_placeholders(file: str, text: str) -> None:
     """One line of warning a value of ``text`` still the deploy template's placeholder, and how many."""
     placeholders = template_placeholders(text)
     for key in placeholders:
-        print(
-            f"warning: {key}: still the template's {PLACEHOLDER} text; notices would print it",
-            file=sys.stderr,
-        )
+        print(f"warning: {placeholder_warning(key)}", file=sys.stderr)
     if placeholders:
         print(
             f"{file}: {len(placeholders)} value(s) still to fill in before notices go out"
-            f" (the template's {PLACEHOLDER} text)",
+            f" (the deploy template's {PLACEHOLDER} text)",
             file=sys.stderr,
         )

@@ -38,7 +38,13 @@ from typing import Any, NamedTuple, ParamSpec
 
 import rules
 from monitor.acoustics import iec61672
-from monitor.config import PLACEHOLDER, Config, area_not_given, profile_citation_gaps, template_placeholders
+from monitor.config import (
+    Config,
+    area_not_given,
+    placeholder_warning,
+    profile_citation_gaps,
+    template_placeholders,
+)
 from monitor.daemon import minute_closing, seismic_intake
 from monitor.daemon.announcer import Announcer, Outgoing, Publish
 from monitor.daemon.clock import Clock
@@ -1050,7 +1056,7 @@ def run(
         log.warning("Standard not judged: %s", unjudged)
     # The whole file's, not a partition's: said once, by the leader.
     for key in template_placeholders(config.raw_text) if leader else ():
-        log.warning("%s: still the deploy template's %s text; notices print it", key, PLACEHOLDER)
+        log.warning("%s", placeholder_warning(key))
     last_tick = 0.0
     held: list[Inbound] = []  # taken and not stored: the store refused writes
     writable = True

@@ -1,5 +1,7 @@
 """`minewatch check-config` on a copy of the deploy template whose REPLACE texts were not filled
-in: they passed as OK, and the notices then printed "REPLACE with the name of the officer ..."."""
+in: they passed as OK, and the notices then printed "REPLACE with the name of the officer ...".
+check-config and the daemon say each in the same words (monitor.config.placeholder_warning); they
+once said "notices would print it" and "notices print it"."""
 
 from __future__ import annotations
 
@@ -22,12 +24,13 @@ def test_the_templates_placeholders_left_are_each_said(
     assert main(["check-config", str(copied)]) == 0  # still valid: a warning, not a refusal
     err = capsys.readouterr().err.splitlines()
     assert [line for line in err if line.startswith("warning: ")] == [
-        f"warning: {key}: still the template's REPLACE text; notices would print it"
+        f"warning: {key}: still the deploy template's REPLACE text, which notices print as it stands;"
+        " fill it in"
         for key in ("town.officer", "town.contact", "sites[0].operator_address")
     ]
     assert (
         err[-1]
-        == f"{copied}: 3 value(s) still to fill in before notices go out (the template's REPLACE text)"
+        == f"{copied}: 3 value(s) still to fill in before notices go out (the deploy template's REPLACE text)"
     )
 
     filled = template.replace("REPLACE with the name of the officer who signs notices", "Jane Roe")
@@ -51,7 +54,10 @@ def test_the_daemon_logs_the_placeholders_left_at_its_start(tmp_path: Path, mosq
     daemon = Daemon(config).start()
     try:
         daemon.wait_ready()
-        said = "sites[0].operator_address: still the deploy template's REPLACE text; notices print it"
+        said = (
+            "sites[0].operator_address: still the deploy template's REPLACE text, which notices print"
+            " as it stands; fill it in"
+        )
         assert wait_until(lambda: said in daemon.logs(), 10), daemon.logs()
         assert daemon.alive()
     finally:
