@@ -90,13 +90,16 @@ class Link:
         self.client.connect_async(self.broker.host, self.broker.port, self.broker.keepalive_s)
         self.client.loop_start()
 
-    def close(self, drain_timeout: float = 0.0) -> bool:
-        """Disconnect after trying to send what is queued for up to ``drain_timeout`` seconds.
+    def close(self, drain_timeout: float = 0.0, abandon: threading.Event | None = None) -> bool:
+        """Disconnect after trying to send what is queued for up to ``drain_timeout`` seconds
+        (less once ``abandon`` is set: a second Ctrl-C).
 
         Returns True if the queue was empty at the end; what is left stays on disk.
         """
         drained = (
-            self.drain(drain_timeout) if drain_timeout > 0 and self.fatal is None else len(self.queue) == 0
+            self.drain(drain_timeout, abandon)
+            if drain_timeout > 0 and self.fatal is None
+            else len(self.queue) == 0
         )
         self.closing = True
         self.client.disconnect()
@@ -156,10 +159,10 @@ class Link:
             time.sleep(0.001)
             self.pump()
 
-    def drain(self, timeout: float) -> bool:
-        """Pump until the queue is empty or ``timeout`` seconds pass."""
+    def drain(self, timeout: float, abandon: threading.Event | None = None) -> bool:
+        """Pump until the queue is empty, ``timeout`` seconds pass or ``abandon`` is set."""
         deadline = time.monotonic() + timeout
-        while len(self.queue) and time.monotonic() < deadline:
+        while len(self.queue) and time.monotonic() < deadline and not (abandon and abandon.is_set()):
             self.pump()
             time.sleep(0.005)
         self.pump()

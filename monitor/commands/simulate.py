@@ -136,6 +136,10 @@ def run(args: argparse.Namespace) -> int:
     return _publish(args, config.broker, site, simulation, speed)
 
 
+# How long the messages handed to the link may take to reach the broker at the end.
+DRAIN_S = 120
+
+
 def _publish(
     args: argparse.Namespace, broker: object, site: SiteConfig, simulation: object, speed: float
 ) -> int:
@@ -156,16 +160,25 @@ def _publish(
         window=args.window,
     )
     stop = threading.Event()
+    again = threading.Event()  # a second Ctrl-C: stop waiting for the broker to take the rest
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            again.set()
         stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     link.start()
-    if not link.connected.wait(30):
-        link.close()
-        return _fail(f"cannot reach the broker at {broker.url} (30 s)", 1)
+    reach_by = time.monotonic() + 30
+    while not link.connected.wait(0.1):  # in slices: Ctrl-C while the broker does not answer
+        if stop.is_set():
+            link.close()
+            print(f"Interrupted before the broker at {broker.url} answered: nothing was published")
+            return 130
+        if time.monotonic() >= reach_by:
+            link.close()
+            return _fail(f"cannot reach the broker at {broker.url} (30 s)", 1)
     prefix = broker.topic_prefix
     start = simulation.scenario.start
     wall0 = time.monotonic()
@@ -190,9 +203,20 @@ def _publish(
             interrupted = at
             log.warning("Interrupted at %s local", f"{at.astimezone(start.tzinfo):%H:%M:%S}")
             break
-    drained = link.close(drain_timeout=120.0)
+    if stop.is_set() and len(link.queue):
+        log.warning(
+            "Delivering the %d message(s) sent before the interruption (up to %d s); Ctrl-C again"
+            " to stop now, leaving them undelivered",
+            len(link.queue),
+            DRAIN_S,
+        )
+    drained = link.close(drain_timeout=DRAIN_S, abandon=again)
     elapsed = time.monotonic() - wall0
     _summary(simulation, site, elapsed, dry_run=False, interrupted=interrupted)
+    if not drained and again.is_set():
+        return _fail(
+            f"{len(link.queue)} messages not delivered to the broker: Ctrl-C again stopped the wait", 130
+        )
     if not drained:
         return _fail(f"{len(link.queue)} messages could not be delivered to the broker", 1)
     return 0 if not stop.is_set() else 130

@@ -163,3 +163,59 @@ def test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped
     times = re.findall(r"^  (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", said, flags=re.M)
     assert all(t <= stopped.group(2) for t in times), (times, stopped.group(2))
     assert "truck passes:" not in said and "16:10" not in said  # the day's last blast was never sent
+
+
+def _simulate_until_ctrl_c(
+    config: Path, before: float, *, broker: Mosquitto | None = None, again_after: float | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`minewatch simulate` given Ctrl-C after ``before`` s (the broker stopped first, if given),
+    and again ``again_after`` s later; what it said, and how long it took from the first Ctrl-C."""
+    from tests.support.cli import sigint_as_at_a_terminal
+
+    argv = ["simulate", "--config", str(config), "--scenario", "dovre-short", "--speed", "60"]
+    with sigint_as_at_a_terminal():
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "monitor.cli", *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    try:
+        time.sleep(before)
+        if broker is not None:
+            broker.stop()
+            time.sleep(1.0)
+        interrupted = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        if again_after is not None:
+            time.sleep(again_after)
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=150)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err), time.monotonic() - interrupted
+
+
+def test_ctrl_c_while_the_broker_does_not_answer_stops_at_once(tmp_path: Path) -> None:
+    """Ctrl-C before the broker answered was not heard: simulate went on trying for its 30 s and
+    then said it could not reach the broker (exit 1)."""
+    config = site_config(tmp_path, "mqtt://127.0.0.1:9")  # nothing listens there
+    done, took = _simulate_until_ctrl_c(config, 3.0)
+    assert done.returncode == 130 and took < 10, (took, done.stderr)
+    assert done.stdout == (
+        "Interrupted before the broker at mqtt://127.0.0.1:9 answered: nothing was published\n"
+    )
+
+
+def test_ctrl_c_again_stops_the_wait_for_a_broker_gone(tmp_path: Path, mosquitto: Mosquitto) -> None:
+    """Interrupted after the broker went away, simulate waited 120 s for it to take what was sent,
+    and a second Ctrl-C was not heard. It says it waits and how to stop, and a second one stops it."""
+    config = site_config(tmp_path, mosquitto.url)
+    done, took = _simulate_until_ctrl_c(config, 5.0, broker=mosquitto, again_after=2.0)
+    assert done.returncode == 130 and took < 15, (took, done.stderr)
+    assert "Ctrl-C again to stop now, leaving them undelivered" in done.stderr
+    last = done.stderr.splitlines()[-1]
+    assert re.fullmatch(
+        r"minewatch simulate: \d+ messages not delivered to the broker: Ctrl-C again stopped the wait", last
+    ), last
