@@ -32,7 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("simulate", "play a simulated day at a quarry through the broker"),
     "notices": (
         "notices",
-        "notices of violation: list, show (md/html/json/pdf), request-extension, extend, close, escalate",
+        "notices of violation: list, show (md/html/json/pdf), request-extension, extend, serve, close,"
+        " escalate",
     ),
     "influx": ("influx", "the points InfluxDB refused: list them by reason, or queue them again (requeue)"),
     "evidence": ("evidence", "export a window of the record as a self-verifying evidence bundle (zip)"),

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.out)
     if not folder.is_dir():
         reason = "is not a folder" if folder.exists() else "does not exist; create it or choose another"
-        raise UsageError(f"--out {args.out}: {reason}")
+        raise UsageError(f"--out {args.out}: {reason} (--out names the folder for the PDF and CSV)")
     today = datetime.now(UTC).astimezone(zone).date()
     if args.month:
         period = month_period(*_month(args.month), zone)

@@ -43,11 +43,15 @@ def run(args: argparse.Namespace) -> int:
     fmt = format_named(args.out, FORMATS)
     config = load_config(args.config, secrets="defer")  # reads the store only: no broker password
     site = chosen_site(config, args.site)
-    if args.sensor is not None and site.sensor(args.sensor) is None:
+    chosen = site.sensor(args.sensor) if args.sensor is not None else None
+    if args.sensor is not None and (chosen is None or chosen.kind.value != "seismograph"):
         known = ", ".join(s.id for s in site.sensors if s.kind.value == "seismograph") or "none"
-        raise UsageError(
-            f"--sensor: site {site.id!r} has no sensor {args.sensor!r}; its seismographs: {known}"
+        what = (
+            f"site {site.id!r} has no sensor {args.sensor!r}"
+            if chosen is None
+            else f"{args.sensor!r} is a {chosen.kind.value} sensor, not a seismograph"
         )
+        raise UsageError(f"--sensor: {what}; its seismographs: {known}")
     out = new_file(args.out, force=args.force)
     existing_store(config.storage.path, args.config)
     store = Store(config.storage.path)

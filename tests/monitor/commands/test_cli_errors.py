@@ -728,3 +728,30 @@ def test_a_subcommands_mistake_is_said_by_the_subcommand(tmp_path: Path) -> None
     done = run_minewatch("notices", "show", "N-1", "--config", str(missing))
     assert done.returncode == 2
     assert done.stderr.startswith(f"minewatch notices show: {missing}")
+
+
+def test_report_blast_sensor_that_is_no_seismograph_is_said_so(site: dict[str, str], tmp_path: Path) -> None:
+    """`--sensor n1`, a sound meter, was taken as a seismograph that had "recorded no event" of
+    the blast, as if the blast had been missed."""
+    out = tmp_path / "b.pdf"
+    argv = ["report-blast", "--config", site["config"], "--blast", "b-1215-2", "--sensor", "n1"]
+    line = _assert_one_line(_run([*argv, "--out", str(out)], Path(site["cwd"])))
+    assert line == (
+        "minewatch report-blast: --sensor: 'n1' is a sound sensor, not a seismograph; its seismographs: sg1"
+    )
+    assert not out.exists()
+
+
+def test_report_out_naming_a_file_says_it_is_a_folder(site: dict[str, str], tmp_path: Path) -> None:
+    """`report --out march.pdf` said "does not exist; create it" as if a folder named so were
+    wanted; both refusals say what --out is."""
+    (tmp_path / "old.pdf").write_text("the user's file")
+    for out, said in (
+        ("march.pdf", "does not exist; create it or choose another"),
+        ("old.pdf", "is not a folder"),
+    ):
+        argv = ["report", "--config", site["config"], "--day", "2026-11-02", "--out", str(tmp_path / out)]
+        line = _assert_one_line(_run(argv, Path(site["cwd"])))
+        what = "(--out names the folder for the PDF and CSV)"
+        assert line == f"minewatch report: --out {tmp_path / out}: {said} {what}"
+    assert (tmp_path / "old.pdf").read_text() == "the user's file"
