@@ -28,9 +28,13 @@ def run(args: argparse.Namespace) -> int:
         print(f'token_hash = "{hash_token(token)}"')
         return 0
     if sys.stdin.isatty():
-        password = getpass.getpass("Password: ")
-        if getpass.getpass("Again: ") != password:
-            raise UsageError("the two passwords differ: run it again")
+        try:
+            password = getpass.getpass("Password: ")
+            if getpass.getpass("Again: ") != password:
+                raise UsageError("the two passwords differ: run it again")
+        except EOFError:  # Ctrl-D at the prompt
+            print(file=sys.stderr)  # the prompt's line ended
+            raise UsageError("no password given (the input ended): nothing was hashed") from None
     else:
         line = sys.stdin.buffer.readline().rstrip(b"\r\n")
         try:
