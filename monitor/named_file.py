@@ -45,7 +45,7 @@ def open_named_file(path: str | Path, what: str, *, pipe_ok: bool = False) -> Bi
     if not stat.S_ISREG(mode):
         os.close(fd)
         kind = "a folder" if stat.S_ISDIR(mode) else "a device, pipe or socket"
-        raise NamedFileError(f"{path}: is {kind}, not a {what}")
+        raise NamedFileError(f"{path}: is {kind}, not {_a(what)}")
     return open(fd, "rb")
 
 
@@ -66,8 +66,13 @@ def read_named_text(path: str | Path, what: str) -> str:
         except OSError as exc:
             raise NamedFileError(f"{path}: cannot read: {exc.strerror}") from None
     if len(data) > MAX_TEXT_BYTES:
-        raise NamedFileError(f"{path}: larger than {MAX_TEXT_BYTES // 2**20} MiB, not a {what}")
+        raise NamedFileError(f"{path}: larger than {MAX_TEXT_BYTES // 2**20} MiB, not {_a(what)}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise NamedFileError(f"{path}: cannot read: not UTF-8 text") from None
+
+
+def _a(what: str) -> str:
+    """``what`` with its article: "a WAV file", "an anchors file" (it said "a anchors file")."""
+    return f"{'an' if what[:1].lower() in 'aeiou' else 'a'} {what}"

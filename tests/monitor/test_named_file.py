@@ -55,6 +55,9 @@ def test_each_way_a_file_cannot_be_read_is_one_sentence(tmp_path: Path) -> None:
         assert str(info.value) == f"{path}: {said}"
     with pytest.raises(NamedFileError, match=r": is a device, pipe or socket, not a WAV file$"):
         read_named_bytes("/dev/zero", "WAV file")
+    # `verify --anchors /tmp` said "is a folder, not a anchors file".
+    with pytest.raises(NamedFileError, match=r": is a folder, not an anchors file$"):
+        read_named_text(folder, "anchors file")
 
 
 def test_a_recording_may_come_through_a_pipe(tmp_path: Path) -> None:
