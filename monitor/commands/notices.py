@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from monitor.commands.output_paths import format_named, new_file
+from monitor.commands.output_paths import format_named, new_file, write_whole
 from monitor.commands.site_option import chosen_site
 from monitor.commands.store_file import existing_store
 from monitor.config import Config, load_config
@@ -235,7 +235,7 @@ def _run(args: argparse.Namespace, config: Config, store: Store, book: NoticeBoo
     if args.action == "show":
         document = render_notice(store.conn, args.id, args.format, config=config)
         if out is not None:
-            out.write_bytes(document)
+            write_whole(out, document)  # a file replaced with --force: whole, or left as it was
             print(f"Wrote {out} ({len(document)} bytes)", file=sys.stderr)
         elif args.format == "pdf" and sys.stdout.isatty():
             raise MinewatchError("a PDF needs --out FILE (or stdout redirected to a file)")

@@ -80,7 +80,7 @@ def write_whole(path: Path, body: bytes) -> None:
             f"{partial}: exists (another run writing {path.name}, or one cut short); remove it once"
             " none is running, or choose another --out"
         ) from None
-    except OSError:
+    except OSError as exc:  # a full disk: the file named, and what it held before kept
         partial.unlink(missing_ok=True)
-        raise
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.replace(partial, path)

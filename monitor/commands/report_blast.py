@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from monitor.commands.output_paths import format_named, new_file
+from monitor.commands.output_paths import format_named, new_file, write_whole
 from monitor.commands.site_option import add_site_option, chosen_site
 from monitor.commands.store_file import existing_store
 from monitor.config import load_config
@@ -63,6 +63,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc).strip("'\"")) from None
     finally:
         store.close()
-    out.write_bytes(body)
+    write_whole(out, body)  # a file replaced with --force: whole, or left as it was
     print(f"Wrote {out}: blast {args.blast} at site {site.id} ({fmt.upper()})")
     return 0

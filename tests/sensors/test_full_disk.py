@@ -111,3 +111,34 @@ def test_a_queue_the_full_disk_refused_at_the_start_is_not_left_behind(tmp_path:
             [*argv, "--queue", str(queue_path)], capture_output=True, text=True, timeout=60
         )
         assert again.returncode == 0 and "still queued in" in again.stderr, again.stderr
+
+
+def test_a_file_replaced_with_force_on_a_full_disk_is_kept(tmp_path: Path) -> None:
+    """`notices show ID --out n.pdf --force` (and report-blast) wrote straight into the file: on a
+    full disk the user's n.pdf was left as the first 4 KiB of the new PDF. It is written beside
+    and renamed over, so the file is replaced whole or kept as it was, and named in the line."""
+    from monitor.journal.store import Store
+    from tests.monitor.notify.test_notice_service import _open
+    from tests.support.notices import make_config
+
+    store_path = tmp_path / "store.db"
+    config = make_config(store_path)
+    store = Store(store_path)
+    try:
+        notice_id = _open(store, config)
+    finally:
+        store.close()
+    config_path = tmp_path / "minewatch.toml"
+    config_path.write_text(config.raw_text)
+    with tiny_disk(tmp_path / "card", "256k") as card:
+        mine = card / "n.pdf"
+        mine.write_text("the user's own notice\n")
+        fill(card, 0)
+        argv = ["notices", "show", notice_id, "--config", config_path, "--out", mine, "--force"]
+        done = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", *map(str, argv)], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr == f"minewatch notices show: {mine}: No space left on device\n"
+        assert mine.read_text() == "the user's own notice\n"
+        assert sorted(p.name for p in card.iterdir()) == ["filler", "n.pdf"]
