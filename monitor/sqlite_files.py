@@ -14,11 +14,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+# minewatch's own files, each told by tables of its own: named as the other kind by mistake.
+_OURS = (
+    ({"migrations", "chain"}, "a minewatch store (storage.path)"),
+    ({"messages", "drops"}, "a sensor's queue (minewatch sensor --queue)"),
+)
+
 
 def someone_elses(conn: sqlite3.Connection, own: Iterable[str]) -> str | None:
     """What the database is when it holds tables and none of ``own``: "another program's SQLite
-    database (tables ...)", for the caller's refusal; None when it is empty or ours. Reads only;
-    sqlite3.DatabaseError for a file that is no database."""
+    database (tables ...)", or minewatch's other kind of file ("a sensor's queue (...)"), for the
+    caller's refusal; None when it is empty or ours. Reads only; sqlite3.DatabaseError for a
+    file that is no database."""
     names = [
         row[0]
         for row in conn.execute(
@@ -27,6 +34,9 @@ def someone_elses(conn: sqlite3.Connection, own: Iterable[str]) -> str | None:
     ]
     if not names or not set(names).isdisjoint(own):
         return None
+    for marks, what in _OURS:
+        if marks <= set(names):  # minewatch's other file: the queue named as the store, or back
+            return what
     most = 5
     more = f" and {len(names) - most} more" if len(names) > most else ""
     return f"another program's SQLite database (tables {', '.join(names[:most])}{more})"

@@ -379,6 +379,32 @@ def test_every_store_reader_says_a_missing_or_foreign_store_alike(
 LEAVES_NAMES = {name for path in LEAVES for name in path}
 
 
+def test_the_store_and_a_queue_named_for_each_other_are_said_so(site: dict[str, str], tmp_path: Path) -> None:
+    """The daemon's store given as a sensor's --queue was "another program's SQLite database
+    (tables alert_conditions, alerts, ...)", and a queue given as storage.path likewise: each is
+    minewatch's own file of the other kind, said so. Both are left as they were."""
+    from sensors.queue import ForwardQueue
+
+    store = tmp_path / "store.db"
+    queue = tmp_path / "n1.queue.db"
+    ForwardQueue(queue).close()
+    before = {path: path.read_bytes() for path in (store, queue)}
+    sensor = ["sensor", "sound", "--config", site["config"], "--sensor", "n1", "--source", "synthetic"]
+    line = _assert_one_line(_run([*sensor, "--queue", str(store)], Path(site["cwd"])))
+    assert line == (
+        f"minewatch sensor sound: --queue {store}: a minewatch store (storage.path), not a sensor's"
+        " queue; name a new file for the queue"
+    ), line
+    config = tmp_path / "queue-as-store.toml"
+    config.write_text(Path(site["config"]).read_text().replace(str(store), str(queue)))
+    line = _assert_one_line(_run(["status", "--config", str(config)], Path(site["cwd"])))
+    assert line == (
+        f"minewatch status: {str(queue)!r} is a sensor's queue (minewatch sensor --queue), not a"
+        f" minewatch store; name a new file for the store (storage.path in {config})"
+    ), line
+    assert {path: path.read_bytes() for path in (store, queue)} == before
+
+
 def test_a_queue_file_no_sensor_made_is_refused_and_left_alone(site: dict[str, str], tmp_path: Path) -> None:
     """An empty file the user made (`touch q.db`), or a SQLite database without tables, given as
     --queue was taken as a new queue: the queue's tables were written into it and the file
