@@ -829,11 +829,24 @@ class _Exporter:
     # ------------------------------------------------------------------ plots
 
     def _days(self) -> Iterator[tuple[date, int, int]]:
+        """The window's days from the first to the last with something to plot: a day without
+        data has no plot, and a window of centuries (1970 to 9998) was walked day by day, an
+        export that did not end."""
         s = self.scope
-        day = datetime.fromtimestamp(s.from_us / 1e6, self.zone).date()
+        ends = [
+            *(
+                segment.plotted_span(self.conn, self.site.id, max(s.from_us, s.chained_from_us), s.to_us)
+                or ()
+            ),
+            *(m * 60_000_000 for minutes in getattr(self, "_minutes", {}).values() for m in minutes),
+        ]
+        if not ends:
+            return
+        first, last = max(s.from_us, min(ends)), min(s.to_us - 1, max(ends))
+        day = datetime.fromtimestamp(first / 1e6, self.zone).date()
         while True:
             start = to_us(datetime.combine(day, time(0), self.zone))
-            if start >= s.to_us:
+            if start > last or start >= s.to_us:
                 return
             end = to_us(datetime.combine(day + timedelta(days=1), time(0), self.zone))
             yield day, max(start, s.from_us), min(end, s.to_us)

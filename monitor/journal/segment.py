@@ -435,6 +435,21 @@ def sound_minutes(conn: sqlite3.Connection, site: str, lo: int, hi: int) -> sqli
     )
 
 
+def plotted_span(conn: sqlite3.Connection, site: str, lo: int, hi: int) -> tuple[int, int] | None:
+    """The first and last ts_us in [lo, hi) of the rows the day plots draw (sound, light), or None.
+    Each end a query of its own: SQLite finds a MIN or a MAX alone by the key, both at once by a scan."""
+    ends: list[int] = []
+    for table, kind in (("sound", ""), ("readings", " AND kind = 'light'")):
+        for pick in ("MIN", "MAX"):
+            row = conn.execute(
+                f"SELECT {pick}(ts_us) FROM {table} WHERE site = ?{kind} AND ts_us >= ? AND ts_us < ?",
+                (site, lo, hi),
+            ).fetchone()
+            if row[0] is not None:
+                ends.append(int(row[0]))
+    return (min(ends), max(ends)) if ends else None
+
+
 def light_minutes(conn: sqlite3.Connection, site: str, sensor: str, lo: int, hi: int) -> sqlite3.Cursor:
     """Per minute of [lo, hi) of a light sensor: (minute, sum of mean lux, count, max lux)."""
     return conn.execute(

@@ -1267,3 +1267,43 @@ def test_an_anchors_file_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     said = "lists or objects nested too deeply to be anchors (a list of {site, seq, head})"
     assert done.stderr.strip().splitlines() == [f"minewatch verify: {deep}: {said}"]
+
+
+def test_a_window_of_centuries_plots_only_the_days_with_data(site: Site, tmp_path: Path) -> None:
+    """`evidence --from 1970-01-02 --to 9998-12-30` walked its 2.9 million days one by one for
+    the plots (a query per day and sensor) and did not end; the days walked are those from the
+    first to the last with data, so it draws the plots a window around the data draws, in about
+    the time that takes (measured against it, not against a clock: the machine may be slow)."""
+    import subprocess
+    import sys
+    import time
+    import zipfile
+
+    from tests.support.paths import REPO
+
+    wide, tight = tmp_path / "wide.zip", tmp_path / "tight.zip"
+    took: dict[Path, float] = {}
+    for out, window in (
+        (wide, ("1970-01-02", "9998-12-30")),
+        (tight, (WINDOW[0].isoformat(), WINDOW[1].isoformat())),
+    ):
+        argv = ["evidence", "--config", site.config_path, "--site", SITE, "--from", window[0]]
+        argv += ["--to", window[1], "--out", out]
+        began = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", *map(str, argv)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        took[out] = time.monotonic() - began
+        assert done.returncode == 0, done.stderr
+    assert took[wide] < 3 * took[tight] + 5, took  # it took 20 times as long
+
+    def plots(path: Path) -> list[str]:
+        with zipfile.ZipFile(path) as bundle:
+            return sorted(name for name in bundle.namelist() if name.startswith("plots/"))
+
+    assert plots(wide) == plots(tight) != []
+    assert verify_bundle(wide).ok
