@@ -110,6 +110,11 @@ def _main(argv: list[str]) -> int:
         except UnicodeEncodeError:  # bytes the locale could not decode, kept as surrogates
             shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             return _fail("minewatch", f"argument {at} ({shown}) is not UTF-8 text: write it in UTF-8")
+    if len(argv) > 1 and argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        # `minewatch --config F status`: the option's value was taken for the command's name.
+        commands = [a for a in argv if a in COMMANDS]
+        where = f"minewatch {commands[0]} {argv[0]} ..." if commands else f"minewatch COMMAND {argv[0]} ..."
+        return _fail("minewatch", f"{argv[0]}: give the command first, then its options: {where}")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=chosen or "")
     args, extra = parser.parse_known_args(argv)

@@ -781,3 +781,14 @@ def test_report_out_naming_a_file_says_it_is_a_folder(site: dict[str, str], tmp_
         what = "(--out names the folder for the PDF and CSV)"
         assert line == f"minewatch report: --out {tmp_path / out}: {said} {what}"
     assert (tmp_path / "old.pdf").read_text() == "the user's file"
+
+
+def test_an_option_before_the_command_is_said_so(tmp_path: Path) -> None:
+    """`minewatch --config site.toml status` said "argument COMMAND: invalid choice: 'site.toml'",
+    the configuration's name taken for the command's."""
+    for argv, said in (
+        (["--config", "site.toml", "status"], "minewatch status --config ..."),
+        (["--config", "site.toml"], "minewatch COMMAND --config ..."),
+    ):
+        line = _assert_one_line(_run(argv, tmp_path))
+        assert line == f"minewatch: --config: give the command first, then its options: {said}", line
