@@ -361,11 +361,25 @@ def open_patiently(
             ) from exc
 
 
+def _make_folder_of(path: str) -> None:
+    """The store's folder, made if missing; one that cannot be (a file where a folder of it
+    should be: it was "minewatch run: /etc/passwd: File exists") is a StoreError naming why."""
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if isinstance(exc, FileExistsError | NotADirectoryError):
+            blocking = next(p for p in Path(path).parents if p.exists() or p.is_symlink())
+            why = f"{blocking} is a file, not a folder"
+        else:
+            why = f"{exc.filename}: {exc.strerror}"
+        raise StoreError(f"cannot make the folder of the store {path!r}: {why}") from None
+
+
 class Store:
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            _make_folder_of(self.path)
 
         def attempt() -> None:
             try:

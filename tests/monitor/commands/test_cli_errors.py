@@ -792,3 +792,19 @@ def test_an_option_before_the_command_is_said_so(tmp_path: Path) -> None:
     ):
         line = _assert_one_line(_run(argv, tmp_path))
         assert line == f"minewatch: --config: give the command first, then its options: {said}", line
+
+
+def test_a_store_path_under_a_file_is_said_so(site: dict[str, str], tmp_path: Path) -> None:
+    """storage.path = "notes.txt/minewatch.db" ended `minewatch run` in "notes.txt: File exists",
+    which names neither the key nor what is wrong with it."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the operator's notes\n")
+    store = notes / "minewatch.db"
+    config = tmp_path / "under-a-file.toml"
+    config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(store)))
+    line = _assert_one_line(_run(["run", "--config", str(config)], Path(site["cwd"])))
+    assert line == (
+        f"minewatch run: cannot make the folder of the store {str(store)!r}: {notes} is a file, not a"
+        f" folder (storage.path in {config})"
+    ), line
+    assert notes.read_text() == "the operator's notes\n"
