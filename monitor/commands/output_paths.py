@@ -83,4 +83,7 @@ def write_whole(path: Path, body: bytes) -> None:
     except OSError as exc:  # a full disk: the file named, and what it held before kept
         partial.unlink(missing_ok=True)
         raise OSError(exc.errno, exc.strerror, str(path)) from None
+    except BaseException:  # Ctrl-C mid-write: the partial file made here goes too
+        partial.unlink(missing_ok=True)
+        raise
     os.replace(partial, path)

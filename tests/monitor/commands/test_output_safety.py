@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,3 +174,37 @@ def test_an_out_file_named_for_a_format_not_written_is_refused(
     assert line == f"minewatch {' '.join(path)}: --out {out}: {said}", line
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(out.name)]  # nor a .partial
+
+
+def test_ctrl_c_while_a_file_is_written_leaves_no_partial_file_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C cannot be delivered at one chosen moment, so the partial file's write raises
+    KeyboardInterrupt as Python's SIGINT handler would there; the file itself is real. Before,
+    the ``<out>.partial`` was left and the next run refused to write ("exists ... cut short")."""
+    from monitor.commands import output_paths
+
+    class Interrupted:
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def __enter__(self) -> Interrupted:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+        def write(self, body: bytes) -> int:
+            self.handle.write(body[:10])
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(output_paths, "open", lambda *a: Interrupted(open(*a)), raising=False)  # noqa: SIM115
+    out = tmp_path / "notice.pdf"
+    out.write_bytes(b"the user's old notice")
+    with pytest.raises(KeyboardInterrupt):
+        output_paths.write_whole(out, b"%PDF-1.7 the new notice")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notice.pdf"]
+    assert out.read_bytes() == b"the user's old notice"
+    monkeypatch.undo()
+    output_paths.write_whole(out, b"%PDF-1.7 the new notice")  # the next run is not refused
+    assert out.read_bytes() == b"%PDF-1.7 the new notice"
