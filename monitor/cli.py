@@ -50,6 +50,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hash-password": ("hash_password", "hash a portal password (or make an API token) for the configuration"),
     "demo": ("demo", "simulated site, real broker, daemon, notices and evidence, in one command"),
 }
+# Commands that stop on SIGTERM in their own way (drain, close the broker's session); the others
+# take it as an orderly exit (process_settings.exit_on_sigterm).
+OWN_SIGTERM = frozenset({"run", "sensor", "simulate", "demo"})
 
 
 class Parser(argparse.ArgumentParser):
@@ -121,8 +124,10 @@ def _main(argv: list[str]) -> int:
     chosen_parser = parser.chosen(args)  # its errors name the command: "minewatch notices list: ..."
     if extra:
         chosen_parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    from monitor.process_settings import tune_process
+    from monitor.process_settings import exit_on_sigterm, tune_process
 
+    if args.command not in OWN_SIGTERM:
+        exit_on_sigterm()
     tune_process()
     # A character no encoding of the terminal holds (half a UTF-16 pair from someone's JSON, a
     # name in a script the locale lacks) is printed as its escape, not a UnicodeEncodeError.
