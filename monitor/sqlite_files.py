@@ -42,6 +42,21 @@ def someone_elses(conn: sqlite3.Connection, own: Iterable[str]) -> str | None:
     return f"another program's SQLite database (tables {', '.join(names[:most])}{more})"
 
 
+def not_a_stores_making(conn: sqlite3.Connection, path: str) -> str | None:
+    """What a file with no tables at all is when minewatch did not make it as a store: "an empty
+    file" (`touch`), "a SQLite database with no tables" (another program's, not in WAL mode); None
+    when it holds tables (someone_elses judges those) or is in WAL mode, which the store sets on
+    its file before the file's name appears (Store: _make_store_file). Reads only."""
+    if conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None:
+        return None
+    with open(path, "rb") as file:
+        header = file.read(100)
+    if not header:
+        return "an empty file"
+    wal = header[18:20] == b"\x02\x02"  # the file format's write and read versions: 2 is WAL
+    return None if wal else "a SQLite database with no tables"
+
+
 # SQLite's primary result codes (an extended code's low byte) that say the files or their disk
 # refuse writes for now, not that a statement or the code is at fault.
 _REFUSED_BECAUSE = {

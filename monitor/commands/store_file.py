@@ -3,7 +3,7 @@ by every command that needs one (status, notices, report, report-blast, evidence
 serve), in the same words. A missing one is said with what makes it (the daemon). A file that is
 no SQLite database, or another program's database named by mistake, is the user's mistake, said
 as the daemon says it (StoreError, which monitor.cli prints in one line with the configuration's
-key); it is left as it is."""
+key); it is left as it is, as is an empty file the user made (`touch`)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from pathlib import Path
 
 from monitor.errors import StoreError, UsageError
 from monitor.journal import migrations
-from monitor.sqlite_files import someone_elses
+from monitor.sqlite_files import not_a_stores_making, someone_elses
 
 
 def existing_store(path: str, config: str) -> Path:
-    """``path``, a minewatch store (or an empty SQLite file); refused otherwise, read-only."""
+    """``path``, a minewatch store (or one being made); refused otherwise (an empty file the user
+    made too), read-only."""
     store = Path(path)
     if not store.is_file():
         raise UsageError(
@@ -26,7 +27,9 @@ def existing_store(path: str, config: str) -> Path:
     try:
         conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
-            foreign = someone_elses(conn, (migrations.TABLE, "chain"))
+            foreign = someone_elses(conn, (migrations.TABLE, "chain")) or not_a_stores_making(
+                conn, str(store)
+            )
         finally:
             conn.close()
     except sqlite3.Error as exc:

@@ -43,7 +43,7 @@ from monitor.journal.chain_kinds import digest_of as digest_of
 from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
 from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
-from monitor.sqlite_files import refuses_writes, someone_elses
+from monitor.sqlite_files import not_a_stores_making, refuses_writes, someone_elses
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import (
@@ -375,11 +375,36 @@ def _make_folder_of(path: str) -> None:
         raise StoreError(f"cannot make the folder of the store {path!r}: {why}") from None
 
 
+def _make_store_file(path: str) -> None:
+    """A new store's file, in WAL mode before its name appears (linked from a file of this
+    process's own): another process opening the store at that moment finds a store being made,
+    never an empty file, which is refused as a file minewatch did not make. Where the folder
+    refuses (no hard links, read-only) nothing is made here: SQLite makes it as it opens it."""
+    own = f"{path}.new-{os.getpid()}"
+    try:
+        conn = sqlite3.connect(own)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        finally:
+            conn.close()
+        with contextlib.suppress(FileExistsError):  # another process made it at this moment
+            os.link(own, path)
+    except (OSError, sqlite3.Error):
+        pass
+    finally:
+        for leftover in (own, own + "-wal", own + "-shm"):
+            with contextlib.suppress(OSError):
+                os.unlink(leftover)
+
+
 class Store:
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         self.path = str(path)
+        self._made = self.path == ":memory:" or not os.path.lexists(self.path)
         if self.path != ":memory:":
             _make_folder_of(self.path)
+            if self._made:
+                _make_store_file(self.path)
 
         def attempt() -> None:
             try:
@@ -409,6 +434,8 @@ class Store:
         # named by mistake is left as it is. A store has its migrations' record, or (made
         # before the record) its chain.
         foreign = someone_elses(self.conn, (migrations.TABLE, "chain"))
+        if foreign is None and not self._made:  # a file the user made (`touch`) is no store either
+            foreign = not_a_stores_making(self.conn, self.path)
         if foreign is not None:
             self.conn.close()
             raise StoreError(

@@ -808,3 +808,36 @@ def test_a_store_path_under_a_file_is_said_so(site: dict[str, str], tmp_path: Pa
         f" folder (storage.path in {config})"
     ), line
     assert notes.read_text() == "the operator's notes\n"
+
+
+def test_a_store_file_minewatch_did_not_make_is_refused_and_left_alone(
+    site: dict[str, str], tmp_path: Path
+) -> None:
+    """An empty file at storage.path (`touch minewatch.db`), or a SQLite database without tables,
+    was taken as a new store: the daemon wrote its tables into it and switched it to WAL. Each
+    is one line now, from the daemon and from the commands that read the store, and nothing is
+    written in or beside it; a missing file is still made (the daemon's first start)."""
+    empty = tmp_path / "mine.db"
+    empty.touch()
+    bare = tmp_path / "bare.db"
+    conn = sqlite3.connect(bare)
+    conn.execute("PRAGMA user_version = 7")
+    conn.execute("VACUUM")
+    conn.close()
+    before = bare.read_bytes()
+    for store, what in ((empty, "an empty file"), (bare, "a SQLite database with no tables")):
+        config = tmp_path / f"{store.stem}.toml"
+        config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(store)))
+        for command in ("run", "status"):
+            line = _assert_one_line(_run([command, "--config", str(config)], Path(site["cwd"])))
+            assert line == (
+                f"minewatch {command}: {str(store)!r} is {what}, not a minewatch store; name a new file"
+                f" for the store (storage.path in {config})"
+            ), line
+    assert empty.read_bytes() == b"" and bare.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("mine", "bare"))) == [
+        "bare.db",
+        "bare.toml",
+        "mine.db",
+        "mine.toml",
+    ]
