@@ -73,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_SECRET_UNAVAILABLE
+    # The daemon would refuse it at start (monitor.journal.store), said here in its words.
+    from monitor.journal.store import folder_blocked
+
+    blocked = folder_blocked(config.storage.path)
+    if blocked is not None:
+        print(f"storage.path: {blocked}", file=sys.stderr)
+        print(f"{file}: invalid configuration, 1 problem(s)", file=sys.stderr)
+        return EXIT_INVALID
     sensors = sum(len(s.sensors) for s in config.sites)
     influx = f"InfluxDB v{config.storage.influxdb.version}" if config.storage.influxdb else "no InfluxDB"
     print(

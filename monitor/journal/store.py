@@ -361,18 +361,24 @@ def open_patiently(
             ) from exc
 
 
+def folder_blocked(path: str) -> str | None:
+    """Why the store's folder cannot be made, where a file stands where a folder of it should be
+    (notes.txt/minewatch.db); None otherwise. Looks only: for check-config as for the daemon."""
+    blocking = next((p for p in Path(path).parents if p.exists() or p.is_symlink()), None)
+    if blocking is None or blocking.is_dir():
+        return None
+    return f"cannot make the folder of the store {path!r}: {blocking} is a file, not a folder"
+
+
 def _make_folder_of(path: str) -> None:
     """The store's folder, made if missing; one that cannot be (a file where a folder of it
     should be: it was "minewatch run: /etc/passwd: File exists") is a StoreError naming why."""
     try:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        if isinstance(exc, FileExistsError | NotADirectoryError):
-            blocking = next(p for p in Path(path).parents if p.exists() or p.is_symlink())
-            why = f"{blocking} is a file, not a folder"
-        else:
-            why = f"{exc.filename}: {exc.strerror}"
-        raise StoreError(f"cannot make the folder of the store {path!r}: {why}") from None
+        blocked = folder_blocked(path) if isinstance(exc, FileExistsError | NotADirectoryError) else None
+        why = blocked or f"cannot make the folder of the store {path!r}: {exc.filename}: {exc.strerror}"
+        raise StoreError(why) from None
 
 
 def _make_store_file(path: str) -> None:

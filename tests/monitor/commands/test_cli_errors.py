@@ -810,6 +810,24 @@ def test_a_store_path_under_a_file_is_said_so(site: dict[str, str], tmp_path: Pa
     assert notes.read_text() == "the operator's notes\n"
 
 
+def test_check_config_says_a_store_path_under_a_file_as_run_does(
+    site: dict[str, str], tmp_path: Path
+) -> None:
+    """check-config said "OK" of storage.path = "notes.txt/minewatch.db", which `run` refuses."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the operator's notes\n")
+    store = notes / "minewatch.db"
+    config = tmp_path / "under-a-file.toml"
+    config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(store)))
+    result = _run(["check-config", str(config)], Path(site["cwd"]))
+    assert result.returncode == 2 and result.stdout == "", result
+    assert result.stderr.splitlines() == [
+        f"storage.path: cannot make the folder of the store {str(store)!r}: {notes} is a file, not a folder",
+        f"{config}: invalid configuration, 1 problem(s)",
+    ], result.stderr
+    assert notes.read_text() == "the operator's notes\n"
+
+
 def test_a_store_file_minewatch_did_not_make_is_refused_and_left_alone(
     site: dict[str, str], tmp_path: Path
 ) -> None:
