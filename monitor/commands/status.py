@@ -40,6 +40,12 @@ def _when(text: str | None, config: Config) -> datetime:
     # With sites in several zones, a time without an offset does not say whose.
     if len(zones) > 1 and parse_time(text, ZoneInfo(zones[1]), "--at") != parsed:
         raise UsageError(f"--at {text!r}: the sites are in different time zones; add an offset, e.g. Z")
+    now = datetime.now(UTC)
+    if parsed > now:  # the store holds nothing yet to say of it: a status as of then would be made up
+        raise UsageError(
+            f"--at {text!r}: a time after now ({now.isoformat(timespec='seconds')}); give a time"
+            " already past, or leave --at out for now"
+        )
     return parsed
 
 

@@ -546,13 +546,21 @@ def test_existing_output_file_is_not_overwritten(path: tuple[str, ...], site: di
 
 
 def test_status_at_without_offset_is_site_time(site: dict[str, str]) -> None:
-    """`status --at 2026-12-15T17:20` (no offset) is 17:20 in the site's zone (CST, UTC-6)."""
+    """`status --at 2025-12-15T17:20` (no offset) is 17:20 in the site's zone (CST, UTC-6)."""
     result = _run(
-        ["status", "--config", site["config"], "--at", "2026-12-15T17:20", "--format", "json"],
+        ["status", "--config", site["config"], "--at", "2025-12-15T17:20", "--format", "json"],
         Path(site["cwd"]),
     )
     assert result.returncode == 0, result.stderr
-    assert '"ts": "2026-12-15T23:20:00Z"' in result.stdout
+    assert '"ts": "2025-12-15T23:20:00Z"' in result.stdout
+
+
+def test_status_at_a_time_after_now_is_refused(site: dict[str, str]) -> None:
+    """`status --at 2099-01-01` printed a status as of a time the store can know nothing of yet."""
+    for at in ("2099-01-01", "2099-01-01T00:00Z"):
+        line = _assert_one_line(_run(["status", "--config", site["config"], "--at", at], Path(site["cwd"])))
+        assert line.startswith(f"minewatch status: --at {at!r}: a time after now ("), line
+        assert line.endswith("); give a time already past, or leave --at out for now"), line
 
 
 def test_verify_of_a_non_zip_prints_only_the_failure(site: dict[str, str]) -> None:
