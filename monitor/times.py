@@ -1,4 +1,4 @@
-"""The one parser for the times and dates a person types on the command line.
+"""The one parser for the times and dates a person types on the command line or in the portal.
 
 Every command that takes a time (``status --at``, ``evidence --from/--to``, ``notices extend
 --until``, ``simulate --start/--date``, ``sensor --start``, ``demo --date``) reads it here:
@@ -6,7 +6,9 @@ Every command that takes a time (``status --at``, ``evidence --from/--to``, ``no
 * ``2026-12-15T17:20:00-06:00``, ``2026-12-15T23:20Z``: ISO 8601 with an offset, as given;
 * ``2026-12-15T17:20`` (no offset): the site's local time; one the clocks skip in spring, or
   one that occurs twice in autumn (01:30 on the day they go back), is refused, the latter naming
-  the two offsets to choose from (``2026-11-01T01:30-05:00`` or ``-06:00``);
+  the two offsets to choose from (``2026-11-01T01:30-05:00`` or ``-06:00``); a portal form,
+  whose datetime-local field carries no offset, offers the two readings (OccursTwice) and passes
+  the one chosen as ``offset``;
 * ``2026-12-15`` (a date alone): the site's local midnight at the start of that day
   (``end_of_day`` for deadlines: the last second of that day, site time).
 
@@ -23,7 +25,6 @@ from __future__ import annotations
 import calendar
 import re
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from typing import Literal
 
 from monitor.errors import UsageError
 
@@ -36,10 +37,6 @@ LAST_DAY = date(9998, 12, 31)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 
-
-# What a local time that occurs twice (the hour repeated in autumn) is taken as: refused, naming
-# its two offsets (the command line), or the earlier (the portal's forms: see parse_time).
-Repeated = Literal["refuse", "earlier"]
 
 _DATE_SHAPE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
@@ -93,10 +90,33 @@ def _reads_as(utc: datetime | None) -> str:
     return "is past the calendar's end in UTC" if utc is None else f"is {utc:%Y-%m-%d %H:%M} UTC"
 
 
-def parse_time(text: str, zone: tzinfo, option: str, *, repeated: Repeated = "refuse") -> datetime:
-    """An aware time in UTC; see the module docstring for the forms. ``repeated="earlier"``: a
-    local time that occurs twice is the earlier one, for the portal's forms, whose time fields
-    (a browser's datetime-local) cannot carry an offset to choose with."""
+class OccursTwice(UsageError):
+    """A local time without an offset that occurs twice at the site (the hour repeated when the
+    clocks go back). ``readings`` are its two offsets with the zone's names for them, the first
+    occurrence first (("-05:00", "CDT"), ("-06:00", "CST")): what a portal form offers to choose
+    from, since a browser's datetime-local field cannot carry an offset."""
+
+    def __init__(self, message: str, option: str, value: str, readings: tuple[tuple[str, str], ...]) -> None:
+        super().__init__(message)
+        self.option, self.value, self.readings = option, value, readings
+
+    def in_words(self) -> str:
+        """The refusal as a form says it: "from: 01:30 happened twice that night (2026-11-01):
+        choose 01:30 CDT (the first) or 01:30 CST (the second)"."""
+        local = datetime.fromisoformat(self.value)
+        clock = f"{local:%H:%M:%S}" if local.second else f"{local:%H:%M}"
+        (_, first), (_, second) = self.readings
+        return (
+            f"{self.option}: {clock} happened twice that night ({local:%Y-%m-%d}), before and after"
+            f" the clocks went back: choose {clock} {first} (the first) or {clock} {second} (the second)"
+        )
+
+
+def parse_time(text: str, zone: tzinfo, option: str, *, offset: str = "") -> datetime:
+    """An aware time in UTC; see the module docstring for the forms. A local time that occurs
+    twice raises OccursTwice, unless ``offset`` (a form's companion field: one of the two offsets
+    it named) chooses the reading; an offset given for a time that occurs once is not used, the
+    time being the same either way."""
     value = text.strip()
     if len(value) == 10:
         return _in_utc(datetime.combine(parse_date(value, option), time(0), zone), option, text)
@@ -111,14 +131,33 @@ def parse_time(text: str, zone: tzinfo, option: str, *, repeated: Repeated = "re
                 f"{option}: {value!r} is no time at the site: the clocks skip it when daylight-saving"
                 f" time begins ({zone}); give a time an hour later or earlier"
             )
-        if repeated == "refuse" and (twice := _offsets_if_twice(local)):
+        if twice := _offsets_if_twice(local):
             first, second = twice
-            raise UsageError(
-                f"{option}: {value!r} occurs twice at the site, before and after the clocks go back"
-                f" ({zone}); give its offset: {value}{first} (the first) or {value}{second} (the second)"
-            )
+            if offset.strip() in twice:
+                local = local.replace(fold=twice.index(offset.strip()))
+            else:
+                raise OccursTwice(
+                    f"{option}: {value!r} occurs twice at the site, before and after the clocks go back"
+                    f" ({zone}); give its offset: {value}{first} (the first) or {value}{second} (the second)",
+                    option,
+                    value,
+                    ((first, _zone_name(local, 0)), (second, _zone_name(local, 1))),
+                )
         parsed = local
     return _in_utc(parsed, option, text)
+
+
+def readings_if_twice(text: str, zone: tzinfo) -> tuple[tuple[str, str], ...] | None:
+    """The two readings (offset, the zone's name) of a local time without an offset that occurs
+    twice at the site, the first first; None for any other text (one with an offset, a date, a
+    time that occurs once, no time at all): what a form offers beside such a time."""
+    try:
+        parse_time(text, zone, "time")
+    except OccursTwice as exc:
+        return exc.readings
+    except UsageError:
+        return None
+    return None
 
 
 def _exists(local: datetime) -> bool:
@@ -143,20 +182,30 @@ def _offsets_if_twice(local: datetime) -> tuple[str, str] | None:
     return _offset_text(first), _offset_text(second)
 
 
+def _zone_name(local: datetime, fold: int) -> str:
+    """The zone's name for one reading of a repeated time (CDT, CST), its offset where it has none."""
+    reading = local.replace(fold=fold)
+    name = reading.tzname()
+    offset = reading.utcoffset()
+    if name and not name.startswith(("+", "-")):
+        return name
+    return f"UTC{_offset_text(offset)}" if offset is not None else "?"
+
+
 def _offset_text(offset: timedelta) -> str:
     sign = "-" if offset < timedelta(0) else "+"
     minutes = abs(offset) // timedelta(minutes=1)
     return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-def end_of_day(text: str, zone: tzinfo, option: str, *, repeated: Repeated = "refuse") -> datetime:
+def end_of_day(text: str, zone: tzinfo, option: str, *, offset: str = "") -> datetime:
     """A date alone means the end of that day (23:59:59 site time); a time is taken as given."""
     value = text.strip()
     if len(value) == 10:
         day = parse_date(value, option)
         # fold=1: where the clocks go back at midnight, 23:59:59 occurs twice; the day ends at the second.
         return _in_utc(datetime.combine(day, time(23, 59, 59, fold=1), zone), option, text)
-    return parse_time(value, zone, option, repeated=repeated)
+    return parse_time(value, zone, option, offset=offset)
 
 
 def extra_days(text: str) -> int:
@@ -184,12 +233,17 @@ def day_given(text: str, option: str) -> date | None:
 
 
 def moment_on_or_after(
-    text: str, zone: tzinfo, option: str, earliest: datetime, *, repeated: Repeated = "refuse"
+    text: str,
+    zone: tzinfo,
+    option: str,
+    earliest: datetime,
+    *,
+    offset: str = "",
 ) -> datetime:
     """A time as parse_time reads it. A date alone is the start of that day, except on the day of
     ``earliest``: something done that day (a notice served on the day it was issued) was done
     after it, not at midnight before it. A day before stays before, for the caller to refuse."""
-    moment = parse_time(text, zone, option, repeated=repeated)
+    moment = parse_time(text, zone, option, offset=offset)
     if len(text.strip()) == 10 and parse_date(text, option) == earliest.astimezone(zone).date():
         return max(moment, earliest)
     return moment

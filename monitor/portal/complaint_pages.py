@@ -40,6 +40,7 @@ from monitor.portal import limits, siteplan
 from monitor.portal.data import ComplaintForm, NotFound, Refused
 from monitor.portal.throttle import PREFIX_FACTOR, address_key, prefix_key
 from monitor.portal.web import Web
+from monitor.times import OccursTwice
 from rules.complaints import CATEGORIES
 
 HONEYPOT = "website"  # hidden from people by the page's CSS; a robot fills it
@@ -182,8 +183,10 @@ def complaint_form(form: FormData, zone: ZoneInfo, now: datetime, site: SiteConf
     if not start_text:
         raise Refused("from: required (when it was noticed, site time)")
     try:
-        start = limits.checked_time(start_text, zone, "from")
-        end = limits.checked_time(end_text, zone, "to") if end_text else start
+        start = limits.checked_time(start_text, zone, "from", _text(form, "from_offset"))
+        end = limits.checked_time(end_text, zone, "to", _text(form, "to_offset")) if end_text else start
+    except OccursTwice:  # the form is shown again with the two readings to choose from
+        raise
     except UsageError as exc:
         raise Refused(str(exc)) from None
     if end < start:
@@ -250,6 +253,7 @@ class ComplaintPages:
     ) -> Response:
         sites = self.web.config.sites
         values = {k: v for k, v in (form or {}).items() if isinstance(v, str) and k not in ("csrf", HONEYPOT)}
+        chosen_site = self.web.config.site(values.get("site", "")) or sites[0]
         if point is not None:
             values["plan_lat"], values["plan_lon"] = f"{point[0]:.6f}", f"{point[1]:.6f}"
         # One plan a site that has one: a click on it names the site as well as the point.
@@ -271,6 +275,7 @@ class ComplaintPages:
             values=values,
             plans=plans,
             pick_width=PICK_WIDTH_PX,
+            twice=limits.twice_fields(values, ZoneInfo(chosen_site.timezone), ("from", "to")),
         )
 
     async def form_page(self, request: Request) -> Response:
@@ -305,7 +310,7 @@ class ComplaintPages:
                 raise Refused("site: choose the mine the complaint is about")
             checked = complaint_form(form, ZoneInfo(site.timezone), self.web.portal.clock(), site)
             done = await run_in_threadpool(self.web.portal.submit_complaint, site.id, checked)
-        except Refused as exc:
+        except (OccursTwice, Refused) as exc:
             return self._form(request, str(exc), 400, form)
         request.session["complaint_done"] = done["id"]
         return RedirectResponse(f"/complaint/status?reference={done['id']}", status_code=303)

@@ -573,7 +573,7 @@ class Portal:
         if action == "serve":
             try:  # a day (the form's date field), or a time
                 served = moment_on_or_after(
-                    served_on or "", ZoneInfo(notice.timezone), "served on", notice.opened, repeated="earlier"
+                    served_on or "", ZoneInfo(notice.timezone), "served on", notice.opened
                 )
                 served_day = day_given(served_on or "", "served on")
             except UsageError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import secrets
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -57,17 +57,29 @@ class EvidencePages:
         report: dict[str, Any] | None = None,
         error: str = "",
         held: list[Job] | None = None,
+        refused: tuple[str, Mapping[str, Any]] | None = None,
     ) -> Response:
         """The evidence page (window form, upload form), with a verify report or an error (and
-        the account's bundles in the way of another, ``held``)."""
-        today = self.web.portal.clock().astimezone(ZoneInfo(site.timezone)).date().isoformat()
+        the account's bundles in the way of another, ``held``). ``refused``: the window form
+        (``bundle`` or ``csv``) and what it sent, shown again as typed, with the choice beside a
+        time the clocks showed twice."""
+        zone = ZoneInfo(site.timezone)
+        today = self.web.portal.clock().astimezone(zone).date().isoformat()
+        window = {"from": f"{today}T00:00", "to": f"{today}T23:59"}
+        typed = {name: window for name in ("bundle", "csv")}
+        twice: dict[str, Any] = {}
+        if refused is not None:
+            form_id, sent = refused
+            typed[form_id] = {k: str(sent.get(k, "")) for k in ("from", "to", "from_offset", "to_offset")}
+            twice = {form_id: limits.twice_fields(sent, zone, ("from", "to"))}
         return self.web.page(
             request,
             "evidence.html",
             scope,
             status,
             site=site,
-            today=today,
+            typed=typed,
+            twice=twice,
             report=report,
             error=error,
             held=held or [],
@@ -90,10 +102,9 @@ class EvidencePages:
         form = await self.web.checked_form(request)
         zone = ZoneInfo(site.timezone)
         try:
-            start = limits.checked_time(str(form.get("from", "")), zone, "from")
-            end = limits.checked_time(str(form.get("to", "")), zone, "to")
+            start, end = limits.form_time(form, zone, "from"), limits.form_time(form, zone, "to")
         except UsageError as exc:
-            return self.evidence_form(request, scope, site, 400, error=str(exc))
+            return self.evidence_form(request, scope, site, 400, error=str(exc), refused=("bundle", form))
         if end <= start:
             return self.evidence_form(request, scope, site, 400, error="to: must be after from")
         try:
@@ -154,15 +165,14 @@ class EvidencePages:
         zone = ZoneInfo(site.timezone)
         query = request.query_params
         try:
-            start = limits.checked_time(query.get("from", ""), zone, "from")
-            end = limits.checked_time(query.get("to", ""), zone, "to")
+            start, end = limits.form_time(query, zone, "from"), limits.form_time(query, zone, "to")
             if end <= start:
                 raise Refused("to: must be after from")
             asked, lines = await run_in_threadpool(
                 self.web.portal.sound_csv, scope, site.id, query.getlist("sensor"), start, end
             )
         except (UsageError, Refused) as exc:
-            return self.evidence_form(request, scope, site, 400, error=str(exc))
+            return self.evidence_form(request, scope, site, 400, error=str(exc), refused=("csv", query))
         name = f"sound-{site.id}-{asked['from'][:10]}.csv"
         headers = {"Content-Disposition": f'attachment; filename="{name}"'}
         if request.method == "HEAD":  # the headers only: nothing read, no download recorded

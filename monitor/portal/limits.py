@@ -9,8 +9,9 @@ as it streams, and never reaches the temporary folder.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime, tzinfo
+from typing import Any
 
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse
@@ -177,14 +178,34 @@ def relative_slash_redirects(router: Router) -> None:
     router.default = default
 
 
-def checked_time(text: str, zone: tzinfo, option: str) -> datetime:
+def form_time(form: Mapping[str, Any], zone: tzinfo, name: str) -> datetime:
+    """A form's or a query's time field ``name`` (site time, as a browser's datetime-local sends
+    it), read by checked_time with the reading chosen in ``<name>_offset`` if the form has one."""
+    return checked_time(str(form.get(name, "")), zone, name, str(form.get(f"{name}_offset", "")))
+
+
+def twice_fields(
+    form: Mapping[str, Any], zone: tzinfo, names: Iterable[str]
+) -> dict[str, tuple[tuple[str, str], ...]]:
+    """The time fields of a form (``names``) that hold a time the clocks showed twice: their two
+    readings, for the choice a page shows beside each (templates/_twice.html)."""
+    from monitor.times import readings_if_twice
+
+    found = {name: readings_if_twice(str(form.get(name, "")), zone) for name in names}
+    return {name: readings for name, readings in found.items() if readings}
+
+
+def checked_time(text: str, zone: tzinfo, option: str, offset: str = "") -> datetime:
     """monitor.times.parse_time (which holds a time to FIRST_DAY..LAST_DAY), its refusal worded as
-    pages and the API say it (UsageError, a 400)."""
-    from monitor.times import TimeOutOfRange, parse_time
+    pages and the API say it (UsageError, a 400). A browser's time field carries no offset: a time
+    the clocks show twice (the hour repeated in autumn) is OccursTwice, naming both readings, until
+    ``offset`` (the form's ``<field>_offset`` choice, or the API's) picks one."""
+    from monitor.times import OccursTwice, TimeOutOfRange, parse_time
 
     try:
-        # A browser's time field carries no offset: an hour repeated in autumn is its first pass.
-        return parse_time(text, zone, option, repeated="earlier")
+        return parse_time(text, zone, option, offset=offset)
+    except OccursTwice as exc:
+        raise OccursTwice(exc.in_words(), exc.option, exc.value, exc.readings) from None
     except TimeOutOfRange:
         given = text.strip()[:40]
         raise UsageError(

@@ -176,6 +176,10 @@ class SitePages:
             kinds=EVENT_KINDS,
             design_units=self.web.portal.design_units(site),
             error="",
+            failed_kind="",
+            values={},
+            recipients=[],
+            twice={},
             done=request.session.pop("event_done", None),
             recent=[a for a in self.web.portal.actions(scope, site.id) if a["action"] == "event_recorded"][
                 :20
@@ -226,6 +230,9 @@ class SitePages:
             done=done,
             recent=recent,
             failed_kind=kind if error else "",
+            values={k: v for k, v in form.items() if isinstance(v, str) and k != "csrf"},
+            recipients=[r for r in form.getlist("recipient") if isinstance(r, str)],
+            twice=limits.twice_fields(form, ZoneInfo(site.timezone), EVENT_TIME_FIELDS.get(kind, ())),
         )
 
     async def alerts_page(self, request: Request) -> Response:
@@ -409,7 +416,15 @@ class SitePages:
         scope = self.web.session_scope(request)
         self.web.may(scope, "day")
         site = scope.site(request.path_params["site"])
-        period = period_param(request, site.timezone)
+        try:
+            period = period_param(request, site.timezone)
+        except HTTPException as exc:
+            if choices := twice_choices(request, ZoneInfo(site.timezone)):
+                # A time the clocks showed twice: the refusal, and a link for each reading.
+                return self.web.page(
+                    request, "error.html", scope, 400, title="Which one?", message=exc.detail, choices=choices
+                )
+            raise
         if period is None:
             period = await run_in_threadpool(self.web.portal.opening_period, scope, site.id)
         chosen = self.finding_filters(request, site)
@@ -545,6 +560,16 @@ def _utc(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+# The time fields of each event form (datetime-local, site time).
+EVENT_TIME_FIELDS = {
+    "blast-notice": ("planned",),
+    "blast": ("ts",),
+    "truck": ("ts",),
+    "work": ("start", "end"),
+    "temporary-lighting": ("start", "end"),
+}
+
+
 def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> dict[str, Any]:
     """The MQTT payload an event form stands for (then decoded like any MQTT event)."""
     from monitor.portal.data import format_ts
@@ -556,7 +581,9 @@ def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> d
     def when(name: str, payload_name: str, out: dict[str, Any]) -> None:
         value = text(name)
         if value:
-            out[payload_name] = format_ts(limits.checked_time(value, zone, payload_name))
+            # A time the clocks showed twice waits for the form's choice (<name>_offset).
+            moment = limits.checked_time(value, zone, payload_name, text(f"{name}_offset"))
+            out[payload_name] = format_ts(moment)
 
     def number(name: str, out: dict[str, Any]) -> None:
         value = text(name)
@@ -606,6 +633,22 @@ def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> d
         if text("description"):
             payload["description"] = text("description")
     return payload
+
+
+def twice_choices(request: Request, zone: ZoneInfo) -> list[tuple[str, str]]:
+    """The period picker (a GET form) with a time the clocks showed twice and no reading chosen
+    for it: the same request with each reading chosen (``<field>_offset``), as (label, link)."""
+    query = request.query_params
+    for name, readings in limits.twice_fields(query, zone, ("from", "to")).items():
+        if query.get(f"{name}_offset", "") in (offset for offset, _ in readings):
+            continue
+        clock = query[name].strip().partition("T")[2]
+        choices = []
+        for (offset, zone_name), order in zip(readings, ("first", "second"), strict=True):
+            link = urllib.parse.urlencode([*query.multi_items(), (f"{name}_offset", offset)])
+            choices.append((f"{name} {clock} {zone_name}, the {order}", f"?{link}"))
+        return choices
+    return []
 
 
 def _extra_days(form: FormData) -> int | None:

@@ -207,8 +207,8 @@ def period_param(request: Request, timezone: str) -> Period | None:
             if not (given["from"] and given["to"]):
                 missing = "to" if given["from"] else "from"
                 raise UsageError(f"{missing}: give both from and to (site time, YYYY-MM-DDTHH:MM)")
-            start = limits.checked_time(given["from"], zone, "from")
-            end = limits.checked_time(given["to"], zone, "to")
+            start = limits.form_time(request.query_params, zone, "from")
+            end = limits.form_time(request.query_params, zone, "to")
             try:
                 return periods.checked_period(start, end, zone)
             except ValueError as exc:

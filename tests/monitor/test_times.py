@@ -143,12 +143,35 @@ def test_a_time_that_occurs_twice_is_refused_naming_both_offsets() -> None:
         end_of_day("2026-11-01T01:00:00", CHICAGO, "--until")
 
 
-def test_the_portals_time_fields_take_the_first_pass_of_a_repeated_hour() -> None:
-    """A browser's datetime-local field carries no offset to choose with: the portal's forms
-    (a resident's complaint at 01:30 that night) take the first, as before, not a refusal."""
+def test_the_portals_time_fields_refuse_a_repeated_hour_naming_both_readings_until_one_is_chosen() -> None:
+    """A browser's datetime-local field carries no offset: the portal's forms took the first
+    01:30 that night silently, a resident's complaint about the second placed an hour early. The
+    refusal names the two readings as the clock said them; the form's ``<field>_offset`` chooses."""
     from monitor.portal.limits import checked_time
+    from monitor.times import OccursTwice, readings_if_twice
 
-    assert checked_time("2026-11-01T01:30", CHICAGO, "from").isoformat() == "2026-11-01T06:30:00+00:00"
+    with pytest.raises(OccursTwice) as refused:
+        checked_time("2026-11-01T01:30", CHICAGO, "from")
+    assert str(refused.value) == (
+        "from: 01:30 happened twice that night (2026-11-01), before and after the clocks went back:"
+        " choose 01:30 CDT (the first) or 01:30 CST (the second)"
+    )
+    assert refused.value.readings == (("-05:00", "CDT"), ("-06:00", "CST"))
+    first = checked_time("2026-11-01T01:30", CHICAGO, "from", "-05:00")
+    second = checked_time("2026-11-01T01:30", CHICAGO, "from", "-06:00")
+    assert (first.isoformat(), second.isoformat()) == (
+        "2026-11-01T06:30:00+00:00",
+        "2026-11-01T07:30:00+00:00",
+    )
+    with pytest.raises(OccursTwice):  # an offset neither reading has chooses nothing
+        checked_time("2026-11-01T01:30", CHICAGO, "from", "-04:00")
+    # A choice left from an earlier time does not move a time that occurs once.
+    assert (
+        checked_time("2026-11-02T01:30", CHICAGO, "from", "-05:00").isoformat() == "2026-11-02T07:30:00+00:00"
+    )
+    assert readings_if_twice("2026-11-01T01:30:15", CHICAGO) == (("-05:00", "CDT"), ("-06:00", "CST"))
+    assert readings_if_twice("2026-11-01T02:30", CHICAGO) is None
+    assert readings_if_twice("not a time", CHICAGO) is None
     with pytest.raises(UsageError, match="is no time at the site"):  # a skipped time stays refused
         checked_time("2026-03-08T02:30", CHICAGO, "from")
 
