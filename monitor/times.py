@@ -179,7 +179,7 @@ def _offsets_if_twice(local: datetime) -> tuple[str, str] | None:
         return None
     if first is None or second is None or first == second:
         return None
-    return _offset_text(first), _offset_text(second)
+    return offset_text(first), offset_text(second)
 
 
 def _zone_name(local: datetime, fold: int) -> str:
@@ -189,10 +189,11 @@ def _zone_name(local: datetime, fold: int) -> str:
     offset = reading.utcoffset()
     if name and not name.startswith(("+", "-")):
         return name
-    return f"UTC{_offset_text(offset)}" if offset is not None else "?"
+    return f"UTC{offset_text(offset)}" if offset is not None else "?"
 
 
-def _offset_text(offset: timedelta) -> str:
+def offset_text(offset: timedelta) -> str:
+    """An offset as ISO 8601 writes it: "-06:00"."""
     sign = "-" if offset < timedelta(0) else "+"
     minutes = abs(offset) // timedelta(minutes=1)
     return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"

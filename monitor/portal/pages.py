@@ -489,6 +489,14 @@ class SitePages:
             },
             form_from=periods.form_value(period.start, zone),
             form_to=periods.form_value(period.end, zone),
+            # The reading of an end the clocks showed twice, chosen beside the field (_twice.html).
+            form_twice={
+                name: (
+                    limits.twice_fields({name: periods.form_value(moment, zone)}, zone, (name,)).get(name),
+                    periods.offset_if_twice(moment, zone),
+                )
+                for name, moment in (("from", period.start), ("to", period.end))
+            },
             chosen=chosen,
             options=self.filter_options(site),
             groups=groups,

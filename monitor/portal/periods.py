@@ -10,9 +10,12 @@ show hourly LAeq, L10 and L90 (monitor/journal/queries.py computes both in the s
 
 from __future__ import annotations
 
+import urllib.parse
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
+
+from monitor.times import offset_text, readings_if_twice
 
 STEPS: tuple[str, ...] = ("hour", "3 hours", "6 hours", "12 hours", "day", "week", "month")
 _HOURS = {"hour": 1, "3 hours": 3, "6 hours": 6, "12 hours": 12}
@@ -44,14 +47,32 @@ class Period:
         return moment.astimezone(self.zone)
 
     def query(self) -> str:
-        """The period as the page's query string (site time, to the minute when whole minutes)."""
-        return f"from={form_value(self.start, self.zone)}&to={form_value(self.end, self.zone)}"
+        """The period as the page's query string (site time, to the minute when whole minutes),
+        with the reading of an end the clocks showed twice (``from_offset``), which the site time
+        alone leaves open: the link to the second 01:00-02:00 that night is to that hour."""
+        fields = [("from", form_value(self.start, self.zone)), ("to", form_value(self.end, self.zone))]
+        fields += [
+            (f"{name}_offset", offset)
+            for name, moment in (("from", self.start), ("to", self.end))
+            if (offset := offset_if_twice(moment, self.zone))
+        ]
+        return urllib.parse.urlencode(fields, safe=":")
 
 
 def form_value(moment: datetime, zone: ZoneInfo) -> str:
     """A time as a datetime-local form field holds it: site time, YYYY-MM-DDTHH:MM[:SS]."""
     local = moment.astimezone(zone)
     return local.strftime("%Y-%m-%dT%H:%M:%S" if local.second else "%Y-%m-%dT%H:%M")
+
+
+def offset_if_twice(moment: datetime, zone: ZoneInfo) -> str:
+    """The UTC offset of ``moment`` ("-06:00") when its site time occurs twice (the hour repeated
+    when the clocks go back), which a form's ``<field>_offset`` names; "" otherwise."""
+    readings = readings_if_twice(form_value(moment, zone), zone)
+    if not readings:
+        return ""
+    offset = moment.astimezone(zone).utcoffset()
+    return next((o for o, _ in readings if offset is not None and o == offset_text(offset)), "")
 
 
 def _midnight(day: date, zone: ZoneInfo) -> datetime:

@@ -149,3 +149,19 @@ def test_the_evidence_csv_and_the_period_picker_ask_which_reading_and_use_the_on
     assert page.locator("#period-span").count() == 1, page.inner_text("main")
     span = page.inner_text("#period-span")
     assert "01:30" in span and "CST" in span, span
+    # The period form holds the reading shown, and showing it again keeps it.
+    assert page.input_value("#period-form select[name=from_offset]") == "-06:00"
+    assert page.locator("#period-form select[name=to_offset]").count() == 0
+    with page.expect_navigation():
+        page.click("#period-form button[type=submit]")
+    assert page.inner_text("#period-span") == span
+    # A link to a period that ends in the repeated hour names the reading of that end.
+    page.goto(
+        f"{env.url}/sites/{SITE}/day?from={day.isoformat()}T00:00&to={day.isoformat()}T01:00&to_offset=-06:00"
+    )
+    assert page.locator("#period-span").count() == 1, page.inner_text("main")
+    later = page.get_attribute("#period-next", "href")
+    assert later == f"?from={day.isoformat()}T01:00&to={day.isoformat()}T03:00&from_offset=-06:00", later
+    with page.expect_navigation():
+        page.click("#period-next")
+    assert "01:00 CST" in page.inner_text("#period-span"), page.inner_text("#period-span")
