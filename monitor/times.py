@@ -131,7 +131,7 @@ def parse_time(text: str, zone: tzinfo, option: str, *, offset: str = "") -> dat
                 f"{option}: {value!r} is no time at the site: the clocks skip it when daylight-saving"
                 f" time begins ({zone}); give a time an hour later or earlier"
             )
-        if twice := _offsets_if_twice(local):
+        if twice := offsets_if_twice(local):
             first, second = twice
             if offset.strip() in twice:
                 local = local.replace(fold=twice.index(offset.strip()))
@@ -169,7 +169,7 @@ def _exists(local: datetime) -> bool:
     return back.replace(tzinfo=None) == local.replace(tzinfo=None)
 
 
-def _offsets_if_twice(local: datetime) -> tuple[str, str] | None:
+def offsets_if_twice(local: datetime) -> tuple[str, str] | None:
     """The UTC offsets ("-05:00", "-06:00") of a wall-clock time that occurs twice in its zone
     (the hour repeated when the clocks go back), the first occurrence first; None otherwise.
     Taken silently, such a time was the first one, an hour off if the second was meant."""

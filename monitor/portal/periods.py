@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from monitor.times import offset_text, readings_if_twice
+from monitor.times import offset_text, offsets_if_twice
 
 STEPS: tuple[str, ...] = ("hour", "3 hours", "6 hours", "12 hours", "day", "week", "month")
 _HOURS = {"hour": 1, "3 hours": 3, "6 hours": 6, "12 hours": 12}
@@ -68,11 +68,9 @@ def form_value(moment: datetime, zone: ZoneInfo) -> str:
 def offset_if_twice(moment: datetime, zone: ZoneInfo) -> str:
     """The UTC offset of ``moment`` ("-06:00") when its site time occurs twice (the hour repeated
     when the clocks go back), which a form's ``<field>_offset`` names; "" otherwise."""
-    readings = readings_if_twice(form_value(moment, zone), zone)
-    if not readings:
-        return ""
-    offset = moment.astimezone(zone).utcoffset()
-    return next((o for o, _ in readings if offset is not None and o == offset_text(offset)), "")
+    local = moment.astimezone(zone)
+    offset = local.utcoffset()
+    return offset_text(offset) if offset is not None and offsets_if_twice(local) else ""
 
 
 def _midnight(day: date, zone: ZoneInfo) -> datetime:
