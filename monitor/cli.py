@@ -51,7 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "simulated site, real broker, daemon, notices and evidence, in one command"),
 }
 # Commands that stop on SIGTERM in their own way (drain, close the broker's session); the others
-# take it as an orderly exit (process_settings.exit_on_sigterm).
+# end with exit 143, their unfinished output removed (unfinished.exit_on_sigterm).
 OWN_SIGTERM = frozenset({"run", "sensor", "simulate", "demo"})
 
 
@@ -124,7 +124,8 @@ def _main(argv: list[str]) -> int:
     chosen_parser = parser.chosen(args)  # its errors name the command: "minewatch notices list: ..."
     if extra:
         chosen_parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    from monitor.process_settings import exit_on_sigterm, tune_process
+    from monitor.process_settings import tune_process
+    from monitor.unfinished import exit_on_sigterm
 
     if args.command not in OWN_SIGTERM:
         exit_on_sigterm()

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import sys
-from types import FrameType
 
 # The BLAS libraries read these when they load (numpy's import, at first use in most commands).
 _BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -72,25 +70,6 @@ def freeze_startup_objects() -> None:
     collector's reach: it lives as long as the process, so walking it is wasted time."""
     gc.collect()
     gc.freeze()
-
-
-def exit_on_sigterm() -> None:
-    """SIGTERM (`kill PID`, `timeout`) ends this process as SystemExit(143), so its cleanup runs
-    as on Ctrl-C: the default action ended it at once and left an export's ``<out>.partial``.
-
-    A forked child (a pool worker) inherits the handler: there the signal keeps its default
-    action, which the pool's own shutdown (terminate sends SIGTERM) relies on.
-    """
-    owner = os.getpid()
-
-    def on_sigterm(signum: int, frame: FrameType | None) -> None:
-        if os.getpid() != owner:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def tune_process() -> None:

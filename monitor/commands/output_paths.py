@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from monitor.errors import UsageError
+from monitor.unfinished import unfinished_file
 
 
 def new_file(text: str, *, force: bool, option: str = "--out") -> Path:
@@ -70,20 +71,18 @@ def _not_a_folder(text: str, option: str) -> None:
 
 def write_whole(path: Path, body: bytes) -> None:
     """Write ``path`` whole or not at all: into ``<path>.partial``, made here (never a file of
-    that name the user has), then renamed over ``path``."""
+    that name the user has), then renamed over ``path``. Interrupted (Ctrl-C, SIGTERM, a full
+    disk), the partial file goes and ``path`` keeps what it held."""
     partial = path.with_name(path.name + ".partial")
     try:
-        with open(partial, "xb") as handle:
+        with unfinished_file(partial) as handle:
             handle.write(body)
+            handle.flush()
+            os.replace(partial, path)
     except FileExistsError:
         raise UsageError(
             f"{partial}: exists (another run writing {path.name}, or one cut short); remove it once"
             " none is running, or choose another --out"
         ) from None
     except OSError as exc:  # a full disk: the file named, and what it held before kept
-        partial.unlink(missing_ok=True)
         raise OSError(exc.errno, exc.strerror, str(path)) from None
-    except BaseException:  # Ctrl-C mid-write: the partial file made here goes too
-        partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, path)

@@ -80,6 +80,7 @@ from monitor.journal.chain_kinds import (
     config_record,
 )
 from monitor.journal.config_record import config_record_texts, site_config_text
+from monitor.unfinished import unfinished_file
 from monitor.wire.canonical import to_us
 
 # --------------------------------------------------------------------------- export
@@ -96,18 +97,21 @@ class _Member:
         self, zf: zipfile.ZipFile, name: str, files: list[dict[str, Any]], *, threaded: bool = False
     ) -> None:
         self.name = name
-        self._raw = zf.open(name, "w", force_zip64=True)
-        self._zip = zf
-        with _OPEN_LOCK:
-            _OPEN_MEMBERS.setdefault(self._zip, set()).add(self)
-        _deflate_with_isal(self._raw)
         self._sha = hashlib.sha256()
         self._size = 0
         self._files = files
         self._text = io.StringIO()
         self.rows = 0
         self._queue: queue.Queue[bytes | memoryview | None] | None = None
+        self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._zip = zf
+        # Listed as soon as it is open, and with all it has set: what abandon_members finds (a
+        # Ctrl-C may land on any line) it can abandon.
+        self._raw = zf.open(name, "w", force_zip64=True)
+        with _OPEN_LOCK:
+            _OPEN_MEMBERS.setdefault(self._zip, set()).add(self)
+        _deflate_with_isal(self._raw)
         if threaded:
             self._queue = queue.Queue(maxsize=8)
             self._thread = threading.Thread(target=self._drain, name=f"zip {name}", daemon=True)
@@ -145,7 +149,7 @@ class _Member:
 
     def close(self, **extra: Any) -> None:
         self.spill(force=True)
-        if self._queue is not None:
+        if self._queue is not None and self._thread is not None:
             self._queue.put(None)
             self._thread.join()
             if self._error is not None:
@@ -157,7 +161,7 @@ class _Member:
     def abandon(self) -> None:
         """Stop writing (the export failed or was interrupted): its thread ends and its handle
         closes, so that the zip can close on the way out; what it holds is thrown away."""
-        if self._queue is not None:
+        if self._queue is not None and self._thread is not None and self._thread.is_alive():
             self._error = self._error or EvidenceError("abandoned")  # the thread writes no more
             self._queue.put(None)
             self._thread.join(timeout=30)
@@ -295,7 +299,6 @@ def export_bundle(
     partial = out.with_name(out.name + ".partial")
     zone = ZoneInfo(site.timezone)
     conn = _open_store(config.storage.path)
-    handle = None  # the partial file, once this export has made it (and so may delete it)
     try:
         # One read transaction: every pass sees the same snapshot while the daemon goes on appending.
         conn.execute("BEGIN")
@@ -313,34 +316,36 @@ def export_bundle(
             max(start_us, min(pruned_us, end_us)),
             tuple(dict.fromkeys(sensors)) if sensors else None,
         )
-        try:
-            handle = open(partial, "xb")  # noqa: SIM115  (closed below, after the zip)
-        except FileExistsError:
-            raise EvidenceError(
-                f"{str(partial)!r} exists: another export to {str(out)!r} is running, or one was cut"
-                " short; remove it once none is running, or choose another name"
-            ) from None
-        except OSError as exc:
-            raise EvidenceError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
-        with (
-            handle,
-            zipfile.ZipFile(
+        with contextlib.ExitStack() as stack:
+            try:
+                handle = stack.enter_context(unfinished_file(partial))
+            except FileExistsError:
+                raise EvidenceError(
+                    f"{str(partial)!r} exists: another export to {str(out)!r} is running, or one was"
+                    " cut short; remove it once none is running, or choose another name"
+                ) from None
+            except OSError as exc:
+                raise EvidenceError(f"cannot write {str(out)!r}: {exc.strerror or exc}") from None
+            zf = zipfile.ZipFile(
                 handle, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=COMPRESS_LEVEL, allowZip64=True
-            ) as zf,
-        ):
+            )
             try:
                 exporter = _Exporter(
                     conn, zf, config, site, scope, zone, now or datetime.now(UTC), disclosure, progress
                 )
                 summary = exporter.run(plots)
             except BaseException:
-                abandon_members(zf)  # so the zip closes on the way out (the partial is removed)
+                # Nothing of this zip is kept (the partial goes), so what closing it finds (a
+                # member cut mid-row) is not news: the first exception is the one that tells.
+                with contextlib.suppress(Exception):
+                    abandon_members(zf)
+                with contextlib.suppress(Exception):
+                    zf.close()
                 raise
-        _publish(partial, out, overwrite)
+            zf.close()
+            _publish(partial, out, overwrite)
     finally:
         conn.close()
-        if handle is not None:  # never a file of that name this export did not make
-            partial.unlink(missing_ok=True)
     summary.path = out
     return summary
 

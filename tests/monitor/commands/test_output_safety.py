@@ -182,6 +182,7 @@ def test_ctrl_c_while_a_file_is_written_leaves_no_partial_file_behind(
     """A Ctrl-C cannot be delivered at one chosen moment, so the partial file's write raises
     KeyboardInterrupt as Python's SIGINT handler would there; the file itself is real. Before,
     the ``<out>.partial`` was left and the next run refused to write ("exists ... cut short")."""
+    from monitor import unfinished
     from monitor.commands import output_paths
 
     class Interrupted:
@@ -194,11 +195,14 @@ def test_ctrl_c_while_a_file_is_written_leaves_no_partial_file_behind(
         def __exit__(self, *exc: object) -> None:
             self.handle.close()
 
+        def fileno(self) -> int:
+            return int(self.handle.fileno())
+
         def write(self, body: bytes) -> int:
             self.handle.write(body[:10])
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(output_paths, "open", lambda *a: Interrupted(open(*a)), raising=False)  # noqa: SIM115
+    monkeypatch.setattr(unfinished, "open", lambda *a: Interrupted(open(*a)), raising=False)  # noqa: SIM115
     out = tmp_path / "notice.pdf"
     out.write_bytes(b"the user's old notice")
     with pytest.raises(KeyboardInterrupt):

@@ -65,3 +65,86 @@ def test_sigterm_during_an_export_leaves_no_partial_file_and_the_next_run_writes
     stdout, stderr = again.communicate(timeout=300)
     assert again.returncode == 0, (again.returncode, stdout, stderr)
     assert out.is_file() and not out.with_name("bundle.zip.partial").exists()
+
+
+def _script(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_sigterm_in_a_finalizer_still_ends_the_command(tmp_path: Path) -> None:
+    """Python runs a signal's handler where the interpreter is, a finalizer too (logging's
+    at-fork hook took one in an export). Raised there, SystemExit was "ignored" and the command
+    went on to exit 0; the handler now ends the process itself."""
+    code = (
+        "import os, signal, time\n"
+        "from pathlib import Path\n"
+        "from monitor.unfinished import exit_on_sigterm, unfinished_file\n"
+        "exit_on_sigterm()\n"
+        "class Finalized:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(0.5)\n"
+        "with unfinished_file(Path('out.partial')) as handle:\n"
+        "    handle.write(b'half')\n"
+        "    Finalized()\n"
+        "    time.sleep(0.5)\n"
+        "print('went on')\n"
+    )
+    done = _script(code, tmp_path)
+    assert done.returncode == 143, (done.returncode, done.stdout, done.stderr)
+    assert "went on" not in done.stdout and "Traceback" not in done.stderr, done.stderr
+    assert not list(tmp_path.iterdir())
+
+
+def test_sigterm_while_a_zip_member_is_made_leaves_no_partial_file(tmp_path: Path) -> None:
+    """SIGTERM sent by the export to itself at one chosen line: inside a zip member's set-up,
+    once it is open and listed but before its other fields are set (a real signal cannot be
+    aimed at one line). Raised there, SystemExit made the abandoning of that member fail
+    (AttributeError), and the command ended in a traceback and exit 1 ("ValueError: seek of
+    closed file", as CI once saw from the test above)."""
+    site = build_site(tmp_path, seconds=600)
+    argv = [
+        "evidence", "--config", str(site.config_path), "--site", SITE,
+        "--from", T0.isoformat(), "--to", (T0 + timedelta(minutes=10)).isoformat(),
+        "--out", str(tmp_path / "bundle.zip"), "--no-plots",
+    ]  # fmt: skip
+    code = (
+        "import os, signal, sys, time\n"
+        "from monitor import cli\n"
+        "from monitor.evidence import export\n"
+        "isal = export._deflate_with_isal\n"
+        "def signalled(member):\n"
+        "    isal(member)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(5)\n"
+        "export._deflate_with_isal = signalled\n"
+        f"sys.exit(cli.main({argv!r}))\n"
+    )
+    done = _script(code, tmp_path)
+    assert done.returncode == 143, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not list(tmp_path.glob("bundle.zip*")), sorted(p.name for p in tmp_path.iterdir())
+
+
+def test_a_partial_file_another_run_made_after_this_one_moved_its_own_is_left(tmp_path: Path) -> None:
+    """The name is removed only while it is the file made here: once this run has moved its
+    file into place, a file of that name is another run's."""
+    from monitor.unfinished import unfinished_file
+
+    partial, out = tmp_path / "n.pdf.partial", tmp_path / "n.pdf"
+    with unfinished_file(partial) as handle:
+        handle.write(b"mine")
+        handle.flush()
+        os.replace(partial, out)
+        partial.write_bytes(b"another run's")
+    assert partial.read_bytes() == b"another run's" and out.read_bytes() == b"mine"
+    with pytest.raises(FileExistsError), unfinished_file(partial):
+        pass
+    assert partial.read_bytes() == b"another run's"
