@@ -53,7 +53,8 @@ HIDDEN = "…"
 FINGERPRINT_HEX = 8
 # Tunnel and relay services whose receivers are named by the labels left of these domains, names
 # given at random (words or not) that reach the receiver by themselves: Cloudflare quick tunnels,
-# ngrok, localtunnel, serveo, localhost.run, tunnelmole, Pipedream sources.
+# ngrok, localtunnel, serveo, localhost.run, tunnelmole, Pipedream sources, pinggy, and Tailscale
+# Funnel (a machine's name and its tailnet's, public while the funnel is on).
 RELAY_DOMAINS = (
     "trycloudflare.com",
     "ngrok-free.app",
@@ -67,6 +68,9 @@ RELAY_DOMAINS = (
     "lhr.life",
     "tunnelmole.net",
     "m.pipedream.net",
+    "pinggy.link",
+    "pinggy.online",
+    "ts.net",
 )
 
 _UNPARSED = re.compile(r"\(a URL that does not parse, \d+ characters\)")

@@ -500,6 +500,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("deliveries-shown-hosts", _shown_delivery_rows),
     # A relay's receiver name in the host (a quick tunnel's words) shown as a fingerprint: again.
     Migration("deliveries-shown-relay-hosts", _shown_delivery_rows),
+    # The same for the relays listed since (pinggy, Tailscale Funnel).
+    Migration("deliveries-shown-more-relay-hosts", _shown_delivery_rows),
 )
 
 

@@ -185,6 +185,16 @@ def test_a_name_in_the_host_is_shown_as_it_is(host: str) -> None:
             "river",
         ),
         ("https://hookname.lhr.life/", f"{label_fingerprint('hookname')}.lhr.life", "hookname"),
+        (  # Tailscale Funnel: the machine's name and its tailnet's
+            "https://quarry-office.tail4f2a9c.ts.net/h",
+            f"{label_fingerprint('quarry-office')}.{label_fingerprint('tail4f2a9c')}.ts.net",
+            "quarry",
+        ),
+        (
+            "https://rnsxw-203-0-113-5.a.free.pinggy.link/h",
+            ".".join(label_fingerprint(x) for x in ("rnsxw-203-0-113-5", "a", "free")) + ".pinggy.link",
+            "rnsxw",
+        ),
     ],
 )
 def test_a_relay_receivers_name_of_words_is_shown_as_a_fingerprint(

@@ -1034,19 +1034,29 @@ def test_deliveries_stored_with_a_token_in_the_shown_host_are_shown_anew(tmp_pat
     conn.close()
 
 
-def test_deliveries_stored_with_a_relay_receivers_name_in_the_host_are_shown_anew(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "domain", "migration"),
+    [
+        ("seasonal-deck-organisms-sf", "trycloudflare.com", "deliveries-shown-relay-hosts"),
+        ("quarry-office.tail4f2a9c", "ts.net", "deliveries-shown-more-relay-hosts"),
+        ("rnsxw-203-0-113-5.a.free", "pinggy.link", "deliveries-shown-more-relay-hosts"),
+    ],
+)
+def test_deliveries_stored_with_a_relay_receivers_name_in_the_host_are_shown_anew(
+    tmp_path: Path, name: str, domain: str, migration: str
+) -> None:
     """A Cloudflare quick tunnel's name is words (``<words>.trycloudflare.com``), shown whole as
-    a name, yet the name alone reaches the receiver: in the target, the last error and an
-    undeliverable alert's copy waiting to be sent. The migration shows them with the name as a
-    fingerprint, and the row still names its channel."""
+    a name, yet the name alone reaches the receiver (a Tailscale Funnel's machine and tailnet,
+    a pinggy tunnel's too): in the target, the last error and an undeliverable alert's copy
+    waiting to be sent. The migration shows them with the name as a fingerprint, and the row
+    still names its channel."""
     db = tmp_path / "store.db"
-    name = "seasonal-deck-organisms-sf"
-    town_url = f"https://{name}.trycloudflare.com/hook"
+    town_url = f"https://{name}.{domain}/hook"
     config = config_for(db, town_url)
     store = Store(db)
     deliveries = Deliveries(store.conn, config)
     deliveries.enqueue(alert(audiences=("town",)), T0)
-    shown_before = f"https://{name}.trycloudflare.com/" + shown_url(town_url).split("/", 3)[3]
+    shown_before = f"https://{name}.{domain}/" + shown_url(town_url).split("/", 3)[3]
     error = f"webhook {shown_before!r} answered HTTP 503 Service Unavailable"
     store.conn.execute(
         "UPDATE deliveries SET target = ?, attempts = 1, last_error = ? WHERE channel_type = 'webhook'",
@@ -1059,13 +1069,13 @@ def test_deliveries_stored_with_a_relay_receivers_name_in_the_host_are_shown_ane
         "data": {"channel_type": "webhook", "target": shown_before, "error": error},
     }
     assert deliveries.enqueue(told, T0) == 2
-    store.conn.execute("DELETE FROM migrations WHERE name = 'deliveries-shown-relay-hosts'")
+    store.conn.execute("DELETE FROM migrations WHERE name = ?", (migration,))
     store.close()
 
     conn = connect(db)
     deliveries = Deliveries(conn, config)  # the store is opened by a newer minewatch
     shown = shown_url(town_url)
-    assert shown.startswith("https://…[") and shown.endswith(".trycloudflare.com/…[6fc2d051]")
+    assert shown.startswith("https://…[") and shown.endswith(f".{domain}/…[6fc2d051]")
     [row] = [
         r for r in deliveries.rows() if r["channel_type"] == "webhook" and r["recipient"] != "Acme operations"
     ]
@@ -1074,7 +1084,9 @@ def test_deliveries_stored_with_a_relay_receivers_name_in_the_host_are_shown_ane
     ]
     assert row["target"] == route.target == shown
     assert row["last_error"] == f"webhook {shown!r} answered HTTP 503 Service Unavailable"
-    assert "organisms" not in json.dumps([dict(r) for r in deliveries.rows()])
+    stored = json.dumps([dict(r) for r in deliveries.rows()])
+    assert name not in stored
+    assert all(label not in stored for label in name.split(".") if len(label) > 4), stored
     conn.close()
 
 
