@@ -990,6 +990,60 @@ def test_a_copy_rewritten_after_a_try_went_out_is_sent_under_a_key_of_its_own(
     conn.close()
 
 
+def test_a_rewritten_copy_mailed_goes_under_a_message_id_of_its_own(
+    tmp_path: Path, smtp: Mailbox, client_tls: ssl.SSLContext
+) -> None:
+    """The e-mail path of the key above: a mail client folds two messages of one Message-ID
+    into one, so a rewritten copy mailed under its old Message-ID could be hidden behind the
+    earlier try. A copy as chained keeps ``<id@minewatch>``; a rewritten one goes as
+    ``<id>-<8 hex of the copy's SHA-256>``, through a real SMTP server."""
+    db = tmp_path / "store.db"
+    town_url = "http://town.example/services/T000/B000/SECRET-in-path"
+    operator_by_mail = RECIPIENTS.replace(
+        'name = "Acme operations"\nrole = "operator"\n',
+        'name = "Acme operations"\nrole = "operator"\n[[recipients.channels]]\ntype = "email"\n'
+        'to = ["ops@acme.example"]\nsmtp_host = "127.0.0.1"\nsmtp_port = {smtp_port}\n'
+        'smtp_starttls = true\nsmtp_username = "minewatch"\nsmtp_password = "smtp-pass"\n'
+        'sender = "minewatch@quarry.example"\n',
+    )
+    assert operator_by_mail != RECIPIENTS
+    recipients = operator_by_mail.format(
+        smtp_port=smtp.port, hook_url=town_url, hmac_key=HMAC_KEY, operator_hook_url="http://127.0.0.1:9/x"
+    )
+    config = make_config(db, OTHER_SITE + recipients, max_attempts=5)
+    store = Store(db)
+    deliveries = Deliveries(store.conn, config)
+    book = AlertBook(store, config.alerts, lambda site, body: None)
+    book.listeners.append(lambda body: deliveries.enqueue(body, T0))
+    error = f"webhook {town_url!r} answered HTTP 503 Service Unavailable"  # the earlier shown form
+    failed = UndeliverableAlert(
+        site="quarry",
+        message=f"An alert could not be delivered to County inspector by webhook ({town_url}): {error}",
+        condition="undeliverable:dl-1",
+        data={"recipient": "County inspector", "channel_type": "webhook", "target": town_url, "error": error},
+    )
+    with store.batch():
+        book.raise_(failed.alert, T0)
+        never_rewritten = Alert("quarry", ("operator",), "violation", "violation", "c-a2", "Noise at n1")
+        book.raise_(never_rewritten, T0)
+    mailed = {
+        json.loads(r["alert"])["kind"]: r["id"] for r in deliveries.rows() if r["channel_type"] == "email"
+    }
+    assert sorted(mailed) == ["undeliverable", "violation"], mailed
+    store.conn.execute("DELETE FROM migrations WHERE name = 'deliveries-shown-relay-hosts'")
+    store.close()
+
+    conn = connect(db)
+    sender = Deliveries(conn, config, ssl_context=client_tls)  # the store opened by a newer minewatch
+    sender.deliver_due(T0)
+    ids = sorted(message["Message-ID"] for _envelope, message in smtp.messages)
+    copy = next(r for r in sender.rows() if r["id"] == mailed["undeliverable"])
+    assert "SECRET-in-path" not in copy["alert"]  # the migration rewrote it
+    digest = hashlib.sha256(copy["alert"].encode()).hexdigest()[:8]
+    assert ids == sorted([f"<{copy['id']}-{digest}@minewatch>", f"<{mailed['violation']}@minewatch>"])
+    conn.close()
+
+
 def test_deliveries_stored_with_a_token_in_the_shown_host_are_shown_anew(tmp_path: Path) -> None:
     """A shown URL kept its host whole, a receiver's token in it (ngrok's
     ``<token>.ngrok-free.app``): in the target, the last error and an undeliverable alert's copy
