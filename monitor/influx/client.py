@@ -1048,6 +1048,14 @@ class InfluxForwarder:
 # time: six hours of one sensor's per-second points are 21,600 rows (about 4 MB of JSON).
 READ_PART_US = 6 * 3600 * 1_000_000
 READ_MAX_BODY = 64 * 1024 * 1024  # one part's answer, at most (v1)
+# A part whose answer is larger (a sensor read many times a second) is read again as two halves,
+# at most this many times over: six hours down to under six minutes, 64 times the rows.
+READ_MAX_HALVINGS = 6
+
+
+class _AnswerTooLarge(Exception):
+    """A part's answer over READ_MAX_BODY: read again in halves (InfluxReader.rows)."""
+
 
 Row: TypeAlias = tuple[int, dict[str, Any]]
 # What reading a part may raise: no answer (_FOREIGN), or an answer that is no rows (ValueError).
@@ -1073,12 +1081,27 @@ class InfluxReader:
         try:
             if self.config.version == 2:
                 client = self._v2_client()
-            for part_start in range(start_us, end_us, READ_PART_US):
-                part_end = min(part_start + READ_PART_US, end_us)
-                if client is None:
-                    part = self._v1(measurement, site, sensor, part_start, part_end, fields)
-                else:
-                    part = self._v2(client, measurement, site, sensor, part_start, part_end, fields)
+            # The parts still to read, the earliest last (popped first), each with its halvings.
+            parts = [
+                (part_start, min(part_start + READ_PART_US, end_us), 0)
+                for part_start in range(start_us, end_us, READ_PART_US)
+            ][::-1]
+            while parts:
+                part_start, part_end, halvings = parts.pop()
+                try:
+                    if client is None:
+                        part = self._v1(measurement, site, sensor, part_start, part_end, fields)
+                    else:
+                        part = self._v2(client, measurement, site, sensor, part_start, part_end, fields)
+                except _AnswerTooLarge:
+                    if halvings == READ_MAX_HALVINGS:
+                        raise ValueError(
+                            f"the answer for {(part_end - part_start) / 60e6:.1f} min is over"
+                            f" {READ_MAX_BODY:,} bytes, after {halvings} halvings of the six-hour part"
+                        ) from None
+                    middle = (part_start + part_end) // 2
+                    parts += [(middle, part_end, halvings + 1), (part_start, middle, halvings + 1)]
+                    continue
                 yield from part  # read whole first: the caller's time is not the request's
         except _READ_FAILURES as exc:
             reason = str(_translate(exc, self.config.url)) if isinstance(exc, _FOREIGN) else str(exc)
@@ -1130,9 +1153,7 @@ class InfluxReader:
                 f"InfluxDB answered {answer.status}: {_error_message(answer.body, answer.reason)}"
             )
         if len(answer.body) > READ_MAX_BODY:
-            raise ValueError(
-                f"the answer for {READ_PART_US // 3_600_000_000} h is over {READ_MAX_BODY:,} bytes"
-            )
+            raise _AnswerTooLarge
         rows: list[Row] = []
         # chunked=true: one JSON object per line, each holding part of the series
         for line in answer.body.splitlines():

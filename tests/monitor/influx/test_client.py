@@ -37,6 +37,7 @@ import pytest
 from monitor import deadline_http
 from monitor.config import InfluxConfig, Secret
 from monitor.errors import OutputError
+from monitor.influx import client
 from monitor.influx.client import (
     Backoff,
     FieldValue,
@@ -1348,6 +1349,48 @@ def test_the_reader_reads_a_long_window_in_parts_each_whole(
     assert posted == [5, 5, 5]
     assert [ts for ts, _ in rows] == [start_us + 60_000_000 * i for i in range(minutes - 1)]
     assert [values["LAeq"] for _, values in rows] == [float(i % 90) for i in range(minutes - 1)]
+
+
+def test_a_part_whose_answer_is_too_large_is_read_again_in_halves(
+    influxd: Influxd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A six-hour part of a sensor read many times a second answers more than READ_MAX_BODY
+    (64 MiB): the export stopped there. Shown with influxd 1.6.7 and the bound lowered to a size
+    six hours of minutes exceed and ninety minutes do not: each part is read again as halves,
+    every row once and in order; a part still too large after READ_MAX_HALVINGS is one line."""
+    minutes = 6 * 60
+    writer = InfluxWriter(v1_config(influxd))
+    writer.write([sound(60 * i, float(i % 90)) for i in range(minutes)])
+    writer.close()
+    start_us = timestamp_ns(T0) // 1000
+    end_us = start_us + minutes * 60_000_000
+    config = v1_config(influxd, timeout_s=5)
+    sizes: list[int] = []
+    real_post = deadline_http.post
+
+    def measured(*args: Any, **kwargs: Any) -> deadline_http.Answer:
+        answer = real_post(*args, **kwargs)
+        sizes.append(len(answer.body))
+        return answer
+
+    monkeypatch.setattr(deadline_http, "post", measured)
+    whole = list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, end_us, ["LAeq"]))
+    [six_hours] = sizes
+    assert len(whole) == minutes
+    sizes.clear()
+    monkeypatch.setattr(client, "READ_MAX_BODY", six_hours * 2 // 3)
+    rows = list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, end_us, ["LAeq"]))
+    assert rows == whole
+    # The six hours (cut at the bound), then its halves, each under it.
+    assert len(sizes) == 3 and sizes[0] > six_hours * 2 // 3 >= max(sizes[1:]), (six_hours, sizes)
+
+    monkeypatch.setattr(client, "READ_MAX_BODY", 50)  # not even a minute fits
+    with pytest.raises(OutputError) as caught:
+        list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, end_us, ["LAeq"]))
+    assert str(caught.value) == (
+        f"cannot read sound of 'n1' from InfluxDB at {config.url}: the answer for 5.6 min is over 50"
+        " bytes, after 6 halvings of the six-hour part"
+    )
 
 
 def test_v2_the_reader_reads_a_long_window_in_parts(recorder: Recorder) -> None:
