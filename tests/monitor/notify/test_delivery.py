@@ -939,17 +939,11 @@ def test_an_undeliverable_alert_waiting_to_be_sent_is_shown_anew_and_its_chained
     conn.close()
 
 
-def test_a_copy_rewritten_after_a_try_went_out_is_sent_under_a_key_of_its_own(
-    tmp_path: Path, hook: Hook
-) -> None:
-    """An upgrade shows anew the URLs in an "undeliverable" alert's copy waiting to be sent
-    (deliveries-shown-alert-copies and those after it): a receiver that took an earlier try of
-    the copy as it was (our side gave up waiting for its answer) was then sent another body
-    under the same Idempotency-Key, which a receiver keeping keys drops as a duplicate or refuses
-    as a key reused. The rewritten copy goes under a key of its own, the same on its retries."""
-    db = tmp_path / "store.db"
-    town_url = "http://town.example/services/T000/B000/SECRET-in-path"  # the failed channel's URL
-    config = config_for(db, town_url, operator_hook_url=hook.url, max_attempts=5)
+def _undeliverable_in_the_earlier_shown_form(
+    db: Path, config: Config, town_url: str
+) -> tuple[Store, Deliveries, AlertBook, UndeliverableAlert]:
+    """A store whose alert book queues deliveries, and an "undeliverable" alert naming
+    ``town_url`` whole, as alerts were worded before URLs were shown (not raised yet)."""
     store = Store(db)
     deliveries = Deliveries(store.conn, config)
     book = AlertBook(store, config.alerts, lambda site, body: None)
@@ -961,6 +955,21 @@ def test_a_copy_rewritten_after_a_try_went_out_is_sent_under_a_key_of_its_own(
         condition="undeliverable:dl-1",
         data={"recipient": "County inspector", "channel_type": "webhook", "target": town_url, "error": error},
     )
+    return store, deliveries, book, failed
+
+
+def test_a_copy_rewritten_after_a_try_went_out_is_sent_under_a_key_of_its_own(
+    tmp_path: Path, hook: Hook
+) -> None:
+    """An upgrade shows anew the URLs in an "undeliverable" alert's copy waiting to be sent
+    (deliveries-shown-alert-copies and those after it): a receiver that took an earlier try of
+    the copy as it was (our side gave up waiting for its answer) was then sent another body
+    under the same Idempotency-Key, which a receiver keeping keys drops as a duplicate or refuses
+    as a key reused. The rewritten copy goes under a key of its own, the same on its retries."""
+    db = tmp_path / "store.db"
+    town_url = "http://town.example/services/T000/B000/SECRET-in-path"  # the failed channel's URL
+    config = config_for(db, town_url, operator_hook_url=hook.url, max_attempts=5)
+    store, deliveries, book, failed = _undeliverable_in_the_earlier_shown_form(db, config, town_url)
     with store.batch():
         book.raise_(failed.alert, T0)
     copies = {r["channel_type"]: r["id"] for r in deliveries.rows()}
@@ -1011,17 +1020,7 @@ def test_a_rewritten_copy_mailed_goes_under_a_message_id_of_its_own(
         smtp_port=smtp.port, hook_url=town_url, hmac_key=HMAC_KEY, operator_hook_url="http://127.0.0.1:9/x"
     )
     config = make_config(db, OTHER_SITE + recipients, max_attempts=5)
-    store = Store(db)
-    deliveries = Deliveries(store.conn, config)
-    book = AlertBook(store, config.alerts, lambda site, body: None)
-    book.listeners.append(lambda body: deliveries.enqueue(body, T0))
-    error = f"webhook {town_url!r} answered HTTP 503 Service Unavailable"  # the earlier shown form
-    failed = UndeliverableAlert(
-        site="quarry",
-        message=f"An alert could not be delivered to County inspector by webhook ({town_url}): {error}",
-        condition="undeliverable:dl-1",
-        data={"recipient": "County inspector", "channel_type": "webhook", "target": town_url, "error": error},
-    )
+    store, deliveries, book, failed = _undeliverable_in_the_earlier_shown_form(db, config, town_url)
     with store.batch():
         book.raise_(failed.alert, T0)
         never_rewritten = Alert("quarry", ("operator",), "violation", "violation", "c-a2", "Noise at n1")
