@@ -29,11 +29,17 @@ The words are the profile's (``reading``, ``exempt_source``, ``exempt_reading``)
 buffer standard reads its own ordinance's, not these.
 
 An area condition (land-disturbing 28-5(d): sediment kept within the tract "whenever
-land-disturbing activity is undertaken where more than 5,000 square feet is uncovered"): with
-``area_flag`` set, the standard is judged only at a site whose fact of that name (``[sites]
-flags``) gives its area in square feet, more than ``area_over_sqft``. Elsewhere a reading beyond
-the line is an INFO finding saying why it is not judged (the area not given, not a number, or
-not more than the threshold): the rule does not guess an area.
+land-disturbing activity is undertaken where more than 5,000 square feet is uncovered"): the
+standard is judged only where the area is more than ``area_over_sqft``. With ``area_open_kind``
+set, the area is the one the operator's records say was uncovered when the reading was taken
+(``rules.uncovered``: ``area_open_kind`` records less those closed by ``area_close_kind``, each
+giving ``area_record_field``), the same area the erosion control standard of 28-5(d) judges; an
+open activity of unknown size counts as possibly over, as it does there, and the finding asks
+for its area. At a site whose records hold no ``area_open_kind`` record at all, or with no
+``area_open_kind``, the area is the site's fact ``area_flag`` (``[sites] flags``, square feet),
+the Town's statement for a site that sends no such records. Where the area is not more than the
+threshold, or not given, a reading beyond the line is an INFO finding saying why it is not
+judged: the rule does not guess an area.
 
 Early warning: a line sensor whose condition is running but not yet long enough.
 """
@@ -60,6 +66,7 @@ from rules.model import (
 )
 from rules.numbers import within
 from rules.times import aligned_windows, iso, local_hm, span_text
+from rules.uncovered import AreaRecords, Uncovered, UncoveredArea, uncovered_area
 
 FINDING_WINDOW_S = 60
 _PLACEMENTS = {p.value for p in Placement}
@@ -86,6 +93,13 @@ class TurbidityParams:
     # beyond ("" : everywhere).
     area_flag: str = ""
     area_over_sqft: float = field(default=0.0, metadata=within(minimum=0, maximum=1e9, unit=" sq ft"))
+    # The operator's records giving the area uncovered at each moment, which then decide where they
+    # exist ("" : not read): opened by area_open_kind, closed by area_close_kind with the same id,
+    # the area in area_record_field (land-disturbing: disturbance-started, ground-cover-established,
+    # area_sqft, as its erosion_control standard reads them).
+    area_open_kind: str = ""
+    area_close_kind: str = ""
+    area_record_field: str = ""
 
     def __post_init__(self) -> None:
         for name in ("line_placement", "reference_placement"):
@@ -93,6 +107,10 @@ class TurbidityParams:
                 raise ValueError(f"{name}: expected one of {', '.join(sorted(_PLACEMENTS))}")
         if self.line_placement == self.reference_placement:
             raise ValueError("reference_placement: must differ from line_placement")
+        if self.area_open_kind and not self.area_record_field:
+            raise ValueError("area_record_field: required with area_open_kind (the field giving the area)")
+        if not self.area_open_kind and (self.area_close_kind or self.area_record_field):
+            raise ValueError("area_open_kind: required with area_close_kind and area_record_field")
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,14 +190,17 @@ def site_area_sqft(value: object) -> float | None:
 
 
 def unjudged_by_area(site: SiteContext, section: str, params: TurbidityParams) -> str:
-    """Why the area condition leaves the standard unjudged at the site ("" : it is judged)."""
-    if not params.area_flag:
+    """Why the area condition leaves the standard unjudged at a site whose records give no area
+    ("" : it is judged)."""
+    if not params.area_flag and not params.area_open_kind:
         return ""
-    given = site.flags.get(params.area_flag)
+    given = site.flags.get(params.area_flag) if params.area_flag else None
     over = f"{params.area_over_sqft:,.0f} sq ft"
     applies = f"{citation_text(section)} applies where the area is more than {over}"
     if given is None:
-        return f"not judged: area not given (site fact {params.area_flag}; {applies})"
+        sources = [f"no {params.area_open_kind} record"] if params.area_open_kind else []
+        sources += [f"site fact {params.area_flag}"] if params.area_flag else []
+        return f"not judged: area not given ({', nor '.join(sources)}; {applies})"
     area = site_area_sqft(given)
     if area is None:
         return (
@@ -194,6 +215,67 @@ def unjudged_by_area(site: SiteContext, section: str, params: TurbidityParams) -
     return ""
 
 
+def area_records(params: TurbidityParams) -> AreaRecords | None:
+    """The records the profile reads the uncovered area from (None: it reads none)."""
+    if not params.area_open_kind:
+        return None
+    return AreaRecords(params.area_open_kind, params.area_close_kind, params.area_record_field)
+
+
+def _area_at(
+    site: SiteContext,
+    section: str,
+    params: TurbidityParams,
+    area: UncoveredArea | None,
+    moment: datetime,
+) -> tuple[str, Uncovered | None]:
+    """Why the area condition leaves a reading at ``moment`` unjudged ("" : judged), and the
+    area the records say was uncovered then (None: the records are not read at this site)."""
+    if area is None or not area.changes:
+        return unjudged_by_area(site, section, params), None
+    now = area.at(moment) or Uncovered(moment, 0.0, (), (), ())
+    if now.over(params.area_over_sqft):
+        return "", now
+    open_ids = ", ".join(now.open_ids) or "none"
+    return (
+        f"not judged: the area uncovered then, {now.known_sqft:,.0f} sq ft ({params.area_open_kind}"
+        f" records open: {open_ids}), is not more than {params.area_over_sqft:,.0f} sq ft"
+        f" ({citation_text(section)})"
+    ), now
+
+
+def _area_text(params: TurbidityParams, now: Uncovered) -> str:
+    """What the records say of the area where they put the reading under the standard."""
+    if now.known_sqft > params.area_over_sqft:
+        return (
+            f"{now.known_sqft:,.0f} sq ft uncovered then ({params.area_open_kind} records open:"
+            f" {', '.join(now.open_ids)})"
+        )
+    which = ", ".join(now.unknown)
+    return (
+        f"land-disturbing activity of unknown size uncovered then ({params.area_open_kind} {which} gives"
+        f" no {params.area_record_field}), possibly more than {params.area_over_sqft:,.0f} sq ft: record"
+        f" the area ({params.area_record_field})"
+    )
+
+
+def _area_refs(params: TurbidityParams, now: Uncovered | None) -> tuple[str, ...]:
+    """The records the area rests on, as refs ("disturbance-started:lot-9"); none where not read."""
+    return tuple(f"{params.area_open_kind}:{i}" for i in now.open_ids) if now is not None else ()
+
+
+def _area_details(params: TurbidityParams, now: Uncovered | None) -> dict[str, object]:
+    """The records' area a finding keeps (nothing where the records are not read)."""
+    if now is None:
+        return {}
+    return {
+        "uncovered_sqft": now.known_sqft,
+        "area_records": list(_area_refs(params, now)),
+        "area_unknown": list(now.unknown),
+        "area_requested": bool(now.unknown),
+    }
+
+
 def evaluate(
     site: SiteContext,
     standard: Standard,
@@ -205,7 +287,8 @@ def evaluate(
 ) -> list[Finding]:
     data = only_site(data, site.id)
     exempt = flag_set(site, params.exempt_flag)
-    unjudged = unjudged_by_area(site, standard.section, params)
+    records = area_records(params)
+    area = uncovered_area(site, records, data) if records is not None else None
     # Runs are followed back through whatever earlier readings the daemon sent.
     earliest = min([start - _lookback(params), *(r.ts for r in data.turbidity)])
     tz = site.tz
@@ -221,13 +304,21 @@ def evaluate(
             ]
             if not chosen:
                 continue
+            # Each reading is judged with the area uncovered when it was taken; a minute with some
+            # readings under the standard reports those.
+            areas = {id(j): _area_at(site, standard.section, params, area, j.reading.ts) for j in chosen}
+            judged_here = [j for j in chosen if not areas[id(j)][0]]
+            chosen = judged_here or chosen
             worst = max(chosen, key=lambda j: j.reading.ntu - (j.reference or 0.0))
+            unjudged, uncovered_then = areas[id(worst)]
             last = chosen[-1]
             with_reference = sum(1 for j in chosen if j.reference is not None) / len(chosen)
             since = f"over {span_text(last.run_start, last.reading.end, tz)}"
             exemption = _exemption_text(params)
             cited = citation_text(standard.section)
             read_as = f"read as {params.reading} ({cited}, which sets no turbidity number)"
+            if uncovered_then is not None and not unjudged:
+                read_as += f", with {_area_text(params, uncovered_then)}"
             if unjudged:
                 kind, exempt_here = FindingKind.INFO, False
                 read_as = f"{params.reading} {unjudged}"
@@ -251,6 +342,7 @@ def evaluate(
                     )
                 )
             measurements.append(Measurement("duration", round(last.run_s, 1), params.min_duration_s, "s"))
+            area_facts = _area_details(params, uncovered_then)
             findings.append(
                 make_finding(
                     site,
@@ -262,12 +354,16 @@ def evaluate(
                     sensors=(sensor,),
                     measurements=tuple(measurements),
                     exemptions=(exemption,) if exempt_here else (),
-                    refs=(f"turbidity:{sensor}:{iso(chosen[0].reading.ts)}/{iso(last.reading.end)}",),
+                    refs=(
+                        f"turbidity:{sensor}:{iso(chosen[0].reading.ts)}/{iso(last.reading.end)}",
+                        *_area_refs(params, uncovered_then),
+                    ),
                     completeness=with_reference if worst.reference is not None else 1.0,
                     details={
                         "run_start": iso(last.run_start),
                         "reference_ntu": worst.reference,
                         "reference_sensors": _sensors(site, params.reference_placement),
+                        **area_facts,
                     },
                 )
             )
@@ -278,8 +374,10 @@ def early_warnings(
     site: SiteContext, standard: Standard, params: TurbidityParams, data: SiteData, now: datetime
 ) -> list[Finding]:
     data = only_site(data, site.id)
-    if flag_set(site, params.exempt_flag) or unjudged_by_area(site, standard.section, params):
+    if flag_set(site, params.exempt_flag):
         return []
+    records = area_records(params)
+    area = uncovered_area(site, records, data) if records is not None else None
     warnings = []
     for sensor in _sensors(site, params.line_placement):
         judged: Sequence[_Judged] = _judge(site, params, data, sensor, now - _lookback(params), now)
@@ -290,6 +388,8 @@ def early_warnings(
             continue  # clean, or already a violation the evaluation reports
         if (now - last.reading.end).total_seconds() > params.max_gap_s:
             continue
+        if _area_at(site, standard.section, params, area, last.reading.ts)[0]:
+            continue  # not under the standard: the area is not over its size
         left = (params.min_duration_s - last.run_s) / 60
         summary = (
             f"Turbidity at {sensor_label(site.sensors[sensor])} is {_condition(last, params)} since "
@@ -312,6 +412,10 @@ def early_warnings(
     return warnings
 
 
+def event_kinds(params: TurbidityParams) -> tuple[str, ...]:
+    return tuple(k for k in (params.area_open_kind, params.area_close_kind) if k)
+
+
 def margins(params: TurbidityParams) -> tuple[timedelta, timedelta]:
     window = timedelta(seconds=params.reference_window_s)
     return _lookback(params) + window, window
@@ -325,4 +429,5 @@ RULE: RuleSpec[TurbidityParams] = RuleSpec(
     early_warnings=early_warnings,
     description="Buffer-line turbidity above the reference or a limit for longer than a duration.",
     reads=("turbidity",),
+    event_kinds=event_kinds,
 )

@@ -41,7 +41,7 @@ class Uncovered:
     since: datetime
     known_sqft: float  # the sum of the usable areas of the open records
     unknown: tuple[str, ...]  # ids of open records without a usable area, in the order opened
-    open_refs: tuple[str, ...]  # the open records ("disturbance-started:lot-9"), in the order opened
+    open_ids: tuple[str, ...]  # ids of the open records, in the order opened
     changed_by: tuple[str, ...]  # the records opened or closed at ``since``
 
     def over(self, size_sqft: float) -> bool:
@@ -82,7 +82,7 @@ def uncovered_area(site: SiteContext, records: AreaRecords, data: SiteData) -> U
     steps.sort(key=lambda s: s[0])
     changes: list[Uncovered] = []
     total = 0.0
-    open_refs: dict[str, str] = {}  # id -> ref, in the order opened
+    open_ids: dict[str, None] = {}  # in the order opened
     open_unknown: dict[str, None] = {}
     index = 0
     while index < len(steps):
@@ -92,15 +92,13 @@ def uncovered_area(site: SiteContext, records: AreaRecords, data: SiteData) -> U
             _, change, direction, step_ref, subject, known = steps[index]
             total += change
             if direction > 0:
-                open_refs[subject] = step_ref
+                open_ids[subject] = None
                 if not known:
                     open_unknown[subject] = None
             else:
-                open_refs.pop(subject, None)
+                open_ids.pop(subject, None)
                 open_unknown.pop(subject, None)
             changed_by.append(step_ref)
             index += 1
-        changes.append(
-            Uncovered(ts, total, tuple(open_unknown), tuple(open_refs.values()), tuple(changed_by))
-        )
+        changes.append(Uncovered(ts, total, tuple(open_unknown), tuple(open_ids), tuple(changed_by)))
     return UncoveredArea(tuple(changes), tuple(sorted(without_area)))

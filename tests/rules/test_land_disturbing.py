@@ -572,7 +572,8 @@ def at_boundary(line: float, reference: float | None, minutes: int = 15) -> Site
 
 
 NOT_GIVEN = (
-    "not judged: area not given (site fact disturbed_area_sqft; section 28-5(d) applies where the area is"
+    "not judged: area not given (no disturbance-started record, nor site fact disturbed_area_sqft; section"
+    " 28-5(d) applies where the area is"
 )
 # fmt: off
 TRACT_CASES = [
@@ -634,6 +635,138 @@ def test_the_area_condition_is_the_profiles_data() -> None:
     assert kinds(unjudged) == ["info"] * 5 and "site fact site_acres_sqft;" in unjudged[0].summary
     assert LAND.standard("buffer_zone").params.area_flag == ""
     assert kinds(run("buffer_zone", turbidity(40.0, 10.0), *window)) == ["violation"] * 5
+
+
+# ---------------------------------------------------------------------------
+# 28-5(d): the area uncovered when the reading was taken, from the records erosion_control reads
+# ---------------------------------------------------------------------------
+
+STARTED_AREA = "2026-06-01 08:00"  # readings beyond the limits from 09:00 on 10 June, judged 09:10-09:14
+
+
+def opened(area: float | None, when: str = STARTED_AREA, lot: str = "lot-9") -> GenericEvent:
+    fields: dict[str, Any] = {} if area is None else {"area_sqft": area}
+    return ev("disturbance-started", lot, when, **fields)
+
+
+def covered(when: str, lot: str = "lot-9") -> GenericEvent:
+    return ev("ground-cover-established", lot, when)
+
+
+BELOW = "is not more than 5,000 sq ft (section 28-5(d))"
+# fmt: off
+RECORDED_AREA_CASES = [
+    case([opened(9000)], {}, ["violation"] * 5, True,
+         "(section 28-5(d), which sets no turbidity number), with 9,000 sq ft uncovered then"
+         " (disturbance-started records open: lot-9)", id="records-9000-open"),
+    case([opened(3000, lot="lot-a"), opened(2500, "2026-06-03 09:15", "lot-b")], {}, ["violation"] * 5, True,
+         "with 5,500 sq ft uncovered then (disturbance-started records open: lot-a, lot-b)",
+         id="records-summed"),
+    case([opened(5000)], {}, ["info"] * 5, False,
+         "not judged: the area uncovered then, 5,000 sq ft (disturbance-started records open: lot-9),"
+         f" {BELOW}", id="records-exactly-5000-not-more"),
+    case([opened(9000), covered("2026-06-05 12:00")], {}, ["info"] * 5, False,
+         f"not judged: the area uncovered then, 0 sq ft (disturbance-started records open: none), {BELOW}",
+         id="records-covered-before-the-readings"),
+    case([covered("2026-05-31 12:00"), opened(9000)], {}, ["violation"] * 5, True, "with 9,000 sq ft",
+         id="records-cover-dated-before-the-start-closes-nothing"),
+    case([opened(9000, "2026-06-11 08:00")], {}, ["info"] * 5, False,
+         f"not judged: the area uncovered then, 0 sq ft (disturbance-started records open: none), {BELOW}",
+         id="records-activity-started-after-the-readings"),
+    case([opened(None)], {}, ["violation"] * 5, True,
+         "with land-disturbing activity of unknown size uncovered then (disturbance-started lot-9 gives no"
+         " area_sqft), possibly more than 5,000 sq ft: record the area (area_sqft)",
+         id="records-area-unknown"),
+    case([opened(2000), opened("9000", lot="lot-x")], {}, ["violation"] * 5, True,
+         "(disturbance-started lot-x gives no area_sqft), possibly more than 5,000",
+         id="records-area-a-text"),
+    case([opened(3000)], {"disturbed_area_sqft": 12000}, ["info"] * 5, False,
+         f"3,000 sq ft (disturbance-started records open: lot-9), {BELOW}",
+         id="records-win-over-a-larger-flag"),
+    case([opened(9000)], {"disturbed_area_sqft": 2000}, ["violation"] * 5, True, "with 9,000 sq ft",
+         id="records-win-over-a-smaller-flag"),
+    # The area at the time of each reading: the activity starts, or its ground is covered, mid-run.
+    case([opened(9000, "2026-06-10 09:12")], {}, ["info", "info", "violation", "violation", "violation"],
+         False, "", id="records-started-during-the-run"),
+    case([opened(9000), covered("2026-06-10 09:12")], {},
+         ["violation", "violation", "info", "info", "info"], True, "", id="records-covered-during-the-run"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("events", "flags", "expected", "warns", "said"), RECORDED_AREA_CASES)
+def test_sediment_at_the_tract_boundary_is_judged_by_the_area_the_records_say_was_uncovered_then(
+    events: list[GenericEvent], flags: dict[str, Any], expected: list[str], warns: bool, said: str
+) -> None:
+    """28-5(d) applies "where more than 5,000 square feet is uncovered": the area is the one the
+    operator's records say was uncovered when each reading was taken, the area erosion_control
+    judges, and where the site has such records they decide over the configured figure."""
+    data = replace(at_boundary(40.0, 10.0), other_events=tuple(events))
+    findings = run("sediment_on_tract", data, T0, T0 + timedelta(minutes=20), where=tract(flags))
+    assert kinds(findings) == expected
+    for finding in findings:
+        assert finding.sensors == ("b1",) and finding.section == "28-5(d)"
+        judged = finding.kind.value == "violation"
+        assert (
+            "read as sediment not retained" in finding.summary if judged else "not judged" in finding.summary
+        )
+        assert finding.details["area_requested"] == ("unknown size" in finding.summary)
+    assert all(said in f.summary for f in findings if f.kind == findings[0].kind)
+    early = replace(at_boundary(40.0, 10.0, 5), other_events=tuple(events))
+    warned = [w.standard for w in early_warnings(tract(flags), LAND, early, T0 + timedelta(minutes=5))]
+    assert warned == (["sediment_on_tract"] if warns else [])
+
+
+def test_both_standards_of_28_5_d_read_one_uncovered_area() -> None:
+    """erosion_control and sediment_on_tract judge the same area: over 5,000 sq ft from lot-b's
+    start until lot-a's ground is covered at 09:13 on 10 June, and the sediment finding names the
+    records it rests on."""
+    events = (
+        opened(3000, lot="lot-a"),
+        opened(2500, "2026-06-03 09:15", "lot-b"),
+        covered("2026-06-10 09:13", "lot-a"),
+    )
+    data = replace(at_boundary(40.0, 10.0), other_events=events)
+    (devices,) = run("erosion_control", data, *day("2026-06-10"), where=tract({}))
+    assert devices.measurements[0].value == 5500 and devices.details["over_since"] == "2026-06-03T13:15:00Z"
+    assert run("erosion_control", data, *day("2026-06-11"), where=tract({})) == []  # covered: no longer over
+    sediment = run("sediment_on_tract", data, T0, T0 + timedelta(minutes=20), where=tract({}))
+    assert kinds(sediment) == ["violation"] * 3 + ["info"] * 2  # 09:10-09:12, then 09:13-09:14
+    assert [f.details["uncovered_sqft"] for f in sediment] == [5500] * 3 + [2500] * 2
+    both = ("disturbance-started:lot-a", "disturbance-started:lot-b")
+    assert sediment[0].details["area_records"] == list(both) and set(both) <= set(sediment[0].refs)
+    assert sediment[-1].details["area_records"] == [both[1]]
+
+
+def test_the_records_are_read_only_where_the_profile_names_them() -> None:
+    """Another town's copy without the record kinds keeps the configured figure alone; a record
+    kind named without its area field, or not declared, is refused when the profile loads."""
+    from rules.profile import _read_profile
+
+    other, _ = _read_profile("land-disturbing")
+    other["standards"]["sediment_on_tract"]["params"].update(
+        area_open_kind="", area_close_kind="", area_record_field=""
+    )
+    town = build_profile(other, source="other town")
+    data = replace(at_boundary(40.0, 10.0), other_events=(opened(9000),))
+    window = (T0, T0 + timedelta(minutes=20))
+    unjudged = run("sediment_on_tract", data, *window, profile=town, where=tract({}))
+    assert kinds(unjudged) == ["info"] * 5
+    assert "not judged: area not given (site fact disturbed_area_sqft; section 28-5(d)" in unjudged[0].summary
+    assert "area_records" not in unjudged[0].details
+    flagged = run(
+        "sediment_on_tract", data, *window, profile=town, where=tract({"disturbed_area_sqft": 3000})
+    )
+    assert kinds(flagged) == ["info"] * 5
+    for changes, problem in (
+        ({"area_record_field": ""}, "area_record_field: required with area_open_kind"),
+        ({"area_open_kind": "activity-begun"}, "reads event kind 'activity-begun', which is not listed"),
+    ):
+        broken, _ = _read_profile("land-disturbing")
+        broken["standards"]["sediment_on_tract"]["params"].update(changes)
+        with pytest.raises(ProfileError) as caught:
+            build_profile(broken, source="other town")
+        assert any(problem in p for p in caught.value.problems), caught.value.problems
 
 
 def test_turbidity_minutes_match_whole_interval_and_early_warning() -> None:

@@ -59,6 +59,12 @@ kind = "turbidity"
 placement = "reference"
 location = "creek, upstream"
 expected_period_s = 60
+[[sites.sensors]]
+id = "b1"
+kind = "turbidity"
+placement = "boundary"
+location = "outfall at the south line"
+expected_period_s = 60
 
 [[sites]]
 id = "dock"
@@ -83,6 +89,7 @@ expected_period_s = 60
 # Tuesday 9 June 2026, 23:40 local: the run crosses midnight into Wednesday 10 June.
 T0 = datetime(2026, 6, 9, 23, 40, tzinfo=TZ).astimezone(UTC)
 MINUTES = 46
+READINGS = 5  # a minute's readings: t1 and r1 at both sites, b1 at the tract
 
 
 def local(text: str) -> str:
@@ -122,11 +129,14 @@ def test_land_disturbing_site_through_the_daemon(tmp_path: Path, mosquitto: Mosq
         for site in ("tract", "dock"):
             reading(site, "t1", minute, 40.0)  # 30 NTU above the reference: siltation past the line
             reading(site, "r1", minute, 10.0)
+        reading("tract", "b1", minute, 40.0)  # and sediment leaving the tract (28-5(d))
 
     try:
         # The first readings start each site's evaluation at T0.
         minute_of_readings(0)
-        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM readings") == 4, 20), daemon.logs()
+        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM readings") == READINGS, 20), (
+            daemon.logs()
+        )
         records: list[tuple[str, dict[str, Any]]] = [
             # 28-5(b): exposed on 19 May, day 21 is 9 June, still exposed at midnight.
             ("slope-exposed", {"id": "s-3", "ts": local("2026-05-19 15:00"), "area_sqft": 1800}),
@@ -135,7 +145,8 @@ def test_land_disturbing_site_through_the_daemon(tmp_path: Path, mosquitto: Mosq
             # 28-5(e): plan filed 20 days before the start (not 30), approved before it.
             ("plan-filed", {"id": "P-9", "ts": local("2026-05-20 10:00")}),
             ("plan-approved", {"id": "P-9", "ts": local("2026-06-01 10:00")}),
-            # ... and 28-5(d): 9,000 square feet uncovered with no erosion control devices declared.
+            # ... and 28-5(d): 9,000 square feet uncovered with no erosion control devices declared,
+            # the area under which the sediment at b1 is judged from 23:50 (no area is configured).
             ("disturbance-started", {"id": "lot-9", "ts": local("2026-06-09 23:50"), "area_sqft": 9000,
                                      "plan_id": "P-9"}),
             # 28-5(c): organic fill, and no landfill permit on file.
@@ -149,15 +160,16 @@ def test_land_disturbing_site_through_the_daemon(tmp_path: Path, mosquitto: Mosq
         )
         for minute in range(1, MINUTES):
             minute_of_readings(minute)
-        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM readings") == 4 * MINUTES, 30), (
-            daemon.logs()
-        )
+        assert wait_until(
+            lambda: store_count(store, "SELECT COUNT(*) FROM readings") == READINGS * MINUTES, 30
+        ), daemon.logs()
 
         expected = {
             ("buffer_zone", "violation", "28-5(a)"),
             ("slopes", "violation", "28-5(b)"),
             ("fill_material", "violation", "28-5(c)"),
             ("erosion_control", "violation", "28-5(d)"),
+            ("sediment_on_tract", "violation", "28-5(d)"),
             ("ground_cover", "violation", "28-5(d)"),
             ("prior_plan", "violation", "28-5(e)"),
         }
