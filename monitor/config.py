@@ -1285,7 +1285,9 @@ def area_not_given(sites: Sequence[SiteConfig]) -> list[str]:
     """For each site with sensors a standard judges only where the site's area is given (a
     turbidity standard's ``area_flag``, land-disturbing 28-5(d)) and no such area: one line saying
     the standard is not judged there (``site tract: flags.disturbed_area_sqft: not given; ...``).
-    A profile that does not load is reported elsewhere."""
+    A standard that reads the area from the operator's records (``area_open_kind``, as the shipped
+    land-disturbing profile does) needs no flag and gets no line. A profile that does not load is
+    reported elsewhere."""
     from rules.citation import citation_text
     from rules.profile import ProfileError, load_profile
 
@@ -1297,8 +1299,9 @@ def area_not_given(sites: Sequence[SiteConfig]) -> list[str]:
             continue
         for key, standard in profile.standards.items():
             flag = getattr(standard.params, "area_flag", "")
-            if not flag or flag in site.flags:
-                continue
+            from_records = bool(getattr(standard.params, "area_open_kind", ""))
+            if not flag or flag in site.flags or from_records:
+                continue  # no area condition, the area given, or the records give it
             placement = getattr(standard.params, "line_placement", "")
             judged = [
                 s.id

@@ -1,9 +1,12 @@
 """`minewatch check-config` on a land-disturbing site with turbidity sensors at the tract's
 boundary and no area: 28-5(d)'s sediment standard applies only where more than 5,000 square
-feet is uncovered, so it is not judged there, and nothing said so before a reading rose."""
+feet is uncovered. A profile reading that area from the operator's records needs no configured
+area; one reading only the configured area does not judge the standard without it, and nothing
+said so before a reading rose."""
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -26,7 +29,7 @@ operator = "Grader Co"
 timezone = "America/New_York"
 latitude = 35.78
 longitude = -78.64
-profile = "land-disturbing"
+profile = "{profile}"
 {flags}
 [[sites.sensors]]
 id = "b1"
@@ -37,17 +40,43 @@ expected_period_s = 60
 """
 
 
+def flag_only_profile(tmp_path: Path) -> Path:
+    """A town's copy of land-disturbing whose sediment standard reads no records, only the flag."""
+    text = resources.files("rules.profiles").joinpath("land-disturbing.toml").read_text()
+    for line in (
+        'area_open_kind = "disturbance-started"',
+        'area_close_kind = "ground-cover-established"',
+        'area_record_field = "area_sqft"',
+    ):
+        assert text.count(line) == 1, line
+        text = text.replace(line, line.split(" = ")[0] + ' = ""')
+    path = tmp_path / "town.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_tract_whose_profile_reads_the_area_from_records_needs_no_configured_area(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "tract.toml"
+    config.write_text(TRACT.format(db=tmp_path / "store.db", profile="land-disturbing", flags=""))
+    assert main(["check-config", str(config)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_a_tract_without_its_area_is_told_its_sediment_standard_is_not_judged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = tmp_path / "tract.toml"
-    config.write_text(TRACT.format(db=tmp_path / "store.db", flags=""))
+    profile = flag_only_profile(tmp_path)
+    config.write_text(TRACT.format(db=tmp_path / "store.db", profile=profile, flags=""))
     assert main(["check-config", str(config)]) == 0  # valid: the standard is said not judged
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
     assert warnings == [
         "warning: site tract: flags.disturbed_area_sqft: not given; sediment_on_tract (section 28-5(d)) is"
         " not judged at b1: a reading beyond its limits is recorded as not judged, area not given"
     ]
-    config.write_text(TRACT.format(db=tmp_path / "store.db", flags="flags = { disturbed_area_sqft = 12000 }"))
+    area = "flags = { disturbed_area_sqft = 12000 }"
+    config.write_text(TRACT.format(db=tmp_path / "store.db", profile=profile, flags=area))
     assert main(["check-config", str(config)]) == 0
     assert "warning" not in capsys.readouterr().err
