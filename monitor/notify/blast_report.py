@@ -20,7 +20,7 @@ import base64
 import html
 import json
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,8 @@ from monitor.seismic.chunks import join
 from monitor.seismic.summary import AXES, MM_PER_IN, Waveform
 from monitor.wire.canonical import from_us
 from monitor.wire.codec import event_from_row, finding_from_json, seismic_events
+from rules.blast_notice import BlastNoticeParams
+from rules.citation import citation_text
 from rules.model import Blast, BlastNotice, Event, Finding, SeismicEvent
 from rules.profile import Profile
 from rules.seismic_limits import limit_at
@@ -44,6 +46,7 @@ __all__ = [
     "blast_report_bytes",
     "blast_report_data",
     "curve_verdict",
+    "notice_not_shown",
     "render_html",
     "render_pdf",
     "report_events",
@@ -56,6 +59,10 @@ NOT_RECORDED = "not recorded"
 Shown = Callable[[str, Mapping[str, Any] | sqlite3.Row], bool]
 NOTICE_NOT_SHOWN = (
     "a notice of this blast was given before it; when and to whom are not shown (outside your time scope)"
+)
+NOTICE_AFTER_NOT_SHOWN = (
+    "a notice of this blast was given after it{verdict}; when and to whom are not shown"
+    " (outside your time scope)"
 )
 BLAST_NOT_SHOWN = "a blast record matches this event outside your time scope (not shown)"
 _EVER = datetime.max.replace(tzinfo=UTC)
@@ -92,6 +99,33 @@ def _events(store: Store, site: str, since: datetime, shown: Shown | None) -> li
     ]
 
 
+def notice_not_shown(
+    notices: Iterable[tuple[BlastNotice, bool]],
+    blast_id: str | None,
+    fired: datetime,
+    profile: Profile,
+    preexisting: bool,
+) -> str | None:
+    """What a reader is told of a notice of the blast ``blast_id`` (fired at ``fired``) that it
+    may not see (``notices``: each with whether the reader sees it): that one was given before
+    the blast, or only after it, which never gives the notice the profile's standard requires
+    before a blast (as its finding says); never when or to whom. None: no notice of the blast is
+    hidden from the reader. The one text of it: the blast report and the day view say the same."""
+    unseen = [n for n, seen in notices if not seen and n.id == blast_id]
+    if not unseen:
+        return None
+    if any(n.issued_ts <= fired for n in unseen):
+        return NOTICE_NOT_SHOWN
+    standard = next((s for s in profile.enabled_for(preexisting) if s.rule == "blast_notice"), None)
+    if standard is None or not isinstance(standard.params, BlastNoticeParams):
+        return NOTICE_AFTER_NOT_SHOWN.format(verdict="")
+    section = citation_text(standard.section)
+    verdict = f", which does not give the {standard.params.min_notice_h:g} hours' notice required" + (
+        f" ({section})" if section else ""
+    )
+    return NOTICE_AFTER_NOT_SHOWN.format(verdict=verdict)
+
+
 def blast_report_data(
     store: Store,
     site: SiteConfig,
@@ -102,9 +136,10 @@ def blast_report_data(
 ) -> dict[str, Any]:
     """Every fact of the report, read once (LookupError naming what is missing); ``shown``: the
     stored rows (findings, events) the reader may see (a portal account's time scope,
-    TimeScope.shows). A notice of the blast given before it that the reader does not see is
-    counted (``notices_not_shown``), so that the report does not read as a blast without one;
-    a matching blast record it does not see is neither named nor used (``blast_not_shown``)."""
+    TimeScope.shows). A notice of the blast that the reader does not see, given before the blast
+    or after it, is said to exist (``notice_not_shown``), so that the report does not read as a
+    blast without one; a matching blast record it does not see is neither named nor used
+    (``blast_not_shown``)."""
     event, edge, waveform_row = _event(store, site, sensor, event_id)
     tz = site.timezone
     blast_id = event.blast_id
@@ -170,9 +205,7 @@ def blast_report_data(
         "blast_id": blast_id,
         "blast": next((b for b in blasts if b.id == blast_id), None),
         "notices": [n for n, seen in notices if seen and n.id == blast_id],
-        "notices_not_shown": sum(
-            1 for n, seen in notices if not seen and n.id == blast_id and n.issued_ts <= event.ts
-        ),
+        "notice_not_shown": notice_not_shown(notices, blast_id, event.ts, profile, site.preexisting),
         "blast_not_shown": blast_id is None and len(blasts) < len(matching),
         "findings": findings,
         "units": params.units if params else "mm/s",
@@ -334,8 +367,8 @@ def _finding_rows(data: Mapping[str, Any]) -> list[tuple[str, str]]:
     rows = [(f"{f.standard} ({f.section}): {f.kind.value}", f.summary) for f in data["findings"]]
     for n in data["notices"]:
         rows.append(("Notice recipients", ", ".join(n.recipients) or "none listed"))
-    if data.get("notices_not_shown"):
-        rows.append(("Notice", NOTICE_NOT_SHOWN))
+    if data.get("notice_not_shown"):
+        rows.append(("Notice", data["notice_not_shown"]))
     return rows or [("Findings", "none judged yet")]
 
 

@@ -4,8 +4,9 @@ The report looked a blast's notice up 30 days back and its blast record up to 12
 seismograph's, wherever they fell: an inspector scoped to the blast's minutes read when the notice
 was given and to whom, and the id and time of a blast recorded after the scope. Each is shown only
 when the scope shows its record (TimeScope.shows); a notice it does not show is still said to
-have been given (the report must not read as a blast without notice), its time and recipients
-left out. Real store, real portal.
+have been given (the report must not read as a blast without notice), before the blast or only
+after it (which gives no notice ahead of it), its time and recipients left out. Real store, real
+portal.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from monitor.journal.store import Store
 from monitor.portal.data import NotFound, Portal, Scope, User
 from monitor.wire.codec import payload_of
 from rules.model import Blast, BlastNotice
+from rules.times import local_stamp
 from tests.support.evidence import SITE, T0, add_seismograph_event, build_site
 
 SCOPE_END = T0 + timedelta(seconds=180)
@@ -52,6 +54,26 @@ def test_a_notice_given_before_the_scope_is_said_to_be_given_without_its_time_or
     assert "B-NOTICED" in page and "Nora" not in page
     assert "a notice of this blast was given before it" in page
     assert "not shown" in page and "none judged yet" not in page
+
+
+def test_a_notice_given_after_the_blast_and_the_scope_is_said_to_be_given_after_it_and_too_late(
+    tmp_path: Path,
+) -> None:
+    """The operator's notice recorded an hour after the scope's end, for a blast inside it: the
+    report had no word of it, and read as a blast without notice."""
+    blast = Blast(SITE, "B-LATE", T0 + timedelta(seconds=60))
+    issued = SCOPE_END + timedelta(hours=1)
+    notice = BlastNotice(SITE, "B-LATE", issued, blast.ts, ("Nora Neighbour",))
+    portal, scoped, town = _portal(tmp_path, blast, T0 + timedelta(seconds=60), notice)
+    assert b"Nora Neighbour" in portal.blast_report(town, SITE, "B-LATE", "html", None)
+    page = portal.blast_report(scoped, SITE, "B-LATE", "html", None).decode()
+    assert "B-LATE" in page and "Nora" not in page
+    assert local_stamp(issued, "America/Chicago") not in page
+    assert (
+        "a notice of this blast was given after it, which does not give the 24 hours&#x27; notice"
+        " required (section 6.F); when and to whom are not shown (outside your time scope)"
+    ) in page
+    assert "given before it" not in page and "none judged yet" not in page
 
 
 def test_a_blast_recorded_after_the_scope_is_not_named_in_its_report_or_list(tmp_path: Path) -> None:
