@@ -133,6 +133,16 @@ _UNPLACED = re.compile(
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?![a-z])",
     re.IGNORECASE,
 )
+# The stored kind of the event a ref names, by the ref's prefix. A blast's notice has the blast's
+# id ("blast:B-7" is the blast, "notice:B-7" its notice): read as any kind, a notice given after
+# the scope withheld every finding about a blast inside it (its window, its vibration). A prefix
+# not listed names events of every kind.
+REF_EVENT_KINDS: dict[str, str] = {
+    "blast": "blast",
+    "notice": "blast-notice",
+    "truck": "truck",
+    "work": "work",
+}
 _UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
 _SECOND_US = 1_000_000
 
@@ -145,10 +155,11 @@ class TimeScope:
     an alert) is shown only when everything it reports lies in the scope: its own times (an
     event's or a finding's start and end), every time its texts name (the evaluation window
     ``window_start``/``window_end``, the readings of its refs, local and UTC stamps), the events
-    its refs name (a truck, a blast, declared work) and, for an episode, every finding it is made
-    of. Overlapping the scope is not enough: a finding that starts inside it and ends after it
-    tells what lies outside. A cure deadline is not reported but set (SET_TIMES, SET_COLUMNS): a
-    notice issued, or extended, inside the scope is shown though its deadline lies after it.
+    its refs name (a truck, a blast, declared work; each of the kind its ref names,
+    REF_EVENT_KINDS) and, for an episode, every finding it is made of. Overlapping the scope is
+    not enough: a finding that starts inside it and ends after it tells what lies outside. A cure
+    deadline is not reported but set (SET_TIMES, SET_COLUMNS): a notice issued, or extended,
+    inside the scope is shown though its deadline lies after it.
     Times named in site time ("2026-07-01 16:05 CDT", "16:05", "at 4:05 pm", "on 2026-07-01") are
     placed in the site's zone (``_site_times``); a time-like word that cannot be placed ("July 1",
     "7/1/2026", another zone's abbreviation) keeps the record out.
@@ -400,7 +411,7 @@ def _event_times(conn: sqlite3.Connection, site: str, texts: Iterable[str]) -> I
         prefix, _, name = ref.partition(":")
         if not name or _STAMP.search(ref):
             continue
-        times = queries.event_times(conn, site, name)
+        times = queries.event_times(conn, site, name, REF_EVENT_KINDS.get(prefix))
         if not times and prefix == "blast":
             times = queries.blast_times(conn, site, name)
         for ts_us, end_us in times:

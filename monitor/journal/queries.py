@@ -262,9 +262,16 @@ def event_data(conn: sqlite3.Connection, site: str, kind: str, event_id: str) ->
     return None if row is None else str(row[0])
 
 
-def event_times(conn: sqlite3.Connection, site: str, event_id: str) -> list[tuple[int, int | None]]:
-    """(ts_us, end_us) of the events of ``site`` with id ``event_id`` (any kind)."""
-    rows = conn.execute("SELECT ts_us, end_us FROM events WHERE site = ? AND id = ?", (site, event_id))
+def event_times(
+    conn: sqlite3.Connection, site: str, event_id: str, kind: str | None = None
+) -> list[tuple[int, int | None]]:
+    """(ts_us, end_us) of the events of ``site`` with id ``event_id`` of ``kind`` (None: any kind)."""
+    if kind is None:
+        rows = conn.execute("SELECT ts_us, end_us FROM events WHERE site = ? AND id = ?", (site, event_id))
+    else:
+        rows = conn.execute(
+            "SELECT ts_us, end_us FROM events WHERE site = ? AND kind = ? AND id = ?", (site, kind, event_id)
+        )
     return [(int(ts), None if end is None else int(end)) for ts, end in rows]
 
 

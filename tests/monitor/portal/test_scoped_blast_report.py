@@ -11,15 +11,18 @@ portal.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from monitor.journal.store import Store
 from monitor.portal.data import NotFound, Portal, Scope, User
+from monitor.portal.periods import checked_period
 from monitor.wire.codec import payload_of
-from rules.model import Blast, BlastNotice
+from rules.model import Blast, BlastNotice, Finding, FindingKind, Measurement
 from rules.times import local_stamp
 from tests.support.evidence import SITE, T0, add_seismograph_event, build_site
 
@@ -74,6 +77,50 @@ def test_a_notice_given_after_the_blast_and_the_scope_is_said_to_be_given_after_
         " required (section 6.F); when and to whom are not shown (outside your time scope)"
     ) in page
     assert "given before it" not in page and "none judged yet" not in page
+
+
+@pytest.mark.parametrize(
+    "issued",
+    [T0 - timedelta(days=1), SCOPE_END + timedelta(hours=1)],
+    ids=["the-day-before", "after-the-scope"],
+)
+def test_a_notice_outside_the_scope_leaves_the_blasts_other_findings_shown(
+    tmp_path: Path, issued: datetime
+) -> None:
+    """A finding naming the blast ("blast:B-AIR") was held to the times of every event with the
+    blast's id, its notice among them: a notice given the day before, as the rule asks, or after
+    the scope withheld the blast's airblast violation inside the scope from the report and the
+    day view."""
+    blast = Blast(SITE, "B-AIR", T0 + timedelta(seconds=60))
+    notice = BlastNotice(SITE, "B-AIR", issued, blast.ts, ("Nora Neighbour",))
+    portal, scoped, _ = _portal(tmp_path, blast, blast.ts, notice)
+    airblast = Finding(
+        SITE,
+        "airblast",
+        "7.B",
+        FindingKind.VIOLATION,
+        blast.ts,
+        blast.ts + timedelta(seconds=5),
+        "America/Chicago",
+        "airblast 133.7 dB(Z) at sg1",
+        ("sg1",),
+        (Measurement("LZpeak", 133.7, 133.0, "dB(Z)"),),
+        refs=("blast:B-AIR",),
+    )
+    # One naming the notice ("notice:B-AIR") reports it: still held to the notice's times.
+    about_notice = replace(
+        airblast, standard="blast_notice", section="6.F", summary="notice judged", refs=("notice:B-AIR",)
+    )
+    store = Store(portal.config.storage.path)
+    with store.batch():
+        store.append_finding(airblast, blast.ts + timedelta(seconds=30))
+        store.append_finding(about_notice, blast.ts + timedelta(seconds=30))
+    store.close()
+    report = portal.blast_report(scoped, SITE, "B-AIR", "html", None).decode()
+    assert "airblast 133.7 dB(Z) at sg1" in report and "Nora" not in report
+    assert "notice judged" not in report
+    period = checked_period(T0, T0 + timedelta(minutes=10), ZoneInfo("America/Chicago"))
+    assert airblast.summary in [f["summary"] for f in portal.period(scoped, SITE, period)["findings"]]
 
 
 def test_a_blast_recorded_after_the_scope_is_not_named_in_its_report_or_list(tmp_path: Path) -> None:
