@@ -262,6 +262,16 @@ def event_data(conn: sqlite3.Connection, site: str, kind: str, event_id: str) ->
     return None if row is None else str(row[0])
 
 
+def event_rows(conn: sqlite3.Connection, site: str, kind: str, event_id: str) -> list[sqlite3.Row]:
+    """The stored rows (kind, id, ts_us, end_us, data) of the events of ``site`` of ``kind`` with id
+    ``event_id``: a blast's notices, by the blast's id."""
+    return _rows(
+        conn,
+        "SELECT kind, id, ts_us, end_us, data FROM events WHERE site = ? AND kind = ? AND id = ?",
+        (site, kind, event_id),
+    )
+
+
 def event_times(
     conn: sqlite3.Connection, site: str, event_id: str, kind: str | None = None
 ) -> list[tuple[int, int | None]]:

@@ -43,6 +43,7 @@ from rules.times import local_stamp
 
 __all__ = [
     "blast_events",
+    "blast_notice_not_shown",
     "blast_report_bytes",
     "blast_report_data",
     "curve_verdict",
@@ -126,6 +127,27 @@ def notice_not_shown(
     return NOTICE_AFTER_NOT_SHOWN.format(verdict=verdict)
 
 
+def blast_notice_not_shown(
+    store: Store,
+    site: SiteConfig,
+    profile: Profile,
+    blast_id: str | None,
+    fired: datetime,
+    shown: Shown | None,
+) -> str | None:
+    """``notice_not_shown`` of the notices on record for ``blast_id`` (a blast-notice event has
+    its blast's id): what the report and the day view tell a reader ``shown`` keeps a notice
+    from; None for a reader who sees every row."""
+    if shown is None or blast_id is None:
+        return None
+    notices = [
+        (notice, shown("event", r))
+        for r in queries.event_rows(store.conn, site.id, "blast-notice", blast_id)
+        if isinstance(notice := event_from_row(r["kind"], r["data"], site.id), BlastNotice)
+    ]
+    return notice_not_shown(notices, blast_id, fired, profile, site.preexisting)
+
+
 def blast_report_data(
     store: Store,
     site: SiteConfig,
@@ -205,7 +227,7 @@ def blast_report_data(
         "blast_id": blast_id,
         "blast": next((b for b in blasts if b.id == blast_id), None),
         "notices": [n for n, seen in notices if seen and n.id == blast_id],
-        "notice_not_shown": notice_not_shown(notices, blast_id, event.ts, profile, site.preexisting),
+        "notice_not_shown": blast_notice_not_shown(store, site, profile, blast_id, event.ts, shown),
         "blast_not_shown": blast_id is None and len(blasts) < len(matching),
         "findings": findings,
         "units": params.units if params else "mm/s",

@@ -1019,18 +1019,22 @@ class Portal:
             for e in queries.events_overlapping(conn, site.id, start, end)
             if times is None or times.shows(conn, site.id, "event", e, ZoneInfo(site.timezone))
         ]
-        from monitor.notify.blast_report import blast_events
+        from monitor.notify.blast_report import blast_events, blast_notice_not_shown
 
         # A blast's report link only where Portal.blast_report serves it: its seismograph record
         # within the account's time scope (recorded after it, it is not the reader's to know of).
         around = scope.window(start - timedelta(hours=1), end + timedelta(hours=1))
-        reported = blast_events(self.store(), site, *around, self._shown(scope, site))
+        shown_rows = self._shown(scope, site)
+        reported = blast_events(self.store(), site, *around, shown_rows)
         blasts = []
         for e in events:
             if e["kind"] == "blast" and start_us <= e["ts_us"] < end_us:
                 blast_id = json.loads(e["data"]).get("blast_id", e["id"])
-                ts = format_ts(from_us(e["ts_us"]))
-                blasts.append({"id": blast_id, "ts": ts, "report": blast_id in reported})
+                fired = from_us(e["ts_us"])
+                blast = {"id": blast_id, "ts": format_ts(fired), "report": blast_id in reported}
+                # A notice the scope keeps from the reader, said as the blast's report says it.
+                unseen = blast_notice_not_shown(self.store(), site, profile, blast_id, fired, shown_rows)
+                blasts.append(blast if unseen is None else {**blast, "notice": unseen})
         # Exempt periods and the sensors they cover (work: the sound meters it names, all when
         # none; temporary lighting: the light sensors; an exempt exceedance: its meters).
         sound_ids = [m.id for m in meters if m.id in limit_of]

@@ -100,7 +100,8 @@ def document(version: str) -> dict[str, Any]:
                 " per sound meter LAeq per minute up to a day (resolution minute: [ts, LAeq]) or hourly"
                 " LAeq, L10, L90 beyond (resolution hour: [ts, LAeq, L10, L90]) with the limit of the"
                 " standard judging it; per light and sky sensor [ts, lux_mean, lux_max]; light limits;"
-                " per day the blast window and sunset; blasts recorded and unreported; exempt periods;"
+                " per day the blast window and sunset; blasts recorded (with what a time scope keeps of"
+                " their notice) and unreported; exempt periods;"
                 " violation episodes; findings, each with its episode and notice (docs/PORTAL.md)",
                 "inspector, town",
                 [SITE, DATE, FROM, TO],
