@@ -103,7 +103,10 @@ def blast_rows(
     else:
         issued = stored_time(str(announced["issued_ts"]))
         planned = stored_time(str(announced["planned_ts"]))
-        ahead = f", {duration_text((blast_ts - issued).total_seconds())} before the blast" if blast_ts else ""
+        ahead = ""
+        if blast_ts is not None:  # a notice given after the blast says so, never a negative lead
+            lead = (blast_ts - issued).total_seconds()
+            ahead = f", {duration_text(abs(lead))} {'before' if lead >= 0 else 'after'} the blast"
         rows.append(
             (
                 "24-hour notice",

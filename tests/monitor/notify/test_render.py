@@ -735,6 +735,47 @@ def test_blast_notice_states_time_window_sunset_notice_and_overpressure(tmp_path
     store.close()
 
 
+def test_a_blast_notice_given_after_the_blast_is_said_to_be_after_it(tmp_path: Path) -> None:
+    """The 24-hour notice row read a notice given 1 h 2 min after the blast as "-2 hours 58
+    minutes before the blast" (a negative lead in hours and minutes)."""
+    from rules.model import Blast, BlastNotice, Finding, FindingKind
+
+    db = tmp_path / "store.db"
+    config = make_config(db)
+    store = Store(db)
+    site, profile = site_and_profile(config)
+    blast_at = local(2026, 12, 15, 14, 30)
+    issued = blast_at + timedelta(hours=1, minutes=2)
+    iso = lambda ts: ts.isoformat().replace("+00:00", "Z")  # noqa: E731
+    with store.batch():
+        store.append_event(Blast(SITE, "b-9", blast_at), {"blast_id": "b-9", "ts": iso(blast_at)}, blast_at)
+        store.append_event(
+            BlastNotice(SITE, "b-9", issued, blast_at),
+            {"blast_id": "b-9", "issued_ts": iso(issued), "planned_ts": iso(blast_at)},
+            issued,
+        )
+    late = Finding(
+        site=SITE,
+        standard="blast_notice",
+        section="6.F",
+        kind=FindingKind.VIOLATION,
+        start=blast_at,
+        end=blast_at + timedelta(seconds=1),
+        timezone="America/Chicago",
+        summary="Blast b-9 was announced only 1 h 02 min after it went off (section 6.F)",
+        refs=("blast:b-9", "notice:b-9"),
+    )
+    book = NoticeBook(store)
+    [event] = book.on_findings(site, profile, store_findings(store, [late], issued), issued)
+    markdown = render_notice(store.conn, event.notice_id, "md", config=config).decode()
+    assert (
+        "| 24-hour notice | given 2026-12-15 15:32 CST for a blast planned at 2026-12-15 14:30 CST, "
+        "1 hour 2 minutes after the blast |"
+    ) in markdown
+    assert "-" + "2 hours" not in markdown
+    store.close()
+
+
 # --------------------------------------------------------------------------- the PDF's pages
 
 
