@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import json
+import zipfile
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -102,8 +103,8 @@ def test_a_notice_outside_the_scope_leaves_the_blasts_other_findings_shown(
 ) -> None:
     """A finding naming the blast ("blast:B-AIR") was held to the times of every event with the
     blast's id, its notice among them: a notice given the day before, as the rule asks, or after
-    the scope withheld the blast's airblast violation inside the scope from the report and the
-    day view."""
+    the scope withheld the blast's airblast violation inside the scope from the report, the day
+    view and the inspector's bundle."""
     blast = Blast(SITE, "B-AIR", T0 + timedelta(seconds=60))
     notice = BlastNotice(SITE, "B-AIR", issued, blast.ts, ("Nora Neighbour",))
     portal, scoped, _ = _portal(tmp_path, blast, blast.ts, notice)
@@ -134,6 +135,13 @@ def test_a_notice_outside_the_scope_leaves_the_blasts_other_findings_shown(
     assert "notice judged" not in report
     period = checked_period(T0, T0 + timedelta(minutes=10), CHICAGO)
     assert airblast.summary in [f["summary"] for f in portal.period(scoped, SITE, period)["findings"]]
+    bundle = tmp_path / "scoped.zip"
+    portal.export(scoped, SITE, T0, SCOPE_END, bundle)
+    with zipfile.ZipFile(bundle) as zf:
+        findings = [
+            json.loads(r["row"]["data"])["summary"] for r in json.loads(zf.read("records/findings.json"))
+        ]
+    assert airblast.summary in findings and "notice judged" not in findings
 
 
 def test_a_blast_recorded_after_the_scope_is_not_named_in_its_report_or_list(tmp_path: Path) -> None:
