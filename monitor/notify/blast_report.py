@@ -220,14 +220,17 @@ def blast_report_data(
             wave = join([(r["header"], bytes(r["samples"])) for r in chunk_rows])
         except ValueError:
             wave = None
+    blast = next((b for b in blasts if b.id == blast_id), None)
+    # Before or after the blast: its record's time, as the rule and the day view read it.
+    fired = blast.ts if blast is not None else event.ts
     return {
         "site": site,
         "profile": profile,
         "event": event,
         "blast_id": blast_id,
-        "blast": next((b for b in blasts if b.id == blast_id), None),
+        "blast": blast,
         "notices": [n for n, seen in notices if seen and n.id == blast_id],
-        "notice_not_shown": blast_notice_not_shown(store, site, profile, blast_id, event.ts, shown),
+        "notice_not_shown": blast_notice_not_shown(store, site, profile, blast_id, fired, shown),
         "blast_not_shown": blast_id is None and len(blasts) < len(matching),
         "findings": findings,
         "units": params.units if params else "mm/s",

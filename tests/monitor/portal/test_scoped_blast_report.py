@@ -93,6 +93,25 @@ def test_a_notice_given_after_the_blast_and_the_scope_is_said_to_be_given_after_
     assert "given before it" not in page and "none judged yet" not in page
 
 
+def test_a_notice_given_between_the_blast_and_its_seismograph_record_is_after_it_on_both_surfaces(
+    tmp_path: Path,
+) -> None:
+    """The report placed the notice against the seismograph's record (up to 120 s from the blast's),
+    the day view against the blast record, as the rule does: a notice given 30 s after the blast
+    and 30 s before the seismograph triggered was "given before it" in the report and "after it"
+    on the day view. (Planned after the scope, the notice is not shown.)"""
+    blast = Blast(SITE, "B-GAP", T0 + timedelta(seconds=60))
+    issued = blast.ts + timedelta(seconds=30)
+    notice = BlastNotice(SITE, "B-GAP", issued, SCOPE_END + timedelta(hours=1), ("Nora Neighbour",))
+    portal, scoped, _ = _portal(tmp_path, blast, blast.ts + timedelta(seconds=60), notice)
+    report = html.unescape(portal.blast_report(scoped, SITE, "B-GAP", "html", None).decode())
+    [listed] = portal.period(scoped, SITE, checked_period(T0, SCOPE_END + timedelta(minutes=8), CHICAGO))[
+        "blasts"
+    ]
+    assert listed["notice"].startswith("a notice of this blast was given after it,")
+    assert listed["notice"] in report and "given before it" not in report
+
+
 @pytest.mark.parametrize(
     "issued",
     [T0 - timedelta(days=1), SCOPE_END + timedelta(hours=1)],
