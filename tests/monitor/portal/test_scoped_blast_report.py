@@ -24,12 +24,15 @@ import pytest
 
 from monitor.credentials import hash_password, hash_token
 from monitor.journal.store import Store
+from monitor.notify.blast_report import notice_not_shown
 from monitor.portal.data import NotFound, Portal, Scope, User
 from monitor.portal.periods import checked_period
 from monitor.wire.codec import payload_of
 from rules.model import Blast, BlastNotice, Finding, FindingKind, Measurement
+from rules.profile import load_profile
 from rules.times import local_stamp
 from tests.support.evidence import SITE, T0, add_seismograph_event, build_site
+from tests.support.paths import REPO
 from tests.support.portal_server import PASSWORDS, Client, portal_serving
 
 SCOPE_END = T0 + timedelta(seconds=180)
@@ -216,3 +219,27 @@ def test_the_day_page_its_json_and_the_report_say_the_unseen_notice_in_the_same_
         "blasts"
     ]
     assert "notice" not in told
+
+
+@pytest.mark.parametrize(
+    ("profile", "verdict"),
+    [
+        ("dovre", ", which does not give the 24 hours' notice required (section 6.F)"),
+        (
+            str(REPO / "tests/data/profiles/fernhill.toml"),
+            ", which does not give the 36 hours' notice required (§ 4.7(c))",
+        ),
+        ("land-disturbing", ""),  # no notice standard: no verdict of one
+    ],
+    ids=["dovre", "fernhill", "no-notice-standard"],
+)
+def test_the_verdict_on_a_notice_after_the_blast_is_the_profiles(profile: str, verdict: str) -> None:
+    """Another town's notice rule is its profile's hours and section, not Dovre's 24 and 6.F."""
+    fired = T0 + timedelta(seconds=60)
+    late = BlastNotice(SITE, "B-1", fired + timedelta(hours=2), fired)
+    said = notice_not_shown([(late, False)], "B-1", fired, load_profile(profile), preexisting=False)
+    assert said == (
+        f"a notice of this blast was given after it{verdict}; when and to whom are not shown"
+        " (outside your time scope)"
+    )
+    assert notice_not_shown([(late, True)], "B-1", fired, load_profile(profile), preexisting=False) is None
