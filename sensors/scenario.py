@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from monitor.errors import UsageError
 from monitor.named_file import NamedFileError, read_named_text
+from monitor.times import OccursTwice, parse_time
 from rules.model import WorkKind
 from rules.numbers import number_problem
 
@@ -228,11 +230,11 @@ def parse_duration(text: str) -> timedelta:
 
 
 def parse_start(text: str, tz: ZoneInfo) -> datetime:
-    """Site-local ``2026-06-15T06:00`` (naive means the site's zone) or with an offset."""
-    parsed = datetime.fromisoformat(text.strip())
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=tz)
-    return parsed.astimezone(tz)
+    """The file's ``start``, read as ``--start`` is (monitor.times.parse_time): without an offset
+    in the site's zone, with one (or Z) as written. A local time the clocks skip, or show twice
+    (01:30 on the night they go back, taken silently as the first), is a UsageError in the
+    command line's words, the latter naming both offsets to write."""
+    return parse_time(text, tz, "start").astimezone(tz)
 
 
 def resolve_clock(text: str, start: datetime) -> datetime:
@@ -570,10 +572,10 @@ def parse_scenario(
     if start is None:
         try:
             start = parse_start(start_text, tz)
-        except ValueError:
-            problems.append(
-                f"start: {start_text!r} is not a local time like 2026-06-15T06:00 (or give --start)"
-            )
+        except UsageError as exc:
+            # A time that occurs twice is fixed by writing its offset, as the line says; --start
+            # helps a start that is no time at all.
+            problems.append(str(exc) if isinstance(exc, OccursTwice) else f"{exc} (or give --start)")
             start = datetime(2026, 1, 1, tzinfo=tz)
     start = start.astimezone(tz)
     if duration is None:

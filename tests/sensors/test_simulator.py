@@ -20,6 +20,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from tests.support.daemon import Daemon, store_count, wait_until
+from tests.support.paths import REPO
 from tests.support.sensors import site_config
 from tests.support.servers import Mosquitto
 
@@ -128,6 +129,42 @@ def test_a_shorter_duration_publishes_only_the_events_in_its_window(tmp_path: Pa
     assert "blast b-" not in events and "seismograph" not in events, events
     assert "event(s) of the scenario after its end, not published (--duration)" in events
     assert not re.search(r"\d+ Blast\b", result.stdout.split("Operator events")[0])  # nor counted as sent
+
+
+def _scenario_starting(tmp_path: Path, start: str) -> Path:
+    """dovre-short with its ``start`` replaced, as a file of the user's."""
+    text = (REPO / "sensors" / "scenarios" / "dovre-short.toml").read_text()
+    scenario = tmp_path / "autumn.toml"
+    scenario.write_text(re.sub(r'(?m)^start = ".*"$', f'start = "{start}"', text))
+    return scenario
+
+
+def test_a_scenario_start_that_occurs_twice_is_refused_as_start_is(tmp_path: Path) -> None:
+    """A scenario file's start of 2026-11-01T01:30 (Chicago: the hour the clocks go back) was
+    taken silently as the first, CDT, while --start refuses it: the file's start is refused in
+    --start's words, naming the file, the key and both offsets to write; an offset or Z is taken
+    as written."""
+    config = site_config(tmp_path, "mqtt://127.0.0.1:9")
+    scenario = _scenario_starting(tmp_path, "2026-11-01T01:30")
+    result = simulate_short(config, "--scenario", str(scenario), "--duration", "2m", "--dry-run")
+    assert result.returncode == 2 and result.stdout == "", result
+    option = simulate_short(config, "--start", "2026-11-01T01:30", "--dry-run")
+    assert option.returncode == 2, option
+    assert result.stderr.splitlines() == [
+        f"minewatch simulate: {scenario}: start: '2026-11-01T01:30' occurs twice at the site, before and"
+        " after the clocks go back (America/Chicago); give its offset: 2026-11-01T01:30-05:00 (the first)"
+        " or 2026-11-01T01:30-06:00 (the second)"
+    ]
+    assert result.stderr.split(": start: ")[1] == option.stderr.split(": --start: ")[1]
+    for start, said in (
+        ("2026-11-01T01:30-05:00", "2026-11-01 01:30 to 2026-11-01 01:32 CDT"),
+        ("2026-11-01T01:30-06:00", "2026-11-01 01:30 to 2026-11-01 01:32 CST"),
+        ("2026-11-01T07:30Z", "2026-11-01 01:30 to 2026-11-01 01:32 CST"),
+    ):
+        scenario = _scenario_starting(tmp_path, start)
+        result = simulate_short(config, "--scenario", str(scenario), "--duration", "2m", "--dry-run")
+        assert result.returncode == 0, result.stderr
+        assert f"scenario dovre-short ({said})" in result.stdout, result.stdout
 
 
 def test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped(
