@@ -52,7 +52,6 @@ from monitor.evidence.format import (
     TimeFormat,
     exported_window,
     load_anchors,
-    parse_when,
 )
 from monitor.evidence.verify import Problem, Report, verify_bundle
 
@@ -83,6 +82,5 @@ __all__ = [
     "export_bundle",
     "exported_window",
     "load_anchors",
-    "parse_when",
     "verify_bundle",
 ]

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -228,20 +228,6 @@ class TimeFormat:
         return (
             f"{parts[0]}{second:02d}.{micro:06d}{parts[1]}" if micro else f"{parts[0]}{second:02d}{parts[1]}"
         )
-
-
-def parse_when(text: str, zone: tzinfo) -> datetime:
-    """RFC 3339 / ISO 8601; a date alone is local midnight, a time without offset is site-local."""
-    value = text.strip()
-    try:
-        if len(value) == 10:
-            return datetime.combine(date.fromisoformat(value), time(0), zone)
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise EvidenceError(
-            f"not a date or time: {text!r} (use e.g. 2024-05-01 or 2024-05-01T06:00:00Z)"
-        ) from None
-    return parsed.replace(tzinfo=zone) if parsed.tzinfo is None else parsed
 
 
 # --------------------------------------------------------------------------- row shapes (export and verify)
