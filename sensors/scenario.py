@@ -20,7 +20,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -199,7 +199,10 @@ class Scenario:
 
     @property
     def end(self) -> datetime:
-        return self.start + self.duration
+        # In elapsed time: adding to an aware time of one zone moves its clock face and drops the
+        # fold, so a start at the second 01:30 (CST) plus 2 minutes ended at the first 01:32 (CDT),
+        # before it began, and across the autumn change a 24h scenario ran 25 hours.
+        return (self.start.astimezone(UTC) + self.duration).astimezone(self.start.tzinfo)
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [s for s in self.sources if isinstance(s, kind)]

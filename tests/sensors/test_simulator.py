@@ -167,6 +167,23 @@ def test_a_scenario_start_that_occurs_twice_is_refused_as_start_is(tmp_path: Pat
         assert f"scenario dovre-short ({said})" in result.stdout, result.stdout
 
 
+def test_a_simulation_from_the_second_reading_of_a_repeated_hour_lasts_its_duration(tmp_path: Path) -> None:
+    """Started at 01:30 CST on 2026-11-01 (the second 01:30 in Chicago, as the refusal of a start
+    that occurs twice tells one to write it), a 2m simulation generated 0 messages: its end was
+    the start plus 2 minutes on the clock's face, 01:32 CDT, before the start. Both readings now
+    last their 2 minutes, the second ending at 01:32 CST."""
+    config = site_config(tmp_path, "mqtt://127.0.0.1:9")
+    generated = {}
+    for start, zone in (("2026-11-01T01:30-05:00", "CDT"), ("2026-11-01T01:30-06:00", "CST")):
+        result = simulate_short(config, "--start", start, "--duration", "2m", "--dry-run")
+        assert result.returncode == 0, result.stderr
+        said = re.search(r"Generated \(dry run\): (\d+) messages .*\((.*)\)", result.stdout)
+        assert said is not None, result.stdout
+        assert said[2] == f"2026-11-01 01:30 to 2026-11-01 01:32 {zone}", result.stdout
+        generated[zone] = int(said[1])
+    assert generated["CST"] > 0 and generated["CST"] == generated["CDT"], generated
+
+
 def test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
