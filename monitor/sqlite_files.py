@@ -42,6 +42,12 @@ def someone_elses(conn: sqlite3.Connection, own: Iterable[str]) -> str | None:
     return f"another program's SQLite database (tables {', '.join(names[:most])}{more})"
 
 
+def not_a_store(path: str, what: str) -> str:
+    """The refusal of a file at ``storage.path`` that is ``what`` (someone_elses,
+    not_a_stores_making), in the words of the daemon, the commands and check-config."""
+    return f"{path!r} is {what}, not a minewatch store; name a new file for the store"
+
+
 def not_a_stores_making(conn: sqlite3.Connection, path: str) -> str | None:
     """What a file with no tables at all is when minewatch did not make it as a store: "an empty
     file" (`touch`), "a SQLite database with no tables" (another program's, not in WAL mode); None

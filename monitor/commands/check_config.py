@@ -13,6 +13,7 @@ environment variable not set, a secret file not readable): fix the machine, not 
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 
 from monitor.config import (
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     # The daemon would refuse it at start (monitor.journal.store), said here in its words.
     from monitor.journal.store import folder_blocked
 
-    blocked = folder_blocked(config.storage.path)
+    blocked = folder_blocked(config.storage.path) or _store_refused(config.storage.path)
     if blocked is not None:
         print(f"storage.path: {blocked}", file=sys.stderr)
         print(f"{file}: invalid configuration, 1 problem(s)", file=sys.stderr)
@@ -101,6 +102,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {unjudged}", file=sys.stderr)
     _warn_placeholders(file, config.raw_text)
     return 0
+
+
+def _store_refused(path: str) -> str | None:
+    """Why the daemon and every command would refuse the file at ``path`` as the store (an empty
+    file, another program's database, a sensor's queue), in their words; None for a store, or
+    none yet (the daemon makes it). A store this user cannot read (the daemon's, 0600) is not
+    judged: the configuration is not wrong for it."""
+    from monitor.commands.store_file import store_refusal
+
+    try:
+        return store_refusal(path)
+    except sqlite3.Error:
+        return None
 
 
 def _warn_placeholders(file: str, text: str) -> None:

@@ -3,7 +3,8 @@ by every command that needs one (status, notices, report, report-blast, evidence
 serve), in the same words. A missing one is said with what makes it (the daemon). A file that is
 no SQLite database, or another program's database named by mistake, is the user's mistake, said
 as the daemon says it (StoreError, which monitor.cli prints in one line with the configuration's
-key); it is left as it is, as is an empty file the user made (`touch`)."""
+key); it is left as it is, as is an empty file the user made (`touch`). check-config says the
+same of the file (store_refusal) on the key."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from monitor.errors import StoreError, UsageError
 from monitor.journal import migrations
-from monitor.sqlite_files import not_a_stores_making, someone_elses
+from monitor.sqlite_files import not_a_store, not_a_stores_making, someone_elses
 
 
 def existing_store(path: str, config: str) -> Path:
@@ -25,6 +26,23 @@ def existing_store(path: str, config: str) -> Path:
             " has `minewatch run` run with this configuration?"
         )
     try:
+        refusal = store_refusal(path)
+    except sqlite3.Error as exc:
+        raise StoreError(_cannot_open(path, exc)) from None
+    if refusal is not None:
+        raise StoreError(refusal)
+    return store
+
+
+def store_refusal(path: str) -> str | None:
+    """Why the file at ``path`` is no minewatch store, in the daemon's words: a file that is no
+    SQLite database, an empty file the user made, another program's database, a sensor's queue.
+    None for a store (or one being made) and for no file at all (the daemon makes it). Read-only;
+    sqlite3.Error when the file cannot be read here (the daemon's own, to another user)."""
+    store = Path(path)
+    if not store.is_file():
+        return None
+    try:
         conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
             foreign = someone_elses(conn, (migrations.TABLE, "chain")) or not_a_stores_making(
@@ -32,8 +50,12 @@ def existing_store(path: str, config: str) -> Path:
             )
         finally:
             conn.close()
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the store {path!r}: {exc}") from None
-    if foreign is not None:
-        raise StoreError(f"{path!r} is {foreign}, not a minewatch store; name a new file for the store")
-    return store
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
+            raise
+        return _cannot_open(path, exc)
+    return None if foreign is None else not_a_store(path, foreign)
+
+
+def _cannot_open(path: str, exc: sqlite3.Error) -> str:
+    return f"cannot open the store {path!r}: {exc}"

@@ -43,7 +43,7 @@ from monitor.journal.chain_kinds import digest_of as digest_of
 from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
 from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
-from monitor.sqlite_files import not_a_stores_making, refuses_writes, someone_elses
+from monitor.sqlite_files import not_a_store, not_a_stores_making, refuses_writes, someone_elses
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import (
@@ -444,9 +444,7 @@ class Store:
             foreign = not_a_stores_making(self.conn, self.path)
         if foreign is not None:
             self.conn.close()
-            raise StoreError(
-                f"{self.path!r} is {foreign}, not a minewatch store; name a new file for the store"
-            )
+            raise StoreError(not_a_store(self.path, foreign))
         self.conn.execute("PRAGMA journal_mode=WAL")
         # FULL: a commit survives power loss too; the pipeline batches commits so it is affordable.
         self.conn.execute(f"PRAGMA synchronous={synchronous}")

@@ -836,6 +836,61 @@ def test_check_config_says_a_store_path_under_a_file_as_run_does(
     assert notes.read_text() == "the operator's notes\n"
 
 
+def test_check_config_refuses_a_store_file_as_run_and_the_readers_do(
+    site: dict[str, str], tmp_path: Path
+) -> None:
+    """check-config said "OK" of an empty file at storage.path (`touch minewatch.db`), another
+    program's SQLite database, a sensor's queue and a file that is no database, each of which
+    `run` and every command that reads the store refuse: it says their line on the key and exits
+    2, the file left as it was. A missing store (the daemon makes it) and a store are fine."""
+    from sensors.queue import ForwardQueue
+
+    empty = tmp_path / "minewatch.db"
+    empty.touch()
+    other = tmp_path / "inventory.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE parts (name TEXT, count INTEGER)")
+    conn.commit()
+    conn.close()
+    queue = tmp_path / "n1.queue.db"
+    ForwardQueue(queue).close()
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the operator's notes\n")
+    before = {path: path.read_bytes() for path in (empty, other, queue, notes)}
+    cwd = Path(site["cwd"])
+    for store, refusal in (
+        (empty, f"{str(empty)!r} is an empty file, not a minewatch store; name a new file for the store"),
+        (
+            other,
+            f"{str(other)!r} is another program's SQLite database (tables parts), not a minewatch store;"
+            " name a new file for the store",
+        ),
+        (
+            queue,
+            f"{str(queue)!r} is a sensor's queue (minewatch sensor --queue), not a minewatch store;"
+            " name a new file for the store",
+        ),
+        (notes, f"cannot open the store {str(notes)!r}: file is not a database"),
+    ):
+        config = tmp_path / f"{store.stem}.toml"
+        config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(store)))
+        status = _assert_one_line(_run(["status", "--config", str(config)], cwd))
+        assert status == f"minewatch status: {refusal} (storage.path in {config})", status
+        result = _run(["check-config", str(config)], cwd)
+        assert result.returncode == 2 and result.stdout == "", result
+        assert result.stderr.splitlines() == [
+            f"storage.path: {refusal}",
+            f"{config}: invalid configuration, 1 problem(s)",
+        ], result.stderr
+    assert {path: path.read_bytes() for path in before} == before
+    for store in (tmp_path / "not-yet.db", tmp_path / "store.db"):
+        config = tmp_path / "fine.toml"
+        config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(store)))
+        result = _run(["check-config", str(config)], cwd)
+        assert result.returncode == 0 and "OK" in result.stdout, result
+    assert not (tmp_path / "not-yet.db").exists()
+
+
 def test_a_store_file_minewatch_did_not_make_is_refused_and_left_alone(
     site: dict[str, str], tmp_path: Path
 ) -> None:
