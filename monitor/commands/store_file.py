@@ -3,8 +3,8 @@ by every command that needs one (status, notices, report, report-blast, evidence
 serve), in the same words. A missing one is said with what makes it (the daemon). A file that is
 no SQLite database, or another program's database named by mistake, is the user's mistake, said
 as the daemon says it (StoreError, which monitor.cli prints in one line with the configuration's
-key); it is left as it is, as is an empty file the user made (`touch`). check-config says the
-same of the file (store_refusal) on the key."""
+key); it is left as it is, as is an empty file the user made (`touch`). A folder is no store
+either, not a missing one. check-config says the same (store_refusal) on the key."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from monitor.errors import StoreError, UsageError
 from monitor.journal import migrations
+from monitor.journal.store import named_a_folder
 from monitor.sqlite_files import not_a_store, not_a_stores_making, someone_elses
 
 
@@ -20,26 +21,29 @@ def existing_store(path: str, config: str) -> Path:
     """``path``, a minewatch store (or one being made); refused otherwise (an empty file the user
     made too), read-only."""
     store = Path(path)
+    try:
+        refusal = store_refusal(path)
+    except sqlite3.Error as exc:
+        raise StoreError(_cannot_open(path, str(exc))) from None
+    if refusal is not None:
+        raise StoreError(refusal)
     if not store.is_file():
         raise UsageError(
             f"no store at {path} (storage.path in {config}); the daemon makes it:"
             " has `minewatch run` run with this configuration?"
         )
-    try:
-        refusal = store_refusal(path)
-    except sqlite3.Error as exc:
-        raise StoreError(_cannot_open(path, exc)) from None
-    if refusal is not None:
-        raise StoreError(refusal)
     return store
 
 
 def store_refusal(path: str) -> str | None:
-    """Why the file at ``path`` is no minewatch store, in the daemon's words: a file that is no
-    SQLite database, an empty file the user made, another program's database, a sensor's queue.
-    None for a store (or one being made) and for no file at all (the daemon makes it). Read-only;
-    sqlite3.Error when the file cannot be read here (the daemon's own, to another user)."""
+    """Why the file at ``path`` is no minewatch store, in the daemon's words: a folder, a file
+    that is no SQLite database, an empty file the user made, another program's database, a
+    sensor's queue. None for a store (or one being made) and for no file at all (the daemon
+    makes it). Read-only; sqlite3.Error when the file cannot be read here (the daemon's own,
+    to another user)."""
     store = Path(path)
+    if (folder := named_a_folder(path)) is not None:  # the daemon refuses it, and makes no store
+        return _cannot_open(path, folder)
     if not store.is_file():
         return None
     try:
@@ -53,9 +57,9 @@ def store_refusal(path: str) -> str | None:
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
             raise
-        return _cannot_open(path, exc)
+        return _cannot_open(path, str(exc))
     return None if foreign is None else not_a_store(path, foreign)
 
 
-def _cannot_open(path: str, exc: sqlite3.Error) -> str:
-    return f"cannot open the store {path!r}: {exc}"
+def _cannot_open(path: str, why: str) -> str:
+    return f"cannot open the store {path!r}: {why}"

@@ -308,14 +308,21 @@ class Checkpointer(threading.Thread):
         self.join(timeout=30)
 
 
+def named_a_folder(path: str) -> str | None:
+    """Why a folder named as the store is no store, for "cannot open the store ...: "; None for
+    anything else. Looks only: for check-config and the store's readers as for the daemon."""
+    target = Path(path)
+    return f"it is a folder: name a file in it (e.g. {target / 'minewatch.db'})" if target.is_dir() else None
+
+
 def _why_not_opened(path: str, exc: sqlite3.Error, patience_s: float) -> str:
     """SQLite's "unable to open database file" or "database is locked", said as what it is
     where that can be told."""
     if isinstance(exc, sqlite3.OperationalError) and _locked(exc):
         return f"{exc}: another connection holds it (waited {patience_s:g} s)"
     target = Path(path)
-    if target.is_dir():
-        return f"it is a folder: name a file in it (e.g. {target / 'minewatch.db'})"
+    if (folder := named_a_folder(path)) is not None:
+        return folder
     place = target if target.exists() else target.parent
     if not os.access(place, os.W_OK):
         return f"{place} is not writable by this user (permission denied)"

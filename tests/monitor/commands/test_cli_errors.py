@@ -891,6 +891,33 @@ def test_check_config_refuses_a_store_file_as_run_and_the_readers_do(
     assert not (tmp_path / "not-yet.db").exists()
 
 
+def test_a_folder_at_storage_path_is_refused_by_check_config_and_the_readers_as_run_does(
+    site: dict[str, str], tmp_path: Path
+) -> None:
+    """A folder named as storage.path: `run` refuses it ("it is a folder: name a file in it"),
+    while check-config said OK and status "no store at ...; the daemon makes it", which it does
+    not. Each says run's reason now, check-config on the key; nothing is made in the folder."""
+    folder = tmp_path / "stores"
+    folder.mkdir()
+    config = tmp_path / "folder.toml"
+    config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(folder)))
+    cwd = Path(site["cwd"])
+    refusal = (
+        f"cannot open the store {str(folder)!r}: it is a folder: name a file in it"
+        f" (e.g. {folder / 'minewatch.db'})"
+    )
+    for command in ("run", "status"):
+        line = _assert_one_line(_run([command, "--config", str(config)], cwd))
+        assert line == f"minewatch {command}: {refusal} (storage.path in {config})", line
+    result = _run(["check-config", str(config)], cwd)
+    assert result.returncode == 2 and result.stdout == "", result
+    assert result.stderr.splitlines() == [
+        f"storage.path: {refusal}",
+        f"{config}: invalid configuration, 1 problem(s)",
+    ], result.stderr
+    assert list(folder.iterdir()) == []
+
+
 def test_a_store_file_minewatch_did_not_make_is_refused_and_left_alone(
     site: dict[str, str], tmp_path: Path
 ) -> None:
