@@ -126,25 +126,62 @@ def parse_time(text: str, zone: tzinfo, option: str, *, offset: str = "") -> dat
         raise UsageError(f"{option}: expected a date or a time, {FORMS}; got {text!r}") from None
     if parsed.tzinfo is None:
         local = parsed.replace(tzinfo=zone)
-        if not _exists(local):
-            raise UsageError(
-                f"{option}: {value!r} is no time at the site: the clocks skip it when daylight-saving"
-                f" time begins ({zone}); give a time an hour later or earlier"
+        twice = offsets_if_twice(local)
+        if twice and offset.strip() in twice:
+            local = local.replace(fold=twice.index(offset.strip()))
+        else:
+            _refuse_unless_once(
+                local,
+                option,
+                value,
+                subject=f"{option}: {value!r}",
+                choose="give its offset: {first} (the first) or {second} (the second)",
+                instead="give a time an hour later or earlier",
             )
-        if twice := offsets_if_twice(local):
-            first, second = twice
-            if offset.strip() in twice:
-                local = local.replace(fold=twice.index(offset.strip()))
-            else:
-                raise OccursTwice(
-                    f"{option}: {value!r} occurs twice at the site, before and after the clocks go back"
-                    f" ({zone}); give its offset: {value}{first} (the first) or {value}{second} (the second)",
-                    option,
-                    value,
-                    ((first, _zone_name(local, 0)), (second, _zone_name(local, 1))),
-                )
         parsed = local
     return _in_utc(parsed, option, text)
+
+
+def at_time_of_day(day: date, clock: time, zone: tzinfo, option: str, what: str) -> datetime:
+    """``clock`` on ``day`` at the site, in UTC (``simulate --date``: the scenario's start time of
+    day on that date). A time the clocks skip, or show twice, is refused as parse_time refuses a
+    typed one, naming the date, the time of day (``what`` it is) and the ``--start`` to give."""
+    local = datetime.combine(day, clock, zone)
+    shown = f"{clock:%H:%M:%S}" if clock.second else f"{clock:%H:%M}"
+    written = f"{day}T{shown}"
+    _refuse_unless_once(
+        local,
+        option,
+        written,
+        subject=f"{option} {day}: {shown} on that date ({what})",
+        choose="give --start {first} (the first) or --start {second} (the second), or another date",
+        instead="give --start with a time an hour later or earlier, or another date",
+    )
+    return _in_utc(local, option, written)
+
+
+def _refuse_unless_once(
+    local: datetime, option: str, written: str, *, subject: str, choose: str, instead: str
+) -> None:
+    """Refuses a wall-clock time the clocks skip or show twice, in the one wording of both:
+    ``subject`` names the time as the person gave it, ``choose`` what to write for a repeated
+    one ({first} and {second}: ``written`` with each offset), ``instead`` what to give for a
+    skipped one. OccursTwice carries the readings for a form to offer."""
+    zone = local.tzinfo
+    if not _exists(local):
+        raise UsageError(
+            f"{subject} is no time at the site: the clocks skip it when daylight-saving"
+            f" time begins ({zone}); {instead}"
+        )
+    if twice := offsets_if_twice(local):
+        first, second = twice
+        raise OccursTwice(
+            f"{subject} occurs twice at the site, before and after the clocks go back ({zone}); "
+            + choose.format(first=f"{written}{first}", second=f"{written}{second}"),
+            option,
+            written,
+            ((first, _zone_name(local, 0)), (second, _zone_name(local, 1))),
+        )
 
 
 def readings_if_twice(text: str, zone: tzinfo) -> tuple[tuple[str, str], ...] | None:

@@ -28,7 +28,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.errors import UsageError
 from monitor.named_file import NamedFileError, read_named_text
-from monitor.times import OccursTwice, parse_time
+from monitor.times import OccursTwice, at_time_of_day, parse_time
 from rules.model import WorkKind
 from rules.numbers import number_problem
 
@@ -238,6 +238,14 @@ def parse_start(text: str, tz: ZoneInfo) -> datetime:
     (01:30 on the night they go back, taken silently as the first), is a UsageError in the
     command line's words, the latter naming both offsets to write."""
     return parse_time(text, tz, "start").astimezone(tz)
+
+
+def start_on_date(day: date, scenario_start: datetime, tz: ZoneInfo) -> datetime:
+    """``--date``: the scenario's start time of day on ``day``, site time. A time of day the clocks
+    skip or show twice that day is refused as ``--start`` refuses one (monitor.times), naming
+    the date, the time and the ``--start`` to give instead."""
+    clock = scenario_start.time().replace(fold=0)
+    return at_time_of_day(day, clock, tz, "--date", "the scenario's start time of day").astimezone(tz)
 
 
 def resolve_clock(text: str, start: datetime) -> datetime:

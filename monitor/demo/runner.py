@@ -824,12 +824,12 @@ def _night_lights(scenario_name: str, site: SiteConfig, day: date) -> tuple[bool
     December afternoon of dovre-short is dark by 17:02, a June one is not.
     """
     from rules import sun
-    from sensors.scenario import Fixture, Flashing, load_scenario
+    from sensors.scenario import Fixture, Flashing, load_scenario, start_on_date
 
     tz = ZoneInfo(site.timezone)
     base = load_scenario(scenario_name, tz)
     scenario = load_scenario(
-        scenario_name, tz, start=datetime.combine(day, base.start.time(), tz), duration=base.duration
+        scenario_name, tz, start=start_on_date(day, base.start, tz), duration=base.duration
     )
     periods = [
         p for source in scenario.sources if isinstance(source, Fixture | Flashing) for p in source.periods

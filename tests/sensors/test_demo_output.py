@@ -13,6 +13,7 @@ import pytest
 
 from monitor.demo.runner import MARKER, _site_config, demo_day, prepare_out_dir, record_output, run_demo
 from monitor.errors import UsageError
+from tests.support.paths import REPO
 
 
 def test_a_new_folder_is_made_and_marked(tmp_path: Path) -> None:
@@ -128,3 +129,16 @@ def test_a_chosen_day_must_be_past_and_recent() -> None:
     assert demo_day("dovre-short", site, date(2026, 11, 30), date(2025, 11, 5))[0] == date(2025, 11, 5)
     day, note = demo_day("dovre-short", site, date(2026, 11, 30), date(2026, 6, 1))
     assert day == date(2026, 6, 1) and "lighting findings may be missing" in note
+
+
+def test_a_chosen_day_on_which_the_scenario_start_occurs_twice_is_refused(tmp_path: Path) -> None:
+    """`demo --date 2026-11-01` with a scenario starting at 01:30 took the first 01:30 (CDT) of
+    that night silently; it is refused before anything starts, in simulate's words."""
+    text = (REPO / "sensors" / "scenarios" / "dovre-short.toml").read_text()
+    scenario = tmp_path / "night.toml"
+    scenario.write_text(text.replace('start = "2026-12-15T14:50"', 'start = "2026-12-15T01:30"'))
+    with pytest.raises(UsageError) as twice:
+        demo_day(str(scenario), _site_config(), date(2026, 11, 30), date(2026, 11, 1))
+    assert str(twice.value).startswith(
+        "--date 2026-11-01: 01:30 on that date (the scenario's start time of day) occurs twice at the site"
+    ), twice.value

@@ -184,6 +184,40 @@ def test_a_simulation_from_the_second_reading_of_a_repeated_hour_lasts_its_durat
     assert generated["CST"] > 0 and generated["CST"] == generated["CDT"], generated
 
 
+def test_a_date_on_which_the_scenario_start_occurs_twice_or_not_at_all_is_refused(tmp_path: Path) -> None:
+    """--date combined the date with the scenario's start time of day silently: 01:30 on
+    2026-11-01 (Chicago, the hour the clocks go back) was the first reading, 02:30 on 2026-03-08
+    (the hour skipped in spring) a time that does not exist. Each is refused in one line naming
+    the date, the time of day and what to give instead; the --start it names is taken."""
+    config = site_config(tmp_path, "mqtt://127.0.0.1:9")
+    night = _scenario_starting(tmp_path, "2026-12-15T01:30")
+    result = simulate_short(config, "--scenario", str(night), "--date", "2026-11-01", "--dry-run")
+    assert result.returncode == 2 and result.stdout == "", result
+    assert result.stderr.splitlines() == [
+        "minewatch simulate: --date 2026-11-01: 01:30 on that date (the scenario's start time of day)"
+        " occurs twice at the site, before and after the clocks go back (America/Chicago); give"
+        " --start 2026-11-01T01:30-05:00 (the first) or --start 2026-11-01T01:30-06:00 (the second),"
+        " or another date"
+    ]
+    for start in ("2026-11-01T01:30-05:00", "2026-11-01T01:30-06:00"):
+        given = simulate_short(
+            config, "--scenario", str(night), "--start", start, "--duration", "2m", "--dry-run"
+        )
+        assert given.returncode == 0, given.stderr
+    spring = _scenario_starting(tmp_path, "2026-12-15T02:30")
+    result = simulate_short(config, "--scenario", str(spring), "--date", "2026-03-08", "--dry-run")
+    assert result.returncode == 2 and result.stdout == "", result
+    assert result.stderr.splitlines() == [
+        "minewatch simulate: --date 2026-03-08: 02:30 on that date (the scenario's start time of day)"
+        " is no time at the site: the clocks skip it when daylight-saving time begins (America/Chicago);"
+        " give --start with a time an hour later or earlier, or another date"
+    ]
+    other = simulate_short(
+        config, "--scenario", str(spring), "--date", "2026-03-09", "--duration", "2m", "--dry-run"
+    )
+    assert other.returncode == 0 and "(2026-03-09 02:30 to 2026-03-09 02:32 CDT)" in other.stdout, other
+
+
 def test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
