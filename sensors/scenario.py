@@ -5,10 +5,11 @@ A scenario names *sources* (what makes sound, light and weather at the sensors) 
 ``sensors/scenarios/*.toml`` ship with the package; ``--scenario PATH`` reads any file.
 The format is described in sensors/scenarios/README.md and in ``dovre-day.toml``.
 
-Clock times are site-local ``HH:MM[:SS]``. A time at or after the start's time of day is
-on the start date, an earlier one on the next day (start 06:00: "02:10" is the night
-after); ``-1d 10:00`` / ``+1d 10:00`` name a day explicitly. A period is
-``"HH:MM-HH:MM"``; an end at or before its start is on the following day.
+Clock times are site-local ``HH:MM[:SS]``: the next time the site's clocks show it, at or
+after the start (start 06:00: "02:10" is the night after); in the hour shown twice when the
+clocks go back, the second showing when the first is before the start. ``-1d 10:00`` /
+``+1d 10:00`` name a day explicitly. A period is ``"HH:MM-HH:MM"``; its end is the next
+time the clocks show it after its start.
 
 Like the daemon's config, every problem is collected and reported as ``where: reason``,
 and unknown keys are errors.
@@ -20,7 +21,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.errors import UsageError
 from monitor.named_file import NamedFileError, read_named_text
-from monitor.times import OccursTwice, at_time_of_day, parse_time
+from monitor.times import OccursTwice, at_time_of_day, offsets_if_twice, parse_time
 from rules.model import WorkKind
 from rules.numbers import number_problem
 
@@ -199,16 +200,20 @@ class Scenario:
 
     @property
     def end(self) -> datetime:
-        # In elapsed time: adding to an aware time of one zone moves its clock face and drops the
-        # fold, so a start at the second 01:30 (CST) plus 2 minutes ended at the first 01:32 (CDT),
-        # before it began, and across the autumn change a 24h scenario ran 25 hours.
-        return (self.start.astimezone(UTC) + self.duration).astimezone(self.start.tzinfo)
+        return elapsed(self.start, self.duration)
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [s for s in self.sources if isinstance(s, kind)]
 
 
 # --------------------------------------------------------------------------- parsing helpers
+
+
+def elapsed(moment: datetime, delta: timedelta) -> datetime:
+    """``moment`` plus ``delta`` in elapsed time, in its zone. Adding to an aware time of one zone
+    moves its clock face and drops the fold, so a start at the second 01:30 (CST) plus 2 minutes
+    was the first 01:32 (CDT), before it began, and across the autumn change 24h ran 25 hours."""
+    return (moment.astimezone(UTC) + delta).astimezone(moment.tzinfo)
 
 
 # The longest simulation: a month of every sensor's seconds (and no date arithmetic overflows).
@@ -249,20 +254,33 @@ def start_on_date(day: date, scenario_start: datetime, tz: ZoneInfo) -> datetime
 
 
 def resolve_clock(text: str, start: datetime) -> datetime:
-    """A local clock time relative to the scenario start (see the module docstring)."""
+    """A local clock time relative to the scenario start (see the module docstring): the next
+    time the site's clocks show it, at or after ``start``; in the hour shown twice when the
+    clocks go back, the second showing when the first lies before ``start``."""
     m = _CLOCK.match(text)
     if not m:
         raise ValueError(f"{text!r} is not a clock time like 11:30, 11:30:15 or -1d 10:00")
     days, hh, mm, ss = m.groups()
     clock = time(int(hh), int(mm), int(ss or 0))
-    tz = start.tzinfo
-    day: date = start.date()
-    if days is not None:
-        day += timedelta(days=int(days))
-    elif clock < start.timetz().replace(tzinfo=None):
-        day += timedelta(days=1)
-    # Through the zone (not +timedelta) so a DST change in the scenario is honoured.
-    return datetime.combine(day, clock).replace(tzinfo=tz)
+    assert isinstance(start.tzinfo, tzinfo)
+    day: date = start.date() + timedelta(days=int(days or 0))
+    showings = _showings(day, clock, start.tzinfo)
+    # Compared in UTC: within one zone Python compares the clock's face, ignoring fold.
+    at_or_after = [moment for moment in showings if moment.astimezone(UTC) >= start.astimezone(UTC)]
+    if at_or_after:
+        return at_or_after[0]
+    if days is None:
+        return _showings(day + timedelta(days=1), clock, start.tzinfo)[0]
+    return showings[0]  # a day named explicitly, all of it before the start
+
+
+def _showings(day: date, clock: time, tz: tzinfo) -> list[datetime]:
+    """When the clocks show ``clock`` on ``day``: once, or twice in the hour they go back (the
+    first showing first). Through the zone (not +timedelta) so a DST change is honoured."""
+    first = datetime.combine(day, clock, tz)
+    if offsets_if_twice(first):
+        return [first, first.replace(fold=1)]
+    return [first]
 
 
 def resolve_period(text: str, start: datetime) -> Period:
@@ -271,7 +289,7 @@ def resolve_period(text: str, start: datetime) -> Period:
     head, _, tail = text.rpartition("-")
     begin = resolve_clock(head, start)
     end_clock = resolve_clock(tail, begin)  # relative to the period's own start
-    if end_clock <= begin:
+    if end_clock.astimezone(UTC) <= begin.astimezone(UTC):  # the same clock: a whole day
         end_clock += timedelta(days=1)
     return Period(begin, end_clock)
 
@@ -426,7 +444,8 @@ def _source(t: _T, start: datetime) -> Source | None:
         periods = t.periods("periods", start)
         if kind == "beacon" or "at" in t.data:
             at = t.clock("at", start)
-            periods += (Period(at, at + timedelta(seconds=t.num("duration_s", 20.0, lo=0.1, hi=86400))),)
+            lasting = timedelta(seconds=t.num("duration_s", 20.0, lo=0.1, hi=86400))
+            periods += (Period(at, elapsed(at, lasting)),)
         source = Flashing(
             name,
             t.text("sensor"),
@@ -501,7 +520,7 @@ def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | 
             fields["ppv_in_s"] = t.num("ppv_in_s", lo=0.001, hi=20)
         if "vibration_hz" in t.data:
             fields["vibration_hz"] = t.num("vibration_hz", lo=1, hi=200)
-        publish = fields["ts"] + timedelta(seconds=t.num("report_delay_s", 0.0, lo=0, hi=86400))
+        publish = elapsed(fields["ts"], timedelta(seconds=t.num("report_delay_s", 0.0, lo=0, hi=86400)))
     elif kind in ("work", "temporary-lighting"):
         period = t.periods("period", start)
         if len(period) != 1:
@@ -518,7 +537,9 @@ def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | 
             fields["description"] = t.text("description", "")
         declared = t.get("declared")
         publish = (
-            t.clock("declared", start) if declared is not None else period[0].start - timedelta(minutes=5)
+            t.clock("declared", start)
+            if declared is not None
+            else elapsed(period[0].start, -timedelta(minutes=5))
         )
     elif kind == "truck":
         fields = {"ts": t.clock("at", start), "gate": t.text("gate"), "direction": t.text("direction", "in")}
@@ -527,8 +548,11 @@ def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | 
         t.problem("kind", f"unknown event kind {kind!r} (known: {', '.join(EVENT_KINDS)})")
         return None
     t.finish()
-    # Anything the operator sent before the simulated window goes out first.
-    return OperatorEvent(kind, max(publish, scenario_start), fields)
+    # Anything the operator sent before the simulated window goes out first. In UTC: within one
+    # zone Python compares the clock's face, ignoring fold (the hour shown twice).
+    return OperatorEvent(
+        kind, max(publish, scenario_start, key=lambda moment: moment.astimezone(UTC)), fields
+    )
 
 
 # --------------------------------------------------------------------------- loading
@@ -672,7 +696,7 @@ def parse_scenario(
         audio,
         weather,
         tuple(sources),
-        tuple(sorted(events, key=lambda e: e.publish_at)),
+        tuple(sorted(events, key=lambda e: e.publish_at.astimezone(UTC))),
     )
 
 

@@ -52,6 +52,17 @@ def test_periods_cross_midnight() -> None:
     assert parse_duration("45s") == timedelta(seconds=45)
 
 
+def test_a_period_in_the_repeated_hour_ends_at_the_next_showing_of_its_end() -> None:
+    """From the first 01:45 (CDT) of 2026-11-01, the hour the clocks go back, "01:45-01:15" ended
+    a day and a half hour later: its end, 01:15 CST, was compared with its start on the clock's
+    face (01:15 before 01:45) and a day added. It ends at the next 01:15 the clocks show, 30
+    minutes later in elapsed time."""
+    first = datetime(2026, 11, 1, 6, 30, tzinfo=UTC).astimezone(TZ)  # 01:30 CDT
+    period = resolve_period("01:45-01:15", first)
+    assert period.start.astimezone(UTC) == datetime(2026, 11, 1, 6, 45, tzinfo=UTC)
+    assert period.end.astimezone(UTC) - period.start.astimezone(UTC) == timedelta(minutes=30)
+
+
 @pytest.mark.parametrize("text", ["0m", "0", "745h", "99999999h", "9" * 40, "31d"])
 def test_a_duration_is_more_than_nothing_and_at_most_a_month(text: str) -> None:
     """'simulate --duration 99999999h' once overflowed the date arithmetic (a traceback)."""

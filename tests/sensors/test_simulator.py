@@ -218,6 +218,27 @@ def test_a_date_on_which_the_scenario_start_occurs_twice_or_not_at_all_is_refuse
     assert other.returncode == 0 and "(2026-03-09 02:30 to 2026-03-09 02:32 CDT)" in other.stdout, other
 
 
+def test_clock_times_after_a_start_at_the_second_reading_of_the_repeated_hour_follow_it(
+    tmp_path: Path,
+) -> None:
+    """Started at the second 01:30 of 2026-11-01 (01:30 CST), a blast at "01:45" was the first
+    01:45 (CDT), before the start: its impulse was not simulated and its record went out at the
+    start. A clock time is the next time the clocks show it at or after the start, 01:45 CST, so
+    the half hour plays as the same half hour on a day without a clock change does."""
+    config = site_config(tmp_path, "mqtt://127.0.0.1:9")
+    text = (REPO / "sensors" / "scenarios" / "dovre-short.toml").read_text()
+    said = {}
+    for name, start in (("repeated", "2026-11-01T01:30-06:00"), ("plain", "2026-11-02T01:30")):
+        scenario = tmp_path / f"{name}.toml"
+        moved = re.sub(r'(?m)^start = ".*"$', f'start = "{start}"', text)
+        scenario.write_text(moved.replace('at = "14:58:00"', 'at = "01:45:00"').replace('"14:58"', '"01:45"'))
+        result = simulate_short(config, "--scenario", str(scenario), "--duration", "30m", "--dry-run")
+        assert result.returncode == 0, result.stderr
+        said[name] = re.sub(r"2026-11-0[12]|b-110[12]-|Sat|Sun|Mon", "", result.stdout)
+    assert re.search(r"n3 +\d+ audio", said["plain"]), said["plain"]  # the blast's impulse is heard
+    assert said["repeated"] == said["plain"]
+
+
 def test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped(
     tmp_path: Path, mosquitto: Mosquitto
 ) -> None:
