@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -245,21 +246,10 @@ def test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped
     """Ctrl-C printed "Published ...: N messages ... (06:00 to 17:20)" and listed every operator
     event of the day (blasts, trucks), none of which after the stop had been sent."""
     config = site_config(tmp_path, mosquitto.url)
-    argv = ["simulate", "--config", str(config), "--scenario", "dovre-short", "--speed", "60"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "monitor.cli", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        time.sleep(6.0)  # connected, and a few minutes of the scenario sent at 60 x
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=150)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, err
+    # Connected, and a few minutes of the scenario sent at 60 x.
+    done, _took = _simulate_until_ctrl_c(config, "Scenario 'dovre-short'", 5.0)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 130, err
     head, *rest = out.splitlines()
     stopped = re.search(
         r"published: (\d+) messages .* to (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d), where it stopped", head
@@ -275,10 +265,18 @@ def test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped
 
 
 def _simulate_until_ctrl_c(
-    config: Path, before: float, *, broker: Mosquitto | None = None, again_after: float | None = None
+    config: Path,
+    ready: str,
+    before: float,
+    *,
+    broker: Mosquitto | None = None,
+    again_after: float | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], float]:
-    """`minewatch simulate` given Ctrl-C after ``before`` s (the broker stopped first, if given),
-    and again ``again_after`` s later; what it said, and how long it took from the first Ctrl-C."""
+    """`minewatch simulate` given Ctrl-C ``before`` s after it logged ``ready`` (the broker
+    stopped first, if given), and again ``again_after`` s later; what it said, and how long it
+    took from the first Ctrl-C. Waiting for its own line, not a fixed time: on a loaded machine
+    the start-up alone took longer than the 3 s once allowed, and Ctrl-C then came before
+    simulate had anything to stop."""
     from tests.support.cli import sigint_as_at_a_terminal
 
     argv = ["simulate", "--config", str(config), "--scenario", "dovre-short", "--speed", "60"]
@@ -289,7 +287,20 @@ def _simulate_until_ctrl_c(
             stderr=subprocess.PIPE,
             text=True,
         )
+    said: list[str] = []
+    seen = threading.Event()
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            said.append(line)
+            if ready in line:
+                seen.set()
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     try:
+        assert seen.wait(120), f"simulate never logged {ready!r}: {''.join(said)}"
         time.sleep(before)
         if broker is not None:
             broker.stop()
@@ -299,18 +310,21 @@ def _simulate_until_ctrl_c(
         if again_after is not None:
             time.sleep(again_after)
             proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=150)
+        out = proc.stdout.read() if proc.stdout is not None else ""
+        proc.wait(timeout=150)
+        reader.join(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()
-    return subprocess.CompletedProcess(argv, proc.returncode, out, err), time.monotonic() - interrupted
+    done = subprocess.CompletedProcess(argv, proc.returncode, out, "".join(said))
+    return done, time.monotonic() - interrupted
 
 
 def test_ctrl_c_while_the_broker_does_not_answer_stops_at_once(tmp_path: Path) -> None:
     """Ctrl-C before the broker answered was not heard: simulate went on trying for its 30 s and
     then said it could not reach the broker (exit 1)."""
     config = site_config(tmp_path, "mqtt://127.0.0.1:9")  # nothing listens there
-    done, took = _simulate_until_ctrl_c(config, 3.0)
+    done, took = _simulate_until_ctrl_c(config, "connection refused", 0.5)
     assert done.returncode == 130 and took < 10, (took, done.stderr)
     assert done.stdout == (
         "Interrupted before the broker at mqtt://127.0.0.1:9 answered: nothing was published\n"
@@ -321,7 +335,9 @@ def test_ctrl_c_again_stops_the_wait_for_a_broker_gone(tmp_path: Path, mosquitto
     """Interrupted after the broker went away, simulate waited 120 s for it to take what was sent,
     and a second Ctrl-C was not heard. It says it waits and how to stop, and a second one stops it."""
     config = site_config(tmp_path, mosquitto.url)
-    done, took = _simulate_until_ctrl_c(config, 5.0, broker=mosquitto, again_after=2.0)
+    done, took = _simulate_until_ctrl_c(
+        config, "Scenario 'dovre-short'", 5.0, broker=mosquitto, again_after=2.0
+    )
     assert done.returncode == 130 and took < 15, (took, done.stderr)
     assert "Ctrl-C again to stop now, leaving them undelivered" in done.stderr
     last = done.stderr.splitlines()[-1]
