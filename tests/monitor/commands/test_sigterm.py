@@ -42,19 +42,27 @@ def test_sigterm_during_an_export_leaves_no_partial_file_and_the_next_run_writes
     out = tmp_path / "bundle.zip"
     window = ["--from", T0.isoformat(), "--to", (T0 + timedelta(hours=1)).isoformat()]
     argv = ["evidence", "--config", str(site.config_path), "--site", SITE, *window, "--out", str(out)]
-    command = _evidence(argv, tmp_path)
-    parent = psutil.Process(command.pid)
-    deadline = time.monotonic() + 60
-    while not parent.children() and command.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert parent.children(), "the export ended before its plot worker started: nothing interrupted"
-    workers = parent.children()
-    time.sleep(0.2)  # the export writing into <out>.partial
-    if group:
-        os.killpg(command.pid, signal.SIGTERM)
-    else:
-        command.send_signal(signal.SIGTERM)
-    stdout, stderr = command.communicate(timeout=60)
+    # On a loaded machine this process may wake from its sleep after the export has finished
+    # (an export of this hour takes about 1.5 s; the likely cause of one failure in a full run
+    # with 4 workers on 2 cores): then nothing was interrupted, and a new export is signalled,
+    # at most 5 times.
+    for _attempt in range(5):
+        command = _evidence(argv, tmp_path)
+        parent = psutil.Process(command.pid)
+        deadline = time.monotonic() + 60
+        while not parent.children() and command.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert parent.children(), "the export ended before its plot worker started: nothing interrupted"
+        workers = parent.children()
+        time.sleep(0.2)  # the export writing into <out>.partial
+        if group:
+            os.killpg(command.pid, signal.SIGTERM)
+        else:
+            command.send_signal(signal.SIGTERM)
+        stdout, stderr = command.communicate(timeout=60)
+        if command.returncode != 0:
+            break
+        out.unlink()  # finished before the signal came
     assert command.returncode == 143, (command.returncode, stdout, stderr)
     assert "Traceback" not in stderr, stderr
     assert not list(tmp_path.glob("bundle.zip*")), sorted(p.name for p in tmp_path.iterdir())
