@@ -120,6 +120,8 @@ def _main(argv: list[str]) -> int:
         return _fail("minewatch", f"{argv[0]}: give the command first, then its options: {where}")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=chosen or "")
+    if misplaced := _option_before_action(parser, argv):
+        return _fail(f"minewatch {argv[0]}", misplaced)
     args, extra = parser.parse_known_args(argv)
     chosen_parser = parser.chosen(args)  # its errors name the command: "minewatch notices list: ..."
     if extra:
@@ -166,6 +168,19 @@ def _main(argv: list[str]) -> int:
 
 
 _WRITE_REFUSED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _option_before_action(parser: Parser, argv: list[str]) -> str | None:
+    """`minewatch notices --config F show ...`: argparse took the option's value for the action's
+    name ("invalid choice: 'F'"); said as the command-level slip is, naming the order to use."""
+    if len(argv) < 2 or not argv[1].startswith("-") or argv[1] in ("-h", "--help"):
+        return None
+    command = parser.subcommands[1].get(argv[0]) if parser.subcommands else None
+    if not isinstance(command, Parser) or command.subcommands is None:
+        return None
+    actions = [a for a in argv[2:] if a in command.subcommands[1]]
+    where = f"minewatch {argv[0]} {actions[0] if actions else 'ACTION'} {argv[1]} ..."
+    return f"{argv[1]}: give the action first, then its options: {where}"
 
 
 def _fail(name: str, message: str) -> int:

@@ -802,6 +802,18 @@ def test_an_option_before_the_command_is_said_so(tmp_path: Path) -> None:
         assert line == f"minewatch: --config: give the command first, then its options: {said}", line
 
 
+def test_an_option_before_the_action_is_said_so(tmp_path: Path) -> None:
+    """`minewatch notices --config site.toml show N` said "argument ACTION: invalid choice:
+    'site.toml'", the configuration's name taken for the action's, as before the command."""
+    for argv, said in (
+        (["notices", "--config", "site.toml", "show", "N"], "minewatch notices show --config ..."),
+        (["notices", "--config", "site.toml"], "minewatch notices ACTION --config ..."),
+        (["influx", "--config", "site.toml", "rejected"], "minewatch influx rejected --config ..."),
+    ):
+        line = _assert_one_line(_run(argv, tmp_path))
+        assert line == f"minewatch {argv[0]}: --config: give the action first, then its options: {said}", line
+
+
 def test_a_store_path_under_a_file_is_said_so(site: dict[str, str], tmp_path: Path) -> None:
     """storage.path = "notes.txt/minewatch.db" ended `minewatch run` in "notes.txt: File exists",
     which names neither the key nor what is wrong with it."""
