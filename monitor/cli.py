@@ -61,10 +61,12 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.subcommands: tuple[str, dict[str, argparse.ArgumentParser]] | None = None  # dest, name -> parser
+        self.subcommand_metavar = "ACTION"  # how help names the subcommand (sensor: KIND)
 
     def add_subparsers(self, **kwargs: Any) -> Any:
         action = super().add_subparsers(**kwargs)
         self.subcommands = (kwargs["dest"], action.choices)
+        self.subcommand_metavar = kwargs.get("metavar") or kwargs["dest"].upper()
         return action
 
     def chosen(self, args: argparse.Namespace) -> argparse.ArgumentParser:
@@ -178,9 +180,10 @@ def _option_before_action(parser: Parser, argv: list[str]) -> str | None:
     command = parser.subcommands[1].get(argv[0]) if parser.subcommands else None
     if not isinstance(command, Parser) or command.subcommands is None:
         return None
+    named = command.subcommand_metavar
     actions = [a for a in argv[2:] if a in command.subcommands[1]]
-    where = f"minewatch {argv[0]} {actions[0] if actions else 'ACTION'} {argv[1]} ..."
-    return f"{argv[1]}: give the action first, then its options: {where}"
+    where = f"minewatch {argv[0]} {actions[0] if actions else named} {argv[1]} ..."
+    return f"{argv[1]}: give the {named.lower()} first, then its options: {where}"
 
 
 def _fail(name: str, message: str) -> int:

@@ -806,12 +806,22 @@ def test_an_option_before_the_action_is_said_so(tmp_path: Path) -> None:
     """`minewatch notices --config site.toml show N` said "argument ACTION: invalid choice:
     'site.toml'", the configuration's name taken for the action's, as before the command."""
     for argv, said in (
-        (["notices", "--config", "site.toml", "show", "N"], "minewatch notices show --config ..."),
-        (["notices", "--config", "site.toml"], "minewatch notices ACTION --config ..."),
-        (["influx", "--config", "site.toml", "rejected"], "minewatch influx rejected --config ..."),
+        (
+            ["notices", "--config", "site.toml", "show", "N"],
+            "action first, then its options: minewatch notices show",
+        ),
+        (["notices", "--config", "site.toml"], "action first, then its options: minewatch notices ACTION"),
+        (
+            ["influx", "--config", "site.toml", "rejected"],
+            "action first, then its options: minewatch influx rejected",
+        ),
+        (
+            ["sensor", "--config", "site.toml", "--sensor", "n1"],
+            "kind first, then its options: minewatch sensor KIND",
+        ),
     ):
         line = _assert_one_line(_run(argv, tmp_path))
-        assert line == f"minewatch {argv[0]}: --config: give the action first, then its options: {said}", line
+        assert line == f"minewatch {argv[0]}: --config: give the {said} --config ...", line
 
 
 def test_a_store_path_under_a_file_is_said_so(site: dict[str, str], tmp_path: Path) -> None:
