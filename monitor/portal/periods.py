@@ -2,7 +2,8 @@
 
 A period is [start, end) in UTC, shown in the site's time. Zooming moves along a ladder of
 steps (an hour, 3 h, 6 h, 12 h, a day, a week, a month), each aligned in site time (hours on
-multiples of the step from midnight, weeks from Monday, months from the 1st), so that a link
+multiples of the step from midnight, each pass of an hour the clocks repeat an hour of its own;
+weeks from Monday, months from the 1st), so that a link
 names the same period whoever follows it. A period a person typed (from/to) is kept as given.
 Up to a day (25 h on the day clocks go back) the plot shows per-minute LAeq; longer periods
 show hourly LAeq, L10 and L90 (monitor/journal/queries.py computes both in the store).
@@ -81,10 +82,15 @@ def aligned(step: str, moment: datetime, zone: ZoneInfo) -> Period:
     """The ``step`` period of site time that holds ``moment``."""
     local = moment.astimezone(zone)
     day = local.date()
+    if step == "hour":
+        # An hour of its own for each pass of the hour the clocks repeat (01:00-02:00 CDT, then
+        # CST): the moment's own reading (fold), an hour of elapsed time from there.
+        first = local.replace(minute=0, second=0, microsecond=0).astimezone(UTC)
+        return Period(first, first + timedelta(hours=1), zone)
     if step in _HOURS:
         hours = _HOURS[step]
         first = datetime.combine(day, time(local.hour // hours * hours), zone)
-        # Wall-clock arithmetic, then UTC: an hour step is the site's hours, also across DST.
+        # Wall-clock arithmetic, then UTC: a step of hours is the site's hours, also across DST.
         last = first + timedelta(hours=hours)
         return Period(first.astimezone(UTC), last.astimezone(UTC), zone)
     if step == "day":

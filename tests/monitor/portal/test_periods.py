@@ -4,6 +4,7 @@ period a view opens on, the period ladder, and the plot's label layout."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -216,6 +217,34 @@ def test_the_period_ladder_aligns_shifts_and_zooms_in_site_time() -> None:
     across = periods.around(at.replace(minute=59), at.replace(hour=17, minute=1), CHICAGO)
     assert periods.step_of(across) == "3 hours"
     assert hour.query() == "from=2026-12-10T16:00&to=2026-12-10T17:00"
+
+
+def test_each_pass_of_the_repeated_hour_is_an_hour_of_the_ladder() -> None:
+    """The hour step made one slot of 01:00-02:00 on the night the clocks go back: two real hours,
+    so the second pass (01:00-02:00 CST) had no hour of its own to zoom to or step onto."""
+    from urllib.parse import parse_qs
+
+    from monitor.portal import limits
+
+    night = [periods.aligned("hour", datetime(2026, 11, 1, h, 30, tzinfo=UTC), CHICAGO) for h in (5, 6, 7, 8)]
+    assert [(p.start.hour, p.end.hour) for p in night] == [(5, 6), (6, 7), (7, 8), (8, 9)]  # UTC
+    assert all(p.span == timedelta(hours=1) and periods.step_of(p) == "hour" for p in night)
+    for before, after in itertools.pairwise(night):
+        assert periods.shifted(before, 1) == after and periods.shifted(after, -1) == before
+    # A finding in the second pass is shown in that hour; each link names its readings.
+    second = night[2]
+    assert periods.around(second.start, second.start + timedelta(minutes=1), CHICAGO) == second
+    assert night[1].query() == "from=2026-11-01T01:00&to=2026-11-01T01:00&from_offset=-05:00&to_offset=-06:00"
+    assert second.query() == "from=2026-11-01T01:00&to=2026-11-01T02:00&from_offset=-06:00"
+    for period in night:  # the link reads back as the same period
+        query = {k: v[0] for k, v in parse_qs(period.query()).items()}
+        assert (limits.form_time(query, CHICAGO, "from"), limits.form_time(query, CHICAGO, "to")) == (
+            period.start,
+            period.end,
+        )
+    # In spring the hour before the gap ends where the clocks jump to (03:00 CDT).
+    spring = periods.aligned("hour", datetime(2026, 3, 8, 7, 30, tzinfo=UTC), CHICAGO)
+    assert spring.span == timedelta(hours=1) and spring.query() == "from=2026-03-08T01:00&to=2026-03-08T03:00"
 
 
 @pytest.mark.parametrize(
