@@ -168,11 +168,7 @@ def _refuse_unless_once(
     one ({first} and {second}: ``written`` with each offset), ``instead`` what to give for a
     skipped one. OccursTwice carries the readings for a form to offer."""
     zone = local.tzinfo
-    if not _exists(local):
-        raise UsageError(
-            f"{subject} is no time at the site: the clocks skip it when daylight-saving"
-            f" time begins ({zone}); {instead}"
-        )
+    refuse_if_skipped(local, subject=subject, instead=instead)
     if twice := offsets_if_twice(local):
         first, second = twice
         raise OccursTwice(
@@ -181,6 +177,18 @@ def _refuse_unless_once(
             option,
             written,
             ((first, _zone_name(local, 0)), (second, _zone_name(local, 1))),
+        )
+
+
+def refuse_if_skipped(local: datetime, *, subject: str, instead: str) -> None:
+    """Refuses a wall-clock time the clocks skip when daylight-saving time begins (02:30 on
+    2026-03-08 in Chicago), which read as it stands is an hour on (03:30 CDT): UsageError in the
+    words of every such refusal (``subject`` names the time as given, ``instead`` what to give).
+    A time shown twice is the caller's to judge (a scenario's clock time picks its showing)."""
+    if not _exists(local):
+        raise UsageError(
+            f"{subject} is no time at the site: the clocks skip it when daylight-saving"
+            f" time begins ({local.tzinfo}); {instead}"
         )
 
 

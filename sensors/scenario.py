@@ -7,9 +7,10 @@ The format is described in sensors/scenarios/README.md and in ``dovre-day.toml``
 
 Clock times are site-local ``HH:MM[:SS]``: the next time the site's clocks show it, at or
 after the start (start 06:00: "02:10" is the night after); in the hour shown twice when the
-clocks go back, the second showing when the first is before the start. ``-1d 10:00`` /
-``+1d 10:00`` name a day explicitly. A period is ``"HH:MM-HH:MM"``; its end is the next
-time the clocks show it after its start.
+clocks go back, the second showing when the first is before the start. An operator event's
+clock time the clocks skip in spring is refused (``_refuse_skipped_clocks``); a source's is read
+an hour on. ``-1d 10:00`` / ``+1d 10:00`` name a day explicitly. A period is
+``"HH:MM-HH:MM"``; its end is the next time the clocks show it after its start.
 
 Like the daemon's config, every problem is collected and reported as ``where: reason``,
 and unknown keys are errors.
@@ -29,7 +30,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.errors import UsageError
 from monitor.named_file import NamedFileError, read_named_text
-from monitor.times import OccursTwice, at_time_of_day, offsets_if_twice, parse_time
+from monitor.times import OccursTwice, at_time_of_day, offsets_if_twice, parse_time, refuse_if_skipped
 from rules.model import WorkKind
 from rules.numbers import number_problem
 
@@ -300,6 +301,7 @@ class _T:
     def __init__(self, data: Mapping[str, Any], where: str, problems: list[str]) -> None:
         self.data, self.where, self.problems = data, where, problems
         self.used: set[str] = set()
+        self.clocks: list[tuple[str, datetime]] = []  # (key, moment) of every clock time read
 
     def problem(self, key: str, reason: str) -> None:
         self.problems.append(f"{self.where}.{key}: {reason}" if self.where else f"{key}: {reason}")
@@ -368,19 +370,24 @@ class _T:
     def clock(self, key: str, start: datetime, default: str | None = None) -> datetime:
         text = self.text(key, default)
         try:
-            return resolve_clock(text, start)
+            moment = resolve_clock(text, start)
         except ValueError as exc:
             if text:
                 self.problem(key, str(exc))
             return start
+        self.clocks.append((key, moment))
+        return moment
 
     def periods(self, key: str, start: datetime) -> tuple[Period, ...]:
         out = []
         for text in self.texts(key):
             try:
-                out.append(resolve_period(text, start))
+                period = resolve_period(text, start)
             except ValueError as exc:
                 self.problem(key, str(exc))
+                continue
+            out.append(period)
+            self.clocks += [(key, period.start), (key, period.end)]
         return tuple(out)
 
     def finish(self) -> None:
@@ -547,12 +554,39 @@ def _event(t: _T, start: datetime, scenario_start: datetime) -> OperatorEvent | 
     else:
         t.problem("kind", f"unknown event kind {kind!r} (known: {', '.join(EVENT_KINDS)})")
         return None
+    _refuse_skipped_clocks(t, _event_name(kind, fields))
     t.finish()
     # Anything the operator sent before the simulated window goes out first. In UTC: within one
     # zone Python compares the clock's face, ignoring fold (the hour shown twice).
     return OperatorEvent(
         kind, max(publish, scenario_start, key=lambda moment: moment.astimezone(UTC)), fields
     )
+
+
+def _event_name(kind: str, fields: Mapping[str, Any]) -> str:
+    """An operator event as a refusal names it: "blast b-0308-1", "work w-1", "truck at east"."""
+    if kind == "truck":
+        return f"truck at {fields['gate']}"
+    name = fields["blast_id"] if kind in ("blast", "blast-notice") else fields["id"]
+    return f"{kind.replace('-', ' ')} {name}"
+
+
+def _refuse_skipped_clocks(t: _T, event: str) -> None:
+    """An operator event's clock time the clocks skip in spring (02:30 on 2026-03-08 in Chicago)
+    is a problem in the words of ``--start``'s refusal, naming the event, the time and the date:
+    read as it stands it was an hour on (03:30 CDT), a blast record or a notice an hour off the
+    time the scenario wrote. A source's is still read an hour on: it only shapes the signals,
+    and a built-in day (dovre-day's 02:10 beacon) is replayed on any --date."""
+    for key, moment in t.clocks:
+        shown = f"{moment:%H:%M:%S}" if moment.second else f"{moment:%H:%M}"
+        try:
+            refuse_if_skipped(
+                moment,
+                subject=f"{shown} on {moment:%Y-%m-%d} ({event})",
+                instead="give a time an hour later or earlier, or another date",
+            )
+        except UsageError as exc:
+            t.problem(key, str(exc))
 
 
 # --------------------------------------------------------------------------- loading
@@ -594,33 +628,11 @@ def parse_scenario(
     source: str = "<scenario>",
 ) -> Scenario:
     """Parse and resolve a scenario for a site zone; ``start``/``duration`` override the file's."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError([f"{source}: not valid TOML: {exc}"]) from None
     problems: list[str] = []
-    root = _T(data, "", problems)
+    root = _T(_toml(text, source), "", problems)
     name = root.text("name", Path(source).stem)
     description = root.text("description", "")
-    start_text = root.text("start", "")
-    duration_text = root.text("duration", "24h")  # read even when overridden: it is a known key
-    if start is None:
-        try:
-            start = parse_start(start_text, tz)
-        except UsageError as exc:
-            # A time that occurs twice is fixed by writing its offset, as the line says; --start
-            # helps a start that is no time at all.
-            problems.append(str(exc) if isinstance(exc, OccursTwice) else f"{exc} (or give --start)")
-            start = datetime(2026, 1, 1, tzinfo=tz)
-    start = start.astimezone(tz)
-    if duration is None:
-        try:
-            duration = parse_duration(duration_text)
-        except ValueError as exc:
-            problems.append(f"duration: {exc}")
-            duration = timedelta(hours=24)
-    if duration <= timedelta(0):
-        problems.append("duration: must be positive")
+    start, duration = _start_and_duration(root, tz, start, duration, problems)
     seed = root.whole("seed", 1)
     status_interval = root.num("status_interval_s", 300.0, lo=1, hi=86400)
 
@@ -698,6 +710,50 @@ def parse_scenario(
         tuple(sources),
         tuple(sorted(events, key=lambda e: e.publish_at.astimezone(UTC))),
     )
+
+
+def _toml(text: str, source: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError([f"{source}: not valid TOML: {exc}"]) from None
+
+
+def _start_and_duration(
+    root: _T, tz: ZoneInfo, start: datetime | None, duration: timedelta | None, problems: list[str]
+) -> tuple[datetime, timedelta]:
+    """The scenario's start and duration: ``start``/``duration`` when given, else the file's."""
+    start_text = root.text("start", "")
+    duration_text = root.text("duration", "24h")  # read even when overridden: it is a known key
+    if start is None:
+        try:
+            start = parse_start(start_text, tz)
+        except UsageError as exc:
+            # A time that occurs twice is fixed by writing its offset, as the line says; --start
+            # helps a start that is no time at all.
+            problems.append(str(exc) if isinstance(exc, OccursTwice) else f"{exc} (or give --start)")
+            start = datetime(2026, 1, 1, tzinfo=tz)
+    if duration is None:
+        try:
+            duration = parse_duration(duration_text)
+        except ValueError as exc:
+            problems.append(f"duration: {exc}")
+            duration = timedelta(hours=24)
+    if duration <= timedelta(0):
+        problems.append("duration: must be positive")
+    return start.astimezone(tz), duration
+
+
+def scenario_times(name_or_path: str, tz: ZoneInfo) -> tuple[datetime, timedelta]:
+    """A scenario's own start and duration alone, for ``--date`` (the start's time of day on
+    another date): its clock times are resolved on the date simulated, not on the file's own,
+    where an event's time the clocks skip would refuse the other date too."""
+    text, source = read_scenario_text(name_or_path)
+    problems: list[str] = []
+    times = _start_and_duration(_T(_toml(text, source), "", problems), tz, None, None, problems)
+    if problems:
+        raise ScenarioError([f"{source}: {p}" for p in problems])
+    return times
 
 
 def load_scenario(

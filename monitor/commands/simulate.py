@@ -94,7 +94,7 @@ def _site(sites: tuple[SiteConfig, ...], wanted: str | None) -> SiteConfig:
 
 def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from sensors.scenario import ScenarioError, load_scenario, start_on_date
+    from sensors.scenario import ScenarioError, load_scenario, scenario_times, start_on_date
     from sensors.simulate import Simulation
 
     try:
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         start = parse_time(args.start, tz, "--start").astimezone(tz) if args.start else None
         if args.date:
             day = parse_day(args.date, "--date")
-            start = start_on_date(day, load_scenario(args.scenario, tz).start, tz)
+            start = start_on_date(day, scenario_times(args.scenario, tz)[0], tz)
         duration = _duration(args.duration) if args.duration else None
         speed = args.speed
         scenario = load_scenario(args.scenario, tz, start=start, duration=duration)

@@ -399,12 +399,12 @@ class Demo:
 
     def _last_second(self) -> datetime:
         """The last second of sound the simulator sends for this run's scenario and day."""
-        from sensors.scenario import load_scenario
+        from sensors.scenario import load_scenario, scenario_times
 
         tz = ZoneInfo(DEMO_ZONE)
-        base = load_scenario(self.scenario, tz)
+        start, duration = scenario_times(self.scenario, tz)
         run = load_scenario(
-            self.scenario, tz, start=datetime.combine(self.day, base.start.time(), tz), duration=base.duration
+            self.scenario, tz, start=datetime.combine(self.day, start.time(), tz), duration=duration
         )
         return run.end.astimezone(UTC) - timedelta(seconds=1)
 
@@ -824,13 +824,11 @@ def _night_lights(scenario_name: str, site: SiteConfig, day: date) -> tuple[bool
     December afternoon of dovre-short is dark by 17:02, a June one is not.
     """
     from rules import sun
-    from sensors.scenario import Fixture, Flashing, load_scenario, start_on_date
+    from sensors.scenario import Fixture, Flashing, load_scenario, scenario_times, start_on_date
 
     tz = ZoneInfo(site.timezone)
-    base = load_scenario(scenario_name, tz)
-    scenario = load_scenario(
-        scenario_name, tz, start=start_on_date(day, base.start, tz), duration=base.duration
-    )
+    start, duration = scenario_times(scenario_name, tz)
+    scenario = load_scenario(scenario_name, tz, start=start_on_date(day, start, tz), duration=duration)
     periods = [
         p for source in scenario.sources if isinstance(source, Fixture | Flashing) for p in source.periods
     ]

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -217,6 +217,52 @@ def test_a_date_on_which_the_scenario_start_occurs_twice_or_not_at_all_is_refuse
         config, "--scenario", str(spring), "--date", "2026-03-09", "--duration", "2m", "--dry-run"
     )
     assert other.returncode == 0 and "(2026-03-09 02:30 to 2026-03-09 02:32 CDT)" in other.stdout, other
+
+
+def _spring_blast(tmp_path: Path) -> Path:
+    """A scenario of a blast at 02:30 on 2026-03-08, the night Chicago's clocks skip 02:00-03:00."""
+    scenario = tmp_path / "spring.toml"
+    scenario.write_text(
+        'name = "spring"\nstart = "2026-03-08T01:00"\nduration = "2h"\n\n'
+        '[[events]]\nkind = "blast"\nblast_id = "b-{mmdd}-1"\nat = "02:30"\n'
+    )
+    return scenario
+
+
+def test_an_event_clock_time_the_clocks_skip_is_refused_naming_the_event_the_time_and_the_date(
+    tmp_path: Path,
+) -> None:
+    """A blast at "02:30" on 2026-03-08 (Chicago: the hour skipped in spring) was read an hour
+    on, 03:30 CDT, and its record published at that time without a word; --start and --date
+    refuse such a time. It is refused in their words, in one line naming the event, the time and
+    the date, before anything is published: from the file's start and from a --date moving the
+    scenario onto that night. Moved to the next night by --date, the same file runs."""
+    config = site_config(tmp_path, "mqtt://127.0.0.1:9")
+    scenario = _spring_blast(tmp_path)
+    refused = (
+        f"minewatch simulate: {scenario}: events[0].at: 02:30 on 2026-03-08 (blast b-0308-1) is no time"
+        " at the site: the clocks skip it when daylight-saving time begins (America/Chicago); give a time"
+        " an hour later or earlier, or another date"
+    )
+    for argv in ((), ("--date", "2026-03-08")):
+        result = simulate_short(config, "--scenario", str(scenario), *argv, "--dry-run")
+        assert result.returncode == 2 and result.stdout == "", result
+        assert result.stderr.splitlines() == [refused]
+    other = simulate_short(config, "--scenario", str(scenario), "--date", "2026-03-09", "--dry-run")
+    assert other.returncode == 0, other.stderr
+    assert "2026-03-09 02:30:00 blast b-0309-1 at 02:30:00" in other.stdout, other.stdout
+
+
+def test_the_demo_moves_a_scenario_whose_own_date_has_a_skipped_event_time_to_its_day(tmp_path: Path) -> None:
+    """The demo read a scenario's start from the file resolved on its own date, where a blast at
+    a time the clocks skip is refused: a day it could simulate was refused for the file's date.
+    The start and duration are read alone, the clock times on the day simulated."""
+    from monitor.config import load_config
+    from monitor.demo.runner import demo_day
+
+    site = load_config(site_config(tmp_path, "mqtt://127.0.0.1:9")).sites[0]
+    day, _note = demo_day(str(_spring_blast(tmp_path)), site, date(2026, 3, 20), date(2026, 3, 9))
+    assert day == date(2026, 3, 9)
 
 
 def test_clock_times_after_a_start_at_the_second_reading_of_the_repeated_hour_follow_it(
