@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from types import FrameType
 from zoneinfo import ZoneInfo
 
@@ -233,13 +233,20 @@ def _summary(
     scenario = simulation.scenario
     out = sys.stdout
     verb = "Generated (dry run)" if dry_run else f"Published in {elapsed:.0f} s"
-    end = f"{scenario.end:%Y-%m-%d %H:%M}"
+    start, end = scenario.start, scenario.end
+    end_text, stopped = f"{end:%Y-%m-%d %H:%M}", ""
     if interrupted is not None:
         verb = f"Interrupted after {elapsed:.0f} s; published"
-        end = f"{interrupted.astimezone(scenario.start.tzinfo):%Y-%m-%d %H:%M:%S}, where it stopped"
+        end = interrupted.astimezone(start.tzinfo)
+        end_text, stopped = f"{end:%Y-%m-%d %H:%M:%S}", ", where it stopped"
+    # Each end in its own zone's name when they differ: a run cut in the second 01:xx of the
+    # night the clocks go back stopped at 01:30 CST, not CDT as its start.
+    if end.tzname() == start.tzname():
+        span = f"{start:%Y-%m-%d %H:%M} to {end_text}{stopped} {start.tzname()}"
+    else:
+        span = f"{start:%Y-%m-%d %H:%M} {start.tzname()} to {end_text} {end.tzname()}{stopped}"
     print(
-        f"{verb}: {stats.total} messages for site {site.id}, scenario {scenario.name} "
-        f"({scenario.start:%Y-%m-%d %H:%M} to {end} {scenario.start.tzname()})",
+        f"{verb}: {stats.total} messages for site {site.id}, scenario {scenario.name} ({span})",
         file=out,
     )
     per_sensor: dict[str, Counter[str]] = {}
@@ -252,7 +259,10 @@ def _summary(
         lines = [line for _, line in stats.events]
     else:  # the lines about the whole run would count what was never sent
         print("Operator events published before the interruption:", file=out)
-        lines = [line for at, line in stats.events if at is not None and at <= interrupted]
+        # In UTC: within one zone Python compares the clock's face, ignoring fold, and a run cut at
+        # the second 01:30 would leave out what went at the first 01:45.
+        cut = interrupted.astimezone(UTC)
+        lines = [line for at, line in stats.events if at is not None and at.astimezone(UTC) <= cut]
     for line in lines:
         print(f"  {line}", file=out)
     if stats.after_end and interrupted is None:

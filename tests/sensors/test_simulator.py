@@ -20,6 +20,8 @@ from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import pytest
+
 from tests.support.daemon import Daemon, store_count, wait_until
 from tests.support.paths import REPO
 from tests.support.sensors import site_config
@@ -308,6 +310,41 @@ def test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped
     times = re.findall(r"^  (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) ", said, flags=re.M)
     assert all(t <= stopped.group(2) for t in times), (times, stopped.group(2))
     assert "truck passes:" not in said and "16:10" not in said  # the day's last blast was never sent
+
+
+def test_an_interruption_in_the_repeated_hour_lists_what_was_published_before_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run from 00:30 CDT on 2026-11-01 (Chicago) cut at the second 01:30 (CST, 07:30Z): the
+    summary chose the events to list by comparing site times, within one zone the clock's face,
+    so a truck at the first 01:45 (CDT, 06:45Z, before the cut) was left out; and the span said
+    "where it stopped CDT", the start's zone, of a stop in CST. The summary of the real Ctrl-C
+    path (test_an_interrupted_simulation_says_what_it_published_up_to_where_it_stopped), given
+    the cut as a site time."""
+    from monitor.commands.simulate import _summary
+    from monitor.config import load_config
+    from sensors.scenario import load_scenario
+    from sensors.simulate import Simulation
+
+    site = load_config(site_config(tmp_path, "mqtt://127.0.0.1:9")).sites[0]
+    scenario = tmp_path / "autumn.toml"
+    scenario.write_text(
+        'name = "autumn"\nstart = "2026-11-01T00:30-05:00"\nduration = "2h"\n\n'
+        '[[events]]\nkind = "truck"\nat = "01:45"\ngate = "gate-east"\n\n'
+        # fired at the first 01:55 (06:55Z), reported 40 minutes later: 01:35 CST, after the cut
+        '[[events]]\nkind = "blast"\nblast_id = "b-late"\nat = "01:55"\nreport_delay_s = 2400\n'
+    )
+    simulation = Simulation(load_scenario(str(scenario), TZ), site)
+    for _ in simulation.messages():
+        pass
+    cut = datetime.fromisoformat("2026-11-01T07:30:00+00:00").astimezone(TZ)
+    assert (cut.hour, cut.minute, cut.fold) == (1, 30, 1)  # the second 01:30
+    _summary(simulation, site, 12.0, dry_run=False, interrupted=cut)
+    out = capsys.readouterr().out
+    assert "(2026-11-01 00:30 CDT to 2026-11-01 01:30:00 CST, where it stopped)" in out.splitlines()[0], out
+    listed = out.split("Operator events published before the interruption:\n")[1].splitlines()
+    assert listed[0] == "  2026-11-01 01:45:00 truck at gate-east 01:45:00", out
+    assert "b-late" not in out, out
 
 
 def _simulate_until_ctrl_c(
