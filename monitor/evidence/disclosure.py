@@ -133,6 +133,28 @@ _UNPLACED = re.compile(
     rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?![a-z])",
     re.IGNORECASE,
 )
+# Days and times named relative to when something was written ("yesterday", "last night", "this
+# morning", "next Tuesday", "Sat 14:00", "two days ago"): none can be placed from the text alone,
+# so a record naming one is not shown to a scoped reader either. A weekday counts where it names a
+# day (after last/next/this/on/since/until, before a part of the day or a time, or as "Tuesday's");
+# a weekday alone is a rule's ("cure_closed_days": ["sunday"], "a Sunday or legal holiday"), and
+# plurals ("Sundays and holidays included"), "on a weekend" and "this year" (a lighting finding's
+# days used) name no one time.
+_WEEKDAY = (
+    r"(?:mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?"
+    r"|sat(?:urday)?|sun(?:day)?)\b\.?"
+)
+_WEEKDAY_NAME = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+_DAY_PART = r"(?:morning|afternoon|evening|night)\b"
+_RELATIVE = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago)\b"
+    rf"|\b(?:last|this|next|past|previous|coming)\s+(?:{_DAY_PART}|week(?:end)?\b)"
+    r"|\b(?:last|next|past|previous|coming)\s+(?:month|year)\b"
+    rf"|\b(?:last|this|next|past|previous|coming|on|since|until|till)\s+{_WEEKDAY}"
+    rf"|\b{_WEEKDAY_NAME}(?:(?:['\u2019]|\\u2019)s\b|\s+{_DAY_PART})"  # JSON writes ’ as \u2019
+    rf"|\b(?:{_WEEKDAY_NAME}|(?-i:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?),?\s+(?:at\s+)?\d",
+    re.IGNORECASE,
+)
 # The stored kind of the event a ref names, by the ref's prefix. A blast's notice has the blast's
 # id ("blast:B-7" is the blast, "notice:B-7" its notice): read as any kind, a notice given after
 # the scope withheld every finding about a blast inside it (its window, its vibration). A prefix
@@ -162,7 +184,8 @@ class TimeScope:
     inside the scope is shown though its deadline lies after it.
     Times named in site time ("2026-07-01 16:05 CDT", "16:05", "at 4:05 pm", "on 2026-07-01") are
     placed in the site's zone (``_site_times``); a time-like word that cannot be placed ("July 1",
-    "7/1/2026", another zone's abbreviation) keeps the record out.
+    "7/1/2026", another zone's abbreviation, a day named relative to the text: "yesterday", "last
+    night", "next Tuesday", _RELATIVE) keeps the record out.
     """
 
     not_before_us: int | None = None
@@ -308,7 +331,7 @@ def _local_days(times: Iterable[int], zone: tzinfo) -> list[date]:
 
 def _site_times(text: str, zone: tzinfo, days: Sequence[date]) -> list[tuple[int, int]] | None:
     """Every span [lo, hi] (µs UTC) a time ``text`` names in site time could be, or None when it
-    names one that cannot be placed.
+    names one that cannot be placed (_UNPLACED, _RELATIVE).
 
     A date with a clock is placed in ``zone``, at both readings of a clock the zone repeats unless
     the zone's abbreviation picks one ("01:30 CDT"); one naming another zone cannot be placed. A
@@ -334,7 +357,8 @@ def _site_times(text: str, zone: tzinfo, days: Sequence[date]) -> list[tuple[int
             return None
         spans.extend(placed)
     rest = _LOCAL.sub(" ", rest)
-    if _UNPLACED.search(rest):  # read after the dates placed above, which it would take too
+    # Read after the dates placed above, which they would take too ("Tuesday 2026-07-07").
+    if _UNPLACED.search(rest) or _RELATIVE.search(rest):
         return None
     for m in _CLOCK.finditer(rest):
         if m[2] is None and m[4] is None:

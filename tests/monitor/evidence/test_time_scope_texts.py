@@ -29,8 +29,8 @@ from tests.support.evidence import SITE, T0, WINDOW, build_site, export
 TZ = ZoneInfo("America/Chicago")
 
 
-def _local(*args: int) -> datetime:
-    return datetime(*args, tzinfo=TZ)  # type: ignore[misc]
+def _local(year: int, month: int, day: int, hour: int, minute: int) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=TZ)
 
 
 NOT_BEFORE = _local(2026, 6, 15, 11, 0)
@@ -84,6 +84,22 @@ def _event(description: str, start: datetime = WORK[0], end: datetime = WORK[1])
         ("again on 2026/07/01", False),
         ("again on July 1", False),
         ("again on the 1st of July", False),
+        # named relative to when it was written: no day to place it on (2026-06-15 is a Monday)
+        ("again next Tuesday", False),
+        ("started yesterday", False),
+        ("loud again last night", False),
+        ("running since this morning", False),
+        ("again on Sat", False),
+        ("again Sat 11:45", False),  # the clock alone is inside the scope
+        ("again Tuesday's shift", False),
+        ("stopped two days ago", False),
+        # words that name no time
+        ("crusher may run a second shift", True),
+        ("a second screen, May's spare", True),
+        ("not run on a weekend", True),
+        ("Sundays and holidays included", True),
+        ("closed days: sunday", True),
+        ("sat idle in the sun 20 minutes at 11:40", True),
     ],
 )
 def test_a_text_naming_a_time_outside_the_scope_keeps_the_record_out(description: str, shown: bool) -> None:
@@ -91,6 +107,33 @@ def test_a_text_naming_a_time_outside_the_scope_keeps_the_record_out(description
     scope = TimeScope(to_us(NOT_BEFORE), to_us(NOT_AFTER))
     conn = sqlite3.connect(":memory:")
     assert scope.shows(conn, SITE, "event", _event(description), TZ) is shown
+
+
+@pytest.mark.parametrize(
+    ("description", "shown"),
+    [
+        ("The blast yesterday cracked a window", False),
+        ("Loud trucks last night", False),
+        ("The blast next Tuesday must be announced", False),
+        ("The blast may have cracked a window; a second one rattled the doors", True),
+    ],
+)
+def test_a_complaint_naming_a_day_relative_to_when_it_was_written_is_kept_out(
+    description: str, shown: bool
+) -> None:
+    """A complaint received inside the scope saying "yesterday" or "last night" (before the scope)
+    or "next Tuesday" was shown: only dates and clocks counted as time-like words. A day named
+    relative to the complaint cannot be placed, so the complaint is kept out, as one saying
+    "July 1" is; a text without one is shown."""
+    scope = TimeScope(to_us(NOT_BEFORE), to_us(NOT_AFTER))
+    received = _local(2026, 6, 15, 12, 0)
+    row = {
+        "received_us": to_us(received),
+        "start_us": to_us(received - timedelta(minutes=20)),
+        "end_us": to_us(received - timedelta(minutes=10)),
+        "data": json.dumps({"category": "blasting", "description": description}),
+    }
+    assert scope.shows(sqlite3.connect(":memory:"), SITE, "complaint", row, TZ) is shown
 
 
 @pytest.mark.parametrize(
