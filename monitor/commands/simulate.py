@@ -182,7 +182,9 @@ def _publish(
     prefix = broker.topic_prefix
     start = simulation.scenario.start
     wall0 = time.monotonic()
-    next_report = start + timedelta(hours=1)
+    # In UTC, elapsed hours: an hour added to a site time moves the clock's face, and across the
+    # night the clocks go back the next report came two hours on, the repeated hour unsaid.
+    next_report = start.astimezone(UTC) + timedelta(hours=1)
     interrupted: datetime | None = None
     for at, record in simulation.messages():
         if speed:
@@ -192,8 +194,8 @@ def _publish(
                 time.sleep(min(left, 0.01))
         if at >= next_report:
             log.info(
-                "Simulated %s local: %d messages so far",
-                f"{at.astimezone(start.tzinfo):%a %H:%M}",
+                "Simulated %s: %d messages so far",
+                f"{at.astimezone(start.tzinfo):%a %H:%M %Z}",
                 simulation.stats.total,
             )
             next_report += timedelta(hours=1)

@@ -347,6 +347,25 @@ def test_an_interruption_in_the_repeated_hour_lists_what_was_published_before_it
     assert "b-late" not in out, out
 
 
+def test_the_hourly_progress_counts_elapsed_hours_across_the_repeated_hour(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """Published from 00:00 CDT on 2026-11-01 (Chicago) for 4 h (to 03:00 CST), the progress
+    said "Simulated Sun 01:00 local" and then "Sun 02:00 local": its next hour was the last plus
+    an hour on the clock's face, 02:00 CST two hours on, and the hour of the second 01:00 went
+    unsaid. It counts elapsed hours, each named with its zone (the weather summary closing the
+    run at 03:00 CST is the last)."""
+    config = site_config(tmp_path, mosquitto.url)
+    scenario = tmp_path / "autumn.toml"
+    scenario.write_text(
+        'name = "autumn"\nstart = "2026-11-01T00:00-05:00"\nduration = "4h"\n\n[weather]\nsensor = "wx1"\n'
+    )
+    result = simulate_short(config, "--scenario", str(scenario), "--speed", "max")
+    assert result.returncode == 0, result.stderr
+    said = re.findall(r"Simulated (\w+ \d\d:\d\d \w+): \d+ messages so far", result.stderr)
+    assert said == ["Sun 01:00 CDT", "Sun 01:00 CST", "Sun 02:00 CST", "Sun 03:00 CST"], result.stderr
+
+
 def _simulate_until_ctrl_c(
     config: Path,
     ready: str,
