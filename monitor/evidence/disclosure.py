@@ -80,14 +80,14 @@ SCOPED_RECORDS: dict[str, tuple[str, ...]] = {
     # a change of it (the Town's triage) naming a later time.
     "complaint": ("received_us", "start_us", "end_us"),
     "complaint_change": ("at_us",),
-    # A compliance report tells its period's figures and, by when it was made, the chain's head
-    # then: shown when its period and its making lie in the scope.
-    "report": ("period_start_us", "period_end_us", "made_us"),
 }
-# Kinds a time-scoped reader never sees: a portal action names an account and the address it
-# acted from (the Town's record of who did what), and its digest covers the whole record, so no
-# part of one can be shown and still verify. An inspector's own actions are no exception.
-NOT_FOR_SCOPED: frozenset[str] = frozenset({"portal_action"})
+# Kinds a time-scoped reader never sees, because each record holds what is not the reader's and
+# its digest covers the whole record, so no part of one can be shown and still verify: a portal
+# action names an account and the address it acted from (the Town's record of who did what; an
+# inspector's own actions are no exception); a compliance report's record names its recipients,
+# the people it was delivered to (delivery data, not a finding; a report made and not sent names
+# none, and showing that would tell that it was not sent).
+NOT_FOR_SCOPED: frozenset[str] = frozenset({"portal_action", "report"})
 _TEXTS = ("data", "message", "note", "finding_ids")
 # Times a record sets rather than reports, by kind: top-level members of its JSON text. A cure
 # deadline is counted when a notice is issued or extended, from the profile's rule (13.3.A), so
@@ -225,8 +225,8 @@ class TimeScope:
             " their changes only when every time they report lies in the scope, their texts' site times"
             " included (a cure deadline a notice sets is not a time it reports; a time-like word that"
             " cannot be placed keeps the record out), a notice's episode only with its notice;"
-            " compliance reports only when their period and the time they were made lie in the scope;"
-            " portal actions never (each names an account and its address); the others are in"
+            " portal actions never (each names an account and its address), nor compliance reports"
+            " (each names the people it was delivered to); the others are in"
             " chain.csv as their digests alone, and so are sound, readings and audio outside the"
             " window, none naming its kind (seq,,,digest,; digest_only counts them as 'kind not"
             " stated'); anchors.json lists the chain heads published within the scope and the first"

@@ -2,9 +2,10 @@
 
 An inspector's bundle shows records by allow-list (``TimeScope.shows``): portal actions are never
 its (each names an account and the address it acted from, the Town's view of who did what; a
-digest covers the whole record, so none can be shown in part), and a compliance report only when
-its period and the time it was made lie in the scope. The rest are in chain.csv as their digests,
-and the bundle verifies. Real store, real export through the portal, real verify.
+digest covers the whole record, so none can be shown in part), nor compliance reports' records
+(each names the recipients it was delivered to, which are delivery data, not a finding; a report
+inside the scope carried its recipients' addresses in clear). They are in chain.csv as their
+digests, and the bundle verifies. Real store, real export through the portal, real verify.
 """
 
 from __future__ import annotations
@@ -94,22 +95,31 @@ def _records(path: Path, name: str) -> list[dict[str, object]]:
         return [r["row"] for r in json.loads(zf.read(name))]
 
 
-def test_a_scoped_bundle_carries_no_portal_action_and_only_reports_within_the_scope(tmp_path: Path) -> None:
+def test_a_scoped_bundle_carries_no_portal_action_and_no_report_record(tmp_path: Path) -> None:
     portal, scoped, town, ids = _setup(tmp_path)
     out = tmp_path / "scoped.zip"
     portal.export(scoped, "quarry", *WINDOW, out)
     assert _records(out, "records/portal_actions.json") == []
-    assert [r["id"] for r in _records(out, "records/reports.json")] == [ids["inside"]]
+    assert _records(out, "records/reports.json") == []  # the file is kept, its rows are not the reader's
     with zipfile.ZipFile(out) as zf:
         everything = b"".join(zf.read(n) for n in zf.namelist())
         manifest = json.loads(zf.read("manifest.json"))
-    for leak in (b"198.51.100.77", b"bob-the-clerk", b"after@dovre", b"day@dovre"):
+        chain = zf.read("chain.csv").decode()
+    for leak in (b"198.51.100.77", b"bob-the-clerk", b"inside@dovre", b"after@dovre", b"day@dovre"):
         assert leak not in everything
+    for id_ in ids.values():
+        assert id_ not in everything.decode()
+    store = Store(portal.config.storage.path)
+    inside = queries.chain_entry(store.conn, "quarry", "report", ids["inside"])
+    store.close()
+    assert inside is not None and f"\n{inside.seq},,,{inside.digest},\n" in chain  # its digest alone
     assert "portal_action" not in manifest["disclosure"]["kinds"]
-    assert "portal actions" in manifest["disclosure"]["time_scope"]["rule"]
+    assert "report" not in manifest["disclosure"]["kinds"]
+    rule = manifest["disclosure"]["time_scope"]["rule"]
+    assert "portal actions" in rule and "nor compliance reports" in rule
     report = verify_bundle(out)
     assert report.ok, report.problems
-    assert sum(report.digest_only.values()) >= 3  # the action and the two reports, as digests
+    assert sum(report.digest_only.values()) >= 4  # the action and the three reports, as digests
 
     whole = tmp_path / "town.zip"  # the Town's view of the same window still carries them all
     portal.export(town, "quarry", *WINDOW, whole)
