@@ -264,10 +264,11 @@ def event_data(conn: sqlite3.Connection, site: str, kind: str, event_id: str) ->
 
 def event_rows(conn: sqlite3.Connection, site: str, kind: str, event_id: str) -> list[sqlite3.Row]:
     """The stored rows (kind, id, ts_us, end_us, data) of the events of ``site`` of ``kind`` with id
-    ``event_id``: a blast's notices, by the blast's id."""
+    ``event_id``, earliest first: a blast's notices, by the blast's id."""
     return _rows(
         conn,
-        "SELECT kind, id, ts_us, end_us, data FROM events WHERE site = ? AND kind = ? AND id = ?",
+        "SELECT kind, id, ts_us, end_us, data FROM events WHERE site = ? AND kind = ? AND id = ?"
+        " ORDER BY ts_us",
         (site, kind, event_id),
     )
 

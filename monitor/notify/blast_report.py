@@ -44,6 +44,7 @@ from rules.times import local_stamp
 __all__ = [
     "blast_events",
     "blast_notice_not_shown",
+    "blast_notices",
     "blast_report_bytes",
     "blast_report_data",
     "curve_verdict",
@@ -127,6 +128,22 @@ def notice_not_shown(
     return NOTICE_AFTER_NOT_SHOWN.format(verdict=verdict)
 
 
+def blast_notices(
+    store: Store, site: str, blast_id: str | None, shown: Shown | None
+) -> list[tuple[BlastNotice, bool]]:
+    """The notices of the blast ``blast_id`` a report considers, earliest first, each with whether
+    the reader sees it: every notice on record with the blast's id (a blast-notice event has its
+    blast's id), whenever it was given, as the rule judges them (rules.blast_notice). The one
+    rule: the report's notice rows, what it and the day view say of a notice not shown."""
+    if blast_id is None:
+        return []
+    return [
+        (notice, shown is None or shown("event", r))
+        for r in queries.event_rows(store.conn, site, "blast-notice", blast_id)
+        if isinstance(notice := event_from_row(r["kind"], r["data"], site), BlastNotice)
+    ]
+
+
 def blast_notice_not_shown(
     store: Store,
     site: SiteConfig,
@@ -135,16 +152,11 @@ def blast_notice_not_shown(
     fired: datetime,
     shown: Shown | None,
 ) -> str | None:
-    """``notice_not_shown`` of the notices on record for ``blast_id`` (a blast-notice event has
-    its blast's id): what the report and the day view tell a reader ``shown`` keeps a notice
-    from; None for a reader who sees every row."""
-    if shown is None or blast_id is None:
+    """``notice_not_shown`` of the blast's notices (``blast_notices``): what the report and the
+    day view tell a reader ``shown`` keeps a notice from; None for a reader who sees every row."""
+    if shown is None:
         return None
-    notices = [
-        (notice, shown("event", r))
-        for r in queries.event_rows(store.conn, site.id, "blast-notice", blast_id)
-        if isinstance(notice := event_from_row(r["kind"], r["data"], site.id), BlastNotice)
-    ]
+    notices = blast_notices(store, site.id, blast_id, shown)
     return notice_not_shown(notices, blast_id, fired, profile, site.preexisting)
 
 
@@ -165,11 +177,6 @@ def blast_report_data(
     event, edge, waveform_row = _event(store, site, sensor, event_id)
     tz = site.timezone
     blast_id = event.blast_id
-    notices = [
-        (e, seen)
-        for e, seen in _events(store, site.id, event.ts - timedelta(days=30), shown)
-        if isinstance(e, BlastNotice)
-    ]
     matching = [
         (e, seen)
         for e, seen in _events(store, site.id, event.ts - timedelta(hours=1), shown)
@@ -223,13 +230,14 @@ def blast_report_data(
     blast = next((b for b in blasts if b.id == blast_id), None)
     # Before or after the blast: its record's time, as the rule and the day view read it.
     fired = blast.ts if blast is not None else event.ts
+    notices = blast_notices(store, site.id, blast_id, shown)
     return {
         "site": site,
         "profile": profile,
         "event": event,
         "blast_id": blast_id,
         "blast": blast,
-        "notices": [n for n, seen in notices if seen and n.id == blast_id],
+        "notices": [n for n, seen in notices if seen],
         "notice_not_shown": blast_notice_not_shown(store, site, profile, blast_id, fired, shown),
         "blast_not_shown": blast_id is None and len(blasts) < len(matching),
         "findings": findings,

@@ -243,3 +243,43 @@ def test_the_verdict_on_a_notice_after_the_blast_is_the_profiles(profile: str, v
         " (outside your time scope)"
     )
     assert notice_not_shown([(late, True)], "B-1", fired, load_profile(profile), preexisting=False) is None
+
+
+@pytest.mark.parametrize(
+    ("reader", "sees"),
+    [("town", True), ("inspector-from-the-notice", True), ("inspector-of-the-blast", False)],
+)
+def test_a_notice_for_40_days_before_the_blast_is_the_blasts_notice_on_every_surface(
+    tmp_path: Path, reader: str, sees: bool
+) -> None:
+    """The report named a notice's recipients only for notices on record in the 30 days before
+    the blast, while what it and the day view say of a notice not shown counted the blast's
+    notices from any time: a notice of the blast's id given 41 days ahead for a time 40 days
+    ahead (the blast put off; the rule judges every notice of the blast's id) was no notice in
+    the Town's report, nor in that of an inspector whose scope holds it, yet was "given before
+    it" to one whose scope does not. Now every surface considers the same notices
+    (``blast_notices``): the report's recipients row for a reader who sees it, the report's and
+    the day's JSON words for one who does not."""
+    blast = Blast(SITE, "B-EARLY", T0 + timedelta(seconds=60))
+    planned = blast.ts - timedelta(days=40)
+    issued = planned - timedelta(days=1)
+    notice = BlastNotice(SITE, "B-EARLY", issued, planned, ("Nora Neighbour",))
+    portal, scoped, town = _portal(tmp_path, blast, blast.ts, notice)
+    scope = {
+        "town": town,
+        "inspector-from-the-notice": Scope(
+            User("ida", "inspector", (), issued - timedelta(hours=1), SCOPE_END), portal.config
+        ),
+        "inspector-of-the-blast": scoped,
+    }[reader]
+    report = html.unescape(portal.blast_report(scope, SITE, "B-EARLY", "html", None).decode())
+    [listed] = portal.period(scope, SITE, checked_period(T0, SCOPE_END + timedelta(minutes=8), CHICAGO))[
+        "blasts"
+    ]
+    if sees:
+        assert "Notice recipients" in report and "Nora Neighbour" in report
+        assert "notice" not in listed and "a notice of this blast was given" not in report
+    else:
+        assert "Nora" not in report
+        said = "a notice of this blast was given before it; when and to whom are not shown"
+        assert listed["notice"].startswith(said) and listed["notice"] in report
