@@ -165,6 +165,15 @@ REF_EVENT_KINDS: dict[str, str] = {
     "truck": "truck",
     "work": "work",
 }
+# Findings that are a verdict on one event, by the standard that makes them (the finding's
+# ``standard``, the key both shipped profiles give it), with the kind of event judged, named by
+# its one ref (REF_EVENT_KINDS). The blasting-hours verdict (6.F) judges the blast by its own time
+# and names the blast's day, the allowed hours ("10:00-15:00") and that day's sunset: times its
+# rule and the sun set for the blast's day (the day before too: a blast after midnight may be
+# judged under the previous afternoon's exception), not times it reports. Read as reported, they
+# kept the verdict from a reader whose scope holds the blast but not its whole day. A standard
+# not listed (or named otherwise in a profile) keeps every time it names held to the scope.
+EVENT_VERDICTS: dict[str, str] = {"blast_window": "blast"}
 _UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
 _SECOND_US = 1_000_000
 
@@ -181,7 +190,9 @@ class TimeScope:
     REF_EVENT_KINDS) and, for an episode, every finding it is made of. Overlapping the scope is
     not enough: a finding that starts inside it and ends after it tells what lies outside. A cure
     deadline is not reported but set (SET_TIMES, SET_COLUMNS): a notice issued, or extended,
-    inside the scope is shown though its deadline lies after it.
+    inside the scope is shown though its deadline lies after it; so are the day, the hours and the
+    sunset a verdict on one event names (EVENT_VERDICTS: the blasting-hours verdict), shown when
+    the event it judges is.
     Times named in site time ("2026-07-01 16:05 CDT", "16:05", "at 4:05 pm", "on 2026-07-01") are
     placed in the site's zone (``_site_times``); a time-like word that cannot be placed ("July 1",
     "7/1/2026", another zone's abbreviation, a day named relative to the text: "yesterday", "last
@@ -223,7 +234,9 @@ class TimeScope:
             "not_after_us": self.not_after_us,
             "rule": "events, findings, notices' episodes, notices, their changes, alerts, complaints and"
             " their changes only when every time they report lies in the scope, their texts' site times"
-            " included (a cure deadline a notice sets is not a time it reports; a time-like word that"
+            " included (a cure deadline a notice sets is not a time it reports, nor are the day, hours"
+            " and sunset a blasting-hours verdict names for the blast it judges, shown with the blast;"
+            " a time-like word that"
             " cannot be placed keeps the record out), a notice's episode only with its notice;"
             " portal actions never (each names an account and its address), nor compliance reports"
             " (each names the people it was delivered to); the others are in"
@@ -260,7 +273,12 @@ class TimeScope:
             return False
         names = set(row.keys())  # a sqlite3.Row's `in` looks at its values, not its names
         texts = [_reported(kind, str(row[c])) for c in _TEXTS if c in names and row[c] is not None]
-        if not all(self.holds(t) for t in _named_times(texts)):
+        judged = self._judged_days(conn, site, kind, row, zone)
+
+        def set_by_its_rule(lo: int, hi: int) -> bool:
+            return judged is not None and judged[0] <= lo and hi <= judged[1]
+
+        if not all(self.holds(t) or set_by_its_rule(t, t) for t in _named_times(texts)):
             return False
         sets = _set_times(kind, row, names)
         days = _local_days(own, zone)
@@ -268,7 +286,10 @@ class TimeScope:
             spans = _site_times(text, zone, days)
             if spans is None:  # a time-like word that cannot be placed: not shown
                 return False
-            if not all(self.covers(lo, hi) or any(lo <= t <= hi for t in sets) for lo, hi in spans):
+            if not all(
+                self.covers(lo, hi) or any(lo <= t <= hi for t in sets) or set_by_its_rule(lo, hi)
+                for lo, hi in spans
+            ):
                 return False
         if not all(self.holds(t) for t in _event_times(conn, site, texts)):
             return False
@@ -278,6 +299,42 @@ class TimeScope:
             made_of = _findings(conn, site, row["finding_ids"])
             return all(self.shows(conn, site, "finding", f, zone) for f in made_of)
         return True
+
+    def _judged_days(
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        kind: str,
+        row: Mapping[str, Any] | sqlite3.Row,
+        zone: tzinfo,
+    ) -> tuple[int, int] | None:
+        """For a verdict on one event (EVENT_VERDICTS) whose event record this reader is shown
+        (``shows``: its times and its texts, a blast's safety reason among them): [lo, hi] (µs
+        UTC), the site days its rule reads, the event's and the one before, where the times it
+        names are set by the rule, not reported. None for every other record: its times count."""
+        if kind != "finding" or not row["data"]:
+            return None
+        try:
+            value = json.loads(str(row["data"]))
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        judged_kind = EVENT_VERDICTS.get(str(value.get("standard")))
+        refs = value.get("refs")
+        if judged_kind is None or not isinstance(refs, list) or len(refs) != 1:
+            return None
+        prefix, _, name = str(refs[0]).partition(":")
+        if REF_EVENT_KINDS.get(prefix) != judged_kind or not name:
+            return None
+        events = queries.event_rows(conn, site, judged_kind, name)
+        if not events or not all(self.shows(conn, site, "event", e, zone) for e in events):
+            return None
+        times = [int(e[c]) for e in events for c in ("ts_us", "end_us") if e[c] is not None]
+        days = _local_days(times, zone)
+        first, after = days[0] - timedelta(days=1), days[-1] + timedelta(days=1)
+        start = to_us(datetime.combine(first, time(0), zone))
+        return start, to_us(datetime.combine(after, time(0), zone)) - 1
 
     def covers(self, lo_us: int, hi_us: int) -> bool:
         """Whether all of [lo_us, hi_us] lies in the scope (a time named to the minute is a minute)."""
