@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import sys
 from collections.abc import Iterator
@@ -52,6 +53,24 @@ def unfinished_file(path: Path) -> Iterator[BinaryIO]:
     finally:
         _remove_if_made_here(path, made)
         _UNFINISHED.pop(path, None)
+
+
+def replace_whole(path: Path, body: bytes, partial: Path) -> None:
+    """Write ``body`` into ``partial``, a new file made here (FileExistsError if there is one),
+    and rename it over ``path``: ``path`` holds what it held or the whole body, never part of
+    it, and ``partial`` is gone however the write ends (a full disk, Ctrl-C, SIGTERM)."""
+    with unfinished_file(partial) as handle:
+        handle.write(body)
+        handle.flush()
+        os.replace(partial, path)
+
+
+def own_partial(path: Path) -> Path:
+    """``<path>.<12 hex>.partial``: a partial name no other writer of ``path`` takes, for a
+    process whose threads may write the same file at once (the portal's jobs). Each writer then
+    renames its own whole file into place; the shared ``<path>.partial`` of the commands would
+    be written by both, or refused to the second."""
+    return path.with_name(f"{path.name}.{secrets.token_hex(6)}.partial")
 
 
 def exit_on_sigterm() -> None:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from monitor.errors import UsageError
-from monitor.unfinished import unfinished_file
+from monitor.unfinished import replace_whole
 
 
 def new_file(text: str, *, force: bool, option: str = "--out") -> Path:
@@ -75,10 +75,7 @@ def write_whole(path: Path, body: bytes) -> None:
     disk), the partial file goes and ``path`` keeps what it held."""
     partial = path.with_name(path.name + ".partial")
     try:
-        with unfinished_file(partial) as handle:
-            handle.write(body)
-            handle.flush()
-            os.replace(partial, path)
+        replace_whole(path, body, partial)
     except FileExistsError:
         raise UsageError(
             f"{partial}: exists (another run writing {path.name}, or one cut short); remove it once"

@@ -44,6 +44,7 @@ from monitor.portal.periods import Period
 from monitor.portal.siteplan import ALL_LAYERS, monitor_state
 from monitor.portal.svg import DayPlot
 from monitor.times import EARLIEST, LATEST
+from monitor.unfinished import own_partial, replace_whole
 from monitor.wire.canonical import from_us, to_us
 from monitor.wire.codec import decode, finding_from_json
 from monitor.wire.protocol import AUDIO_FORMATS, event_topic, format_ts, parse_ts
@@ -846,9 +847,7 @@ class Portal:
         pdf, csv = render_pdf(report), render_csv(report)
         csv_path = pdf_path.with_suffix(".csv")
         for path, body in ((csv_path, csv), (pdf_path, pdf)):
-            partial = path.with_name(path.name + ".partial")
-            partial.write_bytes(body)
-            partial.replace(path)
+            replace_whole(path, body, own_partial(path))  # threads may write one path at once
         rid = _retry(lambda: record_made(store, report, pdf, csv, str(pdf_path), self.clock()))
         return {
             "report_id": rid,
