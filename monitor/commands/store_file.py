@@ -12,9 +12,8 @@ import sqlite3
 from pathlib import Path
 
 from monitor.errors import StoreError, UsageError
-from monitor.journal import migrations
 from monitor.journal.store import named_a_folder
-from monitor.sqlite_files import not_a_store, not_a_stores_making, someone_elses
+from monitor.sqlite_files import store_file_refusal
 
 
 def existing_store(path: str, config: str) -> Path:
@@ -49,16 +48,13 @@ def store_refusal(path: str) -> str | None:
     try:
         conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
-            foreign = someone_elses(conn, (migrations.TABLE, "chain")) or not_a_stores_making(
-                conn, str(store)
-            )
+            return store_file_refusal(conn, path)
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
             raise
         return _cannot_open(path, str(exc))
-    return None if foreign is None else not_a_store(path, foreign)
 
 
 def _cannot_open(path: str, why: str) -> str:

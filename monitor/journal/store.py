@@ -43,7 +43,7 @@ from monitor.journal.chain_kinds import digest_of as digest_of
 from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
 from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
-from monitor.sqlite_files import not_a_store, not_a_stores_making, refuses_writes, someone_elses
+from monitor.sqlite_files import refuses_writes, store_file_refusal
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import (
@@ -444,14 +444,11 @@ class Store:
         self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
         self.conn.row_factory = sqlite3.Row
         # Before anything writes (WAL mode rewrites the header): another program's database
-        # named by mistake is left as it is. A store has its migrations' record, or (made
-        # before the record) its chain.
-        foreign = someone_elses(self.conn, (migrations.TABLE, "chain"))
-        if foreign is None and not self._made:  # a file the user made (`touch`) is no store either
-            foreign = not_a_stores_making(self.conn, self.path)
-        if foreign is not None:
+        # named by mistake is left as it is, and so is a file the user made (`touch`).
+        refusal = store_file_refusal(self.conn, self.path, made_here=self._made)
+        if refusal is not None:
             self.conn.close()
-            raise StoreError(not_a_store(self.path, foreign))
+            raise StoreError(refusal)
         self.conn.execute("PRAGMA journal_mode=WAL")
         # FULL: a commit survives power loss too; the pipeline batches commits so it is affordable.
         self.conn.execute(f"PRAGMA synchronous={synchronous}")
