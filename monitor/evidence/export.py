@@ -69,7 +69,7 @@ from monitor.evidence.format import (
 )
 from monitor.evidence.parts import default_workers, forking_is_safe, leave_interrupts_to_parent, ordered_map
 from monitor.evidence.progress import Progress
-from monitor.influx.client import InfluxReader
+from monitor.influx.client import InfluxReader, SeriesRead
 from monitor.influx.schema import MEASUREMENTS
 from monitor.journal import segment
 from monitor.journal.chain_kinds import (
@@ -787,9 +787,8 @@ class _Exporter:
             writer = csv.writer(member.text(), lineterminator="\n")
             writer.writerow(("site", "sensor", "ts_us", "time_utc", "time_local", *fields))
             for sensor_id in sensor_ids:
-                for ts, values in _influx_rows(
-                    reader, measurement, s.site, sensor_id, s.from_us, s.chained_from_us, fields
-                ):
+                read = SeriesRead(measurement, s.site, sensor_id, s.from_us, s.chained_from_us, tuple(fields))
+                for ts, values in _influx_rows(reader, read):
                     writer.writerow(  # InfluxDB's values are text from outside the chain
                         (
                             inert_exact(s.site),
@@ -1254,16 +1253,8 @@ def _version() -> str:
         return "unknown"
 
 
-def _influx_rows(
-    reader: InfluxReader,
-    measurement: str,
-    site: str,
-    sensor: str,
-    start_us: int,
-    end_us: int,
-    fields: Sequence[str],
-) -> Iterator[tuple[int, dict[str, Any]]]:
+def _influx_rows(reader: InfluxReader, read: SeriesRead) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
-        yield from reader.rows(measurement, site, sensor, start_us, end_us, fields)
+        yield from reader.rows(read)
     except OutputError as exc:  # the message names the series and the server
         raise EvidenceError(str(exc)) from exc

@@ -1062,6 +1062,22 @@ Row: TypeAlias = tuple[int, dict[str, Any]]
 _READ_FAILURES: tuple[type[BaseException], ...] = (*_FOREIGN, ValueError)
 
 
+@dataclass(frozen=True)
+class SeriesRead:
+    """One read of InfluxDB: the ``fields`` of ``sensor``'s series of ``measurement`` at ``site``,
+    over [start_us, end_us) (the reader's parts: ``part``)."""
+
+    measurement: str
+    site: str
+    sensor: str
+    start_us: int
+    end_us: int
+    fields: tuple[str, ...]
+
+    def part(self, start_us: int, end_us: int) -> SeriesRead:
+        return replace(self, start_us=start_us, end_us=end_us)
+
+
 class InfluxReader:
     """Reads one series at a time back out of InfluxDB: v1 /query (InfluxQL), v2 Flux.
 
@@ -1074,25 +1090,21 @@ class InfluxReader:
     def __init__(self, config: InfluxConfig) -> None:
         self.config = config
 
-    def rows(
-        self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
-    ) -> Iterator[Row]:
+    def rows(self, read: SeriesRead) -> Iterator[Row]:
         client: Any = None
         try:
             if self.config.version == 2:
                 client = self._v2_client()
             # The parts still to read, the earliest last (popped first), each with its halvings.
             parts = [
-                (part_start, min(part_start + READ_PART_US, end_us), 0)
-                for part_start in range(start_us, end_us, READ_PART_US)
+                (part_start, min(part_start + READ_PART_US, read.end_us), 0)
+                for part_start in range(read.start_us, read.end_us, READ_PART_US)
             ][::-1]
             while parts:
                 part_start, part_end, halvings = parts.pop()
+                each = read.part(part_start, part_end)
                 try:
-                    if client is None:
-                        part = self._v1(measurement, site, sensor, part_start, part_end, fields)
-                    else:
-                        part = self._v2(client, measurement, site, sensor, part_start, part_end, fields)
+                    part = self._v1(each) if client is None else self._v2(client, each)
                 except _AnswerTooLarge:
                     if halvings == READ_MAX_HALVINGS:
                         raise ValueError(
@@ -1105,7 +1117,7 @@ class InfluxReader:
                 yield from part  # read whole first: the caller's time is not the request's
         except _READ_FAILURES as exc:
             reason = str(_translate(exc, self.config.url)) if isinstance(exc, _FOREIGN) else str(exc)
-            where = f"{measurement} of {sensor!r} from InfluxDB at {self.config.url}"
+            where = f"{read.measurement} of {read.sensor!r} from InfluxDB at {self.config.url}"
             raise OutputError(
                 f"cannot read {where}: {one_line(reason)}",
                 retryable=True,
@@ -1114,19 +1126,17 @@ class InfluxReader:
             if client is not None:
                 client.close()
 
-    def _v1(
-        self, measurement: str, site: str, sensor: str, start_us: int, end_us: int, fields: Sequence[str]
-    ) -> list[Row]:
+    def _v1(self, read: SeriesRead) -> list[Row]:
         def quote(text: str) -> str:
             return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
-        source = f'"{measurement}"'
+        source = f'"{read.measurement}"'
         if self.config.retention_policy:
             source = f'"{self.config.retention_policy}".{source}'
         query = (
-            f"SELECT {', '.join(chr(34) + f + chr(34) for f in fields)} FROM {source}"
-            f' WHERE "site" = {quote(site)} AND "sensor" = {quote(sensor)}'
-            f" AND time >= {start_us * 1000} AND time < {end_us * 1000}"
+            f"SELECT {', '.join(chr(34) + f + chr(34) for f in read.fields)} FROM {source}"
+            f' WHERE "site" = {quote(read.site)} AND "sensor" = {quote(read.sensor)}'
+            f" AND time >= {read.start_us * 1000} AND time < {read.end_us * 1000}"
         )
         params = {
             "db": self.config.database,
@@ -1184,30 +1194,24 @@ class InfluxReader:
         deadline_pool.bound_requests(client.api_client.rest_client.pool_manager)
         return client
 
-    def _v2(
-        self,
-        client: Any,
-        measurement: str,
-        site: str,
-        sensor: str,
-        start_us: int,
-        end_us: int,
-        fields: Sequence[str],
-    ) -> list[Row]:
+    def _v2(self, client: Any, read: SeriesRead) -> list[Row]:
         def flux_time(us: int) -> str:
             return from_us(us).isoformat().replace("+00:00", "Z")
 
         query = (
             f"from(bucket: {json.dumps(self.config.bucket)})"
-            f" |> range(start: {flux_time(start_us)}, stop: {flux_time(end_us)})"
-            f" |> filter(fn: (r) => r._measurement == {json.dumps(measurement)}"
-            f" and r.site == {json.dumps(site)} and r.sensor == {json.dumps(sensor)})"
+            f" |> range(start: {flux_time(read.start_us)}, stop: {flux_time(read.end_us)})"
+            f" |> filter(fn: (r) => r._measurement == {json.dumps(read.measurement)}"
+            f" and r.site == {json.dumps(read.site)} and r.sensor == {json.dumps(read.sensor)})"
             ' |> pivot(rowKey: ["_time"], columnKey: ["_field"], valueColumn: "_value")'
             ' |> sort(columns: ["_time"])'
         )
         with deadline_pool.one_deadline(self.config.timeout_s):
             return [
-                (to_us(record.values["_time"]), {f: _read_value(f, record.values.get(f)) for f in fields})
+                (
+                    to_us(record.values["_time"]),
+                    {f: _read_value(f, record.values.get(f)) for f in read.fields},
+                )
                 for record in client.query_api().query_stream(query)
             ]
 

@@ -45,6 +45,7 @@ from monitor.influx.client import (
     InfluxReader,
     InfluxWriteError,
     InfluxWriter,
+    SeriesRead,
     bisect_write,
     line,
     series_key,
@@ -1278,7 +1279,7 @@ def test_the_reader_follows_no_redirect(recorder: Recorder, elsewhere: Recorder)
     elsewhere.reply = lambda _: (200, {}, b'{"results":[{}]}')
     config = InfluxConfig(version=1, url=recorder.url, database="mw", username="u", password=Secret("p"))
     with pytest.raises(OutputError, match="302"):
-        list(InfluxReader(config).rows("sound", "dovre", "n1", 0, 10**6, ["LAeq"]))
+        list(InfluxReader(config).rows(SeriesRead("sound", "dovre", "n1", 0, 10**6, ("LAeq",))))
     assert elsewhere.requests == []
 
 
@@ -1313,7 +1314,7 @@ def test_the_timeout_bounds_each_whole_read_of_an_export(dripping: str, version:
         config = InfluxConfig(version=2, url=dripping, org="o", bucket="b", timeout_s=1)
     began = time.monotonic()
     with pytest.raises(OutputError) as caught:
-        list(InfluxReader(config).rows("sound", "dovre", "n1", 0, 10**6, ["LAeq"]))
+        list(InfluxReader(config).rows(SeriesRead("sound", "dovre", "n1", 0, 10**6, ("LAeq",))))
     took = time.monotonic() - began
     assert 0.9 <= took < 2.0, took
     assert str(caught.value) == (
@@ -1345,7 +1346,7 @@ def test_the_reader_reads_a_long_window_in_parts_each_whole(
     start_us = timestamp_ns(T0) // 1000
     end_us = start_us + (minutes - 1) * 60_000_000  # the last minute is the window's end: excluded
     config = v1_config(influxd, timeout_s=5)
-    rows = list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, end_us, ["LAeq"]))
+    rows = list(InfluxReader(config).rows(SeriesRead("sound", "dovre", "n1", start_us, end_us, ("LAeq",))))
     assert posted == [5, 5, 5]
     assert [ts for ts, _ in rows] == [start_us + 60_000_000 * i for i in range(minutes - 1)]
     assert [values["LAeq"] for _, values in rows] == [float(i % 90) for i in range(minutes - 1)]
@@ -1374,19 +1375,19 @@ def test_a_part_whose_answer_is_too_large_is_read_again_in_halves(
         return answer
 
     monkeypatch.setattr(deadline_http, "post", measured)
-    whole = list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, end_us, ["LAeq"]))
+    whole = list(InfluxReader(config).rows(SeriesRead("sound", "dovre", "n1", start_us, end_us, ("LAeq",))))
     [six_hours] = sizes
     assert len(whole) == minutes
     sizes.clear()
     monkeypatch.setattr(client, "READ_MAX_BODY", six_hours * 2 // 3)
-    rows = list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, end_us, ["LAeq"]))
+    rows = list(InfluxReader(config).rows(SeriesRead("sound", "dovre", "n1", start_us, end_us, ("LAeq",))))
     assert rows == whole
     # The six hours (cut at the bound), then its halves, each under it.
     assert len(sizes) == 3 and sizes[0] > six_hours * 2 // 3 >= max(sizes[1:]), (six_hours, sizes)
 
     monkeypatch.setattr(client, "READ_MAX_BODY", 50)  # not even a minute fits
     with pytest.raises(OutputError) as caught:
-        list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, end_us, ["LAeq"]))
+        list(InfluxReader(config).rows(SeriesRead("sound", "dovre", "n1", start_us, end_us, ("LAeq",))))
     assert str(caught.value) == (
         f"cannot read sound of 'n1' from InfluxDB at {config.url}: the answer for 5.6 min is over 50"
         " bytes, after 6 halvings of the six-hour part"
@@ -1411,7 +1412,8 @@ def test_v2_the_reader_reads_a_long_window_in_parts(recorder: Recorder) -> None:
     config = InfluxConfig(version=2, url=recorder.url, org="o", bucket="b", token=Secret("t"), timeout_s=2)
     start_us = timestamp_ns(T0) // 1000
     hour = 3_600_000_000
-    rows = list(InfluxReader(config).rows("sound", "dovre", "n1", start_us, start_us + 13 * hour, ["LAeq"]))
+    read = SeriesRead("sound", "dovre", "n1", start_us, start_us + 13 * hour, ("LAeq",))
+    rows = list(InfluxReader(config).rows(read))
     assert [r.path for r in recorder.requests] == ["/api/v2/query"] * 3
     assert rows == [(start_us + part * hour, {"LAeq": 50.0}) for part in (0, 6, 12)]
     assert "stop: 2026-06-02T01:00:00Z" in json.loads(recorder.requests[-1].body)["query"]
