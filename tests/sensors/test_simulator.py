@@ -67,6 +67,13 @@ def simulate_short(config: Path, *argv: str) -> subprocess.CompletedProcess[str]
     )
 
 
+def _refused_dry_run(config: Path, *argv: str) -> list[str]:
+    """The lines of a `simulate --dry-run` refused as the user's mistake: exit 2, nothing on stdout."""
+    result = simulate_short(config, *argv, "--dry-run")
+    assert result.returncode == 2 and result.stdout == "", result
+    return result.stderr.splitlines()
+
+
 def test_short_scenario_yields_the_expected_findings(tmp_path: Path, mosquitto: Mosquitto) -> None:
     config = site_config(tmp_path, mosquitto.url)
     store = tmp_path / "store.db"
@@ -149,16 +156,14 @@ def test_a_scenario_start_that_occurs_twice_is_refused_as_start_is(tmp_path: Pat
     as written."""
     config = site_config(tmp_path, "mqtt://127.0.0.1:9")
     scenario = _scenario_starting(tmp_path, "2026-11-01T01:30")
-    result = simulate_short(config, "--scenario", str(scenario), "--duration", "2m", "--dry-run")
-    assert result.returncode == 2 and result.stdout == "", result
-    option = simulate_short(config, "--start", "2026-11-01T01:30", "--dry-run")
-    assert option.returncode == 2, option
-    assert result.stderr.splitlines() == [
+    refused = _refused_dry_run(config, "--scenario", str(scenario), "--duration", "2m")
+    option = _refused_dry_run(config, "--start", "2026-11-01T01:30")
+    assert refused == [
         f"minewatch simulate: {scenario}: start: '2026-11-01T01:30' occurs twice at the site, before and"
         " after the clocks go back (America/Chicago); give its offset: 2026-11-01T01:30-05:00 (the first)"
         " or 2026-11-01T01:30-06:00 (the second)"
     ]
-    assert result.stderr.split(": start: ")[1] == option.stderr.split(": --start: ")[1]
+    assert refused[0].split(": start: ")[1] == option[0].split(": --start: ")[1]
     for start, said in (
         ("2026-11-01T01:30-05:00", "2026-11-01 01:30 to 2026-11-01 01:32 CDT"),
         ("2026-11-01T01:30-06:00", "2026-11-01 01:30 to 2026-11-01 01:32 CST"),
@@ -194,9 +199,7 @@ def test_a_date_on_which_the_scenario_start_occurs_twice_or_not_at_all_is_refuse
     the date, the time of day and what to give instead; the --start it names is taken."""
     config = site_config(tmp_path, "mqtt://127.0.0.1:9")
     night = _scenario_starting(tmp_path, "2026-12-15T01:30")
-    result = simulate_short(config, "--scenario", str(night), "--date", "2026-11-01", "--dry-run")
-    assert result.returncode == 2 and result.stdout == "", result
-    assert result.stderr.splitlines() == [
+    assert _refused_dry_run(config, "--scenario", str(night), "--date", "2026-11-01") == [
         "minewatch simulate: --date 2026-11-01: 01:30 on that date (the scenario's start time of day)"
         " occurs twice at the site, before and after the clocks go back (America/Chicago); give"
         " --start 2026-11-01T01:30-05:00 (the first) or --start 2026-11-01T01:30-06:00 (the second),"
@@ -208,9 +211,7 @@ def test_a_date_on_which_the_scenario_start_occurs_twice_or_not_at_all_is_refuse
         )
         assert given.returncode == 0, given.stderr
     spring = _scenario_starting(tmp_path, "2026-12-15T02:30")
-    result = simulate_short(config, "--scenario", str(spring), "--date", "2026-03-08", "--dry-run")
-    assert result.returncode == 2 and result.stdout == "", result
-    assert result.stderr.splitlines() == [
+    assert _refused_dry_run(config, "--scenario", str(spring), "--date", "2026-03-08") == [
         "minewatch simulate: --date 2026-03-08: 02:30 on that date (the scenario's start time of day)"
         " is no time at the site: the clocks skip it when daylight-saving time begins (America/Chicago);"
         " give --start with a time an hour later or earlier, or another date"

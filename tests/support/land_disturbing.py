@@ -31,6 +31,41 @@ SENSORS = {
 }
 
 
+BOUNDARY = SensorInfo("b1", SensorKind.TURBIDITY, Placement.BOUNDARY, "outfall at the south line")
+
+
+def tract_toml(
+    profile: str = "land-disturbing",
+    flags: str = "",
+    sensors: Sequence[SensorInfo] = (*SENSORS.values(), BOUNDARY),
+) -> str:
+    """The Hill tract as a configuration's ``[[sites]]`` table (id "tract"): ``profile`` (a name
+    or a town's copy), ``flags`` (its TOML line, or none) and a turbidity sensor read each minute
+    at each of ``sensors`` (the 25 % line, upstream, the tract's boundary); the site of the
+    daemon's and check-config's land-disturbing tests."""
+    lines = [
+        "[[sites]]",
+        'id = "tract"',
+        'name = "Hill tract"',
+        'operator = "Grader Co"',
+        f'timezone = "{NEW_YORK}"',
+        "latitude = 35.78",
+        "longitude = -78.64",
+        f'profile = "{profile}"',
+        flags,
+    ]
+    for sensor in sensors:
+        lines += [
+            "[[sites.sensors]]",
+            f'id = "{sensor.id}"',
+            f'kind = "{sensor.kind.value}"',
+            f'placement = "{sensor.placement.value}"',
+            f'location = "{sensor.location}"',
+            "expected_period_s = 60",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def site(flags: Mapping[str, Any] | None = None, site_id: str = "tract1") -> SiteContext:
     return SiteContext(site_id, "Hill tract", NEW_YORK, 35.78, -78.64, False, SENSORS, dict(flags or {}))
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from monitor.cli import main
+from tests.support.land_disturbing import BOUNDARY, tract_toml
 
-TRACT = """
+TOWN = """
 [storage]
 path = "{db}"
 
@@ -22,22 +23,12 @@ officer = "Robin Clerk"
 title = "Town Clerk"
 contact = "Town Hall, 1 Main Street"
 
-[[sites]]
-id = "tract"
-name = "Hill tract"
-operator = "Grader Co"
-timezone = "America/New_York"
-latitude = 35.78
-longitude = -78.64
-profile = "{profile}"
-{flags}
-[[sites.sensors]]
-id = "b1"
-kind = "turbidity"
-placement = "boundary"
-location = "outfall at the south line"
-expected_period_s = 60
 """
+
+
+def tract(db: Path, profile: str | Path, flags: str = "") -> str:
+    """The tract's configuration with its boundary sensor alone (b1), where 28-5(d) judges."""
+    return TOWN.format(db=db) + tract_toml(str(profile), flags, (BOUNDARY,))
 
 
 def flag_only_profile(tmp_path: Path) -> Path:
@@ -59,7 +50,7 @@ def test_a_tract_whose_profile_reads_the_area_from_records_needs_no_configured_a
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = tmp_path / "tract.toml"
-    config.write_text(TRACT.format(db=tmp_path / "store.db", profile="land-disturbing", flags=""))
+    config.write_text(tract(tmp_path / "store.db", "land-disturbing"))
     assert main(["check-config", str(config)]) == 0
     assert "warning" not in capsys.readouterr().err
 
@@ -69,7 +60,7 @@ def test_a_tract_without_its_area_is_told_its_sediment_standard_is_not_judged(
 ) -> None:
     config = tmp_path / "tract.toml"
     profile = flag_only_profile(tmp_path)
-    config.write_text(TRACT.format(db=tmp_path / "store.db", profile=profile, flags=""))
+    config.write_text(tract(tmp_path / "store.db", profile))
     assert main(["check-config", str(config)]) == 0  # valid: the standard is said not judged
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
     assert warnings == [
@@ -77,6 +68,6 @@ def test_a_tract_without_its_area_is_told_its_sediment_standard_is_not_judged(
         " not judged at b1: a reading beyond its limits is recorded as not judged, area not given"
     ]
     area = "flags = { disturbed_area_sqft = 12000 }"
-    config.write_text(TRACT.format(db=tmp_path / "store.db", profile=profile, flags=area))
+    config.write_text(tract(tmp_path / "store.db", profile, area))
     assert main(["check-config", str(config)]) == 0
     assert "warning" not in capsys.readouterr().err

@@ -405,26 +405,33 @@ def test_the_store_and_a_queue_named_for_each_other_are_said_so(site: dict[str, 
     assert {path: path.read_bytes() for path in (store, queue)} == before
 
 
-def test_a_queue_file_no_sensor_made_is_refused_and_left_alone(site: dict[str, str], tmp_path: Path) -> None:
-    """An empty file the user made (`touch q.db`), or a SQLite database without tables, given as
-    --queue was taken as a new queue: the queue's tables were written into it and the file
-    switched to WAL. Each is one line now, and nothing is written in or beside it."""
-    empty = tmp_path / "mine.db"
+def _files_minewatch_did_not_make(folder: Path) -> dict[Path, str]:
+    """An empty file the user made (`touch mine.db`) and a SQLite database without tables, not in
+    WAL mode (bare.db), each with the words that say what it is."""
+    empty = folder / "mine.db"
     empty.touch()
-    bare = tmp_path / "bare.db"
+    bare = folder / "bare.db"
     conn = sqlite3.connect(bare)
     conn.execute("PRAGMA user_version = 7")
     conn.execute("VACUUM")
     conn.close()
-    before = bare.read_bytes()
+    return {empty: "an empty file", bare: "a SQLite database with no tables"}
+
+
+def test_a_queue_file_no_sensor_made_is_refused_and_left_alone(site: dict[str, str], tmp_path: Path) -> None:
+    """An empty file the user made (`touch q.db`), or a SQLite database without tables, given as
+    --queue was taken as a new queue: the queue's tables were written into it and the file
+    switched to WAL. Each is one line now, and nothing is written in or beside it."""
+    files = _files_minewatch_did_not_make(tmp_path)
+    before = {path: path.read_bytes() for path in files}
     sensor = ["sensor", "sound", "--config", site["config"], "--sensor", "n1", "--source", "synthetic"]
-    for queue, what in ((empty, "an empty file"), (bare, "a SQLite database with no tables")):
+    for queue, what in files.items():
         line = _assert_one_line(_run([*sensor, "--queue", str(queue)], Path(site["cwd"])))
         assert line == (
             f"minewatch sensor sound: --queue {queue}: {what}, not a sensor's queue;"
             " name a new file for the queue"
         ), line
-    assert empty.read_bytes() == b"" and bare.read_bytes() == before
+    assert {path: path.read_bytes() for path in files} == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("mine", "bare"))) == [
         "bare.db",
         "mine.db",
@@ -947,15 +954,9 @@ def test_a_store_file_minewatch_did_not_make_is_refused_and_left_alone(
     was taken as a new store: the daemon wrote its tables into it and switched it to WAL. Each
     is one line now, from the daemon and from the commands that read the store, and nothing is
     written in or beside it; a missing file is still made (the daemon's first start)."""
-    empty = tmp_path / "mine.db"
-    empty.touch()
-    bare = tmp_path / "bare.db"
-    conn = sqlite3.connect(bare)
-    conn.execute("PRAGMA user_version = 7")
-    conn.execute("VACUUM")
-    conn.close()
-    before = bare.read_bytes()
-    for store, what in ((empty, "an empty file"), (bare, "a SQLite database with no tables")):
+    files = _files_minewatch_did_not_make(tmp_path)
+    before = {path: path.read_bytes() for path in files}
+    for store, what in files.items():
         config = tmp_path / f"{store.stem}.toml"
         config.write_text(Path(site["config"]).read_text().replace(str(tmp_path / "store.db"), str(store)))
         for command in ("run", "status"):
@@ -964,7 +965,7 @@ def test_a_store_file_minewatch_did_not_make_is_refused_and_left_alone(
                 f"minewatch {command}: {str(store)!r} is {what}, not a minewatch store; name a new file"
                 f" for the store (storage.path in {config})"
             ), line
-    assert empty.read_bytes() == b"" and bare.read_bytes() == before
+    assert {path: path.read_bytes() for path in files} == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("mine", "bare"))) == [
         "bare.db",
         "bare.toml",

@@ -20,6 +20,7 @@ from monitor.wire.protocol import format_ts
 from rules.deadlines import last_day
 from rules.profile import load_profile
 from tests.support.daemon import Client, Daemon, store_count, wait_until
+from tests.support.land_disturbing import tract_toml
 from tests.support.servers import Mosquitto
 
 TZ = ZoneInfo("America/New_York")
@@ -39,33 +40,7 @@ lateness_s = 600
 status_interval_s = 5
 anchor_interval_s = 30
 
-[[sites]]
-id = "tract"
-name = "Hill tract"
-timezone = "America/New_York"
-latitude = 35.78
-longitude = -78.64
-profile = "land-disturbing"
-flags = {{ landfill_permit = false }}
-[[sites.sensors]]
-id = "t1"
-kind = "turbidity"
-placement = "buffer_line"
-location = "creek, 25 % line"
-expected_period_s = 60
-[[sites.sensors]]
-id = "r1"
-kind = "turbidity"
-placement = "reference"
-location = "creek, upstream"
-expected_period_s = 60
-[[sites.sensors]]
-id = "b1"
-kind = "turbidity"
-placement = "boundary"
-location = "outfall at the south line"
-expected_period_s = 60
-
+{tract}
 [[sites]]
 id = "dock"
 name = "Boat dock"
@@ -112,7 +87,8 @@ def test_land_disturbing_site_through_the_daemon(tmp_path: Path, mosquitto: Mosq
 
     config = tmp_path / "minewatch.toml"
     store = tmp_path / "store.db"
-    config.write_text(CONFIG.format(broker_url=mosquitto.url, store=store))
+    tract = tract_toml(flags="flags = { landfill_permit = false }")
+    config.write_text(CONFIG.format(broker_url=mosquitto.url, store=store, tract=tract))
     daemon = Daemon(config).start()
     daemon.wait_ready()
     watcher = Client(mosquitto.port, "watcher", ("minewatch/tract/violations",))

@@ -18,9 +18,10 @@ from pathlib import Path
 from monitor.evidence import verify_bundle
 from monitor.journal import queries
 from monitor.journal.store import Store
-from monitor.portal.data import Portal, Scope, User
+from monitor.portal.data import Portal, Scope
 from monitor.reports.sending import record_report
 from tests.support.notices import TZ, make_config, minutes, store_findings
+from tests.support.scopes import anchored_scopes
 
 NOT_BEFORE = datetime(2026, 12, 3, 20, tzinfo=UTC)  # 14:00 to 15:00 site time
 NOT_AFTER = datetime(2026, 12, 3, 21, tzinfo=UTC)
@@ -80,13 +81,7 @@ def _setup(tmp_path: Path) -> tuple[Portal, Scope, Scope, dict[str, str]]:
             "/r/day.pdf",
             ["day@dovre.example"],
         )
-    seq, chain_head = queries.chain_head(store.conn, "quarry")
-    with store.batch():  # the head that closes a bundle of the scope's end
-        store.record_anchor("quarry", seq, chain_head, NOT_AFTER + timedelta(minutes=15))
-    store.close()
-    portal = Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC))
-    scoped = Scope(User("ida", "inspector", (), NOT_BEFORE, NOT_AFTER), config)
-    town = Scope(User("bob", "town", ()), config)
+    portal, scoped, town = anchored_scopes(store, config, NOT_BEFORE, NOT_AFTER)
     return portal, scoped, town, ids
 
 
@@ -142,13 +137,7 @@ def test_a_scoped_bundle_does_not_name_the_kind_of_an_entry_it_carries_as_a_dige
     )
     with store.batch():  # the daemon drew the notice up four minutes after the scope closed
         NoticeBook(store).on_findings(site, profile, found, NOT_AFTER + timedelta(minutes=4))
-    seq, head = queries.chain_head(store.conn, "quarry")
-    with store.batch():
-        store.record_anchor("quarry", seq, head, NOT_AFTER + timedelta(minutes=15))
-    store.close()
-    portal = Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC))
-    scoped = Scope(User("ida", "inspector", (), NOT_BEFORE, NOT_AFTER), config)
-    town = Scope(User("bob", "town", ()), config)
+    portal, scoped, town = anchored_scopes(store, config, NOT_BEFORE, NOT_AFTER)
 
     out = tmp_path / "scoped.zip"
     portal.export(scoped, "quarry", *WINDOW, out)

@@ -35,6 +35,7 @@ from monitor.portal.data import Portal, Scope, User
 from monitor.portal.periods import checked_period, day_period
 from tests.monitor.portal.test_time_scope_findings import CHICAGO, NOT_AFTER, NOT_BEFORE, _setup
 from tests.support.notices import TZ, make_config, minutes, site_and_profile, store_findings
+from tests.support.scopes import anchored_scopes
 
 
 def test_a_day_view_computed_for_the_town_is_not_served_to_a_scoped_inspector(tmp_path: Path) -> None:
@@ -150,7 +151,6 @@ def test_a_blast_report_lists_no_finding_reporting_past_the_scope(tmp_path: Path
 
 def test_a_complaint_received_after_the_scope_is_not_in_its_bundle(tmp_path: Path) -> None:
     from monitor.complaints.book import ComplaintBook
-    from monitor.journal import queries
 
     config = make_config(tmp_path / "c.db")
     store = Store(config.storage.path)
@@ -169,12 +169,7 @@ def test_a_complaint_received_after_the_scope_is_not_in_its_bundle(tmp_path: Pat
             {},
             not_after + timedelta(minutes=5),
         )
-    seq, head = queries.chain_head(store.conn, "quarry")
-    with store.batch():  # the head that closes a bundle of the scope's end
-        store.record_anchor("quarry", seq, head, not_after + timedelta(minutes=15))
-    portal = Portal(config, clock=lambda: datetime(2026, 12, 10, tzinfo=UTC))
-    scoped = Scope(User("ida", "inspector", (), not_before, not_after), config)
-    town = Scope(User("bob", "town", ()), config)
+    portal, scoped, town = anchored_scopes(store, config, not_before, not_after)
     window = datetime(2026, 12, 3, 14, tzinfo=TZ), datetime(2026, 12, 3, 15, tzinfo=TZ)
 
     out = tmp_path / "scoped.zip"
