@@ -256,15 +256,18 @@ def end_of_day(text: str, zone: tzinfo, option: str, *, offset: str = "") -> dat
 
 def extra_days(text: str) -> int:
     """The days of an extension granted or asked for, as a person typed them: a whole number in
-    ASCII digits (no sign, no other script's digits), held to the notices' bound
-    (rules.deadlines.extra_days_problem). ValueError says what is wrong, without the option's name."""
-    from rules.deadlines import EXTRA_DAYS_EXPECTED, extra_days_problem
+    ASCII digits (no plus sign, no other script's digits; a minus sign is read to say the bound),
+    held to the notices' bound (rules.deadlines.extra_days_problem), in rules.numbers' words.
+    ValueError says what is wrong, without the option's name."""
+    from rules.deadlines import MAX_EXTRA_DAYS, extra_days_problem
+    from rules.numbers import too_many_digits
 
     text = text.strip()
-    if not (text.isascii() and text.isdigit()):
-        raise ValueError(f"{EXTRA_DAYS_EXPECTED}, got {text[:20]!r}")
-    if len(text) > 20:  # past any bound; not worth reading as a number
-        raise ValueError(f"{EXTRA_DAYS_EXPECTED}, got {len(text)} digits")
+    digits = text.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()):  # a plus sign, a point, another script's digits
+        raise ValueError(extra_days_problem(text[:20]))
+    if len(digits) > 20:  # past any bound; not worth reading as a number
+        raise ValueError(too_many_digits(len(digits), MAX_EXTRA_DAYS))
     days = int(text)
     if problem := extra_days_problem(days):
         raise ValueError(problem)

@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 
 from rules.holidays import check_holidays, is_holiday
 from rules.model import GenericEvent, SiteContext, SiteData
+from rules.numbers import number_problem
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 
@@ -149,15 +150,10 @@ def cure_deadline(issued: datetime, days: int, tz: ZoneInfo, roll_to: WorkCalend
 MAX_EXTRA_DAYS = 3650
 
 
-# One wording for every way a number of days is wrong: "-5", "0" and "99999" are the same mistake.
-EXTRA_DAYS_EXPECTED = f"expected a whole number of days from 1 to {MAX_EXTRA_DAYS}"
-
-
-def extra_days_problem(days: int) -> str | None:
-    """Why ``days`` cannot be an extension's or a request's number of days, or None."""
-    if not 1 <= days <= MAX_EXTRA_DAYS:
-        return f"{EXTRA_DAYS_EXPECTED}, got {days}"
-    return None
+def extra_days_problem(days: object) -> str | None:
+    """Why ``days`` cannot be an extension's, a request's or a cure period's number of days, or
+    None, in the words of every number read (rules.numbers); the caller's key says "days"."""
+    return number_problem(days, whole=True, minimum=1, maximum=MAX_EXTRA_DAYS)
 
 
 def extended_deadline(

@@ -33,6 +33,7 @@ from rules.model import (
     TemporaryLighting,
     VehiclePresence,
 )
+from rules.numbers import number_problem
 from rules.times import aligned_windows, overlaps
 
 FINDING_WINDOW_S = 60
@@ -58,10 +59,15 @@ class TemporaryDays:
     quoted: str = ""
 
     def __post_init__(self) -> None:
-        if self.max_days_per_year < 0:
-            raise ValueError("max_days_per_year: day counts must not be negative")
-        if self.same_use_gap_s < 0:
-            raise ValueError("same_use_gap_s: must not be negative")
+        for key, problem in (
+            (
+                "max_days_per_year",
+                number_problem(self.max_days_per_year, whole=True, minimum=0, unit=" days"),
+            ),
+            ("same_use_gap_s", number_problem(self.same_use_gap_s, minimum=0, unit=" s")),
+        ):
+            if problem is not None:
+                raise ValueError(f"{key}: {problem}")
 
 
 # A lighting rule's ``temporary_days`` field carries this: not set in its own params, the profile

@@ -63,6 +63,12 @@ def number_problem(
     return None
 
 
+def too_many_digits(count: int, maximum: float, unit: str = "") -> str:
+    """``number_problem``'s words for a number a person typed in ``count`` digits, past
+    ``maximum``: refused unread (no need to read 5,000 digits to know they are too many)."""
+    return f"must be at most {_bound(maximum)}{unit}, got a number of {count} digits"
+
+
 def _bound(bound: float) -> str:
     """A bound as written: 0.001, 86400, 9223372036854775807 (an integer in full)."""
     return str(bound) if isinstance(bound, int) else f"{bound:.15g}"

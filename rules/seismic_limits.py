@@ -14,6 +14,8 @@ import bisect
 import math
 from collections.abc import Mapping, Sequence
 
+from rules.numbers import number_problem
+
 MM_PER_IN = 25.4
 UNITS = {"in/s": MM_PER_IN, "mm/s": 1.0}  # the unit -> mm/s per unit
 
@@ -25,8 +27,9 @@ def check_curve(name: str, points: Sequence[Sequence[float]]) -> None:
     for i, point in enumerate(points):
         if len(point) != 2:
             raise ValueError(f"curves: curve {name!r} point {i} is not a pair [Hz, PPV]")
-        if not (point[0] > 0 and point[1] > 0 and math.isfinite(point[0]) and math.isfinite(point[1])):
-            raise ValueError(f"curves: curve {name!r} point {i} must be positive numbers")
+        for what, value in zip(("Hz", "PPV"), point, strict=True):
+            if (problem := number_problem(value, more_than=0)) is not None:
+                raise ValueError(f"curves: curve {name!r} point {i} {what}: {problem}")
         if i and point[0] <= points[i - 1][0]:
             raise ValueError(f"curves: curve {name!r} frequencies must increase (point {i})")
 

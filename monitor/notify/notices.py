@@ -827,7 +827,7 @@ class NoticeBook:
         if not explanation.strip():
             raise NoticeError("an extension request needs the operator's written explanation")
         if requested_days is not None and (problem := extra_days_problem(requested_days)):
-            raise NoticeError(f"the time requested: {problem}")
+            raise NoticeError(f"the days requested: {problem}")
         with self.store.batch():
             notice = self._for_change(notice_id, EXTENSION_REQUESTED, now)
             note = explanation.strip()

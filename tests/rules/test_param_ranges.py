@@ -188,3 +188,44 @@ def test_a_comparison_of_two_params_names_the_one_said_wrong() -> None:
 )
 def test_shipped_and_test_profiles_load(profile: str) -> None:
     assert load_profile(profile).standards
+
+
+def _temporary_days(**fields: Any) -> None:
+    from rules.lighting import TemporaryDays
+
+    TemporaryDays(**fields)
+
+
+def _curve(points: list[list[float]]) -> None:
+    from rules.seismic_limits import check_curve
+
+    check_curve("quarry", points)
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda: _temporary_days(max_days_per_year=-1), "max_days_per_year: must be at least 0 days, got -1"),
+        (lambda: _temporary_days(same_use_gap_s=-5.0), "same_use_gap_s: must be at least 0 s, got -5"),
+        (
+            lambda: _curve([[1.0, 1.0], [2.0, -0.5]]),
+            "curves: curve 'quarry' point 1 PPV: must be more than 0, got -0.5",
+        ),
+        (
+            lambda: _curve([[0.0, 1.0], [2.0, 1.0]]),
+            "curves: curve 'quarry' point 0 Hz: must be more than 0, got 0",
+        ),
+        (
+            lambda: _curve([[1.0, float("nan")], [2.0, 1.0]]),
+            "curves: curve 'quarry' point 0 PPV: expected a finite number, got nan",
+        ),
+    ],
+    ids=["temporary-days-negative", "same-use-gap-negative", "curve-ppv", "curve-hz", "curve-nan"],
+)
+def test_the_checks_past_the_loaders_ranges_word_a_number_as_every_reader_does(make: Any, said: str) -> None:
+    """TemporaryDays (built by the temporary_lighting standard for every lighting rule) and a
+    ground-vibration curve's points are checked where they are made too; each worded its own
+    reason ("day counts must not be negative", "must be positive numbers"), and says rules.numbers'."""
+    with pytest.raises(ValueError) as caught:
+        make()
+    assert str(caught.value) == said

@@ -489,7 +489,7 @@ def test_an_extension_records_the_extra_time_and_the_new_deadline(store: Store, 
     asked = book.request_extension(notice_id, "Enclosure on order", "Acme", ISSUED, requested_days=21)
     assert asked.message.startswith("Acme requests 21 more days to correct notice DOV-2026-0001")
     assert book.history(notice_id)[-1].data == {"requested_days": 21}
-    with pytest.raises(NoticeError, match="days from 1 to 3650, got 0"):
+    with pytest.raises(NoticeError, match=r"^the days requested: must be at least 1, got 0$"):
         book.request_extension(notice_id, "again", "Acme", ISSUED, requested_days=0)
     event = book.extend(notice_id, None, "Town clerk", "Granted", ISSUED + timedelta(days=2), extra_days=21)
     new = end_of_local_day(datetime(2026, 7, 20).date(), TZ)
@@ -659,7 +659,7 @@ def test_cli_escalation_before_the_deadline_and_lowercase_ids(
     )
     assert f"Citation recommended (section 13.3.B) on notice {recent}" in capsys.readouterr().out
     assert run_cli(["notices", "extend", recent, "--days", "0", "--by", "Town", *args]) == 2
-    assert "expected a whole number of days from 1 to 3650, got 0" in capsys.readouterr().err
+    assert "argument --days: must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_the_book_holds_every_front_end_to_the_extension_bound(store: Store, config: Config) -> None:
@@ -670,9 +670,9 @@ def test_the_book_holds_every_front_end_to_the_extension_bound(store: Store, con
     notice_id = open_notice(store, config, ISSUED)
     book = NoticeBook(store)
     later = ISSUED + timedelta(days=1)
-    with pytest.raises(NoticeError, match=f"from 1 to {MAX_EXTRA_DAYS}, got {MAX_EXTRA_DAYS + 1}"):
+    with pytest.raises(NoticeError, match=f"must be at most {MAX_EXTRA_DAYS}, got {MAX_EXTRA_DAYS + 1}"):
         book.request_extension(notice_id, "need time", "Acme", later, requested_days=MAX_EXTRA_DAYS + 1)
-    with pytest.raises(NoticeError, match=f"from 1 to {MAX_EXTRA_DAYS}, got {MAX_EXTRA_DAYS + 1}"):
+    with pytest.raises(NoticeError, match=f"must be at most {MAX_EXTRA_DAYS}, got {MAX_EXTRA_DAYS + 1}"):
         book.extend(notice_id, None, "Town", "", later, extra_days=MAX_EXTRA_DAYS + 1)
     with pytest.raises(NoticeError, match=f"at most {MAX_EXTRA_DAYS} days"):
         book.extend(notice_id, DEADLINE + timedelta(days=MAX_EXTRA_DAYS + 1), "Town", "", later)
@@ -722,7 +722,7 @@ def test_cli_extends_by_days_or_to_a_date_within_the_bound(
     ):
         assert run_cli(argv) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and f"days from 1 to {MAX_EXTRA_DAYS}, got" in err
+        assert err.count("\n") == 1 and f"argument --days: must be at most {MAX_EXTRA_DAYS}, got" in err
     far = (deadline + timedelta(days=7 + MAX_EXTRA_DAYS + 2)).astimezone(TZ).date().isoformat()
     assert run_cli([*extend, "--until", far]) == 2
     err = capsys.readouterr().err
@@ -899,11 +899,12 @@ def test_an_episode_told_minute_by_minute_has_the_facts_of_its_findings_told_at_
 @pytest.mark.parametrize(
     ("typed", "said"),
     [
-        ("-3", "expected a whole number of days from 1 to 3650, got '-3'"),
-        ("+5", "expected a whole number of days from 1 to 3650, got '+5'"),
-        ("\u0663", "expected a whole number of days from 1 to 3650, got '\u0663'"),  # an Arabic-Indic 3
-        ("0", "expected a whole number of days from 1 to 3650, got 0"),
-        ("9" * 30, "expected a whole number of days from 1 to 3650, got 30 digits"),
+        ("-3", "must be at least 1, got -3"),
+        ("+5", "expected a whole number, got '+5'"),
+        ("\u0663", "expected a whole number, got '\u0663'"),  # an Arabic-Indic 3
+        ("0", "must be at least 1, got 0"),
+        ("9" * 30, "must be at most 3650, got a number of 30 digits"),
+        ("2.5", "expected a whole number, got '2.5'"),
     ],
 )
 def test_the_cli_reads_days_as_the_portal_does(
