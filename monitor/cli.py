@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from monitor import __version__
 from monitor.errors import ConfigError, StoreError, UsageError
+from monitor.unfinished import exit_on_sigterm
 
 # name -> (module under monitor.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -50,9 +51,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hash-password": ("hash_password", "hash a portal password (or make an API token) for the configuration"),
     "demo": ("demo", "simulated site, real broker, daemon, notices and evidence, in one command"),
 }
-# Commands that stop on SIGTERM in their own way (drain, close the broker's session); the others
-# end with exit 143, their unfinished output removed (unfinished.exit_on_sigterm).
-OWN_SIGTERM = frozenset({"run", "sensor", "simulate", "demo"})
 
 
 class Parser(argparse.ArgumentParser):
@@ -102,6 +100,11 @@ def build_parser(only: str | None = None) -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # First: SIGTERM while the chosen command's modules loaded (a quarter of a second for
+    # evidence's) ended the process by its default action. A command ends with exit 143, its
+    # unfinished output removed, but for those that stop on SIGTERM in their own way (run,
+    # sensor, simulate and demo drain and close the broker's session) once their handler is in.
+    exit_on_sigterm()
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:  # also while the chosen command's modules load
@@ -129,10 +132,7 @@ def _main(argv: list[str]) -> int:
     if extra:
         chosen_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     from monitor.process_settings import tune_process
-    from monitor.unfinished import exit_on_sigterm
 
-    if args.command not in OWN_SIGTERM:
-        exit_on_sigterm()
     tune_process()
     # A character no encoding of the terminal holds (half a UTF-16 pair from someone's JSON, a
     # name in a script the locale lacks) is printed as its escape, not a UnicodeEncodeError.

@@ -156,3 +156,38 @@ def test_a_partial_file_another_run_made_after_this_one_moved_its_own_is_left(tm
     with pytest.raises(FileExistsError), unfinished_file(partial):
         pass
     assert partial.read_bytes() == b"another run's"
+
+
+def test_sigterm_while_the_command_starts_ends_it_with_143(tmp_path: Path) -> None:
+    """The handler was put in place after the command's modules loaded (a quarter of a second
+    for evidence's, configuration and store code): SIGTERM then ended the process by its
+    default action (-15). It is now the CLI's first act, so from the moment the CLI chooses the
+    command (its first module of monitor.commands imported, told by ``-X importtime``; the
+    interpreter's own start, before the CLI, runs no code of ours), a signal at any moment ends
+    it with 143."""
+    site = build_site(tmp_path, seconds=3600)
+    out = tmp_path / "bundle.zip"
+    window = ["--from", T0.isoformat(), "--to", (T0 + timedelta(hours=1)).isoformat()]
+    argv = ["evidence", "--config", str(site.config_path), "--site", SITE, *window, "--out", str(out)]
+    for after in (0.0, 0.0, 0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3):
+        command = subprocess.Popen(
+            [sys.executable, "-X", "importtime", "-m", "monitor.cli", *argv],
+            cwd=tmp_path,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert command.stderr is not None
+        seen = []
+        for line in command.stderr:
+            seen.append(line)
+            if line.rpartition("|")[2].strip().startswith("monitor.commands."):
+                break
+        time.sleep(after)
+        command.send_signal(signal.SIGTERM)
+        stdout, stderr = command.communicate(timeout=60)
+        stderr = "".join(seen) + stderr
+        assert command.returncode == 143, (after, command.returncode, stdout, stderr[-2000:])
+        assert "Traceback" not in stderr, stderr
+        assert not list(tmp_path.glob("bundle.zip*")), (after, sorted(p.name for p in tmp_path.iterdir()))
