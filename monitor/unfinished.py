@@ -12,13 +12,33 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
 
 # The unfinished files this process made, by name: (device, inode) of the file made there.
 _UNFINISHED: dict[Path, tuple[int, int]] = {}
+
+# Set by SIGTERM's handler as it starts: a child forked from then on ends at once. A pool
+# replaces a worker that died (`timeout` signals the whole group, the worker too) from a thread
+# of its own, and a worker forked as the handler stopped the others outlived the command: it
+# took the pool's next task and printed a traceback when the result had nowhere to go.
+_ENDING = False
+
+# For the pool workers SIGTERM stops: each ends at its next line of Python (a plot being drawn
+# in C first); one still there at this bound is killed.
+_CHILDREN_STOP_S = 5.0
+
+
+def _end_if_forked_while_ending() -> None:
+    if _ENDING:
+        os._exit(128 + signal.SIGTERM)
+
+
+if hasattr(os, "register_at_fork"):  # POSIX: where processes are forked at all
+    os.register_at_fork(after_in_child=_end_if_forked_while_ending)
 
 
 def _remove_if_made_here(path: Path, made: tuple[int, int]) -> None:
@@ -85,7 +105,10 @@ def exit_on_sigterm() -> None:
     what it stopped.
 
     A forked child (a pool worker) inherits the handler: there the signal keeps its default
-    action, which the pool's own shutdown (terminate sends SIGTERM) relies on.
+    action, which the pool's own shutdown (terminate sends SIGTERM) relies on. The command's
+    children are stopped before it ends, every one the kernel lists (a pool's replacement for
+    a worker the signal ended, forked by the pool's own thread, is not yet among the pool's
+    processes), and any forked from then on ends at once.
     """
     owner = os.getpid()
 
@@ -94,13 +117,12 @@ def exit_on_sigterm() -> None:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             return
+        global _ENDING
+        _ENDING = True
         try:
             for path, made in list(_UNFINISHED.items()):
                 _remove_if_made_here(path, made)
-            import multiprocessing
-
-            for child in multiprocessing.active_children():
-                child.terminate()
+            _stop_children(_children())
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):  # a write this signal cut short
                     stream.flush()
@@ -108,3 +130,40 @@ def exit_on_sigterm() -> None:
             os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _children() -> set[int]:
+    """This process's children: the kernel's list, each thread's (a pool forks from a thread of
+    its own), and multiprocessing's where the kernel lists none (no /proc)."""
+    pids: set[int] = set()
+    for listed in Path("/proc/self/task").glob("*/children"):
+        with contextlib.suppress(OSError, ValueError):
+            pids.update(int(pid) for pid in listed.read_text().split())
+    if not pids:
+        import multiprocessing
+
+        pids.update(p.pid for p in multiprocessing.active_children() if p.pid is not None)
+    return pids
+
+
+def _stop_children(pids: Iterable[int]) -> None:
+    """SIGTERM each child, then wait for it, up to _CHILDREN_STOP_S in all: a worker forked an
+    instant before it could lose the signal (the interpreter clears the signals it has not
+    handled yet in a new child), so one still there then is killed."""
+    waiting = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+            waiting.add(pid)
+    deadline = time.monotonic() + _CHILDREN_STOP_S
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                if os.waitpid(pid, os.WNOHANG) != (0, 0):
+                    waiting.discard(pid)
+            except ChildProcessError:  # reaped by its owner already
+                waiting.discard(pid)
+        time.sleep(0.01)
+    for pid in waiting:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
