@@ -71,8 +71,22 @@ def unfinished_file(path: Path) -> Iterator[BinaryIO]:
         with handle:
             yield handle
     finally:
-        _remove_if_made_here(path, made)
-        _UNFINISHED.pop(path, None)
+        # A second Ctrl-C, pressed while the first one's KeyboardInterrupt is removing the file,
+        # raised inside the removal and left the file; it is raised once the file is gone.
+        with _interrupts_held():
+            _remove_if_made_here(path, made)
+            _UNFINISHED.pop(path, None)
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait for the block's end (this thread's, the main one where the
+    commands clean up); one that came meanwhile acts then."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def replace_whole(path: Path, body: bytes, partial: Path) -> None:
@@ -109,6 +123,9 @@ def exit_on_sigterm() -> None:
     children are stopped before it ends, every one the kernel lists (a pool's replacement for
     a worker the signal ended, forked by the pool's own thread, is not yet among the pool's
     processes), and any forked from then on ends at once.
+
+    Neither a second SIGTERM nor Ctrl-C cuts this short: a KeyboardInterrupt raised inside it
+    left the files it had not removed yet.
     """
     owner = os.getpid()
 
@@ -118,6 +135,7 @@ def exit_on_sigterm() -> None:
             os.kill(os.getpid(), signal.SIGTERM)
             return
         global _ENDING
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         _ENDING = True
         try:
             for path, made in list(_UNFINISHED.items()):

@@ -191,3 +191,34 @@ def test_sigterm_while_the_command_starts_ends_it_with_143(tmp_path: Path) -> No
         assert command.returncode == 143, (after, command.returncode, stdout, stderr[-2000:])
         assert "Traceback" not in stderr, stderr
         assert not list(tmp_path.glob("bundle.zip*")), (after, sorted(p.name for p in tmp_path.iterdir()))
+
+
+@pytest.mark.parametrize("first", ["SIGINT", "SIGTERM"])
+def test_a_second_ctrl_c_during_the_cleanup_leaves_no_partial_file(tmp_path: Path, first: str) -> None:
+    """A user presses Ctrl-C again while the first Ctrl-C (or a SIGTERM) is removing the
+    unfinished file: the second KeyboardInterrupt was raised inside the removal, and the file
+    stayed. The second press is sent by the removal itself, at its start (a real signal cannot
+    be aimed at one line)."""
+    code = (
+        "import os, signal, sys, time\n"
+        "from pathlib import Path\n"
+        "from monitor import unfinished\n"
+        "unfinished.exit_on_sigterm()\n"
+        "remove = unfinished._remove_if_made_here\n"
+        "def pressed_again(path, made):\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    time.sleep(0.5)\n"
+        "    remove(path, made)\n"
+        "unfinished._remove_if_made_here = pressed_again\n"
+        "try:\n"
+        "    with unfinished.unfinished_file(Path('out.partial')) as handle:\n"
+        "        handle.write(b'half')\n"
+        f"        os.kill(os.getpid(), signal.{first})\n"
+        "        time.sleep(5)\n"
+        "except KeyboardInterrupt:\n"
+        "    sys.exit(130)\n"
+    )
+    done = _script(code, tmp_path)
+    assert done.returncode == (130 if first == "SIGINT" else 143), (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not list(tmp_path.iterdir())
