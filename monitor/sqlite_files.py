@@ -50,6 +50,13 @@ def not_a_store(path: str, what: str) -> str:
     return f"{path!r} is {what}, not a minewatch store; name a new file for the store"
 
 
+# The store's mark in its file's header (PRAGMA application_id, which SQLite keeps for a program
+# to tell its files by): b"MWst". Set on a new store before its name appears (Store:
+# _make_store_file), so that until its tables are made it is told from another program's
+# database with no tables, WAL mode or not.
+STORE_APPLICATION_ID = int.from_bytes(b"MWst", "big")
+
+
 def store_file_refusal(conn: sqlite3.Connection, path: str, *, made_here: bool = False) -> str | None:
     """The refusal (not_a_store) of the file at ``path``, open as ``conn``, when it is no
     minewatch store: another program's database or a sensor's queue (someone_elses), or a file
@@ -65,17 +72,17 @@ def store_file_refusal(conn: sqlite3.Connection, path: str, *, made_here: bool =
 
 def not_a_stores_making(conn: sqlite3.Connection, path: str) -> str | None:
     """What a file with no tables at all is when minewatch did not make it as a store: "an empty
-    file" (`touch`), "a SQLite database with no tables" (another program's, not in WAL mode); None
-    when it holds tables (someone_elses judges those) or is in WAL mode, which the store sets on
-    its file before the file's name appears (Store: _make_store_file). Reads only."""
+    file" (`touch`), "a SQLite database with no tables" (another program's, in WAL mode or not);
+    None when it holds tables (someone_elses judges those) or carries the store's mark, which
+    the store sets on its file before the file's name appears. Reads only."""
     if conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None:
         return None
     with open(path, "rb") as file:
         header = file.read(100)
     if not header:
         return "an empty file"
-    wal = header[18:20] == b"\x02\x02"  # the file format's write and read versions: 2 is WAL
-    return None if wal else "a SQLite database with no tables"
+    marked = int.from_bytes(header[68:72], "big") == STORE_APPLICATION_ID  # the application id's field
+    return None if marked else "a SQLite database with no tables"
 
 
 # SQLite's primary result codes (an extended code's low byte) that say the files or their disk

@@ -43,7 +43,7 @@ from monitor.journal.chain_kinds import digest_of as digest_of
 from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
 from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
-from monitor.sqlite_files import refuses_writes, store_file_refusal
+from monitor.sqlite_files import STORE_APPLICATION_ID, refuses_writes, store_file_refusal
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import (
@@ -389,14 +389,16 @@ def _make_folder_of(path: str) -> None:
 
 
 def _make_store_file(path: str) -> None:
-    """A new store's file, in WAL mode before its name appears (linked from a file of this
-    process's own): another process opening the store at that moment finds a store being made,
-    never an empty file, which is refused as a file minewatch did not make. Where the folder
-    refuses (no hard links, read-only) nothing is made here: SQLite makes it as it opens it."""
+    """A new store's file, marked as the store's (STORE_APPLICATION_ID) and in WAL mode before
+    its name appears (linked from a file of this process's own): another process opening the
+    store at that moment finds a store being made, never an empty file or a database with no
+    tables and no mark, both refused as files minewatch did not make. Where the folder refuses
+    (no hard links, read-only) nothing is made here: SQLite makes it as it opens it."""
     own = f"{path}.new-{os.getpid()}"
     try:
         conn = sqlite3.connect(own)
         try:
+            conn.execute(f"PRAGMA application_id={STORE_APPLICATION_ID}")
             conn.execute("PRAGMA journal_mode=WAL")
         finally:
             conn.close()

@@ -953,8 +953,15 @@ def test_a_store_file_minewatch_did_not_make_is_refused_and_left_alone(
     """An empty file at storage.path (`touch minewatch.db`), or a SQLite database without tables,
     was taken as a new store: the daemon wrote its tables into it and switched it to WAL. Each
     is one line now, from the daemon and from the commands that read the store, and nothing is
-    written in or beside it; a missing file is still made (the daemon's first start)."""
+    written in or beside it; a missing file is still made (the daemon's first start). One in
+    WAL mode (bare-wal.db) passed as a store being made; a store being made carries the store's
+    mark (application_id), which it has not."""
     files = _files_minewatch_did_not_make(tmp_path)
+    bare_wal = tmp_path / "bare-wal.db"
+    conn = sqlite3.connect(bare_wal)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    files[bare_wal] = "a SQLite database with no tables"
     before = {path: path.read_bytes() for path in files}
     for store, what in files.items():
         config = tmp_path / f"{store.stem}.toml"
@@ -966,9 +973,37 @@ def test_a_store_file_minewatch_did_not_make_is_refused_and_left_alone(
                 f" for the store (storage.path in {config})"
             ), line
     assert {path: path.read_bytes() for path in files} == before
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("mine", "bare"))) == [
+    # Beside a WAL-mode file SQLite's readers leave its -shm (and -wal), whoever opens it.
+    left = {"bare-wal.db-shm", "bare-wal.db-wal"}
+    assert sorted(
+        p.name for p in tmp_path.iterdir() if p.name.startswith(("mine", "bare")) and p.name not in left
+    ) == [
+        "bare-wal.db",
+        "bare-wal.toml",
         "bare.db",
         "bare.toml",
         "mine.db",
         "mine.toml",
     ]
+
+
+def test_a_store_being_made_is_told_from_a_database_with_no_tables(tmp_path: Path) -> None:
+    """The daemon's new file, linked to its name before its tables are made, is a store being
+    made to every reader; another program's database in WAL mode with no tables is not."""
+    from monitor.commands.store_file import store_refusal
+    from monitor.journal.store import Store, _make_store_file
+
+    making = tmp_path / "making.db"
+    _make_store_file(str(making))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["making.db"]
+    assert store_refusal(str(making)) is None
+    Store(making).close()  # the daemon, started again, makes its tables there
+    assert store_refusal(str(making)) is None
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    assert store_refusal(str(other)) == (
+        f"{str(other)!r} is a SQLite database with no tables, not a minewatch store;"
+        " name a new file for the store"
+    )
