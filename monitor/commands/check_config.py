@@ -107,14 +107,15 @@ def run(args: argparse.Namespace) -> int:
 def _store_refused(path: str) -> str | None:
     """Why the daemon and every command would refuse the file at ``path`` as the store (an empty
     file, another program's database, a sensor's queue), in their words; None for a store, or
-    none yet (the daemon makes it). A store this user cannot read (the daemon's, 0600) is not
-    judged: the configuration is not wrong for it."""
+    none yet (the daemon makes it). A store this user cannot read (another user's, 0600) was
+    passed in silence, though `run` as this user refuses it: it is refused in run's words."""
     from monitor.commands.store_file import store_refusal
+    from monitor.journal.store import cannot_open
 
     try:
         return store_refusal(path)
-    except sqlite3.Error:
-        return None
+    except sqlite3.Error as exc:
+        return cannot_open(path, exc)
 
 
 def _warn_placeholders(file: str, text: str) -> None:

@@ -362,10 +362,16 @@ def open_patiently(
             if isinstance(exc, sqlite3.OperationalError) and _locked(exc) and time.monotonic() < patience:
                 time.sleep(0.05)
                 continue
-            for_what = f" ({what})" if what else ""
-            raise StoreError(
-                f"cannot open the store {path!r}{for_what}: {_why_not_opened(path, exc, patience_s)}"
-            ) from exc
+            raise StoreError(cannot_open(path, exc, what=what, patience_s=patience_s)) from exc
+
+
+def cannot_open(
+    path: str, exc: sqlite3.Error, *, what: str = "", patience_s: float = _OPEN_PATIENCE_S
+) -> str:
+    """The daemon's refusal of a store its connection could not open (``exc``), in one line:
+    check-config says it in the same words of a store this user cannot read."""
+    for_what = f" ({what})" if what else ""
+    return f"cannot open the store {path!r}{for_what}: {_why_not_opened(path, exc, patience_s)}"
 
 
 def folder_blocked(path: str) -> str | None:

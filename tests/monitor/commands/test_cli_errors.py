@@ -1007,3 +1007,47 @@ def test_a_store_being_made_is_told_from_a_database_with_no_tables(tmp_path: Pat
         f"{str(other)!r} is a SQLite database with no tables, not a minewatch store;"
         " name a new file for the store"
     )
+
+
+def test_check_config_refuses_a_store_this_user_cannot_read_in_runs_words(tmp_path: Path) -> None:
+    """check-config said OK of a store it could not read at all (another user's, 0600), which
+    `run` as the same user refuses; it says run's line on the key and exits 2. Unreadable for
+    real: the file is another user's, and the commands run without the capabilities that let
+    root read any file (setpriv), or as the user they are when it is not root."""
+    store = tmp_path / "store.db"
+    Store(store).close()
+    config = tmp_path / "site.toml"
+    config.write_text(DEMO_CONFIG.read_text().replace('path = "minewatch-demo.db"', f'path = "{store}"'))
+    store.chmod(0o600)
+    if os.geteuid() == 0:
+        os.chown(store, 65534, 65534)
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    else:
+        store.chmod(0)
+        prefix = []
+    environment = dict(os.environ, PYTHONPATH=str(REPO))
+    environment.pop(UNSET_SECRET, None)
+    lines = {}
+    for command in ("run", "check-config"):
+        done = subprocess.run(
+            [*prefix, sys.executable, "-m", "monitor.cli", command, "--config", str(config)],
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (
+            command,
+            done.returncode,
+            done.stderr,
+        )
+        lines[command] = done.stderr.splitlines()
+    refusal = (
+        f"cannot open the store {str(store)!r}: {store} is not writable by this user (permission denied)"
+    )
+    assert lines["run"] == [f"minewatch run: {refusal} (storage.path in {config})"], lines["run"]
+    assert lines["check-config"] == [
+        f"storage.path: {refusal}",
+        f"{config}: invalid configuration, 1 problem(s)",
+    ], lines["check-config"]
