@@ -73,15 +73,15 @@ def unfinished_file(path: Path) -> Iterator[BinaryIO]:
     finally:
         # A second Ctrl-C, pressed while the first one's KeyboardInterrupt is removing the file,
         # raised inside the removal and left the file; it is raised once the file is gone.
-        with _interrupts_held():
+        with interrupts_held():
             _remove_if_made_here(path, made)
             _UNFINISHED.pop(path, None)
 
 
 @contextlib.contextmanager
-def _interrupts_held() -> Iterator[None]:
+def interrupts_held() -> Iterator[None]:
     """SIGINT and SIGTERM wait for the block's end (this thread's, the main one where the
-    commands clean up); one that came meanwhile acts then."""
+    commands clean up and make their files); one that came meanwhile acts then."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield

@@ -44,6 +44,7 @@ from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
 from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
 from monitor.sqlite_files import STORE_APPLICATION_ID, refuses_writes, store_file_refusal
+from monitor.unfinished import interrupts_held
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
 from monitor.wire.codec import (
@@ -399,23 +400,27 @@ def _make_store_file(path: str) -> None:
     its name appears (linked from a file of this process's own): another process opening the
     store at that moment finds a store being made, never an empty file or a database with no
     tables and no mark, both refused as files minewatch did not make. Where the folder refuses
-    (no hard links, read-only) nothing is made here: SQLite makes it as it opens it."""
+    (no hard links, read-only) nothing is made here: SQLite makes it as it opens it.
+
+    Ctrl-C and SIGTERM wait for its few milliseconds: one while it ran (`run` starting, before
+    its own handler) left ``{path}.new-PID`` behind."""
     own = f"{path}.new-{os.getpid()}"
-    try:
-        conn = sqlite3.connect(own)
+    with interrupts_held():
         try:
-            conn.execute(f"PRAGMA application_id={STORE_APPLICATION_ID}")
-            conn.execute("PRAGMA journal_mode=WAL")
+            conn = sqlite3.connect(own)
+            try:
+                conn.execute(f"PRAGMA application_id={STORE_APPLICATION_ID}")
+                conn.execute("PRAGMA journal_mode=WAL")
+            finally:
+                conn.close()
+            with contextlib.suppress(FileExistsError):  # another process made it at this moment
+                os.link(own, path)
+        except (OSError, sqlite3.Error):
+            pass
         finally:
-            conn.close()
-        with contextlib.suppress(FileExistsError):  # another process made it at this moment
-            os.link(own, path)
-    except (OSError, sqlite3.Error):
-        pass
-    finally:
-        for leftover in (own, own + "-wal", own + "-shm"):
-            with contextlib.suppress(OSError):
-                os.unlink(leftover)
+            for leftover in (own, own + "-wal", own + "-shm"):
+                with contextlib.suppress(OSError):
+                    os.unlink(leftover)
 
 
 class Store:

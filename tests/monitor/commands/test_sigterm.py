@@ -222,3 +222,31 @@ def test_a_second_ctrl_c_during_the_cleanup_leaves_no_partial_file(tmp_path: Pat
     assert done.returncode == (130 if first == "SIGINT" else 143), (done.returncode, done.stderr)
     assert "Traceback" not in done.stderr, done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_sigterm_while_the_store_file_is_made_leaves_nothing_beside_it(tmp_path: Path) -> None:
+    """`run` puts its own handler in after it has made the store's file; SIGTERM while it made
+    it (exit_on_sigterm's exit) left ``store.db.new-PID``. Sent by the making itself, between
+    the new file and its link (a real signal cannot be aimed at one line)."""
+    code = (
+        "import os, signal, time\n"
+        "from monitor.journal import store\n"
+        "from monitor.unfinished import exit_on_sigterm\n"
+        "exit_on_sigterm()\n"
+        "link = os.link\n"
+        "def signalled(own, path):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(0.5)\n"
+        "    link(own, path)\n"
+        "os.link = signalled\n"
+        "store._make_store_file('store.db')\n"
+        "print('went on')\n"
+    )
+    done = _script(code, tmp_path)
+    assert done.returncode == 143, (done.returncode, done.stdout, done.stderr)
+    assert "went on" not in done.stdout and "Traceback" not in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.db"]
+
+    from monitor.commands.store_file import store_refusal
+
+    assert store_refusal(str(tmp_path / "store.db")) is None  # a store being made, to the next start
