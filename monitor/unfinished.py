@@ -12,6 +12,7 @@ import os
 import secrets
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -80,13 +81,27 @@ def unfinished_file(path: Path) -> Iterator[BinaryIO]:
 
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait for the block's end (this thread's, the main one where the
-    commands clean up and make their files); one that came meanwhile acts then."""
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    """SIGINT and SIGTERM wait for the block's end, where the commands clean up and make their
+    files; one that came meanwhile is raised again then, to its own handler. Python runs a
+    handler in the main thread whichever thread the kernel gives the signal to (one that does
+    not block it), so the handlers are swapped, not the thread's mask: in the main thread only,
+    where Python lets them be set (elsewhere the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        caught.append(signum)
+
+    previous = {signum: signal.signal(signum, hold) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        for came in dict.fromkeys(caught):
+            signal.raise_signal(came)
 
 
 def replace_whole(path: Path, body: bytes, partial: Path) -> None:
@@ -135,7 +150,8 @@ def exit_on_sigterm() -> None:
             os.kill(os.getpid(), signal.SIGTERM)
             return
         global _ENDING
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        for held in (signal.SIGINT, signal.SIGTERM):  # this process is ending: nothing more to do
+            signal.signal(held, signal.SIG_IGN)
         _ENDING = True
         try:
             for path, made in list(_UNFINISHED.items()):

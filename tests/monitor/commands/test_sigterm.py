@@ -193,17 +193,24 @@ def test_sigterm_while_the_command_starts_ends_it_with_143(tmp_path: Path) -> No
         assert not list(tmp_path.glob("bundle.zip*")), (after, sorted(p.name for p in tmp_path.iterdir()))
 
 
+@pytest.mark.parametrize("thread", [False, True], ids=["one-thread", "another-thread"])
 @pytest.mark.parametrize("first", ["SIGINT", "SIGTERM"])
-def test_a_second_ctrl_c_during_the_cleanup_leaves_no_partial_file(tmp_path: Path, first: str) -> None:
+def test_a_second_ctrl_c_during_the_cleanup_leaves_no_partial_file(
+    tmp_path: Path, first: str, thread: bool
+) -> None:
     """A user presses Ctrl-C again while the first Ctrl-C (or a SIGTERM) is removing the
     unfinished file: the second KeyboardInterrupt was raised inside the removal, and the file
     stayed. The second press is sent by the removal itself, at its start (a real signal cannot
-    be aimed at one line)."""
+    be aimed at one line). With another thread running (an export's pool has three), the
+    kernel gives the signal to a thread that does not block it, and Python runs its handler in
+    the main thread all the same: blocking it there alone is not enough."""
     code = (
-        "import os, signal, sys, time\n"
+        "import os, signal, sys, threading, time\n"
         "from pathlib import Path\n"
         "from monitor import unfinished\n"
         "unfinished.exit_on_sigterm()\n"
+        f"if {thread}:\n"
+        "    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
         "remove = unfinished._remove_if_made_here\n"
         "def pressed_again(path, made):\n"
         "    os.kill(os.getpid(), signal.SIGINT)\n"
