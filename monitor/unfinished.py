@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import BinaryIO
@@ -156,7 +156,7 @@ def exit_on_sigterm() -> None:
         try:
             for path, made in list(_UNFINISHED.items()):
                 _remove_if_made_here(path, made)
-            _stop_children(_children())
+            _stop_children()
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(Exception):  # a write this signal cut short
                     stream.flush()
@@ -180,24 +180,25 @@ def _children() -> set[int]:
     return pids
 
 
-def _stop_children(pids: Iterable[int]) -> None:
-    """SIGTERM each child, then wait for it, up to _CHILDREN_STOP_S in all: a worker forked an
-    instant before it could lose the signal (the interpreter clears the signals it has not
-    handled yet in a new child), so one still there then is killed."""
-    waiting = set()
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGTERM)
-            waiting.add(pid)
+def _stop_children() -> None:
+    """SIGTERM each child and wait for it to end, listing them again until none is left, up to
+    _CHILDREN_STOP_S in all; those still there then are killed. Listed again: one forked as the
+    list was read (ending at once) or left out of it (the kernel's list may skip a child while
+    another one ends), and a worker forked an instant before can lose the signal (the
+    interpreter clears the signals not yet handled in a new child)."""
+    signalled: set[int] = set()
     deadline = time.monotonic() + _CHILDREN_STOP_S
-    while waiting and time.monotonic() < deadline:
-        for pid in list(waiting):
-            try:
-                if os.waitpid(pid, os.WNOHANG) != (0, 0):
-                    waiting.discard(pid)
-            except ChildProcessError:  # reaped by its owner already
-                waiting.discard(pid)
+    while alive := _children():  # one ended and reaped here (or by its pool) leaves the list
+        if time.monotonic() >= deadline:
+            for pid in alive:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            return
+        for pid in alive - signalled:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        signalled |= alive
+        for pid in alive:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
         time.sleep(0.01)
-    for pid in waiting:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
