@@ -11,7 +11,6 @@ commands an operator would run, in subprocesses; this module only orchestrates a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -21,10 +20,8 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from importlib import resources
@@ -35,6 +32,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.errors import UsageError
 from monitor.journal import queries
+from monitor.unfinished import interrupts_held
 from monitor.wire.protocol import format_ts
 from rules.citation import citation_text
 from rules.times import local_stamp
@@ -193,7 +191,9 @@ class Demo:
 
     def _spawn(self, args: list[str], log: Path) -> subprocess.Popen[bytes]:
         handle = open(log, "ab")  # noqa: SIM115 - the child owns it; closed when we exit
-        with _interrupts_held():  # the child is in self.procs (stop_all ends it) before Ctrl-C acts
+        # Ctrl-C (or SIGTERM) raised inside Popen, after the fork, left the child running with
+        # nobody to stop it: held until the child is in self.procs (stop_all ends it), then acted on.
+        with interrupts_held():
             proc = subprocess.Popen(
                 args, stdout=handle, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1")
             )
@@ -931,30 +931,6 @@ def run_demo(
 
 
 _DEMO_PID: int | None = None  # the demo's own process (SIGTERM's handler is inherited by forks)
-
-
-@contextlib.contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """Ctrl-C (or SIGTERM) while a child is being started acts once the block is done: raised
-    inside Popen, after the fork, it left the child running with nobody to stop it (a daemon
-    outlived an interrupted demo). Main thread only, as signal handlers are."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-
-    def hold(signum: int, _frame: FrameType | None) -> None:
-        caught.append(signum)
-
-    previous = {signum: signal.signal(signum, hold) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if caught:
-        _stop_listening()
-        raise KeyboardInterrupt
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
