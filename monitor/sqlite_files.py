@@ -14,8 +14,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-from monitor.journal import migrations
-
 # minewatch's own files, each told by tables of its own: named as the other kind by mistake.
 _OURS = (
     ({"migrations", "chain"}, "a minewatch store (storage.path)"),
@@ -55,19 +53,6 @@ def not_a_store(path: str, what: str) -> str:
 # _make_store_file), so that until its tables are made it is told from another program's
 # database with no tables, WAL mode or not.
 STORE_APPLICATION_ID = int.from_bytes(b"MWst", "big")
-
-
-def store_file_refusal(conn: sqlite3.Connection, path: str, *, made_here: bool = False) -> str | None:
-    """The refusal (not_a_store) of the file at ``path``, open as ``conn``, when it is no
-    minewatch store: another program's database or a sensor's queue (someone_elses), or a file
-    minewatch did not make as a store (not_a_stores_making; skipped when the caller has just
-    made it, ``made_here``). None for a store. Reads only: the daemon's Store and the commands'
-    store_file judge a file by this before anything writes to it."""
-    # A store has its migrations' record, or (made before the record) its chain.
-    foreign = someone_elses(conn, (migrations.TABLE, "chain"))
-    if foreign is None and not made_here:
-        foreign = not_a_stores_making(conn, path)
-    return None if foreign is None else not_a_store(path, foreign)
 
 
 def not_a_stores_making(conn: sqlite3.Connection, path: str) -> str | None:

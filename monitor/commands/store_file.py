@@ -12,8 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from monitor.errors import StoreError, UsageError
-from monitor.journal.store import named_a_folder
-from monitor.sqlite_files import store_file_refusal
+from monitor.journal.store import named_a_folder, store_file_refusal
 
 
 def existing_store(path: str, config: str) -> Path:

@@ -43,7 +43,13 @@ from monitor.journal.chain_kinds import digest_of as digest_of
 from monitor.journal.chain_kinds import next_head as next_head
 from monitor.journal.chain_kinds import sound_record as sound_record
 from monitor.journal.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # read-only openers compare it too
-from monitor.sqlite_files import STORE_APPLICATION_ID, refuses_writes, store_file_refusal
+from monitor.sqlite_files import (
+    STORE_APPLICATION_ID,
+    not_a_store,
+    not_a_stores_making,
+    refuses_writes,
+    someone_elses,
+)
 from monitor.unfinished import interrupts_held
 from monitor.wire.canonical import canonical_text, from_us
 from monitor.wire.canonical import to_us as to_us
@@ -393,6 +399,19 @@ def _make_folder_of(path: str) -> None:
         blocked = folder_blocked(path) if isinstance(exc, FileExistsError | NotADirectoryError) else None
         why = blocked or f"cannot make the folder of the store {path!r}: {exc.filename}: {exc.strerror}"
         raise StoreError(why) from None
+
+
+def store_file_refusal(conn: sqlite3.Connection, path: str, *, made_here: bool = False) -> str | None:
+    """The refusal (not_a_store) of the file at ``path``, open as ``conn``, when it is no
+    minewatch store: another program's database or a sensor's queue (someone_elses), or a file
+    minewatch did not make as a store (not_a_stores_making; skipped when the caller has just
+    made it, ``made_here``). None for a store. Reads only: the daemon's Store and the commands'
+    store_file judge a file by this before anything writes to it."""
+    # A store has its migrations' record, or (made before the record) its chain.
+    foreign = someone_elses(conn, (migrations.TABLE, "chain"))
+    if foreign is None and not made_here:
+        foreign = not_a_stores_making(conn, path)
+    return None if foreign is None else not_a_store(path, foreign)
 
 
 def _make_store_file(path: str) -> None:
