@@ -21,7 +21,7 @@ from monitor.daemon.pipeline import Pipeline
 from monitor.journal.store import Store
 from monitor.wire.codec import encode
 from monitor.wire.protocol import parse_ts
-from rules.model import SoundLevels
+from rules.model import SensorStatus, SoundLevels
 from tests.support.configs import quarry_config, sensor
 
 WALL = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
@@ -136,3 +136,57 @@ def test_a_backfill_s_silence_does_not_depend_on_how_the_messages_were_batched(t
     assert len(one_batch) == 2, one_batch  # no flapping while the backlog comes in
     # Back at the last step before its backlog came in (20:52:30; its readings are older).
     assert offline[0][0] == "2026-11-29T20:50:30Z" and back[0][0] == "2026-11-29T20:52:30Z"
+
+
+def alerts_of_a_return(tmp_path: Path, batch_size: int) -> list[tuple[str, str, str]]:
+    """n1 and n2 send every second; n2 falls silent from 10 s to 170 s, then comes back: its
+    readings of 170-176 s, then its heartbeat stamped 177 s, then its later readings, in that
+    order (as the demo's simulator publishes them), handed over ``batch_size`` at a time."""
+    config = parse_config(
+        quarry_config(
+            tmp_path / f"return-{batch_size}.db",
+            daemon={"clock": "data", "max_age_s": 34560000, "lateness_s": 600},
+            sensors=[sensor("n1", "sound", expected_period_s=1), sensor("n2", "sound", expected_period_s=1)],
+        )
+    )
+    store = Store(config.storage.path)
+    published: list[tuple[str, dict[str, object]]] = []
+    pipeline = Pipeline(
+        config, store, lambda t, p, r: published.append((t, json.loads(p))), Clock("data", lambda: WALL)
+    )
+
+    def message(sensor_id: str, s: int) -> Inbound:
+        levels = SoundLevels("q", sensor_id, DAY + timedelta(seconds=s), 1.0, 60, 61, 75)
+        return Inbound(*encode(levels), 1, 1, 0.0)
+
+    heartbeat = Inbound(*encode(SensorStatus("q", "n2", DAY + timedelta(seconds=177), 90.0, 0.0)), 1, 1, 0.0)
+    messages = [message(n, s) for s in range(10) for n in ("n1", "n2")]
+    messages += [message("n1", s) for s in range(10, 170)]
+    messages += [m for s in range(170, 177) for m in (message("n1", s), message("n2", s))]
+    messages += [heartbeat, *(m for s in range(177, 200) for m in (message("n1", s), message("n2", s)))]
+    try:
+        for start in range(0, len(messages), batch_size):
+            pipeline.handle_batch(messages[start : start + batch_size])
+            pipeline.tick()
+    finally:
+        store.close()
+    return [
+        (str(b["ts"]), str(b.get("kind") if b.get("state") != "cleared" else "cleared"), str(b["message"]))
+        for t, b in published
+        if t == "minewatch/q/alerts" and b.get("kind") != "anchor"
+    ]
+
+
+def test_a_sensors_return_is_told_at_its_first_message_however_the_messages_were_batched(
+    tmp_path: Path,
+) -> None:
+    """A sensor's readings were taken in at the end of the batch's part, a heartbeat as it was
+    handled, so a heartbeat that came after the sensor's first readings but in the same batch
+    said the return at its own time: the demo run twice on one day told "back online after
+    20.1 minutes" at 22:45:07 once and "after 20.0 minutes" at 22:45:00 the other time. Each
+    message is now taken in in the order it came."""
+    one_batch = alerts_of_a_return(tmp_path, 10_000)
+    one_by_one = alerts_of_a_return(tmp_path, 1)
+    assert one_batch == one_by_one
+    back = [a for a in one_batch if a[1] == "cleared" and "n2 is back online" in a[2]]
+    assert len(back) == 1 and "after 2.7 minutes" in back[0][2], one_batch
