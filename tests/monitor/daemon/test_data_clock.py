@@ -81,13 +81,20 @@ def test_anchors_and_status_follow_past_data(tmp_path: Path) -> None:
         assert DAY <= parse_ts(body["ts"]) < DAY + timedelta(hours=1)  # the data's time, not the wall's
 
 
-def alerts_of_backfill(tmp_path: Path, batch_size: int) -> list[tuple[str, str, str]]:
-    """n1 and n2 send every second; n2 falls silent after 10 s and sends its backlog (10-180 s)
-    after n1's 180 s are in: the messages in that order, handed to the daemon ``batch_size``
-    at a time. The alerts published: (ts, kind or "cleared", message)."""
+def _levels(sensor_id: str, s: int) -> Inbound:
+    """A sound meter's reading of the second ``s`` after DAY, as it comes from the broker."""
+    levels = SoundLevels("q", sensor_id, DAY + timedelta(seconds=s), 1.0, 60, 61, 75)
+    return Inbound(*encode(levels), 1, 1, 0.0)
+
+
+def alerts_told(
+    tmp_path: Path, name: str, messages: list[Inbound], batch_size: int
+) -> list[tuple[str, str, str]]:
+    """``messages`` handed to a data-clock daemon of meters n1 and n2 ``batch_size`` at a time, a
+    tick after each batch. The alerts published: (ts, kind or "cleared", message)."""
     config = parse_config(
         quarry_config(
-            tmp_path / f"store-{batch_size}.db",
+            tmp_path / f"{name}-{batch_size}.db",
             daemon={"clock": "data", "max_age_s": 34560000, "lateness_s": 600},
             sensors=[sensor("n1", "sound", expected_period_s=1), sensor("n2", "sound", expected_period_s=1)],
         )
@@ -97,14 +104,6 @@ def alerts_of_backfill(tmp_path: Path, batch_size: int) -> list[tuple[str, str, 
     pipeline = Pipeline(
         config, store, lambda t, p, r: published.append((t, json.loads(p))), Clock("data", lambda: WALL)
     )
-
-    def message(sensor_id: str, s: int) -> Inbound:
-        levels = SoundLevels("q", sensor_id, DAY + timedelta(seconds=s), 1.0, 60, 61, 75)
-        return Inbound(*encode(levels), 1, 1, 0.0)
-
-    messages = [message(n, s) for s in range(10) for n in ("n1", "n2")]
-    messages += [message("n1", s) for s in range(10, 180)]
-    messages += [message("n2", s) for s in range(10, 180)]  # the backfill, after n1's later data
     try:
         for start in range(0, len(messages), batch_size):
             pipeline.handle_batch(messages[start : start + batch_size])
@@ -118,6 +117,16 @@ def alerts_of_backfill(tmp_path: Path, batch_size: int) -> list[tuple[str, str, 
     ]
     # The anchors (also on this topic) name the chain's record count, which batching changes.
     return [alert for alert in told if alert[1] != "anchor"]
+
+
+def alerts_of_backfill(tmp_path: Path, batch_size: int) -> list[tuple[str, str, str]]:
+    """n1 and n2 send every second; n2 falls silent after 10 s and sends its backlog (10-180 s)
+    after n1's 180 s are in: the messages in that order, handed to the daemon ``batch_size``
+    at a time."""
+    messages = [_levels(n, s) for s in range(10) for n in ("n1", "n2")]
+    messages += [_levels("n1", s) for s in range(10, 180)]
+    messages += [_levels("n2", s) for s in range(10, 180)]  # the backfill, after n1's later data
+    return alerts_told(tmp_path, "store", messages, batch_size)
 
 
 def test_a_backfill_s_silence_does_not_depend_on_how_the_messages_were_batched(tmp_path: Path) -> None:
@@ -142,39 +151,12 @@ def alerts_of_a_return(tmp_path: Path, batch_size: int) -> list[tuple[str, str, 
     """n1 and n2 send every second; n2 falls silent from 10 s to 170 s, then comes back: its
     readings of 170-176 s, then its heartbeat stamped 177 s, then its later readings, in that
     order (as the demo's simulator publishes them), handed over ``batch_size`` at a time."""
-    config = parse_config(
-        quarry_config(
-            tmp_path / f"return-{batch_size}.db",
-            daemon={"clock": "data", "max_age_s": 34560000, "lateness_s": 600},
-            sensors=[sensor("n1", "sound", expected_period_s=1), sensor("n2", "sound", expected_period_s=1)],
-        )
-    )
-    store = Store(config.storage.path)
-    published: list[tuple[str, dict[str, object]]] = []
-    pipeline = Pipeline(
-        config, store, lambda t, p, r: published.append((t, json.loads(p))), Clock("data", lambda: WALL)
-    )
-
-    def message(sensor_id: str, s: int) -> Inbound:
-        levels = SoundLevels("q", sensor_id, DAY + timedelta(seconds=s), 1.0, 60, 61, 75)
-        return Inbound(*encode(levels), 1, 1, 0.0)
-
     heartbeat = Inbound(*encode(SensorStatus("q", "n2", DAY + timedelta(seconds=177), 90.0, 0.0)), 1, 1, 0.0)
-    messages = [message(n, s) for s in range(10) for n in ("n1", "n2")]
-    messages += [message("n1", s) for s in range(10, 170)]
-    messages += [m for s in range(170, 177) for m in (message("n1", s), message("n2", s))]
-    messages += [heartbeat, *(m for s in range(177, 200) for m in (message("n1", s), message("n2", s)))]
-    try:
-        for start in range(0, len(messages), batch_size):
-            pipeline.handle_batch(messages[start : start + batch_size])
-            pipeline.tick()
-    finally:
-        store.close()
-    return [
-        (str(b["ts"]), str(b.get("kind") if b.get("state") != "cleared" else "cleared"), str(b["message"]))
-        for t, b in published
-        if t == "minewatch/q/alerts" and b.get("kind") != "anchor"
-    ]
+    messages = [_levels(n, s) for s in range(10) for n in ("n1", "n2")]
+    messages += [_levels("n1", s) for s in range(10, 170)]
+    messages += [m for s in range(170, 177) for m in (_levels("n1", s), _levels("n2", s))]
+    messages += [heartbeat, *(m for s in range(177, 200) for m in (_levels("n1", s), _levels("n2", s)))]
+    return alerts_told(tmp_path, "return", messages, batch_size)
 
 
 def test_a_sensors_return_is_told_at_its_first_message_however_the_messages_were_batched(
