@@ -238,7 +238,7 @@ def blast_report_data(
         "blast_id": blast_id,
         "blast": blast,
         "notices": [n for n, seen in notices if seen],
-        "notice_not_shown": blast_notice_not_shown(store, site, profile, blast_id, fired, shown),
+        "notice_not_shown": notice_not_shown(notices, blast_id, fired, profile, site.preexisting),
         "blast_not_shown": blast_id is None and len(blasts) < len(matching),
         "findings": findings,
         "units": params.units if params else "mm/s",
