@@ -40,6 +40,7 @@ from rules.times import local_stamp
 if TYPE_CHECKING:
     from monitor.config import Config, SiteConfig
     from rules.profile import Profile
+    from sensors.scenario import Scenario
 
 DEMO_CONFIG = "demo/dovre-demo.toml"  # package data of `sensors`
 SITE = "dovre-quarry"
@@ -399,13 +400,7 @@ class Demo:
 
     def _last_second(self) -> datetime:
         """The last second of sound the simulator sends for this run's scenario and day."""
-        from sensors.scenario import load_scenario, scenario_times
-
-        tz = ZoneInfo(DEMO_ZONE)
-        start, duration = scenario_times(self.scenario, tz)
-        run = load_scenario(
-            self.scenario, tz, start=datetime.combine(self.day, start.time(), tz), duration=duration
-        )
+        run = _scenario_on(self.scenario, self.day, ZoneInfo(DEMO_ZONE))
         return run.end.astimezone(UTC) - timedelta(seconds=1)
 
     def _latest_stored(self) -> datetime:
@@ -817,6 +812,15 @@ def prepare_out_dir(out: Path, force: bool) -> Path:
     return target
 
 
+def _scenario_on(name: str, day: date, tz: ZoneInfo) -> Scenario:
+    """The scenario as the demo runs it: its start time of day on ``day`` (as `simulate --date`
+    places it), for its own duration."""
+    from sensors.scenario import load_scenario, scenario_times, start_on_date
+
+    start, duration = scenario_times(name, tz)
+    return load_scenario(name, tz, start=start_on_date(day, start, tz), duration=duration)
+
+
 def _night_lights(scenario_name: str, site: SiteConfig, day: date) -> tuple[bool, str]:
     """Whether the scenario's lights (fixtures, flashers, beacons) fall in civil night on ``day``.
 
@@ -824,11 +828,10 @@ def _night_lights(scenario_name: str, site: SiteConfig, day: date) -> tuple[bool
     December afternoon of dovre-short is dark by 17:02, a June one is not.
     """
     from rules import sun
-    from sensors.scenario import Fixture, Flashing, load_scenario, scenario_times, start_on_date
+    from sensors.scenario import Fixture, Flashing
 
     tz = ZoneInfo(site.timezone)
-    start, duration = scenario_times(scenario_name, tz)
-    scenario = load_scenario(scenario_name, tz, start=start_on_date(day, start, tz), duration=duration)
+    scenario = _scenario_on(scenario_name, day, tz)
     periods = [
         p for source in scenario.sources if isinstance(source, Fixture | Flashing) for p in source.periods
     ]
