@@ -55,19 +55,14 @@ def unfinished_file(path: Path) -> Iterator[BinaryIO]:
     moves or links it into place within the block; at the block's end, and on SIGTERM before
     then (exit_on_sigterm), the name is removed if it is still the file made here.
 
-    SIGTERM is held back while the file is made and listed, so a signal between the two neither
-    leaves it behind nor removes a file of that name another process made (a process of one
-    thread, as the commands are when they make theirs: a signal another thread takes runs its
-    handler in the main thread all the same).
+    SIGTERM and Ctrl-C wait while the file is made and listed (interrupts_held), so a signal
+    between the two neither leaves it behind nor removes a file of that name another process made.
     """
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    try:
+    with interrupts_held():
         handle = open(path, "xb")  # noqa: SIM115  (closed below)
         found = os.fstat(handle.fileno())
         made = (found.st_dev, found.st_ino)
         _UNFINISHED[path] = made
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     try:
         with handle:
             yield handle
