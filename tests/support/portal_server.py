@@ -14,10 +14,11 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from monitor.credentials import hash_password
+from monitor.credentials import hash_password, hash_token
 from monitor.journal.store import Store
 from tests.support.paths import REPO
 from tests.support.servers import free_port, stop_process, wait_for_port
@@ -49,6 +50,28 @@ def account(name: str, role: str, sites: str, password_hash: str, extra: str = "
         f'[[portal.accounts]]\nname = "{name}"\nrole = "{role}"\nsites = {sites}\n'
         f'password_hash = "{password_hash}"\n{extra}'
     )
+
+
+def scoped_inspector_config(
+    config: Path, site: str, token: str, not_before: datetime, not_after: datetime, secret: str
+) -> Callable[[int], Path]:
+    """``config_for`` of portal_serving: ``config`` as it is now, with the portal on the port and
+    the inspector ida (PASSWORDS; an API ``token``) scoped to ``site`` and [not_before, not_after]."""
+    base = config.read_text()
+    ida = account(
+        "ida",
+        "inspector",
+        f'["{site}"]',
+        hash_password(PASSWORDS["ida"]),
+        f'token_hash = "{hash_token(token)}"\n'
+        f'not_before = "{not_before.isoformat()}"\nnot_after = "{not_after.isoformat()}"\n',
+    )
+
+    def config_for(port: int) -> Path:
+        config.write_text(f'{base}\n[portal]\nport = {port}\nsecret_key = "{secret}"\n{ida}')
+        return config
+
+    return config_for
 
 
 @dataclass

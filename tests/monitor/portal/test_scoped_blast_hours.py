@@ -23,7 +23,6 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from monitor.config import load_config
-from monitor.credentials import hash_password, hash_token
 from monitor.evidence import verify_bundle
 from monitor.evidence.disclosure import TimeScope
 from monitor.journal import queries
@@ -34,7 +33,7 @@ from rules import blast_notice, blast_window
 from rules.model import Blast, BlastNotice, Finding, FindingKind, SiteData
 from rules.profile import load_profile
 from tests.support.evidence import SITE, add_seismograph_event, build_site
-from tests.support.portal_server import PASSWORDS, Client, portal_serving
+from tests.support.portal_server import Client, portal_serving, scoped_inspector_config
 
 CHICAGO = ZoneInfo("America/Chicago")
 DAY = "2024-03-12"
@@ -89,16 +88,8 @@ def test_the_blasting_hours_verdict_is_shown_to_a_scope_of_the_blasts_hour(
     config_path, window, noticed = _judged(tmp_path, fired, reason)
     assert window.kind is kind and DAY in window.summary  # it names the blast's day
     not_before, not_after = _hour(fired)
-    base = config_path.read_text()
-    ida = (
-        f'[[portal.accounts]]\nname = "ida"\nrole = "inspector"\nsites = ["{SITE}"]\n'
-        f'password_hash = "{hash_password(PASSWORDS["ida"])}"\ntoken_hash = "{hash_token(TOKEN)}"\n'
-        f'not_before = "{not_before.isoformat()}"\nnot_after = "{not_after.isoformat()}"\n'
-    )
-
-    def config_for(port: int) -> Path:
-        config_path.write_text(f'{base}\n[portal]\nport = {port}\nsecret_key = "blast-hours-secret"\n{ida}')
-        return config_path
+    secret = "blast-hours-secret"
+    config_for = scoped_inspector_config(config_path, SITE, TOKEN, not_before, not_after, secret)
 
     bearer = {"Authorization": f"Bearer {TOKEN}"}
     with portal_serving(config_for, tmp_path / "portal.log") as (port, _):

@@ -22,7 +22,6 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from monitor.credentials import hash_password, hash_token
 from monitor.journal.store import Store
 from monitor.notify.blast_report import notice_not_shown
 from monitor.portal.data import NotFound, Portal, Scope, User
@@ -33,7 +32,7 @@ from rules.profile import load_profile
 from rules.times import local_stamp
 from tests.support.evidence import SITE, T0, add_seismograph_event, build_site
 from tests.support.paths import REPO
-from tests.support.portal_server import PASSWORDS, Client, portal_serving
+from tests.support.portal_server import Client, portal_serving, scoped_inspector_config
 
 SCOPE_END = T0 + timedelta(seconds=180)
 CHICAGO = ZoneInfo("America/Chicago")
@@ -189,17 +188,8 @@ def test_the_day_page_its_json_and_the_report_say_the_unseen_notice_in_the_same_
     notice = BlastNotice(SITE, "B-LATE", SCOPE_END + timedelta(hours=1), blast.ts, ("Nora Neighbour",))
     portal, _, town = _portal(tmp_path, blast, blast.ts, notice)
     config = tmp_path / "minewatch.toml"
-    base = config.read_text()
     token = "inspector-token-for-the-scoped-blast-test-0123"
-    ida = (
-        f'[[portal.accounts]]\nname = "ida"\nrole = "inspector"\nsites = ["{SITE}"]\n'
-        f'password_hash = "{hash_password(PASSWORDS["ida"])}"\ntoken_hash = "{hash_token(token)}"\n'
-        f'not_before = "{T0.isoformat()}"\nnot_after = "{SCOPE_END.isoformat()}"\n'
-    )
-
-    def config_for(port: int) -> Path:
-        config.write_text(f'{base}\n[portal]\nport = {port}\nsecret_key = "scoped-blast-secret"\n{ida}')
-        return config
+    config_for = scoped_inspector_config(config, SITE, token, T0, SCOPE_END, "scoped-blast-secret")
 
     said = "a notice of this blast was given after it, which does not give the 24 hours' notice required"
     day = f"/sites/{SITE}/day?date=2024-03-10"
