@@ -134,12 +134,8 @@ _UNPLACED = re.compile(
     re.IGNORECASE,
 )
 # Days and times named relative to when something was written ("yesterday", "last night", "this
-# morning", "next Tuesday", "Sat 14:00", "two days ago"): none can be placed from the text alone,
-# so a record naming one is not shown to a scoped reader either. A weekday counts where it names a
-# day (after last/next/this/on/since/until, before a part of the day or a time, or as "Tuesday's");
-# a weekday alone is a rule's ("cure_closed_days": ["sunday"], "a Sunday or legal holiday"), and
-# plurals ("Sundays and holidays included"), "on a weekend" and "this year" (a lighting finding's
-# days used) name no one time.
+# morning", "next Tuesday", "the day before", "overnight", "Sat 14:00", "two days ago"): none can be
+# placed from the text alone, so a record naming one is not shown to a scoped reader either.
 _WEEKDAY = (
     r"(?:mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:r(?:s(?:day)?)?)?|fri(?:day)?"
     r"|sat(?:urday)?|sun(?:day)?)\b\.?"
@@ -147,14 +143,52 @@ _WEEKDAY = (
 _WEEKDAY_NAME = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
 _DAY_PART = r"(?:morning|afternoon|evening|night)\b"
 _RELATIVE = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|ago)\b"
+    # days and nights counted from the text's own: "tonight", "overnight" (the night it was written
+    # or the one before), "two days ago"
+    r"\b(?:yesterday|today|tonight|tomorrow|overnight|ago)\b"
     rf"|\b(?:last|this|next|past|previous|coming)\s+(?:{_DAY_PART}|week(?:end)?\b)"
     r"|\b(?:last|next|past|previous|coming)\s+(?:month|year)\b"
+    # counted from a day the text does not date: "the day before", "the next morning"
+    rf"|\bthe\s+(?:day|{_DAY_PART})\s+(?:before|after)\b"
+    rf"|\bthe\s+(?:previous|next|following)\s+(?:day\b|{_DAY_PART})"
+    # midnight lies between two days and says neither (noon is read as the clock 12:00, _NOON)
+    r"|\bmidnight\b"
+    # a weekday by its whole name is a day of some week: "the blast Tuesday", "came Sunday",
+    # "Tuesday's", "Tuesday morning" (one the rules name is read out first, _AS_A_RULE; a plural,
+    # "Sundays", is no one day) ...
+    rf"|\b{_WEEKDAY_NAME}"
+    # ... and by its abbreviation where that names a day, not a word ("sat idle in the sun"):
+    # after last/next/on/since, or before a day or a time ("Sat 14:00", "Sat. 7")
     rf"|\b(?:last|this|next|past|previous|coming|on|since|until|till)\s+{_WEEKDAY}"
-    rf"|\b{_WEEKDAY_NAME}(?:(?:['\u2019]|\\u2019)s\b|\s+{_DAY_PART})"  # JSON writes ’ as \u2019
-    rf"|\b(?:{_WEEKDAY_NAME}|(?-i:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?),?\s+(?:at\s+)?\d",
+    r"|\b(?-i:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\b\.?,?\s+(?:at\s+)?\d",
     re.IGNORECASE,
 )
+# What the rules and the profiles write as a rule, naming no one day or time, read out of a text
+# before _RELATIVE; each is from a finding's or a notice's generated text (the tests list them).
+_AS_A_RULE = re.compile(
+    # a setting's list of days, each a JSON string of its own: a notice's "cure_closed_days":
+    # ["sunday"], a profile's weekend or hours_exclude
+    rf'"{_WEEKDAY_NAME}"'
+    # any day of a kind: "a Sunday or legal holiday", "a Saturday, Sunday or legal holiday" (a
+    # notice's deadline_rule), "every Sunday"
+    rf"|\b(?:an?|every|each|any)\s+{_WEEKDAY_NAME}(?:(?:,|\s+or|\s+and)\s+{_WEEKDAY_NAME})*"
+    # the days a count leaves out: "the days of sunday, wisconsin" (6.F's notice, hours_exclude),
+    # "closed days: sunday"
+    rf"|\bdays(?:\s+of|:)\s+{_WEEKDAY_NAME}(?:,\s+{_WEEKDAY_NAME})*"
+    # counting whole days: "midnight to midnight" (6.F's notice), "an overnight use" and "switched off
+    # briefly at midnight" (6.C.6's temporary lighting), "from the next day on" (the lighting rules)
+    r"|\bmidnight\s+to\s+midnight\b|\ban\s+overnight\s+use\b|\bbriefly\s+at\s+midnight\b"
+    r"|\bfrom\s+the\s+next\s+day\s+on\b"
+    # the blasting hours' sunset (6.F): "(midnight sun)", "runs to local midnight", "even when it
+    # falls after midnight", "a blast after midnight but before that sunset is judged under the
+    # previous day's exception", a verdict's "before midnight on a day the sun does not set"
+    r"|\bmidnight\s+sun\b|\blocal\s+midnight\b|\bfalls\s+after\s+midnight\b"
+    r"|\ba\s+blast\s+after\s+midnight\s+but\s+before\s+that\s+sunset\b"
+    r"|\bthe\s+previous\s+day(?:['\u2019]|\\u2019)s\s+exception\b|\bbefore\s+midnight\s+on\s+a\s+day\b",
+    re.IGNORECASE,
+)
+# Noon is the clock 12:00, read as that clock is ("at noon": on the record's own days).
+_NOON = re.compile(r"\b(?:noon|midday)\b", re.IGNORECASE)
 # The stored kind of the event a ref names, by the ref's prefix. A blast's notice has the blast's
 # id ("blast:B-7" is the blast, "notice:B-7" its notice): read as any kind, a notice given after
 # the scope withheld every finding about a blast inside it (its window, its vibration). A prefix
@@ -196,7 +230,8 @@ class TimeScope:
     Times named in site time ("2026-07-01 16:05 CDT", "16:05", "at 4:05 pm", "on 2026-07-01") are
     placed in the site's zone (``_site_times``); a time-like word that cannot be placed ("July 1",
     "7/1/2026", another zone's abbreviation, a day named relative to the text: "yesterday", "last
-    night", "next Tuesday", _RELATIVE) keeps the record out.
+    night", "next Tuesday", "the blast Sunday", "overnight", _RELATIVE) keeps the record out; what
+    the rules write as a rule ("a Sunday or legal holiday", "midnight sun", _AS_A_RULE) does not.
     """
 
     not_before_us: int | None = None
@@ -388,13 +423,13 @@ def _local_days(times: Iterable[int], zone: tzinfo) -> list[date]:
 
 def _site_times(text: str, zone: tzinfo, days: Sequence[date]) -> list[tuple[int, int]] | None:
     """Every span [lo, hi] (µs UTC) a time ``text`` names in site time could be, or None when it
-    names one that cannot be placed (_UNPLACED, _RELATIVE).
+    names one that cannot be placed (_UNPLACED, _RELATIVE; what _AS_A_RULE reads names none).
 
     A date with a clock is placed in ``zone``, at both readings of a clock the zone repeats unless
     the zone's abbreviation picks one ("01:30 CDT"); one naming another zone cannot be placed. A
-    clock alone lies on each day the text names, or else each of ``days`` (the record's own). A
-    date alone is its whole day; a clock to the minute its whole minute. RFC 3339 stamps (read by
-    _named_times) are left out first.
+    clock alone ("noon" too) lies on each day the text names, or else each of ``days`` (the
+    record's own). A date alone is its whole day; a clock to the minute its whole minute. RFC 3339
+    stamps (read by _named_times) are left out first.
     """
     rest = _STAMP.sub(" ", text)
     spans: list[tuple[int, int]] = []
@@ -414,9 +449,11 @@ def _site_times(text: str, zone: tzinfo, days: Sequence[date]) -> list[tuple[int
             return None
         spans.extend(placed)
     rest = _LOCAL.sub(" ", rest)
-    # Read after the dates placed above, which they would take too ("Tuesday 2026-07-07").
+    # Read once the dates placed above are out of the text: _UNPLACED would take them too.
+    rest = _AS_A_RULE.sub(" ", rest)
     if _UNPLACED.search(rest) or _RELATIVE.search(rest):
         return None
+    rest = _NOON.sub("12:00", rest)
     for m in _CLOCK.finditer(rest):
         if m[2] is None and m[4] is None:
             continue  # a number, not a clock

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import zipfile
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -22,9 +23,18 @@ from monitor.evidence import load_anchors, verify_bundle
 from monitor.evidence.disclosure import Disclosure, TimeScope
 from monitor.evidence.format import DIGEST_KIND_NOT_STATED
 from monitor.journal.store import Store
+from monitor.notify import notices
 from monitor.wire.canonical import to_us
+from rules import blast_notice, lighting, temporary_lighting
+from rules.blast_notice import BlastNoticeParams
 from rules.model import Finding, FindingKind, Measurement
+from rules.profile import load_profile
+from rules.temporary_lighting import TemporaryLightingParams
 from tests.support.evidence import SITE, T0, WINDOW, build_site, export
+from tests.support.paths import REPO
+from tests.support.rule_builders import make_site
+
+FERNHILL = REPO / "tests" / "data" / "profiles" / "fernhill.toml"
 
 TZ = ZoneInfo("America/Chicago")
 
@@ -38,9 +48,13 @@ NOT_AFTER = _local(2026, 6, 15, 14, 0)
 WORK = (_local(2026, 6, 15, 11, 30), _local(2026, 6, 15, 12, 0))
 
 
-def _event(description: str, start: datetime = WORK[0], end: datetime = WORK[1]) -> dict[str, object]:
-    """A declared work period's stored row (events: ts_us, end_us, data as the daemon keeps it)."""
+def _event(
+    description: str, start: datetime = WORK[0], end: datetime = WORK[1], **members: object
+) -> dict[str, object]:
+    """A declared work period's stored row (events: ts_us, end_us, data as the daemon keeps it),
+    with ``members`` added to its JSON text."""
     data = {
+        **members,
         "description": description,
         "start": start.isoformat(),
         "end": end.isoformat(),
@@ -93,13 +107,29 @@ def _event(description: str, start: datetime = WORK[0], end: datetime = WORK[1])
         ("again Sat 11:45", False),  # the clock alone is inside the scope
         ("again Tuesday's shift", False),
         ("stopped two days ago", False),
+        ("the blast Tuesday was loud", False),  # a weekday alone, in a sentence
+        ("trucks came Sunday", False),
+        ("trucks came sunday night", False),
+        ("ran Monday", False),  # the record's own weekday, which the text does not say it is
+        ("loud overnight", False),
+        ("started the day before", False),
+        ("stopped the night after", False),
+        ("again the next morning", False),
+        ("trucks at midnight", False),  # between two days, which the text does not name
+        ("again tonight", False),
+        ("running since this afternoon", False),
+        ("loud this evening", False),
         # words that name no time
         ("crusher may run a second shift", True),
         ("a second screen, May's spare", True),
         ("not run on a weekend", True),
         ("Sundays and holidays included", True),
         ("closed days: sunday", True),
+        ("not on a Sunday or legal holiday", True),
+        ("every Saturday, Sunday and holiday", True),
         ("sat idle in the sun 20 minutes at 11:40", True),
+        ("crusher started at noon", True),  # 12:00, in the scope (test_noon_is_the_clock_12_00)
+        ("a seasonal afternoon shift", True),
     ],
 )
 def test_a_text_naming_a_time_outside_the_scope_keeps_the_record_out(description: str, shown: bool) -> None:
@@ -156,6 +186,70 @@ def test_a_clock_the_zone_repeats_is_read_by_its_abbreviation_or_at_both_reading
     assert scope.shows(conn, SITE, "event", _event(f"crusher started {description}", start, end), TZ) is shown
 
 
+@pytest.mark.parametrize(
+    ("not_after", "shown"),
+    [(_local(2026, 6, 15, 12, 1), True), (_local(2026, 6, 15, 11, 59), False)],
+)
+def test_noon_is_the_clock_12_00(not_after: datetime, shown: bool) -> None:
+    """ "at noon" was no time at all, so a record saying it was shown whatever the scope held; it
+    is 12:00 on the record's own day, as "at 12 pm" is."""
+    scope = TimeScope(to_us(NOT_BEFORE), to_us(not_after))
+    work = _event("crusher stopped at noon", WORK[0], WORK[0] + timedelta(minutes=10))
+    assert scope.shows(sqlite3.connect(":memory:"), SITE, "event", work, TZ) is shown
+
+
+# 2026-07-07, a Tuesday, the whole site day.
+TUESDAY = (_local(2026, 7, 7, 0, 0), _local(2026, 7, 8, 0, 0) - timedelta(microseconds=1))
+
+
+def _generated_texts() -> list[str | dict[str, object]]:
+    """Every text the rules and notices write that names a weekday, midnight, overnight or a day
+    counted from another (grep rules/ and monitor/ for them): each says a rule, no day."""
+    dovre, land, fernhill = (load_profile(p) for p in ("dovre", "land-disturbing", str(FERNHILL)))
+    profiles = (dovre, land, fernhill)
+    standards = [s for p in profiles for s in p.standards.values()]
+    readings = [*(c for p in profiles for c in p.considered), *(c for s in standards for c in s.considered)]
+    # what a notice quotes of its standard
+    quoted = [t for s in standards for t in (s.summary, s.text, s.required_action)]
+    closed_days: list[dict[str, object]] = [{"cure_closed_days": list(p.cure_closed_days)} for p in profiles]
+    counting = TemporaryLightingParams()
+    site = make_site()
+    notice_hours = BlastNoticeParams(
+        hours_exclude=("sunday", "wisconsin"), hours_source="Wis. Stat. 990.001(4)(a)"
+    )
+    return [
+        *readings,  # the profiles' readings, which findings and notices list ("after midnight")
+        *quoted,
+        *temporary_lighting.considered(counting),  # "switched off briefly at midnight"
+        *temporary_lighting.considered(replace(counting, overnight_counts_as_one_day=False)),
+        "per use, an overnight use is one day",  # a temporary-lighting finding's counting
+        lighting.temporary_considered(counting.counting),  # "from the next day on"
+        *blast_notice.considered(BlastNoticeParams(hours_source="Wis. Stat. 990.001(4)(a)"), site),
+        *blast_notice.considered(notice_hours, site),  # "midnight to midnight, the days of sunday"
+        # a notice's record: its closed days and its deadline rule ("a Saturday, Sunday or legal holiday")
+        *closed_days,
+        *(notices._deadline_rule(replace(p, cure_next_business_day=True)) for p in profiles),
+        {"weekend": ["saturday", "sunday"], "hours_exclude": ["sunday", "wisconsin"]},  # params
+        # the verdicts (6.F, 6.G) on a polar day and a Saturday
+        "Blast B-7 at 2026-07-07 11:40 CDT after 15:00 but before midnight on a day the sun does"
+        " not set (polar day), for a recorded safety reason (wall unstable) (6.F)",
+        "Blast B-7 at 2026-07-07 11:40 CDT after 15:00 on a day the sun does not rise (polar night),"
+        " so there is no daylight for a safety exception (6.F)",
+        "Haul truck t-17 entered at gate g1 at 11:40:00 local on 2026-07-07, on a weekend (6.G)",
+    ]
+
+
+@pytest.mark.parametrize("text", _generated_texts())
+def test_a_generated_text_keeps_nothing_out(text: str | dict[str, object]) -> None:
+    """What the rules write as a rule ("a Sunday or legal holiday", "midnight sun", "an overnight
+    use", a notice's "cure_closed_days": ["sunday"]) names no day: a scope holding the record's
+    days shows it. A sentence is read as a text, members as the record's JSON has them."""
+    scope = TimeScope(to_us(TUESDAY[0] - timedelta(days=1)), to_us(TUESDAY[1] + timedelta(days=1)))
+    sentence, members = (text, {}) if isinstance(text, str) else ("", text)
+    work = _event(sentence, _local(2026, 7, 7, 11, 30), _local(2026, 7, 7, 12, 0), **members)
+    assert scope.shows(sqlite3.connect(":memory:"), SITE, "event", work, TZ)
+
+
 def _finding(start: datetime, summary: str, sensor: str) -> Finding:
     return Finding(
         SITE,
@@ -201,3 +295,36 @@ def test_a_scoped_bundle_carries_a_finding_naming_a_local_time_outside_the_scope
     report = verify_bundle(bundle, load_anchors(site.anchors))
     assert report.ok, report.lines()
     assert report.digest_only == {DIGEST_KIND_NOT_STATED: 1}  # the finding, its kind not named
+
+
+def test_a_scoped_bundle_carries_a_finding_naming_a_day_by_its_weekday_as_its_digest(tmp_path: Path) -> None:
+    """Through a real export and verify: a finding saying "the blast Sunday" (which Sunday?) was
+    in clear, a weekday alone taken for a rule's; it is kept out, and one saying a rule's weekday
+    and midnight ("a Sunday or legal holiday", "midnight sun") is in clear."""
+    site = build_site(tmp_path, final_anchor=False)
+    store = Store(site.store)
+    at = T0 + timedelta(seconds=10)
+    with store.batch():
+        rule = "83.5 dB(A) at n1, not a Sunday or legal holiday, no midnight sun (RULE-NAMED)"
+        store.append_finding(_finding(at, rule, "n1"), at)
+        day = "83.5 dB(A) at n2, as loud as the blast Sunday (DAY-NAMED)"
+        store.append_finding(_finding(at, day, "n2"), at)
+        now = T0 + timedelta(minutes=5)
+        seq, head = store.head(SITE)
+        store.conn.execute("INSERT INTO anchors VALUES (?,?,?,?)", (SITE, seq, head, to_us(now)))
+        store.restate_config(SITE, now)
+    store.close()
+    anchors = json.loads(site.anchors.read_text())
+    site.anchors.write_text(
+        json.dumps([*anchors, {"site": SITE, "seq": seq, "head": head, "ts": now.isoformat()}])
+    )
+
+    scope = TimeScope(to_us(WINDOW[0]), to_us(WINDOW[1]))
+    bundle = export(site, tmp_path / "b.zip", disclosure=Disclosure(time_scope=scope))
+    with zipfile.ZipFile(bundle) as zf:
+        findings = zf.read("records/findings.json")
+    assert b"RULE-NAMED" in findings
+    assert b"DAY-NAMED" not in findings
+    report = verify_bundle(bundle, load_anchors(site.anchors))
+    assert report.ok, report.lines()
+    assert report.digest_only == {DIGEST_KIND_NOT_STATED: 1}
