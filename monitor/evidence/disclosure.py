@@ -154,8 +154,8 @@ _RELATIVE = re.compile(
     # midnight lies between two days and says neither (noon is read as the clock 12:00, _NOON)
     r"|\bmidnight\b"
     # a weekday by its whole name is a day of some week: "the blast Tuesday", "came Sunday",
-    # "Tuesday's", "Tuesday morning" (one the rules name is read out first, _AS_A_RULE; a plural,
-    # "Sundays", is no one day) ...
+    # "Tuesday's", "Tuesday morning" (one the rules name is read out first, _AS_A_RULE, and one
+    # repeating the date beside it with it, _dated_weekday; a plural, "Sundays", is no one day) ...
     rf"|\b{_WEEKDAY_NAME}"
     # ... and by its abbreviation where that names a day, not a word ("sat idle in the sun"):
     # after last/next/on/since, or before a day or a time ("Sat 14:00", "Sat. 7")
@@ -189,6 +189,10 @@ _AS_A_RULE = re.compile(
 )
 # Noon is the clock 12:00, read as that clock is ("at noon": on the record's own days).
 _NOON = re.compile(r"\b(?:noon|midday)\b", re.IGNORECASE)
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # date.weekday() order
+# A weekday just before a date ("on Tuesday 2026-07-07", "Tue, 2026-07-07"): it repeats the date
+# when it is the date's own, and is read with it (_dated_weekday).
+_WEEKDAY_BEFORE = re.compile(rf"\b({_WEEKDAY}),?\s+$", re.IGNORECASE)
 # The stored kind of the event a ref names, by the ref's prefix. A blast's notice has the blast's
 # id ("blast:B-7" is the blast, "notice:B-7" its notice): read as any kind, a notice given after
 # the scope withheld every finding about a blast inside it (its window, its vibration). A prefix
@@ -428,17 +432,19 @@ def _site_times(text: str, zone: tzinfo, days: Sequence[date]) -> list[tuple[int
     A date with a clock is placed in ``zone``, at both readings of a clock the zone repeats unless
     the zone's abbreviation picks one ("01:30 CDT"); one naming another zone cannot be placed. A
     clock alone ("noon" too) lies on each day the text names, or else each of ``days`` (the
-    record's own). A date alone is its whole day; a clock to the minute its whole minute. RFC 3339
-    stamps (read by _named_times) are left out first.
+    record's own). A date alone is its whole day, read with its own weekday before it; a clock to
+    the minute its whole minute. RFC 3339 stamps (read by _named_times) are left out first.
     """
     rest = _STAMP.sub(" ", text)
     spans: list[tuple[int, int]] = []
     named_days: list[date] = []
+    read: list[tuple[int, int]] = []  # where each date (and a weekday repeating it) is
     for m in _LOCAL.finditer(rest):
         try:
             day = date(int(m[1]), int(m[2]), int(m[3]))
         except ValueError:
             return None
+        read.append((_dated_weekday(rest, m.start(), day), m.end()))
         if m[4] is None:
             named_days.append(day)
             start = to_us(datetime.combine(day, time(0), zone))
@@ -448,7 +454,8 @@ def _site_times(text: str, zone: tzinfo, days: Sequence[date]) -> list[tuple[int
         if placed is None:
             return None
         spans.extend(placed)
-    rest = _LOCAL.sub(" ", rest)
+    for start, end in reversed(read):
+        rest = f"{rest[:start]} {rest[end:]}"
     # Read once the dates placed above are out of the text: _UNPLACED would take them too.
     rest = _AS_A_RULE.sub(" ", rest)
     if _UNPLACED.search(rest) or _RELATIVE.search(rest):
@@ -471,6 +478,16 @@ def _site_times(text: str, zone: tzinfo, days: Sequence[date]) -> list[tuple[int
                 return None
             spans.extend(placed)
     return spans
+
+
+def _dated_weekday(text: str, start: int, day: date) -> int:
+    """Where the date at ``start`` in ``text`` begins, with the weekday just before it when that
+    weekday is the date's own ("Tuesday 2026-07-07"): it names no other day. Another weekday
+    ("Monday 2026-07-07") is left in the text, a day it does not place."""
+    before = _WEEKDAY_BEFORE.search(text, 0, start)
+    if before is None or _WEEKDAYS.index(before[1][:3].lower()) != day.weekday():
+        return start
+    return before.start()
 
 
 def _wall_spans(

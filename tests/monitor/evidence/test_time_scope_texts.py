@@ -198,8 +198,27 @@ def test_noon_is_the_clock_12_00(not_after: datetime, shown: bool) -> None:
     assert scope.shows(sqlite3.connect(":memory:"), SITE, "event", work, TZ) is shown
 
 
-# 2026-07-07, a Tuesday, the whole site day.
+# 2026-07-07 is a Tuesday; the scope is that whole site day, a declared work period inside it.
 TUESDAY = (_local(2026, 7, 7, 0, 0), _local(2026, 7, 8, 0, 0) - timedelta(microseconds=1))
+
+
+@pytest.mark.parametrize(
+    ("description", "shown"),
+    [
+        ("on Tuesday 2026-07-07", True),
+        ("Tue, 2026-07-07 11:40 CDT", True),
+        ("Tuesday 2026-07-07 at 11:40", True),
+        ("on Monday 2026-07-07", False),  # not the date's weekday: another day
+        ("on Tuesday 2026-07-07, again Wednesday", False),
+        ("on Wednesday 2026-07-08", False),  # the date's own weekday, the date outside the scope
+    ],
+)
+def test_a_weekday_beside_its_own_date_names_no_other_day(description: str, shown: bool) -> None:
+    """ "on Tuesday 2026-07-07" kept the record out of a scope holding that whole Tuesday: the
+    weekday, read once the date was, named a day of no week. The date's own weekday repeats it."""
+    scope = TimeScope(to_us(TUESDAY[0]), to_us(TUESDAY[1]))
+    work = _event(description, _local(2026, 7, 7, 11, 30), _local(2026, 7, 7, 12, 0))
+    assert scope.shows(sqlite3.connect(":memory:"), SITE, "event", work, TZ) is shown
 
 
 def _generated_texts() -> list[str | dict[str, object]]:
