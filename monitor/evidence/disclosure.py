@@ -184,7 +184,10 @@ _AS_A_RULE = re.compile(
     # previous day's exception", a verdict's "before midnight on a day the sun does not set"
     r"|\bmidnight\s+sun\b|\blocal\s+midnight\b|\bfalls\s+after\s+midnight\b"
     r"|\ba\s+blast\s+after\s+midnight\s+but\s+before\s+that\s+sunset\b"
-    r"|\bthe\s+previous\s+day(?:['\u2019]|\\u2019)s\s+exception\b|\bbefore\s+midnight\s+on\s+a\s+day\b",
+    r"|\bthe\s+previous\s+day(?:['\u2019]|\\u2019)s\s+exception\b|\bbefore\s+midnight\s+on\s+a\s+day\b"
+    # the day of a deadline a cure reminder sets and names, its stamp read first: "the cure
+    # deadline is 2026-07-21 23:59 CDT, tomorrow" (the reminder's change to the notice)
+    r"|\bthe\s+cure\s+deadline\s+is\s+,\s+(?:today|tomorrow)\b",
     re.IGNORECASE,
 )
 # Noon is the clock 12:00, read as that clock is ("at noon": on the record's own days).

@@ -131,6 +131,26 @@ def test_what_a_notice_reports_after_the_scope_stays_out(store: Store, config: C
     assert _shown(later, conn, rows)["notice"] == [True]
 
 
+@pytest.mark.parametrize(("day", "when"), [(29, "today"), (28, "tomorrow")])
+def test_a_cure_reminder_naming_its_deadlines_day_is_shown(
+    store: Store, config: Config, day: int, when: str
+) -> None:
+    """A reminder's change said "the cure deadline is 2026-06-29 23:59 CDT, tomorrow": the word
+    was read as a day the text cannot place, so no scoped reader saw the change, whatever its
+    scope; the deadline is one the notice sets, and "tomorrow" its day. (The change's data names
+    the deadline as an RFC 3339 time, which a scope must hold: this one does.)"""
+    notice_id, _ = _issue(store, config)
+    site, profile = site_and_profile(config)
+    at = local(2026, 6, day, 8, 0)
+    NoticeBook(store).remind(site, profile, at)
+    conn = sqlite3.connect(config.storage.path)
+    changes = _rows(conn, notice_id)["notice_change"]
+    assert [c["change"] for c in changes] == ["opened", "deadline_near"]
+    assert f"the cure deadline is 2026-06-29 23:59 CDT, {when}." in changes[1]["note"]
+    scope = TimeScope(to_us(NOT_BEFORE), to_us(local(2026, 6, 30, 0, 0)))
+    assert _shown(scope, conn, {"notice_change": changes}) == {"notice_change": [True, True]}
+
+
 def test_a_scoped_bundle_carries_the_notice_and_verifies(
     store: Store, config: Config, tmp_path: Path
 ) -> None:

@@ -27,6 +27,7 @@ from monitor.notify import notices
 from monitor.wire.canonical import to_us
 from rules import blast_notice, lighting, temporary_lighting
 from rules.blast_notice import BlastNoticeParams
+from rules.deadlines import deadline_words
 from rules.model import Finding, FindingKind, Measurement
 from rules.profile import load_profile
 from rules.temporary_lighting import TemporaryLightingParams
@@ -119,6 +120,7 @@ def _event(
         ("again tonight", False),
         ("running since this afternoon", False),
         ("loud this evening", False),
+        ("the deadline is today", False),  # not a cure reminder's "the cure deadline is <stamp>, today"
         # words that name no time
         ("crusher may run a second shift", True),
         ("a second screen, May's spare", True),
@@ -230,6 +232,7 @@ def _generated_texts() -> list[str | dict[str, object]]:
     readings = [*(c for p in profiles for c in p.considered), *(c for s in standards for c in s.considered)]
     # what a notice quotes of its standard
     quoted = [t for s in standards for t in (s.summary, s.text, s.required_action)]
+    deadline = _local(2026, 7, 7, 23, 59)
     closed_days: list[dict[str, object]] = [{"cure_closed_days": list(p.cure_closed_days)} for p in profiles]
     counting = TemporaryLightingParams()
     site = make_site()
@@ -255,6 +258,12 @@ def _generated_texts() -> list[str | dict[str, object]]:
         "Blast B-7 at 2026-07-07 11:40 CDT after 15:00 on a day the sun does not rise (polar night),"
         " so there is no daylight for a safety exception (6.F)",
         "Haul truck t-17 entered at gate g1 at 11:40:00 local on 2026-07-07, on a weekend (6.G)",
+        # a cure reminder's change names the deadline it sets and its day
+        *(
+            f"Notice DOV-2026-0001 (Noise): the cure deadline is 2026-07-07 23:59 CDT, {when}. Correct"
+            " the violation before then, or ask the Town for more time (13.3.A)."
+            for when in (deadline_words(deadline, deadline - timedelta(days=d), TZ) for d in (0, 1))
+        ),
     ]
 
 
