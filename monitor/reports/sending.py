@@ -29,9 +29,23 @@ from rules.times import local_moment
 KIND = "report"
 
 
-def report_id(site: str, start: datetime, end: datetime, made: datetime) -> str:
-    key = f"{site}|{to_us(start)}|{to_us(end)}|{to_us(made)}"
+def report_id(site: str, start: datetime, end: datetime, made: datetime, nth: int = 1) -> str:
+    """The id of the ``nth`` report of the site's period made at that microsecond. The first's
+    key has no count, as every id before the count was added (stored ids read the same)."""
+    key = f"{site}|{to_us(start)}|{to_us(end)}|{to_us(made)}" + (f"|{nth}" if nth > 1 else "")
     return "rp-" + hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def _unused_report_id(store: Store, site: str, start: datetime, end: datetime, made: datetime) -> str:
+    """``report_id`` of the first count not yet in the reports table, read inside the caller's
+    batch (its write lock): two reports of one period made at one microsecond (two portal jobs, a
+    frozen clock) had one id, and the second failed on it (UNIQUE)."""
+    nth = 1
+    while True:
+        rid = report_id(site, start, end, made, nth)
+        if store.conn.execute("SELECT 1 FROM reports WHERE id = ?", (rid,)).fetchone() is None:
+            return rid
+        nth += 1
 
 
 def record_report(
@@ -48,7 +62,7 @@ def record_report(
 ) -> str:
     """The ``reports`` row and its chain entry (inside the caller's batch); returns its id."""
     row = {
-        "id": report_id(site, start, end, now),
+        "id": _unused_report_id(store, site, start, end, now),
         "site": site,
         "period_start_us": to_us(start),
         "period_end_us": to_us(end),
