@@ -108,12 +108,14 @@ def _store_refused(path: str) -> str | None:
     """Why the daemon and every command would refuse the file at ``path`` as the store (an empty
     file, another program's database, a sensor's queue), in their words; None for a store, or
     none yet (the daemon makes it). A store this user cannot read (another user's, 0600) was
-    passed in silence, though `run` as this user refuses it: it is refused in run's words."""
+    passed in silence, though `run` as this user refuses it: it is refused in run's words. So
+    was one it can read and not write (its file, -wal, -shm or folder), which `run` takes and
+    then fails on every write, or a folder where it cannot make one."""
     from monitor.commands.store_file import store_refusal
-    from monitor.journal.store import cannot_open
+    from monitor.journal.store import cannot_open, cannot_write
 
     try:
-        return store_refusal(path)
+        return store_refusal(path) or cannot_write(path)
     except sqlite3.Error as exc:
         return cannot_open(path, exc)
 

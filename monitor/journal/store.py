@@ -21,6 +21,7 @@ import itertools
 import json
 import logging
 import os
+import pwd
 import sqlite3
 import threading
 import time
@@ -32,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
+from monitor.claims import claims_path
 from monitor.errors import StoreError, StoreUnwritable
 from monitor.failing_rounds import FailingRounds
 from monitor.journal import migrations, queries
@@ -322,18 +324,67 @@ def named_a_folder(path: str) -> str | None:
     return f"it is a folder: name a file in it (e.g. {target / 'minewatch.db'})" if target.is_dir() else None
 
 
-def _why_not_opened(path: str, exc: sqlite3.Error, patience_s: float) -> str:
+def _why_not_opened(path: str, exc: sqlite3.Error, patience_s: float, write: bool) -> str:
     """SQLite's "unable to open database file" or "database is locked", said as what it is
     where that can be told."""
     if isinstance(exc, sqlite3.OperationalError) and _locked(exc):
         return f"{exc}: another connection holds it (waited {patience_s:g} s)"
-    target = Path(path)
     if (folder := named_a_folder(path)) is not None:
         return folder
-    place = target if target.exists() else target.parent
-    if not os.access(place, os.W_OK):
-        return f"{place} is not writable by this user (permission denied)"
-    return str(exc)
+    return access_refused(path, write=write) or str(exc)
+
+
+def access_refused(path: str, *, write: bool) -> str | None:
+    """Why this user may not read the store at ``path`` (``write``: nor write it, as the daemon
+    does): the first of its files, or to write, its folder (the nearest that exists, for a store
+    not made yet), this user is refused, with what to do; None when none is. Looks only:
+    check-config, the daemon and every command that reads the store say it in these words.
+    os.access answers for this process: root without the capability to override file modes
+    (setpriv) is refused as another user is."""
+    target = Path(path)
+    if not target.exists():
+        if not write:
+            return None
+        folder = next((p for p in target.parents if p.exists()), None)
+        return _refused_folder(folder) if folder is not None and not os.access(folder, os.W_OK) else None
+    mode = os.W_OK if write else os.R_OK
+    # Beside the store, files of its own (a daemon's claim on its sites too) refuse it as the store does.
+    files = (path, path + "-wal", path + "-shm", claims_path(path)) if write else (path,)
+    for name in files:
+        if os.path.exists(name) and not os.access(name, mode):
+            return _refused_file(Path(name), "writable" if write else "readable")
+    # The daemon makes the -wal and -shm in the folder, and a reader of a WAL store its -shm.
+    makes_files = write or not os.path.exists(path + "-shm")
+    if makes_files and not os.access(target.parent, os.W_OK):
+        return _refused_folder(target.parent)
+    return None
+
+
+def _refused_file(place: Path, able: str) -> str:
+    return (
+        f"{place} is not {able} by this user (permission denied): run minewatch as the user the"
+        f" daemon runs as ({_owner(place)} owns the file), or give the file to that user"
+    )
+
+
+def _refused_folder(place: Path) -> str:
+    return (
+        f"{place} is not writable by this user (permission denied): run minewatch as a user that"
+        " may write in it (the store's -wal and -shm are made there), or name a store in a folder"
+        " of the daemon's user"
+    )
+
+
+def _owner(place: Path) -> str:
+    """The name of the user owning ``place`` (quoted), its uid where no name is known."""
+    try:
+        uid = place.stat().st_uid
+    except OSError:  # gone since it was looked at
+        return "another user"
+    try:
+        return repr(pwd.getpwuid(uid).pw_name)
+    except KeyError:
+        return f"uid {uid}"
 
 
 # How long opening a store is tried again while SQLite answers "database is locked" at once.
@@ -373,12 +424,31 @@ def open_patiently(
 
 
 def cannot_open(
-    path: str, exc: sqlite3.Error, *, what: str = "", patience_s: float = _OPEN_PATIENCE_S
+    path: str,
+    exc: sqlite3.Error,
+    *,
+    what: str = "",
+    patience_s: float = _OPEN_PATIENCE_S,
+    write: bool = True,
 ) -> str:
-    """The daemon's refusal of a store its connection could not open (``exc``), in one line:
-    check-config says it in the same words of a store this user cannot read."""
+    """The refusal of a store a connection could not open (``exc``), in one line: the daemon's
+    (``write``), which check-config says of a store this user cannot read, and the reading
+    commands' (not ``write``: a store they may not read)."""
+    return store_not_opened(path, _why_not_opened(path, exc, patience_s, write), what=what)
+
+
+def store_not_opened(path: str, why: str, *, what: str = "") -> str:
+    """The line of every refusal of a store's file: cannot open the store '...': ``why``."""
     for_what = f" ({what})" if what else ""
-    return f"cannot open the store {path!r}{for_what}: {_why_not_opened(path, exc, patience_s)}"
+    return f"cannot open the store {path!r}{for_what}: {why}"
+
+
+def cannot_write(path: str) -> str | None:
+    """Why the daemon, run as this user, could not write the store at ``path`` that it can
+    read (access_refused), in one line; None when it could. For check-config: `run` takes
+    such a store and then fails on every write."""
+    why = access_refused(path, write=True)
+    return None if why is None else f"cannot write the store {path!r}: {why}"
 
 
 def folder_blocked(path: str) -> str | None:

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -115,12 +115,14 @@ def _argv(
     return argv
 
 
-def _run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None, prefix: Sequence[str] = ()
+) -> subprocess.CompletedProcess[str]:
     environment = dict(os.environ, PYTHONPATH=str(REPO))
     environment.pop(UNSET_SECRET, None)
     environment.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "monitor.cli", *argv],
+        [*prefix, sys.executable, "-m", "monitor.cli", *argv],
         cwd=cwd,
         env=environment,
         capture_output=True,
@@ -1009,6 +1011,28 @@ def test_a_store_being_made_is_told_from_a_database_with_no_tables(tmp_path: Pat
     )
 
 
+def _refused_to_this_user(path: Path, mode: int) -> list[str]:
+    """``path`` given ``mode`` as another user's file (nobody's) where the tests run as root,
+    and the prefix that runs a command as root without the capabilities that let it read or
+    write any file (setpriv), or take one over (SQLite, as root, gives a -wal or -shm it opens
+    to the store's owner). Run as another user, ``path`` stays this user's, its owner's bits
+    made its group's (0600 none, 0644 read-only), and no prefix is needed."""
+    if os.geteuid() != 0:
+        path.chmod(mode & 0o077 | (mode & 0o070) << 3)
+        return []
+    os.chown(path, 65534, 65534)
+    path.chmod(mode)
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-chown,-fowner"]
+
+
+def _refused(place: Path, able: str = "writable") -> str:
+    """How every command says that this user may not read (or write) ``place``, a store's file."""
+    return (
+        f"{place} is not {able} by this user (permission denied): run minewatch as the user the"
+        f" daemon runs as ({place.owner()!r} owns the file), or give the file to that user"
+    )
+
+
 def test_check_config_refuses_a_store_this_user_cannot_read_in_runs_words(tmp_path: Path) -> None:
     """check-config said OK of a store it could not read at all (another user's, 0600), which
     `run` as the same user refuses; it says run's line on the key and exits 2. Unreadable for
@@ -1018,36 +1042,56 @@ def test_check_config_refuses_a_store_this_user_cannot_read_in_runs_words(tmp_pa
     Store(store).close()
     config = tmp_path / "site.toml"
     config.write_text(DEMO_CONFIG.read_text().replace('path = "minewatch-demo.db"', f'path = "{store}"'))
-    store.chmod(0o600)
-    if os.geteuid() == 0:
-        os.chown(store, 65534, 65534)
-        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-    else:
-        store.chmod(0)
-        prefix = []
-    environment = dict(os.environ, PYTHONPATH=str(REPO))
-    environment.pop(UNSET_SECRET, None)
+    prefix = _refused_to_this_user(store, 0o600)
     lines = {}
     for command in ("run", "check-config"):
-        done = subprocess.run(
-            [*prefix, sys.executable, "-m", "monitor.cli", command, "--config", str(config)],
-            cwd=tmp_path,
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        done = _run([command, "--config", str(config)], tmp_path, prefix=prefix)
         assert done.returncode == 2 and "Traceback" not in done.stderr, (
             command,
             done.returncode,
             done.stderr,
         )
         lines[command] = done.stderr.splitlines()
-    refusal = (
-        f"cannot open the store {str(store)!r}: {store} is not writable by this user (permission denied)"
-    )
+    refusal = f"cannot open the store {str(store)!r}: {_refused(store)}"
     assert lines["run"] == [f"minewatch run: {refusal} (storage.path in {config})"], lines["run"]
     assert lines["check-config"] == [
         f"storage.path: {refusal}",
         f"{config}: invalid configuration, 1 problem(s)",
     ], lines["check-config"]
+
+
+@pytest.mark.parametrize("refused", ["store.db", "store.db-wal", "store.db-shm", "store.db-sites", "folder"])
+def test_check_config_refuses_a_store_this_user_can_read_and_not_write(refused: str, tmp_path: Path) -> None:
+    """check-config said OK of a store this user could read and not write (its file, the -wal
+    or -shm of a connection still open, the daemon's claim file beside it, its folder), which
+    `run` as this user takes and then fails on every write; it names the key, the file and why,
+    and exits 2. The -wal and -shm are kept by a connection of this test's, as a daemon of
+    another user keeps them while it runs."""
+    folder = tmp_path / "stores"
+    folder.mkdir()
+    store = folder / "store.db"
+    Store(store).close()
+    (folder / "store.db-sites").touch()
+    config = tmp_path / "site.toml"
+    config.write_text(DEMO_CONFIG.read_text().replace('path = "minewatch-demo.db"', f'path = "{store}"'))
+    writer = sqlite3.connect(store, isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint=0")  # the -wal keeps what it writes
+        writer.execute("CREATE TABLE kept (x)")
+        place = folder if refused == "folder" else folder / refused
+        prefix = _refused_to_this_user(place, 0o755 if refused == "folder" else 0o644)
+        why = (  # said while the -wal and -shm are there
+            f"{folder} is not writable by this user (permission denied): run minewatch as a user that"
+            " may write in it (the store's -wal and -shm are made there), or name a store in a folder"
+            " of the daemon's user"
+            if refused == "folder"
+            else _refused(place)
+        )
+        done = _run(["check-config", "--config", str(config)], tmp_path, prefix=prefix)
+    finally:
+        writer.close()
+    assert done.returncode == 2 and "Traceback" not in done.stderr, (done.returncode, done.stderr)
+    assert done.stderr.splitlines() == [
+        f"storage.path: cannot write the store {str(store)!r}: {why}",
+        f"{config}: invalid configuration, 1 problem(s)",
+    ], done.stderr
