@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from monitor.errors import StoreError, UsageError
-from monitor.journal.store import named_a_folder, store_file_refusal
+from monitor.journal.store import cannot_open, named_a_folder, store_file_refusal, store_not_opened
 
 
 def existing_store(path: str, config: str) -> Path:
@@ -21,8 +21,8 @@ def existing_store(path: str, config: str) -> Path:
     store = Path(path)
     try:
         refusal = store_refusal(path)
-    except sqlite3.Error as exc:
-        raise StoreError(_cannot_open(path, str(exc))) from None
+    except sqlite3.Error as exc:  # a store this user may not read is said as the daemon says it
+        raise StoreError(cannot_open(path, exc, write=False)) from None
     if refusal is not None:
         raise StoreError(refusal)
     if not store.is_file():
@@ -41,7 +41,7 @@ def store_refusal(path: str) -> str | None:
     to another user)."""
     store = Path(path)
     if (folder := named_a_folder(path)) is not None:  # the daemon refuses it, and makes no store
-        return _cannot_open(path, folder)
+        return store_not_opened(path, folder)
     if not store.is_file():
         return None
     try:
@@ -53,8 +53,4 @@ def store_refusal(path: str) -> str | None:
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
             raise
-        return _cannot_open(path, str(exc))
-
-
-def _cannot_open(path: str, why: str) -> str:
-    return f"cannot open the store {path!r}: {why}"
+        return store_not_opened(path, str(exc))

@@ -1095,3 +1095,24 @@ def test_check_config_refuses_a_store_this_user_can_read_and_not_write(refused: 
         f"storage.path: cannot write the store {str(store)!r}: {why}",
         f"{config}: invalid configuration, 1 problem(s)",
     ], done.stderr
+
+
+@pytest.mark.parametrize("argv", STORE_READERS, ids=" ".join)
+def test_every_store_reader_says_a_store_this_user_cannot_read_alike(
+    argv: list[str], site: dict[str, str], tmp_path: Path
+) -> None:
+    """status and every other reader printed SQLite's "unable to open database file" of a store
+    this user may not read (another user's, 0600); each says the store, why and what to do, in
+    one line, exit 2 (monitor.commands.store_file.existing_store, in the daemon's words)."""
+    cwd = Path(site["cwd"])
+    (cwd / "report.pdf").write_bytes(b"%PDF-1.4\n% a report to check\n")
+    config = Path(site["config"])
+    _with_portal(config)
+    store = tmp_path / "store.db"
+    prefix = _refused_to_this_user(store, 0o600)
+    line = _assert_one_line(_run([*argv, "--config", str(config)], cwd, prefix=prefix))
+    command = " ".join(a for a in argv[:2] if a in LEAVES_NAMES)
+    assert line == (
+        f"minewatch {command}: cannot open the store {str(store)!r}: {_refused(store, 'readable')}"
+        f" (storage.path in {config})"
+    ), line
