@@ -26,6 +26,7 @@ import pytest
 
 from monitor.cli import build_parser
 from monitor.journal.store import Store
+from tests.support.another_user import refused_to_this_user
 from tests.support.cli import run_minewatch
 from tests.support.paths import REPO
 
@@ -1011,20 +1012,6 @@ def test_a_store_being_made_is_told_from_a_database_with_no_tables(tmp_path: Pat
     )
 
 
-def _refused_to_this_user(path: Path, mode: int) -> list[str]:
-    """``path`` given ``mode`` as another user's file (nobody's) where the tests run as root,
-    and the prefix that runs a command as root without the capabilities that let it read or
-    write any file (setpriv), or take one over (SQLite, as root, gives a -wal or -shm it opens
-    to the store's owner). Run as another user, ``path`` stays this user's, its owner's bits
-    made its group's (0600 none, 0644 read-only), and no prefix is needed."""
-    if os.geteuid() != 0:
-        path.chmod(mode & 0o077 | (mode & 0o070) << 3)
-        return []
-    os.chown(path, 65534, 65534)
-    path.chmod(mode)
-    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-chown,-fowner"]
-
-
 def _refused(place: Path, able: str = "writable") -> str:
     """How every command says that this user may not read (or write) ``place``, a store's file."""
     return (
@@ -1042,7 +1029,7 @@ def test_check_config_refuses_a_store_this_user_cannot_read_in_runs_words(tmp_pa
     Store(store).close()
     config = tmp_path / "site.toml"
     config.write_text(DEMO_CONFIG.read_text().replace('path = "minewatch-demo.db"', f'path = "{store}"'))
-    prefix = _refused_to_this_user(store, 0o600)
+    prefix = refused_to_this_user(store, 0o600)
     lines = {}
     for command in ("run", "check-config"):
         done = _run([command, "--config", str(config)], tmp_path, prefix=prefix)
@@ -1079,7 +1066,7 @@ def test_check_config_refuses_a_store_this_user_can_read_and_not_write(refused: 
         writer.execute("PRAGMA wal_autocheckpoint=0")  # the -wal keeps what it writes
         writer.execute("CREATE TABLE kept (x)")
         place = folder if refused == "folder" else folder / refused
-        prefix = _refused_to_this_user(place, 0o755 if refused == "folder" else 0o644)
+        prefix = refused_to_this_user(place, 0o755 if refused == "folder" else 0o644)
         why = (  # said while the -wal and -shm are there
             f"{folder} is not writable by this user (permission denied): run minewatch as a user that"
             " may write in it (the store's -wal and -shm are made there), or name a store in a folder"
@@ -1109,7 +1096,7 @@ def test_every_store_reader_says_a_store_this_user_cannot_read_alike(
     config = Path(site["config"])
     _with_portal(config)
     store = tmp_path / "store.db"
-    prefix = _refused_to_this_user(store, 0o600)
+    prefix = refused_to_this_user(store, 0o600)
     line = _assert_one_line(_run([*argv, "--config", str(config)], cwd, prefix=prefix))
     command = " ".join(a for a in argv[:2] if a in LEAVES_NAMES)
     assert line == (
