@@ -287,7 +287,10 @@ class Checkpointer(threading.Thread):
                     rounds.failed(exc)
                     continue
                 rounds.worked()
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            try:  # the last round, as the daemon stops: a store refusing writes ends no thread
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except (sqlite3.Error, OSError) as exc:
+                log.warning("The last WAL checkpoint of %s failed: %s", self.path, exc)
         finally:
             conn.close()
 

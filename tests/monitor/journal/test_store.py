@@ -8,6 +8,8 @@ import fcntl
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -41,6 +43,8 @@ from rules.model import (
     TurbidityReading,
     WeatherReading,
 )
+from tests.support.another_user import refused_to_this_user
+from tests.support.paths import REPO
 
 T0 = datetime(2026, 6, 15, 17, 0, tzinfo=UTC)
 
@@ -602,3 +606,42 @@ def test_an_open_that_sqlite_refuses_at_once_for_a_lock_is_tried_again(
     monkeypatch.setattr(Store, "_open", broken)
     with pytest.raises(StoreError, match=r"cannot open the store .*disk I/O error"):
         Store(tmp_path / "t.db")
+
+
+CHECKPOINT_ON_A_READ_ONLY_STORE = """
+import sys, time
+from monitor.journal.store import Checkpointer
+
+checkpointer = Checkpointer(sys.argv[1], interval_s=0.05)
+checkpointer.start()
+time.sleep(0.3)  # rounds that fail, logged
+checkpointer.stop()
+print("stopped" if not checkpointer.is_alive() else "running")
+"""
+
+
+def test_the_checkpointer_stops_without_a_traceback_on_a_store_refusing_writes(tmp_path: Path) -> None:
+    """The daemon stopped (SIGTERM) while its store's file was read-only to it: its rounds of
+    WAL checkpoints had failed and said so, and the last one, as it stopped, raised out of the
+    thread ("Exception in thread minewatch-checkpoint", a traceback). It is said in one line.
+    Read-only for real: another user's file, the process without root's powers over files; the
+    WAL holds frames to copy, written by a connection of this test's (the store's owner's)."""
+    path = tmp_path / "s.db"
+    Store(path).close()
+    prefix = refused_to_this_user(path, 0o644)
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint=0")
+        writer.execute("CREATE TABLE kept (x)")
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", CHECKPOINT_ON_A_READ_ONLY_STORE, str(path)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        writer.close()
+    assert done.returncode == 0 and done.stdout == "stopped\n", (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "attempt to write a readonly database" in done.stderr, done.stderr
