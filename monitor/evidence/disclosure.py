@@ -88,6 +88,27 @@ SCOPED_RECORDS: dict[str, tuple[str, ...]] = {
 # the people it was delivered to (delivery data, not a finding; a report made and not sent names
 # none, and showing that would tell that it was not sent).
 NOT_FOR_SCOPED: frozenset[str] = frozenset({"portal_action", "report"})
+# An alert's data members a time-scoped reader may see, by the alert's kind, for kinds whose data
+# may hold what is not the reader's. An alert of such a kind whose data has any other member is
+# carried as its digest alone (the digest covers the whole record, so no member can be left out).
+# A report alert (monitor/reports/sending.py) names its report, period, the chain head its
+# figures were computed from and its files' SHA-256; one a store wrote before also named where the
+# files lie on the operator's disk (report_pdf, report_csv), which is not the reader's.
+SCOPED_ALERT_DATA: dict[str, frozenset[str]] = {
+    "report": frozenset(
+        {
+            "report_id",
+            "period",
+            "from",
+            "to",
+            "chain_seq",
+            "chain_head",
+            "report_pdf_sha256",
+            "report_csv_sha256",
+            "made_local",
+        }
+    ),
+}
 _TEXTS = ("data", "message", "note", "finding_ids")
 # Times a record sets rather than reports, by kind: top-level members of its JSON text. A cure
 # deadline is counted when a notice is issued or extended, from the profile's rule (13.3.A), so
@@ -281,7 +302,9 @@ class TimeScope:
             " a time-like word that"
             " cannot be placed keeps the record out), a notice's episode only with its notice;"
             " portal actions never (each names an account and its address), nor compliance reports"
-            " (each names the people it was delivered to); the others are in"
+            " (each names the people it was delivered to), nor a report's alert naming more than its"
+            " report, period, chain head and files' SHA-256 (an earlier one named the files' paths);"
+            " the others are in"
             " chain.csv as their digests alone, and so are sound, readings and audio outside the"
             " window, none naming its kind (seq,,,digest,; digest_only counts them as 'kind not"
             " stated'); anchors.json lists the chain heads published within the scope and the first"
@@ -306,6 +329,8 @@ class TimeScope:
         ``zone``: the site's time zone, in which its texts name times for people (site time).
         """
         if kind in NOT_FOR_SCOPED:
+            return False
+        if kind == "alert" and not _scoped_alert_data(row):
             return False
         columns = SCOPED_RECORDS.get(kind)
         if columns is None:
@@ -388,6 +413,18 @@ class TimeScope:
         issued, which for an episode at the scope's end is often just after it."""
         row = queries.notice_row(conn, site, notice_id)
         return row is not None and self.shows(conn, site, "notice", row, zone)
+
+
+def _scoped_alert_data(row: Mapping[str, Any] | sqlite3.Row) -> bool:
+    """Whether an alert's data holds only members a time-scoped reader may see (SCOPED_ALERT_DATA)."""
+    allowed = SCOPED_ALERT_DATA.get(str(row["kind"]))
+    if allowed is None:
+        return True
+    try:
+        data = json.loads(str(row["data"]))
+    except ValueError:
+        return False
+    return isinstance(data, dict) and set(data) <= allowed
 
 
 def _reported(kind: str, text: str) -> str:

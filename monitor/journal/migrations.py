@@ -463,6 +463,33 @@ def _shown_undeliverable(
     return {**alert, "message": shown_urls_in(str(alert.get("message", ""))), "data": data}
 
 
+def _report_copies_without_paths(conn: sqlite3.Connection) -> str:
+    """The copy of a report alert in a row not delivered (pending or given up on) without the
+    paths of the report's files its data named (``report_pdf``, ``report_csv``): where the
+    operator keeps them is not the Town's, and the delivery finds the files through the report's
+    row now (monitor/reports/files.py, ``report_files``). It goes under a key of its own
+    (``Deliveries._sent_key``). The chained alert keeps what it said, and so does a copy
+    delivered already, a record of what was sent."""
+    from monitor.reports.files import PATH_MEMBERS  # here: the walking workers import this module lean
+    from monitor.wire.canonical import canonical_text
+
+    updates = []
+    rows = conn.execute(
+        "SELECT id, alert FROM deliveries WHERE status <> 'delivered'"
+        ' AND instr(alert, \'"kind":"report"\') > 0'
+    )  # an alert's copy is canonical JSON (no spaces)
+    for delivery_id, alert_text in rows:
+        alert = json.loads(alert_text)
+        data = alert.get("data")
+        if alert.get("kind") != "report" or not isinstance(data, dict):
+            continue
+        kept = {k: v for k, v in data.items() if k not in PATH_MEMBERS}
+        if kept != data:
+            copy = _sql_text(canonical_text({**alert, "data": kept}))
+            updates.append(f"UPDATE deliveries SET alert = {copy} WHERE id = {_sql_text(delivery_id)};")
+    return "\n".join(updates)
+
+
 # Whether the meter was overloaded in the second (IEC 61672-1 5.11): 1, or NULL as in every row
 # stored before (their records, and so their digests, have no such field). The partial index
 # finds a window's overloaded seconds without reading its others (an evidence export asks).
@@ -502,6 +529,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("deliveries-shown-relay-hosts", _shown_delivery_rows),
     # The same for the relays listed since (pinggy, Tailscale Funnel).
     Migration("deliveries-shown-more-relay-hosts", _shown_delivery_rows),
+    Migration("deliveries-report-copies-without-paths", _report_copies_without_paths),
 )
 
 

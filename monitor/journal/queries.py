@@ -657,6 +657,12 @@ def reports_with_sha256(conn: sqlite3.Connection, digest: str) -> list[sqlite3.R
     )
 
 
+def report_row(conn: sqlite3.Connection, report_id: str) -> sqlite3.Row | None:
+    """The recorded report ``report_id`` (table ``reports``), or None."""
+    rows = _rows(conn, "SELECT * FROM reports WHERE id = ?", (report_id,))
+    return rows[0] if rows else None
+
+
 def chain_head_at(conn: sqlite3.Connection, site: str, seq: int) -> str | None:
     """The head of the site's chain entry ``seq`` (None: no such entry)."""
     row = conn.execute("SELECT head FROM chain WHERE site = ? AND seq = ?", (site, seq)).fetchone()

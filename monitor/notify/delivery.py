@@ -61,6 +61,7 @@ from monitor.failing_rounds import FailingRounds
 from monitor.journal import migrations, queries
 from monitor.notify import smtp, webhook
 from monitor.notify.alerts import Alert
+from monitor.reports.files import ReportFile, report_files
 from monitor.shown_url import shown_url
 from monitor.wire.canonical import canonical_json, canonical_text, from_us, to_us
 from rules.times import stored_time
@@ -442,9 +443,8 @@ class Deliveries:
             "alert": alert,
         }
         if alert.get("kind") == "report":
-            document["attachments"] = report_attachments(
-                alert.get("data") or {}, route.channel.attach_max_bytes
-            )
+            files = _report_files(self.conn, alert.get("data") or {})
+            document["attachments"] = report_attachments(files, route.channel.attach_max_bytes)
         body = canonical_json(document)
         headers = {
             "Content-Type": "application/json",
@@ -520,9 +520,12 @@ class Deliveries:
             pdf = self._notice_pdf(notice_id, context)
             if pdf:
                 msg.add_attachment(pdf, maintype="application", subtype="pdf", filename=f"{notice_id}.pdf")
-        report = _report_file(data, "report_pdf")
-        if report is not None:
-            msg.add_attachment(report[1], maintype="application", subtype="pdf", filename=report[0])
+        if alert.get("kind") == "report":
+            for file in _report_files(self.conn, data):
+                body = _report_body(file) if file.media_type == "application/pdf" else None
+                if body is not None:
+                    name = os.path.basename(file.path)
+                    msg.add_attachment(body, maintype="application", subtype="pdf", filename=name)
         return msg
 
     def _send_email(self, route: Route, key: str, alert: Mapping[str, Any], context: _SendContext) -> None:
@@ -591,29 +594,34 @@ def shown_target(row: sqlite3.Row) -> str:
     return shown_url(target) if row["channel_type"] == "webhook" else target
 
 
-def _report_file(data: Mapping[str, Any], key: str) -> tuple[str, bytes] | None:
-    """A report alert's PDF or CSV (``key`` "report_pdf" or "report_csv", monitor/reports/sending.py):
-    the file written when it was made, if it is still there with the SHA-256 the chained report
-    record holds."""
-    path, digest = data.get(key), data.get(f"{key}_sha256")
-    if not isinstance(path, str) or not isinstance(digest, str):
-        return None
+def _report_files(conn: sqlite3.Connection, data: Mapping[str, Any]) -> list[ReportFile]:
+    """A report alert's files (monitor/reports/sending.py), found through the report's row by the
+    id the alert names, never by a path in the alert (one queued before the alert stopped naming
+    them is sent the same way)."""
+    rid = data.get("report_id")
+    files = report_files(conn, rid) if isinstance(rid, str) else None
+    if files is None:
+        log.warning("The report %r is not recorded in the store; the delivery goes without its files", rid)
+        return []
+    return files
+
+
+def _report_body(file: ReportFile) -> bytes | None:
+    """The bytes of a report's file as written when it was made, if it is still there with the
+    SHA-256 the chained report record holds."""
     try:
-        with open(path, "rb") as file:
-            body = file.read()
+        with open(file.path, "rb") as opened:
+            body = opened.read()
     except OSError:
-        log.warning("The report file %r is gone; the delivery goes without it", path)
+        log.warning("The report file %r is gone; the delivery goes without it", file.path)
         return None
-    if hashlib.sha256(body).hexdigest() != digest:
-        log.warning("The report file %r changed since it was made; the delivery goes without it", path)
+    if hashlib.sha256(body).hexdigest() != file.sha256:
+        log.warning("The report file %r changed since it was made; the delivery goes without it", file.path)
         return None
-    return os.path.basename(path), body
+    return body
 
 
-REPORT_FILES = (("report_pdf", "application/pdf"), ("report_csv", "text/csv"))
-
-
-def report_attachments(data: Mapping[str, Any], max_bytes: int) -> list[dict[str, Any]]:
+def report_attachments(files: Sequence[ReportFile], max_bytes: int) -> list[dict[str, Any]]:
     """A report webhook's files (docs/PROTOCOL.md, "Webhooks"): each by name, media type, size
     and SHA-256 (the chained report record's), its bytes in base64 while the files so far fit
     in ``max_bytes`` (the channel's ``attach_max_bytes``); a file left out says why.
@@ -622,21 +630,17 @@ def report_attachments(data: Mapping[str, Any], max_bytes: int) -> list[dict[str
     portal, and the HMAC signature of the body covers the files too."""
     out: list[dict[str, Any]] = []
     used = 0
-    for key, media_type in REPORT_FILES:
-        digest = data.get(f"{key}_sha256")
-        found = _report_file(data, key)
-        if found is None:
-            if isinstance(digest, str):
-                out.append(
-                    {"media_type": media_type, "sha256": digest, "omitted": "the file is gone or changed"}
-                )
+    for file in files:
+        body = _report_body(file)
+        if body is None:
+            gone = "the file is gone or changed"
+            out.append({"media_type": file.media_type, "sha256": file.sha256, "omitted": gone})
             continue
-        name, body = found
         entry: dict[str, Any] = {
-            "filename": name,
-            "media_type": media_type,
+            "filename": os.path.basename(file.path),
+            "media_type": file.media_type,
             "bytes": len(body),
-            "sha256": digest,
+            "sha256": file.sha256,
         }
         if used + len(body) <= max_bytes:
             used += len(body)

@@ -9,6 +9,10 @@ recipients), the alert (kind ``report``, audience town; chained like every alert
 delivery per (recipient, channel) by the existing routing (monitor/notify/delivery.py): e-mail
 with the PDF attached, webhooks with the report's facts, PDF and CSV. Then it delivers those rows at once;
 what fails stays queued, and the daemon's delivery worker retries it as it retries any alert.
+
+The alert names the report by its id and its files by their SHA-256, never by where they lie:
+a path on the operator's disk is nobody else's (the Town's webhook, an inspector's bundle).
+The delivery finds the files through the report's row (monitor/reports/files.py).
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from monitor.config import Config
@@ -119,9 +122,9 @@ def send_report(
 ) -> dict[str, Any]:
     """Record the report as sent, raise its town alert, queue and deliver it; returns a summary.
 
-    The CSV is the file beside the PDF of the same name (as ``minewatch report`` writes them):
-    e-mail attaches the PDF, a webhook both (monitor/notify/delivery.py, ``report_attachments``)."""
-    csv_path = str(Path(pdf_path).with_suffix(".csv"))
+    The CSV is the file beside the PDF of the same name (files.csv_beside): e-mail attaches the
+    PDF, a webhook both (monitor/notify/delivery.py, ``report_attachments``), each found through
+    the report's row."""
     from monitor.notify.delivery import Deliveries
 
     site = report.site
@@ -142,8 +145,6 @@ def send_report(
             "to": format_ts(period.end),
             "chain_seq": report.chain_seq,
             "chain_head": report.chain_head,
-            "report_pdf": pdf_path,
-            "report_csv": csv_path,
             "report_pdf_sha256": hashlib.sha256(pdf).hexdigest(),
             "report_csv_sha256": hashlib.sha256(csv).hexdigest(),
             "made_local": local_moment(now, site.timezone),

@@ -1,26 +1,32 @@
-"""What a bundle for an inspector with a time scope carries of portal actions and compliance reports.
+"""What a bundle for an inspector with a time scope carries of portal actions, compliance reports
+and their alerts.
 
 An inspector's bundle shows records by allow-list (``TimeScope.shows``): portal actions are never
 its (each names an account and the address it acted from, the Town's view of who did what; a
 digest covers the whole record, so none can be shown in part), nor compliance reports' records
 (each names the recipients it was delivered to, which are delivery data, not a finding; a report
 inside the scope carried its recipients' addresses in clear). They are in chain.csv as their
-digests, and the bundle verifies. Real store, real export through the portal, real verify.
+digests, and the bundle verifies. A report's alert is shown when its data holds only what
+``SCOPED_ALERT_DATA`` names (an earlier one named the files' paths on the operator's disk).
+Real store, real export through the portal, real verify.
 """
 
 from __future__ import annotations
 
 import json
 import zipfile
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from monitor.evidence import verify_bundle
+from monitor.evidence.disclosure import SCOPED_ALERT_DATA
 from monitor.journal import queries
 from monitor.journal.store import Store
 from monitor.portal.data import Portal, Scope
-from monitor.reports.sending import record_report
-from tests.support.notices import TZ, make_config, minutes, store_findings
+from monitor.reports.content import build_report, period_of
+from monitor.reports.sending import record_report, send_report
+from tests.support.notices import TZ, local, make_config, minutes, site_and_profile, store_findings
+from tests.support.report_alerts import report_alert_as_before
 from tests.support.scopes import anchored_scopes
 
 NOT_BEFORE = datetime(2026, 12, 3, 20, tzinfo=UTC)  # 14:00 to 15:00 site time
@@ -198,3 +204,45 @@ def test_a_scoped_bundle_names_no_sensor_or_time_of_entries_outside_its_window(t
         town = [line.split(",") for line in zf.read("chain.csv").decode().splitlines()[1:]]
     assert any(c[1] == "sound" and c[2] and int(c[2].split("|")[1]) >= to_us(window[1]) for c in town)
     assert verify_bundle(whole, load_anchors(site.anchors)).ok
+
+
+def test_a_scoped_bundle_shows_a_report_alert_by_allow_list_and_never_the_files_paths(tmp_path: Path) -> None:
+    """A report's town alert inside the scope is shown with its data (the report's id, period,
+    chain head and files' SHA-256: ``SCOPED_ALERT_DATA``), which names no path on the operator's
+    disk. One a store wrote before, naming the files' paths (report_pdf, report_csv), is carried
+    as its digest alone: its digest covers the paths, so they cannot be left out of it."""
+    not_before, not_after = local(2026, 6, 14, 23), local(2026, 6, 16, 8)
+    config = make_config(tmp_path / "r.db")
+    site, profile = site_and_profile(config)
+    store = Store(config.storage.path)
+    store_findings(store, minutes(local(2026, 6, 15, 10), 2), local(2026, 6, 15, 10, 5))
+    period = period_of(date(2026, 6, 15), date(2026, 6, 15), TZ, "2026-06-15")
+    report = build_report(store.conn, site, profile, period, local(2026, 6, 16, 6))
+    pdf_path = tmp_path / "reports" / "quarry-2026-06-15.pdf"
+    sent = send_report(config, store, report, b"pdf", b"csv", str(pdf_path), local(2026, 6, 16, 6))
+    with store.batch():
+        before = report_alert_as_before(
+            store, period.start, period.end, local(2026, 6, 16, 6, 30), b"pdf-", b"csv-", str(pdf_path), []
+        )
+    portal, scoped, town = anchored_scopes(store, config, not_before, not_after)
+    window = local(2026, 6, 15, 0), local(2026, 6, 16, 7)
+
+    out = tmp_path / "scoped.zip"
+    portal.export(scoped, "quarry", *window, out)
+    alerts = {r["id"]: json.loads(str(r["data"])) for r in _records(out, "records/alerts.json")}
+    assert set(alerts) == {sent["id"]}, alerts
+    assert set(alerts[sent["id"]]) <= SCOPED_ALERT_DATA["report"]
+    with zipfile.ZipFile(out) as zf:
+        everything = b"".join(zf.read(n) for n in zf.namelist()).decode()
+        chain = zf.read("chain.csv").decode()
+    assert str(tmp_path) not in everything and "quarry-2026-06-15" not in everything
+    store = Store(config.storage.path)
+    entry = queries.chain_entry(store.conn, "quarry", "alert", before["id"])
+    store.close()
+    assert entry is not None and f"\n{entry.seq},,,{entry.digest},\n" in chain  # its digest alone
+    assert verify_bundle(out).ok
+
+    whole = tmp_path / "town.zip"  # the Town's view: both, as chained (it was sent the paths then)
+    portal.export(town, "quarry", *window, whole)
+    assert {r["id"] for r in _records(whole, "records/alerts.json")} == {sent["id"], before["id"]}
+    assert verify_bundle(whole).ok
