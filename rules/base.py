@@ -75,6 +75,12 @@ class RuleSpec(Generic[P]):
     # Profile-defined operator event kinds (GenericEvent.kind) the rule reads with these params;
     # a profile must declare each of them in its ``event_kinds`` (rules.profile checks).
     event_kinds: EventKinds[P] | None = None
+    # Set when each finding is a verdict on one event, the kind its one ref names ("blast": the
+    # blasting-hours verdict on a blast): it judges the event by the event's own time, and the other
+    # times it names (the event's day, the allowed hours, that day's sunset) are set by the rule for
+    # that day, not reported. A time-scoped reader is shown it with the event (Profile.event_verdicts,
+    # monitor/evidence/disclosure.py TimeScope); None: every time a finding names is one it reports.
+    verdict_on: str | None = None
 
 
 # ---------------------------------------------------------------------------

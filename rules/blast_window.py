@@ -315,4 +315,5 @@ RULE: RuleSpec[BlastWindowParams] = RuleSpec(
     evaluate=evaluate,
     early_warnings=early_warnings,
     description="Blasting only within local hours; after hours only for safety before sunset.",
+    verdict_on="blast",  # refs=("blast:<id>",): the blast judged by its own time (6.F)
 )

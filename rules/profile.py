@@ -181,6 +181,13 @@ class Profile:
         surface names a standard."""
         return {key: standard.title for key, standard in self.standards.items()}
 
+    def event_verdicts(self) -> dict[str, str]:
+        """The standards whose findings are each a verdict on one event, by key, with the kind of
+        event judged (their rule's ``verdict_on``): whatever the profile names the standard."""
+        return {
+            key: kind for key, standard in self.standards.items() if (kind := RULES[standard.rule].verdict_on)
+        }
+
     def params(self, key: str) -> Any:
         """The validated Params dataclass of a standard, e.g. ``profile.params("noise")``."""
         return self.standards[key].params

@@ -227,15 +227,6 @@ REF_EVENT_KINDS: dict[str, str] = {
     "truck": "truck",
     "work": "work",
 }
-# Findings that are a verdict on one event, by the standard that makes them (the finding's
-# ``standard``, the key both shipped profiles give it), with the kind of event judged, named by
-# its one ref (REF_EVENT_KINDS). The blasting-hours verdict (6.F) judges the blast by its own time
-# and names the blast's day, the allowed hours ("10:00-15:00") and that day's sunset: times its
-# rule and the sun set for the blast's day (the day before too: a blast after midnight may be
-# judged under the previous afternoon's exception), not times it reports. Read as reported, they
-# kept the verdict from a reader whose scope holds the blast but not its whole day. A standard
-# not listed (or named otherwise in a profile) keeps every time it names held to the scope.
-EVENT_VERDICTS: dict[str, str] = {"blast_window": "blast"}
 _UTC_NAMES = frozenset({"UTC", "GMT", "Z"})
 _SECOND_US = 1_000_000
 
@@ -253,8 +244,8 @@ class TimeScope:
     not enough: a finding that starts inside it and ends after it tells what lies outside. A cure
     deadline is not reported but set (SET_TIMES, SET_COLUMNS): a notice issued, or extended,
     inside the scope is shown though its deadline lies after it; so are the day, the hours and the
-    sunset a verdict on one event names (EVENT_VERDICTS: the blasting-hours verdict), shown when
-    the event it judges is.
+    sunset a verdict on one event names (``event_verdicts``: the blasting-hours verdict), shown
+    when the event it judges is.
     Times named in site time ("2026-07-01 16:05 CDT", "16:05", "at 4:05 pm", "on 2026-07-01") are
     placed in the site's zone (``_site_times``); a time-like word that cannot be placed ("July 1",
     "7/1/2026", another zone's abbreviation, a day named relative to the text: "yesterday", "last
@@ -264,15 +255,30 @@ class TimeScope:
 
     not_before_us: int | None = None
     not_after_us: int | None = None
+    # The site's findings that are a verdict on one event: (the finding's ``standard``, the kind
+    # of event judged, named by the finding's one ref, REF_EVENT_KINDS), as the site's profile
+    # gives them (rules.profile.Profile.event_verdicts: its rule says so, whatever the profile
+    # names the standard). The blasting-hours verdict (6.F) judges the blast by its own time and
+    # names the blast's day, the allowed hours ("10:00-15:00") and that day's sunset: times its
+    # rule and the sun set for the blast's day (the day before too: a blast after midnight may be
+    # judged under the previous afternoon's exception), not times it reports. Read as reported,
+    # they kept the verdict from a reader whose scope holds the blast but not its whole day. A
+    # standard not listed keeps every time it names held to the scope. A set of pairs, not a
+    # mapping: a scope is a key of the portal's caches.
+    event_verdicts: frozenset[tuple[str, str]] = frozenset()
 
     @classmethod
-    def of(cls, not_before: datetime | None, not_after: datetime | None) -> TimeScope | None:
-        """The scope of an account's not_before/not_after (None: an unscoped reader)."""
+    def of(
+        cls, not_before: datetime | None, not_after: datetime | None, event_verdicts: Mapping[str, str]
+    ) -> TimeScope | None:
+        """The scope of an account's not_before/not_after (None: an unscoped reader) over a site
+        whose profile gives ``event_verdicts`` (Profile.event_verdicts)."""
         if not_before is None and not_after is None:
             return None
         return cls(
             to_us(not_before) if not_before is not None else None,
             to_us(not_after) if not_after is not None else None,
+            frozenset(event_verdicts.items()),
         )
 
     def holds(self, ts_us: int) -> bool:
@@ -375,7 +381,7 @@ class TimeScope:
         row: Mapping[str, Any] | sqlite3.Row,
         zone: tzinfo,
     ) -> tuple[int, int] | None:
-        """For a verdict on one event (EVENT_VERDICTS) whose event record this reader is shown
+        """For a verdict on one event (``event_verdicts``) whose event record this reader is shown
         (``shows``: its times and its texts, a blast's safety reason among them): [lo, hi] (µs
         UTC), the site days its rule reads, the event's and the one before, where the times it
         names are set by the rule, not reported. None for every other record: its times count."""
@@ -387,7 +393,7 @@ class TimeScope:
             return None
         if not isinstance(value, dict):
             return None
-        judged_kind = EVENT_VERDICTS.get(str(value.get("standard")))
+        judged_kind = dict(self.event_verdicts).get(str(value.get("standard")))
         refs = value.get("refs")
         if judged_kind is None or not isinstance(refs, list) or len(refs) != 1:
             return None

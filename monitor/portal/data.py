@@ -159,10 +159,11 @@ class Scope:
             raise NotFound("outside this account's time scope")
         return start, end
 
-    def times(self) -> TimeScope | None:
+    def times(self, event_verdicts: Mapping[str, str]) -> TimeScope | None:
         """The account's time scope as the allow-list of findings and what tells them (None:
-        unscoped): the one check the findings API, the day view and bundles apply."""
-        return TimeScope.of(self.user.not_before, self.user.not_after)
+        unscoped): the one check the findings API, the day view and bundles apply. A site's
+        ``event_verdicts`` are its profile's (``Portal.times``)."""
+        return TimeScope.of(self.user.not_before, self.user.not_after, event_verdicts)
 
 
 # --------------------------------------------------------------------------- the facade
@@ -201,6 +202,11 @@ class Portal:
 
             self._profiles[site.id] = load_profile(site.profile, site.agreement)
         return self._profiles[site.id]
+
+    def times(self, scope: Scope, site: SiteConfig) -> TimeScope | None:
+        """The account's time scope over the site's records (``Scope.times``), with the verdicts
+        on one event its profile's rules declare."""
+        return scope.times(self.profile(site).event_verdicts())
 
     # ------------------------------------------------------------------ the chain of actions
 
@@ -326,7 +332,7 @@ class Portal:
         site = scope.site(site_id)
         start, end = scope.window(start, end)
         zone = ZoneInfo(site.timezone)
-        found, _ = self._findings.get(self.store().conn, site.id, start, end, scope.times(), zone)
+        found, _ = self._findings.get(self.store().conn, site.id, start, end, self.times(scope, site), zone)
         return [f for f in found if not kinds or f["kind"] in kinds]
 
     def findings_json(self, scope: Scope, site_id: str, start: datetime, end: datetime) -> bytes:
@@ -334,7 +340,7 @@ class Portal:
         site = scope.site(site_id)
         start, end = scope.window(start, end)
         zone = ZoneInfo(site.timezone)
-        _, body = self._findings.get(self.store().conn, site.id, start, end, scope.times(), zone)
+        _, body = self._findings.get(self.store().conn, site.id, start, end, self.times(scope, site), zone)
         return body
 
     def today(self, site: SiteConfig, at: datetime | None = None) -> tuple[datetime, datetime]:
@@ -476,7 +482,7 @@ class Portal:
         self, scope: Scope, site: SiteConfig
     ) -> Callable[[str, Mapping[str, Any] | sqlite3.Row], bool] | None:
         """Whether the account may see a stored row of a kind (TimeScope.shows); None: every row."""
-        times = scope.times()
+        times = self.times(scope, site)
         if times is None:
             return None
         conn, zone = self.store().conn, ZoneInfo(site.timezone)
@@ -1012,7 +1018,7 @@ class Portal:
             ]
             for sensor, slots in lux.items()
         }
-        times = scope.times()  # a time-scoped reader sees the events wholly inside its scope only
+        times = self.times(scope, site)  # a time-scoped reader sees the events wholly inside its scope only
         events = [
             e
             for e in queries.events_overlapping(conn, site.id, start, end)
@@ -1078,7 +1084,7 @@ class Portal:
             profile.episode_gap_s,
             not_before=scope.user.not_before,
             not_after=scope.user.not_after,
-            between=_violations_shown(conn, site.id, scope.times(), ZoneInfo(site.timezone)),
+            between=_violations_shown(conn, site.id, times, ZoneInfo(site.timezone)),
         )
         if times is not None:  # an episode's notice only when the reader may see the notice
             told = [
@@ -1214,8 +1220,9 @@ class Portal:
         start, end = scope.window(period.start, period.end)
         # The reader's time scope too: within the same window a scoped reader sees less (a
         # finding reporting past its scope, a notice issued after it), never an unscoped view.
+        times = self.times(scope, site)
         return self._days.get(
-            (site.id, to_us(period.start), to_us(period.end), to_us(start), to_us(end), scope.times()),
+            (site.id, to_us(period.start), to_us(period.end), to_us(start), to_us(end), times),
             lambda: queries.chain_head_seq(self.store().conn, site.id),
             lambda: self.period(scope, site.id, period),
             page,
@@ -1280,7 +1287,7 @@ class Portal:
 
         site = scope.site(site_id)
         start, end = scope.window(start, end)
-        times = scope.times()
+        times = self.times(scope, site)
         shown = TOWN_VIEW if times is None else replace(TOWN_VIEW, time_scope=times)
         summary = export_bundle(
             self.config, site.id, start, end, out, plots=False, now=self.clock(), disclosure=shown
@@ -1364,7 +1371,7 @@ class Portal:
 
         site = scope.site(site_id)
         published = queries.anchors(self.store().conn, site.id)
-        if (times := scope.times()) is not None:
+        if (times := self.times(scope, site)) is not None:
             published = times.anchors(published, lambda a: to_us(a.published))
         return [Anchor(a.site, a.seq, a.head, format_ts(a.published)) for a in published]
 

@@ -86,7 +86,9 @@ class EvidencePages:
             meters=[s.id for s in site.sensors if s.kind is SensorKind.SOUND],
             max_upload_mb=self.web.pc.max_upload_mb,
             # What a scoped bundle shows, in the words its manifest states it (one text for both).
-            scope_rule=times.manifest()["rule"] if (times := scope.times()) is not None else None,
+            scope_rule=times.manifest()["rule"]
+            if (times := self.web.portal.times(scope, site)) is not None
+            else None,
         )
 
     async def evidence_page(self, request: Request) -> Response:

@@ -36,6 +36,14 @@ def test_dovre_profile_describes_the_ordinance() -> None:
     assert {s.rule for s in DOVRE.standards.values()} | land == set(RULES)
 
 
+def test_a_verdict_on_one_event_is_the_rules_whatever_the_profile_names_its_standard() -> None:
+    """The blasting-hours rule says each of its findings judges one blast (RuleSpec.verdict_on);
+    a profile's standard of that rule is such a verdict under any key, and no other is."""
+    assert DOVRE.event_verdicts() == {"blast_window": "blast"}
+    assert OTHERTON.event_verdicts() == {"blasting_hours": "blast"}
+    assert [name for name, rule in RULES.items() if rule.verdict_on] == ["blast_window"]
+
+
 def test_margins_cover_what_the_rules_need() -> None:
     lookback, lookahead = data_margins(DOVRE)
     assert lookback == timedelta(hours=72)  # upward light's night baseline

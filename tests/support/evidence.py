@@ -74,12 +74,17 @@ def build_site(
     chain_config: bool = True,
     seismic: bool = False,
     overloaded: frozenset[int] = frozenset(),
+    profile: str = "dovre",
 ) -> Site:
     """A store as the daemon writes it: a config record at start-up, anchors (each followed by the
     config record restated, as Pipeline._anchor does) before, during and (``final_anchor``) after
     the window; ``seismic``: a seismograph event (SEISMIC_AT) between the second and last anchors;
-    ``overloaded``: the seconds (from T0) that n2 measured overloaded."""
+    ``overloaded``: the seconds (from T0) that n2 measured overloaded; ``profile``: the site's
+    ordinance profile, a shipped one's name or a file's path."""
     config_path = write_config(tmp_path / "minewatch.toml", "mqtt://127.0.0.1:1", site=SITE, influx=influx)
+    if profile != "dovre":
+        written = config_path.read_text()
+        config_path.write_text(written.replace('profile = "dovre"', f'profile = "{profile}"', 1))
     if password:  # written inline, as a configuration may
         config_path.write_text(
             config_path.read_text().replace("[broker]\n", f'[broker]\npassword = "{password}"\n', 1)

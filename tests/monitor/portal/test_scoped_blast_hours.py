@@ -33,6 +33,7 @@ from rules import blast_notice, blast_window
 from rules.model import Blast, BlastNotice, Finding, FindingKind, SiteData
 from rules.profile import load_profile
 from tests.support.evidence import SITE, add_seismograph_event, build_site
+from tests.support.paths import REPO
 from tests.support.portal_server import Client, portal_serving, scoped_inspector_config
 
 CHICAGO = ZoneInfo("America/Chicago")
@@ -40,19 +41,26 @@ DAY = "2024-03-12"
 TOKEN = "inspector-token-for-the-blast-hours-test-0123"
 
 
-def _judged(tmp_path: Path, fired: datetime, reason: str | None) -> tuple[Path, Finding, Finding]:
-    """A site whose blast at ``fired`` was noticed the day before, its seismograph record, the
-    daemon's two verdicts on it (blasting hours, notice) by the real rules, and an anchor after
-    the blast's hour; returns the configuration and the two findings."""
-    site = build_site(tmp_path)
+# Another town's profile, whose blasting-hours standard (rule blast_window) is "blasting_hours".
+OTHERTON = str(REPO / "tests" / "rules" / "profiles" / "otherton.toml")
+
+
+def _judged(
+    tmp_path: Path, fired: datetime, reason: str | None, profile_name: str = "dovre"
+) -> tuple[Path, Finding, Finding]:
+    """A site on ``profile_name`` whose blast at ``fired`` was noticed the day before, its
+    seismograph record, the daemon's two verdicts on it (blasting hours, notice) by the real
+    rules, and an anchor after the blast's hour; returns the configuration and the two findings."""
+    site = build_site(tmp_path, profile=profile_name)
     blast = Blast(SITE, "B-HOURS", fired, safety_reason=reason)
     notice = BlastNotice(SITE, "B-HOURS", fired - timedelta(days=1), fired, ("Nora Neighbour",))
     config = site.config.site(SITE)
     assert config is not None
-    profile = load_profile("dovre")
+    profile = load_profile(config.profile)
     data = SiteData.grouped({}, blasts=(blast,), blast_notices=(notice,))
     span = (fired - timedelta(hours=1), fired + timedelta(hours=1), fired + timedelta(minutes=1))
-    hours, told = profile.standards["blast_window"], profile.standards["blast_notice"]
+    [hours] = [s for s in profile.standards.values() if s.rule == "blast_window"]
+    told = profile.standards["blast_notice"]
     [window] = blast_window.evaluate(config.context(), hours, hours.params, data, *span)
     [noticed] = blast_notice.evaluate(config.context(), told, told.params, data, *span)
     store = Store(site.config.storage.path)
@@ -75,17 +83,19 @@ def _hour(fired: datetime) -> tuple[datetime, datetime]:
 
 
 @pytest.mark.parametrize(
-    ("fired", "reason", "kind"),
+    ("fired", "reason", "kind", "profile_name"),
     [
-        (datetime(2024, 3, 12, 16, 5, tzinfo=CHICAGO), "wind gusts", FindingKind.SAFETY_EXCEPTION),
-        (datetime(2024, 3, 12, 8, 20, tzinfo=CHICAGO), None, FindingKind.VIOLATION),
+        (datetime(2024, 3, 12, 16, 5, tzinfo=CHICAGO), "wind gusts", FindingKind.SAFETY_EXCEPTION, "dovre"),
+        (datetime(2024, 3, 12, 8, 20, tzinfo=CHICAGO), None, FindingKind.VIOLATION, "dovre"),
+        # The rule says its verdict is on one blast, whatever a profile names its standard.
+        (datetime(2024, 3, 12, 17, 30, tzinfo=CHICAGO), None, FindingKind.VIOLATION, OTHERTON),
     ],
-    ids=["after-hours-before-sunset", "before-the-hours"],
+    ids=["after-hours-before-sunset", "before-the-hours", "another-towns-standard-name"],
 )
 def test_the_blasting_hours_verdict_is_shown_to_a_scope_of_the_blasts_hour(
-    tmp_path: Path, fired: datetime, reason: str | None, kind: FindingKind
+    tmp_path: Path, fired: datetime, reason: str | None, kind: FindingKind, profile_name: str
 ) -> None:
-    config_path, window, noticed = _judged(tmp_path, fired, reason)
+    config_path, window, noticed = _judged(tmp_path, fired, reason, profile_name)
     assert window.kind is kind and DAY in window.summary  # it names the blast's day
     not_before, not_after = _hour(fired)
     secret = "blast-hours-secret"
@@ -123,7 +133,7 @@ def test_a_verdict_on_a_blast_whose_record_names_a_time_outside_the_scope_stays_
     scope of 16:00-17:00, and the blast record itself is not shown, so neither is its verdict.
     With a reason naming no time, the same verdict on the same blast is shown."""
     fired = datetime(2024, 3, 12, 16, 5, tzinfo=CHICAGO)
-    scope = TimeScope.of(*_hour(fired))
+    scope = TimeScope.of(*_hour(fired), load_profile("dovre").event_verdicts())
     assert scope is not None
     for n, (reason, shown) in enumerate((("gusts since the 12:30 forecast", False), ("wind gusts", True))):
         folder = tmp_path / str(n)
