@@ -62,7 +62,7 @@ from monitor.influx.client import InfluxForwarder
 from monitor.influx.forwarder_record import ForwarderRecorder
 from monitor.influx.outbox import Outbox
 from monitor.journal.config_record import config_record_texts
-from monitor.journal.store import READING_KIND, SoundEntry, Store, sound_entry, unwritable
+from monitor.journal.store import READING_KIND, SoundEntry, StagedSounds, Store, sound_entry, unwritable
 from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.delivery import Deliveries, DeliveryWorker
 from monitor.notify.notices import NoticeBook
@@ -138,6 +138,15 @@ class PendingSound(NamedTuple):
     late: bool
     minute: datetime
     entry: SoundEntry | None  # built before the transaction, or None (the store builds it)
+
+
+class StagedFlush(NamedTuple):
+    """Pending sound records made ready for the store (``Pipeline._stage_flush``)."""
+
+    pending: list[PendingSound]
+    entries: list[SoundEntry]
+    sounds: StagedSounds | None  # chained ahead of the write transaction, or None (chained in it)
+    now: datetime  # their receipt time as stored
 
 
 class Judgement(NamedTuple):
@@ -241,10 +250,12 @@ class Pipeline:
             for index, (part, next_time) in enumerate(self._between_data_steps(ready)):
                 if index:
                     now = self.clock.now()
+                staged = self._accept_ahead(part, now)
                 with self._write_transaction():
-                    for item in part:
-                        self._apply(item, now)
-                    take_in = self._flush_sound(self.clock.now(), defer=True)
+                    if staged is None:
+                        for item in part:
+                            self._apply(item, now)
+                    take_in = self._flush_sound(self.clock.now(), defer=True, staged=staged)
                 committed += len(part)
                 if take_in is not None:
                     take_in()  # memory only, out of the write lock
@@ -509,23 +520,50 @@ class Pipeline:
         late = self._count_if_late(state, minute, now)
         self._pending_sound.append(PendingSound(state, levels, source, late, minute, entry))
 
-    def _flush_sound(self, now: datetime, *, defer: bool = False) -> Callable[[], None] | None:
-        """Store the pending sound records (in the current transaction), then take them in:
-        counted, into the recent windows, their minutes touched, clock, health and points.
+    def _accept_ahead(self, part: list[Prepared], now: datetime) -> StagedFlush | None:
+        """A part of a batch that is all sound records (the usual one) accepted and staged for
+        the store before the write transaction: with two workers the drain is bound by the time
+        each holds the store's write lock (docs/PERFORMANCE.md), and accepting a sound record
+        touches memory only. None (nothing done) when the part holds anything else."""
+        if any(item.source is None for item in part):
+            return None
+        for item in part:
+            self._apply(item, now)
+        return self._stage_flush(self.clock.now(), ahead=True)
 
-        ``defer``: when taking them in writes nothing (every record new, each sensor online,
-        no outbox: the usual batch), that is returned, not done, for the caller to run after
-        the COMMIT. Two workers' drain is bound by the time each holds the store's write lock
-        (docs/PERFORMANCE.md), and this memory-only part need not hold it.
-        """
+    def _stage_flush(self, now: datetime, *, ahead: bool = False) -> StagedFlush | None:
+        """The pending sound records made ready for the store: their minutes' recent windows
+        loaded, and (``ahead``, before the write transaction) their rows made and chained
+        (``Store.stage_sounds``)."""
         pending, self._pending_sound = self._pending_sound, []
         if not pending:
             return None
         touched = {(p.levels.site, p.minute) for p in pending}
         for site, minute in touched:
             self.sites[site].recent.ensure((minute,))  # before the store has the new readings
+        entries = [p.entry or sound_entry(p.levels, p.source) for p in pending]
+        sounds = self.store.stage_sounds(entries, [p.late for p in pending], now) if ahead else None
+        return StagedFlush(pending, entries, sounds, now)
+
+    def _flush_sound(
+        self, now: datetime, *, defer: bool = False, staged: StagedFlush | None = None
+    ) -> Callable[[], None] | None:
+        """Store the pending sound records (in the current transaction), or those ``staged``
+        ahead, then take them in: counted, into the recent windows, their minutes touched,
+        clock, health and points.
+
+        ``defer``: when taking them in writes nothing (every record new, each sensor online,
+        no outbox: the usual batch), that is returned, not done, for the caller to run after
+        the COMMIT. Two workers' drain is bound by the time each holds the store's write lock
+        (docs/PERFORMANCE.md), and this memory-only part need not hold it.
+        """
+        if staged is None:
+            staged = self._stage_flush(now)
+            if staged is None:
+                return None
+        pending, now = staged.pending, staged.now
         stored = self.store.append_sounds(
-            [(p.levels, p.source, p.late) for p in pending], now, [p.entry for p in pending]
+            [(p.levels, p.source, p.late) for p in pending], now, staged.entries, staged.sounds
         )
         if defer and self._taken_in_memory(pending, stored):
             return lambda: self._take_in_committed(pending, now)

@@ -178,6 +178,23 @@ def sound_entry(levels: SoundLevels, source: str) -> SoundEntry:
     return SoundEntry(row[0], f"{row[1]}|{row[2]}", sound_digest(row), values, insert)
 
 
+def _rows_by_insert() -> dict[str, list[tuple[Any, ...]]]:
+    """Sound rows by the INSERT statement that takes them (SoundEntry.insert), none yet."""
+    return {_SOUND_INSERT_SHORT: [], _SOUND_INSERT: [], _SOUND_INSERT_OVERLOAD: []}
+
+
+class StagedSounds(NamedTuple):
+    """Sound entries chained and made rows before the write lock (``Store.stage_sounds``), each
+    site's links continuing the head that site had at this store's last commit. Under the lock
+    ``append_sounds`` takes them where each site's head is still that one, and chains afresh
+    where another writer chained since: the links are the same either way."""
+
+    starts: dict[str, tuple[int, str]]  # each site's head the links continue
+    ends: dict[str, tuple[int, str]]  # and the head they leave
+    chain: list[tuple[str, int, str, str, str, str, int]]  # the chain rows, as link_all writes them
+    rows: dict[str, list[tuple[Any, ...]]]  # each INSERT statement's rows (SoundEntry.insert)
+
+
 def levels_digest(levels: SoundLevels, source: str) -> str:
     """The digest of ``levels`` stored with ``source``: what append_sounds chains for it."""
     return sound_entry(levels, source).digest
@@ -536,6 +553,8 @@ class Store:
         self._max_variables = self.conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
         self._statements: dict[tuple[str, int], str] = {}
         self._heads: dict[str, tuple[int, str]] = {}
+        # Each site's head as of this store's last commit: where stage_sounds' links start.
+        self._committed_heads: dict[str, tuple[int, str]] = {}
         self._pending_chain: list[tuple[str, int, str, str, str, str, int]] = []  # written at commit
         self._in_batch = False
         # Rollbacks so far (of a batch or a savepoint): what was read inside one may be gone, and
@@ -646,12 +665,14 @@ class Store:
             yield
             self._flush_chain()
             self.conn.execute("COMMIT")
+            self._committed_heads.update(self._heads)
         except BaseException:
             self.rollbacks += 1
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
             self._pending_chain.clear()
             self._heads.clear()  # chain heads cached during the batch may be gone
+            self._committed_heads.clear()
             raise
         finally:
             self._in_batch = False
@@ -689,12 +710,14 @@ class Store:
     def head(self, site: str) -> tuple[int, str]:
         cached = self._heads.get(site)
         if cached is None:
-            row = self.conn.execute(
-                "SELECT seq, head FROM chain WHERE site = ? ORDER BY seq DESC LIMIT 1", (site,)
-            ).fetchone()
-            cached = (row["seq"], row["head"]) if row else (0, GENESIS)
-            self._heads[site] = cached
+            cached = self._heads[site] = self._last_head(site)
         return cached
+
+    def _last_head(self, site: str) -> tuple[int, str]:
+        row = self.conn.execute(
+            "SELECT seq, head FROM chain WHERE site = ? ORDER BY seq DESC LIMIT 1", (site,)
+        ).fetchone()
+        return (row["seq"], row["head"]) if row else (0, GENESIS)
 
     def chain(self, site: str, kind: str, key: str, record: Mapping[str, Any], now: datetime) -> int:
         """Append a record to its site's chain; returns the entry's seq."""
@@ -764,15 +787,39 @@ class Store:
     def append_sound(self, levels: SoundLevels, *, source: str, late: bool, now: datetime) -> Appended:
         return Appended(self.append_sounds([(levels, source, late)], now)[0])
 
+    def stage_sounds(
+        self, entries: Sequence[SoundEntry], lates: Sequence[bool], now: datetime
+    ) -> StagedSounds:
+        """``entries`` (with their ``late``) chained and made rows ahead of the write lock, for
+        ``append_sounds``: the chain's SHA-256 heads and the rows' tuples are then not built while
+        the other workers wait for the lock (docs/PERFORMANCE.md)."""
+        now_us = to_us(now)
+        starts: dict[str, tuple[int, str]] = {}
+        heads: dict[str, tuple[int, str]] = {}
+        chain: list[tuple[str, int, str, str, str, str, int]] = []
+        rows = _rows_by_insert()
+        for e, late in zip(entries, lates, strict=True):
+            site = e.site
+            current = heads.get(site)
+            if current is None:
+                current = starts[site] = self._committed_heads.get(site) or self._last_head(site)
+            seq, head = current[0] + 1, next_head(current[1], e.digest)
+            heads[site] = (seq, head)
+            chain.append((site, seq, "sound", e.key, e.digest, head, now_us))
+            rows[e.insert].append((*e.values, int(late), now_us, seq))
+        return StagedSounds(starts, heads, chain, rows)
+
     def append_sounds(
         self,
         items: Sequence[tuple[SoundLevels, str, bool]],
         now: datetime,
         entries: Sequence[SoundEntry | None] | None = None,
+        staged: StagedSounds | None = None,
     ) -> list[bool]:
         """Many (levels, source, late) at once; returns which were new (the rest are duplicates).
 
         ``entries``: each item's ``sound_entry`` where the caller has built it already (None: built here).
+        ``staged``: those entries' ``stage_sounds``, taken where no other writer chained since.
 
         Optimistic: all rows in multi-row statements, and only when fewer rows were inserted
         than given (a duplicate among them) is it undone and redone row by row to learn which.
@@ -785,15 +832,12 @@ class Store:
         ]
         try:
             with self.savepoint():
-                # Chain every row first: its entry's seq is a column of the row.
-                seqs = self.link_all("sound", [(e.site, e.key, e.digest) for e in ready], now_us)
-                rows: dict[str, list[tuple[Any, ...]]] = {
-                    _SOUND_INSERT_SHORT: [],
-                    _SOUND_INSERT: [],
-                    _SOUND_INSERT_OVERLOAD: [],
-                }
-                for e, (_, _, late), seq in zip(ready, items, seqs, strict=True):
-                    rows[e.insert].append((*e.values, int(late), now_us, seq))
+                if staged is not None and all(self.head(s) == start for s, start in staged.starts.items()):
+                    self._pending_chain.extend(staged.chain)
+                    self._heads.update(staged.ends)
+                    rows = staged.rows
+                else:
+                    rows = self._link_sounds(ready, [late for _, _, late in items], now_us)
                 # The statements' own row counts: total_changes would count the triggers' too.
                 inserted = sum(self._insert_rows(insert, given) for insert, given in rows.items())
                 if inserted != len(ready):
@@ -809,6 +853,16 @@ class Store:
                 self.link(e.site, "sound", e.key, e.digest, now_us)
             stored.append(new)
         return stored
+
+    def _link_sounds(
+        self, ready: Sequence[SoundEntry], lates: Sequence[bool], now_us: int
+    ) -> dict[str, list[tuple[Any, ...]]]:
+        """Chain every entry (its seq is a column of its row); returns each INSERT statement's rows."""
+        seqs = self.link_all("sound", [(e.site, e.key, e.digest) for e in ready], now_us)
+        rows = _rows_by_insert()
+        for e, late, seq in zip(ready, lates, seqs, strict=True):
+            rows[e.insert].append((*e.values, int(late), now_us, seq))
+        return rows
 
     def append_reading(
         self,

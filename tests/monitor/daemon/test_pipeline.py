@@ -24,6 +24,7 @@ from monitor.daemon.ingest import Inbound
 from monitor.daemon.pipeline import QUIET_S, Pipeline
 from monitor.daemon.site_state import SiteState
 from monitor.daemon.site_status import site_status
+from monitor.journal.chain_kinds import GENESIS, next_head
 from monitor.journal.store import Store
 from monitor.wire.codec import encode, payload_of
 from monitor.wire.protocol import format_ts
@@ -200,6 +201,44 @@ def test_a_usual_batch_is_taken_in_after_its_commit_and_one_that_writes_within_i
     world.pipeline.outbox_put = made.extend
     world.levels(world.now, 2, 60.0)
     assert in_transaction == [True, True] and len(made) == 2
+
+
+def test_a_batch_of_sound_records_is_accepted_made_rows_and_chained_before_its_write_transaction(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers' drain is bound by the time each holds the store's write lock: a part of a
+    batch that is all sound records is accepted (lateness, the pending list) and its rows made
+    and chained (Store.stage_sounds) before BEGIN; inside, only the inserts. A part holding
+    anything else is done in the transaction, as it comes."""
+    seen: list[tuple[str, bool]] = []
+
+    def watch(cls: type, name: str) -> None:
+        original = getattr(cls, name)
+
+        def watched(self: Any, *args: Any, **kwargs: Any) -> Any:
+            store = self if isinstance(self, Store) else self.store
+            seen.append((name, store.conn.in_transaction))
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, name, watched)
+
+    watch(Pipeline, "_accept_sound")
+    watch(Store, "stage_sounds")
+    watch(Store, "link_all")
+    watch(Store, "append_sounds")
+    world.levels(T0, 3, 60.0)
+    assert seen == [("_accept_sound", False)] * 3 + [("stage_sounds", False), ("append_sounds", True)]
+    chain = world.store.conn.execute("SELECT seq, digest, head FROM chain WHERE site = 'q' ORDER BY seq")
+    previous = GENESIS
+    for seq, (number, digest, head) in enumerate(chain.fetchall(), start=1):
+        assert (number, head) == (seq, next_head(previous, digest))
+        previous = head
+    seen.clear()
+    heartbeat = SensorStatus("q", "n1", T0 + timedelta(seconds=3), battery_pct=80)
+    sounds = [SoundLevels("q", "n1", T0 + timedelta(seconds=4), 1.0, 60.0, 61.0, 75.0)]
+    world.pipeline.handle_batch([Inbound(*encode(m), 1, 1, 0.0) for m in [heartbeat, *sounds]])
+    # the heartbeat chained, then the sound record accepted, stored and chained, all inside
+    assert seen == [("link_all", True), ("_accept_sound", True), ("append_sounds", True), ("link_all", True)]
 
 
 def test_a_site_that_stops_sending_is_judged_once_quiet_with_the_input_up(world: World) -> None:

@@ -67,14 +67,20 @@ def test_sound_digest_is_the_canonical_record_digest() -> None:
         assert sound_digest(row) == expected, row
 
 
-@pytest.mark.parametrize("built_ahead", [False, True], ids=["built-by-the-store", "built-ahead"])
-def test_many_sounds_with_duplicates_across_statements(tmp_path: Path, built_ahead: bool) -> None:
+@pytest.mark.parametrize(
+    "ahead", ["", "built", "staged"], ids=["built-by-the-store", "built-ahead", "staged-ahead"]
+)
+def test_many_sounds_with_duplicates_across_statements(tmp_path: Path, ahead: str) -> None:
     """The same rows and chain whether the store builds each record's entry or the caller did
-    before the write lock (the pipeline: store.sound_entry), through the duplicates' slow path."""
+    before the write lock (the pipeline: store.sound_entry, and its rows made and chained by
+    store.stage_sounds), through the duplicates' slow path."""
 
     def append(items: list[tuple[SoundLevels, str, bool]]) -> list[bool]:
-        entries = [sound_entry(lv, source) for lv, source, _ in items] if built_ahead else None
-        return store.append_sounds(items, T0, entries)
+        entries = [sound_entry(lv, source) for lv, source, _ in items] if ahead else None
+        staged = None
+        if entries and ahead == "staged":
+            staged = store.stage_sounds(entries, [late for *_, late in items], T0)
+        return store.append_sounds(items, T0, entries, staged)
 
     store = Store(tmp_path / "s.db")
     # Rows with and without the optional levels (inserted by different statements), mixed.
@@ -108,6 +114,56 @@ def test_many_sounds_with_duplicates_across_statements(tmp_path: Path, built_ahe
     rows = store.conn.execute("SELECT * FROM sound").fetchall()
     assert all(digests[f"{r['sensor']}|{r['ts_us']}"] == digest_of(sound_record(r)) for r in rows)
     assert sum(r["LASmax"] == 60.5 and r["LZeq"] == 66.0 and r["LCeq"] is None for r in rows) == 715
+    assert_chain_links(store, "q")
+    store.close()
+
+
+def assert_chain_links(store: Store, site: str) -> None:
+    """Every entry of ``site``'s chain follows the one before (seqs 1, 2, ...; head = SHA-256 of
+    the previous head and its digest) and every sound row names its own entry."""
+    previous = GENESIS
+    entries = store.conn.execute(
+        "SELECT seq, kind, key, digest, head FROM chain WHERE site = ? ORDER BY seq", (site,)
+    )
+    sound_seqs = {}
+    for seq, (number, kind, key, digest, head) in enumerate(entries.fetchall(), start=1):
+        assert (number, head) == (seq, next_head(previous, digest))
+        previous = head
+        if kind == "sound":
+            sound_seqs[key] = number
+    rows = store.conn.execute("SELECT sensor, ts_us, chain_seq FROM sound WHERE site = ?", (site,)).fetchall()
+    assert {f"{r['sensor']}|{r['ts_us']}": r["chain_seq"] for r in rows} == sound_seqs
+
+
+def test_sounds_staged_before_another_writer_chained_are_chained_after_its_entry(tmp_path: Path) -> None:
+    """The pipeline stages a batch's sound rows and chain links before taking the write lock,
+    continuing the head its store last committed; another process (the notices command) may
+    chain a record of the site meanwhile. The batch is then chained after that record, not
+    over it, and a batch staged while nobody else wrote is taken as staged."""
+
+    def levels(first: int) -> list[tuple[SoundLevels, str, bool]]:
+        return [
+            (SoundLevels("q", "n1", T0 + timedelta(seconds=s), 1.0, 60.0, 61.0, 75.0), "levels", False)
+            for s in range(first, first + 5)
+        ]
+
+    store, other = Store(tmp_path / "s.db"), Store(tmp_path / "s.db")
+    for first in (0, 5):  # the second batch staged from the head the first one committed
+        items = levels(first)
+        entries = [sound_entry(lv, source) for lv, source, _ in items]
+        staged = store.stage_sounds(entries, [False] * 5, T0)
+        if first:
+            other.chain("q", "event", "e1", {"t": "event", "id": "e1"}, T0)
+        with store.batch():
+            assert store.append_sounds(items, T0, entries, staged) == [True] * 5
+        if not first:
+            # nobody else wrote: the rows and links are those staged
+            chained = store.conn.execute("SELECT site, seq, kind, key, digest, head, recorded_us FROM chain")
+            assert [tuple(r) for r in chained.fetchall()] == staged.chain
+    kinds = store.conn.execute("SELECT kind FROM chain WHERE site = 'q' ORDER BY seq").fetchall()
+    assert [k[0] for k in kinds] == ["sound"] * 5 + ["event"] + ["sound"] * 5
+    assert_chain_links(store, "q")
+    other.close()
     store.close()
 
 
