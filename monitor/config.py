@@ -1127,15 +1127,16 @@ def _is_host_name(host: str) -> bool:
 
 def _scope_time(t: _Table, name: str) -> tuple[str, datetime | None]:
     """An inspector's scope time as written and as the portal reads it (monitor.portal.data.User:
-    a date alone is the start of the day for not_before, the end of it for not_after), parsed
-    once; None where it is not given or was refused (the problem is recorded)."""
+    a date alone is the start of the day for not_before, the whole of it for not_after: its last
+    microsecond, end_of_scope), parsed once; None where it is not given or was refused (the
+    problem is recorded)."""
     value = t.text(name)
     if not value:
         return value, None
     from monitor.errors import UsageError
-    from monitor.times import TimeOutOfRange, end_of_day, parse_time
+    from monitor.times import TimeOutOfRange, end_of_scope, parse_time
 
-    read = end_of_day if name == "not_after" else parse_time
+    read = end_of_scope if name == "not_after" else parse_time
     try:
         return value, read(value, ZoneInfo("UTC"), name)
     except TimeOutOfRange as exc:

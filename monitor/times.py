@@ -10,7 +10,8 @@ Every command that takes a time (``status --at``, ``evidence --from/--to``, ``no
   whose datetime-local field carries no offset, offers the two readings (OccursTwice) and passes
   the one chosen as ``offset``;
 * ``2026-12-15`` (a date alone): the site's local midnight at the start of that day
-  (``end_of_day`` for deadlines: the last second of that day, site time).
+  (``end_of_day`` for deadlines: the last second of that day, site time; ``end_of_scope`` for
+  the end of a reader's time scope: the whole day, to its last microsecond).
 
 A wrong text raises UsageError naming the option and showing the accepted forms; so does a
 time or a day outside 1970-01-01 to 9998-12-31 (UTC), what the store's microsecond times and the
@@ -252,6 +253,21 @@ def end_of_day(text: str, zone: tzinfo, option: str, *, offset: str = "") -> dat
         # fold=1: where the clocks go back at midnight, 23:59:59 occurs twice; the day ends at the second.
         return _in_utc(datetime.combine(day, time(23, 59, 59, fold=1), zone), option, text)
     return parse_time(value, zone, option, offset=offset)
+
+
+def end_of_scope(text: str, zone: tzinfo, option: str) -> datetime:
+    """The last moment a time scope holds (it holds its end: TimeScope.holds). A date alone is
+    its whole day in ``zone``, to the microsecond before the next midnight there (a day of 23 or
+    25 hours included), as a date a record's text names is read (disclosure._site_times): ended
+    at 23:59:59, it kept out every text naming the scope's last day and every record in its last
+    second. A time is taken as given."""
+    value = text.strip()
+    if len(value) != 10:
+        return parse_time(value, zone, option)
+    day = parse_date(value, option)
+    _in_utc(datetime.combine(day, time(0), zone), option, text)  # refused before its next day overflows
+    after = datetime.combine(day + timedelta(days=1), time(0), zone).astimezone(UTC)
+    return _in_utc(after - timedelta(microseconds=1), option, text)
 
 
 def extra_days(text: str) -> int:

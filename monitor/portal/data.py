@@ -121,7 +121,7 @@ class User:
 
     @classmethod
     def of(cls, account: AccountConfig) -> User:
-        from monitor.times import end_of_day, parse_time
+        from monitor.times import end_of_scope, parse_time
 
         zone = ZoneInfo("UTC")
         return cls(
@@ -129,7 +129,7 @@ class User:
             account.role,
             account.sites,
             parse_time(account.not_before, zone, "not_before") if account.not_before else None,
-            end_of_day(account.not_after, zone, "not_after") if account.not_after else None,
+            end_of_scope(account.not_after, zone, "not_after") if account.not_after else None,
         )
 
 

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from monitor.errors import UsageError
-from monitor.times import end_of_day, parse_date, parse_time
+from monitor.times import end_of_day, end_of_scope, parse_date, parse_time
 
 CHICAGO = ZoneInfo("America/Chicago")
 
@@ -62,6 +62,8 @@ def test_dates() -> None:
         (parse_time, "1969-12-31T23:59:59Z", CHICAGO),
         (parse_time, "9999-01-01T00:00Z", CHICAGO),
         (end_of_day, "9998-12-31", CHICAGO),  # 9999-01-01T05:59:59Z
+        (end_of_scope, "9999-12-31", CHICAGO),
+        (end_of_scope, "9998-12-31", CHICAGO),  # 9999-01-01T05:59:59.999999Z
     ],
 )
 def test_a_time_past_the_calendar_in_utc_is_a_usage_error(parse: object, text: str, zone: ZoneInfo) -> None:
@@ -182,3 +184,34 @@ def test_a_day_that_ends_in_a_repeated_hour_ends_at_its_second_occurrence() -> N
     asuncion = ZoneInfo("America/Asuncion")
     assert end_of_day("2023-03-25", asuncion, "--until").isoformat() == "2023-03-26T03:59:59+00:00"
     assert end_of_day("2026-11-01", CHICAGO, "--until").isoformat() == "2026-11-02T05:59:59+00:00"
+
+
+# fmt: off
+SCOPE_ENDS = [
+    # A date alone is the whole day in the zone, to the microsecond before the next midnight there.
+    pytest.param("2026-07-07", UTC, "2026-07-07T23:59:59.999999+00:00", id="a-day-in-utc"),
+    pytest.param("2026-07-07", CHICAGO, "2026-07-08T04:59:59.999999+00:00", id="a-summer-day-in-chicago"),
+    pytest.param("2026-03-08", CHICAGO, "2026-03-09T04:59:59.999999+00:00", id="23-hours-clocks-go-forward"),
+    pytest.param("2026-11-01", CHICAGO, "2026-11-02T05:59:59.999999+00:00", id="25-hours-clocks-go-back"),
+    # Paraguay's clocks went back at midnight (2023-03-26 00:00 -03:00 became 03-25 23:00 -04:00):
+    # the day ends after its last hour came a second time.
+    pytest.param("2023-03-25", ZoneInfo("America/Asuncion"), "2023-03-26T03:59:59.999999+00:00",
+                 id="repeated-last-hour"),
+    # ... and went forward at midnight (2023-10-01 00:00 -04:00 became 01:00 -03:00): the next day
+    # began at 01:00, its midnight skipped.
+    pytest.param("2023-09-30", ZoneInfo("America/Asuncion"), "2023-10-01T03:59:59.999999+00:00",
+                 id="skipped-next-midnight"),
+    pytest.param("9998-12-31", UTC, "9998-12-31T23:59:59.999999+00:00", id="the-last-day-taken"),
+    # A time is taken as given, to the second or the minute it names.
+    pytest.param("2026-07-07T12:00:00Z", CHICAGO, "2026-07-07T12:00:00+00:00", id="a-time-in-utc"),
+    pytest.param("2026-07-07T23:59", CHICAGO, "2026-07-08T04:59:00+00:00", id="a-site-time"),
+    pytest.param("2026-07-07T23:59:59-05:00", UTC, "2026-07-08T04:59:59+00:00", id="a-time-with-its-offset"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("text", "zone", "expected"), SCOPE_ENDS)
+def test_a_scope_given_by_a_date_ends_with_the_whole_day(text: str, zone: ZoneInfo, expected: str) -> None:
+    """A scope's date-only end was 23:59:59 (end_of_day), so a record in the last second of its
+    day, or a text naming that day (read to its last microsecond), lay outside a scope given it."""
+    assert end_of_scope(text, zone, "not_after").isoformat() == expected

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import zipfile
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from monitor.config import Config
+from monitor.config import AccountConfig, Config
 from monitor.evidence import verify_bundle
 from monitor.evidence.disclosure import TimeScope
 from monitor.journal.chain_kinds import change_record, notice_record
@@ -168,4 +168,25 @@ def test_a_scoped_bundle_carries_the_notice_and_verifies(
     assert "deadline" in json.loads(notices[0]["row"]["data"])
     assert "notice" not in manifest["disclosure"]["digest_only"]
     assert "cure deadline" in manifest["disclosure"]["time_scope"]["rule"]
+    assert verify_bundle(out).ok
+
+
+def test_a_bundle_for_an_account_scoped_by_dates_states_its_whole_last_day(
+    store: Store, config: Config, tmp_path: Path
+) -> None:
+    """The manifest states the scope the bundle was cut to: a date-only not_after was 23:59:59,
+    the last second of the day given left out."""
+    notice_id, _ = _issue(store, config)
+    account = AccountConfig("ida", "inspector", "scrypt$", not_before="2026-06-15", not_after="2026-06-15")
+    scoped = Scope(User.of(account), config)
+    out = tmp_path / "dated.zip"
+    portal = Portal(config, clock=lambda: NOT_AFTER + timedelta(days=30))
+    portal.export(scoped, SITE, local(2026, 6, 15, 10, 0), local(2026, 6, 15, 15, 0), out)
+    with zipfile.ZipFile(out) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        notices = json.loads(zf.read("records/notices.json"))
+    time_scope = manifest["disclosure"]["time_scope"]
+    assert time_scope["not_before_us"] == to_us(datetime(2026, 6, 15, tzinfo=UTC))
+    assert time_scope["not_after_us"] == to_us(datetime(2026, 6, 16, tzinfo=UTC)) - 1
+    assert [n["row"]["id"] for n in notices] == [notice_id]
     assert verify_bundle(out).ok

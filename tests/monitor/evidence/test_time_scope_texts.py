@@ -13,17 +13,19 @@ import json
 import sqlite3
 import zipfile
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+from monitor.config import AccountConfig
 from monitor.evidence import load_anchors, verify_bundle
 from monitor.evidence.disclosure import Disclosure, TimeScope
 from monitor.evidence.format import DIGEST_KIND_NOT_STATED
 from monitor.journal.store import Store
 from monitor.notify import notices
+from monitor.portal.data import User
 from monitor.wire.canonical import to_us
 from rules import blast_notice, lighting, temporary_lighting
 from rules.blast_notice import BlastNoticeParams
@@ -221,6 +223,53 @@ def test_a_weekday_beside_its_own_date_names_no_other_day(description: str, show
     scope = TimeScope(to_us(TUESDAY[0]), to_us(TUESDAY[1]))
     work = _event(description, _local(2026, 7, 7, 11, 30), _local(2026, 7, 7, 12, 0))
     assert scope.shows(sqlite3.connect(":memory:"), SITE, "event", work, TZ) is shown
+
+
+def _account_scope(not_before: str, not_after: str) -> TimeScope:
+    """The time scope the portal gives an inspector account with these times (User.of, as
+    Scope.times makes it): the account's dates and times are UTC."""
+    account = AccountConfig("ida", "inspector", "scrypt$", not_before=not_before, not_after=not_after)
+    user = User.of(account)
+    scope = TimeScope.of(user.not_before, user.not_after)
+    assert scope is not None
+    return scope
+
+
+def _utc(day: int, hour: int, minute: int, second: float = 0) -> datetime:
+    return datetime(2026, 7, day, hour, minute, tzinfo=UTC) + timedelta(seconds=second)
+
+
+@pytest.mark.parametrize(
+    ("description", "start", "end", "shown"),
+    [
+        ("again on 2026-07-07", _utc(7, 11, 30), _utc(7, 12, 0), True),
+        ("until 2026-07-07 23:59", _utc(7, 11, 30), _utc(7, 12, 0), True),  # its minute, to 23:59:59.999999
+        ("until 23:59", _utc(7, 11, 30), _utc(7, 12, 0), True),  # the record's own day
+        ("crusher running", _utc(7, 23, 59, 59.5), _utc(7, 23, 59, 59.75), True),  # the last second
+        ("again on 2026-07-08", _utc(7, 11, 30), _utc(7, 12, 0), False),
+        ("again 2026-07-08 00:00", _utc(7, 11, 30), _utc(7, 12, 0), False),
+        ("crusher running", _utc(7, 23, 59, 59.5), _utc(8, 0, 0), False),  # ends at the next midnight
+    ],
+)
+def test_a_scope_given_by_dates_holds_its_whole_last_day(
+    description: str, start: datetime, end: datetime, shown: bool
+) -> None:
+    """not_after = "2026-07-07" ended at 23:59:59, while a text naming 2026-07-07 (or its 23:59)
+    is read to 23:59:59.999999: no text naming the scope's last day was shown, nor a record in
+    its last second, though the inspector was given that whole day. (The site keeps UTC, the
+    zone of the account's dates, so its days are the scope's.)"""
+    scope = _account_scope("2026-07-01", "2026-07-07")
+    work = _event(description, start, end)
+    assert scope.shows(sqlite3.connect(":memory:"), SITE, "event", work, UTC) is shown
+
+
+def test_a_scope_ended_by_a_time_ends_there() -> None:
+    scope = _account_scope("2026-07-01", "2026-07-07T12:00:00Z")
+    assert scope.not_after_us == to_us(_utc(7, 12, 0))
+    conn = sqlite3.connect(":memory:")
+    assert scope.shows(conn, SITE, "event", _event("running", _utc(7, 11, 0), _utc(7, 12, 0)), UTC)
+    assert not scope.shows(conn, SITE, "event", _event("running", _utc(7, 11, 0), _utc(7, 12, 0, 0.5)), UTC)
+    assert not scope.shows(conn, SITE, "event", _event("until 12:00", _utc(7, 11, 0), _utc(7, 11, 30)), UTC)
 
 
 def _generated_texts() -> list[str | dict[str, object]]:

@@ -44,7 +44,14 @@ def test_portal_section_is_read_with_accounts() -> None:
     assert ann.role == "inspector" and ann.sites == ("s1",)
     user = User.of(ann)
     assert user.not_before is not None and user.not_before.isoformat() == "2026-06-01T00:00:00+00:00"
-    assert user.not_after is not None and user.not_after.isoformat() == "2026-06-30T23:59:59+00:00"
+    assert user.not_after is not None and user.not_after.isoformat() == "2026-06-30T23:59:59.999999+00:00"
+    # The sites page says the scope to the second, as the portal shows every time.
+    from monitor.portal.data import Scope
+    from monitor.portal.web import portal_templates
+
+    page = portal_templates().env.get_template("sites.html")
+    html = page.render(user=user, sites=config.sites, csrf="", can={}, scope=Scope(user, config))
+    assert "records from 2026-06-01 00:00:00 UTC to 2026-06-30 23:59:59 UTC." in html
 
 
 def test_portal_defaults_bind_to_localhost() -> None:
