@@ -115,9 +115,13 @@ _TEXTS = ("data", "message", "note", "finding_ids")
 # naming it tells nothing that happened after the record's own time, which the scope does check.
 # Left in, every notice issued within the cure period of the scope's end would be withheld while
 # its "opened" change, which names the same deadline in local time, is shown.
+# A cure reminder's change ("deadline_near", "deadline_passed") names as "deadline" the one its
+# notice already has, as an extension names its previous_deadline: the change is made at its own
+# time, which the scope holds, about a deadline the notice set. Held to the scope, it hid every
+# reminder made before a deadline that lies after the scope's end.
 SET_TIMES: dict[str, frozenset[str]] = {
     "notice": frozenset({"deadline", "deadline_local"}),
-    "notice_change": frozenset({"previous_deadline", "new_deadline"}),
+    "notice_change": frozenset({"previous_deadline", "new_deadline", "deadline"}),
     "alert": frozenset({"deadline", "deadline_local"}),  # a notice's change as an alert
 }
 # Columns holding a time a record of the kind sets (its cure deadline): a text naming the same

@@ -151,6 +151,47 @@ def test_a_cure_reminder_naming_its_deadlines_day_is_shown(
     assert _shown(scope, conn, {"notice_change": changes}) == {"notice_change": [True, True]}
 
 
+@pytest.mark.parametrize(
+    ("at", "scope", "change", "shown"),
+    [
+        # "the cure deadline is 2026-06-29 23:59 CDT, tomorrow", said inside a scope ending a day
+        # before that deadline: the deadline is the notice's, the reminder the scope's
+        (local(2026, 6, 28, 8, 0), (NOT_BEFORE, local(2026, 6, 28, 12, 0)), "deadline_near", [True, True]),
+        # said after the scope: out
+        (local(2026, 6, 28, 8, 0), (NOT_BEFORE, local(2026, 6, 28, 7, 59)), "deadline_near", [True, False]),
+        # "the cure deadline 2026-06-29 23:59 CDT has passed", said inside a scope that begins after
+        # it (the notice's "opened" change lies before the scope)
+        (
+            local(2026, 6, 30, 8, 0),
+            (local(2026, 6, 30, 0, 0), local(2026, 6, 30, 12, 0)),
+            "deadline_passed",
+            [False, True],
+        ),
+    ],
+)
+def test_a_cure_reminder_is_shown_by_its_own_time_not_its_deadlines(
+    store: Store,
+    config: Config,
+    at: datetime,
+    scope: tuple[datetime, datetime],
+    change: str,
+    shown: list[bool],
+) -> None:
+    """A reminder's change names the notice's deadline in its data ("deadline", RFC 3339), which
+    was held to the scope as a time it reports: a reminder made inside a scope ending before the
+    deadline was hidden (and one made after a deadline before the scope began). The deadline is
+    the one the notice set; the change reports its own time, which the scope holds."""
+    notice_id, _ = _issue(store, config)
+    site, profile = site_and_profile(config)
+    NoticeBook(store).remind(site, profile, at)
+    conn = sqlite3.connect(config.storage.path)
+    changes = _rows(conn, notice_id)["notice_change"]
+    assert [c["change"] for c in changes] == ["opened", change]
+    assert json.loads(changes[1]["data"])["deadline"] == "2026-06-30T04:59:59.999Z"  # the premise
+    reader = TimeScope(to_us(scope[0]), to_us(scope[1]))
+    assert _shown(reader, conn, {"notice_change": changes}) == {"notice_change": shown}
+
+
 def test_a_scoped_bundle_carries_the_notice_and_verifies(
     store: Store, config: Config, tmp_path: Path
 ) -> None:
