@@ -118,10 +118,11 @@ _TEXTS = ("data", "message", "note", "finding_ids")
 # A cure reminder's change ("deadline_near", "deadline_passed") names as "deadline" the one its
 # notice already has, as an extension names its previous_deadline: the change is made at its own
 # time, which the scope holds, about a deadline the notice set. Held to the scope, it hid every
-# reminder made before a deadline that lies after the scope's end.
+# reminder made before a deadline that lies after the scope's end. A service's change names the
+# deadline counted from the service ("counted_deadline"), which the rule sets as it does at issue.
 SET_TIMES: dict[str, frozenset[str]] = {
     "notice": frozenset({"deadline", "deadline_local"}),
-    "notice_change": frozenset({"previous_deadline", "new_deadline", "deadline"}),
+    "notice_change": frozenset({"previous_deadline", "new_deadline", "deadline", "counted_deadline"}),
     "alert": frozenset({"deadline", "deadline_local"}),  # a notice's change as an alert
 }
 # Columns holding a time a record of the kind sets (its cure deadline): a text naming the same

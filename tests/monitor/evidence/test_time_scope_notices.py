@@ -192,6 +192,25 @@ def test_a_cure_reminder_is_shown_by_its_own_time_not_its_deadlines(
     assert _shown(reader, conn, {"notice_change": changes}) == {"notice_change": shown}
 
 
+@pytest.mark.parametrize(("last_hour", "shown"), [(12, [True, True]), (8, [True, False])])
+def test_a_service_recorded_inside_the_scope_is_shown_with_the_deadline_it_counts(
+    store: Store, config: Config, last_hour: int, shown: list[bool]
+) -> None:
+    """A "served" change names the deadline counted from the service ("counted_deadline"), a time
+    the profile's rule sets as it does at issue; held to the scope as one the change reports, it
+    hid every service recorded in the cure period's last two weeks before the scope's end."""
+    notice_id, _ = _issue(store, config)
+    at = local(2026, 6, 17, 9, 0)
+    NoticeBook(store).serve(notice_id, local(2026, 6, 17, 8, 0), "town-clerk", "served by hand", at)
+    conn = sqlite3.connect(config.storage.path)
+    changes = _rows(conn, notice_id)["notice_change"]
+    assert [c["change"] for c in changes] == ["opened", "served"]
+    assert json.loads(changes[1]["data"])["counted_deadline"] == "2026-07-02T04:59:59.999Z"  # the premise
+    # the scope ends on the day of service, after the change is recorded (09:00) or before it
+    reader = TimeScope(to_us(NOT_BEFORE), to_us(local(2026, 6, 17, last_hour, 0)))
+    assert _shown(reader, conn, {"notice_change": changes}) == {"notice_change": shown}
+
+
 def test_a_scoped_bundle_carries_the_notice_and_verifies(
     store: Store, config: Config, tmp_path: Path
 ) -> None:
