@@ -53,10 +53,17 @@ def account(name: str, role: str, sites: str, password_hash: str, extra: str = "
 
 
 def scoped_inspector_config(
-    config: Path, site: str, token: str, not_before: datetime, not_after: datetime, secret: str
+    config: Path,
+    site: str,
+    token: str,
+    not_before: datetime,
+    not_after: datetime,
+    secret: str,
+    others: str = "",
 ) -> Callable[[int], Path]:
     """``config_for`` of portal_serving: ``config`` as it is now, with the portal on the port and
-    the inspector ida (PASSWORDS; an API ``token``) scoped to ``site`` and [not_before, not_after]."""
+    the inspector ida (PASSWORDS; an API ``token``) scoped to ``site`` and [not_before, not_after],
+    and the ``others`` accounts (``account()``'s text) after it."""
     base = config.read_text()
     ida = account(
         "ida",
@@ -68,7 +75,7 @@ def scoped_inspector_config(
     )
 
     def config_for(port: int) -> Path:
-        config.write_text(f'{base}\n[portal]\nport = {port}\nsecret_key = "{secret}"\n{ida}')
+        config.write_text(f'{base}\n[portal]\nport = {port}\nsecret_key = "{secret}"\n{ida}{others}')
         return config
 
     return config_for
