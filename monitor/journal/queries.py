@@ -575,9 +575,11 @@ def alerts_for_audience(
     *,
     kind: str | None = None,
     not_kind: str | None = None,
+    offset: int = 0,
 ) -> list[sqlite3.Row]:
-    """The site's newest ``limit`` alerts raised in [start, end) for ``audience``, newest first,
-    of ``kind`` only or all but ``not_kind`` when given.
+    """The site's newest ``limit`` alerts raised in [start, end) for ``audience``, newest first
+    (those raised in one microsecond by id), of ``kind`` only or all but ``not_kind`` when given,
+    after the ``offset`` newer ones.
 
     An alert's audience is stored as a comma-separated list (``town,inspector``): this matches
     one whole name of it, not a part of one.
@@ -590,8 +592,8 @@ def alerts_for_audience(
     return _rows(
         conn,
         "SELECT * FROM alerts WHERE site = ? AND ',' || audience || ',' LIKE ? AND created_us >= ?"
-        f" AND created_us < ?{terms} ORDER BY created_us DESC LIMIT ?",
-        (site, f"%,{audience},%", to_us(start), to_us(end), *params, limit),
+        f" AND created_us < ?{terms} ORDER BY created_us DESC, id DESC LIMIT ? OFFSET ?",
+        (site, f"%,{audience},%", to_us(start), to_us(end), *params, limit, offset),
     )
 
 

@@ -359,11 +359,20 @@ class Portal:
         kind: str | None = None,
         not_kind: str | None = None,
     ) -> list[dict[str, Any]]:
+        """The site's newest ``limit`` alerts for ``audience`` (of ``kind`` only, or all but
+        ``not_kind``), newest first: for a time-scoped reader those its bundle shows in clear
+        (``_shown``: raised in its scope and naming no time outside it), counted among those, so
+        that the list's length tells nothing of the others."""
         site = scope.site(site_id)
         start, end = scope.window(datetime(1970, 1, 1, tzinfo=UTC), datetime(9999, 1, 1, tzinfo=UTC))
-        rows = queries.alerts_for_audience(
-            self.store().conn, site.id, audience, start, end, limit, kind=kind, not_kind=not_kind
-        )
+        conn = self.store().conn
+
+        def newest(offset: int, count: int) -> list[sqlite3.Row]:
+            return queries.alerts_for_audience(
+                conn, site.id, audience, start, end, count, kind=kind, not_kind=not_kind, offset=offset
+            )
+
+        rows = _newest_shown(newest, self._shown(scope, site), "alert", limit)
         return [
             {
                 "id": r["id"],
@@ -376,7 +385,13 @@ class Portal:
         ]
 
     def alert_kinds(self, scope: Scope, site_id: str, audience: str) -> list[str]:
-        return queries.alert_kinds_for_audience(self.store().conn, scope.site(site_id).id, audience)
+        """The kinds of the site's alerts for ``audience``, sorted: for a time-scoped reader those
+        of an alert it is listed (:meth:`alerts`); another kind would tell that one was raised."""
+        site = scope.site(site_id)
+        kinds = queries.alert_kinds_for_audience(self.store().conn, site.id, audience)
+        if self.times(scope, site) is None:
+            return kinds
+        return [k for k in kinds if self.alerts(scope, site.id, audience, 1, kind=k)]
 
     def early_warnings(
         self, scope: Scope, site_id: str, start: datetime, end: datetime
@@ -1953,6 +1968,30 @@ def _violations_shown(
         ]
 
     return between
+
+
+def _newest_shown(
+    newest: Callable[[int, int], list[sqlite3.Row]],
+    shown: Callable[[str, Mapping[str, Any] | sqlite3.Row], bool] | None,
+    kind: str,
+    limit: int,
+) -> list[sqlite3.Row]:
+    """The first ``limit`` rows of ``kind`` that ``newest(offset, count)`` reads, newest first,
+    that ``shown`` shows (None: every row): read a page at a time past those it does not show."""
+    if shown is None:
+        return newest(0, limit)
+    page = max(limit, 100)
+    kept: list[sqlite3.Row] = []
+    seen: set[Any] = set()  # a row raised while the pages are read moves the next page's rows on
+    offset = 0
+    while len(kept) < limit:
+        rows = newest(offset, page)
+        kept.extend(r for r in rows if r["id"] not in seen and shown(kind, r))
+        seen.update(r["id"] for r in rows)
+        if len(rows) < page:
+            break
+        offset += page
+    return kept[:limit]
 
 
 def _retry(write: Callable[[], T], attempts: int = 5) -> T:
