@@ -13,7 +13,6 @@ environment variable not set, a secret file not readable): fix the machine, not 
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 
 from monitor.config import (
@@ -74,10 +73,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_SECRET_UNAVAILABLE
-    # The daemon would refuse it at start (monitor.journal.store), said here in its words.
-    from monitor.journal.store import folder_blocked
+    # The daemon would refuse it at start, said here in its words.
+    from monitor.commands.store_file import daemon_refusal
 
-    blocked = folder_blocked(config.storage.path) or _store_refused(config.storage.path)
+    blocked = daemon_refusal(config.storage.path)
     if blocked is not None:
         print(f"storage.path: {blocked}", file=sys.stderr)
         print(f"{file}: invalid configuration, 1 problem(s)", file=sys.stderr)
@@ -102,22 +101,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {unjudged}", file=sys.stderr)
     _warn_placeholders(file, config.raw_text)
     return 0
-
-
-def _store_refused(path: str) -> str | None:
-    """Why the daemon and every command would refuse the file at ``path`` as the store (an empty
-    file, another program's database, a sensor's queue), in their words; None for a store, or
-    none yet (the daemon makes it). A store this user cannot read (another user's, 0600) was
-    passed in silence, though `run` as this user refuses it: it is refused in run's words. So
-    was one it can read and not write (its file, -wal, -shm or folder), which `run` takes and
-    then fails on every write, or a folder where it cannot make one."""
-    from monitor.commands.store_file import store_refusal
-    from monitor.journal.store import cannot_open, cannot_write
-
-    try:
-        return store_refusal(path) or cannot_write(path)
-    except sqlite3.Error as exc:
-        return cannot_open(path, exc)
 
 
 def _warn_placeholders(file: str, text: str) -> None:

@@ -7,7 +7,7 @@ import logging
 import sys
 
 from monitor.config import load_config
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, StoreError
 
 EXIT_LOGIN_REFUSED = 3  # the broker refused broker.username/password (2: a bad configuration)
 
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         return 2
     from monitor.claims import claim_sites
+    from monitor.commands.store_file import daemon_refusal
     from monitor.journal.store import Store
     from monitor.wire.link_state import LoginRefused
 
@@ -42,6 +43,11 @@ def run(args: argparse.Namespace) -> int:
     # of a supervisor (started with --partition), the supervisor. SiteTaken is one line, exit 2.
     claims = None
     if not args.partition:
+        # A store this user can read and not write would take the daemon into the outage loop
+        # (kept for a disk that fills up while it runs) for good: a mistake of the set-up, said
+        # as check-config says it, before a file is made or the broker connected.
+        if (refused := daemon_refusal(config.storage.path)) is not None:
+            raise StoreError(refused)
         Store(config.storage.path).close()  # a path that is no store: refused before a claim file is made
         claims = claim_sites(config.storage.path, [s.id for s in config.owned_sites])
     try:

@@ -4,7 +4,10 @@ serve), in the same words. A missing one is said with what makes it (the daemon)
 no SQLite database, or another program's database named by mistake, is the user's mistake, said
 as the daemon says it (StoreError, which monitor.cli prints in one line with the configuration's
 key); it is left as it is, as is an empty file the user made (`touch`). A folder is no store
-either, not a missing one. check-config says the same (store_refusal) on the key."""
+either, not a missing one. check-config says the same (store_refusal) on the key.
+
+The store `run` takes (``daemon_refusal``): the same, and a store this user cannot write, which
+`run` and check-config refuse in one line before anything is written or connected."""
 
 from __future__ import annotations
 
@@ -12,7 +15,14 @@ import sqlite3
 from pathlib import Path
 
 from monitor.errors import StoreError, UsageError
-from monitor.journal.store import cannot_open, named_a_folder, store_file_refusal, store_not_opened
+from monitor.journal.store import (
+    cannot_open,
+    cannot_write,
+    folder_blocked,
+    named_a_folder,
+    store_file_refusal,
+    store_not_opened,
+)
 
 
 def existing_store(path: str, config: str) -> Path:
@@ -54,3 +64,15 @@ def store_refusal(path: str) -> str | None:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
             raise
         return store_not_opened(path, str(exc))
+
+
+def daemon_refusal(path: str) -> str | None:
+    """Why `run` as this user refuses ``path`` as its store, in one line: a path under a file,
+    no minewatch store, a store this user cannot read (another user's, 0600), or one it can read
+    and not write (its file, -wal, -shm, claim file or folder), which `run` would take and then
+    fail on every write. None when `run` takes it (or makes it). Looks only: `run` says it as it
+    starts, before it connects, and check-config on storage.path, in these words."""
+    try:
+        return folder_blocked(path) or store_refusal(path) or cannot_write(path)
+    except sqlite3.Error as exc:  # not readable here: said as the daemon's open says it
+        return cannot_open(path, exc)

@@ -117,7 +117,11 @@ def _argv(
 
 
 def _run(
-    argv: list[str], cwd: Path, env: dict[str, str] | None = None, prefix: Sequence[str] = ()
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
+    timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
     environment = dict(os.environ, PYTHONPATH=str(REPO))
     environment.pop(UNSET_SECRET, None)
@@ -128,7 +132,7 @@ def _run(
         env=environment,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -1048,20 +1052,29 @@ def test_check_config_refuses_a_store_this_user_cannot_read_in_runs_words(tmp_pa
 
 
 @pytest.mark.parametrize("refused", ["store.db", "store.db-wal", "store.db-shm", "store.db-sites", "folder"])
-def test_check_config_refuses_a_store_this_user_can_read_and_not_write(refused: str, tmp_path: Path) -> None:
+def test_run_and_check_config_refuse_a_store_this_user_can_read_and_not_write(
+    refused: str, tmp_path: Path
+) -> None:
     """check-config said OK of a store this user could read and not write (its file, the -wal
-    or -shm of a connection still open, the daemon's claim file beside it, its folder), which
-    `run` as this user takes and then fails on every write; it names the key, the file and why,
-    and exits 2. The -wal and -shm are kept by a connection of this test's, as a daemon of
-    another user keeps them while it runs."""
+    or -shm of a connection still open, the daemon's claim file beside it, its folder), and
+    `run` as this user took it and went into the loop that waits out a full disk, for good,
+    its log saying to free space; both name the file and why in one line and exit 2, `run`
+    before it makes a file or connects (the broker here is a port nobody listens on). The -wal
+    and -shm are kept by a connection of this test's, as a daemon of another user keeps them
+    while it runs."""
     folder = tmp_path / "stores"
     folder.mkdir()
     store = folder / "store.db"
     Store(store).close()
     (folder / "store.db-sites").touch()
     config = tmp_path / "site.toml"
-    config.write_text(DEMO_CONFIG.read_text().replace('path = "minewatch-demo.db"', f'path = "{store}"'))
+    config.write_text(
+        DEMO_CONFIG.read_text()
+        .replace('path = "minewatch-demo.db"', f'path = "{store}"')
+        .replace('url = "mqtt://localhost:1883"', 'url = "mqtt://127.0.0.1:9"')
+    )
     writer = sqlite3.connect(store, isolation_level=None)
+    lines = {}
     try:
         writer.execute("PRAGMA wal_autocheckpoint=0")  # the -wal keeps what it writes
         writer.execute("CREATE TABLE kept (x)")
@@ -1074,14 +1087,21 @@ def test_check_config_refuses_a_store_this_user_can_read_and_not_write(refused: 
             if refused == "folder"
             else _refused(place)
         )
-        done = _run(["check-config", "--config", str(config)], tmp_path, prefix=prefix)
+        files = sorted(folder.iterdir())
+        for command in ("run", "check-config"):
+            done = _run([command, "--config", str(config)], tmp_path, prefix=prefix, timeout=30)
+            shown = (command, done.returncode, done.stderr)
+            assert done.returncode == 2 and "Traceback" not in done.stderr, shown
+            lines[command] = done.stderr.splitlines()
+        assert sorted(folder.iterdir()) == files
     finally:
         writer.close()
-    assert done.returncode == 2 and "Traceback" not in done.stderr, (done.returncode, done.stderr)
-    assert done.stderr.splitlines() == [
-        f"storage.path: cannot write the store {str(store)!r}: {why}",
+    refusal = f"cannot write the store {str(store)!r}: {why}"
+    assert lines["run"] == [f"minewatch run: {refusal} (storage.path in {config})"], lines["run"]
+    assert lines["check-config"] == [
+        f"storage.path: {refusal}",
         f"{config}: invalid configuration, 1 problem(s)",
-    ], done.stderr
+    ], lines["check-config"]
 
 
 @pytest.mark.parametrize("argv", STORE_READERS, ids=" ".join)
