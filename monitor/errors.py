@@ -40,13 +40,16 @@ class StoreUnwritable(StoreError):
 
     No message or record is at fault, and the same work may succeed later: the daemon holds
     what it has not stored and tries again (``monitor.daemon.store_outage``). ``stored``: how
-    many messages of the batch in hand were committed before the failure.
+    many messages of the batch in hand were committed before the failure. ``code``: SQLite's
+    primary result code (sqlite3.SQLITE_FULL ...), which the advice in the log follows
+    (``monitor.journal.store.what_to_do``).
     """
 
-    def __init__(self, path: str, reason: str, stored: int = 0) -> None:
+    def __init__(self, path: str, reason: str, stored: int = 0, *, code: int) -> None:
         self.path = path
         self.reason = reason
         self.stored = stored
+        self.code = code
         super().__init__(f"cannot write the store {path}: {reason}")
 
 

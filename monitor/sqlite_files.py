@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from typing import NamedTuple
 
 # minewatch's own files, each told by tables of its own: named as the other kind by mistake.
 _OURS = (
@@ -81,7 +82,12 @@ _REFUSED_BECAUSE = {
 }
 
 
-def refuses_writes(exc: BaseException) -> str | None:
+class WritesRefused(NamedTuple):
+    code: int  # SQLite's primary result code: what the advice to the operator follows
+    reason: str  # "the disk is full (database or disk is full)"
+
+
+def writes_refused(exc: BaseException) -> WritesRefused | None:
     """Why, when ``exc`` (or what it was raised in handling: SQLite may roll a whole transaction
     back on a full disk, and a savepoint's ROLLBACK TO then fails in its turn) says the database
     refuses writes for now; None for any other error."""
@@ -91,7 +97,13 @@ def refuses_writes(exc: BaseException) -> str | None:
             return None
         code = getattr(seen, "sqlite_errorcode", None)
         reason = _REFUSED_BECAUSE.get(code & 0xFF) if isinstance(code, int) else None
-        if isinstance(seen, sqlite3.Error) and reason is not None:
-            return f"{reason} ({seen})"
+        if isinstance(seen, sqlite3.Error) and isinstance(code, int) and reason is not None:
+            return WritesRefused(code & 0xFF, f"{reason} ({seen})")
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def refuses_writes(exc: BaseException) -> str | None:
+    """writes_refused's reason alone."""
+    refused = writes_refused(exc)
+    return None if refused is None else refused.reason

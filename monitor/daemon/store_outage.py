@@ -22,6 +22,7 @@ from typing import Generic, TypeVar
 from monitor.daemon.daemon_state import DaemonState
 from monitor.errors import StoreUnwritable
 from monitor.failing_rounds import REMIND_S  # a failure that lasts is said again this often
+from monitor.journal.store import what_to_do
 
 log = logging.getLogger("minewatch.pipeline")
 
@@ -57,12 +58,12 @@ class StoreOutage(Generic[T]):
             self.began = self._reminded = self.clock()
             log.error(
                 "Cannot write the store %s: %s. %d message(s) in hand stay unacknowledged, and the"
-                " broker keeps what follows; trying again in %g s. Free space on the store's disk:"
-                " nothing is lost meanwhile.",
+                " broker keeps what follows; trying again in %g s, nothing lost meanwhile. %s.",
                 outage.path,
                 outage.reason,
                 held,
                 self._pause(),
+                what_to_do(outage),
             )
             if self.told is not None:
                 self.told.refusing(outage, held)
@@ -98,8 +99,9 @@ class StoreOutage(Generic[T]):
         if self.clock() - self._reminded >= REMIND_S:
             self._reminded = self.clock()
             log.error(
-                "The store %s still refuses writes after %.0f s: %s",
+                "The store %s still refuses writes after %.0f s: %s. %s.",
                 outage.path,
                 self._reminded - self.began,
                 outage.reason,
+                what_to_do(outage),
             )

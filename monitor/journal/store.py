@@ -23,6 +23,7 @@ import logging
 import os
 import pwd
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -49,8 +50,8 @@ from monitor.sqlite_files import (
     STORE_APPLICATION_ID,
     not_a_store,
     not_a_stores_making,
-    refuses_writes,
     someone_elses,
+    writes_refused,
 )
 from monitor.unfinished import interrupts_held
 from monitor.wire.canonical import canonical_text, from_us
@@ -113,9 +114,36 @@ def _json_text(value: str) -> str:
 def unwritable(exc: BaseException, path: str, stored: int = 0) -> StoreUnwritable | None:
     """``exc`` as a StoreUnwritable when it says the store refuses writes for now (else None)."""
     if isinstance(exc, StoreUnwritable):
-        return StoreUnwritable(exc.path, exc.reason, stored) if stored != exc.stored else exc
-    reason = refuses_writes(exc)
-    return None if reason is None else StoreUnwritable(path, reason, stored)
+        return StoreUnwritable(exc.path, exc.reason, stored, code=exc.code) if stored != exc.stored else exc
+    refused = writes_refused(exc)
+    return None if refused is None else StoreUnwritable(path, refused.reason, stored, code=refused.code)
+
+
+def what_to_do(outage: StoreUnwritable) -> str:
+    """What the operator does about a store refusing writes, by why it does (``outage.code``);
+    a read-only file names the file, as the daemon's user finds it now. The daemon's log says it
+    as an outage begins and in its reminders. Looks only."""
+    if outage.code == sqlite3.SQLITE_FULL:
+        return "Free space on the store's disk"
+    if outage.code == sqlite3.SQLITE_BUSY:
+        return "Find what holds the store's write lock (a command or another daemon writing to it)"
+    if outage.code == sqlite3.SQLITE_IOERR:
+        return (
+            "Check the store's disk (the kernel's log: dmesg) and any limit on the size of the"
+            " daemon's files (ulimit -f, LimitFSIZE=)"
+        )
+    refused = _first_refused(outage.path, write=True)  # read-only, or cannot be opened
+    if refused is None:
+        return "Make the store's files and their folder writable by the user minewatch runs as"
+    what = "folder" if refused.folder else "file"
+    try:
+        mode = f", mode {stat.S_IMODE(refused.place.stat().st_mode):04o}"
+    except OSError:  # gone since it was looked at
+        mode = ""
+    return (
+        f"The {what} {refused.place} is not writable by this user ({_owner(refused.place)} owns it{mode}):"
+        " restore its owner and permissions for the user minewatch runs as"
+    )
 
 
 class _NotFinite(Exception):
@@ -361,23 +389,37 @@ def access_refused(path: str, *, write: bool) -> str | None:
     check-config, the daemon and every command that reads the store say it in these words.
     os.access answers for this process: root without the capability to override file modes
     (setpriv) is refused as another user is."""
+    refused = _first_refused(path, write=write)
+    if refused is None:
+        return None
+    if refused.folder:
+        return _refused_folder(refused.place)
+    return _refused_file(refused.place, "writable" if write else "readable")
+
+
+class _Refused(NamedTuple):
+    place: Path
+    folder: bool  # the folder the -wal and -shm are made in, not one of the store's files
+
+
+def _first_refused(path: str, *, write: bool) -> _Refused | None:
+    """The first of the store's files, or its folder, this user may not read (``write``: nor
+    write), as access_refused tells it; None when none is."""
     target = Path(path)
     if not target.exists():
         if not write:
             return None
         folder = next((p for p in target.parents if p.exists()), None)
-        return _refused_folder(folder) if folder is not None and not os.access(folder, os.W_OK) else None
+        return _Refused(folder, True) if folder is not None and not os.access(folder, os.W_OK) else None
     mode = os.W_OK if write else os.R_OK
     # Beside the store, files of its own (a daemon's claim on its sites too) refuse it as the store does.
     files = (path, path + "-wal", path + "-shm", claims_path(path)) if write else (path,)
     for name in files:
         if os.path.exists(name) and not os.access(name, mode):
-            return _refused_file(Path(name), "writable" if write else "readable")
+            return _Refused(Path(name), False)
     # The daemon makes the -wal and -shm in the folder, and a reader of a WAL store its -shm.
     makes_files = write or not os.path.exists(path + "-shm")
-    if makes_files and not os.access(target.parent, os.W_OK):
-        return _refused_folder(target.parent)
-    return None
+    return _Refused(target.parent, True) if makes_files and not os.access(target.parent, os.W_OK) else None
 
 
 def _refused_file(place: Path, able: str) -> str:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import NamedTuple
@@ -32,8 +34,11 @@ from tests.monitor.daemon.test_backlog import (
     noise_violations,
     publish_seconds,
 )
+from tests.support.another_user import refused_to_this_user
 from tests.support.daemon import Client, Daemon, store_count, wait_until
+from tests.support.paths import REPO
 from tests.support.servers import Mosquitto
+from tests.support.small_disk import on_a_small_disk
 
 # What the minutes published below make of the store (~1 MB): the limit lies short of it, and past
 # what making a new store takes (its WAL peaks at ~700 kB while the migrations run, and grows with
@@ -183,6 +188,10 @@ def test_a_full_store_is_named_so_and_other_errors_are_not(tmp_path: Path) -> No
         store.close()
 
 
+def disk_full(path: str) -> StoreUnwritable:
+    return StoreUnwritable(path, "the disk is full", code=sqlite3.SQLITE_FULL)
+
+
 class Remake:
     """Refuses ``refusals`` times, then makes "pipeline"."""
 
@@ -193,7 +202,7 @@ class Remake:
     def __call__(self) -> str:
         self.calls += 1
         if self.calls <= self.refusals:
-            raise StoreUnwritable("store.db", "the disk is full")
+            raise disk_full("store.db")
         return "pipeline"
 
 
@@ -204,17 +213,17 @@ def outage_waiting(remake: Callable[[], str], stop: threading.Event) -> StoreOut
 def test_the_wait_retries_until_the_store_takes_a_new_pipeline(caplog: pytest.LogCaptureFixture) -> None:
     remake = Remake(refusals=3)
     outages = outage_waiting(remake, threading.Event())
-    assert outages.wait(StoreUnwritable("store.db", "the disk is full"), held=12) == "pipeline"
+    assert outages.wait(disk_full("store.db"), held=12) == "pipeline"
     assert remake.calls == 4
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert errors == [
         "Cannot write the store store.db: the disk is full. 12 message(s) in hand stay unacknowledged,"
-        " and the broker keeps what follows; trying again in 0.001 s. Free space on the store's disk:"
-        " nothing is lost meanwhile."
+        " and the broker keeps what follows; trying again in 0.001 s, nothing lost meanwhile. Free space"
+        " on the store's disk."
     ]
     # Refused again right after (a nearly full disk took the small write): the same outage, no
     # second line, and the pauses go on growing until something is committed.
-    assert outages.wait(StoreUnwritable("store.db", "the disk is full"), held=12) == "pipeline"
+    assert outages.wait(disk_full("store.db"), held=12) == "pipeline"
     assert len([r for r in caplog.records if r.levelname == "ERROR"]) == 1
     assert outages._pause() == 0.002
     outages.stored("store.db")
@@ -226,7 +235,7 @@ def test_the_wait_ends_when_the_daemon_is_stopped() -> None:
     stop = threading.Event()
     stop.set()
     remake = Remake(refusals=1000)
-    assert outage_waiting(remake, stop).wait(StoreUnwritable("store.db", "the disk is full"), 3) is None
+    assert outage_waiting(remake, stop).wait(disk_full("store.db"), 3) is None
     assert remake.calls == 0
 
 
@@ -241,7 +250,7 @@ def test_the_daemon_state_says_when_the_store_refuses_writes_and_when_it_takes_t
     )
     outages = StoreOutage(threading.Event(), Remake(refusals=1), pauses_s=(0.001,), told=state)
     # Refused before the link exists (a full disk at the start): nothing published yet.
-    full = StoreUnwritable("/var/lib/minewatch/store.db", "the disk is full")
+    full = disk_full("/var/lib/minewatch/store.db")
     assert outages.wait(full, held=0) == "pipeline"
     assert sent == []
     state.started()
@@ -265,3 +274,105 @@ def test_the_daemon_state_says_when_the_store_refuses_writes_and_when_it_takes_t
     }
     state.stopped()
     assert [(m["state"], m["store"]) for _, m, _ in sent[-2:]] == [("stopped", "refusing writes")] * 2
+
+
+# The store at argv[1] made to refuse a write, for real, in the way argv[2] names, and the line the
+# daemon logs as the outage begins (on stderr). "io": a limit on the size of this process's files
+# set at the WAL's size, the kernel refusing the next write there (EFBIG), which SQLite reports as
+# an I/O error; "busy": another connection holding the write lock past a short busy timeout;
+# "full" (on a small tmpfs) and "read-only" (another user's file): as they are made by the test.
+REFUSED_WRITE = """
+import logging, os, resource, sqlite3, sys, threading
+from monitor.daemon.store_outage import StoreOutage
+from monitor.journal.store import Store, unwritable
+
+logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(message)s")
+path, how = sys.argv[1], sys.argv[2]
+store = Store(path)
+if how == "io":
+    store.set_meta("first", "x")
+    size = os.path.getsize(path + "-wal")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+if how == "busy":
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    store.conn.execute("PRAGMA busy_timeout=50")
+try:
+    for n in range(100):
+        with store.batch():
+            store.set_meta(f"filler {n}", "x" * 100_000)
+    sys.exit("every write taken")
+except sqlite3.Error as exc:
+    outage = unwritable(exc, path)
+assert outage is not None, "not a refusal"
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+stop = threading.Event()
+stop.set()
+StoreOutage(stop, lambda: None).wait(outage, held=3)
+"""
+
+
+def outage_line(path: Path, how: str, prefix: Sequence[str] = ()) -> str:
+    """The ERROR line the daemon logs as an outage of the store at ``path`` begins, ``how`` it was
+    made (REFUSED_WRITE), run by ``prefix`` (setpriv, unshare)."""
+    done = subprocess.run(
+        [*prefix, sys.executable, "-c", REFUSED_WRITE, str(path), how],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, (done.returncode, done.stderr)
+    errors = [line.removeprefix("ERROR ") for line in done.stderr.splitlines() if line.startswith("ERROR ")]
+    assert len(errors) == 1, done.stderr
+    return errors[0]
+
+
+def began(path: Path, reason: str) -> str:
+    """How the outage's line begins, before what to do."""
+    return (
+        f"Cannot write the store {path}: {reason}. 3 message(s) in hand stay unacknowledged, and the"
+        " broker keeps what follows; trying again in 1 s, nothing lost meanwhile. "
+    )
+
+
+def test_a_read_only_store_file_is_named_with_what_to_do_not_told_to_free_space(tmp_path: Path) -> None:
+    """A store whose file is read-only to the daemon was logged as "Free space on the store's
+    disk", whatever the reason; the line names the file, its owner and mode, and says to restore
+    them. Read-only for real: another user's file, the process without root's powers over files."""
+    path = tmp_path / "store.db"
+    Store(path).close()
+    prefix = refused_to_this_user(path, 0o644)
+    line = outage_line(path, "read-only", prefix)
+    assert line == began(path, "the files are read-only (attempt to write a readonly database)") + (
+        f"The file {path} is not writable by this user ({path.owner()!r} owns it, mode 0644): restore"
+        " its owner and permissions for the user minewatch runs as."
+    ), line
+
+
+def test_an_io_error_is_said_so_not_told_to_free_space(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    line = outage_line(path, "io")
+    assert line == began(path, "the disk reported an I/O error (disk I/O error)") + (
+        "Check the store's disk (the kernel's log: dmesg) and any limit on the size of the daemon's"
+        " files (ulimit -f, LimitFSIZE=)."
+    ), line
+
+
+def test_a_write_lock_held_too_long_is_said_so_not_told_to_free_space(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    line = outage_line(path, "busy")
+    assert line == began(
+        path, "another process held the write lock past the busy timeout (database is locked)"
+    ) + ("Find what holds the store's write lock (a command or another daemon writing to it)."), line
+
+
+def test_a_full_disk_is_told_to_free_space(tmp_path: Path) -> None:
+    """A real full disk: a tmpfs of 2 MiB, mounted in a mount namespace of the process's own
+    (root's, where the tests run so; skipped elsewhere)."""
+    disk = tmp_path / "disk"
+    mounted = on_a_small_disk(disk)
+    line = outage_line(disk / "store.db", "full", mounted)
+    assert line == began(disk / "store.db", "the disk is full (database or disk is full)") + (
+        "Free space on the store's disk."
+    ), line
