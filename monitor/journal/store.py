@@ -127,6 +127,12 @@ def what_to_do(outage: StoreUnwritable) -> str:
         return "Free space on the store's disk"
     if outage.code == sqlite3.SQLITE_BUSY:
         return "Find what holds the store's write lock (a command or another daemon writing to it)"
+    folder = Path(outage.path).parent
+    if _mounted_read_only(folder):  # a write there fails as an I/O error or read-only files
+        return (
+            f"The store's file system ({folder}) is mounted read-only: check the disk (the kernel"
+            " mounts one so after its errors: dmesg), then remount it read-write"
+        )
     if outage.code == sqlite3.SQLITE_IOERR:
         return (
             "Check the store's disk (the kernel's log: dmesg) and any limit on the size of the"
@@ -392,6 +398,8 @@ def access_refused(path: str, *, write: bool) -> str | None:
     refused = _first_refused(path, write=write)
     if refused is None:
         return None
+    if write and _mounted_read_only(refused.place):  # no user may write it: said so, not "permission denied"
+        return _read_only_mount(refused.place)
     if refused.folder:
         return _refused_folder(refused.place)
     return _refused_file(refused.place, "writable" if write else "readable")
@@ -435,6 +443,20 @@ def _refused_folder(place: Path) -> str:
         " may write in it (the store's -wal and -shm are made there), or name a store in a folder"
         " of the daemon's user"
     )
+
+
+def _read_only_mount(place: Path) -> str:
+    return (
+        f"{place} is on a file system mounted read-only: remount it read-write (the kernel mounts"
+        " one so after a disk's errors: check the disk first), or name a store on a writable one"
+    )
+
+
+def _mounted_read_only(place: Path) -> bool:
+    try:
+        return bool(os.statvfs(place).f_flag & os.ST_RDONLY)
+    except OSError:  # gone since it was looked at
+        return False
 
 
 def _owner(place: Path) -> str:

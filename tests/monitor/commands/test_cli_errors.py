@@ -29,6 +29,7 @@ from monitor.journal.store import Store
 from tests.support.another_user import refused_to_this_user
 from tests.support.cli import run_minewatch
 from tests.support.paths import REPO
+from tests.support.small_disk import on_a_small_disk
 
 DEMO_CONFIG = REPO / "sensors" / "demo" / "dovre-demo.toml"
 UNSET_SECRET = "MINEWATCH_TEST_PASSWORD_NOT_SET"
@@ -1097,6 +1098,42 @@ def test_run_and_check_config_refuse_a_store_this_user_can_read_and_not_write(
     finally:
         writer.close()
     refusal = f"cannot write the store {str(store)!r}: {why}"
+    assert lines["run"] == [f"minewatch run: {refusal} (storage.path in {config})"], lines["run"]
+    assert lines["check-config"] == [
+        f"storage.path: {refusal}",
+        f"{config}: invalid configuration, 1 problem(s)",
+    ], lines["check-config"]
+
+
+def test_run_and_check_config_say_a_store_on_a_file_system_mounted_read_only(tmp_path: Path) -> None:
+    """A store on a file system mounted read-only (the kernel does so after a disk's errors) was
+    refused as "not writable by this user (permission denied): run minewatch as the user the
+    daemon runs as", which no user can help; `run` and check-config say the mount, in one line,
+    exit 2. The mount is real: a tmpfs in a mount namespace of each command's own, the store made
+    on it before it is remounted read-only."""
+    disk = tmp_path / "disk"
+    store = disk / "store.db"
+    config = tmp_path / "site.toml"
+    config.write_text(
+        DEMO_CONFIG.read_text()
+        .replace('path = "minewatch-demo.db"', f'path = "{store}"')
+        .replace('url = "mqtt://localhost:1883"', 'url = "mqtt://127.0.0.1:9"')
+    )
+    lines = {}
+    for command in ("run", "check-config"):
+        prefix = on_a_small_disk(disk, store=store, read_only=True)
+        done = _run([command, "--config", str(config)], tmp_path, prefix=prefix, timeout=30)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (
+            command,
+            done.returncode,
+            done.stderr,
+        )
+        lines[command] = done.stderr.splitlines()
+    refusal = (
+        f"cannot open the store {str(store)!r}: {store} is on a file system mounted read-only: remount it"
+        " read-write (the kernel mounts one so after a disk's errors: check the disk first), or name a"
+        " store on a writable one"
+    )
     assert lines["run"] == [f"minewatch run: {refusal} (storage.path in {config})"], lines["run"]
     assert lines["check-config"] == [
         f"storage.path: {refusal}",

@@ -376,3 +376,40 @@ def test_a_full_disk_is_told_to_free_space(tmp_path: Path) -> None:
     assert line == began(disk / "store.db", "the disk is full (database or disk is full)") + (
         "Free space on the store's disk."
     ), line
+
+
+# What the daemon's log advises for a store at argv[1] refusing writes with each code a write on a
+# file system mounted read-only may fail with, one line each.
+ADVICE_ON_EACH_CODE = """
+import sqlite3, sys
+from monitor.errors import StoreUnwritable
+from monitor.journal.store import what_to_do
+
+for code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN):
+    print(what_to_do(StoreUnwritable(sys.argv[1], "refused", code=code)))
+"""
+
+
+def test_a_file_system_mounted_read_only_is_said_so_not_told_to_free_space(tmp_path: Path) -> None:
+    """A store whose file system the kernel remounted read-only after a disk's errors: its
+    writes fail as an I/O error (or read-only files, or files that cannot be opened), and the
+    advice says the mount, not the disk's space or the file's permissions. The mount is real (a
+    tmpfs remounted read-only, in a mount namespace of the process's own); the outage is given
+    its code by hand, as a running daemon's store cannot be remounted read-only while it holds
+    it open for writing (the kernel refuses: busy), nor opened on one for writing."""
+    disk = tmp_path / "disk"
+    store = disk / "store.db"
+    prefix = on_a_small_disk(disk, store=store, read_only=True)
+    done = subprocess.run(
+        [*prefix, sys.executable, "-c", ADVICE_ON_EACH_CODE, str(store)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    advice = (
+        f"The store's file system ({disk}) is mounted read-only: check the disk (the kernel mounts one so"
+        " after its errors: dmesg), then remount it read-write"
+    )
+    assert done.stdout.splitlines() == [advice] * 3, done.stdout
