@@ -23,6 +23,7 @@ from monitor.config import AccountConfig
 from monitor.evidence import load_anchors, verify_bundle
 from monitor.evidence.disclosure import Disclosure, TimeScope
 from monitor.evidence.format import DIGEST_KIND_NOT_STATED
+from monitor.evidence.verify import Report
 from monitor.journal.store import Store
 from monitor.notify import notices
 from monitor.portal.data import User
@@ -347,12 +348,26 @@ def test_a_scoped_bundle_carries_a_finding_naming_a_local_time_outside_the_scope
 ) -> None:
     """Through a real export and verify: the window's findings, one naming a site time before the
     scope (01:15 CST, 07:15Z), one naming its own (01:58:10 CST)."""
+    findings, report = _scoped_bundle_of_two_findings(
+        tmp_path,
+        "83.5 dB(A) at n1 at 01:58:10 CST (INSIDE-NAMED)",
+        "83.5 dB(A) at n2, as at 01:15 CST (OUTSIDE-NAMED)",
+    )
+    assert b"INSIDE-NAMED" in findings
+    assert b"OUTSIDE-NAMED" not in findings
+    assert report.ok, report.lines()
+    assert report.digest_only == {DIGEST_KIND_NOT_STATED: 1}  # the finding, its kind not named
+
+
+def _scoped_bundle_of_two_findings(tmp_path: Path, n1: str, n2: str) -> tuple[bytes, Report]:
+    """A site whose window holds two findings (of n1 and n2, with these texts), anchored after them:
+    its bundle for a reader scoped to the window (its findings.json) and the bundle's verification."""
     site = build_site(tmp_path, final_anchor=False)
     store = Store(site.store)
     at = T0 + timedelta(seconds=10)
     with store.batch():
-        store.append_finding(_finding(at, "83.5 dB(A) at n1 at 01:58:10 CST (INSIDE-NAMED)", "n1"), at)
-        store.append_finding(_finding(at, "83.5 dB(A) at n2, as at 01:15 CST (OUTSIDE-NAMED)", "n2"), at)
+        store.append_finding(_finding(at, n1, "n1"), at)
+        store.append_finding(_finding(at, n2, "n2"), at)
         now = T0 + timedelta(minutes=5)
         seq, head = store.head(SITE)
         store.conn.execute("INSERT INTO anchors VALUES (?,?,?,?)", (SITE, seq, head, to_us(now)))
@@ -362,46 +377,23 @@ def test_a_scoped_bundle_carries_a_finding_naming_a_local_time_outside_the_scope
     site.anchors.write_text(
         json.dumps([*anchors, {"site": SITE, "seq": seq, "head": head, "ts": now.isoformat()}])
     )
-
     scope = TimeScope(to_us(WINDOW[0]), to_us(WINDOW[1]))
     bundle = export(site, tmp_path / "b.zip", disclosure=Disclosure(time_scope=scope))
     with zipfile.ZipFile(bundle) as zf:
         findings = zf.read("records/findings.json")
-    assert b"INSIDE-NAMED" in findings
-    assert b"OUTSIDE-NAMED" not in findings
-    report = verify_bundle(bundle, load_anchors(site.anchors))
-    assert report.ok, report.lines()
-    assert report.digest_only == {DIGEST_KIND_NOT_STATED: 1}  # the finding, its kind not named
+    return findings, verify_bundle(bundle, load_anchors(site.anchors))
 
 
 def test_a_scoped_bundle_carries_a_finding_naming_a_day_by_its_weekday_as_its_digest(tmp_path: Path) -> None:
     """Through a real export and verify: a finding saying "the blast Sunday" (which Sunday?) was
     in clear, a weekday alone taken for a rule's; it is kept out, and one saying a rule's weekday
     and midnight ("a Sunday or legal holiday", "midnight sun") is in clear."""
-    site = build_site(tmp_path, final_anchor=False)
-    store = Store(site.store)
-    at = T0 + timedelta(seconds=10)
-    with store.batch():
-        rule = "83.5 dB(A) at n1, not a Sunday or legal holiday, no midnight sun (RULE-NAMED)"
-        store.append_finding(_finding(at, rule, "n1"), at)
-        day = "83.5 dB(A) at n2, as loud as the blast Sunday (DAY-NAMED)"
-        store.append_finding(_finding(at, day, "n2"), at)
-        now = T0 + timedelta(minutes=5)
-        seq, head = store.head(SITE)
-        store.conn.execute("INSERT INTO anchors VALUES (?,?,?,?)", (SITE, seq, head, to_us(now)))
-        store.restate_config(SITE, now)
-    store.close()
-    anchors = json.loads(site.anchors.read_text())
-    site.anchors.write_text(
-        json.dumps([*anchors, {"site": SITE, "seq": seq, "head": head, "ts": now.isoformat()}])
+    findings, report = _scoped_bundle_of_two_findings(
+        tmp_path,
+        "83.5 dB(A) at n1, not a Sunday or legal holiday, no midnight sun (RULE-NAMED)",
+        "83.5 dB(A) at n2, as loud as the blast Sunday (DAY-NAMED)",
     )
-
-    scope = TimeScope(to_us(WINDOW[0]), to_us(WINDOW[1]))
-    bundle = export(site, tmp_path / "b.zip", disclosure=Disclosure(time_scope=scope))
-    with zipfile.ZipFile(bundle) as zf:
-        findings = zf.read("records/findings.json")
     assert b"RULE-NAMED" in findings
     assert b"DAY-NAMED" not in findings
-    report = verify_bundle(bundle, load_anchors(site.anchors))
     assert report.ok, report.lines()
     assert report.digest_only == {DIGEST_KIND_NOT_STATED: 1}
