@@ -467,10 +467,10 @@ def _report_copies_without_paths(conn: sqlite3.Connection) -> str:
     """The copy of a report alert in a row not delivered (pending or given up on) without the
     paths of the report's files its data named (``report_pdf``, ``report_csv``): where the
     operator keeps them is not the Town's, and the delivery finds the files through the report's
-    row now (monitor/reports/files.py, ``report_files``). It goes under a key of its own
+    row now (monitor/journal/report_files.py, ``report_files``). It goes under a key of its own
     (``Deliveries._sent_key``). The chained alert keeps what it said, and so does a copy
     delivered already, a record of what was sent."""
-    from monitor.reports.files import PATH_MEMBERS  # here: the walking workers import this module lean
+    from monitor.journal.report_files import PATH_MEMBERS  # here: the walking workers import this module lean
     from monitor.wire.canonical import canonical_text
 
     updates = []

@@ -59,9 +59,9 @@ from monitor.config import ChannelConfig, Config, RecipientConfig
 from monitor.errors import OutputError
 from monitor.failing_rounds import FailingRounds
 from monitor.journal import migrations, queries
+from monitor.journal.report_files import ReportFile, report_files
 from monitor.notify import smtp, webhook
 from monitor.notify.alerts import Alert
-from monitor.reports.files import ReportFile, report_files
 from monitor.shown_url import shown_url
 from monitor.wire.canonical import canonical_json, canonical_text, from_us, to_us
 from rules.times import stored_time

@@ -12,7 +12,7 @@ what fails stays queued, and the daemon's delivery worker retries it as it retri
 
 The alert names the report by its id and its files by their SHA-256, never by where they lie:
 a path on the operator's disk is nobody else's (the Town's webhook, an inspector's bundle).
-The delivery finds the files through the report's row (monitor/reports/files.py).
+The delivery finds the files through the report's row (monitor/journal/report_files.py).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def send_report(
 ) -> dict[str, Any]:
     """Record the report as sent, raise its town alert, queue and deliver it; returns a summary.
 
-    The CSV is the file beside the PDF of the same name (files.csv_beside): e-mail attaches the
+    The CSV is the file beside the PDF of the same name (journal.report_files.csv_beside): e-mail attaches the
     PDF, a webhook both (monitor/notify/delivery.py, ``report_attachments``), each found through
     the report's row."""
     from monitor.notify.delivery import Deliveries
