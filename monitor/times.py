@@ -10,8 +10,9 @@ Every command that takes a time (``status --at``, ``evidence --from/--to``, ``no
   whose datetime-local field carries no offset, offers the two readings (OccursTwice) and passes
   the one chosen as ``offset``;
 * ``2026-12-15`` (a date alone): the site's local midnight at the start of that day
-  (``end_of_day`` for deadlines: the last second of that day, site time; ``end_of_scope`` for
-  the end of a reader's time scope: the whole day, to its last microsecond).
+  (``end_of_day`` for deadlines: the last millisecond of that day, site time, as a counted
+  deadline ends; ``end_of_scope`` for the end of a reader's time scope: the whole day, to its
+  last microsecond).
 
 A wrong text raises UsageError naming the option and showing the accepted forms; so does a
 time or a day outside 1970-01-01 to 9998-12-31 (UTC), what the store's microsecond times and the
@@ -37,6 +38,7 @@ FIRST_DAY = date(1970, 1, 1)
 LAST_DAY = date(9998, 12, 31)
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)  # the store's unit of time
 
 
 _DATE_SHAPE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
@@ -246,28 +248,39 @@ def offset_text(offset: timedelta) -> str:
 
 
 def end_of_day(text: str, zone: tzinfo, option: str, *, offset: str = "") -> datetime:
-    """A date alone means the end of that day (23:59:59 site time); a time is taken as given."""
+    """A deadline: a date alone is the end of that day in ``zone``, its last millisecond
+    (23:59:59.999), the end a deadline counted by the profile's rule has (rules.deadlines
+    .end_of_local_day), so that a day given and a day counted are one deadline; a time is taken
+    as given."""
+    from rules.deadlines import MILLISECOND
+
     value = text.strip()
-    if len(value) == 10:
-        day = parse_date(value, option)
-        # fold=1: where the clocks go back at midnight, 23:59:59 occurs twice; the day ends at the second.
-        return _in_utc(datetime.combine(day, time(23, 59, 59, fold=1), zone), option, text)
-    return parse_time(value, zone, option, offset=offset)
+    if len(value) != 10:
+        return parse_time(value, zone, option, offset=offset)
+    return _day_end(value, zone, option, MILLISECOND)
 
 
 def end_of_scope(text: str, zone: tzinfo, option: str) -> datetime:
-    """The last moment a time scope holds (it holds its end: TimeScope.holds). A date alone is
-    its whole day in ``zone``, to the microsecond before the next midnight there (a day of 23 or
-    25 hours included), as a date a record's text names is read (disclosure._site_times): ended
-    at 23:59:59, it kept out every text naming the scope's last day and every record in its last
-    second. A time is taken as given."""
+    """The last moment a time scope holds (it holds its end: TimeScope.holds). A
+    date alone is its whole day in ``zone``, to the microsecond before the next midnight there (a
+    day of 23 or 25 hours included), as a date a record's text names is read (disclosure
+    ._site_times): ended at 23:59:59, it kept out every text naming the scope's last day and
+    every record in its last second. A time is taken as given."""
     value = text.strip()
     if len(value) != 10:
         return parse_time(value, zone, option)
-    day = parse_date(value, option)
+    # To the microsecond, not a deadline's millisecond: the store's times are microseconds, and
+    # a record in the day's last millisecond is of that day too.
+    return _day_end(value, zone, option, MICROSECOND)
+
+
+def _day_end(text: str, zone: tzinfo, option: str, last: timedelta) -> datetime:
+    """The end of the day ``text`` names (rules.deadlines.end_of_local_day), in range."""
+    from rules.deadlines import end_of_local_day
+
+    day = parse_date(text, option)
     _in_utc(datetime.combine(day, time(0), zone), option, text)  # refused before its next day overflows
-    after = datetime.combine(day + timedelta(days=1), time(0), zone).astimezone(UTC)
-    return _in_utc(after - timedelta(microseconds=1), option, text)
+    return _in_utc(end_of_local_day(day, zone, last), option, text)
 
 
 def extra_days(text: str) -> int:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
 from rules.holidays import check_holidays, is_holiday
@@ -122,14 +122,21 @@ def last_day(start_day: date, calendar_days: int, working_days: int, calendar: W
 # ---------------------------------------------------------------------------
 
 
-def end_of_local_day(day: date, tz: ZoneInfo) -> datetime:
-    """The last millisecond of a local day (23:59:59.999), in UTC.
+# A deadline's precision: what timestamps on the wire and in notices carry
+# (``monitor.wire.codec.format_ts``), so that a deadline reads back as itself.
+MILLISECOND = timedelta(milliseconds=1)
 
-    Milliseconds, because that is what timestamps on the wire and in notices carry
-    (``monitor.wire.codec.format_ts``): the deadline reads back as itself.
+
+def end_of_local_day(day: date, tz: tzinfo, last: timedelta = MILLISECOND) -> datetime:
+    """The last moment of a local day, in UTC: the next local midnight less ``last`` (a day of
+    23 or 25 hours whole, one whose last hour comes twice ended at its second coming). The one
+    end of a day: a cure deadline, counted or extended, and one given as a date alone (``notices
+    extend --until``: monitor.times.end_of_day) end at its last millisecond (23:59:59.999); a
+    reader's time scope and a date its texts name, held to the store's microseconds, pass
+    ``last`` = one microsecond (monitor.times.end_of_scope).
     """
     following = datetime.combine(day + timedelta(days=1), time(0), tz).astimezone(UTC)
-    return following - timedelta(milliseconds=1)
+    return following - last
 
 
 def cure_deadline(issued: datetime, days: int, tz: ZoneInfo, roll_to: WorkCalendar | None = None) -> datetime:

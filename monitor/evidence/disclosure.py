@@ -26,7 +26,9 @@ from typing import Any, TypeVar
 
 from monitor.evidence.format import RECORD_KINDS
 from monitor.journal import queries
+from monitor.times import MICROSECOND
 from monitor.wire.canonical import to_us
+from rules.deadlines import end_of_local_day
 
 # Every audience an alert may have but the operator's own: what the Town and its inspectors see
 # (the portal's inspector and Town pages show alerts addressed to the town).
@@ -499,7 +501,7 @@ def _site_times(text: str, zone: tzinfo, days: Sequence[date]) -> list[tuple[int
         if m[4] is None:
             named_days.append(day)
             start = to_us(datetime.combine(day, time(0), zone))
-            spans.append((start, to_us(datetime.combine(day + timedelta(days=1), time(0), zone)) - 1))
+            spans.append((start, to_us(end_of_local_day(day, zone, MICROSECOND))))
             continue
         placed = _wall_spans(day, int(m[4]), int(m[5]), m[6], m[7], zone)
         if placed is None:

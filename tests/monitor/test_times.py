@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from monitor.errors import UsageError
 from monitor.times import end_of_day, end_of_scope, parse_date, parse_time
+from rules.deadlines import cure_deadline, end_of_local_day
 
 CHICAGO = ZoneInfo("America/Chicago")
 
@@ -31,8 +32,19 @@ def test_forms(text: str, expected: datetime) -> None:
 
 
 def test_end_of_day_for_a_date_and_as_given_for_a_time() -> None:
-    assert end_of_day("2026-12-15", CHICAGO, "--until") == datetime(2026, 12, 16, 5, 59, 59, tzinfo=UTC)
+    end = datetime(2026, 12, 16, 5, 59, 59, 999_000, tzinfo=UTC)  # 23:59:59.999 CST
+    assert end_of_day("2026-12-15", CHICAGO, "--until") == end
     assert end_of_day("2026-12-15T12:00Z", CHICAGO, "--until") == datetime(2026, 12, 15, 12, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("day", [date(2026, 12, 15), date(2026, 3, 8), date(2026, 11, 1), date(2023, 3, 25)])
+def test_a_deadline_given_as_a_date_is_the_deadline_counted_to_that_date(day: date) -> None:
+    """``notices extend --until DATE`` ended at 23:59:59 while a deadline the profile's rule counts
+    (13.3.A) ends at 23:59:59.999: one day had two ends. Both are rules.deadlines.end_of_local_day,
+    days of 23 and 25 hours and one whose last hour comes twice included."""
+    for zone in (CHICAGO, ZoneInfo("America/Asuncion")):
+        counted = cure_deadline(datetime.combine(day - timedelta(days=14), time(12), zone), 14, zone)
+        assert end_of_day(day.isoformat(), zone, "--until") == counted == end_of_local_day(day, zone)
 
 
 @pytest.mark.parametrize("text", ["yesterday", "2026-12-15T25:00", "", "15/12/2026"])
@@ -182,8 +194,8 @@ def test_a_day_that_ends_in_a_repeated_hour_ends_at_its_second_occurrence() -> N
     """Paraguay put its clocks back at midnight (2023-03-26 00:00 -03:00 became 03-25 23:00 -04:00):
     the day's last second came twice, and a deadline on that day ended an hour early."""
     asuncion = ZoneInfo("America/Asuncion")
-    assert end_of_day("2023-03-25", asuncion, "--until").isoformat() == "2023-03-26T03:59:59+00:00"
-    assert end_of_day("2026-11-01", CHICAGO, "--until").isoformat() == "2026-11-02T05:59:59+00:00"
+    assert end_of_day("2023-03-25", asuncion, "--until").isoformat() == "2023-03-26T03:59:59.999000+00:00"
+    assert end_of_day("2026-11-01", CHICAGO, "--until").isoformat() == "2026-11-02T05:59:59.999000+00:00"
 
 
 # fmt: off

@@ -947,3 +947,42 @@ def test_an_early_escalation_is_refused_citing_the_profiles_citation_section(
     assert said in str(refused.value)
     if profile_name != "dovre":
         assert "13.3" not in str(refused.value)
+
+
+def _episode_at(
+    db: Path, config: Config, issued: datetime, until: datetime | None, at: datetime
+) -> tuple[datetime, str]:
+    """The deadline of a notice issued at ``issued`` (extended to ``until`` if given), and the
+    change a new violation starting at ``at`` makes to it."""
+    site, profile = site_and_profile(config)
+    store = Store(db)
+    try:
+        notice_id = open_notice(store, config, issued)
+        book = NoticeBook(store)
+        if until is not None:
+            book.extend(notice_id, until, "Town clerk", "", issued + timedelta(days=1))
+        events = book.on_findings(
+            site, profile, store_findings(store, [violation(at)], at), at + timedelta(minutes=2)
+        )
+        return book.get(notice_id).deadline, events[0].change
+    finally:
+        store.close()
+
+
+def test_a_deadline_extended_to_a_date_ends_as_one_counted_to_it(tmp_path: Path, config: Config) -> None:
+    """`notices extend --until 2026-06-29` set 23:59:59 while the deadline 13.3.A counts to that
+    day ends at 23:59:59.999, so a violation at 23:59:59.5 escalated the extended notice and only
+    continued the counted one. One end of the day: the same deadline, the same change. A deadline
+    stored at 23:59:59 (an extension made before) is judged as stored: it has passed by then."""
+    from monitor.commands.notices import parse_until
+
+    at = local(2026, 6, 29, 23, 59, 59) + timedelta(milliseconds=500)
+    counted = _episode_at(tmp_path / "counted.db", config, ISSUED, None, at)
+    until = parse_until("2026-06-29", "America/Chicago")
+    extended = _episode_at(tmp_path / "extended.db", config, ISSUED - timedelta(days=7), until, at)
+    assert counted == extended == (DEADLINE, "continuing")
+    stored = local(2026, 6, 29, 23, 59, 59)
+    assert _episode_at(tmp_path / "stored.db", config, ISSUED - timedelta(days=7), stored, at) == (
+        stored,
+        "escalated",
+    )
