@@ -261,7 +261,7 @@ def end_of_day(text: str, zone: tzinfo, option: str, *, offset: str = "") -> dat
 
 
 def end_of_scope(text: str, zone: tzinfo, option: str) -> datetime:
-    """The last moment a time scope holds (it holds its end: TimeScope.holds). A
+    """The last moment a time scope holds (it holds its end: TimeScope.holds, scope_window). A
     date alone is its whole day in ``zone``, to the microsecond before the next midnight there (a
     day of 23 or 25 hours included), as a date a record's text names is read (disclosure
     ._site_times): ended at 23:59:59, it kept out every text naming the scope's last day and
@@ -281,6 +281,22 @@ def _day_end(text: str, zone: tzinfo, option: str, last: timedelta) -> datetime:
     day = parse_date(text, option)
     _in_utc(datetime.combine(day, time(0), zone), option, text)  # refused before its next day overflows
     return _in_utc(end_of_local_day(day, zone, last), option, text)
+
+
+def scope_window(
+    start: datetime, end: datetime, not_before: datetime | None, not_after: datetime | None
+) -> tuple[datetime, datetime]:
+    """[start, end) cut to a reader's time scope [not_before, not_after] (None: open on that
+    side), empty (end <= start) when nothing is left: the one cut of every portal view and of a
+    scoped reader's bundle. The scope holds its end, as TimeScope.holds and a bundle manifest's
+    ``not_after_us`` say, so the half-open cut ends a microsecond (the store's unit) after
+    ``not_after``: cut at it, a reading at exactly a scope's clock end (21:00:00Z) was in the
+    bundle's records and its texts' check but not on the portal's plots, tables and CSV."""
+    if not_before is not None:
+        start = max(start, not_before)
+    if not_after is not None:
+        end = min(end, not_after + MICROSECOND)
+    return start, end
 
 
 def extra_days(text: str) -> int:

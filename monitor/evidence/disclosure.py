@@ -289,6 +289,7 @@ class TimeScope:
         )
 
     def holds(self, ts_us: int) -> bool:
+        """Both ends held: the portal's views cut to the same scope (times.scope_window)."""
         return (self.not_before_us is None or ts_us >= self.not_before_us) and (
             self.not_after_us is None or ts_us <= self.not_after_us
         )

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from monitor.journal import queries
+from monitor.times import scope_window
 from monitor.wire.codec import finding_from_json
 from monitor.wire.protocol import format_ts
 from rules.episodes import EpisodeFacts, episode_text, episodes_of, measurement_json
@@ -83,8 +84,8 @@ def site_episodes(
     """Violation episodes of ``site`` that overlap [start, end), whole, in time order.
 
     ``as_of``: the record as it stood then: only findings that had ended by that time.
-    ``not_before``/``not_after``: a reader's time scope; no finding outside it is read, so an
-    episode is told as far as the reader may see it.
+    ``not_before``/``not_after``: a reader's time scope, its end held (times.scope_window); no
+    finding outside it is read, so an episode is told as far as the reader may see it.
     ``between``: where the violations are read (the store's, by default): the daemon's retained
     status gives the ones it keeps in memory (monitor.daemon.status_findings), so the same
     choice and the same fold tell the same episodes without reading them all back each time.
@@ -93,7 +94,7 @@ def site_episodes(
     first, last = start - gap, end + gap
 
     def violations(a: datetime, b: datetime) -> list[Finding]:
-        a, b = max(a, not_before or a), min(b, not_after or b)
+        a, b = scope_window(a, b, not_before, not_after)
         if a >= b:
             return []
         return _violations(conn, site, a, b) if between is None else between(a, b)

@@ -43,7 +43,7 @@ from monitor.portal import periods
 from monitor.portal.periods import Period
 from monitor.portal.siteplan import ALL_LAYERS, monitor_state
 from monitor.portal.svg import DayPlot
-from monitor.times import EARLIEST, LATEST
+from monitor.times import EARLIEST, LATEST, scope_window
 from monitor.unfinished import own_partial, replace_whole
 from monitor.wire.canonical import from_us, to_us
 from monitor.wire.codec import decode, finding_from_json
@@ -150,11 +150,9 @@ class Scope:
         return site
 
     def window(self, start: datetime, end: datetime) -> tuple[datetime, datetime]:
-        """[start, end) cut to the account's time scope; NotFound when nothing is left."""
-        if self.user.not_before is not None:
-            start = max(start, self.user.not_before)
-        if self.user.not_after is not None:
-            end = min(end, self.user.not_after)
+        """[start, end) cut to the account's time scope, which holds its end (times.scope_window,
+        as a bundle's TimeScope); NotFound when nothing is left."""
+        start, end = scope_window(start, end, self.user.not_before, self.user.not_after)
         if end <= start:
             raise NotFound("outside this account's time scope")
         return start, end

@@ -8,7 +8,9 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from monitor.errors import UsageError
-from monitor.times import end_of_day, end_of_scope, parse_date, parse_time
+from monitor.evidence.disclosure import TimeScope
+from monitor.times import end_of_day, end_of_scope, parse_date, parse_time, scope_window
+from monitor.wire.canonical import to_us
 from rules.deadlines import cure_deadline, end_of_local_day
 
 CHICAGO = ZoneInfo("America/Chicago")
@@ -227,3 +229,21 @@ def test_a_scope_given_by_a_date_ends_with_the_whole_day(text: str, zone: ZoneIn
     """A scope's date-only end was 23:59:59 (end_of_day), so a record in the last second of its
     day, or a text naming that day (read to its last microsecond), lay outside a scope given it."""
     assert end_of_scope(text, zone, "not_after").isoformat() == expected
+
+
+@pytest.mark.parametrize("not_after", ["2026-12-03T21:00:00Z", "2026-12-03"])
+def test_the_portals_cut_holds_what_the_scope_holds(not_after: str) -> None:
+    """A scope holds its end (TimeScope.holds); the portal's half-open window stopped before it,
+    so a reading at exactly a clock end was the bundle's and not the portal's. Each microsecond
+    about the end is in the cut exactly when the scope holds it."""
+    start = datetime(2026, 12, 3, 20, tzinfo=UTC)
+    end = end_of_scope(not_after, UTC, "not_after")
+    scope = TimeScope.of(start, end, {})
+    assert scope is not None
+    lo, hi = scope_window(start - timedelta(hours=1), end + timedelta(hours=1), start, end)
+    for moment in (start - MICRO, start, end - MICRO, end, end + MICRO):
+        assert (lo <= moment < hi) == scope.holds(to_us(moment)), moment
+    assert scope_window(start, end, None, None) == (start, end)
+
+
+MICRO = timedelta(microseconds=1)

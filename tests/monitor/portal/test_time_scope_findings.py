@@ -7,6 +7,8 @@ window (21:00:00-21:01:00Z) and text (a truck at 21:00:51Z) lie after it.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import zipfile
 from datetime import UTC, date, datetime, timedelta
@@ -14,10 +16,11 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from monitor.config import parse_config
-from monitor.evidence.format import DIGEST_KIND_NOT_STATED
+from monitor.evidence.format import DIGEST_KIND_NOT_STATED, SOUND_PART
 from monitor.journal.store import Store
 from monitor.portal.data import Portal, Scope, User
 from monitor.portal.periods import day_period
+from monitor.wire.canonical import to_us
 from rules.model import Finding, FindingKind, Measurement
 from tests.support.config_samples import MINIMAL
 
@@ -193,3 +196,48 @@ def test_a_scope_with_an_end_gets_no_report(tmp_path: Path) -> None:
     config = portal.config
     open_ended = Scope(User("ian", "inspector", (), datetime(2026, 10, 1, tzinfo=UTC), None), config)
     assert portal.report_period(open_ended, "s1", "2026-11").label == "2026-11"
+
+
+def test_a_reading_at_the_scopes_end_is_in_the_day_view_the_csv_and_the_bundle(tmp_path: Path) -> None:
+    """The scope holds its end (TimeScope.holds, the manifest's not_after_us): the portal's window
+    stopped just before it, so a second at exactly 21:00:00Z, in the scoped reader's bundle, was
+    cut from the day view's minutes and the sound CSV. Now each holds it and nothing after it."""
+    from monitor.evidence import verify_bundle
+    from rules.model import SoundLevels
+
+    portal, scoped, _, _, _ = _setup(tmp_path)
+    store = Store(str(tmp_path / "p.db"))
+    seconds = [NOT_AFTER + timedelta(seconds=n) for n in (-1, 0, 1)]
+    with store.batch():
+        store.append_sounds(
+            [
+                (SoundLevels("s1", "n1", t, 1.0, 60.0 + n, 61.0, 70.0), "levels", False)
+                for n, t in enumerate(seconds)
+            ],
+            NOT_AFTER + timedelta(minutes=5),
+        )
+    store.close()
+    held = ["2026-12-03T20:59:59Z", "2026-12-03T21:00:00Z"]
+
+    minutes = portal.period(scoped, "s1", day_period(date(2026, 12, 3), CHICAGO))["sound"]["n1"]
+    assert [(ts, laeq) for ts, laeq in minutes if ts >= "2026-12-03T20:59"] == [
+        ("2026-12-03T20:59:00Z", 60.0),
+        ("2026-12-03T21:00:00Z", 61.0),  # its one second the scope holds, not 21:00:01's 62.0
+    ]
+
+    _, lines = portal.sound_csv(
+        scoped, "s1", ["n1"], NOT_AFTER - timedelta(minutes=1), NOT_AFTER + timedelta(minutes=1)
+    )
+    rows = list(csv.reader(io.StringIO(b"".join(lines).decode())))
+    assert [r[1] for r in rows[1:] if r[1] >= "2026-12-03T20:59:59"] == held
+
+    out = tmp_path / "end.zip"
+    portal.export(scoped, "s1", NOT_AFTER - timedelta(minutes=1), NOT_AFTER + timedelta(minutes=1), out)
+    with zipfile.ZipFile(out) as zf:
+        parts = sorted(n for n in zf.namelist() if SOUND_PART.fullmatch(n))
+        sound = [r for n in parts for r in csv.DictReader(io.StringIO(zf.read(n).decode()))]
+        manifest = json.loads(zf.read("manifest.json"))
+    assert sound, parts
+    assert [r["time_utc"] for r in sound if r["time_utc"] >= "2026-12-03T20:59:59"] == held
+    assert manifest["disclosure"]["time_scope"]["not_after_us"] == to_us(NOT_AFTER)
+    assert verify_bundle(out).ok
