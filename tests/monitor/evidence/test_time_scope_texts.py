@@ -231,7 +231,7 @@ def _account_scope(not_before: str, not_after: str) -> TimeScope:
     Scope.times makes it): the account's dates and times are UTC."""
     account = AccountConfig("ida", "inspector", "scrypt$", not_before=not_before, not_after=not_after)
     user = User.of(account)
-    scope = TimeScope.of(user.not_before, user.not_after)
+    scope = TimeScope.of(user.not_before, user.not_after, {})
     assert scope is not None
     return scope
 
