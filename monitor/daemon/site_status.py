@@ -25,6 +25,8 @@ from rules.deadlines import deadline_words
 from rules.quantities import quantity_text
 from rules.times import MINUTE, local_stamp
 
+STATUS_EPISODES = 10  # the status names its newest episodes of the day, this many
+
 
 def site_status(
     store: Store,
@@ -89,7 +91,7 @@ def site_status(
         "timezone": site.timezone,
         "sensors": sensors,
         "findings_24h": dict(sorted(by_kind.items())),
-        "episodes_24h": [e.to_json(site.timezone, titles) for e in episodes[-10:]],
+        "episodes_24h": [e.to_json(site.timezone, titles) for e in episodes[-STATUS_EPISODES:]],
         "notices": _notices(store, site, now, titles or {}),
     }
 

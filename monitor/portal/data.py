@@ -273,16 +273,6 @@ class Portal:
         titles = profile.titles
         status = site_status(self.store(), site, now, episode_gap_s=profile.episode_gap_s, titles=titles)
         conn = self.store().conn
-        # Each monitor's state (the status page, the API and the site plan show this one):
-        # a violation episode of the status's 24 hours names it, or an early warning of them does.
-        in_episode = {s for e in status["episodes_24h"] for s in e["sensors"]}
-        warned = {
-            str(s)
-            for r in queries.alerts_of_kind(
-                conn, site.id, "early_warning", now - timedelta(hours=24), now, 1000
-            )
-            for s in json.loads(r["data"]).get("sensors", ())
-        }
         for sensor in site.sensors:
             entry = status["sensors"][sensor.id]
             entry["placement"] = sensor.placement.value
@@ -290,7 +280,6 @@ class Portal:
             age = None if last is None else (now - datetime.fromisoformat(last.replace("Z", "+00:00")))
             limit = max(120.0, sensor.expected_period_s * self.config.daemon.offline_after_periods)
             entry["online"] = age is not None and age.total_seconds() <= limit
-            entry["state"] = monitor_state(entry["online"], sensor.id in in_episode, sensor.id in warned)
             text = queries.latest_reading_data(conn, site.id, sensor.id, "status")
             if text is not None:
                 data = json.loads(text)
@@ -303,24 +292,78 @@ class Portal:
                     "drift_db": cal["drift_db"],
                     "flagged": bool(cal["flagged"]),
                 }
+        for sensor_id, state in self._monitor_states(site, now, status, None).items():
+            status["sensors"][sensor_id]["state"] = state
         return status
+
+    def _monitor_states(
+        self, site: SiteConfig, now: datetime, status: Mapping[str, Any], times: TimeScope | None
+    ) -> dict[str, str]:
+        """Each monitor's state as of ``now`` (the status page, the API and the site plan show
+        this one; ``monitor_state``): offline by ``status``; else a violation episode of the
+        status's 24 hours names it, or an early warning raised in them does. For a time-scoped
+        reader (``times``) only those its bundle's check shows (TimeScope.shows): the episodes
+        as made of the violations it may see, as its day view tells them, and the warnings
+        naming no time outside its scope; the others colour nothing."""
+        from monitor.daemon.site_status import STATUS_EPISODES
+        from monitor.daemon.status_findings import STATUS_DAY
+
+        conn, zone = self.store().conn, ZoneInfo(site.timezone)
+        if times is None:
+            episodes = status["episodes_24h"]  # the status's own: one set of facts
+        else:
+            told = site_episodes(
+                conn,
+                site.id,
+                now - STATUS_DAY,
+                now,
+                self.profile(site).episode_gap_s,
+                as_of=now,
+                not_before=from_us(times.not_before_us) if times.not_before_us is not None else None,
+                not_after=from_us(times.not_after_us) if times.not_after_us is not None else None,
+                between=_violations_shown(conn, site.id, times, zone),
+            )
+            episodes = [{"sensors": t.facts.sensors} for t in told[-STATUS_EPISODES:]]
+        in_episode = {s for e in episodes for s in e["sensors"]}
+        warned = {
+            str(s)
+            for r in queries.alerts_of_kind(conn, site.id, "early_warning", now - STATUS_DAY, now, 1000)
+            if times is None or times.shows(conn, site.id, "alert", r, zone)
+            for s in json.loads(r["data"]).get("sensors", ())
+        }
+        return {
+            sensor.id: monitor_state(
+                status["sensors"][sensor.id]["online"], sensor.id in in_episode, sensor.id in warned
+            )
+            for sensor in site.sensors
+        }
 
     def plan(self, scope: Scope, site_id: str, chart: Callable[[str], str] | None = None) -> dict[str, Any]:
         """The site plan as this reader may see it: every layer, each monitor in the state the
-        status gives it; an inspector sees states only while its time scope covers the status's
-        24 hours (an inspector scoped to a past period does not see the present)."""
+        status gives it. A time-scoped reader sees states only while its scope covers the
+        status's 24 hours (one scoped to a past period, or to hours of the last day, does not
+        see the present), each from what its scope shows (:meth:`_monitor_states`), kept per
+        site and scope with the chain head and the status moment, as the status is."""
+        from monitor.daemon.status_findings import STATUS_DAY
         from monitor.portal import siteplan
 
         site = scope.site(site_id)
-        states: dict[str, str] | None = None
         now = self.status_moment()
-        try:
-            scope.window(now - timedelta(hours=24), now)
+        times = self.times(scope, site)
+        states: dict[str, str] | None
+        if times is None:
             states = {k: v["state"] for k, v in self._status_at(site, now)["sensors"].items()}
-        except NotFound:
+        elif times.covers(to_us(now - STATUS_DAY), to_us(now)):
+            states = self._live.get(
+                ("states", site.id, times),
+                self._live_version(site.id, now),
+                lambda: self._monitor_states(site, now, self._status_at(site, now), times),
+            )
+        else:
             states = None
         plan = siteplan.view(site, ALL_LAYERS, states, chart)
         plan["as_of"] = format_ts(now) if states is not None else None
+        plan["scoped"] = times is not None
         return plan
 
     def findings(
