@@ -437,10 +437,16 @@ class Portal:
     def early_warnings(
         self, scope: Scope, site_id: str, start: datetime, end: datetime
     ) -> list[dict[str, Any]]:
-        """The daemon's early warnings to the operator (alerts of kind early_warning) in [start, end)."""
+        """The daemon's early warnings to the operator (alerts of kind early_warning) in [start, end),
+        the newest 100: for a time-scoped reader those its bundle's check shows (``_shown``)."""
         site = scope.site(site_id)
         start, end = scope.window(start, end)
-        rows = queries.alerts_of_kind(self.store().conn, site.id, "early_warning", start, end, 100)
+        conn = self.store().conn
+
+        def newest(offset: int, count: int) -> list[sqlite3.Row]:
+            return queries.alerts_of_kind(conn, site.id, "early_warning", start, end, count, offset=offset)
+
+        rows = _newest_shown(newest, self._shown(scope, site), "alert", 100)
         return [{"ts": format_ts(from_us(r["created_us"])), "message": r["message"]} for r in rows]
 
     def record_event(
@@ -1001,7 +1007,9 @@ class Portal:
                 "warnings": self.early_warnings(scope, site.id, from_us(day_start), from_us(day_end)),
             }
 
-        return self._live.get(("live", site.id, windows), self._live_version(site.id, at), compute)
+        # The scope too: two scopes allowing the same windows may be shown different warnings.
+        key = ("live", site.id, windows, self.times(scope, site))
+        return self._live.get(key, self._live_version(site.id, at), compute)
 
     def status_page(self, scope: Scope, site_id: str, report_days: int) -> dict[str, Any]:
         """What the operator's status page shows besides the site plan: :meth:`live_status`, today's
@@ -1023,7 +1031,7 @@ class Portal:
                 "forecasts": self.forecasts(scope, site.id, at),
             }
 
-        key = ("page", site.id, windows, to_us(reports[0]), to_us(reports[1]))
+        key = ("page", site.id, windows, to_us(reports[0]), to_us(reports[1]), self.times(scope, site))
         return self._live.get(key, self._live_version(site.id, at), compute)
 
     def period(self, scope: Scope, site_id: str, period: Period) -> dict[str, Any]:
@@ -1932,7 +1940,7 @@ class LiveCache:
     moment (Portal._live_version). While the version is unchanged a request gets the kept value;
     one computation per key at a time, so twenty clients asking within the same second wait for
     one computation instead of each doing it. The keys name the site and the windows the
-    account's scope allows, never the account."""
+    account's scope allows and the scope (TimeScope) itself, never the account."""
 
     MAX_ENTRIES = 64
 

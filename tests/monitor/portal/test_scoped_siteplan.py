@@ -148,3 +148,30 @@ def test_a_scoped_inspectors_plan_is_coloured_only_by_what_its_scope_shows(tmp_p
     assert "n4 nears the limit" in operator_live.body and "n3 nears the limit" in operator_live.body
     assert (ida_status.status, ida_live.status, ida_api.status) == (403, 403, 403)
     assert "nears the limit" not in ida_status.body + ida_live.body + ida_api.body
+
+
+def test_the_live_status_lists_a_scoped_reader_the_warnings_its_scope_shows(tmp_path: Path) -> None:
+    """``Portal.early_warnings`` and the live status that keeps it (per site and window, not per
+    account) for a time-scoped reader, should one reach them (only an inspector has a scope, and
+    the status is the operator's: 403 above): the warnings the bundle's check shows, never the
+    list kept for an unscoped reader whose windows are the same."""
+    now = datetime(2026, 12, 3, 18, 0, 30, tzinfo=UTC)  # 12:00:30 at the site: today's warnings
+    db = tmp_path / "store.db"
+    text = DEMO.read_text().replace('path = "minewatch-demo.db"', f'path = "{db}"')
+    config = parse_config(text, str(DEMO))
+    store = Store(db)
+    _fill(store, now, now - timedelta(days=2, hours=3))
+    store.close()
+    portal = Portal(config, clock=lambda: now)
+    everyone = Scope(User("ann", "operator", ()), config)
+    scoped = Scope(User("ida", "inspector", (), now - timedelta(days=2), now + timedelta(days=1)), config)
+    assert [w["message"] for w in portal.live_status(everyone, SITE)["warnings"]] == [
+        "n4 nears the limit",
+        "n3 nears the limit",
+    ]
+    assert [w["message"] for w in portal.live_status(scoped, SITE)["warnings"]] == ["n3 nears the limit"]
+    assert [w["message"] for w in portal.early_warnings(scoped, SITE, now - timedelta(hours=1), now)] == [
+        "n3 nears the limit"
+    ]
+    assert len(portal.early_warnings(everyone, SITE, now - timedelta(hours=1), now)) == 2
+    portal.store().close()
