@@ -287,7 +287,9 @@ def test_cli_lifecycle(
     assert "closed by the Town as corrected" in capsys.readouterr().out
     assert main(["notices", "list", "--status", "corrected", "--format", "json", *args]) == 0
     [listed] = json.loads(capsys.readouterr().out)
-    assert listed["id"] == notice_id and listed["deadline"] == "2026-07-11T04:59:59Z"
+    assert (
+        listed["id"] == notice_id and listed["deadline"] == "2026-07-11T04:59:59.999Z"
+    )  # the end of that day, as a counted deadline
     history = NoticeBook(store).history(notice_id)
     assert [(c.change, c.actor) for c in history][-2:] == [
         ("extended", "Town clerk"),
