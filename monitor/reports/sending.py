@@ -51,6 +51,25 @@ def _unused_report_id(store: Store, site: str, start: datetime, end: datetime, m
         nth += 1
 
 
+def chain_report_alert(
+    store: Store, rid: str, site: str, now: datetime, message: str, data: dict[str, Any]
+) -> dict[str, Any]:
+    """Chain a report's alert to the Town (inside the caller's batch); returns it as it is queued
+    for delivery."""
+    store.append_alert(rid, site, "town", KIND, "info", f"report:{rid}", message, data, now)
+    return {
+        "id": rid,
+        "site": site,
+        "ts": format_ts(now),
+        "audiences": ["town"],
+        "kind": KIND,
+        "severity": "info",
+        "condition": f"report:{rid}",
+        "message": message,
+        "data": data,
+    }
+
+
 def record_report(
     store: Store,
     site: str,
@@ -149,18 +168,7 @@ def send_report(
             "report_csv_sha256": hashlib.sha256(csv).hexdigest(),
             "made_local": local_moment(now, site.timezone),
         }
-        alert = {
-            "id": rid,
-            "site": site.id,
-            "ts": format_ts(now),
-            "audiences": ["town"],
-            "kind": KIND,
-            "severity": "info",
-            "condition": f"report:{rid}",
-            "message": message,
-            "data": data,
-        }
-        store.append_alert(rid, site.id, "town", KIND, "info", f"report:{rid}", message, data, now)
+        alert = chain_report_alert(store, rid, site.id, now, message, data)
         queued = deliveries.enqueue(alert, now)
     delivered = deliveries.deliver_due(now, alert_id=rid)
     return {"id": rid, "recipients": recipients, "queued": queued, "delivered": delivered}

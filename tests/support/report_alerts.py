@@ -9,7 +9,7 @@ from typing import Any
 
 from monitor.journal import queries
 from monitor.journal.store import Store
-from monitor.reports.sending import KIND, record_report
+from monitor.reports.sending import chain_report_alert, record_report
 from monitor.wire.protocol import format_ts
 from tests.support.notices import SITE
 
@@ -43,15 +43,4 @@ def report_alert_as_before(
         "report_csv_sha256": hashlib.sha256(csv).hexdigest(),
     }
     message = f"Compliance report for Quarry ({format_ts(start)} to {format_ts(end)})"
-    store.append_alert(rid, SITE, "town", KIND, "info", f"report:{rid}", message, data, now)
-    return {
-        "id": rid,
-        "site": SITE,
-        "ts": format_ts(now),
-        "audiences": ["town"],
-        "kind": KIND,
-        "severity": "info",
-        "condition": f"report:{rid}",
-        "message": message,
-        "data": data,
-    }
+    return chain_report_alert(store, rid, SITE, now, message, data)
