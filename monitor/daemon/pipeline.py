@@ -137,7 +137,7 @@ class PendingSound(NamedTuple):
     source: str
     late: bool
     minute: datetime
-    entry: SoundEntry | None  # built before the transaction, or None (the store builds it)
+    entry: SoundEntry | None  # built before the transaction, or None (built as it is staged)
 
 
 class StagedFlush(NamedTuple):

@@ -212,11 +212,6 @@ def sound_entry(levels: SoundLevels, source: str) -> SoundEntry:
     return SoundEntry(row[0], f"{row[1]}|{row[2]}", sound_digest(row), values, insert)
 
 
-def _rows_by_insert() -> dict[str, list[tuple[Any, ...]]]:
-    """Sound rows by the INSERT statement that takes them (SoundEntry.insert), none yet."""
-    return {_SOUND_INSERT_SHORT: [], _SOUND_INSERT: [], _SOUND_INSERT_OVERLOAD: []}
-
-
 class StagedSounds(NamedTuple):
     """Sound entries chained and made rows before the write lock (``Store.stage_sounds``), each
     site's links continuing the head that site had at this store's last commit. Under the lock
@@ -855,18 +850,35 @@ class Store:
         self, entries: Sequence[SoundEntry], lates: Sequence[bool], now: datetime
     ) -> StagedSounds:
         """``entries`` (with their ``late``) chained and made rows ahead of the write lock, for
-        ``append_sounds``: the chain's SHA-256 heads and the rows' tuples are then not built while
-        the other workers wait for the lock (docs/PERFORMANCE.md)."""
-        now_us = to_us(now)
+        ``append_sounds``, from each site's head at this store's last commit: the chain's SHA-256
+        heads and the rows' tuples are then not built while the other workers wait for the lock
+        (docs/PERFORMANCE.md)."""
+        return self._chain_sounds(
+            entries, lates, to_us(now), lambda site: self._committed_heads.get(site) or self._last_head(site)
+        )
+
+    def _chain_sounds(
+        self,
+        entries: Sequence[SoundEntry],
+        lates: Sequence[bool],
+        now_us: int,
+        head_of: Callable[[str], tuple[int, str]],
+    ) -> StagedSounds:
+        """``entries`` chained on from each site's ``head_of`` (its entry's seq is a column of
+        its row), and their rows by the INSERT statement that takes them (SoundEntry.insert)."""
         starts: dict[str, tuple[int, str]] = {}
         heads: dict[str, tuple[int, str]] = {}
         chain: list[tuple[str, int, str, str, str, str, int]] = []
-        rows = _rows_by_insert()
+        rows: dict[str, list[tuple[Any, ...]]] = {
+            _SOUND_INSERT_SHORT: [],
+            _SOUND_INSERT: [],
+            _SOUND_INSERT_OVERLOAD: [],
+        }
         for e, late in zip(entries, lates, strict=True):
             site = e.site
             current = heads.get(site)
             if current is None:
-                current = starts[site] = self._committed_heads.get(site) or self._last_head(site)
+                current = starts[site] = head_of(site)
             seq, head = current[0] + 1, next_head(current[1], e.digest)
             heads[site] = (seq, head)
             chain.append((site, seq, "sound", e.key, e.digest, head, now_us))
@@ -896,12 +908,14 @@ class Store:
         ]
         try:
             with self.savepoint():
-                if staged is not None and all(self.head(s) == start for s, start in staged.starts.items()):
-                    self._pending_chain.extend(staged.chain)
-                    self._heads.update(staged.ends)
-                    rows = staged.rows
-                else:
-                    rows = self._link_sounds(ready, [late for _, _, late in items], now_us)
+                if staged is None or any(self.head(s) != start for s, start in staged.starts.items()):
+                    # none staged, or another writer chained since: chained on from the heads now
+                    staged = self._chain_sounds(ready, [late for *_, late in items], now_us, self.head)
+                self._pending_chain.extend(staged.chain)
+                self._heads.update(staged.ends)
+                if not self._in_batch:
+                    self._flush_chain()
+                rows = staged.rows
                 # The statements' own row counts: total_changes would count the triggers' too.
                 inserted = sum(self._insert_rows(insert, given) for insert, given in rows.items())
                 if inserted != len(ready):
@@ -917,16 +931,6 @@ class Store:
                 self.link(e.site, "sound", e.key, e.digest, now_us)
             stored.append(new)
         return stored
-
-    def _link_sounds(
-        self, ready: Sequence[SoundEntry], lates: Sequence[bool], now_us: int
-    ) -> dict[str, list[tuple[Any, ...]]]:
-        """Chain every entry (its seq is a column of its row); returns each INSERT statement's rows."""
-        seqs = self.link_all("sound", [(e.site, e.key, e.digest) for e in ready], now_us)
-        rows = _rows_by_insert()
-        for e, late, seq in zip(ready, lates, seqs, strict=True):
-            rows[e.insert].append((*e.values, int(late), now_us, seq))
-        return rows
 
     def append_reading(
         self,

@@ -225,9 +225,14 @@ def test_a_batch_of_sound_records_is_accepted_made_rows_and_chained_before_its_w
     watch(Pipeline, "_accept_sound")
     watch(Store, "stage_sounds")
     watch(Store, "link_all")
+    watch(Store, "_chain_sounds")
     watch(Store, "append_sounds")
     world.levels(T0, 3, 60.0)
-    assert seen == [("_accept_sound", False)] * 3 + [("stage_sounds", False), ("append_sounds", True)]
+    assert seen == [("_accept_sound", False)] * 3 + [
+        ("stage_sounds", False),
+        ("_chain_sounds", False),
+        ("append_sounds", True),
+    ]
     chain = world.store.conn.execute("SELECT seq, digest, head FROM chain WHERE site = 'q' ORDER BY seq")
     previous = GENESIS
     for seq, (number, digest, head) in enumerate(chain.fetchall(), start=1):
@@ -238,7 +243,12 @@ def test_a_batch_of_sound_records_is_accepted_made_rows_and_chained_before_its_w
     sounds = [SoundLevels("q", "n1", T0 + timedelta(seconds=4), 1.0, 60.0, 61.0, 75.0)]
     world.pipeline.handle_batch([Inbound(*encode(m), 1, 1, 0.0) for m in [heartbeat, *sounds]])
     # the heartbeat chained, then the sound record accepted, stored and chained, all inside
-    assert seen == [("link_all", True), ("_accept_sound", True), ("append_sounds", True), ("link_all", True)]
+    assert seen == [
+        ("link_all", True),
+        ("_accept_sound", True),
+        ("append_sounds", True),
+        ("_chain_sounds", True),
+    ]
 
 
 def test_a_site_that_stops_sending_is_judged_once_quiet_with_the_input_up(world: World) -> None:
