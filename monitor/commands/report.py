@@ -102,8 +102,10 @@ def run(args: argparse.Namespace) -> int:
     if args.end and not args.start:
         raise UsageError("--to goes with --from")
     name = f"{site.id}-{period.label}"
+    from monitor.journal.report_files import csv_beside
+
     pdf_path = new_file(str(folder / f"{name}.pdf"), force=args.force)
-    csv_path = new_file(str(folder / f"{name}.csv"), force=args.force)
+    csv_path = new_file(csv_beside(str(folder / f"{name}.pdf")), force=args.force)  # where the delivery looks
     store_path = existing_store(config.storage.path, args.config)
     from monitor.reports.content import build_report
     from monitor.reports.formats import render_csv, render_pdf

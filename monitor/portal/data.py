@@ -904,6 +904,7 @@ class Portal:
         beside it, and recorded in the chain as every report made is (``record_made``); returns
         its id, the head it was computed from and the head after its record (``head_after``:
         the same period asked again reuses it while the head stays there)."""
+        from monitor.journal.report_files import csv_beside
         from monitor.reports.content import build_report
         from monitor.reports.formats import render_csv, render_pdf
         from monitor.reports.sending import record_made
@@ -913,7 +914,7 @@ class Portal:
         store = self.store()
         report = build_report(store.conn, site, self.profile(site), period, self.clock())
         pdf, csv = render_pdf(report), render_csv(report)
-        csv_path = pdf_path.with_suffix(".csv")
+        csv_path = Path(csv_beside(str(pdf_path)))  # where the delivery looks for it
         for path, body in ((csv_path, csv), (pdf_path, pdf)):
             replace_whole(path, body, own_partial(path))  # threads may write one path at once
         rid = _retry(lambda: record_made(store, report, pdf, csv, str(pdf_path), self.clock()))
