@@ -20,7 +20,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Any, TypeVar
 
@@ -273,6 +273,12 @@ class TimeScope:
     # standard not listed keeps every time it names held to the scope. A set of pairs, not a
     # mapping: a scope is a key of the portal's caches.
     event_verdicts: frozenset[tuple[str, str]] = frozenset()
+    # The same pairs as a mapping, made once per scope (``shows`` looks a finding's standard up
+    # in it for every record it checks); no part of the scope's equality or hash.
+    _verdict_on: Mapping[str, str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_verdict_on", dict(self.event_verdicts))
 
     @classmethod
     def of(
@@ -401,7 +407,7 @@ class TimeScope:
             return None
         if not isinstance(value, dict):
             return None
-        judged_kind = dict(self.event_verdicts).get(str(value.get("standard")))
+        judged_kind = self._verdict_on.get(str(value.get("standard")))
         refs = value.get("refs")
         if judged_kind is None or not isinstance(refs, list) or len(refs) != 1:
             return None
