@@ -24,7 +24,7 @@ from monitor.influx import points
 from monitor.influx.points import WritePoint
 from monitor.journal.site_law import site_law_of, vibration_params
 from monitor.journal.store import Store
-from monitor.notify.alerts import Alert, AlertBook
+from monitor.notify.alerts import EARLY_WARNING_AUDIENCES, Alert, AlertBook
 from monitor.notify.notices import NoticeBook, NoticeEvent, violation_alert_text
 from monitor.wire.canonical import to_us
 from monitor.wire.codec import finding_to_json
@@ -204,7 +204,7 @@ class Announcer:
             condition = f"early:{finding.standard}:{subject}"
             alert = Alert(
                 state.config.id,
-                ("operator",),
+                EARLY_WARNING_AUDIENCES,
                 "early_warning",
                 "warning",
                 condition,

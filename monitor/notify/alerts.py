@@ -24,6 +24,10 @@ from monitor.wire.canonical import from_us, to_us
 from monitor.wire.protocol import format_ts
 
 PublishAlert = Callable[[str, dict[str, Any]], None]  # site, alert body
+# Whom the daemon's early warnings (alerts of kind early_warning) are raised for: the operator's
+# self-monitoring. No bundle shows them (a reader's Disclosure.audiences), and the Town's and its
+# inspectors' portal views are made without them (the portal's Sight).
+EARLY_WARNING_AUDIENCES: tuple[str, ...] = ("operator",)
 
 
 @dataclass(frozen=True, slots=True)

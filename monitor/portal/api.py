@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from monitor import __version__
-from monitor.portal.web import AUDIENCE, Web, day_param, period_param
+from monitor.portal.web import Web, day_param, period_param
 
 
 class Api:
@@ -59,7 +59,7 @@ class Api:
         scope = self.web.api_scope(request)
         self.web.may(scope, "alerts")
         alerts = await run_in_threadpool(
-            self.web.portal.alerts, scope, request.path_params["site"], AUDIENCE[scope.user.role]
+            self.web.portal.alerts, scope, request.path_params["site"], scope.audience
         )
         return JSONResponse(alerts)
 

@@ -39,9 +39,10 @@ from monitor.evidence.disclosure import TOWN_VIEW, TimeScope
 from monitor.journal import audio_clips, queries
 from monitor.journal.episodes import ViolationsBetween, site_episodes
 from monitor.journal.store import Store
+from monitor.notify.alerts import EARLY_WARNING_AUDIENCES
 from monitor.portal import periods
 from monitor.portal.periods import Period
-from monitor.portal.siteplan import ALL_LAYERS, monitor_state
+from monitor.portal.siteplan import ALL_LAYERS, monitor_state, states_offered
 from monitor.portal.svg import DayPlot
 from monitor.times import EARLIEST, LATEST, scope_window
 from monitor.unfinished import own_partial, replace_whole
@@ -68,12 +69,14 @@ AUDIBLE_KINDS = frozenset(
 
 # format_ts is re-exported: the pages format times as the rest of minewatch does, through here.
 __all__ = [
+    "AUDIENCE",
     "EVENT_KINDS",
     "MinuteCache",
     "NotFound",
     "Portal",
     "Refused",
     "Scope",
+    "Sight",
     "User",
     "format_ts",
     "local_day",
@@ -92,6 +95,8 @@ NOTICE_ACTIONS = ("serve", "extend", "close", "escalate")
 # its own accounts did, not the Town's and inspectors' logins, downloads and addresses, nor
 # the attempts of unknown names (recorded with no role).
 ACTIONS_SEEN: dict[str, frozenset[str]] = {"operator": frozenset({"operator"})}
+# Whose alerts a reader reads, by role: the Town's inspectors read what is addressed to the Town.
+AUDIENCE = {"operator": "operator", "town": "town", "inspector": "town"}
 
 
 NO_REPORTS_IN_A_CLOSED_SCOPE = (
@@ -149,6 +154,11 @@ class Scope:
             raise NotFound(f"no site {site_id!r}")
         return site
 
+    @property
+    def audience(self) -> str:
+        """The audience whose alerts this account reads (AUDIENCE)."""
+        return AUDIENCE[self.user.role]
+
     def window(self, start: datetime, end: datetime) -> tuple[datetime, datetime]:
         """[start, end) cut to the account's time scope, which holds its end (times.scope_window,
         as a bundle's TimeScope); NotFound when nothing is left."""
@@ -162,6 +172,23 @@ class Scope:
         unscoped): the one check the findings API, the day view and bundles apply. A site's
         ``event_verdicts`` are its profile's (``Portal.times``)."""
         return TimeScope.of(self.user.not_before, self.user.not_after, event_verdicts)
+
+
+@dataclass(frozen=True, slots=True)
+class Sight:
+    """The records a reader's monitor states are made of (``Portal._monitor_states``): the early
+    warnings addressed to its ``audience`` (``Scope.audience``: the daemon raises them for the
+    operator alone, EARLY_WARNING_AUDIENCES) and, for a time-scoped reader, only the warnings and
+    violations its bundle's check shows (``times``, TimeScope.shows). A key of the portal's
+    caches: readers who see alike share one computation."""
+
+    audience: str
+    times: TimeScope | None = None
+
+    @property
+    def early_warnings(self) -> bool:
+        """Whether early warnings are this reader's at all (a legend offers that state only then)."""
+        return self.audience in EARLY_WARNING_AUDIENCES
 
 
 # --------------------------------------------------------------------------- the facade
@@ -253,20 +280,37 @@ class Portal:
         stored for the site, of any kind the status reads, advances it) and the moment."""
         return lambda: (queries.chain_head_seq(self.store().conn, site_id), to_us(at))
 
+    def sight(self, scope: Scope, site: SiteConfig) -> Sight:
+        """What of the site's records the account's monitor states are made of (:class:`Sight`)."""
+        return Sight(scope.audience, self.times(scope, site))
+
     def status(self, scope: Scope, site_id: str) -> dict[str, Any]:
         """The site's status (``site_status``) with each sensor's state, battery, clock offset and
         calibration, as of :meth:`status_moment`: computed once per change of the site's chain
-        or step of the clock and shared by every request (nothing in it depends on the account
-        beyond the site, checked first). The dict is shared: read it."""
+        or step of the clock and shared by every request; the states are the account's own
+        (:meth:`_states_at`: kept per :class:`Sight`, never per account). Shared: read it."""
         site = scope.site(site_id)
-        return self._status_at(site, self.status_moment())
+        return self._status_at(site, self.status_moment(), self.sight(scope, site))
 
-    def _status_at(self, site: SiteConfig, at: datetime) -> dict[str, Any]:
+    def _status_at(self, site: SiteConfig, at: datetime, sight: Sight) -> dict[str, Any]:
+        """The site's facts as of ``at`` (:meth:`_facts_at`, one for every reader) with the states
+        ``sight`` gives each sensor ("not_shown" where it gives none)."""
+
+        def compute() -> dict[str, Any]:
+            facts = self._facts_at(site, at)
+            states = self._states_at(site, at, sight) or {}
+            sensors = {k: {**v, "state": states.get(k, "not_shown")} for k, v in facts["sensors"].items()}
+            return {**facts, "sensors": sensors}
+
+        return self._live.get(("status", site.id, sight), self._live_version(site.id, at), compute)
+
+    def _facts_at(self, site: SiteConfig, at: datetime) -> dict[str, Any]:
         return self._live.get(
-            ("status", site.id), self._live_version(site.id, at), lambda: self._status(site, at)
+            ("facts", site.id), self._live_version(site.id, at), lambda: self._facts(site, at)
         )
 
-    def _status(self, site: SiteConfig, now: datetime) -> dict[str, Any]:
+    def _facts(self, site: SiteConfig, now: datetime) -> dict[str, Any]:
+        """The site's status without the monitors' states: what every reader of it is told alike."""
         from monitor.daemon.site_status import site_status
 
         profile = self.profile(site)
@@ -292,23 +336,37 @@ class Portal:
                     "drift_db": cal["drift_db"],
                     "flagged": bool(cal["flagged"]),
                 }
-        for sensor_id, state in self._monitor_states(site, now, status, None).items():
-            status["sensors"][sensor_id]["state"] = state
         return status
 
+    def _states_at(self, site: SiteConfig, at: datetime, sight: Sight) -> dict[str, str] | None:
+        """Each monitor's state as of ``at`` as ``sight`` lets its reader see it (the status page,
+        its live part, the API and the site plan all show these; :meth:`_monitor_states`), kept
+        per site and sight with the chain head and the status moment. None: a time-scoped reader
+        whose scope does not cover the status's 24 hours (one scoped to a past period, or to hours
+        of the last day) is shown no state, not the present."""
+        from monitor.daemon.status_findings import STATUS_DAY
+
+        if sight.times is not None and not sight.times.covers(to_us(at - STATUS_DAY), to_us(at)):
+            return None
+        return self._live.get(
+            ("states", site.id, sight),
+            self._live_version(site.id, at),
+            lambda: self._monitor_states(site, at, self._facts_at(site, at), sight),
+        )
+
     def _monitor_states(
-        self, site: SiteConfig, now: datetime, status: Mapping[str, Any], times: TimeScope | None
+        self, site: SiteConfig, now: datetime, status: Mapping[str, Any], sight: Sight
     ) -> dict[str, str]:
-        """Each monitor's state as of ``now`` (the status page, the API and the site plan show
-        this one; ``monitor_state``): offline by ``status``; else a violation episode of the
-        status's 24 hours names it, or an early warning raised in them does. For a time-scoped
-        reader (``times``) only those its bundle's check shows (TimeScope.shows): the episodes
-        as made of the violations it may see, as its day view tells them, and the warnings
-        naming no time outside its scope; the others colour nothing."""
+        """Each monitor's state as of ``now`` (``monitor_state``): offline by ``status``; else a
+        violation episode of the status's 24 hours names it, or an early warning raised in them
+        does, of those ``sight`` holds (:meth:`_warned`). For a time-scoped reader only what its
+        bundle's check shows (TimeScope.shows): the episodes as made of the violations it may
+        see, as its day view tells them, and the warnings naming no time outside its scope; the
+        others colour nothing."""
         from monitor.daemon.site_status import STATUS_EPISODES
         from monitor.daemon.status_findings import STATUS_DAY
 
-        conn, zone = self.store().conn, ZoneInfo(site.timezone)
+        conn, zone, times = self.store().conn, ZoneInfo(site.timezone), sight.times
         if times is None:
             episodes = status["episodes_24h"]  # the status's own: one set of facts
         else:
@@ -325,12 +383,7 @@ class Portal:
             )
             episodes = [{"sensors": t.facts.sensors} for t in told[-STATUS_EPISODES:]]
         in_episode = {s for e in episodes for s in e["sensors"]}
-        warned = {
-            str(s)
-            for r in queries.alerts_of_kind(conn, site.id, "early_warning", now - STATUS_DAY, now, 1000)
-            if times is None or times.shows(conn, site.id, "alert", r, zone)
-            for s in json.loads(r["data"]).get("sensors", ())
-        }
+        warned = self._warned(site, now, sight)
         return {
             sensor.id: monitor_state(
                 status["sensors"][sensor.id]["online"], sensor.id in in_episode, sensor.id in warned
@@ -338,32 +391,38 @@ class Portal:
             for sensor in site.sensors
         }
 
+    def _warned(self, site: SiteConfig, now: datetime, sight: Sight) -> set[str]:
+        """The monitors named by the early warnings of the status's 24 hours that ``sight`` holds:
+        those addressed to its audience (none to the Town and its inspectors) and, for a
+        time-scoped reader, each its bundle's check shows."""
+        from monitor.daemon.status_findings import STATUS_DAY
+
+        if not sight.early_warnings:
+            return set()
+        conn, start, zone = self.store().conn, now - STATUS_DAY, ZoneInfo(site.timezone)
+        return {
+            str(s)
+            for r in queries.alerts_for_audience(
+                conn, site.id, sight.audience, start, now, 1000, kind="early_warning"
+            )
+            if sight.times is None or sight.times.shows(conn, site.id, "alert", r, zone)
+            for s in json.loads(r["data"]).get("sensors", ())
+        }
+
     def plan(self, scope: Scope, site_id: str, chart: Callable[[str], str] | None = None) -> dict[str, Any]:
         """The site plan as this reader may see it: every layer, each monitor in the state the
-        status gives it. A time-scoped reader sees states only while its scope covers the
-        status's 24 hours (one scoped to a past period, or to hours of the last day, does not
-        see the present), each from what its scope shows (:meth:`_monitor_states`), kept per
-        site and scope with the chain head and the status moment, as the status is."""
-        from monitor.daemon.status_findings import STATUS_DAY
+        status gives this reader (:meth:`_states_at`: none for a time-scoped reader whose scope
+        does not cover the status's 24 hours), and a legend offering only the states its records
+        can give (no "early warning" to a reader the early warnings are not addressed to)."""
         from monitor.portal import siteplan
 
         site = scope.site(site_id)
         now = self.status_moment()
-        times = self.times(scope, site)
-        states: dict[str, str] | None
-        if times is None:
-            states = {k: v["state"] for k, v in self._status_at(site, now)["sensors"].items()}
-        elif times.covers(to_us(now - STATUS_DAY), to_us(now)):
-            states = self._live.get(
-                ("states", site.id, times),
-                self._live_version(site.id, now),
-                lambda: self._monitor_states(site, now, self._status_at(site, now), times),
-            )
-        else:
-            states = None
-        plan = siteplan.view(site, ALL_LAYERS, states, chart)
+        sight = self.sight(scope, site)
+        states = self._states_at(site, now, sight)
+        plan = siteplan.view(site, ALL_LAYERS, states, chart, states_offered(sight.early_warnings))
         plan["as_of"] = format_ts(now) if states is not None else None
-        plan["scoped"] = times is not None
+        plan["scoped"] = sight.times is not None
         return plan
 
     def findings(
@@ -437,14 +496,17 @@ class Portal:
     def early_warnings(
         self, scope: Scope, site_id: str, start: datetime, end: datetime
     ) -> list[dict[str, Any]]:
-        """The daemon's early warnings to the operator (alerts of kind early_warning) in [start, end),
-        the newest 100: for a time-scoped reader those its bundle's check shows (``_shown``)."""
+        """The daemon's early warnings (alerts of kind early_warning) in [start, end) addressed to
+        the account's audience (``Scope.audience``: they are raised for the operator), the newest
+        100: for a time-scoped reader those its bundle's check shows (``_shown``)."""
         site = scope.site(site_id)
         start, end = scope.window(start, end)
         conn = self.store().conn
 
         def newest(offset: int, count: int) -> list[sqlite3.Row]:
-            return queries.alerts_of_kind(conn, site.id, "early_warning", start, end, count, offset=offset)
+            return queries.alerts_for_audience(
+                conn, site.id, scope.audience, start, end, count, kind="early_warning", offset=offset
+            )
 
         rows = _newest_shown(newest, self._shown(scope, site), "alert", 100)
         return [{"ts": format_ts(from_us(r["created_us"])), "message": r["message"]} for r in rows]
@@ -964,9 +1026,10 @@ class Portal:
         meter's per-minute LAeq of the last TREND_HOURS (the period view's minutes, from the same
         cache) as a sparkline, and today's early warnings.
 
-        The scope checks run on every call; the result is kept per site and the windows those
-        checks allow (never per account) with the site's chain head and the status moment, so
-        that while neither moved a request costs one indexed MAX(seq) lookup. Shared: read it."""
+        The scope checks run on every call; the result is kept per site, the windows those checks
+        allow and the reader's :class:`Sight` (never per account) with the site's chain head and
+        the status moment, so that while neither moved a request costs one indexed MAX(seq)
+        lookup. Shared: read it."""
         site = scope.site(site_id)
         at = self.status_moment()
         return self._live_at(scope, site, at, self._live_windows(scope, site, at))
@@ -1002,21 +1065,21 @@ class Portal:
                     "minutes": len(shown),
                 }
             return {
-                "status": self._status_at(site, at),
+                "status": self._status_at(site, at, self.sight(scope, site)),
                 "trends": trends,
                 "trend_hours": TREND_HOURS,
                 "warnings": self.early_warnings(scope, site.id, from_us(day_start), from_us(day_end)),
             }
 
-        # The scope too: two scopes allowing the same windows may be shown different warnings.
-        key = ("live", site.id, windows, self.times(scope, site))
+        # The sight too: two readers allowed the same windows may be shown different warnings.
+        key = ("live", site.id, windows, self.sight(scope, site))
         return self._live.get(key, self._live_version(site.id, at), compute)
 
     def status_page(self, scope: Scope, site_id: str, report_days: int) -> dict[str, Any]:
         """What the operator's status page shows besides the site plan: :meth:`live_status`, today's
         findings, the blast reports of the last ``report_days`` (to the end of today) and the
-        pending blasts' forecasts, kept as :meth:`live_status` is (per site and the windows the
-        scope allows, with the chain head and the status moment). Shared: read it."""
+        pending blasts' forecasts, kept as :meth:`live_status` is (per site, the windows the scope
+        allows and the sight, with the chain head and the status moment). Shared: read it."""
         site = scope.site(site_id)
         at = self.status_moment()
         windows = self._live_windows(scope, site, at)
@@ -1032,7 +1095,7 @@ class Portal:
                 "forecasts": self.forecasts(scope, site.id, at),
             }
 
-        key = ("page", site.id, windows, to_us(reports[0]), to_us(reports[1]), self.times(scope, site))
+        key = ("page", site.id, windows, to_us(reports[0]), to_us(reports[1]), self.sight(scope, site))
         return self._live.get(key, self._live_version(site.id, at), compute)
 
     def period(self, scope: Scope, site_id: str, period: Period) -> dict[str, Any]:
@@ -1940,8 +2003,8 @@ class LiveCache:
     page), per key, each with the version it was computed at: the site's chain head and the
     moment (Portal._live_version). While the version is unchanged a request gets the kept value;
     one computation per key at a time, so twenty clients asking within the same second wait for
-    one computation instead of each doing it. The keys name the site and the windows the
-    account's scope allows and the scope (TimeScope) itself, never the account."""
+    one computation instead of each doing it. The keys name the site, the windows the account's
+    scope allows and what its reader sees (its Sight: audience and TimeScope), never the account."""
 
     MAX_ENTRIES = 64
 

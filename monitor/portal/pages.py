@@ -24,7 +24,7 @@ from monitor.portal import limits, periods, siteplan
 from monitor.portal import svg as plot
 from monitor.portal.data import EVENT_KINDS, NotFound, Refused, Scope, new_event_id
 from monitor.portal.periods import Period
-from monitor.portal.web import AUDIENCE, CAN, Web, period_param
+from monitor.portal.web import CAN, Web, period_param
 from monitor.times import extra_days
 from monitor.wire.protocol import parse_ts
 from rules.deadlines import MAX_EXTRA_DAYS
@@ -239,7 +239,7 @@ class SitePages:
         scope = self.web.session_scope(request)
         self.web.may(scope, "alerts")
         site = scope.site(request.path_params["site"])
-        audience = AUDIENCE[scope.user.role]
+        audience = scope.audience
         portal = self.web.portal
         # Chain anchors come every 15 minutes, day and night: told in one line, so that they do
         # not push what a person must act on out of the list.

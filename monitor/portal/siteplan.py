@@ -59,6 +59,13 @@ def _round_length(span_m: float) -> float:
     return float(max(m * power for m in (1, 2, 5) if m * power <= target))
 
 
+def states_offered(early_warnings: bool) -> tuple[str, ...]:
+    """The states a reader's plan can give a monitor, its legend: "early warning" only where the
+    early warnings are the reader's (``early_warnings``: the operator's, Portal's Sight)."""
+    left_out = {"not_shown"} if early_warnings else {"not_shown", "early_warning"}
+    return tuple(state for state in STATE_LABELS if state not in left_out)
+
+
 def monitor_state(online: bool, in_episode: bool, warned: bool) -> str:
     """A monitor's state on the status and the plan: offline before anything it may have
     measured; then a violation episode it is part of; then an early warning about it; else ok."""
@@ -143,9 +150,11 @@ def view(
     layers: Sequence[str],
     states: Mapping[str, str] | None = None,
     chart: Callable[[str], str] | None = None,
+    offered: Sequence[str] = (),
 ) -> dict[str, Any]:
     """What the plan shows one reader: only ``layers`` (the public page: ``PUBLIC_LAYERS``),
-    monitors with their ``states`` (None: not shown to this reader) and ``chart`` links."""
+    monitors with their ``states`` (None: not shown to this reader), ``chart`` links and, as
+    ``legend``, the states ``offered`` this reader (``states_offered``)."""
     frame = canvas(site, layers)
     out: dict[str, Any] = {
         "site": site.id,
@@ -185,6 +194,7 @@ def view(
             for i, d in enumerate(site.dwellings)
         ]
     if "monitors" in layers:
+        out["legend"] = list(offered)
         out["monitors"] = [
             {
                 "id": s.id,

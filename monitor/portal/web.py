@@ -59,7 +59,6 @@ CAN: dict[str, frozenset[str]] = {
     # time scope; never the public (the complaint form has no session).
     "audio": frozenset({"operator", "town", "inspector"}),
 }
-AUDIENCE = {"operator": "operator", "town": "town", "inspector": "town"}
 STATUS_LABELS = {
     "open": "open",
     "extension_requested": "extension requested",
@@ -91,7 +90,6 @@ def portal_templates() -> Jinja2Templates:
     from monitor.portal.siteplan import STATE_COLOURS, STATE_LABELS
 
     templates.env.globals.update(
-        plan_states=[(k, v) for k, v in STATE_LABELS.items() if k != "not_shown"],
         plan_state_labels=STATE_LABELS,
         plan_colours=STATE_COLOURS,
     )

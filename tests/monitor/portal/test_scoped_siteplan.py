@@ -6,9 +6,12 @@ The plan took them all from the status kept for the operator, for any account wh
 touched those 24 hours: an early warning raised inside the scope but naming a time before it, or
 a violation doing so, coloured the inspector's plan, and one scoped to hours that ended before
 now was shown the present. Now a scoped reader sees states only while its scope covers the 24
-hours, each from the episodes and warnings the bundle's check shows it (``TimeScope.shows``);
-the Town's and the operator's plans are as they were, and the operator's live status, which
-lists the warnings, stays the operator's. Real store, real `minewatch serve`.
+hours, each from the episodes the bundle's check shows it (``TimeScope.shows``). The early
+warnings are the operator's (alerts addressed to it): they colour neither the Town's plan nor an
+inspector's (tests/monitor/portal/test_plan_early_warnings.py); a reader they are addressed to
+with a time scope (the facade's, no account has one) is coloured by those its scope shows. The
+operator's plan is as it was, and its live status, which lists the warnings, stays the
+operator's. Real store, real `minewatch serve`.
 """
 
 from __future__ import annotations
@@ -131,13 +134,15 @@ def test_a_scoped_inspectors_plan_is_coloured_only_by_what_its_scope_shows(tmp_p
 
     assert {r.status for r in (ida_plan, ivy_plan, operator_plan, town_plan)} == {200}
     everything = {"n1": "violation", "n2": "violation", "n3": "early_warning", "n4": "early_warning"}
-    # The Town's and the operator's plans: every record of the 24 hours, as before.
+    # The operator's plan: every record of the 24 hours, as before; the Town's every violation,
+    # the early warnings being the operator's.
     assert {k: v for k, v in _states(operator_plan.body).items() if k in SOUND} == everything
-    assert {k: v for k, v in _states(town_plan.body).items() if k in SOUND} == everything
-    # The inspector's: n1's violation and n4's warning name a time before its scope: they do not
-    # colour its plan; n2's violation and n3's warning do.
+    town_states = {k: v for k, v in _states(town_plan.body).items() if k in SOUND}
+    assert town_states == {"n1": "violation", "n2": "violation", "n3": "ok", "n4": "ok"}
+    # The inspector's: n1's violation names a time before its scope: it does not colour its
+    # plan; n2's does. No early warning is the inspector's.
     ida_states = {k: v for k, v in _states(ida_plan.body).items() if k in SOUND}
-    assert ida_states == {"n1": "ok", "n2": "violation", "n3": "early_warning", "n4": "ok"}
+    assert ida_states == {"n1": "ok", "n2": "violation", "n3": "ok", "n4": "ok"}
     assert "that this account's time scope shows" in html.unescape(ida_plan.body)
     # Scoped to hours that ended before now: no state at all.
     assert set(_states(ivy_plan.body).values()) == {"not_shown"}
@@ -151,10 +156,11 @@ def test_a_scoped_inspectors_plan_is_coloured_only_by_what_its_scope_shows(tmp_p
 
 
 def test_the_live_status_lists_a_scoped_reader_the_warnings_its_scope_shows(tmp_path: Path) -> None:
-    """``Portal.early_warnings`` and the live status that keeps it (per site and window, not per
-    account) for a time-scoped reader, should one reach them (only an inspector has a scope, and
-    the status is the operator's: 403 above): the warnings the bundle's check shows, never the
-    list kept for an unscoped reader whose windows are the same."""
+    """``Portal.early_warnings``, the live status that keeps it (per site, window and sight, not
+    per account) and the states of a reader the warnings are addressed to with a time scope,
+    should one exist (only an inspector has a scope, and neither the status nor the warnings are
+    an inspector's: 403 above): the warnings the bundle's check shows, never those kept for an
+    unscoped reader whose windows are the same; an inspector with that scope is shown none."""
     now = datetime(2026, 12, 3, 18, 0, 30, tzinfo=UTC)  # 12:00:30 at the site: today's warnings
     db = tmp_path / "store.db"
     text = DEMO.read_text().replace('path = "minewatch-demo.db"', f'path = "{db}"')
@@ -164,7 +170,8 @@ def test_the_live_status_lists_a_scoped_reader_the_warnings_its_scope_shows(tmp_
     store.close()
     portal = Portal(config, clock=lambda: now)
     everyone = Scope(User("ann", "operator", ()), config)
-    scoped = Scope(User("ida", "inspector", (), now - timedelta(days=2), now + timedelta(days=1)), config)
+    scoped = Scope(User("ann", "operator", (), now - timedelta(days=2), now + timedelta(days=1)), config)
+    inspector = Scope(User("ida", "inspector", (), now - timedelta(days=2), now + timedelta(days=1)), config)
     assert [w["message"] for w in portal.live_status(everyone, SITE)["warnings"]] == [
         "n4 nears the limit",
         "n3 nears the limit",
@@ -174,4 +181,8 @@ def test_the_live_status_lists_a_scoped_reader_the_warnings_its_scope_shows(tmp_
         "n3 nears the limit"
     ]
     assert len(portal.early_warnings(everyone, SITE, now - timedelta(hours=1), now)) == 2
+    assert portal.early_warnings(inspector, SITE, now - timedelta(hours=1), now) == []
+    # The plan: n4's warning names a time before the scope and colours nothing; n3's does.
+    planned = {m["id"]: m["state"] for m in portal.plan(scoped, SITE)["monitors"] if m["id"] in ("n3", "n4")}
+    assert planned == {"n3": "early_warning", "n4": "ok"}
     portal.store().close()

@@ -129,12 +129,16 @@ def test_roles_share_the_status_and_each_sees_only_its_fields(config: Config, st
     status = portal.status(operator, SITE)
     assert status["sensors"]["n1"]["LAeq_1min"] == 55.0 and "calibration" not in status["sensors"]["n1"]
     taken = statements(portal)
-    # The Town's site plan takes the states from the operator's kept status (no recomputation)
-    # and carries only the plan's fields: no levels, batteries or clock offsets.
+    # The Town's site plan makes its states of the facts kept for the operator's status (no
+    # recomputation: the chain head, for its states and for the facts, is all it reads; no early
+    # warning is read, none being the Town's) and carries only the plan's fields: no levels,
+    # batteries or clock offsets.
     plan = portal.plan(town, SITE)
-    assert taken() == [HEAD]
+    assert taken() == [HEAD, HEAD]
+    # The same states but n3's: its early warning is the operator's alone.
+    assert status["sensors"]["n3"]["state"] == "early_warning"
     assert {m["id"]: m["state"] for m in plan["monitors"]} == {
-        k: v["state"] for k, v in status["sensors"].items()
+        k: "ok" if k == "n3" else v["state"] for k, v in status["sensors"].items()
     }
     assert {key for m in plan["monitors"] for key in m} == {
         "id", "kind", "placement", "location", "at", "state", "chart",
@@ -158,7 +162,14 @@ def test_the_live_status_is_kept_per_allowed_window_never_crossing_time_scopes(
     assert cut["trends"]["n1"]["minutes"] == 1  # 16:00 only
     assert portal.live_status(everyone, SITE) is full
     assert portal.live_status(from_four, SITE) is cut
-    assert cut["status"] is full["status"]  # the site's status itself depends on no window
+    # The site's facts depend on no window; the states are each reader's (kept per Sight): a
+    # scope from 16:00 does not cover the status's 24 hours, and is shown none.
+    assert cut["status"]["episodes_24h"] is full["status"]["episodes_24h"]
+    assert {k: v for k, v in cut["status"].items() if k != "sensors"} == {
+        k: v for k, v in full["status"].items() if k != "sensors"
+    }
+    assert full["status"]["sensors"]["n2"]["state"] == "violation"
+    assert {s["state"] for s in cut["status"]["sensors"].values()} == {"not_shown"}
 
 
 def test_a_month_view_after_a_new_second_reads_only_that_hour_again(tmp_path: Path) -> None:
