@@ -626,6 +626,20 @@ def alerts_of_kind(
     )
 
 
+def sensors_alerted(
+    conn: sqlite3.Connection, site: str, kind: str, audience: str, start: datetime, end: datetime
+) -> set[str]:
+    """The sensors named (in their data's ``sensors``) by the site's alerts of ``kind`` for
+    ``audience`` raised in [start, end), each once, however many alerts name it."""
+    rows = conn.execute(
+        "SELECT DISTINCT CAST(s.value AS TEXT) FROM alerts AS a, json_each(a.data, '$.sensors') AS s"
+        " WHERE a.site = ? AND a.kind = ? AND ',' || a.audience || ',' LIKE ? AND a.created_us >= ?"
+        " AND a.created_us < ?",
+        (site, kind, f"%,{audience},%", to_us(start), to_us(end)),
+    ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
 def anchors(conn: sqlite3.Connection, site: str) -> list[Anchor]:
     """The chain heads published for ``site``, in chain order."""
     return [

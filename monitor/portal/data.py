@@ -394,20 +394,29 @@ class Portal:
     def _warned(self, site: SiteConfig, now: datetime, sight: Sight) -> set[str]:
         """The monitors named by the early warnings of the status's 24 hours that ``sight`` holds:
         those addressed to its audience (none to the Town and its inspectors) and, for a
-        time-scoped reader, each its bundle's check shows."""
+        time-scoped reader, each its bundle's check shows. Every one is read, however many were
+        raised: the oldest may be the only one naming a monitor."""
         from monitor.daemon.status_findings import STATUS_DAY
 
         if not sight.early_warnings:
             return set()
-        conn, start, zone = self.store().conn, now - STATUS_DAY, ZoneInfo(site.timezone)
-        return {
-            str(s)
-            for r in queries.alerts_for_audience(
-                conn, site.id, sight.audience, start, now, 1000, kind="early_warning"
+        conn, start = self.store().conn, now - STATUS_DAY
+        if sight.times is None:
+            return queries.sensors_alerted(conn, site.id, "early_warning", sight.audience, start, now)
+        times, zone = sight.times, ZoneInfo(site.timezone)
+
+        def page(offset: int, count: int) -> list[sqlite3.Row]:
+            return queries.alerts_for_audience(
+                conn, site.id, sight.audience, start, now, count, kind="early_warning", offset=offset
             )
-            if sight.times is None or sight.times.shows(conn, site.id, "alert", r, zone)
-            for s in json.loads(r["data"]).get("sensors", ())
-        }
+
+        warned: set[str] = set()
+        for r in _every_row(page):
+            named = {str(s) for s in json.loads(r["data"]).get("sensors", ())}
+            # The check is the costly part: a warning naming only monitors warned already adds nothing.
+            if not named <= warned and times.shows(conn, site.id, "alert", r, zone):
+                warned |= named
+        return warned
 
     def plan(self, scope: Scope, site_id: str, chart: Callable[[str], str] | None = None) -> dict[str, Any]:
         """The site plan as this reader may see it: every layer, each monitor in the state the
@@ -2105,6 +2114,18 @@ def _newest_shown(
             break
         offset += page
     return kept[:limit]
+
+
+def _every_row(page: Callable[[int, int], list[sqlite3.Row]], count: int = 1000) -> Iterator[sqlite3.Row]:
+    """Every row ``page(offset, count)`` reads, a page at a time (a row stored while the pages are
+    read may move one a page on: it is read twice, never left out)."""
+    offset = 0
+    while True:
+        rows = page(offset, count)
+        yield from rows
+        if len(rows) < count:
+            return
+        offset += count
 
 
 def _retry(write: Callable[[], T], attempts: int = 5) -> T:

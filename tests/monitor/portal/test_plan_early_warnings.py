@@ -18,8 +18,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
+from monitor.config import parse_config
 from monitor.credentials import hash_password
 from monitor.journal.store import Store
+from monitor.portal.data import Portal, Scope, User
 from rules.model import SoundLevels
 from tests.support.paths import REPO
 from tests.support.portal_server import PASSWORDS, Client, account, portal_serving, scoped_inspector_config
@@ -133,3 +135,37 @@ def test_an_early_warning_colours_the_operators_plan_and_status_not_the_towns_no
         assert (reader_status.status, reader_live.status, reader_api.status) == (403, 403, 403), who
         assert "nears the limit" not in reader_plan.body + reader_status.body + reader_live.body
     assert ida_api.status == 403 and "nears the limit" not in ida_api.body
+
+
+def test_every_early_warning_of_the_24_hours_colours_however_many_were_raised(tmp_path: Path) -> None:
+    """1,001 early warnings in the status's 24 hours: the newest 1,000 name n3, the oldest alone
+    names n4. n4 is warned of too: for a reader with no time scope the monitors named are read
+    at once (queries.sensors_alerted), for a time-scoped one every warning is read, each through
+    its bundle's check (the facade's: no account the warnings are addressed to has a scope)."""
+    now = datetime(2026, 12, 3, 18, 0, 30, tzinfo=UTC)
+    config, text = _demo(tmp_path)
+    store = Store(tmp_path / "store.db")
+    _online(store, now)
+    with store.batch():
+        _warn(store, "W-n4", "n4", now - timedelta(hours=23))
+        for i in range(1000):
+            _warn(store, f"W-n3-{i:04d}", "n3", now - timedelta(hours=22) + timedelta(seconds=i))
+    store.close()
+    portal = Portal(parse_config(text, str(config)), clock=lambda: now)
+    operator = Scope(User("ann", "operator", ()), portal.config)
+    scoped = Scope(
+        User("ann", "operator", (), now - timedelta(days=2), now + timedelta(days=1)), portal.config
+    )
+    town = Scope(User("bob", "town", ()), portal.config)
+
+    def plan_states(scope: Scope) -> dict[str, str]:
+        return {m["id"]: m["state"] for m in portal.plan(scope, SITE)["monitors"] if m["id"] in SOUND}
+
+    warned = {"n1": "ok", "n2": "ok", "n3": "early_warning", "n4": "early_warning"}
+    assert plan_states(scoped) == warned
+    assert plan_states(operator) == warned
+    assert {
+        k: v["state"] for k, v in portal.status(operator, SITE)["sensors"].items() if k in SOUND
+    } == warned
+    assert set(plan_states(town).values()) == {"ok"}
+    portal.store().close()
