@@ -606,26 +606,6 @@ def alert_kinds_for_audience(conn: sqlite3.Connection, site: str, audience: str)
     return [str(r[0]) for r in rows]
 
 
-def alerts_of_kind(
-    conn: sqlite3.Connection,
-    site: str,
-    kind: str,
-    start: datetime,
-    end: datetime,
-    limit: int,
-    *,
-    offset: int = 0,
-) -> list[sqlite3.Row]:
-    """The site's newest ``limit`` alerts of ``kind`` raised in [start, end), newest first (ties
-    by id), past the newest ``offset``."""
-    return _rows(
-        conn,
-        "SELECT * FROM alerts WHERE site = ? AND kind = ? AND created_us >= ?"
-        " AND created_us < ? ORDER BY created_us DESC, id DESC LIMIT ? OFFSET ?",
-        (site, kind, to_us(start), to_us(end), limit, offset),
-    )
-
-
 def sensors_alerted(
     conn: sqlite3.Connection, site: str, kind: str, audience: str, start: datetime, end: datetime
 ) -> set[str]:

@@ -387,10 +387,39 @@ def test_alerts_for_an_audience_and_of_a_kind_newest_first(store: Store, plain: 
         plain, "q", "town", T0 + timedelta(minutes=1), T0 + timedelta(minutes=5), 10
     )
     assert [r["id"] for r in window] == ["a1"]
-    warnings = queries.alerts_of_kind(plain, "q", "early_warning", T0, end, 10)
+    warnings = queries.alerts_for_audience(plain, "q", "operator", T0, end, 10, kind="early_warning")
     assert [(r["id"], r["created_us"]) for r in warnings] == [
         ("a4", to_us(T0 + timedelta(minutes=4))),
         ("a2", to_us(T0 + timedelta(minutes=2))),
     ]
-    assert [r["id"] for r in queries.alerts_of_kind(plain, "q", "early_warning", T0, end, 1)] == ["a4"]
-    assert queries.alerts_of_kind(plain, "q", "early_warning", end, end + timedelta(hours=1), 10) == []
+    newest = queries.alerts_for_audience(plain, "q", "operator", T0, end, 1, kind="early_warning")
+    assert [r["id"] for r in newest] == ["a4"]
+    later = end + timedelta(hours=1)
+    assert queries.alerts_for_audience(plain, "q", "operator", end, later, 10, kind="early_warning") == []
+
+
+def test_the_sensors_an_audiences_alerts_name_each_once(store: Store, plain: sqlite3.Connection) -> None:
+    with store.batch():
+        for n, audience, sensors in (
+            (0, "operator", ["n1"]),
+            (1, "operator", ["n1", "n2"]),
+            (2, "town", ["n3"]),
+            (3, "operator", []),
+            (4, "town,operator", ["n4"]),
+        ):
+            at = T0 + timedelta(minutes=n)
+            store.append_alert(
+                f"w{n}", "q", audience, "early_warning", "warning", "c", "m", {"sensors": sensors}, at
+            )
+        store.append_alert("v", "q", "operator", "violation", "high", "c", "m", {"sensors": ["n5"]}, T0)
+        store.append_alert(
+            "x", "elsewhere", "operator", "early_warning", "warning", "c", "m", {"sensors": ["n6"]}, T0
+        )
+        store.append_alert(
+            "b", "q", "operator", "early_warning", "warning", "c", "m", {"refs": ["notice:B"]}, T0
+        )
+    end = T0 + timedelta(hours=1)
+    assert queries.sensors_alerted(plain, "q", "early_warning", "operator", T0, end) == {"n1", "n2", "n4"}
+    assert queries.sensors_alerted(plain, "q", "early_warning", "town", T0, end) == {"n3", "n4"}
+    between = T0 + timedelta(minutes=1), T0 + timedelta(minutes=4)  # [start, end)
+    assert queries.sensors_alerted(plain, "q", "early_warning", "operator", *between) == {"n1", "n2"}
