@@ -5,9 +5,10 @@ shows in clear is decided here, field by field and kind by kind, never by what t
 
 - the configuration: ``monitor.journal.config_record.site_config_text``, the text the daemon
   chains at start-up (an allow-list of the exported site's settings), so verify proves it.
-- ``Disclosure``: the records a reader may see (their kinds, the alerts' audiences); a record
-  outside the exported window or not for the reader is carried in ``chain.csv`` as its digest
-  alone, so the chain still recomputes from anchor to anchor.
+- ``Disclosure``: the records a reader may see (their kinds, the alerts' audiences, and for every
+  reader but the operator the members of an alert's data, READER_ALERT_DATA); a record outside
+  the exported window or not for the reader is carried in ``chain.csv`` as its digest alone, so
+  the chain still recomputes from anchor to anchor.
 - ``TimeScope``: a time-scoped reader's allow-list for findings and what is made of them (notices'
   episodes, notices, alerts): the one check the portal's findings, day view and bundles use; and
   for the chain heads published to the Town (``TimeScope.anchors``), which tell how long the chain
@@ -30,6 +31,9 @@ from monitor.times import MICROSECOND
 from monitor.wire.canonical import to_us
 from rules.deadlines import end_of_local_day
 
+# The operator's audience: a reader whose audiences name it is the operator, who sees its own
+# alerts whole (an alert's data included: READER_ALERT_DATA holds for every other reader).
+OPERATOR = "operator"
 # Every audience an alert may have but the operator's own: what the Town and its inspectors see
 # (the portal's inspector and Town pages show alerts addressed to the town).
 READER_AUDIENCES = frozenset({"town", "inspector"})
@@ -41,8 +45,10 @@ class Disclosure:
     """The records a bundle shows in clear, inside its window: the reader's view.
 
     ``kinds``: record kinds (``monitor.evidence.format.RECORD_KINDS``) the reader may see;
-    ``audiences``: an alert is shown when one of its audiences is among these. Everything else
-    in the chain segment, and every record outside the window, is carried as its digest alone.
+    ``audiences``: an alert is shown when one of its audiences is among these, and, unless they
+    name the operator (OPERATOR), while its data holds only what READER_ALERT_DATA names.
+    Everything else in the chain segment, and every record outside the window, is carried as its
+    digest alone.
     The default is the Town's and its inspectors' view (``minewatch evidence``, the portal).
     """
 
@@ -51,6 +57,27 @@ class Disclosure:
     # A time-scoped reader (a portal inspector with not_before/not_after): the records that tell
     # findings are shown only when all they report lies in the scope (TimeScope.shows).
     time_scope: TimeScope | None = None
+
+    def judges(self, kind: str) -> bool:
+        """Whether the rows of ``kind`` its kinds and audiences show are each judged by ``shows``."""
+        return (kind == "alert" and OPERATOR not in self.audiences) or (
+            self.time_scope is not None and self.time_scope.judges(kind)
+        )
+
+    def shows(
+        self,
+        conn: sqlite3.Connection,
+        site: str,
+        kind: str,
+        row: Mapping[str, Any] | sqlite3.Row,
+        zone: tzinfo,
+    ) -> bool:
+        """Whether a stored row of ``kind`` that the kinds and audiences show is in clear: for a
+        reader who is not the operator, an alert only while its data holds what READER_ALERT_DATA
+        names; for a time-scoped reader, what ``TimeScope.shows``. Every other row: True."""
+        if kind == "alert" and OPERATOR not in self.audiences and not alert_data_for_readers(row):
+            return False
+        return self.time_scope is None or self.time_scope.shows(conn, site, kind, row, zone)
 
     def manifest(self) -> dict[str, Any]:
         kinds = self.kinds if self.time_scope is None else self.kinds - NOT_FOR_SCOPED
@@ -90,13 +117,15 @@ SCOPED_RECORDS: dict[str, tuple[str, ...]] = {
 # the people it was delivered to (delivery data, not a finding; a report made and not sent names
 # none, and showing that would tell that it was not sent).
 NOT_FOR_SCOPED: frozenset[str] = frozenset({"portal_action", "report"})
-# An alert's data members a time-scoped reader may see, by the alert's kind, for kinds whose data
-# may hold what is not the reader's. An alert of such a kind whose data has any other member is
-# carried as its digest alone (the digest covers the whole record, so no member can be left out).
-# A report alert (monitor/reports/sending.py) names its report, period, the chain head its
-# figures were computed from and its files' SHA-256; one a store wrote before also named where the
-# files lie on the operator's disk (report_pdf, report_csv), which is not the reader's.
-SCOPED_ALERT_DATA: dict[str, frozenset[str]] = {
+# An alert's data members every reader but the operator (the Town, its inspectors, scoped or not)
+# may see, by the alert's kind, for kinds whose data may hold what is not the reader's. An alert of
+# such a kind whose data has any other member is carried as its digest alone (the digest covers
+# the whole record, so no member can be left out). A report alert (monitor/reports/sending.py)
+# names its report, period, the chain head its figures were computed from and its files' SHA-256;
+# one a store wrote before also named where the files lie on the operator's disk (report_pdf,
+# report_csv), which is not the reader's: the Town was sent them then, by an earlier minewatch,
+# and a bundle, which goes on to courts and inspectors, does not carry them on.
+READER_ALERT_DATA: dict[str, frozenset[str]] = {
     "report": frozenset(
         {
             "report_id",
@@ -350,7 +379,7 @@ class TimeScope:
         """
         if kind in NOT_FOR_SCOPED:
             return False
-        if kind == "alert" and not _scoped_alert_data(row):
+        if kind == "alert" and not alert_data_for_readers(row):  # a scoped reader is never the operator
             return False
         columns = SCOPED_RECORDS.get(kind)
         if columns is None:
@@ -435,9 +464,10 @@ class TimeScope:
         return row is not None and self.shows(conn, site, "notice", row, zone)
 
 
-def _scoped_alert_data(row: Mapping[str, Any] | sqlite3.Row) -> bool:
-    """Whether an alert's data holds only members a time-scoped reader may see (SCOPED_ALERT_DATA)."""
-    allowed = SCOPED_ALERT_DATA.get(str(row["kind"]))
+def alert_data_for_readers(row: Mapping[str, Any] | sqlite3.Row) -> bool:
+    """Whether an alert's data holds only members a reader other than the operator may see
+    (READER_ALERT_DATA; an alert of a kind it does not name: True)."""
+    allowed = READER_ALERT_DATA.get(str(row["kind"]))
     if allowed is None:
         return True
     try:

@@ -384,7 +384,7 @@ class _Exporter:
     ) -> None:
         self.disclosure = disclosure
         self.withheld: dict[str, list[int]] = {}  # kind -> seqs carried as digests only (_withhold)
-        self.out_of_scope: dict[str, set[int]] = {}  # of those, the ones the reader's time scope leaves out
+        self.not_shown: dict[str, set[int]] = {}  # of those, the ones Disclosure.shows leaves out
         self.progress = progress
         self.done = 0  # rows and chain entries written, for the progress line
         self.missing_sound: set[int] = set()  # sound chain entries of the window without a row
@@ -527,25 +527,25 @@ class _Exporter:
             if not segment.has_kind_table(self.conn, kind):
                 continue
             seqs = segment.withheld_seqs(self.conn, kind, self.scope, self.disclosure, first, last)
-            hidden = self._out_of_scope(kind, first, last)
+            hidden = self._not_shown(kind, first, last)
             if hidden:
-                self.out_of_scope[kind] = hidden
+                self.not_shown[kind] = hidden
                 seqs = sorted({*seqs, *hidden})
             if seqs:
                 self.withheld[kind] = seqs
 
-    def _out_of_scope(self, kind: str, first: int, last: int) -> set[int]:
-        """The seqs of the rows of ``kind`` the window shows that the reader's time scope does not
-        (``TimeScope.shows``: a finding, or what tells one, reporting a time outside the scope)."""
-        time_scope = self.disclosure.time_scope
-        if time_scope is None or not time_scope.judges(kind):
+    def _not_shown(self, kind: str, first: int, last: int) -> set[int]:
+        """The seqs of the rows of ``kind`` the window and audiences show that the reader does not
+        (``Disclosure.shows``: an alert whose data names more than READER_ALERT_DATA, a finding or
+        what tells one reporting a time outside a time-scoped reader's scope)."""
+        if not self.disclosure.judges(kind):
             return set()
         cursor = segment.record_rows(self.conn, kind, self.scope, self.disclosure, first, last)
         names = [d[0] for d in cursor.description]
         return {
             values[0]
             for values in cursor.fetchall()
-            if not time_scope.shows(
+            if not self.disclosure.shows(
                 self.conn, self.site.id, kind, dict(zip(names[2:], values[2:], strict=True)), self.zone
             )
         }
@@ -691,7 +691,7 @@ class _Exporter:
         names = [d[0] for d in cursor.description]
         carried = KINDS[kind].bundle_row
 
-        hidden = self.out_of_scope.get(kind, set())
+        hidden = self.not_shown.get(kind, set())
 
         def elements() -> Iterator[dict[str, Any]]:
             for values in cursor:

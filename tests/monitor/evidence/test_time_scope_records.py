@@ -7,7 +7,7 @@ digest covers the whole record, so none can be shown in part), nor compliance re
 (each names the recipients it was delivered to, which are delivery data, not a finding; a report
 inside the scope carried its recipients' addresses in clear). They are in chain.csv as their
 digests, and the bundle verifies. A report's alert is shown when its data holds only what
-``SCOPED_ALERT_DATA`` names (an earlier one named the files' paths on the operator's disk).
+``READER_ALERT_DATA`` names (an earlier one named the files' paths on the operator's disk).
 Real store, real export through the portal, real verify.
 """
 
@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from monitor.evidence import verify_bundle
-from monitor.evidence.disclosure import SCOPED_ALERT_DATA
+from monitor.evidence.disclosure import READER_ALERT_DATA
 from monitor.journal import queries
 from monitor.journal.store import Store
 from monitor.portal.data import Portal, Scope
@@ -208,7 +208,7 @@ def test_a_scoped_bundle_names_no_sensor_or_time_of_entries_outside_its_window(t
 
 def test_a_scoped_bundle_shows_a_report_alert_by_allow_list_and_never_the_files_paths(tmp_path: Path) -> None:
     """A report's town alert inside the scope is shown with its data (the report's id, period,
-    chain head and files' SHA-256: ``SCOPED_ALERT_DATA``), which names no path on the operator's
+    chain head and files' SHA-256: ``READER_ALERT_DATA``), which names no path on the operator's
     disk. One a store wrote before, naming the files' paths (report_pdf, report_csv), is carried
     as its digest alone: its digest covers the paths, so they cannot be left out of it."""
     not_before, not_after = local(2026, 6, 14, 23), local(2026, 6, 16, 8)
@@ -224,14 +224,14 @@ def test_a_scoped_bundle_shows_a_report_alert_by_allow_list_and_never_the_files_
         before = report_alert_as_before(
             store, period.start, period.end, local(2026, 6, 16, 6, 30), b"pdf-", b"csv-", str(pdf_path), []
         )
-    portal, scoped, town = anchored_scopes(store, config, not_before, not_after)
+    portal, scoped, _ = anchored_scopes(store, config, not_before, not_after)
     window = local(2026, 6, 15, 0), local(2026, 6, 16, 7)
 
     out = tmp_path / "scoped.zip"
     portal.export(scoped, "quarry", *window, out)
     alerts = {r["id"]: json.loads(str(r["data"])) for r in _records(out, "records/alerts.json")}
     assert set(alerts) == {sent["id"]}, alerts
-    assert set(alerts[sent["id"]]) <= SCOPED_ALERT_DATA["report"]
+    assert set(alerts[sent["id"]]) <= READER_ALERT_DATA["report"]
     with zipfile.ZipFile(out) as zf:
         everything = b"".join(zf.read(n) for n in zf.namelist()).decode()
         chain = zf.read("chain.csv").decode()
@@ -242,7 +242,62 @@ def test_a_scoped_bundle_shows_a_report_alert_by_allow_list_and_never_the_files_
     assert entry is not None and f"\n{entry.seq},,,{entry.digest},\n" in chain  # its digest alone
     assert verify_bundle(out).ok
 
-    whole = tmp_path / "town.zip"  # the Town's view: both, as chained (it was sent the paths then)
+
+def test_the_towns_bundle_carries_an_older_report_alert_naming_its_files_paths_as_its_digest_alone(
+    tmp_path: Path,
+) -> None:
+    """The allow-list of an alert's data (``READER_ALERT_DATA``) holds for every reader but the
+    operator: a report alert an older minewatch chained with its files' paths on the operator's
+    disk (report_pdf, report_csv) was in clear in the Town's (unscoped) bundle. It is carried there
+    as its digest alone (the digest covers the paths), the bundle verifies against the Town's
+    heads, and the operator's own bundle (its audiences name the operator) still shows it whole."""
+    from monitor.evidence import export_bundle, load_anchors
+    from monitor.evidence.disclosure import OPERATOR, READER_AUDIENCES, Disclosure
+    from monitor.journal import segment
+
+    config = make_config(tmp_path / "r.db")
+    site, profile = site_and_profile(config)
+    store = Store(config.storage.path)
+    store_findings(store, minutes(local(2026, 6, 15, 10), 2), local(2026, 6, 15, 10, 5))
+    period = period_of(date(2026, 6, 15), date(2026, 6, 15), TZ, "2026-06-15")
+    report = build_report(store.conn, site, profile, period, local(2026, 6, 16, 6))
+    pdf_path = tmp_path / "reports" / "quarry-2026-06-15.pdf"
+    sent = send_report(config, store, report, b"pdf", b"csv", str(pdf_path), local(2026, 6, 16, 6))
+    with store.batch():
+        before = report_alert_as_before(
+            store, period.start, period.end, local(2026, 6, 16, 6, 30), b"pdf-", b"csv-", str(pdf_path), []
+        )
+    entry = queries.chain_entry(store.conn, "quarry", "alert", before["id"])
+    portal, _, town = anchored_scopes(store, config, local(2026, 6, 14, 23), local(2026, 6, 16, 8))
+    held = Store(config.storage.path)
+    anchors = [
+        {"site": site_, "seq": seq, "head": head, "published_us": published_us}
+        for site_, seq, head, published_us in segment.anchors(held.conn, "quarry")
+    ]
+    held.close()
+    town_anchors = tmp_path / "town-anchors.json"
+    town_anchors.write_text(json.dumps(anchors))
+    window = local(2026, 6, 15, 0), local(2026, 6, 16, 7)
+    paths = (str(pdf_path), str(pdf_path.with_suffix(".csv")))
+    assert entry is not None and all(p in json.dumps(before["data"]) for p in paths)
+
+    whole = tmp_path / "town.zip"
     portal.export(town, "quarry", *window, whole)
-    assert {r["id"] for r in _records(whole, "records/alerts.json")} == {sent["id"], before["id"]}
-    assert verify_bundle(whole).ok
+    assert {r["id"] for r in _records(whole, "records/alerts.json")} == {sent["id"]}
+    with zipfile.ZipFile(whole) as zf:
+        everything = b"".join(zf.read(n) for n in zf.namelist()).decode()
+        chain = zf.read("chain.csv").decode()
+    assert str(tmp_path) not in everything and "quarry-2026-06-15" not in everything
+    assert f"\n{entry.seq},alert,,{entry.digest},\n" in chain  # its digest alone, its kind named
+    report_ = verify_bundle(whole, load_anchors(town_anchors))
+    assert report_.ok and report_.anchored_to == anchors[-1]["seq"], report_.problems
+    assert report_.digest_only == {"alert": 1}
+
+    own = tmp_path / "operator.zip"  # the operator's view: its own alert as chained, paths and all
+    operators = Disclosure(audiences=READER_AUDIENCES | {OPERATOR})
+    export_bundle(config, "quarry", *window, own, plots=False, disclosure=operators)
+    assert {r["id"] for r in _records(own, "records/alerts.json")} == {sent["id"], before["id"]}
+    with zipfile.ZipFile(own) as zf:
+        everything = b"".join(zf.read(n) for n in zf.namelist()).decode()
+    assert all(p in everything for p in paths)
+    assert verify_bundle(own, load_anchors(town_anchors)).ok

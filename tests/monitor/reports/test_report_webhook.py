@@ -20,7 +20,7 @@ import pytest
 
 from monitor.cli import main
 from monitor.config import Config, load_config
-from monitor.evidence.disclosure import SCOPED_ALERT_DATA
+from monitor.evidence.disclosure import READER_ALERT_DATA
 from monitor.journal.store import Store
 from monitor.notify.delivery import Deliveries
 from monitor.reports.content import Report, build_report, period_of
@@ -104,7 +104,7 @@ def test_a_sent_report_reaches_the_webhook_with_its_files(
     document = json.loads(whole)
     data = document["alert"]["data"]
     # The alert names the report and its files' digests, not where the operator keeps the files.
-    assert set(data) <= SCOPED_ALERT_DATA["report"], sorted(data)
+    assert set(data) <= READER_ALERT_DATA["report"], sorted(data)
     assert str(tmp_path) not in whole.decode() and str(tmp_path) not in bodies["small"][1].decode()
     assert document["alert"]["kind"] == "report" and data["report_id"] == sent["id"]
     assert data["chain_seq"] == report.chain_seq and data["chain_head"] == report.chain_head
