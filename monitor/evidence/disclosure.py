@@ -355,7 +355,8 @@ class TimeScope:
             " report, period, chain head and files' SHA-256 (an earlier one named the files' paths);"
             " the others are in"
             " chain.csv as their digests alone, and so are sound, readings and audio outside the"
-            " window, none naming its kind (seq,,,digest,; digest_only counts them as 'kind not"
+            " window and config entries chained after it (but the one config.toml and the profile"
+            " are), none naming its kind (seq,,,digest,; digest_only counts them as 'kind not"
             " stated'); anchors.json lists the chain heads published within the scope and the first"
             " after it",
         }

@@ -533,6 +533,24 @@ class _Exporter:
                 seqs = sorted({*seqs, *hidden})
             if seqs:
                 self.withheld[kind] = seqs
+        late = self._configs_after_window(first, last)
+        if late:
+            self.withheld["config"] = late
+
+    def _configs_after_window(self, first: int, last: int) -> list[int]:
+        """A time-scoped reader's config entries chained at or after the window's end (a restart
+        between the scope's end and the anchor closing the bundle: its key tells when, and by its
+        digests whether the settings or profile changed), but the one config.toml and the profile
+        are (the first naming a profile: verify binds them by its key) and those before it. Those
+        before the window's end say what was in force in it, and stay."""
+        if self.disclosure.time_scope is None:
+            return []
+        configs = segment.config_entries(self.conn, self.site.id, first, last)
+        bound = next((seq for seq, key in configs if "profile_sha256" in config_from_key(key)), None)
+        if bound is None and configs:
+            bound = configs[0][0]
+        late = segment.config_entries_recorded_from(self.conn, self.site.id, first, last, self.scope.to_us)
+        return [seq for seq in late if bound is None or seq > bound]
 
     def _not_shown(self, kind: str, first: int, last: int) -> set[int]:
         """The seqs of the rows of ``kind`` the window and audiences show that the reader does not
@@ -725,7 +743,10 @@ class _Exporter:
 
     def _configs(self, configs: list[tuple[int, str]]) -> int:
         elements = []
+        withheld = set(self.withheld.get("config", ()))  # _configs_after_window
         for seq, key in configs:  # a config record is its key (it has no table of its own)
+            if seq in withheld:
+                continue
             chained = config_record(config_from_key(key))
             chained.pop("t")
             elements.append(

@@ -416,6 +416,20 @@ def config_entries(conn: sqlite3.Connection, site: str, lo: int, hi: int) -> lis
     ).fetchall()
 
 
+def config_entries_recorded_from(
+    conn: sqlite3.Connection, site: str, lo: int, hi: int, from_us: int
+) -> list[int]:
+    """The seqs of the config entries lo..hi chained at or after ``from_us``, in order."""
+    return [
+        seq
+        for (seq,) in conn.execute(
+            "SELECT seq FROM chain INDEXED BY chain_lookup WHERE site = ? AND kind = 'config'"
+            f" AND {KEYED} AND seq BETWEEN ? AND ? AND recorded_us >= ? ORDER BY seq",
+            (site, lo, hi, from_us),
+        )
+    ]
+
+
 def anchors(conn: sqlite3.Connection, site: str) -> sqlite3.Cursor:
     """Every anchor of the site in seq order: (site, seq, head, published_us)."""
     return conn.execute(

@@ -301,3 +301,72 @@ def test_the_towns_bundle_carries_an_older_report_alert_naming_its_files_paths_a
         everything = b"".join(zf.read(n) for n in zf.namelist()).decode()
     assert all(p in everything for p in paths)
     assert verify_bundle(own, load_anchors(town_anchors)).ok
+
+
+def test_a_scoped_bundle_carries_a_config_entry_recorded_after_its_window_as_its_digest_alone(
+    tmp_path: Path,
+) -> None:
+    """A config entry chained between the window's end and the anchor closing the bundle (the
+    daemon restarted after the scope with a changed setting) was in a time-scoped reader's bundle
+    with its key (the new settings' and profile's SHA-256 and since_us, when the restart was), its
+    recorded_us and its row in records/config.json, and verify told the reader that the
+    configuration changed after the scope. It is ``seq,,,digest,`` now; the entry the bundle's
+    config.toml and profile are (the segment's first, recorded before the window) keeps its key,
+    which verify binds them by. The Town's bundle names both, as before."""
+    from monitor.evidence import export_bundle, load_anchors
+    from monitor.evidence.disclosure import Disclosure, TimeScope
+    from monitor.journal import segment
+    from monitor.journal.config_record import config_record_texts
+    from monitor.wire.canonical import to_us
+    from tests.support.evidence import T0, build_site
+
+    site = build_site(tmp_path, final_anchor=False)  # anchors at T0 - 4 min and T0 + 121 s
+    store = Store(str(site.store))
+    site_config = site.config.site("quarry")
+    assert site_config is not None
+    profile, profile_text, config_text = config_record_texts(site.config, site_config)
+    restarted = T0 + timedelta(seconds=250)
+    with store.batch():  # a restart after the window with a setting changed, then the next anchor
+        store.append_config_record("quarry", profile, profile_text, config_text + "\n# changed\n", restarted)
+        seq, head = store.head("quarry")
+        store.record_anchor("quarry", seq, head, T0 + timedelta(seconds=300))
+        store.restate_config("quarry", T0 + timedelta(seconds=300))
+    key, digest = store.conn.execute(
+        "SELECT key, digest FROM chain WHERE site = 'quarry' AND seq = ?", (seq,)
+    ).fetchone()
+    anchors = [
+        {"site": s, "seq": n, "head": h, "published_us": p}
+        for s, n, h, p in segment.anchors(store.conn, "quarry")
+    ]
+    store.close()
+    town_anchors = tmp_path / "held.json"
+    town_anchors.write_text(json.dumps(anchors))
+    window = (T0 + timedelta(seconds=130), T0 + timedelta(seconds=200))
+    scope = TimeScope(to_us(window[0]), to_us(window[1]) - 1)
+    changed = key.split("|")[0]  # the changed configuration's SHA-256
+
+    out = tmp_path / "scoped.zip"
+    export_bundle(site.config, "quarry", *window, out, plots=False, disclosure=Disclosure(time_scope=scope))
+    with zipfile.ZipFile(out) as zf:
+        everything = b"".join(zf.read(n) for n in zf.namelist()).decode()
+        chain = zf.read("chain.csv").decode()
+        configs = json.loads(zf.read("records/config.json"))
+        manifest = json.loads(zf.read("manifest.json"))
+    assert manifest["chain"]["last_seq"] == seq  # the restart lies in the segment, after the window
+    assert f"\n{seq},,,{digest},\n" in chain
+    assert changed not in everything and str(to_us(restarted)) not in everything
+    assert [c["chain_seq"] for c in configs] == [manifest["config"]["chain_seq"]]  # config.toml's, kept
+    assert configs[0]["row"]["config_sha256"] != changed
+    report = verify_bundle(out, load_anchors(town_anchors))
+    assert report.ok and report.anchored_to == seq, report.problems
+    assert "configuration" in report.config and not any("changed at seq" in n for n in report.notes)
+    assert report.digest_only == manifest["disclosure"]["digest_only"]
+    assert manifest["warnings"] == [], manifest["warnings"]
+
+    whole = tmp_path / "town.zip"  # the Town's bundle of the same window: the restart as it was
+    export_bundle(site.config, "quarry", *window, whole, plots=False)
+    with zipfile.ZipFile(whole) as zf:
+        assert f"\n{seq},config,{key}," in zf.read("chain.csv").decode()
+    report = verify_bundle(whole, load_anchors(town_anchors))
+    assert report.ok, report.problems
+    assert any(f"changed at seq {seq}" in n for n in report.notes), report.notes
