@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -25,6 +25,9 @@ from monitor.named_file import NamedFileError, read_named_text
 from monitor.shown_url import shown_url
 from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext, TownContact
 from rules.numbers import number_problem
+
+if TYPE_CHECKING:
+    from monitor.times import ScopeBound
 
 T = TypeVar("T")
 
@@ -1125,28 +1128,66 @@ def _is_host_name(host: str) -> bool:
     return all(0 < len(x) <= 63 and x.isascii() and x.replace("-", "").isalnum() for x in labels)
 
 
-def _scope_time(t: _Table, name: str) -> tuple[str, datetime | None]:
-    """An inspector's scope time as written and as the portal reads it (monitor.portal.data.User:
-    a date alone is the start of the day for not_before, the whole of it for not_after: its last
-    microsecond, end_of_scope), parsed once; None where it is not given or was refused (the
-    problem is recorded)."""
+def _scope_time(t: _Table, name: str) -> tuple[str, ScopeBound | None]:
+    """An inspector's scope time as written and as the portal reads it (monitor.portal.data.User):
+    a date, or a time with or without an offset (times.scope_bound), its form checked; None where
+    it is not given or was refused (the problem is recorded). Each site reads it in its own zone
+    (_scope_at_sites)."""
     value = t.text(name)
     if not value:
         return value, None
     from monitor.errors import UsageError
-    from monitor.times import TimeOutOfRange, end_of_scope, parse_time
+    from monitor.times import FORMS, TimeOutOfRange, scope_bound
 
-    read = end_of_scope if name == "not_after" else parse_time
     try:
-        return value, read(value, ZoneInfo("UTC"), name)
+        return value, scope_bound(value, name)
     except TimeOutOfRange as exc:
         t.problem(name, str(exc).removeprefix(f"{name}: "))
     except UsageError:
-        t.problem(name, f"expected an RFC 3339 time or a date (UTC), got {value!r}")
+        t.problem(name, f"expected a date or a time, {FORMS}; got {value!r}")
     return value, None
 
 
-def _account(t: _Table, site_ids: set[str]) -> AccountConfig:
+def _scope_at_sites(
+    t: _Table, first: ScopeBound | None, last: ScopeBound | None, zones: Mapping[str, str]
+) -> None:
+    """The scope as each of the account's sites reads it (``zones``: site id to time zone): a
+    date or a local time must exist there, in range, once, and the scope must hold something."""
+    from monitor.errors import UsageError
+    from monitor.times import scope_moment
+
+    for site, timezone in zones.items():
+        try:
+            zone = ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            continue  # the site's own problem, recorded with it
+        moments: list[datetime] = []
+        for name, bound in (("not_before", first), ("not_after", last)):
+            if bound is None:
+                continue
+            try:
+                moments.append(scope_moment(bound, zone, name, end=name == "not_after"))
+            except UsageError as exc:
+                t.problem(name, f"at site {site!r} ({timezone}): {str(exc).removeprefix(f'{name}: ')}")
+                return
+        if len(moments) == 2 and moments[1] < moments[0]:
+            # Two dates, two local times or two instants are in the same order at every site.
+            where = "" if _bound_kind(first) == _bound_kind(last) else f" at site {site!r} ({timezone})"
+            t.problem(
+                "not_after",
+                f"{t.text('not_after')} is before not_before ({t.text('not_before')}){where}:"
+                " the scope holds nothing",
+            )
+            return
+
+
+def _bound_kind(bound: ScopeBound | None) -> str:
+    if not isinstance(bound, datetime):
+        return "date"
+    return "local time" if bound.tzinfo is None else "instant"
+
+
+def _account(t: _Table, zones: Mapping[str, str]) -> AccountConfig:
     not_before, first = _scope_time(t, "not_before")
     not_after, last = _scope_time(t, "not_after")
     config = AccountConfig(
@@ -1166,20 +1207,18 @@ def _account(t: _Table, site_ids: set[str]) -> AccountConfig:
     if config.token_hash and not config.token_hash.startswith("sha256$"):
         t.problem("token_hash", "expected a hash from `minewatch hash-password --token` (sha256$...)")
     for site in config.sites:
-        if site not in site_ids:
+        if site not in zones:
             t.problem("sites", f"unknown site {site!r}")
     if (config.not_before or config.not_after) and config.role != "inspector":
         t.problem("not_before", "a time scope is for inspector accounts")
-    elif first is not None and last is not None and last < first:
-        t.problem(
-            "not_after",
-            f"{config.not_after} is before not_before ({config.not_before}): the scope holds nothing",
-        )
+    elif first is not None or last is not None:
+        sites = {s: zones[s] for s in config.sites if s in zones} if config.sites else dict(zones)
+        _scope_at_sites(t, first, last, sites)
     t.finish()
     return config
 
 
-def _portal(t: _Table | None, site_ids: set[str]) -> PortalConfig:
+def _portal(t: _Table | None, zones: Mapping[str, str]) -> PortalConfig:
     if t is None:
         return PortalConfig()
     d = PortalConfig()
@@ -1202,7 +1241,7 @@ def _portal(t: _Table | None, site_ids: set[str]) -> PortalConfig:
         placement_complaints=t.integer("placement_complaints", d.placement_complaints, minimum=2),
         placement_days=t.integer("placement_days", d.placement_days, minimum=1),
         trusted_proxies=t.str_list("trusted_proxies"),
-        accounts=tuple(_account(a, site_ids) for a in t.tables("accounts")),
+        accounts=tuple(_account(a, zones) for a in t.tables("accounts")),
     )
     if config.port > 65535:
         t.problem("port", f"must be at most 65535, got {config.port}")
@@ -1400,7 +1439,7 @@ def _parse_config(
         if owned not in site_ids:
             problems.append(f"daemon.sites: unknown site {owned!r}")
     recipients = tuple(_recipient(r, site_ids) for r in root.tables("recipients"))
-    portal = _portal(root.table("portal"), site_ids)
+    portal = _portal(root.table("portal"), {s.id: s.timezone for s in sites})
     if (
         "portal" in data
         and broker.protocol == "3.1.1"

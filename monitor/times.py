@@ -283,6 +283,36 @@ def _day_end(text: str, zone: tzinfo, option: str, last: timedelta) -> datetime:
     return _in_utc(end_of_local_day(day, zone, last), option, text)
 
 
+# An inspector's scope bound as configured, before a site is chosen: a date (the site's local
+# day), a time without an offset (the site's local time) or one with an offset (an instant), as
+# every other time a person types is read (the module docstring). Each site's reader resolves it
+# in that site's zone (scope_moment).
+ScopeBound = date | datetime
+
+
+def scope_bound(text: str, option: str) -> ScopeBound:
+    """A scope bound as written (``not_before``, ``not_after``), its form checked: a date, a
+    naive time or an aware one (in UTC). UsageError as parse_time's."""
+    value = text.strip()
+    moment = parse_time(value, UTC, option)  # the form, and the range as UTC reads it
+    if len(value) == 10:
+        return moment.date()
+    naive = datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00")).tzinfo is None
+    return moment.replace(tzinfo=None) if naive else moment
+
+
+def scope_moment(bound: ScopeBound, zone: tzinfo, option: str, *, end: bool) -> datetime:
+    """A scope bound at a site in ``zone``: an instant as it is; a local time there (refused,
+    UsageError, where it is skipped or occurs twice); a date its local day's start, or for the
+    scope's ``end`` the whole day (end_of_scope)."""
+    if isinstance(bound, datetime):
+        if bound.tzinfo is not None:
+            return bound
+        return parse_time(bound.isoformat(), zone, option)
+    read = end_of_scope if end else parse_time
+    return read(bound.isoformat(), zone, option)
+
+
 def scope_window(
     start: datetime, end: datetime, not_before: datetime | None, not_after: datetime | None
 ) -> tuple[datetime, datetime]:

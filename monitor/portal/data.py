@@ -44,7 +44,7 @@ from monitor.portal import periods
 from monitor.portal.periods import Period
 from monitor.portal.siteplan import ALL_LAYERS, monitor_state, states_offered
 from monitor.portal.svg import DayPlot
-from monitor.times import EARLIEST, LATEST, scope_window
+from monitor.times import EARLIEST, LATEST, ScopeBound, scope_window
 from monitor.unfinished import own_partial, replace_whole
 from monitor.wire.canonical import from_us, to_us
 from monitor.wire.codec import decode, finding_from_json
@@ -121,21 +121,29 @@ class User:
     name: str
     role: str
     sites: tuple[str, ...]  # empty: all
-    not_before: datetime | None = None
-    not_after: datetime | None = None
+    # An inspector's time scope as configured (times.scope_bound): a date is a site's local day
+    # and a time without an offset its local time, so each site reads it in its own zone
+    # (Scope.bounds), as every other date a person gives minewatch is read.
+    not_before: ScopeBound | None = None
+    not_after: ScopeBound | None = None
 
     @classmethod
     def of(cls, account: AccountConfig) -> User:
-        from monitor.times import end_of_scope, parse_time
+        from monitor.times import scope_bound
 
-        zone = ZoneInfo("UTC")
         return cls(
             account.name,
             account.role,
             account.sites,
-            parse_time(account.not_before, zone, "not_before") if account.not_before else None,
-            end_of_scope(account.not_after, zone, "not_after") if account.not_after else None,
+            scope_bound(account.not_before, "not_before") if account.not_before else None,
+            scope_bound(account.not_after, "not_after") if account.not_after else None,
         )
+
+    def bounds(self, timezone: str) -> tuple[datetime | None, datetime | None]:
+        """The time scope [not_before, not_after] at a site in ``timezone`` (None: open on that
+        side), its dates and local times read there (the configuration checked each reads at
+        every site of the account: monitor.config)."""
+        return _scope_bounds(self.not_before, self.not_after, timezone)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,19 +167,36 @@ class Scope:
         """The audience whose alerts this account reads (AUDIENCE)."""
         return AUDIENCE[self.user.role]
 
-    def window(self, start: datetime, end: datetime) -> tuple[datetime, datetime]:
-        """[start, end) cut to the account's time scope, which holds its end (times.scope_window,
-        as a bundle's TimeScope); NotFound when nothing is left."""
-        start, end = scope_window(start, end, self.user.not_before, self.user.not_after)
+    def bounds(self, site: SiteConfig) -> tuple[datetime | None, datetime | None]:
+        """The account's time scope at ``site`` (User.bounds)."""
+        return self.user.bounds(site.timezone)
+
+    def window(self, site: SiteConfig, start: datetime, end: datetime) -> tuple[datetime, datetime]:
+        """[start, end) cut to the account's time scope at ``site``, which holds its end
+        (times.scope_window, as a bundle's TimeScope); NotFound when nothing is left."""
+        start, end = scope_window(start, end, *self.bounds(site))
         if end <= start:
             raise NotFound("outside this account's time scope")
         return start, end
 
-    def times(self, event_verdicts: Mapping[str, str]) -> TimeScope | None:
-        """The account's time scope as the allow-list of findings and what tells them (None:
-        unscoped): the one check the findings API, the day view and bundles apply. A site's
-        ``event_verdicts`` are its profile's (``Portal.times``)."""
-        return TimeScope.of(self.user.not_before, self.user.not_after, event_verdicts)
+    def times(self, site: SiteConfig, event_verdicts: Mapping[str, str]) -> TimeScope | None:
+        """The account's time scope at ``site`` as the allow-list of findings and what tells
+        them (None: unscoped): the one check the findings API, the day view and bundles apply.
+        A site's ``event_verdicts`` are its profile's (``Portal.times``)."""
+        return TimeScope.of(*self.bounds(site), event_verdicts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _scope_bounds(
+    not_before: ScopeBound | None, not_after: ScopeBound | None, timezone: str
+) -> tuple[datetime | None, datetime | None]:
+    from monitor.times import scope_moment
+
+    zone = ZoneInfo(timezone)
+    return (
+        None if not_before is None else scope_moment(not_before, zone, "not_before", end=False),
+        None if not_after is None else scope_moment(not_after, zone, "not_after", end=True),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +256,7 @@ class Portal:
     def times(self, scope: Scope, site: SiteConfig) -> TimeScope | None:
         """The account's time scope over the site's records (``Scope.times``), with the verdicts
         on one event its profile's rules declare."""
-        return scope.times(self.profile(site).event_verdicts())
+        return scope.times(site, self.profile(site).event_verdicts())
 
     # ------------------------------------------------------------------ the chain of actions
 
@@ -439,7 +464,7 @@ class Portal:
     ) -> list[dict[str, Any]]:
         """Current findings starting in [start, end) of the account's window (read them, they are shared)."""
         site = scope.site(site_id)
-        start, end = scope.window(start, end)
+        start, end = scope.window(site, start, end)
         zone = ZoneInfo(site.timezone)
         found, _ = self._findings.get(self.store().conn, site.id, start, end, self.times(scope, site), zone)
         return [f for f in found if not kinds or f["kind"] in kinds]
@@ -447,7 +472,7 @@ class Portal:
     def findings_json(self, scope: Scope, site_id: str, start: datetime, end: datetime) -> bytes:
         """:meth:`findings` as the API's JSON body, encoded once per change of the findings."""
         site = scope.site(site_id)
-        start, end = scope.window(start, end)
+        start, end = scope.window(site, start, end)
         zone = ZoneInfo(site.timezone)
         _, body = self._findings.get(self.store().conn, site.id, start, end, self.times(scope, site), zone)
         return body
@@ -473,7 +498,7 @@ class Portal:
         (``_shown``: raised in its scope and naming no time outside it), counted among those, so
         that the list's length tells nothing of the others."""
         site = scope.site(site_id)
-        start, end = scope.window(datetime(1970, 1, 1, tzinfo=UTC), datetime(9999, 1, 1, tzinfo=UTC))
+        start, end = scope.window(site, datetime(1970, 1, 1, tzinfo=UTC), datetime(9999, 1, 1, tzinfo=UTC))
         conn = self.store().conn
 
         def newest(offset: int, count: int) -> list[sqlite3.Row]:
@@ -509,7 +534,7 @@ class Portal:
         the account's audience (``Scope.audience``: they are raised for the operator), the newest
         100: for a time-scoped reader those its bundle's check shows (``_shown``)."""
         site = scope.site(site_id)
-        start, end = scope.window(start, end)
+        start, end = scope.window(site, start, end)
         conn = self.store().conn
 
         def newest(offset: int, count: int) -> list[sqlite3.Row]:
@@ -629,7 +654,7 @@ class Portal:
         from monitor.notify.blast_report import blast_events
 
         site = scope.site(site_id)
-        start, end = scope.window(start, end)
+        start, end = scope.window(site, start, end)
         found = blast_events(self.store(), site, start, end, self._shown(scope, site))
         listed = [
             {"blast": blast_id, "ts": format_ts(events[0][2]), "sensors": [e[0] for e in events]}
@@ -643,7 +668,7 @@ class Portal:
         from monitor.notify.blast_report import blast_report_bytes
 
         site = scope.site(site_id)
-        within = scope.window(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+        within = scope.window(site, datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
         # Its findings and events (the blast record, its notice) as the day view shows them.
         shown = self._shown(scope, site)
         try:
@@ -959,7 +984,7 @@ class Portal:
             period = month_period(year, number, ZoneInfo(site.timezone))
         except ValueError:
             raise Refused(f"month: expected a month like 2026-11 (YYYY-MM), got {month[:20]!r}") from None
-        if scope.window(period.start, period.end) != (period.start, period.end):
+        if scope.window(site, period.start, period.end) != (period.start, period.end):
             raise NotFound("outside this account's time scope")
         if ahead := not_begun(period, self.clock(), site.id, ZoneInfo(site.timezone), self.store().conn):
             raise Refused(f"month: {ahead}")
@@ -1006,7 +1031,7 @@ class Portal:
         zone = ZoneInfo(site.timezone)
         conn = self.store().conn
         readings = [(s.id, "light") for s in site.sensors if s.kind in (SensorKind.LIGHT, SensorKind.SKY)]
-        start, end = scope.window(EARLIEST, LATEST)
+        start, end = scope.window(site, EARLIEST, LATEST)
         bounds = queries.record_bounds(conn, site.id, readings, to_us(start), to_us(end))
         if bounds is not None:
             day = periods.aligned("day", from_us(bounds[1]), zone)
@@ -1050,8 +1075,8 @@ class Portal:
         for the early warnings and findings."""
         hour_end = (to_us(at) // 3_600_000_000 + 1) * 3_600_000_000
         start_us = hour_end - TREND_HOURS * 3_600_000_000
-        start, _ = scope.window(from_us(start_us), at)
-        day_start, day_end = scope.window(*self.today(site, at))
+        start, _ = scope.window(site, from_us(start_us), at)
+        day_start, day_end = scope.window(site, *self.today(site, at))
         return max(start_us, to_us(start)), hour_end, to_us(day_start), to_us(day_end)
 
     def _live_at(
@@ -1093,7 +1118,7 @@ class Portal:
         at = self.status_moment()
         windows = self._live_windows(scope, site, at)
         day_end = self.today(site, at)[1]
-        reports = scope.window(day_end - timedelta(days=report_days), day_end)
+        reports = scope.window(site, day_end - timedelta(days=report_days), day_end)
         today = from_us(windows[2]), from_us(windows[3])
 
         def compute() -> dict[str, Any]:
@@ -1120,7 +1145,7 @@ class Portal:
 
         site = scope.site(site_id)
         tz = ZoneInfo(site.timezone)
-        start, end = scope.window(period.start, period.end)
+        start, end = scope.window(site, period.start, period.end)
         profile = self.profile(site)
         standards = list(profile.standards.values())
         params = [s.params for s in standards]
@@ -1165,7 +1190,7 @@ class Portal:
 
         # A blast's report link only where Portal.blast_report serves it: its seismograph record
         # within the account's time scope (recorded after it, it is not the reader's to know of).
-        around = scope.window(start - timedelta(hours=1), end + timedelta(hours=1))
+        around = scope.window(site, start - timedelta(hours=1), end + timedelta(hours=1))
         shown_rows = self._shown(scope, site)
         reported = blast_events(self.store(), site, *around, shown_rows)
         blasts = []
@@ -1213,14 +1238,15 @@ class Portal:
                 )
         # One set of facts: the violation episodes the notices tell, as far as the reader may see.
         titles = profile.titles
+        not_before, not_after = scope.bounds(site)
         told = site_episodes(
             conn,
             site.id,
             start,
             end,
             profile.episode_gap_s,
-            not_before=scope.user.not_before,
-            not_after=scope.user.not_after,
+            not_before=not_before,
+            not_after=not_after,
             between=_violations_shown(conn, site.id, times, ZoneInfo(site.timezone)),
         )
         if times is not None:  # an episode's notice only when the reader may see the notice
@@ -1354,7 +1380,7 @@ class Portal:
         such function per caller: it is the cache key of what it renders).
         """
         site = scope.site(site_id)
-        start, end = scope.window(period.start, period.end)
+        start, end = scope.window(site, period.start, period.end)
         # The reader's time scope too: within the same window a scoped reader sees less (a
         # finding reporting past its scope, a notice issued after it), never an unscoped view.
         times = self.times(scope, site)
@@ -1375,7 +1401,7 @@ class Portal:
         time scope; each with the URL that serves it (:meth:`audio_clip`). One key lookup each."""
         site = scope.site(site_id)
         try:
-            start, end = scope.window(start, end)
+            start, end = scope.window(site, start, end)
         except NotFound:
             return []
         conn = self.store().conn
@@ -1408,7 +1434,7 @@ class Portal:
         site = scope.site(site_id)
         if sensor not in {s.id for s in site.sensors}:
             raise NotFound(f"no sensor {sensor!r} at {site.id}")
-        start, end = scope.window(start, end)
+        start, end = scope.window(site, start, end)
         start_us, end_us = to_us(start), to_us(end)
         blocks = audio_clips.checked_blocks(self.store().conn, site.id, sensor, start_us, end_us)
         clip = audio_clips.cut(blocks, start_us, end_us)
@@ -1423,7 +1449,7 @@ class Portal:
         from monitor.evidence import export_bundle
 
         site = scope.site(site_id)
-        start, end = scope.window(start, end)
+        start, end = scope.window(site, start, end)
         times = self.times(scope, site)
         shown = TOWN_VIEW if times is None else replace(TOWN_VIEW, time_scope=times)
         summary = export_bundle(
@@ -1457,7 +1483,7 @@ class Portal:
             )
         if end - start > timedelta(days=MAX_CSV_DAYS):
             raise Refused(f"to: a CSV covers at most {MAX_CSV_DAYS} days; choose a shorter window")
-        start, end = scope.window(start, end)
+        start, end = scope.window(site, start, end)
         # The evidence bundle's time cells (ISO 8601, "Z" / the site's offset).
         utc, local = TimeFormat(UTC), TimeFormat(ZoneInfo(site.timezone))
         chosen = [s for s in meters if s in sensors]  # the configuration's order, once each

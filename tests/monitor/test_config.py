@@ -381,6 +381,12 @@ SCOPE_CASES = [
                  "2026-12-10T11:59:59Z is before not_before (2026-12-10T12:00:00Z)", id="a-second-before"),
     pytest.param("2026-12-11", "2026-12-10", "2026-12-10 is before not_before (2026-12-11)",
                  id="a-day-before"),
+    # A date is the site's local day: 2026-12-10 at s1 (CST) ends at 05:59:59Z on the 11th, so a
+    # scope from 03:00Z that day holds three hours there (in UTC it held nothing).
+    pytest.param("2026-12-11T03:00:00Z", "2026-12-10", None, id="a-local-day-ends-after-utc-midnight"),
+    pytest.param("2026-12-11T07:00:00Z", "2026-12-10",
+                 "2026-12-10 is before not_before (2026-12-11T07:00:00Z) at site 's1' (America/Chicago)",
+                 id="after-the-local-day"),
 ]
 # fmt: on
 
@@ -400,5 +406,18 @@ def test_an_inspectors_scope_is_judged_as_the_portal_reads_it(
             parse_config(text)
         assert info.value.problems == [f"portal.accounts[0].not_after: {refused}: the scope holds nothing"]
         return
-    user = User.of(parse_config(text).portal.accounts[0])
-    assert user.not_before is not None and user.not_after is not None and user.not_before < user.not_after
+    first, last = User.of(parse_config(text).portal.accounts[0]).bounds("America/Chicago")
+    assert first is not None and last is not None and first < last
+
+
+def test_an_inspectors_local_time_must_be_one_moment_at_each_of_its_sites() -> None:
+    """A scope time without an offset is the site's local time, read as every other time a
+    person types (monitor.times): one the clocks skip, or one that occurs twice, has no single
+    reading there and is refused naming the site, before the portal meets it."""
+    text = _inspector("2026-11-01T01:30", "2026-11-02") + MINIMAL
+    with pytest.raises(ConfigError) as info:
+        parse_config(text)
+    (problem,) = info.value.problems
+    assert problem.startswith("portal.accounts[0].not_before: at site 's1' (America/Chicago): ")
+    assert "occurs twice" in problem and "-05:00" in problem and "-06:00" in problem
+    parse_config(_inspector("2026-11-01T01:30-05:00", "2026-11-02") + MINIMAL)  # its offset given: one moment

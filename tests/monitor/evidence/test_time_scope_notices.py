@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import zipfile
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -246,7 +246,8 @@ def test_a_bundle_for_an_account_scoped_by_dates_states_its_whole_last_day(
         manifest = json.loads(zf.read("manifest.json"))
         notices = json.loads(zf.read("records/notices.json"))
     time_scope = manifest["disclosure"]["time_scope"]
-    assert time_scope["not_before_us"] == to_us(datetime(2026, 6, 15, tzinfo=UTC))
-    assert time_scope["not_after_us"] == to_us(datetime(2026, 6, 16, tzinfo=UTC)) - 1
+    # The site's local day (CDT), to its last microsecond.
+    assert time_scope["not_before_us"] == to_us(local(2026, 6, 15, 0, 0))
+    assert time_scope["not_after_us"] == to_us(local(2026, 6, 16, 0, 0)) - 1
     assert [n["row"]["id"] for n in notices] == [notice_id]
     assert verify_bundle(out).ok

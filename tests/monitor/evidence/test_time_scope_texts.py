@@ -226,12 +226,11 @@ def test_a_weekday_beside_its_own_date_names_no_other_day(description: str, show
     assert scope.shows(sqlite3.connect(":memory:"), SITE, "event", work, TZ) is shown
 
 
-def _account_scope(not_before: str, not_after: str) -> TimeScope:
-    """The time scope the portal gives an inspector account with these times (User.of, as
-    Scope.times makes it): the account's dates and times are UTC."""
+def _account_scope(not_before: str, not_after: str, timezone: str = "UTC") -> TimeScope:
+    """The time scope the portal gives an inspector account with these times at a site in
+    ``timezone`` (User.of, User.bounds, as Scope.times makes it)."""
     account = AccountConfig("ida", "inspector", "scrypt$", not_before=not_before, not_after=not_after)
-    user = User.of(account)
-    scope = TimeScope.of(user.not_before, user.not_after, {})
+    scope = TimeScope.of(*User.of(account).bounds(timezone), {})
     assert scope is not None
     return scope
 
@@ -262,6 +261,21 @@ def test_a_scope_given_by_dates_holds_its_whole_last_day(
     scope = _account_scope("2026-07-01", "2026-07-07")
     work = _event(description, start, end)
     assert scope.shows(sqlite3.connect(":memory:"), SITE, "event", work, UTC) is shown
+
+
+def test_a_scope_given_by_dates_holds_the_sites_local_days() -> None:
+    """A date in the scope is the site's local day, as every date a person gives minewatch is
+    read: read in UTC, "2026-07-07" at a Dovre site (CDT) ran from 19:00 on 6 July to 18:59 on 7
+    July, showing the evening before and hiding the evening of the day given."""
+    scope = _account_scope("2026-07-07", "2026-07-07", "America/Chicago")
+    conn = sqlite3.connect(":memory:")
+    evening = _event("running", _utc(8, 3, 0), _utc(8, 4, 59, 59.999999))  # 22:00-23:59 CDT on the 7th
+    before = _event("running", _utc(7, 3, 0), _utc(7, 4, 0))  # 22:00-23:00 CDT on the 6th
+    assert scope.shows(conn, SITE, "event", evening, TZ)
+    assert not scope.shows(conn, SITE, "event", before, TZ)
+    assert scope.not_before_us == to_us(_utc(7, 5, 0))  # 00:00 CDT
+    local = _account_scope("2026-07-07T08:00", "2026-07-07T17:00", "America/Chicago")
+    assert (local.not_before_us, local.not_after_us) == (to_us(_utc(7, 13, 0)), to_us(_utc(7, 22, 0)))
 
 
 def test_a_scope_ended_by_a_time_ends_there() -> None:

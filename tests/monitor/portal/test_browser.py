@@ -283,10 +283,10 @@ def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_it
     page = login(context, env, "insp")
     # A window the wrong way round, and a time that is not one: the form again, saying why.
     page.goto(f"{env.url}/sites/{SITE}/evidence")
-    # The account's time scope (not_before: the UTC midnight starting DAY - 1), in site time, and
+    # The account's time scope (not_before: DAY - 1, the site's local day), in site time, and
     # what a bundle carries of it.
     scoped = page.inner_text("#evidence-scope")
-    start = datetime.combine(DAY - timedelta(days=1), time(), tzinfo=UTC).astimezone(TZ)
+    start = datetime.combine(DAY - timedelta(days=1), time(), tzinfo=TZ)
     assert scoped.startswith(f"This account's time scope: from {start:%Y-%m-%d %H:%M:%S %Z} on. ")
     # The rule in the words the bundle's manifest states it (TimeScope.manifest).
     assert TimeScope(to_us(start), None).manifest()["rule"] in scoped

@@ -43,15 +43,50 @@ def test_portal_section_is_read_with_accounts() -> None:
     (ann,) = config.portal.accounts
     assert ann.role == "inspector" and ann.sites == ("s1",)
     user = User.of(ann)
-    assert user.not_before is not None and user.not_before.isoformat() == "2026-06-01T00:00:00+00:00"
-    assert user.not_after is not None and user.not_after.isoformat() == "2026-06-30T23:59:59.999999+00:00"
+    # Dates are the site's local days (America/Chicago, CDT in June), as minewatch reads every date.
+    first, last = user.bounds("America/Chicago")
+    assert first is not None and first.isoformat() == "2026-06-01T05:00:00+00:00"
+    assert last is not None and last.isoformat() == "2026-07-01T04:59:59.999999+00:00"
     # The sites page says the scope to the second, as the portal shows every time.
     from monitor.portal.data import Scope
     from monitor.portal.web import portal_templates
 
     page = portal_templates().env.get_template("sites.html")
     html = page.render(user=user, sites=config.sites, csrf="", can={}, scope=Scope(user, config))
-    assert "records from 2026-06-01 00:00:00 UTC to 2026-06-30 23:59:59 UTC." in html
+    assert "from 2026-06-01 00:00:00 CDT to 2026-06-30 23:59:59 CDT</td>" in html
+
+
+def test_a_scope_of_dates_is_each_sites_local_days() -> None:
+    """An inspector over two sites in two zones: the same dates are each site's own local days,
+    on the sites page and wherever the scope cuts (Scope.window), as the day views show them."""
+    second_site = MINIMAL.replace('id = "s1"', 'id = "s2"').replace("America/Chicago", "Europe/Berlin")
+    config = parse_config(
+        MINIMAL
+        + second_site
+        + f'\n[portal]\n[[portal.accounts]]\nname = "ann"\nrole = "inspector"\npassword_hash = "{HASH}"\n'
+        'not_before = "2026-06-01"\nnot_after = "2026-06-01"\n'
+    )
+    scope = Scope(User.of(config.portal.accounts[0]), config)
+    chicago, berlin = config.sites
+    assert scope.bounds(chicago) == (
+        datetime(2026, 6, 1, 5, tzinfo=UTC),
+        datetime(2026, 6, 2, 5, tzinfo=UTC) - timedelta(microseconds=1),
+    )
+    assert scope.bounds(berlin) == (
+        datetime(2026, 5, 31, 22, tzinfo=UTC),
+        datetime(2026, 6, 1, 22, tzinfo=UTC) - timedelta(microseconds=1),
+    )
+    whole = (datetime(2026, 5, 1, tzinfo=UTC), datetime(2026, 7, 1, tzinfo=UTC))
+    assert scope.window(berlin, *whole) == (
+        datetime(2026, 5, 31, 22, tzinfo=UTC),
+        datetime(2026, 6, 1, 22, tzinfo=UTC),
+    )
+    from monitor.portal.web import portal_templates
+
+    page = portal_templates().env.get_template("sites.html")
+    html = page.render(user=scope.user, sites=config.sites, csrf="", can={}, scope=scope)
+    assert "from 2026-06-01 00:00:00 CDT to 2026-06-01 23:59:59 CDT</td>" in html
+    assert "from 2026-06-01 00:00:00 CEST to 2026-06-01 23:59:59 CEST</td>" in html
 
 
 def test_portal_defaults_bind_to_localhost() -> None:
@@ -78,7 +113,8 @@ MISTAKES = [
     ),
     (
         acct('role = "inspector"\nnot_after = "soon"\n'),
-        "portal.accounts[0].not_after: expected an RFC 3339 time or a date (UTC), got 'soon'",
+        "portal.accounts[0].not_after: expected a date or a time, e.g. 2026-12-15,"
+        " 2026-12-15T17:20 (site time) or 2026-12-15T23:20Z; got 'soon'",
     ),
     (
         acct('role = "inspector"\nnot_before = "1960-01-01"\n'),
