@@ -39,15 +39,17 @@ def run(args: argparse.Namespace) -> int:
     from monitor.journal.store import Store
     from monitor.wire.link_state import LoginRefused
 
+    # A store this user can read and not write would take the daemon into the outage loop
+    # (kept for a disk that fills up while it runs) for good: a mistake of the set-up, said
+    # as check-config says it, before a file is made or the broker connected. Every process
+    # that writes it checks: the daemon, a supervisor, and a worker, whether its supervisor
+    # started it or a person did (`--partition I/N` by hand, as another user).
+    if (refused := daemon_refusal(config.storage.path)) is not None:
+        raise StoreError(refused)
     # The process that owns the sites claims them for its run: this one, or for the workers
     # of a supervisor (started with --partition), the supervisor. SiteTaken is one line, exit 2.
     claims = None
     if not args.partition:
-        # A store this user can read and not write would take the daemon into the outage loop
-        # (kept for a disk that fills up while it runs) for good: a mistake of the set-up, said
-        # as check-config says it, before a file is made or the broker connected.
-        if (refused := daemon_refusal(config.storage.path)) is not None:
-            raise StoreError(refused)
         Store(config.storage.path).close()  # a path that is no store: refused before a claim file is made
         claims = claim_sites(config.storage.path, [s.id for s in config.owned_sites])
     try:

@@ -1105,6 +1105,39 @@ def test_run_and_check_config_refuse_a_store_this_user_can_read_and_not_write(
     ], lines["check-config"]
 
 
+def test_a_worker_run_by_hand_refuses_a_store_this_user_can_read_and_not_write(tmp_path: Path) -> None:
+    """A worker run by hand (`run --partition I/N`, as the supervisor starts one) skipped the
+    check `run` makes as it starts, and went into the loop that waits out a full disk, for
+    good, on a store this user could read and not write (its file another user's, 0644); it
+    says run's line and exits 2, before it makes a file or connects (the broker here is a port
+    nobody listens on). The -wal and -shm are kept by a connection of this test's, as the
+    other workers keep them while they run."""
+    folder = tmp_path / "stores"
+    folder.mkdir()
+    store = folder / "store.db"
+    Store(store).close()
+    config = tmp_path / "site.toml"
+    config.write_text(
+        DEMO_CONFIG.read_text()
+        .replace('path = "minewatch-demo.db"', f'path = "{store}"')
+        .replace('url = "mqtt://localhost:1883"', 'url = "mqtt://127.0.0.1:9"')
+    )
+    writer = sqlite3.connect(store, isolation_level=None)
+    try:
+        writer.execute("PRAGMA wal_autocheckpoint=0")  # the -wal keeps what it writes
+        writer.execute("CREATE TABLE kept (x)")
+        prefix = refused_to_this_user(store, 0o644)
+        files = sorted(folder.iterdir())
+        worker = ["run", "--config", str(config), "--partition", "1/1"]
+        line = _assert_one_line(_run(worker, tmp_path, prefix=prefix, timeout=30))
+        assert sorted(folder.iterdir()) == files
+    finally:
+        writer.close()
+    assert line == (
+        f"minewatch run: cannot write the store {str(store)!r}: {_refused(store)} (storage.path in {config})"
+    ), line
+
+
 def test_run_and_check_config_say_a_store_on_a_file_system_mounted_read_only(tmp_path: Path) -> None:
     """A store on a file system mounted read-only (the kernel does so after a disk's errors) was
     refused as "not writable by this user (permission denied): run minewatch as the user the
