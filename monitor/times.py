@@ -247,40 +247,34 @@ def offset_text(offset: timedelta) -> str:
     return f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-def end_of_day(text: str, zone: tzinfo, option: str, *, offset: str = "") -> datetime:
-    """A deadline: a date alone is the end of that day in ``zone``, its last millisecond
-    (23:59:59.999), the end a deadline counted by the profile's rule has (rules.deadlines
-    .end_of_local_day), so that a day given and a day counted are one deadline; a time is taken
-    as given."""
-    from rules.deadlines import MILLISECOND
+def end_of_day(
+    text: str, zone: tzinfo, option: str, *, last: timedelta | None = None, offset: str = ""
+) -> datetime:
+    """An end a person gives: a date alone is the end of that day in ``zone``, ``last`` before
+    the next midnight there (rules.deadlines.end_of_local_day: a day of 23 or 25 hours whole);
+    a time is taken as given (parse_time, ``offset`` choosing a repeated one's reading).
+
+    ``last`` is the precision of what ends: by default (None) a deadline's millisecond
+    (rules.deadlines.MILLISECOND, 23:59:59.999), the end a deadline counted by the profile's rule
+    has, so that a day given (`notices extend --until`) and a day counted are one deadline; a
+    reader's time scope passes the store's microsecond (end_of_scope)."""
+    from rules.deadlines import MILLISECOND, end_of_local_day
 
     value = text.strip()
     if len(value) != 10:
         return parse_time(value, zone, option, offset=offset)
-    return _day_end(value, zone, option, MILLISECOND)
+    day = parse_date(value, option)
+    _in_utc(datetime.combine(day, time(0), zone), option, value)  # refused before its next day overflows
+    return _in_utc(end_of_local_day(day, zone, MILLISECOND if last is None else last), option, value)
 
 
 def end_of_scope(text: str, zone: tzinfo, option: str) -> datetime:
-    """The last moment a time scope holds (it holds its end: TimeScope.holds, scope_window). A
-    date alone is its whole day in ``zone``, to the microsecond before the next midnight there (a
-    day of 23 or 25 hours included), as a date a record's text names is read (disclosure
-    ._site_times): ended at 23:59:59, it kept out every text naming the scope's last day and
-    every record in its last second. A time is taken as given."""
-    value = text.strip()
-    if len(value) != 10:
-        return parse_time(value, zone, option)
-    # To the microsecond, not a deadline's millisecond: the store's times are microseconds, and
-    # a record in the day's last millisecond is of that day too.
-    return _day_end(value, zone, option, MICROSECOND)
-
-
-def _day_end(text: str, zone: tzinfo, option: str, last: timedelta) -> datetime:
-    """The end of the day ``text`` names (rules.deadlines.end_of_local_day), in range."""
-    from rules.deadlines import end_of_local_day
-
-    day = parse_date(text, option)
-    _in_utc(datetime.combine(day, time(0), zone), option, text)  # refused before its next day overflows
-    return _in_utc(end_of_local_day(day, zone, last), option, text)
+    """The last moment a time scope holds (it holds its end: TimeScope.holds, scope_window):
+    end_of_day to the microsecond, not a deadline's millisecond. The store's times are
+    microseconds and a date a record's text names is read so (disclosure._site_times): a date
+    alone is its whole day, to the microsecond before the next midnight; ended at 23:59:59, it
+    kept out every text naming the scope's last day and every record in its last second."""
+    return end_of_day(text, zone, option, last=MICROSECOND)
 
 
 # An inspector's scope bound as configured, before a site is chosen: a date (the site's local

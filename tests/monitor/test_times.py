@@ -39,6 +39,22 @@ def test_end_of_day_for_a_date_and_as_given_for_a_time() -> None:
     assert end_of_day("2026-12-15T12:00Z", CHICAGO, "--until") == datetime(2026, 12, 15, 12, tzinfo=UTC)
 
 
+@pytest.mark.parametrize("zone", [UTC, CHICAGO, ZoneInfo("America/Asuncion")])
+def test_a_deadline_ends_a_day_at_its_millisecond_and_a_scope_at_its_microsecond(zone: ZoneInfo) -> None:
+    """One function ends a day given as a date: a deadline (end_of_day) at the last millisecond,
+    as a counted deadline, a reader's scope (end_of_scope) at the last microsecond, as the store's
+    times; a time given is the same moment to both."""
+    midnight = datetime.combine(date(2026, 12, 16), time(0), zone).astimezone(UTC)
+    assert end_of_day("2026-12-15", zone, "--until") == midnight - timedelta(milliseconds=1)
+    assert end_of_scope("2026-12-15", zone, "not_after") == midnight - timedelta(microseconds=1)
+    for text in ("2026-12-15T17:20", "2026-12-15T23:59:59.999999Z"):
+        assert (
+            end_of_day(text, zone, "--until")
+            == end_of_scope(text, zone, "not_after")
+            == parse_time(text, zone, "--at")
+        )
+
+
 @pytest.mark.parametrize("day", [date(2026, 12, 15), date(2026, 3, 8), date(2026, 11, 1), date(2023, 3, 25)])
 def test_a_deadline_given_as_a_date_is_the_deadline_counted_to_that_date(day: date) -> None:
     """``notices extend --until DATE`` ended at 23:59:59 while a deadline the profile's rule counts
