@@ -1446,7 +1446,10 @@ class Portal:
     # ------------------------------------------------------------------ evidence
 
     def export(self, scope: Scope, site_id: str, start: datetime, end: datetime, out: Path) -> dict[str, Any]:
-        from monitor.evidence import export_bundle
+        """An evidence bundle of ``site_id`` at ``out`` over [start, end) cut to the account's time
+        scope, and what was made: the window as the bundle's manifest has it (exported_window: to
+        the microsecond, which a scope's end held, a microsecond past not_after, has)."""
+        from monitor.evidence import export_bundle, exported_window
 
         site = scope.site(site_id)
         start, end = scope.window(site, start, end)
@@ -1455,7 +1458,7 @@ class Portal:
         summary = export_bundle(
             self.config, site.id, start, end, out, plots=False, now=self.clock(), disclosure=shown
         )
-        return {"site": site.id, "from": format_ts(start), "to": format_ts(end), "summary": repr(summary)}
+        return {"site": site.id, **exported_window(out), "summary": repr(summary)}
 
     def sound_csv(
         self, scope: Scope, site_id: str, sensors: Sequence[str], start: datetime, end: datetime
@@ -1522,7 +1525,8 @@ class Portal:
             finally:
                 conn.close()
 
-        asked = {"from": format_ts(start), "to": format_ts(end), "sensors": chosen}
+        # The window as the bundle's manifest and these rows write a time, to the microsecond.
+        asked = {"from": utc(to_us(start)), "to": utc(to_us(end)), "sensors": chosen}
         return asked, lines()
 
     def published_anchors(self, scope: Scope, site_id: str) -> list[Any]:

@@ -126,6 +126,12 @@ def test_a_scoped_inspectors_download_records_the_window_exported_not_the_one_as
     assert downloaded["data"]["to"] == exported_window(bundle)["to"]
     assert downloaded["data"]["from"].startswith("2026-01-05T14:00")  # 08:00 CST, the scope
     assert downloaded["data"]["to"].startswith("2026-01-05T15:00")
+    # The job's page says the bundle's window as its manifest does: the scope held to its end,
+    # a microsecond past not_after (it said the window asked for alone, to the minute).
+    said = re.search(r"id=\"job-window\">The bundle's window: (\S+) to (\S+) ", page.body)
+    assert said, page.body
+    assert said.groups() == (exported_window(bundle)["from"], exported_window(bundle)["to"])
+    assert said.group(2) == "2026-01-05T15:00:00.000001Z"
 
 
 def test_the_operator_sees_its_own_accounts_actions_only(tmp_path: Path) -> None:
