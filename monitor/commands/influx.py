@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Iterable
 
 from monitor.commands.numbers import SQLITE_INTEGER_MAX, whole
-from monitor.commands.store_file import existing_store
+from monitor.commands.store_file import existing_store, writable_store
 from monitor.config import load_config
 from monitor.errors import UsageError
 from monitor.shown_text import one_line
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     from monitor.journal.store import Store
 
     path = config.storage.path
-    existing_store(path, args.config)
+    # requeue writes the outbox; rejected only reads it
+    (writable_store if args.action == "requeue" else existing_store)(path, args.config)
     if args.action == "requeue" and config.storage.influxdb is None:
         raise UsageError(f"{args.config} has no [storage.influxdb]: nothing would forward the points")
     Store(path).close()  # a file that is no store is refused, a store of an older version migrated

@@ -29,7 +29,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.commands.output_paths import format_named, new_file, write_whole
 from monitor.commands.site_option import chosen_site
-from monitor.commands.store_file import existing_store
+from monitor.commands.store_file import existing_store, writable_store
 from monitor.config import Config, load_config
 from monitor.errors import MinewatchError, UsageError
 from monitor.shown_text import one_line
@@ -53,6 +53,7 @@ ACTIONS = {
     "close": "close as corrected",
     "escalate": "recommend a citation (the profile's citation section), after the cure deadline",
 }
+READS = frozenset({"list", "show"})  # the others change a notice: they write the store
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -177,7 +178,10 @@ def run(args: argparse.Namespace) -> int:
     from monitor.journal.store import Store
     from monitor.notify.notices import NoticeBook
 
-    existing_store(config.storage.path, args.config)
+    if args.action in READS:
+        existing_store(config.storage.path, args.config)
+    else:  # a notice's change is recorded in its chain
+        writable_store(config.storage.path, args.config)
     if args.action == "show":
         args.format = show_format(args.format, args.out)
     if args.action == "list" and args.site is not None:

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 from monitor.commands.output_paths import new_file, write_whole
 from monitor.commands.site_option import add_site_option, chosen_site
-from monitor.commands.store_file import existing_store
+from monitor.commands.store_file import writable_store
 from monitor.config import load_config
 from monitor.errors import UsageError
 from monitor.times import FIRST_DAY, LAST_DAY, parse_day
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
     pdf_path = new_file(str(folder / f"{name}.pdf"), force=args.force)
     csv_path = new_file(csv_beside(str(folder / f"{name}.pdf")), force=args.force)  # where the delivery looks
-    store_path = existing_store(config.storage.path, args.config)
+    store_path = writable_store(config.storage.path, args.config)  # a report is recorded in its chain
     from monitor.reports.content import build_report
     from monitor.reports.formats import render_csv, render_pdf
     from rules.profile import load_profile

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from monitor.commands.store_file import existing_store
+    from monitor.commands.store_file import writable_store
     from monitor.config import load_config
     from monitor.portal.app import create_app
     from monitor.portal.broker import Publisher
@@ -91,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
     pc = config.portal
     if not pc.accounts:
         raise UsageError(f"{args.config}: no [[portal.accounts]]: add one (see docs/PORTAL.md)")
-    existing_store(config.storage.path, args.config)  # missing, no database, another program's: one line
+    # Missing, no database, another program's, or one this user cannot write: one line, before it listens.
+    writable_store(config.storage.path, args.config)
     broker = config.broker
     if pc.mqtt_username:
         broker = dataclasses.replace(broker, username=pc.mqtt_username, password=pc.mqtt_password)

@@ -7,7 +7,9 @@ key); it is left as it is, as is an empty file the user made (`touch`). A folder
 either, not a missing one. check-config says the same (store_refusal) on the key.
 
 The store `run` takes (``daemon_refusal``): the same, and a store this user cannot write, which
-`run` and check-config refuse in one line before anything is written or connected."""
+`run` and check-config refuse in one line before anything is written or connected. The store a
+command writes (``writable_store``: serve, report, the notices' changes, influx requeue): an
+existing one, and one this user can write, refused in the same line before it writes."""
 
 from __future__ import annotations
 
@@ -40,6 +42,18 @@ def existing_store(path: str, config: str) -> Path:
             f"no store at {path} (storage.path in {config}); the daemon makes it:"
             " has `minewatch run` run with this configuration?"
         )
+    return store
+
+
+def writable_store(path: str, config: str) -> Path:
+    """``path``, a minewatch store (existing_store) this user can write, for a command that
+    writes it; refused otherwise in run's words (cannot write the store '...': ...), before the
+    command writes anything: a store it can only read failed at its first write, after a report's
+    files were written, with a traceback, or kept the portal answering every login with "the
+    store cannot take writes now" (kept for a disk that fills up while it runs) for good."""
+    store = existing_store(path, config)
+    if (refused := cannot_write(path)) is not None:
+        raise StoreError(refused)
     return store
 
 

@@ -1138,6 +1138,36 @@ def test_a_worker_run_by_hand_refuses_a_store_this_user_can_read_and_not_write(t
     ), line
 
 
+STORE_WRITERS = [
+    ["notices", "close", "DOV-2026-0001", "--note", "checked", "--by", "J. Smith"],
+    ["report", "--month", "2026-11"],
+    ["influx", "requeue"],
+    ["serve"],
+]
+
+
+@pytest.mark.parametrize("argv", STORE_WRITERS, ids=" ".join)
+def test_every_store_writer_refuses_a_store_this_user_can_read_and_not_write(
+    argv: list[str], site: dict[str, str], tmp_path: Path
+) -> None:
+    """The commands that write the store took one this user could read and not write (its file
+    another user's, 0644): `report` wrote its PDF and CSV and then failed recording the report
+    with a traceback, `serve` listened and answered every login with 503 ("the store cannot take
+    writes just now (its disk is full or failing)") for good. Each says run's line, exit 2,
+    before it writes anything (monitor.commands.store_file.writable_store)."""
+    cwd = Path(site["cwd"])
+    config = Path(site["config"])
+    _with_portal(config)
+    store = tmp_path / "store.db"
+    prefix = refused_to_this_user(store, 0o644)
+    files = sorted(cwd.iterdir())
+    line = _assert_one_line(_run([*argv, "--config", str(config)], cwd, prefix=prefix, timeout=30))
+    command = " ".join(a for a in argv[:2] if a in LEAVES_NAMES)
+    refusal = f"cannot write the store {str(store)!r}: {_refused(store)}"
+    assert line == f"minewatch {command}: {refusal} (storage.path in {config})", line
+    assert sorted(cwd.iterdir()) == files
+
+
 def test_run_and_check_config_say_a_store_on_a_file_system_mounted_read_only(tmp_path: Path) -> None:
     """A store on a file system mounted read-only (the kernel does so after a disk's errors) was
     refused as "not writable by this user (permission denied): run minewatch as the user the
