@@ -915,3 +915,22 @@ def test_a_text_holding_the_key_mark_is_still_taken() -> None:
     assert dec(f"{P}/events/temporary-lighting", event).description == 'tower sign read "closed": fixed'
     spaced = b'{"ts" : "2026-06-15T11:59:00Z", "duration_s": 1, "LAeq": 71.2, "LAFmax": 74.0, "LCpeak": 95.5}'
     assert dec(f"{P}/sensors/n1/levels", spaced).LAeq == 71.2
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"1", "payload: expected a JSON object, got int"),
+        (b"2.5", "payload: expected a JSON object, got float"),
+        (b"true", "payload: expected a JSON object, got bool"),
+        (b"[[1], 2]", "payload: expected a JSON object, got list"),
+        (json.dumps({**LEVELS, "x": [[1], 2]}).encode(), "x: unknown field"),
+    ],
+)
+def test_a_payload_of_numbers_behind_a_list_is_rejected_for_what_it_is(payload: bytes, reason: str) -> None:
+    """The count of keys behind the duplicate-key check took ``1`` (and a list holding a list,
+    then a number) for a list and indexed it: a TypeError, the daemon's traceback and the
+    rejection "internal error (TypeError)" in place of what the payload is."""
+    with pytest.raises(DecodeError) as refused:
+        dec(f"{P}/sensors/n1/levels", payload)
+    assert str(refused.value) == reason
