@@ -223,11 +223,14 @@ class Pipeline:
     def limits(self) -> Limits:
         if self.clock.mode != "data":
             return self._wall_limits
-        # The data defines "now": nothing is in the future, and "too old" is measured
-        # from the newest accepted timestamp once there is one.
+        # The data defines "now", and "too old" is measured from the newest accepted timestamp
+        # once there is one. A scenario may be dated ahead of this machine's clock, but not
+        # further than max_age_s: one message stamped 3026 set the clock there, the daemon
+        # splitting its batch at every data step up to it, for good.
         d = self.config.daemon
         past = d.max_age_s if self.clock.data_now is not None else math.inf
-        return Limits(math.inf, past, d.max_payload_bytes)
+        latest = self.clock.wall() + timedelta(seconds=d.max_age_s)
+        return Limits(math.inf, past, d.max_payload_bytes, latest)
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit.
@@ -342,8 +345,8 @@ class Pipeline:
                 elif at > boundary and current:
                     parts.append((current, at))
                     current = []
-                while at > boundary:
-                    boundary += DATA_STEP
+                if at > boundary:  # the first step at or after it
+                    boundary += -((boundary - at) // DATA_STEP) * DATA_STEP
             current.append(item)
         parts.append((current, None))
         return parts

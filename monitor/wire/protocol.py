@@ -84,6 +84,9 @@ class Limits:
     max_future_s: float = 120.0
     max_past_s: float = 30 * 86400.0
     max_payload_bytes: int = 1_048_576
+    # No timestamp after it, whatever `now` is: the data clock's bound, whose `now` is the data's
+    # own time (this machine's clock plus daemon.max_age_s; None: `max_future_s` alone).
+    latest: datetime | None = None
 
 
 DEFAULT_LIMITS = Limits()
@@ -279,5 +282,11 @@ def check_time(ts: datetime, now: datetime, limits: Limits, name: str = "ts") ->
     ahead = (ts - now).total_seconds()
     if ahead > limits.max_future_s:
         raise DecodeError(name, f"{format_ts(ts)} is {_span(ahead)} in the future")
+    if limits.latest is not None and ts > limits.latest:
+        raise DecodeError(
+            name,
+            f"{format_ts(ts)} is after {format_ts(limits.latest)}, the latest time the data clock"
+            " takes (this machine's clock plus daemon.max_age_s)",
+        )
     if -ahead > limits.max_past_s:
         raise DecodeError(name, f"{format_ts(ts)} is {_span(-ahead)} in the past")

@@ -1,0 +1,52 @@
+"""The daemon on the data clock (`clock = "data"`, as `minewatch demo` runs it) given one
+message stamped far in the future: the real daemon against a real Mosquitto.
+
+On the data clock "now" is the newest accepted time, and nothing was in the future: one levels
+message stamped 3026 was taken, the daemon set out to do its periodic work at every data step
+(30 s) up to it, and read no other message and heeded no SIGTERM again. A scenario may be dated
+ahead of the wall clock (dovre-short's own start is), up to max_age_s and no further.
+"""
+
+from __future__ import annotations
+
+import signal
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from monitor.wire.codec import encode
+from rules.model import SoundLevels
+from tests.support.daemon import Client, Daemon, store_count, wait_until, write_config
+from tests.support.servers import Mosquitto
+
+
+def levels(ts: datetime) -> tuple[str, bytes]:
+    return encode(SoundLevels("quarry", "n1", ts, 1.0, 60.0, 61.5, 75.0))
+
+
+def test_a_time_beyond_max_age_ahead_of_the_wall_clock_is_refused_and_the_daemon_reads_on(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    path = write_config(tmp_path / "minewatch.toml", mosquitto.url, daemon_extra='clock = "data"')
+    store = tmp_path / "store.db"
+    base = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)  # a replay: past data
+    pub = Client(mosquitto.port, "publisher")
+    daemon = Daemon(path).start()
+    try:
+        daemon.wait_ready()
+        pub.publish(*levels(base)).wait_for_publish(5)
+        pub.publish(*levels(datetime(3026, 12, 6, 23, 30, tzinfo=UTC))).wait_for_publish(5)
+        pub.publish(*levels(base + timedelta(seconds=1))).wait_for_publish(5)
+        ahead = base + timedelta(hours=2)  # dated ahead of this machine's clock, within max_age_s
+        pub.publish(*levels(ahead)).wait_for_publish(5)
+        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM sound") == 3, 30), daemon.logs()
+        reasons = store_count(store, "SELECT COUNT(*) FROM rejections WHERE reason LIKE ?", "ts: 3026-%")
+        assert reasons == 1, daemon.logs()
+        assert "ts: 3026-12-06T23:30:00Z is after " in daemon.logs()
+        assert "the latest time the data clock takes (this machine's clock plus daemon.max_age_s)" in (
+            daemon.logs()
+        )
+        assert daemon.stop(timeout=20) == 0
+    finally:
+        if daemon.alive():  # one spinning to 3026 heeds no SIGTERM
+            daemon.stop(signal.SIGKILL)
+        pub.close()
