@@ -17,7 +17,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -97,6 +97,7 @@ from monitor.journal.chain_kinds import (
     sound_record,
 )
 from monitor.shown_text import one_line
+from monitor.times import FIRST_DAY, LAST_DAY
 from monitor.wire.canonical import half_pair_at, to_us
 
 # --------------------------------------------------------------------------- verify
@@ -574,6 +575,23 @@ def _named_twice(zf: zipfile.ZipFile) -> str | None:
     return None
 
 
+# The times a manifest may name, in microseconds (monitor.times: FIRST_DAY to LAST_DAY, UTC).
+_FIRST_US = to_us(datetime.combine(FIRST_DAY, datetime.min.time(), UTC))
+_AFTER_LAST_US = to_us(datetime.combine(LAST_DAY + timedelta(days=1), datetime.min.time(), UTC))
+
+
+def _manifest_time(value: Any, name: str) -> int:
+    """A time of the manifest's window or scope (microseconds since 1970); ValueError naming it
+    when it is none a record can carry: one of 10**30 ended in an OverflowError's traceback as the
+    window was printed."""
+    us = int(value)
+    if not _FIRST_US <= us < _AFTER_LAST_US:
+        raise ValueError(
+            f"{MANIFEST}: {name}: {us} is not a time from {FIRST_DAY} to {LAST_DAY} (UTC, microseconds)"
+        )
+    return us
+
+
 def _refuse_half_pairs(value: Any, name: str) -> None:
     """ValueError where parsed JSON holds a string that is not text (it could not be printed)."""
     found = half_pair_at(value)
@@ -698,9 +716,9 @@ class _Verifier:
         sensors = scope["sensors"]
         self.scope = _Scope(
             self.site,
-            int(window["from_us"]),
-            int(window["to_us"]),
-            int(scope["chained_from_us"]),
+            _manifest_time(window["from_us"], "window.from_us"),
+            _manifest_time(window["to_us"], "window.to_us"),
+            _manifest_time(scope["chained_from_us"], "scope.chained_from_us"),
             tuple(sensors) if sensors is not None else None,
         )
         self.hashes = {f["name"]: f["sha256"] for f in manifest["files"]}

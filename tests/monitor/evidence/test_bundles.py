@@ -1132,6 +1132,37 @@ def test_half_a_surrogate_pair_in_a_bundles_json_is_named_not_a_traceback(site: 
         assert said in printed and "not text: half of a UTF-16 surrogate pair" in printed, printed
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("window.from_us", 10**30),
+        ("window.to_us", -(10**30)),
+        ("scope.chained_from_us", 10**30),
+        ("window.to_us", 253402300800000000),  # 10000-01-01
+    ],
+)
+def test_a_manifest_time_no_record_can_carry_is_one_line_not_a_traceback(
+    site: Site, tmp_path: Path, field: str, value: int
+) -> None:
+    """A window starting at 10**30 microseconds ended verify in an OverflowError's traceback
+    as it printed the window (one ending at -10**30, or chained from 10**30: a KeyError)."""
+    bundle = export(site, tmp_path / "b.zip")
+    part, key = field.split(".")
+
+    def changed(members: dict[str, bytes]) -> None:
+        manifest = json.loads(members["manifest.json"])
+        manifest[part][key] = value
+        members["manifest.json"] = json.dumps(manifest).encode()
+
+    done = run_minewatch("verify", repack(bundle, tmp_path / "m.zip", changed))
+    printed = done.stdout + done.stderr
+    assert done.returncode == 1 and "Traceback" not in printed, printed
+    assert printed.splitlines()[0].endswith(
+        f"FAILED: unreadable bundle: manifest.json: {field}: {value} is not a time from 1970-01-01"
+        " to 9998-12-31 (UTC, microseconds)"
+    ), printed
+
+
 def test_another_sites_complaint_received_in_the_window_leaves_the_bundle_whole(
     site: Site, tmp_path: Path
 ) -> None:
