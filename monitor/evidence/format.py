@@ -478,16 +478,26 @@ def load_anchors(path: str | Path) -> list[Anchor]:
         if found is not None:
             raise EvidenceError(f"{path}: entry {i}: {found[0] or 'the entry'}: {found[1]}")
         try:
-            anchors.append(
-                Anchor(
-                    str(item["site"]), int(item["seq"]), str(item["head"]).lower(), str(item.get("ts", ""))
-                )
-            )
-        except (TypeError, KeyError, ValueError):
+            site, seq, head = str(item["site"]), item["seq"], str(item["head"]).lower()
+            ts = str(item.get("ts", ""))
+        except (TypeError, KeyError, ValueError, AttributeError):
             raise EvidenceError(
                 f"{path}: entry {i} is not an object with site, seq and head: {item!r}"
             ) from None
+        anchors.append(Anchor(site, _anchor_seq(seq, f"{path}: entry {i}: seq"), head, ts))
     return anchors
+
+
+def _anchor_seq(value: Any, name: str) -> int:
+    """A chain position: a whole number (or its digits). JSON's 1e400 is read as infinity, whose
+    int() ended verify in an OverflowError's traceback; 2.5 was taken as seq 2."""
+    whole = type(value) is int or (type(value) is float and value.is_integer())
+    try:
+        if whole or type(value) is str:
+            return int(value)
+    except ValueError:
+        pass
+    raise EvidenceError(f"{name}: {value!r} is not a whole number (a chain entry's seq)")
 
 
 _README = """\

@@ -1133,6 +1133,25 @@ def test_half_a_surrogate_pair_in_a_bundles_json_is_named_not_a_traceback(site: 
 
 
 @pytest.mark.parametrize(
+    ("seq", "said"), [("1e400", "inf"), ("2.5", "2.5"), ("true", "True"), ("null", "None")]
+)
+def test_an_anchor_whose_seq_is_no_whole_number_is_one_line_not_a_traceback(
+    site: Site, tmp_path: Path, seq: str, said: str
+) -> None:
+    """JSON reads 1e400 as infinity: int() of it ended verify --anchors in an OverflowError's
+    traceback; 2.5 was taken as seq 2 and true as seq 1."""
+    bundle = export(site, tmp_path / "b.zip")
+    town = tmp_path / "held.json"
+    town.write_text(f'[{{"site": "quarry", "seq": {seq}, "head": "00"}}]')
+    done = run_minewatch("verify", bundle, "--anchors", town)
+    printed = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in printed, printed
+    assert printed.splitlines() == [
+        f"minewatch verify: {town}: entry 0: seq: {said} is not a whole number (a chain entry's seq)"
+    ], printed
+
+
+@pytest.mark.parametrize(
     ("field", "value"),
     [
         ("window.from_us", 10**30),
