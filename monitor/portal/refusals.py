@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Match, Route
 
 from monitor.failing_rounds import FailingRounds
 from monitor.portal.data import NotFound
@@ -22,6 +23,19 @@ from monitor.portal.web import BadCsrf, Forbidden, NotLoggedIn, Web
 from monitor.sqlite_files import refuses_writes
 
 log = logging.getLogger("minewatch.portal")
+
+_METHOD_ORDER = ("GET", "HEAD", "POST")
+
+
+def _methods_taken(request: Request) -> str:
+    """The Allow of a 405: every method the path's routes take. Starlette's own names those of
+    the first route of the path alone (/login's GET and HEAD, not its POST)."""
+    taken: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] != Match.NONE:
+            taken |= route.methods
+    order = {method: i for i, method in enumerate(_METHOD_ORDER)}
+    return ", ".join(sorted(taken, key=lambda method: (order.get(method, len(order)), method)))
 
 
 class Refusals:
@@ -90,9 +104,13 @@ class Refusals:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 404:
             return await self.on_not_found(request, exc)
-        return self.web.error_page(
+        response = self.web.error_page(
             request, exc.status_code, str(exc.detail), str(exc.status_code), str(exc.detail)
         )
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405 and (allowed := _methods_taken(request)):
+            response.headers["Allow"] = allowed
+        return response
 
     async def on_store_error(self, request: Request, exc: Exception) -> Response:
         """503 when the store refuses writes for now (a full disk): no fault of the visitor's, and

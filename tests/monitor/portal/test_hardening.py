@@ -90,6 +90,28 @@ def test_check_config_reads_trusted_proxies(tmp_path: Path) -> None:
     assert "portal.trusted_proxies: '*' is not an IP address or network" in err
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("PUT", "/login", "GET, HEAD, POST"),
+        ("OPTIONS", "/sites/s1/status", "GET, HEAD"),
+        ("DELETE", "/api/v1/sites", "GET, HEAD"),
+        ("GET", "/logout", "POST"),
+    ],
+)
+def test_a_method_the_path_does_not_take_is_answered_with_the_methods_it_does(
+    tmp_path: Path, method: str, path: str, allowed: str
+) -> None:
+    """Every 405 came without its Allow header (RFC 9110 15.5.6: it must name the methods):
+    the error page made for it dropped the headers Starlette's refusal carried."""
+    with serving(Portal(tmp_path)) as portal:
+        client = Client(portal)
+        client.login("ann")
+        reply = client.request(method, path)
+    assert reply.status == 405
+    assert reply.headers.get("allow") == allowed
+
+
 def test_an_internal_error_carries_the_security_headers_of_every_answer(tmp_path: Path) -> None:
     """A 500 (here: the sessions' table renamed under the running portal, so reading the session
     fails) is answered outside the application's middleware; it went without Cache-Control:
