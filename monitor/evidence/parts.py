@@ -57,6 +57,7 @@ class PartResult:
     problems: list[str] = field(default_factory=list)  # malformed rows, rows outside the scope
     days: set[tuple[str, str]] = field(default_factory=set)  # (sensor, site-local day) with rows
     overload: bool = False  # its header has the overload column (SOUND_OVERLOAD_COLUMNS)
+    rows: int = 0  # its lines after the header, malformed ones too (the manifest states the number)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,7 @@ def check_part(job: PartJob) -> PartResult:
     sensors_of_day: set[str] = set()
     site, cfrom, to, sensors = scope.site, scope.chained_from_us, scope.to_us, scope.sensors
     last_ts, times = -1, ("", "")
+    rows = 0
     canonical, plain = job.canonical, _PLAIN_NUMBERS.fullmatch
     with zipfile.ZipFile(job.bundle) as zf, zf.open(job.name) as member:
         hashed = HashingReader(member)
@@ -107,8 +109,10 @@ def check_part(job: PartJob) -> PartResult:
         header = next(reader, None)
         if header is None or tuple(header) not in (SOUND_COLUMNS, SOUND_OVERLOAD_COLUMNS):
             problems.append(f"{job.name}: unexpected columns {header!r}; expected {list(SOUND_COLUMNS)!r}")
+            rows = sum(1 for _ in reader)
         else:
             width = len(header)  # with the overload column where the window has an overloaded second
+            line = 1  # the header's: the lines after it are the part's rows (the hot loop counts none)
             for line, cells in enumerate(reader, start=2):
                 try:
                     if len(cells) != width:
@@ -144,11 +148,14 @@ def check_part(job: PartJob) -> PartResult:
                 seqs.append(seq)
                 digests += _sha256(record).digest()
                 sensors_of_day.add(cells[2])
+            rows = line - 1
         while text.read(1 << 20):  # what the parser did not read still counts
             pass
     days = {(exact_value(sensor), day) for day, sensors_ in by_day.items() for sensor in sensors_}
     overload = header is not None and tuple(header) == SOUND_OVERLOAD_COLUMNS
-    return PartResult(job.name, hashed.sha.hexdigest(), lines, seqs, bytes(digests), problems, days, overload)
+    return PartResult(
+        job.name, hashed.sha.hexdigest(), lines, seqs, bytes(digests), problems, days, overload, rows
+    )
 
 
 def part_results(jobs: Sequence[PartJob], workers: int) -> Iterator[PartResult]:

@@ -105,13 +105,16 @@ from monitor.wire.canonical import half_pair_at, to_us
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One finding of verification. ``category``: bundle, file, row, order, config, chain or anchor."""
+    """One finding of verification. ``category``: bundle, file, row, order, config, chain, anchor or
+    manifest (a count it states, or a readable form of its window, that the bundle contradicts)."""
 
     category: str
     message: str
 
 
-_RANK = {"bundle": 0, "file": 1, "row": 2, "order": 2, "config": 2, "chain": 3, "anchor": 4}
+# Most severe first. The manifest's counts last: a removed row or chain entry makes one differ too,
+# and is the more telling of the two.
+_RANK = {"bundle": 0, "file": 1, "row": 2, "order": 2, "config": 2, "chain": 3, "anchor": 4, "manifest": 5}
 
 
 @dataclass(slots=True)
@@ -175,9 +178,13 @@ class Report:
 
     @property
     def first_problem(self) -> Problem | None:
-        if not self.problems:
-            return None
-        return min(self.problems, key=lambda p: _RANK.get(p.category, 9))  # min keeps detection order on ties
+        return self.ranked[0] if self.problems else None
+
+    @property
+    def ranked(self) -> list[Problem]:
+        """The problems, the most severe first (in the order found within a rank): the first is
+        the one the verdict names."""
+        return sorted(self.problems, key=lambda p: _RANK.get(p.category, 9))
 
     def add(self, category: str, message: str) -> None:
         if len(self.problems) < _MAX_LISTED:
@@ -312,7 +319,7 @@ class Report:
         out.extend(f"  note: {note}" for note in self.notes)
         if len(self.problems) > 1 or self.more_problems:
             out.append(f"  problems ({len(self.problems) + self.more_problems}):")
-            out.extend(f"    - [{p.category}] {p.message}" for p in self.problems[:50])
+            out.extend(f"    - [{p.category}] {p.message}" for p in self.ranked[:50])
             hidden = len(self.problems) - 50 + self.more_problems
             if hidden > 0:
                 out.append(f"    ... and {hidden} more")
@@ -342,6 +349,7 @@ class _Hashed:
         self._reader = HashingReader(zf.open(name))
         self._buffered = io.BufferedReader(self._reader, 1 << 20)
         self.text = io.TextIOWrapper(self._buffered, encoding="utf-8", newline="")
+        self.rows = 0  # a CSV's lines after its header, a JSON array's elements, as read
 
     def sha256(self) -> str:
         # whatever the parser did not read (after an error) still counts
@@ -450,8 +458,10 @@ def _csv_rows(
     header = next(reader, None)
     if header is None or tuple(header) != tuple(columns):
         report.add("row", f"{source.name}: unexpected columns {header!r}; expected {list(columns)!r}")
+        source.rows = sum(1 for _ in reader)
         return
     for line, cells in enumerate(reader, start=2):
+        source.rows += 1
         try:
             if len(cells) != len(columns):
                 raise ValueError(f"{len(cells)} cells, expected {len(columns)}")
@@ -471,6 +481,7 @@ def _json_rows(
         text = text.strip().removesuffix(",")
         if text in ("[", "]", ""):
             continue
+        source.rows += 1  # the exporter writes an element a line
         try:
             element = json.loads(text)
             _refuse_half_pairs(element, "")
@@ -727,6 +738,11 @@ class _Verifier:
         self.sound_overload = False  # a sound part has the overload column (README.txt describes it)
         self.configs: list[tuple[int, dict[str, Any]]] = []  # config records of the segment
         self.files: dict[str, _RowFile] = {}
+        # Rows (CSV lines after the header, JSON elements, chain entries, anchors) of each member
+        # as read, and the anchors of anchors.json inside the segment: held against the manifest's
+        # counts (_check_counts).
+        self.counted: dict[str, int] = {}
+        self.segment_anchors: int | None = None
         self.rows_at_anchor = 0
         self.path = ""
         self.workers = 1
@@ -773,11 +789,13 @@ class _Verifier:
                     sha.update(chunk)
             self._check_hash(name, sha.hexdigest())
             if name.endswith("_influxdb.csv"):
-                r.outside_chain_rows[name] = self._influx_days(name)
+                r.outside_chain_rows[name] = self.counted[name] = self._influx_days(name)
         r.files_checked = len(set(self.hashes) & names)
         r.plots = sum(1 for name in names if _PLOT.fullmatch(name))
         self._check_config(names)
         self._check_file_set(names)
+        self.counted.update((name, source.rows) for name, source in opened.items())
+        self._check_counts(names)
 
     # ------------------------------------------------------------------ files
 
@@ -868,6 +886,84 @@ class _Verifier:
                 )
             elif readme not in {t.encode("utf-8") for t in texts}:
                 r.add("file", "file changed: README.txt is not the text every bundle of its format holds")
+
+    # ------------------------------------------------------------------ the manifest's counts
+
+    def _check_counts(self, names: set[str]) -> None:
+        """Every count the manifest states, and the readable forms of its window, against what the
+        bundle holds and verify counted: an inspector reads the manifest, and no hash covers
+        manifest.json (it lists every other file's SHA-256), so an edited count is caught here alone.
+        """
+        m, r, counted = self.m, self.report, self.counted
+
+        def differs(stated: Any, held: int | str) -> bool:
+            if isinstance(held, str):
+                return bool(stated != held)
+            return type(stated) is not int or stated != held  # neither 24.0 nor "24" nor true
+
+        def disagree(field_: str, stated: Any, held: str) -> None:
+            said = json.dumps(stated)
+            said = said if len(said) <= 80 else said[:77] + "..."
+            r.add("manifest", f"manifest not matching: its {field_} is {said}, {held}")
+
+        for field_, name, stated in _stated_rows(m):
+            if name in counted:
+                if differs(stated, counted[name]):
+                    disagree(field_, stated, f"{name} holds {counted[name]} {_UNITS.get(name, 'rows')}")
+            elif name in names:
+                disagree(field_, stated, f"{name} is no file of rows")
+            elif name not in self.hashes:  # one listed there and missing is a file problem already
+                disagree(field_, stated, f"the bundle holds no {name}")
+        for entry in m.get("files", []):
+            name = str(entry.get("name")) if isinstance(entry, dict) else ""
+            if name in names and "bytes" in entry:
+                size = self.zf.getinfo(name).file_size
+                if differs(entry["bytes"], size):
+                    disagree(f"files[{name}].bytes", entry["bytes"], f"{name} holds {size} bytes")
+        chain = m["chain"]
+        if isinstance(chain, dict) and "entries" in chain and CHAIN_FILE in counted:
+            held = counted[CHAIN_FILE]
+            if differs(chain["entries"], held):
+                disagree("chain.entries", chain["entries"], f"{CHAIN_FILE} holds {held} entries")
+        disclosure = m.get("disclosure")
+        if (
+            r.format == FORMAT
+            and isinstance(disclosure, dict)
+            and "digest_only" in disclosure
+            and CHAIN_FILE in counted
+        ):
+            said, alone_by_kind = disclosure["digest_only"], r.digest_only
+            alone = f"{CHAIN_FILE} holds {sum(alone_by_kind.values())} entries as their digests alone"
+            if not isinstance(said, dict):
+                disagree("disclosure.digest_only", said, alone)
+            else:
+                for kind in sorted({*map(str, said), *alone_by_kind}):
+                    n = alone_by_kind.get(kind, 0)
+                    if differs(said.get(kind, 0), n):
+                        held_alone = f"{CHAIN_FILE} holds {n} entries as their digests alone ({kind})"
+                        disagree(f"disclosure.digest_only[{kind}]", said.get(kind, 0), held_alone)
+        listed = m.get("anchors")
+        if isinstance(listed, list) and self.segment_anchors not in (None, len(listed)):
+            r.add(
+                "manifest",
+                f"manifest not matching: its anchors lists {len(listed)} anchors, {ANCHORS_FILE} holds"
+                f" {self.segment_anchors} inside the segment (seq {r.first_seq - 1} to {r.last_seq})",
+            )
+        if m.get("plots") is False and r.plots:
+            disagree("plots", False, f"the bundle holds {r.plots} plots")
+        window = m.get("window")
+        if isinstance(window, dict):
+            s = self.scope
+            for field_, text in (
+                ("from_utc", self.utc(s.from_us)),
+                ("to_utc", self.utc(s.to_us)),
+                ("from_local", self.local(s.from_us)),
+                ("to_local", self.local(s.to_us)),
+            ):
+                if field_ in window and differs(window[field_], text):
+                    edge = "from_us" if field_.startswith("from") else "to_us"
+                    said_us = f"its window.{edge} ({window[edge]}) is {text}"
+                    disagree(f"window.{field_}", window[field_], said_us)
 
     # ------------------------------------------------------------------ configuration
 
@@ -1032,13 +1128,20 @@ class _Verifier:
         listed = {(int(a["seq"]), str(a["head"])) for a in self.m.get("anchors", [])}
         if ANCHORS_FILE not in names:
             return sorted(listed)
+        elements = 0
+        within: list[tuple[int, str]] = []
         try:
-            inside = {(seq, head) for seq, head in self._anchors_file() if first - 1 <= seq <= last}
+            for seq, head in self._anchors_file():
+                elements += 1
+                if first - 1 <= seq <= last:
+                    within.append((seq, head))
         except TooLarge:
             raise
         except (ValueError, TypeError, KeyError):
             self.report.add("file", f"{ANCHORS_FILE} is not a list of anchors")
             return sorted(listed)
+        self.counted[ANCHORS_FILE], self.segment_anchors = elements, len(within)
+        inside = set(within)
         if inside != listed:
             self.report.add(
                 "anchor", f"the manifest's anchors are not those of {ANCHORS_FILE} inside the segment"
@@ -1095,10 +1198,13 @@ class _Verifier:
             r.add("chain", f"{CHAIN_FILE} is missing: nothing can be checked against the chain")
             if self.sound is not None:
                 self.sound.finish()  # its parts are still read and hashed
+            for rows in files.values():  # and the other files' rows read (counted), with none to match
+                for _ in rows.rows:
+                    pass
             return
         if self.progress is not None:
             self.progress.start(max(0, last - first + 1))
-        reader = csv.reader(bounded_lines(source.text, CHAIN_FILE))
+        reader = _counted(csv.reader(bounded_lines(source.text, CHAIN_FILE)), source)
         if r.format in SOUND_PARTS_FORMATS:
             expected_seq, walked = self._chain_3(reader, files, wanted, head)
             if walked is not None:
@@ -1255,6 +1361,7 @@ class _Verifier:
                 self.report.add("row", message)
             self.days.update(("sound", sensor, day) for sensor, day in part.days)
             self.sound_overload |= part.overload
+            self.counted[part.name] = part.rows
 
         def canonical(name: str) -> PartResult:
             job = next(j for j in jobs if j.name == name)
@@ -1411,6 +1518,35 @@ class _Verifier:
                     f" seq {r.anchored_to if r.anchored_to is not None else first - 1} could be missing"
                     " or altered",
                 )
+
+
+# What the manifest's rows of a member count, where they are not rows.
+_UNITS = {CHAIN_FILE: "entries", ANCHORS_FILE: "anchors"}
+
+
+def _stated_rows(manifest: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """(the manifest's field, the member, the rows it states) for every row count it states: a file
+    entry's, the summary's (rows) and the pruned part's (pruned_locally.rows)."""
+    for entry in manifest.get("files", []):
+        if isinstance(entry, dict) and "rows" in entry:
+            name = str(entry.get("name"))
+            yield f"files[{name}].rows", name, entry["rows"]
+    for field_, counts in (("rows", manifest.get("rows")), ("pruned_locally.rows", _rows_read(manifest))):
+        if isinstance(counts, dict):
+            for name, rows in counts.items():
+                yield f"{field_}[{name}]", str(name), rows
+
+
+def _rows_read(manifest: Mapping[str, Any]) -> Any:
+    pruned = manifest.get("pruned_locally")
+    return pruned.get("rows") if isinstance(pruned, dict) else None
+
+
+def _counted(rows: Iterator[list[str]], source: _Hashed) -> Iterator[list[str]]:
+    """A CSV member's lines as they come, those after the header counted in ``source.rows``."""
+    for number, row in enumerate(rows):
+        source.rows = number
+        yield row
 
 
 def _sha256_of(zf: zipfile.ZipFile, name: str, cap: int) -> str:

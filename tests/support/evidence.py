@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from monitor.config import Config, load_config
 from monitor.evidence import (
@@ -207,20 +208,38 @@ def export(site: Site, path: Path, **kwargs: object) -> Path:
 
 
 def rewrite(src: Path, dst: Path, edits: dict[str, Callable[[bytes], bytes]], *, rehash: bool = True) -> Path:
-    """Copy a bundle with members edited; ``rehash`` also fixes the manifest's SHA-256 (as a forger would)."""
+    """Copy a bundle with members edited; ``rehash`` also fixes the manifest's SHA-256 and counts
+    (as a forger would: restate)."""
     with zipfile.ZipFile(src) as zin:
         members = {name: zin.read(name) for name in zin.namelist()}
     for name, edit in edits.items():
         members[name] = edit(members[name])
     if rehash:
         manifest = json.loads(members["manifest.json"])
-        for entry in manifest["files"]:
-            entry["sha256"] = hashlib.sha256(members[entry["name"]]).hexdigest()
+        restate(manifest, members)
         members["manifest.json"] = json.dumps(manifest).encode()
     with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
         for name, data in members.items():
             zout.writestr(name, data)
     return dst
+
+
+def restate(manifest: dict[str, Any], members: dict[str, bytes]) -> None:
+    """Restate all the manifest says of the members, as a forger who edited them would: each
+    file's SHA-256, bytes and rows, the rows summary and the chain's entries (verify holds every
+    count against the bundle)."""
+    summary = manifest.get("rows", {})
+    for entry in manifest["files"]:
+        name, data = entry["name"], members[entry["name"]]
+        entry["sha256"] = hashlib.sha256(data).hexdigest()
+        entry["bytes"] = len(data)
+        if "rows" in entry or name in summary:
+            rows = len(json.loads(data)) if name.endswith(".json") else len(csv_rows(data)) - 1
+            if "rows" in entry:
+                entry["rows"] = rows
+            if name in summary:
+                summary[name] = rows
+    manifest["chain"]["entries"] = len(csv_rows(members["chain.csv"])) - 1
 
 
 def csv_rows(data: bytes) -> list[list[str]]:

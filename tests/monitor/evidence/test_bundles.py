@@ -45,6 +45,7 @@ from tests.support.evidence import (
     edit_rows,
     export,
     first_problem,
+    restate,
     rewrite,
 )
 from tests.support.paths import DATA
@@ -286,8 +287,7 @@ def _forge(bundle: Path, dst: Path, *, end: int | None = None, created: str | No
             members[name] = rows_until(members[name])
         elif name.startswith("records/"):
             members[name] = records_until(members[name])
-    for entry in manifest["files"]:
-        entry["sha256"] = hashlib.sha256(members[entry["name"]]).hexdigest()
+    restate(manifest, members)
     members["manifest.json"] = json.dumps(manifest).encode()
     with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
         for name, data in members.items():

@@ -126,6 +126,7 @@ def test_a_removed_waveforms_file_fails_verify(site: Site, tmp_path: Path) -> No
     with zipfile.ZipFile(bundle) as zin, zipfile.ZipFile(stripped, "w") as zout:
         manifest = json.loads(zin.read("manifest.json"))
         manifest["files"] = [f for f in manifest["files"] if f["name"] != WAVEFORMS]
+        del manifest["rows"][WAVEFORMS]
         for name in zin.namelist():
             if name not in (WAVEFORMS, "manifest.json"):
                 zout.writestr(name, zin.read(name))
@@ -158,6 +159,7 @@ def test_a_bundle_exported_before_waveforms_were_rows_still_verifies(site: Site,
     with zipfile.ZipFile(bundle) as zin, zipfile.ZipFile(older, "w") as zout:
         manifest = json.loads(zin.read("manifest.json"))
         manifest["files"] = [f for f in manifest["files"] if f["name"] != WAVEFORMS]
+        del manifest["rows"][WAVEFORMS]
         manifest["disclosure"]["kinds"].remove("waveform")
         for name in zin.namelist():
             if name not in (WAVEFORMS, "manifest.json"):

@@ -1,0 +1,67 @@
+"""The evidence page's upload-to-verify, through `minewatch serve`: the command's verifier.
+
+The red-team probe: a bundle whose manifest lied in its counts verified on the page as at the
+command (exit 0 there, "internal consistency only" here).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from pathlib import Path
+
+from tests.monitor.portal.test_request_limits import multipart
+from tests.support.evidence import build_site, export, rewrite
+from tests.support.portal_server import Client, serving
+from tests.support.portal_server import Portal as Harness
+
+
+def _verified(client: Client, bundle: Path) -> str:
+    head, tail = multipart("b0undary", [("csrf", client.csrf("/sites/s1/evidence"))], ("bundle", bundle.name))
+    reply = client.request(
+        "POST",
+        "/sites/s1/evidence/verify",
+        headers={"Content-Type": "multipart/form-data; boundary=b0undary"},
+        body=head + bundle.read_bytes() + tail,
+    )
+    assert reply.status == 200, reply.body[-2000:]
+    return reply.body
+
+
+def _listed(page: str) -> list[str]:
+    """The problems the page lists, in its order (category and message)."""
+    found = re.search(r'<ol class="problems" id="verify-problems">(.*?)</ol>', page, re.S)
+    assert found is not None, page[-3000:]
+    items = re.findall(r"<li>(.*?)</li>", found[1], re.S)
+    return [unescape(re.sub(r"<[^>]+>", "", item)) for item in items]
+
+
+def _bundle(tmp_path: Path) -> Path:
+    (tmp_path / "site").mkdir()
+    return export(build_site(tmp_path / "site"), tmp_path / "b.zip")
+
+
+def test_the_verify_page_refuses_a_count_the_manifest_states_that_the_bundle_does_not_hold(
+    tmp_path: Path,
+) -> None:
+    bundle = _bundle(tmp_path)
+
+    def lie(data: bytes) -> bytes:
+        manifest = json.loads(data)
+        manifest["chain"]["entries"] = 600
+        return json.dumps(manifest).encode()
+
+    lying = rewrite(bundle, tmp_path / "lying.zip", {"manifest.json": lie}, rehash=False)
+
+    with serving(Harness(tmp_path / "portal")) as portal:
+        bob = Client(portal)
+        assert bob.login("bob").status == 303
+        page = _verified(bob, lying)
+        assert (
+            "lying.zip: FAILED: manifest not matching: its chain.entries is 600, chain.csv holds 514 entries"
+            in page
+        ), page[-3000:]
+        assert _listed(page) == [
+            "manifest manifest not matching: its chain.entries is 600, chain.csv holds 514 entries"
+        ]
