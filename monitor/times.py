@@ -197,7 +197,7 @@ def refuse_if_skipped(local: datetime, *, subject: str, instead: str) -> None:
 
 def readings_if_twice(text: str, zone: tzinfo) -> tuple[tuple[str, str], ...] | None:
     """The two readings (offset, the zone's name) of a local time without an offset that occurs
-    twice at the site, the first first; None for any other text (one with an offset, a date, a
+    twice at the site, the earlier first; None for any other text (one with an offset, a date, a
     time that occurs once, no time at all): what a form offers beside such a time."""
     try:
         parse_time(text, zone, "time")

@@ -1575,7 +1575,7 @@ class Portal:
             "chain_links": report.chain_links,
             "first_seq": report.first_seq,
             "last_seq": report.last_seq,
-            "problems": [{"category": p.category, "message": p.message} for p in report.problems],
+            "problems": [{"category": p.category, "message": p.message} for p in report.ranked],
             "more_problems": report.more_problems,
         }
 

@@ -352,7 +352,8 @@ def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_it
     assert cli.returncode == 1
     from monitor.evidence import verify_bundle
 
-    first = verify_bundle(altered).problems[0].message
+    first = verify_bundle(altered).first_problem
+    assert first is not None
     page.goto(f"{env.url}/sites/{SITE}/evidence")
     page.set_input_files("#form-verify input[name=bundle]", str(altered))
     page.click("#form-verify button[type=submit]")
@@ -363,7 +364,7 @@ def test_a_bundle_downloaded_in_the_browser_verifies_and_an_altered_one_shows_it
     )
     assert page.inner_text("#verify-verdict").startswith("altered.zip: FAILED: ")
     page.screenshot(path=str(env.artifacts / "inspector-verify.png"), full_page=True)
-    assert first in page.inner_text("#verify-problems li >> nth=0")
+    assert first.message in page.inner_text("#verify-problems li >> nth=0")  # the most severe first
     page.set_input_files("#form-verify input[name=bundle]", str(bundle))
     page.click("#form-verify button[type=submit]")
     page.wait_for_selector("#verify-report")

@@ -1,13 +1,18 @@
-"""The evidence page's upload-to-verify, through `minewatch serve`: the command's verifier.
+"""The evidence page's upload-to-verify, through `minewatch serve`: the command's verifier, its
+order of problems.
 
 The red-team probe: a bundle whose manifest lied in its counts verified on the page as at the
-command (exit 0 there, "internal consistency only" here).
+command (exit 0 there, "internal consistency only" here); and the page listed a failure's problems
+"the first first", in the order they were found, so the first listed was not always the one the
+verdict named (a row removed, found during the chain walk, before a file no bundle holds).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import zipfile
 from html import unescape
 from pathlib import Path
 
@@ -15,6 +20,8 @@ from tests.monitor.portal.test_request_limits import multipart
 from tests.support.evidence import build_site, export, rewrite
 from tests.support.portal_server import Client, serving
 from tests.support.portal_server import Portal as Harness
+
+STATEMENT = b"the mine was quiet all day\n"
 
 
 def _verified(client: Client, bundle: Path) -> str:
@@ -65,3 +72,35 @@ def test_the_verify_page_refuses_a_count_the_manifest_states_that_the_bundle_doe
         assert _listed(page) == [
             "manifest manifest not matching: its chain.entries is 600, chain.csv holds 514 entries"
         ]
+
+
+def test_the_verify_page_lists_the_most_severe_problem_first(tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path)
+
+    # A row removed (found in the chain walk) and a file no bundle holds, listed in the manifest
+    # (found after the walk, and more severe).
+    def drop_last(data: bytes) -> bytes:
+        return "".join(data.decode().splitlines(keepends=True)[:-1]).encode()
+
+    def statement(data: bytes) -> bytes:
+        manifest = json.loads(data)
+        manifest["files"].append({"name": "statement.txt", "sha256": hashlib.sha256(STATEMENT).hexdigest()})
+        return json.dumps(manifest).encode()
+
+    dropped = rewrite(bundle, tmp_path / "dropped.zip", {"data/light.csv": drop_last})
+    two = rewrite(dropped, tmp_path / "two.zip", {"manifest.json": statement}, rehash=False)
+    with zipfile.ZipFile(two, "a") as zf:
+        zf.writestr("statement.txt", STATEMENT)
+
+    with serving(Harness(tmp_path / "portal")) as portal:
+        bob = Client(portal)
+        assert bob.login("bob").status == 303
+        page = _verified(bob, two)
+        assert "first first" not in page
+        assert "problem(s), the most severe first (the one the first line names):" in page
+        said = "file not part of the bundle: statement.txt (not a file of the evidence format)"
+        assert f"two.zip: FAILED: {said}" in page, page[-3000:]
+        listed = _listed(page)
+        assert listed[0] == f"file {said}", listed
+        assert [item.split(" ", 1)[0] for item in listed] == ["file", "row"], listed
+        assert listed[1].startswith("row row removed: chain seq "), listed
