@@ -733,6 +733,12 @@ class _Verifier:
             tuple(sensors) if sensors is not None else None,
         )
         self.hashes = {f["name"]: f["sha256"] for f in manifest["files"]}
+        # Every SHA-256 the manifest states for a file (a file listed twice has two), and the ones
+        # its members hash to.
+        self.listed: dict[str, set[str]] = {}
+        for f in manifest["files"]:
+            self.listed.setdefault(f["name"], set()).add(f["sha256"])
+        self.actual: dict[str, str] = {}
         self._last_ts, self._last_times = -1, ("", "")
         self.days: set[tuple[str, str, str]] = set()  # (plot measurement, sensor, local day) with rows
         self.sound_overload = False  # a sound part has the overload column (README.txt describes it)
@@ -800,8 +806,8 @@ class _Verifier:
     # ------------------------------------------------------------------ files
 
     def _check_hash(self, name: str, actual: str) -> None:
-        expected = self.hashes.get(name)
-        if expected is not None and expected != actual:
+        self.actual[name] = actual
+        if any(expected != actual for expected in self.listed.get(name, ())):
             self.report.add("file", f"file changed: {name} does not match its SHA-256 in the manifest")
 
     def _open(self, opened: dict[str, _Hashed], names: set[str], name: str) -> _Hashed | None:
@@ -949,6 +955,13 @@ class _Verifier:
                 f"manifest not matching: its anchors lists {len(listed)} anchors, {ANCHORS_FILE} holds"
                 f" {self.segment_anchors} inside the segment (seq {r.first_seq - 1} to {r.last_seq})",
             )
+        for part in ("config", "profile"):  # their SHA-256 again, beside the file's entry
+            stated_of = m.get(part)
+            if isinstance(stated_of, dict) and "sha256" in stated_of:
+                name = str(stated_of.get("file", "config.toml"))
+                actual = self.actual.get(name)
+                if actual is not None and differs(stated_of["sha256"], actual):
+                    disagree(f"{part}.sha256", stated_of["sha256"], f"{name}'s SHA-256 is {actual}")
         if m.get("plots") is False and r.plots:
             disagree("plots", False, f"the bundle holds {r.plots} plots")
         window = m.get("window")

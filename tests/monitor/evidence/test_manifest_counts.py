@@ -93,6 +93,14 @@ LIES: dict[str, tuple[Callable[[Manifest], None], str]] = {
         "its pruned_locally.rows[data/sound_influxdb.csv] is 86400, the bundle holds no"
         " data/sound_influxdb.csv",
     ),
+    "the configuration's SHA-256, said again": (
+        lambda m: m["config"].update(sha256="0" * 64),
+        f'its config.sha256 is "{"0" * 64}", config.toml\'s SHA-256 is {{config.toml}}',
+    ),
+    "the profile's SHA-256, said again": (
+        lambda m: m["profile"].update(sha256="0" * 64),
+        f'its profile.sha256 is "{"0" * 64}", profile/dovre.toml\'s SHA-256 is {{profile/dovre.toml}}',
+    ),
     "no plots in a bundle with plots": (
         lambda m: m.update(plots=False),
         "its plots is false, the bundle holds 3 plots",
@@ -119,8 +127,13 @@ def test_a_count_the_manifest_states_that_the_bundle_does_not_hold_fails(
     assert report.ok, report.lines()
     change, said = LIES[lie]
     lying = rewrite(bundle, tmp_path / "lying.zip", {"manifest.json": _lie(change)}, rehash=False)
-    config_bytes = _file(json.loads(_read(bundle, "manifest.json")), "config.toml")["bytes"]
-    assert first_problem(lying) == "manifest not matching: " + said.format(config_bytes=config_bytes)
+    files = json.loads(_read(bundle, "manifest.json"))["files"]
+    config_bytes = _file({"files": files}, "config.toml")["bytes"]
+    hashes = {entry["name"]: entry["sha256"] for entry in files}
+    expected = said.replace("{config_bytes}", str(config_bytes))
+    for name in ("config.toml", "profile/dovre.toml"):
+        expected = expected.replace("{" + name + "}", hashes[name])
+    assert first_problem(lying) == "manifest not matching: " + expected
     report = verify_bundle(lying)
     assert [p.category for p in report.problems] == ["manifest"], report.lines()
 
@@ -151,6 +164,18 @@ def test_entries_carried_as_digests_that_the_manifest_miscounts_fail(site: Site,
         assert first_problem(lying).startswith(
             f"manifest not matching: {said} entries as their digests alone"
         )
+
+
+def test_a_file_listed_twice_is_held_to_each_sha256_listed(site: Site, tmp_path: Path) -> None:
+    """The files list read into a mapping kept the last entry of a name: one listed first with
+    another SHA-256 (the entry a reader finds) was never compared."""
+    bundle = export(site, tmp_path / "b.zip")
+
+    def twice(m: Manifest) -> None:
+        m["files"].insert(0, {**_file(m, "data/light.csv"), "sha256": "0" * 64})
+
+    lying = rewrite(bundle, tmp_path / "lying.zip", {"manifest.json": _lie(twice)}, rehash=False)
+    assert first_problem(lying) == "file changed: data/light.csv does not match its SHA-256 in the manifest"
 
 
 def test_verify_exits_1_naming_the_count(site: Site, tmp_path: Path) -> None:
