@@ -40,6 +40,7 @@ import rules
 from monitor.acoustics import iec61672
 from monitor.config import (
     Config,
+    SiteConfig,
     area_not_given,
     placeholder_warning,
     profile_citation_gaps,
@@ -182,7 +183,7 @@ class Pipeline:
         self.predecode = Predecoder(self.site_configs, self.prefix, d.max_payload_bytes)
         # Where each site's data had got to: closing continues from there, and so does the
         # data clock (without it "now" would fall back to the wall clock after a restart).
-        newest = {s.id: store.newest_data_end(s.id, [x.id for x in s.sensors]) for s in config.owned_sites}
+        newest = {s.id: self._stored_data_end(s) for s in config.owned_sites}
         for end in newest.values():
             if end is not None:
                 clock.observe(end)
@@ -218,19 +219,47 @@ class Pipeline:
             for site in config.owned_sites:
                 store.append_config_record(site.id, *config_record_texts(config, site), now)
 
+    def _stored_data_end(self, site: SiteConfig) -> datetime | None:
+        """Where the site's stored data had got to (``Store.newest_data_end``); on the data clock
+        not after the latest time it takes (``_latest_data_time``).
+
+        An older minewatch took any time on the data clock: a store holding a reading stamped
+        3026 set "now" there at every start, every real reading refused as centuries old.
+        """
+        sensors = [x.id for x in site.sensors]
+        end = self.store.newest_data_end(site.id, sensors)
+        if self.clock.mode != "data" or end is None:
+            return end
+        latest = self._latest_data_time()
+        kept = self.store.newest_data_end(site.id, sensors, stamped_by=latest)
+        if kept != end:
+            log.warning(
+                "Site %s: the store holds a reading ending %s, after %s (this machine's clock plus"
+                " daemon.max_age_s); the data clock starts from %s instead. Check this machine's"
+                " clock: if it is right, that reading's time is wrong (it stays in the store)",
+                site.id,
+                format_ts(end),
+                format_ts(latest),
+                "the next reading" if kept is None else format_ts(kept),
+            )
+        return kept
+
     # ------------------------------------------------------------------ messages
+
+    def _latest_data_time(self) -> datetime:
+        """The latest time the data clock takes: a scenario may be dated ahead of this machine's
+        clock, but not further than max_age_s (one message stamped 3026 set the clock there, the
+        daemon splitting its batch at every data step up to it, for good)."""
+        return self.clock.wall() + timedelta(seconds=self.config.daemon.max_age_s)
 
     def limits(self) -> Limits:
         if self.clock.mode != "data":
             return self._wall_limits
         # The data defines "now", and "too old" is measured from the newest accepted timestamp
-        # once there is one. A scenario may be dated ahead of this machine's clock, but not
-        # further than max_age_s: one message stamped 3026 set the clock there, the daemon
-        # splitting its batch at every data step up to it, for good.
+        # once there is one.
         d = self.config.daemon
         past = d.max_age_s if self.clock.data_now is not None else math.inf
-        latest = self.clock.wall() + timedelta(seconds=d.max_age_s)
-        return Limits(math.inf, past, d.max_payload_bytes, latest)
+        return Limits(math.inf, past, d.max_payload_bytes, self._latest_data_time())
 
     def handle_batch(self, messages: Sequence[Inbound]) -> None:
         """Decode, store and commit one batch; outputs go out only after the commit.

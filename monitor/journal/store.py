@@ -1561,17 +1561,21 @@ class Store:
                 (site, start_us, end_us),
             )
 
-    def newest_data_end(self, site: str, sensors: Iterable[str]) -> datetime | None:
-        """End of the newest sound, light, weather or turbidity reading stored for the site.
+    def newest_data_end(
+        self, site: str, sensors: Iterable[str], stamped_by: datetime | None = None
+    ) -> datetime | None:
+        """End of the newest sound, light, weather or turbidity reading stored for the site
+        (``stamped_by``: of those stamped at or before it).
 
         Where the site's data had got to when the daemon stopped: its minute closing and the
         data clock continue from here after a restart. Every lookup is a seek on a key.
         """
+        by = _NO_LIMIT_US if stamped_by is None else to_us(stamped_by)
         ends: list[int] = []
         row = self.conn.execute(
             "SELECT ts_us, MAX(duration_s) FROM sound WHERE site = ?"
-            " AND ts_us = (SELECT MAX(ts_us) FROM sound WHERE site = ?)",
-            (site, site),
+            " AND ts_us = (SELECT MAX(ts_us) FROM sound WHERE site = ? AND ts_us <= ?)",
+            (site, site, by),
         ).fetchone()
         if row is not None and row[0] is not None:
             ends.append(row[0] + round(row[1] * 1e6))
@@ -1579,8 +1583,8 @@ class Store:
             for kind in ("light", "weather", "turbidity"):
                 found = self.conn.execute(
                     "SELECT ts_us, duration_s FROM readings WHERE site = ? AND sensor = ? AND kind = ?"
-                    " ORDER BY ts_us DESC LIMIT 1",
-                    (site, sensor, kind),
+                    " AND ts_us <= ? ORDER BY ts_us DESC LIMIT 1",
+                    (site, sensor, kind, by),
                 ).fetchone()
                 if found is not None:
                     ends.append(found[0] + round(found[1] * 1e6))

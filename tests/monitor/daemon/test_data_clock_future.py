@@ -13,7 +13,13 @@ import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from monitor.config import parse_config
+from monitor.daemon.clock import Clock
+from monitor.daemon.ingest import Inbound
+from monitor.daemon.pipeline import Pipeline
+from monitor.journal.store import Store
 from monitor.wire.codec import encode
+from monitor.wire.protocol import format_ts
 from rules.model import SoundLevels
 from tests.support.daemon import Client, Daemon, store_count, wait_until, write_config
 from tests.support.servers import Mosquitto
@@ -48,5 +54,42 @@ def test_a_time_beyond_max_age_ahead_of_the_wall_clock_is_refused_and_the_daemon
         assert daemon.stop(timeout=20) == 0
     finally:
         if daemon.alive():  # one spinning to 3026 heeds no SIGTERM
+            daemon.stop(signal.SIGKILL)
+        pub.close()
+
+
+def test_a_store_holding_a_reading_from_3026_sets_no_clock_there_and_the_daemon_reads_on(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """An older minewatch took the 3026 reading (it refused no time on the data clock). Such a
+    store set the data clock to 3026 at every start: every real reading was refused as 1000 years
+    in the past. The clock starts from the newest data before this machine's clock plus max_age_s."""
+    path = write_config(tmp_path / "minewatch.toml", mosquitto.url, daemon_extra='clock = "data"')
+    store = tmp_path / "store.db"
+    base = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
+    far = datetime(3026, 12, 6, 23, 30, tzinfo=UTC)
+    config = parse_config(path.read_text(), str(path))
+    wall = [datetime.now(UTC)]
+    older = Store(str(store))  # the older daemon, as if it took any time: its clock let 3026 in
+    taking = Pipeline(config, older, lambda topic, payload, retain: None, Clock("data", lambda: wall[0]))
+    taking.handle_batch([Inbound(*levels(base), 1, 1, 0.0)])
+    wall[0] = far
+    taking.handle_batch([Inbound(*levels(far), 2, 1, 0.0)])
+    older.close()
+    assert store_count(store, "SELECT COUNT(*) FROM sound") == 2
+    pub = Client(mosquitto.port, "publisher")
+    daemon = Daemon(path).start()
+    try:
+        daemon.wait_ready()
+        pub.publish(*levels(base + timedelta(seconds=1))).wait_for_publish(5)
+        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM sound") == 3, 30), daemon.logs()
+        assert store_count(store, "SELECT COUNT(*) FROM rejections") == 0, daemon.logs()
+        assert (
+            "Site quarry: the store holds a reading ending 3026-12-06T23:30:01Z, after " in daemon.logs()
+        ), daemon.logs()
+        assert f"the data clock starts from {format_ts(base + timedelta(seconds=1))} instead" in daemon.logs()
+        assert daemon.stop(timeout=20) == 0
+    finally:
+        if daemon.alive():
             daemon.stop(signal.SIGKILL)
         pub.close()
