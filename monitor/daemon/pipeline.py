@@ -103,6 +103,9 @@ QUIET_S = 10.0  # wall seconds without a reading for a site (input up, none in h
 REEVALUATION_INTERVAL = timedelta(seconds=5)  # between re-judging late-touched minutes / early warnings
 BLAST_RECORDS_KEPT = timedelta(days=3 * 366)  # seismograph records, whatever retention_days says
 DATA_STEP = timedelta(seconds=30)  # the data clock's periodic work: every half data minute (see tick)
+# A stop requested while the data clock has more than this to walk leaves the walk to the next
+# start (_step_data_clock): a jump of days costs a minute of steps. Less is walked, as before.
+WALK_LEFT_AT_STOP = timedelta(hours=1)
 MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
 
 
@@ -211,6 +214,8 @@ class Pipeline:
         self._failing: dict[tuple[str, str], FailingRounds] = {}  # (site, what): see _site_rounds
         self.last_tick_at: datetime | None = None  # data clock: the last step (DATA_STEP) worked at
         self.last_data_now: datetime | None = None  # data clock: its time at the last tick
+        self.stopping: Callable[[], bool] = lambda: False  # a stop was requested (run's stop.is_set)
+        self.walk_left: datetime | None = None  # data clock: the step a stop left the walk at
         self.announce_sites: frozenset[str] | None = None  # notice changes of these sites only (a worker)
         self._pending_sound: list[PendingSound] = []
         self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
@@ -794,7 +799,7 @@ class Pipeline:
             # follow the data, not how it was batched: the same simulation gives the same record.
             # Once the data stops, the work is done at its end.
             self._step_data_clock(now)
-            if now == self.last_data_now:
+            if now == self.last_data_now and self.walk_left is None:  # (a stop's walk: the next start's)
                 self._periodic(now)
             self.last_data_now = now
             return
@@ -822,9 +827,24 @@ class Pipeline:
             self.last_tick_at = floor_minute(self.clock.data_start or until)
         step = self.last_tick_at + DATA_STEP
         while step < until:
+            if self.walk_left is not None or (until - step > WALK_LEFT_AT_STOP and self.stopping()):
+                self._leave_walk(step, until)
+                return
             self._periodic(step)
             self.last_tick_at = step
             step += DATA_STEP
+
+    def _leave_walk(self, step: datetime, until: datetime) -> None:
+        """A stop during a long walk (a jump of days: some 3 ms a step) ends it here, so the daemon
+        stops at once. The minutes not yet judged stay in the store's progress: the next start
+        judges them, its data clock starting from the newest stored data."""
+        if self.walk_left is None:
+            self.walk_left = step
+            log.info(
+                "Stopping: the data clock's periodic work from %s to %s is left to the next start",
+                format_ts(step),
+                format_ts(until),
+            )
 
     def _periodic(self, now: datetime) -> None:
         """The judging, recording and announcing due at ``now``; StoreUnwritable as handle_batch's."""
@@ -1090,6 +1110,7 @@ def run(
             raise
         if partition is not None:  # notice changes for the other workers' sites are theirs to announce
             made.announce_sites = frozenset(sites)
+        made.stopping = stop.is_set
         return made
 
     told = DaemonState(publish, prefix, sites)  # the retained …/daemon, once the link starts

@@ -4,12 +4,15 @@ message stamped far in the future: the real daemon against a real Mosquitto.
 On the data clock "now" is the newest accepted time, and nothing was in the future: one levels
 message stamped 3026 was taken, the daemon set out to do its periodic work at every data step
 (30 s) up to it, and read no other message and heeded no SIGTERM again. A scenario may be dated
-ahead of the wall clock (dovre-short's own start is), up to max_age_s and no further.
+ahead of the wall clock (dovre-short's own start is), up to max_age_s and no further. So with
+a store an older minewatch left holding such a reading, and with a first reading from 1970; a
+jump of days in the data (a walk of its data steps) heeds a SIGTERM.
 """
 
 from __future__ import annotations
 
 import signal
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -89,6 +92,34 @@ def test_a_store_holding_a_reading_from_3026_sets_no_clock_there_and_the_daemon_
         ), daemon.logs()
         assert f"the data clock starts from {format_ts(base + timedelta(seconds=1))} instead" in daemon.logs()
         assert daemon.stop(timeout=20) == 0
+    finally:
+        if daemon.alive():
+            daemon.stop(signal.SIGKILL)
+        pub.close()
+
+
+def test_sigterm_during_a_walk_of_days_of_data_steps_stops_the_daemon_at_once(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """Data 8 days on from the last: some 23,000 data steps of periodic work (~3 ms each) that
+    heeded no SIGTERM, a stop took over a minute. A stop leaves the walk to the next start."""
+    path = write_config(tmp_path / "minewatch.toml", mosquitto.url, daemon_extra='clock = "data"')
+    store = tmp_path / "store.db"
+    base = datetime.now(UTC).replace(microsecond=0) - timedelta(days=9)
+    pub = Client(mosquitto.port, "publisher")
+    daemon = Daemon(path).start()
+    try:
+        daemon.wait_ready()
+        pub.publish(*levels(base)).wait_for_publish(5)
+        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM sound") == 1, 30), daemon.logs()
+        pub.publish(*levels(base + timedelta(days=8))).wait_for_publish(5)
+        assert wait_until(lambda: store_count(store, "SELECT COUNT(*) FROM sound") == 2, 30), daemon.logs()
+        time.sleep(1.0)  # the walk under way (a tick follows the batch)
+        stopping = time.monotonic()
+        assert daemon.stop(timeout=60) == 0
+        assert time.monotonic() - stopping < 5, daemon.logs()
+        assert "Stopping: the data clock's periodic work from " in daemon.logs()
+        assert "is left to the next start" in daemon.logs()
     finally:
         if daemon.alive():
             daemon.stop(signal.SIGKILL)
