@@ -302,7 +302,9 @@ def scope_moment(bound: ScopeBound, zone: tzinfo, option: str, *, end: bool) -> 
     if isinstance(bound, datetime):
         if bound.tzinfo is not None:
             return bound
-        return parse_time(bound.isoformat(), zone, option)
+        # Read as typed: "2026-11-01T01:30" in a refusal, not the 01:30:00 of isoformat().
+        whole_minute = bound.second == 0 and bound.microsecond == 0
+        return parse_time(bound.isoformat(timespec="minutes" if whole_minute else "auto"), zone, option)
     read = end_of_scope if end else parse_time
     return read(bound.isoformat(), zone, option)
 

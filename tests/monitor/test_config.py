@@ -419,5 +419,5 @@ def test_an_inspectors_local_time_must_be_one_moment_at_each_of_its_sites() -> N
         parse_config(text)
     (problem,) = info.value.problems
     assert problem.startswith("portal.accounts[0].not_before: at site 's1' (America/Chicago): ")
-    assert "occurs twice" in problem and "-05:00" in problem and "-06:00" in problem
+    assert "'2026-11-01T01:30' occurs twice" in problem and "-05:00" in problem and "-06:00" in problem
     parse_config(_inspector("2026-11-01T01:30-05:00", "2026-11-02") + MINIMAL)  # its offset given: one moment
