@@ -2132,18 +2132,17 @@ def _newest_shown(
     that ``shown`` shows (None: every row): read a page at a time past those it does not show."""
     if shown is None:
         return newest(0, limit)
-    page = max(limit, 100)
     kept: list[sqlite3.Row] = []
     seen: set[Any] = set()  # a row raised while the pages are read moves the next page's rows on
-    offset = 0
-    while len(kept) < limit:
-        rows = newest(offset, page)
-        kept.extend(r for r in rows if r["id"] not in seen and shown(kind, r))
-        seen.update(r["id"] for r in rows)
-        if len(rows) < page:
-            break
-        offset += page
-    return kept[:limit]
+    for r in _every_row(newest, max(limit, 100)):
+        if r["id"] in seen:
+            continue
+        seen.add(r["id"])
+        if shown(kind, r):
+            kept.append(r)
+            if len(kept) == limit:
+                break
+    return kept
 
 
 def _every_row(page: Callable[[int, int], list[sqlite3.Row]], count: int = 1000) -> Iterator[sqlite3.Row]:
