@@ -236,6 +236,8 @@ class Pipeline:
         if self.clock.mode != "data" or end is None:
             return end
         latest = self._latest_data_time()
+        if end <= latest:
+            return end
         kept = self.store.newest_data_end(site.id, sensors, stamped_by=latest)
         if kept != end:
             log.warning(
