@@ -17,7 +17,9 @@ import json
 import zipfile
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+from monitor.config import Config
 from monitor.evidence import verify_bundle
 from monitor.evidence.disclosure import READER_ALERT_DATA
 from monitor.journal import queries
@@ -212,18 +214,7 @@ def test_a_scoped_bundle_shows_a_report_alert_by_allow_list_and_never_the_files_
     disk. One a store wrote before, naming the files' paths (report_pdf, report_csv), is carried
     as its digest alone: its digest covers the paths, so they cannot be left out of it."""
     not_before, not_after = local(2026, 6, 14, 23), local(2026, 6, 16, 8)
-    config = make_config(tmp_path / "r.db")
-    site, profile = site_and_profile(config)
-    store = Store(config.storage.path)
-    store_findings(store, minutes(local(2026, 6, 15, 10), 2), local(2026, 6, 15, 10, 5))
-    period = period_of(date(2026, 6, 15), date(2026, 6, 15), TZ, "2026-06-15")
-    report = build_report(store.conn, site, profile, period, local(2026, 6, 16, 6))
-    pdf_path = tmp_path / "reports" / "quarry-2026-06-15.pdf"
-    sent = send_report(config, store, report, b"pdf", b"csv", str(pdf_path), local(2026, 6, 16, 6))
-    with store.batch():
-        before = report_alert_as_before(
-            store, period.start, period.end, local(2026, 6, 16, 6, 30), b"pdf-", b"csv-", str(pdf_path), []
-        )
+    config, store, sent, before, _ = _report_alerts_new_and_old(tmp_path)
     portal, scoped, _ = anchored_scopes(store, config, not_before, not_after)
     window = local(2026, 6, 15, 0), local(2026, 6, 16, 7)
 
@@ -255,18 +246,7 @@ def test_the_towns_bundle_carries_an_older_report_alert_naming_its_files_paths_a
     from monitor.evidence.disclosure import OPERATOR, READER_AUDIENCES, Disclosure
     from monitor.journal import segment
 
-    config = make_config(tmp_path / "r.db")
-    site, profile = site_and_profile(config)
-    store = Store(config.storage.path)
-    store_findings(store, minutes(local(2026, 6, 15, 10), 2), local(2026, 6, 15, 10, 5))
-    period = period_of(date(2026, 6, 15), date(2026, 6, 15), TZ, "2026-06-15")
-    report = build_report(store.conn, site, profile, period, local(2026, 6, 16, 6))
-    pdf_path = tmp_path / "reports" / "quarry-2026-06-15.pdf"
-    sent = send_report(config, store, report, b"pdf", b"csv", str(pdf_path), local(2026, 6, 16, 6))
-    with store.batch():
-        before = report_alert_as_before(
-            store, period.start, period.end, local(2026, 6, 16, 6, 30), b"pdf-", b"csv-", str(pdf_path), []
-        )
+    config, store, sent, before, pdf_path = _report_alerts_new_and_old(tmp_path)
     entry = queries.chain_entry(store.conn, "quarry", "alert", before["id"])
     portal, _, town = anchored_scopes(store, config, local(2026, 6, 14, 23), local(2026, 6, 16, 8))
     held = Store(config.storage.path)
@@ -370,3 +350,24 @@ def test_a_scoped_bundle_carries_a_config_entry_recorded_after_its_window_as_its
     report = verify_bundle(whole, load_anchors(town_anchors))
     assert report.ok, report.problems
     assert any(f"changed at seq {seq}" in n for n in report.notes), report.notes
+
+
+def _report_alerts_new_and_old(
+    tmp_path: Path,
+) -> tuple[Config, Store, dict[str, Any], dict[str, Any], Path]:
+    """A store with a report of 2026-06-15 sent (its alert naming the files by SHA-256) and an
+    alert for it chained as an older minewatch did, naming the files' paths under ``tmp_path``
+    (report_pdf, report_csv): the config, the open store, the two alerts as queued and the PDF's path."""
+    config = make_config(tmp_path / "r.db")
+    site, profile = site_and_profile(config)
+    store = Store(config.storage.path)
+    store_findings(store, minutes(local(2026, 6, 15, 10), 2), local(2026, 6, 15, 10, 5))
+    period = period_of(date(2026, 6, 15), date(2026, 6, 15), TZ, "2026-06-15")
+    report = build_report(store.conn, site, profile, period, local(2026, 6, 16, 6))
+    pdf_path = tmp_path / "reports" / "quarry-2026-06-15.pdf"
+    sent = send_report(config, store, report, b"pdf", b"csv", str(pdf_path), local(2026, 6, 16, 6))
+    with store.batch():
+        before = report_alert_as_before(
+            store, period.start, period.end, local(2026, 6, 16, 6, 30), b"pdf-", b"csv-", str(pdf_path), []
+        )
+    return config, store, sent, before, pdf_path
