@@ -83,7 +83,6 @@ __all__ = [
     "new_event_id",
 ]
 
-ROLES = ("operator", "town", "inspector")
 MAX_CSV_DAYS = 31  # a CSV of per-second sound levels: 2.7 million rows per meter at most
 TREND_HOURS = 3  # the operator's live status draws each meter's minutes of the last hours
 # The live status is told as of a whole second: requests of the same second (and chain head)

@@ -1,11 +1,26 @@
-"""The OpenAPI 3.1 document of the JSON API (/api/v1), written out rather than generated."""
+"""The OpenAPI 3.1 document of the JSON API (/api/v1), written out rather than generated.
+
+Each path's roles are read from ``CAN``, the table the API refuses by, so that what the document
+promises and what the API does are one fact."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from monitor.config import PORTAL_ROLES
+from monitor.portal.web import CAN
 
-def _get(summary: str, roles: str, params: list[dict[str, Any]], schema: dict[str, Any]) -> dict[str, Any]:
+
+def roles_of(what: str | None) -> str:
+    """Who may read a path: the roles of ``CAN[what]`` in PORTAL_ROLES' order; None: every account."""
+    if what is None:
+        return "all"
+    return ", ".join(role for role in PORTAL_ROLES if role in CAN[what])
+
+
+def _get(
+    summary: str, what: str | None, params: list[dict[str, Any]], schema: dict[str, Any]
+) -> dict[str, Any]:
     responses: dict[str, Any] = {
         "200": {"description": "OK", "content": {"application/json": {"schema": schema}}},
         "401": {"description": "no or unknown token"},
@@ -23,7 +38,7 @@ def _get(summary: str, roles: str, params: list[dict[str, Any]], schema: dict[st
     return {
         "get": {
             "summary": summary,
-            "description": f"Roles: {roles}. Another site's or notice's path answers 404.",
+            "description": f"Roles: {roles_of(what)}. Another site's or notice's path answers 404.",
             "parameters": params,
             "responses": responses,
         }
@@ -70,27 +85,27 @@ def document(version: str) -> dict[str, Any]:
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "security": [{"bearer": []}],
         "paths": {
-            "/sites": _get("The sites this account may see", "all", [], LIST),
+            "/sites": _get("The sites this account may see", None, [], LIST),
             "/sites/{site}/status": _get(
                 "Live status per sensor (state: ok, early_warning, violation or offline; last minute's LAeq,"
                 " online, battery, calibration, clock offset)",
-                "operator",
+                "status",
                 [SITE],
                 OBJ,
             ),
-            "/sites/{site}/findings": _get("Findings of a local day", "all", [SITE, DATE], LIST),
-            "/sites/{site}/alerts": _get("Alerts for the account's audience", "operator, town", [SITE], LIST),
-            "/sites/{site}/notices": _get("Notices of violation of a site", "operator, town", [SITE], LIST),
+            "/sites/{site}/findings": _get("Findings of a local day", "findings", [SITE, DATE], LIST),
+            "/sites/{site}/alerts": _get("Alerts for the account's audience", "alerts", [SITE], LIST),
+            "/sites/{site}/notices": _get("Notices of violation of a site", "notices", [SITE], LIST),
             "/notices/{notice}": _get(
                 "A notice with its history (who, when, note)",
-                "operator, town",
+                "notices",
                 [{"name": "notice", "in": "path", "required": True, "schema": {"type": "string"}}],
                 OBJ,
             ),
             "/sites/{site}/actions": _get(
                 "What was done through the portal at the site (who, role, action, target, from"
                 " where, when, chain entry): events recorded, notice changes, bundles, logins",
-                "operator",
+                "events",
                 [SITE],
                 LIST,
             ),
@@ -103,7 +118,7 @@ def document(version: str) -> dict[str, Any]:
                 " per day the blast window and sunset; blasts recorded (with what a time scope keeps of"
                 " their notice) and unreported; exempt periods;"
                 " violation episodes; findings, each with its episode and notice (docs/PORTAL.md)",
-                "inspector, town",
+                "day",
                 [SITE, DATE, FROM, TO],
                 OBJ,
             ),
