@@ -33,6 +33,8 @@ fastest of them, since on a short backlog their spread is not small beside the w
 ``--ballast N`` has the broker hold N messages of another topic for a session nobody reads while
 the daemon drains: a short backlog drained with the broker's memory of a long one (on this VM the
 CPU per message follows what the broker holds, docs/PERFORMANCE.md).
+The drain's CPU is also split by thread: the processes' main threads, which run the pipeline,
+and the others (the network thread reading the socket, the WAL's checkpoints).
 A run longer than 200 per sensor also prints its CPU per message over its first 200 per sensor
 stored and over the rest: the comparison with a 200-per-sensor run, within one run.
 
@@ -375,6 +377,35 @@ def cpu_readings(proc: psutil.Process) -> tuple[dict[int, float], dict[int, floa
     return seconds, kernel
 
 
+ThreadSeconds = dict[tuple[int, int], float]  # (process id, thread id) -> user + system seconds
+
+
+def thread_seconds(proc: psutil.Process) -> ThreadSeconds:
+    """User + system seconds per thread of the daemon's tree, by (process, thread): a process's
+    main thread (the thread id is the process's) runs the pipeline; the others read the socket
+    (the network thread) and checkpoint the WAL."""
+    seconds: ThreadSeconds = {}
+    for p in tree(proc):
+        try:
+            threads = p.threads()
+        except psutil.NoSuchProcess:
+            continue
+        seconds.update({(p.pid, t.id): t.user_time + t.system_time for t in threads})
+    return seconds
+
+
+def thread_split(start: ThreadSeconds, end: ThreadSeconds) -> tuple[float, float]:
+    """CPU seconds from ``start`` to ``end`` (thread_seconds) of the main threads and of the others."""
+    main = other = 0.0
+    for (pid, tid), seconds in end.items():
+        spent = seconds - start.get((pid, tid), 0.0)
+        if pid == tid:
+            main += spent
+        else:
+            other += spent
+    return main, other
+
+
 def cpu_seconds(proc: psutil.Process) -> dict[int, float]:
     """User + system seconds per process of the daemon's tree (``cpu_readings``)."""
     return cpu_readings(proc)[0]
@@ -426,6 +457,7 @@ def bench_daemon(
     rss: list[tuple[int, float]] = []
     first_t = None
     cpu_start: dict[int, float] = {}
+    threads_start: ThreadSeconds = {}
     kernel_start: dict[int, float] = {}
     cpu_marks: list[tuple[int, dict[int, float]]] = []  # (stored, CPU per process) at each look
     deadline = time.monotonic() + 900 + total / 1000  # ~1,000 msg/s at the very least
@@ -439,6 +471,7 @@ def bench_daemon(
                 time.sleep(0.02)  # the drain's start (and its CPU reading) to within a few ms
                 continue
             first_t, (cpu_start, kernel_start) = now, cpu_readings(proc)
+            threads_start = thread_seconds(proc)
             machine, broker_t0 = CpuShares(), target.broker_cpu()
         try:
             rss.append((count, sum(p.memory_info().rss for p in tree(proc)) / 2**20))
@@ -450,6 +483,7 @@ def bench_daemon(
         time.sleep(0.25)
     elapsed = time.perf_counter() - (first_t or time.perf_counter())
     cpu_end, kernel_end = cpu_readings(proc)
+    main_s, other_s = thread_split(threads_start, thread_seconds(proc))
     kernel_s = cpu_since(kernel_start, kernel_end)
     broker_s, (idle, steal) = (0.0, (0.0, 0.0))
     if first_t is not None:
@@ -481,6 +515,8 @@ def bench_daemon(
         "stored": count,
         "cpu_us": drain_cpu / count * 1e6 if count else 0.0,
         "kernel_us": kernel_s / count * 1e6 if count else 0.0,
+        "main_us": main_s / count * 1e6 if count else 0.0,
+        "other_us": other_s / count * 1e6 if count else 0.0,
         "broker_us": broker_s / count * 1e6 if count else 0.0,
         "idle": idle,
         "steal": steal,
@@ -746,6 +782,11 @@ def run(
         f" = {both:.1f} us/msg; {cores} cores allow at most {bound:,.0f} msg/s"
         f" (ratio {bound / sub_rate:.2f} against the median floor); machine idle {result['idle']:.0%},"
         f" stolen {result['steal']:.0%} over the drain"
+    )
+    print(
+        f"daemon CPU of the drain by thread: the processes' main threads (the pipeline)"
+        f" {result['main_us']:.1f} us/msg, their other threads (the network, the WAL's checkpoints)"
+        f" {result['other_us']:.1f} us/msg"
     )
     if "judged_us" in result:
         print(
