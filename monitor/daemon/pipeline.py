@@ -187,9 +187,11 @@ class Pipeline:
         # Where each site's data had got to: closing continues from there, and so does the
         # data clock (without it "now" would fall back to the wall clock after a restart).
         newest = {s.id: self._stored_data_end(s) for s in config.owned_sites}
-        for end in newest.values():
-            if end is not None:
-                clock.observe(end)
+        # The data clock resumes at the newest site's end, its steps before it done: observed
+        # site by site, the first site in the file set where its steps began again.
+        ends = [end for end in newest.values() if end is not None]
+        if ends:
+            clock.observe(max(ends))
         self.input_since: float | None = time.monotonic()  # input connected since (None: down)
         self.input_pending = 0  # messages received and not yet handled
         pruned = store.meta("pruned_before_us")

@@ -172,3 +172,39 @@ def test_a_sensors_return_is_told_at_its_first_message_however_the_messages_were
     assert one_batch == one_by_one
     back = [a for a in one_batch if a[1] == "cleared" and "n2 is back online" in a[2]]
     assert len(back) == 1 and "after 2.7 minutes" in back[0][2], one_batch
+
+
+def two_sites_text(store: Path, order: tuple[str, str]) -> str:
+    sites = "".join(
+        f'[[sites]]\nid = "{site}"\ntimezone = "America/Chicago"\nlatitude = 45.27\nlongitude = -91.62\n'
+        '[[sites.sensors]]\nid = "n1"\nkind = "sound"\nexpected_period_s = 1\n'
+        for site in order
+    )
+    return f'[storage]\npath = "{store}"\n[daemon]\nclock = "data"\nmax_age_s = 34560000\n{sites}'
+
+
+def test_a_restart_resumes_the_data_clock_at_the_newest_sites_end_whatever_the_sites_order(
+    tmp_path: Path,
+) -> None:
+    """Each site's stored end was observed in the file's order, and the first set where the data
+    steps began again: with the site that stopped days earlier listed first, a restart walked
+    every step from its end to the other's, work done before the restart, and listed second it
+    did not."""
+    store_path = tmp_path / "store.db"
+    stopped, running = DAY - timedelta(days=3), DAY
+    store = Store(str(store_path))
+    first = Pipeline(
+        parse_config(two_sites_text(store_path, ("a", "b"))),
+        store,
+        lambda *_: None,
+        Clock("data", lambda: WALL),
+    )
+    for n, (site, ts) in enumerate([("a", stopped), ("b", running)]):
+        topic, payload = encode(SoundLevels(site, "n1", ts, 1.0, 60.0, 61.5, 75.0))
+        first.handle_batch([Inbound(topic, payload, n + 1, 1, 0.0)])
+    for order in (("a", "b"), ("b", "a")):
+        clock = Clock("data", lambda: WALL)
+        Pipeline(parse_config(two_sites_text(store_path, order)), store, lambda *_: None, clock)
+        assert clock.data_now == running + timedelta(seconds=1), order
+        assert clock.data_start == running + timedelta(seconds=1), order
+    store.close()
