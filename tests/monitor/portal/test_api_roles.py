@@ -9,6 +9,8 @@ from pathlib import Path
 
 from monitor.config import PORTAL_ROLES
 from monitor.credentials import hash_token
+from monitor.portal.openapi import document
+from tests.support.paths import REPO
 from tests.support.portal_server import Client, Portal, serving
 
 TOKENS = {"ann": "operator-token-1", "bob": "town-token-1", "ida": "inspector-token-1"}
@@ -40,3 +42,23 @@ def test_every_path_is_refused_to_exactly_the_roles_its_document_leaves_out(tmp_
                     assert status == (404 if "{notice}" in path else 200), (path, name, status)
                 else:
                     assert status == 403, (path, name, status)
+
+
+def test_portal_md_lists_for_each_role_the_api_paths_the_document_gives_it() -> None:
+    """docs/PORTAL.md's "Who sees what" table names each role's API paths by their last part
+    (`notices/{id}` for /notices/{notice}); the operator's lacked `actions`."""
+    paths = document("test")["paths"]
+    given: dict[str, set[str]] = {role: set() for role in PORTAL_ROLES}
+    for path, item in paths.items():
+        said = re.match(r"Roles: ([a-z, ]+)\.", item["get"]["description"])
+        assert said, path
+        if said.group(1) == "all":
+            continue  # /sites: every account's, not in the table
+        name = "notices/{id}" if path == "/notices/{notice}" else path.rsplit("/", 1)[1]
+        for role in said.group(1).split(", "):
+            given[role].add(name)
+    table = (REPO / "docs" / "PORTAL.md").read_text()
+    for role in PORTAL_ROLES:
+        row = re.search(rf"^\| `{role}` \|.*\| ([^|]*) \|$", table, re.MULTILINE)
+        assert row, f"no row for {role} in docs/PORTAL.md"
+        assert set(re.findall(r"`([^`]+)`", row.group(1))) == given[role], role
