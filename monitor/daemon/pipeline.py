@@ -106,6 +106,10 @@ DATA_STEP = timedelta(seconds=30)  # the data clock's periodic work: every half 
 # A stop requested while the data clock has more than this to walk leaves the walk to the next
 # start (_step_data_clock): a jump of days costs a minute of steps. Less is walked, as before.
 WALK_LEFT_AT_STOP = timedelta(hours=1)
+# Minutes a tick looks at for the first time, and for the final time, at most: a site's progress
+# days behind its data (a start after a stop left the walk) is caught up over many ticks, the
+# run loop heeding a stop between them, not in one pass of minutes.
+LOOKS_PER_TICK = 60
 MAX_REASON_KEYS = 64  # distinct Counters.by_reason keys; the rest count as "other"
 
 
@@ -160,6 +164,7 @@ class Judgement(NamedTuple):
     evaluated_until: datetime | None  # the site's progress once recorded (None: not judging yet)
     final_until: datetime | None
     rejudged: bool  # the touched minutes were judged again (their set is cleared on recording)
+    behind: bool = False  # closed minutes were left to the next tick (LOOKS_PER_TICK)
 
 
 class Pipeline:
@@ -218,6 +223,7 @@ class Pipeline:
         self.last_data_now: datetime | None = None  # data clock: its time at the last tick
         self.stopping: Callable[[], bool] = lambda: False  # a stop was requested (run's stop.is_set)
         self.walk_left: datetime | None = None  # data clock: the step a stop left the walk at
+        self.behind = False  # the last tick left closed minutes to the next (LOOKS_PER_TICK)
         self.announce_sites: frozenset[str] | None = None  # notice changes of these sites only (a worker)
         self._pending_sound: list[PendingSound] = []
         self.log_gate = LogGate()  # rate-limited log lines for rejections and conflicts
@@ -877,6 +883,7 @@ class Pipeline:
                 judgements[state.config.id] = self._judge(state, now)
             except Exception as exc:  # one site's failure must not stop the others, or ingestion
                 self._site_rounds(state.config.id, "Judging").failed(exc)
+        self.behind = any(judgement.behind for judgement in judgements.values())
         with self._write_transaction(tick=True):
             # Notice changes made by the town with `minewatch notices` (another process),
             # and deliveries that gave up, are announced by the daemon, the chain's one writer.
@@ -933,15 +940,19 @@ class Pipeline:
         if rejudged:
             minutes = self._rejudgeable(state, state.dirty_minutes)
         m, f = state.evaluated_until, state.final_until
+        behind = False
         if closed is not None:
             ready = floor_minute(closed)  # minutes before this have closed
-            while m + MINUTE <= ready:
+            first_to = min(ready, m + LOOKS_PER_TICK * MINUTE)
+            while m + MINUTE <= first_to:
                 minutes.add(m)
                 m += MINUTE
             final_ready = floor_minute(closed - lookahead)
-            while f + MINUTE <= final_ready and f < m:
+            final_to = min(final_ready, f + LOOKS_PER_TICK * MINUTE)
+            while f + MINUTE <= final_to and f < m:
                 minutes.add(f)  # second look once the lookahead (late blast records, trucks) has passed
                 f += MINUTE
+            behind = m + MINUTE <= ready or (f + MINUTE <= final_ready and f < m)
         old_light = state.old_light(self.store, minutes)
         findings = []
         for minute in sorted(minutes):
@@ -954,7 +965,7 @@ class Pipeline:
                     ),
                 )
             )
-        return Judgement(findings, m, f, rejudged)
+        return Judgement(findings, m, f, rejudged, behind)
 
     def _record(self, state: SiteState, judgement: Judgement, now: datetime) -> None:
         """Keep a judgement (``_judge``) in the store and move the site's progress on."""
@@ -1162,7 +1173,8 @@ def run(
     writable = True
     try:
         while not stop.is_set():
-            batch = held or inbound.take(timeout=0.2, limit=BATCH_LIMIT)
+            # Minutes left by the last tick are judged at the next turn, without waiting for input.
+            batch = held or inbound.take(timeout=0.0 if pipeline.behind else 0.2, limit=BATCH_LIMIT)
             held, took = [], bool(batch)
             changes = store.conn.total_changes
             try:
@@ -1206,6 +1218,11 @@ def run(
                     pipeline.handle_batch(rest)
                     link.ack(rest)
                 pipeline.tick()
+                if pipeline.behind:
+                    log.info(
+                        "Stopping: closed minutes not judged yet are the next start's,"
+                        " from the store's progress"
+                    )
             except StoreUnwritable as outage:
                 log.error("%s: what was in hand and not stored stays with the broker", outage)
         if deliveries is not None:  # what it could not send stays pending for the next start

@@ -14,7 +14,10 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
 
+import pytest
+
 from monitor.config import parse_config
+from monitor.daemon import pipeline as pipeline_module
 from monitor.daemon.clock import Clock
 from monitor.daemon.ingest import Inbound
 from monitor.daemon.pipeline import Pipeline
@@ -208,3 +211,60 @@ def test_a_restart_resumes_the_data_clock_at_the_newest_sites_end_whatever_the_s
         assert clock.data_now == running + timedelta(seconds=1), order
         assert clock.data_start == running + timedelta(seconds=1), order
     store.close()
+
+
+def caught_up(
+    tmp_path: Path, name: str, looks: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[int], list[tuple[object, ...]]]:
+    """A reading at DAY, then three hours later three hours of one meter's data, loud (85 dB) from
+    04:30 to 04:32 after DAY: a stop was asked for, so the data clock's walk over the jump is left
+    to the next start and nothing after DAY is judged. A restart then ticks until nothing is left
+    (LOOKS_PER_TICK = ``looks``). The minutes each tick took in first looks, and the findings."""
+    config = parse_config(config_text(tmp_path / f"{name}.db"))
+    store = Store(config.storage.path)
+    first = Pipeline(config, store, lambda *_: None, Clock("data", lambda: WALL))
+    first.stopping = lambda: True
+    loud = range(270 * 60, 272 * 60)
+    messages = [
+        Inbound(
+            *encode(SoundLevels("q", "n1", DAY + timedelta(seconds=s), 1.0, 85 if s in loud else 60, 86, 99)),
+            1,
+            1,
+            0.0,
+        )
+        for s in [0, *range(3 * 3600, 6 * 3600)]
+    ]
+    for start in range(0, len(messages), 10_000):
+        first.handle_batch(messages[start : start + 10_000])
+    assert first.walk_left is not None
+    monkeypatch.setattr(pipeline_module, "LOOKS_PER_TICK", looks)
+    restarted = Pipeline(config, store, lambda *_: None, Clock("data", lambda: WALL))
+    restarted.tick()  # a start's first tick on the data clock sets its mark and judges nothing
+    taken: list[int] = []
+    for _ in range(100):
+        before = restarted.sites["q"].evaluated_until
+        restarted.tick()
+        after = restarted.sites["q"].evaluated_until
+        assert before is not None and after is not None
+        taken.append(int((after - before).total_seconds() // 60))
+        if not restarted.behind:
+            break
+    findings = store.conn.execute(
+        "SELECT id, revision, standard, kind, start_us, end_us, retracted, data, created_us"
+        " FROM findings ORDER BY id, revision"
+    ).fetchall()
+    store.close()
+    return taken, findings
+
+
+def test_a_site_hours_behind_its_data_is_judged_over_ticks_of_at_most_an_hour_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start whose site's progress lay days behind its data (a stop had left the data clock's
+    walk) judged every minute in one tick, some 18 s for 8 days of one meter, heeding no stop.
+    Each tick now takes at most LOOKS_PER_TICK minutes' looks, and the findings are the same."""
+    taken, findings = caught_up(tmp_path, "capped", 60, monkeypatch)
+    assert len(taken) >= 6 and max(taken) == 60, taken
+    assert sum(taken) >= 355, taken  # six hours, less the last minutes still open
+    _, at_once = caught_up(tmp_path, "at-once", 100_000, monkeypatch)
+    assert findings and findings == at_once

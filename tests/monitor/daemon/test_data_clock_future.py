@@ -98,11 +98,10 @@ def test_a_store_holding_a_reading_from_3026_sets_no_clock_there_and_the_daemon_
         pub.close()
 
 
-def test_sigterm_during_a_walk_of_days_of_data_steps_stops_the_daemon_at_once(
-    tmp_path: Path, mosquitto: Mosquitto
-) -> None:
-    """Data 8 days on from the last: some 23,000 data steps of periodic work (~3 ms each) that
-    heeded no SIGTERM, a stop took over a minute. A stop leaves the walk to the next start."""
+def _walk_left_at_stop(tmp_path: Path, mosquitto: Mosquitto) -> Path:
+    """A daemon on the data clock given a reading, then one 8 days on, stopped during the walk
+    of data steps between them (~23,000 steps of ~3 ms): the stop must leave the walk to the next
+    start at once. Its configuration file."""
     path = write_config(tmp_path / "minewatch.toml", mosquitto.url, daemon_extra='clock = "data"')
     store = tmp_path / "store.db"
     base = datetime.now(UTC).replace(microsecond=0) - timedelta(days=9)
@@ -124,3 +123,37 @@ def test_sigterm_during_a_walk_of_days_of_data_steps_stops_the_daemon_at_once(
         if daemon.alive():
             daemon.stop(signal.SIGKILL)
         pub.close()
+    return path
+
+
+def test_sigterm_during_a_walk_of_days_of_data_steps_stops_the_daemon_at_once(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """Data 8 days on from the last: some 23,000 data steps of periodic work (~3 ms each) that
+    heeded no SIGTERM, a stop took over a minute. A stop leaves the walk to the next start."""
+    _walk_left_at_stop(tmp_path, mosquitto)
+
+
+def test_sigterm_while_the_next_start_judges_the_days_left_stops_it_at_once(
+    tmp_path: Path, mosquitto: Mosquitto
+) -> None:
+    """The start after such a stop judged the 8 days' minutes left in one tick (~18 s of one
+    meter), heeding no SIGTERM. A tick takes an hour of minutes at most (LOOKS_PER_TICK), so the
+    stop is heeded between ticks, and what is left is the next start's again."""
+    path = _walk_left_at_stop(tmp_path, mosquitto)
+    store = tmp_path / "store.db"
+    progress = "SELECT evaluated_until_us FROM progress WHERE site = 'quarry'"
+    left_at = store_count(store, progress)
+    daemon = Daemon(path).start()
+    try:
+        daemon.wait_ready()
+        assert wait_until(lambda: store_count(store, progress) > left_at, 30), daemon.logs()
+        stopping = time.monotonic()
+        assert daemon.stop(timeout=60) == 0
+        assert time.monotonic() - stopping < 5, daemon.logs()
+        assert "Stopping: closed minutes not judged yet are the next start's" in daemon.logs()
+        judged_to = store_count(store, progress)
+        assert left_at < judged_to < left_at + 7 * 86_400_000_000, daemon.logs()  # days still left
+    finally:
+        if daemon.alive():
+            daemon.stop(signal.SIGKILL)
