@@ -65,6 +65,7 @@ from monitor.evidence.format import (
     reading_columns,
     reading_file,
     readme_text,
+    site_agreement,
     sound_part,
 )
 from monitor.evidence.parts import default_workers, forking_is_safe, leave_interrupts_to_parent, ordered_map
@@ -1006,6 +1007,10 @@ class _Exporter:
             self.config_seq = seq
             break
         self.profile = profile
+        # The overrides config.toml gives, which the manifest repeats: the chained text's where it
+        # is shipped, not today's configuration's (verify holds the two together).
+        shipped = site_agreement(config_text, self.site.id)
+        self.agreement = dict(self.site.agreement) if shipped is None else shipped
         member = _Member(self.zf, "config.toml", self.files)
         member.write(config_text.encode("utf-8"))
         member.close()
@@ -1088,7 +1093,7 @@ class _Exporter:
                 "name": self.profile,
                 "file": _profile_file(self.profile),
                 "sha256": sha[_profile_file(self.profile)],
-                "agreement": dict(self.site.agreement),
+                "agreement": self.agreement,
                 "chain_seq": self.config_seq,
             },
             "plots": self.plots,

@@ -9,6 +9,7 @@ import csv
 import hashlib
 import json
 import re
+import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -438,6 +439,23 @@ def exported_window(bundle: str | Path) -> dict[str, str]:
 def _profile_file(profile: str) -> str:
     """The bundle's file for a profile given by name (``dovre``) or by path (``/etc/x.toml``)."""
     return f"profile/{Path(profile).name if profile.endswith('.toml') else profile + '.toml'}"
+
+
+def site_agreement(config_text: str, site_id: str) -> dict[str, Any] | None:
+    """The agreement overrides a bundle's config.toml gives ``site_id`` (its ``[[sites]]`` table's
+    ``agreement``; none written is none made), which the manifest repeats (``profile.agreement``);
+    None where the text is no TOML or holds no such site. The exporter states them from the very
+    text it ships and verify reads them back the same way."""
+    try:
+        document = tomllib.loads(config_text)
+    except tomllib.TOMLDecodeError:
+        return None
+    sites = document.get("sites")
+    for site in sites if isinstance(sites, list) else ():
+        if isinstance(site, dict) and site.get("id") == site_id:
+            agreement = site.get("agreement", {})
+            return dict(agreement) if isinstance(agreement, dict) else None
+    return None
 
 
 # --------------------------------------------------------------------------- anchors
