@@ -448,7 +448,7 @@ def site_agreement(config_text: str, site_id: str) -> dict[str, Any] | None:
     text it ships and verify reads them back the same way."""
     try:
         document = tomllib.loads(config_text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # RecursionError: arrays nested thousands deep
         return None
     sites = document.get("sites")
     for site in sites if isinstance(sites, list) else ():

@@ -74,6 +74,7 @@ from monitor.evidence.format import (
     reading_columns,
     reading_file,
     readme_text,
+    site_agreement,
     sound_part,
 )
 from monitor.evidence.parts import (
@@ -749,6 +750,11 @@ class _Verifier:
         # counts (_check_counts).
         self.counted: dict[str, int] = {}
         self.segment_anchors: int | None = None
+        # anchors.json's elements inside the segment, by seq (None: not read): what the manifest's
+        # anchors repeat, and where the segment ends (chain.extended_to_anchor).
+        self.anchor_elements: dict[int, Mapping[str, Any]] | None = None
+        # Per file read from InfluxDB: the first and last ts_us of its rows (the pruned part's times).
+        self.influx_span: dict[str, tuple[int, int]] = {}
         self.rows_at_anchor = 0
         self.path = ""
         self.workers = 1
@@ -802,6 +808,7 @@ class _Verifier:
         self._check_file_set(names)
         self.counted.update((name, source.rows) for name, source in opened.items())
         self._check_counts(names)
+        self._check_statements(names)
 
     # ------------------------------------------------------------------ files
 
@@ -827,10 +834,19 @@ class _Verifier:
                 sensor_at, local_at = header.index("sensor"), header.index("time_local")
             except ValueError:
                 return 0
+            ts_at = header.index("ts_us") if "ts_us" in header else None
+            first: int | None = None
+            last: int | None = None
             for cells in reader:
                 rows += 1
                 if len(cells) > max(sensor_at, local_at):
                     self.days.add((measurement, exact_value(cells[sensor_at]), cells[local_at][:10]))
+                if ts_at is not None and len(cells) > ts_at and cells[ts_at].lstrip("-").isdigit():
+                    ts = int(cells[ts_at])
+                    first = ts if first is None else min(first, ts)
+                    last = ts if last is None else max(last, ts)
+            if first is not None and last is not None:
+                self.influx_span[name] = (first, last)
         return rows
 
     def _check_file_set(self, names: set[str]) -> None:
@@ -901,16 +917,7 @@ class _Verifier:
         manifest.json (it lists every other file's SHA-256), so an edited count is caught here alone.
         """
         m, r, counted = self.m, self.report, self.counted
-
-        def differs(stated: Any, held: int | str) -> bool:
-            if isinstance(held, str):
-                return bool(stated != held)
-            return type(stated) is not int or stated != held  # neither 24.0 nor "24" nor true
-
-        def disagree(field_: str, stated: Any, held: str) -> None:
-            said = json.dumps(stated)
-            said = said if len(said) <= 80 else said[:77] + "..."
-            r.add("manifest", f"manifest not matching: its {field_} is {said}, {held}")
+        differs, disagree = _differs, self._disagree
 
         for field_, name, stated in _stated_rows(m):
             if name in counted:
@@ -977,6 +984,177 @@ class _Verifier:
                     edge = "from_us" if field_.startswith("from") else "to_us"
                     said_us = f"its window.{edge} ({window[edge]}) is {text}"
                     disagree(f"window.{field_}", window[field_], said_us)
+
+    def _disagree(self, field_: str, stated: Any, held: str) -> None:
+        """One line naming the manifest's field, what it says and what the bundle holds."""
+        said = json.dumps(stated)
+        said = said if len(said) <= 80 else said[:77] + "..."
+        self.report.add("manifest", f"manifest not matching: its {field_} is {said}, {held}")
+
+    def _check_statements(self, names: set[str]) -> None:
+        """What the manifest says beside its counts, against what the bundle holds: its anchors'
+        readable times and their elements in anchors.json, the anchor the segment was extended to,
+        the pruned part's times, the config entry it names for config.toml and the profile, the
+        files it names for them and the agreement it repeats. Like the counts, nothing but this
+        check covers them (no hash covers manifest.json)."""
+        self._check_anchor_statements()
+        self._check_pruned_statements(names)
+        self._check_config_statements(names)
+
+    def _check_anchor_statements(self) -> None:
+        m, elements = self.m, self.anchor_elements
+        for anchor in m.get("anchors", []) if isinstance(m.get("anchors"), list) else ():
+            if not isinstance(anchor, dict) or type(anchor.get("seq")) is not int:
+                continue  # the anchors' seqs and heads are held to anchors.json already
+            seq = anchor["seq"]
+            if "published_utc" in anchor:
+                published = self._utc_of(anchor.get("published_us"))
+                if _differs(anchor["published_utc"], published):
+                    said = json.dumps(anchor.get("published_us"))
+                    self._disagree(
+                        f"anchors[seq {seq}].published_utc",
+                        anchor["published_utc"],
+                        f"its published_us ({said}) is {published}",
+                    )
+            element = elements.get(seq) if elements is not None else None
+            for field_ in ("site", "published_us"):
+                if element is not None and field_ in anchor and anchor[field_] != element.get(field_):
+                    held = json.dumps(element.get(field_))
+                    self._disagree(
+                        f"anchors[seq {seq}].{field_}",
+                        anchor[field_],
+                        f"{ANCHORS_FILE}'s anchor at seq {seq} has {held}",
+                    )
+        chain = m["chain"]
+        if elements is None or not isinstance(chain, dict) or "extended_to_anchor" not in chain:
+            return  # anchors.json unread: a file problem already
+        r = self.report
+        first, last = r.first_seq, r.last_seq
+        stated = chain["extended_to_anchor"]
+        if last < first:
+            if stated is not None:
+                self._disagree("chain.extended_to_anchor", stated, "the segment holds no entry")
+        elif last in elements:
+            if _differs(stated, last):
+                self._disagree(
+                    "chain.extended_to_anchor",
+                    stated,
+                    f"the segment ends at seq {last}, the anchor {ANCHORS_FILE} holds there",
+                )
+        elif stated is not None:
+            self._disagree(
+                "chain.extended_to_anchor",
+                stated,
+                f"the segment ends at seq {last}, where {ANCHORS_FILE} holds no anchor",
+            )
+
+    def _check_pruned_statements(self, names: set[str]) -> None:
+        """pruned_locally: the part of the window before the chained rows (scope.chained_from_us),
+        read from InfluxDB. Whether the store was in fact pruned then is not in the bundle."""
+        m, s = self.m, self.scope
+        if "pruned_locally" not in m:
+            return
+        pruned = m["pruned_locally"]
+        read = sorted(n for n in names if n.endswith("_influxdb.csv"))
+        if not isinstance(pruned, dict):
+            if s.chained_from_us > s.from_us:
+                self._disagree(
+                    "pruned_locally",
+                    pruned,
+                    f"its scope.chained_from_us ({s.chained_from_us}) is after its window.from_us"
+                    f" ({s.from_us}): the part before was pruned locally",
+                )
+            return
+        if s.chained_from_us <= s.from_us:
+            self._disagree(
+                "pruned_locally",
+                pruned,
+                f"its scope.chained_from_us ({s.chained_from_us}) is not after its window.from_us"
+                f" ({s.from_us}): no part of the window was pruned",
+            )
+            return
+        edges = (
+            ("from", s.from_us, f"its window.from_us is {s.from_us}"),
+            ("to", s.chained_from_us, f"its scope.chained_from_us is {s.chained_from_us}"),
+        )
+        for edge, us, held in edges:
+            if f"{edge}_us" in pruned and _differs(pruned[f"{edge}_us"], us):
+                self._disagree(f"pruned_locally.{edge}_us", pruned[f"{edge}_us"], held)
+            if f"{edge}_utc" in pruned and _differs(pruned[f"{edge}_utc"], self.utc(us)):
+                self._disagree(f"pruned_locally.{edge}_utc", pruned[f"{edge}_utc"], f"{held}, {self.utc(us)}")
+        for name in read:  # the rows read from InfluxDB lie in the part it says was pruned
+            first, last = self.influx_span.get(name, (s.from_us, s.from_us))
+            if first < s.from_us:
+                said = pruned.get("from_us", s.from_us)
+                self._disagree("pruned_locally.from_us", said, f"{name} holds a row at {first}, before it")
+            if last >= s.chained_from_us:
+                said = pruned.get("to_us", s.chained_from_us)
+                self._disagree("pruned_locally.to_us", said, f"{name} holds a row at {last}, not before it")
+        if pruned.get("read") is False and read:
+            self._disagree("pruned_locally.read", False, f"the bundle holds {', '.join(read)}")
+        rows = pruned.get("rows")
+        if pruned.get("read") is True and isinstance(rows, dict):
+            for name in read:
+                if name not in rows:
+                    self._disagree(
+                        "pruned_locally.rows",
+                        rows,
+                        f"the bundle holds {name}, which it does not name",
+                    )
+
+    def _check_config_statements(self, names: set[str]) -> None:
+        """The config entry the manifest names for config.toml and the profile, the files it names
+        and the agreement it repeats, against the entry verify binds them by (the segment's first
+        naming a profile) and config.toml."""
+        m = self.m
+        bound = next(((seq, rec) for seq, rec in self.configs if "profile_sha256" in rec), None)
+        binding = (
+            f"config.toml and {_profile_file(str(bound[1]['profile']))} are bound by the config entry"
+            f" at seq {bound[0]}, the segment's first naming a profile"
+            if bound is not None
+            else "the segment holds no config entry naming a profile"
+        )
+        for part in ("config", "profile"):
+            stated = m.get(part)
+            if not isinstance(stated, dict) or "chain_seq" not in stated:
+                continue  # format 1 names none
+            said = stated["chain_seq"]
+            if (bound is None and said is not None) or (bound is not None and _differs(said, bound[0])):
+                self._disagree(f"{part}.chain_seq", said, binding)
+        for part, fixed, what in (
+            ("config", "config.toml", "the configuration"),
+            ("chain", CHAIN_FILE, "the chain"),
+        ):
+            stated = m.get(part)
+            if isinstance(stated, dict) and "file" in stated and stated["file"] != fixed:
+                self._disagree(f"{part}.file", stated["file"], f"{what} is {fixed} in every bundle")
+        profile = m.get("profile")
+        if not isinstance(profile, dict):
+            return
+        if bound is not None and "file" in profile:
+            held = _profile_file(str(bound[1]["profile"]))
+            if _differs(profile["file"], held):
+                self._disagree("profile.file", profile["file"], f"the profile bound is {held} ({binding})")
+        if "agreement" in profile and "config.toml" in names:
+            text = self.zf.read("config.toml").decode("utf-8", errors="replace")  # its size is capped
+            agreement = site_agreement(text, self.site)
+            if agreement is None:
+                self.report.notes.append(
+                    "the manifest's profile.agreement cannot be checked: config.toml holds no site"
+                    f" {self.site} this verifier can read"
+                )
+            elif profile["agreement"] != agreement:
+                self._disagree(
+                    "profile.agreement",
+                    profile["agreement"],
+                    f"config.toml gives site {self.site} the agreement {json.dumps(agreement)}",
+                )
+
+    def _utc_of(self, value: Any) -> str:
+        """A time the manifest states in microseconds, as the exporter renders it (or why not)."""
+        if type(value) is not int or not _FIRST_US <= value < _AFTER_LAST_US:
+            return "no time"
+        return self.utc(value)
 
     # ------------------------------------------------------------------ configuration
 
@@ -1143,17 +1321,29 @@ class _Verifier:
             return sorted(listed)
         elements = 0
         within: list[tuple[int, str]] = []
+        kept: dict[int, Mapping[str, Any]] = {}
         try:
-            for seq, head in self._anchors_file():
+            for seq, head, element in self._anchors_file():
                 elements += 1
+                if "published_utc" in element:  # its readable time, as the exporter renders it
+                    published = self._utc_of(element.get("published_us"))
+                    if _differs(element["published_utc"], published):
+                        self.report.add(
+                            "anchor",
+                            f"anchor not matching: {ANCHORS_FILE}'s anchor at seq {seq} says published_utc"
+                            f" {json.dumps(element['published_utc'])}, its published_us"
+                            f" ({json.dumps(element.get('published_us'))}) is {published}",
+                        )
                 if first - 1 <= seq <= last:
                     within.append((seq, head))
+                    kept[seq] = element
         except TooLarge:
             raise
         except (ValueError, TypeError, KeyError):
             self.report.add("file", f"{ANCHORS_FILE} is not a list of anchors")
             return sorted(listed)
         self.counted[ANCHORS_FILE], self.segment_anchors = elements, len(within)
+        self.anchor_elements = kept
         inside = set(within)
         if inside != listed:
             self.report.add(
@@ -1161,11 +1351,11 @@ class _Verifier:
             )
         return sorted(inside | listed)
 
-    def _anchors_file(self) -> Iterator[tuple[int, str]]:
-        """anchors.json's (seq, head)s, streamed: a site's anchors grow by 35,000 a year."""
+    def _anchors_file(self) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+        """anchors.json's (seq, head, element)s, streamed: a site's anchors grow by 35,000 a year."""
         with self.zf.open(ANCHORS_FILE) as f:
             for anchor in json_array_elements(io.TextIOWrapper(f, encoding="utf-8"), ANCHORS_FILE):
-                yield int(anchor["seq"]), str(anchor["head"])
+                yield int(anchor["seq"]), str(anchor["head"]), anchor
 
     def _walk(self, opened: dict[str, _Hashed], names: set[str]) -> None:
         r = self.report
@@ -1535,6 +1725,13 @@ class _Verifier:
 
 # What the manifest's rows of a member count, where they are not rows.
 _UNITS = {CHAIN_FILE: "entries", ANCHORS_FILE: "anchors"}
+
+
+def _differs(stated: Any, held: int | str) -> bool:
+    """Whether the manifest's value is not the bundle's: a count neither 24.0 nor "24" nor true."""
+    if isinstance(held, str):
+        return bool(stated != held)
+    return type(stated) is not int or stated != held
 
 
 def _stated_rows(manifest: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:

@@ -254,7 +254,11 @@ def _forge(bundle: Path, dst: Path, *, end: int | None = None, created: str | No
         else:
             head = next_head(head, entry[3])
         heads[seq] = head
-    manifest["chain"].update(last_seq=last, entries=len(chain) - 1, last_head=head)
+    # the segment ends where it was cut: at an anchor only if one was published there
+    extended = last if any(anchor["seq"] == last for anchor in manifest["anchors"]) else None
+    manifest["chain"].update(
+        last_seq=last, entries=len(chain) - 1, last_head=head, extended_to_anchor=extended
+    )
     manifest["anchors"] = [
         {**anchor, "head": heads.get(anchor["seq"], anchor["head"])}
         for anchor in manifest["anchors"]
@@ -313,7 +317,10 @@ def test_a_segment_cut_short_is_noticed_with_the_towns_anchors(site: Site, tmp_p
     with zipfile.ZipFile(bundle) as zf:
         manifest = json.loads(zf.read("manifest.json"))
     manifest["chain"].update(
-        last_seq=middle, entries=middle - manifest["chain"]["first_seq"] + 1, last_head=anchors[1]["head"]
+        last_seq=middle,
+        entries=middle - manifest["chain"]["first_seq"] + 1,
+        last_head=anchors[1]["head"],
+        extended_to_anchor=middle,  # it ends at that anchor
     )
     manifest["anchors"] = [a for a in manifest["anchors"] if a["seq"] <= middle]
     early = {
@@ -388,7 +395,7 @@ def test_a_tail_after_the_last_town_anchor_is_not_called_anchored(tmp_path: Path
     with sqlite3.connect(site.store) as conn:  # format 3's chain.csv holds no heads: the store's
         heads = dict(conn.execute("SELECT seq, head FROM chain WHERE site = ?", (SITE,)).fetchall())
     conn.close()
-    manifest["chain"].update(last_seq=cut, last_head=heads[cut])
+    manifest["chain"].update(last_seq=cut, last_head=heads[cut], extended_to_anchor=None)  # at no anchor
     short = rewrite(
         bundle,
         tmp_path / "short.zip",
@@ -408,7 +415,7 @@ def test_a_tail_after_the_last_town_anchor_is_not_called_anchored(tmp_path: Path
 
     # Cut right at the town's head of the middle of the window: that head proves the rows up to
     # it, but it was received before the window ended, so nothing shows the rest of the window.
-    manifest["chain"].update(last_seq=middle, last_head=heads[middle])
+    manifest["chain"].update(last_seq=middle, last_head=heads[middle], extended_to_anchor=middle)
     manifest["anchors"] = [a for a in manifest["anchors"] if a["seq"] <= middle]
     cut = middle
     at_anchor = rewrite(

@@ -135,7 +135,8 @@ def test_a_count_the_manifest_states_that_the_bundle_does_not_hold_fails(
         expected = expected.replace("{" + name + "}", hashes[name])
     assert first_problem(lying) == "manifest not matching: " + expected
     report = verify_bundle(lying)
-    assert [p.category for p in report.problems] == ["manifest"], report.lines()
+    # rows read from InfluxDB in a bundle with no pruned part: its pruned_locally is a second
+    assert {p.category for p in report.problems} == {"manifest"}, report.lines()
 
 
 def test_entries_carried_as_digests_that_the_manifest_miscounts_fail(site: Site, tmp_path: Path) -> None:
