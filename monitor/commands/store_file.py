@@ -9,10 +9,15 @@ either, not a missing one. check-config says the same (store_refusal) on the key
 The store `run` takes (``daemon_refusal``): the same, and a store this user cannot write, which
 `run` and check-config refuse in one line before anything is written or connected. The store a
 command writes (``writable_store``: serve, report, the notices' changes, influx requeue): an
-existing one, and one this user can write, refused in the same line before it writes."""
+existing one, and one this user can write, refused in the same line before it writes. Every
+other command only reads its store, and works on one this user may read and not write: the
+-wal and -shm its reading makes there are removed as it ends (they stayed, this user's files,
+and the store's own user could no longer write the store)."""
 
 from __future__ import annotations
 
+import atexit
+import os
 import sqlite3
 from pathlib import Path
 
@@ -22,6 +27,7 @@ from monitor.journal.store import (
     cannot_write,
     folder_blocked,
     named_a_folder,
+    remove_what_reading_made,
     store_file_refusal,
     store_not_opened,
 )
@@ -62,12 +68,14 @@ def store_refusal(path: str) -> str | None:
     that is no SQLite database, an empty file the user made, another program's database, a
     sensor's queue. None for a store (or one being made) and for no file at all (the daemon
     makes it). Read-only; sqlite3.Error when the file cannot be read here (the daemon's own,
-    to another user)."""
+    to another user). The first look of every command at its store: of one this user may not
+    write, the -wal and -shm its reading makes are removed as the process ends."""
     store = Path(path)
     if (folder := named_a_folder(path)) is not None:  # the daemon refuses it, and makes no store
         return store_not_opened(path, folder)
     if not store.is_file():
         return None
+    _removed_at_exit(path)
     try:
         conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
@@ -90,3 +98,17 @@ def daemon_refusal(path: str) -> str | None:
         return folder_blocked(path) or store_refusal(path) or cannot_write(path)
     except sqlite3.Error as exc:  # not readable here: said as the daemon's open says it
         return cannot_open(path, exc)
+
+
+_REMOVED_AT_EXIT: set[str] = set()  # the stores whose reading's files this process removes
+
+
+def _removed_at_exit(path: str) -> None:
+    """The -wal and -shm a reading of ``path`` makes, removed as this process ends when this
+    user may not write the store (remove_what_reading_made): SQLite's last connection removes
+    them only when it may write it. Every connection of a command is closed by then."""
+    real = os.path.realpath(path)  # where SQLite makes them: beside the file a link names
+    if real in _REMOVED_AT_EXIT or os.access(real, os.W_OK):
+        return
+    _REMOVED_AT_EXIT.add(real)
+    atexit.register(remove_what_reading_made, real)

@@ -425,6 +425,44 @@ def _first_refused(path: str, *, write: bool) -> _Refused | None:
     return _Refused(target.parent, True) if makes_files and not os.access(target.parent, os.W_OK) else None
 
 
+# The byte of a -shm every SQLite connection holds a shared lock on while it has the file open
+# (os_unix.c: UNIX_SHM_DMS, after the WAL's eight lock bytes from 120).
+_SHM_IN_USE_BYTE = 128
+
+
+def remove_what_reading_made(path: str) -> None:
+    """Remove the -wal and -shm beside the store at ``path`` that a reader of this user made and
+    no connection has open any more. SQLite's last connection removes them as it closes, but
+    only one that may write the store: a reader that may not (another user's store, 0644, in a
+    folder it may write) left them, its own files, and the store's own user could no longer
+    write the store ("attempt to write a readonly database"; `run` refused the -shm). Removed
+    only while they are this user's, the -wal holds no frame (a reader writes none) and no
+    connection holds the -shm (its lock byte, taken here, is held while the files go)."""
+    shm, wal = path + "-shm", path + "-wal"
+    try:
+        fd = os.open(shm, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # none, or not this user's to take
+        return
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():
+            return
+        try:
+            frames = os.lstat(wal)
+        except FileNotFoundError:
+            frames = None
+        if frames is not None and (frames.st_size or frames.st_uid != os.geteuid()):
+            return  # a writer's: it removes them
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _SHM_IN_USE_BYTE)
+        except OSError:  # another connection has them open: theirs to remove
+            return
+        for name in (wal, shm):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+    finally:
+        os.close(fd)  # lets go of the lock
+
+
 def _refused_file(place: Path, able: str) -> str:
     return (
         f"{place} is not {able} by this user (permission denied): run minewatch as the user the"

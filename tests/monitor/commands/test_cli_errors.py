@@ -1143,6 +1143,7 @@ STORE_WRITERS = [
     ["report", "--month", "2026-11"],
     ["influx", "requeue"],
     ["serve"],
+    ["run"],
 ]
 
 
@@ -1154,18 +1155,61 @@ def test_every_store_writer_refuses_a_store_this_user_can_read_and_not_write(
     another user's, 0644): `report` wrote its PDF and CSV and then failed recording the report
     with a traceback, `serve` listened and answered every login with 503 ("the store cannot take
     writes just now (its disk is full or failing)") for good. Each says run's line, exit 2,
-    before it writes anything (monitor.commands.store_file.writable_store)."""
+    before it writes anything (monitor.commands.store_file.writable_store), and leaves the
+    store's folder as it was: the -wal and -shm its look at the store made stayed (see
+    test_every_store_reader_reads_a_store_this_user_can_read_and_not_write_and_leaves_no_file)."""
     cwd = Path(site["cwd"])
     config = Path(site["config"])
     _with_portal(config)
     store = tmp_path / "store.db"
     prefix = refused_to_this_user(store, 0o644)
     files = sorted(cwd.iterdir())
+    beside = sorted(tmp_path.iterdir())
     line = _assert_one_line(_run([*argv, "--config", str(config)], cwd, prefix=prefix, timeout=30))
     command = " ".join(a for a in argv[:2] if a in LEAVES_NAMES)
     refusal = f"cannot write the store {str(store)!r}: {_refused(store)}"
     assert line == f"minewatch {command}: {refusal} (storage.path in {config})", line
     assert sorted(cwd.iterdir()) == files
+    assert sorted(tmp_path.iterdir()) == beside
+
+
+# The commands that only read the store, and how each ends on the site fixture's empty store.
+STORE_ONLY_READERS = [
+    (["status"], 0),
+    (["notices", "list"], 0),
+    (["notices", "show", "DOV-2026-0001"], 2),  # no such notice
+    (["report-blast", "--blast", "B-1", "--out", "b.pdf"], 2),  # no such blast
+    (["evidence", "--from", "2026-11-01", "--to", "2026-11-02", "--out", "e.zip"], 0),
+    (["influx", "rejected"], 0),
+    (["verify", "report.pdf"], 1),  # a report no chain recorded
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"), STORE_ONLY_READERS, ids=[" ".join(a) for a, _ in STORE_ONLY_READERS]
+)
+def test_every_store_reader_reads_a_store_this_user_can_read_and_not_write_and_leaves_no_file(
+    argv: list[str], code: int, site: dict[str, str], tmp_path: Path
+) -> None:
+    """A command that only reads the store reads one this user may read and not write (another
+    user's, 0644) as that user would, and leaves the store's folder as it found it. Its reading
+    made the store's -wal and -shm (none is there while no process has the store open), and
+    SQLite's last connection removes them only when it may write the store: they stayed, this
+    user's files, and the store's own user could no longer write the store ("attempt to write a
+    readonly database"; `run` refused the -shm). The store's file is left unchanged."""
+    cwd = Path(site["cwd"])
+    (cwd / "report.pdf").write_bytes(b"%PDF-1.4\n% a report to check\n")
+    config = Path(site["config"])
+    store = tmp_path / "store.db"
+    prefix = refused_to_this_user(store, 0o644)
+    beside = sorted(tmp_path.iterdir())
+    body = store.read_bytes()
+    done = _run([*argv, "--config", str(config)], cwd, prefix=prefix, timeout=60)
+    shown = (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    assert done.returncode == code, shown
+    assert "Traceback" not in done.stderr and "the store" not in done.stderr, shown
+    assert sorted(tmp_path.iterdir()) == beside, sorted(p.name for p in tmp_path.iterdir())
+    assert store.read_bytes() == body
 
 
 def test_run_and_check_config_say_a_store_on_a_file_system_mounted_read_only(tmp_path: Path) -> None:
