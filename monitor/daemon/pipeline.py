@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import math
-import signal
 import threading
 import time
 from collections import defaultdict
@@ -33,7 +32,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from types import FrameType
 from typing import Any, NamedTuple, ParamSpec
 
 import rules
@@ -54,6 +52,7 @@ from monitor.daemon.ingest import Handoff, Inbound, MqttLink
 from monitor.daemon.rejections import PUBLISHED_PER_MINUTE, UNATTRIBUTED_SITE, LogGate, sender_of
 from monitor.daemon.sensor_health import HealthWatch, calibrated
 from monitor.daemon.site_state import NEVER, SiteState, site_data
+from monitor.daemon.stopping import stopped_while_starting
 from monitor.daemon.store_outage import StoreOutage
 from monitor.daemon.workers import Partition
 from monitor.errors import DecodeError, StoreUnwritable
@@ -1076,28 +1075,16 @@ def _data_time(decoded: Message | DecodeError) -> datetime | None:
 # --------------------------------------------------------------------------- the process
 
 
-def run(
-    config: Config,
-    *,
-    stop: threading.Event | None = None,
-    install_signals: bool = True,
-    partition: Partition | None = None,
-) -> int:
-    """`minewatch run`: wire everything, run until SIGTERM/SIGINT (or ``stop``), shut down cleanly.
+def run(config: Config, *, stop: threading.Event, partition: Partition | None = None) -> int:
+    """`minewatch run`: wire everything, run until ``stop`` (set by SIGTERM/SIGINT from the
+    command's start: monitor.daemon.stopping), shut down cleanly. A stop asked for before the
+    broker is connected ends the start there (stopped_while_starting).
 
     ``partition``: this process is one worker of several (monitor.daemon.workers), ``config`` already
     narrowed to its sites; the outputs shared by all sites run in the leader only.
     """
-    stop = stop or threading.Event()
-    if install_signals:
-
-        def _on_signal(signum: int, frame: FrameType | None) -> None:
-            log.info("Signal %d: shutting down", signum)
-            stop.set()
-
-        signal.signal(signal.SIGTERM, _on_signal)
-        signal.signal(signal.SIGINT, _on_signal)
-
+    if stop.is_set():  # while the command loaded this module
+        return stopped_while_starting()
     # Outputs first: the store, the outbox and its forwarder exist before any message arrives.
     store = Store(config.storage.path)
     store.checkpoint_in_background()
@@ -1138,6 +1125,9 @@ def run(
             store.close()
             return 0
         pipeline = started
+    if stop.is_set():  # before the forwarder, the deliveries and the broker start
+        store.close()
+        return stopped_while_starting()
     forwarder = None
     forwarder_record = None
     if config.storage.influxdb is not None and leader:  # one reader of the outbox, whoever wrote to it

@@ -32,9 +32,9 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, replace
-from types import FrameType
 
 from monitor.config import Config
+from monitor.daemon.stopping import stop_on_signals, stopped_while_starting
 from monitor.errors import UsageError
 from monitor.wire.link_state import META_KEY
 
@@ -230,21 +230,18 @@ class Supervisor:
         log.info("all %d workers stopped", self.count)
 
 
-def supervise(config: Config, config_path: str, log_level: str) -> int:
-    """`minewatch run` with daemon.workers > 1: the supervisor's whole life."""
+def supervise(config: Config, config_path: str, log_level: str, stop: threading.Event) -> int:
+    """`minewatch run` with daemon.workers > 1: the supervisor's whole life, until ``stop`` (set
+    by SIGTERM/SIGINT from the command's start); one asked for before the workers start ends it
+    there (stopped_while_starting)."""
     from monitor.journal.store import Store
 
     count = worker_count(config)
     # Bring the store to the current layout once, before the workers open it together.
     Store(config.storage.path).close()
-    stop = threading.Event()
-
-    def _on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("Signal %d: stopping the workers", signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
+    stop_on_signals(stop, log, "stopping the workers")
+    if stop.is_set():
+        return stopped_while_starting(log)
     for index in range(1, count + 1):
         sites = Partition(index, count).sites(config)
         log.info("worker %d/%d owns %s", index, count, ", ".join(sites))
