@@ -689,6 +689,13 @@ class Store:
             )
         if not migrations.pending(self.conn):
             return
+        # Migrating is a write, which the commands that read the store make too (status brings
+        # an older store up to date): as a user who may only read it, refused in run's words
+        # before the writers' turn's file is made beside it (it stayed, and the migration failed
+        # as "cannot open the store").
+        if self.path != ":memory:" and (refused := cannot_write(self.path)) is not None:
+            self.conn.close()
+            raise StoreError(f"{refused} (an older minewatch's store: opening it brings it to this layout)")
         # Two processes opening a new store at one moment (two daemons of other sites of it)
         # would both find it unmigrated and the second fail ("duplicate column"): whoever
         # migrates holds the writers' turn, and what is still to do is read again under it.

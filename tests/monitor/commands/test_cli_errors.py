@@ -28,7 +28,7 @@ from monitor.cli import build_parser
 from monitor.journal.store import Store
 from tests.support.another_user import refused_to_this_user
 from tests.support.cli import run_minewatch
-from tests.support.paths import REPO
+from tests.support.paths import DATA, REPO
 from tests.support.small_disk import on_a_small_disk
 
 DEMO_CONFIG = REPO / "sensors" / "demo" / "dovre-demo.toml"
@@ -1208,6 +1208,46 @@ def test_every_store_reader_reads_a_store_this_user_can_read_and_not_write_and_l
     shown = (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
     assert done.returncode == code, shown
     assert "Traceback" not in done.stderr and "the store" not in done.stderr, shown
+    assert sorted(tmp_path.iterdir()) == beside, sorted(p.name for p in tmp_path.iterdir())
+    assert store.read_bytes() == body
+
+
+# The commands that read the store through the daemon's own opening, which brings an older
+# minewatch's store to this layout first (evidence and verify read it as it is).
+STORE_MIGRATING_READERS = [
+    ["status"],
+    ["notices", "list"],
+    ["notices", "show", "DOV-2026-0001"],
+    ["report-blast", "--blast", "B-1", "--out", "b.pdf"],
+    ["influx", "rejected"],
+]
+
+
+@pytest.mark.parametrize("argv", STORE_MIGRATING_READERS, ids=" ".join)
+def test_a_reader_refuses_an_older_store_this_user_can_read_and_not_write_in_runs_words(
+    argv: list[str], site: dict[str, str], tmp_path: Path
+) -> None:
+    """status and the other commands that read through the daemon's opening write an older
+    minewatch's store as they open it (its migrations; evidence's refusal of such a store says
+    to open it once with status). As a user who may read it and not write it (another user's,
+    0644), each failed that write as "cannot open the store", and left the writers' turn's file
+    ({path}-turns) beside the store, this user's; each says run's line (cannot write the store
+    ...), why, exit 2, and leaves the store's folder and file as they were."""
+    cwd = Path(site["cwd"])
+    config = Path(site["config"])
+    store = tmp_path / "store.db"
+    for made in tmp_path.glob("store.db*"):
+        made.unlink()
+    store.write_bytes((DATA / "evidence" / "golden.sqlite").read_bytes())  # layout 2 (commit cd944b8)
+    prefix = refused_to_this_user(store, 0o644)
+    beside = sorted(tmp_path.iterdir())
+    body = store.read_bytes()
+    line = _assert_one_line(_run([*argv, "--config", str(config)], cwd, prefix=prefix, timeout=60))
+    command = " ".join(a for a in argv[:2] if a in LEAVES_NAMES)
+    assert line == (
+        f"minewatch {command}: cannot write the store {str(store)!r}: {_refused(store)} (an older"
+        f" minewatch's store: opening it brings it to this layout) (storage.path in {config})"
+    ), line
     assert sorted(tmp_path.iterdir()) == beside, sorted(p.name for p in tmp_path.iterdir())
     assert store.read_bytes() == body
 
