@@ -224,6 +224,20 @@ def rewrite(src: Path, dst: Path, edits: dict[str, Callable[[bytes], bytes]], *,
     return dst
 
 
+Manifest = dict[str, Any]
+
+
+def manifest_lie(change: Callable[[Manifest], None]) -> Callable[[bytes], bytes]:
+    """An edit of manifest.json for ``rewrite``: ``change`` made to the parsed manifest."""
+
+    def edit(data: bytes) -> bytes:
+        manifest = json.loads(data)
+        change(manifest)
+        return json.dumps(manifest).encode()
+
+    return edit
+
+
 def restate(manifest: dict[str, Any], members: dict[str, bytes]) -> None:
     """Restate all the manifest says of the members, as a forger who edited them would: each
     file's SHA-256, bytes and rows, the rows summary and the chain's entries (verify holds every

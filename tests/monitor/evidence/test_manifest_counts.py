@@ -20,18 +20,7 @@ import pytest
 
 from monitor.evidence import export_bundle, verify_bundle
 from tests.support.cli import run_minewatch
-from tests.support.evidence import SITE, WINDOW, Site, export, first_problem, rewrite
-
-Manifest = dict[str, Any]
-
-
-def _lie(change: Callable[[Manifest], None]) -> Callable[[bytes], bytes]:
-    def edit(data: bytes) -> bytes:
-        manifest = json.loads(data)
-        change(manifest)
-        return json.dumps(manifest).encode()
-
-    return edit
+from tests.support.evidence import SITE, WINDOW, Manifest, Site, export, first_problem, manifest_lie, rewrite
 
 
 def _file(manifest: Manifest, name: str) -> dict[str, Any]:
@@ -126,7 +115,7 @@ def test_a_count_the_manifest_states_that_the_bundle_does_not_hold_fails(
     report = verify_bundle(bundle)
     assert report.ok, report.lines()
     change, said = LIES[lie]
-    lying = rewrite(bundle, tmp_path / "lying.zip", {"manifest.json": _lie(change)}, rehash=False)
+    lying = rewrite(bundle, tmp_path / "lying.zip", {"manifest.json": manifest_lie(change)}, rehash=False)
     files = json.loads(_read(bundle, "manifest.json"))["files"]
     config_bytes = _file({"files": files}, "config.toml")["bytes"]
     hashes = {entry["name"]: entry["sha256"] for entry in files}
@@ -161,7 +150,9 @@ def test_entries_carried_as_digests_that_the_manifest_miscounts_fail(site: Site,
         ({}, "its disclosure.digest_only[alert] is 0, chain.csv holds 1"),
         ([], "its disclosure.digest_only is [], chain.csv holds 4"),
     ):
-        lying = rewrite(bundle, tmp_path / "lying.zip", {"manifest.json": _lie(digests(value))}, rehash=False)
+        lying = rewrite(
+            bundle, tmp_path / "lying.zip", {"manifest.json": manifest_lie(digests(value))}, rehash=False
+        )
         assert first_problem(lying).startswith(
             f"manifest not matching: {said} entries as their digests alone"
         )
@@ -175,7 +166,7 @@ def test_a_file_listed_twice_is_held_to_each_sha256_listed(site: Site, tmp_path:
     def twice(m: Manifest) -> None:
         m["files"].insert(0, {**_file(m, "data/light.csv"), "sha256": "0" * 64})
 
-    lying = rewrite(bundle, tmp_path / "lying.zip", {"manifest.json": _lie(twice)}, rehash=False)
+    lying = rewrite(bundle, tmp_path / "lying.zip", {"manifest.json": manifest_lie(twice)}, rehash=False)
     assert first_problem(lying) == "file changed: data/light.csv does not match its SHA-256 in the manifest"
 
 
@@ -184,7 +175,7 @@ def test_verify_exits_1_naming_the_count(site: Site, tmp_path: Path) -> None:
     lying = rewrite(
         bundle,
         tmp_path / "lying.zip",
-        {"manifest.json": _lie(lambda m: m["chain"].update(entries=600))},
+        {"manifest.json": manifest_lie(lambda m: m["chain"].update(entries=600))},
         rehash=False,
     )
     done = run_minewatch("verify", lying)

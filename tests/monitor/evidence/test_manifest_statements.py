@@ -23,18 +23,18 @@ from monitor.config import load_config
 from monitor.evidence import export_bundle, verify_bundle
 from monitor.journal.store import Store, to_us
 from tests.support.cli import run_minewatch
-from tests.support.evidence import SITE, T0, WINDOW, Site, build_site, export, first_problem, rewrite
-
-Manifest = dict[str, Any]
-
-
-def _lie(change: Callable[[Manifest], None]) -> Callable[[bytes], bytes]:
-    def edit(data: bytes) -> bytes:
-        manifest = json.loads(data)
-        change(manifest)
-        return json.dumps(manifest).encode()
-
-    return edit
+from tests.support.evidence import (
+    SITE,
+    T0,
+    WINDOW,
+    Manifest,
+    Site,
+    build_site,
+    export,
+    first_problem,
+    manifest_lie,
+    rewrite,
+)
 
 
 def _manifest(bundle: Path) -> Manifest:
@@ -44,7 +44,7 @@ def _manifest(bundle: Path) -> Manifest:
 
 
 def _lying(bundle: Path, change: Callable[[Manifest], None], out: Path) -> Path:
-    return rewrite(bundle, out, {"manifest.json": _lie(change)}, rehash=False)
+    return rewrite(bundle, out, {"manifest.json": manifest_lie(change)}, rehash=False)
 
 
 def _last_anchor(m: Manifest) -> dict[str, Any]:
