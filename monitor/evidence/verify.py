@@ -1107,7 +1107,7 @@ class _Verifier:
         and the agreement it repeats, against the entry verify binds them by (the segment's first
         naming a profile) and config.toml."""
         m = self.m
-        bound = next(((seq, rec) for seq, rec in self.configs if "profile_sha256" in rec), None)
+        bound = next(iter(self._naming_profile()), None)
         binding = (
             f"config.toml and {_profile_file(str(bound[1]['profile']))} are bound by the config entry"
             f" at seq {bound[0]}, the segment's first naming a profile"
@@ -1158,17 +1158,22 @@ class _Verifier:
 
     # ------------------------------------------------------------------ configuration
 
+    def _naming_profile(self) -> list[tuple[int, dict[str, Any]]]:
+        """The segment's config entries naming a profile, in order: the first binds config.toml and
+        the profile; those after it are the changes in the window."""
+        return [(seq, rec) for seq, rec in self.configs if "profile_sha256" in rec]
+
     @property
     def profile_file(self) -> str:
-        for _, record in self.configs:
-            if "profile_sha256" in record:
-                return _profile_file(str(record["profile"]))
+        entries = self._naming_profile()
+        if entries:
+            return _profile_file(str(entries[0][1]["profile"]))
         return str(self.m["profile"]["file"])
 
     def _check_config(self, names: set[str]) -> None:
         """The bundle's profile and configuration against the segment's config records."""
         r = self.report
-        current = [(seq, rec) for seq, rec in self.configs if "profile_sha256" in rec]
+        current = self._naming_profile()
         if not current:
             self._config_format_1(names)
             if r.format != FORMAT_1 and r.chain_links:
