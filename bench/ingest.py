@@ -5,8 +5,9 @@ while the consumer's persistent session is offline, then the consumer starts and
 how fast it empties its queue. For the daemon, "done" means every message is stored in
 SQLite (committed, chained, acknowledged) and the minutes are evaluated by the rules.
 
-    python bench/ingest.py [--sensors 1000] [--per-sensor 200] [--sites 10] [--workers 1] [--floor-runs 3]
-                           [--start-runs 3] [--ballast 0] [--broker mosquitto|nats-cluster]
+    python bench/ingest.py [--sensors 1000] [--per-sensor 200[,2000...]] [--rounds 1] [--sites 10]
+                           [--workers 1] [--floor-runs 3] [--start-runs 3] [--ballast 0]
+                           [--broker mosquitto|nats-cluster]
 
 ``--broker nats-cluster`` runs both consumers through a three-node nats-server cluster
 (JetStream + MQTT 3.1.1, tests/support/nats_cluster.py): the backlog is published to node b,
@@ -43,7 +44,16 @@ drain cost: the broker's and the consumer's per message, and the machine's idle 
 (hypervisor) shares. The daemon's drain and the broker's CPU for it bound the rate the cores
 allow (cores / (daemon + broker us/msg)), and so the ratio this code can reach on this machine.
 
-Last line: ``ingest: <rate> msg/s daemon, <median rate> msg/s mosquitto_sub, ratio <r>, lost <n>,
+``--per-sensor`` takes several sizes (``200,600,2000``) and ``--rounds R``: each size is run R times
+(in the given order, then the reverse, alternately), each run with its own broker and store, and the
+bench ends with the CPU per message of each size against the first: the medians over the rounds and
+the ratio within each round, on the drain, until the last final look and from the daemon's start.
+A comparison measured in one bench run, since the machine's speed moves between runs (single 200
+runs 1.37 x apart on one afternoon, docs/PERFORMANCE.md). Its last line is then
+``ingest compare: cpu per message against <first size> per sensor, medians of the rounds: ...``;
+each run's own block keeps its ``ingest`` line.
+
+Last line (one size): ``ingest: <rate> msg/s daemon, <median rate> msg/s mosquitto_sub, ratio <r>, lost <n>,
 peak RSS <MB> MB[, workers <n>, per core <r>], cpu <us> us/msg``
 """
 
@@ -636,9 +646,16 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=10)
     parser.add_argument(
         "--per-sensor",
+        type=per_sensor_sizes,
+        default=[200],
+        help="messages per sensor (seconds of data); at most 3,400 (the daemon's lateness_s is 3,600);"
+        " several, comma-separated (200,2000), run one after another and compared",
+    )
+    parser.add_argument(
+        "--rounds",
         type=int,
-        default=200,
-        help="messages per sensor (seconds of data); at most 3,400 (the daemon's lateness_s is 3,600)",
+        default=1,
+        help="times the sizes of --per-sensor are run, in their order and then the reverse, alternately",
     )
     parser.add_argument(
         "--floor-runs", type=int, default=3, help="times mosquitto_sub drains the backlog (the median counts)"
@@ -672,8 +689,8 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help=KEEP_HELP)
     args = parser.parse_args()
-    if not 0 < args.per_sensor <= 3400 or args.floor_runs < 1 or args.start_runs < 1:
-        parser.error("--per-sensor must be 1 to 3400, and --floor-runs and --start-runs at least 1")
+    if args.floor_runs < 1 or args.start_runs < 1 or args.rounds < 1:
+        parser.error("--floor-runs, --start-runs and --rounds must be at least 1")
     if not 0 <= args.ballast <= 5_000_000:
         parser.error("--ballast must be 0 to 5000000 messages")
     # Checked before the minutes of publishing, not by the daemon's configuration after them.
@@ -685,12 +702,87 @@ def main() -> None:
         parser.error("--broker nats-cluster: at most 32 sites (2 QoS 1 subscriptions of 1,024 per site)")
     if shutil.which("mosquitto_sub") is None:
         raise SystemExit("mosquitto_sub is not installed (apt-get install mosquitto-clients)")
+    runs = [
+        (size, r)
+        for r in range(args.rounds)
+        for size in (args.per_sensor if r % 2 == 0 else reversed(args.per_sensor))
+    ]
+    results: Runs = []
     with scratch_folder("minewatch-bench-", args.keep) as workdir:
-        bench_in(workdir, args)
+        for size, r in runs:
+            one = argparse.Namespace(**{**vars(args), "per_sensor": size})
+            if len(runs) > 1:
+                print(f"--- {size} per sensor (round {r + 1} of {args.rounds})", flush=True)
+            with scratch_folder(f"{size}-{r + 1}-", args.keep, under=workdir) as folder:
+                results.append((size, bench_in(folder, one)))
+    if len(runs) > 1:
+        print_comparison(args.per_sensor, results)
 
 
-def bench_in(workdir: Path, args: argparse.Namespace) -> None:
-    """The benchmark with its files in ``workdir``."""
+def per_sensor_sizes(text: str) -> list[int]:
+    """``--per-sensor``: one size or several, comma-separated, each 1 to 3,400 and said once."""
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: whole numbers, comma-separated (200,2000)") from None
+    if not all(0 < n <= 3400 for n in sizes) or len(set(sizes)) < len(sizes):
+        raise argparse.ArgumentTypeError(f"{text!r}: each size 1 to 3400, none twice")
+    return sizes
+
+
+Runs = list[tuple[int, dict[str, float]]]  # (per sensor, the daemon's figures), in the order run
+# The drain's figure leaves out, at both ends, CPU that does not depend on the backlog's length
+# (the first batches prepared before the first stored row; the last minutes' final looks after the
+# last), a larger share of a short run's: compared also until the last look, and from the start.
+COMPARED = (
+    ("cpu_us", "on the drain"),
+    ("judged_us", "until the last final look"),
+    ("whole_us", "from the daemon's start"),
+)
+
+
+def print_comparison(sizes: list[int], results: Runs) -> None:
+    """The CPU per message of each size against the first, measured in this one bench run: the
+    medians over the rounds, and round by round (a round runs each size once, back to back)."""
+    for size in sizes:
+        print(
+            f"cpu us/msg at {size} per sensor, run by run: "
+            + "; ".join(
+                f"{name} " + " / ".join(f"{v:.1f}" for v in _figures(results, size, key))
+                for key, name in COMPARED
+            )
+        )
+    base, *others = sizes
+    parts = []
+    for size, (key, name) in ((size, figure) for size in others for figure in COMPARED):
+        mine, theirs = _figures(results, size, key), _figures(results, base, key)
+        if mine and theirs:
+            rounds = _round_ratios(results, len(sizes), size, base, key)
+            ratio = statistics.median(mine) / statistics.median(theirs)
+            by_round = " / ".join(f"{x:.2f}" for x in rounds)
+            parts.append(f"{size} {ratio:.2f} x {name} (round by round {by_round})")
+    print(
+        f"ingest compare: cpu per message against {base} per sensor, medians of the rounds: "
+        + "; ".join(parts)
+    )
+
+
+def _figures(results: Runs, size: int, key: str) -> list[float]:
+    return [r[key] for n, r in results if n == size and key in r]
+
+
+def _round_ratios(results: Runs, per_round: int, size: int, base: int, key: str) -> list[float]:
+    """``size`` against ``base`` within each round (the runs of one round are back to back)."""
+    ratios = []
+    for i in range(0, len(results), per_round):
+        one = dict(results[i : i + per_round])
+        if key in one.get(size, {}) and key in one.get(base, {}):
+            ratios.append(one[size][key] / one[base][key])
+    return ratios
+
+
+def bench_in(workdir: Path, args: argparse.Namespace) -> dict[str, float]:
+    """The benchmark at one size with its files in ``workdir``: the daemon's figures."""
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=args.per_sensor + 120)
     print(
         f"{args.sensors} sensors in {args.sites} sites, {args.per_sensor} messages each,"
@@ -705,12 +797,11 @@ def bench_in(workdir: Path, args: argparse.Namespace) -> None:
         with run_nats_cluster(workdir / "cluster") as cluster:
             for node in cluster.nodes:
                 wait_mqtt_ready(node.url)
-            run(args, Target.nats(cluster), workdir, start, "nats-cluster")
-        return
+            return run(args, Target.nats(cluster), workdir, start, "nats-cluster")
     queue = f"max_queued_messages {max(2_000_000, 2 * total, args.ballast)}\npersistence false\n"
     broker = Mosquitto(workdir / "broker", extra_conf=queue).start()
     try:
-        run(args, Target.mosquitto(broker), workdir, start, "mosquitto", broker)
+        return run(args, Target.mosquitto(broker), workdir, start, "mosquitto", broker)
     finally:
         broker.stop()
 
@@ -722,7 +813,7 @@ def run(
     start: datetime,
     name: str,
     broker: Mosquitto | None = None,
-) -> None:
+) -> dict[str, float]:
     drains, sub_total = bench_mosquitto_sub(target, args, start)
     sub_rate = statistics.median(d.rate for d in drains)
     print(
@@ -816,6 +907,7 @@ def run(
         )
         + f", cpu {result['cpu_us']:.1f} us/msg"
     )
+    return result
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ from pathlib import Path
 
 
 @contextmanager
-def scratch_folder(prefix: str, keep: bool) -> Iterator[Path]:
-    """A new folder under the system's temporary one; removed on success unless ``keep``."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+def scratch_folder(prefix: str, keep: bool, under: Path | None = None) -> Iterator[Path]:
+    """A new folder under ``under`` or the system's temporary one; removed on success unless ``keep``."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=under))
     try:
         yield folder
     except BaseException:
