@@ -73,7 +73,8 @@ def _verify_report(args: argparse.Namespace, path: Path) -> int:
 
     from monitor.commands.store_file import existing_store
     from monitor.config import load_config
-    from monitor.errors import UsageError
+    from monitor.errors import StoreError, UsageError
+    from monitor.journal.migrations import layout_refusal
     from monitor.reports.verify import verify_report
 
     body = path.read_bytes()
@@ -90,9 +91,12 @@ def _verify_report(args: argparse.Namespace, path: Path) -> int:
     store = existing_store(config.storage.path, args.config)
     conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
     try:
+        # Read as it is (read-only): an older minewatch's store lacks the reports' table.
+        if (refusal := layout_refusal(conn, config.storage.path, args.config, "verify again")) is not None:
+            raise StoreError(refusal)
         check = verify_report(conn, path, body, {s.id: s.timezone for s in config.sites})
     except sqlite3.OperationalError as exc:
-        raise UsageError(f"{config.storage.path}: {exc} (a store of an older minewatch?)") from None
+        raise StoreError(f"cannot read the store {config.storage.path!r}: {exc}") from None
     finally:
         conn.close()
     print("\n".join(check.lines))

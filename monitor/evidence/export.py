@@ -228,11 +228,11 @@ class ExportSummary:
     digest_only: dict[str, int]  # chain entries carried as their digests alone, by kind
 
 
-def _open_store(path: str) -> sqlite3.Connection:
+def _open_store(path: str, config: str = "FILE") -> sqlite3.Connection:
     if not Path(path).is_file():
         raise EvidenceError(f"no store at {path!r} (storage.path in the configuration)")
     try:
-        return segment.open_read_only(path)
+        return segment.open_read_only(path, config)
     except StoreError as exc:
         raise EvidenceError(str(exc)) from None
 
@@ -299,7 +299,7 @@ def export_bundle(
         raise EvidenceError(f"{str(out)!r} exists; choose another name or use --force to overwrite it")
     partial = out.with_name(out.name + ".partial")
     zone = ZoneInfo(site.timezone)
-    conn = _open_store(config.storage.path)
+    conn = _open_store(config.storage.path, config.source or "FILE")
     try:
         # One read transaction: every pass sees the same snapshot while the daemon goes on appending.
         conn.execute("BEGIN")

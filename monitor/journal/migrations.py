@@ -533,6 +533,34 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
+def newer_layout(path: str, version: int) -> str:
+    """The refusal of a store a newer minewatch made: no opening of this one reads it."""
+    return (
+        f"the store {path!r} has layout version {version}, newer than this minewatch reads"
+        f" ({SCHEMA_VERSION}): upgrade minewatch"
+    )
+
+
+def older_layout(path: str, config: str, again: str) -> str:
+    """What a command that reads the store as it is (read-only: evidence, verify of a report)
+    says of an older minewatch's store, which it cannot migrate: `minewatch status`, the
+    lightest command that opens it as the daemon does (Store), brings it to this layout, then
+    ``again`` ("verify again")."""
+    return (
+        f"the store {path!r} is an older minewatch's: open it once with `minewatch status --config"
+        f" {config}` (which brings it to this layout) and {again}"
+    )
+
+
+def layout_refusal(conn: sqlite3.Connection, path: str, config: str, again: str) -> str | None:
+    """Why a read-only reader cannot read the store open as ``conn`` as this minewatch lays it
+    out (newer_layout, older_layout), in one line; None when every migration is applied."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        return newer_layout(path, version)
+    return older_layout(path, config, again) if pending(conn) else None
+
+
 def applied(conn: sqlite3.Connection) -> list[str]:
     """The names of the migrations applied to the store, in the order they ran."""
     try:

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple, Protocol
 from monitor.csv_cells import FORMULA_START, MARK
 from monitor.errors import StoreError
 from monitor.journal.chain_kinds import KINDS
-from monitor.journal.migrations import SCHEMA_VERSION
+from monitor.journal.migrations import SCHEMA_VERSION, newer_layout, older_layout
 from monitor.journal.queries import KEYED
 
 # A chain key that a CSV cell must quote (RFC 4180): a quote, comma or line break in it.
@@ -74,10 +74,12 @@ class Span(NamedTuple):
     rows: int
 
 
-def open_read_only(path: str | Path) -> sqlite3.Connection:
-    """A read-only connection to the store at ``path``, which must exist and have this layout.
+def open_read_only(path: str | Path, config: str = "FILE") -> sqlite3.Connection:
+    """A read-only connection to the store at ``path``, which must exist and have this layout
+    version (an older minewatch's tables it lacks are read as none: has_table).
 
-    Read-only, it cannot migrate an older store: the daemon or `minewatch status` does.
+    Read-only, it cannot migrate an older store: the daemon or `minewatch status` does, which
+    its refusal names (with ``config``, the configuration naming the store).
     """
     try:
         conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=30)
@@ -85,11 +87,10 @@ def open_read_only(path: str | Path) -> sqlite3.Connection:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read the store {str(path)!r}: {exc}") from None
-    if version != SCHEMA_VERSION:
-        raise StoreError(
-            f"the store {str(path)!r} has layout version {version}, this minewatch reads {SCHEMA_VERSION}:"
-            " open it once with `minewatch status --config FILE` (which migrates it) or upgrade minewatch"
-        )
+    if version > SCHEMA_VERSION:
+        raise StoreError(newer_layout(str(path), version))
+    if version < SCHEMA_VERSION:
+        raise StoreError(older_layout(str(path), config, "export again"))
     try:
         conn.execute("SELECT pow(10, 1), log10(10)")
     except sqlite3.OperationalError:  # SQLite built without its math functions (the plots' minutes need them)

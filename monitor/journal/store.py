@@ -683,10 +683,7 @@ class Store:
         """Apply the migrations the store has not had yet (monitor/journal/migrations.py), each once."""
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"the store {self.path!r} has layout version {version}, newer than this minewatch"
-                f" reads ({SCHEMA_VERSION}): upgrade minewatch"
-            )
+            raise StoreError(migrations.newer_layout(self.path, version))
         if not migrations.pending(self.conn):
             return
         # Migrating is a write, which the commands that read the store make too (status brings

@@ -21,7 +21,7 @@ from monitor.reports.content import build_report, period_of
 from monitor.reports.formats import render_csv, render_pdf
 from monitor.reports.sending import send_report
 from tests.support.notices import CONFIG, add_sample_sound, local, site_and_profile
-from tests.support.paths import REPO
+from tests.support.paths import DATA, REPO
 
 
 @pytest.fixture
@@ -168,3 +168,57 @@ def test_a_report_made_without_send_verifies_and_a_changed_byte_fails(tmp_path: 
         assert bad.returncode == 1, bad.stdout
         failed = [line for line in bad.stdout.splitlines() if ": FAILED: " in line]
         assert len(failed) == 1 and "matches no report recorded in the chain" in failed[0], bad.stdout
+
+
+def test_an_older_store_is_said_with_the_command_that_brings_it_to_this_layout(
+    sent: dict[str, Path], tmp_path: Path
+) -> None:
+    """A report against an older minewatch's store (golden.sqlite, layout 2 of commit cd944b8: no
+    reports table, no migrations recorded), which verify reads as it is: it said "no such table:
+    reports (a store of an older minewatch?)" and not what to do. It says the store is an older
+    minewatch's and the command that brings it to this layout, one line, exit 2; that command,
+    run as written, does, and verify then gives its answer (a report this store never recorded).
+    A store of a newer minewatch is said as the daemon says it: upgrade minewatch."""
+    from monitor.journal.store import SCHEMA_VERSION
+
+    def cli(*argv: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "monitor.cli", *(str(a) for a in argv)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+            timeout=120,
+        )
+
+    older = tmp_path / "older" / "store.db"
+    older.parent.mkdir()
+    older.write_bytes((DATA / "evidence" / "golden.sqlite").read_bytes())
+    config = older.parent / "minewatch.toml"
+    config.write_text(CONFIG.format(db=older, max_attempts=3))
+    refused = cli("verify", sent["pdf"], "--config", config)
+    assert (refused.returncode, refused.stdout) == (2, ""), refused
+    assert refused.stderr.splitlines() == [
+        f"minewatch verify: the store {str(older)!r} is an older minewatch's: open it once with"
+        f" `minewatch status --config {config}` (which brings it to this layout) and verify again"
+        f" (storage.path in {config})"
+    ], refused.stderr
+
+    named = refused.stderr.split("`")[1].split()
+    assert named[0] == "minewatch"
+    opened = cli(*named[1:])
+    assert opened.returncode == 0 and "Traceback" not in opened.stderr, opened
+
+    verified = cli("verify", sent["pdf"], "--config", config)
+    assert (verified.returncode, verified.stderr) == (1, ""), verified
+    assert "matches no report recorded in the chain" in verified.stdout, verified.stdout
+
+    with sqlite3.connect(older) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    newer = cli("verify", sent["pdf"], "--config", config)
+    assert (newer.returncode, newer.stdout) == (2, ""), newer
+    assert newer.stderr.splitlines() == [
+        f"minewatch verify: the store {str(older)!r} has layout version {SCHEMA_VERSION + 1}, newer than"
+        f" this minewatch reads ({SCHEMA_VERSION}): upgrade minewatch (storage.path in {config})"
+    ], newer.stderr
