@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from monitor import __version__
+from monitor.daemon.stopping import hold_stop_signals
 from monitor.errors import ConfigError, StoreError, UsageError
 from monitor.unfinished import exit_on_sigterm
 
@@ -100,13 +101,21 @@ def build_parser(only: str | None = None) -> Parser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # First: SIGTERM while the chosen command's modules loaded (a quarter of a second for
-    # evidence's) ended the process by its default action. A command ends with exit 143, its
-    # unfinished output removed, but for those that stop on SIGTERM in their own way (run,
-    # sensor, simulate and demo drain and close the broker's session) once their handler is in.
-    exit_on_sigterm()
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        args = list(sys.argv[1:] if argv is None else argv)
+        # First: SIGTERM while the chosen command's modules loaded (a quarter of a second for
+        # evidence's) ended the process by its default action. A command ends with exit 143, its
+        # unfinished output removed, but for those that stop on SIGTERM in their own way (sensor,
+        # simulate and demo drain and close the broker's session) once their handler is in.
+        # The daemon's SIGTERM and SIGINT are noted from here (`minewatch run ...`, the command
+        # first) and taken by its handler: a stop while it starts is a clean stop, exit 0; before
+        # this its modules loaded (the configuration's, some 70 ms) and a SIGTERM ended it with
+        # 143 and no line (monitor.daemon.stopping, imported above for this).
+        if args[:1] == ["run"]:
+            hold_stop_signals()
+        else:
+            exit_on_sigterm()
+        return _main(args)
     except KeyboardInterrupt:  # also while the chosen command's modules load
         return 130
 

@@ -193,6 +193,44 @@ def test_sigterm_while_the_command_starts_ends_it_with_143(tmp_path: Path) -> No
         assert not list(tmp_path.glob("bundle.zip*")), (after, sorted(p.name for p in tmp_path.iterdir()))
 
 
+@pytest.mark.parametrize(("name", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_one_shot_command_signalled_as_the_cli_loads_ends_as_before(
+    tmp_path: Path, name: str, code: int
+) -> None:
+    """`minewatch run` notes SIGTERM and SIGINT from the CLI's first line (its handler takes them:
+    a stop while starting); every other command keeps the one-shot rule from there: `status`
+    given SIGTERM as the CLI's module has loaded (its import line, started as the installed
+    `minewatch` script starts it) ends with 143, given SIGINT with 130, no traceback."""
+    site = build_site(tmp_path, seconds=60)
+    for _ in range(3):
+        command = subprocess.Popen(
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                "-c",
+                "import sys; from monitor.cli import main; sys.exit(main())",
+                *("status", "--config", str(site.config_path)),
+            ],
+            cwd=tmp_path,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert command.stderr is not None
+        seen = []
+        for line in command.stderr:
+            seen.append(line)
+            if line.rpartition("|")[2].strip() == "monitor.cli":
+                break
+        command.send_signal(getattr(signal, name))
+        stdout, stderr = command.communicate(timeout=60)
+        stderr = "".join(seen) + stderr
+        assert command.returncode == code, (command.returncode, stdout, stderr[-2000:])
+        assert "Traceback" not in stderr and stdout == "", (stdout, stderr[-2000:])
+
+
 @pytest.mark.parametrize("thread", [False, True], ids=["one-thread", "another-thread"])
 @pytest.mark.parametrize("first", ["SIGINT", "SIGTERM"])
 def test_a_second_ctrl_c_during_the_cleanup_leaves_no_partial_file(
