@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import signal
 import sys
 import threading
@@ -114,7 +113,9 @@ def own_partial(path: Path) -> Path:
     process whose threads may write the same file at once (the portal's jobs). Each writer then
     renames its own whole file into place; the shared ``<path>.partial`` of the commands would
     be written by both, or refused to the second."""
-    return path.with_name(f"{path.name}.{secrets.token_hex(6)}.partial")
+    # os.urandom, as secrets.token_hex is: the secrets module loads OpenSSL (hmac), some 4 ms
+    # before the CLI's first line, where SIGTERM still has its default action.
+    return path.with_name(f"{path.name}.{os.urandom(6).hex()}.partial")
 
 
 def exit_on_sigterm() -> None:
