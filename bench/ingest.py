@@ -19,16 +19,18 @@ partition of the sites); its CPU and RSS are then the sum over the supervisor an
 The floor, ``mosquitto_sub`` draining the backlog, moves from run to run: it is measured
 ``--floor-runs`` times (one backlog published once, queued for that many sessions) and the
 ratio is taken against the median. Those sessions are ended once drained, so the daemon's backlog
-is queued for the daemon alone. The daemon's CPU per message is user + system time over the
-drain (from its first stored row to its last), summed over the supervisor and its workers, and
-also by quarter of the drain: measured within one run, a cost that grows with the backlog shows
-there apart from the machine's speed, which moves between runs. The drain ends at the last stored
-row, but the looks at the last minutes of data come after it (once the sites have been quiet for
-10 s): the CPU until every site's last minute has had its final look is printed too, with the
-daemon's idle CPU over that wait (read over 5 s once all is judged) taken out, so that a short
-backlog and a long one count the same work. The drain starts at the first stored row, after the
-workers have received and prepared their first messages, so the same CPU is also printed from the
-daemon's own start, with the CPU of a start with nothing queued taken out: the median of
+is queued for the daemon alone. The daemon's CPU per message (the last line's ``cpu``) is user +
+system time over the drain, summed over the supervisor and its workers: from its first stored row
+until every site's last minute of data has had its final look ("done" above), the daemon's idle CPU
+over the wait for that (read over 5 s once all is judged) taken out. The last stored row comes
+before the looks at the last minutes of data (they come once the sites have been quiet for 10 s):
+about the same judging whatever the backlog's length, 6 % of the CPU of 200 per sensor and 0.6 % of
+2,000's, so a figure ending at that row leaves out more of a short backlog's work and a backlog's
+length seems to cost. That figure, to the last stored row, is printed too (the rate's window), and
+by quarter of the drain: measured within one run, a cost that grows with the backlog shows there
+apart from the machine's speed, which moves between runs. The drain starts at the first stored row,
+after the workers have received and prepared their first messages, so the same CPU is also printed
+from the daemon's own start, with the CPU of a start with nothing queued taken out: the median of
 ``--start-runs`` such starts, measured just before, and the figure again with the slowest and the
 fastest of them, since on a short backlog their spread is not small beside the work measured.
 ``--ballast N`` has the broker hold N messages of another topic for a session nobody reads while
@@ -47,7 +49,8 @@ allow (cores / (daemon + broker us/msg)), and so the ratio this code can reach o
 ``--per-sensor`` takes several sizes (``200,600,2000``) and ``--rounds R``: each size is run R times
 (in the given order, then the reverse, alternately), each run with its own broker and store, and the
 bench ends with the CPU per message of each size against the first: the medians over the rounds and
-the ratio within each round, on the drain, until the last final look and from the daemon's start.
+the ratio within each round, over the drain (to the last final look), to the last stored row and
+from the daemon's start.
 A comparison measured in one bench run, since the machine's speed moves between runs (single 200
 runs 1.37 x apart on one afternoon, docs/PERFORMANCE.md). Its last line is then
 ``ingest compare: cpu per message against <first size> per sensor, medians of the rounds: ...``;
@@ -55,6 +58,8 @@ each run's own block keeps its ``ingest`` line.
 
 Last line (one size): ``ingest: <rate> msg/s daemon, <median rate> msg/s mosquitto_sub, ratio <r>, lost <n>,
 peak RSS <MB> MB[, workers <n>, per core <r>], cpu <us> us/msg``
+(``cpu``: over the drain to its last final look; to the last stored row, marked so, where no final
+look came within 120 s).
 """
 
 from __future__ import annotations
@@ -564,7 +569,7 @@ def judged_cpu(
     sorted) taken out, and with the slowest and the fastest of them: how far the start-up's own
     spread moves the figure.
 
-    The drain's figure stops at the last stored row; the looks at the last minutes come after it,
+    The figure to the last stored row stops there; the looks at the last minutes come after it,
     once the site has been quiet for QUIET_S wall seconds (pipeline.py): about the same CPU
     whatever the backlog's length, so a larger share of a short one's. The idle rate is read
     over IDLE_S once all is judged and taken out for the time from the last stored row to the
@@ -731,12 +736,12 @@ def per_sensor_sizes(text: str) -> list[int]:
 
 
 Runs = list[tuple[int, dict[str, float]]]  # (per sensor, the daemon's figures), in the order run
-# The drain's figure leaves out, at both ends, CPU that does not depend on the backlog's length
-# (the first batches prepared before the first stored row; the last minutes' final looks after the
-# last), a larger share of a short run's: compared also until the last look, and from the start.
+# Ending at the last stored row leaves out the last minutes' final looks, and starting at the first
+# the first batches prepared before it: work that does not grow with the backlog, a larger share of
+# a short one's. The comparison gives the drain's figure (to the last look) and both of those.
 COMPARED = (
-    ("cpu_us", "on the drain"),
-    ("judged_us", "until the last final look"),
+    ("judged_us", "over the drain (to the last final look)"),
+    ("cpu_us", "to the last stored row"),
     ("whole_us", "from the daemon's start"),
 )
 
@@ -848,22 +853,25 @@ def run(
     both = result["cpu_us"] + result["broker_us"]
     bound = cores / both * 1e6 if both else 0.0
     print(
-        f"CPU of the daemon's drain: daemon {result['cpu_us']:.1f} ({result['kernel_us']:.1f} in the kernel)"
+        f"CPU of the daemon's drain to its last stored row: daemon {result['cpu_us']:.1f}"
+        f" ({result['kernel_us']:.1f} in the kernel)"
         f" + broker {result['broker_us']:.1f}"
         f" = {both:.1f} us/msg; {cores} cores allow at most {bound:,.0f} msg/s"
         f" (ratio {bound / sub_rate:.2f} against the median floor); machine idle {result['idle']:.0%},"
         f" stolen {result['steal']:.0%} over the drain"
     )
     print(
-        f"daemon CPU of the drain by thread: the processes' main threads (the pipeline)"
+        f"daemon CPU of the drain to its last stored row by thread: the processes' main threads"
+        f" (the pipeline)"
         f" {result['main_us']:.1f} us/msg, their other threads (the network, the WAL's checkpoints)"
         f" {result['other_us']:.1f} us/msg"
     )
     if "judged_us" in result:
         print(
-            f"daemon CPU until the last minute's final look: {result['judged_us']:.1f} us/msg"
-            f" ({result['tail_s']:.2f} s after the drain, over {result['judged_wait_s']:.1f} s of waiting"
-            f" for quiet, its idle {result['idle_ms_per_s']:.0f} ms/s taken out)"
+            f"daemon CPU until the last minute's final look (the drain's end):"
+            f" {result['judged_us']:.1f} us/msg ({result['tail_s']:.2f} s after the last stored row,"
+            f" over {result['judged_wait_s']:.1f} s of waiting for quiet,"
+            f" its idle {result['idle_ms_per_s']:.0f} ms/s taken out)"
         )
         print(
             f"daemon CPU from its start until the last minute's final look: {result['whole_us']:.1f} us/msg"
@@ -905,7 +913,11 @@ def run(
             if args.workers > 1
             else ""
         )
-        + f", cpu {result['cpu_us']:.1f} us/msg"
+        + (
+            f", cpu {result['judged_us']:.1f} us/msg"
+            if "judged_us" in result
+            else f", cpu {result['cpu_us']:.1f} us/msg (to the last stored row)"
+        )
     )
     return result
 
