@@ -35,7 +35,8 @@ from the daemon's own start, with the CPU of a start with nothing queued taken o
 fastest of them, since on a short backlog their spread is not small beside the work measured.
 ``--ballast N`` has the broker hold N messages of another topic for a session nobody reads while
 the daemon drains: a short backlog drained with the broker's memory of a long one (on this VM the
-CPU per message follows what the broker holds, docs/PERFORMANCE.md).
+CPU per message follows what the broker holds, docs/PERFORMANCE.md); ``--even-broker-memory``
+gives each shorter size of a comparison the ballast that makes up the longest one's backlog.
 The drain's CPU is also split by thread: the processes' main threads, which run the pipeline,
 and the others (the network thread reading the socket, the WAL's checkpoints).
 A run longer than 200 per sensor also prints its CPU per message over its first 200 per sensor
@@ -680,6 +681,12 @@ def main() -> None:
         " (Mosquitto only): a short run measured with the broker's memory of a longer one",
     )
     parser.add_argument(
+        "--even-broker-memory",
+        action="store_true",
+        help="with several --per-sensor sizes: each shorter run's broker also holds, as --ballast, what"
+        " the longest run's backlog holds more, so every size drains with the broker holding as much",
+    )
+    parser.add_argument(
         "--broker",
         default="mosquitto",
         choices=("mosquitto", "nats-cluster"),
@@ -701,8 +708,10 @@ def main() -> None:
     # Checked before the minutes of publishing, not by the daemon's configuration after them.
     if args.workers < 1 or args.sites < 1 or args.sensors < args.sites:
         parser.error("--workers and --sites must be at least 1, and --sensors at least --sites")
-    if args.broker == "nats-cluster" and args.ballast:
-        parser.error("--ballast: Mosquitto only (--broker mosquitto)")
+    if args.broker == "nats-cluster" and (args.ballast or args.even_broker_memory):
+        parser.error("--ballast and --even-broker-memory: Mosquitto only (--broker mosquitto)")
+    if args.even_broker_memory and (args.ballast or len(args.per_sensor) < 2):
+        parser.error("--even-broker-memory: with several --per-sensor sizes, and without --ballast")
     if args.broker == "nats-cluster" and args.sites > 32:
         parser.error("--broker nats-cluster: at most 32 sites (2 QoS 1 subscriptions of 1,024 per site)")
     if shutil.which("mosquitto_sub") is None:
@@ -716,6 +725,8 @@ def main() -> None:
     with scratch_folder("minewatch-bench-", args.keep) as workdir:
         for size, r in runs:
             one = argparse.Namespace(**{**vars(args), "per_sensor": size})
+            if args.even_broker_memory:
+                one.ballast = (max(args.per_sensor) - size) * (args.sensors // args.sites * args.sites)
             if len(runs) > 1:
                 print(f"--- {size} per sensor (round {r + 1} of {args.rounds})", flush=True)
             with scratch_folder(f"{size}-{r + 1}-", args.keep, under=workdir) as folder:
