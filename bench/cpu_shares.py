@@ -4,7 +4,12 @@ a floor and its command measured minutes apart on a shared VM do not run on the 
 
 from __future__ import annotations
 
-import psutil
+import sys
+
+try:
+    import psutil
+except ModuleNotFoundError:  # one of the test extras (pyproject.toml), not a dependency of minewatch
+    sys.exit(f"{sys.argv[0]}: needs psutil, one of the test extras: pip install -e '.[test]'")
 
 
 class CpuShares:

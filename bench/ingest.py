@@ -81,12 +81,12 @@ from pathlib import Path
 from typing import IO, NamedTuple
 
 import paho.mqtt.client as mqtt
-import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from cpu_shares import CpuShares  # noqa: E402  (bench/, the script's own folder)
+# bench/, the script's own folder; psutil through cpu_shares, which says where it comes from.
+from cpu_shares import CpuShares, psutil  # noqa: E402
 from mqtt_publish import publish_qos1  # noqa: E402
 from workdir import KEEP_HELP, scratch_folder  # noqa: E402
 
