@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -158,6 +159,35 @@ def test_a_partial_file_another_run_made_after_this_one_moved_its_own_is_left(tm
     assert partial.read_bytes() == b"another run's"
 
 
+def _signalled_as_it_loads(
+    args: list[str],
+    cwd: Path,
+    loaded: Callable[[str], bool],
+    after: float = 0.0,
+    signum: int = signal.SIGTERM,
+) -> tuple[subprocess.Popen[str], str, str]:
+    """``python3 -X importtime ARGS`` sent ``signum`` ``after`` seconds past the first import
+    line whose module ``loaded`` picks; the process ended, its stdout, and its whole stderr."""
+    command = subprocess.Popen(
+        [sys.executable, "-X", "importtime", *args],
+        cwd=cwd,
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert command.stderr is not None
+    seen = []
+    for line in command.stderr:
+        seen.append(line)
+        if loaded(line.rpartition("|")[2].strip()):
+            break
+    time.sleep(after)
+    command.send_signal(signum)
+    stdout, stderr = command.communicate(timeout=60)
+    return command, stdout, "".join(seen) + stderr
+
+
 def test_sigterm_while_the_command_starts_ends_it_with_143(tmp_path: Path) -> None:
     """The handler was put in place after the command's modules loaded (a quarter of a second
     for evidence's, configuration and store code): SIGTERM then ended the process by its
@@ -170,24 +200,12 @@ def test_sigterm_while_the_command_starts_ends_it_with_143(tmp_path: Path) -> No
     window = ["--from", T0.isoformat(), "--to", (T0 + timedelta(hours=1)).isoformat()]
     argv = ["evidence", "--config", str(site.config_path), "--site", SITE, *window, "--out", str(out)]
     for after in (0.0, 0.0, 0.0, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3):
-        command = subprocess.Popen(
-            [sys.executable, "-X", "importtime", "-m", "monitor.cli", *argv],
-            cwd=tmp_path,
-            env=dict(os.environ, PYTHONPATH=str(REPO)),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        command, stdout, stderr = _signalled_as_it_loads(
+            ["-m", "monitor.cli", *argv],
+            tmp_path,
+            lambda name: name.startswith("monitor.commands."),
+            after=after,
         )
-        assert command.stderr is not None
-        seen = []
-        for line in command.stderr:
-            seen.append(line)
-            if line.rpartition("|")[2].strip().startswith("monitor.commands."):
-                break
-        time.sleep(after)
-        command.send_signal(signal.SIGTERM)
-        stdout, stderr = command.communicate(timeout=60)
-        stderr = "".join(seen) + stderr
         assert command.returncode == 143, (after, command.returncode, stdout, stderr[-2000:])
         assert "Traceback" not in stderr, stderr
         assert not list(tmp_path.glob("bundle.zip*")), (after, sorted(p.name for p in tmp_path.iterdir()))
@@ -204,31 +222,14 @@ def test_a_one_shot_command_signalled_as_the_cli_loads_ends_as_before(
     given SIGINT with 130, no traceback. (At the CLI module's own import line the signal could
     come before its first line, by the default action: a race in the test, not the command.)"""
     site = build_site(tmp_path, seconds=60)
+    minewatch = ["-c", "import sys; from monitor.cli import main; sys.exit(main())"]
     for _ in range(3):
-        command = subprocess.Popen(
-            [
-                sys.executable,
-                "-X",
-                "importtime",
-                "-c",
-                "import sys; from monitor.cli import main; sys.exit(main())",
-                *("status", "--config", str(site.config_path)),
-            ],
-            cwd=tmp_path,
-            env=dict(os.environ, PYTHONPATH=str(REPO)),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        command, stdout, stderr = _signalled_as_it_loads(
+            [*minewatch, "status", "--config", str(site.config_path)],
+            tmp_path,
+            lambda name: name == "monitor.config",
+            signum=getattr(signal, name),
         )
-        assert command.stderr is not None
-        seen = []
-        for line in command.stderr:
-            seen.append(line)
-            if line.rpartition("|")[2].strip() == "monitor.config":
-                break
-        command.send_signal(getattr(signal, name))
-        stdout, stderr = command.communicate(timeout=60)
-        stderr = "".join(seen) + stderr
         assert command.returncode == code, (command.returncode, stdout, stderr[-2000:])
         assert "Traceback" not in stderr and stdout == "", (stdout, stderr[-2000:])
 
