@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.support.cli import sigint_as_at_a_terminal
 from tests.support.evidence import SITE, T0, build_site
 from tests.support.paths import REPO
 
@@ -77,14 +78,15 @@ def test_sigterm_during_an_export_leaves_no_partial_file_and_the_next_run_writes
 
 
 def _script(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=cwd,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    with sigint_as_at_a_terminal():  # some scripts send themselves SIGINT
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=cwd,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
 
 def test_sigterm_in_a_finalizer_still_ends_the_command(tmp_path: Path) -> None:
@@ -168,14 +170,15 @@ def _signalled_as_it_loads(
 ) -> tuple[subprocess.Popen[str], str, str]:
     """``python3 -X importtime ARGS`` sent ``signum`` ``after`` seconds past the first import
     line whose module ``loaded`` picks; the process ended, its stdout, and its whole stderr."""
-    command = subprocess.Popen(
-        [sys.executable, "-X", "importtime", *args],
-        cwd=cwd,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    with sigint_as_at_a_terminal():  # SIGINT is among the signals sent
+        command = subprocess.Popen(
+            [sys.executable, "-X", "importtime", *args],
+            cwd=cwd,
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     assert command.stderr is not None
     seen = []
     for line in command.stderr:
