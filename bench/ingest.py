@@ -812,7 +812,7 @@ def bench_in(workdir: Path, args: argparse.Namespace) -> dict[str, float]:
     if args.broker == "nats-cluster":
         with run_nats_cluster(workdir / "cluster") as cluster:
             for node in cluster.nodes:
-                wait_mqtt_ready(node.url)
+                wait_mqtt_ready(node)
             return run(args, Target.nats(cluster), workdir, start, "nats-cluster")
     queue = f"max_queued_messages {max(2_000_000, 2 * total, args.ballast)}\npersistence false\n"
     broker = Mosquitto(workdir / "broker", extra_conf=queue).start()

@@ -49,7 +49,7 @@ def nats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsCluster]:
         creds = tmp / "creds"
         town = json.loads((creds / "credentials.json").read_text())["users"]["town"]["password"]
         for node in cluster.nodes:
-            wait_mqtt_ready(node.url, tls=(creds / "ca.crt", "town", town))
+            wait_mqtt_ready(node, tls=(creds / "ca.crt", "town", town))
         yield cluster
 
 

@@ -81,7 +81,7 @@ def _drain(link: MqttLink, handoff: Handoff, within_s: float) -> set[bytes]:
 def _backlog_after_restart(tmp_path: Path, per_filter: bool, within_s: float) -> set[bytes]:
     with run_nats_cluster(tmp_path / "cluster", edits=EDITS) as cluster:
         for node in cluster.nodes:
-            wait_mqtt_ready(node.url)
+            wait_mqtt_ready(node)
         handoff = Handoff(100_000)
         first = _link(cluster, per_filter, handoff)
         first.start()
@@ -129,7 +129,7 @@ def test_a_session_ended_by_another_client_is_reported_on_reconnecting(
     prevent it; it says so when it reconnects and finds no session."""
     with run_nats_cluster(tmp_path / "cluster") as cluster:
         for node in cluster.nodes:
-            wait_mqtt_ready(node.url)
+            wait_mqtt_ready(node)
         link = _link(cluster, True, Handoff(1000))
         link.start()
         try:

@@ -14,6 +14,7 @@ every MQTT client must log in and gets the shipped permissions. Every node is st
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -170,26 +171,32 @@ class NatsCluster:
             node.stop()
 
 
-def wait_mqtt_ready(url: str, timeout: float = 60.0, tls: TlsLogin | None = None) -> float:
-    """Until a node takes an MQTT 3.1.1 session with a QoS 1 subscription; the seconds waited.
+def wait_mqtt_ready(node: NatsNode, timeout: float = 90.0, tls: TlsLogin | None = None) -> float:
+    """Until ``node`` takes an MQTT 3.1.1 session with a QoS 1 subscription; the seconds waited.
 
     A node listens before its JetStream cluster has elected leaders; until then a QoS 1
-    SUBSCRIBE (a JetStream consumer) is refused or unanswered. It subscribes to a status
-    topic, which every reading account may. ``tls``: (CA file, user,
-    password) for a cluster with make-credentials' accounts.
+    SUBSCRIBE (a JetStream consumer) is refused or unanswered, and the first session of an
+    account creates its MQTT streams, which takes longest on a loaded machine. It subscribes to
+    a status topic, which every reading account may. Each attempt has a client id of its own: a
+    reused one makes the server end the last attempt's session first (a JetStream request of its
+    own, timing out under the same load), and an attempt waits up to 20 s for its grant (the
+    server's own requests time out after 4 s and are retried) rather than starting over. ``tls``:
+    (CA file, user, password) for a cluster with make-credentials' accounts. On a timeout the
+    error carries the node's log.
     """
     import threading
 
     import paho.mqtt.client as mqtt
     from paho.mqtt.enums import CallbackAPIVersion
 
-    from monitor.wire.link_state import Failover
-
-    host, port = Failover([url]).host_port
+    host, port = "127.0.0.1", node.mqtt_port
     started = time.monotonic()
     last = "no answer"
-    while time.monotonic() - started < timeout:
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"ready-{os.getpid()}-{port}",
+    for attempt in itertools.count():
+        left = timeout - (time.monotonic() - started)
+        if left <= 0:
+            break
+        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"ready-{os.getpid()}-{port}-{attempt}",
                              protocol=mqtt.MQTTv311)  # fmt: skip
         granted = threading.Event()
         client.on_subscribe = lambda _c, _u, _m, rcs, _p, g=granted: (
@@ -200,9 +207,9 @@ def wait_mqtt_ready(url: str, timeout: float = 60.0, tls: TlsLogin | None = None
             client.tls_set(ca_certs=str(tls[0]))
             client.username_pw_set(tls[1], tls[2])
         try:
-            client.connect("localhost" if tls else host, port, keepalive=10)
+            client.connect("localhost" if tls else host, port, keepalive=30)
             client.loop_start()
-            if granted.wait(5):
+            if granted.wait(min(20.0, left)):
                 return time.monotonic() - started
             last = "no QoS 1 subscription"
         except OSError as exc:
@@ -212,7 +219,10 @@ def wait_mqtt_ready(url: str, timeout: float = 60.0, tls: TlsLogin | None = None
                 client.disconnect()
             stop_network_loop(client)
         time.sleep(0.3)
-    raise TimeoutError(f"nats MQTT at {url} not ready after {timeout} s: {last}")
+    log = node.log.read_text(errors="replace")[-3000:] if node.log.exists() else "(no log)"
+    raise TimeoutError(
+        f"nats MQTT at {node.url} not ready after {timeout} s: {last}\n--- {node.name}'s log\n{log}"
+    )
 
 
 @contextlib.contextmanager

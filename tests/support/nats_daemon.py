@@ -42,7 +42,7 @@ def tls_urls(cluster: NatsCluster, first: str) -> list[str]:
 def wait_cluster_ready(cluster: NatsCluster, creds: Path) -> None:
     for node in cluster.nodes:
         if node.running:
-            wait_mqtt_ready(node.url, tls=(creds / "ca.crt", "town", password(creds, "town")))
+            wait_mqtt_ready(node, tls=(creds / "ca.crt", "town", password(creds, "town")))
 
 
 def write_daemon_config(
