@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import unicodedata
 from collections import deque
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -58,6 +59,8 @@ LIMITS = {
     "phone": MAX_PHONE,
     "note": MAX_NOTE,
 }
+MULTILINE_FIELDS = ("description",)  # a textarea: its line breaks and tabs are text
+MULTILINE_CONTROLS = "\r\n\t"
 
 
 class ComplaintLimiter:
@@ -113,6 +116,11 @@ def _bounded(form: FormData, name: str, *, required: bool = False) -> str:
         raise Refused(f"{name}: required")
     if len(value) > LIMITS[name]:
         raise Refused(f"{name}: at most {LIMITS[name]} characters, got {len(value)}")
+    # A NUL, a terminal escape or a second line is no resident's text: stored, the Town's pages,
+    # API and exports served it back. A textarea sends its line breaks (CR LF) and tabs.
+    allowed = MULTILINE_CONTROLS if name in MULTILINE_FIELDS else ""
+    if control := next((c for c in value if unicodedata.category(c) == "Cc" and c not in allowed), None):
+        raise Refused(f"{name}: holds U+{ord(control):04X}, a control character; remove it and send again")
     return value
 
 

@@ -271,3 +271,46 @@ def test_the_public_form_says_what_the_operator_sees(tmp_path: Path) -> None:
         "When, where and what happened are also shown to the mine's operator, so that it can check"
         " its work then and there" in said
     )
+
+
+def test_control_characters_in_a_complaint_are_refused_naming_the_field(tmp_path: Path) -> None:
+    """The public form stored a NUL, a terminal escape or a line break in any field as typed
+    (an address with ``ESC [2J``, an e-mail with a second line), and the Town's pages and API
+    served them back. Each field takes text: a control character is a 400 naming the field and
+    the character; the description keeps its line breaks and tabs, as a textarea sends them."""
+    with serving(Portal(tmp_path, portal_extra="complaints_per_hour = 50\n")) as portal:
+        earlier = datetime.now(ZoneInfo("America/Chicago")) - timedelta(hours=2)
+
+        def post(**fields: str) -> tuple[int, str]:
+            client = Client(portal)
+            form = {
+                "csrf": client.csrf("/complaint"),
+                "site": "s1",  # the harness's site (America/Chicago)
+                "what": "noise",
+                "from": earlier.strftime("%Y-%m-%dT%H:%M"),
+                "address": "1 Main St",
+                "description": "Noise",
+                **fields,
+            }
+            reply = client.request("POST", "/complaint", form)
+            return reply.status, reply.body
+
+        refused = [
+            ("description", "bang\x00", "U+0000"),
+            ("description", "red \x1b[31m", "U+001B"),
+            ("address", "1 Main St\x1b[2J", "U+001B"),
+            ("address", "1 Main St\nsecond line", "U+000A"),
+            ("name", "R.\x7f Jones", "U+007F"),
+            ("email", "a@example.org\r\nBcc: b@example.org", "U+000D"),
+            ("phone", "555\x85 0100", "U+0085"),
+        ]
+        for name, value, shown in refused:
+            status, body = post(**{name: value})
+            assert status == 400, (name, value, status)
+            assert f"{name}: holds {shown}, a control character" in body, (name, value)
+            assert "Traceback" not in body
+        status, body = post(description="It started at nine.\r\n\tThen it got louder.")
+        assert status == 303, body
+    with sqlite3.connect(portal.store) as db:
+        kept = [row[0] for row in db.execute("SELECT description FROM complaints")]
+    assert kept == ["It started at nine.\r\n\tThen it got louder."]
