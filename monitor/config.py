@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlparse
+from urllib.parse import ParseResult, urlparse
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from monitor import geo
@@ -643,9 +643,11 @@ def _broker_urls(t: _Table, default: str) -> tuple[str, ...]:
 
 def _broker_url_problem(t: _Table, key: str, url: str) -> str | None:
     """Reports and returns what is wrong with one broker address, or None."""
-    parsed = urlparse(url)
+    parsed = _split_url(url)
     problem = None
-    if parsed.scheme not in ("mqtt", "mqtts") or not parsed.hostname:
+    if isinstance(parsed, str):
+        problem = f"expected mqtt://host[:port] or mqtts://host[:port], got {url!r}, which {parsed}"
+    elif parsed.scheme not in ("mqtt", "mqtts") or not parsed.hostname:
         problem = f"expected mqtt://host[:port] or mqtts://host[:port], got {url!r}"
     else:
         try:
@@ -657,12 +659,24 @@ def _broker_url_problem(t: _Table, key: str, url: str) -> str | None:
     return problem
 
 
+def _split_url(url: str) -> ParseResult | str:
+    """``url`` split, or why urllib cannot split it: a '[' without its ']' (an IPv6 address half
+    typed) is a ValueError, which ended every command loading the configuration in a traceback."""
+    try:
+        return urlparse(url)
+    except ValueError as exc:
+        return f"is not a URL ({exc})"
+
+
 def _influx(t: _Table) -> InfluxConfig:
     version = t.integer("version", 2)
     if version not in (1, 2):
         t.problem("version", f"must be 1 (InfluxDB 1.x /write API) or 2 (v2 API), got {version}")
     url = t.text("url", required=True)
-    if url and urlparse(url).scheme not in ("http", "https"):
+    parsed = _split_url(url)
+    if isinstance(parsed, str):
+        t.problem("url", f"expected http(s)://host:port, got {url!r}, which {parsed}")
+    elif url and parsed.scheme not in ("http", "https"):
         t.problem("url", f"expected http(s)://host:port, got {url!r}")
     config = InfluxConfig(
         version=version,
@@ -1084,9 +1098,11 @@ def _channel(t: _Table) -> ChannelConfig:
         sender=t.text("sender", "minewatch@localhost"),
         attach_max_bytes=t.integer("attach_max_bytes", 8 * 1024 * 1024, minimum=0),
     )
-    scheme = urlparse(config.url).scheme
-    if kind == "webhook" and scheme not in ("http", "https"):
-        got = f"the scheme {scheme!r}" if scheme else "no scheme"
+    parsed = _split_url(config.url)
+    if kind == "webhook" and isinstance(parsed, str):
+        t.problem("url", f"a webhook needs an http(s) URL, got one which {parsed}")  # the URL may be secret
+    elif kind == "webhook" and not isinstance(parsed, str) and parsed.scheme not in ("http", "https"):
+        got = f"the scheme {parsed.scheme!r}" if parsed.scheme else "no scheme"
         t.problem("url", f"a webhook needs an http(s) URL, got {got} ({shown_url(config.url)!r})")
     if kind == "email":
         if not config.to:

@@ -421,3 +421,32 @@ def test_an_inspectors_local_time_must_be_one_moment_at_each_of_its_sites() -> N
     assert problem.startswith("portal.accounts[0].not_before: at site 's1' (America/Chicago): ")
     assert "'2026-11-01T01:30' occurs twice" in problem and "-05:00" in problem and "-06:00" in problem
     parse_config(_inspector("2026-11-01T01:30-05:00", "2026-11-02") + MINIMAL)  # its offset given: one moment
+
+
+@pytest.mark.parametrize(
+    ("snippet", "expected"),
+    [
+        ('[broker]\nurl = "mqtt://[::1"', "broker.url: expected mqtt://host[:port] or mqtts://host[:port]"),
+        ('[broker]\nurls = ["mqtt://a", "mqtt://[b"]', "broker.urls[1]: expected mqtt://host[:port]"),
+        (
+            '[storage.influxdb]\nversion = 2\nurl = "http://[::1:8086"\norg = "o"\nbucket = "b"',
+            "storage.influxdb.url: expected http(s)://host:port",
+        ),
+        (
+            '[[recipients]]\nname = "x"\n[[recipients.channels]]\ntype = "webhook"\nurl = "https://[town"',
+            "recipients[0].channels[0].url: a webhook needs an http(s) URL",
+        ),
+    ],
+)
+def test_a_url_with_an_unclosed_bracket_is_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], snippet: str, expected: str
+) -> None:
+    """urllib refuses '[' without its ']' (an IPv6 address half typed) with a ValueError, which
+    ended every command loading such a configuration in a traceback, exit 1."""
+    path = tmp_path / "m.toml"
+    path.write_text(snippet + "\n" + MINIMAL)
+    assert main(["check-config", str(path)]) == 2
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert expected in text and "is not a URL (Invalid IPv6 URL)" in text, text
+    assert "Traceback" not in text
