@@ -396,17 +396,19 @@ LONGEST_DAYS = 100 * 366
 
 
 def _usual_maximum(name: str) -> int | None:
-    """The bound of a key by its kind: a duration in seconds, a count of days, or none."""
+    """The bound of a key by its kind: a duration in seconds or hours, a count of days, or none."""
     if name.endswith("_s"):
         return LONGEST_DURATION_S
+    if name.endswith("_hours"):  # a session's end past Python's last date made every login a 500
+        return LONGEST_DURATION_S // 3600
     if name.endswith("_days"):
         return LONGEST_DAYS
     return None
 
 
 def _unit_of(name: str) -> str:
-    """' s' or ' days' after a limit, as the key's name says."""
-    return {"_s": " s", "_days": " days"}.get(name[name.rfind("_") :], "")
+    """' s', ' hours' or ' days' after a limit, as the key's name says."""
+    return {"_s": " s", "_hours": " hours", "_days": " days"}.get(name[name.rfind("_") :], "")
 
 
 class _Table:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from monitor.config import AccountConfig
 from monitor.credentials import hash_password
 from monitor.journal.store import Store
@@ -83,4 +85,25 @@ def test_sessions_expire_and_the_table_stays_bounded(tmp_path: Path) -> None:
     assert count == MAX_PER_ACCOUNT  # the expired one and the oldest beyond the cap deleted
     now[0] += timedelta(hours=3)
     assert sessions.forget_stale({"ann": ann}) == MAX_PER_ACCOUNT
+    store.conn.close()
+
+
+def test_session_hours_are_bounded_so_that_every_login_can_end(tmp_path: Path) -> None:
+    """``session_hours = 1e9`` passed check-config, and then every login answered 500: the
+    session's end (now + 10**9 hours) is past the last date Python holds (OverflowError).
+    The key is bounded as every duration is (ten years); the longest opens a session."""
+    from monitor.config import LONGEST_DURATION_S, parse_config
+    from monitor.errors import ConfigError
+    from tests.support.config_samples import MINIMAL
+
+    longest = LONGEST_DURATION_S / 3600
+    with pytest.raises(ConfigError) as info:
+        parse_config('[portal]\nsecret_key = "k"\nsession_hours = 1e9\n' + MINIMAL)
+    assert f"portal.session_hours: must be at most {longest:g} hours, got 1e+09" in info.value.problems
+    config = parse_config(f'[portal]\nsecret_key = "k"\nsession_hours = {longest}\n' + MINIMAL)
+    assert config.portal is not None and config.portal.session_hours == longest
+    store = Store(tmp_path / "store.db")
+    sessions = Sessions(lambda: store, "key", longest, lambda: datetime(2026, 1, 5, 12, tzinfo=UTC))
+    ann = AccountConfig("ann", "operator", hash_password("x"))
+    assert sessions.valid(sessions.open(ann), ann)
     store.conn.close()
