@@ -173,11 +173,15 @@ def json_array_elements(text: Any, name: str, limit: int = MAX_LINE) -> Iterator
 
 
 def bounded_lines(text: Any, name: str, limit: int = MAX_LINE) -> Iterator[str]:
-    """The lines of a text stream, refusing one longer than ``limit`` before it is all in memory."""
-    while line := text.readline(limit + 1):
-        if len(line) > limit:
-            raise TooLarge(f"{name} has a line longer than {limit:,} characters")
-        yield line
+    """The lines of a text stream, refusing one longer than ``limit`` before it is all in memory
+    (ValueError naming the member for bytes that are not UTF-8: the codec's words named neither)."""
+    try:
+        while line := text.readline(limit + 1):
+            if len(line) > limit:
+                raise TooLarge(f"{name} has a line longer than {limit:,} characters")
+            yield line
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name} is not UTF-8 text ({exc.reason})") from None
 
 
 class EvidenceError(MinewatchError):

@@ -541,10 +541,10 @@ def verify_bundle(
             )
             return report
         try:
-            manifest = json.loads(_read_capped(zf, MANIFEST))
+            manifest = _manifest(zf)
             _refuse_half_pairs(manifest, f"{MANIFEST}: ")
-            if not isinstance(manifest, dict) or manifest.get("format") not in FORMATS:
-                found = manifest.get("format") if isinstance(manifest, dict) else None
+            if manifest.get("format") not in FORMATS:
+                found = manifest.get("format")
                 raise ValueError(f"format {found!r}, this verifier reads {', '.join(map(repr, FORMATS))}")
             report.format = str(manifest["format"])
             _check_sizes(zf, manifest)
@@ -557,7 +557,7 @@ def verify_bundle(
             report.problems.clear()  # nothing else was (or could be) checked
             report.add("bundle", f"refused: {exc}: beyond the limits of a bundle (docs/EVIDENCE.md)")
         except KeyError as exc:
-            report.add("bundle", f"not an evidence bundle: {exc} is missing")
+            report.add("bundle", f"not an evidence bundle: {_missing(exc)} is missing")
         except _UNREADABLE as exc:
             report.add("bundle", f"unreadable bundle: {exc}")
     return report
@@ -575,6 +575,31 @@ _UNREADABLE = (
     RuntimeError,
     zlib.error,
 )
+
+
+def _manifest(zf: zipfile.ZipFile) -> dict[str, Any]:
+    """manifest.json read; ValueError naming it when it is not a JSON object (json's own words
+    named neither the file nor what was expected of it)."""
+    data = _read_capped(zf, MANIFEST)  # TooLarge (a ValueError too) refuses the bundle as it says
+    try:
+        manifest = json.loads(data)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"{MANIFEST} is not JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{MANIFEST} is not a JSON object")
+    return manifest
+
+
+# zipfile's KeyError for a member the zip does not hold: 'There is no item named %r in the archive'.
+_NO_MEMBER = re.compile(r"There is no item named (.+) in the archive")
+
+
+def _missing(exc: KeyError) -> str:
+    """What is missing, as a KeyError names it: a member of the zip, or a key of the manifest."""
+    key = exc.args[0] if exc.args else None
+    if isinstance(key, str) and (member := _NO_MEMBER.fullmatch(key)):
+        return member.group(1)  # already quoted as repr
+    return repr(key)
 
 
 def _named_twice(zf: zipfile.ZipFile) -> str | None:

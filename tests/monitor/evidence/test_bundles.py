@@ -1364,3 +1364,53 @@ def test_a_window_of_centuries_plots_only_the_days_with_data(site: Site, tmp_pat
 
     assert plots(wide) == plots(tight) != []
     assert verify_bundle(wide).ok
+
+
+def test_a_bundle_missing_a_member_or_unreadable_says_which_file(site: Site, tmp_path: Path) -> None:
+    """A zip without manifest.json said `not an evidence bundle: "There is no item named
+    'manifest.json' in the archive" is missing` (zipfile's KeyError, quoted whole); a manifest
+    that is not JSON, or a chain.csv that is not UTF-8, gave the parser's words and not the
+    file's name ("unreadable bundle: 'utf-8' codec can't decode byte 0xff in position 0: ...").
+    Each names the member."""
+    bundle = export(site, tmp_path / "b.zip")
+
+    def rezip(name: str, change: Callable[[dict[str, bytes]], object]) -> Path:
+        with zipfile.ZipFile(bundle) as zin:
+            members = {member: zin.read(member) for member in zin.namelist()}
+        change(members)
+        with zipfile.ZipFile(tmp_path / name, "w", zipfile.ZIP_DEFLATED) as zout:
+            for member, data in members.items():
+                zout.writestr(member, data)
+        return tmp_path / name
+
+    def without_manifest(members: dict[str, bytes]) -> None:
+        del members["manifest.json"]
+
+    def manifest_not_json(members: dict[str, bytes]) -> None:
+        members["manifest.json"] = b"{not json"
+
+    def manifest_a_list(members: dict[str, bytes]) -> None:
+        members["manifest.json"] = b"[1, 2]"
+
+    def chain_not_utf8(members: dict[str, bytes]) -> None:
+        members["chain.csv"] = b"\xff\xfe" + members["chain.csv"]
+
+    for name, change, said in (
+        ("no-manifest.zip", without_manifest, "FAILED: not an evidence bundle: 'manifest.json' is missing"),
+        (
+            "manifest-not-json.zip",
+            manifest_not_json,
+            "FAILED: unreadable bundle: manifest.json is not JSON (Expecting property name enclosed in"
+            " double quotes: line 1 column 2 (char 1))",
+        ),
+        (
+            "manifest-a-list.zip",
+            manifest_a_list,
+            "FAILED: unreadable bundle: manifest.json is not a JSON object",
+        ),
+        ("chain-not-utf8.zip", chain_not_utf8, "FAILED: unreadable bundle: chain.csv is not UTF-8 text"),
+    ):
+        done = run_minewatch("verify", rezip(name, change))
+        printed = done.stdout + done.stderr
+        assert done.returncode == 1 and "Traceback" not in printed, printed
+        assert printed.splitlines()[0].startswith(f"{tmp_path / name}: {said}"), printed
