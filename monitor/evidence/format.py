@@ -499,15 +499,25 @@ def load_anchors(path: str | Path) -> list[Anchor]:
         found = half_pair_at(item)
         if found is not None:
             raise EvidenceError(f"{path}: entry {i}: {found[0] or 'the entry'}: {found[1]}")
-        try:
-            site, seq, head = str(item["site"]), item["seq"], str(item["head"]).lower()
-            ts = str(item.get("ts", ""))
-        except (TypeError, KeyError, ValueError, AttributeError):
+        if not isinstance(item, dict):
             raise EvidenceError(
-                f"{path}: entry {i} is not an object with site, seq and head: {item!r}"
-            ) from None
+                f"{path}: entry {i} is not an object with site, seq and head: {_shown_start(item)}"
+            )
+        # Another file's objects (the demo's summary.json) were printed whole: 12 KB of one line.
+        if lacking := next((key for key in ("site", "seq", "head") if key not in item), None):
+            raise EvidenceError(
+                f"{path}: entry {i} has no {lacking!r} (an anchor is an object with site, seq and head)"
+            )
+        site, seq, head = str(item["site"]), item["seq"], str(item["head"]).lower()
+        ts = str(item.get("ts", ""))
         anchors.append(Anchor(site, _anchor_seq(seq, f"{path}: entry {i}: seq"), head, ts))
     return anchors
+
+
+def _shown_start(value: Any, limit: int = 80) -> str:
+    """The start of a value's repr, for a line that must stay one short line."""
+    shown = repr(value)
+    return shown if len(shown) <= limit else f"{shown[:limit]}... ({len(shown):,} characters)"
 
 
 def _anchor_seq(value: Any, name: str) -> int:
@@ -519,7 +529,7 @@ def _anchor_seq(value: Any, name: str) -> int:
             return int(value)
     except ValueError:
         pass
-    raise EvidenceError(f"{name}: {value!r} is not a whole number (a chain entry's seq)")
+    raise EvidenceError(f"{name}: {_shown_start(value)} is not a whole number (a chain entry's seq)")
 
 
 _README = """\

@@ -1414,3 +1414,29 @@ def test_a_bundle_missing_a_member_or_unreadable_says_which_file(site: Site, tmp
         printed = done.stdout + done.stderr
         assert done.returncode == 1 and "Traceback" not in printed, printed
         assert printed.splitlines()[0].startswith(f"{tmp_path / name}: {said}"), printed
+
+
+def test_an_anchors_file_of_other_objects_says_what_an_entry_lacks_in_a_short_line(
+    site: Site, tmp_path: Path
+) -> None:
+    """`verify --anchors summary.json` (the demo's summary, not its anchors) printed the whole
+    entry, 12 KB of one line, after "is not an object with site, seq and head". It says which key
+    the entry lacks, and shows no more than the start of an entry that is no object."""
+    bundle = export(site, tmp_path / "b.zip")
+    other = tmp_path / "summary.json"
+    other.write_text(json.dumps({"site": "quarry", "findings": [{"standard": "noise" * 1000}]}))
+    listed = tmp_path / "listed.json"
+    listed.write_text(json.dumps(["x" * 5000]))
+    for town, said in (
+        (
+            other,
+            f"minewatch verify: {other}: entry 0 has no 'seq'"
+            " (an anchor is an object with site, seq and head)",
+        ),
+        (listed, f"minewatch verify: {listed}: entry 0 is not an object with site, seq and head: 'xxxxx"),
+    ):
+        done = run_minewatch("verify", bundle, "--anchors", town)
+        printed = done.stdout + done.stderr
+        assert done.returncode == 2 and "Traceback" not in printed, printed
+        (line,) = printed.splitlines()
+        assert line.startswith(said) and len(line) < 300, line
