@@ -1557,7 +1557,8 @@ class Portal:
             try:
                 anchors = load_anchors(anchors_path)
             except EvidenceError as exc:
-                said = str(exc).replace(str(anchors_path), "the file")
+                # The command's words ("anchors: <path>: ...") under the form field's name, once.
+                said = str(exc).removeprefix("anchors: ").replace(str(anchors_path), "the file")
                 raise Refused(f"anchors: {said}") from None
         report = verify_bundle(path, list(anchors) if anchors is not None else None)
         lines = report.lines()

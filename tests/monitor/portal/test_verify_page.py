@@ -104,3 +104,38 @@ def test_the_verify_page_lists_the_most_severe_problem_first(tmp_path: Path) -> 
         assert listed[0] == f"file {said}", listed
         assert [item.split(" ", 1)[0] for item in listed] == ["file", "row"], listed
         assert listed[1].startswith("row row removed: chain seq "), listed
+
+
+def test_an_unreadable_anchors_file_is_said_once_on_the_page(tmp_path: Path) -> None:
+    """An anchors file that is not UTF-8 (a bundle chosen for it) was refused as "anchors:
+    anchors: the file: cannot read: not UTF-8 text": the page's prefix before the command's."""
+    bundle = _bundle(tmp_path)
+    with serving(Harness(tmp_path / "portal")) as portal:
+        bob = Client(portal)
+        assert bob.login("bob").status == 303
+        b = "b0undary"
+
+        def part(name: str, value: str) -> bytes:
+            return f'--{b}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+
+        def file_part(name: str, filename: str, data: bytes) -> bytes:
+            head = f'--{b}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
+            return (head + "Content-Type: application/octet-stream\r\n\r\n").encode() + data + b"\r\n"
+
+        body = (
+            part("csrf", bob.csrf("/sites/s1/evidence"))
+            + file_part("bundle", bundle.name, bundle.read_bytes())
+            + part("against", "file")
+            + file_part("anchors", "town-anchors.json", b"\xff\xfe not text")
+            + f"--{b}--\r\n".encode()
+        )
+        reply = bob.request(
+            "POST",
+            "/sites/s1/evidence/verify",
+            headers={"Content-Type": f"multipart/form-data; boundary={b}"},
+            body=body,
+        )
+    assert reply.status == 400, reply.body[-2000:]
+    said = unescape(re.sub(r"<[^>]+>", "", reply.body))
+    assert "anchors: the file: cannot read: not UTF-8 text" in said, said[-2000:]
+    assert "anchors: anchors:" not in said
