@@ -13,7 +13,8 @@ import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
+from datetime import time as dt_time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import ParseResult, urlparse
@@ -411,6 +412,15 @@ def _unit_of(name: str) -> str:
     return {"_s": " s", "_hours": " hours", "_days": " days"}.get(name[name.rfind("_") :], "")
 
 
+def _shown_value(value: Any) -> str:
+    """A value read from TOML as a problem shows it: a date written without quotes, which TOML
+    reads as a date, as it was written and how to write it (not Python's datetime.date(...))."""
+    if isinstance(value, date | dt_time):  # datetime is a date
+        written = value.isoformat()
+        return f'{written}, a TOML date: write it in quotes, "{written}"'
+    return repr(value)
+
+
 class _Table:
     """Typed access to one TOML table that records problems instead of raising."""
 
@@ -433,7 +443,7 @@ class _Table:
         value = self.data[name]
         checked = check(value)
         if checked is None:
-            self.problem(name, f"expected {expected}, got {value!r}")
+            self.problem(name, f"expected {expected}, got {_shown_value(value)}")
             return default
         return checked
 

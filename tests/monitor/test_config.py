@@ -450,3 +450,25 @@ def test_a_url_with_an_unclosed_bracket_is_one_line_not_a_traceback(
     text = out.out + out.err
     assert expected in text and "is not a URL (Invalid IPv6 URL)" in text, text
     assert "Traceback" not in text
+
+
+def test_a_toml_date_where_text_is_expected_says_to_quote_it(tmp_path: Path) -> None:
+    """TOML reads `not_before = 2026-12-01` (no quotes) as a date, and the problem showed
+    Python's repr of it (expected a string, got datetime.date(2026, 12, 1)), not what to write."""
+    from monitor.credentials import hash_password
+
+    account = (
+        f'\n[portal]\nsecret_key = "k"\n[[portal.accounts]]\nname = "ins"\nrole = "inspector"\n'
+        f'password_hash = "{hash_password("x")}"\nnot_before = 2026-12-01\nnot_after = 2026-12-31T23:59:00\n'
+    )
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL + account)
+    assert info.value.problems == [
+        "portal.accounts[0].not_before: expected a string, got 2026-12-01, a TOML date: write it in quotes,"
+        ' "2026-12-01"',
+        "portal.accounts[0].not_after: expected a string, got 2026-12-31T23:59:00, a TOML date: write it in"
+        ' quotes, "2026-12-31T23:59:00"',
+    ], info.value.problems
+    quoted = account.replace("2026-12-01", '"2026-12-01"')
+    quoted = quoted.replace("2026-12-31T23:59:00", '"2026-12-31T23:59:00"')
+    assert parse_config(MINIMAL + quoted).portal is not None
