@@ -234,7 +234,9 @@ class ComplaintPages:
     async def plan_image(self, request: Request) -> Response:
         """`/complaint/plan.svg?site=&lat=&lon=`: the public plan (``PUBLIC_LAYERS`` only), with
         the chosen point marked when given."""
-        site = self.web.config.site(request.query_params.get("site", "")) or self.web.config.sites[0]
+        site = self.web.config.site(request.query_params.get("site", ""))
+        if site is None:  # the form asks for each plan by its site; not the first site's for any other
+            raise NotFound("no such site")
         plan = siteplan.view(site, siteplan.PUBLIC_LAYERS)
         frame = siteplan.canvas(site, siteplan.PUBLIC_LAYERS)
         if frame is None:

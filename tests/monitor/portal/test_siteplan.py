@@ -207,6 +207,16 @@ def test_the_plan_fits_a_390px_screen(env: Env, live: datetime, browser: Browser
         phone.close()
 
 
+def test_the_public_plan_of_a_site_the_portal_lacks_is_not_found(env: Env, context: BrowserContext) -> None:
+    """`/complaint/plan.svg` drew the first site's plan for a site id the configuration lacks, or
+    for none: the complaint form asks for each plan by its site, and anything else is a 404."""
+    assert context.request.get(f"{env.url}/complaint/plan.svg?site={SITE}").status == 200
+    for query in ("?site=nope", "?site=", ""):
+        reply = context.request.get(f"{env.url}/complaint/plan.svg{query}")
+        assert reply.status == 404, (query, reply.status)
+        assert 'class="boundary"' not in reply.text(), query
+
+
 @pytest.mark.parametrize(
     ("width", "javascript"),
     [(390, True), (1280, True), (1280, False)],
