@@ -14,6 +14,11 @@ import hmac
 import secrets
 
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1  # 16 MiB per hash
+# The longest password a person can log in with: the login form's body (8 KB, the portal's
+# limits.SMALL) carries it URL-encoded, up to 12 characters for each (4 UTF-8 bytes as %XX), and
+# 512 such leave room for the other fields. `hash-password` refuses a longer one, which no login
+# could ever send.
+MAX_PASSWORD_CHARS = 512
 _SCRYPT_MAXMEM = 64 * 1024 * 1024
 
 

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from monitor.credentials import hash_password, hash_token, new_token
+    from monitor.credentials import MAX_PASSWORD_CHARS, hash_password, hash_token, new_token
 
     if args.token:
         token = new_token()
@@ -43,5 +43,10 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("the password is not UTF-8 text, which no login form could send") from None
     if len(password) < 8:
         raise UsageError("the password must have at least 8 characters")
+    if len(password) > MAX_PASSWORD_CHARS:
+        raise UsageError(
+            f"the password has {len(password):,} characters; the portal's login form carries at most"
+            f" {MAX_PASSWORD_CHARS}, so it could never be sent: choose a shorter one"
+        )
     print(f'password_hash = "{hash_password(password)}"')
     return 0

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 import pty
+import secrets
 import select
 import signal
+import subprocess
 import sys
 import time
+from urllib.parse import urlencode
 
+from monitor.credentials import MAX_PASSWORD_CHARS
+from monitor.portal.limits import SMALL
 from tests.support.paths import REPO
 
 
@@ -59,3 +64,32 @@ def test_a_password_typed_twice_is_hashed() -> None:
     code, shown = _at_a_terminal(b"long enough password\n", b"long enough password\n")
     assert code == 0, shown
     assert 'password_hash = "scrypt$' in shown and "long enough" not in shown, shown
+
+
+def _from_a_pipe(password: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "hash-password"],
+        input=password + "\n",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
+
+
+def test_a_password_no_login_could_send_is_refused() -> None:
+    """A 2 MB password was hashed (exit 0) though the login form's body limit (8 KB) means it
+    could never be sent: its account could not log in. The longest accepted, in the characters
+    that URL-encode longest, fits that body with the form's other fields."""
+    refused = _from_a_pipe("a" * (MAX_PASSWORD_CHARS + 1))
+    assert refused.returncode == 2, refused
+    assert refused.stderr.strip() == (
+        f"minewatch hash-password: the password has {MAX_PASSWORD_CHARS + 1} characters; the portal's"
+        f" login form carries at most {MAX_PASSWORD_CHARS}, so it could never be sent: choose a shorter one"
+    )
+    assert refused.stdout == ""
+    longest = "\U0001f600" * MAX_PASSWORD_CHARS  # 4 UTF-8 bytes, 12 characters URL-encoded
+    assert _from_a_pipe(longest).returncode == 0
+    body = urlencode({"name": "a" * 64, "password": longest, "csrf": secrets.token_urlsafe(24)})
+    assert len(body) < SMALL, len(body)
