@@ -10,7 +10,9 @@ Then the input falls quiet and one more tick judges what the backlog's end left 
 Prints CPU microseconds per message (``time.process_time``; building the messages is not counted) for
 storing (handle_batch) and judging (tick), each by quarter of the drain, so growth with the backlog
 shows, and the wall time per message the pipeline holds the store's write lock (two workers' drain
-is bound by that: docs/PERFORMANCE.md). ``--profile`` adds cProfile's top functions (which inflates
+is bound by that: docs/PERFORMANCE.md), and the process's resident memory after each quarter (issue
+31's "RSS flat once the evaluation windows are full", without the broker and the workers' other
+processes). ``--profile`` adds cProfile's top functions (which inflates
 many small Python calls: compare without it).
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import sys
 import tempfile
@@ -70,10 +73,34 @@ def batches(
         yield batch
 
 
-def quarters(values: list[float], sizes: list[int]) -> list[float]:
-    """Microseconds per message in each quarter of the drain (``sizes``: messages per batch)."""
-    q = max(1, len(values) // 4)
-    return [round(sum(values[i : i + q]) / sum(sizes[i : i + q]) * 1e6, 1) for i in range(0, len(values), q)]
+def quarters(values: list[float], sizes: list[int]) -> list[float | None]:
+    """Microseconds per message in each quarter of the drain's messages (``sizes``: messages per
+    batch; a batch counts in the quarter its first message falls in; None for a quarter no batch
+    began in, in a drain of a few batches)."""
+    spent, counted = [0.0] * 4, [0] * 4
+    total, done = sum(sizes), 0
+    for value, size in zip(values, sizes, strict=True):
+        quarter = min(3, done * 4 // total)
+        spent[quarter] += value
+        counted[quarter] += size
+        done += size
+    return [round(s / n * 1e6, 1) if n else None for s, n in zip(spent, counted, strict=True)]
+
+
+def at_quarters(values: list[float], sizes: list[int]) -> list[float]:
+    """The value after the batch that ends each quarter of the drain's messages (or passes its end)."""
+    total, done = sum(sizes), 0
+    marks: list[float] = []
+    for value, size in zip(values, sizes, strict=True):
+        done += size
+        while len(marks) < 4 and done * 4 >= total * (len(marks) + 1):
+            marks.append(value)
+    return marks
+
+
+def resident_mb() -> float:
+    """This process's resident memory now (Linux: /proc/self/statm), MB."""
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
 def main() -> None:
@@ -102,6 +129,7 @@ def main() -> None:
         storing: list[float] = []
         judging: list[float] = []
         sizes: list[int] = []
+        resident: list[float] = []
         total = args.sites * args.sensors * args.per_sensor
         left = total
         for batch in batches(pipeline, args.sites, args.sensors, args.per_sensor, start):
@@ -116,6 +144,7 @@ def main() -> None:
             judging.append(time.process_time() - t1)
             storing.append(t1 - t0)
             sizes.append(len(batch))
+            resident.append(resident_mb())
             if args.profile:
                 profile.disable()
         # The input falls quiet: what the backlog's end left open is judged.
@@ -128,13 +157,15 @@ def main() -> None:
         tail = time.process_time() - t0
         held = pipeline.counters.lock_held_s
         store.close()
+    memory = " / ".join(f"{mb:.0f}" for mb in at_quarters(resident, sizes))
     print(
         f"{total} messages ({args.per_sensor} per meter, {args.sites} x {args.sensors} meters):"
         f" storing {sum(storing) / total * 1e6:.1f} us/msg by quarter {quarters(storing, sizes)},"
         f" judging {sum(judging) / total * 1e6:.1f} us/msg by quarter {quarters(judging, sizes)},"
         f" tail {tail / total * 1e6:.2f} us/msg;"
         f" all {(sum(storing) + sum(judging) + tail) / total * 1e6:.1f} us/msg;"
-        f" holding the store's write lock {held / total * 1e6:.1f} us/msg (wall)"
+        f" holding the store's write lock {held / total * 1e6:.1f} us/msg (wall);"
+        f" resident memory after each quarter {memory} MB"
     )
     if args.profile:
         pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
