@@ -357,6 +357,19 @@ def tree(proc: psutil.Process) -> list[psutil.Process]:
     return [proc, *proc.children(recursive=True)]
 
 
+def unique_mb(proc: psutil.Process) -> list[float]:
+    """Each process's unique memory (USS: pages no other process maps, so neither the libraries
+    nor the store's WAL index that RSS counts once per process), the daemon first, in MB. It
+    reads /proc/<pid>/smaps: taken at the quarter marks only."""
+    found = []
+    for p in tree(proc):
+        try:
+            found.append(p.memory_full_info().uss / 2**20)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
 def cpu_readings(proc: psutil.Process) -> tuple[dict[int, float], dict[int, float]]:
     """User + system seconds per process of the daemon's tree, its waited-for children included
     (a worker that exits mid-drain then counts in its parent's), and the system seconds alone
@@ -451,6 +464,7 @@ def bench_daemon(
     daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
     proc = psutil.Process(daemon.pid)
     rss: list[tuple[int, float]] = []
+    unique: list[list[float]] = []  # each process's USS at 25, 50, 75 and 100 % stored
     first_t = None
     cpu_start: dict[int, float] = {}
     threads_start: ThreadSeconds = {}
@@ -471,6 +485,8 @@ def bench_daemon(
             machine, broker_t0 = CpuShares(), target.broker_cpu()
         try:
             rss.append((count, sum(p.memory_info().rss for p in tree(proc)) / 2**20))
+            while len(unique) < 4 and count * 4 >= total * (len(unique) + 1):
+                unique.append(unique_mb(proc))
         except psutil.NoSuchProcess:
             break
         cpu_marks.append((count, cpu_seconds(proc)))
@@ -519,6 +535,8 @@ def bench_daemon(
         "peak_rss": max(m for _, m in rss) if rss else 0.0,
         "rss_at_quarter": quarter[0] if quarter else 0.0,
         "rss_at_end": rss[-1][1] if rss else 0.0,
+        "unique_processes": len(unique[0]) if unique else 0,
+        **{f"uss_{25 * (q + 1)}_{i}": mb for q, mark in enumerate(unique) for i, mb in enumerate(mark)},
         **marks,
         "sites_evaluated": evaluated,
         "startup_s": startup_s,
@@ -860,6 +878,15 @@ def run(
         + " / ".join(f"{result[f'rss_{q}']:.0f}" for q in (25, 50, 75, 100))
         + " MB"
     )
+    if processes := int(result.get("unique_processes", 0)):
+        # RSS counts a page each process maps (the libraries, the WAL index) once per process
+        marks = [
+            " / ".join(f"{result[f'uss_{q}_{i}']:.0f}" for q in (25, 50, 75, 100) if f"uss_{q}_{i}" in result)
+            for i in range(processes)
+        ]
+        print(
+            f"unique memory (USS) by process, the supervisor first, at 25/50/75/100 %: {'; '.join(marks)} MB"
+        )
     cores = psutil.cpu_count() or 1
     both = result["cpu_us"] + result["broker_us"]
     bound = cores / both * 1e6 if both else 0.0
