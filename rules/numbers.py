@@ -53,13 +53,13 @@ def number_problem(
     if whole and not isinstance(value, int):
         return f"expected a whole number, got {value!r}"
     if more_than is not None and value <= more_than:
-        return f"must be more than {_bound(more_than)}{unit}, got {_shown(value)}"
+        return f"must be more than {_bound(more_than)}{unit}, got {shown_number(value)}"
     if minimum is not None and value < minimum:
-        return f"must be at least {_bound(minimum)}{unit}, got {_shown(value)}"
+        return f"must be at least {_bound(minimum)}{unit}, got {shown_number(value)}"
     if maximum is not None and value > maximum:
-        return f"must be at most {_bound(maximum)}{unit}, got {_shown(value)}"
+        return f"must be at most {_bound(maximum)}{unit}, got {shown_number(value)}"
     if not whole and abs(value) > sys.float_info.max:  # an integer no float holds: 1 and 400 zeros
-        return f"must be at most {sys.float_info.max:g}, got {_shown(value)}"
+        return f"must be at most {sys.float_info.max:g}, got {shown_number(value)}"
     return None
 
 
@@ -74,15 +74,20 @@ def _bound(bound: float) -> str:
     return str(bound) if isinstance(bound, int) else f"{bound:.15g}"
 
 
-def _shown(value: float) -> str:
-    """``value`` as a message shows it: 1e+300 for a float; an integer of up to 21 digits in full
-    (1234567, not 1.23457e+06), a longer one as 1e+25, or by its digits past a float's range."""
-    if isinstance(value, int) and abs(value) < 10**21:
-        return str(value)
-    try:
-        return f"{value:g}"
-    except OverflowError:  # TOML integers have no bound in tomllib: 1 followed by 400 zeros
-        return f"a {'negative ' if value < 0 else ''}number of {len(str(abs(int(value))))} digits"
+# An integer of more digits than this is said by its count: a line that holds them all is not read.
+MAX_SHOWN_DIGITS = 40
+
+
+def shown_number(value: float) -> str:
+    """``value`` as a message shows it: an integer as written, in digits (1234567 and 2**80's
+    1208925819614629174706176, not 1.23457e+06 and 1.20893e+24), one of more than 40 digits by
+    their count; a float as 1e+300 (its six significant digits)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = str(abs(value))
+        if len(digits) <= MAX_SHOWN_DIGITS:
+            return str(value)
+        return f"a {'negative ' if value < 0 else ''}number of {len(digits)} digits"
+    return f"{value:g}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,7 @@ from rules.model import (
     WorkKind,
     WorkPeriod,
 )
+from rules.numbers import shown_number
 from rules.scaled_distance import FT_PER_M, LB_PER_KG
 
 
@@ -294,6 +295,31 @@ def _printable(name: str, value: str) -> None:
         )
 
 
+class _OutOfRange(DecodeError):
+    """A number past its plausible bound, shown as sent: an integer in digits, a bound too
+    (seq: 1208925819614629174706176 is above the plausible maximum 9223372036854775808).
+
+    orjson reads an integer literal past 64 bits as a float; decode() reads such a payload again
+    the strict way (see ``as_sent``) to show the digits sent, not the float's 1.20893e+24."""
+
+    def __init__(self, field: str, value: float, relation: str, bound: float) -> None:
+        self.value, self.relation, self.bound = value, relation, bound
+        super().__init__(field, f"{shown_number(value)} is {relation} {shown_number(bound)}")
+
+    def as_sent(self, json_text: bytes) -> DecodeError:
+        """This refusal with the integer ``json_text`` (the object the field was read from) holds
+        for the field, if the parser made a float of it; else itself."""
+        if type(self.value) is not float or not self.value.is_integer():
+            return self
+        try:
+            sent = _load_json_strictly(json_text).get(self.field)
+        except (DecodeError, AttributeError):
+            return self
+        if type(sent) is not int or float(sent) != self.value:  # the float the parser made of it
+            return self
+        return _OutOfRange(self.field, sent, self.relation, self.bound)
+
+
 class _Fields:
     """Typed reads from a payload object; every unknown field is rejected at the end."""
 
@@ -319,14 +345,14 @@ class _Fields:
             raise DecodeError(name, "not a number")
         if isinstance(value, LongNumber):
             raise DecodeError(name, value.reason())
-        value = float(value)
-        if not math.isfinite(value):
+        number = float(value)
+        if not math.isfinite(number):
             raise DecodeError(name, "not a finite number")
-        if lo is not None and value < lo:
-            raise DecodeError(name, f"{value:g} is below the plausible minimum {lo:g}")
-        if hi is not None and value > hi:
-            raise DecodeError(name, f"{value:g} is above the plausible maximum {hi:g}")
-        return value
+        if lo is not None and number < lo:
+            raise _OutOfRange(name, value, "below the plausible minimum", lo)
+        if hi is not None and number > hi:
+            raise _OutOfRange(name, value, "above the plausible maximum", hi)
+        return number
 
     def req_number(self, name: str, lo: float | None = None, hi: float | None = None) -> float:
         value = self.number(name, required=True, lo=lo, hi=hi)
@@ -712,7 +738,7 @@ def _decode_waveform(
     f.finish()
     width = AUDIO_FORMATS[fmt][1] * SEISMIC_CHANNELS
     if not data or len(data) % width:
-        raise DecodeError("samples", f"{len(data)} bytes is not a whole number of 4-channel {fmt} samples")
+        raise DecodeError("samples", _body_problem(data, f"4-channel {fmt} samples"))
     if whole["offset"] + len(data) // width > whole["samples_total"]:
         raise DecodeError("offset", "the chunk's samples run past samples_total")
     _plausible_samples(data, fmt, scale, tuple(OVER_RANGE * r for r in ranges))
@@ -732,6 +758,14 @@ def _decode_waveform(
         mic_low_hz,
         data,
     )
+
+
+def _body_problem(body: bytes, samples: str) -> str:
+    """Why a frame's body of the wrong length holds no whole ``samples``: none at all (a frame
+    sent before its recording was read), or a part of one."""
+    if not body:
+        return f"empty: the frame holds no {samples} after its header"
+    return f"{len(body)} bytes is not a whole number of {samples}"
 
 
 # How far past its stated range a sample may read: a clipped channel reads at its range, and
@@ -789,7 +823,7 @@ def _channel_numbers(f: _Fields, name: str, lo: float, hi: float) -> tuple[float
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise DecodeError(f"{name}[{i}]", "not a number")
         if not lo <= value <= hi:
-            raise DecodeError(f"{name}[{i}]", f"{value:g} is outside {lo:g} to {hi:g}")
+            raise DecodeError(f"{name}[{i}]", f"{shown_number(value)} is outside {lo:g} to {hi:g}")
         values.append(float(value))
     return tuple(values)
 
@@ -811,9 +845,9 @@ def _decode_audio(
     f.finish()
     width = AUDIO_FORMATS[fmt][1]
     if not pcm or len(pcm) % width:
-        raise DecodeError("pcm", f"{len(pcm)} bytes is not a whole number of {fmt} samples")
+        raise DecodeError("pcm", _body_problem(pcm, f"{fmt} samples"))
     if rate != int(rate) or seq != int(seq):
-        raise DecodeError("sample_rate", "must be a whole number")
+        raise DecodeError("seq" if seq != int(seq) else "sample_rate", "must be a whole number")
     # integer samples cannot pass their full scale; float ones can
     _plausible_samples(pcm, fmt, (1.0,), (OVER_FULL_SCALE if fmt.startswith("f") else 0.0,), field="pcm")
     return AudioBlock(site, sensor.id, ts, int(seq), int(rate), fmt, pcm)
@@ -1034,30 +1068,36 @@ def decode(
             "payload", f"{len(payload)} bytes exceeds the {limits.max_payload_bytes}-byte limit"
         )
     site, parsed, sensor = input_sender(topic, sites, prefix)
-    if sensor is None:
-        data = _load_json(payload)
-        kinds = (generic_event_kinds or {}).get(site.id, frozenset())
-        event, checked = _decode_event(parsed.kind, data, site, now, limits, kinds)
-        check_time(
-            checked, now, limits, "ts" if parsed.kind not in ("work", "temporary-lighting") else "start"
-        )
-        return event
-    cap = KIND_MAX_BYTES.get(parsed.kind)
-    if cap is not None and len(payload) > cap:
-        raise DecodeError(
-            "payload", f"{len(payload)} bytes exceeds the {cap}-byte limit of a {parsed.kind} message"
-        )
-    if parsed.kind == "audio":
-        return _decode_audio(payload, site.id, sensor, now, limits)
-    if parsed.kind == "waveform":
-        return _decode_waveform(payload, site.id, sensor, now, limits)
-    data = _load_json(payload, ahead)
-    _verify_signature(data, sensor)
-    fields = _Fields(data)
-    message = _SENSOR_DECODERS[parsed.kind](fields, site.id, sensor.id)
-    fields.finish()
-    check_time(message.ts, now, limits)
-    return message
+    try:  # costs nothing until it catches (Python 3.11)
+        if sensor is None:
+            data = _load_json(payload)
+            kinds = (generic_event_kinds or {}).get(site.id, frozenset())
+            event, checked = _decode_event(parsed.kind, data, site, now, limits, kinds)
+            check_time(
+                checked, now, limits, "ts" if parsed.kind not in ("work", "temporary-lighting") else "start"
+            )
+            return event
+        cap = KIND_MAX_BYTES.get(parsed.kind)
+        if cap is not None and len(payload) > cap:
+            raise DecodeError(
+                "payload", f"{len(payload)} bytes exceeds the {cap}-byte limit of a {parsed.kind} message"
+            )
+        if parsed.kind == "audio":
+            return _decode_audio(payload, site.id, sensor, now, limits)
+        if parsed.kind == "waveform":
+            return _decode_waveform(payload, site.id, sensor, now, limits)
+        data = _load_json(payload, ahead)
+        _verify_signature(data, sensor)
+        fields = _Fields(data)
+        message = _SENSOR_DECODERS[parsed.kind](fields, site.id, sensor.id)
+        fields.finish()
+        check_time(message.ts, now, limits)
+        return message
+    except _OutOfRange as refused:
+        binary = parsed.kind in ("audio", "waveform")
+        raise refused.as_sent(
+            payload[8 : 8 + struct.unpack(">I", payload[4:8])[0]] if binary else payload
+        ) from None
 
 
 # --------------------------------------------------------------------------- encoding (edge side)

@@ -119,9 +119,11 @@ def test_a_bad_chunk_is_rejected_in_one_line_and_the_daemon_goes_on(world: World
     topic, payload = encode(chunk)
     world.send_raw((topic, payload[:-3]))  # cut mid-sample
     world.send_raw((topic.replace("/waveform", "/levels"), b"{}"))  # a seismograph sending levels
+    world.send_raw(encode(replace(chunk, data=b"")))  # a header and no samples
     reasons = [b["reason"] for b in world.published_on("minewatch/q/rejected")]
     assert reasons[0].startswith("samples: ") and "4-channel f32le" in reasons[0]
     assert "seismograph sensor; it cannot send 'levels'" in reasons[1]
+    assert reasons[2] == "samples: empty: the frame holds no 4-channel f32le samples after its header"
     changed = replace(chunk, data=chunk.data[:-16] + b"\0" * 16)
     world.send(chunk)
     world.send(changed)  # the same chunk with other samples: refused, the first kept

@@ -369,6 +369,51 @@ def test_bad_audio_frames() -> None:
     assert "header length 10000" in rejected(topic, frame)
 
 
+def _audio_frame(pcm: bytes, **header: Any) -> bytes:
+    fields = {"ts": format_ts(NOW), "seq": 1, "sample_rate": 48000, "format": "s16le", "channels": 1}
+    encoded = json.dumps({**fields, **header}).encode()
+    return b"MWA1" + struct.pack(">I", len(encoded)) + encoded + pcm
+
+
+@pytest.mark.parametrize(
+    ("pcm", "header", "expected"),
+    [
+        # a frame with its header and nothing after: no samples, not a length's arithmetic
+        (b"", {}, "pcm: empty: the frame holds no s16le samples after its header"),
+        # a whole number as sent, and its bound, in digits (not 1.20893e+24 ... 9.22337e+18)
+        (
+            b"\0\0",
+            {"seq": 2**80},
+            "seq: 1208925819614629174706176 is above the plausible maximum 9223372036854775808",
+        ),
+        (b"\0\0", {"seq": -12345678}, "seq: -12345678 is below the plausible minimum 0"),
+        (b"\0\0", {"sample_rate": 1_000_000}, "sample_rate: 1000000 is above the plausible maximum 384000"),
+        # a fraction in seq is seq's, not sample_rate's
+        (b"\0\0", {"seq": 1.5}, "seq: must be a whole number"),
+        (b"\0\0", {"sample_rate": 48000.5}, "sample_rate: must be a whole number"),
+    ],
+)
+def test_an_audio_frames_refusal_names_its_field_and_the_number_as_sent(
+    pcm: bytes, header: dict[str, Any], expected: str
+) -> None:
+    assert rejected(f"{P}/sensors/n1/audio", _audio_frame(pcm, **header)) == expected
+
+
+@pytest.mark.parametrize(
+    ("laeq", "expected"),
+    [
+        # orjson reads an integer past 64 bits as a float: the refusal shows the digits sent
+        ("1208925819614629174706176", "LAeq: 1208925819614629174706176 is above the plausible maximum 200"),
+        ("-18446744073709551617", "LAeq: -18446744073709551617 is below the plausible minimum -20"),
+        ("1e24", "LAeq: 1e+24 is above the plausible maximum 200"),  # a float as a float
+        ("250.0", "LAeq: 250 is above the plausible maximum 200"),
+    ],
+)
+def test_a_number_out_of_range_is_shown_as_sent(laeq: str, expected: str) -> None:
+    payload = json.dumps({**LEVELS, "LAeq": 0}).replace('"LAeq": 0', f'"LAeq": {laeq}').encode()
+    assert rejected(f"{P}/sensors/n1/levels", payload) == expected
+
+
 def test_parse_helpers() -> None:
     assert parse_topic("minewatch/s/events/blast").kind == "blast"
     assert parse_ts("2026-06-15T12:00:00.250+02:00") == datetime(2026, 6, 15, 10, 0, 0, 250000, tzinfo=UTC)
