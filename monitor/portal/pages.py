@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import re
 import urllib.parse
 from collections.abc import Callable
@@ -26,7 +27,7 @@ from monitor.portal.data import EVENT_KINDS, NotFound, Refused, Scope, new_event
 from monitor.portal.periods import Period
 from monitor.portal.web import CAN, Web, period_param
 from monitor.times import extra_days
-from monitor.wire.protocol import parse_ts
+from monitor.wire.protocol import parse_ts, shown
 from rules.deadlines import MAX_EXTRA_DAYS
 from rules.model import FindingKind
 
@@ -597,9 +598,14 @@ def event_payload(kind: str, form: FormData, zone: ZoneInfo, now: datetime) -> d
         value = text(name)
         if value:
             try:
-                out[name] = float(value)
+                number = float(value)
             except ValueError:
-                raise Refused(f"{name}: expected a number, got {value!r}") from None
+                raise Refused(f"{name}: expected a number, got {shown(value)}") from None
+            # float() takes nan, inf and 1e999, which a number field never sends but a script
+            # can: JSON has no such number, and the payload would be refused for no field.
+            if not math.isfinite(number):
+                raise Refused(f"{name}: expected a finite number, got {shown(value)}")
+            out[name] = number
 
     payload: dict[str, Any] = {}
     if kind == "blast-notice":
