@@ -9,11 +9,16 @@ import math
 import sys
 
 from monitor.acoustics.filter_cache import weighting_filters
-from monitor.acoustics.iec61672 import PERIOD_FIELDS, PeriodLevels, SoundLevelMeter
+from monitor.acoustics.iec61672 import FAST_TAU_S, PERIOD_FIELDS, PeriodLevels, SoundLevelMeter
 from monitor.acoustics.overload import clip_level
 from monitor.acoustics.wavfile import read_wav
 from monitor.commands.numbers import number
 from monitor.config import FULL_SCALE_DB_RANGE
+
+# The shortest recording measured: the Fast time constant (IEC 61672-1, 125 ms). In less, the
+# Fast level of a steady sound has risen less than 2 dB short of it (1 - 1/e of its energy) and
+# the levels say how long the recording is more than how loud: one sample read -106 dB.
+MIN_RECORDING_S = FAST_TAU_S
 
 # Feed the meter in 10 s blocks: bounded temporaries, negligible per-call overhead.
 _BLOCK_S = 10
@@ -61,11 +66,26 @@ def _rows(periods: list[PeriodLevels]) -> list[dict[str, float | None]]:
     ]
 
 
+def _too_short(samples: int, rate: int) -> str:
+    held = "1 sample" if samples == 1 else f"{samples} samples"
+    return (
+        f"{held} at {rate} Hz ({1000 * samples / rate:.6g} ms) is too short for a level: a recording"
+        f" of at least {1000 * MIN_RECORDING_S:g} ms (the Fast time constant;"
+        f" {math.ceil(MIN_RECORDING_S * rate)} samples) is needed"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         audio = read_wav(args.recording)
     except ValueError as error:  # it names the file
         print(f"minewatch levels: {error}", file=sys.stderr)
+        return 2
+    if audio.samples.size < MIN_RECORDING_S * audio.sample_rate:
+        print(
+            f"minewatch levels: {args.recording}: {_too_short(audio.samples.size, audio.sample_rate)}",
+            file=sys.stderr,
+        )
         return 2
     try:
         meter = SoundLevelMeter(

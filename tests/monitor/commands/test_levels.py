@@ -148,6 +148,39 @@ def test_cli_bad_file_exits_2_with_one_line_error(tmp_path: Path, capsys: pytest
 
 
 @pytest.mark.parametrize(
+    ("samples", "said"),
+    [
+        (1, "1 sample at 16000 Hz (0.0625 ms)"),
+        (1999, "1999 samples at 16000 Hz (124.938 ms)"),
+    ],
+)
+def test_cli_a_recording_shorter_than_the_fast_time_constant_is_refused(
+    samples: int, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One sample printed a period of duration_s 0.0 at -106 dB (the silence floor), exit 0."""
+    path = tmp_path / "short.wav"
+    scipy_wavfile.write(path, FS, (_tone(1.0)[:samples] * 32767).astype(np.int16))
+    code, out, err = _run_cli([str(path), "--calibration", "94"], capsys)
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        f"minewatch levels: {path}: {said} is too short for a level: a recording of at least 125 ms"
+        " (the Fast time constant; 2000 samples) is needed"
+    ]
+
+
+def test_cli_a_recording_of_the_fast_time_constant_is_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "short.wav"
+    scipy_wavfile.write(path, FS, (_tone(0.125) * 32767).astype(np.int16))
+    code, out, err = _run_cli([str(path), "--calibration", "94"], capsys)
+    assert (code, err) == (0, "")
+    [row] = csv.DictReader(io.StringIO(out))
+    assert (float(row["start_s"]), float(row["duration_s"])) == (0.0, 0.125)
+    assert float(row["LAeq"]) == pytest.approx(94.0 - 6.02, abs=0.05)
+
+
+@pytest.mark.parametrize(
     ("calibration", "reason"),
     [
         ("1e308", "must be at most 200 dB, got 1e+308"),
