@@ -828,6 +828,11 @@ def _channel_numbers(f: _Fields, name: str, lo: float, hi: float) -> tuple[float
     return tuple(values)
 
 
+# An audio block's seq is read as a float, exact up to 2**53; the store's INTEGER ends at 2**63 - 1,
+# and 2**63 (which the bound once let in) was an internal error (OverflowError) in the daemon.
+MAX_AUDIO_SEQ = 2**53 - 1
+
+
 def _decode_audio(
     payload: bytes, site: str, sensor: SensorConfig, now: datetime, limits: Limits
 ) -> AudioBlock:
@@ -835,7 +840,7 @@ def _decode_audio(
     f = _Fields(header)
     ts = f.req_time("ts")
     check_time(ts, now, limits)
-    seq = f.req_number("seq", 0, 2**63)
+    seq = f.req_number("seq", 0, MAX_AUDIO_SEQ)
     rate = f.req_number("sample_rate", 8000, 384_000)
     fmt = f.req_text("format")
     if fmt not in AUDIO_FORMATS:

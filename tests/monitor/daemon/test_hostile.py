@@ -247,6 +247,15 @@ def test_conflicting_light_and_audio_resends_are_journaled(world: World) -> None
         assert chained in firsts
 
 
+def test_an_audio_seq_past_the_stores_integers_is_refused_by_its_field(world: World) -> None:
+    """seq 2**63 passed the codec's bound and ended in the store: 'internal error (OverflowError)'."""
+    pcm = np.zeros(1600, dtype="<f4").tobytes()
+    world.send_raw(encode(AudioBlock("q", "n1", T0, 2**63, 16000, "f32le", pcm)))
+    [refused] = [b["reason"] for b in world.published_on("minewatch/q/rejected")]
+    assert refused == "seq: 9223372036854775808 is above the plausible maximum 9007199254740991"
+    assert world.store.conn.execute("SELECT COUNT(*) FROM audio").fetchone()[0] == 0
+
+
 def test_status_shows_conflicts_per_sensor(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     world.send(SoundLevels("q", "n1", T0, 1.0, 60.0, 61.0, 75.0))
     for level in (70.0, 80.0):

@@ -384,7 +384,7 @@ def _audio_frame(pcm: bytes, **header: Any) -> bytes:
         (
             b"\0\0",
             {"seq": 2**80},
-            "seq: 1208925819614629174706176 is above the plausible maximum 9223372036854775808",
+            "seq: 1208925819614629174706176 is above the plausible maximum 9007199254740991",
         ),
         (b"\0\0", {"seq": -12345678}, "seq: -12345678 is below the plausible minimum 0"),
         (b"\0\0", {"sample_rate": 1_000_000}, "sample_rate: 1000000 is above the plausible maximum 384000"),
@@ -397,6 +397,26 @@ def test_an_audio_frames_refusal_names_its_field_and_the_number_as_sent(
     pcm: bytes, header: dict[str, Any], expected: str
 ) -> None:
     assert rejected(f"{P}/sensors/n1/audio", _audio_frame(pcm, **header)) == expected
+
+
+@pytest.mark.parametrize(
+    ("seq", "refused"),
+    [
+        # a seq the store cannot hold: the daemon's 'internal error (OverflowError)'
+        (2**63, "seq: 9223372036854775808 is above the plausible maximum 9007199254740991"),
+        (2**63 - 1, "seq: 9223372036854775807 is above the plausible maximum 9007199254740991"),
+        # one a float cannot hold, stored as 2**53 before
+        (2**53 + 1, "seq: 9007199254740993 is above the plausible maximum 9007199254740991"),
+        (2**53 - 1, None),
+        (0, None),
+    ],
+)
+def test_an_audio_blocks_seq_is_one_the_store_holds_as_sent(seq: int, refused: str | None) -> None:
+    frame = _audio_frame(b"\0\0", seq=seq)
+    if refused is None:
+        assert dec(f"{P}/sensors/n1/audio", frame).seq == seq
+    else:
+        assert rejected(f"{P}/sensors/n1/audio", frame) == refused
 
 
 @pytest.mark.parametrize(
