@@ -38,6 +38,25 @@ def submit(page: Page, env: Env, when: str, what: str = "noise", until: str = ""
     return page.inner_text("#reference")
 
 
+def complaint_form(client: Client, site: str, start: str, **fields: str) -> dict[str, str]:
+    """The public form as a resident fills it in: noise at 1 Main St from ``start`` (site time),
+    with ``fields`` changed or added."""
+    form = {
+        "csrf": client.csrf("/complaint"),
+        "site": site,
+        "what": "noise",
+        "from": start,
+        "address": "1 Main St",
+        "description": "Noise",
+    }
+    return {**form, **fields}
+
+
+def two_hours_ago() -> str:
+    """A complaint's start two hours ago in the harness's site time (America/Chicago)."""
+    return (datetime.now(ZoneInfo("America/Chicago")) - timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M")
+
+
 def test_complaints_are_checked_against_the_record_and_triaged(env: Env, context: BrowserContext) -> None:
     page = context.new_page()
     loud = submit(page, env, f"{DAY.isoformat()}T09:01", until=f"{DAY.isoformat()}T09:02")
@@ -141,16 +160,9 @@ def test_the_public_page_is_bounded(env: Env, context: BrowserContext) -> None:
     client = Client(env_portal(env), source="127.0.0.9")
 
     def post(**fields: str) -> tuple[int, str]:
-        form = {
-            "csrf": client.csrf("/complaint"),
-            "site": SITE,
-            "what": "noise",
-            "from": f"{DAY.isoformat()}T09:00",
-            "address": "1 Main St",
-            "description": "Noise",
-            **fields,
-        }
-        reply = client.request("POST", "/complaint", form)
+        reply = client.request(
+            "POST", "/complaint", complaint_form(client, SITE, f"{DAY.isoformat()}T09:00", **fields)
+        )
         return reply.status, reply.body
 
     status, body = post(website="http://spam.example")
@@ -203,18 +215,10 @@ def test_ipv4_clients_reported_as_mapped_ipv6_are_each_their_own_address(tmp_pat
     maps into, where the first few residents' complaints refused everyone else's for an hour."""
     extra = 'trusted_proxies = ["127.0.0.1"]\ncomplaints_per_hour = 1\n'
     with serving(Portal(tmp_path, portal_extra=extra)) as portal:
-        earlier = datetime.now(ZoneInfo("America/Chicago")) - timedelta(hours=2)
 
         def post(address: str) -> int:
             client = Client(portal)
-            form = {
-                "csrf": client.csrf("/complaint"),
-                "site": "s1",  # the harness's site (America/Chicago)
-                "what": "noise",
-                "from": earlier.strftime("%Y-%m-%dT%H:%M"),
-                "address": "1 Main St",
-                "description": "Noise",
-            }
+            form = complaint_form(client, "s1", two_hours_ago())
             return client.request("POST", "/complaint", form, {"X-Forwarded-For": address}).status
 
         assert post("::ffff:192.0.2.1") == 303
@@ -231,18 +235,10 @@ def test_the_complaints_of_one_ipv6_48_are_limited_together_across_its_64s(tmp_p
 
     extra = 'trusted_proxies = ["127.0.0.1"]\ncomplaints_per_hour = 1\n'
     with serving(Portal(tmp_path, portal_extra=extra)) as portal:
-        earlier = datetime.now(ZoneInfo("America/Chicago")) - timedelta(hours=2)
 
         def post(address: str) -> int:
             client = Client(portal)
-            form = {
-                "csrf": client.csrf("/complaint"),
-                "site": "s1",
-                "what": "noise",
-                "from": earlier.strftime("%Y-%m-%dT%H:%M"),
-                "address": "1 Main St",
-                "description": "Noise",
-            }
+            form = complaint_form(client, "s1", two_hours_ago())
             return client.request("POST", "/complaint", form, {"X-Forwarded-For": address}).status
 
         one_subscriber = [f"2001:db8:5:{n:x}::1" for n in range(PREFIX_FACTOR + 1)]
@@ -279,20 +275,12 @@ def test_control_characters_in_a_complaint_are_refused_naming_the_field(tmp_path
     served them back. Each field takes text: a control character is a 400 naming the field and
     the character; the description keeps its line breaks and tabs, as a textarea sends them."""
     with serving(Portal(tmp_path, portal_extra="complaints_per_hour = 50\n")) as portal:
-        earlier = datetime.now(ZoneInfo("America/Chicago")) - timedelta(hours=2)
 
         def post(**fields: str) -> tuple[int, str]:
             client = Client(portal)
-            form = {
-                "csrf": client.csrf("/complaint"),
-                "site": "s1",  # the harness's site (America/Chicago)
-                "what": "noise",
-                "from": earlier.strftime("%Y-%m-%dT%H:%M"),
-                "address": "1 Main St",
-                "description": "Noise",
-                **fields,
-            }
-            reply = client.request("POST", "/complaint", form)
+            reply = client.request(
+                "POST", "/complaint", complaint_form(client, "s1", two_hours_ago(), **fields)
+            )
             return reply.status, reply.body
 
         refused = [
