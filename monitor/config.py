@@ -26,6 +26,7 @@ from monitor.named_file import NamedFileError, read_named_text
 from monitor.shown_url import shown_url
 from rules.model import AdjoiningOwner, Placement, SensorInfo, SensorKind, SiteContext, TownContact
 from rules.numbers import number_problem
+from rules.toml_text import toml_document
 
 if TYPE_CHECKING:
     from monitor.times import ScopeBound
@@ -1414,7 +1415,7 @@ def template_placeholders(text: str) -> list[str]:
                 yield from walk(inner, f"{where}[{i}]")
 
     try:
-        return list(walk(tomllib.loads(text), ""))
+        return list(walk(toml_document(text), ""))
     except tomllib.TOMLDecodeError:  # said by the configuration's own checks
         return []
 
@@ -1444,7 +1445,7 @@ def _parse_config(
     text: str, source: str, check_profile: Callable[[_Table, str, Mapping[str, Any]], None]
 ) -> Config:
     try:
-        data = tomllib.loads(text)
+        data = toml_document(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError([f"{source}: not valid TOML: {exc}"]) from None
     problems: list[str] = []

@@ -60,6 +60,7 @@ from rules.base import Standard
 from rules.deadlines import WEEKDAYS, WorkCalendar, extra_days_problem
 from rules.holidays import check_holidays
 from rules.numbers import RANGE, Range, number_problem
+from rules.toml_text import toml_document
 
 __all__ = [
     "NoticeTerms",
@@ -348,7 +349,7 @@ def _read_profile(name_or_path: str) -> tuple[dict[str, Any], str]:
             raise ProfileError(source, [f"profile: unknown profile {name_or_path!r}; available: {known}"])
         raw_text = resource.read_text(encoding="utf-8")
     try:
-        return tomllib.loads(raw_text), source
+        return toml_document(raw_text), source
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(source, [f"profile: not valid TOML in {source!r}: {exc}"]) from None
 

@@ -33,6 +33,7 @@ from monitor.named_file import NamedFileError, read_named_text
 from monitor.times import OccursTwice, at_time_of_day, offsets_if_twice, parse_time, refuse_if_skipped
 from rules.model import WorkKind
 from rules.numbers import number_problem
+from rules.toml_text import toml_document
 
 BUILTIN_DIR = "scenarios"
 _CLOCK = re.compile(r"^\s*(?:([+-]\d+)d\s+)?(\d{1,2}):(\d{2})(?::(\d{2}))?\s*$")
@@ -714,7 +715,7 @@ def parse_scenario(
 
 def _toml(text: str, source: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(text)
+        return toml_document(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError([f"{source}: not valid TOML: {exc}"]) from None
 

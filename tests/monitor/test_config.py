@@ -472,3 +472,29 @@ def test_a_toml_date_where_text_is_expected_says_to_quote_it(tmp_path: Path) -> 
     quoted = account.replace("2026-12-01", '"2026-12-01"')
     quoted = quoted.replace("2026-12-31T23:59:00", '"2026-12-31T23:59:00"')
     assert parse_config(MINIMAL + quoted).portal is not None
+
+
+@pytest.mark.parametrize(
+    ("snippet", "expected"),
+    [
+        (
+            "[alerts]\nmin_gap_s = " + "9" * 5000,
+            "an integer of more than 4,300 digits, more than any key takes",
+        ),
+        ("nested = " + "[" * 5000 + "]" * 5000, "arrays or tables nested too deeply to read"),
+    ],
+    ids=["5000-digit-integer", "nested-5000-deep"],
+)
+def test_toml_python_cannot_read_is_one_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], snippet: str, expected: str
+) -> None:
+    """tomllib raises a bare ValueError for an integer past Python's 4,300 digits and a
+    RecursionError for arrays nested thousands deep: check-config (and every command loading the
+    configuration) ended in a traceback, exit 1. Each is the file's TOML mistake (rules.toml_text)."""
+    path = tmp_path / "m.toml"
+    path.write_text(MINIMAL + "\n" + snippet + "\n")
+    assert main(["check-config", str(path)]) == 2
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert f"not valid TOML: {expected}" in text, text
+    assert "Traceback" not in text and len(text.splitlines()) <= 2, text
