@@ -22,7 +22,6 @@ from monitor.errors import MinewatchError
 from monitor.journal.chain_kinds import KINDS, SOUND_FIELDS, ChainKind, sound_record
 from monitor.named_file import NamedFileError, read_named_text
 from monitor.wire.canonical import canonical_json, canonical_text, half_pair_at
-from rules.toml_text import toml_document
 
 # Format 2: the file set is closed (fixed by the format and the rows, not by the manifest),
 # the profile and configuration are bound by a chained config record, and the segment ends
@@ -452,8 +451,10 @@ def site_agreement(config_text: str, site_id: str) -> dict[str, Any] | None:
     None where the text is no TOML or holds no such site. The exporter states them from the very
     text it ships and verify reads them back the same way."""
     try:
-        document = toml_document(config_text)
-    except tomllib.TOMLDecodeError:  # arrays nested thousands deep too (rules.toml_text)
+        document = tomllib.loads(config_text)
+    # tomllib's own errors, a bare ValueError for an integer of over 4,300 digits, a RecursionError
+    # for arrays nested thousands deep (rules.toml_text says which; verify imports nothing of rules)
+    except (ValueError, RecursionError):
         return None
     sites = document.get("sites")
     for site in sites if isinstance(sites, list) else ():
