@@ -685,6 +685,17 @@ _SENSOR_DECODERS: dict[str, Callable[[_Fields, str, str], SensorMessage]] = {
 }
 
 
+def _header_length(payload: bytes) -> int:
+    """A binary frame's header length: the 4 bytes, big-endian, after its magic."""
+    length: int = struct.unpack(">I", payload[4:8])[0]
+    return length
+
+
+def _header_bytes(payload: bytes) -> bytes:
+    """A binary frame's JSON header, as sent."""
+    return payload[8 : 8 + _header_length(payload)]
+
+
 def _binary_frame(
     payload: bytes, magic: bytes, what: str, digest_field: str, sensor: SensorConfig
 ) -> tuple[dict[str, Any], bytes]:
@@ -693,10 +704,10 @@ def _binary_frame(
     is not in the JSON)."""
     if not payload.startswith(magic) or len(payload) < 8:
         raise DecodeError("payload", f"{what} start with {magic!r} and a 4-byte header length")
-    (header_len,) = struct.unpack(">I", payload[4:8])
+    header_len = _header_length(payload)
     if header_len > 4096 or 8 + header_len > len(payload):
         raise DecodeError("header", f"header length {header_len} does not fit the frame")
-    header = _load_json(payload[8 : 8 + header_len])
+    header = _load_json(_header_bytes(payload))
     body = payload[8 + header_len :]
     if sensor.signing_key or sensor.require_signature:
         signed = dict(header)
@@ -1100,9 +1111,7 @@ def decode(
         return message
     except _OutOfRange as refused:
         binary = parsed.kind in ("audio", "waveform")
-        raise refused.as_sent(
-            payload[8 : 8 + struct.unpack(">I", payload[4:8])[0]] if binary else payload
-        ) from None
+        raise refused.as_sent(_header_bytes(payload) if binary else payload) from None
 
 
 # --------------------------------------------------------------------------- encoding (edge side)
