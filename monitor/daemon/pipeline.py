@@ -663,7 +663,8 @@ class Pipeline:
         state, levels, _, late, minute, _ = item
         self.counters.accepted += 1
         state.recent.add(levels, minute)
-        self._touched(state, minute, state.margins("sound")[0])
+        if state.evaluated_until is not None and minute < state.evaluated_until:  # judged already
+            self._touched(state, minute, state.margins("sound")[0])
         end = ends.get((levels.ts, levels.duration_s))
         if end is None:
             end = ends[(levels.ts, levels.duration_s)] = levels.end

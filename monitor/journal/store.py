@@ -97,18 +97,11 @@ _SOUND_INSERT = _sound_insert(_SOUND_ROW)
 # Python's sqlite3 binds a None ~8x slower than a float (it looks for an adapter first): rows
 # without any are inserted with those columns left out (NULL), the rest in full.
 _NO_OPTIONALS = (None,) * 5
+_USUAL_TAIL = (*_NO_OPTIONALS, False)  # SoundLevels[7:] of a second without them, not overloaded
 _SOUND_INSERT_SHORT = _sound_insert((*_SOUND_ROW[:7], *_SOUND_ROW[12:]))
 # An overloaded second (rare) sets the column the migration "sound-overload" added; every
 # other row leaves it NULL, as the rows stored before it.
 _SOUND_INSERT_OVERLOAD = _sound_insert((*_SOUND_ROW, "overload"))
-
-
-# The canonical bytes of a sound record without building the dict and sorting its keys
-# (the hot path: one per second per sound sensor). Equal to canonical_json(sound_record(row))
-# byte for byte, which tests/monitor/journal/test_store.py checks over random rows.
-@lru_cache(maxsize=65536)  # site, sensor and source names: a handful, over and over
-def _json_text(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 def unwritable(exc: BaseException, path: str, stored: int = 0) -> StoreUnwritable | None:
@@ -165,11 +158,41 @@ def _number(value: float | None) -> str:
     return repr(number)
 
 
+# The canonical bytes of a sound record without building the dict and sorting its keys
+# (the hot path: one per second per sound sensor). Equal to canonical_json(sound_record(row))
+# byte for byte, which tests/monitor/journal/test_store.py checks over random rows.
+@lru_cache(maxsize=65536)  # site, sensor and source: a handful, over and over
+def _sound_tail(site: str, sensor: str, source: str) -> str:
+    """The record's text after its levels, up to its time's digits."""
+    sensor, site, source = (json.dumps(v, ensure_ascii=False) for v in (sensor, site, source))
+    return f'"sensor":{sensor},"site":{site},"source":{source},"t":"sound","ts_us":'
+
+
+def _usual_digest(
+    site: str, sensor: str, ts_us: int, duration: Any, laeq: Any, lafmax: Any, lcpeak: Any, source: str
+) -> str | None:
+    """sound_digest of the usual row (no optional level, four finite floats, an int time) in
+    one template; None for any other row, which takes the general text."""
+    if type(duration) is float and type(laeq) is float and type(lafmax) is float and type(lcpeak) is float:
+        total = duration + laeq + lafmax + lcpeak
+        if total - total == 0 and type(ts_us) is int:  # all finite (an overflow to inf: the general text)
+            return hashlib.sha256(
+                f'{{"LAFmax":{lafmax!r},"LAFmin":null,"LASmax":null,"LAeq":{laeq!r},"LCeq":null,'
+                f'"LCpeak":{lcpeak!r},"LZeq":null,"LZpeak":null,"duration_s":{duration!r},'
+                f"{_sound_tail(site, sensor, source)}{ts_us}}}".encode()
+            ).hexdigest()
+    return None
+
+
 def sound_digest(row: Sequence[Any], overload: bool = False) -> str:
     """digest_of(sound_record(...)) for a row of _SOUND_ROW values, without the dict."""
     if overload:  # rare: the record's general path, which adds the flag
         return digest_of(sound_record({**dict(zip(_SOUND_ROW, row[:13], strict=True)), "overload": 1}))
     site, sensor, ts_us, duration, laeq, lafmax, lcpeak, lasmax, lzpeak, lafmin, lceq, lzeq, source = row[:13]
+    if lasmax is None and lzpeak is None and lafmin is None and lceq is None and lzeq is None:
+        usual = _usual_digest(site, sensor, ts_us, duration, laeq, lafmax, lcpeak, source)
+        if usual is not None:
+            return usual
     try:
         text = (  # the keys in sorted order, as canonical_json() writes them; optional levels inline
             f'{{"LAFmax":{_number(lafmax)},"LAFmin":{"null" if lafmin is None else _number(lafmin)},'
@@ -177,8 +200,7 @@ def sound_digest(row: Sequence[Any], overload: bool = False) -> str:
             f'"LCeq":{"null" if lceq is None else _number(lceq)},"LCpeak":{_number(lcpeak)},'
             f'"LZeq":{"null" if lzeq is None else _number(lzeq)},'
             f'"LZpeak":{"null" if lzpeak is None else _number(lzpeak)},"duration_s":{_number(duration)},'
-            f'"sensor":{_json_text(sensor)},"site":{_json_text(site)},"source":{_json_text(source)},'
-            f'"t":"sound","ts_us":{int(ts_us)}}}'
+            f"{_sound_tail(site, sensor, source)}{int(ts_us)}}}"
         )
     except _NotFinite:
         return digest_of(sound_record(dict(zip(_SOUND_ROW, row[:13], strict=True))))
@@ -199,17 +221,27 @@ class SoundEntry(NamedTuple):
     insert: str
 
 
+# A site's sensors send the same seconds, and their datetimes are shared (the wire's parse
+# cache): each second is converted once, not once per sensor.
+_second_us = lru_cache(maxsize=4096)(to_us)
+
+
 def sound_entry(levels: SoundLevels, source: str) -> SoundEntry:
-    row: tuple[Any, ...] = (*levels[:2], to_us(levels.ts), *levels[3:12], source)
+    site, sensor, ts, duration, laeq, lafmax, lcpeak = levels[:7]
+    ts_us = _second_us(ts)
+    if levels[7:] == _USUAL_TAIL:  # no optional level, not overloaded: the usual second
+        values = (site, sensor, ts_us, duration, laeq, lafmax, lcpeak, source)
+        digest = _usual_digest(site, sensor, ts_us, duration, laeq, lafmax, lcpeak, source)
+        if digest is None:
+            digest = sound_digest((*values[:7], *_NO_OPTIONALS, source))
+        return SoundEntry(site, f"{sensor}|{ts_us}", digest, values, _SOUND_INSERT_SHORT)
+    row: tuple[Any, ...] = (site, sensor, ts_us, *levels[3:12], source)
+    key = f"{sensor}|{ts_us}"
     if levels.overload:
-        return SoundEntry(
-            row[0], f"{row[1]}|{row[2]}", sound_digest(row, True), (*row, 1), _SOUND_INSERT_OVERLOAD
-        )
+        return SoundEntry(site, key, sound_digest(row, True), (*row, 1), _SOUND_INSERT_OVERLOAD)
     if row[7:12] == _NO_OPTIONALS:
-        values, insert = (*row[:7], source), _SOUND_INSERT_SHORT
-    else:
-        values, insert = row, _SOUND_INSERT
-    return SoundEntry(row[0], f"{row[1]}|{row[2]}", sound_digest(row), values, insert)
+        return SoundEntry(site, key, sound_digest(row), (*row[:7], source), _SOUND_INSERT_SHORT)
+    return SoundEntry(site, key, sound_digest(row), row, _SOUND_INSERT)
 
 
 class StagedSounds(NamedTuple):

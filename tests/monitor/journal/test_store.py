@@ -33,6 +33,7 @@ from monitor.journal.store import (
     sound_record,
     to_us,
 )
+from monitor.wire.canonical import from_us
 from monitor.wire.codec import payload_of
 from rules.model import (
     Finding,
@@ -65,6 +66,23 @@ def test_sound_digest_is_the_canonical_record_digest() -> None:
         )
         expected = digest_of(sound_record(dict(zip(_SOUND_ROW, row, strict=True))))
         assert sound_digest(row) == expected, row
+
+
+def test_the_usual_seconds_template_is_the_canonical_record_digest() -> None:
+    """The usual second (no optional level) takes a template of its own, in sound_digest and in
+    sound_entry: equal to json's text too, for floats, ints, -0.0, huge and non-finite values
+    (which fall back to the general text) and names JSON must escape."""
+    rng = random.Random(12)
+    choices = [0.0, -0.0, 55.0, 61.25, 1e-7, 1.5e22, 1e308, 140, float("inf"), float("nan")]
+    for _ in range(5000):
+        duration, laeq, lafmax, lcpeak = (rng.choice([*choices, rng.uniform(-50, 200)]) for _ in range(4))
+        site, sensor = rng.choice(["q", "sïte", 'a"b', "%s"]), rng.choice(["n1", "m\\2", "ü", "{0}"])
+        ts_us, source = rng.randint(0, 2**53), rng.choice(["levels", "bands", "audio"])
+        row = (site, sensor, ts_us, duration, laeq, lafmax, lcpeak, None, None, None, None, None, source)
+        expected = digest_of(sound_record(dict(zip(_SOUND_ROW, row, strict=True))))
+        assert sound_digest(row) == expected, row
+        levels = SoundLevels(site, sensor, from_us(ts_us), duration, laeq, lafmax, lcpeak)
+        assert sound_entry(levels, source).digest == expected, row
 
 
 @pytest.mark.parametrize(
