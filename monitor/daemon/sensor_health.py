@@ -89,7 +89,8 @@ class HealthWatch:
         if health is None:
             return
         arrived = arrived or now
-        health.arrived = arrived if health.arrived is None else max(arrived, health.arrived)
+        if health.arrived is None or arrived > health.arrived:
+            health.arrived = arrived
         if ts > health.last_seen or not health.online or not health.heard:
             health.last_seen = ts if not health.heard else max(ts, health.last_seen)
             health.heard = True

@@ -237,18 +237,7 @@ def parse_json_int(text: str) -> int | float:
 
 def parse_ts(value: Any, name: str = "ts") -> datetime:
     """RFC 3339 with an offset, or Unix epoch seconds; returned in UTC."""
-    if isinstance(value, bool):
-        raise DecodeError(name, "expected an RFC 3339 time or epoch seconds, got a boolean")
-    if isinstance(value, int | float):
-        if isinstance(value, LongNumber):
-            raise DecodeError(name, value.reason())
-        if not math.isfinite(value):
-            raise DecodeError(name, "not a finite number")
-        try:
-            return datetime.fromtimestamp(value, UTC)
-        except (OverflowError, OSError, ValueError):
-            raise DecodeError(name, f"{value} is out of range for a time") from None
-    if isinstance(value, str):
+    if isinstance(value, str):  # first: every levels message's time, once per message
         # Bounded before anything else looks at it (the parse cache is keyed by the text).
         if len(value) > MAX_TIME_CHARS:
             raise DecodeError(
@@ -261,6 +250,17 @@ def parse_ts(value: Any, name: str = "ts") -> datetime:
         if parsed is None:
             raise DecodeError(name, f"{value!r} has no UTC offset (add Z or +hh:mm)")
         return parsed
+    if isinstance(value, bool):
+        raise DecodeError(name, "expected an RFC 3339 time or epoch seconds, got a boolean")
+    if isinstance(value, int | float):
+        if isinstance(value, LongNumber):
+            raise DecodeError(name, value.reason())
+        if not math.isfinite(value):
+            raise DecodeError(name, "not a finite number")
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise DecodeError(name, f"{value} is out of range for a time") from None
     raise DecodeError(name, f"expected an RFC 3339 time or epoch seconds, got {type(value).__name__}")
 
 
