@@ -5,7 +5,7 @@ time order, 60-79 dB(A)) handed to ``Pipeline.handle_batch`` in batches of 10,00
 as the daemon's run loop does, without a broker or worker processes: one worker's share of the drain.
 Then the input falls quiet and one more tick judges what the backlog's end left open ("tail").
 
-    python bench/drain.py [--per-sensor 2000] [--sites 5] [--sensors 100] [--profile]
+    python bench/drain.py [--per-sensor 2000] [--sites 5] [--sensors 100] [--varied-levels] [--profile]
 
 Prints CPU microseconds per message (``time.process_time``; building the messages is not counted) for
 storing (handle_batch) and judging (tick), each by quarter of the drain, so growth with the backlog
@@ -32,6 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from backlog_levels import backlog_levels  # noqa: E402  (bench/, the script's own folder)
+
 from monitor.config import parse_config  # noqa: E402
 from monitor.daemon.clock import Clock  # noqa: E402
 from monitor.daemon.ingest import Inbound  # noqa: E402
@@ -55,15 +57,16 @@ def config_text(store: Path, sites: int, sensors: int) -> str:
 
 
 def batches(
-    pipeline: Pipeline, sites: int, sensors: int, seconds: int, start: datetime
+    pipeline: Pipeline, sites: int, sensors: int, seconds: int, start: datetime, varied: bool = False
 ) -> Iterator[list[Inbound]]:
     """The backlog in time order, decoded ahead as the network thread does (wire_levels.predecode)."""
     batch: list[Inbound] = []
+    level_of = backlog_levels(varied)
     for i in range(seconds):
         ts = start + timedelta(seconds=i)
         for s in range(sites):
             for n in range(sensors):
-                laeq = 60.0 + (n % 20)
+                laeq = level_of(n)
                 topic, payload = encode(SoundLevels(f"site{s}", f"n{n}", ts, 1.0, laeq, laeq + 2, laeq + 15))
                 batch.append(Inbound(topic, payload, 1, 1, 0.0, pipeline.predecode(topic, payload)))
                 if len(batch) == BATCH_LIMIT:
@@ -109,6 +112,11 @@ def main() -> None:
     parser.add_argument("--sites", type=int, default=5)
     parser.add_argument("--sensors", type=int, default=100, help="meters per site")
     parser.add_argument("--profile", action="store_true", help="cProfile's top functions (CPU time)")
+    parser.add_argument(
+        "--varied-levels",
+        action="store_true",
+        help="each second's LAeq drawn anew, as real meters' move (bench/backlog_levels.py)",
+    )
     args = parser.parse_args()
     if args.per_sensor < 1 or args.sites < 1 or args.sensors < 1:
         parser.error("--per-sensor, --sites and --sensors must be at least 1")
@@ -132,7 +140,7 @@ def main() -> None:
         resident: list[float] = []
         total = args.sites * args.sensors * args.per_sensor
         left = total
-        for batch in batches(pipeline, args.sites, args.sensors, args.per_sensor, start):
+        for batch in batches(pipeline, args.sites, args.sensors, args.per_sensor, start, args.varied_levels):
             if args.profile:
                 profile.enable()
             t0 = time.process_time()

@@ -86,6 +86,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 # bench/, the script's own folder; psutil through cpu_shares, which says where it comes from.
+from backlog_levels import backlog_levels  # noqa: E402
 from cpu_shares import CpuShares, psutil  # noqa: E402
 from mqtt_publish import publish_qos1  # noqa: E402
 from workdir import KEEP_HELP, scratch_folder  # noqa: E402
@@ -168,19 +169,22 @@ def write_config(path: Path, target: Target, sites: int, sensors_per_site: int, 
 
 
 def sound_messages(
-    sites: int, per_site: int, per_sensor: int, start: datetime
+    sites: int, per_site: int, per_sensor: int, start: datetime, varied: bool = False
 ) -> Iterator[tuple[str, bytes]]:
-    """The backlog in time order: every sensor's second, 60-79 dB(A)."""
+    """The backlog in time order: every sensor's second, 60-79 dB(A) (backlog_levels)."""
+    level_of = backlog_levels(varied)
     for i in range(per_sensor):
         ts = start + timedelta(seconds=i)
         for s in range(sites):
             for n in range(per_site):
-                laeq = 60.0 + (n % 20)
+                laeq = level_of(n)
                 yield encode(SoundLevels(f"site{s}", f"n{n}", ts, 1.0, laeq, laeq + 2, laeq + 15))
 
 
-def publish_backlog(target: Target, sites: int, per_site: int, per_sensor: int, start: datetime) -> int:
-    return publish(target, sound_messages(sites, per_site, per_sensor, start))
+def publish_backlog(
+    target: Target, sites: int, per_site: int, per_sensor: int, start: datetime, varied: bool = False
+) -> int:
+    return publish(target, sound_messages(sites, per_site, per_sensor, start, varied))
 
 
 def publish(target: Target, messages: Iterable[tuple[str, bytes]]) -> int:
@@ -277,7 +281,9 @@ def bench_mosquitto_sub(target: Target, args: argparse.Namespace, start: datetim
     sessions = [f"bench-sub-{i}" for i in range(1, args.floor_runs + 1)]
     for session in sessions:
         register_session(target, session)
-    total = publish_backlog(target, args.sites, args.sensors // args.sites, args.per_sensor, start)
+    total = publish_backlog(
+        target, args.sites, args.sensors // args.sites, args.per_sensor, start, args.varied_levels
+    )
     drains = [drain_mosquitto_sub(target, session, total) for session in sessions]
     # Ended once measured: the daemon's backlog, published next, is then queued for the daemon
     # alone, and the broker holds no more for the daemon's drain than the daemon's own.
@@ -460,7 +466,9 @@ def bench_daemon(
     startup_s = statistics.median(starts)
     if args.ballast:
         hold_ballast(target, args.ballast, start)
-    total = publish_backlog(target, args.sites, args.sensors // args.sites, args.per_sensor, start)
+    total = publish_backlog(
+        target, args.sites, args.sensors // args.sites, args.per_sensor, start, args.varied_levels
+    )
     daemon = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=REPO)
     proc = psutil.Process(daemon.pid)
     rss: list[tuple[int, float]] = []
@@ -716,6 +724,12 @@ def main() -> None:
         choices=("WARNING", "INFO"),
         help="the daemon's; INFO adds each worker's 'Stopped:' line (its waits for the store's write lock"
         " and the time it held it)",
+    )
+    parser.add_argument(
+        "--varied-levels",
+        action="store_true",
+        help="each second's LAeq drawn anew (N(65, 5) dB(A) to 0.1 dB), as real meters' move, instead of"
+        " one level per meter (bench/backlog_levels.py)",
     )
     parser.add_argument("--keep", action="store_true", help=KEEP_HELP)
     args = parser.parse_args()
