@@ -62,12 +62,13 @@ from monitor.influx.client import InfluxForwarder
 from monitor.influx.forwarder_record import ForwarderRecorder
 from monitor.influx.outbox import Outbox
 from monitor.journal.config_record import config_record_texts
+from monitor.journal.queries import HOUR_US
 from monitor.journal.store import READING_KIND, SoundEntry, StagedSounds, Store, sound_entry, unwritable
 from monitor.notify.alerts import Alert, AlertBook
 from monitor.notify.delivery import Deliveries, DeliveryWorker
 from monitor.notify.notices import NoticeBook
 from monitor.process_settings import freeze_startup_objects
-from monitor.wire.canonical import from_us
+from monitor.wire.canonical import from_us, to_us
 from monitor.wire.codec import (
     AudioBlock,
     BandLevels,
@@ -904,6 +905,7 @@ class Pipeline:
                         self._check_silence(state, now)
                         self.announcer.status(state, now, self.config.daemon.status_interval_s)
                         self.announcer.anchor(state, now, self.config.daemon.anchor_interval_s)
+                        self._keep_sound_hours(state)
                 except Exception as exc:  # one site's failure must not stop the others, or ingestion
                     if unwritable(exc, self.store.path):
                         raise  # every site's, and the transaction's: the caller waits for the store
@@ -923,6 +925,15 @@ class Pipeline:
             self.pruned_before = now - timedelta(days=self.config.storage.retention_days)
             if removed:
                 log.info("Pruned %d readings older than %g days", removed, self.config.storage.retention_days)
+
+    def _keep_sound_hours(self, state: SiteState) -> None:
+        """Count the site's hours of sound before the one its data has reached into the store's
+        hourly histograms (``Store.keep_sound_hours``): once per hour of data, one GROUP BY."""
+        if state.newest is None:
+            return
+        hour = to_us(state.newest) // HOUR_US  # still receiving seconds: counted from the next on
+        if state.sound_hours_until is None or hour > state.sound_hours_until:
+            state.sound_hours_until = self.store.keep_sound_hours(state.config.id, hour)
 
     def _judge(self, state: SiteState, now: datetime) -> Judgement:
         """The findings for the site's minutes that have closed (and the touched ones due again).

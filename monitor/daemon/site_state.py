@@ -66,6 +66,9 @@ class SiteState:
     bursts_kept_from: datetime = NEVER
     last_reevaluation: datetime = NEVER
     last_warning_check: datetime = NEVER
+    # The hour (from the epoch) before which the store's hourly histograms hold the site's
+    # seconds (Store.keep_sound_hours); None until the first look at the store's.
+    sound_hours_until: int | None = None
 
     margin_cache: dict[str | None, tuple[timedelta, timedelta]] = field(default_factory=dict)
     offsets: dict[str, float] = field(init=False)  # calibration offsets (dB) of the sensors that have one

@@ -352,6 +352,54 @@ INSERT INTO sound_hours
 """
 
 
+# sound_hours from the seconds of finished hours, not second by second (issue 31). Kept by the
+# triggers, an upsert per stored second cost more than the second's own row once a meter's levels
+# vary (each second a bin of its own: 5 us against 1.8, docs/PERFORMANCE.md). Now sound_hours
+# holds a site's hours before sound_hours_kept.until_hour, counted by Store.keep_sound_hours
+# (the daemon, as each hour of data ends) in one GROUP BY; the triggers count only the seconds
+# stored, pruned or changed in a kept hour (late data), and hourly_levels_of_site reads the hours
+# after it from the seconds. A store's existing histograms cover every hour it has seconds of.
+_KEPT = "(SELECT until_hour FROM sound_hours_kept WHERE site = {row}.site)"
+SOUND_HOURS_KEPT = f"""
+CREATE TABLE IF NOT EXISTS sound_hours_kept (
+    site TEXT PRIMARY KEY, until_hour INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR REPLACE INTO sound_hours_kept SELECT site, MAX(hour) + 1 FROM sound_hours GROUP BY site;
+DROP TRIGGER IF EXISTS sound_hours_insert;
+DROP TRIGGER IF EXISTS sound_hours_delete;
+DROP TRIGGER IF EXISTS sound_hours_update;
+CREATE TRIGGER sound_hours_insert AFTER INSERT ON sound
+WHEN NEW.ts_us / 3600000000 < {_KEPT.format(row="NEW")} BEGIN
+    INSERT INTO sound_hours VALUES (
+        NEW.site, NEW.ts_us / 3600000000, NEW.sensor, CAST(round(NEW.LAeq * 10) AS INTEGER), 1,
+        power(10, NEW.LAeq / 10.0)
+    ) ON CONFLICT DO UPDATE SET n = n + 1, energy = energy + excluded.energy;
+END;
+CREATE TRIGGER sound_hours_delete AFTER DELETE ON sound
+WHEN OLD.ts_us / 3600000000 < {_KEPT.format(row="OLD")} BEGIN
+    UPDATE sound_hours SET n = n - 1, energy = energy - power(10, OLD.LAeq / 10.0)
+    WHERE site = OLD.site AND hour = OLD.ts_us / 3600000000 AND sensor = OLD.sensor
+      AND bin = CAST(round(OLD.LAeq * 10) AS INTEGER);
+    DELETE FROM sound_hours
+    WHERE site = OLD.site AND hour = OLD.ts_us / 3600000000 AND sensor = OLD.sensor
+      AND bin = CAST(round(OLD.LAeq * 10) AS INTEGER) AND n = 0;
+END;
+CREATE TRIGGER sound_hours_update AFTER UPDATE OF site, sensor, ts_us, LAeq ON sound BEGIN
+    UPDATE sound_hours SET n = n - 1, energy = energy - power(10, OLD.LAeq / 10.0)
+    WHERE site = OLD.site AND hour = OLD.ts_us / 3600000000 AND sensor = OLD.sensor
+      AND bin = CAST(round(OLD.LAeq * 10) AS INTEGER) AND OLD.ts_us / 3600000000 < {_KEPT.format(row="OLD")};
+    DELETE FROM sound_hours
+    WHERE site = OLD.site AND hour = OLD.ts_us / 3600000000 AND sensor = OLD.sensor
+      AND bin = CAST(round(OLD.LAeq * 10) AS INTEGER) AND n = 0;
+    INSERT INTO sound_hours SELECT
+        NEW.site, NEW.ts_us / 3600000000, NEW.sensor, CAST(round(NEW.LAeq * 10) AS INTEGER), 1,
+        power(10, NEW.LAeq / 10.0)
+    WHERE NEW.ts_us / 3600000000 < {_KEPT.format(row="NEW")}
+    ON CONFLICT DO UPDATE SET n = n + 1, energy = energy + excluded.energy;
+END;
+"""
+
+
 # An episode's notice (queries.notice_of_episode, for every episode the status and the portal
 # list) by an index seek, not a scan of every revision of every episode told (issue 31).
 NOTICE_EPISODES_BY_EPISODE = """
@@ -530,6 +578,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     # The same for the relays listed since (pinggy, Tailscale Funnel).
     Migration("deliveries-shown-more-relay-hosts", _shown_delivery_rows),
     Migration("deliveries-report-copies-without-paths", _report_copies_without_paths),
+    Migration("sound-hours-kept", SOUND_HOURS_KEPT),
 )
 
 

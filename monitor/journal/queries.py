@@ -390,9 +390,10 @@ def minute_laeq_of_sensor(
 # loudest second of the hour, to 0.1 dB (the bin round(LAeq x 10)): the definition the monthly
 # report uses (monitor/reports/content.py, level_statistics), here computed in SQLite from each
 # hour's 0.1 dB histogram, so that a month of a meter (2.6 million seconds) never reaches Python.
-# The histograms of whole hours are kept in sound_hours (migrations.SOUND_HOURS, updated by
-# triggers as seconds are stored): a month of a meter is then 744 hours of a few dozen bins
-# each; a part of an hour at either end of a window is counted from its seconds.
+# The histograms of whole hours are kept in sound_hours (migrations.SOUND_HOURS_KEPT: counted as
+# each hour of data ends, late seconds by triggers): a month of a meter is then 744 hours of a few
+# dozen bins each; a part of an hour at either end of a window, and the hours not counted yet,
+# are counted from their seconds.
 HOUR_US = 3_600_000_000
 _SECOND_BINS = (
     "SELECT sensor, ts_us / 3600000000 AS hour, CAST(round(LAeq * 10) AS INTEGER) AS bin,"
@@ -420,8 +421,12 @@ def hourly_levels_of_site(
     """(``sensor``, ``hour``, ``seconds``, ``laeq``, ``l10``, ``l90``) of every clock hour of every
     sound meter of ``site`` with seconds in [start_us, end_us), by sensor and hour. LAeq: the
     energy average of the seconds' LAeq, 10 log10(mean(10^(L/10))); L10/L90: see above. Whole
-    hours from sound_hours, the parts of hours at the ends from the seconds."""
+    hours the store has counted from sound_hours (``sound_hours_kept``), the rest from the seconds:
+    the parts of hours at the ends, and the hours since the last counted (the daemon counts each
+    hour once its data has moved on: Store.keep_sound_hours)."""
     first, last = -(-start_us // HOUR_US), end_us // HOUR_US  # the whole hours: [first, last)
+    kept = conn.execute("SELECT until_hour FROM sound_hours_kept WHERE site = ?", (site,)).fetchone()
+    last = min(last, kept[0]) if kept is not None else first  # the whole hours counted
     if first >= last:
         return hourly_levels_from_seconds(conn, site, start_us, end_us)
     parts: list[str] = [_HOUR_BINS]

@@ -25,7 +25,7 @@ from monitor.daemon.pipeline import QUIET_S, Pipeline
 from monitor.daemon.site_state import SiteState
 from monitor.daemon.site_status import site_status
 from monitor.journal.chain_kinds import GENESIS, next_head
-from monitor.journal.store import Store
+from monitor.journal.store import Store, to_us
 from monitor.wire.codec import encode, payload_of
 from monitor.wire.protocol import format_ts
 from rules.model import Finding, LightSummary, SensorStatus, SoundLevels
@@ -831,3 +831,33 @@ def test_a_notice_nobody_closes_is_reminded_of_on_the_ticks(world: World) -> Non
     changes = [m["change"] for m in world.published_on("minewatch/q/notices")]
     assert changes == ["opened", "deadline_near", "deadline_passed"]
     assert world.count(f"SELECT count(*) FROM notice_changes WHERE notice_id = '{notice_id}'") == 3
+
+
+def test_each_hour_of_sound_is_counted_once_the_data_has_moved_on(world: World) -> None:
+    """The hourly histograms the week and month views read (sound_hours) are counted by the
+    daemon as each hour of a site's data ends (Store.keep_sound_hours), not second by second;
+    a late second into a counted hour is counted by the store's triggers."""
+
+    def kept() -> tuple[int, int]:
+        hour = world.count("SELECT until_hour FROM sound_hours_kept WHERE site = 'q'")
+        return hour - to_us(T0) // 3_600_000_000, world.count("SELECT SUM(n) FROM sound_hours")
+
+    world.levels(T0 - timedelta(minutes=2), 120, 60.0)  # 16:58-17:00 UTC
+    world.advance(1)
+    assert kept() == (0, 120)  # the hour before the one the data reached
+    world.advance(180)
+    world.levels(T0, 180, 60.0)  # 17:00-17:03: the hour still receiving seconds
+    world.levels(T0 - timedelta(seconds=30), 1, 95.0)  # a resend (a conflict): not counted again
+    world.advance(1)
+    assert kept() == (0, 120)
+    world.advance(3600)
+    world.levels(T0 + timedelta(hours=1), 1, 60.0)  # the data moves into 18:00
+    world.advance(1)
+    assert kept() == (1, 300)
+    world.levels(T0 + timedelta(minutes=30), 1, 70.0)  # late, into a counted hour: the triggers
+    world.advance(1)
+    assert kept() == (1, 301)
+    seconds = world.store.conn.execute(
+        "SELECT COUNT(*) FROM sound WHERE ts_us < ?", (to_us(T0) + 3_600_000_000,)
+    )
+    assert seconds.fetchone()[0] == 301  # the seconds before 18:00, each counted once

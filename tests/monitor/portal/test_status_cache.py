@@ -22,6 +22,7 @@ from monitor.config import Config
 from monitor.journal.store import Store
 from monitor.portal import periods
 from monitor.portal.data import Portal
+from monitor.wire.canonical import to_us
 from rules.model import LightSummary, SoundLevels
 from tests.monitor.portal.test_periods import CHICAGO, _second
 from tests.monitor.portal.test_periods import _portal as period_portal
@@ -181,6 +182,8 @@ def test_a_month_view_after_a_new_second_reads_only_that_hour_again(tmp_path: Pa
     for hour in range(48):
         for s in range(0, 3600, 600):
             _second(store, "n1", nine + timedelta(hours=hour, seconds=s), 50.0 + hour % 7)
+    with store.batch():  # as the daemon counts each hour once its data has moved on
+        store.keep_sound_hours("s1", to_us(nine + timedelta(hours=48)) // 3_600_000_000)
     month = periods.aligned("month", nine, CHICAGO)
     view, _ = portal.period_view(inspector, "s1", month)
     assert len(view["sound"]["n1"]) == 48
