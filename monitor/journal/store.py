@@ -1621,26 +1621,32 @@ class Store:
 
     def keep_sound_hours(self, site: str, until_hour: int) -> int:
         """Count the site's seconds of the hours before ``until_hour`` (numbered from the epoch)
-        not counted yet into sound_hours, in one GROUP BY; returns the hour the site's kept
-        histograms now reach (migrations.SOUND_HOURS_KEPT: the triggers count the seconds stored
-        in those hours later). Call in a write transaction. An hour still receiving seconds may
-        be kept: its later seconds are counted one by one, by the triggers."""
+        not counted yet into sound_hours; returns the hour the site's kept histograms now reach
+        (migrations.SOUND_HOURS_KEPT: the triggers count the seconds stored in those hours
+        later). Call in a write transaction. An hour still receiving seconds may be kept: its
+        later seconds are counted one by one, by the triggers."""
         row = self.conn.execute("SELECT until_hour FROM sound_hours_kept WHERE site = ?", (site,)).fetchone()
         if row is not None and until_hour <= row[0]:
             return int(row[0])
-        if row is None:  # nothing kept yet: from the site's first second (an index seek), if any
-            first = self.conn.execute("SELECT MIN(ts_us) FROM sound WHERE site = ?", (site,)).fetchone()[0]
-            since = until_hour if first is None else min(first // queries.HOUR_US, until_hour)
-        else:
-            since = row[0]
-        if since < until_hour:
-            # Not in sound_hours: neither counted here before nor by the triggers, which count
-            # only the seconds of the hours before the site's until_hour.
+        # The hours from the site's until_hour on are not in sound_hours (neither counted here
+        # nor by the triggers). One GROUP BY an hour that has seconds, found by an index seek:
+        # its sort holds one hour of the site's seconds at most, and empty days cost nothing.
+        end_us = until_hour * queries.HOUR_US
+        from_us = None if row is None else row[0] * queries.HOUR_US
+        while True:
+            first = self.conn.execute(
+                "SELECT MIN(ts_us) FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
+                (site, -(2**63) if from_us is None else from_us, end_us),
+            ).fetchone()[0]
+            if first is None:
+                break
+            hour_us = first // queries.HOUR_US * queries.HOUR_US
+            from_us = hour_us + queries.HOUR_US
             self.conn.execute(
-                "INSERT INTO sound_hours SELECT site, ts_us / 3600000000 AS hour, sensor,"
+                "INSERT INTO sound_hours SELECT site, ts_us / 3600000000, sensor,"
                 " CAST(round(LAeq * 10) AS INTEGER) AS bin, COUNT(*), SUM(power(10, LAeq / 10.0))"
-                " FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY hour, sensor, bin",
-                (site, since * queries.HOUR_US, until_hour * queries.HOUR_US),
+                " FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ? GROUP BY sensor, bin",
+                (site, hour_us, from_us),
             )
         self.conn.execute("INSERT OR REPLACE INTO sound_hours_kept VALUES (?, ?)", (site, until_hour))
         return until_hour

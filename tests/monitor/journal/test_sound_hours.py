@@ -183,3 +183,23 @@ def test_a_store_kept_by_the_former_triggers_keeps_its_hours_when_opened(tmp_pat
     assert kept_seconds(store) == 2 * 2702
     assert assert_same(store, to_us(START), to_us(START + timedelta(hours=3))) == 2 * 3
     store.close()
+
+
+def test_hours_are_counted_one_statement_an_hour_with_seconds(tmp_path: Path) -> None:
+    """Seconds a month apart: each hour with seconds counted by a statement of its own (its sort
+    holds one hour of the site's seconds), the empty hours between found by index seeks, not
+    visited one by one."""
+    store = Store(tmp_path / "store.db")
+    month = 30 * 24 * 3600
+    fill(store, [0, 1, 3599, 3600, month, month + 7200], random.Random(8))
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    until = to_us(START) // HOUR + 30 * 24 + 3  # 3 hours past the last second's
+    assert keep(store, until) == until
+    store.conn.set_trace_callback(None)
+    counted = [s for s in statements if s.startswith("INSERT INTO sound_hours SELECT")]
+    assert len(counted) == 4  # hours 0, 1, 720 and 722 of the fill
+    assert len(statements) < 20
+    assert kept_seconds(store) == 2 * 6
+    assert assert_same(store, to_us(START), to_us(START) + (until - to_us(START) // HOUR) * HOUR) == 2 * 4
+    store.close()
