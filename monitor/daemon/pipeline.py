@@ -905,7 +905,6 @@ class Pipeline:
                         self._check_silence(state, now)
                         self.announcer.status(state, now, self.config.daemon.status_interval_s)
                         self.announcer.anchor(state, now, self.config.daemon.anchor_interval_s)
-                        self._keep_sound_hours(state)
                 except Exception as exc:  # one site's failure must not stop the others, or ingestion
                     if unwritable(exc, self.store.path):
                         raise  # every site's, and the transaction's: the caller waits for the store
@@ -913,6 +912,7 @@ class Pipeline:
                 else:
                     self._site_rounds(state.config.id, "Judging").worked()
                     self._site_rounds(state.config.id, "Periodic work").worked()
+                self._keep_sound_hours(state)
         self.outgoing.flush()
         if now - self.last_prune >= PRUNE_INTERVAL:
             self.last_prune = now
@@ -928,12 +928,23 @@ class Pipeline:
 
     def _keep_sound_hours(self, state: SiteState) -> None:
         """Count the site's hours of sound before the one its data has reached into the store's
-        hourly histograms (``Store.keep_sound_hours``): once per hour of data, one GROUP BY."""
+        hourly histograms (``Store.keep_sound_hours``): once per hour of data. In a savepoint of
+        its own: a failure of this derived table is logged and leaves the judgements recorded."""
         if state.newest is None:
             return
         hour = to_us(state.newest) // HOUR_US  # still receiving seconds: counted from the next on
-        if state.sound_hours_until is None or hour > state.sound_hours_until:
-            state.sound_hours_until = self.store.keep_sound_hours(state.config.id, hour)
+        if state.sound_hours_until is not None and hour <= state.sound_hours_until:
+            return
+        rounds = self._site_rounds(state.config.id, "Counting the hourly sound levels")
+        try:
+            with self.store.savepoint():
+                state.sound_hours_until = self.store.keep_sound_hours(state.config.id, hour)
+        except Exception as exc:
+            if unwritable(exc, self.store.path):
+                raise  # every site's, and the transaction's: the caller waits for the store
+            rounds.failed(exc)
+        else:
+            rounds.worked()
 
     def _judge(self, state: SiteState, now: datetime) -> Judgement:
         """The findings for the site's minutes that have closed (and the touched ones due again).

@@ -7,6 +7,7 @@ itself is covered against a real Mosquitto in test_daemon.py); the store is real
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -861,3 +862,25 @@ def test_each_hour_of_sound_is_counted_once_the_data_has_moved_on(world: World) 
         "SELECT COUNT(*) FROM sound WHERE ts_us < ?", (to_us(T0) + 3_600_000_000,)
     )
     assert seconds.fetchone()[0] == 301  # the seconds before 18:00, each counted once
+
+
+def test_a_failing_count_of_the_hourly_levels_leaves_judging_alone(
+    world: World, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The hourly histograms are derived (the week and month views read them): counting them
+    failing is logged once, and the minutes are judged and recorded as ever."""
+
+    def broken(site: str, until_hour: int) -> int:
+        raise sqlite3.IntegrityError("UNIQUE constraint failed: sound_hours.site")
+
+    monkeypatch.setattr(world.store, "keep_sound_hours", broken)
+    world.levels(T0, 60, 90.0)  # a loud minute
+    world.advance(70)
+    world.levels(T0 + timedelta(minutes=1), 6, 60.0)
+    world.advance(1)
+    world.advance(1)
+    assert world.pipeline.sites["q"].evaluated_until == T0 + timedelta(minutes=1)
+    assert len(world.findings()) == 1
+    failures = [r for r in caplog.records if "Counting the hourly sound levels" in r.getMessage()]
+    assert len(failures) == 1 and "UNIQUE constraint failed" in failures[0].getMessage()
+    assert world.count("SELECT COUNT(*) FROM sound_hours_kept") == 0
