@@ -54,7 +54,8 @@ sys.path.insert(0, str(REPO))
 from workdir import KEEP_HELP, scratch_folder  # noqa: E402  (bench/, the script's own folder)
 
 from monitor.credentials import hash_password  # noqa: E402
-from monitor.journal.store import Store  # noqa: E402
+from monitor.journal.queries import HOUR_US  # noqa: E402
+from monitor.journal.store import Store, to_us  # noqa: E402
 from monitor.wire.codec import encode  # noqa: E402
 from monitor.wire.network_loop import stop_network_loop  # noqa: E402
 from rules.model import SoundLevels  # noqa: E402
@@ -107,8 +108,10 @@ def write_config(path: Path, broker: int, port: int, sensors: int, load_sensors:
     path.write_text("\n".join(lines) + "\n")
 
 
-def fill_day(db: Path, day: date, sensors: int, seconds: int) -> int:
-    """A day of per-second levels, chained, with a loud hour (findings for the API to list)."""
+def fill_day(db: Path, day: date, sensors: int, seconds: int, count_hours: bool = True) -> int:
+    """A day of per-second levels, chained, with a loud hour (findings for the API to list);
+    ``count_hours``: its hours then counted into the hourly histograms, as the daemon counts
+    each hour once its data has moved on (Store.keep_sound_hours)."""
     store = Store(db)
     start = datetime.combine(day, datetime.min.time(), ZoneInfo(TZ)).astimezone(UTC)
     now = start + timedelta(seconds=seconds)
@@ -126,6 +129,9 @@ def fill_day(db: Path, day: date, sensors: int, seconds: int) -> int:
         with store.batch():
             store.append_sounds(items, now)
         written += len(items)
+    if count_hours:
+        with store.batch():
+            store.keep_sound_hours("bench", to_us(now) // HOUR_US)
     store.close()
     return written
 
@@ -204,9 +210,11 @@ def drain(
     return total / (time.perf_counter() - t0), cpu_s(proc.pid)
 
 
-def fill_days(db: Path, last: date, days: int, sensors: int, seconds: int) -> int:
+def fill_days(db: Path, last: date, days: int, sensors: int, seconds: int, count_hours: bool = True) -> int:
     """``days`` local days ending with ``last``, each as fill_day writes it."""
-    return sum(fill_day(db, last - timedelta(days=k), sensors, seconds) for k in reversed(range(days)))
+    return sum(
+        fill_day(db, last - timedelta(days=k), sensors, seconds, count_hours) for k in reversed(range(days))
+    )
 
 
 def session(base: str, name: str = "inspector") -> urllib.request.OpenerDirector:
