@@ -415,6 +415,13 @@ FROM ranked GROUP BY sensor, hour ORDER BY sensor, hour
 """
 
 
+def sound_hours_until(conn: sqlite3.Connection, site: str) -> int | None:
+    """The hour (from the epoch) before which sound_hours holds every second of ``site``
+    (Store.keep_sound_hours); None before its first count."""
+    row = conn.execute("SELECT until_hour FROM sound_hours_kept WHERE site = ?", (site,)).fetchone()
+    return None if row is None else int(row[0])
+
+
 def hourly_levels_of_site(
     conn: sqlite3.Connection, site: str, start_us: int, end_us: int
 ) -> list[sqlite3.Row]:
@@ -425,8 +432,8 @@ def hourly_levels_of_site(
     the parts of hours at the ends, and the hours since the last counted (the daemon counts each
     hour once its data has moved on: Store.keep_sound_hours)."""
     first, last = -(-start_us // HOUR_US), end_us // HOUR_US  # the whole hours: [first, last)
-    kept = conn.execute("SELECT until_hour FROM sound_hours_kept WHERE site = ?", (site,)).fetchone()
-    last = min(last, kept[0]) if kept is not None else first  # the whole hours counted
+    kept = sound_hours_until(conn, site)
+    last = min(last, kept) if kept is not None else first  # the whole hours counted
     if first >= last:
         return hourly_levels_from_seconds(conn, site, start_us, end_us)
     parts: list[str] = [_HOUR_BINS]

@@ -240,9 +240,7 @@ def sound_entry(levels: SoundLevels, source: str) -> SoundEntry:
     key = f"{sensor}|{ts_us}"
     if levels.overload:
         return SoundEntry(site, key, sound_digest(row, True), (*row, 1), _SOUND_INSERT_OVERLOAD)
-    if row[7:12] == _NO_OPTIONALS:
-        return SoundEntry(site, key, sound_digest(row), (*row[:7], source), _SOUND_INSERT_SHORT)
-    return SoundEntry(site, key, sound_digest(row), row, _SOUND_INSERT)
+    return SoundEntry(site, key, sound_digest(row), row, _SOUND_INSERT)  # with an optional level
 
 
 class StagedSounds(NamedTuple):
@@ -1625,14 +1623,14 @@ class Store:
         (migrations.SOUND_HOURS_KEPT: the triggers count the seconds stored in those hours
         later). Call in a write transaction. An hour still receiving seconds may be kept: its
         later seconds are counted one by one, by the triggers."""
-        row = self.conn.execute("SELECT until_hour FROM sound_hours_kept WHERE site = ?", (site,)).fetchone()
-        if row is not None and until_hour <= row[0]:
-            return int(row[0])
+        kept = queries.sound_hours_until(self.conn, site)
+        if kept is not None and until_hour <= kept:
+            return kept
         # The hours from the site's until_hour on are not in sound_hours (neither counted here
         # nor by the triggers). One GROUP BY an hour that has seconds, found by an index seek:
         # its sort holds one hour of the site's seconds at most, and empty days cost nothing.
         end_us = until_hour * queries.HOUR_US
-        from_us = None if row is None else row[0] * queries.HOUR_US
+        from_us = None if kept is None else kept * queries.HOUR_US
         while True:
             first = self.conn.execute(
                 "SELECT MIN(ts_us) FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
