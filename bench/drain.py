@@ -5,14 +5,18 @@ time order, 60-79 dB(A)) handed to ``Pipeline.handle_batch`` in batches of 10,00
 as the daemon's run loop does, without a broker or worker processes: one worker's share of the drain.
 Then the input falls quiet and one more tick judges what the backlog's end left open ("tail").
 
-    python bench/drain.py [--per-sensor 2000] [--sites 5] [--sensors 100] [--varied-levels] [--profile]
+    python bench/drain.py [--per-sensor 2000] [--sites 5] [--sensors 100] [--varied-levels]
+                          [--cross-hour] [--profile]
 
 Prints CPU microseconds per message (``time.process_time``; building the messages is not counted) for
 storing (handle_batch) and judging (tick), each by quarter of the drain, so growth with the backlog
 shows, and the wall time per message the pipeline holds the store's write lock (two workers' drain
 is bound by that: docs/PERFORMANCE.md), and the process's resident memory after each quarter (issue
 31's "RSS flat once the evaluation windows are full", without the broker and the workers' other
-processes). ``--profile`` adds cProfile's top functions (which inflates
+processes). It also prints the CPU per message of counting the store's hourly histograms
+(``Store.keep_sound_hours``, once a site's data reaches a new hour): ``--cross-hour`` places the
+backlog so that an hour of data ends at its middle (otherwise where it falls depends on the time
+of day, as in bench/ingest.py). ``--profile`` adds cProfile's top functions (which inflates
 many small Python calls: compare without it).
 """
 
@@ -106,6 +110,22 @@ def resident_mb() -> float:
     return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
+def count_the_hours(store: Store) -> list[float]:
+    """The CPU seconds of each ``store.keep_sound_hours`` call from now on (the list filled as it runs)."""
+    spent: list[float] = []
+    keep = store.keep_sound_hours
+
+    def timed(site: str, until_hour: int) -> int:
+        t0 = time.process_time()
+        try:
+            return keep(site, until_hour)
+        finally:
+            spent.append(time.process_time() - t0)
+
+    store.keep_sound_hours = timed  # type: ignore[method-assign]
+    return spent
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-sensor", type=int, default=2000, help="seconds of backlog per meter")
@@ -116,6 +136,11 @@ def main() -> None:
         "--varied-levels",
         action="store_true",
         help="each second's LAeq drawn anew, as real meters' move (bench/backlog_levels.py)",
+    )
+    parser.add_argument(
+        "--cross-hour",
+        action="store_true",
+        help="an hour of data ends at the backlog's middle (its count falls in the drain)",
     )
     args = parser.parse_args()
     if args.per_sensor < 1 or args.sites < 1 or args.sensors < 1:
@@ -130,6 +155,11 @@ def main() -> None:
         store = Store(config.storage.path)
         store.checkpoint_in_background()  # as the daemon's (its CPU is the process's, counted)
         now = datetime.now(UTC)
+        if args.cross_hour:  # the data's hour ends at its middle; the clock no later than the wall's
+            half = timedelta(seconds=args.per_sensor // 2)
+            hour = (now - half - timedelta(seconds=120)).replace(minute=0, second=0, microsecond=0)
+            now = hour - half + timedelta(seconds=args.per_sensor + 120)
+        counting = count_the_hours(store)
         pipeline = Pipeline(config, store, lambda topic, payload, retain: None, Clock("wall", lambda: now))
         freeze_startup_objects()
         start = now.replace(microsecond=0) - timedelta(seconds=args.per_sensor + 120)  # as bench/ingest.py
@@ -171,6 +201,8 @@ def main() -> None:
         f" storing {sum(storing) / total * 1e6:.1f} us/msg by quarter {quarters(storing, sizes)},"
         f" judging {sum(judging) / total * 1e6:.1f} us/msg by quarter {quarters(judging, sizes)},"
         f" tail {tail / total * 1e6:.2f} us/msg;"
+        f" counting the hours (within judging and tail) {sum(counting) / total * 1e6:.2f} us/msg"
+        f" ({len(counting)} calls);"
         f" all {(sum(storing) + sum(judging) + tail) / total * 1e6:.1f} us/msg;"
         f" holding the store's write lock {held / total * 1e6:.1f} us/msg (wall);"
         f" resident memory after each quarter {memory} MB"
