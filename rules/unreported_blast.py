@@ -27,7 +27,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from operator import attrgetter
+from functools import partial
+from operator import attrgetter, is_not
 
 from rules.base import RuleSpec, Standard, leq, make_finding, only_site, sensor_label, sensors_of
 from rules.citation import citation_text
@@ -35,7 +36,8 @@ from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteConte
 from rules.numbers import within
 from rules.times import iso, local_hms
 
-_TS = attrgetter("ts")
+_TS, _LCPEAK, _LZPEAK = attrgetter("ts"), attrgetter("LCpeak"), attrgetter("LZpeak")
+_IS_VALUE = partial(is_not, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +64,16 @@ def _peak(record: SoundLevels) -> float | None:
     if z is None or c is None:
         return c if z is None else z
     return z if z > c else c
+
+
+def _no_peak_reaches(records: Sequence[SoundLevels], threshold: float) -> bool:
+    """No record's LCpeak or LZpeak reaches ``threshold``, so find_impulse refuses every one
+    (``_peak`` is the higher of the two). Most minutes are so: one pass in C over the minute,
+    not a call per second (issue 31). A NaN peak is not below it: that minute is looked at."""
+    below = float(threshold).__gt__  # an int's __gt__ answers NotImplemented (true) for a float
+    return all(map(below, filter(_IS_VALUE, map(_LCPEAK, records)))) and all(
+        map(below, filter(_IS_VALUE, map(_LZPEAK, records)))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +142,10 @@ def evaluate(
         # The minute's own seconds, by bisection of the time-ordered series: the margins around
         # it are context for find_impulse, not candidates (issue 31).
         first = bisect.bisect_left(series, start, key=_TS)
-        for record in series[first : bisect.bisect_left(series, end, key=_TS)]:
+        own = series[first : bisect.bisect_left(series, end, key=_TS)]
+        if _no_peak_reaches(own, params.peak_threshold_db):
+            continue
+        for record in own:
             impulse = find_impulse(record, series, params)
             if impulse is None:
                 continue

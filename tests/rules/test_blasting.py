@@ -248,6 +248,41 @@ def test_unreported_blast(sound: list[SoundLevels], blasts: tuple[object, ...], 
         assert "no notice of violation: a sound alone does not show a blast or its time" in finding.summary
 
 
+def test_unreported_blast_looks_at_every_second_a_peak_could_make_an_impulse_of() -> None:
+    """The rule skips a minute whose peaks all stay below the threshold without a call per second
+    (issue 31): its findings equal find_impulse's over every second, for minutes whose peaks sit
+    at, just below and above the threshold, in LZpeak or LCpeak alone, missing, or NaN."""
+    import math
+    import random
+
+    from rules.unreported_blast import UnreportedBlastParams, find_impulse
+
+    rng = random.Random(31)
+    params = UnreportedBlastParams()
+    threshold = params.peak_threshold_db
+    choices = [None, threshold, threshold - 1e-9, threshold + 5, 70.0, math.nan]
+    found_any = 0
+    for _ in range(300):
+        spike_at = rng.randrange(20, 41)
+        lz, lc = rng.choice(choices), rng.choice(choices[1:])
+        sound = [
+            r._replace(LZpeak=lz, LCpeak=lc) if i == spike_at else r
+            for i, r in enumerate(
+                seconds("n1", BEFORE, 61, lambda i: 55.0 + rng.random(), peak=lambda i: None)
+            )
+        ]
+        series = tuple(sound)
+        expected = [
+            r.ts
+            for r in series
+            if BEFORE <= r.ts < IMPULSE_AT + timedelta(seconds=30) and find_impulse(r, series, params)
+        ]
+        findings = run("unreported_blast", SiteData(sound=series), BEFORE, IMPULSE_AT + timedelta(seconds=30))
+        assert [f.start for f in findings] == expected, (lz, lc)
+        found_any += bool(expected)
+    assert 0 < found_any < 300  # both kinds of minute were tried
+
+
 FAIRBANKS = make_site("fbx", "America/Anchorage", 64.84, -147.72)
 AK = "America/Anchorage"
 JUNE, DEC = "2026-06-22T00:46:19", "2026-12-15T14:38:51"
