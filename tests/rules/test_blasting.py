@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import random
 import re
 from datetime import datetime, timedelta
 
@@ -10,6 +12,7 @@ import pytest
 
 from rules.model import AdjoiningOwner, BlastNotice, Finding, SiteContext, SiteData, SoundLevels, TownContact
 from rules.profile import ProfileError, load_profile
+from rules.unreported_blast import UnreportedBlastParams, find_impulse
 from tests.support.paths import DATA
 from tests.support.rule_builders import (
     DOVRE,
@@ -252,11 +255,6 @@ def test_unreported_blast_looks_at_every_second_a_peak_could_make_an_impulse_of(
     """The rule skips a minute whose peaks all stay below the threshold without a call per second
     (issue 31): its findings equal find_impulse's over every second, for minutes whose peaks sit
     at, just below and above the threshold, in LZpeak or LCpeak alone, missing, or NaN."""
-    import math
-    import random
-
-    from rules.unreported_blast import UnreportedBlastParams, find_impulse
-
     rng = random.Random(31)
     params = UnreportedBlastParams()
     threshold = params.peak_threshold_db
