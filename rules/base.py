@@ -16,7 +16,8 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from operator import attrgetter
+from functools import partial
+from operator import attrgetter, is_not
 from typing import Any, Generic, TypeVar
 
 from rules.model import (
@@ -127,6 +128,9 @@ def only_site(data: SiteData, site_id: str) -> SiteData:
 
 
 _SITE_OF = attrgetter("site")
+
+# A reading's optional value is given (not None): filter(is_given, map(attrgetter(...), records)) in C.
+is_given = partial(is_not, None)
 
 
 # SiteData's fields that hold records of a site

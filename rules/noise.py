@@ -56,10 +56,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from operator import attrgetter, is_not
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from rules.base import RuleSpec, Standard, fmt_db, fmt_limit, leq, make_finding, only_site, sensor_label
+from rules.base import (
+    RuleSpec,
+    Standard,
+    fmt_db,
+    fmt_limit,
+    is_given,
+    leq,
+    make_finding,
+    only_site,
+    sensor_label,
+)
 from rules.citation import citation_text
 from rules.lazy import lazy_import
 from rules.model import (
@@ -84,7 +94,6 @@ METRICS = ("LAeq", "LASmax", "LAeq+LASmax")
 _EPS_DB = 1e-6
 _TS, _LAEQ, _LASMAX = attrgetter("ts"), attrgetter("LAeq"), attrgetter("LASmax")
 _OVERLOAD = attrgetter("overload")
-_IS_VALUE = partial(is_not, None)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -356,7 +365,7 @@ def _grid(
     # itemgetters, the records' times least of all).
     loudest = max(map(_LAEQ, records)) if metric != "LASmax" else -math.inf
     if metric != "LAeq":
-        loudest = max(loudest, max(filter(_IS_VALUE, map(_LASMAX, records)), default=-math.inf))
+        loudest = max(loudest, max(filter(is_given, map(_LASMAX, records)), default=-math.inf))
     if loudest <= limit_db + _EPS_DB and not any(map(_OVERLOAD, records)):
         return None
     ts = np.fromiter((r.ts.timestamp() for r in records), np.float64, count)

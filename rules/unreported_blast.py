@@ -27,17 +27,15 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import partial
-from operator import attrgetter, is_not
+from operator import attrgetter
 
-from rules.base import RuleSpec, Standard, leq, make_finding, only_site, sensor_label, sensors_of
+from rules.base import RuleSpec, Standard, is_given, leq, make_finding, only_site, sensor_label, sensors_of
 from rules.citation import citation_text
 from rules.model import Finding, FindingKind, Measurement, SensorKind, SiteContext, SiteData, SoundLevels
 from rules.numbers import within
 from rules.times import iso, local_hms
 
 _TS, _LCPEAK, _LZPEAK = attrgetter("ts"), attrgetter("LCpeak"), attrgetter("LZpeak")
-_IS_VALUE = partial(is_not, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +69,8 @@ def _no_peak_reaches(records: Sequence[SoundLevels], threshold: float) -> bool:
     (``_peak`` is the higher of the two). Most minutes are so: one pass in C over the minute,
     not a call per second (issue 31). A NaN peak is not below it: that minute is looked at."""
     below = float(threshold).__gt__  # an int's __gt__ answers NotImplemented (true) for a float
-    return all(map(below, filter(_IS_VALUE, map(_LCPEAK, records)))) and all(
-        map(below, filter(_IS_VALUE, map(_LZPEAK, records)))
+    return all(map(below, filter(is_given, map(_LCPEAK, records)))) and all(
+        map(below, filter(is_given, map(_LZPEAK, records)))
     )
 
 

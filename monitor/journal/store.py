@@ -1630,11 +1630,11 @@ class Store:
         # nor by the triggers). One GROUP BY an hour that has seconds, found by an index seek:
         # its sort holds one hour of the site's seconds at most, and empty days cost nothing.
         end_us = until_hour * queries.HOUR_US
-        from_us = None if kept is None else kept * queries.HOUR_US
+        from_us = -(2**63) if kept is None else kept * queries.HOUR_US  # nothing kept: every second
         while True:
             first = self.conn.execute(
                 "SELECT MIN(ts_us) FROM sound WHERE site = ? AND ts_us >= ? AND ts_us < ?",
-                (site, -(2**63) if from_us is None else from_us, end_us),
+                (site, from_us, end_us),
             ).fetchone()[0]
             if first is None:
                 break
